@@ -1,0 +1,404 @@
+/* graph.c - the op table, tensor types, and building / copying graphs.
+ *
+ * The builder only appends, so nodes stay in topological order. Every object
+ * lives in the graph's arena; growable arrays (nodes, values, symbols,
+ * inputs) are re-allocated in the arena when they fill up (the old copy is
+ * simply abandoned until the arena dies). Value names are unique: a NULL
+ * name gets a fresh number. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* ---- the op table ---- */
+static const ir_op_info op_table[IR_OP_COUNT] = {
+#define OP(id, nm, cls, nin_min, nin_max, nout) {nm, IR_CLS_##cls, nin_min, nin_max, nout},
+#include "ops.def"
+#undef OP
+};
+
+const ir_op_info *ir_op_get(ir_op op) {
+  return (unsigned)op < IR_OP_COUNT ? &op_table[op] : NULL;
+}
+
+int ir_op_lookup(const char *name, size_t len, int noperands, bool *name_known) {
+  if (name_known) *name_known = false;
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    const ir_op_info *o = &op_table[i];
+    if (strlen(o->name) != len || memcmp(o->name, name, len) != 0) continue;
+    if (name_known) *name_known = true;
+    if (noperands < o->nin_min) continue;
+    if (o->nin_max >= 0 && noperands > o->nin_max) continue;
+    return i;
+  }
+  return -1;
+}
+
+bool ir_op_is_elementwise(ir_op op) {
+  const ir_op_info *o = ir_op_get(op);
+  if (!o) return false;
+  switch (o->cls) {
+  case IR_CLS_UNARY:
+  case IR_CLS_UNARY_FLOAT:
+  case IR_CLS_UNARY_PRED:
+  case IR_CLS_UNARY_LOGICAL:
+  case IR_CLS_BINARY:
+  case IR_CLS_BINARY_FLOAT:
+  case IR_CLS_COMPARE:
+  case IR_CLS_BINARY_LOGICAL:
+  case IR_CLS_WHERE:
+  case IR_CLS_CAST:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* ---- types ---- */
+bool ir_type_equal(const ir_type *a, const ir_type *b) {
+  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  if (a->device.kind != b->device.kind || a->device.id != b->device.id) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
+  return true;
+}
+
+bool ir_type_static_numel(const ir_type *t, int64_t *n) {
+  int64_t acc = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t v;
+    if (!ir_dim_is_const(t->dims[i], &v)) return false;
+    if (__builtin_mul_overflow(acc, v, &acc)) return false;
+  }
+  if (n) *n = acc;
+  return true;
+}
+
+/* ---- diagnostics ---- */
+int ir_diag_set(ir_diag *d, ir_loc loc, const char *fmt, ...) {
+  if (!d) return -1;
+  d->line = loc.line;
+  d->col = loc.col;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+/* ---- growable arrays in the arena ---- */
+static bool grow(ir_arena *a, void **arr, int *cap, int need, size_t elem) {
+  if (need <= *cap) return true;
+  int ncap = *cap ? *cap * 2 : 8;
+  while (ncap < need) ncap *= 2;
+  void *n = ir_arena_alloc(a, (size_t)ncap * elem);
+  if (!n) return false;
+  if (*arr && *cap) memcpy(n, *arr, (size_t)*cap * elem);
+  *arr = n;
+  *cap = ncap;
+  return true;
+}
+
+/* ---- graphs ---- */
+ir_graph *ir_graph_new(const char *name) {
+  ir_arena *a = ir_arena_new();
+  if (!a) return NULL;
+  ir_graph *g = ir_arena_alloc(a, sizeof *g);
+  if (!g) {
+    ir_arena_free(a);
+    return NULL;
+  }
+  g->arena = a;
+  g->name = ir_arena_strdup(a, name ? name : "graph");
+  if (!g->name) {
+    ir_arena_free(a);
+    return NULL;
+  }
+  return g;
+}
+
+void ir_graph_free(ir_graph *g) {
+  if (g) ir_arena_free(g->arena); /* g itself lives in its arena */
+}
+
+int ir_graph_symbol(ir_graph *g, const char *name, size_t len, bool create) {
+  for (int i = 0; i < g->nsyms; i++)
+    if (strlen(g->syms[i]) == len && memcmp(g->syms[i], name, len) == 0) return i;
+  if (!create) return -1;
+  if (!grow(g->arena, (void **)&g->syms, &g->cap_syms, g->nsyms + 1, sizeof *g->syms)) return -1;
+  const char *s = ir_arena_strndup(g->arena, name, len);
+  if (!s) return -1;
+  g->syms[g->nsyms] = s;
+  return g->nsyms++;
+}
+
+ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len) {
+  for (int i = 0; i < g->nvalues; i++) {
+    const char *n = g->values[i]->name;
+    if (strlen(n) == len && memcmp(n, name, len) == 0) return g->values[i];
+  }
+  return NULL;
+}
+
+/* A new value named `name` (or a fresh number); NULL if taken or OOM. */
+static ir_value *new_value(ir_graph *g, const char *name) {
+  char buf[32];
+  if (!name) {
+    for (int k = g->nvalues;; k++) {
+      snprintf(buf, sizeof buf, "%d", k);
+      if (!ir_graph_find_value(g, buf, strlen(buf))) break;
+    }
+    name = buf;
+  } else if (ir_graph_find_value(g, name, strlen(name))) {
+    return NULL;
+  }
+  if (!grow(g->arena, (void **)&g->values, &g->cap_values, g->nvalues + 1, sizeof *g->values))
+    return NULL;
+  ir_value *v = ir_arena_alloc(g->arena, sizeof *v);
+  if (!v || !(v->name = ir_arena_strdup(g->arena, name))) return NULL;
+  v->id = g->nvalues;
+  v->type.rank = -1;
+  g->values[g->nvalues++] = v;
+  return v;
+}
+
+static bool copy_type(ir_arena *a, ir_type *dst, const ir_type *src) {
+  *dst = *src;
+  dst->dims = NULL;
+  if (src->rank <= 0) return true;
+  dst->dims = ir_arena_alloc(a, (size_t)src->rank * sizeof *dst->dims);
+  if (!dst->dims) return false;
+  memcpy(dst->dims, src->dims, (size_t)src->rank * sizeof *dst->dims);
+  return true;
+}
+
+ir_value *ir_graph_add_input(ir_graph *g, const char *name, const ir_type *t) {
+  if (!grow(g->arena, (void **)&g->inputs, &g->cap_inputs, g->ninputs + 1, sizeof *g->inputs))
+    return NULL;
+  /* input_names grows with inputs: same capacity. */
+  const char **names = ir_arena_alloc(g->arena, (size_t)g->cap_inputs * sizeof *names);
+  if (!names) return NULL;
+  if (g->input_names) memcpy(names, g->input_names, (size_t)g->ninputs * sizeof *names);
+  g->input_names = names;
+  ir_value *v = new_value(g, name);
+  if (!v || !copy_type(g->arena, &v->type, t)) return NULL;
+  v->index = g->ninputs;
+  g->inputs[g->ninputs++] = v;
+  return v;
+}
+
+/* Deep copy of one attribute's payload into arena a. */
+static bool copy_attr(ir_arena *a, ir_attr *dst, const ir_attr *src) {
+  *dst = *src;
+  if (!(dst->name = ir_arena_strdup(a, src->name))) return false;
+  switch (src->kind) {
+  case IR_ATTR_STRING:
+    return (dst->u.s = ir_arena_strdup(a, src->u.s ? src->u.s : "")) != NULL;
+  case IR_ATTR_INTS:
+    dst->u.ints.v = ir_arena_memdup(a, src->u.ints.v, (size_t)src->u.ints.n * sizeof(int64_t));
+    return dst->u.ints.v != NULL;
+  case IR_ATTR_STRINGS: {
+    const char **v = ir_arena_alloc(a, (size_t)(src->u.strings.n ? src->u.strings.n : 1) * sizeof *v);
+    if (!v) return false;
+    for (int i = 0; i < src->u.strings.n; i++)
+      if (!(v[i] = ir_arena_strdup(a, src->u.strings.v[i]))) return false;
+    dst->u.strings.v = v;
+    return true;
+  }
+  case IR_ATTR_DENSE: {
+    size_t bytes = (size_t)src->u.dense.numel * ir_dtype_size(src->u.dense.dtype);
+    dst->u.dense.data = ir_arena_memdup(a, src->u.dense.data, bytes);
+    return dst->u.dense.data != NULL;
+  }
+  default:
+    return true;
+  }
+}
+
+ir_node *ir_graph_add_node(ir_graph *g, ir_op op, ir_value *const *in, int nin,
+                           const ir_attr *attrs, int nattrs, int nout,
+                           const ir_type *out_types, const char *const *result_names,
+                           ir_loc loc, ir_diag *d) {
+  if ((unsigned)op >= IR_OP_COUNT || nin < 0 || nout < 0 || nattrs < 0) {
+    ir_diag_set(d, loc, "invalid node");
+    return NULL;
+  }
+  if (!grow(g->arena, (void **)&g->nodes, &g->cap_nodes, g->nnodes + 1, sizeof *g->nodes))
+    goto oom;
+  ir_node *n = ir_arena_alloc(g->arena, sizeof *n);
+  if (!n) goto oom;
+  n->op = op;
+  n->loc = loc;
+  n->nin = nin;
+  n->in = ir_arena_alloc(g->arena, (size_t)(nin ? nin : 1) * sizeof *n->in);
+  n->out = ir_arena_alloc(g->arena, (size_t)(nout ? nout : 1) * sizeof *n->out);
+  n->attrs = ir_arena_alloc(g->arena, (size_t)(nattrs ? nattrs : 1) * sizeof *n->attrs);
+  if (!n->in || !n->out || !n->attrs) goto oom;
+  if (nin) memcpy(n->in, in, (size_t)nin * sizeof *in);
+  /* attributes: copy, then insertion-sort by name; a repeated name is an error */
+  for (int i = 0; i < nattrs; i++) {
+    if (!copy_attr(g->arena, &n->attrs[i], &attrs[i])) goto oom;
+    for (int j = i; j > 0; j--) {
+      int c = strcmp(n->attrs[j - 1].name, n->attrs[j].name);
+      if (c == 0) {
+        ir_diag_set(d, loc, "attribute '%s' is given twice", n->attrs[j].name);
+        return NULL;
+      }
+      if (c < 0) break;
+      ir_attr t = n->attrs[j - 1];
+      n->attrs[j - 1] = n->attrs[j];
+      n->attrs[j] = t;
+    }
+  }
+  n->nattrs = nattrs;
+  for (int i = 0; i < nout; i++) {
+    const char *rn = result_names ? result_names[i] : NULL;
+    if (rn && ir_graph_find_value(g, rn, strlen(rn))) {
+      ir_diag_set(d, loc, "redefinition of value %%%s", rn);
+      return NULL;
+    }
+    ir_value *v = new_value(g, rn);
+    if (!v) goto oom;
+    if (out_types && !copy_type(g->arena, &v->type, &out_types[i])) goto oom;
+    v->def = n;
+    v->index = i;
+    n->out[i] = v;
+  }
+  n->nout = nout;
+  n->id = g->nnodes;
+  g->nodes[g->nnodes++] = n;
+  return n;
+oom:
+  ir_diag_set(d, loc, "out of memory");
+  return NULL;
+}
+
+int ir_graph_set_outputs(ir_graph *g, ir_value *const *v, int n, ir_loc loc) {
+  ir_value **outs = ir_arena_alloc(g->arena, (size_t)(n ? n : 1) * sizeof *outs);
+  const char **names = ir_arena_alloc(g->arena, (size_t)(n ? n : 1) * sizeof *names);
+  if (!outs || !names) return -1;
+  if (n) memcpy(outs, v, (size_t)n * sizeof *v);
+  /* keep result names already set for the same positions */
+  for (int i = 0; i < n && g->output_names && i < g->noutputs; i++) names[i] = g->output_names[i];
+  g->outputs = outs;
+  g->output_names = names;
+  g->noutputs = n;
+  g->output_loc = loc;
+  return 0;
+}
+
+/* ---- attributes ---- */
+const ir_attr *ir_node_attr(const ir_node *n, const char *name) {
+  for (int i = 0; i < n->nattrs; i++)
+    if (strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+  return NULL;
+}
+
+int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt) {
+  const ir_attr *a = ir_node_attr(n, name);
+  return a && a->kind == IR_ATTR_INT ? a->u.i : dflt;
+}
+
+double ir_node_attr_float(const ir_node *n, const char *name, double dflt) {
+  const ir_attr *a = ir_node_attr(n, name);
+  if (!a) return dflt;
+  if (a->kind == IR_ATTR_FLOAT) return a->u.f;
+  if (a->kind == IR_ATTR_INT) return (double)a->u.i;
+  return dflt;
+}
+
+const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt) {
+  const ir_attr *a = ir_node_attr(n, name);
+  return a && a->kind == IR_ATTR_STRING ? a->u.s : dflt;
+}
+
+/* ---- clone ---- */
+static bool clone_type(ir_arena *a, ir_type *dst, const ir_type *src) {
+  *dst = *src;
+  dst->dims = NULL;
+  if (src->rank <= 0) return true;
+  dst->dims = ir_arena_alloc(a, (size_t)src->rank * sizeof *dst->dims);
+  if (!dst->dims) return false;
+  for (int i = 0; i < src->rank; i++)
+    if (!(dst->dims[i] = ir_dim_clone(a, src->dims[i]))) return false;
+  return true;
+}
+
+static const char **clone_names(ir_arena *a, const char *const *src, int n) {
+  const char **v = ir_arena_alloc(a, (size_t)(n ? n : 1) * sizeof *v);
+  if (!v) return NULL;
+  for (int i = 0; src && i < n; i++)
+    if (src[i] && !(v[i] = ir_arena_strdup(a, src[i]))) return NULL;
+  return v;
+}
+
+ir_graph *ir_graph_clone(const ir_graph *g) {
+  ir_graph *c = ir_graph_new(g->name);
+  if (!c) return NULL;
+  ir_arena *a = c->arena;
+  ir_value **map = calloc((size_t)(g->nvalues ? g->nvalues : 1), sizeof *map);
+  ir_type *types = NULL;
+  if (!map) goto fail;
+  for (int i = 0; i < g->nsyms; i++)
+    if (ir_graph_symbol(c, g->syms[i], strlen(g->syms[i]), true) != i) goto fail;
+  c->syms_declared = g->syms_declared;
+  for (int i = 0; i < g->ninputs; i++) {
+    ir_type t;
+    if (!clone_type(a, &t, &g->inputs[i]->type)) goto fail;
+    ir_value *v = ir_graph_add_input(c, g->inputs[i]->name, &t);
+    if (!v) goto fail;
+    map[g->inputs[i]->id] = v;
+  }
+  if (g->input_names)
+    for (int i = 0; i < g->ninputs; i++)
+      if (g->input_names[i] && !(c->input_names[i] = ir_arena_strdup(a, g->input_names[i])))
+        goto fail;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    ir_value *in[n->nin ? n->nin : 1];
+    const char *names[n->nout ? n->nout : 1];
+    types = calloc((size_t)(n->nout ? n->nout : 1), sizeof *types);
+    if (!types) goto fail;
+    for (int j = 0; j < n->nin; j++) in[j] = map[n->in[j]->id];
+    for (int j = 0; j < n->nout; j++) {
+      names[j] = n->out[j]->name;
+      if (!clone_type(a, &types[j], &n->out[j]->type)) goto fail;
+    }
+    ir_node *m = ir_graph_add_node(c, n->op, in, n->nin, n->attrs, n->nattrs, n->nout, types, names,
+                                   n->loc, NULL);
+    free(types);
+    types = NULL;
+    if (!m) goto fail;
+    for (int j = 0; j < n->nout; j++) map[n->out[j]->id] = m->out[j];
+  }
+  if (g->noutputs) {
+    ir_value *outs[g->noutputs];
+    for (int i = 0; i < g->noutputs; i++) outs[i] = map[g->outputs[i]->id];
+    if (ir_graph_set_outputs(c, outs, g->noutputs, g->output_loc) != 0) goto fail;
+    if (!(c->output_names = clone_names(a, g->output_names, g->noutputs))) goto fail;
+  }
+  if (g->nchecks) {
+    c->checks = ir_arena_alloc(a, (size_t)g->nchecks * sizeof *c->checks);
+    if (!c->checks) goto fail;
+    for (int i = 0; i < g->nchecks; i++) {
+      const ir_check *k = &g->checks[i];
+      ir_check *m = &c->checks[i];
+      m->kind = k->kind;
+      m->lhs = ir_dim_clone(a, k->lhs);
+      m->rhs = ir_dim_clone(a, k->rhs);
+      m->node = k->node ? c->nodes[k->node->id] : NULL;
+      m->what = ir_arena_strdup(a, k->what ? k->what : "");
+      if (!m->lhs || !m->rhs || !m->what) goto fail;
+    }
+    c->nchecks = c->cap_checks = g->nchecks;
+  }
+  free(map);
+  return c;
+fail:
+  free(types);
+  free(map);
+  ir_graph_free(c);
+  return NULL;
+}

@@ -1,0 +1,281 @@
+/* ir.h - kiln's graph IR: tensor types, values, op nodes, attributes, the
+ * graph, and the passes that read and write it (parse, print, verify, infer).
+ *
+ * Invariants:
+ *   - every object of a graph (nodes, values, types, dims, attribute data,
+ *     strings) lives in the graph's arena and dies with ir_graph_free.
+ *   - nodes are kept in a valid topological order (operands are graph inputs
+ *     or results of earlier nodes); the builder only appends.
+ *   - value names are unique within a graph (the builder makes them so).
+ *   - after ir_graph_verify succeeds, every value's type is the inferred one
+ *     and every node obeys its op's rules (ops.def); the JIT and the
+ *     interpreter may rely on that and on nothing else.
+ * ir/ knows nothing of LLVM, files, devices or threads. */
+#ifndef KILN_IR_IR_H
+#define KILN_IR_IR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "dim.h"
+#include "dtype.h"
+
+#define IR_MAX_RANK 16
+
+/* ---- ops (ops.def) ---- */
+typedef enum ir_op {
+#define OP(id, name, cls, nin_min, nin_max, nout) IR_OP_##id,
+#include "ops.def"
+#undef OP
+  IR_OP_COUNT
+} ir_op;
+
+typedef enum ir_op_class {
+  IR_CLS_UNARY,          /* float or int (si32, si64) -> same */
+  IR_CLS_UNARY_FLOAT,    /* float -> same */
+  IR_CLS_UNARY_PRED,     /* float -> bool */
+  IR_CLS_UNARY_LOGICAL,  /* bool -> bool */
+  IR_CLS_BINARY,         /* float or int, same dtype -> same */
+  IR_CLS_BINARY_FLOAT,   /* float, same dtype -> same */
+  IR_CLS_COMPARE,        /* any compute dtype, same -> bool */
+  IR_CLS_BINARY_LOGICAL, /* bool, bool -> bool */
+  IR_CLS_WHERE,
+  IR_CLS_CAST,
+  IR_CLS_CONSTANT,
+  IR_CLS_CONSTANT_EXTERNAL,
+  IR_CLS_MATMUL,
+  IR_CLS_REDUCE,
+  IR_CLS_REDUCE_ARG,
+  IR_CLS_SOFTMAX,
+  IR_CLS_LAYER_NORM,
+  IR_CLS_RESHAPE,
+  IR_CLS_TRANSPOSE,
+  IR_CLS_PERMUTE,
+  IR_CLS_BROADCAST_TO,
+  IR_CLS_CONCAT,
+  IR_CLS_SPLIT,
+  IR_CLS_SLICE,
+  IR_CLS_SQUEEZE,
+  IR_CLS_UNSQUEEZE,
+  IR_CLS_GATHER,
+} ir_op_class;
+
+typedef struct ir_op_info {
+  const char *name; /* without the "mo." prefix */
+  ir_op_class cls;
+  int nin_min, nin_max; /* nin_max -1: any number */
+  int nout;             /* -1: decided by attributes (split) */
+} ir_op_info;
+
+const ir_op_info *ir_op_get(ir_op op);
+/* Find an op by its name (without "mo.") and operand count; -1 if none. When
+ * the name exists but not with that operand count, *name_known is set. */
+int ir_op_lookup(const char *name, size_t len, int noperands, bool *name_known);
+bool ir_op_is_elementwise(ir_op op); /* unary, binary, compare, logical, where, cast */
+
+/* ---- devices and types ---- */
+typedef enum ir_device_kind { IR_DEV_CPU, IR_DEV_GPU } ir_device_kind;
+typedef struct ir_device {
+  ir_device_kind kind;
+  int id;
+} ir_device; /* printed only when not cpu:0, as a third type parameter: gpu:0 */
+
+typedef struct ir_type {
+  ir_dtype dtype;
+  int rank;
+  const ir_dim **dims; /* rank entries, arena-owned (NULL when rank == 0) */
+  ir_device device;
+} ir_type;
+
+bool ir_type_equal(const ir_type *a, const ir_type *b);
+/* Static element count, or false when a dim is not constant. */
+bool ir_type_static_numel(const ir_type *t, int64_t *n);
+/* "!mo.tensor<[batch, 64], f32>" into buf; returns needed length like snprintf. */
+size_t ir_type_print(const ir_type *t, char *buf, size_t cap);
+
+/* ---- attributes ---- */
+typedef enum ir_attr_kind {
+  IR_ATTR_INT,    /* 3, -1 */
+  IR_ATTR_FLOAT,  /* 1.0e-5 */
+  IR_ATTR_BOOL,   /* true, false */
+  IR_ATTR_STRING, /* "fc1.weight" */
+  IR_ATTR_INTS,   /* [1, 0, 2] */
+  IR_ATTR_STRINGS,/* ["pixels"] */
+  IR_ATTR_DTYPE,  /* si64 */
+  IR_ATTR_DENSE,  /* #M.dense_array<3.0, 1.0> : tensor<2xf32> */
+} ir_attr_kind;
+
+typedef struct ir_dense {
+  ir_dtype dtype;
+  int rank;
+  int64_t shape[IR_MAX_RANK];
+  int64_t numel;
+  void *data; /* numel * ir_dtype_size(dtype) bytes, little-endian, arena-owned */
+} ir_dense;
+
+typedef struct ir_attr {
+  const char *name;
+  ir_attr_kind kind;
+  union {
+    int64_t i;
+    double f;
+    bool b;
+    const char *s;
+    ir_dtype dtype;
+    struct { int n; const int64_t *v; } ints;
+    struct { int n; const char **v; } strings;
+    ir_dense dense;
+  } u;
+} ir_attr;
+
+/* ---- values and nodes ---- */
+typedef struct ir_node ir_node;
+typedef struct ir_check ir_check;
+
+typedef struct ir_loc {
+  int line, col; /* 1-based; 0 when the node was built through the API */
+} ir_loc;
+
+typedef struct ir_value {
+  int id;            /* index in graph->values */
+  const char *name;  /* SSA name without '%', unique in the graph */
+  ir_type type;
+  ir_node *def;      /* defining node, NULL for a graph input */
+  int index;         /* result index in def, or input index for graph inputs */
+} ir_value;
+
+struct ir_node {
+  int id; /* index in graph->nodes (topological position) */
+  ir_op op;
+  int nin;
+  ir_value **in;
+  int nout;
+  ir_value **out;
+  int nattrs;
+  ir_attr *attrs; /* sorted by name (canonical order) */
+  ir_loc loc;
+};
+
+/* ---- the graph ---- */
+typedef struct ir_graph {
+  ir_arena *arena;
+  const char *name;          /* without '@' */
+  int nsyms;
+  const char **syms;         /* symbol names; dims refer to them by index */
+  bool syms_declared;        /* the text had a <...> list: every symbol must be in it */
+  int ninputs;
+  ir_value **inputs;
+  const char **input_names;  /* argument_names, or NULL entries */
+  int noutputs;
+  ir_value **outputs;
+  const char **output_names; /* result_names, or NULL entries */
+  ir_loc output_loc;         /* where mo.output is */
+  int nnodes;
+  ir_node **nodes;
+  int nvalues;
+  ir_value **values;
+  int nchecks;
+  struct ir_check *checks;   /* run-time shape checks, see below */
+  int cap_nodes, cap_values, cap_syms, cap_inputs, cap_checks; /* growth bookkeeping */
+} ir_graph;
+
+/* A diagnostic: where (line:col, 0:0 for API-built graphs) and what. */
+typedef struct ir_diag {
+  int line, col;
+  char msg[512];
+} ir_diag;
+
+/* Fill d with a formatted message at loc; returns -1 (for `return ir_diag_set(...)`). */
+int ir_diag_set(ir_diag *d, ir_loc loc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- building (graph.c) ---- */
+ir_graph *ir_graph_new(const char *name); /* NULL on out-of-memory */
+void ir_graph_free(ir_graph *g);          /* NULL is a no-op */
+
+/* Index of symbol `name`, adding it when `create`; -1 if absent and !create. */
+int ir_graph_symbol(ir_graph *g, const char *name, size_t len, bool create);
+
+/* Add a graph input of type t (dims must belong to g's arena). name may be
+ * NULL (a fresh name is chosen). Returns NULL on out-of-memory. */
+ir_value *ir_graph_add_input(ir_graph *g, const char *name, const ir_type *t);
+
+/* Append a node. Operands must be values of g. Results are created with the
+ * given types (types may be NULL: result types are then left with rank -1
+ * until ir_infer_node fills them). result_names may be NULL or hold NULLs.
+ * Attributes are copied into the arena and sorted by name. Returns NULL on
+ * out-of-memory or a duplicate result name (diag filled when d != NULL). */
+ir_node *ir_graph_add_node(ir_graph *g, ir_op op, ir_value *const *in, int nin,
+                           const ir_attr *attrs, int nattrs, int nout,
+                           const ir_type *out_types, const char *const *result_names,
+                           ir_loc loc, ir_diag *d);
+
+int ir_graph_set_outputs(ir_graph *g, ir_value *const *v, int n, ir_loc loc);
+
+/* Look up a value by name (without '%'), NULL if none. */
+ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len);
+
+/* Attribute accessors (on a node's sorted attrs). Return NULL / the default
+ * when absent. */
+const ir_attr *ir_node_attr(const ir_node *n, const char *name);
+int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
+double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
+const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt);
+
+/* Deep copy into a fresh arena (symbols, names, attributes, dense data). */
+ir_graph *ir_graph_clone(const ir_graph *g);
+
+/* ---- text (parse.c, print.c) ---- */
+/* Parse MO text (generic and short op forms). Checks syntax, names, symbol
+ * declarations and that declared types are well formed; then runs
+ * ir_graph_verify. Returns NULL with d filled on any error. */
+ir_graph *ir_parse(const char *text, size_t len, ir_diag *d);
+/* Canonical text; malloc'd, caller frees; NULL on out-of-memory.
+ * ir_print(ir_parse(ir_print(g))) equals ir_print(g) byte for byte. */
+char *ir_print(const ir_graph *g);
+
+/* Pieces of the grammar for the C builder API (parse.c). Both parse the
+ * whole of text[0..len) (surrounding spaces allowed) into g's arena; symbols
+ * in dims are resolved with ir_graph_symbol(create = !g->syms_declared).
+ * Attribute dictionary: "{axis = -1, dtype = si64}" -> *out (arena array of
+ * *n attributes, unsorted). Type: "!mo.tensor<[batch, 64], f32>". Errors carry
+ * line:col within text. Return 0 or -1. */
+int ir_parse_attrs(ir_graph *g, const char *text, size_t len, ir_attr **out, int *n, ir_diag *d);
+int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_diag *d);
+
+/* ---- rules (infer.c, verify.c) ---- */
+/* Compute the result types of node n from its operand types and attributes
+ * (for reshape, broadcast_to, constant and constant.external the declared
+ * result type is the target and is only checked). Writes them into
+ * n->out[i]->type. Returns 0, or -1 with d filled ("operand 1 of mo.add has
+ * shape [4] which does not broadcast with [5]"), located at n->loc. */
+int ir_infer_node(ir_graph *g, ir_node *n, ir_diag *d);
+
+/* Verify the whole graph: op arity and attributes, dtypes each op allows,
+ * that declared result types equal the inferred ones, symbol declarations,
+ * outputs present and their types. Returns 0 or -1 with d filled. */
+int ir_graph_verify(ir_graph *g, ir_diag *d);
+
+/* ---- run-time shape constraints (infer.c) ---- */
+/* Facts about symbolic dims the verifier cannot decide (a symbolic dim
+ * broadcast against a static one, reshape element counts, matmul K dims,
+ * slice bounds). The runtime checks every one after solving the symbols. */
+typedef enum ir_check_kind {
+  IR_CHECK_EQ, /* lhs == rhs */
+  IR_CHECK_GE, /* lhs >= rhs */
+} ir_check_kind;
+struct ir_check {
+  ir_check_kind kind;
+  const ir_dim *lhs, *rhs;
+  const ir_node *node; /* the op that needs it */
+  const char *what;    /* "operand 1 axis 0 of mo.add broadcasts with 5" */
+};
+/* ir_graph_verify (re)builds g->checks: every run-time check of the graph,
+ * in node order. ir_infer_node appends to it through ir_graph_add_check. */
+int ir_graph_add_check(ir_graph *g, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs,
+                       const ir_node *node, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+#endif

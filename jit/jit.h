@@ -1,0 +1,59 @@
+/* jit.h - what src/ sees of the JIT: lower a verified graph to one LLVM
+ * function per op, optimize for the host (O3, host CPU and features,
+ * prefer-vector-width=512 where AVX-512 exists), emit an object and link it
+ * into one ORC LLJIT, one ResourceTracker per module (so freeing a model
+ * unloads its code).
+ *
+ * Kernel ABI (host): int32_t kernel(void *const *buffers, const int64_t *syms)
+ *   buffers: the node's operands in order, then its results in order; each a
+ *            dense row-major array of the value's dtype (bool as one byte 0/1).
+ *   syms:    the graph's symbol values, indexed like ir_graph.syms; the
+ *            kernel computes every dim it needs from them at run time.
+ *   returns: 0, or a JIT_KERR_* code for a data error (no partial promises
+ *            about the outputs then).
+ * Nodes without a kernel (mo.constant, mo.constant.external) have a NULL
+ * entry: the runtime binds their data directly.
+ *
+ * Threads: jit/ creates none and takes no locks. A jit_engine must not be
+ * used from two threads at once (the caller serializes compile and free);
+ * kernels, once looked up, may run concurrently. */
+#ifndef KILN_JIT_JIT_H
+#define KILN_JIT_JIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../ir/ir.h"
+
+enum {
+  JIT_KERR_OK = 0,
+  JIT_KERR_INDEX = 1,   /* gather: index out of range */
+  JIT_KERR_DIVZERO = 2, /* integer mod by zero */
+};
+const char *jit_kernel_error(int code); /* "index out of range", ... */
+
+typedef int32_t (*jit_kernel_fn)(void *const *buffers, const int64_t *syms);
+
+typedef struct jit_engine jit_engine;
+typedef struct jit_module jit_module;
+
+/* Initializes LLVM's native target once (idempotent), detects the host and
+ * creates the LLJIT. NULL with err filled on failure. */
+jit_engine *jit_engine_new(char *err, size_t errlen);
+void jit_engine_free(jit_engine *e); /* all modules must be freed first; NULL ok */
+/* "x86_64-pc-linux-gnu <cpu> <features>", owned by e. */
+const char *jit_engine_target(const jit_engine *e);
+
+/* Compile every kernel node of g. Symbol names in the object are unique per
+ * engine (a counter), so the same graph may be compiled twice. */
+jit_module *jit_compile_graph(jit_engine *e, const ir_graph *g, char *err, size_t errlen);
+/* Kernel of node `node_id` (index in g->nodes), NULL for constant nodes. */
+jit_kernel_fn jit_module_kernel(const jit_module *m, int node_id);
+/* Unload the module's code (ResourceTracker remove) and free it. NULL ok. */
+void jit_module_free(jit_engine *e, jit_module *m);
+
+/* For tests and `kiln compile`: the optimized LLVM IR text of one node's
+ * kernel (malloc'd), NULL with err on failure. */
+char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,105 @@
+/* lower.h - internal to jit/: the state and helpers for emitting one kernel
+ * function with the LLVM-C builder, and the per-class lowering entry points.
+ *
+ * A kernel is `i32 @name(ptr %buffers, ptr %syms)`. Helpers here read dims
+ * from %syms (jit_dim), index buffers (jit_in / jit_out), build counted loops
+ * and load / store elements. Bool is i8 in memory (0 / 1) and i1 in
+ * registers: jit_load returns i1 for IR_DT_BOOL and jit_store takes i1.
+ * A lowering emits its code at the builder's position and leaves the builder
+ * in a block that continues to the success return (the caller emits
+ * `ret i32 0`). Data errors branch to a shared block that returns the code
+ * (jit_fail_if). */
+#ifndef KILN_JIT_LOWER_H
+#define KILN_JIT_LOWER_H
+
+#include <llvm-c/Core.h>
+#include <stdbool.h>
+
+#include "../ir/ir.h"
+
+typedef struct jit_fn {
+  LLVMContextRef ctx;
+  LLVMModuleRef mod;
+  LLVMBuilderRef b;
+  LLVMValueRef fn;
+  LLVMValueRef buffers; /* param 0: ptr to an array of ptr */
+  LLVMValueRef syms;    /* param 1: ptr to i64 symbol values */
+  const ir_graph *g;
+  const ir_node *node;
+  LLVMTypeRef t_void, t_i1, t_i8, t_i16, t_i32, t_i64, t_ptr, t_f16, t_bf16, t_f32, t_f64;
+  LLVMBasicBlockRef fail_bb; /* created on first jit_fail_if: returns the phi'd code */
+  LLVMValueRef fail_code;    /* phi in fail_bb */
+  char *err;                 /* where lowering errors go */
+  size_t errlen;
+} jit_fn;
+
+/* Start a kernel function `name` for node n of g in module mod (sets up the
+ * builder at the entry block). jit_fn_finish emits `ret i32 0` at the current
+ * position. */
+void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g,
+                  const ir_node *n, const char *name, char *err, size_t errlen);
+void jit_fn_finish(jit_fn *f);
+void jit_fn_dispose(jit_fn *f); /* the builder only; the function stays in mod */
+
+/* Types and constants */
+LLVMTypeRef jit_type(jit_fn *f, ir_dtype t);     /* register type: i1 for bool, i8..i64, half, bfloat, float, double */
+LLVMTypeRef jit_mem_type(jit_fn *f, ir_dtype t); /* memory type: i8 for bool, else jit_type */
+LLVMValueRef jit_i64(jit_fn *f, int64_t v);
+LLVMValueRef jit_fconst(jit_fn *f, ir_dtype t, double v);
+
+/* Dims: the i64 value of a dim expression (reads %syms, folds constants;
+ * floordiv / ceildiv / mod with floor semantics). */
+LLVMValueRef jit_dim(jit_fn *f, const ir_dim *d);
+/* All dims of a type into out[rank]. */
+void jit_shape(jit_fn *f, const ir_type *t, LLVMValueRef *out);
+/* Product of dims [from, to) of a type (1 when empty). */
+LLVMValueRef jit_numel_range(jit_fn *f, const ir_type *t, int from, int to);
+
+/* Buffers: operand i, result i (as ptr). */
+LLVMValueRef jit_in(jit_fn *f, int i);
+LLVMValueRef jit_out(jit_fn *f, int i);
+
+/* Elements: base[idx] with idx an i64 element index. */
+LLVMValueRef jit_load(jit_fn *f, ir_dtype t, LLVMValueRef base, LLVMValueRef idx);
+void jit_store(jit_fn *f, ir_dtype t, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef v);
+
+/* for (iv = lo; iv < hi; iv++) { body } as:
+ *   jit_loop L; LLVMValueRef i = jit_loop_begin(f, &L, lo, hi, "i");
+ *   ... body at the builder ...
+ *   jit_loop_end(f, &L);   // builder continues after the loop
+ * Loops nest freely; values defined before the loop are usable inside. */
+typedef struct jit_loop {
+  LLVMBasicBlockRef header, body, exit;
+  LLVMValueRef iv, iv_next_phi_in;
+} jit_loop;
+LLVMValueRef jit_loop_begin(jit_fn *f, jit_loop *l, LLVMValueRef lo, LLVMValueRef hi,
+                            const char *name);
+void jit_loop_end(jit_fn *f, jit_loop *l);
+
+/* If cond (i1) is true, return `code` from the kernel. */
+void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code);
+
+/* Call an LLVM intrinsic by name ("llvm.exp") overloaded on the value type. */
+LLVMValueRef jit_intrinsic(jit_fn *f, const char *name, LLVMTypeRef overload, LLVMValueRef *args,
+                           int nargs);
+/* Call a libm function ("erff", "tanh"...) taking and returning `t`. */
+LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
+
+/* Scalar semantics shared by the lowerings (elementwise.c): the value of an
+ * elementwise op on already-loaded operands of dtype `in` (register types). */
+LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x);
+LLVMValueRef jit_scalar_binary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x, LLVMValueRef y);
+LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef x);
+
+/* Per-class lowerings: 0, or -1 with f->err filled. */
+int jit_lower_elementwise(jit_fn *f); /* unary, binary, compare, logical, where, cast, broadcast_to */
+int jit_lower_matmul(jit_fn *f);
+int jit_lower_reduce(jit_fn *f);      /* sum mean max min argmax argmin */
+int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
+int jit_lower_layer_norm(jit_fn *f);
+int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */
+
+/* Dispatch on the node's class; 0 or -1. */
+int jit_lower_node(jit_fn *f);
+
+#endif

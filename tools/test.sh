@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# test.sh - set up, then build and run the whole test suite twice: a normal
+# build (warnings as errors) and one with AddressSanitizer and
+# UndefinedBehaviorSanitizer. Exits non-zero if anything fails.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="$(nproc)"
+
+tools/setup.sh build-test -DKILN_WERROR=ON
+(cd build-test && ctest --output-on-failure -j"$jobs")
+
+tools/setup.sh build-asan -DKILN_WERROR=ON -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:${ASAN_OPTIONS:-}"
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+(cd build-asan && ctest --output-on-failure -j"$jobs")
+echo "test.sh: all tests passed (normal and ASan+UBSan builds)"
