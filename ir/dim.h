@@ -16,7 +16,7 @@
  *     ir_dim_cmp of their monomials.
  *   - a monomial is a flat, sorted product of atoms (a symbol, or a floordiv /
  *     ceildiv / mod node whose operand is itself canonical).
- *   - IR_DIM_SUB is never built: a - b is a + (-1 * b).
+ *   - there is no subtraction node: a - b is a + (-1 * b).
  * Printing is deterministic: `2 * n + 1`, `batch * seq`, `n - 1`,
  * `(n + 1) floordiv 2`, `batch * seq floordiv 4` is never ambiguous because
  * the printer parenthesizes every non-atomic operand of floordiv / ceildiv /
@@ -39,7 +39,7 @@ typedef enum ir_dim_kind {
   IR_DIM_CONST,    /* value */
   IR_DIM_SYM,      /* sym, name */
   IR_DIM_ADD,      /* n terms in ops[]; a constant term, if any, is last */
-  IR_DIM_MUL,      /* value = coefficient (never 0 or 1 unless n == 0); n atoms in ops[] */
+  IR_DIM_MUL,      /* value = coefficient (never 0; not 1 when there is a single atom); n atoms in ops[] */
   IR_DIM_FLOORDIV, /* ops[0] floordiv value (value > 1) */
   IR_DIM_CEILDIV,  /* ops[0] ceildiv value (value > 1) */
   IR_DIM_MOD,      /* ops[0] mod value (value > 1) */
