@@ -258,7 +258,7 @@ int ir_infer_node(ir_graph *g, ir_node *n, ir_diag *d);
  * outputs present and their types. Returns 0 or -1 with d filled. */
 int ir_graph_verify(ir_graph *g, ir_diag *d);
 
-/* ---- run-time shape constraints (infer.c) ---- */
+/* ---- run-time shape constraints (recorded by infer.c through verify.c) ---- */
 /* Facts about symbolic dims the verifier cannot decide (a symbolic dim
  * broadcast against a static one, reshape element counts, matmul K dims,
  * slice bounds). The runtime checks every one after solving the symbols. */

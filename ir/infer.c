@@ -1,0 +1,994 @@
+/* infer.c - the shape and dtype rule of every op (ops.def), and the run-time
+ * shape checks they leave behind.
+ *
+ * ir_infer_node computes the result types of one node from its operand types
+ * and attributes into temporaries, then, per result:
+ *   - declared rank -1 (built through the API without a type): the inferred
+ *     type is stored in n->out[i]->type;
+ *   - any other rank (declared in text, given to the builder, or inferred by
+ *     an earlier run): it must equal the inferred type (ir_type_equal), else
+ *     "result 0 of mo.add is declared as !mo.tensor<[5], f32> but is
+ *     !mo.tensor<[4], f32>". The declared type is left as it is (it is equal).
+ * So running it twice is harmless, and ir_graph_verify only has to call it.
+ * reshape, broadcast_to, constant and constant.external take the declared
+ * result type as their target: for them a result of rank -1 is an error.
+ *
+ * Assumes: operands are values whose types are set (rank >= 0), with dims in
+ * g's arena. Attributes are read with their kinds checked here ("mo.concat
+ * requires attribute 'axis'", "attribute 'axis' of mo.softmax must be an
+ * integer"); unknown attributes are rejected by ir_graph_verify.
+ * Guarantees: every dim it creates lives in g->arena; on error nothing of the
+ * node changes except that checks recorded before the error stay in g->checks
+ * (ir_graph_verify rebuilds them on every run anyway).
+ *
+ * Dtype sets: "float" is f32 / f64 (ir_dtype_is_compute && ir_dtype_is_float),
+ * "int" is si32 / si64, and bool; storage-only dtypes are accepted only by the
+ * data movement ops (reshape, transpose, permute, broadcast_to, concat, split,
+ * slice_tensor, squeeze, unsqueeze, gather) and by cast / constant.external.
+ *
+ * Symbolic dims: a fact the verifier cannot decide (a symbolic dim broadcast
+ * against a static one, reshape element counts, matmul K, slice bounds) is
+ * recorded with ir_graph_add_check (verify.c); a fact that is provably false (the
+ * difference of the two sides is a constant of the wrong sign) is an error.
+ * Two different non-static dims never broadcast (we could not name the
+ * result's dim).
+ *
+ * slice_tensor: static dims follow Python's slice.indices exactly (negative
+ * indices count from the end, then clamp); with a negative step, start =
+ * INT64_MIN means the last element and stop = INT64_MAX means "past the
+ * first". Symbolic dims are not clamped: start / stop become expressions
+ * (v < 0 -> d + v, INT64_MIN start -> 0, INT64_MAX stop -> d), the length is
+ * (stop - start) ceildiv step, and checks make sure 0 <= start <= stop <= d.
+ * A negative step on a symbolic dim is an error (not supported).
+ *
+ * Diagnostics are located at n->loc. A node built through the API has loc
+ * 0:0; its messages are prefixed with its position: "op #3: operand 1 of
+ * mo.add has ...". */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* ---- context, messages ---- */
+
+typedef struct ctx {
+  ir_graph *g;
+  ir_node *n;
+  ir_diag *d;
+  const char *op; /* op name without "mo." */
+} ctx;
+
+static int vfail(ctx *c, const char *fmt, va_list ap) {
+  char buf[480];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  if (c->n->loc.line > 0) return ir_diag_set(c->d, c->n->loc, "%s", buf);
+  return ir_diag_set(c->d, c->n->loc, "op #%d: %s", c->n->id, buf);
+}
+
+static int fail(ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int fail(ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+
+static int oom(ctx *c) { return fail(c, "out of memory"); }
+
+/* A dim constructor returned NULL: int64 overflow in dim arithmetic (or, rarely,
+ * out of memory). */
+static int dim_fail(ctx *c) {
+  return fail(c, "mo.%s: dim arithmetic overflows int64 (or out of memory)", c->op);
+}
+
+/* A bounded string builder: appends never overflow, the text stays terminated. */
+typedef struct sbuf {
+  char *p;
+  size_t cap, len;
+} sbuf;
+
+static void sb_puts(sbuf *b, const char *s) {
+  size_t n = strlen(s);
+  if (b->len < b->cap) {
+    size_t room = b->cap - b->len - 1;
+    memcpy(b->p + b->len, s, n < room ? n : room);
+    b->p[b->len + (n < room ? n : room)] = 0;
+  }
+  b->len += n;
+}
+
+static void sb_dim(sbuf *b, const ir_dim *d) {
+  char tmp[160];
+  ir_dim_print(d, tmp, sizeof tmp);
+  sb_puts(b, tmp);
+}
+
+/* "[batch, 4]" */
+static const char *shape_str(char *buf, size_t cap, const ir_dim *const *dims, int rank) {
+  sbuf b = {buf, cap, 0};
+  buf[0] = 0;
+  sb_puts(&b, "[");
+  for (int i = 0; i < rank; i++) {
+    if (i) sb_puts(&b, ", ");
+    sb_dim(&b, dims[i]);
+  }
+  sb_puts(&b, "]");
+  return buf;
+}
+
+static const char *dim_str(char *buf, size_t cap, const ir_dim *d) {
+  ir_dim_print(d, buf, cap);
+  return buf;
+}
+
+static const char *type_str(char *buf, size_t cap, const ir_type *t) {
+  ir_type_print(t, buf, cap);
+  return buf;
+}
+
+/* ---- dtype classes ---- */
+
+enum { DT_FLOAT = 1, DT_INT = 2, DT_BOOL = 4 };
+
+static unsigned dt_class(ir_dtype t) {
+  if (!ir_dtype_is_compute(t)) return 0;
+  if (ir_dtype_is_float(t)) return DT_FLOAT;
+  if (t == IR_DT_BOOL) return DT_BOOL;
+  return DT_INT;
+}
+
+static const char *dt_set_str(unsigned set) {
+  switch (set) {
+  case DT_FLOAT: return "f32 or f64";
+  case DT_FLOAT | DT_INT: return "f32, f64, si32 or si64";
+  case DT_BOOL: return "bool";
+  default: return "bool, si32, si64, f32 or f64";
+  }
+}
+
+static const ir_type *opt(ctx *c, int k) { return &c->n->in[k]->type; }
+
+/* Operand k's dtype must be in `set`. */
+static int need_dtype(ctx *c, int k, unsigned set) {
+  ir_dtype t = opt(c, k)->dtype;
+  if (dt_class(t) & set) return 0;
+  return fail(c, "operand %d of mo.%s has dtype %s but mo.%s takes %s", k, c->op, ir_dtype_name(t),
+              c->op, dt_set_str(set));
+}
+
+/* Operands first..last share operand `first`'s dtype. */
+static int need_same_dtype(ctx *c, int first, int last) {
+  for (int k = first + 1; k <= last; k++)
+    if (opt(c, k)->dtype != opt(c, first)->dtype)
+      return fail(c, "operand %d of mo.%s has dtype %s but operand %d has %s", k, c->op,
+                  ir_dtype_name(opt(c, k)->dtype), first, ir_dtype_name(opt(c, first)->dtype));
+  return 0;
+}
+
+/* ---- attributes ---- */
+
+static const ir_attr *attr_find(const ir_node *n, const char *name) {
+  for (int i = 0; i < n->nattrs; i++)
+    if (n->attrs[i].name && strcmp(n->attrs[i].name, name) == 0) return &n->attrs[i];
+  return NULL;
+}
+
+/* The attribute `name` of kind `kind` (INT also satisfies FLOAT); NULL with
+ * *rc = 0 when absent and optional, NULL with *rc = -1 on an error. */
+static const ir_attr *attr_get(ctx *c, const char *name, ir_attr_kind kind, bool required,
+                               int *rc) {
+  static const char *const words[] = {
+      [IR_ATTR_INT] = "an integer",          [IR_ATTR_FLOAT] = "a float",
+      [IR_ATTR_BOOL] = "a boolean",          [IR_ATTR_STRING] = "a string",
+      [IR_ATTR_INTS] = "a list of integers", [IR_ATTR_STRINGS] = "a list of strings",
+      [IR_ATTR_DTYPE] = "a dtype",           [IR_ATTR_DENSE] = "a dense array",
+  };
+  *rc = 0;
+  const ir_attr *a = attr_find(c->n, name);
+  if (!a) {
+    if (required) *rc = fail(c, "mo.%s requires attribute '%s'", c->op, name);
+    return NULL;
+  }
+  if (a->kind == kind || (kind == IR_ATTR_FLOAT && a->kind == IR_ATTR_INT)) return a;
+  *rc = fail(c, "attribute '%s' of mo.%s must be %s", name, c->op, words[kind]);
+  return NULL;
+}
+
+static int attr_int(ctx *c, const char *name, bool required, int64_t dflt, int64_t *out) {
+  int rc;
+  const ir_attr *a = attr_get(c, name, IR_ATTR_INT, required, &rc);
+  *out = a ? a->u.i : dflt;
+  return rc;
+}
+
+static int attr_float(ctx *c, const char *name, double dflt, double *out) {
+  int rc;
+  const ir_attr *a = attr_get(c, name, IR_ATTR_FLOAT, false, &rc);
+  *out = !a ? dflt : a->kind == IR_ATTR_INT ? (double)a->u.i : a->u.f;
+  return rc;
+}
+
+static int attr_ints(ctx *c, const char *name, int *nv, const int64_t **v) {
+  int rc;
+  const ir_attr *a = attr_get(c, name, IR_ATTR_INTS, true, &rc);
+  *nv = 0;
+  *v = NULL;
+  if (!a) return rc;
+  if (a->u.ints.n < 0 || (a->u.ints.n > 0 && !a->u.ints.v))
+    return fail(c, "attribute '%s' of mo.%s is malformed", name, c->op);
+  *nv = a->u.ints.n;
+  *v = a->u.ints.v;
+  return 0;
+}
+
+/* Normalize a possibly negative axis against rank (valid: [-rank, rank-1]). */
+static int norm_axis(ctx *c, const char *what, int64_t axis, int rank, int *out) {
+  *out = 0;
+  if (axis < -(int64_t)rank || axis >= rank)
+    return fail(c, "mo.%s: %s %" PRId64 " is out of range for rank %d", c->op, what, axis, rank);
+  *out = (int)(axis < 0 ? axis + rank : axis);
+  return 0;
+}
+
+/* ---- results and dims ---- */
+
+/* Enough of a type to read it safely: known dtype, rank in range, dims present. */
+static bool type_ok(const ir_type *t) {
+  if (t->rank < 0 || t->rank > IR_MAX_RANK || (t->rank > 0 && !t->dims) ||
+      (unsigned)t->dtype >= IR_DT_COUNT)
+    return false;
+  for (int i = 0; i < t->rank; i++)
+    if (!t->dims[i]) return false;
+  return true;
+}
+
+/* r = {dt, rank, copy of dims, device}; dims may be NULL when rank == 0. */
+static int res_set(ctx *c, ir_type *r, ir_dtype dt, int rank, const ir_dim *const *dims,
+                   ir_device dev) {
+  if (rank > IR_MAX_RANK)
+    return fail(c, "mo.%s: the result would have rank %d, more than %d", c->op, rank, IR_MAX_RANK);
+  r->dtype = dt;
+  r->rank = rank;
+  r->device = dev;
+  r->dims = NULL;
+  if (rank > 0 && !(r->dims = ir_arena_alloc(c->g->arena, (size_t)rank * sizeof *r->dims)))
+    return oom(c);
+  for (int i = 0; i < rank; i++) r->dims[i] = dims[i];
+  return 0;
+}
+
+static const ir_dim *cst(ctx *c, int64_t v) { return ir_dim_const(c->g->arena, v); }
+
+static bool is_const(const ir_dim *d, int64_t *v) { return ir_dim_is_const(d, v); }
+
+/* Require lhs == rhs (kind EQ) or lhs >= rhs (kind GE): nothing to do when
+ * lhs - rhs is a constant that satisfies it, an error with the check's own
+ * message when it is a constant that does not, a run-time check otherwise. */
+static int need(ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs, const char *fmt,
+                ...) __attribute__((format(printf, 5, 6)));
+static int need(ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs, const char *fmt,
+                ...) {
+  char what[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  const ir_dim *diff = ir_dim_sub(c->g->arena, lhs, rhs);
+  if (!diff) return dim_fail(c);
+  int64_t v;
+  if (is_const(diff, &v)) {
+    bool ok = kind == IR_CHECK_EQ ? v == 0 : v >= 0;
+    return ok ? 0 : fail(c, "%s", what);
+  }
+  if (ir_graph_add_check(c->g, kind, lhs, rhs, c->n, "%s", what) != 0) return oom(c);
+  return 0;
+}
+
+/* ---- broadcasting ---- */
+
+/* The broadcast of the operands seen so far: per axis the dim and where it
+ * came from (operand, axis in that operand), for messages. */
+typedef struct bshape {
+  int rank;
+  const ir_dim *d[IR_MAX_RANK];
+  int src[IR_MAX_RANK], srcaxis[IR_MAX_RANK];
+} bshape;
+
+static void bs_init(bshape *b, int k, const ir_dim *const *dims, int rank) {
+  b->rank = rank;
+  for (int i = 0; i < rank; i++) {
+    b->d[i] = dims[i];
+    b->src[i] = k;
+    b->srcaxis[i] = i;
+  }
+}
+
+/* Broadcast operand k (dims[rank]) into acc. `label` is "shape" or "batch
+ * shape" for the message. */
+static int bs_step(ctx *c, bshape *acc, int k, const ir_dim *const *dims, int rank,
+                   const char *label) {
+  bshape out;
+  out.rank = acc->rank > rank ? acc->rank : rank;
+  for (int i = 0; i < out.rank; i++) {
+    int ia = i - (out.rank - acc->rank), ib = i - (out.rank - rank);
+    if (ia < 0 || ib < 0) {
+      out.d[i] = ia < 0 ? dims[ib] : acc->d[ia];
+      out.src[i] = ia < 0 ? k : acc->src[ia];
+      out.srcaxis[i] = ia < 0 ? ib : acc->srcaxis[ia];
+      continue;
+    }
+    const ir_dim *a = acc->d[ia], *b = dims[ib];
+    int64_t va = 0, vb = 0;
+    bool sa = is_const(a, &va), sb = is_const(b, &vb);
+    bool take_b;
+    char ds[160];
+    if (ir_dim_equal(a, b) || (sb && vb == 1)) {
+      take_b = false;
+    } else if (sa && va == 1) {
+      take_b = true;
+    } else if (sa && !sb) {
+      if (need(c, IR_CHECK_EQ, b, a,
+               "operand %d axis %d of mo.%s (%s) must equal %" PRId64 " to broadcast", k, ib, c->op,
+               dim_str(ds, sizeof ds, b), va) != 0)
+        return -1;
+      take_b = false;
+    } else if (sb && !sa) {
+      if (need(c, IR_CHECK_EQ, a, b,
+               "operand %d axis %d of mo.%s (%s) must equal %" PRId64 " to broadcast", acc->src[ia],
+               acc->srcaxis[ia], c->op, dim_str(ds, sizeof ds, a), vb) != 0)
+        return -1;
+      take_b = true;
+    } else {
+      char s1[256], s2[256];
+      return fail(c, "operand %d of mo.%s has %s %s which does not broadcast with %s", k, c->op,
+                  label, shape_str(s1, sizeof s1, dims, rank),
+                  shape_str(s2, sizeof s2, acc->d, acc->rank));
+    }
+    out.d[i] = take_b ? b : a;
+    out.src[i] = take_b ? k : acc->src[ia];
+    out.srcaxis[i] = take_b ? ib : acc->srcaxis[ia];
+  }
+  *acc = out;
+  return 0;
+}
+
+/* Broadcast operands first..last (their whole shapes) into r's dims. */
+static int bcast_operands(ctx *c, int first, int last, ir_type *r, ir_dtype dt) {
+  bshape acc;
+  bs_init(&acc, first, opt(c, first)->dims, opt(c, first)->rank);
+  for (int k = first + 1; k <= last; k++)
+    if (bs_step(c, &acc, k, opt(c, k)->dims, opt(c, k)->rank, "shape") != 0) return -1;
+  return res_set(c, r, dt, acc.rank, acc.d, opt(c, first)->device);
+}
+
+/* ---- elementwise ---- */
+
+static int infer_unary(ctx *c, ir_type *r, unsigned set, bool to_bool) {
+  if (need_dtype(c, 0, set) != 0) return -1;
+  if (c->n->op == IR_OP_GELU) {
+    int rc;
+    const ir_attr *a = attr_get(c, "approximate", IR_ATTR_STRING, false, &rc);
+    if (rc) return rc;
+    const char *s = a && a->u.s ? a->u.s : "none";
+    if (strcmp(s, "none") != 0 && strcmp(s, "tanh") != 0 && strcmp(s, "quick") != 0)
+      return fail(c,
+                  "attribute 'approximate' of mo.gelu must be \"none\", \"tanh\" or \"quick\", "
+                  "not \"%s\"",
+                  s);
+  }
+  const ir_type *t = opt(c, 0);
+  return res_set(c, r, to_bool ? IR_DT_BOOL : t->dtype, t->rank, t->dims, t->device);
+}
+
+static int infer_binary(ctx *c, ir_type *r, unsigned set, bool to_bool) {
+  if (need_same_dtype(c, 0, 1) != 0) return -1;
+  if (need_dtype(c, 0, set) != 0) return -1;
+  return bcast_operands(c, 0, 1, r, to_bool ? IR_DT_BOOL : opt(c, 0)->dtype);
+}
+
+static int infer_where(ctx *c, ir_type *r) {
+  if (need_dtype(c, 0, DT_BOOL) != 0 || need_same_dtype(c, 1, 2) != 0 ||
+      need_dtype(c, 1, DT_FLOAT | DT_INT | DT_BOOL) != 0)
+    return -1;
+  return bcast_operands(c, 0, 2, r, opt(c, 1)->dtype);
+}
+
+static int infer_cast(ctx *c, ir_type *r) {
+  int rc;
+  const ir_attr *a = attr_get(c, "dtype", IR_ATTR_DTYPE, true, &rc);
+  if (!a) return rc;
+  const ir_type *t = opt(c, 0);
+  if ((unsigned)a->u.dtype >= IR_DT_COUNT)
+    return fail(c, "attribute 'dtype' of mo.cast is not a dtype");
+  if (!ir_dtype_is_castable(t->dtype))
+    return fail(c, "mo.cast cannot convert from %s", ir_dtype_name(t->dtype));
+  if (!ir_dtype_is_castable(a->u.dtype))
+    return fail(c, "mo.cast cannot convert to %s", ir_dtype_name(a->u.dtype));
+  return res_set(c, r, a->u.dtype, t->rank, t->dims, t->device);
+}
+
+/* ---- sources ---- */
+
+/* The declared result type, the target of reshape / broadcast_to / constants. */
+static int declared(ctx *c, const ir_type **out) {
+  const ir_type *t = &c->n->out[0]->type;
+  if (t->rank < 0) return fail(c, "mo.%s needs a declared result type (it is the target)", c->op);
+  if (!type_ok(t)) return fail(c, "result 0 of mo.%s has a malformed type", c->op);
+  for (int i = 0; i < t->rank; i++) {
+    int64_t v;
+    if (is_const(t->dims[i], &v) && v < 0)
+      return fail(c, "result 0 of mo.%s has negative dim %" PRId64 " on axis %d", c->op, v, i);
+  }
+  *out = t;
+  return 0;
+}
+
+static int infer_constant(ctx *c, ir_type *r) {
+  int rc;
+  const ir_attr *a = attr_get(c, "value", IR_ATTR_DENSE, true, &rc);
+  if (!a) return rc;
+  const ir_type *t;
+  if (declared(c, &t) != 0) return -1;
+  char ts[256];
+  int64_t numel = 1;
+  for (int i = 0; i < t->rank; i++) {
+    int64_t v;
+    if (!is_const(t->dims[i], &v))
+      return fail(c, "mo.constant: result type %s must be static", type_str(ts, sizeof ts, t));
+    if (__builtin_mul_overflow(numel, v, &numel))
+      return fail(c, "mo.constant: element count of %s overflows", type_str(ts, sizeof ts, t));
+  }
+  const ir_dense *v = &a->u.dense;
+  bool same = v->dtype == t->dtype && v->rank == t->rank && v->numel == numel;
+  for (int i = 0; same && i < t->rank; i++) {
+    int64_t dv;
+    is_const(t->dims[i], &dv);
+    same = v->shape[i] == dv;
+  }
+  if (!same) {
+    char vs[256];
+    sbuf b = {vs, sizeof vs, 0};
+    sb_puts(&b, "tensor<");
+    for (int i = 0; i < v->rank && i < IR_MAX_RANK; i++) {
+      char num[32];
+      snprintf(num, sizeof num, "%" PRId64 "x", v->shape[i]);
+      sb_puts(&b, num);
+    }
+    sb_puts(&b, ir_dtype_name(v->dtype));
+    sb_puts(&b, ">");
+    return fail(c, "mo.constant: value is %s but the result is declared as %s", vs,
+                type_str(ts, sizeof ts, t));
+  }
+  if (numel > 0 && !v->data) return fail(c, "mo.constant: value has no data");
+  return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
+}
+
+static int infer_constant_external(ctx *c, ir_type *r) {
+  int rc;
+  const ir_attr *a = attr_get(c, "name", IR_ATTR_STRING, true, &rc);
+  if (!a) return rc;
+  if (!a->u.s || !a->u.s[0]) return fail(c, "attribute 'name' of mo.constant.external is empty");
+  const ir_type *t;
+  if (declared(c, &t) != 0) return -1;
+  return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
+}
+
+/* ---- matmul, reductions, normalizations ---- */
+
+static int infer_matmul(ctx *c, ir_type *r) {
+  if (need_same_dtype(c, 0, 1) != 0 || need_dtype(c, 0, DT_FLOAT) != 0) return -1;
+  const ir_type *a = opt(c, 0), *b = opt(c, 1);
+  for (int k = 0; k < 2; k++)
+    if (opt(c, k)->rank < 2)
+      return fail(c, "operand %d of mo.matmul has rank %d but mo.matmul needs rank >= 2", k,
+                  opt(c, k)->rank);
+  const ir_dim *ka = a->dims[a->rank - 1], *kb = b->dims[b->rank - 2];
+  int64_t va, vb;
+  char s1[160], s2[160];
+  if (is_const(ka, &va) && is_const(kb, &vb)) {
+    if (va != vb)
+      return fail(c, "mo.matmul: operand 0 has K = %" PRId64 " but operand 1 has K = %" PRId64, va,
+                  vb);
+  } else if (!ir_dim_equal(ka, kb) &&
+             need(c, IR_CHECK_EQ, ka, kb,
+                  "mo.matmul: K of operand 0 (%s) must equal K of "
+                  "operand 1 (%s)",
+                  dim_str(s1, sizeof s1, ka), dim_str(s2, sizeof s2, kb)) != 0) {
+    return -1;
+  }
+  bshape acc;
+  bs_init(&acc, 0, a->dims, a->rank - 2);
+  if (bs_step(c, &acc, 1, b->dims, b->rank - 2, "batch shape") != 0) return -1;
+  if (acc.rank + 2 > IR_MAX_RANK) return fail(c, "mo.matmul: result rank is too large");
+  acc.d[acc.rank] = a->dims[a->rank - 2];
+  acc.d[acc.rank + 1] = b->dims[b->rank - 1];
+  return res_set(c, r, a->dtype, acc.rank + 2, acc.d, a->device);
+}
+
+/* Reductions and softmax: one `axis` (default -1); reductions keep it as 1.
+ * force: the result dtype, or -1 for the operand's. */
+static int infer_axis_op(ctx *c, ir_type *r, unsigned set, bool keep_as_one, int force) {
+  if (need_dtype(c, 0, set) != 0) return -1;
+  const ir_type *t = opt(c, 0);
+  int64_t axis;
+  int ax;
+  if (attr_int(c, "axis", false, -1, &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+    return -1;
+  if (res_set(c, r, force >= 0 ? (ir_dtype)force : t->dtype, t->rank, t->dims, t->device) != 0)
+    return -1;
+  if (keep_as_one && !(r->dims[ax] = cst(c, 1))) return dim_fail(c);
+  return 0;
+}
+
+static int infer_layer_norm(ctx *c, ir_type *r) {
+  if (need_same_dtype(c, 0, 2) != 0 || need_dtype(c, 0, DT_FLOAT) != 0) return -1;
+  const ir_type *t = opt(c, 0);
+  if (t->rank < 1) return fail(c, "operand 0 of mo.layer_norm has rank 0 but needs rank >= 1");
+  const ir_dim *last = t->dims[t->rank - 1];
+  char s1[160], s2[160];
+  for (int k = 1; k <= 2; k++) {
+    const ir_type *p = opt(c, k);
+    if (p->rank != 1)
+      return fail(c, "operand %d of mo.layer_norm has rank %d but must have rank 1", k, p->rank);
+    int64_t vp, vl;
+    if (ir_dim_equal(p->dims[0], last)) continue;
+    if (is_const(p->dims[0], &vp) && is_const(last, &vl))
+      return fail(c,
+                  "operand %d of mo.layer_norm has shape [%" PRId64 "] but the last dim of "
+                  "operand 0 is %" PRId64,
+                  k, vp, vl);
+    if (need(c, IR_CHECK_EQ, p->dims[0], last,
+             "operand %d axis 0 of mo.layer_norm (%s) must "
+             "equal the last dim of operand 0 (%s)",
+             k, dim_str(s1, sizeof s1, p->dims[0]), dim_str(s2, sizeof s2, last)) != 0)
+      return -1;
+  }
+  double eps;
+  if (attr_float(c, "epsilon", 1e-5, &eps) != 0) return -1;
+  if (!(eps > 0)) return fail(c, "mo.layer_norm: epsilon must be > 0, not %g", eps);
+  return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
+}
+
+/* ---- data movement ---- */
+
+/* Product of dims as a canonical dim (NULL on out-of-memory). */
+static const ir_dim *dims_product(ctx *c, const ir_dim *const *dims, int rank) {
+  const ir_dim *p = cst(c, 1);
+  for (int i = 0; p && i < rank; i++) p = ir_dim_mul(c->g->arena, p, dims[i]);
+  return p;
+}
+
+/* Static product into *n; false when a dim is symbolic; *overflow on overflow. */
+static bool static_product(const ir_dim *const *dims, int rank, int64_t *n, bool *overflow) {
+  int64_t acc = 1;
+  *overflow = false;
+  for (int i = 0; i < rank; i++) {
+    int64_t v;
+    if (!is_const(dims[i], &v)) return false;
+    if (__builtin_mul_overflow(acc, v, &acc)) *overflow = true;
+  }
+  *n = acc;
+  return true;
+}
+
+static int infer_reshape(ctx *c, ir_type *r) {
+  const ir_type *in = opt(c, 0), *t;
+  if (declared(c, &t) != 0) return -1;
+  int64_t ni, no;
+  bool ovi, ovo;
+  bool si = static_product(in->dims, in->rank, &ni, &ovi);
+  bool so = static_product(t->dims, t->rank, &no, &ovo);
+  if (ovi || ovo) return fail(c, "mo.reshape: element count overflows");
+  if (si && so) {
+    if (ni != no)
+      return fail(c, "mo.reshape: cannot reshape %" PRId64 " elements into %" PRId64, ni, no);
+  } else {
+    const ir_dim *pi = dims_product(c, in->dims, in->rank), *po = dims_product(c, t->dims, t->rank);
+    if (!pi || !po) return dim_fail(c);
+    char s1[200], s2[200];
+    if (need(c, IR_CHECK_EQ, pi, po,
+             "mo.reshape: the operand's %s elements must equal the "
+             "result's %s",
+             dim_str(s1, sizeof s1, pi), dim_str(s2, sizeof s2, po)) != 0)
+      return -1;
+  }
+  return res_set(c, r, in->dtype, t->rank, t->dims, in->device);
+}
+
+static int infer_broadcast_to(ctx *c, ir_type *r) {
+  const ir_type *in = opt(c, 0), *t;
+  if (declared(c, &t) != 0) return -1;
+  char s1[256], s2[256];
+  if (in->rank > t->rank)
+    return fail(c, "operand 0 of mo.broadcast_to has rank %d but the target %s has rank %d",
+                in->rank, shape_str(s2, sizeof s2, t->dims, t->rank), t->rank);
+  for (int i = 0; i < in->rank; i++) {
+    const ir_dim *a = in->dims[i], *b = t->dims[i + t->rank - in->rank];
+    int64_t va, vb;
+    bool sa = is_const(a, &va), sb = is_const(b, &vb);
+    if (ir_dim_equal(a, b) || (sa && va == 1)) continue;
+    if (sa != sb) {
+      if (need(c, IR_CHECK_EQ, a, b, "operand 0 axis %d of mo.broadcast_to (%s) must equal %s", i,
+               dim_str(s1, sizeof s1, a), dim_str(s2, sizeof s2, b)) != 0)
+        return -1;
+      continue;
+    }
+    return fail(c, "operand 0 of mo.broadcast_to has shape %s which does not broadcast to %s",
+                shape_str(s1, sizeof s1, in->dims, in->rank),
+                shape_str(s2, sizeof s2, t->dims, t->rank));
+  }
+  return res_set(c, r, in->dtype, t->rank, t->dims, in->device);
+}
+
+static int infer_transpose(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int64_t a1, a2;
+  int x, y;
+  if (attr_int(c, "axis_1", true, 0, &a1) != 0 || attr_int(c, "axis_2", true, 0, &a2) != 0 ||
+      norm_axis(c, "axis_1", a1, t->rank, &x) != 0 || norm_axis(c, "axis_2", a2, t->rank, &y) != 0)
+    return -1;
+  if (res_set(c, r, t->dtype, t->rank, t->dims, t->device) != 0) return -1;
+  r->dims[x] = t->dims[y];
+  r->dims[y] = t->dims[x];
+  return 0;
+}
+
+static int infer_permute(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int nv;
+  const int64_t *v;
+  if (attr_ints(c, "dims", &nv, &v) != 0) return -1;
+  if (nv != t->rank)
+    return fail(c, "mo.permute: dims has %d entries but the operand has rank %d", nv, t->rank);
+  const ir_dim *d[IR_MAX_RANK];
+  bool seen[IR_MAX_RANK] = {false};
+  for (int i = 0; i < nv; i++) {
+    int ax;
+    if (norm_axis(c, "dims entry", v[i], t->rank, &ax) != 0) return -1;
+    if (seen[ax]) return fail(c, "mo.permute: axis %d appears twice in dims", ax);
+    seen[ax] = true;
+    d[i] = t->dims[ax];
+  }
+  return res_set(c, r, t->dtype, t->rank, d, t->device);
+}
+
+static int infer_concat(ctx *c, ir_type *r) {
+  const ir_type *t0 = opt(c, 0);
+  if (need_same_dtype(c, 0, c->n->nin - 1) != 0) return -1;
+  int64_t axis;
+  int ax;
+  if (attr_int(c, "axis", true, 0, &axis) != 0 || norm_axis(c, "axis", axis, t0->rank, &ax) != 0)
+    return -1;
+  const ir_dim *d[IR_MAX_RANK];
+  for (int i = 0; i < t0->rank; i++) d[i] = t0->dims[i];
+  char s1[160], s2[160];
+  for (int k = 1; k < c->n->nin; k++) {
+    const ir_type *t = opt(c, k);
+    if (t->rank != t0->rank)
+      return fail(c, "operand %d of mo.concat has rank %d but operand 0 has rank %d", k, t->rank,
+                  t0->rank);
+    for (int i = 0; i < t->rank; i++) {
+      if (i == ax || ir_dim_equal(t->dims[i], t0->dims[i])) continue;
+      int64_t va, vb;
+      if (is_const(t->dims[i], &va) && is_const(t0->dims[i], &vb))
+        return fail(c,
+                    "operand %d of mo.concat has %" PRId64 " on axis %d but operand 0 has %" PRId64,
+                    k, va, i, vb);
+      if (need(c, IR_CHECK_EQ, t->dims[i], t0->dims[i],
+               "operand %d axis %d of mo.concat (%s) "
+               "must equal operand 0's (%s)",
+               k, i, dim_str(s1, sizeof s1, t->dims[i]), dim_str(s2, sizeof s2, t0->dims[i])) != 0)
+        return -1;
+    }
+    if (!(d[ax] = ir_dim_add(c->g->arena, d[ax], t->dims[ax]))) return dim_fail(c);
+  }
+  return res_set(c, r, t0->dtype, t0->rank, d, t0->device);
+}
+
+/* split fills all results itself. */
+static int infer_split(ctx *c, ir_type *res) {
+  const ir_type *t = opt(c, 0);
+  int nv;
+  const int64_t *v;
+  int64_t axis;
+  int ax;
+  if (attr_ints(c, "split_sizes", &nv, &v) != 0 || attr_int(c, "axis", false, 0, &axis) != 0 ||
+      norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+    return -1;
+  if (nv < 1) return fail(c, "mo.split: split_sizes is empty");
+  if (nv != c->n->nout)
+    return fail(c, "mo.split has %d results but split_sizes has %d entries", c->n->nout, nv);
+  int64_t sum = 0;
+  for (int i = 0; i < nv; i++) {
+    if (v[i] < 0) return fail(c, "mo.split: split_sizes[%d] = %" PRId64 " is negative", i, v[i]);
+    if (__builtin_add_overflow(sum, v[i], &sum)) return fail(c, "mo.split: split_sizes overflow");
+  }
+  int64_t dv;
+  char s1[160];
+  if (is_const(t->dims[ax], &dv)) {
+    if (dv != sum)
+      return fail(c, "mo.split: split_sizes sum to %" PRId64 " but axis %d has size %" PRId64, sum,
+                  ax, dv);
+  } else {
+    const ir_dim *s = cst(c, sum);
+    if (!s) return dim_fail(c);
+    if (need(c, IR_CHECK_EQ, t->dims[ax], s,
+             "mo.split: axis %d (%s) must equal the sum of "
+             "split_sizes, %" PRId64,
+             ax, dim_str(s1, sizeof s1, t->dims[ax]), sum) != 0)
+      return -1;
+  }
+  for (int i = 0; i < nv; i++) {
+    if (res_set(c, &res[i], t->dtype, t->rank, t->dims, t->device) != 0) return -1;
+    if (!(res[i].dims[ax] = cst(c, v[i]))) return dim_fail(c);
+  }
+  return 0;
+}
+
+/* Python's slice.indices length for a static dim n. */
+static int64_t slice_static_len(int64_t n, int64_t start, int64_t stop, int64_t step) {
+  if (step > 0) {
+    if (start < 0) start = start + n < 0 ? 0 : start + n;
+    if (start > n) start = n;
+    if (stop < 0) stop = stop + n < 0 ? 0 : stop + n;
+    if (stop > n) stop = n;
+    return stop > start ? (stop - start - 1) / step + 1 : 0;
+  }
+  if (start == INT64_MIN)
+    start = n - 1;
+  else if (start < 0)
+    start = start + n < 0 ? -1 : start + n;
+  else if (start >= n)
+    start = n - 1;
+  if (stop == INT64_MAX)
+    stop = -1;
+  else if (stop < 0)
+    stop = stop + n < 0 ? -1 : stop + n;
+  else if (stop >= n)
+    stop = n - 1;
+  /* step is negative; -(step + 1) avoids negating INT64_MIN */
+  return start > stop ? (int64_t)((uint64_t)(start - stop - 1) / ((uint64_t) - (step + 1) + 1)) + 1
+                      : 0;
+}
+
+/* One symbolic axis: length (stop - start) ceildiv step, plus range checks. */
+static int slice_symbolic(ctx *c, int ax, const ir_dim *d, int64_t start, int64_t stop,
+                          int64_t step, const ir_dim **out) {
+  ir_arena *a = c->g->arena;
+  char ds[160];
+  dim_str(ds, sizeof ds, d);
+  if (step < 0)
+    return fail(c, "mo.slice_tensor: negative step on symbolic dim is not supported (axis %d, %s)",
+                ax, ds);
+  if (stop == INT64_MIN) { /* before any index: empty, as in Python */
+    if (!(*out = cst(c, 0))) return dim_fail(c);
+    return 0;
+  }
+  const ir_dim *lo, *hi, *k;
+  if (start == INT64_MIN || start == 0) {
+    lo = cst(c, 0);
+  } else if (start > 0) {
+    lo = cst(c, start);
+  } else {
+    const ir_dim *off = cst(c, start);
+    if (!(k = cst(c, -start)) || !off) return dim_fail(c);
+    if (need(c, IR_CHECK_GE, d, k,
+             "mo.slice_tensor: axis %d (%s) must be >= %" PRId64 " for start %" PRId64, ax, ds,
+             -start, start) != 0)
+      return -1;
+    lo = ir_dim_add(a, d, off);
+  }
+  if (stop == INT64_MAX) {
+    hi = d;
+  } else if (stop >= 0) {
+    if (!(hi = cst(c, stop))) return dim_fail(c);
+    if (need(c, IR_CHECK_GE, d, hi,
+             "mo.slice_tensor: axis %d (%s) must be >= %" PRId64 " for stop %" PRId64, ax, ds, stop,
+             stop) != 0)
+      return -1;
+  } else {
+    const ir_dim *off = cst(c, stop);
+    if (!(k = cst(c, -stop)) || !off) return dim_fail(c);
+    if (need(c, IR_CHECK_GE, d, k,
+             "mo.slice_tensor: axis %d (%s) must be >= %" PRId64 " for stop %" PRId64, ax, ds,
+             -stop, stop) != 0)
+      return -1;
+    hi = ir_dim_add(a, d, off);
+  }
+  if (!lo || !hi) return dim_fail(c);
+  char s1[160], s2[160];
+  if (need(c, IR_CHECK_GE, hi, lo, "mo.slice_tensor: axis %d stop (%s) must be >= start (%s)", ax,
+           dim_str(s1, sizeof s1, hi), dim_str(s2, sizeof s2, lo)) != 0)
+    return -1;
+  const ir_dim *len = ir_dim_sub(a, hi, lo);
+  if (len && step > 1) len = ir_dim_ceildiv(a, len, step, NULL);
+  if (!len) return dim_fail(c);
+  *out = len;
+  return 0;
+}
+
+static int infer_slice(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int n0, n1, n2;
+  const int64_t *start, *stop, *step;
+  if (attr_ints(c, "start", &n0, &start) != 0 || attr_ints(c, "stop", &n1, &stop) != 0 ||
+      attr_ints(c, "step", &n2, &step) != 0)
+    return -1;
+  if (n0 != n1 || n1 != n2)
+    return fail(c,
+                "mo.slice_tensor: start, stop and step have %d, %d and %d entries (they must "
+                "be equal)",
+                n0, n1, n2);
+  if (n0 > t->rank)
+    return fail(c, "mo.slice_tensor: %d axes are sliced but the operand has rank %d", n0, t->rank);
+  const ir_dim *d[IR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) d[i] = t->dims[i];
+  for (int i = 0; i < n0; i++) {
+    if (step[i] == 0) return fail(c, "mo.slice_tensor: step of axis %d is 0", i);
+    int64_t dv;
+    if (is_const(t->dims[i], &dv)) {
+      if (!(d[i] = cst(c, slice_static_len(dv, start[i], stop[i], step[i])))) return dim_fail(c);
+    } else if (slice_symbolic(c, i, t->dims[i], start[i], stop[i], step[i], &d[i]) != 0) {
+      return -1;
+    }
+  }
+  return res_set(c, r, t->dtype, t->rank, d, t->device);
+}
+
+static int infer_squeeze(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int64_t axis;
+  int ax;
+  if (attr_int(c, "axis", true, 0, &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+    return -1;
+  int64_t v;
+  char s1[160];
+  if (is_const(t->dims[ax], &v)) {
+    if (v != 1) return fail(c, "mo.squeeze: axis %d has size %" PRId64 ", not 1", ax, v);
+  } else {
+    const ir_dim *one = cst(c, 1);
+    if (!one) return dim_fail(c);
+    if (need(c, IR_CHECK_EQ, t->dims[ax], one, "mo.squeeze: axis %d (%s) must be 1", ax,
+             dim_str(s1, sizeof s1, t->dims[ax])) != 0)
+      return -1;
+  }
+  const ir_dim *d[IR_MAX_RANK];
+  for (int i = 0, j = 0; i < t->rank; i++)
+    if (i != ax) d[j++] = t->dims[i];
+  return res_set(c, r, t->dtype, t->rank - 1, d, t->device);
+}
+
+static int infer_unsqueeze(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int64_t axis;
+  int ax;
+  if (attr_int(c, "axis", true, 0, &axis) != 0 || norm_axis(c, "axis", axis, t->rank + 1, &ax) != 0)
+    return -1;
+  if (t->rank + 1 > IR_MAX_RANK)
+    return fail(c, "mo.unsqueeze: the result would have rank %d, more than %d", t->rank + 1,
+                IR_MAX_RANK);
+  const ir_dim *d[IR_MAX_RANK];
+  for (int i = 0, j = 0; i <= t->rank; i++) d[i] = i == ax ? cst(c, 1) : t->dims[j++];
+  if (!d[ax]) return dim_fail(c);
+  return res_set(c, r, t->dtype, t->rank + 1, d, t->device);
+}
+
+static int infer_gather(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0), *idx = opt(c, 1);
+  if (idx->dtype != IR_DT_SI32 && idx->dtype != IR_DT_SI64)
+    return fail(c, "operand 1 of mo.gather has dtype %s but indices must be si32 or si64",
+                ir_dtype_name(idx->dtype));
+  int64_t axis;
+  int ax;
+  if (attr_int(c, "axis", false, -1, &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+    return -1;
+  int rank = t->rank - 1 + idx->rank;
+  if (rank > IR_MAX_RANK)
+    return fail(c, "mo.gather: the result would have rank %d, more than %d", rank, IR_MAX_RANK);
+  const ir_dim *d[IR_MAX_RANK];
+  int j = 0;
+  for (int i = 0; i < ax; i++) d[j++] = t->dims[i];
+  for (int i = 0; i < idx->rank; i++) d[j++] = idx->dims[i];
+  for (int i = ax + 1; i < t->rank; i++) d[j++] = t->dims[i];
+  return res_set(c, r, t->dtype, rank, d, t->device);
+}
+
+/* ---- the node ---- */
+
+static int infer_class(ctx *c, ir_type *res) {
+  switch (ir_op_get(c->n->op)->cls) {
+  case IR_CLS_UNARY: return infer_unary(c, res, DT_FLOAT | DT_INT, false);
+  case IR_CLS_UNARY_FLOAT: return infer_unary(c, res, DT_FLOAT, false);
+  case IR_CLS_UNARY_PRED: return infer_unary(c, res, DT_FLOAT, true);
+  case IR_CLS_UNARY_LOGICAL: return infer_unary(c, res, DT_BOOL, false);
+  case IR_CLS_BINARY: return infer_binary(c, res, DT_FLOAT | DT_INT, false);
+  case IR_CLS_BINARY_FLOAT: return infer_binary(c, res, DT_FLOAT, false);
+  case IR_CLS_COMPARE: {
+    bool ordered = c->n->op == IR_OP_GREATER || c->n->op == IR_OP_GREATER_EQUAL;
+    return infer_binary(c, res, DT_FLOAT | DT_INT | (ordered ? 0 : DT_BOOL), true);
+  }
+  case IR_CLS_BINARY_LOGICAL: return infer_binary(c, res, DT_BOOL, false);
+  case IR_CLS_WHERE: return infer_where(c, res);
+  case IR_CLS_CAST: return infer_cast(c, res);
+  case IR_CLS_CONSTANT: return infer_constant(c, res);
+  case IR_CLS_CONSTANT_EXTERNAL: return infer_constant_external(c, res);
+  case IR_CLS_MATMUL: return infer_matmul(c, res);
+  case IR_CLS_REDUCE:
+    return infer_axis_op(c, res, c->n->op == IR_OP_REDUCE_MEAN ? DT_FLOAT : DT_FLOAT | DT_INT, true,
+                         -1);
+  case IR_CLS_REDUCE_ARG: return infer_axis_op(c, res, DT_FLOAT | DT_INT, true, IR_DT_SI64);
+  case IR_CLS_SOFTMAX: return infer_axis_op(c, res, DT_FLOAT, false, -1);
+  case IR_CLS_LAYER_NORM: return infer_layer_norm(c, res);
+  case IR_CLS_RESHAPE: return infer_reshape(c, res);
+  case IR_CLS_TRANSPOSE: return infer_transpose(c, res);
+  case IR_CLS_PERMUTE: return infer_permute(c, res);
+  case IR_CLS_BROADCAST_TO: return infer_broadcast_to(c, res);
+  case IR_CLS_CONCAT: return infer_concat(c, res);
+  case IR_CLS_SPLIT: return infer_split(c, res);
+  case IR_CLS_SLICE: return infer_slice(c, res);
+  case IR_CLS_SQUEEZE: return infer_squeeze(c, res);
+  case IR_CLS_UNSQUEEZE: return infer_unsqueeze(c, res);
+  case IR_CLS_GATHER: return infer_gather(c, res);
+  }
+  return fail(c, "mo.%s has no shape rule", c->op);
+}
+
+/* Arity, operand types present and well formed, one device. */
+static int check_operands(ctx *c) {
+  const ir_op_info *info = ir_op_get(c->n->op);
+  ir_node *n = c->n;
+  if (n->nin < info->nin_min || (info->nin_max >= 0 && n->nin > info->nin_max)) {
+    if (info->nin_min == info->nin_max)
+      return fail(c, "mo.%s takes %d operand%s, not %d", c->op, info->nin_min,
+                  info->nin_min == 1 ? "" : "s", n->nin);
+    return fail(c, "mo.%s takes at least %d operand%s, not %d", c->op, info->nin_min,
+                info->nin_min == 1 ? "" : "s", n->nin);
+  }
+  if (n->nout < 1 || (info->nout >= 0 && n->nout != info->nout))
+    return fail(c, "mo.%s must have %d result%s, not %d", c->op, info->nout < 0 ? 1 : info->nout,
+                info->nout == 1 || info->nout < 0 ? "" : "s", n->nout);
+  if ((n->nin > 0 && !n->in) || !n->out) return fail(c, "mo.%s is malformed", c->op);
+  for (int k = 0; k < n->nout; k++)
+    if (!n->out[k]) return fail(c, "result %d of mo.%s is missing", k, c->op);
+  for (int k = 0; k < n->nin; k++) {
+    const ir_value *v = n->in[k];
+    if (!v) return fail(c, "operand %d of mo.%s is missing", k, c->op);
+    const ir_type *t = &v->type;
+    if (t->rank < 0)
+      return fail(c, "operand %d of mo.%s (%%%s) has no type yet", k, c->op, v->name);
+    if (!type_ok(t))
+      return fail(c, "operand %d of mo.%s (%%%s) has a malformed type", k, c->op, v->name);
+    const ir_device *d0 = &n->in[0]->type.device;
+    if (t->device.kind != d0->kind || t->device.id != d0->id)
+      return fail(c, "operand %d of mo.%s is on %s:%d but operand 0 is on %s:%d", k, c->op,
+                  t->device.kind == IR_DEV_GPU ? "gpu" : "cpu", t->device.id,
+                  d0->kind == IR_DEV_GPU ? "gpu" : "cpu", d0->id);
+  }
+  return 0;
+}
+
+int ir_infer_node(ir_graph *g, ir_node *n, ir_diag *d) {
+  if (!g || !n) return ir_diag_set(d, (ir_loc){0, 0}, "ir_infer_node: no graph or node");
+  const ir_op_info *info = ir_op_get(n->op);
+  if (!info) return ir_diag_set(d, n->loc, "op #%d has an unknown op code %d", n->id, (int)n->op);
+  ctx c = {g, n, d, info->name};
+  if (check_operands(&c) != 0) return -1;
+  ir_type *res = ir_arena_alloc(g->arena, (size_t)n->nout * sizeof *res);
+  if (!res) return oom(&c);
+  if (infer_class(&c, res) != 0) return -1;
+  for (int i = 0; i < n->nout; i++) {
+    const ir_type *decl = &n->out[i]->type;
+    char s1[256], s2[256];
+    if (decl->rank == -1) continue;
+    if (!type_ok(decl)) return fail(&c, "result %d of mo.%s has a malformed type", i, c.op);
+    if (!ir_type_equal(decl, &res[i]))
+      return fail(&c, "result %d of mo.%s is declared as %s but is %s", i, c.op,
+                  type_str(s1, sizeof s1, decl), type_str(s2, sizeof s2, &res[i]));
+  }
+  for (int i = 0; i < n->nout; i++)
+    if (n->out[i]->type.rank == -1) n->out[i]->type = res[i];
+  return 0;
+}

@@ -1,0 +1,873 @@
+/* test_verify.c - op rules (ir_infer_node), run-time shape checks and whole
+ * graph verification (ir_graph_verify), on graphs built with the builder API.
+ * One behaviour per test; error messages are checked exactly. Nodes are built
+ * at loc 1:1 so messages carry no "op #k: " prefix, except in the test of
+ * that prefix. */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ir/ir.h"
+
+static ir_graph *g;
+static ir_diag diag;
+
+static void setup(void) {
+  g = ir_graph_new("t");
+  cr_assert_not_null(g);
+  memset(&diag, 0, sizeof diag);
+}
+
+static void teardown(void) { ir_graph_free(g); }
+
+TestSuite(verify, .init = setup, .fini = teardown);
+
+/* ---- helpers ---- */
+
+static int resolve(void *ud, const char *name, size_t len, ir_dim_err *err) {
+  (void)err;
+  return ir_graph_symbol(ud, name, len, true);
+}
+
+static const ir_dim *dim(const char *text) {
+  size_t used;
+  ir_dim_err err;
+  const ir_dim *d = ir_dim_parse(g->arena, text, strlen(text), &used, resolve, g, &err);
+  cr_assert_not_null(d, "dim '%s': %s", text, err.msg);
+  return d;
+}
+
+/* A type from "batch, 4" (dims separated by commas; "" is rank 0). */
+static ir_type ty(ir_dtype dt, const char *shape) {
+  ir_type t = {.dtype = dt};
+  const ir_dim **dims = ir_arena_alloc(g->arena, IR_MAX_RANK * sizeof *dims);
+  const char *p = shape;
+  while (*p) {
+    size_t used;
+    ir_dim_err err;
+    const ir_dim *d = ir_dim_parse(g->arena, p, strlen(p), &used, resolve, g, &err);
+    cr_assert_not_null(d, "shape '%s': %s", shape, err.msg);
+    dims[t.rank++] = d;
+    p += used;
+    while (*p == ' ' || *p == ',') p++;
+  }
+  t.dims = t.rank ? dims : NULL;
+  return t;
+}
+
+static ir_value *input(ir_dtype dt, const char *shape) {
+  ir_type t = ty(dt, shape);
+  ir_value *v = ir_graph_add_input(g, NULL, &t);
+  cr_assert_not_null(v);
+  return v;
+}
+
+static ir_attr aint(const char *name, int64_t v) {
+  ir_attr a = {.name = name, .kind = IR_ATTR_INT};
+  a.u.i = v;
+  return a;
+}
+
+static ir_attr aints(const char *name, int n, const int64_t *v) {
+  ir_attr a = {.name = name, .kind = IR_ATTR_INTS};
+  a.u.ints.n = n;
+  a.u.ints.v = v;
+  return a;
+}
+
+static ir_attr afloat(const char *name, double v) {
+  ir_attr a = {.name = name, .kind = IR_ATTR_FLOAT};
+  a.u.f = v;
+  return a;
+}
+
+static ir_attr astr(const char *name, const char *s) {
+  ir_attr a = {.name = name, .kind = IR_ATTR_STRING};
+  a.u.s = s;
+  return a;
+}
+
+static ir_attr adtype(const char *name, ir_dtype dt) {
+  ir_attr a = {.name = name, .kind = IR_ATTR_DTYPE};
+  a.u.dtype = dt;
+  return a;
+}
+
+/* A node at loc 1:1 with results of rank -1, or of the declared types. */
+static ir_node *node(ir_op op, ir_value **in, int nin, const ir_attr *attrs, int nattrs, int nout,
+                     const ir_type *out_types) {
+  ir_node *n = ir_graph_add_node(g, op, in, nin, attrs, nattrs, nout, out_types, NULL,
+                                 (ir_loc){1, 1}, &diag);
+  cr_assert_not_null(n, "add_node: %s", diag.msg);
+  return n;
+}
+
+/* Infer a node that must pass; returns its first result. */
+static ir_value *ok(ir_op op, ir_value **in, int nin, const ir_attr *attrs, int nattrs) {
+  ir_node *n = node(op, in, nin, attrs, nattrs, 1, NULL);
+  cr_assert_eq(ir_infer_node(g, n, &diag), 0, "unexpected error: %s", diag.msg);
+  return n->out[0];
+}
+
+/* Same with a declared result type (reshape, broadcast_to, constants). */
+static ir_value *ok_decl(ir_op op, ir_value **in, int nin, const ir_attr *attrs, int nattrs,
+                         ir_type decl) {
+  ir_node *n = node(op, in, nin, attrs, nattrs, 1, &decl);
+  cr_assert_eq(ir_infer_node(g, n, &diag), 0, "unexpected error: %s", diag.msg);
+  return n->out[0];
+}
+
+/* Infer a node that must fail; returns the message. */
+static const char *bad(ir_op op, ir_value **in, int nin, const ir_attr *attrs, int nattrs) {
+  ir_node *n = node(op, in, nin, attrs, nattrs, 1, NULL);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0, "expected an error");
+  return diag.msg;
+}
+
+static const char *bad_decl(ir_op op, ir_value **in, int nin, const ir_attr *attrs, int nattrs,
+                            ir_type decl) {
+  ir_node *n = node(op, in, nin, attrs, nattrs, 1, &decl);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0, "expected an error");
+  return diag.msg;
+}
+
+static char tbuf[4][256];
+static int tnext;
+static const char *tstr(const ir_value *v) {
+  char *b = tbuf[tnext++ % 4];
+  ir_type_print(&v->type, b, sizeof tbuf[0]);
+  return b;
+}
+
+static char dbuf[256];
+static const char *dstr(const ir_dim *d) {
+  ir_dim_print(d, dbuf, sizeof dbuf);
+  return dbuf;
+}
+
+#define IN(...) ((ir_value *[]){__VA_ARGS__})
+#define ATTRS(...) ((ir_attr[]){__VA_ARGS__})
+#define INTS(...) ((int64_t[]){__VA_ARGS__})
+#define NINTS(...) (int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t))
+
+#define expect_type(v, text) cr_assert_str_eq(tstr(v), text)
+#define expect_msg(m, text) cr_assert_str_eq(m, text)
+
+/* ---- elementwise ---- */
+
+Test(verify, unary_keeps_type) {
+  ir_value *x = input(IR_DT_SI32, "batch, 3");
+  expect_type(ok(IR_OP_RELU, IN(x), 1, NULL, 0), "!mo.tensor<[batch, 3], si32>");
+}
+
+Test(verify, unary_float_rejects_int) {
+  ir_value *x = input(IR_DT_SI32, "3");
+  expect_msg(bad(IR_OP_EXP, IN(x), 1, NULL, 0),
+             "operand 0 of mo.exp has dtype si32 but mo.exp takes f32 or f64");
+}
+
+Test(verify, unary_rejects_storage_only_dtype) {
+  ir_value *x = input(IR_DT_F16, "3");
+  expect_msg(bad(IR_OP_ABS, IN(x), 1, NULL, 0),
+             "operand 0 of mo.abs has dtype f16 but mo.abs takes f32, f64, si32 or si64");
+}
+
+Test(verify, unary_pred_gives_bool) {
+  ir_value *x = input(IR_DT_F64, "2, n");
+  expect_type(ok(IR_OP_IS_NAN, IN(x), 1, NULL, 0), "!mo.tensor<[2, n], bool>");
+}
+
+Test(verify, logical_not_rejects_float) {
+  ir_value *x = input(IR_DT_F32, "2");
+  expect_msg(bad(IR_OP_LOGICAL_NOT, IN(x), 1, NULL, 0),
+             "operand 0 of mo.logical_not has dtype f32 but mo.logical_not takes bool");
+}
+
+Test(verify, gelu_rejects_unknown_approximation) {
+  ir_value *x = input(IR_DT_F32, "2");
+  expect_msg(bad(IR_OP_GELU, IN(x), 1, ATTRS(astr("approximate", "fast")), 1),
+             "attribute 'approximate' of mo.gelu must be \"none\", \"tanh\" or \"quick\", not "
+             "\"fast\"");
+}
+
+Test(verify, gelu_accepts_tanh) {
+  ir_value *x = input(IR_DT_F32, "2");
+  expect_type(ok(IR_OP_GELU, IN(x), 1, ATTRS(astr("approximate", "tanh")), 1),
+              "!mo.tensor<[2], f32>");
+}
+
+Test(verify, binary_broadcasts_trailing_axes) {
+  ir_value *a = input(IR_DT_F32, "batch, 4"), *b = input(IR_DT_F32, "4");
+  expect_type(ok(IR_OP_ADD, IN(a, b), 2, NULL, 0), "!mo.tensor<[batch, 4], f32>");
+}
+
+Test(verify, binary_broadcasts_static_one) {
+  ir_value *a = input(IR_DT_SI64, "3, 1"), *b = input(IR_DT_SI64, "1, 5");
+  expect_type(ok(IR_OP_MUL, IN(a, b), 2, NULL, 0), "!mo.tensor<[3, 5], si64>");
+}
+
+Test(verify, binary_scalar_broadcasts) {
+  ir_value *a = input(IR_DT_F32, "batch, seq"), *b = input(IR_DT_F32, "");
+  expect_type(ok(IR_OP_MUL, IN(a, b), 2, NULL, 0), "!mo.tensor<[batch, seq], f32>");
+}
+
+Test(verify, binary_static_mismatch_message) {
+  ir_value *a = input(IR_DT_F32, "5"), *b = input(IR_DT_F32, "4");
+  expect_msg(bad(IR_OP_ADD, IN(a, b), 2, NULL, 0),
+             "operand 1 of mo.add has shape [4] which does not broadcast with [5]");
+}
+
+Test(verify, binary_mismatch_prints_symbolic_shapes) {
+  ir_value *a = input(IR_DT_F32, "batch, 4"), *b = input(IR_DT_F32, "3");
+  expect_msg(bad(IR_OP_SUB, IN(a, b), 2, NULL, 0),
+             "operand 1 of mo.sub has shape [3] which does not broadcast with [batch, 4]");
+}
+
+Test(verify, binary_two_symbols_do_not_broadcast) {
+  ir_value *a = input(IR_DT_F32, "batch"), *b = input(IR_DT_F32, "seq");
+  expect_msg(bad(IR_OP_ADD, IN(a, b), 2, NULL, 0),
+             "operand 1 of mo.add has shape [seq] which does not broadcast with [batch]");
+}
+
+Test(verify, binary_symbol_against_static_records_check) {
+  ir_value *a = input(IR_DT_F32, "2, batch"), *b = input(IR_DT_F32, "5");
+  ir_value *r = ok(IR_OP_ADD, IN(a, b), 2, NULL, 0);
+  expect_type(r, "!mo.tensor<[2, 5], f32>");
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_eq(g->checks[0].kind, IR_CHECK_EQ);
+  cr_assert_str_eq(dstr(g->checks[0].lhs), "batch");
+  cr_assert_str_eq(dstr(g->checks[0].rhs), "5");
+  cr_assert_eq(g->checks[0].node, r->def);
+  cr_assert_str_eq(g->checks[0].what,
+                   "operand 0 axis 1 of mo.add (batch) must equal 5 to broadcast");
+}
+
+Test(verify, binary_check_names_the_symbolic_operand) {
+  ir_value *a = input(IR_DT_F32, "7"), *b = input(IR_DT_F32, "n, m");
+  ok(IR_OP_ADD, IN(a, b), 2, NULL, 0);
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_str_eq(g->checks[0].what, "operand 1 axis 1 of mo.add (m) must equal 7 to broadcast");
+}
+
+Test(verify, binary_equal_symbols_need_no_check) {
+  ir_value *a = input(IR_DT_F32, "batch * seq"), *b = input(IR_DT_F32, "seq * batch");
+  expect_type(ok(IR_OP_ADD, IN(a, b), 2, NULL, 0), "!mo.tensor<[batch * seq], f32>");
+  cr_assert_eq(g->nchecks, 0);
+}
+
+Test(verify, binary_dtype_mismatch_message) {
+  ir_value *a = input(IR_DT_F32, "5"), *b = input(IR_DT_SI32, "5");
+  expect_msg(bad(IR_OP_ADD, IN(a, b), 2, NULL, 0),
+             "operand 1 of mo.add has dtype si32 but operand 0 has f32");
+}
+
+Test(verify, binary_rejects_bool) {
+  ir_value *a = input(IR_DT_BOOL, "5"), *b = input(IR_DT_BOOL, "5");
+  expect_msg(bad(IR_OP_ADD, IN(a, b), 2, NULL, 0),
+             "operand 0 of mo.add has dtype bool but mo.add takes f32, f64, si32 or si64");
+}
+
+Test(verify, div_rejects_int) {
+  ir_value *a = input(IR_DT_SI32, "5"), *b = input(IR_DT_SI32, "5");
+  expect_msg(bad(IR_OP_DIV, IN(a, b), 2, NULL, 0),
+             "operand 0 of mo.div has dtype si32 but mo.div takes f32 or f64");
+}
+
+Test(verify, compare_gives_bool) {
+  ir_value *a = input(IR_DT_SI64, "3, 1"), *b = input(IR_DT_SI64, "4");
+  expect_type(ok(IR_OP_GREATER, IN(a, b), 2, NULL, 0), "!mo.tensor<[3, 4], bool>");
+}
+
+Test(verify, equal_accepts_bool) {
+  ir_value *a = input(IR_DT_BOOL, "3"), *b = input(IR_DT_BOOL, "3");
+  expect_type(ok(IR_OP_EQUAL, IN(a, b), 2, NULL, 0), "!mo.tensor<[3], bool>");
+}
+
+Test(verify, greater_rejects_bool) {
+  ir_value *a = input(IR_DT_BOOL, "3"), *b = input(IR_DT_BOOL, "3");
+  expect_msg(bad(IR_OP_GREATER_EQUAL, IN(a, b), 2, NULL, 0),
+             "operand 0 of mo.greater_equal has dtype bool but mo.greater_equal takes f32, f64, "
+             "si32 or si64");
+}
+
+Test(verify, logical_and_rejects_int) {
+  ir_value *a = input(IR_DT_SI32, "3"), *b = input(IR_DT_SI32, "3");
+  expect_msg(bad(IR_OP_LOGICAL_AND, IN(a, b), 2, NULL, 0),
+             "operand 0 of mo.logical_and has dtype si32 but mo.logical_and takes bool");
+}
+
+Test(verify, where_broadcasts_three_operands) {
+  ir_value *c = input(IR_DT_BOOL, "n, 1"), *x = input(IR_DT_SI32, "1, 4"),
+           *y = input(IR_DT_SI32, "4");
+  expect_type(ok(IR_OP_WHERE, IN(c, x, y), 3, NULL, 0), "!mo.tensor<[n, 4], si32>");
+}
+
+Test(verify, where_message_names_broadcast_of_earlier_operands) {
+  ir_value *c = input(IR_DT_BOOL, "3, 1"), *x = input(IR_DT_F32, "1, 4"),
+           *y = input(IR_DT_F32, "5");
+  expect_msg(bad(IR_OP_WHERE, IN(c, x, y), 3, NULL, 0),
+             "operand 2 of mo.where has shape [5] which does not broadcast with [3, 4]");
+}
+
+Test(verify, where_needs_bool_condition) {
+  ir_value *c = input(IR_DT_F32, "3"), *x = input(IR_DT_F32, "3"), *y = input(IR_DT_F32, "3");
+  expect_msg(bad(IR_OP_WHERE, IN(c, x, y), 3, NULL, 0),
+             "operand 0 of mo.where has dtype f32 but mo.where takes bool");
+}
+
+Test(verify, cast_changes_dtype) {
+  ir_value *x = input(IR_DT_F32, "n, 4");
+  expect_type(ok(IR_OP_CAST, IN(x), 1, ATTRS(adtype("dtype", IR_DT_SI64)), 1),
+              "!mo.tensor<[n, 4], si64>");
+}
+
+Test(verify, cast_requires_dtype) {
+  ir_value *x = input(IR_DT_F32, "4");
+  expect_msg(bad(IR_OP_CAST, IN(x), 1, NULL, 0), "mo.cast requires attribute 'dtype'");
+}
+
+Test(verify, cast_rejects_float8) {
+  ir_value *x = input(IR_DT_F32, "4");
+  expect_msg(bad(IR_OP_CAST, IN(x), 1, ATTRS(adtype("dtype", IR_DT_F8E5M2)), 1),
+             "mo.cast cannot convert to f8e5m2");
+}
+
+Test(verify, device_mismatch_is_an_error) {
+  ir_value *a = input(IR_DT_F32, "4");
+  ir_type t = ty(IR_DT_F32, "4");
+  t.device = (ir_device){IR_DEV_GPU, 0};
+  ir_value *b = ir_graph_add_input(g, NULL, &t);
+  expect_msg(bad(IR_OP_ADD, IN(a, b), 2, NULL, 0),
+             "operand 1 of mo.add is on gpu:0 but operand 0 is on cpu:0");
+}
+
+Test(verify, result_takes_operand_device) {
+  ir_type t = ty(IR_DT_F32, "4");
+  t.device = (ir_device){IR_DEV_GPU, 1};
+  ir_value *a = ir_graph_add_input(g, NULL, &t);
+  expect_type(ok(IR_OP_RELU, IN(a), 1, NULL, 0), "!mo.tensor<[4], f32, gpu:1>");
+}
+
+/* ---- sources ---- */
+
+Test(verify, constant_takes_declared_type) {
+  float data[2] = {1, 2};
+  ir_attr v = {.name = "value", .kind = IR_ATTR_DENSE};
+  v.u.dense = (ir_dense){.dtype = IR_DT_F32, .rank = 1, .shape = {2}, .numel = 2, .data = data};
+  expect_type(ok_decl(IR_OP_CONSTANT, NULL, 0, &v, 1, ty(IR_DT_F32, "2")), "!mo.tensor<[2], f32>");
+}
+
+Test(verify, constant_value_must_match_declared_type) {
+  float data[2] = {1, 2};
+  ir_attr v = {.name = "value", .kind = IR_ATTR_DENSE};
+  v.u.dense = (ir_dense){.dtype = IR_DT_F32, .rank = 1, .shape = {2}, .numel = 2, .data = data};
+  expect_msg(bad_decl(IR_OP_CONSTANT, NULL, 0, &v, 1, ty(IR_DT_F32, "5")),
+             "mo.constant: value is tensor<2xf32> but the result is declared as "
+             "!mo.tensor<[5], f32>");
+}
+
+Test(verify, constant_must_be_static) {
+  float data[2] = {1, 2};
+  ir_attr v = {.name = "value", .kind = IR_ATTR_DENSE};
+  v.u.dense = (ir_dense){.dtype = IR_DT_F32, .rank = 1, .shape = {2}, .numel = 2, .data = data};
+  expect_msg(bad_decl(IR_OP_CONSTANT, NULL, 0, &v, 1, ty(IR_DT_F32, "n")),
+             "mo.constant: result type !mo.tensor<[n], f32> must be static");
+}
+
+Test(verify, constant_needs_declared_type) {
+  float data[1] = {1};
+  ir_attr v = {.name = "value", .kind = IR_ATTR_DENSE};
+  v.u.dense = (ir_dense){.dtype = IR_DT_F32, .rank = 0, .numel = 1, .data = data};
+  expect_msg(bad(IR_OP_CONSTANT, NULL, 0, &v, 1),
+             "mo.constant needs a declared result type (it is the target)");
+}
+
+Test(verify, constant_external_accepts_symbolic_storage_type) {
+  expect_type(ok_decl(IR_OP_CONSTANT_EXTERNAL, NULL, 0, ATTRS(astr("name", "w")), 1,
+                      ty(IR_DT_BF16, "n, 8")),
+              "!mo.tensor<[n, 8], bf16>");
+}
+
+Test(verify, constant_external_requires_name) {
+  expect_msg(bad_decl(IR_OP_CONSTANT_EXTERNAL, NULL, 0, NULL, 0, ty(IR_DT_F32, "8")),
+             "mo.constant.external requires attribute 'name'");
+}
+
+/* ---- matmul ---- */
+
+Test(verify, matmul_broadcasts_batch_dims) {
+  ir_value *a = input(IR_DT_F32, "2, 1, m, 4"), *b = input(IR_DT_F32, "5, 4, 6");
+  expect_type(ok(IR_OP_MATMUL, IN(a, b), 2, NULL, 0), "!mo.tensor<[2, 5, m, 6], f32>");
+}
+
+Test(verify, matmul_batch_mismatch_message) {
+  ir_value *a = input(IR_DT_F32, "2, 3, 4"), *b = input(IR_DT_F32, "3, 4, 6");
+  expect_msg(bad(IR_OP_MATMUL, IN(a, b), 2, NULL, 0),
+             "operand 1 of mo.matmul has batch shape [3] which does not broadcast with [2]");
+}
+
+Test(verify, matmul_static_k_mismatch_message) {
+  ir_value *a = input(IR_DT_F32, "batch, 784"), *b = input(IR_DT_F32, "512, 10");
+  expect_msg(bad(IR_OP_MATMUL, IN(a, b), 2, NULL, 0),
+             "mo.matmul: operand 0 has K = 784 but operand 1 has K = 512");
+}
+
+Test(verify, matmul_symbolic_k_records_check) {
+  ir_value *a = input(IR_DT_F64, "3, k"), *b = input(IR_DT_F64, "64, 2");
+  expect_type(ok(IR_OP_MATMUL, IN(a, b), 2, NULL, 0), "!mo.tensor<[3, 2], f64>");
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_str_eq(g->checks[0].what,
+                   "mo.matmul: K of operand 0 (k) must equal K of operand 1 (64)");
+}
+
+Test(verify, matmul_needs_rank_two) {
+  ir_value *a = input(IR_DT_F32, "4"), *b = input(IR_DT_F32, "4, 2");
+  expect_msg(bad(IR_OP_MATMUL, IN(a, b), 2, NULL, 0),
+             "operand 0 of mo.matmul has rank 1 but mo.matmul needs rank >= 2");
+}
+
+Test(verify, matmul_rejects_int) {
+  ir_value *a = input(IR_DT_SI32, "2, 4"), *b = input(IR_DT_SI32, "4, 2");
+  expect_msg(bad(IR_OP_MATMUL, IN(a, b), 2, NULL, 0),
+             "operand 0 of mo.matmul has dtype si32 but mo.matmul takes f32 or f64");
+}
+
+/* ---- reductions and normalizations ---- */
+
+Test(verify, reduce_keeps_axis_as_one) {
+  ir_value *x = input(IR_DT_SI32, "batch, 7");
+  expect_type(ok(IR_OP_REDUCE_SUM, IN(x), 1, NULL, 0), "!mo.tensor<[batch, 1], si32>");
+}
+
+Test(verify, reduce_normalizes_negative_axis) {
+  ir_value *x = input(IR_DT_F32, "batch, 7");
+  expect_type(ok(IR_OP_REDUCE_MAX, IN(x), 1, ATTRS(aint("axis", -2)), 1),
+              "!mo.tensor<[1, 7], f32>");
+}
+
+Test(verify, reduce_axis_out_of_range_message) {
+  ir_value *x = input(IR_DT_F32, "3, 7");
+  expect_msg(bad(IR_OP_REDUCE_SUM, IN(x), 1, ATTRS(aint("axis", 3)), 1),
+             "mo.sum: axis 3 is out of range for rank 2");
+}
+
+Test(verify, mean_rejects_int) {
+  ir_value *x = input(IR_DT_SI64, "3");
+  expect_msg(bad(IR_OP_REDUCE_MEAN, IN(x), 1, NULL, 0),
+             "operand 0 of mo.mean has dtype si64 but mo.mean takes f32 or f64");
+}
+
+Test(verify, argmax_gives_si64) {
+  ir_value *x = input(IR_DT_F32, "3, n");
+  expect_type(ok(IR_OP_ARGMAX, IN(x), 1, ATTRS(aint("axis", 0)), 1), "!mo.tensor<[1, n], si64>");
+}
+
+Test(verify, softmax_keeps_type) {
+  ir_value *x = input(IR_DT_F32, "b, s, s");
+  expect_type(ok(IR_OP_SOFTMAX, IN(x), 1, NULL, 0), "!mo.tensor<[b, s, s], f32>");
+}
+
+Test(verify, softmax_axis_must_be_integer) {
+  ir_value *x = input(IR_DT_F32, "3");
+  expect_msg(bad(IR_OP_SOFTMAX, IN(x), 1, ATTRS(afloat("axis", 1.0)), 1),
+             "attribute 'axis' of mo.softmax must be an integer");
+}
+
+Test(verify, layer_norm_keeps_type) {
+  ir_value *x = input(IR_DT_F32, "batch * seq, 64"), *ga = input(IR_DT_F32, "64"),
+           *be = input(IR_DT_F32, "64");
+  expect_type(ok(IR_OP_LAYER_NORM, IN(x, ga, be), 3, ATTRS(afloat("epsilon", 1e-5)), 1),
+              "!mo.tensor<[batch * seq, 64], f32>");
+}
+
+Test(verify, layer_norm_gamma_mismatch_message) {
+  ir_value *x = input(IR_DT_F32, "2, 64"), *ga = input(IR_DT_F32, "32"),
+           *be = input(IR_DT_F32, "64");
+  expect_msg(bad(IR_OP_LAYER_NORM, IN(x, ga, be), 3, NULL, 0),
+             "operand 1 of mo.layer_norm has shape [32] but the last dim of operand 0 is 64");
+}
+
+Test(verify, layer_norm_symbolic_gamma_records_check) {
+  ir_value *x = input(IR_DT_F32, "2, d"), *ga = input(IR_DT_F32, "64"), *be = input(IR_DT_F32, "d");
+  ok(IR_OP_LAYER_NORM, IN(x, ga, be), 3, NULL, 0);
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_str_eq(
+      g->checks[0].what,
+      "operand 1 axis 0 of mo.layer_norm (64) must equal the last dim of operand 0 (d)");
+}
+
+Test(verify, layer_norm_epsilon_must_be_positive) {
+  ir_value *x = input(IR_DT_F32, "2, 4"), *ga = input(IR_DT_F32, "4"), *be = input(IR_DT_F32, "4");
+  expect_msg(bad(IR_OP_LAYER_NORM, IN(x, ga, be), 3, ATTRS(afloat("epsilon", 0.0)), 1),
+             "mo.layer_norm: epsilon must be > 0, not 0");
+}
+
+/* ---- data movement ---- */
+
+Test(verify, reshape_algebraic_target_needs_no_check) {
+  ir_value *x = input(IR_DT_F32, "batch, seq, 64");
+  expect_type(ok_decl(IR_OP_RESHAPE, IN(x), 1, NULL, 0, ty(IR_DT_F32, "batch * seq, 64")),
+              "!mo.tensor<[batch * seq, 64], f32>");
+  cr_assert_eq(g->nchecks, 0);
+}
+
+Test(verify, reshape_static_count_mismatch_message) {
+  ir_value *x = input(IR_DT_F32, "5, 6");
+  expect_msg(bad_decl(IR_OP_RESHAPE, IN(x), 1, NULL, 0, ty(IR_DT_F32, "4, 8")),
+             "mo.reshape: cannot reshape 30 elements into 32");
+}
+
+Test(verify, reshape_undecidable_count_records_check) {
+  ir_value *x = input(IR_DT_F32, "n, 6");
+  ok_decl(IR_OP_RESHAPE, IN(x), 1, NULL, 0, ty(IR_DT_F32, "m, 3"));
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_eq(g->checks[0].kind, IR_CHECK_EQ);
+  cr_assert_str_eq(dstr(g->checks[0].lhs), "6 * n");
+  cr_assert_str_eq(dstr(g->checks[0].rhs), "3 * m");
+}
+
+Test(verify, reshape_provably_wrong_count_is_an_error) {
+  ir_value *x = input(IR_DT_F32, "n, 6");
+  expect_msg(bad_decl(IR_OP_RESHAPE, IN(x), 1, NULL, 0, ty(IR_DT_F32, "n + 1, 6")),
+             "mo.reshape: the operand's 6 * n elements must equal the result's 6 * n + 6");
+}
+
+Test(verify, reshape_keeps_operand_dtype) {
+  ir_value *x = input(IR_DT_F32, "4");
+  expect_msg(bad_decl(IR_OP_RESHAPE, IN(x), 1, NULL, 0, ty(IR_DT_SI32, "2, 2")),
+             "result 0 of mo.reshape is declared as !mo.tensor<[2, 2], si32> but is "
+             "!mo.tensor<[2, 2], f32>");
+}
+
+Test(verify, reshape_needs_declared_type) {
+  ir_value *x = input(IR_DT_F32, "4");
+  expect_msg(bad(IR_OP_RESHAPE, IN(x), 1, NULL, 0),
+             "mo.reshape needs a declared result type (it is the target)");
+}
+
+Test(verify, broadcast_to_expands_ones) {
+  ir_value *x = input(IR_DT_UI8, "1, 4");
+  expect_type(ok_decl(IR_OP_BROADCAST_TO, IN(x), 1, NULL, 0, ty(IR_DT_UI8, "n, 3, 4")),
+              "!mo.tensor<[n, 3, 4], ui8>");
+}
+
+Test(verify, broadcast_to_static_mismatch_message) {
+  ir_value *x = input(IR_DT_F32, "3");
+  expect_msg(bad_decl(IR_OP_BROADCAST_TO, IN(x), 1, NULL, 0, ty(IR_DT_F32, "2, 4")),
+             "operand 0 of mo.broadcast_to has shape [3] which does not broadcast to [2, 4]");
+}
+
+Test(verify, transpose_swaps_axes) {
+  ir_value *x = input(IR_DT_F32, "2, n, 4");
+  expect_type(ok(IR_OP_TRANSPOSE, IN(x), 1, ATTRS(aint("axis_1", 0), aint("axis_2", -1)), 2),
+              "!mo.tensor<[4, n, 2], f32>");
+}
+
+Test(verify, transpose_requires_both_axes) {
+  ir_value *x = input(IR_DT_F32, "2, 3");
+  expect_msg(bad(IR_OP_TRANSPOSE, IN(x), 1, ATTRS(aint("axis_1", 0)), 1),
+             "mo.transpose requires attribute 'axis_2'");
+}
+
+Test(verify, permute_reorders_dims) {
+  ir_value *x = input(IR_DT_SI8, "2, 3, n");
+  expect_type(ok(IR_OP_PERMUTE, IN(x), 1, ATTRS(aints("dims", 3, INTS(2, 0, -2))), 1),
+              "!mo.tensor<[n, 2, 3], si8>");
+}
+
+Test(verify, permute_rejects_repeated_axis) {
+  ir_value *x = input(IR_DT_F32, "2, 3");
+  expect_msg(bad(IR_OP_PERMUTE, IN(x), 1, ATTRS(aints("dims", 2, INTS(1, -1))), 1),
+             "mo.permute: axis 1 appears twice in dims");
+}
+
+Test(verify, concat_sums_axis) {
+  ir_value *a = input(IR_DT_F32, "n, 2"), *b = input(IR_DT_F32, "3, 2");
+  expect_type(ok(IR_OP_CONCAT, IN(a, b), 2, ATTRS(aint("axis", 0)), 1),
+              "!mo.tensor<[n + 3, 2], f32>");
+}
+
+Test(verify, concat_requires_axis) {
+  ir_value *a = input(IR_DT_F32, "2"), *b = input(IR_DT_F32, "3");
+  expect_msg(bad(IR_OP_CONCAT, IN(a, b), 2, NULL, 0), "mo.concat requires attribute 'axis'");
+}
+
+Test(verify, concat_other_dims_must_match) {
+  ir_value *a = input(IR_DT_F32, "2, 4"), *b = input(IR_DT_F32, "2, 5");
+  expect_msg(bad(IR_OP_CONCAT, IN(a, b), 2, ATTRS(aint("axis", 0)), 1),
+             "operand 1 of mo.concat has 5 on axis 1 but operand 0 has 4");
+}
+
+Test(verify, split_gives_one_result_per_size) {
+  ir_value *x = input(IR_DT_F32, "n, 6");
+  ir_node *n = node(IR_OP_SPLIT, IN(x), 1,
+                    ATTRS(aints("split_sizes", 2, INTS(2, 4)), aint("axis", 1)), 2, 2, NULL);
+  cr_assert_eq(ir_infer_node(g, n, &diag), 0, "%s", diag.msg);
+  expect_type(n->out[0], "!mo.tensor<[n, 2], f32>");
+  expect_type(n->out[1], "!mo.tensor<[n, 4], f32>");
+}
+
+Test(verify, split_sizes_must_sum_to_static_dim) {
+  ir_value *x = input(IR_DT_F32, "n, 6");
+  ir_node *n = node(IR_OP_SPLIT, IN(x), 1,
+                    ATTRS(aints("split_sizes", 2, INTS(2, 3)), aint("axis", 1)), 2, 2, NULL);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  expect_msg(diag.msg, "mo.split: split_sizes sum to 5 but axis 1 has size 6");
+}
+
+Test(verify, split_symbolic_axis_records_check) {
+  ir_value *x = input(IR_DT_F32, "n, 6");
+  ir_node *n = node(IR_OP_SPLIT, IN(x), 1, ATTRS(aints("split_sizes", 2, INTS(1, 3))), 1, 2, NULL);
+  cr_assert_eq(ir_infer_node(g, n, &diag), 0, "%s", diag.msg);
+  expect_type(n->out[1], "!mo.tensor<[3, 6], f32>");
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_str_eq(g->checks[0].what, "mo.split: axis 0 (n) must equal the sum of split_sizes, 4");
+}
+
+Test(verify, split_result_count_must_match_sizes) {
+  ir_value *x = input(IR_DT_F32, "6");
+  ir_node *n =
+      node(IR_OP_SPLIT, IN(x), 1, ATTRS(aints("split_sizes", 3, INTS(1, 2, 3))), 1, 2, NULL);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  expect_msg(diag.msg, "mo.split has 2 results but split_sizes has 3 entries");
+}
+
+static ir_value *slice(ir_value *x, int n, const int64_t *start, const int64_t *stop,
+                       const int64_t *step) {
+  return ok(IR_OP_SLICE_TENSOR, IN(x), 1,
+            ATTRS(aints("start", n, start), aints("stop", n, stop), aints("step", n, step)), 3);
+}
+
+Test(verify, slice_static_step_two) {
+  ir_value *x = input(IR_DT_F32, "10, 3");
+  expect_type(slice(x, 1, INTS(1), INTS(INT64_MAX), INTS(2)), "!mo.tensor<[5, 3], f32>");
+}
+
+Test(verify, slice_static_negative_start_and_clamped_stop) {
+  ir_value *x = input(IR_DT_F32, "10");
+  expect_type(slice(x, 1, INTS(-3), INTS(100), INTS(1)), "!mo.tensor<[3], f32>");
+}
+
+Test(verify, slice_static_reverse) {
+  ir_value *x = input(IR_DT_F32, "10");
+  expect_type(slice(x, 1, INTS(INT64_MIN), INTS(INT64_MAX), INTS(-1)), "!mo.tensor<[10], f32>");
+}
+
+Test(verify, slice_static_negative_step_from_index) {
+  ir_value *x = input(IR_DT_F32, "10");
+  /* x[8:1:-3] -> 8, 5, 2 */
+  expect_type(slice(x, 1, INTS(8), INTS(1), INTS(-3)), "!mo.tensor<[3], f32>");
+}
+
+Test(verify, slice_static_empty_when_stop_before_start) {
+  ir_value *x = input(IR_DT_F32, "10");
+  expect_type(slice(x, 1, INTS(7), INTS(2), INTS(1)), "!mo.tensor<[0], f32>");
+}
+
+Test(verify, slice_symbolic_length_and_checks) {
+  ir_value *x = input(IR_DT_F32, "n, 4");
+  /* x[1:-1:2] on a symbolic axis */
+  expect_type(slice(x, 1, INTS(1), INTS(-1), INTS(2)), "!mo.tensor<[(n - 2) ceildiv 2, 4], f32>");
+  cr_assert_eq(g->nchecks, 2);
+  cr_assert_eq(g->checks[0].kind, IR_CHECK_GE);
+  cr_assert_str_eq(g->checks[0].what, "mo.slice_tensor: axis 0 (n) must be >= 1 for stop -1");
+  cr_assert_str_eq(g->checks[1].what, "mo.slice_tensor: axis 0 stop (n - 1) must be >= start (1)");
+}
+
+Test(verify, slice_symbolic_to_end_needs_only_order_check) {
+  ir_value *x = input(IR_DT_F32, "n");
+  expect_type(slice(x, 1, INTS(2), INTS(INT64_MAX), INTS(1)), "!mo.tensor<[n - 2], f32>");
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_str_eq(dstr(g->checks[0].lhs), "n");
+  cr_assert_str_eq(dstr(g->checks[0].rhs), "2");
+}
+
+Test(verify, slice_symbolic_negative_step_unsupported) {
+  ir_value *x = input(IR_DT_F32, "n");
+  expect_msg(bad(IR_OP_SLICE_TENSOR, IN(x), 1,
+                 ATTRS(aints("start", 1, INTS(INT64_MIN)), aints("stop", 1, INTS(INT64_MAX)),
+                       aints("step", 1, INTS(-1))),
+                 3),
+             "mo.slice_tensor: negative step on symbolic dim is not supported (axis 0, n)");
+}
+
+Test(verify, slice_rejects_zero_step) {
+  ir_value *x = input(IR_DT_F32, "4");
+  expect_msg(
+      bad(IR_OP_SLICE_TENSOR, IN(x), 1,
+          ATTRS(aints("start", 1, INTS(0)), aints("stop", 1, INTS(4)), aints("step", 1, INTS(0))),
+          3),
+      "mo.slice_tensor: step of axis 0 is 0");
+}
+
+Test(verify, squeeze_removes_one) {
+  ir_value *x = input(IR_DT_F32, "3, 1");
+  expect_type(ok(IR_OP_SQUEEZE, IN(x), 1, ATTRS(aint("axis", -1)), 1), "!mo.tensor<[3], f32>");
+}
+
+Test(verify, squeeze_rejects_static_non_one) {
+  ir_value *x = input(IR_DT_F32, "3, 4");
+  expect_msg(bad(IR_OP_SQUEEZE, IN(x), 1, ATTRS(aint("axis", 1)), 1),
+             "mo.squeeze: axis 1 has size 4, not 1");
+}
+
+Test(verify, squeeze_symbolic_records_check) {
+  ir_value *x = input(IR_DT_F32, "n, 4");
+  expect_type(ok(IR_OP_SQUEEZE, IN(x), 1, ATTRS(aint("axis", 0)), 1), "!mo.tensor<[4], f32>");
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert_str_eq(g->checks[0].what, "mo.squeeze: axis 0 (n) must be 1");
+}
+
+Test(verify, unsqueeze_negative_axis_appends) {
+  ir_value *x = input(IR_DT_F32, "3");
+  expect_type(ok(IR_OP_UNSQUEEZE, IN(x), 1, ATTRS(aint("axis", -1)), 1), "!mo.tensor<[3, 1], f32>");
+}
+
+Test(verify, unsqueeze_axis_out_of_range) {
+  ir_value *x = input(IR_DT_F32, "3");
+  expect_msg(bad(IR_OP_UNSQUEEZE, IN(x), 1, ATTRS(aint("axis", 2)), 1),
+             "mo.unsqueeze: axis 2 is out of range for rank 2");
+}
+
+Test(verify, gather_inserts_index_shape) {
+  ir_value *x = input(IR_DT_F32, "5, 6, 7"), *i = input(IR_DT_SI64, "2, n");
+  expect_type(ok(IR_OP_GATHER, IN(x, i), 2, ATTRS(aint("axis", 1)), 1),
+              "!mo.tensor<[5, 2, n, 7], f32>");
+}
+
+Test(verify, gather_rejects_float_indices) {
+  ir_value *x = input(IR_DT_F32, "5"), *i = input(IR_DT_F32, "2");
+  expect_msg(bad(IR_OP_GATHER, IN(x, i), 2, NULL, 0),
+             "operand 1 of mo.gather has dtype f32 but indices must be si32 or si64");
+}
+
+/* ---- declared types, locations ---- */
+
+Test(verify, declared_result_type_must_match) {
+  ir_value *x = input(IR_DT_F32, "4");
+  ir_type t = ty(IR_DT_F32, "5");
+  expect_msg(bad_decl(IR_OP_RELU, IN(x), 1, NULL, 0, t),
+             "result 0 of mo.relu is declared as !mo.tensor<[5], f32> but is !mo.tensor<[4], f32>");
+}
+
+Test(verify, declared_result_type_is_kept_when_equal) {
+  ir_value *x = input(IR_DT_F32, "n + 1");
+  ir_type t = ty(IR_DT_F32, "1 + n");
+  ir_value *r = ok_decl(IR_OP_RELU, IN(x), 1, NULL, 0, t);
+  expect_type(r, "!mo.tensor<[n + 1], f32>");
+}
+
+Test(verify, api_built_node_message_has_position) {
+  ir_value *a = input(IR_DT_F32, "5"), *b = input(IR_DT_F32, "4");
+  ok(IR_OP_RELU, IN(a), 1, NULL, 0);
+  ir_node *n =
+      ir_graph_add_node(g, IR_OP_ADD, IN(a, b), 2, NULL, 0, 1, NULL, NULL, (ir_loc){0, 0}, &diag);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  expect_msg(diag.msg,
+             "op #1: operand 1 of mo.add has shape [4] which does not broadcast with [5]");
+  cr_assert_eq(diag.line, 0);
+}
+
+Test(verify, text_node_error_is_located) {
+  ir_value *a = input(IR_DT_F32, "5"), *b = input(IR_DT_F32, "4");
+  ir_node *n =
+      ir_graph_add_node(g, IR_OP_ADD, IN(a, b), 2, NULL, 0, 1, NULL, NULL, (ir_loc){3, 8}, &diag);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  cr_assert_eq(diag.line, 3);
+  cr_assert_eq(diag.col, 8);
+}
+
+Test(verify, add_check_appends_in_order) {
+  const ir_dim *n = dim("n"), *five = dim("5");
+  for (int i = 0; i < 20; i++)
+    cr_assert_eq(ir_graph_add_check(g, IR_CHECK_GE, n, five, NULL, "check %d", i), 0);
+  cr_assert_eq(g->nchecks, 20);
+  cr_assert_str_eq(g->checks[0].what, "check 0");
+  cr_assert_str_eq(g->checks[19].what, "check 19");
+  cr_assert_eq(g->checks[19].kind, IR_CHECK_GE);
+}
+
+/* ---- whole graphs ---- */
+
+static void set_outputs(ir_value *v) {
+  cr_assert_eq(ir_graph_set_outputs(g, &v, 1, (ir_loc){0, 0}), 0);
+}
+
+/* The mlp of ir-examples, built through the API: verify infers every type. */
+Test(verify, graph_verify_infers_api_graph) {
+  ir_value *x = input(IR_DT_F32, "batch, 784");
+  ir_value *w1 = ok_decl(IR_OP_CONSTANT_EXTERNAL, NULL, 0, ATTRS(astr("name", "w1")), 1,
+                         ty(IR_DT_F32, "784, 512"));
+  ir_value *b1 =
+      ok_decl(IR_OP_CONSTANT_EXTERNAL, NULL, 0, ATTRS(astr("name", "b1")), 1, ty(IR_DT_F32, "512"));
+  ir_node *mm = node(IR_OP_MATMUL, IN(x, w1), 2, NULL, 0, 1, NULL);
+  ir_node *add = node(IR_OP_ADD, IN(mm->out[0], b1), 2, NULL, 0, 1, NULL);
+  ir_node *relu = node(IR_OP_RELU, IN(add->out[0]), 1, NULL, 0, 1, NULL);
+  set_outputs(relu->out[0]);
+  cr_assert_eq(ir_graph_verify(g, &diag), 0, "%s", diag.msg);
+  expect_type(relu->out[0], "!mo.tensor<[batch, 512], f32>");
+  cr_assert_eq(g->nchecks, 0);
+}
+
+Test(verify, graph_verify_rebuilds_checks) {
+  ir_value *a = input(IR_DT_F32, "n"), *b = input(IR_DT_F32, "5");
+  set_outputs(node(IR_OP_ADD, IN(a, b), 2, NULL, 0, 1, NULL)->out[0]);
+  cr_assert_eq(ir_graph_verify(g, &diag), 0, "%s", diag.msg);
+  cr_assert_eq(ir_graph_verify(g, &diag), 0, "%s", diag.msg);
+  cr_assert_eq(g->nchecks, 1);
+}
+
+Test(verify, graph_verify_rejects_unknown_attribute) {
+  ir_value *x = input(IR_DT_F32, "3");
+  set_outputs(node(IR_OP_RELU, IN(x), 1, ATTRS(aint("axis", 0)), 1, 1, NULL)->out[0]);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg, "mo.relu has no attribute 'axis'");
+}
+
+Test(verify, graph_verify_reports_op_rule) {
+  ir_value *a = input(IR_DT_F32, "5"), *b = input(IR_DT_F32, "4");
+  set_outputs(node(IR_OP_ADD, IN(a, b), 2, NULL, 0, 1, NULL)->out[0]);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg, "operand 1 of mo.add has shape [4] which does not broadcast with [5]");
+}
+
+Test(verify, graph_verify_rejects_use_before_definition) {
+  ir_value *x = input(IR_DT_F32, "3");
+  ir_node *n0 = node(IR_OP_RELU, IN(x), 1, NULL, 0, 1, NULL);
+  ir_node *n1 = node(IR_OP_RELU, IN(x), 1, NULL, 0, 1, NULL);
+  n0->in[0] = n1->out[0]; /* not something the builder does: a broken graph */
+  set_outputs(n0->out[0]);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg, "operand 0 of mo.relu (%2) is used before it is defined");
+}
+
+Test(verify, graph_verify_needs_outputs) {
+  ir_value *x = input(IR_DT_F32, "3");
+  node(IR_OP_RELU, IN(x), 1, NULL, 0, 1, NULL);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg, "the graph has no outputs");
+}
+
+Test(verify, graph_verify_rejects_unknown_symbol) {
+  ir_graph_symbol(g, "batch", 5, true);
+  g->syms_declared = true;
+  ir_type t = ty(IR_DT_F32, "batch");
+  const ir_dim *seq = ir_dim_sym(g->arena, 1, "seq"); /* not in g->syms */
+  ir_type t2 = {.dtype = IR_DT_F32, .rank = 1, .dims = &seq};
+  ir_value *a = ir_graph_add_input(g, NULL, &t);
+  ir_graph_add_input(g, NULL, &t2);
+  set_outputs(a);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg,
+             "input 1 (%1): symbolic dim 'seq' is not declared in the graph's parameter list "
+             "<batch>");
+}
+
+Test(verify, graph_verify_rejects_negative_static_dim) {
+  const ir_dim *neg = ir_dim_const(g->arena, -2);
+  ir_type t = {.dtype = IR_DT_F32, .rank = 1, .dims = &neg};
+  ir_value *a = ir_graph_add_input(g, NULL, &t);
+  set_outputs(a);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg, "input 0 (%0): dim 0 is -2, dims must be >= 0");
+}
