@@ -9,6 +9,8 @@
  *            dense row-major array of the value's dtype (bool as one byte 0/1).
  *   syms:    the graph's symbol values, indexed like ir_graph.syms; the
  *            kernel computes every dim it needs from them at run time.
+ *            Buffers never overlap: a result never shares memory with an
+ *            operand or another result (kernels mark them noalias).
  *   returns: 0, or a JIT_KERR_* code for a data error (no partial promises
  *            about the outputs then).
  * Nodes without a kernel (mo.constant, mo.constant.external) have a NULL
@@ -49,6 +51,9 @@ const char *jit_engine_target(const jit_engine *e);
 jit_module *jit_compile_graph(jit_engine *e, const ir_graph *g, char *err, size_t errlen);
 /* Kernel of node `node_id` (index in g->nodes), NULL for constant nodes. */
 jit_kernel_fn jit_module_kernel(const jit_module *m, int node_id);
+/* Wall-clock milliseconds jit_compile_graph spent on m (lowering, O3,
+ * object emission, linking). 0 for NULL. Added by jit-core. */
+double jit_module_compile_ms(const jit_module *m);
 /* Unload the module's code (ResourceTracker remove) and free it. NULL ok. */
 void jit_module_free(jit_engine *e, jit_module *m);
 

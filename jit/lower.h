@@ -31,6 +31,17 @@ typedef struct jit_fn {
   LLVMValueRef fail_code;    /* phi in fail_bb */
   char *err;                 /* where lowering errors go */
   size_t errlen;
+  /* Added by jit-core (additive; set by jit_fn_begin, freed by jit_fn_dispose):
+   * the kernel is an exported wrapper that loads the buffer pointers and
+   * calls `fn`, an internal alwaysinline function taking them as noalias
+   * params (inlining turns them into alias scopes, so loops vectorize without
+   * run-time alias checks). Everything a lowering emits goes into `fn`. */
+  LLVMValueRef kernel;       /* the exported i32(ptr, ptr) wrapper */
+  int nbufs;                 /* node->nin + node->nout */
+  LLVMValueRef *bufs;        /* params of fn: bufs[i] is buffer i (inputs, then results) */
+  int nsyms;
+  LLVMValueRef *sym_vals;    /* i64 syms[k], loaded once in fn's entry block */
+  bool failed;               /* a helper hit an error (message in err) */
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the
@@ -82,6 +93,14 @@ void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code);
 /* Call an LLVM intrinsic by name ("llvm.exp") overloaded on the value type. */
 LLVMValueRef jit_intrinsic(jit_fn *f, const char *name, LLVMTypeRef overload, LLVMValueRef *args,
                            int nargs);
+/* Like jit_intrinsic for intrinsics overloaded on several types
+ * ("llvm.fptosi.sat" on {result, operand}); noverloads may be 0. Added by
+ * jit-core. */
+LLVMValueRef jit_intrinsic_n(jit_fn *f, const char *name, LLVMTypeRef *overloads, int noverloads,
+                             LLVMValueRef *args, int nargs);
+/* Record a lowering error in f->err (and f->failed); returns -1 so a lowering
+ * can `return jit_fn_error(f, "...", ...)`. Added by jit-core. */
+int jit_fn_error(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Call a libm function ("erff", "tanh"...) taking and returning `t`. */
 LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
 

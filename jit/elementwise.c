@@ -1,0 +1,539 @@
+/* elementwise.c - lowering of the elementwise classes (unary, binary,
+ * compare, logical, where, cast) and of broadcast_to (elementwise identity),
+ * plus the scalar semantics every lowering shares (jit_scalar_*).
+ *
+ * Assumes a verified node: operands broadcast to the result type (numpy
+ * rules, right-aligned; where the verifier could not decide a symbolic dim,
+ * the runtime has checked it before the kernel runs).
+ *
+ * Loops:
+ *   - flat: when every operand either has the result's shape (dims equal as
+ *     expressions) or is a static single element, one loop over numel; LLVM
+ *     vectorizes it.
+ *   - general: a loop nest over the result's axes (innermost = last axis).
+ *     An operand's stride on an axis is 0 where it broadcasts: statically when
+ *     its dim is the constant 1, at run time (select on dim == 1) when its dim
+ *     is a different expression than the result's.
+ * Rank 0 is a single element; a zero-size dim runs no iteration.
+ *
+ * Scalar semantics (the reference interpreter's, ir/interp.c):
+ *   - floats: LLVM intrinsics where they exist, libm for log1p / tanh / erf;
+ *     no fast-math flags; max / min propagate NaN (llvm.maximum / minimum);
+ *     compares are ordered except not_equal (une: NaN != NaN is true);
+ *     relu(x) = max(x, +0): relu(NaN) = NaN, relu(-0) = +0.
+ *     mod is Python's: fmod, then + divisor when nonzero with the wrong sign;
+ *     a zero result takes the divisor's sign.
+ *   - ints: add / sub / mul / negate / abs wrap; mod is Python's floor mod,
+ *     divisor 0 -> JIT_KERR_DIVZERO, INT_MIN mod -1 = 0.
+ *   - f16 / bf16 (not compute dtypes, but handled): computed in f32.
+ *   - cast: float -> int saturates, NaN -> 0 (llvm.fpto[su]i.sat); -> bool is
+ *     x != 0 (NaN -> true); bool -> x is 0 / 1; -> f16 / bf16 rounds once
+ *     from the exact source (f64 and ints go through f32 rounded to odd). */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "jit.h"
+#include "lower.h"
+
+/* ---- scalar helpers ---- */
+
+static bool is_f16ish(ir_dtype t) { return t == IR_DT_F16 || t == IR_DT_BF16; }
+static bool is_fcompute(ir_dtype t) { return t == IR_DT_F32 || t == IR_DT_F64; }
+
+static LLVMValueRef call1(jit_fn *f, const char *intr, LLVMValueRef x) {
+  return jit_intrinsic(f, intr, LLVMTypeOf(x), &x, 1);
+}
+
+static LLVMValueRef call2(jit_fn *f, const char *intr, LLVMValueRef x, LLVMValueRef y) {
+  LLVMValueRef a[2] = {x, y};
+  return jit_intrinsic(f, intr, LLVMTypeOf(x), a, 2);
+}
+
+/* libm: "erf" -> erff for f32, erf for f64. */
+static LLVMValueRef libm1(jit_fn *f, ir_dtype t, const char *base, LLVMValueRef x) {
+  char name[32];
+  snprintf(name, sizeof name, "%s%s", base, t == IR_DT_F32 ? "f" : "");
+  return jit_libm(f, name, LLVMTypeOf(x), &x, 1);
+}
+
+static LLVMValueRef fconst_like(LLVMValueRef x, double v) {
+  return LLVMConstReal(LLVMTypeOf(x), v);
+}
+
+static LLVMValueRef sigmoid(jit_fn *f, LLVMValueRef x) {
+  LLVMValueRef e = call1(f, "llvm.exp", LLVMBuildFNeg(f->b, x, ""));
+  LLVMValueRef d = LLVMBuildFAdd(f->b, fconst_like(x, 1.0), e, "");
+  return LLVMBuildFDiv(f->b, fconst_like(x, 1.0), d, "");
+}
+
+static const char *opname(ir_op op) {
+  const ir_op_info *i = ir_op_get(op);
+  return i ? i->name : "?";
+}
+
+static LLVMValueRef bad_op(jit_fn *f, ir_op op, ir_dtype t, LLVMTypeRef rt) {
+  jit_fn_error(f, "mo.%s: no lowering for dtype %s", opname(op), ir_dtype_name(t));
+  return LLVMGetPoison(rt);
+}
+
+static LLVMValueRef gelu(jit_fn *f, ir_dtype t, LLVMValueRef x) {
+  const char *mode = ir_node_attr_string(f->node, "approximate", "none");
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef half = fconst_like(x, 0.5), one = fconst_like(x, 1.0);
+  /* Operation order follows the interpreter's C expressions exactly, so the
+   * roundings agree bit for bit. */
+  if (strcmp(mode, "none") == 0) {
+    LLVMValueRef s = LLVMBuildFDiv(b, x, fconst_like(x, 1.4142135623730951), "");
+    LLVMValueRef e = LLVMBuildFAdd(b, one, libm1(f, t, "erf", s), "");
+    return LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), e, "");
+  }
+  if (strcmp(mode, "tanh") == 0) {
+    LLVMValueRef cx3 = LLVMBuildFMul(b, fconst_like(x, 0.044715), x, "");
+    cx3 = LLVMBuildFMul(b, LLVMBuildFMul(b, cx3, x, ""), x, "");
+    LLVMValueRef in = LLVMBuildFAdd(b, x, cx3, "");
+    in = LLVMBuildFMul(b, fconst_like(x, 0.7978845608028654), in, "");
+    LLVMValueRef e = LLVMBuildFAdd(b, one, libm1(f, t, "tanh", in), "");
+    return LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), e, "");
+  }
+  if (strcmp(mode, "quick") == 0)
+    return LLVMBuildFMul(b, x, sigmoid(f, LLVMBuildFMul(b, fconst_like(x, 1.702), x, "")), "");
+  jit_fn_error(f, "mo.gelu: unknown approximate = \"%s\" (none, tanh or quick)", mode);
+  return LLVMGetPoison(LLVMTypeOf(x));
+}
+
+static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  switch (op) {
+  case IR_OP_ABS: return call1(f, "llvm.fabs", x);
+  case IR_OP_NEGATE: return LLVMBuildFNeg(b, x, "");
+  case IR_OP_EXP: return call1(f, "llvm.exp", x);
+  case IR_OP_LOG: return call1(f, "llvm.log", x);
+  case IR_OP_LOG1P: return libm1(f, t, "log1p", x);
+  case IR_OP_SQRT: return call1(f, "llvm.sqrt", x);
+  case IR_OP_RSQRT: return LLVMBuildFDiv(b, fconst_like(x, 1.0), call1(f, "llvm.sqrt", x), "");
+  case IR_OP_TANH: return libm1(f, t, "tanh", x);
+  case IR_OP_SIGMOID: return sigmoid(f, x);
+  case IR_OP_RELU: { /* max(x, +0): NaN stays NaN, -0 becomes +0 */
+    LLVMValueRef keep = LLVMBuildFCmp(b, LLVMRealUGT, x, fconst_like(x, 0.0), "");
+    return LLVMBuildSelect(b, keep, x, fconst_like(x, 0.0), "");
+  }
+  case IR_OP_GELU: return gelu(f, t, x);
+  case IR_OP_SILU: return LLVMBuildFMul(b, x, sigmoid(f, x), "");
+  case IR_OP_ERF: return libm1(f, t, "erf", x);
+  case IR_OP_SIN: return call1(f, "llvm.sin", x);
+  case IR_OP_COS: return call1(f, "llvm.cos", x);
+  case IR_OP_FLOOR: return call1(f, "llvm.floor", x);
+  case IR_OP_ROUND: return call1(f, "llvm.roundeven", x);
+  case IR_OP_TRUNC: return call1(f, "llvm.trunc", x);
+  case IR_OP_IS_NAN: return LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  case IR_OP_IS_INF:
+    return LLVMBuildFCmp(b, LLVMRealOEQ, call1(f, "llvm.fabs", x), fconst_like(x, INFINITY), "");
+  default: break;
+  }
+  return bad_op(f, op, t, LLVMTypeOf(x));
+}
+
+LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  if (is_f16ish(in)) {
+    LLVMValueRef r = jit_scalar_unary(f, op, IR_DT_F32, LLVMBuildFPExt(b, x, f->t_f32, ""));
+    if (LLVMTypeOf(r) == f->t_f32) r = LLVMBuildFPTrunc(b, r, jit_type(f, in), "");
+    return r;
+  }
+  if (is_fcompute(in)) return unary_float(f, op, in, x);
+  if (in == IR_DT_BOOL) {
+    if (op == IR_OP_LOGICAL_NOT) return LLVMBuildNot(b, x, "");
+    return bad_op(f, op, in, f->t_i1);
+  }
+  if (ir_dtype_is_int(in)) {
+    bool sgn = ir_dtype_is_signed(in);
+    LLVMValueRef zero = LLVMConstInt(LLVMTypeOf(x), 0, 0);
+    switch (op) {
+    case IR_OP_ABS: {
+      if (!sgn) return x;
+      LLVMValueRef a[2] = {x, LLVMConstInt(f->t_i1, 0, 0)}; /* INT_MIN -> INT_MIN, not poison */
+      return jit_intrinsic(f, "llvm.abs", LLVMTypeOf(x), a, 2);
+    }
+    case IR_OP_NEGATE: return LLVMBuildSub(b, zero, x, "");
+    case IR_OP_RELU: return sgn ? call2(f, "llvm.smax", x, zero) : x;
+    default: break;
+    }
+  }
+  return bad_op(f, op, in, LLVMTypeOf(x));
+}
+
+/* Python float %: r = fmod(x, y); r nonzero with a sign unlike y's: r += y;
+ * r zero: copysign(0, y). NaN and y = 0 give NaN. */
+static LLVMValueRef float_mod(jit_fn *f, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef zero = fconst_like(x, 0.0);
+  LLVMValueRef r = LLVMBuildFRem(b, x, y, "");
+  LLVMValueRef rneg = LLVMBuildFCmp(b, LLVMRealOLT, r, zero, "");
+  LLVMValueRef yneg = LLVMBuildFCmp(b, LLVMRealOLT, y, zero, "");
+  LLVMValueRef rnz = LLVMBuildFCmp(b, LLVMRealONE, r, zero, "");
+  LLVMValueRef fix = LLVMBuildAnd(b, rnz, LLVMBuildXor(b, rneg, yneg, ""), "");
+  LLVMValueRef adj = LLVMBuildSelect(b, fix, LLVMBuildFAdd(b, r, y, ""), r, "");
+  LLVMValueRef rz = LLVMBuildFCmp(b, LLVMRealOEQ, r, zero, "");
+  return LLVMBuildSelect(b, rz, call2(f, "llvm.copysign", zero, y), adj, "");
+}
+
+/* Python int %: divisor 0 fails the kernel; floor semantics; INT_MIN % -1 = 0. */
+static LLVMValueRef int_mod(jit_fn *f, bool sgn, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+  jit_fail_if(f, LLVMBuildICmp(b, LLVMIntEQ, y, zero, ""), JIT_KERR_DIVZERO);
+  if (!sgn) return LLVMBuildURem(b, x, y, "");
+  /* y == -1: x % 1 is 0 too, and srem cannot overflow. */
+  LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, y, LLVMConstAllOnes(t), "");
+  LLVMValueRef ys = LLVMBuildSelect(b, m1, one, y, "");
+  LLVMValueRef r = LLVMBuildSRem(b, x, ys, "");
+  LLVMValueRef rnz = LLVMBuildICmp(b, LLVMIntNE, r, zero, "");
+  LLVMValueRef diff = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildXor(b, r, ys, ""), zero, "");
+  LLVMValueRef fix = LLVMBuildAnd(b, rnz, diff, "");
+  return LLVMBuildSelect(b, fix, LLVMBuildAdd(b, r, ys, ""), r, "");
+}
+
+static LLVMValueRef binary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->b;
+  switch (op) {
+  case IR_OP_ADD: return LLVMBuildFAdd(b, x, y, "");
+  case IR_OP_SUB: return LLVMBuildFSub(b, x, y, "");
+  case IR_OP_MUL: return LLVMBuildFMul(b, x, y, "");
+  case IR_OP_DIV: return LLVMBuildFDiv(b, x, y, "");
+  case IR_OP_POW: return call2(f, "llvm.pow", x, y);
+  case IR_OP_MOD: return float_mod(f, x, y);
+  case IR_OP_MAX: return call2(f, "llvm.maximum", x, y);
+  case IR_OP_MIN: return call2(f, "llvm.minimum", x, y);
+  case IR_OP_EQUAL: return LLVMBuildFCmp(b, LLVMRealOEQ, x, y, "");
+  case IR_OP_NOT_EQUAL: return LLVMBuildFCmp(b, LLVMRealUNE, x, y, "");
+  case IR_OP_GREATER: return LLVMBuildFCmp(b, LLVMRealOGT, x, y, "");
+  case IR_OP_GREATER_EQUAL: return LLVMBuildFCmp(b, LLVMRealOGE, x, y, "");
+  default: break;
+  }
+  return bad_op(f, op, t, LLVMTypeOf(x));
+}
+
+/* Ints and bool (bool compares as unsigned: true > false). */
+static LLVMValueRef binary_int(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->b;
+  bool sgn = ir_dtype_is_signed(t);
+  bool isbool = t == IR_DT_BOOL;
+  switch (op) {
+  case IR_OP_EQUAL: return LLVMBuildICmp(b, LLVMIntEQ, x, y, "");
+  case IR_OP_NOT_EQUAL: return LLVMBuildICmp(b, LLVMIntNE, x, y, "");
+  case IR_OP_GREATER: return LLVMBuildICmp(b, sgn ? LLVMIntSGT : LLVMIntUGT, x, y, "");
+  case IR_OP_GREATER_EQUAL: return LLVMBuildICmp(b, sgn ? LLVMIntSGE : LLVMIntUGE, x, y, "");
+  case IR_OP_MAX: return call2(f, sgn ? "llvm.smax" : "llvm.umax", x, y);
+  case IR_OP_MIN: return call2(f, sgn ? "llvm.smin" : "llvm.umin", x, y);
+  default: break;
+  }
+  if (isbool) {
+    switch (op) {
+    case IR_OP_LOGICAL_AND: return LLVMBuildAnd(b, x, y, "");
+    case IR_OP_LOGICAL_OR: return LLVMBuildOr(b, x, y, "");
+    case IR_OP_LOGICAL_XOR: return LLVMBuildXor(b, x, y, "");
+    default: break;
+    }
+    return bad_op(f, op, t, f->t_i1);
+  }
+  switch (op) {
+  case IR_OP_ADD: return LLVMBuildAdd(b, x, y, "");
+  case IR_OP_SUB: return LLVMBuildSub(b, x, y, "");
+  case IR_OP_MUL: return LLVMBuildMul(b, x, y, "");
+  case IR_OP_MOD: return int_mod(f, sgn, x, y);
+  default: break;
+  }
+  return bad_op(f, op, t, LLVMTypeOf(x));
+}
+
+LLVMValueRef jit_scalar_binary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->b;
+  if (is_f16ish(in)) {
+    LLVMValueRef xe = LLVMBuildFPExt(b, x, f->t_f32, ""), ye = LLVMBuildFPExt(b, y, f->t_f32, "");
+    LLVMValueRef r = jit_scalar_binary(f, op, IR_DT_F32, xe, ye);
+    if (LLVMTypeOf(r) == f->t_f32) r = LLVMBuildFPTrunc(b, r, jit_type(f, in), "");
+    return r;
+  }
+  if (is_fcompute(in)) return binary_float(f, op, in, x, y);
+  if (in == IR_DT_BOOL || ir_dtype_is_int(in)) return binary_int(f, op, in, x, y);
+  return bad_op(f, op, in, LLVMTypeOf(x));
+}
+
+static unsigned fbits(LLVMTypeRef t) {
+  switch (LLVMGetTypeKind(t)) {
+  case LLVMHalfTypeKind:
+  case LLVMBFloatTypeKind: return 16;
+  case LLVMFloatTypeKind: return 32;
+  case LLVMDoubleTypeKind: return 64;
+  default: return 0;
+  }
+}
+
+/* f64 -> f32 rounding to odd: truncate, and when inexact make the last bit
+ * 1. A second rounding (to nearest even) of the result to f16 / bf16, which
+ * keep at most 11 of f32's 24 bits, then equals one rounding of x. NaN and
+ * exact values pass through fptrunc unchanged. */
+static LLVMValueRef f64_to_f32_odd(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef t = LLVMBuildFPTrunc(b, x, f->t_f32, "");
+  LLVMValueRef back = LLVMBuildFPExt(b, t, f->t_f64, "");
+  LLVMValueRef inexact = LLVMBuildFCmp(b, LLVMRealONE, back, x, "");
+  LLVMValueRef tb = LLVMBuildBitCast(b, t, f->t_i32, "");
+  LLVMValueRef odd = LLVMBuildTrunc(b, tb, f->t_i1, "");
+  LLVMValueRef shrink = LLVMBuildFCmp(b, LLVMRealOGT, call1(f, "llvm.fabs", back),
+                                      call1(f, "llvm.fabs", x), "");
+  LLVMValueRef one = LLVMConstInt(f->t_i32, 1, 0);
+  LLVMValueRef adj = LLVMBuildSelect(b, shrink, LLVMBuildSub(b, tb, one, ""),
+                                     LLVMBuildAdd(b, tb, one, ""), "");
+  LLVMValueRef need = LLVMBuildAnd(b, inexact, LLVMBuildNot(b, odd, ""), "");
+  return LLVMBuildBitCast(b, LLVMBuildSelect(b, need, adj, tb, ""), f->t_f32, "");
+}
+
+/* Integer -> f32 rounding to odd (see f64_to_f32_odd): the magnitude keeps
+ * its top 24 significant bits, the last of them ORed with every bit below,
+ * so the conversion to f32 is exact. */
+static LLVMValueRef int_to_f32_odd(jit_fn *f, bool sgn, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef i64 = f->t_i64;
+  if (LLVMGetIntTypeWidth(LLVMTypeOf(x)) < 64)
+    x = sgn ? LLVMBuildSExt(b, x, i64, "") : LLVMBuildZExt(b, x, i64, "");
+  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
+  LLVMValueRef neg = sgn ? LLVMBuildICmp(b, LLVMIntSLT, x, zero, "") : LLVMConstInt(f->t_i1, 0, 0);
+  LLVMValueRef mag = LLVMBuildSelect(b, neg, LLVMBuildSub(b, zero, x, ""), x, "");
+  LLVMValueRef ca[2] = {mag, LLVMConstInt(f->t_i1, 0, 0)};
+  LLVMValueRef lz = jit_intrinsic(f, "llvm.ctlz", i64, ca, 2);
+  LLVMValueRef drop = LLVMBuildSub(b, jit_i64(f, 64 - 24), lz, "");
+  drop = call2(f, "llvm.smax", drop, zero);
+  LLVMValueRef mask = LLVMBuildSub(b, LLVMBuildShl(b, one, drop, ""), one, "");
+  LLVMValueRef low = LLVMBuildAnd(b, mag, mask, "");
+  LLVMValueRef sticky = LLVMBuildZExt(b, LLVMBuildICmp(b, LLVMIntNE, low, zero, ""), i64, "");
+  LLVMValueRef kept = LLVMBuildAnd(b, mag, LLVMBuildNot(b, mask, ""), "");
+  kept = LLVMBuildOr(b, kept, LLVMBuildShl(b, sticky, drop, ""), "");
+  LLVMValueRef r = LLVMBuildUIToFP(b, kept, f->t_f32, "");
+  return LLVMBuildSelect(b, neg, LLVMBuildFNeg(b, r, ""), r, "");
+}
+
+/* f32 -> bf16, to nearest even, on the bits: NaN stays NaN (sign and top
+ * payload kept, made quiet), overflow gives inf, subnormals round like any
+ * value. Not fptrunc: with AVX512-BF16 LLVM selects vcvtneps2bf16, which
+ * flushes subnormals to zero. */
+static LLVMValueRef f32_to_bf16(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef i32 = f->t_i32;
+  LLVMValueRef bits = LLVMBuildBitCast(b, x, i32, "");
+  LLVMValueRef hi = LLVMBuildLShr(b, bits, LLVMConstInt(i32, 16, 0), "");
+  LLVMValueRef lsb = LLVMBuildAnd(b, hi, LLVMConstInt(i32, 1, 0), "");
+  LLVMValueRef bias = LLVMBuildAdd(b, LLVMConstInt(i32, 0x7fff, 0), lsb, "");
+  LLVMValueRef rounded = LLVMBuildLShr(b, LLVMBuildAdd(b, bits, bias, ""),
+                                       LLVMConstInt(i32, 16, 0), "");
+  LLVMValueRef qnan = LLVMBuildOr(b, hi, LLVMConstInt(i32, 0x40, 0), "");
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  LLVMValueRef r = LLVMBuildSelect(b, isnan, qnan, rounded, "");
+  return LLVMBuildBitCast(b, LLVMBuildTrunc(b, r, f->t_i16, ""), f->t_bf16, "");
+}
+
+/* A float rounded to f16 / bf16 (x is f32 or f16 / bf16). */
+static LLVMValueRef to_f16ish(jit_fn *f, LLVMValueRef x, ir_dtype to) {
+  LLVMTypeRef tt = jit_type(f, to);
+  if (LLVMTypeOf(x) != f->t_f32) x = LLVMBuildFPExt(f->b, x, f->t_f32, "");
+  return to == IR_DT_BF16 ? f32_to_bf16(f, x) : LLVMBuildFPTrunc(f->b, x, tt, "");
+}
+
+/* Same float type: the value, with a signaling NaN made quiet (as every
+ * float conversion does; the interpreter's identity cast too). */
+static LLVMValueRef quiet_nan(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  unsigned w = fbits(t);
+  LLVMTypeRef it = LLVMIntTypeInContext(f->ctx, w);
+  unsigned long long q = w == 64 ? 1ull << 51 : w == 32 ? 1ull << 22
+                         : LLVMGetTypeKind(t) == LLVMBFloatTypeKind ? 1ull << 6 : 1ull << 9;
+  LLVMValueRef bits = LLVMBuildBitCast(b, x, it, "");
+  LLVMValueRef qb = LLVMBuildOr(b, bits, LLVMConstInt(it, q, 0), "");
+  LLVMValueRef isnan = LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
+  return LLVMBuildBitCast(b, LLVMBuildSelect(b, isnan, qb, bits, ""), t, "");
+}
+
+LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef tt = jit_type(f, to);
+  bool ffl = ir_dtype_is_float(from) && fbits(LLVMTypeOf(x)) != 0;
+  bool tfl = ir_dtype_is_float(to) && fbits(tt) != 0;
+  if (from == to) return ffl ? quiet_nan(f, x) : x;
+  bool fint = ir_dtype_is_int(from) || from == IR_DT_BOOL;
+  bool tint = ir_dtype_is_int(to);
+  if (to == IR_DT_BOOL) {
+    if (ffl) return LLVMBuildFCmp(b, LLVMRealUNE, x, LLVMConstReal(LLVMTypeOf(x), 0.0), "");
+    if (fint) return LLVMBuildICmp(b, LLVMIntNE, x, LLVMConstInt(LLVMTypeOf(x), 0, 0), "");
+  } else if (from == IR_DT_BOOL) {
+    if (tfl) return LLVMBuildUIToFP(b, x, tt, "");
+    if (tint) return LLVMBuildZExt(b, x, tt, "");
+  } else if (fint && tint) {
+    unsigned fw = LLVMGetIntTypeWidth(LLVMTypeOf(x)), tw = LLVMGetIntTypeWidth(tt);
+    if (fw == tw) return x;
+    if (fw > tw) return LLVMBuildTrunc(b, x, tt, "");
+    return ir_dtype_is_signed(from) ? LLVMBuildSExt(b, x, tt, "") : LLVMBuildZExt(b, x, tt, "");
+  } else if (fint && tfl) {
+    if (is_f16ish(to)) /* one rounding, not int -> f32 -> f16 */
+      return to_f16ish(f, int_to_f32_odd(f, ir_dtype_is_signed(from), x), to);
+    return ir_dtype_is_signed(from) ? LLVMBuildSIToFP(b, x, tt, "") : LLVMBuildUIToFP(b, x, tt, "");
+  } else if (ffl && tint) {
+    LLVMTypeRef ov[2] = {tt, LLVMTypeOf(x)};
+    const char *name = ir_dtype_is_signed(to) ? "llvm.fptosi.sat" : "llvm.fptoui.sat";
+    return jit_intrinsic_n(f, name, ov, 2, &x, 1);
+  } else if (ffl && tfl) {
+    unsigned fw = fbits(LLVMTypeOf(x)), tw = fbits(tt);
+    /* f64 -> f16 / bf16 in one rounding (and without a libcall such as
+     * __truncdfbf2, which the process may not have); half <-> bfloat
+     * through float, exact on the way up. */
+    if (tw == 16) return to_f16ish(f, fw == 64 ? f64_to_f32_odd(f, x) : x, to);
+    if (fw < tw) return LLVMBuildFPExt(b, x, tt, "");
+    return LLVMBuildFPTrunc(b, x, tt, "");
+  }
+  jit_fn_error(f, "mo.cast: cannot cast %s to %s", ir_dtype_name(from), ir_dtype_name(to));
+  return LLVMGetPoison(tt);
+}
+
+/* ---- the loops ---- */
+
+static LLVMValueRef compute(jit_fn *f, const ir_node *n, ir_op_class cls, LLVMValueRef *v) {
+  ir_dtype in0 = n->in[0]->type.dtype;
+  switch (cls) {
+  case IR_CLS_UNARY:
+  case IR_CLS_UNARY_FLOAT:
+  case IR_CLS_UNARY_PRED:
+  case IR_CLS_UNARY_LOGICAL: return jit_scalar_unary(f, n->op, in0, v[0]);
+  case IR_CLS_BINARY:
+  case IR_CLS_BINARY_FLOAT:
+  case IR_CLS_COMPARE:
+  case IR_CLS_BINARY_LOGICAL: return jit_scalar_binary(f, n->op, in0, v[0], v[1]);
+  case IR_CLS_WHERE: return LLVMBuildSelect(f->b, v[0], v[1], v[2], "");
+  case IR_CLS_CAST: return jit_scalar_cast(f, in0, n->out[0]->type.dtype, v[0]);
+  default: return v[0]; /* broadcast_to */
+  }
+}
+
+static int expected_nin(ir_op_class cls) {
+  switch (cls) {
+  case IR_CLS_BINARY:
+  case IR_CLS_BINARY_FLOAT:
+  case IR_CLS_COMPARE:
+  case IR_CLS_BINARY_LOGICAL: return 2;
+  case IR_CLS_WHERE: return 3;
+  default: return 1;
+  }
+}
+
+/* Does operand type t equal the result's shape, or is it one static element? */
+static bool same_shape(const ir_type *t, const ir_type *o) {
+  if (t->rank != o->rank) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (!ir_dim_equal(t->dims[i], o->dims[i])) return false;
+  return true;
+}
+
+static bool single_element(const ir_type *t) {
+  for (int i = 0; i < t->rank; i++) {
+    int64_t v;
+    if (!ir_dim_is_const(t->dims[i], &v) || v != 1) return false;
+  }
+  return true;
+}
+
+int jit_lower_elementwise(jit_fn *f) {
+  const ir_node *n = f->node;
+  const ir_op_info *info = ir_op_get(n->op);
+  ir_op_class cls = info->cls;
+  int nin = expected_nin(cls);
+  if (n->nin != nin || n->nout != 1)
+    return jit_fn_error(f, "mo.%s: expected %d operands and 1 result, got %d and %d", info->name,
+                        nin, n->nin, n->nout);
+  const ir_type *ot = &n->out[0]->type;
+  int r = ot->rank;
+  if (r < 0 || r > IR_MAX_RANK)
+    return jit_fn_error(f, "mo.%s: result rank %d is not inferred or too large", info->name, r);
+  for (int j = 0; j < nin; j++) {
+    const ir_type *t = &n->in[j]->type;
+    if (t->rank < 0 || t->rank > r)
+      return jit_fn_error(f, "mo.%s: operand %d has rank %d, result rank %d", info->name, j,
+                          t->rank, r);
+  }
+  ir_dtype odt = ot->dtype;
+  LLVMValueRef outp = jit_out(f, 0);
+  LLVMValueRef inp[3], v[3];
+  for (int j = 0; j < nin; j++) inp[j] = jit_in(f, j);
+
+  /* Flat path: every operand is the result's shape or a single element. */
+  bool flat = true;
+  for (int j = 0; j < nin && flat; j++) {
+    const ir_type *t = &n->in[j]->type;
+    flat = same_shape(t, ot) || single_element(t);
+  }
+  if (flat) {
+    LLVMValueRef numel = jit_numel_range(f, ot, 0, r);
+    jit_loop L;
+    LLVMValueRef i = jit_loop_begin(f, &L, jit_i64(f, 0), numel, "i");
+    for (int j = 0; j < nin; j++) {
+      const ir_type *t = &n->in[j]->type;
+      LLVMValueRef idx = same_shape(t, ot) ? i : jit_i64(f, 0);
+      v[j] = jit_load(f, t->dtype, inp[j], idx);
+    }
+    jit_store(f, odt, outp, i, compute(f, n, cls, v));
+    jit_loop_end(f, &L);
+    return f->failed ? -1 : 0;
+  }
+
+  /* General path: per-axis strides, 0 where an operand broadcasts. Index
+   * arithmetic is nsw: every index is below the buffer's element count. */
+  LLVMValueRef D[IR_MAX_RANK];
+  LLVMValueRef st[3][IR_MAX_RANK];
+  jit_shape(f, ot, D);
+  for (int j = 0; j < nin; j++) {
+    const ir_type *t = &n->in[j]->type;
+    int off = r - t->rank;
+    LLVMValueRef s = jit_i64(f, 1);
+    for (int k = r - 1; k >= 0; k--) {
+      if (k < off) {
+        st[j][k] = jit_i64(f, 0);
+        continue;
+      }
+      const ir_dim *d = t->dims[k - off];
+      int64_t c;
+      if (ir_dim_equal(d, ot->dims[k])) {
+        st[j][k] = s;
+      } else if (ir_dim_is_const(d, &c) && c == 1) {
+        st[j][k] = jit_i64(f, 0);
+      } else {
+        LLVMValueRef dv = jit_dim(f, d);
+        LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, dv, jit_i64(f, 1), "");
+        st[j][k] = LLVMBuildSelect(f->b, is1, jit_i64(f, 0), s, "");
+      }
+      s = LLVMBuildMul(f->b, s, jit_dim(f, d), "");
+    }
+  }
+
+  LLVMValueRef base[3], obase = jit_i64(f, 0);
+  for (int j = 0; j < nin; j++) base[j] = jit_i64(f, 0);
+  jit_loop L[IR_MAX_RANK];
+  for (int k = 0; k < r - 1; k++) {
+    LLVMValueRef i = jit_loop_begin(f, &L[k], jit_i64(f, 0), D[k], "o");
+    for (int j = 0; j < nin; j++)
+      base[j] = LLVMBuildNSWAdd(f->b, base[j], LLVMBuildNSWMul(f->b, i, st[j][k], ""), "");
+    obase = LLVMBuildNSWAdd(f->b, LLVMBuildNSWMul(f->b, obase, D[k], ""), i, "");
+  }
+  /* r >= 1 here: rank 0 is a single element and took the flat path. */
+  obase = LLVMBuildNSWMul(f->b, obase, D[r - 1], "");
+  jit_loop IL;
+  LLVMValueRef i = jit_loop_begin(f, &IL, jit_i64(f, 0), D[r - 1], "i");
+  for (int j = 0; j < nin; j++) {
+    LLVMValueRef step = LLVMBuildNSWMul(f->b, i, st[j][r - 1], "");
+    LLVMValueRef idx = LLVMBuildNSWAdd(f->b, base[j], step, "");
+    v[j] = jit_load(f, n->in[j]->type.dtype, inp[j], idx);
+  }
+  jit_store(f, odt, outp, LLVMBuildNSWAdd(f->b, obase, i, ""), compute(f, n, cls, v));
+  jit_loop_end(f, &IL);
+  for (int k = r - 2; k >= 0; k--) jit_loop_end(f, &L[k]);
+  return f->failed ? -1 : 0;
+}

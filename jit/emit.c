@@ -1,0 +1,442 @@
+/* emit.c - the helpers every lowering builds kernels with (lower.h): the
+ * kernel function skeleton, types and constants, dims read from %syms,
+ * buffer access, counted loops, data-error exits and intrinsic / libm calls.
+ *
+ * Shape of a kernel `name` for a node with B buffers:
+ *   define i32 @name(ptr noalias readonly %buffers, ptr noalias readonly %syms)
+ *     loads buffers[0..B) and tail-calls
+ *   define internal i32 @name.body(ptr %buffers, ptr %syms, ptr noalias %b0, ...)
+ *     alwaysinline; this is f->fn, where lowerings emit. Its entry block loads
+ *     every symbol value once (f->sym_vals), so jit_dim's results dominate
+ *     every block of the body.
+ * Inlining the body turns the noalias params into alias scopes: LLVM then
+ * knows outputs never alias inputs (the runtime guarantees it) and vectorizes
+ * loops without run-time overlap checks.
+ *
+ * Errors (an unknown intrinsic, a buffer index out of range, a malformed dim)
+ * are internal mistakes of a lowering, never aborts: they fill f->err, set
+ * f->failed and return a poison value of the expected type so emission can
+ * continue until the caller checks. */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+
+int jit_fn_error(jit_fn *f, const char *fmt, ...) {
+  if (!f->failed && f->err && f->errlen > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(f->err, f->errlen, fmt, ap);
+    va_end(ap);
+  }
+  f->failed = true;
+  return -1;
+}
+
+static void add_fn_attr(jit_fn *f, LLVMValueRef fn, LLVMAttributeIndex idx, const char *name,
+                        uint64_t val) {
+  unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+  if (kind == 0) return; /* unknown to this LLVM: an optimization hint only */
+  LLVMAddAttributeAtIndex(fn, idx, LLVMCreateEnumAttribute(f->ctx, kind, val));
+}
+
+void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g,
+                  const ir_node *n, const char *name, char *err, size_t errlen) {
+  memset(f, 0, sizeof *f);
+  f->ctx = ctx;
+  f->mod = mod;
+  f->g = g;
+  f->node = n;
+  f->err = err;
+  f->errlen = errlen;
+  f->t_void = LLVMVoidTypeInContext(ctx);
+  f->t_i1 = LLVMInt1TypeInContext(ctx);
+  f->t_i8 = LLVMInt8TypeInContext(ctx);
+  f->t_i16 = LLVMInt16TypeInContext(ctx);
+  f->t_i32 = LLVMInt32TypeInContext(ctx);
+  f->t_i64 = LLVMInt64TypeInContext(ctx);
+  f->t_ptr = LLVMPointerTypeInContext(ctx, 0);
+  f->t_f16 = LLVMHalfTypeInContext(ctx);
+  f->t_bf16 = LLVMBFloatTypeInContext(ctx);
+  f->t_f32 = LLVMFloatTypeInContext(ctx);
+  f->t_f64 = LLVMDoubleTypeInContext(ctx);
+  f->b = LLVMCreateBuilderInContext(ctx);
+
+  int nbufs = n ? n->nin + n->nout : 0;
+  int nsyms = g ? g->nsyms : 0;
+  f->nbufs = nbufs;
+  f->nsyms = nsyms;
+  f->bufs = calloc((size_t)nbufs + 1, sizeof *f->bufs);
+  f->sym_vals = calloc((size_t)nsyms + 1, sizeof *f->sym_vals);
+  if (!f->bufs || !f->sym_vals) jit_fn_error(f, "out of memory");
+
+  /* The exported wrapper. */
+  LLVMTypeRef kparams[2] = {f->t_ptr, f->t_ptr};
+  LLVMTypeRef kty = LLVMFunctionType(f->t_i32, kparams, 2, 0);
+  f->kernel = LLVMAddFunction(mod, name, kty);
+  add_fn_attr(f, f->kernel, LLVMAttributeFunctionIndex, "nounwind", 0);
+  for (unsigned p = 1; p <= 2; p++) {
+    add_fn_attr(f, f->kernel, p, "noalias", 0);
+    add_fn_attr(f, f->kernel, p, "nocapture", 0);
+    add_fn_attr(f, f->kernel, p, "readonly", 0);
+  }
+
+  /* The body, taking the buffer pointers as noalias params. */
+  int nb = f->bufs ? nbufs : 0;
+  LLVMTypeRef *bparams = malloc(sizeof *bparams * ((size_t)nb + 2));
+  char *bname = malloc(strlen(name) + 8);
+  if (!bparams || !bname) {
+    jit_fn_error(f, "out of memory");
+    free(bparams);
+    free(bname);
+    nb = 0;
+    bparams = NULL;
+    bname = NULL;
+  }
+  LLVMTypeRef local_params[2] = {f->t_ptr, f->t_ptr};
+  LLVMTypeRef *params = bparams ? bparams : local_params;
+  for (int i = 0; i < nb + 2; i++) params[i] = f->t_ptr;
+  if (bname) sprintf(bname, "%s.body", name);
+  LLVMTypeRef bty = LLVMFunctionType(f->t_i32, params, (unsigned)nb + 2, 0);
+  f->fn = LLVMAddFunction(mod, bname ? bname : "kiln.body", bty);
+  LLVMSetLinkage(f->fn, LLVMInternalLinkage);
+  add_fn_attr(f, f->fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+  add_fn_attr(f, f->fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
+  for (unsigned p = 1; p <= 2; p++) {
+    add_fn_attr(f, f->fn, p, "noalias", 0);
+    add_fn_attr(f, f->fn, p, "nocapture", 0);
+    add_fn_attr(f, f->fn, p, "readonly", 0);
+  }
+  f->buffers = LLVMGetParam(f->fn, 0);
+  f->syms = LLVMGetParam(f->fn, 1);
+  LLVMSetValueName2(f->buffers, "buffers", 7);
+  LLVMSetValueName2(f->syms, "syms", 4);
+  for (int i = 0; i < nb; i++) {
+    unsigned p = (unsigned)i + 3;
+    add_fn_attr(f, f->fn, p, "noalias", 0);
+    add_fn_attr(f, f->fn, p, "nocapture", 0);
+    if (i < n->nin) add_fn_attr(f, f->fn, p, "readonly", 0);
+    f->bufs[i] = LLVMGetParam(f->fn, (unsigned)i + 2);
+    char pn[32];
+    if (i < n->nin)
+      snprintf(pn, sizeof pn, "in%d", i);
+    else
+      snprintf(pn, sizeof pn, "out%d", i - n->nin);
+    LLVMSetValueName2(f->bufs[i], pn, strlen(pn));
+  }
+
+  /* Wrapper body: load the pointers, call, return. */
+  LLVMBasicBlockRef kentry = LLVMAppendBasicBlockInContext(ctx, f->kernel, "entry");
+  LLVMPositionBuilderAtEnd(f->b, kentry);
+  LLVMValueRef *args = malloc(sizeof *args * ((size_t)nb + 2));
+  LLVMValueRef local_args[2];
+  if (!args) {
+    jit_fn_error(f, "out of memory");
+    args = local_args;
+    nb = 0; /* the call below then mismatches; f->failed stops the caller first */
+  }
+  args[0] = LLVMGetParam(f->kernel, 0);
+  args[1] = LLVMGetParam(f->kernel, 1);
+  for (int i = 0; i < nb; i++) {
+    LLVMValueRef idx = LLVMConstInt(f->t_i64, (unsigned long long)i, 0);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, f->t_ptr, args[0], &idx, 1, "");
+    LLVMValueRef p = LLVMBuildLoad2(f->b, f->t_ptr, slot, "");
+    LLVMSetAlignment(p, 8);
+    args[i + 2] = p;
+  }
+  if (!f->failed) {
+    LLVMValueRef r = LLVMBuildCall2(f->b, bty, f->fn, args, (unsigned)nb + 2, "");
+    LLVMBuildRet(f->b, r);
+  } else {
+    LLVMBuildRet(f->b, LLVMConstInt(f->t_i32, 0, 0));
+  }
+  if (args != local_args) free(args);
+  free(bparams);
+  free(bname);
+
+  /* Body entry: symbol values once. */
+  LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, f->fn, "entry");
+  LLVMPositionBuilderAtEnd(f->b, entry);
+  if (f->sym_vals) {
+    for (int k = 0; k < nsyms; k++) {
+      LLVMValueRef idx = LLVMConstInt(f->t_i64, (unsigned long long)k, 0);
+      LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, f->t_i64, f->syms, &idx, 1, "");
+      const char *sn = g->syms[k] ? g->syms[k] : "sym";
+      LLVMValueRef v = LLVMBuildLoad2(f->b, f->t_i64, slot, sn);
+      LLVMSetAlignment(v, 8);
+      f->sym_vals[k] = v;
+    }
+  }
+}
+
+void jit_fn_finish(jit_fn *f) {
+  LLVMBasicBlockRef bb = LLVMGetInsertBlock(f->b);
+  if (bb && !LLVMGetBasicBlockTerminator(bb)) LLVMBuildRet(f->b, LLVMConstInt(f->t_i32, 0, 0));
+}
+
+void jit_fn_dispose(jit_fn *f) {
+  if (f->b) LLVMDisposeBuilder(f->b);
+  f->b = NULL;
+  free(f->bufs);
+  f->bufs = NULL;
+  free(f->sym_vals);
+  f->sym_vals = NULL;
+}
+
+/* ---- types and constants ---- */
+
+LLVMTypeRef jit_type(jit_fn *f, ir_dtype t) {
+  switch (t) {
+  case IR_DT_BOOL: return f->t_i1;
+  case IR_DT_SI8:
+  case IR_DT_UI8: return f->t_i8;
+  case IR_DT_SI16:
+  case IR_DT_UI16: return f->t_i16;
+  case IR_DT_SI32:
+  case IR_DT_UI32: return f->t_i32;
+  case IR_DT_SI64:
+  case IR_DT_UI64: return f->t_i64;
+  case IR_DT_F16: return f->t_f16;
+  case IR_DT_BF16: return f->t_bf16;
+  case IR_DT_F32: return f->t_f32;
+  case IR_DT_F64: return f->t_f64;
+  /* float8 kinds are storage-only: moved as raw bytes, never computed on. */
+  case IR_DT_F8E4M3FN:
+  case IR_DT_F8E4M3FNUZ:
+  case IR_DT_F8E5M2:
+  case IR_DT_F8E5M2FNUZ: return f->t_i8;
+  default: break;
+  }
+  jit_fn_error(f, "no LLVM type for dtype %d", (int)t);
+  return f->t_i8;
+}
+
+LLVMTypeRef jit_mem_type(jit_fn *f, ir_dtype t) {
+  return t == IR_DT_BOOL ? f->t_i8 : jit_type(f, t);
+}
+
+LLVMValueRef jit_i64(jit_fn *f, int64_t v) {
+  return LLVMConstInt(f->t_i64, (unsigned long long)v, 1);
+}
+
+LLVMValueRef jit_fconst(jit_fn *f, ir_dtype t, double v) {
+  LLVMTypeRef ty = jit_type(f, t);
+  LLVMTypeKind k = LLVMGetTypeKind(ty);
+  if (k == LLVMIntegerTypeKind) { /* saturating, NaN -> 0: never UB in the C cast */
+    long long i = v != v ? 0 : v >= 0x1p63 ? INT64_MAX : v <= -0x1p63 ? INT64_MIN : (long long)v;
+    return LLVMConstInt(ty, (unsigned long long)i, 1);
+  }
+  return LLVMConstReal(ty, v);
+}
+
+/* ---- dims ---- */
+
+/* x floordiv c, x ceildiv c, x mod c for a constant c > 0, floor semantics. */
+static LLVMValueRef dim_divmod(jit_fn *f, ir_dim_kind kind, LLVMValueRef x, int64_t c) {
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef cv = jit_i64(f, c);
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef one = jit_i64(f, 1);
+  LLVMValueRef q = LLVMBuildSDiv(b, x, cv, "");
+  LLVMValueRef r = LLVMBuildSRem(b, x, cv, "");
+  switch (kind) {
+  case IR_DIM_FLOORDIV: {
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, r, zero, "");
+    return LLVMBuildSub(b, q, LLVMBuildSelect(b, neg, one, zero, ""), "");
+  }
+  case IR_DIM_CEILDIV: {
+    LLVMValueRef pos = LLVMBuildICmp(b, LLVMIntSGT, r, zero, "");
+    return LLVMBuildAdd(b, q, LLVMBuildSelect(b, pos, one, zero, ""), "");
+  }
+  default: {
+    LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, r, zero, "");
+    return LLVMBuildAdd(b, r, LLVMBuildSelect(b, neg, cv, zero, ""), "");
+  }
+  }
+}
+
+static LLVMValueRef dim_rec(jit_fn *f, const ir_dim *d, int depth) {
+  if (!d || depth > 64) {
+    jit_fn_error(f, "malformed dim expression");
+    return jit_i64(f, 0);
+  }
+  switch (d->kind) {
+  case IR_DIM_CONST: return jit_i64(f, d->value);
+  case IR_DIM_SYM:
+    if (d->sym < 0 || d->sym >= f->nsyms || !f->sym_vals) {
+      jit_fn_error(f, "dim refers to symbol %d (%s) but the graph has %d symbols", d->sym,
+                   d->name ? d->name : "?", f->nsyms);
+      return jit_i64(f, 0);
+    }
+    return f->sym_vals[d->sym];
+  case IR_DIM_ADD: {
+    LLVMValueRef acc = jit_i64(f, 0);
+    for (int i = 0; i < d->n; i++)
+      acc = LLVMBuildAdd(f->b, acc, dim_rec(f, d->ops[i], depth + 1), "");
+    return acc;
+  }
+  case IR_DIM_MUL: {
+    LLVMValueRef acc = jit_i64(f, d->value);
+    for (int i = 0; i < d->n; i++)
+      acc = LLVMBuildMul(f->b, acc, dim_rec(f, d->ops[i], depth + 1), "");
+    return acc;
+  }
+  case IR_DIM_FLOORDIV:
+  case IR_DIM_CEILDIV:
+  case IR_DIM_MOD:
+    if (d->n < 1 || !d->ops || d->value <= 0) {
+      jit_fn_error(f, "dim floordiv / ceildiv / mod needs a positive constant divisor");
+      return jit_i64(f, 0);
+    }
+    return dim_divmod(f, d->kind, dim_rec(f, d->ops[0], depth + 1), d->value);
+  default: break;
+  }
+  jit_fn_error(f, "unknown dim kind %d", (int)d->kind);
+  return jit_i64(f, 0);
+}
+
+LLVMValueRef jit_dim(jit_fn *f, const ir_dim *d) { return dim_rec(f, d, 0); }
+
+void jit_shape(jit_fn *f, const ir_type *t, LLVMValueRef *out) {
+  for (int i = 0; i < t->rank; i++) out[i] = jit_dim(f, t->dims[i]);
+}
+
+LLVMValueRef jit_numel_range(jit_fn *f, const ir_type *t, int from, int to) {
+  LLVMValueRef acc = jit_i64(f, 1);
+  if (from < 0) from = 0;
+  if (to > t->rank) to = t->rank;
+  for (int i = from; i < to; i++) acc = LLVMBuildMul(f->b, acc, jit_dim(f, t->dims[i]), "");
+  return acc;
+}
+
+/* ---- buffers and elements ---- */
+
+LLVMValueRef jit_in(jit_fn *f, int i) {
+  if (!f->node || i < 0 || i >= f->node->nin || !f->bufs) {
+    jit_fn_error(f, "operand %d out of range", i);
+    return LLVMGetPoison(f->t_ptr);
+  }
+  return f->bufs[i];
+}
+
+LLVMValueRef jit_out(jit_fn *f, int i) {
+  if (!f->node || i < 0 || i >= f->node->nout || !f->bufs) {
+    jit_fn_error(f, "result %d out of range", i);
+    return LLVMGetPoison(f->t_ptr);
+  }
+  return f->bufs[f->node->nin + i];
+}
+
+LLVMValueRef jit_load(jit_fn *f, ir_dtype t, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMTypeRef mt = jit_mem_type(f, t);
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(f->b, mt, base, &idx, 1, "");
+  LLVMValueRef v = LLVMBuildLoad2(f->b, mt, p, "");
+  size_t sz = ir_dtype_size(t);
+  LLVMSetAlignment(v, sz ? (unsigned)sz : 1);
+  if (t == IR_DT_BOOL) v = LLVMBuildICmp(f->b, LLVMIntNE, v, LLVMConstInt(f->t_i8, 0, 0), "");
+  return v;
+}
+
+void jit_store(jit_fn *f, ir_dtype t, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef v) {
+  LLVMTypeRef mt = jit_mem_type(f, t);
+  if (t == IR_DT_BOOL && LLVMTypeOf(v) != f->t_i8) v = LLVMBuildZExt(f->b, v, f->t_i8, "");
+  LLVMValueRef p = LLVMBuildInBoundsGEP2(f->b, mt, base, &idx, 1, "");
+  LLVMValueRef st = LLVMBuildStore(f->b, v, p);
+  size_t sz = ir_dtype_size(t);
+  LLVMSetAlignment(st, sz ? (unsigned)sz : 1);
+}
+
+/* ---- loops ---- */
+
+LLVMValueRef jit_loop_begin(jit_fn *f, jit_loop *l, LLVMValueRef lo, LLVMValueRef hi,
+                            const char *name) {
+  LLVMBasicBlockRef pre = LLVMGetInsertBlock(f->b);
+  l->header = LLVMAppendBasicBlockInContext(f->ctx, f->fn, name);
+  l->body = LLVMAppendBasicBlockInContext(f->ctx, f->fn, name);
+  l->exit = LLVMAppendBasicBlockInContext(f->ctx, f->fn, name);
+  LLVMBuildBr(f->b, l->header);
+  LLVMPositionBuilderAtEnd(f->b, l->header);
+  l->iv = LLVMBuildPhi(f->b, f->t_i64, name);
+  LLVMAddIncoming(l->iv, &lo, &pre, 1);
+  LLVMValueRef c = LLVMBuildICmp(f->b, LLVMIntSLT, l->iv, hi, "");
+  LLVMBuildCondBr(f->b, c, l->body, l->exit);
+  LLVMPositionBuilderAtEnd(f->b, l->body);
+  l->iv_next_phi_in = NULL;
+  return l->iv;
+}
+
+void jit_loop_end(jit_fn *f, jit_loop *l) {
+  /* iv < hi <= INT64_MAX, so iv + 1 cannot overflow. */
+  LLVMValueRef next = LLVMBuildNSWAdd(f->b, l->iv, jit_i64(f, 1), "");
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(f->b);
+  LLVMBuildBr(f->b, l->header);
+  LLVMAddIncoming(l->iv, &next, &latch, 1);
+  l->iv_next_phi_in = next;
+  LLVMPositionBuilderAtEnd(f->b, l->exit);
+}
+
+/* ---- data errors ---- */
+
+void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code) {
+  LLVMBasicBlockRef cur = LLVMGetInsertBlock(f->b);
+  if (!f->fail_bb) {
+    f->fail_bb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "fail");
+    LLVMPositionBuilderAtEnd(f->b, f->fail_bb);
+    f->fail_code = LLVMBuildPhi(f->b, f->t_i32, "code");
+    LLVMBuildRet(f->b, f->fail_code);
+    LLVMPositionBuilderAtEnd(f->b, cur);
+  }
+  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "ok");
+  LLVMBuildCondBr(f->b, cond, f->fail_bb, cont);
+  LLVMValueRef cv = LLVMConstInt(f->t_i32, (unsigned long long)code, 0);
+  LLVMAddIncoming(f->fail_code, &cv, &cur, 1);
+  LLVMPositionBuilderAtEnd(f->b, cont);
+}
+
+/* ---- calls ---- */
+
+LLVMValueRef jit_intrinsic_n(jit_fn *f, const char *name, LLVMTypeRef *overloads, int noverloads,
+                             LLVMValueRef *args, int nargs) {
+  unsigned id = LLVMLookupIntrinsicID(name, strlen(name));
+  if (id == 0) {
+    jit_fn_error(f, "unknown LLVM intrinsic %s", name);
+    return LLVMGetPoison(noverloads > 0 ? overloads[0] : f->t_i32);
+  }
+  LLVMValueRef decl = LLVMGetIntrinsicDeclaration(f->mod, id, overloads, (size_t)noverloads);
+  LLVMTypeRef fty = LLVMIntrinsicGetType(f->ctx, id, overloads, (size_t)noverloads);
+  if (!decl || !fty || LLVMCountParamTypes(fty) != (unsigned)nargs) {
+    jit_fn_error(f, "LLVM intrinsic %s called with %d arguments", name, nargs);
+    return LLVMGetPoison(noverloads > 0 ? overloads[0] : f->t_i32);
+  }
+  return LLVMBuildCall2(f->b, fty, decl, args, (unsigned)nargs, "");
+}
+
+LLVMValueRef jit_intrinsic(jit_fn *f, const char *name, LLVMTypeRef overload, LLVMValueRef *args,
+                           int nargs) {
+  return jit_intrinsic_n(f, name, &overload, overload ? 1 : 0, args, nargs);
+}
+
+LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs) {
+  LLVMTypeRef params[4];
+  if (nargs < 0 || nargs > 4) {
+    jit_fn_error(f, "libm call %s with %d arguments", name, nargs);
+    return LLVMGetPoison(t);
+  }
+  for (int i = 0; i < nargs; i++) params[i] = t;
+  LLVMTypeRef fty = LLVMFunctionType(t, params, (unsigned)nargs, 0);
+  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
+  if (!fn) {
+    fn = LLVMAddFunction(f->mod, name, fty);
+    /* Pure for kiln's purposes: errno is never read. */
+    add_fn_attr(f, fn, LLVMAttributeFunctionIndex, "nounwind", 0);
+    add_fn_attr(f, fn, LLVMAttributeFunctionIndex, "willreturn", 0);
+    add_fn_attr(f, fn, LLVMAttributeFunctionIndex, "memory", 0);
+  } else if (LLVMGlobalGetValueType(fn) != fty) {
+    jit_fn_error(f, "libm function %s declared twice with different types", name);
+    return LLVMGetPoison(t);
+  }
+  return LLVMBuildCall2(f->b, fty, fn, args, (unsigned)nargs, "");
+}

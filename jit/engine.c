@@ -1,0 +1,405 @@
+/* engine.c - the host JIT (jit.h): detect the host, lower a graph to one
+ * LLVM module (one function per kernel node), verify, optimize with O3 for
+ * the host CPU, emit an object with the engine's TargetMachine and link it
+ * into one ORC LLJIT under a ResourceTracker per module.
+ *
+ * Assumes: a verified graph; the caller serializes every call on one engine
+ * (one TargetMachine and one LLJIT, neither safe to share between threads).
+ * Guarantees: kernel symbol names are unique per engine (a counter), so a
+ * graph may be compiled any number of times; every failure returns NULL with
+ * a message (which node, which stage) and leaves nothing behind in the JIT;
+ * nothing here aborts on bad input. */
+#include <ctype.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+
+#include "jit.h"
+#include "lower.h"
+
+struct jit_engine {
+  char *triple, *cpu, *features; /* LLVM-allocated (LLVMDisposeMessage) */
+  char *layout;                  /* data layout string (LLVMDisposeMessage) */
+  char *target;                  /* "triple cpu features", malloc'd */
+  bool avx512;
+  LLVMTargetMachineRef tm;
+  LLVMOrcLLJITRef jit;
+  LLVMOrcJITDylibRef jd;
+  unsigned long long counter; /* one per compiled module: unique symbol names */
+  char session_err[512];       /* last error ORC reported asynchronously */
+};
+
+struct jit_module {
+  int nnodes;
+  jit_kernel_fn *kernels; /* nnodes entries, NULL for nodes without a kernel */
+  LLVMOrcResourceTrackerRef rt; /* NULL when the graph had no kernel */
+  double compile_ms;
+};
+
+const char *jit_kernel_error(int code) {
+  switch (code) {
+  case JIT_KERR_OK: return "ok";
+  case JIT_KERR_INDEX: return "index out of range";
+  case JIT_KERR_DIVZERO: return "integer mod by zero";
+  default: return "unknown kernel error";
+  }
+}
+
+static void set_err(char *err, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_err(char *err, size_t n, const char *fmt, ...) {
+  if (!err || n == 0) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(err, n, fmt, ap);
+  va_end(ap);
+}
+
+/* Consume an LLVMErrorRef into err, prefixed with what failed. */
+static void take_error(LLVMErrorRef e, char *err, size_t n, const char *what) {
+  char *m = LLVMGetErrorMessage(e);
+  set_err(err, n, "%s: %s", what, m ? m : "unknown error");
+  LLVMDisposeErrorMessage(m);
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+static int llvm_init_failed;
+static void llvm_init(void) {
+  llvm_init_failed = LLVMInitializeNativeTarget() || LLVMInitializeNativeAsmPrinter();
+}
+
+/* ORC reports some link errors ("Symbols not found: [ x ]") through the
+ * session instead of the failing lookup: keep the last one for the message
+ * (instead of ORC's default, which prints to stderr). */
+static void session_error(void *ctx, LLVMErrorRef le) {
+  jit_engine *e = ctx;
+  char *m = LLVMGetErrorMessage(le);
+  snprintf(e->session_err, sizeof e->session_err, "%s", m ? m : "");
+  LLVMDisposeErrorMessage(m);
+}
+
+jit_engine *jit_engine_new(char *err, size_t errlen) {
+  pthread_once(&llvm_once, llvm_init);
+  if (llvm_init_failed) {
+    set_err(err, errlen, "jit: LLVM has no native target for this host");
+    return NULL;
+  }
+  jit_engine *e = calloc(1, sizeof *e);
+  if (!e) {
+    set_err(err, errlen, "jit: out of memory");
+    return NULL;
+  }
+  e->triple = LLVMGetDefaultTargetTriple();
+  e->cpu = LLVMGetHostCPUName();
+  e->features = LLVMGetHostCPUFeatures();
+  e->avx512 = e->features && strstr(e->features, "+avx512f") != NULL;
+  size_t tl = strlen(e->triple) + strlen(e->cpu) + strlen(e->features) + 3;
+  e->target = malloc(tl);
+  if (!e->target) {
+    set_err(err, errlen, "jit: out of memory");
+    jit_engine_free(e);
+    return NULL;
+  }
+  snprintf(e->target, tl, "%s %s %s", e->triple, e->cpu, e->features);
+
+  LLVMTargetRef target;
+  char *msg = NULL;
+  if (LLVMGetTargetFromTriple(e->triple, &target, &msg)) {
+    set_err(err, errlen, "jit: no LLVM target for %s: %s", e->triple, msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    jit_engine_free(e);
+    return NULL;
+  }
+  e->tm = LLVMCreateTargetMachine(target, e->triple, e->cpu, e->features,
+                                  LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                  LLVMCodeModelJITDefault);
+  if (!e->tm) {
+    set_err(err, errlen, "jit: cannot create a TargetMachine for %s (%s)", e->triple, e->cpu);
+    jit_engine_free(e);
+    return NULL;
+  }
+  LLVMTargetDataRef td = LLVMCreateTargetDataLayout(e->tm);
+  e->layout = LLVMCopyStringRepOfTargetData(td);
+  LLVMDisposeTargetData(td);
+
+  LLVMOrcJITTargetMachineBuilderRef jtmb = NULL;
+  LLVMErrorRef le = LLVMOrcJITTargetMachineBuilderDetectHost(&jtmb);
+  if (le) {
+    take_error(le, err, errlen, "jit: detecting the host");
+    jit_engine_free(e);
+    return NULL;
+  }
+  LLVMOrcLLJITBuilderRef builder = LLVMOrcCreateLLJITBuilder();
+  LLVMOrcLLJITBuilderSetJITTargetMachineBuilder(builder, jtmb); /* takes jtmb */
+  le = LLVMOrcCreateLLJIT(&e->jit, builder);                     /* takes builder */
+  if (le) {
+    e->jit = NULL;
+    take_error(le, err, errlen, "jit: creating the LLJIT");
+    jit_engine_free(e);
+    return NULL;
+  }
+  LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(e->jit), session_error,
+                                          e);
+  e->jd = LLVMOrcLLJITGetMainJITDylib(e->jit);
+  LLVMOrcDefinitionGeneratorRef gen = NULL;
+  le = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+      &gen, LLVMOrcLLJITGetGlobalPrefix(e->jit), NULL, NULL);
+  if (le) {
+    take_error(le, err, errlen, "jit: process symbol generator");
+    jit_engine_free(e);
+    return NULL;
+  }
+  LLVMOrcJITDylibAddGenerator(e->jd, gen); /* takes gen */
+  return e;
+}
+
+void jit_engine_free(jit_engine *e) {
+  if (!e) return;
+  if (e->jit) {
+    LLVMErrorRef le = LLVMOrcDisposeLLJIT(e->jit);
+    if (le) LLVMConsumeError(le);
+  }
+  if (e->tm) LLVMDisposeTargetMachine(e->tm);
+  LLVMDisposeMessage(e->triple);
+  LLVMDisposeMessage(e->cpu);
+  LLVMDisposeMessage(e->features);
+  LLVMDisposeMessage(e->layout);
+  free(e->target);
+  free(e);
+}
+
+const char *jit_engine_target(const jit_engine *e) { return e ? e->target : ""; }
+
+/* ---- building a module ---- */
+
+static bool has_kernel(const ir_node *n) {
+  const ir_op_info *info = ir_op_get(n->op);
+  return info && info->cls != IR_CLS_CONSTANT && info->cls != IR_CLS_CONSTANT_EXTERNAL;
+}
+
+static void kernel_name(char *buf, size_t cap, const char *prefix, const ir_node *n) {
+  const ir_op_info *info = ir_op_get(n->op);
+  int len = snprintf(buf, cap, "%s_%d_%s", prefix, n->id, info ? info->name : "op");
+  for (int i = 0; i < len && (size_t)i < cap; i++)
+    if (!isalnum((unsigned char)buf[i]) && buf[i] != '_') buf[i] = '_';
+}
+
+static void set_str_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(ctx, k, (unsigned)strlen(k), v,
+                                                    (unsigned)strlen(v)));
+}
+
+/* Lower node n (a kernel node) into mod as function `name`. 0 or -1. */
+static int lower_one(jit_engine *e, LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g,
+                     const ir_node *n, const char *name, char *err, size_t errlen) {
+  char msg[512] = "";
+  jit_fn f;
+  jit_fn_begin(&f, ctx, mod, g, n, name, msg, sizeof msg);
+  int rc = f.failed ? -1 : jit_lower_node(&f);
+  if (rc == 0 && f.failed) rc = -1;
+  if (rc == 0) jit_fn_finish(&f);
+  LLVMValueRef fns[2] = {f.kernel, f.fn};
+  jit_fn_dispose(&f);
+  if (rc != 0) {
+    const ir_op_info *info = ir_op_get(n->op);
+    const char *vname = n->nout > 0 && n->out[0] && n->out[0]->name ? n->out[0]->name : "?";
+    set_err(err, errlen, "jit: node %d (mo.%s -> %%%s): %s", n->id, info ? info->name : "?",
+            vname, msg[0] ? msg : "lowering failed");
+    return -1;
+  }
+  for (int i = 0; i < 2; i++) {
+    if (!fns[i]) continue;
+    set_str_attr(ctx, fns[i], "target-cpu", e->cpu);
+    set_str_attr(ctx, fns[i], "target-features", e->features);
+    if (e->avx512) set_str_attr(ctx, fns[i], "prefer-vector-width", "512");
+  }
+  return 0;
+}
+
+static LLVMModuleRef new_module(jit_engine *e, LLVMContextRef ctx, const char *name) {
+  LLVMModuleRef mod = LLVMModuleCreateWithNameInContext(name, ctx);
+  LLVMSetTarget(mod, e->triple);
+  LLVMSetDataLayout(mod, e->layout);
+  return mod;
+}
+
+/* Verify and run O3. 0, or -1 with err. */
+static int verify_and_optimize(jit_engine *e, LLVMModuleRef mod, char *err, size_t errlen) {
+  char *msg = NULL;
+  if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    set_err(err, errlen, "jit: generated LLVM IR is invalid: %s", msg ? msg : "");
+    LLVMDisposeMessage(msg);
+    return -1;
+  }
+  LLVMDisposeMessage(msg);
+  LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
+  LLVMPassBuilderOptionsSetLoopVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
+  LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
+  LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
+  LLVMErrorRef le = LLVMRunPasses(mod, "default<O3>", e->tm, opts);
+  LLVMDisposePassBuilderOptions(opts);
+  if (le) {
+    take_error(le, err, errlen, "jit: optimizing");
+    return -1;
+  }
+  return 0;
+}
+
+jit_module *jit_compile_graph(jit_engine *e, const ir_graph *g, char *err, size_t errlen) {
+  if (!e || !g) {
+    set_err(err, errlen, "jit: no engine or no graph");
+    return NULL;
+  }
+  double t0 = now_ms();
+  jit_module *m = calloc(1, sizeof *m);
+  char **names = calloc((size_t)g->nnodes + 1, sizeof *names);
+  if (!m || !names) {
+    free(m);
+    free(names);
+    set_err(err, errlen, "jit: out of memory");
+    return NULL;
+  }
+  m->nnodes = g->nnodes;
+  m->kernels = calloc((size_t)g->nnodes + 1, sizeof *m->kernels);
+  if (!m->kernels) {
+    free(m);
+    free(names);
+    set_err(err, errlen, "jit: out of memory");
+    return NULL;
+  }
+
+  unsigned long long id = e->counter++;
+  char prefix[48];
+  snprintf(prefix, sizeof prefix, "kiln_%llu", id);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = new_module(e, ctx, prefix);
+  int nkernels = 0, rc = 0;
+  for (int i = 0; i < g->nnodes && rc == 0; i++) {
+    const ir_node *n = g->nodes[i];
+    if (!n || !has_kernel(n)) continue;
+    char name[160];
+    kernel_name(name, sizeof name, prefix, n);
+    names[i] = strdup(name);
+    if (!names[i]) {
+      set_err(err, errlen, "jit: out of memory");
+      rc = -1;
+      break;
+    }
+    rc = lower_one(e, ctx, mod, g, n, name, err, errlen);
+    nkernels++;
+  }
+  if (rc == 0 && nkernels > 0) rc = verify_and_optimize(e, mod, err, errlen);
+
+  LLVMMemoryBufferRef obj = NULL;
+  if (rc == 0 && nkernels > 0) {
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(e->tm, mod, LLVMObjectFile, &msg, &obj)) {
+      set_err(err, errlen, "jit: emitting the object: %s", msg ? msg : "");
+      obj = NULL;
+      rc = -1;
+    }
+    LLVMDisposeMessage(msg);
+  }
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+
+  if (rc == 0 && obj) {
+    e->session_err[0] = 0;
+    m->rt = LLVMOrcJITDylibCreateResourceTracker(e->jd);
+    LLVMErrorRef le = LLVMOrcLLJITAddObjectFileWithRT(e->jit, m->rt, obj); /* takes obj */
+    if (le) {
+      take_error(le, err, errlen, "jit: adding the object");
+      rc = -1;
+    }
+    for (int i = 0; i < g->nnodes && rc == 0; i++) {
+      if (!names[i]) continue;
+      LLVMOrcExecutorAddress addr = 0;
+      le = LLVMOrcLLJITLookup(e->jit, &addr, names[i]);
+      if (le) {
+        char what[800];
+        snprintf(what, sizeof what, "jit: linking kernel %s%s%s", names[i],
+                 e->session_err[0] ? " (" : "", e->session_err[0] ? e->session_err : "");
+        if (e->session_err[0]) strcat(what, ")");
+        take_error(le, err, errlen, what);
+        rc = -1;
+      } else {
+        m->kernels[i] = (jit_kernel_fn)(uintptr_t)addr;
+      }
+    }
+  }
+  for (int i = 0; i < g->nnodes; i++) free(names[i]);
+  free(names);
+  if (rc != 0) {
+    jit_module_free(e, m);
+    return NULL;
+  }
+  m->compile_ms = now_ms() - t0;
+  return m;
+}
+
+jit_kernel_fn jit_module_kernel(const jit_module *m, int node_id) {
+  if (!m || node_id < 0 || node_id >= m->nnodes) return NULL;
+  return m->kernels[node_id];
+}
+
+double jit_module_compile_ms(const jit_module *m) { return m ? m->compile_ms : 0.0; }
+
+void jit_module_free(jit_engine *e, jit_module *m) {
+  (void)e;
+  if (!m) return;
+  if (m->rt) {
+    LLVMErrorRef le = LLVMOrcResourceTrackerRemove(m->rt);
+    if (le) LLVMConsumeError(le);
+    LLVMOrcReleaseResourceTracker(m->rt);
+  }
+  free(m->kernels);
+  free(m);
+}
+
+char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen) {
+  if (!e || !g || node_id < 0 || node_id >= g->nnodes || !g->nodes[node_id]) {
+    set_err(err, errlen, "jit: no node %d in the graph", node_id);
+    return NULL;
+  }
+  const ir_node *n = g->nodes[node_id];
+  if (!has_kernel(n)) {
+    const ir_op_info *info = ir_op_get(n->op);
+    set_err(err, errlen, "jit: node %d (mo.%s) has no kernel", node_id, info ? info->name : "?");
+    return NULL;
+  }
+  char name[160];
+  kernel_name(name, sizeof name, "kiln_ir", n);
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = new_module(e, ctx, name);
+  char *out = NULL;
+  if (lower_one(e, ctx, mod, g, n, name, err, errlen) == 0 &&
+      verify_and_optimize(e, mod, err, errlen) == 0) {
+    char *text = LLVMPrintModuleToString(mod);
+    out = text ? strdup(text) : NULL;
+    if (!out) set_err(err, errlen, "jit: out of memory");
+    LLVMDisposeMessage(text);
+  }
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return out;
+}
