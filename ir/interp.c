@@ -156,7 +156,12 @@ static int run_checks(const ir_graph *g, const int64_t *syms, char *msg, size_t 
     int64_t l, r;
     ir_dim_err err;
     err.msg[0] = '\0';
-    if (c->node) snprintf(where, sizeof where, "%s: ", node_where(c->node, node, sizeof node));
+    /* A `what` that already names its op ("mo.reshape: ...") only gets the line. */
+    bool named = c->what && strncmp(c->what, "mo.", 3) == 0;
+    if (c->node && !named)
+      snprintf(where, sizeof where, "%s: ", node_where(c->node, node, sizeof node));
+    else if (c->node && c->node->loc.line > 0)
+      snprintf(where, sizeof where, "line %d: ", c->node->loc.line);
     if (!ir_dim_eval(c->lhs, syms, &l, &err) || !ir_dim_eval(c->rhs, syms, &r, &err))
       return fail(msg, msglen, "%s%s: %s", where, c->what ? c->what : "", err.msg);
     bool ok = c->kind == IR_CHECK_EQ ? l == r : l >= r;

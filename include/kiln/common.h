@@ -18,11 +18,19 @@
 extern "C" {
 #endif
 
+/* Every public function is exported from libkiln.so (the library is built
+ * with -fvisibility=hidden; everything else stays internal). */
+#if defined(__GNUC__) || defined(__clang__)
+#define KILN_API __attribute__((visibility("default")))
+#else
+#define KILN_API
+#endif
+
 #define KILN_VERSION_MAJOR 0
 #define KILN_VERSION_MINOR 1
 #define KILN_VERSION_PATCH 0
 
-const char *kiln_version(void); /* "0.1.0 (LLVM 19.1.7)"; static string */
+KILN_API const char *kiln_version(void); /* "0.1.0 (LLVM 19.1.7)"; static string */
 
 typedef enum kiln_code {
   KILN_OK = 0,
@@ -40,13 +48,13 @@ typedef enum kiln_code {
 
 typedef struct kiln_status kiln_status;
 
-kiln_status *kiln_status_new(void); /* owned by the caller; NULL on out-of-memory */
-void kiln_status_free(kiln_status *st);
-kiln_code kiln_status_code(const kiln_status *st); /* KILN_OK for NULL */
-bool kiln_status_is_error(const kiln_status *st);
-const char *kiln_status_message(const kiln_status *st); /* "" when ok; owned by st */
-void kiln_status_clear(kiln_status *st);
-const char *kiln_code_name(kiln_code code); /* "parse error", ... */
+KILN_API kiln_status *kiln_status_new(void); /* owned by the caller; NULL on out-of-memory */
+KILN_API void kiln_status_free(kiln_status *st);
+KILN_API kiln_code kiln_status_code(const kiln_status *st); /* KILN_OK for NULL */
+KILN_API bool kiln_status_is_error(const kiln_status *st);
+KILN_API const char *kiln_status_message(const kiln_status *st); /* "" when ok; owned by st */
+KILN_API void kiln_status_clear(kiln_status *st);
+KILN_API const char *kiln_code_name(kiln_code code); /* "parse error", ... */
 
 /* Element types: every MAX dtype. Values are ABI. */
 typedef enum kiln_dtype {
@@ -70,8 +78,8 @@ typedef enum kiln_dtype {
   KILN_DTYPE_COUNT
 } kiln_dtype;
 
-const char *kiln_dtype_name(kiln_dtype t); /* MO spelling: "f32", "si64", "bool" */
-size_t kiln_dtype_size(kiln_dtype t);      /* bytes per element; 0 if out of range */
+KILN_API const char *kiln_dtype_name(kiln_dtype t); /* MO spelling: "f32", "si64", "bool" */
+KILN_API size_t kiln_dtype_size(kiln_dtype t);      /* bytes per element; 0 if out of range */
 
 #ifdef __cplusplus
 }

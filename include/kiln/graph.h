@@ -19,48 +19,50 @@ typedef struct kiln_value kiln_value;
 
 /* Parse MO text. `filename` (may be NULL) prefixes error locations:
  * "FILE:LINE:COL: message". Returns NULL on error. */
-kiln_graph *kiln_graph_parse(const char *text, size_t len, const char *filename, kiln_status *st);
+KILN_API kiln_graph *kiln_graph_parse(const char *text, size_t len, const char *filename,
+                                      kiln_status *st);
 /* Read and parse a file ("-" is not special here). */
-kiln_graph *kiln_graph_load(const char *path, kiln_status *st);
-void kiln_graph_free(kiln_graph *g);
+KILN_API kiln_graph *kiln_graph_load(const char *path, kiln_status *st);
+KILN_API void kiln_graph_free(kiln_graph *g);
 
 /* Canonical text, malloc'd (caller frees with free()); NULL on error. */
-char *kiln_graph_print(const kiln_graph *g, kiln_status *st);
+KILN_API char *kiln_graph_print(const kiln_graph *g, kiln_status *st);
 
 /* ---- building ---- */
-kiln_graph *kiln_graph_new(const char *name, kiln_status *st);
+KILN_API kiln_graph *kiln_graph_new(const char *name, kiln_status *st);
 /* Declare symbolic dims up front (optional: without it, symbols are declared
  * by their first use). */
-int kiln_graph_declare_symbol(kiln_graph *g, const char *name, kiln_status *st);
+KILN_API int kiln_graph_declare_symbol(kiln_graph *g, const char *name, kiln_status *st);
 /* A graph input. dims[rank] are dim texts. name may be NULL. */
-kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
-                                 const char *const *dims, kiln_status *st);
+KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_dtype dtype,
+                                          int rank, const char *const *dims, kiln_status *st);
 /* An op by its MO name ("mo.add" or "add"). attrs is the attribute
  * dictionary in MO text ("{axis = -1}") or NULL. result_type is the declared
  * result type in MO text ("!mo.tensor<[batch * seq, 64], f32>"), required for
  * mo.reshape and mo.broadcast_to, otherwise NULL (inferred). Returns the
  * first result; kiln_value_result gives the others (mo.split). */
-kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value *const *operands,
-                              int noperands, const char *attrs, const char *result_type,
-                              kiln_status *st);
+KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value *const *operands,
+                                       int noperands, const char *attrs, const char *result_type,
+                                       kiln_status *st);
 /* Result i of the op that defined v (v itself for i == 0). NULL if none. */
-kiln_value *kiln_value_result(kiln_value *v, int i);
+KILN_API kiln_value *kiln_value_result(kiln_value *v, int i);
 /* A dense constant: data (row-major, numel elements) is copied. */
-kiln_value *kiln_graph_add_constant(kiln_graph *g, kiln_dtype dtype, int rank,
-                                    const int64_t *shape, const void *data, kiln_status *st);
+KILN_API kiln_value *kiln_graph_add_constant(kiln_graph *g, kiln_dtype dtype, int rank,
+                                             const int64_t *shape, const void *data,
+                                             kiln_status *st);
 /* A weight bound by name when the model is executed (mo.constant.external). */
-kiln_value *kiln_graph_add_weight(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
-                                  const char *const *dims, kiln_status *st);
+KILN_API kiln_value *kiln_graph_add_weight(kiln_graph *g, const char *name, kiln_dtype dtype,
+                                           int rank, const char *const *dims, kiln_status *st);
 /* Mark the outputs (names may be NULL) and verify the graph. */
-int kiln_graph_set_outputs(kiln_graph *g, kiln_value *const *values, int n,
-                           const char *const *names, kiln_status *st);
+KILN_API int kiln_graph_set_outputs(kiln_graph *g, kiln_value *const *values, int n,
+                                    const char *const *names, kiln_status *st);
 /* Verify again (parse and set_outputs already do). */
-int kiln_graph_verify(kiln_graph *g, kiln_status *st);
+KILN_API int kiln_graph_verify(kiln_graph *g, kiln_status *st);
 
 /* Type of a value: dtype, rank, and dim i as text into buf (snprintf-like). */
-kiln_dtype kiln_value_dtype(const kiln_value *v);
-int kiln_value_rank(const kiln_value *v);
-size_t kiln_value_dim(const kiln_value *v, int i, char *buf, size_t cap);
+KILN_API kiln_dtype kiln_value_dtype(const kiln_value *v);
+KILN_API int kiln_value_rank(const kiln_value *v);
+KILN_API size_t kiln_value_dim(const kiln_value *v, int i, char *buf, size_t cap);
 
 #ifdef __cplusplus
 }

@@ -22,68 +22,70 @@ typedef struct kiln_tensor kiln_tensor;
 typedef struct kiln_model kiln_model;
 
 /* ---- context ---- */
-kiln_context *kiln_context_new(kiln_status *st);
-void kiln_context_free(kiln_context *ctx);
+KILN_API kiln_context *kiln_context_new(kiln_status *st);
+KILN_API void kiln_context_free(kiln_context *ctx);
 /* Host target as the JIT sees it: "x86_64-pc-linux-gnu znver4 +avx512f,...". */
-const char *kiln_context_target(const kiln_context *ctx);
+KILN_API const char *kiln_context_target(const kiln_context *ctx);
 
 /* ---- tensors ---- */
 /* Owned, zero-filled, 64-byte aligned. */
-kiln_tensor *kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *shape, kiln_status *st);
+KILN_API kiln_tensor *kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *shape,
+                                      kiln_status *st);
 /* Borrowed: kiln reads / writes `data` but never frees it. */
-kiln_tensor *kiln_tensor_borrow(kiln_dtype dtype, int rank, const int64_t *shape, void *data,
-                                kiln_status *st);
-void kiln_tensor_free(kiln_tensor *t);
-void *kiln_tensor_data(const kiln_tensor *t);
-kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
-int kiln_tensor_rank(const kiln_tensor *t);
-const int64_t *kiln_tensor_shape(const kiln_tensor *t); /* rank entries, owned by t */
-int64_t kiln_tensor_numel(const kiln_tensor *t);
-size_t kiln_tensor_nbytes(const kiln_tensor *t);
+KILN_API kiln_tensor *kiln_tensor_borrow(kiln_dtype dtype, int rank, const int64_t *shape,
+                                         void *data, kiln_status *st);
+KILN_API void kiln_tensor_free(kiln_tensor *t);
+KILN_API void *kiln_tensor_data(const kiln_tensor *t);
+KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
+KILN_API int kiln_tensor_rank(const kiln_tensor *t);
+KILN_API const int64_t *kiln_tensor_shape(const kiln_tensor *t); /* rank entries, owned by t */
+KILN_API int64_t kiln_tensor_numel(const kiln_tensor *t);
+KILN_API size_t kiln_tensor_nbytes(const kiln_tensor *t);
 
 /* ---- models ---- */
 /* Verify, lower and JIT-compile g. The model keeps its own copy of what it
  * needs: g may be freed afterwards. NULL on error. */
-kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
-void kiln_model_free(kiln_model *m);
-double kiln_model_compile_ms(const kiln_model *m); /* wall time of kiln_model_compile */
+KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
+KILN_API void kiln_model_free(kiln_model *m);
+KILN_API double kiln_model_compile_ms(const kiln_model *m); /* wall time of kiln_model_compile */
 
 /* Inputs and outputs: names (argument_names / result_names, else the SSA
  * name), dtypes, ranks and dims. A dim is given as text ("batch", "784") and,
  * when static, as a number (-1 when symbolic). Index out of range: NULL / -1. */
-int kiln_model_num_inputs(const kiln_model *m);
-int kiln_model_num_outputs(const kiln_model *m);
-const char *kiln_model_input_name(const kiln_model *m, int i);
-const char *kiln_model_output_name(const kiln_model *m, int i);
-kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i);
-kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i);
-int kiln_model_input_rank(const kiln_model *m, int i);
-int kiln_model_output_rank(const kiln_model *m, int i);
-const char *kiln_model_input_dim(const kiln_model *m, int i, int axis);  /* owned by m */
-const char *kiln_model_output_dim(const kiln_model *m, int i, int axis); /* owned by m */
-int64_t kiln_model_input_dim_static(const kiln_model *m, int i, int axis);
-int64_t kiln_model_output_dim_static(const kiln_model *m, int i, int axis);
-int kiln_model_input_index(const kiln_model *m, const char *name);  /* -1 if none */
-int kiln_model_output_index(const kiln_model *m, const char *name); /* -1 if none */
+KILN_API int kiln_model_num_inputs(const kiln_model *m);
+KILN_API int kiln_model_num_outputs(const kiln_model *m);
+KILN_API const char *kiln_model_input_name(const kiln_model *m, int i);
+KILN_API const char *kiln_model_output_name(const kiln_model *m, int i);
+KILN_API kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i);
+KILN_API kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i);
+KILN_API int kiln_model_input_rank(const kiln_model *m, int i);
+KILN_API int kiln_model_output_rank(const kiln_model *m, int i);
+KILN_API const char *kiln_model_input_dim(const kiln_model *m, int i, int axis);  /* owned by m */
+KILN_API const char *kiln_model_output_dim(const kiln_model *m, int i, int axis); /* owned by m */
+KILN_API int64_t kiln_model_input_dim_static(const kiln_model *m, int i, int axis);
+KILN_API int64_t kiln_model_output_dim_static(const kiln_model *m, int i, int axis);
+KILN_API int kiln_model_input_index(const kiln_model *m, const char *name);  /* -1 if none */
+KILN_API int kiln_model_output_index(const kiln_model *m, const char *name); /* -1 if none */
 
 /* Weights (mo.constant.external), by name. */
-int kiln_model_num_weights(const kiln_model *m);
-const char *kiln_model_weight_name(const kiln_model *m, int i);
-kiln_dtype kiln_model_weight_dtype(const kiln_model *m, int i);
-int kiln_model_weight_rank(const kiln_model *m, int i);
-const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis);
+KILN_API int kiln_model_num_weights(const kiln_model *m);
+KILN_API const char *kiln_model_weight_name(const kiln_model *m, int i);
+KILN_API kiln_dtype kiln_model_weight_dtype(const kiln_model *m, int i);
+KILN_API int kiln_model_weight_rank(const kiln_model *m, int i);
+KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis);
 /* Bind a weight by name. The model borrows t's memory (keep it alive until
  * the model is freed or the weight is bound again); dtype and shape are
  * checked against the graph. Not thread-safe against a running execute. */
-int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_tensor *t, kiln_status *st);
+KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_tensor *t,
+                                    kiln_status *st);
 
 /* Execute. inputs[num_inputs] in order (shapes solve the symbolic dims).
  * outputs[num_outputs]: where outputs[i] is NULL kiln allocates an owned
  * tensor and stores it there (the caller frees it); where it is a tensor, it
  * must have the output's dtype and shape and kiln writes into it. On error
  * no NULL slot is filled. Returns 0 or -1. */
-int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
-                       kiln_tensor **outputs, int noutputs, kiln_status *st);
+KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                                kiln_tensor **outputs, int noutputs, kiln_status *st);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,159 @@
+/* runtime.c (bench_runtime) - the numbers issue 2 asks for, through the
+ * public API only: compile time of examples/mlp.mlir, and the time of one
+ * kiln_model_execute for examples/relu.mlir (per-call overhead) and for
+ * mlp.mlir at batch 1 and 64, with seeded random weights and inputs.
+ * Each row: warm-up, then many timed runs; min / median / max.
+ *
+ * usage: bench_runtime [EXAMPLES_DIR] [--quick]
+ * (default EXAMPLES_DIR: the source tree's examples/; --quick runs a tenth
+ * of the iterations, for smoke tests). */
+#include <kiln/kiln.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifndef KILN_SOURCE_DIR
+#define KILN_SOURCE_DIR "."
+#endif
+
+static double now_us(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void row(const char *what, double *t, int n, const char *unit, double scale) {
+  qsort(t, (size_t)n, sizeof *t, cmp);
+  double med = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+  printf("%-34s %7d %11.3f %11.3f %11.3f  %s\n", what, n, t[0] * scale, med * scale,
+         t[n - 1] * scale, unit);
+}
+
+static void die(const char *what, kiln_status *st) {
+  fprintf(stderr, "bench_runtime: %s: %s\n", what, kiln_status_message(st));
+  exit(1);
+}
+
+static void fill(kiln_tensor *t, uint64_t *s) {
+  float *v = kiln_tensor_data(t);
+  for (int64_t i = 0; i < kiln_tensor_numel(t); i++) {
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = (float)((double)(*s >> 11) / 9007199254740992.0 * 2 - 1) * 0.05f;
+  }
+}
+
+static kiln_tensor *random_f32(int rank, const int64_t *shape, uint64_t *s) {
+  kiln_tensor *t = kiln_tensor_new(KILN_FLOAT32, rank, shape, NULL);
+  if (!t) {
+    fprintf(stderr, "bench_runtime: out of memory\n");
+    exit(1);
+  }
+  fill(t, s);
+  return t;
+}
+
+/* Time n executes of m on `in` into a preallocated output. */
+static void time_execute(const char *what, kiln_model *m, kiln_tensor *in, int n, int warm,
+                         kiln_status *st) {
+  kiln_tensor *out = NULL;
+  if (kiln_model_execute(m, &in, 1, &out, 1, st) != 0) die(what, st);
+  for (int i = 0; i < warm; i++)
+    if (kiln_model_execute(m, &in, 1, &out, 1, st) != 0) die(what, st);
+  double *t = malloc((size_t)n * sizeof *t);
+  for (int i = 0; i < n; i++) {
+    double t0 = now_us();
+    int rc = kiln_model_execute(m, &in, 1, &out, 1, st);
+    t[i] = now_us() - t0;
+    if (rc != 0) die(what, st);
+  }
+  row(what, t, n, "us", 1.0);
+  free(t);
+  kiln_tensor_free(out);
+}
+
+int main(int argc, char **argv) {
+  const char *dir = KILN_SOURCE_DIR "/examples";
+  int div = 1;
+  for (int i = 1; i < argc; i++) {
+    if (strcmp(argv[i], "--quick") == 0) div = 10;
+    else dir = argv[i];
+  }
+  char mlp_path[4096], relu_path[4096];
+  snprintf(mlp_path, sizeof mlp_path, "%s/mlp.mlir", dir);
+  snprintf(relu_path, sizeof relu_path, "%s/relu.mlir", dir);
+
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  if (!ctx) die("context", st);
+  kiln_graph *mlp = kiln_graph_load(mlp_path, st);
+  if (!mlp) die(mlp_path, st);
+  kiln_graph *relu = kiln_graph_load(relu_path, st);
+  if (!relu) die(relu_path, st);
+
+  const char *target = kiln_context_target(ctx);
+  const char *sp = strchr(target, ' ');
+  int tl = sp && strchr(sp + 1, ' ') ? (int)(strchr(sp + 1, ' ') - target) : (int)strlen(target);
+  printf("kiln %s on %.*s, one thread\n", kiln_version(), tl, target);
+  printf("%-34s %7s %11s %11s %11s\n", "what", "runs", "min", "median", "max");
+
+  /* compile: the first one in the process pays LLVM's one-time set-up */
+  double t0 = now_us();
+  kiln_model *m = kiln_model_compile(ctx, mlp, st);
+  double first = now_us() - t0;
+  if (!m) die("compile mlp", st);
+  kiln_model_free(m);
+  row("compile mlp.mlir (first in process)", &first, 1, "ms", 1e-3);
+  int nc = 20 / div > 3 ? 20 / div : 3;
+  double *tc = malloc((size_t)nc * sizeof *tc);
+  for (int i = 0; i < nc; i++) {
+    m = kiln_model_compile(ctx, mlp, st);
+    if (!m) die("compile mlp", st);
+    tc[i] = kiln_model_compile_ms(m) * 1e3;
+    kiln_model_free(m);
+  }
+  row("compile mlp.mlir", tc, nc, "ms", 1e-3);
+  free(tc);
+
+  uint64_t seed = 42;
+  kiln_model *mr = kiln_model_compile(ctx, relu, st);
+  if (!mr) die("compile relu", st);
+  int64_t s5[] = {5};
+  kiln_tensor *x5 = random_f32(1, s5, &seed);
+  time_execute("execute relu.mlir", mr, x5, 200000 / div, 1000, st);
+
+  kiln_model *mm = kiln_model_compile(ctx, mlp, st);
+  if (!mm) die("compile mlp", st);
+  kiln_tensor *w[8] = {0};
+  int nw = kiln_model_num_weights(mm);
+  for (int i = 0; i < nw && i < 8; i++) {
+    int64_t shape[8];
+    int rank = kiln_model_weight_rank(mm, i);
+    for (int a = 0; a < rank && a < 8; a++) /* mlp's weights are static */
+      shape[a] = atoll(kiln_model_weight_dim(mm, i, a));
+    w[i] = random_f32(rank, shape, &seed);
+    if (kiln_model_bind_weight(mm, kiln_model_weight_name(mm, i), w[i], st) != 0)
+      die("bind weight", st);
+  }
+  int64_t b1[] = {1, 784}, b64[] = {64, 784};
+  kiln_tensor *x1 = random_f32(2, b1, &seed), *x64 = random_f32(2, b64, &seed);
+  time_execute("execute mlp.mlir batch=1", mm, x1, 5000 / div, 100, st);
+  time_execute("execute mlp.mlir batch=64", mm, x64, 1000 / div, 20, st);
+
+  for (int i = 0; i < 8; i++) kiln_tensor_free(w[i]);
+  kiln_tensor_free(x5);
+  kiln_tensor_free(x1);
+  kiln_tensor_free(x64);
+  kiln_model_free(mr);
+  kiln_model_free(mm);
+  kiln_graph_free(mlp);
+  kiln_graph_free(relu);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  return 0;
+}

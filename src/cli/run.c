@@ -1,0 +1,417 @@
+/* run.c - `kiln run GRAPH.mlir [OPTIONS]` (see cli_usage_run).
+ *
+ * Order of work: parse options, load and compile the graph, bind --dim,
+ * read --input files (their shapes also bind plain symbolic dims not given
+ * by --dim), bind --weights, fill what is still missing when
+ * --random-inputs, execute (N times with --repeat; outputs are allocated by
+ * the first run and reused), print, write --out files. Every error prints
+ * one message on stderr and exits 1; bad options exit 2. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../io.h"
+#include "cli.h"
+
+typedef struct named {
+  char *name;
+  const char *value;
+} named;
+
+typedef struct run_opts {
+  const char *graph, *out;
+  named *inputs, *dims;
+  const char **weights;
+  int ninputs, ndims, nweights;
+  bool random, stats;
+  long repeat;
+  uint64_t seed;
+} run_opts;
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static bool parse_i64(const char *s, int64_t *out) {
+  if (!s || !*s) return false;
+  char *end;
+  errno = 0;
+  long long v = strtoll(s, &end, 10);
+  if (errno || *end) return false;
+  *out = v;
+  return true;
+}
+
+/* --opt VALUE or --opt=VALUE; *val is NULL when the option does not match. */
+static int opt_value(int argc, char **argv, int *i, const char *opt, const char **val) {
+  size_t n = strlen(opt);
+  *val = NULL;
+  if (strncmp(argv[*i], opt, n) != 0) return 0;
+  if (argv[*i][n] == '=') {
+    *val = argv[*i] + n + 1;
+    return 1;
+  }
+  if (argv[*i][n] != 0) return 0;
+  if (*i + 1 >= argc) {
+    fprintf(stderr, "kiln run: %s needs a value\n", opt);
+    return -1;
+  }
+  *val = argv[++*i];
+  return 1;
+}
+
+static int split_named(const char *opt, const char *v, named *out) {
+  const char *eq = strchr(v, '=');
+  if (!eq || eq == v || !eq[1]) {
+    fprintf(stderr, "kiln run: %s expects NAME=VALUE, got '%s'\n", opt, v);
+    return -1;
+  }
+  out->name = strndup(v, (size_t)(eq - v));
+  out->value = eq + 1;
+  return out->name ? 0 : -1;
+}
+
+static void opts_free(run_opts *o) {
+  for (int i = 0; i < o->ninputs; i++) free(o->inputs[i].name);
+  for (int i = 0; i < o->ndims; i++) free(o->dims[i].name);
+  free(o->inputs);
+  free(o->dims);
+  free(o->weights);
+}
+
+static int parse_opts(int argc, char **argv, run_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->repeat = 1;
+  o->inputs = calloc((size_t)argc, sizeof *o->inputs);
+  o->dims = calloc((size_t)argc, sizeof *o->dims);
+  o->weights = calloc((size_t)argc, sizeof *o->weights);
+  if (!o->inputs || !o->dims || !o->weights) return -1;
+  for (int i = 1; i < argc; i++) {
+    const char *v;
+    int r;
+    if ((r = opt_value(argc, argv, &i, "--input", &v))) {
+      if (r < 0 || split_named("--input", v, &o->inputs[o->ninputs++]) < 0) return -1;
+    } else if ((r = opt_value(argc, argv, &i, "--weights", &v))) {
+      if (r < 0) return -1;
+      o->weights[o->nweights++] = v;
+    } else if ((r = opt_value(argc, argv, &i, "--dim", &v))) {
+      if (r < 0 || split_named("--dim", v, &o->dims[o->ndims++]) < 0) return -1;
+    } else if ((r = opt_value(argc, argv, &i, "--out", &v))) {
+      if (r < 0) return -1;
+      o->out = v;
+    } else if ((r = opt_value(argc, argv, &i, "--repeat", &v))) {
+      int64_t n;
+      if (r < 0 || !parse_i64(v, &n) || n < 1 || n > 1000000) {
+        if (r > 0) fprintf(stderr, "kiln run: --repeat expects a count >= 1, got '%s'\n", v);
+        return -1;
+      }
+      o->repeat = (long)n;
+    } else if ((r = opt_value(argc, argv, &i, "--seed", &v))) {
+      int64_t n;
+      if (r < 0 || !parse_i64(v, &n)) {
+        if (r > 0) fprintf(stderr, "kiln run: --seed expects an integer, got '%s'\n", v);
+        return -1;
+      }
+      o->seed = (uint64_t)n;
+    } else if (strcmp(argv[i], "--random-inputs") == 0) {
+      o->random = true;
+    } else if (strcmp(argv[i], "--stats") == 0) {
+      o->stats = true;
+    } else if (argv[i][0] == '-' && argv[i][1] != 0) {
+      fprintf(stderr, "kiln run: unknown option '%s'\n", argv[i]);
+      return -1;
+    } else if (!o->graph) {
+      o->graph = argv[i];
+    } else {
+      fprintf(stderr, "kiln run: more than one graph given ('%s', '%s')\n", o->graph, argv[i]);
+      return -1;
+    }
+  }
+  if (!o->graph) {
+    fprintf(stderr, "kiln run: no graph given\n");
+    return -1;
+  }
+  return 0;
+}
+
+/* "a, b, c" from names(i) for i < n, into buf. */
+typedef const char *(*name_fn)(const kiln_model *, int);
+static const char *name_list(char *buf, size_t cap, int n, name_fn get, const kiln_model *m) {
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n && k < cap; i++)
+    k += (size_t)snprintf(buf + k, cap - k, "%s%s", i ? ", " : "", get(m, i));
+  if (n == 0) snprintf(buf, cap, "none");
+  return buf;
+}
+
+static const char *sym_name(const kiln_model *m, int i) { return rt_model_symbol_name(m, i); }
+
+typedef struct run_state {
+  kiln_status *st;
+  kiln_graph *g;
+  kiln_context *ctx;
+  kiln_model *m;
+  int nsyms, nin, nout, nw;
+  int64_t *syms;
+  bool *known;
+  kiln_tensor **ins, **outs, **wts;
+  rt_safetensors **files;
+  double *times;
+} run_state;
+
+static int fail_st(run_state *s) {
+  fprintf(stderr, "%s\n", kiln_status_message(s->st));
+  return -1;
+}
+
+static int bind_dims(run_state *s, const run_opts *o) {
+  for (int i = 0; i < o->ndims; i++) {
+    int k = 0;
+    while (k < s->nsyms && strcmp(rt_model_symbol_name(s->m, k), o->dims[i].name) != 0) k++;
+    char list[1024];
+    if (k == s->nsyms) {
+      fprintf(stderr, "--dim %s: the graph has no symbolic dim '%s' (symbols: %s)\n",
+              o->dims[i].name, o->dims[i].name,
+              name_list(list, sizeof list, s->nsyms, sym_name, s->m));
+      return -1;
+    }
+    int64_t v;
+    if (!parse_i64(o->dims[i].value, &v) || v < 0) {
+      fprintf(stderr, "--dim %s: expected a non-negative integer, got '%s'\n", o->dims[i].name,
+              o->dims[i].value);
+      return -1;
+    }
+    s->syms[k] = v;
+    s->known[k] = true;
+  }
+  return 0;
+}
+
+static int read_inputs(run_state *s, const run_opts *o) {
+  char list[1024];
+  for (int i = 0; i < o->ninputs; i++) {
+    int idx = kiln_model_input_index(s->m, o->inputs[i].name);
+    if (idx < 0) {
+      fprintf(stderr, "--input %s: the model has no input '%s' (inputs: %s)\n",
+              o->inputs[i].name, o->inputs[i].name,
+              name_list(list, sizeof list, s->nin, kiln_model_input_name, s->m));
+      return -1;
+    }
+    if (s->ins[idx]) {
+      fprintf(stderr, "--input %s: given twice\n", o->inputs[i].name);
+      return -1;
+    }
+    if (!(s->ins[idx] = rt_npy_read(o->inputs[i].value, s->st))) return fail_st(s);
+    /* a plain symbolic dim takes its value from the file unless --dim gave one */
+    const kiln_tensor *t = s->ins[idx];
+    for (int a = 0; a < kiln_tensor_rank(t) && a < kiln_model_input_rank(s->m, idx); a++) {
+      if (kiln_model_input_dim_static(s->m, idx, a) >= 0) continue;
+      const char *d = kiln_model_input_dim(s->m, idx, a);
+      for (int k = 0; k < s->nsyms; k++)
+        if (!s->known[k] && strcmp(rt_model_symbol_name(s->m, k), d) == 0) {
+          s->syms[k] = kiln_tensor_shape(t)[a];
+          s->known[k] = true;
+        }
+    }
+  }
+  return 0;
+}
+
+static int read_weights(run_state *s, const run_opts *o) {
+  char list[2048];
+  for (int f = 0; f < o->nweights; f++) {
+    rt_safetensors *sf = s->files[f] = rt_safetensors_open(o->weights[f], s->st);
+    if (!sf) return fail_st(s);
+    for (int i = 0; i < rt_safetensors_count(sf); i++) {
+      const char *name = rt_safetensors_name(sf, i);
+      int w = 0;
+      while (w < s->nw && strcmp(kiln_model_weight_name(s->m, w), name) != 0) w++;
+      if (w == s->nw) {
+        fprintf(stderr, "%s: tensor '%s' is not a weight of the model (weights: %s)\n",
+                o->weights[f], name,
+                name_list(list, sizeof list, s->nw, kiln_model_weight_name, s->m));
+        return -1;
+      }
+      if (s->wts[w]) {
+        fprintf(stderr, "%s: weight '%s' is given twice\n", o->weights[f], name);
+        return -1;
+      }
+      if (!(s->wts[w] = rt_safetensors_tensor(sf, i, s->st))) return fail_st(s);
+      if (kiln_model_bind_weight(s->m, name, s->wts[w], s->st) < 0) {
+        fprintf(stderr, "%s: %s\n", o->weights[f], kiln_status_message(s->st));
+        return -1;
+      }
+    }
+  }
+  return 0;
+}
+
+/* Shape of a random input / weight from the bound symbols. */
+static int port_shape(run_state *s, bool weight, int i, int rank, int64_t *shape) {
+  int missing = -1;
+  if (rank > 64) {
+    fprintf(stderr, "%s %d: rank %d is too large\n", weight ? "weight" : "input", i, rank);
+    return -1;
+  }
+  if (rt_model_port_shape(s->m, weight, i, s->syms, s->known, shape, &missing, s->st) == 0)
+    return 0;
+  if (missing >= 0)
+    fprintf(stderr, "%s; pass --dim %s=VALUE\n", kiln_status_message(s->st),
+            rt_model_symbol_name(s->m, missing));
+  else
+    fprintf(stderr, "%s\n", kiln_status_message(s->st));
+  return -1;
+}
+
+static int fill_missing(run_state *s, const run_opts *o) {
+  uint64_t rng = o->seed;
+  int64_t shape[64];
+  for (int i = 0; i < s->nin; i++) {
+    if (s->ins[i]) continue;
+    const char *name = kiln_model_input_name(s->m, i);
+    if (!o->random) {
+      fprintf(stderr, "input %d (%s) is missing: pass --input %s=FILE.npy or --random-inputs\n", i,
+              name, name);
+      return -1;
+    }
+    int rank = kiln_model_input_rank(s->m, i);
+    if (port_shape(s, false, i, rank, shape) < 0) return -1;
+    if (!(s->ins[i] = kiln_tensor_new(kiln_model_input_dtype(s->m, i), rank, shape, s->st)))
+      return fail_st(s);
+    cli_fill_random(s->ins[i], &rng);
+  }
+  for (int w = 0; w < s->nw; w++) {
+    if (s->wts[w]) continue;
+    const char *name = kiln_model_weight_name(s->m, w);
+    if (!o->random) {
+      fprintf(stderr,
+              "weight '%s' is not bound: pass --weights FILE.safetensors or --random-inputs\n",
+              name);
+      return -1;
+    }
+    int rank = kiln_model_weight_rank(s->m, w);
+    if (port_shape(s, true, w, rank, shape) < 0) return -1;
+    if (!(s->wts[w] = kiln_tensor_new(kiln_model_weight_dtype(s->m, w), rank, shape, s->st)))
+      return fail_st(s);
+    cli_fill_random(s->wts[w], &rng);
+    if (kiln_model_bind_weight(s->m, name, s->wts[w], s->st) < 0) return fail_st(s);
+  }
+  return 0;
+}
+
+/* "12.345 ms" or, under a millisecond, "41.2 us". */
+static const char *fmt_ms(char *buf, size_t cap, double ms) {
+  if (ms < 1.0) snprintf(buf, cap, "%.1f us", ms * 1e3);
+  else snprintf(buf, cap, "%.3f ms", ms);
+  return buf;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static int write_outputs(run_state *s, const char *dir) {
+  if (cli_mkdirs(dir) != 0) {
+    fprintf(stderr, "--out %s: cannot create the directory: %s\n", dir, strerror(errno));
+    return -1;
+  }
+  for (int i = 0; i < s->nout; i++) {
+    const char *name = kiln_model_output_name(s->m, i);
+    size_t n = strlen(dir) + strlen(name) + 32;
+    char *path = malloc(n);
+    if (!path) return -1;
+    int k = snprintf(path, n, "%s/", dir);
+    for (const char *c = name; *c; c++) path[k++] = (*c == '/' || *c == '\\') ? '_' : *c;
+    snprintf(path + k, n - (size_t)k, "%s.npy", *name ? "" : "output");
+    int rc = rt_npy_write(path, s->outs[i], s->st);
+    free(path);
+    if (rc < 0) return fail_st(s);
+  }
+  return 0;
+}
+
+static int run(run_state *s, const run_opts *o) {
+  if (!(s->g = kiln_graph_load(o->graph, s->st))) return fail_st(s);
+  if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
+  if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
+  s->nsyms = rt_model_num_symbols(s->m);
+  s->nin = kiln_model_num_inputs(s->m);
+  s->nout = kiln_model_num_outputs(s->m);
+  s->nw = kiln_model_num_weights(s->m);
+  s->syms = calloc((size_t)s->nsyms + 1, sizeof *s->syms);
+  s->known = calloc((size_t)s->nsyms + 1, sizeof *s->known);
+  s->ins = calloc((size_t)s->nin + 1, sizeof *s->ins);
+  s->outs = calloc((size_t)s->nout + 1, sizeof *s->outs);
+  s->wts = calloc((size_t)s->nw + 1, sizeof *s->wts);
+  s->files = calloc((size_t)o->nweights + 1, sizeof *s->files);
+  s->times = calloc((size_t)o->repeat, sizeof *s->times);
+  if (!s->syms || !s->known || !s->ins || !s->outs || !s->wts || !s->files || !s->times) {
+    fprintf(stderr, "kiln run: out of memory\n");
+    return -1;
+  }
+  if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
+      fill_missing(s, o) < 0)
+    return -1;
+  for (long r = 0; r < o->repeat; r++) {
+    double t0 = now_ms();
+    if (kiln_model_execute(s->m, s->ins, s->nin, s->outs, s->nout, s->st) < 0) return fail_st(s);
+    s->times[r] = now_ms() - t0;
+  }
+  for (int i = 0; i < s->nout; i++) {
+    printf("%s: ", kiln_model_output_name(s->m, i));
+    cli_print_tensor(stdout, s->outs[i], 8);
+  }
+  if (o->out && write_outputs(s, o->out) < 0) return -1;
+  char b1[32], b2[32], b3[32];
+  if (o->stats) {
+    printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
+    printf("execute: %s (first run)\n", fmt_ms(b1, sizeof b1, s->times[0]));
+  }
+  if (o->repeat > 1) {
+    qsort(s->times, (size_t)o->repeat, sizeof *s->times, cmp_double);
+    long n = o->repeat;
+    double med = n % 2 ? s->times[n / 2] : (s->times[n / 2 - 1] + s->times[n / 2]) / 2;
+    printf("execute x%ld: median %s, min %s, max %s\n", n, fmt_ms(b1, sizeof b1, med),
+           fmt_ms(b2, sizeof b2, s->times[0]), fmt_ms(b3, sizeof b3, s->times[n - 1]));
+  }
+  return 0;
+}
+
+int cli_run(int argc, char **argv) {
+  if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+    cli_usage_run(stdout);
+    return CLI_OK;
+  }
+  run_opts o;
+  if (parse_opts(argc, argv, &o) < 0) {
+    fprintf(stderr, "\n");
+    cli_usage_run(stderr);
+    opts_free(&o);
+    return CLI_USAGE;
+  }
+  run_state s = {0};
+  s.st = kiln_status_new();
+  int rc = s.st && run(&s, &o) == 0 ? CLI_OK : CLI_ERR;
+  for (int i = 0; s.outs && i < s.nout; i++) kiln_tensor_free(s.outs[i]);
+  for (int i = 0; s.ins && i < s.nin; i++) kiln_tensor_free(s.ins[i]);
+  kiln_model_free(s.m); /* before the weight tensors it borrows */
+  for (int i = 0; s.wts && i < s.nw; i++) kiln_tensor_free(s.wts[i]);
+  for (int i = 0; s.files && i < o.nweights; i++) rt_safetensors_close(s.files[i]);
+  kiln_context_free(s.ctx);
+  kiln_graph_free(s.g);
+  free(s.syms);
+  free(s.known);
+  free(s.ins);
+  free(s.outs);
+  free(s.wts);
+  free(s.files);
+  free(s.times);
+  kiln_status_free(s.st);
+  opts_free(&o);
+  return rc;
+}

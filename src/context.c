@@ -1,0 +1,42 @@
+/* context.c - kiln_context: owns the JIT engine and the lock that serializes
+ * every use of it (compile, unload), since an LLJIT must not be driven from
+ * two threads at once (see jit.h). No global state: two contexts may live
+ * side by side. Models must be freed before their context. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+KILN_API kiln_context *kiln_context_new(kiln_status *st) {
+  kiln_context *ctx = calloc(1, sizeof *ctx);
+  if (!ctx) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating a context");
+    return NULL;
+  }
+  if (pthread_mutex_init(&ctx->lock, NULL) != 0) {
+    free(ctx);
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "cannot create the context's lock");
+    return NULL;
+  }
+  char err[512] = "";
+  ctx->jit = jit_engine_new(err, sizeof err);
+  if (!ctx->jit) {
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    rt_err(st, KILN_ERR_COMPILE, "cannot start the JIT: %s", err[0] ? err : "unknown error");
+    return NULL;
+  }
+  rt_ok(st);
+  return ctx;
+}
+
+KILN_API void kiln_context_free(kiln_context *ctx) {
+  if (!ctx) return;
+  jit_engine_free(ctx->jit);
+  pthread_mutex_destroy(&ctx->lock);
+  free(ctx);
+}
+
+KILN_API const char *kiln_context_target(const kiln_context *ctx) {
+  return ctx ? jit_engine_target(ctx->jit) : "";
+}

@@ -1,0 +1,249 @@
+/* execute.c - kiln_model_execute: bind inputs, solve symbolic dims, check
+ * weights and outputs, allocate intermediates, call the kernels in node
+ * order.
+ *
+ * Shape errors come from ir_solve_symbols, the very function the reference
+ * interpreter uses, so both report the same messages. Each intermediate gets
+ * its own 64-byte aligned allocation per execute (a memory planner that
+ * shares one arena is a later step). An output produced by a kernel is
+ * written straight into the output tensor; an output that is a graph input,
+ * a constant, a weight or a repeat of an earlier output is copied at the
+ * end. The model is only read here, so executes may run concurrently. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt.h"
+
+static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape) {
+  size_t n = 0;
+  n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "[");
+  for (int i = 0; i < rank; i++)
+    n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "%s%lld", i ? ", " : "",
+                          (long long)shape[i]);
+  snprintf(buf + n, n < cap ? cap - n : 0, "]");
+}
+
+static bool is_source(const ir_node *n) {
+  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
+}
+
+/* Scratch for one execute, in one allocation. */
+typedef struct exec_state {
+  ir_tensor *ins;
+  int64_t *syms;
+  void **bufs;      /* per value id */
+  bool *owned;      /* per value id: bufs[id] was allocated here */
+  bool *direct;     /* per output: the kernel writes into the output tensor */
+  kiln_tensor **fresh; /* per output: tensors allocated here */
+  void **args;      /* one node's buffers */
+} exec_state;
+
+static int check_weights(const kiln_model *m, const int64_t *syms, kiln_status *st) {
+  int64_t shape[IR_MAX_RANK];
+  char msg[512];
+  for (int w = 0; w < m->nweights; w++) {
+    const rt_weight *wt = &m->weights[w];
+    if (!wt->bound)
+      return rt_err(st, KILN_ERR_NOT_FOUND, "weight '%s' is not bound (kiln_model_bind_weight)",
+                    wt->port.name);
+    if (ir_eval_shape(&wt->port.type, syms, shape, msg, sizeof msg) < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': %s", wt->port.name, msg);
+    for (int a = 0; a < wt->port.type.rank; a++)
+      if (wt->bound->shape[a] != shape[a])
+        return rt_err(st, KILN_ERR_SHAPE, "weight '%s': axis %d is %s = %lld, got %lld",
+                      wt->port.name, a, wt->port.dim_text[a], (long long)shape[a],
+                      (long long)wt->bound->shape[a]);
+  }
+  return 0;
+}
+
+static int check_output(const kiln_model *m, int i, const kiln_tensor *t, const int64_t *shape,
+                        kiln_status *st) {
+  const rt_port *p = &m->outputs[i];
+  if ((ir_dtype)t->dtype != p->type.dtype)
+    return rt_err(st, KILN_ERR_SHAPE, "output %d (%s): expected dtype %s, got %s", i, p->name,
+                  ir_dtype_name(p->type.dtype), kiln_dtype_name(t->dtype));
+  bool same = t->rank == p->type.rank;
+  for (int a = 0; same && a < t->rank; a++) same = t->shape[a] == shape[a];
+  if (!same) {
+    char want[256], got[256];
+    shape_text(want, sizeof want, p->type.rank, shape);
+    shape_text(got, sizeof got, t->rank, t->shape);
+    return rt_err(st, KILN_ERR_SHAPE, "output %d (%s): expected shape %s, got %s", i, p->name,
+                  want, got);
+  }
+  if (t->nbytes && !t->data)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "output %d (%s): tensor data is NULL", i, p->name);
+  return 0;
+}
+
+static int bind_inputs(const kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                       exec_state *x, kiln_status *st) {
+  if (ninputs < 0 || (ninputs > 0 && !inputs))
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "bad input list (%d inputs)", ninputs);
+  if (ninputs < m->ninputs)
+    return rt_err(st, KILN_ERR_NOT_FOUND,
+                  "missing input: the model takes %d input%s, got %d; first missing: %d (%s)",
+                  m->ninputs, m->ninputs == 1 ? "" : "s", ninputs, ninputs,
+                  m->inputs[ninputs].name);
+  if (ninputs > m->ninputs)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the model takes %d input%s, got %d",
+                  m->ninputs, m->ninputs == 1 ? "" : "s", ninputs);
+  for (int i = 0; i < m->ninputs; i++) {
+    const kiln_tensor *t = inputs[i];
+    if (!t)
+      return rt_err(st, KILN_ERR_NOT_FOUND, "input %d (%s) is missing (NULL)", i,
+                    m->inputs[i].name);
+    if (t->rank > IR_MAX_RANK || t->rank != m->inputs[i].type.rank)
+      return rt_err(st, KILN_ERR_SHAPE, "input %d (%s): expected rank %d, got %d", i,
+                    m->inputs[i].name, m->inputs[i].type.rank, t->rank);
+    if (t->nbytes && !t->data)
+      return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "input %d (%s): tensor data is NULL", i,
+                    m->inputs[i].name);
+    x->ins[i].dtype = (ir_dtype)t->dtype;
+    x->ins[i].rank = t->rank;
+    for (int a = 0; a < t->rank; a++) x->ins[i].shape[a] = t->shape[a];
+    x->ins[i].data = t->data;
+  }
+  char msg[1024];
+  if (ir_solve_symbols(m->g, x->ins, m->ninputs, x->syms, msg, sizeof msg) < 0)
+    return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
+  for (int i = 0; i < m->ninputs; i++) x->bufs[m->g->inputs[i]->id] = inputs[i]->data;
+  return 0;
+}
+
+static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_state *x,
+                           kiln_status *st) {
+  const ir_graph *g = m->g;
+  int64_t shape[IR_MAX_RANK];
+  char msg[512];
+  for (int i = 0; i < m->noutputs; i++) {
+    const ir_value *v = g->outputs[i];
+    if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "output %d (%s): %s", i, m->outputs[i].name, msg);
+    kiln_tensor *t = outputs[i];
+    if (t) {
+      if (check_output(m, i, t, shape, st) < 0) return -1;
+    } else {
+      t = x->fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st);
+      if (!t) return -1;
+    }
+    if (v->def && !is_source(v->def) && !x->bufs[v->id]) {
+      x->bufs[v->id] = t->data;
+      x->direct[i] = true;
+    }
+  }
+  return 0;
+}
+
+static int alloc_intermediates(const kiln_model *m, exec_state *x, kiln_status *st) {
+  const ir_graph *g = m->g;
+  int64_t shape[IR_MAX_RANK];
+  char msg[512];
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (is_source(n)) continue;
+    for (int k = 0; k < n->nout; k++) {
+      const ir_value *v = n->out[k];
+      if (x->bufs[v->id]) continue;
+      if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
+        return rt_err(st, KILN_ERR_SHAPE, "mo.%s (%%%s): %s", ir_op_get(n->op)->name, v->name,
+                      msg);
+      int64_t numel;
+      size_t nbytes;
+      if (rt_shape_bytes((kiln_dtype)v->type.dtype, v->type.rank, shape, &numel, &nbytes, st) < 0)
+        return -1;
+      if (!(x->bufs[v->id] = rt_aligned_alloc(nbytes)))
+        return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for %%%s", nbytes,
+                      v->name);
+      x->owned[v->id] = true;
+    }
+  }
+  return 0;
+}
+
+static int run_kernels(const kiln_model *m, exec_state *x, kiln_status *st) {
+  const ir_graph *g = m->g;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (n->op == IR_OP_CONSTANT) {
+      x->bufs[n->out[0]->id] = m->const_data[i];
+      continue;
+    }
+    if (n->op == IR_OP_CONSTANT_EXTERNAL) {
+      x->bufs[n->out[0]->id] = m->weights[m->weight_of_node[i]].bound->data;
+      continue;
+    }
+    int k = 0;
+    for (int j = 0; j < n->nin; j++) x->args[k++] = x->bufs[n->in[j]->id];
+    for (int j = 0; j < n->nout; j++) x->args[k++] = x->bufs[n->out[j]->id];
+    int32_t rc = m->kernels[i](x->args, x->syms);
+    if (rc != 0) {
+      const char *opn = ir_op_get(n->op)->name;
+      if (n->loc.line > 0)
+        return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", opn, n->loc.line,
+                      n->out[0]->name, jit_kernel_error(rc));
+      return rt_err(st, KILN_ERR_RUNTIME, "mo.%s (%%%s): %s", opn, n->out[0]->name,
+                    jit_kernel_error(rc));
+    }
+  }
+  return 0;
+}
+
+KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                                kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
+  if (noutputs != m->noutputs || !outputs)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "the model has %d output%s, got room for %d", m->noutputs,
+                  m->noutputs == 1 ? "" : "s", outputs ? noutputs : 0);
+  const ir_graph *g = m->g;
+  size_t nv = (size_t)g->nvalues, no = (size_t)m->noutputs;
+  size_t sz = (size_t)(m->ninputs + 1) * sizeof(ir_tensor) + (size_t)(g->nsyms + 1) * 8 +
+              nv * sizeof(void *) + no * sizeof(kiln_tensor *) +
+              (size_t)(m->max_node_bufs + 1) * sizeof(void *) + nv + no + 16;
+  char *mem = calloc(1, sz);
+  if (!mem) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
+  exec_state x;
+  char *p = mem;
+  x.ins = (ir_tensor *)p;
+  p += (size_t)(m->ninputs + 1) * sizeof(ir_tensor);
+  x.syms = (int64_t *)p;
+  p += (size_t)(g->nsyms + 1) * 8;
+  x.bufs = (void **)p;
+  p += nv * sizeof(void *);
+  x.fresh = (kiln_tensor **)p;
+  p += no * sizeof(kiln_tensor *);
+  x.args = (void **)p;
+  p += (size_t)(m->max_node_bufs + 1) * sizeof(void *);
+  x.owned = (bool *)p;
+  p += nv;
+  x.direct = (bool *)p;
+
+  int rc = -1;
+  if (bind_inputs(m, inputs, ninputs, &x, st) < 0) goto done;
+  if (check_weights(m, x.syms, st) < 0) goto done;
+  if (prepare_outputs(m, outputs, &x, st) < 0) goto done;
+  if (alloc_intermediates(m, &x, st) < 0) goto done;
+  if (run_kernels(m, &x, st) < 0) goto done;
+  for (int i = 0; i < m->noutputs; i++) {
+    if (x.direct[i]) continue;
+    kiln_tensor *t = outputs[i] ? outputs[i] : x.fresh[i];
+    const void *src = x.bufs[g->outputs[i]->id];
+    if (t->nbytes && src != t->data) memmove(t->data, src, t->nbytes);
+  }
+  for (int i = 0; i < m->noutputs; i++)
+    if (!outputs[i]) {
+      outputs[i] = x.fresh[i];
+      x.fresh[i] = NULL;
+    }
+  rc = 0;
+  rt_ok(st);
+done:
+  for (size_t i = 0; i < nv; i++)
+    if (x.owned[i]) free(x.bufs[i]);
+  for (size_t i = 0; i < no; i++) kiln_tensor_free(x.fresh[i]);
+  free(mem);
+  return rc;
+}

@@ -1,0 +1,46 @@
+/* io.h - tensor files: numpy .npy (read and write) and .safetensors (read,
+ * plus a writer for tests and tools). Internal to src/ (the CLI and tests
+ * use it through the static library).
+ *
+ * .npy: format versions 1.0, 2.0 and 3.0; little-endian (or byte-order free)
+ * data in C order only. dtypes: bool '|b1', every integer, f2, f4, f8.
+ * bf16 and the float8 kinds have no numpy descr and are refused.
+ * .safetensors: 8-byte little-endian header length, a JSON header
+ * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [a, b]},
+ * "__metadata__": {...}}, then the data. Every offset is checked against the
+ * file and every size against dtype * shape before any data is touched.
+ * All failures return NULL / -1 with a status that names the file. */
+#ifndef KILN_SRC_IO_H
+#define KILN_SRC_IO_H
+
+#include "rt.h"
+
+/* Read a .npy file into an owned tensor. */
+kiln_tensor *rt_npy_read(const char *path, kiln_status *st);
+/* Decode .npy bytes into an owned tensor (data copied). `what` names the
+ * source in errors. */
+kiln_tensor *rt_npy_decode(const void *buf, size_t len, const char *what, kiln_status *st);
+/* Encode t as .npy (version 1.0, or 2.0 when the header needs it); malloc'd. */
+void *rt_npy_encode(const kiln_tensor *t, size_t *len, kiln_status *st);
+int rt_npy_write(const char *path, const kiln_tensor *t, kiln_status *st);
+
+typedef struct rt_safetensors rt_safetensors;
+/* Map the file read-only and validate its header. */
+rt_safetensors *rt_safetensors_open(const char *path, kiln_status *st);
+void rt_safetensors_close(rt_safetensors *f); /* NULL ok */
+int rt_safetensors_count(const rt_safetensors *f);
+const char *rt_safetensors_name(const rt_safetensors *f, int i); /* owned by f */
+/* Index of tensor `name`, -1 if none. */
+int rt_safetensors_find(const rt_safetensors *f, const char *name);
+/* Tensor i: borrows the mapping when its data is aligned for its dtype, else
+ * an owned aligned copy. Free with kiln_tensor_free, and (borrowed) use it
+ * only while f is open. */
+kiln_tensor *rt_safetensors_tensor(const rt_safetensors *f, int i, kiln_status *st);
+/* Write tensors[n] named names[n] as a .safetensors file. */
+int rt_safetensors_write(const char *path, const char *const *names,
+                         const kiln_tensor *const *tensors, int n, kiln_status *st);
+
+/* Safetensors dtype spelling ("F32", "BF16", "F8_E4M3"); NULL if none. */
+const char *rt_safetensors_dtype_name(kiln_dtype t);
+
+#endif

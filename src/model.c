@@ -1,0 +1,380 @@
+/* model.c - compiling a graph into a kiln_model, the model's input / output /
+ * weight metadata, and binding weights.
+ *
+ * Compile clones the caller's graph (the model never points into it),
+ * verifies the clone (which also rebuilds its run-time shape checks), JIT-
+ * compiles it under the context lock and looks every kernel up at once (the
+ * first lookup links the code: also under the lock). After compile the model
+ * is read-only except for weight bindings, so executes may run concurrently. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "rt.h"
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void port_free(rt_port *p) {
+  if (p->dim_text)
+    for (int i = 0; i < p->type.rank; i++) free(p->dim_text[i]);
+  free(p->dim_text);
+  free(p->dim_static);
+}
+
+static int port_init(rt_port *p, const char *name, const ir_type *t, kiln_status *st) {
+  p->name = name;
+  p->type = *t;
+  int r = t->rank > 0 ? t->rank : 0;
+  p->dim_text = calloc((size_t)(r ? r : 1), sizeof *p->dim_text);
+  p->dim_static = calloc((size_t)(r ? r : 1), sizeof *p->dim_static);
+  if (!p->dim_text || !p->dim_static) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < r; i++) {
+    size_t n = ir_dim_print(t->dims[i], NULL, 0);
+    if (!(p->dim_text[i] = malloc(n + 1)))
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    ir_dim_print(t->dims[i], p->dim_text[i], n + 1);
+    if (!ir_dim_is_const(t->dims[i], &p->dim_static[i])) p->dim_static[i] = -1;
+  }
+  return 0;
+}
+
+static char *type_text(const ir_type *t) {
+  size_t n = ir_type_print(t, NULL, 0);
+  char *s = malloc(n + 1);
+  if (s) ir_type_print(t, s, n + 1);
+  return s;
+}
+
+/* Weights (one entry per distinct name) and constants' data. */
+static int collect_sources(kiln_model *m, kiln_status *st) {
+  ir_graph *g = m->g;
+  int nn = g->nnodes ? g->nnodes : 1;
+  m->weight_of_node = malloc((size_t)nn * sizeof *m->weight_of_node);
+  m->const_data = calloc((size_t)nn, sizeof *m->const_data);
+  m->const_owned = calloc((size_t)nn, sizeof *m->const_owned);
+  m->weights = calloc((size_t)nn, sizeof *m->weights);
+  if (!m->weight_of_node || !m->const_data || !m->const_owned || !m->weights)
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    m->weight_of_node[i] = -1;
+    if (n->nin + n->nout > m->max_node_bufs) m->max_node_bufs = n->nin + n->nout;
+    if (n->op == IR_OP_CONSTANT_EXTERNAL) {
+      const char *name = ir_node_attr_string(n, "name", NULL);
+      if (!name)
+        return rt_err(st, KILN_ERR_VERIFY, "mo.constant.external (%%%s) has no name",
+                      n->out[0]->name);
+      int w = 0;
+      while (w < m->nweights && strcmp(m->weights[w].port.name, name) != 0) w++;
+      if (w == m->nweights) {
+        m->nweights++; /* counted first so a half-built port is freed */
+        if (port_init(&m->weights[w].port, name, &n->out[0]->type, st) < 0) return -1;
+      } else if (!ir_type_equal(&m->weights[w].port.type, &n->out[0]->type)) {
+        char *a = type_text(&m->weights[w].port.type), *b = type_text(&n->out[0]->type);
+        rt_err(st, KILN_ERR_VERIFY, "weight '%s' is declared with two types: %s and %s", name,
+               a ? a : "?", b ? b : "?");
+        free(a);
+        free(b);
+        return -1;
+      }
+      m->weight_of_node[i] = w;
+    } else if (n->op == IR_OP_CONSTANT) {
+      const ir_attr *a = ir_node_attr(n, "value");
+      const ir_type *t = &n->out[0]->type;
+      int64_t numel;
+      if (!a || a->kind != IR_ATTR_DENSE || !ir_type_static_numel(t, &numel) ||
+          (ir_dtype)a->u.dense.dtype != t->dtype)
+        return rt_err(st, KILN_ERR_VERIFY, "mo.constant (%%%s): value does not match its type",
+                      n->out[0]->name);
+      size_t es = ir_dtype_size(t->dtype);
+      if (a->u.dense.numel == numel) {
+        m->const_data[i] = a->u.dense.data;
+      } else if (a->u.dense.numel == 1) { /* splat: expand once */
+        char *p = rt_aligned_alloc((size_t)numel * es);
+        if (!p) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory expanding a constant");
+        for (int64_t k = 0; k < numel; k++) memcpy(p + (size_t)k * es, a->u.dense.data, es);
+        m->const_data[i] = p;
+        m->const_owned[i] = true;
+      } else {
+        return rt_err(st, KILN_ERR_VERIFY,
+                      "mo.constant (%%%s): value has %lld elements, its type %lld",
+                      n->out[0]->name, (long long)a->u.dense.numel, (long long)numel);
+      }
+    }
+  }
+  return 0;
+}
+
+static int collect_ports(kiln_model *m, kiln_status *st) {
+  ir_graph *g = m->g;
+  m->inputs = calloc((size_t)(g->ninputs ? g->ninputs : 1), sizeof *m->inputs);
+  m->outputs = calloc((size_t)(g->noutputs ? g->noutputs : 1), sizeof *m->outputs);
+  if (!m->inputs || !m->outputs) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < g->ninputs; i++) {
+    const char *nm = g->input_names && g->input_names[i] ? g->input_names[i] : g->inputs[i]->name;
+    m->ninputs = i + 1;
+    if (port_init(&m->inputs[i], nm, &g->inputs[i]->type, st) < 0) return -1;
+  }
+  for (int i = 0; i < g->noutputs; i++) {
+    const char *nm =
+        g->output_names && g->output_names[i] ? g->output_names[i] : g->outputs[i]->name;
+    m->noutputs = i + 1;
+    if (port_init(&m->outputs[i], nm, &g->outputs[i]->type, st) < 0) return -1;
+  }
+  return 0;
+}
+
+KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
+  if (!ctx || !g) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_compile: %s is NULL",
+           ctx ? "graph" : "context");
+    return NULL;
+  }
+  double t0 = now_ms();
+  kiln_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory compiling a model");
+    return NULL;
+  }
+  m->ctx = ctx;
+  if (!(m->g = ir_graph_clone(g->ir))) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
+    goto fail;
+  }
+  ir_diag d = {0};
+  if (ir_graph_verify(m->g, &d) < 0) {
+    rt_err_diag(st, KILN_ERR_VERIFY, NULL, &d);
+    goto fail;
+  }
+  if (m->g->noutputs < 1) {
+    rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
+    goto fail;
+  }
+  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0) goto fail;
+  m->kernels = calloc((size_t)(m->g->nnodes ? m->g->nnodes : 1), sizeof *m->kernels);
+  if (!m->kernels) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    goto fail;
+  }
+  char err[1024] = "";
+  pthread_mutex_lock(&ctx->lock);
+  m->code = jit_compile_graph(ctx->jit, m->g, err, sizeof err);
+  int missing = -1;
+  for (int i = 0; m->code && i < m->g->nnodes; i++) {
+    ir_op op = m->g->nodes[i]->op;
+    if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_EXTERNAL) continue;
+    m->kernels[i] = jit_module_kernel(m->code, i);
+    if (!m->kernels[i] && missing < 0) missing = i;
+  }
+  pthread_mutex_unlock(&ctx->lock);
+  if (!m->code) {
+    rt_err(st, KILN_ERR_COMPILE, "graph @%s: %s", m->g->name, err[0] ? err : "JIT compile failed");
+    goto fail;
+  }
+  if (missing >= 0) {
+    const ir_node *n = m->g->nodes[missing];
+    rt_err(st, KILN_ERR_COMPILE, "mo.%s (%%%s): the JIT produced no kernel",
+           ir_op_get(n->op)->name, n->out[0]->name);
+    goto fail;
+  }
+  m->compile_ms = now_ms() - t0;
+  rt_ok(st);
+  return m;
+fail:
+  kiln_model_free(m);
+  return NULL;
+}
+
+KILN_API void kiln_model_free(kiln_model *m) {
+  if (!m) return;
+  if (m->code) {
+    pthread_mutex_lock(&m->ctx->lock);
+    jit_module_free(m->ctx->jit, m->code);
+    pthread_mutex_unlock(&m->ctx->lock);
+  }
+  for (int i = 0; i < m->ninputs; i++) port_free(&m->inputs[i]);
+  for (int i = 0; i < m->noutputs; i++) port_free(&m->outputs[i]);
+  for (int i = 0; i < m->nweights; i++) port_free(&m->weights[i].port);
+  if (m->const_owned)
+    for (int i = 0; i < m->g->nnodes; i++)
+      if (m->const_owned[i]) free(m->const_data[i]);
+  free(m->inputs);
+  free(m->outputs);
+  free(m->weights);
+  free(m->weight_of_node);
+  free(m->const_data);
+  free(m->const_owned);
+  free(m->kernels);
+  ir_graph_free(m->g);
+  free(m);
+}
+
+KILN_API double kiln_model_compile_ms(const kiln_model *m) { return m ? m->compile_ms : 0.0; }
+
+/* ---- metadata ---- */
+static const rt_port *in_port(const kiln_model *m, int i) {
+  return m && i >= 0 && i < m->ninputs ? &m->inputs[i] : NULL;
+}
+static const rt_port *out_port(const kiln_model *m, int i) {
+  return m && i >= 0 && i < m->noutputs ? &m->outputs[i] : NULL;
+}
+static const rt_port *w_port(const kiln_model *m, int i) {
+  return m && i >= 0 && i < m->nweights ? &m->weights[i].port : NULL;
+}
+static const char *port_dim(const rt_port *p, int axis) {
+  return p && axis >= 0 && axis < p->type.rank ? p->dim_text[axis] : NULL;
+}
+static int64_t port_dim_static(const rt_port *p, int axis) {
+  return p && axis >= 0 && axis < p->type.rank ? p->dim_static[axis] : -1;
+}
+
+KILN_API int kiln_model_num_inputs(const kiln_model *m) { return m ? m->ninputs : -1; }
+KILN_API int kiln_model_num_outputs(const kiln_model *m) { return m ? m->noutputs : -1; }
+KILN_API int kiln_model_num_weights(const kiln_model *m) { return m ? m->nweights : -1; }
+
+KILN_API const char *kiln_model_input_name(const kiln_model *m, int i) {
+  const rt_port *p = in_port(m, i);
+  return p ? p->name : NULL;
+}
+KILN_API const char *kiln_model_output_name(const kiln_model *m, int i) {
+  const rt_port *p = out_port(m, i);
+  return p ? p->name : NULL;
+}
+KILN_API const char *kiln_model_weight_name(const kiln_model *m, int i) {
+  const rt_port *p = w_port(m, i);
+  return p ? p->name : NULL;
+}
+KILN_API kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i) {
+  const rt_port *p = in_port(m, i);
+  return p ? (kiln_dtype)p->type.dtype : KILN_DTYPE_COUNT;
+}
+KILN_API kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i) {
+  const rt_port *p = out_port(m, i);
+  return p ? (kiln_dtype)p->type.dtype : KILN_DTYPE_COUNT;
+}
+KILN_API kiln_dtype kiln_model_weight_dtype(const kiln_model *m, int i) {
+  const rt_port *p = w_port(m, i);
+  return p ? (kiln_dtype)p->type.dtype : KILN_DTYPE_COUNT;
+}
+KILN_API int kiln_model_input_rank(const kiln_model *m, int i) {
+  const rt_port *p = in_port(m, i);
+  return p ? p->type.rank : -1;
+}
+KILN_API int kiln_model_output_rank(const kiln_model *m, int i) {
+  const rt_port *p = out_port(m, i);
+  return p ? p->type.rank : -1;
+}
+KILN_API int kiln_model_weight_rank(const kiln_model *m, int i) {
+  const rt_port *p = w_port(m, i);
+  return p ? p->type.rank : -1;
+}
+KILN_API const char *kiln_model_input_dim(const kiln_model *m, int i, int axis) {
+  return port_dim(in_port(m, i), axis);
+}
+KILN_API const char *kiln_model_output_dim(const kiln_model *m, int i, int axis) {
+  return port_dim(out_port(m, i), axis);
+}
+KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis) {
+  return port_dim(w_port(m, i), axis);
+}
+KILN_API int64_t kiln_model_input_dim_static(const kiln_model *m, int i, int axis) {
+  return port_dim_static(in_port(m, i), axis);
+}
+KILN_API int64_t kiln_model_output_dim_static(const kiln_model *m, int i, int axis) {
+  return port_dim_static(out_port(m, i), axis);
+}
+
+KILN_API int kiln_model_input_index(const kiln_model *m, const char *name) {
+  for (int i = 0; m && name && i < m->ninputs; i++)
+    if (strcmp(m->inputs[i].name, name) == 0) return i;
+  return -1;
+}
+KILN_API int kiln_model_output_index(const kiln_model *m, const char *name) {
+  for (int i = 0; m && name && i < m->noutputs; i++)
+    if (strcmp(m->outputs[i].name, name) == 0) return i;
+  return -1;
+}
+
+/* "a, b, c" of the weight names into a malloc'd string (NULL on OOM). */
+static char *weight_list(const kiln_model *m) {
+  size_t n = 1;
+  for (int i = 0; i < m->nweights; i++) n += strlen(m->weights[i].port.name) + 2;
+  char *s = malloc(n + 8);
+  if (!s) return NULL;
+  s[0] = 0;
+  if (m->nweights == 0) strcpy(s, "none");
+  for (int i = 0; i < m->nweights; i++) {
+    if (i) strcat(s, ", ");
+    strcat(s, m->weights[i].port.name);
+  }
+  return s;
+}
+
+KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_tensor *t,
+                                    kiln_status *st) {
+  if (!m || !name || !t)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_bind_weight: %s is NULL",
+                  !m ? "model" : !name ? "name" : "tensor");
+  int w = 0;
+  while (w < m->nweights && strcmp(m->weights[w].port.name, name) != 0) w++;
+  if (w == m->nweights) {
+    char *list = weight_list(m);
+    rt_err(st, KILN_ERR_NOT_FOUND, "model has no weight '%s' (weights: %s)", name,
+           list ? list : "?");
+    free(list);
+    return -1;
+  }
+  const rt_port *p = &m->weights[w].port;
+  if ((ir_dtype)t->dtype != p->type.dtype)
+    return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected dtype %s, got %s", name,
+                  ir_dtype_name(p->type.dtype), kiln_dtype_name(t->dtype));
+  if (t->rank != p->type.rank)
+    return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected rank %d, got %d", name, p->type.rank,
+                  t->rank);
+  for (int a = 0; a < t->rank; a++)
+    if (p->dim_static[a] >= 0 && p->dim_static[a] != t->shape[a])
+      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': axis %d expected %lld, got %lld", name, a,
+                    (long long)p->dim_static[a], (long long)t->shape[a]);
+  m->weights[w].bound = t;
+  rt_ok(st);
+  return 0;
+}
+
+/* ---- for the CLI ---- */
+int rt_model_num_symbols(const kiln_model *m) { return m ? m->g->nsyms : 0; }
+
+const char *rt_model_symbol_name(const kiln_model *m, int i) {
+  return m && i >= 0 && i < m->g->nsyms ? m->g->syms[i] : NULL;
+}
+
+int rt_model_port_shape(const kiln_model *m, bool is_weight, int i, const int64_t *syms,
+                        const bool *known, int64_t *shape, int *missing, kiln_status *st) {
+  const rt_port *p = is_weight ? w_port(m, i) : in_port(m, i);
+  if (!p)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "no %s %d", is_weight ? "weight" : "input", i);
+  char what[160];
+  if (is_weight) snprintf(what, sizeof what, "weight '%.100s'", p->name);
+  else snprintf(what, sizeof what, "input %d (%.100s)", i, p->name);
+  for (int a = 0; a < p->type.rank; a++) {
+    for (int s = 0; s < m->g->nsyms; s++)
+      if (!known[s] && ir_dim_uses_sym(p->type.dims[a], s)) {
+        if (missing) *missing = s;
+        return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                      "%s: symbolic dim '%s' has no value (axis %d is %s)",
+                      what, m->g->syms[s], a, p->dim_text[a]);
+      }
+    ir_dim_err err = {0};
+    if (!ir_dim_eval(p->type.dims[a], syms, &shape[a], &err))
+      return rt_err(st, KILN_ERR_SHAPE, "%s: axis %d (%s): %s", what, a, p->dim_text[a], err.msg);
+    if (shape[a] < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "%s: axis %d (%s) evaluates to %lld", what, a,
+                    p->dim_text[a], (long long)shape[a]);
+  }
+  rt_ok(st);
+  return 0;
+}

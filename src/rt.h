@@ -1,0 +1,112 @@
+/* rt.h - internal to src/: the structs behind the public handles and the
+ * helpers the runtime files share (status filling, tensor construction,
+ * model introspection for the CLI).
+ *
+ * Invariants:
+ *   - a kiln_status message is NULL or a malloc'd string owned by the status.
+ *   - a kiln_tensor's shape lives in the same allocation as the struct; data
+ *     is freed with free() only when `owned`.
+ *   - a kiln_model owns a verified clone of the graph it was compiled from;
+ *     every ir_ pointer the model holds points into that clone's arena.
+ * Functions here are not exported from libkiln.so; the CLI and tests link
+ * the static library and may use them. */
+#ifndef KILN_SRC_RT_H
+#define KILN_SRC_RT_H
+
+#include <pthread.h>
+#include <stdarg.h>
+
+#include "kiln/kiln.h"
+#include "ir/interp.h"
+#include "ir/ir.h"
+#include "jit/jit.h"
+
+#define RT_ALIGN 64
+
+struct kiln_status {
+  kiln_code code;
+  char *msg; /* malloc'd, or NULL */
+};
+
+struct kiln_tensor {
+  kiln_dtype dtype;
+  int rank;
+  bool owned;
+  void *data;
+  size_t nbytes;
+  int64_t numel;
+  int64_t shape[]; /* rank entries */
+};
+
+struct kiln_graph {
+  ir_graph *ir;
+};
+
+struct kiln_context {
+  jit_engine *jit;
+  pthread_mutex_t lock; /* serializes every use of jit (compile and free) */
+};
+
+/* An input, output or weight as the model reports it. */
+typedef struct rt_port {
+  const char *name;   /* owned by the model (points into the clone's arena) */
+  ir_type type;       /* points into the clone's arena */
+  char **dim_text;    /* rank malloc'd strings */
+  int64_t *dim_static;/* rank entries; -1 when not constant */
+} rt_port;
+
+typedef struct rt_weight {
+  rt_port port;
+  const kiln_tensor *bound; /* borrowed; NULL until kiln_model_bind_weight */
+} rt_weight;
+
+struct kiln_model {
+  kiln_context *ctx;
+  ir_graph *g;       /* verified clone, owned */
+  jit_module *code;  /* owned; freed under ctx->lock */
+  jit_kernel_fn *kernels; /* g->nnodes entries, NULL for source nodes */
+  double compile_ms;
+  int ninputs, noutputs, nweights;
+  rt_port *inputs, *outputs;
+  rt_weight *weights;
+  int *weight_of_node;   /* g->nnodes entries: weight index, or -1 */
+  void **const_data;     /* g->nnodes entries: data of mo.constant nodes (arena or owned) */
+  bool *const_owned;     /* g->nnodes entries: const_data[i] was malloc'd (splat expanded) */
+  int max_node_bufs;     /* largest nin + nout over the nodes */
+};
+
+/* ---- status (status.c) ---- */
+/* Set st (may be NULL) to code + formatted message; returns -1 so callers can
+ * `return rt_err(...)`. */
+int rt_err(kiln_status *st, kiln_code code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int rt_verr(kiln_status *st, kiln_code code, const char *fmt, va_list ap);
+/* An ir_diag as "FILE:LINE:COL: message" ("LINE:COL: message" without a
+ * file, just the message when the diag has no line). */
+int rt_err_diag(kiln_status *st, kiln_code code, const char *filename, const ir_diag *d);
+/* Set st to ok (when not NULL). */
+void rt_ok(kiln_status *st);
+
+/* ---- tensors (tensor.c) ---- */
+/* Allocate size bytes aligned to RT_ALIGN (at least RT_ALIGN bytes, so a
+ * zero-size tensor still has a valid, unique pointer). NULL on failure. */
+void *rt_aligned_alloc(size_t size);
+/* numel * elem size with overflow and negative-dim checks. Returns 0 or -1
+ * with st filled. */
+int rt_shape_bytes(kiln_dtype dt, int rank, const int64_t *shape, int64_t *numel, size_t *nbytes,
+                   kiln_status *st);
+/* Owned tensor with uninitialized (not zeroed) data. */
+kiln_tensor *rt_tensor_alloc(kiln_dtype dtype, int rank, const int64_t *shape, kiln_status *st);
+
+/* ---- models (model.c) ---- */
+/* Symbols of the model's graph, for the CLI's --dim. */
+int rt_model_num_symbols(const kiln_model *m);
+const char *rt_model_symbol_name(const kiln_model *m, int i);
+/* Evaluate the shape of input i (is_weight false) or weight i (true) with the
+ * symbol values `syms[nsyms]` where known[k] says which are bound. An unbound
+ * symbol the shape needs is an error naming it, with its index in *missing
+ * (when not NULL). shape has the port's rank entries. */
+int rt_model_port_shape(const kiln_model *m, bool is_weight, int i, const int64_t *syms,
+                        const bool *known, int64_t *shape, int *missing, kiln_status *st);
+
+#endif

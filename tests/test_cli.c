@@ -1,0 +1,251 @@
+/* test_cli.c - the `kiln` command line (KILN_CLI) run as a user would: exit
+ * codes, what goes to stdout / stderr, .npy in and out, .safetensors
+ * weights, random inputs with --dim, timings. */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "src/io.h"
+
+#define EX(name) KILN_SHARED_DIR "/ir-examples/" name
+
+/* Run `kiln ARGS` through the shell; returns the exit code, output in *out
+ * (stdout and stderr together, malloc'd). */
+static int kiln(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int kiln(char **out, const char *fmt, ...) {
+  char args[4096], cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", KILN_CLI, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p, "popen %s", cmd);
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  cr_assert(buf);
+  size_t k;
+  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+    n += k;
+    if (n + 1 >= cap) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      cr_assert(buf);
+    }
+  }
+  buf[n] = 0;
+  int status = pclose(p);
+  *out = buf;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static char *tmp_path(const char *name) {
+  static char buf[4][512];
+  static int k;
+  char *p = buf[k++ % 4];
+  snprintf(p, 512, "/tmp/kiln_test_cli_%d_%s", (int)getpid(), name);
+  return p;
+}
+
+static void write_f32_npy(const char *path, int rank, const int64_t *shape, const float *v) {
+  kiln_tensor *t = kiln_tensor_new(KILN_FLOAT32, rank, shape, NULL);
+  memcpy(kiln_tensor_data(t), v, kiln_tensor_nbytes(t));
+  cr_assert_eq(rt_npy_write(path, t, NULL), 0);
+  kiln_tensor_free(t);
+}
+
+#define HAS(out, s) cr_assert(strstr(out, s), "output lacks '%s':\n%s", s, out)
+
+Test(cli, version) {
+  char *out;
+  cr_assert_eq(kiln(&out, "--version"), 0);
+  cr_assert(strncmp(out, "kiln 0.1.0 (LLVM 19", 19) == 0, "%s", out);
+  free(out);
+}
+
+Test(cli, help_and_unknown_command) {
+  char *out;
+  cr_assert_eq(kiln(&out, "help"), 0);
+  HAS(out, "usage: kiln COMMAND");
+  free(out);
+  cr_assert_eq(kiln(&out, "help run"), 0);
+  HAS(out, "--random-inputs");
+  free(out);
+  cr_assert_eq(kiln(&out, "frobnicate"), 2);
+  HAS(out, "unknown command 'frobnicate'");
+  free(out);
+  cr_assert_eq(kiln(&out, "%s", ""), 2); /* no command at all */
+  free(out);
+}
+
+Test(cli, check_prints_canonical_ir) {
+  char *out;
+  cr_assert_eq(kiln(&out, "check '%s'", EX("mlp.mlir")), 0, "%s", out);
+  HAS(out, "mo.graph @mlp<batch>(");
+  HAS(out, "mo.output");
+  free(out);
+}
+
+Test(cli, check_reads_stdin) {
+  char *out;
+  cr_assert_eq(kiln(&out, "check - < '%s'", EX("relu.mlir")), 0, "%s", out);
+  HAS(out, "mo.relu");
+  free(out);
+}
+
+Test(cli, check_bad_file_is_file_line_col_and_exit_1) {
+  char *out;
+  cr_assert_eq(kiln(&out, "check '%s'", EX("bad/undefined_value.mlir")), 1, "%s", out);
+  char want[512];
+  snprintf(want, sizeof want, "%s:3:", EX("bad/undefined_value.mlir"));
+  cr_assert(strncmp(out, want, strlen(want)) == 0, "%s", out);
+  HAS(out, "use of undefined value %zz");
+  free(out);
+  cr_assert_eq(kiln(&out, "check /nonexistent/g.mlir"), 1);
+  HAS(out, "/nonexistent/g.mlir: cannot open");
+  free(out);
+}
+
+Test(cli, run_relu_from_npy_with_out_dir) {
+  char *in = tmp_path("x.npy"), *dir = tmp_path("out/sub");
+  int64_t shape[] = {5};
+  float xv[] = {-1, 2, -3, 4.5f, 0};
+  write_f32_npy(in, 1, shape, xv);
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --input x='%s' --out '%s'", EX("relu.mlir"), in, dir), 0,
+               "%s", out);
+  HAS(out, "y: f32 [5] = [0, 2, 0, 4.5, 0]");
+  free(out);
+  char ypath[600];
+  snprintf(ypath, sizeof ypath, "%s/y.npy", dir);
+  kiln_status *st = kiln_status_new();
+  kiln_tensor *y = rt_npy_read(ypath, st);
+  cr_assert(y, "%s", kiln_status_message(st));
+  cr_assert_eq(((float *)kiln_tensor_data(y))[3], 4.5f);
+  kiln_tensor_free(y);
+  kiln_status_free(st);
+  unlink(ypath);
+  rmdir(dir);
+  rmdir(tmp_path("out"));
+  unlink(in);
+}
+
+Test(cli, run_wrong_npy_shape_and_unknown_input) {
+  char *in = tmp_path("x4.npy");
+  int64_t shape[] = {4};
+  float xv[] = {1, 2, 3, 4};
+  write_f32_npy(in, 1, shape, xv);
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --input x='%s'", EX("relu.mlir"), in), 1, "%s", out);
+  HAS(out, "input 0 (x): axis 0 expected 5, got 4");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --input nope='%s'", EX("relu.mlir"), in), 1, "%s", out);
+  HAS(out, "the model has no input 'nope' (inputs: x)");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s'", EX("relu.mlir")), 1, "%s", out);
+  HAS(out, "input 0 (x) is missing: pass --input x=FILE.npy or --random-inputs");
+  free(out);
+  unlink(in);
+}
+
+Test(cli, run_mlp_random_inputs_with_dim) {
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=3 --stats --repeat 3",
+                    EX("mlp.mlir")),
+               0, "%s", out);
+  HAS(out, "logits: f32 [3, 10] = [");
+  HAS(out, "compile: ");
+  HAS(out, "execute x3: median ");
+  free(out);
+}
+
+Test(cli, run_same_seed_same_output) {
+  char *a, *b, *c;
+  cr_assert_eq(kiln(&a, "run '%s' --random-inputs --dim n=2 --seed 7", EX("split_concat.mlir")), 0);
+  cr_assert_eq(kiln(&b, "run '%s' --random-inputs --dim n=2 --seed 7", EX("split_concat.mlir")), 0);
+  cr_assert_eq(kiln(&c, "run '%s' --random-inputs --dim n=2 --seed 8", EX("split_concat.mlir")), 0);
+  cr_assert_str_eq(a, b);
+  cr_assert_str_neq(a, c);
+  free(a);
+  free(b);
+  free(c);
+}
+
+Test(cli, run_unbound_symbol_suggests_dim) {
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs", EX("mlp.mlir")), 1, "%s", out);
+  HAS(out, "symbolic dim 'batch' has no value");
+  HAS(out, "pass --dim batch=VALUE");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim seq=3", EX("mlp.mlir")), 1, "%s", out);
+  HAS(out, "no symbolic dim 'seq' (symbols: batch)");
+  free(out);
+}
+
+Test(cli, run_with_safetensors_weights) {
+  int64_t s1[] = {784, 512}, s2[] = {512}, s3[] = {512, 10}, s4[] = {10};
+  kiln_tensor *w[4] = {kiln_tensor_new(KILN_FLOAT32, 2, s1, NULL),
+                       kiln_tensor_new(KILN_FLOAT32, 1, s2, NULL),
+                       kiln_tensor_new(KILN_FLOAT32, 2, s3, NULL),
+                       kiln_tensor_new(KILN_FLOAT32, 1, s4, NULL)};
+  for (int i = 0; i < 10; i++) ((float *)kiln_tensor_data(w[3]))[i] = (float)i; /* fc2.bias */
+  const char *names[] = {"fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"};
+  char *path = tmp_path("mlp.safetensors");
+  cr_assert_eq(rt_safetensors_write(path, names, (const kiln_tensor *const *)w, 4, NULL), 0);
+  char *out;
+  /* zero weights: the logits are exactly fc2.bias */
+  cr_assert_eq(kiln(&out, "run '%s' --weights '%s' --random-inputs --dim batch=1",
+                    EX("mlp.mlir"), path),
+               0, "%s", out);
+  HAS(out, "logits: f32 [1, 10] = [0, 1, 2, 3, 4, 5, 6, 7, ...");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --weights '%s' --random-inputs", EX("relu.mlir"), path),
+               1, "%s", out);
+  HAS(out, "tensor 'fc1.weight' is not a weight of the model (weights: none)");
+  free(out);
+  const char *two[] = {"fc1.weight", "fc1.bias"};
+  cr_assert_eq(rt_safetensors_write(path, two, (const kiln_tensor *const *)w, 2, NULL), 0);
+  cr_assert_eq(kiln(&out, "run '%s' --weights '%s' --dim batch=1", EX("mlp.mlir"), path), 1,
+               "%s", out);
+  HAS(out, "is missing: pass --input pixels=FILE.npy");
+  free(out);
+  unlink(path);
+  for (int i = 0; i < 4; i++) kiln_tensor_free(w[i]);
+}
+
+Test(cli, run_missing_weights_and_bad_options) {
+  char *in = tmp_path("px.npy");
+  int64_t shape[] = {1, 784};
+  float *v = calloc(784, sizeof *v);
+  write_f32_npy(in, 2, shape, v);
+  free(v);
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --input pixels='%s'", EX("mlp.mlir"), in), 1, "%s", out);
+  HAS(out, "weight 'fc1.weight' is not bound: pass --weights FILE.safetensors or --random-inputs");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --bogus", EX("mlp.mlir")), 2, "%s", out);
+  HAS(out, "unknown option '--bogus'");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --repeat 0", EX("mlp.mlir")), 2, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --input x", EX("relu.mlir")), 2, "%s", out);
+  HAS(out, "--input expects NAME=VALUE");
+  free(out);
+  unlink(in);
+}
+
+Test(cli, run_bad_npy_file_is_exit_1) {
+  char *in = tmp_path("bad.npy");
+  FILE *f = fopen(in, "wb");
+  fputs("not numpy at all", f);
+  fclose(f);
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --input x='%s'", EX("relu.mlir"), in), 1, "%s", out);
+  HAS(out, "not a .npy file");
+  free(out);
+  unlink(in);
+}
