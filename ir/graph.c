@@ -134,12 +134,47 @@ int ir_graph_symbol(ir_graph *g, const char *name, size_t len, bool create) {
   return g->nsyms++;
 }
 
+/* ---- the name index: linear probing over a power-of-two table ---- */
+static uint64_t name_hash(const char *s, size_t n) {
+  uint64_t h = 1469598103934665603u; /* FNV-1a */
+  for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211u;
+  return h;
+}
+
+static bool live_value(const ir_graph *g, const ir_value *v) {
+  return v->id < g->nvalues && g->values[v->id] == v;
+}
+
 ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len) {
-  for (int i = 0; i < g->nvalues; i++) {
-    const char *n = g->values[i]->name;
-    if (strlen(n) == len && memcmp(n, name, len) == 0) return g->values[i];
+  if (!g->cap_index) return NULL;
+  size_t mask = (size_t)g->cap_index - 1;
+  for (size_t i = name_hash(name, len) & mask;; i = (i + 1) & mask) {
+    ir_value *v = g->name_index[i];
+    if (!v) return NULL;
+    if (live_value(g, v) && strlen(v->name) == len && memcmp(v->name, name, len) == 0) return v;
   }
-  return NULL;
+}
+
+static void index_put(ir_value **tab, int cap, ir_value *v) {
+  size_t mask = (size_t)cap - 1;
+  size_t i = name_hash(v->name, strlen(v->name)) & mask;
+  while (tab[i]) i = (i + 1) & mask;
+  tab[i] = v;
+}
+
+/* Add v (already in g->values) to the index, growing it to stay half empty. */
+static bool index_add(ir_graph *g, ir_value *v) {
+  if (2 * (g->nvalues + 1) > g->cap_index) {
+    int cap = g->cap_index ? g->cap_index * 2 : 64;
+    while (2 * (g->nvalues + 1) > cap) cap *= 2;
+    ir_value **tab = ir_arena_alloc(g->arena, (size_t)cap * sizeof *tab);
+    if (!tab) return false;
+    for (int i = 0; i < g->nvalues; i++) index_put(tab, cap, g->values[i]); /* live ones only */
+    g->name_index = tab;
+    g->cap_index = cap;
+  }
+  index_put(g->name_index, g->cap_index, v);
+  return true;
 }
 
 /* A new value named `name` (or a fresh number); NULL if taken or OOM. */
@@ -160,7 +195,9 @@ static ir_value *new_value(ir_graph *g, const char *name) {
   if (!v || !(v->name = ir_arena_strdup(g->arena, name))) return NULL;
   v->id = g->nvalues;
   v->type.rank = -1;
-  g->values[g->nvalues++] = v;
+  g->values[g->nvalues] = v;
+  if (!index_add(g, v)) return NULL;
+  g->nvalues++;
   return v;
 }
 

@@ -156,17 +156,20 @@ static int run_checks(const ir_graph *g, const int64_t *syms, char *msg, size_t 
     int64_t l, r;
     ir_dim_err err;
     err.msg[0] = '\0';
-    /* A `what` that already names its op ("mo.reshape: ...") only gets the line. */
-    bool named = c->what && strncmp(c->what, "mo.", 3) == 0;
-    if (c->node && !named)
+    const char *what = c->what ? c->what : "";
+    if (c->node) {
+      /* A `what` that names its op ("mo.reshape: ...") drops that prefix:
+       * node_where names the op and its place. */
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "mo.%s: ", ir_op_get(c->node->op)->name);
+      if (strncmp(what, prefix, strlen(prefix)) == 0) what += strlen(prefix);
       snprintf(where, sizeof where, "%s: ", node_where(c->node, node, sizeof node));
-    else if (c->node && c->node->loc.line > 0)
-      snprintf(where, sizeof where, "line %d: ", c->node->loc.line);
+    }
     if (!ir_dim_eval(c->lhs, syms, &l, &err) || !ir_dim_eval(c->rhs, syms, &r, &err))
-      return fail(msg, msglen, "%s%s: %s", where, c->what ? c->what : "", err.msg);
+      return fail(msg, msglen, "%s%s: %s", where, what, err.msg);
     bool ok = c->kind == IR_CHECK_EQ ? l == r : l >= r;
     if (ok) continue;
-    return fail(msg, msglen, "%s%s: %s but needs to %s %s", where, c->what ? c->what : "",
+    return fail(msg, msglen, "%s%s: %s but needs to %s %s", where, what,
                 dim_value_text(c->lhs, l, lt, sizeof lt),
                 c->kind == IR_CHECK_EQ ? "equal" : "be at least",
                 dim_value_text(c->rhs, r, rt, sizeof rt));

@@ -179,11 +179,16 @@ typedef struct ir_graph {
   int nchecks;
   struct ir_check *checks;   /* run-time shape checks, see below */
   int cap_nodes, cap_values, cap_syms, cap_inputs, cap_checks; /* growth bookkeeping */
+  ir_value **name_index; /* open-addressing hash of values by name (graph.c);
+                            entries past nvalues are stale and ignored, so a
+                            caller may roll back by restoring the counts */
+  int cap_index;
 } ir_graph;
 
 /* A diagnostic: where (line:col, 0:0 for API-built graphs) and what. */
 typedef struct ir_diag {
   int line, col;
+  bool rule; /* set by ir_parse when the text was well formed but broke an op's rules */
   char msg[512];
 } ir_diag;
 

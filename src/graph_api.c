@@ -6,7 +6,8 @@
  * Building appends one node at a time and infers its result types at once
  * (ir_infer_node): a node that fails is rolled back (node, values and shape
  * checks are dropped), so the graph stays valid and building can go on.
- * Errors: parse errors are KILN_ERR_PARSE ("FILE:LINE:COL: message"), rule
+ * Errors: parse errors are KILN_ERR_PARSE (a well-formed text breaking an op's
+ * rules is KILN_ERR_VERIFY) ("FILE:LINE:COL: message"), rule
  * violations while building or verifying are KILN_ERR_VERIFY. */
 #include <errno.h>
 #include <stdio.h>
@@ -53,7 +54,7 @@ KILN_API kiln_graph *kiln_graph_parse(const char *text, size_t len, const char *
   ir_diag d = {0};
   ir_graph *ir = ir_parse(text ? text : "", len, &d);
   if (!ir) {
-    rt_err_diag(st, KILN_ERR_PARSE, filename, &d);
+    rt_err_diag(st, d.rule ? KILN_ERR_VERIFY : KILN_ERR_PARSE, filename, &d);
     return NULL;
   }
   kiln_graph *g = wrap(ir, st);

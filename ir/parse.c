@@ -1,0 +1,719 @@
+/* parse.c - MO graph text -> ir_graph (ir_parse, ir_parse_type, ir_parse_attrs).
+ *
+ * Grammar (tokens may be separated by whitespace and `//` comments; attribute
+ * values, numbers and strings are in parse_lex.c):
+ *   graph   := 'mo.graph' '@' id ['<' [id {',' id}] '>'] '(' [arg {',' arg}] ')'
+ *              ['->' (type | '(' [type {',' type}] ')')] ['attributes' attrs]
+ *              '{' {op} output '}'
+ *   arg     := '%' name ':' type
+ *   op      := results '=' (mo-name | '"' mo-name '"') ['(' [use {',' use}] ')'] [attrs]
+ *              ':' (type | '(' [types] ')' '->' (type | '(' [types] ')'))
+ *   results := result {',' result};  result := '%' name | '%' name ':' N (names name#0..)
+ *   output  := 'mo.output' [use {',' use} ':' type {',' type}]
+ *   type    := '!mo.tensor<[' [dim {',' dim}] '],' dtype [',' ('cpu'|'gpu') ':' N] '>'
+ *   attrs   := '{' [id '=' value {',' id '=' value}] '}'
+ * Dims are parsed by ir_dim_parse. The short op form `: T` gives the result
+ * type only; the functional form also declares the operand types, which must
+ * equal the operands' types. Without a `<...>` list symbols are declared by
+ * first use; with one, an undeclared symbol is an error. The graph attributes
+ * are argument_names and result_names (lists of strings, "" for no name).
+ *
+ * Assumes: the text need not be NUL-terminated; nothing is read past len.
+ * Guarantees: returns a graph that passed ir_graph_verify, or NULL with d
+ * filled: the first error, at a 1-based line:col (bytes), never a crash.
+ * Checked here: syntax, undefined and redefined names, op names and operand
+ * counts, symbol declarations, declared operand types, result counts; after
+ * ir_graph_verify (so that a node's wrong result type is reported at the node
+ * first): mo.output against the graph's declared result types. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parse_lex.h"
+
+typedef struct name_ref { /* a result name being defined */
+  const char *s;
+  size_t len, at;
+} name_ref;
+
+/* ---- types ---- */
+static int resolve_sym(void *ud, const char *name, size_t len, ir_dim_err *err) {
+  parser *p = ud;
+  ir_graph *g = p->g;
+  int idx = ir_graph_symbol(g, name, len, !g->syms_declared);
+  if (idx >= 0) return idx;
+  p->sym_failed = true;
+  p->sym_pos = name >= p->s && name <= p->s + p->n ? (size_t)(name - p->s) : p->pos;
+  if (!g->syms_declared) {
+    snprintf(err->msg, sizeof err->msg, "out of memory");
+    return -1;
+  }
+  char list[160];
+  size_t k = 0;
+  list[0] = 0;
+  for (int i = 0; i < g->nsyms && k < sizeof list; i++)
+    k += (size_t)snprintf(list + k, sizeof list - k, "%s%s", i ? ", " : "", g->syms[i]);
+  snprintf(err->msg, sizeof err->msg,
+           "symbolic dim '%.*s' is not declared in the graph's parameter list <%s>",
+           (int)(len > 64 ? 64 : len), name, list);
+  return -1;
+}
+
+static int parse_type(parser *p, ir_type *t) {
+  memset(t, 0, sizeof *t);
+  if (!ir_lex_accept_lit(p, "!mo.tensor")) return ir_lex_expected(p, "a type '!mo.tensor<...>'");
+  if (ir_lex_expect(p, '<') || ir_lex_expect(p, '[')) return -1;
+  const ir_dim *dims[IR_MAX_RANK];
+  int rank = 0;
+  if (!ir_lex_accept(p, ']')) {
+    for (;;) {
+      size_t b = p->pos, used = 0;
+      if (rank == IR_MAX_RANK)
+        return ir_lex_error(p, b, "a tensor has at most %d dims", IR_MAX_RANK);
+      ir_dim_err err;
+      memset(&err, 0, sizeof err);
+      p->sym_failed = false;
+      const ir_dim *dm = ir_dim_parse(p->g->arena, p->s + b, p->n - b, &used, resolve_sym, p, &err);
+      if (!dm) {
+        size_t epos = p->sym_failed ? p->sym_pos : b + (err.pos <= p->n - b ? err.pos : 0);
+        return ir_lex_error(p, epos, "%s", err.msg[0] ? err.msg : "malformed dim");
+      }
+      if (used == 0 || used > p->n - b) return ir_lex_error(p, b, "malformed dim");
+      int64_t cv;
+      if (ir_dim_is_const(dm, &cv) && cv < 0)
+        return ir_lex_error(p, b, "dim %lld is negative", (long long)cv);
+      p->pos = b + used;
+      dims[rank++] = dm;
+      if (ir_lex_accept(p, ',')) continue;
+      if (ir_lex_expect(p, ']')) return -1;
+      break;
+    }
+  }
+  if (ir_lex_expect(p, ',')) return -1;
+  const char *s;
+  size_t len, w;
+  if (!ir_lex_ident(p, &s, &len, &w)) return ir_lex_expected(p, "a dtype");
+  if (!ir_dtype_from_name(s, len, &t->dtype))
+    return ir_lex_error(p, w, "unknown dtype '%.*s'", (int)(len > 64 ? 64 : len), s);
+  if (ir_lex_accept(p, ',')) {
+    if (!ir_lex_ident(p, &s, &len, &w)) return ir_lex_expected(p, "a device ('cpu:0', 'gpu:0')");
+    if (lit_eq(s, len, "cpu")) {
+      t->device.kind = IR_DEV_CPU;
+    } else if (lit_eq(s, len, "gpu")) {
+      t->device.kind = IR_DEV_GPU;
+    } else {
+      return ir_lex_error(p, w, "unknown device '%.*s' (expected cpu or gpu)",
+                          (int)(len > 64 ? 64 : len), s);
+    }
+    if (ir_lex_expect(p, ':')) return -1;
+    numtok nt;
+    int64_t id;
+    if (!ir_lex_number(p, &nt) || nt.kind != T_INT || nt.neg)
+      return ir_lex_expected(p, "a device number");
+    if (ir_lex_int64(p, &nt, &id)) return -1;
+    if (id > 1000000)
+      return ir_lex_error(p, nt.at, "device number %lld is too large", (long long)id);
+    t->device.id = (int)id;
+  }
+  if (ir_lex_expect(p, '>')) return -1;
+  t->rank = rank;
+  if (rank) {
+    t->dims = ir_arena_memdup(p->g->arena, dims, (size_t)rank * sizeof *dims);
+    if (!t->dims) return ir_lex_oom(p);
+  }
+  return 0;
+}
+
+/* '(' [type {',' type}] ')' or one type, appended to v. */
+static int parse_type_list(parser *p, vec *v, bool parens) {
+  if (parens) {
+    if (ir_lex_expect(p, '(')) return -1;
+    if (ir_lex_accept(p, ')')) return 0;
+  }
+  for (;;) {
+    ir_lex_skip(p);
+    ir_type *t = ir_lex_push(v, sizeof *t);
+    if (!t) return ir_lex_oom(p);
+    if (parse_type(p, t)) return -1;
+    if (!parens || !ir_lex_accept(p, ',')) break;
+  }
+  return parens ? ir_lex_expect(p, ')') : 0;
+}
+
+/* Type text for messages. */
+static const char *type_str(const ir_type *t, char *buf, size_t cap) {
+  size_t need = ir_type_print(t, buf, cap);
+  if (need >= cap && cap > 4) strcpy(buf + cap - 4, "...");
+  return buf;
+}
+
+static const char *kind_word(int n, const char *one, const char *many) {
+  return n == 1 ? one : many;
+}
+
+/* ---- values ---- */
+/* '%' name; returns its span (without '%') and where the '%' is. */
+static int value_name(parser *p, const char **s, size_t *len, size_t *where) {
+  if (ir_lex_peek(p) != '%') return ir_lex_expected(p, "a value name '%...'");
+  *where = p->pos++;
+  size_t b = p->pos;
+  while (is_value_char(lex_at(p, p->pos))) p->pos++;
+  if (p->pos == b) return ir_lex_error(p, *where, "expected a value name after '%%'");
+  *s = p->s + b;
+  *len = p->pos - b;
+  return 0;
+}
+
+/* The parser's name table (ir_graph_find_value is a linear scan). */
+static uint64_t name_hash(const char *s, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; i++) h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static ir_value *find_value(const parser *p, const char *s, size_t len) {
+  if (!p->tab_cap) return NULL;
+  for (size_t i = name_hash(s, len) & (p->tab_cap - 1);; i = (i + 1) & (p->tab_cap - 1)) {
+    ir_value *v = p->tab[i];
+    if (!v) return NULL;
+    if (strlen(v->name) == len && memcmp(v->name, s, len) == 0) return v;
+  }
+}
+
+static int add_value(parser *p, ir_value *v) {
+  if (2 * (p->tab_n + 1) > p->tab_cap) {
+    size_t ncap = p->tab_cap ? 2 * p->tab_cap : 64;
+    ir_value **nt = calloc(ncap, sizeof *nt);
+    if (!nt) return ir_lex_oom(p);
+    for (size_t k = 0; k < p->tab_cap; k++) {
+      ir_value *o = p->tab[k];
+      if (!o) continue;
+      size_t i = name_hash(o->name, strlen(o->name)) & (ncap - 1);
+      while (nt[i]) i = (i + 1) & (ncap - 1);
+      nt[i] = o;
+    }
+    free(p->tab);
+    p->tab = nt;
+    p->tab_cap = ncap;
+  }
+  size_t i = name_hash(v->name, strlen(v->name)) & (p->tab_cap - 1);
+  while (p->tab[i]) i = (i + 1) & (p->tab_cap - 1);
+  p->tab[i] = v;
+  p->tab_n++;
+  return 0;
+}
+
+static int value_use(parser *p, ir_value **out, size_t *where) {
+  const char *s;
+  size_t len;
+  if (value_name(p, &s, &len, where)) return -1;
+  *out = find_value(p, s, len);
+  if (!*out)
+    return ir_lex_error(p, *where, "use of undefined value %%%.*s", (int)(len > 64 ? 64 : len), s);
+  return 0;
+}
+
+/* A new name: not defined in the graph, not among the names of this statement. */
+static int define_name(parser *p, const char *s, size_t len, size_t where) {
+  int pl = (int)(len > 64 ? 64 : len);
+  if (find_value(p, s, len)) return ir_lex_error(p, where, "redefinition of value %%%.*s", pl, s);
+  for (size_t i = 0; i < p->names.n; i++) {
+    const name_ref *r = (name_ref *)p->names.p + i;
+    if (r->len == len && memcmp(r->s, s, len) == 0)
+      return ir_lex_error(p, where, "redefinition of value %%%.*s", pl, s);
+  }
+  name_ref *r = ir_lex_push(&p->names, sizeof *r);
+  if (!r) return ir_lex_oom(p);
+  if (!(r->s = ir_arena_strndup(p->g->arena, s, len))) return ir_lex_oom(p);
+  r->len = len;
+  r->at = where;
+  return 0;
+}
+
+/* "takes 2 operands" / "takes 1 or 2 operands" / "takes at least 1 operand" */
+static void arity_text(const char *name, size_t len, char *buf, size_t cap) {
+  const ir_op_info *ops[8];
+  int nfound = 0;
+  for (int i = 0; i < IR_OP_COUNT && nfound < 8; i++) { /* the variants, fewest operands first */
+    const ir_op_info *o = ir_op_get((ir_op)i);
+    if (!lit_eq(name, len, o->name)) continue;
+    int j = nfound++;
+    for (; j > 0 && ops[j - 1]->nin_min > o->nin_min; j--) ops[j] = ops[j - 1];
+    ops[j] = o;
+  }
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < nfound && k < cap; i++) {
+    const ir_op_info *o = ops[i];
+    const char *sep = i == 0 ? "" : " or ";
+    if (o->nin_max < 0)
+      k += (size_t)snprintf(buf + k, cap - k, "%sat least %d", sep, o->nin_min);
+    else if (o->nin_min == o->nin_max)
+      k += (size_t)snprintf(buf + k, cap - k, "%s%d", sep, o->nin_min);
+    else
+      k += (size_t)snprintf(buf + k, cap - k, "%s%d to %d", sep, o->nin_min, o->nin_max);
+  }
+  bool one = nfound == 1 && ops[0]->nin_max == 1;
+  if (k < cap) snprintf(buf + k, cap - k, " %s", one ? "operand" : "operands");
+}
+
+/* %r {, %r} '=' op ... */
+static int parse_op(parser *p) {
+  vec *names = &p->names;
+  names->n = 0;
+  size_t stmt_at = p->pos;
+  for (;;) {
+    const char *s;
+    size_t len, where;
+    if (value_name(p, &s, &len, &where)) return -1;
+    if (lex_at(p, p->pos) == ':' && is_digit(lex_at(p, p->pos + 1))) { /* %name:N group */
+      p->pos++;
+      numtok t;
+      int64_t cnt;
+      ir_lex_number(p, &t);
+      if (t.kind != T_INT || ir_lex_int64(p, &t, &cnt) || cnt < 1 || cnt > 4096)
+        return ir_lex_error(p, t.at, "bad result group size");
+      for (int64_t i = 0; i < cnt; i++) {
+        char nm[128];
+        int k = snprintf(nm, sizeof nm, "%.*s#%lld", (int)(len > 100 ? 100 : len), s, (long long)i);
+        if (define_name(p, nm, (size_t)k, where)) return -1;
+      }
+    } else if (define_name(p, s, len, where)) {
+      return -1;
+    }
+    if (!ir_lex_accept(p, ',')) break;
+  }
+  if (ir_lex_expect(p, '=')) return -1;
+  /* op name */
+  ir_lex_skip(p);
+  size_t op_at = p->pos;
+  const char *nm;
+  size_t nlen;
+  bool generic = false;
+  if (ir_lex_peek(p) == '"') {
+    generic = true;
+    if (ir_lex_string(p, &nm)) return -1;
+    nlen = strlen(nm);
+  } else if (!ir_lex_ident(p, &nm, &nlen, NULL)) {
+    return ir_lex_expected(p, "an op name 'mo.<op>'");
+  }
+  int pl = (int)(nlen > 64 ? 64 : nlen);
+  bool known = false;
+  if (nlen > 3 && memcmp(nm, "mo.", 3) == 0) ir_op_lookup(nm + 3, nlen - 3, -1000, &known);
+  if (!known) return ir_lex_error(p, op_at, "unknown op '%.*s'", pl, nm);
+  /* operands */
+  vec *uses = &p->uses, *use_at = &p->use_at;
+  uses->n = use_at->n = 0;
+  if (ir_lex_accept(p, '(')) {
+    if (!ir_lex_accept(p, ')')) {
+      for (;;) {
+        ir_value **u = ir_lex_push(uses, sizeof *u);
+        size_t *w = ir_lex_push(use_at, sizeof *w);
+        if (!u || !w) return ir_lex_oom(p);
+        if (value_use(p, u, w)) return -1;
+        if (ir_lex_accept(p, ',')) continue;
+        if (ir_lex_expect(p, ')')) return -1;
+        break;
+      }
+    }
+  } else if (generic) {
+    return ir_lex_expect(p, '(');
+  }
+  int nin = (int)uses->n;
+  int op = ir_op_lookup(nm + 3, nlen - 3, nin, &known);
+  if (op < 0) {
+    char ar[96];
+    arity_text(nm + 3, nlen - 3, ar, sizeof ar);
+    return ir_lex_error(p, op_at, "%.*s takes %s, got %d", pl, nm, ar, nin);
+  }
+  const ir_op_info *info = ir_op_get((ir_op)op);
+  /* attributes */
+  p->attrs.n = 0;
+  if (ir_lex_peek(p) == '{' && ir_lex_attr_dict(p)) return -1;
+  /* types */
+  if (ir_lex_expect(p, ':')) return -1;
+  vec *in_t = &p->in_types, *out_t = &p->out_types;
+  in_t->n = out_t->n = 0;
+  bool functional = ir_lex_peek(p) == '(';
+  size_t in_types_at = p->pos;
+  if (functional) {
+    if (parse_type_list(p, in_t, true)) return -1;
+    if (!ir_lex_accept_lit(p, "->")) return ir_lex_expected(p, "'->'");
+  }
+  size_t out_types_at = (ir_lex_skip(p), p->pos);
+  if (parse_type_list(p, out_t, ir_lex_peek(p) == '(')) return -1;
+  /* result count */
+  int nout = info->nout;
+  if (nout < 0) { /* split: one result per split_sizes entry */
+    nout = (int)names->n;
+    for (size_t i = 0; i < p->attrs.n; i++) {
+      const ir_attr *a = &((attr_at *)p->attrs.p)[i].a;
+      if (strcmp(a->name, "split_sizes") == 0 && a->kind == IR_ATTR_INTS) nout = a->u.ints.n;
+    }
+  }
+  if ((int)names->n != nout)
+    return ir_lex_error(p, stmt_at, "%.*s produces %d %s but %zu %s given", pl, nm, nout,
+                        kind_word(nout, "result", "results"), names->n,
+                        names->n == 1 ? "name was" : "names were");
+  if ((int)out_t->n != nout)
+    return ir_lex_error(p, out_types_at, "%.*s produces %d %s but %zu result %s declared", pl, nm,
+                        nout, kind_word(nout, "result", "results"), out_t->n,
+                        out_t->n == 1 ? "type was" : "types were");
+  if (functional) {
+    if ((int)in_t->n != nin)
+      return ir_lex_error(p, in_types_at, "%.*s has %d %s but %zu operand %s declared", pl, nm, nin,
+                          kind_word(nin, "operand", "operands"), in_t->n,
+                          in_t->n == 1 ? "type was" : "types were");
+    for (int i = 0; i < nin; i++) {
+      const ir_type *dt = (ir_type *)in_t->p + i;
+      const ir_value *v = ((ir_value **)uses->p)[i];
+      if (!ir_type_equal(dt, &v->type)) {
+        char a[200], b[200];
+        return ir_lex_error(p, ((size_t *)use_at->p)[i],
+                            "operand %d of %.*s is declared as %s but %%%s has type %s", i, pl, nm,
+                            type_str(dt, a, sizeof a), v->name, type_str(&v->type, b, sizeof b));
+      }
+    }
+  }
+  /* build */
+  int nattrs = (int)p->attrs.n;
+  vec *fa = &p->flat_attrs, *rns = &p->result_names; /* ir_graph_add_node copies both */
+  fa->n = rns->n = 0;
+  for (int i = 0; i < nattrs; i++) {
+    ir_attr *a = ir_lex_push(fa, sizeof *a);
+    if (!a) return ir_lex_oom(p);
+    *a = ((attr_at *)p->attrs.p)[i].a;
+  }
+  for (int i = 0; i < nout; i++) {
+    const char **r = ir_lex_push(rns, sizeof *r);
+    if (!r) return ir_lex_oom(p);
+    *r = ((name_ref *)names->p)[i].s;
+  }
+  const ir_attr *attrs = fa->p;
+  const char *const *rn = rns->p;
+  ir_loc loc = ir_lex_loc(p, stmt_at);
+  p->d->msg[0] = 0;
+  ir_node *node = ir_graph_add_node(p->g, (ir_op)op, (ir_value **)uses->p, nin, attrs, nattrs, nout,
+                                    (ir_type *)out_t->p, rn, loc, p->d);
+  if (!node) {
+    p->failed = true;
+    if (!p->d->msg[0]) {
+      p->failed = false;
+      return ir_lex_error(p, stmt_at, "out of memory");
+    }
+    return -1;
+  }
+  for (int i = 0; i < nout; i++)
+    if (add_value(p, node->out[i])) return -1;
+  return 0;
+}
+
+/* 'mo.output' [%v {, %v} ':' type {, type}] */
+static int parse_output(parser *p, size_t out_at) {
+  vec *uses = &p->uses, *use_at = &p->use_at, *tys = &p->in_types;
+  uses->n = use_at->n = tys->n = 0;
+  if (ir_lex_peek(p) == '%') {
+    for (;;) {
+      ir_value **u = ir_lex_push(uses, sizeof *u);
+      size_t *w = ir_lex_push(use_at, sizeof *w);
+      if (!u || !w) return ir_lex_oom(p);
+      if (value_use(p, u, w)) return -1;
+      if (!ir_lex_accept(p, ',')) break;
+    }
+    if (ir_lex_expect(p, ':')) return -1;
+    size_t tat = (ir_lex_skip(p), p->pos);
+    for (;;) {
+      ir_type *t = ir_lex_push(tys, sizeof *t);
+      if (!t) return ir_lex_oom(p);
+      if (parse_type(p, t)) return -1;
+      if (!ir_lex_accept(p, ',')) break;
+    }
+    if (tys->n != uses->n)
+      return ir_lex_error(p, tat, "mo.output has %zu %s but %zu %s declared", uses->n,
+                          kind_word((int)uses->n, "operand", "operands"), tys->n,
+                          tys->n == 1 ? "type was" : "types were");
+  }
+  int n = (int)uses->n;
+  ir_value **vals = uses->p;
+  char a[200], b[200];
+  for (int i = 0; i < n; i++) {
+    const ir_type *t = (ir_type *)tys->p + i;
+    if (!ir_type_equal(t, &vals[i]->type))
+      return ir_lex_error(p, ((size_t *)use_at->p)[i],
+                          "operand %d of mo.output is declared as %s but %%%s has type %s", i,
+                          type_str(t, a, sizeof a), vals[i]->name,
+                          type_str(&vals[i]->type, b, sizeof b));
+  }
+  p->out_at = out_at;
+  p->out_pos = ir_arena_memdup(p->g->arena, use_at->p, (size_t)n * sizeof(size_t));
+  if (!p->out_pos || ir_graph_set_outputs(p->g, vals, n, ir_lex_loc(p, out_at)))
+    return ir_lex_oom(p);
+  return 0;
+}
+
+/* After verification (so that a wrong result type declared on a node is
+ * reported at that node first): mo.output against the graph's signature. */
+static int check_signature(parser *p) {
+  const ir_graph *g = p->g;
+  int n = g->noutputs;
+  char a[200], b[200];
+  if (n != p->nres)
+    return ir_lex_error(p, p->out_at, "mo.output returns %d %s but the graph declares %d %s", n,
+                        kind_word(n, "value", "values"), p->nres,
+                        kind_word(p->nres, "result", "results"));
+  for (int i = 0; i < n; i++) {
+    const ir_value *v = g->outputs[i];
+    if (!ir_type_equal(&p->res[i], &v->type))
+      return ir_lex_error(
+          p, p->out_pos[i],
+          "result %d of the graph is declared as %s but mo.output returns %%%s of type %s", i,
+          type_str(&p->res[i], a, sizeof a), v->name, type_str(&v->type, b, sizeof b));
+  }
+  return 0;
+}
+
+/* argument_names / result_names from the graph's attribute dictionary. */
+static int graph_names(parser *p, const attr_at *aa, int count, const char *what,
+                       const char **dst) {
+  const ir_attr *a = &aa->a;
+  int n = a->kind == IR_ATTR_STRINGS                    ? a->u.strings.n
+          : a->kind == IR_ATTR_INTS && a->u.ints.n == 0 ? 0
+                                                        : -1;
+  if (n < 0) return ir_lex_error(p, aa->at, "%s must be a list of strings", a->name);
+  if (n != count)
+    return ir_lex_error(p, aa->at, "%s has %d %s but the graph has %d %s", a->name, n,
+                        kind_word(n, "entry", "entries"), count, what);
+  for (int i = 0; i < n; i++) dst[i] = a->u.strings.v[i][0] ? a->u.strings.v[i] : NULL;
+  return 0;
+}
+
+static ir_graph *parse_graph(parser *p) {
+  if (!ir_lex_accept_lit(p, "mo.graph")) {
+    ir_lex_expected(p, "'mo.graph'");
+    return NULL;
+  }
+  ir_lex_skip(p);
+  if (lex_at(p, p->pos) != '@') {
+    ir_lex_expected(p, "a graph name '@...'");
+    return NULL;
+  }
+  size_t nb = ++p->pos;
+  while (is_value_char(lex_at(p, p->pos))) p->pos++;
+  if (p->pos == nb) {
+    ir_lex_error(p, nb - 1, "expected a graph name after '@'");
+    return NULL;
+  }
+  char *gname = malloc(p->pos - nb + 1);
+  if (!gname) {
+    ir_lex_oom(p);
+    return NULL;
+  }
+  memcpy(gname, p->s + nb, p->pos - nb);
+  gname[p->pos - nb] = 0;
+  p->g = ir_graph_new(gname);
+  free(gname);
+  if (!p->g) {
+    ir_lex_oom(p);
+    return NULL;
+  }
+  ir_graph *g = p->g;
+  /* symbols */
+  if (ir_lex_accept(p, '<')) {
+    g->syms_declared = true;
+    if (!ir_lex_accept(p, '>')) {
+      for (;;) {
+        const char *s;
+        size_t len, w = (ir_lex_skip(p), p->pos);
+        if (!ir_lex_ident(p, &s, &len, &w) || memchr(s, '.', len) || memchr(s, '$', len)) {
+          p->pos = w;
+          ir_lex_expected(p, "a symbol name");
+          return NULL;
+        }
+        int pl = (int)(len > 64 ? 64 : len);
+        if (lit_eq(s, len, "floordiv") || lit_eq(s, len, "ceildiv") || lit_eq(s, len, "mod")) {
+          ir_lex_error(p, w, "'%.*s' is a reserved word, not a symbol name", pl, s);
+          return NULL;
+        }
+        if (ir_graph_symbol(g, s, len, false) >= 0) {
+          ir_lex_error(p, w, "symbol '%.*s' is declared twice", pl, s);
+          return NULL;
+        }
+        if (ir_graph_symbol(g, s, len, true) < 0) {
+          ir_lex_oom(p);
+          return NULL;
+        }
+        if (ir_lex_accept(p, ',')) continue;
+        if (ir_lex_expect(p, '>')) return NULL;
+        break;
+      }
+    }
+  }
+  /* arguments */
+  if (ir_lex_expect(p, '(')) return NULL;
+  if (!ir_lex_accept(p, ')')) {
+    for (;;) {
+      const char *s;
+      size_t len, where;
+      ir_type t;
+      if (value_name(p, &s, &len, &where)) return NULL;
+      p->names.n = 0;
+      if (define_name(p, s, len, where)) return NULL;
+      if (ir_lex_expect(p, ':') || parse_type(p, &t)) return NULL;
+      ir_value *v = ir_graph_add_input(g, ((name_ref *)p->names.p)[0].s, &t);
+      if (!v) {
+        ir_lex_oom(p);
+        return NULL;
+      }
+      if (add_value(p, v)) return NULL;
+      if (ir_lex_accept(p, ',')) continue;
+      if (ir_lex_expect(p, ')')) return NULL;
+      break;
+    }
+  }
+  /* results */
+  if (ir_lex_accept_lit(p, "->")) {
+    vec *v = &p->out_types;
+    v->n = 0;
+    if (parse_type_list(p, v, ir_lex_peek(p) == '(')) return NULL;
+    p->nres = (int)v->n;
+    p->res = ir_arena_memdup(g->arena, v->p, v->n * sizeof(ir_type));
+    if (!p->res) {
+      ir_lex_oom(p);
+      return NULL;
+    }
+  }
+  /* graph attributes: kept until the outputs exist */
+  attr_at *gattrs = NULL;
+  int ngattrs = 0;
+  if (ir_lex_accept_lit(p, "attributes")) {
+    if (ir_lex_attr_dict(p)) return NULL;
+    ngattrs = (int)p->attrs.n;
+    gattrs = ir_arena_memdup(g->arena, p->attrs.p, p->attrs.n * sizeof *gattrs);
+    if (!gattrs) {
+      ir_lex_oom(p);
+      return NULL;
+    }
+    for (int i = 0; i < ngattrs; i++) {
+      const char *an = gattrs[i].a.name;
+      if (strcmp(an, "argument_names") == 0) {
+        if (graph_names(p, &gattrs[i], g->ninputs, kind_word(g->ninputs, "argument", "arguments"),
+                        g->input_names))
+          return NULL;
+      } else if (strcmp(an, "result_names") != 0) {
+        ir_lex_error(p, gattrs[i].at,
+                     "unknown graph attribute '%s' (expected argument_names or result_names)", an);
+        return NULL;
+      }
+    }
+  }
+  /* body */
+  if (ir_lex_expect(p, '{')) return NULL;
+  bool have_output = false;
+  for (;;) {
+    int c = ir_lex_peek(p);
+    if (c < 0) {
+      ir_lex_expected(p, "'}'");
+      return NULL;
+    }
+    if (c == '}') {
+      if (!have_output) {
+        ir_lex_error(p, p->pos, "graph @%s has no mo.output", g->name);
+        return NULL;
+      }
+      p->pos++;
+      break;
+    }
+    if (have_output) {
+      ir_lex_error(p, p->pos, "mo.output must be the last operation of the graph");
+      return NULL;
+    }
+    size_t w = p->pos;
+    if (c == '%') {
+      if (parse_op(p)) return NULL;
+    } else if (ir_lex_accept_lit(p, "mo.output")) {
+      if (parse_output(p, w)) return NULL;
+      have_output = true;
+    } else {
+      ir_lex_expected(p, "an operation '%... = mo.<op>', 'mo.output' or '}'");
+      return NULL;
+    }
+  }
+  ir_lex_skip(p);
+  if (p->pos < p->n) {
+    ir_lex_expected(p, "end of input after the graph");
+    return NULL;
+  }
+  for (int i = 0; i < ngattrs; i++)
+    if (strcmp(gattrs[i].a.name, "result_names") == 0 &&
+        graph_names(p, &gattrs[i], g->noutputs, kind_word(g->noutputs, "result", "results"),
+                    g->output_names))
+      return NULL;
+  return g;
+}
+
+static void parser_free(parser *p) {
+  vec *vs[] = {&p->names, &p->uses, &p->use_at, &p->in_types,   &p->out_types,
+               &p->attrs, &p->list, &p->toks,   &p->flat_attrs, &p->result_names};
+  for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) free(vs[i]->p);
+  free(p->tab);
+}
+
+static void parser_init(parser *p, ir_graph *g, const char *text, size_t len, ir_diag *d,
+                        ir_diag *local) {
+  memset(p, 0, sizeof *p);
+  p->g = g;
+  p->d = d ? d : local;
+  memset(p->d, 0, sizeof *p->d);
+  p->s = text ? text : "";
+  p->n = text ? len : 0;
+}
+
+int ir_parse_attrs(ir_graph *g, const char *text, size_t len, ir_attr **out, int *n, ir_diag *d) {
+  ir_diag local;
+  parser p;
+  parser_init(&p, g, text, len, d, &local);
+  *out = NULL;
+  *n = 0;
+  int rc = -1;
+  if (ir_lex_peek(&p) >= 0 && ir_lex_attr_dict(&p)) goto done;
+  if (ir_lex_peek(&p) >= 0) {
+    ir_lex_expected(&p, "end of the attributes");
+    goto done;
+  }
+  *out = ir_arena_alloc(g->arena, (p.attrs.n ? p.attrs.n : 1) * sizeof **out);
+  if (!*out) {
+    ir_lex_oom(&p);
+    goto done;
+  }
+  for (size_t i = 0; i < p.attrs.n; i++) (*out)[i] = ((attr_at *)p.attrs.p)[i].a;
+  *n = (int)p.attrs.n;
+  rc = 0;
+done:
+  parser_free(&p);
+  return rc;
+}
+
+int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_diag *d) {
+  ir_diag local;
+  parser p;
+  parser_init(&p, g, text, len, d, &local);
+  int rc = parse_type(&p, out);
+  if (rc == 0 && ir_lex_peek(&p) >= 0) rc = ir_lex_expected(&p, "end of the type");
+  parser_free(&p);
+  return rc;
+}
+
+ir_graph *ir_parse(const char *text, size_t len, ir_diag *d) {
+  ir_diag local;
+  parser p;
+  parser_init(&p, NULL, text, len, d, &local);
+  p.d->rule = false;
+  ir_graph *g = parse_graph(&p);
+  if (g && (ir_graph_verify(g, p.d) != 0 || check_signature(&p) != 0)) {
+    if (p.d) p.d->rule = true;
+    g = NULL;
+  }
+  if (!g) ir_graph_free(p.g);
+  parser_free(&p);
+  return g;
+}

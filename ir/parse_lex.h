@@ -1,0 +1,105 @@
+/* parse_lex.h - internal to the MO text parser (parse.c and parse_lex.c):
+ * the parser state, the lexer, and the grammar of attribute values.
+ * Not for use outside those two files.
+ *
+ * Conventions: every function that can fail returns 0 (or true) on success
+ * and -1 (or false) on failure; an error message is recorded once, by
+ * ir_lex_error, as the first error of the parse (later ones are ignored), at
+ * the 1-based line:col (bytes) of an offset into the text. */
+#ifndef KILN_IR_PARSE_LEX_H
+#define KILN_IR_PARSE_LEX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* A scratch vector (malloc'd, freed when parsing ends). */
+typedef struct vec {
+  void *p;
+  size_t n, cap;
+} vec;
+
+typedef struct attr_at {
+  ir_attr a;
+  size_t at; /* where its name is */
+} attr_at;
+
+typedef enum tok_kind { T_INT, T_FLOAT, T_HEX, T_INF, T_NAN, T_TRUE, T_FALSE } tok_kind;
+typedef struct numtok { /* a literal: text at [at, at+len), sign included */
+  size_t at, len;
+  tok_kind kind;
+  bool neg;
+} numtok;
+
+typedef struct parser {
+  const char *s;
+  size_t n, pos;
+  ir_graph *g;
+  ir_diag *d;
+  bool failed;
+  bool sym_failed; /* the last dim error came from the symbol resolver */
+  size_t sym_pos;
+  int nres; /* the graph's declared result types */
+  ir_type *res;
+  size_t out_at, *out_pos; /* where mo.output and its operands are */
+  size_t loc_pos;          /* ir_lex_loc's last answer: loc is at loc_pos */
+  ir_loc loc;
+  ir_value **tab; /* values by name (open addressing), tab_cap a power of 2 */
+  size_t tab_cap, tab_n;
+  vec names, uses, use_at, in_types, out_types, attrs, list, toks, flat_attrs, result_names;
+} parser;
+
+/* Character classes (c may be -1 at the end of input). */
+static inline bool is_alpha(int c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+static inline bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static inline bool is_hex(int c) {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+static inline bool is_id_char(int c) { return is_alpha(c) || is_digit(c) || c == '.' || c == '$'; }
+static inline bool is_value_char(int c) { return is_id_char(c) || c == '-' || c == '#'; }
+static inline int lex_at(const parser *p, size_t i) {
+  return i < p->n ? (unsigned char)p->s[i] : -1;
+}
+static inline bool lit_eq(const char *s, size_t len, const char *lit) {
+  return strlen(lit) == len && memcmp(s, lit, len) == 0;
+}
+
+/* ---- parse_lex.c ---- */
+/* Append a zeroed slot of elem bytes; NULL on out-of-memory. */
+void *ir_lex_push(vec *v, size_t elem);
+
+/* Errors: line:col of an offset; record "fmt" at pos (first error wins);
+ * "out of memory" at the current position. All return -1. */
+ir_loc ir_lex_loc(parser *p, size_t pos);
+int ir_lex_error(parser *p, size_t pos, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int ir_lex_oom(parser *p);
+
+/* Skip spaces and // comments; the next character (-1 at the end). */
+void ir_lex_skip(parser *p);
+int ir_lex_peek(parser *p);
+/* Consume c / the literal lit (a word literal must not run on into an
+ * identifier) when it comes next. */
+bool ir_lex_accept(parser *p, char c);
+bool ir_lex_accept_lit(parser *p, const char *lit);
+/* "expected WHAT, found 'tok'" / "unexpected end of input, expected WHAT". */
+int ir_lex_expected(parser *p, const char *what);
+int ir_lex_expect(parser *p, char c);
+/* An identifier [A-Za-z_][A-Za-z0-9_.$]*; not consumed when absent. */
+bool ir_lex_ident(parser *p, const char **s, size_t *len, size_t *where);
+/* A number (-?digits[.digits][e[+-]digits], -?0x hex, -?inf, -?nan); not
+ * consumed when absent. */
+bool ir_lex_number(parser *p, numtok *t);
+/* An INT or HEX token as int64 (error when out of range). */
+int ir_lex_int64(parser *p, const numtok *t, int64_t *out);
+/* A string literal with escapes, copied into the graph's arena. */
+int ir_lex_string(parser *p, const char **out);
+/* '{' [name '=' value {',' name '=' value}] '}' into p->attrs (cleared
+ * first), values in the graph's arena; a repeated name is an error. */
+int ir_lex_attr_dict(parser *p);
+
+#endif
