@@ -1,0 +1,213 @@
+/* norm.c - lowering of mo.softmax, mo.logsoftmax and mo.layer_norm.
+ *
+ * softmax / logsoftmax (axis attribute, default -1): the input is viewed as
+ * [outer, R, inner]; for each (outer, inner) row:
+ *   m   = max over r (llvm.maximum from -inf: a NaN propagates)
+ *   s   = sum over r of exp(x - m), in index order
+ *   out = exp(x - m) / s            (softmax)
+ *   out = (x - m) - log(s)          (logsoftmax)
+ * layer_norm (epsilon attribute, default 1e-5) normalizes the last axis:
+ *   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased, two passes),
+ *   y = (x - mean) / sqrt(var + eps) * gamma + beta.
+ * Everything is computed in double and rounded once at the store (f32), as
+ * the reference interpreter does; exp / log are llvm.exp / llvm.log on
+ * double, i.e. libm's exp / log.
+ * Assumes a verified node: float dtype shared by operands and result; for
+ * layer_norm rank >= 1 and gamma, beta of shape [D]. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "lower.h"
+
+static int norm_err(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int norm_err(jit_fn *f, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const ir_node *n = f->node;
+  return jit_fn_error(f, "mo.%s (result %%%s): %s", ir_op_get(n->op)->name,
+                      n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
+}
+
+/* An alloca at the top of the entry block (promoted to SSA by O3). */
+static LLVMValueRef entry_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(f->fn);
+  LLVMBuilderRef tmp = LLVMCreateBuilderInContext(f->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(tmp, first);
+  else
+    LLVMPositionBuilderAtEnd(tmp, entry);
+  LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
+  LLVMDisposeBuilder(tmp);
+  return a;
+}
+
+static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWMul(f->b, a, b, "");
+}
+
+static LLVMValueRef add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWAdd(f->b, a, b, "");
+}
+
+/* Load element idx of base as a double. */
+static LLVMValueRef load_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMValueRef x = jit_load(f, dt, base, idx);
+  return dt == IR_DT_F64 ? x : LLVMBuildFPExt(f->b, x, f->t_f64, "");
+}
+
+/* Store a double into element idx of base, rounding once to dt. */
+static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef v) {
+  if (dt != IR_DT_F64) v = LLVMBuildFPTrunc(f->b, v, jit_type(f, dt), "");
+  jit_store(f, dt, base, idx, v);
+}
+
+static LLVMValueRef exp_f64(jit_fn *f, LLVMValueRef x) {
+  return jit_intrinsic(f, "llvm.exp", f->t_f64, &x, 1);
+}
+
+int jit_lower_softmax(jit_fn *f) {
+  const ir_node *n = f->node;
+  bool is_log = n->op == IR_OP_LOGSOFTMAX;
+  if (n->op != IR_OP_SOFTMAX && !is_log) return norm_err(f, "not a softmax");
+  if (n->nin != 1 || n->nout != 1)
+    return norm_err(f, "expected 1 operand and 1 result, got %d and %d", n->nin, n->nout);
+  const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+  ir_dtype dt = ti->dtype;
+  if (!ir_dtype_is_float(dt) || to->dtype != dt)
+    return norm_err(f, "dtype %s is not supported (float only)", ir_dtype_name(dt));
+  int r = ti->rank;
+  int64_t axis = ir_node_attr_int(n, "axis", -1);
+  int64_t ax = axis < 0 ? axis + r : axis;
+  if (ax < 0 || ax >= r)
+    return norm_err(f, "axis %lld is out of range for rank %d", (long long)axis, r);
+
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef outer = jit_numel_range(f, ti, 0, (int)ax);
+  LLVMValueRef R = jit_dim(f, ti->dims[ax]);
+  LLVMValueRef inner = jit_numel_range(f, ti, (int)ax + 1, r);
+  LLVMValueRef Rinner = mul(f, R, inner);
+  LLVMValueRef macc = entry_alloca(f, f->t_f64, "max");
+  LLVMValueRef sacc = entry_alloca(f, f->t_f64, "sum");
+  LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
+
+  jit_loop lo, li, l1, l2, l3;
+  LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
+  LLVMValueRef obase = mul(f, o, Rinner);
+  LLVMValueRef i = jit_loop_begin(f, &li, zero, inner, "i");
+  LLVMValueRef base = add(f, obase, i);
+
+  /* pass 1: max */
+  LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, -INFINITY), macc);
+  LLVMValueRef k = jit_loop_begin(f, &l1, zero, R, "r");
+  LLVMValueRef x = load_f64(f, dt, X, add(f, base, mul(f, k, inner)));
+  LLVMValueRef m = LLVMBuildLoad2(f->b, f->t_f64, macc, "");
+  LLVMValueRef margs[2] = {m, x};
+  LLVMBuildStore(f->b, jit_intrinsic(f, "llvm.maximum", f->t_f64, margs, 2), macc);
+  jit_loop_end(f, &l1);
+  m = LLVMBuildLoad2(f->b, f->t_f64, macc, "m");
+
+  /* pass 2: sum of exp(x - m) */
+  LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
+  k = jit_loop_begin(f, &l2, zero, R, "r");
+  x = load_f64(f, dt, X, add(f, base, mul(f, k, inner)));
+  LLVMValueRef e = exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
+  /* f64 softmax keeps exp(x - m) in the output for pass 3 (exact: it is
+   * stored as the double it is); narrower types recompute it there, to
+   * round once. */
+  bool keep_exp = !is_log && dt == IR_DT_F64;
+  if (keep_exp) jit_store(f, dt, Y, add(f, base, mul(f, k, inner)), e);
+  LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
+  LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, e, ""), sacc);
+  jit_loop_end(f, &l2);
+  s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "s");
+  LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
+
+  /* pass 3: write */
+  k = jit_loop_begin(f, &l3, zero, R, "r");
+  LLVMValueRef idx = add(f, base, mul(f, k, inner));
+  LLVMValueRef y;
+  if (keep_exp) {
+    y = LLVMBuildFDiv(f->b, jit_load(f, dt, Y, idx), s, "");
+  } else {
+    x = load_f64(f, dt, X, idx);
+    LLVMValueRef d = LLVMBuildFSub(f->b, x, m, "");
+    y = is_log ? LLVMBuildFSub(f->b, d, logs, "") : LLVMBuildFDiv(f->b, exp_f64(f, d), s, "");
+  }
+  store_f64(f, dt, Y, idx, y);
+  jit_loop_end(f, &l3);
+
+  jit_loop_end(f, &li);
+  jit_loop_end(f, &lo);
+  return f->failed ? -1 : 0;
+}
+
+int jit_lower_layer_norm(jit_fn *f) {
+  const ir_node *n = f->node;
+  if (n->nin != 3 || n->nout != 1)
+    return norm_err(f, "expected 3 operands and 1 result, got %d and %d", n->nin, n->nout);
+  const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+  const ir_type *tg = &n->in[1]->type, *tb = &n->in[2]->type;
+  ir_dtype dt = ti->dtype;
+  if (!ir_dtype_is_float(dt) || to->dtype != dt)
+    return norm_err(f, "dtype %s is not supported (float only)", ir_dtype_name(dt));
+  if (!ir_dtype_is_float(tg->dtype) || !ir_dtype_is_float(tb->dtype))
+    return norm_err(f, "gamma and beta must be float, got %s and %s", ir_dtype_name(tg->dtype),
+                    ir_dtype_name(tb->dtype));
+  int r = ti->rank;
+  if (r < 1) return norm_err(f, "operand must have rank >= 1");
+  if (tg->rank != 1 || tb->rank != 1)
+    return norm_err(f, "gamma and beta must have rank 1, got %d and %d", tg->rank, tb->rank);
+  double eps = ir_node_attr_float(n, "epsilon", 1e-5);
+
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef rows = jit_numel_range(f, ti, 0, r - 1);
+  LLVMValueRef D = jit_dim(f, ti->dims[r - 1]);
+  LLVMValueRef Df = LLVMBuildSIToFP(f->b, D, f->t_f64, "");
+  LLVMValueRef epsv = jit_fconst(f, IR_DT_F64, eps);
+  LLVMValueRef sacc = entry_alloca(f, f->t_f64, "sum");
+  LLVMValueRef X = jit_in(f, 0), G = jit_in(f, 1), B = jit_in(f, 2), Y = jit_out(f, 0);
+
+  jit_loop lr, l1, l2, l3;
+  LLVMValueRef row = jit_loop_begin(f, &lr, zero, rows, "row");
+  LLVMValueRef base = mul(f, row, D);
+
+  /* pass 1: mean */
+  LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
+  LLVMValueRef j = jit_loop_begin(f, &l1, zero, D, "j");
+  LLVMValueRef x = load_f64(f, dt, X, add(f, base, j));
+  LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
+  LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, x, ""), sacc);
+  jit_loop_end(f, &l1);
+  LLVMValueRef mean = LLVMBuildFDiv(f->b, LLVMBuildLoad2(f->b, f->t_f64, sacc, ""), Df, "mean");
+
+  /* pass 2: biased variance */
+  LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
+  j = jit_loop_begin(f, &l2, zero, D, "j");
+  x = load_f64(f, dt, X, add(f, base, j));
+  LLVMValueRef dlt = LLVMBuildFSub(f->b, x, mean, "");
+  s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
+  LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, LLVMBuildFMul(f->b, dlt, dlt, ""), ""), sacc);
+  jit_loop_end(f, &l2);
+  LLVMValueRef var = LLVMBuildFDiv(f->b, LLVMBuildLoad2(f->b, f->t_f64, sacc, ""), Df, "var");
+  LLVMValueRef ve = LLVMBuildFAdd(f->b, var, epsv, "");
+  LLVMValueRef den = jit_intrinsic(f, "llvm.sqrt", f->t_f64, &ve, 1);
+
+  /* pass 3: normalize, scale, shift */
+  j = jit_loop_begin(f, &l3, zero, D, "j");
+  LLVMValueRef idx = add(f, base, j);
+  x = load_f64(f, dt, X, idx);
+  LLVMValueRef g = load_f64(f, tg->dtype, G, j);
+  LLVMValueRef bb = load_f64(f, tb->dtype, B, j);
+  LLVMValueRef y = LLVMBuildFDiv(f->b, LLVMBuildFSub(f->b, x, mean, ""), den, "");
+  y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, g, ""), bb, "");
+  store_f64(f, dt, Y, idx, y);
+  jit_loop_end(f, &l3);
+
+  jit_loop_end(f, &lr);
+  return f->failed ? -1 : 0;
+}

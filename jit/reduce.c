@@ -1,0 +1,209 @@
+/* reduce.c - lowering of the one-axis reductions: mo.sum, mo.mean, mo.max,
+ * mo.min (one operand), mo.argmax, mo.argmin.
+ *
+ * The input is viewed as [outer, R, inner] around the reduced axis (axis
+ * attribute, default -1, negative counts from the end); the result is
+ * [outer, 1, inner] in the same row-major order. Loop order: outer, inner,
+ * then r in index order, so results are deterministic and follow the
+ * reference interpreter:
+ *   sum / mean  floats accumulate in double (f32 rounds once at the store),
+ *               integers in their own type with wrap-around; mean = sum / R
+ *               (R = 0 gives NaN for floats, 0 for integers).
+ *   max / min   floats: llvm.maximum / llvm.minimum from -inf / +inf, so NaN
+ *               propagates and -0 < +0; integers from the type's min / max.
+ *   arg*        the index (as the result dtype, si64) of the first extreme;
+ *               a NaN counts as the extreme, the first NaN wins; empty -> 0.
+ *               Two passes per row (the extreme, then the first index
+ *               holding it), both without a loop-carried select chain, so
+ *               both vectorize.
+ * Assumes a verified node (one operand, axis in range, result type as the
+ * verifier inferred it). */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lower.h"
+
+static int red_err(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int red_err(jit_fn *f, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  const ir_node *n = f->node;
+  return jit_fn_error(f, "mo.%s (result %%%s): %s", ir_op_get(n->op)->name,
+                      n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
+}
+
+/* An alloca at the top of the entry block (promoted to SSA by O3). */
+static LLVMValueRef entry_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(f->fn);
+  LLVMBuilderRef tmp = LLVMCreateBuilderInContext(f->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(tmp, first);
+  else
+    LLVMPositionBuilderAtEnd(tmp, entry);
+  LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
+  LLVMDisposeBuilder(tmp);
+  return a;
+}
+
+static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWMul(f->b, a, b, "");
+}
+
+static LLVMValueRef add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWAdd(f->b, a, b, "");
+}
+
+/* The smallest / largest value of an integer or bool dtype, as its register type. */
+static LLVMValueRef int_limit(jit_fn *f, ir_dtype dt, bool want_max) {
+  LLVMTypeRef t = jit_type(f, dt);
+  unsigned bits = LLVMGetIntTypeWidth(t);
+  if (dt == IR_DT_BOOL || !ir_dtype_is_signed(dt))
+    return want_max ? LLVMConstAllOnes(t) : LLVMConstInt(t, 0, 0);
+  uint64_t smax = bits >= 64 ? (uint64_t)INT64_MAX : ((uint64_t)1 << (bits - 1)) - 1;
+  return want_max ? LLVMConstInt(t, smax, 0) : LLVMConstInt(t, ~smax, 1);
+}
+
+/* One step of max / min. Floats: llvm.maximum / llvm.minimum (NaN
+ * propagates, -0 < +0: the interpreter's max_f / min_f); integers and bool:
+ * llvm.smax / smin / umax / umin. */
+static LLVMValueRef extreme(jit_fn *f, ir_dtype dt, bool is_max, LLVMValueRef acc, LLVMValueRef x) {
+  LLVMValueRef args[2] = {acc, x};
+  const char *name;
+  if (ir_dtype_is_float(dt))
+    name = is_max ? "llvm.maximum" : "llvm.minimum";
+  else if (ir_dtype_is_signed(dt))
+    name = is_max ? "llvm.smax" : "llvm.smin";
+  else
+    name = is_max ? "llvm.umax" : "llvm.umin";
+  return jit_intrinsic(f, name, LLVMTypeOf(x), args, 2);
+}
+
+int jit_lower_reduce(jit_fn *f) {
+  const ir_node *n = f->node;
+  ir_op op = n->op;
+  if (n->nin != 1 || n->nout != 1)
+    return red_err(f, "expected 1 operand and 1 result, got %d and %d", n->nin, n->nout);
+  const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
+  ir_dtype dt = ti->dtype, odt = to->dtype;
+  int r = ti->rank;
+  int64_t axis = ir_node_attr_int(n, "axis", -1);
+  int64_t ax = axis < 0 ? axis + r : axis;
+  if (ax < 0 || ax >= r)
+    return red_err(f, "axis %lld is out of range for rank %d", (long long)axis, r);
+
+  bool is_float = ir_dtype_is_float(dt);
+  bool is_int = ir_dtype_is_int(dt);
+  bool is_arg = op == IR_OP_ARGMAX || op == IR_OP_ARGMIN;
+  bool is_sum = op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
+  bool is_max = op == IR_OP_REDUCE_MAX || op == IR_OP_ARGMAX;
+  if (!is_sum && !is_arg && op != IR_OP_REDUCE_MAX && op != IR_OP_REDUCE_MIN)
+    return red_err(f, "not a reduction");
+  if (is_sum && !is_float && !is_int)
+    return red_err(f, "dtype %s is not supported", ir_dtype_name(dt));
+  if (!is_sum && !is_float && !is_int && dt != IR_DT_BOOL)
+    return red_err(f, "dtype %s is not supported", ir_dtype_name(dt));
+  if (is_arg ? !ir_dtype_is_int(odt) : odt != dt)
+    return red_err(f, "result dtype %s does not fit operand dtype %s", ir_dtype_name(odt),
+                   ir_dtype_name(dt));
+
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef outer = jit_numel_range(f, ti, 0, (int)ax);
+  LLVMValueRef R = jit_dim(f, ti->dims[ax]);
+  LLVMValueRef inner = jit_numel_range(f, ti, (int)ax + 1, r);
+  LLVMValueRef Rinner = mul(f, R, inner);
+
+  LLVMTypeRef et = jit_type(f, dt);
+  /* accumulator: double for float sums, else the register type */
+  LLVMTypeRef acct = (is_sum && is_float) ? f->t_f64 : et;
+  LLVMValueRef acc = entry_alloca(f, acct, "acc");
+  LLVMValueRef best_idx = is_arg ? entry_alloca(f, f->t_i64, "best") : NULL;
+  LLVMValueRef init;
+  if (is_sum)
+    init = is_float ? jit_fconst(f, IR_DT_F64, 0.0) : LLVMConstInt(et, 0, 0);
+  else if (is_float)
+    init = jit_fconst(f, dt, is_max ? -INFINITY : INFINITY);
+  else
+    init = int_limit(f, dt, !is_max);
+
+  LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
+  jit_loop lo, li, lr;
+  LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
+  LLVMValueRef ibase = mul(f, o, Rinner);
+  LLVMValueRef obase = mul(f, o, inner);
+  LLVMValueRef i = jit_loop_begin(f, &li, zero, inner, "i");
+  LLVMValueRef rbase = add(f, ibase, i);
+  LLVMBuildStore(f->b, init, acc);
+  LLVMValueRef k = jit_loop_begin(f, &lr, zero, R, "r");
+  LLVMValueRef x = jit_load(f, dt, X, add(f, rbase, mul(f, k, inner)));
+  LLVMValueRef cur = LLVMBuildLoad2(f->b, acct, acc, "");
+  if (is_sum) {
+    if (is_float) {
+      if (dt != IR_DT_F64) x = LLVMBuildFPExt(f->b, x, f->t_f64, "");
+      LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, cur, x, ""), acc);
+    } else {
+      LLVMBuildStore(f->b, LLVMBuildAdd(f->b, cur, x, ""), acc);
+    }
+  } else {
+    LLVMBuildStore(f->b, extreme(f, dt, is_max, cur, x), acc);
+  }
+  jit_loop_end(f, &lr);
+
+  LLVMValueRef oidx = add(f, obase, i);
+  LLVMValueRef res = LLVMBuildLoad2(f->b, acct, acc, "");
+  if (is_arg) {
+    /* Second pass: the first index holding the extreme m (a NaN when m is
+     * NaN), as a umin reduction of (match ? r : R) so it vectorizes. This is
+     * the interpreter's "first strictly better, first NaN wins": with no NaN,
+     * the first x == m (either zero when m is a zero); R = 0 gives 0. */
+    LLVMValueRef m = res;
+    LLVMValueRef mnan =
+        is_float ? LLVMBuildFCmp(f->b, LLVMRealUNO, m, m, "") : LLVMConstInt(f->t_i1, 0, 0);
+    LLVMBuildStore(f->b, R, best_idx);
+    jit_loop l2;
+    k = jit_loop_begin(f, &l2, zero, R, "r");
+    x = jit_load(f, dt, X, add(f, rbase, mul(f, k, inner)));
+    LLVMValueRef match;
+    if (is_float) {
+      LLVMValueRef eq = LLVMBuildFCmp(f->b, LLVMRealOEQ, x, m, "");
+      LLVMValueRef xnan = LLVMBuildFCmp(f->b, LLVMRealUNO, x, x, "");
+      match = LLVMBuildSelect(f->b, mnan, xnan, eq, "");
+    } else {
+      match = LLVMBuildICmp(f->b, LLVMIntEQ, x, m, "");
+    }
+    LLVMValueRef cand = LLVMBuildSelect(f->b, match, k, R, "");
+    LLVMValueRef args[2] = {LLVMBuildLoad2(f->b, f->t_i64, best_idx, ""), cand};
+    LLVMBuildStore(f->b, jit_intrinsic(f, "llvm.umin", f->t_i64, args, 2), best_idx);
+    jit_loop_end(f, &l2);
+    LLVMValueRef best = LLVMBuildLoad2(f->b, f->t_i64, best_idx, "");
+    LLVMValueRef none = LLVMBuildICmp(f->b, LLVMIntEQ, best, R, "");
+    res = LLVMBuildSelect(f->b, none, zero, best, "");
+    LLVMTypeRef ot = jit_type(f, odt);
+    if (LLVMGetIntTypeWidth(ot) < 64) res = LLVMBuildTrunc(f->b, res, ot, "");
+  } else {
+    if (op == IR_OP_REDUCE_MEAN) {
+      if (is_float) {
+        res = LLVMBuildFDiv(f->b, res, LLVMBuildSIToFP(f->b, R, f->t_f64, ""), "");
+      } else {
+        /* integer mean (the verifier allows only floats): truncating
+         * division; 0 for an empty axis rather than a trap */
+        LLVMValueRef Rt = LLVMBuildIntCast2(f->b, R, et, 0, "");
+        LLVMValueRef is0 = LLVMBuildICmp(f->b, LLVMIntEQ, R, zero, "");
+        LLVMValueRef den = LLVMBuildSelect(f->b, is0, LLVMConstInt(et, 1, 0), Rt, "");
+        LLVMValueRef q = ir_dtype_is_signed(dt) ? LLVMBuildSDiv(f->b, res, den, "")
+                                                : LLVMBuildUDiv(f->b, res, den, "");
+        res = LLVMBuildSelect(f->b, is0, LLVMConstInt(et, 0, 0), q, "");
+      }
+    }
+    if (acct != et) res = LLVMBuildFPTrunc(f->b, res, et, "");
+  }
+  jit_store(f, odt, Y, oidx, res);
+  jit_loop_end(f, &li);
+  jit_loop_end(f, &lo);
+  return f->failed ? -1 : 0;
+}
