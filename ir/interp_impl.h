@@ -1,0 +1,40 @@
+/* interp_impl.h - internal to the reference interpreter (interp.c,
+ * interp_solve.c, interp_scalar.c): messages and the scalar semantics every
+ * op is built from. Not part of any API. */
+#ifndef KILN_IR_INTERP_IMPL_H
+#define KILN_IR_INTERP_IMPL_H
+
+#include "interp.h"
+
+/* Write a formatted message into msg (when msg && msglen); returns -1. */
+int ir_ref_fail(char *msg, size_t msglen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+const char *ir_ref_dim_text(const ir_dim *d, char *buf, size_t cap);
+const char *ir_ref_input_name(const ir_graph *g, int i); /* argument name or SSA name */
+
+/* gelu's `approximate` attribute */
+enum { IR_REF_GELU_NONE, IR_REF_GELU_TANH, IR_REF_GELU_QUICK };
+
+/* Element access and scalar semantics (interp_scalar.c). */
+char *ir_ref_elem(const ir_tensor *t, int64_t i);
+double ir_ref_ld_f(const ir_tensor *t, int64_t i);
+void ir_ref_st_f(const ir_tensor *t, int64_t i, double v);
+int64_t ir_ref_ld_i(const ir_tensor *t, int64_t i);
+void ir_ref_st_i(const ir_tensor *t, int64_t i, int64_t v);
+int64_t ir_ref_wrap_i(ir_dtype dt, uint64_t v);
+int64_t ir_ref_int_min(ir_dtype dt);
+int64_t ir_ref_int_max(ir_dtype dt);
+bool ir_ref_is_fc(ir_dtype dt);
+bool ir_ref_is_ic(ir_dtype dt);
+float ir_ref_un_f32(ir_op op, int gelu, float x);
+double ir_ref_un_f64(ir_op op, int gelu, double x);
+int64_t ir_ref_un_int(ir_op op, int64_t x);
+double ir_ref_max_f(double a, double b);
+double ir_ref_min_f(double a, double b);
+float ir_ref_bin_f32(ir_op op, float a, float b);
+double ir_ref_bin_f64(ir_op op, double a, double b);
+bool ir_ref_bin_int(ir_op op, int64_t a, int64_t b, int64_t *r);
+bool ir_ref_cmp_f(ir_op op, double a, double b);
+bool ir_ref_cmp_i(ir_op op, int64_t a, int64_t b);
+void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_t yi);
+
+#endif

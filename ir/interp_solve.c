@@ -1,0 +1,229 @@
+/* interp_solve.c - symbolic dims solved from input shapes, input checks and
+ * the graph's run-time shape checks (interp.h: ir_solve_symbols,
+ * ir_eval_shape). Shared by the reference interpreter and the runtime, so both
+ * report the same messages for the same mistakes. */
+#include "interp_impl.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- messages ---- */
+
+int ir_ref_fail(char *msg, size_t msglen, const char *fmt, ...) {
+  if (msg && msglen) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, msglen, fmt, ap);
+    va_end(ap);
+  }
+  return -1;
+}
+
+const char *ir_ref_dim_text(const ir_dim *d, char *buf, size_t cap) {
+  ir_dim_print(d, buf, cap);
+  return buf;
+}
+
+const char *ir_ref_input_name(const ir_graph *g, int i) {
+  if (g->input_names && g->input_names[i]) return g->input_names[i];
+  return g->inputs[i]->name ? g->inputs[i]->name : "?";
+}
+
+/* ---- symbols and run-time checks ---- */
+
+/* Does d need a symbol that is not bound yet? */
+static bool needs_unbound(const ir_dim *d, int nsyms, const bool *bound) {
+  for (int s = 0; s < nsyms; s++)
+    if (!bound[s] && ir_dim_uses_sym(d, s)) return true;
+  return false;
+}
+
+/* Check axis a of input i against its declared dim d (all symbols bound). */
+static int check_axis(const ir_graph *g, int i, int a, const ir_dim *d, int64_t got,
+                      const int64_t *syms, const int *from, char *msg, size_t msglen) {
+  int64_t want;
+  ir_dim_err err;
+  char dt[128];
+  err.msg[0] = '\0';
+  if (!ir_dim_eval(d, syms, &want, &err))
+    return ir_ref_fail(msg, msglen, "input %d (%s): axis %d (%s): %s", i, ir_ref_input_name(g, i), a,
+                ir_ref_dim_text(d, dt, sizeof dt), err.msg);
+  if (want == got) return 0;
+  if (ir_dim_is_const(d, NULL))
+    return ir_ref_fail(msg, msglen, "input %d (%s): axis %d expected %lld, got %lld", i,
+                ir_ref_input_name(g, i), a, (long long)want, (long long)got);
+  if (ir_dim_is_sym(d))
+    return ir_ref_fail(msg, msglen, "input %d (%s): axis %d is %s = %lld from input %d, got %lld", i,
+                ir_ref_input_name(g, i), a, d->name, (long long)want, from[d->sym], (long long)got);
+  return ir_ref_fail(msg, msglen, "input %d (%s): axis %d expected %s = %lld, got %lld", i,
+              ir_ref_input_name(g, i), a, ir_ref_dim_text(d, dt, sizeof dt), (long long)want, (long long)got);
+}
+
+/* "mo.add (line 3)", or "mo.add (%r)" for a graph built through the API. */
+static const char *node_where(const ir_node *n, char *buf, size_t cap) {
+  const ir_op_info *info = ir_op_get(n->op);
+  const char *op = info ? info->name : "?";
+  if (n->loc.line > 0)
+    snprintf(buf, cap, "mo.%s (line %d)", op, n->loc.line);
+  else
+    snprintf(buf, cap, "mo.%s (%%%s)", op, n->nout > 0 ? n->out[0]->name : "?");
+  return buf;
+}
+
+/* "batch = 4", or just "4" for a constant dim. */
+static const char *dim_value_text(const ir_dim *d, int64_t v, char *buf, size_t cap) {
+  char dt[128];
+  if (ir_dim_is_const(d, NULL))
+    snprintf(buf, cap, "%lld", (long long)v);
+  else
+    snprintf(buf, cap, "%s = %lld", ir_ref_dim_text(d, dt, sizeof dt), (long long)v);
+  return buf;
+}
+
+static int run_checks(const ir_graph *g, const int64_t *syms, char *msg, size_t msglen) {
+  for (int i = 0; i < g->nchecks; i++) {
+    const ir_check *c = &g->checks[i];
+    char where[160] = "", node[150], lt[200], rt[200];
+    int64_t l, r;
+    ir_dim_err err;
+    err.msg[0] = '\0';
+    const char *what = c->what ? c->what : "";
+    if (c->node) {
+      /* A `what` that names its op ("mo.reshape: ...") drops that prefix:
+       * node_where names the op and its place. */
+      char prefix[64];
+      snprintf(prefix, sizeof prefix, "mo.%s: ", ir_op_get(c->node->op)->name);
+      if (strncmp(what, prefix, strlen(prefix)) == 0) what += strlen(prefix);
+      snprintf(where, sizeof where, "%s: ", node_where(c->node, node, sizeof node));
+    }
+    if (!ir_dim_eval(c->lhs, syms, &l, &err) || !ir_dim_eval(c->rhs, syms, &r, &err))
+      return ir_ref_fail(msg, msglen, "%s%s: %s", where, what, err.msg);
+    bool ok = c->kind == IR_CHECK_EQ ? l == r : l >= r;
+    if (ok) continue;
+    return ir_ref_fail(msg, msglen, "%s%s: %s but needs to %s %s", where, what,
+                dim_value_text(c->lhs, l, lt, sizeof lt),
+                c->kind == IR_CHECK_EQ ? "equal" : "be at least",
+                dim_value_text(c->rhs, r, rt, sizeof rt));
+  }
+  return 0;
+}
+
+/* A value (or, failing that, a check) that mentions symbol s; NULL if none. */
+static const char *symbol_user(const ir_graph *g, int s, bool *in_check) {
+  *in_check = false;
+  for (int v = 0; v < g->nvalues; v++) {
+    const ir_type *t = &g->values[v]->type;
+    for (int a = 0; a < t->rank; a++)
+      if (ir_dim_uses_sym(t->dims[a], s)) return g->values[v]->name;
+  }
+  for (int i = 0; i < g->nchecks; i++) {
+    const ir_check *c = &g->checks[i];
+    if (ir_dim_uses_sym(c->lhs, s) || ir_dim_uses_sym(c->rhs, s)) {
+      *in_check = true;
+      return c->node && c->node->nout > 0 ? c->node->out[0]->name : "?";
+    }
+  }
+  return NULL;
+}
+
+int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, int64_t *sym_values,
+                     char *msg, size_t msglen) {
+  if (!g) return ir_ref_fail(msg, msglen, "no graph");
+  if (ninputs != g->ninputs)
+    return ir_ref_fail(msg, msglen, "expected %d inputs, got %d", g->ninputs, ninputs);
+  if (ninputs > 0 && !inputs) return ir_ref_fail(msg, msglen, "inputs are NULL");
+  if (g->nsyms > 0 && !sym_values) return ir_ref_fail(msg, msglen, "sym_values is NULL");
+  int nsyms = g->nsyms, rc = -1;
+  bool *bound = calloc((size_t)(nsyms ? nsyms : 1), sizeof *bound);
+  int *from = calloc((size_t)(nsyms ? nsyms : 1), sizeof *from);
+  if (!bound || !from) {
+    rc = ir_ref_fail(msg, msglen, "out of memory");
+    goto out;
+  }
+  for (int s = 0; s < nsyms; s++) sym_values[s] = 0;
+  /* Pass 1: types, then bind each plain symbol at its first occurrence and
+   * check every axis whose dim is computable now. */
+  for (int i = 0; i < ninputs; i++) {
+    const ir_type *t = &g->inputs[i]->type;
+    const ir_tensor *x = &inputs[i];
+    if (x->dtype != t->dtype) {
+      ir_ref_fail(msg, msglen, "input %d (%s): expected dtype %s, got %s", i, ir_ref_input_name(g, i),
+           ir_dtype_name(t->dtype), ir_dtype_name(x->dtype));
+      goto out;
+    }
+    if (x->rank != t->rank) {
+      ir_ref_fail(msg, msglen, "input %d (%s): expected rank %d, got %d", i, ir_ref_input_name(g, i), t->rank,
+           x->rank);
+      goto out;
+    }
+    for (int a = 0; a < x->rank; a++) {
+      if (x->shape[a] < 0) {
+        ir_ref_fail(msg, msglen, "input %d (%s): axis %d has negative size %lld", i, ir_ref_input_name(g, i), a,
+             (long long)x->shape[a]);
+        goto out;
+      }
+    }
+    for (int a = 0; a < x->rank; a++) {
+      const ir_dim *d = t->dims[a];
+      if (ir_dim_is_sym(d) && d->sym >= 0 && d->sym < nsyms && !bound[d->sym]) {
+        bound[d->sym] = true;
+        from[d->sym] = i;
+        sym_values[d->sym] = x->shape[a];
+        continue;
+      }
+      if (needs_unbound(d, nsyms, bound)) continue; /* deferred to pass 2 */
+      if (check_axis(g, i, a, d, x->shape[a], sym_values, from, msg, msglen)) goto out;
+    }
+  }
+  /* Pass 2: every symbol a plain dim can bind is bound now; check the
+   * deferred algebraic dims (re-checking the others is harmless). */
+  for (int i = 0; i < ninputs; i++) {
+    const ir_type *t = &g->inputs[i]->type;
+    for (int a = 0; a < t->rank; a++) {
+      const ir_dim *d = t->dims[a];
+      if (needs_unbound(d, nsyms, bound)) {
+        char dt[128];
+        ir_ref_fail(msg, msglen, "input %d (%s): cannot solve symbolic dim '%s' from the input shapes", i,
+             ir_ref_input_name(g, i), ir_ref_dim_text(d, dt, sizeof dt));
+        goto out;
+      }
+      if (check_axis(g, i, a, d, inputs[i].shape[a], sym_values, from, msg, msglen)) goto out;
+    }
+  }
+  for (int s = 0; s < nsyms; s++) {
+    if (bound[s]) continue;
+    bool in_check;
+    const char *user = symbol_user(g, s, &in_check);
+    if (!user) continue; /* declared but never used: its value does not matter */
+    ir_ref_fail(msg, msglen, "symbolic dim '%s' is not determined by the input shapes (used by %s%%%s)",
+         g->syms[s], in_check ? "a run-time check of " : "", user);
+    goto out;
+  }
+  rc = run_checks(g, sym_values, msg, msglen);
+out:
+  free(bound);
+  free(from);
+  return rc;
+}
+
+int ir_eval_shape(const ir_type *t, const int64_t *sym_values, int64_t *shape, char *msg,
+                  size_t msglen) {
+  if (!t || t->rank < 0) return ir_ref_fail(msg, msglen, "type has no inferred shape");
+  if (t->rank > IR_MAX_RANK)
+    return ir_ref_fail(msg, msglen, "rank %d exceeds the maximum %d", t->rank, IR_MAX_RANK);
+  for (int a = 0; a < t->rank; a++) {
+    char dt[128];
+    ir_dim_err err;
+    err.msg[0] = '\0';
+    if (!ir_dim_eval(t->dims[a], sym_values, &shape[a], &err))
+      return ir_ref_fail(msg, msglen, "dim '%s': %s", ir_ref_dim_text(t->dims[a], dt, sizeof dt), err.msg);
+    if (shape[a] < 0)
+      return ir_ref_fail(msg, msglen, "dim '%s' evaluates to %lld, which is negative",
+                  ir_ref_dim_text(t->dims[a], dt, sizeof dt), (long long)shape[a]);
+  }
+  return 0;
+}
+
