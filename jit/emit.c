@@ -440,3 +440,16 @@ LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *
   }
   return LLVMBuildCall2(f->b, fty, fn, args, (unsigned)nargs, "");
 }
+
+LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
+  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(f->fn);
+  LLVMBuilderRef tmp = LLVMCreateBuilderInContext(f->ctx);
+  LLVMValueRef first = LLVMGetFirstInstruction(entry);
+  if (first)
+    LLVMPositionBuilderBefore(tmp, first);
+  else
+    LLVMPositionBuilderAtEnd(tmp, entry);
+  LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
+  LLVMDisposeBuilder(tmp);
+  return a;
+}

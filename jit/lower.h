@@ -87,6 +87,10 @@ LLVMValueRef jit_loop_begin(jit_fn *f, jit_loop *l, LLVMValueRef lo, LLVMValueRe
                             const char *name);
 void jit_loop_end(jit_fn *f, jit_loop *l);
 
+/* A stack slot of type t at the top of the function's entry block (so O3
+ * promotes it to SSA), for accumulators carried across loops. */
+LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name);
+
 /* If cond (i1) is true, return `code` from the kernel. */
 void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code);
 

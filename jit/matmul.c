@@ -13,7 +13,9 @@
  * Per batch and row i, the row of c is zeroed and then, for k in order,
  * c[i, :] += a[i, k] * b[k, :] with llvm.fmuladd (floats; LLVM may fuse) or
  * wrapping integer multiply-add. The j loop is contiguous in b and c, so O3
- * vectorizes it. Accumulation is in the element type, in k order. */
+ * vectorizes it. Accumulation is in the element type, in k order; the
+ * reference interpreter accumulates in double and rounds once, so results
+ * differ from it by rounding (about K * eps relative to sum |a_ik b_kj|). */
 #include <stdarg.h>
 #include <stdio.h>
 

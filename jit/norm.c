@@ -11,7 +11,9 @@
  *   y = (x - mean) / sqrt(var + eps) * gamma + beta.
  * Everything is computed in double and rounded once at the store (f32), as
  * the reference interpreter does; exp / log are llvm.exp / llvm.log on
- * double, i.e. libm's exp / log.
+ * double, i.e. libm's exp / log, so results equal the interpreter's bit for
+ * bit. f64 softmax keeps exp(x - m) in the output between passes 2 and 3
+ * (one exp per element); f32 recomputes it so that it rounds only once.
  * Assumes a verified node: float dtype shared by operands and result; for
  * layer_norm rank >= 1 and gamma, beta of shape [D]. */
 #include <math.h>
@@ -30,20 +32,6 @@ static int norm_err(jit_fn *f, const char *fmt, ...) {
   const ir_node *n = f->node;
   return jit_fn_error(f, "mo.%s (result %%%s): %s", ir_op_get(n->op)->name,
                       n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
-}
-
-/* An alloca at the top of the entry block (promoted to SSA by O3). */
-static LLVMValueRef entry_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(f->fn);
-  LLVMBuilderRef tmp = LLVMCreateBuilderInContext(f->ctx);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first)
-    LLVMPositionBuilderBefore(tmp, first);
-  else
-    LLVMPositionBuilderAtEnd(tmp, entry);
-  LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
-  LLVMDisposeBuilder(tmp);
-  return a;
 }
 
 static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
@@ -91,8 +79,8 @@ int jit_lower_softmax(jit_fn *f) {
   LLVMValueRef R = jit_dim(f, ti->dims[ax]);
   LLVMValueRef inner = jit_numel_range(f, ti, (int)ax + 1, r);
   LLVMValueRef Rinner = mul(f, R, inner);
-  LLVMValueRef macc = entry_alloca(f, f->t_f64, "max");
-  LLVMValueRef sacc = entry_alloca(f, f->t_f64, "sum");
+  LLVMValueRef macc = jit_alloca(f, f->t_f64, "max");
+  LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum");
   LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
 
   jit_loop lo, li, l1, l2, l3;
@@ -169,7 +157,7 @@ int jit_lower_layer_norm(jit_fn *f) {
   LLVMValueRef D = jit_dim(f, ti->dims[r - 1]);
   LLVMValueRef Df = LLVMBuildSIToFP(f->b, D, f->t_f64, "");
   LLVMValueRef epsv = jit_fconst(f, IR_DT_F64, eps);
-  LLVMValueRef sacc = entry_alloca(f, f->t_f64, "sum");
+  LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum");
   LLVMValueRef X = jit_in(f, 0), G = jit_in(f, 1), B = jit_in(f, 2), Y = jit_out(f, 0);
 
   jit_loop lr, l1, l2, l3;

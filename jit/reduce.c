@@ -37,20 +37,6 @@ static int red_err(jit_fn *f, const char *fmt, ...) {
                       n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
 }
 
-/* An alloca at the top of the entry block (promoted to SSA by O3). */
-static LLVMValueRef entry_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
-  LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(f->fn);
-  LLVMBuilderRef tmp = LLVMCreateBuilderInContext(f->ctx);
-  LLVMValueRef first = LLVMGetFirstInstruction(entry);
-  if (first)
-    LLVMPositionBuilderBefore(tmp, first);
-  else
-    LLVMPositionBuilderAtEnd(tmp, entry);
-  LLVMValueRef a = LLVMBuildAlloca(tmp, t, name);
-  LLVMDisposeBuilder(tmp);
-  return a;
-}
-
 static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildNSWMul(f->b, a, b, "");
 }
@@ -121,8 +107,8 @@ int jit_lower_reduce(jit_fn *f) {
   LLVMTypeRef et = jit_type(f, dt);
   /* accumulator: double for float sums, else the register type */
   LLVMTypeRef acct = (is_sum && is_float) ? f->t_f64 : et;
-  LLVMValueRef acc = entry_alloca(f, acct, "acc");
-  LLVMValueRef best_idx = is_arg ? entry_alloca(f, f->t_i64, "best") : NULL;
+  LLVMValueRef acc = jit_alloca(f, acct, "acc");
+  LLVMValueRef best_idx = is_arg ? jit_alloca(f, f->t_i64, "best") : NULL;
   LLVMValueRef init;
   if (is_sum)
     init = is_float ? jit_fconst(f, IR_DT_F64, 0.0) : LLVMConstInt(et, 0, 0);
