@@ -453,3 +453,11 @@ LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
   LLVMDisposeBuilder(tmp);
   return a;
 }
+
+LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWMul(f->b, a, b, "");
+}
+
+LLVMValueRef jit_add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWAdd(f->b, a, b, "");
+}

@@ -87,6 +87,10 @@ LLVMValueRef jit_loop_begin(jit_fn *f, jit_loop *l, LLVMValueRef lo, LLVMValueRe
                             const char *name);
 void jit_loop_end(jit_fn *f, jit_loop *l);
 
+/* i64 index arithmetic that cannot wrap (nsw): sizes and offsets. */
+LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef jit_add(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
+
 /* A stack slot of type t at the top of the function's entry block (so O3
  * promotes it to SSA), for accumulators carried across loops. */
 LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name);

@@ -16,30 +16,9 @@
  * vectorizes it. Accumulation is in the element type, in k order; the
  * reference interpreter accumulates in double and rounds once, so results
  * differ from it by rounding (about K * eps relative to sum |a_ik b_kj|). */
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "lower.h"
-
-static int mm_err(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int mm_err(jit_fn *f, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  const ir_node *n = f->node;
-  return jit_fn_error(f, "mo.matmul (result %%%s): %s",
-                      n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
-}
-
-static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWMul(f->b, a, b, "");
-}
-
-static LLVMValueRef add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWAdd(f->b, a, b, "");
-}
 
 /* Element address base + idx (idx in elements of type t). */
 static LLVMValueRef elem_ptr(jit_fn *f, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx) {
@@ -49,19 +28,19 @@ static LLVMValueRef elem_ptr(jit_fn *f, LLVMTypeRef t, LLVMValueRef base, LLVMVa
 int jit_lower_matmul(jit_fn *f) {
   const ir_node *n = f->node;
   if (n->nin != 2 || n->nout != 1)
-    return mm_err(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
+    return jit_fn_error(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
   int ra = ta->rank, rb = tb->rank, rc = tc->rank;
-  if (ra < 2 || rb < 2) return mm_err(f, "operands must have rank >= 2, got %d and %d", ra, rb);
+  if (ra < 2 || rb < 2) return jit_fn_error(f, "operands must have rank >= 2, got %d and %d", ra, rb);
   if (rc != (ra > rb ? ra : rb))
-    return mm_err(f, "result rank %d does not match operand ranks %d and %d", rc, ra, rb);
+    return jit_fn_error(f, "result rank %d does not match operand ranks %d and %d", rc, ra, rb);
   ir_dtype dt = tc->dtype;
   if (ta->dtype != dt || tb->dtype != dt)
-    return mm_err(f, "operand dtypes %s, %s differ from result dtype %s", ir_dtype_name(ta->dtype),
+    return jit_fn_error(f, "operand dtypes %s, %s differ from result dtype %s", ir_dtype_name(ta->dtype),
                   ir_dtype_name(tb->dtype), ir_dtype_name(dt));
   bool isf = ir_dtype_is_float(dt);
   if (!isf && !ir_dtype_is_int(dt))
-    return mm_err(f, "dtype %s is not supported", ir_dtype_name(dt));
+    return jit_fn_error(f, "dtype %s is not supported", ir_dtype_name(dt));
 
   LLVMTypeRef et = jit_type(f, dt), mt = jit_mem_type(f, dt);
   LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
@@ -73,17 +52,17 @@ int jit_lower_matmul(jit_fn *f) {
    * absent). Computed once, before any loop. */
   int nb = rc - 2;
   LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
-  LLVMValueRef acc_a = mul(f, M, K), acc_b = mul(f, K, N), acc_c = mul(f, M, N);
+  LLVMValueRef acc_a = jit_mul(f, M, K), acc_b = jit_mul(f, K, N), acc_c = jit_mul(f, M, N);
   for (int j = nb - 1; j >= 0; j--) {
     bdim[j] = jit_dim(f, tc->dims[j]);
     sc[j] = acc_c;
-    acc_c = mul(f, acc_c, bdim[j]);
+    acc_c = jit_mul(f, acc_c, bdim[j]);
     int ja = j - (rc - ra), jb = j - (rc - rb);
     if (ja >= 0) {
       LLVMValueRef d = jit_dim(f, ta->dims[ja]);
       LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
       sa[j] = LLVMBuildSelect(f->b, is1, zero, acc_a, "");
-      acc_a = mul(f, acc_a, d);
+      acc_a = jit_mul(f, acc_a, d);
     } else {
       sa[j] = zero;
     }
@@ -91,40 +70,40 @@ int jit_lower_matmul(jit_fn *f) {
       LLVMValueRef d = jit_dim(f, tb->dims[jb]);
       LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
       sb[j] = LLVMBuildSelect(f->b, is1, zero, acc_b, "");
-      acc_b = mul(f, acc_b, d);
+      acc_b = jit_mul(f, acc_b, d);
     } else {
       sb[j] = zero;
     }
   }
 
   LLVMValueRef A = jit_in(f, 0), B = jit_in(f, 1), C = jit_out(f, 0);
-  LLVMValueRef row_bytes = mul(f, N, jit_i64(f, (int64_t)ir_dtype_size(dt)));
+  LLVMValueRef row_bytes = jit_mul(f, N, jit_i64(f, (int64_t)ir_dtype_size(dt)));
   unsigned align = (unsigned)ir_dtype_size(dt);
 
   jit_loop batch[IR_MAX_RANK];
   LLVMValueRef offa = zero, offb = zero, offc = zero;
   for (int j = 0; j < nb; j++) {
     LLVMValueRef iv = jit_loop_begin(f, &batch[j], zero, bdim[j], "b");
-    offa = add(f, offa, mul(f, iv, sa[j]));
-    offb = add(f, offb, mul(f, iv, sb[j]));
-    offc = add(f, offc, mul(f, iv, sc[j]));
+    offa = jit_add(f, offa, jit_mul(f, iv, sa[j]));
+    offb = jit_add(f, offb, jit_mul(f, iv, sb[j]));
+    offc = jit_add(f, offc, jit_mul(f, iv, sc[j]));
   }
 
   jit_loop li;
   LLVMValueRef i = jit_loop_begin(f, &li, zero, M, "i");
-  LLVMValueRef arow = add(f, offa, mul(f, i, K));
-  LLVMValueRef crow = add(f, offc, mul(f, i, N));
+  LLVMValueRef arow = jit_add(f, offa, jit_mul(f, i, K));
+  LLVMValueRef crow = jit_add(f, offc, jit_mul(f, i, N));
   LLVMValueRef cptr = elem_ptr(f, mt, C, crow);
   LLVMBuildMemSet(f->b, cptr, LLVMConstInt(f->t_i8, 0, 0), row_bytes, align);
 
   jit_loop lk;
   LLVMValueRef k = jit_loop_begin(f, &lk, zero, K, "k");
-  LLVMValueRef aik = jit_load(f, dt, A, add(f, arow, k));
-  LLVMValueRef brow = add(f, offb, mul(f, k, N));
+  LLVMValueRef aik = jit_load(f, dt, A, jit_add(f, arow, k));
+  LLVMValueRef brow = jit_add(f, offb, jit_mul(f, k, N));
   jit_loop lj;
   LLVMValueRef j = jit_loop_begin(f, &lj, zero, N, "j");
-  LLVMValueRef bkj = jit_load(f, dt, B, add(f, brow, j));
-  LLVMValueRef cidx = add(f, crow, j);
+  LLVMValueRef bkj = jit_load(f, dt, B, jit_add(f, brow, j));
+  LLVMValueRef cidx = jit_add(f, crow, j);
   LLVMValueRef cij = jit_load(f, dt, C, cidx);
   LLVMValueRef r;
   if (isf) {

@@ -15,33 +15,12 @@
  *
  * Guarantees: every output element is written exactly once; a tensor with
  * a zero-sized dim moves nothing. */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "jit.h"
 #include "lower.h"
-
-static int mv_err(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int mv_err(jit_fn *f, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  const ir_node *n = f->node;
-  return jit_fn_error(f, "mo.%s (result %%%s): %s", ir_op_get(n->op)->name,
-                      n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
-}
-
-static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWMul(f->b, a, b, "");
-}
-
-static LLVMValueRef add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWAdd(f->b, a, b, "");
-}
 
 static LLVMValueRef smax(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, a, b, ""), a, b, "");
@@ -59,7 +38,7 @@ enum { TILE = 32 };
 static int norm_axis(jit_fn *f, int64_t axis, int rank, const char *what, int *out) {
   int64_t a = axis < 0 ? axis + rank : axis;
   if (a < 0 || a >= rank)
-    return mv_err(f, "%s %lld is out of range for rank %d", what, (long long)axis, rank);
+    return jit_fn_error(f, "%s %lld is out of range for rank %d", what, (long long)axis, rank);
   *out = (int)a;
   return 0;
 }
@@ -90,7 +69,7 @@ static void strides_of(jit_fn *f, const ir_type *t, LLVMValueRef *out) {
   LLVMValueRef s = jit_i64(f, 1);
   for (int a = t->rank - 1; a >= 0; a--) {
     out[a] = s;
-    s = mul(f, s, jit_dim(f, t->dims[a]));
+    s = jit_mul(f, s, jit_dim(f, t->dims[a]));
   }
 }
 
@@ -106,25 +85,25 @@ static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef o
   for (int a = 0; a < rank; a++) {
     if (tiled && (a == tile_axis || a == rank - 1)) continue;
     LLVMValueRef iv = jit_loop_begin(f, &loops[nl++], zero, odims[a], "ax");
-    ioff = add(f, ioff, mul(f, iv, istr[a]));
-    ooff = add(f, ooff, mul(f, iv, ostr[a]));
+    ioff = jit_add(f, ioff, jit_mul(f, iv, istr[a]));
+    ooff = jit_add(f, ooff, jit_mul(f, iv, ostr[a]));
   }
   if (tiled) {
     int ax2[2] = {tile_axis, rank - 1};
     LLVMValueRef tv = jit_i64(f, TILE), lo[2], hi[2];
     for (int t = 0; t < 2; t++) {
       LLVMValueRef d = odims[ax2[t]];
-      LLVMValueRef nblk = LLVMBuildSDiv(f->b, add(f, d, jit_i64(f, TILE - 1)), tv, "");
+      LLVMValueRef nblk = LLVMBuildSDiv(f->b, jit_add(f, d, jit_i64(f, TILE - 1)), tv, "");
       LLVMValueRef blk = jit_loop_begin(f, &loops[nl++], zero, nblk, "blk");
-      lo[t] = mul(f, blk, tv);
-      LLVMValueRef end = add(f, lo[t], tv);
+      lo[t] = jit_mul(f, blk, tv);
+      LLVMValueRef end = jit_add(f, lo[t], tv);
       hi[t] = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, end, d, ""), end, d, "");
     }
     for (int t = 0; t < 2; t++) {
       int a = ax2[t];
       LLVMValueRef iv = jit_loop_begin(f, &loops[nl++], lo[t], hi[t], "ax");
-      ioff = add(f, ioff, mul(f, iv, istr[a]));
-      ooff = add(f, ooff, mul(f, iv, ostr[a]));
+      ioff = jit_add(f, ioff, jit_mul(f, iv, istr[a]));
+      ooff = jit_add(f, ooff, jit_mul(f, iv, ostr[a]));
     }
   }
   raw_move(f, rt, out, ooff, in, ioff);
@@ -150,7 +129,7 @@ static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef o
   LLVMValueRef s = jit_i64(f, 1);
   for (int a = rank - 1; a >= 0; a--) {
     ostr[a] = s;
-    s = mul(f, s, odims[a]);
+    s = jit_mul(f, s, odims[a]);
   }
   if (tile_axis < 0 || tile_axis >= rank - 1) {
     copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, -1);
@@ -179,7 +158,7 @@ static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef o
 
 static int lower_flat_copy(jit_fn *f, int64_t esz) {
   const ir_type *to = &f->node->out[0]->type;
-  LLVMValueRef bytes = mul(f, jit_numel_range(f, to, 0, to->rank), jit_i64(f, esz));
+  LLVMValueRef bytes = jit_mul(f, jit_numel_range(f, to, 0, to->rank), jit_i64(f, esz));
   LLVMBuildMemCpy(f->b, jit_out(f, 0), (unsigned)esz, jit_in(f, 0), (unsigned)esz, bytes);
   return f->failed ? -1 : 0;
 }
@@ -189,13 +168,13 @@ static int lower_permute(jit_fn *f, int64_t esz) {
   const ir_node *n = f->node;
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   int r = ti->rank;
-  if (to->rank != r) return mv_err(f, "result rank %d differs from operand rank %d", to->rank, r);
+  if (to->rank != r) return jit_fn_error(f, "result rank %d differs from operand rank %d", to->rank, r);
   int perm[IR_MAX_RANK];
   for (int a = 0; a < r; a++) perm[a] = a;
   if (n->op == IR_OP_TRANSPOSE) {
     const ir_attr *a1 = ir_node_attr(n, "axis_1"), *a2 = ir_node_attr(n, "axis_2");
     if (!a1 || !a2 || a1->kind != IR_ATTR_INT || a2->kind != IR_ATTR_INT)
-      return mv_err(f, "needs integer attributes axis_1 and axis_2");
+      return jit_fn_error(f, "needs integer attributes axis_1 and axis_2");
     int x = 0, y = 0;
     if (norm_axis(f, a1->u.i, r, "axis_1", &x) || norm_axis(f, a2->u.i, r, "axis_2", &y)) return -1;
     perm[x] = y;
@@ -203,12 +182,12 @@ static int lower_permute(jit_fn *f, int64_t esz) {
   } else {
     const ir_attr *d = ir_node_attr(n, "dims");
     if (!d || d->kind != IR_ATTR_INTS || d->u.ints.n != r)
-      return mv_err(f, "needs a dims attribute with %d entries", r);
+      return jit_fn_error(f, "needs a dims attribute with %d entries", r);
     bool seen[IR_MAX_RANK] = {false};
     for (int a = 0; a < r; a++) {
       int p = 0;
       if (norm_axis(f, d->u.ints.v[a], r, "dims entry", &p)) return -1;
-      if (seen[p]) return mv_err(f, "dims is not a permutation (axis %d twice)", p);
+      if (seen[p]) return jit_fn_error(f, "dims is not a permutation (axis %d twice)", p);
       seen[p] = true;
       perm[a] = p;
     }
@@ -236,17 +215,17 @@ static int lower_slice(jit_fn *f, int64_t esz) {
   const ir_node *n = f->node;
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   int r = ti->rank;
-  if (to->rank != r) return mv_err(f, "result rank %d differs from operand rank %d", to->rank, r);
+  if (to->rank != r) return jit_fn_error(f, "result rank %d differs from operand rank %d", to->rank, r);
   const ir_attr *ls = ir_node_attr(n, "start"), *lp = ir_node_attr(n, "stop"),
                 *lt = ir_node_attr(n, "step");
   const ir_attr *lists[3] = {ls, lp, lt};
   int nax = 0;
   for (int i = 0; i < 3; i++) {
     if (!lists[i]) continue;
-    if (lists[i]->kind != IR_ATTR_INTS) return mv_err(f, "start, stop and step must be int lists");
+    if (lists[i]->kind != IR_ATTR_INTS) return jit_fn_error(f, "start, stop and step must be int lists");
     if (lists[i]->u.ints.n > nax) nax = lists[i]->u.ints.n;
   }
-  if (nax > r) return mv_err(f, "%d slice entries for rank %d", nax, r);
+  if (nax > r) return jit_fn_error(f, "%d slice entries for rank %d", nax, r);
 
   LLVMValueRef istr[IR_MAX_RANK], sstr[IR_MAX_RANK], odims[IR_MAX_RANK];
   strides_of(f, ti, istr);
@@ -257,7 +236,7 @@ static int lower_slice(jit_fn *f, int64_t esz) {
     if (a >= nax) continue;
     int64_t step = list_at(lt, a, 1);
     int64_t st = list_at(ls, a, INT64_MIN);
-    if (step == 0) return mv_err(f, "step of axis %d is 0", a);
+    if (step == 0) return jit_fn_error(f, "step of axis %d is 0", a);
     LLVMValueRef d = jit_dim(f, ti->dims[a]);
     LLVMValueRef start;
     if (step > 0) { /* numpy: start in [0, d] */
@@ -293,45 +272,45 @@ static int lower_concat_split(jit_fn *f, int64_t esz) {
   const ir_type *whole = is_concat ? &n->out[0]->type : &n->in[0]->type;
   int npieces = is_concat ? n->nin : n->nout;
   if (is_concat ? n->nout != 1 : n->nin != 1)
-    return mv_err(f, "expected one %s", is_concat ? "result" : "operand");
+    return jit_fn_error(f, "expected one %s", is_concat ? "result" : "operand");
   int r = whole->rank;
   int ax = 0;
   const ir_attr *axattr = ir_node_attr(n, "axis");
-  if (is_concat && !axattr) return mv_err(f, "needs an axis attribute");
+  if (is_concat && !axattr) return jit_fn_error(f, "needs an axis attribute");
   if (norm_axis(f, ir_node_attr_int(n, "axis", 0), r, "axis", &ax)) return -1;
   for (int p = 0; p < npieces; p++) {
     const ir_type *t = is_concat ? &n->in[p]->type : &n->out[p]->type;
-    if (t->rank != r) return mv_err(f, "piece %d has rank %d, expected %d", p, t->rank, r);
+    if (t->rank != r) return jit_fn_error(f, "piece %d has rank %d, expected %d", p, t->rank, r);
   }
   /* per piece: its row length (elements) and its buffer; compile-time scratch */
   LLVMValueRef *rows = malloc(sizeof *rows * 2 * (size_t)(npieces > 0 ? npieces : 1));
-  if (!rows) return mv_err(f, "out of memory");
+  if (!rows) return jit_fn_error(f, "out of memory");
   LLVMValueRef *pieces = rows + npieces;
   LLVMValueRef zero = jit_i64(f, 0), eszv = jit_i64(f, esz);
   LLVMValueRef outer = jit_numel_range(f, whole, 0, ax);
   LLVMValueRef inner = jit_numel_range(f, whole, ax + 1, r);
-  LLVMValueRef wrow = mul(f, jit_dim(f, whole->dims[ax]), inner);
+  LLVMValueRef wrow = jit_mul(f, jit_dim(f, whole->dims[ax]), inner);
   for (int p = 0; p < npieces; p++) {
     const ir_type *t = is_concat ? &n->in[p]->type : &n->out[p]->type;
-    rows[p] = mul(f, jit_dim(f, t->dims[ax]), inner);
+    rows[p] = jit_mul(f, jit_dim(f, t->dims[ax]), inner);
     pieces[p] = is_concat ? jit_in(f, p) : jit_out(f, p);
   }
   LLVMValueRef W = is_concat ? jit_out(f, 0) : jit_in(f, 0);
 
   jit_loop lo;
   LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
-  LLVMValueRef woff = mul(f, o, wrow);
+  LLVMValueRef woff = jit_mul(f, o, wrow);
   for (int p = 0; p < npieces; p++) {
-    LLVMValueRef poff = mul(f, o, rows[p]);
-    LLVMValueRef wb = mul(f, woff, eszv), pb = mul(f, poff, eszv);
+    LLVMValueRef poff = jit_mul(f, o, rows[p]);
+    LLVMValueRef wb = jit_mul(f, woff, eszv), pb = jit_mul(f, poff, eszv);
     LLVMValueRef wptr = LLVMBuildInBoundsGEP2(f->b, f->t_i8, W, &wb, 1, "");
     LLVMValueRef pptr = LLVMBuildInBoundsGEP2(f->b, f->t_i8, pieces[p], &pb, 1, "");
-    LLVMValueRef bytes = mul(f, rows[p], eszv);
+    LLVMValueRef bytes = jit_mul(f, rows[p], eszv);
     if (is_concat)
       LLVMBuildMemCpy(f->b, wptr, (unsigned)esz, pptr, (unsigned)esz, bytes);
     else
       LLVMBuildMemCpy(f->b, pptr, (unsigned)esz, wptr, (unsigned)esz, bytes);
-    woff = add(f, woff, rows[p]);
+    woff = jit_add(f, woff, rows[p]);
   }
   jit_loop_end(f, &lo);
   free(rows);
@@ -341,15 +320,15 @@ static int lower_concat_split(jit_fn *f, int64_t esz) {
 /* out[pre, j..., post] = in[pre, indices[j...], post] */
 static int lower_gather(jit_fn *f, int64_t esz) {
   const ir_node *n = f->node;
-  if (n->nin != 2) return mv_err(f, "expected 2 operands, got %d", n->nin);
+  if (n->nin != 2) return jit_fn_error(f, "expected 2 operands, got %d", n->nin);
   const ir_type *ti = &n->in[0]->type, *tx = &n->in[1]->type, *to = &n->out[0]->type;
   int r = ti->rank;
   if (!ir_dtype_is_int(tx->dtype))
-    return mv_err(f, "indices must be an integer tensor, got %s", ir_dtype_name(tx->dtype));
+    return jit_fn_error(f, "indices must be an integer tensor, got %s", ir_dtype_name(tx->dtype));
   int ax = 0;
   if (norm_axis(f, ir_node_attr_int(n, "axis", -1), r, "axis", &ax)) return -1;
   if (to->rank != r - 1 + tx->rank)
-    return mv_err(f, "result rank %d, expected %d", to->rank, r - 1 + tx->rank);
+    return jit_fn_error(f, "result rank %d, expected %d", to->rank, r - 1 + tx->rank);
 
   LLVMTypeRef rt = raw_type(f, esz);
   LLVMValueRef zero = jit_i64(f, 0);
@@ -362,7 +341,7 @@ static int lower_gather(jit_fn *f, int64_t esz) {
 
   jit_loop lp, lj, lq;
   LLVMValueRef p = jit_loop_begin(f, &lp, zero, pre, "p");
-  LLVMValueRef pin = mul(f, p, D), pout = mul(f, p, nidx);
+  LLVMValueRef pin = jit_mul(f, p, D), pout = jit_mul(f, p, nidx);
   LLVMValueRef j = jit_loop_begin(f, &lj, zero, nidx, "j");
   LLVMValueRef idx = jit_load(f, tx->dtype, I, j);
   idx = LLVMBuildIntCast2(f->b, idx, f->t_i64, isgn, "");
@@ -372,10 +351,10 @@ static int lower_gather(jit_fn *f, int64_t esz) {
   }
   /* unsigned compare: also catches indices still negative */
   jit_fail_if(f, LLVMBuildICmp(f->b, LLVMIntUGE, idx, D, ""), JIT_KERR_INDEX);
-  LLVMValueRef src = mul(f, add(f, pin, idx), post);
-  LLVMValueRef dst = mul(f, add(f, pout, j), post);
+  LLVMValueRef src = jit_mul(f, jit_add(f, pin, idx), post);
+  LLVMValueRef dst = jit_mul(f, jit_add(f, pout, j), post);
   LLVMValueRef q = jit_loop_begin(f, &lq, zero, post, "q");
-  raw_move(f, rt, Y, add(f, dst, q), X, add(f, src, q));
+  raw_move(f, rt, Y, jit_add(f, dst, q), X, jit_add(f, src, q));
   jit_loop_end(f, &lq);
   jit_loop_end(f, &lj);
   jit_loop_end(f, &lp);
@@ -384,14 +363,14 @@ static int lower_gather(jit_fn *f, int64_t esz) {
 
 int jit_lower_movement(jit_fn *f) {
   const ir_node *n = f->node;
-  if (n->nin < 1 || n->nout < 1) return mv_err(f, "needs an operand and a result");
+  if (n->nin < 1 || n->nout < 1) return jit_fn_error(f, "needs an operand and a result");
   ir_dtype dt = n->in[0]->type.dtype;
   int64_t esz = elem_size(dt);
   if (esz != 1 && esz != 2 && esz != 4 && esz != 8)
-    return mv_err(f, "dtype %s cannot be moved", ir_dtype_name(dt));
+    return jit_fn_error(f, "dtype %s cannot be moved", ir_dtype_name(dt));
   for (int i = 0; i < n->nout; i++)
     if (n->out[i]->type.dtype != dt)
-      return mv_err(f, "result %d has dtype %s, operand has %s", i,
+      return jit_fn_error(f, "result %d has dtype %s, operand has %s", i,
                     ir_dtype_name(n->out[i]->type.dtype), ir_dtype_name(dt));
   switch (n->op) {
   case IR_OP_RESHAPE:
@@ -403,11 +382,11 @@ int jit_lower_movement(jit_fn *f) {
   case IR_OP_CONCAT:
     for (int i = 1; i < n->nin; i++)
       if (n->in[i]->type.dtype != dt)
-        return mv_err(f, "operand %d has dtype %s, operand 0 has %s", i,
+        return jit_fn_error(f, "operand %d has dtype %s, operand 0 has %s", i,
                       ir_dtype_name(n->in[i]->type.dtype), ir_dtype_name(dt));
     return lower_concat_split(f, esz);
   case IR_OP_SPLIT: return lower_concat_split(f, esz);
   case IR_OP_GATHER: return lower_gather(f, esz);
-  default: return mv_err(f, "not a movement op");
+  default: return jit_fn_error(f, "not a movement op");
   }
 }

@@ -17,30 +17,9 @@
  * Assumes a verified node: float dtype shared by operands and result; for
  * layer_norm rank >= 1 and gamma, beta of shape [D]. */
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 
 #include "lower.h"
-
-static int norm_err(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int norm_err(jit_fn *f, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  const ir_node *n = f->node;
-  return jit_fn_error(f, "mo.%s (result %%%s): %s", ir_op_get(n->op)->name,
-                      n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
-}
-
-static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWMul(f->b, a, b, "");
-}
-
-static LLVMValueRef add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWAdd(f->b, a, b, "");
-}
 
 /* Load element idx of base as a double. */
 static LLVMValueRef load_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx) {
@@ -61,38 +40,38 @@ static LLVMValueRef exp_f64(jit_fn *f, LLVMValueRef x) {
 int jit_lower_softmax(jit_fn *f) {
   const ir_node *n = f->node;
   bool is_log = n->op == IR_OP_LOGSOFTMAX;
-  if (n->op != IR_OP_SOFTMAX && !is_log) return norm_err(f, "not a softmax");
+  if (n->op != IR_OP_SOFTMAX && !is_log) return jit_fn_error(f, "not a softmax");
   if (n->nin != 1 || n->nout != 1)
-    return norm_err(f, "expected 1 operand and 1 result, got %d and %d", n->nin, n->nout);
+    return jit_fn_error(f, "expected 1 operand and 1 result, got %d and %d", n->nin, n->nout);
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   ir_dtype dt = ti->dtype;
   if (!ir_dtype_is_float(dt) || to->dtype != dt)
-    return norm_err(f, "dtype %s is not supported (float only)", ir_dtype_name(dt));
+    return jit_fn_error(f, "dtype %s is not supported (float only)", ir_dtype_name(dt));
   int r = ti->rank;
   int64_t axis = ir_node_attr_int(n, "axis", -1);
   int64_t ax = axis < 0 ? axis + r : axis;
   if (ax < 0 || ax >= r)
-    return norm_err(f, "axis %lld is out of range for rank %d", (long long)axis, r);
+    return jit_fn_error(f, "axis %lld is out of range for rank %d", (long long)axis, r);
 
   LLVMValueRef zero = jit_i64(f, 0);
   LLVMValueRef outer = jit_numel_range(f, ti, 0, (int)ax);
   LLVMValueRef R = jit_dim(f, ti->dims[ax]);
   LLVMValueRef inner = jit_numel_range(f, ti, (int)ax + 1, r);
-  LLVMValueRef Rinner = mul(f, R, inner);
+  LLVMValueRef Rinner = jit_mul(f, R, inner);
   LLVMValueRef macc = jit_alloca(f, f->t_f64, "max");
   LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum");
   LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
 
   jit_loop lo, li, l1, l2, l3;
   LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
-  LLVMValueRef obase = mul(f, o, Rinner);
+  LLVMValueRef obase = jit_mul(f, o, Rinner);
   LLVMValueRef i = jit_loop_begin(f, &li, zero, inner, "i");
-  LLVMValueRef base = add(f, obase, i);
+  LLVMValueRef base = jit_add(f, obase, i);
 
   /* pass 1: max */
   LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, -INFINITY), macc);
   LLVMValueRef k = jit_loop_begin(f, &l1, zero, R, "r");
-  LLVMValueRef x = load_f64(f, dt, X, add(f, base, mul(f, k, inner)));
+  LLVMValueRef x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
   LLVMValueRef m = LLVMBuildLoad2(f->b, f->t_f64, macc, "");
   LLVMValueRef margs[2] = {m, x};
   LLVMBuildStore(f->b, jit_intrinsic(f, "llvm.maximum", f->t_f64, margs, 2), macc);
@@ -102,13 +81,13 @@ int jit_lower_softmax(jit_fn *f) {
   /* pass 2: sum of exp(x - m) */
   LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
   k = jit_loop_begin(f, &l2, zero, R, "r");
-  x = load_f64(f, dt, X, add(f, base, mul(f, k, inner)));
+  x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
   LLVMValueRef e = exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
   /* f64 softmax keeps exp(x - m) in the output for pass 3 (exact: it is
    * stored as the double it is); narrower types recompute it there, to
    * round once. */
   bool keep_exp = !is_log && dt == IR_DT_F64;
-  if (keep_exp) jit_store(f, dt, Y, add(f, base, mul(f, k, inner)), e);
+  if (keep_exp) jit_store(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
   LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
   LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, e, ""), sacc);
   jit_loop_end(f, &l2);
@@ -117,7 +96,7 @@ int jit_lower_softmax(jit_fn *f) {
 
   /* pass 3: write */
   k = jit_loop_begin(f, &l3, zero, R, "r");
-  LLVMValueRef idx = add(f, base, mul(f, k, inner));
+  LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
   LLVMValueRef y;
   if (keep_exp) {
     y = LLVMBuildFDiv(f->b, jit_load(f, dt, Y, idx), s, "");
@@ -137,19 +116,19 @@ int jit_lower_softmax(jit_fn *f) {
 int jit_lower_layer_norm(jit_fn *f) {
   const ir_node *n = f->node;
   if (n->nin != 3 || n->nout != 1)
-    return norm_err(f, "expected 3 operands and 1 result, got %d and %d", n->nin, n->nout);
+    return jit_fn_error(f, "expected 3 operands and 1 result, got %d and %d", n->nin, n->nout);
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   const ir_type *tg = &n->in[1]->type, *tb = &n->in[2]->type;
   ir_dtype dt = ti->dtype;
   if (!ir_dtype_is_float(dt) || to->dtype != dt)
-    return norm_err(f, "dtype %s is not supported (float only)", ir_dtype_name(dt));
+    return jit_fn_error(f, "dtype %s is not supported (float only)", ir_dtype_name(dt));
   if (!ir_dtype_is_float(tg->dtype) || !ir_dtype_is_float(tb->dtype))
-    return norm_err(f, "gamma and beta must be float, got %s and %s", ir_dtype_name(tg->dtype),
+    return jit_fn_error(f, "gamma and beta must be float, got %s and %s", ir_dtype_name(tg->dtype),
                     ir_dtype_name(tb->dtype));
   int r = ti->rank;
-  if (r < 1) return norm_err(f, "operand must have rank >= 1");
+  if (r < 1) return jit_fn_error(f, "operand must have rank >= 1");
   if (tg->rank != 1 || tb->rank != 1)
-    return norm_err(f, "gamma and beta must have rank 1, got %d and %d", tg->rank, tb->rank);
+    return jit_fn_error(f, "gamma and beta must have rank 1, got %d and %d", tg->rank, tb->rank);
   double eps = ir_node_attr_float(n, "epsilon", 1e-5);
 
   LLVMValueRef zero = jit_i64(f, 0);
@@ -162,12 +141,12 @@ int jit_lower_layer_norm(jit_fn *f) {
 
   jit_loop lr, l1, l2, l3;
   LLVMValueRef row = jit_loop_begin(f, &lr, zero, rows, "row");
-  LLVMValueRef base = mul(f, row, D);
+  LLVMValueRef base = jit_mul(f, row, D);
 
   /* pass 1: mean */
   LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
   LLVMValueRef j = jit_loop_begin(f, &l1, zero, D, "j");
-  LLVMValueRef x = load_f64(f, dt, X, add(f, base, j));
+  LLVMValueRef x = load_f64(f, dt, X, jit_add(f, base, j));
   LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
   LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, x, ""), sacc);
   jit_loop_end(f, &l1);
@@ -176,7 +155,7 @@ int jit_lower_layer_norm(jit_fn *f) {
   /* pass 2: biased variance */
   LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
   j = jit_loop_begin(f, &l2, zero, D, "j");
-  x = load_f64(f, dt, X, add(f, base, j));
+  x = load_f64(f, dt, X, jit_add(f, base, j));
   LLVMValueRef dlt = LLVMBuildFSub(f->b, x, mean, "");
   s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
   LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, LLVMBuildFMul(f->b, dlt, dlt, ""), ""), sacc);
@@ -187,7 +166,7 @@ int jit_lower_layer_norm(jit_fn *f) {
 
   /* pass 3: normalize, scale, shift */
   j = jit_loop_begin(f, &l3, zero, D, "j");
-  LLVMValueRef idx = add(f, base, j);
+  LLVMValueRef idx = jit_add(f, base, j);
   x = load_f64(f, dt, X, idx);
   LLVMValueRef g = load_f64(f, tg->dtype, G, j);
   LLVMValueRef bb = load_f64(f, tb->dtype, B, j);

@@ -19,31 +19,10 @@
  * Assumes a verified node (one operand, axis in range, result type as the
  * verifier inferred it). */
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "lower.h"
-
-static int red_err(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int red_err(jit_fn *f, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  const ir_node *n = f->node;
-  return jit_fn_error(f, "mo.%s (result %%%s): %s", ir_op_get(n->op)->name,
-                      n->nout > 0 && n->out[0]->name ? n->out[0]->name : "?", msg);
-}
-
-static LLVMValueRef mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWMul(f->b, a, b, "");
-}
-
-static LLVMValueRef add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWAdd(f->b, a, b, "");
-}
 
 /* The smallest / largest value of an integer or bool dtype, as its register type. */
 static LLVMValueRef int_limit(jit_fn *f, ir_dtype dt, bool want_max) {
@@ -74,14 +53,14 @@ int jit_lower_reduce(jit_fn *f) {
   const ir_node *n = f->node;
   ir_op op = n->op;
   if (n->nin != 1 || n->nout != 1)
-    return red_err(f, "expected 1 operand and 1 result, got %d and %d", n->nin, n->nout);
+    return jit_fn_error(f, "expected 1 operand and 1 result, got %d and %d", n->nin, n->nout);
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   ir_dtype dt = ti->dtype, odt = to->dtype;
   int r = ti->rank;
   int64_t axis = ir_node_attr_int(n, "axis", -1);
   int64_t ax = axis < 0 ? axis + r : axis;
   if (ax < 0 || ax >= r)
-    return red_err(f, "axis %lld is out of range for rank %d", (long long)axis, r);
+    return jit_fn_error(f, "axis %lld is out of range for rank %d", (long long)axis, r);
 
   bool is_float = ir_dtype_is_float(dt);
   bool is_int = ir_dtype_is_int(dt);
@@ -89,20 +68,20 @@ int jit_lower_reduce(jit_fn *f) {
   bool is_sum = op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
   bool is_max = op == IR_OP_REDUCE_MAX || op == IR_OP_ARGMAX;
   if (!is_sum && !is_arg && op != IR_OP_REDUCE_MAX && op != IR_OP_REDUCE_MIN)
-    return red_err(f, "not a reduction");
+    return jit_fn_error(f, "not a reduction");
   if (is_sum && !is_float && !is_int)
-    return red_err(f, "dtype %s is not supported", ir_dtype_name(dt));
+    return jit_fn_error(f, "dtype %s is not supported", ir_dtype_name(dt));
   if (!is_sum && !is_float && !is_int && dt != IR_DT_BOOL)
-    return red_err(f, "dtype %s is not supported", ir_dtype_name(dt));
+    return jit_fn_error(f, "dtype %s is not supported", ir_dtype_name(dt));
   if (is_arg ? !ir_dtype_is_int(odt) : odt != dt)
-    return red_err(f, "result dtype %s does not fit operand dtype %s", ir_dtype_name(odt),
+    return jit_fn_error(f, "result dtype %s does not fit operand dtype %s", ir_dtype_name(odt),
                    ir_dtype_name(dt));
 
   LLVMValueRef zero = jit_i64(f, 0);
   LLVMValueRef outer = jit_numel_range(f, ti, 0, (int)ax);
   LLVMValueRef R = jit_dim(f, ti->dims[ax]);
   LLVMValueRef inner = jit_numel_range(f, ti, (int)ax + 1, r);
-  LLVMValueRef Rinner = mul(f, R, inner);
+  LLVMValueRef Rinner = jit_mul(f, R, inner);
 
   LLVMTypeRef et = jit_type(f, dt);
   /* accumulator: double for float sums, else the register type */
@@ -120,13 +99,13 @@ int jit_lower_reduce(jit_fn *f) {
   LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
   jit_loop lo, li, lr;
   LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
-  LLVMValueRef ibase = mul(f, o, Rinner);
-  LLVMValueRef obase = mul(f, o, inner);
+  LLVMValueRef ibase = jit_mul(f, o, Rinner);
+  LLVMValueRef obase = jit_mul(f, o, inner);
   LLVMValueRef i = jit_loop_begin(f, &li, zero, inner, "i");
-  LLVMValueRef rbase = add(f, ibase, i);
+  LLVMValueRef rbase = jit_add(f, ibase, i);
   LLVMBuildStore(f->b, init, acc);
   LLVMValueRef k = jit_loop_begin(f, &lr, zero, R, "r");
-  LLVMValueRef x = jit_load(f, dt, X, add(f, rbase, mul(f, k, inner)));
+  LLVMValueRef x = jit_load(f, dt, X, jit_add(f, rbase, jit_mul(f, k, inner)));
   LLVMValueRef cur = LLVMBuildLoad2(f->b, acct, acc, "");
   if (is_sum) {
     if (is_float) {
@@ -140,7 +119,7 @@ int jit_lower_reduce(jit_fn *f) {
   }
   jit_loop_end(f, &lr);
 
-  LLVMValueRef oidx = add(f, obase, i);
+  LLVMValueRef oidx = jit_add(f, obase, i);
   LLVMValueRef res = LLVMBuildLoad2(f->b, acct, acc, "");
   if (is_arg) {
     /* Second pass: the first index holding the extreme m (a NaN when m is
@@ -153,7 +132,7 @@ int jit_lower_reduce(jit_fn *f) {
     LLVMBuildStore(f->b, R, best_idx);
     jit_loop l2;
     k = jit_loop_begin(f, &l2, zero, R, "r");
-    x = jit_load(f, dt, X, add(f, rbase, mul(f, k, inner)));
+    x = jit_load(f, dt, X, jit_add(f, rbase, jit_mul(f, k, inner)));
     LLVMValueRef match;
     if (is_float) {
       LLVMValueRef eq = LLVMBuildFCmp(f->b, LLVMRealOEQ, x, m, "");
