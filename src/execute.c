@@ -178,7 +178,7 @@ static int run_kernels(const kiln_model *m, exec_state *x, kiln_status *st) {
     int k = 0;
     for (int j = 0; j < n->nin; j++) x->args[k++] = x->bufs[n->in[j]->id];
     for (int j = 0; j < n->nout; j++) x->args[k++] = x->bufs[n->out[j]->id];
-    int32_t rc = m->kernels[i](x->args, x->syms);
+    int32_t rc = rt_model_run_kernel(m, i, x->args, x->syms);
     if (rc != 0) {
       const char *opn = ir_op_get(n->op)->name;
       if (n->loc.line > 0)

@@ -378,3 +378,7 @@ int rt_model_port_shape(const kiln_model *m, bool is_weight, int i, const int64_
   rt_ok(st);
   return 0;
 }
+
+int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms) {
+  return m->kernels[node](args, syms);
+}

@@ -75,6 +75,11 @@ struct kiln_model {
   int max_node_bufs;     /* largest nin + nout over the nodes */
 };
 
+/* Run node `node`'s kernel on args (operands then results) with the graph's
+ * symbol values; returns the kernel's status (model.c). The one place that
+ * knows how a model's kernels are called. */
+int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
+
 /* ---- status (status.c) ---- */
 /* Set st (may be NULL) to code + formatted message; returns -1 so callers can
  * `return rt_err(...)`. */
