@@ -1,0 +1,534 @@
+/* cache_disk.c - the disk cache store: finding and creating the directory,
+ * get (read, check, touch), put (temporary file + rename, then the size
+ * bound), statistics and key helpers. The header codec is in
+ * cache_disk_format.c, the directory scan and eviction in cache_disk_scan.c;
+ * cache_disk.h describes the format and the design.
+ *
+ * Assumes any file in the directory may be missing, foreign, truncated or
+ * corrupt, and that other processes add and remove entries at any moment.
+ * Guarantees: a hit's bytes passed every check (magic, format, key, header
+ * checksum, length, payload checksum); a put either publishes a complete
+ * entry or leaves nothing behind. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "cache_disk_impl.h"
+#include "rt.h"
+
+/* ---- keys and paths ---- */
+
+void kc_key_hex(kc_key key, char out[33]) {
+  snprintf(out, 33, "%016llx%016llx", (unsigned long long)key.hi, (unsigned long long)key.lo);
+}
+
+bool kc_key_parse(const char *s, kc_key *key) {
+  uint64_t part[2] = {0, 0};
+  for (int i = 0; i < 32; i++) {
+    char ch = s[i];
+    int h = (ch >= '0' && ch <= '9')   ? ch - '0'
+            : (ch >= 'a' && ch <= 'f') ? ch - 'a' + 10
+            : (ch >= 'A' && ch <= 'F') ? ch - 'A' + 10
+                                       : -1;
+    if (h < 0) return false;
+    part[i / 16] = part[i / 16] << 4 | (uint64_t)h;
+  }
+  if (s[32] != '\0') return false;
+  key->hi = part[0];
+  key->lo = part[1];
+  return true;
+}
+
+kc_key kc_key_from_bytes(const uint8_t b[16]) {
+  kc_key k = {0, 0};
+  for (int i = 0; i < 8; i++) {
+    k.hi = k.hi << 8 | b[i];
+    k.lo = k.lo << 8 | b[8 + i];
+  }
+  return k;
+}
+
+void kc_key_to_bytes(kc_key key, uint8_t b[16]) {
+  for (int i = 0; i < 8; i++) {
+    b[7 - i] = (uint8_t)(key.hi >> (8 * i));
+    b[15 - i] = (uint8_t)(key.lo >> (8 * i));
+  }
+}
+
+char *kcd_entry_path(const char *dir, kc_key key) {
+  char hex[33];
+  kc_key_hex(key, hex);
+  size_t n = strlen(dir) + 48;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/%.2s/%s.kc", dir, hex, hex);
+  return p;
+}
+
+char *kc_disk_entry_path(const kc_disk *d, kc_key key) {
+  return d && d->enabled ? kcd_entry_path(d->dir, key) : NULL;
+}
+
+void kcd_warn(kc_disk *d, const char *fmt, ...) {
+  if (!d->warn) return;
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  d->warn(d->warn_user, msg);
+}
+
+/* ---- opening ---- */
+
+static bool env_is_off(const char *v) {
+  return v && (!strcasecmp(v, "off") || !strcmp(v, "0") || !strcasecmp(v, "no") ||
+               !strcasecmp(v, "false") || !strcasecmp(v, "disabled"));
+}
+
+/* "123", "64K", "512M", "1G", "2T" (powers of 1024; an optional trailing B
+ * or iB: "512MiB"). */
+static bool parse_bytes(const char *s, uint64_t *out) {
+  if (!s || *s < '0' || *s > '9') return false;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno) return false;
+  int shift = 0;
+  switch (*end) {
+  case 'k': case 'K': shift = 10; end++; break;
+  case 'm': case 'M': shift = 20; end++; break;
+  case 'g': case 'G': shift = 30; end++; break;
+  case 't': case 'T': shift = 40; end++; break;
+  default: break;
+  }
+  if (shift && *end == 'i') end++;
+  if (*end == 'B' && (shift || end[1] == '\0')) end++;
+  if (*end != '\0') return false;
+  if (shift && v > (UINT64_MAX >> shift)) return false;
+  *out = (uint64_t)v << shift;
+  return true;
+}
+
+/* The directory to use, malloc'd; NULL with st filled. */
+static char *resolve_dir(const char *dir, kiln_status *st) {
+  const char *v;
+  if (dir && *dir) return strdup(dir);
+  if ((v = getenv("KILN_CACHE_DIR")) && *v) return strdup(v);
+  const char *base, *suffix;
+  if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
+    base = v;
+    suffix = "/kiln";
+  } else if ((v = getenv("HOME")) && *v) {
+    base = v;
+    suffix = "/.cache/kiln";
+  } else {
+    rt_err(st, KILN_ERR_NOT_FOUND,
+           "no kernel cache directory: none of KILN_CACHE_DIR, XDG_CACHE_HOME, HOME is set");
+    return NULL;
+  }
+  size_t n = strlen(base) + strlen(suffix) + 1;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s%s", base, suffix);
+  return p;
+}
+
+/* mkdir -p path (temporarily edited in place); the directories it creates
+ * get mode. 0 or an errno. */
+static int mkdir_p(char *path, mode_t mode) {
+  struct stat sb;
+  if (stat(path, &sb) == 0) return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+  for (char *p = path + 1;; p++) {
+    if (*p != '/' && *p != '\0') continue;
+    char save = *p;
+    *p = '\0';
+    int rc = mkdir(path, mode);
+    int err = errno;
+    *p = save;
+    if (rc != 0 && err != EEXIST) return err;
+    if (save == '\0') break;
+  }
+  if (stat(path, &sb) != 0) return errno;
+  return S_ISDIR(sb.st_mode) ? 0 : ENOTDIR;
+}
+
+kc_disk *kc_disk_open(const char *dir, uint64_t max_bytes, unsigned flags, kiln_status *st) {
+  kc_disk *d = calloc(1, sizeof *d);
+  if (!d) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory opening the kernel cache");
+    return NULL;
+  }
+  if (pthread_mutex_init(&d->lock, NULL) != 0) {
+    free(d);
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "cannot create the kernel cache's lock");
+    return NULL;
+  }
+  bool off = !(flags & KC_DISK_IGNORE_OFF) && env_is_off(getenv("KILN_CACHE"));
+  const char *mb = getenv("KILN_CACHE_MAX_BYTES");
+  d->max_bytes = max_bytes;
+  if (!d->max_bytes && mb && *mb && !parse_bytes(mb, &d->max_bytes) && !off) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+           "KILN_CACHE_MAX_BYTES='%s' is not a byte count (examples: 1073741824, 512M, 2G)", mb);
+    goto fail;
+  }
+  if (!d->max_bytes) d->max_bytes = KC_DISK_DEFAULT_MAX_BYTES;
+  if (off) {
+    rt_ok(st);
+    return d; /* disabled: no directory is touched */
+  }
+  d->dir = resolve_dir(dir, st);
+  if (!d->dir) {
+    if (!kiln_status_is_error(st))
+      rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory opening the kernel cache");
+    goto fail;
+  }
+  size_t n = strlen(d->dir);
+  while (n > 1 && d->dir[n - 1] == '/') d->dir[--n] = '\0';
+  int err = mkdir_p(d->dir, 0700);
+  if (err) {
+    rt_err(st, KILN_ERR_IO, "cannot create the kernel cache directory '%s': %s", d->dir,
+           strerror(err));
+    goto fail;
+  }
+  if (access(d->dir, R_OK | W_OK | X_OK) != 0) {
+    rt_err(st, KILN_ERR_IO, "the kernel cache directory '%s' is not writable: %s", d->dir,
+           strerror(errno));
+    goto fail;
+  }
+  d->enabled = true;
+  rt_ok(st);
+  return d;
+fail:
+  kc_disk_close(d);
+  return NULL;
+}
+
+void kc_disk_close(kc_disk *d) {
+  if (!d) return;
+  pthread_mutex_destroy(&d->lock);
+  free(d->dir);
+  free(d);
+}
+
+void kc_disk_set_warn(kc_disk *d, kc_disk_warn_fn fn, void *user) {
+  if (!d) return;
+  d->warn = fn;
+  d->warn_user = user;
+}
+
+bool kc_disk_enabled(const kc_disk *d) { return d && d->enabled; }
+const char *kc_disk_dir(const kc_disk *d) { return d && d->enabled ? d->dir : NULL; }
+uint64_t kc_disk_max_bytes(const kc_disk *d) { return d ? d->max_bytes : 0; }
+
+/* ---- reading ---- */
+
+/* Read up to n bytes at the current offset; the count read (short only at
+ * end of file), or -1 with errno. */
+static ssize_t read_full(int fd, void *buf, size_t n) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = read(fd, (char *)buf + got, n - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return -1;
+    if (r == 0) break;
+    got += (size_t)r;
+  }
+  return (ssize_t)got;
+}
+
+/* Remove a corrupt entry, but only if path still names the file we read
+ * (a writer may have published a good one meanwhile). */
+static void remove_corrupt(kc_disk *d, const char *path, const struct stat *read_sb,
+                           const char *why) {
+  struct stat sb;
+  if (stat(path, &sb) == 0 && sb.st_dev == read_sb->st_dev && sb.st_ino == read_sb->st_ino)
+    unlink(path);
+  atomic_fetch_add(&d->corrupt, 1);
+  kcd_warn(d, "kiln cache: removed corrupt entry %s: %s", path, why);
+}
+
+int kcd_read_entry(kc_disk *d, const char *path, kc_key key, int mode, bool want_components,
+                   bool touch, kcd_header *h, void **payload, kiln_status *st) {
+  memset(h, 0, sizeof *h);
+  if (payload) *payload = NULL;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return KC_DISK_MISS;
+  int rc = KC_DISK_MISS;
+  char why[160] = "";
+  char *hbuf = NULL, *pl = NULL;
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) goto out;
+  /* Read the header in growing chunks: never more than the file holds or a
+   * header may take, whatever the file claims. */
+  uint64_t fsize = (uint64_t)sb.st_size;
+  size_t cap = fsize < 65536 ? (size_t)fsize + 1 : 65536, got = 0;
+  int pr;
+  for (;;) {
+    char *nb = realloc(hbuf, cap);
+    if (!nb) goto nomem;
+    hbuf = nb;
+    ssize_t r = read_full(fd, hbuf + got, cap - got);
+    if (r < 0) {
+      snprintf(why, sizeof why, "read error: %s", strerror(errno));
+      goto out; /* an I/O error is a miss, not proof of corruption */
+    }
+    got += (size_t)r;
+    pr = kcd_header_parse(hbuf, got, want_components, h, why, sizeof why);
+    if (pr == KCD_NOMEM) goto nomem;
+    if (pr != KCD_INCOMPLETE) break;
+    if (got < cap || cap >= KC_DISK_MAX_HEADER + 1) {
+      snprintf(why, sizeof why, got < cap ? "truncated header (%zu bytes)" : "header too long", got);
+      pr = KCD_BAD;
+      break;
+    }
+    cap = cap * 4 > KC_DISK_MAX_HEADER + 1 ? KC_DISK_MAX_HEADER + 1 : cap * 4;
+  }
+  if (pr == KCD_BAD) goto corrupt;
+  if (h->key.lo != key.lo || h->key.hi != key.hi) {
+    snprintf(why, sizeof why, "holds another key");
+    goto corrupt;
+  }
+  uint64_t held = fsize > h->header_bytes ? fsize - h->header_bytes : 0;
+  if (h->payload_bytes != held || got > fsize) { /* got > fsize: it grew while we read */
+    snprintf(why, sizeof why, "%s: the header says %llu payload bytes, the file holds %llu",
+             h->payload_bytes > held ? "truncated" : "wrong length",
+             (unsigned long long)h->payload_bytes, (unsigned long long)held);
+    goto corrupt;
+  }
+  if (mode == KCD_READ_FULL) {
+    if (h->payload_bytes > SIZE_MAX - 1) goto nomem;
+    size_t plen = (size_t)h->payload_bytes;
+    pl = malloc(plen ? plen : 1);
+    if (!pl) goto nomem;
+    size_t have = got - h->header_bytes < plen ? got - h->header_bytes : plen;
+    memcpy(pl, hbuf + h->header_bytes, have);
+    ssize_t r = read_full(fd, pl + have, plen - have);
+    if (r < 0) {
+      snprintf(why, sizeof why, "read error: %s", strerror(errno));
+      goto out;
+    }
+    if ((size_t)r != plen - have) {
+      snprintf(why, sizeof why, "truncated while reading");
+      goto corrupt;
+    }
+    if (XXH3_64bits(pl, plen) != h->payload_hash) {
+      snprintf(why, sizeof why, "payload checksum mismatch");
+      goto corrupt;
+    }
+    /* The recency mark; failing to set it (read-only file) only weakens LRU. */
+    if (touch) (void)futimens(fd, NULL);
+    *payload = pl;
+    pl = NULL;
+  }
+  rc = KC_DISK_HIT;
+  goto out;
+nomem:
+  rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory reading cache entry %s", path);
+  goto out;
+corrupt:
+  remove_corrupt(d, path, &sb, why);
+  rc = KCD_REMOVED;
+out:
+  if (rc != KC_DISK_HIT) kcd_header_free(h);
+  free(hbuf);
+  free(pl);
+  close(fd);
+  return rc;
+}
+
+int kc_disk_get(kc_disk *d, kc_key key, void **payload, size_t *len, kiln_status *st) {
+  if (!payload || !len)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache get: NULL payload or length pointer");
+  *payload = NULL;
+  *len = 0;
+  if (!d || !d->enabled) {
+    if (d) atomic_fetch_add(&d->misses, 1);
+    rt_ok(st);
+    return KC_DISK_MISS;
+  }
+  char *path = kcd_entry_path(d->dir, key);
+  if (!path) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory in cache get");
+  kcd_header h;
+  int rc = kcd_read_entry(d, path, key, KCD_READ_FULL, false, true, &h, payload, st);
+  free(path);
+  if (rc == KC_DISK_ERROR) return rc;
+  if (rc == KC_DISK_HIT) {
+    *len = (size_t)h.payload_bytes;
+    kcd_header_free(&h);
+    atomic_fetch_add(&d->hits, 1);
+  } else {
+    atomic_fetch_add(&d->misses, 1);
+    rc = KC_DISK_MISS;
+  }
+  rt_ok(st);
+  return rc;
+}
+
+/* ---- writing ---- */
+
+static int write_full(int fd, const void *buf, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t w = write(fd, (const char *)buf + done, n - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return -1;
+    done += (size_t)w;
+  }
+  return 0;
+}
+
+/* Create a unique temporary file beside the entry; its fd, or -1 with errno.
+ * *tmp gets its malloc'd path. Recreates the directory when it vanished. */
+static int open_tmp(kc_disk *d, const char *final, kc_key key, char **tmp) {
+  char hex[33];
+  kc_key_hex(key, hex);
+  size_t n = strlen(d->dir) + 128;
+  *tmp = malloc(n);
+  if (!*tmp) {
+    errno = ENOMEM;
+    return -1;
+  }
+  for (int attempt = 0; attempt < 8; attempt++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(*tmp, n, "%s/%.2s/.tmp-%s-%ld-%llu-%lx", d->dir, hex, hex, (long)getpid(),
+             (unsigned long long)atomic_fetch_add(&d->tmp_seq, 1), (unsigned long)ts.tv_nsec);
+    int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
+    if (errno == ENOENT) {
+      /* the subdirectory (or the whole cache) is missing: create it */
+      char *sub = strdup(final);
+      if (!sub) {
+        errno = ENOMEM;
+        break;
+      }
+      *strrchr(sub, '/') = '\0';
+      int err = mkdir_p(sub, 0700);
+      free(sub);
+      if (err) {
+        errno = err;
+        break;
+      }
+      continue;
+    }
+    if (errno != EEXIST) break;
+  }
+  int err = errno;
+  free(*tmp);
+  *tmp = NULL;
+  errno = err;
+  return -1;
+}
+
+static void account_put(kc_disk *d, kc_key key, uint64_t fsize) {
+  pthread_mutex_lock(&d->lock);
+  d->puts_since_scan++;
+  if (d->total_known) d->approx_bytes += fsize;
+  if (!d->total_known || d->approx_bytes > d->max_bytes ||
+      d->puts_since_scan >= KC_DISK_RESCAN_EVERY)
+    kcd_rescan_locked(d, &key);
+  pthread_mutex_unlock(&d->lock);
+}
+
+int kc_disk_put(kc_disk *d, kc_key key, const kc_component *c, int n, const void *payload,
+                size_t len, kiln_status *st) {
+  if (len && !payload)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache put: NULL payload of %zu bytes", len);
+  char *hdr = NULL, *final = NULL, *tmp = NULL;
+  size_t hlen;
+  if (kcd_header_encode(key, c, n, payload, len, &hdr, &hlen, st) != 0) return -1;
+  if (!d || !d->enabled) {
+    free(hdr);
+    rt_ok(st);
+    return 0;
+  }
+  uint64_t fsize = (uint64_t)hlen + len;
+  if (fsize > d->max_bytes) {
+    free(hdr);
+    atomic_fetch_add(&d->too_big, 1);
+    rt_ok(st);
+    return 0;
+  }
+  const char *step = "creating a temporary file for";
+  int fd = -1, err = ENOMEM;
+  final = kcd_entry_path(d->dir, key);
+  if (!final) goto fail;
+  fd = open_tmp(d, final, key, &tmp);
+  if (fd < 0) {
+    err = errno;
+    goto fail;
+  }
+  step = "writing";
+  if (write_full(fd, hdr, hlen) != 0 || write_full(fd, payload, len) != 0) {
+    err = errno;
+    goto fail;
+  }
+  int cr = close(fd); /* some filesystems report write errors only here */
+  fd = -1;
+  if (cr != 0) {
+    err = errno;
+    goto fail;
+  }
+  step = "publishing";
+  if (rename(tmp, final) != 0) {
+    err = errno;
+    goto fail;
+  }
+  free(tmp);
+  free(hdr);
+  free(final);
+  atomic_fetch_add(&d->puts, 1);
+  account_put(d, key, fsize);
+  rt_ok(st);
+  return 0;
+fail:
+  if (fd >= 0) close(fd);
+  if (tmp) unlink(tmp);
+  atomic_fetch_add(&d->put_errors, 1);
+  char hex[33];
+  kc_key_hex(key, hex);
+  rt_err(st, err == ENOMEM ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_IO,
+         "kernel cache: %s entry %s in '%s': %s", step, hex, d->dir, strerror(err));
+  free(tmp);
+  free(hdr);
+  free(final);
+  return -1;
+}
+
+/* ---- statistics ---- */
+
+int kc_disk_stats_get(kc_disk *d, kc_disk_stats *out, kiln_status *st) {
+  if (!out) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache stats: NULL output");
+  memset(out, 0, sizeof *out);
+  if (!d) {
+    rt_ok(st);
+    return 0;
+  }
+  out->enabled = d->enabled;
+  out->dir = kc_disk_dir(d);
+  out->max_bytes = d->max_bytes;
+  out->hits = atomic_load(&d->hits);
+  out->misses = atomic_load(&d->misses);
+  out->puts = atomic_load(&d->puts);
+  out->too_big = atomic_load(&d->too_big);
+  out->put_errors = atomic_load(&d->put_errors);
+  out->corrupt_removed = atomic_load(&d->corrupt);
+  out->evicted = atomic_load(&d->evicted);
+  out->rescans = atomic_load(&d->rescans);
+  if (d->enabled) {
+    kcd_file *files;
+    size_t nf;
+    if (kcd_scan(d, &files, &nf, &out->bytes, st) != 0) return -1;
+    free(files);
+    out->entries = nf;
+  }
+  rt_ok(st);
+  return 0;
+}
