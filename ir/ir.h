@@ -250,6 +250,19 @@ char *ir_print(const ir_graph *g);
 int ir_parse_attrs(ir_graph *g, const char *text, size_t len, ir_attr **out, int *n, ir_diag *d);
 int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_diag *d);
 
+/* ---- canonical kernel text (kernel_text.c; added by kcache) ---- */
+/* The canonical text of node n of g as a one-op graph: `mo.graph
+ * @kernel<d0, ...>(%a0: T, ...) -> (...)` with one input per operand, one
+ * node (same op and attributes, results %r0, ...), outputs = the results.
+ * Symbols are renamed d0, d1, ... in order of first use (operand types, then
+ * result types), so the same op on the same types prints the same text in
+ * graphs with different symbol names. sym_map (may be NULL; room for
+ * g->nsyms entries) receives, for kernel symbol j, the index of the graph
+ * symbol it stands for; *nsyms (may be NULL) the kernel's symbol count. The
+ * text parses (ir_parse) back into a graph that prints to the same text.
+ * malloc'd, caller frees; NULL on out-of-memory or when n is not g's. */
+char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms);
+
 /* ---- rules (infer.c, verify.c) ---- */
 /* Compute the result types of node n from its operand types and attributes
  * (for reshape, broadcast_to, constant and constant.external the declared

@@ -2,15 +2,23 @@
  * LLVM module (one function per kernel node), verify, optimize with O3 for
  * the host CPU, emit an object with the engine's TargetMachine and link it
  * into one ORC LLJIT under a ResourceTracker per module.
+ * Per-kernel compile units (for the kernel cache): jit_compile_object lowers
+ * a one-node kernel graph into its own LLVMContext with a TargetMachine it
+ * holds alone (one spare is kept between calls) and returns the object
+ * bytes; jit_load_object links such bytes under their own ResourceTracker
+ * and looks the kernel up.
  *
  * Assumes: a verified graph; the caller serializes every call on one engine
- * (one TargetMachine and one LLJIT, neither safe to share between threads).
+ * (one TargetMachine and one LLJIT, neither safe to share between threads),
+ * except jit_compile_object, which reads only the engine's immutable host
+ * description and may run on any number of threads at once.
  * Guarantees: kernel symbol names are unique per engine (a counter), so a
  * graph may be compiled any number of times; every failure returns NULL with
  * a message (which node, which stage) and leaves nothing behind in the JIT;
  * nothing here aborts on bad input. */
 #include <ctype.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +42,13 @@ struct jit_engine {
   char *layout;                  /* data layout string (LLVMDisposeMessage) */
   char *target;                  /* "triple cpu features", malloc'd */
   bool avx512;
+  char *options;                 /* what else decides the code (jit_engine_options), malloc'd */
+  LLVMTargetRef llvm_target;     /* registry entry: immutable, shared by every thread */
   LLVMTargetMachineRef tm;
+  /* one TargetMachine kept between jit_compile_object calls (a fresh one
+   * costs ~0.6 ms more on its first kernel); taken and returned with atomic
+   * exchanges, so a thread always has exclusive use of the one it holds */
+  _Atomic(LLVMTargetMachineRef) spare_tm;
   LLVMOrcLLJITRef jit;
   LLVMOrcJITDylibRef jd;
   unsigned long long counter; /* one per compiled module: unique symbol names */
@@ -96,6 +110,14 @@ static void session_error(void *ctx, LLVMErrorRef le) {
   LLVMDisposeErrorMessage(m);
 }
 
+/* A TargetMachine for the host with the engine's options. Each compiling
+ * thread needs its own (LLVM-NOTES.md: never share one). NULL on failure. */
+static LLVMTargetMachineRef new_target_machine(const jit_engine *e) {
+  return LLVMCreateTargetMachine(e->llvm_target, e->triple, e->cpu, e->features,
+                                 LLVMCodeGenLevelAggressive, LLVMRelocPIC,
+                                 LLVMCodeModelJITDefault);
+}
+
 jit_engine *jit_engine_new(char *err, size_t errlen) {
   pthread_once(&llvm_once, llvm_init);
   if (llvm_init_failed) {
@@ -107,6 +129,7 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
     set_err(err, errlen, "jit: out of memory");
     return NULL;
   }
+  atomic_init(&e->spare_tm, NULL);
   e->triple = LLVMGetDefaultTargetTriple();
   e->cpu = LLVMGetHostCPUName();
   e->features = LLVMGetHostCPUFeatures();
@@ -120,6 +143,14 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
   }
   snprintf(e->target, tl, "%s %s %s", e->triple, e->cpu, e->features);
 
+  e->options = strdup(e->avx512 ? "opt=O3 codegen=aggressive reloc=pic prefer-vector-width=512"
+                                 : "opt=O3 codegen=aggressive reloc=pic");
+  if (!e->options) {
+    set_err(err, errlen, "jit: out of memory");
+    jit_engine_free(e);
+    return NULL;
+  }
+
   LLVMTargetRef target;
   char *msg = NULL;
   if (LLVMGetTargetFromTriple(e->triple, &target, &msg)) {
@@ -128,9 +159,8 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
     jit_engine_free(e);
     return NULL;
   }
-  e->tm = LLVMCreateTargetMachine(target, e->triple, e->cpu, e->features,
-                                  LLVMCodeGenLevelAggressive, LLVMRelocPIC,
-                                  LLVMCodeModelJITDefault);
+  e->llvm_target = target;
+  e->tm = new_target_machine(e);
   if (!e->tm) {
     set_err(err, errlen, "jit: cannot create a TargetMachine for %s (%s)", e->triple, e->cpu);
     jit_engine_free(e);
@@ -178,15 +208,36 @@ void jit_engine_free(jit_engine *e) {
     if (le) LLVMConsumeError(le);
   }
   if (e->tm) LLVMDisposeTargetMachine(e->tm);
+  LLVMTargetMachineRef spare = atomic_exchange(&e->spare_tm, NULL);
+  if (spare) LLVMDisposeTargetMachine(spare);
   LLVMDisposeMessage(e->triple);
   LLVMDisposeMessage(e->cpu);
   LLVMDisposeMessage(e->features);
   LLVMDisposeMessage(e->layout);
   free(e->target);
+  free(e->options);
   free(e);
 }
 
 const char *jit_engine_target(const jit_engine *e) { return e ? e->target : ""; }
+const char *jit_engine_triple(const jit_engine *e) { return e && e->triple ? e->triple : ""; }
+const char *jit_engine_cpu(const jit_engine *e) { return e && e->cpu ? e->cpu : ""; }
+const char *jit_engine_features(const jit_engine *e) {
+  return e && e->features ? e->features : "";
+}
+const char *jit_engine_options(const jit_engine *e) { return e && e->options ? e->options : ""; }
+
+static pthread_once_t version_once = PTHREAD_ONCE_INIT;
+static char llvm_version[32];
+static void read_llvm_version(void) {
+  unsigned major = 0, minor = 0, patch = 0;
+  LLVMGetVersion(&major, &minor, &patch);
+  snprintf(llvm_version, sizeof llvm_version, "%u.%u.%u", major, minor, patch);
+}
+const char *jit_llvm_version(void) {
+  pthread_once(&version_once, read_llvm_version);
+  return llvm_version;
+}
 
 /* ---- building a module ---- */
 
@@ -243,7 +294,8 @@ static LLVMModuleRef new_module(jit_engine *e, LLVMContextRef ctx, const char *n
 }
 
 /* Verify and run O3. 0, or -1 with err. */
-static int verify_and_optimize(jit_engine *e, LLVMModuleRef mod, char *err, size_t errlen) {
+static int verify_and_optimize(LLVMTargetMachineRef tm, LLVMModuleRef mod, char *err,
+                               size_t errlen) {
   char *msg = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
     set_err(err, errlen, "jit: generated LLVM IR is invalid: %s", msg ? msg : "");
@@ -256,7 +308,7 @@ static int verify_and_optimize(jit_engine *e, LLVMModuleRef mod, char *err, size
   LLVMPassBuilderOptionsSetSLPVectorization(opts, 1);
   LLVMPassBuilderOptionsSetLoopInterleaving(opts, 1);
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
-  LLVMErrorRef le = LLVMRunPasses(mod, "default<O3>", e->tm, opts);
+  LLVMErrorRef le = LLVMRunPasses(mod, "default<O3>", tm, opts);
   LLVMDisposePassBuilderOptions(opts);
   if (le) {
     take_error(le, err, errlen, "jit: optimizing");
@@ -308,7 +360,7 @@ jit_module *jit_compile_graph(jit_engine *e, const ir_graph *g, char *err, size_
     rc = lower_one(e, ctx, mod, g, n, name, err, errlen);
     nkernels++;
   }
-  if (rc == 0 && nkernels > 0) rc = verify_and_optimize(e, mod, err, errlen);
+  if (rc == 0 && nkernels > 0) rc = verify_and_optimize(e->tm, mod, err, errlen);
 
   LLVMMemoryBufferRef obj = NULL;
   if (rc == 0 && nkernels > 0) {
@@ -393,7 +445,7 @@ char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err,
   LLVMModuleRef mod = new_module(e, ctx, name);
   char *out = NULL;
   if (lower_one(e, ctx, mod, g, n, name, err, errlen) == 0 &&
-      verify_and_optimize(e, mod, err, errlen) == 0) {
+      verify_and_optimize(e->tm, mod, err, errlen) == 0) {
     char *text = LLVMPrintModuleToString(mod);
     out = text ? strdup(text) : NULL;
     if (!out) set_err(err, errlen, "jit: out of memory");
@@ -402,4 +454,118 @@ char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err,
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
   return out;
+}
+
+/* ---- per-kernel compile units (the kernel cache's entries) ---- */
+
+struct jit_code {
+  LLVMOrcResourceTrackerRef rt;
+};
+
+int jit_compile_object(jit_engine *e, const ir_graph *kg, const char *fn_name, void **obj,
+                       size_t *len, char *err, size_t errlen) {
+  if (obj) *obj = NULL;
+  if (len) *len = 0;
+  if (!e || !kg || !fn_name || !fn_name[0] || !obj || !len) {
+    set_err(err, errlen, "jit: compile_object: no engine, graph, name or result");
+    return -1;
+  }
+  const ir_node *n = NULL;
+  int nkernels = 0;
+  for (int i = 0; i < kg->nnodes; i++)
+    if (kg->nodes[i] && has_kernel(kg->nodes[i])) {
+      n = kg->nodes[i];
+      nkernels++;
+    }
+  if (nkernels != 1) {
+    set_err(err, errlen, "jit: a kernel graph must have exactly one kernel node, @%s has %d",
+            kg->name ? kg->name : "?", nkernels);
+    return -1;
+  }
+  LLVMTargetMachineRef tm = atomic_exchange(&e->spare_tm, NULL);
+  if (!tm) tm = new_target_machine(e);
+  if (!tm) {
+    set_err(err, errlen, "jit: cannot create a TargetMachine for %s (%s)", e->triple, e->cpu);
+    return -1;
+  }
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = new_module(e, ctx, fn_name);
+  int rc = lower_one(e, ctx, mod, kg, n, fn_name, err, errlen);
+  if (rc == 0) rc = verify_and_optimize(tm, mod, err, errlen);
+  LLVMMemoryBufferRef buf = NULL;
+  if (rc == 0) {
+    char *msg = NULL;
+    if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, LLVMObjectFile, &msg, &buf)) {
+      set_err(err, errlen, "jit: emitting the object of %s: %s", fn_name, msg ? msg : "");
+      buf = NULL;
+      rc = -1;
+    }
+    LLVMDisposeMessage(msg);
+  }
+  LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  LLVMTargetMachineRef old = atomic_exchange(&e->spare_tm, tm);
+  if (old) LLVMDisposeTargetMachine(old);
+  if (rc != 0) return -1;
+  size_t sz = LLVMGetBufferSize(buf);
+  void *bytes = malloc(sz ? sz : 1);
+  if (!bytes) {
+    LLVMDisposeMemoryBuffer(buf);
+    set_err(err, errlen, "jit: out of memory copying the object of %s", fn_name);
+    return -1;
+  }
+  memcpy(bytes, LLVMGetBufferStart(buf), sz);
+  LLVMDisposeMemoryBuffer(buf);
+  *obj = bytes;
+  *len = sz;
+  return 0;
+}
+
+jit_code *jit_load_object(jit_engine *e, const void *obj, size_t len, const char *fn_name,
+                          jit_kernel_fn *out, char *err, size_t errlen) {
+  if (out) *out = NULL;
+  if (!e || !obj || len == 0 || !fn_name || !out) {
+    set_err(err, errlen, "jit: load_object: no engine, object, name or result");
+    return NULL;
+  }
+  jit_code *c = calloc(1, sizeof *c);
+  LLVMMemoryBufferRef buf =
+      c ? LLVMCreateMemoryBufferWithMemoryRangeCopy(obj, len, fn_name) : NULL;
+  if (!buf) {
+    free(c);
+    set_err(err, errlen, "jit: out of memory loading %s", fn_name);
+    return NULL;
+  }
+  e->session_err[0] = 0;
+  c->rt = LLVMOrcJITDylibCreateResourceTracker(e->jd);
+  LLVMErrorRef le = LLVMOrcLLJITAddObjectFileWithRT(e->jit, c->rt, buf); /* takes buf */
+  if (le) {
+    take_error(le, err, errlen, "jit: adding the object");
+    jit_code_free(e, c);
+    return NULL;
+  }
+  LLVMOrcExecutorAddress addr = 0;
+  le = LLVMOrcLLJITLookup(e->jit, &addr, fn_name);
+  if (le || !addr) {
+    char what[800];
+    snprintf(what, sizeof what, "jit: linking kernel %s%s%s%s", fn_name,
+             e->session_err[0] ? " (" : "", e->session_err, e->session_err[0] ? ")" : "");
+    if (le) take_error(le, err, errlen, what);
+    else set_err(err, errlen, "%s: address 0", what);
+    jit_code_free(e, c);
+    return NULL;
+  }
+  *out = (jit_kernel_fn)(uintptr_t)addr;
+  return c;
+}
+
+void jit_code_free(jit_engine *e, jit_code *c) {
+  (void)e;
+  if (!c) return;
+  if (c->rt) {
+    LLVMErrorRef le = LLVMOrcResourceTrackerRemove(c->rt);
+    if (le) LLVMConsumeError(le);
+    LLVMOrcReleaseResourceTracker(c->rt);
+  }
+  free(c);
 }

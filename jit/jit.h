@@ -57,6 +57,43 @@ double jit_module_compile_ms(const jit_module *m);
 /* Unload the module's code (ResourceTracker remove) and free it. NULL ok. */
 void jit_module_free(jit_engine *e, jit_module *m);
 
+/* ---- per-kernel compile units (added by kcache, for the kernel cache) ----
+ * A kernel graph is the parsed text of ir_kernel_text: one kernel node whose
+ * operands are the graph inputs and whose results are the outputs. It
+ * compiles to an object file that defines one exported function `fn_name`
+ * (the caller makes the name deterministic from the cache key, so the same
+ * bytes load in any process; two objects with the same name must not be
+ * loaded into one engine at once: "Duplicate definition").
+ * Threads: jit_compile_object uses its own LLVMContext and TargetMachine and
+ * only reads the engine's host description, so it may run on several
+ * threads at once and concurrently with the calls below; jit_load_object
+ * and jit_code_free drive the LLJIT and are serialized by the caller like
+ * every other call. */
+typedef struct jit_code jit_code;
+
+/* What decides the generated code besides the kernel text, for cache keys
+ * (owned by e, "" for NULL): the target triple, the host CPU name, its
+ * features ("+avx2,+avx512f,..."), the compile options ("opt=O3 ...
+ * prefer-vector-width=512"), and the version of the linked LLVM ("19.1.7"). */
+const char *jit_engine_triple(const jit_engine *e);
+const char *jit_engine_cpu(const jit_engine *e);
+const char *jit_engine_features(const jit_engine *e);
+const char *jit_engine_options(const jit_engine *e);
+const char *jit_llvm_version(void);
+
+/* Lower, optimize and emit kg's kernel as `fn_name`. On success *obj is a
+ * malloc'd object file of *len bytes (caller frees with free()) and 0 is
+ * returned; -1 with err filled otherwise (*obj NULL). */
+int jit_compile_object(jit_engine *e, const ir_graph *kg, const char *fn_name, void **obj,
+                       size_t *len, char *err, size_t errlen);
+/* Link a copy of obj[0..len) into e's LLJIT under its own ResourceTracker and
+ * look up `fn_name` into *out. NULL with err filled on failure (nothing left
+ * in the JIT). obj stays the caller's. */
+jit_code *jit_load_object(jit_engine *e, const void *obj, size_t len, const char *fn_name,
+                          jit_kernel_fn *out, char *err, size_t errlen);
+/* Unload (ResourceTracker remove) and free. NULL ok. */
+void jit_code_free(jit_engine *e, jit_code *c);
+
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */
 char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen);

@@ -1,10 +1,13 @@
-/* context.c - kiln_context: owns the JIT engine and the lock that serializes
- * every use of it (compile, unload), since an LLJIT must not be driven from
- * two threads at once (see jit.h). No global state: two contexts may live
- * side by side. Models must be freed before their context. */
+/* context.c - kiln_context: owns the JIT engine, the lock that serializes
+ * every use of its LLJIT (load, lookup, unload), since an LLJIT must not be
+ * driven from two threads at once (see jit.h), and the memory cache of
+ * compiled kernels its models share (cache_mem.h). No global state: two
+ * contexts may live side by side. Models must be freed before their context
+ * (the cache unloads every kernel when the context goes). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_mem.h"
 #include "rt.h"
 
 KILN_API kiln_context *kiln_context_new(kiln_status *st) {
@@ -26,12 +29,20 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_err(st, KILN_ERR_COMPILE, "cannot start the JIT: %s", err[0] ? err : "unknown error");
     return NULL;
   }
+  if (!(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock))) {
+    jit_engine_free(ctx->jit);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating the kernel cache");
+    return NULL;
+  }
   rt_ok(st);
   return ctx;
 }
 
 KILN_API void kiln_context_free(kiln_context *ctx) {
   if (!ctx) return;
+  rt_cache_mem_free(ctx->kcache); /* unloads the kernels: before the engine */
   jit_engine_free(ctx->jit);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
@@ -40,3 +51,5 @@ KILN_API void kiln_context_free(kiln_context *ctx) {
 KILN_API const char *kiln_context_target(const kiln_context *ctx) {
   return ctx ? jit_engine_target(ctx->jit) : "";
 }
+
+rt_cache_mem *rt_context_cache(const kiln_context *ctx) { return ctx ? ctx->kcache : NULL; }

@@ -1,18 +1,23 @@
 /* execute.c - kiln_model_execute: bind inputs, solve symbolic dims, check
- * weights and outputs, allocate intermediates, call the kernels in node
- * order.
+ * weights and outputs, place intermediates in one arena, call the kernels in
+ * node order.
  *
  * Shape errors come from ir_solve_symbols, the very function the reference
- * interpreter uses, so both report the same messages. Each intermediate gets
- * its own 64-byte aligned allocation per execute (a memory planner that
- * shares one arena is a later step). An output produced by a kernel is
- * written straight into the output tensor; an output that is a graph input,
- * a constant, a weight or a repeat of an earlier output is copied at the
- * end. The model is only read here, so executes may run concurrently. */
+ * interpreter uses, so both report the same messages. The intermediates
+ * share one 64-byte aligned arena per execute (one allocation), at offsets
+ * the memory planner (plan.c) computes by lifetime and caches per symbol
+ * binding; with KILN_POISON_ARENA=1 (read at a model's first execute) the
+ * arena is filled with a NaN pattern first, so a kernel reading memory
+ * nobody wrote shows. An output produced by a kernel is written straight
+ * into the output tensor; an output that is a graph input, a constant, a
+ * weight or a repeat of an earlier output is copied at the end. The model is
+ * only read here (except the planner's cache, under its own lock), so
+ * executes may run concurrently. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"
 #include "rt.h"
 
 static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape) {
@@ -33,7 +38,8 @@ typedef struct exec_state {
   ir_tensor *ins;
   int64_t *syms;
   void **bufs;      /* per value id */
-  bool *owned;      /* per value id: bufs[id] was allocated here */
+  size_t *offs;     /* per intermediate: offset in the arena */
+  void *arena;      /* the intermediates' memory, allocated here (or NULL) */
   bool *direct;     /* per output: the kernel writes into the output tensor */
   kiln_tensor **fresh; /* per output: tensors allocated here */
   void **args;      /* one node's buffers */
@@ -137,29 +143,15 @@ static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_stat
   return 0;
 }
 
-static int alloc_intermediates(const kiln_model *m, exec_state *x, kiln_status *st) {
-  const ir_graph *g = m->g;
-  int64_t shape[IR_MAX_RANK];
-  char msg[512];
-  for (int i = 0; i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
-    if (is_source(n)) continue;
-    for (int k = 0; k < n->nout; k++) {
-      const ir_value *v = n->out[k];
-      if (x->bufs[v->id]) continue;
-      if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
-        return rt_err(st, KILN_ERR_SHAPE, "mo.%s (%%%s): %s", ir_op_get(n->op)->name, v->name,
-                      msg);
-      int64_t numel;
-      size_t nbytes;
-      if (rt_shape_bytes((kiln_dtype)v->type.dtype, v->type.rank, shape, &numel, &nbytes, st) < 0)
-        return -1;
-      if (!(x->bufs[v->id] = rt_aligned_alloc(nbytes)))
-        return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory: %zu bytes for %%%s", nbytes,
-                      v->name);
-      x->owned[v->id] = true;
-    }
-  }
+static int alloc_intermediates(kiln_model *m, exec_state *x, kiln_status *st) {
+  rt_plan_view v;
+  if (rt_plan_lookup(m, x->syms, &v, x->offs, st) < 0) return -1;
+  if (v.n == 0) return 0;
+  if (!(x->arena = rt_aligned_alloc(v.total))) /* at least RT_ALIGN bytes: never NULL */
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY,
+                  "out of memory: %zu bytes for the arena of %d intermediates", v.total, v.n);
+  if (v.poison) rt_plan_poison(x->arena, v.total);
+  for (int k = 0; k < v.n; k++) x->bufs[v.ids[k]] = (char *)x->arena + x->offs[k];
   return 0;
 }
 
@@ -202,7 +194,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   size_t nv = (size_t)g->nvalues, no = (size_t)m->noutputs;
   size_t sz = (size_t)(m->ninputs + 1) * sizeof(ir_tensor) + (size_t)(g->nsyms + 1) * 8 +
               nv * sizeof(void *) + no * sizeof(kiln_tensor *) +
-              (size_t)(m->max_node_bufs + 1) * sizeof(void *) + nv + no + 16;
+              (size_t)(m->max_node_bufs + 1) * sizeof(void *) + nv * sizeof(size_t) + no + 16;
   char *mem = calloc(1, sz);
   if (!mem) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
   exec_state x;
@@ -217,9 +209,10 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   p += no * sizeof(kiln_tensor *);
   x.args = (void **)p;
   p += (size_t)(m->max_node_bufs + 1) * sizeof(void *);
-  x.owned = (bool *)p;
-  p += nv;
+  x.offs = (size_t *)p;
+  p += nv * sizeof(size_t);
   x.direct = (bool *)p;
+  x.arena = NULL;
 
   int rc = -1;
   if (bind_inputs(m, inputs, ninputs, &x, st) < 0) goto done;
@@ -241,8 +234,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   rc = 0;
   rt_ok(st);
 done:
-  for (size_t i = 0; i < nv; i++)
-    if (x.owned[i]) free(x.bufs[i]);
+  free(x.arena);
   for (size_t i = 0; i < no; i++) kiln_tensor_free(x.fresh[i]);
   free(mem);
   return rc;

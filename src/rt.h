@@ -15,6 +15,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 
 #include "kiln/kiln.h"
 #include "ir/interp.h"
@@ -45,6 +46,8 @@ struct kiln_graph {
 struct kiln_context {
   jit_engine *jit;
   pthread_mutex_t lock; /* serializes every use of jit (compile and free) */
+  /* ---- kernel cache (kcache: context.c, cache_mem.c) ---- */
+  struct rt_cache_mem *kcache; /* compiled kernels by content key, shared by all models */
 };
 
 /* An input, output or weight as the model reports it. */
@@ -73,12 +76,33 @@ struct kiln_model {
   void **const_data;     /* g->nnodes entries: data of mo.constant nodes (arena or owned) */
   bool *const_owned;     /* g->nnodes entries: const_data[i] was malloc'd (splat expanded) */
   int max_node_bufs;     /* largest nin + nout over the nodes */
+  /* ---- kernel cache (kcache: model.c) ----
+   * Each kernel node's code is an entry of ctx->kcache (kentries[i], one
+   * reference, released at free; `code` above stays NULL). The kernel's
+   * symbols are its own (ir_kernel_text): kernel symbol j is graph symbol
+   * ksym_map[i][j], j < knsyms[i]; ksym_map[i] is NULL when that is the
+   * identity (the graph's values are passed as they are). */
+  struct rt_kentry **kentries; /* g->nnodes entries, NULL for source nodes */
+  int **ksym_map;              /* g->nnodes entries */
+  int *knsyms;                 /* g->nnodes entries */
+  /* memory planner (plan.c, plan.h): the lifetimes and the last few plans,
+   * built on the first execute in g's arena; plan_lock is a spin lock (0 =
+   * free) guarding them; plan_peak is the largest arena an execute used. */
+  _Atomic(struct rt_plan_cache *) plan;
+  atomic_int plan_lock;
+  atomic_size_t plan_peak;
 };
 
 /* Run node `node`'s kernel on args (operands then results) with the graph's
  * symbol values; returns the kernel's status (model.c). The one place that
  * knows how a model's kernels are called. */
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
+
+/* ---- memory planner (plan.c) ---- */
+/* The largest arena of intermediates (bytes) any execute of m has used so
+ * far: the peak for the bindings it ran with; 0 before the first execute or
+ * when the model has no intermediates. */
+size_t rt_model_peak_bytes(const kiln_model *m);
 
 /* ---- status (status.c) ---- */
 /* Set st (may be NULL) to code + formatted message; returns -1 so callers can

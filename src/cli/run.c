@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../cache_mem.h"
 #include "../io.h"
 #include "cli.h"
 
@@ -371,6 +372,11 @@ static int run(run_state *s, const run_opts *o) {
   if (o->stats) {
     printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
     printf("execute: %s (first run)\n", fmt_ms(b1, sizeof b1, s->times[0]));
+    printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
+    rt_cache_stats cs; /* kcache: the context's kernel cache (specialization: not built yet) */
+    rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
+    printf("cache: %llu hits, %llu misses, %d specialized\n", (unsigned long long)cs.hits,
+           (unsigned long long)cs.misses, 0);
   }
   if (o->repeat > 1) {
     qsort(s->times, (size_t)o->repeat, sizeof *s->times, cmp_double);

@@ -1,0 +1,158 @@
+/* kernel_text.c - the canonical text of one kernel (ir_kernel_text): a graph
+ * with one node, printed by ir_print, that names nothing of the graph it
+ * came from, so the same op on the same types prints the same text in any
+ * graph (the text is what the kernel cache hashes and what the JIT compiles).
+ *
+ * The kernel graph: `mo.graph @kernel<d0, d1, ...>(%a0: T, %a1: T, ...) ->
+ * (...)` with one input per operand (an operand used twice is two inputs:
+ * the kernel ABI passes one buffer per operand), one node with the node's op
+ * and attributes, results %r0, %r1, ..., outputs = the results in order.
+ * Symbols are renamed d0, d1, ... in order of first use, walking the operand
+ * types, then the result types, axis by axis, each dim in its canonical
+ * structure; the dims are rebuilt with the constructors of dim.h, so they are
+ * canonical for the new symbol numbering. sym_map[j] is the index in the
+ * source graph of kernel symbol j: a kernel called with
+ * kernel_syms[j] = graph_syms[sym_map[j]] computes what the node computes.
+ * No locations, no argument / result names.
+ *
+ * Assumes: n is a node of g and g was verified (types inferred).
+ * Guarantees: the text parses (ir_parse) into a graph that prints to the same
+ * text; equal texts mean equal kernels up to the symbol renaming (the
+ * converse is best effort: a dim mixing several symbols may number them in
+ * an order that leaks the source graph's symbol order, so two isomorphic
+ * nodes can, rarely, print differently: a cache miss, never a wrong hit).
+ * NULL only on out-of-memory or a node that is not g's. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+typedef struct sym_renamer {
+  const ir_graph *src;
+  ir_graph *dst;
+  int *map;     /* src symbol -> dst symbol, -1 before first use (src->nsyms) */
+  int *sym_map; /* dst symbol -> src symbol (caller's array, may be NULL) */
+  bool oom;
+} sym_renamer;
+
+/* Number the symbols of d in first-use order. */
+static void number_syms(sym_renamer *r, const ir_dim *d) {
+  if (!d || r->oom) return;
+  if (d->kind == IR_DIM_SYM) {
+    if (d->sym < 0 || d->sym >= r->src->nsyms || r->map[d->sym] >= 0) return;
+    char name[24];
+    int j = r->dst->nsyms;
+    int len = snprintf(name, sizeof name, "d%d", j);
+    if (ir_graph_symbol(r->dst, name, (size_t)len, true) != j) {
+      r->oom = true;
+      return;
+    }
+    r->map[d->sym] = j;
+    if (r->sym_map) r->sym_map[j] = d->sym;
+    return;
+  }
+  for (int i = 0; i < d->n && d->ops; i++) number_syms(r, d->ops[i]);
+}
+
+/* d rebuilt in dst's arena with renamed symbols; NULL on OOM. */
+static const ir_dim *rename_dim(sym_renamer *r, const ir_dim *d) {
+  ir_arena *a = r->dst->arena;
+  switch (d->kind) {
+  case IR_DIM_CONST: return ir_dim_const(a, d->value);
+  case IR_DIM_SYM: {
+    int j = d->sym >= 0 && d->sym < r->src->nsyms ? r->map[d->sym] : -1;
+    if (j < 0) return NULL;
+    return ir_dim_sym(a, j, r->dst->syms[j]);
+  }
+  case IR_DIM_ADD: {
+    const ir_dim *acc = ir_dim_const(a, 0);
+    for (int i = 0; acc && i < d->n; i++) {
+      const ir_dim *t = rename_dim(r, d->ops[i]);
+      acc = t ? ir_dim_add(a, acc, t) : NULL;
+    }
+    return acc;
+  }
+  case IR_DIM_MUL: {
+    const ir_dim *acc = ir_dim_const(a, d->value);
+    for (int i = 0; acc && i < d->n; i++) {
+      const ir_dim *t = rename_dim(r, d->ops[i]);
+      acc = t ? ir_dim_mul(a, acc, t) : NULL;
+    }
+    return acc;
+  }
+  case IR_DIM_FLOORDIV:
+  case IR_DIM_CEILDIV:
+  case IR_DIM_MOD: {
+    const ir_dim *x = d->n >= 1 ? rename_dim(r, d->ops[0]) : NULL;
+    if (!x) return NULL;
+    if (d->kind == IR_DIM_FLOORDIV) return ir_dim_floordiv(a, x, d->value, NULL);
+    if (d->kind == IR_DIM_CEILDIV) return ir_dim_ceildiv(a, x, d->value, NULL);
+    return ir_dim_mod(a, x, d->value, NULL);
+  }
+  }
+  return NULL;
+}
+
+static bool rename_type(sym_renamer *r, ir_type *dst, const ir_type *src) {
+  *dst = *src;
+  dst->dims = NULL;
+  if (src->rank <= 0) return true;
+  const ir_dim **dims = ir_arena_alloc(r->dst->arena, (size_t)src->rank * sizeof *dims);
+  if (!dims) return false;
+  for (int i = 0; i < src->rank; i++)
+    if (!(dims[i] = rename_dim(r, src->dims[i]))) return false;
+  dst->dims = dims;
+  return true;
+}
+
+static bool node_of(const ir_graph *g, const ir_node *n) {
+  return g && n && n->id >= 0 && n->id < g->nnodes && g->nodes[n->id] == n;
+}
+
+char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms) {
+  if (nsyms) *nsyms = 0;
+  if (!node_of(g, n)) return NULL;
+  ir_graph *k = ir_graph_new("kernel");
+  int *map = malloc(sizeof *map * (size_t)(g->nsyms + 1));
+  ir_value **ins = calloc((size_t)n->nin + 1, sizeof *ins);
+  ir_type *outs = calloc((size_t)n->nout + 1, sizeof *outs);
+  char **rnames = calloc((size_t)n->nout + 1, sizeof *rnames);
+  char *text = NULL;
+  if (!k || !map || !ins || !outs || !rnames) goto done;
+  for (int i = 0; i < g->nsyms; i++) map[i] = -1;
+  sym_renamer r = {g, k, map, sym_map, false};
+  for (int i = 0; i < n->nin; i++)
+    for (int a = 0; a < n->in[i]->type.rank; a++) number_syms(&r, n->in[i]->type.dims[a]);
+  for (int i = 0; i < n->nout; i++)
+    for (int a = 0; a < n->out[i]->type.rank; a++) number_syms(&r, n->out[i]->type.dims[a]);
+  if (r.oom) goto done;
+  k->syms_declared = true;
+
+  char name[24];
+  for (int i = 0; i < n->nin; i++) {
+    ir_type t;
+    snprintf(name, sizeof name, "a%d", i);
+    if (!rename_type(&r, &t, &n->in[i]->type) || !(ins[i] = ir_graph_add_input(k, name, &t)))
+      goto done;
+  }
+  for (int i = 0; i < n->nout; i++) {
+    snprintf(name, sizeof name, "r%d", i);
+    if (!rename_type(&r, &outs[i], &n->out[i]->type) || !(rnames[i] = strdup(name))) goto done;
+  }
+  ir_loc none = {0, 0};
+  ir_node *kn = ir_graph_add_node(k, n->op, ins, n->nin, n->attrs, n->nattrs, n->nout, outs,
+                                  (const char *const *)rnames, none, NULL);
+  if (!kn || ir_graph_set_outputs(k, kn->out, kn->nout, none) < 0) goto done;
+  text = ir_print(k);
+  if (text && nsyms) *nsyms = k->nsyms;
+done:
+  if (rnames)
+    for (int i = 0; i < n->nout; i++) free(rnames[i]);
+  free(rnames);
+  free(outs);
+  free(ins);
+  free(map);
+  ir_graph_free(k);
+  return text;
+}

@@ -1,0 +1,127 @@
+/* cache_mem.h - internal to src/: content-hash keys of kernels and the
+ * per-context memory cache of compiled kernels (cache_mem.c).
+ *
+ * Key: XXH3-128 over a canonical byte string of the key parts (rt_key_parts:
+ * the canonical kernel text of ir_kernel_text, target triple, CPU name, CPU
+ * features, compile options, kiln version, LLVM version). The parts stay
+ * available in readable form (the disk cache writes them into its entry
+ * header, `kiln cache explain` compares them).
+ *
+ * Memory cache: a map key -> loaded kernel, one per context, shared by all
+ * its models, safe to use from any number of threads. A miss compiles the
+ * kernel text to an object (outside every lock, threads compile in
+ * parallel), then links it into the context's LLJIT under the JIT lock; a
+ * second thread asking for a key that is being compiled waits for it, so a
+ * key is compiled once and loaded once per context (no duplicate
+ * definitions). Entries are counted by the models that use them and kept
+ * when the count drops to 0 (the next model hits); all are unloaded by
+ * rt_cache_mem_free. The function name inside an entry's object is
+ * "kiln_k_<32 hex digits of the key>", so object bytes are loadable in any
+ * process: the payload a disk cache stores is exactly the object file.
+ *
+ * Ownership: rt_cache_mem_get hands out a reference (release it with
+ * rt_cache_mem_release); the kernel function stays valid until then. */
+#ifndef KILN_SRC_CACHE_MEM_H
+#define KILN_SRC_CACHE_MEM_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "jit/jit.h"
+
+/* ---- keys ---- */
+/* The same type as cache_disk.h's (whichever header comes first defines it):
+ * lo / hi are XXH128_hash_t's low64 / high64; printed hi then lo. */
+#ifndef KC_KEY_DEFINED
+#define KC_KEY_DEFINED
+typedef struct kc_key {
+  uint64_t lo, hi;
+} kc_key;
+#endif
+
+typedef struct rt_key_parts {
+  const char *kernel;       /* ir_kernel_text */
+  const char *triple;       /* x86_64-pc-linux-gnu */
+  const char *cpu;          /* znver5 */
+  const char *features;     /* +avx2,+avx512f,... */
+  const char *options;      /* opt=O3 codegen=aggressive ... */
+  const char *kiln_version; /* KILN_VERSION_STRING */
+  const char *llvm_version; /* of the linked LLVM, 19.1.7 */
+} rt_key_parts;
+
+#define RT_KEY_NPARTS 7
+/* Name of part i ("kernel_ir", "triple", "cpu", "features", "options",
+ * "kiln_version", "llvm_version": the component names of cache_disk.h),
+ * NULL out of range; and its value in p (NULL parts hash as ""). */
+const char *rt_key_part_name(int i);
+const char *rt_key_part(const rt_key_parts *p, int i);
+
+/* The key of p: XXH3-128 of "kiln-kernel-key/1\n" followed, for each part
+ * in the order above, by "<name>=<decimal byte length>:<bytes>\n". */
+void rt_key_compute(const rt_key_parts *p, kc_key *out);
+/* 32 lowercase hex digits (hi, then lo: XXH128's canonical order, as in
+ * cache_disk.h's file names) and a NUL into out. */
+void rt_key_hex(const kc_key *k, char out[33]);
+/* The kiln version that goes into keys (KILN_VERSION_STRING). */
+const char *rt_kiln_version(void);
+
+/* ---- the memory cache ---- */
+typedef struct rt_cache_mem rt_cache_mem;
+typedef struct rt_kentry rt_kentry;
+
+typedef struct rt_cache_stats {
+  uint64_t hits;      /* gets served by an entry already there (or compiled by another thread meanwhile) */
+  uint64_t misses;    /* gets that had to produce the entry */
+  uint64_t compiles;  /* kernels compiled (misses not served by the backing store) */
+  uint64_t backing_hits; /* misses served by the backing store's object */
+  double compile_ms;  /* wall time of those compiles (text parse, lowering, O3, emission) */
+  double load_ms;     /* wall time of linking objects into the LLJIT */
+  int entries;        /* entries live (loaded) */
+} rt_cache_stats;
+
+/* Optional second level (the disk cache plugs in here): called outside the
+ * cache's locks, from any thread. get: 0 and a malloc'd object (the caller
+ * frees it) for key, or -1 on a miss; a stored object that fails to load is
+ * treated as a miss and compiled. put: store a freshly compiled object
+ * (borrowed for the call). Either may be NULL. */
+typedef struct rt_cache_backing {
+  void *ud;
+  int (*get)(void *ud, const kc_key *key, const rt_key_parts *parts, void **obj,
+             size_t *len);
+  void (*put)(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
+              size_t len);
+} rt_cache_backing;
+
+/* A cache that compiles with jit and loads into it while holding *jit_lock
+ * (the context's lock, which serializes every LLJIT add / lookup / remove).
+ * Both are borrowed and must outlive the cache. NULL on out-of-memory. */
+rt_cache_mem *rt_cache_mem_new(jit_engine *jit, pthread_mutex_t *jit_lock);
+/* Unload and free every entry (no references may be left). NULL ok. */
+void rt_cache_mem_free(rt_cache_mem *c);
+/* Set (or, with NULL, clear) the backing store. Not concurrently with gets. */
+void rt_cache_mem_set_backing(rt_cache_mem *c, const rt_cache_backing *b);
+
+/* The key parts of a kernel text compiled by c (borrowed strings: valid while
+ * c and kernel_text live). */
+void rt_cache_mem_key_parts(const rt_cache_mem *c, const char *kernel_text, rt_key_parts *out);
+
+/* Get the kernel of kernel_text (an ir_kernel_text), compiling and loading it
+ * on a miss. 0 with *entry (a reference) and *fn set, or -1 with err filled
+ * (nothing held). */
+int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
+                     jit_kernel_fn *fn, char *err, size_t errlen);
+/* Drop a reference from rt_cache_mem_get; the entry stays cached. NULL ok. */
+void rt_cache_mem_release(rt_cache_mem *c, rt_kentry *e);
+
+const kc_key *rt_kentry_key(const rt_kentry *e);
+const char *rt_kentry_fn_name(const rt_kentry *e); /* "kiln_k_<hex>" */
+int rt_kentry_refs(rt_cache_mem *c, const rt_kentry *e); /* models holding it (for tests) */
+
+void rt_cache_mem_stats(rt_cache_mem *c, rt_cache_stats *out);
+
+/* The memory cache of a context (context.c), for the CLI and tests. */
+struct kiln_context;
+rt_cache_mem *rt_context_cache(const struct kiln_context *ctx);
+
+#endif

@@ -1,0 +1,283 @@
+/* plan.c - the memory planner (see plan.h): offsets of the intermediates in
+ * one arena per execute, by lifetime, and the per-model cache of plans.
+ *
+ * Assumes a verified graph (node order is a topological order; a value's
+ * users come after its definition). Guarantees: two intermediates live at
+ * the same node never overlap; every offset is a multiple of RT_PLAN_ALIGN;
+ * a cached plan is only ever used for the exact symbol values it was made
+ * for. A failed plan (shape error, out of memory) is not cached, so the same
+ * binding reports the same error every time. */
+#include "plan.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct rt_plan_slot {
+  bool used;
+  uint64_t stamp;  /* LRU clock at the last use */
+  int64_t *key;    /* g->nsyms symbol values */
+  size_t *offset;  /* per intermediate */
+  size_t total;
+} rt_plan_slot;
+
+struct rt_plan_cache {
+  bool poison;       /* KILN_POISON_ARENA at the first lookup */
+  int n;             /* intermediates */
+  int *ids;          /* their value ids, in definition order */
+  int *first, *last; /* their lifetimes (node indices, inclusive) */
+  uint64_t clock;
+  rt_plan_slot slot[RT_PLAN_SLOTS];
+};
+
+/* ---- placement ---- */
+
+typedef struct order_item {
+  size_t size;
+  int first, idx;
+} order_item;
+
+static int cmp_order(const void *a, const void *b) {
+  const order_item *x = a, *y = b;
+  if (x->size != y->size) return x->size > y->size ? -1 : 1; /* largest first */
+  if (x->first != y->first) return x->first < y->first ? -1 : 1;
+  return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+static size_t round_up(size_t n) { return (n + RT_PLAN_ALIGN - 1) / RT_PLAN_ALIGN * RT_PLAN_ALIGN; }
+
+int rt_plan_place(int n, const size_t *size, const int *first, const int *last, size_t *offset,
+                  size_t *total) {
+  *total = 0;
+  if (n <= 0) return 0;
+  order_item *ord = malloc((size_t)n * sizeof *ord);
+  int *placed = malloc((size_t)n * sizeof *placed); /* placed items, by offset ascending */
+  size_t *asz = malloc((size_t)n * sizeof *asz);   /* aligned sizes */
+  int rc = -1;
+  if (!ord || !placed || !asz) goto done;
+  for (int i = 0; i < n; i++) {
+    if (size[i] > SIZE_MAX - RT_PLAN_ALIGN || first[i] > last[i]) goto done;
+    asz[i] = round_up(size[i]);
+    ord[i] = (order_item){asz[i], first[i], i};
+    offset[i] = 0;
+  }
+  qsort(ord, (size_t)n, sizeof *ord, cmp_order);
+  int np = 0;
+  size_t end = 0;
+  for (int k = 0; k < n; k++) {
+    int i = ord[k].idx;
+    size_t s = asz[i];
+    if (s == 0) continue; /* takes no space: offset 0 */
+    /* Walk the placed items in offset order; `cursor` is the end of the
+     * highest lifetime-overlapping item so far, so [cursor, next overlapping
+     * item's offset) is a free gap for i. */
+    size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+    for (int p = 0; p < np; p++) {
+      int j = placed[p];
+      if (first[j] > last[i] || first[i] > last[j]) continue; /* not live together */
+      if (offset[j] > cursor) {
+        size_t gap = offset[j] - cursor;
+        if (gap >= s && gap < best_gap) {
+          best_gap = gap;
+          best = cursor;
+        }
+      }
+      if (offset[j] + asz[j] > cursor) cursor = offset[j] + asz[j];
+    }
+    if (best == SIZE_MAX) {
+      if (cursor > SIZE_MAX - s) goto done;
+      best = cursor;
+    }
+    offset[i] = best;
+    if (best + s > end) end = best + s;
+    /* insert into placed, keeping offsets ascending */
+    int p = np;
+    while (p > 0 && offset[placed[p - 1]] > best) {
+      placed[p] = placed[p - 1];
+      p--;
+    }
+    placed[p] = i;
+    np++;
+  }
+  *total = end;
+  rc = 0;
+done:
+  free(ord);
+  free(placed);
+  free(asz);
+  return rc;
+}
+
+void rt_plan_poison(void *arena, size_t nbytes) {
+  /* as f32 words: 0xFFABABAB and 0xFFF8ABAB, both NaN; as an f64: NaN */
+  static const unsigned char pat[8] = {0xAB, 0xAB, 0xAB, 0xFF, 0xAB, 0xAB, 0xF8, 0xFF};
+  unsigned char *p = arena;
+  size_t i = 0;
+  for (; i + 8 <= nbytes; i += 8) memcpy(p + i, pat, 8);
+  for (; i < nbytes; i++) p[i] = pat[i % 8];
+}
+
+/* ---- the per-model cache ---- */
+
+static void lock(kiln_model *m) {
+  for (;;) {
+    int free_ = 0;
+    if (atomic_compare_exchange_weak_explicit(&m->plan_lock, &free_, 1, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    while (atomic_load_explicit(&m->plan_lock, memory_order_relaxed)) sched_yield();
+  }
+}
+
+static void unlock(kiln_model *m) { atomic_store_explicit(&m->plan_lock, 0, memory_order_release); }
+
+static bool is_source(const ir_node *nd) {
+  return nd->op == IR_OP_CONSTANT || nd->op == IR_OP_CONSTANT_EXTERNAL;
+}
+
+/* Lifetimes of m's intermediates and empty slots, in g's arena. Called with
+ * the lock held. NULL when out of memory. */
+static struct rt_plan_cache *build_cache(const kiln_model *m) {
+  const ir_graph *g = m->g;
+  ir_arena *a = g->arena;
+  int nv = g->nvalues;
+  int *last_use = malloc((size_t)(nv ? nv : 1) * sizeof *last_use);
+  bool *is_out = calloc((size_t)(nv ? nv : 1), 1);
+  struct rt_plan_cache *c = NULL;
+  if (!last_use || !is_out) goto done;
+  for (int v = 0; v < nv; v++) last_use[v] = -1;
+  for (int o = 0; o < g->noutputs; o++) is_out[g->outputs[o]->id] = true;
+  int n = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *nd = g->nodes[i];
+    for (int j = 0; j < nd->nin; j++) last_use[nd->in[j]->id] = i;
+    if (!is_source(nd))
+      for (int k = 0; k < nd->nout; k++) n += !is_out[nd->out[k]->id];
+  }
+  size_t cap = (size_t)(n ? n : 1);
+  size_t ns = (size_t)(g->nsyms ? g->nsyms : 1);
+  struct rt_plan_cache *cc = ir_arena_alloc(a, sizeof *cc);
+  if (!cc || !(cc->ids = ir_arena_alloc(a, cap * sizeof(int))) ||
+      !(cc->first = ir_arena_alloc(a, cap * sizeof(int))) ||
+      !(cc->last = ir_arena_alloc(a, cap * sizeof(int))))
+    goto done;
+  for (int s = 0; s < RT_PLAN_SLOTS; s++)
+    if (!(cc->slot[s].key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
+        !(cc->slot[s].offset = ir_arena_alloc(a, cap * sizeof(size_t))))
+      goto done;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *nd = g->nodes[i];
+    if (is_source(nd)) continue;
+    for (int k = 0; k < nd->nout; k++) {
+      const ir_value *v = nd->out[k];
+      if (is_out[v->id]) continue;
+      cc->ids[cc->n] = v->id;
+      cc->first[cc->n] = i;
+      cc->last[cc->n] = last_use[v->id] > i ? last_use[v->id] : i;
+      cc->n++;
+    }
+  }
+  const char *env = getenv("KILN_POISON_ARENA");
+  cc->poison = env && env[0] && strcmp(env, "0") != 0;
+  c = cc;
+done:
+  free(last_use);
+  free(is_out);
+  return c;
+}
+
+static struct rt_plan_cache *get_cache(kiln_model *m, kiln_status *st) {
+  struct rt_plan_cache *c = atomic_load_explicit(&m->plan, memory_order_acquire);
+  if (c) return c;
+  lock(m);
+  c = atomic_load_explicit(&m->plan, memory_order_relaxed);
+  if (!c && (c = build_cache(m))) atomic_store_explicit(&m->plan, c, memory_order_release);
+  unlock(m);
+  if (!c) rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  return c;
+}
+
+static void note_peak(kiln_model *m, size_t total) {
+  size_t cur = atomic_load_explicit(&m->plan_peak, memory_order_relaxed);
+  while (total > cur && !atomic_compare_exchange_weak_explicit(
+                            &m->plan_peak, &cur, total, memory_order_relaxed, memory_order_relaxed))
+    ;
+}
+
+/* Sizes of the intermediates for syms, with the messages of a shape error. */
+static int eval_sizes(const kiln_model *m, const struct rt_plan_cache *c, const int64_t *syms,
+                      size_t *size, kiln_status *st) {
+  const ir_graph *g = m->g;
+  int64_t shape[IR_MAX_RANK];
+  char msg[512];
+  for (int k = 0; k < c->n; k++) {
+    const ir_value *v = g->values[c->ids[k]];
+    if (ir_eval_shape(&v->type, syms, shape, msg, sizeof msg) < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "mo.%s (%%%s): %s", ir_op_get(v->def->op)->name, v->name,
+                    msg);
+    int64_t numel;
+    if (rt_shape_bytes((kiln_dtype)v->type.dtype, v->type.rank, shape, &numel, &size[k], st) < 0)
+      return -1;
+  }
+  return 0;
+}
+
+int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
+                   kiln_status *st) {
+  struct rt_plan_cache *c = get_cache(m, st);
+  if (!c) return -1;
+  v->n = c->n;
+  v->ids = c->ids;
+  v->total = 0;
+  v->poison = c->poison;
+  if (c->n == 0) return 0;
+  size_t *total = &v->total;
+  size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
+  lock(m);
+  for (int s = 0; s < RT_PLAN_SLOTS; s++) {
+    rt_plan_slot *sl = &c->slot[s];
+    if (sl->used && memcmp(sl->key, syms, kb) == 0) {
+      sl->stamp = ++c->clock;
+      memcpy(offset, sl->offset, ob);
+      *total = sl->total;
+      unlock(m);
+      note_peak(m, *total);
+      return 0;
+    }
+  }
+  unlock(m);
+
+  /* miss: plan outside the lock, then insert (over the least recently used) */
+  size_t *size = malloc(ob);
+  if (!size) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  int rc = eval_sizes(m, c, syms, size, st);
+  if (rc == 0 && rt_plan_place(c->n, size, c->first, c->last, offset, total) < 0)
+    rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
+                "out of memory planning the arena of %d intermediates", c->n);
+  free(size);
+  if (rc < 0) return -1;
+  lock(m);
+  int victim = -1;
+  for (int s = 0; s < RT_PLAN_SLOTS && victim < 0; s++)
+    if (c->slot[s].used && memcmp(c->slot[s].key, syms, kb) == 0) victim = s; /* raced */
+  for (int s = 0; s < RT_PLAN_SLOTS && victim < 0; s++)
+    if (!c->slot[s].used) victim = s;
+  if (victim < 0) {
+    victim = 0;
+    for (int s = 1; s < RT_PLAN_SLOTS; s++)
+      if (c->slot[s].stamp < c->slot[victim].stamp) victim = s;
+  }
+  rt_plan_slot *sl = &c->slot[victim];
+  if (kb) memcpy(sl->key, syms, kb);
+  memcpy(sl->offset, offset, ob);
+  sl->total = *total;
+  sl->used = true;
+  sl->stamp = ++c->clock;
+  unlock(m);
+  note_peak(m, *total);
+  return 0;
+}
+
+size_t rt_model_peak_bytes(const kiln_model *m) {
+  return m ? atomic_load_explicit(&m->plan_peak, memory_order_relaxed) : 0;
+}

@@ -1,0 +1,68 @@
+/* plan.h - the memory planner: the intermediates of one execute (values a
+ * kernel produces that are not graph outputs) share one arena, placed by
+ * lifetime so that values live at the same time never overlap.
+ *
+ * Lifetime of a value: [index of its defining node, index of its last user]
+ * (inclusive; node order = kernel order). A node's operands and results are
+ * both live at that node, so they never share memory (the kernel ABI marks
+ * buffers noalias). Inputs, constants, weights and graph outputs are not
+ * planned (graph outputs are written into the output tensors).
+ *
+ * Placement: greedy by size, largest first, each into the best-fitting gap
+ * (smallest that fits, lowest offset on ties) among the already placed
+ * values whose lifetimes overlap its own, else above them all. Every offset
+ * and every size is rounded up to RT_PLAN_ALIGN; a zero-size value takes no
+ * space (offset 0: it still gets a valid, non-NULL pointer into the arena).
+ *
+ * Per model, plan.c keeps the lifetimes (computed once) and the plans of the
+ * last RT_PLAN_SLOTS symbol bindings (an LRU keyed by the symbol values),
+ * all in the model graph's arena (freed with the model); a small spin lock
+ * in the model guards them, held only for a lookup or an insert, never while
+ * planning. Each execute allocates its own arena (one malloc): concurrent
+ * executes of one model never share intermediate memory. */
+#ifndef KILN_SRC_PLAN_H
+#define KILN_SRC_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rt.h"
+
+#define RT_PLAN_ALIGN 64
+#define RT_PLAN_SLOTS 4
+
+/* Place n buffers: size[i] bytes live from node first[i] to node last[i]
+ * (first <= last). Writes offset[i] (multiples of RT_PLAN_ALIGN) and the
+ * arena size *total (a multiple of RT_PLAN_ALIGN, 0 when nothing needs
+ * space). Buffers i != j with overlapping lifetimes and nonzero sizes never
+ * overlap in [offset, offset + size). Deterministic. Returns 0, or -1 when
+ * out of memory or the arena size overflows size_t. */
+int rt_plan_place(int n, const size_t *size, const int *first, const int *last, size_t *offset,
+                  size_t *total);
+
+/* What an execute needs of a plan. */
+typedef struct rt_plan_view {
+  int n;          /* intermediates */
+  const int *ids; /* their value ids (n entries, owned by the model) */
+  size_t total;   /* arena bytes; 0 when all are empty (or n == 0) */
+  bool poison;    /* fill the arena with rt_plan_poison before running */
+} rt_plan_view;
+
+/* The plan of m's intermediates for the solved symbol values syms
+ * (g->nsyms entries) into *v, their offsets copied into offset[] (room for
+ * g->nvalues entries; offset[k] belongs to v->ids[k]). Looks the binding up
+ * in the model's cache; on a miss evaluates the sizes (shape errors say which
+ * op and value: "mo.add (%t): ..."), plans and caches. Also raises the
+ * model's peak (rt_model_peak_bytes) to v->total. Safe to call from several
+ * threads at once on one model. Returns 0 or -1 with st.
+ * v->poison is whether KILN_POISON_ARENA was set (and not "0") when the
+ * model's first lookup (its first execute) happened: read once per model, so
+ * the execute path never calls getenv. */
+int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
+                   kiln_status *st);
+
+/* Fill an arena of nbytes with the poison pattern: as f32 words and as f64
+ * NaNs (bytes 0xAB, 0xFF, 0xF8). */
+void rt_plan_poison(void *arena, size_t nbytes);
+
+#endif
