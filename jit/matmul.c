@@ -1,4 +1,6 @@
-/* matmul.c - lowering of mo.matmul to a host loop nest.
+/* matmul.c - lowering of mo.matmul: f32 / f64 through the GEMM kernel
+ * template (kernels-templates/gemm.c, linked by jit/template.c), other
+ * element types through a host loop nest.
  *
  * a [..., M, K] x b [..., K, N] -> c [..., M, N]; batch dims broadcast like
  * numpy: an operand with fewer axes is padded with leading 1s and a batch
@@ -10,8 +12,18 @@
  * type (float or integer) shared by operands and result.
  *
  * Guarantees: every output element is written, also for K = 0 (zeros).
- * Per batch and row i, the row of c is zeroed and then, for k in order,
- * c[i, :] += a[i, k] * b[k, :] with llvm.fmuladd (floats; LLVM may fuse) or
+ * f32 / f64: per batch, one call of kiln_gemm_<t>_v<VL> (16 floats / 8
+ * doubles per vector where the kernel's target has avx512f, else 8 / 4) with
+ * the batch's A, B, C pointers and row strides K, N, N; for static dims the
+ * call is inlined and the sizes fold to constants. The packing workspace the
+ * template asks for (kiln_gemm_<t>_v<VL>_work: about 3.2 MiB for f32, 3.4
+ * MiB for f64 when N > 256 and M >= 4, else none) is malloc'd once per
+ * kernel call, shared by the batches and freed after them (if malloc fails
+ * the template falls back to its stack buffers). The template blocks K, so
+ * sums are reordered (k ascending within a block of at most 384, blocks
+ * added in order) and use fused multiply-add.
+ * Other types: per batch and row i, the row of c is zeroed and then, for k
+ * in order, c[i, :] += a[i, k] * b[k, :] with llvm.fmuladd (floats; LLVM may fuse) or
  * wrapping integer multiply-add. The j loop is contiguous in b and c, so O3
  * vectorizes it. Accumulation is in the element type, in k order; the
  * reference interpreter accumulates in double and rounds once, so results
@@ -19,6 +31,7 @@
 #include <stdio.h>
 
 #include "lower.h"
+#include "template.h"
 
 /* Element address base + idx (idx in elements of type t). */
 static LLVMValueRef elem_ptr(jit_fn *f, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx) {
@@ -77,8 +90,53 @@ int jit_lower_matmul(jit_fn *f) {
   }
 
   LLVMValueRef A = jit_in(f, 0), B = jit_in(f, 1), C = jit_out(f, 0);
+
+  /* f32 / f64: the template. Linked (once per module) before any batch loop
+   * is opened, so a failure leaves no half-built loop behind. */
+  LLVMValueRef gemm = NULL, gemm_work = NULL;
+  if (dt == IR_DT_F32 || dt == IR_DT_F64) {
+    bool wide = jit_target_has(f, "avx512f");
+    const char *entry = dt == IR_DT_F32 ? (wide ? "kiln_gemm_f32_v16" : "kiln_gemm_f32_v8")
+                                        : (wide ? "kiln_gemm_f64_v8" : "kiln_gemm_f64_v4");
+    gemm = jit_template_function(f, JIT_TMPL_GEMM, entry);
+    char wname[64];
+    snprintf(wname, sizeof wname, "%s_work", entry);
+    gemm_work = gemm ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
+    if (!gemm || !gemm_work) return -1;
+  }
   LLVMValueRef row_bytes = jit_mul(f, N, jit_i64(f, (int64_t)ir_dtype_size(dt)));
   unsigned align = (unsigned)ir_dtype_size(dt);
+
+  /* The template's workspace (a wide B block) for this shape: malloc'd once
+   * per call when it wants one and shared by every batch; NULL (the
+   * template then blocks on its stack) when it wants none or malloc fails. */
+  LLVMValueRef work = NULL;
+  LLVMTypeRef malloc_ty = NULL, free_ty = NULL;
+  LLVMValueRef free_fn = NULL;
+  if (gemm) {
+    LLVMValueRef wargs[3] = {M, N, K};
+    LLVMValueRef welems =
+        LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm_work), gemm_work, wargs, 3, "work.elems");
+    LLVMValueRef wbytes = jit_mul(f, welems, jit_i64(f, (int64_t)ir_dtype_size(dt)));
+    malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
+    free_ty = LLVMFunctionType(f->t_void, &f->t_ptr, 1, 0);
+    LLVMValueRef malloc_fn = LLVMGetNamedFunction(f->mod, "malloc");
+    if (!malloc_fn) malloc_fn = LLVMAddFunction(f->mod, "malloc", malloc_ty);
+    free_fn = LLVMGetNamedFunction(f->mod, "free");
+    if (!free_fn) free_fn = LLVMAddFunction(f->mod, "free", free_ty);
+    LLVMBasicBlockRef from = LLVMGetInsertBlock(f->b);
+    LLVMBasicBlockRef alloc_bb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "gemm.alloc");
+    LLVMBasicBlockRef join_bb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "gemm.work");
+    LLVMBuildCondBr(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, wbytes, zero, ""), alloc_bb, join_bb);
+    LLVMPositionBuilderAtEnd(f->b, alloc_bb);
+    LLVMValueRef p = LLVMBuildCall2(f->b, malloc_ty, malloc_fn, &wbytes, 1, "work.heap");
+    LLVMBuildBr(f->b, join_bb);
+    LLVMPositionBuilderAtEnd(f->b, join_bb);
+    work = LLVMBuildPhi(f->b, f->t_ptr, "work");
+    LLVMValueRef vals[2] = {LLVMConstPointerNull(f->t_ptr), p};
+    LLVMBasicBlockRef bbs[2] = {from, alloc_bb};
+    LLVMAddIncoming(work, vals, bbs, 2);
+  }
 
   jit_loop batch[IR_MAX_RANK];
   LLVMValueRef offa = zero, offb = zero, offc = zero;
@@ -87,6 +145,15 @@ int jit_lower_matmul(jit_fn *f) {
     offa = jit_add(f, offa, jit_mul(f, iv, sa[j]));
     offb = jit_add(f, offb, jit_mul(f, iv, sb[j]));
     offc = jit_add(f, offc, jit_mul(f, iv, sc[j]));
+  }
+
+  if (gemm) {
+    LLVMValueRef args[10] = {M, N, K, elem_ptr(f, mt, A, offa), K, elem_ptr(f, mt, B, offb), N,
+                             elem_ptr(f, mt, C, offc), N, work};
+    LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 10, "");
+    for (int jj = nb - 1; jj >= 0; jj--) jit_loop_end(f, &batch[jj]);
+    LLVMBuildCall2(f->b, free_ty, free_fn, &work, 1, ""); /* free(NULL) is a no-op */
+    return f->failed ? -1 : 0;
   }
 
   jit_loop li;

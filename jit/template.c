@@ -1,0 +1,214 @@
+/* template.c - kernel templates (template.h): parse the embedded bitcode of
+ * a kernels-templates/<name>.c file into the kernel's context, retarget it to the
+ * kernel's CPU and link it into the kernel's module.
+ *
+ * Assumes: f->ctx / f->mod are the context and module the kernel f->fn is
+ * being emitted into, used by one thread (the engine's rule); the bitcode was
+ * produced by clang-19 with LLVM passes disabled (kernels-templates/
+ * embed.cmake), so its functions carry clang's generic "target-cpu" and
+ * "target-features" and "no-builtins" (from -ffreestanding).
+ * Guarantees: a template is linked into a module at most once (its entry
+ * functions are looked up by name first), its functions end with internal
+ * linkage (no clash between modules or kernels in one JITDylib; O3 drops the
+ * ones not called), the kernel's target attributes (f->fn's when set, else
+ * the host's) and "prefer-vector-width"="512" with avx512f; the triple and
+ * data layout of the template module are taken from f->mod so linking does
+ * not warn. Failures are reported through jit_fn_error, never aborts. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/BitReader.h>
+#include <llvm-c/Linker.h>
+#include <llvm-c/TargetMachine.h>
+
+#include "template.h"
+
+typedef struct tmpl_desc {
+  const char *name;
+  const unsigned char *bc;
+  const size_t *len;
+} tmpl_desc;
+
+static const tmpl_desc TEMPLATES[] = {
+    [JIT_TMPL_GEMM] = {"gemm", kiln_tmpl_gemm_bc, &kiln_tmpl_gemm_bc_len},
+};
+
+/* A malloc'd copy of fn's string attribute `key`, or NULL when absent. */
+static char *fn_attr(LLVMValueRef fn, const char *key) {
+  if (!fn) return NULL;
+  LLVMAttributeRef a =
+      LLVMGetStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, key, (unsigned)strlen(key));
+  if (!a) return NULL;
+  unsigned len = 0;
+  const char *v = LLVMGetStringAttributeValue(a, &len);
+  char *out = malloc((size_t)len + 1);
+  if (!out) return NULL;
+  if (len) memcpy(out, v, len);
+  out[len] = 0;
+  return out;
+}
+
+/* The kernel's target: f->fn's attributes, else the host's. malloc'd. */
+static void kernel_target(jit_fn *f, char **cpu, char **features) {
+  *cpu = fn_attr(f->fn, "target-cpu");
+  *features = fn_attr(f->fn, "target-features");
+  if (!*cpu) {
+    char *h = LLVMGetHostCPUName();
+    *cpu = h ? strdup(h) : NULL;
+    LLVMDisposeMessage(h);
+  }
+  if (!*features) {
+    char *h = LLVMGetHostCPUFeatures();
+    *features = h ? strdup(h) : NULL;
+    LLVMDisposeMessage(h);
+  }
+}
+
+/* "+feat" as a whole entry of a comma-separated feature list. */
+static bool features_have(const char *list, const char *feat) {
+  if (!list) return false;
+  size_t fl = strlen(feat);
+  const char *p = list;
+  while (*p) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == fl + 1 && p[0] == '+' && memcmp(p + 1, feat, fl) == 0) return true;
+    if (!end) break;
+    p = end + 1;
+  }
+  return false;
+}
+
+bool jit_target_has(jit_fn *f, const char *feat) {
+  char *cpu, *features;
+  kernel_target(f, &cpu, &features);
+  bool r = features_have(features, feat);
+  free(cpu);
+  free(features);
+  return r;
+}
+
+static void set_str_attr(LLVMContextRef ctx, LLVMValueRef fn, const char *k, const char *v) {
+  LLVMRemoveStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, k, (unsigned)strlen(k));
+  LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                          LLVMCreateStringAttribute(ctx, k, (unsigned)strlen(k), v,
+                                                    (unsigned)strlen(v)));
+}
+
+static void remove_str_attr(LLVMValueRef fn, const char *k) {
+  LLVMRemoveStringAttributeAtIndex(fn, LLVMAttributeFunctionIndex, k, (unsigned)strlen(k));
+}
+
+/* Diagnostics from the bitcode reader and the linker: without a handler an
+ * error diagnostic makes LLVM print and exit(1). Keep the first error. */
+typedef struct diag_sink {
+  char msg[256];
+  bool error;
+} diag_sink;
+
+static void diag_handler(LLVMDiagnosticInfoRef di, void *p) {
+  diag_sink *s = p;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || s->error) return;
+  char *m = LLVMGetDiagInfoDescription(di);
+  snprintf(s->msg, sizeof s->msg, "%s", m ? m : "");
+  LLVMDisposeMessage(m);
+  s->error = true;
+}
+
+LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *entry) {
+  if ((unsigned)t >= sizeof TEMPLATES / sizeof TEMPLATES[0]) {
+    jit_fn_error(f, "unknown kernel template %d", (int)t);
+    return NULL;
+  }
+  const tmpl_desc *d = &TEMPLATES[t];
+  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, entry);
+  if (fn && !LLVMIsDeclaration(fn)) return fn; /* linked by an earlier kernel */
+  if (fn) {
+    jit_fn_error(f, "template %s: the module already declares %s", d->name, entry);
+    return NULL;
+  }
+
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+      (const char *)d->bc, *d->len, d->name, 0);
+  if (!buf) {
+    jit_fn_error(f, "template %s: out of memory", d->name);
+    return NULL;
+  }
+  diag_sink sink = {.msg = "", .error = false};
+  LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(f->ctx);
+  void *old_ctx = LLVMContextGetDiagnosticContext(f->ctx);
+  LLVMContextSetDiagnosticHandler(f->ctx, diag_handler, &sink);
+  LLVMModuleRef tm = NULL;
+  LLVMBool bad = LLVMParseBitcodeInContext2(f->ctx, buf, &tm); /* does not take buf */
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad || !tm) {
+    LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
+    jit_fn_error(f, "template %s: the embedded bitcode does not parse: %s", d->name, sink.msg);
+    return NULL;
+  }
+  LLVMSetTarget(tm, LLVMGetTarget(f->mod));
+  LLVMSetDataLayout(tm, LLVMGetDataLayoutStr(f->mod));
+
+  char *cpu, *features;
+  kernel_target(f, &cpu, &features);
+  bool avx512 = features_have(features, "avx512f");
+
+  /* Retarget every definition; remember the external ones, which the linker
+   * brings over by name and which become internal afterwards. */
+  int next = 0, cap = 0;
+  char **ext = NULL;
+  bool oom = !cpu || !features;
+  for (LLVMValueRef g = LLVMGetFirstFunction(tm); g && !oom; g = LLVMGetNextFunction(g)) {
+    if (LLVMIsDeclaration(g)) continue;
+    set_str_attr(f->ctx, g, "target-cpu", cpu);
+    set_str_attr(f->ctx, g, "target-features", features);
+    remove_str_attr(g, "tune-cpu");
+    remove_str_attr(g, "no-builtins");            /* would block inlining into the kernel */
+    remove_str_attr(g, "min-legal-vector-width"); /* clang's "0" would split zmm code */
+    if (avx512) set_str_attr(f->ctx, g, "prefer-vector-width", "512");
+    if (LLVMGetLinkage(g) == LLVMExternalLinkage) {
+      if (next == cap) {
+        int nc = cap ? cap * 2 : 8;
+        char **n = realloc(ext, sizeof *n * (size_t)nc);
+        if (!n) {
+          oom = true;
+          break;
+        }
+        ext = n;
+        cap = nc;
+      }
+      size_t len = 0;
+      const char *nm = LLVMGetValueName2(g, &len);
+      ext[next] = strndup(nm, len);
+      if (!ext[next]) {
+        oom = true;
+        break;
+      }
+      next++;
+    }
+  }
+  free(cpu);
+  free(features);
+  LLVMValueRef out = NULL;
+  if (oom) {
+    LLVMDisposeModule(tm);
+    jit_fn_error(f, "template %s: out of memory", d->name);
+  } else if (LLVMLinkModules2(f->mod, tm)) { /* destroys tm */
+    jit_fn_error(f, "template %s: linking into the kernel module failed: %s", d->name, sink.msg);
+  } else {
+    for (int i = 0; i < next; i++) {
+      LLVMValueRef g = LLVMGetNamedFunction(f->mod, ext[i]);
+      if (g) LLVMSetLinkage(g, LLVMInternalLinkage);
+    }
+    out = LLVMGetNamedFunction(f->mod, entry);
+    if (!out || LLVMIsDeclaration(out)) {
+      out = NULL;
+      jit_fn_error(f, "template %s has no function %s", d->name, entry);
+    }
+  }
+  LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
+  for (int i = 0; i < next; i++) free(ext[i]);
+  free(ext);
+  return out;
+}

@@ -1,0 +1,308 @@
+/* gemm.c - the GEMM kernel template: C = A * B for row-major matrices,
+ * compiled to LLVM bitcode at build time (clang-19, no LLVM passes) and
+ * linked into the matmul kernel's module at JIT time (jit/template.c), where
+ * it gets the host's target-cpu / target-features and goes through O3 with
+ * the kernel (static dims fold to constants after inlining).
+ *
+ * Entries (one per element type and vector width; the JIT calls the one that
+ * matches the host: 16 floats / 8 doubles with avx512f, else 8 / 4):
+ *   void kiln_gemm_<t>_v<VL>(int64_t M, int64_t N, int64_t K,
+ *                            const T *A, int64_t lda, const T *B, int64_t ldb,
+ *                            T *C, int64_t ldc, T *work)
+ *   int64_t kiln_gemm_<t>_v<VL>_work(int64_t M, int64_t N, int64_t K)
+ * C[i*ldc + j] = sum_k A[i*lda + k] * B[k*ldb + j] for 0 <= i < M, 0 <= j < N.
+ * work: NULL, or at least _work(M, N, K) elements (any alignment: the
+ * entry aligns it to 64 bytes) the caller provides for a wide B block
+ * (_work is 0 for shapes that do not want one; without it the entry blocks
+ * N by NC_STACK on its own stack).
+ *
+ * Assumes: A and B do not overlap C; lda >= K, ldb >= N, ldc >= N; M, N, K
+ * >= 0 (any of them may be 0 or 1). Freestanding: no libc, no malloc, no
+ * static mutable state (kernels may run on several threads at once); the
+ * packing buffers are local arrays sized by the blocking constants below
+ * (400 KiB of stack for f32, 544 KiB for f64: callers need thread stacks
+ * of 1 MiB or more; the default 8 MiB is fine) plus the caller's work.
+ * Guarantees: every C[i, j] in range is written (zeros when K = 0), nothing
+ * else is touched; C is never read before it is written by this call, so
+ * garbage in C does not leak into the result. Sums are in the element type,
+ * k ascending within a KC block, blocks added in order; fused multiply-add.
+ *
+ * Design (BLIS-like): loop jc over N by NC, pc over K by KC (pack the KC x NC
+ * block of B into NR-wide panels, zero-padded), ic over M by MC (pack the
+ * MC x KC block of A into MR-tall panels, zero-padded), then an MR x NR
+ * register tile per (ir, jr): NR = 2 vectors, MR rows, one broadcast of A
+ * and two vector loads of B per k. Block sizes come from the shape: K is
+ * split into ceil(K / KC_MAX) equal blocks (likewise M and N), so a K just
+ * over a block size does not leave a tiny remainder block.
+ * Small M (fewer rows than SMALL_M) skips packing: B is streamed row by row
+ * (four rows of B per step, C's row chunk stays in L1), which is what a
+ * memory-bound GEMV wants. */
+#include <stdint.h>
+
+typedef float v16f __attribute__((ext_vector_type(16)));
+typedef float v8f __attribute__((ext_vector_type(8)));
+typedef double v8d __attribute__((ext_vector_type(8)));
+typedef double v4d __attribute__((ext_vector_type(4)));
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CEILDIV(a, b) (((a) + (b) - 1) / (b))
+
+/* Rows of the register tile. 12 accumulators for 6 rows x 2 vectors leave
+ * room in 16 ymm registers (AVX2); with 32 zmm registers the same shape
+ * keeps L1 traffic low enough (2 loads + 6 broadcasts per 12 FMAs). */
+#ifndef KILN_GEMM_MR
+#define KILN_GEMM_MR 6
+#endif
+#define MR KILN_GEMM_MR
+
+/* Block limits in elements. On the stack: KC x NR panel of B (32 KiB for
+ * f32 x 16: L1), MC x KC block of A (144 KiB: L2), KC x NC block of B
+ * (256 KiB: L2). In the caller's workspace (N > NC_STACK, M >= SMALL_M):
+ * KC = 384 (48 KiB B panel, 216 KiB A block) and a 3 MiB KC x 2048 B block
+ * (L3), so A is packed N / 2048 times instead of N / 256 and C is passed
+ * over K / 384 times; measured 5-15% faster at N = 1024 and 2048 with other
+ * processes sharing the caches.
+ * Overridable with -D only for experiments; the build uses these. */
+#ifndef KC_MAX
+#define KC_MAX 256
+#endif
+#ifndef KC_HEAP
+#define KC_HEAP 384 /* KC with the caller's workspace: fewer passes over C */
+#endif
+#ifndef MC_MAX
+#define MC_MAX (24 * MR)
+#endif
+#ifndef NC_MAX_F32
+#define NC_MAX_F32 256
+#endif
+#ifndef NC_HEAP_F32
+#define NC_HEAP_F32 2048 /* KC x NC B block in caller workspace: 2 MiB (L3) */
+#endif
+#define SMALL_M 4
+#define SMALL_NB 1024 /* columns of C per chunk in the small-M path */
+
+static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64_t max,
+                                                                  int64_t mult) {
+  /* n split into equal blocks of at most max, rounded up to mult */
+  if (n <= 0) return mult;
+  int64_t nblk = CEILDIV(n, max);
+  int64_t b = CEILDIV(n, nblk);
+  b = CEILDIV(b, mult) * mult;
+  return b > max ? max : b;
+}
+
+/* Unaligned vector access without aliasing assumptions (lowers to plain
+ * vector loads / stores once LLVM folds the memcpy). */
+#define VLOAD(V, p)                                                                              \
+  ({                                                                                             \
+    V v_;                                                                                        \
+    __builtin_memcpy(&v_, (p), sizeof v_);                                                       \
+    v_;                                                                                          \
+  })
+#define VSTORE(p, v)                                                                             \
+  do {                                                                                           \
+    __typeof__(v) s_ = (v);                                                                      \
+    __builtin_memcpy((p), &s_, sizeof s_);                                                       \
+  } while (0)
+
+/* Edge loops (partial tiles, padding, scalar tails): keep them as plain
+ * loops, so O3 does not spend compile time and code size vectorizing and
+ * unrolling code that runs at most a few times per block. */
+#define COLD _Pragma("clang loop vectorize(disable) interleave(disable) unroll(disable)")
+
+/* One GEMM family per (element type T, vector type V, VL lanes). NAME is the
+ * entry; the B block is NC_STACK columns wide in the entry's stack buffer,
+ * NC_HEAP in the caller's workspace. */
+#define DEFINE_GEMM(NAME, T, V, VL, NC_STACK, NC_HEAP)                                           \
+  /* unaligned vector loads and stores: VLOAD(p) / VSTORE(p, v) */                               \
+                                                                                                 \
+  /* Bp[panel][k][0..NR) = B[k, jr..jr+NR), zero past n */                                       \
+  static void NAME##_pack_b(int64_t kc, int64_t n, const T *restrict B, int64_t ldb,             \
+                            T *restrict Bp) {                                                    \
+    for (int64_t jr = 0; jr < n; jr += 2 * VL) {                                                 \
+      int64_t nr = MIN(2 * VL, n - jr);                                                          \
+      if (nr == 2 * VL) {                                                                        \
+        for (int64_t k = 0; k < kc; k++) {                                                       \
+          VSTORE(Bp + k * 2 * VL, VLOAD(V, B + k * ldb + jr));                                   \
+          VSTORE(Bp + k * 2 * VL + VL, VLOAD(V, B + k * ldb + jr + VL));                         \
+        }                                                                                        \
+      } else {                                                                                   \
+        for (int64_t k = 0; k < kc; k++) {                                                       \
+          COLD for (int64_t j = 0; j < nr; j++) Bp[k * 2 * VL + j] = B[k * ldb + jr + j];        \
+          COLD for (int64_t j = nr; j < 2 * VL; j++) Bp[k * 2 * VL + j] = 0;                     \
+        }                                                                                        \
+      }                                                                                          \
+      Bp += kc * 2 * VL;                                                                         \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  /* Ap[panel][k][0..MR) = A[ir.., k], zero past m */                                            \
+  static void NAME##_pack_a(int64_t m, int64_t kc, const T *restrict A, int64_t lda,             \
+                            T *restrict Ap) {                                                    \
+    for (int64_t ir = 0; ir < m; ir += MR) {                                                     \
+      int64_t mr = MIN(MR, m - ir);                                                              \
+      if (mr == MR) {                                                                            \
+        for (int64_t k = 0; k < kc; k++)                                                         \
+          for (int64_t r = 0; r < MR; r++) Ap[k * MR + r] = A[(ir + r) * lda + k];               \
+      } else {                                                                                   \
+        for (int64_t k = 0; k < kc; k++) {                                                       \
+          COLD for (int64_t r = 0; r < mr; r++) Ap[k * MR + r] = A[(ir + r) * lda + k];          \
+          COLD for (int64_t r = mr; r < MR; r++) Ap[k * MR + r] = 0;                             \
+        }                                                                                        \
+      }                                                                                          \
+      Ap += kc * MR;                                                                             \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  /* The MR x 2VL register tile over kc packed steps; writes C (first block)                     \
+   * or adds to it, only the mr x nr valid part. */                                              \
+  static inline __attribute__((always_inline)) void NAME##_micro(                                \
+      int64_t kc, const T *restrict Ap, const T *restrict Bp, T *restrict C, int64_t ldc,        \
+      int64_t mr, int64_t nr, int first) {                                                       \
+    V acc[MR][2];                                                                                \
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
+      acc[r][0] = (V)0;                                                                          \
+      acc[r][1] = (V)0;                                                                          \
+    }                                                                                            \
+    /* C is read (or written) after the k loop: start fetching it now */                         \
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
+      __builtin_prefetch(C + r * ldc, 1, 3);                                                     \
+      __builtin_prefetch(C + r * ldc + 2 * VL - 1, 1, 3);                                        \
+    }                                                                                            \
+    for (int64_t k = 0; k < kc; k++) {                                                           \
+      V b0 = VLOAD(V, Bp), b1 = VLOAD(V, Bp + VL);                                               \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        V a = (V)Ap[r];                                                                          \
+        acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                                 \
+        acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                                 \
+      }                                                                                          \
+      Ap += MR;                                                                                  \
+      Bp += 2 * VL;                                                                              \
+    }                                                                                            \
+    if (mr == MR && nr == 2 * VL) {                                                              \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        T *c = C + r * ldc;                                                                      \
+        if (first) {                                                                             \
+          VSTORE(c, acc[r][0]);                                                                  \
+          VSTORE(c + VL, acc[r][1]);                                                             \
+        } else {                                                                                 \
+          VSTORE(c, VLOAD(V, c) + acc[r][0]);                                                    \
+          VSTORE(c + VL, VLOAD(V, c + VL) + acc[r][1]);                                          \
+        }                                                                                        \
+      }                                                                                          \
+    } else {                                                                                     \
+      T tile[MR][2 * VL];                                                                        \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        VSTORE(&tile[r][0], acc[r][0]);                                                          \
+        VSTORE(&tile[r][VL], acc[r][1]);                                                         \
+      }                                                                                          \
+      COLD for (int64_t r = 0; r < mr; r++)                                                      \
+        COLD for (int64_t j = 0; j < nr; j++)                                                    \
+          C[r * ldc + j] = first ? tile[r][j] : C[r * ldc + j] + tile[r][j];                     \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  /* Few rows: no packing; per row, C's chunk of SMALL_NB columns is                             \
+   * accumulated over K four rows of B at a time (it stays in L1). */                            \
+  static void NAME##_small(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,    \
+                           const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc) {       \
+    for (int64_t i = 0; i < M; i++) {                                                            \
+      const T *a = A + i * lda;                                                                  \
+      T *c = C + i * ldc;                                                                        \
+      for (int64_t j0 = 0; j0 < N; j0 += SMALL_NB) {                                             \
+        int64_t nb = MIN(SMALL_NB, N - j0);                                                      \
+        int64_t nv = nb / VL * VL;                                                               \
+        for (int64_t j = 0; j < nb; j++) c[j0 + j] = 0;                                          \
+        int64_t k = 0;                                                                           \
+        for (; k + 4 <= K; k += 4) {                                                             \
+          const T *b0 = B + k * ldb + j0, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;        \
+          V a0 = (V)a[k], a1 = (V)a[k + 1], a2 = (V)a[k + 2], a3 = (V)a[k + 3];                  \
+          for (int64_t j = 0; j < nv; j += VL) {                                                 \
+            V s = VLOAD(V, c + j0 + j);                                                          \
+            s = __builtin_elementwise_fma(a0, VLOAD(V, b0 + j), s);                              \
+            s = __builtin_elementwise_fma(a1, VLOAD(V, b1 + j), s);                              \
+            s = __builtin_elementwise_fma(a2, VLOAD(V, b2 + j), s);                              \
+            s = __builtin_elementwise_fma(a3, VLOAD(V, b3 + j), s);                              \
+            VSTORE(c + j0 + j, s);                                                               \
+          }                                                                                      \
+          COLD for (int64_t j = nv; j < nb; j++) {                                               \
+            T s = c[j0 + j];                                                                     \
+            s = __builtin_elementwise_fma(a[k], b0[j], s);                                       \
+            s = __builtin_elementwise_fma(a[k + 1], b1[j], s);                                   \
+            s = __builtin_elementwise_fma(a[k + 2], b2[j], s);                                   \
+            s = __builtin_elementwise_fma(a[k + 3], b3[j], s);                                   \
+            c[j0 + j] = s;                                                                       \
+          }                                                                                      \
+        }                                                                                        \
+        for (; k < K; k++) {                                                                     \
+          const T *b0 = B + k * ldb + j0;                                                        \
+          V a0 = (V)a[k];                                                                        \
+          for (int64_t j = 0; j < nv; j += VL)                                                   \
+            VSTORE(c + j0 + j,                                                                   \
+                         __builtin_elementwise_fma(a0, VLOAD(V, b0 + j),                         \
+                                                   VLOAD(V, c + j0 + j)));                       \
+          COLD for (int64_t j = nv; j < nb; j++)                                                 \
+            c[j0 + j] = __builtin_elementwise_fma(a[k], b0[j], c[j0 + j]);                       \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  /* Elements of caller workspace the entry wants for this shape (0: none;                       \
+   * its own stack buffers then hold the B block, NC_STACK columns wide). */                     \
+  int64_t NAME##_work(int64_t M, int64_t N, int64_t K);                                          \
+  int64_t NAME##_work(int64_t M, int64_t N, int64_t K) {                                         \
+    if (M < SMALL_M || K <= 0 || N <= NC_STACK) return 0;                                        \
+    return KC_HEAP * (NC_HEAP + MC_MAX) + 64 / (int64_t)sizeof(T); /* B, A, align */             \
+  }                                                                                              \
+                                                                                                 \
+  void NAME(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,                   \
+            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                        \
+            T *restrict work);                                                                   \
+  void NAME(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,                   \
+            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                        \
+            T *restrict work) {                                                                  \
+    if (M <= 0 || N <= 0) return;                                                                \
+    if (K <= 0) {                                                                                \
+      COLD for (int64_t i = 0; i < M; i++)                                                       \
+        COLD for (int64_t j = 0; j < N; j++) C[i * ldc + j] = 0;                                 \
+      return;                                                                                    \
+    }                                                                                            \
+    if (M < SMALL_M) {                                                                           \
+      NAME##_small(M, N, K, A, lda, B, ldb, C, ldc);                                             \
+      return;                                                                                    \
+    }                                                                                            \
+    T Bstack[KC_MAX * NC_STACK] __attribute__((aligned(64)));                                    \
+    T Astack[KC_MAX * MC_MAX] __attribute__((aligned(64)));                                      \
+    /* wide B blocks (fewer passes over A) in the caller's workspace */                          \
+    int heap = work && NAME##_work(M, N, K) > 0;                                                 \
+    T *Bp = heap ? (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63) : Bstack;                      \
+    T *Ap = heap ? Bp + KC_HEAP * NC_HEAP : Astack;                                              \
+    int64_t nc_b = block_size(N, heap ? NC_HEAP : NC_STACK, 2 * VL);                             \
+    int64_t kc_b = block_size(K, heap ? KC_HEAP : KC_MAX, 1);                                    \
+    int64_t mc_b = block_size(M, MC_MAX, MR);                                                    \
+    for (int64_t jc = 0; jc < N; jc += nc_b) {                                                   \
+      int64_t nc = MIN(nc_b, N - jc);                                                            \
+      for (int64_t pc = 0; pc < K; pc += kc_b) {                                                 \
+        int64_t kc = MIN(kc_b, K - pc);                                                          \
+        NAME##_pack_b(kc, nc, B + pc * ldb + jc, ldb, Bp);                                       \
+        for (int64_t ic = 0; ic < M; ic += mc_b) {                                               \
+          int64_t mc = MIN(mc_b, M - ic);                                                        \
+          NAME##_pack_a(mc, kc, A + ic * lda + pc, lda, Ap);                                     \
+          for (int64_t jr = 0; jr < nc; jr += 2 * VL) {                                          \
+            int64_t nr = MIN(2 * VL, nc - jr);                                                   \
+            for (int64_t ir = 0; ir < mc; ir += MR) {                                            \
+              int64_t mr = MIN(MR, mc - ir);                                                     \
+              NAME##_micro(kc, Ap + ir * kc, Bp + jr * kc,                                       \
+                           C + (ic + ir) * ldc + jc + jr, ldc, mr, nr, pc == 0);                 \
+            }                                                                                    \
+          }                                                                                      \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+  }
+
+DEFINE_GEMM(kiln_gemm_f32_v16, float, v16f, 16, NC_MAX_F32, NC_HEAP_F32)
+DEFINE_GEMM(kiln_gemm_f32_v8, float, v8f, 8, NC_MAX_F32, NC_HEAP_F32)
+DEFINE_GEMM(kiln_gemm_f64_v8, double, v8d, 8, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+DEFINE_GEMM(kiln_gemm_f64_v4, double, v4d, 4, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
