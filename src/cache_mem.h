@@ -46,7 +46,7 @@ typedef struct rt_key_parts {
   const char *cpu;          /* znver5 */
   const char *features;     /* +avx2,+avx512f,... */
   const char *options;      /* opt=O3 codegen=aggressive ... */
-  const char *kiln_version; /* KILN_VERSION_STRING */
+  const char *kiln_version; /* "0.1.0+<hash of the code generator sources>" */
   const char *llvm_version; /* of the linked LLVM, 19.1.7 */
 } rt_key_parts;
 
@@ -63,7 +63,7 @@ void rt_key_compute(const rt_key_parts *p, kc_key *out);
 /* 32 lowercase hex digits (hi, then lo: XXH128's canonical order, as in
  * cache_disk.h's file names) and a NUL into out. */
 void rt_key_hex(const kc_key *k, char out[33]);
-/* The kiln version that goes into keys (KILN_VERSION_STRING). */
+/* The kiln version that goes into keys: version + build id (tools/build_id.cmake). */
 const char *rt_kiln_version(void);
 
 /* ---- the memory cache ---- */

@@ -1,12 +1,14 @@
 /* context.c - kiln_context: owns the JIT engine, the lock that serializes
  * every use of its LLJIT (load, lookup, unload), since an LLJIT must not be
  * driven from two threads at once (see jit.h), and the memory cache of
- * compiled kernels its models share (cache_mem.h). No global state: two
+ * compiled kernels its models share (cache_mem.h), backed by the disk cache
+ * (cache_backing.c). No global state: two
  * contexts may live side by side. Models must be freed before their context
  * (the cache unloads every kernel when the context goes). */
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache_backing.h"
 #include "cache_mem.h"
 #include "rt.h"
 
@@ -36,6 +38,7 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating the kernel cache");
     return NULL;
   }
+  ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status);
   rt_ok(st);
   return ctx;
 }
@@ -43,6 +46,7 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
 KILN_API void kiln_context_free(kiln_context *ctx) {
   if (!ctx) return;
   rt_cache_mem_free(ctx->kcache); /* unloads the kernels: before the engine */
+  kc_disk_close(ctx->disk);
   jit_engine_free(ctx->jit);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);

@@ -48,6 +48,8 @@ struct kiln_context {
   pthread_mutex_t lock; /* serializes every use of jit (compile and free) */
   /* ---- kernel cache (kcache: context.c, cache_mem.c) ---- */
   struct rt_cache_mem *kcache; /* compiled kernels by content key, shared by all models */
+  struct kc_disk *disk;        /* its second level on disk, or NULL (cache_backing.c) */
+  char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
 };
 
 /* An input, output or weight as the model reports it. */

@@ -375,8 +375,11 @@ static int run(run_state *s, const run_opts *o) {
     printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
     rt_cache_stats cs; /* kcache: the context's kernel cache (specialization: not built yet) */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
-    printf("cache: %llu hits, %llu misses, %d specialized\n", (unsigned long long)cs.hits,
-           (unsigned long long)cs.misses, 0);
+    /* A hit is a kernel not compiled: found in memory or on disk. */
+    printf("cache: %llu hits (%llu from disk), %llu misses, %d specialized\n",
+           (unsigned long long)(cs.hits + cs.backing_hits), (unsigned long long)cs.backing_hits,
+           (unsigned long long)cs.compiles, 0);
+    printf("%s\n", s->ctx->disk_status);
   }
   if (o->repeat > 1) {
     qsort(s->times, (size_t)o->repeat, sizeof *s->times, cmp_double);

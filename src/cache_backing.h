@@ -1,0 +1,17 @@
+/* cache_backing.h - internal to src/: plug the disk cache under a context's
+ * memory cache (cache_backing.c). */
+#ifndef KILN_SRC_CACHE_BACKING_H
+#define KILN_SRC_CACHE_BACKING_H
+
+#include <stddef.h>
+
+#include "cache_disk.h"
+#include "cache_mem.h"
+
+/* Open the disk cache from the environment and, when it is usable, make it
+ * mem's backing store. Returns the store (close it with kc_disk_close after
+ * the memory cache is freed; NULL when it could not be opened) and writes a
+ * one-line description of the outcome into why. */
+kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen);
+
+#endif
