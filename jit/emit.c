@@ -461,3 +461,45 @@ LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
 LLVMValueRef jit_add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildNSWAdd(f->b, a, b, "");
 }
+
+/* exp(x) for a double x with no call, so loops using it vectorize. Cody-Waite
+ * reduction x = k ln2 + r (|r| <= ln2 / 2, ln2 split in a high part with
+ * trailing zeros and a low part), exp(r) by its Taylor series to r^13 (the
+ * first dropped term is below 5e-18 relative), then scaling by 2^k in two
+ * halves so that subnormal results come out right. x is clamped to
+ * [-746, 710] (beyond them the result is 0 or inf anyway); NaN stays NaN.
+ * Within an ulp or two of libm's exp. */
+LLVMValueRef jit_exp_f64(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef d = f->t_f64;
+  LLVMValueRef lo_lim = LLVMConstReal(d, -746.0), hi_lim = LLVMConstReal(d, 710.0);
+  LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo_lim, ""), lo_lim, x, "");
+  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, xc, hi_lim, ""), hi_lim, xc, "");
+  LLVMValueRef t = LLVMBuildFMul(b, xc, LLVMConstReal(d, 1.4426950408889634), "");
+  LLVMValueRef k = jit_intrinsic(f, "llvm.rint", d, &t, 1);
+  LLVMValueRef nk = LLVMBuildFNeg(b, k, "");
+  LLVMValueRef a1[3] = {nk, LLVMConstReal(d, 6.93147180369123816490e-01), xc};
+  LLVMValueRef r = jit_intrinsic(f, "llvm.fma", d, a1, 3);
+  LLVMValueRef a2[3] = {nk, LLVMConstReal(d, 1.90821492927058770002e-10), r};
+  r = jit_intrinsic(f, "llvm.fma", d, a2, 3);
+  LLVMValueRef p = LLVMConstReal(d, 1.0 / 6227020800.0); /* 1/13! */
+  static const double inv_fact[] = {1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0,
+                                    1.0 / 362880.0,    1.0 / 40320.0,    1.0 / 5040.0,
+                                    1.0 / 720.0,       1.0 / 120.0,      1.0 / 24.0,
+                                    1.0 / 6.0,         0.5,              1.0,
+                                    1.0};
+  for (size_t i = 0; i < sizeof inv_fact / sizeof inv_fact[0]; i++) {
+    LLVMValueRef a[3] = {p, r, LLVMConstReal(d, inv_fact[i])};
+    p = jit_intrinsic(f, "llvm.fma", d, a, 3);
+  }
+  LLVMValueRef ki = LLVMBuildFPToSI(b, k, f->t_i64, "");
+  LLVMValueRef k1 = LLVMBuildAShr(b, ki, jit_i64(f, 1), "");
+  LLVMValueRef k2 = LLVMBuildSub(b, ki, k1, "");
+  LLVMValueRef half[2] = {k1, k2};
+  for (int i = 0; i < 2; i++) { /* p *= 2^half[i], built from its exponent bits */
+    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, half[i], jit_i64(f, 1023), ""),
+                                     jit_i64(f, 52), "");
+    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, bits, d, ""), "");
+  }
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, p, "");
+}

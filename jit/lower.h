@@ -109,6 +109,10 @@ LLVMValueRef jit_intrinsic_n(jit_fn *f, const char *name, LLVMTypeRef *overloads
 /* Record a lowering error in f->err (and f->failed); returns -1 so a lowering
  * can `return jit_fn_error(f, "...", ...)`. Added by jit-core. */
 int jit_fn_error(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* exp of a double without a call (vectorizable), within an ulp or two of
+ * libm's exp; for reductions that compute in double (softmax). */
+LLVMValueRef jit_exp_f64(jit_fn *f, LLVMValueRef x);
+
 /* Call a libm function ("erff", "tanh"...) taking and returning `t`. */
 LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
 

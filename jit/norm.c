@@ -10,9 +10,10 @@
  *   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased, two passes),
  *   y = (x - mean) / sqrt(var + eps) * gamma + beta.
  * Everything is computed in double and rounded once at the store (f32), as
- * the reference interpreter does; exp / log are llvm.exp / llvm.log on
- * double, i.e. libm's exp / log, so results equal the interpreter's bit for
- * bit. f64 softmax keeps exp(x - m) in the output between passes 2 and 3
+ * the reference interpreter does. exp is jit_exp_f64 (no call, so the loops
+ * vectorize; within an ulp or two of libm's exp) and the softmax sum may be
+ * reassociated: results match the interpreter to a few double ulps, i.e.
+ * almost always bit for bit after rounding to f32. f64 softmax keeps exp(x - m) in the output between passes 2 and 3
  * (one exp per element); f32 recomputes it so that it rounds only once.
  * Assumes a verified node: float dtype shared by operands and result; for
  * layer_norm rank >= 1 and gamma, beta of shape [D]. */
@@ -33,9 +34,6 @@ static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef id
   jit_store(f, dt, base, idx, v);
 }
 
-static LLVMValueRef exp_f64(jit_fn *f, LLVMValueRef x) {
-  return jit_intrinsic(f, "llvm.exp", f->t_f64, &x, 1);
-}
 
 int jit_lower_softmax(jit_fn *f) {
   const ir_node *n = f->node;
@@ -82,14 +80,18 @@ int jit_lower_softmax(jit_fn *f) {
   LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
   k = jit_loop_begin(f, &l2, zero, R, "r");
   x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
-  LLVMValueRef e = exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
+  LLVMValueRef e = jit_exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
   /* f64 softmax keeps exp(x - m) in the output for pass 3 (exact: it is
    * stored as the double it is); narrower types recompute it there, to
    * round once. */
   bool keep_exp = !is_log && dt == IR_DT_F64;
   if (keep_exp) jit_store(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
   LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
-  LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, e, ""), sacc);
+  /* reassociable, so the sum vectorizes (a few ulps of double, far below
+   * the f32 rounding at the store) */
+  LLVMValueRef sum = LLVMBuildFAdd(f->b, s, e, "");
+  LLVMSetFastMathFlags(sum, LLVMFastMathAllowReassoc);
+  LLVMBuildStore(f->b, sum, sacc);
   jit_loop_end(f, &l2);
   s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "s");
   LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
@@ -103,7 +105,7 @@ int jit_lower_softmax(jit_fn *f) {
   } else {
     x = load_f64(f, dt, X, idx);
     LLVMValueRef d = LLVMBuildFSub(f->b, x, m, "");
-    y = is_log ? LLVMBuildFSub(f->b, d, logs, "") : LLVMBuildFDiv(f->b, exp_f64(f, d), s, "");
+    y = is_log ? LLVMBuildFSub(f->b, d, logs, "") : LLVMBuildFDiv(f->b, jit_exp_f64(f, d), s, "");
   }
   store_f64(f, dt, Y, idx, y);
   jit_loop_end(f, &l3);
