@@ -16,9 +16,11 @@ enum { CLI_OK = 0, CLI_ERR = 1, CLI_USAGE = 2 };
 int cli_check(int argc, char **argv); /* argv[0] is "check" */
 int cli_run(int argc, char **argv);   /* argv[0] is "run" */
 int cli_help(int argc, char **argv);  /* argv[0] is "help" */
+int cli_cache(int argc, char **argv); /* argv[0] is "cache" (cache.c) */
 void cli_usage(FILE *out);
 void cli_usage_run(FILE *out);
 void cli_usage_check(FILE *out);
+void cli_usage_cache(FILE *out);
 
 /* Fill t with seeded pseudo-random values: floats uniform in [-1, 1),
  * integers in [0, 10), bools 0 / 1. `state` advances. */

@@ -11,6 +11,8 @@ void cli_usage(FILE *out) {
           "  check GRAPH.mlir       parse and verify a graph, print its canonical IR\n"
           "                         ('-' reads standard input)\n"
           "  run GRAPH.mlir [OPTS]  compile a graph and run it on the CPU\n"
+          "  cache SUBCOMMAND       list, check, prune, warm, explain, export and\n"
+          "                         import the on-disk kernel cache\n"
           "  help [COMMAND]         show this help, or a command's\n"
           "  --version              print kiln's and LLVM's versions\n"
           "\n"
@@ -48,6 +50,50 @@ void cli_usage_run(FILE *out) {
           "Input names are the graph's argument_names, else its SSA names (without %%).\n");
 }
 
+void cli_usage_cache(FILE *out) {
+  fprintf(out,
+          "usage: kiln cache SUBCOMMAND [--dir DIR] [ARGS]\n"
+          "\n"
+          "The on-disk kernel cache: one file per compiled kernel, named by the\n"
+          "XXH3-128 key of its canonical kernel IR, target (triple, CPU, features),\n"
+          "compile options and kiln / LLVM versions.\n"
+          "\n"
+          "  ls                     one line per entry, least recently used first:\n"
+          "                         key, size, last use, the kernel's op and types\n"
+          "  stats                  directory, entries, bytes, bound, and whether the\n"
+          "                         runtime uses the cache (KILN_CACHE)\n"
+          "  clear                  remove every entry\n"
+          "  prune [--max-bytes N]  remove least recently used entries until the\n"
+          "                         cache holds at most N bytes (K, M, G, T suffixes:\n"
+          "                         powers of 1024; default: the configured bound)\n"
+          "  verify                 read every entry in full, remove the bad ones\n"
+          "  explain GRAPH.mlir [--dim SYM=V]...\n"
+          "                         per kernel of the graph: its key and hit or miss;\n"
+          "                         a miss names the key components that differ from\n"
+          "                         the nearest entry (same kernel built for another\n"
+          "                         CPU or kiln version, or no entry for the kernel)\n"
+          "  warm GRAPH.mlir [--dim SYM=V1,V2,...]...\n"
+          "                         compile the graph's kernels into the cache (a\n"
+          "                         progress bar on a terminal); prints how many were\n"
+          "                         compiled and how many were already there\n"
+          "  export FILE            write every entry into one bundle file\n"
+          "  import FILE            check a bundle in full, then add its entries; a\n"
+          "                         truncated or corrupt bundle is an error (naming the\n"
+          "                         offset) and nothing is imported\n"
+          "\n"
+          "  --dir DIR              the cache directory; default: $KILN_CACHE_DIR, else\n"
+          "                         $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
+          "\n"
+          "These commands use the directory even when KILN_CACHE=off (which only\n"
+          "stops kiln run and the API from reading and writing it). The bound is\n"
+          "KILN_CACHE_MAX_BYTES (default 1G).\n"
+          "Bundles carry a target's kernels to other machines: entries built for\n"
+          "another target (CPU, features) or kiln / LLVM version are imported but\n"
+          "simply never hit, since their keys differ; `kiln cache explain` shows it.\n"
+          "Shape specialization is not built yet: kernels are generic (dims are read\n"
+          "at run time), so --dim only checks the values against the graph.\n");
+}
+
 int cli_help(int argc, char **argv) {
   if (argc < 2) {
     cli_usage(stdout);
@@ -55,6 +101,10 @@ int cli_help(int argc, char **argv) {
   }
   if (strcmp(argv[1], "run") == 0) {
     cli_usage_run(stdout);
+    return CLI_OK;
+  }
+  if (strcmp(argv[1], "cache") == 0) {
+    cli_usage_cache(stdout);
     return CLI_OK;
   }
   if (strcmp(argv[1], "check") == 0) {

@@ -1,0 +1,1200 @@
+/* cache.c - `kiln cache SUBCOMMAND`: look at and maintain the on-disk kernel
+ * cache (src/cache_disk.h) and say why a graph's kernels hit or miss it.
+ * See cli_usage_cache for the commands and their output.
+ *
+ * The directory: --dir DIR, else the runtime's rules (KILN_CACHE_DIR, else
+ * $XDG_CACHE_HOME/kiln, else ~/.cache/kiln). These commands work on the
+ * directory even when KILN_CACHE=off (which only stops the runtime from
+ * using it); `stats` says when it is off. explain and warm compute kernel
+ * texts and keys exactly as kiln_model_compile does (ir_kernel_text, the key
+ * parts of a fresh context's memory cache); the context itself is made with
+ * KILN_CACHE=off so it never opens a store of its own, and warm plugs the
+ * chosen store under its memory cache for the puts.
+ *
+ * Bundles (export / import), format 1, all numbers decimal:
+ *   kiln-cache-bundle 1\n
+ *   count <20 digits>\n
+ *   per entry: entry <32 hex key> <bytes> <16 hex XXH3-64 of the bytes>\n
+ *              <the entry file's bytes, as the store wrote them>
+ *   end\n
+ * Import checks the whole bundle (syntax, lengths, checksums, that each
+ * entry's own header names its key) before it writes anything, then writes
+ * each entry to a temporary file published by rename and reads it back
+ * through the store (kc_disk_get checks every checksum and removes a bad
+ * one). Export writes FILE.tmp-PID and renames it. So a failed export or
+ * import leaves no partial file behind.
+ *
+ * Exit status: 0 done, 1 an error (message on stderr), 2 bad usage. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "../cache_disk.h"
+#include "../cache_mem.h"
+#include "../rt.h"
+#include "cli.h"
+
+#define BUNDLE_MAGIC "kiln-cache-bundle 1\n"
+
+typedef struct cache_opts {
+  const char *sub;
+  const char *dir;
+  const char *max_bytes; /* --max-bytes text, or NULL */
+  const char **pos;      /* positional arguments after the subcommand */
+  int npos;
+  const char **dims; /* --dim SYM=V[,V...] texts */
+  int ndims;
+  bool runtime_off; /* KILN_CACHE disables the store for the runtime */
+  const char *runtime_off_value;
+} cache_opts;
+
+/* ---- small helpers ---- */
+
+static bool env_is_off(const char *v) {
+  return v && (!strcasecmp(v, "off") || !strcmp(v, "0") || !strcasecmp(v, "no") ||
+               !strcasecmp(v, "false") || !strcasecmp(v, "disabled"));
+}
+
+/* "123", "64K", "512M", "1G", "2T" (powers of 1024), optionally followed by
+ * "B" or "iB" ("512MiB"). */
+static bool parse_size(const char *s, uint64_t *out) {
+  if (!s || *s < '0' || *s > '9') return false;
+  char *end;
+  errno = 0;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno) return false;
+  static const char units[] = "KMGT";
+  int shift = 0;
+  const char *u = *end ? strchr(units, *end >= 'a' ? *end - 32 : *end) : NULL;
+  if (u) {
+    shift = 10 * (int)(u - units + 1);
+    end++;
+    if (*end == 'i') end++;
+  }
+  if (*end == 'B') end++;
+  if (*end || (shift && v > (UINT64_MAX >> shift))) return false;
+  *out = (uint64_t)v << shift;
+  return true;
+}
+
+static const char *human_bytes(char *buf, size_t cap, uint64_t v) {
+  static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
+  if (v < 1024) {
+    snprintf(buf, cap, "%llu B", (unsigned long long)v);
+    return buf;
+  }
+  double x = (double)v / 1024;
+  int u = 0;
+  while (x >= 1024 && u < 3) {
+    x /= 1024;
+    u++;
+  }
+  snprintf(buf, cap, "%.1f %s", x, unit[u]);
+  return buf;
+}
+
+static int64_t now_real_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static double now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* "just now", "42s ago", "5m ago", "3h ago", "2d ago". */
+static const char *age_text(char *buf, size_t cap, int64_t then_ns) {
+  int64_t s = (now_real_ns() - then_ns) / 1000000000;
+  if (s < 1) snprintf(buf, cap, "just now");
+  else if (s < 120) snprintf(buf, cap, "%llds ago", (long long)s);
+  else if (s < 7200) snprintf(buf, cap, "%lldm ago", (long long)(s / 60));
+  else if (s < 172800) snprintf(buf, cap, "%lldh ago", (long long)(s / 3600));
+  else snprintf(buf, cap, "%lldd ago", (long long)(s / 86400));
+  return buf;
+}
+
+static const char *comp_value(const kc_disk_entry *e, const char *name) {
+  for (int i = 0; i < e->ncomponents; i++)
+    if (strcmp(e->components[i].name, name) == 0) return e->components[i].value;
+  return NULL;
+}
+
+/* A readable one-line summary of a kernel text: "mo.matmul ([d0, 512]f32,
+ * [512, 10]f32) -> [d0, 10]f32", from the line of its single node. */
+static void kernel_summary(const char *text, char *out, size_t cap) {
+  out[0] = 0;
+  const char *p = text ? strstr(text, "%r0 = mo.") : NULL;
+  if (!p) p = text ? strstr(text, "= mo.") : NULL;
+  if (!p) {
+    snprintf(out, cap, "?");
+    return;
+  }
+  p = strstr(p, "mo.");
+  const char *eol = strchr(p, '\n');
+  if (!eol) eol = p + strlen(p);
+  size_t k = 0;
+  const char *op_end = p;
+  while (op_end < eol && *op_end != '(' && *op_end != ' ') op_end++;
+  for (const char *c = p; c < op_end && k + 1 < cap; c++) out[k++] = *c;
+  /* attributes, if any, sit between the operand list and " : " */
+  const char *colon = strstr(op_end, ") : ");
+  if (!colon || colon > eol) colon = strstr(op_end, " : ");
+  if (!colon || colon > eol) {
+    out[k] = 0;
+    return;
+  }
+  const char *attrs = strchr(op_end, '{');
+  if (attrs && attrs < colon) {
+    const char *ae = strchr(attrs, '}');
+    if (ae && ae < eol)
+      for (const char *c = attrs - 1; c <= ae && k + 1 < cap; c++) out[k++] = *c;
+  }
+  const char *sig = strstr(colon, " : ") + 2;
+  int in_tensor = 0;
+  for (const char *c = sig; c < eol && k + 1 < cap; c++) {
+    if (strncmp(c, "!mo.tensor<", 11) == 0) {
+      in_tensor = 1;
+      c += 10;
+      continue;
+    }
+    if (in_tensor && c[0] == ']' && c[1] == ',') { /* "[d0, 512], f32" -> "[d0, 512]f32" */
+      out[k++] = ']';
+      c += (c[2] == ' ') ? 2 : 1;
+      continue;
+    }
+    if (in_tensor && *c == '>') {
+      in_tensor = 0;
+      continue;
+    }
+    out[k++] = *c;
+  }
+  out[k] = 0;
+}
+
+static void warn_stderr(void *user, const char *msg) {
+  (void)user;
+  fprintf(stderr, "kiln cache: warning: %s\n", msg);
+}
+
+/* Open the store (even when KILN_CACHE=off); NULL after printing why. */
+static kc_disk *open_store(const cache_opts *o) {
+  kiln_status *st = kiln_status_new();
+  kc_disk *d = kc_disk_open(o->dir, 0, KC_DISK_IGNORE_OFF, st);
+  if (!d) fprintf(stderr, "kiln cache: %s\n", kiln_status_message(st));
+  else kc_disk_set_warn(d, warn_stderr, NULL);
+  kiln_status_free(st);
+  return d;
+}
+
+static int fail_st(const char *what, kiln_status *st) {
+  fprintf(stderr, "kiln cache %s: %s\n", what, kiln_status_message(st));
+  return CLI_ERR;
+}
+
+/* ---- ls ---- */
+
+typedef struct ls_state {
+  uint64_t n, bytes;
+} ls_state;
+
+static int ls_visit(const kc_disk_entry *e, void *user) {
+  ls_state *s = user;
+  if (s->n++ == 0)
+    printf("%-32s  %10s  %-9s  %s\n", "KEY (least recently used first)", "SIZE", "LAST USE",
+           "KERNEL");
+  s->bytes += e->file_bytes;
+  char hex[33], size[32], age[32], kern[512];
+  kc_key_hex(e->key, hex);
+  kernel_summary(comp_value(e, "kernel_ir"), kern, sizeof kern);
+  printf("%s  %10s  %-9s  %s\n", hex, human_bytes(size, sizeof size, e->file_bytes),
+         age_text(age, sizeof age, e->last_use_ns), kern);
+  return 0;
+}
+
+static int cmd_ls(const cache_opts *o, kc_disk *d) {
+  (void)o;
+  kiln_status *st = kiln_status_new();
+  ls_state s = {0};
+  int rc = kc_disk_list(d, true, ls_visit, &s, st) < 0 ? fail_st("ls", st) : CLI_OK;
+  char b[32];
+  if (rc == CLI_OK) {
+    if (s.n == 0) printf("no entries in %s\n", kc_disk_dir(d));
+    else
+      printf("%llu entr%s, %s in %s\n", (unsigned long long)s.n, s.n == 1 ? "y" : "ies",
+             human_bytes(b, sizeof b, s.bytes), kc_disk_dir(d));
+  }
+  kiln_status_free(st);
+  return rc;
+}
+
+/* ---- stats ---- */
+
+static int cmd_stats(const cache_opts *o, kc_disk *d) {
+  kiln_status *st = kiln_status_new();
+  kc_disk_stats s;
+  if (kc_disk_stats_get(d, &s, st) < 0) {
+    int rc = fail_st("stats", st);
+    kiln_status_free(st);
+    return rc;
+  }
+  kiln_status_free(st);
+  char b1[32], b2[32];
+  const char *mb = getenv("KILN_CACHE_MAX_BYTES");
+  printf("directory: %s%s\n", s.dir ? s.dir : "(none)",
+         o->dir ? " (--dir)" : getenv("KILN_CACHE_DIR") ? " (KILN_CACHE_DIR)" : " (default)");
+  printf("entries:   %llu\n", (unsigned long long)s.entries);
+  printf("bytes:     %llu (%s)\n", (unsigned long long)s.bytes, human_bytes(b1, sizeof b1, s.bytes));
+  printf("bound:     %llu (%s, %s), %.0f%% used\n", (unsigned long long)s.max_bytes,
+         human_bytes(b2, sizeof b2, s.max_bytes),
+         mb && *mb && strcmp(mb, "0") ? "KILN_CACHE_MAX_BYTES" : "default",
+         s.max_bytes ? 100.0 * (double)s.bytes / (double)s.max_bytes : 0.0);
+  if (o->runtime_off)
+    printf("runtime:   off (KILN_CACHE=%s): kiln run and the API compile every kernel and do "
+           "not use this directory\n",
+           o->runtime_off_value);
+  else printf("runtime:   enabled (KILN_CACHE=off would disable it)\n");
+  if (s.corrupt_removed)
+    printf("removed:   %llu corrupt entr%s found while counting\n",
+           (unsigned long long)s.corrupt_removed, s.corrupt_removed == 1 ? "y" : "ies");
+  return CLI_OK;
+}
+
+/* ---- clear, prune, verify ---- */
+
+static int cmd_clear(const cache_opts *o, kc_disk *d) {
+  (void)o;
+  kiln_status *st = kiln_status_new();
+  uint64_t removed = 0;
+  int rc = CLI_OK;
+  if (kc_disk_clear(d, &removed, st) < 0) rc = fail_st("clear", st);
+  else
+    printf("removed %llu entr%s from %s\n", (unsigned long long)removed,
+           removed == 1 ? "y" : "ies", kc_disk_dir(d));
+  kiln_status_free(st);
+  return rc;
+}
+
+static int cmd_prune(const cache_opts *o, kc_disk *d) {
+  uint64_t target = kc_disk_max_bytes(d);
+  if (o->max_bytes && !parse_size(o->max_bytes, &target)) {
+    fprintf(stderr, "kiln cache prune: --max-bytes expects a size like 0, 4096, 64K, 512M or 1G, "
+                    "got '%s'\n",
+            o->max_bytes);
+    return CLI_USAGE;
+  }
+  kiln_status *st = kiln_status_new();
+  uint64_t removed = 0, rbytes = 0;
+  kc_disk_stats s;
+  int rc = CLI_OK;
+  char b1[32], b2[32], b3[32];
+  if (kc_disk_prune(d, target, &removed, &rbytes, st) < 0 || kc_disk_stats_get(d, &s, st) < 0) {
+    rc = fail_st("prune", st);
+  } else {
+    printf("removed %llu entr%s (%s), least recently used first, to fit %s%s\n",
+           (unsigned long long)removed, removed == 1 ? "y" : "ies",
+           human_bytes(b1, sizeof b1, rbytes), human_bytes(b2, sizeof b2, target),
+           o->max_bytes ? "" : " (the configured bound)");
+    printf("%s now holds %llu entr%s, %s\n", kc_disk_dir(d), (unsigned long long)s.entries,
+           s.entries == 1 ? "y" : "ies", human_bytes(b3, sizeof b3, s.bytes));
+  }
+  kiln_status_free(st);
+  return rc;
+}
+
+static int cmd_verify(const cache_opts *o, kc_disk *d) {
+  (void)o;
+  kiln_status *st = kiln_status_new();
+  kc_disk_stats before;
+  uint64_t bad = 0;
+  int rc = CLI_OK;
+  if (kc_disk_stats_get(d, &before, st) < 0 || kc_disk_verify(d, &bad, st) < 0) {
+    rc = fail_st("verify", st);
+  } else {
+    uint64_t n = before.entries;
+    printf("checked %llu entr%s in %s: %llu ok, %llu bad (removed)\n", (unsigned long long)n,
+           n == 1 ? "y" : "ies", kc_disk_dir(d), (unsigned long long)(n >= bad ? n - bad : 0),
+           (unsigned long long)bad);
+  }
+  kiln_status_free(st);
+  return rc;
+}
+
+/* ---- graphs: kernels and keys, as kiln_model_compile makes them ---- */
+
+typedef struct kernel_info {
+  int node;
+  char desc[160]; /* "node 4 (mo.matmul -> %0)" */
+  char *text;     /* ir_kernel_text */
+  rt_key_parts parts;
+  kc_key key;
+} kernel_info;
+
+typedef struct graph_job {
+  kiln_status *st;
+  kiln_graph *g;
+  ir_graph *ir; /* verified clone */
+  kiln_context *ctx;
+  kernel_info *k;
+  int nk;
+} graph_job;
+
+static void graph_job_free(graph_job *j) {
+  for (int i = 0; i < j->nk; i++) free(j->k[i].text);
+  free(j->k);
+  kiln_context_free(j->ctx);
+  ir_graph_free(j->ir);
+  kiln_graph_free(j->g);
+  kiln_status_free(j->st);
+}
+
+/* Check --dim SYM=V[,V...] against the graph's symbols (multi: several
+ * values allowed). 0, CLI_ERR or CLI_USAGE after printing why. */
+static int check_dims(const cache_opts *o, const ir_graph *g, bool multi, const char *cmd) {
+  for (int i = 0; i < o->ndims; i++) {
+    const char *v = o->dims[i], *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1]) {
+      fprintf(stderr, "kiln cache %s: --dim expects SYM=VALUE%s, got '%s'\n", cmd,
+              multi ? "[,VALUE...]" : "", v);
+      return CLI_USAGE;
+    }
+    int k = 0;
+    while (k < g->nsyms && (strlen(g->syms[k]) != (size_t)(eq - v) ||
+                            strncmp(g->syms[k], v, (size_t)(eq - v)) != 0))
+      k++;
+    if (k == g->nsyms) {
+      fprintf(stderr, "kiln cache %s: --dim %.*s: graph @%s has no symbolic dim '%.*s' (symbols:",
+              cmd, (int)(eq - v), v, g->name, (int)(eq - v), v);
+      for (int s = 0; s < g->nsyms; s++) fprintf(stderr, "%s %s", s ? "," : "", g->syms[s]);
+      fprintf(stderr, "%s)\n", g->nsyms ? "" : " none");
+      return CLI_ERR;
+    }
+    const char *p = eq + 1;
+    for (;;) {
+      char *end;
+      errno = 0;
+      long long x = strtoll(p, &end, 10);
+      if (end == p || errno || x < 0 || (*end && *end != ',') || (*end == ',' && !multi)) {
+        fprintf(stderr, "kiln cache %s: --dim %s: expected %s, got '%s'\n", cmd, v,
+                multi ? "non-negative integers separated by commas" : "a non-negative integer",
+                eq + 1);
+        return CLI_ERR;
+      }
+      if (!*end) break;
+      p = end + 1;
+    }
+  }
+  return 0;
+}
+
+/* Load, verify, make the context and every kernel's text and key. */
+static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, const char *cmd) {
+  memset(j, 0, sizeof *j);
+  if (o->npos != 1) {
+    fprintf(stderr, "kiln cache %s: expected one GRAPH.mlir\n\n", cmd);
+    cli_usage_cache(stderr);
+    return CLI_USAGE;
+  }
+  if (!(j->st = kiln_status_new())) return CLI_ERR;
+  if (!(j->g = kiln_graph_load(o->pos[0], j->st))) return fail_st(cmd, j->st);
+  if (!(j->ir = ir_graph_clone(j->g->ir))) {
+    fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
+    return CLI_ERR;
+  }
+  ir_diag dg = {0};
+  if (ir_graph_verify(j->ir, &dg) < 0) {
+    rt_err_diag(j->st, KILN_ERR_VERIFY, o->pos[0], &dg);
+    return fail_st(cmd, j->st);
+  }
+  int rc = check_dims(o, j->ir, multi_dims, cmd);
+  if (rc) return rc;
+  /* the runtime's target and options, without a store of the context's own */
+  setenv("KILN_CACHE", "off", 1);
+  if (!(j->ctx = kiln_context_new(j->st))) return fail_st(cmd, j->st);
+  rt_cache_mem *mem = rt_context_cache(j->ctx);
+  j->k = calloc((size_t)j->ir->nnodes + 1, sizeof *j->k);
+  if (!j->k) {
+    fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
+    return CLI_ERR;
+  }
+  for (int i = 0; i < j->ir->nnodes; i++) {
+    const ir_node *n = j->ir->nodes[i];
+    if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
+    kernel_info *k = &j->k[j->nk];
+    if (!(k->text = ir_kernel_text(j->ir, n, NULL, NULL))) {
+      fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
+      return CLI_ERR;
+    }
+    j->nk++;
+    k->node = i;
+    snprintf(k->desc, sizeof k->desc, "node %d (mo.%s -> %%%s)", i, ir_op_get(n->op)->name,
+             n->nout > 0 ? n->out[0]->name : "?");
+    rt_cache_mem_key_parts(mem, k->text, &k->parts);
+    rt_key_compute(&k->parts, &k->key);
+  }
+  return 0;
+}
+
+static void dims_note(const cache_opts *o, const char *what) {
+  if (!o->ndims) return;
+  printf("--dim");
+  for (int i = 0; i < o->ndims; i++) printf(" %s", o->dims[i]);
+  printf(": %s (specialization is not built yet: generic kernels do not depend on dims)\n", what);
+}
+
+/* ---- explain ---- */
+
+typedef struct stored {
+  kc_key key;
+  char *val[RT_KEY_NPARTS];
+} stored;
+
+typedef struct stored_list {
+  stored *v;
+  size_t n, cap;
+  bool oom;
+} stored_list;
+
+static int collect_visit(const kc_disk_entry *e, void *user) {
+  stored_list *l = user;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 64;
+    stored *nv = realloc(l->v, nc * sizeof *nv);
+    if (!nv) {
+      l->oom = true;
+      return 1;
+    }
+    l->v = nv;
+    l->cap = nc;
+  }
+  stored *s = &l->v[l->n++];
+  memset(s, 0, sizeof *s);
+  s->key = e->key;
+  for (int i = 0; i < RT_KEY_NPARTS; i++) {
+    const char *v = comp_value(e, rt_key_part_name(i));
+    if (v && !(s->val[i] = strdup(v))) l->oom = true;
+  }
+  return l->oom;
+}
+
+static void stored_free(stored_list *l) {
+  for (size_t i = 0; i < l->n; i++)
+    for (int p = 0; p < RT_KEY_NPARTS; p++) free(l->v[i].val[p]);
+  free(l->v);
+}
+
+static bool part_eq(const char *a, const char *b) { return strcmp(a ? a : "", b ? b : "") == 0; }
+
+/* Comma-separated items of a that are not items of b, at most max, into out. */
+static void list_minus(const char *a, const char *b, char *out, size_t cap, int max) {
+  size_t k = 0;
+  int shown = 0, more = 0;
+  out[0] = 0;
+  for (const char *p = a; p && *p;) {
+    const char *e = strchr(p, ',');
+    size_t len = e ? (size_t)(e - p) : strlen(p);
+    bool found = false;
+    for (const char *q = b; q && *q && !found;) {
+      const char *qe = strchr(q, ',');
+      size_t ql = qe ? (size_t)(qe - q) : strlen(q);
+      found = ql == len && strncmp(p, q, len) == 0;
+      q = qe ? qe + 1 : q + ql;
+    }
+    if (!found && len) {
+      if (shown < max && k + len + 2 < cap) {
+        k += (size_t)snprintf(out + k, cap - k, "%s%.*s", shown ? "," : "", (int)len, p);
+        shown++;
+      } else {
+        more++;
+      }
+    }
+    p = e ? e + 1 : p + len;
+  }
+  if (more && k + 8 < cap) snprintf(out + k, cap - k, ",...");
+  if (!shown) snprintf(out, cap, "nothing");
+}
+
+/* "ours vs theirs" for one differing component. */
+static void diff_detail(int part, const char *ours, const char *theirs, char *out, size_t cap) {
+  ours = ours ? ours : "";
+  theirs = theirs ? theirs : "";
+  if (strcmp(rt_key_part_name(part), "features") == 0) {
+    char a[256], b[256];
+    list_minus(ours, theirs, a, sizeof a, 4);
+    list_minus(theirs, ours, b, sizeof b, 4);
+    snprintf(out, cap, "here %.200s vs entry %.200s", a, b);
+  } else if (strcmp(rt_key_part_name(part), "kernel_ir") == 0) {
+    char a[256], b[256];
+    kernel_summary(ours, a, sizeof a);
+    kernel_summary(theirs, b, sizeof b);
+    snprintf(out, cap, "%.200s vs %.200s", a, b);
+  } else {
+    snprintf(out, cap, "%.60s%s vs %.60s%s", ours, strlen(ours) > 60 ? "..." : "", theirs,
+             strlen(theirs) > 60 ? "..." : "");
+  }
+}
+
+static void explain_one(const kernel_info *k, const stored_list *l) {
+  char hex[33];
+  kc_key_hex(k->key, hex);
+  printf("  %-28s %s  ", k->desc, hex);
+  const stored *best = NULL;
+  int best_score = -1;
+  for (size_t i = 0; i < l->n; i++) {
+    const stored *s = &l->v[i];
+    if (s->key.lo == k->key.lo && s->key.hi == k->key.hi) {
+      printf("hit\n");
+      return;
+    }
+    int score = 0;
+    for (int p = 0; p < RT_KEY_NPARTS; p++)
+      if (part_eq(rt_key_part(&k->parts, p), s->val[p])) score += p == 0 ? 100 : 1;
+    if (score > best_score) {
+      best_score = score;
+      best = s;
+    }
+  }
+  if (!best) {
+    printf("miss: the cache is empty\n");
+    return;
+  }
+  char names[256] = "", detail[1024] = "";
+  size_t kn = 0, kd = 0;
+  for (int p = 0; p < RT_KEY_NPARTS; p++) {
+    const char *ours = rt_key_part(&k->parts, p);
+    if (part_eq(ours, best->val[p])) continue;
+    kn += (size_t)snprintf(names + kn, sizeof names - kn, "%s%s", kn ? ", " : "",
+                           rt_key_part_name(p));
+    if (kn >= sizeof names) kn = sizeof names - 1;
+    if (p == 0) continue;
+    char d[512];
+    diff_detail(p, ours, best->val[p], d, sizeof d);
+    kd += (size_t)snprintf(detail + kd, sizeof detail - kd, "%s%s: %s", kd ? "; " : "",
+                           rt_key_part_name(p), d);
+    if (kd >= sizeof detail) kd = sizeof detail - 1;
+  }
+  char bhex[33];
+  kc_key_hex(best->key, bhex);
+  if (!names[0]) /* every component equal under another key: a foreign or damaged entry */
+    printf("miss: entry %.12s... has the same components under another key\n", bhex);
+  else if (part_eq(k->parts.kernel, best->val[0]))
+    printf("miss: same kernel, different %s (%s)\n", names, detail);
+  else if (strcmp(names, "kernel_ir") == 0)
+    printf("miss: no entry for this kernel (nearest %.12s... differs in kernel_ir only)\n", bhex);
+  else
+    printf("miss: no entry for this kernel (nearest %.12s... differs in %s)\n", bhex, names);
+}
+
+static int cmd_explain(const cache_opts *o, kc_disk *d) {
+  graph_job j;
+  int rc = graph_job_init(&j, o, false, "explain");
+  if (rc) {
+    graph_job_free(&j);
+    return rc;
+  }
+  stored_list l = {0};
+  if (kc_disk_list(d, true, collect_visit, &l, j.st) < 0 || l.oom) {
+    fprintf(stderr, "kiln cache explain: %s\n", l.oom ? "out of memory" : kiln_status_message(j.st));
+    stored_free(&l);
+    graph_job_free(&j);
+    return CLI_ERR;
+  }
+  printf("graph @%s: %d kernel%s, cache %s (%zu entr%s)\n", j.ir->name, j.nk, j.nk == 1 ? "" : "s",
+         kc_disk_dir(d), l.n, l.n == 1 ? "y" : "ies");
+  dims_note(o, "accepted");
+  int hits = 0;
+  for (int i = 0; i < j.nk; i++) {
+    bool hit = false;
+    for (size_t e = 0; e < l.n && !hit; e++)
+      hit = l.v[e].key.lo == j.k[i].key.lo && l.v[e].key.hi == j.k[i].key.hi;
+    hits += hit;
+    explain_one(&j.k[i], &l);
+  }
+  printf("%d hit%s, %d miss%s\n", hits, hits == 1 ? "" : "s", j.nk - hits,
+         j.nk - hits == 1 ? "" : "es");
+  if (o->runtime_off)
+    printf("note: KILN_CACHE=%s: the runtime does not read this cache now\n", o->runtime_off_value);
+  stored_free(&l);
+  graph_job_free(&j);
+  return CLI_OK;
+}
+
+/* ---- warm ---- */
+
+typedef struct warm_sink {
+  kc_disk *d;
+  int failed;
+  char why[512];
+} warm_sink;
+
+static void warm_put(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
+                     size_t len) {
+  warm_sink *w = ud;
+  kc_component c[RT_KEY_NPARTS];
+  for (int i = 0; i < RT_KEY_NPARTS; i++) {
+    const char *v = rt_key_part(parts, i);
+    c[i].name = rt_key_part_name(i);
+    c[i].value = v ? v : "";
+  }
+  kiln_status *st = kiln_status_new();
+  if (kc_disk_put(w->d, *key, c, RT_KEY_NPARTS, obj, len, st) < 0) {
+    if (!w->failed++) snprintf(w->why, sizeof w->why, "%s", kiln_status_message(st));
+  }
+  kiln_status_free(st);
+}
+
+static void progress(int done, int total, const char *what) {
+  const int width = 30;
+  int fill = total ? done * width / total : width;
+  printf("\r\033[K[");
+  for (int i = 0; i < width; i++) putchar(i < fill ? '#' : '.');
+  printf("] %d/%d %s", done, total, what);
+  fflush(stdout);
+}
+
+static int cmd_warm(const cache_opts *o, kc_disk *d) {
+  graph_job j;
+  int rc = graph_job_init(&j, o, true, "warm");
+  if (rc) {
+    graph_job_free(&j);
+    return rc;
+  }
+  bool tty = isatty(1);
+  warm_sink sink = {.d = d};
+  rt_cache_mem *mem = rt_context_cache(j.ctx);
+  rt_cache_backing b = {&sink, NULL, warm_put};
+  rt_cache_mem_set_backing(mem, &b);
+  kc_disk_stats s0;
+  if (kc_disk_stats_get(d, &s0, j.st) < 0) {
+    rc = fail_st("warm", j.st);
+    graph_job_free(&j);
+    return rc;
+  }
+  int compiled = 0, present = 0, dup = 0;
+  double t0 = now_ms();
+  printf("warming %s with graph @%s (%d kernel%s)\n", kc_disk_dir(d), j.ir->name, j.nk,
+         j.nk == 1 ? "" : "s");
+  for (int i = 0; i < j.nk && rc == 0; i++) {
+    kernel_info *k = &j.k[i];
+    if (tty) progress(i, j.nk, k->desc);
+    bool seen = false;
+    for (int p = 0; p < i && !seen; p++) seen = j.k[p].key.lo == k->key.lo && j.k[p].key.hi == k->key.hi;
+    if (seen) {
+      dup++;
+      if (!tty) printf("  %s: same kernel as an earlier node\n", k->desc);
+      continue;
+    }
+    void *payload = NULL;
+    size_t len = 0;
+    int g = kc_disk_get(d, k->key, &payload, &len, j.st); /* checks it in full */
+    free(payload);
+    if (g == KC_DISK_ERROR) {
+      rc = fail_st("warm", j.st);
+      break;
+    }
+    if (g == KC_DISK_HIT) {
+      present++;
+      if (!tty) printf("  %s: already in the cache\n", k->desc);
+      continue;
+    }
+    double c0 = now_ms();
+    rt_kentry *e = NULL;
+    jit_kernel_fn fn = NULL;
+    char err[1024] = "";
+    if (rt_cache_mem_get(mem, k->text, &e, &fn, err, sizeof err) < 0) {
+      if (tty) printf("\r\033[K");
+      fprintf(stderr, "kiln cache warm: graph @%s, %s: %s\n", j.ir->name, k->desc, err);
+      rc = CLI_ERR;
+      break;
+    }
+    rt_cache_mem_release(mem, e);
+    compiled++;
+    if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, now_ms() - c0);
+  }
+  if (tty) {
+    progress(j.nk, j.nk, "done");
+    printf("\n");
+  }
+  kc_disk_stats s1;
+  if (rc == 0 && kc_disk_stats_get(d, &s1, j.st) < 0) rc = fail_st("warm", j.st);
+  if (rc == 0) {
+    printf("%d kernel%s: %d compiled and stored, %d already present", j.nk, j.nk == 1 ? "" : "s",
+           compiled, present);
+    if (dup) printf(", %d shared with another node", dup);
+    printf(" (%.0f ms)\n", now_ms() - t0);
+    dims_note(o, "checked against the graph; the generic kernels stored serve every value");
+    if (s1.too_big > s0.too_big)
+      printf("warning: %llu kernel%s larger than the cache bound (%llu bytes) and not stored\n",
+             (unsigned long long)(s1.too_big - s0.too_big), s1.too_big - s0.too_big == 1 ? " is" : "s are",
+             (unsigned long long)s1.max_bytes);
+    if (o->runtime_off)
+      printf("note: KILN_CACHE=%s: the runtime does not read this cache until it is unset\n",
+             o->runtime_off_value);
+    if (sink.failed) {
+      fprintf(stderr, "kiln cache warm: %d kernel%s could not be stored: %s\n", sink.failed,
+              sink.failed == 1 ? "" : "s", sink.why);
+      rc = CLI_ERR;
+    }
+  }
+  rt_cache_mem_set_backing(mem, NULL);
+  graph_job_free(&j);
+  return rc;
+}
+
+/* ---- export / import ---- */
+
+typedef struct key_list {
+  kc_key *v;
+  size_t n, cap;
+  bool oom;
+} key_list;
+
+static int keys_visit(const kc_disk_entry *e, void *user) {
+  key_list *l = user;
+  if (l->n == l->cap) {
+    size_t nc = l->cap ? l->cap * 2 : 64;
+    kc_key *nv = realloc(l->v, nc * sizeof *nv);
+    if (!nv) {
+      l->oom = true;
+      return 1;
+    }
+    l->v = nv;
+    l->cap = nc;
+  }
+  l->v[l->n++] = e->key;
+  return 0;
+}
+
+/* Whole file at path, malloc'd (non-NULL even when empty); NULL with errno. */
+static char *read_all(const char *path, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return NULL;
+  struct stat sb;
+  char *buf = NULL;
+  if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (buf = malloc((size_t)sb.st_size + 1))) {
+    size_t n = 0;
+    while (n < (size_t)sb.st_size) {
+      ssize_t r = read(fd, buf + n, (size_t)sb.st_size - n);
+      if (r <= 0) {
+        if (r < 0 && errno == EINTR) continue;
+        break;
+      }
+      n += (size_t)r;
+    }
+    *len = n;
+  }
+  int e = errno;
+  close(fd);
+  errno = e;
+  return buf;
+}
+
+static int cmd_export(const cache_opts *o, kc_disk *d) {
+  if (o->npos != 1) {
+    fprintf(stderr, "kiln cache export: expected one FILE\n\n");
+    cli_usage_cache(stderr);
+    return CLI_USAGE;
+  }
+  const char *file = o->pos[0];
+  kiln_status *st = kiln_status_new();
+  key_list l = {0};
+  if (kc_disk_list(d, false, keys_visit, &l, st) < 0 || l.oom) {
+    fprintf(stderr, "kiln cache export: %s\n", l.oom ? "out of memory" : kiln_status_message(st));
+    free(l.v);
+    kiln_status_free(st);
+    return CLI_ERR;
+  }
+  kiln_status_free(st);
+  size_t tn = strlen(file) + 32;
+  char *tmp = malloc(tn);
+  if (!tmp) {
+    free(l.v);
+    return CLI_ERR;
+  }
+  snprintf(tmp, tn, "%s.tmp-%d", file, (int)getpid());
+  FILE *f = fopen(tmp, "wb");
+  if (!f) {
+    fprintf(stderr, "kiln cache export: %s: cannot create: %s\n", tmp, strerror(errno));
+    free(tmp);
+    free(l.v);
+    return CLI_ERR;
+  }
+  int rc = CLI_OK;
+  uint64_t count = 0, bytes = 0;
+  fprintf(f, "%scount %020llu\n", BUNDLE_MAGIC, 0ull);
+  for (size_t i = 0; i < l.n && rc == CLI_OK; i++) {
+    char *path = kc_disk_entry_path(d, l.v[i]);
+    size_t len = 0;
+    char *buf = path ? read_all(path, &len) : NULL;
+    free(path);
+    if (!buf) continue; /* vanished since the listing (evicted by another process) */
+    char hex[33];
+    kc_key_hex(l.v[i], hex);
+    fprintf(f, "entry %s %zu %016llx\n", hex, len, (unsigned long long)XXH3_64bits(buf, len));
+    if (fwrite(buf, 1, len, f) != len) rc = CLI_ERR;
+    free(buf);
+    count++;
+    bytes += len;
+  }
+  fputs("end\n", f);
+  if (rc == CLI_OK && (fseek(f, (long)strlen(BUNDLE_MAGIC), SEEK_SET) != 0 ||
+                       fprintf(f, "count %020llu\n", (unsigned long long)count) < 0))
+    rc = CLI_ERR;
+  if (fclose(f) != 0) rc = CLI_ERR;
+  if (rc == CLI_OK && rename(tmp, file) != 0) rc = CLI_ERR;
+  char b[32];
+  if (rc != CLI_OK) {
+    fprintf(stderr, "kiln cache export: %s: cannot write: %s\n", file, strerror(errno));
+    unlink(tmp);
+  } else {
+    printf("exported %llu entr%s (%s) from %s to %s\n", (unsigned long long)count,
+           count == 1 ? "y" : "ies", human_bytes(b, sizeof b, bytes), kc_disk_dir(d), file);
+  }
+  free(tmp);
+  free(l.v);
+  return rc;
+}
+
+typedef struct bundle_entry {
+  kc_key key;
+  const char *bytes;
+  size_t len;
+} bundle_entry;
+
+/* Read the line at buf[*off] (up to '\n', at most 200 bytes) into line. */
+static bool bundle_line(const char *buf, size_t n, size_t *off, char *line, size_t cap) {
+  size_t i = *off, k = 0;
+  while (i < n && buf[i] != '\n' && k + 1 < cap && k < 200) line[k++] = buf[i++];
+  if (i >= n || buf[i] != '\n') return false;
+  line[k] = 0;
+  *off = i + 1;
+  return true;
+}
+
+/* Check the whole bundle; entries into *out (pointing into buf). 0, or -1
+ * with why and the offset of the trouble in *bad_off. */
+static int bundle_parse(const char *buf, size_t n, bundle_entry **out, size_t *nout,
+                        size_t *bad_off, char *why, size_t whylen) {
+  size_t off = 0, ml = strlen(BUNDLE_MAGIC);
+  char line[256];
+  *out = NULL;
+  *nout = 0;
+  *bad_off = 0;
+  if (n < ml || memcmp(buf, BUNDLE_MAGIC, ml) != 0) {
+    snprintf(why, whylen, n == 0 ? "the file is empty" : "not a kiln cache bundle (bad magic)");
+    return -1;
+  }
+  off = ml;
+  *bad_off = off;
+  unsigned long long count;
+  char extra;
+  if (!bundle_line(buf, n, &off, line, sizeof line) ||
+      sscanf(line, "count %llu%c", &count, &extra) != 1) {
+    snprintf(why, whylen, "expected 'count N'");
+    return -1;
+  }
+  if (count > n / 64 + 1) { /* an entry takes far more than 64 bytes */
+    snprintf(why, whylen, "count %llu is more than the file can hold", count);
+    return -1;
+  }
+  bundle_entry *v = calloc((size_t)count + 1, sizeof *v);
+  if (!v) {
+    snprintf(why, whylen, "out of memory");
+    return -1;
+  }
+  for (unsigned long long i = 0; i < count; i++) {
+    *bad_off = off;
+    char hex[40];
+    unsigned long long len, sum;
+    int used = 0;
+    if (!bundle_line(buf, n, &off, line, sizeof line) ||
+        sscanf(line, "entry %32s %llu %16llx%n", hex, &len, &sum, &used) != 3 ||
+        line[used] != 0 || !kc_key_parse(hex, &v[i].key)) {
+      snprintf(why, whylen, "entry %llu of %llu: expected 'entry KEY BYTES CHECKSUM'%s", i + 1,
+               count, off >= n ? " (the file is truncated)" : "");
+      free(v);
+      return -1;
+    }
+    if (len > n - off) {
+      snprintf(why, whylen, "entry %llu of %llu (%s): %llu bytes announced, %zu left: the file "
+                            "is truncated",
+               i + 1, count, hex, len, n - off);
+      free(v);
+      return -1;
+    }
+    *bad_off = off;
+    if (XXH3_64bits(buf + off, (size_t)len) != sum) {
+      snprintf(why, whylen, "entry %llu of %llu (%s): checksum mismatch (the bundle is corrupt)",
+               i + 1, count, hex);
+      free(v);
+      return -1;
+    }
+    char head[128], khex[33];
+    kc_key_hex(v[i].key, khex);
+    snprintf(head, sizeof head, "kiln-cache-entry\nformat %d\nkey %s\n", KC_DISK_FORMAT, khex);
+    if (len < strlen(head) || memcmp(buf + off, head, strlen(head)) != 0) {
+      snprintf(why, whylen, "entry %llu of %llu (%s): not a format %d cache entry for that key",
+               i + 1, count, hex, KC_DISK_FORMAT);
+      free(v);
+      return -1;
+    }
+    v[i].bytes = buf + off;
+    v[i].len = (size_t)len;
+    off += (size_t)len;
+  }
+  *bad_off = off;
+  if (!bundle_line(buf, n, &off, line, sizeof line) || strcmp(line, "end") != 0 || off != n) {
+    snprintf(why, whylen, "expected 'end' after %llu entries%s", count,
+             off >= n ? " (the file is truncated)" : " and nothing after it");
+    free(v);
+    return -1;
+  }
+  *out = v;
+  *nout = (size_t)count;
+  return 0;
+}
+
+/* Publish e as its entry file: temporary file in the entry's subdirectory,
+ * then rename. 0, or -1 with errno (nothing left behind). */
+static int publish_entry(kc_disk *d, const bundle_entry *e, unsigned seq) {
+  char *path = kc_disk_entry_path(d, e->key);
+  if (!path) {
+    errno = ENOMEM;
+    return -1;
+  }
+  char *slash = strrchr(path, '/');
+  size_t tn = strlen(path) + 96;
+  char *tmp = malloc(tn);
+  int rc = -1, err = ENOMEM;
+  if (tmp && slash) {
+    *slash = 0;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+      err = errno;
+      goto out;
+    }
+    char hex[33];
+    kc_key_hex(e->key, hex);
+    snprintf(tmp, tn, "%s/.tmp-%s-%d-%u-%lld", path, hex, (int)getpid(), seq,
+             (long long)time(NULL));
+    *slash = '/';
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      err = errno;
+      goto out;
+    }
+    size_t k = 0;
+    while (k < e->len) {
+      ssize_t w = write(fd, e->bytes + k, e->len - k);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      k += (size_t)w;
+    }
+    err = errno;
+    if (close(fd) != 0 && k == e->len) {
+      err = errno;
+      k = 0;
+    }
+    if (k == e->len && rename(tmp, path) == 0) rc = 0;
+    else {
+      if (k == e->len) err = errno;
+      unlink(tmp);
+    }
+  }
+out:
+  free(tmp);
+  free(path);
+  errno = err;
+  return rc;
+}
+
+static int cmd_import(const cache_opts *o, kc_disk *d) {
+  if (o->npos != 1) {
+    fprintf(stderr, "kiln cache import: expected one FILE\n\n");
+    cli_usage_cache(stderr);
+    return CLI_USAGE;
+  }
+  const char *file = o->pos[0];
+  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  struct stat sb;
+  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    fprintf(stderr, "kiln cache import: %s: cannot open: %s\n", file,
+            fd < 0 ? strerror(errno) : "not a regular file");
+    if (fd >= 0) close(fd);
+    return CLI_ERR;
+  }
+  size_t n = (size_t)sb.st_size;
+  const char *buf = "";
+  void *map = NULL;
+  if (n) {
+    map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (map == MAP_FAILED) {
+      fprintf(stderr, "kiln cache import: %s: cannot read: %s\n", file, strerror(errno));
+      close(fd);
+      return CLI_ERR;
+    }
+    buf = map;
+  }
+  close(fd);
+  bundle_entry *v = NULL;
+  size_t nv = 0, bad_off = 0;
+  char why[512];
+  int rc = CLI_OK;
+  if (bundle_parse(buf, n, &v, &nv, &bad_off, why, sizeof why) < 0) {
+    fprintf(stderr, "kiln cache import: %s: at offset %zu: %s; nothing was imported\n", file,
+            bad_off, why);
+    rc = CLI_ERR;
+  }
+  uint64_t imported = 0, replaced = 0, dropped = 0;
+  kiln_status *st = kiln_status_new();
+  for (size_t i = 0; rc == CLI_OK && i < nv; i++) {
+    char *path = kc_disk_entry_path(d, v[i].key);
+    struct stat es;
+    bool existed = path && stat(path, &es) == 0;
+    free(path);
+    if (publish_entry(d, &v[i], (unsigned)i) < 0) {
+      char hex[33];
+      kc_key_hex(v[i].key, hex);
+      fprintf(stderr, "kiln cache import: %s: cannot write entry %s into %s: %s (%llu entries "
+                      "imported before it are complete)\n",
+              file, hex, kc_disk_dir(d), strerror(errno), (unsigned long long)imported);
+      rc = CLI_ERR;
+      break;
+    }
+    void *payload = NULL;
+    size_t len = 0;
+    int g = kc_disk_get(d, v[i].key, &payload, &len, st); /* full check; a bad one is removed */
+    free(payload);
+    if (g == KC_DISK_HIT) {
+      imported++;
+      replaced += existed;
+    } else {
+      dropped++;
+    }
+  }
+  uint64_t evicted = 0;
+  if (rc == CLI_OK) {
+    if (kc_disk_prune(d, kc_disk_max_bytes(d), &evicted, NULL, st) < 0) evicted = 0;
+    printf("imported %llu entr%s into %s", (unsigned long long)imported,
+           imported == 1 ? "y" : "ies", kc_disk_dir(d));
+    if (replaced) printf(" (%llu were already there)", (unsigned long long)replaced);
+    printf("\n");
+    if (dropped)
+      printf("dropped %llu entr%s that failed the store's checks\n", (unsigned long long)dropped,
+             dropped == 1 ? "y" : "ies");
+    if (evicted)
+      printf("evicted %llu least recently used entr%s to stay within the bound\n",
+             (unsigned long long)evicted, evicted == 1 ? "y" : "ies");
+    printf("entries built for another target stay unused here (their keys differ)\n");
+  }
+  kiln_status_free(st);
+  free(v);
+  if (map) munmap(map, n);
+  return rc;
+}
+
+/* ---- dispatch ---- */
+
+typedef struct subcmd {
+  const char *name;
+  int (*fn)(const cache_opts *, kc_disk *);
+  int min_pos, max_pos;
+  bool max_bytes, dims;
+} subcmd;
+
+static const subcmd SUBCMDS[] = {
+    {"ls", cmd_ls, 0, 0, false, false},          {"stats", cmd_stats, 0, 0, false, false},
+    {"clear", cmd_clear, 0, 0, false, false},    {"prune", cmd_prune, 0, 0, true, false},
+    {"verify", cmd_verify, 0, 0, false, false},  {"explain", cmd_explain, 1, 1, false, true},
+    {"warm", cmd_warm, 1, 1, false, true},       {"export", cmd_export, 1, 1, false, false},
+    {"import", cmd_import, 1, 1, false, false},
+};
+
+static int usage_err(const char *fmt, const char *a) {
+  fprintf(stderr, "kiln cache: ");
+  fprintf(stderr, fmt, a);
+  fprintf(stderr, "\n\n");
+  cli_usage_cache(stderr);
+  return CLI_USAGE;
+}
+
+int cli_cache(int argc, char **argv) {
+  if (argc < 2) return usage_err("%s", "no subcommand given");
+  if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+      strcmp(argv[1], "help") == 0) {
+    cli_usage_cache(stdout);
+    return CLI_OK;
+  }
+  const subcmd *sc = NULL;
+  for (size_t i = 0; i < sizeof SUBCMDS / sizeof *SUBCMDS; i++)
+    if (strcmp(argv[1], SUBCMDS[i].name) == 0) sc = &SUBCMDS[i];
+  if (!sc) return usage_err("unknown subcommand '%s'", argv[1]);
+  cache_opts o = {.sub = sc->name};
+  const char *off = getenv("KILN_CACHE");
+  o.runtime_off = env_is_off(off);
+  o.runtime_off_value = off;
+  o.pos = calloc((size_t)argc, sizeof *o.pos);
+  o.dims = calloc((size_t)argc, sizeof *o.dims);
+  int rc = CLI_OK;
+  if (!o.pos || !o.dims) {
+    fprintf(stderr, "kiln cache: out of memory\n");
+    rc = CLI_ERR;
+  }
+  for (int i = 2; rc == CLI_OK && i < argc; i++) {
+    const char *a = argv[i], *val = NULL;
+    const char *opts[] = {"--dir", "--max-bytes", "--dim"};
+    int which = -1;
+    for (int k = 0; k < 3 && which < 0; k++) {
+      size_t n = strlen(opts[k]);
+      if (strncmp(a, opts[k], n) == 0 && (a[n] == 0 || a[n] == '=')) {
+        which = k;
+        if (a[n] == '=') val = a + n + 1;
+        else if (i + 1 < argc) val = argv[++i];
+        else rc = usage_err("%s needs a value", opts[k]);
+      }
+    }
+    if (rc != CLI_OK) break;
+    if (which == 0) o.dir = val;
+    else if (which == 1 && sc->max_bytes) o.max_bytes = val;
+    else if (which == 2 && sc->dims) o.dims[o.ndims++] = val;
+    else if (which >= 0) {
+      fprintf(stderr, "kiln cache %s: %s is not an option of this subcommand\n\n", sc->name,
+              opts[which]);
+      cli_usage_cache(stderr);
+      rc = CLI_USAGE;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      cli_usage_cache(stdout);
+      free(o.pos);
+      free(o.dims);
+      return CLI_OK;
+    } else if (a[0] == '-' && a[1] != 0) {
+      fprintf(stderr, "kiln cache %s: unknown option '%s'\n\n", sc->name, a);
+      cli_usage_cache(stderr);
+      rc = CLI_USAGE;
+    } else {
+      o.pos[o.npos++] = a;
+    }
+  }
+  if (rc == CLI_OK && (o.npos < sc->min_pos || o.npos > sc->max_pos)) {
+    fprintf(stderr, "kiln cache %s: expected %s\n\n", sc->name,
+            sc->max_pos == 0 ? "no arguments"
+            : strcmp(sc->name, "export") == 0 || strcmp(sc->name, "import") == 0 ? "one FILE"
+                                                                               : "one GRAPH.mlir");
+    cli_usage_cache(stderr);
+    rc = CLI_USAGE;
+  }
+  if (rc == CLI_OK && o.dir && !*o.dir) rc = usage_err("%s", "--dir needs a directory");
+  kc_disk *d = rc == CLI_OK ? open_store(&o) : NULL;
+  if (rc == CLI_OK) rc = d ? sc->fn(&o, d) : CLI_ERR;
+  kc_disk_close(d);
+  free(o.pos);
+  free(o.dims);
+  return rc;
+}

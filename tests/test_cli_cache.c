@@ -1,0 +1,383 @@
+/* test_cli_cache.c - `kiln cache` (src/cli/cache.c) run as a user would:
+ * each test gets its own mkdtemp cache directory, and every command runs
+ * with KILN_CACHE unset (ctest sets it to off) and KILN_CACHE_DIR set to
+ * that directory. Checks exit codes and the words users rely on: warm then
+ * ls / stats / explain, prune, clear, export + import (then `kiln run
+ * --stats` loads every kernel from disk), corrupt bundles and entries, bad
+ * usage. */
+#define _GNU_SOURCE /* nftw */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "src/cache_disk.h"
+
+#define EX(name) KILN_SHARED_DIR "/ir-examples/" name
+
+static char g_dir[64];  /* the test's directory: cache in g_dir/c, files beside it */
+static char g_cache[96];
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(p);
+}
+
+static void setup(void) {
+  strcpy(g_dir, "/tmp/kiln-cli-cache-XXXXXX");
+  cr_assert(mkdtemp(g_dir), "mkdtemp: %s", strerror(errno));
+  snprintf(g_cache, sizeof g_cache, "%s/c", g_dir);
+}
+
+static void teardown(void) { nftw(g_dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
+
+TestSuite(cli_cache, .init = setup, .fini = teardown);
+
+/* Run `kiln ARGS` with the test's cache; exit code, output (stdout and
+ * stderr together, malloc'd) in *out. */
+static int kiln(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int kiln(char **out, const char *fmt, ...) {
+  char args[4096], cmd[8192];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(args, sizeof args, fmt, ap);
+  va_end(ap);
+  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' '%s' %s 2>&1", g_cache,
+           KILN_CLI, args);
+  FILE *p = popen(cmd, "r");
+  cr_assert(p, "popen %s", cmd);
+  size_t cap = 1 << 16, n = 0, k;
+  char *buf = malloc(cap);
+  cr_assert(buf);
+  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+    n += k;
+    if (n + 1 >= cap) {
+      cap *= 2;
+      buf = realloc(buf, cap);
+      cr_assert(buf);
+    }
+  }
+  buf[n] = 0;
+  int status = pclose(p);
+  *out = buf;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#define HAS(out, s) cr_assert(strstr(out, s), "output lacks '%s':\n%s", s, out)
+#define LACKS(out, s) cr_assert(!strstr(out, s), "output has '%s':\n%s", s, out)
+
+static int count_of(const char *out, const char *s) {
+  int n = 0;
+  for (const char *p = out; (p = strstr(p, s)); p += strlen(s)) n++;
+  return n;
+}
+
+static void warm(const char *graph) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache warm '%s'", graph), 0, "%s", out);
+  free(out);
+}
+
+/* Entries in the cache directory (a store opened on it). */
+static uint64_t entries(void) {
+  kc_disk *d = kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL);
+  cr_assert(d);
+  kc_disk_stats s;
+  cr_assert_eq(kc_disk_stats_get(d, &s, NULL), 0);
+  kc_disk_close(d);
+  return s.entries;
+}
+
+Test(cli_cache, warm_then_ls_lists_the_kernels) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache warm '%s' --dim batch=1,8", EX("mlp.mlir")), 0, "%s", out);
+  HAS(out, "5 compiled and stored, 0 already present");
+  HAS(out, "specialization is not built yet");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache warm '%s'", EX("mlp.mlir")), 0, "%s", out);
+  HAS(out, "0 compiled and stored, 5 already present");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache ls"), 0, "%s", out);
+  cr_assert_eq(count_of(out, "mo.matmul ("), 2, "%s", out);
+  cr_assert_eq(count_of(out, "mo.add ("), 2, "%s", out);
+  HAS(out, "mo.relu [d0, 512]f32");
+  HAS(out, "[d0, 784]f32, [784, 512]f32) -> [d0, 512]f32");
+  HAS(out, "5 entries");
+  free(out);
+}
+
+Test(cli_cache, ls_of_an_empty_cache) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache ls"), 0, "%s", out);
+  HAS(out, "no entries in");
+  free(out);
+}
+
+Test(cli_cache, stats_counts_entries_and_says_on_or_off) {
+  warm(EX("relu.mlir"));
+  char *out;
+  cr_assert_eq(kiln(&out, "cache stats"), 0, "%s", out);
+  HAS(out, "entries:   1\n");
+  HAS(out, g_cache);
+  HAS(out, "runtime:   enabled");
+  HAS(out, "bound:     1073741824");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache stats --dir '%s' && KILN_CACHE=off KILN_CACHE_MAX_BYTES=64M '%s' "
+                          "cache stats --dir '%s'",
+                    g_cache, KILN_CLI, g_cache),
+               0, "%s", out);
+  HAS(out, "runtime:   off (KILN_CACHE=off)");
+  HAS(out, "bound:     67108864 (64.0 MiB, KILN_CACHE_MAX_BYTES)");
+  free(out);
+}
+
+Test(cli_cache, explain_misses_before_warm_and_hits_after) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache explain '%s' --dim batch=4", EX("mlp.mlir")), 0, "%s", out);
+  cr_assert_eq(count_of(out, "miss: the cache is empty"), 5, "%s", out);
+  HAS(out, "0 hits, 5 misses");
+  HAS(out, "specialization is not built yet");
+  free(out);
+  warm(EX("relu.mlir"));
+  /* relu of the MLP has other types than relu.mlir's: nearest differs in kernel_ir */
+  cr_assert_eq(kiln(&out, "cache explain '%s'", EX("mlp.mlir")), 0, "%s", out);
+  HAS(out, "miss: no entry for this kernel (nearest ");
+  HAS(out, "differs in kernel_ir only)");
+  free(out);
+  warm(EX("mlp.mlir"));
+  cr_assert_eq(kiln(&out, "cache explain '%s'", EX("mlp.mlir")), 0, "%s", out);
+  cr_assert_eq(count_of(out, " hit\n"), 5, "%s", out);
+  HAS(out, "5 hits, 0 misses");
+  free(out);
+}
+
+/* Re-store every entry with one component changed (as if built on another
+ * CPU), under another key, and remove the original. */
+typedef struct rekey {
+  kc_disk *d;
+  int n;
+} rekey;
+
+static int rekey_visit(const kc_disk_entry *e, void *user) {
+  rekey *r = user;
+  kc_component c[16];
+  cr_assert(e->ncomponents <= 16);
+  for (int i = 0; i < e->ncomponents; i++) {
+    c[i] = e->components[i];
+    if (strcmp(c[i].name, "cpu") == 0) c[i].value = "othercpu";
+  }
+  kc_key k = e->key;
+  k.lo ^= 1;
+  cr_assert_eq(kc_disk_put(r->d, k, c, e->ncomponents, "x", 1, NULL), 0);
+  cr_assert_eq(unlink(e->path), 0);
+  r->n++;
+  return 0;
+}
+
+Test(cli_cache, explain_names_the_component_that_differs) {
+  warm(EX("relu.mlir"));
+  rekey r = {kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL), 0};
+  cr_assert(r.d);
+  cr_assert_eq(kc_disk_list(r.d, true, rekey_visit, &r, NULL), 0);
+  cr_assert_eq(r.n, 1);
+  kc_disk_close(r.d);
+  char *out;
+  cr_assert_eq(kiln(&out, "cache explain '%s'", EX("relu.mlir")), 0, "%s", out);
+  HAS(out, "miss: same kernel, different cpu (");
+  HAS(out, "vs othercpu");
+  free(out);
+}
+
+Test(cli_cache, prune_to_zero_removes_everything) {
+  warm(EX("mlp.mlir"));
+  char *out;
+  cr_assert_eq(kiln(&out, "cache prune"), 0, "%s", out); /* within the 1 GiB bound */
+  HAS(out, "removed 0 entries");
+  free(out);
+  cr_assert_eq(entries(), 5);
+  cr_assert_eq(kiln(&out, "cache prune --max-bytes 0"), 0, "%s", out);
+  HAS(out, "removed 5 entries");
+  HAS(out, "now holds 0 entries");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  cr_assert_eq(kiln(&out, "cache prune --max-bytes 12Q"), 2, "%s", out);
+  HAS(out, "--max-bytes expects a size");
+  free(out);
+}
+
+Test(cli_cache, prune_keeps_the_most_recently_used) {
+  warm(EX("mlp.mlir"));
+  char *out;
+  cr_assert_eq(kiln(&out, "cache prune --max-bytes 1K"), 0, "%s", out);
+  free(out);
+  cr_assert_eq(entries(), 0); /* every entry is over 1 KiB */
+  warm(EX("mlp.mlir"));
+  cr_assert_eq(kiln(&out, "cache prune --max-bytes 20K"), 0, "%s", out);
+  free(out);
+  uint64_t n = entries();
+  cr_assert(n > 0 && n < 5, "%llu entries", (unsigned long long)n);
+}
+
+Test(cli_cache, clear_removes_every_entry) {
+  warm(EX("mlp.mlir"));
+  char *out;
+  cr_assert_eq(kiln(&out, "cache clear"), 0, "%s", out);
+  HAS(out, "removed 5 entries");
+  free(out);
+  cr_assert_eq(entries(), 0);
+}
+
+Test(cli_cache, export_clear_import_then_run_loads_from_disk) {
+  warm(EX("mlp.mlir"));
+  char *out;
+  cr_assert_eq(kiln(&out, "cache export '%s/b.kcb'", g_dir), 0, "%s", out);
+  HAS(out, "exported 5 entries");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache clear"), 0, "%s", out);
+  free(out);
+  cr_assert_eq(entries(), 0);
+  cr_assert_eq(kiln(&out, "cache import '%s/b.kcb'", g_dir), 0, "%s", out);
+  HAS(out, "imported 5 entries");
+  HAS(out, "another target");
+  free(out);
+  cr_assert_eq(entries(), 5);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=3 --stats", EX("mlp.mlir")), 0,
+               "%s", out);
+  HAS(out, "cache: 5 hits (5 from disk), 0 misses");
+  free(out);
+}
+
+static void write_file(const char *path, const char *buf, size_t n) {
+  FILE *f = fopen(path, "wb");
+  cr_assert(f);
+  cr_assert_eq(fwrite(buf, 1, n, f), n);
+  cr_assert_eq(fclose(f), 0);
+}
+
+static char *read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  cr_assert(f, "%s", path);
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)len + 1);
+  cr_assert(buf);
+  cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+  fclose(f);
+  *n = (size_t)len;
+  return buf;
+}
+
+Test(cli_cache, corrupt_bundle_fails_and_imports_nothing) {
+  warm(EX("mlp.mlir"));
+  char *out, bundle[128], bad[128];
+  snprintf(bundle, sizeof bundle, "%s/b.kcb", g_dir);
+  snprintf(bad, sizeof bad, "%s/bad.kcb", g_dir);
+  cr_assert_eq(kiln(&out, "cache export '%s' && '%s' cache clear --dir '%s'", bundle, KILN_CLI,
+                    g_cache),
+               0, "%s", out);
+  free(out);
+  size_t n;
+  char *buf = read_file(bundle, &n);
+  /* truncated */
+  write_file(bad, buf, n - 100);
+  cr_assert_eq(kiln(&out, "cache import '%s'", bad), 1, "%s", out);
+  HAS(out, "at offset ");
+  HAS(out, "truncated");
+  HAS(out, "nothing was imported");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  /* one bit flipped in the middle of an entry */
+  buf[n / 2] ^= 0x10;
+  write_file(bad, buf, n);
+  cr_assert_eq(kiln(&out, "cache import '%s'", bad), 1, "%s", out);
+  HAS(out, "checksum mismatch");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  /* not a bundle at all, and an empty file */
+  write_file(bad, "hello\n", 6);
+  cr_assert_eq(kiln(&out, "cache import '%s'", bad), 1, "%s", out);
+  HAS(out, "not a kiln cache bundle");
+  free(out);
+  write_file(bad, "", 0);
+  cr_assert_eq(kiln(&out, "cache import '%s'", bad), 1, "%s", out);
+  HAS(out, "empty");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache import '%s/none.kcb'", g_dir), 1, "%s", out);
+  HAS(out, "cannot open");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  free(buf);
+}
+
+typedef struct first_path {
+  char path[512];
+} first_path;
+
+static int first_visit(const kc_disk_entry *e, void *user) {
+  snprintf(((first_path *)user)->path, 512, "%s", e->path);
+  return 1;
+}
+
+Test(cli_cache, verify_removes_a_corrupted_entry) {
+  warm(EX("mlp.mlir"));
+  kc_disk *d = kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL);
+  first_path fp = {""};
+  cr_assert_eq(kc_disk_list(d, false, first_visit, &fp, NULL), 0);
+  kc_disk_close(d);
+  size_t n;
+  char *buf = read_file(fp.path, &n);
+  buf[n - 10] ^= 0x01; /* in the payload: only a full read sees it */
+  write_file(fp.path, buf, n);
+  free(buf);
+  char *out;
+  cr_assert_eq(kiln(&out, "cache verify"), 0, "%s", out);
+  HAS(out, "checked 5 entries");
+  HAS(out, "4 ok, 1 bad (removed)");
+  free(out);
+  cr_assert_eq(entries(), 4);
+  cr_assert_eq(access(fp.path, F_OK), -1);
+}
+
+Test(cli_cache, bad_usage_exits_2) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache frobnicate"), 2, "%s", out);
+  HAS(out, "unknown subcommand 'frobnicate'");
+  HAS(out, "usage: kiln cache");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache"), 2, "%s", out);
+  HAS(out, "usage: kiln cache");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache ls --bogus"), 2, "%s", out);
+  HAS(out, "unknown option '--bogus'");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache explain"), 2, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "cache ls --max-bytes 1"), 2, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "cache warm '%s' --dim nosuch=3", EX("mlp.mlir")), 1, "%s", out);
+  HAS(out, "no symbolic dim 'nosuch'");
+  free(out);
+  cr_assert_eq(kiln(&out, "help cache"), 0, "%s", out);
+  HAS(out, "explain GRAPH.mlir");
+  HAS(out, "import FILE");
+  HAS(out, "never hit");
+  free(out);
+}
+
+Test(cli_cache, dir_option_overrides_the_environment) {
+  char *out, other[128];
+  snprintf(other, sizeof other, "%s/other", g_dir);
+  cr_assert_eq(kiln(&out, "cache warm '%s' --dir '%s'", EX("relu.mlir"), other), 0, "%s", out);
+  free(out);
+  cr_assert_eq(entries(), 0);
+  cr_assert_eq(kiln(&out, "cache ls --dir='%s'", other), 0, "%s", out);
+  HAS(out, "1 entry");
+  free(out);
+}
