@@ -248,6 +248,35 @@ static int verify_outputs(vctx *c) {
   return 0;
 }
 
+/* Inputs and outputs are bound and reported by name (argument_names /
+ * result_names, else the SSA name), so two may not share one: a second input
+ * named like the first could never be given, a second output would shadow
+ * the first. The same value returned twice without result names is fine. */
+static const char *input_label(const ir_graph *g, int i) {
+  return g->input_names && g->input_names[i] ? g->input_names[i] : g->inputs[i]->name;
+}
+
+static const char *output_label(const ir_graph *g, int i) {
+  return g->output_names && g->output_names[i] ? g->output_names[i] : g->outputs[i]->name;
+}
+
+static int verify_names(vctx *c) {
+  const ir_graph *g = c->g;
+  for (int i = 0; i < g->ninputs; i++)
+    for (int j = i + 1; j < g->ninputs; j++)
+      if (strcmp(input_label(g, i), input_label(g, j)) == 0)
+        return ir_diag_set(c->d, (ir_loc){0, 0}, "inputs %d and %d are both named '%s'", i, j,
+                           input_label(g, i));
+  for (int i = 0; i < g->noutputs; i++)
+    for (int j = i + 1; j < g->noutputs; j++) {
+      bool named = g->output_names && (g->output_names[i] || g->output_names[j]);
+      if (named && strcmp(output_label(g, i), output_label(g, j)) == 0)
+        return ir_diag_set(c->d, g->output_loc, "outputs %d and %d are both named '%s'", i, j,
+                           output_label(g, i));
+    }
+  return 0;
+}
+
 int ir_graph_verify(ir_graph *g, ir_diag *d) {
   if (!g) return ir_diag_set(d, (ir_loc){0, 0}, "no graph");
   g->nchecks = 0;
@@ -261,6 +290,7 @@ int ir_graph_verify(ir_graph *g, ir_diag *d) {
   int rc = verify_inputs(&c);
   for (int i = 0; rc == 0 && i < g->nnodes; i++) rc = verify_node(&c, i);
   if (rc == 0) rc = verify_outputs(&c);
+  if (rc == 0) rc = verify_names(&c);
   free(c.defined);
   return rc;
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "io.h"
 
@@ -180,6 +181,23 @@ static int prelude(const unsigned char *b, size_t have, const char *what, uint32
                 major, b[7]);
 }
 
+/* The data after the header must be exactly what the shape and dtype need:
+ * checked before anything is allocated, so a small file claiming a huge
+ * shape is an error, not a huge allocation. */
+static int check_data_size(const npy_header *h, size_t have, const char *what, kiln_status *st) {
+  int64_t numel;
+  size_t need;
+  if (rt_shape_bytes(h->dtype, h->rank, h->shape, &numel, &need, st) < 0) {
+    char msg[400];
+    snprintf(msg, sizeof msg, "%s", kiln_status_message(st));
+    return rt_err(st, KILN_ERR_IO, "%s: %s", what, msg);
+  }
+  if (have != need)
+    return rt_err(st, KILN_ERR_IO, "%s: .npy data is %zu bytes, shape and dtype need %zu", what,
+                  have, need);
+  return 0;
+}
+
 kiln_tensor *rt_npy_decode(const void *buf, size_t len, const char *what, kiln_status *st) {
   const unsigned char *b = buf;
   uint32_t hlen = 0;
@@ -192,15 +210,9 @@ kiln_tensor *rt_npy_decode(const void *buf, size_t len, const char *what, kiln_s
   }
   npy_header h;
   if (parse_header((const char *)b + off, hlen, what, &h, st) < 0) return NULL;
+  if (check_data_size(&h, len - (size_t)off - hlen, what, st) < 0) return NULL;
   kiln_tensor *t = rt_tensor_alloc(h.dtype, h.rank, h.shape, st);
   if (!t) return NULL;
-  size_t have = len - (size_t)off - hlen;
-  if (have != t->nbytes) {
-    rt_err(st, KILN_ERR_IO, "%s: .npy data is %zu bytes, shape and dtype need %zu", what, have,
-           t->nbytes);
-    kiln_tensor_free(t);
-    return NULL;
-  }
   if (t->nbytes) memcpy(t->data, b + off + hlen, t->nbytes);
   rt_ok(st);
   return t;
@@ -220,6 +232,17 @@ kiln_tensor *rt_npy_read(const char *path, kiln_status *st) {
   uint32_t hlen = 0;
   int off = prelude(pre, got, path, &hlen, st);
   if (off < 0) goto done;
+  struct stat sb;
+  if (fstat(fileno(f), &sb) != 0 || sb.st_size < off) {
+    rt_err(st, KILN_ERR_IO, "%s: cannot stat the file", path);
+    goto done;
+  }
+  size_t fsize = (size_t)sb.st_size;
+  if (hlen > fsize - (size_t)off) {
+    rt_err(st, KILN_ERR_IO, "%s: truncated .npy header (%u header bytes, file has %zu)", path, hlen,
+           fsize - (size_t)off);
+    goto done;
+  }
   if (fseek(f, off, SEEK_SET) != 0 || !(hdr = malloc((size_t)hlen + 1))) {
     rt_err(st, KILN_ERR_IO, "%s: cannot read the .npy header", path);
     goto done;
@@ -230,6 +253,7 @@ kiln_tensor *rt_npy_read(const char *path, kiln_status *st) {
   }
   npy_header h;
   if (parse_header(hdr, hlen, path, &h, st) < 0) goto done;
+  if (check_data_size(&h, fsize - (size_t)off - hlen, path, st) < 0) goto done;
   if (!(t = rt_tensor_alloc(h.dtype, h.rank, h.shape, st))) goto done;
   size_t n = t->nbytes ? fread(t->data, 1, t->nbytes, f) : 0;
   if (n != t->nbytes) {

@@ -1,0 +1,89 @@
+/* test_regressions.c - inputs found by review that once misbehaved, each
+ * named for what it caught:
+ *  - a tiny .npy whose header claims a huge shape made kiln allocate that
+ *    much before noticing the file had no data (now an error, no allocation);
+ *  - duplicate argument_names / result_names were accepted, leaving an input
+ *    that could never be given and an output shadowed by another. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kiln.h"
+#include "src/io.h"
+
+/* An .npy v1 file: magic, version 1.0, header padded to 128 bytes, no data. */
+static size_t npy_without_data(char *buf, const char *shape) {
+  char dict[128];
+  int n = snprintf(dict, sizeof dict, "{'descr': '<f4', 'fortran_order': False, 'shape': %s, }",
+                   shape);
+  size_t hlen = 128 - 10;
+  memcpy(buf, "\x93NUMPY\x01\x00", 8);
+  buf[8] = (char)hlen;
+  buf[9] = 0;
+  memset(buf + 10, ' ', hlen);
+  memcpy(buf + 10, dict, (size_t)n);
+  buf[10 + hlen - 1] = '\n';
+  return 10 + hlen;
+}
+
+Test(regressions, npy_claiming_a_huge_shape_is_an_error_before_any_allocation) {
+  char buf[192];
+  size_t len = npy_without_data(buf, "(100000000000,)"); /* 400 GB claimed, 0 present */
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(rt_npy_decode(buf, len, "huge.npy", st));
+  cr_assert(strstr(kiln_status_message(st), "huge.npy: .npy data is 0 bytes") != NULL, "%s",
+            kiln_status_message(st));
+  char path[] = "/tmp/kiln-huge-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  FILE *f = fdopen(fd, "wb");
+  fwrite(buf, 1, len, f);
+  fclose(f);
+  cr_assert_null(rt_npy_read(path, st));
+  cr_assert(strstr(kiln_status_message(st), ".npy data is 0 bytes") != NULL, "%s",
+            kiln_status_message(st));
+  len = npy_without_data(buf, "(4294967296, 4294967296, 4)"); /* size overflows */
+  cr_assert_null(rt_npy_decode(buf, len, "over.npy", st));
+  cr_assert(strncmp(kiln_status_message(st), "over.npy: ", 10) == 0, "%s",
+            kiln_status_message(st));
+  remove(path);
+  kiln_status_free(st);
+}
+
+static void expect_rejected(const char *text, const char *msg) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "g.mlir", st);
+  cr_assert_null(g, "accepted:\n%s", text);
+  cr_assert(strstr(kiln_status_message(st), msg) != NULL, "message: %s", kiln_status_message(st));
+  kiln_status_free(st);
+}
+
+Test(regressions, duplicate_argument_names_are_rejected) {
+  expect_rejected("mo.graph @g(%x: !mo.tensor<[2], f32>, %y: !mo.tensor<[2], f32>) -> "
+                  "(!mo.tensor<[2], f32>) attributes {argument_names = [\"a\", \"a\"]} {\n"
+                  "  %s = mo.add(%x, %y) : !mo.tensor<[2], f32>\n"
+                  "  mo.output %s : !mo.tensor<[2], f32>\n}\n",
+                  "inputs 0 and 1 are both named 'a'");
+}
+
+Test(regressions, duplicate_result_names_are_rejected) {
+  expect_rejected("mo.graph @g(%x: !mo.tensor<[2], f32>) -> (!mo.tensor<[2], f32>, "
+                  "!mo.tensor<[2], f32>) attributes {result_names = [\"y\", \"y\"]} {\n"
+                  "  %a = mo.relu(%x) : !mo.tensor<[2], f32>\n"
+                  "  %b = mo.exp(%x) : !mo.tensor<[2], f32>\n"
+                  "  mo.output %a, %b : !mo.tensor<[2], f32>, !mo.tensor<[2], f32>\n}\n",
+                  "outputs 0 and 1 are both named 'y'");
+}
+
+Test(regressions, the_same_value_returned_twice_without_names_is_fine) {
+  const char *t = "mo.graph @g(%x: !mo.tensor<[2], f32>) -> (!mo.tensor<[2], f32>, "
+                  "!mo.tensor<[2], f32>) {\n"
+                  "  %a = mo.relu(%x) : !mo.tensor<[2], f32>\n"
+                  "  mo.output %a, %a : !mo.tensor<[2], f32>, !mo.tensor<[2], f32>\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(t, strlen(t), "g.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
