@@ -262,6 +262,12 @@ int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_di
  * text parses (ir_parse) back into a graph that prints to the same text.
  * malloc'd, caller frees; NULL on out-of-memory or when n is not g's. */
 char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms);
+/* (added by variants) The same canonical text with every dim evaluated to a
+ * constant under sym_values (g->nsyms entries: a value for every symbol of
+ * g): a fully static kernel with no symbols, called with no dims. malloc'd,
+ * caller frees; NULL on out-of-memory, when n is not g's, or when a dim does
+ * not evaluate to a non-negative value under the binding. */
+char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *sym_values);
 
 /* ---- rules (infer.c, verify.c) ---- */
 /* Compute the result types of node n from its operand types and attributes

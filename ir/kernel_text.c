@@ -14,6 +14,10 @@
  * source graph of kernel symbol j: a kernel called with
  * kernel_syms[j] = graph_syms[sym_map[j]] computes what the node computes.
  * No locations, no argument / result names.
+ * ir_kernel_text_bound: the same text with every dim replaced by its value
+ * under a binding of all of g's symbols (a static kernel, no symbols: a
+ * shape-specialized variant's kernel). NULL as above, or when a dim does not
+ * evaluate to a non-negative value.
  *
  * Assumes: n is a node of g and g was verified (types inferred).
  * Guarantees: the text parses (ir_parse) into a graph that prints to the same
@@ -34,6 +38,7 @@ typedef struct sym_renamer {
   int *map;     /* src symbol -> dst symbol, -1 before first use (src->nsyms) */
   int *sym_map; /* dst symbol -> src symbol (caller's array, may be NULL) */
   bool oom;
+  const int64_t *bound; /* src symbol values: every dim becomes a constant (or NULL) */
 } sym_renamer;
 
 /* Number the symbols of d in first-use order. */
@@ -58,6 +63,12 @@ static void number_syms(sym_renamer *r, const ir_dim *d) {
 /* d rebuilt in dst's arena with renamed symbols; NULL on OOM. */
 static const ir_dim *rename_dim(sym_renamer *r, const ir_dim *d) {
   ir_arena *a = r->dst->arena;
+  if (r->bound) { /* a bound kernel: the dim's value under the binding */
+    int64_t v;
+    ir_dim_err err = {0};
+    if (!ir_dim_eval(d, r->bound, &v, &err) || v < 0) return NULL;
+    return ir_dim_const(a, v);
+  }
   switch (d->kind) {
   case IR_DIM_CONST: return ir_dim_const(a, d->value);
   case IR_DIM_SYM: {
@@ -110,7 +121,8 @@ static bool node_of(const ir_graph *g, const ir_node *n) {
   return g && n && n->id >= 0 && n->id < g->nnodes && g->nodes[n->id] == n;
 }
 
-char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms) {
+static char *kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms,
+                         const int64_t *bound) {
   if (nsyms) *nsyms = 0;
   if (!node_of(g, n)) return NULL;
   ir_graph *k = ir_graph_new("kernel");
@@ -121,10 +133,10 @@ char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsy
   char *text = NULL;
   if (!k || !map || !ins || !outs || !rnames) goto done;
   for (int i = 0; i < g->nsyms; i++) map[i] = -1;
-  sym_renamer r = {g, k, map, sym_map, false};
-  for (int i = 0; i < n->nin; i++)
+  sym_renamer r = {g, k, map, sym_map, false, bound};
+  for (int i = 0; !bound && i < n->nin; i++)
     for (int a = 0; a < n->in[i]->type.rank; a++) number_syms(&r, n->in[i]->type.dims[a]);
-  for (int i = 0; i < n->nout; i++)
+  for (int i = 0; !bound && i < n->nout; i++)
     for (int a = 0; a < n->out[i]->type.rank; a++) number_syms(&r, n->out[i]->type.dims[a]);
   if (r.oom) goto done;
   k->syms_declared = true;
@@ -155,4 +167,13 @@ done:
   free(map);
   ir_graph_free(k);
   return text;
+}
+
+char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms) {
+  return kernel_text(g, n, sym_map, nsyms, NULL);
+}
+
+char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *sym_values) {
+  if (!sym_values) return NULL;
+  return kernel_text(g, n, NULL, NULL, sym_values);
 }

@@ -19,6 +19,7 @@
 
 #include "plan.h"
 #include "rt.h"
+#include "variants.h"
 
 static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape) {
   size_t n = 0;
@@ -155,7 +156,8 @@ static int alloc_intermediates(kiln_model *m, exec_state *x, kiln_status *st) {
   return 0;
 }
 
-static int run_kernels(const kiln_model *m, exec_state *x, kiln_status *st) {
+static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x,
+                       kiln_status *st) {
   const ir_graph *g = m->g;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
@@ -170,7 +172,7 @@ static int run_kernels(const kiln_model *m, exec_state *x, kiln_status *st) {
     int k = 0;
     for (int j = 0; j < n->nin; j++) x->args[k++] = x->bufs[n->in[j]->id];
     for (int j = 0; j < n->nout; j++) x->args[k++] = x->bufs[n->out[j]->id];
-    int32_t rc = rt_model_run_kernel(m, i, x->args, x->syms);
+    int32_t rc = rt_variant_run(m, var, i, x->args, x->syms); /* var NULL: generic */
     if (rc != 0) {
       const char *opn = ir_op_get(n->op)->name;
       if (n->loc.line > 0)
@@ -213,13 +215,15 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   p += nv * sizeof(size_t);
   x.direct = (bool *)p;
   x.arena = NULL;
+  rt_variant *var = NULL; /* variants.c: the specialized variant in use, if any */
 
   int rc = -1;
   if (bind_inputs(m, inputs, ninputs, &x, st) < 0) goto done;
   if (check_weights(m, x.syms, st) < 0) goto done;
   if (prepare_outputs(m, outputs, &x, st) < 0) goto done;
   if (alloc_intermediates(m, &x, st) < 0) goto done;
-  if (run_kernels(m, &x, st) < 0) goto done;
+  var = rt_variant_acquire(m, x.syms);
+  if (run_kernels(m, var, &x, st) < 0) goto done;
   for (int i = 0; i < m->noutputs; i++) {
     if (x.direct[i]) continue;
     kiln_tensor *t = outputs[i] ? outputs[i] : x.fresh[i];
@@ -234,6 +238,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   rc = 0;
   rt_ok(st);
 done:
+  rt_variant_release(m, var);
   free(x.arena);
   for (size_t i = 0; i < no; i++) kiln_tensor_free(x.fresh[i]);
   free(mem);

@@ -17,6 +17,7 @@
 
 #include "cache_mem.h"
 #include "rt.h"
+#include "variants.h"
 
 /* A kernel reads at most this many symbol values (the remapped copy lives on
  * the stack of rt_model_run_kernel). */
@@ -230,6 +231,10 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     goto fail;
   }
   if (compile_kernels(m, st) < 0) goto fail;
+  if (m->g->nsyms > 0 && !(m->variants = rt_variants_new())) { /* variants.c */
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    goto fail;
+  }
   m->compile_ms = now_ms() - t0;
   rt_ok(st);
   return m;
@@ -245,6 +250,7 @@ KILN_API void kiln_model_free(kiln_model *m) {
     jit_module_free(m->ctx->jit, m->code);
     pthread_mutex_unlock(&m->ctx->lock);
   }
+  rt_variants_free(m, m->variants);
   if (m->kentries)
     for (int i = 0; i < m->g->nnodes; i++) rt_cache_mem_release(m->ctx->kcache, m->kentries[i]);
   if (m->ksym_map)

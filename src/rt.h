@@ -50,6 +50,8 @@ struct kiln_context {
   struct rt_cache_mem *kcache; /* compiled kernels by content key, shared by all models */
   struct kc_disk *disk;        /* its second level on disk, or NULL (cache_backing.c) */
   char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
+  /* ---- variants (variants.c) ---- */
+  atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
 };
 
 /* An input, output or weight as the model reports it. */
@@ -93,6 +95,9 @@ struct kiln_model {
   _Atomic(struct rt_plan_cache *) plan;
   atomic_int plan_lock;
   atomic_size_t plan_peak;
+  /* ---- variants (variants.c, variants.h) ---- */
+  struct rt_variants *variants; /* shape-specialized variants, owned */
+  atomic_int specialize;        /* 0: the context's policy, else kiln_specialize_policy + 1 */
 };
 
 /* Run node `node`'s kernel on args (operands then results) with the graph's

@@ -87,6 +87,38 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
 KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                                 kiln_tensor **outputs, int noutputs, kiln_status *st);
 
+/* ---- shape-specialized variants ----
+ * Every model has a generic variant (dims read at run time, compiled by
+ * kiln_model_compile). A specialized variant binds every symbolic dim to a
+ * constant (LLVM then unrolls and folds for that shape); its kernels go
+ * through the same kernel cache (memory and disk). Policies:
+ *   OFF   executes always run the generic variant (the default: a new shape
+ *         under SYNC pays a full compile of every kernel on the request path);
+ *   SYNC  an execute with a binding that has no variant compiles one before
+ *         it returns, and runs on it;
+ *   AHEAD executes use only variants declared with kiln_model_specialize.
+ * At most 8 variants per model, least recently used evicted. A graph with no
+ * symbolic dims never gets one. Bit for bit the same results as the generic
+ * variant is not promised in general (LLVM may reassociate differently). */
+typedef enum kiln_specialize_policy {
+  KILN_SPECIALIZE_OFF = 0,
+  KILN_SPECIALIZE_SYNC = 1,
+  KILN_SPECIALIZE_AHEAD = 2,
+} kiln_specialize_policy;
+
+/* Policy of every model of ctx that has none of its own. */
+KILN_API int kiln_context_set_specialize(kiln_context *ctx, kiln_specialize_policy p,
+                                         kiln_status *st);
+/* Policy of m (overrides its context's). Safe while executes run. */
+KILN_API int kiln_model_set_specialize(kiln_model *m, kiln_specialize_policy p, kiln_status *st);
+/* Compile (or fetch) the variant for the binding syms[i] = values[i], now,
+ * whatever the policy; every symbolic dim of the graph must be given. A
+ * graph without symbols: nothing to do, returns 0. */
+KILN_API int kiln_model_specialize(kiln_model *m, const char *const *syms, const int64_t *values,
+                                   int n, kiln_status *st);
+/* Specialized variants live in m (-1 for NULL). */
+KILN_API int kiln_model_variants(const kiln_model *m);
+
 #ifdef __cplusplus
 }
 #endif

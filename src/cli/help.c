@@ -46,6 +46,9 @@ void cli_usage_run(FILE *out) {
           "  --out DIR                   write NAME.npy per output into DIR (created)\n"
           "  --repeat N                  run N times; print median, min and max time\n"
           "  --stats                     print compile time and execute time\n"
+          "  --specialize off|sync|ahead shape-specialized variants (default off): sync\n"
+          "                              compiles one per new binding before the call\n"
+          "                              returns, ahead only for this run's binding\n"
           "\n"
           "Input names are the graph's argument_names, else its SSA names (without %%).\n");
 }

@@ -13,6 +13,7 @@
 
 #include "../cache_mem.h"
 #include "../io.h"
+#include "../variants.h"
 #include "cli.h"
 
 typedef struct named {
@@ -26,6 +27,7 @@ typedef struct run_opts {
   const char **weights;
   int ninputs, ndims, nweights;
   bool random, stats;
+  int specialize; /* kiln_specialize_policy, -1: not given (the context's) */
   long repeat;
   uint64_t seed;
 } run_opts;
@@ -86,6 +88,7 @@ static void opts_free(run_opts *o) {
 static int parse_opts(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   o->repeat = 1;
+  o->specialize = -1;
   o->inputs = calloc((size_t)argc, sizeof *o->inputs);
   o->dims = calloc((size_t)argc, sizeof *o->dims);
   o->weights = calloc((size_t)argc, sizeof *o->weights);
@@ -117,6 +120,15 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
         return -1;
       }
       o->seed = (uint64_t)n;
+    } else if ((r = opt_value(argc, argv, &i, "--specialize", &v))) {
+      if (r < 0) return -1;
+      if (strcmp(v, "off") == 0) o->specialize = KILN_SPECIALIZE_OFF;
+      else if (strcmp(v, "sync") == 0) o->specialize = KILN_SPECIALIZE_SYNC;
+      else if (strcmp(v, "ahead") == 0) o->specialize = KILN_SPECIALIZE_AHEAD;
+      else {
+        fprintf(stderr, "kiln run: --specialize expects off, sync or ahead, got '%s'\n", v);
+        return -1;
+      }
     } else if (strcmp(argv[i], "--random-inputs") == 0) {
       o->random = true;
     } else if (strcmp(argv[i], "--stats") == 0) {
@@ -336,6 +348,32 @@ static int write_outputs(run_state *s, const char *dir) {
   return 0;
 }
 
+/* --specialize: the model's policy; under ahead, the run's binding is the
+ * declared one (compiled here, before the timed executes). */
+static int specialize(run_state *s, const run_opts *o) {
+  if (kiln_model_set_specialize(s->m, (kiln_specialize_policy)o->specialize, s->st) < 0)
+    return fail_st(s);
+  if (o->specialize != KILN_SPECIALIZE_AHEAD || s->nsyms == 0) return 0;
+  const char **names = calloc((size_t)s->nsyms, sizeof *names);
+  int64_t *vals = calloc((size_t)s->nsyms, sizeof *vals);
+  if (!names || !vals) {
+    free(names);
+    free(vals);
+    fprintf(stderr, "kiln run: out of memory\n");
+    return -1;
+  }
+  int n = 0;
+  for (int k = 0; k < s->nsyms; k++) {
+    if (!s->known[k]) continue; /* kiln_model_specialize names what is missing */
+    names[n] = rt_model_symbol_name(s->m, k);
+    vals[n++] = s->syms[k];
+  }
+  int rc = kiln_model_specialize(s->m, names, vals, n, s->st);
+  free(names);
+  free(vals);
+  return rc < 0 ? fail_st(s) : 0;
+}
+
 static int run(run_state *s, const run_opts *o) {
   if (!(s->g = kiln_graph_load(o->graph, s->st))) return fail_st(s);
   if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
@@ -358,6 +396,7 @@ static int run(run_state *s, const run_opts *o) {
   if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
       fill_missing(s, o) < 0)
     return -1;
+  if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
     double t0 = now_ms();
     if (kiln_model_execute(s->m, s->ins, s->nin, s->outs, s->nout, s->st) < 0) return fail_st(s);
@@ -373,12 +412,12 @@ static int run(run_state *s, const run_opts *o) {
     printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
     printf("execute: %s (first run)\n", fmt_ms(b1, sizeof b1, s->times[0]));
     printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
-    rt_cache_stats cs; /* kcache: the context's kernel cache (specialization: not built yet) */
+    rt_cache_stats cs; /* kcache: the context's kernel cache; S: variants.c */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
     /* A hit is a kernel not compiled: found in memory or on disk. */
     printf("cache: %llu hits (%llu from disk), %llu misses, %d specialized\n",
            (unsigned long long)(cs.hits + cs.backing_hits), (unsigned long long)cs.backing_hits,
-           (unsigned long long)cs.compiles, 0);
+           (unsigned long long)cs.compiles, rt_model_num_specialized(s->m));
     printf("%s\n", s->ctx->disk_status);
   }
   if (o->repeat > 1) {
