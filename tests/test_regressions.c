@@ -87,3 +87,41 @@ Test(regressions, the_same_value_returned_twice_without_names_is_fine) {
   kiln_graph_free(g);
   kiln_status_free(st);
 }
+
+/* kiln run --random-inputs with dims whose intermediates cannot exist once
+ * filled gigabytes of random inputs and was killed for memory; now the sizes
+ * are checked first. */
+Test(regressions, run_rejects_dims_whose_tensors_cannot_fit_before_filling_inputs) {
+  char path[] = "/tmp/kiln-bc-XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  FILE *f = fdopen(fd, "w");
+  fputs("mo.graph @g<n, m>(%x: !mo.tensor<[n, 1], f32>, %y: !mo.tensor<[1, m], f32>) -> "
+        "(!mo.tensor<[n, m], f32>) {\n"
+        "  %0 = mo.add(%x, %y) : (!mo.tensor<[n, 1], f32>, !mo.tensor<[1, m], f32>) -> "
+        "!mo.tensor<[n, m], f32>\n"
+        "  mo.output %0 : !mo.tensor<[n, m], f32>\n}\n",
+        f);
+  fclose(f);
+  char cmd[512], out[512] = "";
+  snprintf(cmd, sizeof cmd,
+           "%s run %s --random-inputs --dim n=3037000500 --dim m=3037000500 2>&1; echo \"exit=$?\"",
+           KILN_CLI, path);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  pclose(p);
+  cr_assert(strstr(out, "value %0: tensor size overflows at axis 1") != NULL, "%s", out);
+  cr_assert(strstr(out, "exit=1") != NULL, "%s", out);
+  snprintf(cmd, sizeof cmd,
+           "%s run %s --random-inputs --dim n=10000000 --dim m=10000000 2>&1; echo \"exit=$?\"",
+           KILN_CLI, path);
+  p = popen(cmd, "r");
+  n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  pclose(p);
+  cr_assert(strstr(out, "more than this machine's") != NULL, "%s", out);
+  cr_assert(strstr(out, "exit=1") != NULL, "%s", out);
+  remove(path);
+}

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../cache_mem.h"
 #include "../io.h"
@@ -280,6 +281,42 @@ static int port_shape(run_state *s, bool weight, int i, int rank, int64_t *shape
   return -1;
 }
 
+/* Before random inputs are made: every value whose dims the known symbols
+ * fix must have a size that fits in int64 and, all together, in this
+ * machine's memory, so a --dim typo is an error and not an out-of-memory
+ * kill after gigabytes of random data were written. */
+static int check_sizes(run_state *s) {
+  const ir_graph *g = s->m->g;
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
+  double mem = pages > 0 && page > 0 ? (double)pages * (double)page : 0.0, total = 0.0;
+  int64_t shape[IR_MAX_RANK];
+  char msg[256];
+  for (int v = 0; v < g->nvalues; v++) {
+    const ir_type *t = &g->values[v]->type;
+    bool fixed = true;
+    for (int a = 0; a < t->rank && fixed; a++)
+      for (int k = 0; k < g->nsyms && fixed; k++)
+        if (!s->known[k] && ir_dim_uses_sym(t->dims[a], k)) fixed = false;
+    if (!fixed) continue;
+    int64_t numel;
+    size_t bytes;
+    msg[0] = '\0';
+    if (ir_eval_shape(t, s->syms, shape, msg, sizeof msg) < 0 ||
+        rt_shape_bytes((kiln_dtype)t->dtype, t->rank, shape, &numel, &bytes, s->st) < 0) {
+      fprintf(stderr, "value %%%s: %s\n", g->values[v]->name,
+              msg[0] ? msg : kiln_status_message(s->st));
+      return -1;
+    }
+    total += (double)bytes;
+  }
+  if (mem > 0 && total > mem) {
+    fprintf(stderr, "with these dims the graph's tensors need %.3g GB, more than this machine's "
+                    "%.3g GB of memory\n", total / 1e9, mem / 1e9);
+    return -1;
+  }
+  return 0;
+}
+
 static int fill_missing(run_state *s, const run_opts *o) {
   uint64_t rng = o->seed;
   int64_t shape[64];
@@ -394,7 +431,7 @@ static int run(run_state *s, const run_opts *o) {
     return -1;
   }
   if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
-      fill_missing(s, o) < 0)
+      check_sizes(s) < 0 || fill_missing(s, o) < 0)
     return -1;
   if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
