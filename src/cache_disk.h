@@ -73,13 +73,7 @@
 
 #include "kiln/common.h"
 
-#ifndef KC_KEY_DEFINED
-#define KC_KEY_DEFINED
-/* A kernel cache key: XXH3-128 of the key components. */
-typedef struct kc_key {
-  uint64_t lo, hi;
-} kc_key;
-#endif
+#include "cache_key.h"
 
 #ifndef KC_COMPONENT_DEFINED
 #define KC_COMPONENT_DEFINED

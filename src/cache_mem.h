@@ -31,14 +31,7 @@
 #include "jit/jit.h"
 
 /* ---- keys ---- */
-/* The same type as cache_disk.h's (whichever header comes first defines it):
- * lo / hi are XXH128_hash_t's low64 / high64; printed hi then lo. */
-#ifndef KC_KEY_DEFINED
-#define KC_KEY_DEFINED
-typedef struct kc_key {
-  uint64_t lo, hi;
-} kc_key;
-#endif
+#include "cache_key.h"
 
 typedef struct rt_key_parts {
   const char *kernel;       /* ir_kernel_text */
