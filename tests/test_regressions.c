@@ -3,11 +3,16 @@
  *  - a tiny .npy whose header claims a huge shape made kiln allocate that
  *    much before noticing the file had no data (now an error, no allocation);
  *  - duplicate argument_names / result_names were accepted, leaving an input
- *    that could never be given and an output shadowed by another. */
+ *    that could never be given and an output shadowed by another;
+ *  - kiln run --random-inputs filled gigabytes before noticing the dims made
+ *    tensors that cannot exist;
+ *  - kiln cache ls --dir created a directory that was not there. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kiln/kiln.h"
 #include "src/io.h"
@@ -124,4 +129,22 @@ Test(regressions, run_rejects_dims_whose_tensors_cannot_fit_before_filling_input
   cr_assert(strstr(out, "more than this machine's") != NULL, "%s", out);
   cr_assert(strstr(out, "exit=1") != NULL, "%s", out);
   remove(path);
+}
+
+/* `kiln cache ls --dir X` created X when it did not exist. */
+Test(regressions, cache_ls_does_not_create_a_missing_dir) {
+  char dir[] = "/tmp/kiln-nodir-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  cr_assert_eq(rmdir(dir), 0);
+  char cmd[512], out[512] = "";
+  snprintf(cmd, sizeof cmd, "%s cache ls --dir %s 2>&1; echo \"exit=$?\"", KILN_CLI, dir);
+  FILE *p = popen(cmd, "r");
+  cr_assert_not_null(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  pclose(p);
+  cr_assert(strstr(out, "no cache directory at") != NULL, "%s", out);
+  cr_assert(strstr(out, "exit=1") != NULL, "%s", out);
+  struct stat sb;
+  cr_assert_neq(stat(dir, &sb), 0, "%s was created", dir);
 }

@@ -1191,6 +1191,14 @@ int cli_cache(int argc, char **argv) {
     rc = CLI_USAGE;
   }
   if (rc == CLI_OK && o.dir && !*o.dir) rc = usage_err("%s", "--dir needs a directory");
+  /* Only the commands that store entries may create a --dir that is not
+   * there: a typo in `kiln cache ls --dir` must not leave a new directory. */
+  bool stores = strcmp(sc->name, "warm") == 0 || strcmp(sc->name, "import") == 0;
+  struct stat sb;
+  if (rc == CLI_OK && o.dir && !stores && stat(o.dir, &sb) != 0) {
+    fprintf(stderr, "kiln cache %s: no cache directory at %s\n", sc->name, o.dir);
+    rc = CLI_ERR;
+  }
   kc_disk *d = rc == CLI_OK ? open_store(&o) : NULL;
   if (rc == CLI_OK) rc = d ? sc->fn(&o, d) : CLI_ERR;
   kc_disk_close(d);
