@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/io.h"
+#include "tests/support/shell.h"
 
 #define EX(name) KILN_SHARED_DIR "/ir-examples/" name
 
@@ -23,24 +23,7 @@ static int kiln(char **out, const char *fmt, ...) {
   vsnprintf(args, sizeof args, fmt, ap);
   va_end(ap);
   snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", KILN_CLI, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert(p, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  cr_assert(buf);
-  size_t k;
-  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-    n += k;
-    if (n + 1 >= cap) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      cr_assert(buf);
-    }
-  }
-  buf[n] = 0;
-  int status = pclose(p);
-  *out = buf;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return shell_capture(cmd, out);
 }
 
 static char *tmp_path(const char *name) {

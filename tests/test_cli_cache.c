@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "src/cache_disk.h"
+#include "tests/support/shell.h"
 
 #define EX(name) KILN_SHARED_DIR "/ir-examples/" name
 
@@ -50,23 +50,7 @@ static int kiln(char **out, const char *fmt, ...) {
   va_end(ap);
   snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' '%s' %s 2>&1", g_cache,
            KILN_CLI, args);
-  FILE *p = popen(cmd, "r");
-  cr_assert(p, "popen %s", cmd);
-  size_t cap = 1 << 16, n = 0, k;
-  char *buf = malloc(cap);
-  cr_assert(buf);
-  while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-    n += k;
-    if (n + 1 >= cap) {
-      cap *= 2;
-      buf = realloc(buf, cap);
-      cr_assert(buf);
-    }
-  }
-  buf[n] = 0;
-  int status = pclose(p);
-  *out = buf;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return shell_capture(cmd, out);
 }
 
 #define HAS(out, s) cr_assert(strstr(out, s), "output lacks '%s':\n%s", s, out)
