@@ -73,9 +73,10 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
   f->sym_vals = calloc((size_t)nsyms + 1, sizeof *f->sym_vals);
   if (!f->bufs || !f->sym_vals) jit_fn_error(f, "out of memory");
 
-  /* The exported wrapper. */
-  LLVMTypeRef kparams[2] = {f->t_ptr, f->t_ptr};
-  LLVMTypeRef kty = LLVMFunctionType(f->t_i32, kparams, 2, 0);
+  /* The exported wrapper (its body is emitted by jit_fn_finish, once the
+   * lowering has said whether it splits its work). */
+  LLVMTypeRef kparams[4] = {f->t_ptr, f->t_ptr, f->t_i64, f->t_i64};
+  LLVMTypeRef kty = LLVMFunctionType(f->t_i32, kparams, 4, 0);
   f->kernel = LLVMAddFunction(mod, name, kty);
   add_fn_attr(f, f->kernel, LLVMAttributeFunctionIndex, "nounwind", 0);
   for (unsigned p = 1; p <= 2; p++) {
@@ -84,9 +85,10 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
     add_fn_attr(f, f->kernel, p, "readonly", 0);
   }
 
-  /* The body, taking the buffer pointers as noalias params. */
+  /* The body, taking the buffer pointers as noalias params, then part and
+   * nparts. */
   int nb = f->bufs ? nbufs : 0;
-  LLVMTypeRef *bparams = malloc(sizeof *bparams * ((size_t)nb + 2));
+  LLVMTypeRef *bparams = malloc(sizeof *bparams * ((size_t)nb + 4));
   char *bname = malloc(strlen(name) + 8);
   if (!bparams || !bname) {
     jit_fn_error(f, "out of memory");
@@ -96,12 +98,15 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
     bparams = NULL;
     bname = NULL;
   }
-  LLVMTypeRef local_params[2] = {f->t_ptr, f->t_ptr};
+  LLVMTypeRef local_params[4];
   LLVMTypeRef *params = bparams ? bparams : local_params;
   for (int i = 0; i < nb + 2; i++) params[i] = f->t_ptr;
+  params[nb + 2] = params[nb + 3] = f->t_i64;
   if (bname) sprintf(bname, "%s.body", name);
-  LLVMTypeRef bty = LLVMFunctionType(f->t_i32, params, (unsigned)nb + 2, 0);
-  f->fn = LLVMAddFunction(mod, bname ? bname : "kiln.body", bty);
+  f->body_type = LLVMFunctionType(f->t_i32, params, (unsigned)nb + 4, 0);
+  f->fn = LLVMAddFunction(mod, bname ? bname : "kiln.body", f->body_type);
+  free(bparams);
+  free(bname);
   LLVMSetLinkage(f->fn, LLVMInternalLinkage);
   add_fn_attr(f, f->fn, LLVMAttributeFunctionIndex, "nounwind", 0);
   add_fn_attr(f, f->fn, LLVMAttributeFunctionIndex, "alwaysinline", 0);
@@ -127,35 +132,10 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
       snprintf(pn, sizeof pn, "out%d", i - n->nin);
     LLVMSetValueName2(f->bufs[i], pn, strlen(pn));
   }
-
-  /* Wrapper body: load the pointers, call, return. */
-  LLVMBasicBlockRef kentry = LLVMAppendBasicBlockInContext(ctx, f->kernel, "entry");
-  LLVMPositionBuilderAtEnd(f->b, kentry);
-  LLVMValueRef *args = malloc(sizeof *args * ((size_t)nb + 2));
-  LLVMValueRef local_args[2];
-  if (!args) {
-    jit_fn_error(f, "out of memory");
-    args = local_args;
-    nb = 0; /* the call below then mismatches; f->failed stops the caller first */
-  }
-  args[0] = LLVMGetParam(f->kernel, 0);
-  args[1] = LLVMGetParam(f->kernel, 1);
-  for (int i = 0; i < nb; i++) {
-    LLVMValueRef idx = LLVMConstInt(f->t_i64, (unsigned long long)i, 0);
-    LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, f->t_ptr, args[0], &idx, 1, "");
-    LLVMValueRef p = LLVMBuildLoad2(f->b, f->t_ptr, slot, "");
-    LLVMSetAlignment(p, 8);
-    args[i + 2] = p;
-  }
-  if (!f->failed) {
-    LLVMValueRef r = LLVMBuildCall2(f->b, bty, f->fn, args, (unsigned)nb + 2, "");
-    LLVMBuildRet(f->b, r);
-  } else {
-    LLVMBuildRet(f->b, LLVMConstInt(f->t_i32, 0, 0));
-  }
-  if (args != local_args) free(args);
-  free(bparams);
-  free(bname);
+  f->part = LLVMGetParam(f->fn, (unsigned)nb + 2);
+  f->nparts = LLVMGetParam(f->fn, (unsigned)nb + 3);
+  LLVMSetValueName2(f->part, "part", 4);
+  LLVMSetValueName2(f->nparts, "nparts", 6);
 
   /* Body entry: symbol values once. */
   LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(ctx, f->fn, "entry");
@@ -172,9 +152,68 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
   }
 }
 
+/* The wrapper: load the buffer pointers, call the body with part / nparts.
+ * A body that never split its work (no jit_split_range) runs whole in part 0;
+ * the other parts return 0 at once. */
+static void emit_wrapper(jit_fn *f) {
+  int nb = f->bufs ? f->nbufs : 0;
+  LLVMBasicBlockRef kentry = LLVMAppendBasicBlockInContext(f->ctx, f->kernel, "entry");
+  LLVMPositionBuilderAtEnd(f->b, kentry);
+  LLVMValueRef part = LLVMGetParam(f->kernel, 2), nparts = LLVMGetParam(f->kernel, 3);
+  if (!f->split) {
+    LLVMBasicBlockRef run = LLVMAppendBasicBlockInContext(f->ctx, f->kernel, "run");
+    LLVMBasicBlockRef skip = LLVMAppendBasicBlockInContext(f->ctx, f->kernel, "skip");
+    LLVMValueRef first = LLVMBuildICmp(f->b, LLVMIntEQ, part, LLVMConstInt(f->t_i64, 0, 0), "");
+    LLVMBuildCondBr(f->b, first, run, skip);
+    LLVMPositionBuilderAtEnd(f->b, skip);
+    LLVMBuildRet(f->b, LLVMConstInt(f->t_i32, 0, 0));
+    LLVMPositionBuilderAtEnd(f->b, run);
+    part = LLVMConstInt(f->t_i64, 0, 0);
+    nparts = LLVMConstInt(f->t_i64, 1, 0);
+  }
+  LLVMValueRef *args = malloc(sizeof *args * ((size_t)nb + 4));
+  if (!args || f->failed) {
+    if (!args) jit_fn_error(f, "out of memory");
+    free(args);
+    LLVMBuildRet(f->b, LLVMConstInt(f->t_i32, 0, 0));
+    return;
+  }
+  args[0] = LLVMGetParam(f->kernel, 0);
+  args[1] = LLVMGetParam(f->kernel, 1);
+  for (int i = 0; i < nb; i++) {
+    LLVMValueRef idx = LLVMConstInt(f->t_i64, (unsigned long long)i, 0);
+    LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, f->t_ptr, args[0], &idx, 1, "");
+    LLVMValueRef p = LLVMBuildLoad2(f->b, f->t_ptr, slot, "");
+    LLVMSetAlignment(p, 8);
+    args[i + 2] = p;
+  }
+  args[nb + 2] = part;
+  args[nb + 3] = nparts;
+  LLVMValueRef r = LLVMBuildCall2(f->b, f->body_type, f->fn, args, (unsigned)nb + 4, "");
+  LLVMBuildRet(f->b, r);
+  free(args);
+}
+
 void jit_fn_finish(jit_fn *f) {
   LLVMBasicBlockRef bb = LLVMGetInsertBlock(f->b);
   if (bb && !LLVMGetBasicBlockTerminator(bb)) LLVMBuildRet(f->b, LLVMConstInt(f->t_i32, 0, 0));
+  emit_wrapper(f);
+}
+
+void jit_split_range(jit_fn *f, LLVMValueRef n, LLVMValueRef *lo, LLVMValueRef *hi) {
+  /* lo(p) = (n / np) * p + min(p, n % np): near-equal ranges, no overflow. */
+  f->split = true;
+  LLVMValueRef q = LLVMBuildUDiv(f->b, n, f->nparts, "split.q");
+  LLVMValueRef r = LLVMBuildURem(f->b, n, f->nparts, "split.r");
+  LLVMValueRef bounds[2];
+  for (int k = 0; k < 2; k++) {
+    LLVMValueRef p = k ? LLVMBuildAdd(f->b, f->part, jit_i64(f, 1), "") : f->part;
+    LLVMValueRef lt = LLVMBuildICmp(f->b, LLVMIntULT, p, r, "");
+    LLVMValueRef extra = LLVMBuildSelect(f->b, lt, p, r, "");
+    bounds[k] = LLVMBuildAdd(f->b, LLVMBuildMul(f->b, q, p, ""), extra, k ? "split.hi" : "split.lo");
+  }
+  *lo = bounds[0];
+  *hi = bounds[1];
 }
 
 void jit_fn_dispose(jit_fn *f) {

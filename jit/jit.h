@@ -4,13 +4,21 @@
  * into one ORC LLJIT, one ResourceTracker per module (so freeing a model
  * unloads its code).
  *
- * Kernel ABI (host): int32_t kernel(void *const *buffers, const int64_t *syms)
+ * Kernel ABI (host):
+ *   int32_t kernel(void *const *buffers, const int64_t *syms, int64_t part, int64_t nparts)
  *   buffers: the node's operands in order, then its results in order; each a
  *            dense row-major array of the value's dtype (bool as one byte 0/1).
  *   syms:    the graph's symbol values, indexed like ir_graph.syms; the
  *            kernel computes every dim it needs from them at run time.
  *            Buffers never overlap: a result never shares memory with an
  *            operand or another result (kernels mark them noalias).
+ *   part, nparts: 0 <= part < nparts; the call computes part `part` of the
+ *            kernel's work split in nparts pieces (its outermost parallel
+ *            loop cut in nparts near-equal ranges, jit_split_range). The
+ *            nparts calls together compute what one call with (0, 1) does;
+ *            they may run concurrently on different threads. A kernel whose
+ *            lowering does not split does all its work in part 0 and returns
+ *            0 at once for the others. (0, 1) is the plain serial call.
  *   returns: 0, or a JIT_KERR_* code for a data error (no partial promises
  *            about the outputs then).
  * Nodes without a kernel (mo.constant, mo.constant.external) have a NULL
@@ -34,7 +42,8 @@ enum {
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 
-typedef int32_t (*jit_kernel_fn)(void *const *buffers, const int64_t *syms);
+typedef int32_t (*jit_kernel_fn)(void *const *buffers, const int64_t *syms, int64_t part,
+                                 int64_t nparts);
 
 typedef struct jit_engine jit_engine;
 typedef struct jit_module jit_module;

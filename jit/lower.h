@@ -1,7 +1,7 @@
 /* lower.h - internal to jit/: the state and helpers for emitting one kernel
  * function with the LLVM-C builder, and the per-class lowering entry points.
  *
- * A kernel is `i32 @name(ptr %buffers, ptr %syms)`. Helpers here read dims
+ * A kernel is `i32 @name(ptr %buffers, ptr %syms, i64 %part, i64 %nparts)`. Helpers here read dims
  * from %syms (jit_dim), index buffers (jit_in / jit_out), build counted loops
  * and load / store elements. Bool is i8 in memory (0 / 1) and i1 in
  * registers: jit_load returns i1 for IR_DT_BOOL and jit_store takes i1.
@@ -42,6 +42,12 @@ typedef struct jit_fn {
   int nsyms;
   LLVMValueRef *sym_vals;    /* i64 syms[k], loaded once in fn's entry block */
   bool failed;               /* a helper hit an error (message in err) */
+  /* Work splitting (kernel ABI part / nparts, jit.h): params of fn. A
+   * lowering that splits calls jit_split_range on its outermost parallel
+   * loop; one that does not is run whole in part 0 by the wrapper. */
+  LLVMValueRef part, nparts; /* i64 */
+  bool split;                /* jit_split_range was called */
+  LLVMTypeRef body_type;     /* type of fn */
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the
@@ -86,6 +92,12 @@ typedef struct jit_loop {
 LLVMValueRef jit_loop_begin(jit_fn *f, jit_loop *l, LLVMValueRef lo, LLVMValueRef hi,
                             const char *name);
 void jit_loop_end(jit_fn *f, jit_loop *l);
+
+/* This call's share [*lo, *hi) of an outer loop of n iterations (i64):
+ * part `part` of `nparts` near-equal ranges. Call it once per kernel, on the
+ * outermost loop whose iterations are independent (each writes its own
+ * outputs). Marks the kernel as split (see jit_fn.split). */
+void jit_split_range(jit_fn *f, LLVMValueRef n, LLVMValueRef *lo, LLVMValueRef *hi);
 
 /* i64 index arithmetic that cannot wrap (nsw): sizes and offsets. */
 LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b);

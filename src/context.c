@@ -10,6 +10,7 @@
 
 #include "cache_backing.h"
 #include "cache_mem.h"
+#include "pool.h"
 #include "rt.h"
 
 KILN_API kiln_context *kiln_context_new(kiln_status *st) {
@@ -45,6 +46,7 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
 
 KILN_API void kiln_context_free(kiln_context *ctx) {
   if (!ctx) return;
+  rt_pool_free(ctx->pool); /* joins the workers: no kernel runs after this */
   rt_cache_mem_free(ctx->kcache); /* unloads the kernels: before the engine */
   kc_disk_close(ctx->disk);
   jit_engine_free(ctx->jit);

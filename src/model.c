@@ -17,6 +17,7 @@
 
 #include "cache_mem.h"
 #include "rt.h"
+#include "pool.h"
 #include "variants.h"
 
 /* A kernel reads at most this many symbol values (the remapped copy lives on
@@ -442,8 +443,8 @@ int rt_model_port_shape(const kiln_model *m, bool is_weight, int i, const int64_
 
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms) {
   const int *map = m->ksym_map[node];
-  if (!map) return m->kernels[node](args, syms);
+  if (!map) return rt_kernel_call(m, node, m->kernels[node], args, syms, syms);
   int64_t ks[RT_KERNEL_MAX_SYMS];
   for (int j = 0, n = m->knsyms[node]; j < n; j++) ks[j] = syms[map[j]];
-  return m->kernels[node](args, ks);
+  return rt_kernel_call(m, node, m->kernels[node], args, ks, syms);
 }

@@ -52,6 +52,8 @@ struct kiln_context {
   char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
   /* ---- variants (variants.c) ---- */
   atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
+  /* ---- threads (pool.c, pool.h) ---- */
+  struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
 };
 
 /* An input, output or weight as the model reports it. */

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "cache_mem.h"
+#include "pool.h"
 #include "variants.h"
 
 struct rt_variant {
@@ -180,7 +181,7 @@ int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void 
                        const int64_t *syms) {
   if (!v) return rt_model_run_kernel(m, node, args, syms);
   if (!v->kentries[node]) return rt_model_run_kernel(m, node, args, syms); /* static node */
-  return v->kernels[node](args, syms); /* reads no dims */
+  return rt_kernel_call(m, node, v->kernels[node], args, NULL, syms); /* reads no dims */
 }
 
 int rt_model_num_specialized(const kiln_model *m) {

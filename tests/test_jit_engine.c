@@ -56,7 +56,7 @@ static void compile(const char *text) {
 static int run(int node, void **bufs, const int64_t *syms) {
   jit_kernel_fn k = jit_module_kernel(M, node);
   cr_assert_not_null(k, "no kernel for node %d", node);
-  return k(bufs, syms);
+  return k(bufs, syms, 0, 1);
 }
 
 static void expect_f32(const float *got, const float *want, int n, const char *what) {
@@ -452,7 +452,7 @@ static void check_add(jit_module *m) {
   void *b[3] = {x, y, z};
   jit_kernel_fn k = jit_module_kernel(m, 0);
   cr_assert_not_null(k);
-  cr_assert_eq(k(b, NULL), 0);
+  cr_assert_eq(k(b, NULL, 0, 1), 0);
   for (int i = 0; i < 4; i++) cr_expect(z[i] == x[i] + y[i], "z[%d] = %g", i, z[i]);
 }
 

@@ -27,6 +27,15 @@ KILN_API void kiln_context_free(kiln_context *ctx);
 /* Host target as the JIT sees it: "x86_64-pc-linux-gnu znver4 +avx512f,...". */
 KILN_API const char *kiln_context_target(const kiln_context *ctx);
 
+/* ---- threads ----
+ * A context splits big kernels across a persistent pool of threads (the
+ * calling thread plus n - 1 workers, started on first use, never per call).
+ * Default: KILN_NUM_THREADS when set, else the number of online cores.
+ * n >= 1; 0 restores the default. Must not be called while an execute runs
+ * on the context. */
+KILN_API int kiln_context_set_num_threads(kiln_context *ctx, int n, kiln_status *st);
+KILN_API int kiln_context_num_threads(const kiln_context *ctx); /* -1 for NULL */
+
 /* ---- tensors ---- */
 /* Owned, zero-filled, 64-byte aligned. */
 KILN_API kiln_tensor *kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *shape,
