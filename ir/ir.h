@@ -268,6 +268,13 @@ char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsy
  * caller frees; NULL on out-of-memory, when n is not g's, or when a dim does
  * not evaluate to a non-negative value under the binding. */
 char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *sym_values);
+/* (added by lead, for bucketed variants) Between the two: graph symbols s
+ * with bind[s] true are replaced by sym_values[s] (the dims rebuilt, so
+ * constants fold), the others stay symbols, renamed and mapped as in
+ * ir_kernel_text (sym_map, nsyms). NULL also when a dim folds to a negative
+ * constant. */
+char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t *sym_values,
+                             const bool *bind, int *sym_map, int *nsyms);
 
 /* ---- rules (infer.c, verify.c) ---- */
 /* Compute the result types of node n from its operand types and attributes

@@ -14,6 +14,8 @@
  * source graph of kernel symbol j: a kernel called with
  * kernel_syms[j] = graph_syms[sym_map[j]] computes what the node computes.
  * No locations, no argument / result names.
+ * ir_kernel_text_partial: the symbols marked in `bind` are replaced by their
+ * values (dims rebuilt, so they fold), the others are renamed as above.
  * ir_kernel_text_bound: the same text with every dim replaced by its value
  * under a binding of all of g's symbols (a static kernel, no symbols: a
  * shape-specialized variant's kernel). NULL as above, or when a dim does not
@@ -39,12 +41,19 @@ typedef struct sym_renamer {
   int *sym_map; /* dst symbol -> src symbol (caller's array, may be NULL) */
   bool oom;
   const int64_t *bound; /* src symbol values: every dim becomes a constant (or NULL) */
+  const bool *bind;     /* with bound: only the symbols s with bind[s] are replaced by
+                         * their value, the others stay symbols (NULL: all replaced) */
 } sym_renamer;
+
+static bool sym_bound(const sym_renamer *r, int s) {
+  return r->bound && (!r->bind || (s >= 0 && s < r->src->nsyms && r->bind[s]));
+}
 
 /* Number the symbols of d in first-use order. */
 static void number_syms(sym_renamer *r, const ir_dim *d) {
   if (!d || r->oom) return;
   if (d->kind == IR_DIM_SYM) {
+    if (sym_bound(r, d->sym)) return;
     if (d->sym < 0 || d->sym >= r->src->nsyms || r->map[d->sym] >= 0) return;
     char name[24];
     int j = r->dst->nsyms;
@@ -63,7 +72,7 @@ static void number_syms(sym_renamer *r, const ir_dim *d) {
 /* d rebuilt in dst's arena with renamed symbols; NULL on OOM. */
 static const ir_dim *rename_dim(sym_renamer *r, const ir_dim *d) {
   ir_arena *a = r->dst->arena;
-  if (r->bound) { /* a bound kernel: the dim's value under the binding */
+  if (r->bound && !r->bind) { /* a bound kernel: the dim's value under the binding */
     int64_t v;
     ir_dim_err err = {0};
     if (!ir_dim_eval(d, r->bound, &v, &err) || v < 0) return NULL;
@@ -72,6 +81,7 @@ static const ir_dim *rename_dim(sym_renamer *r, const ir_dim *d) {
   switch (d->kind) {
   case IR_DIM_CONST: return ir_dim_const(a, d->value);
   case IR_DIM_SYM: {
+    if (sym_bound(r, d->sym)) return r->bound[d->sym] < 0 ? NULL : ir_dim_const(a, r->bound[d->sym]);
     int j = d->sym >= 0 && d->sym < r->src->nsyms ? r->map[d->sym] : -1;
     if (j < 0) return NULL;
     return ir_dim_sym(a, j, r->dst->syms[j]);
@@ -111,8 +121,10 @@ static bool rename_type(sym_renamer *r, ir_type *dst, const ir_type *src) {
   if (src->rank <= 0) return true;
   const ir_dim **dims = ir_arena_alloc(r->dst->arena, (size_t)src->rank * sizeof *dims);
   if (!dims) return false;
-  for (int i = 0; i < src->rank; i++)
+  for (int i = 0; i < src->rank; i++) {
     if (!(dims[i] = rename_dim(r, src->dims[i]))) return false;
+    if (dims[i]->kind == IR_DIM_CONST && dims[i]->value < 0) return false;
+  }
   dst->dims = dims;
   return true;
 }
@@ -122,7 +134,7 @@ static bool node_of(const ir_graph *g, const ir_node *n) {
 }
 
 static char *kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms,
-                         const int64_t *bound) {
+                         const int64_t *bound, const bool *bind) {
   if (nsyms) *nsyms = 0;
   if (!node_of(g, n)) return NULL;
   ir_graph *k = ir_graph_new("kernel");
@@ -133,10 +145,11 @@ static char *kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int 
   char *text = NULL;
   if (!k || !map || !ins || !outs || !rnames) goto done;
   for (int i = 0; i < g->nsyms; i++) map[i] = -1;
-  sym_renamer r = {g, k, map, sym_map, false, bound};
-  for (int i = 0; !bound && i < n->nin; i++)
+  sym_renamer r = {g, k, map, sym_map, false, bound, bind};
+  bool all_bound = bound && !bind;
+  for (int i = 0; !all_bound && i < n->nin; i++)
     for (int a = 0; a < n->in[i]->type.rank; a++) number_syms(&r, n->in[i]->type.dims[a]);
-  for (int i = 0; !bound && i < n->nout; i++)
+  for (int i = 0; !all_bound && i < n->nout; i++)
     for (int a = 0; a < n->out[i]->type.rank; a++) number_syms(&r, n->out[i]->type.dims[a]);
   if (r.oom) goto done;
   k->syms_declared = true;
@@ -170,10 +183,16 @@ done:
 }
 
 char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms) {
-  return kernel_text(g, n, sym_map, nsyms, NULL);
+  return kernel_text(g, n, sym_map, nsyms, NULL, NULL);
 }
 
 char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *sym_values) {
   if (!sym_values) return NULL;
-  return kernel_text(g, n, NULL, NULL, sym_values);
+  return kernel_text(g, n, NULL, NULL, sym_values, NULL);
+}
+
+char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t *sym_values,
+                             const bool *bind, int *sym_map, int *nsyms) {
+  if (!sym_values || !bind) return NULL;
+  return kernel_text(g, n, sym_map, nsyms, sym_values, bind);
 }
