@@ -5,5 +5,6 @@
 #include "common.h"
 #include "graph.h"
 #include "runtime.h"
+#include "device.h"
 
 #endif

@@ -17,6 +17,7 @@ int cli_check(int argc, char **argv); /* argv[0] is "check" */
 int cli_run(int argc, char **argv);   /* argv[0] is "run" */
 int cli_help(int argc, char **argv);  /* argv[0] is "help" */
 int cli_cache(int argc, char **argv); /* argv[0] is "cache" (cache.c) */
+int cli_devices(int argc, char **argv); /* argv[0] is "devices" (devices.c) */
 void cli_usage(FILE *out);
 void cli_usage_run(FILE *out);
 void cli_usage_check(FILE *out);

@@ -1,0 +1,63 @@
+/* kiln/device.h - devices: the CPU, NVIDIA GPUs through the CUDA driver,
+ * AMD GPUs through the HIP runtime, and simt-emu (GPU kernels run on the
+ * CPU, for testing without a GPU).
+ *
+ * The CUDA driver (libcuda.so.1) and the HIP runtime (libamdhip64.so) are
+ * opened at run time: kiln builds and runs where they are absent, and
+ * opening "cuda:0" there returns an error that says which piece is missing
+ * (no driver library, no device, a driver too old), never a crash.
+ *
+ * Device memory is addressed by an opaque `kiln_devptr` (a device address on
+ * a GPU, a host address on cpu and simt-emu). Copies are synchronous. A
+ * device may be used from several threads at once. */
+#ifndef KILN_DEVICE_H
+#define KILN_DEVICE_H
+
+#include "common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum kiln_device_kind {
+  KILN_DEVICE_CPU = 0,
+  KILN_DEVICE_CUDA = 1,
+  KILN_DEVICE_HIP = 2,
+  KILN_DEVICE_SIMT_EMU = 3,
+} kiln_device_kind;
+
+typedef struct kiln_device kiln_device;
+typedef uint64_t kiln_devptr;
+
+/* "cpu", "cuda", "cuda:N", "hip", "hip:N", "simt-emu" ("simt-emu:0"). */
+KILN_API kiln_device *kiln_device_open(const char *spec, kiln_status *st);
+KILN_API void kiln_device_close(kiln_device *d); /* NULL ok; frees nothing the caller allocated */
+
+/* How many devices of a kind this machine has: 1 for cpu and simt-emu;
+ * for cuda / hip 0 when the driver is absent or reports none (st, when
+ * given, then says why, with code KILN_ERR_NOT_FOUND). -1 on a bad kind. */
+KILN_API int kiln_device_count(kiln_device_kind kind, kiln_status *st);
+/* "cpu", "cuda", "hip", "simt-emu"; NULL out of range. */
+KILN_API const char *kiln_device_kind_name(kiln_device_kind kind);
+
+KILN_API kiln_device_kind kiln_device_get_kind(const kiln_device *d);
+KILN_API int kiln_device_ordinal(const kiln_device *d);
+KILN_API const char *kiln_device_label(const kiln_device *d); /* "cuda:0"; owned by d */
+/* What the driver says: "NVIDIA H100 80GB HBM3 (sm_90, 79 GiB)", the host
+ * CPU's model name, ...; owned by d. */
+KILN_API const char *kiln_device_description(const kiln_device *d);
+
+/* Memory. Alloc returns 0 and *out, or -1 with st filled. */
+KILN_API int kiln_device_alloc(kiln_device *d, size_t bytes, kiln_devptr *out, kiln_status *st);
+KILN_API void kiln_device_free(kiln_device *d, kiln_devptr p); /* 0 ok */
+KILN_API int kiln_device_copy_to(kiln_device *d, kiln_devptr dst, const void *src, size_t bytes,
+                                 kiln_status *st);
+KILN_API int kiln_device_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t bytes,
+                                   kiln_status *st);
+/* Wait for everything queued on d. */
+KILN_API int kiln_device_synchronize(kiln_device *d, kiln_status *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,31 @@
+/* simt_abi.h - what a SIMT kernel receives when it runs on the CPU
+ * emulator (simt-emu, src/device_emu.c), shared by the SIMT lowering and the
+ * emulator. On a GPU the same values come from the hardware (thread / block
+ * ids, shared memory, barriers); on simt-emu every thread of a block is a
+ * fiber and gets one jit_simt_thread.
+ *
+ * Entry point on simt-emu: void kernel(void **params, jit_simt_thread *t)
+ *   params: params[i] points at the value of kernel parameter i (the CUDA
+ *           launch convention);
+ *   t:      this thread's ids and its block's shared memory; t->barrier(t)
+ *           is __syncthreads(): it returns once every thread of the block
+ *           has called it (a thread that exits instead is an error the
+ *           emulator reports for the launch). */
+#ifndef KILN_JIT_SIMT_ABI_H
+#define KILN_JIT_SIMT_ABI_H
+
+#include <stdint.h>
+
+typedef struct jit_simt_thread {
+  uint32_t tid[3];    /* threadIdx */
+  uint32_t ntid[3];   /* blockDim */
+  uint32_t ctaid[3];  /* blockIdx */
+  uint32_t nctaid[3]; /* gridDim */
+  void *shared;       /* the block's shared memory (16-byte aligned, zeroed per block) */
+  void (*barrier)(struct jit_simt_thread *t);
+  void *emu;          /* the emulator's; kernels do not touch it */
+} jit_simt_thread;
+
+typedef void (*jit_simt_kernel_fn)(void **params, jit_simt_thread *t);
+
+#endif

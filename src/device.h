@@ -1,0 +1,74 @@
+/* device.h - internal to src/: the device layer, one table of functions per
+ * kind of device (device.c holds the public kiln_device_* API and picks the
+ * table; device_cpu.c, device_cuda.c, device_hip.c, device_emu.c fill them).
+ *
+ * A backend fills `desc` at open and keeps what it needs in `impl`. Every
+ * entry returns 0 or -1 with st filled by a message that names the device
+ * ("cuda:0: cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (out of memory)"). Kernel
+ * launch: `fn` is what module_function returned; params[i] points at the
+ * value of kernel parameter i (the CUDA convention). */
+#ifndef KILN_SRC_DEVICE_H
+#define KILN_SRC_DEVICE_H
+
+#include "kiln/device.h"
+#include "rt.h"
+
+typedef struct rt_device_ops rt_device_ops;
+
+struct kiln_device {
+  const rt_device_ops *ops;
+  kiln_device_kind kind;
+  int ordinal;
+  char label[32];  /* "cuda:0" */
+  char desc[256];  /* filled by open */
+  void *impl;      /* the backend's */
+};
+
+typedef struct rt_launch_dims {
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes; /* dynamic shared memory per block */
+} rt_launch_dims;
+
+struct rt_device_ops {
+  /* Count devices (0 with st saying why when none). */
+  int (*count)(kiln_status *st);
+  int (*open)(kiln_device *d, kiln_status *st);
+  void (*close)(kiln_device *d);
+  int (*alloc)(kiln_device *d, size_t bytes, kiln_devptr *out, kiln_status *st);
+  void (*free)(kiln_device *d, kiln_devptr p);
+  int (*copy_to)(kiln_device *d, kiln_devptr dst, const void *src, size_t n, kiln_status *st);
+  int (*copy_from)(kiln_device *d, void *dst, kiln_devptr src, size_t n, kiln_status *st);
+  int (*synchronize)(kiln_device *d, kiln_status *st);
+  /* Code: load an image (PTX text, a code object, ...), find a kernel in it,
+   * launch it. NULL entries: the kind cannot run code yet. */
+  int (*module_load)(kiln_device *d, const void *image, size_t len, void **mod, kiln_status *st);
+  void (*module_unload)(kiln_device *d, void *mod);
+  int (*module_function)(kiln_device *d, void *mod, const char *name, void **fn,
+                         kiln_status *st);
+  int (*launch)(kiln_device *d, void *fn, const rt_launch_dims *dims, void **params,
+                kiln_status *st);
+};
+
+/* Host memory entries (device_cpu.c), shared by cpu and simt-emu. */
+int rt_host_alloc(kiln_device *d, size_t bytes, kiln_devptr *out, kiln_status *st);
+void rt_host_free(kiln_device *d, kiln_devptr p);
+int rt_host_copy_to(kiln_device *d, kiln_devptr dst, const void *src, size_t n, kiln_status *st);
+int rt_host_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n, kiln_status *st);
+int rt_host_synchronize(kiln_device *d, kiln_status *st);
+
+extern const rt_device_ops rt_device_cpu_ops;
+extern const rt_device_ops rt_device_cuda_ops;
+extern const rt_device_ops rt_device_hip_ops;
+extern const rt_device_ops rt_device_emu_ops;
+
+/* Launch fn on d (module_load / module_function / launch, for tests and the
+ * runtime); -1 with a clear error when d's kind cannot run code. */
+int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void **params,
+                     kiln_status *st);
+int rt_device_module_load(kiln_device *d, const void *image, size_t len, void **mod,
+                          kiln_status *st);
+void rt_device_module_unload(kiln_device *d, void *mod);
+int rt_device_module_function(kiln_device *d, void *mod, const char *name, void **fn,
+                              kiln_status *st);
+
+#endif
