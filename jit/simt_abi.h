@@ -10,7 +10,10 @@
  *   t:      this thread's ids and its block's shared memory; t->barrier(t)
  *           is __syncthreads(): it returns once every thread of the block
  *           has called it (a thread that exits instead is an error the
- *           emulator reports for the launch). */
+ *           emulator reports for the launch).
+ * Shared memory: a kernel's static shared memory (jit_simt_fn.shared_bytes
+ * after lowering) is a global on a GPU; on simt-emu the launcher passes it
+ * as the launch's shared size (plus any dynamic shared memory). */
 #ifndef KILN_JIT_SIMT_ABI_H
 #define KILN_JIT_SIMT_ABI_H
 

@@ -1,0 +1,99 @@
+/* simt.h - the SIMT side of jit/: a kernel is written once against kiln's
+ * SIMT intrinsics (thread / block ids, a block barrier, the block's shared
+ * memory) and emitted for one of three targets:
+ *   nvptx   PTX text for an SM (sm_80 default, sm_90): entries marked as
+ *           kernels, launch bounds from the block size;
+ *   amdgpu  a relocatable AMDGPU object for a gfx arch (gfx90a default,
+ *           gfx942); the runtime links it into a loadable code object;
+ *   emu     a host object whose entry follows jit/simt_abi.h, run by the
+ *           simt-emu device with the same launch geometry.
+ *
+ * Kernel parameters, in order (the launch passes params[i] -> value):
+ *   one pointer per buffer (the node's operands, then its results),
+ *   one i64 per symbol of the graph (its value), then
+ *   one pointer to an int32 error word: a thread that hits a data error
+ *   (jit_fail_if) stores the JIT_KERR_* code there; the launcher zeroes it
+ *   before and reads it after.
+ *
+ * The lowering helpers of lower.h work on a SIMT kernel too: jit_simt_begin
+ * fills a jit_fn whose bufs / sym_vals are the kernel's, and whose fn is an
+ * internal body (alwaysinline) returning the i32 status; the per-target
+ * entry calls it and stores a nonzero status in the error word. jit/ knows
+ * nothing of devices: it emits bytes; src/ loads and launches them. */
+#ifndef KILN_JIT_SIMT_H
+#define KILN_JIT_SIMT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lower.h"
+
+typedef enum jit_simt_kind { JIT_SIMT_EMU, JIT_SIMT_NVPTX, JIT_SIMT_AMDGPU } jit_simt_kind;
+
+typedef struct jit_simt_target {
+  jit_simt_kind kind;
+  char arch[16]; /* "sm_80", "gfx90a", "" for emu (the host CPU) */
+} jit_simt_target;
+
+/* "sm_80", "sm_90", "gfx90a", "gfx942", "simt-emu" (also "nvptx" = sm_80,
+ * "amdgpu" = gfx90a). 0, or -1 with err naming the accepted ones. */
+int jit_simt_target_parse(const char *name, jit_simt_target *t, char *err, size_t errlen);
+
+/* A SIMT kernel under construction: the lower.h state plus the target's. */
+typedef struct jit_simt_fn {
+  jit_fn f;
+  jit_simt_target target;
+  LLVMValueRef entry;   /* the kernel entry (exported) */
+  LLVMValueRef thread;  /* emu: the jit_simt_thread * param of the body; else NULL */
+  LLVMValueRef shared;  /* generic ptr to the block's static shared memory, once asked */
+  uint64_t shared_bytes;
+  unsigned max_threads; /* launch bound: threads per block */
+} jit_simt_fn;
+
+/* A module for target t (triple and data layout set); NULL with err. */
+LLVMModuleRef jit_simt_module_new(LLVMContextRef ctx, const jit_simt_target *t, const char *name,
+                                  char *err, size_t errlen);
+
+/* Start kernel `name` for node n of g (buffers: n's operands then results;
+ * g's symbols by value). max_threads: the block size the kernel will be
+ * launched with at most (launch bounds). Errors go to err (sf->f.failed). */
+void jit_simt_begin(jit_simt_fn *sf, const jit_simt_target *t, LLVMContextRef ctx,
+                    LLVMModuleRef mod, const ir_graph *g, const ir_node *n, const char *name,
+                    unsigned max_threads, char *err, size_t errlen);
+/* Close the body (`ret i32 0` at the current position) and build the entry. */
+void jit_simt_finish(jit_simt_fn *sf);
+void jit_simt_dispose(jit_simt_fn *sf);
+
+typedef enum jit_simt_sreg {
+  JIT_SIMT_TID,    /* threadIdx */
+  JIT_SIMT_NTID,   /* blockDim */
+  JIT_SIMT_CTAID,  /* blockIdx */
+  JIT_SIMT_NCTAID, /* gridDim */
+} jit_simt_sreg;
+
+/* The i32 value of a special register along dim 0 (x), 1 (y) or 2 (z). */
+LLVMValueRef jit_simt_sreg_get(jit_simt_fn *sf, jit_simt_sreg r, int dim);
+/* __syncthreads(): every thread of the block reaches it before any goes on. */
+void jit_simt_barrier(jit_simt_fn *sf);
+/* A generic pointer to the block's static shared memory of `bytes` bytes
+ * (16-byte aligned). One region per kernel: the first call fixes its size,
+ * later calls must ask for at most that many bytes. */
+LLVMValueRef jit_simt_shared(jit_simt_fn *sf, uint64_t bytes);
+
+/* Grid-stride loop over [0, n) (n an i64):
+ *   for (i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+ * as jit_simt_grid_loop_begin / _end around the body (like jit_loop). */
+typedef struct jit_simt_loop {
+  LLVMBasicBlockRef header, body, exit;
+  LLVMValueRef iv, step;
+} jit_simt_loop;
+LLVMValueRef jit_simt_grid_loop_begin(jit_simt_fn *sf, jit_simt_loop *l, LLVMValueRef n);
+void jit_simt_grid_loop_end(jit_simt_fn *sf, jit_simt_loop *l);
+
+/* Optimize (O3 for the target) and emit mod: PTX text (NUL-terminated; *len
+ * counts the NUL), an AMDGPU relocatable object, or a host object. *out is
+ * malloc'd (caller frees). 0, or -1 with err. The module is left optimized. */
+int jit_simt_emit(LLVMModuleRef mod, const jit_simt_target *t, void **out, size_t *len, char *err,
+                  size_t errlen);
+
+#endif
