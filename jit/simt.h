@@ -90,6 +90,27 @@ typedef struct jit_simt_loop {
 LLVMValueRef jit_simt_grid_loop_begin(jit_simt_fn *sf, jit_simt_loop *l, LLVMValueRef n);
 void jit_simt_grid_loop_end(jit_simt_fn *sf, jit_simt_loop *l);
 
+/* ---- graph ops (simt_lower.c) ----
+ * Every SIMT kernel of a node runs with JIT_SIMT_BLOCK threads per block
+ * (the launch bound to give jit_simt_begin). */
+#define JIT_SIMT_BLOCK 256
+#define JIT_SIMT_MAX_GRID 65535 /* grid-stride kernels cap their grid here */
+
+/* Lower sf's node (begun with jit_simt_begin, block JIT_SIMT_BLOCK); 0, or
+ * -1 with the error in sf->f.err (an op with no SIMT lowering yet says so). */
+int jit_simt_lower_node(jit_simt_fn *sf);
+
+typedef struct jit_simt_dims {
+  uint32_t grid[3], block[3];
+  uint32_t shared_bytes; /* the kernel's static shared memory (simt-emu allocates it) */
+} jit_simt_dims;
+
+/* The launch of node n's kernel under the graph's symbol values syms. A
+ * grid with a zero extent means there is nothing to do (skip the launch).
+ * 0, or -1 with err. */
+int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out, char *err,
+                      size_t errlen);
+
 /* Optimize (O3 for the target) and emit mod: PTX text (NUL-terminated; *len
  * counts the NUL), an AMDGPU relocatable object, or a host object. *out is
  * malloc'd (caller frees). 0, or -1 with err. The module is left optimized. */

@@ -1,0 +1,314 @@
+/* test_simt_ops.c - the SIMT lowering of graph ops (jit/simt_lower.c) on
+ * simt-emu against the reference interpreter: every node of a graph becomes
+ * one SIMT kernel, launched with jit_simt_geometry's grid on the emulator,
+ * node after node; the graph's outputs must equal the interpreter's (ints
+ * and bools exactly, floats within a small tolerance: reductions combine in
+ * a tree). Sizes are odd and larger than a block where it matters (rows of
+ * 1000, reductions of 300), dims are symbolic. Kernels of ops that need no
+ * device math library are also emitted for sm_80 (assembled by ptxas when it
+ * is on PATH) and gfx90a. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ir/interp.h"
+#include "ir/ir.h"
+#include "jit/jit.h"
+#include "jit/simt.h"
+#include "jit/simt_abi.h"
+#include "kiln/kiln.h"
+#include "src/device.h"
+
+#define T(dims, dt) "!mo.tensor<[" dims "], " dt ">"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static double urand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static void fill(ir_tensor *t) {
+  int64_t n = ir_tensor_numel(t);
+  for (int64_t i = 0; i < n; i++) {
+    double u = urand();
+    switch (t->dtype) {
+    case IR_DT_F32: ((float *)t->data)[i] = (float)(u * 6 - 3); break;
+    case IR_DT_F64: ((double *)t->data)[i] = u * 6 - 3; break;
+    case IR_DT_SI32: ((int32_t *)t->data)[i] = (int32_t)(u * 5) - 2; break;
+    case IR_DT_SI64: ((int64_t *)t->data)[i] = (int64_t)(u * 5) - 2; break;
+    case IR_DT_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
+    default: cr_assert_fail("no generator for %s", ir_dtype_name(t->dtype));
+    }
+  }
+}
+
+static bool close_enough(ir_dtype dt, const void *got, const void *want, int64_t i) {
+  if (dt == IR_DT_F32 || dt == IR_DT_F64) {
+    double g = dt == IR_DT_F32 ? ((const float *)got)[i] : ((const double *)got)[i];
+    double w = dt == IR_DT_F32 ? ((const float *)want)[i] : ((const double *)want)[i];
+    if (isnan(w)) return isnan(g);
+    double tol = (dt == IR_DT_F32 ? 2e-5 : 1e-12) * (1 + fabs(w));
+    return fabs(g - w) <= tol;
+  }
+  size_t es = ir_dtype_size(dt);
+  return memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0;
+}
+
+typedef struct emu_run {
+  jit_engine *e;
+  kiln_device *dev;
+  kiln_status *st;
+} emu_run;
+
+/* Lower node n of g for t into a fresh module; emit; malloc'd bytes. NULL
+ * (with err) when lowering or emission fails. */
+static void *emit_node(const ir_graph *g, const ir_node *n, const jit_simt_target *t,
+                       const char *name, size_t *len, char *err, size_t errlen) {
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = jit_simt_module_new(ctx, t, name, err, errlen);
+  void *out = NULL;
+  if (mod) {
+    jit_simt_fn sf;
+    jit_simt_begin(&sf, t, ctx, mod, g, n, name, JIT_SIMT_BLOCK, err, errlen);
+    int rc = sf.f.failed ? -1 : jit_simt_lower_node(&sf);
+    if (rc == 0) jit_simt_finish(&sf);
+    bool ok = rc == 0 && !sf.f.failed;
+    jit_simt_dispose(&sf);
+    if (ok && jit_simt_emit(mod, t, &out, len, err, errlen) < 0) out = NULL;
+    LLVMDisposeModule(mod);
+  }
+  LLVMContextDispose(ctx);
+  return out;
+}
+
+/* Run graph text on simt-emu with symbol values syms (graph order) and
+ * compare with the interpreter. gpu: also emit for sm_80 and gfx90a. */
+static void check(const char *text, const int64_t *syms, bool gpu) {
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "parse: %s\n%s", d.msg, text);
+  cr_assert_eq(ir_graph_verify(g, &d), 0, "verify: %s", d.msg);
+  char msg[1024] = "";
+  void **data = calloc((size_t)g->nvalues, sizeof *data);
+  ir_tensor *ins = calloc((size_t)g->ninputs + 1, sizeof *ins);
+  ir_tensor *want = calloc((size_t)g->noutputs + 1, sizeof *want);
+  cr_assert(data && ins && want);
+  for (int i = 0; i < g->ninputs; i++) {
+    const ir_type *ty = &g->inputs[i]->type;
+    ins[i].dtype = ty->dtype;
+    ins[i].rank = ty->rank;
+    cr_assert_eq(ir_eval_shape(ty, syms, ins[i].shape, msg, sizeof msg), 0, "%s", msg);
+    ins[i].data = data[g->inputs[i]->id] =
+        malloc((size_t)ir_tensor_numel(&ins[i]) * ir_dtype_size(ty->dtype) + 1);
+    fill(&ins[i]);
+  }
+  cr_assert_eq(ir_interp_run(g, ins, NULL, NULL, want, msg, sizeof msg), 0, "interp: %s", msg);
+
+  emu_run er = {0};
+  char err[2048] = "";
+  er.e = jit_engine_new(err, sizeof err);
+  cr_assert_not_null(er.e, "%s", err);
+  er.st = kiln_status_new();
+  er.dev = kiln_device_open("simt-emu", er.st);
+  cr_assert_not_null(er.dev);
+  jit_simt_target emu, ptx, amd;
+  jit_simt_target_parse("simt-emu", &emu, err, sizeof err);
+  jit_simt_target_parse("sm_80", &ptx, err, sizeof err);
+  jit_simt_target_parse("gfx90a", &amd, err, sizeof err);
+  bool have_ptxas = system("command -v ptxas >/dev/null 2>&1") == 0;
+
+  for (int ni = 0; ni < g->nnodes; ni++) {
+    const ir_node *n = g->nodes[ni];
+    for (int j = 0; j < n->nout; j++) {
+      ir_tensor o = {.dtype = n->out[j]->type.dtype, .rank = n->out[j]->type.rank};
+      cr_assert_eq(ir_eval_shape(&n->out[j]->type, syms, o.shape, msg, sizeof msg), 0);
+      data[n->out[j]->id] = calloc((size_t)ir_tensor_numel(&o) * ir_dtype_size(o.dtype) + 1, 1);
+    }
+    char name[32];
+    snprintf(name, sizeof name, "node%d", ni);
+    size_t len = 0;
+    void *obj = emit_node(g, n, &emu, name, &len, err, sizeof err);
+    cr_assert_not_null(obj, "mo.%s: %s", ir_op_get(n->op)->name, err);
+    jit_kernel_fn fn = NULL;
+    jit_code *code = jit_load_object(er.e, obj, len, name, &fn, err, sizeof err);
+    free(obj);
+    cr_assert_not_null(code, "%s", err);
+    jit_simt_dims dims;
+    cr_assert_eq(jit_simt_geometry(n, syms, &dims, err, sizeof err), 0, "%s", err);
+    int np = n->nin + n->nout + g->nsyms + 1;
+    void **params = calloc((size_t)np, sizeof *params);
+    void **bufs = calloc((size_t)(n->nin + n->nout), sizeof *bufs);
+    int64_t *symv = calloc((size_t)g->nsyms + 1, sizeof *symv);
+    int32_t errword = 0, *errp = &errword;
+    cr_assert(params && bufs && symv);
+    int k = 0;
+    for (int j = 0; j < n->nin; j++) bufs[k++] = data[n->in[j]->id];
+    for (int j = 0; j < n->nout; j++) bufs[k++] = data[n->out[j]->id];
+    for (int j = 0; j < k; j++) params[j] = &bufs[j];
+    for (int s = 0; s < g->nsyms; s++) {
+      symv[s] = syms[s];
+      params[k + s] = &symv[s];
+    }
+    params[k + g->nsyms] = &errp;
+    if (dims.grid[0] && dims.grid[1] && dims.grid[2]) {
+      rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
+                           {dims.block[0], dims.block[1], dims.block[2]},
+                           dims.shared_bytes};
+      cr_assert_eq(rt_device_launch(er.dev, (void *)(uintptr_t)fn, &ld, params, er.st), 0,
+                   "mo.%s: %s", ir_op_get(n->op)->name, kiln_status_message(er.st));
+    }
+    cr_expect_eq(errword, 0, "mo.%s reported error %d", ir_op_get(n->op)->name, errword);
+    jit_code_free(er.e, code);
+    free(params);
+    free(bufs);
+    free(symv);
+
+    if (gpu) {
+      void *p = emit_node(g, n, &ptx, name, &len, err, sizeof err);
+      cr_expect_not_null(p, "sm_80 mo.%s: %s", ir_op_get(n->op)->name, err);
+      if (p && have_ptxas) {
+        char path[] = "/tmp/kiln-simt-op-XXXXXX.ptx";
+        int fd = mkstemps(path, 4);
+        cr_assert(fd >= 0);
+        cr_assert_eq(write(fd, p, len - 1), (ssize_t)(len - 1));
+        close(fd);
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "ptxas -arch=sm_80 %s -o /dev/null", path);
+        cr_expect_eq(system(cmd), 0, "ptxas rejected mo.%s (%s)", ir_op_get(n->op)->name, path);
+        unlink(path);
+      }
+      free(p);
+      p = emit_node(g, n, &amd, name, &len, err, sizeof err);
+      cr_expect_not_null(p, "gfx90a mo.%s: %s", ir_op_get(n->op)->name, err);
+      free(p);
+    }
+  }
+
+  for (int i = 0; i < g->noutputs; i++) {
+    const void *got = data[g->outputs[i]->id];
+    int64_t cnt = ir_tensor_numel(&want[i]);
+    int bad = 0;
+    for (int64_t e = 0; e < cnt && bad < 5; e++)
+      if (!close_enough(want[i].dtype, got, want[i].data, e)) {
+        bad++;
+        cr_expect_fail("output %d element %lld differs (%s)\n%s", i, (long long)e,
+                       ir_dtype_name(want[i].dtype), text);
+      }
+    free(want[i].data);
+  }
+  for (int v = 0; v < g->nvalues; v++) free(data[v]);
+  free(data);
+  free(ins);
+  free(want);
+  jit_engine_free(er.e);
+  kiln_device_close(er.dev);
+  kiln_status_free(er.st);
+  ir_graph_free(g);
+}
+
+Test(simt_ops, elementwise_broadcast) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 5", "f32") ", %b: " T("5", "f32") ", %c: " T("n, 1", "f32")
+      ", %m: " T("n, 5", "bool") ") -> (" T("n, 5", "f32") ", " T("n, 5", "si32") ", " T("n, 5", "bool") ") {\n"
+      "  %0 = mo.add(%x, %b) : (" T("n, 5", "f32") ", " T("5", "f32") ") -> " T("n, 5", "f32") "\n"
+      "  %1 = mo.mul(%0, %c) : (" T("n, 5", "f32") ", " T("n, 1", "f32") ") -> " T("n, 5", "f32") "\n"
+      "  %2 = mo.where(%m, %1, %x) : (" T("n, 5", "bool") ", " T("n, 5", "f32") ", " T("n, 5", "f32") ") -> " T("n, 5", "f32") "\n"
+      "  %3 = mo.relu(%2) : " T("n, 5", "f32") "\n"
+      "  %4 = mo.cast(%1) {dtype = si32} : (" T("n, 5", "f32") ") -> " T("n, 5", "si32") "\n"
+      "  %5 = mo.greater(%x, %1) : (" T("n, 5", "f32") ", " T("n, 5", "f32") ") -> " T("n, 5", "bool") "\n"
+      "  mo.output %3, %4, %5 : " T("n, 5", "f32") ", " T("n, 5", "si32") ", " T("n, 5", "bool") "\n}\n";
+  int64_t n[] = {37};
+  check(text, n, true);
+  int64_t n2[] = {300};
+  check(text, n2, false);
+}
+
+Test(simt_ops, elementwise_math_on_emu) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n", "f64") ") -> (" T("n", "f64") ") {\n"
+      "  %0 = mo.sigmoid(%x) : " T("n", "f64") "\n"
+      "  %1 = mo.tanh(%0) : " T("n", "f64") "\n"
+      "  %2 = mo.gelu(%1) : " T("n", "f64") "\n"
+      "  mo.output %2 : " T("n", "f64") "\n}\n";
+  int64_t n[] = {1000};
+  check(text, n, false);
+}
+
+Test(simt_ops, reductions) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 7", "f32") ", %i: " T("n, 7", "si32") ") -> ("
+      T("1, 7", "f32") ", " T("n, 1", "f32") ", " T("1, 7", "f32") ", " T("n, 1", "si32") ", "
+      T("1, 7", "si64") ", " T("n, 1", "si64") ", " T("1, 7", "si32") ") {\n"
+      "  %0 = mo.sum(%x) {axis = 0} : (" T("n, 7", "f32") ") -> " T("1, 7", "f32") "\n"
+      "  %1 = mo.max(%x) {axis = -1} : (" T("n, 7", "f32") ") -> " T("n, 1", "f32") "\n"
+      "  %2 = mo.mean(%x) {axis = 0} : (" T("n, 7", "f32") ") -> " T("1, 7", "f32") "\n"
+      "  %3 = mo.min(%i) {axis = 1} : (" T("n, 7", "si32") ") -> " T("n, 1", "si32") "\n"
+      "  %4 = mo.argmax(%i) {axis = 0} : (" T("n, 7", "si32") ") -> " T("1, 7", "si64") "\n"
+      "  %5 = mo.argmin(%x) {axis = 1} : (" T("n, 7", "f32") ") -> " T("n, 1", "si64") "\n"
+      "  %6 = mo.sum(%i) {axis = 0} : (" T("n, 7", "si32") ") -> " T("1, 7", "si32") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5, %6 : " T("1, 7", "f32") ", " T("n, 1", "f32") ", "
+      T("1, 7", "f32") ", " T("n, 1", "si32") ", " T("1, 7", "si64") ", " T("n, 1", "si64") ", "
+      T("1, 7", "si32") "\n}\n";
+  int64_t n[] = {300};
+  check(text, n, true);
+  int64_t n1[] = {1};
+  check(text, n1, false);
+}
+
+Test(simt_ops, softmax_and_layer_norm) {
+  const char *text =
+      "mo.graph @g<r, c>(%x: " T("r, c", "f32") ", %gm: " T("c", "f32") ", %bt: " T("c", "f32") ") -> ("
+      T("r, c", "f32") ", " T("r, c", "f32") ", " T("r, c", "f32") ") {\n"
+      "  %0 = mo.softmax(%x) : " T("r, c", "f32") "\n"
+      "  %1 = mo.logsoftmax(%x) {axis = 0} : " T("r, c", "f32") "\n"
+      "  %2 = mo.layer_norm(%x, %gm, %bt) {epsilon = 0.001} : (" T("r, c", "f32") ", " T("c", "f32")
+      ", " T("c", "f32") ") -> " T("r, c", "f32") "\n"
+      "  mo.output %0, %1, %2 : " T("r, c", "f32") ", " T("r, c", "f32") ", " T("r, c", "f32") "\n}\n";
+  int64_t s[] = {5, 1000};
+  check(text, s, false);
+  int64_t s2[] = {3, 7};
+  check(text, s2, false);
+}
+
+Test(simt_ops, matmul_tiles) {
+  const char *text =
+      "mo.graph @g<m, k>(%a: " T("2, 3, m, k", "f32") ", %b: " T("k, 23", "f32") ", %p: "
+      T("m, k", "f64") ", %q: " T("k, 9", "f64") ") -> (" T("2, 3, m, 23", "f32") ", " T("m, 9", "f64") ") {\n"
+      "  %0 = mo.matmul(%a, %b) : (" T("2, 3, m, k", "f32") ", " T("k, 23", "f32") ") -> " T("2, 3, m, 23", "f32") "\n"
+      "  %1 = mo.matmul(%p, %q) : (" T("m, k", "f64") ", " T("k, 9", "f64") ") -> " T("m, 9", "f64") "\n"
+      "  mo.output %0, %1 : " T("2, 3, m, 23", "f32") ", " T("m, 9", "f64") "\n}\n";
+  int64_t s[] = {37, 19};
+  check(text, s, true);
+  int64_t s0[] = {5, 0}; /* K = 0: zeros */
+  check(text, s0, false);
+}
+
+Test(simt_ops, data_movement) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 5, 7", "f32") ", %y: " T("n, 2", "si64") ", %z: " T("n, 3", "si64")
+      ", %idx: " T("4", "si64") ") -> (" T("7, 5, n", "f32") ", " T("5, 7, n", "f32") ", " T("n, 5", "si64")
+      ", " T("n, 1", "si64") ", " T("n, 4", "si64") ", " T("n, 35", "f32") ") {\n"
+      "  %0 = mo.transpose(%x) {axis_1 = 0, axis_2 = 2} : (" T("n, 5, 7", "f32") ") -> " T("7, 5, n", "f32") "\n"
+      "  %1 = mo.permute(%x) {dims = [1, 2, 0]} : (" T("n, 5, 7", "f32") ") -> " T("5, 7, n", "f32") "\n"
+      "  %2 = mo.concat(%y, %z) {axis = 1} : (" T("n, 2", "si64") ", " T("n, 3", "si64") ") -> " T("n, 5", "si64") "\n"
+      "  %3, %4 = mo.split(%2) {split_sizes = [1, 4], axis = 1} : (" T("n, 5", "si64") ") -> (" T("n, 1", "si64") ", " T("n, 4", "si64") ")\n"
+      "  %5 = mo.reshape(%x) : (" T("n, 5, 7", "f32") ") -> " T("n, 35", "f32") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5 : " T("7, 5, n", "f32") ", " T("5, 7, n", "f32") ", " T("n, 5", "si64")
+      ", " T("n, 1", "si64") ", " T("n, 4", "si64") ", " T("n, 35", "f32") "\n}\n";
+  int64_t n[] = {11};
+  check(text, n, true);
+}
+
+Test(simt_ops, gather_and_its_index_error) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 6", "f32") ", %idx: " T("3, 2", "si64") ") -> (" T("n, 3, 2", "f32") ") {\n"
+      "  %0 = mo.gather(%x, %idx) {axis = 1} : (" T("n, 6", "f32") ", " T("3, 2", "si64") ") -> " T("n, 3, 2", "f32") "\n"
+      "  mo.output %0 : " T("n, 3, 2", "f32") "\n}\n";
+  int64_t n[] = {9}; /* the generator's indices lie in [-2, 2]: in range, negatives wrap */
+  check(text, n, true);
+}
