@@ -454,10 +454,7 @@ void jit_simt_grid_loop_end(jit_simt_fn *sf, jit_simt_loop *l) {
 
 /* ---- emission ---- */
 
-int jit_simt_emit(LLVMModuleRef mod, const jit_simt_target *t, void **out, size_t *len, char *err,
-                  size_t errlen) {
-  *out = NULL;
-  *len = 0;
+int jit_simt_optimize(LLVMModuleRef mod, const jit_simt_target *t, char *err, size_t errlen) {
   char *msg = NULL;
   if (LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
     snprintf(err, errlen, "jit: invalid SIMT module: %s", msg ? msg : "?");
@@ -465,6 +462,7 @@ int jit_simt_emit(LLVMModuleRef mod, const jit_simt_target *t, void **out, size_
     return -1;
   }
   LLVMDisposeMessage(msg);
+  if (jit_simt_legalize_math(mod, t, err, errlen) < 0) return -1;
   LLVMTargetMachineRef tm = machine_for(t, err, errlen);
   if (!tm) return -1;
   LLVMPassBuilderOptionsRef opts = LLVMCreatePassBuilderOptions();
@@ -473,13 +471,24 @@ int jit_simt_emit(LLVMModuleRef mod, const jit_simt_target *t, void **out, size_
   LLVMPassBuilderOptionsSetLoopUnrolling(opts, 1);
   LLVMErrorRef le = LLVMRunPasses(mod, "default<O3>", tm, opts);
   LLVMDisposePassBuilderOptions(opts);
+  LLVMDisposeTargetMachine(tm);
   if (le) {
     char *m = LLVMGetErrorMessage(le);
     snprintf(err, errlen, "jit: optimizing the SIMT module: %s", m ? m : "?");
     LLVMDisposeErrorMessage(m);
-    LLVMDisposeTargetMachine(tm);
     return -1;
   }
+  return jit_simt_check_externals(mod, t, err, errlen);
+}
+
+int jit_simt_emit(LLVMModuleRef mod, const jit_simt_target *t, void **out, size_t *len, char *err,
+                  size_t errlen) {
+  *out = NULL;
+  *len = 0;
+  if (jit_simt_optimize(mod, t, err, errlen) < 0) return -1;
+  LLVMTargetMachineRef tm = machine_for(t, err, errlen);
+  if (!tm) return -1;
+  char *msg = NULL;
   LLVMMemoryBufferRef buf = NULL;
   bool text = t->kind == JIT_SIMT_NVPTX;
   if (LLVMTargetMachineEmitToMemoryBuffer(tm, mod, text ? LLVMAssemblyFile : LLVMObjectFile, &msg,

@@ -111,6 +111,33 @@ typedef struct jit_simt_dims {
 int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out, char *err,
                       size_t errlen);
 
+/* Device math (simt_math.c): before optimizing a GPU module, route its
+ * transcendental intrinsics and libm calls to what the target has (nvptx:
+ * CUDA's libdevice, linked in); after, refuse calls to anything the module
+ * does not define. 0, or -1 with err naming the function. Called by
+ * jit_simt_optimize. */
+int jit_simt_legalize_math(LLVMModuleRef mod, const jit_simt_target *t, char *err, size_t errlen);
+int jit_simt_check_externals(LLVMModuleRef mod, const jit_simt_target *t, char *err,
+                             size_t errlen);
+
+/* Verify and optimize mod (O3 for the target); 0 or -1 with err. */
+int jit_simt_optimize(LLVMModuleRef mod, const jit_simt_target *t, char *err, size_t errlen);
+
+/* ---- whole graphs (simt_graph.c) ----
+ * Every kernel node of verified graph g as one SIMT kernel of one module for
+ * t, named by jit_simt_kernel_name. Each kernel is lowered from the node's
+ * canonical kernel text, so its symbol parameters are the kernel's own
+ * (ir_kernel_text's d0, d1, ...). syms NULL: generic kernels; else bind:
+ * NULL binds every symbol (static kernels, no symbol parameters), or binds
+ * the symbols s with bind[s]. llvm_text: *out is the optimized LLVM IR
+ * (text) instead of the target's code (jit_simt_emit). 0, or -1 with err
+ * naming the node. */
+int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
+                           const bool *bind, bool llvm_text, void **out, size_t *len, char *err,
+                           size_t errlen);
+/* "kiln_<node>_<op>" (dots as underscores). */
+void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
+
 /* Optimize (O3 for the target) and emit mod: PTX text (NUL-terminated; *len
  * counts the NUL), an AMDGPU relocatable object, or a host object. *out is
  * malloc'd (caller frees). 0, or -1 with err. The module is left optimized. */

@@ -18,6 +18,8 @@ int cli_run(int argc, char **argv);   /* argv[0] is "run" */
 int cli_help(int argc, char **argv);  /* argv[0] is "help" */
 int cli_cache(int argc, char **argv); /* argv[0] is "cache" (cache.c) */
 int cli_devices(int argc, char **argv); /* argv[0] is "devices" (devices.c) */
+int cli_compile(int argc, char **argv); /* argv[0] is "compile" (compile.c) */
+void cli_usage_compile(FILE *out);
 void cli_usage(FILE *out);
 void cli_usage_run(FILE *out);
 void cli_usage_check(FILE *out);

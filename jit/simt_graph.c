@@ -1,0 +1,116 @@
+/* simt_graph.c - every kernel of a graph as SIMT kernels in one module
+ * (simt.h: jit_simt_compile_graph), for `kiln compile --target` and for
+ * loading a graph onto a device.
+ *
+ * Each kernel node goes through the same canonical kernel text as the CPU
+ * path (ir_kernel_text, or ir_kernel_text_partial / _bound when symbols are
+ * bound), parsed back into a one-node kernel graph and lowered by
+ * jit_simt_lower_node; so a kernel's parameters are its own symbols (d0,
+ * d1, ...), not the graph's: jit_simt_kernel_syms gives the map.
+ * Guarantees: a node with no SIMT lowering, a dim that does not evaluate, a
+ * failed emission: -1 with a message naming the node (line and op). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Core.h>
+
+#include "simt.h"
+
+static bool is_source(const ir_node *n) {
+  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
+}
+
+void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap) {
+  const ir_op_info *info = ir_op_get(g->nodes[node]->op);
+  int n = snprintf(out, cap, "kiln_%d_%s", node, info ? info->name : "op");
+  for (int i = 0; i < n && (size_t)i < cap; i++)
+    if (out[i] == '.') out[i] = '_';
+}
+
+/* The kernel graph of node i (parsed canonical text); NULL with err. */
+static ir_graph *kernel_graph(const ir_graph *g, int i, const int64_t *syms, const bool *bind,
+                              char *err, size_t errlen) {
+  const ir_node *n = g->nodes[i];
+  char *text;
+  int nks = 0;
+  if (!syms)
+    text = ir_kernel_text(g, n, NULL, &nks);
+  else if (!bind)
+    text = ir_kernel_text_bound(g, n, syms);
+  else
+    text = ir_kernel_text_partial(g, n, syms, bind, NULL, &nks);
+  if (!text) {
+    snprintf(err, errlen, "mo.%s at line %d: its dims do not evaluate under the binding",
+             ir_op_get(n->op)->name, n->loc.line);
+    return NULL;
+  }
+  ir_diag d = {0};
+  ir_graph *kg = ir_parse(text, strlen(text), &d);
+  free(text);
+  if (!kg || ir_graph_verify(kg, &d) < 0) {
+    snprintf(err, errlen, "mo.%s at line %d: kernel text does not verify: %s",
+             ir_op_get(n->op)->name, n->loc.line, d.msg);
+    ir_graph_free(kg);
+    return NULL;
+  }
+  return kg;
+}
+
+int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
+                           const bool *bind, bool llvm_text, void **out, size_t *len, char *err,
+                           size_t errlen) {
+  *out = NULL;
+  *len = 0;
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = jit_simt_module_new(ctx, t, g->name ? g->name : "graph", err, errlen);
+  int rc = mod ? 0 : -1, nkernels = 0;
+  for (int i = 0; rc == 0 && i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (is_source(n)) continue;
+    ir_graph *kg = kernel_graph(g, i, syms, bind, err, errlen);
+    if (!kg) {
+      rc = -1;
+      break;
+    }
+    const ir_node *kn = NULL;
+    for (int k = 0; k < kg->nnodes; k++)
+      if (!is_source(kg->nodes[k])) kn = kg->nodes[k];
+    char name[64], msg[1024] = "";
+    jit_simt_kernel_name(g, i, name, sizeof name);
+    jit_simt_fn sf;
+    jit_simt_begin(&sf, t, ctx, mod, kg, kn, name, JIT_SIMT_BLOCK, msg, sizeof msg);
+    if (!sf.f.failed && jit_simt_lower_node(&sf) == 0) jit_simt_finish(&sf);
+    if (sf.f.failed) {
+      snprintf(err, errlen, "mo.%s at line %d: %s", ir_op_get(n->op)->name, n->loc.line, msg);
+      rc = -1;
+    }
+    jit_simt_dispose(&sf);
+    ir_graph_free(kg);
+    nkernels++;
+  }
+  if (rc == 0 && nkernels == 0) {
+    snprintf(err, errlen, "graph @%s has no kernels (only constants and inputs)",
+             g->name ? g->name : "?");
+    rc = -1;
+  }
+  if (rc == 0 && llvm_text) {
+    if ((rc = jit_simt_optimize(mod, t, err, errlen)) == 0) {
+      char *ir = LLVMPrintModuleToString(mod);
+      size_t n = strlen(ir);
+      if ((*out = malloc(n + 1))) {
+        memcpy(*out, ir, n + 1);
+        *len = n;
+      } else {
+        snprintf(err, errlen, "out of memory");
+        rc = -1;
+      }
+      LLVMDisposeMessage(ir);
+    }
+  } else if (rc == 0) {
+    rc = jit_simt_emit(mod, t, out, len, err, errlen);
+  }
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return rc;
+}

@@ -1,0 +1,299 @@
+/* compile.c - `kiln compile GRAPH.mlir --target T [--emit KIND] [-o FILE]
+ * [--dim SYM=V ...]`: show what kiln generates for a graph.
+ *
+ * Targets: host (the CPU JIT's kernels), sm_80 / sm_90 (PTX), gfx90a /
+ * gfx942 (AMDGPU), simt-emu (the SIMT kernels as host code). Kinds: ptx,
+ * hsaco (a linked AMDGPU code object), obj (an object file: the AMDGPU
+ * relocatable object, the simt-emu object, or for host one object per
+ * kernel, FILE-<kernel>.o), llvm (optimized LLVM IR text). --dim binds
+ * symbols (some or all), giving the shape-specialized kernels. Text goes to
+ * stdout without -o; binary kinds need -o. Exit 0, 1 on an error in the
+ * input or the compile, 2 on a usage error. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../../jit/simt.h"
+#include "../gpu_link.h"
+#include "../rt.h"
+#include "cli.h"
+
+typedef struct compile_opts {
+  const char *graph, *target, *emit, *out;
+  char **dim_names;
+  int64_t *dim_values;
+  int ndims;
+} compile_opts;
+
+void cli_usage_compile(FILE *out) {
+  fprintf(out,
+          "usage: kiln compile GRAPH.mlir [--target T] [--emit KIND] [-o FILE] [--dim SYM=V ...]\n"
+          "\n"
+          "Prints or writes the code kiln generates for every kernel of a graph.\n"
+          "  --target T    host (default), sm_80, sm_90, gfx90a, gfx942, simt-emu\n"
+          "  --emit KIND   ptx (sm_*), hsaco (gfx*), obj, llvm; default: ptx for sm_*,\n"
+          "                hsaco for gfx*, llvm for host and simt-emu\n"
+          "  -o FILE       where to write (default stdout; binary kinds need a file)\n"
+          "  --dim SYM=V   bind a symbolic dim: specialized kernels (repeatable)\n");
+}
+
+static int usage_err(const char *fmt, const char *arg) {
+  fprintf(stderr, "kiln compile: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n\n");
+  cli_usage_compile(stderr);
+  return CLI_USAGE;
+}
+
+static int parse_opts(int argc, char **argv, compile_opts *o) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    const char **slot = strcmp(a, "--target") == 0 ? &o->target
+                        : strcmp(a, "--emit") == 0 ? &o->emit
+                        : strcmp(a, "-o") == 0     ? &o->out
+                                                   : NULL;
+    if (slot) {
+      if (i + 1 >= argc) return usage_err("%s needs a value", a);
+      *slot = argv[++i];
+    } else if (strcmp(a, "--dim") == 0) {
+      if (i + 1 >= argc) return usage_err("%s needs SYM=VALUE", a);
+      const char *v = argv[++i], *eq = strchr(v, '=');
+      char *end = NULL;
+      errno = 0;
+      long long val = eq ? strtoll(eq + 1, &end, 10) : -1;
+      if (!eq || eq == v || !end || *end || errno || val < 0)
+        return usage_err("--dim expects SYM=VALUE with VALUE >= 0, got '%s'", v);
+      char **nn = realloc(o->dim_names, sizeof *nn * (size_t)(o->ndims + 1));
+      if (nn) o->dim_names = nn;
+      int64_t *nv = realloc(o->dim_values, sizeof *nv * (size_t)(o->ndims + 1));
+      if (nv) o->dim_values = nv;
+      if (!nn || !nv || !(o->dim_names[o->ndims] = strndup(v, (size_t)(eq - v)))) {
+        fprintf(stderr, "kiln compile: out of memory\n");
+        return CLI_ERR;
+      }
+      o->dim_values[o->ndims++] = val;
+    } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+      cli_usage_compile(stdout);
+      return -1;
+    } else if (a[0] == '-' && a[1]) {
+      return usage_err("unknown option '%s'", a);
+    } else if (o->graph) {
+      return usage_err("one graph at a time (got a second: '%s')", a);
+    } else {
+      o->graph = a;
+    }
+  }
+  if (!o->graph) return usage_err("%s", "no graph given");
+  return CLI_OK;
+}
+
+static int write_out(const char *path, const void *data, size_t len, bool binary) {
+  if (!path) {
+    if (binary) {
+      fprintf(stderr, "kiln compile: binary output needs -o FILE\n");
+      return CLI_USAGE;
+    }
+    fwrite(data, 1, len, stdout);
+    return CLI_OK;
+  }
+  FILE *f = fopen(path, "wb");
+  if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0) {
+    fprintf(stderr, "kiln compile: cannot write %s: %s\n", path, strerror(errno));
+    if (f) fclose(f);
+    return CLI_ERR;
+  }
+  return CLI_OK;
+}
+
+/* The binding of --dim: values and which symbols are bound. */
+static int bind_dims(const ir_graph *g, const compile_opts *o, int64_t *syms, bool *bind) {
+  for (int k = 0; k < o->ndims; k++) {
+    int s = -1;
+    for (int j = 0; j < g->nsyms; j++)
+      if (g->syms[j] && strcmp(g->syms[j], o->dim_names[k]) == 0) s = j;
+    if (s < 0) {
+      fprintf(stderr, "kiln compile: --dim %s: graph @%s has no symbol '%s'\n", o->dim_names[k],
+              g->name ? g->name : "?", o->dim_names[k]);
+      return CLI_ERR;
+    }
+    syms[s] = o->dim_values[k];
+    bind[s] = true;
+  }
+  return CLI_OK;
+}
+
+/* host: every kernel through the CPU JIT (jit_node_llvm_ir / jit_compile_object). */
+static int compile_host(const ir_graph *g, const compile_opts *o, const int64_t *syms,
+                        const bool *bind, bool obj) {
+  char err[2048] = "";
+  jit_engine *e = jit_engine_new(err, sizeof err);
+  if (!e) {
+    fprintf(stderr, "kiln compile: cannot start the JIT: %s\n", err);
+    return CLI_ERR;
+  }
+  int rc = CLI_OK;
+  char *all = NULL;
+  size_t alllen = 0;
+  for (int i = 0; rc == CLI_OK && i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
+    int nks = 0;
+    char *text = o->ndims ? ir_kernel_text_partial(g, n, syms, bind, NULL, &nks)
+                          : ir_kernel_text(g, n, NULL, &nks);
+    ir_diag d = {0};
+    ir_graph *kg = text ? ir_parse(text, strlen(text), &d) : NULL;
+    free(text);
+    if (!kg || ir_graph_verify(kg, &d) < 0) {
+      fprintf(stderr, "kiln compile: mo.%s at line %d: %s\n", ir_op_get(n->op)->name, n->loc.line,
+              kg ? d.msg : "its dims do not evaluate under --dim");
+      ir_graph_free(kg);
+      rc = CLI_ERR;
+      break;
+    }
+    char name[64];
+    jit_simt_kernel_name(g, i, name, sizeof name);
+    if (obj) {
+      void *bytes = NULL;
+      size_t len = 0;
+      if (jit_compile_object(e, kg, name, &bytes, &len, err, sizeof err) < 0) {
+        fprintf(stderr, "kiln compile: mo.%s at line %d: %s\n", ir_op_get(n->op)->name,
+                n->loc.line, err);
+        rc = CLI_ERR;
+      } else {
+        char path[1024];
+        snprintf(path, sizeof path, "%s-%s.o", o->out, name);
+        rc = write_out(path, bytes, len, true);
+        if (rc == CLI_OK) printf("%s\n", path);
+      }
+      free(bytes);
+    } else {
+      int kn = 0;
+      while (kn < kg->nnodes && (kg->nodes[kn]->op == IR_OP_CONSTANT)) kn++;
+      char *ir = jit_node_llvm_ir(e, kg, kn, err, sizeof err);
+      if (!ir) {
+        fprintf(stderr, "kiln compile: mo.%s at line %d: %s\n", ir_op_get(n->op)->name,
+                n->loc.line, err);
+        rc = CLI_ERR;
+      } else {
+        size_t n1 = strlen(ir);
+        char head[160];
+        int hn = snprintf(head, sizeof head, "; ---- kernel %s (mo.%s, line %d) ----\n", name,
+                          ir_op_get(n->op)->name, n->loc.line);
+        char *grown = realloc(all, alllen + (size_t)hn + n1 + 2);
+        if (!grown) {
+          rc = CLI_ERR;
+        } else {
+          all = grown;
+          memcpy(all + alllen, head, (size_t)hn);
+          memcpy(all + alllen + hn, ir, n1);
+          alllen += (size_t)hn + n1;
+          all[alllen++] = '\n';
+        }
+        free(ir);
+      }
+    }
+    ir_graph_free(kg);
+  }
+  if (rc == CLI_OK && !obj) rc = write_out(o->out, all, alllen, false);
+  free(all);
+  jit_engine_free(e);
+  return rc;
+}
+
+int cli_compile(int argc, char **argv) {
+  compile_opts o = {0};
+  int rc = parse_opts(argc, argv, &o);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *kg = NULL;
+  int64_t *syms = NULL;
+  bool *bind = NULL;
+  void *code = NULL, *linked = NULL;
+  if (rc != CLI_OK) goto done;
+  if (!st) {
+    rc = CLI_ERR;
+    goto done;
+  }
+  const char *tname = o.target ? o.target : "host";
+  bool host = strcmp(tname, "host") == 0;
+  jit_simt_target t = {0};
+  char err[4096] = "";
+  if (!host && jit_simt_target_parse(tname, &t, err, sizeof err) < 0) {
+    rc = usage_err("%s", err);
+    goto done;
+  }
+  const char *emit = o.emit ? o.emit
+                     : host || t.kind == JIT_SIMT_EMU ? "llvm"
+                     : t.kind == JIT_SIMT_NVPTX       ? "ptx"
+                                                      : "hsaco";
+  bool ok_kind = strcmp(emit, "llvm") == 0 || strcmp(emit, "obj") == 0 ||
+                 (strcmp(emit, "ptx") == 0 && !host && t.kind == JIT_SIMT_NVPTX) ||
+                 (strcmp(emit, "hsaco") == 0 && !host && t.kind == JIT_SIMT_AMDGPU);
+  if (!ok_kind || (strcmp(emit, "obj") == 0 && !host && t.kind == JIT_SIMT_NVPTX)) {
+    fprintf(stderr, "kiln compile: --emit %s is not a kind for target %s (%s)\n", emit, tname,
+            host ? "llvm or obj"
+            : t.kind == JIT_SIMT_NVPTX ? "ptx or llvm"
+            : t.kind == JIT_SIMT_AMDGPU ? "hsaco, obj or llvm"
+                                        : "obj or llvm");
+    rc = CLI_USAGE;
+    goto done;
+  }
+  if (host && strcmp(emit, "obj") == 0 && !o.out) {
+    fprintf(stderr, "kiln compile: --emit obj for host writes FILE-<kernel>.o: give -o FILE\n");
+    rc = CLI_USAGE;
+    goto done;
+  }
+  if (strcmp(o.graph, "-") == 0) {
+    fprintf(stderr, "kiln compile: reading the graph from stdin is not supported; give a file\n");
+    rc = CLI_USAGE;
+    goto done;
+  }
+  kg = kiln_graph_load(o.graph, st);
+  if (!kg || kiln_graph_verify(kg, st) < 0) {
+    fprintf(stderr, "%s\n", kiln_status_message(st));
+    rc = CLI_ERR;
+    goto done;
+  }
+  const ir_graph *g = kg->ir;
+  syms = calloc((size_t)g->nsyms + 1, sizeof *syms);
+  bind = calloc((size_t)g->nsyms + 1, sizeof *bind);
+  if (!syms || !bind) {
+    rc = CLI_ERR;
+    goto done;
+  }
+  if ((rc = bind_dims(g, &o, syms, bind)) != CLI_OK) goto done;
+  if (host) {
+    rc = compile_host(g, &o, syms, bind, strcmp(emit, "obj") == 0);
+    goto done;
+  }
+  size_t len = 0;
+  bool llvm = strcmp(emit, "llvm") == 0;
+  if (jit_simt_compile_graph(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, llvm, &code,
+                             &len, err, sizeof err) < 0) {
+    fprintf(stderr, "kiln compile: %s: %s\n", o.graph, err);
+    rc = CLI_ERR;
+    goto done;
+  }
+  if (strcmp(emit, "hsaco") == 0) {
+    size_t llen = 0;
+    if (rt_link_amdgpu(code, len, &linked, &llen, st) < 0) {
+      fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
+      rc = CLI_ERR;
+      goto done;
+    }
+    rc = write_out(o.out, linked, llen, true);
+  } else {
+    bool text = llvm || strcmp(emit, "ptx") == 0;
+    rc = write_out(o.out, code, text && len && !llvm ? len - 1 : len, !text);
+  }
+done:
+  free(code);
+  free(linked);
+  free(syms);
+  free(bind);
+  kiln_graph_free(kg);
+  kiln_status_free(st);
+  for (int i = 0; i < o.ndims; i++) free(o.dim_names[i]);
+  free(o.dim_names);
+  free(o.dim_values);
+  return rc < 0 ? CLI_OK : rc;
+}
