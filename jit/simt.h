@@ -129,12 +129,12 @@ int jit_simt_optimize(LLVMModuleRef mod, const jit_simt_target *t, char *err, si
  * canonical kernel text, so its symbol parameters are the kernel's own
  * (ir_kernel_text's d0, d1, ...). syms NULL: generic kernels; else bind:
  * NULL binds every symbol (static kernels, no symbol parameters), or binds
- * the symbols s with bind[s]. llvm_text: *out is the optimized LLVM IR
- * (text) instead of the target's code (jit_simt_emit). 0, or -1 with err
- * naming the node. */
+ * the symbols s with bind[s]. only_node >= 0: that node's kernel alone.
+ * llvm_text: *out is the optimized LLVM IR (text) instead of the target's
+ * code (jit_simt_emit). 0, or -1 with err naming the node. */
 int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
-                           const bool *bind, bool llvm_text, void **out, size_t *len, char *err,
-                           size_t errlen);
+                           const bool *bind, int only_node, bool llvm_text, void **out,
+                           size_t *len, char *err, size_t errlen);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

@@ -58,8 +58,8 @@ static ir_graph *kernel_graph(const ir_graph *g, int i, const int64_t *syms, con
 }
 
 int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
-                           const bool *bind, bool llvm_text, void **out, size_t *len, char *err,
-                           size_t errlen) {
+                           const bool *bind, int only_node, bool llvm_text, void **out,
+                           size_t *len, char *err, size_t errlen) {
   *out = NULL;
   *len = 0;
   LLVMContextRef ctx = LLVMContextCreate();
@@ -67,7 +67,7 @@ int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const in
   int rc = mod ? 0 : -1, nkernels = 0;
   for (int i = 0; rc == 0 && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (is_source(n)) continue;
+    if (is_source(n) || (only_node >= 0 && i != only_node)) continue;
     ir_graph *kg = kernel_graph(g, i, syms, bind, err, errlen);
     if (!kg) {
       rc = -1;

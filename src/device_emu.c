@@ -12,10 +12,13 @@
  * zeroed, 16-byte aligned. Memory is host memory (a kiln_devptr is a host
  * address), so copies are memmove.
  *
+ * Code: a module is a host object (jit_simt_emit for simt-emu) linked into
+ * the device's own JIT engine when its kernel is first asked for.
  * Guarantees: no state outlives a launch; a failed launch leaves nothing
  * allocated; launches from several threads at once are independent (all
  * scheduler state is per launch). Under AddressSanitizer the fiber switches
  * are annotated so ASan follows the stacks. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,19 +207,96 @@ done:
   return rc;
 }
 
+/* ---- code: host objects of SIMT kernels (jit_simt_emit for simt-emu),
+ * linked into a JIT engine of the device's own. One kernel per module. ---- */
+
+typedef struct emu_dev {
+  pthread_mutex_t lock; /* the engine is not safe to drive from two threads */
+  jit_engine *jit;      /* created at the first module load */
+} emu_dev;
+
+typedef struct emu_module {
+  void *obj;
+  size_t len;
+  jit_code *code; /* loaded at the first module_function */
+  jit_kernel_fn fn;
+  char *name;
+} emu_module;
+
+static int emu_module_load(kiln_device *d, const void *image, size_t len, void **mod,
+                           kiln_status *st) {
+  emu_module *m = calloc(1, sizeof *m);
+  if (!m || !(m->obj = malloc(len ? len : 1))) {
+    free(m);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory loading a module", d->label);
+  }
+  memcpy(m->obj, image, len);
+  m->len = len;
+  *mod = m;
+  return 0;
+}
+
+static void emu_module_unload(kiln_device *d, void *mod) {
+  emu_dev *e = d->impl;
+  emu_module *m = mod;
+  if (m->code) {
+    pthread_mutex_lock(&e->lock);
+    jit_code_free(e->jit, m->code);
+    pthread_mutex_unlock(&e->lock);
+  }
+  free(m->name);
+  free(m->obj);
+  free(m);
+}
+
+static int emu_module_function(kiln_device *d, void *mod, const char *name, void **fn,
+                               kiln_status *st) {
+  emu_dev *e = d->impl;
+  emu_module *m = mod;
+  if (m->code) {
+    if (strcmp(m->name, name) != 0)
+      return rt_err(st, KILN_ERR_NOT_FOUND, "%s: kernel '%s': this module holds '%s' only",
+                    d->label, name, m->name);
+    *fn = (void *)(uintptr_t)m->fn;
+    return 0;
+  }
+  char err[1024] = "";
+  pthread_mutex_lock(&e->lock);
+  if (!e->jit) e->jit = jit_engine_new(err, sizeof err);
+  if (e->jit) m->code = jit_load_object(e->jit, m->obj, m->len, name, &m->fn, err, sizeof err);
+  pthread_mutex_unlock(&e->lock);
+  if (!m->code)
+    return rt_err(st, KILN_ERR_NOT_FOUND, "%s: kernel '%s': %s", d->label, name, err);
+  if (!(m->name = strdup(name))) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  *fn = (void *)(uintptr_t)m->fn;
+  return 0;
+}
+
 static int emu_count(kiln_status *st) {
   (void)st;
   return 1;
 }
 
 static int emu_open(kiln_device *d, kiln_status *st) {
-  (void)st;
+  emu_dev *e = calloc(1, sizeof *e);
+  if (!e || pthread_mutex_init(&e->lock, NULL) != 0) {
+    free(e);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->label);
+  }
+  d->impl = e;
   snprintf(d->desc, sizeof d->desc,
            "SIMT emulator on the host CPU (blocks in order, threads as fibers)");
   return 0;
 }
 
-static void emu_close(kiln_device *d) { (void)d; }
+static void emu_close(kiln_device *d) {
+  emu_dev *e = d->impl;
+  if (!e) return;
+  jit_engine_free(e->jit); /* modules are unloaded first (kiln_device_close's contract) */
+  pthread_mutex_destroy(&e->lock);
+  free(e);
+  d->impl = NULL;
+}
 
 const rt_device_ops rt_device_emu_ops = {
     .count = emu_count,
@@ -227,5 +307,8 @@ const rt_device_ops rt_device_emu_ops = {
     .copy_to = rt_host_copy_to,
     .copy_from = rt_host_copy_from,
     .synchronize = rt_host_synchronize,
+    .module_load = emu_module_load,
+    .module_unload = emu_module_unload,
+    .module_function = emu_module_function,
     .launch = emu_launch,
 };

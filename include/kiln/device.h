@@ -14,6 +14,8 @@
 #define KILN_DEVICE_H
 
 #include "common.h"
+#include "graph.h"
+#include "runtime.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -56,6 +58,29 @@ KILN_API int kiln_device_copy_from(kiln_device *d, void *dst, kiln_devptr src, s
                                    kiln_status *st);
 /* Wait for everything queued on d. */
 KILN_API int kiln_device_synchronize(kiln_device *d, kiln_status *st);
+
+/* ---- running a graph on a device ----
+ * A device model is a graph compiled for one device's kernels (SIMT kernels
+ * for cuda, hip and simt-emu; the cpu device is served by kiln_model). It
+ * keeps the graph's constants and bound weights in device memory; an
+ * execute takes host tensors, copies them in, runs every kernel on the
+ * device in graph order and copies the outputs back (kiln allocates an
+ * output where outputs[i] is NULL, like kiln_model_execute). Symbolic dims
+ * are read at run time (generic kernels). Executes on one device model are
+ * serialized. The device must outlive its models. */
+typedef struct kiln_device_model kiln_device_model;
+
+KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln_graph *g,
+                                                      kiln_status *st);
+KILN_API void kiln_device_model_free(kiln_device_model *m);
+/* Copy weight `name` (a mo.constant.external) to the device now. */
+KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *name,
+                                           const kiln_tensor *t, kiln_status *st);
+KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const *inputs,
+                                       int ninputs, kiln_tensor **outputs, int noutputs,
+                                       kiln_status *st);
+/* Wall time the compile took (lowering, code generation, module loads). */
+KILN_API double kiln_device_model_compile_ms(const kiln_device_model *m);
 
 #ifdef __cplusplus
 }

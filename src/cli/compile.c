@@ -267,7 +267,7 @@ int cli_compile(int argc, char **argv) {
   }
   size_t len = 0;
   bool llvm = strcmp(emit, "llvm") == 0;
-  if (jit_simt_compile_graph(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, llvm, &code,
+  if (jit_simt_compile_graph(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, -1, llvm, &code,
                              &len, err, sizeof err) < 0) {
     fprintf(stderr, "kiln compile: %s: %s\n", o.graph, err);
     rc = CLI_ERR;

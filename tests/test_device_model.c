@@ -1,0 +1,194 @@
+/* test_device_model.c - graphs on simt-emu (kiln_device_model_*) against
+ * the CPU path (kiln_model_execute) on the same random inputs and weights:
+ * mlp.mlir at two batch sizes with one compile, attention_block.mlir; then
+ * the errors: an unbound weight, a gather index out of range (the kernel's
+ * error word names the op), a wrong input rank, and the cpu device, which
+ * is not a SIMT device. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kiln.h"
+
+#define EX KILN_SHARED_DIR "/ir-examples/"
+
+static uint64_t rng = 12345;
+static float frand(void) {
+  rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+  return (float)((rng >> 40) / 16777216.0 * 2.0 - 1.0);
+}
+
+static kiln_tensor *random_f32(int rank, const int64_t *shape) {
+  kiln_tensor *t = kiln_tensor_new(KILN_FLOAT32, rank, shape, NULL);
+  cr_assert_not_null(t);
+  float *p = kiln_tensor_data(t);
+  for (int64_t i = 0; i < kiln_tensor_numel(t); i++) p[i] = frand() * 0.5f;
+  return t;
+}
+
+/* Compile path on the CPU and on simt-emu; bind the same random weights. */
+typedef struct pair {
+  kiln_context *ctx;
+  kiln_graph *g;
+  kiln_model *cpu;
+  kiln_device *dev;
+  kiln_device_model *emu;
+  kiln_tensor *w[16];
+  int nw;
+  kiln_status *st;
+} pair;
+
+static void open_pair(pair *p, const char *path) {
+  memset(p, 0, sizeof *p);
+  p->st = kiln_status_new();
+  p->ctx = kiln_context_new(p->st);
+  cr_assert_not_null(p->ctx, "%s", kiln_status_message(p->st));
+  p->g = kiln_graph_load(path, p->st);
+  cr_assert_not_null(p->g, "%s", kiln_status_message(p->st));
+  p->cpu = kiln_model_compile(p->ctx, p->g, p->st);
+  cr_assert_not_null(p->cpu, "%s", kiln_status_message(p->st));
+  p->dev = kiln_device_open("simt-emu", p->st);
+  cr_assert_not_null(p->dev);
+  p->emu = kiln_device_model_compile(p->dev, p->g, p->st);
+  cr_assert_not_null(p->emu, "%s", kiln_status_message(p->st));
+  p->nw = kiln_model_num_weights(p->cpu);
+  for (int i = 0; i < p->nw; i++) {
+    int64_t shape[8];
+    int r = kiln_model_weight_rank(p->cpu, i);
+    for (int a = 0; a < r; a++) shape[a] = atoll(kiln_model_weight_dim(p->cpu, i, a));
+    p->w[i] = random_f32(r, shape);
+    const char *name = kiln_model_weight_name(p->cpu, i);
+    cr_assert_eq(kiln_model_bind_weight(p->cpu, name, p->w[i], p->st), 0);
+    cr_assert_eq(kiln_device_model_bind_weight(p->emu, name, p->w[i], p->st), 0, "%s",
+                 kiln_status_message(p->st));
+  }
+}
+
+static void close_pair(pair *p) {
+  kiln_device_model_free(p->emu);
+  kiln_device_close(p->dev);
+  kiln_model_free(p->cpu);
+  for (int i = 0; i < p->nw; i++) kiln_tensor_free(p->w[i]);
+  kiln_graph_free(p->g);
+  kiln_context_free(p->ctx);
+  kiln_status_free(p->st);
+}
+
+/* Every input gets shape `shape` (the examples' inputs share one shape). */
+static void compare_run(pair *p, int rank, const int64_t *shape) {
+  int ni = kiln_model_num_inputs(p->cpu);
+  cr_assert(ni >= 1 && ni <= 4);
+  kiln_tensor *x[4];
+  for (int i = 0; i < ni; i++) x[i] = random_f32(rank, shape);
+  kiln_tensor *a[4] = {0}, *b[4] = {0};
+  int no = kiln_model_num_outputs(p->cpu);
+  cr_assert(no >= 1 && no <= 4);
+  cr_assert_eq(kiln_model_execute(p->cpu, x, ni, a, no, p->st), 0, "%s",
+               kiln_status_message(p->st));
+  cr_assert_eq(kiln_device_model_execute(p->emu, x, ni, b, no, p->st), 0, "%s",
+               kiln_status_message(p->st));
+  for (int o = 0; o < no; o++) {
+    cr_assert_eq(kiln_tensor_numel(a[o]), kiln_tensor_numel(b[o]));
+    const float *pa = kiln_tensor_data(a[o]), *pb = kiln_tensor_data(b[o]);
+    int bad = 0;
+    for (int64_t i = 0; i < kiln_tensor_numel(a[o]) && bad < 5; i++)
+      if (!(fabsf(pa[i] - pb[i]) <= 1e-4f * (1 + fabsf(pa[i])))) {
+        bad++;
+        cr_expect_fail("output %d element %lld: cpu %.9g, simt-emu %.9g", o, (long long)i, pa[i],
+                       pb[i]);
+      }
+    kiln_tensor_free(a[o]);
+    kiln_tensor_free(b[o]);
+  }
+  for (int i = 0; i < ni; i++) kiln_tensor_free(x[i]);
+}
+
+Test(device_model, mlp_two_batches_one_compile) {
+  pair p;
+  open_pair(&p, EX "mlp.mlir");
+  cr_expect(kiln_device_model_compile_ms(p.emu) > 0);
+  int64_t s1[2] = {3, 784}, s2[2] = {17, 784};
+  compare_run(&p, 2, s1);
+  compare_run(&p, 2, s2);
+  close_pair(&p);
+}
+
+Test(device_model, attention_block) {
+  pair p;
+  open_pair(&p, EX "attention_block.mlir");
+  int64_t shape[8];
+  int r = kiln_model_input_rank(p.cpu, 0);
+  for (int a = 0; a < r; a++) {
+    int64_t v = kiln_model_input_dim_static(p.cpu, 0, a);
+    shape[a] = v >= 0 ? v : 5; /* symbolic dims: 5 */
+  }
+  compare_run(&p, r, shape);
+  close_pair(&p);
+}
+
+Test(device_model, errors_say_what) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_load(EX "mlp.mlir", st);
+  cr_assert_not_null(g);
+  kiln_device *cpu = kiln_device_open("cpu", st);
+  cr_expect_null(kiln_device_model_compile(cpu, g, st));
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  kiln_device_close(cpu);
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  kiln_device_model *m = kiln_device_model_compile(dev, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t shape[2] = {2, 784};
+  kiln_tensor *x = random_f32(2, shape), *y = NULL;
+  cr_expect_eq(kiln_device_model_execute(m, &x, 1, &y, 1, st), -1);
+  cr_expect(strstr(kiln_status_message(st), "weight 'fc1.weight' is not bound"), "%s",
+            kiln_status_message(st));
+  cr_expect_null(y);
+  int64_t wrong[1] = {784};
+  kiln_tensor *w = random_f32(1, wrong);
+  cr_expect_eq(kiln_device_model_bind_weight(m, "fc1.weight", w, st), -1);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_SHAPE);
+  cr_expect_eq(kiln_device_model_bind_weight(m, "nope", w, st), -1);
+  cr_expect(strstr(kiln_status_message(st), "no weight named 'nope'"));
+  cr_expect_eq(kiln_device_model_execute(m, &w, 1, &y, 1, st), -1); /* rank 1 for rank 2 */
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_SHAPE);
+  kiln_tensor_free(w);
+  kiln_tensor_free(x);
+  kiln_device_model_free(m);
+  kiln_graph_free(g);
+
+  const char *text =
+      "mo.graph @g(%x: !mo.tensor<[6], f32>, %i: !mo.tensor<[2], si64>) -> (!mo.tensor<[2], f32>) {\n"
+      "  %0 = mo.gather(%x, %i) {axis = 0} : (!mo.tensor<[6], f32>, !mo.tensor<[2], si64>) -> "
+      "!mo.tensor<[2], f32>\n"
+      "  mo.output %0 : !mo.tensor<[2], f32>\n}\n";
+  g = kiln_graph_parse(text, strlen(text), "gather.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  m = kiln_device_model_compile(dev, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t s6[1] = {6}, s2[1] = {2};
+  kiln_tensor *xs = random_f32(1, s6);
+  kiln_tensor *idx = kiln_tensor_new(KILN_INT64, 1, s2, st);
+  int64_t *ip = kiln_tensor_data(idx);
+  ip[0] = -6;
+  ip[1] = 5;
+  kiln_tensor *ins[2] = {xs, idx};
+  y = NULL;
+  cr_expect_eq(kiln_device_model_execute(m, ins, 2, &y, 1, st), 0, "%s", kiln_status_message(st));
+  const float *px = kiln_tensor_data(xs), *py = kiln_tensor_data(y);
+  cr_expect(py[0] == px[0] && py[1] == px[5]);
+  kiln_tensor_free(y);
+  y = NULL;
+  ip[1] = 6; /* out of range */
+  cr_expect_eq(kiln_device_model_execute(m, ins, 2, &y, 1, st), -1);
+  cr_expect(strstr(kiln_status_message(st), "mo.gather at line 2") &&
+                strstr(kiln_status_message(st), "index out of range"),
+            "%s", kiln_status_message(st));
+  kiln_tensor_free(xs);
+  kiln_tensor_free(idx);
+  kiln_device_model_free(m);
+  kiln_graph_free(g);
+  kiln_device_close(dev);
+  kiln_status_free(st);
+}
