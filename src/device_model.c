@@ -29,6 +29,9 @@ typedef struct dm_kernel {
   int nsyms;
 } dm_kernel;
 
+typedef struct dm_plan dm_plan;       /* one execute's resolved launches */
+typedef struct dm_capture dm_capture; /* a plan kept under a key */
+
 struct kiln_device_model {
   kiln_device *dev;
   ir_graph *g;         /* verified clone, owned */
@@ -39,31 +42,14 @@ struct kiln_device_model {
   size_t *weight_bytes;
   double compile_ms;
   pthread_mutex_t lock;
+  dm_capture *captures; /* kiln_device_model_capture, by key */
+  int ncaptures;
 };
 
 static double now_ms(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-KILN_API void kiln_device_model_free(kiln_device_model *m) {
-  if (!m) return;
-  for (int i = 0; m->g && i < m->g->nnodes; i++) {
-    if (m->kernels) {
-      rt_device_module_unload(m->dev, m->kernels[i].module);
-      free(m->kernels[i].sym_map);
-    }
-    if (m->consts) kiln_device_free(m->dev, m->consts[i]);
-    if (m->weights) kiln_device_free(m->dev, m->weights[i]);
-  }
-  free(m->kernels);
-  free(m->consts);
-  free(m->weights);
-  free(m->weight_bytes);
-  ir_graph_free(m->g);
-  pthread_mutex_destroy(&m->lock);
-  free(m);
 }
 
 static int pick_target(kiln_device *d, jit_simt_target *t, kiln_status *st) {
@@ -220,64 +206,57 @@ KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *nam
   return rt_err(st, KILN_ERR_NOT_FOUND, "the graph has no weight named '%s'", name);
 }
 
-/* Scratch of one execute. */
-typedef struct dm_exec {
-  kiln_devptr *buf;  /* per value */
-  bool *owned;       /* buf allocated by this execute */
-  int64_t *syms;
-  kiln_devptr errword;
-} dm_exec;
+/* ---- execution: a plan of launches ----
+ * An execute builds a plan (symbols solved, one device buffer per value,
+ * the resolved launch of every kernel: grid, parameters), runs it, copies
+ * the outputs out and frees it. Capture keeps the plan under a key; replay
+ * copies new input data into the plan's buffers and runs its launches again
+ * with no solving, allocation or geometry work. */
+typedef struct dm_launch {
+  int node;
+  rt_launch_dims dims;
+  int np;
+  kiln_devptr *bufs; /* the kernel's buffers (params point here) */
+  int64_t *ks;       /* the kernel's symbol values */
+  void **params;
+} dm_launch;
 
-static int run_kernel(kiln_device_model *m, int i, dm_exec *x, kiln_status *st) {
+struct dm_plan {
+  kiln_devptr *buf; /* per value */
+  bool *owned;      /* buf allocated by the plan */
+  int64_t *syms;
+  int64_t (*in_shape)[IR_MAX_RANK]; /* per input, for replay checks */
+  kiln_devptr errword;
+  dm_launch *launches;
+  int nlaunches;
+};
+
+struct dm_capture {
+  uint64_t key;
+  dm_plan *plan;
+};
+
+static void plan_free(kiln_device_model *m, dm_plan *x) {
+  if (!x) return;
   const ir_graph *g = m->g;
-  const ir_node *n = g->nodes[i];
-  const dm_kernel *k = &m->kernels[i];
-  char err[512];
-  jit_simt_dims dims;
-  if (jit_simt_geometry(n, x->syms, &dims, err, sizeof err) < 0)
-    return rt_err(st, KILN_ERR_SHAPE, "mo.%s at line %d: %s", ir_op_get(n->op)->name,
-                  n->loc.line, err);
-  if (!dims.grid[0] || !dims.grid[1] || !dims.grid[2]) return 0; /* nothing to compute */
-  int nb = n->nin + n->nout, np = nb + k->nsyms + 1;
-  kiln_devptr *bufs = calloc((size_t)nb + 1, sizeof *bufs);
-  int64_t *ks = calloc((size_t)k->nsyms + 1, sizeof *ks);
-  void **params = calloc((size_t)np, sizeof *params);
-  int rc = -1;
-  if (!bufs || !ks || !params) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    goto done;
+  for (int v = 0; x->owned && v < g->nvalues; v++)
+    if (x->owned[v]) kiln_device_free(m->dev, x->buf[v]);
+  kiln_device_free(m->dev, x->errword);
+  for (int i = 0; x->launches && i < x->nlaunches; i++) {
+    free(x->launches[i].bufs);
+    free(x->launches[i].ks);
+    free(x->launches[i].params);
   }
-  for (int j = 0; j < n->nin; j++) bufs[j] = x->buf[n->in[j]->id];
-  for (int j = 0; j < n->nout; j++) bufs[n->nin + j] = x->buf[n->out[j]->id];
-  for (int j = 0; j < nb; j++) params[j] = &bufs[j];
-  for (int j = 0; j < k->nsyms; j++) {
-    ks[j] = x->syms[k->sym_map[j]];
-    params[nb + j] = &ks[j];
-  }
-  params[nb + k->nsyms] = &x->errword;
-  rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
-                       {dims.block[0], dims.block[1], dims.block[2]},
-                       /* static shared memory: a global on GPUs, given by the launch on emu */
-                       kiln_device_get_kind(m->dev) == KILN_DEVICE_SIMT_EMU ? dims.shared_bytes
-                                                                              : 0};
-  if (rt_device_launch(m->dev, k->fn, &ld, params, st) < 0) goto done;
-  int32_t code = 0;
-  if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) goto done;
-  if (code != 0) {
-    rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
-           n->loc.line, n->out[0]->name, jit_kernel_error(code));
-    goto done;
-  }
-  rc = 0;
-done:
-  free(bufs);
-  free(ks);
-  free(params);
-  return rc;
+  free(x->launches);
+  free(x->in_shape);
+  free(x->buf);
+  free(x->owned);
+  free(x->syms);
+  free(x);
 }
 
-/* Device buffer for value v of `bytes` bytes. */
-static int alloc_value(kiln_device_model *m, dm_exec *x, const ir_value *v, kiln_status *st) {
+/* Device buffer for value v under the plan's symbols. */
+static int alloc_value(kiln_device_model *m, dm_plan *x, const ir_value *v, kiln_status *st) {
   int64_t shape[IR_MAX_RANK];
   char msg[512];
   if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
@@ -293,113 +272,337 @@ static int alloc_value(kiln_device_model *m, dm_exec *x, const ir_value *v, kiln
   return 0;
 }
 
-KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const *inputs,
-                                       int ninputs, kiln_tensor **outputs, int noutputs,
-                                       kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_execute: model is NULL");
+/* The launch of node i into x->launches (when it has work). */
+static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st) {
+  const ir_node *n = m->g->nodes[i];
+  const dm_kernel *k = &m->kernels[i];
+  char err[512];
+  jit_simt_dims dims;
+  if (jit_simt_geometry(n, x->syms, &dims, err, sizeof err) < 0)
+    return rt_err(st, KILN_ERR_SHAPE, "mo.%s at line %d: %s", ir_op_get(n->op)->name,
+                  n->loc.line, err);
+  if (!dims.grid[0] || !dims.grid[1] || !dims.grid[2]) return 0; /* nothing to compute */
+  dm_launch *l = &x->launches[x->nlaunches];
+  int nb = n->nin + n->nout;
+  l->node = i;
+  l->np = nb + k->nsyms + 1;
+  l->bufs = calloc((size_t)nb + 1, sizeof *l->bufs);
+  l->ks = calloc((size_t)k->nsyms + 1, sizeof *l->ks);
+  l->params = calloc((size_t)l->np, sizeof *l->params);
+  x->nlaunches++; /* freed with the plan even if incomplete */
+  if (!l->bufs || !l->ks || !l->params) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int j = 0; j < n->nin; j++) l->bufs[j] = x->buf[n->in[j]->id];
+  for (int j = 0; j < n->nout; j++) l->bufs[n->nin + j] = x->buf[n->out[j]->id];
+  for (int j = 0; j < nb; j++) l->params[j] = &l->bufs[j];
+  for (int j = 0; j < k->nsyms; j++) {
+    l->ks[j] = x->syms[k->sym_map[j]];
+    l->params[nb + j] = &l->ks[j];
+  }
+  l->params[nb + k->nsyms] = &x->errword;
+  rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
+                       {dims.block[0], dims.block[1], dims.block[2]},
+                       /* static shared memory: a global on GPUs, given by the launch on emu */
+                       kiln_device_get_kind(m->dev) == KILN_DEVICE_SIMT_EMU ? dims.shared_bytes
+                                                                              : 0};
+  l->dims = ld;
+  return 0;
+}
+
+/* Solve, allocate and resolve every launch for these inputs. */
+static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int ninputs,
+                           kiln_status *st) {
   const ir_graph *g = m->g;
-  if (ninputs != g->ninputs || (ninputs && !inputs))
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph takes %d inputs, got %d",
-                  g->ninputs, ninputs);
-  if (noutputs != g->noutputs || !outputs)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
-                  g->noutputs, noutputs);
+  if (ninputs != g->ninputs || (ninputs && !inputs)) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph takes %d inputs, got %d", g->ninputs,
+           ninputs);
+    return NULL;
+  }
+  dm_plan *x = calloc(1, sizeof *x);
   ir_tensor *ins = calloc((size_t)g->ninputs + 1, sizeof *ins);
-  dm_exec x = {0};
-  x.buf = calloc((size_t)g->nvalues + 1, sizeof *x.buf);
-  x.owned = calloc((size_t)g->nvalues + 1, sizeof *x.owned);
-  x.syms = calloc((size_t)g->nsyms + 1, sizeof *x.syms);
-  kiln_tensor **fresh = calloc((size_t)g->noutputs + 1, sizeof *fresh);
-  int rc = -1;
+  if (x) {
+    x->buf = calloc((size_t)g->nvalues + 1, sizeof *x->buf);
+    x->owned = calloc((size_t)g->nvalues + 1, sizeof *x->owned);
+    x->syms = calloc((size_t)g->nsyms + 1, sizeof *x->syms);
+    x->in_shape = calloc((size_t)g->ninputs + 1, sizeof *x->in_shape);
+    x->launches = calloc((size_t)g->nnodes + 1, sizeof *x->launches);
+  }
   char msg[1024];
-  pthread_mutex_lock(&m->lock);
-  if (!ins || !x.buf || !x.owned || !x.syms || !fresh) {
+  if (!x || !ins || !x->buf || !x->owned || !x->syms || !x->in_shape || !x->launches) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
-    goto done;
+    goto fail;
   }
   for (int i = 0; i < g->ninputs; i++) {
     const kiln_tensor *t = inputs[i];
     if (!t || t->rank != g->inputs[i]->type.rank) {
       rt_err(st, KILN_ERR_SHAPE, "input %d (%s): expected rank %d", i, g->inputs[i]->name,
              g->inputs[i]->type.rank);
-      goto done;
+      goto fail;
     }
     ins[i].dtype = (ir_dtype)t->dtype;
     ins[i].rank = t->rank;
     memcpy(ins[i].shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
+    memcpy(x->in_shape[i], t->shape, sizeof(int64_t) * (size_t)t->rank);
     ins[i].data = t->data;
   }
-  if (ir_solve_symbols(g, ins, g->ninputs, x.syms, msg, sizeof msg) < 0) {
+  if (ir_solve_symbols(g, ins, g->ninputs, x->syms, msg, sizeof msg) < 0) {
     rt_err(st, KILN_ERR_SHAPE, "%s", msg);
-    goto done;
+    goto fail;
   }
-  if (kiln_device_alloc(m->dev, sizeof(int32_t), &x.errword, st) < 0) goto done;
-  int32_t zero = 0;
-  if (kiln_device_copy_to(m->dev, x.errword, &zero, sizeof zero, st) < 0) goto done;
-  for (int i = 0; i < g->ninputs; i++) {
-    if (alloc_value(m, &x, g->inputs[i], st) < 0 ||
-        kiln_device_copy_to(m->dev, x.buf[g->inputs[i]->id], inputs[i]->data, inputs[i]->nbytes,
-                            st) < 0)
-      goto done;
-  }
+  if (kiln_device_alloc(m->dev, sizeof(int32_t), &x->errword, st) < 0) goto fail;
+  for (int i = 0; i < g->ninputs; i++)
+    if (alloc_value(m, x, g->inputs[i], st) < 0) goto fail;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     if (n->op == IR_OP_CONSTANT) {
-      x.buf[n->out[0]->id] = m->consts[i];
+      x->buf[n->out[0]->id] = m->consts[i];
       continue;
     }
     if (n->op == IR_OP_CONSTANT_EXTERNAL) {
       if (!m->weights[i]) {
         rt_err(st, KILN_ERR_NOT_FOUND, "weight '%s' is not bound (kiln_device_model_bind_weight)",
                ir_node_attr_string(n, "name", "?"));
-        goto done;
+        goto fail;
       }
-      x.buf[n->out[0]->id] = m->weights[i];
+      x->buf[n->out[0]->id] = m->weights[i];
       continue;
     }
     for (int j = 0; j < n->nout; j++)
-      if (alloc_value(m, &x, n->out[j], st) < 0) goto done;
-    if (run_kernel(m, i, &x, st) < 0) goto done;
+      if (alloc_value(m, x, n->out[j], st) < 0) goto fail;
+    if (plan_launch(m, x, i, st) < 0) goto fail;
   }
-  for (int i = 0; i < g->noutputs; i++) {
+  free(ins);
+  return x;
+fail:
+  free(ins);
+  plan_free(m, x);
+  return NULL;
+}
+
+/* Copy inputs in, run the launches (the error word checked after each),
+ * copy the outputs out (allocating those that are NULL). */
+static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs,
+                    kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  const ir_graph *g = m->g;
+  if (noutputs != g->noutputs || !outputs)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
+                  g->noutputs, noutputs);
+  int32_t zero = 0, code = 0;
+  if (kiln_device_copy_to(m->dev, x->errword, &zero, sizeof zero, st) < 0) return -1;
+  for (int i = 0; i < g->ninputs; i++)
+    if (kiln_device_copy_to(m->dev, x->buf[g->inputs[i]->id], inputs[i]->data, inputs[i]->nbytes,
+                            st) < 0)
+      return -1;
+  for (int li = 0; li < x->nlaunches; li++) {
+    dm_launch *l = &x->launches[li];
+    if (rt_device_launch(m->dev, m->kernels[l->node].fn, &l->dims, l->params, st) < 0) return -1;
+    if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) return -1;
+    if (code != 0) {
+      const ir_node *n = g->nodes[l->node];
+      return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
+                    n->loc.line, n->out[0]->name, jit_kernel_error(code));
+    }
+  }
+  kiln_tensor *fresh[64] = {0};
+  if (g->noutputs > 64) return rt_err(st, KILN_ERR_UNSUPPORTED, "more than 64 outputs");
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < g->noutputs; i++) {
     const ir_value *v = g->outputs[i];
     int64_t shape[IR_MAX_RANK];
-    if (ir_eval_shape(&v->type, x.syms, shape, msg, sizeof msg) < 0) {
-      rt_err(st, KILN_ERR_SHAPE, "output %d: %s", i, msg);
-      goto done;
+    char msg[512];
+    if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0) {
+      rc = rt_err(st, KILN_ERR_SHAPE, "output %d: %s", i, msg);
+      break;
     }
     kiln_tensor *t = outputs[i];
     if (!t) {
-      t = fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st);
-      if (!t) goto done;
+      if (!(t = fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st))) {
+        rc = -1;
+        break;
+      }
     } else {
       bool same = (ir_dtype)t->dtype == v->type.dtype && t->rank == v->type.rank;
       for (int a = 0; same && a < t->rank; a++) same = t->shape[a] == shape[a];
       if (!same) {
-        rt_err(st, KILN_ERR_SHAPE, "output %d (%s): the tensor's dtype or shape differs", i,
-               v->name);
-        goto done;
+        rc = rt_err(st, KILN_ERR_SHAPE, "output %d (%s): the tensor's dtype or shape differs", i,
+                    v->name);
+        break;
       }
     }
-    if (kiln_device_copy_from(m->dev, t->data, x.buf[v->id], t->nbytes, st) < 0) goto done;
+    rc = kiln_device_copy_from(m->dev, t->data, x->buf[v->id], t->nbytes, st);
   }
-  for (int i = 0; i < g->noutputs; i++)
-    if (!outputs[i]) {
+  for (int i = 0; i < g->noutputs; i++) {
+    if (rc == 0 && !outputs[i]) {
       outputs[i] = fresh[i];
       fresh[i] = NULL;
     }
+    kiln_tensor_free(fresh[i]);
+  }
+  return rc;
+}
+
+KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const *inputs,
+                                       int ninputs, kiln_tensor **outputs, int noutputs,
+                                       kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_execute: model is NULL");
+  pthread_mutex_lock(&m->lock);
+  dm_plan *x = plan_build(m, inputs, ninputs, st);
+  int rc = x ? plan_run(m, x, inputs, outputs, noutputs, st) : -1;
+  plan_free(m, x);
+  pthread_mutex_unlock(&m->lock);
+  if (rc == 0) rt_ok(st);
+  return rc;
+}
+
+/* ---- capture / replay ---- */
+
+static dm_capture *find_capture(kiln_device_model *m, uint64_t key) {
+  for (int i = 0; i < m->ncaptures; i++)
+    if (m->captures[i].key == key) return &m->captures[i];
+  return NULL;
+}
+
+KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
+                                       kiln_tensor *const *inputs, int ninputs,
+                                       kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_capture: model is NULL");
+  pthread_mutex_lock(&m->lock);
+  int rc = -1;
+  dm_plan *x = NULL;
+  if (find_capture(m, key)) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+           "key %llu is already captured (release it first)", (unsigned long long)key);
+    goto done;
+  }
+  dm_capture *grown = realloc(m->captures, sizeof *grown * (size_t)(m->ncaptures + 1));
+  if (!grown) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  m->captures = grown;
+  if (!(x = plan_build(m, inputs, ninputs, st))) goto done;
+  if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
+  m->captures[m->ncaptures].key = key;
+  m->captures[m->ncaptures].plan = x;
+  m->ncaptures++;
+  x = NULL;
   rc = 0;
   rt_ok(st);
 done:
+  plan_free(m, x);
   pthread_mutex_unlock(&m->lock);
-  for (int v = 0; x.owned && v < g->nvalues; v++)
-    if (x.owned[v]) kiln_device_free(m->dev, x.buf[v]);
-  kiln_device_free(m->dev, x.errword);
-  for (int i = 0; fresh && i < g->noutputs; i++) kiln_tensor_free(fresh[i]);
-  free(fresh);
-  free(ins);
-  free(x.buf);
-  free(x.owned);
-  free(x.syms);
   return rc;
+}
+
+static int check_replay_inputs(kiln_device_model *m, const dm_plan *x, uint64_t key,
+                               kiln_tensor *const *inputs, int ninputs, kiln_status *st) {
+  const ir_graph *g = m->g;
+  if (ninputs != g->ninputs || (ninputs && !inputs))
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph takes %d inputs, got %d",
+                  g->ninputs, ninputs);
+  for (int i = 0; i < g->ninputs; i++) {
+    const kiln_tensor *t = inputs[i];
+    bool same = t && (ir_dtype)t->dtype == g->inputs[i]->type.dtype &&
+                t->rank == g->inputs[i]->type.rank;
+    for (int a = 0; same && a < t->rank; a++) same = t->shape[a] == x->in_shape[i][a];
+    if (!same)
+      return rt_err(st, KILN_ERR_SHAPE,
+                    "replay of key %llu: input %d (%s) must have the captured dtype and shape",
+                    (unsigned long long)key, i, g->inputs[i]->name);
+  }
+  return 0;
+}
+
+KILN_API int kiln_device_model_replay(kiln_device_model *m, uint64_t key,
+                                      kiln_tensor *const *inputs, int ninputs,
+                                      kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_replay: model is NULL");
+  pthread_mutex_lock(&m->lock);
+  dm_capture *c = find_capture(m, key);
+  int rc = -1;
+  if (!c)
+    rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
+  else if (check_replay_inputs(m, c->plan, key, inputs, ninputs, st) == 0)
+    rc = plan_run(m, c->plan, inputs, outputs, noutputs, st);
+  pthread_mutex_unlock(&m->lock);
+  if (rc == 0) rt_ok(st);
+  return rc;
+}
+
+KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
+                                             kiln_tensor *const *inputs, int ninputs,
+                                             kiln_status *st) {
+  if (!m)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_verify_replay: model is NULL");
+  pthread_mutex_lock(&m->lock);
+  dm_capture *c = find_capture(m, key);
+  dm_plan *x = NULL;
+  int rc = -1;
+  if (!c) {
+    rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
+    goto done;
+  }
+  if (check_replay_inputs(m, c->plan, key, inputs, ninputs, st) < 0) goto done;
+  if (!(x = plan_build(m, inputs, ninputs, st))) goto done;
+  /* the eager launch trace must be the captured one: same kernels in the
+   * same order, same geometry, same symbol values */
+  const dm_plan *cp = c->plan;
+  if (x->nlaunches != cp->nlaunches) {
+    rt_err(st, KILN_ERR_RUNTIME, "verify replay of key %llu: %d launches now, %d captured",
+           (unsigned long long)key, x->nlaunches, cp->nlaunches);
+    goto done;
+  }
+  for (int i = 0; i < x->nlaunches; i++) {
+    const dm_launch *a = &x->launches[i], *b = &cp->launches[i];
+    const dm_kernel *k = &m->kernels[a->node];
+    bool same = a->node == b->node && memcmp(&a->dims, &b->dims, sizeof a->dims) == 0 &&
+                memcmp(a->ks, b->ks, sizeof *a->ks * (size_t)k->nsyms) == 0;
+    if (!same) {
+      const ir_node *n = m->g->nodes[a->node];
+      rt_err(st, KILN_ERR_RUNTIME, "verify replay of key %llu: launch %d (mo.%s at line %d) "
+             "differs from the captured one", (unsigned long long)key, i,
+             ir_op_get(n->op)->name, n->loc.line);
+      goto done;
+    }
+  }
+  rc = 0;
+  rt_ok(st);
+done:
+  plan_free(m, x);
+  pthread_mutex_unlock(&m->lock);
+  return rc;
+}
+
+KILN_API int kiln_device_model_release(kiln_device_model *m, uint64_t key, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_release: model is NULL");
+  pthread_mutex_lock(&m->lock);
+  dm_capture *c = find_capture(m, key);
+  if (c) {
+    plan_free(m, c->plan);
+    *c = m->captures[--m->ncaptures];
+  }
+  pthread_mutex_unlock(&m->lock);
+  if (!c) return rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
+  rt_ok(st);
+  return 0;
+}
+
+KILN_API void kiln_device_model_free(kiln_device_model *m) {
+  if (!m) return;
+  for (int i = 0; i < m->ncaptures; i++) plan_free(m, m->captures[i].plan);
+  free(m->captures);
+  for (int i = 0; m->g && i < m->g->nnodes; i++) {
+    if (m->kernels) {
+      rt_device_module_unload(m->dev, m->kernels[i].module);
+      free(m->kernels[i].sym_map);
+    }
+    if (m->consts) kiln_device_free(m->dev, m->consts[i]);
+    if (m->weights) kiln_device_free(m->dev, m->weights[i]);
+  }
+  free(m->kernels);
+  free(m->consts);
+  free(m->weights);
+  free(m->weight_bytes);
+  ir_graph_free(m->g);
+  pthread_mutex_destroy(&m->lock);
+  free(m);
 }

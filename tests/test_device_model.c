@@ -192,3 +192,44 @@ Test(device_model, errors_say_what) {
   kiln_device_close(dev);
   kiln_status_free(st);
 }
+
+Test(device_model, capture_replay_verify) {
+  pair p;
+  open_pair(&p, EX "mlp.mlir");
+  int64_t shape[2] = {4, 784}, other[2] = {5, 784};
+  kiln_tensor *x = random_f32(2, shape), *y = NULL, *z = NULL, *want = NULL;
+  cr_assert_eq(kiln_device_model_capture(p.emu, 7, &x, 1, &y, 1, p.st), 0, "%s",
+               kiln_status_message(p.st));
+  cr_expect_eq(kiln_device_model_capture(p.emu, 7, &x, 1, &y, 1, p.st), -1);
+  cr_expect(strstr(kiln_status_message(p.st), "already captured"));
+  /* new data, same shape: replay equals an eager run */
+  float *px = kiln_tensor_data(x);
+  for (int64_t i = 0; i < kiln_tensor_numel(x); i++) px[i] = frand();
+  cr_assert_eq(kiln_device_model_replay(p.emu, 7, &x, 1, &z, 1, p.st), 0, "%s",
+               kiln_status_message(p.st));
+  cr_assert_eq(kiln_model_execute(p.cpu, &x, 1, &want, 1, p.st), 0);
+  const float *pz = kiln_tensor_data(z), *pw = kiln_tensor_data(want);
+  for (int64_t i = 0; i < kiln_tensor_numel(want); i++)
+    cr_expect(fabsf(pz[i] - pw[i]) <= 1e-4f * (1 + fabsf(pw[i])), "element %lld", (long long)i);
+  cr_expect_eq(kiln_device_model_verify_replay(p.emu, 7, &x, 1, p.st), 0, "%s",
+               kiln_status_message(p.st));
+  /* another shape: replay refuses, verify refuses */
+  kiln_tensor *x5 = random_f32(2, other), *y5 = NULL;
+  cr_expect_eq(kiln_device_model_replay(p.emu, 7, &x5, 1, &y5, 1, p.st), -1);
+  cr_expect(strstr(kiln_status_message(p.st), "captured dtype and shape"), "%s",
+            kiln_status_message(p.st));
+  cr_expect_eq(kiln_device_model_verify_replay(p.emu, 7, &x5, 1, p.st), -1);
+  cr_expect_eq(kiln_device_model_replay(p.emu, 8, &x, 1, &y5, 1, p.st), -1);
+  cr_expect(strstr(kiln_status_message(p.st), "no capture under key 8"));
+  cr_expect_eq(kiln_device_model_release(p.emu, 7, p.st), 0);
+  cr_expect_eq(kiln_device_model_release(p.emu, 7, p.st), -1);
+  /* a capture left for kiln_device_model_free to release */
+  cr_expect_eq(kiln_device_model_capture(p.emu, 9, &x5, 1, &y5, 1, p.st), 0);
+  kiln_tensor_free(x);
+  kiln_tensor_free(x5);
+  kiln_tensor_free(y);
+  kiln_tensor_free(y5);
+  kiln_tensor_free(z);
+  kiln_tensor_free(want);
+  close_pair(&p);
+}

@@ -79,6 +79,24 @@ KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *nam
 KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const *inputs,
                                        int ninputs, kiln_tensor **outputs, int noutputs,
                                        kiln_status *st);
+/* Capture / replay (MAX's capture, replay, debug_verify_replay): capture
+ * executes once and keeps the resolved launch sequence (symbols solved,
+ * buffers allocated, every kernel's grid and parameters) under `key`;
+ * replay copies new input data of the captured dtypes and shapes into it
+ * and runs the same launches with no dispatch work; verify_replay builds
+ * the launch sequence an eager execute would run for `inputs` and fails,
+ * naming the first difference, if it is not the captured one; release
+ * frees a capture. A key is captured once until released. */
+KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
+                                       kiln_tensor *const *inputs, int ninputs,
+                                       kiln_tensor **outputs, int noutputs, kiln_status *st);
+KILN_API int kiln_device_model_replay(kiln_device_model *m, uint64_t key,
+                                      kiln_tensor *const *inputs, int ninputs,
+                                      kiln_tensor **outputs, int noutputs, kiln_status *st);
+KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
+                                             kiln_tensor *const *inputs, int ninputs,
+                                             kiln_status *st);
+KILN_API int kiln_device_model_release(kiln_device_model *m, uint64_t key, kiln_status *st);
 /* Wall time the compile took (lowering, code generation, module loads). */
 KILN_API double kiln_device_model_compile_ms(const kiln_device_model *m);
 
