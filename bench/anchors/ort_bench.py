@@ -27,7 +27,10 @@ agreed, 1 when any engine disagreed or failed (the table is still printed).
 usage: ort_bench.py --kiln PATH --examples DIR --shared DIR --work DIR
                     [--libkiln PATH] [--bench-runtime PATH] [--rounds N] [--source DIR]
                     [--max-python PATH] [--max-cache DIR] [--max-cold-json F]
-                    [--quick] [--max-only] [--markdown FILE] [--json FILE]
+                    [--max-skip-reason TEXT] [--quick] [--max-only]
+                    [--markdown FILE] [--json FILE]
+(--json also holds, for bench/run.sh: per case and engine the output check
+against ORT, the versions, and why MAX did not run when it did not.)
 """
 import argparse
 import ctypes
@@ -449,6 +452,7 @@ def main():
     ap.add_argument("--max-python")
     ap.add_argument("--max-cache")
     ap.add_argument("--max-cold-json")
+    ap.add_argument("--max-skip-reason", help="why MAX is not run (printed in the report)")
     ap.add_argument("--max-only", action="store_true",
                     help="write the data, run MAX once (fills its cache), save its result "
                          "as --max-cold-json")
@@ -570,6 +574,7 @@ def main():
     P("")
     P("## outputs vs ORT (|d| <= %g * max(1, max|ORT|) + %g * |ORT|)" % (ATOL, RTOL))
     all_ok = not failures
+    checks = {}  # case -> engine -> {ok, max_abs_diff}
     for case in CASES:
         ref = outputs.get((case, "ORT io_binding [Py]"))
         ok_np, w_np, d_np = compare(ref, numpy_reference(case, inputs[case], w64))
@@ -581,6 +586,7 @@ def main():
                 continue
             ok, worst, d = compare(got, ref)
             all_ok &= ok
+            checks.setdefault(case, {})[eng] = {"ok": ok, "max_abs_diff": d}
             row.append("%s %s (max|d| %.1e)" % (eng, "AGREE" if ok else "DISAGREE", d))
         P("  ".join(row))
     P("")
@@ -633,7 +639,7 @@ def main():
             P("MAX: one process, pinned to CPU(s) %s (InferenceSession(num_threads=1) aborts in "
               "this version); %.0f s in all." % (max_res.get("cpus"), max_res["wall_s"]))
     else:
-        P("MAX: not run (--no-max, or no Python with `max`: bench/run_anchors.sh --install-max).")
+        P("MAX: not run: %s." % (args.max_skip_reason or "no --max-python given"))
     P("kiln + ORT rounds took %.0f s." % kiln_ort_s)
     for f in failures:
         P("FAILED: " + f)
@@ -644,8 +650,19 @@ def main():
             f.write(text + "\n")
     if args.json:
         with open(args.json, "w") as f:
+            if max_res is None:
+                max_note = "not run: %s" % (args.max_skip_reason or "no --max-python given")
+            elif "error" in max_res:
+                max_note = "failed: %s" % max_res["error"]
+            else:
+                max_note = "ran: one process pinned to CPU(s) %s" % max_res.get("cpus")
             json.dump({"times": {"%s|%s" % k: agg(v) for k, v in times.items()},
-                       "setup_ms": setup, "failures": failures, "agree": all_ok}, f, indent=1)
+                       "setup_ms": setup, "failures": failures, "agree": all_ok,
+                       "checks": checks, "labels": {c: v["label"] for c, v in CASES.items()},
+                       "versions": {"kiln": kv, "onnxruntime": ort.__version__,
+                                    "max": (max_res or {}).get("version"), "tree": git,
+                                    "python": platform.python_version()},
+                       "max_note": max_note, "rounds": args.rounds}, f, indent=1)
     return 0 if all_ok else 1
 
 

@@ -1,0 +1,334 @@
+"""report.py - the one table of bench/run.sh: reads what the steps wrote
+(bench_gemm --tsv at 1 and 2 threads, bench_chain --tsv, the anchors' JSON
+from bench/anchors/ort_bench.py) and prints, per case, kiln's median, each
+anchor's median, the ratio kiln speed / anchor speed (> 1: kiln faster),
+the target and whether it is met; then every figure as min / median / max
+and the footnotes (threads, builds, MAX, failures).
+
+Assumes: the files were written in this invocation of bench/run.sh (a file
+that is missing or empty makes its rows say "not measured", with the reason
+run.sh gives through --failed). Python 3 standard library only.
+
+usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--anchors F]
+                 [--failed STEP=REASON]... [--note TEXT]... [--quick]
+                 [--markdown OUT]
+Exit status: 0.
+"""
+import argparse
+import json
+import os
+import platform
+import subprocess
+import time
+
+
+def read_tsv(path):
+    """-> (meta {key: value}, rows {(case, engine, threads): dict}, errors [...])"""
+    meta, rows, errs = {}, {}, []
+    if not path or not os.path.exists(path):
+        return meta, rows, errs
+    with open(path) as f:
+        for line in f:
+            p = line.rstrip("\n").split("\t")
+            if p[0] == "M" and len(p) >= 3:
+                meta[p[1]] = p[2]
+            elif p[0] == "R" and len(p) >= 9:
+                rows[(p[1], p[2], int(p[3]))] = dict(unit=p[4], runs=int(p[5]), min=float(p[6]),
+                                                     median=float(p[7]), max=float(p[8]))
+            elif p[0] == "E" and len(p) >= 5:
+                errs.append(dict(case=p[1], engine=p[2], threads=int(p[3]), reason=p[4]))
+    return meta, rows, errs
+
+
+def cpu_model():
+    """'model name (family F model M, cache size)' from /proc/cpuinfo."""
+    info = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if ":" in line:
+                    k, v = (x.strip() for x in line.split(":", 1))
+                    info.setdefault(k, v)
+                elif info:
+                    break  # the first processor is enough
+    except OSError:
+        pass
+    name = info.get("model name") or platform.processor() or "unknown CPU"
+    extra = ["family %s model %s" % (info["cpu family"], info["model"])] \
+        if "cpu family" in info and "model" in info else []
+    if "cache size" in info:
+        extra.append("cache size %s" % info["cache size"])
+    return name + (" (%s)" % ", ".join(extra) if extra else "")
+
+
+def git_tree(src):
+    """'abc1234' or 'abc1234 + N uncommitted file(s)'; '' when not a checkout."""
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", src] + list(args), capture_output=True,
+                                  text=True).stdout
+        except OSError:
+            return ""
+    rev = git("rev-parse", "--short", "HEAD").strip()
+    if not rev:
+        return ""
+    dirty = len(git("status", "--porcelain").splitlines())
+    return rev + (" + %d uncommitted file(s)" % dirty if dirty else "")
+
+
+def qfmt(q, target):
+    """A ratio; with 3 decimals where 2 would hide that it misses its target."""
+    if q is None:
+        return "-"
+    if target is not None and q < target <= round(q, 2):
+        return "%.3fx" % q
+    return "%.2fx" % q
+
+
+def fmt(v, unit):
+    if v is None:
+        return "-"
+    if unit == "us":
+        if v >= 1000:
+            return "%.3f ms" % (v / 1e3)
+        return "%.2f us" % v if v >= 10 else "%.3f us" % v
+    return "%.1f" % v if v >= 10 else "%.2f" % v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--gemm1")
+    ap.add_argument("--gemm2")
+    ap.add_argument("--chain")
+    ap.add_argument("--chain0", help="bench_chain --tsv run with KILN_FUSE=0")
+    ap.add_argument("--anchors")
+    ap.add_argument("--failed", action="append", default=[])
+    ap.add_argument("--note", action="append", default=[])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--source", help="kiln's source tree (for its git revision)")
+    ap.add_argument("--markdown")
+    a = ap.parse_args()
+    failed = dict(f.split("=", 1) for f in a.failed if "=" in f)
+
+    g1m, g1, g1e = read_tsv(a.gemm1)
+    g2m, g2, g2e = read_tsv(a.gemm2)
+    cm, ch, che = read_tsv(a.chain)
+    c0m, ch0, ch0e = read_tsv(a.chain0)
+    anc = None
+    if a.anchors and os.path.exists(a.anchors):
+        try:
+            with open(a.anchors) as f:
+                anc = json.load(f)
+        except ValueError as e:
+            failed.setdefault("anchors", "cannot read %s: %s" % (a.anchors, e))
+
+    table = []  # rows: case, kiln, anchor, ratio, target, met
+    details = []  # rows: what, unit, runs, min, median, max
+
+    def why(step, default="not measured"):
+        return "not measured (step %s failed: see the notes)" % step if step in failed else default
+
+    def detail(what, r, unit=None):
+        if r:
+            runs = str(r["runs"]) if "runs" in r else "%s round(s)" % r.get("rounds", "?")
+            details.append((what, unit or r["unit"], runs,
+                            fmt(r["min"], r.get("unit", unit)), fmt(r["median"], r.get("unit", unit)),
+                            fmt(r["max"], r.get("unit", unit))))
+
+    def ratio(k, x, unit):
+        """kiln speed / anchor speed from two medians."""
+        if not k or not x:
+            return None
+        return x / k if unit == "us" else k / x
+
+    def add(case, unit, kiln, anchors, missing):
+        """anchors: [(label, row or None, target ratio or None)]; the first
+        row carries the case and kiln's figure, one row per anchor."""
+        kv = kiln["median"] if kiln else None
+        first = True
+        for label, r, target in anchors or [("-", None, None)]:
+            rv = r["median"] if r else None
+            q = ratio(kv, rv, unit)
+            met = ""
+            if target is not None:
+                met = "-" if q is None else ("yes" if q >= target else "NO")
+            table.append((case if first else "", fmt(kv, unit) if first and kv else
+                          (missing if first else ""),
+                          "%s %s" % (label, fmt(rv, unit)) if r else
+                          ("%s: n/a (see the notes)" % label if label != "-" else "-"),
+                          qfmt(q, target),
+                          (">= %.2fx" % target) if target is not None else "(info)", met))
+            first = False
+
+    # ---- GEMM, 1 thread
+    sizes = [(256, 256, 256), (512, 512, 512), (1024, 1024, 1024), (2048, 2048, 2048),
+             (1, 4096, 4096)]
+    for m, n, k in sizes:
+        cid = "gemm_%dx%dx%d" % (m, n, k)
+        label = ("GEMM %d (GFLOP/s)" % m) if m > 1 else "GEMV M=1 K=N=4096 (GFLOP/s)"
+        kr = g1.get((cid, "kiln", 1))
+        dn, ob = g1.get((cid, "oneDNN", 1)), g1.get((cid, "OpenBLAS", 1))
+        add(label, "GFLOP/s", kr, [("oneDNN", dn, 0.9), ("OpenBLAS", ob, None)],
+            why("gemm1", "not measured (see the notes)"))
+        detail("%s kiln 1T" % cid, kr)
+        detail("%s oneDNN 1T" % cid, dn)
+        detail("%s OpenBLAS 1T" % cid, ob)
+
+    # ---- GEMM 1024, 2 threads vs 1
+    cid = "gemm_1024x1024x1024"
+    k2, k1 = g2.get((cid, "kiln", 2)), g2.get((cid, "kiln", 1))
+    d2, o2 = g2.get((cid, "oneDNN", 2)), g2.get((cid, "OpenBLAS", 2))
+    miss2 = why("gemm2")
+    for e in g2e:
+        if e["case"] == cid and e["engine"] == "kiln" and e["threads"] == 2:
+            miss2 = e["reason"]
+    add("GEMM 1024, 2 threads (GFLOP/s)", "GFLOP/s", k2,
+        [("kiln 1 thread", k1, 1.7), ("oneDNN 2T", d2, None), ("OpenBLAS 2T", o2, None)], miss2)
+    detail("%s kiln 1T (same run as 2T)" % cid, k1)
+    detail("%s kiln 2T" % cid, k2)
+    detail("%s oneDNN 2T" % cid, d2)
+    detail("%s OpenBLAS 2T" % cid, o2)
+
+    # ---- fused chain vs triad
+    tr, tr0 = ch.get(("triad", "triad", 1)), ch0.get(("triad", "triad", 1))
+    n_el = cm.get("chain_elements", "?")
+    for cid, label, target in (("chain_full", "gelu(x*a+b), a b full [N] (GB/s)", 0.8),
+                               ("chain_scalar", "gelu(x*a+b), a b scalars (GB/s)", None)):
+        r = ch.get((cid, "kiln", 1))
+        add(label, "GB/s", r, [("triad", tr, target)], why("chain"))
+        detail("%s kiln" % cid, r)
+        if a.chain0:
+            r0 = ch0.get((cid, "kiln KILN_FUSE=0", 1))
+            add(label.replace(" (GB/s)", ", KILN_FUSE=0 (GB/s)"), "GB/s", r0,
+                [("triad", tr0, None)], why("chain0"))
+            detail("%s kiln KILN_FUSE=0" % cid, r0)
+    detail("triad", tr)
+    detail("triad (KILN_FUSE=0 process)", tr0)
+
+    # ---- graphs vs ORT and MAX
+    times = (anc or {}).get("times", {})
+    checks = (anc or {}).get("checks", {})
+    for case, label in (("mlp_b1", "mlp.mlir batch 1 (latency)"),
+                        ("mlp_b64", "mlp.mlir batch 64 (latency)"),
+                        ("attention", "attention_block b=4 s=128 (latency)")):
+        kr = times.get("%s|kiln ctypes [Py]" % case)
+        orr = times.get("%s|ORT io_binding [Py]" % case)
+        mx = times.get("%s|MAX [Py]" % case)
+        bad = [e for e, c in checks.get(case, {}).items() if not c["ok"]]
+        miss = why("anchors") if not anc else "not measured (see the notes)"
+        if bad:
+            miss = "outputs disagree with ORT: " + ", ".join(bad)
+            kr = None
+        add(label, "us", kr, [("ORT", orr, 1.0), ("MAX", mx, 1.0)], miss)
+        for eng in ("kiln ctypes [Py]", "kiln CLI [C]", "ORT io_binding [Py]", "MAX [Py]"):
+            detail("%s %s" % (case, eng), times.get("%s|%s" % (case, eng)), "us")
+
+    # ---- execute overhead
+    ov = ch.get(("overhead_relu16", "kiln", 1))
+    kv = ov["median"] if ov else None
+    table.append(("execute overhead, relu [16]", fmt(kv, "us") if ov else why("chain"), "-", "-",
+                  "<= 1 us", "-" if kv is None else ("yes" if kv <= 1.0 else "NO")))
+    detail("overhead_relu16 kiln 1T", ov)
+    for (cid, eng, thr), r in sorted(ch.items()):
+        if cid == "overhead_relu16" and eng != "kiln":
+            table.append(("  same, %s (%s)" % (eng, thr or "?"), fmt(r["median"], "us"), "-", "-",
+                          "(info)", ""))
+            detail("overhead_relu16 %s" % eng, r)
+
+    # ---- print
+    out = []
+    P = out.append
+    tree = git_tree(a.source) if a.source else ""
+    P("# kiln benchmarks, %s" % time.strftime("%Y-%m-%d %H:%M %Z"))
+    target = g1m.get("target", "").split(" ")
+    P("# CPU: %s, %d logical CPUs%s" % (cpu_model(), os.cpu_count() or 0,
+                                         ", LLVM host CPU " + target[1] if len(target) > 1 else ""))
+    P("# load average at the end %s%s" % (
+        " ".join("%.2f" % x for x in os.getloadavg()),
+        "; QUICK run (smoke test: few repetitions, not figures to quote)" if a.quick else ""))
+    P("# kiln %s%s" % (g1m.get("kiln_version") or cm.get("kiln_version") or
+                       ((anc or {}).get("versions", {}).get("kiln") or "?").replace("kiln ", ""),
+                       ", tree " + tree if tree else ""))
+    P("")
+    P("ratio = kiln speed / anchor speed, medians from the same invocation (> 1: kiln faster);")
+    P("met? compares the ratio with the target (latency rows: ratio >= 1 means kiln's latency <= the anchor's).")
+    P("")
+    hdr = ("case", "kiln", "anchor", "ratio", "target", "met?")
+    w = [max(len(str(r[i])) for r in table + [hdr]) for i in range(6)]
+    line = lambda r: "| " + " | ".join(str(c).ljust(w[i]) for i, c in enumerate(r)) + " |"
+    P(line(hdr))
+    P("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for r in table:
+        P(line(r))
+    P("")
+    P("All figures: min / median / max over the runs (GFLOP/s and GB/s: min = slowest run).")
+    hdr = ("what", "unit", "runs", "min", "median", "max")
+    w = [max(len(str(r[i])) for r in details + [hdr]) for i in range(6)]
+    P(line(hdr))
+    P("|" + "|".join("-" * (x + 2) for x in w) + "|")
+    for r in details:
+        P(line(r))
+    P("")
+    P("Notes:")
+    if g1m:
+        P("- GEMM: row-major C = A B, fp32, kiln through the public API (a one-op mo.matmul graph, "
+          "static shapes) vs dnnl_sgemm and cblas_sgemm in one process, interleaved; each "
+          "anchor's result is checked against kiln's first. Threads: kiln %s; OMP_NUM_THREADS=%s "
+          "OPENBLAS_NUM_THREADS=%s; OPENBLAS_CORETYPE=%s (OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE "
+          "are unset for this step). No thread is pinned." % (
+            g1m.get("kiln_threads_1", "?"), g1m.get("OMP_NUM_THREADS", "?"),
+            g1m.get("OPENBLAS_NUM_THREADS", "?"), g1m.get("OPENBLAS_CORETYPE", "?")))
+    if g2m:
+        P("- 2 threads: kiln 1-thread and 2-thread contexts in one process (kiln 1T: %s; kiln 2T: "
+          "%s); anchors with OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s. Not pinned." % (
+              g2m.get("kiln_threads_1", "?"), g2m.get("kiln_threads_2", "?"),
+              g2m.get("OMP_NUM_THREADS", "?"), g2m.get("OPENBLAS_NUM_THREADS", "?")))
+    if cm:
+        P("- chain: y = gelu(x * a + b) (mo.mul, mo.add, mo.gelu approximate=none) over %s f32, "
+          "kiln %s; effective GB/s = bytes the chain reads and writes once (full: x, a, b, y = "
+          "16 B/elem; scalars: x, y = 8 B/elem) / time. triad a = b + s*c (12 B/elem, no "
+          "write-allocate counted, as STREAM), same array size, one thread, built %s (%s). "
+          "KILN_FUSE=0 rows: the same in a second process with KILN_FUSE=0 (fusion off), against "
+          "the triad measured in that process." % (
+              n_el, cm.get("kiln_threads", "?"), cm.get("triad_build", "?"),
+              cm.get("triad_isa", "?")))
+        P("- overhead: median time of one kiln_model_execute of relu on 16 f32 (borrowed "
+          "input/output, preallocated; samples of 32 back-to-back calls), the kernel included.")
+    if anc:
+        v = anc.get("versions", {})
+        P("- graphs: bench/anchors/ort_bench.py, same seeded weights and inputs for all; every "
+          "engine's outputs are checked against ORT's (and ORT's against numpy float64) and a "
+          "disagreeing engine gets no ratio. kiln = libkiln.so through ctypes, ORT = "
+          "run_with_iobinding, MAX = model.execute, all three timed from Python around one "
+          "call; one thread each (KILN_NUM_THREADS=1; ORT intra/inter_op_num_threads=1; MAX "
+          "pinned to one CPU). %d round(s); median of the rounds' medians. onnxruntime %s, "
+          "python %s." % (anc.get("rounds", 0), v.get("onnxruntime"), v.get("python")))
+        for case, c in checks.items():
+            P("  outputs %s: %s" % (case, ", ".join(
+                "%s %s (max|d| %.1e)" % (e, "agree" if x["ok"] else "DISAGREE", x["max_abs_diff"])
+                for e, x in c.items())))
+        for what, per in anc.get("setup_ms", {}).items():
+            vals = ["%s %.1f" % (c, x) for c, x in per.items()
+                    if c in ("mlp", "mlp_b1", "attention") and isinstance(x, (int, float)) and x]
+            if vals:
+                P("  setup, %s (ms, first round): %s" % (what, ", ".join(vals)))
+        P("- MAX: %s%s" % (anc.get("max_note", "?"),
+                           (" (max %s)" % v["max"]) if v.get("max") else ""))
+        for f in anc.get("failures", []):
+            P("- anchors FAILED: %s" % f)
+    for e in g1e + g2e + che + ch0e:
+        P("- %s %s (%d threads): %s" % (e["case"], e["engine"], e["threads"], e["reason"]))
+    for step, reason in failed.items():
+        P("- step %s failed: %s" % (step, reason))
+    for n in a.note:
+        P("- " + n)
+    text = "\n".join(out)
+    print(text)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

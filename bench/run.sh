@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# run.sh - issue 4's benchmarks in one command: builds what it needs, runs
+# kiln beside its anchors (oneDNN / OpenBLAS sgemm, a STREAM-like triad,
+# ONNX Runtime, MAX) and prints one table: case | kiln | anchor | ratio
+# (kiln speed / anchor speed) | target | met?, then every figure as
+# min / median / max and the notes. bench/README.md says how to read it.
+#
+# usage: bench/run.sh [--quick] [--no-max] [--build DIR] [--venv DIR]
+#                     [--markdown FILE] [--work DIR]
+#   --quick     smoke run: a tenth of the repetitions, one anchors round
+#   --no-max    leave MAX out (no install, no run)
+#   --build     build directory (default: build-bench/ in the repository);
+#               configured Release with the tests off, kiln built in it
+#   --venv      Python venv for numpy, onnx, onnxruntime and max (default
+#               $KILN_MAX_VENV, else ~/.cache/kiln-anchors/max-venv, the one
+#               bench/run_anchors.sh --install-max makes); created when
+#               missing, missing packages pip-installed
+#   --markdown  also write the table to FILE
+#   --work      keep the raw outputs there (default: BUILD/bench-run)
+#
+# Installs, when run as root with apt-get: the Debian packages kiln builds
+# with and the anchors' (libdnnl-dev, libopenblas-dev) that are missing.
+# Assumes Debian 12 (or what tools/setup.sh assumes), ../shared beside the
+# repository for attention_block.mlir. Each step that fails is named in the
+# table's notes and the others still run. Exit status: 0 when every step
+# ran and every output check passed (targets met or not), 1 otherwise, 2 on
+# a usage error.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/.." && pwd)
+build="$repo/build-bench"
+quick=0
+use_max=1
+venv="${KILN_MAX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv}"
+markdown=""
+work=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build|--venv|--markdown|--work)
+      [ $# -ge 2 ] || { echo "run.sh: $1 needs a value" >&2; exit 2; } ;;
+  esac
+  case "$1" in
+    --quick) quick=1; shift ;;
+    --no-max) use_max=0; shift ;;
+    --build) build="$2"; shift 2 ;;
+    --venv) venv="$2"; shift 2 ;;
+    --markdown) markdown="$2"; shift 2 ;;
+    --work) work="$2"; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+mkdir -p "$build" || exit 1
+build=$(cd "$build" && pwd)
+work="${work:-$build/bench-run}"
+mkdir -p "$work" || exit 1
+work=$(cd "$work" && pwd)
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv anchors.json anchors.md table.md; do
+  rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
+done
+
+failed=()  # STEP=REASON, for report.py
+notes=()
+say() { echo "run.sh: $*" >&2; }
+fail() { failed+=("$1=$2"); say "$1 failed: $2"; }
+tail1() { tail -n "${2:-3}" "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-400; }
+
+# ---- 1. Debian packages (root with apt-get only; otherwise say what is missing)
+packages=(llvm-19-dev clang-19 lld-19 libxxhash-dev cmake make gcc pkg-config python3
+          python3-venv libdnnl-dev libopenblas-dev)
+missing=()
+if command -v dpkg-query >/dev/null; then
+  for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    say "installing ${missing[*]}"
+    if ! { apt-get update -qq &&
+           DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+             "${missing[@]}"; } >"$work/apt.log" 2>&1; then
+      notes+=("apt-get install ${missing[*]} failed: $(tail1 "$work/apt.log")")
+    fi
+  else
+    notes+=("not root or no apt-get: Debian packages not installed: ${missing[*]}")
+  fi
+fi
+
+# ---- 2. kiln, Release, in its own build directory; the two C benchmarks
+# are compiled here against libkiln.so (-O3 -march=native: the triad wants
+# it; linking the shared library lets a libkiln that defines the
+# thread-count API answer the benchmarks' weak references)
+say "building kiln (Release) in $build"
+if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKILN_TESTS=OFF &&
+       cmake --build "$build" --target kiln kiln_cli bench_runtime -j"$(nproc)"; } \
+       >"$work/build.log" 2>&1; then
+  tail -n 40 "$work/build.log" >&2
+  say "building kiln failed (whole log: $work/build.log); nothing to measure"
+  exit 1
+fi
+cachevar() { sed -n "s/^$1:[A-Z]*=//p" "$build/CMakeCache.txt" | head -n 1; }
+found() { [ -n "$1" ] && [[ "$1" != *NOTFOUND ]]; }
+cc="${CC:-cc}"
+cflags=(-std=gnu11 -O3 -march=native -Wall -Wextra -Wshadow -Wstrict-prototypes -I"$repo/include")
+link=(-L"$build" -lkiln -Wl,-rpath,"$build" -lm)
+anchor_flags=()
+v1=$(cachevar KILN_DNNL_INCLUDE) v2=$(cachevar KILN_DNNL_LIB)
+if found "$v1" && found "$v2"; then
+  anchor_flags+=(-DKILN_BENCH_DNNL -I"$v1" "$v2")
+else
+  notes+=("oneDNN not found (libdnnl-dev): no oneDNN column")
+fi
+v1=$(cachevar KILN_CBLAS_INCLUDE) v2=$(cachevar KILN_OPENBLAS_LIB)
+if found "$v1" && found "$v2"; then
+  anchor_flags+=(-DKILN_BENCH_OPENBLAS -I"$v1" "$v2")
+else
+  notes+=("OpenBLAS not found (libopenblas-dev): no OpenBLAS column")
+fi
+gemm="$work/bench_gemm" chain="$work/bench_chain"
+"$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
+  >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
+"$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
+  >"$work/cc-chain.log" 2>&1 || { chain=""; fail chain "compiling bench/chain.c: $(tail1 "$work/cc-chain.log")"; }
+
+# ---- 3. the Python venv: numpy, onnx, onnxruntime (+ max unless --no-max)
+py=""
+pyneed='import numpy, onnx, onnxruntime'
+if [ ! -x "$venv/bin/python" ]; then
+  say "creating the venv $venv"
+  mkdir -p "$(dirname "$venv")" && python3 -m venv "$venv" >"$work/venv.log" 2>&1 ||
+    notes+=("python3 -m venv $venv failed: $(tail1 "$work/venv.log")")
+fi
+if [ -x "$venv/bin/python" ]; then
+  if ! "$venv/bin/python" -c "$pyneed" 2>/dev/null; then
+    say "pip install numpy onnx onnxruntime into $venv"
+    "$venv/bin/python" -m pip install --progress-bar off numpy onnx onnxruntime \
+      >"$work/pip-ort.log" 2>&1 || notes+=("pip install onnx onnxruntime failed: $(tail1 "$work/pip-ort.log")")
+  fi
+  "$venv/bin/python" -c "$pyneed" 2>/dev/null && py="$venv/bin/python"
+fi
+if [ -z "$py" ] && python3 -c "$pyneed" 2>/dev/null; then
+  py=python3
+  notes+=("the venv has no onnxruntime: the system python3's is used")
+fi
+max_args=()
+if [ "$use_max" = 0 ]; then
+  max_args=(--no-max)
+elif [ -n "$py" ] && [ "$py" != python3 ]; then
+  if ! "$py" -c 'import max.graph' 2>/dev/null; then
+    say "pip install max into $venv (~770 MB; its first graph compiles take minutes)"
+    "$py" -m pip install --progress-bar off max >"$work/pip-max.log" 2>&1 ||
+      notes+=("pip install max failed: $(tail1 "$work/pip-max.log")")
+  fi
+  cache_dir="${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-compile-cache"
+  if [ "$venv" = "${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv" ] && [ ! -d "$cache_dir" ]; then
+    notes+=("MAX compile cache was empty: this run's MAX loads were cold (minutes); later runs are warm")
+  fi
+fi
+
+# ---- 4. the measurements
+qa=()
+[ "$quick" = 1 ] && qa=(--quick)
+if [ -n "$gemm" ]; then
+  say "GEMM, 1 thread"
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 \
+    "$gemm" --tsv "${qa[@]}" >"$work/gemm1.tsv" 2>"$work/gemm1.err" ||
+    fail gemm1 "bench_gemm exited $?: $(tail1 "$work/gemm1.err")"
+  say "GEMM 1024, 2 threads"
+  env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
+    "$gemm" --tsv --threads 2 --case 1024x1024x1024 "${qa[@]}" >"$work/gemm2.tsv" \
+    2>"$work/gemm2.err" || fail gemm2 "bench_gemm --threads 2 exited $?: $(tail1 "$work/gemm2.err")"
+fi
+if [ -n "$chain" ]; then
+  say "fused chain, triad, execute overhead"
+  env -u KILN_FUSE "$chain" --tsv "${qa[@]}" >"$work/chain.tsv" 2>"$work/chain.err" ||
+    fail chain "bench_chain exited $?: $(tail1 "$work/chain.err")"
+  say "the chain again with KILN_FUSE=0 (fusion off)"
+  KILN_FUSE=0 "$chain" --tsv --no-overhead "${qa[@]}" >"$work/chain0.tsv" 2>"$work/chain0.err" ||
+    fail chain0 "KILN_FUSE=0 bench_chain exited $?: $(tail1 "$work/chain0.err")"
+fi
+if [ -n "$py" ]; then
+  say "graphs beside ONNX Runtime and MAX"
+  rounds=3
+  [ "$quick" = 1 ] && rounds=1
+  KILN_NUM_THREADS=1 KILN_MAX_VENV="$venv" "$here/run_anchors.sh" "$build" --python "$py" \
+    --no-bench-runtime --no-build --rounds "$rounds" "${qa[@]}" "${max_args[@]}" \
+    --json "$work/anchors.json" --markdown "$work/anchors.md" >"$work/anchors.log" 2>&1
+  rc=$?
+  if [ ! -s "$work/anchors.json" ]; then
+    fail anchors "bench/run_anchors.sh exited $rc: $(tail1 "$work/anchors.log" 4)"
+  elif [ "$rc" != 0 ]; then
+    failed+=("anchors=bench/run_anchors.sh exited $rc (see the notes; log: $work/anchors.log)")
+  fi
+else
+  fail anchors "no Python with numpy, onnx and onnxruntime (venv $venv)"
+fi
+
+# ---- 5. the table
+rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
+       --chain0 "$work/chain0.tsv"
+       --anchors "$work/anchors.json" --markdown "$work/table.md")
+[ "$quick" = 1 ] && rargs+=(--quick)
+for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
+for n in "${notes[@]}"; do rargs+=(--note "$n"); done
+rargs+=(--note "raw outputs: $work")
+echo
+"${py:-python3}" "$here/report.py" "${rargs[@]}" || exit 1
+[ -n "$markdown" ] && cp "$work/table.md" "$markdown"
+[ ${#failed[@]} -eq 0 ]
