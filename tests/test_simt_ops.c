@@ -88,7 +88,9 @@ static void *emit_node(const ir_graph *g, const ir_node *n, const jit_simt_targe
 
 /* Run graph text on simt-emu with symbol values syms (graph order) and
  * compare with the interpreter. gpu: also emit for sm_80 and gfx90a. */
-static void check(const char *text, const int64_t *syms, bool gpu) {
+/* specialized: every node's kernel is compiled with all symbols bound
+ * (jit_simt_compile_graph with the binding: no symbol parameters). */
+static void check_variant(const char *text, const int64_t *syms, bool gpu, bool specialized) {
   ir_diag d = {0};
   ir_graph *g = ir_parse(text, strlen(text), &d);
   cr_assert_not_null(g, "parse: %s\n%s", d.msg, text);
@@ -132,7 +134,14 @@ static void check(const char *text, const int64_t *syms, bool gpu) {
     char name[32];
     snprintf(name, sizeof name, "node%d", ni);
     size_t len = 0;
-    void *obj = emit_node(g, n, &emu, name, &len, err, sizeof err);
+    void *obj = NULL;
+    if (specialized) {
+      jit_simt_kernel_name(g, ni, name, sizeof name);
+      if (jit_simt_compile_graph(g, &emu, syms, NULL, ni, false, &obj, &len, err, sizeof err) < 0)
+        obj = NULL;
+    } else {
+      obj = emit_node(g, n, &emu, name, &len, err, sizeof err);
+    }
     cr_assert_not_null(obj, "mo.%s: %s", ir_op_get(n->op)->name, err);
     jit_kernel_fn fn = NULL;
     jit_code *code = jit_load_object(er.e, obj, len, name, &fn, err, sizeof err);
@@ -140,7 +149,8 @@ static void check(const char *text, const int64_t *syms, bool gpu) {
     cr_assert_not_null(code, "%s", err);
     jit_simt_dims dims;
     cr_assert_eq(jit_simt_geometry(n, syms, &dims, err, sizeof err), 0, "%s", err);
-    int np = n->nin + n->nout + g->nsyms + 1;
+    int nks = specialized ? 0 : g->nsyms;
+    int np = n->nin + n->nout + nks + 1;
     void **params = calloc((size_t)np, sizeof *params);
     void **bufs = calloc((size_t)(n->nin + n->nout), sizeof *bufs);
     int64_t *symv = calloc((size_t)g->nsyms + 1, sizeof *symv);
@@ -150,11 +160,11 @@ static void check(const char *text, const int64_t *syms, bool gpu) {
     for (int j = 0; j < n->nin; j++) bufs[k++] = data[n->in[j]->id];
     for (int j = 0; j < n->nout; j++) bufs[k++] = data[n->out[j]->id];
     for (int j = 0; j < k; j++) params[j] = &bufs[j];
-    for (int s = 0; s < g->nsyms; s++) {
+    for (int s = 0; s < nks; s++) {
       symv[s] = syms[s];
       params[k + s] = &symv[s];
     }
-    params[k + g->nsyms] = &errp;
+    params[k + nks] = &errp;
     if (dims.grid[0] && dims.grid[1] && dims.grid[2]) {
       rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
                            {dims.block[0], dims.block[1], dims.block[2]},
@@ -168,7 +178,7 @@ static void check(const char *text, const int64_t *syms, bool gpu) {
     free(bufs);
     free(symv);
 
-    if (gpu) {
+    if (gpu && !specialized) {
       void *p = emit_node(g, n, &ptx, name, &len, err, sizeof err);
       cr_expect_not_null(p, "sm_80 mo.%s: %s", ir_op_get(n->op)->name, err);
       if (p && have_ptxas) {
@@ -209,6 +219,11 @@ static void check(const char *text, const int64_t *syms, bool gpu) {
   kiln_device_close(er.dev);
   kiln_status_free(er.st);
   ir_graph_free(g);
+}
+
+static void check(const char *text, const int64_t *syms, bool gpu) {
+  check_variant(text, syms, gpu, false);
+  check_variant(text, syms, false, true);
 }
 
 Test(simt_ops, elementwise_broadcast) {
