@@ -1,12 +1,15 @@
 /* device.c - devices, runtime configs and runtime contexts of kiln's MAX C
- * API layer. Only the host exists until kiln's GPU path is built (issue 5):
+ * API layer. Only the host is wired to the M_ functions (kiln's device
+ * models, kiln/device.h, are not yet):
  * M_getAcceleratorCount() is 0, an accelerator device cannot be made, and a
  * config cannot hold one. A context is one kiln_context. */
 #include <stdlib.h>
 
 #include "mx.h"
 
-#define MX_NO_ACCELERATOR "no accelerator: kiln's GPU path is not built (issue 5)"
+#define MX_NO_ACCELERATOR                                                                    \
+  "no accelerator: kiln's MAX layer runs models on the host only (GPU models run through "  \
+  "kiln_device_model, not wired to M_ yet)"
 
 MAX_C_API M_Device *M_newDevice(M_DeviceType type, int id, M_Status *status) {
   mx_ok(status);
