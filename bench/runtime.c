@@ -7,6 +7,15 @@
  * kiln_model_execute for examples/relu.mlir (per-call overhead) and for
  * mlp.mlir at batch 1 and 64, with seeded random weights and inputs.
  * Each row: warm-up, then many timed runs; min / median / max.
+ * Specialization (issue 3): the MLP specialized vs generic at batch 1, 8
+ * and 64; the first call of a new shape under async vs the same call on the
+ * generic variant (paired, interleaved; the background compile of the
+ * earlier shapes runs meanwhile, as in a service); the variant lookup of an
+ * already specialized shape (rt_variant_acquire + release, internal, with
+ * 8 live variants: the worst linear scan) and the execute of a tiny graph
+ * with a live variant vs on the generic variant; and relu's execute again
+ * after the compile thread exists (glibc malloc takes its multi-threaded
+ * path from then on).
  *
  * usage: bench_runtime [EXAMPLES_DIR] [--quick]
  * (default EXAMPLES_DIR: the source tree's examples/; --quick runs a tenth
@@ -19,6 +28,9 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+
+#include "src/rt.h"       /* internal: the lookup microbenchmark */
+#include "src/variants.h"
 
 #ifndef KILN_SOURCE_DIR
 #define KILN_SOURCE_DIR "."
@@ -110,6 +122,124 @@ static void time_fresh(const char *path, kiln_status *st, double *compile_us, do
   kiln_context_free(ctx);
 }
 
+static double median(double *t, int n) {
+  qsort(t, (size_t)n, sizeof *t, cmp);
+  return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+static double exec_us(kiln_model *m, kiln_tensor *in, kiln_status *st) {
+  kiln_tensor *out = NULL;
+  double t0 = now_us();
+  if (kiln_model_execute(m, &in, 1, &out, 1, st) != 0) die("execute", st);
+  double t = now_us() - t0;
+  kiln_tensor_free(out);
+  return t;
+}
+
+#define TINY                                                                                  \
+  "mo.graph @tiny<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"          \
+  "  %y = mo.relu(%x) : !mo.tensor<[n, 8], f32>\n"                                           \
+  "  mo.output %y : !mo.tensor<[n, 8], f32>\n"                                               \
+  "}\n"
+
+static kiln_model *compile_bound(kiln_context *ctx, const kiln_graph *g, kiln_tensor **w, int nw,
+                                 kiln_specialize_policy p, kiln_status *st) {
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  if (!m) die("compile", st);
+  for (int i = 0; i < nw; i++)
+    if (kiln_model_bind_weight(m, kiln_model_weight_name(m, i), w[i], st) != 0) die("bind", st);
+  if (kiln_model_set_specialize(m, p, st) != 0) die("policy", st);
+  return m;
+}
+
+static void specialization_rows(kiln_context *ctx, const kiln_graph *mlp, kiln_model *gen,
+                                 kiln_tensor **w, int nw, kiln_tensor *x5, kiln_model *mr,
+                                 int div, uint64_t *seed, kiln_status *st) {
+  printf("-- specialization --\n");
+  /* specialized (sync, compiled before timing) vs generic, MLP */
+  kiln_model *spec = compile_bound(ctx, mlp, w, nw, KILN_SPECIALIZE_SYNC, st);
+  int64_t batches[3] = {1, 8, 64};
+  for (int k = 0; k < 3; k++) {
+    int64_t sh[2] = {batches[k], 784};
+    kiln_tensor *x = random_f32(2, sh, seed);
+    int n = (k == 2 ? 1000 : 5000) / div;
+    char what[64];
+    snprintf(what, sizeof what, "mlp batch=%lld generic", (long long)batches[k]);
+    time_execute(what, gen, x, n, n / 10, st);
+    snprintf(what, sizeof what, "mlp batch=%lld specialized", (long long)batches[k]);
+    time_execute(what, spec, x, n, n / 10, st); /* the first call compiles (sync) */
+    kiln_tensor_free(x);
+  }
+  kiln_model_free(spec);
+
+  /* first call of a new shape: async vs generic, paired */
+  kiln_model *as = compile_bound(ctx, mlp, w, nw, KILN_SPECIALIZE_ASYNC, st);
+  int nf = 60 / (div > 1 ? 3 : 1);
+  double *ta = malloc((size_t)nf * sizeof *ta), *tg = malloc((size_t)nf * sizeof *tg);
+  double *tw = malloc((size_t)nf * sizeof *tw);
+  double thread_start = 0;
+  for (int i = 0; i < nf; i++) {
+    int64_t sh[2] = {2 + i, 784}; /* a batch no call has used */
+    kiln_tensor *x = random_f32(2, sh, seed);
+    /* both calls are the first of this shape on their model (both pay the
+     * planner's first plan for it); the order alternates */
+    if (i % 2) {
+      ta[i] = exec_us(as, x, st);
+      tg[i] = exec_us(gen, x, st);
+    } else {
+      tg[i] = exec_us(gen, x, st);
+      ta[i] = exec_us(as, x, st);
+    }
+    tw[i] = exec_us(gen, x, st); /* generic again: warm for this shape */
+    if (i == 0) thread_start = ta[i]; /* also starts the compile thread */
+    kiln_tensor_free(x);
+  }
+  printf("%-34s %7d %11.3f  us (starts the compile thread)\n", "async first call, very first", 1,
+         thread_start);
+  row("async first call of a new shape", ta + 1, nf - 1, "us", 1.0);
+  row("  generic, first call of the shape", tg + 1, nf - 1, "us", 1.0);
+  row("  generic, second call", tw + 1, nf - 1, "us", 1.0);
+  free(tw);
+  double ma = median(ta + 1, nf - 1), mg = median(tg + 1, nf - 1);
+  printf("%-34s %7s %11.2f  x (target <= 1.2)\n", "  async / generic (medians)", "", ma / mg);
+  printf("%-34s %7.0f queued, %.0f done, %.0f dropped\n", "  background jobs",
+         kiln_model_counter(as, KILN_COUNTER_ASYNC_QUEUED),
+         kiln_model_counter(as, KILN_COUNTER_ASYNC_DONE),
+         kiln_model_counter(as, KILN_COUNTER_ASYNC_DROPPED));
+  free(ta);
+  free(tg);
+  kiln_model_free(as); /* cancels what is still queued */
+
+  /* lookup of an already specialized shape */
+  kiln_graph *tg2 = kiln_graph_parse(TINY, strlen(TINY), "tiny", st);
+  if (!tg2) die("tiny", st);
+  kiln_model *tl = compile_bound(ctx, tg2, NULL, 0, KILN_SPECIALIZE_SYNC, st);
+  kiln_model *tgen = compile_bound(ctx, tg2, NULL, 0, KILN_SPECIALIZE_OFF, st);
+  for (int64_t b = 1; b <= 8; b++) {
+    const char *nm[1] = {"n"};
+    if (kiln_model_specialize(tl, nm, &b, 1, st) != 0) die("specialize", st);
+  }
+  int nl = 200000 / div;
+  double *tlk = malloc((size_t)nl * sizeof *tlk);
+  int64_t syms[1] = {1}; /* the least recently used of the 8: found last or first, either way */
+  for (int i = 0; i < nl; i++) {
+    double t0 = now_us();
+    for (int r = 0; r < 10; r++) rt_variant_release(tl, rt_variant_acquire(tl, syms));
+    tlk[i] = (now_us() - t0) / 10;
+  }
+  row("variant lookup (acquire+release)", tlk, nl, "us", 1.0);
+  free(tlk);
+  int64_t sh4[2] = {4, 8};
+  kiln_tensor *x4 = random_f32(2, sh4, seed);
+  time_execute("tiny n=4, live variant", tl, x4, 100000 / div, 1000, st);
+  time_execute("tiny n=4, generic variant", tgen, x4, 100000 / div, 1000, st);
+  kiln_tensor_free(x4);
+  kiln_model_free(tl);
+  kiln_model_free(tgen);
+  kiln_graph_free(tg2);
+  time_execute("execute relu.mlir (2nd thread up)", mr, x5, 200000 / div, 1000, st);
+}
+
 int main(int argc, char **argv) {
   const char *dir = KILN_SOURCE_DIR "/examples";
   int div = 1;
@@ -191,8 +321,11 @@ int main(int argc, char **argv) {
   }
   int64_t b1[] = {1, 784}, b64[] = {64, 784};
   kiln_tensor *x1 = random_f32(2, b1, &seed), *x64 = random_f32(2, b64, &seed);
+  if (kiln_model_set_specialize(mm, KILN_SPECIALIZE_OFF, st) != 0) die("policy", st);
   time_execute("execute mlp.mlir batch=1", mm, x1, 5000 / div, 100, st);
   time_execute("execute mlp.mlir batch=64", mm, x64, 1000 / div, 20, st);
+
+  specialization_rows(ctx, mlp, mm, w, nw, x5, mr, div, &seed, st);
 
   for (int i = 0; i < 8; i++) kiln_tensor_free(w[i]);
   kiln_tensor_free(x5);

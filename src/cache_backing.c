@@ -8,7 +8,9 @@
  * KILN_CACHE=off disables it; KILN_CACHE_MAX_BYTES bounds it). A directory
  * that cannot be used leaves the context without a disk cache: kiln still
  * works, it only compiles more; the reason is kept for `kiln run --stats`.
- * A failed write is not an error for the model being compiled either. */
+ * A failed write is not an error for the model being compiled either.
+ * kiln_context_set_cache_dir (context.c) swaps the store later through
+ * rt_cache_backing_attach. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +35,15 @@ static void disk_put(void *ud, const kc_key *key, const rt_key_parts *parts, con
   kc_disk_put(ud, *key, comps, RT_KEY_NPARTS, obj, len, NULL); /* best effort */
 }
 
+void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d) {
+  if (!kc_disk_enabled(d)) {
+    rt_cache_mem_set_backing(mem, NULL);
+    return;
+  }
+  rt_cache_backing b = {d, disk_get, disk_put};
+  rt_cache_mem_set_backing(mem, &b);
+}
+
 kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen) {
   kiln_status *st = kiln_status_new();
   kc_disk *d = kc_disk_open(NULL, 0, 0, st);
@@ -42,8 +53,7 @@ kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen) {
     snprintf(why, whylen, "disk cache off (KILN_CACHE)");
   } else {
     snprintf(why, whylen, "disk cache: %s", kc_disk_dir(d));
-    rt_cache_backing b = {d, disk_get, disk_put};
-    rt_cache_mem_set_backing(mem, &b);
+    rt_cache_backing_attach(mem, d);
   }
   kiln_status_free(st);
   return d;

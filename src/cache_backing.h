@@ -13,5 +13,8 @@
  * the memory cache is freed; NULL when it could not be opened) and writes a
  * one-line description of the outcome into why. */
 kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen);
+/* Make d (enabled, borrowed: it must outlive every compile that may still
+ * use it) mem's backing store; NULL or a disabled d detaches the store. */
+void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d);
 
 #endif

@@ -189,6 +189,15 @@ int kc_disk_clear(kc_disk *d, uint64_t *removed, kiln_status *st);
  * NULL) gets how many. For `kiln cache stats --verify` and tests. */
 int kc_disk_verify(kc_disk *d, uint64_t *bad, kiln_status *st);
 
+/* ---- entry bytes (for `kiln cache import`) ---- */
+/* Parse the header of an entry file's bytes buf[len] (magic, format, field
+ * syntax, header checksum; not the payload): 0 with *key and its components
+ * (*comps[*ncomps], malloc'd: free with kc_components_free), or -1 with why
+ * filled. */
+int kc_entry_parse(const void *buf, size_t len, kc_key *key, kc_component **comps, int *ncomps,
+                   char *why, size_t whylen);
+void kc_components_free(kc_component *c, int n);
+
 /* ---- keys ---- */
 /* 32 lowercase hex digits plus NUL into out. */
 void kc_key_hex(kc_key key, char out[33]);

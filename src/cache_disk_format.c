@@ -325,3 +325,23 @@ fail:
   kcd_header_free(h);
   return rc;
 }
+
+int kc_entry_parse(const void *buf, size_t len, kc_key *key, kc_component **comps, int *ncomps,
+                   char *why, size_t whylen) {
+  *comps = NULL;
+  *ncomps = 0;
+  kcd_header h;
+  int rc = kcd_header_parse(buf, len, true, &h, why, whylen);
+  if (rc == KCD_INCOMPLETE) snprintf(why, whylen, "the entry ends inside its header");
+  else if (rc == KCD_NOMEM) snprintf(why, whylen, "out of memory");
+  if (rc != KCD_OK) return -1;
+  *key = h.key;
+  *comps = h.components;
+  *ncomps = h.ncomponents;
+  return 0;
+}
+
+void kc_components_free(kc_component *c, int n) {
+  kcd_header h = {.components = c, .ncomponents = n};
+  kcd_header_free(&h);
+}

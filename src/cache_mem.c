@@ -282,6 +282,14 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
 
 int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
                      jit_kernel_fn *fn, char *err, size_t errlen) {
+  return rt_cache_mem_get_info(c, kernel_text, entry, fn, NULL, NULL, err, errlen);
+}
+
+int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
+                          jit_kernel_fn *fn, int *outcome, double *ms, char *err,
+                          size_t errlen) {
+  if (outcome) *outcome = RT_CACHE_HIT;
+  if (ms) *ms = 0;
   if (entry) *entry = NULL;
   if (fn) *fn = NULL;
   if (!c || !kernel_text || !entry || !fn) {
@@ -325,6 +333,8 @@ int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry
   bool compiled = false;
   double cms = 0, lms = 0;
   int rc = produce(c, e, &parts, bk, &compiled, &cms, &lms, err, errlen);
+  if (outcome) *outcome = compiled ? RT_CACHE_COMPILED : RT_CACHE_BACKING_HIT;
+  if (ms) *ms = cms + lms;
 
   pthread_mutex_lock(&c->mu);
   if (compiled) {

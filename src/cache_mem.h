@@ -92,7 +92,10 @@ typedef struct rt_cache_backing {
 rt_cache_mem *rt_cache_mem_new(jit_engine *jit, pthread_mutex_t *jit_lock);
 /* Unload and free every entry (no references may be left). NULL ok. */
 void rt_cache_mem_free(rt_cache_mem *c);
-/* Set (or, with NULL, clear) the backing store. Not concurrently with gets. */
+/* Set (or, with NULL, clear) the backing store. Safe while gets run: a get
+ * in flight keeps the store it started with, so the old store's ud must
+ * stay valid until those gets end (context.c keeps replaced stores until
+ * the context is freed). */
 void rt_cache_mem_set_backing(rt_cache_mem *c, const rt_cache_backing *b);
 
 /* The key parts of a kernel text compiled by c (borrowed strings: valid while
@@ -104,6 +107,12 @@ void rt_cache_mem_key_parts(const rt_cache_mem *c, const char *kernel_text, rt_k
  * (nothing held). */
 int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
                      jit_kernel_fn *fn, char *err, size_t errlen);
+/* rt_cache_mem_get that also says how this call got the entry (outcome:
+ * RT_CACHE_HIT, RT_CACHE_BACKING_HIT or RT_CACHE_COMPILED) and the wall time
+ * it spent producing it (ms: 0 for a hit). outcome and ms may be NULL. */
+enum { RT_CACHE_HIT = 0, RT_CACHE_BACKING_HIT = 1, RT_CACHE_COMPILED = 2 };
+int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
+                          jit_kernel_fn *fn, int *outcome, double *ms, char *err, size_t errlen);
 /* Drop a reference from rt_cache_mem_get; the entry stays cached. NULL ok. */
 void rt_cache_mem_release(rt_cache_mem *c, rt_kentry *e);
 

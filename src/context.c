@@ -1,17 +1,36 @@
 /* context.c - kiln_context: owns the JIT engine, the lock that serializes
  * every use of its LLJIT (load, lookup, unload), since an LLJIT must not be
- * driven from two threads at once (see jit.h), and the memory cache of
- * compiled kernels its models share (cache_mem.h), backed by the disk cache
- * (cache_backing.c). No global state: two
- * contexts may live side by side. Models must be freed before their context
- * (the cache unloads every kernel when the context goes). */
+ * driven from two threads at once (see jit.h), the memory cache of compiled
+ * kernels its models share (cache_mem.h), backed by the disk cache
+ * (cache_backing.c), and the background compile queue of specialized
+ * variants (variants.h). No global state: two contexts may live side by
+ * side. Models must be freed before their context (the cache unloads every
+ * kernel when the context goes).
+ *
+ * The disk store can be replaced (kiln_context_set_cache_dir) while compiles
+ * run: the old store is detached from the memory cache but kept open until
+ * the context is freed, so a compile that copied it keeps a valid handle. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "cache_backing.h"
 #include "cache_mem.h"
 #include "pool.h"
 #include "rt.h"
+#include "variants.h"
+
+/* KILN_SPECIALIZE=off|sync|async|ahead, else async. */
+static int default_policy(void) {
+  const char *v = getenv("KILN_SPECIALIZE");
+  if (v) {
+    if (!strcasecmp(v, "off")) return KILN_SPECIALIZE_OFF;
+    if (!strcasecmp(v, "sync")) return KILN_SPECIALIZE_SYNC;
+    if (!strcasecmp(v, "ahead")) return KILN_SPECIALIZE_AHEAD;
+  }
+  return KILN_SPECIALIZE_ASYNC;
+}
 
 KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   kiln_context *ctx = calloc(1, sizeof *ctx);
@@ -32,13 +51,16 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_err(st, KILN_ERR_COMPILE, "cannot start the JIT: %s", err[0] ? err : "unknown error");
     return NULL;
   }
-  if (!(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock))) {
+  if (!(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock)) ||
+      !(ctx->spec = rt_spec_ctx_new())) {
+    rt_cache_mem_free(ctx->kcache);
     jit_engine_free(ctx->jit);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating the kernel cache");
     return NULL;
   }
+  atomic_store(&ctx->specialize, default_policy());
   ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status);
   rt_ok(st);
   return ctx;
@@ -46,9 +68,12 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
 
 KILN_API void kiln_context_free(kiln_context *ctx) {
   if (!ctx) return;
-  rt_pool_free(ctx->pool); /* joins the workers: no kernel runs after this */
+  rt_spec_ctx_free(ctx->spec); /* joins the compile thread: it used the cache and the JIT */
+  rt_pool_free(ctx->pool);     /* joins the workers: no kernel runs after this */
   rt_cache_mem_free(ctx->kcache); /* unloads the kernels: before the engine */
   kc_disk_close(ctx->disk);
+  for (int i = 0; i < ctx->ndisk_retired; i++) kc_disk_close(ctx->disk_retired[i]);
+  free(ctx->disk_retired);
   jit_engine_free(ctx->jit);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
@@ -59,3 +84,33 @@ KILN_API const char *kiln_context_target(const kiln_context *ctx) {
 }
 
 rt_cache_mem *rt_context_cache(const kiln_context *ctx) { return ctx ? ctx->kcache : NULL; }
+
+KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
+                                        kiln_status *st) {
+  if (!ctx) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_cache_dir: context is NULL");
+  if (dir && !*dir)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_set_cache_dir: empty directory (NULL turns the disk cache off)");
+  kc_disk *d = NULL;
+  if (dir && !(d = kc_disk_open(dir, max_bytes, KC_DISK_IGNORE_OFF, st))) return -1;
+  kc_disk **r = realloc(ctx->disk_retired, (size_t)(ctx->ndisk_retired + 1) * sizeof *r);
+  if (!r) {
+    kc_disk_close(d);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  ctx->disk_retired = r;
+  rt_cache_backing_attach(ctx->kcache, d);
+  if (ctx->disk) ctx->disk_retired[ctx->ndisk_retired++] = ctx->disk; /* compiles may hold it */
+  ctx->disk = d;
+  if (d)
+    snprintf(ctx->disk_status, sizeof ctx->disk_status, "disk cache: %s (set by the API)",
+             kc_disk_dir(d));
+  else
+    snprintf(ctx->disk_status, sizeof ctx->disk_status, "disk cache off (set by the API)");
+  rt_ok(st);
+  return 0;
+}
+
+KILN_API const char *kiln_context_cache_dir(const kiln_context *ctx) {
+  return ctx ? kc_disk_dir(ctx->disk) : NULL;
+}

@@ -4,6 +4,8 @@
  * and reads: the keys 'descr', 'fortran_order' and 'shape' (no others),
  * string / True / False / tuple-of-int values, trailing commas, spaces, and
  * a terminating newline. The data must be exactly numel * itemsize bytes.
+ * A NUL byte inside a header string is rejected (it would otherwise cut
+ * 'descr' short: "<f4\0junk" must not read as "<f4").
  * Files are read with stdio straight into the tensor (no double copy). */
 #include <errno.h>
 #include <stdio.h>
@@ -56,6 +58,7 @@ static int hstring(hp *p, char *buf, size_t cap) {
   size_t n = 0;
   while (p->pos < p->len && p->s[p->pos] != q) {
     if (p->s[p->pos] == '\\') return hfail(p, "escapes are not supported in header strings");
+    if (p->s[p->pos] == '\0') return hfail(p, "NUL byte in a header string");
     if (n + 1 >= cap) return hfail(p, "string too long");
     buf[n++] = p->s[p->pos++];
   }

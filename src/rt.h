@@ -52,6 +52,9 @@ struct kiln_context {
   char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
   /* ---- variants (variants.c) ---- */
   atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
+  struct rt_spec_ctx *spec;      /* compile queue and thread, counters, defaults (spec: variants.c) */
+  struct kc_disk **disk_retired; /* stores replaced by kiln_context_set_cache_dir, closed at free */
+  int ndisk_retired;
   /* ---- threads (pool.c, pool.h) ---- */
   struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
 };
@@ -100,6 +103,10 @@ struct kiln_model {
   /* ---- variants (variants.c, variants.h) ---- */
   struct rt_variants *variants; /* shape-specialized variants, owned */
   atomic_int specialize;        /* 0: the context's policy, else kiln_specialize_policy + 1 */
+  /* ---- threads (model.c, pool.c) ---- */
+  int64_t *work; /* g->nnodes entries: rt_node_work with static dims, -1 when symbolic */
+  /* ---- execute (execute.c) ---- */
+  _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
 };
 
 /* Run node `node`'s kernel on args (operands then results) with the graph's

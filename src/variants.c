@@ -1,36 +1,156 @@
-/* variants.c - shape-specialized variants of a model (see variants.h) and
- * the specialization policy API of kiln/runtime.h.
+/* variants.c - shape-specialized variants of a model, the context's
+ * background compile thread (see variants.h) and the specialization API of
+ * kiln/runtime.h (policies, buckets, bounds, counters).
  *
- * Table: up to RT_VARIANTS_MAX variants, each with its binding (all graph
- * symbols), per-node kernels and cache entries, a last-use tick and a
+ * Table: the model's variants, each with its key (variants.h), per-node
+ * kernels, cache entries and kernel symbol maps, a last-use tick and a
  * reference count (the table's own reference plus one per execute using
- * it). Lookup compares the binding against the few entries under the mutex.
- * Compiles run outside the mutex; two threads compiling the same binding
- * both fetch through the memory cache (which compiles a key once) and the
- * second to insert drops its copy for the first's. Cache entries are
- * released outside the mutex (the cache has its own lock). */
+ * it). Lookup compares the key against the few entries under the mutex; the
+ * execute path takes no other lock and allocates nothing (keys of up to
+ * KEY_STACK symbols live on the stack). Compiles run outside the mutex; two
+ * threads compiling the same key both fetch through the memory cache (which
+ * compiles a key once) and the second to insert drops its copy for the
+ * first's. Cache entries are released outside the mutex.
+ *
+ * Buckets (decision, also in runtime.h): a bucket only groups compiles. Its
+ * symbol stays a run-time dim of the variant's kernels
+ * (ir_kernel_text_partial), so each kernel of such a variant reads dims
+ * again, through its own symbol map (like model.c's ksym_map), and its
+ * results are exact for every value of the bucket. Padding to the bucket's
+ * end is not done: it is wrong for reductions, softmax and layer_norm over
+ * the padded axis.
+ *
+ * Async queue (rt_spec_ctx): a FIFO of jobs (model, key) under `mu`, at
+ * most RT_SPEC_QUEUE_MAX, one compile thread per context started with the
+ * first job (at nice +10: compiles should not take CPU from requests).
+ * Lock order: a table's lock is never held while taking `mu`, and `mu` is
+ * never held while compiling. A job of a model being freed is cancelled:
+ * removed when queued, flagged when running (the compile checks the flag
+ * between kernels and drops its work); rt_variants_free waits on `done_cv`
+ * until no job of the model runs, so the thread never touches a freed
+ * model. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "cache_mem.h"
 #include "pool.h"
 #include "variants.h"
 
+#define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
+#define KSYMS_MAX 64      /* kernel symbols a variant's kernel may read */
+#define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
+
+/* Counter slots, in kiln_counter order; COMPILE_MS is kept in microseconds. */
+#define NCOUNTERS (KILN_COUNTER_ASYNC_PENDING + 1)
+
 struct rt_variant {
-  int64_t *binding;      /* g->nsyms values */
-  jit_kernel_fn *kernels;/* g->nnodes; NULL for source nodes */
-  rt_kentry **kentries;  /* g->nnodes; NULL where the generic kernel is reused */
+  int64_t *key;           /* g->nsyms entries (variants.h) */
+  jit_kernel_fn *kernels; /* g->nnodes; NULL for source nodes */
+  rt_kentry **kentries;   /* g->nnodes; NULL where the generic kernel is reused */
+  int **ksym_map;         /* g->nnodes; kernel symbol j is graph symbol ksym_map[i][j] */
+  int *knsyms;            /* g->nnodes; symbols kernel i reads (0: none) */
   uint64_t last_use;
-  int refs;              /* guarded by the table's lock */
+  int refs;               /* guarded by the table's lock */
+  rt_variant *next_drop;  /* chaining of variants to free after the lock */
 };
 
 struct rt_variants {
   pthread_mutex_t lock;
-  rt_variant *v[RT_VARIANTS_MAX];
-  int n;
+  rt_variant **v;
+  int n, cap;
+  atomic_int max;         /* 0: the context's bound (read without the lock by enqueue) */
   uint64_t tick;
-  int specialized; /* variants compiled and inserted, ever */
+  int specialized;        /* variants compiled and inserted, ever */
+  int8_t *bkind;          /* per symbol kiln_bucket_kind; NULL: all exact */
+  int64_t *bn;            /* per symbol, the MULTIPLE's n */
+  int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
+  int nfailed, failed_next;
+  _Atomic int64_t c[NCOUNTERS];
 };
+
+typedef struct spec_job {
+  kiln_model *m;
+  int64_t *key;
+  atomic_int cancel;
+  struct spec_job *next;
+} spec_job;
+
+struct rt_spec_ctx {
+  pthread_mutex_t mu;
+  pthread_cond_t work_cv; /* the thread waits for jobs */
+  pthread_cond_t done_cv; /* a job finished (or the queue changed) */
+  spec_job *head, *tail;
+  int queued;
+  spec_job *running;
+  bool started, stop;
+  pthread_t thread;
+  atomic_int max_variants; /* 0: RT_VARIANTS_MAX */
+  atomic_int test_delay_ms;
+  _Atomic int64_t c[NCOUNTERS];
+};
+
+static bool is_source(const ir_node *n) {
+  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
+}
+
+/* Add d to counter k of m and of its context. */
+static void count(const kiln_model *m, int k, int64_t d) {
+  if (m->variants) atomic_fetch_add_explicit(&m->variants->c[k], d, memory_order_relaxed);
+  if (m->ctx->spec) atomic_fetch_add_explicit(&m->ctx->spec->c[k], d, memory_order_relaxed);
+}
+
+/* ---- context part ---- */
+
+rt_spec_ctx *rt_spec_ctx_new(void) {
+  rt_spec_ctx *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  if (pthread_mutex_init(&s->mu, NULL) != 0) goto fail0;
+  if (pthread_cond_init(&s->work_cv, NULL) != 0) goto fail1;
+  if (pthread_cond_init(&s->done_cv, NULL) != 0) goto fail2;
+  return s;
+fail2:
+  pthread_cond_destroy(&s->work_cv);
+fail1:
+  pthread_mutex_destroy(&s->mu);
+fail0:
+  free(s);
+  return NULL;
+}
+
+static void job_free(spec_job *j) {
+  if (!j) return;
+  free(j->key);
+  free(j);
+}
+
+void rt_spec_ctx_free(rt_spec_ctx *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  s->stop = true;
+  pthread_cond_broadcast(&s->work_cv);
+  bool started = s->started;
+  pthread_mutex_unlock(&s->mu);
+  if (started) pthread_join(s->thread, NULL);
+  for (spec_job *j = s->head, *next; j; j = next) { /* models left behind: never run */
+    next = j->next;
+    job_free(j);
+  }
+  pthread_cond_destroy(&s->done_cv);
+  pthread_cond_destroy(&s->work_cv);
+  pthread_mutex_destroy(&s->mu);
+  free(s);
+}
+
+void rt_spec_set_test_delay(kiln_context *ctx, int ms) {
+  if (ctx && ctx->spec) atomic_store(&ctx->spec->test_delay_ms, ms < 0 ? 0 : ms);
+}
+
+/* ---- the table ---- */
 
 rt_variants *rt_variants_new(void) {
   rt_variants *vs = calloc(1, sizeof *vs);
@@ -43,75 +163,109 @@ rt_variants *rt_variants_new(void) {
 
 static void variant_free(kiln_model *m, rt_variant *v) {
   if (!v) return;
+  int nn = m->g->nnodes;
   if (v->kentries)
-    for (int i = 0; i < m->g->nnodes; i++) rt_cache_mem_release(m->ctx->kcache, v->kentries[i]);
+    for (int i = 0; i < nn; i++) rt_cache_mem_release(m->ctx->kcache, v->kentries[i]);
+  if (v->ksym_map)
+    for (int i = 0; i < nn; i++) free(v->ksym_map[i]);
+  free(v->ksym_map);
+  free(v->knsyms);
   free(v->kentries);
   free(v->kernels);
-  free(v->binding);
+  free(v->key);
   free(v);
+}
+
+static void drop_list(kiln_model *m, rt_variant *v) {
+  while (v) {
+    rt_variant *next = v->next_drop;
+    variant_free(m, v);
+    v = next;
+  }
+}
+
+/* Cancel m's queued jobs and wait until none of its jobs runs. */
+static void cancel_jobs(kiln_model *m) {
+  rt_spec_ctx *s = m->ctx->spec;
+  if (!s) return;
+  spec_job *dead = NULL;
+  pthread_mutex_lock(&s->mu);
+  for (spec_job **p = &s->head, *prev = NULL; *p;) {
+    spec_job *j = *p;
+    if (j->m == m) {
+      *p = j->next;
+      if (s->tail == j) s->tail = prev;
+      s->queued--;
+      j->next = dead;
+      dead = j;
+    } else {
+      prev = j;
+      p = &j->next;
+    }
+  }
+  if (s->running && s->running->m == m) atomic_store(&s->running->cancel, 1);
+  while (s->running && s->running->m == m) pthread_cond_wait(&s->done_cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+  for (spec_job *next; dead; dead = next) {
+    next = dead->next;
+    count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
+    count(m, KILN_COUNTER_ASYNC_PENDING, -1);
+    job_free(dead);
+  }
 }
 
 void rt_variants_free(kiln_model *m, rt_variants *vs) {
   if (!vs) return;
+  cancel_jobs(m);
   for (int i = 0; i < vs->n; i++) variant_free(m, vs->v[i]);
+  count(m, KILN_COUNTER_VARIANTS_LIVE, -(int64_t)vs->n);
+  free(vs->v);
+  free(vs->bkind);
+  free(vs->bn);
+  free(vs->failed);
   pthread_mutex_destroy(&vs->lock);
   free(vs);
 }
 
-static bool is_source(const ir_node *n) {
-  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
-}
-
-/* Compile the variant of binding syms; NULL with st filled on failure. */
-static rt_variant *variant_compile(kiln_model *m, const int64_t *syms, kiln_status *st) {
-  const ir_graph *g = m->g;
-  size_t nn = (size_t)(g->nnodes ? g->nnodes : 1);
-  rt_variant *v = calloc(1, sizeof *v);
-  if (!v || !(v->binding = malloc((size_t)g->nsyms * sizeof *syms)) ||
-      !(v->kernels = calloc(nn, sizeof *v->kernels)) ||
-      !(v->kentries = calloc(nn, sizeof *v->kentries))) {
-    variant_free(m, v);
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory specializing graph @%s", g->name);
-    return NULL;
-  }
-  memcpy(v->binding, syms, (size_t)g->nsyms * sizeof *syms);
-  for (int i = 0; i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
-    if (is_source(n)) continue;
-    if (m->knsyms[i] == 0) { /* already static: the generic kernel is the specialized one */
-      v->kernels[i] = m->kernels[i];
+/* The key of solved values syms into key (variants.h). Lock held. */
+static void make_key(const kiln_model *m, const rt_variants *vs, const int64_t *syms,
+                     int64_t *key) {
+  int ns = m->g->nsyms;
+  for (int s = 0; s < ns; s++) {
+    int64_t v = syms[s];
+    int kind = vs->bkind ? vs->bkind[s] : KILN_BUCKET_EXACT;
+    if (kind == KILN_BUCKET_EXACT || v < 0) {
+      key[s] = v;
       continue;
     }
-    const char *op = ir_op_get(n->op)->name;
-    const char *vname = n->nout > 0 ? n->out[0]->name : "?";
-    char *text = ir_kernel_text_bound(g, n, syms);
-    if (!text) {
-      rt_err(st, KILN_ERR_SHAPE,
-             "graph @%s, node %d (mo.%s -> %%%s): a dim has no non-negative value under the "
-             "binding (or out of memory)",
-             g->name, i, op, vname);
-      variant_free(m, v);
-      return NULL;
+    int64_t up = v;
+    if (kind == KILN_BUCKET_POW2) {
+      if (v > 1 && v <= ((int64_t)1 << 62)) {
+        up = 1;
+        while (up < v) up <<= 1;
+      }
+    } else {
+      int64_t n = vs->bn[s];
+      if (n > 1 && v % n != 0 && v <= INT64_MAX - n) up = (v / n + 1) * n;
     }
-    char err[1024] = "";
-    int rc = rt_cache_mem_get(m->ctx->kcache, text, &v->kentries[i], &v->kernels[i], err,
-                              sizeof err);
-    free(text);
-    if (rc < 0 || !v->kernels[i]) {
-      rt_err(st, KILN_ERR_COMPILE, "graph @%s, node %d (mo.%s -> %%%s), specialized: %s",
-             g->name, i, op, vname, err[0] ? err : "the JIT produced no kernel");
-      variant_free(m, v);
-      return NULL;
-    }
+    key[s] = -1 - up;
   }
-  return v;
 }
 
-/* The variant of syms in the table, with a reference taken, or NULL. Lock held. */
-static rt_variant *find_locked(kiln_model *m, rt_variants *vs, const int64_t *syms) {
-  size_t bytes = (size_t)m->g->nsyms * sizeof *syms;
+/* Bound of m's table. */
+static int bound_of(const kiln_model *m, const rt_variants *vs) {
+  int own = atomic_load_explicit(&vs->max, memory_order_relaxed);
+  if (own > 0) return own;
+  int c = m->ctx->spec ? atomic_load_explicit(&m->ctx->spec->max_variants, memory_order_relaxed)
+                       : 0;
+  return c > 0 ? c : RT_VARIANTS_MAX;
+}
+
+/* The variant of key in the table, with a reference taken, or NULL. Lock held. */
+static rt_variant *find_locked(const kiln_model *m, rt_variants *vs, const int64_t *key) {
+  size_t bytes = (size_t)m->g->nsyms * sizeof *key;
   for (int i = 0; i < vs->n; i++)
-    if (memcmp(vs->v[i]->binding, syms, bytes) == 0) {
+    if (memcmp(vs->v[i]->key, key, bytes) == 0) {
       vs->v[i]->last_use = ++vs->tick;
       vs->v[i]->refs++;
       return vs->v[i];
@@ -119,35 +273,279 @@ static rt_variant *find_locked(kiln_model *m, rt_variants *vs, const int64_t *sy
   return NULL;
 }
 
+static bool failed_locked(const kiln_model *m, const rt_variants *vs, const int64_t *key) {
+  size_t ns = (size_t)m->g->nsyms;
+  for (int i = 0; i < vs->nfailed; i++)
+    if (memcmp(vs->failed + (size_t)i * ns, key, ns * sizeof *key) == 0) return true;
+  return false;
+}
+
+static void remember_failed(kiln_model *m, const int64_t *key) {
+  rt_variants *vs = m->variants;
+  size_t ns = (size_t)m->g->nsyms;
+  count(m, KILN_COUNTER_FAILED, 1);
+  pthread_mutex_lock(&vs->lock);
+  if (!vs->failed) vs->failed = calloc(FAILED_KEYS * ns, sizeof *key);
+  if (vs->failed && !failed_locked(m, vs, key)) {
+    memcpy(vs->failed + (size_t)vs->failed_next * ns, key, ns * sizeof *key);
+    vs->failed_next = (vs->failed_next + 1) % FAILED_KEYS;
+    if (vs->nfailed < FAILED_KEYS) vs->nfailed++;
+  }
+  pthread_mutex_unlock(&vs->lock);
+}
+
+/* Evict least recently used variants until at most `keep` are left; the
+ * evicted ones nobody uses are chained on *drop. Lock held. */
+static void evict_locked(kiln_model *m, rt_variants *vs, int keep, rt_variant **drop) {
+  while (vs->n > keep && vs->n > 0) {
+    int lru = 0;
+    for (int i = 1; i < vs->n; i++)
+      if (vs->v[i]->last_use < vs->v[lru]->last_use) lru = i;
+    rt_variant *old = vs->v[lru];
+    vs->v[lru] = vs->v[--vs->n];
+    count(m, KILN_COUNTER_VARIANTS_EVICTED, 1);
+    count(m, KILN_COUNTER_VARIANTS_LIVE, -1);
+    if (--old->refs == 0) { /* else its last user frees it */
+      old->next_drop = *drop;
+      *drop = old;
+    }
+  }
+}
+
 /* Insert fresh v (or find the one another thread inserted meanwhile), take a
- * reference for the caller when `ref`. Returns the variant in the table. */
+ * reference for the caller when `ref`. Returns the variant in the table, or
+ * NULL (v freed) when the table cannot grow. */
 static rt_variant *insert(kiln_model *m, rt_variant *v, bool ref) {
   rt_variants *vs = m->variants;
   rt_variant *drop = NULL, *got;
   pthread_mutex_lock(&vs->lock);
-  got = find_locked(m, vs, v->binding);
+  got = find_locked(m, vs, v->key);
   if (got) {
     if (!ref) got->refs--;
+    v->next_drop = drop;
     drop = v;
   } else {
-    if (vs->n == RT_VARIANTS_MAX) { /* evict the least recently used */
-      int lru = 0;
-      for (int i = 1; i < vs->n; i++)
-        if (vs->v[i]->last_use < vs->v[lru]->last_use) lru = i;
-      rt_variant *old = vs->v[lru];
-      vs->v[lru] = vs->v[--vs->n];
-      if (--old->refs == 0) drop = old; /* else its last user frees it */
+    int bound = bound_of(m, vs);
+    evict_locked(m, vs, bound - 1, &drop);
+    if (vs->n == vs->cap) {
+      int nc = vs->cap ? vs->cap * 2 : RT_VARIANTS_MAX;
+      rt_variant **nv = realloc(vs->v, (size_t)nc * sizeof *nv);
+      if (nv) {
+        vs->v = nv;
+        vs->cap = nc;
+      }
     }
-    v->refs = ref ? 2 : 1;
-    v->last_use = ++vs->tick;
-    vs->v[vs->n++] = v;
-    vs->specialized++;
-    got = v;
+    if (vs->n < vs->cap) {
+      v->refs = ref ? 2 : 1;
+      v->last_use = ++vs->tick;
+      vs->v[vs->n++] = v;
+      vs->specialized++;
+      count(m, KILN_COUNTER_VARIANTS_BUILT, 1);
+      count(m, KILN_COUNTER_VARIANTS_LIVE, 1);
+      got = v;
+    } else {
+      v->next_drop = drop;
+      drop = v;
+      got = NULL;
+    }
   }
   pthread_mutex_unlock(&vs->lock);
-  variant_free(m, drop);
+  drop_list(m, drop);
   return got;
 }
+
+/* Compile the variant of key; NULL with st filled on failure, or NULL with
+ * *cancelled set when *cancel became nonzero (checked between kernels). */
+static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int *cancel,
+                                   bool *cancelled, kiln_status *st) {
+  const ir_graph *g = m->g;
+  size_t nn = (size_t)(g->nnodes ? g->nnodes : 1), ns = (size_t)g->nsyms;
+  if (cancelled) *cancelled = false;
+  rt_variant *v = calloc(1, sizeof *v);
+  int64_t *vals = calloc(ns + 1, sizeof *vals);
+  bool *bind = calloc(ns + 1, sizeof *bind);
+  int *map = calloc(ns + 1, sizeof *map);
+  bool all = true;
+  if (!v || !vals || !bind || !map || !(v->key = malloc(ns * sizeof *key)) ||
+      !(v->kernels = calloc(nn, sizeof *v->kernels)) ||
+      !(v->kentries = calloc(nn, sizeof *v->kentries)) ||
+      !(v->ksym_map = calloc(nn, sizeof *v->ksym_map)) ||
+      !(v->knsyms = calloc(nn, sizeof *v->knsyms))) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory specializing graph @%s", g->name);
+    goto fail;
+  }
+  memcpy(v->key, key, ns * sizeof *key);
+  for (size_t s = 0; s < ns; s++) {
+    bind[s] = key[s] >= 0;
+    vals[s] = key[s] >= 0 ? key[s] : 0;
+    all = all && bind[s];
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (is_source(n)) continue;
+    if (m->knsyms[i] == 0) { /* already static: the generic kernel is the specialized one */
+      v->kernels[i] = m->kernels[i];
+      continue;
+    }
+    if (cancel && atomic_load(cancel)) {
+      if (cancelled) *cancelled = true;
+      rt_err(st, KILN_ERR_RUNTIME, "specialization of graph @%s cancelled", g->name);
+      goto fail;
+    }
+    const char *op = ir_op_get(n->op)->name;
+    const char *vname = n->nout > 0 ? n->out[0]->name : "?";
+    int nks = 0;
+    char *text = all ? ir_kernel_text_bound(g, n, vals)
+                     : ir_kernel_text_partial(g, n, vals, bind, map, &nks);
+    if (!text) {
+      rt_err(st, KILN_ERR_SHAPE,
+             "graph @%s, node %d (mo.%s -> %%%s): a dim has no non-negative value under the "
+             "binding (or out of memory)",
+             g->name, i, op, vname);
+      goto fail;
+    }
+    if (nks > KSYMS_MAX) {
+      free(text);
+      rt_err(st, KILN_ERR_COMPILE, "graph @%s, node %d (mo.%s -> %%%s): %d symbolic dims, at most %d",
+             g->name, i, op, vname, nks, KSYMS_MAX);
+      goto fail;
+    }
+    char err[1024] = "";
+    int outcome = RT_CACHE_HIT;
+    double ms = 0;
+    int rc = rt_cache_mem_get_info(m->ctx->kcache, text, &v->kentries[i], &v->kernels[i],
+                                   &outcome, &ms, err, sizeof err);
+    free(text);
+    if (rc < 0 || !v->kernels[i]) {
+      rt_err(st, KILN_ERR_COMPILE, "graph @%s, node %d (mo.%s -> %%%s), specialized: %s",
+             g->name, i, op, vname, err[0] ? err : "the JIT produced no kernel");
+      goto fail;
+    }
+    count(m, outcome == RT_CACHE_COMPILED   ? KILN_COUNTER_COMPILES
+             : outcome == RT_CACHE_BACKING_HIT ? KILN_COUNTER_DISK_HITS
+                                               : KILN_COUNTER_KERNEL_HITS,
+          1);
+    count(m, KILN_COUNTER_COMPILE_MS, (int64_t)(ms * 1e3)); /* kept in us */
+    if (nks > 0) {
+      if (!(v->ksym_map[i] = malloc((size_t)nks * sizeof *map))) {
+        rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory specializing graph @%s", g->name);
+        goto fail;
+      }
+      memcpy(v->ksym_map[i], map, (size_t)nks * sizeof *map);
+      v->knsyms[i] = nks;
+    }
+  }
+  free(vals);
+  free(bind);
+  free(map);
+  return v;
+fail:
+  free(vals);
+  free(bind);
+  free(map);
+  variant_free(m, v);
+  return NULL;
+}
+
+/* ---- the compile thread ---- */
+
+/* Sleep ms in slices of 5 ms, stopping early when cancelled. */
+static void test_delay(int ms, atomic_int *cancel) {
+  for (int t = 0; t < ms && !atomic_load(cancel); t += 5) {
+    struct timespec ts = {0, 5 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+static void *compile_thread(void *arg) {
+  rt_spec_ctx *s = arg;
+#ifdef SYS_gettid
+  /* Best effort: background compiles yield the CPU to requests. */
+  (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
+#endif
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    while (!s->stop && !s->head) pthread_cond_wait(&s->work_cv, &s->mu);
+    if (s->stop) break;
+    spec_job *j = s->head;
+    s->head = j->next;
+    if (!s->head) s->tail = NULL;
+    s->queued--;
+    s->running = j;
+    pthread_mutex_unlock(&s->mu);
+
+    kiln_model *m = j->m; /* valid: its free waits for this job (cancel_jobs) */
+    int delay = atomic_load(&s->test_delay_ms);
+    if (delay > 0) test_delay(delay, &j->cancel);
+    rt_variants *vs = m->variants;
+    pthread_mutex_lock(&vs->lock);
+    rt_variant *have = find_locked(m, vs, j->key);
+    if (have) have->refs--;
+    pthread_mutex_unlock(&vs->lock);
+    bool cancelled = atomic_load(&j->cancel) != 0, dropped = have || cancelled;
+    if (!dropped) {
+      rt_variant *v = variant_compile(m, j->key, &j->cancel, &cancelled, NULL);
+      if (v) insert(m, v, false);
+      else if (cancelled) dropped = true;
+      else remember_failed(m, j->key);
+    }
+    count(m, dropped ? KILN_COUNTER_ASYNC_DROPPED : KILN_COUNTER_ASYNC_DONE, 1);
+    count(m, KILN_COUNTER_ASYNC_PENDING, -1);
+
+    pthread_mutex_lock(&s->mu);
+    s->running = NULL;
+    pthread_cond_broadcast(&s->done_cv);
+    job_free(j);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* Queue key for m unless it is queued or running already, the queue is full
+ * or m has as many jobs queued as its bound. Never blocks on a compile. */
+static void enqueue(kiln_model *m, const int64_t *key) {
+  rt_spec_ctx *s = m->ctx->spec;
+  if (!s) return;
+  size_t bytes = (size_t)m->g->nsyms * sizeof *key;
+  int bound = bound_of(m, m->variants);
+  pthread_mutex_lock(&s->mu);
+  bool dup = s->running && s->running->m == m && memcmp(s->running->key, key, bytes) == 0;
+  int mine = 0;
+  for (spec_job *j = s->head; j && !dup; j = j->next)
+    if (j->m == m) {
+      mine++;
+      dup = memcmp(j->key, key, bytes) == 0;
+    }
+  if (dup) {
+    pthread_mutex_unlock(&s->mu);
+    return;
+  }
+  spec_job *j = NULL;
+  if (s->queued < RT_SPEC_QUEUE_MAX && mine < bound && !s->stop &&
+      (j = calloc(1, sizeof *j)) && (j->key = malloc(bytes ? bytes : 1))) {
+    if (!s->started) {
+      if (pthread_create(&s->thread, NULL, compile_thread, s) == 0) s->started = true;
+    }
+    if (s->started) {
+      memcpy(j->key, key, bytes);
+      j->m = m;
+      if (s->tail) s->tail->next = j;
+      else s->head = j;
+      s->tail = j;
+      s->queued++;
+      pthread_cond_signal(&s->work_cv);
+      pthread_mutex_unlock(&s->mu);
+      count(m, KILN_COUNTER_ASYNC_QUEUED, 1);
+      count(m, KILN_COUNTER_ASYNC_PENDING, 1);
+      return;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  job_free(j);
+  count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
+}
+
+/* ---- the execute path ---- */
 
 static int policy_of(const kiln_model *m) {
   int p = atomic_load_explicit(&m->specialize, memory_order_relaxed);
@@ -159,13 +557,26 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms) {
   int p = policy_of(m);
   if (p == KILN_SPECIALIZE_OFF) return NULL;
   rt_variants *vs = m->variants;
+  int64_t kbuf[KEY_STACK], *key = kbuf;
+  if (m->g->nsyms > KEY_STACK && !(key = malloc((size_t)m->g->nsyms * sizeof *key)))
+    return NULL;
   pthread_mutex_lock(&vs->lock);
-  rt_variant *v = find_locked(m, vs, syms);
+  make_key(m, vs, syms, key);
+  rt_variant *v = find_locked(m, vs, key);
+  bool failed = !v && failed_locked(m, vs, key);
   pthread_mutex_unlock(&vs->lock);
-  if (v || p != KILN_SPECIALIZE_SYNC) return v;
-  /* sync: compile now; on failure the generic variant serves */
-  rt_variant *fresh = variant_compile(m, syms, NULL);
-  return fresh ? insert(m, fresh, true) : NULL;
+  count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
+  if (!v && !failed) {
+    if (p == KILN_SPECIALIZE_SYNC) { /* compile now; on failure the generic variant serves */
+      rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL);
+      if (fresh) v = insert(m, fresh, true);
+      else remember_failed(m, key);
+    } else if (p == KILN_SPECIALIZE_ASYNC) {
+      enqueue(m, key);
+    }
+  }
+  if (key != kbuf) free(key);
+  return v;
 }
 
 void rt_variant_release(kiln_model *m, rt_variant *v) {
@@ -179,9 +590,14 @@ void rt_variant_release(kiln_model *m, rt_variant *v) {
 
 int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void *const *args,
                        const int64_t *syms) {
-  if (!v) return rt_model_run_kernel(m, node, args, syms);
-  if (!v->kentries[node]) return rt_model_run_kernel(m, node, args, syms); /* static node */
-  return rt_kernel_call(m, node, v->kernels[node], args, NULL, syms); /* reads no dims */
+  if (!v || !v->kentries[node]) /* generic, or a node that was static already */
+    return rt_model_run_kernel(m, node, args, syms);
+  int nks = v->knsyms[node];
+  if (nks == 0) return rt_kernel_call(m, node, v->kernels[node], args, NULL, syms);
+  int64_t ks[KSYMS_MAX]; /* a bucketed variant's kernel reads its remaining dims */
+  const int *map = v->ksym_map[node];
+  for (int j = 0; j < nks; j++) ks[j] = syms[map[j]];
+  return rt_kernel_call(m, node, v->kernels[node], args, ks, syms);
 }
 
 int rt_model_num_specialized(const kiln_model *m) {
@@ -194,7 +610,8 @@ int rt_model_num_specialized(const kiln_model *m) {
 
 /* ---- API ---- */
 static bool policy_ok(kiln_specialize_policy p) {
-  return p == KILN_SPECIALIZE_OFF || p == KILN_SPECIALIZE_SYNC || p == KILN_SPECIALIZE_AHEAD;
+  return p == KILN_SPECIALIZE_OFF || p == KILN_SPECIALIZE_SYNC || p == KILN_SPECIALIZE_AHEAD ||
+         p == KILN_SPECIALIZE_ASYNC;
 }
 
 KILN_API int kiln_context_set_specialize(kiln_context *ctx, kiln_specialize_policy p,
@@ -202,20 +619,33 @@ KILN_API int kiln_context_set_specialize(kiln_context *ctx, kiln_specialize_poli
   if (!ctx) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_specialize: context is NULL");
   if (!policy_ok(p))
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
-                  "kiln_context_set_specialize: unknown policy %d (off 0, sync 1, ahead 2)", (int)p);
+                  "kiln_context_set_specialize: unknown policy %d (off 0, sync 1, ahead 2, async 3)",
+                  (int)p);
   atomic_store(&ctx->specialize, (int)p);
   rt_ok(st);
   return 0;
+}
+
+KILN_API kiln_specialize_policy kiln_context_specialize_policy(const kiln_context *ctx) {
+  return ctx ? (kiln_specialize_policy)atomic_load(&((kiln_context *)ctx)->specialize)
+             : KILN_SPECIALIZE_OFF;
 }
 
 KILN_API int kiln_model_set_specialize(kiln_model *m, kiln_specialize_policy p, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_set_specialize: model is NULL");
   if (!policy_ok(p))
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
-                  "kiln_model_set_specialize: unknown policy %d (off 0, sync 1, ahead 2)", (int)p);
+                  "kiln_model_set_specialize: unknown policy %d (off 0, sync 1, ahead 2, async 3)",
+                  (int)p);
   atomic_store(&m->specialize, (int)p + 1);
   rt_ok(st);
   return 0;
+}
+
+static int sym_index(const ir_graph *g, const char *name) {
+  for (int k = 0; name && k < g->nsyms; k++)
+    if (strcmp(g->syms[k], name) == 0) return k;
+  return -1;
 }
 
 KILN_API int kiln_model_specialize(kiln_model *m, const char *const *syms, const int64_t *values,
@@ -228,18 +658,18 @@ KILN_API int kiln_model_specialize(kiln_model *m, const char *const *syms, const
     rt_ok(st);
     return 0;
   }
-  int64_t *b = malloc((size_t)g->nsyms * sizeof *b);
+  int64_t *b = malloc((size_t)g->nsyms * sizeof *b), *key = malloc((size_t)g->nsyms * sizeof *key);
   bool *set = calloc((size_t)g->nsyms, sizeof *set);
-  if (!b || !set) {
+  if (!b || !set || !key) {
     free(b);
+    free(key);
     free(set);
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
   int rc = 0;
   for (int i = 0; rc == 0 && i < n; i++) {
-    int k = 0;
-    while (k < g->nsyms && (!syms[i] || strcmp(g->syms[k], syms[i]) != 0)) k++;
-    if (k == g->nsyms)
+    int k = sym_index(g, syms[i]);
+    if (k < 0)
       rc = rt_err(st, KILN_ERR_NOT_FOUND, "kiln_model_specialize: graph @%s has no symbolic dim '%s'",
                   g->name, syms[i] ? syms[i] : "(null)");
     else if (values[i] < 0)
@@ -258,16 +688,19 @@ KILN_API int kiln_model_specialize(kiln_model *m, const char *const *syms, const
   if (rc == 0) {
     rt_variants *vs = m->variants;
     pthread_mutex_lock(&vs->lock);
-    rt_variant *v = find_locked(m, vs, b);
+    make_key(m, vs, b, key);
+    rt_variant *v = find_locked(m, vs, key);
     if (v) v->refs--; /* present: only marked used */
     pthread_mutex_unlock(&vs->lock);
     if (!v) {
-      rt_variant *fresh = variant_compile(m, b, st);
+      rt_variant *fresh = variant_compile(m, key, NULL, NULL, st);
       if (!fresh) rc = -1;
-      else insert(m, fresh, false);
+      else if (!insert(m, fresh, false))
+        rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a variant");
     }
   }
   free(b);
+  free(key);
   free(set);
   if (rc == 0) rt_ok(st);
   return rc;
@@ -280,4 +713,130 @@ KILN_API int kiln_model_variants(const kiln_model *m) {
   int n = m->variants->n;
   pthread_mutex_unlock(&m->variants->lock);
   return n;
+}
+
+KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_kind kind,
+                                   int64_t n, kiln_status *st) {
+  if (!m || !sym)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_set_bucket: %s is NULL",
+                  !m ? "model" : "symbol");
+  if (kind != KILN_BUCKET_EXACT && kind != KILN_BUCKET_POW2 && kind != KILN_BUCKET_MULTIPLE)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_model_set_bucket: unknown bucket kind %d (exact 0, pow2 1, multiple 2)",
+                  (int)kind);
+  if (kind == KILN_BUCKET_MULTIPLE && n < 1)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_model_set_bucket: %s: a multiple must be >= 1, got %lld", sym, (long long)n);
+  int k = sym_index(m->g, sym);
+  if (k < 0)
+    return rt_err(st, KILN_ERR_NOT_FOUND, "kiln_model_set_bucket: graph @%s has no symbolic dim '%s'",
+                  m->g->name, sym);
+  rt_variants *vs = m->variants; /* non-NULL: the graph has symbols */
+  int rc = 0;
+  pthread_mutex_lock(&vs->lock);
+  if (!vs->bkind) {
+    vs->bkind = calloc((size_t)m->g->nsyms, sizeof *vs->bkind);
+    vs->bn = calloc((size_t)m->g->nsyms, sizeof *vs->bn);
+  }
+  if (!vs->bkind || !vs->bn) {
+    free(vs->bkind);
+    free(vs->bn);
+    vs->bkind = NULL;
+    vs->bn = NULL;
+    rc = -1;
+  } else {
+    vs->bkind[k] = (int8_t)kind;
+    vs->bn[k] = kind == KILN_BUCKET_MULTIPLE ? n : 0;
+  }
+  pthread_mutex_unlock(&vs->lock);
+  if (rc < 0) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  rt_ok(st);
+  return 0;
+}
+
+static int check_bound(const char *fn, int n, kiln_status *st) {
+  if (n < 0 || n > RT_VARIANTS_LIMIT)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: %d is out of range (0 .. %d)", fn, n,
+                  RT_VARIANTS_LIMIT);
+  return 0;
+}
+
+KILN_API int kiln_context_set_max_variants(kiln_context *ctx, int n, kiln_status *st) {
+  if (!ctx || !ctx->spec)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_max_variants: context is NULL");
+  if (check_bound("kiln_context_set_max_variants", n, st) < 0) return -1;
+  atomic_store(&ctx->spec->max_variants, n);
+  rt_ok(st);
+  return 0;
+}
+
+KILN_API int kiln_model_set_max_variants(kiln_model *m, int n, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_set_max_variants: model is NULL");
+  if (check_bound("kiln_model_set_max_variants", n, st) < 0) return -1;
+  rt_variants *vs = m->variants;
+  if (vs) {
+    rt_variant *drop = NULL;
+    pthread_mutex_lock(&vs->lock);
+    atomic_store(&vs->max, n);
+    evict_locked(m, vs, bound_of(m, vs), &drop);
+    pthread_mutex_unlock(&vs->lock);
+    drop_list(m, drop);
+  }
+  rt_ok(st);
+  return 0;
+}
+
+static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
+  int64_t v = atomic_load_explicit(&c[k], memory_order_relaxed);
+  return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
+}
+
+KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
+  if (!m || (int)c < 0 || (int)c >= NCOUNTERS) return -1;
+  if (!m->variants) return 0;
+  return counter_value(m->variants->c, c);
+}
+
+KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
+  if (!ctx || !ctx->spec || (int)c < 0 || (int)c >= NCOUNTERS) return -1;
+  if (c == KILN_COUNTER_KERNEL_HITS || c == KILN_COUNTER_DISK_HITS ||
+      c == KILN_COUNTER_COMPILES || c == KILN_COUNTER_COMPILE_MS) {
+    rt_cache_stats cs;
+    rt_cache_mem_stats(ctx->kcache, &cs);
+    return c == KILN_COUNTER_KERNEL_HITS ? (double)cs.hits
+           : c == KILN_COUNTER_DISK_HITS ? (double)cs.backing_hits
+           : c == KILN_COUNTER_COMPILES  ? (double)cs.compiles
+                                         : cs.compile_ms + cs.load_ms;
+  }
+  return counter_value(ctx->spec->c, c);
+}
+
+KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, kiln_status *st) {
+  if (!ctx || !ctx->spec)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_wait_compiles: context is NULL");
+  rt_spec_ctx *s = ctx->spec;
+  struct timespec dl;
+  clock_gettime(CLOCK_REALTIME, &dl);
+  if (timeout_ms > 0) {
+    int64_t ns = dl.tv_nsec + (timeout_ms % 1000) * 1000000;
+    dl.tv_sec += (time_t)(timeout_ms / 1000 + ns / 1000000000);
+    dl.tv_nsec = (long)(ns % 1000000000);
+  }
+  int rc = 0;
+  pthread_mutex_lock(&s->mu);
+  while (s->head || s->running) {
+    if (timeout_ms == 0) {
+      rc = 1;
+      break;
+    }
+    if (timeout_ms < 0) {
+      pthread_cond_wait(&s->done_cv, &s->mu);
+    } else if (pthread_cond_timedwait(&s->done_cv, &s->mu, &dl) == ETIMEDOUT) {
+      rc = (s->head || s->running) ? 1 : 0;
+      break;
+    }
+  }
+  pthread_mutex_unlock(&s->mu);
+  rt_ok(st);
+  return rc;
 }

@@ -1,13 +1,26 @@
-/* variants.h - internal to src/: shape-specialized variants of a model
- * (variants.c).
+/* variants.h - internal to src/: shape-specialized variants of a model and
+ * the context's background compile queue (variants.c).
  *
  * A model's generic variant (model.c, compiled at load) reads symbolic dims
- * at run time. A specialized variant is, for one binding of all the graph's
- * symbols, every kernel node's ir_kernel_text_bound (all dims constant)
- * fetched from the context's memory cache (so the disk cache backs it),
- * called with no dims. A model keeps at most RT_VARIANTS_MAX of them; adding
- * one more evicts the least recently used. A graph with no symbols never gets
- * one (its generic variant is already static).
+ * at run time. A specialized variant is, for one key (below), every kernel
+ * node's kernel text with the key's exact symbols bound to constants
+ * (ir_kernel_text_bound when all are, ir_kernel_text_partial otherwise),
+ * fetched from the context's memory cache (so the disk cache backs it). A
+ * model keeps at most its bound of them (kiln_model_set_max_variants, else
+ * the context's, else RT_VARIANTS_MAX); adding one more evicts the least
+ * recently used. A graph with no symbols never gets one.
+ *
+ * Key of a binding: one int64 per graph symbol; an exact symbol keeps its
+ * value (>= 0), a bucketed one becomes -1 - (the bucket's upper end), so a
+ * negative entry means "this symbol stays a run-time dim in the variant".
+ * Bucketing thus only groups compiles: results are always exact (see
+ * runtime.h for why nothing is padded).
+ *
+ * Async: one compile thread per context (rt_spec_ctx), started on the first
+ * job, joined by rt_spec_ctx_free. Executes only queue (deduplicated,
+ * bounded) and never wait. rt_variants_free cancels the model's queued jobs
+ * and waits for its running one, which checks for cancellation between
+ * kernels, so a model free waits at most for one kernel compile.
  *
  * Thread safety: the table is guarded by a mutex; rt_variant_acquire hands
  * out a counted reference, so an evicted variant stays valid until its last
@@ -17,21 +30,36 @@
 
 #include "rt.h"
 
-#define RT_VARIANTS_MAX 8
+#define RT_VARIANTS_MAX 8        /* default bound per model */
+#define RT_VARIANTS_LIMIT 4096   /* largest bound the API accepts */
+#define RT_SPEC_QUEUE_MAX 64     /* jobs queued per context at most */
 
 typedef struct rt_variant rt_variant;
 typedef struct rt_variants rt_variants;
+typedef struct rt_spec_ctx rt_spec_ctx;
 
+/* ---- per context (context.c creates and frees it) ---- */
+/* Queue, counters and defaults of a context; no thread yet. NULL on OOM. */
+rt_spec_ctx *rt_spec_ctx_new(void);
+/* Stop and join the compile thread (no model may be left). NULL ok. */
+void rt_spec_ctx_free(rt_spec_ctx *s);
+/* For tests: every background job sleeps ms first (in slices, cancellable),
+ * standing in for a slow compile. 0 turns it off. */
+void rt_spec_set_test_delay(kiln_context *ctx, int ms);
+
+/* ---- per model ---- */
 /* The variant table of a model (nothing compiled yet); NULL on OOM. */
 rt_variants *rt_variants_new(void);
-/* Free the table and every variant in it (no execute may be running). NULL ok. */
+/* Cancel the model's queued background jobs, wait for its running one, free
+ * the table and every variant in it (no execute may be running). NULL ok. */
 void rt_variants_free(kiln_model *m, rt_variants *vs);
 
 /* The variant to run an execute with the solved symbol values syms under
  * the model's effective policy: NULL means the generic variant (policy off,
- * no symbols, ahead and not declared, or a specialized compile failed).
- * Under sync a missing variant is compiled here. Release a non-NULL result
- * with rt_variant_release. */
+ * no symbols, ahead and not declared, async and not live yet, or a
+ * specialized compile failed). Under sync a missing variant is compiled
+ * here; under async it is queued. Release a non-NULL result with
+ * rt_variant_release. */
 rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms);
 void rt_variant_release(kiln_model *m, rt_variant *v);
 

@@ -19,6 +19,12 @@
 #include "src/cache_mem.h"
 #include "src/rt.h"
 
+/* The counts below are those of the generic kernels: no background
+ * specialization (the default policy, async) may add compiles meanwhile. */
+__attribute__((constructor)) static void specialize_off(void) {
+  setenv("KILN_SPECIALIZE", "off", 1);
+}
+
 /* ---- graphs ---- */
 #define RELU_A                                                                              \
   "mo.graph @a<batch>(%x: !mo.tensor<[batch, 8], f32>) -> (!mo.tensor<[batch, 8], f32>) {\n" \
@@ -456,7 +462,7 @@ Test(cache_mem, compile_error_leaves_no_entry) {
                      "  mo.output %a0 : !mo.tensor<[2], f32>\n}\n";
   cr_expect_eq(rt_cache_mem_get(rt_context_cache(ctx), text, &e, &fn, err, sizeof err), -1);
   cr_expect_null(e);
-  cr_expect(strstr(err, "exactly one kernel node"), "%s", err);
+  cr_expect(strstr(err, "kernel node"), "%s", err); /* the JIT names what is missing */
   cr_expect_eq(rt_cache_mem_get(rt_context_cache(ctx), "not mo text", &e, &fn, err, sizeof err),
                -1);
   rt_cache_stats s = stats(ctx);

@@ -4,7 +4,8 @@
  * that directory. Checks exit codes and the words users rely on: warm then
  * ls / stats / explain, prune, clear, export + import (then `kiln run
  * --stats` loads every kernel from disk), corrupt bundles and entries, bad
- * usage. */
+ * usage, import of an entry whose key is not the hash of its components,
+ * warm with --dim (specialized kernels) and --target. */
 #define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -80,9 +81,8 @@ static uint64_t entries(void) {
 
 Test(cli_cache, warm_then_ls_lists_the_kernels) {
   char *out;
-  cr_assert_eq(kiln(&out, "cache warm '%s' --dim batch=1,8", EX("mlp.mlir")), 0, "%s", out);
+  cr_assert_eq(kiln(&out, "cache warm '%s'", EX("mlp.mlir")), 0, "%s", out);
   HAS(out, "5 compiled and stored, 0 already present");
-  HAS(out, "specialization is not built yet");
   free(out);
   cr_assert_eq(kiln(&out, "cache warm '%s'", EX("mlp.mlir")), 0, "%s", out);
   HAS(out, "0 compiled and stored, 5 already present");
@@ -124,9 +124,10 @@ Test(cli_cache, stats_counts_entries_and_says_on_or_off) {
 Test(cli_cache, explain_misses_before_warm_and_hits_after) {
   char *out;
   cr_assert_eq(kiln(&out, "cache explain '%s' --dim batch=4", EX("mlp.mlir")), 0, "%s", out);
-  cr_assert_eq(count_of(out, "miss: the cache is empty"), 5, "%s", out);
-  HAS(out, "0 hits, 5 misses");
-  HAS(out, "specialization is not built yet");
+  cr_assert_eq(count_of(out, "miss: the cache is empty"), 10, "%s", out);
+  HAS(out, "5 generic and 5 shape-specialized kernels");
+  HAS(out, "[batch=4]");
+  HAS(out, "0 hits, 10 misses");
   free(out);
   warm(EX("relu.mlir"));
   /* relu of the MLP has other types than relu.mlir's: nearest differs in kernel_ir */
@@ -231,8 +232,9 @@ Test(cli_cache, export_clear_import_then_run_loads_from_disk) {
   HAS(out, "another target");
   free(out);
   cr_assert_eq(entries(), 5);
-  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=3 --stats", EX("mlp.mlir")), 0,
-               "%s", out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=3 --stats --specialize off",
+                    EX("mlp.mlir")),
+               0, "%s", out);
   HAS(out, "cache: 5 hits (5 from disk), 0 misses");
   free(out);
 }
@@ -364,4 +366,87 @@ Test(cli_cache, dir_option_overrides_the_environment) {
   cr_assert_eq(kiln(&out, "cache ls --dir='%s'", other), 0, "%s", out);
   HAS(out, "1 entry");
   free(out);
+}
+
+Test(cli_cache, warm_with_dims_stores_the_specialized_kernels) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache warm '%s' --target host", EX("relu.mlir")), 0, "%s", out);
+  HAS(out, "1 compiled and stored"); /* relu.mlir is static: nothing to specialize */
+  free(out);
+  /* a graph with a symbol: 2 kernels, generic + 2 bindings */
+  char g[128];
+  snprintf(g, sizeof g, "%s/s.mlir", g_dir);
+  FILE *f = fopen(g, "w");
+  cr_assert(f);
+  fputs("mo.graph @s<n>(%x: !mo.tensor<[n, 4], f32>) -> (!mo.tensor<[n, 4], f32>) {\n"
+        "  %y = mo.tanh(%x) : !mo.tensor<[n, 4], f32>\n"
+        "  %z = mo.relu(%y) : !mo.tensor<[n, 4], f32>\n"
+        "  mo.output %z : !mo.tensor<[n, 4], f32>\n}\n", f);
+  fclose(f);
+  cr_assert_eq(kiln(&out, "cache warm '%s' --dim n=1,3", g), 0, "%s", out);
+  HAS(out, "6 compiled and stored, 0 already present");
+  HAS(out, "2 generic and 4 shape-specialized kernels (2 bindings");
+  free(out);
+  /* a run of a warmed binding loads its specialized kernels from disk */
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim n=3 --specialize sync --stats", g), 0,
+               "%s", out);
+  HAS(out, "cache: 4 hits (4 from disk), 0 misses, 1 specialized");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache warm '%s'", g), 0, "%s", out);
+  HAS(out, "0 compiled and stored, 2 already present");
+  free(out);
+}
+
+Test(cli_cache, warm_for_another_target_is_a_clear_error) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache warm '%s' --target sm_90", EX("relu.mlir")), 1, "%s", out);
+  HAS(out, "cross-target warm needs the GPU path (issue 5)");
+  HAS(out, "--target host");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  cr_assert_eq(kiln(&out, "cache ls --target host"), 2, "%s", out); /* warm only */
+  free(out);
+}
+
+/* Re-file the store's only entry under another key, components unchanged,
+ * and return that key. Its checksums are all right; only the key is not
+ * the hash of what it records. */
+static int refile_visit(const kc_disk_entry *e, void *user) {
+  kc_disk *d = user;
+  void *payload = NULL;
+  size_t len = 0;
+  cr_assert_eq(kc_disk_get(d, e->key, &payload, &len, NULL), KC_DISK_HIT);
+  kc_key k = e->key;
+  k.hi ^= 0x8000;
+  cr_assert_eq(kc_disk_put(d, k, e->components, e->ncomponents, payload, len, NULL), 0);
+  free(payload);
+  cr_assert_eq(unlink(e->path), 0);
+  return 1;
+}
+
+Test(cli_cache, import_recomputes_keys_and_rejects_a_mismatch) {
+  warm(EX("relu.mlir"));
+  char *out, bundle[128];
+  snprintf(bundle, sizeof bundle, "%s/b.kcb", g_dir);
+  /* an honest bundle imports */
+  cr_assert_eq(kiln(&out, "cache export '%s' && '%s' cache clear --dir '%s' && '%s' cache import "
+                          "--dir '%s' '%s'",
+                    bundle, KILN_CLI, g_cache, KILN_CLI, g_cache, bundle),
+               0, "%s", out);
+  HAS(out, "imported 1 entry");
+  free(out);
+  kc_disk *d = kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL);
+  cr_assert(d);
+  cr_assert_eq(kc_disk_list(d, true, refile_visit, d, NULL), 0);
+  kc_disk_close(d);
+  cr_assert_eq(entries(), 1);
+  cr_assert_eq(kiln(&out, "cache export '%s' && '%s' cache clear --dir '%s'", bundle, KILN_CLI,
+                    g_cache),
+               0, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "cache import '%s'", bundle), 1, "%s", out);
+  HAS(out, "its key does not match the components it records");
+  HAS(out, "nothing was imported");
+  free(out);
+  cr_assert_eq(entries(), 0);
 }

@@ -3,7 +3,8 @@
  * those of the generic variant and close to the reference interpreter, for
  * an MLP-like and an attention-like graph), the LRU bound of 8, the ahead
  * policy (declared bindings only), off (none), the context's policy and a
- * model's override, concurrent executes under sync, and static graphs
+ * model's override (contexts here start with policy off: async is tested in
+ * test_spec_async.c), concurrent executes under sync, and static graphs
  * (never specialized). */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -88,6 +89,7 @@ static void fx_init(fixture *f, const char *text) {
   f->st = kiln_status_new();
   f->ctx = kiln_context_new(f->st);
   cr_assert_not_null(f->ctx, "%s", kiln_status_message(f->st));
+  cr_assert_eq(kiln_context_set_specialize(f->ctx, KILN_SPECIALIZE_OFF, f->st), 0);
   f->kg = kiln_graph_parse(text, strlen(text), "test", f->st);
   cr_assert_not_null(f->kg, "%s", kiln_status_message(f->st));
   ir_diag d = {0};
@@ -301,7 +303,8 @@ Test(variants, off_none_and_context_policy) {
   fixture f;
   fx_init(&f, RELU);
   int64_t s[1] = {4};
-  kiln_model *off = fx_model(&f, -1); /* the context's: off by default */
+  cr_assert_eq(kiln_context_set_specialize(f.ctx, KILN_SPECIALIZE_OFF, f.st), 0);
+  kiln_model *off = fx_model(&f, -1); /* the context's: off (set above; async by default) */
   execute_binding(&f, off, s);
   cr_assert_eq(kiln_model_variants(off), 0);
   cr_assert_eq(kiln_context_set_specialize(f.ctx, KILN_SPECIALIZE_SYNC, f.st), 0);

@@ -98,35 +98,128 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
 
 /* ---- shape-specialized variants ----
  * Every model has a generic variant (dims read at run time, compiled by
- * kiln_model_compile). A specialized variant binds every symbolic dim to a
- * constant (LLVM then unrolls and folds for that shape); its kernels go
+ * kiln_model_compile). A specialized variant binds symbolic dims to
+ * constants (LLVM then unrolls and folds for that shape); its kernels go
  * through the same kernel cache (memory and disk). Policies:
- *   OFF   executes always run the generic variant (the default: a new shape
- *         under SYNC pays a full compile of every kernel on the request path);
+ *   OFF   executes always run the generic variant;
  *   SYNC  an execute with a binding that has no variant compiles one before
- *         it returns, and runs on it;
- *   AHEAD executes use only variants declared with kiln_model_specialize.
- * At most 8 variants per model, least recently used evicted. A graph with no
- * symbolic dims never gets one. Bit for bit the same results as the generic
- * variant is not promised in general (LLVM may reassociate differently). */
+ *         it returns, and runs on it (a new shape pays a full compile of
+ *         every kernel on the request path);
+ *   AHEAD executes use only variants declared with kiln_model_specialize;
+ *   ASYNC (the default of a new context) an execute with a binding that has
+ *         no variant runs on the generic variant at once and queues the
+ *         specialized compile on the context's compile thread (one per
+ *         context, started on first use, at a lower CPU priority); later
+ *         executes use the variant once it is live. No execute ever waits
+ *         for a compile. Queued bindings are deduplicated; the queue holds
+ *         at most 64 jobs, and a model at most its variant bound of them
+ *         (more are not queued: a later execute asks again).
+ *         kiln_model_free cancels the model's queued jobs and waits at
+ *         most for the one kernel being compiled for it.
+ * KILN_SPECIALIZE=off|sync|async|ahead in the environment sets a new
+ * context's policy instead (an unknown value is ignored).
+ * At most 8 variants per model by default (settable), least recently used
+ * evicted. A graph with no symbolic dims never gets one. A binding whose
+ * specialized compile failed keeps running on the generic variant and is
+ * not retried. Bit for bit the same results as the generic variant are not
+ * promised in general (LLVM may reassociate differently). */
 typedef enum kiln_specialize_policy {
   KILN_SPECIALIZE_OFF = 0,
   KILN_SPECIALIZE_SYNC = 1,
   KILN_SPECIALIZE_AHEAD = 2,
+  KILN_SPECIALIZE_ASYNC = 3,
 } kiln_specialize_policy;
 
 /* Policy of every model of ctx that has none of its own. */
 KILN_API int kiln_context_set_specialize(kiln_context *ctx, kiln_specialize_policy p,
                                          kiln_status *st);
+KILN_API kiln_specialize_policy kiln_context_specialize_policy(const kiln_context *ctx);
 /* Policy of m (overrides its context's). Safe while executes run. */
 KILN_API int kiln_model_set_specialize(kiln_model *m, kiln_specialize_policy p, kiln_status *st);
 /* Compile (or fetch) the variant for the binding syms[i] = values[i], now,
- * whatever the policy; every symbolic dim of the graph must be given. A
- * graph without symbols: nothing to do, returns 0. */
+ * whatever the policy; every symbolic dim of the graph must be given
+ * (bucketed ones too: the value picks the bucket). A graph without
+ * symbols: nothing to do, returns 0. */
 KILN_API int kiln_model_specialize(kiln_model *m, const char *const *syms, const int64_t *values,
                                    int n, kiln_status *st);
 /* Specialized variants live in m (-1 for NULL). */
 KILN_API int kiln_model_variants(const kiln_model *m);
+
+/* Bucketing, per model and symbol. EXACT (the default): each value of the
+ * symbol gets its own variant, with the value bound to a constant.
+ * POW2: values are grouped by the next power of two (5, 6, 7, 8 -> 8);
+ * MULTIPLE: by the next multiple of n (n >= 1). Decision: a bucket only
+ * GROUPS compiles. A bucketed symbol stays a run-time dim in the variant
+ * (the model's other, exact symbols are bound to constants), so one variant
+ * serves every value of its bucket and results are always exact: nothing is
+ * padded, because padding the inputs changes reductions, softmax and
+ * layer_norm over the padded axis. Variants of different buckets of the
+ * same symbol share their kernels through the cache (a new bucket costs
+ * cache hits, not compiles). Safe while executes run; variants made under
+ * the old setting stay valid (they are exact for what they serve). */
+typedef enum kiln_bucket_kind {
+  KILN_BUCKET_EXACT = 0,
+  KILN_BUCKET_POW2 = 1,
+  KILN_BUCKET_MULTIPLE = 2,
+} kiln_bucket_kind;
+KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_kind kind,
+                                   int64_t n, kiln_status *st);
+
+/* Bound on the variants of one model: 1 .. 4096. For a context (the bound
+ * of its models that have none of their own): 0 restores 8; for a model: 0
+ * restores its context's. Lowering a model's bound evicts its least
+ * recently used variants at once; a lower context bound applies to each
+ * model at its next new variant. */
+KILN_API int kiln_context_set_max_variants(kiln_context *ctx, int n, kiln_status *st);
+KILN_API int kiln_model_set_max_variants(kiln_model *m, int n, kiln_status *st);
+
+/* Counters. A model counts its own specialization work; a context counts
+ * what all its models (live or freed) did, and its kernel counters
+ * (KERNEL_HITS, DISK_HITS, COMPILES, COMPILE_MS) cover every kernel of its
+ * cache, generic ones included, while a model's cover only the kernels of
+ * its specialized variants. -1 for a NULL handle or an unknown counter. */
+typedef enum kiln_counter {
+  KILN_COUNTER_HITS = 0,        /* executes that found a live specialized variant */
+  KILN_COUNTER_MISSES,          /* executes (symbols, policy not off) that found none: under
+                                   sync they compiled one and ran on it, else the generic */
+  KILN_COUNTER_VARIANTS_LIVE,   /* specialized variants in the table now */
+  KILN_COUNTER_VARIANTS_BUILT,  /* specialized variants made, ever */
+  KILN_COUNTER_VARIANTS_EVICTED,/* removed by the bound */
+  KILN_COUNTER_FAILED,          /* specialized compiles that failed (binding stays generic) */
+  KILN_COUNTER_KERNEL_HITS,     /* kernels found in the memory cache */
+  KILN_COUNTER_DISK_HITS,       /* kernels loaded from the disk cache */
+  KILN_COUNTER_COMPILES,        /* kernels compiled by LLVM */
+  KILN_COUNTER_COMPILE_MS,      /* ms spent producing kernels (compile or disk load, link) */
+  KILN_COUNTER_ASYNC_QUEUED,    /* background compiles queued, ever */
+  KILN_COUNTER_ASYNC_DONE,      /* background compiles finished (live or failed) */
+  KILN_COUNTER_ASYNC_DROPPED,   /* requests not queued (queue, or the model's share of it =
+                                   its bound, full: a later execute asks again) and jobs
+                                   not run (model freed, variant live meanwhile) */
+  KILN_COUNTER_ASYNC_PENDING,   /* queued or running now */
+} kiln_counter;
+KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
+KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
+
+/* Wait until ctx's compile queue is empty and its thread idle, at most
+ * timeout_ms (< 0: no limit). 0 when idle, 1 on timeout, -1 for NULL. For
+ * tools and tests: a service never needs to call it. */
+KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, kiln_status *st);
+
+/* ---- disk cache of a context ----
+ * By default a context opens the disk cache from the environment
+ * (KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;
+ * KILN_CACHE=off disables it; KILN_CACHE_MAX_BYTES bounds it, default
+ * 1 GiB). kiln_context_set_cache_dir overrides all of that: dir (created
+ * when missing) with a bound of max_bytes (0: KILN_CACHE_MAX_BYTES, else
+ * 1 GiB), or, with dir NULL, no disk cache. On error the previous store
+ * stays in use. Compiles already running finish with the store they began
+ * with (it is kept until the context is freed). Do not call it from two
+ * threads at once. */
+KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
+                                        kiln_status *st);
+/* The directory in use (owned by ctx, valid until it is freed), or NULL
+ * when the context has no disk cache. */
+KILN_API const char *kiln_context_cache_dir(const kiln_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -11,18 +11,7 @@
  * KILN_CACHE=off so it never opens a store of its own, and warm plugs the
  * chosen store under its memory cache for the puts.
  *
- * Bundles (export / import), format 1, all numbers decimal:
- *   kiln-cache-bundle 1\n
- *   count <20 digits>\n
- *   per entry: entry <32 hex key> <bytes> <16 hex XXH3-64 of the bytes>\n
- *              <the entry file's bytes, as the store wrote them>
- *   end\n
- * Import checks the whole bundle (syntax, lengths, checksums, that each
- * entry's own header names its key) before it writes anything, then writes
- * each entry to a temporary file published by rename and reads it back
- * through the store (kc_disk_get checks every checksum and removes a bad
- * one). Export writes FILE.tmp-PID and renames it. So a failed export or
- * import leaves no partial file behind.
+ * Bundles (export / import): cache_bundle.c.
  *
  * Exit status: 0 done, 1 an error (message on stderr), 2 bad usage. */
 #include <errno.h>
@@ -38,21 +27,8 @@
 #include "../cache_disk.h"
 #include "../cache_mem.h"
 #include "../rt.h"
+#include "cache_cli.h"
 #include "cli.h"
-
-#define BUNDLE_MAGIC "kiln-cache-bundle 1\n"
-
-typedef struct cache_opts {
-  const char *sub;
-  const char *dir;
-  const char *max_bytes; /* --max-bytes text, or NULL */
-  const char **pos;      /* positional arguments after the subcommand */
-  int npos;
-  const char **dims; /* --dim SYM=V[,V...] texts */
-  int ndims;
-  bool runtime_off; /* KILN_CACHE disables the store for the runtime */
-  const char *runtime_off_value;
-} cache_opts;
 
 /* ---- small helpers ---- */
 
@@ -83,7 +59,7 @@ static bool parse_size(const char *s, uint64_t *out) {
   return true;
 }
 
-static const char *human_bytes(char *buf, size_t cap, uint64_t v) {
+const char *cli_human_bytes(char *buf, size_t cap, uint64_t v) {
   static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
   if (v < 1024) {
     snprintf(buf, cap, "%llu B", (unsigned long long)v);
@@ -215,7 +191,7 @@ static int ls_visit(const kc_disk_entry *e, void *user) {
   char hex[33], size[32], age[32], kern[512];
   kc_key_hex(e->key, hex);
   kernel_summary(comp_value(e, "kernel_ir"), kern, sizeof kern);
-  printf("%s  %10s  %-9s  %s\n", hex, human_bytes(size, sizeof size, e->file_bytes),
+  printf("%s  %10s  %-9s  %s\n", hex, cli_human_bytes(size, sizeof size, e->file_bytes),
          age_text(age, sizeof age, e->last_use_ns), kern);
   return 0;
 }
@@ -230,7 +206,7 @@ static int cmd_ls(const cache_opts *o, kc_disk *d) {
     if (s.n == 0) printf("no entries in %s\n", kc_disk_dir(d));
     else
       printf("%llu entr%s, %s in %s\n", (unsigned long long)s.n, s.n == 1 ? "y" : "ies",
-             human_bytes(b, sizeof b, s.bytes), kc_disk_dir(d));
+             cli_human_bytes(b, sizeof b, s.bytes), kc_disk_dir(d));
   }
   kiln_status_free(st);
   return rc;
@@ -252,9 +228,9 @@ static int cmd_stats(const cache_opts *o, kc_disk *d) {
   printf("directory: %s%s\n", s.dir ? s.dir : "(none)",
          o->dir ? " (--dir)" : getenv("KILN_CACHE_DIR") ? " (KILN_CACHE_DIR)" : " (default)");
   printf("entries:   %llu\n", (unsigned long long)s.entries);
-  printf("bytes:     %llu (%s)\n", (unsigned long long)s.bytes, human_bytes(b1, sizeof b1, s.bytes));
+  printf("bytes:     %llu (%s)\n", (unsigned long long)s.bytes, cli_human_bytes(b1, sizeof b1, s.bytes));
   printf("bound:     %llu (%s, %s), %.0f%% used\n", (unsigned long long)s.max_bytes,
-         human_bytes(b2, sizeof b2, s.max_bytes),
+         cli_human_bytes(b2, sizeof b2, s.max_bytes),
          mb && *mb && strcmp(mb, "0") ? "KILN_CACHE_MAX_BYTES" : "default",
          s.max_bytes ? 100.0 * (double)s.bytes / (double)s.max_bytes : 0.0);
   if (o->runtime_off)
@@ -301,10 +277,10 @@ static int cmd_prune(const cache_opts *o, kc_disk *d) {
   } else {
     printf("removed %llu entr%s (%s), least recently used first, to fit %s%s\n",
            (unsigned long long)removed, removed == 1 ? "y" : "ies",
-           human_bytes(b1, sizeof b1, rbytes), human_bytes(b2, sizeof b2, target),
+           cli_human_bytes(b1, sizeof b1, rbytes), cli_human_bytes(b2, sizeof b2, target),
            o->max_bytes ? "" : " (the configured bound)");
     printf("%s now holds %llu entr%s, %s\n", kc_disk_dir(d), (unsigned long long)s.entries,
-           s.entries == 1 ? "y" : "ies", human_bytes(b3, sizeof b3, s.bytes));
+           s.entries == 1 ? "y" : "ies", cli_human_bytes(b3, sizeof b3, s.bytes));
   }
   kiln_status_free(st);
   return rc;
@@ -443,11 +419,127 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
   return 0;
 }
 
-static void dims_note(const cache_opts *o, const char *what) {
-  if (!o->ndims) return;
-  printf("--dim");
-  for (int i = 0; i < o->ndims; i++) printf(" %s", o->dims[i]);
-  printf(": %s (specialization is not built yet: generic kernels do not depend on dims)\n", what);
+/* Values of --dim for symbol k (warm: SYM=V1,V2,...), into vals (room for
+ * cap); the count, 0 when the symbol is not given. */
+static int dim_values(const cache_opts *o, const char *sym, int64_t *vals, int cap) {
+  size_t sl = strlen(sym);
+  int n = 0;
+  for (int i = 0; i < o->ndims; i++) {
+    const char *v = o->dims[i], *eq = strchr(v, '=');
+    if (!eq || (size_t)(eq - v) != sl || strncmp(v, sym, sl) != 0) continue;
+    n = 0; /* the last --dim of a symbol wins */
+    for (const char *p = eq + 1; *p && n < cap;) {
+      char *end;
+      vals[n++] = strtoll(p, &end, 10); /* syntax checked by check_dims */
+      p = *end == ',' ? end + 1 : end;
+    }
+  }
+  return n;
+}
+
+#define WARM_MAX_BINDINGS 256
+#define WARM_MAX_VALUES 64
+
+/* With --dim values for every symbol: also the shape-specialized kernels
+ * (ir_kernel_text_bound, as kiln_model_specialize makes them under exact
+ * buckets) for every combination of the values. *nbind gets the number of
+ * bindings (0: none, and *missing names a symbol without values). 0 or
+ * CLI_ERR after printing why. */
+static int add_bindings(graph_job *j, const cache_opts *o, const char *cmd, int *nbind,
+                        const char **missing) {
+  const ir_graph *g = j->ir;
+  *nbind = 0;
+  *missing = NULL;
+  if (g->nsyms == 0 || o->ndims == 0) return 0;
+  int64_t(*vals)[WARM_MAX_VALUES] = calloc((size_t)g->nsyms, sizeof *vals);
+  int *nv = calloc((size_t)g->nsyms, sizeof *nv), *at = calloc((size_t)g->nsyms, sizeof *at);
+  int64_t *b = calloc((size_t)g->nsyms, sizeof *b);
+  int rc = 0;
+  long total = 1;
+  if (!vals || !nv || !at || !b) {
+    fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
+    rc = CLI_ERR;
+  }
+  for (int k = 0; rc == 0 && k < g->nsyms; k++) {
+    nv[k] = dim_values(o, g->syms[k], vals[k], WARM_MAX_VALUES);
+    if (nv[k] == 0 && !*missing) *missing = g->syms[k];
+    total *= nv[k] ? nv[k] : 1;
+    if (total > WARM_MAX_BINDINGS) {
+      fprintf(stderr, "kiln cache %s: the --dim values make more than %d bindings\n", cmd,
+              WARM_MAX_BINDINGS);
+      rc = CLI_ERR;
+    }
+  }
+  if (rc == 0 && !*missing) {
+    kernel_info *k2 = realloc(j->k, ((size_t)j->nk + (size_t)total * (size_t)g->nnodes + 1) *
+                                        sizeof *k2);
+    if (!k2) {
+      fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
+      rc = CLI_ERR;
+    } else {
+      j->k = k2;
+    }
+    rt_cache_mem *mem = rt_context_cache(j->ctx);
+    for (long c = 0; rc == 0 && c < total; c++) {
+      char bdesc[96] = "";
+      size_t bl = 0;
+      for (int k = 0; k < g->nsyms; k++) {
+        b[k] = vals[k][at[k]];
+        bl += (size_t)snprintf(bdesc + bl, bl < sizeof bdesc ? sizeof bdesc - bl : 0, "%s%s=%lld",
+                               k ? ", " : "", g->syms[k], (long long)b[k]);
+      }
+      for (int i = 0; rc == 0 && i < g->nnodes; i++) {
+        const ir_node *n = g->nodes[i];
+        if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
+        int nks = 0;
+        char *generic = ir_kernel_text(g, n, NULL, &nks);
+        free(generic);
+        if (nks == 0) continue; /* static kernel: the generic one serves */
+        kernel_info *ki = &j->k[j->nk];
+        memset(ki, 0, sizeof *ki);
+        if (!(ki->text = ir_kernel_text_bound(g, n, b))) {
+          fprintf(stderr, "kiln cache %s: node %d (mo.%s): a dim is negative under %s\n", cmd, i,
+                  ir_op_get(n->op)->name, bdesc);
+          rc = CLI_ERR;
+          break;
+        }
+        j->nk++;
+        ki->node = i;
+        snprintf(ki->desc, sizeof ki->desc, "node %d (mo.%s -> %%%s) [%s]", i,
+                 ir_op_get(n->op)->name, n->nout > 0 ? n->out[0]->name : "?", bdesc);
+        rt_cache_mem_key_parts(mem, ki->text, &ki->parts);
+        rt_key_compute(&ki->parts, &ki->key);
+      }
+      (*nbind)++;
+      for (int k = g->nsyms - 1; k >= 0; k--) { /* next combination */
+        if (++at[k] < nv[k]) break;
+        at[k] = 0;
+      }
+    }
+  }
+  free(vals);
+  free(nv);
+  free(at);
+  free(b);
+  return rc;
+}
+
+/* --target NAME of warm: the host (by "host", its triple, CPU name, "TRIPLE
+ * CPU" or the whole target text) or an error. */
+static int check_target(const cache_opts *o, const graph_job *j) {
+  if (!o->target) return 0;
+  const char *t = o->target, *triple = jit_engine_triple(j->ctx->jit),
+             *cpu = jit_engine_cpu(j->ctx->jit), *full = kiln_context_target(j->ctx);
+  char tc[256];
+  snprintf(tc, sizeof tc, "%s %s", triple ? triple : "", cpu ? cpu : "");
+  if (!strcmp(t, "host") || (triple && !strcmp(t, triple)) || (cpu && !strcmp(t, cpu)) ||
+      !strcmp(t, tc) || (full && !strcmp(t, full)))
+    return 0;
+  fprintf(stderr,
+          "kiln cache warm: --target %s: cross-target warm needs the GPU path (issue 5); this "
+          "kiln compiles for the host only (%s; --target host)\n",
+          t, tc);
+  return CLI_ERR;
 }
 
 /* ---- explain ---- */
@@ -596,6 +688,9 @@ static void explain_one(const kernel_info *k, const stored_list *l) {
 static int cmd_explain(const cache_opts *o, kc_disk *d) {
   graph_job j;
   int rc = graph_job_init(&j, o, false, "explain");
+  int ngeneric = j.nk, nbind = 0;
+  const char *missing = NULL;
+  if (!rc) rc = add_bindings(&j, o, "explain", &nbind, &missing);
   if (rc) {
     graph_job_free(&j);
     return rc;
@@ -609,7 +704,12 @@ static int cmd_explain(const cache_opts *o, kc_disk *d) {
   }
   printf("graph @%s: %d kernel%s, cache %s (%zu entr%s)\n", j.ir->name, j.nk, j.nk == 1 ? "" : "s",
          kc_disk_dir(d), l.n, l.n == 1 ? "y" : "ies");
-  dims_note(o, "accepted");
+  if (nbind)
+    printf("%d generic and %d shape-specialized kernel%s (the --dim binding, exact buckets)\n",
+           ngeneric, j.nk - ngeneric, j.nk - ngeneric == 1 ? "" : "s");
+  else if (missing)
+    printf("--dim: no value for symbolic dim '%s': only the generic kernels are explained\n",
+           missing);
   int hits = 0;
   for (int i = 0; i < j.nk; i++) {
     bool hit = false;
@@ -663,6 +763,10 @@ static void progress(int done, int total, const char *what) {
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
   graph_job j;
   int rc = graph_job_init(&j, o, true, "warm");
+  int ngeneric = j.nk, nbind = 0;
+  const char *missing = NULL;
+  if (!rc) rc = check_target(o, &j);
+  if (!rc) rc = add_bindings(&j, o, "warm", &nbind, &missing);
   if (rc) {
     graph_job_free(&j);
     return rc;
@@ -730,7 +834,15 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
            compiled, present);
     if (dup) printf(", %d shared with another node", dup);
     printf(" (%.0f ms)\n", now_ms() - t0);
-    dims_note(o, "checked against the graph; the generic kernels stored serve every value");
+    if (nbind)
+      printf("%d generic and %d shape-specialized kernel%s (%d binding%s of --dim; exact "
+             "buckets)\n",
+             ngeneric, j.nk - ngeneric, j.nk - ngeneric == 1 ? "" : "s", nbind,
+             nbind == 1 ? "" : "s");
+    else if (missing)
+      printf("--dim: no value for symbolic dim '%s': only the generic kernels were warmed "
+             "(specialized kernels need a value for every symbol)\n",
+             missing);
     if (s1.too_big > s0.too_big)
       printf("warning: %llu kernel%s larger than the cache bound (%llu bytes) and not stored\n",
              (unsigned long long)(s1.too_big - s0.too_big), s1.too_big - s0.too_big == 1 ? " is" : "s are",
@@ -749,357 +861,6 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
   return rc;
 }
 
-/* ---- export / import ---- */
-
-typedef struct key_list {
-  kc_key *v;
-  size_t n, cap;
-  bool oom;
-} key_list;
-
-static int keys_visit(const kc_disk_entry *e, void *user) {
-  key_list *l = user;
-  if (l->n == l->cap) {
-    size_t nc = l->cap ? l->cap * 2 : 64;
-    kc_key *nv = realloc(l->v, nc * sizeof *nv);
-    if (!nv) {
-      l->oom = true;
-      return 1;
-    }
-    l->v = nv;
-    l->cap = nc;
-  }
-  l->v[l->n++] = e->key;
-  return 0;
-}
-
-/* Whole file at path, malloc'd (non-NULL even when empty); NULL with errno. */
-static char *read_all(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return NULL;
-  struct stat sb;
-  char *buf = NULL;
-  if (fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && (buf = malloc((size_t)sb.st_size + 1))) {
-    size_t n = 0;
-    while (n < (size_t)sb.st_size) {
-      ssize_t r = read(fd, buf + n, (size_t)sb.st_size - n);
-      if (r <= 0) {
-        if (r < 0 && errno == EINTR) continue;
-        break;
-      }
-      n += (size_t)r;
-    }
-    *len = n;
-  }
-  int e = errno;
-  close(fd);
-  errno = e;
-  return buf;
-}
-
-static int cmd_export(const cache_opts *o, kc_disk *d) {
-  if (o->npos != 1) {
-    fprintf(stderr, "kiln cache export: expected one FILE\n\n");
-    cli_usage_cache(stderr);
-    return CLI_USAGE;
-  }
-  const char *file = o->pos[0];
-  kiln_status *st = kiln_status_new();
-  key_list l = {0};
-  if (kc_disk_list(d, false, keys_visit, &l, st) < 0 || l.oom) {
-    fprintf(stderr, "kiln cache export: %s\n", l.oom ? "out of memory" : kiln_status_message(st));
-    free(l.v);
-    kiln_status_free(st);
-    return CLI_ERR;
-  }
-  kiln_status_free(st);
-  size_t tn = strlen(file) + 32;
-  char *tmp = malloc(tn);
-  if (!tmp) {
-    free(l.v);
-    return CLI_ERR;
-  }
-  snprintf(tmp, tn, "%s.tmp-%d", file, (int)getpid());
-  FILE *f = fopen(tmp, "wb");
-  if (!f) {
-    fprintf(stderr, "kiln cache export: %s: cannot create: %s\n", tmp, strerror(errno));
-    free(tmp);
-    free(l.v);
-    return CLI_ERR;
-  }
-  int rc = CLI_OK;
-  uint64_t count = 0, bytes = 0;
-  fprintf(f, "%scount %020llu\n", BUNDLE_MAGIC, 0ull);
-  for (size_t i = 0; i < l.n && rc == CLI_OK; i++) {
-    char *path = kc_disk_entry_path(d, l.v[i]);
-    size_t len = 0;
-    char *buf = path ? read_all(path, &len) : NULL;
-    free(path);
-    if (!buf) continue; /* vanished since the listing (evicted by another process) */
-    char hex[33];
-    kc_key_hex(l.v[i], hex);
-    fprintf(f, "entry %s %zu %016llx\n", hex, len, (unsigned long long)XXH3_64bits(buf, len));
-    if (fwrite(buf, 1, len, f) != len) rc = CLI_ERR;
-    free(buf);
-    count++;
-    bytes += len;
-  }
-  fputs("end\n", f);
-  if (rc == CLI_OK && (fseek(f, (long)strlen(BUNDLE_MAGIC), SEEK_SET) != 0 ||
-                       fprintf(f, "count %020llu\n", (unsigned long long)count) < 0))
-    rc = CLI_ERR;
-  if (fclose(f) != 0) rc = CLI_ERR;
-  if (rc == CLI_OK && rename(tmp, file) != 0) rc = CLI_ERR;
-  char b[32];
-  if (rc != CLI_OK) {
-    fprintf(stderr, "kiln cache export: %s: cannot write: %s\n", file, strerror(errno));
-    unlink(tmp);
-  } else {
-    printf("exported %llu entr%s (%s) from %s to %s\n", (unsigned long long)count,
-           count == 1 ? "y" : "ies", human_bytes(b, sizeof b, bytes), kc_disk_dir(d), file);
-  }
-  free(tmp);
-  free(l.v);
-  return rc;
-}
-
-typedef struct bundle_entry {
-  kc_key key;
-  const char *bytes;
-  size_t len;
-} bundle_entry;
-
-/* Read the line at buf[*off] (up to '\n', at most 200 bytes) into line. */
-static bool bundle_line(const char *buf, size_t n, size_t *off, char *line, size_t cap) {
-  size_t i = *off, k = 0;
-  while (i < n && buf[i] != '\n' && k + 1 < cap && k < 200) line[k++] = buf[i++];
-  if (i >= n || buf[i] != '\n') return false;
-  line[k] = 0;
-  *off = i + 1;
-  return true;
-}
-
-/* Check the whole bundle; entries into *out (pointing into buf). 0, or -1
- * with why and the offset of the trouble in *bad_off. */
-static int bundle_parse(const char *buf, size_t n, bundle_entry **out, size_t *nout,
-                        size_t *bad_off, char *why, size_t whylen) {
-  size_t off = 0, ml = strlen(BUNDLE_MAGIC);
-  char line[256];
-  *out = NULL;
-  *nout = 0;
-  *bad_off = 0;
-  if (n < ml || memcmp(buf, BUNDLE_MAGIC, ml) != 0) {
-    snprintf(why, whylen, n == 0 ? "the file is empty" : "not a kiln cache bundle (bad magic)");
-    return -1;
-  }
-  off = ml;
-  *bad_off = off;
-  unsigned long long count;
-  char extra;
-  if (!bundle_line(buf, n, &off, line, sizeof line) ||
-      sscanf(line, "count %llu%c", &count, &extra) != 1) {
-    snprintf(why, whylen, "expected 'count N'");
-    return -1;
-  }
-  if (count > n / 64 + 1) { /* an entry takes far more than 64 bytes */
-    snprintf(why, whylen, "count %llu is more than the file can hold", count);
-    return -1;
-  }
-  bundle_entry *v = calloc((size_t)count + 1, sizeof *v);
-  if (!v) {
-    snprintf(why, whylen, "out of memory");
-    return -1;
-  }
-  for (unsigned long long i = 0; i < count; i++) {
-    *bad_off = off;
-    char hex[40];
-    unsigned long long len, sum;
-    int used = 0;
-    if (!bundle_line(buf, n, &off, line, sizeof line) ||
-        sscanf(line, "entry %32s %llu %16llx%n", hex, &len, &sum, &used) != 3 ||
-        line[used] != 0 || !kc_key_parse(hex, &v[i].key)) {
-      snprintf(why, whylen, "entry %llu of %llu: expected 'entry KEY BYTES CHECKSUM'%s", i + 1,
-               count, off >= n ? " (the file is truncated)" : "");
-      free(v);
-      return -1;
-    }
-    if (len > n - off) {
-      snprintf(why, whylen, "entry %llu of %llu (%s): %llu bytes announced, %zu left: the file "
-                            "is truncated",
-               i + 1, count, hex, len, n - off);
-      free(v);
-      return -1;
-    }
-    *bad_off = off;
-    if (XXH3_64bits(buf + off, (size_t)len) != sum) {
-      snprintf(why, whylen, "entry %llu of %llu (%s): checksum mismatch (the bundle is corrupt)",
-               i + 1, count, hex);
-      free(v);
-      return -1;
-    }
-    char head[128], khex[33];
-    kc_key_hex(v[i].key, khex);
-    snprintf(head, sizeof head, "kiln-cache-entry\nformat %d\nkey %s\n", KC_DISK_FORMAT, khex);
-    if (len < strlen(head) || memcmp(buf + off, head, strlen(head)) != 0) {
-      snprintf(why, whylen, "entry %llu of %llu (%s): not a format %d cache entry for that key",
-               i + 1, count, hex, KC_DISK_FORMAT);
-      free(v);
-      return -1;
-    }
-    v[i].bytes = buf + off;
-    v[i].len = (size_t)len;
-    off += (size_t)len;
-  }
-  *bad_off = off;
-  if (!bundle_line(buf, n, &off, line, sizeof line) || strcmp(line, "end") != 0 || off != n) {
-    snprintf(why, whylen, "expected 'end' after %llu entries%s", count,
-             off >= n ? " (the file is truncated)" : " and nothing after it");
-    free(v);
-    return -1;
-  }
-  *out = v;
-  *nout = (size_t)count;
-  return 0;
-}
-
-/* Publish e as its entry file: temporary file in the entry's subdirectory,
- * then rename. 0, or -1 with errno (nothing left behind). */
-static int publish_entry(kc_disk *d, const bundle_entry *e, unsigned seq) {
-  char *path = kc_disk_entry_path(d, e->key);
-  if (!path) {
-    errno = ENOMEM;
-    return -1;
-  }
-  char *slash = strrchr(path, '/');
-  size_t tn = strlen(path) + 96;
-  char *tmp = malloc(tn);
-  int rc = -1, err = ENOMEM;
-  if (tmp && slash) {
-    *slash = 0;
-    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-      err = errno;
-      goto out;
-    }
-    char hex[33];
-    kc_key_hex(e->key, hex);
-    snprintf(tmp, tn, "%s/.tmp-%s-%d-%u-%lld", path, hex, (int)getpid(), seq,
-             (long long)time(NULL));
-    *slash = '/';
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      err = errno;
-      goto out;
-    }
-    size_t k = 0;
-    while (k < e->len) {
-      ssize_t w = write(fd, e->bytes + k, e->len - k);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      k += (size_t)w;
-    }
-    err = errno;
-    if (close(fd) != 0 && k == e->len) {
-      err = errno;
-      k = 0;
-    }
-    if (k == e->len && rename(tmp, path) == 0) rc = 0;
-    else {
-      if (k == e->len) err = errno;
-      unlink(tmp);
-    }
-  }
-out:
-  free(tmp);
-  free(path);
-  errno = err;
-  return rc;
-}
-
-static int cmd_import(const cache_opts *o, kc_disk *d) {
-  if (o->npos != 1) {
-    fprintf(stderr, "kiln cache import: expected one FILE\n\n");
-    cli_usage_cache(stderr);
-    return CLI_USAGE;
-  }
-  const char *file = o->pos[0];
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
-  struct stat sb;
-  if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fprintf(stderr, "kiln cache import: %s: cannot open: %s\n", file,
-            fd < 0 ? strerror(errno) : "not a regular file");
-    if (fd >= 0) close(fd);
-    return CLI_ERR;
-  }
-  size_t n = (size_t)sb.st_size;
-  const char *buf = "";
-  void *map = NULL;
-  if (n) {
-    map = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (map == MAP_FAILED) {
-      fprintf(stderr, "kiln cache import: %s: cannot read: %s\n", file, strerror(errno));
-      close(fd);
-      return CLI_ERR;
-    }
-    buf = map;
-  }
-  close(fd);
-  bundle_entry *v = NULL;
-  size_t nv = 0, bad_off = 0;
-  char why[512];
-  int rc = CLI_OK;
-  if (bundle_parse(buf, n, &v, &nv, &bad_off, why, sizeof why) < 0) {
-    fprintf(stderr, "kiln cache import: %s: at offset %zu: %s; nothing was imported\n", file,
-            bad_off, why);
-    rc = CLI_ERR;
-  }
-  uint64_t imported = 0, replaced = 0, dropped = 0;
-  kiln_status *st = kiln_status_new();
-  for (size_t i = 0; rc == CLI_OK && i < nv; i++) {
-    char *path = kc_disk_entry_path(d, v[i].key);
-    struct stat es;
-    bool existed = path && stat(path, &es) == 0;
-    free(path);
-    if (publish_entry(d, &v[i], (unsigned)i) < 0) {
-      char hex[33];
-      kc_key_hex(v[i].key, hex);
-      fprintf(stderr, "kiln cache import: %s: cannot write entry %s into %s: %s (%llu entries "
-                      "imported before it are complete)\n",
-              file, hex, kc_disk_dir(d), strerror(errno), (unsigned long long)imported);
-      rc = CLI_ERR;
-      break;
-    }
-    void *payload = NULL;
-    size_t len = 0;
-    int g = kc_disk_get(d, v[i].key, &payload, &len, st); /* full check; a bad one is removed */
-    free(payload);
-    if (g == KC_DISK_HIT) {
-      imported++;
-      replaced += existed;
-    } else {
-      dropped++;
-    }
-  }
-  uint64_t evicted = 0;
-  if (rc == CLI_OK) {
-    if (kc_disk_prune(d, kc_disk_max_bytes(d), &evicted, NULL, st) < 0) evicted = 0;
-    printf("imported %llu entr%s into %s", (unsigned long long)imported,
-           imported == 1 ? "y" : "ies", kc_disk_dir(d));
-    if (replaced) printf(" (%llu were already there)", (unsigned long long)replaced);
-    printf("\n");
-    if (dropped)
-      printf("dropped %llu entr%s that failed the store's checks\n", (unsigned long long)dropped,
-             dropped == 1 ? "y" : "ies");
-    if (evicted)
-      printf("evicted %llu least recently used entr%s to stay within the bound\n",
-             (unsigned long long)evicted, evicted == 1 ? "y" : "ies");
-    printf("entries built for another target stay unused here (their keys differ)\n");
-  }
-  kiln_status_free(st);
-  free(v);
-  if (map) munmap(map, n);
-  return rc;
-}
-
 /* ---- dispatch ---- */
 
 typedef struct subcmd {
@@ -1113,8 +874,8 @@ static const subcmd SUBCMDS[] = {
     {"ls", cmd_ls, 0, 0, false, false},          {"stats", cmd_stats, 0, 0, false, false},
     {"clear", cmd_clear, 0, 0, false, false},    {"prune", cmd_prune, 0, 0, true, false},
     {"verify", cmd_verify, 0, 0, false, false},  {"explain", cmd_explain, 1, 1, false, true},
-    {"warm", cmd_warm, 1, 1, false, true},       {"export", cmd_export, 1, 1, false, false},
-    {"import", cmd_import, 1, 1, false, false},
+    {"warm", cmd_warm, 1, 1, false, true},       {"export", cli_cache_export, 1, 1, false, false},
+    {"import", cli_cache_import, 1, 1, false, false},
 };
 
 static int usage_err(const char *fmt, const char *a) {
@@ -1149,9 +910,9 @@ int cli_cache(int argc, char **argv) {
   }
   for (int i = 2; rc == CLI_OK && i < argc; i++) {
     const char *a = argv[i], *val = NULL;
-    const char *opts[] = {"--dir", "--max-bytes", "--dim"};
+    const char *opts[] = {"--dir", "--max-bytes", "--dim", "--target"};
     int which = -1;
-    for (int k = 0; k < 3 && which < 0; k++) {
+    for (int k = 0; k < 4 && which < 0; k++) {
       size_t n = strlen(opts[k]);
       if (strncmp(a, opts[k], n) == 0 && (a[n] == 0 || a[n] == '=')) {
         which = k;
@@ -1164,6 +925,7 @@ int cli_cache(int argc, char **argv) {
     if (which == 0) o.dir = val;
     else if (which == 1 && sc->max_bytes) o.max_bytes = val;
     else if (which == 2 && sc->dims) o.dims[o.ndims++] = val;
+    else if (which == 3 && strcmp(sc->name, "warm") == 0) o.target = val;
     else if (which >= 0) {
       fprintf(stderr, "kiln cache %s: %s is not an option of this subcommand\n\n", sc->name,
               opts[which]);

@@ -3,8 +3,9 @@
  * Order of work: parse options, load and compile the graph, bind --dim,
  * read --input files (their shapes also bind plain symbolic dims not given
  * by --dim), bind --weights, fill what is still missing when
- * --random-inputs, execute (N times with --repeat; outputs are allocated by
- * the first run and reused), print, write --out files. Every error prints
+ * --random-inputs, apply --bucket and --specialize, execute (N times with
+ * --repeat; outputs are allocated by the first run and reused), print,
+ * write --out files. Every error prints
  * one message on stderr and exits 1; bad options exit 2. */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,9 +25,9 @@ typedef struct named {
 
 typedef struct run_opts {
   const char *graph, *out;
-  named *inputs, *dims;
+  named *inputs, *dims, *buckets;
   const char **weights;
-  int ninputs, ndims, nweights;
+  int ninputs, ndims, nweights, nbuckets;
   bool random, stats;
   int specialize; /* kiln_specialize_policy, -1: not given (the context's) */
   long repeat;
@@ -81,8 +82,10 @@ static int split_named(const char *opt, const char *v, named *out) {
 static void opts_free(run_opts *o) {
   for (int i = 0; i < o->ninputs; i++) free(o->inputs[i].name);
   for (int i = 0; i < o->ndims; i++) free(o->dims[i].name);
+  for (int i = 0; i < o->nbuckets; i++) free(o->buckets[i].name);
   free(o->inputs);
   free(o->dims);
+  free(o->buckets);
   free(o->weights);
 }
 
@@ -93,7 +96,8 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
   o->inputs = calloc((size_t)argc, sizeof *o->inputs);
   o->dims = calloc((size_t)argc, sizeof *o->dims);
   o->weights = calloc((size_t)argc, sizeof *o->weights);
-  if (!o->inputs || !o->dims || !o->weights) return -1;
+  o->buckets = calloc((size_t)argc, sizeof *o->buckets);
+  if (!o->inputs || !o->dims || !o->weights || !o->buckets) return -1;
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -126,10 +130,14 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
       if (strcmp(v, "off") == 0) o->specialize = KILN_SPECIALIZE_OFF;
       else if (strcmp(v, "sync") == 0) o->specialize = KILN_SPECIALIZE_SYNC;
       else if (strcmp(v, "ahead") == 0) o->specialize = KILN_SPECIALIZE_AHEAD;
+      else if (strcmp(v, "async") == 0) o->specialize = KILN_SPECIALIZE_ASYNC;
       else {
-        fprintf(stderr, "kiln run: --specialize expects off, sync or ahead, got '%s'\n", v);
+        fprintf(stderr, "kiln run: --specialize expects off, sync, async or ahead, got '%s'\n",
+                v);
         return -1;
       }
+    } else if ((r = opt_value(argc, argv, &i, "--bucket", &v))) {
+      if (r < 0 || split_named("--bucket", v, &o->buckets[o->nbuckets++]) < 0) return -1;
     } else if (strcmp(argv[i], "--random-inputs") == 0) {
       o->random = true;
     } else if (strcmp(argv[i], "--stats") == 0) {
@@ -385,6 +393,69 @@ static int write_outputs(run_state *s, const char *dir) {
   return 0;
 }
 
+/* --bucket SYM=pow2|N|exact, per symbol. */
+static int set_buckets(run_state *s, const run_opts *o) {
+  for (int i = 0; i < o->nbuckets; i++) {
+    const char *v = o->buckets[i].value;
+    kiln_bucket_kind kind;
+    int64_t n = 0;
+    if (strcmp(v, "pow2") == 0) kind = KILN_BUCKET_POW2;
+    else if (strcmp(v, "exact") == 0) kind = KILN_BUCKET_EXACT;
+    else if (parse_i64(v, &n) && n >= 1) kind = KILN_BUCKET_MULTIPLE;
+    else {
+      fprintf(stderr, "--bucket %s: expected pow2, exact or a multiple N >= 1, got '%s'\n",
+              o->buckets[i].name, v);
+      return -1;
+    }
+    if (kiln_model_set_bucket(s->m, o->buckets[i].name, kind, n, s->st) < 0) {
+      char list[1024];
+      fprintf(stderr, "--bucket %s: %s (symbols: %s)\n", o->buckets[i].name,
+              kiln_status_message(s->st), name_list(list, sizeof list, s->nsyms, sym_name, s->m));
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static const char *policy_name(int p) {
+  return p == KILN_SPECIALIZE_OFF     ? "off"
+         : p == KILN_SPECIALIZE_SYNC  ? "sync"
+         : p == KILN_SPECIALIZE_AHEAD ? "ahead"
+                                      : "async";
+}
+
+/* --stats: the specialization outcome. Under async the run may end before
+ * the background compile: then say so (nothing is waited for). */
+static void print_spec_stats(run_state *s, const run_opts *o) {
+  int p = o->specialize >= 0 ? o->specialize : (int)kiln_context_specialize_policy(s->ctx);
+  double hits = kiln_model_counter(s->m, KILN_COUNTER_HITS);
+  double misses = kiln_model_counter(s->m, KILN_COUNTER_MISSES);
+  double pending = kiln_model_counter(s->m, KILN_COUNTER_ASYNC_PENDING);
+  if (s->nsyms == 0) {
+    printf("specialize: %s; the graph has no symbolic dims (the generic variant is static)\n",
+           policy_name(p));
+    return;
+  }
+  printf("specialize: %s; %d variant%s live; executes: %.0f hit%s (a live variant), %.0f "
+         "miss%s%s\n",
+         policy_name(p), kiln_model_variants(s->m), kiln_model_variants(s->m) == 1 ? "" : "s",
+         hits, hits == 1 ? "" : "s", misses, misses == 1 ? "" : "es",
+         p == KILN_SPECIALIZE_OFF     ? " (off: every execute on the generic variant)"
+         : p == KILN_SPECIALIZE_SYNC  ? " (sync: compiled, then ran on the new variant)"
+         : p == KILN_SPECIALIZE_AHEAD ? " (ahead: undeclared bindings run generic)"
+                                      : " (async: ran on the generic variant)");
+  if (p == KILN_SPECIALIZE_ASYNC) {
+    if (pending > 0)
+      printf("specialize: async, %.0f compile%s pending at exit (the run ended before the "
+             "background compile; not waited for)\n",
+             pending, pending == 1 ? "" : "s");
+    else
+      printf("specialize: async, nothing pending at exit (%.0f background compile%s done)\n",
+             kiln_model_counter(s->m, KILN_COUNTER_ASYNC_DONE),
+             kiln_model_counter(s->m, KILN_COUNTER_ASYNC_DONE) == 1 ? "" : "s");
+  }
+}
+
 /* --specialize: the model's policy; under ahead, the run's binding is the
  * declared one (compiled here, before the timed executes). */
 static int specialize(run_state *s, const run_opts *o) {
@@ -433,6 +504,7 @@ static int run(run_state *s, const run_opts *o) {
   if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
       check_sizes(s) < 0 || fill_missing(s, o) < 0)
     return -1;
+  if (set_buckets(s, o) < 0) return -1;
   if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
     double t0 = now_ms();
@@ -452,10 +524,13 @@ static int run(run_state *s, const run_opts *o) {
     rt_cache_stats cs; /* kcache: the context's kernel cache; S: variants.c */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
     /* A hit is a kernel not compiled: found in memory or on disk. */
-    printf("cache: %llu hits (%llu from disk), %llu misses, %d specialized\n",
+    double pending = kiln_model_counter(s->m, KILN_COUNTER_ASYNC_PENDING);
+    printf("cache: %llu hits (%llu from disk), %llu misses, %d specialized%s\n",
            (unsigned long long)(cs.hits + cs.backing_hits), (unsigned long long)cs.backing_hits,
-           (unsigned long long)cs.compiles, rt_model_num_specialized(s->m));
+           (unsigned long long)cs.compiles, rt_model_num_specialized(s->m),
+           pending > 0 ? " (async, pending)" : "");
     printf("%s\n", s->ctx->disk_status);
+    print_spec_stats(s, o);
   }
   if (o->repeat > 1) {
     qsort(s->times, (size_t)o->repeat, sizeof *s->times, cmp_double);
