@@ -120,7 +120,11 @@ ir_graph *ir_graph_new(const char *name) {
 }
 
 void ir_graph_free(ir_graph *g) {
-  if (g) ir_arena_free(g->arena); /* g itself lives in its arena */
+  if (!g) return;
+  /* mo.fused bodies have arenas of their own (fuse.c) */
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i] && g->nodes[i]->body) ir_graph_free(g->nodes[i]->body);
+  ir_arena_free(g->arena); /* g itself lives in its arena */
 }
 
 int ir_graph_symbol(ir_graph *g, const char *name, size_t len, bool create) {
@@ -352,6 +356,20 @@ const char *ir_node_attr_string(const ir_node *n, const char *name, const char *
 }
 
 /* ---- clone ---- */
+/* The node of c that stands for node k of g: g->nodes[k->id] maps by
+ * position; a node absorbed into a mo.fused body (run-time checks keep
+ * pointing at those) maps to the same position in the cloned body. */
+static ir_node *map_node(const ir_graph *g, const ir_graph *c, const ir_node *k) {
+  if (k->id >= 0 && k->id < g->nnodes && g->nodes[k->id] == k) return c->nodes[k->id];
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_graph *b = g->nodes[i]->body;
+    if (!b || !c->nodes[i]->body) continue;
+    ir_node *m = map_node(b, c->nodes[i]->body, k);
+    if (m) return m;
+  }
+  return NULL;
+}
+
 static bool clone_type(ir_arena *a, ir_type *dst, const ir_type *src) {
   *dst = *src;
   dst->dims = NULL;
@@ -408,6 +426,7 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
     free(types);
     types = NULL;
     if (!m) goto fail;
+    if (n->body && !(m->body = ir_graph_clone(n->body))) goto fail;
     for (int j = 0; j < n->nout; j++) map[n->out[j]->id] = m->out[j];
   }
   if (g->noutputs) {
@@ -425,7 +444,7 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
       m->kind = k->kind;
       m->lhs = ir_dim_clone(a, k->lhs);
       m->rhs = ir_dim_clone(a, k->rhs);
-      m->node = k->node ? c->nodes[k->node->id] : NULL;
+      m->node = k->node ? map_node(g, c, k->node) : NULL;
       m->what = ir_arena_strdup(a, k->what ? k->what : "");
       if (!m->lhs || !m->rhs || !m->what) goto fail;
     }

@@ -896,6 +896,48 @@ static int infer_gather(ctx *c, ir_type *r) {
   return res_set(c, r, t->dtype, rank, d, t->device);
 }
 
+/* mo.fused (made by ir_graph_fuse, never written): the body verifies on its
+ * own, uses the graph's symbols (same names, same indices), takes operands
+ * of the body inputs' types and gives the body outputs' types. The body's
+ * run-time checks become the graph's (the graph's verify rebuilt its list),
+ * still naming the body's node. */
+static int infer_fused(ctx *c, ir_type *res) {
+  ir_graph *b = c->n->body;
+  if (!b)
+    return fail(c, "mo.fused is internal to kiln (the fusion pass makes it); it cannot be written "
+                   "in a graph or built");
+  if (b->nsyms != c->g->nsyms)
+    return fail(c, "mo.fused: the body has %d symbols, the graph %d", b->nsyms, c->g->nsyms);
+  for (int i = 0; i < b->nsyms; i++)
+    if (strcmp(b->syms[i], c->g->syms[i]) != 0)
+      return fail(c, "mo.fused: body symbol %d is '%s', the graph's is '%s'", i, b->syms[i],
+                  c->g->syms[i]);
+  if (b->ninputs != c->n->nin || b->noutputs != c->n->nout)
+    return fail(c, "mo.fused: %d operands and %d results, the body has %d inputs and %d outputs",
+                c->n->nin, c->n->nout, b->ninputs, b->noutputs);
+  ir_diag bd = {0};
+  if (ir_graph_verify(b, &bd) != 0) return fail(c, "mo.fused: body: %s", bd.msg);
+  char s1[256], s2[256];
+  for (int i = 0; i < b->ninputs; i++)
+    if (!ir_type_equal(&b->inputs[i]->type, opt(c, i)))
+      return fail(c, "mo.fused: operand %d is %s, the body takes %s", i,
+                  type_str(s1, sizeof s1, opt(c, i)), type_str(s2, sizeof s2, &b->inputs[i]->type));
+  for (int i = 0; i < b->noutputs; i++) {
+    const ir_type *t = &b->outputs[i]->type;
+    const ir_dim *dims[IR_MAX_RANK];
+    for (int k = 0; k < t->rank; k++)
+      if (!(dims[k] = ir_dim_clone(c->g->arena, t->dims[k]))) return oom(c);
+    if (res_set(c, &res[i], t->dtype, t->rank, dims, t->device) != 0) return -1;
+  }
+  for (int i = 0; i < b->nchecks; i++) {
+    const ir_check *k = &b->checks[i];
+    const ir_dim *l = ir_dim_clone(c->g->arena, k->lhs), *r = ir_dim_clone(c->g->arena, k->rhs);
+    if (!l || !r || ir_graph_add_check(c->g, k->kind, l, r, k->node, "%s", k->what) != 0)
+      return oom(c);
+  }
+  return 0;
+}
+
 /* ---- the node ---- */
 
 static int infer_class(ctx *c, ir_type *res) {
@@ -932,6 +974,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_SQUEEZE: return infer_squeeze(c, res);
   case IR_CLS_UNSQUEEZE: return infer_unsqueeze(c, res);
   case IR_CLS_GATHER: return infer_gather(c, res);
+  case IR_CLS_FUSED: return infer_fused(c, res);
   }
   return fail(c, "mo.%s has no shape rule", c->op);
 }

@@ -770,6 +770,53 @@ static int run_external(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_node(run *r, const ir_node *n);
+
+/* mo.fused: its body run node by node on the operands with the graph's
+ * symbol values (the body shares them), its outputs copied into the node's
+ * results. The body's own run-time checks were checked with the graph's. */
+static int run_fused(run *r, const ir_node *n) {
+  const ir_graph *b = n->body;
+  if (!b || b->ninputs != n->nin || b->noutputs != n->nout)
+    return op_fail(r, n, "mo.fused without a matching body");
+  size_t nv = (size_t)(b->nvalues ? b->nvalues : 1);
+  run sub = {.g = b, .syms = r->syms, .weights = r->weights, .ud = r->ud, .msg = r->msg,
+             .msglen = r->msglen};
+  sub.vals = calloc(nv, sizeof *sub.vals);
+  sub.owned = calloc(nv, sizeof *sub.owned);
+  sub.ready = calloc(nv, sizeof *sub.ready);
+  int rc = -1;
+  if (!sub.vals || !sub.owned || !sub.ready) {
+    op_fail(r, n, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < b->ninputs; i++) {
+    sub.vals[b->inputs[i]->id] = *IN(r, n, i);
+    sub.ready[b->inputs[i]->id] = true;
+  }
+  for (int i = 0; i < b->nnodes; i++)
+    if (run_node(&sub, b->nodes[i])) goto out;
+  for (int i = 0; i < b->noutputs; i++) {
+    const ir_tensor *t = &sub.vals[b->outputs[i]->id];
+    ir_tensor *y = OUT(r, n, i);
+    if (!sub.ready[b->outputs[i]->id] || !same_shape(t, y) || t->dtype != y->dtype) {
+      op_fail(r, n, "body output %d does not match result %d", i, i);
+      goto out;
+    }
+    size_t bytes = (size_t)ir_tensor_numel(t) * ir_dtype_size(t->dtype);
+    if (bytes) memcpy(y->data, t->data, bytes);
+  }
+  rc = 0;
+out:
+  if (sub.vals && sub.owned)
+    for (size_t i = 0; i < nv; i++)
+      if (sub.owned[i]) free(sub.vals[i].data);
+  free(sub.vals);
+  free(sub.owned);
+  free(sub.ready);
+  return rc;
+}
+
 static int run_node(run *r, const ir_node *n) {
   const ir_op_info *info = ir_op_get(n->op);
   if (!info) return ir_ref_fail(r->msg, r->msglen, "node %d has an unknown op", n->id);
@@ -814,6 +861,7 @@ static int run_node(run *r, const ir_node *n) {
   case IR_CLS_SPLIT: rc = run_concat_split(r, n); break;
   case IR_CLS_SLICE: rc = run_slice(r, n); break;
   case IR_CLS_GATHER: rc = run_gather(r, n); break;
+  case IR_CLS_FUSED: rc = run_fused(r, n); break;
   default: rc = run_elementwise(r, n); break;
   }
   if (rc) return rc;

@@ -60,6 +60,7 @@ typedef enum ir_op_class {
   IR_CLS_SQUEEZE,
   IR_CLS_UNSQUEEZE,
   IR_CLS_GATHER,
+  IR_CLS_FUSED,          /* internal: the node's body graph is the computation (fuse.c) */
 } ir_op_class;
 
 typedef struct ir_op_info {
@@ -156,6 +157,13 @@ struct ir_node {
   int nattrs;
   ir_attr *attrs; /* sorted by name (canonical order) */
   ir_loc loc;
+  /* Added by fusion: for mo.fused only (NULL otherwise), the group the node
+   * stands for as a graph of its own (own arena, owned by the node: freed by
+   * ir_graph_free and deep-copied by ir_graph_clone of the outer graph). Its
+   * inputs are the node's operands in order (same types), its outputs the
+   * node's results in order; its symbols are the outer graph's, same names
+   * and indices, so dims mean the same in both. */
+  struct ir_graph *body;
 };
 
 /* ---- the graph ---- */
@@ -260,6 +268,11 @@ int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_di
  * g->nsyms entries) receives, for kernel symbol j, the index of the graph
  * symbol it stands for; *nsyms (may be NULL) the kernel's symbol count. The
  * text parses (ir_parse) back into a graph that prints to the same text.
+ * (Added by fusion) For a mo.fused node the kernel graph is its body: inputs
+ * %a0, ... = the node's operands, the body's nodes with results %t0, ...
+ * and %r0, ... (the outputs), symbols numbered over the input types and then
+ * the nodes' result types; the JIT compiles such a multi-node kernel graph
+ * as one kernel. The _bound and _partial variants below do the same.
  * malloc'd, caller frees; NULL on out-of-memory or when n is not g's. */
 char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms);
 /* (added by variants) The same canonical text with every dim evaluated to a
@@ -275,6 +288,27 @@ char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *s
  * constant. */
 char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t *sym_values,
                              const bool *bind, int *sym_map, int *nsyms);
+
+/* ---- fusion (fuse.c; added by fusion) ---- */
+/* Rewrite verified g in place: each group of nodes that one kernel computes
+ * better than several becomes ONE mo.fused node (ir_node.body holds the
+ * group), in the position of the group's last node:
+ *   - elementwise groups: nodes of the classes unary*, binary*, compare,
+ *     logical, where, cast and broadcast_to whose results all have one shape
+ *     (operands may broadcast), joined through intermediates that are used
+ *     only inside the group and are not graph outputs;
+ *   - GEMM epilogues: an f32 / f64 mo.matmul whose result is used once, by
+ *     such a group of the matmul result's shape and dtype (bias add,
+ *     activation, residual add, ...); the matmul's operands stay outside.
+ * A group has at least two nodes and one result (its last node's). The
+ * values only the group used leave g (g->values renumbered); the others
+ * keep their ir_value objects (a result now defined by the mo.fused node).
+ * Run-time checks of absorbed nodes are kept and point at the body's copy of
+ * their node. Returns the number of mo.fused nodes made (0: g unchanged), or
+ * -1 with d filled on out-of-memory (g unchanged). g must have passed
+ * ir_graph_verify; the result verifies too (ir_graph_verify accepts a
+ * mo.fused that has a body and checks the body against the node). */
+int ir_graph_fuse(ir_graph *g, ir_diag *d);
 
 /* ---- rules (infer.c, verify.c) ---- */
 /* Compute the result types of node n from its operand types and attributes

@@ -14,6 +14,16 @@
  * source graph of kernel symbol j: a kernel called with
  * kernel_syms[j] = graph_syms[sym_map[j]] computes what the node computes.
  * No locations, no argument / result names.
+ * A mo.fused node (fuse.c) prints its body instead: inputs %a0, ... (the
+ * node's operands), the body's nodes in order with results %r<k> for output
+ * k and %t0, %t1, ... for the others, symbols numbered over the input types,
+ * then every node's result types. The JIT compiles such a multi-node kernel
+ * graph as one fused kernel (jit/fused.c).
+ * A mo.fused node (fuse.c) prints its body instead: inputs %a0, ... (the
+ * node's operands), the body's nodes in order with results %r<k> for output
+ * k and %t0, %t1, ... for the others, symbols numbered over the input types,
+ * then every node's result types. The JIT compiles such a multi-node kernel
+ * graph as one fused kernel (jit/fused.c).
  * ir_kernel_text_partial: the symbols marked in `bind` are replaced by their
  * values (dims rebuilt, so they fold), the others are renamed as above.
  * ir_kernel_text_bound: the same text with every dim replaced by its value
@@ -133,6 +143,65 @@ static bool node_of(const ir_graph *g, const ir_node *n) {
   return g && n && n->id >= 0 && n->id < g->nnodes && g->nodes[n->id] == n;
 }
 
+/* The kernel graph of mo.fused node n (its body, renamed) built into k;
+ * false on OOM or a malformed body. */
+static bool fused_kernel(sym_renamer *r, ir_graph *k, const ir_graph *g, const ir_node *n) {
+  const ir_graph *b = n->body;
+  bool all_bound = r->bound && !r->bind;
+  if (b->nsyms != g->nsyms || b->ninputs != n->nin || b->noutputs < 1) return false;
+  for (int i = 0; !all_bound && i < b->ninputs; i++)
+    for (int a = 0; a < b->inputs[i]->type.rank; a++) number_syms(r, b->inputs[i]->type.dims[a]);
+  for (int i = 0; !all_bound && i < b->nnodes; i++)
+    for (int o = 0; o < b->nodes[i]->nout; o++)
+      for (int a = 0; a < b->nodes[i]->out[o]->type.rank; a++)
+        number_syms(r, b->nodes[i]->out[o]->type.dims[a]);
+  if (r->oom) return false;
+  k->syms_declared = true;
+  ir_value **map = calloc((size_t)b->nvalues + 1, sizeof *map);
+  ir_value **outs = calloc((size_t)b->noutputs + 1, sizeof *outs);
+  bool ok = map && outs;
+  char name[24];
+  for (int i = 0; ok && i < b->ninputs; i++) {
+    ir_type t;
+    snprintf(name, sizeof name, "a%d", i);
+    ok = rename_type(r, &t, &b->inputs[i]->type) &&
+         (map[b->inputs[i]->id] = ir_graph_add_input(k, name, &t)) != NULL;
+  }
+  int ntmp = 0;
+  ir_loc none = {0, 0};
+  for (int i = 0; ok && i < b->nnodes; i++) {
+    const ir_node *m = b->nodes[i];
+    ir_value *in[4];
+    ir_type ot[4];
+    char names[4][24];
+    const char *np[4];
+    if (m->nin > 4 || m->nout > 4) {
+      ok = false;
+      break;
+    }
+    for (int j = 0; j < m->nin; j++) ok = ok && (in[j] = map[m->in[j]->id]) != NULL;
+    for (int o = 0; ok && o < m->nout; o++) {
+      int out = -1;
+      for (int q = 0; q < b->noutputs && out < 0; q++)
+        if (b->outputs[q] == m->out[o]) out = q;
+      if (out >= 0) snprintf(names[o], sizeof names[o], "r%d", out);
+      else snprintf(names[o], sizeof names[o], "t%d", ntmp++);
+      np[o] = names[o];
+      ok = rename_type(r, &ot[o], &m->out[o]->type);
+    }
+    if (!ok) break;
+    ir_node *kn = ir_graph_add_node(k, m->op, in, m->nin, m->attrs, m->nattrs, m->nout, ot, np,
+                                    none, NULL);
+    ok = kn != NULL;
+    for (int o = 0; ok && o < m->nout; o++) map[m->out[o]->id] = kn->out[o];
+  }
+  for (int q = 0; ok && q < b->noutputs; q++) ok = (outs[q] = map[b->outputs[q]->id]) != NULL;
+  ok = ok && ir_graph_set_outputs(k, outs, b->noutputs, none) == 0;
+  free(map);
+  free(outs);
+  return ok;
+}
+
 static char *kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms,
                          const int64_t *bound, const bool *bind) {
   if (nsyms) *nsyms = 0;
@@ -146,6 +215,10 @@ static char *kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int 
   if (!k || !map || !ins || !outs || !rnames) goto done;
   for (int i = 0; i < g->nsyms; i++) map[i] = -1;
   sym_renamer r = {g, k, map, sym_map, false, bound, bind};
+  if (n->body) { /* mo.fused: the body is the kernel */
+    if (fused_kernel(&r, k, g, n) && (text = ir_print(k)) && nsyms) *nsyms = k->nsyms;
+    goto done;
+  }
   bool all_bound = bound && !bind;
   for (int i = 0; !all_bound && i < n->nin; i++)
     for (int a = 0; a < n->in[i]->type.rank; a++) number_syms(&r, n->in[i]->type.dims[a]);

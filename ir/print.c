@@ -18,6 +18,9 @@
  * patterns (0xFFC00000); dense f16, bf16 and f8 values always as hex bit
  * patterns (0x3C00); bool as true / false.
  *
+ * A mo.fused node (internal, made by ir_graph_fuse) prints its body after it
+ * as `//` comment lines; such text does not load (the verifier rejects
+ * mo.fused in text), it is for reading.
  * Assumes: a well-formed graph (types with rank >= 0; a rank -1 type, not yet
  * inferred, prints as `!mo.tensor<?, f32>`, which does not parse).
  * Guarantees: output does not depend on memory addresses; NULL only on OOM. */
@@ -327,6 +330,18 @@ static void put_node(sink *o, const ir_node *n) {
     if (n->nout != 1) puts_(o, ")");
   }
   puts_(o, "\n");
+  /* mo.fused (internal, never parsed back): its body as comment lines */
+  if (n->body) {
+    for (int i = 0; i < n->body->ninputs; i++) {
+      putf(o, "  //   body input %d: ", i);
+      put_value(o, n->body->inputs[i]);
+      puts_(o, "\n");
+    }
+    for (int i = 0; i < n->body->nnodes; i++) {
+      puts_(o, "  // ");
+      put_node(o, n->body->nodes[i]);
+    }
+  }
 }
 
 char *ir_print(const ir_graph *g) {

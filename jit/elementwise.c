@@ -6,18 +6,29 @@
  * rules, right-aligned; where the verifier could not decide a symbolic dim,
  * the runtime has checked it before the kernel runs).
  *
- * Loops:
- *   - flat: when every operand either has the result's shape (dims equal as
- *     expressions) or is a static single element, one loop over numel; LLVM
+ * Loops (jit_emit_ew_group: a group of elementwise nodes computed together,
+ * one node being a group of one; jit/fused.c builds bigger groups):
+ *   - flat: when every input buffer either has the result's shape (dims
+ *     equal as expressions) or is a static single element, one loop over
+ *     numel, split between the parts (kernel ABI part / nparts); LLVM
  *     vectorizes it.
- *   - general: a loop nest over the result's axes (innermost = last axis).
- *     An operand's stride on an axis is 0 where it broadcasts: statically when
- *     its dim is the constant 1, at run time (select on dim == 1) when its dim
- *     is a different expression than the result's.
+ *   - general: a loop over the rows (every axis but the last; split between
+ *     the parts), the row's multi-index decomposed from its number, and an
+ *     inner loop over the last axis. An input's stride on an axis is 0 where
+ *     it broadcasts: statically when its dim is the constant 1, at run time
+ *     (select on dim == 1) when its dim is a different expression than the
+ *     result's. Rank 1: the one loop is split.
+ *   Each element: every input buffer loaded once, the members computed in
+ *   order in registers, the group's results stored. The split changes which
+ *   call computes an element, never how: results do not depend on nparts.
  * Rank 0 is a single element; a zero-size dim runs no iteration.
  *
  * Scalar semantics (the reference interpreter's, ir/interp.c):
- *   - floats: LLVM intrinsics where they exist, libm for log1p / tanh / erf;
+ *   - floats: LLVM intrinsics where they exist, libm for log1p / tanh and
+ *     f64 erf; f32 erf (also inside gelu) and f32 exp (also inside sigmoid,
+ *     silu, quick gelu) of host kernels are computed without a call so
+ *     loops vectorize (erf_f32: within an ulp of libm's erff; exp in double,
+ *     rounded once);
  *     no fast-math flags; max / min propagate NaN (llvm.maximum / minimum);
  *     compares are ordered except not_equal (une: NaN != NaN is true);
  *     relu(x) = max(x, +0): relu(NaN) = NaN, relu(-0) = +0.
@@ -31,6 +42,7 @@
  *     from the exact source (f64 and ints go through f32 rounded to odd). */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "jit.h"
@@ -61,10 +73,83 @@ static LLVMValueRef fconst_like(LLVMValueRef x, double v) {
   return LLVMConstReal(LLVMTypeOf(x), v);
 }
 
+/* Host kernels (not GPU targets, whose math library stays in charge) */
+static bool host_target(jit_fn *f) {
+  const char *triple = LLVMGetTarget(f->mod);
+  return !(triple && (strncmp(triple, "nvptx", 5) == 0 || strncmp(triple, "amdgcn", 6) == 0));
+}
+
+/* exp: for an f32 host kernel, computed in double without a call
+ * (jit_exp_f64) and rounded once, so loops vectorize (llvm.exp on float
+ * vectors becomes one libm call per element); otherwise llvm.exp. */
+static LLVMValueRef exp_of(jit_fn *f, LLVMValueRef x) {
+  if (LLVMTypeOf(x) != f->t_f32 || !host_target(f)) return call1(f, "llvm.exp", x);
+  LLVMValueRef d = jit_exp_f64(f, LLVMBuildFPExt(f->b, x, f->t_f64, ""));
+  return LLVMBuildFPTrunc(f->b, d, f->t_f32, "");
+}
+
 static LLVMValueRef sigmoid(jit_fn *f, LLVMValueRef x) {
-  LLVMValueRef e = call1(f, "llvm.exp", LLVMBuildFNeg(f->b, x, ""));
+  LLVMValueRef e = exp_of(f, LLVMBuildFNeg(f->b, x, ""));
   LLVMValueRef d = LLVMBuildFAdd(f->b, fconst_like(x, 1.0), e, "");
   return LLVMBuildFDiv(f->b, fconst_like(x, 1.0), d, "");
+}
+
+/* erf of an f32 without a call, so loops using it (mo.erf, mo.gelu)
+ * vectorize: computed in double and rounded once, within about 1e-10 of
+ * erf (an ulp of f32 at most, usually the correctly rounded value; libm's
+ * erff is within an ulp too). |x| < 0.5: x * P(x^2), the Taylor series to
+ * x^15. Else erf = 1 - erfc, erfc(a) = exp(-a^2) R(t) with t = 1 / (1 +
+ * a / 2) and R a degree-9 least-squares fit (relative error 2.3e-10 on
+ * [0.5, 4.5]; a is clamped to 6, past which erf is 1 in f32). Odd; NaN
+ * stays NaN; erf(+-0) = +-0. */
+static const double ERF_TAYLOR[8] = {1.1283791670955126,     -0.37612638903183754,
+                                     0.11283791670955126,    -0.026866170645131252,
+                                     0.005223977625442188,   -0.0008548327023450853,
+                                     0.00012055332981789664, -1.492565035840625e-05};
+static const double ERFC_R[10] = {-1.7736713835654016e-05, 0.2823761480263166,
+                                  0.2804528957057195,      0.24953572758491221,
+                                  0.19261338907836395,     -0.026646640918507533,
+                                  0.30495778574071286,     -0.5313289792764514,
+                                  0.3154377000316005,      -0.0673876048048583};
+
+static LLVMValueRef horner(jit_fn *f, const double *c, int n, LLVMValueRef x) {
+  LLVMTypeRef d = f->t_f64;
+  LLVMValueRef p = LLVMConstReal(d, c[n - 1]);
+  for (int k = n - 2; k >= 0; k--) {
+    LLVMValueRef a[3] = {p, x, LLVMConstReal(d, c[k])};
+    p = jit_intrinsic(f, "llvm.fma", d, a, 3);
+  }
+  return p;
+}
+
+static LLVMValueRef erf_f32(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef d = f->t_f64;
+  LLVMValueRef xd = LLVMBuildFPExt(b, x, d, "");
+  LLVMValueRef a = jit_intrinsic(f, "llvm.fabs", d, &xd, 1);
+  LLVMValueRef small = LLVMBuildFMul(b, a, horner(f, ERF_TAYLOR, 8, LLVMBuildFMul(b, a, a, "")), "");
+  LLVMValueRef six = LLVMConstReal(d, 6.0);
+  LLVMValueRef ac = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, a, six, ""), a, six, "");
+  LLVMValueRef t = LLVMBuildFDiv(
+      b, LLVMConstReal(d, 1.0),
+      LLVMBuildFAdd(b, LLVMConstReal(d, 1.0), LLVMBuildFMul(b, LLVMConstReal(d, 0.5), ac, ""), ""),
+      "");
+  LLVMValueRef e = jit_exp_f64(f, LLVMBuildFNeg(b, LLVMBuildFMul(b, ac, ac, ""), ""));
+  LLVMValueRef erfc = LLVMBuildFMul(b, e, horner(f, ERFC_R, 10, t), "");
+  LLVMValueRef large = LLVMBuildFSub(b, LLVMConstReal(d, 1.0), erfc, "");
+  LLVMValueRef r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, a, LLVMConstReal(d, 0.5), ""),
+                                   small, large, "");
+  LLVMValueRef cs[2] = {r, xd};
+  r = jit_intrinsic(f, "llvm.copysign", d, cs, 2);
+  r = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, xd, xd, ""), xd, r, "");
+  return LLVMBuildFPTrunc(b, r, f->t_f32, "");
+}
+
+/* erf: the call-free one for f32 host kernels; libm's erf for f64, and on
+ * GPU targets (SIMT kernels map libm names to the vendor's math library,
+ * jit/simt_math.c, whose behaviour and errors stay as they were). */
+static LLVMValueRef erf_of(jit_fn *f, ir_dtype t, LLVMValueRef x) {
+  return t == IR_DT_F32 && host_target(f) ? erf_f32(f, x) : libm1(f, t, "erf", x);
 }
 
 static const char *opname(ir_op op) {
@@ -85,7 +170,7 @@ static LLVMValueRef gelu(jit_fn *f, ir_dtype t, LLVMValueRef x) {
    * roundings agree bit for bit. */
   if (strcmp(mode, "none") == 0) {
     LLVMValueRef s = LLVMBuildFDiv(b, x, fconst_like(x, 1.4142135623730951), "");
-    LLVMValueRef e = LLVMBuildFAdd(b, one, libm1(f, t, "erf", s), "");
+    LLVMValueRef e = LLVMBuildFAdd(b, one, erf_of(f, t, s), "");
     return LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), e, "");
   }
   if (strcmp(mode, "tanh") == 0) {
@@ -107,7 +192,7 @@ static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x)
   switch (op) {
   case IR_OP_ABS: return call1(f, "llvm.fabs", x);
   case IR_OP_NEGATE: return LLVMBuildFNeg(b, x, "");
-  case IR_OP_EXP: return call1(f, "llvm.exp", x);
+  case IR_OP_EXP: return exp_of(f, x);
   case IR_OP_LOG: return call1(f, "llvm.log", x);
   case IR_OP_LOG1P: return libm1(f, t, "log1p", x);
   case IR_OP_SQRT: return call1(f, "llvm.sqrt", x);
@@ -120,7 +205,7 @@ static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x)
   }
   case IR_OP_GELU: return gelu(f, t, x);
   case IR_OP_SILU: return LLVMBuildFMul(b, x, sigmoid(f, x), "");
-  case IR_OP_ERF: return libm1(f, t, "erf", x);
+  case IR_OP_ERF: return erf_of(f, t, x);
   case IR_OP_SIN: return call1(f, "llvm.sin", x);
   case IR_OP_COS: return call1(f, "llvm.cos", x);
   case IR_OP_FLOOR: return call1(f, "llvm.floor", x);
@@ -426,6 +511,20 @@ static int expected_nin(ir_op_class cls) {
   }
 }
 
+LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v) {
+  const ir_op_info *info = ir_op_get(n->op);
+  if (!info || n->nin != expected_nin(info->cls) || n->nout != 1) {
+    jit_fn_error(f, "mo.%s: not an elementwise node of the expected arity", opname(n->op));
+    return LLVMGetPoison(f->t_i32);
+  }
+  /* gelu reads its attribute from f->node: point it at the member */
+  const ir_node *save = f->node;
+  f->node = n;
+  LLVMValueRef r = compute(f, n, info->cls, v);
+  f->node = save;
+  return r;
+}
+
 /* Does operand type t equal the result's shape, or is it one static element? */
 static bool same_shape(const ir_type *t, const ir_type *o) {
   if (t->rank != o->rank) return false;
@@ -442,98 +541,155 @@ static bool single_element(const ir_type *t) {
   return true;
 }
 
-int jit_lower_elementwise(jit_fn *f) {
-  const ir_node *n = f->node;
-  const ir_op_info *info = ir_op_get(n->op);
-  ir_op_class cls = info->cls;
-  int nin = expected_nin(cls);
-  if (n->nin != nin || n->nout != 1)
-    return jit_fn_error(f, "mo.%s: expected %d operands and 1 result, got %d and %d", info->name,
-                        nin, n->nin, n->nout);
-  const ir_type *ot = &n->out[0]->type;
+void jit_bcast_strides(jit_fn *f, const ir_type *t, const ir_type *ot, LLVMValueRef *st) {
+  int r = ot->rank, off = r - t->rank;
+  LLVMValueRef s = jit_i64(f, 1);
+  for (int k = r - 1; k >= 0; k--) {
+    if (k < off) {
+      st[k] = jit_i64(f, 0);
+      continue;
+    }
+    const ir_dim *d = t->dims[k - off];
+    int64_t c;
+    if (ir_dim_equal(d, ot->dims[k])) {
+      st[k] = s;
+    } else if (ir_dim_is_const(d, &c) && c == 1) {
+      st[k] = jit_i64(f, 0);
+    } else {
+      LLVMValueRef dv = jit_dim(f, d);
+      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, dv, jit_i64(f, 1), "");
+      st[k] = LLVMBuildSelect(f->b, is1, jit_i64(f, 0), s, "");
+    }
+    s = LLVMBuildMul(f->b, s, jit_dim(f, d), "");
+  }
+}
+
+/* The members at one element: idx[b] is buffer b's element index (NULL for
+ * a buffer no member reads), oidx the results' index. Loads each buffer
+ * once, computes the members in order, stores the group's results. */
+static void group_body(jit_fn *f, const jit_ew_group *G, LLVMValueRef *idx, LLVMValueRef oidx) {
+  LLVMValueRef loaded[G->nin > 0 ? G->nin : 1];
+  LLVMValueRef *reg = calloc((size_t)G->nnodes + 1, sizeof *reg);
+  if (!reg) {
+    jit_fn_error(f, "out of memory");
+    return;
+  }
+  for (int b = 0; b < G->nin; b++) loaded[b] = NULL;
+  for (int k = 0; k < G->nnodes && !f->failed; k++) {
+    const ir_node *n = G->nodes[k];
+    LLVMValueRef v[3];
+    for (int j = 0; j < n->nin && j < 3; j++) {
+      int s = G->src[3 * k + j];
+      if (s >= 0) {
+        v[j] = reg[s];
+      } else {
+        int b = -1 - s;
+        if (!loaded[b]) loaded[b] = jit_load(f, G->in_types[b]->dtype, G->in_ptrs[b], idx[b]);
+        v[j] = loaded[b];
+      }
+    }
+    reg[k] = jit_ew_compute(f, n, v);
+  }
+  for (int o = 0; o < G->nout && !f->failed; o++)
+    jit_store(f, G->nodes[G->out_node[o]]->out[0]->type.dtype, G->out_ptrs[o], oidx,
+              reg[G->out_node[o]]);
+  free(reg);
+}
+
+int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
+  const ir_type *ot = G->shape;
   int r = ot->rank;
   if (r < 0 || r > IR_MAX_RANK)
-    return jit_fn_error(f, "mo.%s: result rank %d is not inferred or too large", info->name, r);
-  for (int j = 0; j < nin; j++) {
-    const ir_type *t = &n->in[j]->type;
-    if (t->rank < 0 || t->rank > r)
-      return jit_fn_error(f, "mo.%s: operand %d has rank %d, result rank %d", info->name, j,
-                          t->rank, r);
-  }
-  ir_dtype odt = ot->dtype;
-  LLVMValueRef outp = jit_out(f, 0);
-  LLVMValueRef inp[3], v[3];
-  for (int j = 0; j < nin; j++) inp[j] = jit_in(f, j);
+    return jit_fn_error(f, "elementwise: result rank %d is not inferred or too large", r);
+  if (G->nin > 64) return jit_fn_error(f, "elementwise: %d input buffers, at most 64", G->nin);
+  for (int b = 0; b < G->nin; b++)
+    if (G->in_types[b]->rank < 0 || G->in_types[b]->rank > r)
+      return jit_fn_error(f, "elementwise: input %d has rank %d, result rank %d", b,
+                          G->in_types[b]->rank, r);
+  LLVMValueRef idx[64];
 
-  /* Flat path: every operand is the result's shape or a single element. */
+  /* Flat path: every input is the result's shape or a single element. */
   bool flat = true;
-  for (int j = 0; j < nin && flat; j++) {
-    const ir_type *t = &n->in[j]->type;
-    flat = same_shape(t, ot) || single_element(t);
-  }
+  for (int b = 0; b < G->nin && flat; b++)
+    flat = same_shape(G->in_types[b], ot) || single_element(G->in_types[b]);
   if (flat) {
-    LLVMValueRef numel = jit_numel_range(f, ot, 0, r);
+    LLVMValueRef numel = jit_numel_range(f, ot, 0, r), lo, hi;
+    jit_split_range(f, numel, &lo, &hi);
     jit_loop L;
-    LLVMValueRef i = jit_loop_begin(f, &L, jit_i64(f, 0), numel, "i");
-    for (int j = 0; j < nin; j++) {
-      const ir_type *t = &n->in[j]->type;
-      LLVMValueRef idx = same_shape(t, ot) ? i : jit_i64(f, 0);
-      v[j] = jit_load(f, t->dtype, inp[j], idx);
-    }
-    jit_store(f, odt, outp, i, compute(f, n, cls, v));
+    LLVMValueRef i = jit_loop_begin(f, &L, lo, hi, "i");
+    for (int b = 0; b < G->nin; b++) idx[b] = same_shape(G->in_types[b], ot) ? i : jit_i64(f, 0);
+    group_body(f, G, idx, i);
     jit_loop_end(f, &L);
     return f->failed ? -1 : 0;
   }
 
-  /* General path: per-axis strides, 0 where an operand broadcasts. Index
+  /* General path: per-axis strides, 0 where an input broadcasts. The rows
+   * (all axes but the last) are split between the parts; each row's
+   * multi-index comes from its number (no division for rank 2). Index
    * arithmetic is nsw: every index is below the buffer's element count. */
   LLVMValueRef D[IR_MAX_RANK];
-  LLVMValueRef st[3][IR_MAX_RANK];
+  LLVMValueRef (*st)[IR_MAX_RANK] = malloc(sizeof *st * (size_t)(G->nin + 1));
+  if (!st) return jit_fn_error(f, "out of memory");
   jit_shape(f, ot, D);
-  for (int j = 0; j < nin; j++) {
-    const ir_type *t = &n->in[j]->type;
-    int off = r - t->rank;
-    LLVMValueRef s = jit_i64(f, 1);
-    for (int k = r - 1; k >= 0; k--) {
-      if (k < off) {
-        st[j][k] = jit_i64(f, 0);
-        continue;
-      }
-      const ir_dim *d = t->dims[k - off];
-      int64_t c;
-      if (ir_dim_equal(d, ot->dims[k])) {
-        st[j][k] = s;
-      } else if (ir_dim_is_const(d, &c) && c == 1) {
-        st[j][k] = jit_i64(f, 0);
-      } else {
-        LLVMValueRef dv = jit_dim(f, d);
-        LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, dv, jit_i64(f, 1), "");
-        st[j][k] = LLVMBuildSelect(f->b, is1, jit_i64(f, 0), s, "");
-      }
-      s = LLVMBuildMul(f->b, s, jit_dim(f, d), "");
-    }
-  }
-
-  LLVMValueRef base[3], obase = jit_i64(f, 0);
-  for (int j = 0; j < nin; j++) base[j] = jit_i64(f, 0);
-  jit_loop L[IR_MAX_RANK];
-  for (int k = 0; k < r - 1; k++) {
-    LLVMValueRef i = jit_loop_begin(f, &L[k], jit_i64(f, 0), D[k], "o");
-    for (int j = 0; j < nin; j++)
-      base[j] = LLVMBuildNSWAdd(f->b, base[j], LLVMBuildNSWMul(f->b, i, st[j][k], ""), "");
-    obase = LLVMBuildNSWAdd(f->b, LLVMBuildNSWMul(f->b, obase, D[k], ""), i, "");
-  }
+  for (int b = 0; b < G->nin; b++) jit_bcast_strides(f, G->in_types[b], ot, st[b]);
+  LLVMValueRef base[64], obase = jit_i64(f, 0);
+  for (int b = 0; b < G->nin; b++) base[b] = jit_i64(f, 0);
   /* r >= 1 here: rank 0 is a single element and took the flat path. */
-  obase = LLVMBuildNSWMul(f->b, obase, D[r - 1], "");
-  jit_loop IL;
-  LLVMValueRef i = jit_loop_begin(f, &IL, jit_i64(f, 0), D[r - 1], "i");
-  for (int j = 0; j < nin; j++) {
-    LLVMValueRef step = LLVMBuildNSWMul(f->b, i, st[j][r - 1], "");
-    LLVMValueRef idx = LLVMBuildNSWAdd(f->b, base[j], step, "");
-    v[j] = jit_load(f, n->in[j]->type.dtype, inp[j], idx);
+  LLVMValueRef lo, hi;
+  jit_loop RL;
+  bool rows = r >= 2;
+  if (rows) {
+    LLVMValueRef nrows = jit_numel_range(f, ot, 0, r - 1);
+    jit_split_range(f, nrows, &lo, &hi);
+    LLVMValueRef row = jit_loop_begin(f, &RL, lo, hi, "row");
+    LLVMValueRef rem = row;
+    for (int k = r - 2; k >= 0; k--) {
+      LLVMValueRef ik = rem;
+      if (k > 0) {
+        ik = LLVMBuildURem(f->b, rem, D[k], "");
+        rem = LLVMBuildUDiv(f->b, rem, D[k], "");
+      }
+      for (int b = 0; b < G->nin; b++)
+        base[b] = LLVMBuildNSWAdd(f->b, base[b], LLVMBuildNSWMul(f->b, ik, st[b][k], ""), "");
+    }
+    obase = LLVMBuildNSWMul(f->b, row, D[r - 1], "");
+    lo = jit_i64(f, 0);
+    hi = D[r - 1];
+  } else {
+    jit_split_range(f, D[0], &lo, &hi);
   }
-  jit_store(f, odt, outp, LLVMBuildNSWAdd(f->b, obase, i, ""), compute(f, n, cls, v));
+  jit_loop IL;
+  LLVMValueRef i = jit_loop_begin(f, &IL, lo, hi, "i");
+  for (int b = 0; b < G->nin; b++) {
+    LLVMValueRef step = LLVMBuildNSWMul(f->b, i, st[b][r - 1], "");
+    idx[b] = LLVMBuildNSWAdd(f->b, base[b], step, "");
+  }
+  group_body(f, G, idx, LLVMBuildNSWAdd(f->b, obase, i, ""));
   jit_loop_end(f, &IL);
-  for (int k = r - 2; k >= 0; k--) jit_loop_end(f, &L[k]);
+  if (rows) jit_loop_end(f, &RL);
+  free(st);
   return f->failed ? -1 : 0;
+}
+
+int jit_lower_elementwise(jit_fn *f) {
+  const ir_node *n = f->node;
+  const ir_op_info *info = ir_op_get(n->op);
+  int nin = expected_nin(info->cls);
+  if (n->nin != nin || n->nout != 1)
+    return jit_fn_error(f, "mo.%s: expected %d operands and 1 result, got %d and %d", info->name,
+                        nin, n->nin, n->nout);
+  /* a group of one: operand j is buffer j */
+  const ir_type *in_types[3];
+  LLVMValueRef in_ptrs[3], out_ptr = jit_out(f, 0);
+  int src[3], out_node = 0;
+  for (int j = 0; j < nin; j++) {
+    in_types[j] = &n->in[j]->type;
+    in_ptrs[j] = jit_in(f, j);
+    src[j] = -1 - j;
+  }
+  const ir_node *nodes[1] = {n};
+  jit_ew_group G = {.nnodes = 1, .nodes = nodes, .src = src, .nin = nin, .in_types = in_types,
+                    .in_ptrs = in_ptrs, .nout = 1, .out_node = &out_node, .out_ptrs = &out_ptr,
+                    .shape = &n->out[0]->type};
+  return jit_emit_ew_group(f, &G);
 }

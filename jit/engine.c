@@ -3,7 +3,8 @@
  * the host CPU, emit an object with the engine's TargetMachine and link it
  * into one ORC LLJIT under a ResourceTracker per module.
  * Per-kernel compile units (for the kernel cache): jit_compile_object lowers
- * a one-node kernel graph into its own LLVMContext with a TargetMachine it
+ * a one-node kernel graph, or a multi-node one (the text of a mo.fused node:
+ * lowered as one fused kernel, jit/fused.c), into its own LLVMContext with a TargetMachine it
  * holds alone (one spare is kept between calls) and returns the object
  * bytes; jit_load_object links such bytes under their own ResourceTracker
  * and looks the kernel up.
@@ -477,9 +478,23 @@ int jit_compile_object(jit_engine *e, const ir_graph *kg, const char *fn_name, v
       n = kg->nodes[i];
       nkernels++;
     }
-  if (nkernels != 1) {
-    set_err(err, errlen, "jit: a kernel graph must have exactly one kernel node, @%s has %d",
-            kg->name ? kg->name : "?", nkernels);
+  /* Several kernel nodes: the graph is a fused group (the text of a
+   * mo.fused node, ir_kernel_text), lowered as one kernel through a node
+   * standing for the whole graph: operands = its inputs, results = its
+   * outputs, body = the graph itself (only read). */
+  ir_node group = {0};
+  if (nkernels > 1) {
+    group.op = IR_OP_FUSED;
+    group.nin = kg->ninputs;
+    group.in = kg->inputs;
+    group.nout = kg->noutputs;
+    group.out = kg->outputs;
+    group.body = (ir_graph *)kg;
+    n = &group;
+  }
+  if (nkernels < 1 || kg->noutputs < 1) {
+    set_err(err, errlen, "jit: a kernel graph needs a kernel node and an output, @%s has %d and %d",
+            kg->name ? kg->name : "?", nkernels, kg->noutputs);
     return -1;
   }
   LLVMTargetMachineRef tm = atomic_exchange(&e->spare_tm, NULL);

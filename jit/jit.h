@@ -68,7 +68,9 @@ void jit_module_free(jit_engine *e, jit_module *m);
 
 /* ---- per-kernel compile units (added by kcache, for the kernel cache) ----
  * A kernel graph is the parsed text of ir_kernel_text: one kernel node whose
- * operands are the graph inputs and whose results are the outputs. It
+ * operands are the graph inputs and whose results are the outputs, or, for
+ * a fused group (ir_graph_fuse), the group's nodes in order (elementwise
+ * ops, at most one matmul first), computed as one kernel (jit/fused.c). It
  * compiles to an object file that defines one exported function `fn_name`
  * (the caller makes the name deterministic from the cache key, so the same
  * bytes load in any process; two objects with the same name must not be

@@ -36,6 +36,7 @@ int jit_lower_node(jit_fn *f) {
   case IR_CLS_SQUEEZE:
   case IR_CLS_UNSQUEEZE:
   case IR_CLS_GATHER: return jit_lower_movement(f);
+  case IR_CLS_FUSED: return jit_lower_fused(f);
   case IR_CLS_CONSTANT:
   case IR_CLS_CONSTANT_EXTERNAL:
     return jit_fn_error(f, "mo.%s has no kernel (the runtime binds its data)", info->name);

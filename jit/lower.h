@@ -134,6 +134,56 @@ LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x);
 LLVMValueRef jit_scalar_binary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef x);
 
+/* ---- added by fusion ---- */
+/* A group of elementwise nodes (classes unary*, binary*, compare, logical,
+ * where, cast, broadcast_to) emitted as one loop nest over `shape`, which
+ * is every member's result shape (elementwise.c). Member k's operand j comes
+ * from src[3 * k + j]: a member index m >= 0 (its result, in registers), or
+ * -1 - b for input buffer b (in_ptrs[b], of type in_types[b], broadcast to
+ * shape). Result o of the group is member out_node[o]'s result, stored to
+ * out_ptrs[o] (a dense buffer of `shape`). The outer loop is split with
+ * jit_split_range. 0, or -1 with f->err. */
+typedef struct jit_ew_group {
+  int nnodes;
+  const ir_node *const *nodes; /* topological order */
+  const int *src;              /* 3 * nnodes entries */
+  int nin;
+  const ir_type *const *in_types;
+  const LLVMValueRef *in_ptrs;
+  int nout;
+  const int *out_node;
+  const LLVMValueRef *out_ptrs;
+  const ir_type *shape;
+} jit_ew_group;
+int jit_emit_ew_group(jit_fn *f, const jit_ew_group *g);
+/* The value of elementwise node n on its loaded operands v (register types). */
+LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v);
+/* Element strides st[ot->rank] of a dense buffer of type t read broadcast to
+ * shape ot (numpy rules, right-aligned): 0 on axes t lacks or has as 1 (a
+ * select at run time when t's dim is another expression than ot's). */
+void jit_bcast_strides(jit_fn *f, const ir_type *t, const ir_type *ot, LLVMValueRef *st);
+
+/* A GEMM epilogue (jit/fused.c for matmul.c): fn is
+ * `void (ptr ctx, i64 i0, i64 j0, i64 m, i64 n, ptr C, i64 ldc)`, called by
+ * the GEMM template for every finished block of C (rows i0.., columns j0..
+ * of the batch's matrix, C pointing at element (i0, j0)); ctx is passed
+ * through. Before each batch's GEMM the lowering stores, for every buffer b
+ * of the epilogue, its element offset for that batch, sum over the batch
+ * axes k of iv_k * bstride[b][k], to boff_slot[b] (an i64 slot). */
+typedef struct jit_gemm_epi {
+  LLVMValueRef fn, ctx;
+  int nbufs;
+  LLVMValueRef (*bstride)[IR_MAX_RANK]; /* over the matmul result's axes */
+  const LLVMValueRef *boff_slot;
+} jit_gemm_epi;
+/* mo.matmul node n on buffers A, B -> C (matmul.c), with an epilogue when
+ * epi is not NULL (f32 / f64 only). 0, or -1 with f->err. */
+int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
+                    const jit_gemm_epi *epi);
+/* mo.fused: its body (f->node->body) as one kernel (fused.c): an
+ * elementwise group, or a matmul with an elementwise epilogue. */
+int jit_lower_fused(jit_fn *f);
+
 /* Per-class lowerings: 0, or -1 with f->err filled. */
 int jit_lower_elementwise(jit_fn *f); /* unary, binary, compare, logical, where, cast, broadcast_to */
 int jit_lower_matmul(jit_fn *f);

@@ -12,7 +12,14 @@
  * type (float or integer) shared by operands and result.
  *
  * Guarantees: every output element is written, also for K = 0 (zeros).
- * f32 / f64: per batch, one call of kiln_gemm_<t>_v<VL> (16 floats / 8
+ * Parts (kernel ABI part / nparts): the template path gives each part whole
+ * batches when there are at least nparts of them, else its piece of every
+ * batch's GEMM (the template cuts rows or columns, see gemm.c); the loop
+ * nest splits every batch's rows. How each element is summed does not
+ * depend on the split.
+ * jit_emit_matmul with an epilogue (jit/fused.c) passes it to the template,
+ * which applies it to each finished block of C in place.
+ * f32 / f64: per batch, one call of kiln_gemm_<t>_v<VL>_ex (16 floats / 8
  * doubles per vector where the kernel's target has avx512f, else 8 / 4) with
  * the batch's A, B, C pointers and row strides K, N, N; for static dims the
  * call is inlined and the sizes fold to constants. The packing workspace the
@@ -39,7 +46,11 @@ static LLVMValueRef elem_ptr(jit_fn *f, LLVMTypeRef t, LLVMValueRef base, LLVMVa
 }
 
 int jit_lower_matmul(jit_fn *f) {
-  const ir_node *n = f->node;
+  return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
+}
+
+int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
+                    const jit_gemm_epi *epi) {
   if (n->nin != 2 || n->nout != 1)
     return jit_fn_error(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
@@ -89,7 +100,8 @@ int jit_lower_matmul(jit_fn *f) {
     }
   }
 
-  LLVMValueRef A = jit_in(f, 0), B = jit_in(f, 1), C = jit_out(f, 0);
+  if (epi && dt != IR_DT_F32 && dt != IR_DT_F64)
+    return jit_fn_error(f, "a GEMM epilogue needs f32 or f64, not %s", ir_dtype_name(dt));
 
   /* f32 / f64: the template. Linked (once per module) before any batch loop
    * is opened, so a failure leaves no half-built loop behind. */
@@ -98,8 +110,9 @@ int jit_lower_matmul(jit_fn *f) {
     bool wide = jit_target_has(f, "avx512f");
     const char *entry = dt == IR_DT_F32 ? (wide ? "kiln_gemm_f32_v16" : "kiln_gemm_f32_v8")
                                         : (wide ? "kiln_gemm_f64_v8" : "kiln_gemm_f64_v4");
-    gemm = jit_template_function(f, JIT_TMPL_GEMM, entry);
-    char wname[64];
+    char xname[64], wname[64];
+    snprintf(xname, sizeof xname, "%s_ex", entry);
+    gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
     snprintf(wname, sizeof wname, "%s_work", entry);
     gemm_work = gemm ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
     if (!gemm || !gemm_work) return -1;
@@ -138,26 +151,68 @@ int jit_lower_matmul(jit_fn *f) {
     LLVMAddIncoming(work, vals, bbs, 2);
   }
 
+  /* Parts of a batched GEMM: with at least nparts batches each part takes
+   * whole batches (its range of the batch index), else every part takes its
+   * piece of every batch's GEMM (the template splits rows or columns). */
+  LLVMValueRef blo = NULL, bhi = NULL, whole = NULL, bstr[IR_MAX_RANK];
+  if (gemm && nb > 0) {
+    LLVMValueRef nbatch = one;
+    for (int j = nb - 1; j >= 0; j--) {
+      bstr[j] = nbatch;
+      nbatch = jit_mul(f, nbatch, bdim[j]);
+    }
+    jit_split_range(f, nbatch, &blo, &bhi);
+    whole = LLVMBuildICmp(f->b, LLVMIntUGE, nbatch, f->nparts, "whole.batches");
+  }
   jit_loop batch[IR_MAX_RANK];
-  LLVMValueRef offa = zero, offb = zero, offc = zero;
+  LLVMValueRef offa = zero, offb = zero, offc = zero, bidx = zero;
   for (int j = 0; j < nb; j++) {
     LLVMValueRef iv = jit_loop_begin(f, &batch[j], zero, bdim[j], "b");
     offa = jit_add(f, offa, jit_mul(f, iv, sa[j]));
     offb = jit_add(f, offb, jit_mul(f, iv, sb[j]));
     offc = jit_add(f, offc, jit_mul(f, iv, sc[j]));
+    if (whole) bidx = jit_add(f, bidx, jit_mul(f, iv, bstr[j]));
   }
 
   if (gemm) {
-    LLVMValueRef args[10] = {M, N, K, elem_ptr(f, mt, A, offa), K, elem_ptr(f, mt, B, offb), N,
-                             elem_ptr(f, mt, C, offc), N, work};
-    LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 10, "");
+    /* the epilogue's buffers: their offsets for this batch */
+    for (int b = 0; epi && b < epi->nbufs; b++) {
+      LLVMValueRef off = zero;
+      for (int j = 0; j < nb; j++) off = jit_add(f, off, jit_mul(f, batch[j].iv, epi->bstride[b][j]));
+      LLVMSetAlignment(LLVMBuildStore(f->b, off, epi->boff_slot[b]), 8);
+    }
+    f->split = true;
+    LLVMValueRef part = f->part, nparts = f->nparts;
+    LLVMBasicBlockRef cont = NULL;
+    if (whole) { /* this part's whole batches only, each GEMM in one piece */
+      LLVMValueRef mine = LLVMBuildAnd(f->b, LLVMBuildICmp(f->b, LLVMIntSGE, bidx, blo, ""),
+                                       LLVMBuildICmp(f->b, LLVMIntSLT, bidx, bhi, ""), "");
+      LLVMValueRef run = LLVMBuildOr(f->b, mine, LLVMBuildNot(f->b, whole, ""), "");
+      LLVMBasicBlockRef call_bb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "gemm.batch");
+      cont = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "gemm.next");
+      LLVMBuildCondBr(f->b, run, call_bb, cont);
+      LLVMPositionBuilderAtEnd(f->b, call_bb);
+      part = LLVMBuildSelect(f->b, whole, zero, f->part, "");
+      nparts = LLVMBuildSelect(f->b, whole, one, f->nparts, "");
+    }
+    LLVMValueRef args[14] = {M, N, K, elem_ptr(f, mt, A, offa), K, elem_ptr(f, mt, B, offb), N,
+                             elem_ptr(f, mt, C, offc), N, work, part, nparts,
+                             epi ? epi->fn : LLVMConstPointerNull(f->t_ptr),
+                             epi ? epi->ctx : LLVMConstPointerNull(f->t_ptr)};
+    LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
+    if (cont) {
+      LLVMBuildBr(f->b, cont);
+      LLVMPositionBuilderAtEnd(f->b, cont);
+    }
     for (int jj = nb - 1; jj >= 0; jj--) jit_loop_end(f, &batch[jj]);
     LLVMBuildCall2(f->b, free_ty, free_fn, &work, 1, ""); /* free(NULL) is a no-op */
     return f->failed ? -1 : 0;
   }
 
+  LLVMValueRef ilo, ihi;
+  jit_split_range(f, M, &ilo, &ihi); /* rows of every batch, split between the parts */
   jit_loop li;
-  LLVMValueRef i = jit_loop_begin(f, &li, zero, M, "i");
+  LLVMValueRef i = jit_loop_begin(f, &li, ilo, ihi, "i");
   LLVMValueRef arow = jit_add(f, offa, jit_mul(f, i, K));
   LLVMValueRef crow = jit_add(f, offc, jit_mul(f, i, N));
   LLVMValueRef cptr = elem_ptr(f, mt, C, crow);

@@ -13,8 +13,13 @@
  * range, returned as JIT_KERR_INDEX before anything past the bad index is
  * written.
  *
- * Guarantees: every output element is written exactly once; a tensor with
- * a zero-sized dim moves nothing. */
+ * Work splitting (kernel ABI part / nparts): flat copies split the element
+ * range, strided copies their outermost loop whose extent is not the
+ * constant 1, concat / split the outer rows (or, with one row, every
+ * piece's block); gather does not split (part 0 does it all).
+ *
+ * Guarantees: every output element is written exactly once, by exactly one
+ * part; a tensor with a zero-sized dim moves nothing. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,28 +78,61 @@ static void strides_of(jit_fn *f, const ir_type *t, LLVMValueRef *out) {
   }
 }
 
-/* One loop nest of strided_copy; see there. */
+static bool is_const_one(LLVMValueRef v) {
+  return LLVMIsAConstantInt(v) && LLVMConstIntGetZExtValue(v) == 1;
+}
+
+/* A loop over [0, n) of a nest that splits its work (kernel ABI part /
+ * nparts): the first such loop whose extent is not the constant 1 runs only
+ * this part's range (*split records that it happened). */
+static LLVMValueRef nest_loop(jit_fn *f, jit_loop *l, LLVMValueRef n, bool *split,
+                              const char *name) {
+  LLVMValueRef lo = jit_i64(f, 0), hi = n;
+  if (!*split && !is_const_one(n)) {
+    jit_split_range(f, n, &lo, &hi);
+    *split = true;
+  }
+  return jit_loop_begin(f, l, lo, hi, name);
+}
+
+/* One loop nest of strided_copy; see there. The nest's first loop whose
+ * extent is not the constant 1 is split across the parts; when every loop
+ * is a constant 1 (or there is none), a one-iteration guard loop makes
+ * part 0 do the whole copy. */
 static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef out, int rank,
                       LLVMValueRef *odims, LLVMValueRef *ostr, LLVMValueRef *istr,
                       LLVMValueRef ibase, int tile_axis) {
   bool tiled = tile_axis >= 0 && tile_axis < rank - 1;
   LLVMValueRef zero = jit_i64(f, 0);
-  jit_loop loops[IR_MAX_RANK + 2];
+  jit_loop loops[IR_MAX_RANK + 3];
   int nl = 0;
+  LLVMValueRef tv = jit_i64(f, TILE), nblk[2] = {NULL, NULL};
+  int ax2[2] = {tile_axis, rank - 1};
+  bool can_split = false;
+  for (int a = 0; a < rank; a++)
+    if (!(tiled && (a == tile_axis || a == rank - 1))) can_split |= !is_const_one(odims[a]);
+  for (int t = 0; tiled && t < 2; t++) {
+    nblk[t] = LLVMBuildSDiv(f->b, jit_add(f, odims[ax2[t]], jit_i64(f, TILE - 1)), tv, "");
+    can_split |= !is_const_one(nblk[t]);
+  }
+  if (!can_split) {
+    LLVMValueRef glo, ghi;
+    jit_split_range(f, jit_i64(f, 1), &glo, &ghi);
+    jit_loop_begin(f, &loops[nl++], glo, ghi, "part0");
+  }
+  bool split = false;
   LLVMValueRef ioff = ibase, ooff = zero;
   for (int a = 0; a < rank; a++) {
     if (tiled && (a == tile_axis || a == rank - 1)) continue;
-    LLVMValueRef iv = jit_loop_begin(f, &loops[nl++], zero, odims[a], "ax");
+    LLVMValueRef iv = nest_loop(f, &loops[nl++], odims[a], &split, "ax");
     ioff = jit_add(f, ioff, jit_mul(f, iv, istr[a]));
     ooff = jit_add(f, ooff, jit_mul(f, iv, ostr[a]));
   }
   if (tiled) {
-    int ax2[2] = {tile_axis, rank - 1};
-    LLVMValueRef tv = jit_i64(f, TILE), lo[2], hi[2];
+    LLVMValueRef lo[2], hi[2];
     for (int t = 0; t < 2; t++) {
       LLVMValueRef d = odims[ax2[t]];
-      LLVMValueRef nblk = LLVMBuildSDiv(f->b, jit_add(f, d, jit_i64(f, TILE - 1)), tv, "");
-      LLVMValueRef blk = jit_loop_begin(f, &loops[nl++], zero, nblk, "blk");
+      LLVMValueRef blk = nest_loop(f, &loops[nl++], nblk[t], &split, "blk");
       lo[t] = jit_mul(f, blk, tv);
       LLVMValueRef end = jit_add(f, lo[t], tv);
       hi[t] = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, end, d, ""), end, d, "");
@@ -156,10 +194,16 @@ static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef o
   LLVMPositionBuilderAtEnd(f->b, join);
 }
 
+/* Each part copies its range of the elements. */
 static int lower_flat_copy(jit_fn *f, int64_t esz) {
   const ir_type *to = &f->node->out[0]->type;
-  LLVMValueRef bytes = jit_mul(f, jit_numel_range(f, to, 0, to->rank), jit_i64(f, esz));
-  LLVMBuildMemCpy(f->b, jit_out(f, 0), (unsigned)esz, jit_in(f, 0), (unsigned)esz, bytes);
+  LLVMValueRef lo, hi, eszv = jit_i64(f, esz);
+  jit_split_range(f, jit_numel_range(f, to, 0, to->rank), &lo, &hi);
+  LLVMValueRef off = jit_mul(f, lo, eszv);
+  LLVMValueRef bytes = jit_mul(f, LLVMBuildSub(f->b, hi, lo, ""), eszv);
+  LLVMValueRef dst = LLVMBuildInBoundsGEP2(f->b, f->t_i8, jit_out(f, 0), &off, 1, "");
+  LLVMValueRef src = LLVMBuildInBoundsGEP2(f->b, f->t_i8, jit_in(f, 0), &off, 1, "");
+  LLVMBuildMemCpy(f->b, dst, (unsigned)esz, src, (unsigned)esz, bytes);
   return f->failed ? -1 : 0;
 }
 
@@ -265,7 +309,10 @@ static int lower_slice(jit_fn *f, int64_t esz) {
 }
 
 /* concat (into one result) and split (out of one operand): for each outer
- * row, one block copy per piece at the running offset along the axis. */
+ * row, one block copy per piece at the running offset along the axis.
+ * Parts split the outer rows when there are at least as many rows as parts;
+ * otherwise (concat along a leading axis: one row) each part copies its
+ * range of every piece's block. */
 static int lower_concat_split(jit_fn *f, int64_t esz) {
   const ir_node *n = f->node;
   bool is_concat = n->op == IR_OP_CONCAT;
@@ -297,15 +344,37 @@ static int lower_concat_split(jit_fn *f, int64_t esz) {
   }
   LLVMValueRef W = is_concat ? jit_out(f, 0) : jit_in(f, 0);
 
+  /* by_outer: this part's rows [olo, ohi), whole blocks; else all rows
+   * (there is at most one per part) and its range [blo, bhi) of each block */
+  LLVMValueRef by_outer, olo = zero, ohi = outer;
+  if (is_const_one(outer)) {
+    by_outer = LLVMConstInt(f->t_i1, 0, 0);
+  } else {
+    jit_split_range(f, outer, &olo, &ohi);
+    by_outer = LLVMBuildICmp(f->b, LLVMIntUGE, outer, f->nparts, "split.outer");
+    olo = LLVMBuildSelect(f->b, by_outer, olo, zero, "");
+    ohi = LLVMBuildSelect(f->b, by_outer, ohi, outer, "");
+  }
+  LLVMValueRef *blo = malloc(sizeof *blo * 2 * (size_t)(npieces > 0 ? npieces : 1));
+  if (!blo) {
+    free(rows);
+    return jit_fn_error(f, "out of memory");
+  }
+  LLVMValueRef *bhi = blo + npieces;
+  for (int p = 0; p < npieces; p++) {
+    jit_split_range(f, rows[p], &blo[p], &bhi[p]);
+    blo[p] = LLVMBuildSelect(f->b, by_outer, zero, blo[p], "");
+    bhi[p] = LLVMBuildSelect(f->b, by_outer, rows[p], bhi[p], "");
+  }
   jit_loop lo;
-  LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
+  LLVMValueRef o = jit_loop_begin(f, &lo, olo, ohi, "o");
   LLVMValueRef woff = jit_mul(f, o, wrow);
   for (int p = 0; p < npieces; p++) {
-    LLVMValueRef poff = jit_mul(f, o, rows[p]);
-    LLVMValueRef wb = jit_mul(f, woff, eszv), pb = jit_mul(f, poff, eszv);
+    LLVMValueRef poff = jit_add(f, jit_mul(f, o, rows[p]), blo[p]);
+    LLVMValueRef wb = jit_mul(f, jit_add(f, woff, blo[p]), eszv), pb = jit_mul(f, poff, eszv);
     LLVMValueRef wptr = LLVMBuildInBoundsGEP2(f->b, f->t_i8, W, &wb, 1, "");
     LLVMValueRef pptr = LLVMBuildInBoundsGEP2(f->b, f->t_i8, pieces[p], &pb, 1, "");
-    LLVMValueRef bytes = jit_mul(f, rows[p], eszv);
+    LLVMValueRef bytes = jit_mul(f, LLVMBuildSub(f->b, bhi[p], blo[p], ""), eszv);
     if (is_concat)
       LLVMBuildMemCpy(f->b, wptr, (unsigned)esz, pptr, (unsigned)esz, bytes);
     else
@@ -313,6 +382,7 @@ static int lower_concat_split(jit_fn *f, int64_t esz) {
     woff = jit_add(f, woff, rows[p]);
   }
   jit_loop_end(f, &lo);
+  free(blo);
   free(rows);
   return f->failed ? -1 : 0;
 }

@@ -15,6 +15,10 @@
  * reassociated: results match the interpreter to a few double ulps, i.e.
  * almost always bit for bit after rounding to f32. f64 softmax keeps exp(x - m) in the output between passes 2 and 3
  * (one exp per element); f32 recomputes it so that it rounds only once.
+ * Work splitting (kernel ABI part / nparts): each part normalizes whole
+ * rows (softmax: a range of outer, or of inner when there are fewer outer
+ * rows than parts and than inner positions; layer_norm: a range of rows),
+ * so results do not depend on the number of parts.
  * Assumes a verified node: float dtype shared by operands and result; for
  * layer_norm rank >= 1 and gamma, beta of shape [D]. */
 #include <math.h>
@@ -34,6 +38,32 @@ static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef id
   jit_store(f, dt, base, idx, v);
 }
 
+
+/* This call's share of the [outer, inner] loop pair (kernel ABI part /
+ * nparts): the outer loop is split when it has at least as many iterations
+ * as the inner one or as there are parts, else the inner one (a reduction
+ * of a leading axis has outer = 1, all the parallelism is in inner). When
+ * inner is the constant 1 only outer can split. */
+static void split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef *olo,
+                              LLVMValueRef *ohi, LLVMValueRef *ilo, LLVMValueRef *ihi) {
+  LLVMValueRef zero = jit_i64(f, 0);
+  if (LLVMIsAConstantInt(inner) && LLVMConstIntGetZExtValue(inner) == 1) {
+    jit_split_range(f, outer, olo, ohi);
+    *ilo = zero;
+    *ihi = inner;
+    return;
+  }
+  LLVMValueRef ol, oh, il, ih;
+  jit_split_range(f, outer, &ol, &oh);
+  jit_split_range(f, inner, &il, &ih);
+  LLVMValueRef by_outer =
+      LLVMBuildOr(f->b, LLVMBuildICmp(f->b, LLVMIntUGE, outer, inner, ""),
+                  LLVMBuildICmp(f->b, LLVMIntUGE, outer, f->nparts, ""), "split.outer");
+  *olo = LLVMBuildSelect(f->b, by_outer, ol, zero, "");
+  *ohi = LLVMBuildSelect(f->b, by_outer, oh, outer, "");
+  *ilo = LLVMBuildSelect(f->b, by_outer, zero, il, "");
+  *ihi = LLVMBuildSelect(f->b, by_outer, inner, ih, "");
+}
 
 int jit_lower_softmax(jit_fn *f) {
   const ir_node *n = f->node;
@@ -60,10 +90,12 @@ int jit_lower_softmax(jit_fn *f) {
   LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum");
   LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
 
+  LLVMValueRef olo, ohi, ilo, ihi;
+  split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
   jit_loop lo, li, l1, l2, l3;
-  LLVMValueRef o = jit_loop_begin(f, &lo, zero, outer, "o");
+  LLVMValueRef o = jit_loop_begin(f, &lo, olo, ohi, "o");
   LLVMValueRef obase = jit_mul(f, o, Rinner);
-  LLVMValueRef i = jit_loop_begin(f, &li, zero, inner, "i");
+  LLVMValueRef i = jit_loop_begin(f, &li, ilo, ihi, "i");
   LLVMValueRef base = jit_add(f, obase, i);
 
   /* pass 1: max */
@@ -141,8 +173,10 @@ int jit_lower_layer_norm(jit_fn *f) {
   LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum");
   LLVMValueRef X = jit_in(f, 0), G = jit_in(f, 1), B = jit_in(f, 2), Y = jit_out(f, 0);
 
+  LLVMValueRef rlo, rhi;
+  jit_split_range(f, rows, &rlo, &rhi);
   jit_loop lr, l1, l2, l3;
-  LLVMValueRef row = jit_loop_begin(f, &lr, zero, rows, "row");
+  LLVMValueRef row = jit_loop_begin(f, &lr, rlo, rhi, "row");
   LLVMValueRef base = jit_mul(f, row, D);
 
   /* pass 1: mean */

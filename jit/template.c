@@ -116,6 +116,16 @@ static void diag_handler(LLVMDiagnosticInfoRef di, void *p) {
   s->error = true;
 }
 
+void jit_template_retarget(jit_fn *f, LLVMValueRef fn) {
+  char *cpu, *features;
+  kernel_target(f, &cpu, &features);
+  if (cpu) set_str_attr(f->ctx, fn, "target-cpu", cpu);
+  if (features) set_str_attr(f->ctx, fn, "target-features", features);
+  if (features_have(features, "avx512f")) set_str_attr(f->ctx, fn, "prefer-vector-width", "512");
+  free(cpu);
+  free(features);
+}
+
 LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *entry) {
   if ((unsigned)t >= sizeof TEMPLATES / sizeof TEMPLATES[0]) {
     jit_fn_error(f, "unknown kernel template %d", (int)t);

@@ -27,6 +27,11 @@ typedef enum jit_template_id { JIT_TMPL_GEMM = 0 } jit_template_id;
  * has no such function. */
 LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *entry);
 
+/* Give fn (a helper function a lowering adds to f->mod, such as a GEMM
+ * epilogue) the kernel's target attributes, as template functions get them.
+ * Added by fusion. */
+void jit_template_retarget(jit_fn *f, LLVMValueRef fn);
+
 /* Whether the kernel's target (f->fn's "target-features", else the host)
  * has the feature `feat` ("avx512f", "avx2"). */
 bool jit_target_has(jit_fn *f, const char *feat);

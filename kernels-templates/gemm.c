@@ -6,11 +6,27 @@
  *
  * Entries (one per element type and vector width; the JIT calls the one that
  * matches the host: 16 floats / 8 doubles with avx512f, else 8 / 4):
- *   void kiln_gemm_<t>_v<VL>(int64_t M, int64_t N, int64_t K,
+ *   void kiln_gemm_<t>_v<VL>_ex(int64_t M, int64_t N, int64_t K,
  *                            const T *A, int64_t lda, const T *B, int64_t ldb,
- *                            T *C, int64_t ldc, T *work)
+ *                            T *C, int64_t ldc, T *work, int64_t part, int64_t nparts,
+ *                            kiln_gemm_<t>_v<VL>_epi epi, void *epi_ctx)
+ *   void kiln_gemm_<t>_v<VL>(M, N, K, A, lda, B, ldb, C, ldc, work)
+ *                            = the _ex entry with part 0 of 1 and no epilogue
  *   int64_t kiln_gemm_<t>_v<VL>_work(int64_t M, int64_t N, int64_t K)
  * C[i*ldc + j] = sum_k A[i*lda + k] * B[k*ldb + j] for 0 <= i < M, 0 <= j < N.
+ * part / nparts (0 <= part < nparts): this call computes part `part` of C
+ * cut in nparts pieces: row ranges (multiples of MR) when M has at least
+ * 2 * MR rows per part and M >= N (or N is too narrow to cut), else column
+ * ranges (multiples of 2 * VL): the cut dimension is the one whose operand
+ * every part packs whole, so the smaller one is duplicated. How each
+ * element is summed (small-M path or packed, the K blocking) is decided
+ * from the whole M, N, K, so the pieces put together equal the (0, 1) call
+ * bit for bit (as long as every part got a workspace or none did).
+ * epi (may be NULL): called as epi(epi_ctx, i0, j0, m, n, &C[i0*ldc + j0],
+ * ldc) once for every m x n block of C right after its last K block is
+ * added (while the block is in cache), i0 / j0 counted in the whole C; the
+ * blocks of one call never overlap and cover this part's piece of C. It
+ * may rewrite the block in place (a fused epilogue: bias, activation...).
  * work: NULL, or at least _work(M, N, K) elements (any alignment: the
  * entry aligns it to 64 bytes) the caller provides for a wide B block
  * (_work is 0 for shapes that do not want one; without it the entry blocks
@@ -22,8 +38,8 @@
  * packing buffers are local arrays sized by the blocking constants below
  * (400 KiB of stack for f32, 544 KiB for f64: callers need thread stacks
  * of 1 MiB or more; the default 8 MiB is fine) plus the caller's work.
- * Guarantees: every C[i, j] in range is written (zeros when K = 0), nothing
- * else is touched; C is never read before it is written by this call, so
+ * Guarantees: every C[i, j] of the part's piece is written (zeros when K = 0,
+ * then the epilogue), nothing else is touched; C is never read before it is written by this call, so
  * garbage in C does not leak into the result. Sums are in the element type,
  * k ascending within a KC block, blocks added in order; fused multiply-add.
  *
@@ -114,7 +130,9 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
  * entry; the B block is NC_STACK columns wide in the entry's stack buffer,
  * NC_HEAP in the caller's workspace. */
 #define DEFINE_GEMM(NAME, T, V, VL, NC_STACK, NC_HEAP)                                           \
-  /* unaligned vector loads and stores: VLOAD(p) / VSTORE(p, v) */                               \
+  /* the epilogue hook (see the entries above) */                                                \
+  typedef void (*NAME##_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n,            \
+                             T *C, int64_t ldc);                                                 \
                                                                                                  \
   /* Bp[panel][k][0..NR) = B[k, jr..jr+NR), zero past n */                                       \
   static void NAME##_pack_b(int64_t kc, int64_t n, const T *restrict B, int64_t ldb,             \
@@ -205,7 +223,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   /* Few rows: no packing; per row, C's chunk of SMALL_NB columns is                             \
    * accumulated over K four rows of B at a time (it stays in L1). */                            \
   static void NAME##_small(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,    \
-                           const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc) {       \
+                           const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,         \
+                           NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) {        \
     for (int64_t i = 0; i < M; i++) {                                                            \
       const T *a = A + i * lda;                                                                  \
       T *c = C + i * ldc;                                                                        \
@@ -244,6 +263,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
           COLD for (int64_t j = nv; j < nb; j++)                                                 \
             c[j0 + j] = __builtin_elementwise_fma(a[k], b0[j], c[j0 + j]);                       \
         }                                                                                        \
+        if (epi) epi(epi_ctx, i_off + i, j_off + j0, 1, nb, c + j0, ldc);                        \
       }                                                                                          \
     }                                                                                            \
   }                                                                                              \
@@ -256,30 +276,30 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     return KC_HEAP * (NC_HEAP + MC_MAX) + 64 / (int64_t)sizeof(T); /* B, A, align */             \
   }                                                                                              \
                                                                                                  \
-  void NAME(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,                   \
-            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                        \
-            T *restrict work);                                                                   \
-  void NAME(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,                   \
-            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                        \
-            T *restrict work) {                                                                  \
+  /* The piece rows [0, M) x columns [0, N) of the pointers given (i_off,                        \
+   * j_off: where it sits in the whole C, for the epilogue), K blocked by                        \
+   * kc_b (decided from the whole problem), packed unless small. */                              \
+  static void NAME##_piece(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,    \
+                           const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,         \
+                           T *restrict work, int heap, int small, int64_t kc_b,                  \
+                           NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) {        \
     if (M <= 0 || N <= 0) return;                                                                \
     if (K <= 0) {                                                                                \
       COLD for (int64_t i = 0; i < M; i++)                                                       \
         COLD for (int64_t j = 0; j < N; j++) C[i * ldc + j] = 0;                                 \
+      if (epi) epi(epi_ctx, i_off, j_off, M, N, C, ldc);                                         \
       return;                                                                                    \
     }                                                                                            \
-    if (M < SMALL_M) {                                                                           \
-      NAME##_small(M, N, K, A, lda, B, ldb, C, ldc);                                             \
+    if (small) {                                                                                 \
+      NAME##_small(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);                 \
       return;                                                                                    \
     }                                                                                            \
     T Bstack[KC_MAX * NC_STACK] __attribute__((aligned(64)));                                    \
     T Astack[KC_MAX * MC_MAX] __attribute__((aligned(64)));                                      \
     /* wide B blocks (fewer passes over A) in the caller's workspace */                          \
-    int heap = work && NAME##_work(M, N, K) > 0;                                                 \
     T *Bp = heap ? (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63) : Bstack;                      \
     T *Ap = heap ? Bp + KC_HEAP * NC_HEAP : Astack;                                              \
     int64_t nc_b = block_size(N, heap ? NC_HEAP : NC_STACK, 2 * VL);                             \
-    int64_t kc_b = block_size(K, heap ? KC_HEAP : KC_MAX, 1);                                    \
     int64_t mc_b = block_size(M, MC_MAX, MR);                                                    \
     for (int64_t jc = 0; jc < N; jc += nc_b) {                                                   \
       int64_t nc = MIN(nc_b, N - jc);                                                            \
@@ -297,9 +317,52 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
                            C + (ic + ir) * ldc + jc + jr, ldc, mr, nr, pc == 0);                 \
             }                                                                                    \
           }                                                                                      \
+          if (epi && pc + kc >= K)                                                               \
+            epi(epi_ctx, i_off + ic, j_off + jc, mc, nc, C + ic * ldc + jc, ldc);                \
         }                                                                                        \
       }                                                                                          \
     }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
+                 const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
+                 T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
+                 void *epi_ctx);                                                                 \
+  void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
+                 const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
+                 T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
+                 void *epi_ctx) {                                                                \
+    if (M <= 0 || N <= 0 || nparts < 1 || part < 0 || part >= nparts) return;                   \
+    /* how every element is summed: from the whole problem, never the piece */                   \
+    int small = M < SMALL_M;                                                                     \
+    int heap = !small && work && NAME##_work(M, N, K) > 0;                                       \
+    int64_t kc_b = block_size(K, heap ? KC_HEAP : KC_MAX, 1);                                    \
+    int64_t m0 = 0, m1 = M, n0 = 0, n1 = N;                                                      \
+    if (nparts > 1) {                                                                            \
+      int64_t mu = CEILDIV(M, MR), nu = CEILDIV(N, 2 * VL);                                      \
+      /* rows when there are enough and M >= N: each part then packs all of B                    \
+       * (K x N) and its share of A; columns duplicate A's packing instead */                    \
+      if (!small && mu >= 2 * nparts && (M >= N || nu < 2 * nparts)) { /* rows, MR units */      \
+        int64_t q = mu / nparts, r = mu % nparts;                                                \
+        m0 = (q * part + MIN(part, r)) * MR;                                                     \
+        m1 = MIN(M, (q * (part + 1) + MIN(part + 1, r)) * MR);                                   \
+      } else { /* columns, in 2 * VL units */                                                    \
+        int64_t q = nu / nparts, r = nu % nparts;                                                \
+        n0 = (q * part + MIN(part, r)) * 2 * VL;                                                 \
+        n1 = MIN(N, (q * (part + 1) + MIN(part + 1, r)) * 2 * VL);                               \
+      }                                                                                          \
+      if (m0 >= m1 || n0 >= n1) return;                                                          \
+    }                                                                                            \
+    NAME##_piece(m1 - m0, n1 - n0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc,    \
+                 work, heap, small, kc_b, epi, epi_ctx, m0, n0);                                 \
+  }                                                                                              \
+                                                                                                 \
+  /* the whole C, no epilogue */                                                                 \
+  void NAME(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,                   \
+            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc, T *restrict work);     \
+  void NAME(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,                   \
+            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc, T *restrict work) {    \
+    NAME##_ex(M, N, K, A, lda, B, ldb, C, ldc, work, 0, 1, 0, 0);                                \
   }
 
 DEFINE_GEMM(kiln_gemm_f32_v16, float, v16f, 16, NC_MAX_F32, NC_HEAP_F32)

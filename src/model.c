@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "cache_mem.h"
@@ -199,6 +200,20 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   return rc;
 }
 
+static bool fusion_enabled(void) {
+  const char *v = getenv("KILN_FUSE");
+  return !(v && (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
+                 !strcasecmp(v, "false")));
+}
+
+int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st) {
+  ir_diag d = {0};
+  if (ir_graph_verify(g, &d) < 0) return rt_err_diag(st, KILN_ERR_VERIFY, filename, &d);
+  if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
+    return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
+  return 0;
+}
+
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
   if (!ctx || !g) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_compile: %s is NULL",
@@ -216,11 +231,7 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
     goto fail;
   }
-  ir_diag d = {0};
-  if (ir_graph_verify(m->g, &d) < 0) {
-    rt_err_diag(st, KILN_ERR_VERIFY, NULL, &d);
-    goto fail;
-  }
+  if (rt_graph_prepare(m->g, NULL, st) < 0) goto fail;
   if (m->g->noutputs < 1) {
     rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
     goto fail;
@@ -232,6 +243,12 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     goto fail;
   }
   if (compile_kernels(m, st) < 0) goto fail;
+  if (!(m->work = malloc((size_t)(m->g->nnodes ? m->g->nnodes : 1) * sizeof *m->work))) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    goto fail;
+  }
+  for (int i = 0; i < m->g->nnodes; i++) /* pool.c: -1 when it depends on symbols */
+    m->work[i] = rt_node_work(m->g, m->g->nodes[i], NULL);
   if (m->g->nsyms > 0 && !(m->variants = rt_variants_new())) { /* variants.c */
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
@@ -272,6 +289,8 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->const_data);
   free(m->const_owned);
   free(m->kernels);
+  free(m->work);
+  free(atomic_load(&m->exec_scratch));
   ir_graph_free(m->g);
   free(m);
 }

@@ -1,13 +1,483 @@
-/* pool.c - the context's thread pool and rt_kernel_call (pool.h).
- * For now every kernel runs as one part on the calling thread. */
+/* pool.c - the context's thread pool, the work estimate and rt_kernel_call
+ * (pool.h), and kiln_context_set_num_threads / kiln_context_num_threads.
+ *
+ * The serial path: rt_kernel_call reads the node's work estimate (cached
+ * per node at compile, model.c, or computed from the solved symbols for a
+ * symbolic node) and, below two grains, calls the kernel as (0, 1) on the
+ * calling thread. Nothing else: no pool lookup, no atomic.
+ *
+ * Above, the call is split in min(threads * RT_OVERSPLIT, work / grain)
+ * parts (kernel ABI, jit.h; one part per thread for a matmul and for
+ * classes this file does not know). The pool (one per context, created
+ * then) starts its n - 1 workers on the first job that needs them, never
+ * per call; a context that never splits starts no thread. Between jobs a
+ * worker spins for about RT_SPIN_NS (pausing, then yielding the core), then
+ * parks on a condition variable. One job runs at a time: an execute that
+ * finds the pool busy (another thread executing on the same context) runs
+ * its kernel serially, as (0, 1), rather than waiting.
+ *
+ * A job is published through one 64-bit ticket: generation (32 bits),
+ * number of parts (16), next unclaimed part (16). Parts are claimed by a CAS
+ * on the ticket of the job's own generation, so a worker that wakes late
+ * and read the arguments of an old job can never claim a part of a newer
+ * one (its CAS fails), and a successful claim proves the arguments it read
+ * belong to that job (the job cannot end, nor the next one be written,
+ * before the claimed part is done). The caller runs part 0 itself, claims
+ * parts like a worker until none is left, then waits (spins, then parks)
+ * for the parts the workers took. The status is the first nonzero one any
+ * part returned, in time order.
+ *
+ * Workers block every signal (signal handlers run on the application's
+ * threads). A worker that cannot be created only means fewer threads: the
+ * caller runs whatever no worker claims. */
+#define _GNU_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
+#include <errno.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "pool.h"
 
-void rt_pool_free(rt_pool *p) { (void)p; }
+/* A part must be worth about this many cost units (~ns of one core):
+ * handing a part to a spinning worker costs well under a microsecond, so
+ * parts of 16-30 us keep that overhead small (measured: a row sum splits
+ * from 64k elements on, 1.84x on 2 threads there). */
+#define RT_GRAIN ((int64_t)32768)
+/* Most parts per thread for a kernel other than a matmul. */
+#define RT_OVERSPLIT 4
+/* How long an idle worker spins before parking, how long a caller spins
+ * for the parts the workers are running before parking, and how many of
+ * the first rounds only pause before the others yield. Waking a parked
+ * thread took over a millisecond on the VM this was measured on (a halted
+ * vCPU), longer than most parts: a worker must stay awake across
+ * back-to-back executes and across the serial kernels between two split
+ * ones to help at all (libgomp spins for milliseconds too). */
+#define RT_SPIN_NS 2000000
+#define RT_WAIT_NS 20000000
+#define RT_SPIN_PAUSES 256
+
+typedef struct rt_worker {
+  rt_pool *pool;
+  pthread_t thread;
+  uint32_t seen; /* generation of the last job this worker looked at */
+} rt_worker;
+
+struct rt_pool {
+  pthread_mutex_t submit; /* held by the thread running a job (try-locked) and by set_num_threads */
+  atomic_int nthreads;    /* configured: the caller + nthreads - 1 workers */
+  int nworkers;           /* started (under submit) */
+  rt_worker *workers;     /* nworkers entries (under submit) */
+  uint32_t gen;           /* generation of the last job published (under submit) */
+  /* the job: written by the submitter before the ticket, read by claimers */
+  _Atomic(jit_kernel_fn) fn;
+  _Atomic(void *const *) args;
+  _Atomic(const int64_t *) syms;
+  _Atomic uint64_t ticket;     /* gen << 32 | nparts << 16 | next */
+  atomic_int pending;          /* parts not finished, part 0 excluded */
+  atomic_int status;           /* first nonzero part status */
+  atomic_int stop;             /* workers exit */
+  /* parking */
+  pthread_mutex_t park_lock;
+  pthread_cond_t park_cond; /* workers wait here for a new generation */
+  atomic_int sleepers;
+  pthread_cond_t done_cond; /* the submitter waits here for pending == 0 */
+  atomic_int waiting;
+};
+
+/* ---- ticket ---- */
+static uint32_t t_gen(uint64_t t) { return (uint32_t)(t >> 32); }
+static int t_nparts(uint64_t t) { return (int)((t >> 16) & 0xffff); }
+static int t_next(uint64_t t) { return (int)(t & 0xffff); }
+static uint64_t t_pack(uint32_t gen, int nparts, int next) {
+  return (uint64_t)gen << 32 | (uint64_t)(unsigned)nparts << 16 | (uint64_t)(unsigned)next;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* ---- thread count ---- */
+
+static int clamp_threads(long n) {
+  return n < 1 ? 1 : n > RT_POOL_MAX_THREADS ? RT_POOL_MAX_THREADS : (int)n;
+}
+
+/* KILN_NUM_THREADS when it is a positive integer, else the online cores. */
+static int default_threads(void) {
+  const char *e = getenv("KILN_NUM_THREADS");
+  if (e && *e) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(e, &end, 10);
+    if (errno == 0 && end && *end == 0 && v >= 1) return clamp_threads(v);
+  }
+  return clamp_threads(sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/* ---- running parts ---- */
+
+static void finish_part(rt_pool *p) {
+  if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->waiting)) {
+    pthread_mutex_lock(&p->park_lock);
+    pthread_cond_broadcast(&p->done_cond);
+    pthread_mutex_unlock(&p->park_lock);
+  }
+}
+
+static void record_status(rt_pool *p, int32_t rc) {
+  if (rc == 0) return;
+  int zero = 0;
+  atomic_compare_exchange_strong(&p->status, &zero, (int)rc);
+}
+
+/* Claim and run parts of generation g until none is left (or the job
+ * changed). fn, args, syms were read after seeing generation g. */
+static void run_parts(rt_pool *p, uint32_t g, jit_kernel_fn fn, void *const *args,
+                      const int64_t *syms) {
+  uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+  for (;;) {
+    if (t_gen(t) != g || t_next(t) >= t_nparts(t)) return;
+    if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue; /* t reloaded */
+    record_status(p, fn(args, syms, t_next(t), t_nparts(t)));
+    finish_part(p);
+    t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+  }
+}
+
+/* One round of a spin-wait (i counts rounds from 1; t0 starts at 0):
+ * false once it has lasted budget_ns and should park. The first RT_SPIN_PAUSES rounds only
+ * pause (a thread on another core answers within that); then each round
+ * yields the core, so that on an oversubscribed machine a spinning thread
+ * lets the thread it waits for (or anyone else) run. */
+static bool spin_round(int i, int64_t *t0, int64_t budget_ns) {
+  if (i <= RT_SPIN_PAUSES) {
+    cpu_relax();
+    return true;
+  }
+  sched_yield();
+  int64_t t = now_ns();
+  if (!*t0) *t0 = t;
+  return t - *t0 <= budget_ns;
+}
+
+/* Wait until the ticket's generation differs from seen (or stop). */
+static void wait_job(rt_pool *p, uint32_t seen) {
+  int64_t t0 = 0;
+  for (int i = 1;; i++) {
+    if (t_gen(atomic_load_explicit(&p->ticket, memory_order_acquire)) != seen ||
+        atomic_load_explicit(&p->stop, memory_order_relaxed))
+      return;
+    if (!spin_round(i, &t0, RT_SPIN_NS)) break;
+  }
+  pthread_mutex_lock(&p->park_lock);
+  atomic_fetch_add(&p->sleepers, 1); /* seq_cst: pairs with the submitter's ticket store */
+  while (t_gen(atomic_load(&p->ticket)) == seen && !atomic_load(&p->stop))
+    pthread_cond_wait(&p->park_cond, &p->park_lock);
+  atomic_fetch_sub(&p->sleepers, 1);
+  pthread_mutex_unlock(&p->park_lock);
+}
+
+static void *worker_main(void *arg) {
+  rt_worker *w = arg;
+  rt_pool *p = w->pool;
+  for (;;) {
+    wait_job(p, w->seen);
+    if (atomic_load(&p->stop)) return NULL;
+    uint32_t g = t_gen(atomic_load_explicit(&p->ticket, memory_order_acquire));
+    w->seen = g;
+    jit_kernel_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
+    void *const *args = atomic_load_explicit(&p->args, memory_order_relaxed);
+    const int64_t *syms = atomic_load_explicit(&p->syms, memory_order_relaxed);
+    run_parts(p, g, fn, args, syms);
+  }
+}
+
+/* Join every worker (submit held, no job running). */
+static void stop_workers(rt_pool *p) {
+  if (p->nworkers == 0) return;
+  pthread_mutex_lock(&p->park_lock);
+  atomic_store(&p->stop, 1);
+  pthread_cond_broadcast(&p->park_cond);
+  pthread_mutex_unlock(&p->park_lock);
+  for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i].thread, NULL);
+  free(p->workers);
+  p->workers = NULL;
+  p->nworkers = 0;
+  atomic_store(&p->stop, 0);
+}
+
+/* Start the configured workers (submit held). Fewer on failure. */
+static void start_workers(rt_pool *p) {
+  int want = atomic_load_explicit(&p->nthreads, memory_order_relaxed) - 1;
+  if (want <= 0 || p->workers) return;
+  p->workers = calloc((size_t)want, sizeof *p->workers);
+  if (!p->workers) return;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old); /* inherited by the workers */
+  for (int i = 0; i < want; i++) {
+    rt_worker *w = &p->workers[i];
+    w->pool = p;
+    w->seen = p->gen;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+    p->nworkers = i + 1;
+  }
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+static rt_pool *pool_new(int nthreads) {
+  rt_pool *p = calloc(1, sizeof *p);
+  if (!p) return NULL;
+  int ok = 0;
+  if (pthread_mutex_init(&p->submit, NULL) == 0) ok++;
+  if (ok == 1 && pthread_mutex_init(&p->park_lock, NULL) == 0) ok++;
+  if (ok == 2 && pthread_cond_init(&p->park_cond, NULL) == 0) ok++;
+  if (ok == 3 && pthread_cond_init(&p->done_cond, NULL) == 0) ok++;
+  if (ok < 4) {
+    if (ok > 2) pthread_cond_destroy(&p->park_cond);
+    if (ok > 1) pthread_mutex_destroy(&p->park_lock);
+    if (ok > 0) pthread_mutex_destroy(&p->submit);
+    free(p);
+    return NULL;
+  }
+  atomic_init(&p->nthreads, nthreads);
+  atomic_init(&p->ticket, 0);
+  return p;
+}
+
+void rt_pool_free(rt_pool *p) {
+  if (!p) return;
+  pthread_mutex_lock(&p->submit);
+  stop_workers(p);
+  pthread_mutex_unlock(&p->submit);
+  pthread_cond_destroy(&p->done_cond);
+  pthread_cond_destroy(&p->park_cond);
+  pthread_mutex_destroy(&p->park_lock);
+  pthread_mutex_destroy(&p->submit);
+  free(p);
+}
+
+/* The context's pool, created (without threads) on first use; NULL on OOM. */
+static rt_pool *pool_get(kiln_context *ctx) {
+  rt_pool *p = __atomic_load_n(&ctx->pool, __ATOMIC_ACQUIRE);
+  if (p) return p;
+  rt_pool *fresh = pool_new(default_threads());
+  if (!fresh) return NULL;
+  rt_pool *expected = NULL;
+  if (__atomic_compare_exchange_n(&ctx->pool, &expected, fresh, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE))
+    return fresh;
+  rt_pool_free(fresh); /* another thread won */
+  return expected;
+}
+
+/* Run fn in nparts parts on p (submit held). */
+static int32_t pool_run(rt_pool *p, jit_kernel_fn fn, void *const *args, const int64_t *syms,
+                        int nparts) {
+  start_workers(p);
+  if (p->nworkers == 0) return fn(args, syms, 0, 1);
+  atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
+  atomic_store_explicit(&p->args, args, memory_order_relaxed);
+  atomic_store_explicit(&p->syms, syms, memory_order_relaxed);
+  atomic_store_explicit(&p->status, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->pending, nparts - 1, memory_order_relaxed);
+  uint32_t g = ++p->gen;
+  if (g == 0) g = ++p->gen; /* 0 is the idle ticket's generation */
+  atomic_store(&p->ticket, t_pack(g, nparts, 1)); /* seq_cst: pairs with sleepers */
+  if (atomic_load(&p->sleepers) > 0) { /* wake no more parked workers than there are parts */
+    pthread_mutex_lock(&p->park_lock);
+    if (nparts - 1 >= p->nworkers)
+      pthread_cond_broadcast(&p->park_cond);
+    else
+      for (int i = 0; i < nparts - 1; i++) pthread_cond_signal(&p->park_cond);
+    pthread_mutex_unlock(&p->park_lock);
+  }
+  record_status(p, fn(args, syms, 0, nparts));
+  run_parts(p, g, fn, args, syms);
+  /* wait for the parts the workers claimed: they are running now */
+  int64_t t0 = 0;
+  for (int i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
+    if (!spin_round(i, &t0, RT_WAIT_NS)) {
+      pthread_mutex_lock(&p->park_lock);
+      atomic_store(&p->waiting, 1); /* seq_cst: pairs with finish_part */
+      while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cond, &p->park_lock);
+      atomic_store(&p->waiting, 0);
+      pthread_mutex_unlock(&p->park_lock);
+      break;
+    }
+  }
+  return (int32_t)atomic_load_explicit(&p->status, memory_order_acquire);
+}
+
+/* ---- work estimate ---- */
+
+static int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+/* Elements of t under gsyms (NULL: static dims only, -1 when one is not);
+ * 0 when a dim does not evaluate. */
+static int64_t numel(const ir_type *t, const int64_t *gsyms) {
+  int64_t n = 1;
+  for (int a = 0; a < t->rank; a++) {
+    int64_t d;
+    if (!ir_dim_is_const(t->dims[a], &d)) {
+      if (!gsyms) return -1;
+      ir_dim_err err;
+      if (!ir_dim_eval(t->dims[a], gsyms, &d, &err)) return 0;
+    }
+    if (d <= 0) return 0;
+    n = sat_mul(n, d);
+  }
+  return n;
+}
+
+static int64_t scaled(int64_t n, int64_t mul, int64_t div) {
+  return n < 0 ? -1 : sat_mul(n, mul) / div;
+}
+
+/* The matmul of a fused node's body (a GEMM epilogue group), else NULL. */
+static const ir_node *body_matmul(const ir_node *n) {
+  for (int i = 0; n->body && i < n->body->nnodes; i++)
+    if (ir_op_get(n->body->nodes[i]->op)->cls == IR_CLS_MATMUL) return n->body->nodes[i];
+  return NULL;
+}
+
+int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) {
+  (void)g;
+  if (n->nout < 1) return 0;
+  const ir_type *out = &n->out[0]->type;
+  const ir_type *in = n->nin > 0 ? &n->in[0]->type : out;
+  switch (ir_op_get(n->op)->cls) {
+  case IR_CLS_UNARY:
+  case IR_CLS_UNARY_FLOAT:
+  case IR_CLS_UNARY_PRED:
+  case IR_CLS_UNARY_LOGICAL:
+  case IR_CLS_BINARY:
+  case IR_CLS_BINARY_FLOAT:
+  case IR_CLS_COMPARE:
+  case IR_CLS_BINARY_LOGICAL:
+  case IR_CLS_WHERE:
+  case IR_CLS_CAST:
+  case IR_CLS_BROADCAST_TO: return numel(out, gsyms);
+  case IR_CLS_MATMUL: { /* M*N*K multiply-adds, ~16 per ns on one core */
+    if (n->nin < 1 || in->rank < 1) return 0;
+    int64_t mn = numel(out, gsyms);
+    ir_type k = *in;
+    k.dims = in->dims + in->rank - 1;
+    k.rank = 1;
+    int64_t kk = numel(&k, gsyms);
+    if (mn < 0 || kk < 0) return -1;
+    return sat_mul(mn, kk) / 16;
+  }
+  case IR_CLS_REDUCE:
+  case IR_CLS_REDUCE_ARG: return numel(in, gsyms);
+  case IR_CLS_SOFTMAX: return scaled(numel(in, gsyms), 4, 1); /* three passes, one exp */
+  case IR_CLS_LAYER_NORM: return scaled(numel(in, gsyms), 2, 1);
+  case IR_CLS_RESHAPE:
+  case IR_CLS_SQUEEZE:
+  case IR_CLS_UNSQUEEZE:
+  case IR_CLS_TRANSPOSE:
+  case IR_CLS_PERMUTE:
+  case IR_CLS_SLICE:
+  case IR_CLS_CONCAT: return numel(out, gsyms);
+  case IR_CLS_SPLIT: return numel(in, gsyms);
+  case IR_CLS_CONSTANT:
+  case IR_CLS_CONSTANT_EXTERNAL:
+  case IR_CLS_GATHER: return 0; /* no kernel, or one that does not split */
+  case IR_CLS_FUSED: { /* a GEMM with its epilogue: the GEMM's work; else elements */
+    const ir_node *mm = body_matmul(n);
+    return mm ? rt_node_work(n->body, mm, gsyms) : numel(out, gsyms);
+  }
+  default: return numel(out, gsyms); /* a class added later: its result */
+  }
+}
+
+
+/* Classes whose kernels stream over their data, so finer parts only balance
+ * better; the others (matmul packs operand panels per part, classes added
+ * later) get one part per thread. */
+static bool streams(const ir_node *n) {
+  switch (ir_op_get(n->op)->cls) {
+  case IR_CLS_FUSED: return !body_matmul(n);
+  case IR_CLS_MATMUL:
+  case IR_CLS_CONSTANT:
+  case IR_CLS_CONSTANT_EXTERNAL:
+  case IR_CLS_GATHER: return false;
+  default: return (int)ir_op_get(n->op)->cls <= (int)IR_CLS_GATHER;
+  }
+}
+
+/* ---- the kernel call ---- */
 
 int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                        const int64_t *ksyms, const int64_t *gsyms) {
-  (void)m;
-  (void)node;
-  (void)gsyms;
-  return fn(args, ksyms, 0, 1);
+  int64_t work = m->work ? m->work[node] : -1;
+  if (work < 0) work = gsyms ? rt_node_work(m->g, m->g->nodes[node], gsyms) : 0;
+  if (work < 2 * RT_GRAIN) return fn(args, ksyms, 0, 1);
+  rt_pool *p = pool_get(m->ctx);
+  if (!p) return fn(args, ksyms, 0, 1);
+  int nt = atomic_load_explicit(&p->nthreads, memory_order_relaxed);
+  if (nt <= 1) return fn(args, ksyms, 0, 1);
+  /* Streaming kernels get up to RT_OVERSPLIT parts per thread: parts are
+   * claimed dynamically, so a thread that runs late (preempted, on a busy
+   * machine) leaves smaller pieces for the others to wait on. */
+  int64_t most = (int64_t)nt * (streams(m->g->nodes[node]) ? RT_OVERSPLIT : 1);
+  int64_t parts = work / RT_GRAIN;
+  if (parts > most) parts = most;
+  if (parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) return fn(args, ksyms, 0, 1);
+  int32_t rc = pool_run(p, fn, args, ksyms, (int)parts);
+  pthread_mutex_unlock(&p->submit);
+  return rc;
+}
+
+int rt_pool_workers(const kiln_context *ctx) {
+  if (!ctx) return 0;
+  rt_pool *p = __atomic_load_n(&ctx->pool, __ATOMIC_ACQUIRE);
+  if (!p) return 0;
+  pthread_mutex_lock(&p->submit);
+  int n = p->nworkers;
+  pthread_mutex_unlock(&p->submit);
+  return n;
+}
+
+/* ---- public ---- */
+
+KILN_API int kiln_context_set_num_threads(kiln_context *ctx, int n, kiln_status *st) {
+  if (!ctx) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_num_threads: context is NULL");
+  if (n < 0 || n > RT_POOL_MAX_THREADS)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_set_num_threads: %d threads; expected 1 to %d, or 0 for the default",
+                  n, RT_POOL_MAX_THREADS);
+  rt_pool *p = pool_get(ctx);
+  if (!p) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating the thread pool");
+  int want = n ? n : default_threads();
+  pthread_mutex_lock(&p->submit);
+  if (want != atomic_load(&p->nthreads)) {
+    stop_workers(p); /* restarted lazily, with the new count, by the next split */
+    atomic_store(&p->nthreads, want);
+  }
+  pthread_mutex_unlock(&p->submit);
+  rt_ok(st);
+  return 0;
+}
+
+KILN_API int kiln_context_num_threads(const kiln_context *ctx) {
+  if (!ctx) return -1;
+  rt_pool *p = __atomic_load_n(&ctx->pool, __ATOMIC_ACQUIRE);
+  return p ? atomic_load(&p->nthreads) : default_threads();
 }

@@ -4,13 +4,18 @@
  * Every kernel call of an execute goes through rt_kernel_call, which decides
  * how many parts (kernel ABI part / nparts, jit.h) the call is split into
  * from the node's work under the solved symbols, and runs the parts on the
- * context's persistent workers plus the calling thread. */
+ * context's persistent workers plus the calling thread. A call whose work is
+ * below the grain runs as (0, 1) on the calling thread and touches no pool
+ * state at all. */
 #ifndef KILN_SRC_POOL_H
 #define KILN_SRC_POOL_H
 
 #include "rt.h"
 
 typedef struct rt_pool rt_pool;
+
+/* Most threads a context runs kernels on (the caller included). */
+#define RT_POOL_MAX_THREADS 1024
 
 /* Free a context's pool (joins its workers). NULL ok. */
 void rt_pool_free(rt_pool *p);
@@ -21,5 +26,17 @@ void rt_pool_free(rt_pool *p);
  * else 0. */
 int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                        const int64_t *ksyms, const int64_t *gsyms);
+
+/* Work estimate of node n of g (cost units of about a nanosecond of one
+ * core) with the graph's symbol values gsyms. gsyms NULL: the estimate when
+ * every dim n reads is static, else -1 (it must be computed per call).
+ * Elementwise and movement: elements of the result; reduce: of the operand
+ * (softmax x4, layer_norm x2); matmul: M*N*K / 16; 0 for nodes that never
+ * split (sources, gather); a class added later: elements of its result. */
+int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms);
+
+/* Worker threads the context's pool has running now (0 when it never
+ * split a kernel or runs on one thread); for tests and --stats. */
+int rt_pool_workers(const kiln_context *ctx);
 
 #endif

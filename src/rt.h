@@ -114,6 +114,14 @@ struct kiln_model {
  * knows how a model's kernels are called. */
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
 
+/* Verify g (a model's clone) and apply the graph passes a model compiles
+ * with: fusion (ir_graph_fuse) unless KILN_FUSE is 0 / off / no / false.
+ * Everything that computes a model's kernel keys (model.c, the CLI's cache
+ * warm / explain) prepares the graph through this, so their keys agree.
+ * filename (may be NULL) locates verify errors. Returns 0 or -1 with st
+ * filled (KILN_ERR_VERIFY, KILN_ERR_OUT_OF_MEMORY). */
+int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st);
+
 /* ---- memory planner (plan.c) ---- */
 /* The largest arena of intermediates (bytes) any execute of m has used so
  * far: the peak for the bindings it ran with; 0 before the first execute or

@@ -19,10 +19,13 @@
 #include "src/cache_mem.h"
 #include "src/rt.h"
 
-/* The counts below are those of the generic kernels: no background
- * specialization (the default policy, async) may add compiles meanwhile. */
+/* The counts below are those of the generic kernels, one per op: no
+ * background specialization (the default policy, async) may add compiles
+ * meanwhile, and no fusion joins ops into one kernel (test_fusion and
+ * test_cache_persist count fused kernels). */
 __attribute__((constructor)) static void specialize_off(void) {
   setenv("KILN_SPECIALIZE", "off", 1);
+  setenv("KILN_FUSE", "off", 1);
 }
 
 /* ---- graphs ---- */

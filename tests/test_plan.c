@@ -676,9 +676,10 @@ static char *cli(const char *args) {
 }
 
 Test(cli, stats_prints_the_peak) {
-  /* mlp at batch 4: two [4, 512] f32 intermediates live at once */
+  /* mlp at batch 4, fused (matmul + bias + relu): one [4, 512] f32
+   * intermediate */
   char *out = cli("run " EXDIR "/mlp.mlir --random-inputs --dim batch=4 --stats");
-  cr_assert(strstr(out, "memory: 16384 bytes peak for intermediates (arena)\n"), "%s", out);
+  cr_assert(strstr(out, "memory: 8192 bytes peak for intermediates (arena)\n"), "%s", out);
   free(out);
   out = cli("run " EXDIR "/relu.mlir --random-inputs --stats");
   cr_assert(strstr(out, "memory: 0 bytes peak for intermediates (arena)\n"), "%s", out);

@@ -21,7 +21,7 @@
   "  %y = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"                                           \
   "  %z = mo.relu(%y) : !mo.tensor<[n, 8], f32>\n"                                           \
   "  mo.output %z : !mo.tensor<[n, 8], f32>\n"                                               \
-  "}\n"
+  "}\n" /* one kernel: tanh and relu fuse */
 
 static char g_dir[64];
 
@@ -68,13 +68,13 @@ Test(spec_cache, set_cache_dir_stores_and_a_second_context_loads, .init = setup,
   kiln_context *a = ctx_with(dir, st);
   cr_assert_str_eq(kiln_context_cache_dir(a), dir);
   compile_run(a, st);
-  cr_assert_eq(kiln_context_counter(a, KILN_COUNTER_COMPILES), 2);
+  cr_assert_eq(kiln_context_counter(a, KILN_COUNTER_COMPILES), 1);
   cr_assert_eq(kiln_context_counter(a, KILN_COUNTER_DISK_HITS), 0);
   kiln_context_free(a);
   kiln_context *b = ctx_with(dir, st);
   compile_run(b, st);
   cr_assert_eq(kiln_context_counter(b, KILN_COUNTER_COMPILES), 0);
-  cr_assert_eq(kiln_context_counter(b, KILN_COUNTER_DISK_HITS), 2);
+  cr_assert_eq(kiln_context_counter(b, KILN_COUNTER_DISK_HITS), 1);
   cr_assert_geq(kiln_context_counter(b, KILN_COUNTER_COMPILE_MS), 0);
   kiln_context_free(b);
   kiln_status_free(st);
@@ -98,11 +98,11 @@ Test(spec_cache, null_turns_it_off_and_errors_keep_the_previous_store, .init = s
   cr_assert_eq(kiln_context_set_cache_dir(ctx, NULL, 0, st), 0);
   cr_assert_null(kiln_context_cache_dir(ctx));
   compile_run(ctx, st); /* compiles, stores nothing */
-  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), 2);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), 1);
   kiln_context_free(ctx);
   kiln_context *b = ctx_with(dir, st); /* the directory holds nothing from the second run */
   compile_run(b, st);
-  cr_assert_eq(kiln_context_counter(b, KILN_COUNTER_COMPILES), 2);
+  cr_assert_eq(kiln_context_counter(b, KILN_COUNTER_COMPILES), 1);
   kiln_context_free(b);
   cr_assert_null(kiln_context_cache_dir(NULL));
   kiln_status_free(st);

@@ -104,10 +104,60 @@ static const char *comp_value(const kc_disk_entry *e, const char *name) {
   return NULL;
 }
 
+/* Copy types text [c, end) to out at *k as "[d0, 512]f32": "!mo.tensor<[d0,
+ * 512], f32>" shortened, value names ("%a0: ") dropped. */
+static void append_types(const char *c, const char *end, char *out, size_t *k, size_t cap) {
+  int in_tensor = 0;
+  for (; c < end && *k + 1 < cap; c++) {
+    if (strncmp(c, "!mo.tensor<", 11) == 0) {
+      in_tensor = 1;
+      c += 10;
+      continue;
+    }
+    if (*c == '%') { /* "%a0: " */
+      while (c < end && *c != ' ') c++;
+      continue;
+    }
+    if (in_tensor && c[0] == ']' && c[1] == ',') { /* "[d0, 512], f32" -> "[d0, 512]f32" */
+      out[(*k)++] = ']';
+      c += (c[2] == ' ') ? 2 : 1;
+      continue;
+    }
+    if (in_tensor && *c == '>') {
+      in_tensor = 0;
+      continue;
+    }
+    out[(*k)++] = *c;
+  }
+  out[*k] = 0;
+}
+
+/* A fused kernel (several nodes, ir_kernel_text): "mo.matmul+mo.add+mo.relu
+ * ([d0, 784]f32, [784, 512]f32, [512]f32) -> ([d0, 512]f32)": its ops in
+ * order, then the kernel graph's own signature. */
+static void fused_summary(const char *text, char *out, size_t cap) {
+  size_t k = 0;
+  for (const char *p = text; (p = strstr(p, " = mo.")) && k + 1 < cap; p++) {
+    if (k && k + 1 < cap) out[k++] = '+';
+    for (const char *c = p + 3; *c && *c != '(' && *c != ' ' && *c != '{' && k + 1 < cap; c++)
+      out[k++] = *c;
+  }
+  out[k] = 0;
+  const char *sig = strchr(text, '(');
+  const char *body = strstr(text, " {");
+  if (!sig || !body || body < sig || k + 2 >= cap) return;
+  out[k++] = ' ';
+  append_types(sig, body, out, &k, cap);
+}
+
 /* A readable one-line summary of a kernel text: "mo.matmul ([d0, 512]f32,
  * [512, 10]f32) -> [d0, 10]f32", from the line of its single node. */
 static void kernel_summary(const char *text, char *out, size_t cap) {
   out[0] = 0;
+  if (text && strstr(text, "%t0 = mo.")) {
+    fused_summary(text, out, cap);
+    return;
+  }
   const char *p = text ? strstr(text, "%r0 = mo.") : NULL;
   if (!p) p = text ? strstr(text, "= mo.") : NULL;
   if (!p) {
@@ -134,26 +184,7 @@ static void kernel_summary(const char *text, char *out, size_t cap) {
     if (ae && ae < eol)
       for (const char *c = attrs - 1; c <= ae && k + 1 < cap; c++) out[k++] = *c;
   }
-  const char *sig = strstr(colon, " : ") + 2;
-  int in_tensor = 0;
-  for (const char *c = sig; c < eol && k + 1 < cap; c++) {
-    if (strncmp(c, "!mo.tensor<", 11) == 0) {
-      in_tensor = 1;
-      c += 10;
-      continue;
-    }
-    if (in_tensor && c[0] == ']' && c[1] == ',') { /* "[d0, 512], f32" -> "[d0, 512]f32" */
-      out[k++] = ']';
-      c += (c[2] == ' ') ? 2 : 1;
-      continue;
-    }
-    if (in_tensor && *c == '>') {
-      in_tensor = 0;
-      continue;
-    }
-    out[k++] = *c;
-  }
-  out[k] = 0;
+  append_types(strstr(colon, " : ") + 2, eol, out, &k, cap);
 }
 
 static void warn_stderr(void *user, const char *msg) {
@@ -372,6 +403,22 @@ static int check_dims(const cache_opts *o, const ir_graph *g, bool multi, const 
 }
 
 /* Load, verify, make the context and every kernel's text and key. */
+/* "mo.relu", or for a fused node its ops: "mo.matmul+mo.add+mo.relu". */
+static const char *node_ops(const ir_node *n, char *buf, size_t cap) {
+  if (!n->body) {
+    snprintf(buf, cap, "mo.%s", ir_op_get(n->op)->name);
+    return buf;
+  }
+  size_t k = 0;
+  buf[0] = 0;
+  for (int i = 0; i < n->body->nnodes && k + 1 < cap; i++) {
+    int w = snprintf(buf + k, cap - k, "%smo.%s", i ? "+" : "", ir_op_get(n->body->nodes[i]->op)->name);
+    if (w < 0) break;
+    k += (size_t)w;
+  }
+  return buf;
+}
+
 static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, const char *cmd) {
   memset(j, 0, sizeof *j);
   if (o->npos != 1) {
@@ -385,11 +432,7 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
     fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
     return CLI_ERR;
   }
-  ir_diag dg = {0};
-  if (ir_graph_verify(j->ir, &dg) < 0) {
-    rt_err_diag(j->st, KILN_ERR_VERIFY, o->pos[0], &dg);
-    return fail_st(cmd, j->st);
-  }
+  if (rt_graph_prepare(j->ir, o->pos[0], j->st) < 0) return fail_st(cmd, j->st);
   int rc = check_dims(o, j->ir, multi_dims, cmd);
   if (rc) return rc;
   /* the runtime's target and options, without a store of the context's own */
@@ -411,7 +454,8 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
     }
     j->nk++;
     k->node = i;
-    snprintf(k->desc, sizeof k->desc, "node %d (mo.%s -> %%%s)", i, ir_op_get(n->op)->name,
+    char ops[96];
+    snprintf(k->desc, sizeof k->desc, "node %d (%s -> %%%s)", i, node_ops(n, ops, sizeof ops),
              n->nout > 0 ? n->out[0]->name : "?");
     rt_cache_mem_key_parts(mem, k->text, &k->parts);
     rt_key_compute(&k->parts, &k->key);
@@ -505,8 +549,9 @@ static int add_bindings(graph_job *j, const cache_opts *o, const char *cmd, int 
         }
         j->nk++;
         ki->node = i;
-        snprintf(ki->desc, sizeof ki->desc, "node %d (mo.%s -> %%%s) [%s]", i,
-                 ir_op_get(n->op)->name, n->nout > 0 ? n->out[0]->name : "?", bdesc);
+        char ops[96];
+        snprintf(ki->desc, sizeof ki->desc, "node %d (%s -> %%%s) [%s]", i,
+                 node_ops(n, ops, sizeof ops), n->nout > 0 ? n->out[0]->name : "?", bdesc);
         rt_cache_mem_key_parts(mem, ki->text, &ki->parts);
         rt_key_compute(&ki->parts, &ki->key);
       }

@@ -1,0 +1,316 @@
+/* fuse.c - the fusion pass (ir_graph_fuse, ir.h): groups of nodes that one
+ * kernel computes in one pass over memory become one mo.fused node whose body
+ * graph holds the group.
+ *
+ * Groups, formed from the last node backwards (so each group grows from its
+ * result toward its operands):
+ *   - a root: an elementwise node (classes unary*, binary*, compare,
+ *     logical, where, cast, broadcast_to) with one result not yet grouped;
+ *   - a producer joins when the value it makes has the root's shape (dims
+ *     equal as expressions), is no graph output, and every use of it is by a
+ *     member (so it never needs a buffer); elementwise producers join freely,
+ *     an f32 / f64 mo.matmul joins once per group as a GEMM epilogue when its
+ *     result also has the root's dtype (the epilogue overwrites the GEMM's
+ *     result in place). Integer mo.mod never joins (nor roots) a group: it
+ *     is the one elementwise op that can fail at run time, and its error
+ *     should keep naming it (a GEMM epilogue has no error path either).
+ *     A matmul's own operands never join (its producers stay outside).
+ *   - a group of one node is left alone.
+ * Every member's result has the root's shape, so the group is one loop nest
+ * over that shape (operands from outside may broadcast); a member's result
+ * used only inside never leaves registers.
+ *
+ * The rewrite: the group's nodes are copied into a body graph (own arena,
+ * the graph's symbols in the same order, values keep their names, inputs =
+ * the values the group reads from outside in order of first use); the
+ * mo.fused node takes the root's place and the root's result value (so its
+ * consumers and the graph outputs are untouched); the absorbed nodes and
+ * their results leave g->nodes / g->values, which are renumbered. Run-time
+ * checks recorded for absorbed nodes now point at their body copies (their
+ * messages still name the op that needs them).
+ *
+ * Assumes: g verified (types inferred). Guarantees: on failure (out of
+ * memory) g is unchanged; on success g stays in topological order and
+ * verifies again; nothing here depends on the environment. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir.h"
+
+/* Elementwise and unable to fail: integer mod (the one elementwise op with
+ * a data error, division by zero) stays a kernel of its own, so its error
+ * still names it. */
+static bool ew_node(const ir_node *n) {
+  const ir_op_info *o = ir_op_get(n->op);
+  if (!o || n->nout != 1) return false;
+  if (n->op == IR_OP_MOD && !ir_dtype_is_float(n->out[0]->type.dtype)) return false;
+  return ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;
+}
+
+static bool gemm_node(const ir_node *n) {
+  if (n->op != IR_OP_MATMUL || n->nout != 1 || n->nin != 2) return false;
+  ir_dtype t = n->out[0]->type.dtype;
+  return t == IR_DT_F32 || t == IR_DT_F64;
+}
+
+static bool same_shape(const ir_type *a, const ir_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
+  return true;
+}
+
+typedef struct fuse_ctx {
+  ir_graph *g;
+  int *uses;       /* by value id: operand slots that read it */
+  bool *is_output; /* by value id */
+  int *group;      /* by node id: group number, -1 when in none */
+  int *members;    /* scratch: the group being grown (node ids) */
+} fuse_ctx;
+
+/* Uses of v by the first n members. */
+static int member_uses(const fuse_ctx *c, int n, const ir_value *v) {
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    const ir_node *m = c->g->nodes[c->members[i]];
+    for (int j = 0; j < m->nin; j++) k += m->in[j] == v;
+  }
+  return k;
+}
+
+/* Grow the group of root node r (group number gid) into c->members; returns
+ * the member count (1: nothing joined). */
+static int grow(fuse_ctx *c, int r, int gid) {
+  ir_graph *g = c->g;
+  const ir_type *rt = &g->nodes[r]->out[0]->type;
+  int n = 0;
+  c->members[n++] = r;
+  c->group[r] = gid;
+  int mm = -1; /* the matmul member */
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (int i = 0; i < n; i++) {
+      const ir_node *m = g->nodes[c->members[i]];
+      if (m->op == IR_OP_MATMUL) continue;
+      for (int j = 0; j < m->nin; j++) {
+        const ir_value *v = m->in[j];
+        const ir_node *p = v->def;
+        if (!p || c->group[p->id] >= 0 || c->is_output[v->id] || p->nout != 1) continue;
+        if (!same_shape(&v->type, rt) || member_uses(c, n, v) != c->uses[v->id]) continue;
+        bool join = false;
+        if (ew_node(p)) {
+          join = true;
+        } else if (gemm_node(p) && mm < 0 && v->type.dtype == rt->dtype) {
+          join = true;
+          mm = p->id;
+        }
+        if (!join) continue;
+        c->group[p->id] = gid;
+        c->members[n++] = p->id;
+        changed = true;
+      }
+    }
+  }
+  if (n < 2) c->group[r] = -1;
+  return n;
+}
+
+/* A copy of type t with its dims in arena a. */
+static bool clone_type(ir_arena *a, const ir_type *t, ir_type *out) {
+  *out = *t;
+  out->dims = NULL;
+  if (t->rank <= 0) return true;
+  const ir_dim **d = ir_arena_alloc(a, (size_t)t->rank * sizeof *d);
+  if (!d) return false;
+  for (int i = 0; i < t->rank; i++)
+    if (!(d[i] = ir_dim_clone(a, t->dims[i]))) return false;
+  out->dims = d;
+  return true;
+}
+
+/* One group made ready to commit: its body and the mo.fused node (not yet in g). */
+typedef struct fused_group {
+  int root;
+  ir_node *node;
+  ir_graph *body;
+} fused_group;
+
+/* Build the body and the mo.fused node of the group in members[0..n)
+ * (in node order); bnode[member id] receives the body's copy of each member. */
+static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode,
+                  ir_value **map) {
+  ir_graph *g = c->g;
+  const ir_node *root = g->nodes[c->members[n - 1]];
+  ir_graph *b = ir_graph_new("fused");
+  if (!b) return false;
+  out->body = b;
+  out->root = root->id;
+  for (int i = 0; i < g->nsyms; i++)
+    if (ir_graph_symbol(b, g->syms[i], strlen(g->syms[i]), true) != i) return false;
+  b->syms_declared = true;
+  /* inputs: values read from outside the group, in order of first use */
+  int next = 0;
+  ir_value **ext = ir_arena_alloc(g->arena, sizeof *ext * (size_t)(n * 3 + 1));
+  if (!ext) return false;
+  for (int i = 0; i < n; i++) {
+    const ir_node *m = g->nodes[c->members[i]];
+    for (int j = 0; j < m->nin; j++) {
+      ir_value *v = m->in[j];
+      if (v->def && c->group[v->def->id] == gid) continue;
+      if (map[v->id]) continue;
+      ir_type t;
+      if (!clone_type(b->arena, &v->type, &t) || !(map[v->id] = ir_graph_add_input(b, v->name, &t)))
+        return false;
+      ext[next++] = v;
+    }
+  }
+  ir_loc none = {0, 0};
+  for (int i = 0; i < n; i++) {
+    const ir_node *m = g->nodes[c->members[i]];
+    ir_value *in[3];
+    ir_type t;
+    if (m->nin > 3 || !clone_type(b->arena, &m->out[0]->type, &t)) return false;
+    for (int j = 0; j < m->nin; j++) in[j] = map[m->in[j]->id];
+    const char *name = m->out[0]->name;
+    ir_node *k = ir_graph_add_node(b, m->op, in, m->nin, m->attrs, m->nattrs, 1, &t, &name, m->loc,
+                                   NULL);
+    if (!k) return false;
+    map[m->out[0]->id] = k->out[0];
+    bnode[m->id] = k;
+  }
+  if (ir_graph_set_outputs(b, &map[root->out[0]->id], 1, none) != 0) return false;
+  /* the outer node, built by hand: it is placed in g only on commit */
+  ir_node *f = ir_arena_alloc(g->arena, sizeof *f);
+  ir_value **outs = ir_arena_alloc(g->arena, sizeof *outs);
+  ir_attr *attrs = ir_arena_alloc(g->arena, sizeof *attrs);
+  if (!f || !outs || !attrs) return false;
+  f->op = IR_OP_FUSED;
+  f->nin = next;
+  f->in = ext;
+  f->nout = 1;
+  outs[0] = root->out[0];
+  f->out = outs;
+  f->nattrs = 0;
+  f->attrs = attrs;
+  f->loc = root->loc;
+  f->body = b;
+  out->node = f;
+  return true;
+}
+
+/* Put the groups into g (cannot fail; keep: g->nvalues falses, scratch). */
+static void commit(fuse_ctx *c, fused_group *fg, int ngroups, ir_node **bnode, bool *keep) {
+  ir_graph *g = c->g;
+  for (int i = 0; i < g->nchecks; i++) {
+    const ir_node *k = g->checks[i].node;
+    if (k && k->id >= 0 && k->id < g->nnodes && g->nodes[k->id] == k && c->group[k->id] >= 0)
+      g->checks[i].node = bnode[k->id];
+  }
+  int nn = 0, gi = 0;
+  int old = g->nnodes;
+  for (int i = 0; i < old; i++) {
+    ir_node *n = g->nodes[i];
+    if (c->group[i] < 0) {
+      n->id = nn;
+      g->nodes[nn++] = n;
+      continue;
+    }
+    if (gi < ngroups && fg[gi].root == i) {
+      ir_node *f = fg[gi++].node;
+      f->out[0]->def = f;
+      f->out[0]->index = 0;
+      f->id = nn;
+      g->nodes[nn++] = f;
+    }
+  }
+  g->nnodes = nn;
+  /* values: inputs and the results of the nodes left (keep: nvalues zeros) */
+  for (int i = 0; i < g->ninputs; i++) keep[g->inputs[i]->id] = true;
+  for (int i = 0; i < nn; i++)
+    for (int k = 0; k < g->nodes[i]->nout; k++) keep[g->nodes[i]->out[k]->id] = true;
+  int nv = 0;
+  for (int i = 0; i < g->nvalues; i++) {
+    if (!keep[i]) continue;
+    ir_value *v = g->values[i];
+    v->id = nv;
+    g->values[nv++] = v;
+  }
+  g->nvalues = nv;
+}
+
+int ir_graph_fuse(ir_graph *g, ir_diag *d) {
+  if (!g) return ir_diag_set(d, (ir_loc){0, 0}, "ir_graph_fuse: no graph");
+  int nv = g->nvalues, nn = g->nnodes;
+  fuse_ctx c = {g, calloc((size_t)nv + 1, sizeof(int)), calloc((size_t)nv + 1, sizeof(bool)),
+                malloc(((size_t)nn + 1) * sizeof(int)), malloc(((size_t)nn + 1) * sizeof(int))};
+  fused_group *fg = calloc((size_t)nn + 1, sizeof *fg);
+  ir_node **bnode = calloc((size_t)nn + 1, sizeof *bnode);
+  ir_value **map = calloc((size_t)nv + 1, sizeof *map);
+  int ngroups = 0, rc = -1;
+  if (!c.uses || !c.is_output || !c.group || !c.members || !fg || !bnode || !map) goto done;
+  for (int i = 0; i < nn; i++) {
+    c.group[i] = -1;
+    for (int j = 0; j < g->nodes[i]->nin; j++) c.uses[g->nodes[i]->in[j]->id]++;
+  }
+  for (int i = 0; i < g->noutputs; i++) c.is_output[g->outputs[i]->id] = true;
+
+  /* groups, from the last node backwards (group 0 has the last root) */
+  for (int i = nn - 1; i >= 0; i--) {
+    if (c.group[i] >= 0 || !ew_node(g->nodes[i])) continue;
+    if (grow(&c, i, ngroups) >= 2) ngroups++;
+  }
+  /* members of each group in node order (counting sort by group) */
+  int *start = calloc((size_t)ngroups + 2, sizeof *start);
+  int *cur = calloc((size_t)ngroups + 1, sizeof *cur);
+  int *order = malloc(((size_t)nn + 1) * sizeof *order);
+  if (!start || !cur || !order) {
+    free(start);
+    free(cur);
+    free(order);
+    goto done;
+  }
+  for (int i = 0; i < nn; i++)
+    if (c.group[i] >= 0) start[c.group[i] + 1]++;
+  for (int k = 0; k < ngroups; k++) start[k + 1] += start[k];
+  for (int i = 0; i < nn; i++)
+    if (c.group[i] >= 0) order[start[c.group[i]] + cur[c.group[i]]++] = i;
+  free(cur);
+  /* bodies, in increasing root order (the order commit walks g) */
+  for (int k = ngroups - 1, gi = 0; k >= 0; k--, gi++) {
+    int n = start[k + 1] - start[k];
+    memcpy(c.members, order + start[k], (size_t)n * sizeof(int));
+    bool ok = build(&c, n, k, &fg[gi], bnode, map);
+    for (int i = 0; i < n; i++) { /* map back to empty for the next group */
+      const ir_node *m = g->nodes[c.members[i]];
+      for (int j = 0; j < m->nin; j++) map[m->in[j]->id] = NULL;
+      map[m->out[0]->id] = NULL;
+    }
+    if (!ok) {
+      for (int j = 0; j <= gi; j++) ir_graph_free(fg[j].body);
+      free(start);
+      free(order);
+      goto done;
+    }
+  }
+  free(start);
+  free(order);
+  bool *keep = calloc((size_t)nv + 1, sizeof *keep);
+  if (!keep) {
+    for (int j = 0; j < ngroups; j++) ir_graph_free(fg[j].body);
+    goto done;
+  }
+  commit(&c, fg, ngroups, bnode, keep);
+  free(keep);
+  rc = ngroups;
+done:
+  if (rc < 0)
+    ir_diag_set(d, (ir_loc){0, 0}, "out of memory fusing graph @%s", g->name);
+  free(c.uses);
+  free(c.is_output);
+  free(c.group);
+  free(c.members);
+  free(fg);
+  free(bnode);
+  free(map);
+  return rc;
+}

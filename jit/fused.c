@@ -1,0 +1,336 @@
+/* fused.c - lowering of mo.fused (ir/fuse.c): the node's body graph as one
+ * kernel. The kernel's buffers are the node's operands (the body's inputs,
+ * in order) then its results (the body's outputs).
+ *
+ * Two shapes of body:
+ *   - elementwise only: one loop nest over the result shape
+ *     (jit_emit_ew_group), every member computed in registers; the outer
+ *     loop is split between the parts.
+ *   - one f32 / f64 mo.matmul plus elementwise members on its result (a GEMM
+ *     epilogue): the GEMM template writes the product into the result
+ *     buffer and calls an epilogue function, emitted here, for every
+ *     finished block of C while it is in cache; the epilogue computes the
+ *     members element by element (the matmul's value read from C) and
+ *     overwrites C with the group's result. So the result needs the
+ *     matmul's dtype and shape (fuse.c only makes such groups), and no
+ *     member may fail (integer mod is refused: the epilogue has no error
+ *     path; fuse.c never groups it).
+ * Numbers: every member rounds to its dtype exactly as its own kernel would,
+ * so a fused kernel's results equal the unfused kernels' bit for bit.
+ *
+ * Assumes: a verified body whose symbols are the kernel graph's (same
+ * indices), f->node->body set (jit_compile_object builds a node for a
+ * multi-node kernel graph; a mo.fused of a compiled graph has its own). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lower.h"
+#include "template.h"
+
+static bool ew_member(const ir_node *n) {
+  const ir_op_info *o = ir_op_get(n->op);
+  return o && n->nout == 1 && (ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO);
+}
+
+static bool same_dims(const ir_type *a, const ir_type *b) {
+  if (a->rank != b->rank) return false;
+  for (int i = 0; i < a->rank; i++)
+    if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
+  return true;
+}
+
+/* By value id: body input index (>= 0), else -1. */
+static int input_index(const ir_graph *b, const ir_value *v) {
+  for (int i = 0; i < b->ninputs; i++)
+    if (b->inputs[i] == v) return i;
+  return -1;
+}
+
+typedef struct fctx {
+  jit_fn *f;
+  const ir_graph *b;
+  int *member_of;   /* by body value id: member index of its defining node, or -1 */
+  int nmem;
+  const ir_node **mem;
+  int *src;         /* 3 per member */
+} fctx;
+
+/* Members = the body's elementwise nodes (all but `skip`), their operand
+ * sources: member results, or input buffers (-1 - input index); a value of
+ * `skip` (the matmul) is source -1 - b->ninputs. */
+static int collect(fctx *c, const ir_node *skip) {
+  const ir_graph *b = c->b;
+  for (int i = 0; i < b->nvalues; i++) c->member_of[i] = -1;
+  for (int i = 0; i < b->nnodes; i++) {
+    const ir_node *n = b->nodes[i];
+    if (n == skip) continue;
+    if (!ew_member(n) || n->nin > 3)
+      return jit_fn_error(c->f, "mo.fused: mo.%s cannot be fused here", ir_op_get(n->op)->name);
+    int k = c->nmem++;
+    c->mem[k] = n;
+    for (int j = 0; j < n->nin; j++) {
+      const ir_value *v = n->in[j];
+      int s;
+      if (v->id >= 0 && v->id < b->nvalues && c->member_of[v->id] >= 0) s = c->member_of[v->id];
+      else if (skip && v->def == skip) s = -1 - b->ninputs;
+      else if ((s = input_index(b, v)) >= 0) s = -1 - s;
+      else return jit_fn_error(c->f, "mo.fused: operand %d of mo.%s comes from nowhere", j,
+                               ir_op_get(n->op)->name);
+      c->src[3 * k + j] = s;
+    }
+    c->member_of[n->out[0]->id] = k;
+  }
+  return 0;
+}
+
+static int lower_ew(fctx *c) {
+  jit_fn *f = c->f;
+  const ir_graph *b = c->b;
+  if (collect(c, NULL) < 0) return -1;
+  const ir_type *shape = &b->outputs[0]->type;
+  for (int k = 0; k < c->nmem; k++)
+    if (!same_dims(&c->mem[k]->out[0]->type, shape))
+      return jit_fn_error(f, "mo.fused: a member's result shape differs from the group's");
+  int nin = b->ninputs, nout = b->noutputs;
+  const ir_type **in_types = calloc((size_t)nin + 1, sizeof *in_types);
+  LLVMValueRef *in_ptrs = calloc((size_t)nin + 1, sizeof *in_ptrs);
+  LLVMValueRef *out_ptrs = calloc((size_t)nout + 1, sizeof *out_ptrs);
+  int *out_node = calloc((size_t)nout + 1, sizeof *out_node);
+  int rc = -1;
+  if (!in_types || !in_ptrs || !out_ptrs || !out_node) {
+    jit_fn_error(f, "out of memory");
+    goto done;
+  }
+  for (int i = 0; i < nin; i++) {
+    in_types[i] = &b->inputs[i]->type;
+    in_ptrs[i] = jit_in(f, i);
+  }
+  for (int o = 0; o < nout; o++) {
+    const ir_value *v = b->outputs[o];
+    if (v->id < 0 || v->id >= b->nvalues || c->member_of[v->id] < 0) {
+      jit_fn_error(f, "mo.fused: output %d is not computed by the group", o);
+      goto done;
+    }
+    out_node[o] = c->member_of[v->id];
+    out_ptrs[o] = jit_out(f, o);
+  }
+  jit_ew_group G = {.nnodes = c->nmem, .nodes = c->mem, .src = c->src, .nin = nin,
+                    .in_types = in_types, .in_ptrs = in_ptrs, .nout = nout,
+                    .out_node = out_node, .out_ptrs = out_ptrs, .shape = shape};
+  rc = jit_emit_ew_group(f, &G);
+done:
+  free(in_types);
+  free(in_ptrs);
+  free(out_ptrs);
+  free(out_node);
+  return rc;
+}
+
+/* ---- GEMM epilogue ---- */
+
+/* ctx layout (i64 slots), per input buffer i: 4i pointer, 4i+1 batch offset,
+ * 4i+2 stride along M, 4i+3 stride along N. */
+static LLVMValueRef slot(jit_fn *f, LLVMValueRef ctx, int k) {
+  LLVMValueRef idx = jit_i64(f, k);
+  return LLVMBuildInBoundsGEP2(f->b, f->t_i64, ctx, &idx, 1, "");
+}
+
+static LLVMValueRef load_slot(jit_fn *f, LLVMValueRef ctx, int k, LLVMTypeRef t) {
+  LLVMValueRef v = LLVMBuildLoad2(f->b, t, slot(f, ctx, k), "");
+  LLVMSetAlignment(v, 8);
+  return v;
+}
+
+/* A stride known at compile time is used as a constant in the epilogue;
+ * otherwise it is read from its ctx slot. */
+static LLVMValueRef stride_in_epi(jit_fn *f, LLVMValueRef kernel_val, LLVMValueRef ctx, int k) {
+  if (LLVMIsAConstantInt(kernel_val)) return kernel_val;
+  return load_slot(f, ctx, k, f->t_i64);
+}
+
+/* Emit the epilogue function into f->mod: the members at each element of a
+ * block, the matmul's value read from C, the group's result written back. */
+static LLVMValueRef emit_epilogue(fctx *c, const ir_node *mm, const int *used,
+                                  LLVMValueRef (*st)[IR_MAX_RANK], int r, int root) {
+  jit_fn *f = c->f;
+  const ir_graph *b = c->b;
+  ir_dtype dt = mm->out[0]->type.dtype;
+  LLVMTypeRef params[7] = {f->t_ptr, f->t_i64, f->t_i64, f->t_i64, f->t_i64, f->t_ptr, f->t_i64};
+  LLVMTypeRef ety = LLVMFunctionType(f->t_void, params, 7, 0);
+  size_t klen = 0;
+  const char *kname = f->kernel ? LLVMGetValueName2(f->kernel, &klen) : "kernel";
+  char name[200];
+  snprintf(name, sizeof name, "%.*s.epi", (int)(klen < 180 ? klen : 180), kname);
+  LLVMValueRef E = LLVMAddFunction(f->mod, name, ety);
+  LLVMSetLinkage(E, LLVMInternalLinkage);
+  jit_template_retarget(f, E);
+
+  /* emit into E with f's helpers: swap the function, keep the rest */
+  LLVMValueRef save_fn = f->fn, save_fail_code = f->fail_code;
+  LLVMBasicBlockRef save_bb = LLVMGetInsertBlock(f->b), save_fail = f->fail_bb;
+  f->fn = E;
+  f->fail_bb = NULL;
+  f->fail_code = NULL;
+  LLVMPositionBuilderAtEnd(f->b, LLVMAppendBasicBlockInContext(f->ctx, E, "entry"));
+  LLVMValueRef ctx = LLVMGetParam(E, 0), i0 = LLVMGetParam(E, 1), j0 = LLVMGetParam(E, 2);
+  LLVMValueRef m = LLVMGetParam(E, 3), n = LLVMGetParam(E, 4), C = LLVMGetParam(E, 5);
+  LLVMValueRef ldc = LLVMGetParam(E, 6);
+  int nin = b->ninputs;
+  LLVMValueRef *ptr = calloc((size_t)nin + 1, sizeof *ptr);
+  LLVMValueRef *boff = calloc((size_t)nin + 1, sizeof *boff);
+  LLVMValueRef *sm = calloc((size_t)nin + 1, sizeof *sm);
+  LLVMValueRef *sn = calloc((size_t)nin + 1, sizeof *sn);
+  LLVMValueRef *row = calloc((size_t)nin + 1, sizeof *row);
+  LLVMValueRef *reg = calloc((size_t)c->nmem + 1, sizeof *reg);
+  LLVMValueRef *loaded = calloc((size_t)nin + 1, sizeof *loaded);
+  if (!ptr || !boff || !sm || !sn || !row || !reg || !loaded) {
+    jit_fn_error(f, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < nin; i++) {
+    if (!used[i]) continue;
+    ptr[i] = load_slot(f, ctx, 4 * i, f->t_ptr);
+    boff[i] = load_slot(f, ctx, 4 * i + 1, f->t_i64);
+    sm[i] = stride_in_epi(f, st[i][r - 2], ctx, 4 * i + 2);
+    sn[i] = stride_in_epi(f, st[i][r - 1], ctx, 4 * i + 3);
+  }
+  jit_loop LI, LJ;
+  LLVMValueRef i = jit_loop_begin(f, &LI, jit_i64(f, 0), m, "ei");
+  LLVMValueRef gi = jit_add(f, i0, i);
+  LLVMValueRef crow = jit_mul(f, i, ldc);
+  for (int k = 0; k < nin; k++)
+    if (used[k]) row[k] = jit_add(f, boff[k], jit_mul(f, gi, sm[k]));
+  LLVMValueRef j = jit_loop_begin(f, &LJ, jit_i64(f, 0), n, "ej");
+  LLVMValueRef gj = jit_add(f, j0, j);
+  LLVMValueRef cidx = jit_add(f, crow, j);
+  LLVMValueRef cval = jit_load(f, dt, C, cidx);
+  for (int k = 0; k < c->nmem && !f->failed; k++) {
+    const ir_node *mn = c->mem[k];
+    LLVMValueRef v[3];
+    for (int q = 0; q < mn->nin; q++) {
+      int s = c->src[3 * k + q];
+      if (s >= 0) {
+        v[q] = reg[s];
+      } else if (s == -1 - nin) {
+        v[q] = cval;
+      } else {
+        int bi = -1 - s;
+        if (!loaded[bi])
+          loaded[bi] = jit_load(f, b->inputs[bi]->type.dtype, ptr[bi],
+                                jit_add(f, row[bi], jit_mul(f, gj, sn[bi])));
+        v[q] = loaded[bi];
+      }
+    }
+    reg[k] = jit_ew_compute(f, mn, v);
+  }
+  if (!f->failed) jit_store(f, dt, C, cidx, reg[root]);
+  jit_loop_end(f, &LJ);
+  jit_loop_end(f, &LI);
+  LLVMBuildRetVoid(f->b);
+  if (f->fail_bb) jit_fn_error(f, "mo.fused: a GEMM epilogue cannot fail (integer mod)");
+out:
+  free(ptr);
+  free(boff);
+  free(sm);
+  free(sn);
+  free(row);
+  free(reg);
+  free(loaded);
+  f->fn = save_fn;
+  f->fail_bb = save_fail;
+  f->fail_code = save_fail_code;
+  LLVMPositionBuilderAtEnd(f->b, save_bb);
+  return E;
+}
+
+static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
+  jit_fn *f = c->f;
+  const ir_graph *b = c->b;
+  if (collect(c, mm) < 0) return -1;
+  const ir_type *rt = &mm->out[0]->type;
+  int r = rt->rank, nin = b->ninputs;
+  ir_dtype dt = rt->dtype;
+  if (b->noutputs != 1 || f->node->nout != 1)
+    return jit_fn_error(f, "mo.fused: a GEMM epilogue group has one result");
+  const ir_value *out = b->outputs[0];
+  int root = out->id >= 0 && out->id < b->nvalues ? c->member_of[out->id] : -1;
+  if (root < 0 || out->type.dtype != dt || !same_dims(&out->type, rt) || r < 2 ||
+      (dt != IR_DT_F32 && dt != IR_DT_F64))
+    return jit_fn_error(f, "mo.fused: the epilogue's result must be an f32 / f64 member of the "
+                           "matmul's shape and dtype");
+  for (int k = 0; k < c->nmem; k++) {
+    if (!same_dims(&c->mem[k]->out[0]->type, rt))
+      return jit_fn_error(f, "mo.fused: an epilogue member's shape differs from the matmul's");
+    if (c->mem[k]->op == IR_OP_MOD && !ir_dtype_is_float(c->mem[k]->out[0]->type.dtype))
+      return jit_fn_error(f, "mo.fused: integer mo.mod cannot be in a GEMM epilogue");
+  }
+  int ia = input_index(b, mm->in[0]), ib = input_index(b, mm->in[1]);
+  if (ia < 0 || ib < 0) return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs");
+
+  int *used = calloc((size_t)nin + 1, sizeof *used);
+  LLVMValueRef (*st)[IR_MAX_RANK] = calloc((size_t)nin + 1, sizeof *st);
+  LLVMValueRef (*bst)[IR_MAX_RANK] = calloc((size_t)nin + 1, sizeof *bst);
+  LLVMValueRef *slots = calloc((size_t)nin + 1, sizeof *slots);
+  int rc = -1;
+  if (!used || !st || !bst || !slots) {
+    jit_fn_error(f, "out of memory");
+    goto done;
+  }
+  for (int k = 0; k < c->nmem; k++)
+    for (int q = 0; q < c->mem[k]->nin; q++)
+      if (c->src[3 * k + q] < 0 && c->src[3 * k + q] != -1 - nin) used[-1 - c->src[3 * k + q]] = 1;
+  /* the ctx the epilogue reads: pointers and strides now, batch offsets
+   * before each batch's GEMM (jit_emit_matmul) */
+  LLVMValueRef ctx = jit_alloca(f, LLVMArrayType(f->t_i64, (unsigned)(4 * nin + 1)), "epi.ctx");
+  int nused = 0;
+  for (int i = 0; i < nin; i++) {
+    if (!used[i]) continue;
+    const ir_type *t = &b->inputs[i]->type;
+    if (t->rank > r) {
+      jit_fn_error(f, "mo.fused: input %d has a higher rank than the matmul's result", i);
+      goto done;
+    }
+    jit_bcast_strides(f, t, rt, st[i]);
+    LLVMSetAlignment(LLVMBuildStore(f->b, jit_in(f, i), slot(f, ctx, 4 * i)), 8);
+    LLVMSetAlignment(LLVMBuildStore(f->b, st[i][r - 2], slot(f, ctx, 4 * i + 2)), 8);
+    LLVMSetAlignment(LLVMBuildStore(f->b, st[i][r - 1], slot(f, ctx, 4 * i + 3)), 8);
+    memcpy(bst[nused], st[i], sizeof st[i]);
+    slots[nused++] = slot(f, ctx, 4 * i + 1);
+  }
+  LLVMValueRef E = emit_epilogue(c, mm, used, st, r, root);
+  if (f->failed) goto done;
+  jit_gemm_epi epi = {E, ctx, nused, bst, slots};
+  rc = jit_emit_matmul(f, mm, jit_in(f, ia), jit_in(f, ib), jit_out(f, 0), &epi);
+done:
+  free(used);
+  free(st);
+  free(bst);
+  free(slots);
+  return rc;
+}
+
+int jit_lower_fused(jit_fn *f) {
+  const ir_node *n = f->node;
+  const ir_graph *b = n ? n->body : NULL;
+  if (!b || b->ninputs != n->nin || b->noutputs != n->nout || b->noutputs < 1 || b->nnodes < 1)
+    return jit_fn_error(f, "mo.fused: no body matching the node");
+  if (b->nsyms != f->nsyms)
+    return jit_fn_error(f, "mo.fused: the body has %d symbols, the kernel %d", b->nsyms, f->nsyms);
+  const ir_node *mm = NULL;
+  for (int i = 0; i < b->nnodes; i++) {
+    if (b->nodes[i]->op != IR_OP_MATMUL) continue;
+    if (mm) return jit_fn_error(f, "mo.fused: at most one matmul per group");
+    mm = b->nodes[i];
+  }
+  fctx c = {f, b, calloc((size_t)b->nvalues + 1, sizeof(int)), 0,
+            calloc((size_t)b->nnodes + 1, sizeof(ir_node *)),
+            calloc(3 * (size_t)b->nnodes + 3, sizeof(int))};
+  int rc;
+  if (!c.member_of || !c.mem || !c.src) rc = jit_fn_error(f, "out of memory");
+  else rc = mm ? lower_gemm_epilogue(&c, mm) : lower_ew(&c);
+  free(c.member_of);
+  free(c.mem);
+  free(c.src);
+  return rc;
+}
