@@ -2,6 +2,7 @@
  * codes, what goes to stdout / stderr, .npy in and out, .safetensors
  * weights, random inputs with --dim, timings. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -231,4 +232,63 @@ Test(cli, run_bad_npy_file_is_exit_1) {
   HAS(out, "not a .npy file");
   free(out);
   unlink(in);
+}
+
+/* Read DIR/logits.npy (f32) into a new tensor. */
+static kiln_tensor *read_logits(const char *dir) {
+  char path[600];
+  snprintf(path, sizeof path, "%s/logits.npy", dir);
+  kiln_status *st = kiln_status_new();
+  kiln_tensor *t = rt_npy_read(path, st);
+  cr_assert(t, "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  unlink(path);
+  rmdir(dir);
+  return t;
+}
+
+Test(cli, run_on_simt_emu_matches_the_cpu) {
+  char *cpu = tmp_path("cpu"), *emu = tmp_path("emu"), *out;
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=3 --seed 5 --threads 2 --stats "
+                          "--out '%s'", EX("mlp.mlir"), cpu),
+               0, "%s", out);
+  HAS(out, "threads: 2\n");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=3 --seed 5 --device simt-emu "
+                          "--stats --out '%s'", EX("mlp.mlir"), emu),
+               0, "%s", out);
+  HAS(out, "device: simt-emu (");
+  HAS(out, "the executes ran there");
+  free(out);
+  kiln_tensor *a = read_logits(cpu), *b = read_logits(emu);
+  cr_assert_eq(kiln_tensor_numel(a), 30);
+  cr_assert_eq(kiln_tensor_numel(b), 30);
+  const float *x = kiln_tensor_data(a), *y = kiln_tensor_data(b);
+  for (int i = 0; i < 30; i++) /* sums of 784 and 512 products in another order */
+    cr_assert(fabsf(x[i] - y[i]) <= 1e-3f * (1.0f + fabsf(x[i])), "logit %d: cpu %g, simt-emu %g",
+              i, x[i], y[i]);
+  kiln_tensor_free(a);
+  kiln_tensor_free(b);
+}
+
+Test(cli, run_device_and_threads_errors) {
+  char *out;
+  /* where there is a GPU this runs; where there is none the error says which part is missing */
+  int rc = kiln(&out, "run '%s' --random-inputs --dim batch=2 --device cuda:0", EX("mlp.mlir"));
+  if (rc != 0) {
+    cr_assert_eq(rc, 1, "%s", out);
+    HAS(out, "cuda:0: ");
+  }
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --device tpu:0", EX("mlp.mlir")),
+               1, "%s", out);
+  HAS(out, "unknown device 'tpu:0'");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --threads -3", EX("mlp.mlir")), 2, "%s", out);
+  HAS(out, "--threads expects 1 to 1024");
+  free(out);
+  cr_assert_eq(kiln(&out, "help"), 0, "%s", out);
+  HAS(out, "compile GRAPH.mlir");
+  HAS(out, "devices ");
+  free(out);
 }

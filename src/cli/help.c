@@ -10,7 +10,11 @@ void cli_usage(FILE *out) {
           "commands:\n"
           "  check GRAPH.mlir       parse and verify a graph, print its canonical IR\n"
           "                         ('-' reads standard input)\n"
-          "  run GRAPH.mlir [OPTS]  compile a graph and run it on the CPU\n"
+          "  run GRAPH.mlir [OPTS]  compile a graph and run it (CPU, or --device)\n"
+          "  compile GRAPH.mlir --target T --emit KIND -o FILE\n"
+          "                         write the code kiln generates for a target (host,\n"
+          "                         sm_80, sm_90, gfx90a, gfx942, simt-emu)\n"
+          "  devices                list the devices kiln can run on here\n"
           "  cache SUBCOMMAND       list, check, prune, warm, explain, export and\n"
           "                         import the on-disk kernel cache\n"
           "  help [COMMAND]         show this help, or a command's\n"
@@ -58,7 +62,13 @@ void cli_usage_run(FILE *out) {
           "                              two, multiples of N) that share one variant; a\n"
           "                              bucketed dim stays a run-time dim, so results\n"
           "                              are exact (repeatable)\n"
+          "  --threads N                 threads the kernels split across (default: one\n"
+          "                              per core, or KILN_NUM_THREADS; 0: the default)\n"
+          "  --device DEV                cpu (default), simt-emu, cuda:N or hip:N: compile\n"
+          "                              the graph's SIMT kernels for DEV and run there\n"
+          "                              (generic kernels; --specialize does not apply)\n"
           "\n"
+          "Environment: KILN_FUSE=0 turns fusion off (one kernel per op).\n"
           "Input names are the graph's argument_names, else its SSA names (without %%).\n");
 }
 
@@ -122,6 +132,10 @@ int cli_help(int argc, char **argv) {
   }
   if (strcmp(argv[1], "cache") == 0) {
     cli_usage_cache(stdout);
+    return CLI_OK;
+  }
+  if (strcmp(argv[1], "compile") == 0) {
+    cli_usage_compile(stdout);
     return CLI_OK;
   }
   if (strcmp(argv[1], "check") == 0) {

@@ -5,7 +5,9 @@
  * by --dim), bind --weights, fill what is still missing when
  * --random-inputs, apply --bucket and --specialize, execute (N times with
  * --repeat; outputs are allocated by the first run and reused), print,
- * write --out files. Every error prints
+ * write --out files. With --device other than cpu the graph also compiles
+ * for that device (kiln_device_model) and the executes run there; the CPU
+ * model still serves the graph's names and shapes. Every error prints
  * one message on stderr and exits 1; bad options exit 2. */
 #include <errno.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include "../cache_mem.h"
 #include "../io.h"
 #include "../variants.h"
+#include "kiln/device.h"
 #include "cli.h"
 
 typedef struct named {
@@ -25,6 +28,7 @@ typedef struct named {
 
 typedef struct run_opts {
   const char *graph, *out;
+  const char *device; /* --device; NULL or "cpu": the CPU model runs */
   named *inputs, *dims, *buckets;
   const char **weights;
   int ninputs, ndims, nweights, nbuckets;
@@ -32,6 +36,7 @@ typedef struct run_opts {
   int specialize; /* kiln_specialize_policy, -1: not given (the context's) */
   long repeat;
   uint64_t seed;
+  int threads; /* --threads; -1: the context's default */
 } run_opts;
 
 static double now_ms(void) {
@@ -93,6 +98,7 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
   memset(o, 0, sizeof *o);
   o->repeat = 1;
   o->specialize = -1;
+  o->threads = -1;
   o->inputs = calloc((size_t)argc, sizeof *o->inputs);
   o->dims = calloc((size_t)argc, sizeof *o->dims);
   o->weights = calloc((size_t)argc, sizeof *o->weights);
@@ -136,6 +142,18 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
                 v);
         return -1;
       }
+    } else if ((r = opt_value(argc, argv, &i, "--threads", &v))) {
+      int64_t n;
+      if (r < 0 || !parse_i64(v, &n) || n < 0 || n > 1024) {
+        if (r > 0)
+          fprintf(stderr, "kiln run: --threads expects 1 to 1024, or 0 for one per core, got '%s'\n",
+                  v);
+        return -1;
+      }
+      o->threads = (int)n;
+    } else if ((r = opt_value(argc, argv, &i, "--device", &v))) {
+      if (r < 0) return -1;
+      o->device = v;
     } else if ((r = opt_value(argc, argv, &i, "--bucket", &v))) {
       if (r < 0 || split_named("--bucket", v, &o->buckets[o->nbuckets++]) < 0) return -1;
     } else if (strcmp(argv[i], "--random-inputs") == 0) {
@@ -183,6 +201,8 @@ typedef struct run_state {
   kiln_tensor **ins, **outs, **wts;
   rt_safetensors **files;
   double *times;
+  kiln_device *dev;        /* --device other than cpu, else NULL */
+  kiln_device_model *dm;   /* the graph compiled for dev */
 } run_state;
 
 static int fail_st(run_state *s) {
@@ -482,10 +502,42 @@ static int specialize(run_state *s, const run_opts *o) {
   return rc < 0 ? fail_st(s) : 0;
 }
 
+/* --device: open it and compile the graph for it (NULL or "cpu": nothing to
+ * do, the CPU model runs). The CPU model then never specializes. */
+static int open_device(run_state *s, const run_opts *o) {
+  if (!o->device || strcmp(o->device, "cpu") == 0) return 0;
+  if (!(s->dev = kiln_device_open(o->device, s->st))) return fail_st(s); /* names the device */
+  if (kiln_device_get_kind(s->dev) == KILN_DEVICE_CPU) return 0;
+  if (kiln_model_set_specialize(s->m, KILN_SPECIALIZE_OFF, s->st) < 0) return fail_st(s);
+  if (!(s->dm = kiln_device_model_compile(s->dev, s->g, s->st))) {
+    fprintf(stderr, "--device %s: %s\n", o->device, kiln_status_message(s->st));
+    return -1;
+  }
+  return 0;
+}
+
+/* Copy the bound weights to the device model. */
+static int bind_device_weights(run_state *s) {
+  for (int w = 0; s->dm && w < s->nw; w++)
+    if (kiln_device_model_bind_weight(s->dm, kiln_model_weight_name(s->m, w), s->wts[w], s->st) <
+        0)
+      return fail_st(s);
+  return 0;
+}
+
+static int execute_once(run_state *s) {
+  int rc = s->dm ? kiln_device_model_execute(s->dm, s->ins, s->nin, s->outs, s->nout, s->st)
+                 : kiln_model_execute(s->m, s->ins, s->nin, s->outs, s->nout, s->st);
+  return rc < 0 ? fail_st(s) : 0;
+}
+
 static int run(run_state *s, const run_opts *o) {
   if (!(s->g = kiln_graph_load(o->graph, s->st))) return fail_st(s);
   if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
+  if (o->threads >= 0 && kiln_context_set_num_threads(s->ctx, o->threads, s->st) < 0)
+    return fail_st(s);
   if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
+  if (open_device(s, o) < 0) return -1;
   s->nsyms = rt_model_num_symbols(s->m);
   s->nin = kiln_model_num_inputs(s->m);
   s->nout = kiln_model_num_outputs(s->m);
@@ -505,10 +557,11 @@ static int run(run_state *s, const run_opts *o) {
       check_sizes(s) < 0 || fill_missing(s, o) < 0)
     return -1;
   if (set_buckets(s, o) < 0) return -1;
-  if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
+  if (o->specialize >= 0 && !s->dm && specialize(s, o) < 0) return -1;
+  if (bind_device_weights(s) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
     double t0 = now_ms();
-    if (kiln_model_execute(s->m, s->ins, s->nin, s->outs, s->nout, s->st) < 0) return fail_st(s);
+    if (execute_once(s) < 0) return -1;
     s->times[r] = now_ms() - t0;
   }
   for (int i = 0; i < s->nout; i++) {
@@ -519,7 +572,15 @@ static int run(run_state *s, const run_opts *o) {
   char b1[32], b2[32], b3[32];
   if (o->stats) {
     printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
+    if (s->dm)
+      printf("device: %s (%s), compile %s; the executes ran there\n", kiln_device_label(s->dev),
+             kiln_device_description(s->dev),
+             fmt_ms(b1, sizeof b1, kiln_device_model_compile_ms(s->dm)));
+    else
+      printf("threads: %d\n", kiln_context_num_threads(s->ctx));
     printf("execute: %s (first run)\n", fmt_ms(b1, sizeof b1, s->times[0]));
+  }
+  if (o->stats && !s->dm) { /* the CPU model's planner, cache and variants */
     printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
     rt_cache_stats cs; /* kcache: the context's kernel cache; S: variants.c */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
@@ -559,6 +620,8 @@ int cli_run(int argc, char **argv) {
   int rc = s.st && run(&s, &o) == 0 ? CLI_OK : CLI_ERR;
   for (int i = 0; s.outs && i < s.nout; i++) kiln_tensor_free(s.outs[i]);
   for (int i = 0; s.ins && i < s.nin; i++) kiln_tensor_free(s.ins[i]);
+  kiln_device_model_free(s.dm);
+  kiln_device_close(s.dev);
   kiln_model_free(s.m); /* before the weight tensors it borrows */
   for (int i = 0; s.wts && i < s.nw; i++) kiln_tensor_free(s.wts[i]);
   for (int i = 0; s.files && i < o.nweights; i++) rt_safetensors_close(s.files[i]);
