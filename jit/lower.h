@@ -191,6 +191,11 @@ int jit_lower_reduce(jit_fn *f);      /* sum mean max min argmax argmin */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */
+/* Where mo.slice_tensor node f->node reads (numpy's rules; used by the CPU
+ * and SIMT lowerings): result element (c0, ...) is operand element
+ * *base + sum c_a * strides[a] (rank entries; a stride is negative for a
+ * negative step). 0, or -1 with f->err on a malformed node. */
+int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides);
 
 /* Dispatch on the node's class; 0 or -1. */
 int jit_lower_node(jit_fn *f);

@@ -255,7 +255,7 @@ static int64_t list_at(const ir_attr *l, int a, int64_t dflt) {
   return (l && a < l->u.ints.n) ? l->u.ints.v[a] : dflt;
 }
 
-static int lower_slice(jit_fn *f, int64_t esz) {
+int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides) {
   const ir_node *n = f->node;
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   int r = ti->rank;
@@ -271,12 +271,11 @@ static int lower_slice(jit_fn *f, int64_t esz) {
   }
   if (nax > r) return jit_fn_error(f, "%d slice entries for rank %d", nax, r);
 
-  LLVMValueRef istr[IR_MAX_RANK], sstr[IR_MAX_RANK], odims[IR_MAX_RANK];
+  LLVMValueRef istr[IR_MAX_RANK];
   strides_of(f, ti, istr);
   LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1), ibase = zero;
   for (int a = 0; a < r; a++) {
-    odims[a] = jit_dim(f, to->dims[a]);
-    sstr[a] = istr[a];
+    strides[a] = istr[a];
     if (a >= nax) continue;
     int64_t step = list_at(lt, a, 1);
     int64_t st = list_at(ls, a, INT64_MIN);
@@ -302,9 +301,18 @@ static int lower_slice(jit_fn *f, int64_t esz) {
     /* start is only read when the output axis is non-empty, where it is in
      * [0, d - 1]; plain (non-nsw) arithmetic keeps empty cases defined. */
     ibase = LLVMBuildAdd(f->b, ibase, LLVMBuildMul(f->b, start, istr[a], ""), "");
-    sstr[a] = LLVMBuildMul(f->b, istr[a], jit_i64(f, step), "");
+    strides[a] = LLVMBuildMul(f->b, istr[a], jit_i64(f, step), "");
   }
-  strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), r, odims, sstr, ibase, -1);
+  *base = ibase;
+  return f->failed ? -1 : 0;
+}
+
+static int lower_slice(jit_fn *f, int64_t esz) {
+  const ir_type *to = &f->node->out[0]->type;
+  LLVMValueRef ibase, sstr[IR_MAX_RANK], odims[IR_MAX_RANK];
+  if (jit_slice_layout(f, &ibase, sstr) < 0) return -1;
+  for (int a = 0; a < to->rank; a++) odims[a] = jit_dim(f, to->dims[a]);
+  strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), to->rank, odims, sstr, ibase, -1);
   return f->failed ? -1 : 0;
 }
 

@@ -2,7 +2,7 @@
  * node, every block JIT_SIMT_BLOCK threads, in three shapes of launch:
  *   elements  grid-stride loop over the result's elements (elementwise ops,
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
- *             permute, concat, split, gather);
+ *             permute, concat, split, slice_tensor, gather);
  *   rows      one block per row of a reduction axis, the threads striding
  *             along it and combining through a shared-memory tree with
  *             barriers (sum, mean, max, min, argmax, argmin, softmax,
@@ -18,10 +18,10 @@
  * layer_norm are computed in double like the interpreter. matmul
  * accumulates in the element type (f32 in float, as GPUs do), f16 / bf16 in
  * float, integers in i64 (wrapping).
- * Not lowered yet (a clear error): slice_tensor. On nvptx / amdgpu the ops
- * that call libm (erf, tanh, log1p, pow, gelu...) and LLVM's exp / log /
- * sin / cos need a device math library that kiln does not link yet; their
- * kernels fail to emit with LLVM's message. */
+ * Every op of the CPU path is lowered (mo.fused never reaches here: device
+ * models compile the unfused graph). Transcendental functions map to the
+ * target's math library in simt_math.c (libdevice on nvptx; on amdgpu a
+ * clear error, ROCm's device libraries are not linked). */
 #include <stdio.h>
 #include <string.h>
 
@@ -280,6 +280,27 @@ static LLVMValueRef gather_src(jit_simt_fn *sf, const LLVMValueRef *coord, void 
     idx = LLVMBuildAdd(f->b, LLVMBuildMul(f->b, idx, jit_dim(f, xt->dims[a]), ""), c, "");
   }
   return idx;
+}
+
+typedef struct slice_ud {
+  LLVMValueRef base, strides[IR_MAX_RANK];
+} slice_ud;
+
+static LLVMValueRef slice_src(jit_simt_fn *sf, const LLVMValueRef *coord, void *ud) {
+  jit_fn *f = &sf->f;
+  const slice_ud *s = ud;
+  LLVMValueRef idx = s->base;
+  for (int a = 0; a < f->node->out[0]->type.rank; a++)
+    idx = LLVMBuildAdd(f->b, idx, LLVMBuildMul(f->b, coord[a], s->strides[a], ""), "");
+  return idx;
+}
+
+/* slice_tensor: a gathered copy through the CPU path's slice layout (the
+ * runtime has checked the bounds before the launch). */
+static int lower_slice(jit_simt_fn *sf) {
+  slice_ud s;
+  if (jit_slice_layout(&sf->f, &s.base, s.strides) < 0) return -1;
+  return lower_gathered_copy(sf, 0, 0, slice_src, &s);
 }
 
 static int lower_gather(jit_simt_fn *sf) {
@@ -742,6 +763,7 @@ static launch_shape shape_of(const ir_node *n) {
   case IR_CLS_PERMUTE:
   case IR_CLS_CONCAT:
   case IR_CLS_SPLIT:
+  case IR_CLS_SLICE:
   case IR_CLS_GATHER: return L_ELEMENTS;
   case IR_CLS_REDUCE:
   case IR_CLS_REDUCE_ARG:
@@ -766,6 +788,7 @@ int jit_simt_lower_node(jit_simt_fn *sf) {
   case IR_CLS_CONCAT:
   case IR_CLS_SPLIT: return lower_concat_split(sf);
   case IR_CLS_GATHER: return lower_gather(sf);
+  case IR_CLS_SLICE: return lower_slice(sf);
   case IR_CLS_REDUCE:
   case IR_CLS_REDUCE_ARG: return lower_reduce(sf);
   case IR_CLS_SOFTMAX: return lower_softmax(sf);

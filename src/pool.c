@@ -362,17 +362,8 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
   if (n->nout < 1) return 0;
   const ir_type *out = &n->out[0]->type;
   const ir_type *in = n->nin > 0 ? &n->in[0]->type : out;
+  if (ir_op_is_elementwise(n->op)) return numel(out, gsyms);
   switch (ir_op_get(n->op)->cls) {
-  case IR_CLS_UNARY:
-  case IR_CLS_UNARY_FLOAT:
-  case IR_CLS_UNARY_PRED:
-  case IR_CLS_UNARY_LOGICAL:
-  case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
-  case IR_CLS_COMPARE:
-  case IR_CLS_BINARY_LOGICAL:
-  case IR_CLS_WHERE:
-  case IR_CLS_CAST:
   case IR_CLS_BROADCAST_TO: return numel(out, gsyms);
   case IR_CLS_MATMUL: { /* M*N*K multiply-adds, ~16 per ns on one core */
     if (n->nin < 1 || in->rank < 1) return 0;

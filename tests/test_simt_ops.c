@@ -319,6 +319,23 @@ Test(simt_ops, data_movement) {
   check(text, n, true);
 }
 
+Test(simt_ops, slice_tensor_forward_and_backward) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 9", "f32") ", %i: " T("n, 5, 2", "si32") ") -> (" T("n, 3", "f32") ", "
+      T("n, 4", "f32") ", " T("n, 2, 1", "si32") ") {\n"
+      "  %a = mo.slice_tensor(%x) {start = [0, 1], stop = [9223372036854775807, 8], step = [1, 3]} : ("
+      T("n, 9", "f32") ") -> " T("n, 3", "f32") "\n"
+      "  %b = mo.slice_tensor(%x) {start = [-9223372036854775808, -2], stop = [9223372036854775807, 0], "
+      "step = [1, -2]} : (" T("n, 9", "f32") ") -> " T("n, 4", "f32") "\n"
+      "  %c = mo.slice_tensor(%i) {start = [0, 4, 1], stop = [9223372036854775807, 0, 2], step = [1, -3, 1]} : ("
+      T("n, 5, 2", "si32") ") -> " T("n, 2, 1", "si32") "\n"
+      "  mo.output %a, %b, %c : " T("n, 3", "f32") ", " T("n, 4", "f32") ", " T("n, 2, 1", "si32") "\n}\n";
+  int64_t n[] = {37};
+  check(text, n, true);
+  int64_t n0[] = {0}; /* empty */
+  check(text, n0, false);
+}
+
 Test(simt_ops, gather_and_its_index_error) {
   const char *text =
       "mo.graph @g<n>(%x: " T("n, 6", "f32") ", %idx: " T("3, 2", "si64") ") -> (" T("n, 3, 2", "f32") ") {\n"
