@@ -8,13 +8,14 @@
  *   out = (x - m) - log(s)          (logsoftmax)
  * layer_norm (epsilon attribute, default 1e-5) normalizes the last axis:
  *   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased, two passes),
- *   y = (x - mean) / sqrt(var + eps) * gamma + beta.
- * Everything is computed in double and rounded once at the store (f32), as
- * the reference interpreter does. exp is jit_exp_f64 (no call, so the loops
- * vectorize; within an ulp or two of libm's exp) and the softmax sum may be
- * reassociated: results match the interpreter to a few double ulps, i.e.
- * almost always bit for bit after rounding to f32. f64 softmax keeps exp(x - m) in the output between passes 2 and 3
- * (one exp per element); f32 recomputes it so that it rounds only once.
+ *   y = (x - mean) * (1 / sqrt(var + eps)) * gamma + beta.
+ * Everything is computed in double, as the reference interpreter does, and
+ * rounded to the element type at the store. exp is jit_exp_f64 (no call, so
+ * the loops vectorize; within an ulp or two of libm's exp) and the sums may
+ * be reassociated (they vectorize): a few double ulps from the interpreter.
+ * f64 and f32 softmax keep exp(x - m) in the output between passes 2 and 3
+ * (one exp per element; f32 rounds it there and again after the scaling by
+ * 1 / s, about an ulp of f32 in all); f16 / bf16 recompute it, to round once.
  * Work splitting (kernel ABI part / nparts): each part normalizes whole
  * rows (softmax: a range of outer, or of inner when there are fewer outer
  * rows than parts and than inner positions; layer_norm: a range of rows),
@@ -25,6 +26,13 @@
 #include <stdio.h>
 
 #include "lower.h"
+
+/* v with reassociation allowed (so a sum over a row vectorizes: a few ulps
+ * of double, far below the rounding to f32 at the store); returns v. */
+static LLVMValueRef reassoc(LLVMValueRef v) {
+  LLVMSetFastMathFlags(v, LLVMFastMathAllowReassoc);
+  return v;
+}
 
 /* Load element idx of base as a double. */
 static LLVMValueRef load_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx) {
@@ -113,11 +121,12 @@ int jit_lower_softmax(jit_fn *f) {
   k = jit_loop_begin(f, &l2, zero, R, "r");
   x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
   LLVMValueRef e = jit_exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
-  /* f64 softmax keeps exp(x - m) in the output for pass 3 (exact: it is
-   * stored as the double it is); narrower types recompute it there, to
-   * round once. */
-  bool keep_exp = !is_log && dt == IR_DT_F64;
-  if (keep_exp) jit_store(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
+  /* f64 and f32 softmax keep exp(x - m) in the output for pass 3 (f64
+   * exactly; f32 rounded once there, then once more by the scaling: within
+   * about an ulp of the correctly rounded quotient, and one exp per element
+   * instead of two); f16 / bf16 recompute it, to round once. */
+  bool keep_exp = !is_log && (dt == IR_DT_F64 || dt == IR_DT_F32);
+  if (keep_exp) store_f64(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
   LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
   /* reassociable, so the sum vectorizes (a few ulps of double, far below
    * the f32 rounding at the store) */
@@ -127,13 +136,16 @@ int jit_lower_softmax(jit_fn *f) {
   jit_loop_end(f, &l2);
   s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "s");
   LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
+  LLVMValueRef inv_s = LLVMBuildFDiv(f->b, jit_fconst(f, IR_DT_F64, 1.0), s, "inv.s");
 
   /* pass 3: write */
   k = jit_loop_begin(f, &l3, zero, R, "r");
   LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
   LLVMValueRef y;
-  if (keep_exp) {
+  if (keep_exp && dt == IR_DT_F64) {
     y = LLVMBuildFDiv(f->b, jit_load(f, dt, Y, idx), s, "");
+  } else if (keep_exp) { /* f32: e * (1 / s) in double, rounded at the store */
+    y = LLVMBuildFMul(f->b, load_f64(f, dt, Y, idx), inv_s, "");
   } else {
     x = load_f64(f, dt, X, idx);
     LLVMValueRef d = LLVMBuildFSub(f->b, x, m, "");
@@ -184,7 +196,7 @@ int jit_lower_layer_norm(jit_fn *f) {
   LLVMValueRef j = jit_loop_begin(f, &l1, zero, D, "j");
   LLVMValueRef x = load_f64(f, dt, X, jit_add(f, base, j));
   LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
-  LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, x, ""), sacc);
+  LLVMBuildStore(f->b, reassoc(LLVMBuildFAdd(f->b, s, x, "")), sacc);
   jit_loop_end(f, &l1);
   LLVMValueRef mean = LLVMBuildFDiv(f->b, LLVMBuildLoad2(f->b, f->t_f64, sacc, ""), Df, "mean");
 
@@ -194,11 +206,13 @@ int jit_lower_layer_norm(jit_fn *f) {
   x = load_f64(f, dt, X, jit_add(f, base, j));
   LLVMValueRef dlt = LLVMBuildFSub(f->b, x, mean, "");
   s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
-  LLVMBuildStore(f->b, LLVMBuildFAdd(f->b, s, LLVMBuildFMul(f->b, dlt, dlt, ""), ""), sacc);
+  LLVMBuildStore(f->b, reassoc(LLVMBuildFAdd(f->b, s, LLVMBuildFMul(f->b, dlt, dlt, ""), "")),
+                 sacc);
   jit_loop_end(f, &l2);
   LLVMValueRef var = LLVMBuildFDiv(f->b, LLVMBuildLoad2(f->b, f->t_f64, sacc, ""), Df, "var");
   LLVMValueRef ve = LLVMBuildFAdd(f->b, var, epsv, "");
   LLVMValueRef den = jit_intrinsic(f, "llvm.sqrt", f->t_f64, &ve, 1);
+  LLVMValueRef rstd = LLVMBuildFDiv(f->b, jit_fconst(f, IR_DT_F64, 1.0), den, "rstd");
 
   /* pass 3: normalize, scale, shift */
   j = jit_loop_begin(f, &l3, zero, D, "j");
@@ -206,7 +220,7 @@ int jit_lower_layer_norm(jit_fn *f) {
   x = load_f64(f, dt, X, idx);
   LLVMValueRef g = load_f64(f, tg->dtype, G, j);
   LLVMValueRef bb = load_f64(f, tb->dtype, B, j);
-  LLVMValueRef y = LLVMBuildFDiv(f->b, LLVMBuildFSub(f->b, x, mean, ""), den, "");
+  LLVMValueRef y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean, ""), rstd, "");
   y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, g, ""), bb, "");
   store_f64(f, dt, Y, idx, y);
   jit_loop_end(f, &l3);
