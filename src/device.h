@@ -38,6 +38,8 @@ struct rt_device_ops {
   void (*free)(kiln_device *d, kiln_devptr p);
   int (*copy_to)(kiln_device *d, kiln_devptr dst, const void *src, size_t n, kiln_status *st);
   int (*copy_from)(kiln_device *d, void *dst, kiln_devptr src, size_t n, kiln_status *st);
+  /* Device to device, within d (n > 0, both pointers d's). */
+  int (*copy_dd)(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n, kiln_status *st);
   int (*synchronize)(kiln_device *d, kiln_status *st);
   /* Code: load an image (PTX text, a code object, ...), find a kernel in it,
    * launch it. NULL entries: the kind cannot run code yet. */
@@ -54,6 +56,7 @@ int rt_host_alloc(kiln_device *d, size_t bytes, kiln_devptr *out, kiln_status *s
 void rt_host_free(kiln_device *d, kiln_devptr p);
 int rt_host_copy_to(kiln_device *d, kiln_devptr dst, const void *src, size_t n, kiln_status *st);
 int rt_host_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n, kiln_status *st);
+int rt_host_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n, kiln_status *st);
 int rt_host_synchronize(kiln_device *d, kiln_status *st);
 
 extern const rt_device_ops rt_device_cpu_ops;
@@ -63,6 +66,9 @@ extern const rt_device_ops rt_device_emu_ops;
 
 /* Launch fn on d (module_load / module_function / launch, for tests and the
  * runtime); -1 with a clear error when d's kind cannot run code. */
+/* Copy n bytes within d (device to device); n == 0 is a no-op. */
+int rt_device_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
+                      kiln_status *st);
 int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void **params,
                      kiln_status *st);
 int rt_device_module_load(kiln_device *d, const void *image, size_t len, void **mod,

@@ -67,6 +67,14 @@ int rt_host_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n, kiln
   return 0;
 }
 
+int rt_host_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
+                    kiln_status *st) {
+  (void)d;
+  (void)st;
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return 0;
+}
+
 int rt_host_synchronize(kiln_device *d, kiln_status *st) {
   (void)d;
   (void)st;
@@ -81,5 +89,6 @@ const rt_device_ops rt_device_cpu_ops = {
     .free = rt_host_free,
     .copy_to = rt_host_copy_to,
     .copy_from = rt_host_copy_from,
+    .copy_dd = rt_host_copy_dd,
     .synchronize = rt_host_synchronize,
 };

@@ -49,6 +49,7 @@ typedef struct cuda_api {
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
+  CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*StreamDestroy)(CUstream);
   CUresult (*StreamSynchronize)(CUstream);
@@ -106,7 +107,7 @@ static void cuda_load(void) {
       E(GetErrorName), E(GetErrorString), E(Init), E(DriverGetVersion), E(DeviceGetCount),
       E(DeviceGet), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
       E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease), E(CtxSetCurrent), E(MemAlloc),
-      E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH), E(StreamCreate), E(StreamDestroy),
+      E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH), E(MemcpyDtoD), E(StreamCreate), E(StreamDestroy),
       E(StreamSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
       E(LaunchKernel),
 #undef E
@@ -267,6 +268,15 @@ static int cuda_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n,
   return 0;
 }
 
+static int cuda_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
+                        kiln_status *st) {
+  if (cuda_enter(d, "copy", st) < 0) return -1;
+  cuda_dev *c = d->impl;
+  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
+  CU_CHECK(d, st, cuda.api.MemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n), "cuMemcpyDtoD");
+  return 0;
+}
+
 static int cuda_sync(kiln_device *d, kiln_status *st) {
   if (cuda_enter(d, "synchronize", st) < 0) return -1;
   cuda_dev *c = d->impl;
@@ -320,6 +330,7 @@ const rt_device_ops rt_device_cuda_ops = {
     .free = cuda_free,
     .copy_to = cuda_copy_to,
     .copy_from = cuda_copy_from,
+    .copy_dd = cuda_copy_dd,
     .synchronize = cuda_sync,
     .module_load = cuda_module_load,
     .module_unload = cuda_module_unload,

@@ -306,6 +306,7 @@ const rt_device_ops rt_device_emu_ops = {
     .free = rt_host_free,
     .copy_to = rt_host_copy_to,
     .copy_from = rt_host_copy_from,
+    .copy_dd = rt_host_copy_dd,
     .synchronize = rt_host_synchronize,
     .module_load = emu_module_load,
     .module_unload = emu_module_unload,

@@ -23,6 +23,7 @@ typedef struct ihipModuleSymbol_t *hipFunction_t;
 
 #define HIP_MEMCPY_H2D 1 /* hipMemcpyHostToDevice */
 #define HIP_MEMCPY_D2H 2 /* hipMemcpyDeviceToHost */
+#define HIP_MEMCPY_D2D 3 /* hipMemcpyDeviceToDevice */
 
 typedef struct hip_api {
   const char *(*GetErrorName)(hipError_t);
@@ -198,6 +199,11 @@ static int hip_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n, k
   return hip_copy(d, dst, (const void *)(uintptr_t)src, n, HIP_MEMCPY_D2H, st);
 }
 
+static int hip_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
+                       kiln_status *st) {
+  return hip_copy(d, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, HIP_MEMCPY_D2D, st);
+}
+
 static int hip_sync(kiln_device *d, kiln_status *st) {
   if (hip_enter(d, st) < 0) return -1;
   hip_dev *h = d->impl;
@@ -251,6 +257,7 @@ const rt_device_ops rt_device_hip_ops = {
     .free = hip_free,
     .copy_to = hip_copy_to,
     .copy_from = hip_copy_from,
+    .copy_dd = hip_copy_dd,
     .synchronize = hip_sync,
     .module_load = hip_module_load,
     .module_unload = hip_module_unload,

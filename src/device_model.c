@@ -177,6 +177,25 @@ KILN_API double kiln_device_model_compile_ms(const kiln_device_model *m) {
   return m ? m->compile_ms : 0;
 }
 
+/* 0 when t is on the host or on m's device; else -1 naming both. what:
+ * "input", "output" or "weight"; i < 0 for a weight. */
+static int check_place(const kiln_device_model *m, const kiln_tensor *t, const char *what, int i,
+                       const char *name, kiln_status *st) {
+  if (!t->device || t->device == m->dev) return 0;
+  char at[32] = "";
+  if (i >= 0) snprintf(at, sizeof at, " %d", i);
+  return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                "%s%s (%s) lives on %s (another device handle), not on this model's %s; copy it "
+                "with kiln_tensor_copy_to",
+                what, at, name, rt_tensor_device_label(t), kiln_device_label(m->dev));
+}
+
+/* Copy t (host, or on m's device) into m's device buffer dst. */
+static int copy_in(kiln_device_model *m, kiln_devptr dst, const kiln_tensor *t, kiln_status *st) {
+  if (t->device) return rt_device_copy_dd(m->dev, dst, t->devptr, t->nbytes, st);
+  return kiln_device_copy_to(m->dev, dst, t->data, t->nbytes, st);
+}
+
 KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *name,
                                            const kiln_tensor *t, kiln_status *st) {
   if (!m || !name || !t)
@@ -194,11 +213,12 @@ KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *nam
     if (!same)
       return rt_err(st, KILN_ERR_SHAPE, "weight '%s': the tensor's dtype or shape differs from "
                     "the graph's", name);
+    if (check_place(m, t, "weight", -1, name, st) < 0) return -1;
     pthread_mutex_lock(&m->lock);
     kiln_device_free(m->dev, m->weights[i]);
     m->weights[i] = 0;
     int rc = kiln_device_alloc(m->dev, t->nbytes, &m->weights[i], st);
-    if (rc == 0) rc = kiln_device_copy_to(m->dev, m->weights[i], t->data, t->nbytes, st);
+    if (rc == 0) rc = copy_in(m, m->weights[i], t, st);
     m->weight_bytes[i] = t->nbytes;
     pthread_mutex_unlock(&m->lock);
     return rc;
@@ -207,6 +227,8 @@ KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *nam
 }
 
 /* ---- execution: a plan of launches ----
+ * Tensors in and out may be host tensors or tensors on the model's device
+ * (copied within the device); check_place refuses any other.
  * An execute builds a plan (symbols solved, one device buffer per value,
  * the resolved launch of every kernel: grid, parameters), runs it, copies
  * the outputs out and frees it. Capture keeps the plan under a key; replay
@@ -338,6 +360,7 @@ static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int
              g->inputs[i]->type.rank);
       goto fail;
     }
+    if (check_place(m, t, "input", i, g->inputs[i]->name, st) < 0) goto fail;
     ins[i].dtype = (ir_dtype)t->dtype;
     ins[i].rank = t->rank;
     memcpy(ins[i].shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
@@ -389,9 +412,7 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
   int32_t zero = 0, code = 0;
   if (kiln_device_copy_to(m->dev, x->errword, &zero, sizeof zero, st) < 0) return -1;
   for (int i = 0; i < g->ninputs; i++)
-    if (kiln_device_copy_to(m->dev, x->buf[g->inputs[i]->id], inputs[i]->data, inputs[i]->nbytes,
-                            st) < 0)
-      return -1;
+    if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
   for (int li = 0; li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
     if (rt_device_launch(m->dev, m->kernels[l->node].fn, &l->dims, l->params, st) < 0) return -1;
@@ -420,6 +441,7 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
         break;
       }
     } else {
+      if ((rc = check_place(m, t, "output", i, v->name, st)) < 0) break;
       bool same = (ir_dtype)t->dtype == v->type.dtype && t->rank == v->type.rank;
       for (int a = 0; same && a < t->rank; a++) same = t->shape[a] == shape[a];
       if (!same) {
@@ -428,7 +450,8 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
         break;
       }
     }
-    rc = kiln_device_copy_from(m->dev, t->data, x->buf[v->id], t->nbytes, st);
+    rc = t->device ? rt_device_copy_dd(m->dev, t->devptr, x->buf[v->id], t->nbytes, st)
+                   : kiln_device_copy_from(m->dev, t->data, x->buf[v->id], t->nbytes, st);
   }
   for (int i = 0; i < g->noutputs; i++) {
     if (rc == 0 && !outputs[i]) {

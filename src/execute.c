@@ -69,6 +69,11 @@ static int check_weights(const kiln_model *m, const int64_t *syms, kiln_status *
 static int check_output(const kiln_model *m, int i, const kiln_tensor *t, const int64_t *shape,
                         kiln_status *st) {
   const rt_port *p = &m->outputs[i];
+  if (t->device)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "output %d (%s) lives on %s: kiln_model_execute runs on the CPU and writes "
+                  "host tensors",
+                  i, p->name, rt_tensor_device_label(t));
   if ((ir_dtype)t->dtype != p->type.dtype)
     return rt_err(st, KILN_ERR_SHAPE, "output %d (%s): expected dtype %s, got %s", i, p->name,
                   ir_dtype_name(p->type.dtype), kiln_dtype_name(t->dtype));
@@ -106,6 +111,11 @@ static int bind_inputs(const kiln_model *m, kiln_tensor *const *inputs, int ninp
     if (t->rank > IR_MAX_RANK || t->rank != m->inputs[i].type.rank)
       return rt_err(st, KILN_ERR_SHAPE, "input %d (%s): expected rank %d, got %d", i,
                     m->inputs[i].name, m->inputs[i].type.rank, t->rank);
+    if (t->device)
+      return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                    "input %d (%s) lives on %s: kiln_model_execute runs on the CPU and takes "
+                    "host tensors (kiln_tensor_copy_to(t, NULL, st) copies it to the host)",
+                    i, m->inputs[i].name, rt_tensor_device_label(t));
     if (t->nbytes && !t->data)
       return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "input %d (%s): tensor data is NULL", i,
                     m->inputs[i].name);

@@ -411,6 +411,11 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
     return -1;
   }
   const rt_port *p = &m->weights[w].port;
+  if (t->device)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "weight '%s' lives on %s: a CPU model binds host tensors (kiln_tensor_copy_to "
+                  "copies it to the host)",
+                  name, rt_tensor_device_label(t));
   if ((ir_dtype)t->dtype != p->type.dtype)
     return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected dtype %s, got %s", name,
                   ir_dtype_name(p->type.dtype), kiln_dtype_name(t->dtype));

@@ -32,8 +32,10 @@ struct kiln_status {
 struct kiln_tensor {
   kiln_dtype dtype;
   int rank;
-  bool owned;
-  void *data;
+  bool owned;   /* data (host) or devptr (device) is freed with the tensor */
+  void *data;   /* host memory; NULL for a tensor on a device */
+  struct kiln_device *device; /* NULL: host memory; else the device devptr lives on */
+  uint64_t devptr;            /* kiln_devptr, when device is set */
   size_t nbytes;
   int64_t numel;
   int64_t shape[]; /* rank entries */
@@ -150,6 +152,12 @@ int rt_shape_bytes(kiln_dtype dt, int rank, const int64_t *shape, int64_t *numel
                    kiln_status *st);
 /* Owned tensor with uninitialized (not zeroed) data. */
 kiln_tensor *rt_tensor_alloc(kiln_dtype dtype, int rank, const int64_t *shape, kiln_status *st);
+/* "simt-emu", "cuda:0": the label of the device t lives on ("the host"
+ * for a host tensor); device_tensor.c. */
+const char *rt_tensor_device_label(const kiln_tensor *t);
+/* A tensor header with no memory (data NULL, not owned, on the host): the
+ * shape checked and copied. NULL with st filled on a bad shape or OOM. */
+kiln_tensor *rt_tensor_header(kiln_dtype dtype, int rank, const int64_t *shape, kiln_status *st);
 
 /* ---- models (model.c) ---- */
 /* Symbols of the model's graph, for the CLI's --dim. */

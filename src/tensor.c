@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/device.h"
 #include "rt.h"
 
 void *rt_aligned_alloc(size_t size) {
@@ -40,8 +41,8 @@ int rt_shape_bytes(kiln_dtype dt, int rank, const int64_t *shape, int64_t *numel
   return 0;
 }
 
-static kiln_tensor *tensor_header(kiln_dtype dtype, int rank, const int64_t *shape,
-                                  kiln_status *st) {
+kiln_tensor *rt_tensor_header(kiln_dtype dtype, int rank, const int64_t *shape,
+                              kiln_status *st) {
   int64_t numel;
   size_t nbytes;
   if (rt_shape_bytes(dtype, rank, shape, &numel, &nbytes, st) < 0) return NULL;
@@ -54,6 +55,8 @@ static kiln_tensor *tensor_header(kiln_dtype dtype, int rank, const int64_t *sha
   t->rank = rank;
   t->owned = false;
   t->data = NULL;
+  t->device = NULL;
+  t->devptr = 0;
   t->numel = numel;
   t->nbytes = nbytes;
   if (rank > 0) memcpy(t->shape, shape, (size_t)rank * sizeof(int64_t));
@@ -61,7 +64,7 @@ static kiln_tensor *tensor_header(kiln_dtype dtype, int rank, const int64_t *sha
 }
 
 kiln_tensor *rt_tensor_alloc(kiln_dtype dtype, int rank, const int64_t *shape, kiln_status *st) {
-  kiln_tensor *t = tensor_header(dtype, rank, shape, st);
+  kiln_tensor *t = rt_tensor_header(dtype, rank, shape, st);
   if (!t) return NULL;
   t->data = rt_aligned_alloc(t->nbytes);
   if (!t->data) {
@@ -85,7 +88,7 @@ KILN_API kiln_tensor *kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t 
 
 KILN_API kiln_tensor *kiln_tensor_borrow(kiln_dtype dtype, int rank, const int64_t *shape,
                                          void *data, kiln_status *st) {
-  kiln_tensor *t = tensor_header(dtype, rank, shape, st);
+  kiln_tensor *t = rt_tensor_header(dtype, rank, shape, st);
   if (!t) return NULL;
   if (!data && t->nbytes > 0) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "borrowed tensor data is NULL");
@@ -99,7 +102,8 @@ KILN_API kiln_tensor *kiln_tensor_borrow(kiln_dtype dtype, int rank, const int64
 
 KILN_API void kiln_tensor_free(kiln_tensor *t) {
   if (!t) return;
-  if (t->owned) free(t->data);
+  if (t->owned && t->device) kiln_device_free(t->device, t->devptr);
+  else if (t->owned) free(t->data);
   free(t);
 }
 

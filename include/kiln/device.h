@@ -59,13 +59,36 @@ KILN_API int kiln_device_copy_from(kiln_device *d, void *dst, kiln_devptr src, s
 /* Wait for everything queued on d. */
 KILN_API int kiln_device_synchronize(kiln_device *d, kiln_status *st);
 
+/* ---- tensors on a device ----
+ * A kiln_tensor lives in host memory (kiln_tensor_new, _borrow: the CPU
+ * device's memory too) or in one device's memory. A device tensor has no
+ * host data (kiln_tensor_data is NULL); its memory is kiln_tensor_devptr
+ * and is freed by kiln_tensor_free. The device must outlive its tensors.
+ * kiln_model_execute (CPU) takes host tensors only and says so; a device
+ * model takes host tensors and tensors on its own device, inputs and
+ * outputs, and leaves data on the device without a host round trip. */
+/* A tensor of this dtype and shape in d's memory, contents undefined; d
+ * NULL or the CPU device: a host tensor (kiln_tensor_new, zeroed). */
+KILN_API kiln_tensor *kiln_tensor_new_on(kiln_device *d, kiln_dtype dtype, int rank,
+                                         const int64_t *shape, kiln_status *st);
+/* A new tensor with t's dtype, shape and contents on d (host memory when d
+ * is NULL or the CPU device): host to device, device to host, or within a
+ * device. t may be on any device; the caller frees the result. */
+KILN_API kiln_tensor *kiln_tensor_copy_to(const kiln_tensor *t, kiln_device *d, kiln_status *st);
+/* The device t lives on; NULL for host memory (and for NULL). */
+KILN_API kiln_device *kiln_tensor_device(const kiln_tensor *t);
+/* t's device memory; 0 for a host tensor. */
+KILN_API kiln_devptr kiln_tensor_devptr(const kiln_tensor *t);
+
 /* ---- running a graph on a device ----
  * A device model is a graph compiled for one device's kernels (SIMT kernels
  * for cuda, hip and simt-emu; the cpu device is served by kiln_model). It
  * keeps the graph's constants and bound weights in device memory; an
- * execute takes host tensors, copies them in, runs every kernel on the
- * device in graph order and copies the outputs back (kiln allocates an
- * output where outputs[i] is NULL, like kiln_model_execute). Symbolic dims
+ * execute takes host tensors or tensors on its device, copies them in,
+ * runs every kernel on the device in graph order and copies the outputs
+ * into the given tensors, host or on its device (kiln allocates a host
+ * output where outputs[i] is NULL, like kiln_model_execute). A tensor on
+ * another device is an error that names both. Symbolic dims
  * are read at run time (generic kernels). Executes on one device model are
  * serialized. The device must outlive its models. */
 typedef struct kiln_device_model kiln_device_model;
