@@ -98,6 +98,12 @@ void jit_loop_end(jit_fn *f, jit_loop *l);
  * outermost loop whose iterations are independent (each writes its own
  * outputs). Marks the kernel as split (see jit_fn.split). */
 void jit_split_range(jit_fn *f, LLVMValueRef n, LLVMValueRef *lo, LLVMValueRef *hi);
+/* This call's share of an [outer, inner] loop pair (reduce.c; used by the
+ * reductions and norm.c): the outer loop is split when it has at least as
+ * many iterations as the inner one or as there are parts, else the inner
+ * one; only outer when inner is the constant 1. */
+void jit_split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef *olo,
+                           LLVMValueRef *ohi, LLVMValueRef *ilo, LLVMValueRef *ihi);
 
 /* i64 index arithmetic that cannot wrap (nsw): sizes and offsets. */
 LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b);

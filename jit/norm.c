@@ -46,33 +46,6 @@ static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef id
   jit_store(f, dt, base, idx, v);
 }
 
-
-/* This call's share of the [outer, inner] loop pair (kernel ABI part /
- * nparts): the outer loop is split when it has at least as many iterations
- * as the inner one or as there are parts, else the inner one (a reduction
- * of a leading axis has outer = 1, all the parallelism is in inner). When
- * inner is the constant 1 only outer can split. */
-static void split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef *olo,
-                              LLVMValueRef *ohi, LLVMValueRef *ilo, LLVMValueRef *ihi) {
-  LLVMValueRef zero = jit_i64(f, 0);
-  if (LLVMIsAConstantInt(inner) && LLVMConstIntGetZExtValue(inner) == 1) {
-    jit_split_range(f, outer, olo, ohi);
-    *ilo = zero;
-    *ihi = inner;
-    return;
-  }
-  LLVMValueRef ol, oh, il, ih;
-  jit_split_range(f, outer, &ol, &oh);
-  jit_split_range(f, inner, &il, &ih);
-  LLVMValueRef by_outer =
-      LLVMBuildOr(f->b, LLVMBuildICmp(f->b, LLVMIntUGE, outer, inner, ""),
-                  LLVMBuildICmp(f->b, LLVMIntUGE, outer, f->nparts, ""), "split.outer");
-  *olo = LLVMBuildSelect(f->b, by_outer, ol, zero, "");
-  *ohi = LLVMBuildSelect(f->b, by_outer, oh, outer, "");
-  *ilo = LLVMBuildSelect(f->b, by_outer, zero, il, "");
-  *ihi = LLVMBuildSelect(f->b, by_outer, inner, ih, "");
-}
-
 int jit_lower_softmax(jit_fn *f) {
   const ir_node *n = f->node;
   bool is_log = n->op == IR_OP_LOGSOFTMAX;
@@ -99,7 +72,7 @@ int jit_lower_softmax(jit_fn *f) {
   LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
 
   LLVMValueRef olo, ohi, ilo, ihi;
-  split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
+  jit_split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
   jit_loop lo, li, l1, l2, l3;
   LLVMValueRef o = jit_loop_begin(f, &lo, olo, ohi, "o");
   LLVMValueRef obase = jit_mul(f, o, Rinner);

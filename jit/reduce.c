@@ -145,8 +145,8 @@ static void lower_columns(jit_fn *f, ir_op op, ir_dtype dt, LLVMTypeRef acct, LL
  * as the inner one or as there are parts, else the inner one (a reduction
  * of a leading axis has outer = 1, all the parallelism is in inner). When
  * inner is the constant 1 only outer can split. */
-static void split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef *olo,
-                              LLVMValueRef *ohi, LLVMValueRef *ilo, LLVMValueRef *ihi) {
+void jit_split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LLVMValueRef *olo,
+                           LLVMValueRef *ohi, LLVMValueRef *ilo, LLVMValueRef *ihi) {
   LLVMValueRef zero = jit_i64(f, 0);
   if (LLVMIsAConstantInt(inner) && LLVMConstIntGetZExtValue(inner) == 1) {
     jit_split_range(f, outer, olo, ohi);
@@ -215,7 +215,7 @@ int jit_lower_reduce(jit_fn *f) {
 
   LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
   LLVMValueRef olo, ohi, ilo, ihi;
-  split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
+  jit_split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
   if (!is_arg && !(LLVMIsAConstantInt(inner) && LLVMConstIntGetZExtValue(inner) == 1)) {
     lower_columns(f, op, dt, acct, init, R, inner, olo, ohi, ilo, ihi);
     return f->failed ? -1 : 0;
