@@ -95,7 +95,11 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define NC_HEAP_F32 2048 /* KC x NC B block in caller workspace: 2 MiB (L3) */
 #endif
 #define SMALL_M 4
-#define SMALL_NB 1024 /* columns of C per chunk in the small-M path */
+/* Columns of C per chunk in the small-M path: 16 KiB of f32 C stays in L1,
+ * and B is read in runs of 16 KiB per row. With 1024 (4 KiB runs, one page
+ * each, the rows a page apart) the hardware prefetcher stopped at every
+ * page: GEMV 1x4096x4096 was 0.85x oneDNN, with 4096 1.01x (measured). */
+#define SMALL_NB 4096
 
 static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64_t max,
                                                                   int64_t mult) {
