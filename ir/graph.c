@@ -355,6 +355,31 @@ const char *ir_node_attr_string(const ir_node *n, const char *name, const char *
   return a && a->kind == IR_ATTR_STRING ? a->u.s : dflt;
 }
 
+/* Replace (or add, keeping the name order) string attribute `name` of n;
+ * the strings are copied into g's arena. 0, or -1 on out-of-memory (n
+ * unchanged). */
+int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const char *value) {
+  const char *v = ir_arena_strdup(g->arena, value);
+  if (!v) return -1;
+  for (int i = 0; i < n->nattrs; i++)
+    if (strcmp(n->attrs[i].name, name) == 0) {
+      n->attrs[i].kind = IR_ATTR_STRING;
+      n->attrs[i].u.s = v;
+      return 0;
+    }
+  const char *nm = ir_arena_strdup(g->arena, name);
+  ir_attr *a = ir_arena_alloc(g->arena, (size_t)(n->nattrs + 1) * sizeof *a);
+  if (!nm || !a) return -1;
+  int k = 0;
+  while (k < n->nattrs && strcmp(n->attrs[k].name, name) < 0) k++;
+  if (k) memcpy(a, n->attrs, (size_t)k * sizeof *a);
+  a[k] = (ir_attr){.name = nm, .kind = IR_ATTR_STRING, .u.s = v};
+  if (n->nattrs > k) memcpy(a + k + 1, n->attrs + k, (size_t)(n->nattrs - k) * sizeof *a);
+  n->attrs = a;
+  n->nattrs++;
+  return 0;
+}
+
 /* ---- clone ---- */
 /* The node of c that stands for node k of g: g->nodes[k->id] maps by
  * position; a node absorbed into a mo.fused body (run-time checks keep

@@ -938,6 +938,64 @@ static int infer_fused(ctx *c, ir_type *res) {
   return 0;
 }
 
+/* ---- custom kernels ---- */
+
+/* 0 when every symbol of d occurs in an operand's type of the node (so the
+ * runtime, which solves symbols from the graph's inputs, knows its value). */
+static int custom_dim_solvable(ctx *c, const ir_dim *d, int res, int axis) {
+  for (int s = 0; s < c->g->nsyms; s++) {
+    if (!ir_dim_uses_sym(d, s)) continue;
+    bool found = false;
+    for (int k = 0; k < c->n->nin && !found; k++)
+      for (int a = 0; a < opt(c, k)->rank && !found; a++)
+        found = ir_dim_uses_sym(opt(c, k)->dims[a], s);
+    if (!found)
+      return fail(c, "result %d axis %d of mo.%s uses symbol '%s', which no operand's type "
+                     "has (kiln could not know its value)", res, axis, c->op, c->g->syms[s]);
+  }
+  return 0;
+}
+
+/* mo.custom / mo.inplace_custom: `symbol` names the kernel, the other
+ * attributes are its parameters (int, float, bool, string); the declared
+ * result types are taken as given (mo.inplace_custom's defaults to operand
+ * 0's and must equal it). */
+static int infer_custom(ctx *c, ir_type *res) {
+  const ir_node *n = c->n;
+  const ir_attr *sym = ir_node_attr(n, "symbol");
+  if (!sym || sym->kind != IR_ATTR_STRING || !sym->u.s[0])
+    return fail(c, "mo.%s needs symbol = \"<kernel name>\" (a non-empty string)", c->op);
+  for (int i = 0; i < n->nattrs; i++) {
+    ir_attr_kind k = n->attrs[i].kind;
+    if (k != IR_ATTR_INT && k != IR_ATTR_FLOAT && k != IR_ATTR_BOOL && k != IR_ATTR_STRING)
+      return fail(c, "parameter '%s' of mo.%s must be an int, a float, a bool or a string",
+                  n->attrs[i].name, c->op);
+  }
+  bool inplace = n->op == IR_OP_INPLACE_CUSTOM;
+  for (int i = 0; i < n->nout; i++) {
+    const ir_type *t = &n->out[i]->type;
+    if (t->rank < 0) {
+      if (!inplace) return fail(c, "mo.%s needs a declared type for result %d", c->op, i);
+      t = opt(c, 0);
+    }
+    if (!type_ok(t)) return fail(c, "result %d of mo.%s has a malformed type", i, c->op);
+    if (inplace && !ir_type_equal(t, opt(c, 0))) {
+      char s1[256], s2[256];
+      return fail(c, "the result of mo.%s is declared as %s but it is operand 0, of type %s",
+                  c->op, type_str(s1, sizeof s1, t), type_str(s2, sizeof s2, opt(c, 0)));
+    }
+    for (int a = 0; a < t->rank; a++) {
+      int64_t v;
+      if (is_const(t->dims[a], &v) && v < 0)
+        return fail(c, "result %d of mo.%s has negative dim %" PRId64 " on axis %d", i, c->op, v,
+                    a);
+      if (custom_dim_solvable(c, t->dims[a], i, a) != 0) return -1;
+    }
+    if (res_set(c, &res[i], t->dtype, t->rank, t->dims, t->device) != 0) return -1;
+  }
+  return 0;
+}
+
 /* ---- the node ---- */
 
 static int infer_class(ctx *c, ir_type *res) {
@@ -975,6 +1033,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_UNSQUEEZE: return infer_unsqueeze(c, res);
   case IR_CLS_GATHER: return infer_gather(c, res);
   case IR_CLS_FUSED: return infer_fused(c, res);
+  case IR_CLS_CUSTOM: return infer_custom(c, res);
   }
   return fail(c, "mo.%s has no shape rule", c->op);
 }

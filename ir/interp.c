@@ -862,6 +862,10 @@ static int run_node(run *r, const ir_node *n) {
   case IR_CLS_SLICE: rc = run_slice(r, n); break;
   case IR_CLS_GATHER: rc = run_gather(r, n); break;
   case IR_CLS_FUSED: rc = run_fused(r, n); break;
+  case IR_CLS_CUSTOM:
+    rc = op_fail(r, n, "the kernel \"%s\" needs its kernel library: the reference interpreter "
+                       "cannot run custom kernels", ir_node_attr_string(n, "symbol", "?"));
+    break;
   default: rc = run_elementwise(r, n); break;
   }
   if (rc) return rc;

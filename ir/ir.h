@@ -61,6 +61,7 @@ typedef enum ir_op_class {
   IR_CLS_UNSQUEEZE,
   IR_CLS_GATHER,
   IR_CLS_FUSED,          /* internal: the node's body graph is the computation (fuse.c) */
+  IR_CLS_CUSTOM,         /* custom, inplace_custom: a kernel library's function (kiln/kernel.h) */
 } ir_op_class;
 
 typedef struct ir_op_info {
@@ -236,6 +237,10 @@ const ir_attr *ir_node_attr(const ir_node *n, const char *name);
 int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
 const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt);
+/* Set string attribute `name` of n (replaced, or inserted in name order);
+ * copies into g's arena. 0, or -1 on out-of-memory. Added by custom ops (the
+ * runtime stamps mo.custom's kiln.library). */
+int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const char *value);
 
 /* Deep copy into a fresh arena (symbols, names, attributes, dense data). */
 ir_graph *ir_graph_clone(const ir_graph *g);

@@ -344,7 +344,9 @@ static int parse_op(parser *p) {
   if (parse_type_list(p, out_t, ir_lex_peek(p) == '(')) return -1;
   /* result count */
   int nout = info->nout;
-  if (nout < 0) { /* split: one result per split_sizes entry */
+  if (op == IR_OP_CUSTOM) {
+    nout = (int)names->n; /* one result per name, each with its declared type */
+  } else if (nout < 0) { /* split: one result per split_sizes entry */
     nout = (int)names->n;
     for (size_t i = 0; i < p->attrs.n; i++) {
       const ir_attr *a = &((attr_at *)p->attrs.p)[i].a;

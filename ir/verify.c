@@ -181,11 +181,13 @@ static const char *const *op_attr_names(ir_op op) {
 static int verify_attr_names(vctx *c, const ir_node *n) {
   if (n->nattrs > 0 && !n->attrs)
     return node_fail(c, n, "mo.%s has malformed attributes", op_name(n));
+  bool any_name = ir_op_get(n->op)->cls == IR_CLS_CUSTOM; /* parameters of the kernel */
   const char *const *names = op_attr_names(n->op);
   for (int i = 0; i < n->nattrs; i++) {
     const char *a = n->attrs[i].name;
     if (!a) return node_fail(c, n, "mo.%s has an attribute without a name", op_name(n));
     bool known = false;
+    known = any_name;
     for (int k = 0; names[k] && !known; k++) known = strcmp(names[k], a) == 0;
     if (!known) return node_fail(c, n, "mo.%s has no attribute '%s'", op_name(n), a);
     for (int j = 0; j < i; j++)

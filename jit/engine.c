@@ -54,6 +54,7 @@ struct jit_engine {
   LLVMOrcJITDylibRef jd;
   unsigned long long counter; /* one per compiled module: unique symbol names */
   char session_err[512];       /* last error ORC reported asynchronously */
+  jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
 };
 
 struct jit_module {
@@ -68,6 +69,7 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_OK: return "ok";
   case JIT_KERR_INDEX: return "index out of range";
   case JIT_KERR_DIVZERO: return "integer mod by zero";
+  case JIT_KERR_CUSTOM: return "the custom kernel returned an error (non-zero)";
   default: return "unknown kernel error";
   }
 }
@@ -220,6 +222,12 @@ void jit_engine_free(jit_engine *e) {
   free(e);
 }
 
+void jit_engine_set_libs(jit_engine *e, const jit_libs *libs) {
+  if (!e) return;
+  if (libs) e->libs = *libs;
+  else memset(&e->libs, 0, sizeof e->libs);
+}
+
 const char *jit_engine_target(const jit_engine *e) { return e ? e->target : ""; }
 const char *jit_engine_triple(const jit_engine *e) { return e && e->triple ? e->triple : ""; }
 const char *jit_engine_cpu(const jit_engine *e) { return e && e->cpu ? e->cpu : ""; }
@@ -266,6 +274,7 @@ static int lower_one(jit_engine *e, LLVMContextRef ctx, LLVMModuleRef mod, const
   char msg[512] = "";
   jit_fn f;
   jit_fn_begin(&f, ctx, mod, g, n, name, msg, sizeof msg);
+  f.libs = e->libs.find ? &e->libs : NULL;
   int rc = f.failed ? -1 : jit_lower_node(&f);
   if (rc == 0 && f.failed) rc = -1;
   if (rc == 0) jit_fn_finish(&f);

@@ -30,6 +30,7 @@
 #ifndef KILN_JIT_JIT_H
 #define KILN_JIT_JIT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -39,6 +40,7 @@ enum {
   JIT_KERR_OK = 0,
   JIT_KERR_INDEX = 1,   /* gather: index out of range */
   JIT_KERR_DIVZERO = 2, /* integer mod by zero */
+  JIT_KERR_CUSTOM = 3,  /* a custom kernel returned non-zero (added by custom ops) */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 
@@ -108,5 +110,51 @@ void jit_code_free(jit_engine *e, jit_code *c);
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */
 char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen);
+
+/* ---- custom kernel libraries (added by custom ops; jit/custom.c) ----
+ * A kernel library is LLVM bitcode (or LLVM IR text, turned into bitcode)
+ * holding kernels of the kiln/kernel.h ABI. jit/ never reads files or runs
+ * programs: src/ hands it bytes. */
+
+/* One external function definition of a library, as jit_lib_inspect saw it. */
+typedef struct jit_lib_fn {
+  char *name;        /* malloc'd */
+  char *type;        /* its LLVM type, "i32 (ptr)", malloc'd */
+  bool abi_type;     /* the type is i32 (ptr): int32_t (const kiln_kernel_args *) */
+  bool has_marker;   /* a constant kiln_abi_<name> = [3 x i32] exists */
+  int32_t abi, nin, nout; /* the marker's values (when has_marker) */
+} jit_lib_fn;
+
+typedef struct jit_lib_info {
+  void *bitcode; /* the library as bitcode (malloc'd), what jit_libs hands back */
+  size_t len;
+  int nfns;
+  jit_lib_fn *fns; /* malloc'd */
+} jit_lib_info;
+
+/* Read data[0..len) (bitcode, by its magic, else LLVM IR text), verify the
+ * module and list its external function definitions into *out (caller frees
+ * with jit_lib_info_free). label names the library in errors. trusted:
+ * bitcode kiln wrote itself after a verified compile (the C cache): read
+ * lazily, not verified again, kept byte for byte (a warm load then costs
+ * ~0.1 ms instead of ~0.5; a damaged file still fails to parse or to link,
+ * with a message). Uses its own LLVMContext: any thread. 0, or -1 with err
+ * filled ("lib.ll:3:7: error: ...", "lib.bc: not valid LLVM bitcode: ...")
+ * and *out empty. */
+int jit_lib_inspect(const void *data, size_t len, const char *label, bool trusted,
+                    jit_lib_info *out, char *err, size_t errlen);
+void jit_lib_info_free(jit_lib_info *info); /* the contents; NULL ok */
+
+/* How the engine finds a library's bitcode when it lowers a mo.custom node:
+ * find(ud, hash) with the node's kiln.library attribute; 0 with *data /
+ * *len set (bytes that stay valid while the engine lives), or -1. Called
+ * from compiling threads at once: find must be thread-safe. */
+typedef struct jit_libs {
+  void *ud;
+  int (*find)(void *ud, const char *hash, const void **data, size_t *len);
+} jit_libs;
+/* Set the engine's resolver (copied). Call before any compile; libs NULL
+ * clears it (mo.custom then fails to lower with a clear message). */
+void jit_engine_set_libs(jit_engine *e, const jit_libs *libs);
 
 #endif

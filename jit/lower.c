@@ -3,6 +3,7 @@
  * Assumes the graph is verified (ir_graph_verify): operand counts, dtypes and
  * result types obey ops.def. Constant nodes have no kernel; asking to lower
  * one is an error, not a crash. */
+#include "custom.h"
 #include "lower.h"
 
 int jit_lower_node(jit_fn *f) {
@@ -37,6 +38,7 @@ int jit_lower_node(jit_fn *f) {
   case IR_CLS_UNSQUEEZE:
   case IR_CLS_GATHER: return jit_lower_movement(f);
   case IR_CLS_FUSED: return jit_lower_fused(f);
+  case IR_CLS_CUSTOM: return jit_lower_custom(f);
   case IR_CLS_CONSTANT:
   case IR_CLS_CONSTANT_EXTERNAL:
     return jit_fn_error(f, "mo.%s has no kernel (the runtime binds its data)", info->name);

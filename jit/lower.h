@@ -48,6 +48,10 @@ typedef struct jit_fn {
   LLVMValueRef part, nparts; /* i64 */
   bool split;                /* jit_split_range was called */
   LLVMTypeRef body_type;     /* type of fn */
+  /* Added by custom ops: where mo.custom finds its kernel library's bitcode
+   * (the engine's resolver, jit.h; set by the engine after jit_fn_begin, NULL
+   * when there is none). */
+  const struct jit_libs *libs;
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the

@@ -126,6 +126,88 @@ void jit_template_retarget(jit_fn *f, LLVMValueRef fn) {
   free(features);
 }
 
+/* Record the name of definition g into *ext (grown as needed); false on OOM. */
+static bool remember_name(LLVMValueRef g, char ***ext, int *next, int *cap) {
+  if (*next == *cap) {
+    int nc = *cap ? *cap * 2 : 8;
+    char **n = realloc(*ext, sizeof *n * (size_t)nc);
+    if (!n) return false;
+    *ext = n;
+    *cap = nc;
+  }
+  size_t len = 0;
+  const char *nm = LLVMGetValueName2(g, &len);
+  (*ext)[*next] = strndup(nm, len);
+  if (!(*ext)[*next]) return false;
+  (*next)++;
+  return true;
+}
+
+int jit_link_bitcode(jit_fn *f, const void *bc, size_t len, const char *label) {
+  LLVMMemoryBufferRef buf =
+      LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, len, label, 0);
+  if (!buf) return jit_fn_error(f, "%s: out of memory", label);
+  diag_sink sink = {.msg = "", .error = false};
+  LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(f->ctx);
+  void *old_ctx = LLVMContextGetDiagnosticContext(f->ctx);
+  LLVMContextSetDiagnosticHandler(f->ctx, diag_handler, &sink);
+  LLVMModuleRef tm = NULL;
+  LLVMBool bad = LLVMParseBitcodeInContext2(f->ctx, buf, &tm); /* does not take buf */
+  LLVMDisposeMemoryBuffer(buf);
+  if (bad || !tm) {
+    LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
+    return jit_fn_error(f, "%s: the bitcode does not parse: %s", label, sink.msg);
+  }
+  LLVMSetTarget(tm, LLVMGetTarget(f->mod));
+  LLVMSetDataLayout(tm, LLVMGetDataLayoutStr(f->mod));
+
+  char *cpu, *features;
+  kernel_target(f, &cpu, &features);
+  bool avx512 = features_have(features, "avx512f");
+
+  /* Retarget every definition; remember the external ones (functions and
+   * globals), which the linker brings over by name and which become
+   * internal afterwards. */
+  int next = 0, cap = 0;
+  char **ext = NULL;
+  bool oom = !cpu || !features;
+  for (LLVMValueRef g = LLVMGetFirstFunction(tm); g && !oom; g = LLVMGetNextFunction(g)) {
+    if (LLVMIsDeclaration(g)) continue;
+    set_str_attr(f->ctx, g, "target-cpu", cpu);
+    set_str_attr(f->ctx, g, "target-features", features);
+    remove_str_attr(g, "tune-cpu");
+    remove_str_attr(g, "no-builtins");            /* would block inlining into the kernel */
+    remove_str_attr(g, "min-legal-vector-width"); /* clang's "0" would split zmm code */
+    if (avx512) set_str_attr(f->ctx, g, "prefer-vector-width", "512");
+    if (LLVMGetLinkage(g) == LLVMExternalLinkage && !remember_name(g, &ext, &next, &cap))
+      oom = true;
+  }
+  size_t nfuncs = (size_t)next;
+  for (LLVMValueRef g = LLVMGetFirstGlobal(tm); g && !oom; g = LLVMGetNextGlobal(g))
+    if (!LLVMIsDeclaration(g) && LLVMGetLinkage(g) == LLVMExternalLinkage &&
+        !remember_name(g, &ext, &next, &cap))
+      oom = true;
+  free(cpu);
+  free(features);
+  int rc = 0;
+  if (oom) {
+    LLVMDisposeModule(tm);
+    rc = jit_fn_error(f, "%s: out of memory", label);
+  } else if (LLVMLinkModules2(f->mod, tm)) { /* destroys tm */
+    rc = jit_fn_error(f, "%s: linking into the kernel module failed: %s", label, sink.msg);
+  } else {
+    for (int i = 0; i < next; i++) {
+      LLVMValueRef g = (size_t)i < nfuncs ? LLVMGetNamedFunction(f->mod, ext[i])
+                                          : LLVMGetNamedGlobal(f->mod, ext[i]);
+      if (g) LLVMSetLinkage(g, LLVMInternalLinkage);
+    }
+  }
+  LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
+  for (int i = 0; i < next; i++) free(ext[i]);
+  free(ext);
+  return rc;
+}
+
 LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *entry) {
   if ((unsigned)t >= sizeof TEMPLATES / sizeof TEMPLATES[0]) {
     jit_fn_error(f, "unknown kernel template %d", (int)t);
@@ -138,87 +220,13 @@ LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *ent
     jit_fn_error(f, "template %s: the module already declares %s", d->name, entry);
     return NULL;
   }
-
-  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
-      (const char *)d->bc, *d->len, d->name, 0);
-  if (!buf) {
-    jit_fn_error(f, "template %s: out of memory", d->name);
+  char label[64];
+  snprintf(label, sizeof label, "template %s", d->name);
+  if (jit_link_bitcode(f, d->bc, *d->len, label) != 0) return NULL;
+  LLVMValueRef out = LLVMGetNamedFunction(f->mod, entry);
+  if (!out || LLVMIsDeclaration(out)) {
+    jit_fn_error(f, "template %s has no function %s", d->name, entry);
     return NULL;
   }
-  diag_sink sink = {.msg = "", .error = false};
-  LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(f->ctx);
-  void *old_ctx = LLVMContextGetDiagnosticContext(f->ctx);
-  LLVMContextSetDiagnosticHandler(f->ctx, diag_handler, &sink);
-  LLVMModuleRef tm = NULL;
-  LLVMBool bad = LLVMParseBitcodeInContext2(f->ctx, buf, &tm); /* does not take buf */
-  LLVMDisposeMemoryBuffer(buf);
-  if (bad || !tm) {
-    LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
-    jit_fn_error(f, "template %s: the embedded bitcode does not parse: %s", d->name, sink.msg);
-    return NULL;
-  }
-  LLVMSetTarget(tm, LLVMGetTarget(f->mod));
-  LLVMSetDataLayout(tm, LLVMGetDataLayoutStr(f->mod));
-
-  char *cpu, *features;
-  kernel_target(f, &cpu, &features);
-  bool avx512 = features_have(features, "avx512f");
-
-  /* Retarget every definition; remember the external ones, which the linker
-   * brings over by name and which become internal afterwards. */
-  int next = 0, cap = 0;
-  char **ext = NULL;
-  bool oom = !cpu || !features;
-  for (LLVMValueRef g = LLVMGetFirstFunction(tm); g && !oom; g = LLVMGetNextFunction(g)) {
-    if (LLVMIsDeclaration(g)) continue;
-    set_str_attr(f->ctx, g, "target-cpu", cpu);
-    set_str_attr(f->ctx, g, "target-features", features);
-    remove_str_attr(g, "tune-cpu");
-    remove_str_attr(g, "no-builtins");            /* would block inlining into the kernel */
-    remove_str_attr(g, "min-legal-vector-width"); /* clang's "0" would split zmm code */
-    if (avx512) set_str_attr(f->ctx, g, "prefer-vector-width", "512");
-    if (LLVMGetLinkage(g) == LLVMExternalLinkage) {
-      if (next == cap) {
-        int nc = cap ? cap * 2 : 8;
-        char **n = realloc(ext, sizeof *n * (size_t)nc);
-        if (!n) {
-          oom = true;
-          break;
-        }
-        ext = n;
-        cap = nc;
-      }
-      size_t len = 0;
-      const char *nm = LLVMGetValueName2(g, &len);
-      ext[next] = strndup(nm, len);
-      if (!ext[next]) {
-        oom = true;
-        break;
-      }
-      next++;
-    }
-  }
-  free(cpu);
-  free(features);
-  LLVMValueRef out = NULL;
-  if (oom) {
-    LLVMDisposeModule(tm);
-    jit_fn_error(f, "template %s: out of memory", d->name);
-  } else if (LLVMLinkModules2(f->mod, tm)) { /* destroys tm */
-    jit_fn_error(f, "template %s: linking into the kernel module failed: %s", d->name, sink.msg);
-  } else {
-    for (int i = 0; i < next; i++) {
-      LLVMValueRef g = LLVMGetNamedFunction(f->mod, ext[i]);
-      if (g) LLVMSetLinkage(g, LLVMInternalLinkage);
-    }
-    out = LLVMGetNamedFunction(f->mod, entry);
-    if (!out || LLVMIsDeclaration(out)) {
-      out = NULL;
-      jit_fn_error(f, "template %s has no function %s", d->name, entry);
-    }
-  }
-  LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
-  for (int i = 0; i < next; i++) free(ext[i]);
-  free(ext);
   return out;
 }

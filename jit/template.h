@@ -27,6 +27,13 @@ typedef enum jit_template_id { JIT_TMPL_GEMM = 0 } jit_template_id;
  * has no such function. */
 LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *entry);
 
+/* Parse bitcode bc[0..len) into f->ctx, give its definitions the kernel's
+ * target attributes (as above), link it into f->mod and make its external
+ * definitions (functions and globals) internal. label names it in errors.
+ * 0, or -1 with f->err set. Added by custom ops (kernel libraries link
+ * through it too). */
+int jit_link_bitcode(jit_fn *f, const void *bc, size_t len, const char *label);
+
 /* Give fn (a helper function a lowering adds to f->mod, such as a GEMM
  * epilogue) the kernel's target attributes, as template functions get them.
  * Added by fusion. */

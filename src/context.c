@@ -3,7 +3,8 @@
  * driven from two threads at once (see jit.h), the memory cache of compiled
  * kernels its models share (cache_mem.h), backed by the disk cache
  * (cache_backing.c), and the background compile queue of specialized
- * variants (variants.h). No global state: two contexts may live side by
+ * variants (variants.h), and the custom kernel libraries (kernel_lib.h)
+ * the JIT links mo.custom kernels from. No global state: two contexts may live side by
  * side. Models must be freed before their context (the cache unloads every
  * kernel when the context goes).
  *
@@ -17,6 +18,7 @@
 
 #include "cache_backing.h"
 #include "cache_mem.h"
+#include "kernel_lib.h"
 #include "pool.h"
 #include "rt.h"
 #include "variants.h"
@@ -52,7 +54,9 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     return NULL;
   }
   if (!(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock)) ||
-      !(ctx->spec = rt_spec_ctx_new())) {
+      !(ctx->spec = rt_spec_ctx_new()) || !(ctx->libs = rt_kernel_libs_new())) {
+    rt_spec_ctx_free(ctx->spec);
+    rt_kernel_libs_free(ctx->libs);
     rt_cache_mem_free(ctx->kcache);
     jit_engine_free(ctx->jit);
     pthread_mutex_destroy(&ctx->lock);
@@ -60,6 +64,8 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating the kernel cache");
     return NULL;
   }
+  jit_libs resolver = rt_kernel_libs_resolver(ctx->libs);
+  jit_engine_set_libs(ctx->jit, &resolver);
   atomic_store(&ctx->specialize, default_policy());
   ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status);
   rt_ok(st);
@@ -75,6 +81,7 @@ KILN_API void kiln_context_free(kiln_context *ctx) {
   for (int i = 0; i < ctx->ndisk_retired; i++) kc_disk_close(ctx->disk_retired[i]);
   free(ctx->disk_retired);
   jit_engine_free(ctx->jit);
+  rt_kernel_libs_free(ctx->libs); /* after every compile that could look one up */
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
 }

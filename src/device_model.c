@@ -160,6 +160,12 @@ KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln
   }
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
+    if (ir_op_get(n->op)->cls == IR_CLS_CUSTOM) {
+      rt_err(st, KILN_ERR_UNSUPPORTED, "mo.%s (kernel \"%s\") is not supported on %s yet",
+             ir_op_get(n->op)->name, ir_node_attr_string(n, "symbol", "?"),
+             kiln_device_label(d));
+      goto fail;
+    }
     int rc = n->op == IR_OP_CONSTANT            ? upload_constant(m, i, st)
              : n->op == IR_OP_CONSTANT_EXTERNAL ? 0
                                                 : load_kernel(m, i, st);

@@ -321,7 +321,9 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
     goto done;
   }
   int nout = info->nout;
-  if (nout < 0) { /* split: one result per size */
+  if (id == IR_OP_CUSTOM) {
+    nout = 1; /* through this call: one result, of result_type (text allows more) */
+  } else if (nout < 0) { /* split: one result per size */
     nout = -1;
     for (int i = 0; i < na; i++)
       if (strcmp(av[i].name, "split_sizes") == 0 && av[i].kind == IR_ATTR_INTS)
@@ -346,7 +348,8 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
     have_decl = true;
   }
   bool target = info->cls == IR_CLS_RESHAPE || info->cls == IR_CLS_BROADCAST_TO ||
-                info->cls == IR_CLS_CONSTANT || info->cls == IR_CLS_CONSTANT_EXTERNAL;
+                info->cls == IR_CLS_CONSTANT || info->cls == IR_CLS_CONSTANT_EXTERNAL ||
+                id == IR_OP_CUSTOM;
   if (target && !have_decl) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "mo.%s needs result_type (its target shape)", nm);
     goto done;

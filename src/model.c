@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "cache_mem.h"
+#include "kernel_lib.h"
 #include "rt.h"
 #include "pool.h"
 #include "variants.h"
@@ -232,6 +233,8 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     goto fail;
   }
   if (rt_graph_prepare(m->g, NULL, st) < 0) goto fail;
+  /* custom kernels: their library's hash goes into the kernel text (keys) */
+  if (rt_kernel_libs_bind(ctx->libs, m->g, st) < 0) goto fail;
   if (m->g->noutputs < 1) {
     rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
     goto fail;

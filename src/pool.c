@@ -389,7 +389,8 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
   case IR_CLS_SPLIT: return numel(in, gsyms);
   case IR_CLS_CONSTANT:
   case IR_CLS_CONSTANT_EXTERNAL:
-  case IR_CLS_GATHER: return 0; /* no kernel, or one that does not split */
+  case IR_CLS_GATHER:
+  case IR_CLS_CUSTOM: return 0; /* no kernel, or one that does not split (custom: kernel.h) */
   case IR_CLS_FUSED: { /* a GEMM with its epilogue: the GEMM's work; else elements */
     const ir_node *mm = body_matmul(n);
     return mm ? rt_node_work(n->body, mm, gsyms) : numel(out, gsyms);
@@ -408,7 +409,8 @@ static bool streams(const ir_node *n) {
   case IR_CLS_MATMUL:
   case IR_CLS_CONSTANT:
   case IR_CLS_CONSTANT_EXTERNAL:
-  case IR_CLS_GATHER: return false;
+  case IR_CLS_GATHER:
+  case IR_CLS_CUSTOM: return false;
   default: return (int)ir_op_get(n->op)->cls <= (int)IR_CLS_GATHER;
   }
 }

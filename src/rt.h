@@ -59,6 +59,8 @@ struct kiln_context {
   int ndisk_retired;
   /* ---- threads (pool.c, pool.h) ---- */
   struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
+  /* ---- custom kernel libraries (kernel_lib.c); the JIT's resolver points here ---- */
+  struct rt_kernel_libs *libs;
 };
 
 /* An input, output or weight as the model reports it. */

@@ -6,5 +6,6 @@
 #include "graph.h"
 #include "runtime.h"
 #include "device.h"
+#include "custom.h"
 
 #endif

@@ -18,6 +18,7 @@
 #include "../cache_mem.h"
 #include "../io.h"
 #include "../variants.h"
+#include "kiln/custom.h"
 #include "kiln/device.h"
 #include "cli.h"
 
@@ -31,7 +32,8 @@ typedef struct run_opts {
   const char *device; /* --device; NULL or "cpu": the CPU model runs */
   named *inputs, *dims, *buckets;
   const char **weights;
-  int ninputs, ndims, nweights, nbuckets;
+  const char **kernels; /* --kernels FILE.c|.ll|.bc, in order */
+  int ninputs, ndims, nweights, nbuckets, nkernels;
   bool random, stats;
   int specialize; /* kiln_specialize_policy, -1: not given (the context's) */
   long repeat;
@@ -92,6 +94,7 @@ static void opts_free(run_opts *o) {
   free(o->dims);
   free(o->buckets);
   free(o->weights);
+  free(o->kernels);
 }
 
 static int parse_opts(int argc, char **argv, run_opts *o) {
@@ -103,7 +106,8 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
   o->dims = calloc((size_t)argc, sizeof *o->dims);
   o->weights = calloc((size_t)argc, sizeof *o->weights);
   o->buckets = calloc((size_t)argc, sizeof *o->buckets);
-  if (!o->inputs || !o->dims || !o->weights || !o->buckets) return -1;
+  o->kernels = calloc((size_t)argc, sizeof *o->kernels);
+  if (!o->inputs || !o->dims || !o->weights || !o->buckets || !o->kernels) return -1;
   for (int i = 1; i < argc; i++) {
     const char *v;
     int r;
@@ -112,6 +116,9 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
     } else if ((r = opt_value(argc, argv, &i, "--weights", &v))) {
       if (r < 0) return -1;
       o->weights[o->nweights++] = v;
+    } else if ((r = opt_value(argc, argv, &i, "--kernels", &v))) {
+      if (r < 0) return -1;
+      o->kernels[o->nkernels++] = v;
     } else if ((r = opt_value(argc, argv, &i, "--dim", &v))) {
       if (r < 0 || split_named("--dim", v, &o->dims[o->ndims++]) < 0) return -1;
     } else if ((r = opt_value(argc, argv, &i, "--out", &v))) {
@@ -536,6 +543,8 @@ static int run(run_state *s, const run_opts *o) {
   if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
   if (o->threads >= 0 && kiln_context_set_num_threads(s->ctx, o->threads, s->st) < 0)
     return fail_st(s);
+  for (int i = 0; i < o->nkernels; i++)
+    if (kiln_context_add_kernel_library(s->ctx, o->kernels[i], s->st) < 0) return fail_st(s);
   if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
   if (open_device(s, o) < 0) return -1;
   s->nsyms = rt_model_num_symbols(s->m);

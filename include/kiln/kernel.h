@@ -1,0 +1,182 @@
+/* kiln/kernel.h - the ABI of custom kernels (mo.custom, mo.inplace_custom):
+ * what a kernel written in C receives from kiln, and the KILN_KERNEL macro
+ * that declares one. C99, self-contained: it includes only <stdint.h> and
+ * <stddef.h> and names nothing of kiln's internals, so a kernel library
+ * compiles on its own (kiln passes this header to clang itself when it
+ * compiles a .c library; for .ll / .bc built by hand, include it with
+ * -I<kiln>/include).
+ *
+ * A kernel is a function
+ *     int32_t NAME(const kiln_kernel_args *args);
+ * declared with KILN_KERNEL(NAME, NINPUTS, NOUTPUTS) (NINPUTS / NOUTPUTS:
+ * the operand and result counts it accepts, -1 for any). The macro also
+ * emits the marker `const int32_t kiln_abi_NAME[3] = {KILN_KERNEL_ABI,
+ * NINPUTS, NOUTPUTS}`: kiln checks the function's LLVM type (i32 (ptr)), the
+ * marker's ABI version and the counts against the op before it runs
+ * anything, and refuses a symbol without a marker. Return 0 on success; any
+ * other value makes the execute fail with an error naming the op.
+ *
+ * What the kernel gets:
+ *   - args->inputs[i], i < args->ninputs: the op's operands, in order, read
+ *     only. args->outputs[o], o < args->noutputs: its results, to be written
+ *     in full (kiln does not zero them).
+ *   - every tensor is dense and row-major: strides[k] (in elements) is the
+ *     product of dims[k+1..rank); data never overlaps between tensors.
+ *   - args->params: the op's attributes other than `symbol`, by name, of
+ *     kind int (int64), float (double), bool or string. Read them with
+ *     kiln_param_int / _float / _bool / _string below (a default when absent
+ *     or of another kind).
+ *   - mo.inplace_custom: outputs[0] is the buffer the kernel updates in
+ *     place; on entry it holds a copy of operand 0 (inputs[0] is that
+ *     operand, unchanged). The op's result is outputs[0] after the call.
+ * kiln links the kernel's code into its own kernel module and inlines it:
+ * in a shape-specialized variant, dims are constants LLVM folds into the
+ * kernel's loops. Kernels run on one thread (one call per execute) and must
+ * not keep state between calls.
+ *
+ * Worked example (examples/custom_ops/rms_norm.c): RMS normalization over
+ * the last axis, y = x / sqrt(mean(x^2) + eps) * gamma, for f32.
+ *
+ *     #include <math.h>
+ *     #include <kiln/kernel.h>
+ *
+ *     KILN_KERNEL(rms_norm, 2, 1)
+ *     int32_t rms_norm(const kiln_kernel_args *args) {
+ *       const kiln_kernel_tensor *x = &args->inputs[0], *g = &args->inputs[1];
+ *       const kiln_kernel_tensor *y = &args->outputs[0];
+ *       if (x->dtype != KILN_KERNEL_F32 || x->rank < 1) return 1;
+ *       int64_t n = x->dims[x->rank - 1], rows = kiln_kernel_numel(x) / (n ? n : 1);
+ *       float eps = (float)kiln_param_float(args, "epsilon", 1e-6);
+ *       const float *xp = x->data, *gp = g->data;
+ *       float *yp = y->data;
+ *       for (int64_t r = 0; r < rows; r++, xp += n, yp += n) {
+ *         float ss = 0;
+ *         for (int64_t i = 0; i < n; i++) ss += xp[i] * xp[i];
+ *         float s = 1.0f / sqrtf(ss / (float)n + eps);
+ *         for (int64_t i = 0; i < n; i++) yp[i] = xp[i] * s * gp[i];
+ *       }
+ *       return 0;
+ *     }
+ *
+ * and in a graph:
+ *     %y = mo.custom(%x, %g) {symbol = "rms_norm", epsilon = 1.0e-6}
+ *          : (!mo.tensor<[rows, 64], f32>, !mo.tensor<[64], f32>) -> !mo.tensor<[rows, 64], f32>
+ * run with `kiln run graph.mlir --kernels rms_norm.c ...`. */
+#ifndef KILN_KERNEL_H
+#define KILN_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The ABI version in every KILN_KERNEL marker; kiln refuses other values. */
+#define KILN_KERNEL_ABI 1
+
+/* Element types: the values of kiln_dtype (kiln/common.h). */
+enum {
+  KILN_KERNEL_BOOL = 0, /* one byte, 0 or 1 */
+  KILN_KERNEL_I8 = 1,
+  KILN_KERNEL_I16 = 2,
+  KILN_KERNEL_I32 = 3,
+  KILN_KERNEL_I64 = 4,
+  KILN_KERNEL_U8 = 5,
+  KILN_KERNEL_U16 = 6,
+  KILN_KERNEL_U32 = 7,
+  KILN_KERNEL_U64 = 8,
+  KILN_KERNEL_F16 = 9,
+  KILN_KERNEL_BF16 = 10,
+  KILN_KERNEL_F32 = 11,
+  KILN_KERNEL_F64 = 12
+};
+
+/* Parameter kinds. */
+enum {
+  KILN_PARAM_INT = 0,
+  KILN_PARAM_FLOAT = 1,
+  KILN_PARAM_BOOL = 2,
+  KILN_PARAM_STRING = 3
+};
+
+typedef struct kiln_kernel_tensor {
+  void *data;             /* dense row-major elements */
+  const int64_t *dims;    /* rank entries */
+  const int64_t *strides; /* rank entries, in elements */
+  int32_t dtype;          /* KILN_KERNEL_* */
+  int32_t rank;
+} kiln_kernel_tensor;
+
+typedef struct kiln_kernel_param {
+  const char *name; /* the attribute's name */
+  int32_t kind;     /* KILN_PARAM_* */
+  int32_t reserved;
+  int64_t i;        /* int; bool as 0 / 1 */
+  double f;         /* float */
+  const char *s;    /* string (NUL-terminated) */
+} kiln_kernel_param;
+
+typedef struct kiln_kernel_args {
+  const kiln_kernel_tensor *inputs;
+  const kiln_kernel_tensor *outputs;
+  const kiln_kernel_param *params;
+  int32_t ninputs, noutputs, nparams;
+  int32_t abi; /* KILN_KERNEL_ABI */
+} kiln_kernel_args;
+
+/* Declares kernel NAME taking NIN operands and NOUT results (-1: any) and
+ * its ABI marker. Put it before the function's definition. */
+#define KILN_KERNEL(NAME, NIN, NOUT)                                                  \
+  __attribute__((used)) const int32_t kiln_abi_##NAME[3] = {KILN_KERNEL_ABI, (NIN), (NOUT)}; \
+  int32_t NAME(const kiln_kernel_args *args);
+
+/* ---- helpers (inlined; constant-fold when kiln inlines the kernel) ---- */
+
+static inline int kiln_kernel_streq_(const char *a, const char *b) {
+  while (*a && *a == *b) a++, b++;
+  return *a == *b;
+}
+
+static inline const kiln_kernel_param *kiln_param_find(const kiln_kernel_args *a, const char *name,
+                                                       int32_t kind) {
+  for (int32_t k = 0; k < a->nparams; k++)
+    if (a->params[k].kind == kind && kiln_kernel_streq_(a->params[k].name, name))
+      return &a->params[k];
+  return NULL;
+}
+
+static inline int64_t kiln_param_int(const kiln_kernel_args *a, const char *name, int64_t dflt) {
+  const kiln_kernel_param *p = kiln_param_find(a, name, KILN_PARAM_INT);
+  return p ? p->i : dflt;
+}
+
+/* A float parameter; an int one is converted (1 reads as 1.0). */
+static inline double kiln_param_float(const kiln_kernel_args *a, const char *name, double dflt) {
+  const kiln_kernel_param *p = kiln_param_find(a, name, KILN_PARAM_FLOAT);
+  if (p) return p->f;
+  p = kiln_param_find(a, name, KILN_PARAM_INT);
+  return p ? (double)p->i : dflt;
+}
+
+static inline int kiln_param_bool(const kiln_kernel_args *a, const char *name, int dflt) {
+  const kiln_kernel_param *p = kiln_param_find(a, name, KILN_PARAM_BOOL);
+  return p ? p->i != 0 : dflt;
+}
+
+static inline const char *kiln_param_string(const kiln_kernel_args *a, const char *name,
+                                            const char *dflt) {
+  const kiln_kernel_param *p = kiln_param_find(a, name, KILN_PARAM_STRING);
+  return p ? p->s : dflt;
+}
+
+static inline int64_t kiln_kernel_numel(const kiln_kernel_tensor *t) {
+  int64_t n = 1;
+  for (int32_t k = 0; k < t->rank; k++) n *= t->dims[k];
+  return n;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,431 @@
+/* custom.c - custom kernels (kiln/kernel.h): inspecting a kernel library's
+ * bitcode or IR text (jit_lib_inspect) and lowering mo.custom /
+ * mo.inplace_custom into a call of the library's function, linked into the
+ * kernel's module so O3 inlines it (jit_lower_custom).
+ *
+ * Assumes: the node is verified (symbol present, parameters of kind int,
+ * float, bool or string, result types declared); the runtime stamped
+ * kiln.library with the content hash of the library that defines the
+ * symbol after checking its signature (src/kernel_lib.c). The lowering
+ * checks the function's type again, since the bytes it links are what runs.
+ * Guarantees: no abort on bad input: malformed bitcode, IR that does not
+ * parse or verify, a missing or ill-typed function all come back as
+ * messages. The library's definitions become internal to the kernel module
+ * (jit_link_bitcode), so two kernels of one library never clash in the
+ * JIT. The struct types built here mirror kiln/kernel.h field for field
+ * (natural C layout on the host). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/BitReader.h>
+#include <llvm-c/BitWriter.h>
+#include <llvm-c/Core.h>
+#include <llvm-c/IRReader.h>
+
+#include "custom.h"
+#include "jit.h"
+#include "template.h"
+
+#define ABI_VERSION 1 /* KILN_KERNEL_ABI of kiln/kernel.h */
+
+/* ---- inspecting a library ---- */
+
+typedef struct diag_sink {
+  char msg[512];
+  bool error;
+} diag_sink;
+
+static void diag_handler(LLVMDiagnosticInfoRef di, void *p) {
+  diag_sink *s = p;
+  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || s->error) return;
+  char *m = LLVMGetDiagInfoDescription(di);
+  snprintf(s->msg, sizeof s->msg, "%s", m ? m : "");
+  LLVMDisposeMessage(m);
+  s->error = true;
+}
+
+static bool is_bitcode(const unsigned char *p, size_t len) {
+  if (len < 4) return false;
+  bool raw = p[0] == 'B' && p[1] == 'C' && p[2] == 0xC0 && p[3] == 0xDE;
+  bool wrapper = p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B;
+  return raw || wrapper;
+}
+
+/* The module of data in ctx, or NULL with err. */
+static LLVMModuleRef read_module(LLVMContextRef ctx, const void *data, size_t len,
+                                 const char *label, char *err, size_t errlen) {
+  LLVMModuleRef mod = NULL;
+  if (is_bitcode(data, len)) {
+    diag_sink sink = {.msg = "", .error = false};
+    LLVMContextSetDiagnosticHandler(ctx, diag_handler, &sink);
+    LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(data, len, label, 0);
+    LLVMBool bad = !buf || LLVMParseBitcodeInContext2(ctx, buf, &mod);
+    if (buf) LLVMDisposeMemoryBuffer(buf);
+    if (bad || !mod) {
+      snprintf(err, errlen, "%s: not valid LLVM bitcode: %s", label,
+               sink.msg[0] ? sink.msg : "unreadable");
+      return NULL;
+    }
+    return mod;
+  }
+  /* LLVM IR text; the copy is NUL-terminated, and the parser takes it */
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len, label);
+  char *msg = NULL;
+  if (!buf || LLVMParseIRInContext(ctx, buf, &mod, &msg) || !mod) {
+    snprintf(err, errlen, "%s: not valid LLVM IR: %s", label, msg ? msg : "out of memory");
+    LLVMDisposeMessage(msg);
+    return NULL;
+  }
+  return mod;
+}
+
+static char *dup_str(const char *s, size_t n) {
+  char *d = malloc(n + 1);
+  if (d) {
+    memcpy(d, s, n);
+    d[n] = 0;
+  }
+  return d;
+}
+
+/* Whether fty is i32 (ptr), the type of int32_t (const kiln_kernel_args *). */
+static bool abi_type(LLVMTypeRef fty) {
+  LLVMTypeRef ret = LLVMGetReturnType(fty);
+  if (LLVMGetTypeKind(ret) != LLVMIntegerTypeKind || LLVMGetIntTypeWidth(ret) != 32) return false;
+  if (LLVMIsFunctionVarArg(fty) || LLVMCountParamTypes(fty) != 1) return false;
+  LLVMTypeRef p;
+  LLVMGetParamTypes(fty, &p);
+  return LLVMGetTypeKind(p) == LLVMPointerTypeKind;
+}
+
+/* The kiln_abi_<fn> marker's three values, false when absent or malformed. */
+static bool read_marker(LLVMModuleRef mod, const char *fn, int32_t v[3]) {
+  char name[512];
+  if ((size_t)snprintf(name, sizeof name, "kiln_abi_%s", fn) >= sizeof name) return false;
+  LLVMValueRef g = LLVMGetNamedGlobal(mod, name);
+  if (!g || LLVMIsDeclaration(g) || !LLVMIsGlobalConstant(g)) return false;
+  LLVMValueRef init = LLVMGetInitializer(g);
+  LLVMTypeRef t = init ? LLVMTypeOf(init) : NULL;
+  if (!t || LLVMGetTypeKind(t) != LLVMArrayTypeKind || LLVMGetArrayLength2(t) != 3) return false;
+  for (unsigned i = 0; i < 3; i++) {
+    LLVMValueRef e = LLVMGetAggregateElement(init, i);
+    if (!e || !LLVMIsAConstantInt(e)) return false;
+    v[i] = (int32_t)LLVMConstIntGetSExtValue(e);
+  }
+  return true;
+}
+
+static int list_functions(LLVMModuleRef mod, jit_lib_info *out) {
+  int n = 0;
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f))
+    if (!LLVMIsDeclaration(f) && LLVMGetLinkage(f) == LLVMExternalLinkage) n++;
+  out->fns = calloc((size_t)n + 1, sizeof *out->fns);
+  if (!out->fns) return -1;
+  for (LLVMValueRef f = LLVMGetFirstFunction(mod); f; f = LLVMGetNextFunction(f)) {
+    if (LLVMIsDeclaration(f) || LLVMGetLinkage(f) != LLVMExternalLinkage) continue;
+    jit_lib_fn *e = &out->fns[out->nfns++];
+    size_t len = 0;
+    const char *nm = LLVMGetValueName2(f, &len);
+    LLVMTypeRef fty = LLVMGlobalGetValueType(f);
+    char *ts = LLVMPrintTypeToString(fty);
+    e->name = dup_str(nm, len);
+    e->type = ts ? dup_str(ts, strlen(ts)) : NULL;
+    LLVMDisposeMessage(ts);
+    if (!e->name || !e->type) return -1;
+    e->abi_type = abi_type(fty);
+    int32_t v[3];
+    e->has_marker = read_marker(mod, e->name, v);
+    if (e->has_marker) {
+      e->abi = v[0];
+      e->nin = v[1];
+      e->nout = v[2];
+    }
+  }
+  return 0;
+}
+
+void jit_lib_info_free(jit_lib_info *info) {
+  if (!info) return;
+  for (int i = 0; i < info->nfns; i++) {
+    free(info->fns[i].name);
+    free(info->fns[i].type);
+  }
+  free(info->fns);
+  free(info->bitcode);
+  memset(info, 0, sizeof *info);
+}
+
+/* Bitcode kiln itself wrote and verified before (a C library from the disk
+ * cache): read lazily (function bodies stay unread), not verified again,
+ * kept as it is. 0, or -1 with err. */
+static int inspect_trusted(LLVMContextRef ctx, const void *data, size_t len, const char *label,
+                           jit_lib_info *out, char *err, size_t errlen) {
+  diag_sink sink = {.msg = "", .error = false};
+  LLVMContextSetDiagnosticHandler(ctx, diag_handler, &sink);
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len, label);
+  LLVMModuleRef mod = NULL;
+  if (!buf || LLVMGetBitcodeModuleInContext2(ctx, buf, &mod) || !mod) { /* takes buf */
+    snprintf(err, errlen, "%s: not valid LLVM bitcode: %s", label,
+             sink.msg[0] ? sink.msg : "unreadable");
+    return -1;
+  }
+  int rc = list_functions(mod, out);
+  if (rc != 0) snprintf(err, errlen, "%s: out of memory", label);
+  if (rc == 0 && !(out->bitcode = malloc(len))) {
+    snprintf(err, errlen, "%s: out of memory", label);
+    rc = -1;
+  }
+  if (rc == 0) {
+    memcpy(out->bitcode, data, len);
+    out->len = len;
+  }
+  LLVMDisposeModule(mod);
+  return rc;
+}
+
+int jit_lib_inspect(const void *data, size_t len, const char *label, bool trusted,
+                    jit_lib_info *out, char *err, size_t errlen) {
+  memset(out, 0, sizeof *out);
+  if (!data || len == 0) {
+    snprintf(err, errlen, "%s: the library is empty", label);
+    return -1;
+  }
+  LLVMContextRef ctx = LLVMContextCreate();
+  if (trusted && is_bitcode(data, len)) {
+    int trc = inspect_trusted(ctx, data, len, label, out, err, errlen);
+    LLVMContextDispose(ctx);
+    if (trc != 0) jit_lib_info_free(out);
+    return trc;
+  }
+  LLVMModuleRef mod = read_module(ctx, data, len, label, err, errlen);
+  int rc = mod ? 0 : -1;
+  char *msg = NULL;
+  if (rc == 0 && LLVMVerifyModule(mod, LLVMReturnStatusAction, &msg)) {
+    snprintf(err, errlen, "%s: the LLVM module is invalid: %s", label, msg ? msg : "");
+    rc = -1;
+  }
+  LLVMDisposeMessage(msg);
+  if (rc == 0 && list_functions(mod, out) != 0) {
+    snprintf(err, errlen, "%s: out of memory", label);
+    rc = -1;
+  }
+  if (rc == 0) {
+    LLVMMemoryBufferRef bc = LLVMWriteBitcodeToMemoryBuffer(mod);
+    size_t n = bc ? LLVMGetBufferSize(bc) : 0;
+    out->bitcode = n ? malloc(n) : NULL;
+    if (!out->bitcode) {
+      snprintf(err, errlen, "%s: cannot write the module as bitcode", label);
+      rc = -1;
+    } else {
+      memcpy(out->bitcode, LLVMGetBufferStart(bc), n);
+      out->len = n;
+    }
+    if (bc) LLVMDisposeMemoryBuffer(bc);
+  }
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  if (rc != 0) jit_lib_info_free(out);
+  return rc;
+}
+
+/* ---- lowering ---- */
+
+/* The kiln/kernel.h structs as LLVM types. */
+typedef struct abi_types {
+  LLVMTypeRef tensor; /* {ptr data, ptr dims, ptr strides, i32 dtype, i32 rank} */
+  LLVMTypeRef param;  /* {ptr name, i32 kind, i32 reserved, i64 i, double f, ptr s} */
+  LLVMTypeRef args;   /* {ptr inputs, ptr outputs, ptr params, i32 x 4} */
+} abi_types;
+
+static abi_types make_types(jit_fn *f) {
+  abi_types t;
+  LLVMTypeRef tensor[5] = {f->t_ptr, f->t_ptr, f->t_ptr, f->t_i32, f->t_i32};
+  LLVMTypeRef param[6] = {f->t_ptr, f->t_i32, f->t_i32, f->t_i64, f->t_f64, f->t_ptr};
+  LLVMTypeRef args[7] = {f->t_ptr, f->t_ptr, f->t_ptr, f->t_i32, f->t_i32, f->t_i32, f->t_i32};
+  t.tensor = LLVMStructTypeInContext(f->ctx, tensor, 5, 0);
+  t.param = LLVMStructTypeInContext(f->ctx, param, 6, 0);
+  t.args = LLVMStructTypeInContext(f->ctx, args, 7, 0);
+  return t;
+}
+
+static bool is_param(const ir_attr *a) {
+  return strcmp(a->name, "symbol") != 0 && strcmp(a->name, "kiln.library") != 0;
+}
+
+/* A private constant C string; its address. */
+static LLVMValueRef const_string(jit_fn *f, const char *s) {
+  LLVMValueRef init = LLVMConstStringInContext2(f->ctx, s, strlen(s), 0);
+  LLVMValueRef g = LLVMAddGlobal(f->mod, LLVMTypeOf(init), "kiln.str");
+  LLVMSetInitializer(g, init);
+  LLVMSetGlobalConstant(g, 1);
+  LLVMSetLinkage(g, LLVMPrivateLinkage);
+  LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+  return g;
+}
+
+/* The parameters as a constant table (NULL pointer when there are none). */
+static LLVMValueRef param_table(jit_fn *f, const abi_types *t, int *count) {
+  const ir_node *n = f->node;
+  *count = 0;
+  LLVMValueRef *rows = calloc((size_t)n->nattrs + 1, sizeof *rows);
+  if (!rows) {
+    jit_fn_error(f, "out of memory");
+    return LLVMConstNull(f->t_ptr);
+  }
+  for (int i = 0; i < n->nattrs; i++) {
+    const ir_attr *a = &n->attrs[i];
+    if (!is_param(a)) continue;
+    int kind = a->kind == IR_ATTR_INT     ? 0 /* KILN_PARAM_INT */
+               : a->kind == IR_ATTR_FLOAT ? 1 /* KILN_PARAM_FLOAT */
+               : a->kind == IR_ATTR_BOOL  ? 2 /* KILN_PARAM_BOOL */
+                                          : 3; /* KILN_PARAM_STRING */
+    int64_t iv = a->kind == IR_ATTR_INT ? a->u.i : a->kind == IR_ATTR_BOOL ? (int64_t)a->u.b : 0;
+    LLVMValueRef v[6] = {
+        const_string(f, a->name),
+        LLVMConstInt(f->t_i32, (unsigned long long)kind, 0),
+        LLVMConstInt(f->t_i32, 0, 0),
+        LLVMConstInt(f->t_i64, (unsigned long long)iv, 1),
+        LLVMConstReal(f->t_f64, a->kind == IR_ATTR_FLOAT ? a->u.f : 0.0),
+        a->kind == IR_ATTR_STRING ? const_string(f, a->u.s) : LLVMConstNull(f->t_ptr),
+    };
+    rows[(*count)++] = LLVMConstStructInContext(f->ctx, v, 6, 0);
+  }
+  LLVMValueRef out = LLVMConstNull(f->t_ptr);
+  if (*count > 0) {
+    LLVMValueRef init = LLVMConstArray2(t->param, rows, (uint64_t)*count);
+    LLVMValueRef g = LLVMAddGlobal(f->mod, LLVMTypeOf(init), "kiln.params");
+    LLVMSetInitializer(g, init);
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+    out = g;
+  }
+  free(rows);
+  return out;
+}
+
+static LLVMValueRef field(jit_fn *f, LLVMTypeRef st, LLVMValueRef p, unsigned i) {
+  return LLVMBuildStructGEP2(f->b, st, p, i, "");
+}
+
+static LLVMValueRef elem(jit_fn *f, LLVMTypeRef t, LLVMValueRef base, int64_t i) {
+  LLVMValueRef idx = jit_i64(f, i);
+  return LLVMBuildInBoundsGEP2(f->b, t, base, &idx, 1, "");
+}
+
+/* Fill tensor view `slot` for buffer ptr of type ty: dims and dense strides
+ * in stack arrays (constants fold through them once inlined). */
+static void fill_view(jit_fn *f, const abi_types *t, LLVMValueRef slot, LLVMValueRef ptr,
+                      const ir_type *ty) {
+  int r = ty->rank;
+  LLVMTypeRef arr = LLVMArrayType2(f->t_i64, (uint64_t)(r > 0 ? r : 1));
+  LLVMValueRef dims = jit_alloca(f, arr, "dims"), strides = jit_alloca(f, arr, "strides");
+  LLVMValueRef acc = jit_i64(f, 1);
+  for (int k = r - 1; k >= 0; k--) {
+    LLVMValueRef d = jit_dim(f, ty->dims[k]);
+    LLVMBuildStore(f->b, d, elem(f, f->t_i64, dims, k));
+    LLVMBuildStore(f->b, acc, elem(f, f->t_i64, strides, k));
+    acc = jit_mul(f, acc, d);
+  }
+  LLVMBuildStore(f->b, ptr, field(f, t->tensor, slot, 0));
+  LLVMBuildStore(f->b, dims, field(f, t->tensor, slot, 1));
+  LLVMBuildStore(f->b, strides, field(f, t->tensor, slot, 2));
+  LLVMBuildStore(f->b, LLVMConstInt(f->t_i32, (unsigned long long)ty->dtype, 0),
+                 field(f, t->tensor, slot, 3));
+  LLVMBuildStore(f->b, LLVMConstInt(f->t_i32, (unsigned long long)r, 0),
+                 field(f, t->tensor, slot, 4));
+}
+
+/* The buffers reach the kernel through memory (the views), so the body's
+ * noalias / nocapture / readonly promises on them no longer hold. */
+static void drop_buffer_promises(jit_fn *f) {
+  static const char *const kinds[] = {"noalias", "nocapture", "readonly"};
+  for (int i = 0; i < f->nbufs; i++)
+    for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+      unsigned id = LLVMGetEnumAttributeKindForName(kinds[k], strlen(kinds[k]));
+      if (id) LLVMRemoveEnumAttributeAtIndex(f->fn, (unsigned)i + 3, id);
+    }
+}
+
+/* The library's `sym`, linked into f->mod and checked against the ABI. */
+static LLVMValueRef link_kernel(jit_fn *f, const char *sym) {
+  const char *hash = ir_node_attr_string(f->node, "kiln.library", NULL);
+  if (!hash) {
+    jit_fn_error(f, "kernel \"%s\": no kernel library is bound to it (add the library that "
+                    "defines it: kiln_context_add_kernel_library, kiln run --kernels)", sym);
+    return NULL;
+  }
+  const void *bc = NULL;
+  size_t len = 0;
+  if (!f->libs || !f->libs->find || f->libs->find(f->libs->ud, hash, &bc, &len) != 0) {
+    jit_fn_error(f, "kernel \"%s\": its kernel library (%s) is not loaded in this context", sym,
+                 hash);
+    return NULL;
+  }
+  if (LLVMGetNamedFunction(f->mod, sym) || LLVMGetNamedGlobal(f->mod, sym)) {
+    jit_fn_error(f, "kernel \"%s\": the name is taken in the kernel module", sym);
+    return NULL;
+  }
+  char label[300];
+  snprintf(label, sizeof label, "kernel library of \"%s\"", sym);
+  if (jit_link_bitcode(f, bc, len, label) != 0) return NULL;
+  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, sym);
+  if (!fn || LLVMIsDeclaration(fn)) {
+    jit_fn_error(f, "kernel \"%s\": its library does not define it", sym);
+    return NULL;
+  }
+  if (!abi_type(LLVMGlobalGetValueType(fn))) {
+    jit_fn_error(f, "kernel \"%s\": its type does not fit int32_t (const kiln_kernel_args *)", sym);
+    return NULL;
+  }
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  bool no = noinline && LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, noinline);
+  if (always && !no) /* a -O0 library (optnone, noinline) stays a call */
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(f->ctx, always, 0));
+  return fn;
+}
+
+static const ir_type *buf_type(const ir_node *n, int b) {
+  return b < n->nin ? &n->in[b]->type : &n->out[b - n->nin]->type;
+}
+
+int jit_lower_custom(jit_fn *f) {
+  const ir_node *n = f->node;
+  const char *sym = ir_node_attr_string(n, "symbol", NULL);
+  if (!sym || !sym[0]) return jit_fn_error(f, "mo.custom has no symbol");
+  LLVMValueRef fn = link_kernel(f, sym);
+  if (!fn) return -1;
+  drop_buffer_promises(f);
+  abi_types t = make_types(f);
+  int nb = f->nbufs;
+  LLVMTypeRef views_t = LLVMArrayType2(t.tensor, (uint64_t)(nb > 0 ? nb : 1));
+  LLVMValueRef views = jit_alloca(f, views_t, "views");
+  for (int b = 0; b < nb; b++)
+    fill_view(f, &t, elem(f, t.tensor, views, b), f->bufs[b], buf_type(n, b));
+  int nparams = 0;
+  LLVMValueRef params = param_table(f, &t, &nparams);
+  LLVMValueRef args = jit_alloca(f, t.args, "args");
+  LLVMValueRef vals[7] = {
+      elem(f, t.tensor, views, 0),
+      elem(f, t.tensor, views, n->nin),
+      params,
+      LLVMConstInt(f->t_i32, (unsigned long long)n->nin, 0),
+      LLVMConstInt(f->t_i32, (unsigned long long)n->nout, 0),
+      LLVMConstInt(f->t_i32, (unsigned long long)nparams, 0),
+      LLVMConstInt(f->t_i32, ABI_VERSION, 0),
+  };
+  for (unsigned i = 0; i < 7; i++) LLVMBuildStore(f->b, vals[i], field(f, t.args, args, i));
+  if (n->op == IR_OP_INPLACE_CUSTOM) { /* the buffer to update starts as operand 0 */
+    const ir_type *ty = &n->in[0]->type;
+    LLVMValueRef bytes = jit_mul(f, jit_numel_range(f, ty, 0, ty->rank),
+                                 jit_i64(f, (int64_t)ir_dtype_size(ty->dtype)));
+    LLVMBuildMemCpy(f->b, f->bufs[n->nin], 1, f->bufs[0], 1, bytes);
+  }
+  LLVMValueRef rc = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, &args, 1, "rc");
+  jit_fail_if(f, LLVMBuildICmp(f->b, LLVMIntNE, rc, LLVMConstInt(f->t_i32, 0, 0), ""),
+              JIT_KERR_CUSTOM);
+  return f->failed ? -1 : 0;
+}

@@ -1,0 +1,433 @@
+/* kernel_lib.c - a context's custom kernel libraries (kernel_lib.h) and the
+ * public calls that add them (kiln/custom.h).
+ *
+ * Adding: the kind comes from the name's extension (.c: compiled by
+ * kernel_cc.c; .ll: LLVM IR text; .bc: bitcode); jit_lib_inspect turns the
+ * bytes into verified bitcode and lists the external functions with their
+ * LLVM types and KILN_KERNEL markers. A C library whose hash is already in
+ * the list (the same source, flags and compiler) reuses that bitcode: the
+ * in-memory cache of compiled C. Binding a graph: each custom node's symbol
+ * is looked up among the libraries not superseded; exactly one must define
+ * it, with the ABI type, a marker of this ABI version and operand / result
+ * counts that fit the node. Only then is kiln.library stamped: kiln never
+ * compiles a call to a kernel whose signature it did not check.
+ * Ownership: the list owns every library (label, hash, bitcode, function
+ * list) until rt_kernel_libs_free; the resolver hands out borrowed bitcode. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "kernel_lib.h"
+#include "kiln/custom.h"
+#include "kiln/kernel.h"
+
+_Static_assert(KILN_KERNEL_F32 == (int)KILN_FLOAT32 && KILN_KERNEL_F64 == (int)KILN_FLOAT64 &&
+                   KILN_KERNEL_I64 == (int)KILN_INT64 && KILN_KERNEL_BOOL == (int)KILN_BOOL &&
+                   KILN_KERNEL_BF16 == (int)KILN_BFLOAT16,
+               "kiln/kernel.h dtypes must be kiln_dtype's values");
+
+typedef struct rt_kernel_lib {
+  char *label;     /* the name it was added under (path or memory name), malloc'd */
+  char hash[40];   /* "c-...", "ll-...", "bc-..." */
+  bool superseded; /* a later library of the same label replaced it for lookups */
+  jit_lib_info info;
+} rt_kernel_lib;
+
+struct rt_kernel_libs {
+  pthread_mutex_t mu;
+  rt_kernel_lib **v;
+  int n, cap;
+};
+
+rt_kernel_libs *rt_kernel_libs_new(void) {
+  rt_kernel_libs *l = calloc(1, sizeof *l);
+  if (l && pthread_mutex_init(&l->mu, NULL) != 0) {
+    free(l);
+    return NULL;
+  }
+  return l;
+}
+
+void rt_kernel_libs_free(rt_kernel_libs *l) {
+  if (!l) return;
+  for (int i = 0; i < l->n; i++) {
+    jit_lib_info_free(&l->v[i]->info);
+    free(l->v[i]->label);
+    free(l->v[i]);
+  }
+  free(l->v);
+  pthread_mutex_destroy(&l->mu);
+  free(l);
+}
+
+int rt_kernel_libs_count(rt_kernel_libs *l) {
+  if (!l) return 0;
+  pthread_mutex_lock(&l->mu);
+  int n = l->n;
+  pthread_mutex_unlock(&l->mu);
+  return n;
+}
+
+/* ---- the resolver ---- */
+
+static int find_bitcode(void *ud, const char *hash, const void **data, size_t *len) {
+  rt_kernel_libs *l = ud;
+  int rc = -1;
+  pthread_mutex_lock(&l->mu);
+  for (int i = l->n - 1; i >= 0 && rc < 0; i--)
+    if (strcmp(l->v[i]->hash, hash) == 0) {
+      *data = l->v[i]->info.bitcode; /* immutable until the list is freed */
+      *len = l->v[i]->info.len;
+      rc = 0;
+    }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+jit_libs rt_kernel_libs_resolver(rt_kernel_libs *l) {
+  jit_libs r = {l, find_bitcode};
+  return r;
+}
+
+/* ---- adding ---- */
+
+typedef enum lib_kind { LIB_C, LIB_LL, LIB_BC, LIB_UNKNOWN } lib_kind;
+
+static lib_kind kind_of(const char *name) {
+  const char *dot = strrchr(name, '.');
+  if (!dot || strchr(dot, '/')) return LIB_UNKNOWN;
+  if (strcmp(dot, ".c") == 0) return LIB_C;
+  if (strcmp(dot, ".ll") == 0) return LIB_LL;
+  if (strcmp(dot, ".bc") == 0) return LIB_BC;
+  return LIB_UNKNOWN;
+}
+
+static void bytes_hash(const char *prefix, const void *data, size_t len, char out[40]) {
+  XXH128_hash_t h = XXH3_128bits(data, len);
+  snprintf(out, 40, "%s-%016llx%016llx", prefix, (unsigned long long)h.high64,
+           (unsigned long long)h.low64);
+}
+
+/* A copy of the bitcode of a library with this hash, when one is loaded. */
+static void *known_bitcode(rt_kernel_libs *l, const char *hash, size_t *len) {
+  const void *d = NULL;
+  void *copy = NULL;
+  pthread_mutex_lock(&l->mu);
+  for (int i = 0; i < l->n && !d; i++)
+    if (strcmp(l->v[i]->hash, hash) == 0) {
+      d = l->v[i]->info.bitcode;
+      *len = l->v[i]->info.len;
+    }
+  if (d && (copy = malloc(*len))) memcpy(copy, d, *len);
+  pthread_mutex_unlock(&l->mu);
+  return copy;
+}
+
+/* The library's bitcode-or-IR bytes and hash: C compiled (or found), .ll /
+ * .bc as given. *owned is a malloc'd buffer to free (NULL when data is
+ * used as is). 0 or -1 with st. */
+static int library_bytes(rt_kernel_libs *l, lib_kind kind, const char *name, const char *path,
+                         const void *data, size_t len, const char *cache_dir, const void **out,
+                         size_t *outlen, void **owned, char hash[40], kiln_status *st) {
+  *owned = NULL;
+  *out = data;
+  *outlen = len;
+  if (kind != LIB_C) {
+    bytes_hash(kind == LIB_LL ? "ll" : "bc", data, len, hash);
+    return 0;
+  }
+  rt_cc_job job;
+  memset(&job, 0, sizeof job);
+  job.name = name;
+  job.path = path;
+  job.src = data;
+  job.len = len;
+  if (rt_cc_prepare(&job, st) < 0) return -1;
+  memcpy(hash, job.hash, 40);
+  void *bc = known_bitcode(l, job.hash, outlen);
+  if (!bc && rt_cc_build(&job, cache_dir, &bc, outlen, st) < 0) return -1;
+  *owned = bc;
+  *out = bc;
+  return 0;
+}
+
+/* ---- the function list beside a compiled C library's bitcode ----
+ * cache_dir/libs/<hex>.fns: what jit_lib_inspect found in <hex>.bc, so that
+ * a warm load reads two small files and never starts LLVM's bitcode reader.
+ * Text: "kiln-lib-fns/1 N\n", then per function
+ * "ABI_TYPE HAS_MARKER ABI NIN NOUT NAME\tTYPE\n". Anything unexpected: the
+ * file is ignored (and the bitcode inspected). */
+
+static void fns_path(const char *cache_dir, const char *hash, char *out, size_t cap) {
+  snprintf(out, cap, "%s/libs/%s.fns", cache_dir, hash + 2);
+}
+
+static void fns_store(const char *cache_dir, const char *hash, const jit_lib_info *info) {
+  char path[4200], tmp[4300];
+  fns_path(cache_dir, hash, path, sizeof path);
+  snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+  FILE *f = fopen(tmp, "w");
+  if (!f) return;
+  bool ok = fprintf(f, "kiln-lib-fns/1 %d\n", info->nfns) > 0;
+  for (int i = 0; ok && i < info->nfns; i++) {
+    const jit_lib_fn *e = &info->fns[i];
+    ok = !strpbrk(e->name, " \t\n") && !strchr(e->type, '\n') &&
+         fprintf(f, "%d %d %d %d %d %s\t%s\n", e->abi_type, e->has_marker, (int)e->abi,
+                 (int)e->nin, (int)e->nout, e->name, e->type) > 0;
+  }
+  if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) unlink(tmp);
+}
+
+/* The function list of hash from its .fns file into info (bitcode not
+ * set); false when there is none or it is malformed (info then empty). */
+static bool fns_load(const char *cache_dir, const char *hash, jit_lib_info *info) {
+  char path[4200], line[8192];
+  fns_path(cache_dir, hash, path, sizeof path);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  int n = -1;
+  bool ok = fgets(line, sizeof line, f) && sscanf(line, "kiln-lib-fns/1 %d", &n) == 1 && n >= 0 &&
+            n < 100000 && (info->fns = calloc((size_t)n + 1, sizeof *info->fns));
+  for (int i = 0; ok && i < n; i++) {
+    int a, m, abi, nin, nout, off = 0;
+    ok = fgets(line, sizeof line, f) &&
+         sscanf(line, "%d %d %d %d %d %n", &a, &m, &abi, &nin, &nout, &off) == 5 && off > 0;
+    char *tab = ok ? strchr(line + off, '\t') : NULL;
+    char *nl = tab ? strchr(tab, '\n') : NULL;
+    ok = nl != NULL;
+    if (!ok) break;
+    *tab = *nl = 0;
+    jit_lib_fn *e = &info->fns[info->nfns++];
+    e->abi_type = a != 0;
+    e->has_marker = m != 0;
+    e->abi = abi;
+    e->nin = nin;
+    e->nout = nout;
+    ok = (e->name = strdup(line + off)) && (e->type = strdup(tab + 1));
+  }
+  fclose(f);
+  if (!ok) jit_lib_info_free(info);
+  return ok;
+}
+
+/* The library's function list and bitcode: for C from the .fns file when
+ * the cache has one, else (and for .ll / .bc) by jit_lib_inspect. */
+static int describe(rt_kernel_lib *lib, lib_kind kind, const void *bytes, size_t nbytes,
+                    const char *cache_dir, kiln_status *st) {
+  bool c = kind == LIB_C;
+  if (c && cache_dir && fns_load(cache_dir, lib->hash, &lib->info)) {
+    if (!(lib->info.bitcode = malloc(nbytes ? nbytes : 1)))
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a kernel library");
+    memcpy(lib->info.bitcode, bytes, nbytes);
+    lib->info.len = nbytes;
+    return 0;
+  }
+  char err[1024] = "";
+  if (jit_lib_inspect(bytes, nbytes, lib->label, c, &lib->info, err, sizeof err) < 0)
+    return rt_err(st, c ? KILN_ERR_COMPILE : KILN_ERR_PARSE, "kernel library %s", err);
+  if (c && cache_dir) fns_store(cache_dir, lib->hash, &lib->info);
+  return 0;
+}
+
+static int append(rt_kernel_libs *l, rt_kernel_lib *lib, kiln_status *st) {
+  pthread_mutex_lock(&l->mu);
+  if (l->n == l->cap) {
+    int nc = l->cap ? 2 * l->cap : 4;
+    rt_kernel_lib **nv = realloc(l->v, (size_t)nc * sizeof *nv);
+    if (!nv) {
+      pthread_mutex_unlock(&l->mu);
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a kernel library");
+    }
+    l->v = nv;
+    l->cap = nc;
+  }
+  for (int i = 0; i < l->n; i++)
+    if (strcmp(l->v[i]->label, lib->label) == 0) l->v[i]->superseded = true;
+  l->v[l->n++] = lib;
+  pthread_mutex_unlock(&l->mu);
+  return 0;
+}
+
+int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, const void *data,
+                       size_t len, const char *cache_dir, kiln_status *st) {
+  lib_kind kind = kind_of(name);
+  if (kind == LIB_UNKNOWN)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kernel library '%s': unknown kind (the name must end in .c, .ll or .bc)", name);
+  const void *bytes;
+  size_t nbytes;
+  void *owned = NULL;
+  char hash[40];
+  if (library_bytes(l, kind, name, path, data, len, cache_dir, &bytes, &nbytes, &owned, hash,
+                    st) < 0)
+    return -1;
+  rt_kernel_lib *lib = calloc(1, sizeof *lib);
+  int rc = 0;
+  if (!lib || !(lib->label = strdup(name))) {
+    rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a kernel library");
+  } else {
+    memcpy(lib->hash, hash, sizeof lib->hash);
+    rc = describe(lib, kind, bytes, nbytes, cache_dir, st);
+    if (rc == 0) rc = append(l, lib, st);
+  }
+  free(owned);
+  if (rc < 0 && lib) {
+    jit_lib_info_free(&lib->info);
+    free(lib->label);
+    free(lib);
+  }
+  if (rc == 0) rt_ok(st);
+  return rc;
+}
+
+/* ---- binding a graph ---- */
+
+/* The library and function defining sym; NULL with st (missing, or two
+ * libraries define it). Under l->mu. */
+static const rt_kernel_lib *lookup(rt_kernel_libs *l, const char *sym, const jit_lib_fn **fn,
+                                   const char *where, kiln_status *st) {
+  const rt_kernel_lib *found = NULL;
+  for (int i = 0; i < l->n; i++) {
+    const rt_kernel_lib *lib = l->v[i];
+    if (lib->superseded) continue;
+    for (int k = 0; k < lib->info.nfns; k++) {
+      if (strcmp(lib->info.fns[k].name, sym) != 0) continue;
+      if (found) {
+        rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" is defined by two kernel libraries: %s and %s",
+               where, sym, found->label, lib->label);
+        return NULL;
+      }
+      found = lib;
+      *fn = &lib->info.fns[k];
+    }
+  }
+  if (!found) {
+    if (l->n == 0)
+      rt_err(st, KILN_ERR_NOT_FOUND, "%skernel \"%s\": no kernel library is loaded (add one with "
+             "kiln_context_add_kernel_library or kiln run --kernels FILE.c)", where, sym);
+    else
+      rt_err(st, KILN_ERR_NOT_FOUND, "%skernel \"%s\" is not defined by any kernel library of "
+             "the context (%d loaded, the last: %s)", where, sym, l->n, l->v[l->n - 1]->label);
+  }
+  return found;
+}
+
+/* The function fits the node: ABI type, marker, counts. 0 or -1 with st. */
+static int check_signature(const rt_kernel_lib *lib, const jit_lib_fn *fn, const ir_node *n,
+                           const char *where, kiln_status *st) {
+  const char *sym = fn->name;
+  if (!fn->abi_type)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s has type %s, which does not fit "
+                  "int32_t (const kiln_kernel_args *) (kiln/kernel.h)", where, sym, lib->label,
+                  fn->type);
+  if (!fn->has_marker)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is not declared with "
+                  "KILN_KERNEL(%s, NIN, NOUT) (no kiln_abi_%s marker): kiln cannot check its "
+                  "signature", where, sym, lib->label, sym, sym);
+  if (fn->abi != KILN_KERNEL_ABI)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s was built for kernel ABI %d, this "
+                  "kiln has ABI %d: rebuild it against kiln/kernel.h", where, sym, lib->label,
+                  (int)fn->abi, KILN_KERNEL_ABI);
+  if (fn->nin >= 0 && fn->nin != n->nin)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s takes %d operand%s, the op gives %d",
+                  where, sym, lib->label, (int)fn->nin, fn->nin == 1 ? "" : "s", n->nin);
+  if (fn->nout >= 0 && fn->nout != n->nout)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s makes %d result%s, the op has %d",
+                  where, sym, lib->label, (int)fn->nout, fn->nout == 1 ? "" : "s", n->nout);
+  return 0;
+}
+
+int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st) {
+  for (int i = 0; i < g->nnodes; i++) {
+    ir_node *n = g->nodes[i];
+    if (ir_op_get(n->op)->cls != IR_CLS_CUSTOM) continue;
+    const char *sym = ir_node_attr_string(n, "symbol", "");
+    char where[200];
+    if (n->loc.line > 0)
+      snprintf(where, sizeof where, "%d:%d: mo.%s: ", n->loc.line, n->loc.col,
+               ir_op_get(n->op)->name);
+    else
+      snprintf(where, sizeof where, "op #%d (mo.%s): ", i, ir_op_get(n->op)->name);
+    const jit_lib_fn *fn = NULL;
+    char hash[40];
+    pthread_mutex_lock(&l->mu);
+    const rt_kernel_lib *lib = lookup(l, sym, &fn, where, st);
+    int rc = lib ? check_signature(lib, fn, n, where, st) : -1;
+    if (rc == 0) memcpy(hash, lib->hash, sizeof hash);
+    pthread_mutex_unlock(&l->mu);
+    if (rc < 0) return -1;
+    if (ir_node_set_attr_string(g, n, "kiln.library", hash) < 0)
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  return 0;
+}
+
+/* ---- the public calls (kiln/custom.h) ---- */
+
+/* The whole file, malloc'd; NULL with st. */
+static void *slurp(const char *path, size_t *len, kiln_status *st) {
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO,
+           "kernel library '%s': cannot open: %s", path, strerror(errno));
+    return NULL;
+  }
+  size_t cap = 1 << 16, n = 0;
+  char *buf = malloc(cap);
+  while (buf) {
+    n += fread(buf + n, 1, cap - n, f);
+    if (n < cap) break;
+    char *nb = realloc(buf, cap * 2);
+    if (!nb) {
+      free(buf);
+      buf = NULL;
+      break;
+    }
+    buf = nb;
+    cap *= 2;
+  }
+  bool bad = ferror(f);
+  fclose(f);
+  if (!buf || bad) {
+    free(buf);
+    rt_err(st, buf ? KILN_ERR_IO : KILN_ERR_OUT_OF_MEMORY, "kernel library '%s': cannot read it",
+           path);
+    return NULL;
+  }
+  *len = n;
+  return buf;
+}
+
+KILN_API int kiln_context_add_kernel_library(kiln_context *ctx, const char *path,
+                                             kiln_status *st) {
+  if (!ctx || !path || !*path)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_add_kernel_library: %s",
+                  !ctx ? "context is NULL" : "no path");
+  if (kind_of(path) == LIB_UNKNOWN)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kernel library '%s': unknown kind (the name must end in .c, .ll or .bc)", path);
+  size_t len = 0;
+  void *data = slurp(path, &len, st);
+  if (!data) return -1;
+  int rc = rt_kernel_libs_add(ctx->libs, path, path, data, len, kiln_context_cache_dir(ctx), st);
+  free(data);
+  return rc;
+}
+
+KILN_API int kiln_context_add_kernel_library_memory(kiln_context *ctx, const char *name,
+                                                    const void *data, size_t len,
+                                                    kiln_status *st) {
+  if (!ctx || !name || !*name || (!data && len))
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_add_kernel_library_memory: %s",
+                  !ctx ? "context is NULL" : !data ? "data is NULL" : "no name");
+  return rt_kernel_libs_add(ctx->libs, name, NULL, data, len, kiln_context_cache_dir(ctx), st);
+}
+
+KILN_API int kiln_context_num_kernel_libraries(const kiln_context *ctx) {
+  return ctx ? rt_kernel_libs_count(ctx->libs) : -1;
+}

@@ -1,0 +1,74 @@
+/* kernel_lib.h - internal to src/: a context's custom kernel libraries
+ * (kernel_lib.c, kernel_cc.c).
+ *
+ * A library comes from a C source (compiled by clang 19 to bitcode), LLVM IR
+ * text (.ll) or bitcode (.bc), from a file or from memory. Each has a
+ * content hash ("c-<32 hex>", "ll-...", "bc-..."): of the file's bytes for
+ * .ll / .bc; for C, of the source, the flags, kiln/kernel.h and the identity
+ * of the compiler (path, size, mtime). Model compile stamps it on every
+ * mo.custom node (attribute kiln.library), so it is part of the kernel text
+ * and of every cache key: an edited source is a new key, never stale code.
+ * Libraries are kept until the context is freed (compiles in flight may
+ * still look one up); adding a library with the same name (path) as an
+ * earlier one supersedes it for symbol lookup.
+ * Thread-safe: a mutex guards the list; library contents never change once
+ * added. */
+#ifndef KILN_SRC_KERNEL_LIB_H
+#define KILN_SRC_KERNEL_LIB_H
+
+#include <stddef.h>
+
+#include "rt.h"
+
+/* include/kiln/kernel.h, embedded at build time (tools/embed_text.cmake). */
+extern const char kiln_kernel_h_text[];
+extern const size_t kiln_kernel_h_text_len;
+
+typedef struct rt_kernel_libs rt_kernel_libs;
+
+rt_kernel_libs *rt_kernel_libs_new(void); /* NULL on out-of-memory */
+void rt_kernel_libs_free(rt_kernel_libs *l); /* NULL ok */
+/* The resolver jit_engine_set_libs takes (l must outlive the engine's use). */
+jit_libs rt_kernel_libs_resolver(rt_kernel_libs *l);
+
+/* Add a library. name: the file name or a label whose extension (.c, .ll,
+ * .bc) says the kind; data[0..len) its bytes (borrowed); path: the file it
+ * came from (NULL from memory: C diagnostics then name `name`). cache_dir:
+ * the disk cache's directory for compiled C (NULL: memory only). 0, or -1
+ * with st filled. */
+int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, const void *data,
+                       size_t len, const char *cache_dir, kiln_status *st);
+
+/* Every mo.custom / mo.inplace_custom node of g (not inside fused bodies:
+ * fusion never takes them): find the library that defines its symbol,
+ * check the kernel's signature (LLVM type i32 (ptr), a KILN_KERNEL marker of
+ * this ABI, operand and result counts) and stamp kiln.library. filename
+ * (may be NULL) prefixes messages. 0, or -1 with st filled. */
+int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st);
+
+int rt_kernel_libs_count(rt_kernel_libs *l);
+
+/* ---- the C compiler (kernel_cc.c) ---- */
+typedef struct rt_cc_job {
+  const char *name;   /* the library's name (messages, and the file name clang sees) */
+  const char *path;   /* the source file, or NULL from memory */
+  const void *src;    /* the source bytes (borrowed) */
+  size_t len;
+  char clang[4096];   /* the compiler found */
+  char hash[40];      /* "c-<32 hex>": the library hash */
+} rt_cc_job;
+
+/* Find clang (KILN_CLANG, else clang-19 then clang on PATH) and compute the
+ * library hash of job's source: XXH3-128 of the source, the flags,
+ * kiln/kernel.h and the compiler's identity (resolved path, size, mtime; its
+ * version is checked when it compiles). 0, or -1 with st filled (no clang:
+ * the message names KILN_CLANG). */
+int rt_cc_prepare(rt_cc_job *job, kiln_status *st);
+/* The bitcode of job: from cache_dir/libs/<hex>.bc when cache_dir is not
+ * NULL and it is there, else compiled by clang (version 19 checked) and
+ * stored there. *bc malloc'd (caller frees). 0, or -1 with st filled
+ * (clang's own diagnostics, file:line, when the source does not compile). */
+int rt_cc_build(const rt_cc_job *job, const char *cache_dir, void **bc, size_t *bclen,
+                kiln_status *st);
+
+#endif
