@@ -100,6 +100,23 @@ void jit_simt_grid_loop_end(jit_simt_fn *sf, jit_simt_loop *l);
  * -1 with the error in sf->f.err (an op with no SIMT lowering yet says so). */
 int jit_simt_lower_node(jit_simt_fn *sf);
 
+/* ---- custom kernels (custom.c) ----
+ * mo.custom / mo.inplace_custom as a SIMT kernel: sf->f.libs must resolve
+ * the node's kiln.library hash to the library built for sf's target (the
+ * host's bitcode for simt-emu). The library's LLVM triple must fit the
+ * target (no triple: any). Every thread builds the kiln/kernel.h arguments
+ * (views of the kernel's buffers, the parameters) and calls the library's
+ * `symbol`, which must carry a KILN_SIMT_KERNEL marker; a non-zero return
+ * stores JIT_KERR_CUSTOM in the error word. mo.inplace_custom does not copy
+ * operand 0: the launcher copies it into result 0 before the launch.
+ * jit_simt_custom_finish, after jit_simt_finish: inline the library into
+ * the kernel and replace the kiln_simt_* helper calls (kiln/kernel.h) with
+ * the target's code (jit_simt_sreg_get, jit_simt_barrier, jit_simt_shared
+ * of KILN_SIMT_SHARED_BYTES). 0, or -1 with sf->f.err. */
+int jit_simt_lower_custom(jit_simt_fn *sf);
+int jit_simt_custom_finish(jit_simt_fn *sf);
+#define JIT_SIMT_CUSTOM_SHARED 8192 /* KILN_SIMT_SHARED_BYTES */
+
 typedef struct jit_simt_dims {
   uint32_t grid[3], block[3];
   uint32_t shared_bytes; /* the kernel's static shared memory (simt-emu allocates it) */
@@ -135,6 +152,13 @@ int jit_simt_optimize(LLVMModuleRef mod, const jit_simt_target *t, char *err, si
 int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
                            const bool *bind, int only_node, bool llvm_text, void **out,
                            size_t *len, char *err, size_t errlen);
+/* The same with custom kernels: libs resolves each custom node's
+ * kiln.library to the library built for t (NULL: a custom node fails with a
+ * message). */
+int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
+                                const bool *bind, int only_node, bool llvm_text,
+                                const struct jit_libs *libs, void **out, size_t *len, char *err,
+                                size_t errlen);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

@@ -6,7 +6,9 @@
  * path (ir_kernel_text, or ir_kernel_text_partial / _bound when symbols are
  * bound), parsed back into a one-node kernel graph and lowered by
  * jit_simt_lower_node; so a kernel's parameters are its own symbols (d0,
- * d1, ...), not the graph's: jit_simt_kernel_syms gives the map.
+ * d1, ...), not the graph's: jit_simt_kernel_syms gives the map. Custom
+ * kernels link their library through the caller's resolver
+ * (jit_simt_compile_graph_libs) and are finished by jit_simt_custom_finish.
  * Guarantees: a node with no SIMT lowering, a dim that does not evaluate, a
  * failed emission: -1 with a message naming the node (line and op). */
 #include <stdio.h>
@@ -60,6 +62,14 @@ static ir_graph *kernel_graph(const ir_graph *g, int i, const int64_t *syms, con
 int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
                            const bool *bind, int only_node, bool llvm_text, void **out,
                            size_t *len, char *err, size_t errlen) {
+  return jit_simt_compile_graph_libs(g, t, syms, bind, only_node, llvm_text, NULL, out, len, err,
+                                     errlen);
+}
+
+int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
+                                const bool *bind, int only_node, bool llvm_text,
+                                const struct jit_libs *libs, void **out, size_t *len, char *err,
+                                size_t errlen) {
   *out = NULL;
   *len = 0;
   LLVMContextRef ctx = LLVMContextCreate();
@@ -80,7 +90,12 @@ int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const in
     jit_simt_kernel_name(g, i, name, sizeof name);
     jit_simt_fn sf;
     jit_simt_begin(&sf, t, ctx, mod, kg, kn, name, JIT_SIMT_BLOCK, msg, sizeof msg);
-    if (!sf.f.failed && jit_simt_lower_node(&sf) == 0) jit_simt_finish(&sf);
+    sf.f.libs = libs;
+    bool custom = kn && ir_op_get(kn->op)->cls == IR_CLS_CUSTOM;
+    if (!sf.f.failed && jit_simt_lower_node(&sf) == 0) {
+      jit_simt_finish(&sf);
+      if (custom && !sf.f.failed) jit_simt_custom_finish(&sf);
+    }
     if (sf.f.failed) {
       snprintf(err, errlen, "mo.%s at line %d: %s", ir_op_get(n->op)->name, n->loc.line, msg);
       rc = -1;

@@ -8,7 +8,10 @@
  *             barriers (sum, mean, max, min, argmax, argmin, softmax,
  *             logsoftmax, layer_norm);
  *   tiles     matmul: 16x16 output tiles, A and B tiles staged in shared
- *             memory, one block per tile and batch matrix.
+ *             memory, one block per tile and batch matrix;
+ *   custom    mo.custom / mo.inplace_custom (custom.c): every thread calls
+ *             the kernel library's function; grid by the simt_grid
+ *             attribute (kiln/kernel.h).
  * jit_simt_geometry gives the launch of each under a symbol binding.
  *
  * Semantics follow the reference interpreter (ir/interp.c) and reuse the
@@ -739,7 +742,7 @@ static int lower_matmul(jit_simt_fn *sf) {
 
 /* ---- dispatch and geometry ---- */
 
-typedef enum launch_shape { L_NONE, L_ELEMENTS, L_ROWS, L_TILES } launch_shape;
+typedef enum launch_shape { L_NONE, L_ELEMENTS, L_ROWS, L_TILES, L_CUSTOM } launch_shape;
 
 static launch_shape shape_of(const ir_node *n) {
   const ir_op_info *info = n ? ir_op_get(n->op) : NULL;
@@ -770,6 +773,7 @@ static launch_shape shape_of(const ir_node *n) {
   case IR_CLS_SOFTMAX:
   case IR_CLS_LAYER_NORM: return L_ROWS;
   case IR_CLS_MATMUL: return L_TILES;
+  case IR_CLS_CUSTOM: return L_CUSTOM;
   default: return L_NONE;
   }
 }
@@ -794,6 +798,7 @@ int jit_simt_lower_node(jit_simt_fn *sf) {
   case IR_CLS_SOFTMAX: return lower_softmax(sf);
   case IR_CLS_LAYER_NORM: return lower_layer_norm(sf);
   case IR_CLS_MATMUL: return lower_matmul(sf);
+  case IR_CLS_CUSTOM: return jit_simt_lower_custom(sf);
   default: break;
   }
   if (shape_of(n) == L_ELEMENTS) return lower_elementwise(sf);
@@ -857,6 +862,29 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     out->block[0] = JIT_SIMT_BLOCK;
     out->grid[0] = (uint32_t)total;
     out->shared_bytes = 2 * JIT_SIMT_BLOCK * 8;
+    return 0;
+  }
+  case L_CUSTOM: {
+    /* kiln/kernel.h: JIT_SIMT_BLOCK threads per block; simt_grid "elements"
+     * (default): a block per JIT_SIMT_BLOCK elements of result 0, "rows": a
+     * block per row of result 0; capped at JIT_SIMT_MAX_GRID */
+    const ir_type *t = &n->out[0]->type;
+    const char *grid = ir_node_attr_string(n, "simt_grid", "elements");
+    bool rows = strcmp(grid, "rows") == 0;
+    if (!rows && strcmp(grid, "elements") != 0) {
+      snprintf(err, errlen, "simt_grid = \"%s\": expected \"elements\" or \"rows\"", grid);
+      return -1;
+    }
+    if (eval_span(t, 0, rows && t->rank > 0 ? t->rank - 1 : t->rank, syms, &total, err,
+                  errlen) < 0)
+      return -1;
+    int64_t blocks = rows ? total : (total + JIT_SIMT_BLOCK - 1) / JIT_SIMT_BLOCK, last = 1;
+    if (rows && t->rank > 0 && eval(t->dims[t->rank - 1], syms, &last, err, errlen) < 0)
+      return -1;
+    if (last == 0) blocks = 0; /* rows of nothing: no work */
+    out->block[0] = JIT_SIMT_BLOCK;
+    out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);
+    out->shared_bytes = JIT_SIMT_CUSTOM_SHARED;
     return 0;
   }
   case L_TILES: {

@@ -11,6 +11,13 @@
  * planner yet), copy inputs in, launch each kernel with jit_simt_geometry's
  * grid, read the error word after each kernel (a data error names the op),
  * copy the outputs back, free the buffers.
+ * Custom ops (mo.custom / mo.inplace_custom): only through
+ * kiln_device_model_compile_with, whose context holds the kernel libraries:
+ * the kernels must be KILN_SIMT_KERNELs (rt_kernel_libs_bind_simt), built
+ * for the device's target and linked into the node's kernel; the launch
+ * follows jit_simt_geometry (kiln/kernel.h: simt_grid); for
+ * mo.inplace_custom the launch first copies operand 0 into result 0 on the
+ * device.
  * Guarantees: every failure frees what the call allocated and says what and
  * where; executes on one model are serialized by its lock. */
 #include <stdio.h>
@@ -21,6 +28,7 @@
 #include "../jit/simt.h"
 #include "device.h"
 #include "gpu_link.h"
+#include "kernel_lib.h"
 
 typedef struct dm_kernel {
   void *module;
@@ -44,6 +52,8 @@ struct kiln_device_model {
   pthread_mutex_t lock;
   dm_capture *captures; /* kiln_device_model_capture, by key */
   int ncaptures;
+  jit_libs libs;        /* the context's kernel libraries for target (custom ops) */
+  bool has_libs;
 };
 
 static double now_ms(void) {
@@ -86,8 +96,9 @@ static int load_kernel(kiln_device_model *m, int i, kiln_status *st) {
   char err[2048] = "", name[64];
   void *image = NULL, *linked = NULL;
   size_t len = 0;
-  if (jit_simt_compile_graph(g, &m->target, NULL, NULL, i, false, &image, &len, err,
-                             sizeof err) < 0)
+  if (jit_simt_compile_graph_libs(g, &m->target, NULL, NULL, i, false,
+                                  m->has_libs ? &m->libs : NULL, &image, &len, err,
+                                  sizeof err) < 0)
     return rt_err(st, KILN_ERR_COMPILE, "%s: %s", kiln_device_label(m->dev), err);
   int rc = 0;
   if (m->target.kind == JIT_SIMT_AMDGPU) {
@@ -125,8 +136,48 @@ static int upload_constant(kiln_device_model *m, int i, kiln_status *st) {
   return rc;
 }
 
+/* Custom ops: bind them to ctx's libraries for m's target (none without a
+ * context: an error naming the way to give them). */
+static int bind_custom(kiln_device_model *m, kiln_context *ctx, kiln_status *st) {
+  const ir_node *first = NULL;
+  for (int i = 0; i < m->g->nnodes && !first; i++)
+    if (ir_op_get(m->g->nodes[i]->op)->cls == IR_CLS_CUSTOM) first = m->g->nodes[i];
+  if (!first) return 0;
+  if (!ctx)
+    return rt_err(st, KILN_ERR_NOT_FOUND,
+                  "mo.%s (kernel \"%s\") on %s needs the context's kernel libraries: compile "
+                  "the graph with kiln_device_model_compile_with (kiln run --device ... --kernels "
+                  "FILE)", ir_op_get(first->op)->name, ir_node_attr_string(first, "symbol", "?"),
+                  kiln_device_label(m->dev));
+  rt_lib_target t = m->target.kind == JIT_SIMT_NVPTX    ? RT_LIB_NVPTX
+                    : m->target.kind == JIT_SIMT_AMDGPU ? RT_LIB_AMDGPU
+                                                        : RT_LIB_EMU;
+  if (rt_kernel_libs_bind_simt(ctx->libs, m->g, t, kiln_context_cache_dir(ctx), &m->libs, st) < 0)
+    return -1;
+  m->has_libs = true;
+  return 0;
+}
+
+static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const kiln_graph *kg,
+                                        kiln_status *st);
+
 KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln_graph *kg,
                                                       kiln_status *st) {
+  return compile_model(NULL, d, kg, st);
+}
+
+KILN_API kiln_device_model *kiln_device_model_compile_with(kiln_context *ctx, kiln_device *d,
+                                                           const kiln_graph *kg,
+                                                           kiln_status *st) {
+  if (!ctx) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_compile_with: context is NULL");
+    return NULL;
+  }
+  return compile_model(ctx, d, kg, st);
+}
+
+static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const kiln_graph *kg,
+                                        kiln_status *st) {
   if (!d || !kg) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_compile: NULL argument");
     return NULL;
@@ -158,14 +209,9 @@ KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
+  if (bind_custom(m, ctx, st) < 0) goto fail;
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
-    if (ir_op_get(n->op)->cls == IR_CLS_CUSTOM) {
-      rt_err(st, KILN_ERR_UNSUPPORTED, "mo.%s (kernel \"%s\") is not supported on %s yet",
-             ir_op_get(n->op)->name, ir_node_attr_string(n, "symbol", "?"),
-             kiln_device_label(d));
-      goto fail;
-    }
     int rc = n->op == IR_OP_CONSTANT            ? upload_constant(m, i, st)
              : n->op == IR_OP_CONSTANT_EXTERNAL ? 0
                                                 : load_kernel(m, i, st);
@@ -242,6 +288,8 @@ KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *nam
  * with no solving, allocation or geometry work. */
 typedef struct dm_launch {
   int node;
+  kiln_devptr copy_dst, copy_src; /* mo.inplace_custom: operand 0 into result 0 first */
+  size_t copy_bytes;
   rt_launch_dims dims;
   int np;
   kiln_devptr *bufs; /* the kernel's buffers (params point here) */
@@ -327,6 +375,16 @@ static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st)
     l->params[nb + j] = &l->ks[j];
   }
   l->params[nb + k->nsyms] = &x->errword;
+  if (n->op == IR_OP_INPLACE_CUSTOM) {
+    int64_t shape[IR_MAX_RANK], numel = 1;
+    if (ir_eval_shape(&n->in[0]->type, x->syms, shape, err, sizeof err) < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "mo.%s at line %d: %s", ir_op_get(n->op)->name,
+                    n->loc.line, err);
+    for (int a = 0; a < n->in[0]->type.rank; a++) numel *= shape[a];
+    l->copy_dst = l->bufs[n->nin];
+    l->copy_src = l->bufs[0];
+    l->copy_bytes = (size_t)numel * ir_dtype_size(n->in[0]->type.dtype);
+  }
   rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
                        {dims.block[0], dims.block[1], dims.block[2]},
                        /* static shared memory: a global on GPUs, given by the launch on emu */
@@ -421,6 +479,9 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
   for (int li = 0; li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
+    if (l->copy_bytes &&
+        rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
+      return -1;
     if (rt_device_launch(m->dev, m->kernels[l->node].fn, &l->dims, l->params, st) < 0) return -1;
     if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) return -1;
     if (code != 0) {

@@ -17,6 +17,14 @@
  * Disk cache: cache_dir/libs/<32 hex>.bc, written to a temporary file and
  * renamed into place (readers never see half a file; the kernel cache's
  * scan ignores this folder). A file that is not bitcode is ignored.
+ * GPU targets (job->target: nvptx64-nvidia-cuda, amdgcn-amd-amdhsa, for
+ * SIMT kernels): the same, plus --target=<triple> -nogpulib -nostdlibinc
+ * (clang's own stdint.h / stddef.h / float.h stay) and a <math.h> of
+ * kiln's beside kiln/kernel.h that declares the C99 float and double
+ * functions (clang treats them as builtins; jit/simt_math.c maps them per
+ * target): the host's libc headers do not compile for a GPU. The target
+ * and that header are part of the hash, so each target's bitcode has its
+ * own cache entry.
  * Known limit: headers the source includes (other than kiln/kernel.h) are
  * not hashed; an edit to one is seen only once the .c changes. */
 #include <errno.h>
@@ -40,6 +48,30 @@ extern char **environ;
 static const char *const CC_FLAGS[] = {"-O2", "-Xclang", "-disable-llvm-passes",
                                        "-fno-math-errno", "-emit-llvm", "-c"};
 #define CC_NFLAGS (sizeof CC_FLAGS / sizeof CC_FLAGS[0])
+
+/* <math.h> for GPU targets (see the top). */
+static const char GPU_MATH_H[] =
+    "/* math.h - kiln's for SIMT kernels on GPU targets: declarations only */\n"
+    "#ifndef KILN_GPU_MATH_H\n#define KILN_GPU_MATH_H\n"
+    "#define INFINITY __builtin_inff()\n#define NAN __builtin_nanf(\"\")\n"
+    "#define HUGE_VALF __builtin_huge_valf()\n#define HUGE_VAL __builtin_huge_val()\n"
+    "#define isnan(x) __builtin_isnan(x)\n#define isinf(x) __builtin_isinf(x)\n"
+    "#define isfinite(x) __builtin_isfinite(x)\n#define signbit(x) __builtin_signbit(x)\n"
+    "#define M_E 2.7182818284590452354\n#define M_LN2 0.69314718055994530942\n"
+    "#define M_PI 3.14159265358979323846\n#define M_SQRT2 1.41421356237309504880\n"
+    "#define KILN_M1(n) double n(double); float n##f(float);\n"
+    "#define KILN_M2(n) double n(double, double); float n##f(float, float);\n"
+    "KILN_M1(sqrt) KILN_M1(cbrt) KILN_M1(exp) KILN_M1(exp2) KILN_M1(expm1) KILN_M1(log)\n"
+    "KILN_M1(log2) KILN_M1(log10) KILN_M1(log1p) KILN_M1(sin) KILN_M1(cos) KILN_M1(tan)\n"
+    "KILN_M1(asin) KILN_M1(acos) KILN_M1(atan) KILN_M1(sinh) KILN_M1(cosh) KILN_M1(tanh)\n"
+    "KILN_M1(asinh) KILN_M1(acosh) KILN_M1(atanh) KILN_M1(erf) KILN_M1(erfc) KILN_M1(tgamma)\n"
+    "KILN_M1(lgamma) KILN_M1(fabs) KILN_M1(floor) KILN_M1(ceil) KILN_M1(round) KILN_M1(trunc)\n"
+    "KILN_M1(rint) KILN_M1(nearbyint)\n"
+    "KILN_M2(pow) KILN_M2(atan2) KILN_M2(fmod) KILN_M2(fmin) KILN_M2(fmax) KILN_M2(hypot)\n"
+    "KILN_M2(copysign) KILN_M2(remainder) KILN_M2(fdim)\n"
+    "double fma(double, double, double); float fmaf(float, float, float);\n"
+    "double ldexp(double, int); float ldexpf(float, int);\n"
+    "#undef KILN_M1\n#undef KILN_M2\n#endif\n";
 
 /* ---- finding clang ---- */
 
@@ -98,6 +130,11 @@ int rt_cc_prepare(rt_cc_job *job, kiln_status *st) {
   for (size_t i = 0; i < CC_NFLAGS; i++)
     XXH3_128bits_update(&s, CC_FLAGS[i], strlen(CC_FLAGS[i]) + 1);
   XXH3_128bits_update(&s, kiln_kernel_h_text, kiln_kernel_h_text_len);
+  if (job->target) { /* the host's hash stays what it was */
+    XXH3_128bits_update(&s, "target=", 7);
+    XXH3_128bits_update(&s, job->target, strlen(job->target) + 1);
+    XXH3_128bits_update(&s, GPU_MATH_H, sizeof GPU_MATH_H - 1);
+  }
   const char *file = job->path ? job->path : job->name; /* clang's messages name it */
   XXH3_128bits_update(&s, file, strlen(file) + 1);
   if (job->len) XXH3_128bits_update(&s, job->src, job->len);
@@ -276,15 +313,25 @@ static int compile_in(const rt_cc_job *job, const char *tmp, void **bc, size_t *
     line[ll++] = *p;
   }
   ll += snprintf(line + ll, sizeof line - (size_t)ll, "\"\n");
+  char mathh[PATH_MAX], tflag[128];
+  if (!join(mathh, sizeof mathh, tmp, "math.h"))
+    return rt_err(st, KILN_ERR_IO, "kernel library '%s': temporary path too long", job->name);
   if (mkdir(kdir, 0700) != 0 ||
       write_file(hdr, kiln_kernel_h_text, kiln_kernel_h_text_len, NULL, 0) != 0 ||
-      write_file(src, line, (size_t)ll, job->src, job->len) != 0)
+      write_file(src, line, (size_t)ll, job->src, job->len) != 0 ||
+      (job->target && write_file(mathh, GPU_MATH_H, sizeof GPU_MATH_H - 1, NULL, 0) != 0))
     return rt_err(st, KILN_ERR_IO, "kernel library '%s': cannot write to %s: %s", job->name, tmp,
                   strerror(errno));
-  char *argv[CC_NFLAGS + 8];
+  char *argv[CC_NFLAGS + 12];
   size_t k = 0;
   argv[k++] = (char *)job->clang;
   for (size_t i = 0; i < CC_NFLAGS; i++) argv[k++] = (char *)CC_FLAGS[i];
+  if (job->target) {
+    snprintf(tflag, sizeof tflag, "--target=%s", job->target);
+    argv[k++] = tflag;
+    argv[k++] = "-nogpulib";
+    argv[k++] = "-nostdlibinc";
+  }
   argv[k++] = inc_tmp;
   if (job->path) { /* quote includes next to the user's file */
     char dir[PATH_MAX];
@@ -307,8 +354,9 @@ static int compile_in(const rt_cc_job *job, const char *tmp, void **bc, size_t *
       rt_err(st, KILN_ERR_NOT_FOUND, "kernel library '%s': cannot run %s: %s (set KILN_CLANG)",
              job->name, job->clang, strerror(why));
     else
-      rt_err(st, KILN_ERR_COMPILE, "kernel library '%s' does not compile (%s):\n%s", job->name,
-             job->clang, text && text[0] ? text : "(no message)");
+      rt_err(st, KILN_ERR_COMPILE, "kernel library '%s' does not compile%s%s (%s):\n%s",
+             job->name, job->target ? " for " : "", job->target ? job->target : "", job->clang,
+             text && text[0] ? text : "(no message)");
     free(text);
     return -1;
   }
@@ -325,7 +373,8 @@ static int compile_in(const rt_cc_job *job, const char *tmp, void **bc, size_t *
 static void remove_tmp(const char *tmp, const rt_cc_job *job) {
   char p[PATH_MAX], base[256];
   source_name(job, base, sizeof base);
-  static const char *const files[] = {"kiln/kernel.h", "out.bc", "clang.txt", "version.txt"};
+  static const char *const files[] = {"kiln/kernel.h", "out.bc", "clang.txt", "version.txt",
+                                      "math.h"};
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     if (join(p, sizeof p, tmp, files[i])) unlink(p);
   }

@@ -11,8 +11,13 @@
  * it, with the ABI type, a marker of this ABI version and operand / result
  * counts that fit the node. Only then is kiln.library stamped: kiln never
  * compiles a call to a kernel whose signature it did not check.
- * Ownership: the list owns every library (label, hash, bitcode, function
- * list) until rt_kernel_libs_free; the resolver hands out borrowed bitcode. */
+ * SIMT targets (rt_kernel_libs_bind_simt): the same lookup, but the kernel
+ * must be a KILN_SIMT_KERNEL; C libraries are compiled again for a GPU
+ * triple on first need (kernel_cc.c) and that bitcode is kept beside the
+ * host's; simt-emu uses the host's.
+ * Ownership: the list owns every library (label, hash, source, bitcode per
+ * target, function list) until rt_kernel_libs_free; the resolvers hand out
+ * borrowed bitcode. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -36,12 +41,25 @@ typedef struct rt_kernel_lib {
   char hash[40];   /* "c-...", "ll-...", "bc-..." */
   bool superseded; /* a later library of the same label replaced it for lookups */
   jit_lib_info info;
+  /* C only: the source (to compile for GPU targets on demand) and that
+   * bitcode per rt_lib_target (NULL until asked; never for RT_LIB_EMU) */
+  char *src, *path;
+  size_t srclen;
+  void *tbc[RT_LIB_NTARGETS];
+  size_t tlen[RT_LIB_NTARGETS];
 } rt_kernel_lib;
+
+typedef struct lib_resolver {
+  rt_kernel_libs *l;
+  rt_lib_target t;
+} lib_resolver;
 
 struct rt_kernel_libs {
   pthread_mutex_t mu;
   rt_kernel_lib **v;
   int n, cap;
+  bool simt_stubs;
+  lib_resolver res[RT_LIB_NTARGETS];
 };
 
 rt_kernel_libs *rt_kernel_libs_new(void) {
@@ -58,6 +76,9 @@ void rt_kernel_libs_free(rt_kernel_libs *l) {
   for (int i = 0; i < l->n; i++) {
     jit_lib_info_free(&l->v[i]->info);
     free(l->v[i]->label);
+    free(l->v[i]->src);
+    free(l->v[i]->path);
+    for (int t = 0; t < RT_LIB_NTARGETS; t++) free(l->v[i]->tbc[t]);
     free(l->v[i]);
   }
   free(l->v);
@@ -268,9 +289,15 @@ int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, co
     return -1;
   rt_kernel_lib *lib = calloc(1, sizeof *lib);
   int rc = 0;
-  if (!lib || !(lib->label = strdup(name))) {
+  if (!lib || !(lib->label = strdup(name)) ||
+      (kind == LIB_C && (!(lib->src = malloc(len ? len : 1)) ||
+                         (path && !(lib->path = strdup(path)))))) {
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a kernel library");
   } else {
+    if (kind == LIB_C) {
+      if (len) memcpy(lib->src, data, len);
+      lib->srclen = len;
+    }
     memcpy(lib->hash, hash, sizeof lib->hash);
     rc = describe(lib, kind, bytes, nbytes, cache_dir, st);
     if (rc == 0) rc = append(l, lib, st);
@@ -279,6 +306,8 @@ int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, co
   if (rc < 0 && lib) {
     jit_lib_info_free(&lib->info);
     free(lib->label);
+    free(lib->src);
+    free(lib->path);
     free(lib);
   }
   if (rc == 0) rt_ok(st);
@@ -317,9 +346,13 @@ static const rt_kernel_lib *lookup(rt_kernel_libs *l, const char *sym, const jit
   return found;
 }
 
-/* The function fits the node: ABI type, marker, counts. 0 or -1 with st. */
+/* Where a bind places kernels. */
+typedef enum placement { ON_HOST, ON_HOST_STUBS, ON_SIMT } placement;
+
+/* The function fits the node: ABI type, marker, counts, placement (a SIMT
+ * kernel under ON_HOST_STUBS sets *stub). 0 or -1 with st. */
 static int check_signature(const rt_kernel_lib *lib, const jit_lib_fn *fn, const ir_node *n,
-                           const char *where, kiln_status *st) {
+                           const char *where, placement pl, bool *stub, kiln_status *st) {
   const char *sym = fn->name;
   if (!fn->abi_type)
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s has type %s, which does not fit "
@@ -329,10 +362,20 @@ static int check_signature(const rt_kernel_lib *lib, const jit_lib_fn *fn, const
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is not declared with "
                   "KILN_KERNEL(%s, NIN, NOUT) (no kiln_abi_%s marker): kiln cannot check its "
                   "signature", where, sym, lib->label, sym, sym);
-  if (fn->abi != KILN_KERNEL_ABI)
+  bool simt = (fn->abi & KILN_KERNEL_ON_SIMT) != 0;
+  if ((fn->abi & ~KILN_KERNEL_ON_SIMT) != KILN_KERNEL_ABI)
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s was built for kernel ABI %d, this "
                   "kiln has ABI %d: rebuild it against kiln/kernel.h", where, sym, lib->label,
-                  (int)fn->abi, KILN_KERNEL_ABI);
+                  (int)(fn->abi & ~KILN_KERNEL_ON_SIMT), KILN_KERNEL_ABI);
+  if (simt && pl == ON_HOST)
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%skernel \"%s\" in %s is a SIMT kernel "
+                  "(KILN_SIMT_KERNEL): it runs on a SIMT device (simt-emu, cuda, hip: kiln run "
+                  "--device), not on the CPU", where, sym, lib->label);
+  if (!simt && pl == ON_SIMT)
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%skernel \"%s\" in %s is a host kernel "
+                  "(KILN_KERNEL): it runs on the CPU only; declare it with KILN_SIMT_KERNEL to "
+                  "run it on a SIMT device", where, sym, lib->label);
+  *stub = simt && pl == ON_HOST_STUBS;
   if (fn->nin >= 0 && fn->nin != n->nin)
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s takes %d operand%s, the op gives %d",
                   where, sym, lib->label, (int)fn->nin, fn->nin == 1 ? "" : "s", n->nin);
@@ -342,7 +385,7 @@ static int check_signature(const rt_kernel_lib *lib, const jit_lib_fn *fn, const
   return 0;
 }
 
-int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st) {
+static int bind(rt_kernel_libs *l, ir_graph *g, placement pl, kiln_status *st) {
   for (int i = 0; i < g->nnodes; i++) {
     ir_node *n = g->nodes[i];
     if (ir_op_get(n->op)->cls != IR_CLS_CUSTOM) continue;
@@ -355,15 +398,103 @@ int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st) {
       snprintf(where, sizeof where, "op #%d (mo.%s): ", i, ir_op_get(n->op)->name);
     const jit_lib_fn *fn = NULL;
     char hash[40];
+    bool stub = false;
     pthread_mutex_lock(&l->mu);
+    if (pl == ON_HOST && l->simt_stubs) pl = ON_HOST_STUBS;
     const rt_kernel_lib *lib = lookup(l, sym, &fn, where, st);
-    int rc = lib ? check_signature(lib, fn, n, where, st) : -1;
+    int rc = lib ? check_signature(lib, fn, n, where, pl, &stub, st) : -1;
     if (rc == 0) memcpy(hash, lib->hash, sizeof hash);
     pthread_mutex_unlock(&l->mu);
     if (rc < 0) return -1;
-    if (ir_node_set_attr_string(g, n, "kiln.library", hash) < 0)
+    if (ir_node_set_attr_string(g, n, "kiln.library", hash) < 0 ||
+        (stub && ir_node_set_attr_string(g, n, "kiln.simt_stub", "never called") < 0))
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
+  return 0;
+}
+
+int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st) {
+  return bind(l, g, ON_HOST, st);
+}
+
+void rt_kernel_libs_set_simt_stubs(rt_kernel_libs *l, bool on) {
+  if (!l) return;
+  pthread_mutex_lock(&l->mu);
+  l->simt_stubs = on;
+  pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- SIMT targets ---- */
+
+static const char *const target_triple[RT_LIB_NTARGETS] = {NULL, "nvptx64-nvidia-cuda",
+                                                          "amdgcn-amd-amdhsa"};
+
+static int find_target_bitcode(void *ud, const char *hash, const void **data, size_t *len) {
+  const lib_resolver *r = ud;
+  rt_kernel_libs *l = r->l;
+  int rc = -1;
+  pthread_mutex_lock(&l->mu);
+  for (int i = l->n - 1; i >= 0 && rc < 0; i--) {
+    const rt_kernel_lib *lib = l->v[i];
+    if (strcmp(lib->hash, hash) != 0) continue;
+    bool own = lib->src && r->t != RT_LIB_EMU; /* C: compiled for the GPU triple */
+    if (own && !lib->tbc[r->t]) break;          /* not prepared: a miss */
+    *data = own ? lib->tbc[r->t] : lib->info.bitcode;
+    *len = own ? lib->tlen[r->t] : lib->info.len;
+    rc = 0;
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+/* The C library of hash compiled for GPU target t, once. 0 or -1 with st. */
+static int prepare_target(rt_kernel_libs *l, const char *hash, rt_lib_target t,
+                          const char *cache_dir, kiln_status *st) {
+  rt_cc_job job;
+  memset(&job, 0, sizeof job);
+  pthread_mutex_lock(&l->mu);
+  rt_kernel_lib *lib = NULL;
+  for (int i = l->n - 1; i >= 0 && !lib; i--)
+    if (strcmp(l->v[i]->hash, hash) == 0) lib = l->v[i];
+  bool need = lib && lib->src && !lib->tbc[t];
+  if (need) { /* the library lives (and its source stays put) until l is freed */
+    job.name = lib->label;
+    job.path = lib->path;
+    job.src = lib->src;
+    job.len = lib->srclen;
+    job.target = target_triple[t];
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (!need) return 0;
+  void *bc = NULL;
+  size_t len = 0;
+  if (rt_cc_prepare(&job, st) < 0 || rt_cc_build(&job, cache_dir, &bc, &len, st) < 0) return -1;
+  pthread_mutex_lock(&l->mu);
+  if (!lib->tbc[t]) {
+    lib->tbc[t] = bc;
+    lib->tlen[t] = len;
+    bc = NULL;
+  }
+  pthread_mutex_unlock(&l->mu);
+  free(bc);
+  return 0;
+}
+
+int rt_kernel_libs_bind_simt(rt_kernel_libs *l, ir_graph *g, rt_lib_target t,
+                             const char *cache_dir, jit_libs *res, kiln_status *st) {
+  if (!l || (unsigned)t >= RT_LIB_NTARGETS)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "rt_kernel_libs_bind_simt: bad argument");
+  if (bind(l, g, ON_SIMT, st) < 0) return -1;
+  for (int i = 0; i < g->nnodes; i++) {
+    const char *hash = ir_node_attr_string(g->nodes[i], "kiln.library", NULL);
+    if (hash && t != RT_LIB_EMU && prepare_target(l, hash, t, cache_dir, st) < 0) return -1;
+  }
+  pthread_mutex_lock(&l->mu);
+  l->res[t].l = l;
+  l->res[t].t = t;
+  pthread_mutex_unlock(&l->mu);
+  res->ud = &l->res[t];
+  res->find = find_target_bitcode;
   return 0;
 }
 

@@ -48,9 +48,39 @@ int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st);
 
 int rt_kernel_libs_count(rt_kernel_libs *l);
 
+/* ---- SIMT targets ----
+ * A kernel declared with KILN_SIMT_KERNEL (marker flag KILN_KERNEL_ON_SIMT)
+ * runs only on SIMT devices, one declared with KILN_KERNEL only on the CPU:
+ * rt_kernel_libs_bind refuses the first, rt_kernel_libs_bind_simt the
+ * second, each with a message saying where the kernel runs. */
+typedef enum rt_lib_target {
+  RT_LIB_EMU,    /* simt-emu: the host's bitcode */
+  RT_LIB_NVPTX,  /* nvptx64-nvidia-cuda */
+  RT_LIB_AMDGPU, /* amdgcn-amd-amdhsa */
+  RT_LIB_NTARGETS
+} rt_lib_target;
+
+/* Bind g's custom nodes for SIMT target t (as rt_kernel_libs_bind, with
+ * the placement above), then make sure each bound library has bitcode for
+ * t: a C library is compiled for the GPU triple once (kept in memory, and
+ * under cache_dir/libs by a hash that includes the target); .ll / .bc serve
+ * as given (the lowering refuses a triple of another target). *res: the
+ * resolver to give jit_simt_compile_graph_libs (valid while l lives).
+ * 0, or -1 with st. */
+int rt_kernel_libs_bind_simt(rt_kernel_libs *l, ir_graph *g, rt_lib_target t,
+                             const char *cache_dir, jit_libs *res, kiln_status *st);
+
+/* On: rt_kernel_libs_bind stamps a SIMT kernel kiln.simt_stub instead of
+ * refusing it, and the CPU lowering makes it a kernel that never calls the
+ * library (and fails if run). For a CPU model that only describes a graph
+ * whose executes run on a device (kiln run --device). */
+void rt_kernel_libs_set_simt_stubs(rt_kernel_libs *l, bool on);
+
 /* ---- the C compiler (kernel_cc.c) ---- */
 typedef struct rt_cc_job {
   const char *name;   /* the library's name (messages, and the file name clang sees) */
+  const char *target; /* NULL: the host; else a GPU triple (nvptx64-nvidia-cuda,
+                         amdgcn-amd-amdhsa): compiled freestanding with kiln's <math.h> */
   const char *path;   /* the source file, or NULL from memory */
   const void *src;    /* the source bytes (borrowed) */
   size_t len;

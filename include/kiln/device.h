@@ -95,6 +95,11 @@ typedef struct kiln_device_model kiln_device_model;
 
 KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln_graph *g,
                                                       kiln_status *st);
+/* The same, with the kernel libraries of ctx (kiln/custom.h): mo.custom ops
+ * whose library declares them KILN_SIMT_KERNEL (kiln/kernel.h) run on the
+ * device. kiln_device_model_compile refuses a graph with custom ops. */
+KILN_API kiln_device_model *kiln_device_model_compile_with(kiln_context *ctx, kiln_device *d,
+                                                           const kiln_graph *g, kiln_status *st);
 KILN_API void kiln_device_model_free(kiln_device_model *m);
 /* Copy weight `name` (a mo.constant.external) to the device now. */
 KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *name,

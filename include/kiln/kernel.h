@@ -61,7 +61,61 @@
  * and in a graph:
  *     %y = mo.custom(%x, %g) {symbol = "rms_norm", epsilon = 1.0e-6}
  *          : (!mo.tensor<[rows, 64], f32>, !mo.tensor<[64], f32>) -> !mo.tensor<[rows, 64], f32>
- * run with `kiln run graph.mlir --kernels rms_norm.c ...`. */
+ * run with `kiln run graph.mlir --kernels rms_norm.c ...`.
+ *
+ * SIMT kernels (simt-emu, CUDA, HIP): declared with
+ *     KILN_SIMT_KERNEL(NAME, NINPUTS, NOUTPUTS)
+ * instead (same function type and arguments; the marker carries
+ * KILN_KERNEL_ON_SIMT). kiln never runs a KILN_KERNEL on a SIMT device nor a
+ * KILN_SIMT_KERNEL on the CPU: it says so when the graph is compiled.
+ * kiln compiles the library for each target it needs (C: with clang, for
+ * the host / simt-emu, nvptx64-nvidia-cuda or amdgcn-amd-amdhsa; on the GPU
+ * targets <math.h> is a small header of kiln's declaring the C99 float and
+ * double functions, and other libc headers are not available). A .ll / .bc
+ * library serves the target its triple names (none: every target).
+ * Launch: every thread of the grid calls the kernel once with the same
+ * args (tensor views of device memory); blocks have KILN_SIMT_BLOCK threads
+ * (x only); the grid (x only) depends on the op's `simt_grid` attribute:
+ *   "elements" (default): ceil(N / KILN_SIMT_BLOCK) blocks, N the element
+ *              count of result 0;
+ *   "rows":    one block per row of result 0 (N / its last dim);
+ * both capped at KILN_SIMT_MAX_GRID blocks, so a kernel walks its work with
+ * grid-stride loops (kiln_simt_global_id / _global_size, or block_id /
+ * grid_dim for rows). An empty result launches nothing. The helpers below
+ * give the thread's place; kiln replaces each call with the target's own
+ * code (NVVM special registers and bar.sync, AMDGPU workitem / workgroup
+ * ids and s_barrier, the emulator's thread state and fiber switch). On
+ * simt-emu the kernel's code is inlined into kiln's kernel, so the helpers
+ * must be called from the kernel or from functions it can inline (not
+ * recursive ones). Return 0 from every thread; a non-zero return from any
+ * thread fails the execute. mo.inplace_custom: the launcher copies operand
+ * 0 into outputs[0] before the launch.
+ * Example (examples/custom_ops/rms_norm_simt.c): one block per row, the
+ * threads stride along the row and sum their squares in shared memory:
+ *
+ *     KILN_SIMT_KERNEL(rms_norm_simt, 2, 1)
+ *     int32_t rms_norm_simt(const kiln_kernel_args *args) {
+ *       ... n = last dim, rows = numel / n ...
+ *       float *part = kiln_simt_shared();
+ *       uint32_t t = kiln_simt_thread_id();
+ *       for (int64_t r = kiln_simt_block_id(); r < rows; r += kiln_simt_grid_dim()) {
+ *         float ss = 0;
+ *         for (int64_t i = t; i < n; i += kiln_simt_block_dim()) ss += x[r*n+i] * x[r*n+i];
+ *         part[t] = ss;
+ *         kiln_simt_barrier();
+ *         for (uint32_t s = kiln_simt_block_dim() / 2; s > 0; s /= 2) {
+ *           if (t < s) part[t] += part[t + s];
+ *           kiln_simt_barrier();
+ *         }
+ *         float scale = 1.0f / sqrtf(part[0] / (float)n + eps);
+ *         kiln_simt_barrier();   // part is reused by the next row
+ *         for (int64_t i = t; i < n; i += kiln_simt_block_dim())
+ *           y[r*n+i] = x[r*n+i] * scale * g[i];
+ *       }
+ *       return 0;
+ *     }
+ * with `simt_grid = "rows"` on the op; run it with
+ * `kiln run graph.mlir --device simt-emu --kernels rms_norm_simt.c ...`. */
 #ifndef KILN_KERNEL_H
 #define KILN_KERNEL_H
 
@@ -130,6 +184,41 @@ typedef struct kiln_kernel_args {
 #define KILN_KERNEL(NAME, NIN, NOUT)                                                  \
   __attribute__((used)) const int32_t kiln_abi_##NAME[3] = {KILN_KERNEL_ABI, (NIN), (NOUT)}; \
   int32_t NAME(const kiln_kernel_args *args);
+
+/* Marker flag: the kernel runs on SIMT devices (KILN_SIMT_KERNEL). */
+#define KILN_KERNEL_ON_SIMT 0x100
+
+/* Declares SIMT kernel NAME (see above); the function type is the same. */
+#define KILN_SIMT_KERNEL(NAME, NIN, NOUT)                                             \
+  __attribute__((used)) const int32_t kiln_abi_##NAME[3] = {                          \
+      KILN_KERNEL_ABI | KILN_KERNEL_ON_SIMT, (NIN), (NOUT)};                          \
+  int32_t NAME(const kiln_kernel_args *args);
+
+/* ---- SIMT helpers: only in KILN_SIMT_KERNEL code (kiln maps each call to
+ * the target; on the CPU they do not exist). All along x. ---- */
+#define KILN_SIMT_BLOCK 256          /* threads per block */
+#define KILN_SIMT_MAX_GRID 65535     /* blocks per grid, at most */
+#define KILN_SIMT_SHARED_BYTES 8192  /* kiln_simt_shared's size */
+
+uint32_t kiln_simt_thread_id(void); /* threadIdx.x: 0 .. block_dim - 1 */
+uint32_t kiln_simt_block_dim(void); /* blockDim.x (KILN_SIMT_BLOCK) */
+uint32_t kiln_simt_block_id(void);  /* blockIdx.x: 0 .. grid_dim - 1 */
+uint32_t kiln_simt_grid_dim(void);  /* gridDim.x */
+/* __syncthreads(): returns once every thread of the block has called it;
+ * every thread of the block must reach the same barriers. */
+void kiln_simt_barrier(void);
+/* The block's shared memory: KILN_SIMT_SHARED_BYTES bytes, 16-byte
+ * aligned, zeroed when the block starts on simt-emu (unspecified on GPUs). */
+void *kiln_simt_shared(void);
+
+/* The thread's index in the grid, and the grid's thread count (the step of
+ * a grid-stride loop over elements). */
+static inline int64_t kiln_simt_global_id(void) {
+  return (int64_t)kiln_simt_block_id() * kiln_simt_block_dim() + kiln_simt_thread_id();
+}
+static inline int64_t kiln_simt_global_size(void) {
+  return (int64_t)kiln_simt_grid_dim() * kiln_simt_block_dim();
+}
 
 /* ---- helpers (inlined; constant-fold when kiln inlines the kernel) ---- */
 

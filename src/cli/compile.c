@@ -6,7 +6,9 @@
  * hsaco (a linked AMDGPU code object), obj (an object file: the AMDGPU
  * relocatable object, the simt-emu object, or for host one object per
  * kernel, FILE-<kernel>.o), llvm (optimized LLVM IR text). --dim binds
- * symbols (some or all), giving the shape-specialized kernels. Text goes to
+ * symbols (some or all), giving the shape-specialized kernels. --kernels
+ * adds kernel libraries for the graph's custom ops (SIMT targets: the
+ * kernels must be KILN_SIMT_KERNELs). Text goes to
  * stdout without -o; binary kinds need -o. Exit 0, 1 on an error in the
  * input or the compile, 2 on a usage error. */
 #include <errno.h>
@@ -15,6 +17,7 @@
 
 #include "../../jit/simt.h"
 #include "../gpu_link.h"
+#include "../kernel_lib.h"
 #include "../rt.h"
 #include "cli.h"
 
@@ -23,6 +26,8 @@ typedef struct compile_opts {
   char **dim_names;
   int64_t *dim_values;
   int ndims;
+  const char **kernels; /* --kernels FILE (SIMT targets: custom ops' libraries) */
+  int nkernels;
 } compile_opts;
 
 void cli_usage_compile(FILE *out) {
@@ -34,7 +39,9 @@ void cli_usage_compile(FILE *out) {
           "  --emit KIND   ptx (sm_*), hsaco (gfx*), obj, llvm; default: ptx for sm_*,\n"
           "                hsaco for gfx*, llvm for host and simt-emu\n"
           "  -o FILE       where to write (default stdout; binary kinds need a file)\n"
-          "  --dim SYM=V   bind a symbolic dim: specialized kernels (repeatable)\n");
+          "  --dim SYM=V   bind a symbolic dim: specialized kernels (repeatable)\n"
+          "  --kernels FILE  a kernel library (.c, .ll, .bc) for the graph's custom ops\n"
+          "                (KILN_SIMT_KERNELs; SIMT targets only; repeatable)\n");
 }
 
 static int usage_err(const char *fmt, const char *arg) {
@@ -72,6 +79,15 @@ static int parse_opts(int argc, char **argv, compile_opts *o) {
         return CLI_ERR;
       }
       o->dim_values[o->ndims++] = val;
+    } else if (strcmp(a, "--kernels") == 0) {
+      if (i + 1 >= argc) return usage_err("%s needs a file", a);
+      const char **nk = realloc(o->kernels, sizeof *nk * (size_t)(o->nkernels + 1));
+      if (!nk) {
+        fprintf(stderr, "kiln compile: out of memory\n");
+        return CLI_ERR;
+      }
+      o->kernels = nk;
+      o->kernels[o->nkernels++] = argv[++i];
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       cli_usage_compile(stdout);
       return -1;
@@ -205,6 +221,8 @@ int cli_compile(int argc, char **argv) {
   int rc = parse_opts(argc, argv, &o);
   kiln_status *st = kiln_status_new();
   kiln_graph *kg = NULL;
+  kiln_context *ctx = NULL;
+  ir_graph *bound = NULL;
   int64_t *syms = NULL;
   bool *bind = NULL;
   void *code = NULL, *linked = NULL;
@@ -262,13 +280,39 @@ int cli_compile(int argc, char **argv) {
   }
   if ((rc = bind_dims(g, &o, syms, bind)) != CLI_OK) goto done;
   if (host) {
+    if (o.nkernels) {
+      fprintf(stderr, "kiln compile: --kernels is for SIMT targets (sm_*, gfx*, simt-emu)\n");
+      rc = CLI_USAGE;
+      goto done;
+    }
     rc = compile_host(g, &o, syms, bind, strcmp(emit, "obj") == 0);
     goto done;
   }
+  jit_libs res = {0};
+  if (o.nkernels) { /* custom ops: bind them to the libraries built for t */
+    if (!(ctx = kiln_context_new(st)) || !(bound = ir_graph_clone(g))) {
+      fprintf(stderr, "kiln compile: %s\n", ctx ? "out of memory" : kiln_status_message(st));
+      rc = CLI_ERR;
+      goto done;
+    }
+    for (int i = 0; i < o.nkernels; i++)
+      if (kiln_context_add_kernel_library(ctx, o.kernels[i], st) < 0) break;
+    rt_lib_target lt = t.kind == JIT_SIMT_NVPTX    ? RT_LIB_NVPTX
+                       : t.kind == JIT_SIMT_AMDGPU ? RT_LIB_AMDGPU
+                                                   : RT_LIB_EMU;
+    if (kiln_status_code(st) != KILN_OK ||
+        rt_kernel_libs_bind_simt(ctx->libs, bound, lt, kiln_context_cache_dir(ctx), &res, st) <
+            0) {
+      fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
+      rc = CLI_ERR;
+      goto done;
+    }
+    g = bound;
+  }
   size_t len = 0;
   bool llvm = strcmp(emit, "llvm") == 0;
-  if (jit_simt_compile_graph(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, -1, llvm, &code,
-                             &len, err, sizeof err) < 0) {
+  if (jit_simt_compile_graph_libs(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, -1, llvm,
+                                  o.nkernels ? &res : NULL, &code, &len, err, sizeof err) < 0) {
     fprintf(stderr, "kiln compile: %s: %s\n", o.graph, err);
     rc = CLI_ERR;
     goto done;
@@ -290,8 +334,11 @@ done:
   free(linked);
   free(syms);
   free(bind);
+  ir_graph_free(bound);
+  kiln_context_free(ctx);
   kiln_graph_free(kg);
   kiln_status_free(st);
+  free(o.kernels);
   for (int i = 0; i < o.ndims; i++) free(o.dim_names[i]);
   free(o.dim_names);
   free(o.dim_values);
