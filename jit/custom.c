@@ -40,19 +40,6 @@ _Static_assert(JIT_SIMT_BLOCK == KILN_SIMT_BLOCK && JIT_SIMT_MAX_GRID == KILN_SI
 
 /* ---- inspecting a library ---- */
 
-typedef struct diag_sink {
-  char msg[512];
-  bool error;
-} diag_sink;
-
-static void diag_handler(LLVMDiagnosticInfoRef di, void *p) {
-  diag_sink *s = p;
-  if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || s->error) return;
-  char *m = LLVMGetDiagInfoDescription(di);
-  snprintf(s->msg, sizeof s->msg, "%s", m ? m : "");
-  LLVMDisposeMessage(m);
-  s->error = true;
-}
 
 static bool is_bitcode(const unsigned char *p, size_t len) {
   if (len < 4) return false;
@@ -66,8 +53,8 @@ static LLVMModuleRef read_module(LLVMContextRef ctx, const void *data, size_t le
                                  const char *label, char *err, size_t errlen) {
   LLVMModuleRef mod = NULL;
   if (is_bitcode(data, len)) {
-    diag_sink sink = {.msg = "", .error = false};
-    LLVMContextSetDiagnosticHandler(ctx, diag_handler, &sink);
+    jit_diag_sink sink = {.msg = "", .error = false};
+    LLVMContextSetDiagnosticHandler(ctx, jit_diag_handler, &sink);
     LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(data, len, label, 0);
     LLVMBool bad = !buf || LLVMParseBitcodeInContext2(ctx, buf, &mod);
     if (buf) LLVMDisposeMemoryBuffer(buf);
@@ -176,8 +163,8 @@ void jit_lib_info_free(jit_lib_info *info) {
  * kept as it is. 0, or -1 with err. */
 static int inspect_trusted(LLVMContextRef ctx, const void *data, size_t len, const char *label,
                            jit_lib_info *out, char *err, size_t errlen) {
-  diag_sink sink = {.msg = "", .error = false};
-  LLVMContextSetDiagnosticHandler(ctx, diag_handler, &sink);
+  jit_diag_sink sink = {.msg = "", .error = false};
+  LLVMContextSetDiagnosticHandler(ctx, jit_diag_handler, &sink);
   LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRangeCopy(data, len, label);
   LLVMModuleRef mod = NULL;
   if (!buf || LLVMGetBitcodeModuleInContext2(ctx, buf, &mod) || !mod) { /* takes buf */
@@ -607,8 +594,8 @@ static LLVMValueRef simt_link(jit_simt_fn *sf, const char *sym, char *pre_sym, s
     jit_fn_error(f, "out of memory");
     return NULL;
   }
-  diag_sink sink = {.msg = "", .error = false};
-  LLVMContextSetDiagnosticHandler(f->ctx, diag_handler, &sink);
+  jit_diag_sink sink = {.msg = "", .error = false};
+  LLVMContextSetDiagnosticHandler(f->ctx, jit_diag_handler, &sink);
   LLVMBool bad = LLVMLinkModules2(f->mod, lm); /* destroys lm */
   LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
   if (bad) {

@@ -102,13 +102,8 @@ static void remove_str_attr(LLVMValueRef fn, const char *k) {
 
 /* Diagnostics from the bitcode reader and the linker: without a handler an
  * error diagnostic makes LLVM print and exit(1). Keep the first error. */
-typedef struct diag_sink {
-  char msg[256];
-  bool error;
-} diag_sink;
-
-static void diag_handler(LLVMDiagnosticInfoRef di, void *p) {
-  diag_sink *s = p;
+void jit_diag_handler(LLVMDiagnosticInfoRef di, void *p) {
+  jit_diag_sink *s = p;
   if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || s->error) return;
   char *m = LLVMGetDiagInfoDescription(di);
   snprintf(s->msg, sizeof s->msg, "%s", m ? m : "");
@@ -147,10 +142,10 @@ int jit_link_bitcode(jit_fn *f, const void *bc, size_t len, const char *label) {
   LLVMMemoryBufferRef buf =
       LLVMCreateMemoryBufferWithMemoryRange((const char *)bc, len, label, 0);
   if (!buf) return jit_fn_error(f, "%s: out of memory", label);
-  diag_sink sink = {.msg = "", .error = false};
+  jit_diag_sink sink = {.msg = "", .error = false};
   LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(f->ctx);
   void *old_ctx = LLVMContextGetDiagnosticContext(f->ctx);
-  LLVMContextSetDiagnosticHandler(f->ctx, diag_handler, &sink);
+  LLVMContextSetDiagnosticHandler(f->ctx, jit_diag_handler, &sink);
   LLVMModuleRef tm = NULL;
   LLVMBool bad = LLVMParseBitcodeInContext2(f->ctx, buf, &tm); /* does not take buf */
   LLVMDisposeMemoryBuffer(buf);

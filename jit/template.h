@@ -34,6 +34,16 @@ LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *ent
  * through it too). */
 int jit_link_bitcode(jit_fn *f, const void *bc, size_t len, const char *label);
 
+/* Diagnostics from LLVM's bitcode / IR readers and the linker: without a
+ * handler an error diagnostic makes LLVM print and exit(1). Install
+ * jit_diag_handler with a jit_diag_sink as its context; the sink keeps the
+ * first error's text. */
+typedef struct jit_diag_sink {
+  char msg[512];
+  bool error;
+} jit_diag_sink;
+void jit_diag_handler(LLVMDiagnosticInfoRef di, void *sink);
+
 /* Give fn (a helper function a lowering adds to f->mod, such as a GEMM
  * epilogue) the kernel's target attributes, as template functions get them.
  * Added by fusion. */

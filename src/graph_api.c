@@ -67,36 +67,9 @@ KILN_API kiln_graph *kiln_graph_load(const char *path, kiln_status *st) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_load: path is NULL");
     return NULL;
   }
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO, "%s: cannot open: %s", path,
-           strerror(errno));
-    return NULL;
-  }
-  size_t cap = 4096, len = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    size_t n = fread(buf + len, 1, cap - len, f);
-    len += n;
-    if (len < cap) break;
-    char *nb = cap > SIZE_MAX / 2 ? NULL : realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  bool bad = !buf || ferror(f);
-  int err = errno;
-  fclose(f);
-  if (bad) {
-    free(buf);
-    if (!buf) rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory reading the file", path);
-    else rt_err(st, KILN_ERR_IO, "%s: read error: %s", path, strerror(err));
-    return NULL;
-  }
+  size_t len = 0;
+  char *buf = rt_read_file(path, NULL, &len, st);
+  if (!buf) return NULL;
   kiln_graph *g = kiln_graph_parse(buf, len, path, st);
   free(buf);
   return g;

@@ -167,32 +167,7 @@ static int write_file(const char *path, const void *a, size_t alen, const void *
 
 /* The whole of path, malloc'd (+1 NUL); NULL when it cannot be read. */
 static char *read_file(const char *path, size_t *len) {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap + 1);
-  while (buf) {
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
-    if (n < cap) break;
-    char *nb = realloc(buf, 2 * cap + 1);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  bool err = ferror(f);
-  fclose(f);
-  if (!buf || err) {
-    free(buf);
-    return NULL;
-  }
-  buf[n] = 0;
-  *len = n;
-  return buf;
+  return rt_read_file(path, NULL, len, NULL);
 }
 
 static bool looks_like_bitcode(const unsigned char *p, size_t n) {

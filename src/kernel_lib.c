@@ -502,36 +502,9 @@ int rt_kernel_libs_bind_simt(rt_kernel_libs *l, ir_graph *g, rt_lib_target t,
 
 /* The whole file, malloc'd; NULL with st. */
 static void *slurp(const char *path, size_t *len, kiln_status *st) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO,
-           "kernel library '%s': cannot open: %s", path, strerror(errno));
-    return NULL;
-  }
-  size_t cap = 1 << 16, n = 0;
-  char *buf = malloc(cap);
-  while (buf) {
-    n += fread(buf + n, 1, cap - n, f);
-    if (n < cap) break;
-    char *nb = realloc(buf, cap * 2);
-    if (!nb) {
-      free(buf);
-      buf = NULL;
-      break;
-    }
-    buf = nb;
-    cap *= 2;
-  }
-  bool bad = ferror(f);
-  fclose(f);
-  if (!buf || bad) {
-    free(buf);
-    rt_err(st, buf ? KILN_ERR_IO : KILN_ERR_OUT_OF_MEMORY, "kernel library '%s': cannot read it",
-           path);
-    return NULL;
-  }
-  *len = n;
-  return buf;
+  char what[512];
+  snprintf(what, sizeof what, "kernel library '%s'", path);
+  return rt_read_file(path, what, len, st);
 }
 
 KILN_API int kiln_context_add_kernel_library(kiln_context *ctx, const char *path,

@@ -157,6 +157,11 @@ kiln_tensor *rt_tensor_alloc(kiln_dtype dtype, int rank, const int64_t *shape, k
 /* "simt-emu", "cuda:0": the label of the device t lives on ("the host"
  * for a host tensor); device_tensor.c. */
 const char *rt_tensor_device_label(const kiln_tensor *t);
+/* The whole file at path, malloc'd with a NUL after the last byte (*len
+ * does not count it); NULL with st filled on failure: NOT_FOUND, IO (cannot
+ * open, read error), OUT_OF_MEMORY. Messages start with `what` (e.g.
+ * "kernel library 'k.c'"), the path when NULL (file_read.c). */
+char *rt_read_file(const char *path, const char *what, size_t *len, kiln_status *st);
 /* A tensor header with no memory (data NULL, not owned, on the host): the
  * shape checked and copied. NULL with st filled on a bad shape or OOM. */
 kiln_tensor *rt_tensor_header(kiln_dtype dtype, int rank, const int64_t *shape, kiln_status *st);
