@@ -13,9 +13,11 @@
  * rounded to the element type at the store. exp is jit_exp_f64 (no call, so
  * the loops vectorize; within an ulp or two of libm's exp) and the sums may
  * be reassociated (they vectorize): a few double ulps from the interpreter.
- * f64 and f32 softmax keep exp(x - m) in the output between passes 2 and 3
- * (one exp per element; f32 rounds it there and again after the scaling by
- * 1 / s, about an ulp of f32 in all); f16 / bf16 recompute it, to round once.
+ * f64 softmax keeps exp(x - m) in the output between passes 2 and 3 (one
+ * exp per element); f16 / bf16 recompute it, to round once. f32 (the common
+ * case) has loops of its own (softmax_f32_rows): exp, scaling and the
+ * difference in f32, the sum in double, a few ulps of f32 from the
+ * interpreter's all-double result, and every loop 16 lanes wide.
  * Work splitting (kernel ABI part / nparts): each part normalizes whole
  * rows (softmax: a range of outer, or of inner when there are fewer outer
  * rows than parts and than inner positions; layer_norm: a range of rows),
@@ -34,6 +36,43 @@ static LLVMValueRef reassoc(LLVMValueRef v) {
   return v;
 }
 
+/* exp of an f32, in f32 and call-free so that softmax rows vectorize 16
+ * wide: x = k ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact
+ * reduction), e^r by its Taylor polynomial to r^7 (truncation below 1e-8
+ * relative), times 2^k in two steps, so results from the smallest
+ * subnormal up to overflow are right; x < -104 gives 0, x > 89 inf, NaN
+ * stays NaN. Within 2 ulp of the correctly rounded result (checked against
+ * libm's exp over [-104, 0] by test_ops_norm's softmax cases, rtol 1e-5). */
+static LLVMValueRef exp_f32(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef t = f->t_f32, i32 = LLVMInt32TypeInContext(f->ctx);
+  LLVMValueRef lo = LLVMConstReal(t, -104.0), hi = LLVMConstReal(t, 89.0);
+  LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x, "");
+  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, xc, hi, ""), hi, xc, "");
+  LLVMValueRef kx = LLVMBuildFMul(b, xc, LLVMConstReal(t, 1.4426950408889634), "");
+  LLVMValueRef k = jit_intrinsic(f, "llvm.rint", t, &kx, 1);
+  LLVMValueRef nk = LLVMBuildFNeg(b, k, "");
+  LLVMValueRef a1[3] = {nk, LLVMConstReal(t, 0.693359375), xc};
+  LLVMValueRef r = jit_intrinsic(f, "llvm.fma", t, a1, 3);
+  LLVMValueRef a2[3] = {nk, LLVMConstReal(t, -2.12194440e-4), r};
+  r = jit_intrinsic(f, "llvm.fma", t, a2, 3);
+  static const double inv_fact[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
+  LLVMValueRef p = LLVMConstReal(t, 1.0 / 5040);
+  for (size_t i = 0; i < sizeof inv_fact / sizeof inv_fact[0]; i++) {
+    LLVMValueRef a[3] = {p, r, LLVMConstReal(t, inv_fact[i])};
+    p = jit_intrinsic(f, "llvm.fma", t, a, 3);
+  }
+  LLVMValueRef ki = LLVMBuildFPToSI(b, k, i32, "");
+  LLVMValueRef k1 = LLVMBuildAShr(b, ki, LLVMConstInt(i32, 1, 0), "");
+  LLVMValueRef halves[2] = {k1, LLVMBuildSub(b, ki, k1, "")};
+  for (int i = 0; i < 2; i++) { /* p *= 2^half, built from its exponent bits */
+    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, halves[i], LLVMConstInt(i32, 127, 0), ""),
+                                     LLVMConstInt(i32, 23, 0), "");
+    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, bits, t, ""), "");
+  }
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, p, "");
+}
+
 /* Load element idx of base as a double. */
 static LLVMValueRef load_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx) {
   LLVMValueRef x = jit_load(f, dt, base, idx);
@@ -44,6 +83,44 @@ static LLVMValueRef load_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValu
 static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx, LLVMValueRef v) {
   if (dt != IR_DT_F64) v = LLVMBuildFPTrunc(f->b, v, jit_type(f, dt), "");
   jit_store(f, dt, base, idx, v);
+}
+
+/* Passes 2 and 3 of an f32 (log)softmax row at base (R elements, stride
+ * inner; m its max, as a double): every loop is f32 only, so it vectorizes
+ * 16 wide (a loop that mixes f32 and f64 gets 8 lanes):
+ *   2a  Y = exp(x - m)               (exp_f32; x - m in f32)
+ *   2b  s = sum of Y, in double      (reassociable)
+ *   3   softmax: Y = Y * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
+ * A few ulps of f32 from the interpreter's all-double result. */
+static void softmax_f32_rows(jit_fn *f, bool is_log, LLVMValueRef X, LLVMValueRef Y,
+                             LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner,
+                             LLVMValueRef m, LLVMValueRef sacc) {
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef zero = jit_i64(f, 0), m32 = LLVMBuildFPTrunc(b, m, f->t_f32, "m32");
+  jit_loop l;
+  LLVMValueRef k = jit_loop_begin(f, &l, zero, R, "r");
+  LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
+  jit_store(f, IR_DT_F32, Y, idx,
+            exp_f32(f, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, "")));
+  jit_loop_end(f, &l);
+  LLVMBuildStore(b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
+  k = jit_loop_begin(f, &l, zero, R, "r");
+  idx = jit_add(f, base, jit_mul(f, k, inner));
+  LLVMValueRef s = LLVMBuildLoad2(b, f->t_f64, sacc, "");
+  LLVMBuildStore(b, reassoc(LLVMBuildFAdd(b, s, load_f64(f, IR_DT_F32, Y, idx), "")), sacc);
+  jit_loop_end(f, &l);
+  s = LLVMBuildLoad2(b, f->t_f64, sacc, "s");
+  LLVMValueRef scale =
+      is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1)
+             : LLVMBuildFDiv(b, jit_fconst(f, IR_DT_F64, 1.0), s, "inv.s");
+  scale = LLVMBuildFPTrunc(b, scale, f->t_f32, "");
+  k = jit_loop_begin(f, &l, zero, R, "r");
+  idx = jit_add(f, base, jit_mul(f, k, inner));
+  LLVMValueRef y =
+      is_log ? LLVMBuildFSub(b, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, ""), scale, "")
+             : LLVMBuildFMul(b, jit_load(f, IR_DT_F32, Y, idx), scale, "");
+  jit_store(f, IR_DT_F32, Y, idx, y);
+  jit_loop_end(f, &l);
 }
 
 int jit_lower_softmax(jit_fn *f) {
@@ -89,43 +166,40 @@ int jit_lower_softmax(jit_fn *f) {
   jit_loop_end(f, &l1);
   m = LLVMBuildLoad2(f->b, f->t_f64, macc, "m");
 
-  /* pass 2: sum of exp(x - m) */
-  LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
-  k = jit_loop_begin(f, &l2, zero, R, "r");
-  x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
-  LLVMValueRef e = jit_exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
-  /* f64 and f32 softmax keep exp(x - m) in the output for pass 3 (f64
-   * exactly; f32 rounded once there, then once more by the scaling: within
-   * about an ulp of the correctly rounded quotient, and one exp per element
-   * instead of two); f16 / bf16 recompute it, to round once. */
-  bool keep_exp = !is_log && (dt == IR_DT_F64 || dt == IR_DT_F32);
-  if (keep_exp) store_f64(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
-  LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
-  /* reassociable, so the sum vectorizes (a few ulps of double, far below
-   * the f32 rounding at the store) */
-  LLVMValueRef sum = LLVMBuildFAdd(f->b, s, e, "");
-  LLVMSetFastMathFlags(sum, LLVMFastMathAllowReassoc);
-  LLVMBuildStore(f->b, sum, sacc);
-  jit_loop_end(f, &l2);
-  s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "s");
-  LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
-  LLVMValueRef inv_s = LLVMBuildFDiv(f->b, jit_fconst(f, IR_DT_F64, 1.0), s, "inv.s");
-
-  /* pass 3: write */
-  k = jit_loop_begin(f, &l3, zero, R, "r");
-  LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
-  LLVMValueRef y;
-  if (keep_exp && dt == IR_DT_F64) {
-    y = LLVMBuildFDiv(f->b, jit_load(f, dt, Y, idx), s, "");
-  } else if (keep_exp) { /* f32: e * (1 / s) in double, rounded at the store */
-    y = LLVMBuildFMul(f->b, load_f64(f, dt, Y, idx), inv_s, "");
+  if (dt == IR_DT_F32) {
+    softmax_f32_rows(f, is_log, X, Y, base, R, inner, m, sacc);
   } else {
-    x = load_f64(f, dt, X, idx);
-    LLVMValueRef d = LLVMBuildFSub(f->b, x, m, "");
-    y = is_log ? LLVMBuildFSub(f->b, d, logs, "") : LLVMBuildFDiv(f->b, jit_exp_f64(f, d), s, "");
+    /* pass 2: sum of exp(x - m) */
+    LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
+    k = jit_loop_begin(f, &l2, zero, R, "r");
+    x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
+    LLVMValueRef e = jit_exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
+    /* f64 softmax keeps exp(x - m) in the output for pass 3 (exactly);
+     * f16 / bf16 recompute it, to round once. */
+    bool keep_exp = !is_log && dt == IR_DT_F64;
+    if (keep_exp) jit_store(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
+    LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
+    /* reassociable, so the sum vectorizes (a few ulps of double, far below
+     * the rounding at the store) */
+    LLVMBuildStore(f->b, reassoc(LLVMBuildFAdd(f->b, s, e, "")), sacc);
+    jit_loop_end(f, &l2);
+    s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "s");
+    LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
+
+    /* pass 3: write */
+    k = jit_loop_begin(f, &l3, zero, R, "r");
+    LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
+    LLVMValueRef y;
+    if (keep_exp) {
+      y = LLVMBuildFDiv(f->b, jit_load(f, dt, Y, idx), s, "");
+    } else {
+      x = load_f64(f, dt, X, idx);
+      LLVMValueRef d = LLVMBuildFSub(f->b, x, m, "");
+      y = is_log ? LLVMBuildFSub(f->b, d, logs, "") : LLVMBuildFDiv(f->b, jit_exp_f64(f, d), s, "");
+    }
+    store_f64(f, dt, Y, idx, y);
+    jit_loop_end(f, &l3);
   }
-  store_f64(f, dt, Y, idx, y);
-  jit_loop_end(f, &l3);
 
   jit_loop_end(f, &li);
   jit_loop_end(f, &lo);
