@@ -8,7 +8,8 @@
  *   out = (x - m) - log(s)          (logsoftmax)
  * layer_norm (epsilon attribute, default 1e-5) normalizes the last axis:
  *   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased, two passes),
- *   y = (x - mean) * (1 / sqrt(var + eps)) * gamma + beta.
+ *   y = (x - mean) * (1 / sqrt(var + eps)) * gamma + beta
+ *   (for f32 this last pass runs in f32, 16 lanes wide).
  * Everything is computed in double, as the reference interpreter does, and
  * rounded to the element type at the store. exp is jit_exp_f64 (no call, so
  * the loops vectorize; within an ulp or two of libm's exp) and the sums may
@@ -261,15 +262,28 @@ int jit_lower_layer_norm(jit_fn *f) {
   LLVMValueRef den = jit_intrinsic(f, "llvm.sqrt", f->t_f64, &ve, 1);
   LLVMValueRef rstd = LLVMBuildFDiv(f->b, jit_fconst(f, IR_DT_F64, 1.0), den, "rstd");
 
-  /* pass 3: normalize, scale, shift */
+  /* pass 3: normalize, scale, shift; all f32 in f32 (16 lanes; the mean
+   * and 1 / std rounded to f32 once: a few ulps), else in double */
+  bool all_f32 = dt == IR_DT_F32 && tg->dtype == IR_DT_F32 && tb->dtype == IR_DT_F32;
+  LLVMValueRef mean_t = all_f32 ? LLVMBuildFPTrunc(f->b, mean, f->t_f32, "") : mean;
+  LLVMValueRef rstd_t = all_f32 ? LLVMBuildFPTrunc(f->b, rstd, f->t_f32, "") : rstd;
   j = jit_loop_begin(f, &l3, zero, D, "j");
   LLVMValueRef idx = jit_add(f, base, j);
-  x = load_f64(f, dt, X, idx);
-  LLVMValueRef g = load_f64(f, tg->dtype, G, j);
-  LLVMValueRef bb = load_f64(f, tb->dtype, B, j);
-  LLVMValueRef y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean, ""), rstd, "");
-  y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, g, ""), bb, "");
-  store_f64(f, dt, Y, idx, y);
+  LLVMValueRef y;
+  if (all_f32) {
+    x = jit_load(f, dt, X, idx);
+    y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean_t, ""), rstd_t, "");
+    y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, jit_load(f, dt, G, j), ""),
+                      jit_load(f, dt, B, j), "");
+    jit_store(f, dt, Y, idx, y);
+  } else {
+    x = load_f64(f, dt, X, idx);
+    LLVMValueRef g = load_f64(f, tg->dtype, G, j);
+    LLVMValueRef bb = load_f64(f, tb->dtype, B, j);
+    y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean_t, ""), rstd_t, "");
+    y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, g, ""), bb, "");
+    store_f64(f, dt, Y, idx, y);
+  }
   jit_loop_end(f, &l3);
 
   jit_loop_end(f, &lr);
