@@ -241,6 +241,9 @@ static void specialization_rows(kiln_context *ctx, const kiln_graph *mlp, kiln_m
 }
 
 int main(int argc, char **argv) {
+  /* one thread, as the header line says (the context default is one per
+   * core); KILN_NUM_THREADS set by the caller wins */
+  setenv("KILN_NUM_THREADS", "1", 0);
   const char *dir = KILN_SOURCE_DIR "/examples";
   int div = 1;
   for (int i = 1; i < argc; i++) {
@@ -263,7 +266,8 @@ int main(int argc, char **argv) {
   const char *target = kiln_context_target(ctx);
   const char *sp = strchr(target, ' ');
   int tl = sp && strchr(sp + 1, ' ') ? (int)(strchr(sp + 1, ' ') - target) : (int)strlen(target);
-  printf("kiln %s on %.*s, one thread\n", kiln_version(), tl, target);
+  printf("kiln %s on %.*s, %s thread(s) (KILN_NUM_THREADS)\n", kiln_version(), tl, target,
+         getenv("KILN_NUM_THREADS"));
   printf("%-34s %7s %11s %11s %11s\n", "what", "runs", "min", "median", "max");
 
   /* compile: the first one in the process pays LLVM's one-time set-up
