@@ -1,18 +1,22 @@
 /* fastmath.h - call-free (so vectorizable) math for kernels, where libm's
  * scalar calls would stop LLVM's vectorizer: every function here is built
- * from arithmetic, fma, fabs and selects, handles NaN, infinities, signed
- * zeros and subnormals like libm, and states its accuracy. */
+ * from arithmetic, fma, fabs, copysign and selects (no branch), handles
+ * NaN, infinities, signed zeros and subnormals like libm, and states its
+ * measured accuracy. exp of a float is jit_exp_f32 (lower.h, jit/emit.c). */
 #ifndef KILN_JIT_FASTMATH_H
 #define KILN_JIT_FASTMATH_H
 
 #include "lower.h"
 
-/* erf of a float (x: float, returns float), computed in double: for
- * |x| < 0.5 a Taylor series (relative error < 3e-11), else
- * 1 - t * exp(P(t) - x^2) with t = 1 / (1 + |x| / 2) and P a degree-9
- * polynomial fitted to erfc on [0.5, 10] (relative error of erfc < 3e-9;
- * beyond 10, erfc underflows float's resolution of 1). So the float result is
- * within one ulp of the correctly rounded one. */
+/* erf of a float, in float arithmetic (x: float or a float vector). For
+ * |x| < 1, x + x Q(x^2); else copysign(1 - 2^L(|x| - 1), x), |x| clamped
+ * to 4, with Q and L polynomials fitted for kiln (fastmath.c) and 2^L
+ * computed inline (no call, no integer conversion). Measured over every
+ * float, against libm's double erf: within 0.991 ulp of the exact value,
+ * at most 1 ulp from the correctly rounded float (tests/test_fastmath.c
+ * checks that bound on a dense sample); erf(+-0) = +-0, subnormals keep
+ * their sign, erf(+-inf) = +-1, NaN stays NaN. About 35 vector
+ * instructions per 16 floats with AVX-512. */
 LLVMValueRef jit_erf_f32(jit_fn *f, LLVMValueRef x);
 
 #endif

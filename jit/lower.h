@@ -134,6 +134,10 @@ int jit_fn_error(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 
 /* exp of a double without a call (vectorizable), within an ulp or two of
  * libm's exp; for reductions that compute in double (softmax). */
 LLVMValueRef jit_exp_f64(jit_fn *f, LLVMValueRef x);
+/* exp of a float in float arithmetic without a call (vectorizable), at most
+ * 1 ulp from the correctly rounded result; NaN, infinities, overflow and
+ * subnormal results handled. For f32 elementwise ops on host targets. */
+LLVMValueRef jit_exp_f32(jit_fn *f, LLVMValueRef x);
 
 /* Call a libm function ("erff", "tanh"...) taking and returning `t`. */
 LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);

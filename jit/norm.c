@@ -37,43 +37,6 @@ static LLVMValueRef reassoc(LLVMValueRef v) {
   return v;
 }
 
-/* exp of an f32, in f32 and call-free so that softmax rows vectorize 16
- * wide: x = k ln2 + r with |r| <= ln2 / 2 (ln2 split in two for an exact
- * reduction), e^r by its Taylor polynomial to r^7 (truncation below 1e-8
- * relative), times 2^k in two steps, so results from the smallest
- * subnormal up to overflow are right; x < -104 gives 0, x > 89 inf, NaN
- * stays NaN. Within 2 ulp of the correctly rounded result (checked against
- * libm's exp over [-104, 0] by test_ops_norm's softmax cases, rtol 1e-5). */
-static LLVMValueRef exp_f32(jit_fn *f, LLVMValueRef x) {
-  LLVMBuilderRef b = f->b;
-  LLVMTypeRef t = f->t_f32, i32 = LLVMInt32TypeInContext(f->ctx);
-  LLVMValueRef lo = LLVMConstReal(t, -104.0), hi = LLVMConstReal(t, 89.0);
-  LLVMValueRef xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOLT, x, lo, ""), lo, x, "");
-  xc = LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, xc, hi, ""), hi, xc, "");
-  LLVMValueRef kx = LLVMBuildFMul(b, xc, LLVMConstReal(t, 1.4426950408889634), "");
-  LLVMValueRef k = jit_intrinsic(f, "llvm.rint", t, &kx, 1);
-  LLVMValueRef nk = LLVMBuildFNeg(b, k, "");
-  LLVMValueRef a1[3] = {nk, LLVMConstReal(t, 0.693359375), xc};
-  LLVMValueRef r = jit_intrinsic(f, "llvm.fma", t, a1, 3);
-  LLVMValueRef a2[3] = {nk, LLVMConstReal(t, -2.12194440e-4), r};
-  r = jit_intrinsic(f, "llvm.fma", t, a2, 3);
-  static const double inv_fact[] = {1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1.0, 1.0};
-  LLVMValueRef p = LLVMConstReal(t, 1.0 / 5040);
-  for (size_t i = 0; i < sizeof inv_fact / sizeof inv_fact[0]; i++) {
-    LLVMValueRef a[3] = {p, r, LLVMConstReal(t, inv_fact[i])};
-    p = jit_intrinsic(f, "llvm.fma", t, a, 3);
-  }
-  LLVMValueRef ki = LLVMBuildFPToSI(b, k, i32, "");
-  LLVMValueRef k1 = LLVMBuildAShr(b, ki, LLVMConstInt(i32, 1, 0), "");
-  LLVMValueRef halves[2] = {k1, LLVMBuildSub(b, ki, k1, "")};
-  for (int i = 0; i < 2; i++) { /* p *= 2^half, built from its exponent bits */
-    LLVMValueRef bits = LLVMBuildShl(b, LLVMBuildAdd(b, halves[i], LLVMConstInt(i32, 127, 0), ""),
-                                     LLVMConstInt(i32, 23, 0), "");
-    p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, bits, t, ""), "");
-  }
-  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, p, "");
-}
-
 /* Load element idx of base as a double. */
 static LLVMValueRef load_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx) {
   LLVMValueRef x = jit_load(f, dt, base, idx);
@@ -89,7 +52,7 @@ static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef id
 /* Passes 2 and 3 of an f32 (log)softmax row at base (R elements, stride
  * inner; m its max, as a double): every loop is f32 only, so it vectorizes
  * 16 wide (a loop that mixes f32 and f64 gets 8 lanes):
- *   2a  Y = exp(x - m)               (exp_f32; x - m in f32)
+ *   2a  Y = exp(x - m)               (jit_exp_f32; x - m in f32)
  *   2b  s = sum of Y, in double      (reassociable)
  *   3   softmax: Y = Y * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
  * A few ulps of f32 from the interpreter's all-double result. */
@@ -102,7 +65,7 @@ static void softmax_f32_rows(jit_fn *f, bool is_log, LLVMValueRef X, LLVMValueRe
   LLVMValueRef k = jit_loop_begin(f, &l, zero, R, "r");
   LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
   jit_store(f, IR_DT_F32, Y, idx,
-            exp_f32(f, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, "")));
+            jit_exp_f32(f, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, "")));
   jit_loop_end(f, &l);
   LLVMBuildStore(b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
   k = jit_loop_begin(f, &l, zero, R, "r");
