@@ -278,6 +278,8 @@ Test(cli, run_device_and_threads_errors) {
   if (rc != 0) {
     cr_assert_eq(rc, 1, "%s", out);
     HAS(out, "cuda:0: ");
+  } else {
+    HAS(out, "logits: f32 [2, 10] = [");
   }
   free(out);
   cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --device tpu:0", EX("mlp.mlir")),

@@ -510,12 +510,21 @@ static int specialize(run_state *s, const run_opts *o) {
   return rc < 0 ? fail_st(s) : 0;
 }
 
-/* --device: open it and compile the graph for it (NULL or "cpu": nothing to
- * do, the CPU model runs). The CPU model then never specializes. */
+/* --device, before the CPU model compiles: open it (NULL or "cpu": nothing
+ * to do, the CPU model runs). On a SIMT device the CPU model only describes
+ * the graph: SIMT kernels in it are stubs it never calls. */
 static int open_device(run_state *s, const run_opts *o) {
   if (!o->device || strcmp(o->device, "cpu") == 0) return 0;
-  if (!s->dev && !(s->dev = kiln_device_open(o->device, s->st))) return fail_st(s);
-  if (kiln_device_get_kind(s->dev) == KILN_DEVICE_CPU) return 0;
+  if (!(s->dev = kiln_device_open(o->device, s->st))) return fail_st(s); /* names the device */
+  if (kiln_device_get_kind(s->dev) != KILN_DEVICE_CPU)
+    rt_kernel_libs_set_simt_stubs(s->ctx->libs, true);
+  return 0;
+}
+
+/* After it: compile the graph for the SIMT device (the device model checks
+ * and runs the custom kernels); the CPU model then never specializes. */
+static int compile_for_device(run_state *s, const run_opts *o) {
+  if (!s->dev || kiln_device_get_kind(s->dev) == KILN_DEVICE_CPU) return 0;
   if (kiln_model_set_specialize(s->m, KILN_SPECIALIZE_OFF, s->st) < 0) return fail_st(s);
   if (!(s->dm = kiln_device_model_compile_with(s->ctx, s->dev, s->g, s->st))) {
     fprintf(stderr, "--device %s: %s\n", o->device, kiln_status_message(s->st));
@@ -546,15 +555,9 @@ static int run(run_state *s, const run_opts *o) {
     return fail_st(s);
   for (int i = 0; i < o->nkernels; i++)
     if (kiln_context_add_kernel_library(s->ctx, o->kernels[i], s->st) < 0) return fail_st(s);
-  /* on a device, the CPU model only describes the graph: SIMT kernels in it
-   * are stubs it never calls (the device model checks and runs them) */
-  if (o->device && strcmp(o->device, "cpu") != 0) {
-    if (!(s->dev = kiln_device_open(o->device, s->st))) return fail_st(s); /* names the device */
-    if (kiln_device_get_kind(s->dev) != KILN_DEVICE_CPU)
-      rt_kernel_libs_set_simt_stubs(s->ctx->libs, true);
-  }
-  if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
   if (open_device(s, o) < 0) return -1;
+  if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
+  if (compile_for_device(s, o) < 0) return -1;
   s->nsyms = rt_model_num_symbols(s->m);
   s->nin = kiln_model_num_inputs(s->m);
   s->nout = kiln_model_num_outputs(s->m);
