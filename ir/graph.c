@@ -57,6 +57,26 @@ bool ir_op_is_elementwise(ir_op op) {
 }
 
 /* ---- types ---- */
+bool ir_device_parse(const char *s, ir_device *d) {
+  if (!s) return false;
+  ir_device_kind k;
+  if (strncmp(s, "cpu", 3) == 0) k = IR_DEV_CPU;
+  else if (strncmp(s, "gpu", 3) == 0) k = IR_DEV_GPU;
+  else return false;
+  s += 3;
+  long id = 0;
+  if (*s == ':') {
+    s++;
+    if (*s < '0' || *s > '9') return false;
+    for (; *s >= '0' && *s <= '9'; s++)
+      if ((id = id * 10 + (*s - '0')) > 1000000) return false;
+  }
+  if (*s) return false;
+  d->kind = k;
+  d->id = (int)id;
+  return true;
+}
+
 bool ir_type_equal(const ir_type *a, const ir_type *b) {
   if (a->dtype != b->dtype || a->rank != b->rank) return false;
   if (a->device.kind != b->device.kind || a->device.id != b->device.id) return false;

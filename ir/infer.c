@@ -11,7 +11,8 @@
  *     !mo.tensor<[4], f32>". The declared type is left as it is (it is equal).
  * So running it twice is harmless, and ir_graph_verify only has to call it.
  * reshape, broadcast_to, constant and constant.external take the declared
- * result type as their target: for them a result of rank -1 is an error.
+ * result type as their target: for them a result of rank -1 is an error
+ * (transfer_to, of reshape's class, infers its type from `device`).
  *
  * Assumes: operands are values whose types are set (rank >= 0), with dims in
  * g's arena. Attributes are read with their kinds checked here ("mo.concat
@@ -574,6 +575,18 @@ static bool static_product(const ir_dim *const *dims, int rank, int64_t *n, bool
   return true;
 }
 
+/* mo.transfer_to: the operand's type on the device the attribute names. */
+static int infer_transfer(ctx *c, ir_type *r) {
+  const ir_type *in = opt(c, 0);
+  const ir_attr *a = ir_node_attr(c->n, "device");
+  if (!a) return fail(c, "mo.transfer_to requires attribute 'device' (\"cpu:0\", \"gpu:0\")");
+  ir_device dev;
+  if (a->kind != IR_ATTR_STRING || !ir_device_parse(a->u.s, &dev))
+    return fail(c, "attribute 'device' of mo.transfer_to must be a string \"cpu\", \"cpu:N\", "
+                   "\"gpu\" or \"gpu:N\"");
+  return res_set(c, r, in->dtype, in->rank, in->dims, dev);
+}
+
 static int infer_reshape(ctx *c, ir_type *r) {
   const ir_type *in = opt(c, 0), *t;
   if (declared(c, &t) != 0) return -1;
@@ -1022,7 +1035,8 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_REDUCE_ARG: return infer_axis_op(c, res, DT_FLOAT | DT_INT, true, IR_DT_SI64);
   case IR_CLS_SOFTMAX: return infer_axis_op(c, res, DT_FLOAT, false, -1);
   case IR_CLS_LAYER_NORM: return infer_layer_norm(c, res);
-  case IR_CLS_RESHAPE: return infer_reshape(c, res);
+  case IR_CLS_RESHAPE:
+    return c->n->op == IR_OP_TRANSFER_TO ? infer_transfer(c, res) : infer_reshape(c, res);
   case IR_CLS_TRANSPOSE: return infer_transpose(c, res);
   case IR_CLS_PERMUTE: return infer_permute(c, res);
   case IR_CLS_BROADCAST_TO: return infer_broadcast_to(c, res);

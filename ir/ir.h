@@ -83,6 +83,9 @@ typedef struct ir_device {
   ir_device_kind kind;
   int id;
 } ir_device; /* printed only when not cpu:0, as a third type parameter: gpu:0 */
+/* "cpu", "gpu", "cpu:N", "gpu:N" (N decimal, at most 1000000; no number: 0)
+ * into *d. False for anything else (d unchanged). */
+bool ir_device_parse(const char *s, ir_device *d);
 
 typedef struct ir_type {
   ir_dtype dtype;

@@ -157,7 +157,9 @@ static const char *const *op_attr_names(ir_op op) {
   static const char *const dims[] = {"dims", NULL};
   static const char *const split[] = {"axis", "split_sizes", NULL};
   static const char *const slice[] = {"start", "step", "stop", NULL};
+  static const char *const device[] = {"device", NULL};
   if (op == IR_OP_GELU) return approximate;
+  if (op == IR_OP_TRANSFER_TO) return device;
   switch (ir_op_get(op)->cls) {
   case IR_CLS_CAST: return dtype;
   case IR_CLS_CONSTANT: return value;

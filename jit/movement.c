@@ -452,6 +452,7 @@ int jit_lower_movement(jit_fn *f) {
                     ir_dtype_name(n->out[i]->type.dtype), ir_dtype_name(dt));
   switch (n->op) {
   case IR_OP_RESHAPE:
+  case IR_OP_TRANSFER_TO: /* one memory on the CPU: a copy */
   case IR_OP_SQUEEZE:
   case IR_OP_UNSQUEEZE: return lower_flat_copy(f, esz);
   case IR_OP_TRANSPOSE:

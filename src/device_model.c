@@ -29,6 +29,7 @@
 #include "device.h"
 #include "gpu_link.h"
 #include "kernel_lib.h"
+#include "placement.h"
 
 typedef struct dm_kernel {
   void *module;
@@ -54,6 +55,7 @@ struct kiln_device_model {
   int ncaptures;
   jit_libs libs;        /* the context's kernel libraries for target (custom ops) */
   bool has_libs;
+  bool placed;          /* the graph puts values on a GPU (placement.h) */
 };
 
 static double now_ms(void) {
@@ -200,6 +202,7 @@ static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const
     rt_err_diag(st, KILN_ERR_VERIFY, NULL, &diag);
     goto fail;
   }
+  if (rt_place_check_device(m->g, kiln_device_label(d), &m->placed, st) < 0) goto fail;
   size_t nn = (size_t)m->g->nnodes + 1;
   m->kernels = calloc(nn, sizeof *m->kernels);
   m->consts = calloc(nn, sizeof *m->consts);
@@ -502,8 +505,12 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
       break;
     }
     kiln_tensor *t = outputs[i];
-    if (!t) {
-      if (!(t = fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st))) {
+    if (!t) { /* where the graph puts it: on the device only when it says gpu */
+      kiln_device *home = m->placed && v->type.device.kind == IR_DEV_GPU ? m->dev : NULL;
+      kiln_dtype dt = (kiln_dtype)v->type.dtype;
+      t = fresh[i] = home ? kiln_tensor_new_on(home, dt, v->type.rank, shape, st)
+                          : rt_tensor_alloc(dt, v->type.rank, shape, st);
+      if (!t) {
         rc = -1;
         break;
       }

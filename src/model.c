@@ -18,6 +18,7 @@
 
 #include "cache_mem.h"
 #include "kernel_lib.h"
+#include "placement.h"
 #include "rt.h"
 #include "pool.h"
 #include "variants.h"
@@ -235,6 +236,7 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   if (rt_graph_prepare(m->g, NULL, st) < 0) goto fail;
   /* custom kernels: their library's hash goes into the kernel text (keys) */
   if (rt_kernel_libs_bind(ctx->libs, m->g, st) < 0) goto fail;
+  if (rt_place_check_host(m->g, st) < 0) goto fail; /* values on a GPU: a device model's */
   if (m->g->noutputs < 1) {
     rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
     goto fail;
@@ -257,6 +259,30 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     goto fail;
   }
   m->compile_ms = now_ms() - t0;
+  rt_ok(st);
+  return m;
+fail:
+  kiln_model_free(m);
+  return NULL;
+}
+
+kiln_model *rt_model_describe(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
+  kiln_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  }
+  m->ctx = ctx;
+  ir_diag d = {0};
+  if (!(m->g = ir_graph_clone(g->ir))) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
+    goto fail;
+  }
+  if (ir_graph_verify(m->g, &d) < 0) {
+    rt_err_diag(st, KILN_ERR_VERIFY, NULL, &d);
+    goto fail;
+  }
+  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0) goto fail;
   rt_ok(st);
   return m;
 fail:

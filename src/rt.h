@@ -125,6 +125,10 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
  * filename (may be NULL) locates verify errors. Returns 0 or -1 with st
  * filled (KILN_ERR_VERIFY, KILN_ERR_OUT_OF_MEMORY). */
 int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st);
+/* A model that only describes g (ports, weights, symbols; nothing is
+ * compiled): kiln run --device uses it for names and shapes while a device
+ * model runs the graph. It is never executed; kiln_model_free frees it. */
+kiln_model *rt_model_describe(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
 
 /* ---- memory planner (plan.c) ---- */
 /* The largest arena of intermediates (bytes) any execute of m has used so

@@ -271,6 +271,41 @@ Test(cli, run_on_simt_emu_matches_the_cpu) {
   kiln_tensor_free(b);
 }
 
+/* examples/mlp_on_gpu.mlir: mlp.mlir with its values on gpu:0 and the
+ * transfers in the graph; the same seeded weights give the same logits,
+ * which come back to the host (they are typed cpu) to be written. */
+Test(cli, run_placed_graph_on_simt_emu) {
+  char *cpu = tmp_path("cpu2"), *emu = tmp_path("emu2"), *out;
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --seed 9 --out '%s'",
+                    EX("mlp.mlir"), cpu),
+               0, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --seed 9 --device simt-emu "
+                          "--out '%s'", KILN_SOURCE_DIR "/examples/mlp_on_gpu.mlir", emu),
+               0, "%s", out);
+  HAS(out, "logits: f32 [2, 10] = [");
+  free(out);
+  kiln_tensor *a = read_logits(cpu), *b = read_logits(emu);
+  cr_assert_eq(kiln_tensor_numel(b), 20);
+  const float *x = kiln_tensor_data(a), *y = kiln_tensor_data(b);
+  for (int i = 0; i < 20; i++)
+    cr_assert(fabsf(x[i] - y[i]) <= 1e-3f * (1.0f + fabsf(x[i])), "logit %d: cpu %g, simt-emu %g",
+              i, x[i], y[i]);
+  kiln_tensor_free(a);
+  kiln_tensor_free(b);
+  /* the CPU model refuses it; variants are the CPU model's */
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2",
+                    KILN_SOURCE_DIR "/examples/mlp_on_gpu.mlir"),
+               1, "%s", out);
+  HAS(out, "is on gpu:0: a CPU model (kiln_model_compile) runs graphs whose values are on the host");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --device simt-emu --bucket "
+                          "batch=pow2", KILN_SOURCE_DIR "/examples/mlp_on_gpu.mlir"),
+               1, "%s", out);
+  HAS(out, "--bucket and --specialize choose the CPU model's variants");
+  free(out);
+}
+
 Test(cli, run_device_and_threads_errors) {
   char *out;
   /* where there is a GPU this runs; where there is none the error says which part is missing */

@@ -86,9 +86,17 @@ KILN_API kiln_devptr kiln_tensor_devptr(const kiln_tensor *t);
  * keeps the graph's constants and bound weights in device memory; an
  * execute takes host tensors or tensors on its device, copies them in,
  * runs every kernel on the device in graph order and copies the outputs
- * into the given tensors, host or on its device (kiln allocates a host
- * output where outputs[i] is NULL, like kiln_model_execute). A tensor on
- * another device is an error that names both. Symbolic dims
+ * into the given tensors, host or on its device (where outputs[i] is NULL
+ * kiln allocates it: on the device when the graph types that output gpu:N,
+ * else on the host, like kiln_model_execute). A tensor on another device is
+ * an error that names both.
+ * Placement: a graph's types may name a device (!mo.tensor<[n], f32, gpu:0>)
+ * and mo.transfer_to {device = "gpu:0" | "cpu"} moves a value between host
+ * and GPU. A device model runs a graph whose GPU values all name one gpu:N
+ * (this device); in such a placed graph every op computes on the GPU (only
+ * constants, weights and transfers make host values), and the CPU model
+ * (kiln_model_compile) refuses any value on a GPU. A graph without devices
+ * in its types runs wholly on the device it is compiled for. Symbolic dims
  * are read at run time (generic kernels). Executes on one device model are
  * serialized. The device must outlive its models. */
 typedef struct kiln_device_model kiln_device_model;

@@ -5,10 +5,14 @@
  * by --dim), bind --weights, fill what is still missing when
  * --random-inputs, apply --bucket and --specialize, execute (N times with
  * --repeat; outputs are allocated by the first run and reused), print,
- * write --out files. With --device other than cpu the graph also compiles
- * for that device (kiln_device_model) and the executes run there; the CPU
- * model still serves the graph's names and shapes. Every error prints
- * one message on stderr and exits 1; bad options exit 2. */
+ * write --out files. With --device other than cpu the graph compiles for
+ * that device (kiln_device_model) and the executes run there; a model that
+ * only describes the graph (rt_model_describe: nothing compiled for the
+ * CPU) serves its names and shapes, and outputs the graph leaves on the
+ * device (typed gpu:N) are copied to the host to be printed or written.
+ * --bucket and --specialize steer the CPU model's variants: with a device
+ * they are refused. Every error prints one message on stderr and exits 1;
+ * bad options exit 2. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -510,25 +514,40 @@ static int specialize(run_state *s, const run_opts *o) {
   return rc < 0 ? fail_st(s) : 0;
 }
 
-/* --device, before the CPU model compiles: open it (NULL or "cpu": nothing
- * to do, the CPU model runs). On a SIMT device the CPU model only describes
- * the graph: SIMT kernels in it are stubs it never calls. */
-static int open_device(run_state *s, const run_opts *o) {
-  if (!o->device || strcmp(o->device, "cpu") == 0) return 0;
-  if (!(s->dev = kiln_device_open(o->device, s->st))) return fail_st(s); /* names the device */
-  if (kiln_device_get_kind(s->dev) != KILN_DEVICE_CPU)
-    rt_kernel_libs_set_simt_stubs(s->ctx->libs, true);
-  return 0;
-}
-
-/* After it: compile the graph for the SIMT device (the device model checks
- * and runs the custom kernels); the CPU model then never specializes. */
-static int compile_for_device(run_state *s, const run_opts *o) {
-  if (!s->dev || kiln_device_get_kind(s->dev) == KILN_DEVICE_CPU) return 0;
-  if (kiln_model_set_specialize(s->m, KILN_SPECIALIZE_OFF, s->st) < 0) return fail_st(s);
+/* --device: open it and compile the graph for it (the device model checks
+ * and runs the custom kernels), with a model that only describes the graph
+ * for names and shapes. NULL, "cpu" or the cpu device: the CPU model
+ * compiles and runs. */
+static int compile_model(run_state *s, const run_opts *o) {
+  bool on_cpu = !o->device || strcmp(o->device, "cpu") == 0;
+  if (!on_cpu && !(s->dev = kiln_device_open(o->device, s->st)))
+    return fail_st(s); /* names the device */
+  if (on_cpu || kiln_device_get_kind(s->dev) == KILN_DEVICE_CPU) {
+    if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
+    return 0;
+  }
+  if (o->nbuckets > 0 || o->specialize >= 0) {
+    fprintf(stderr, "--device %s: --bucket and --specialize choose the CPU model's variants; "
+                    "a device model runs generic kernels\n", o->device);
+    return -1;
+  }
   if (!(s->dm = kiln_device_model_compile_with(s->ctx, s->dev, s->g, s->st))) {
     fprintf(stderr, "--device %s: %s\n", o->device, kiln_status_message(s->st));
     return -1;
+  }
+  if (!(s->m = rt_model_describe(s->ctx, s->g, s->st))) return fail_st(s);
+  return 0;
+}
+
+/* Outputs a device model left on its device, copied to the host (to print
+ * and write them). */
+static int outputs_to_host(run_state *s) {
+  for (int i = 0; i < s->nout; i++) {
+    if (!kiln_tensor_device(s->outs[i])) continue;
+    kiln_tensor *h = kiln_tensor_copy_to(s->outs[i], NULL, s->st);
+    if (!h) return fail_st(s);
+    kiln_tensor_free(s->outs[i]);
+    s->outs[i] = h;
   }
   return 0;
 }
@@ -555,9 +574,7 @@ static int run(run_state *s, const run_opts *o) {
     return fail_st(s);
   for (int i = 0; i < o->nkernels; i++)
     if (kiln_context_add_kernel_library(s->ctx, o->kernels[i], s->st) < 0) return fail_st(s);
-  if (open_device(s, o) < 0) return -1;
-  if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
-  if (compile_for_device(s, o) < 0) return -1;
+  if (compile_model(s, o) < 0) return -1;
   s->nsyms = rt_model_num_symbols(s->m);
   s->nin = kiln_model_num_inputs(s->m);
   s->nout = kiln_model_num_outputs(s->m);
@@ -576,7 +593,7 @@ static int run(run_state *s, const run_opts *o) {
   if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
       check_sizes(s) < 0 || fill_missing(s, o) < 0)
     return -1;
-  if (set_buckets(s, o) < 0) return -1;
+  if (!s->dm && set_buckets(s, o) < 0) return -1;
   if (o->specialize >= 0 && !s->dm && specialize(s, o) < 0) return -1;
   if (bind_device_weights(s) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
@@ -584,6 +601,7 @@ static int run(run_state *s, const run_opts *o) {
     if (execute_once(s) < 0) return -1;
     s->times[r] = now_ms() - t0;
   }
+  if (outputs_to_host(s) < 0) return -1;
   for (int i = 0; i < s->nout; i++) {
     printf("%s: ", kiln_model_output_name(s->m, i));
     cli_print_tensor(stdout, s->outs[i], 8);
@@ -591,7 +609,7 @@ static int run(run_state *s, const run_opts *o) {
   if (o->out && write_outputs(s, o->out) < 0) return -1;
   char b1[32], b2[32], b3[32];
   if (o->stats) {
-    printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
+    if (!s->dm) printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
     if (s->dm)
       printf("device: %s (%s), compile %s; the executes ran there\n", kiln_device_label(s->dev),
              kiln_device_description(s->dev),
