@@ -189,3 +189,34 @@ int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void 
   if (!d->ops->launch) return no_code(d, st);
   return d->ops->launch(d, fn, dims, params, st);
 }
+
+/* ---- recording ---- */
+
+bool rt_device_can_record(const kiln_device *d) {
+  return d && d->ops->graph_begin && d->ops->graph_end && d->ops->graph_launch &&
+         d->ops->graph_free;
+}
+
+static int no_record(kiln_device *d, kiln_status *st) {
+  return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: this kind of device cannot record launches",
+                d ? d->label : "device");
+}
+
+int rt_device_graph_begin(kiln_device *d, kiln_status *st) {
+  return rt_device_can_record(d) ? d->ops->graph_begin(d, st) : no_record(d, st);
+}
+
+int rt_device_graph_end(kiln_device *d, void **graph, kiln_status *st) {
+  if (graph) *graph = NULL;
+  if (!graph) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "graph end: NULL argument");
+  return rt_device_can_record(d) ? d->ops->graph_end(d, graph, st) : no_record(d, st);
+}
+
+int rt_device_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
+  if (!graph) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "graph launch: no graph");
+  return rt_device_can_record(d) ? d->ops->graph_launch(d, graph, st) : no_record(d, st);
+}
+
+void rt_device_graph_free(kiln_device *d, void *graph) {
+  if (graph && rt_device_can_record(d)) d->ops->graph_free(d, graph);
+}

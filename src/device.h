@@ -49,6 +49,19 @@ struct rt_device_ops {
                          kiln_status *st);
   int (*launch)(kiln_device *d, void *fn, const rt_launch_dims *dims, void **params,
                 kiln_status *st);
+  /* Recorded launch sequences (CUDA: a CUDA graph from stream capture;
+   * simt-emu: a list). Between graph_begin and graph_end, the launches and
+   * copy_dd calls the calling thread makes on d are recorded, not run; the
+   * values params point at must stay put until the graph is freed (CUDA
+   * reads them when recording, simt-emu when the graph runs). graph_end
+   * always ends the recording and gives the graph, ready to run, or -1.
+   * graph_launch runs it and waits for it. On CUDA, other threads must not
+   * use d while it records (capture takes whatever reaches its stream).
+   * NULL entries: the kind cannot record (callers keep their own list). */
+  int (*graph_begin)(kiln_device *d, kiln_status *st);
+  int (*graph_end)(kiln_device *d, void **graph, kiln_status *st);
+  int (*graph_launch)(kiln_device *d, void *graph, kiln_status *st);
+  void (*graph_free)(kiln_device *d, void *graph);
 };
 
 /* Host memory entries (device_cpu.c), shared by cpu and simt-emu. */
@@ -74,6 +87,13 @@ int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void 
 int rt_device_module_load(kiln_device *d, const void *image, size_t len, void **mod,
                           kiln_status *st);
 void rt_device_module_unload(kiln_device *d, void *mod);
+/* Recording (the graph_* entries above); rt_device_can_record is false
+ * where the kind has none, and the others then fail saying so. */
+bool rt_device_can_record(const kiln_device *d);
+int rt_device_graph_begin(kiln_device *d, kiln_status *st);
+int rt_device_graph_end(kiln_device *d, void **graph, kiln_status *st);
+int rt_device_graph_launch(kiln_device *d, void *graph, kiln_status *st);
+void rt_device_graph_free(kiln_device *d, void *graph); /* NULL graph ok */
 int rt_device_module_function(kiln_device *d, void *mod, const char *name, void **fn,
                               kiln_status *st);
 

@@ -9,7 +9,14 @@
  * fails or there is no device, every entry returns an error naming which
  * (never a crash). A device keeps its primary context retained while open
  * and one stream; copies and launches are synchronous with respect to the
- * caller's view (copies wait; kiln_device_synchronize waits for launches). */
+ * caller's view (copies wait; kiln_device_synchronize waits for launches).
+ * Recording (device.h graph_*) is CUDA graphs through stream capture of the
+ * device's stream (thread-local capture mode): launches and device-to-
+ * device copies (async while capturing) become graph nodes, cuStreamEndCapture
+ * gives the graph, cuGraphInstantiateWithFlags the executable one, and
+ * cuGraphLaunch on the stream plus a stream wait runs it. Those entry points
+ * are optional: a driver without them opens as before and cannot record.
+ * Not yet run on a GPU here (no session has had one since it was written). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,11 +33,14 @@ typedef struct CUmod_st *CUmodule;
 typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgraphExec_st *CUgraphExec;
 
 #define KILN_CUDA_API_VERSION 12000 /* the driver API version the entries below follow */
 #define CU_ATTR_CC_MAJOR 75         /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define CU_ATTR_CC_MINOR 76
 #define CU_STREAM_NON_BLOCKING 1
+#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 typedef struct cuda_api {
   CUresult (*GetErrorName)(CUresult, const char **);
@@ -58,6 +68,14 @@ typedef struct cuda_api {
   CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                            unsigned, CUstream, void **, void **);
+  /* optional: CUDA graphs (NULL when the driver lacks them) */
+  CUresult (*StreamBeginCapture)(CUstream, int);
+  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
+  CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
+  CUresult (*GraphExecDestroy)(CUgraphExec);
+  CUresult (*GraphDestroy)(CUgraph);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 } cuda_api;
 
 static struct {
@@ -126,6 +144,25 @@ static void cuda_load(void) {
     }
     memcpy((char *)&cuda.api + syms[i].off, &p, sizeof p);
   }
+  static const struct {
+    const char *name;
+    size_t off;
+  } graph_syms[] = {
+#define E(f) {"cu" #f, offsetof(cuda_api, f)}
+      E(StreamBeginCapture), E(StreamEndCapture), E(GraphInstantiateWithFlags), E(GraphLaunch),
+      E(GraphExecDestroy), E(GraphDestroy), E(MemcpyDtoDAsync),
+#undef E
+  };
+  void *gfn[sizeof graph_syms / sizeof graph_syms[0]] = {0};
+  bool graphs = true;
+  for (size_t i = 0; i < sizeof graph_syms / sizeof graph_syms[0] && graphs; i++) {
+    int status = 0;
+    CUresult r = gp ? gp(graph_syms[i].name, &gfn[i], KILN_CUDA_API_VERSION, 0, &status)
+                    : gp1(graph_syms[i].name, &gfn[i], KILN_CUDA_API_VERSION, 0);
+    graphs = r == 0 && gfn[i];
+  }
+  for (size_t i = 0; graphs && i < sizeof graph_syms / sizeof graph_syms[0]; i++)
+    memcpy((char *)&cuda.api + graph_syms[i].off, &gfn[i], sizeof gfn[i]);
   CUresult r = cuda.api.Init(0);
   if (r != 0) {
     snprintf(cuda.why, sizeof cuda.why, "the CUDA driver does not start: cuInit: %s (%s)",
@@ -165,7 +202,13 @@ typedef struct cuda_dev {
   CUdevice dev;
   CUcontext ctx;
   CUstream stream;
+  bool capturing; /* between graph_begin and graph_end */
 } cuda_dev;
+
+typedef struct cuda_graph {
+  CUgraph graph;
+  CUgraphExec exec;
+} cuda_graph;
 
 /* Make d's context current on this thread (the driver's current context is
  * per thread); -1 with st filled. */
@@ -272,6 +315,11 @@ static int cuda_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t
                         kiln_status *st) {
   if (cuda_enter(d, "copy", st) < 0) return -1;
   cuda_dev *c = d->impl;
+  if (c->capturing) { /* a graph node, ordered on the stream */
+    CU_CHECK(d, st, cuda.api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, c->stream),
+             "cuMemcpyDtoDAsync");
+    return 0;
+  }
   CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
   CU_CHECK(d, st, cuda.api.MemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n), "cuMemcpyDtoD");
   return 0;
@@ -322,6 +370,69 @@ static int cuda_launch(kiln_device *d, void *fn, const rt_launch_dims *g, void *
   return 0;
 }
 
+/* ---- recording: CUDA graphs ---- */
+
+static int cuda_graph_begin(kiln_device *d, kiln_status *st) {
+  if (!cuda.api.StreamBeginCapture)
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: the driver has no CUDA graph entry points",
+                  d->label);
+  if (cuda_enter(d, "capture", st) < 0) return -1;
+  cuda_dev *c = d->impl;
+  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
+  CU_CHECK(d, st, cuda.api.StreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+           "cuStreamBeginCapture");
+  c->capturing = true;
+  return 0;
+}
+
+static void cuda_graph_free(kiln_device *d, void *graph) {
+  cuda_graph *g = graph;
+  if (!g) return;
+  if (cuda_enter(d, "graph free", NULL) == 0) {
+    if (g->exec) cuda.api.GraphExecDestroy(g->exec);
+    if (g->graph) cuda.api.GraphDestroy(g->graph);
+  }
+  free(g);
+}
+
+static int cuda_graph_end(kiln_device *d, void **graph, kiln_status *st) {
+  cuda_dev *c = d->impl;
+  if (!c->capturing)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: graph end without a graph begin",
+                  d->label);
+  if (cuda_enter(d, "capture", st) < 0) return -1;
+  c->capturing = false;
+  cuda_graph *g = calloc(1, sizeof *g);
+  CUgraph raw = NULL;
+  CUresult r = cuda.api.StreamEndCapture(c->stream, &raw); /* ends the capture in any case */
+  if (!g || r != 0) {
+    if (raw) cuda.api.GraphDestroy(raw);
+    free(g);
+    if (r != 0)
+      return rt_err(st, KILN_ERR_RUNTIME, "%s: cuStreamEndCapture: %s (%s)", d->label,
+                    cu_name(r), cu_text(r));
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->label);
+  }
+  g->graph = raw;
+  if ((r = cuda.api.GraphInstantiateWithFlags(&g->exec, raw, 0)) != 0) {
+    g->exec = NULL;
+    cuda_graph_free(d, g);
+    return rt_err(st, KILN_ERR_RUNTIME, "%s: cuGraphInstantiateWithFlags: %s (%s)", d->label,
+                  cu_name(r), cu_text(r));
+  }
+  *graph = g;
+  return 0;
+}
+
+static int cuda_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
+  if (cuda_enter(d, "graph launch", st) < 0) return -1;
+  cuda_dev *c = d->impl;
+  const cuda_graph *g = graph;
+  CU_CHECK(d, st, cuda.api.GraphLaunch(g->exec, c->stream), "cuGraphLaunch");
+  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
+  return 0;
+}
+
 const rt_device_ops rt_device_cuda_ops = {
     .count = cuda_count,
     .open = cuda_open,
@@ -336,4 +447,8 @@ const rt_device_ops rt_device_cuda_ops = {
     .module_unload = cuda_module_unload,
     .module_function = cuda_module_function,
     .launch = cuda_launch,
+    .graph_begin = cuda_graph_begin,
+    .graph_end = cuda_graph_end,
+    .graph_launch = cuda_graph_launch,
+    .graph_free = cuda_graph_free,
 };

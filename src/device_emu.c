@@ -14,6 +14,10 @@
  *
  * Code: a module is a host object (jit_simt_emit for simt-emu) linked into
  * the device's own JIT engine when its kernel is first asked for.
+ * Recording (device.h graph_*): a graph is the list of launches and copies
+ * the recording thread made (the recorder is thread-local, so other
+ * threads' launches run as usual); running it makes them in order and
+ * stops at the first failure.
  * Guarantees: no state outlives a launch; a failed launch leaves nothing
  * allocated; launches from several threads at once are independent (all
  * scheduler state is per launch). Under AddressSanitizer the fiber switches
@@ -169,8 +173,105 @@ static int run_block(emu_block *blk, const uint32_t ctaid[3], const rt_launch_di
   }
 }
 
+/* ---- recording ---- */
+
+typedef struct emu_step {
+  void *fn; /* NULL: a copy */
+  rt_launch_dims dims;
+  void **params;
+  kiln_devptr dst, src;
+  size_t n;
+} emu_step;
+
+typedef struct emu_graph {
+  const kiln_device *dev;
+  emu_step *steps;
+  int n, cap;
+  bool oom; /* a step could not be recorded: graph_end fails */
+} emu_graph;
+
+static __thread emu_graph *emu_recording; /* this thread's, while it records */
+
+/* Record a step when this thread records on d; false when it does not. */
+static bool record(const kiln_device *d, const emu_step *step) {
+  emu_graph *r = emu_recording;
+  if (!r || r->dev != d) return false;
+  if (r->n == r->cap) {
+    int cap = r->cap ? 2 * r->cap : 16;
+    emu_step *grown = realloc(r->steps, sizeof *grown * (size_t)cap);
+    if (!grown) {
+      r->oom = true;
+      return true;
+    }
+    r->steps = grown;
+    r->cap = cap;
+  }
+  r->steps[r->n++] = *step;
+  return true;
+}
+
+static int emu_launch_now(kiln_device *d, void *fn, const rt_launch_dims *g, void **params,
+                          kiln_status *st);
+
 static int emu_launch(kiln_device *d, void *fn, const rt_launch_dims *g, void **params,
                       kiln_status *st) {
+  emu_step step = {.fn = fn, .dims = *g, .params = params};
+  if (record(d, &step)) return 0;
+  return emu_launch_now(d, fn, g, params, st);
+}
+
+static int emu_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
+                       kiln_status *st) {
+  emu_step step = {.dst = dst, .src = src, .n = n};
+  if (record(d, &step)) return 0;
+  return rt_host_copy_dd(d, dst, src, n, st);
+}
+
+static int emu_graph_begin(kiln_device *d, kiln_status *st) {
+  if (emu_recording)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: this thread is already recording",
+                  d->label);
+  if (!(emu_recording = calloc(1, sizeof *emu_recording)))
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->label);
+  emu_recording->dev = d;
+  return 0;
+}
+
+static void emu_graph_free(kiln_device *d, void *graph) {
+  (void)d;
+  emu_graph *r = graph;
+  if (!r) return;
+  free(r->steps);
+  free(r);
+}
+
+static int emu_graph_end(kiln_device *d, void **graph, kiln_status *st) {
+  emu_graph *r = emu_recording;
+  if (!r || r->dev != d)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: graph end without a graph begin",
+                  d->label);
+  emu_recording = NULL;
+  if (r->oom) {
+    emu_graph_free(d, r);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory recording launches", d->label);
+  }
+  *graph = r;
+  return 0;
+}
+
+static int emu_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
+  const emu_graph *r = graph;
+  for (int i = 0; i < r->n; i++) {
+    const emu_step *s = &r->steps[i];
+    int rc = s->fn ? emu_launch_now(d, s->fn, &s->dims, s->params, st)
+                   : rt_host_copy_dd(d, s->dst, s->src, s->n, st);
+    if (rc < 0) return -1;
+  }
+  return 0;
+}
+
+static int emu_launch_now(kiln_device *d, void *fn, const rt_launch_dims *g, void **params,
+                          kiln_status *st) {
   uint64_t nthreads = (uint64_t)g->block[0] * g->block[1] * g->block[2];
   if (nthreads > EMU_MAX_THREADS)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
@@ -306,10 +407,14 @@ const rt_device_ops rt_device_emu_ops = {
     .free = rt_host_free,
     .copy_to = rt_host_copy_to,
     .copy_from = rt_host_copy_from,
-    .copy_dd = rt_host_copy_dd,
+    .copy_dd = emu_copy_dd,
     .synchronize = rt_host_synchronize,
     .module_load = emu_module_load,
     .module_unload = emu_module_unload,
     .module_function = emu_module_function,
     .launch = emu_launch,
+    .graph_begin = emu_graph_begin,
+    .graph_end = emu_graph_end,
+    .graph_launch = emu_graph_launch,
+    .graph_free = emu_graph_free,
 };

@@ -308,6 +308,7 @@ struct dm_plan {
   kiln_devptr errword;
   dm_launch *launches;
   int nlaunches;
+  void *graph; /* a capture's launches recorded on the device (plan_record), or NULL */
 };
 
 struct dm_capture {
@@ -318,6 +319,7 @@ struct dm_capture {
 static void plan_free(kiln_device_model *m, dm_plan *x) {
   if (!x) return;
   const ir_graph *g = m->g;
+  rt_device_graph_free(m->dev, x->graph);
   for (int v = 0; x->owned && v < g->nvalues; v++)
     if (x->owned[v]) kiln_device_free(m->dev, x->buf[v]);
   kiln_device_free(m->dev, x->errword);
@@ -480,7 +482,14 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
   if (kiln_device_copy_to(m->dev, x->errword, &zero, sizeof zero, st) < 0) return -1;
   for (int i = 0; i < g->ninputs; i++)
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
-  for (int li = 0; li < x->nlaunches; li++) {
+  if (x->graph) { /* a recorded capture: one launch, the error word read once */
+    if (rt_device_graph_launch(m->dev, x->graph, st) < 0) return -1;
+    if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) return -1;
+    if (code != 0)
+      return rt_err(st, KILN_ERR_RUNTIME, "a kernel of the recorded launch sequence failed: %s "
+                    "(an execute of the same inputs names the op)", jit_kernel_error(code));
+  }
+  for (int li = 0; !x->graph && li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
     if (l->copy_bytes &&
         rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
@@ -552,6 +561,25 @@ KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const 
 
 /* ---- capture / replay ---- */
 
+/* Record x's launches as one graph on the device (a CUDA graph on cuda, a
+ * list on simt-emu), so a replay runs them in one call. Best effort: where
+ * the device cannot record or recording fails, x keeps its launch list and
+ * replays launch it one by one. */
+static void plan_record(kiln_device_model *m, dm_plan *x) {
+  if (!rt_device_can_record(m->dev) || x->nlaunches == 0) return;
+  if (rt_device_graph_begin(m->dev, NULL) < 0) return;
+  bool ok = true;
+  for (int li = 0; li < x->nlaunches && ok; li++) {
+    dm_launch *l = &x->launches[li];
+    ok = rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, NULL) == 0 &&
+         rt_device_launch(m->dev, m->kernels[l->node].fn, &l->dims, l->params, NULL) == 0;
+  }
+  void *graph = NULL;
+  if (rt_device_graph_end(m->dev, &graph, NULL) < 0) return; /* always ends the recording */
+  if (ok) x->graph = graph;
+  else rt_device_graph_free(m->dev, graph);
+}
+
 static dm_capture *find_capture(kiln_device_model *m, uint64_t key) {
   for (int i = 0; i < m->ncaptures; i++)
     if (m->captures[i].key == key) return &m->captures[i];
@@ -578,6 +606,7 @@ KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
   m->captures = grown;
   if (!(x = plan_build(m, inputs, ninputs, st))) goto done;
   if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
+  plan_record(m, x);
   m->captures[m->ncaptures].key = key;
   m->captures[m->ncaptures].plan = x;
   m->ncaptures++;

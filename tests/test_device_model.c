@@ -2,8 +2,9 @@
  * the CPU path (kiln_model_execute) on the same random inputs and weights:
  * mlp.mlir at two batch sizes with one compile, attention_block.mlir; then
  * the errors: an unbound weight, a gather index out of range (the kernel's
- * error word names the op), a wrong input rank, and the cpu device, which
- * is not a SIMT device. */
+ * error word names the op; in a replay of a recorded capture, the failure
+ * is reported for the sequence), a wrong input rank, and the cpu device,
+ * which is not a SIMT device. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -185,6 +186,23 @@ Test(device_model, errors_say_what) {
   cr_expect(strstr(kiln_status_message(st), "mo.gather at line 2") &&
                 strstr(kiln_status_message(st), "index out of range"),
             "%s", kiln_status_message(st));
+  /* a capture records its launches (simt-emu: a list, cuda: a CUDA graph):
+   * replays run them in one call and read the error word once */
+  ip[1] = 3;
+  cr_assert_eq(kiln_device_model_capture(m, 1, ins, 2, &y, 1, st), 0, "%s",
+               kiln_status_message(st));
+  ip[0] = 1;
+  ip[1] = 4;
+  cr_assert_eq(kiln_device_model_replay(m, 1, ins, 2, &y, 1, st), 0, "%s",
+               kiln_status_message(st));
+  py = kiln_tensor_data(y);
+  cr_expect(py[0] == px[1] && py[1] == px[4], "replay read the new indices");
+  ip[1] = 7;
+  cr_expect_eq(kiln_device_model_replay(m, 1, ins, 2, &y, 1, st), -1);
+  cr_expect(strstr(kiln_status_message(st), "a kernel of the recorded launch sequence failed") &&
+                strstr(kiln_status_message(st), "index out of range"),
+            "%s", kiln_status_message(st));
+  kiln_tensor_free(y);
   kiln_tensor_free(xs);
   kiln_tensor_free(idx);
   kiln_device_model_free(m);

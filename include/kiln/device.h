@@ -119,7 +119,12 @@ KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const 
  * executes once and keeps the resolved launch sequence (symbols solved,
  * buffers allocated, every kernel's grid and parameters) under `key`;
  * replay copies new input data of the captured dtypes and shapes into it
- * and runs the same launches with no dispatch work; verify_replay builds
+ * and runs the same launches with no dispatch work: recorded on the device
+ * at capture (a CUDA graph on cuda, a launch list on simt-emu; where the
+ * driver cannot record, the capture keeps its own list), a replay is one
+ * graph launch and one check of the kernels' error word (an error then
+ * names the sequence, not the op: an execute on the same inputs does);
+ * verify_replay builds
  * the launch sequence an eager execute would run for `inputs` and fails,
  * naming the first difference, if it is not the captured one; release
  * frees a capture. A key is captured once until released. */
