@@ -196,6 +196,20 @@ Test(cli_cache, prune_to_zero_removes_everything) {
   free(out);
 }
 
+/* Entry sizes in a listing (least recently used first). */
+typedef struct sizes {
+  uint64_t total, last;
+  kc_key last_key;
+} sizes;
+
+static int size_visit(const kc_disk_entry *e, void *user) {
+  sizes *z = user;
+  z->total += e->file_bytes;
+  z->last = e->file_bytes;
+  z->last_key = e->key;
+  return 0;
+}
+
 Test(cli_cache, prune_keeps_the_most_recently_used) {
   warm(EX("mlp.mlir"));
   char *out;
@@ -203,10 +217,27 @@ Test(cli_cache, prune_keeps_the_most_recently_used) {
   free(out);
   cr_assert_eq(entries(), 0); /* every entry is over 1 KiB */
   warm(EX("mlp.mlir"));
-  cr_assert_eq(kiln(&out, "cache prune --max-bytes 20K"), 0, "%s", out);
+  /* a bound that fits the most recently used entry only: prune evicts to
+   * 90% of the bound, least recently used first */
+  sizes z = {0};
+  kc_disk *d = kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL);
+  cr_assert(d);
+  cr_assert_eq(kc_disk_list(d, false, size_visit, &z, NULL), 0);
+  kc_disk_close(d);
+  uint64_t bound = z.last * 10 / 9 + 64;
+  cr_assert(bound < z.total, "entries of %llu (most recent) and %llu bytes in all: no bound "
+            "keeps just one", (unsigned long long)z.last, (unsigned long long)z.total);
+  cr_assert_eq(kiln(&out, "cache prune --max-bytes %llu", (unsigned long long)bound), 0, "%s",
+               out);
   free(out);
   uint64_t n = entries();
-  cr_assert(n > 0 && n < 2, "%llu entries", (unsigned long long)n);
+  cr_assert_eq(n, 1, "%llu entries", (unsigned long long)n);
+  d = kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL);
+  sizes left = {0};
+  cr_assert_eq(kc_disk_list(d, false, size_visit, &left, NULL), 0);
+  kc_disk_close(d);
+  cr_assert(left.last_key.lo == z.last_key.lo && left.last_key.hi == z.last_key.hi,
+            "the entry kept is not the most recently used one");
 }
 
 Test(cli_cache, clear_removes_every_entry) {
