@@ -49,19 +49,56 @@ static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef id
   jit_store(f, dt, base, idx, v);
 }
 
-/* Passes 2 and 3 of an f32 (log)softmax row at base (R elements, stride
- * inner; m its max, as a double): every loop is f32 only, so it vectorizes
- * 16 wide (a loop that mixes f32 and f64 gets 8 lanes):
+/* An f32 (log)softmax row at base (R elements, stride inner): every loop
+ * is f32 only, so it vectorizes 16 wide (a loop that mixes f32 and f64 gets
+ * 8 lanes):
  *   2a  Y = exp(x - m)               (jit_exp_f32; x - m in f32)
  *   2b  s = sum of Y, in double      (reassociable)
  *   3   softmax: Y = Y * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
  * A few ulps of f32 from the interpreter's all-double result. */
+/* The max of an f32 row (exact in f32: max rounds nothing) with maxnum: a
+ * NaN it skips still reaches exp(x - m) and so the sum, which makes the
+ * whole row NaN, as the NaN-propagating maximum would. LLVM does not
+ * vectorize a maxnum reduction without no-NaN flags, so a contiguous row
+ * (inner == 1) is read 16 floats at a time into a vector of maxima; the
+ * rest (and a strided row) goes element by element. */
+static LLVMValueRef row_max_f32(jit_fn *f, LLVMValueRef X, LLVMValueRef base, LLVMValueRef R,
+                                LLVMValueRef inner) {
+  enum { W = 16 };
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef vt = LLVMVectorType(f->t_f32, W);
+  LLVMValueRef vacc = jit_alloca(f, vt, "vmax32"), macc = jit_alloca(f, f->t_f32, "max32");
+  LLVMValueRef ninf = jit_fconst(f, IR_DT_F32, -INFINITY), lanes[W];
+  for (int i = 0; i < W; i++) lanes[i] = ninf;
+  LLVMBuildStore(b, LLVMConstVector(lanes, W), vacc);
+  LLVMValueRef unit = LLVMBuildICmp(b, LLVMIntEQ, inner, jit_i64(f, 1), "");
+  LLVMValueRef nvec =
+      LLVMBuildSelect(b, unit, LLVMBuildUDiv(b, R, jit_i64(f, W), ""), jit_i64(f, 0), "nvec");
+  jit_loop l;
+  LLVMValueRef c = jit_loop_begin(f, &l, jit_i64(f, 0), nvec, "c");
+  LLVMValueRef at = jit_add(f, base, jit_mul(f, c, jit_i64(f, W)));
+  LLVMValueRef v = LLVMBuildLoad2(b, vt, LLVMBuildGEP2(b, f->t_f32, X, &at, 1, ""), "");
+  LLVMSetAlignment(v, 4);
+  LLVMValueRef vargs[2] = {LLVMBuildLoad2(b, vt, vacc, ""), v};
+  LLVMBuildStore(b, jit_intrinsic(f, "llvm.maxnum", vt, vargs, 2), vacc);
+  jit_loop_end(f, &l);
+  LLVMValueRef vm = LLVMBuildLoad2(b, vt, vacc, "");
+  LLVMBuildStore(b, jit_intrinsic(f, "llvm.vector.reduce.fmax", vt, &vm, 1), macc);
+  LLVMValueRef k = jit_loop_begin(f, &l, jit_mul(f, nvec, jit_i64(f, W)), R, "r");
+  LLVMValueRef margs[2] = {LLVMBuildLoad2(b, f->t_f32, macc, ""),
+                           jit_load(f, IR_DT_F32, X, jit_add(f, base, jit_mul(f, k, inner)))};
+  LLVMBuildStore(b, jit_intrinsic(f, "llvm.maxnum", f->t_f32, margs, 2), macc);
+  jit_loop_end(f, &l);
+  return LLVMBuildLoad2(b, f->t_f32, macc, "m32");
+}
+
 static void softmax_f32_rows(jit_fn *f, bool is_log, LLVMValueRef X, LLVMValueRef Y,
                              LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner,
-                             LLVMValueRef m, LLVMValueRef sacc) {
+                             LLVMValueRef sacc) {
   LLVMBuilderRef b = f->b;
-  LLVMValueRef zero = jit_i64(f, 0), m32 = LLVMBuildFPTrunc(b, m, f->t_f32, "m32");
+  LLVMValueRef zero = jit_i64(f, 0);
   jit_loop l;
+  LLVMValueRef m32 = row_max_f32(f, X, base, R, inner);
   LLVMValueRef k = jit_loop_begin(f, &l, zero, R, "r");
   LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
   jit_store(f, IR_DT_F32, Y, idx,
@@ -120,6 +157,12 @@ int jit_lower_softmax(jit_fn *f) {
   LLVMValueRef i = jit_loop_begin(f, &li, ilo, ihi, "i");
   LLVMValueRef base = jit_add(f, obase, i);
 
+  if (dt == IR_DT_F32) { /* passes of its own, all f32 wide */
+    softmax_f32_rows(f, is_log, X, Y, base, R, inner, sacc);
+    jit_loop_end(f, &li);
+    jit_loop_end(f, &lo);
+    return f->failed ? -1 : 0;
+  }
   /* pass 1: max */
   LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, -INFINITY), macc);
   LLVMValueRef k = jit_loop_begin(f, &l1, zero, R, "r");
@@ -130,9 +173,7 @@ int jit_lower_softmax(jit_fn *f) {
   jit_loop_end(f, &l1);
   m = LLVMBuildLoad2(f->b, f->t_f64, macc, "m");
 
-  if (dt == IR_DT_F32) {
-    softmax_f32_rows(f, is_log, X, Y, base, R, inner, m, sacc);
-  } else {
+  {
     /* pass 2: sum of exp(x - m) */
     LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
     k = jit_loop_begin(f, &l2, zero, R, "r");
