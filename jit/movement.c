@@ -95,6 +95,72 @@ static LLVMValueRef nest_loop(jit_fn *f, jit_loop *l, LLVMValueRef n, bool *spli
   return jit_loop_begin(f, l, lo, hi, name);
 }
 
+/* The elements [lo[0], hi[0]) x [lo[1], hi[1]) of a tile, one by one. */
+static void scalar_tile(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef out,
+                        LLVMValueRef ioff, LLVMValueRef ooff, const LLVMValueRef *lo,
+                        const LLVMValueRef *hi, const int *ax2, const LLVMValueRef *istr,
+                        const LLVMValueRef *ostr) {
+  jit_loop l[2];
+  for (int t = 0; t < 2; t++) {
+    LLVMValueRef iv = jit_loop_begin(f, &l[t], lo[t], hi[t], "ax");
+    ioff = jit_add(f, ioff, jit_mul(f, iv, istr[ax2[t]]));
+    ooff = jit_add(f, ooff, jit_mul(f, iv, ostr[ax2[t]]));
+  }
+  raw_move(f, rt, out, ooff, in, ioff);
+  jit_loop_end(f, &l[1]);
+  jit_loop_end(f, &l[0]);
+}
+
+/* A whole TILE x TILE tile of 4- or 8-byte elements as VW x VW blocks in
+ * registers: VW loads of VW elements along the input's contiguous axis
+ * (the output's tile axis), transposed by log2(VW) rounds of perfect
+ * shuffles (pairing vector k with k + VW/2: interleaving their low halves
+ * and their high halves), then VW stores along the output's last axis.
+ * in_step: the input stride of the output's last axis; out_step: the
+ * output stride of the tile axis (the other two strides are 1). */
+enum { VW = 8 };
+static void vector_tile(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef out,
+                        LLVMValueRef ioff, LLVMValueRef ooff, const LLVMValueRef *lo,
+                        LLVMValueRef in_step, LLVMValueRef out_step) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef vt = LLVMVectorType(rt, VW);
+  unsigned align = LLVMGetIntTypeWidth(rt) / 8;
+  LLVMValueRef mlo[VW], mhi[VW];
+  for (int i = 0; i < VW / 2; i++) {
+    mlo[2 * i] = LLVMConstInt(f->t_i32, (unsigned long long)i, 0);
+    mlo[2 * i + 1] = LLVMConstInt(f->t_i32, (unsigned long long)(VW + i), 0);
+    mhi[2 * i] = LLVMConstInt(f->t_i32, (unsigned long long)(VW / 2 + i), 0);
+    mhi[2 * i + 1] = LLVMConstInt(f->t_i32, (unsigned long long)(VW + VW / 2 + i), 0);
+  }
+  LLVMValueRef masklo = LLVMConstVector(mlo, VW), maskhi = LLVMConstVector(mhi, VW);
+  LLVMValueRef nb = jit_i64(f, TILE / VW), vw = jit_i64(f, VW);
+  jit_loop la, lb;
+  LLVMValueRef i0 = jit_add(f, lo[0], jit_mul(f, jit_loop_begin(f, &la, jit_i64(f, 0), nb, "va"), vw));
+  LLVMValueRef i1 = jit_add(f, lo[1], jit_mul(f, jit_loop_begin(f, &lb, jit_i64(f, 0), nb, "vb"), vw));
+  LLVMValueRef src = jit_add(f, jit_add(f, ioff, i0), jit_mul(f, i1, in_step));
+  LLVMValueRef dst = jit_add(f, jit_add(f, ooff, jit_mul(f, i0, out_step)), i1);
+  LLVMValueRef v[VW], w[VW];
+  for (int k = 0; k < VW; k++) {
+    LLVMValueRef at = jit_add(f, src, jit_mul(f, jit_i64(f, k), in_step));
+    v[k] = LLVMBuildLoad2(b, vt, raw_ptr(f, rt, in, at), "");
+    LLVMSetAlignment(v[k], align);
+  }
+  for (int round = 1; round < VW; round *= 2) {
+    for (int k = 0; k < VW / 2; k++) {
+      w[2 * k] = LLVMBuildShuffleVector(b, v[k], v[k + VW / 2], masklo, "");
+      w[2 * k + 1] = LLVMBuildShuffleVector(b, v[k], v[k + VW / 2], maskhi, "");
+    }
+    for (int k = 0; k < VW; k++) v[k] = w[k];
+  }
+  for (int k = 0; k < VW; k++) {
+    LLVMValueRef at = jit_add(f, dst, jit_mul(f, jit_i64(f, k), out_step));
+    LLVMValueRef st = LLVMBuildStore(b, v[k], raw_ptr(f, rt, out, at));
+    LLVMSetAlignment(st, align);
+  }
+  jit_loop_end(f, &lb);
+  jit_loop_end(f, &la);
+}
+
 /* One loop nest of strided_copy; see there. The nest's first loop whose
  * extent is not the constant 1 is split across the parts; when every loop
  * is a constant 1 (or there is none), a one-iteration guard loop makes
@@ -137,14 +203,28 @@ static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef o
       LLVMValueRef end = jit_add(f, lo[t], tv);
       hi[t] = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, end, d, ""), end, d, "");
     }
-    for (int t = 0; t < 2; t++) {
-      int a = ax2[t];
-      LLVMValueRef iv = jit_loop_begin(f, &loops[nl++], lo[t], hi[t], "ax");
-      ioff = jit_add(f, ioff, jit_mul(f, iv, istr[a]));
-      ooff = jit_add(f, ooff, jit_mul(f, iv, ostr[a]));
+    unsigned bits = LLVMGetIntTypeWidth(rt);
+    if (bits == 32 || bits == 64) { /* whole tiles in registers, edges element by element */
+      LLVMValueRef full = LLVMBuildAnd(
+          f->b, LLVMBuildICmp(f->b, LLVMIntEQ, LLVMBuildSub(f->b, hi[0], lo[0], ""), tv, ""),
+          LLVMBuildICmp(f->b, LLVMIntEQ, LLVMBuildSub(f->b, hi[1], lo[1], ""), tv, ""), "full");
+      LLVMBasicBlockRef bv = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tile.vec");
+      LLVMBasicBlockRef bs = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tile.edge");
+      LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tile.done");
+      LLVMBuildCondBr(f->b, full, bv, bs);
+      LLVMPositionBuilderAtEnd(f->b, bv);
+      vector_tile(f, rt, in, out, ioff, ooff, lo, istr[rank - 1], ostr[tile_axis]);
+      LLVMBuildBr(f->b, join);
+      LLVMPositionBuilderAtEnd(f->b, bs);
+      scalar_tile(f, rt, in, out, ioff, ooff, lo, hi, ax2, istr, ostr);
+      LLVMBuildBr(f->b, join);
+      LLVMPositionBuilderAtEnd(f->b, join);
+    } else {
+      scalar_tile(f, rt, in, out, ioff, ooff, lo, hi, ax2, istr, ostr);
     }
+  } else {
+    raw_move(f, rt, out, ooff, in, ioff);
   }
-  raw_move(f, rt, out, ooff, in, ioff);
   while (nl > 0) jit_loop_end(f, &loops[--nl]);
 }
 

@@ -105,10 +105,13 @@ static const mv TRANSPOSE[] = {
     {"mo.transpose", "{axis_1 = 0, axis_2 = 2}", 1, {"1, 0, 3"}, 1, {"3, 0, 1"}, NULL, 0, 0},
     {"mo.transpose", "{axis_1 = 0, axis_2 = 1}", 1, {"5, 67"}, 1, {"67, 5"}, NULL, 0, 0},
     {"mo.transpose", "{axis_1 = 0, axis_2 = 2}", 1, {"n, 3, 2"}, 1, {"2, 3, n"}, NULL, 0, 0},
+    /* 32 x 32 tiles, whole (in registers for 4- and 8-byte elements) and at the edges */
+    {"mo.transpose", "{axis_1 = 0, axis_2 = 1}", 1, {"70, 45"}, 1, {"45, 70"}, NULL, 0, 0},
+    {"mo.transpose", "{axis_1 = 1, axis_2 = 2}", 1, {"3, 64, 33"}, 1, {"3, 33, 64"}, NULL, 0, 0},
 };
 
 Test(movement, transpose) {
-  CHECK_ALL_DTYPES("mo.transpose", TRANSPOSE, "n, m", "n=0,m=2;n=1,m=1;n=3,m=5");
+  CHECK_ALL_DTYPES("mo.transpose", TRANSPOSE, "n, m", "n=0,m=2;n=1,m=1;n=3,m=5;n=40,m=70");
 }
 
 static const mv PERMUTE[] = {
@@ -121,10 +124,11 @@ static const mv PERMUTE[] = {
     {"mo.permute", "{dims = []}", 1, {""}, 1, {""}, NULL, 0, 0},
     {"mo.permute", "{dims = [2, 0, 1]}", 1, {"2, 0, 3"}, 1, {"3, 2, 0"}, NULL, 0, 0},
     {"mo.permute", "{dims = [3, 1, 2, 0]}", 1, {"2, 3, 4, 5"}, 1, {"5, 3, 4, 2"}, NULL, 0, 0},
+    {"mo.permute", "{dims = [0, 3, 2, 1]}", 1, {"2, 40, 3, 36"}, 1, {"2, 36, 3, 40"}, NULL, 0, 0},
 };
 
 Test(movement, permute) {
-  CHECK_ALL_DTYPES("mo.permute", PERMUTE, "n, m", "n=0,m=2;n=1,m=1;n=3,m=5");
+  CHECK_ALL_DTYPES("mo.permute", PERMUTE, "n, m", "n=0,m=2;n=1,m=1;n=3,m=5;n=64,m=35");
 }
 
 /* ---- broadcast_to ---- */
