@@ -72,6 +72,16 @@ char *kcd_entry_path(const char *dir, kc_key key) {
   return p;
 }
 
+char *kcd_file_path(const char *dir, const kcd_file *f) {
+  if (f->kind == KCD_ENTRY) return kcd_entry_path(dir, f->key);
+  char hex[33];
+  kc_key_hex(f->key, hex);
+  size_t n = strlen(dir) + 48;
+  char *p = malloc(n);
+  if (p) snprintf(p, n, "%s/libs/%s.%s", dir, hex, f->kind == KCD_LIB_BC ? "bc" : "fns");
+  return p;
+}
+
 char *kc_disk_entry_path(const kc_disk *d, kc_key key) {
   return d && d->enabled ? kcd_entry_path(d->dir, key) : NULL;
 }
@@ -526,8 +536,8 @@ int kc_disk_stats_get(kc_disk *d, kc_disk_stats *out, kiln_status *st) {
     kcd_file *files;
     size_t nf;
     if (kcd_scan(d, &files, &nf, &out->bytes, st) != 0) return -1;
+    for (size_t i = 0; i < nf; i++) out->entries += files[i].kind == KCD_ENTRY;
     free(files);
-    out->entries = nf;
   }
   rt_ok(st);
   return 0;

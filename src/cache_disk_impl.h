@@ -77,17 +77,29 @@ void kcd_warn(kc_disk *d, const char *fmt, ...) __attribute__((format(printf, 2,
 
 /* ---- directory scan and eviction (cache_disk_scan.c) ---- */
 
+/* What a scanned file is: a kernel entry, or a compiled C kernel library's
+ * files in DIR/libs (kernel_cc.c: <32 hex>.bc; kernel_lib.c: <32 hex>.fns,
+ * its function list), which share the size bound and the LRU order with
+ * the entries but are no entries (list and verify skip them). Losing one
+ * of a library's two files is harmless: the .bc is compiled again, the
+ * .fns read again from the bitcode. */
+typedef enum kcd_kind { KCD_ENTRY, KCD_LIB_BC, KCD_LIB_FNS } kcd_kind;
+
 typedef struct kcd_file {
   kc_key key;
   uint64_t size;
   int64_t mtime_ns;
+  kcd_kind kind;
 } kcd_file;
 
 /* Every entry file in d->dir (names kiln gives entries, in the right
- * subdirectory; anything else is left alone). Removes temporary files older
- * than an hour. *files is malloc'd (caller frees, also when *n is 0), sorted
- * least recently used first. Returns 0 or -1 with st (out of memory). */
+ * subdirectory; anything else is left alone) and every library file in
+ * DIR/libs. Removes temporary files older than an hour. *files is malloc'd
+ * (caller frees, also when *n is 0), sorted least recently used first.
+ * Returns 0 or -1 with st (out of memory). */
 int kcd_scan(kc_disk *d, kcd_file **files, size_t *n, uint64_t *total, kiln_status *st);
+/* The path of a scanned file (an entry's, or DIR/libs/<hex>.bc / .fns). */
+char *kcd_file_path(const char *dir, const kcd_file *f);
 
 /* Remove entries of files[n] (LRU order) until *total <= target, skipping
  * keep (may be NULL) and entries used since the scan. Updates *total;
