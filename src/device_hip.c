@@ -6,7 +6,11 @@
  * Guarantees: where the runtime is missing, hipInit fails or there is no
  * device, every entry returns an error naming which (never a crash). The HIP
  * runtime's current device is per thread: every entry selects the device
- * first. One stream per open device. */
+ * first. One stream per open device.
+ * Recording (device.h graph_*) is HIP graphs through stream capture, as on
+ * CUDA (device_cuda.c): device-to-device copies are async while capturing;
+ * the graph entry points are optional (a runtime without them cannot
+ * record). Not yet run on an AMD GPU here. */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -20,6 +24,10 @@ typedef int hipDevice_t;
 typedef struct ihipStream_t *hipStream_t;
 typedef struct ihipModule_t *hipModule_t;
 typedef struct ihipModuleSymbol_t *hipFunction_t;
+typedef struct ihipGraph *hipGraph_t;
+typedef struct hipGraphExec *hipGraphExec_t;
+
+#define HIP_CAPTURE_MODE_THREAD_LOCAL 1 /* hipStreamCaptureModeThreadLocal */
 
 #define HIP_MEMCPY_H2D 1 /* hipMemcpyHostToDevice */
 #define HIP_MEMCPY_D2H 2 /* hipMemcpyDeviceToHost */
@@ -45,6 +53,14 @@ typedef struct hip_api {
   hipError_t (*ModuleGetFunction)(hipFunction_t *, hipModule_t, const char *);
   hipError_t (*ModuleLaunchKernel)(hipFunction_t, unsigned, unsigned, unsigned, unsigned,
                                    unsigned, unsigned, unsigned, hipStream_t, void **, void **);
+  /* optional: HIP graphs (NULL when the runtime lacks them) */
+  hipError_t (*StreamBeginCapture)(hipStream_t, int);
+  hipError_t (*StreamEndCapture)(hipStream_t, hipGraph_t *);
+  hipError_t (*GraphInstantiateWithFlags)(hipGraphExec_t *, hipGraph_t, unsigned long long);
+  hipError_t (*GraphLaunch)(hipGraphExec_t, hipStream_t);
+  hipError_t (*GraphExecDestroy)(hipGraphExec_t);
+  hipError_t (*GraphDestroy)(hipGraph_t);
+  hipError_t (*MemcpyAsync)(void *, const void *, size_t, int, hipStream_t);
 } hip_api;
 
 static struct {
@@ -94,6 +110,21 @@ static void hip_load(void) {
     }
     memcpy((char *)&hip.api + syms[i].off, &p, sizeof p);
   }
+  static const struct {
+    const char *name;
+    size_t off;
+  } graph_syms[] = {
+#define E(f) {"hip" #f, offsetof(hip_api, f)}
+      E(StreamBeginCapture), E(StreamEndCapture), E(GraphInstantiateWithFlags), E(GraphLaunch),
+      E(GraphExecDestroy), E(GraphDestroy), E(MemcpyAsync),
+#undef E
+  };
+  void *gfn[sizeof graph_syms / sizeof graph_syms[0]];
+  bool graphs = true;
+  for (size_t i = 0; i < sizeof graph_syms / sizeof graph_syms[0] && graphs; i++)
+    graphs = (gfn[i] = dlsym(lib, graph_syms[i].name)) != NULL;
+  for (size_t i = 0; graphs && i < sizeof graph_syms / sizeof graph_syms[0]; i++)
+    memcpy((char *)&hip.api + graph_syms[i].off, &gfn[i], sizeof gfn[i]);
   hipError_t r = hip.api.Init(0);
   if (r != 0) {
     snprintf(hip.why, sizeof hip.why, "the HIP runtime does not start: hipInit: %s (%s)",
@@ -117,7 +148,13 @@ static int hip_count(kiln_status *st) { return hip_ready(st) < 0 ? 0 : hip.ndevi
 
 typedef struct hip_dev {
   hipStream_t stream;
+  bool capturing; /* between graph_begin and graph_end */
 } hip_dev;
+
+typedef struct hip_graph {
+  hipGraph_t graph;
+  hipGraphExec_t exec;
+} hip_graph;
 
 #define HIP_CHECK(d, st, call, what)                                                          \
   do {                                                                                        \
@@ -201,6 +238,15 @@ static int hip_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n, k
 
 static int hip_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
                        kiln_status *st) {
+  hip_dev *h = d->impl;
+  if (h->capturing) { /* a graph node, ordered on the stream */
+    if (hip_enter(d, st) < 0) return -1;
+    HIP_CHECK(d, st,
+              hip.api.MemcpyAsync((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n,
+                                  HIP_MEMCPY_D2D, h->stream),
+              "hipMemcpyAsync");
+    return 0;
+  }
   return hip_copy(d, (void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, HIP_MEMCPY_D2D, st);
 }
 
@@ -249,6 +295,69 @@ static int hip_launch(kiln_device *d, void *fn, const rt_launch_dims *g, void **
   return 0;
 }
 
+/* ---- recording: HIP graphs ---- */
+
+static int hip_graph_begin(kiln_device *d, kiln_status *st) {
+  if (!hip.api.StreamBeginCapture)
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: the HIP runtime has no graph entry points",
+                  d->label);
+  if (hip_enter(d, st) < 0) return -1;
+  hip_dev *h = d->impl;
+  HIP_CHECK(d, st, hip.api.StreamSynchronize(h->stream), "hipStreamSynchronize");
+  HIP_CHECK(d, st, hip.api.StreamBeginCapture(h->stream, HIP_CAPTURE_MODE_THREAD_LOCAL),
+            "hipStreamBeginCapture");
+  h->capturing = true;
+  return 0;
+}
+
+static void hip_graph_free(kiln_device *d, void *graph) {
+  hip_graph *g = graph;
+  if (!g) return;
+  if (hip_enter(d, NULL) == 0) {
+    if (g->exec) hip.api.GraphExecDestroy(g->exec);
+    if (g->graph) hip.api.GraphDestroy(g->graph);
+  }
+  free(g);
+}
+
+static int hip_graph_end(kiln_device *d, void **graph, kiln_status *st) {
+  hip_dev *h = d->impl;
+  if (!h->capturing)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: graph end without a graph begin",
+                  d->label);
+  if (hip_enter(d, st) < 0) return -1;
+  h->capturing = false;
+  hip_graph *g = calloc(1, sizeof *g);
+  hipGraph_t raw = NULL;
+  hipError_t r = hip.api.StreamEndCapture(h->stream, &raw); /* ends the capture in any case */
+  if (!g || r != 0) {
+    if (raw) hip.api.GraphDestroy(raw);
+    free(g);
+    if (r != 0)
+      return rt_err(st, KILN_ERR_RUNTIME, "%s: hipStreamEndCapture: %s (%s)", d->label,
+                    hip_name(r), hip_text(r));
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->label);
+  }
+  g->graph = raw;
+  if ((r = hip.api.GraphInstantiateWithFlags(&g->exec, raw, 0)) != 0) {
+    g->exec = NULL;
+    hip_graph_free(d, g);
+    return rt_err(st, KILN_ERR_RUNTIME, "%s: hipGraphInstantiateWithFlags: %s (%s)", d->label,
+                  hip_name(r), hip_text(r));
+  }
+  *graph = g;
+  return 0;
+}
+
+static int hip_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
+  if (hip_enter(d, st) < 0) return -1;
+  hip_dev *h = d->impl;
+  const hip_graph *g = graph;
+  HIP_CHECK(d, st, hip.api.GraphLaunch(g->exec, h->stream), "hipGraphLaunch");
+  HIP_CHECK(d, st, hip.api.StreamSynchronize(h->stream), "hipStreamSynchronize");
+  return 0;
+}
+
 const rt_device_ops rt_device_hip_ops = {
     .count = hip_count,
     .open = hip_open,
@@ -263,4 +372,8 @@ const rt_device_ops rt_device_hip_ops = {
     .module_unload = hip_module_unload,
     .module_function = hip_module_function,
     .launch = hip_launch,
+    .graph_begin = hip_graph_begin,
+    .graph_end = hip_graph_end,
+    .graph_launch = hip_graph_launch,
+    .graph_free = hip_graph_free,
 };
