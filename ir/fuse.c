@@ -5,7 +5,9 @@
  * Groups, formed from the last node backwards (so each group grows from its
  * result toward its operands):
  *   - a root: an elementwise node (classes unary*, binary*, compare,
- *     logical, where, cast, broadcast_to) with one result not yet grouped;
+ *     logical, where, cast, broadcast_to, and a mo.custom the runtime
+ *     marked kiln.elementwise: a scalar kernel function, kiln/kernel.h)
+ *     with one result not yet grouped;
  *   - a producer joins when the value it makes has the root's shape (dims
  *     equal as expressions), is no graph output, and every use of it is by a
  *     member (so it never needs a buffer); elementwise producers join freely,
@@ -22,7 +24,9 @@
  *
  * The rewrite: the group's nodes are copied into a body graph (own arena,
  * the graph's symbols in the same order, values keep their names, inputs =
- * the values the group reads from outside in order of first use); the
+ * the values the group reads from outside in order of first use; members
+ * keep their attributes, so a custom member's kiln.library, its library's
+ * content hash, is part of the fused kernel's text and cache key); the
  * mo.fused node takes the root's place and the root's result value (so its
  * consumers and the graph outputs are untouched); the absorbed nodes and
  * their results leave g->nodes / g->values, which are renumbered. Run-time
@@ -37,13 +41,21 @@
 
 #include "ir.h"
 
+/* Operands a member may have (elementwise custom kernels have up to 8,
+ * KILN_ELEMENTWISE_MAX_INPUTS; builtin ops at most 3). */
+#define FUSE_MAX_IN 8
+
 /* Elementwise and unable to fail: integer mod (the one elementwise op with
  * a data error, division by zero) stays a kernel of its own, so its error
- * still names it. */
+ * still names it. A mo.custom carrying kiln.elementwise (the runtime stamps
+ * it on a bound KILN_ELEMENTWISE_KERNEL, a pure scalar function with no
+ * error path) is elementwise too. */
 static bool ew_node(const ir_node *n) {
   const ir_op_info *o = ir_op_get(n->op);
   if (!o || n->nout != 1) return false;
   if (n->op == IR_OP_MOD && !ir_dtype_is_float(n->out[0]->type.dtype)) return false;
+  if (n->op == IR_OP_CUSTOM)
+    return ir_node_attr_int(n, "kiln.elementwise", 0) != 0 && n->nin <= FUSE_MAX_IN;
   return ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;
 }
 
@@ -150,7 +162,7 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
   b->syms_declared = true;
   /* inputs: values read from outside the group, in order of first use */
   int next = 0;
-  ir_value **ext = ir_arena_alloc(g->arena, sizeof *ext * (size_t)(n * 3 + 1));
+  ir_value **ext = ir_arena_alloc(g->arena, sizeof *ext * (size_t)(n * FUSE_MAX_IN + 1));
   if (!ext) return false;
   for (int i = 0; i < n; i++) {
     const ir_node *m = g->nodes[c->members[i]];
@@ -167,9 +179,9 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
   ir_loc none = {0, 0};
   for (int i = 0; i < n; i++) {
     const ir_node *m = g->nodes[c->members[i]];
-    ir_value *in[3];
+    ir_value *in[FUSE_MAX_IN];
     ir_type t;
-    if (m->nin > 3 || !clone_type(b->arena, &m->out[0]->type, &t)) return false;
+    if (m->nin > FUSE_MAX_IN || !clone_type(b->arena, &m->out[0]->type, &t)) return false;
     for (int j = 0; j < m->nin; j++) in[j] = map[m->in[j]->id];
     const char *name = m->out[0]->name;
     ir_node *k = ir_graph_add_node(b, m->op, in, m->nin, m->attrs, m->nattrs, 1, &t, &name, m->loc,

@@ -1,7 +1,10 @@
 /* custom.c - custom kernels (kiln/kernel.h): inspecting a kernel library's
  * bitcode or IR text (jit_lib_inspect) and lowering mo.custom /
  * mo.inplace_custom into a call of the library's function, linked into the
- * kernel's module so O3 inlines it (jit_lower_custom).
+ * kernel's module so O3 inlines it (jit_lower_custom). Elementwise kernels
+ * (KILN_ELEMENTWISE_KERNEL, the node marked kiln.elementwise) are scalar
+ * functions called per element by the elementwise loops instead
+ * (jit_custom_ew_call, jit_simt_custom_ew_fn).
  *
  * Assumes: the node is verified (symbol present, parameters of kind int,
  * float, bool or string, result types declared); the runtime stamped
@@ -433,10 +436,132 @@ static int call_kernel(jit_fn *f, LLVMValueRef fn, unsigned as) {
   return f->failed ? -1 : 0;
 }
 
+/* ---- elementwise kernels (KILN_ELEMENTWISE_KERNEL) ----
+ * A scalar function T NAME(T0, ...) of one element per operand. Host: the
+ * library is linked into the kernel's module once per library (a private
+ * global kiln.ewlib.<hash> records it: a fused group may call several
+ * functions of one library), its definitions internal and the function
+ * alwaysinline, so O3 inlines it into the loop and vectorizes what it can.
+ * SIMT: linked like a SIMT kernel (simt_link). Either way the function's
+ * type and marker are checked again against the node, since the bytes
+ * linked are what runs. */
+
+static bool ew_node(const ir_node *n) {
+  return n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0) != 0;
+}
+
+/* fn's type is the node's scalar signature: result dtype (operand dtypes),
+ * in register types (bool as i1). 0, or -1 with f->err. */
+static int check_ew_type(jit_fn *f, const ir_node *n, const char *sym, LLVMValueRef fn) {
+  LLVMTypeRef fty = LLVMGlobalGetValueType(fn);
+  bool ok = !LLVMIsFunctionVarArg(fty) && (int)LLVMCountParamTypes(fty) == n->nin &&
+            n->nin <= JIT_EW_MAX_IN && LLVMGetReturnType(fty) == jit_type(f, n->out[0]->type.dtype);
+  LLVMTypeRef p[JIT_EW_MAX_IN];
+  if (ok) LLVMGetParamTypes(fty, p);
+  for (int j = 0; ok && j < n->nin; j++) ok = p[j] == jit_type(f, n->in[j]->type.dtype);
+  if (ok) return 0;
+  char *ts = LLVMPrintTypeToString(fty);
+  jit_fn_error(f, "elementwise kernel \"%s\": its type %s does not fit the op's element types",
+               sym, ts ? ts : "?");
+  LLVMDisposeMessage(ts);
+  return -1;
+}
+
+/* The marker of sym (named `marker` in f->mod) says elementwise, of this
+ * ABI and operand count. 0, or -1 with f->err. */
+static int check_ew_marker(jit_fn *f, const ir_node *n, const char *sym, const char *marker) {
+  int32_t mk[3];
+  if (!read_marker_named(f->mod, marker, mk) || !(mk[0] & KILN_KERNEL_ELEMENTWISE))
+    return jit_fn_error(f, "kernel \"%s\" is not declared with KILN_ELEMENTWISE_KERNEL(%s, NIN), "
+                           "but the op is marked kiln.elementwise", sym, sym);
+  if ((mk[0] & ~(KILN_KERNEL_ELEMENTWISE | KILN_KERNEL_ON_SIMT)) != KILN_KERNEL_ABI)
+    return jit_fn_error(f, "kernel \"%s\" was built for kernel ABI %d, this kiln has ABI %d", sym,
+                        (int)(mk[0] & ~(KILN_KERNEL_ELEMENTWISE | KILN_KERNEL_ON_SIMT)),
+                        KILN_KERNEL_ABI);
+  if (mk[1] >= 0 && mk[1] != n->nin)
+    return jit_fn_error(f, "kernel \"%s\" takes %d operands, the op gives %d", sym, (int)mk[1],
+                        n->nin);
+  return 0;
+}
+
+/* sym of the node's library, linked into f->mod (host targets) once per
+ * library; checked. NULL with f->err. */
+static LLVMValueRef ew_link_host(jit_fn *f, const ir_node *n, const char *sym) {
+  const char *hash = ir_node_attr_string(n, "kiln.library", NULL);
+  if (!hash) {
+    jit_fn_error(f, "kernel \"%s\": no kernel library is bound to it (add the library that "
+                    "defines it: kiln_context_add_kernel_library, kiln run --kernels)", sym);
+    return NULL;
+  }
+  char mark[80];
+  snprintf(mark, sizeof mark, "kiln.ewlib.%s", hash);
+  if (!LLVMGetNamedGlobal(f->mod, mark)) {
+    const void *bc = NULL;
+    size_t len = 0;
+    if (!f->libs || !f->libs->find || f->libs->find(f->libs->ud, hash, &bc, &len) != 0) {
+      jit_fn_error(f, "kernel \"%s\": its kernel library (%s) is not loaded in this context",
+                   sym, hash);
+      return NULL;
+    }
+    char label[300];
+    snprintf(label, sizeof label, "kernel library of \"%s\"", sym);
+    if (jit_link_bitcode(f, bc, len, label) != 0) return NULL;
+    LLVMValueRef g = LLVMAddGlobal(f->mod, f->t_i8, mark);
+    LLVMSetInitializer(g, LLVMConstInt(f->t_i8, 0, 0));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMPrivateLinkage);
+  }
+  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, sym);
+  if (!fn || LLVMIsDeclaration(fn)) {
+    jit_fn_error(f, "kernel \"%s\": its library does not define it", sym);
+    return NULL;
+  }
+  char marker[300];
+  snprintf(marker, sizeof marker, "kiln_abi_%s", sym);
+  if (check_ew_marker(f, n, sym, marker) < 0 || check_ew_type(f, n, sym, fn) < 0) return NULL;
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  bool no = noinline && LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, noinline);
+  if (always && !no) /* a -O0 library (optnone, noinline) stays a call */
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(f->ctx, always, 0));
+  return fn;
+}
+
+/* call fn(v...) at the builder, with fn's signext / zeroext promises on the
+ * call (i8 / i16 / bool arguments and results, should it stay a call). */
+static LLVMValueRef ew_call(jit_fn *f, LLVMValueRef fn, int nin, LLVMValueRef *v) {
+  LLVMValueRef c = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, v, (unsigned)nin, "");
+  static const char *const kinds[] = {"signext", "zeroext", "noundef"};
+  for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+    unsigned id = LLVMGetEnumAttributeKindForName(kinds[k], strlen(kinds[k]));
+    for (int i = -1; id && i < nin; i++) { /* -1: the return value (index 0) */
+      unsigned idx = i < 0 ? LLVMAttributeReturnIndex : (unsigned)i + 1;
+      LLVMAttributeRef a = LLVMGetEnumAttributeAtIndex(fn, idx, id);
+      if (a) LLVMAddCallSiteAttribute(c, idx, a);
+    }
+  }
+  return c;
+}
+
+LLVMValueRef jit_custom_ew_call(jit_fn *f, const ir_node *n, LLVMValueRef *v) {
+  const char *sym = ir_node_attr_string(n, "symbol", NULL);
+  LLVMTypeRef rt = jit_type(f, n->out[0]->type.dtype);
+  if (!sym || !sym[0]) {
+    jit_fn_error(f, "mo.custom has no symbol");
+    return LLVMGetPoison(rt);
+  }
+  LLVMValueRef fn = ew_link_host(f, n, sym);
+  return fn ? ew_call(f, fn, n->nin, v) : LLVMGetPoison(rt);
+}
+
 int jit_lower_custom(jit_fn *f) {
   const ir_node *n = f->node;
   const char *sym = ir_node_attr_string(n, "symbol", NULL);
   if (!sym || !sym[0]) return jit_fn_error(f, "mo.custom has no symbol");
+  /* an elementwise kernel alone: the elementwise loop (a group of one, its
+   * outer loop split between parts like any elementwise op) */
+  if (ew_node(n)) return jit_lower_elementwise(f);
   if (ir_node_attr(n, "kiln.simt_stub")) {
     /* a SIMT kernel in a CPU model that only describes the graph for a
      * device run (kernel_lib.c): never linked, never called */
@@ -534,8 +659,10 @@ static void free_names(char **names, int n) {
 }
 
 /* Parse, retarget and link the node's library into sf's module; the
- * kernel function (its prefixed name in pre_sym). NULL with f->err. */
-static LLVMValueRef simt_link(jit_simt_fn *sf, const char *sym, char *pre_sym, size_t cap) {
+ * kernel function (its prefixed name in pre_sym), checked as a SIMT kernel
+ * or (ew) as an elementwise one. NULL with f->err. */
+static LLVMValueRef simt_link(jit_simt_fn *sf, const char *sym, char *pre_sym, size_t cap,
+                              bool ew) {
   jit_fn *f = &sf->f;
   const char *hash = ir_node_attr_string(f->node, "kiln.library", NULL);
   const char *tl = target_label(&sf->target);
@@ -621,6 +748,15 @@ static LLVMValueRef simt_link(jit_simt_fn *sf, const char *sym, char *pre_sym, s
     jit_fn_error(f, "kernel \"%s\": its library (built for %s) does not define it", sym, tl);
     return NULL;
   }
+  if (ew) /* runs on every target: no placement flag to check */
+    return check_ew_marker(f, f->node, sym, marker) < 0 || check_ew_type(f, f->node, sym, fn) < 0
+               ? NULL
+               : fn;
+  if (read_marker_named(f->mod, marker, mk) && (mk[0] & KILN_KERNEL_ELEMENTWISE)) {
+    jit_fn_error(f, "kernel \"%s\" is an elementwise kernel (KILN_ELEMENTWISE_KERNEL), but the "
+                    "op is not marked kiln.elementwise (bind it through a context)", sym);
+    return NULL;
+  }
   if (!abi_type(LLVMGlobalGetValueType(fn))) {
     jit_fn_error(f, "kernel \"%s\": its type does not fit int32_t (const kiln_kernel_args *)", sym);
     return NULL;
@@ -652,8 +788,10 @@ int jit_simt_lower_custom(jit_simt_fn *sf) {
   jit_fn *f = &sf->f;
   const char *sym = ir_node_attr_string(f->node, "symbol", NULL);
   if (!sym || !sym[0]) return jit_fn_error(f, "mo.custom has no symbol");
+  if (ew_node(f->node))
+    return jit_fn_error(f, "elementwise kernel \"%s\": lowered by the element loop, not here", sym);
   char full[600];
-  LLVMValueRef fn = simt_link(sf, sym, full, sizeof full);
+  LLVMValueRef fn = simt_link(sf, sym, full, sizeof full, false);
   if (!fn) return -1;
   /* the buffers reach the kernel through memory: drop the body's promises */
   static const char *const kinds[] = {"noalias", "nocapture", "readonly"};
@@ -663,6 +801,25 @@ int jit_simt_lower_custom(jit_simt_fn *sf) {
       if (id) LLVMRemoveEnumAttributeAtIndex(f->fn, (unsigned)i + 1, id);
     }
   return call_kernel(f, fn, sf->target.kind == JIT_SIMT_EMU ? 0 : 1);
+}
+
+LLVMValueRef jit_simt_custom_ew_fn(jit_simt_fn *sf) {
+  jit_fn *f = &sf->f;
+  const char *sym = ir_node_attr_string(f->node, "symbol", NULL);
+  if (!sym || !sym[0]) {
+    jit_fn_error(f, "mo.custom has no symbol");
+    return NULL;
+  }
+  if (!ew_node(f->node)) {
+    jit_fn_error(f, "kernel \"%s\": the op is not marked kiln.elementwise", sym);
+    return NULL;
+  }
+  char full[600];
+  return simt_link(sf, sym, full, sizeof full, true);
+}
+
+LLVMValueRef jit_simt_custom_ew_call(jit_fn *f, LLVMValueRef fn, int nin, LLVMValueRef *v) {
+  return ew_call(f, fn, nin, v);
 }
 
 /* The target's value for helper h, built at the builder (NULL for the

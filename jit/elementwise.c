@@ -1,6 +1,10 @@
 /* elementwise.c - lowering of the elementwise classes (unary, binary,
  * compare, logical, where, cast) and of broadcast_to (elementwise identity),
- * plus the scalar semantics every lowering shares (jit_scalar_*).
+ * plus the scalar semantics every lowering shares (jit_scalar_*). A
+ * mo.custom marked kiln.elementwise (an elementwise custom kernel,
+ * kiln/kernel.h) is a member like any other: its value is a call of the
+ * library's scalar function on the loaded operands (jit_custom_ew_call,
+ * custom.c), inlined; alone it is lowered as a group of one.
  *
  * Assumes a verified node: operands broadcast to the result type (numpy
  * rules, right-aligned; where the verifier could not decide a symbolic dim,
@@ -50,6 +54,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "custom.h"
 #include "fastmath.h"
 #include "jit.h"
 #include "lower.h"
@@ -466,8 +471,15 @@ static int expected_nin(ir_op_class cls) {
   }
 }
 
+/* An elementwise custom member: a mo.custom marked kiln.elementwise. */
+static bool ew_custom(const ir_node *n) {
+  return n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0) != 0;
+}
+
 LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v) {
   const ir_op_info *info = ir_op_get(n->op);
+  if (info && ew_custom(n) && n->nout == 1 && n->nin <= JIT_EW_MAX_IN)
+    return jit_custom_ew_call(f, n, v); /* the library's scalar function, custom.c */
   if (!info || n->nin != expected_nin(info->cls) || n->nout != 1) {
     jit_fn_error(f, "mo.%s: not an elementwise node of the expected arity", opname(n->op));
     return LLVMGetPoison(f->t_i32);
@@ -532,9 +544,9 @@ static void group_body(jit_fn *f, const jit_ew_group *G, LLVMValueRef *idx, LLVM
   for (int b = 0; b < G->nin; b++) loaded[b] = NULL;
   for (int k = 0; k < G->nnodes && !f->failed; k++) {
     const ir_node *n = G->nodes[k];
-    LLVMValueRef v[3];
-    for (int j = 0; j < n->nin && j < 3; j++) {
-      int s = G->src[3 * k + j];
+    LLVMValueRef v[JIT_EW_MAX_IN];
+    for (int j = 0; j < n->nin && j < JIT_EW_MAX_IN; j++) {
+      int s = G->src[JIT_EW_MAX_IN * k + j];
       if (s >= 0) {
         v[j] = reg[s];
       } else {
@@ -681,14 +693,15 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
 int jit_lower_elementwise(jit_fn *f) {
   const ir_node *n = f->node;
   const ir_op_info *info = ir_op_get(n->op);
-  int nin = expected_nin(info->cls);
-  if (n->nin != nin || n->nout != 1)
+  bool custom = ew_custom(n);
+  int nin = custom ? n->nin : expected_nin(info->cls);
+  if (n->nin != nin || n->nout != 1 || nin > JIT_EW_MAX_IN)
     return jit_fn_error(f, "mo.%s: expected %d operands and 1 result, got %d and %d", info->name,
                         nin, n->nin, n->nout);
   /* a group of one: operand j is buffer j */
-  const ir_type *in_types[3];
-  LLVMValueRef in_ptrs[3], out_ptr = jit_out(f, 0);
-  int src[3], out_node = 0;
+  const ir_type *in_types[JIT_EW_MAX_IN];
+  LLVMValueRef in_ptrs[JIT_EW_MAX_IN], out_ptr = jit_out(f, 0);
+  int src[JIT_EW_MAX_IN], out_node = 0;
   for (int j = 0; j < nin; j++) {
     in_types[j] = &n->in[j]->type;
     in_ptrs[j] = jit_in(f, j);

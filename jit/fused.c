@@ -17,6 +17,10 @@
  *     path; fuse.c never groups it).
  * Numbers: every member rounds to its dtype exactly as its own kernel would,
  * so a fused kernel's results equal the unfused kernels' bit for bit.
+ * Members may be elementwise custom kernels (mo.custom marked
+ * kiln.elementwise): the member calls the library's scalar function,
+ * linked into the module once per library and inlined (custom.c); they
+ * cannot fail, so they may sit in a GEMM epilogue too.
  *
  * Assumes: a verified body whose symbols are the kernel graph's (same
  * indices), f->node->body set (jit_compile_object builds a node for a
@@ -28,8 +32,11 @@
 #include "lower.h"
 #include "template.h"
 
+/* An elementwise member: a builtin elementwise op, or a mo.custom marked
+ * kiln.elementwise (a scalar kernel function the member calls, custom.c). */
 static bool ew_member(const ir_node *n) {
   const ir_op_info *o = ir_op_get(n->op);
+  if (o && n->op == IR_OP_CUSTOM) return n->nout == 1 && ir_node_attr_int(n, "kiln.elementwise", 0);
   return o && n->nout == 1 && (ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO);
 }
 
@@ -53,7 +60,7 @@ typedef struct fctx {
   int *member_of;   /* by body value id: member index of its defining node, or -1 */
   int nmem;
   const ir_node **mem;
-  int *src;         /* 3 per member */
+  int *src;         /* JIT_EW_MAX_IN per member */
 } fctx;
 
 /* Members = the body's elementwise nodes (all but `skip`), their operand
@@ -65,7 +72,7 @@ static int collect(fctx *c, const ir_node *skip) {
   for (int i = 0; i < b->nnodes; i++) {
     const ir_node *n = b->nodes[i];
     if (n == skip) continue;
-    if (!ew_member(n) || n->nin > 3)
+    if (!ew_member(n) || n->nin > JIT_EW_MAX_IN)
       return jit_fn_error(c->f, "mo.fused: mo.%s cannot be fused here", ir_op_get(n->op)->name);
     int k = c->nmem++;
     c->mem[k] = n;
@@ -77,7 +84,7 @@ static int collect(fctx *c, const ir_node *skip) {
       else if ((s = input_index(b, v)) >= 0) s = -1 - s;
       else return jit_fn_error(c->f, "mo.fused: operand %d of mo.%s comes from nowhere", j,
                                ir_op_get(n->op)->name);
-      c->src[3 * k + j] = s;
+      c->src[JIT_EW_MAX_IN * k + j] = s;
     }
     c->member_of[n->out[0]->id] = k;
   }
@@ -207,9 +214,9 @@ static LLVMValueRef emit_epilogue(fctx *c, const ir_node *mm, const int *used,
   LLVMValueRef cval = jit_load(f, dt, C, cidx);
   for (int k = 0; k < c->nmem && !f->failed; k++) {
     const ir_node *mn = c->mem[k];
-    LLVMValueRef v[3];
+    LLVMValueRef v[JIT_EW_MAX_IN];
     for (int q = 0; q < mn->nin; q++) {
-      int s = c->src[3 * k + q];
+      int s = c->src[JIT_EW_MAX_IN * k + q];
       if (s >= 0) {
         v[q] = reg[s];
       } else if (s == -1 - nin) {
@@ -279,7 +286,8 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
   }
   for (int k = 0; k < c->nmem; k++)
     for (int q = 0; q < c->mem[k]->nin; q++)
-      if (c->src[3 * k + q] < 0 && c->src[3 * k + q] != -1 - nin) used[-1 - c->src[3 * k + q]] = 1;
+      if (c->src[JIT_EW_MAX_IN * k + q] < 0 && c->src[JIT_EW_MAX_IN * k + q] != -1 - nin)
+        used[-1 - c->src[JIT_EW_MAX_IN * k + q]] = 1;
   /* the ctx the epilogue reads: pointers and strides now, batch offsets
    * before each batch's GEMM (jit_emit_matmul) */
   LLVMValueRef ctx = jit_alloca(f, LLVMArrayType(f->t_i64, (unsigned)(4 * nin + 1)), "epi.ctx");
@@ -325,7 +333,7 @@ int jit_lower_fused(jit_fn *f) {
   }
   fctx c = {f, b, calloc((size_t)b->nvalues + 1, sizeof(int)), 0,
             calloc((size_t)b->nnodes + 1, sizeof(ir_node *)),
-            calloc(3 * (size_t)b->nnodes + 3, sizeof(int))};
+            calloc(JIT_EW_MAX_IN * ((size_t)b->nnodes + 1), sizeof(int))};
   int rc;
   if (!c.member_of || !c.mem || !c.src) rc = jit_fn_error(f, "out of memory");
   else rc = mm ? lower_gemm_epilogue(&c, mm) : lower_ew(&c);

@@ -150,9 +150,10 @@ LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef
 
 /* ---- added by fusion ---- */
 /* A group of elementwise nodes (classes unary*, binary*, compare, logical,
- * where, cast, broadcast_to) emitted as one loop nest over `shape`, which
+ * where, cast, broadcast_to; a mo.custom marked kiln.elementwise, added by
+ * elementwise custom ops) emitted as one loop nest over `shape`, which
  * is every member's result shape (elementwise.c). Member k's operand j comes
- * from src[3 * k + j]: a member index m >= 0 (its result, in registers), or
+ * from src[JIT_EW_MAX_IN * k + j]: a member index m >= 0 (its result, in registers), or
  * -1 - b for input buffer b (in_ptrs[b], of type in_types[b], broadcast to
  * shape). Result o of the group is member out_node[o]'s result, stored to
  * out_ptrs[o] (a dense buffer of `shape`). The outer loop is split with
@@ -160,7 +161,7 @@ LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef
 typedef struct jit_ew_group {
   int nnodes;
   const ir_node *const *nodes; /* topological order */
-  const int *src;              /* 3 * nnodes entries */
+  const int *src;              /* JIT_EW_MAX_IN * nnodes entries */
   int nin;
   const ir_type *const *in_types;
   const LLVMValueRef *in_ptrs;
@@ -170,6 +171,9 @@ typedef struct jit_ew_group {
   const ir_type *shape;
 } jit_ew_group;
 int jit_emit_ew_group(jit_fn *f, const jit_ew_group *g);
+/* Operands of a group member, at most (kiln/kernel.h's
+ * KILN_ELEMENTWISE_MAX_INPUTS; builtin ops have up to 3). */
+#define JIT_EW_MAX_IN 8
 /* The value of elementwise node n on its loaded operands v (register types). */
 LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v);
 /* Element strides st[ot->rank] of a dense buffer of type t read broadcast to

@@ -11,7 +11,9 @@
  *             memory, one block per tile and batch matrix;
  *   custom    mo.custom / mo.inplace_custom (custom.c): every thread calls
  *             the kernel library's function; grid by the simt_grid
- *             attribute (kiln/kernel.h).
+ *             attribute (kiln/kernel.h). An elementwise custom kernel
+ *             (marked kiln.elementwise) is an elementwise op instead: the
+ *             elements loop calls its scalar function per element.
  * jit_simt_geometry gives the launch of each under a symbol binding.
  *
  * Semantics follow the reference interpreter (ir/interp.c) and reuse the
@@ -28,6 +30,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "custom.h"
 #include "jit.h"
 #include "simt.h"
 
@@ -124,13 +127,23 @@ static LLVMValueRef compute_elementwise(jit_fn *f, const ir_node *n, LLVMValueRe
   }
 }
 
+static bool ew_custom(const ir_node *n) {
+  return n && n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0) != 0;
+}
+
+/* Elementwise ops, and an elementwise custom kernel (kiln/kernel.h
+ * KILN_ELEMENTWISE_KERNEL: its scalar function called per element, linked
+ * by custom.c). */
 static int lower_elementwise(jit_simt_fn *sf) {
   jit_fn *f = &sf->f;
   const ir_node *n = f->node;
   const ir_type *ot = &n->out[0]->type;
   int r = ot->rank;
-  if (n->nin > 3) return jit_fn_error(f, "mo.%s: too many operands", ir_op_get(n->op)->name);
-  LLVMValueRef dims[IR_MAX_RANK], coord[IR_MAX_RANK], v[3];
+  if (n->nin > JIT_EW_MAX_IN)
+    return jit_fn_error(f, "mo.%s: too many operands", ir_op_get(n->op)->name);
+  LLVMValueRef cfn = NULL;
+  if (ew_custom(n) && !(cfn = jit_simt_custom_ew_fn(sf))) return -1;
+  LLVMValueRef dims[IR_MAX_RANK], coord[IR_MAX_RANK], v[JIT_EW_MAX_IN];
   jit_shape(f, ot, dims);
   jit_simt_loop l;
   LLVMValueRef i = jit_simt_grid_loop_begin(sf, &l, numel(f, ot));
@@ -139,7 +152,8 @@ static int lower_elementwise(jit_simt_fn *sf) {
     const ir_type *t = &n->in[j]->type;
     v[j] = jit_load(f, t->dtype, jit_in(f, j), bcast_index(f, t, ot, r, coord));
   }
-  jit_store(f, ot->dtype, jit_out(f, 0), i, compute_elementwise(f, n, v));
+  LLVMValueRef y = cfn ? jit_simt_custom_ew_call(f, cfn, n->nin, v) : compute_elementwise(f, n, v);
+  jit_store(f, ot->dtype, jit_out(f, 0), i, y);
   jit_simt_grid_loop_end(sf, &l);
   return f->failed ? -1 : 0;
 }
@@ -773,7 +787,7 @@ static launch_shape shape_of(const ir_node *n) {
   case IR_CLS_SOFTMAX:
   case IR_CLS_LAYER_NORM: return L_ROWS;
   case IR_CLS_MATMUL: return L_TILES;
-  case IR_CLS_CUSTOM: return L_CUSTOM;
+  case IR_CLS_CUSTOM: return ew_custom(n) ? L_ELEMENTS : L_CUSTOM;
   default: return L_NONE;
   }
 }
@@ -798,7 +812,7 @@ int jit_simt_lower_node(jit_simt_fn *sf) {
   case IR_CLS_SOFTMAX: return lower_softmax(sf);
   case IR_CLS_LAYER_NORM: return lower_layer_norm(sf);
   case IR_CLS_MATMUL: return lower_matmul(sf);
-  case IR_CLS_CUSTOM: return jit_simt_lower_custom(sf);
+  case IR_CLS_CUSTOM: return ew_custom(n) ? lower_elementwise(sf) : jit_simt_lower_custom(sf);
   default: break;
   }
   if (shape_of(n) == L_ELEMENTS) return lower_elementwise(sf);

@@ -10,7 +10,14 @@
  * is looked up among the libraries not superseded; exactly one must define
  * it, with the ABI type, a marker of this ABI version and operand / result
  * counts that fit the node. Only then is kiln.library stamped: kiln never
- * compiles a call to a kernel whose signature it did not check.
+ * compiles a call to a kernel whose signature it did not check. An
+ * elementwise kernel (KILN_ELEMENTWISE_KERNEL, marker flag
+ * KILN_KERNEL_ELEMENTWISE) is a scalar function instead: its LLVM type must
+ * spell the op's dtypes ("float (float, float)"), the op must be a
+ * parameterless mo.custom whose result shape is its operands' broadcast;
+ * it runs on every placement and is stamped kiln.elementwise too (fusion
+ * and the lowerings read it). Binding runs before fusion
+ * (rt_graph_prepare_libs, model.c).
  * SIMT targets (rt_kernel_libs_bind_simt): the same lookup, but the kernel
  * must be a KILN_SIMT_KERNEL; C libraries are compiled again for a GPU
  * triple on first need (kernel_cc.c) and that bitcode is kept beside the
@@ -349,24 +356,192 @@ static const rt_kernel_lib *lookup(rt_kernel_libs *l, const char *sym, const jit
 /* Where a bind places kernels. */
 typedef enum placement { ON_HOST, ON_HOST_STUBS, ON_SIMT } placement;
 
-/* The function fits the node: ABI type, marker, counts, placement (a SIMT
- * kernel under ON_HOST_STUBS sets *stub). 0 or -1 with st. */
-static int check_signature(const rt_kernel_lib *lib, const jit_lib_fn *fn, const ir_node *n,
-                           const char *where, placement pl, bool *stub, kiln_status *st) {
+#define MARKER_FLAGS (KILN_KERNEL_ON_SIMT | KILN_KERNEL_ELEMENTWISE)
+
+/* ---- elementwise kernels (KILN_ELEMENTWISE_KERNEL) ---- */
+
+/* The LLVM type of dtype t's C type in an elementwise kernel's signature,
+ * and its C spelling; NULL for element types elementwise kernels do not
+ * take (f16, bf16, f8). */
+static const char *ew_llvm_type(ir_dtype t) {
+  switch (t) {
+  case IR_DT_BOOL: return "i1";
+  case IR_DT_SI8:
+  case IR_DT_UI8: return "i8";
+  case IR_DT_SI16:
+  case IR_DT_UI16: return "i16";
+  case IR_DT_SI32:
+  case IR_DT_UI32: return "i32";
+  case IR_DT_SI64:
+  case IR_DT_UI64: return "i64";
+  case IR_DT_F32: return "float";
+  case IR_DT_F64: return "double";
+  default: return NULL;
+  }
+}
+
+static const char *ew_c_type(ir_dtype t) {
+  switch (t) {
+  case IR_DT_BOOL: return "bool";
+  case IR_DT_SI8: return "int8_t";
+  case IR_DT_UI8: return "uint8_t";
+  case IR_DT_SI16: return "int16_t";
+  case IR_DT_UI16: return "uint16_t";
+  case IR_DT_SI32: return "int32_t";
+  case IR_DT_UI32: return "uint32_t";
+  case IR_DT_SI64: return "int64_t";
+  case IR_DT_UI64: return "uint64_t";
+  case IR_DT_F32: return "float";
+  case IR_DT_F64: return "double";
+  default: return "?";
+  }
+}
+
+/* buf += s (cap bytes, truncating, always NUL-terminated). */
+static void cat(char *buf, size_t cap, const char *s) {
+  size_t k = strlen(buf);
+  if (k + 1 < cap) snprintf(buf + k, cap - k, "%s", s);
+}
+
+/* The result type of n is the broadcast of its operands' (numpy rules,
+ * right-aligned; dims compared as expressions: each operand dim equals the
+ * result's or is the constant 1, and some operand gives every result dim
+ * that is not 1). 0 or -1 with st. */
+static int check_broadcast(const ir_node *n, const char *where, const char *sym,
+                           kiln_status *st) {
+  const ir_type *rt = &n->out[0]->type;
+  int r = 0;
+  for (int k = 0; k < n->nin; k++)
+    if (n->in[k]->type.rank > r) r = n->in[k]->type.rank;
+  char ts[256];
+  ir_type_print(rt, ts, sizeof ts);
+  if (rt->rank != r)
+    return rt_err(st, KILN_ERR_VERIFY, "%selementwise kernel \"%s\": the result type %s has rank "
+                  "%d, the broadcast of the operands' shapes has rank %d", where, sym, ts,
+                  rt->rank, r);
+  for (int a = 0; a < r; a++) {
+    const ir_dim *rd = rt->dims[a];
+    int64_t c = 0;
+    bool given = ir_dim_is_const(rd, &c) && c == 1;
+    char rs[128], ds[128];
+    ir_dim_print(rd, rs, sizeof rs);
+    for (int k = 0; k < n->nin; k++) {
+      const ir_type *t = &n->in[k]->type;
+      int off = r - t->rank;
+      if (a < off) continue;
+      const ir_dim *d = t->dims[a - off];
+      if (ir_dim_equal(d, rd)) {
+        given = true;
+        continue;
+      }
+      if (ir_dim_is_const(d, &c) && c == 1) continue;
+      ir_dim_print(d, ds, sizeof ds);
+      return rt_err(st, KILN_ERR_VERIFY, "%selementwise kernel \"%s\": the result type %s is "
+                    "not the broadcast of the operands' shapes: axis %d is %s, operand %d (%%%s) "
+                    "has %s there (an operand's dim must equal the result's or be 1)", where,
+                    sym, ts, a, rs, k, n->in[k]->name ? n->in[k]->name : "?", ds);
+    }
+    if (!given)
+      return rt_err(st, KILN_ERR_VERIFY, "%selementwise kernel \"%s\": the result type %s is "
+                    "not the broadcast of the operands' shapes: no operand has axis %d's dim %s",
+                    where, sym, ts, a, rs);
+  }
+  return 0;
+}
+
+/* An elementwise kernel fits node n: mo.custom, one result, no parameters,
+ * the operand count, element types it takes, the function's LLVM type
+ * spelling those types, the result shape the operands' broadcast. 0 or -1
+ * with st. */
+static int check_elementwise(const rt_kernel_lib *lib, const jit_lib_fn *fn, const ir_node *n,
+                             const char *where, kiln_status *st) {
   const char *sym = fn->name;
-  if (!fn->abi_type)
+  if (n->op != IR_OP_CUSTOM)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is an elementwise kernel "
+                  "(KILN_ELEMENTWISE_KERNEL): use it with mo.custom (it computes a new value, "
+                  "it updates nothing in place)", where, sym, lib->label);
+  if (n->nout != 1)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is an elementwise kernel: it "
+                  "makes 1 result, the op has %d", where, sym, lib->label, n->nout);
+  if (fn->nin >= 0 && fn->nin != n->nin)
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s takes %d operand%s, the op gives %d",
+                  where, sym, lib->label, (int)fn->nin, fn->nin == 1 ? "" : "s", n->nin);
+  if (n->nin > KILN_ELEMENTWISE_MAX_INPUTS)
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%skernel \"%s\" in %s: an elementwise kernel takes "
+                  "at most %d operands, the op gives %d", where, sym, lib->label,
+                  KILN_ELEMENTWISE_MAX_INPUTS, n->nin);
+  for (int i = 0; i < n->nattrs; i++) {
+    const char *a = n->attrs[i].name;
+    if (strcmp(a, "symbol") == 0 || strncmp(a, "kiln.", 5) == 0) continue;
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is an elementwise kernel, which "
+                  "takes no parameters, but the op has '%s' (pass the value as an operand: a "
+                  "one-element tensor broadcasts)", where, sym, lib->label, a);
+  }
+  for (int k = 0; k <= n->nin; k++) { /* the operands, then the result */
+    const ir_value *v = k < n->nin ? n->in[k] : n->out[0];
+    if (ew_llvm_type(v->type.dtype)) continue;
+    char what[32];
+    if (k == n->nin) snprintf(what, sizeof what, "its result");
+    else snprintf(what, sizeof what, "operand %d", k);
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%skernel \"%s\" in %s: %s is %s; elementwise "
+                  "kernels take f32, f64, bool and the integer element types (cast to f32 "
+                  "around the op)", where, sym, lib->label, what, ir_dtype_name(v->type.dtype));
+  }
+  /* the type the op needs, in LLVM's spelling and in C's */
+  char want[512] = "", c_sig[512] = "";
+  for (int k = -1; k < n->nin; k++) {
+    const ir_value *v = k < 0 ? n->out[0] : n->in[k];
+    const char *lt = ew_llvm_type(v->type.dtype);
+    if (k >= 1) {
+      cat(want, sizeof want, ", ");
+      cat(c_sig, sizeof c_sig, ", ");
+    }
+    cat(want, sizeof want, lt);
+    cat(c_sig, sizeof c_sig, ew_c_type(v->type.dtype));
+    if (k < 0) { /* "float (" and "float NAME(" */
+      cat(want, sizeof want, " (");
+      cat(c_sig, sizeof c_sig, " ");
+      cat(c_sig, sizeof c_sig, sym);
+      cat(c_sig, sizeof c_sig, "(");
+    }
+  }
+  cat(want, sizeof want, ")");
+  cat(c_sig, sizeof c_sig, ")");
+  if (strcmp(fn->type, want) != 0)
+    return rt_err(st, KILN_ERR_VERIFY, "%selementwise kernel \"%s\" in %s has type %s, the op "
+                  "needs %s (in C: %s)", where, sym, lib->label, fn->type, want, c_sig);
+  return check_broadcast(n, where, sym, st);
+}
+
+/* The function fits the node: ABI type, marker, counts, placement (a SIMT
+ * kernel under ON_HOST_STUBS sets *stub); an elementwise kernel (*ew set)
+ * fits check_elementwise's rules and any placement. 0 or -1 with st. */
+static int check_signature(const rt_kernel_lib *lib, const jit_lib_fn *fn, const ir_node *n,
+                           const char *where, placement pl, bool *stub, bool *ew,
+                           kiln_status *st) {
+  const char *sym = fn->name;
+  *ew = fn->has_marker && (fn->abi & KILN_KERNEL_ELEMENTWISE) != 0;
+  if (!fn->abi_type && !*ew)
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s has type %s, which does not fit "
-                  "int32_t (const kiln_kernel_args *) (kiln/kernel.h)", where, sym, lib->label,
-                  fn->type);
+                  "int32_t (const kiln_kernel_args *) (kiln/kernel.h)%s%s%s", where, sym,
+                  lib->label, fn->type,
+                  fn->has_marker ? "" : "; a scalar elementwise kernel is declared with "
+                                        "KILN_ELEMENTWISE_KERNEL(",
+                  fn->has_marker ? "" : sym, fn->has_marker ? "" : ", NIN)");
   if (!fn->has_marker)
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is not declared with "
                   "KILN_KERNEL(%s, NIN, NOUT) (no kiln_abi_%s marker): kiln cannot check its "
                   "signature", where, sym, lib->label, sym, sym);
   bool simt = (fn->abi & KILN_KERNEL_ON_SIMT) != 0;
-  if ((fn->abi & ~KILN_KERNEL_ON_SIMT) != KILN_KERNEL_ABI)
+  if ((fn->abi & ~MARKER_FLAGS) != KILN_KERNEL_ABI)
     return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s was built for kernel ABI %d, this "
                   "kiln has ABI %d: rebuild it against kiln/kernel.h", where, sym, lib->label,
-                  (int)(fn->abi & ~KILN_KERNEL_ON_SIMT), KILN_KERNEL_ABI);
+                  (int)(fn->abi & ~MARKER_FLAGS), KILN_KERNEL_ABI);
+  if (*ew) return check_elementwise(lib, fn, n, where, st); /* runs everywhere */
+  if (ir_node_attr(n, "kiln.elementwise"))
+    return rt_err(st, KILN_ERR_VERIFY, "%skernel \"%s\" in %s is not an elementwise kernel, but "
+                  "the op carries kiln.elementwise (an attribute kiln stamps itself)", where, sym,
+                  lib->label);
   if (simt && pl == ON_HOST)
     return rt_err(st, KILN_ERR_UNSUPPORTED, "%skernel \"%s\" in %s is a SIMT kernel "
                   "(KILN_SIMT_KERNEL): it runs on a SIMT device (simt-emu, cuda, hip: kiln run "
@@ -398,16 +573,18 @@ static int bind(rt_kernel_libs *l, ir_graph *g, placement pl, kiln_status *st) {
       snprintf(where, sizeof where, "op #%d (mo.%s): ", i, ir_op_get(n->op)->name);
     const jit_lib_fn *fn = NULL;
     char hash[40];
-    bool stub = false;
+    bool stub = false, ew = false;
     pthread_mutex_lock(&l->mu);
     if (pl == ON_HOST && l->simt_stubs) pl = ON_HOST_STUBS;
     const rt_kernel_lib *lib = lookup(l, sym, &fn, where, st);
-    int rc = lib ? check_signature(lib, fn, n, where, pl, &stub, st) : -1;
+    int rc = lib ? check_signature(lib, fn, n, where, pl, &stub, &ew, st) : -1;
     if (rc == 0) memcpy(hash, lib->hash, sizeof hash);
     pthread_mutex_unlock(&l->mu);
     if (rc < 0) return -1;
+    /* kiln.elementwise: fusion (ir/fuse.c) and the lowerings read it */
     if (ir_node_set_attr_string(g, n, "kiln.library", hash) < 0 ||
-        (stub && ir_node_set_attr_string(g, n, "kiln.simt_stub", "never called") < 0))
+        (stub && ir_node_set_attr_string(g, n, "kiln.simt_stub", "never called") < 0) ||
+        (ew && ir_node_set_attr_int(g, n, "kiln.elementwise", 1) < 0))
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
   return 0;

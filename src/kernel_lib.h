@@ -6,8 +6,10 @@
  * content hash ("c-<32 hex>", "ll-...", "bc-..."): of the file's bytes for
  * .ll / .bc; for C, of the source, the flags, kiln/kernel.h and the identity
  * of the compiler (path, size, mtime). Model compile stamps it on every
- * mo.custom node (attribute kiln.library), so it is part of the kernel text
- * and of every cache key: an edited source is a new key, never stale code.
+ * mo.custom node (attribute kiln.library) before fusion, so it is part of
+ * the kernel text (also of a fused kernel holding an elementwise custom
+ * op) and of every cache key: an edited source is a new key, never stale
+ * code.
  * Libraries are kept until the context is freed (compiles in flight may
  * still look one up); adding a library with the same name (path) as an
  * earlier one supersedes it for symbol lookup.
@@ -39,12 +41,25 @@ jit_libs rt_kernel_libs_resolver(rt_kernel_libs *l);
 int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, const void *data,
                        size_t len, const char *cache_dir, kiln_status *st);
 
-/* Every mo.custom / mo.inplace_custom node of g (not inside fused bodies:
- * fusion never takes them): find the library that defines its symbol,
- * check the kernel's signature (LLVM type i32 (ptr), a KILN_KERNEL marker of
- * this ABI, operand and result counts) and stamp kiln.library. filename
- * (may be NULL) prefixes messages. 0, or -1 with st filled. */
+/* Every mo.custom / mo.inplace_custom node of g (before fusion: not inside
+ * fused bodies): find the library that defines its symbol, check the
+ * kernel's signature (LLVM type i32 (ptr), a KILN_KERNEL marker of this
+ * ABI, operand and result counts) and stamp kiln.library. An elementwise
+ * kernel (marker flag KILN_KERNEL_ELEMENTWISE) is checked instead as a
+ * scalar function: mo.custom with one result, no parameters, at most
+ * KILN_ELEMENTWISE_MAX_INPUTS operands of f32 / f64 / bool / integer
+ * dtypes, its LLVM type spelling them ("float (float, float)"), the result
+ * shape the broadcast of the operands' (dims as expressions); it fits every
+ * placement, and is also stamped kiln.elementwise = 1 (fusion takes such
+ * nodes into elementwise chains, the lowerings call the function per
+ * element). 0, or -1 with st filled (messages start with line:col). */
 int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st);
+
+/* rt_graph_prepare (rt.h) with g's custom nodes bound to l between verify
+ * and fusion (l NULL: none bound), so fusion sees kiln.elementwise. model.c;
+ * the path of kiln_model_compile. 0, or -1 with st. */
+int rt_graph_prepare_libs(ir_graph *g, rt_kernel_libs *l, const char *filename,
+                          kiln_status *st);
 
 int rt_kernel_libs_count(rt_kernel_libs *l);
 

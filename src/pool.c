@@ -363,6 +363,8 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
   const ir_type *out = &n->out[0]->type;
   const ir_type *in = n->nin > 0 ? &n->in[0]->type : out;
   if (ir_op_is_elementwise(n->op)) return numel(out, gsyms);
+  if (n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0))
+    return numel(out, gsyms); /* an elementwise custom kernel: an elementwise loop */
   switch (ir_op_get(n->op)->cls) {
   case IR_CLS_BROADCAST_TO: return numel(out, gsyms);
   case IR_CLS_MATMUL: { /* M*N*K multiply-adds, ~16 per ns on one core */
@@ -404,6 +406,7 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
  * better; the others (matmul packs operand panels per part, classes added
  * later) get one part per thread. */
 static bool streams(const ir_node *n) {
+  if (n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0)) return true;
   switch (ir_op_get(n->op)->cls) {
   case IR_CLS_FUSED: return !body_matmul(n);
   case IR_CLS_MATMUL:

@@ -6,8 +6,13 @@
  * missing symbol, a signature that does not fit, no clang, clang of another
  * version, a missing file, bad .ll / .bc), the interpreter's refusal, a
  * SIMT device model without a context, fusion leaving custom ops alone,
- * and the text round trip. Files go to a fresh temporary directory per
- * test. */
+ * and the text round trip. Elementwise kernels (KILN_ELEMENTWISE_KERNEL):
+ * fused with the ops around them into one kernel (counted on the model's
+ * graph) at odd sizes, broadcasting, symbolic dims, specialized; alone;
+ * f32 / f64 / si32 / bool; six operands; in a GEMM epilogue; against the
+ * interpreter on builtin ops; inlined and vectorized; an edited source
+ * changes the fused kernel's key; and every binding error. Files go to a
+ * fresh temporary directory per test. */
 #define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <ftw.h>
@@ -680,4 +685,477 @@ Test(custom, verifier_rules) {
                           "5") "\n"
                       "  mo.output %y : " T("5") "\n}\n",
                       "but it is operand 0");
+}
+
+/* ---- elementwise kernels (KILN_ELEMENTWISE_KERNEL) ----
+ * References are computed here in C with the same float / double
+ * operations the kernels do (the JIT calls the same libm expf). The
+ * tolerance allows what may differ: clang may contract a * b + c into an
+ * fma in the library (-ffp-contract=on) where the reference rounds twice,
+ * and a GEMM sums in another order than the reference (a few ulps times
+ * the K terms). */
+
+static const char *EW_C =
+    "#include <math.h>\n"
+    "#include <kiln/kernel.h>\n"
+    "KILN_ELEMENTWISE_KERNEL(swish_beta, 2)\n"
+    "float swish_beta(float x, float beta) { return x / (1.0f + expf(-beta * x)); }\n"
+    "KILN_ELEMENTWISE_KERNEL(softplus, 1)\n"
+    "float softplus(float x) { return x > 20.0f ? x : log1pf(expf(x)); }\n"
+    "KILN_ELEMENTWISE_KERNEL(fma3, 3)\n"
+    "double fma3(double a, double b, double c) { return a * b + c; }\n"
+    "KILN_ELEMENTWISE_KERNEL(clampi, 3)\n"
+    "int32_t clampi(int32_t x, int32_t lo, int32_t hi) { return x < lo ? lo : x > hi ? hi : x; }\n"
+    "KILN_ELEMENTWISE_KERNEL(is_big, 1)\n"
+    "bool is_big(float x) { return x > 0.25f; }\n"
+    "KILN_ELEMENTWISE_KERNEL(pick, 2)\n"
+    "float pick(bool c, float x) { return c ? x * 2.0f : -1.0f; }\n"
+    "KILN_ELEMENTWISE_KERNEL(sum6, 6)\n"
+    "float sum6(float a, float b, float c, float d, float e, float f) {\n"
+    "  return a + 2 * b + 3 * c + 4 * d + 5 * e + 6 * f;\n"
+    "}\n"
+    "KILN_ELEMENTWISE_KERNEL(wrong_type, 1)\n"
+    "float wrong_type(double x) { return (float)x; }\n"
+    "float unmarked_ew(float x) { return x; }\n";
+
+static void add_ew_lib(void) {
+  cr_assert_eq(kiln_context_add_kernel_library(ctx, write_text("ew.c", EW_C), st), 0, "%s",
+               kiln_status_message(st));
+}
+
+/* The model's kernel nodes: how many, how many are mo.fused, and whether a
+ * fused body holds a custom node (and then whether its kernel text names
+ * the library). */
+static void count_kernels(const kiln_model *m, int *nkernels, int *nfused, int *custom_in_body) {
+  *nkernels = *nfused = *custom_in_body = 0;
+  for (int i = 0; i < m->g->nnodes; i++) {
+    const ir_node *n = m->g->nodes[i];
+    if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
+    (*nkernels)++;
+    if (n->op != IR_OP_FUSED) continue;
+    (*nfused)++;
+    for (int k = 0; k < n->body->nnodes; k++)
+      if (n->body->nodes[k]->op == IR_OP_CUSTOM) {
+        (*custom_in_body)++;
+        char *text = ir_kernel_text(m->g, n, NULL, NULL);
+        cr_assert(text && strstr(text, "kiln.library = \"c-") && strstr(text, "kiln.elementwise"),
+                  "the fused kernel's text must carry the library hash: %s", text);
+        free(text);
+      }
+  }
+}
+
+static kiln_tensor *rand_f32(int rank, const int64_t *shape, uint64_t *seed) {
+  kiln_tensor *t = kiln_tensor_new(KILN_FLOAT32, rank, shape, st);
+  cr_assert(t, "%s", kiln_status_message(st));
+  float *p = kiln_tensor_data(t);
+  for (int64_t i = 0; i < kiln_tensor_numel(t); i++) p[i] = 2 * frand(seed);
+  return t;
+}
+
+static bool close_f(double got, double want, double tol) {
+  return fabs(got - want) <= tol * (1 + fabs(want));
+}
+
+#define SWISH_CHAIN                                                                          \
+  "mo.graph @sw<rows>(%x: " T("rows, 33") ", %a: " T("rows, 33") ", %beta: " T("33")         \
+  ", %b: " T("1, 33") ") -> (" T("rows, 33") ") {\n"                                         \
+  "  %m = mo.mul(%x, %a) : " T("rows, 33") "\n"                                              \
+  "  %s = mo.custom(%m, %beta) {symbol = \"swish_beta\"} : (" T("rows, 33") ", " T(          \
+      "33") ") -> " T("rows, 33") "\n"                                                        \
+  "  %y = mo.add(%s, %b) : (" T("rows, 33") ", " T("1, 33") ") -> " T("rows, 33") "\n"       \
+  "  mo.output %y : " T("rows, 33") "\n"                                                     \
+  "}\n"
+
+static float swish_ref(float x, float beta) { return x / (1.0f + expf(-beta * x)); }
+
+/* mul -> swish_beta -> add on rows x 33 against the reference. */
+static void check_swish_chain(kiln_model *m, int64_t rows, uint64_t seed) {
+  int64_t s2[2] = {rows, 33}, s1[1] = {33}, sb[2] = {1, 33};
+  kiln_tensor *x = rand_f32(2, s2, &seed), *a = rand_f32(2, s2, &seed);
+  kiln_tensor *beta = rand_f32(1, s1, &seed), *b = rand_f32(2, sb, &seed);
+  kiln_tensor *in[4] = {x, a, beta, b}, *out[1] = {NULL};
+  cr_assert_eq(kiln_model_execute(m, in, 4, out, 1, st), 0, "%s", kiln_status_message(st));
+  const float *xp = kiln_tensor_data(x), *ap = kiln_tensor_data(a);
+  const float *bp = kiln_tensor_data(beta), *cp = kiln_tensor_data(b);
+  const float *yp = kiln_tensor_data(out[0]);
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t j = 0; j < 33; j++) {
+      int64_t i = r * 33 + j;
+      float want = swish_ref(xp[i] * ap[i], bp[j]) + cp[j];
+      cr_assert(close_f(yp[i], want, 1e-6), "rows %lld [%lld, %lld]: %.9g vs %.9g",
+                (long long)rows, (long long)r, (long long)j, yp[i], want);
+    }
+  kiln_tensor_free(out[0]);
+  for (int k = 0; k < 4; k++) kiln_tensor_free(in[k]);
+}
+
+Test(custom, elementwise_kernel_fuses_into_one_kernel) {
+  add_ew_lib();
+  kiln_model *m = compile_text(SWISH_CHAIN);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int nk, nf, nc;
+  count_kernels(m, &nk, &nf, &nc);
+  cr_assert_eq(nk, 1, "mul -> custom -> add must be one kernel, got %d", nk);
+  cr_assert_eq(nf, 1);
+  cr_assert_eq(nc, 1);
+  /* odd sizes; 4001 x 33 elements split between the pool's threads */
+  check_swish_chain(m, 1, 1);
+  check_swish_chain(m, 7, 2);
+  check_swish_chain(m, 4001, 3);
+  check_swish_chain(m, 0, 4);
+  kiln_model_free(m);
+}
+
+Test(custom, elementwise_fused_specialized_matches_generic) {
+  add_ew_lib();
+  kiln_model *m = compile_text(SWISH_CHAIN);
+  cr_assert(m, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_set_specialize(m, KILN_SPECIALIZE_SYNC, st), 0);
+  check_swish_chain(m, 5, 5);
+  check_swish_chain(m, 130, 6);
+  cr_assert_eq(kiln_model_variants(m), 2);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_FAILED), 0);
+  kiln_model_free(m);
+}
+
+/* Alone (a group of one), f64 with three broadcasting operands. */
+Test(custom, lone_elementwise_kernel_f64_broadcasting) {
+  add_ew_lib();
+  kiln_model *m = compile_text(
+      "mo.graph @l<n>(%a: !mo.tensor<[n, 5], f64>, %b: !mo.tensor<[5], f64>, %c: "
+      "!mo.tensor<[n, 1], f64>) -> (!mo.tensor<[n, 5], f64>) {\n"
+      "  %y = mo.custom(%a, %b, %c) {symbol = \"fma3\"} : (!mo.tensor<[n, 5], f64>, "
+      "!mo.tensor<[5], f64>, !mo.tensor<[n, 1], f64>) -> !mo.tensor<[n, 5], f64>\n"
+      "  mo.output %y : !mo.tensor<[n, 5], f64>\n"
+      "}\n");
+  cr_assert(m, "%s", kiln_status_message(st));
+  cr_assert_eq(m->g->nnodes, 1);
+  cr_assert_eq(m->g->nodes[0]->op, IR_OP_CUSTOM);
+  const int64_t sizes[] = {1, 3, 20001}; /* the last split between the pool's threads */
+  uint64_t seed = 9;
+  for (size_t k = 0; k < 3; k++) {
+    int64_t n = sizes[k], sa[2] = {n, 5}, sb[1] = {5}, sc[2] = {n, 1};
+    kiln_tensor *a = kiln_tensor_new(KILN_FLOAT64, 2, sa, st);
+    kiln_tensor *b = kiln_tensor_new(KILN_FLOAT64, 1, sb, st);
+    kiln_tensor *c = kiln_tensor_new(KILN_FLOAT64, 2, sc, st);
+    double *ap = kiln_tensor_data(a), *bp = kiln_tensor_data(b), *cp = kiln_tensor_data(c);
+    for (int64_t i = 0; i < n * 5; i++) ap[i] = frand(&seed);
+    for (int i = 0; i < 5; i++) bp[i] = frand(&seed);
+    for (int64_t i = 0; i < n; i++) cp[i] = frand(&seed);
+    kiln_tensor *in[3] = {a, b, c}, *out[1] = {NULL};
+    cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), 0, "%s", kiln_status_message(st));
+    const double *y = kiln_tensor_data(out[0]);
+    for (int64_t r = 0; r < n; r++)
+      for (int j = 0; j < 5; j++) {
+        double want = ap[r * 5 + j] * bp[j] + cp[r];
+        cr_assert(close_f(y[r * 5 + j], want, 1e-15), "n %lld [%lld, %d]: %.17g vs %.17g",
+                  (long long)n, (long long)r, j, y[r * 5 + j], want);
+      }
+    kiln_tensor_free(out[0]);
+    for (int q = 0; q < 3; q++) kiln_tensor_free(in[q]);
+  }
+  kiln_model_free(m);
+}
+
+/* Integers and bools: clamp (si32, one-element bounds) squared, and a
+ * bool-producing kernel feeding a bool-taking one, fused together. */
+Test(custom, elementwise_int_and_bool_kernels) {
+  add_ew_lib();
+  kiln_model *m = compile_text(
+      "mo.graph @ib<n>(%x: !mo.tensor<[n], si32>, %lo: !mo.tensor<[1], si32>, %hi: "
+      "!mo.tensor<[1], si32>, %f: " T("n") ") -> (!mo.tensor<[n], si32>, " T("n") ") {\n"
+      "  %c = mo.custom(%x, %lo, %hi) {symbol = \"clampi\"} : (!mo.tensor<[n], si32>, "
+      "!mo.tensor<[1], si32>, !mo.tensor<[1], si32>) -> !mo.tensor<[n], si32>\n"
+      "  %d = mo.mul(%c, %c) : !mo.tensor<[n], si32>\n"
+      "  %p = mo.custom(%f) {symbol = \"is_big\"} : (" T("n") ") -> !mo.tensor<[n], bool>\n"
+      "  %q = mo.custom(%p, %f) {symbol = \"pick\"} : (!mo.tensor<[n], bool>, " T("n") ") -> " T(
+          "n") "\n"
+      "  %r = mo.negate(%q) : " T("n") "\n"
+      "  mo.output %d, %r : !mo.tensor<[n], si32>, " T("n") "\n"
+      "}\n");
+  cr_assert(m, "%s", kiln_status_message(st));
+  int nk, nf, nc;
+  count_kernels(m, &nk, &nf, &nc);
+  cr_assert_eq(nk, 2, "two chains, two kernels: got %d", nk);
+  cr_assert_eq(nf, 2);
+  cr_assert_eq(nc, 3);
+  int64_t n = 101, one = 1;
+  kiln_tensor *x = kiln_tensor_new(KILN_INT32, 1, &n, st);
+  kiln_tensor *lo = kiln_tensor_new(KILN_INT32, 1, &one, st);
+  kiln_tensor *hi = kiln_tensor_new(KILN_INT32, 1, &one, st);
+  uint64_t seed = 12;
+  kiln_tensor *f = rand_f32(1, &n, &seed);
+  int32_t *xp = kiln_tensor_data(x);
+  for (int64_t i = 0; i < n; i++) xp[i] = (int32_t)(i * 7 % 61) - 30;
+  *(int32_t *)kiln_tensor_data(lo) = -11;
+  *(int32_t *)kiln_tensor_data(hi) = 17;
+  kiln_tensor *in[4] = {x, lo, hi, f}, *out[2] = {NULL, NULL};
+  cr_assert_eq(kiln_model_execute(m, in, 4, out, 2, st), 0, "%s", kiln_status_message(st));
+  const int32_t *d = kiln_tensor_data(out[0]);
+  const float *r = kiln_tensor_data(out[1]), *fp = kiln_tensor_data(f);
+  for (int64_t i = 0; i < n; i++) {
+    int32_t c = xp[i] < -11 ? -11 : xp[i] > 17 ? 17 : xp[i];
+    cr_assert_eq(d[i], c * c, "[%lld]: %d vs %d", (long long)i, d[i], c * c);
+    float q = fp[i] > 0.25f ? fp[i] * 2.0f : -1.0f;
+    cr_assert_eq(r[i], -q, "[%lld]: %g vs %g", (long long)i, r[i], -q);
+  }
+  kiln_tensor_free(out[0]);
+  kiln_tensor_free(out[1]);
+  for (int k = 0; k < 4; k++) kiln_tensor_free(in[k]);
+  kiln_model_free(m);
+}
+
+/* More operands than any builtin op (6) in a chain. */
+Test(custom, elementwise_kernel_with_six_operands) {
+  add_ew_lib();
+  kiln_model *m = compile_text(
+      "mo.graph @six<n>(%a: " T("n") ", %b: " T("1") ", %c: " T("n") ", %d: " T("n") ", %e: " T(
+          "n") ", %f: " T("n") ") -> (" T("n") ") {\n"
+      "  %s = mo.custom(%a, %b, %c, %d, %e, %f) {symbol = \"sum6\"} : (" T("n") ", " T(
+          "1") ", " T("n") ", " T("n") ", " T("n") ", " T("n") ") -> " T("n") "\n"
+      "  %y = mo.relu(%s) : " T("n") "\n"
+      "  mo.output %y : " T("n") "\n"
+      "}\n");
+  cr_assert(m, "%s", kiln_status_message(st));
+  int nk, nf, nc;
+  count_kernels(m, &nk, &nf, &nc);
+  cr_assert_eq(nk, 1);
+  cr_assert_eq(nc, 1);
+  int64_t n = 77, one = 1;
+  uint64_t seed = 21;
+  kiln_tensor *in[6];
+  for (int k = 0; k < 6; k++) in[k] = rand_f32(1, k == 1 ? &one : &n, &seed);
+  kiln_tensor *out[1] = {NULL};
+  cr_assert_eq(kiln_model_execute(m, in, 6, out, 1, st), 0, "%s", kiln_status_message(st));
+  const float *y = kiln_tensor_data(out[0]);
+  const float *p[6];
+  for (int k = 0; k < 6; k++) p[k] = kiln_tensor_data(in[k]);
+  for (int64_t i = 0; i < n; i++) {
+    float s = p[0][i] + 2 * p[1][0] + 3 * p[2][i] + 4 * p[3][i] + 5 * p[4][i] + 6 * p[5][i];
+    float want = s > 0 ? s : 0;
+    cr_assert(close_f(y[i], want, 1e-6), "[%lld]: %g vs %g", (long long)i, y[i], want);
+  }
+  kiln_tensor_free(out[0]);
+  for (int k = 0; k < 6; k++) kiln_tensor_free(in[k]);
+  kiln_model_free(m);
+}
+
+/* As a GEMM epilogue: matmul -> swish_beta -> add residual, one kernel. */
+Test(custom, elementwise_kernel_in_a_gemm_epilogue) {
+  add_ew_lib();
+  kiln_model *m = compile_text(
+      "mo.graph @ge<m>(%x: " T("m, 37") ", %w: " T("37, 45") ", %beta: " T("45") ", %r: " T(
+          "m, 45") ") -> (" T("m, 45") ") {\n"
+      "  %c = mo.matmul(%x, %w) : (" T("m, 37") ", " T("37, 45") ") -> " T("m, 45") "\n"
+      "  %s = mo.custom(%c, %beta) {symbol = \"swish_beta\"} : (" T("m, 45") ", " T(
+          "45") ") -> " T("m, 45") "\n"
+      "  %y = mo.add(%s, %r) : " T("m, 45") "\n"
+      "  mo.output %y : " T("m, 45") "\n"
+      "}\n");
+  cr_assert(m, "%s", kiln_status_message(st));
+  int nk, nf, nc;
+  count_kernels(m, &nk, &nf, &nc);
+  cr_assert_eq(nk, 1, "GEMM + epilogue must be one kernel, got %d", nk);
+  bool has_mm = false;
+  for (int k = 0; k < m->g->nodes[0]->body->nnodes; k++)
+    has_mm = has_mm || m->g->nodes[0]->body->nodes[k]->op == IR_OP_MATMUL;
+  cr_assert(has_mm);
+  const int64_t rows[] = {1, 13, 130};
+  uint64_t seed = 33;
+  for (int q = 0; q < 3; q++) {
+    int64_t M = rows[q], sx[2] = {M, 37}, sw[2] = {37, 45}, sb[1] = {45}, sr[2] = {M, 45};
+    kiln_tensor *x = rand_f32(2, sx, &seed), *w = rand_f32(2, sw, &seed);
+    kiln_tensor *beta = rand_f32(1, sb, &seed), *r = rand_f32(2, sr, &seed);
+    kiln_tensor *in[4] = {x, w, beta, r}, *out[1] = {NULL};
+    cr_assert_eq(kiln_model_execute(m, in, 4, out, 1, st), 0, "%s", kiln_status_message(st));
+    const float *xp = kiln_tensor_data(x), *wp = kiln_tensor_data(w);
+    const float *bp = kiln_tensor_data(beta), *rp = kiln_tensor_data(r);
+    const float *y = kiln_tensor_data(out[0]);
+    for (int64_t i = 0; i < M; i++)
+      for (int j = 0; j < 45; j++) {
+        double c = 0;
+        for (int k = 0; k < 37; k++) c += (double)xp[i * 37 + k] * wp[k * 45 + j];
+        float want = swish_ref((float)c, bp[j]) + rp[i * 45 + j];
+        /* |x|, |w| <= 2, K = 37: the f32 GEMM's sum is within ~1e-4 */
+        cr_assert(fabs(y[i * 45 + j] - want) <= 2e-4, "M %lld [%lld, %d]: %g vs %g",
+                  (long long)M, (long long)i, j, y[i * 45 + j], want);
+      }
+    kiln_tensor_free(out[0]);
+    for (int k = 0; k < 4; k++) kiln_tensor_free(in[k]);
+  }
+  kiln_model_free(m);
+}
+
+/* The custom softplus against the interpreter on the same chain written
+ * with builtin ops (log1p(exp(x)), where x <= 20): same libm functions, so
+ * within a few ulps (the JIT's f32 exp is call-free, within 1 ulp). */
+Test(custom, elementwise_softplus_matches_builtin_ops) {
+  add_ew_lib();
+  const char *custom = "mo.graph @sp<n>(%x: " T("n") ") -> (" T("n") ") {\n"
+                       "  %s = mo.custom(%x) {symbol = \"softplus\"} : (" T("n") ") -> " T("n") "\n"
+                       "  %y = mo.sqrt(%s) : " T("n") "\n"
+                       "  mo.output %y : " T("n") "\n"
+                       "}\n";
+  const char *builtin = "mo.graph @sp<n>(%x: " T("n") ") -> (" T("n") ") {\n"
+                        "  %e = mo.exp(%x) : " T("n") "\n"
+                        "  %s = mo.log1p(%e) : " T("n") "\n"
+                        "  %y = mo.sqrt(%s) : " T("n") "\n"
+                        "  mo.output %y : " T("n") "\n"
+                        "}\n";
+  kiln_model *m = compile_text(custom);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int64_t n = 1003;
+  uint64_t seed = 44;
+  kiln_tensor *x = rand_f32(1, &n, &seed), *out[1] = {NULL};
+  float *xp = kiln_tensor_data(x);
+  for (int64_t i = 0; i < n; i++) xp[i] *= 8; /* [-16, 16] */
+  cr_assert_eq(kiln_model_execute(m, &x, 1, out, 1, st), 0, "%s", kiln_status_message(st));
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(builtin, strlen(builtin), &d);
+  cr_assert(g, "%s", d.msg);
+  ir_tensor in = {IR_DT_F32, 1, {n}, xp}, ref;
+  char msg[400] = "";
+  cr_assert_eq(ir_interp_run(g, &in, NULL, NULL, &ref, msg, sizeof msg), 0, "%s", msg);
+  const float *y = kiln_tensor_data(out[0]), *rp = ref.data;
+  for (int64_t i = 0; i < n; i++)
+    cr_assert(close_f(y[i], rp[i], 1e-6), "[%lld] x=%g: %.9g vs %.9g", (long long)i, xp[i], y[i],
+              rp[i]);
+  free(ref.data);
+  ir_graph_free(g);
+  kiln_tensor_free(out[0]);
+  kiln_tensor_free(x);
+  kiln_model_free(m);
+}
+
+static const char *ew_scale_source(int factor) {
+  static char src[400];
+  snprintf(src, sizeof src,
+           "#include <kiln/kernel.h>\n"
+           "KILN_ELEMENTWISE_KERNEL(ew_scale, 1)\n"
+           "float ew_scale(float x) { return x * %d.0f; }\n",
+           factor);
+  return src;
+}
+
+Test(custom, editing_an_elementwise_kernel_changes_the_fused_key) {
+  const char *text = "mo.graph @e<n>(%x: " T("n") ") -> (" T("n") ") {\n"
+                     "  %a = mo.add(%x, %x) : " T("n") "\n"
+                     "  %s = mo.custom(%a) {symbol = \"ew_scale\"} : (" T("n") ") -> " T("n") "\n"
+                     "  %y = mo.negate(%s) : " T("n") "\n"
+                     "  mo.output %y : " T("n") "\n"
+                     "}\n";
+  char p[512];
+  snprintf(p, sizeof p, "%s", write_text("ews.c", ew_scale_source(2)));
+  cr_assert_eq(kiln_context_add_kernel_library(ctx, p, st), 0, "%s", kiln_status_message(st));
+  kiln_model *m1 = compile_text(text);
+  cr_assert(m1, "%s", kiln_status_message(st));
+  write_text("ews.c", ew_scale_source(3));
+  cr_assert_eq(kiln_context_add_kernel_library(ctx, p, st), 0, "%s", kiln_status_message(st));
+  kiln_model *m2 = compile_text(text);
+  cr_assert(m2, "%s", kiln_status_message(st));
+  cr_assert_eq(m1->g->nnodes, 1);
+  cr_assert_eq(m2->g->nnodes, 1);
+  cr_assert_eq(m2->g->nodes[0]->op, IR_OP_FUSED);
+  char *t1 = ir_kernel_text(m1->g, m1->g->nodes[0], NULL, NULL);
+  char *t2 = ir_kernel_text(m2->g, m2->g->nodes[0], NULL, NULL);
+  cr_assert_str_neq(t1, t2, "the fused kernel's text (its key) must change with the source");
+  free(t1);
+  free(t2);
+  int64_t s[1] = {4};
+  float data[4] = {1, 1, 1, 1.5f};
+  kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT32, 1, s, data, st), *o1[1] = {NULL},
+              *o2[1] = {NULL};
+  cr_assert_eq(kiln_model_execute(m1, &x, 1, o1, 1, st), 0, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_execute(m2, &x, 1, o2, 1, st), 0, "%s", kiln_status_message(st));
+  cr_assert_float_eq(((float *)kiln_tensor_data(o1[0]))[3], -6.0f, 0);
+  cr_assert_float_eq(((float *)kiln_tensor_data(o2[0]))[3], -9.0f, 0, "stale code ran");
+  kiln_tensor_free(o1[0]);
+  kiln_tensor_free(o2[0]);
+  kiln_tensor_free(x);
+  kiln_model_free(m2);
+  kiln_model_free(m1);
+}
+
+/* ---- elementwise kernels: bad input (each message locates the op) ---- */
+
+static void expect_ew_error(const char *text, kiln_code code, const char *needle) {
+  kiln_model *m = compile_text(text);
+  cr_assert_null(m, "compiled, expected: %s", needle);
+  cr_assert_eq(kiln_status_code(st), code, "code %d: %s", (int)kiln_status_code(st),
+               kiln_status_message(st));
+  cr_assert(strstr(kiln_status_message(st), needle), "'%s' not in: %s", needle,
+            kiln_status_message(st));
+  cr_assert(strstr(kiln_status_message(st), "2:3: mo."), "no location: %s",
+            kiln_status_message(st));
+}
+
+#define EW_ONE(sym, attrs, in_t, out_t)                                                     \
+  "mo.graph @b<n>(%x: " in_t ") -> (" out_t ") {\n"                                        \
+  "  %y = mo.custom(%x) {symbol = \"" sym "\"" attrs "} : (" in_t ") -> " out_t "\n"       \
+  "  mo.output %y : " out_t "\n"                                                            \
+  "}\n"
+
+Test(custom, elementwise_kernel_errors) {
+  add_ew_lib();
+  /* the function's type does not spell the op's dtypes */
+  expect_ew_error(EW_ONE("wrong_type", "", T("n"), T("n")), KILN_ERR_VERIFY,
+                  "has type float (double), the op needs float (float) (in C: float "
+                  "wrong_type(float))");
+  expect_ew_error(EW_ONE("softplus", "", "!mo.tensor<[n], f64>", "!mo.tensor<[n], f64>"),
+                  KILN_ERR_VERIFY, "the op needs double (double)");
+  /* a dtype elementwise kernels do not take */
+  expect_ew_error(EW_ONE("softplus", "", "!mo.tensor<[n], f16>", "!mo.tensor<[n], f16>"),
+                  KILN_ERR_UNSUPPORTED, "operand 0 is f16; elementwise kernels take f32, f64");
+  /* the result is not the operands' broadcast */
+  expect_ew_error(EW_ONE("softplus", "", T("n, 4"), T("n, 5")), KILN_ERR_VERIFY,
+                  "is not the broadcast of the operands' shapes: axis 1 is 5, operand 0 (%x) "
+                  "has 4 there");
+  expect_ew_error(EW_ONE("softplus", "", T("n, 4"), T("4")), KILN_ERR_VERIFY,
+                  "has rank 1, the broadcast of the operands' shapes has rank 2");
+  expect_ew_error(EW_ONE("softplus", "", T("n, 1"), T("n, 4")), KILN_ERR_VERIFY,
+                  "no operand has axis 1's dim 4");
+  /* parameters */
+  expect_ew_error(EW_ONE("softplus", ", alpha = 1.0", T("n"), T("n")), KILN_ERR_VERIFY,
+                  "is an elementwise kernel, which takes no parameters, but the op has 'alpha'");
+  /* operand count, in place, no marker */
+  expect_ew_error(EW_ONE("swish_beta", "", T("n"), T("n")), KILN_ERR_VERIFY,
+                  "takes 2 operands, the op gives 1");
+  expect_ew_error("mo.graph @b<n>(%x: " T("n") ") -> (" T("n") ") {\n"
+                  "  %y = mo.inplace_custom(%x) {symbol = \"softplus\"} : (" T("n") ") -> " T(
+                      "n") "\n"
+                  "  mo.output %y : " T("n") "\n}\n",
+                  KILN_ERR_VERIFY, "use it with mo.custom");
+  expect_ew_error(EW_ONE("unmarked_ew", "", T("n"), T("n")), KILN_ERR_VERIFY,
+                  "a scalar elementwise kernel is declared with "
+                  "KILN_ELEMENTWISE_KERNEL(unmarked_ew, NIN)");
+  /* kiln.elementwise is kiln's own */
+  cr_assert_eq(kiln_context_add_kernel_library(ctx, write_text("s.c", scale_source(2)), st), 0);
+  expect_ew_error(EW_ONE("scale", ", kiln.elementwise = 1", T("n"), T("n")), KILN_ERR_VERIFY,
+                  "is not an elementwise kernel, but the op carries kiln.elementwise");
+}
+
+/* The scalar function is inlined into the fused loop, which LLVM then
+ * vectorizes (no libm call in this one to stop it). */
+Test(custom, elementwise_kernel_is_inlined_and_vectorized) {
+  cr_assert_eq(kiln_context_add_kernel_library(ctx, write_text("ews.c", ew_scale_source(5)), st),
+               0, "%s", kiln_status_message(st));
+  kiln_model *m = compile_text("mo.graph @v<n>(%x: " T("n") ", %a: " T("n") ") -> (" T("n") ") {\n"
+                               "  %m = mo.mul(%x, %a) : " T("n") "\n"
+                               "  %s = mo.custom(%m) {symbol = \"ew_scale\"} : (" T("n") ") -> " T(
+                                   "n") "\n"
+                               "  %y = mo.add(%s, %x) : " T("n") "\n"
+                               "  mo.output %y : " T("n") "\n"
+                               "}\n");
+  cr_assert(m, "%s", kiln_status_message(st));
+  cr_assert_eq(m->g->nnodes, 1);
+  cr_assert_eq(m->g->nodes[0]->op, IR_OP_FUSED);
+  char err[512] = "";
+  char *ll = jit_node_llvm_ir(ctx->jit, m->g, 0, err, sizeof err);
+  cr_assert(ll, "%s", err);
+  cr_assert_null(strstr(ll, "call float @ew_scale("), "the kernel was not inlined");
+  cr_assert(strstr(ll, "fmul <") && strstr(ll, " x float>"),
+            "the fused loop was not vectorized");
+  free(ll);
+  kiln_model_free(m);
 }

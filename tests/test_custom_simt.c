@@ -8,7 +8,9 @@
  * (likewise), `kiln run --device simt-emu --kernels` on the example, and the
  * errors: a host kernel on simt-emu, a SIMT kernel on the CPU, signatures
  * that do not fit, no context, a kernel that fails, a bad simt_grid, IR
- * for another target. */
+ * for another target. Elementwise kernels (KILN_ELEMENTWISE_KERNEL) in a
+ * chain on simt-emu and on the CPU from one library, their binding errors
+ * on simt-emu, their PTX (ptxas) and AMDGPU code object. */
 #define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
@@ -419,4 +421,112 @@ Test(custom_simt, kiln_run_on_simt_emu) {
            gpath, h);
   cr_assert_eq(cli(args, out, sizeof out), 1, "%s", out);
   cr_expect(strstr(out, "is a host kernel (KILN_KERNEL)"), "%s", out);
+}
+
+/* ---- elementwise kernels (KILN_ELEMENTWISE_KERNEL): every target ----
+ * The same scalar function runs on the CPU and on simt-emu (as the element
+ * loop of a SIMT kernel); references are computed here with the same float
+ * operations and libm's expf (the emulator runs host code that calls it),
+ * so 1e-6 relative covers an fma contraction or a rounding of the exp. */
+
+static const char *EW_C = "#include <math.h>\n"
+                          "#include <kiln/kernel.h>\n"
+                          "KILN_ELEMENTWISE_KERNEL(swish_beta, 2)\n"
+                          "float swish_beta(float x, float beta) {\n"
+                          "  return x / (1.0f + expf(-beta * x));\n"
+                          "}\n"
+                          "KILN_ELEMENTWISE_KERNEL(axpb, 2)\n"
+                          "float axpb(float x, float a) { return x * a + 1.0f; }\n";
+
+#define EW_CHAIN                                                                           \
+  "mo.graph @e<n>(%x: " T("n, 7") ", %a: " T("n, 7") ", %beta: " T("7") ") -> (" T(       \
+      "n, 7") ") {\n"                                                                      \
+  "  %m = mo.mul(%x, %a) : " T("n, 7") "\n"                                                \
+  "  %s = mo.custom(%m, %beta) {symbol = \"swish_beta\"} : (" T("n, 7") ", " T("7")      \
+  ") -> " T("n, 7") "\n"                                                                   \
+  "  %y = mo.add(%s, %x) : " T("n, 7") "\n"                                                \
+  "  mo.output %y : " T("n, 7") "\n"                                                       \
+  "}\n"
+
+static void check_ew_chain(kiln_device_model *dm, kiln_model *cm, int64_t n, uint64_t seed) {
+  int64_t s2[2] = {n, 7}, s1[1] = {7};
+  kiln_tensor *x = random_tensor(2, s2, &seed), *a = random_tensor(2, s2, &seed);
+  kiln_tensor *beta = random_tensor(1, s1, &seed);
+  kiln_tensor *in[3] = {x, a, beta}, *out[1] = {NULL};
+  if (dm)
+    cr_assert_eq(kiln_device_model_execute(dm, in, 3, out, 1, st), 0, "n=%lld: %s",
+                 (long long)n, kiln_status_message(st));
+  else
+    cr_assert_eq(kiln_model_execute(cm, in, 3, out, 1, st), 0, "n=%lld: %s", (long long)n,
+                 kiln_status_message(st));
+  const float *xp = kiln_tensor_data(x), *ap = kiln_tensor_data(a), *bp = kiln_tensor_data(beta);
+  const float *yp = kiln_tensor_data(out[0]);
+  for (int64_t i = 0; i < n * 7; i++) {
+    float m = xp[i] * ap[i], b = bp[i % 7];
+    float ref = m / (1.0f + expf(-b * m)) + xp[i];
+    cr_assert(fabsf(yp[i] - ref) <= 1e-6f * (1 + fabsf(ref)), "%s n=%lld [%lld]: %.9g vs %.9g",
+              dm ? "simt-emu" : "cpu", (long long)n, (long long)i, yp[i], ref);
+  }
+  kiln_tensor_free(out[0]);
+  for (int k = 0; k < 3; k++) kiln_tensor_free(in[k]);
+}
+
+Test(custom_simt, elementwise_kernel_on_simt_emu_and_cpu) {
+  add_lib("ew.c", EW_C);
+  kiln_device_model *dm = emu_model(EW_CHAIN);
+  cr_assert(dm, "%s", kiln_status_message(st));
+  kiln_graph *g = parse(EW_CHAIN);
+  kiln_model *cm = kiln_model_compile(ctx, g, st);
+  kiln_graph_free(g);
+  cr_assert(cm, "the same library on the CPU: %s", kiln_status_message(st));
+  /* under a block, blocks and a ragged end, empty */
+  const int64_t sizes[] = {1, 37, 300, 0};
+  for (int k = 0; k < 4; k++) {
+    check_ew_chain(dm, NULL, sizes[k], 100 + (uint64_t)k);
+    check_ew_chain(NULL, cm, sizes[k], 200 + (uint64_t)k);
+  }
+  kiln_model_free(cm);
+  kiln_device_model_free(dm);
+}
+
+Test(custom_simt, elementwise_kernel_errors_on_simt_emu) {
+  add_lib("ew.c", EW_C);
+  expect_error(emu_model(ONE_GRAPH("swish_beta", "")), KILN_ERR_VERIFY,
+               "takes 2 operands, the op gives 1");
+  expect_error(emu_model(TWO_GRAPH("axpb")), KILN_ERR_VERIFY,
+               "is an elementwise kernel, which takes no parameters, but the op has 'alpha'");
+}
+
+/* PTX (assembled by ptxas) and an AMDGPU code object of the elementwise
+ * kernel alone and beside builtin ops. */
+Test(custom_simt, elementwise_kernel_ptx_and_amdgpu) {
+  char gpath[512], lpath[512], args[4096], out[16384];
+  snprintf(gpath, sizeof gpath, "%s", write_text("ew.mlir", EW_CHAIN));
+  snprintf(lpath, sizeof lpath, "%s", write_text("ew.c", EW_C));
+  const char *ptx = in_dir("ew.ptx");
+  snprintf(args, sizeof args, "compile %s --target sm_80 --emit ptx --kernels %s -o %s", gpath,
+           lpath, ptx);
+  cr_assert_eq(cli(args, out, sizeof out), 0, "%s", out);
+  if (on_path("ptxas")) {
+    snprintf(args, sizeof args, "ptxas -arch=sm_80 %s -o /dev/null 2>&1", ptx);
+    cr_expect_eq(system(args), 0, "ptxas rejected %s", ptx);
+  } else {
+    cr_log_warn("ptxas not on PATH: assembling the elementwise kernel's PTX skipped");
+  }
+  const char *co = in_dir("ew.hsaco");
+  snprintf(args, sizeof args, "compile %s --target gfx90a --emit hsaco --kernels %s -o %s", gpath,
+           lpath, co);
+  cr_assert_eq(cli(args, out, sizeof out), 0, "%s", out);
+  if (!on_path("llvm-readelf-19")) {
+    cr_log_warn("llvm-readelf-19 not on PATH: checking the code object skipped");
+    return;
+  }
+  snprintf(args, sizeof args, "llvm-readelf-19 -h -s %s", co);
+  FILE *p = popen(args, "r");
+  cr_assert(p);
+  size_t n = fread(out, 1, sizeof out - 1, p);
+  out[n] = 0;
+  pclose(p);
+  cr_expect(strstr(out, "AMDGPU"), "%s", out);
+  cr_expect(strstr(out, "kiln_1_custom.kd"), "%s", out);
 }

@@ -13,7 +13,8 @@
  * [-2, 2], ints in [-5, 5], bools 0 / 1, every result buffer starts as
  * garbage. Also: the call-free f32 erf and exp the elementwise lowering
  * uses on the host (so fused chains with gelu / sigmoid vectorize), each
- * within an ulp of libm. */
+ * within an ulp of libm; mo.custom nodes marked kiln.elementwise joining
+ * groups (their attributes kept in the kernel text). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -844,5 +845,57 @@ Test(fusion, exp_f32_within_an_ulp_of_libm) {
   free(x);
   free(y);
   jit_module_free(E, m);
+  ir_graph_free(g);
+}
+
+/* ---- elementwise custom kernels ----
+ * A mo.custom the runtime marked kiln.elementwise (src/kernel_lib.c, for a
+ * KILN_ELEMENTWISE_KERNEL) joins elementwise groups, with up to 8
+ * operands; its attributes (kiln.library: the library's hash) stay on the
+ * body's copy, so the fused kernel's text and key carry them. Numbers are
+ * in test_custom.c (they need a kernel library). */
+Test(fusion, elementwise_custom_joins_a_chain) {
+  const char *text =
+      "mo.graph @c<n>(%x: !mo.tensor<[n, 4], f32>, %b: !mo.tensor<[4], f32>) -> "
+      "(!mo.tensor<[n, 4], f32>) {\n"
+      "  %a = mo.exp(%x) : !mo.tensor<[n, 4], f32>\n"
+      "  %k = mo.custom(%a, %b, %a, %b, %x) {kiln.elementwise = 1, kiln.library = \"c-0123\", "
+      "symbol = \"k\"} : (!mo.tensor<[n, 4], f32>, !mo.tensor<[4], f32>, !mo.tensor<[n, 4], "
+      "f32>, !mo.tensor<[4], f32>, !mo.tensor<[n, 4], f32>) -> !mo.tensor<[n, 4], f32>\n"
+      "  %y = mo.relu(%k) : !mo.tensor<[n, 4], f32>\n"
+      "  mo.output %y : !mo.tensor<[n, 4], f32>\n}\n";
+  ir_graph *g = parse(text);
+  ir_diag d = {0};
+  cr_assert_eq(ir_graph_fuse(g, &d), 1, "%s", d.msg);
+  cr_assert_eq(g->nnodes, 1);
+  const ir_node *f = g->nodes[0];
+  cr_assert_eq(f->op, IR_OP_FUSED);
+  cr_assert_eq(f->body->nnodes, 3);
+  cr_assert_eq(f->body->nodes[1]->op, IR_OP_CUSTOM);
+  cr_assert_str_eq(ir_node_attr_string(f->body->nodes[1], "kiln.library", ""), "c-0123");
+  char *kt = ir_kernel_text(g, f, NULL, NULL);
+  cr_assert_not_null(kt);
+  cr_assert(strstr(kt, "kiln.library = \"c-0123\""), "%s", kt);
+  ir_graph *kg = parse(kt); /* and the kernel text parses back (8 operands at most) */
+  cr_assert_eq(kg->nnodes, 3);
+  ir_graph_free(kg);
+  free(kt);
+  ir_graph_free(g);
+}
+
+Test(fusion, custom_without_the_mark_or_shape_stays_out) {
+  const char *text =
+      "mo.graph @c(%x: !mo.tensor<[8], f32>) -> (!mo.tensor<[8], f32>, !mo.tensor<[2, 8], f32>) {\n"
+      "  %a = mo.exp(%x) : !mo.tensor<[8], f32>\n"
+      "  %k = mo.custom(%a) {kiln.elementwise = 0, symbol = \"k\"} : (!mo.tensor<[8], f32>) -> "
+      "!mo.tensor<[8], f32>\n"
+      "  %y = mo.relu(%k) : !mo.tensor<[8], f32>\n"
+      "  %w = mo.custom(%y) {kiln.elementwise = 1, symbol = \"w\"} : (!mo.tensor<[8], f32>) -> "
+      "!mo.tensor<[2, 8], f32>\n"
+      "  mo.output %y, %w : !mo.tensor<[8], f32>, !mo.tensor<[2, 8], f32>\n}\n";
+  ir_graph *g = parse(text);
+  ir_diag d = {0};
+  cr_assert_eq(ir_graph_fuse(g, &d), 0, "%s", d.msg);
+  cr_assert_eq(g->nnodes, 4);
   ir_graph_free(g);
 }

@@ -1,7 +1,8 @@
 /* kiln/kernel.h - the ABI of custom kernels (mo.custom, mo.inplace_custom):
- * what a kernel written in C receives from kiln, and the KILN_KERNEL macro
- * that declares one. C99, self-contained: it includes only <stdint.h> and
- * <stddef.h> and names nothing of kiln's internals, so a kernel library
+ * what a kernel written in C receives from kiln, and the KILN_KERNEL macros
+ * that declare one (KILN_KERNEL, KILN_SIMT_KERNEL, KILN_ELEMENTWISE_KERNEL).
+ * C99, self-contained: it includes only <stdint.h>, <stddef.h> and
+ * <stdbool.h> and names nothing of kiln's internals, so a kernel library
  * compiles on its own (kiln passes this header to clang itself when it
  * compiles a .c library; for .ll / .bc built by hand, include it with
  * -I<kiln>/include).
@@ -115,12 +116,56 @@
  *       return 0;
  *     }
  * with `simt_grid = "rows"` on the op; run it with
- * `kiln run graph.mlir --device simt-emu --kernels rms_norm_simt.c ...`. */
+ * `kiln run graph.mlir --device simt-emu --kernels rms_norm_simt.c ...`.
+ *
+ * Elementwise kernels: a pure scalar function of one element of each
+ * operand, declared with
+ *     KILN_ELEMENTWISE_KERNEL(NAME, NINPUTS)
+ *     T NAME(T0 a, T1 b, ...);
+ * (marker flag KILN_KERNEL_ELEMENTWISE, result count 1). kiln calls it once
+ * per element of the result, operands broadcast numpy-style, so it can sit
+ * inside a fused chain: an elementwise custom op joins the elementwise ops
+ * around it (and a GEMM's epilogue) in one kernel, its code inlined into
+ * the loop LLVM vectorizes. It runs on every target (CPU, simt-emu, CUDA,
+ * HIP): it uses no thread helpers.
+ *   - Types: each parameter's C type is its operand's element type, the
+ *     return type the result's: float (f32), double (f64), int8_t / uint8_t
+ *     (si8 / ui8), int16_t / uint16_t, int32_t / uint32_t, int64_t /
+ *     uint64_t, bool (bool). kiln checks the LLVM type of the function:
+ *     integer widths, not signedness (int32_t fits si32 and ui32). f16 and
+ *     bf16 are not supported (cast to f32 around the op).
+ *   - At most KILN_ELEMENTWISE_MAX_INPUTS operands; the op is mo.custom
+ *     (not mo.inplace_custom) with one result whose declared shape is the
+ *     broadcast of the operands' shapes (numpy rules; dims compared as
+ *     expressions: each operand dim equals the result's or is 1).
+ *   - No parameters: an attribute other than `symbol` is refused (pass a
+ *     value as an operand, a one-element tensor broadcasts). No state, no
+ *     side effects, no errors: the function may be called for the elements
+ *     in any order, on several threads, and not at all for an empty result.
+ * Example (examples/custom_ops/swish_beta.c): swish with a per-channel
+ * beta, y = x * sigmoid(beta * x):
+ *
+ *     #include <math.h>
+ *     #include <kiln/kernel.h>
+ *
+ *     KILN_ELEMENTWISE_KERNEL(swish_beta, 2)
+ *     float swish_beta(float x, float beta) {
+ *       return x / (1.0f + expf(-beta * x));
+ *     }
+ *
+ * and in a graph, between builtin ops that fuse with it into one kernel:
+ *     %h = mo.add(%x, %b) : !mo.tensor<[rows, 64], f32>
+ *     %s = mo.custom(%h, %beta) {symbol = "swish_beta"}
+ *          : (!mo.tensor<[rows, 64], f32>, !mo.tensor<[64], f32>) -> !mo.tensor<[rows, 64], f32>
+ *     %y = mo.mul(%s, %g) : !mo.tensor<[rows, 64], f32> */
 #ifndef KILN_KERNEL_H
 #define KILN_KERNEL_H
 
 #include <stddef.h>
 #include <stdint.h>
+#ifndef __cplusplus
+#include <stdbool.h> /* bool for elementwise kernels */
+#endif
 
 #ifdef __cplusplus
 extern "C" {
@@ -193,6 +238,17 @@ typedef struct kiln_kernel_args {
   __attribute__((used)) const int32_t kiln_abi_##NAME[3] = {                          \
       KILN_KERNEL_ABI | KILN_KERNEL_ON_SIMT, (NIN), (NOUT)};                          \
   int32_t NAME(const kiln_kernel_args *args);
+
+/* Marker flag: an elementwise scalar kernel (KILN_ELEMENTWISE_KERNEL). */
+#define KILN_KERNEL_ELEMENTWISE 0x200
+#define KILN_ELEMENTWISE_MAX_INPUTS 8
+
+/* Declares elementwise kernel NAME of NIN operands (see above): put it
+ * before the function's definition, `T NAME(T0 a, ...)`, whose C types
+ * follow the op's dtypes. */
+#define KILN_ELEMENTWISE_KERNEL(NAME, NIN)                                            \
+  __attribute__((used)) const int32_t kiln_abi_##NAME[3] = {                          \
+      KILN_KERNEL_ABI | KILN_KERNEL_ELEMENTWISE, (NIN), 1};
 
 /* ---- SIMT helpers: only in KILN_SIMT_KERNEL code (kiln maps each call to
  * the target; on the CPU they do not exist). All along x. ---- */
