@@ -375,16 +375,14 @@ const char *ir_node_attr_string(const ir_node *n, const char *name, const char *
   return a && a->kind == IR_ATTR_STRING ? a->u.s : dflt;
 }
 
-/* Replace (or add, keeping the name order) string attribute `name` of n;
- * the strings are copied into g's arena. 0, or -1 on out-of-memory (n
- * unchanged). */
-int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const char *value) {
-  const char *v = ir_arena_strdup(g->arena, value);
-  if (!v) return -1;
+/* Replace (or add, keeping the name order) attribute `name` of n with val
+ * (whose name is ignored); name is copied into g's arena. 0, or -1 on
+ * out-of-memory (n unchanged). */
+static int set_attr(ir_graph *g, ir_node *n, const char *name, ir_attr val) {
   for (int i = 0; i < n->nattrs; i++)
     if (strcmp(n->attrs[i].name, name) == 0) {
-      n->attrs[i].kind = IR_ATTR_STRING;
-      n->attrs[i].u.s = v;
+      val.name = n->attrs[i].name;
+      n->attrs[i] = val;
       return 0;
     }
   const char *nm = ir_arena_strdup(g->arena, name);
@@ -393,11 +391,23 @@ int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const cha
   int k = 0;
   while (k < n->nattrs && strcmp(n->attrs[k].name, name) < 0) k++;
   if (k) memcpy(a, n->attrs, (size_t)k * sizeof *a);
-  a[k] = (ir_attr){.name = nm, .kind = IR_ATTR_STRING, .u.s = v};
+  val.name = nm;
+  a[k] = val;
   if (n->nattrs > k) memcpy(a + k + 1, n->attrs + k, (size_t)(n->nattrs - k) * sizeof *a);
   n->attrs = a;
   n->nattrs++;
   return 0;
+}
+
+/* The string is copied into g's arena. */
+int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const char *value) {
+  const char *v = ir_arena_strdup(g->arena, value);
+  if (!v) return -1;
+  return set_attr(g, n, name, (ir_attr){.kind = IR_ATTR_STRING, .u.s = v});
+}
+
+int ir_node_set_attr_int(ir_graph *g, ir_node *n, const char *name, int64_t value) {
+  return set_attr(g, n, name, (ir_attr){.kind = IR_ATTR_INT, .u.i = value});
 }
 
 /* ---- clone ---- */

@@ -244,6 +244,9 @@ const char *ir_node_attr_string(const ir_node *n, const char *name, const char *
  * copies into g's arena. 0, or -1 on out-of-memory. Added by custom ops (the
  * runtime stamps mo.custom's kiln.library). */
 int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const char *value);
+/* The same for an integer attribute. Added by prepack (the runtime stamps
+ * mo.matmul's kiln.packed_b). */
+int ir_node_set_attr_int(ir_graph *g, ir_node *n, const char *name, int64_t value);
 
 /* Deep copy into a fresh arena (symbols, names, attributes, dense data). */
 ir_graph *ir_graph_clone(const ir_graph *g);

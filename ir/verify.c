@@ -158,6 +158,7 @@ static const char *const *op_attr_names(ir_op op) {
   static const char *const split[] = {"axis", "split_sizes", NULL};
   static const char *const slice[] = {"start", "step", "stop", NULL};
   static const char *const device[] = {"device", NULL};
+  static const char *const matmul[] = {"kiln.packed_b", NULL}; /* set by the runtime */
   if (op == IR_OP_GELU) return approximate;
   if (op == IR_OP_TRANSFER_TO) return device;
   switch (ir_op_get(op)->cls) {
@@ -176,6 +177,7 @@ static const char *const *op_attr_names(ir_op op) {
   case IR_CLS_PERMUTE: return dims;
   case IR_CLS_SPLIT: return split;
   case IR_CLS_SLICE: return slice;
+  case IR_CLS_MATMUL: return matmul;
   default: return none;
   }
 }

@@ -107,6 +107,13 @@ jit_code *jit_load_object(jit_engine *e, const void *obj, size_t len, const char
 /* Unload (ResourceTracker remove) and free. NULL ok. */
 void jit_code_free(jit_engine *e, jit_code *c);
 
+/* Prepacked GEMM operands (added by prepack; jit/matmul.c): the panel width
+ * NR, in columns, of the layout kernels-templates/gemm.c reads a prepacked
+ * B in, for element type dt on a target with (or without) avx512f; 0 for
+ * types the GEMM template does not take. A mo.matmul with the attribute
+ * kiln.packed_b = NR takes its B operand in that layout (src/prepack.c). */
+int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt);
+
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */
 char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen);

@@ -19,6 +19,16 @@
  * depend on the split.
  * jit_emit_matmul with an epilogue (jit/fused.c) passes it to the template,
  * which applies it to each finished block of C in place.
+ * Prepacked B: a matmul node with the attribute kiln.packed_b = NR (set by
+ * the runtime, src/prepack.c, where B is a constant of static shape) gets
+ * B's buffer already in the template's panel layout (gemm.c, NR = 2 vector
+ * widths) and calls kiln_gemm_<t>_v<VL>_pex instead, with no workspace (no
+ * malloc in the kernel: its A block fits the template's stack); the attribute
+ * is part of the kernel text, so such kernels have their own cache keys. It
+ * is honoured only for f32 / f64 with a rank-2 B and an NR equal to this
+ * target's (jit_gemm_panel_width), else the kernel fails to compile. The
+ * epilogue and the parts work the same; the sums are the same bits. The
+ * choice lives here, so fused kernels (jit/fused.c) get it unchanged.
  * f32 / f64: per batch, one call of kiln_gemm_<t>_v<VL>_ex (16 floats / 8
  * doubles per vector where the kernel's target has avx512f, else 8 / 4) with
  * the batch's A, B, C pointers and row strides K, N, N; for static dims the
@@ -38,11 +48,18 @@
 #include <stdio.h>
 
 #include "lower.h"
+#include "jit.h"
 #include "template.h"
 
 /* Element address base + idx (idx in elements of type t). */
 static LLVMValueRef elem_ptr(jit_fn *f, LLVMTypeRef t, LLVMValueRef base, LLVMValueRef idx) {
   return LLVMBuildInBoundsGEP2(f->b, t, base, &idx, 1, "");
+}
+
+int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt) {
+  if (dt == IR_DT_F32) return avx512f ? 32 : 16; /* 2 vectors of 16 / 8 floats */
+  if (dt == IR_DT_F64) return avx512f ? 16 : 8;
+  return 0;
 }
 
 int jit_lower_matmul(jit_fn *f) {
@@ -103,6 +120,21 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   if (epi && dt != IR_DT_F32 && dt != IR_DT_F64)
     return jit_fn_error(f, "a GEMM epilogue needs f32 or f64, not %s", ir_dtype_name(dt));
 
+  /* B prepacked by the runtime (kiln.packed_b = the panel width it packed
+   * with): only for the template path, a rank-2 B (the same matrix for
+   * every batch), and only when the width is the one this target's entry
+   * reads; anything else is an error, never a silent misread. */
+  int64_t packed = ir_node_attr_int(n, "kiln.packed_b", 0);
+  if (packed) {
+    if ((dt != IR_DT_F32 && dt != IR_DT_F64) || rb != 2)
+      return jit_fn_error(f, "kiln.packed_b needs an f32 / f64 matmul with a rank-2 B, got %s "
+                          "and rank %d", ir_dtype_name(dt), rb);
+    int64_t want = jit_gemm_panel_width(jit_target_has(f, "avx512f"), dt);
+    if (packed != want)
+      return jit_fn_error(f, "kiln.packed_b = %lld, but this target's GEMM reads panels of %lld",
+                          (long long)packed, (long long)want);
+  }
+
   /* f32 / f64: the template. Linked (once per module) before any batch loop
    * is opened, so a failure leaves no half-built loop behind. */
   LLVMValueRef gemm = NULL, gemm_work = NULL;
@@ -111,11 +143,11 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     const char *entry = dt == IR_DT_F32 ? (wide ? "kiln_gemm_f32_v16" : "kiln_gemm_f32_v8")
                                         : (wide ? "kiln_gemm_f64_v8" : "kiln_gemm_f64_v4");
     char xname[64], wname[64];
-    snprintf(xname, sizeof xname, "%s_ex", entry);
+    snprintf(xname, sizeof xname, "%s_%s", entry, packed ? "pex" : "ex");
     gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
     snprintf(wname, sizeof wname, "%s_work", entry);
-    gemm_work = gemm ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
-    if (!gemm || !gemm_work) return -1;
+    gemm_work = gemm && !packed ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
+    if (!gemm || (!packed && !gemm_work)) return -1;
   }
   LLVMValueRef row_bytes = jit_mul(f, N, jit_i64(f, (int64_t)ir_dtype_size(dt)));
   unsigned align = (unsigned)ir_dtype_size(dt);
@@ -126,7 +158,7 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   LLVMValueRef work = NULL;
   LLVMTypeRef malloc_ty = NULL, free_ty = NULL;
   LLVMValueRef free_fn = NULL;
-  if (gemm) {
+  if (gemm_work) { /* _pex takes none */
     LLVMValueRef wargs[3] = {M, N, K};
     LLVMValueRef welems =
         LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm_work), gemm_work, wargs, 3, "work.elems");
@@ -195,17 +227,23 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
       part = LLVMBuildSelect(f->b, whole, zero, f->part, "");
       nparts = LLVMBuildSelect(f->b, whole, one, f->nparts, "");
     }
-    LLVMValueRef args[14] = {M, N, K, elem_ptr(f, mt, A, offa), K, elem_ptr(f, mt, B, offb), N,
-                             elem_ptr(f, mt, C, offc), N, work, part, nparts,
-                             epi ? epi->fn : LLVMConstPointerNull(f->t_ptr),
-                             epi ? epi->ctx : LLVMConstPointerNull(f->t_ptr)};
-    LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
+    LLVMValueRef efn = epi ? epi->fn : LLVMConstPointerNull(f->t_ptr);
+    LLVMValueRef ectx = epi ? epi->ctx : LLVMConstPointerNull(f->t_ptr);
+    LLVMValueRef ap = elem_ptr(f, mt, A, offa), cp = elem_ptr(f, mt, C, offc);
+    if (packed) { /* _pex: the panels as they are (no batch offset, no ldb) */
+      LLVMValueRef args[12] = {M, N, K, ap, K, B, cp, N, part, nparts, efn, ectx};
+      LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 12, "");
+    } else {
+      LLVMValueRef args[14] = {M, N, K, ap, K, elem_ptr(f, mt, B, offb), N,
+                               cp, N, work, part, nparts, efn, ectx};
+      LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
+    }
     if (cont) {
       LLVMBuildBr(f->b, cont);
       LLVMPositionBuilderAtEnd(f->b, cont);
     }
     for (int jj = nb - 1; jj >= 0; jj--) jit_loop_end(f, &batch[jj]);
-    LLVMBuildCall2(f->b, free_ty, free_fn, &work, 1, ""); /* free(NULL) is a no-op */
+    if (work) LLVMBuildCall2(f->b, free_ty, free_fn, &work, 1, ""); /* free(NULL): no-op */
     return f->failed ? -1 : 0;
   }
 

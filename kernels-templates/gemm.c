@@ -13,6 +13,21 @@
  *   void kiln_gemm_<t>_v<VL>(M, N, K, A, lda, B, ldb, C, ldc, work)
  *                            = the _ex entry with part 0 of 1 and no epilogue
  *   int64_t kiln_gemm_<t>_v<VL>_work(int64_t M, int64_t N, int64_t K)
+ *   void kiln_gemm_<t>_v<VL>_pex(M, N, K, A, lda, const T *Bp, C, ldc,
+ *                            part, nparts, epi, epi_ctx)
+ *                            = _ex with B prepacked (a constant weight packed
+ *                              once, src/prepack.c); no workspace: the A
+ *                              block lives in the stack buffer that holds
+ *                              the B block of _ex
+ * Prepacked B (the layout is the one the packed path below reads, whatever
+ * M is, so one packed copy serves every M, part and epilogue): NR = 2 * VL
+ * columns per panel, ceil(N / NR) panels of K x NR elements, panel p at
+ * Bp + p * K * NR, B[k, j] at Bp[(j / NR) * K * NR + k * NR + j % NR],
+ * zeros in the columns past N of the last panel. A KC block of a panel is
+ * then the contiguous kc x NR run the micro-kernel reads; the small-M path
+ * reads the panels whole. _pex sums every element exactly as _ex given the
+ * workspace it asks for does (same K blocking, decided from M, N, K), so
+ * both give the same bits.
  * C[i*ldc + j] = sum_k A[i*lda + k] * B[k*ldb + j] for 0 <= i < M, 0 <= j < N.
  * part / nparts (0 <= part < nparts): this call computes part `part` of C
  * cut in nparts pieces: row ranges (multiples of MR) when M has at least
@@ -52,7 +67,11 @@
  * over a block size does not leave a tiny remainder block.
  * Small M (fewer rows than SMALL_M) skips packing: B is streamed row by row
  * (four rows of B per step, C's row chunk stays in L1), which is what a
- * memory-bound GEMV wants. */
+ * memory-bound GEMV wants; with B prepacked, four panels are streamed at a
+ * time (eight independent accumulator chains per row, no C traffic).
+ * With B prepacked the KC x NC block is not copied: the micro-kernel reads
+ * the panels in place, with NC_HEAP-wide column blocks (fewer passes over
+ * A) and KC_HEAP-deep K blocks where _ex would take its workspace. */
 #include <stdint.h>
 
 typedef float v16f __attribute__((ext_vector_type(16)));
@@ -70,6 +89,8 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define KILN_GEMM_MR 6
 #endif
 #define MR KILN_GEMM_MR
+/* rows of the edge tile for a last row panel of 3 or 4 rows */
+#define MR4 (MR < 4 ? MR : 4)
 
 /* Block limits in elements. On the stack: KC x NR panel of B (32 KiB for
  * f32 x 16: L1), MC x KC block of A (144 KiB: L2), KC x NC block of B
@@ -176,11 +197,15 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
-  /* The MR x 2VL register tile over kc packed steps; writes C (first block)                     \
-   * or adds to it, only the mr x nr valid part. */                                              \
+  /* The R x W vectors register tile (R <= MR rows, W = 1 or 2 vectors; both                     \
+   * constants once inlined: the narrower tiles at the edges of C skip the                       \
+   * multiply-adds of zero-padded rows and columns) over kc packed steps (A                      \
+   * panels MR tall, B panels 2VL wide whatever R and W are); writes C                           \
+   * (first block) or adds to it, only the mr x nr valid part (mr <= R,                          \
+   * nr <= W * VL). Each element's sum is the same for every R and W. */                         \
   static inline __attribute__((always_inline)) void NAME##_micro(                                \
-      int64_t kc, const T *restrict Ap, const T *restrict Bp, T *restrict C, int64_t ldc,        \
-      int64_t mr, int64_t nr, int first) {                                                       \
+      int R, int W, int64_t kc, const T *restrict Ap, const T *restrict Bp, T *restrict C,       \
+      int64_t ldc, int64_t mr, int64_t nr, int first) {                                          \
     V acc[MR][2];                                                                                \
     _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
       acc[r][0] = (V)0;                                                                          \
@@ -188,28 +213,46 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
     /* C is read (or written) after the k loop: start fetching it now */                         \
     _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
-      __builtin_prefetch(C + r * ldc, 1, 3);                                                     \
-      __builtin_prefetch(C + r * ldc + 2 * VL - 1, 1, 3);                                        \
-    }                                                                                            \
-    for (int64_t k = 0; k < kc; k++) {                                                           \
-      V b0 = VLOAD(V, Bp), b1 = VLOAD(V, Bp + VL);                                               \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
-        V a = (V)Ap[r];                                                                          \
-        acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                                 \
-        acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                                 \
+      if (r < R) {                                                                               \
+        __builtin_prefetch(C + r * ldc, 1, 3);                                                   \
+        __builtin_prefetch(C + r * ldc + W * VL - 1, 1, 3);                                      \
       }                                                                                          \
-      Ap += MR;                                                                                  \
-      Bp += 2 * VL;                                                                              \
     }                                                                                            \
-    if (mr == MR && nr == 2 * VL) {                                                              \
+    if (R == MR && W == 2) { /* the main tile, as O3 likes it (unrolled by 2) */                 \
+      for (int64_t k = 0; k < kc; k++) {                                                         \
+        V b0 = VLOAD(V, Bp), b1 = VLOAD(V, Bp + VL);                                             \
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                        \
+          V a = (V)Ap[r];                                                                        \
+          acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                               \
+          acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                               \
+        }                                                                                        \
+        Ap += MR;                                                                                \
+        Bp += 2 * VL;                                                                            \
+      }                                                                                          \
+    } else { /* edge tiles: not unrolled (each is one more copy to compile) */                   \
+      _Pragma("clang loop unroll(disable)") for (int64_t k = 0; k < kc; k++) {                   \
+        V b0 = VLOAD(V, Bp), b1 = W == 2 ? VLOAD(V, Bp + VL) : (V)0;                             \
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                        \
+          if (r < R) {                                                                           \
+            V a = (V)Ap[r];                                                                      \
+            acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                             \
+            if (W == 2) acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                 \
+          }                                                                                      \
+        }                                                                                        \
+        Ap += MR;                                                                                \
+        Bp += 2 * VL;                                                                            \
+      }                                                                                          \
+    }                                                                                            \
+    if (mr == R && nr == W * VL) {                                                               \
       _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        if (r >= R) continue;                                                                    \
         T *c = C + r * ldc;                                                                      \
         if (first) {                                                                             \
           VSTORE(c, acc[r][0]);                                                                  \
-          VSTORE(c + VL, acc[r][1]);                                                             \
+          if (W == 2) VSTORE(c + VL, acc[r][1]);                                                 \
         } else {                                                                                 \
           VSTORE(c, VLOAD(V, c) + acc[r][0]);                                                    \
-          VSTORE(c + VL, VLOAD(V, c + VL) + acc[r][1]);                                          \
+          if (W == 2) VSTORE(c + VL, VLOAD(V, c + VL) + acc[r][1]);                              \
         }                                                                                        \
       }                                                                                          \
     } else {                                                                                     \
@@ -272,6 +315,65 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
+  /* Few rows, B prepacked (_pex): per row and chunk of SMALL_NB columns,                        \
+   * q <= 4 panels at a time, each element summed over all of K in k order                       \
+   * from zero, exactly as _small sums it (bit for bit the same results).                        \
+   * b: the first panel, ps: elements from one panel to the next, nlast: valid                   \
+   * columns of the q-th panel (the others are whole). */                                        \
+  static inline __attribute__((always_inline)) void NAME##_spanels(                              \
+      int q, int64_t K, const T *restrict a, const T *restrict b, int64_t ps, T *restrict c,     \
+      int64_t nlast) {                                                                           \
+    V acc[4][2];                                                                                 \
+    _Pragma("clang loop unroll(full)") for (int p = 0; p < 4; p++) {                             \
+      acc[p][0] = (V)0;                                                                          \
+      acc[p][1] = (V)0;                                                                          \
+    }                                                                                            \
+    for (int64_t k = 0; k < K; k++) {                                                            \
+      V av = (V)a[k];                                                                            \
+      _Pragma("clang loop unroll(full)") for (int p = 0; p < 4; p++) {                           \
+        if (p < q) {                                                                             \
+          const T *bk = b + p * ps + k * 2 * VL;                                                 \
+          acc[p][0] = __builtin_elementwise_fma(av, VLOAD(V, bk), acc[p][0]);                    \
+          acc[p][1] = __builtin_elementwise_fma(av, VLOAD(V, bk + VL), acc[p][1]);               \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+    _Pragma("clang loop unroll(full)") for (int p = 0; p < 4; p++) {                             \
+      if (p < q - 1 || (p == q - 1 && nlast == 2 * VL)) {                                        \
+        VSTORE(c + p * 2 * VL, acc[p][0]);                                                       \
+        VSTORE(c + p * 2 * VL + VL, acc[p][1]);                                                  \
+      } else if (p == q - 1) {                                                                   \
+        T tile[2 * VL];                                                                          \
+        VSTORE(&tile[0], acc[p][0]);                                                             \
+        VSTORE(&tile[VL], acc[p][1]);                                                            \
+        COLD for (int64_t j = 0; j < nlast; j++) c[p * 2 * VL + j] = tile[j];                    \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
+  static void NAME##_small_packed(int64_t M, int64_t N, int64_t K, const T *restrict A,          \
+                                  int64_t lda, const T *restrict Bp, T *restrict C, int64_t ldc, \
+                                  NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) { \
+    const int64_t ps = K * 2 * VL;                                                               \
+    for (int64_t i = 0; i < M; i++) {                                                            \
+      const T *a = A + i * lda;                                                                  \
+      T *c = C + i * ldc;                                                                        \
+      for (int64_t j0 = 0; j0 < N; j0 += SMALL_NB) { /* SMALL_NB: a multiple of 2 * VL */        \
+        int64_t nb = MIN(SMALL_NB, N - j0);                                                      \
+        int64_t jp = 0;                                                                          \
+        for (; jp + 8 * VL <= nb; jp += 8 * VL)                                                  \
+          NAME##_spanels(4, K, a, Bp + (j0 + jp) / (2 * VL) * ps, ps, c + j0 + jp, 2 * VL);      \
+        int64_t rest = nb - jp, q = CEILDIV(rest, 2 * VL), nlast = rest - (q - 1) * 2 * VL;      \
+        const T *b = Bp + (j0 + jp) / (2 * VL) * ps;                                             \
+        if (q == 4) NAME##_spanels(4, K, a, b, ps, c + j0 + jp, nlast); /* last partial */       \
+        else if (q == 3) NAME##_spanels(3, K, a, b, ps, c + j0 + jp, nlast);                     \
+        else if (q == 2) NAME##_spanels(2, K, a, b, ps, c + j0 + jp, nlast);                     \
+        else if (q == 1) NAME##_spanels(1, K, a, b, ps, c + j0 + jp, nlast);                     \
+        if (epi) epi(epi_ctx, i_off + i, j_off + j0, 1, nb, c + j0, ldc);                        \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+                                                                                                 \
   /* Elements of caller workspace the entry wants for this shape (0: none;                       \
    * its own stack buffers then hold the B block, NC_STACK columns wide). */                     \
   int64_t NAME##_work(int64_t M, int64_t N, int64_t K);                                          \
@@ -282,11 +384,14 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
                                                                                                  \
   /* The piece rows [0, M) x columns [0, N) of the pointers given (i_off,                        \
    * j_off: where it sits in the whole C, for the epilogue), K blocked by                        \
-   * kc_b (decided from the whole problem), packed unless small. */                              \
-  static void NAME##_piece(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,    \
-                           const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,         \
-                           T *restrict work, int heap, int small, int64_t kc_b,                  \
-                           NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) {        \
+   * kc_b (decided from the whole problem), packed unless small. packed: B                       \
+   * is the piece's first panel of a prepacked B (_pex), ldb and work                            \
+   * unused: the A block, even a KC_HEAP deep one, fits in the stack buffer                      \
+   * that holds the B block when B is not prepacked. */                                          \
+  static inline __attribute__((always_inline)) void NAME##_piece(                                \
+      int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda, const T *restrict B,    \
+      int64_t ldb, T *restrict C, int64_t ldc, T *restrict work, int heap, int small,            \
+      int64_t kc_b, NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off, int packed) {   \
     if (M <= 0 || N <= 0) return;                                                                \
     if (K <= 0) {                                                                                \
       COLD for (int64_t i = 0; i < M; i++)                                                       \
@@ -295,30 +400,53 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
       return;                                                                                    \
     }                                                                                            \
     if (small) {                                                                                 \
-      NAME##_small(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);                 \
+      if (packed) NAME##_small_packed(M, N, K, A, lda, B, C, ldc, epi, epi_ctx, i_off, j_off);   \
+      else NAME##_small(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);            \
       return;                                                                                    \
     }                                                                                            \
-    T Bstack[KC_MAX * NC_STACK] __attribute__((aligned(64)));                                    \
-    T Astack[KC_MAX * MC_MAX] __attribute__((aligned(64)));                                      \
+    /* the B block, then the A block; a prepacked B leaves it all to A */                        \
+    T stack[KC_MAX * NC_STACK + KC_MAX * MC_MAX] __attribute__((aligned(64)));                   \
+    _Static_assert(KC_HEAP * MC_MAX <= KC_MAX * NC_STACK + KC_MAX * MC_MAX, "A block");          \
     /* wide B blocks (fewer passes over A) in the caller's workspace */                          \
-    T *Bp = heap ? (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63) : Bstack;                      \
-    T *Ap = heap ? Bp + KC_HEAP * NC_HEAP : Astack;                                              \
-    int64_t nc_b = block_size(N, heap ? NC_HEAP : NC_STACK, 2 * VL);                             \
+    T *wal = heap && !packed ? (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63) : 0;               \
+    T *Bp = packed ? 0 : heap ? wal : stack;                                                     \
+    T *Ap = packed ? stack : heap ? wal + KC_HEAP * NC_HEAP : stack + KC_MAX * NC_STACK;         \
+    int64_t nc_b = block_size(N, heap || packed ? NC_HEAP : NC_STACK, 2 * VL);                   \
     int64_t mc_b = block_size(M, MC_MAX, MR);                                                    \
     for (int64_t jc = 0; jc < N; jc += nc_b) {                                                   \
       int64_t nc = MIN(nc_b, N - jc);                                                            \
       for (int64_t pc = 0; pc < K; pc += kc_b) {                                                 \
         int64_t kc = MIN(kc_b, K - pc);                                                          \
-        NAME##_pack_b(kc, nc, B + pc * ldb + jc, ldb, Bp);                                       \
+        /* Bb + (jr / 2VL) * ps: the kc x 2VL panel of columns jc + jr.. */                      \
+        const T *Bb;                                                                             \
+        int64_t ps;                                                                              \
+        if (packed) {                                                                            \
+          Bb = B + jc * K + pc * 2 * VL; /* panel jc / 2VL, row pc */                            \
+          ps = K * 2 * VL;                                                                       \
+        } else {                                                                                 \
+          NAME##_pack_b(kc, nc, B + pc * ldb + jc, ldb, Bp);                                     \
+          Bb = Bp;                                                                               \
+          ps = kc * 2 * VL;                                                                      \
+        }                                                                                        \
         for (int64_t ic = 0; ic < M; ic += mc_b) {                                               \
           int64_t mc = MIN(mc_b, M - ic);                                                        \
           NAME##_pack_a(mc, kc, A + ic * lda + pc, lda, Ap);                                     \
           for (int64_t jr = 0; jr < nc; jr += 2 * VL) {                                          \
             int64_t nr = MIN(2 * VL, nc - jr);                                                   \
+            const T *bp = Bb + jr / (2 * VL) * ps;                                               \
             for (int64_t ir = 0; ir < mc; ir += MR) {                                            \
               int64_t mr = MIN(MR, mc - ir);                                                     \
-              NAME##_micro(kc, Ap + ir * kc, Bp + jr * kc,                                       \
-                           C + (ic + ir) * ldc + jc + jr, ldc, mr, nr, pc == 0);                 \
+              const T *ap = Ap + ir * kc;                                                        \
+              T *cp = C + (ic + ir) * ldc + jc + jr;                                             \
+              int first = pc == 0;                                                               \
+              /* edge tiles: fewer rows (a 4-row tile) or one vector */                          \
+              if (nr > VL) {                                                                     \
+                if (mr > MR4) NAME##_micro(MR, 2, kc, ap, bp, cp, ldc, mr, nr, first);           \
+                else NAME##_micro(MR4, 2, kc, ap, bp, cp, ldc, mr, nr, first);                   \
+              } else {                                                                           \
+                if (mr > MR4) NAME##_micro(MR, 1, kc, ap, bp, cp, ldc, mr, nr, first);           \
+                else NAME##_micro(MR4, 1, kc, ap, bp, cp, ldc, mr, nr, first);                   \
+              }                                                                                  \
             }                                                                                    \
           }                                                                                      \
           if (epi && pc + kc >= K)                                                               \
@@ -328,18 +456,16 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
-  void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
-                 const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
-                 T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
-                 void *epi_ctx);                                                                 \
-  void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
-                 const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
-                 T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
-                 void *epi_ctx) {                                                                \
-    if (M <= 0 || N <= 0 || nparts < 1 || part < 0 || part >= nparts) return;                   \
+  /* _ex and _pex: packed says which B they got. */                                              \
+  static inline __attribute__((always_inline)) void NAME##_run(                                  \
+      int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda, const T *restrict B,    \
+      int64_t ldb, T *restrict C, int64_t ldc, T *restrict work, int64_t part, int64_t nparts,   \
+      NAME##_epi epi, void *epi_ctx, int packed) {                                               \
+    if (M <= 0 || N <= 0 || nparts < 1 || part < 0 || part >= nparts) return;                    \
     /* how every element is summed: from the whole problem, never the piece */                   \
     int small = M < SMALL_M;                                                                     \
-    int heap = !small && work && NAME##_work(M, N, K) > 0;                                       \
+    /* _pex blocks K as _ex does with the workspace it asks for */                               \
+    int heap = !small && (work || packed) && NAME##_work(M, N, K) > 0;                           \
     int64_t kc_b = block_size(K, heap ? KC_HEAP : KC_MAX, 1);                                    \
     int64_t m0 = 0, m1 = M, n0 = 0, n1 = N;                                                      \
     if (nparts > 1) {                                                                            \
@@ -357,8 +483,35 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
       }                                                                                          \
       if (m0 >= m1 || n0 >= n1) return;                                                          \
     }                                                                                            \
-    NAME##_piece(m1 - m0, n1 - n0, K, A + m0 * lda, lda, B + n0, ldb, C + m0 * ldc + n0, ldc,    \
-                 work, heap, small, kc_b, epi, epi_ctx, m0, n0);                                 \
+    /* a prepacked B's column n0 (a multiple of 2 VL) starts panel n0 / 2VL,                     \
+     * n0 * K elements in */                                                                     \
+    NAME##_piece(m1 - m0, n1 - n0, K, A + m0 * lda, lda, packed ? B + n0 * K : B + n0, ldb,      \
+                 C + m0 * ldc + n0, ldc, work, heap, small, kc_b, epi, epi_ctx, m0, n0, packed); \
+  }                                                                                              \
+                                                                                                 \
+  void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
+                 const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
+                 T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
+                 void *epi_ctx);                                                                 \
+  void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
+                 const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
+                 T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
+                 void *epi_ctx) {                                                                \
+    NAME##_run(M, N, K, A, lda, B, ldb, C, ldc, work, part, nparts, epi, epi_ctx, 0);            \
+  }                                                                                              \
+                                                                                                 \
+  /* B prepacked: Bp holds ceil(N / 2VL) panels of K x 2VL elements, panel p                     \
+   * at Bp + p * K * 2VL, element (k, j) of B at Bp[(j / 2VL) * K * 2VL +                        \
+   * k * 2VL + j % 2VL], zeros past column N (the layout rt_prepack writes).                     \
+   * No workspace: the stack buffers suffice. The same results bit for bit                       \
+   * as _ex given the workspace _work asks for. */                                               \
+  void NAME##_pex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,             \
+                  const T *restrict Bp, T *restrict C, int64_t ldc, int64_t part,                \
+                  int64_t nparts, NAME##_epi epi, void *epi_ctx);                                \
+  void NAME##_pex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,             \
+                  const T *restrict Bp, T *restrict C, int64_t ldc, int64_t part,                \
+                  int64_t nparts, NAME##_epi epi, void *epi_ctx) {                               \
+    NAME##_run(M, N, K, A, lda, Bp, 0, C, ldc, 0, part, nparts, epi, epi_ctx, 1);                \
   }                                                                                              \
                                                                                                  \
   /* the whole C, no epilogue */                                                                 \

@@ -4,21 +4,27 @@
  *
  * Shape errors come from ir_solve_symbols, the very function the reference
  * interpreter uses, so both report the same messages. The intermediates
- * share one 64-byte aligned arena per execute (one allocation), at offsets
+ * share one 64-byte aligned arena per execute (one block, which the model
+ * keeps for the next execute: between executes it holds at most its peak
+ * arena, freed with it), at offsets
  * the memory planner (plan.c) computes by lifetime and caches per symbol
  * binding; with KILN_POISON_ARENA=1 (read at a model's first execute) the
  * arena is filled with a NaN pattern first, so a kernel reading memory
  * nobody wrote shows. An output produced by a kernel is written straight
  * into the output tensor; an output that is a graph input, a constant, a
- * weight or a repeat of an earlier output is copied at the end. The model is
+ * weight or a repeat of an earlier output is copied at the end. A matmul
+ * operand the model keeps packed (prepack.c: a constant or weight B) is
+ * passed as its packed copy instead of the data. The model is
  * only read here (except the planner's cache, under its own lock, and the
- * one cached scratch block, taken and given back with atomic exchanges),
+ * cached scratch and arena blocks, taken and given back with atomic
+ * exchanges),
  * so executes may run concurrently. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+#include "prepack.h"
 #include "rt.h"
 #include "variants.h"
 
@@ -41,7 +47,8 @@ typedef struct exec_state {
   int64_t *syms;
   void **bufs;      /* per value id */
   size_t *offs;     /* per intermediate: offset in the arena */
-  void *arena;      /* the intermediates' memory, allocated here (or NULL) */
+  void *arena;      /* the intermediates' memory (or NULL): in arena_blk */
+  char *arena_blk;  /* the arena's block (arena_take), or NULL */
   bool *direct;     /* per output: the kernel writes into the output tensor */
   kiln_tensor **fresh; /* per output: tensors allocated here */
   void **args;      /* one node's buffers */
@@ -155,13 +162,36 @@ static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_stat
   return 0;
 }
 
+/* An arena block: RT_ALIGN bytes of header (its capacity, a size_t) then
+ * the arena. The model keeps the block of the last execute that gave one
+ * back (exec_arena, taken and given back with atomic exchanges like the
+ * scratch block): a fresh malloc + free of a block this size each execute
+ * could make glibc grow and trim its heap every time (brk, then page
+ * faults on the fresh pages: ~40 us of mlp batch 64's ~530, measured). */
+static char *arena_take(kiln_model *m, size_t total) {
+  char *blk = atomic_exchange_explicit(&m->exec_arena, NULL, memory_order_acquire);
+  if (blk && *(size_t *)blk >= total) return blk;
+  free(blk);
+  if (total > SIZE_MAX - RT_ALIGN) return NULL;
+  if ((blk = rt_aligned_alloc(total + RT_ALIGN))) *(size_t *)blk = total;
+  return blk;
+}
+
+static void arena_give(kiln_model *m, char *blk) {
+  char *none = NULL;
+  if (blk && !atomic_compare_exchange_strong_explicit(&m->exec_arena, &none, blk,
+                                                      memory_order_release, memory_order_relaxed))
+    free(blk); /* another execute kept its block first */
+}
+
 static int alloc_intermediates(kiln_model *m, exec_state *x, kiln_status *st) {
   rt_plan_view v;
   if (rt_plan_lookup(m, x->syms, &v, x->offs, st) < 0) return -1;
   if (v.n == 0) return 0;
-  if (!(x->arena = rt_aligned_alloc(v.total))) /* at least RT_ALIGN bytes: never NULL */
+  if (!(x->arena_blk = arena_take(m, v.total)))
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                   "out of memory: %zu bytes for the arena of %d intermediates", v.total, v.n);
+  x->arena = x->arena_blk + RT_ALIGN;
   if (v.poison) rt_plan_poison(x->arena, v.total);
   for (int k = 0; k < v.n; k++) x->bufs[v.ids[k]] = (char *)x->arena + x->offs[k];
   return 0;
@@ -183,6 +213,8 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
     int k = 0;
     for (int j = 0; j < n->nin; j++) x->args[k++] = x->bufs[n->in[j]->id];
     for (int j = 0; j < n->nout; j++) x->args[k++] = x->bufs[n->out[j]->id];
+    if (m->prepack_use && m->prepack_use[i].operand >= 0) /* B packed once (prepack.c) */
+      x->args[m->prepack_use[i].operand] = m->prepack[m->prepack_use[i].src].data;
     int32_t rc = rt_variant_run(m, var, i, x->args, x->syms); /* var NULL: generic */
     if (rc != 0) {
       const char *opn = ir_op_get(n->op)->name;
@@ -237,6 +269,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   p += nv * sizeof(size_t);
   x.direct = (bool *)p;
   x.arena = NULL;
+  x.arena_blk = NULL;
   rt_variant *var = NULL; /* variants.c: the specialized variant in use, if any */
 
   int rc = -1;
@@ -261,7 +294,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   rt_ok(st);
 done:
   rt_variant_release(m, var);
-  free(x.arena);
+  arena_give(m, x.arena_blk);
   for (size_t i = 0; i < no; i++) kiln_tensor_free(x.fresh[i]);
   void *none = NULL;
   if (!atomic_compare_exchange_strong_explicit(&m->exec_scratch, &none, mem, memory_order_release,

@@ -2,14 +2,19 @@
  * weight metadata, binding weights, and calling a kernel.
  *
  * Compile clones the caller's graph (the model never points into it),
- * verifies the clone (which also rebuilds its run-time shape checks), then
+ * verifies the clone (which also rebuilds its run-time shape checks), binds
+ * its custom ops to the context's kernel libraries and fuses it
+ * (rt_graph_prepare_libs: binding first, so elementwise custom kernels can
+ * join fused chains), then
  * for each kernel node: its canonical text (ir_kernel_text, with the map from
  * the kernel's symbols to the graph's) -> the context's memory cache, which
  * returns the loaded kernel of that text's key, compiling it on a miss
  * (cache_mem.h: thread-safe, the JIT lock is taken there). Kernels equal up
  * to symbol names share one entry across nodes, models and graphs. After
  * compile the model is read-only except for weight bindings, so executes may
- * run concurrently. */
+ * run concurrently. Matmuls whose B is a constant or a weight read a copy
+ * packed once (prepack.c): at compile for constants, at each bind for
+ * weights. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +24,7 @@
 #include "cache_mem.h"
 #include "kernel_lib.h"
 #include "placement.h"
+#include "prepack.h"
 #include "rt.h"
 #include "pool.h"
 #include "variants.h"
@@ -208,12 +214,20 @@ static bool fusion_enabled(void) {
                  !strcasecmp(v, "false")));
 }
 
-int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st) {
+/* Custom kernels are bound between verify and fusion: fusion takes the
+ * elementwise ones (kiln.elementwise, stamped by the bind) into chains. */
+int rt_graph_prepare_libs(ir_graph *g, rt_kernel_libs *libs, const char *filename,
+                          kiln_status *st) {
   ir_diag d = {0};
   if (ir_graph_verify(g, &d) < 0) return rt_err_diag(st, KILN_ERR_VERIFY, filename, &d);
+  if (libs && rt_kernel_libs_bind(libs, g, st) < 0) return -1;
   if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   return 0;
+}
+
+int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st) {
+  return rt_graph_prepare_libs(g, NULL, filename, st);
 }
 
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
@@ -233,15 +247,18 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
     goto fail;
   }
-  if (rt_graph_prepare(m->g, NULL, st) < 0) goto fail;
   /* custom kernels: their library's hash goes into the kernel text (keys) */
-  if (rt_kernel_libs_bind(ctx->libs, m->g, st) < 0) goto fail;
+  if (rt_graph_prepare_libs(m->g, ctx->libs, NULL, st) < 0) goto fail;
   if (rt_place_check_host(m->g, st) < 0) goto fail; /* values on a GPU: a device model's */
   if (m->g->noutputs < 1) {
     rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
     goto fail;
   }
-  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0) goto fail;
+  /* constant GEMM operands packed once (prepack.c): the matmuls that read
+   * them are marked before any kernel text is made (their keys differ) */
+  if (rt_prepack_mark(m->g, ctx, st) < 0) goto fail;
+  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0 || rt_prepack_init(m, st) < 0)
+    goto fail;
   m->kernels = calloc((size_t)(m->g->nnodes ? m->g->nnodes : 1), sizeof *m->kernels);
   if (!m->kernels) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -298,6 +315,7 @@ KILN_API void kiln_model_free(kiln_model *m) {
     pthread_mutex_unlock(&m->ctx->lock);
   }
   rt_variants_free(m, m->variants);
+  rt_prepack_free(m);
   if (m->kentries)
     for (int i = 0; i < m->g->nnodes; i++) rt_cache_mem_release(m->ctx->kcache, m->kentries[i]);
   if (m->ksym_map)
@@ -320,6 +338,7 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->kernels);
   free(m->work);
   free(atomic_load(&m->exec_scratch));
+  free(atomic_load(&m->exec_arena));
   ir_graph_free(m->g);
   free(m);
 }
@@ -455,6 +474,7 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
     if (p->dim_static[a] >= 0 && p->dim_static[a] != t->shape[a])
       return rt_err(st, KILN_ERR_SHAPE, "weight '%s': axis %d expected %lld, got %lld", name, a,
                     (long long)p->dim_static[a], (long long)t->shape[a]);
+  if (rt_prepack_bind(m, w, t, st) < 0) return -1; /* a packed copy for the GEMMs */
   m->weights[w].bound = t;
   rt_ok(st);
   return 0;

@@ -109,8 +109,16 @@ struct kiln_model {
   atomic_int specialize;        /* 0: the context's policy, else kiln_specialize_policy + 1 */
   /* ---- threads (model.c, pool.c) ---- */
   int64_t *work; /* g->nnodes entries: rt_node_work with static dims, -1 when symbolic */
+  /* ---- prepacked GEMM operands (prepack.c, prepack.h) ----
+   * nprepack sources (weights, constants) with their packed copies;
+   * prepack_use: g->nnodes entries (the operand that reads a packed copy,
+   * and which), or NULL when no node does. */
+  struct rt_prepack *prepack;
+  int nprepack;
+  struct rt_prepack_use *prepack_use;
   /* ---- execute (execute.c) ---- */
   _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
+  _Atomic(char *) exec_arena;   /* one execute's arena block kept for the next, or NULL */
 };
 
 /* Run node `node`'s kernel on args (operands then results) with the graph's

@@ -11,7 +11,9 @@
  * fold to constants after inlining), N over 256 with M >= 4 (the wide B
  * block in malloc'd workspace, one or two blocks), batched with broadcasting, f32 and
  * f64, two matmuls sharing one module (the template is linked once), NaN /
- * inf operands, and 512 x 512 x 512 once.
+ * inf operands, and 512 x 512 x 512 once. The prepacked-B entries (_pex)
+ * of every width against _ex bit for bit (tests/test_prepack.c covers them
+ * through models).
  * Tolerance: |a|, |b| <= 1, so each output is a K-term dot product; the
  * template sums in blocks with FMA, the oracle in index order in double:
  * atol = 1e-6 * K (f32) / 1e-15 * K (f64), as tests/test_ops_matmul.c
@@ -32,6 +34,7 @@
 #include "jit/jit.h"
 #include "jit/lower.h"
 #include "jit/template.h"
+#include "src/prepack.h"
 #include "support/gtext.h"
 #include "support/oracle.h"
 
@@ -374,6 +377,83 @@ static void check_entry(void *fnp, gemm_work_fn workfn, bool f64, const char *wh
   }
 }
 
+/* The prepacked entry (_pex) against _ex on the same data: B packed by the
+ * runtime's packer (src/prepack.c) with the entry's panel width, every M
+ * class (small, packed, one or more blocks, N over the workspace's 2048
+ * columns), parts 1 and 3 (every part's piece written, nothing else): the
+ * same bits as _ex given the workspace it asks for. */
+typedef void (*gemm_pex_fn)(int64_t, int64_t, int64_t, const void *, int64_t, const void *,
+                            void *, int64_t, int64_t, int64_t, void *, void *);
+typedef void (*gemm_ex_fn)(int64_t, int64_t, int64_t, const void *, int64_t, const void *,
+                           int64_t, void *, int64_t, void *, int64_t, int64_t, void *, void *);
+
+static void check_pentry(void *exp, void *pexp, gemm_work_fn workfn, bool f64, int64_t nr,
+                         const char *what) {
+  static const int dims[] = {0, 1, 3, 4, 5, 6, 7, 16, 17, 33, 65, 129, 300, 520};
+  int nd = (int)(sizeof dims / sizeof dims[0]);
+  uint64_t s = 7;
+  gemm_ex_fn ex = (gemm_ex_fn)(uintptr_t)exp;
+  gemm_pex_fn pex = (gemm_pex_fn)(uintptr_t)pexp;
+  for (int t = 0; t < 50; t++) {
+    int64_t M = dims[lcg(&s) % (uint64_t)nd], N = dims[lcg(&s) % (uint64_t)nd];
+    int64_t K = t == 0 ? 300 : dims[lcg(&s) % (uint64_t)nd];
+    if (t == 1) M = 64, N = 520, K = 300; /* the wide block with the workspace */
+    if (t == 2) M = 13, N = 2100, K = 70;  /* two of them */
+    int64_t lda = K + 3, ldc = N + 2;
+    ir_dtype dt = f64 ? IR_DT_F64 : IR_DT_F32;
+    size_t sz = f64 ? sizeof(double) : sizeof(float);
+    char *a = malloc(sz * (size_t)(M * lda + 1)), *b = malloc(sz * (size_t)(K * N + 1));
+    char *c1 = malloc(sz * (size_t)(M * ldc + 1)), *c2 = malloc(sz * (size_t)(M * ldc + 1));
+    size_t pb = rt_prepack_bytes(dt, K, N, nr);
+    char *bp = malloc(pb + 64);
+    cr_assert(a && b && c1 && c2 && bp);
+    for (int64_t i = 0; i < M * lda; i++) {
+      double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
+      if (f64) ((double *)a)[i] = v;
+      else ((float *)a)[i] = (float)v;
+    }
+    for (int64_t i = 0; i < K * N; i++) {
+      double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
+      if (f64) ((double *)b)[i] = v;
+      else ((float *)b)[i] = (float)v;
+    }
+    rt_prepack_pack(b, dt, K, N, nr, bp);
+    for (int nparts = 1; nparts <= 3; nparts += 2) {
+      int64_t need = workfn(M, N, K);
+      cr_assert(need >= 0);
+      void *w1 = need > 0 ? malloc(sz * (size_t)need) : NULL;
+      memset(c1, 0xff, sz * (size_t)(M * ldc + 1));
+      memset(c2, 0xff, sz * (size_t)(M * ldc + 1));
+      for (int64_t part = 0; part < nparts; part++) {
+        ex(M, N, K, a, lda, b, N, c1, ldc, w1, part, nparts, NULL, NULL);
+        pex(M, N, K, a, lda, bp, c2, ldc, part, nparts, NULL, NULL);
+      }
+      free(w1);
+      for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < ldc; j++) {
+          size_t e = (size_t)(i * ldc + j) * sz;
+          bool same = memcmp(c1 + e, c2 + e, sz) == 0;
+          double got = f64 ? ((double *)c2)[i * ldc + j] : ((float *)c2)[i * ldc + j];
+          if (j >= N) {
+            cr_assert(got != got, "%s: M=%lld N=%lld K=%lld wrote C[%lld, %lld] past N", what,
+                      (long long)M, (long long)N, (long long)K, (long long)i, (long long)j);
+            continue;
+          }
+          cr_assert(same && got == got,
+                    "%s: M=%lld N=%lld K=%lld parts %d: C[%lld, %lld] = %.17g, _ex gave %.17g",
+                    what, (long long)M, (long long)N, (long long)K, nparts, (long long)i,
+                    (long long)j, got,
+                    f64 ? ((double *)c1)[i * ldc + j] : ((float *)c1)[i * ldc + j]);
+        }
+    }
+    free(a);
+    free(b);
+    free(c1);
+    free(c2);
+    free(bp);
+  }
+}
+
 static void check_entries(const char *cpu, const char *features) {
   static const char *entries[] = {"kiln_gemm_f32_v16", "kiln_gemm_f32_v8", "kiln_gemm_f64_v8",
                                   "kiln_gemm_f64_v4"};
@@ -389,10 +469,11 @@ static void check_entries(const char *cpu, const char *features) {
   LLVMAddAttributeAtIndex(f.fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(ctx, "target-features", 15, features,
                                                     (unsigned)strlen(features)));
+  static const char *suffix[] = {"", "_work", "_ex", "_pex"};
   for (int i = 0; i < 4; i++)
-    for (int w = 0; w < 2; w++) {
+    for (int w = 0; w < 4; w++) {
       char name[64];
-      snprintf(name, sizeof name, "%s%s", entries[i], w ? "_work" : "");
+      snprintf(name, sizeof name, "%s%s", entries[i], suffix[w]);
       LLVMValueRef e = jit_template_function(&f, JIT_TMPL_GEMM, name);
       cr_assert_not_null(e, "%s: %s", name, err);
       LLVMSetLinkage(e, LLVMExternalLinkage); /* so the JIT exports it */
@@ -422,8 +503,18 @@ static void check_entries(const char *cpu, const char *features) {
     cr_assert(le == NULL && waddr != 0, "lookup %s", wname);
     char what[96];
     snprintf(what, sizeof what, "%s (%s)", entries[i], cpu);
-    check_entry((void *)(uintptr_t)addr, (gemm_work_fn)(uintptr_t)waddr,
-                strstr(entries[i], "f64") != NULL, what);
+    bool f64 = strstr(entries[i], "f64") != NULL;
+    check_entry((void *)(uintptr_t)addr, (gemm_work_fn)(uintptr_t)waddr, f64, what);
+    LLVMOrcExecutorAddress xaddr = 0, paddr = 0;
+    char xname[64], pname[64];
+    snprintf(xname, sizeof xname, "%s_ex", entries[i]);
+    snprintf(pname, sizeof pname, "%s_pex", entries[i]);
+    cr_assert(LLVMOrcLLJITLookup(jit, &xaddr, xname) == NULL && xaddr, "lookup %s", xname);
+    cr_assert(LLVMOrcLLJITLookup(jit, &paddr, pname) == NULL && paddr, "lookup %s", pname);
+    bool wide = strstr(entries[i], "_v16") || strstr(entries[i], "f64_v8");
+    check_pentry((void *)(uintptr_t)xaddr, (void *)(uintptr_t)paddr,
+                 (gemm_work_fn)(uintptr_t)waddr, f64,
+                 jit_gemm_panel_width(wide, f64 ? IR_DT_F64 : IR_DT_F32), what);
   }
   le = LLVMOrcDisposeLLJIT(jit);
   if (le) LLVMConsumeError(le);

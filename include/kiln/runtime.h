@@ -84,7 +84,16 @@ KILN_API int kiln_model_weight_rank(const kiln_model *m, int i);
 KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis);
 /* Bind a weight by name. The model borrows t's memory (keep it alive until
  * the model is freed or the weight is bound again); dtype and shape are
- * checked against the graph. Not thread-safe against a running execute. */
+ * checked against the graph. Where the weight is the B operand of an f32 /
+ * f64 mo.matmul and has a static rank-2 shape, the model also packs a copy
+ * of it now, in the GEMM's layout (ceil(N / 32) * 32 * K elements on an
+ * AVX-512 host, 16 wide otherwise; freed when the weight is bound again or
+ * the model is freed), and those matmuls read the copy: changes to t's data
+ * after binding are not seen by them until the weight is bound again
+ * (other ops read t's memory at each execute, so until then they may see
+ * the new values and the matmuls the old). Bind again after changing the
+ * data. Fails (the previous binding stays) when the copy cannot be
+ * allocated. Not thread-safe against a running execute. */
 KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_tensor *t,
                                     kiln_status *st);
 

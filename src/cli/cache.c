@@ -26,6 +26,7 @@
 
 #include "../cache_disk.h"
 #include "../cache_mem.h"
+#include "../prepack.h"
 #include "../rt.h"
 #include "cache_cli.h"
 #include "cli.h"
@@ -438,6 +439,8 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
   /* the runtime's target and options, without a store of the context's own */
   setenv("KILN_CACHE", "off", 1);
   if (!(j->ctx = kiln_context_new(j->st))) return fail_st(cmd, j->st);
+  /* as kiln_model_compile does: matmuls reading a constant B take it packed */
+  if (rt_prepack_mark(j->ir, j->ctx, j->st) < 0) return fail_st(cmd, j->st);
   rt_cache_mem *mem = rt_context_cache(j->ctx);
   j->k = calloc((size_t)j->ir->nnodes + 1, sizeof *j->k);
   if (!j->k) {

@@ -1,0 +1,234 @@
+/* prepack.c - constant GEMM operands packed once (see prepack.h): marking
+ * the matmuls whose B is a constant or a weight, the per-model packed
+ * copies, and the packing itself.
+ *
+ * Assumes: the graph was prepared (rt_graph_prepare: verified, fused) and
+ * is the model's own clone; the packed layout written here is the one
+ * kernels-templates/gemm.c documents under "Prepacked B" (panels of NR
+ * columns, each K x NR row-major, zeros past column N), NR as
+ * jit_gemm_panel_width gives it for the JIT engine's target, the same
+ * function jit/matmul.c checks the attribute against.
+ * Guarantees: a node carries kiln.packed_b only when the runtime passes the
+ * packed copy for that operand (rt_prepack_init records every marked node;
+ * a marked node whose source cannot be found is an error, never a kernel
+ * reading raw data as panels); a bound weight that feeds a marked matmul
+ * always has a packed copy of the data it was bound with (a failed pack
+ * leaves the previous binding whole). Memory: one copy per source, shared
+ * by every matmul that reads it, ceil(N / NR) * NR * K elements (mlp's
+ * fc1.weight [784, 512] f32: 1.53 MiB), freed on rebind and with the model.
+ * Threads: bind is not safe against a running execute (runtime.h says so);
+ * the execute only reads the tables. */
+#include "prepack.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* "+feat" as a whole entry of a comma-separated feature list. */
+static bool has_feature(const char *list, const char *feat) {
+  size_t fl = strlen(feat);
+  for (const char *p = list; p && *p;) {
+    const char *end = strchr(p, ',');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len == fl + 1 && p[0] == '+' && memcmp(p + 1, feat, fl) == 0) return true;
+    if (!end) break;
+    p = end + 1;
+  }
+  return false;
+}
+
+static bool is_source(const ir_node *n) {
+  return n && (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL);
+}
+
+/* B's type qualifies: f32 / f64, rank 2, static dims. */
+static bool packable_type(const ir_type *t) {
+  if (t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64) return false;
+  if (t->rank != 2) return false;
+  return ir_dim_is_const(t->dims[0], NULL) && ir_dim_is_const(t->dims[1], NULL);
+}
+
+static int uses_in(const ir_graph *b, const ir_value *v) {
+  int n = 0;
+  for (int i = 0; i < b->nnodes; i++)
+    for (int j = 0; j < b->nodes[i]->nin; j++) n += b->nodes[i]->in[j] == v;
+  for (int i = 0; i < b->noutputs; i++) n += b->outputs[i] == v;
+  return n;
+}
+
+/* The matmul node (in g or in n's body) that reads a constant B through
+ * operand *operand of n, or NULL. */
+static ir_node *packable(const ir_node *n, int *operand) {
+  if (n->op == IR_OP_MATMUL && n->nin == 2 && is_source(n->in[1]->def) &&
+      packable_type(&n->in[1]->type)) {
+    *operand = 1;
+    return (ir_node *)n;
+  }
+  if (!n->body) return NULL;
+  const ir_graph *b = n->body;
+  for (int i = 0; i < b->nnodes; i++) {
+    ir_node *mm = b->nodes[i];
+    if (mm->op != IR_OP_MATMUL || mm->nin != 2) continue;
+    const ir_value *bv = mm->in[1];
+    if (bv->def || bv->index < 0 || bv->index >= n->nin || b->inputs[bv->index] != bv)
+      return NULL; /* B computed inside the body */
+    const ir_value *outer = n->in[bv->index];
+    if (!is_source(outer->def) || !packable_type(&bv->type) || uses_in(b, bv) != 1) return NULL;
+    *operand = bv->index;
+    return mm;
+  }
+  return NULL;
+}
+
+static bool carries_mark(const ir_node *n) {
+  if (n->op == IR_OP_MATMUL && ir_node_attr(n, "kiln.packed_b")) return true;
+  for (int i = 0; n->body && i < n->body->nnodes; i++)
+    if (carries_mark(n->body->nodes[i])) return true;
+  return false;
+}
+
+int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
+  bool avx512f = has_feature(jit_engine_features(ctx->jit), "avx512f");
+  for (int i = 0; i < g->nnodes; i++)
+    if (carries_mark(g->nodes[i]))
+      return rt_err(st, KILN_ERR_VERIFY,
+                    "graph @%s: mo.matmul (%%%s) carries kiln.packed_b, an attribute only the "
+                    "runtime sets",
+                    g->name, g->nodes[i]->nout > 0 ? g->nodes[i]->out[0]->name : "?");
+  int marked = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    ir_node *n = g->nodes[i];
+    int operand;
+    ir_node *mm = packable(n, &operand);
+    if (!mm) continue;
+    int64_t nr = jit_gemm_panel_width(avx512f, mm->in[1]->type.dtype);
+    if (nr <= 0) continue;
+    ir_graph *owner = mm == n ? g : n->body;
+    if (ir_node_set_attr_int(owner, mm, "kiln.packed_b", nr) < 0)
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory marking mo.matmul (%%%s)",
+                    n->out[0]->name);
+    marked++;
+  }
+  return marked;
+}
+
+size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr) {
+  if (K < 0 || N < 0 || nr <= 0) return 0;
+  int64_t panels = (N + nr - 1) / nr, elems;
+  if (__builtin_mul_overflow(panels, nr, &elems) || __builtin_mul_overflow(elems, K, &elems))
+    return 0;
+  size_t bytes;
+  if (__builtin_mul_overflow((size_t)elems, ir_dtype_size(dt), &bytes)) return 0;
+  return bytes;
+}
+
+void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, void *out) {
+  size_t es = ir_dtype_size(dt);
+  const char *src = b;
+  char *dst = out;
+  for (int64_t j0 = 0; j0 < N; j0 += nr) {
+    int64_t w = N - j0 < nr ? N - j0 : nr;
+    for (int64_t k = 0; k < K; k++) {
+      memcpy(dst, src + ((size_t)k * (size_t)N + (size_t)j0) * es, (size_t)w * es);
+      if (w < nr) memset(dst + (size_t)w * es, 0, (size_t)(nr - w) * es);
+      dst += (size_t)nr * es;
+    }
+  }
+}
+
+/* Index in m->prepack of the source (weight w or constant node c), added
+ * when new; -1 on out of memory. */
+static int source_index(kiln_model *m, int w, int c, const ir_type *t, int64_t nr, int *cap) {
+  for (int s = 0; s < m->nprepack; s++)
+    if (m->prepack[s].weight == w && m->prepack[s].node == c && m->prepack[s].nr == nr) return s;
+  if (m->nprepack == *cap) {
+    int nc = *cap ? *cap * 2 : 4;
+    rt_prepack *p = realloc(m->prepack, (size_t)nc * sizeof *p);
+    if (!p) return -1;
+    m->prepack = p;
+    *cap = nc;
+  }
+  rt_prepack *p = &m->prepack[m->nprepack];
+  *p = (rt_prepack){.weight = w, .node = c, .dtype = t->dtype, .nr = nr};
+  ir_dim_is_const(t->dims[0], &p->K);
+  ir_dim_is_const(t->dims[1], &p->N);
+  p->bytes = rt_prepack_bytes(t->dtype, p->K, p->N, nr);
+  if (p->bytes == 0 && p->K > 0 && p->N > 0) return -1;
+  return m->nprepack++;
+}
+
+int rt_prepack_init(kiln_model *m, kiln_status *st) {
+  const ir_graph *g = m->g;
+  int cap = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    int operand;
+    const ir_node *mm = packable(n, &operand);
+    int64_t nr = mm ? ir_node_attr_int(mm, "kiln.packed_b", 0) : 0;
+    if (nr <= 0) {
+      if (carries_mark(n)) /* marked, yet no source this file can feed it */
+        return rt_err(st, KILN_ERR_COMPILE, "mo.%s (%%%s): kiln.packed_b without a constant B",
+                      ir_op_get(n->op)->name, n->out[0]->name);
+      continue;
+    }
+    if (!m->prepack_use) {
+      m->prepack_use = malloc((size_t)g->nnodes * sizeof *m->prepack_use);
+      if (!m->prepack_use) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int k = 0; k < g->nnodes; k++) m->prepack_use[k] = (rt_prepack_use){-1, -1};
+    }
+    const ir_node *def = n->in[operand]->def;
+    int w = def->op == IR_OP_CONSTANT_EXTERNAL ? m->weight_of_node[def->id] : -1;
+    int c = w < 0 ? def->id : -1;
+    int s = source_index(m, w, c, &n->in[operand]->type, nr, &cap);
+    if (s < 0) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    m->prepack_use[i] = (rt_prepack_use){operand, s};
+  }
+  for (int s = 0; s < m->nprepack; s++) { /* constants: now */
+    rt_prepack *p = &m->prepack[s];
+    if (p->node < 0) continue;
+    if (!(p->data = rt_aligned_alloc(p->bytes)))
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory packing a constant (%zu bytes)",
+                    p->bytes);
+    rt_prepack_pack(m->const_data[p->node], p->dtype, p->K, p->N, p->nr, p->data);
+  }
+  return 0;
+}
+
+int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
+  for (int s = 0; s < m->nprepack; s++) {
+    rt_prepack *p = &m->prepack[s];
+    if (p->weight != w) continue;
+    if (t->rank != 2 || t->shape[0] != p->K || t->shape[1] != p->N)
+      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected shape [%lld, %lld]",
+                    m->weights[w].port.name, (long long)p->K, (long long)p->N);
+    if (p->bytes && !t->data)
+      return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "weight '%s': tensor data is NULL",
+                    m->weights[w].port.name);
+    void *data = rt_aligned_alloc(p->bytes);
+    if (!data)
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY,
+                    "weight '%s': out of memory packing it for the GEMM (%zu bytes)",
+                    m->weights[w].port.name, p->bytes);
+    rt_prepack_pack(t->data, p->dtype, p->K, p->N, p->nr, data);
+    free(p->data);
+    p->data = data;
+  }
+  return 0;
+}
+
+void rt_prepack_free(kiln_model *m) {
+  for (int s = 0; s < m->nprepack; s++) free(m->prepack[s].data);
+  free(m->prepack);
+  free(m->prepack_use);
+  m->prepack = NULL;
+  m->prepack_use = NULL;
+  m->nprepack = 0;
+}
+
+size_t rt_model_prepack_bytes(const kiln_model *m) {
+  size_t n = 0;
+  for (int s = 0; m && s < m->nprepack; s++)
+    if (m->prepack[s].data) n += m->prepack[s].bytes;
+  return n;
+}
+
+int rt_model_prepack_sources(const kiln_model *m) { return m ? m->nprepack : 0; }

@@ -1,0 +1,75 @@
+/* prepack.h - internal to src/: constant GEMM operands packed once (prepack.c).
+ *
+ * A mo.matmul whose B operand is a mo.constant or a mo.constant.external
+ * (a weight) of static rank-2 shape, f32 or f64, reads B in the GEMM
+ * template's panel layout (kernels-templates/gemm.c, "Prepacked B"). The
+ * model marks such matmuls with the attribute kiln.packed_b = NR (the panel
+ * width of the host's GEMM, jit_gemm_panel_width) before their kernel texts
+ * are made, so the packed kernels have their own cache keys, and keeps one
+ * packed copy per source: a constant's is made at compile, a weight's at
+ * each kiln_model_bind_weight. The execute passes the packed copy in place
+ * of that operand's buffer; every other use of the weight or constant (a
+ * non-matmul op, a matmul's A operand) still gets the original data.
+ *
+ * The packed layout does not depend on M, on the parts a call is split in,
+ * nor on the epilogue: one copy serves every batch size, every specialized
+ * variant and every thread. */
+#ifndef KILN_SRC_PREPACK_H
+#define KILN_SRC_PREPACK_H
+
+#include "rt.h"
+
+/* One packed source of a model. */
+typedef struct rt_prepack {
+  int weight;     /* weight index (m->weights), or -1 for a mo.constant */
+  int node;       /* the mo.constant node, or -1 for a weight */
+  ir_dtype dtype;
+  int64_t K, N;   /* B is K x N */
+  int64_t nr;     /* panel width */
+  size_t bytes;   /* of the packed copy: ceil(N / nr) * nr * K elements */
+  void *data;     /* rt_aligned_alloc'd; NULL for a weight not bound yet */
+} rt_prepack;
+
+/* Where node i of the model reads a packed copy: operand `operand` (-1:
+ * none) gets m->prepack[src].data. */
+typedef struct rt_prepack_use {
+  int operand;
+  int src;
+} rt_prepack_use;
+
+/* Mark every eligible matmul of the prepared (verified, fused) graph g with
+ * kiln.packed_b for ctx's JIT target: top-level ones (B = operand 1) and the
+ * matmul of a mo.fused body whose B is a body input that nothing else in
+ * the body reads. A graph that already carries kiln.packed_b is rejected
+ * (the attribute is the runtime's: a kernel trusting it on raw data would
+ * read garbage). Everything that computes a model's kernel keys marks the
+ * graph right after rt_graph_prepare (model.c, the CLI's cache commands).
+ * Returns the number of matmuls marked, or -1 with st filled. */
+int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st);
+
+/* After marking and collect_sources: the model's sources and per-node uses,
+ * constants packed now. 0, or -1 with st filled (out of memory). */
+int rt_prepack_init(kiln_model *m, kiln_status *st);
+
+/* kiln_model_bind_weight's part: weight w is about to be bound to t (its
+ * dtype and shape already checked): pack t's data into a new copy, then
+ * free the old one. On failure nothing changes (the old binding and copy
+ * stay). 0, or -1 with st filled. */
+int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st);
+
+/* Free the model's packed copies and tables (kiln_model_free). */
+void rt_prepack_free(kiln_model *m);
+
+/* Pack row-major B (K x N, element type dt, row stride N) into out in the
+ * template's layout with panels nr wide (zeros past column N). out has room
+ * for rt_prepack_bytes(dt, K, N, nr) bytes. */
+void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, void *out);
+/* Bytes of that layout; 0 on overflow or bad arguments. */
+size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr);
+
+/* For tests: bytes of packed copies m holds now, and how many sources
+ * (weights and constants) it packs. */
+size_t rt_model_prepack_bytes(const kiln_model *m);
+int rt_model_prepack_sources(const kiln_model *m);
+
+#endif
