@@ -49,17 +49,18 @@ static void store_f64(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef id
   jit_store(f, dt, base, idx, v);
 }
 
-/* An f32 (log)softmax row at base (R elements, stride inner): every loop
- * is f32 only, so it vectorizes 16 wide (a loop that mixes f32 and f64 gets
- * 8 lanes):
- *   2a  Y = exp(x - m)               (jit_exp_f32; x - m in f32)
- *   2b  s = sum of Y, in double      (reassociable)
- *   3   softmax: Y = Y * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
- * A few ulps of f32 from the interpreter's all-double result. */
-/* The max of an f32 row (exact in f32: max rounds nothing) with maxnum: a
- * NaN it skips still reaches exp(x - m) and so the sum, which makes the
- * whole row NaN, as the NaN-propagating maximum would. LLVM does not
- * vectorize a maxnum reduction without no-NaN flags, so a contiguous row
+/* acc < v ? v : acc, lane by lane: a NaN in v is skipped (the compare is
+ * false), and acc, which starts at -inf, never holds one; one vmaxps on
+ * x86, where llvm.maxnum needs NaN fix-ups around every step (and LLVM
+ * reduces a maxnum vector one lane at a time: ~15 dependent steps per
+ * row). */
+static LLVMValueRef max_skip_nan(LLVMBuilderRef b, LLVMValueRef acc, LLVMValueRef v) {
+  return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, acc, ""), v, acc, "");
+}
+
+/* The max of an f32 row (exact in f32: max rounds nothing), skipping NaNs
+ * (max_skip_nan): a NaN it skips still reaches exp(x - m) and so the
+ * sum, which makes the whole row NaN, as the NaN-propagating maximum would. A contiguous row
  * (inner == 1) is read 16 floats at a time into a vector of maxima; the
  * rest (and a strided row) goes element by element. */
 static LLVMValueRef row_max_f32(jit_fn *f, LLVMValueRef X, LLVMValueRef base, LLVMValueRef R,
@@ -79,19 +80,33 @@ static LLVMValueRef row_max_f32(jit_fn *f, LLVMValueRef X, LLVMValueRef base, LL
   LLVMValueRef at = jit_add(f, base, jit_mul(f, c, jit_i64(f, W)));
   LLVMValueRef v = LLVMBuildLoad2(b, vt, LLVMBuildGEP2(b, f->t_f32, X, &at, 1, ""), "");
   LLVMSetAlignment(v, 4);
-  LLVMValueRef vargs[2] = {LLVMBuildLoad2(b, vt, vacc, ""), v};
-  LLVMBuildStore(b, jit_intrinsic(f, "llvm.maxnum", vt, vargs, 2), vacc);
+  LLVMBuildStore(b, max_skip_nan(b, LLVMBuildLoad2(b, vt, vacc, ""), v), vacc);
   jit_loop_end(f, &l);
+  /* lanes folded in halves (16 -> 8 -> 4 -> 2 -> 1): no NaN is left in the
+   * lanes, so the order does not matter */
   LLVMValueRef vm = LLVMBuildLoad2(b, vt, vacc, "");
-  LLVMBuildStore(b, jit_intrinsic(f, "llvm.vector.reduce.fmax", vt, &vm, 1), macc);
+  for (int h = W / 2; h >= 1; h /= 2) {
+    LLVMValueRef mask[W];
+    for (int i = 0; i < W; i++) mask[i] = LLVMConstInt(f->t_i32, (unsigned)((i + h) % W), 0);
+    LLVMValueRef hi = LLVMBuildShuffleVector(b, vm, LLVMGetUndef(vt), LLVMConstVector(mask, W), "");
+    vm = max_skip_nan(b, vm, hi);
+  }
+  LLVMBuildStore(b, LLVMBuildExtractElement(b, vm, jit_i64(f, 0), ""), macc);
   LLVMValueRef k = jit_loop_begin(f, &l, jit_mul(f, nvec, jit_i64(f, W)), R, "r");
-  LLVMValueRef margs[2] = {LLVMBuildLoad2(b, f->t_f32, macc, ""),
-                           jit_load(f, IR_DT_F32, X, jit_add(f, base, jit_mul(f, k, inner)))};
-  LLVMBuildStore(b, jit_intrinsic(f, "llvm.maxnum", f->t_f32, margs, 2), macc);
+  LLVMBuildStore(b, max_skip_nan(b, LLVMBuildLoad2(b, f->t_f32, macc, ""),
+                                 jit_load(f, IR_DT_F32, X, jit_add(f, base, jit_mul(f, k, inner)))),
+                 macc);
   jit_loop_end(f, &l);
   return LLVMBuildLoad2(b, f->t_f32, macc, "m32");
 }
 
+/* An f32 (log)softmax row at base (R elements, stride inner): every loop
+ * is f32 only, so it vectorizes 16 wide (a loop that mixes f32 and f64 gets
+ * 8 lanes):
+ *   2a  Y = exp(x - m)               (jit_exp_f32; x - m in f32)
+ *   2b  s = sum of Y, in double      (reassociable)
+ *   3   softmax: Y = Y * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
+ * A few ulps of f32 from the interpreter's all-double result. */
 static void softmax_f32_rows(jit_fn *f, bool is_log, LLVMValueRef X, LLVMValueRef Y,
                              LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner,
                              LLVMValueRef sacc) {

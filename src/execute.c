@@ -12,7 +12,9 @@
  * arena is filled with a NaN pattern first, so a kernel reading memory
  * nobody wrote shows. An output produced by a kernel is written straight
  * into the output tensor; an output that is a graph input, a constant, a
- * weight or a repeat of an earlier output is copied at the end. A matmul
+ * weight or a repeat of an earlier output is copied at the end. A
+ * reshape-like node whose result is an alias (plan.h) runs no kernel: its
+ * result points at its operand's buffer. A matmul
  * operand the model keeps packed (prepack.c: a constant or weight B) is
  * passed as its packed copy instead of the data. The model is
  * only read here (except the planner's cache, under its own lock, and the
@@ -208,6 +210,10 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
     }
     if (n->op == IR_OP_CONSTANT_EXTERNAL) {
       x->bufs[n->out[0]->id] = m->weights[m->weight_of_node[i]].bound->data;
+      continue;
+    }
+    if (m->alias && n->nout == 1 && m->alias[n->out[0]->id] >= 0) { /* reshape-like: no kernel (plan.h) */
+      x->bufs[n->out[0]->id] = x->bufs[n->in[0]->id];
       continue;
     }
     int k = 0;

@@ -24,6 +24,7 @@
 #include "cache_mem.h"
 #include "kernel_lib.h"
 #include "placement.h"
+#include "plan.h"
 #include "prepack.h"
 #include "rt.h"
 #include "pool.h"
@@ -257,7 +258,8 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   /* constant GEMM operands packed once (prepack.c): the matmuls that read
    * them are marked before any kernel text is made (their keys differ) */
   if (rt_prepack_mark(m->g, ctx, st) < 0) goto fail;
-  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0 || rt_prepack_init(m, st) < 0)
+  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0 || rt_prepack_init(m, st) < 0 ||
+      rt_plan_aliases(m, st) < 0)
     goto fail;
   m->kernels = calloc((size_t)(m->g->nnodes ? m->g->nnodes : 1), sizeof *m->kernels);
   if (!m->kernels) {
@@ -339,6 +341,7 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->work);
   free(atomic_load(&m->exec_scratch));
   free(atomic_load(&m->exec_arena));
+  free(m->alias);
   ir_graph_free(m->g);
   free(m);
 }

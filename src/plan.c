@@ -135,6 +135,47 @@ static bool is_source(const ir_node *nd) {
   return nd->op == IR_OP_CONSTANT || nd->op == IR_OP_CONSTANT_EXTERNAL;
 }
 
+static bool is_alias(const kiln_model *m, const ir_value *v) {
+  return m->alias && m->alias[v->id] >= 0;
+}
+
+static bool reshape_like(const ir_node *nd) {
+  return (nd->op == IR_OP_RESHAPE || nd->op == IR_OP_SQUEEZE || nd->op == IR_OP_UNSQUEEZE ||
+          nd->op == IR_OP_TRANSFER_TO) &&
+         nd->nin == 1 && nd->nout == 1 && nd->in[0]->type.dtype == nd->out[0]->type.dtype;
+}
+
+int rt_plan_aliases(kiln_model *m, kiln_status *st) {
+  const ir_graph *g = m->g;
+  free(m->alias);
+  m->alias = NULL;
+  bool any = false;
+  for (int i = 0; i < g->nnodes && !any; i++) any = reshape_like(g->nodes[i]);
+  if (!any) return 0;
+  int nv = g->nvalues;
+  int *alias = malloc((size_t)nv * sizeof *alias);
+  bool *is_out = calloc((size_t)nv, 1);
+  if (!alias || !is_out) {
+    free(alias);
+    free(is_out);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  }
+  for (int v = 0; v < nv; v++) alias[v] = -1;
+  for (int o = 0; o < g->noutputs; o++) is_out[g->outputs[o]->id] = true;
+  any = false;
+  for (int i = 0; i < g->nnodes; i++) { /* in order: an operand's own alias is known */
+    const ir_node *nd = g->nodes[i];
+    if (!reshape_like(nd) || is_out[nd->out[0]->id]) continue;
+    int src = nd->in[0]->id;
+    alias[nd->out[0]->id] = alias[src] >= 0 ? alias[src] : src;
+    any = true;
+  }
+  free(is_out);
+  if (any) m->alias = alias;
+  else free(alias);
+  return 0;
+}
+
 /* Lifetimes of m's intermediates and empty slots, in g's arena. Called with
  * the lock held. NULL when out of memory. */
 static struct rt_plan_cache *build_cache(const kiln_model *m) {
@@ -150,9 +191,12 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
   int n = 0;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *nd = g->nodes[i];
-    for (int j = 0; j < nd->nin; j++) last_use[nd->in[j]->id] = i;
+    for (int j = 0; j < nd->nin; j++) { /* a use of an alias is one of its buffer's */
+      int id = nd->in[j]->id;
+      last_use[m->alias && m->alias[id] >= 0 ? m->alias[id] : id] = i;
+    }
     if (!is_source(nd))
-      for (int k = 0; k < nd->nout; k++) n += !is_out[nd->out[k]->id];
+      for (int k = 0; k < nd->nout; k++) n += !is_out[nd->out[k]->id] && !is_alias(m, nd->out[k]);
   }
   size_t cap = (size_t)(n ? n : 1);
   size_t ns = (size_t)(g->nsyms ? g->nsyms : 1);
@@ -170,7 +214,7 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
     if (is_source(nd)) continue;
     for (int k = 0; k < nd->nout; k++) {
       const ir_value *v = nd->out[k];
-      if (is_out[v->id]) continue;
+      if (is_out[v->id] || is_alias(m, v)) continue;
       cc->ids[cc->n] = v->id;
       cc->first[cc->n] = i;
       cc->last[cc->n] = last_use[v->id] > i ? last_use[v->id] : i;

@@ -6,7 +6,9 @@
  * (inclusive; node order = kernel order). A node's operands and results are
  * both live at that node, so they never share memory (the kernel ABI marks
  * buffers noalias). Inputs, constants, weights and graph outputs are not
- * planned (graph outputs are written into the output tensors).
+ * planned (graph outputs are written into the output tensors), nor are
+ * aliases (rt_plan_aliases: a reshape's result shares its operand's
+ * buffer), whose uses count as uses of the buffer they share.
  *
  * Placement: greedy by size, largest first, each into the best-fitting gap
  * (smallest that fits, lowest offset on ties) among the already placed
@@ -60,6 +62,19 @@ typedef struct rt_plan_view {
  * the execute path never calls getenv. */
 int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
                    kiln_status *st);
+
+/* Reshape-like nodes (mo.reshape, mo.squeeze, mo.unsqueeze, and
+ * mo.transfer_to, all a flat copy of the same bytes in one memory) whose
+ * result is no graph output run no kernel: the result is an alias of its
+ * operand's buffer (dense, row-major: the same bytes in the same order).
+ * Sets m->alias (see rt.h): the first value of a chain of such nodes for
+ * every alias, -1 elsewhere; NULL when the graph has none. The planner
+ * (rt_plan_lookup) does not place aliases and keeps the buffer they share
+ * live until their last use; the execute sets an alias's pointer to its
+ * operand's and skips its node. A graph output stays a copy (its tensor is
+ * the caller's). Call once at compile, after the graph is prepared. 0, or
+ * -1 (out of memory) with st. */
+int rt_plan_aliases(kiln_model *m, kiln_status *st);
 
 /* Fill an arena of nbytes with the poison pattern: as f32 words and as f64
  * NaNs (bytes 0xAB, 0xFF, 0xF8). */

@@ -104,6 +104,10 @@ struct kiln_model {
   _Atomic(struct rt_plan_cache *) plan;
   atomic_int plan_lock;
   atomic_size_t plan_peak;
+  /* alias[v] (g->nvalues entries, rt_plan_aliases): the value whose buffer
+   * value v shares, for the result of a reshape-like node that runs no
+   * kernel; -1 for every other value. NULL when no value is an alias. */
+  int *alias;
   /* ---- variants (variants.c, variants.h) ---- */
   struct rt_variants *variants; /* shape-specialized variants, owned */
   atomic_int specialize;        /* 0: the context's policy, else kiln_specialize_policy + 1 */

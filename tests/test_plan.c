@@ -7,7 +7,8 @@
  * KILN_POISON_ARENA=1 (the arena filled with NaNs before each execute) give
  * bit-identical outputs that match the reference interpreter; also with
  * more bindings than the plan cache holds, from several threads at once,
- * and through `kiln run --stats`.
+ * and through `kiln run --stats`; reshape-like results sharing their
+ * operand's buffer (aliases).
  * A deliberately broken plan (everything at offset 0) is shown to be caught
  * by the same comparison. */
 #include <criterion/criterion.h>
@@ -318,6 +319,23 @@ static void check_interp(run_case *c, kiln_tensor *const *outs, const char *what
 /* Intermediates' lifetimes computed here, independently of plan.c, and the
  * model's plan for c->syms checked against them. Returns the arena size and
  * the sum of the intermediates' sizes in *sum. */
+/* Value v's buffer as computed here: the start of a chain of reshape-like
+ * nodes (reshape, squeeze, unsqueeze, transfer_to) whose results are no
+ * graph outputs, which share their operand's buffer (plan.h). */
+static bool is_graph_output(const ir_graph *g, const ir_value *v) {
+  for (int o = 0; o < g->noutputs; o++)
+    if (g->outputs[o] == v) return true;
+  return false;
+}
+
+static const ir_value *buffer_of(const ir_graph *g, const ir_value *v) {
+  while (v->def && v->def->nin == 1 && !is_graph_output(g, v) &&
+         (v->def->op == IR_OP_RESHAPE || v->def->op == IR_OP_SQUEEZE ||
+          v->def->op == IR_OP_UNSQUEEZE || v->def->op == IR_OP_TRANSFER_TO))
+    v = v->def->in[0];
+  return v;
+}
+
 static size_t check_model_plan(run_case *c, size_t *sum) {
   const ir_graph *g = c->m->g;
   rt_plan_view v;
@@ -336,11 +354,8 @@ static size_t check_model_plan(run_case *c, size_t *sum) {
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *nd = g->nodes[i];
     if (nd->op == IR_OP_CONSTANT || nd->op == IR_OP_CONSTANT_EXTERNAL) continue;
-    for (int k = 0; k < nd->nout; k++) {
-      bool out = false;
-      for (int o = 0; o < g->noutputs; o++) out |= g->outputs[o] == nd->out[k];
-      expect += !out;
-    }
+    for (int k = 0; k < nd->nout; k++)
+      expect += !is_graph_output(g, nd->out[k]) && buffer_of(g, nd->out[k]) == nd->out[k];
   }
   cr_assert_eq(n, expect, "%d intermediates planned, %d expected", n, expect);
   for (int k = 0; k < n; k++) {
@@ -351,7 +366,7 @@ static size_t check_model_plan(run_case *c, size_t *sum) {
     first[k] = last[k] = val->def->id;
     for (int i = val->def->id + 1; i < g->nnodes; i++)
       for (int j = 0; j < g->nodes[i]->nin; j++)
-        if (g->nodes[i]->in[j] == val) last[k] = i;
+        if (buffer_of(g, g->nodes[i]->in[j]) == val) last[k] = i;
     int64_t shape[IR_MAX_RANK], numel;
     char msg[256];
     cr_assert_eq(ir_eval_shape(&val->type, c->syms, shape, msg, sizeof msg), 0, "%s", msg);
@@ -697,4 +712,68 @@ Test(cli, stats_prints_the_peak) {
   out = cli("run " EXDIR "/relu.mlir --random-inputs --stats");
   cr_assert(strstr(out, "memory: 0 bytes peak for intermediates (arena)\n"), "%s", out);
   free(out);
+}
+
+/* Reshape-like nodes share their operand's buffer (plan.h): a reshape of
+ * an intermediate (the chain t -> r1 -> r2 keeps t live until r2's last
+ * use, by an op that writes a new buffer between them), a squeeze /
+ * unsqueeze of a graph input, a reshape that is a graph output (a copy:
+ * its tensor is the caller's) and one of a weight. Poisoned and not, every
+ * output matches the interpreter; the aliases are not planned
+ * (check_model_plan: the planned set and the lifetimes, an alias's uses
+ * counted as its buffer's). */
+Test(model, reshapes_share_their_operands_buffer) {
+  kiln_graph *g = parse(
+      "mo.graph @alias<n>(%x: !mo.tensor<[n, 6], f32>, %y: !mo.tensor<[n, 1, 6], f32>) -> "
+      "(!mo.tensor<[n, 6], f32>, !mo.tensor<[n * 6], f32>, !mo.tensor<[2, 3], f32>, "
+      "!mo.tensor<[n, 6], f32>) {\n"
+      "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[6], f32>\n"
+      "  %t = mo.tanh(%x) : !mo.tensor<[n, 6], f32>\n"
+      "  %r1 = mo.reshape(%t) : (!mo.tensor<[n, 6], f32>) -> !mo.tensor<[n, 2, 3], f32>\n"
+      "  %r2 = mo.reshape(%r1) : (!mo.tensor<[n, 2, 3], f32>) -> !mo.tensor<[n * 6], f32>\n"
+      "  %a = mo.exp(%t) : !mo.tensor<[n, 6], f32>\n"
+      "  %b = mo.negate(%r2) : !mo.tensor<[n * 6], f32>\n"
+      "  %ys = mo.squeeze(%y) {axis = 1} : (!mo.tensor<[n, 1, 6], f32>) -> !mo.tensor<[n, 6], f32>\n"
+      "  %c = mo.add(%a, %ys) : (!mo.tensor<[n, 6], f32>, !mo.tensor<[n, 6], f32>) -> "
+      "!mo.tensor<[n, 6], f32>\n"
+      "  %ru = mo.unsqueeze(%c) {axis = 0} : (!mo.tensor<[n, 6], f32>) -> !mo.tensor<[1, n, 6], f32>\n"
+      "  %rr = mo.reshape(%ru) : (!mo.tensor<[1, n, 6], f32>) -> !mo.tensor<[n, 6], f32>\n"
+      "  %d = mo.mul(%rr, %t) : (!mo.tensor<[n, 6], f32>, !mo.tensor<[n, 6], f32>) -> "
+      "!mo.tensor<[n, 6], f32>\n"
+      "  %out = mo.reshape(%b) : (!mo.tensor<[n * 6], f32>) -> !mo.tensor<[n * 6], f32>\n"
+      "  %wr = mo.reshape(%w) : (!mo.tensor<[6], f32>) -> !mo.tensor<[2, 3], f32>\n"
+      /* s is dead after its reshape unless the alias keeps it live: e, of
+       * s's size, would then take its place before f reads it */
+      "  %s = mo.sigmoid(%x) : !mo.tensor<[n, 6], f32>\n"
+      "  %rs = mo.reshape(%s) : (!mo.tensor<[n, 6], f32>) -> !mo.tensor<[n, 2, 3], f32>\n"
+      "  %e = mo.softmax(%x) {axis = -1} : !mo.tensor<[n, 6], f32>\n"
+      "  %rs2 = mo.reshape(%rs) : (!mo.tensor<[n, 2, 3], f32>) -> !mo.tensor<[n, 6], f32>\n"
+      "  %f = mo.add(%rs2, %e) : (!mo.tensor<[n, 6], f32>, !mo.tensor<[n, 6], f32>) -> "
+      "!mo.tensor<[n, 6], f32>\n"
+      "  mo.output %d, %out, %wr, %f : !mo.tensor<[n, 6], f32>, !mo.tensor<[n * 6], f32>, "
+      "!mo.tensor<[2, 3], f32>, !mo.tensor<[n, 6], f32>\n}\n");
+  run_case c;
+  const int64_t n[] = {7};
+  case_open(&c, g, n, 1, 11);
+  const ir_graph *mg = c.m->g;
+  cr_assert_not_null(c.m->alias, "no alias in a graph of reshapes");
+  int aliases = 0;
+  for (int v = 0; v < mg->nvalues; v++) aliases += c.m->alias[v] >= 0;
+  cr_assert_eq(aliases, 7, "r1, r2, ys, ru, rr, rs, rs2 are aliases (not out: an output)");
+  size_t sum, total = check_model_plan(&c, &sum);
+  size_t one = al(7 * 6 * 4);
+  /* at most t, a, b, c, s, e are planned (fusion may take a into c's kernel) */
+  cr_assert(sum <= 6 * one, "planned %zu bytes, more than t, a, b, c, s, e", sum);
+  cr_assert(total <= sum);
+  poison_roundtrip(&c, "aliases");
+  case_close(&c);
+}
+
+/* Without aliases a graph's model has none (NULL): nothing to look up. */
+Test(model, no_reshape_no_alias_table) {
+  run_case c;
+  const int64_t n[] = {5};
+  case_open(&c, chain_graph(4), n, 1, 2);
+  cr_assert_null(c.m->alias);
+  case_close(&c);
 }
