@@ -486,7 +486,9 @@ static int infer_matmul(ctx *c, ir_type *r) {
     if (opt(c, k)->rank < 2)
       return fail(c, "operand %d of mo.matmul has rank %d but mo.matmul needs rank >= 2", k,
                   opt(c, k)->rank);
-  const ir_dim *ka = a->dims[a->rank - 1], *kb = b->dims[b->rank - 2];
+  /* kiln.transpose_b (fold_transpose.c): operand 1 is [..., N, K] */
+  bool tb = ir_node_attr_int(c->n, "kiln.transpose_b", 0) != 0;
+  const ir_dim *ka = a->dims[a->rank - 1], *kb = b->dims[b->rank - (tb ? 1 : 2)];
   int64_t va, vb;
   char s1[160], s2[160];
   if (is_const(ka, &va) && is_const(kb, &vb)) {
@@ -505,7 +507,7 @@ static int infer_matmul(ctx *c, ir_type *r) {
   if (bs_step(c, &acc, 1, b->dims, b->rank - 2, "batch shape") != 0) return -1;
   if (acc.rank + 2 > IR_MAX_RANK) return fail(c, "mo.matmul: result rank is too large");
   acc.d[acc.rank] = a->dims[a->rank - 2];
-  acc.d[acc.rank + 1] = b->dims[b->rank - 1];
+  acc.d[acc.rank + 1] = b->dims[b->rank - (tb ? 2 : 1)];
   return res_set(c, r, a->dtype, acc.rank + 2, acc.d, a->device);
 }
 

@@ -290,8 +290,12 @@ static int run_matmul(run *r, const ir_node *n) {
   char s1[256], s2[256], s3[256];
   if (ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb))
     return op_fail(r, n, "ranks %d x %d -> %d are not a matmul", ra, rb, ry);
-  int64_t M = a->shape[ra - 2], K = a->shape[ra - 1], N = b->shape[rb - 1];
-  if (b->shape[rb - 2] != K || y->shape[ry - 2] != M || y->shape[ry - 1] != N)
+  /* kiln.transpose_b (fold_transpose.c): b is [..., N, K], element (k, j) at
+   * j * K + k */
+  bool tb = ir_node_attr_int(n, "kiln.transpose_b", 0) != 0;
+  int64_t M = a->shape[ra - 2], K = a->shape[ra - 1], N = b->shape[rb - (tb ? 2 : 1)];
+  int64_t bks = tb ? 1 : N, bjs = tb ? K : 1; /* b's strides along k and j */
+  if (b->shape[rb - (tb ? 1 : 2)] != K || y->shape[ry - 2] != M || y->shape[ry - 1] != N)
     return op_fail(r, n, "shapes %s x %s do not give %s", shape_text(a->shape, ra, s1, sizeof s1),
                    shape_text(b->shape, rb, s2, sizeof s2),
                    shape_text(y->shape, ry, s3, sizeof s3));
@@ -317,12 +321,13 @@ static int run_matmul(run *r, const ir_node *n) {
         if (fl) {
           double acc = 0.0;
           for (int64_t k = 0; k < K; k++)
-            acc += ir_ref_ld_f(a, ao + i * K + k) * ir_ref_ld_f(b, bo + k * N + j);
+            acc += ir_ref_ld_f(a, ao + i * K + k) * ir_ref_ld_f(b, bo + k * bks + j * bjs);
           ir_ref_st_f(y, yo + i * N + j, acc);
         } else {
           uint64_t acc = 0;
           for (int64_t k = 0; k < K; k++)
-            acc += (uint64_t)ir_ref_ld_i(a, ao + i * K + k) * (uint64_t)ir_ref_ld_i(b, bo + k * N + j);
+            acc += (uint64_t)ir_ref_ld_i(a, ao + i * K + k) *
+                   (uint64_t)ir_ref_ld_i(b, bo + k * bks + j * bjs);
           ir_ref_st_i(y, yo + i * N + j, (int64_t)acc);
         }
       }

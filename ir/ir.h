@@ -321,6 +321,18 @@ char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t 
  * mo.fused that has a body and checks the body against the node). */
 int ir_graph_fuse(ir_graph *g, ir_diag *d);
 
+/* ---- transposed GEMM operands (fold_transpose.c; added for q k^T and
+ * x W^T) ----
+ * Rewrite verified g in place: a mo.transpose / mo.permute that swaps just
+ * the last two axes, whose result is used once, as operand 1 of a
+ * mo.matmul, and is no graph output, leaves g; the matmul reads its operand
+ * and gets kiln.transpose_b = 1 (operand 1 then is [..., N, K]: infer.c,
+ * interp.c and the lowerings honour it). g->nodes and g->values are
+ * renumbered. Returns the number of matmuls rewritten, or -1 with d filled
+ * on out-of-memory (the matmuls rewritten until then stay rewritten, their
+ * transposes gone: g is consistent either way). */
+int ir_graph_fold_transpose_b(ir_graph *g, ir_diag *d);
+
 /* ---- rules (infer.c, verify.c) ---- */
 /* Compute the result types of node n from its operand types and attributes
  * (for reshape, broadcast_to, constant and constant.external the declared

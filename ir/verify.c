@@ -158,7 +158,8 @@ static const char *const *op_attr_names(ir_op op) {
   static const char *const split[] = {"axis", "split_sizes", NULL};
   static const char *const slice[] = {"start", "step", "stop", NULL};
   static const char *const device[] = {"device", NULL};
-  static const char *const matmul[] = {"kiln.packed_b", NULL}; /* set by the runtime */
+  /* set by the runtime (prepack.c) and by fold_transpose.c */
+  static const char *const matmul[] = {"kiln.packed_b", "kiln.transpose_b", NULL};
   if (op == IR_OP_GELU) return approximate;
   if (op == IR_OP_TRANSFER_TO) return device;
   switch (ir_op_get(op)->cls) {

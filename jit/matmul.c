@@ -29,6 +29,10 @@
  * target's (jit_gemm_panel_width), else the kernel fails to compile. The
  * epilogue and the parts work the same; the sums are the same bits. The
  * choice lives here, so fused kernels (jit/fused.c) get it unchanged.
+ * Transposed B: with kiln.transpose_b (ir/fold_transpose.c folds
+ * matmul(a, transpose(b)) into it) b is [..., N, K]; the template's _tex
+ * entry packs it from that layout (row stride K), the loop nest reads
+ * b[j * K + k]; a prepacked B was packed from it already (_pex).
  * f32 / f64: per batch, one call of kiln_gemm_<t>_v<VL>_ex (16 floats / 8
  * doubles per vector where the kernel's target has avx512f, else 8 / 4) with
  * the batch's A, B, C pointers and row strides K, N, N; for static dims the
@@ -87,7 +91,10 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
   LLVMValueRef M = jit_dim(f, ta->dims[ra - 2]);
   LLVMValueRef K = jit_dim(f, ta->dims[ra - 1]);
-  LLVMValueRef N = jit_dim(f, tb->dims[rb - 1]);
+  /* kiln.transpose_b (ir/fold_transpose.c): B is [..., N, K], element
+   * (k, j) of a batch's matrix at j * K + k */
+  bool trans = ir_node_attr_int(n, "kiln.transpose_b", 0) != 0;
+  LLVMValueRef N = jit_dim(f, tb->dims[rb - (trans ? 2 : 1)]);
 
   /* Batch strides in elements; stride 0 where an operand's axis is 1 (or
    * absent). Computed once, before any loop. */
@@ -143,7 +150,8 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     const char *entry = dt == IR_DT_F32 ? (wide ? "kiln_gemm_f32_v16" : "kiln_gemm_f32_v8")
                                         : (wide ? "kiln_gemm_f64_v8" : "kiln_gemm_f64_v4");
     char xname[64], wname[64];
-    snprintf(xname, sizeof xname, "%s_%s", entry, packed ? "pex" : "ex");
+    /* a prepacked B was packed from whichever layout it had (prepack.c) */
+    snprintf(xname, sizeof xname, "%s_%s", entry, packed ? "pex" : trans ? "tex" : "ex");
     gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
     snprintf(wname, sizeof wname, "%s_work", entry);
     gemm_work = gemm && !packed ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
@@ -234,7 +242,7 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
       LLVMValueRef args[12] = {M, N, K, ap, K, B, cp, N, part, nparts, efn, ectx};
       LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 12, "");
     } else {
-      LLVMValueRef args[14] = {M, N, K, ap, K, elem_ptr(f, mt, B, offb), N,
+      LLVMValueRef args[14] = {M, N, K, ap, K, elem_ptr(f, mt, B, offb), trans ? K : N,
                                cp, N, work, part, nparts, efn, ectx};
       LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
     }
@@ -259,10 +267,10 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   jit_loop lk;
   LLVMValueRef k = jit_loop_begin(f, &lk, zero, K, "k");
   LLVMValueRef aik = jit_load(f, dt, A, jit_add(f, arow, k));
-  LLVMValueRef brow = jit_add(f, offb, jit_mul(f, k, N));
+  LLVMValueRef brow = jit_add(f, offb, trans ? k : jit_mul(f, k, N));
   jit_loop lj;
   LLVMValueRef j = jit_loop_begin(f, &lj, zero, N, "j");
-  LLVMValueRef bkj = jit_load(f, dt, B, jit_add(f, brow, j));
+  LLVMValueRef bkj = jit_load(f, dt, B, jit_add(f, brow, trans ? jit_mul(f, j, K) : j));
   LLVMValueRef cidx = jit_add(f, crow, j);
   LLVMValueRef cij = jit_load(f, dt, C, cidx);
   LLVMValueRef r;

@@ -682,7 +682,11 @@ static int lower_matmul(jit_simt_fn *sf) {
   LLVMTypeRef ct = !fl ? f->t_i64 : dt == IR_DT_F64 ? f->t_f64 : f->t_f32;
   unsigned csz = LLVMGetTypeKind(ct) == LLVMFloatTypeKind ? 4 : 8;
   LLVMValueRef M = jit_dim(f, at->dims[ra - 2]), K = jit_dim(f, at->dims[ra - 1]);
-  LLVMValueRef N = jit_dim(f, bt->dims[rb - 1]);
+  if (ir_node_attr_int(n, "kiln.packed_b", 0)) /* the CPU runtime's, never a device's */
+    return jit_fn_error(f, "mo.matmul: kiln.packed_b is not supported on SIMT targets");
+  /* kiln.transpose_b (ir/fold_transpose.c): B is [..., N, K] */
+  bool tb = ir_node_attr_int(n, "kiln.transpose_b", 0) != 0;
+  LLVMValueRef N = jit_dim(f, bt->dims[rb - (tb ? 2 : 1)]);
   LLVMValueRef tx = sreg64(sf, JIT_SIMT_TID, 0), ty = sreg64(sf, JIT_SIMT_TID, 1);
   LLVMValueRef col = LLVMBuildAdd(f->b, LLVMBuildMul(f->b, sreg64(sf, JIT_SIMT_CTAID, 0), i64v(f, TILE), ""), tx, "col");
   LLVMValueRef rowv = LLVMBuildAdd(f->b, LLVMBuildMul(f->b, sreg64(sf, JIT_SIMT_CTAID, 1), i64v(f, TILE), ""), ty, "row");
@@ -721,7 +725,9 @@ static int lower_matmul(jit_simt_fn *sf) {
     LLVMBuildStore(f->b, zero, slot);
     if_block ib;
     if_begin(f, &ib, ok);
-    LLVMValueRef idx = which ? LLVMBuildAdd(f->b, bo, LLVMBuildAdd(f->b, LLVMBuildMul(f->b, kk, N, ""), col, ""), "")
+    LLVMValueRef bidx = tb ? LLVMBuildAdd(f->b, LLVMBuildMul(f->b, col, K, ""), kk, "")
+                           : LLVMBuildAdd(f->b, LLVMBuildMul(f->b, kk, N, ""), col, "");
+    LLVMValueRef idx = which ? LLVMBuildAdd(f->b, bo, bidx, "")
                              : LLVMBuildAdd(f->b, ao, LLVMBuildAdd(f->b, LLVMBuildMul(f->b, rowv, K, ""), kk, ""), "");
     LLVMValueRef v = jit_load(f, dt, which ? b : a, idx);
     if (fl && LLVMTypeOf(v) != ct) v = LLVMBuildFPExt(f->b, v, ct, "");

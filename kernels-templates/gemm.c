@@ -13,6 +13,13 @@
  *   void kiln_gemm_<t>_v<VL>(M, N, K, A, lda, B, ldb, C, ldc, work)
  *                            = the _ex entry with part 0 of 1 and no epilogue
  *   int64_t kiln_gemm_<t>_v<VL>_work(int64_t M, int64_t N, int64_t K)
+ *   void kiln_gemm_<t>_v<VL>_tex(M, N, K, A, lda, Bt, ldbt, C, ldc, work,
+ *                            part, nparts, epi, epi_ctx)
+ *                            = _ex with B given transposed (Bt is N x K,
+ *                              B[k, j] = Bt[j * ldbt + k]: a matmul with
+ *                              kiln.transpose_b): packed from that layout
+ *                              (8 x 8 blocks transposed in registers); few
+ *                              rows take dot products of rows of A and Bt
  *   void kiln_gemm_<t>_v<VL>_pex(M, N, K, A, lda, const T *Bp, C, ldc,
  *                            part, nparts, epi, epi_ctx)
  *                            = _ex with B prepacked (a constant weight packed
@@ -154,7 +161,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
 /* One GEMM family per (element type T, vector type V, VL lanes). NAME is the
  * entry; the B block is NC_STACK columns wide in the entry's stack buffer,
  * NC_HEAP in the caller's workspace. */
-#define DEFINE_GEMM(NAME, T, V, VL, NC_STACK, NC_HEAP)                                           \
+#define DEFINE_GEMM(NAME, T, V, VL, V8, NC_STACK, NC_HEAP)                                      \
   /* the epilogue hook (see the entries above) */                                                \
   typedef void (*NAME##_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n,            \
                              T *C, int64_t ldc);                                                 \
@@ -179,6 +186,57 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
+  /* The same from B given transposed (Bt, N x K: B[k, j] = Bt[j * ldb +                         \
+   * k]): whole panels move as 8 x 8 blocks transposed in registers, the                         \
+   * rest (a last partial panel, kc % 8) element by element. */                                  \
+  static inline __attribute__((always_inline)) void NAME##_t8x8(                                 \
+      const T *restrict src, int64_t lds, T *restrict dst, int64_t ldd) {                        \
+    V8 r0 = VLOAD(V8, src), r1 = VLOAD(V8, src + lds);                                           \
+    V8 r2 = VLOAD(V8, src + 2 * lds), r3 = VLOAD(V8, src + 3 * lds);                             \
+    V8 r4 = VLOAD(V8, src + 4 * lds), r5 = VLOAD(V8, src + 5 * lds);                             \
+    V8 r6 = VLOAD(V8, src + 6 * lds), r7 = VLOAD(V8, src + 7 * lds);                             \
+    /* pairs of rows interleaved by element, then by pairs, then by halves */                    \
+    V8 t0 = __builtin_shufflevector(r0, r1, 0, 8, 1, 9, 4, 12, 5, 13);                           \
+    V8 t1 = __builtin_shufflevector(r0, r1, 2, 10, 3, 11, 6, 14, 7, 15);                         \
+    V8 t2 = __builtin_shufflevector(r2, r3, 0, 8, 1, 9, 4, 12, 5, 13);                           \
+    V8 t3 = __builtin_shufflevector(r2, r3, 2, 10, 3, 11, 6, 14, 7, 15);                         \
+    V8 t4 = __builtin_shufflevector(r4, r5, 0, 8, 1, 9, 4, 12, 5, 13);                           \
+    V8 t5 = __builtin_shufflevector(r4, r5, 2, 10, 3, 11, 6, 14, 7, 15);                         \
+    V8 t6 = __builtin_shufflevector(r6, r7, 0, 8, 1, 9, 4, 12, 5, 13);                           \
+    V8 t7 = __builtin_shufflevector(r6, r7, 2, 10, 3, 11, 6, 14, 7, 15);                         \
+    V8 u0 = __builtin_shufflevector(t0, t2, 0, 1, 8, 9, 4, 5, 12, 13);                           \
+    V8 u1 = __builtin_shufflevector(t0, t2, 2, 3, 10, 11, 6, 7, 14, 15);                         \
+    V8 u2 = __builtin_shufflevector(t1, t3, 0, 1, 8, 9, 4, 5, 12, 13);                           \
+    V8 u3 = __builtin_shufflevector(t1, t3, 2, 3, 10, 11, 6, 7, 14, 15);                         \
+    V8 u4 = __builtin_shufflevector(t4, t6, 0, 1, 8, 9, 4, 5, 12, 13);                           \
+    V8 u5 = __builtin_shufflevector(t4, t6, 2, 3, 10, 11, 6, 7, 14, 15);                         \
+    V8 u6 = __builtin_shufflevector(t5, t7, 0, 1, 8, 9, 4, 5, 12, 13);                           \
+    V8 u7 = __builtin_shufflevector(t5, t7, 2, 3, 10, 11, 6, 7, 14, 15);                         \
+    VSTORE(dst, __builtin_shufflevector(u0, u4, 0, 1, 2, 3, 8, 9, 10, 11));                      \
+    VSTORE(dst + ldd, __builtin_shufflevector(u1, u5, 0, 1, 2, 3, 8, 9, 10, 11));                \
+    VSTORE(dst + 2 * ldd, __builtin_shufflevector(u2, u6, 0, 1, 2, 3, 8, 9, 10, 11));            \
+    VSTORE(dst + 3 * ldd, __builtin_shufflevector(u3, u7, 0, 1, 2, 3, 8, 9, 10, 11));            \
+    VSTORE(dst + 4 * ldd, __builtin_shufflevector(u0, u4, 4, 5, 6, 7, 12, 13, 14, 15));          \
+    VSTORE(dst + 5 * ldd, __builtin_shufflevector(u1, u5, 4, 5, 6, 7, 12, 13, 14, 15));          \
+    VSTORE(dst + 6 * ldd, __builtin_shufflevector(u2, u6, 4, 5, 6, 7, 12, 13, 14, 15));          \
+    VSTORE(dst + 7 * ldd, __builtin_shufflevector(u3, u7, 4, 5, 6, 7, 12, 13, 14, 15));          \
+  }                                                                                              \
+                                                                                                 \
+  static void NAME##_pack_b_t(int64_t kc, int64_t n, const T *restrict Bt, int64_t ldb,          \
+                              T *restrict Bp) {                                                  \
+    for (int64_t jr = 0; jr < n; jr += 2 * VL) {                                                 \
+      int64_t nr = MIN(2 * VL, n - jr);                                                          \
+      int64_t k8 = nr == 2 * VL ? kc / 8 * 8 : 0;                                                \
+      for (int64_t j = 0; j < 2 * VL; j += 8)                                                    \
+        for (int64_t k = 0; k < k8; k += 8)                                                      \
+          NAME##_t8x8(Bt + (jr + j) * ldb + k, ldb, Bp + k * 2 * VL + j, 2 * VL);                \
+      for (int64_t k = k8; k < kc; k++) {                                                        \
+        COLD for (int64_t j = 0; j < nr; j++) Bp[k * 2 * VL + j] = Bt[(jr + j) * ldb + k];       \
+        COLD for (int64_t j = nr; j < 2 * VL; j++) Bp[k * 2 * VL + j] = 0;                       \
+      }                                                                                          \
+      Bp += kc * 2 * VL;                                                                         \
+    }                                                                                            \
+  }                                                                                              \
   /* Ap[panel][k][0..MR) = A[ir.., k], zero past m */                                            \
   static void NAME##_pack_a(int64_t m, int64_t kc, const T *restrict A, int64_t lda,             \
                             T *restrict Ap) {                                                    \
@@ -315,6 +373,66 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
+  /* Few rows, B given transposed (_tex): C[i, j] is the dot product of row                      \
+   * i of A and row j of Bt, both contiguous: four rows of Bt at a time,                         \
+   * each summed over K in vectors (two chains), then across the lanes. */                       \
+  static inline __attribute__((always_inline)) T NAME##_hsum(const V *v) {                       \
+    T lanes[VL];                                                                                 \
+    VSTORE(&lanes[0], *v);                                                                       \
+    T s = 0;                                                                                     \
+    _Pragma("clang loop unroll(full)") for (int l = 0; l < VL; l++) s += lanes[l];               \
+    return s;                                                                                    \
+  }                                                                                              \
+                                                                                                 \
+  static void NAME##_small_t(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,  \
+                             const T *restrict Bt, int64_t ldb, T *restrict C, int64_t ldc,      \
+                             NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) {      \
+    int64_t kv = K / VL * VL;                                                                    \
+    for (int64_t i = 0; i < M; i++) {                                                            \
+      const T *a = A + i * lda;                                                                  \
+      T *c = C + i * ldc;                                                                        \
+      for (int64_t j0 = 0; j0 < N; j0 += SMALL_NB) {                                             \
+        int64_t nb = MIN(SMALL_NB, N - j0);                                                      \
+        int64_t j = j0;                                                                          \
+        for (; j + 4 <= j0 + nb; j += 4) {                                                       \
+          V s[4][2];                                                                             \
+          _Pragma("clang loop unroll(full)") for (int q = 0; q < 4; q++) {                       \
+            s[q][0] = (V)0;                                                                      \
+            s[q][1] = (V)0;                                                                      \
+          }                                                                                      \
+          int64_t k = 0;                                                                         \
+          for (; k + 2 * VL <= K; k += 2 * VL) {                                                 \
+            V a0 = VLOAD(V, a + k), a1 = VLOAD(V, a + k + VL);                                   \
+            _Pragma("clang loop unroll(full)") for (int q = 0; q < 4; q++) {                     \
+              const T *b = Bt + (j + q) * ldb + k;                                               \
+              s[q][0] = __builtin_elementwise_fma(a0, VLOAD(V, b), s[q][0]);                     \
+              s[q][1] = __builtin_elementwise_fma(a1, VLOAD(V, b + VL), s[q][1]);                \
+            }                                                                                    \
+          }                                                                                      \
+          for (; k < kv; k += VL) {                                                              \
+            V a0 = VLOAD(V, a + k);                                                              \
+            _Pragma("clang loop unroll(full)") for (int q = 0; q < 4; q++)                       \
+              s[q][0] =                                                                          \
+                  __builtin_elementwise_fma(a0, VLOAD(V, Bt + (j + q) * ldb + k), s[q][0]);      \
+          }                                                                                      \
+          _Pragma("clang loop unroll(full)") for (int q = 0; q < 4; q++) {                       \
+            V v = s[q][0] + s[q][1];                                                             \
+            T t = NAME##_hsum(&v);                                                               \
+            COLD for (int64_t kk = kv; kk < K; kk++)                                             \
+              t = __builtin_elementwise_fma(a[kk], Bt[(j + q) * ldb + kk], t);                   \
+            c[j + q] = t;                                                                        \
+          }                                                                                      \
+        }                                                                                        \
+        COLD for (; j < j0 + nb; j++) {                                                          \
+          T t = 0;                                                                               \
+          COLD for (int64_t kk = 0; kk < K; kk++)                                                \
+            t = __builtin_elementwise_fma(a[kk], Bt[j * ldb + kk], t);                           \
+          c[j] = t;                                                                              \
+        }                                                                                        \
+        if (epi) epi(epi_ctx, i_off + i, j_off + j0, 1, nb, c + j0, ldc);                        \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
   /* Few rows, B prepacked (_pex): per row and chunk of SMALL_NB columns,                        \
    * q <= 4 panels at a time, each element summed over all of K in k order                       \
    * from zero, exactly as _small sums it (bit for bit the same results).                        \
@@ -391,7 +509,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   static inline __attribute__((always_inline)) void NAME##_piece(                                \
       int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda, const T *restrict B,    \
       int64_t ldb, T *restrict C, int64_t ldc, T *restrict work, int heap, int small,            \
-      int64_t kc_b, NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off, int packed) {   \
+      int64_t kc_b, NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off, int packed,     \
+      int trans) {                                                                               \
     if (M <= 0 || N <= 0) return;                                                                \
     if (K <= 0) {                                                                                \
       COLD for (int64_t i = 0; i < M; i++)                                                       \
@@ -401,6 +520,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
     if (small) {                                                                                 \
       if (packed) NAME##_small_packed(M, N, K, A, lda, B, C, ldc, epi, epi_ctx, i_off, j_off);   \
+      else if (trans)                                                                            \
+        NAME##_small_t(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);             \
       else NAME##_small(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);            \
       return;                                                                                    \
     }                                                                                            \
@@ -424,7 +545,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
           Bb = B + jc * K + pc * 2 * VL; /* panel jc / 2VL, row pc */                            \
           ps = K * 2 * VL;                                                                       \
         } else {                                                                                 \
-          NAME##_pack_b(kc, nc, B + pc * ldb + jc, ldb, Bp);                                     \
+          if (trans) NAME##_pack_b_t(kc, nc, B + jc * ldb + pc, ldb, Bp);                        \
+          else NAME##_pack_b(kc, nc, B + pc * ldb + jc, ldb, Bp);                                \
           Bb = Bp;                                                                               \
           ps = kc * 2 * VL;                                                                      \
         }                                                                                        \
@@ -460,7 +582,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   static inline __attribute__((always_inline)) void NAME##_run(                                  \
       int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda, const T *restrict B,    \
       int64_t ldb, T *restrict C, int64_t ldc, T *restrict work, int64_t part, int64_t nparts,   \
-      NAME##_epi epi, void *epi_ctx, int packed) {                                               \
+      NAME##_epi epi, void *epi_ctx, int packed, int trans) {                                    \
     if (M <= 0 || N <= 0 || nparts < 1 || part < 0 || part >= nparts) return;                    \
     /* how every element is summed: from the whole problem, never the piece */                   \
     int small = M < SMALL_M;                                                                     \
@@ -485,8 +607,9 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
     /* a prepacked B's column n0 (a multiple of 2 VL) starts panel n0 / 2VL,                     \
      * n0 * K elements in */                                                                     \
-    NAME##_piece(m1 - m0, n1 - n0, K, A + m0 * lda, lda, packed ? B + n0 * K : B + n0, ldb,      \
-                 C + m0 * ldc + n0, ldc, work, heap, small, kc_b, epi, epi_ctx, m0, n0, packed); \
+    const T *Bn = packed ? B + n0 * K : trans ? B + n0 * ldb : B + n0; /* column n0 */           \
+    NAME##_piece(m1 - m0, n1 - n0, K, A + m0 * lda, lda, Bn, ldb, C + m0 * ldc + n0, ldc, work,  \
+                 heap, small, kc_b, epi, epi_ctx, m0, n0, packed, trans);                        \
   }                                                                                              \
                                                                                                  \
   void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \
@@ -497,7 +620,20 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
                  const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,                   \
                  T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                 \
                  void *epi_ctx) {                                                                \
-    NAME##_run(M, N, K, A, lda, B, ldb, C, ldc, work, part, nparts, epi, epi_ctx, 0);            \
+    NAME##_run(M, N, K, A, lda, B, ldb, C, ldc, work, part, nparts, epi, epi_ctx, 0, 0);         \
+  }                                                                                              \
+                                                                                                 \
+  /* B given transposed: Bt is N x K, row stride ldbt (B[k, j] = Bt[j * ldbt                     \
+   * + k]); otherwise _ex, with the same workspace (_work). */                                   \
+  void NAME##_tex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,             \
+                  const T *restrict Bt, int64_t ldbt, T *restrict C, int64_t ldc,                \
+                  T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                \
+                  void *epi_ctx);                                                                \
+  void NAME##_tex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,             \
+                  const T *restrict Bt, int64_t ldbt, T *restrict C, int64_t ldc,                \
+                  T *restrict work, int64_t part, int64_t nparts, NAME##_epi epi,                \
+                  void *epi_ctx) {                                                               \
+    NAME##_run(M, N, K, A, lda, Bt, ldbt, C, ldc, work, part, nparts, epi, epi_ctx, 0, 1);       \
   }                                                                                              \
                                                                                                  \
   /* B prepacked: Bp holds ceil(N / 2VL) panels of K x 2VL elements, panel p                     \
@@ -511,7 +647,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   void NAME##_pex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,             \
                   const T *restrict Bp, T *restrict C, int64_t ldc, int64_t part,                \
                   int64_t nparts, NAME##_epi epi, void *epi_ctx) {                               \
-    NAME##_run(M, N, K, A, lda, Bp, 0, C, ldc, 0, part, nparts, epi, epi_ctx, 1);                \
+    NAME##_run(M, N, K, A, lda, Bp, 0, C, ldc, 0, part, nparts, epi, epi_ctx, 1, 0);             \
   }                                                                                              \
                                                                                                  \
   /* the whole C, no epilogue */                                                                 \
@@ -522,7 +658,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     NAME##_ex(M, N, K, A, lda, B, ldb, C, ldc, work, 0, 1, 0, 0);                                \
   }
 
-DEFINE_GEMM(kiln_gemm_f32_v16, float, v16f, 16, NC_MAX_F32, NC_HEAP_F32)
-DEFINE_GEMM(kiln_gemm_f32_v8, float, v8f, 8, NC_MAX_F32, NC_HEAP_F32)
-DEFINE_GEMM(kiln_gemm_f64_v8, double, v8d, 8, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
-DEFINE_GEMM(kiln_gemm_f64_v4, double, v4d, 4, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+DEFINE_GEMM(kiln_gemm_f32_v16, float, v16f, 16, v8f, NC_MAX_F32, NC_HEAP_F32)
+DEFINE_GEMM(kiln_gemm_f32_v8, float, v8f, 8, v8f, NC_MAX_F32, NC_HEAP_F32)
+DEFINE_GEMM(kiln_gemm_f64_v8, double, v8d, 8, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+DEFINE_GEMM(kiln_gemm_f64_v4, double, v4d, 4, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)

@@ -222,6 +222,9 @@ int rt_graph_prepare_libs(ir_graph *g, rt_kernel_libs *libs, const char *filenam
   ir_diag d = {0};
   if (ir_graph_verify(g, &d) < 0) return rt_err_diag(st, KILN_ERR_VERIFY, filename, &d);
   if (libs && rt_kernel_libs_bind(libs, g, st) < 0) return -1;
+  /* matmul(a, transpose(b)): b packed from its own layout (fold_transpose.c) */
+  if (ir_graph_fold_transpose_b(g, &d) < 0)
+    return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   return 0;

@@ -12,7 +12,8 @@
  * packed copy for that operand (rt_prepack_init records every marked node;
  * a marked node whose source cannot be found is an error, never a kernel
  * reading raw data as panels); a bound weight that feeds a marked matmul
- * always has a packed copy of the data it was bound with (a failed pack
+ * always has a packed copy of the data it was bound with; a matmul with
+ * kiln.transpose_b has its source packed from the transposed layout (a failed pack
  * leaves the previous binding whole). Memory: one copy per source, shared
  * by every matmul that reads it, ceil(N / NR) * NR * K elements (mlp's
  * fc1.weight [784, 512] f32: 1.53 MiB), freed on rebind and with the model.
@@ -121,14 +122,20 @@ size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr) {
   return bytes;
 }
 
-void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, void *out) {
+void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
+                     void *out) {
   size_t es = ir_dtype_size(dt);
   const char *src = b;
   char *dst = out;
   for (int64_t j0 = 0; j0 < N; j0 += nr) {
     int64_t w = N - j0 < nr ? N - j0 : nr;
     for (int64_t k = 0; k < K; k++) {
-      memcpy(dst, src + ((size_t)k * (size_t)N + (size_t)j0) * es, (size_t)w * es);
+      if (!trans) {
+        memcpy(dst, src + ((size_t)k * (size_t)N + (size_t)j0) * es, (size_t)w * es);
+      } else { /* B[k, j] = src[j * K + k]: once per bind, so element by element */
+        for (int64_t j = 0; j < w; j++)
+          memcpy(dst + (size_t)j * es, src + ((size_t)(j0 + j) * (size_t)K + (size_t)k) * es, es);
+      }
       if (w < nr) memset(dst + (size_t)w * es, 0, (size_t)(nr - w) * es);
       dst += (size_t)nr * es;
     }
@@ -137,9 +144,12 @@ void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t n
 
 /* Index in m->prepack of the source (weight w or constant node c), added
  * when new; -1 on out of memory. */
-static int source_index(kiln_model *m, int w, int c, const ir_type *t, int64_t nr, int *cap) {
+static int source_index(kiln_model *m, int w, int c, const ir_type *t, int64_t nr, bool trans,
+                        int *cap) {
   for (int s = 0; s < m->nprepack; s++)
-    if (m->prepack[s].weight == w && m->prepack[s].node == c && m->prepack[s].nr == nr) return s;
+    if (m->prepack[s].weight == w && m->prepack[s].node == c && m->prepack[s].nr == nr &&
+        m->prepack[s].trans == trans)
+      return s;
   if (m->nprepack == *cap) {
     int nc = *cap ? *cap * 2 : 4;
     rt_prepack *p = realloc(m->prepack, (size_t)nc * sizeof *p);
@@ -148,9 +158,9 @@ static int source_index(kiln_model *m, int w, int c, const ir_type *t, int64_t n
     *cap = nc;
   }
   rt_prepack *p = &m->prepack[m->nprepack];
-  *p = (rt_prepack){.weight = w, .node = c, .dtype = t->dtype, .nr = nr};
-  ir_dim_is_const(t->dims[0], &p->K);
-  ir_dim_is_const(t->dims[1], &p->N);
+  *p = (rt_prepack){.weight = w, .node = c, .dtype = t->dtype, .nr = nr, .trans = trans};
+  ir_dim_is_const(t->dims[trans ? 1 : 0], &p->K); /* a transposed source is N x K */
+  ir_dim_is_const(t->dims[trans ? 0 : 1], &p->N);
   p->bytes = rt_prepack_bytes(t->dtype, p->K, p->N, nr);
   if (p->bytes == 0 && p->K > 0 && p->N > 0) return -1;
   return m->nprepack++;
@@ -178,7 +188,8 @@ int rt_prepack_init(kiln_model *m, kiln_status *st) {
     const ir_node *def = n->in[operand]->def;
     int w = def->op == IR_OP_CONSTANT_EXTERNAL ? m->weight_of_node[def->id] : -1;
     int c = w < 0 ? def->id : -1;
-    int s = source_index(m, w, c, &n->in[operand]->type, nr, &cap);
+    bool trans = ir_node_attr_int(mm, "kiln.transpose_b", 0) != 0;
+    int s = source_index(m, w, c, &n->in[operand]->type, nr, trans, &cap);
     if (s < 0) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     m->prepack_use[i] = (rt_prepack_use){operand, s};
   }
@@ -188,7 +199,7 @@ int rt_prepack_init(kiln_model *m, kiln_status *st) {
     if (!(p->data = rt_aligned_alloc(p->bytes)))
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory packing a constant (%zu bytes)",
                     p->bytes);
-    rt_prepack_pack(m->const_data[p->node], p->dtype, p->K, p->N, p->nr, p->data);
+    rt_prepack_pack(m->const_data[p->node], p->dtype, p->K, p->N, p->nr, p->trans, p->data);
   }
   return 0;
 }
@@ -197,9 +208,10 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
   for (int s = 0; s < m->nprepack; s++) {
     rt_prepack *p = &m->prepack[s];
     if (p->weight != w) continue;
-    if (t->rank != 2 || t->shape[0] != p->K || t->shape[1] != p->N)
+    int64_t r0 = p->trans ? p->N : p->K, r1 = p->trans ? p->K : p->N;
+    if (t->rank != 2 || t->shape[0] != r0 || t->shape[1] != r1)
       return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected shape [%lld, %lld]",
-                    m->weights[w].port.name, (long long)p->K, (long long)p->N);
+                    m->weights[w].port.name, (long long)r0, (long long)r1);
     if (p->bytes && !t->data)
       return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "weight '%s': tensor data is NULL",
                     m->weights[w].port.name);
@@ -208,7 +220,7 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                     "weight '%s': out of memory packing it for the GEMM (%zu bytes)",
                     m->weights[w].port.name, p->bytes);
-    rt_prepack_pack(t->data, p->dtype, p->K, p->N, p->nr, data);
+    rt_prepack_pack(t->data, p->dtype, p->K, p->N, p->nr, p->trans, data);
     free(p->data);
     p->data = data;
   }

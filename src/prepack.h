@@ -26,6 +26,7 @@ typedef struct rt_prepack {
   ir_dtype dtype;
   int64_t K, N;   /* B is K x N */
   int64_t nr;     /* panel width */
+  bool trans;     /* the source is stored N x K (a matmul with kiln.transpose_b) */
   size_t bytes;   /* of the packed copy: ceil(N / nr) * nr * K elements */
   void *data;     /* rt_aligned_alloc'd; NULL for a weight not bound yet */
 } rt_prepack;
@@ -60,10 +61,12 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
 /* Free the model's packed copies and tables (kiln_model_free). */
 void rt_prepack_free(kiln_model *m);
 
-/* Pack row-major B (K x N, element type dt, row stride N) into out in the
- * template's layout with panels nr wide (zeros past column N). out has room
- * for rt_prepack_bytes(dt, K, N, nr) bytes. */
-void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, void *out);
+/* Pack row-major B (K x N, element type dt, row stride N; with trans, b
+ * holds B transposed: N x K, row stride K) into out in the template's
+ * layout with panels nr wide (zeros past column N). out has room for
+ * rt_prepack_bytes(dt, K, N, nr) bytes. */
+void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
+                     void *out);
 /* Bytes of that layout; 0 on overflow or bad arguments. */
 size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr);
 

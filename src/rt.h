@@ -131,7 +131,9 @@ struct kiln_model {
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
 
 /* Verify g (a model's clone) and apply the graph passes a model compiles
- * with: fusion (ir_graph_fuse) unless KILN_FUSE is 0 / off / no / false.
+ * with: transposes folded into the matmuls that read them
+ * (ir_graph_fold_transpose_b), then fusion (ir_graph_fuse) unless KILN_FUSE
+ * is 0 / off / no / false.
  * Everything that computes a model's kernel keys (model.c, the CLI's cache
  * warm / explain) prepares the graph through this, so their keys agree.
  * filename (may be NULL) locates verify errors. Returns 0 or -1 with st

@@ -417,7 +417,7 @@ static void check_pentry(void *exp, void *pexp, gemm_work_fn workfn, bool f64, i
       if (f64) ((double *)b)[i] = v;
       else ((float *)b)[i] = (float)v;
     }
-    rt_prepack_pack(b, dt, K, N, nr, bp);
+    rt_prepack_pack(b, dt, K, N, nr, false, bp);
     for (int nparts = 1; nparts <= 3; nparts += 2) {
       int64_t need = workfn(M, N, K);
       cr_assert(need >= 0);
