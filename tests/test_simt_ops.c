@@ -303,6 +303,19 @@ Test(simt_ops, matmul_tiles) {
   check(text, s0, false);
 }
 
+/* kiln.transpose_b (ir/fold_transpose.c): operand 1 read as [..., N, K],
+ * batched and broadcast, against the interpreter (which reads it so too). */
+Test(simt_ops, matmul_transposed_b) {
+  const char *text =
+      "mo.graph @g<m, k>(%a: " T("3, m, k", "f32") ", %b: " T("3, 21, k", "f32") ", %p: "
+      T("m, k", "f64") ", %q: " T("9, k", "f64") ") -> (" T("3, m, 21", "f32") ", " T("m, 9", "f64") ") {\n"
+      "  %0 = mo.matmul(%a, %b) {kiln.transpose_b = 1} : (" T("3, m, k", "f32") ", " T("3, 21, k", "f32") ") -> " T("3, m, 21", "f32") "\n"
+      "  %1 = mo.matmul(%p, %q) {kiln.transpose_b = 1} : (" T("m, k", "f64") ", " T("9, k", "f64") ") -> " T("m, 9", "f64") "\n"
+      "  mo.output %0, %1 : " T("3, m, 21", "f32") ", " T("m, 9", "f64") "\n}\n";
+  int64_t s[] = {37, 19};
+  check(text, s, true);
+}
+
 Test(simt_ops, data_movement) {
   const char *text =
       "mo.graph @g<n>(%x: " T("n, 5, 7", "f32") ", %y: " T("n, 2", "si64") ", %z: " T("n, 3", "si64")
