@@ -130,8 +130,10 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
 
 /* Device math (simt_math.c): before optimizing a GPU module, route its
  * transcendental intrinsics and libm calls to what the target has (nvptx:
- * CUDA's libdevice, linked in); after, refuse calls to anything the module
- * does not define. 0, or -1 with err naming the function. Called by
+ * CUDA's libdevice; amdgpu: ROCm's ocml, with the oclc constants it reads
+ * defined for the arch; linked in when needed, internalized); after, refuse
+ * calls to functions, or reads of globals, the module does not define. 0,
+ * or -1 with err naming the function or the missing library. Called by
  * jit_simt_optimize. */
 int jit_simt_legalize_math(LLVMModuleRef mod, const jit_simt_target *t, char *err, size_t errlen);
 int jit_simt_check_externals(LLVMModuleRef mod, const jit_simt_target *t, char *err,

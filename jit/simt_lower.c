@@ -25,8 +25,8 @@
  * float, integers in i64 (wrapping).
  * Every op of the CPU path is lowered (mo.fused never reaches here: device
  * models compile the unfused graph). Transcendental functions map to the
- * target's math library in simt_math.c (libdevice on nvptx; on amdgpu a
- * clear error, ROCm's device libraries are not linked). */
+ * target's math library in simt_math.c (libdevice on nvptx, ROCm's ocml on
+ * amdgpu). */
 #include <stdio.h>
 #include <string.h>
 

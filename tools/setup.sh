@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(llvm-19-dev clang-19 lld-19 libxxhash-dev libcriterion-dev cmake make gcc pkg-config python3
-          valgrind)
+          valgrind rocm-device-libs)
 
 missing=()
 for p in "${PACKAGES[@]}"; do
