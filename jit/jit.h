@@ -91,6 +91,9 @@ typedef struct jit_code jit_code;
 const char *jit_engine_triple(const jit_engine *e);
 const char *jit_engine_cpu(const jit_engine *e);
 const char *jit_engine_features(const jit_engine *e);
+/* "+feat" is a whole entry of the comma-separated feature list (NULL:
+ * false): jit_features_have(jit_engine_features(e), "avx512f"). */
+bool jit_features_have(const char *list, const char *feat);
 const char *jit_engine_options(const jit_engine *e);
 const char *jit_llvm_version(void);
 

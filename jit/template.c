@@ -22,6 +22,7 @@
 #include <llvm-c/Linker.h>
 #include <llvm-c/TargetMachine.h>
 
+#include "jit.h"
 #include "template.h"
 
 typedef struct tmpl_desc {
@@ -65,8 +66,7 @@ static void kernel_target(jit_fn *f, char **cpu, char **features) {
   }
 }
 
-/* "+feat" as a whole entry of a comma-separated feature list. */
-static bool features_have(const char *list, const char *feat) {
+bool jit_features_have(const char *list, const char *feat) {
   if (!list) return false;
   size_t fl = strlen(feat);
   const char *p = list;
@@ -83,7 +83,7 @@ static bool features_have(const char *list, const char *feat) {
 bool jit_target_has(jit_fn *f, const char *feat) {
   char *cpu, *features;
   kernel_target(f, &cpu, &features);
-  bool r = features_have(features, feat);
+  bool r = jit_features_have(features, feat);
   free(cpu);
   free(features);
   return r;
@@ -116,7 +116,7 @@ void jit_template_retarget(jit_fn *f, LLVMValueRef fn) {
   kernel_target(f, &cpu, &features);
   if (cpu) set_str_attr(f->ctx, fn, "target-cpu", cpu);
   if (features) set_str_attr(f->ctx, fn, "target-features", features);
-  if (features_have(features, "avx512f")) set_str_attr(f->ctx, fn, "prefer-vector-width", "512");
+  if (jit_features_have(features, "avx512f")) set_str_attr(f->ctx, fn, "prefer-vector-width", "512");
   free(cpu);
   free(features);
 }
@@ -158,7 +158,7 @@ int jit_link_bitcode(jit_fn *f, const void *bc, size_t len, const char *label) {
 
   char *cpu, *features;
   kernel_target(f, &cpu, &features);
-  bool avx512 = features_have(features, "avx512f");
+  bool avx512 = jit_features_have(features, "avx512f");
 
   /* Retarget every definition; remember the external ones (functions and
    * globals), which the linker brings over by name and which become

@@ -24,19 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* "+feat" as a whole entry of a comma-separated feature list. */
-static bool has_feature(const char *list, const char *feat) {
-  size_t fl = strlen(feat);
-  for (const char *p = list; p && *p;) {
-    const char *end = strchr(p, ',');
-    size_t len = end ? (size_t)(end - p) : strlen(p);
-    if (len == fl + 1 && p[0] == '+' && memcmp(p + 1, feat, fl) == 0) return true;
-    if (!end) break;
-    p = end + 1;
-  }
-  return false;
-}
-
 static bool is_source(const ir_node *n) {
   return n && (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL);
 }
@@ -88,7 +75,7 @@ static bool carries_mark(const ir_node *n) {
 }
 
 int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
-  bool avx512f = has_feature(jit_engine_features(ctx->jit), "avx512f");
+  bool avx512f = jit_features_have(jit_engine_features(ctx->jit), "avx512f");
   for (int i = 0; i < g->nnodes; i++)
     if (carries_mark(g->nodes[i]))
       return rt_err(st, KILN_ERR_VERIFY,
