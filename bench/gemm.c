@@ -17,7 +17,7 @@
  * environment when they are loaded, so the program sets OMP_NUM_THREADS and
  * OPENBLAS_NUM_THREADS to the anchors' count and re-executes itself when
  * they differ. Nothing is pinned (../shared/ANCHORS.md asks only for equal
- * thread counts). With --threads, each timed call follows a 30 ms pause and
+ * thread counts). With --threads, each timed call follows a 150 ms pause and
  * an untimed call of its own column, so that the previous column's idle
  * workers have stopped spinning. Until libkiln defines
  * kiln_context_set_num_threads (issue 4, "threads"), kiln runs with its
@@ -325,14 +325,16 @@ int main(int argc, char **argv) {
     /* timed runs, interleaved (kiln, [kiln N], oneDNN, OpenBLAS, kiln, ...)
      * so that the machine's noise hits every column alike. With several
      * threads each library's idle workers spin a while after a call (kiln
-     * 50 us, OpenMP up to milliseconds) and would steal cores from the next
-     * column: there, each timed call follows a 30 ms pause and an untimed
-     * call of its own column. */
+     * 2 ms, OpenMP milliseconds, OpenBLAS's pthread server 2^28 cycles:
+     * ~70 ms at 4 GHz, measured to halve the next column's 2-thread figure
+     * after a 30 ms pause) and would steal cores from the next column:
+     * there, each timed call follows a 150 ms pause and an untimed call of
+     * its own column. */
     for (int r = 0; r < runs && agree; r++)
       for (int impl = 0; impl < NIMPL; impl++) {
         if (!used[impl]) continue;
         if (scaling) {
-          struct timespec pause = {0, 30 * 1000 * 1000};
+          struct timespec pause = {0, 150 * 1000 * 1000};
           nanosleep(&pause, NULL);
           if (impl == KILN1) kiln_run(&g1, st);
           else if (impl == KILNN) kiln_run(&gn, st);
