@@ -255,6 +255,34 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
   }                                                                                              \
                                                                                                  \
+  /* Write (first) or add the mr x nr valid part of an R x W-vector tile of                      \
+   * accumulators to C. */                                                                       \
+  static inline __attribute__((always_inline)) void NAME##_store(                                \
+      int R, int W, V (*acc)[2], T *restrict C, int64_t ldc, int64_t mr, int64_t nr,             \
+      int first) {                                                                               \
+    if (mr == R && nr == W * VL) {                                                               \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        if (r >= R) continue;                                                                    \
+        T *c = C + r * ldc;                                                                      \
+        if (first) {                                                                             \
+          VSTORE(c, acc[r][0]);                                                                  \
+          if (W == 2) VSTORE(c + VL, acc[r][1]);                                                 \
+        } else {                                                                                 \
+          VSTORE(c, VLOAD(V, c) + acc[r][0]);                                                    \
+          if (W == 2) VSTORE(c + VL, VLOAD(V, c + VL) + acc[r][1]);                              \
+        }                                                                                        \
+      }                                                                                          \
+    } else {                                                                                     \
+      T tile[MR][2 * VL];                                                                        \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        VSTORE(&tile[r][0], acc[r][0]);                                                          \
+        VSTORE(&tile[r][VL], acc[r][1]);                                                         \
+      }                                                                                          \
+      COLD for (int64_t r = 0; r < mr; r++)                                                      \
+        COLD for (int64_t j = 0; j < nr; j++)                                                    \
+          C[r * ldc + j] = first ? tile[r][j] : C[r * ldc + j] + tile[r][j];                     \
+    }                                                                                            \
+  }                                                                                              \
   /* The R x W vectors register tile (R <= MR rows, W = 1 or 2 vectors; both                     \
    * constants once inlined: the narrower tiles at the edges of C skip the                       \
    * multiply-adds of zero-padded rows and columns) over kc packed steps (A                      \
@@ -301,30 +329,37 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
         Bp += 2 * VL;                                                                            \
       }                                                                                          \
     }                                                                                            \
-    if (mr == R && nr == W * VL) {                                                               \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
-        if (r >= R) continue;                                                                    \
-        T *c = C + r * ldc;                                                                      \
-        if (first) {                                                                             \
-          VSTORE(c, acc[r][0]);                                                                  \
-          if (W == 2) VSTORE(c + VL, acc[r][1]);                                                 \
-        } else {                                                                                 \
-          VSTORE(c, VLOAD(V, c) + acc[r][0]);                                                    \
-          if (W == 2) VSTORE(c + VL, VLOAD(V, c + VL) + acc[r][1]);                              \
-        }                                                                                        \
-      }                                                                                          \
-    } else {                                                                                     \
-      T tile[MR][2 * VL];                                                                        \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
-        VSTORE(&tile[r][0], acc[r][0]);                                                          \
-        VSTORE(&tile[r][VL], acc[r][1]);                                                         \
-      }                                                                                          \
-      COLD for (int64_t r = 0; r < mr; r++)                                                      \
-        COLD for (int64_t j = 0; j < nr; j++)                                                    \
-          C[r * ldc + j] = first ? tile[r][j] : C[r * ldc + j] + tile[r][j];                     \
-    }                                                                                            \
+    NAME##_store(R, W, acc, C, ldc, mr, nr, first);                                              \
   }                                                                                              \
                                                                                                  \
+  /* The same tile with A read where it is (row-major, row stride lda)                           \
+   * instead of packed, for a B of one column panel, where packing A costs                       \
+   * more than the tile (measured: 64 x 512 x 10, 9.2 us, most of it in                          \
+   * packing). Rows past mr read row mr - 1 (never stored). Every element                        \
+   * is summed as by the packed tile, in the same order. */                                      \
+  static inline __attribute__((always_inline)) void NAME##_micro_da(                             \
+      int R, int W, int64_t kc, const T *restrict A, int64_t lda, const T *restrict Bp,          \
+      T *restrict C, int64_t ldc, int64_t mr, int64_t nr, int first) {                           \
+    V acc[MR][2];                                                                                \
+    const T *ar[MR];                                                                             \
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
+      acc[r][0] = (V)0;                                                                          \
+      acc[r][1] = (V)0;                                                                          \
+      ar[r] = A + (r < mr ? r : mr - 1) * lda;                                                   \
+    }                                                                                            \
+    for (int64_t k = 0; k < kc; k++) {                                                           \
+      V b0 = VLOAD(V, Bp), b1 = W == 2 ? VLOAD(V, Bp + VL) : (V)0;                               \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                          \
+        if (r < R) {                                                                             \
+          V a = (V)ar[r][k];                                                                     \
+          acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                               \
+          if (W == 2) acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                   \
+        }                                                                                        \
+      }                                                                                          \
+      Bp += 2 * VL;                                                                              \
+    }                                                                                            \
+    NAME##_store(R, W, acc, C, ldc, mr, nr, first);                                              \
+  }                                                                                              \
   /* Few rows: no packing; per row, C's chunk of SMALL_NB columns is                             \
    * accumulated over K four rows of B at a time (it stays in L1). */                            \
   static void NAME##_small(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,    \
@@ -534,6 +569,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     T *Ap = packed ? stack : heap ? wal + KC_HEAP * NC_HEAP : stack + KC_MAX * NC_STACK;         \
     int64_t nc_b = block_size(N, heap || packed ? NC_HEAP : NC_STACK, 2 * VL);                   \
     int64_t mc_b = block_size(M, MC_MAX, MR);                                                    \
+    int direct = N <= 2 * VL; /* B is one column panel: A is not packed */                       \
     for (int64_t jc = 0; jc < N; jc += nc_b) {                                                   \
       int64_t nc = MIN(nc_b, N - jc);                                                            \
       for (int64_t pc = 0; pc < K; pc += kc_b) {                                                 \
@@ -552,7 +588,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
         }                                                                                        \
         for (int64_t ic = 0; ic < M; ic += mc_b) {                                               \
           int64_t mc = MIN(mc_b, M - ic);                                                        \
-          NAME##_pack_a(mc, kc, A + ic * lda + pc, lda, Ap);                                     \
+          if (!direct) NAME##_pack_a(mc, kc, A + ic * lda + pc, lda, Ap);                        \
           for (int64_t jr = 0; jr < nc; jr += 2 * VL) {                                          \
             int64_t nr = MIN(2 * VL, nc - jr);                                                   \
             const T *bp = Bb + jr / (2 * VL) * ps;                                               \
@@ -561,6 +597,12 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
               const T *ap = Ap + ir * kc;                                                        \
               T *cp = C + (ic + ir) * ldc + jc + jr;                                             \
               int first = pc == 0;                                                               \
+              if (direct) { /* one column panel: A as it is */                                   \
+                const T *ad = A + (ic + ir) * lda + pc;                                          \
+                if (nr > VL) NAME##_micro_da(MR, 2, kc, ad, lda, bp, cp, ldc, mr, nr, first);    \
+                else NAME##_micro_da(MR, 1, kc, ad, lda, bp, cp, ldc, mr, nr, first);            \
+                continue;                                                                        \
+              }                                                                                  \
               /* edge tiles: fewer rows (a 4-row tile) or one vector */                          \
               if (nr > VL) {                                                                     \
                 if (mr > MR4) NAME##_micro(MR, 2, kc, ap, bp, cp, ldc, mr, nr, first);           \
