@@ -71,7 +71,9 @@
  * register tile per (ir, jr): NR = 2 vectors, MR rows, one broadcast of A
  * and two vector loads of B per k. Block sizes come from the shape: K is
  * split into ceil(K / KC_MAX) equal blocks (likewise M and N), so a K just
- * over a block size does not leave a tiny remainder block.
+ * over a block size does not leave a tiny remainder block. Where N (of the
+ * piece) is at most DIRECT_A_MAX_N, A is not packed: the tile reads its MR
+ * rows in place (few column panels would share a packed copy).
  * Small M (fewer rows than SMALL_M) skips packing: B is streamed row by row
  * (four rows of B per step, C's row chunk stays in L1), which is what a
  * memory-bound GEMV wants; with B prepacked, four panels are streamed at a
@@ -123,6 +125,8 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define NC_HEAP_F32 2048 /* KC x NC B block in caller workspace: 2 MiB (L3) */
 #endif
 #define SMALL_M 4
+/* Largest N (of a piece) whose A is read in place, not packed */
+#define DIRECT_A_MAX_N 512
 /* Columns of C per chunk in the small-M path: 16 KiB of f32 C stays in L1,
  * and B is read in runs of 16 KiB per row. With 1024 (4 KiB runs, one page
  * each, the rows a page apart) the hardware prefetcher stopped at every
@@ -333,10 +337,11 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   }                                                                                              \
                                                                                                  \
   /* The same tile with A read where it is (row-major, row stride lda)                           \
-   * instead of packed, for a B of one column panel, where packing A costs                       \
-   * more than the tile (measured: 64 x 512 x 10, 9.2 us, most of it in                          \
-   * packing). Rows past mr read row mr - 1 (never stored). Every element                        \
-   * is summed as by the packed tile, in the same order. */                                      \
+   * instead of packed, where few column panels would share a packed A                           \
+   * (N <= DIRECT_A_MAX_N): packing then costs more than it saves (64 x                          \
+   * 512 x 10: 9.2 us packed, 6.0 in place). Rows past mr read row mr - 1                        \
+   * (never stored). Every element is summed as by the packed tile, in the                       \
+   * same order, so the results do not depend on the choice. */                                  \
   static inline __attribute__((always_inline)) void NAME##_micro_da(                             \
       int R, int W, int64_t kc, const T *restrict A, int64_t lda, const T *restrict Bp,          \
       T *restrict C, int64_t ldc, int64_t mr, int64_t nr, int first) {                           \
@@ -569,7 +574,11 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     T *Ap = packed ? stack : heap ? wal + KC_HEAP * NC_HEAP : stack + KC_MAX * NC_STACK;         \
     int64_t nc_b = block_size(N, heap || packed ? NC_HEAP : NC_STACK, 2 * VL);                   \
     int64_t mc_b = block_size(M, MC_MAX, MR);                                                    \
-    int direct = N <= 2 * VL; /* B is one column panel: A is not packed */                       \
+    /* A read in place, not packed, where few column panels would share                          \
+     * the packed copy (measured on znver5, GFLOP/s packed -> in place:                          \
+     * 128x128x64 222 -> 239, 256^3 240 -> 249, 512^3 250 -> 254, N = 10                         \
+     * 71 -> 109; 1024^3 and 2048^3 equal or 3% slower: they keep packing) */                    \
+    int direct = N <= DIRECT_A_MAX_N;                                                            \
     for (int64_t jc = 0; jc < N; jc += nc_b) {                                                   \
       int64_t nc = MIN(nc_b, N - jc);                                                            \
       for (int64_t pc = 0; pc < K; pc += kc_b) {                                                 \
@@ -597,7 +606,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
               const T *ap = Ap + ir * kc;                                                        \
               T *cp = C + (ic + ir) * ldc + jc + jr;                                             \
               int first = pc == 0;                                                               \
-              if (direct) { /* one column panel: A as it is */                                   \
+              if (direct) { /* A as it is */                                                     \
                 const T *ad = A + (ic + ir) * lda + pc;                                          \
                 if (nr > VL) NAME##_micro_da(MR, 2, kc, ad, lda, bp, cp, ldc, mr, nr, first);    \
                 else NAME##_micro_da(MR, 1, kc, ad, lda, bp, cp, ldc, mr, nr, first);            \
