@@ -24,7 +24,11 @@
  * default and the rows say so; the N-thread column is then "n/a" with the
  * reason.
  *
- * usage: bench_gemm [--quick] [--tsv] [--threads N] [--case MxNxK]...
+ * usage: bench_gemm [--quick] [--tsv] [--threads N] [--no-anchors] [--case MxNxK]...
+ *   --no-anchors  kiln's columns only (a process without the anchors'
+ *            thread pools: with two cores, OpenBLAS's and OpenMP's workers
+ *            in the same process were measured to cost kiln's 2-thread
+ *            column 10-30%, and kiln's workers the anchors' likewise)
  *   --tsv    machine-readable lines (bench/run.sh reads them):
  *            M <key> <value>            metadata
  *            R <case> <engine> <threads> GFLOP/s <runs> <min> <median> <max>
@@ -207,11 +211,12 @@ static bool parse_case(const char *s, gcase *c) {
 }
 
 static void usage(void) {
-  fprintf(stderr, "usage: bench_gemm [--quick] [--tsv] [--threads N] [--case MxNxK]...\n");
+  fprintf(stderr,
+          "usage: bench_gemm [--quick] [--tsv] [--threads N] [--no-anchors] [--case MxNxK]...\n");
 }
 
 int main(int argc, char **argv) {
-  bool quick = false, tsv = false;
+  bool quick = false, tsv = false, anchors = true;
   int nthreads = 1;
   gcase cases[16] = {
       {256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024}, {2048, 2048, 2048}, {1, 4096, 4096}};
@@ -219,6 +224,7 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; i++) {
     if (strcmp(argv[i], "--quick") == 0) quick = true;
     else if (strcmp(argv[i], "--tsv") == 0) tsv = true;
+    else if (strcmp(argv[i], "--no-anchors") == 0) anchors = false;
     else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       nthreads = atoi(argv[++i]);
       if (nthreads < 1 || nthreads > 1024) {
@@ -264,7 +270,8 @@ int main(int argc, char **argv) {
     printf("%-22s %-12s %5s %9s %9s %9s %12s\n", "case", "impl", "runs", "min", "median", "max",
            "kiln/impl");
   }
-  bool used[NIMPL] = {true, scaling && !whyn[0], anchor_built(DNNL), anchor_built(OPENBLAS)};
+  bool used[NIMPL] = {true, scaling && !whyn[0], anchors && anchor_built(DNNL),
+                      anchors && anchor_built(OPENBLAS)};
   int impl_threads[NIMPL] = {1, nthreads, nthreads, nthreads};
   int rc = 0;
   for (int ci = 0; ci < ncases; ci++) {

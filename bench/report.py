@@ -279,8 +279,10 @@ def main():
             g1m.get("kiln_threads_1", "?"), g1m.get("OMP_NUM_THREADS", "?"),
             g1m.get("OPENBLAS_NUM_THREADS", "?"), g1m.get("OPENBLAS_CORETYPE", "?")))
     if g2m:
-        P("- 2 threads: kiln 1-thread and 2-thread contexts in one process (kiln 1T: %s; kiln 2T: "
-          "%s); anchors with OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s. Not pinned." % (
+        P("- 2 threads: kiln 1-thread and 2-thread contexts in one process of their own (kiln 1T: "
+          "%s; kiln 2T: %s), interleaved, each timed call after a 150 ms pause and an untimed "
+          "call; anchors in another process with OMP_NUM_THREADS=%s OPENBLAS_NUM_THREADS=%s (two "
+          "libraries' thread pools in one process on two cores slowed each other). Not pinned." % (
               g2m.get("kiln_threads_1", "?"), g2m.get("kiln_threads_2", "?"),
               g2m.get("OMP_NUM_THREADS", "?"), g2m.get("OPENBLAS_NUM_THREADS", "?")))
     if cm:

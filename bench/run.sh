@@ -171,6 +171,10 @@ if [ -n "$gemm" ]; then
   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 \
     "$gemm" --tsv --threads 2 --case 1024x1024x1024 "${qa[@]}" >"$work/gemm2.tsv" \
     2>"$work/gemm2.err" || fail gemm2 "bench_gemm --threads 2 exited $?: $(tail1 "$work/gemm2.err")"
+  # kiln's 1- and 2-thread columns again, in a process without the anchors'
+  # thread pools; their R lines come last, so the report takes them
+  "$gemm" --tsv --threads 2 --no-anchors --case 1024x1024x1024 "${qa[@]}" 2>>"$work/gemm2.err" |
+    grep '^R' >>"$work/gemm2.tsv" || fail gemm2 "bench_gemm --threads 2 --no-anchors failed"
 fi
 if [ -n "$chain" ]; then
   say "fused chain, triad, execute overhead"
