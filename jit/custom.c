@@ -360,6 +360,17 @@ static void drop_buffer_promises(jit_fn *f) {
       if (id) LLVMRemoveEnumAttributeAtIndex(f->fn, (unsigned)i + 3, id);
     }
 }
+/* Mark a library function always_inline so the kernel inlines it, unless
+ * the library was built noinline (a -O0 library, optnone: it stays a call). */
+static void inline_always(jit_fn *f, LLVMValueRef fn) {
+  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
+  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
+  bool no = noinline && LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, noinline);
+  if (always && !no)
+    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                            LLVMCreateEnumAttribute(f->ctx, always, 0));
+}
+
 
 /* The library's `sym`, linked into f->mod and checked against the ABI. */
 static LLVMValueRef link_kernel(jit_fn *f, const char *sym) {
@@ -392,12 +403,7 @@ static LLVMValueRef link_kernel(jit_fn *f, const char *sym) {
     jit_fn_error(f, "kernel \"%s\": its type does not fit int32_t (const kiln_kernel_args *)", sym);
     return NULL;
   }
-  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
-  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
-  bool no = noinline && LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, noinline);
-  if (always && !no) /* a -O0 library (optnone, noinline) stays a call */
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(f->ctx, always, 0));
+  inline_always(f, fn);
   return fn;
 }
 
@@ -519,12 +525,7 @@ static LLVMValueRef ew_link_host(jit_fn *f, const ir_node *n, const char *sym) {
   char marker[300];
   snprintf(marker, sizeof marker, "kiln_abi_%s", sym);
   if (check_ew_marker(f, n, sym, marker) < 0 || check_ew_type(f, n, sym, fn) < 0) return NULL;
-  unsigned noinline = LLVMGetEnumAttributeKindForName("noinline", 8);
-  unsigned always = LLVMGetEnumAttributeKindForName("alwaysinline", 12);
-  bool no = noinline && LLVMGetEnumAttributeAtIndex(fn, LLVMAttributeFunctionIndex, noinline);
-  if (always && !no) /* a -O0 library (optnone, noinline) stays a call */
-    LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
-                            LLVMCreateEnumAttribute(f->ctx, always, 0));
+  inline_always(f, fn);
   return fn;
 }
 
