@@ -360,6 +360,7 @@ static void drop_buffer_promises(jit_fn *f) {
       if (id) LLVMRemoveEnumAttributeAtIndex(f->fn, (unsigned)i + 3, id);
     }
 }
+
 /* Mark a library function always_inline so the kernel inlines it, unless
  * the library was built noinline (a -O0 library, optnone: it stays a call). */
 static void inline_always(jit_fn *f, LLVMValueRef fn) {
@@ -370,7 +371,6 @@ static void inline_always(jit_fn *f, LLVMValueRef fn) {
     LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
                             LLVMCreateEnumAttribute(f->ctx, always, 0));
 }
-
 
 /* The library's `sym`, linked into f->mod and checked against the ABI. */
 static LLVMValueRef link_kernel(jit_fn *f, const char *sym) {
