@@ -40,14 +40,6 @@ static bool swaps_last_two(const ir_node *n) {
   return false;
 }
 
-static int uses_of(const ir_graph *g, const ir_value *v) {
-  int k = 0;
-  for (int i = 0; i < g->nnodes; i++)
-    for (int j = 0; j < g->nodes[i]->nin; j++) k += g->nodes[i]->in[j] == v;
-  for (int o = 0; o < g->noutputs; o++) k += g->outputs[o] == v;
-  return k;
-}
-
 static bool checked(const ir_graph *g, const ir_node *n) {
   for (int i = 0; i < g->nchecks; i++)
     if (g->checks[i].node == n) return true;
@@ -64,7 +56,7 @@ int ir_graph_fold_transpose_b(ir_graph *g, ir_diag *d) {
     if (mm->op != IR_OP_MATMUL || mm->nin != 2 || ir_node_attr_int(mm, "kiln.transpose_b", 0))
       continue;
     ir_node *tr = mm->in[1]->def;
-    if (!tr || !swaps_last_two(tr) || uses_of(g, mm->in[1]) != 1 || checked(g, tr)) continue;
+    if (!tr || !swaps_last_two(tr) || ir_value_uses(g, mm->in[1]) != 1 || checked(g, tr)) continue;
     if (ir_node_set_attr_int(g, mm, "kiln.transpose_b", 1) < 0) {
       folded = ir_diag_set(d, mm->loc, "out of memory folding transposes");
       break; /* the matmuls folded so far are whole; their transposes go below */

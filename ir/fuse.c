@@ -41,10 +41,6 @@
 
 #include "ir.h"
 
-/* Operands a member may have (elementwise custom kernels have up to 8,
- * KILN_ELEMENTWISE_MAX_INPUTS; builtin ops at most 3). */
-#define FUSE_MAX_IN 8
-
 /* Elementwise and unable to fail: integer mod (the one elementwise op with
  * a data error, division by zero) stays a kernel of its own, so its error
  * still names it. A mo.custom carrying kiln.elementwise (the runtime stamps
@@ -55,7 +51,7 @@ static bool ew_node(const ir_node *n) {
   if (!o || n->nout != 1) return false;
   if (n->op == IR_OP_MOD && !ir_dtype_is_float(n->out[0]->type.dtype)) return false;
   if (n->op == IR_OP_CUSTOM)
-    return ir_node_attr_int(n, "kiln.elementwise", 0) != 0 && n->nin <= FUSE_MAX_IN;
+    return ir_node_attr_int(n, "kiln.elementwise", 0) != 0 && n->nin <= IR_EW_MAX_IN;
   return ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;
 }
 
@@ -162,7 +158,7 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
   b->syms_declared = true;
   /* inputs: values read from outside the group, in order of first use */
   int next = 0;
-  ir_value **ext = ir_arena_alloc(g->arena, sizeof *ext * (size_t)(n * FUSE_MAX_IN + 1));
+  ir_value **ext = ir_arena_alloc(g->arena, sizeof *ext * (size_t)(n * IR_EW_MAX_IN + 1));
   if (!ext) return false;
   for (int i = 0; i < n; i++) {
     const ir_node *m = g->nodes[c->members[i]];
@@ -179,9 +175,9 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
   ir_loc none = {0, 0};
   for (int i = 0; i < n; i++) {
     const ir_node *m = g->nodes[c->members[i]];
-    ir_value *in[FUSE_MAX_IN];
+    ir_value *in[IR_EW_MAX_IN];
     ir_type t;
-    if (m->nin > FUSE_MAX_IN || !clone_type(b->arena, &m->out[0]->type, &t)) return false;
+    if (m->nin > IR_EW_MAX_IN || !clone_type(b->arena, &m->out[0]->type, &t)) return false;
     for (int j = 0; j < m->nin; j++) in[j] = map[m->in[j]->id];
     const char *name = m->out[0]->name;
     ir_node *k = ir_graph_add_node(b, m->op, in, m->nin, m->attrs, m->nattrs, 1, &t, &name, m->loc,

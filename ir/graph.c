@@ -36,6 +36,18 @@ int ir_op_lookup(const char *name, size_t len, int noperands, bool *name_known) 
   return -1;
 }
 
+bool ir_node_is_source(const ir_node *n) {
+  return n && (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL);
+}
+
+int ir_value_uses(const ir_graph *g, const ir_value *v) {
+  int k = 0;
+  for (int i = 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i]->nin; j++) k += g->nodes[i]->in[j] == v;
+  for (int o = 0; o < g->noutputs; o++) k += g->outputs[o] == v;
+  return k;
+}
+
 bool ir_op_is_elementwise(ir_op op) {
   const ir_op_info *o = ir_op_get(op);
   if (!o) return false;

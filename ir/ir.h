@@ -23,6 +23,11 @@
 #include "dtype.h"
 
 #define IR_MAX_RANK 16
+/* Most operands of a node an elementwise group (fusion, kernel text, the
+ * loop emitters) takes: builtin elementwise ops have up to 3, an
+ * elementwise custom kernel up to kiln/kernel.h's
+ * KILN_ELEMENTWISE_MAX_INPUTS (checked equal in src/kernel_lib.c). */
+#define IR_EW_MAX_IN 8
 
 /* ---- ops (ops.def) ---- */
 typedef enum ir_op {
@@ -238,6 +243,11 @@ ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len);
  * when absent. */
 const ir_attr *ir_node_attr(const ir_node *n, const char *name);
 int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
+/* mo.constant or mo.constant.external: a node whose value the runtime
+ * supplies rather than a kernel (NULL: false). */
+bool ir_node_is_source(const ir_node *n);
+/* How many times g uses v: operand slots of g's nodes plus graph outputs. */
+int ir_value_uses(const ir_graph *g, const ir_value *v);
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
 const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt);
 /* Set string attribute `name` of n (replaced, or inserted in name order);

@@ -171,11 +171,11 @@ static bool fused_kernel(sym_renamer *r, ir_graph *k, const ir_graph *g, const i
   ir_loc none = {0, 0};
   for (int i = 0; ok && i < b->nnodes; i++) {
     const ir_node *m = b->nodes[i];
-    ir_value *in[8]; /* elementwise custom kernels take up to 8 operands (fuse.c) */
+    ir_value *in[IR_EW_MAX_IN];
     ir_type ot[4];
     char names[4][24];
     const char *np[4];
-    if (m->nin > 8 || m->nout > 4) {
+    if (m->nin > IR_EW_MAX_IN || m->nout > 4) {
       ok = false;
       break;
     }

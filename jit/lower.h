@@ -171,9 +171,8 @@ typedef struct jit_ew_group {
   const ir_type *shape;
 } jit_ew_group;
 int jit_emit_ew_group(jit_fn *f, const jit_ew_group *g);
-/* Operands of a group member, at most (kiln/kernel.h's
- * KILN_ELEMENTWISE_MAX_INPUTS; builtin ops have up to 3). */
-#define JIT_EW_MAX_IN 8
+/* Operands of a group member, at most (ir.h). */
+#define JIT_EW_MAX_IN IR_EW_MAX_IN
 /* The value of elementwise node n on its loaded operands v (register types). */
 LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v);
 /* Element strides st[ot->rank] of a dense buffer of type t read broadcast to

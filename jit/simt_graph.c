@@ -19,10 +19,6 @@
 
 #include "simt.h"
 
-static bool is_source(const ir_node *n) {
-  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
-}
-
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap) {
   const ir_op_info *info = ir_op_get(g->nodes[node]->op);
   int n = snprintf(out, cap, "kiln_%d_%s", node, info ? info->name : "op");
@@ -77,7 +73,7 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
   int rc = mod ? 0 : -1, nkernels = 0;
   for (int i = 0; rc == 0 && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (is_source(n) || (only_node >= 0 && i != only_node)) continue;
+    if (ir_node_is_source(n) || (only_node >= 0 && i != only_node)) continue;
     ir_graph *kg = kernel_graph(g, i, syms, bind, err, errlen);
     if (!kg) {
       rc = -1;
@@ -85,7 +81,7 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
     }
     const ir_node *kn = NULL;
     for (int k = 0; k < kg->nnodes; k++)
-      if (!is_source(kg->nodes[k])) kn = kg->nodes[k];
+      if (!ir_node_is_source(kg->nodes[k])) kn = kg->nodes[k];
     char name[64], msg[1024] = "";
     jit_simt_kernel_name(g, i, name, sizeof name);
     jit_simt_fn sf;

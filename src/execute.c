@@ -39,10 +39,6 @@ static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape) {
   snprintf(buf + n, n < cap ? cap - n : 0, "]");
 }
 
-static bool is_source(const ir_node *n) {
-  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
-}
-
 /* Scratch for one execute, in one allocation. */
 typedef struct exec_state {
   ir_tensor *ins;
@@ -156,7 +152,7 @@ static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_stat
       t = x->fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st);
       if (!t) return -1;
     }
-    if (v->def && !is_source(v->def) && !x->bufs[v->id]) {
+    if (v->def && !ir_node_is_source(v->def) && !x->bufs[v->id]) {
       x->bufs[v->id] = t->data;
       x->direct[i] = true;
     }

@@ -38,6 +38,10 @@
 #include "kiln/custom.h"
 #include "kiln/kernel.h"
 
+/* fusion and the loop emitters size their operand arrays by IR_EW_MAX_IN */
+_Static_assert(KILN_ELEMENTWISE_MAX_INPUTS == IR_EW_MAX_IN,
+               "kiln/kernel.h and ir.h disagree on elementwise operands");
+
 _Static_assert(KILN_KERNEL_F32 == (int)KILN_FLOAT32 && KILN_KERNEL_F64 == (int)KILN_FLOAT64 &&
                    KILN_KERNEL_I64 == (int)KILN_INT64 && KILN_KERNEL_BOOL == (int)KILN_BOOL &&
                    KILN_KERNEL_BF16 == (int)KILN_BFLOAT16,

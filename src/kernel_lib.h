@@ -58,8 +58,8 @@ int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st);
 /* rt_graph_prepare (rt.h) with g's custom nodes bound to l between verify
  * and fusion (l NULL: none bound), so fusion sees kiln.elementwise. model.c;
  * the path of kiln_model_compile. 0, or -1 with st. */
-int rt_graph_prepare_libs(ir_graph *g, rt_kernel_libs *l, const char *filename,
-                          kiln_status *st);
+int rt_graph_prepare_libs(ir_graph *g, const kiln_context *ctx, rt_kernel_libs *l,
+                          const char *filename, kiln_status *st);
 
 int rt_kernel_libs_count(rt_kernel_libs *l);
 

@@ -217,8 +217,8 @@ static bool fusion_enabled(void) {
 
 /* Custom kernels are bound between verify and fusion: fusion takes the
  * elementwise ones (kiln.elementwise, stamped by the bind) into chains. */
-int rt_graph_prepare_libs(ir_graph *g, rt_kernel_libs *libs, const char *filename,
-                          kiln_status *st) {
+int rt_graph_prepare_libs(ir_graph *g, const kiln_context *ctx, rt_kernel_libs *libs,
+                          const char *filename, kiln_status *st) {
   ir_diag d = {0};
   if (ir_graph_verify(g, &d) < 0) return rt_err_diag(st, KILN_ERR_VERIFY, filename, &d);
   if (libs && rt_kernel_libs_bind(libs, g, st) < 0) return -1;
@@ -227,11 +227,14 @@ int rt_graph_prepare_libs(ir_graph *g, rt_kernel_libs *libs, const char *filenam
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
-  return 0;
+  /* constant GEMM operands packed once (prepack.c): the matmuls that read
+   * them are marked before any kernel text is made (their keys differ) */
+  return rt_prepack_mark(g, ctx, st) < 0 ? -1 : 0;
 }
 
-int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st) {
-  return rt_graph_prepare_libs(g, NULL, filename, st);
+int rt_graph_prepare(ir_graph *g, const kiln_context *ctx, const char *filename,
+                     kiln_status *st) {
+  return rt_graph_prepare_libs(g, ctx, NULL, filename, st);
 }
 
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
@@ -252,15 +255,12 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     goto fail;
   }
   /* custom kernels: their library's hash goes into the kernel text (keys) */
-  if (rt_graph_prepare_libs(m->g, ctx->libs, NULL, st) < 0) goto fail;
+  if (rt_graph_prepare_libs(m->g, ctx, ctx->libs, NULL, st) < 0) goto fail;
   if (rt_place_check_host(m->g, st) < 0) goto fail; /* values on a GPU: a device model's */
   if (m->g->noutputs < 1) {
     rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
     goto fail;
   }
-  /* constant GEMM operands packed once (prepack.c): the matmuls that read
-   * them are marked before any kernel text is made (their keys differ) */
-  if (rt_prepack_mark(m->g, ctx, st) < 0) goto fail;
   if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0 || rt_prepack_init(m, st) < 0 ||
       rt_plan_aliases(m, st) < 0)
     goto fail;

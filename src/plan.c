@@ -131,10 +131,6 @@ static void lock(kiln_model *m) {
 
 static void unlock(kiln_model *m) { atomic_store_explicit(&m->plan_lock, 0, memory_order_release); }
 
-static bool is_source(const ir_node *nd) {
-  return nd->op == IR_OP_CONSTANT || nd->op == IR_OP_CONSTANT_EXTERNAL;
-}
-
 static bool is_alias(const kiln_model *m, const ir_value *v) {
   return m->alias && m->alias[v->id] >= 0;
 }
@@ -195,7 +191,7 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
       int id = nd->in[j]->id;
       last_use[m->alias && m->alias[id] >= 0 ? m->alias[id] : id] = i;
     }
-    if (!is_source(nd))
+    if (!ir_node_is_source(nd))
       for (int k = 0; k < nd->nout; k++) n += !is_out[nd->out[k]->id] && !is_alias(m, nd->out[k]);
   }
   size_t cap = (size_t)(n ? n : 1);
@@ -211,7 +207,7 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
       goto done;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *nd = g->nodes[i];
-    if (is_source(nd)) continue;
+    if (ir_node_is_source(nd)) continue;
     for (int k = 0; k < nd->nout; k++) {
       const ir_value *v = nd->out[k];
       if (is_out[v->id] || is_alias(m, v)) continue;

@@ -24,10 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_source(const ir_node *n) {
-  return n && (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL);
-}
-
 /* B's type qualifies: f32 / f64, rank 2, static dims. */
 static bool packable_type(const ir_type *t) {
   if (t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64) return false;
@@ -35,18 +31,10 @@ static bool packable_type(const ir_type *t) {
   return ir_dim_is_const(t->dims[0], NULL) && ir_dim_is_const(t->dims[1], NULL);
 }
 
-static int uses_in(const ir_graph *b, const ir_value *v) {
-  int n = 0;
-  for (int i = 0; i < b->nnodes; i++)
-    for (int j = 0; j < b->nodes[i]->nin; j++) n += b->nodes[i]->in[j] == v;
-  for (int i = 0; i < b->noutputs; i++) n += b->outputs[i] == v;
-  return n;
-}
-
 /* The matmul node (in g or in n's body) that reads a constant B through
  * operand *operand of n, or NULL. */
 static ir_node *packable(const ir_node *n, int *operand) {
-  if (n->op == IR_OP_MATMUL && n->nin == 2 && is_source(n->in[1]->def) &&
+  if (n->op == IR_OP_MATMUL && n->nin == 2 && ir_node_is_source(n->in[1]->def) &&
       packable_type(&n->in[1]->type)) {
     *operand = 1;
     return (ir_node *)n;
@@ -60,7 +48,7 @@ static ir_node *packable(const ir_node *n, int *operand) {
     if (bv->def || bv->index < 0 || bv->index >= n->nin || b->inputs[bv->index] != bv)
       return NULL; /* B computed inside the body */
     const ir_value *outer = n->in[bv->index];
-    if (!is_source(outer->def) || !packable_type(&bv->type) || uses_in(b, bv) != 1) return NULL;
+    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type) || ir_value_uses(b, bv) != 1) return NULL;
     *operand = bv->index;
     return mm;
   }

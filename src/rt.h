@@ -133,12 +133,14 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
 /* Verify g (a model's clone) and apply the graph passes a model compiles
  * with: transposes folded into the matmuls that read them
  * (ir_graph_fold_transpose_b), then fusion (ir_graph_fuse) unless KILN_FUSE
- * is 0 / off / no / false.
+ * is 0 / off / no / false, then the matmuls that read a constant B marked
+ * for ctx's target (rt_prepack_mark).
  * Everything that computes a model's kernel keys (model.c, the CLI's cache
  * warm / explain) prepares the graph through this, so their keys agree.
  * filename (may be NULL) locates verify errors. Returns 0 or -1 with st
  * filled (KILN_ERR_VERIFY, KILN_ERR_OUT_OF_MEMORY). */
-int rt_graph_prepare(ir_graph *g, const char *filename, kiln_status *st);
+int rt_graph_prepare(ir_graph *g, const kiln_context *ctx, const char *filename,
+                     kiln_status *st);
 /* A model that only describes g (ports, weights, symbols; nothing is
  * compiled): kiln run --device uses it for names and shapes while a device
  * model runs the graph. It is never executed; kiln_model_free frees it. */

@@ -94,10 +94,6 @@ struct rt_spec_ctx {
   _Atomic int64_t c[NCOUNTERS];
 };
 
-static bool is_source(const ir_node *n) {
-  return n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL;
-}
-
 /* Add d to counter k of m and of its context. */
 static void count(const kiln_model *m, int k, int64_t d) {
   if (m->variants) atomic_fetch_add_explicit(&m->variants->c[k], d, memory_order_relaxed);
@@ -382,7 +378,7 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
   }
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (is_source(n)) continue;
+    if (ir_node_is_source(n)) continue;
     if (m->knsyms[i] == 0) { /* already static: the generic kernel is the specialized one */
       v->kernels[i] = m->kernels[i];
       continue;

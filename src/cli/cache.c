@@ -26,7 +26,6 @@
 
 #include "../cache_disk.h"
 #include "../cache_mem.h"
-#include "../prepack.h"
 #include "../rt.h"
 #include "cache_cli.h"
 #include "cli.h"
@@ -433,14 +432,12 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
     fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
     return CLI_ERR;
   }
-  if (rt_graph_prepare(j->ir, o->pos[0], j->st) < 0) return fail_st(cmd, j->st);
-  int rc = check_dims(o, j->ir, multi_dims, cmd);
-  if (rc) return rc;
   /* the runtime's target and options, without a store of the context's own */
   setenv("KILN_CACHE", "off", 1);
   if (!(j->ctx = kiln_context_new(j->st))) return fail_st(cmd, j->st);
-  /* as kiln_model_compile does: matmuls reading a constant B take it packed */
-  if (rt_prepack_mark(j->ir, j->ctx, j->st) < 0) return fail_st(cmd, j->st);
+  if (rt_graph_prepare(j->ir, j->ctx, o->pos[0], j->st) < 0) return fail_st(cmd, j->st);
+  int rc = check_dims(o, j->ir, multi_dims, cmd);
+  if (rc) return rc;
   rt_cache_mem *mem = rt_context_cache(j->ctx);
   j->k = calloc((size_t)j->ir->nnodes + 1, sizeof *j->k);
   if (!j->k) {
