@@ -39,4 +39,11 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms);
  * split a kernel or runs on one thread); for tests and --stats. */
 int rt_pool_workers(const kiln_context *ctx);
 
+/* The pool's worker placement, for tests: 1 when it binds workers to CPUs
+ * (then *caller_cpu is the caller's CPU at the last job, -2 before any), 0
+ * when it does not, -1 when the context has no pool. worker_cpus[i] (i < n
+ * and below the workers started) gets the one CPU worker i is bound to, -1
+ * when its affinity is not a single CPU. */
+int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus, int n);
+
 #endif

@@ -12,13 +12,19 @@
  *   once on one pool, small kernels never split.
  * - Concurrent executes of one model on one context, set_num_threads, no
  *   thread for a context that never splits, a context freed right after a
- *   split execute (ASan in CI checks the leaks and the joins). */
+ *   split execute (ASan in CI checks the leaks and the joins).
+ * - Placement: workers bound one per CPU, never on the CPU the caller ran
+ *   its last job on, moved when the caller moves; no binding with
+ *   KILN_PIN_THREADS=0 or more threads than CPUs. */
+#define _GNU_SOURCE /* CPU_*, pthread_setaffinity_np, sched_getaffinity */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "kiln/kiln.h"
 #include "src/pool.h"
@@ -615,3 +621,102 @@ Test(pool, context_freed_right_after_a_split_execute) {
     kiln_status_free(st);
   }
 }
+
+/* ---- placement ---- */
+
+/* The process's CPUs (cr_skip when fewer than two: nothing to place). */
+static int allowed_cpus(cpu_set_t *set, int *first, int *second) {
+  cr_assert_eq(sched_getaffinity(getpid(), sizeof *set, set), 0);
+  int n = CPU_COUNT(set);
+  if (n < 2) cr_skip_test("placement needs two CPUs; this process may run on %d", n);
+  *first = *second = -1;
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    if (CPU_ISSET(c, set)) {
+      if (*first < 0) *first = c;
+      else if (*second < 0) *second = c;
+    }
+  return n;
+}
+
+static void bind_self(int cpu) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof one, &one), 0);
+}
+
+/* One split job from the calling thread, every part run once. */
+static void split_job(kiln_model *m, int node) {
+  probe *p = malloc(sizeof *p);
+  void *args[1] = {p};
+  probe_reset(p, -1, 0);
+  cr_assert_eq(rt_kernel_call(m, node, fake_kernel, args, NULL, NULL), 0);
+  cr_assert_gt(probe_check(p), 1);
+  free(p);
+}
+
+/* Bound, distinct, in the set, none on `caller`. */
+static void expect_placed(const kiln_context *ctx, const cpu_set_t *set, int nworkers, int caller) {
+  int placed_caller = -3, cpus[64];
+  cr_assert_eq(rt_pool_placement(ctx, &placed_caller, cpus, nworkers), 1);
+  cr_expect_eq(placed_caller, caller);
+  for (int i = 0; i < nworkers; i++) {
+    cr_expect(cpus[i] >= 0 && CPU_ISSET(cpus[i], set), "worker %d bound to %d", i, cpus[i]);
+    cr_expect_neq(cpus[i], caller, "worker %d shares the caller's CPU %d", i, caller);
+    for (int j = 0; j < i; j++) cr_expect_neq(cpus[i], cpus[j], "workers %d and %d share a CPU", j, i);
+  }
+}
+
+Test(placement, workers_bound_off_the_callers_cpu_and_moved_with_it) {
+  cpu_set_t set;
+  int a, b, ncpu = allowed_cpus(&set, &a, &b);
+  int nt = ncpu < 4 ? ncpu : 4;
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert(ctx);
+  cr_assert_eq(kiln_context_set_num_threads(ctx, nt, st), 0);
+  kiln_model *m = compile_text(ctx, BIG_SOFTMAX, st);
+  int node = kernel_node(m);
+  split_job(m, node); /* starts the workers from an unbound caller */
+  cr_assert_eq(rt_pool_workers(ctx), nt - 1);
+  bind_self(a);
+  split_job(m, node);
+  expect_placed(ctx, &set, nt - 1, a);
+  bind_self(b);
+  split_job(m, node);
+  expect_placed(ctx, &set, nt - 1, b);
+  cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof set, &set), 0);
+  /* a whole model still agrees with the interpreter after the moves */
+  int64_t shape[2] = {1024, 1024};
+  kiln_tensor *in = rand_f32(2, shape, 5), *out = NULL;
+  cr_assert_eq(kiln_model_execute(m, &in, 1, &out, 1, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor_free(in);
+  kiln_tensor_free(out);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* No binding: the workers keep the mask they were started with. */
+static void expect_unplaced(const char *pin_env, int threads_over_cpus) {
+  cpu_set_t set;
+  int a, b, ncpu = allowed_cpus(&set, &a, &b);
+  if (pin_env) cr_assert_eq(setenv("KILN_PIN_THREADS", pin_env, 1), 0);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert(ctx);
+  int nt = threads_over_cpus ? ncpu + 1 : 2;
+  cr_assert_eq(kiln_context_set_num_threads(ctx, nt, st), 0);
+  kiln_model *m = compile_text(ctx, BIG_SOFTMAX, st);
+  int node = kernel_node(m);
+  split_job(m, node);
+  int caller = -3, cpus[1];
+  cr_expect_eq(rt_pool_placement(ctx, &caller, cpus, 1), 0);
+  cr_expect_eq(cpus[0], -1, "worker bound to CPU %d", cpus[0]);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+Test(placement, off_with_kiln_pin_threads_0) { expect_unplaced("0", 0); }
+Test(placement, off_with_more_threads_than_cpus) { expect_unplaced(NULL, 1); }
