@@ -540,7 +540,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   int64_t NAME##_work(int64_t M, int64_t N, int64_t K);                                          \
   int64_t NAME##_work(int64_t M, int64_t N, int64_t K) {                                         \
     if (M < SMALL_M || K <= 0 || N <= NC_STACK) return 0;                                        \
-    return KC_HEAP * (NC_HEAP + MC_MAX) + 64 / (int64_t)sizeof(T); /* B, A, align */             \
+    /* the B block; the A block unless every piece reads A in place; align */                    \
+    return KC_HEAP * (NC_HEAP + (N > DIRECT_A_MAX_N ? MC_MAX : 0)) + 64 / (int64_t)sizeof(T);    \
   }                                                                                              \
                                                                                                  \
   /* The piece rows [0, M) x columns [0, N) of the pointers given (i_off,                        \

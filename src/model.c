@@ -201,8 +201,8 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   if (!m->kentries || !m->ksym_map || !m->knsyms || !map)
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; rc == 0 && i < m->g->nnodes; i++) {
-    ir_op op = m->g->nodes[i]->op;
-    if (op == IR_OP_CONSTANT || op == IR_OP_CONSTANT_EXTERNAL) continue;
+    const ir_node *n = m->g->nodes[i];
+    if (ir_node_is_source(n) || rt_node_is_alias(m->g, n)) continue; /* no kernel */
     rc = compile_kernel(m, i, map, st);
   }
   free(map);

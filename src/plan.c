@@ -141,6 +141,13 @@ static bool reshape_like(const ir_node *nd) {
          nd->nin == 1 && nd->nout == 1 && nd->in[0]->type.dtype == nd->out[0]->type.dtype;
 }
 
+bool rt_node_is_alias(const ir_graph *g, const ir_node *n) {
+  if (!reshape_like(n)) return false;
+  for (int o = 0; o < g->noutputs; o++)
+    if (g->outputs[o] == n->out[0]) return false; /* the caller's tensor: a copy */
+  return true;
+}
+
 int rt_plan_aliases(kiln_model *m, kiln_status *st) {
   const ir_graph *g = m->g;
   free(m->alias);
@@ -150,23 +157,16 @@ int rt_plan_aliases(kiln_model *m, kiln_status *st) {
   if (!any) return 0;
   int nv = g->nvalues;
   int *alias = malloc((size_t)nv * sizeof *alias);
-  bool *is_out = calloc((size_t)nv, 1);
-  if (!alias || !is_out) {
-    free(alias);
-    free(is_out);
-    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
-  }
+  if (!alias) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
   for (int v = 0; v < nv; v++) alias[v] = -1;
-  for (int o = 0; o < g->noutputs; o++) is_out[g->outputs[o]->id] = true;
   any = false;
   for (int i = 0; i < g->nnodes; i++) { /* in order: an operand's own alias is known */
     const ir_node *nd = g->nodes[i];
-    if (!reshape_like(nd) || is_out[nd->out[0]->id]) continue;
+    if (!rt_node_is_alias(g, nd)) continue;
     int src = nd->in[0]->id;
     alias[nd->out[0]->id] = alias[src] >= 0 ? alias[src] : src;
     any = true;
   }
-  free(is_out);
   if (any) m->alias = alias;
   else free(alias);
   return 0;

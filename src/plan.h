@@ -76,6 +76,10 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
  * -1 (out of memory) with st. */
 int rt_plan_aliases(kiln_model *m, kiln_status *st);
 
+/* Whether node n of g is such an alias (then it is never compiled either:
+ * kiln_model_compile, specialization and `kiln cache` skip it). */
+bool rt_node_is_alias(const ir_graph *g, const ir_node *n);
+
 /* Fill an arena of nbytes with the poison pattern: as f32 words and as f64
  * NaNs (bytes 0xAB, 0xFF, 0xF8). */
 void rt_plan_poison(void *arena, size_t nbytes);

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "cache_mem.h"
+#include "plan.h"
 #include "pool.h"
 #include "variants.h"
 
@@ -378,7 +379,7 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
   }
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (ir_node_is_source(n)) continue;
+    if (ir_node_is_source(n) || rt_node_is_alias(g, n)) continue; /* no kernel */
     if (m->knsyms[i] == 0) { /* already static: the generic kernel is the specialized one */
       v->kernels[i] = m->kernels[i];
       continue;

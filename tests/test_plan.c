@@ -760,6 +760,14 @@ Test(model, reshapes_share_their_operands_buffer) {
   int aliases = 0;
   for (int v = 0; v < mg->nvalues; v++) aliases += c.m->alias[v] >= 0;
   cr_assert_eq(aliases, 7, "r1, r2, ys, ru, rr, rs, rs2 are aliases (not out: an output)");
+  for (int i = 0; i < mg->nnodes; i++) { /* an alias gets no kernel; every other node one */
+    const ir_node *nd = mg->nodes[i];
+    bool alias = nd->nout == 1 && c.m->alias[nd->out[0]->id] >= 0;
+    cr_expect_eq(rt_node_is_alias(mg, nd), alias, "node %d (%%%s)", i, nd->out[0]->name);
+    if (!ir_node_is_source(nd))
+      cr_expect_eq(c.m->kernels[i] != NULL, !alias, "node %d (%%%s): kernel %p", i,
+                   nd->out[0]->name, (void *)c.m->kernels[i]);
+  }
   size_t sum, total = check_model_plan(&c, &sum);
   size_t one = al(7 * 6 * 4);
   /* at most t, a, b, c, s, e are planned (fusion may take a into c's kernel) */

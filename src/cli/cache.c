@@ -26,6 +26,7 @@
 
 #include "../cache_disk.h"
 #include "../cache_mem.h"
+#include "../plan.h"
 #include "../rt.h"
 #include "cache_cli.h"
 #include "cli.h"
@@ -446,7 +447,7 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
   }
   for (int i = 0; i < j->ir->nnodes; i++) {
     const ir_node *n = j->ir->nodes[i];
-    if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
+    if (ir_node_is_source(n) || rt_node_is_alias(j->ir, n)) continue; /* no kernel */
     kernel_info *k = &j->k[j->nk];
     if (!(k->text = ir_kernel_text(j->ir, n, NULL, NULL))) {
       fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
@@ -534,7 +535,7 @@ static int add_bindings(graph_job *j, const cache_opts *o, const char *cmd, int 
       }
       for (int i = 0; rc == 0 && i < g->nnodes; i++) {
         const ir_node *n = g->nodes[i];
-        if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
+        if (ir_node_is_source(n) || rt_node_is_alias(g, n)) continue; /* no kernel */
         int nks = 0;
         char *generic = ir_kernel_text(g, n, NULL, &nks);
         free(generic);
