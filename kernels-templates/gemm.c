@@ -571,6 +571,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
     /* the B block, then the A block; a prepacked B leaves it all to A */                        \
     T stack[KC_MAX * NC_STACK + KC_MAX * MC_MAX] __attribute__((aligned(64)));                   \
+    T edge[KC_HEAP * MR] __attribute__((aligned(64))); /* see medge */                           \
     _Static_assert(KC_HEAP * MC_MAX <= KC_MAX * NC_STACK + KC_MAX * MC_MAX, "A block");          \
     /* wide B blocks (fewer passes over A) in the caller's workspace */                          \
     T *wal = heap && !packed ? (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63) : 0;               \
@@ -602,6 +603,11 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
         for (int64_t ic = 0; ic < M; ic += mc_b) {                                               \
           int64_t mc = MIN(mc_b, M - ic);                                                        \
           if (!direct) NAME##_pack_a(mc, kc, A + ic * lda + pc, lda, Ap);                        \
+          /* A in place: a last row tile of at most MR4 rows goes to the packed                  \
+           * 4-row tile (one tile instance less to compile), its rows packed here */             \
+          int64_t medge = mc % MR;                                                               \
+          if (direct && medge > 0 && medge <= MR4)                                               \
+            NAME##_pack_a(medge, kc, A + (ic + mc - medge) * lda + pc, lda, edge);               \
           for (int64_t jr = 0; jr < nc; jr += 2 * VL) {                                          \
             int64_t nr = MIN(2 * VL, nc - jr);                                                   \
             const T *bp = Bb + jr / (2 * VL) * ps;                                               \
@@ -617,15 +623,14 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
             }                                                                                    \
             for (int64_t ir = 0; ir < mc; ir += MR) {                                            \
               int64_t mr = MIN(MR, mc - ir);                                                     \
-              const T *ap = Ap + ir * kc;                                                        \
               T *cp = C + (ic + ir) * ldc + jc + jr;                                             \
               int first = pc == 0;                                                               \
-              if (direct) { /* A as it is */                                                     \
+              if (direct && mr > MR4) { /* A as it is */                                         \
                 const T *ad = A + (ic + ir) * lda + pc;                                          \
-                if (mr > MR4) NAME##_micro_da(MR, 2, kc, ad, lda, bp, cp, ldc, mr, nr, first);   \
-                else NAME##_micro_da(MR4, 2, kc, ad, lda, bp, cp, ldc, mr, nr, first);           \
+                NAME##_micro_da(MR, 2, kc, ad, lda, bp, cp, ldc, mr, nr, first);                 \
                 continue;                                                                        \
               }                                                                                  \
+              const T *ap = direct ? edge : Ap + ir * kc;                                        \
               /* edge tiles: fewer rows (a 4-row tile) or one vector */                          \
               if (nr > VL) {                                                                     \
                 if (mr > MR4) NAME##_micro(MR, 2, kc, ap, bp, cp, ldc, mr, nr, first);           \
