@@ -73,7 +73,10 @@
  * split into ceil(K / KC_MAX) equal blocks (likewise M and N), so a K just
  * over a block size does not leave a tiny remainder block. Where N (of the
  * piece) is at most DIRECT_A_MAX_N, A is not packed: the tile reads its MR
- * rows in place (few column panels would share a packed copy).
+ * rows in place (few column panels would share a packed copy). Where B is
+ * small, or M is and B is cached (DIRECT_B_*), B is not packed either: the
+ * tile reads B's rows in place, ldb apart; a last partial panel is packed
+ * (the tile reads whole zero-padded panels).
  * Small M (fewer rows than SMALL_M) skips packing: B is streamed row by row
  * (four rows of B per step, C's row chunk stays in L1), which is what a
  * memory-bound GEMV wants; with B prepacked, four panels are streamed at a
@@ -127,6 +130,11 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define SMALL_M 4
 /* Largest N (of a piece) whose A is read in place, not packed */
 #define DIRECT_A_MAX_N 512
+/* B (of a piece) read in place, not packed: K x N elements at most
+ * DIRECT_B_L1, or at most DIRECT_B_CACHED with M at most DIRECT_B_MAX_M */
+#define DIRECT_B_L1 8192
+#define DIRECT_B_MAX_M 32
+#define DIRECT_B_CACHED (1 << 20)
 /* Columns of C per chunk in the small-M path: 16 KiB of f32 C stays in L1,
  * and B is read in runs of 16 KiB per row. With 1024 (4 KiB runs, one page
  * each, the rows a page apart) the hardware prefetcher stopped at every
@@ -165,7 +173,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
 /* One GEMM family per (element type T, vector type V, VL lanes). NAME is the
  * entry; the B block is NC_STACK columns wide in the entry's stack buffer,
  * NC_HEAP in the caller's workspace. */
-#define DEFINE_GEMM(NAME, T, V, VL, V8, NC_STACK, NC_HEAP)                                      \
+#define DEFINE_GEMM(NAME, T, V, VL, V8, NC_STACK, NC_HEAP)                                       \
   /* the epilogue hook (see the entries above) */                                                \
   typedef void (*NAME##_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n,            \
                              T *C, int64_t ldc);                                                 \
@@ -295,8 +303,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
    * (first block) or adds to it, only the mr x nr valid part (mr <= R,                          \
    * nr <= W * VL). Each element's sum is the same for every R and W. */                         \
   static inline __attribute__((always_inline)) void NAME##_micro(                                \
-      int R, int W, int64_t kc, const T *restrict Ap, const T *restrict Bp, T *restrict C,       \
-      int64_t ldc, int64_t mr, int64_t nr, int first) {                                          \
+      int R, int W, int64_t kc, const T *restrict Ap, const T *restrict Bp, int64_t bk,          \
+      T *restrict C, int64_t ldc, int64_t mr, int64_t nr, int first) {                           \
     V acc[MR][2];                                                                                \
     _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
       acc[r][0] = (V)0;                                                                          \
@@ -318,7 +326,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
           acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                               \
         }                                                                                        \
         Ap += MR;                                                                                \
-        Bp += 2 * VL;                                                                            \
+        Bp += bk;                                                                                \
       }                                                                                          \
     } else { /* edge tiles: not unrolled (each is one more copy to compile) */                   \
       _Pragma("clang loop unroll(disable)") for (int64_t k = 0; k < kc; k++) {                   \
@@ -331,7 +339,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
           }                                                                                      \
         }                                                                                        \
         Ap += MR;                                                                                \
-        Bp += 2 * VL;                                                                            \
+        Bp += bk;                                                                                \
       }                                                                                          \
     }                                                                                            \
     NAME##_store(R, W, acc, C, ldc, mr, nr, first);                                              \
@@ -347,7 +355,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
    * than the FMA latency covers (64 x 512 x 10 + bias: 5.9 -> 5.5 us). */                       \
   static inline __attribute__((always_inline)) void NAME##_micro_da(                             \
       int R, int W, int64_t kc, const T *restrict A, int64_t lda, const T *restrict Bp,          \
-      T *restrict C, int64_t ldc, int64_t mr, int64_t nr, int first) {                           \
+      int64_t bk, T *restrict C, int64_t ldc, int64_t mr, int64_t nr, int first) {               \
     V acc[2 * MR][2];                                                                            \
     const T *ar[2 * MR];                                                                         \
     _Pragma("clang loop unroll(full)") for (int r = 0; r < 2 * MR; r++) {                        \
@@ -364,7 +372,7 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
           if (W == 2) acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                   \
         }                                                                                        \
       }                                                                                          \
-      Bp += 2 * VL;                                                                              \
+      Bp += bk;                                                                                  \
     }                                                                                            \
     NAME##_store(R, W, acc, C, ldc, mr, nr, first);                                              \
   }                                                                                              \
@@ -584,6 +592,15 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
      * 128x128x64 222 -> 239, 256^3 240 -> 249, 512^3 250 -> 254, N = 10                         \
      * 71 -> 109; 1024^3 and 2048^3 equal or 3% slower: they keep packing) */                    \
     int direct = N <= DIRECT_A_MAX_N;                                                            \
+    /* B read in place, not packed, where that is faster than packing it                         \
+     * (measured on znver5, GFLOP/s packed -> in place): B small enough that                     \
+     * its rows, ldb apart, stay in L1 (128x128x64 247 -> 258, 64^3 222 ->                       \
+     * 233; at 128 x 128 or more L1 conflicts cost 15%), or few row tiles to                     \
+     * share the packed copy and B within the caches (24 x 1000 x 1000 177 ->                    \
+     * 216, 32 x 512 x 784 168 -> 195; 16 x 2048 x 2048 from memory 101 -> 79)                   \
+     */                                                                                          \
+    int direct_b = !packed && !trans &&                                                          \
+                   (K * N <= DIRECT_B_L1 || (M <= DIRECT_B_MAX_M && K * N <= DIRECT_B_CACHED));  \
     for (int64_t jc = 0; jc < N; jc += nc_b) {                                                   \
       int64_t nc = MIN(nc_b, N - jc);                                                            \
       for (int64_t pc = 0; pc < K; pc += kc_b) {                                                 \
@@ -591,9 +608,15 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
         /* Bb + (jr / 2VL) * ps: the kc x 2VL panel of columns jc + jr.. */                      \
         const T *Bb;                                                                             \
         int64_t ps;                                                                              \
+        int64_t nfull = nc; /* columns read from Bb; the rest from Bp */                         \
         if (packed) {                                                                            \
           Bb = B + jc * K + pc * 2 * VL; /* panel jc / 2VL, row pc */                            \
           ps = K * 2 * VL;                                                                       \
+        } else if (direct_b) { /* whole panels in place, a last partial one packed */            \
+          Bb = B + pc * ldb + jc;                                                                \
+          ps = 2 * VL;                                                                           \
+          nfull = nc / (2 * VL) * 2 * VL;                                                        \
+          if (nfull < nc) NAME##_pack_b(kc, nc - nfull, B + pc * ldb + jc + nfull, ldb, Bp);     \
         } else {                                                                                 \
           if (trans) NAME##_pack_b_t(kc, nc, B + jc * ldb + pc, ldb, Bp);                        \
           else NAME##_pack_b(kc, nc, B + pc * ldb + jc, ldb, Bp);                                \
@@ -610,14 +633,15 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
             NAME##_pack_a(medge, kc, A + (ic + mc - medge) * lda + pc, lda, edge);               \
           for (int64_t jr = 0; jr < nc; jr += 2 * VL) {                                          \
             int64_t nr = MIN(2 * VL, nc - jr);                                                   \
-            const T *bp = Bb + jr / (2 * VL) * ps;                                               \
+            const T *bp = jr < nfull ? Bb + jr / (2 * VL) * ps : Bp;                             \
+            int64_t bk = jr < nfull && direct_b ? ldb : 2 * VL; /* B row stride */               \
             if (direct && nr <= VL) { /* one vector: tiles of 2 * MR rows */                     \
               for (int64_t ir = 0; ir < mc; ir += 2 * MR) {                                      \
                 int64_t mr = MIN(2 * MR, mc - ir);                                               \
                 const T *ad = A + (ic + ir) * lda + pc;                                          \
                 T *cp = C + (ic + ir) * ldc + jc + jr;                                           \
                 int first = pc == 0;                                                             \
-                NAME##_micro_da(2 * MR, 1, kc, ad, lda, bp, cp, ldc, mr, nr, first);             \
+                NAME##_micro_da(2 * MR, 1, kc, ad, lda, bp, bk, cp, ldc, mr, nr, first);         \
               }                                                                                  \
               continue;                                                                          \
             }                                                                                    \
@@ -627,17 +651,17 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
               int first = pc == 0;                                                               \
               if (direct && mr > MR4) { /* A as it is */                                         \
                 const T *ad = A + (ic + ir) * lda + pc;                                          \
-                NAME##_micro_da(MR, 2, kc, ad, lda, bp, cp, ldc, mr, nr, first);                 \
+                NAME##_micro_da(MR, 2, kc, ad, lda, bp, bk, cp, ldc, mr, nr, first);             \
                 continue;                                                                        \
               }                                                                                  \
               const T *ap = direct ? edge : Ap + ir * kc;                                        \
               /* edge tiles: fewer rows (a 4-row tile) or one vector */                          \
               if (nr > VL) {                                                                     \
-                if (mr > MR4) NAME##_micro(MR, 2, kc, ap, bp, cp, ldc, mr, nr, first);           \
-                else NAME##_micro(MR4, 2, kc, ap, bp, cp, ldc, mr, nr, first);                   \
+                if (mr > MR4) NAME##_micro(MR, 2, kc, ap, bp, bk, cp, ldc, mr, nr, first);       \
+                else NAME##_micro(MR4, 2, kc, ap, bp, bk, cp, ldc, mr, nr, first);               \
               } else {                                                                           \
-                if (mr > MR4) NAME##_micro(MR, 1, kc, ap, bp, cp, ldc, mr, nr, first);           \
-                else NAME##_micro(MR4, 1, kc, ap, bp, cp, ldc, mr, nr, first);                   \
+                if (mr > MR4) NAME##_micro(MR, 1, kc, ap, bp, bk, cp, ldc, mr, nr, first);       \
+                else NAME##_micro(MR4, 1, kc, ap, bp, bk, cp, ldc, mr, nr, first);               \
               }                                                                                  \
             }                                                                                    \
           }                                                                                      \
