@@ -58,7 +58,7 @@
  * >= 0 (any of them may be 0 or 1). Freestanding: no libc, no malloc, no
  * static mutable state (kernels may run on several threads at once); the
  * packing buffers are local arrays sized by the blocking constants below
- * (400 KiB of stack for f32, 544 KiB for f64: callers need thread stacks
+ * (about 420 KiB of stack for f32, 570 KiB for f64: callers need thread stacks
  * of 1 MiB or more; the default 8 MiB is fine) plus the caller's work.
  * Guarantees: every C[i, j] of the part's piece is written (zeros when K = 0,
  * then the epilogue), nothing else is touched; C is never read before it is written by this call, so
@@ -94,15 +94,20 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CEILDIV(a, b) (((a) + (b) - 1) / (b))
 
-/* Rows of the register tile. 12 accumulators for 6 rows x 2 vectors leave
- * room in 16 ymm registers (AVX2); with 32 zmm registers the same shape
- * keeps L1 traffic low enough (2 loads + 6 broadcasts per 12 FMAs). */
-#ifndef KILN_GEMM_MR
-#define KILN_GEMM_MR 6
-#endif
-#define MR KILN_GEMM_MR
+/* Rows of the register tile, MR, is defined per family (see the end of the
+ * file): 8 rows x 2 vectors (16 accumulators, 2 loads + 8 broadcasts per
+ * 16 FMAs) with 32 zmm registers (AVX-512); 6 x 2 (12 accumulators) leave
+ * room in 16 ymm registers (AVX2). On znver5, 8 rows measured against 6:
+ * 32 x 256 x 128 205 -> 259 GFLOP/s, 128 x 128 x 64 253 -> 264, 256^3 and
+ * 1024^3 equal. */
 /* rows of the edge tile for a last row panel of 3 or 4 rows */
 #define MR4 (MR < 4 ? MR : 4)
+/* rows of the one-vector tile that reads A in place: MR_TALL chains cover
+ * the FMA latency where the MR of one vector did not (12 measured faster
+ * than 16 at 100 x 10 x 300: 121 against 100 GFLOP/s) */
+#define MR_TALL 12
+/* accumulator rows a tile function holds: the taller of the two */
+#define MR_MAX (MR_TALL > MR ? MR_TALL : MR)
 
 /* Block limits in elements. On the stack: KC x NR panel of B (32 KiB for
  * f32 x 16: L1), MC x KC block of A (144 KiB: L2), KC x NC block of B
@@ -119,7 +124,7 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define KC_HEAP 384 /* KC with the caller's workspace: fewer passes over C */
 #endif
 #ifndef MC_MAX
-#define MC_MAX (24 * MR)
+#define MC_MAX 144 /* a multiple of every MR */
 #endif
 #ifndef NC_MAX_F32
 #define NC_MAX_F32 256
@@ -268,12 +273,12 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   }                                                                                              \
                                                                                                  \
   /* Write (first) or add the mr x nr valid part of an R x W-vector tile of                      \
-   * accumulators (R <= 2 * MR) to C. */                                                         \
+   * accumulators (R <= MR_MAX) to C. */                                                         \
   static inline __attribute__((always_inline)) void NAME##_store(                                \
       int R, int W, V (*acc)[2], T *restrict C, int64_t ldc, int64_t mr, int64_t nr,             \
       int first) {                                                                               \
     if (mr == R && nr == W * VL) {                                                               \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < 2 * MR; r++) {                      \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR_MAX; r++) {                      \
         if (r >= R) continue;                                                                    \
         T *c = C + r * ldc;                                                                      \
         if (first) {                                                                             \
@@ -285,8 +290,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
         }                                                                                        \
       }                                                                                          \
     } else {                                                                                     \
-      T tile[2 * MR][2 * VL];                                                                    \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < 2 * MR; r++) {                      \
+      T tile[MR_MAX][2 * VL];                                                                    \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR_MAX; r++) {                      \
         if (r >= R) continue;                                                                    \
         VSTORE(&tile[r][0], acc[r][0]);                                                          \
         if (W == 2) VSTORE(&tile[r][VL], acc[r][1]);                                             \
@@ -351,21 +356,21 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
    * 512 x 10: 9.2 us packed, 6.0 in place). Rows past mr read row mr - 1                        \
    * (never stored). Every element is summed as by the packed tile, in the                       \
    * same order, so the results do not depend on the choice. One vector                          \
-   * wide (W = 1), the tile may be 2 * MR rows tall: MR chains are fewer                         \
+   * wide (W = 1), the tile is MR_TALL rows tall: MR chains are fewer                            \
    * than the FMA latency covers (64 x 512 x 10 + bias: 5.9 -> 5.5 us). */                       \
   static inline __attribute__((always_inline)) void NAME##_micro_da(                             \
       int R, int W, int64_t kc, const T *restrict A, int64_t lda, const T *restrict Bp,          \
       int64_t bk, T *restrict C, int64_t ldc, int64_t mr, int64_t nr, int first) {               \
-    V acc[2 * MR][2];                                                                            \
-    const T *ar[2 * MR];                                                                         \
-    _Pragma("clang loop unroll(full)") for (int r = 0; r < 2 * MR; r++) {                        \
+    V acc[MR_MAX][2];                                                                            \
+    const T *ar[MR_MAX];                                                                         \
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR_MAX; r++) {                        \
       acc[r][0] = (V)0;                                                                          \
       acc[r][1] = (V)0;                                                                          \
       ar[r] = A + (r < mr ? r : mr - 1) * lda;                                                   \
     }                                                                                            \
     for (int64_t k = 0; k < kc; k++) {                                                           \
       V b0 = VLOAD(V, Bp), b1 = W == 2 ? VLOAD(V, Bp + VL) : (V)0;                               \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < 2 * MR; r++) {                      \
+      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR_MAX; r++) {                      \
         if (r < R) {                                                                             \
           V a = (V)ar[r][k];                                                                     \
           acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                               \
@@ -635,13 +640,13 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
             int64_t nr = MIN(2 * VL, nc - jr);                                                   \
             const T *bp = jr < nfull ? Bb + jr / (2 * VL) * ps : Bp;                             \
             int64_t bk = jr < nfull && direct_b ? ldb : 2 * VL; /* B row stride */               \
-            if (direct && nr <= VL) { /* one vector: tiles of 2 * MR rows */                     \
-              for (int64_t ir = 0; ir < mc; ir += 2 * MR) {                                      \
-                int64_t mr = MIN(2 * MR, mc - ir);                                               \
+            if (direct && nr <= VL) { /* one vector: tiles of MR_TALL rows */                    \
+              for (int64_t ir = 0; ir < mc; ir += MR_TALL) {                                     \
+                int64_t mr = MIN(MR_TALL, mc - ir);                                              \
                 const T *ad = A + (ic + ir) * lda + pc;                                          \
                 T *cp = C + (ic + ir) * ldc + jc + jr;                                           \
                 int first = pc == 0;                                                             \
-                NAME##_micro_da(2 * MR, 1, kc, ad, lda, bp, bk, cp, ldc, mr, nr, first);         \
+                NAME##_micro_da(MR_TALL, 1, kc, ad, lda, bp, bk, cp, ldc, mr, nr, first);        \
               }                                                                                  \
               continue;                                                                          \
             }                                                                                    \
@@ -752,7 +757,18 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     NAME##_ex(M, N, K, A, lda, B, ldb, C, ldc, work, 0, 1, 0, 0);                                \
   }
 
+/* MR is read where each family expands: 8 rows for the AVX-512 ones, 6 for
+ * AVX2's (-DKILN_GEMM_MR=N sets every family's, for experiments) */
+#ifdef KILN_GEMM_MR
+#define MR KILN_GEMM_MR
+#else
+#define MR 8
+#endif
 DEFINE_GEMM(kiln_gemm_f32_v16, float, v16f, 16, v8f, NC_MAX_F32, NC_HEAP_F32)
-DEFINE_GEMM(kiln_gemm_f32_v8, float, v8f, 8, v8f, NC_MAX_F32, NC_HEAP_F32)
 DEFINE_GEMM(kiln_gemm_f64_v8, double, v8d, 8, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+#ifndef KILN_GEMM_MR
+#undef MR
+#define MR 6
+#endif
+DEFINE_GEMM(kiln_gemm_f32_v8, float, v8f, 8, v8f, NC_MAX_F32, NC_HEAP_F32)
 DEFINE_GEMM(kiln_gemm_f64_v4, double, v4d, 4, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
