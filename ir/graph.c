@@ -40,6 +40,14 @@ bool ir_node_is_source(const ir_node *n) {
   return n && (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL);
 }
 
+const ir_node *ir_node_matmul(const ir_node *n) {
+  if (!n) return NULL;
+  if (ir_op_get(n->op)->cls == IR_CLS_MATMUL) return n;
+  for (int i = 0; n->body && i < n->body->nnodes; i++)
+    if (ir_op_get(n->body->nodes[i]->op)->cls == IR_CLS_MATMUL) return n->body->nodes[i];
+  return NULL;
+}
+
 int ir_value_uses(const ir_graph *g, const ir_value *v) {
   int k = 0;
   for (int i = 0; i < g->nnodes; i++)

@@ -246,6 +246,9 @@ int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
 /* mo.constant or mo.constant.external: a node whose value the runtime
  * supplies rather than a kernel (NULL: false). */
 bool ir_node_is_source(const ir_node *n);
+/* The mo.matmul n is, or the one in n's fused body (a GEMM with its
+ * epilogue, ir_graph_fuse); NULL for any other node. */
+const ir_node *ir_node_matmul(const ir_node *n);
 /* How many times g uses v: operand slots of g's nodes plus graph outputs. */
 int ir_value_uses(const ir_graph *g, const ir_value *v);
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt);

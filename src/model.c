@@ -151,11 +151,8 @@ static int collect_ports(kiln_model *m, kiln_status *st) {
 }
 
 /* Kernel of node i through the context's cache (map: room for g->nsyms
- * entries, scratch); 0 or -1 with st filled. Compiles run in the calling
- * thread: spawning compile threads here would make every single-threaded
- * caller pay for glibc's multi-threaded malloc on each execute (measured:
- * relu execute 80 -> 185 ns), so parallel compiles wait for a context-owned
- * thread pool; the cache itself is ready for them (test_cache_mem). */
+ * entries, scratch); 0 or -1 with st filled. Safe to run for different
+ * nodes of m at once (the cache compiles in parallel, test_cache_mem). */
 static int compile_kernel(kiln_model *m, int i, int *map, kiln_status *st) {
   const ir_graph *g = m->g;
   const ir_node *n = g->nodes[i];
@@ -191,22 +188,69 @@ static int compile_kernel(kiln_model *m, int i, int *map, kiln_status *st) {
   return 0;
 }
 
+/* The model's kernels, compiled as one job split like a kernel
+ * (rt_pool_run): part p of P compiles entries [n p / P, n (p + 1) / P) of
+ * nodes, each into its own status; a part stops at its first error. */
+typedef struct compile_job {
+  kiln_model *m;
+  const int *nodes; /* the nodes that get a kernel, GEMMs first */
+  int n;
+  kiln_status *sts; /* n statuses, one per entry of nodes */
+} compile_job;
+
+static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part,
+                            int64_t nparts) {
+  (void)syms;
+  compile_job *j = args[0];
+  int lo = (int)(part * j->n / nparts), hi = (int)((part + 1) * j->n / nparts);
+  if (lo >= hi) return 0;
+  int *map = malloc((size_t)(j->m->g->nsyms + 1) * sizeof *map);
+  if (!map) return rt_err(&j->sts[lo], KILN_ERR_OUT_OF_MEMORY, "out of memory"), 1;
+  int32_t rc = 0;
+  for (int k = lo; k < hi && rc == 0; k++)
+    if (compile_kernel(j->m, j->nodes[k], map, &j->sts[k]) < 0) rc = 1;
+  free(map);
+  return rc;
+}
+
+/* Every node's kernel but the sources' and the aliases'. With several to
+ * compile and a context of several threads, they compile on its pool, a
+ * GEMM (the template at O3: most of a model's cold compile) first; this
+ * starts the pool's workers, which a model that big starts at its first
+ * split execute anyway. The error reported is that of the first node in
+ * graph order that failed. */
 static int compile_kernels(kiln_model *m, kiln_status *st) {
-  size_t nn = (size_t)(m->g->nnodes ? m->g->nnodes : 1);
+  const ir_graph *g = m->g;
+  size_t nn = (size_t)(g->nnodes ? g->nnodes : 1);
   m->kentries = calloc(nn, sizeof *m->kentries);
   m->ksym_map = calloc(nn, sizeof *m->ksym_map);
   m->knsyms = calloc(nn, sizeof *m->knsyms);
-  int *map = malloc((size_t)(m->g->nsyms + 1) * sizeof *map);
-  int rc = 0;
-  if (!m->kentries || !m->ksym_map || !m->knsyms || !map)
-    rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int i = 0; rc == 0 && i < m->g->nnodes; i++) {
-    const ir_node *n = m->g->nodes[i];
-    if (ir_node_is_source(n) || rt_node_is_alias(m->g, n)) continue; /* no kernel */
-    rc = compile_kernel(m, i, map, st);
+  int *nodes = malloc(nn * sizeof *nodes);
+  kiln_status *sts = calloc(nn, sizeof *sts);
+  if (!m->kentries || !m->ksym_map || !m->knsyms || !nodes || !sts) {
+    free(nodes);
+    free(sts);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  free(map);
-  return rc;
+  int n = 0;
+  for (int pass = 0; pass < 2; pass++) /* GEMMs, then the rest, each in graph order */
+    for (int i = 0; i < g->nnodes; i++) {
+      const ir_node *nd = g->nodes[i];
+      if (ir_node_is_source(nd) || rt_node_is_alias(g, nd)) continue; /* no kernel */
+      if ((ir_node_matmul(nd) != NULL) == (pass == 0)) nodes[n++] = i;
+    }
+  compile_job job = {m, nodes, n, sts};
+  void *args[1] = {&job};
+  int rc = rt_pool_run(m->ctx, compile_part, args, n) != 0 ? -1 : 0;
+  int first = -1; /* the failed entry of the lowest node */
+  for (int k = 0; k < n; k++)
+    if (sts[k].code != KILN_OK && (first < 0 || nodes[k] < nodes[first])) first = k;
+  if (first >= 0) rt_err(st, sts[first].code, "%s", sts[first].msg ? sts[first].msg : "?");
+  else if (rc < 0) rt_err(st, KILN_ERR_COMPILE, "graph @%s: compiling its kernels failed", g->name);
+  for (int k = 0; k < n; k++) free(sts[k].msg);
+  free(sts);
+  free(nodes);
+  return rc < 0 || first >= 0 ? -1 : 0;
 }
 
 static bool fusion_enabled(void) {

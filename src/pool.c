@@ -401,13 +401,6 @@ static int64_t scaled(int64_t n, int64_t mul, int64_t div) {
   return n < 0 ? -1 : sat_mul(n, mul) / div;
 }
 
-/* The matmul of a fused node's body (a GEMM epilogue group), else NULL. */
-static const ir_node *body_matmul(const ir_node *n) {
-  for (int i = 0; n->body && i < n->body->nnodes; i++)
-    if (ir_op_get(n->body->nodes[i]->op)->cls == IR_CLS_MATMUL) return n->body->nodes[i];
-  return NULL;
-}
-
 int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) {
   (void)g;
   if (n->nout < 1) return 0;
@@ -445,7 +438,7 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
   case IR_CLS_GATHER:
   case IR_CLS_CUSTOM: return 0; /* no kernel, or one that does not split (custom: kernel.h) */
   case IR_CLS_FUSED: { /* a GEMM with its epilogue: the GEMM's work; else elements */
-    const ir_node *mm = body_matmul(n);
+    const ir_node *mm = ir_node_matmul(n);
     return mm ? rt_node_work(n->body, mm, gsyms) : numel(out, gsyms);
   }
   default: return numel(out, gsyms); /* a class added later: its result */
@@ -459,7 +452,7 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
 static bool streams(const ir_node *n) {
   if (n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0)) return true;
   switch (ir_op_get(n->op)->cls) {
-  case IR_CLS_FUSED: return !body_matmul(n);
+  case IR_CLS_FUSED: return !ir_node_matmul(n);
   case IR_CLS_MATMUL:
   case IR_CLS_CONSTANT:
   case IR_CLS_CONSTANT_EXTERNAL:
@@ -507,6 +500,17 @@ int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus
   }
   pthread_mutex_unlock(&p->submit);
   return placed;
+}
+
+int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int nparts) {
+  rt_pool *p = nparts > 1 && nparts <= 0xffff ? pool_get(ctx) : NULL;
+  if (p && atomic_load_explicit(&p->nthreads, memory_order_relaxed) > 1 &&
+      pthread_mutex_trylock(&p->submit) == 0) {
+    int32_t rc = pool_run(p, fn, args, NULL, nparts);
+    pthread_mutex_unlock(&p->submit);
+    return rc;
+  }
+  return fn(args, NULL, 0, 1);
 }
 
 int rt_pool_workers(const kiln_context *ctx) {

@@ -27,6 +27,15 @@ void rt_pool_free(rt_pool *p);
 int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                        const int64_t *ksyms, const int64_t *gsyms);
 
+/* Work that is not a kernel but splits like one (the kernel ABI, jit.h:
+ * the parts 0..nparts-1 of fn together do what fn(args, NULL, 0, 1) does)
+ * on ctx's pool, the calling thread included, parts claimed in order by
+ * whichever thread is free; as fn(args, NULL, 0, 1) in the calling thread
+ * when the context runs one thread, nparts is 1 or above 65535, or the pool
+ * is busy (another thread's job). kiln_model_compile compiles its kernels
+ * this way. Returns the first nonzero status of the parts, in time order. */
+int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int nparts);
+
 /* Work estimate of node n of g (cost units of about a nanosecond of one
  * core) with the graph's symbol values gsyms. gsyms NULL: the estimate when
  * every dim n reads is static, else -1 (it must be computed per call).

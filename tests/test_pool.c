@@ -13,6 +13,10 @@
  * - Concurrent executes of one model on one context, set_num_threads, no
  *   thread for a context that never splits, a context freed right after a
  *   split execute (ASan in CI checks the leaks and the joins).
+ * - rt_pool_run (work that is not a kernel): every part once, the first
+ *   error, one whole call on one thread; kiln_model_compile compiling a
+ *   model's kernels on the pool (every kernel there, results as the
+ *   interpreter's).
  * - Placement: workers bound one per CPU, never on the CPU the caller ran
  *   its last job on, moved when the caller moves; no binding with
  *   KILN_PIN_THREADS=0 or more threads than CPUs. */
@@ -720,3 +724,67 @@ static void expect_unplaced(const char *pin_env, int threads_over_cpus) {
 
 Test(placement, off_with_kiln_pin_threads_0) { expect_unplaced("0", 0); }
 Test(placement, off_with_more_threads_than_cpus) { expect_unplaced(NULL, 1); }
+
+/* ---- rt_pool_run ---- */
+
+static int32_t fake_job(void *const *args, const int64_t *syms, int64_t part, int64_t nparts) {
+  return fake_kernel(args, syms, part, nparts);
+}
+
+Test(pool_run, every_part_once_first_error_kept_serial_on_one_thread) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert(ctx);
+  probe *p = malloc(sizeof *p);
+  void *args[1] = {p};
+  cr_assert_eq(kiln_context_set_num_threads(ctx, 3, st), 0);
+  for (int rep = 0; rep < 20; rep++) {
+    probe_reset(p, rep % 7, rep % 7 == 6 ? 0 : 9);
+    cr_assert_eq(rt_pool_run(ctx, fake_job, args, 7), rep % 7 == 6 ? 0 : 9);
+    cr_assert_eq(probe_check(p), 7);
+  }
+  cr_expect_eq(rt_pool_workers(ctx), 2);
+  probe_reset(p, -1, 0);
+  cr_assert_eq(rt_pool_run(ctx, fake_job, args, 1), 0);
+  cr_expect_eq(probe_check(p), 1, "one part: one whole call");
+  cr_assert_eq(kiln_context_set_num_threads(ctx, 1, st), 0);
+  probe_reset(p, -1, 0);
+  cr_assert_eq(rt_pool_run(ctx, fake_job, args, 7), 0);
+  cr_expect_eq(probe_check(p), 1, "one thread: one whole call (0, 1)");
+  cr_expect_eq(rt_pool_workers(ctx), 0);
+  free(p);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* A model of several kernels (two GEMMs, fused chains, a softmax) compiled
+ * on a 2-thread context: the compile ran on the pool, every node but the
+ * sources has its kernel, and the results are the interpreter's. */
+Test(pool_run, model_kernels_compile_on_the_pool) {
+  cr_assert_eq(setenv("KILN_NUM_THREADS", "2", 1), 0);
+  static const char text[] =
+      "mo.graph @g<n>(%x: " T2("n, 24", "f32") ", %w: " T2("24, 40", "f32") ", %v: "
+      T2("40, 8", "f32") ") -> (" T2("n, 8", "f32") ", " T2("n, 40", "f32") ") {\n"
+      "  %h = mo.matmul(%x, %w) : (" T2("n, 24", "f32") ", " T2("24, 40", "f32") ") -> "
+      T2("n, 40", "f32") "\n"
+      "  %r = mo.relu(%h) : " T2("n, 40", "f32") "\n"
+      "  %s = mo.softmax(%r) {axis = -1} : " T2("n, 40", "f32") "\n"
+      "  %o = mo.matmul(%r, %v) : (" T2("n, 40", "f32") ", " T2("40, 8", "f32") ") -> "
+      T2("n, 8", "f32") "\n"
+      "  %t = mo.tanh(%o) : " T2("n, 8", "f32") "\n"
+      "  mo.output %t, %s : " T2("n, 8", "f32") ", " T2("n, 40", "f32") "\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert(ctx);
+  kiln_model *m = compile_text(ctx, text, st);
+  cr_expect_eq(rt_pool_workers(ctx), 1, "the compile started the pool's worker");
+  for (int i = 0; i < m->g->nnodes; i++)
+    if (!ir_node_is_source(m->g->nodes[i]))
+      cr_expect_not_null(m->kernels[i], "node %d has no kernel", i);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  oracle_case c = {.label = "compiled on the pool", .mlir = text, .bindings = "n=1;n=33",
+                   .seed = 71, .atol = 1e-4, .gen_default = gen_uniform(-1, 1)};
+  ORACLE_ASSERT(&c);
+}
