@@ -37,6 +37,7 @@
 
 #include "jit.h"
 #include "lower.h"
+#include "template.h"
 
 struct jit_engine {
   char *triple, *cpu, *features; /* LLVM-allocated (LLVMDisposeMessage) */
@@ -55,6 +56,7 @@ struct jit_engine {
   unsigned long long counter; /* one per compiled module: unique symbol names */
   char session_err[512];       /* last error ORC reported asynchronously */
   jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
+  const char *prebuilt;        /* prefix of the prebuilt GEMM entries loaded, or NULL */
 };
 
 struct jit_module {
@@ -119,6 +121,49 @@ static LLVMTargetMachineRef new_target_machine(const jit_engine *e) {
   return LLVMCreateTargetMachine(e->llvm_target, e->triple, e->cpu, e->features,
                                  LLVMCodeGenLevelAggressive, LLVMRelocPIC,
                                  LLVMCodeModelJITDefault);
+}
+
+/* Whether features (LLVM's host list) has every one of the comma-free
+ * names in need. */
+static bool has_all(const char *features, const char *const *need) {
+  for (; *need; need++)
+    if (!jit_features_have(features, *need)) return false;
+  return true;
+}
+
+/* The prebuilt GEMM of the host's ISA level into the main JITDylib
+ * (template.h); e->prebuilt stays NULL when the build has none, the host is
+ * below x86-64-v3 (or has avx512f without the rest of v4: its kernels take
+ * the AVX-512 families, which only the v4 object holds), or ORC refuses the
+ * object: kernels then compile the template, as they always could. */
+static void add_prebuilt(jit_engine *e) {
+#if defined(KILN_PREBUILT_GEMM)
+  static const char *const v3[] = {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt",
+                                   "movbe", "xsave", NULL};
+  static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
+                                   NULL};
+  const unsigned char *obj = NULL;
+  size_t len = 0;
+  const char *prefix = NULL;
+  if (has_all(e->features, v3) && has_all(e->features, v4)) {
+    obj = kiln_pre_gemm_v4_o, len = kiln_pre_gemm_v4_o_len, prefix = "kiln_pre_v4_";
+  } else if (has_all(e->features, v3) && !jit_features_have(e->features, "avx512f")) {
+    obj = kiln_pre_gemm_v3_o, len = kiln_pre_gemm_v3_o_len, prefix = "kiln_pre_v3_";
+  }
+  if (!obj || strncmp(e->triple, "x86_64", 6) != 0) return;
+  LLVMMemoryBufferRef buf =
+      LLVMCreateMemoryBufferWithMemoryRange((const char *)obj, len, "kiln_prebuilt_gemm", 0);
+  if (!buf) return;
+  LLVMErrorRef le = LLVMOrcLLJITAddObjectFile(e->jit, e->jd, buf); /* takes buf */
+  if (le) {
+    LLVMConsumeError(le);
+    return;
+  }
+  e->prebuilt = prefix;
+#else
+  (void)e;
+  (void)has_all;
+#endif
 }
 
 jit_engine *jit_engine_new(char *err, size_t errlen) {
@@ -201,7 +246,25 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
     return NULL;
   }
   LLVMOrcJITDylibAddGenerator(e->jd, gen); /* takes gen */
+  add_prebuilt(e);
+  if (e->prebuilt) { /* objects that call it load only where it is loaded */
+    char *o = malloc(strlen(e->options) + 32);
+    if (!o) {
+      set_err(err, errlen, "jit: out of memory");
+      jit_engine_free(e);
+      return NULL;
+    }
+    sprintf(o, "%s prebuilt-gemm=%s", e->options, strstr(e->prebuilt, "_v4_") ? "v4" : "v3");
+    free(e->options);
+    e->options = o;
+  }
   return e;
+}
+
+const char *jit_engine_prebuilt(const jit_engine *e) { return e ? e->prebuilt : NULL; }
+
+void jit_engine_no_prebuilt(jit_engine *e) {
+  if (e) e->prebuilt = NULL;
 }
 
 void jit_engine_free(jit_engine *e) {
@@ -275,6 +338,7 @@ static int lower_one(jit_engine *e, LLVMContextRef ctx, LLVMModuleRef mod, const
   jit_fn f;
   jit_fn_begin(&f, ctx, mod, g, n, name, msg, sizeof msg);
   f.libs = e->libs.find ? &e->libs : NULL;
+  f.prebuilt = e->prebuilt;
   int rc = f.failed ? -1 : jit_lower_node(&f);
   if (rc == 0 && f.failed) rc = -1;
   if (rc == 0) jit_fn_finish(&f);

@@ -52,6 +52,9 @@ typedef struct jit_fn {
    * (the engine's resolver, jit.h; set by the engine after jit_fn_begin, NULL
    * when there is none). */
   const struct jit_libs *libs;
+  /* Added by the prebuilt GEMM (template.h): the prefix of the prebuilt
+   * entries the engine defines ("kiln_pre_v4_"), NULL when it has none. */
+  const char *prebuilt;
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the

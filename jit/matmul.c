@@ -51,6 +51,7 @@
  * reference interpreter accumulates in double and rounds once, so results
  * differ from it by rounding (about K * eps relative to sum |a_ik b_kj|). */
 #include <stdio.h>
+#include <string.h>
 
 #include "lower.h"
 #include "jit.h"
@@ -153,9 +154,18 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     char xname[64], wname[64];
     /* a prepacked B was packed from whichever layout it had (prepack.c) */
     snprintf(xname, sizeof xname, "%s_%s", entry, packed ? "pex" : trans ? "tex" : "ex");
-    gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
     snprintf(wname, sizeof wname, "%s_work", entry);
-    gemm_work = gemm && !packed ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
+    /* symbolic sizes fold to nothing: call the engine's prebuilt entry of
+     * the same code rather than compile the template again (template.h) */
+    const char *pre = f->prebuilt;
+    bool level_ok = pre && (wide ? strstr(pre, "_v4_") != NULL : strstr(pre, "_v3_") != NULL);
+    if (level_ok && !(LLVMIsConstant(M) && LLVMIsConstant(N) && LLVMIsConstant(K))) {
+      gemm = jit_template_extern(f, JIT_TMPL_GEMM, xname, pre);
+      gemm_work = gemm && !packed ? jit_template_extern(f, JIT_TMPL_GEMM, wname, pre) : NULL;
+    } else {
+      gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
+      gemm_work = gemm && !packed ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
+    }
     if (!gemm || (!packed && !gemm_work)) return -1;
   }
   LLVMValueRef row_bytes = jit_mul(f, N, jit_i64(f, (int64_t)ir_dtype_size(dt)));

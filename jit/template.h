@@ -20,12 +20,32 @@
 extern const unsigned char kiln_tmpl_gemm_bc[];
 extern const size_t kiln_tmpl_gemm_bc_len;
 
+/* Prebuilt GEMM (x86-64 builds, KILN_PREBUILT_GEMM): the template compiled
+ * at build time to ELF objects, its entries named kiln_pre_<level>_<entry>:
+ * level v4 (x86-64-v4) holds the AVX-512 families, v3 (x86-64-v3) the AVX2
+ * ones. The engine adds the host's level to its JITDylib once (jit.h,
+ * jit_engine_prebuilt); a GEMM whose M, N or K is symbolic then calls the
+ * prebuilt entry (jit_template_extern) instead of linking the template and
+ * compiling it again at O3 (~150-300 ms per kernel). The code is the
+ * template's, so the sums are the same bits. */
+extern const unsigned char kiln_pre_gemm_v4_o[];
+extern const size_t kiln_pre_gemm_v4_o_len;
+extern const unsigned char kiln_pre_gemm_v3_o[];
+extern const size_t kiln_pre_gemm_v3_o_len;
+
 typedef enum jit_template_id { JIT_TMPL_GEMM = 0 } jit_template_id;
 
 /* The function `entry` of template t, linked into f->mod; NULL with
  * f->err set (jit_fn_error) when the bitcode cannot be parsed or linked or
  * has no such function. */
 LLVMValueRef jit_template_function(jit_fn *f, jit_template_id t, const char *entry);
+
+/* A declaration in f->mod of the prebuilt entry `<prefix><entry>` (prefix
+ * "kiln_pre_v4_"), typed as the template's `entry` (read from the bitcode
+ * without loading its bodies); NULL with f->err set when the template has
+ * no such entry. The engine that loads the kernel must define it. */
+LLVMValueRef jit_template_extern(jit_fn *f, jit_template_id t, const char *entry,
+                                 const char *prefix);
 
 /* Parse bitcode bc[0..len) into f->ctx, give its definitions the kernel's
  * target attributes (as above), link it into f->mod and make its external

@@ -1,4 +1,5 @@
-# embed.cmake - turn a kernel template's bitcode into a C file for libkiln.
+# embed.cmake - turn a kernel template's bitcode (or a prebuilt object of
+# it) into a C file for libkiln.
 # Run as: cmake -DIN=<file.bc> -DOUT=<file.c> -DNAME=<symbol> -P embed.cmake
 # Defines `const unsigned char NAME[]` (16-byte aligned, for the bitcode
 # reader) and `const size_t NAME_len`, declared in jit/template.h.

@@ -757,6 +757,25 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     NAME##_ex(M, N, K, A, lda, B, ldb, C, ldc, work, 0, 1, 0, 0);                                \
   }
 
+/* The families. The build compiles this file twice more, to objects that
+ * libkiln embeds (prebuilt, jit/prebuilt.c: what a kernel with symbolic
+ * sizes calls instead of compiling the template again): with
+ * -DKILN_GEMM_PREBUILT=kiln_pre_v4_ -DKILN_GEMM_FAMILIES=1 at x86-64-v4 (the
+ * AVX-512 families only, names prefixed) and with ...v3_ and
+ * -DKILN_GEMM_FAMILIES=2 at x86-64-v3 (the AVX2 ones). */
+#ifdef KILN_GEMM_PREBUILT
+#define FAMILY(name) FAMILY_(KILN_GEMM_PREBUILT, name)
+#define FAMILY_(prefix, name) FAMILY__(prefix, name)
+#define FAMILY__(prefix, name) prefix##name
+#else
+#define FAMILY(name) name
+#endif
+#ifndef KILN_GEMM_FAMILIES
+#define KILN_GEMM_FAMILIES 3 /* 1: the AVX-512 ones, 2: the AVX2 ones */
+#endif
+/* expands FAMILY(...) before DEFINE_GEMM pastes NAME */
+#define DEFINE_FAMILY(NAME, ...) DEFINE_GEMM(NAME, __VA_ARGS__)
+
 /* MR is read where each family expands: 8 rows for the AVX-512 ones, 6 for
  * AVX2's (-DKILN_GEMM_MR=N sets every family's, for experiments) */
 #ifdef KILN_GEMM_MR
@@ -764,11 +783,15 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
 #else
 #define MR 8
 #endif
-DEFINE_GEMM(kiln_gemm_f32_v16, float, v16f, 16, v8f, NC_MAX_F32, NC_HEAP_F32)
-DEFINE_GEMM(kiln_gemm_f64_v8, double, v8d, 8, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+#if KILN_GEMM_FAMILIES & 1
+DEFINE_FAMILY(FAMILY(kiln_gemm_f32_v16), float, v16f, 16, v8f, NC_MAX_F32, NC_HEAP_F32)
+DEFINE_FAMILY(FAMILY(kiln_gemm_f64_v8), double, v8d, 8, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+#endif
 #ifndef KILN_GEMM_MR
 #undef MR
 #define MR 6
 #endif
-DEFINE_GEMM(kiln_gemm_f32_v8, float, v8f, 8, v8f, NC_MAX_F32, NC_HEAP_F32)
-DEFINE_GEMM(kiln_gemm_f64_v4, double, v4d, 4, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+#if KILN_GEMM_FAMILIES & 2
+DEFINE_FAMILY(FAMILY(kiln_gemm_f32_v8), float, v8f, 8, v8f, NC_MAX_F32, NC_HEAP_F32)
+DEFINE_FAMILY(FAMILY(kiln_gemm_f64_v4), double, v4d, 4, v8d, NC_MAX_F32 / 2, NC_HEAP_F32 / 2)
+#endif

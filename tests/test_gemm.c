@@ -13,7 +13,9 @@
  * f64, two matmuls sharing one module (the template is linked once), NaN /
  * inf operands, and 512 x 512 x 512 once. The prepacked-B entries (_pex)
  * of every width against _ex bit for bit (tests/test_prepack.c covers them
- * through models).
+ * through models). The prebuilt entries (jit/template.h): a symbolic GEMM
+ * calls them, a static one inlines the template, `kiln compile`'s engine
+ * never calls them, and the two paths give the same bits.
  * Tolerance: |a|, |b| <= 1, so each output is a K-term dot product; the
  * template sums in blocks with FMA, the oracle in index order in double:
  * atol = 1e-6 * K (f32) / 1e-15 * K (f64), as tests/test_ops_matmul.c
@@ -535,4 +537,145 @@ Test(gemm, every_entry_host_target) {
   check_entries(cpu, features);
   LLVMDisposeMessage(cpu);
   LLVMDisposeMessage(features);
+}
+
+/* ---- the prebuilt GEMM (jit/template.h) ---- */
+
+static char *matmul_ir(jit_engine *e, const char *text) {
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
+  int node = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i] && g->nodes[i]->op == IR_OP_MATMUL) node = i;
+  char err[1024] = "";
+  char *ir = jit_node_llvm_ir(e, g, node, err, sizeof err);
+  cr_assert_not_null(ir, "%s", err);
+  ir_graph_free(g);
+  return ir;
+}
+
+Test(gemm, symbolic_kernel_calls_the_prebuilt_entry) {
+  char err[1024] = "";
+  jit_engine *e = jit_engine_new(err, sizeof err);
+  cr_assert_not_null(e, "%s", err);
+  const char *pre = jit_engine_prebuilt(e);
+  if (!pre) {
+    jit_engine_free(e);
+    cr_skip_test("no prebuilt GEMM in this build / for this host (not x86-64-v3 or v4)");
+  }
+  cr_expect(strstr(jit_engine_options(e), "prebuilt-gemm=") != NULL, "options: %s",
+            jit_engine_options(e));
+  gt *t = gt_new("gemm_sym", "m, n, k");
+  char *sym = matmul_ir(e, sym_text(t, "f32"));
+  cr_expect(strstr(sym, pre) != NULL, "the symbolic kernel does not call %s...", pre);
+  cr_expect(strstr(sym, "llvm.fma.v") == NULL, "the symbolic kernel compiled the template");
+  gt *ts = gt_new("gemm_static", NULL);
+  int a = gt_in(ts, "f32", "64, 64"), b = gt_in(ts, "f32", "64, 64");
+  gt_out(ts, gt_op2(ts, "mo.matmul", NULL, a, b, "f32", "64, 64"));
+  char *stat = matmul_ir(e, gt_finish(ts));
+  cr_expect(strstr(stat, pre) == NULL, "a static GEMM calls the prebuilt entry");
+  jit_engine_no_prebuilt(e); /* kiln compile's engine */
+  char *own = matmul_ir(e, sym_text(t, "f32"));
+  cr_expect(strstr(own, "kiln_pre_") == NULL, "no_prebuilt: the kernel still calls it");
+  cr_expect(strstr(own, "llvm.fma.v") != NULL, "no_prebuilt: the template is not inlined");
+  free(sym);
+  free(stat);
+  free(own);
+  gt_free(t);
+  gt_free(ts);
+  jit_engine_free(e);
+}
+
+/* One matmul, of whole tensors or of a weight, the result through relu (a
+ * fused epilogue): dims "m, k" / "k, n" symbolic or numbers. */
+static char *epi_text(const char *am, const char *bk, const char *cm, bool weight) {
+  char *s = malloc(2048);
+  cr_assert_not_null(s);
+  snprintf(s, 2048,
+           "mo.graph @g%s(%%a: !mo.tensor<[%s], f32>%s%s%s) -> (!mo.tensor<[%s], f32>) {\n"
+           "%s%s%s"
+           "  %%c = mo.matmul(%%a, %%b) : (!mo.tensor<[%s], f32>, !mo.tensor<[%s], f32>) -> "
+           "!mo.tensor<[%s], f32>\n"
+           "  %%r = mo.relu(%%c) : !mo.tensor<[%s], f32>\n"
+           "  mo.output %%r : !mo.tensor<[%s], f32>\n}\n",
+           strchr(am, 'm') ? (strchr(am, 'k') ? "<m, n, k>" : "<m>") : "", am, weight ? "" : ", %b: !mo.tensor<[",
+           weight ? "" : bk, weight ? "" : "], f32>", cm, weight ? "  %b = mo.constant.external "
+           "{name = \"w\"} : !mo.tensor<[" : "", weight ? bk : "", weight ? "], f32>\n" : "",
+           am, bk, cm, cm, cm);
+  return s;
+}
+
+/* out = model(text)(a, b), b a weight when `weight` (bound first). */
+static float *run_epi(kiln_context *ctx, const char *text, bool weight, int64_t M, int64_t N,
+                      int64_t K, float *a, float *b) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *kg = kiln_graph_parse(text, strlen(text), "prebuilt", st);
+  cr_assert_not_null(kg, "%s\n%s", kiln_status_message(st), text);
+  kiln_model *m = kiln_model_compile(ctx, kg, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  kiln_tensor *ta = kiln_tensor_borrow(KILN_FLOAT32, 2, sa, a, st);
+  kiln_tensor *tb = kiln_tensor_borrow(KILN_FLOAT32, 2, sb, b, st);
+  kiln_tensor *tc = kiln_tensor_new(KILN_FLOAT32, 2, sc, st);
+  cr_assert(ta && tb && tc, "%s", kiln_status_message(st));
+  if (weight) cr_assert_eq(kiln_model_bind_weight(m, "w", tb, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor *ins[2] = {ta, tb};
+  cr_assert_eq(kiln_model_execute(m, ins, weight ? 1 : 2, &tc, 1, st), 0, "%s",
+               kiln_status_message(st));
+  float *out = malloc(sizeof *out * (size_t)(M * N + 1));
+  cr_assert_not_null(out);
+  memcpy(out, kiln_tensor_data(tc), sizeof *out * (size_t)(M * N));
+  kiln_tensor_free(ta);
+  kiln_tensor_free(tb);
+  kiln_tensor_free(tc);
+  kiln_model_free(m);
+  kiln_graph_free(kg);
+  kiln_status_free(st);
+  return out;
+}
+
+/* The generic model (symbolic sizes: the prebuilt entries, specialization
+ * off) and the static one (the template inlined) on the same data: equal
+ * bit for bit, A and B given and B a (prepacked) weight, with an epilogue,
+ * A read in place and packed (N over 512), one-vector tiles. */
+Test(gemm, prebuilt_and_inlined_give_the_same_bits) {
+  cr_assert_eq(setenv("KILN_SPECIALIZE", "off", 1), 0);
+  static const int mnk[][3] = {{7, 33, 65},   {64, 10, 512}, {65, 63, 513},
+                               {130, 600, 257}, {9, 1000, 40}, {33, 96, 300},
+                               {20, 300, 700}};
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+  oracle_gen gen = gen_uniform(-1, 1);
+  for (int w = 0; w < 2; w++)
+    for (size_t i = 0; i < sizeof mnk / sizeof mnk[0]; i++) {
+      int64_t M = mnk[i][0], N = mnk[i][1], K = mnk[i][2];
+      float *a = malloc(sizeof *a * (size_t)(M * K)), *b = malloc(sizeof *b * (size_t)(K * N));
+      cr_assert(a && b);
+      oracle_fill(a, KILN_FLOAT32, M * K, &gen, 80 + (unsigned)i);
+      oracle_fill(b, KILN_FLOAT32, K * N, &gen, 90 + (unsigned)i);
+      char am[32], bk[32], cm[32];
+      snprintf(am, sizeof am, "%lld, %lld", (long long)M, (long long)K);
+      snprintf(bk, sizeof bk, "%lld, %lld", (long long)K, (long long)N);
+      snprintf(cm, sizeof cm, "%lld, %lld", (long long)M, (long long)N);
+      char sa[32], sc[32]; /* a weight's shape is static: only M symbolic then */
+      snprintf(sa, sizeof sa, "m, %lld", (long long)K);
+      snprintf(sc, sizeof sc, "m, %lld", (long long)N);
+      char *sym = w ? epi_text(sa, bk, sc, true) : epi_text("m, k", "k, n", "m, n", false);
+      char *stat = epi_text(am, bk, cm, w);
+      float *o1 = run_epi(ctx, sym, w, M, N, K, a, b);
+      float *o2 = run_epi(ctx, stat, w, M, N, K, a, b);
+      cr_expect(memcmp(o1, o2, sizeof *o1 * (size_t)(M * N)) == 0,
+                "%s M=%lld N=%lld K=%lld: the generic and static models differ", w ? "weight" : "input",
+                (long long)M, (long long)N, (long long)K);
+      free(sym);
+      free(stat);
+      free(o1);
+      free(o2);
+      free(a);
+      free(b);
+    }
+  kiln_context_free(ctx);
+  kiln_status_free(st);
 }

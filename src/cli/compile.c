@@ -143,6 +143,7 @@ static int compile_host(const ir_graph *g, const compile_opts *o, const int64_t 
                         const bool *bind, bool obj) {
   char err[2048] = "";
   jit_engine *e = jit_engine_new(err, sizeof err);
+  jit_engine_no_prebuilt(e); /* self-contained objects and IR */
   if (!e) {
     fprintf(stderr, "kiln compile: cannot start the JIT: %s\n", err);
     return CLI_ERR;
