@@ -592,7 +592,7 @@ static int infer_transfer(ctx *c, ir_type *r) {
 static int infer_reshape(ctx *c, ir_type *r) {
   const ir_type *in = opt(c, 0), *t;
   if (declared(c, &t) != 0) return -1;
-  int64_t ni, no;
+  int64_t ni = 0, no = 0;
   bool ovi, ovo;
   bool si = static_product(in->dims, in->rank, &ni, &ovi);
   bool so = static_product(t->dims, t->rank, &no, &ovo);

@@ -204,8 +204,8 @@ static int add_value(parser *p, ir_value *v) {
 }
 
 static int value_use(parser *p, ir_value **out, size_t *where) {
-  const char *s;
-  size_t len;
+  const char *s = NULL;
+  size_t len = 0;
   if (value_name(p, &s, &len, where)) return -1;
   *out = find_value(p, s, len);
   if (!*out)

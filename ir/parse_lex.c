@@ -457,7 +457,7 @@ static int parse_dense(parser *p, ir_dense *out) {
   ir_lex_skip(p);
   while (is_digit(lex_at(p, p->pos))) { /* digits by hand: "0xf32" is 0 x f32, not hex */
     numtok t = {p->pos, 0, T_INT, false};
-    int64_t v;
+    int64_t v = 0;
     while (is_digit(lex_at(p, p->pos))) p->pos++;
     t.len = p->pos - t.at;
     if (ir_lex_int64(p, &t, &v)) return -1;
