@@ -275,6 +275,22 @@ Test(gemm, big_512) {
   gt_free(t);
 }
 
+/* The optimized IR of the (last) mo.matmul kernel of graph text, malloc'd. */
+static char *matmul_ir(jit_engine *e, const char *text) {
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
+  int node = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i] && g->nodes[i]->op == IR_OP_MATMUL) node = i;
+  cr_assert(node >= 0, "no mo.matmul in the graph");
+  char err[1024] = "";
+  char *ir = jit_node_llvm_ir(e, g, node, err, sizeof err);
+  cr_assert_not_null(ir, "%s", err);
+  ir_graph_free(g);
+  return ir;
+}
+
 /* The f32 kernel is the template's explicit vector code (llvm.fma on whole
  * vectors of the host's width), not the naive loop (llvm.fmuladd). */
 Test(gemm, kernel_uses_template_vectors) {
@@ -286,21 +302,12 @@ Test(gemm, kernel_uses_template_vectors) {
                      "  %c = mo.matmul(%a, %b) : (!mo.tensor<[64, 64], f32>, "
                      "!mo.tensor<[64, 64], f32>) -> !mo.tensor<[64, 64], f32>\n"
                      "  mo.output %c : !mo.tensor<[64, 64], f32>\n}\n";
-  ir_diag d = {0};
-  ir_graph *g = ir_parse(text, strlen(text), &d);
-  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
-  int node = -1;
-  for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i] && g->nodes[i]->op == IR_OP_MATMUL) node = i;
-  cr_assert(node >= 0);
-  char *ir = jit_node_llvm_ir(e, g, node, err, sizeof err);
-  cr_assert_not_null(ir, "%s", err);
+  char *ir = matmul_ir(e, text);
   const char *target = jit_engine_target(e);
   const char *want = strstr(target, "+avx512f") ? "llvm.fma.v16f32" : "llvm.fma.v8f32";
   cr_expect(strstr(ir, want) != NULL, "no %s in the kernel's IR", want);
   cr_expect(strstr(ir, "llvm.fmuladd") == NULL, "the naive loop's llvm.fmuladd is in the IR");
   free(ir);
-  ir_graph_free(g);
   jit_engine_free(e);
 }
 
@@ -540,20 +547,6 @@ Test(gemm, every_entry_host_target) {
 }
 
 /* ---- the prebuilt GEMM (jit/template.h) ---- */
-
-static char *matmul_ir(jit_engine *e, const char *text) {
-  ir_diag d = {0};
-  ir_graph *g = ir_parse(text, strlen(text), &d);
-  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
-  int node = -1;
-  for (int i = 0; i < g->nnodes; i++)
-    if (g->nodes[i] && g->nodes[i]->op == IR_OP_MATMUL) node = i;
-  char err[1024] = "";
-  char *ir = jit_node_llvm_ir(e, g, node, err, sizeof err);
-  cr_assert_not_null(ir, "%s", err);
-  ir_graph_free(g);
-  return ir;
-}
 
 Test(gemm, symbolic_kernel_calls_the_prebuilt_entry) {
   char err[1024] = "";
