@@ -37,12 +37,12 @@
  * doubles per vector where the kernel's target has avx512f, else 8 / 4) with
  * the batch's A, B, C pointers and row strides K, N, N; for static dims the
  * call is inlined and the sizes fold to constants. The packing workspace the
- * template asks for (kiln_gemm_<t>_v<VL>_work: when N > 256 and M >= 4, 3
- * MiB of B block, plus 216 KiB (f32) of A block when N > 512; else none) is
+ * template asks for (kiln_gemm_<t>_v<VL>_work: when N > 256 and M >= 4, 2
+ * MiB of B block, plus 144 KiB (f32) of A block when N > 512; else none) is
  * malloc'd once per kernel call, shared by the batches and freed after
  * them (if malloc fails the template falls back to its stack buffers). The
  * template blocks K, so
- * sums are reordered (k ascending within a block of at most 384, blocks
+ * sums are reordered (k ascending within a block of at most 256, blocks
  * added in order) and use fused multiply-add.
  * Other types: per batch and row i, the row of c is zeroed and then, for k
  * in order, c[i, :] += a[i, k] * b[k, :] with llvm.fmuladd (floats; LLVM may fuse) or

@@ -111,17 +111,19 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 
 /* Block limits in elements. On the stack: KC x NR panel of B (32 KiB for
  * f32 x 16: L1), MC x KC block of A (144 KiB: L2), KC x NC block of B
- * (256 KiB: L2). In the caller's workspace (N > NC_STACK, M >= SMALL_M):
- * KC = 384 (48 KiB B panel, 216 KiB A block) and a 3 MiB KC x 2048 B block
- * (L3), so A is packed N / 2048 times instead of N / 256 and C is passed
- * over K / 384 times; measured 5-15% faster at N = 1024 and 2048 with other
- * processes sharing the caches.
+ * (256 KiB: L2). In the caller's workspace (N > NC_STACK, M >= SMALL_M): a
+ * 2 MiB KC_HEAP x 2048 B block (L3), so A is packed N / 2048 times instead
+ * of N / 256; measured 5-15% faster at N = 1024 and 2048 with other
+ * processes sharing the caches. KC_HEAP was 384 (fewer passes over C) with
+ * 6-row tiles; with 8-row ones the 48 KiB B panel and the A sliver no
+ * longer fit L1 together, and 256 measured 1-2% faster (znver5, 1024^3 to
+ * 2048^3; mlp batch 64 equal).
  * Overridable with -D only for experiments; the build uses these. */
 #ifndef KC_MAX
 #define KC_MAX 256
 #endif
 #ifndef KC_HEAP
-#define KC_HEAP 384 /* KC with the caller's workspace: fewer passes over C */
+#define KC_HEAP 256 /* KC with the caller's workspace */
 #endif
 #ifndef MC_MAX
 #define MC_MAX 144 /* a multiple of every MR */
