@@ -5,7 +5,8 @@
  * ls / stats / explain, prune, clear, export + import (then `kiln run
  * --stats` loads every kernel from disk), corrupt bundles and entries, bad
  * usage, import of an entry whose key is not the hash of its components,
- * warm with --dim (specialized kernels) and --target. */
+ * warm with --dim (specialized kernels) and --target, warm / explain of a
+ * graph with a custom op (--kernels). */
 #define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -480,4 +481,28 @@ Test(cli_cache, import_recomputes_keys_and_rejects_a_mismatch) {
   HAS(out, "nothing was imported");
   free(out);
   cr_assert_eq(entries(), 0);
+}
+
+/* A graph with a custom op: warm and explain take the library with
+ * --kernels and compute the keys kiln run computes (run then loads every
+ * kernel from disk); without the library they fail, naming the op. */
+Test(cli_cache, warm_and_explain_take_kernel_libraries) {
+  const char *g = KILN_SOURCE_DIR "/examples/custom_ops/swish_beta.mlir";
+  const char *lib = KILN_SOURCE_DIR "/examples/custom_ops/swish_beta.c";
+  char *out;
+  cr_assert_neq(kiln(&out, "cache warm '%s'", g), 0, "warm without the library:\n%s", out);
+  HAS(out, "swish_beta");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache warm '%s' --kernels '%s'", g, lib), 0, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "cache explain '%s' --kernels '%s'", g, lib), 0, "%s", out);
+  HAS(out, " 0 misses");
+  LACKS(out, "miss:");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --kernels '%s' --random-inputs --dim rows=4 --stats "
+                          "--specialize off", g, lib),
+               0, "%s", out);
+  HAS(out, "0 misses");
+  LACKS(out, "(0 from disk)");
+  free(out);
 }

@@ -26,6 +26,7 @@
 
 #include "../cache_disk.h"
 #include "../cache_mem.h"
+#include "../kernel_lib.h"
 #include "../plan.h"
 #include "../rt.h"
 #include "cache_cli.h"
@@ -436,7 +437,13 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
   /* the runtime's target and options, without a store of the context's own */
   setenv("KILN_CACHE", "off", 1);
   if (!(j->ctx = kiln_context_new(j->st))) return fail_st(cmd, j->st);
-  if (rt_graph_prepare(j->ir, j->ctx, o->pos[0], j->st) < 0) return fail_st(cmd, j->st);
+  /* custom ops bound as kiln run --kernels binds them: their libraries'
+   * hashes are in the kernel texts, so the keys are the model's */
+  for (int i = 0; i < o->nkernels; i++)
+    if (kiln_context_add_kernel_library(j->ctx, o->kernels[i], j->st) < 0)
+      return fail_st(cmd, j->st);
+  if (rt_graph_prepare_libs(j->ir, j->ctx, j->ctx->libs, o->pos[0], j->st) < 0)
+    return fail_st(cmd, j->st);
   int rc = check_dims(o, j->ir, multi_dims, cmd);
   if (rc) return rc;
   rt_cache_mem *mem = rt_context_cache(j->ctx);
@@ -949,16 +956,17 @@ int cli_cache(int argc, char **argv) {
   o.runtime_off_value = off;
   o.pos = calloc((size_t)argc, sizeof *o.pos);
   o.dims = calloc((size_t)argc, sizeof *o.dims);
+  o.kernels = calloc((size_t)argc, sizeof *o.kernels);
   int rc = CLI_OK;
-  if (!o.pos || !o.dims) {
+  if (!o.pos || !o.dims || !o.kernels) {
     fprintf(stderr, "kiln cache: out of memory\n");
     rc = CLI_ERR;
   }
   for (int i = 2; rc == CLI_OK && i < argc; i++) {
     const char *a = argv[i], *val = NULL;
-    const char *opts[] = {"--dir", "--max-bytes", "--dim", "--target"};
+    const char *opts[] = {"--dir", "--max-bytes", "--dim", "--target", "--kernels"};
     int which = -1;
-    for (int k = 0; k < 4 && which < 0; k++) {
+    for (int k = 0; k < 5 && which < 0; k++) {
       size_t n = strlen(opts[k]);
       if (strncmp(a, opts[k], n) == 0 && (a[n] == 0 || a[n] == '=')) {
         which = k;
@@ -972,6 +980,7 @@ int cli_cache(int argc, char **argv) {
     else if (which == 1 && sc->max_bytes) o.max_bytes = val;
     else if (which == 2 && sc->dims) o.dims[o.ndims++] = val;
     else if (which == 3 && strcmp(sc->name, "warm") == 0) o.target = val;
+    else if (which == 4 && sc->dims) o.kernels[o.nkernels++] = val; /* the graph commands */
     else if (which >= 0) {
       fprintf(stderr, "kiln cache %s: %s is not an option of this subcommand\n\n", sc->name,
               opts[which]);
@@ -981,6 +990,7 @@ int cli_cache(int argc, char **argv) {
       cli_usage_cache(stdout);
       free(o.pos);
       free(o.dims);
+      free(o.kernels);
       return CLI_OK;
     } else if (a[0] == '-' && a[1] != 0) {
       fprintf(stderr, "kiln cache %s: unknown option '%s'\n\n", sc->name, a);
@@ -1012,5 +1022,6 @@ int cli_cache(int argc, char **argv) {
   kc_disk_close(d);
   free(o.pos);
   free(o.dims);
+  free(o.kernels);
   return rc;
 }

@@ -19,6 +19,8 @@ typedef struct cache_opts {
   const char **dims; /* --dim SYM=V[,V...] texts */
   int ndims;
   const char *target; /* warm --target NAME, or NULL */
+  const char **kernels; /* warm / explain --kernels FILE, in order */
+  int nkernels;
   bool runtime_off; /* KILN_CACHE disables the store for the runtime */
   const char *runtime_off_value;
 } cache_opts;

@@ -115,6 +115,8 @@ void cli_usage_cache(FILE *out) {
           "                         is not the hash of the components it records, is\n"
           "                         an error (naming the offset) and nothing is imported\n"
           "\n"
+          "  --kernels FILE         (explain, warm; repeatable) a kernel library for the\n"
+          "                         graph's custom ops, as kiln run --kernels takes it\n"
           "  --dir DIR              the cache directory; default: $KILN_CACHE_DIR, else\n"
           "                         $XDG_CACHE_HOME/kiln, else ~/.cache/kiln\n"
           "\n"
