@@ -161,6 +161,12 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
                                 const bool *bind, int only_node, bool llvm_text,
                                 const struct jit_libs *libs, void **out, size_t *len, char *err,
                                 size_t errlen);
+/* The device math library kernels for t link when they call libm-like
+ * functions (simt_math.c): libdevice's path for nvptx, ocml's for amdgpu,
+ * found as the link finds it (KILN_LIBDEVICE / KILN_OCML first; buf holds
+ * it when built here); NULL for simt-emu. For cache keys: the library is
+ * part of what a kernel compiles to. */
+const char *jit_simt_math_library(const jit_simt_target *t, char *buf, size_t cap);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

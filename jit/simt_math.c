@@ -453,3 +453,10 @@ int jit_simt_check_externals(LLVMModuleRef mod, const jit_simt_target *t, char *
   }
   return 0;
 }
+
+const char *jit_simt_math_library(const jit_simt_target *t, char *buf, size_t cap) {
+  const char *searched = NULL;
+  if (t->kind == JIT_SIMT_NVPTX) return libdevice_path(buf, cap, &searched);
+  if (t->kind == JIT_SIMT_AMDGPU) return ocml_path(buf, cap, &searched);
+  return NULL;
+}

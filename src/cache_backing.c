@@ -18,21 +18,34 @@
 #include "cache_backing.h"
 #include "cache_disk.h"
 
-static int disk_get(void *ud, const kc_key *key, const rt_key_parts *parts, void **obj,
-                    size_t *len) {
-  (void)parts;
-  return kc_disk_get(ud, *key, obj, len, NULL) == KC_DISK_HIT ? 0 : -1;
+int rt_cache_backing_get(kc_disk *d, const kc_key *key, void **obj, size_t *len) {
+  *obj = NULL;
+  *len = 0;
+  if (!kc_disk_enabled(d)) return -1;
+  return kc_disk_get(d, *key, obj, len, NULL) == KC_DISK_HIT ? 0 : -1;
 }
 
-static void disk_put(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
-                     size_t len) {
+void rt_cache_backing_put(kc_disk *d, const kc_key *key, const rt_key_parts *parts,
+                          const void *obj, size_t len) {
+  if (!kc_disk_enabled(d)) return;
   kc_component comps[RT_KEY_NPARTS];
   for (int i = 0; i < RT_KEY_NPARTS; i++) {
     comps[i].name = rt_key_part_name(i);
     const char *v = rt_key_part(parts, i);
     comps[i].value = v ? v : "";
   }
-  kc_disk_put(ud, *key, comps, RT_KEY_NPARTS, obj, len, NULL); /* best effort */
+  kc_disk_put(d, *key, comps, RT_KEY_NPARTS, obj, len, NULL); /* best effort */
+}
+
+static int disk_get(void *ud, const kc_key *key, const rt_key_parts *parts, void **obj,
+                    size_t *len) {
+  (void)parts;
+  return rt_cache_backing_get(ud, key, obj, len);
+}
+
+static void disk_put(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
+                     size_t len) {
+  rt_cache_backing_put(ud, key, parts, obj, len);
 }
 
 void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d) {

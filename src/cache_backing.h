@@ -13,6 +13,14 @@
  * the memory cache is freed; NULL when it could not be opened) and writes a
  * one-line description of the outcome into why. */
 kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen);
+/* One entry of d under key, for caches beside the kernel cache (the GPU
+ * code of device models): get returns 0 on a hit with *obj malloc'd (the
+ * caller frees it), -1 on a miss or when d is NULL or disabled; put stores
+ * obj with the key's parts as the entry's components (best effort: a
+ * failure only means a later miss). */
+int rt_cache_backing_get(kc_disk *d, const kc_key *key, void **obj, size_t *len);
+void rt_cache_backing_put(kc_disk *d, const kc_key *key, const rt_key_parts *parts,
+                          const void *obj, size_t len);
 /* Make d (enabled, borrowed: it must outlive every compile that may still
  * use it) mem's backing store; NULL or a disabled d detaches the store. */
 void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d);

@@ -84,6 +84,9 @@ int rt_device_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n
                       kiln_status *st);
 int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void **params,
                      kiln_status *st);
+/* Kernels a device model loaded from the context's disk cache (hits) and
+ * compiled (misses) when it was compiled (device_model.c). */
+void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *misses);
 int rt_device_module_load(kiln_device *d, const void *image, size_t len, void **mod,
                           kiln_status *st);
 void rt_device_module_unload(kiln_device *d, void *mod);

@@ -11,6 +11,12 @@
  * planner yet), copy inputs in, launch each kernel with jit_simt_geometry's
  * grid, read the error word after each kernel (a data error names the op),
  * copy the outputs back, free the buffers.
+ * Code cache: compiled through kiln_device_model_compile_with, each
+ * kernel's code (PTX, linked code object, emulator object) is kept in the
+ * context's disk cache under a content key (ir_kernel_text, the target and
+ * arch, the device math library's path, size and time, the kiln and LLVM
+ * versions; cache_mem.h's parts) and loaded from there by the next compile
+ * of the same kernel for the same target, in this process or another.
  * Custom ops (mo.custom / mo.inplace_custom): only through
  * kiln_device_model_compile_with, whose context holds the kernel libraries:
  * the kernels must be KILN_SIMT_KERNELs (rt_kernel_libs_bind_simt), built
@@ -25,7 +31,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/stat.h>
+
 #include "../jit/simt.h"
+#include "cache_backing.h"
 #include "device.h"
 #include "gpu_link.h"
 #include "kernel_lib.h"
@@ -55,6 +64,8 @@ struct kiln_device_model {
   int ncaptures;
   jit_libs libs;        /* the context's kernel libraries for target (custom ops) */
   bool has_libs;
+  kiln_context *ctx;    /* compile_with's (its disk cache holds the code), or NULL */
+  int cache_hits, cache_misses; /* kernels loaded from the disk cache / compiled */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
 };
 
@@ -85,7 +96,72 @@ static int pick_target(kiln_device *d, jit_simt_target *t, kiln_status *st) {
   return 0;
 }
 
-/* Compile and load node i's kernel. */
+/* The content key of a kernel's code for m's target (see the top); opts
+ * and host hold the texts parts points into. */
+static void code_key(const kiln_device_model *m, const char *text, char *opts, size_t optcap,
+                     char *host, size_t hostcap, rt_key_parts *parts, kc_key *key) {
+  static const char *const TRIPLES[] = {[JIT_SIMT_EMU] = "simt-emu",
+                                        [JIT_SIMT_NVPTX] = "nvptx64-nvidia-cuda",
+                                        [JIT_SIMT_AMDGPU] = "amdgcn-amd-amdhsa"};
+  char lbuf[1024];
+  const char *lib = jit_simt_math_library(&m->target, lbuf, sizeof lbuf);
+  struct stat sb;
+  if (!lib) snprintf(opts, optcap, "simt math=host");
+  else if (stat(lib, &sb) == 0)
+    snprintf(opts, optcap, "simt math=%s:%lld:%lld.%09ld%s", lib, (long long)sb.st_size,
+             (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
+             m->target.kind == JIT_SIMT_AMDGPU ? " linked=ld.lld" : "");
+  else
+    snprintf(opts, optcap, "simt math=%s:absent", lib);
+  jit_engine *e = m->ctx->jit; /* the emulator's code is the host's */
+  bool emu = m->target.kind == JIT_SIMT_EMU;
+  snprintf(host, hostcap, "%s %s", TRIPLES[m->target.kind], emu ? jit_engine_triple(e) : "");
+  *parts = (rt_key_parts){.kernel = text,
+                          .triple = host,
+                          .cpu = emu ? jit_engine_cpu(e) : m->target.arch,
+                          .features = emu ? jit_engine_features(e) : "",
+                          .options = opts,
+                          .kiln_version = rt_kiln_version(),
+                          .llvm_version = jit_llvm_version()};
+  rt_key_compute(parts, key);
+}
+
+/* Node i's code for m's target: from the context's disk cache, else
+ * compiled (and linked, for amdgpu) and stored there. *image malloc'd. */
+static int kernel_code(kiln_device_model *m, int i, const char *text, void **image, size_t *len,
+                       kiln_status *st) {
+  char opts[1200], host[160];
+  rt_key_parts parts;
+  kc_key key;
+  kc_disk *disk = m->ctx ? m->ctx->disk : NULL;
+  if (disk) {
+    code_key(m, text, opts, sizeof opts, host, sizeof host, &parts, &key);
+    if (rt_cache_backing_get(disk, &key, image, len) == 0) {
+      m->cache_hits++;
+      return 0;
+    }
+  }
+  char err[2048] = "";
+  void *obj = NULL;
+  size_t olen = 0;
+  if (jit_simt_compile_graph_libs(m->g, &m->target, NULL, NULL, i, false,
+                                  m->has_libs ? &m->libs : NULL, &obj, &olen, err,
+                                  sizeof err) < 0)
+    return rt_err(st, KILN_ERR_COMPILE, "%s: %s", kiln_device_label(m->dev), err);
+  if (m->target.kind == JIT_SIMT_AMDGPU) {
+    int rc = rt_link_amdgpu(obj, olen, image, len, st);
+    free(obj);
+    if (rc < 0) return -1;
+  } else {
+    *image = obj;
+    *len = olen;
+  }
+  m->cache_misses++;
+  if (disk) rt_cache_backing_put(disk, &key, &parts, *image, *len);
+  return 0;
+}
+
+/* Compile (or find in the cache) and load node i's kernel. */
 static int load_kernel(kiln_device_model *m, int i, kiln_status *st) {
   const ir_graph *g = m->g;
   const ir_node *n = g->nodes[i];
@@ -94,24 +170,13 @@ static int load_kernel(kiln_device_model *m, int i, kiln_status *st) {
   if (!k->sym_map) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   char *text = ir_kernel_text(g, n, k->sym_map, &k->nsyms);
   if (!text) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  free(text);
-  char err[2048] = "", name[64];
-  void *image = NULL, *linked = NULL;
+  char name[64];
+  void *image = NULL;
   size_t len = 0;
-  if (jit_simt_compile_graph_libs(g, &m->target, NULL, NULL, i, false,
-                                  m->has_libs ? &m->libs : NULL, &image, &len, err,
-                                  sizeof err) < 0)
-    return rt_err(st, KILN_ERR_COMPILE, "%s: %s", kiln_device_label(m->dev), err);
-  int rc = 0;
-  if (m->target.kind == JIT_SIMT_AMDGPU) {
-    size_t llen = 0;
-    rc = rt_link_amdgpu(image, len, &linked, &llen, st);
-    len = llen;
-  }
-  if (rc == 0)
-    rc = rt_device_module_load(m->dev, linked ? linked : image, len, &k->module, st);
+  int rc = kernel_code(m, i, text, &image, &len, st);
+  free(text);
+  if (rc == 0) rc = rt_device_module_load(m->dev, image, len, &k->module, st);
   free(image);
-  free(linked);
   if (rc < 0) return -1;
   jit_simt_kernel_name(g, i, name, sizeof name);
   return rt_device_module_function(m->dev, k->module, name, &k->fn, st);
@@ -192,6 +257,7 @@ static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const
     return NULL;
   }
   m->dev = d;
+  m->ctx = ctx;
   ir_diag diag = {0};
   if (pick_target(d, &m->target, st) < 0) goto fail;
   if (!(m->g = ir_graph_clone(kg->ir))) {
@@ -230,6 +296,11 @@ fail:
 
 KILN_API double kiln_device_model_compile_ms(const kiln_device_model *m) {
   return m ? m->compile_ms : 0;
+}
+
+void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *misses) {
+  *hits = m ? m->cache_hits : 0;
+  *misses = m ? m->cache_misses : 0;
 }
 
 /* 0 when t is on the host or on m's device; else -1 naming both. what:

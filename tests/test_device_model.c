@@ -4,7 +4,9 @@
  * the errors: an unbound weight, a gather index out of range (the kernel's
  * error word names the op; in a replay of a recorded capture, the failure
  * is reported for the sequence), a wrong input rank, and the cpu device,
- * which is not a SIMT device. */
+ * which is not a SIMT device; the code cache: a second compile with the
+ * same context's disk cache loads every kernel from it, with the same
+ * results. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -12,6 +14,8 @@
 #include <string.h>
 
 #include "kiln/kiln.h"
+#include "src/device.h"
+#include "src/rt.h"
 
 #define EX KILN_SHARED_DIR "/ir-examples/"
 
@@ -250,4 +254,66 @@ Test(device_model, capture_replay_verify) {
   kiln_tensor_free(z);
   kiln_tensor_free(want);
   close_pair(&p);
+}
+
+/* compile_with twice on one cache directory: every kernel compiled and
+ * stored, then every kernel from the store (a fresh context: nothing in
+ * memory), the outputs bit for bit the same. */
+Test(device_model, code_cache_second_compile_loads_every_kernel) {
+  char dir[] = "/tmp/kiln-dm-cache-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_load(EX "attention_block.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  int64_t shape[3] = {2, 16, 64};
+  kiln_tensor *q = random_f32(3, shape), *k = random_f32(3, shape);
+  int64_t wshape[1] = {64};
+  kiln_tensor *gamma = random_f32(1, wshape), *beta = random_f32(1, wshape);
+  float *first[2] = {NULL, NULL};
+  size_t bytes[2] = {0, 0};
+  for (int round = 0; round < 2; round++) {
+    kiln_context *ctx = kiln_context_new(st);
+    cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+    cr_assert_eq(kiln_context_set_cache_dir(ctx, dir, 0, st), 0, "%s", kiln_status_message(st));
+    kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
+    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    int hits = -1, misses = -1;
+    rt_device_model_cache_counts(m, &hits, &misses);
+    if (round == 0) cr_expect(hits == 0 && misses > 0, "first: %d hits, %d misses", hits, misses);
+    else cr_expect(hits > 0 && misses == 0, "second: %d hits, %d misses", hits, misses);
+    cr_assert_eq(kiln_device_model_bind_weight(m, "ln.gamma", gamma, st), 0, "%s",
+                 kiln_status_message(st));
+    cr_assert_eq(kiln_device_model_bind_weight(m, "ln.beta", beta, st), 0, "%s",
+                 kiln_status_message(st));
+    kiln_tensor *ins[2] = {q, k}, *outs[2] = {NULL, NULL};
+    cr_assert_eq(kiln_device_model_execute(m, ins, 2, outs, 2, st), 0, "%s",
+                 kiln_status_message(st));
+    for (int o = 0; o < 2; o++) {
+      size_t n = kiln_tensor_nbytes(outs[o]);
+      if (round == 0) {
+        first[o] = malloc(n);
+        memcpy(first[o], kiln_tensor_data(outs[o]), n);
+        bytes[o] = n;
+      } else {
+        cr_expect(n == bytes[o] && memcmp(first[o], kiln_tensor_data(outs[o]), n) == 0,
+                  "output %d differs after loading the cached code", o);
+      }
+      kiln_tensor_free(outs[o]);
+    }
+    kiln_device_model_free(m);
+    kiln_context_free(ctx);
+  }
+  for (int o = 0; o < 2; o++) free(first[o]);
+  kiln_tensor_free(q);
+  kiln_tensor_free(k);
+  kiln_tensor_free(gamma);
+  kiln_tensor_free(beta);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
 }

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "../cache_mem.h"
+#include "../device.h"
 #include "../io.h"
 #include "../kernel_lib.h"
 #include "../variants.h"
@@ -610,10 +611,14 @@ static int run(run_state *s, const run_opts *o) {
   char b1[32], b2[32], b3[32];
   if (o->stats) {
     if (!s->dm) printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
-    if (s->dm)
+    if (s->dm) {
+      int hits = 0, misses = 0;
+      rt_device_model_cache_counts(s->dm, &hits, &misses);
       printf("device: %s (%s), compile %s; the executes ran there\n", kiln_device_label(s->dev),
              kiln_device_description(s->dev),
              fmt_ms(b1, sizeof b1, kiln_device_model_compile_ms(s->dm)));
+      printf("device code: %d from the disk cache, %d compiled\n", hits, misses);
+    }
     else
       printf("threads: %d\n", kiln_context_num_threads(s->ctx));
     printf("execute: %s (first run)\n", fmt_ms(b1, sizeof b1, s->times[0]));
