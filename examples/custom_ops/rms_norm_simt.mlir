@@ -1,5 +1,6 @@
 // rms_norm_simt.mlir - SIMT custom ops (examples/custom_ops/rms_norm_simt.c)
 // between built-in ops, for a SIMT device.
+// run: --device simt-emu --dim rows=4
 // Run by hand (simt-emu: the GPU kernels on the CPU):
 //   kiln run examples/custom_ops/rms_norm_simt.mlir --device simt-emu \
 //            --kernels examples/custom_ops/rms_norm_simt.c --random-inputs --dim rows=4
