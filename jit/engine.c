@@ -57,6 +57,7 @@ struct jit_engine {
   char session_err[512];       /* last error ORC reported asynchronously */
   jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
   const char *prebuilt;        /* prefix of the prebuilt GEMM entries loaded, or NULL */
+  LLVMOrcResourceTrackerRef prebuilt_rt; /* their object's, released at free */
 };
 
 struct jit_module {
@@ -154,11 +155,24 @@ static void add_prebuilt(jit_engine *e) {
   LLVMMemoryBufferRef buf =
       LLVMCreateMemoryBufferWithMemoryRange((const char *)obj, len, "kiln_prebuilt_gemm", 0);
   if (!buf) return;
-  LLVMErrorRef le = LLVMOrcLLJITAddObjectFile(e->jit, e->jd, buf); /* takes buf */
+  LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->jd);
+  LLVMErrorRef le = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, buf); /* takes buf */
+  if (!le) { /* link it now: a failure shows here, where the engine can do without it */
+    char name[96];
+    LLVMOrcExecutorAddress addr = 0;
+    snprintf(name, sizeof name, "%skiln_gemm_%s_work", prefix,
+             prefix[9] == '4' ? "f32_v16" : "f32_v8"); /* "kiln_pre_v4_" */
+    le = LLVMOrcLLJITLookup(e->jit, &addr, name);
+  }
   if (le) {
     LLVMConsumeError(le);
+    LLVMErrorRef re = LLVMOrcResourceTrackerRemove(rt);
+    if (re) LLVMConsumeError(re);
+    LLVMOrcReleaseResourceTracker(rt);
+    e->session_err[0] = 0;
     return;
   }
+  e->prebuilt_rt = rt;
   e->prebuilt = prefix;
 #else
   (void)e;
@@ -269,6 +283,7 @@ void jit_engine_no_prebuilt(jit_engine *e) {
 
 void jit_engine_free(jit_engine *e) {
   if (!e) return;
+  if (e->prebuilt_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_rt); /* the code goes with the JIT */
   if (e->jit) {
     LLVMErrorRef le = LLVMOrcDisposeLLJIT(e->jit);
     if (le) LLVMConsumeError(le);

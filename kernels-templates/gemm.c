@@ -586,8 +586,9 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     }                                                                                            \
     /* the B block, then the A block; a prepacked B leaves it all to A */                        \
     T stack[KC_MAX * NC_STACK + KC_MAX * MC_MAX] __attribute__((aligned(64)));                   \
-    T edge[KC_HEAP * MR] __attribute__((aligned(64))); /* see medge */                           \
+    T edge[(KC_HEAP > KC_MAX ? KC_HEAP : KC_MAX) * MR] __attribute__((aligned(64))); /* medge */ \
     _Static_assert(KC_HEAP * MC_MAX <= KC_MAX * NC_STACK + KC_MAX * MC_MAX, "A block");          \
+    _Static_assert(MR > MR4, "the edge path takes the last rows only: MR must exceed 4");        \
     /* wide B blocks (fewer passes over A) in the caller's workspace */                          \
     T *wal = heap && !packed ? (T *)(((uintptr_t)work + 63) & ~(uintptr_t)63) : 0;               \
     T *Bp = packed ? 0 : heap ? wal : stack;                                                     \

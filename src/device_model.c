@@ -13,10 +13,12 @@
  * copy the outputs back, free the buffers.
  * Code cache: compiled through kiln_device_model_compile_with, each
  * kernel's code (PTX, linked code object, emulator object) is kept in the
- * context's disk cache under a content key (ir_kernel_text, the target and
- * arch, the device math library's path, size and time, the kiln and LLVM
- * versions; cache_mem.h's parts) and loaded from there by the next compile
- * of the same kernel for the same target, in this process or another.
+ * context's disk cache under a content key (ir_kernel_text, the kernel's
+ * function name, which the code defines and which holds the node's index,
+ * the target and arch, the device math library's path, size and time, the
+ * kiln and LLVM versions; cache_mem.h's parts) and loaded from there by the
+ * next compile of the same kernel for the same target, in this process or
+ * another.
  * Custom ops (mo.custom / mo.inplace_custom): only through
  * kiln_device_model_compile_with, whose context holds the kernel libraries:
  * the kernels must be KILN_SIMT_KERNELs (rt_kernel_libs_bind_simt), built
@@ -96,23 +98,25 @@ static int pick_target(kiln_device *d, jit_simt_target *t, kiln_status *st) {
   return 0;
 }
 
-/* The content key of a kernel's code for m's target (see the top); opts
- * and host hold the texts parts points into. */
-static void code_key(const kiln_device_model *m, const char *text, char *opts, size_t optcap,
-                     char *host, size_t hostcap, rt_key_parts *parts, kc_key *key) {
+/* The content key of a kernel's code for m's target (see the top); name is
+ * the kernel's function name; opts and host hold the texts parts points
+ * into. */
+static void code_key(const kiln_device_model *m, const char *text, const char *name, char *opts,
+                     size_t optcap, char *host, size_t hostcap, rt_key_parts *parts,
+                     kc_key *key) {
   static const char *const TRIPLES[] = {[JIT_SIMT_EMU] = "simt-emu",
                                         [JIT_SIMT_NVPTX] = "nvptx64-nvidia-cuda",
                                         [JIT_SIMT_AMDGPU] = "amdgcn-amd-amdhsa"};
   char lbuf[1024];
   const char *lib = jit_simt_math_library(&m->target, lbuf, sizeof lbuf);
   struct stat sb;
-  if (!lib) snprintf(opts, optcap, "simt math=host");
+  if (!lib) snprintf(opts, optcap, "simt name=%s math=host", name);
   else if (stat(lib, &sb) == 0)
-    snprintf(opts, optcap, "simt math=%s:%lld:%lld.%09ld%s", lib, (long long)sb.st_size,
-             (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
+    snprintf(opts, optcap, "simt name=%s math=%s:%lld:%lld.%09ld%s", name, lib,
+             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
              m->target.kind == JIT_SIMT_AMDGPU ? " linked=ld.lld" : "");
   else
-    snprintf(opts, optcap, "simt math=%s:absent", lib);
+    snprintf(opts, optcap, "simt name=%s math=%s:absent", name, lib);
   jit_engine *e = m->ctx->jit; /* the emulator's code is the host's */
   bool emu = m->target.kind == JIT_SIMT_EMU;
   snprintf(host, hostcap, "%s %s", TRIPLES[m->target.kind], emu ? jit_engine_triple(e) : "");
@@ -135,7 +139,9 @@ static int kernel_code(kiln_device_model *m, int i, const char *text, void **ima
   kc_key key;
   kc_disk *disk = m->ctx ? m->ctx->disk : NULL;
   if (disk) {
-    code_key(m, text, opts, sizeof opts, host, sizeof host, &parts, &key);
+    char name[64];
+    jit_simt_kernel_name(m->g, i, name, sizeof name);
+    code_key(m, text, name, opts, sizeof opts, host, sizeof host, &parts, &key);
     if (rt_cache_backing_get(disk, &key, image, len) == 0) {
       m->cache_hits++;
       return 0;

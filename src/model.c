@@ -190,7 +190,8 @@ static int compile_kernel(kiln_model *m, int i, int *map, kiln_status *st) {
 
 /* The model's kernels, compiled as one job split like a kernel
  * (rt_pool_run): part p of P compiles entries [n p / P, n (p + 1) / P) of
- * nodes, each into its own status; a part stops at its first error. */
+ * nodes, each into its own status, all of them even after an error (so the
+ * error reported does not depend on how the job was split). */
 typedef struct compile_job {
   kiln_model *m;
   const int *nodes; /* the nodes that get a kernel, GEMMs first */
@@ -207,18 +208,22 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
   int *map = malloc((size_t)(j->m->g->nsyms + 1) * sizeof *map);
   if (!map) return rt_err(&j->sts[lo], KILN_ERR_OUT_OF_MEMORY, "out of memory"), 1;
   int32_t rc = 0;
-  for (int k = lo; k < hi && rc == 0; k++)
+  for (int k = lo; k < hi; k++)
     if (compile_kernel(j->m, j->nodes[k], map, &j->sts[k]) < 0) rc = 1;
   free(map);
   return rc;
 }
 
-/* Every node's kernel but the sources' and the aliases'. With several to
- * compile and a context of several threads, they compile on its pool, a
- * GEMM (the template at O3: most of a model's cold compile) first; this
- * starts the pool's workers, which a model that big starts at its first
- * split execute anyway. The error reported is that of the first node in
- * graph order that failed. */
+/* Every node's kernel but the sources' and the aliases'. With a GEMM among
+ * several to compile (a static GEMM inlines the template at O3: most of a
+ * cold compile) and a context of several threads, they compile on its
+ * pool, GEMMs first. That starts the pool's workers, which a model with a
+ * GEMM would start at its first split execute anyway; a model without one
+ * compiles in the calling thread and starts none (once a process has a
+ * second thread, glibc's malloc takes its slower multi-threaded path: relu
+ * execute 80 -> 185 ns, measured). The compile holds the pool: another
+ * thread's execute on the context meanwhile runs its kernels unsplit. The
+ * error reported is that of the first node in graph order that failed. */
 static int compile_kernels(kiln_model *m, kiln_status *st) {
   const ir_graph *g = m->g;
   size_t nn = (size_t)(g->nnodes ? g->nnodes : 1);
@@ -232,16 +237,19 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
     free(sts);
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
-  int n = 0;
-  for (int pass = 0; pass < 2; pass++) /* GEMMs, then the rest, each in graph order */
+  int n = 0, ngemm = 0;
+  for (int pass = 0; pass < 2; pass++) { /* GEMMs, then the rest, each in graph order */
     for (int i = 0; i < g->nnodes; i++) {
       const ir_node *nd = g->nodes[i];
       if (ir_node_is_source(nd) || rt_node_is_alias(g, nd)) continue; /* no kernel */
       if ((ir_node_matmul(nd) != NULL) == (pass == 0)) nodes[n++] = i;
     }
+    if (pass == 0) ngemm = n;
+  }
   compile_job job = {m, nodes, n, sts};
   void *args[1] = {&job};
-  int rc = rt_pool_run(m->ctx, compile_part, args, n) != 0 ? -1 : 0;
+  int rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, n)
+                      : compile_part(args, NULL, 0, 1)) != 0 ? -1 : 0;
   int first = -1; /* the failed entry of the lowest node */
   for (int k = 0; k < n; k++)
     if (sts[k].code != KILN_OK && (first < 0 || nodes[k] < nodes[first])) first = k;

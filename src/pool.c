@@ -27,11 +27,13 @@
  * for the parts the workers took. The status is the first nonzero one any
  * part returned, in time order.
  *
- * Placement: when the process may run on at least as many CPUs as the pool
- * has threads, each worker is bound to a CPU of its own, none of them the
- * caller's CPU at its last job; a job that finds the caller on another CPU
- * than last time moves the workers first (one pthread_setaffinity_np per
- * worker, only then). Unbound, the scheduler was measured putting a woken
+ * Placement: when the pool has exactly as many threads as the thread that
+ * started its workers may use CPUs (the default count), each worker is
+ * bound to a CPU of its own, none of them the caller's CPU at its last job;
+ * a job that finds the caller on another CPU than last time moves the
+ * workers first (one pthread_setaffinity_np per worker, only then). A pool
+ * of fewer threads is left unbound: pools of other processes or contexts
+ * beside it would all pick the same CPUs. Unbound, the scheduler was measured putting a woken
  * worker on the caller's CPU and leaving it there for milliseconds while
  * the other CPU idled: a 2-thread 512^3 GEMM ran at 1.0x the 1-thread speed
  * in whole runs, 1024^3 anywhere from 1.0x to 1.9x call to call (2-vCPU VM).
@@ -130,14 +132,15 @@ static int clamp_threads(long n) {
   return n < 1 ? 1 : n > RT_POOL_MAX_THREADS ? RT_POOL_MAX_THREADS : (int)n;
 }
 
-/* CPUs the process may run on (its affinity mask), else the online ones. */
-static int process_cpus(cpu_set_t *set) {
-  if (sched_getaffinity(getpid(), sizeof *set, set) == 0 && CPU_COUNT(set) > 0)
-    return CPU_COUNT(set);
+/* CPUs the calling thread may run on (its affinity mask, which the
+ * workers it starts inherit); -1 when it cannot be read. */
+static int thread_cpus(cpu_set_t *set) {
+  if (sched_getaffinity(0, sizeof *set, set) == 0 && CPU_COUNT(set) > 0) return CPU_COUNT(set);
   return -1;
 }
 
-/* KILN_NUM_THREADS when it is a positive integer, else the process's CPUs. */
+/* KILN_NUM_THREADS when it is a positive integer, else the calling
+ * thread's CPUs. */
 static int default_threads(void) {
   const char *e = getenv("KILN_NUM_THREADS");
   if (e && *e) {
@@ -147,7 +150,7 @@ static int default_threads(void) {
     if (errno == 0 && end && *end == 0 && v >= 1) return clamp_threads(v);
   }
   cpu_set_t set;
-  int n = process_cpus(&set);
+  int n = thread_cpus(&set);
   return clamp_threads(n > 0 ? n : sysconf(_SC_NPROCESSORS_ONLN));
 }
 
@@ -280,8 +283,11 @@ static void start_workers(rt_pool *p) {
     p->nworkers = i + 1;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
+  /* bound only when the pool takes every CPU it may run on: pools that use
+   * fewer (other processes or contexts beside it) would all pick the same
+   * CPUs and could not move off them */
   p->place = p->nworkers > 0 && !env_off("KILN_PIN_THREADS") &&
-             process_cpus(&p->allowed) >= p->nworkers + 1;
+             thread_cpus(&p->allowed) == p->nworkers + 1;
   p->caller_cpu = -2; /* bound at the first job */
 }
 

@@ -317,3 +317,51 @@ Test(device_model, code_cache_second_compile_loads_every_kernel) {
   snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
   cr_expect_eq(system(cmd), 0);
 }
+
+/* Two nodes with the same kernel text (relu of relu): each keeps its own
+ * code in the cache (the code defines a name holding the node's index), so
+ * the first compile stores two entries and the second loads both. */
+Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
+  char dir[] = "/tmp/kiln-dm-cache2-XXXXXX";
+  cr_assert_not_null(mkdtemp(dir));
+  static const char text[] =
+      "mo.graph @rr(%x: !mo.tensor<[5], f32>) -> (!mo.tensor<[5], f32>) {\n"
+      "  %a = mo.relu(%x) : !mo.tensor<[5], f32>\n"
+      "  %b = mo.relu(%a) : !mo.tensor<[5], f32>\n"
+      "  mo.output %b : !mo.tensor<[5], f32>\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "rr", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  int64_t shape[1] = {5};
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, shape, st);
+  float *xp = kiln_tensor_data(x);
+  for (int i = 0; i < 5; i++) xp[i] = (float)i - 2.0f;
+  for (int round = 0; round < 2; round++) {
+    kiln_context *ctx = kiln_context_new(st);
+    cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+    cr_assert_eq(kiln_context_set_cache_dir(ctx, dir, 0, st), 0, "%s", kiln_status_message(st));
+    kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
+    cr_assert_not_null(m, "round %d: %s", round, kiln_status_message(st));
+    int hits = -1, misses = -1;
+    rt_device_model_cache_counts(m, &hits, &misses);
+    cr_expect_eq(hits, round == 0 ? 0 : 2, "round %d: %d hits", round, hits);
+    cr_expect_eq(misses, round == 0 ? 2 : 0, "round %d: %d misses", round, misses);
+    kiln_tensor *out = NULL;
+    cr_assert_eq(kiln_device_model_execute(m, &x, 1, &out, 1, st), 0, "%s",
+                 kiln_status_message(st));
+    const float *op = kiln_tensor_data(out);
+    for (int i = 0; i < 5; i++) cr_expect_eq(op[i], xp[i] > 0 ? xp[i] : 0.0f, "y[%d]", i);
+    kiln_tensor_free(out);
+    kiln_device_model_free(m);
+    kiln_context_free(ctx);
+  }
+  kiln_tensor_free(x);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}

@@ -30,12 +30,13 @@ KILN_API const char *kiln_context_target(const kiln_context *ctx);
 /* ---- threads ----
  * A context splits big kernels across a persistent pool of threads (the
  * calling thread plus n - 1 workers, started on first use, never per call).
- * Default: KILN_NUM_THREADS when set, else the number of CPUs the process
- * may run on (its affinity mask). n >= 1; 0 restores the default. Must not
- * be called while an execute runs on the context. When the process has at
- * least n CPUs, each worker is bound to a CPU of its own, away from the
- * caller's (rebound when the caller moves); KILN_PIN_THREADS=0 turns that
- * off. The calling thread is never bound. */
+ * Default: KILN_NUM_THREADS when set, else the number of CPUs the calling
+ * thread may run on (its affinity mask). n >= 1; 0 restores the default.
+ * Must not be called while an execute runs on the context. When n is that
+ * number of CPUs (the default), each worker is bound to a CPU of its own,
+ * away from the caller's (rebound when the caller moves); KILN_PIN_THREADS=0
+ * turns that off. Fewer threads stay unbound. The calling thread is never
+ * bound. */
 KILN_API int kiln_context_set_num_threads(kiln_context *ctx, int n, kiln_status *st);
 KILN_API int kiln_context_num_threads(const kiln_context *ctx); /* -1 for NULL */
 
