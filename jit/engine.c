@@ -161,7 +161,7 @@ static void add_prebuilt(jit_engine *e) {
     char name[96];
     LLVMOrcExecutorAddress addr = 0;
     snprintf(name, sizeof name, "%skiln_gemm_%s_work", prefix,
-             prefix[9] == '4' ? "f32_v16" : "f32_v8"); /* "kiln_pre_v4_" */
+             obj == kiln_pre_gemm_v4_o ? "f32_v16" : "f32_v8");
     le = LLVMOrcLLJITLookup(e->jit, &addr, name);
   }
   if (le) {
