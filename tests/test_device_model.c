@@ -256,6 +256,28 @@ Test(device_model, capture_replay_verify) {
   close_pair(&p);
 }
 
+/* ---- the device code cache ---- */
+
+/* g compiled on dev with a fresh context whose disk cache is dir; the
+ * kernels it loaded from the cache and compiled. */
+static kiln_device_model *compile_cached(kiln_device *dev, const kiln_graph *g, const char *dir,
+                                         kiln_context **ctx, int *hits, int *misses,
+                                         kiln_status *st) {
+  *ctx = kiln_context_new(st);
+  cr_assert_not_null(*ctx, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_context_set_cache_dir(*ctx, dir, 0, st), 0, "%s", kiln_status_message(st));
+  kiln_device_model *m = kiln_device_model_compile_with(*ctx, dev, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  rt_device_model_cache_counts(m, hits, misses);
+  return m;
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_expect_eq(system(cmd), 0);
+}
+
 /* compile_with twice on one cache directory: every kernel compiled and
  * stored, then every kernel from the store (a fresh context: nothing in
  * memory), the outputs bit for bit the same. */
@@ -274,13 +296,9 @@ Test(device_model, code_cache_second_compile_loads_every_kernel) {
   float *first[2] = {NULL, NULL};
   size_t bytes[2] = {0, 0};
   for (int round = 0; round < 2; round++) {
-    kiln_context *ctx = kiln_context_new(st);
-    cr_assert_not_null(ctx, "%s", kiln_status_message(st));
-    cr_assert_eq(kiln_context_set_cache_dir(ctx, dir, 0, st), 0, "%s", kiln_status_message(st));
-    kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
-    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    kiln_context *ctx = NULL;
     int hits = -1, misses = -1;
-    rt_device_model_cache_counts(m, &hits, &misses);
+    kiln_device_model *m = compile_cached(dev, g, dir, &ctx, &hits, &misses, st);
     if (round == 0) cr_expect(hits == 0 && misses > 0, "first: %d hits, %d misses", hits, misses);
     else cr_expect(hits > 0 && misses == 0, "second: %d hits, %d misses", hits, misses);
     cr_assert_eq(kiln_device_model_bind_weight(m, "ln.gamma", gamma, st), 0, "%s",
@@ -313,9 +331,7 @@ Test(device_model, code_cache_second_compile_loads_every_kernel) {
   kiln_device_close(dev);
   kiln_graph_free(g);
   kiln_status_free(st);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  remove_dir(dir);
 }
 
 /* Two nodes with the same kernel text (relu of relu): each keeps its own
@@ -339,13 +355,9 @@ Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
   float *xp = kiln_tensor_data(x);
   for (int i = 0; i < 5; i++) xp[i] = (float)i - 2.0f;
   for (int round = 0; round < 2; round++) {
-    kiln_context *ctx = kiln_context_new(st);
-    cr_assert_not_null(ctx, "%s", kiln_status_message(st));
-    cr_assert_eq(kiln_context_set_cache_dir(ctx, dir, 0, st), 0, "%s", kiln_status_message(st));
-    kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
-    cr_assert_not_null(m, "round %d: %s", round, kiln_status_message(st));
+    kiln_context *ctx = NULL;
     int hits = -1, misses = -1;
-    rt_device_model_cache_counts(m, &hits, &misses);
+    kiln_device_model *m = compile_cached(dev, g, dir, &ctx, &hits, &misses, st);
     cr_expect_eq(hits, round == 0 ? 0 : 2, "round %d: %d hits", round, hits);
     cr_expect_eq(misses, round == 0 ? 2 : 0, "round %d: %d misses", round, misses);
     kiln_tensor *out = NULL;
@@ -361,7 +373,5 @@ Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
   kiln_device_close(dev);
   kiln_graph_free(g);
   kiln_status_free(st);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_expect_eq(system(cmd), 0);
+  remove_dir(dir);
 }
