@@ -57,6 +57,7 @@ struct jit_engine {
   char session_err[512];       /* last error ORC reported asynchronously */
   jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
   const char *prebuilt;        /* prefix of the prebuilt GEMM entries loaded, or NULL */
+  const char *prebuilt_level;  /* its ISA level, "v4" or "v3" */
   LLVMOrcResourceTrackerRef prebuilt_rt; /* their object's, released at free */
 };
 
@@ -143,26 +144,28 @@ static void add_prebuilt(jit_engine *e) {
                                    "movbe", "xsave", NULL};
   static const char *const v4[] = {"avx512f", "avx512bw", "avx512cd", "avx512dq", "avx512vl",
                                    NULL};
-  const unsigned char *obj = NULL;
-  size_t len = 0;
-  const char *prefix = NULL;
-  if (has_all(e->features, v3) && has_all(e->features, v4)) {
-    obj = kiln_pre_gemm_v4_o, len = kiln_pre_gemm_v4_o_len, prefix = "kiln_pre_v4_";
-  } else if (has_all(e->features, v3) && !jit_features_have(e->features, "avx512f")) {
-    obj = kiln_pre_gemm_v3_o, len = kiln_pre_gemm_v3_o_len, prefix = "kiln_pre_v3_";
-  }
-  if (!obj || strncmp(e->triple, "x86_64", 6) != 0) return;
-  LLVMMemoryBufferRef buf =
-      LLVMCreateMemoryBufferWithMemoryRange((const char *)obj, len, "kiln_prebuilt_gemm", 0);
+  /* each level: its name, object, the prefix of its entries, one entry to link */
+  static const struct {
+    const char *name;
+    const unsigned char *obj;
+    const size_t *len;
+    const char *prefix, *probe;
+  } LEVELS[] = {{"v4", kiln_pre_gemm_v4_o, &kiln_pre_gemm_v4_o_len, "kiln_pre_v4_",
+                 "kiln_pre_v4_kiln_gemm_f32_v16_work"},
+                {"v3", kiln_pre_gemm_v3_o, &kiln_pre_gemm_v3_o_len, "kiln_pre_v3_",
+                 "kiln_pre_v3_kiln_gemm_f32_v8_work"}};
+  int level = -1;
+  if (has_all(e->features, v3) && has_all(e->features, v4)) level = 0;
+  else if (has_all(e->features, v3) && !jit_features_have(e->features, "avx512f")) level = 1;
+  if (level < 0 || strncmp(e->triple, "x86_64", 6) != 0) return;
+  LLVMMemoryBufferRef buf = LLVMCreateMemoryBufferWithMemoryRange(
+      (const char *)LEVELS[level].obj, *LEVELS[level].len, "kiln_prebuilt_gemm", 0);
   if (!buf) return;
   LLVMOrcResourceTrackerRef rt = LLVMOrcJITDylibCreateResourceTracker(e->jd);
   LLVMErrorRef le = LLVMOrcLLJITAddObjectFileWithRT(e->jit, rt, buf); /* takes buf */
   if (!le) { /* link it now: a failure shows here, where the engine can do without it */
-    char name[96];
     LLVMOrcExecutorAddress addr = 0;
-    snprintf(name, sizeof name, "%skiln_gemm_%s_work", prefix,
-             obj == kiln_pre_gemm_v4_o ? "f32_v16" : "f32_v8");
-    le = LLVMOrcLLJITLookup(e->jit, &addr, name);
+    le = LLVMOrcLLJITLookup(e->jit, &addr, LEVELS[level].probe);
   }
   if (le) {
     LLVMConsumeError(le);
@@ -173,7 +176,8 @@ static void add_prebuilt(jit_engine *e) {
     return;
   }
   e->prebuilt_rt = rt;
-  e->prebuilt = prefix;
+  e->prebuilt = LEVELS[level].prefix;
+  e->prebuilt_level = LEVELS[level].name;
 #else
   (void)e;
   (void)has_all;
@@ -268,7 +272,7 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
       jit_engine_free(e);
       return NULL;
     }
-    sprintf(o, "%s prebuilt-gemm=%s", e->options, strstr(e->prebuilt, "_v4_") ? "v4" : "v3");
+    sprintf(o, "%s prebuilt-gemm=%s", e->options, e->prebuilt_level);
     free(e->options);
     e->options = o;
   }

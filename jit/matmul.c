@@ -41,9 +41,8 @@
  * MiB of B block, plus 144 KiB (f32) of A block when N > 512; else none) is
  * malloc'd once per kernel call, shared by the batches and freed after
  * them (if malloc fails the template falls back to its stack buffers). The
- * template blocks K, so
- * sums are reordered (k ascending within a block of at most 256, blocks
- * added in order) and use fused multiply-add.
+ * template blocks K, so sums are reordered (k ascending within a block of
+ * at most 256, blocks added in order) and use fused multiply-add.
  * Other types: per batch and row i, the row of c is zeroed and then, for k
  * in order, c[i, :] += a[i, k] * b[k, :] with llvm.fmuladd (floats; LLVM may fuse) or
  * wrapping integer multiply-add. The j loop is contiguous in b and c, so O3

@@ -100,8 +100,9 @@ typedef double v4d __attribute__((ext_vector_type(4)));
  * room in 16 ymm registers (AVX2). On znver5, 8 rows measured against 6:
  * 32 x 256 x 128 205 -> 259 GFLOP/s, 128 x 128 x 64 253 -> 264, 256^3 and
  * 1024^3 equal. */
-/* rows of the edge tile for a last row panel of 3 or 4 rows */
-#define MR4 (MR < 4 ? MR : 4)
+/* rows of the edge tile for a last row panel of 1 to 4 rows (every MR is
+ * larger: asserted in _piece) */
+#define MR4 4
 /* rows of the one-vector tile that reads A in place: MR_TALL chains cover
  * the FMA latency where the MR of one vector did not (12 measured faster
  * than 16 at 100 x 10 x 300: 121 against 100 GFLOP/s) */
@@ -761,8 +762,9 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
   }
 
 /* The families. The build compiles this file twice more, to objects that
- * libkiln embeds (prebuilt, jit/prebuilt.c: what a kernel with symbolic
- * sizes calls instead of compiling the template again): with
+ * libkiln embeds (the prebuilt GEMM, jit/template.h; jit/engine.c loads
+ * them: what a kernel with symbolic sizes calls instead of compiling the
+ * template again): with
  * -DKILN_GEMM_PREBUILT=kiln_pre_v4_ -DKILN_GEMM_FAMILIES=1 at x86-64-v4 (the
  * AVX-512 families only, names prefixed) and with ...v3_ and
  * -DKILN_GEMM_FAMILIES=2 at x86-64-v3 (the AVX2 ones). */

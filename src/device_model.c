@@ -31,9 +31,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
 #include <sys/stat.h>
+#include <time.h>
 
 #include "../jit/simt.h"
 #include "cache_backing.h"
@@ -67,6 +66,7 @@ struct kiln_device_model {
   jit_libs libs;        /* the context's kernel libraries for target (custom ops) */
   bool has_libs;
   kiln_context *ctx;    /* compile_with's (its disk cache holds the code), or NULL */
+  char math_id[1100];   /* the device math library's identity, for code keys (math_identity) */
   int cache_hits, cache_misses; /* kernels loaded from the disk cache / compiled */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
 };
@@ -98,6 +98,21 @@ static int pick_target(kiln_device *d, jit_simt_target *t, kiln_status *st) {
   return 0;
 }
 
+/* m->math_id: the device math library m's kernels link (path, size and
+ * time), read once per model. */
+static void math_identity(kiln_device_model *m) {
+  char lbuf[1024];
+  const char *lib = jit_simt_math_library(&m->target, lbuf, sizeof lbuf);
+  struct stat sb;
+  if (!lib) snprintf(m->math_id, sizeof m->math_id, "math=host");
+  else if (stat(lib, &sb) == 0)
+    snprintf(m->math_id, sizeof m->math_id, "math=%s:%lld:%lld.%09ld%s", lib,
+             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
+             m->target.kind == JIT_SIMT_AMDGPU ? " linked=ld.lld" : "");
+  else
+    snprintf(m->math_id, sizeof m->math_id, "math=%s:absent", lib);
+}
+
 /* The content key of a kernel's code for m's target (see the top); name is
  * the kernel's function name; opts and host hold the texts parts points
  * into. */
@@ -107,16 +122,7 @@ static void code_key(const kiln_device_model *m, const char *text, const char *n
   static const char *const TRIPLES[] = {[JIT_SIMT_EMU] = "simt-emu",
                                         [JIT_SIMT_NVPTX] = "nvptx64-nvidia-cuda",
                                         [JIT_SIMT_AMDGPU] = "amdgcn-amd-amdhsa"};
-  char lbuf[1024];
-  const char *lib = jit_simt_math_library(&m->target, lbuf, sizeof lbuf);
-  struct stat sb;
-  if (!lib) snprintf(opts, optcap, "simt name=%s math=host", name);
-  else if (stat(lib, &sb) == 0)
-    snprintf(opts, optcap, "simt name=%s math=%s:%lld:%lld.%09ld%s", name, lib,
-             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
-             m->target.kind == JIT_SIMT_AMDGPU ? " linked=ld.lld" : "");
-  else
-    snprintf(opts, optcap, "simt name=%s math=%s:absent", name, lib);
+  snprintf(opts, optcap, "simt name=%s %s", name, m->math_id);
   jit_engine *e = m->ctx->jit; /* the emulator's code is the host's */
   bool emu = m->target.kind == JIT_SIMT_EMU;
   snprintf(host, hostcap, "%s %s", TRIPLES[m->target.kind], emu ? jit_engine_triple(e) : "");
@@ -130,17 +136,16 @@ static void code_key(const kiln_device_model *m, const char *text, const char *n
   rt_key_compute(parts, key);
 }
 
-/* Node i's code for m's target: from the context's disk cache, else
- * compiled (and linked, for amdgpu) and stored there. *image malloc'd. */
-static int kernel_code(kiln_device_model *m, int i, const char *text, void **image, size_t *len,
-                       kiln_status *st) {
+/* Node i's code (text: its kernel text, name: its function's) for m's
+ * target: from the context's disk cache, else compiled (and linked, for
+ * amdgpu) and stored there. *image malloc'd. */
+static int kernel_code(kiln_device_model *m, int i, const char *text, const char *name,
+                       void **image, size_t *len, kiln_status *st) {
   char opts[1200], host[160];
   rt_key_parts parts;
   kc_key key;
   kc_disk *disk = m->ctx ? m->ctx->disk : NULL;
   if (disk) {
-    char name[64];
-    jit_simt_kernel_name(m->g, i, name, sizeof name);
     code_key(m, text, name, opts, sizeof opts, host, sizeof host, &parts, &key);
     if (rt_cache_backing_get(disk, &key, image, len) == 0) {
       m->cache_hits++;
@@ -177,14 +182,14 @@ static int load_kernel(kiln_device_model *m, int i, kiln_status *st) {
   char *text = ir_kernel_text(g, n, k->sym_map, &k->nsyms);
   if (!text) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   char name[64];
+  jit_simt_kernel_name(g, i, name, sizeof name);
   void *image = NULL;
   size_t len = 0;
-  int rc = kernel_code(m, i, text, &image, &len, st);
+  int rc = kernel_code(m, i, text, name, &image, &len, st);
   free(text);
   if (rc == 0) rc = rt_device_module_load(m->dev, image, len, &k->module, st);
   free(image);
   if (rc < 0) return -1;
-  jit_simt_kernel_name(g, i, name, sizeof name);
   return rt_device_module_function(m->dev, k->module, name, &k->fn, st);
 }
 
@@ -285,6 +290,7 @@ static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const
     goto fail;
   }
   if (bind_custom(m, ctx, st) < 0) goto fail;
+  if (ctx && ctx->disk) math_identity(m); /* for the code cache's keys */
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
     int rc = n->op == IR_OP_CONSTANT            ? upload_constant(m, i, st)

@@ -188,8 +188,8 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *nd = g->nodes[i];
     for (int j = 0; j < nd->nin; j++) { /* a use of an alias is one of its buffer's */
-      int id = nd->in[j]->id;
-      last_use[m->alias && m->alias[id] >= 0 ? m->alias[id] : id] = i;
+      const ir_value *v = nd->in[j];
+      last_use[is_alias(m, v) ? m->alias[v->id] : v->id] = i;
     }
     if (!ir_node_is_source(nd))
       for (int k = 0; k < nd->nout; k++) n += !is_out[nd->out[k]->id] && !is_alias(m, nd->out[k]);

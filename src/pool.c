@@ -33,10 +33,11 @@
  * a job that finds the caller on another CPU than last time moves the
  * workers first (one pthread_setaffinity_np per worker, only then). A pool
  * of fewer threads is left unbound: pools of other processes or contexts
- * beside it would all pick the same CPUs. Unbound, the scheduler was measured putting a woken
- * worker on the caller's CPU and leaving it there for milliseconds while
- * the other CPU idled: a 2-thread 512^3 GEMM ran at 1.0x the 1-thread speed
- * in whole runs, 1024^3 anywhere from 1.0x to 1.9x call to call (2-vCPU VM).
+ * beside it would all pick the same CPUs. Unbound, the scheduler was
+ * measured putting a woken worker on the caller's CPU and leaving it there
+ * for milliseconds while the other CPU idled: a 2-thread 512^3 GEMM ran at
+ * 1.0x the 1-thread speed in whole runs, 1024^3 anywhere from 1.0x to 1.9x
+ * call to call (2-vCPU VM).
  * KILN_PIN_THREADS=0 leaves the workers where the scheduler puts them. The
  * caller's own thread is never bound.
  *
@@ -100,7 +101,7 @@ struct rt_pool {
   atomic_int waiting;
   /* placement (under submit) */
   bool place;        /* bind the workers one per CPU, off the caller's */
-  cpu_set_t allowed; /* the process's CPUs when the workers started */
+  cpu_set_t allowed; /* the starting thread's CPUs when the workers started */
   int caller_cpu;    /* the caller's CPU when the workers were last bound */
 };
 
@@ -470,6 +471,19 @@ static bool streams(const ir_node *n) {
 
 /* ---- the kernel call ---- */
 
+/* fn in nparts parts on p (the caller included) when p runs several
+ * threads and no other job; else whole, as (0, 1), in the caller. */
+static int32_t run_split(rt_pool *p, jit_kernel_fn fn, void *const *args, const int64_t *syms,
+                         int64_t nparts) {
+  if (!p || nparts <= 1 || nparts > 0xffff ||
+      atomic_load_explicit(&p->nthreads, memory_order_relaxed) <= 1 ||
+      pthread_mutex_trylock(&p->submit) != 0)
+    return fn(args, syms, 0, 1);
+  int32_t rc = pool_run(p, fn, args, syms, (int)nparts);
+  pthread_mutex_unlock(&p->submit);
+  return rc;
+}
+
 int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                        const int64_t *ksyms, const int64_t *gsyms) {
   int64_t work = m->work ? m->work[node] : -1;
@@ -485,10 +499,7 @@ int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *co
   int64_t most = (int64_t)nt * (streams(m->g->nodes[node]) ? RT_OVERSPLIT : 1);
   int64_t parts = work / RT_GRAIN;
   if (parts > most) parts = most;
-  if (parts <= 1 || pthread_mutex_trylock(&p->submit) != 0) return fn(args, ksyms, 0, 1);
-  int32_t rc = pool_run(p, fn, args, ksyms, (int)parts);
-  pthread_mutex_unlock(&p->submit);
-  return rc;
+  return run_split(p, fn, args, ksyms, parts);
 }
 
 int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus, int n) {
@@ -509,14 +520,7 @@ int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus
 }
 
 int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int nparts) {
-  rt_pool *p = nparts > 1 && nparts <= 0xffff ? pool_get(ctx) : NULL;
-  if (p && atomic_load_explicit(&p->nthreads, memory_order_relaxed) > 1 &&
-      pthread_mutex_trylock(&p->submit) == 0) {
-    int32_t rc = pool_run(p, fn, args, NULL, nparts);
-    pthread_mutex_unlock(&p->submit);
-    return rc;
-  }
-  return fn(args, NULL, 0, 1);
+  return run_split(nparts > 1 ? pool_get(ctx) : NULL, fn, args, NULL, nparts);
 }
 
 int rt_pool_workers(const kiln_context *ctx) {
