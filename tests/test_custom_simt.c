@@ -350,16 +350,21 @@ static bool on_path(const char *tool) {
   return system(cmd) == 0;
 }
 
-/* Run the CLI; its exit status, its output in out (NUL-terminated). */
-static int cli(const char *args, char *out, size_t cap) {
-  char cmd[4096];
-  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", KILN_CLI, args);
+/* Run cmd; its exit status, what it printed in out (NUL-terminated). */
+static int run_capture(const char *cmd, char *out, size_t cap) {
   FILE *p = popen(cmd, "r");
   cr_assert(p);
   size_t n = fread(out, 1, cap - 1, p);
   out[n] = 0;
   int rc = pclose(p);
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* Run the CLI; its exit status, its output in out (NUL-terminated). */
+static int cli(const char *args, char *out, size_t cap) {
+  char cmd[8192];
+  snprintf(cmd, sizeof cmd, "'%s' %s 2>&1", KILN_CLI, args);
+  return run_capture(cmd, out, cap);
 }
 
 #define EXAMPLE KILN_SHARED_DIR "/../../examples/custom_ops/"
@@ -391,11 +396,7 @@ Test(custom_simt, amdgpu_code_object) {
     return;
   }
   snprintf(args, sizeof args, "llvm-readelf-19 -h -s %s", co);
-  FILE *p = popen(args, "r");
-  cr_assert(p);
-  size_t n = fread(out, 1, sizeof out - 1, p);
-  out[n] = 0;
-  pclose(p);
+  run_capture(args, out, sizeof out);
   cr_expect(strstr(out, "AMDGPU"), "%s", out);
   cr_expect(strstr(out, "kiln_0_custom.kd") && strstr(out, "kiln_2_custom.kd"), "%s", out);
   /* the only undefined symbol is the null one (index 0) */
@@ -522,11 +523,7 @@ Test(custom_simt, elementwise_kernel_ptx_and_amdgpu) {
     return;
   }
   snprintf(args, sizeof args, "llvm-readelf-19 -h -s %s", co);
-  FILE *p = popen(args, "r");
-  cr_assert(p);
-  size_t n = fread(out, 1, sizeof out - 1, p);
-  out[n] = 0;
-  pclose(p);
+  run_capture(args, out, sizeof out);
   cr_expect(strstr(out, "AMDGPU"), "%s", out);
   cr_expect(strstr(out, "kiln_1_custom.kd"), "%s", out);
 }
