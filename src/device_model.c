@@ -1,73 +1,71 @@
 /* device_model.c - graphs on a device (kiln/device.h: kiln_device_model_*).
  *
- * Compile: verify a clone of the graph, pick the SIMT target of the device
- * (simt-emu: host code; cuda: PTX for the device's SM, sm_80 at least;
- * hip: a gfx90a code object), compile each kernel node on its own
- * (jit_simt_compile_graph with only_node), load it as a device module and
- * look its kernel up; keep each kernel's symbol map (ir_kernel_text) since
- * a kernel reads its own symbols; copy the constants to the device.
+ * Compile: prepare a clone of the graph for the device's SIMT target
+ * (pipeline.c: verify, custom kernels built for the target, transposes
+ * folded into matmuls, fusion where the SIMT lowering takes it; simt-emu:
+ * host code; cuda: PTX for the device's SM, sm_80 at least; hip: a gfx90a
+ * code object), then get each kernel node's code through the pipeline
+ * (the context's disk cache, else compiled) and load it as a device module;
+ * keep each kernel's symbol map (a kernel reads its own symbols); copy the
+ * constants to the device. Reshape-like nodes whose result is not an
+ * output run no kernel: their result shares the operand's buffer.
  * Execute: solve the symbols from the input shapes (ir_solve_symbols, the
- * interpreter's messages), allocate one device buffer per value (no
- * planner yet), copy inputs in, launch each kernel with jit_simt_geometry's
- * grid, read the error word after each kernel (a data error names the op),
- * copy the outputs back, free the buffers.
- * Code cache: compiled through kiln_device_model_compile_with, each
- * kernel's code (PTX, linked code object, emulator object) is kept in the
- * context's disk cache under a content key (ir_kernel_text, the kernel's
- * function name, which the code defines and which holds the node's index,
- * the target and arch, the device math library's path, size and time, the
- * kiln and LLVM versions; cache_mem.h's parts) and loaded from there by the
- * next compile of the same kernel for the same target, in this process or
+ * interpreter's messages); for a binding other than the last one, build a
+ * plan: one device arena holding the inputs and every computed value,
+ * placed by lifetime (plan.c: rt_plan_place), and the resolved launch of
+ * every kernel (jit_simt_geometry's grid, parameters). The plan is kept, so
+ * executes of one binding allocate nothing. Run: copy the inputs in,
+ * launch each kernel, read the error word after each (a data error names
+ * the op), copy the outputs back.
+ * Code cache: through kiln_device_model_compile_with, each kernel's code
+ * (PTX, linked code object, emulator object) is kept in the context's disk
+ * cache under a content key (pipeline.c) and loaded from there by the next
+ * compile of the same kernel for the same target, in this process or
  * another.
  * Custom ops (mo.custom / mo.inplace_custom): only through
  * kiln_device_model_compile_with, whose context holds the kernel libraries:
- * the kernels must be KILN_SIMT_KERNELs (rt_kernel_libs_bind_simt), built
- * for the device's target and linked into the node's kernel; the launch
- * follows jit_simt_geometry (kiln/kernel.h: simt_grid); for
- * mo.inplace_custom the launch first copies operand 0 into result 0 on the
- * device.
+ * the kernels must be KILN_SIMT_KERNELs, built for the device's target and
+ * linked into the node's kernel; the launch follows jit_simt_geometry
+ * (kiln/kernel.h: simt_grid); for mo.inplace_custom the launch first copies
+ * operand 0 into result 0 on the device.
  * Guarantees: every failure frees what the call allocated and says what and
  * where; executes on one model are serialized by its lock. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#include "../jit/simt.h"
-#include "cache_backing.h"
 #include "device.h"
-#include "gpu_link.h"
-#include "kernel_lib.h"
+#include "pipeline.h"
 #include "placement.h"
+#include "plan.h"
 
 typedef struct dm_kernel {
   void *module;
   void *fn;
-  int *sym_map; /* kernel symbol j = graph symbol sym_map[j] */
+  int *sym_map; /* kernel symbol j = graph symbol sym_map[j]; NULL when nsyms is 0 */
   int nsyms;
 } dm_kernel;
 
-typedef struct dm_plan dm_plan;       /* one execute's resolved launches */
+typedef struct dm_plan dm_plan;       /* one binding's resolved launches */
 typedef struct dm_capture dm_capture; /* a plan kept under a key */
 
 struct kiln_device_model {
   kiln_device *dev;
-  ir_graph *g;         /* verified clone, owned */
-  jit_simt_target target;
-  dm_kernel *kernels;  /* g->nnodes, zeroed for source nodes */
+  ir_graph *g;         /* prepared clone, owned */
+  rt_target target;    /* the device's SIMT target; its ctx (compile_with's, or NULL) */
+  dm_kernel *kernels;  /* g->nnodes, zeroed for nodes without a kernel */
   kiln_devptr *consts; /* g->nnodes: device copy of a mo.constant's data, or 0 */
   kiln_devptr *weights;/* g->nnodes: device copy of a bound mo.constant.external, or 0 */
   size_t *weight_bytes;
   double compile_ms;
   pthread_mutex_t lock;
+  dm_plan *recent;      /* the last execute's plan, reused while the binding repeats */
   dm_capture *captures; /* kiln_device_model_capture, by key */
   int ncaptures;
-  jit_libs libs;        /* the context's kernel libraries for target (custom ops) */
-  bool has_libs;
-  kiln_context *ctx;    /* compile_with's (its disk cache holds the code), or NULL */
-  char math_id[1100];   /* the device math library's identity, for code keys (math_identity) */
   int cache_hits, cache_misses; /* kernels loaded from the disk cache / compiled */
+  int nkernels;         /* kernels loaded (nodes with a kernel after fusion) */
+  int plan_builds;      /* plans built (for tests: executes of one binding build one) */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
 };
 
@@ -77,120 +75,37 @@ static double now_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int pick_target(kiln_device *d, jit_simt_target *t, kiln_status *st) {
-  char err[256];
-  const char *name = NULL;
+/* The SIMT target name of d's code. */
+static const char *target_name(kiln_device *d, kiln_status *st) {
   switch (kiln_device_get_kind(d)) {
-  case KILN_DEVICE_SIMT_EMU: name = "simt-emu"; break;
+  case KILN_DEVICE_SIMT_EMU: return "simt-emu";
   case KILN_DEVICE_CUDA:
     /* the description says "(sm_XY, ...)": sm_90 and up get sm_90 code */
-    name = strstr(kiln_device_description(d), "(sm_9") ? "sm_90" : "sm_80";
-    break;
+    return strstr(kiln_device_description(d), "(sm_9") ? "sm_90" : "sm_80";
   case KILN_DEVICE_HIP:
-    name = strstr(kiln_device_description(d), "gfx942") ? "gfx942" : "gfx90a";
-    break;
-  case KILN_DEVICE_CPU:
-    return rt_err(st, KILN_ERR_UNSUPPORTED,
-                  "cpu: graphs run on the CPU through kiln_model_compile, not a device model");
+    return strstr(kiln_device_description(d), "gfx942") ? "gfx942" : "gfx90a";
+  case KILN_DEVICE_CPU: break;
   }
-  if (!name || jit_simt_target_parse(name, t, err, sizeof err) < 0)
-    return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: no SIMT target", kiln_device_label(d));
-  return 0;
+  rt_err(st, KILN_ERR_UNSUPPORTED,
+         "cpu: graphs run on the CPU through kiln_model_compile, not a device model");
+  return NULL;
 }
 
-/* m->math_id: the device math library m's kernels link (path, size and
- * time), read once per model. */
-static void math_identity(kiln_device_model *m) {
-  char lbuf[1024];
-  const char *lib = jit_simt_math_library(&m->target, lbuf, sizeof lbuf);
-  struct stat sb;
-  if (!lib) snprintf(m->math_id, sizeof m->math_id, "math=host");
-  else if (stat(lib, &sb) == 0)
-    snprintf(m->math_id, sizeof m->math_id, "math=%s:%lld:%lld.%09ld%s", lib,
-             (long long)sb.st_size, (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec,
-             m->target.kind == JIT_SIMT_AMDGPU ? " linked=ld.lld" : "");
-  else
-    snprintf(m->math_id, sizeof m->math_id, "math=%s:absent", lib);
-}
-
-/* The content key of a kernel's code for m's target (see the top); name is
- * the kernel's function name; opts and host hold the texts parts points
- * into. */
-static void code_key(const kiln_device_model *m, const char *text, const char *name, char *opts,
-                     size_t optcap, char *host, size_t hostcap, rt_key_parts *parts,
-                     kc_key *key) {
-  static const char *const TRIPLES[] = {[JIT_SIMT_EMU] = "simt-emu",
-                                        [JIT_SIMT_NVPTX] = "nvptx64-nvidia-cuda",
-                                        [JIT_SIMT_AMDGPU] = "amdgcn-amd-amdhsa"};
-  snprintf(opts, optcap, "simt name=%s %s", name, m->math_id);
-  jit_engine *e = m->ctx->jit; /* the emulator's code is the host's */
-  bool emu = m->target.kind == JIT_SIMT_EMU;
-  snprintf(host, hostcap, "%s %s", TRIPLES[m->target.kind], emu ? jit_engine_triple(e) : "");
-  *parts = (rt_key_parts){.kernel = text,
-                          .triple = host,
-                          .cpu = emu ? jit_engine_cpu(e) : m->target.arch,
-                          .features = emu ? jit_engine_features(e) : "",
-                          .options = opts,
-                          .kiln_version = rt_kiln_version(),
-                          .llvm_version = jit_llvm_version()};
-  rt_key_compute(parts, key);
-}
-
-/* Node i's code (text: its kernel text, name: its function's) for m's
- * target: from the context's disk cache, else compiled (and linked, for
- * amdgpu) and stored there. *image malloc'd. */
-static int kernel_code(kiln_device_model *m, int i, const char *text, const char *name,
-                       void **image, size_t *len, kiln_status *st) {
-  char opts[1200], host[160];
-  rt_key_parts parts;
-  kc_key key;
-  kc_disk *disk = m->ctx ? m->ctx->disk : NULL;
-  if (disk) {
-    code_key(m, text, name, opts, sizeof opts, host, sizeof host, &parts, &key);
-    if (rt_cache_backing_get(disk, &key, image, len) == 0) {
-      m->cache_hits++;
-      return 0;
-    }
-  }
-  char err[2048] = "";
-  void *obj = NULL;
-  size_t olen = 0;
-  if (jit_simt_compile_graph_libs(m->g, &m->target, NULL, NULL, i, false,
-                                  m->has_libs ? &m->libs : NULL, &obj, &olen, err,
-                                  sizeof err) < 0)
-    return rt_err(st, KILN_ERR_COMPILE, "%s: %s", kiln_device_label(m->dev), err);
-  if (m->target.kind == JIT_SIMT_AMDGPU) {
-    int rc = rt_link_amdgpu(obj, olen, image, len, st);
-    free(obj);
-    if (rc < 0) return -1;
-  } else {
-    *image = obj;
-    *len = olen;
-  }
-  m->cache_misses++;
-  if (disk) rt_cache_backing_put(disk, &key, &parts, *image, *len);
-  return 0;
-}
-
-/* Compile (or find in the cache) and load node i's kernel. */
+/* Compile (or find in the cache) and load node i's kernel (pipeline.c). */
 static int load_kernel(kiln_device_model *m, int i, kiln_status *st) {
-  const ir_graph *g = m->g;
-  const ir_node *n = g->nodes[i];
   dm_kernel *k = &m->kernels[i];
-  k->sym_map = calloc((size_t)g->nsyms + 1, sizeof *k->sym_map);
-  if (!k->sym_map) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  char *text = ir_kernel_text(g, n, k->sym_map, &k->nsyms);
-  if (!text) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  char name[64];
-  jit_simt_kernel_name(g, i, name, sizeof name);
-  void *image = NULL;
-  size_t len = 0;
-  int rc = kernel_code(m, i, text, name, &image, &len, st);
-  free(text);
-  if (rc == 0) rc = rt_device_module_load(m->dev, image, len, &k->module, st);
-  free(image);
-  if (rc < 0) return -1;
-  return rt_device_module_function(m->dev, k->module, name, &k->fn, st);
+  rt_simt_code c;
+  if (rt_pipeline_compile_simt(&m->target, m->g, i, NULL, &c, st) < 0) return -1;
+  if (c.cached) m->cache_hits++;
+  else m->cache_misses++;
+  m->nkernels++;
+  k->sym_map = c.sym_map;
+  k->nsyms = c.nsyms;
+  c.sym_map = NULL;
+  int rc = rt_device_module_load(m->dev, c.image, c.len, &k->module, st);
+  if (rc == 0) rc = rt_device_module_function(m->dev, k->module, c.name, &k->fn, st);
+  rt_simt_code_free(&c);
+  return rc;
 }
 
 static int upload_constant(kiln_device_model *m, int i, kiln_status *st) {
@@ -212,28 +127,6 @@ static int upload_constant(kiln_device_model *m, int i, kiln_status *st) {
   if (rc == 0) rc = kiln_device_copy_to(m->dev, m->consts[i], host, bytes, st);
   free(host);
   return rc;
-}
-
-/* Custom ops: bind them to ctx's libraries for m's target (none without a
- * context: an error naming the way to give them). */
-static int bind_custom(kiln_device_model *m, kiln_context *ctx, kiln_status *st) {
-  const ir_node *first = NULL;
-  for (int i = 0; i < m->g->nnodes && !first; i++)
-    if (ir_op_get(m->g->nodes[i]->op)->cls == IR_CLS_CUSTOM) first = m->g->nodes[i];
-  if (!first) return 0;
-  if (!ctx)
-    return rt_err(st, KILN_ERR_NOT_FOUND,
-                  "mo.%s (kernel \"%s\") on %s needs the context's kernel libraries: compile "
-                  "the graph with kiln_device_model_compile_with (kiln run --device ... --kernels "
-                  "FILE)", ir_op_get(first->op)->name, ir_node_attr_string(first, "symbol", "?"),
-                  kiln_device_label(m->dev));
-  rt_lib_target t = m->target.kind == JIT_SIMT_NVPTX    ? RT_LIB_NVPTX
-                    : m->target.kind == JIT_SIMT_AMDGPU ? RT_LIB_AMDGPU
-                                                        : RT_LIB_EMU;
-  if (rt_kernel_libs_bind_simt(ctx->libs, m->g, t, kiln_context_cache_dir(ctx), &m->libs, st) < 0)
-    return -1;
-  m->has_libs = true;
-  return 0;
 }
 
 static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const kiln_graph *kg,
@@ -268,17 +161,14 @@ static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const
     return NULL;
   }
   m->dev = d;
-  m->ctx = ctx;
-  ir_diag diag = {0};
-  if (pick_target(d, &m->target, st) < 0) goto fail;
+  const char *tname = target_name(d, st);
+  if (!tname || rt_target_simt(&m->target, ctx, tname, kiln_device_label(d), st) < 0) goto fail;
   if (!(m->g = ir_graph_clone(kg->ir))) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
-  if (ir_graph_verify(m->g, &diag) < 0) {
-    rt_err_diag(st, KILN_ERR_VERIFY, NULL, &diag);
-    goto fail;
-  }
+  /* verify, custom kernels for the target, transposes folded, fusion */
+  if (rt_pipeline_prepare(m->g, &m->target, NULL, st) < 0) goto fail;
   if (rt_place_check_device(m->g, kiln_device_label(d), &m->placed, st) < 0) goto fail;
   size_t nn = (size_t)m->g->nnodes + 1;
   m->kernels = calloc(nn, sizeof *m->kernels);
@@ -289,13 +179,11 @@ static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     goto fail;
   }
-  if (bind_custom(m, ctx, st) < 0) goto fail;
-  if (ctx && ctx->disk) math_identity(m); /* for the code cache's keys */
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
-    int rc = n->op == IR_OP_CONSTANT            ? upload_constant(m, i, st)
-             : n->op == IR_OP_CONSTANT_EXTERNAL ? 0
-                                                : load_kernel(m, i, st);
+    int rc = n->op == IR_OP_CONSTANT                  ? upload_constant(m, i, st)
+             : rt_pipeline_has_kernel(m->g, n) ? load_kernel(m, i, st)
+                                                      : 0; /* a weight, an alias */
     if (rc < 0) goto fail;
   }
   m->compile_ms = now_ms() - t0;
@@ -314,6 +202,9 @@ void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *mi
   *hits = m ? m->cache_hits : 0;
   *misses = m ? m->cache_misses : 0;
 }
+
+int rt_device_model_kernels(const kiln_device_model *m) { return m ? m->nkernels : 0; }
+int rt_device_model_plan_builds(const kiln_device_model *m) { return m ? m->plan_builds : 0; }
 
 /* 0 when t is on the host or on m's device; else -1 naming both. what:
  * "input", "output" or "weight"; i < 0 for a weight. */
@@ -353,9 +244,8 @@ KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *nam
                     "the graph's", name);
     if (check_place(m, t, "weight", -1, name, st) < 0) return -1;
     pthread_mutex_lock(&m->lock);
-    kiln_device_free(m->dev, m->weights[i]);
-    m->weights[i] = 0;
-    int rc = kiln_device_alloc(m->dev, t->nbytes, &m->weights[i], st);
+    /* a rebind copies into the same buffer: plans and captures point at it */
+    int rc = m->weights[i] ? 0 : kiln_device_alloc(m->dev, t->nbytes, &m->weights[i], st);
     if (rc == 0) rc = copy_in(m, m->weights[i], t, st);
     m->weight_bytes[i] = t->nbytes;
     pthread_mutex_unlock(&m->lock);
@@ -384,8 +274,8 @@ typedef struct dm_launch {
 } dm_launch;
 
 struct dm_plan {
-  kiln_devptr *buf; /* per value */
-  bool *owned;      /* buf allocated by the plan */
+  kiln_devptr *buf;  /* per value: into the arena, an alias's operand's, a constant's */
+  kiln_devptr arena; /* every input and computed value, placed by lifetime (plan.c) */
   int64_t *syms;
   int64_t (*in_shape)[IR_MAX_RANK]; /* per input, for replay checks */
   kiln_devptr errword;
@@ -401,10 +291,8 @@ struct dm_capture {
 
 static void plan_free(kiln_device_model *m, dm_plan *x) {
   if (!x) return;
-  const ir_graph *g = m->g;
   rt_device_graph_free(m->dev, x->graph);
-  for (int v = 0; x->owned && v < g->nvalues; v++)
-    if (x->owned[v]) kiln_device_free(m->dev, x->buf[v]);
+  kiln_device_free(m->dev, x->arena);
   kiln_device_free(m->dev, x->errword);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
     free(x->launches[i].bufs);
@@ -414,26 +302,78 @@ static void plan_free(kiln_device_model *m, dm_plan *x) {
   free(x->launches);
   free(x->in_shape);
   free(x->buf);
-  free(x->owned);
   free(x->syms);
   free(x);
 }
 
-/* Device buffer for value v under the plan's symbols. */
-static int alloc_value(kiln_device_model *m, dm_plan *x, const ir_value *v, kiln_status *st) {
+/* Bytes of value v under the symbols syms. */
+static int value_bytes(const ir_value *v, const int64_t *syms, size_t *bytes, kiln_status *st) {
   int64_t shape[IR_MAX_RANK];
   char msg[512];
-  if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
+  if (ir_eval_shape(&v->type, syms, shape, msg, sizeof msg) < 0)
     return rt_err(st, KILN_ERR_SHAPE, "%%%s: %s", v->name, msg);
   int64_t numel = 1;
   for (int a = 0; a < v->type.rank; a++)
     if (__builtin_mul_overflow(numel, shape[a], &numel))
       return rt_err(st, KILN_ERR_SHAPE, "%%%s: element count overflows", v->name);
-  if (kiln_device_alloc(m->dev, (size_t)numel * ir_dtype_size(v->type.dtype), &x->buf[v->id],
-                        st) < 0)
-    return -1;
-  x->owned[v->id] = true;
+  if (__builtin_mul_overflow((size_t)numel, ir_dtype_size(v->type.dtype), bytes))
+    return rt_err(st, KILN_ERR_SHAPE, "%%%s: byte count overflows", v->name);
   return 0;
+}
+
+/* One device arena for the inputs and every value a kernel computes, each
+ * placed by its lifetime (rt_plan_place: from its definition to its last
+ * use, through aliases; graph outputs to the end); an alias's buffer is
+ * its operand's. */
+static int plan_memory(kiln_device_model *m, dm_plan *x, kiln_status *st) {
+  const ir_graph *g = m->g;
+  int nv = g->nvalues, nn = g->nnodes;
+  int *owner = malloc((size_t)(nv + 1) * sizeof *owner); /* the value whose buffer v uses */
+  int *first = malloc((size_t)(nv + 1) * sizeof *first), *last = malloc((size_t)(nv + 1) * sizeof *last);
+  int *ids = malloc((size_t)(nv + 1) * sizeof *ids);
+  size_t *size = malloc((size_t)(nv + 1) * sizeof *size), *off = malloc((size_t)(nv + 1) * sizeof *off);
+  int rc = -1, n = 0;
+  if (!owner || !first || !last || !ids || !size || !off) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning device memory");
+    goto done;
+  }
+  for (int v = 0; v < nv; v++) owner[v] = v, first[v] = -1, last[v] = -1;
+  for (int i = 0; i < g->ninputs; i++) first[g->inputs[i]->id] = 0;
+  for (int i = 0; i < nn; i++) {
+    const ir_node *nd = g->nodes[i];
+    if (ir_node_is_source(nd)) continue; /* constants and weights have buffers of their own */
+    if (rt_node_is_alias(g, nd)) owner[nd->out[0]->id] = owner[nd->in[0]->id];
+    else
+      for (int j = 0; j < nd->nout; j++) first[nd->out[j]->id] = i;
+    for (int j = 0; j < nd->nin; j++) last[owner[nd->in[j]->id]] = i;
+  }
+  for (int o = 0; o < g->noutputs; o++) last[owner[g->outputs[o]->id]] = nn;
+  for (int v = 0; v < nv; v++) {
+    if (first[v] < 0 || owner[v] != v) continue;
+    if (value_bytes(g->values[v], x->syms, &size[n], st) < 0) goto done;
+    ids[n] = v;
+    first[n] = first[v]; /* compacted in place: index n <= v */
+    last[n] = last[v] < first[v] ? first[v] : last[v];
+    n++;
+  }
+  size_t total = 0;
+  if (rt_plan_place(n, size, first, last, off, &total) < 0) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "device memory plan: out of memory or too large");
+    goto done;
+  }
+  if (kiln_device_alloc(m->dev, total ? total : RT_PLAN_ALIGN, &x->arena, st) < 0) goto done;
+  for (int k = 0; k < n; k++) x->buf[ids[k]] = x->arena + off[k];
+  for (int v = 0; v < nv; v++)
+    if (owner[v] != v) x->buf[v] = x->buf[owner[v]];
+  rc = 0;
+done:
+  free(owner);
+  free(first);
+  free(last);
+  free(ids);
+  free(size);
+  free(off);
+  return rc;
 }
 
 /* The launch of node i into x->launches (when it has work). */
@@ -484,7 +424,7 @@ static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st)
 
 /* Solve, allocate and resolve every launch for these inputs. */
 static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int ninputs,
-                           kiln_status *st) {
+                           dm_plan *reuse, kiln_status *st) {
   const ir_graph *g = m->g;
   if (ninputs != g->ninputs || (ninputs && !inputs)) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph takes %d inputs, got %d", g->ninputs,
@@ -495,13 +435,12 @@ static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int
   ir_tensor *ins = calloc((size_t)g->ninputs + 1, sizeof *ins);
   if (x) {
     x->buf = calloc((size_t)g->nvalues + 1, sizeof *x->buf);
-    x->owned = calloc((size_t)g->nvalues + 1, sizeof *x->owned);
     x->syms = calloc((size_t)g->nsyms + 1, sizeof *x->syms);
     x->in_shape = calloc((size_t)g->ninputs + 1, sizeof *x->in_shape);
     x->launches = calloc((size_t)g->nnodes + 1, sizeof *x->launches);
   }
   char msg[1024];
-  if (!x || !ins || !x->buf || !x->owned || !x->syms || !x->in_shape || !x->launches) {
+  if (!x || !ins || !x->buf || !x->syms || !x->in_shape || !x->launches) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
     goto fail;
   }
@@ -523,9 +462,14 @@ static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int
     rt_err(st, KILN_ERR_SHAPE, "%s", msg);
     goto fail;
   }
+  if (reuse && memcmp(reuse->syms, x->syms, (size_t)g->nsyms * sizeof *x->syms) == 0) {
+    free(ins);
+    plan_free(m, x);
+    return reuse; /* the same binding: its buffers and launches serve as they are */
+  }
   if (kiln_device_alloc(m->dev, sizeof(int32_t), &x->errword, st) < 0) goto fail;
-  for (int i = 0; i < g->ninputs; i++)
-    if (alloc_value(m, x, g->inputs[i], st) < 0) goto fail;
+  if (plan_memory(m, x, st) < 0) goto fail;
+  m->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     if (n->op == IR_OP_CONSTANT) {
@@ -541,9 +485,7 @@ static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int
       x->buf[n->out[0]->id] = m->weights[i];
       continue;
     }
-    for (int j = 0; j < n->nout; j++)
-      if (alloc_value(m, x, n->out[j], st) < 0) goto fail;
-    if (plan_launch(m, x, i, st) < 0) goto fail;
+    if (rt_pipeline_has_kernel(g, n) && plan_launch(m, x, i, st) < 0) goto fail;
   }
   free(ins);
   return x;
@@ -634,9 +576,12 @@ KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const 
                                        kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_execute: model is NULL");
   pthread_mutex_lock(&m->lock);
-  dm_plan *x = plan_build(m, inputs, ninputs, st);
+  dm_plan *x = plan_build(m, inputs, ninputs, m->recent, st);
+  if (x && x != m->recent) { /* a new binding: its plan is kept for the next execute */
+    plan_free(m, m->recent);
+    m->recent = x;
+  }
   int rc = x ? plan_run(m, x, inputs, outputs, noutputs, st) : -1;
-  plan_free(m, x);
   pthread_mutex_unlock(&m->lock);
   if (rc == 0) rt_ok(st);
   return rc;
@@ -687,7 +632,7 @@ KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
     goto done;
   }
   m->captures = grown;
-  if (!(x = plan_build(m, inputs, ninputs, st))) goto done;
+  if (!(x = plan_build(m, inputs, ninputs, NULL, st))) goto done;
   if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
   plan_record(m, x);
   m->captures[m->ncaptures].key = key;
@@ -751,7 +696,7 @@ KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
     goto done;
   }
   if (check_replay_inputs(m, c->plan, key, inputs, ninputs, st) < 0) goto done;
-  if (!(x = plan_build(m, inputs, ninputs, st))) goto done;
+  if (!(x = plan_build(m, inputs, ninputs, NULL, st))) goto done;
   /* the eager launch trace must be the captured one: same kernels in the
    * same order, same geometry, same symbol values */
   const dm_plan *cp = c->plan;
@@ -797,6 +742,7 @@ KILN_API int kiln_device_model_release(kiln_device_model *m, uint64_t key, kiln_
 
 KILN_API void kiln_device_model_free(kiln_device_model *m) {
   if (!m) return;
+  plan_free(m, m->recent);
   for (int i = 0; i < m->ncaptures; i++) plan_free(m, m->captures[i].plan);
   free(m->captures);
   for (int i = 0; m->g && i < m->g->nnodes; i++) {

@@ -20,11 +20,13 @@
  * only read here (except the planner's cache, under its own lock, and the
  * cached scratch and arena blocks, taken and given back with atomic
  * exchanges),
- * so executes may run concurrently. */
+ * so executes may run concurrently. A replay (capture.c) skips solving and
+ * the variant lookup: the captured shapes, symbols and variant serve. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture.h"
 #include "plan.h"
 #include "prepack.h"
 #include "rt.h"
@@ -97,7 +99,7 @@ static int check_output(const kiln_model *m, int i, const kiln_tensor *t, const 
 }
 
 static int bind_inputs(const kiln_model *m, kiln_tensor *const *inputs, int ninputs,
-                       exec_state *x, kiln_status *st) {
+                       const rt_capture *cap, exec_state *x, kiln_status *st) {
   if (ninputs < 0 || (ninputs > 0 && !inputs))
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "bad input list (%d inputs)", ninputs);
   if (ninputs < m->ninputs)
@@ -129,9 +131,13 @@ static int bind_inputs(const kiln_model *m, kiln_tensor *const *inputs, int ninp
     for (int a = 0; a < t->rank; a++) x->ins[i].shape[a] = t->shape[a];
     x->ins[i].data = t->data;
   }
-  char msg[1024];
-  if (ir_solve_symbols(m->g, x->ins, m->ninputs, x->syms, msg, sizeof msg) < 0)
-    return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
+  if (cap) { /* a replay: the captured shapes, hence the captured symbols */
+    if (rt_capture_check_inputs(m, cap, x->ins, x->syms, st) < 0) return -1;
+  } else {
+    char msg[1024];
+    if (ir_solve_symbols(m->g, x->ins, m->ninputs, x->syms, msg, sizeof msg) < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
+  }
   for (int i = 0; i < m->ninputs; i++) x->bufs[m->g->inputs[i]->id] = inputs[i]->data;
   return 0;
 }
@@ -217,7 +223,8 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
     for (int j = 0; j < n->nout; j++) x->args[k++] = x->bufs[n->out[j]->id];
     if (m->prepack_use && m->prepack_use[i].operand >= 0) /* B packed once (prepack.c) */
       x->args[m->prepack_use[i].operand] = m->prepack[m->prepack_use[i].src].data;
-    int32_t rc = rt_variant_run(m, var, i, x->args, x->syms); /* var NULL: generic */
+    int32_t rc = rt_variant_has_kernel(var, i) ? rt_variant_run(m, var, i, x->args, x->syms)
+                                               : rt_model_run_kernel(m, i, x->args, x->syms);
     if (rc != 0) {
       const char *opn = ir_op_get(n->op)->name;
       if (n->loc.line > 0)
@@ -238,9 +245,9 @@ static size_t scratch_bytes(const kiln_model *m) {
          (size_t)(m->max_node_bufs + 1) * sizeof(void *) + nv * sizeof(size_t) + no + 16;
 }
 
-KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
-                                kiln_tensor **outputs, int noutputs, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
+int rt_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                     kiln_tensor **outputs, int noutputs, const rt_capture *cap,
+                     rt_capture *record, kiln_status *st) {
   if (noutputs != m->noutputs || !outputs)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                   "the model has %d output%s, got room for %d", m->noutputs,
@@ -275,11 +282,11 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   rt_variant *var = NULL; /* variants.c: the specialized variant in use, if any */
 
   int rc = -1;
-  if (bind_inputs(m, inputs, ninputs, &x, st) < 0) goto done;
+  if (bind_inputs(m, inputs, ninputs, cap, &x, st) < 0) goto done;
   if (check_weights(m, x.syms, st) < 0) goto done;
   if (prepare_outputs(m, outputs, &x, st) < 0) goto done;
   if (alloc_intermediates(m, &x, st) < 0) goto done;
-  var = rt_variant_acquire(m, x.syms);
+  var = cap ? rt_capture_variant(cap) : rt_variant_acquire(m, x.syms);
   if (run_kernels(m, var, &x, st) < 0) goto done;
   for (int i = 0; i < m->noutputs; i++) {
     if (x.direct[i]) continue;
@@ -292,10 +299,11 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
       outputs[i] = x.fresh[i];
       x.fresh[i] = NULL;
     }
+  if (record && rt_capture_record(m, record, x.ins, x.syms, var, st) < 0) goto done;
   rc = 0;
   rt_ok(st);
 done:
-  rt_variant_release(m, var);
+  if (!cap) rt_variant_release(m, var);
   arena_give(m, x.arena_blk);
   for (size_t i = 0; i < no; i++) kiln_tensor_free(x.fresh[i]);
   void *none = NULL;
@@ -303,4 +311,10 @@ done:
                                                memory_order_relaxed))
     free(mem); /* another execute kept its block first */
   return rc;
+}
+
+KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                                kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
+  return rt_model_execute(m, inputs, ninputs, outputs, noutputs, NULL, NULL, st);
 }

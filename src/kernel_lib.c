@@ -1,5 +1,5 @@
-/* kernel_lib.c - a context's custom kernel libraries (kernel_lib.h) and the
- * public calls that add them (kiln/custom.h).
+/* kernel_lib.c - a context's custom kernel libraries (kernel_lib.h); the public
+ * calls that add them to a context are context_libs.c's.
  *
  * Adding: the kind comes from the name's extension (.c: compiled by
  * kernel_cc.c; .ll: LLVM IR text; .bc: bitcode); jit_lib_inspect turns the
@@ -17,7 +17,7 @@
  * parameterless mo.custom whose result shape is its operands' broadcast;
  * it runs on every placement and is stamped kiln.elementwise too (fusion
  * and the lowerings read it). Binding runs before fusion
- * (rt_graph_prepare_libs, model.c).
+ * (rt_pipeline_prepare, pipeline.c).
  * SIMT targets (rt_kernel_libs_bind_simt): the same lookup, but the kernel
  * must be a KILN_SIMT_KERNEL; C libraries are compiled again for a GPU
  * triple on first need (kernel_cc.c) and that bitcode is kept beside the
@@ -129,6 +129,9 @@ jit_libs rt_kernel_libs_resolver(rt_kernel_libs *l) {
 /* ---- adding ---- */
 
 typedef enum lib_kind { LIB_C, LIB_LL, LIB_BC, LIB_UNKNOWN } lib_kind;
+static lib_kind kind_of(const char *name);
+
+bool rt_kernel_lib_kind_known(const char *name) { return kind_of(name) != LIB_UNKNOWN; }
 
 static lib_kind kind_of(const char *name) {
   const char *dot = strrchr(name, '.');
@@ -679,40 +682,3 @@ int rt_kernel_libs_bind_simt(rt_kernel_libs *l, ir_graph *g, rt_lib_target t,
   return 0;
 }
 
-/* ---- the public calls (kiln/custom.h) ---- */
-
-/* The whole file, malloc'd; NULL with st. */
-static void *slurp(const char *path, size_t *len, kiln_status *st) {
-  char what[512];
-  snprintf(what, sizeof what, "kernel library '%s'", path);
-  return rt_read_file(path, what, len, st);
-}
-
-KILN_API int kiln_context_add_kernel_library(kiln_context *ctx, const char *path,
-                                             kiln_status *st) {
-  if (!ctx || !path || !*path)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_add_kernel_library: %s",
-                  !ctx ? "context is NULL" : "no path");
-  if (kind_of(path) == LIB_UNKNOWN)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
-                  "kernel library '%s': unknown kind (the name must end in .c, .ll or .bc)", path);
-  size_t len = 0;
-  void *data = slurp(path, &len, st);
-  if (!data) return -1;
-  int rc = rt_kernel_libs_add(ctx->libs, path, path, data, len, kiln_context_cache_dir(ctx), st);
-  free(data);
-  return rc;
-}
-
-KILN_API int kiln_context_add_kernel_library_memory(kiln_context *ctx, const char *name,
-                                                    const void *data, size_t len,
-                                                    kiln_status *st) {
-  if (!ctx || !name || !*name || (!data && len))
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_add_kernel_library_memory: %s",
-                  !ctx ? "context is NULL" : !data ? "data is NULL" : "no name");
-  return rt_kernel_libs_add(ctx->libs, name, NULL, data, len, kiln_context_cache_dir(ctx), st);
-}
-
-KILN_API int kiln_context_num_kernel_libraries(const kiln_context *ctx) {
-  return ctx ? rt_kernel_libs_count(ctx->libs) : -1;
-}

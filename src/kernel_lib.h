@@ -55,13 +55,9 @@ int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, co
  * element). 0, or -1 with st filled (messages start with line:col). */
 int rt_kernel_libs_bind(rt_kernel_libs *l, ir_graph *g, kiln_status *st);
 
-/* rt_graph_prepare (rt.h) with g's custom nodes bound to l between verify
- * and fusion (l NULL: none bound), so fusion sees kiln.elementwise. model.c;
- * the path of kiln_model_compile. 0, or -1 with st. */
-int rt_graph_prepare_libs(ir_graph *g, const kiln_context *ctx, rt_kernel_libs *l,
-                          const char *filename, kiln_status *st);
-
 int rt_kernel_libs_count(rt_kernel_libs *l);
+/* Whether name's extension (.c, .ll, .bc) says a library kind. */
+bool rt_kernel_lib_kind_known(const char *name);
 
 /* ---- SIMT targets ----
  * A kernel declared with KILN_SIMT_KERNEL (marker flag KILN_KERNEL_ON_SIMT)

@@ -2,12 +2,10 @@
  * weight metadata, binding weights, and calling a kernel.
  *
  * Compile clones the caller's graph (the model never points into it),
- * verifies the clone (which also rebuilds its run-time shape checks), binds
- * its custom ops to the context's kernel libraries and fuses it
- * (rt_graph_prepare_libs: binding first, so elementwise custom kernels can
- * join fused chains), then
- * for each kernel node: its canonical text (ir_kernel_text, with the map from
- * the kernel's symbols to the graph's) -> the context's memory cache, which
+ * prepares the clone for the host (pipeline.c: verify, which also rebuilds
+ * its run-time shape checks; bind custom ops; fold transposes; fuse; mark
+ * prepacked operands), then gets each kernel node's code through the
+ * pipeline: its canonical text -> the context's memory cache, which
  * returns the loaded kernel of that text's key, compiling it on a miss
  * (cache_mem.h: thread-safe, the JIT lock is taken there). Kernels equal up
  * to symbol names share one entry across nodes, models and graphs. After
@@ -22,7 +20,8 @@
 #include <time.h>
 
 #include "cache_mem.h"
-#include "kernel_lib.h"
+#include "capture.h"
+#include "pipeline.h"
 #include "placement.h"
 #include "plan.h"
 #include "prepack.h"
@@ -30,9 +29,6 @@
 #include "pool.h"
 #include "variants.h"
 
-/* A kernel reads at most this many symbol values (the remapped copy lives on
- * the stack of rt_model_run_kernel). */
-#define RT_KERNEL_MAX_SYMS 64
 
 static double now_ms(void) {
   struct timespec ts;
@@ -150,41 +146,18 @@ static int collect_ports(kiln_model *m, kiln_status *st) {
   return 0;
 }
 
-/* Kernel of node i through the context's cache (map: room for g->nsyms
- * entries, scratch); 0 or -1 with st filled. Safe to run for different
- * nodes of m at once (the cache compiles in parallel, test_cache_mem). */
-static int compile_kernel(kiln_model *m, int i, int *map, kiln_status *st) {
-  const ir_graph *g = m->g;
-  const ir_node *n = g->nodes[i];
-  const char *op = ir_op_get(n->op)->name;
-  const char *vname = n->nout > 0 ? n->out[0]->name : "?";
-  int nks = 0;
-  char *text = ir_kernel_text(g, n, map, &nks);
-  if (!text)
-    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "graph @%s, node %d (mo.%s -> %%%s): out of memory",
-                  g->name, i, op, vname);
-  if (nks > RT_KERNEL_MAX_SYMS) {
-    free(text);
-    return rt_err(st, KILN_ERR_COMPILE,
-                  "graph @%s, node %d (mo.%s -> %%%s): the kernel uses %d symbolic dims, at most "
-                  "%d are supported",
-                  g->name, i, op, vname, nks, RT_KERNEL_MAX_SYMS);
-  }
-  char err[1024] = "";
-  int rc = rt_cache_mem_get(m->ctx->kcache, text, &m->kentries[i], &m->kernels[i], err,
-                            sizeof err);
-  free(text);
-  if (rc < 0 || !m->kernels[i])
-    return rt_err(st, KILN_ERR_COMPILE, "graph @%s, node %d (mo.%s -> %%%s): %s", g->name, i, op,
-                  vname, err[0] ? err : "the JIT produced no kernel");
-  bool identity = true;
-  for (int j = 0; j < nks; j++) identity = identity && map[j] == j;
-  m->knsyms[i] = nks;
-  if (!identity) {
-    if (!(m->ksym_map[i] = malloc((size_t)nks * sizeof *map)))
-      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    memcpy(m->ksym_map[i], map, (size_t)nks * sizeof *map);
-  }
+/* Kernel of node i through the pipeline (the context's caches); 0 or -1
+ * with st filled. Safe to run for different nodes of m at once (the cache
+ * compiles in parallel, test_cache_mem). */
+static int compile_kernel(kiln_model *m, int i, kiln_status *st) {
+  rt_target t;
+  rt_target_host(&t, m->ctx);
+  rt_host_kernel k;
+  if (rt_pipeline_compile_host(&t, m->g, i, NULL, &k, st) < 0) return -1;
+  m->kentries[i] = k.entry;
+  m->kernels[i] = k.fn;
+  m->ksym_map[i] = k.sym_map;
+  m->knsyms[i] = k.nsyms;
   return 0;
 }
 
@@ -205,12 +178,9 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
   compile_job *j = args[0];
   int lo = (int)(part * j->n / nparts), hi = (int)((part + 1) * j->n / nparts);
   if (lo >= hi) return 0;
-  int *map = malloc((size_t)(j->m->g->nsyms + 1) * sizeof *map);
-  if (!map) return rt_err(&j->sts[lo], KILN_ERR_OUT_OF_MEMORY, "out of memory"), 1;
   int32_t rc = 0;
   for (int k = lo; k < hi; k++)
-    if (compile_kernel(j->m, j->nodes[k], map, &j->sts[k]) < 0) rc = 1;
-  free(map);
+    if (compile_kernel(j->m, j->nodes[k], &j->sts[k]) < 0) rc = 1;
   return rc;
 }
 
@@ -241,7 +211,7 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   for (int pass = 0; pass < 2; pass++) { /* GEMMs, then the rest, each in graph order */
     for (int i = 0; i < g->nnodes; i++) {
       const ir_node *nd = g->nodes[i];
-      if (ir_node_is_source(nd) || rt_node_is_alias(g, nd)) continue; /* no kernel */
+      if (!rt_pipeline_has_kernel(g, nd)) continue;
       if ((ir_node_matmul(nd) != NULL) == (pass == 0)) nodes[n++] = i;
     }
     if (pass == 0) ngemm = n;
@@ -259,34 +229,6 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   free(sts);
   free(nodes);
   return rc < 0 || first >= 0 ? -1 : 0;
-}
-
-static bool fusion_enabled(void) {
-  const char *v = getenv("KILN_FUSE");
-  return !(v && (!strcmp(v, "0") || !strcasecmp(v, "off") || !strcasecmp(v, "no") ||
-                 !strcasecmp(v, "false")));
-}
-
-/* Custom kernels are bound between verify and fusion: fusion takes the
- * elementwise ones (kiln.elementwise, stamped by the bind) into chains. */
-int rt_graph_prepare_libs(ir_graph *g, const kiln_context *ctx, rt_kernel_libs *libs,
-                          const char *filename, kiln_status *st) {
-  ir_diag d = {0};
-  if (ir_graph_verify(g, &d) < 0) return rt_err_diag(st, KILN_ERR_VERIFY, filename, &d);
-  if (libs && rt_kernel_libs_bind(libs, g, st) < 0) return -1;
-  /* matmul(a, transpose(b)): b packed from its own layout (fold_transpose.c) */
-  if (ir_graph_fold_transpose_b(g, &d) < 0)
-    return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
-  if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
-    return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
-  /* constant GEMM operands packed once (prepack.c): the matmuls that read
-   * them are marked before any kernel text is made (their keys differ) */
-  return rt_prepack_mark(g, ctx, st) < 0 ? -1 : 0;
-}
-
-int rt_graph_prepare(ir_graph *g, const kiln_context *ctx, const char *filename,
-                     kiln_status *st) {
-  return rt_graph_prepare_libs(g, ctx, NULL, filename, st);
 }
 
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
@@ -307,7 +249,9 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     goto fail;
   }
   /* custom kernels: their library's hash goes into the kernel text (keys) */
-  if (rt_graph_prepare_libs(m->g, ctx, ctx->libs, NULL, st) < 0) goto fail;
+  rt_target target;
+  rt_target_host(&target, ctx);
+  if (rt_pipeline_prepare(m->g, &target, NULL, st) < 0) goto fail;
   if (rt_place_check_host(m->g, st) < 0) goto fail; /* values on a GPU: a device model's */
   if (m->g->noutputs < 1) {
     rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
@@ -366,11 +310,7 @@ fail:
 
 KILN_API void kiln_model_free(kiln_model *m) {
   if (!m) return;
-  if (m->code) {
-    pthread_mutex_lock(&m->ctx->lock);
-    jit_module_free(m->ctx->jit, m->code);
-    pthread_mutex_unlock(&m->ctx->lock);
-  }
+  rt_captures_free(m); /* their variant references first */
   rt_variants_free(m, m->variants);
   rt_prepack_free(m);
   if (m->kentries)

@@ -2,7 +2,7 @@
  * the matmuls whose B is a constant or a weight, the per-model packed
  * copies, and the packing itself.
  *
- * Assumes: the graph was prepared (rt_graph_prepare: verified, fused) and
+ * Assumes: the graph was prepared (rt_pipeline_prepare: verified, fused) and
  * is the model's own clone; the packed layout written here is the one
  * kernels-templates/gemm.c documents under "Prepacked B" (panels of NR
  * columns, each K x NR row-major, zeros past column N), NR as

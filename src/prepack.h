@@ -43,7 +43,7 @@ typedef struct rt_prepack_use {
  * matmul of a mo.fused body whose B is a body input that nothing else in
  * the body reads. A graph that already carries kiln.packed_b is rejected
  * (the attribute is the runtime's: a kernel trusting it on raw data would
- * read garbage). rt_graph_prepare calls it last, so everything that computes
+ * read garbage). rt_pipeline_prepare (pipeline.c) calls it last, so everything that computes
  * a model's kernel keys marks the graph alike.
  * Returns the number of matmuls marked, or -1 with st filled. */
 int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st);

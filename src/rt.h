@@ -79,7 +79,6 @@ typedef struct rt_weight {
 struct kiln_model {
   kiln_context *ctx;
   ir_graph *g;       /* verified clone, owned */
-  jit_module *code;  /* owned; freed under ctx->lock */
   jit_kernel_fn *kernels; /* g->nnodes entries, NULL for source nodes */
   double compile_ms;
   int ninputs, noutputs, nweights;
@@ -91,7 +90,7 @@ struct kiln_model {
   int max_node_bufs;     /* largest nin + nout over the nodes */
   /* ---- kernel cache (kcache: model.c) ----
    * Each kernel node's code is an entry of ctx->kcache (kentries[i], one
-   * reference, released at free; `code` above stays NULL). The kernel's
+   * reference, released at free). The kernel's
    * symbols are its own (ir_kernel_text): kernel symbol j is graph symbol
    * ksym_map[i][j], j < knsyms[i]; ksym_map[i] is NULL when that is the
    * identity (the graph's values are passed as they are). */
@@ -120,6 +119,9 @@ struct kiln_model {
   struct rt_prepack *prepack;
   int nprepack;
   struct rt_prepack_use *prepack_use;
+  /* ---- captures (capture.c, capture.h): a list under a spin lock (0 = free) ---- */
+  struct rt_capture *captures;
+  atomic_int capture_lock;
   /* ---- execute (execute.c) ---- */
   _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
   _Atomic(char *) exec_arena;   /* one execute's arena block kept for the next, or NULL */
@@ -130,17 +132,6 @@ struct kiln_model {
  * knows how a model's kernels are called. */
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
 
-/* Verify g (a model's clone) and apply the graph passes a model compiles
- * with: transposes folded into the matmuls that read them
- * (ir_graph_fold_transpose_b), then fusion (ir_graph_fuse) unless KILN_FUSE
- * is 0 / off / no / false, then the matmuls that read a constant B marked
- * for ctx's target (rt_prepack_mark).
- * Everything that computes a model's kernel keys (model.c, the CLI's cache
- * warm / explain) prepares the graph through this, so their keys agree.
- * filename (may be NULL) locates verify errors. Returns 0 or -1 with st
- * filled (KILN_ERR_VERIFY, KILN_ERR_OUT_OF_MEMORY). */
-int rt_graph_prepare(ir_graph *g, const kiln_context *ctx, const char *filename,
-                     kiln_status *st);
 /* A model that only describes g (ports, weights, symbols; nothing is
  * compiled): kiln run --device uses it for names and shapes while a device
  * model runs the graph. It is never executed; kiln_model_free frees it. */

@@ -38,12 +38,12 @@
 #include <unistd.h>
 
 #include "cache_mem.h"
+#include "pipeline.h"
 #include "plan.h"
 #include "pool.h"
 #include "variants.h"
 
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
-#define KSYMS_MAX 64      /* kernel symbols a variant's kernel may read */
 #define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
 
 /* Counter slots, in kiln_counter order; COMPILE_MS is kept in microseconds. */
@@ -361,9 +361,10 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
   rt_variant *v = calloc(1, sizeof *v);
   int64_t *vals = calloc(ns + 1, sizeof *vals);
   bool *bind = calloc(ns + 1, sizeof *bind);
-  int *map = calloc(ns + 1, sizeof *map);
   bool all = true;
-  if (!v || !vals || !bind || !map || !(v->key = malloc(ns * sizeof *key)) ||
+  rt_target target;
+  rt_target_host(&target, m->ctx);
+  if (!v || !vals || !bind || !(v->key = malloc(ns * sizeof *key)) ||
       !(v->kernels = calloc(nn, sizeof *v->kernels)) ||
       !(v->kentries = calloc(nn, sizeof *v->kentries)) ||
       !(v->ksym_map = calloc(nn, sizeof *v->ksym_map)) ||
@@ -379,7 +380,7 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
   }
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (ir_node_is_source(n) || rt_node_is_alias(g, n)) continue; /* no kernel */
+    if (!rt_pipeline_has_kernel(g, n)) continue;
     if (m->knsyms[i] == 0) { /* already static: the generic kernel is the specialized one */
       v->kernels[i] = m->kernels[i];
       continue;
@@ -389,57 +390,25 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
       rt_err(st, KILN_ERR_RUNTIME, "specialization of graph @%s cancelled", g->name);
       goto fail;
     }
-    const char *op = ir_op_get(n->op)->name;
-    const char *vname = n->nout > 0 ? n->out[0]->name : "?";
-    int nks = 0;
-    char *text = all ? ir_kernel_text_bound(g, n, vals)
-                     : ir_kernel_text_partial(g, n, vals, bind, map, &nks);
-    if (!text) {
-      rt_err(st, KILN_ERR_SHAPE,
-             "graph @%s, node %d (mo.%s -> %%%s): a dim has no non-negative value under the "
-             "binding (or out of memory)",
-             g->name, i, op, vname);
-      goto fail;
-    }
-    if (nks > KSYMS_MAX) {
-      free(text);
-      rt_err(st, KILN_ERR_COMPILE, "graph @%s, node %d (mo.%s -> %%%s): %d symbolic dims, at most %d",
-             g->name, i, op, vname, nks, KSYMS_MAX);
-      goto fail;
-    }
-    char err[1024] = "";
-    int outcome = RT_CACHE_HIT;
-    double ms = 0;
-    int rc = rt_cache_mem_get_info(m->ctx->kcache, text, &v->kentries[i], &v->kernels[i],
-                                   &outcome, &ms, err, sizeof err);
-    free(text);
-    if (rc < 0 || !v->kernels[i]) {
-      rt_err(st, KILN_ERR_COMPILE, "graph @%s, node %d (mo.%s -> %%%s), specialized: %s",
-             g->name, i, op, vname, err[0] ? err : "the JIT produced no kernel");
-      goto fail;
-    }
-    count(m, outcome == RT_CACHE_COMPILED   ? KILN_COUNTER_COMPILES
-             : outcome == RT_CACHE_BACKING_HIT ? KILN_COUNTER_DISK_HITS
-                                               : KILN_COUNTER_KERNEL_HITS,
+    rt_host_kernel k;
+    rt_binding b = {vals, all ? NULL : bind};
+    if (rt_pipeline_compile_host(&target, g, i, &b, &k, st) < 0) goto fail;
+    v->kentries[i] = k.entry;
+    v->kernels[i] = k.fn;
+    v->ksym_map[i] = k.sym_map;
+    v->knsyms[i] = k.nsyms;
+    count(m, k.outcome == RT_CACHE_COMPILED   ? KILN_COUNTER_COMPILES
+             : k.outcome == RT_CACHE_BACKING_HIT ? KILN_COUNTER_DISK_HITS
+                                                 : KILN_COUNTER_KERNEL_HITS,
           1);
-    count(m, KILN_COUNTER_COMPILE_MS, (int64_t)(ms * 1e3)); /* kept in us */
-    if (nks > 0) {
-      if (!(v->ksym_map[i] = malloc((size_t)nks * sizeof *map))) {
-        rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory specializing graph @%s", g->name);
-        goto fail;
-      }
-      memcpy(v->ksym_map[i], map, (size_t)nks * sizeof *map);
-      v->knsyms[i] = nks;
-    }
+    count(m, KILN_COUNTER_COMPILE_MS, (int64_t)(k.ms * 1e3)); /* kept in us */
   }
   free(vals);
   free(bind);
-  free(map);
   return v;
 fail:
   free(vals);
   free(bind);
-  free(map);
   variant_free(m, v);
   return NULL;
 }
@@ -576,6 +545,13 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms) {
   return v;
 }
 
+void rt_variant_retain(kiln_model *m, rt_variant *v) {
+  if (!v) return;
+  pthread_mutex_lock(&m->variants->lock);
+  v->refs++;
+  pthread_mutex_unlock(&m->variants->lock);
+}
+
 void rt_variant_release(kiln_model *m, rt_variant *v) {
   if (!v) return;
   rt_variants *vs = m->variants;
@@ -585,13 +561,13 @@ void rt_variant_release(kiln_model *m, rt_variant *v) {
   if (last) variant_free(m, v);
 }
 
+bool rt_variant_has_kernel(const rt_variant *v, int node) { return v && v->kentries[node]; }
+
 int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void *const *args,
                        const int64_t *syms) {
-  if (!v || !v->kentries[node]) /* generic, or a node that was static already */
-    return rt_model_run_kernel(m, node, args, syms);
   int nks = v->knsyms[node];
   if (nks == 0) return rt_kernel_call(m, node, v->kernels[node], args, NULL, syms);
-  int64_t ks[KSYMS_MAX]; /* a bucketed variant's kernel reads its remaining dims */
+  int64_t ks[RT_KERNEL_MAX_SYMS]; /* a bucketed variant's kernel reads its remaining dims */
   const int *map = v->ksym_map[node];
   for (int j = 0; j < nks; j++) ks[j] = syms[map[j]];
   return rt_kernel_call(m, node, v->kernels[node], args, ks, syms);

@@ -62,8 +62,14 @@ void rt_variants_free(kiln_model *m, rt_variants *vs);
  * rt_variant_release. */
 rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms);
 void rt_variant_release(kiln_model *m, rt_variant *v);
+/* One more reference to v (NULL ok), released with rt_variant_release. */
+void rt_variant_retain(kiln_model *m, rt_variant *v);
 
-/* Run node `node`'s kernel from variant v (NULL: the generic variant). */
+/* Whether variant v (NULL: none) has a kernel of its own for node `node`;
+ * where it has not (a static node, no variant), the generic kernel runs
+ * (rt_model_run_kernel, model.c). */
+bool rt_variant_has_kernel(const rt_variant *v, int node);
+/* Run node `node`'s kernel from variant v (rt_variant_has_kernel true). */
 int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void *const *args,
                        const int64_t *syms);
 

@@ -26,8 +26,7 @@
 
 #include "../cache_disk.h"
 #include "../cache_mem.h"
-#include "../kernel_lib.h"
-#include "../plan.h"
+#include "../pipeline.h"
 #include "../rt.h"
 #include "cache_cli.h"
 #include "cli.h"
@@ -354,11 +353,13 @@ typedef struct graph_job {
   kiln_context *ctx;
   kernel_info *k;
   int nk;
+  int *generic_nsyms; /* per node: symbols its generic kernel reads */
 } graph_job;
 
 static void graph_job_free(graph_job *j) {
   for (int i = 0; i < j->nk; i++) free(j->k[i].text);
   free(j->k);
+  free(j->generic_nsyms);
   kiln_context_free(j->ctx);
   ir_graph_free(j->ir);
   kiln_graph_free(j->g);
@@ -421,6 +422,27 @@ static const char *node_ops(const ir_node *n, char *buf, size_t cap) {
   return buf;
 }
 
+/* Kernel node i of the prepared graph under b (NULL: generic) into
+ * j->k[j->nk] (room for it): its text, description and key, as the model
+ * makes them (pipeline.c). bdesc describes the binding ("" for none). *nks
+ * (may be NULL) gets the kernel's symbol count. 0, or -1 with j->st. */
+static int kernel_info_init(graph_job *j, int i, const rt_binding *b, const char *bdesc,
+                            int *nks) {
+  kernel_info *k = &j->k[j->nk];
+  memset(k, 0, sizeof *k);
+  if (!(k->text = rt_pipeline_kernel_text(j->ir, i, b, NULL, nks, j->st))) return -1;
+  j->nk++;
+  k->node = i;
+  const ir_node *n = j->ir->nodes[i];
+  char ops[96];
+  snprintf(k->desc, sizeof k->desc, "node %d (%s -> %%%s)%s%s%s", i, node_ops(n, ops, sizeof ops),
+           n->nout > 0 ? n->out[0]->name : "?", bdesc[0] ? " [" : "", bdesc, bdesc[0] ? "]" : "");
+  rt_target t;
+  rt_target_host(&t, j->ctx);
+  rt_pipeline_host_key(&t, k->text, &k->parts, &k->key);
+  return 0;
+}
+
 static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, const char *cmd) {
   memset(j, 0, sizeof *j);
   if (o->npos != 1) {
@@ -442,31 +464,20 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
   for (int i = 0; i < o->nkernels; i++)
     if (kiln_context_add_kernel_library(j->ctx, o->kernels[i], j->st) < 0)
       return fail_st(cmd, j->st);
-  if (rt_graph_prepare_libs(j->ir, j->ctx, j->ctx->libs, o->pos[0], j->st) < 0)
-    return fail_st(cmd, j->st);
+  rt_target t;
+  rt_target_host(&t, j->ctx);
+  if (rt_pipeline_prepare(j->ir, &t, o->pos[0], j->st) < 0) return fail_st(cmd, j->st);
   int rc = check_dims(o, j->ir, multi_dims, cmd);
   if (rc) return rc;
-  rt_cache_mem *mem = rt_context_cache(j->ctx);
   j->k = calloc((size_t)j->ir->nnodes + 1, sizeof *j->k);
-  if (!j->k) {
+  j->generic_nsyms = calloc((size_t)j->ir->nnodes + 1, sizeof *j->generic_nsyms);
+  if (!j->k || !j->generic_nsyms) {
     fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
     return CLI_ERR;
   }
   for (int i = 0; i < j->ir->nnodes; i++) {
-    const ir_node *n = j->ir->nodes[i];
-    if (ir_node_is_source(n) || rt_node_is_alias(j->ir, n)) continue; /* no kernel */
-    kernel_info *k = &j->k[j->nk];
-    if (!(k->text = ir_kernel_text(j->ir, n, NULL, NULL))) {
-      fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
-      return CLI_ERR;
-    }
-    j->nk++;
-    k->node = i;
-    char ops[96];
-    snprintf(k->desc, sizeof k->desc, "node %d (%s -> %%%s)", i, node_ops(n, ops, sizeof ops),
-             n->nout > 0 ? n->out[0]->name : "?");
-    rt_cache_mem_key_parts(mem, k->text, &k->parts);
-    rt_key_compute(&k->parts, &k->key);
+    if (!rt_pipeline_has_kernel(j->ir, j->ir->nodes[i])) continue;
+    if (kernel_info_init(j, i, NULL, "", &j->generic_nsyms[i]) < 0) return fail_st(cmd, j->st);
   }
   return 0;
 }
@@ -531,7 +542,6 @@ static int add_bindings(graph_job *j, const cache_opts *o, const char *cmd, int 
     } else {
       j->k = k2;
     }
-    rt_cache_mem *mem = rt_context_cache(j->ctx);
     for (long c = 0; rc == 0 && c < total; c++) {
       char bdesc[96] = "";
       size_t bl = 0;
@@ -540,28 +550,14 @@ static int add_bindings(graph_job *j, const cache_opts *o, const char *cmd, int 
         bl += (size_t)snprintf(bdesc + bl, bl < sizeof bdesc ? sizeof bdesc - bl : 0, "%s%s=%lld",
                                k ? ", " : "", g->syms[k], (long long)b[k]);
       }
+      rt_binding bb = {b, NULL};
       for (int i = 0; rc == 0 && i < g->nnodes; i++) {
-        const ir_node *n = g->nodes[i];
-        if (ir_node_is_source(n) || rt_node_is_alias(g, n)) continue; /* no kernel */
-        int nks = 0;
-        char *generic = ir_kernel_text(g, n, NULL, &nks);
-        free(generic);
-        if (nks == 0) continue; /* static kernel: the generic one serves */
-        kernel_info *ki = &j->k[j->nk];
-        memset(ki, 0, sizeof *ki);
-        if (!(ki->text = ir_kernel_text_bound(g, n, b))) {
-          fprintf(stderr, "kiln cache %s: node %d (mo.%s): a dim is negative under %s\n", cmd, i,
-                  ir_op_get(n->op)->name, bdesc);
+        if (!rt_pipeline_has_kernel(g, g->nodes[i])) continue;
+        if (j->generic_nsyms[i] == 0) continue; /* static kernel: the generic one serves */
+        if (kernel_info_init(j, i, &bb, bdesc, NULL) < 0) {
+          fprintf(stderr, "kiln cache %s: %s under %s\n", cmd, kiln_status_message(j->st), bdesc);
           rc = CLI_ERR;
-          break;
         }
-        j->nk++;
-        ki->node = i;
-        char ops[96];
-        snprintf(ki->desc, sizeof ki->desc, "node %d (%s -> %%%s) [%s]", i,
-                 node_ops(n, ops, sizeof ops), n->nout > 0 ? n->out[0]->name : "?", bdesc);
-        rt_cache_mem_key_parts(mem, ki->text, &ki->parts);
-        rt_key_compute(&ki->parts, &ki->key);
       }
       (*nbind)++;
       for (int k = g->nsyms - 1; k >= 0; k--) { /* next combination */

@@ -1,11 +1,17 @@
 /* compile.c - `kiln compile GRAPH.mlir --target T [--emit KIND] [-o FILE]
  * [--dim SYM=V ...]`: show what kiln generates for a graph.
  *
+ * The graph is prepared as kiln run prepares it (pipeline.c: custom kernels
+ * bound, transposes folded, fused, prepacked operands marked), so the
+ * kernels shown are the ones kiln run runs: on the host each is named by
+ * its cache key (kiln_k_<hex>, as `kiln cache ls` lists it) and its object
+ * is the one the kernel cache stores (a symbolic GEMM calls the prebuilt
+ * one, as at run time).
  * Targets: host (the CPU JIT's kernels), sm_80 / sm_90 (PTX), gfx90a /
  * gfx942 (AMDGPU), simt-emu (the SIMT kernels as host code). Kinds: ptx,
  * hsaco (a linked AMDGPU code object), obj (an object file: the AMDGPU
  * relocatable object, the simt-emu object, or for host one object per
- * kernel, FILE-<kernel>.o), llvm (optimized LLVM IR text). --dim binds
+ * kernel, FILE-kiln_k_<hex>.o), llvm (optimized LLVM IR text). --dim binds
  * symbols (some or all), giving the shape-specialized kernels. --kernels
  * adds kernel libraries for the graph's custom ops (SIMT targets: the
  * kernels must be KILN_SIMT_KERNELs). Text goes to
@@ -15,10 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../jit/simt.h"
 #include "../gpu_link.h"
-#include "../kernel_lib.h"
-#include "../rt.h"
+#include "../pipeline.h"
 #include "cli.h"
 
 typedef struct compile_opts {
@@ -138,43 +142,62 @@ static int bind_dims(const ir_graph *g, const compile_opts *o, int64_t *syms, bo
   return CLI_OK;
 }
 
-/* host: every kernel through the CPU JIT (jit_node_llvm_ir / jit_compile_object). */
-static int compile_host(const ir_graph *g, const compile_opts *o, const int64_t *syms,
-                        const bool *bind, bool obj) {
+/* Append a kernel's header line and text to *all. */
+static int append(char **all, size_t *alllen, const char *head, const char *text) {
+  size_t hn = strlen(head), tn = strlen(text);
+  char *grown = realloc(*all, *alllen + hn + tn + 2);
+  if (!grown) return CLI_ERR;
+  *all = grown;
+  memcpy(grown + *alllen, head, hn);
+  memcpy(grown + *alllen + hn, text, tn);
+  *alllen += hn + tn;
+  grown[(*alllen)++] = '\n';
+  return CLI_OK;
+}
+
+/* host: the kernels kiln run runs (pipeline.c): every kernel node of the
+ * prepared graph g under the --dim binding, named by its cache key, through
+ * the context's JIT (jit_node_llvm_ir / jit_compile_object). */
+static int compile_host(kiln_context *ctx, const ir_graph *g, const compile_opts *o,
+                        const int64_t *syms, const bool *bind, bool obj) {
   char err[2048] = "";
-  jit_engine *e = jit_engine_new(err, sizeof err);
-  jit_engine_no_prebuilt(e); /* self-contained objects and IR */
-  if (!e) {
-    fprintf(stderr, "kiln compile: cannot start the JIT: %s\n", err);
-    return CLI_ERR;
-  }
   int rc = CLI_OK;
   char *all = NULL;
   size_t alllen = 0;
+  kiln_status *st = kiln_status_new();
+  rt_target t;
+  rt_target_host(&t, ctx);
+  rt_binding b = {syms, bind};
   for (int i = 0; rc == CLI_OK && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL) continue;
-    int nks = 0;
-    char *text = o->ndims ? ir_kernel_text_partial(g, n, syms, bind, NULL, &nks)
-                          : ir_kernel_text(g, n, NULL, &nks);
+    if (!rt_pipeline_has_kernel(g, n)) continue;
+    char desc[256];
+    rt_pipeline_node_desc(g, i, desc, sizeof desc);
+    char *text = rt_pipeline_kernel_text(g, i, o->ndims ? &b : NULL, NULL, NULL, st);
+    if (!text) {
+      fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
+      rc = CLI_ERR;
+      break;
+    }
+    rt_key_parts parts;
+    kc_key key;
+    char name[48];
+    rt_pipeline_host_key(&t, text, &parts, &key);
+    rt_pipeline_host_fn_name(&key, name);
     ir_diag d = {0};
-    ir_graph *kg = text ? ir_parse(text, strlen(text), &d) : NULL;
+    ir_graph *kg = ir_parse(text, strlen(text), &d);
     free(text);
     if (!kg || ir_graph_verify(kg, &d) < 0) {
-      fprintf(stderr, "kiln compile: mo.%s at line %d: %s\n", ir_op_get(n->op)->name, n->loc.line,
-              kg ? d.msg : "its dims do not evaluate under --dim");
+      fprintf(stderr, "kiln compile: %s: %s\n", desc, d.msg);
       ir_graph_free(kg);
       rc = CLI_ERR;
       break;
     }
-    char name[64];
-    jit_simt_kernel_name(g, i, name, sizeof name);
     if (obj) {
       void *bytes = NULL;
       size_t len = 0;
-      if (jit_compile_object(e, kg, name, &bytes, &len, err, sizeof err) < 0) {
-        fprintf(stderr, "kiln compile: mo.%s at line %d: %s\n", ir_op_get(n->op)->name,
-                n->loc.line, err);
+      if (jit_compile_object(ctx->jit, kg, name, &bytes, &len, err, sizeof err) < 0) {
+        fprintf(stderr, "kiln compile: %s: %s\n", desc, err);
         rc = CLI_ERR;
       } else {
         char path[1024];
@@ -185,27 +208,16 @@ static int compile_host(const ir_graph *g, const compile_opts *o, const int64_t 
       free(bytes);
     } else {
       int kn = 0;
-      while (kn < kg->nnodes && (kg->nodes[kn]->op == IR_OP_CONSTANT)) kn++;
-      char *ir = jit_node_llvm_ir(e, kg, kn, err, sizeof err);
+      while (kn < kg->nnodes && ir_node_is_source(kg->nodes[kn])) kn++;
+      char *ir = jit_node_llvm_ir(ctx->jit, kg, kn, err, sizeof err);
       if (!ir) {
-        fprintf(stderr, "kiln compile: mo.%s at line %d: %s\n", ir_op_get(n->op)->name,
-                n->loc.line, err);
+        fprintf(stderr, "kiln compile: %s: %s\n", desc, err);
         rc = CLI_ERR;
       } else {
-        size_t n1 = strlen(ir);
-        char head[160];
-        int hn = snprintf(head, sizeof head, "; ---- kernel %s (mo.%s, line %d) ----\n", name,
-                          ir_op_get(n->op)->name, n->loc.line);
-        char *grown = realloc(all, alllen + (size_t)hn + n1 + 2);
-        if (!grown) {
-          rc = CLI_ERR;
-        } else {
-          all = grown;
-          memcpy(all + alllen, head, (size_t)hn);
-          memcpy(all + alllen + hn, ir, n1);
-          alllen += (size_t)hn + n1;
-          all[alllen++] = '\n';
-        }
+        char head[400];
+        snprintf(head, sizeof head, "; ---- kernel %s: %s, line %d ----\n", name, desc,
+                 n->loc.line);
+        rc = append(&all, &alllen, head, ir);
         free(ir);
       }
     }
@@ -213,7 +225,7 @@ static int compile_host(const ir_graph *g, const compile_opts *o, const int64_t 
   }
   if (rc == CLI_OK && !obj) rc = write_out(o->out, all, alllen, false);
   free(all);
-  jit_engine_free(e);
+  kiln_status_free(st);
   return rc;
 }
 
@@ -272,7 +284,35 @@ int cli_compile(int argc, char **argv) {
     rc = CLI_ERR;
     goto done;
   }
-  const ir_graph *g = kg->ir;
+  /* the runtime's target, options and kernel libraries; nothing stored */
+  setenv("KILN_CACHE", "off", 1);
+  if (!(ctx = kiln_context_new(st)) || !(bound = ir_graph_clone(kg->ir))) {
+    fprintf(stderr, "kiln compile: %s\n", ctx ? "out of memory" : kiln_status_message(st));
+    rc = CLI_ERR;
+    goto done;
+  }
+  if (o.nkernels && host) {
+    fprintf(stderr, "kiln compile: --kernels is for SIMT targets (sm_*, gfx*, simt-emu)\n");
+    rc = CLI_USAGE;
+    goto done;
+  }
+  for (int i = 0; i < o.nkernels; i++)
+    if (kiln_context_add_kernel_library(ctx, o.kernels[i], st) < 0) break;
+  rt_target rtt;
+  if (host) rt_target_host(&rtt, ctx);
+  else if (rt_target_simt(&rtt, ctx, tname, tname, st) < 0) {
+    fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
+    rc = CLI_ERR;
+    goto done;
+  }
+  /* the graph as kiln run prepares it: custom kernels bound, transposes
+   * folded, fused */
+  if (kiln_status_code(st) != KILN_OK || rt_pipeline_prepare(bound, &rtt, o.graph, st) < 0) {
+    fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
+    rc = CLI_ERR;
+    goto done;
+  }
+  const ir_graph *g = bound;
   syms = calloc((size_t)g->nsyms + 1, sizeof *syms);
   bind = calloc((size_t)g->nsyms + 1, sizeof *bind);
   if (!syms || !bind) {
@@ -281,39 +321,13 @@ int cli_compile(int argc, char **argv) {
   }
   if ((rc = bind_dims(g, &o, syms, bind)) != CLI_OK) goto done;
   if (host) {
-    if (o.nkernels) {
-      fprintf(stderr, "kiln compile: --kernels is for SIMT targets (sm_*, gfx*, simt-emu)\n");
-      rc = CLI_USAGE;
-      goto done;
-    }
-    rc = compile_host(g, &o, syms, bind, strcmp(emit, "obj") == 0);
+    rc = compile_host(ctx, g, &o, syms, bind, strcmp(emit, "obj") == 0);
     goto done;
-  }
-  jit_libs res = {0};
-  if (o.nkernels) { /* custom ops: bind them to the libraries built for t */
-    if (!(ctx = kiln_context_new(st)) || !(bound = ir_graph_clone(g))) {
-      fprintf(stderr, "kiln compile: %s\n", ctx ? "out of memory" : kiln_status_message(st));
-      rc = CLI_ERR;
-      goto done;
-    }
-    for (int i = 0; i < o.nkernels; i++)
-      if (kiln_context_add_kernel_library(ctx, o.kernels[i], st) < 0) break;
-    rt_lib_target lt = t.kind == JIT_SIMT_NVPTX    ? RT_LIB_NVPTX
-                       : t.kind == JIT_SIMT_AMDGPU ? RT_LIB_AMDGPU
-                                                   : RT_LIB_EMU;
-    if (kiln_status_code(st) != KILN_OK ||
-        rt_kernel_libs_bind_simt(ctx->libs, bound, lt, kiln_context_cache_dir(ctx), &res, st) <
-            0) {
-      fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
-      rc = CLI_ERR;
-      goto done;
-    }
-    g = bound;
   }
   size_t len = 0;
   bool llvm = strcmp(emit, "llvm") == 0;
   if (jit_simt_compile_graph_libs(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, -1, llvm,
-                                  o.nkernels ? &res : NULL, &code, &len, err, sizeof err) < 0) {
+                                  rtt.has_libs ? &rtt.libs : NULL, &code, &len, err, sizeof err) < 0) {
     fprintf(stderr, "kiln compile: %s: %s\n", o.graph, err);
     rc = CLI_ERR;
     goto done;
