@@ -1,5 +1,10 @@
 /* graph.c - the op table, tensor types, and building / copying graphs.
  *
+ * The op table is ops.def expanded once: op_table (one ir_op_info per OP
+ * row), class_table (one ir_class_info per CLS row) and an attribute schema
+ * array per ATTRS row; everything else reads them through ir_op_get,
+ * ir_class_get and ir_op_attr_spec.
+ *
  * The builder only appends, so nodes stay in topological order. Every object
  * lives in the graph's arena; growable arrays (nodes, values, symbols,
  * inputs) are re-allocated in the arena when they fill up (the old copy is
@@ -12,15 +17,39 @@
 
 #include "ir.h"
 
-/* ---- the op table ---- */
-static const ir_op_info op_table[IR_OP_COUNT] = {
-#define OP(id, nm, cls, nin_min, nin_max, nout) {nm, IR_CLS_##cls, nin_min, nin_max, nout},
+/* ---- the op table (ops.def) ---- */
+
+/* One array of ir_attr_spec per ATTRS row, attrs_<SET>, ended by a row
+ * without a name (so an empty schema is still an array). */
+#define REQ(nm, k) {{.name = nm, .kind = IR_ATTR_##k}, true, false},
+#define OPT(nm, k, dflt) {{.name = nm, .kind = IR_ATTR_##k, .u = {dflt}}, false, false},
+#define RUN(nm, k, dflt) {{.name = nm, .kind = IR_ATTR_##k, .u = {dflt}}, false, true},
+#define ATTRS(set, rows) static const ir_attr_spec attrs_##set[] = {rows{{.name = NULL}, 0, 0}};
 #include "ops.def"
-#undef OP
+#undef REQ
+#undef OPT
+#undef RUN
+
+#define NATTRS(set) ((int)(sizeof attrs_##set / sizeof attrs_##set[0]) - 1)
+static const ir_op_info op_table[IR_OP_COUNT] = {
+#define OP(id, nm, cls, nin_min, nin_max, nout, dt0, dt1, same, aset, flags) \
+  {nm, IR_CLS_##cls, nin_min, nin_max, nout, {IR_DTS_##dt0, IR_DTS_##dt1}, same, \
+   attrs_##aset, NATTRS(aset), flags},
+#include "ops.def"
+};
+#undef NATTRS
+
+static const ir_class_info class_table[IR_CLS_COUNT] = {
+#define CLS(id, work, mul, div, streams) {#id, IR_WORK_##work, mul, div, streams},
+#include "ops.def"
 };
 
 const ir_op_info *ir_op_get(ir_op op) {
   return (unsigned)op < IR_OP_COUNT ? &op_table[op] : NULL;
+}
+
+const ir_class_info *ir_class_get(ir_op_class c) {
+  return (unsigned)c < IR_CLS_COUNT ? &class_table[c] : NULL;
 }
 
 int ir_op_lookup(const char *name, size_t len, int noperands, bool *name_known) {
@@ -36,9 +65,44 @@ int ir_op_lookup(const char *name, size_t len, int noperands, bool *name_known) 
   return -1;
 }
 
-bool ir_node_is_source(const ir_node *n) {
-  return n && (n->op == IR_OP_CONSTANT || n->op == IR_OP_CONSTANT_EXTERNAL);
+bool ir_op_has_flag(ir_op op, unsigned flag) {
+  const ir_op_info *o = ir_op_get(op);
+  return o && (o->flags & flag) == flag;
 }
+
+bool ir_op_is_elementwise(ir_op op) { return ir_op_has_flag(op, IR_OPF_EW); }
+
+const ir_attr_spec *ir_op_attr_spec(ir_op op, const char *name) {
+  const ir_op_info *o = ir_op_get(op);
+  for (int i = 0; o && name && i < o->nattrs; i++)
+    if (strcmp(o->attrs[i].a.name, name) == 0) return &o->attrs[i];
+  return NULL;
+}
+
+/* ---- dtype sets ---- */
+
+bool ir_dtype_in_set(ir_dtype t, unsigned dts) {
+  if ((dts & IR_DTS_FIB) == 0) return true;
+  if (!ir_dtype_is_compute(t)) return false;
+  unsigned cls = ir_dtype_is_float(t) ? IR_DTS_F : t == IR_DT_BOOL ? IR_DTS_B : IR_DTS_I;
+  return (cls & dts) != 0;
+}
+
+const char *ir_dtype_set_name(unsigned dts) {
+  static const char *const words[8] = {
+      [0] = "any dtype",
+      [IR_DTS_F] = "f32 or f64",
+      [IR_DTS_I] = "si32 or si64",
+      [IR_DTS_FI] = "f32, f64, si32 or si64",
+      [IR_DTS_B] = "bool",
+      [IR_DTS_F | IR_DTS_B] = "bool, f32 or f64",
+      [IR_DTS_I | IR_DTS_B] = "bool, si32 or si64",
+      [IR_DTS_FIB] = "bool, si32, si64, f32 or f64",
+  };
+  return words[dts & IR_DTS_FIB];
+}
+
+bool ir_node_is_source(const ir_node *n) { return n && ir_op_has_flag(n->op, IR_OPF_SRC); }
 
 const ir_node *ir_node_matmul(const ir_node *n) {
   if (!n) return NULL;
@@ -56,25 +120,6 @@ int ir_value_uses(const ir_graph *g, const ir_value *v) {
   return k;
 }
 
-bool ir_op_is_elementwise(ir_op op) {
-  const ir_op_info *o = ir_op_get(op);
-  if (!o) return false;
-  switch (o->cls) {
-  case IR_CLS_UNARY:
-  case IR_CLS_UNARY_FLOAT:
-  case IR_CLS_UNARY_PRED:
-  case IR_CLS_UNARY_LOGICAL:
-  case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
-  case IR_CLS_COMPARE:
-  case IR_CLS_BINARY_LOGICAL:
-  case IR_CLS_WHERE:
-  case IR_CLS_CAST:
-    return true;
-  default:
-    return false;
-  }
-}
 
 /* ---- types ---- */
 bool ir_device_parse(const char *s, ir_device *d) {
@@ -393,6 +438,13 @@ double ir_node_attr_float(const ir_node *n, const char *name, double dflt) {
 const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt) {
   const ir_attr *a = ir_node_attr(n, name);
   return a && a->kind == IR_ATTR_STRING ? a->u.s : dflt;
+}
+
+const ir_attr *ir_node_attr_or_default(const ir_node *n, const char *name) {
+  const ir_attr *a = ir_node_attr(n, name);
+  if (a) return a;
+  const ir_attr_spec *sp = ir_op_attr_spec(n->op, name);
+  return sp && !sp->required ? &sp->a : NULL;
 }
 
 /* Replace (or add, keeping the name order) attribute `name` of n with val

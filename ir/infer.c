@@ -15,17 +15,22 @@
  * (transfer_to, of reshape's class, infers its type from `device`).
  *
  * Assumes: operands are values whose types are set (rank >= 0), with dims in
- * g's arena. Attributes are read with their kinds checked here ("mo.concat
+ * g's arena. A rule reads an attribute by name; its kind, whether it is
+ * required and its default come from the op's schema in ops.def ("mo.concat
  * requires attribute 'axis'", "attribute 'axis' of mo.softmax must be an
- * integer"); unknown attributes are rejected by ir_graph_verify.
+ * integer"); the rule checks the value. Unknown attributes are rejected by
+ * ir_graph_verify.
  * Guarantees: every dim it creates lives in g->arena; on error nothing of the
  * node changes except that checks recorded before the error stay in g->checks
  * (ir_graph_verify rebuilds them on every run anyway).
  *
- * Dtype sets: "float" is f32 / f64 (ir_dtype_is_compute && ir_dtype_is_float),
- * "int" is si32 / si64, and bool; storage-only dtypes are accepted only by the
- * data movement ops (reshape, transpose, permute, broadcast_to, concat, split,
- * slice_tensor, squeeze, unsqueeze, gather) and by cast / constant.external.
+ * Dtypes: before the class rule, the op's table row (ops.def: dt0, dt1,
+ * same) is checked ("operand 0 of mo.exp has dtype si32 but mo.exp takes f32
+ * or f64"). "Float" is f32 / f64, "int" si32 / si64, and bool; storage-only
+ * dtypes are accepted only by ops whose row says ANY: the data movement ops
+ * (reshape, transpose, permute, broadcast_to, concat, split, slice_tensor,
+ * squeeze, unsqueeze, gather's input), cast (its rule checks castability) and
+ * the sources. The shape rules stay code here, one per class.
  *
  * Symbolic dims: a fact the verifier cannot decide (a symbolic dim broadcast
  * against a static one, reshape element counts, matmul K, slice bounds) is
@@ -130,34 +135,19 @@ static const char *type_str(char *buf, size_t cap, const ir_type *t) {
   return buf;
 }
 
-/* ---- dtype classes ---- */
-
-enum { DT_FLOAT = 1, DT_INT = 2, DT_BOOL = 4 };
-
-static unsigned dt_class(ir_dtype t) {
-  if (!ir_dtype_is_compute(t)) return 0;
-  if (ir_dtype_is_float(t)) return DT_FLOAT;
-  if (t == IR_DT_BOOL) return DT_BOOL;
-  return DT_INT;
-}
-
-static const char *dt_set_str(unsigned set) {
-  switch (set) {
-  case DT_FLOAT: return "f32 or f64";
-  case DT_FLOAT | DT_INT: return "f32, f64, si32 or si64";
-  case DT_BOOL: return "bool";
-  default: return "bool, si32, si64, f32 or f64";
-  }
-}
+/* ---- dtypes ---- */
 
 static const ir_type *opt(ctx *c, int k) { return &c->n->in[k]->type; }
 
-/* Operand k's dtype must be in `set`. */
+/* Operand k's dtype must be in set (IR_DTS_*). */
 static int need_dtype(ctx *c, int k, unsigned set) {
   ir_dtype t = opt(c, k)->dtype;
-  if (dt_class(t) & set) return 0;
+  if (ir_dtype_in_set(t, set)) return 0;
+  if (set & IR_DTS_NAMED_INDICES)
+    return fail(c, "operand %d of mo.%s has dtype %s but indices must be %s", k, c->op,
+                ir_dtype_name(t), ir_dtype_set_name(set));
   return fail(c, "operand %d of mo.%s has dtype %s but mo.%s takes %s", k, c->op, ir_dtype_name(t),
-              c->op, dt_set_str(set));
+              c->op, ir_dtype_set_name(set));
 }
 
 /* Operands first..last share operand `first`'s dtype. */
@@ -169,6 +159,17 @@ static int need_same_dtype(ctx *c, int first, int last) {
   return 0;
 }
 
+/* The op's dtype rule from its table row (dts, same), operand by operand:
+ * at operand `same` first the dtype it and the operands after it share, then
+ * each operand's set. Runs before the class rule. */
+static int check_dtypes(ctx *c, const ir_op_info *info) {
+  for (int k = 0; k < c->n->nin; k++) {
+    if (k == info->same && need_same_dtype(c, k, c->n->nin - 1) != 0) return -1;
+    if (k < 2 && need_dtype(c, k, info->dts[k]) != 0) return -1;
+  }
+  return 0;
+}
+
 /* ---- attributes ---- */
 
 static const ir_attr *attr_find(const ir_node *n, const char *name) {
@@ -177,44 +178,67 @@ static const ir_attr *attr_find(const ir_node *n, const char *name) {
   return NULL;
 }
 
-/* The attribute `name` of kind `kind` (INT also satisfies FLOAT); NULL with
- * *rc = 0 when absent and optional, NULL with *rc = -1 on an error. */
-static const ir_attr *attr_get(ctx *c, const char *name, ir_attr_kind kind, bool required,
-                               int *rc) {
+/* Attribute `name` of the node, else its default; kind, requiredness and
+ * default come from the op's schema (ops.def), and an INT satisfies a FLOAT.
+ * NULL with *rc = -1 on an error (missing and required, wrong kind). */
+static const ir_attr *attr_get(ctx *c, const char *name, int *rc) {
   static const char *const words[] = {
       [IR_ATTR_INT] = "an integer",          [IR_ATTR_FLOAT] = "a float",
       [IR_ATTR_BOOL] = "a boolean",          [IR_ATTR_STRING] = "a string",
       [IR_ATTR_INTS] = "a list of integers", [IR_ATTR_STRINGS] = "a list of strings",
       [IR_ATTR_DTYPE] = "a dtype",           [IR_ATTR_DENSE] = "a dense array",
   };
-  *rc = 0;
-  const ir_attr *a = attr_find(c->n, name);
-  if (!a) {
-    if (required) *rc = fail(c, "mo.%s requires attribute '%s'", c->op, name);
+  *rc = -1;
+  const ir_attr_spec *spec = ir_op_attr_spec(c->n->op, name);
+  if (!spec) {
+    fail(c, "mo.%s reads attribute '%s', which its schema (ops.def) lacks", c->op, name);
     return NULL;
   }
-  if (a->kind == kind || (kind == IR_ATTR_FLOAT && a->kind == IR_ATTR_INT)) return a;
-  *rc = fail(c, "attribute '%s' of mo.%s must be %s", name, c->op, words[kind]);
+  ir_attr_kind kind = spec->a.kind;
+  const ir_attr *a = attr_find(c->n, name);
+  if (!a) {
+    if (spec->required) {
+      fail(c, "mo.%s requires attribute '%s'", c->op, name);
+      return NULL;
+    }
+    *rc = 0;
+    return &spec->a;
+  }
+  if (a->kind == kind || (kind == IR_ATTR_FLOAT && a->kind == IR_ATTR_INT)) {
+    *rc = 0;
+    return a;
+  }
+  fail(c, "attribute '%s' of mo.%s must be %s", name, c->op, words[kind]);
   return NULL;
 }
 
-static int attr_int(ctx *c, const char *name, bool required, int64_t dflt, int64_t *out) {
+static int attr_int(ctx *c, const char *name, int64_t *out) {
   int rc;
-  const ir_attr *a = attr_get(c, name, IR_ATTR_INT, required, &rc);
-  *out = a ? a->u.i : dflt;
+  const ir_attr *a = attr_get(c, name, &rc);
+  *out = a ? a->u.i : 0;
   return rc;
 }
 
-static int attr_float(ctx *c, const char *name, double dflt, double *out) {
+static int attr_float(ctx *c, const char *name, double *out) {
   int rc;
-  const ir_attr *a = attr_get(c, name, IR_ATTR_FLOAT, false, &rc);
-  *out = !a ? dflt : a->kind == IR_ATTR_INT ? (double)a->u.i : a->u.f;
+  const ir_attr *a = attr_get(c, name, &rc);
+  *out = !a ? 0 : a->kind == IR_ATTR_INT ? (double)a->u.i : a->u.f;
   return rc;
+}
+
+/* A string attribute; a node's string without text reads as the default. */
+static int attr_string(ctx *c, const char *name, const char **out) {
+  int rc;
+  const ir_attr *a = attr_get(c, name, &rc);
+  *out = NULL;
+  if (!a) return rc;
+  *out = a->u.s ? a->u.s : ir_op_attr_spec(c->n->op, name)->a.u.s;
+  return 0;
 }
 
 static int attr_ints(ctx *c, const char *name, int *nv, const int64_t **v) {
   int rc;
-  const ir_attr *a = attr_get(c, name, IR_ATTR_INTS, true, &rc);
+  const ir_attr *a = attr_get(c, name, &rc);
   *nv = 0;
   *v = NULL;
   if (!a) return rc;
@@ -367,13 +391,10 @@ static int bcast_operands(ctx *c, int first, int last, ir_type *r, ir_dtype dt) 
 
 /* ---- elementwise ---- */
 
-static int infer_unary(ctx *c, ir_type *r, unsigned set, bool to_bool) {
-  if (need_dtype(c, 0, set) != 0) return -1;
+static int infer_unary(ctx *c, ir_type *r, bool to_bool) {
   if (c->n->op == IR_OP_GELU) {
-    int rc;
-    const ir_attr *a = attr_get(c, "approximate", IR_ATTR_STRING, false, &rc);
-    if (rc) return rc;
-    const char *s = a && a->u.s ? a->u.s : "none";
+    const char *s;
+    if (attr_string(c, "approximate", &s) != 0) return -1;
     if (strcmp(s, "none") != 0 && strcmp(s, "tanh") != 0 && strcmp(s, "quick") != 0)
       return fail(c,
                   "attribute 'approximate' of mo.gelu must be \"none\", \"tanh\" or \"quick\", "
@@ -384,22 +405,17 @@ static int infer_unary(ctx *c, ir_type *r, unsigned set, bool to_bool) {
   return res_set(c, r, to_bool ? IR_DT_BOOL : t->dtype, t->rank, t->dims, t->device);
 }
 
-static int infer_binary(ctx *c, ir_type *r, unsigned set, bool to_bool) {
-  if (need_same_dtype(c, 0, 1) != 0) return -1;
-  if (need_dtype(c, 0, set) != 0) return -1;
+static int infer_binary(ctx *c, ir_type *r, bool to_bool) {
   return bcast_operands(c, 0, 1, r, to_bool ? IR_DT_BOOL : opt(c, 0)->dtype);
 }
 
 static int infer_where(ctx *c, ir_type *r) {
-  if (need_dtype(c, 0, DT_BOOL) != 0 || need_same_dtype(c, 1, 2) != 0 ||
-      need_dtype(c, 1, DT_FLOAT | DT_INT | DT_BOOL) != 0)
-    return -1;
   return bcast_operands(c, 0, 2, r, opt(c, 1)->dtype);
 }
 
 static int infer_cast(ctx *c, ir_type *r) {
   int rc;
-  const ir_attr *a = attr_get(c, "dtype", IR_ATTR_DTYPE, true, &rc);
+  const ir_attr *a = attr_get(c, "dtype", &rc);
   if (!a) return rc;
   const ir_type *t = opt(c, 0);
   if ((unsigned)a->u.dtype >= IR_DT_COUNT)
@@ -429,7 +445,7 @@ static int declared(ctx *c, const ir_type **out) {
 
 static int infer_constant(ctx *c, ir_type *r) {
   int rc;
-  const ir_attr *a = attr_get(c, "value", IR_ATTR_DENSE, true, &rc);
+  const ir_attr *a = attr_get(c, "value", &rc);
   if (!a) return rc;
   const ir_type *t;
   if (declared(c, &t) != 0) return -1;
@@ -469,7 +485,7 @@ static int infer_constant(ctx *c, ir_type *r) {
 
 static int infer_constant_external(ctx *c, ir_type *r) {
   int rc;
-  const ir_attr *a = attr_get(c, "name", IR_ATTR_STRING, true, &rc);
+  const ir_attr *a = attr_get(c, "name", &rc);
   if (!a) return rc;
   if (!a->u.s || !a->u.s[0]) return fail(c, "attribute 'name' of mo.constant.external is empty");
   const ir_type *t;
@@ -480,7 +496,6 @@ static int infer_constant_external(ctx *c, ir_type *r) {
 /* ---- matmul, reductions, normalizations ---- */
 
 static int infer_matmul(ctx *c, ir_type *r) {
-  if (need_same_dtype(c, 0, 1) != 0 || need_dtype(c, 0, DT_FLOAT) != 0) return -1;
   const ir_type *a = opt(c, 0), *b = opt(c, 1);
   for (int k = 0; k < 2; k++)
     if (opt(c, k)->rank < 2)
@@ -511,14 +526,13 @@ static int infer_matmul(ctx *c, ir_type *r) {
   return res_set(c, r, a->dtype, acc.rank + 2, acc.d, a->device);
 }
 
-/* Reductions and softmax: one `axis` (default -1); reductions keep it as 1.
+/* Reductions and softmax: one `axis`; reductions keep it as 1.
  * force: the result dtype, or -1 for the operand's. */
-static int infer_axis_op(ctx *c, ir_type *r, unsigned set, bool keep_as_one, int force) {
-  if (need_dtype(c, 0, set) != 0) return -1;
+static int infer_axis_op(ctx *c, ir_type *r, bool keep_as_one, int force) {
   const ir_type *t = opt(c, 0);
   int64_t axis;
   int ax;
-  if (attr_int(c, "axis", false, -1, &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+  if (attr_int(c, "axis", &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
     return -1;
   if (res_set(c, r, force >= 0 ? (ir_dtype)force : t->dtype, t->rank, t->dims, t->device) != 0)
     return -1;
@@ -527,7 +541,6 @@ static int infer_axis_op(ctx *c, ir_type *r, unsigned set, bool keep_as_one, int
 }
 
 static int infer_layer_norm(ctx *c, ir_type *r) {
-  if (need_same_dtype(c, 0, 2) != 0 || need_dtype(c, 0, DT_FLOAT) != 0) return -1;
   const ir_type *t = opt(c, 0);
   if (t->rank < 1) return fail(c, "operand 0 of mo.layer_norm has rank 0 but needs rank >= 1");
   const ir_dim *last = t->dims[t->rank - 1];
@@ -550,7 +563,7 @@ static int infer_layer_norm(ctx *c, ir_type *r) {
       return -1;
   }
   double eps;
-  if (attr_float(c, "epsilon", 1e-5, &eps) != 0) return -1;
+  if (attr_float(c, "epsilon", &eps) != 0) return -1;
   if (!(eps > 0)) return fail(c, "mo.layer_norm: epsilon must be > 0, not %g", eps);
   return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
 }
@@ -642,7 +655,7 @@ static int infer_transpose(ctx *c, ir_type *r) {
   const ir_type *t = opt(c, 0);
   int64_t a1, a2;
   int x, y;
-  if (attr_int(c, "axis_1", true, 0, &a1) != 0 || attr_int(c, "axis_2", true, 0, &a2) != 0 ||
+  if (attr_int(c, "axis_1", &a1) != 0 || attr_int(c, "axis_2", &a2) != 0 ||
       norm_axis(c, "axis_1", a1, t->rank, &x) != 0 || norm_axis(c, "axis_2", a2, t->rank, &y) != 0)
     return -1;
   if (res_set(c, r, t->dtype, t->rank, t->dims, t->device) != 0) return -1;
@@ -672,10 +685,9 @@ static int infer_permute(ctx *c, ir_type *r) {
 
 static int infer_concat(ctx *c, ir_type *r) {
   const ir_type *t0 = opt(c, 0);
-  if (need_same_dtype(c, 0, c->n->nin - 1) != 0) return -1;
   int64_t axis;
   int ax;
-  if (attr_int(c, "axis", true, 0, &axis) != 0 || norm_axis(c, "axis", axis, t0->rank, &ax) != 0)
+  if (attr_int(c, "axis", &axis) != 0 || norm_axis(c, "axis", axis, t0->rank, &ax) != 0)
     return -1;
   const ir_dim *d[IR_MAX_RANK];
   for (int i = 0; i < t0->rank; i++) d[i] = t0->dims[i];
@@ -710,7 +722,7 @@ static int infer_split(ctx *c, ir_type *res) {
   const int64_t *v;
   int64_t axis;
   int ax;
-  if (attr_ints(c, "split_sizes", &nv, &v) != 0 || attr_int(c, "axis", false, 0, &axis) != 0 ||
+  if (attr_ints(c, "split_sizes", &nv, &v) != 0 || attr_int(c, "axis", &axis) != 0 ||
       norm_axis(c, "axis", axis, t->rank, &ax) != 0)
     return -1;
   if (nv < 1) return fail(c, "mo.split: split_sizes is empty");
@@ -857,7 +869,7 @@ static int infer_squeeze(ctx *c, ir_type *r) {
   const ir_type *t = opt(c, 0);
   int64_t axis;
   int ax;
-  if (attr_int(c, "axis", true, 0, &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+  if (attr_int(c, "axis", &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
     return -1;
   int64_t v;
   char s1[160];
@@ -880,7 +892,7 @@ static int infer_unsqueeze(ctx *c, ir_type *r) {
   const ir_type *t = opt(c, 0);
   int64_t axis;
   int ax;
-  if (attr_int(c, "axis", true, 0, &axis) != 0 || norm_axis(c, "axis", axis, t->rank + 1, &ax) != 0)
+  if (attr_int(c, "axis", &axis) != 0 || norm_axis(c, "axis", axis, t->rank + 1, &ax) != 0)
     return -1;
   if (t->rank + 1 > IR_MAX_RANK)
     return fail(c, "mo.unsqueeze: the result would have rank %d, more than %d", t->rank + 1,
@@ -893,12 +905,9 @@ static int infer_unsqueeze(ctx *c, ir_type *r) {
 
 static int infer_gather(ctx *c, ir_type *r) {
   const ir_type *t = opt(c, 0), *idx = opt(c, 1);
-  if (idx->dtype != IR_DT_SI32 && idx->dtype != IR_DT_SI64)
-    return fail(c, "operand 1 of mo.gather has dtype %s but indices must be si32 or si64",
-                ir_dtype_name(idx->dtype));
   int64_t axis;
   int ax;
-  if (attr_int(c, "axis", false, -1, &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
+  if (attr_int(c, "axis", &axis) != 0 || norm_axis(c, "axis", axis, t->rank, &ax) != 0)
     return -1;
   int rank = t->rank - 1 + idx->rank;
   if (rank > IR_MAX_RANK)
@@ -1015,27 +1024,22 @@ static int infer_custom(ctx *c, ir_type *res) {
 
 static int infer_class(ctx *c, ir_type *res) {
   switch (ir_op_get(c->n->op)->cls) {
-  case IR_CLS_UNARY: return infer_unary(c, res, DT_FLOAT | DT_INT, false);
-  case IR_CLS_UNARY_FLOAT: return infer_unary(c, res, DT_FLOAT, false);
-  case IR_CLS_UNARY_PRED: return infer_unary(c, res, DT_FLOAT, true);
-  case IR_CLS_UNARY_LOGICAL: return infer_unary(c, res, DT_BOOL, false);
-  case IR_CLS_BINARY: return infer_binary(c, res, DT_FLOAT | DT_INT, false);
-  case IR_CLS_BINARY_FLOAT: return infer_binary(c, res, DT_FLOAT, false);
-  case IR_CLS_COMPARE: {
-    bool ordered = c->n->op == IR_OP_GREATER || c->n->op == IR_OP_GREATER_EQUAL;
-    return infer_binary(c, res, DT_FLOAT | DT_INT | (ordered ? 0 : DT_BOOL), true);
-  }
-  case IR_CLS_BINARY_LOGICAL: return infer_binary(c, res, DT_BOOL, false);
+  case IR_CLS_UNARY:
+  case IR_CLS_UNARY_FLOAT:
+  case IR_CLS_UNARY_LOGICAL: return infer_unary(c, res, false);
+  case IR_CLS_UNARY_PRED: return infer_unary(c, res, true);
+  case IR_CLS_BINARY:
+  case IR_CLS_BINARY_FLOAT:
+  case IR_CLS_BINARY_LOGICAL: return infer_binary(c, res, false);
+  case IR_CLS_COMPARE: return infer_binary(c, res, true);
   case IR_CLS_WHERE: return infer_where(c, res);
   case IR_CLS_CAST: return infer_cast(c, res);
   case IR_CLS_CONSTANT: return infer_constant(c, res);
   case IR_CLS_CONSTANT_EXTERNAL: return infer_constant_external(c, res);
   case IR_CLS_MATMUL: return infer_matmul(c, res);
-  case IR_CLS_REDUCE:
-    return infer_axis_op(c, res, c->n->op == IR_OP_REDUCE_MEAN ? DT_FLOAT : DT_FLOAT | DT_INT, true,
-                         -1);
-  case IR_CLS_REDUCE_ARG: return infer_axis_op(c, res, DT_FLOAT | DT_INT, true, IR_DT_SI64);
-  case IR_CLS_SOFTMAX: return infer_axis_op(c, res, DT_FLOAT, false, -1);
+  case IR_CLS_REDUCE: return infer_axis_op(c, res, true, -1);
+  case IR_CLS_REDUCE_ARG: return infer_axis_op(c, res, true, IR_DT_SI64);
+  case IR_CLS_SOFTMAX: return infer_axis_op(c, res, false, -1);
   case IR_CLS_LAYER_NORM: return infer_layer_norm(c, res);
   case IR_CLS_RESHAPE:
     return c->n->op == IR_OP_TRANSFER_TO ? infer_transfer(c, res) : infer_reshape(c, res);
@@ -1050,6 +1054,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_GATHER: return infer_gather(c, res);
   case IR_CLS_FUSED: return infer_fused(c, res);
   case IR_CLS_CUSTOM: return infer_custom(c, res);
+  case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);
 }
@@ -1093,7 +1098,7 @@ int ir_infer_node(ir_graph *g, ir_node *n, ir_diag *d) {
   const ir_op_info *info = ir_op_get(n->op);
   if (!info) return ir_diag_set(d, n->loc, "op #%d has an unknown op code %d", n->id, (int)n->op);
   ctx c = {g, n, d, info->name};
-  if (check_operands(&c) != 0) return -1;
+  if (check_operands(&c) != 0 || check_dtypes(&c, info) != 0) return -1;
   ir_type *res = ir_arena_alloc(g->arena, (size_t)n->nout * sizeof *res);
   if (!res) return oom(&c);
   if (infer_class(&c, res) != 0) return -1;

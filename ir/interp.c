@@ -8,7 +8,10 @@
  * Guarantees: no crash and no out-of-bounds access whatever the graph and
  * inputs: besides trusting the verifier, every op re-checks the run-time
  * shapes it indexes with and reports a mismatch as an error, and so do
- * data-dependent faults (gather index, integer mod by zero). On failure
+ * data-dependent faults (gather index, integer mod by zero). An op it cannot
+ * run (a custom kernel, an op without a scalar meaning in interp_scalar.c)
+ * is an error naming the op, never a made-up value; every op class has a
+ * routine in run_class, whose size the compiler checks. On failure
  * everything it allocated is freed and the outputs are zeroed.
  *
  * Semantics the JIT must match (beyond seed 002 and ops.def):
@@ -101,6 +104,14 @@ static int op_fail(run *r, const ir_node *n, const char *fmt, ...) {
               n->nout > 0 ? n->out[0]->name : "?", detail);
 }
 
+/* Integer attribute `name` of n, else its default from the op's schema
+ * (ops.def); INT64_MIN when it has neither or is not an integer (the
+ * verifier refuses both; the axis checks then fail). */
+static int64_t attr_int(const ir_node *n, const char *name) {
+  const ir_attr *a = ir_node_attr_or_default(n, name);
+  return a && a->kind == IR_ATTR_INT ? a->u.i : INT64_MIN;
+}
+
 static const ir_tensor *IN(run *r, const ir_node *n, int k) { return &r->vals[n->in[k]->id]; }
 static ir_tensor *OUT(run *r, const ir_node *n, int k) { return &r->vals[n->out[k]->id]; }
 
@@ -174,7 +185,8 @@ static int run_elementwise(run *r, const ir_node *n) {
   ir_dtype dt = x[0]->dtype;
   int gelu = IR_REF_GELU_NONE;
   if (n->op == IR_OP_GELU) {
-    const char *ap = ir_node_attr_string(n, "approximate", "none");
+    const ir_attr *a = ir_node_attr_or_default(n, "approximate");
+    const char *ap = a && a->kind == IR_ATTR_STRING && a->u.s ? a->u.s : "none";
     if (strcmp(ap, "tanh") == 0)
       gelu = IR_REF_GELU_TANH;
     else if (strcmp(ap, "quick") == 0)
@@ -224,47 +236,64 @@ static int run_elementwise(run *r, const ir_node *n) {
   for (int64_t i = 0; i < total; i++) {
     int64_t o[3] = {0, 0, 0};
     for (int k = 0; k < n->nin; k++) o[k] = bcast_offset(y, st[k], i);
+    bool known = true;
     switch (info->cls) {
     case IR_CLS_UNARY:
     case IR_CLS_UNARY_FLOAT:
-      if (dt == IR_DT_F32)
-        ir_ref_st_f(y, i, ir_ref_un_f32(n->op, gelu, (float)ir_ref_ld_f(x[0], o[0])));
-      else if (dt == IR_DT_F64)
-        ir_ref_st_f(y, i, ir_ref_un_f64(n->op, gelu, ir_ref_ld_f(x[0], o[0])));
-      else
-        ir_ref_st_i(y, i, ir_ref_un_int(n->op, ir_ref_ld_i(x[0], o[0])));
-      break;
-    case IR_CLS_UNARY_PRED: {
-      double v = ir_ref_ld_f(x[0], o[0]);
-      ir_ref_st_i(y, i, n->op == IR_OP_IS_NAN ? isnan(v) != 0 : isinf(v) != 0);
-      break;
-    }
-    case IR_CLS_UNARY_LOGICAL:
-      ir_ref_st_i(y, i, !ir_ref_ld_i(x[0], o[0]));
-      break;
-    case IR_CLS_BINARY:
-    case IR_CLS_BINARY_FLOAT:
       if (dt == IR_DT_F32) {
-        ir_ref_st_f(y, i, ir_ref_bin_f32(n->op, (float)ir_ref_ld_f(x[0], o[0]), (float)ir_ref_ld_f(x[1], o[1])));
+        float v = 0;
+        known = ir_ref_un_f32(n->op, gelu, (float)ir_ref_ld_f(x[0], o[0]), &v);
+        ir_ref_st_f(y, i, v);
       } else if (dt == IR_DT_F64) {
-        ir_ref_st_f(y, i, ir_ref_bin_f64(n->op, ir_ref_ld_f(x[0], o[0]), ir_ref_ld_f(x[1], o[1])));
+        double v = 0;
+        known = ir_ref_un_f64(n->op, gelu, ir_ref_ld_f(x[0], o[0]), &v);
+        ir_ref_st_f(y, i, v);
       } else {
-        int64_t v;
-        if (!ir_ref_bin_int(n->op, ir_ref_ld_i(x[0], o[0]), ir_ref_ld_i(x[1], o[1]), &v))
-          return op_fail(r, n, "integer division by zero");
+        int64_t v = 0;
+        known = ir_ref_un_int(n->op, ir_ref_ld_i(x[0], o[0]), &v);
         ir_ref_st_i(y, i, v);
       }
       break;
-    case IR_CLS_COMPARE:
-      if (ir_ref_is_fc(dt))
-        ir_ref_st_i(y, i, ir_ref_cmp_f(n->op, ir_ref_ld_f(x[0], o[0]), ir_ref_ld_f(x[1], o[1])));
-      else
-        ir_ref_st_i(y, i, ir_ref_cmp_i(n->op, ir_ref_ld_i(x[0], o[0]), ir_ref_ld_i(x[1], o[1])));
+    case IR_CLS_UNARY_PRED: {
+      bool v = false;
+      known = ir_ref_pred(n->op, ir_ref_ld_f(x[0], o[0]), &v);
+      ir_ref_st_i(y, i, v);
       break;
+    }
+    case IR_CLS_UNARY_LOGICAL:
     case IR_CLS_BINARY_LOGICAL: {
-      bool a = ir_ref_ld_i(x[0], o[0]) != 0, b = ir_ref_ld_i(x[1], o[1]) != 0;
-      ir_ref_st_i(y, i, n->op == IR_OP_LOGICAL_AND ? (a && b) : n->op == IR_OP_LOGICAL_OR ? (a || b)
-                                                                               : (a != b));
+      bool a = ir_ref_ld_i(x[0], o[0]) != 0, v = false;
+      bool b = n->nin > 1 && ir_ref_ld_i(x[1], o[1]) != 0;
+      known = ir_ref_logic(n->op, a, b, &v);
+      ir_ref_st_i(y, i, v);
+      break;
+    }
+    case IR_CLS_BINARY:
+    case IR_CLS_BINARY_FLOAT:
+      if (dt == IR_DT_F32) {
+        float v = 0;
+        known = ir_ref_bin_f32(n->op, (float)ir_ref_ld_f(x[0], o[0]),
+                               (float)ir_ref_ld_f(x[1], o[1]), &v);
+        ir_ref_st_f(y, i, v);
+      } else if (dt == IR_DT_F64) {
+        double v = 0;
+        known = ir_ref_bin_f64(n->op, ir_ref_ld_f(x[0], o[0]), ir_ref_ld_f(x[1], o[1]), &v);
+        ir_ref_st_f(y, i, v);
+      } else {
+        int64_t v = 0;
+        int rc = ir_ref_bin_int(n->op, ir_ref_ld_i(x[0], o[0]), ir_ref_ld_i(x[1], o[1]), &v);
+        if (rc == IR_REF_DIV_ZERO) return op_fail(r, n, "integer division by zero");
+        known = rc == IR_REF_OK;
+        ir_ref_st_i(y, i, v);
+      }
+      break;
+    case IR_CLS_COMPARE: {
+      bool v = false;
+      if (ir_ref_is_fc(dt))
+        known = ir_ref_cmp_f(n->op, ir_ref_ld_f(x[0], o[0]), ir_ref_ld_f(x[1], o[1]), &v);
+      else
+        known = ir_ref_cmp_i(n->op, ir_ref_ld_i(x[0], o[0]), ir_ref_ld_i(x[1], o[1]), &v);
+      ir_ref_st_i(y, i, v);
       break;
     }
     case IR_CLS_WHERE:
@@ -277,8 +306,12 @@ static int run_elementwise(run *r, const ir_node *n) {
       ir_ref_cast_elem(x[0], o[0], y, i);
       break;
     default:
+      known = false;
       break;
     }
+    if (!known)
+      return op_fail(r, n, "the reference interpreter has no meaning for it on %s "
+                           "(ir/interp_scalar.c)", ir_dtype_name(dt));
   }
   return 0;
 }
@@ -340,7 +373,7 @@ static int run_matmul(run *r, const ir_node *n) {
  * with that axis of size `ylen`. */
 static int axis_split(run *r, const ir_node *n, const ir_tensor *x, const ir_tensor *y,
                       int64_t ylen, int *axis, int64_t *outer, int64_t *len, int64_t *inner) {
-  int64_t attr = ir_node_attr_int(n, "axis", -1);
+  int64_t attr = attr_int(n, "axis");
   if (!norm_axis(attr, x->rank, axis))
     return op_fail(r, n, "axis %lld is out of range for rank %d", (long long)attr, x->rank);
   bool ok = y->rank == x->rank;
@@ -465,7 +498,9 @@ static int run_layer_norm(run *r, const ir_node *n) {
                    (long long)ir_tensor_numel(gm), (long long)ir_tensor_numel(bt));
   if (!ir_ref_is_fc(x->dtype) || y->dtype != x->dtype || gm->dtype != x->dtype || bt->dtype != x->dtype)
     return dtype_fail(r, n, x->dtype);
-  double eps = ir_node_attr_float(n, "epsilon", 1e-5);
+  const ir_attr *ea = ir_node_attr_or_default(n, "epsilon");
+  if (!ea) return op_fail(r, n, "no epsilon");
+  double eps = ea->kind == IR_ATTR_INT ? (double)ea->u.i : ea->u.f;
   int64_t rows = span(x, 0, x->rank - 1);
   for (int64_t row = 0; row < rows && len > 0; row++) {
     int64_t base = row * len;
@@ -524,8 +559,7 @@ static int permute_copy(run *r, const ir_node *n, const int *perm) {
 
 static int run_transpose(run *r, const ir_node *n) {
   int rank = IN(r, n, 0)->rank, a1, a2, perm[IR_MAX_RANK];
-  int64_t x1 = ir_node_attr_int(n, "axis_1", INT64_MIN);
-  int64_t x2 = ir_node_attr_int(n, "axis_2", INT64_MIN);
+  int64_t x1 = attr_int(n, "axis_1"), x2 = attr_int(n, "axis_2");
   if (!norm_axis(x1, rank, &a1) || !norm_axis(x2, rank, &a2))
     return op_fail(r, n, "axes %lld, %lld are out of range for rank %d", (long long)x1,
                    (long long)x2, rank);
@@ -594,7 +628,7 @@ static int run_concat_split(run *r, const ir_node *n) {
   const ir_tensor **pieces = calloc((size_t)(np ? np : 1), sizeof *pieces);
   if (!pieces) return op_fail(r, n, "out of memory");
   for (int k = 0; k < np; k++) pieces[k] = concat ? IN(r, n, k) : OUT(r, n, k);
-  int64_t attr = ir_node_attr_int(n, "axis", concat ? INT64_MIN : 0);
+  int64_t attr = attr_int(n, "axis");
   int rc = -1;
   if (!norm_axis(attr, whole->rank, &axis)) {
     op_fail(r, n, "axis %lld is out of range for rank %d", (long long)attr, whole->rank);
@@ -694,7 +728,7 @@ static int run_gather(run *r, const ir_node *n) {
   const ir_tensor *x = IN(r, n, 0), *idx = IN(r, n, 1);
   ir_tensor *y = OUT(r, n, 0);
   int axis;
-  int64_t attr = ir_node_attr_int(n, "axis", -1);
+  int64_t attr = attr_int(n, "axis");
   if (!norm_axis(attr, x->rank, &axis))
     return op_fail(r, n, "axis %lld is out of range for rank %d", (long long)attr, x->rank);
   if (!ir_ref_is_ic(idx->dtype)) return dtype_fail(r, n, idx->dtype);
@@ -822,9 +856,52 @@ out:
   return rc;
 }
 
+static int run_custom(run *r, const ir_node *n) {
+  return op_fail(r, n, "the kernel \"%s\" needs its kernel library: the reference interpreter "
+                       "cannot run custom kernels", ir_node_attr_string(n, "symbol", "?"));
+}
+
+/* The routine of each op class (ops.def's CLS rows); the size is checked, so
+ * a class added without one fails the build. */
+typedef int (*run_fn)(run *r, const ir_node *n);
+static const run_fn run_class[] = {
+    [IR_CLS_UNARY] = run_elementwise,
+    [IR_CLS_UNARY_FLOAT] = run_elementwise,
+    [IR_CLS_UNARY_PRED] = run_elementwise,
+    [IR_CLS_UNARY_LOGICAL] = run_elementwise,
+    [IR_CLS_BINARY] = run_elementwise,
+    [IR_CLS_BINARY_FLOAT] = run_elementwise,
+    [IR_CLS_COMPARE] = run_elementwise,
+    [IR_CLS_BINARY_LOGICAL] = run_elementwise,
+    [IR_CLS_WHERE] = run_elementwise,
+    [IR_CLS_CAST] = run_elementwise,
+    [IR_CLS_CONSTANT] = run_constant,
+    [IR_CLS_CONSTANT_EXTERNAL] = run_external,
+    [IR_CLS_MATMUL] = run_matmul,
+    [IR_CLS_REDUCE] = run_reduce,
+    [IR_CLS_REDUCE_ARG] = run_reduce,
+    [IR_CLS_SOFTMAX] = run_softmax,
+    [IR_CLS_LAYER_NORM] = run_layer_norm,
+    [IR_CLS_RESHAPE] = run_copy,
+    [IR_CLS_TRANSPOSE] = run_transpose,
+    [IR_CLS_PERMUTE] = run_permute,
+    [IR_CLS_BROADCAST_TO] = run_broadcast_to,
+    [IR_CLS_CONCAT] = run_concat_split,
+    [IR_CLS_SPLIT] = run_concat_split,
+    [IR_CLS_SLICE] = run_slice,
+    [IR_CLS_SQUEEZE] = run_copy,
+    [IR_CLS_UNSQUEEZE] = run_copy,
+    [IR_CLS_GATHER] = run_gather,
+    [IR_CLS_FUSED] = run_fused,
+    [IR_CLS_CUSTOM] = run_custom,
+};
+_Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
+               "every op class of ir/ops.def needs a routine in ir/interp.c");
+
 static int run_node(run *r, const ir_node *n) {
   const ir_op_info *info = ir_op_get(n->op);
-  if (!info) return ir_ref_fail(r->msg, r->msglen, "node %d has an unknown op", n->id);
+  if (!info)
+    return ir_ref_fail(r->msg, r->msglen, "op #%d has an unknown op code %d", n->id, (int)n->op);
   for (int k = 0; k < n->nin; k++)
     if (!r->ready[n->in[k]->id])
       return op_fail(r, n, "operand %d (%%%s) is used before it is computed", k, n->in[k]->name);
@@ -847,32 +924,9 @@ static int run_node(run *r, const ir_node *n) {
     if (!t->data) return op_fail(r, n, "out of memory for %zu bytes", bytes);
     r->owned[v->id] = true;
   }
-  int rc;
-  switch (info->cls) {
-  case IR_CLS_CONSTANT: rc = run_constant(r, n); break;
-  case IR_CLS_CONSTANT_EXTERNAL: rc = run_external(r, n); break;
-  case IR_CLS_MATMUL: rc = run_matmul(r, n); break;
-  case IR_CLS_REDUCE:
-  case IR_CLS_REDUCE_ARG: rc = run_reduce(r, n); break;
-  case IR_CLS_SOFTMAX: rc = run_softmax(r, n); break;
-  case IR_CLS_LAYER_NORM: rc = run_layer_norm(r, n); break;
-  case IR_CLS_RESHAPE:
-  case IR_CLS_SQUEEZE:
-  case IR_CLS_UNSQUEEZE: rc = run_copy(r, n); break;
-  case IR_CLS_TRANSPOSE: rc = run_transpose(r, n); break;
-  case IR_CLS_PERMUTE: rc = run_permute(r, n); break;
-  case IR_CLS_BROADCAST_TO: rc = run_broadcast_to(r, n); break;
-  case IR_CLS_CONCAT:
-  case IR_CLS_SPLIT: rc = run_concat_split(r, n); break;
-  case IR_CLS_SLICE: rc = run_slice(r, n); break;
-  case IR_CLS_GATHER: rc = run_gather(r, n); break;
-  case IR_CLS_FUSED: rc = run_fused(r, n); break;
-  case IR_CLS_CUSTOM:
-    rc = op_fail(r, n, "the kernel \"%s\" needs its kernel library: the reference interpreter "
-                       "cannot run custom kernels", ir_node_attr_string(n, "symbol", "?"));
-    break;
-  default: rc = run_elementwise(r, n); break;
-  }
+  run_fn fn = run_class[info->cls];
+  if (!fn) return op_fail(r, n, "the reference interpreter has no routine for its op class");
+  int rc = fn(r, n);
   if (rc) return rc;
   for (int k = 0; k < n->nout; k++) r->ready[n->out[k]->id] = true;
   return 0;

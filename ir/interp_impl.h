@@ -1,6 +1,6 @@
 /* interp_impl.h - internal to the reference interpreter (interp.c,
- * interp_solve.c, interp_scalar.c): messages and the scalar semantics every
- * op is built from. Not part of any API. */
+ * interp_scalar.c): the scalar semantics every op is built from, and the
+ * message helpers it shares with shape.c (shape.h). Not part of any API. */
 #ifndef KILN_IR_INTERP_IMPL_H
 #define KILN_IR_INTERP_IMPL_H
 
@@ -25,16 +25,23 @@ int64_t ir_ref_int_min(ir_dtype dt);
 int64_t ir_ref_int_max(ir_dtype dt);
 bool ir_ref_is_fc(ir_dtype dt);
 bool ir_ref_is_ic(ir_dtype dt);
-float ir_ref_un_f32(ir_op op, int gelu, float x);
-double ir_ref_un_f64(ir_op op, int gelu, double x);
-int64_t ir_ref_un_int(ir_op op, int64_t x);
+/* The scalar meaning of each elementwise op: true with *y set, false when
+ * the interpreter has none for op (run_elementwise reports it with the op's
+ * name). ir_ref_logic takes logical_not (b unused) and the binary logicals. */
+bool ir_ref_un_f32(ir_op op, int gelu, float x, float *y);
+bool ir_ref_un_f64(ir_op op, int gelu, double x, double *y);
+bool ir_ref_un_int(ir_op op, int64_t x, int64_t *y);
+bool ir_ref_pred(ir_op op, double x, bool *y);
+bool ir_ref_logic(ir_op op, bool a, bool b, bool *y);
 double ir_ref_max_f(double a, double b);
 double ir_ref_min_f(double a, double b);
-float ir_ref_bin_f32(ir_op op, float a, float b);
-double ir_ref_bin_f64(ir_op op, double a, double b);
-bool ir_ref_bin_int(ir_op op, int64_t a, int64_t b, int64_t *r);
-bool ir_ref_cmp_f(ir_op op, double a, double b);
-bool ir_ref_cmp_i(ir_op op, int64_t a, int64_t b);
+bool ir_ref_bin_f32(ir_op op, float a, float b, float *y);
+bool ir_ref_bin_f64(ir_op op, double a, double b, double *y);
+enum { IR_REF_OK, IR_REF_NO_MEANING, IR_REF_DIV_ZERO };
+/* IR_REF_OK, IR_REF_NO_MEANING, or IR_REF_DIV_ZERO (integer mod by zero). */
+int ir_ref_bin_int(ir_op op, int64_t a, int64_t b, int64_t *y);
+bool ir_ref_cmp_f(ir_op op, double a, double b, bool *y);
+bool ir_ref_cmp_i(ir_op op, int64_t a, int64_t b, bool *y);
 void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_t yi);
 
 #endif

@@ -1,7 +1,8 @@
 /* interp_scalar.c - the reference interpreter's scalar semantics: element
  * loads and stores for every dtype, f16 / bf16 rounding, and the value of each
  * elementwise op on one element (the rules are listed at the top of interp.c).
- * Plain C with libm; no allocation. */
+ * An op without a meaning here is reported as such (false / IR_REF_NO_MEANING),
+ * never given a value. Plain C with libm; no allocation. */
 #include "interp_impl.h"
 
 #include <math.h>
@@ -166,71 +167,98 @@ int64_t ir_ref_int_max(ir_dtype dt) {
 bool ir_ref_is_fc(ir_dtype dt) { return dt == IR_DT_F32 || dt == IR_DT_F64; }
 bool ir_ref_is_ic(ir_dtype dt) { return dt == IR_DT_SI32 || dt == IR_DT_SI64; }
 
-/* ---- scalar semantics ---- */
+/* ---- scalar semantics ----
+ * Each function gives op's value on one element and returns true, or returns
+ * false when it has no meaning for op (an op added to ops.def without one):
+ * the caller reports that with the op's name, never a made-up value. */
 
-float ir_ref_un_f32(ir_op op, int gelu, float x) {
+bool ir_ref_un_f32(ir_op op, int gelu, float x, float *y) {
   switch (op) {
-  case IR_OP_ABS: return fabsf(x);
-  case IR_OP_NEGATE: return -x;
-  case IR_OP_EXP: return expf(x);
-  case IR_OP_LOG: return logf(x);
-  case IR_OP_LOG1P: return log1pf(x);
-  case IR_OP_SQRT: return sqrtf(x);
-  case IR_OP_RSQRT: return 1.0f / sqrtf(x);
-  case IR_OP_TANH: return tanhf(x);
-  case IR_OP_SIGMOID: return 1.0f / (1.0f + expf(-x));
-  case IR_OP_RELU: return isnan(x) ? x : (x > 0.0f ? x : 0.0f);
-  case IR_OP_SILU: return x * (1.0f / (1.0f + expf(-x)));
-  case IR_OP_ERF: return erff(x);
-  case IR_OP_SIN: return sinf(x);
-  case IR_OP_COS: return cosf(x);
-  case IR_OP_FLOOR: return floorf(x);
-  case IR_OP_ROUND: return nearbyintf(x); /* default mode: half to even */
-  case IR_OP_TRUNC: return truncf(x);
+  case IR_OP_ABS: *y = fabsf(x); return true;
+  case IR_OP_NEGATE: *y = -x; return true;
+  case IR_OP_EXP: *y = expf(x); return true;
+  case IR_OP_LOG: *y = logf(x); return true;
+  case IR_OP_LOG1P: *y = log1pf(x); return true;
+  case IR_OP_SQRT: *y = sqrtf(x); return true;
+  case IR_OP_RSQRT: *y = 1.0f / sqrtf(x); return true;
+  case IR_OP_TANH: *y = tanhf(x); return true;
+  case IR_OP_SIGMOID: *y = 1.0f / (1.0f + expf(-x)); return true;
+  case IR_OP_RELU: *y = isnan(x) ? x : (x > 0.0f ? x : 0.0f); return true;
+  case IR_OP_SILU: *y = x * (1.0f / (1.0f + expf(-x))); return true;
+  case IR_OP_ERF: *y = erff(x); return true;
+  case IR_OP_SIN: *y = sinf(x); return true;
+  case IR_OP_COS: *y = cosf(x); return true;
+  case IR_OP_FLOOR: *y = floorf(x); return true;
+  case IR_OP_ROUND: *y = nearbyintf(x); return true; /* default mode: half to even */
+  case IR_OP_TRUNC: *y = truncf(x); return true;
   case IR_OP_GELU:
     if (gelu == IR_REF_GELU_TANH)
-      return 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-    if (gelu == IR_REF_GELU_QUICK) return x * (1.0f / (1.0f + expf(-1.702f * x)));
-    return 0.5f * x * (1.0f + erff(x / 1.4142135623730951f));
-  default: return NAN;
+      *y = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
+    else if (gelu == IR_REF_GELU_QUICK)
+      *y = x * (1.0f / (1.0f + expf(-1.702f * x)));
+    else
+      *y = 0.5f * x * (1.0f + erff(x / 1.4142135623730951f));
+    return true;
+  default: return false;
   }
 }
 
-double ir_ref_un_f64(ir_op op, int gelu, double x) {
+bool ir_ref_un_f64(ir_op op, int gelu, double x, double *y) {
   switch (op) {
-  case IR_OP_ABS: return fabs(x);
-  case IR_OP_NEGATE: return -x;
-  case IR_OP_EXP: return exp(x);
-  case IR_OP_LOG: return log(x);
-  case IR_OP_LOG1P: return log1p(x);
-  case IR_OP_SQRT: return sqrt(x);
-  case IR_OP_RSQRT: return 1.0 / sqrt(x);
-  case IR_OP_TANH: return tanh(x);
-  case IR_OP_SIGMOID: return 1.0 / (1.0 + exp(-x));
-  case IR_OP_RELU: return isnan(x) ? x : (x > 0.0 ? x : 0.0);
-  case IR_OP_SILU: return x * (1.0 / (1.0 + exp(-x)));
-  case IR_OP_ERF: return erf(x);
-  case IR_OP_SIN: return sin(x);
-  case IR_OP_COS: return cos(x);
-  case IR_OP_FLOOR: return floor(x);
-  case IR_OP_ROUND: return nearbyint(x);
-  case IR_OP_TRUNC: return trunc(x);
+  case IR_OP_ABS: *y = fabs(x); return true;
+  case IR_OP_NEGATE: *y = -x; return true;
+  case IR_OP_EXP: *y = exp(x); return true;
+  case IR_OP_LOG: *y = log(x); return true;
+  case IR_OP_LOG1P: *y = log1p(x); return true;
+  case IR_OP_SQRT: *y = sqrt(x); return true;
+  case IR_OP_RSQRT: *y = 1.0 / sqrt(x); return true;
+  case IR_OP_TANH: *y = tanh(x); return true;
+  case IR_OP_SIGMOID: *y = 1.0 / (1.0 + exp(-x)); return true;
+  case IR_OP_RELU: *y = isnan(x) ? x : (x > 0.0 ? x : 0.0); return true;
+  case IR_OP_SILU: *y = x * (1.0 / (1.0 + exp(-x))); return true;
+  case IR_OP_ERF: *y = erf(x); return true;
+  case IR_OP_SIN: *y = sin(x); return true;
+  case IR_OP_COS: *y = cos(x); return true;
+  case IR_OP_FLOOR: *y = floor(x); return true;
+  case IR_OP_ROUND: *y = nearbyint(x); return true;
+  case IR_OP_TRUNC: *y = trunc(x); return true;
   case IR_OP_GELU:
     if (gelu == IR_REF_GELU_TANH)
-      return 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    if (gelu == IR_REF_GELU_QUICK) return x * (1.0 / (1.0 + exp(-1.702 * x)));
-    return 0.5 * x * (1.0 + erf(x / 1.4142135623730951));
-  default: return NAN;
+      *y = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    else if (gelu == IR_REF_GELU_QUICK)
+      *y = x * (1.0 / (1.0 + exp(-1.702 * x)));
+    else
+      *y = 0.5 * x * (1.0 + erf(x / 1.4142135623730951));
+    return true;
+  default: return false;
   }
 }
 
-int64_t ir_ref_un_int(ir_op op, int64_t x) {
+bool ir_ref_un_int(ir_op op, int64_t x, int64_t *y) {
   uint64_t u = (uint64_t)x;
   switch (op) {
-  case IR_OP_ABS: return x < 0 ? (int64_t)(0 - u) : x; /* wraps on INT_MIN (store truncates) */
-  case IR_OP_NEGATE: return (int64_t)(0 - u);
-  case IR_OP_RELU: return x > 0 ? x : 0;
-  default: return 0;
+  case IR_OP_ABS: *y = x < 0 ? (int64_t)(0 - u) : x; return true; /* wraps on INT_MIN */
+  case IR_OP_NEGATE: *y = (int64_t)(0 - u); return true;
+  case IR_OP_RELU: *y = x > 0 ? x : 0; return true;
+  default: return false;
+  }
+}
+
+bool ir_ref_pred(ir_op op, double x, bool *y) {
+  switch (op) {
+  case IR_OP_IS_NAN: *y = isnan(x) != 0; return true;
+  case IR_OP_IS_INF: *y = isinf(x) != 0; return true;
+  default: return false;
+  }
+}
+
+bool ir_ref_logic(ir_op op, bool a, bool b, bool *y) {
+  switch (op) {
+  case IR_OP_LOGICAL_NOT: *y = !a; return true;
+  case IR_OP_LOGICAL_AND: *y = a && b; return true;
+  case IR_OP_LOGICAL_OR: *y = a || b; return true;
+  case IR_OP_LOGICAL_XOR: *y = a != b; return true;
+  default: return false;
   }
 }
 
@@ -250,82 +278,87 @@ double ir_ref_min_f(double a, double b) {
   return signbit(a) ? a : b;
 }
 
-float ir_ref_bin_f32(ir_op op, float a, float b) {
+bool ir_ref_bin_f32(ir_op op, float a, float b, float *y) {
   switch (op) {
-  case IR_OP_ADD: return a + b;
-  case IR_OP_SUB: return a - b;
-  case IR_OP_MUL: return a * b;
-  case IR_OP_DIV: return a / b;
-  case IR_OP_POW: return powf(a, b);
-  case IR_OP_MAX: return (float)ir_ref_max_f(a, b);
-  case IR_OP_MIN: return (float)ir_ref_min_f(a, b);
+  case IR_OP_ADD: *y = a + b; return true;
+  case IR_OP_SUB: *y = a - b; return true;
+  case IR_OP_MUL: *y = a * b; return true;
+  case IR_OP_DIV: *y = a / b; return true;
+  case IR_OP_POW: *y = powf(a, b); return true;
+  case IR_OP_MAX: *y = (float)ir_ref_max_f(a, b); return true;
+  case IR_OP_MIN: *y = (float)ir_ref_min_f(a, b); return true;
   case IR_OP_MOD: {
     float r = fmodf(a, b);
-    if (r == 0.0f) return copysignf(0.0f, b);
-    if ((r < 0.0f) != (b < 0.0f)) r += b;
-    return r;
-  }
-  default: return NAN;
-  }
-}
-
-double ir_ref_bin_f64(ir_op op, double a, double b) {
-  switch (op) {
-  case IR_OP_ADD: return a + b;
-  case IR_OP_SUB: return a - b;
-  case IR_OP_MUL: return a * b;
-  case IR_OP_DIV: return a / b;
-  case IR_OP_POW: return pow(a, b);
-  case IR_OP_MAX: return ir_ref_max_f(a, b);
-  case IR_OP_MIN: return ir_ref_min_f(a, b);
-  case IR_OP_MOD: {
-    double r = fmod(a, b);
-    if (r == 0.0) return copysign(0.0, b);
-    if ((r < 0.0) != (b < 0.0)) r += b;
-    return r;
-  }
-  default: return NAN;
-  }
-}
-
-/* Integer binary op on sign-extended operands; the store wraps the result.
- * Returns false on mod by zero. */
-bool ir_ref_bin_int(ir_op op, int64_t a, int64_t b, int64_t *r) {
-  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
-  switch (op) {
-  case IR_OP_ADD: *r = (int64_t)(ua + ub); return true;
-  case IR_OP_SUB: *r = (int64_t)(ua - ub); return true;
-  case IR_OP_MUL: *r = (int64_t)(ua * ub); return true;
-  case IR_OP_MAX: *r = a > b ? a : b; return true;
-  case IR_OP_MIN: *r = a < b ? a : b; return true;
-  case IR_OP_MOD: {
-    if (b == 0) return false;
-    if (b == -1) { *r = 0; return true; } /* avoids INT64_MIN % -1 */
-    int64_t m = a % b;
-    if (m != 0 && ((m < 0) != (b < 0))) m += b;
-    *r = m;
+    if (r == 0.0f)
+      r = copysignf(0.0f, b);
+    else if ((r < 0.0f) != (b < 0.0f))
+      r += b;
+    *y = r;
     return true;
   }
-  default: *r = 0; return true;
-  }
-}
-
-bool ir_ref_cmp_f(ir_op op, double a, double b) {
-  switch (op) {
-  case IR_OP_EQUAL: return a == b;
-  case IR_OP_NOT_EQUAL: return a != b;
-  case IR_OP_GREATER: return a > b;
-  case IR_OP_GREATER_EQUAL: return a >= b;
   default: return false;
   }
 }
 
-bool ir_ref_cmp_i(ir_op op, int64_t a, int64_t b) {
+bool ir_ref_bin_f64(ir_op op, double a, double b, double *y) {
   switch (op) {
-  case IR_OP_EQUAL: return a == b;
-  case IR_OP_NOT_EQUAL: return a != b;
-  case IR_OP_GREATER: return a > b;
-  case IR_OP_GREATER_EQUAL: return a >= b;
+  case IR_OP_ADD: *y = a + b; return true;
+  case IR_OP_SUB: *y = a - b; return true;
+  case IR_OP_MUL: *y = a * b; return true;
+  case IR_OP_DIV: *y = a / b; return true;
+  case IR_OP_POW: *y = pow(a, b); return true;
+  case IR_OP_MAX: *y = ir_ref_max_f(a, b); return true;
+  case IR_OP_MIN: *y = ir_ref_min_f(a, b); return true;
+  case IR_OP_MOD: {
+    double r = fmod(a, b);
+    if (r == 0.0)
+      r = copysign(0.0, b);
+    else if ((r < 0.0) != (b < 0.0))
+      r += b;
+    *y = r;
+    return true;
+  }
+  default: return false;
+  }
+}
+
+/* Integer binary op on sign-extended operands; the store wraps the result. */
+int ir_ref_bin_int(ir_op op, int64_t a, int64_t b, int64_t *y) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  switch (op) {
+  case IR_OP_ADD: *y = (int64_t)(ua + ub); return IR_REF_OK;
+  case IR_OP_SUB: *y = (int64_t)(ua - ub); return IR_REF_OK;
+  case IR_OP_MUL: *y = (int64_t)(ua * ub); return IR_REF_OK;
+  case IR_OP_MAX: *y = a > b ? a : b; return IR_REF_OK;
+  case IR_OP_MIN: *y = a < b ? a : b; return IR_REF_OK;
+  case IR_OP_MOD: {
+    if (b == 0) return IR_REF_DIV_ZERO;
+    if (b == -1) { *y = 0; return IR_REF_OK; } /* avoids INT64_MIN % -1 */
+    int64_t m = a % b;
+    if (m != 0 && ((m < 0) != (b < 0))) m += b;
+    *y = m;
+    return IR_REF_OK;
+  }
+  default: return IR_REF_NO_MEANING;
+  }
+}
+
+bool ir_ref_cmp_f(ir_op op, double a, double b, bool *y) {
+  switch (op) {
+  case IR_OP_EQUAL: *y = a == b; return true;
+  case IR_OP_NOT_EQUAL: *y = a != b; return true;
+  case IR_OP_GREATER: *y = a > b; return true;
+  case IR_OP_GREATER_EQUAL: *y = a >= b; return true;
+  default: return false;
+  }
+}
+
+bool ir_ref_cmp_i(ir_op op, int64_t a, int64_t b, bool *y) {
+  switch (op) {
+  case IR_OP_EQUAL: *y = a == b; return true;
+  case IR_OP_NOT_EQUAL: *y = a != b; return true;
+  case IR_OP_GREATER: *y = a > b; return true;
+  case IR_OP_GREATER_EQUAL: *y = a >= b; return true;
   default: return false;
   }
 }

@@ -10,6 +10,9 @@
  *   - after ir_graph_verify succeeds, every value's type is the inferred one
  *     and every node obeys its op's rules (ops.def); the JIT and the
  *     interpreter may rely on that and on nothing else.
+ * Each op's rules that are data (operand counts, dtypes, attribute schema,
+ * flags, the class's work estimate) are rows of ops.def, read through
+ * ir_op_get, ir_class_get and ir_op_attr_spec; shape rules are code (infer.c).
  * ir/ knows nothing of LLVM, files, devices or threads. */
 #ifndef KILN_IR_IR_H
 #define KILN_IR_IR_H
@@ -31,56 +34,87 @@
 
 /* ---- ops (ops.def) ---- */
 typedef enum ir_op {
-#define OP(id, name, cls, nin_min, nin_max, nout) IR_OP_##id,
+#define OP(id, ...) IR_OP_##id,
 #include "ops.def"
-#undef OP
   IR_OP_COUNT
 } ir_op;
 
+/* Op classes, in ops.def's CLS order (values are stable: new ones go last). */
 typedef enum ir_op_class {
-  IR_CLS_UNARY,          /* float or int (si32, si64) -> same */
-  IR_CLS_UNARY_FLOAT,    /* float -> same */
-  IR_CLS_UNARY_PRED,     /* float -> bool */
-  IR_CLS_UNARY_LOGICAL,  /* bool -> bool */
-  IR_CLS_BINARY,         /* float or int, same dtype -> same */
-  IR_CLS_BINARY_FLOAT,   /* float, same dtype -> same */
-  IR_CLS_COMPARE,        /* any compute dtype, same -> bool */
-  IR_CLS_BINARY_LOGICAL, /* bool, bool -> bool */
-  IR_CLS_WHERE,
-  IR_CLS_CAST,
-  IR_CLS_CONSTANT,
-  IR_CLS_CONSTANT_EXTERNAL,
-  IR_CLS_MATMUL,
-  IR_CLS_REDUCE,
-  IR_CLS_REDUCE_ARG,
-  IR_CLS_SOFTMAX,
-  IR_CLS_LAYER_NORM,
-  IR_CLS_RESHAPE,
-  IR_CLS_TRANSPOSE,
-  IR_CLS_PERMUTE,
-  IR_CLS_BROADCAST_TO,
-  IR_CLS_CONCAT,
-  IR_CLS_SPLIT,
-  IR_CLS_SLICE,
-  IR_CLS_SQUEEZE,
-  IR_CLS_UNSQUEEZE,
-  IR_CLS_GATHER,
-  IR_CLS_FUSED,          /* internal: the node's body graph is the computation (fuse.c) */
-  IR_CLS_CUSTOM,         /* custom, inplace_custom: a kernel library's function (kiln/kernel.h) */
+#define CLS(id, ...) IR_CLS_##id,
+#include "ops.def"
+  IR_CLS_COUNT
 } ir_op_class;
+
+/* Dtype sets an operand may be required to be in (ops.def's dt0 / dt1):
+ * F = f32 f64, I = si32 si64, B = bool. IDX is I named "indices" in
+ * messages. ANY (0): no rule in the table. */
+enum {
+  IR_DTS_ANY = 0,
+  IR_DTS_F = 1,
+  IR_DTS_I = 2,
+  IR_DTS_B = 4,
+  IR_DTS_FI = IR_DTS_F | IR_DTS_I,
+  IR_DTS_FIB = IR_DTS_F | IR_DTS_I | IR_DTS_B,
+  IR_DTS_NAMED_INDICES = 8,
+  IR_DTS_IDX = IR_DTS_I | IR_DTS_NAMED_INDICES,
+};
+/* Whether dtype t is in set `dts` (ANY: every dtype). */
+bool ir_dtype_in_set(ir_dtype t, unsigned dts);
+/* The set as words: "f32 or f64", "f32, f64, si32 or si64", "bool", ... */
+const char *ir_dtype_set_name(unsigned dts);
+
+/* Op flags (ops.def's last column). */
+enum {
+  IR_OPF_EW = 1u << 0,      /* elementwise: a scalar function of broadcast operands; fuses */
+  IR_OPF_RED = 1u << 1,     /* reduces along one axis */
+  IR_OPF_ALIAS = 1u << 2,   /* the result is operand 0's data (reshape-like): may alias it */
+  IR_OPF_SRC = 1u << 3,     /* a source: the runtime supplies its value, no kernel */
+  IR_OPF_EFFECTS = 1u << 4, /* opaque to kiln: never dropped, even with unused results */
+  IR_OPF_PARAMS = 1u << 5,  /* attributes outside its schema are kernel parameters */
+};
+
+/* One attribute of an op's schema: name, kind and (optional ones) default
+ * value, as the ir_attr a node would carry. */
+typedef struct ir_attr_spec ir_attr_spec;
+
+/* How the pool estimates a class's work (ops.def's CLS rows). */
+typedef enum ir_work_kind {
+  IR_WORK_NONE,   /* 0: no kernel, or one that never splits */
+  IR_WORK_OUT,    /* elements of result 0 */
+  IR_WORK_IN,     /* elements of operand 0 */
+  IR_WORK_MATMUL, /* M * N * K: result elements times operand 0's last dim */
+  IR_WORK_BODY,   /* the body's matmul when it has one, else elements of result 0 */
+} ir_work_kind;
+
+typedef struct ir_class_info {
+  const char *name;  /* "UNARY" */
+  ir_work_kind work; /* the estimate is n * work_mul / work_div */
+  int work_mul, work_div;
+  bool streams;      /* the pool may cut a call finer than one part per thread */
+} ir_class_info;
 
 typedef struct ir_op_info {
   const char *name; /* without the "mo." prefix */
   ir_op_class cls;
   int nin_min, nin_max; /* nin_max -1: any number */
   int nout;             /* -1: decided by attributes (split) */
+  unsigned dts[2];      /* IR_DTS_* set of operand 0 / 1 */
+  int same;             /* operands same.. share one dtype; -1: no such rule */
+  const ir_attr_spec *attrs; /* the schema, nattrs rows in the order rules read them */
+  int nattrs;
+  unsigned flags;       /* IR_OPF_* */
 } ir_op_info;
 
-const ir_op_info *ir_op_get(ir_op op);
+const ir_op_info *ir_op_get(ir_op op);           /* NULL when op is not an op */
+const ir_class_info *ir_class_get(ir_op_class c); /* NULL when c is not a class */
 /* Find an op by its name (without "mo.") and operand count; -1 if none. When
  * the name exists but not with that operand count, *name_known is set. */
 int ir_op_lookup(const char *name, size_t len, int noperands, bool *name_known);
-bool ir_op_is_elementwise(ir_op op); /* unary, binary, compare, logical, where, cast */
+bool ir_op_is_elementwise(ir_op op); /* IR_OPF_EW: unary, binary, compare, logical, where, cast */
+bool ir_op_has_flag(ir_op op, unsigned flag); /* every bit of flag (false for a bad op) */
+/* The schema row of attribute `name` of op; NULL when op's schema lacks it. */
+const ir_attr_spec *ir_op_attr_spec(ir_op op, const char *name);
 
 /* ---- devices and types ---- */
 typedef enum ir_device_kind { IR_DEV_CPU, IR_DEV_GPU } ir_device_kind;
@@ -140,6 +174,12 @@ typedef struct ir_attr {
   } u;
 } ir_attr;
 
+struct ir_attr_spec {
+  ir_attr a;     /* name, kind, and the default (optional ones) */
+  bool required; /* a node must carry it */
+  bool runtime;  /* a fact the runtime stamps (kiln.*), not the user */
+};
+
 /* ---- values and nodes ---- */
 typedef struct ir_node ir_node;
 typedef struct ir_check ir_check;
@@ -166,7 +206,7 @@ struct ir_node {
   int nattrs;
   ir_attr *attrs; /* sorted by name (canonical order) */
   ir_loc loc;
-  /* Added by fusion: for mo.fused only (NULL otherwise), the group the node
+  /* For mo.fused only (NULL otherwise), the group the node
    * stands for as a graph of its own (own arena, owned by the node: freed by
    * ir_graph_free and deep-copied by ir_graph_clone of the outer graph). Its
    * inputs are the node's operands in order (same types), its outputs the
@@ -243,8 +283,8 @@ ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len);
  * when absent. */
 const ir_attr *ir_node_attr(const ir_node *n, const char *name);
 int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
-/* mo.constant or mo.constant.external: a node whose value the runtime
- * supplies rather than a kernel (NULL: false). */
+/* A node of a source op (IR_OPF_SRC: mo.constant, mo.constant.external),
+ * whose value the runtime supplies rather than a kernel (NULL: false). */
 bool ir_node_is_source(const ir_node *n);
 /* The mo.matmul n is, or the one in n's fused body (a GEMM with its
  * epilogue, ir_graph_fuse); NULL for any other node. */
@@ -253,12 +293,14 @@ const ir_node *ir_node_matmul(const ir_node *n);
 int ir_value_uses(const ir_graph *g, const ir_value *v);
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
 const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt);
+/* Attribute `name` of n, else its default from n's op schema (ops.def);
+ * NULL when n lacks it and it has no default (required, or not in the schema). */
+const ir_attr *ir_node_attr_or_default(const ir_node *n, const char *name);
 /* Set string attribute `name` of n (replaced, or inserted in name order);
- * copies into g's arena. 0, or -1 on out-of-memory. Added by custom ops (the
- * runtime stamps mo.custom's kiln.library). */
+ * copies into g's arena. 0, or -1 on out-of-memory (the runtime stamps
+ * mo.custom's kiln.library this way). */
 int ir_node_set_attr_string(ir_graph *g, ir_node *n, const char *name, const char *value);
-/* The same for an integer attribute. Added by prepack (the runtime stamps
- * mo.matmul's kiln.packed_b). */
+/* The same for an integer attribute (mo.matmul's kiln.packed_b, kiln.transpose_b). */
 int ir_node_set_attr_int(ir_graph *g, ir_node *n, const char *name, int64_t value);
 
 /* Deep copy into a fresh arena (symbols, names, attributes, dense data). */
@@ -282,7 +324,7 @@ char *ir_print(const ir_graph *g);
 int ir_parse_attrs(ir_graph *g, const char *text, size_t len, ir_attr **out, int *n, ir_diag *d);
 int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_diag *d);
 
-/* ---- canonical kernel text (kernel_text.c; added by kcache) ---- */
+/* ---- canonical kernel text (kernel_text.c) ---- */
 /* The canonical text of node n of g as a one-op graph: `mo.graph
  * @kernel<d0, ...>(%a0: T, ...) -> (...)` with one input per operand, one
  * node (same op and attributes, results %r0, ...), outputs = the results.
@@ -292,20 +334,20 @@ int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_di
  * g->nsyms entries) receives, for kernel symbol j, the index of the graph
  * symbol it stands for; *nsyms (may be NULL) the kernel's symbol count. The
  * text parses (ir_parse) back into a graph that prints to the same text.
- * (Added by fusion) For a mo.fused node the kernel graph is its body: inputs
+ * For a mo.fused node the kernel graph is its body: inputs
  * %a0, ... = the node's operands, the body's nodes with results %t0, ...
  * and %r0, ... (the outputs), symbols numbered over the input types and then
  * the nodes' result types; the JIT compiles such a multi-node kernel graph
  * as one kernel. The _bound and _partial variants below do the same.
  * malloc'd, caller frees; NULL on out-of-memory or when n is not g's. */
 char *ir_kernel_text(const ir_graph *g, const ir_node *n, int *sym_map, int *nsyms);
-/* (added by variants) The same canonical text with every dim evaluated to a
+/* The same canonical text with every dim evaluated to a
  * constant under sym_values (g->nsyms entries: a value for every symbol of
  * g): a fully static kernel with no symbols, called with no dims. malloc'd,
  * caller frees; NULL on out-of-memory, when n is not g's, or when a dim does
  * not evaluate to a non-negative value under the binding. */
 char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *sym_values);
-/* (added by lead, for bucketed variants) Between the two: graph symbols s
+/* Between the two (bucketed variants): graph symbols s
  * with bind[s] true are replaced by sym_values[s] (the dims rebuilt, so
  * constants fold), the others stay symbols, renamed and mapped as in
  * ir_kernel_text (sym_map, nsyms). NULL also when a dim folds to a negative
@@ -313,7 +355,7 @@ char *ir_kernel_text_bound(const ir_graph *g, const ir_node *n, const int64_t *s
 char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t *sym_values,
                              const bool *bind, int *sym_map, int *nsyms);
 
-/* ---- fusion (fuse.c; added by fusion) ---- */
+/* ---- fusion (fuse.c) ---- */
 /* Rewrite verified g in place: each group of nodes that one kernel computes
  * better than several becomes ONE mo.fused node (ir_node.body holds the
  * group), in the position of the group's last node:

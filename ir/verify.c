@@ -8,9 +8,10 @@
  *   - values: every value is in g->values at its id; inputs are defined
  *     first; an operand must be defined earlier (a graph input or a result
  *     of an earlier node); results belong to their node;
- *   - attributes: names an op does not take are rejected ("mo.relu has no
- *     attribute 'axis'"), a name given twice too; required attributes and
- *     kinds are checked by the op's rule in infer.c when it reads them;
+ *   - attributes: names outside the op's schema (ops.def) are rejected
+ *     ("mo.relu has no attribute 'axis'"), a name given twice too; required
+ *     attributes and kinds (also from the schema) are checked by the op's
+ *     rule in infer.c when it reads them;
  *   - each node's rule (ir_infer_node): operand dtypes and shapes, result
  *     types inferred, or compared when declared;
  *   - outputs: at least one, each a defined value of the graph.
@@ -144,57 +145,18 @@ static int verify_inputs(vctx *c) {
 
 /* ---- attributes ---- */
 
-/* The attribute names op takes (NULL-terminated). */
-static const char *const *op_attr_names(ir_op op) {
-  static const char *const none[] = {NULL};
-  static const char *const axis[] = {"axis", NULL};
-  static const char *const approximate[] = {"approximate", NULL};
-  static const char *const dtype[] = {"dtype", NULL};
-  static const char *const value[] = {"value", NULL};
-  static const char *const name[] = {"name", NULL};
-  static const char *const epsilon[] = {"epsilon", NULL};
-  static const char *const transpose[] = {"axis_1", "axis_2", NULL};
-  static const char *const dims[] = {"dims", NULL};
-  static const char *const split[] = {"axis", "split_sizes", NULL};
-  static const char *const slice[] = {"start", "step", "stop", NULL};
-  static const char *const device[] = {"device", NULL};
-  /* set by the runtime (prepack.c) and by fold_transpose.c */
-  static const char *const matmul[] = {"kiln.packed_b", "kiln.transpose_b", NULL};
-  if (op == IR_OP_GELU) return approximate;
-  if (op == IR_OP_TRANSFER_TO) return device;
-  switch (ir_op_get(op)->cls) {
-  case IR_CLS_CAST: return dtype;
-  case IR_CLS_CONSTANT: return value;
-  case IR_CLS_CONSTANT_EXTERNAL: return name;
-  case IR_CLS_REDUCE:
-  case IR_CLS_REDUCE_ARG:
-  case IR_CLS_SOFTMAX:
-  case IR_CLS_CONCAT:
-  case IR_CLS_SQUEEZE:
-  case IR_CLS_UNSQUEEZE:
-  case IR_CLS_GATHER: return axis;
-  case IR_CLS_LAYER_NORM: return epsilon;
-  case IR_CLS_TRANSPOSE: return transpose;
-  case IR_CLS_PERMUTE: return dims;
-  case IR_CLS_SPLIT: return split;
-  case IR_CLS_SLICE: return slice;
-  case IR_CLS_MATMUL: return matmul;
-  default: return none;
-  }
-}
-
+/* Names come from the op's schema (ops.def's ATTRS rows, runtime-stamped
+ * kiln.* facts included); an op with IR_OPF_PARAMS takes any other name as a
+ * kernel parameter. */
 static int verify_attr_names(vctx *c, const ir_node *n) {
   if (n->nattrs > 0 && !n->attrs)
     return node_fail(c, n, "mo.%s has malformed attributes", op_name(n));
-  bool any_name = ir_op_get(n->op)->cls == IR_CLS_CUSTOM; /* parameters of the kernel */
-  const char *const *names = op_attr_names(n->op);
+  bool any_name = ir_op_has_flag(n->op, IR_OPF_PARAMS);
   for (int i = 0; i < n->nattrs; i++) {
     const char *a = n->attrs[i].name;
     if (!a) return node_fail(c, n, "mo.%s has an attribute without a name", op_name(n));
-    bool known = false;
-    known = any_name;
-    for (int k = 0; names[k] && !known; k++) known = strcmp(names[k], a) == 0;
-    if (!known) return node_fail(c, n, "mo.%s has no attribute '%s'", op_name(n), a);
+    if (!any_name && !ir_op_attr_spec(n->op, a))
+      return node_fail(c, n, "mo.%s has no attribute '%s'", op_name(n), a);
     for (int j = 0; j < i; j++)
       if (strcmp(n->attrs[j].name, a) == 0)
         return node_fail(c, n, "attribute '%s' of mo.%s is given twice", a, op_name(n));

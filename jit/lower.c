@@ -1,47 +1,64 @@
-/* lower.c - dispatch one node to its class's lowering (lower.h).
+/* lower.c - dispatch one node to its class's host lowering (lower.h).
+ *
+ * The dispatch is a table with one entry per op class (ops.def's CLS rows),
+ * whose size the compiler checks against IR_CLS_COUNT: a class added to
+ * ops.def without a host lowering fails the build. A class whose entry is
+ * left empty (a class placed between others) fails at lowering with the op's
+ * name, never silently.
  *
  * Assumes the graph is verified (ir_graph_verify): operand counts, dtypes and
- * result types obey ops.def. Constant nodes have no kernel; asking to lower
- * one is an error, not a crash. */
+ * result types obey ops.def. Source nodes (constants) have no kernel; asking
+ * to lower one is an error, not a crash. */
 #include "custom.h"
 #include "lower.h"
 
+typedef int (*jit_lower_fn)(jit_fn *f);
+
+static int lower_source(jit_fn *f) {
+  return jit_fn_error(f, "mo.%s has no kernel (the runtime binds its data)",
+                      ir_op_get(f->node->op)->name);
+}
+
+static const jit_lower_fn host_lowering[] = {
+    [IR_CLS_UNARY] = jit_lower_elementwise,
+    [IR_CLS_UNARY_FLOAT] = jit_lower_elementwise,
+    [IR_CLS_UNARY_PRED] = jit_lower_elementwise,
+    [IR_CLS_UNARY_LOGICAL] = jit_lower_elementwise,
+    [IR_CLS_BINARY] = jit_lower_elementwise,
+    [IR_CLS_BINARY_FLOAT] = jit_lower_elementwise,
+    [IR_CLS_COMPARE] = jit_lower_elementwise,
+    [IR_CLS_BINARY_LOGICAL] = jit_lower_elementwise,
+    [IR_CLS_WHERE] = jit_lower_elementwise,
+    [IR_CLS_CAST] = jit_lower_elementwise,
+    [IR_CLS_CONSTANT] = lower_source,
+    [IR_CLS_CONSTANT_EXTERNAL] = lower_source,
+    [IR_CLS_MATMUL] = jit_lower_matmul,
+    [IR_CLS_REDUCE] = jit_lower_reduce,
+    [IR_CLS_REDUCE_ARG] = jit_lower_reduce,
+    [IR_CLS_SOFTMAX] = jit_lower_softmax,
+    [IR_CLS_LAYER_NORM] = jit_lower_layer_norm,
+    [IR_CLS_RESHAPE] = jit_lower_movement,
+    [IR_CLS_TRANSPOSE] = jit_lower_movement,
+    [IR_CLS_PERMUTE] = jit_lower_movement,
+    [IR_CLS_BROADCAST_TO] = jit_lower_elementwise,
+    [IR_CLS_CONCAT] = jit_lower_movement,
+    [IR_CLS_SPLIT] = jit_lower_movement,
+    [IR_CLS_SLICE] = jit_lower_movement,
+    [IR_CLS_SQUEEZE] = jit_lower_movement,
+    [IR_CLS_UNSQUEEZE] = jit_lower_movement,
+    [IR_CLS_GATHER] = jit_lower_movement,
+    [IR_CLS_FUSED] = jit_lower_fused,
+    [IR_CLS_CUSTOM] = jit_lower_custom,
+};
+_Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
+               "every op class of ir/ops.def needs a host lowering in jit/lower.c");
+
 int jit_lower_node(jit_fn *f) {
   const ir_node *n = f->node;
-  if (!n || (unsigned)n->op >= IR_OP_COUNT) return jit_fn_error(f, "no node to lower");
+  if (!n) return jit_fn_error(f, "no node to lower");
   const ir_op_info *info = ir_op_get(n->op);
   if (!info) return jit_fn_error(f, "unknown op %d", (int)n->op);
-  switch (info->cls) {
-  case IR_CLS_UNARY:
-  case IR_CLS_UNARY_FLOAT:
-  case IR_CLS_UNARY_PRED:
-  case IR_CLS_UNARY_LOGICAL:
-  case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
-  case IR_CLS_COMPARE:
-  case IR_CLS_BINARY_LOGICAL:
-  case IR_CLS_WHERE:
-  case IR_CLS_CAST:
-  case IR_CLS_BROADCAST_TO: return jit_lower_elementwise(f);
-  case IR_CLS_MATMUL: return jit_lower_matmul(f);
-  case IR_CLS_REDUCE:
-  case IR_CLS_REDUCE_ARG: return jit_lower_reduce(f);
-  case IR_CLS_SOFTMAX: return jit_lower_softmax(f);
-  case IR_CLS_LAYER_NORM: return jit_lower_layer_norm(f);
-  case IR_CLS_RESHAPE:
-  case IR_CLS_TRANSPOSE:
-  case IR_CLS_PERMUTE:
-  case IR_CLS_CONCAT:
-  case IR_CLS_SPLIT:
-  case IR_CLS_SLICE:
-  case IR_CLS_SQUEEZE:
-  case IR_CLS_UNSQUEEZE:
-  case IR_CLS_GATHER: return jit_lower_movement(f);
-  case IR_CLS_FUSED: return jit_lower_fused(f);
-  case IR_CLS_CUSTOM: return jit_lower_custom(f);
-  case IR_CLS_CONSTANT:
-  case IR_CLS_CONSTANT_EXTERNAL:
-    return jit_fn_error(f, "mo.%s has no kernel (the runtime binds its data)", info->name);
-  }
-  return jit_fn_error(f, "mo.%s: no lowering for its op class", info->name);
+  jit_lower_fn lower = host_lowering[info->cls];
+  if (!lower) return jit_fn_error(f, "mo.%s: no host lowering for its op class", info->name);
+  return lower(f);
 }

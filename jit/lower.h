@@ -31,8 +31,7 @@ typedef struct jit_fn {
   LLVMValueRef fail_code;    /* phi in fail_bb */
   char *err;                 /* where lowering errors go */
   size_t errlen;
-  /* Added by jit-core (additive; set by jit_fn_begin, freed by jit_fn_dispose):
-   * the kernel is an exported wrapper that loads the buffer pointers and
+  /* Set by jit_fn_begin, freed by jit_fn_dispose: the kernel is an exported wrapper that loads the buffer pointers and
    * calls `fn`, an internal alwaysinline function taking them as noalias
    * params (inlining turns them into alias scopes, so loops vectorize without
    * run-time alias checks). Everything a lowering emits goes into `fn`. */
@@ -48,11 +47,11 @@ typedef struct jit_fn {
   LLVMValueRef part, nparts; /* i64 */
   bool split;                /* jit_split_range was called */
   LLVMTypeRef body_type;     /* type of fn */
-  /* Added by custom ops: where mo.custom finds its kernel library's bitcode
+  /* Where mo.custom finds its kernel library's bitcode
    * (the engine's resolver, jit.h; set by the engine after jit_fn_begin, NULL
    * when there is none). */
   const struct jit_libs *libs;
-  /* Added by the prebuilt GEMM (template.h): the prefix of the prebuilt
+  /* The prebuilt GEMM (template.h): the prefix of the prebuilt
    * entries the engine defines ("kiln_pre_v4_"), NULL when it has none. */
   const char *prebuilt;
 } jit_fn;
@@ -127,12 +126,11 @@ void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code);
 LLVMValueRef jit_intrinsic(jit_fn *f, const char *name, LLVMTypeRef overload, LLVMValueRef *args,
                            int nargs);
 /* Like jit_intrinsic for intrinsics overloaded on several types
- * ("llvm.fptosi.sat" on {result, operand}); noverloads may be 0. Added by
- * jit-core. */
+ * ("llvm.fptosi.sat" on {result, operand}); noverloads may be 0. */
 LLVMValueRef jit_intrinsic_n(jit_fn *f, const char *name, LLVMTypeRef *overloads, int noverloads,
                              LLVMValueRef *args, int nargs);
 /* Record a lowering error in f->err (and f->failed); returns -1 so a lowering
- * can `return jit_fn_error(f, "...", ...)`. Added by jit-core. */
+ * can `return jit_fn_error(f, "...", ...)`. */
 int jit_fn_error(jit_fn *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* exp of a double without a call (vectorizable), within an ulp or two of
  * libm's exp; for reductions that compute in double (softmax). */
@@ -151,10 +149,9 @@ LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x);
 LLVMValueRef jit_scalar_binary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef x);
 
-/* ---- added by fusion ---- */
+/* ---- fusion ---- */
 /* A group of elementwise nodes (classes unary*, binary*, compare, logical,
- * where, cast, broadcast_to; a mo.custom marked kiln.elementwise, added by
- * elementwise custom ops) emitted as one loop nest over `shape`, which
+ * where, cast, broadcast_to; a mo.custom marked kiln.elementwise) emitted as one loop nest over `shape`, which
  * is every member's result shape (elementwise.c). Member k's operand j comes
  * from src[JIT_EW_MAX_IN * k + j]: a member index m >= 0 (its result, in registers), or
  * -1 - b for input buffer b (in_ptrs[b], of type in_types[b], broadcast to
@@ -217,7 +214,8 @@ int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose per
  * negative step). 0, or -1 with f->err on a malformed node. */
 int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides);
 
-/* Dispatch on the node's class; 0 or -1. */
+/* Lower f->node through the host lowering of its op class (lower.c's
+ * table, one entry per class of ops.def); 0, or -1 with f->err. */
 int jit_lower_node(jit_fn *f);
 
 #endif

@@ -7,8 +7,8 @@
  * calling thread. Nothing else: no pool lookup, no atomic.
  *
  * Above, the call is split in min(threads * RT_OVERSPLIT, work / grain)
- * parts (kernel ABI, jit.h; one part per thread for a matmul and for
- * classes this file does not know). The pool (one per context, created
+ * parts (kernel ABI, jit.h; one part per thread for a matmul and for the
+ * other classes ops.def does not mark as streaming). The pool (one per context, created
  * then) starts its n - 1 workers on the first job that needs them, never
  * per call; a context that never splits starts no thread. Between jobs a
  * worker spins for about RT_SPIN_NS (pausing, then yielding the core), then
@@ -408,17 +408,26 @@ static int64_t scaled(int64_t n, int64_t mul, int64_t div) {
   return n < 0 ? -1 : sat_mul(n, mul) / div;
 }
 
+/* An elementwise custom kernel (kernel_lib.c stamps kiln.elementwise): an
+ * elementwise loop, estimated and split like one. */
+static bool custom_elementwise(const ir_node *n) {
+  return n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0);
+}
+
+/* The estimate of the node's class (ops.def's CLS rows: a formula and a
+ * scale). */
 int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) {
   (void)g;
   if (n->nout < 1) return 0;
   const ir_type *out = &n->out[0]->type;
   const ir_type *in = n->nin > 0 ? &n->in[0]->type : out;
-  if (ir_op_is_elementwise(n->op)) return numel(out, gsyms);
-  if (n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0))
-    return numel(out, gsyms); /* an elementwise custom kernel: an elementwise loop */
-  switch (ir_op_get(n->op)->cls) {
-  case IR_CLS_BROADCAST_TO: return numel(out, gsyms);
-  case IR_CLS_MATMUL: { /* M*N*K multiply-adds, ~16 per ns on one core */
+  if (custom_elementwise(n)) return numel(out, gsyms);
+  const ir_class_info *ci = ir_class_get(ir_op_get(n->op)->cls);
+  switch (ci->work) {
+  case IR_WORK_NONE: return 0;
+  case IR_WORK_OUT: return scaled(numel(out, gsyms), ci->work_mul, ci->work_div);
+  case IR_WORK_IN: return scaled(numel(in, gsyms), ci->work_mul, ci->work_div);
+  case IR_WORK_MATMUL: {
     if (n->nin < 1 || in->rank < 1) return 0;
     int64_t mn = numel(out, gsyms);
     ir_type k = *in;
@@ -426,47 +435,24 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
     k.rank = 1;
     int64_t kk = numel(&k, gsyms);
     if (mn < 0 || kk < 0) return -1;
-    return sat_mul(mn, kk) / 16;
+    return scaled(sat_mul(mn, kk), ci->work_mul, ci->work_div);
   }
-  case IR_CLS_REDUCE:
-  case IR_CLS_REDUCE_ARG: return numel(in, gsyms);
-  case IR_CLS_SOFTMAX: return scaled(numel(in, gsyms), 4, 1); /* three passes, one exp */
-  case IR_CLS_LAYER_NORM: return scaled(numel(in, gsyms), 2, 1);
-  case IR_CLS_RESHAPE:
-  case IR_CLS_SQUEEZE:
-  case IR_CLS_UNSQUEEZE:
-  case IR_CLS_TRANSPOSE:
-  case IR_CLS_PERMUTE:
-  case IR_CLS_SLICE:
-  case IR_CLS_CONCAT: return numel(out, gsyms);
-  case IR_CLS_SPLIT: return numel(in, gsyms);
-  case IR_CLS_CONSTANT:
-  case IR_CLS_CONSTANT_EXTERNAL:
-  case IR_CLS_GATHER:
-  case IR_CLS_CUSTOM: return 0; /* no kernel, or one that does not split (custom: kernel.h) */
-  case IR_CLS_FUSED: { /* a GEMM with its epilogue: the GEMM's work; else elements */
+  case IR_WORK_BODY: { /* a GEMM with its epilogue: the GEMM's work; else elements */
     const ir_node *mm = ir_node_matmul(n);
     return mm ? rt_node_work(n->body, mm, gsyms) : numel(out, gsyms);
   }
-  default: return numel(out, gsyms); /* a class added later: its result */
   }
+  return numel(out, gsyms);
 }
 
-
-/* Classes whose kernels stream over their data, so finer parts only balance
- * better; the others (matmul packs operand panels per part, classes added
- * later) get one part per thread. */
+/* Whether the node's kernel streams over its data, so finer parts only
+ * balance better (the class's flag in ops.def); the others (a GEMM packs
+ * operand panels per part) get one part per thread. */
 static bool streams(const ir_node *n) {
-  if (n->op == IR_OP_CUSTOM && ir_node_attr_int(n, "kiln.elementwise", 0)) return true;
-  switch (ir_op_get(n->op)->cls) {
-  case IR_CLS_FUSED: return !ir_node_matmul(n);
-  case IR_CLS_MATMUL:
-  case IR_CLS_CONSTANT:
-  case IR_CLS_CONSTANT_EXTERNAL:
-  case IR_CLS_GATHER:
-  case IR_CLS_CUSTOM: return false;
-  default: return (int)ir_op_get(n->op)->cls <= (int)IR_CLS_GATHER;
-  }
+  if (custom_elementwise(n)) return true;
+  const ir_class_info *ci = ir_class_get(ir_op_get(n->op)->cls);
+  if (ci->work == IR_WORK_BODY) return !ir_node_matmul(n);
+  return ci->streams;
 }
 
 /* ---- the kernel call ---- */

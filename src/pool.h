@@ -39,9 +39,10 @@ int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int 
 /* Work estimate of node n of g (cost units of about a nanosecond of one
  * core) with the graph's symbol values gsyms. gsyms NULL: the estimate when
  * every dim n reads is static, else -1 (it must be computed per call).
- * Elementwise and movement: elements of the result; reduce: of the operand
- * (softmax x4, layer_norm x2); matmul: M*N*K / 16; 0 for nodes that never
- * split (sources, gather); a class added later: elements of its result. */
+ * The formula is the class's, from ops.def's CLS rows: elementwise and
+ * movement: elements of the result; reduce: of the operand (softmax x4,
+ * layer_norm x2); matmul: M*N*K / 16; 0 for nodes that never split
+ * (sources, gather, custom kernels other than elementwise ones). */
 int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms);
 
 /* Worker threads the context's pool has running now (0 when it never

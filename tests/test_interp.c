@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ir/interp.h"
+#include "ir/interp_impl.h"
 #include "ir/ir.h"
 
 /* ---- helpers ---- */
@@ -1085,4 +1086,58 @@ Test(interp, null_data_for_a_nonempty_input_is_an_error) {
   ir_tensor in = tn(IR_DT_F32, NULL, 1, SHAPE(5));
   run_err(text, &in, "input 0 (x): data is NULL");
   free(text);
+}
+
+/* ---- ops the interpreter cannot run: errors, never made-up values ---- */
+
+Test(interp, custom_kernel_is_an_error_naming_the_op) {
+  const char *g = "mo.graph @g(%x: !mo.tensor<[2], f32>) -> (!mo.tensor<[2], f32>) {\n"
+                  "  %y = mo.custom(%x) {symbol = \"my_kernel\"} : (!mo.tensor<[2], f32>) -> "
+                  "!mo.tensor<[2], f32>\n"
+                  "  mo.output %y : !mo.tensor<[2], f32>\n}\n";
+  float x[2] = {1, 2};
+  ir_tensor in = tn(IR_DT_F32, x, 1, SHAPE(2));
+  run_err(g, &in,
+          "mo.custom (%y): the kernel \"my_kernel\" needs its kernel library: the reference "
+          "interpreter cannot run custom kernels");
+}
+
+/* A node whose op code is not in the table (a corrupted graph) is refused
+ * with its position, not run. */
+Test(interp, unknown_op_code_is_an_error) {
+  char *text = example("relu.mlir");
+  ir_graph *g = parse(text);
+  free(text);
+  g->nodes[0]->op = IR_OP_COUNT;
+  float x[5] = {1, -2, 3, -4, 5};
+  ir_tensor in = tn(IR_DT_F32, x, 1, SHAPE(5));
+  MSG[0] = '\0';
+  cr_assert_neq(ir_interp_run(g, &in, NULL, NULL, OUT, MSG, sizeof MSG), 0);
+  char want[64];
+  snprintf(want, sizeof want, "op #0 has an unknown op code %d", (int)IR_OP_COUNT);
+  cr_assert_str_eq(MSG, want);
+  cr_assert_null(OUT[0].data);
+  ir_graph_free(g);
+}
+
+/* The scalar meanings answer "none" for an op they do not define (what an
+ * elementwise op added to ops.def without one gets), at every dtype. */
+Test(interp, scalar_meaning_of_an_op_without_one_is_refused) {
+  float f = 1;
+  double d = 1;
+  int64_t i = 1;
+  bool b = true;
+  cr_assert_not(ir_ref_un_f32(IR_OP_ADD, IR_REF_GELU_NONE, 1.0f, &f));
+  cr_assert_not(ir_ref_un_f64(IR_OP_MATMUL, IR_REF_GELU_NONE, 1.0, &d));
+  cr_assert_not(ir_ref_un_int(IR_OP_EXP, 1, &i));
+  cr_assert_not(ir_ref_pred(IR_OP_ABS, 1.0, &b));
+  cr_assert_not(ir_ref_logic(IR_OP_ADD, true, false, &b));
+  cr_assert_not(ir_ref_bin_f32(IR_OP_EQUAL, 1.0f, 2.0f, &f));
+  cr_assert_not(ir_ref_bin_f64(IR_OP_EXP, 1.0, 2.0, &d));
+  cr_assert_eq(ir_ref_bin_int(IR_OP_DIV, 1, 2, &i), IR_REF_NO_MEANING);
+  cr_assert_eq(ir_ref_bin_int(IR_OP_MOD, 1, 0, &i), IR_REF_DIV_ZERO);
+  cr_assert_not(ir_ref_cmp_f(IR_OP_ADD, 1.0, 2.0, &b));
+  cr_assert_not(ir_ref_cmp_i(IR_OP_ADD, 1, 2, &b));
+  cr_assert(ir_ref_logic(IR_OP_LOGICAL_XOR, true, false, &b) && b);
+  cr_assert(ir_ref_un_int(IR_OP_NEGATE, 3, &i) && i == -3);
 }

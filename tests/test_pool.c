@@ -319,6 +319,40 @@ Test(split, work_estimates) {
   kiln_status_free(st);
 }
 
+/* Each class's estimate is its ops.def row's formula: elements of the
+ * result or of the operand, scaled; 0 for classes that never split. */
+Test(split, work_estimates_follow_the_class_rows) {
+  static const char text[] =
+      "mo.graph @g(%x: " T2("6, 10", "f32") ", %gm: " T2("10", "f32") ", %bt: " T2("10", "f32")
+      ", %i: " T2("3", "si64") ") -> (" T2("6, 10", "f32") ", " T2("6, 3", "f32") ", "
+      T2("10, 6", "f32") ", " T2("6, 4", "f32") ", " T2("6, 6", "f32") ", " T2("6, 20", "f32")
+      ") {\n"
+      "  %ln = mo.layer_norm(%x, %gm, %bt) : (" T2("6, 10", "f32") ", " T2("10", "f32") ", "
+      T2("10", "f32") ") -> " T2("6, 10", "f32") "\n"
+      "  %ga = mo.gather(%x, %i) : (" T2("6, 10", "f32") ", " T2("3", "si64") ") -> "
+      T2("6, 3", "f32") "\n"
+      "  %t = mo.transpose(%x) {axis_1 = 0, axis_2 = 1} : (" T2("6, 10", "f32") ") -> "
+      T2("10, 6", "f32") "\n"
+      "  %s:2 = mo.split(%x) {split_sizes = [4, 6], axis = 1} : (" T2("6, 10", "f32") ") -> ("
+      T2("6, 4", "f32") ", " T2("6, 6", "f32") ")\n"
+      "  %c = mo.concat(%x, %x) {axis = 1} : (" T2("6, 10", "f32") ", " T2("6, 10", "f32")
+      ") -> " T2("6, 20", "f32") "\n"
+      "  mo.output %ln, %ga, %t, %s#0, %s#1, %c : " T2("6, 10", "f32") ", " T2("6, 3", "f32")
+      ", " T2("10, 6", "f32") ", " T2("6, 4", "f32") ", " T2("6, 6", "f32") ", "
+      T2("6, 20", "f32") "\n}\n";
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
+  static const int64_t want[] = {2 * 60, 0, 60, 60, 120};
+  cr_assert_eq(g->nnodes, 5);
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    cr_expect_eq(rt_node_work(g, n, NULL), want[i], "mo.%s: %lld", ir_op_get(n->op)->name,
+                 (long long)rt_node_work(g, n, NULL));
+  }
+  ir_graph_free(g);
+}
+
 /* ---- through the pool, against the interpreter ---- */
 
 /* Every splitting class at sizes over the grain (static and symbolic). */

@@ -5,6 +5,7 @@
  * that prefix. */
 #include <criterion/criterion.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ir/ir.h"
@@ -870,4 +871,249 @@ Test(verify, graph_verify_rejects_negative_static_dim) {
   set_outputs(a);
   cr_assert_neq(ir_graph_verify(g, &diag), 0);
   expect_msg(diag.msg, "input 0 (%0): dim 0 is -2, dims must be >= 0");
+}
+
+/* ---- the op table (ops.def) ---- */
+
+/* A fresh graph per op for the table-wide tests: operands of type dts[k]
+ * and shape [2], one result per declared count (1 when the count is open). */
+static ir_node *table_node(ir_graph *h, ir_op op, const ir_dtype *dts, const ir_attr *attrs,
+                           int nattrs) {
+  const ir_op_info *o = ir_op_get(op);
+  const ir_dim **dims = ir_arena_alloc(h->arena, sizeof *dims);
+  dims[0] = ir_dim_const(h->arena, 2);
+  ir_value *in[4];
+  for (int k = 0; k < o->nin_min; k++) {
+    ir_type t = {.dtype = dts[k], .rank = 1, .dims = dims};
+    in[k] = ir_graph_add_input(h, NULL, &t);
+    cr_assert_not_null(in[k]);
+  }
+  ir_node *n = ir_graph_add_node(h, op, in, o->nin_min, attrs, nattrs, o->nout < 0 ? 1 : o->nout,
+                                 NULL, NULL, (ir_loc){1, 1}, &diag);
+  cr_assert_not_null(n, "mo.%s: %s", o->name, diag.msg);
+  cr_assert_eq(ir_graph_set_outputs(h, n->out, 1, (ir_loc){1, 1}), 0);
+  return n;
+}
+
+Test(verify, op_table_has_a_consistent_row_for_every_op) {
+  int per_class[IR_CLS_COUNT] = {0};
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    const ir_op_info *o = ir_op_get((ir_op)i);
+    cr_assert(o && o->name && o->name[0], "op %d has no row", i);
+    cr_assert_lt((unsigned)o->cls, (unsigned)IR_CLS_COUNT, "mo.%s: class", o->name);
+    per_class[o->cls]++;
+    cr_assert(o->nin_min >= 0 && (o->nin_max == -1 || o->nin_max >= o->nin_min), "mo.%s", o->name);
+    cr_assert(o->nout == -1 || o->nout >= 1, "mo.%s: results", o->name);
+    cr_assert(o->same >= -1 && o->same < (o->nin_min > 1 ? o->nin_min : 1), "mo.%s: same",
+              o->name);
+    for (int k = 0; k < 2; k++) cr_assert_lt(o->dts[k], 16u, "mo.%s: dtype set", o->name);
+    bool named = false;
+    cr_assert_eq(ir_op_lookup(o->name, strlen(o->name), o->nin_min, &named), i,
+                 "mo.%s with %d operands is another op", o->name, o->nin_min);
+    cr_assert(named);
+    if (o->flags & IR_OPF_EW)
+      cr_assert(o->nout == 1 && o->nin_min >= 1 && o->nin_max <= IR_EW_MAX_IN, "mo.%s", o->name);
+    if (o->flags & IR_OPF_SRC) cr_assert(o->nin_max == 0 && o->nout == 1, "mo.%s", o->name);
+    if (o->flags & IR_OPF_ALIAS) cr_assert(o->nin_max == 1 && o->nout == 1, "mo.%s", o->name);
+    if (o->flags & IR_OPF_RED) cr_assert(ir_op_attr_spec((ir_op)i, "axis"), "mo.%s", o->name);
+    cr_assert(o->nattrs == 0 || o->attrs, "mo.%s: attributes", o->name);
+    for (int a = 0; a < o->nattrs; a++) {
+      const ir_attr_spec *s = &o->attrs[a];
+      cr_assert(s->a.name && s->a.name[0], "mo.%s: attribute %d has no name", o->name, a);
+      cr_assert_eq(ir_op_attr_spec((ir_op)i, s->a.name), s, "mo.%s: '%s' twice", o->name,
+                   s->a.name);
+      cr_assert_eq(s->runtime, strncmp(s->a.name, "kiln.", 5) == 0, "mo.%s: '%s'", o->name,
+                   s->a.name);
+      cr_assert(!(s->runtime && s->required), "mo.%s: '%s'", o->name, s->a.name);
+    }
+  }
+  for (int c = 0; c < IR_CLS_COUNT; c++) {
+    const ir_class_info *ci = ir_class_get((ir_op_class)c);
+    cr_assert(ci && ci->name, "class %d has no row", c);
+    cr_assert_gt(per_class[c], 0, "class %s has no op", ci->name);
+    cr_assert(ci->work_mul > 0 && ci->work_div > 0, "class %s: work scale", ci->name);
+  }
+  cr_assert_null(ir_op_get(IR_OP_COUNT));
+  cr_assert_null(ir_class_get(IR_CLS_COUNT));
+}
+
+Test(verify, elementwise_and_source_predicates_come_from_the_flags) {
+  cr_assert(ir_op_is_elementwise(IR_OP_ADD) && ir_op_is_elementwise(IR_OP_CAST));
+  cr_assert(ir_op_is_elementwise(IR_OP_WHERE) && !ir_op_is_elementwise(IR_OP_REDUCE_MAX));
+  cr_assert(!ir_op_is_elementwise(IR_OP_BROADCAST_TO) && !ir_op_is_elementwise(IR_OP_COUNT));
+  cr_assert(ir_op_has_flag(IR_OP_TRANSFER_TO, IR_OPF_ALIAS));
+  cr_assert(!ir_op_has_flag(IR_OP_TRANSPOSE, IR_OPF_ALIAS));
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    ir_node n = {.op = (ir_op)i};
+    cr_assert_eq(ir_node_is_source(&n), i == IR_OP_CONSTANT || i == IR_OP_CONSTANT_EXTERNAL);
+  }
+}
+
+/* Every op refuses an attribute outside its schema, by name (mo.custom takes
+ * any other name as a kernel parameter). */
+Test(verify, op_table_unknown_attribute_is_refused_with_its_name) {
+  ir_dtype f32[4] = {IR_DT_F32, IR_DT_F32, IR_DT_F32, IR_DT_F32};
+  ir_attr bogus = aint("no_such_attr", 1);
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    const ir_op_info *o = ir_op_get((ir_op)i);
+    if (o->flags & IR_OPF_PARAMS) continue;
+    ir_graph *h = ir_graph_new("t");
+    table_node(h, (ir_op)i, f32, &bogus, 1);
+    cr_assert_neq(ir_graph_verify(h, &diag), 0, "mo.%s", o->name);
+    char want[128];
+    snprintf(want, sizeof want, "mo.%s has no attribute 'no_such_attr'", o->name);
+    expect_msg(diag.msg, want);
+    ir_graph_free(h);
+  }
+}
+
+/* Every dtype rule of the table refuses a dtype outside its set, naming the
+ * op and the operand. */
+Test(verify, op_table_wrong_dtype_is_refused_naming_the_op) {
+  static const ir_dtype tries[] = {IR_DT_F16, IR_DT_BOOL, IR_DT_SI32, IR_DT_F32};
+  int checked = 0;
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    const ir_op_info *o = ir_op_get((ir_op)i);
+    for (int k = 0; k < 2 && k < o->nin_min; k++) {
+      if (o->dts[k] == IR_DTS_ANY) continue;
+      ir_dtype bad_dt = IR_DT_F16, good[2] = {IR_DT_F32, IR_DT_F32};
+      for (int t = 3; t >= 0; t--)
+        if (!ir_dtype_in_set(tries[t], o->dts[k])) bad_dt = tries[t];
+      for (int j = 0; j < 2; j++)
+        for (int t = 3; t >= 0; t--)
+          if (ir_dtype_in_set(tries[t], o->dts[j])) good[j] = tries[t];
+      ir_dtype dts[4];
+      for (int j = 0; j < 4; j++) {
+        bool grouped = o->same >= 0 && j >= o->same && k >= o->same;
+        dts[j] = j != k && j < 2 && o->dts[j] && !grouped ? good[j] : bad_dt;
+      }
+      ir_graph *h = ir_graph_new("t");
+      ir_node *n = table_node(h, (ir_op)i, dts, NULL, 0);
+      cr_assert_neq(ir_infer_node(h, n, &diag), 0, "mo.%s operand %d: no error", o->name, k);
+      char want[200];
+      if (o->dts[k] & IR_DTS_NAMED_INDICES)
+        snprintf(want, sizeof want, "operand %d of mo.%s has dtype %s but indices must be %s", k,
+                 o->name, ir_dtype_name(bad_dt), ir_dtype_set_name(o->dts[k]));
+      else
+        snprintf(want, sizeof want, "operand %d of mo.%s has dtype %s but mo.%s takes %s", k,
+                 o->name, ir_dtype_name(bad_dt), o->name, ir_dtype_set_name(o->dts[k]));
+      expect_msg(diag.msg, want);
+      ir_graph_free(h);
+      checked++;
+    }
+  }
+  cr_assert_gt(checked, 40);
+}
+
+/* An example node for each op with an optional attribute: operands and the
+ * required attributes. */
+typedef struct attr_example {
+  ir_op op;
+  int nin;
+  ir_dtype dt[3];
+  const char *shape[3];
+  int nreq;
+  ir_attr req[2];
+  int nout;
+} attr_example;
+
+static const int64_t split_sizes[] = {1, 3};
+
+static const attr_example *attr_example_of(ir_op op) {
+  static attr_example ex[] = {
+      {IR_OP_GELU, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_REDUCE_SUM, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_REDUCE_MEAN, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_REDUCE_MAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_REDUCE_MIN, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_ARGMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_ARGMIN, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_SOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_LOGSOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_LAYER_NORM, 3, {IR_DT_F32, IR_DT_F32, IR_DT_F32}, {"4, 3", "3", "3"}, 0, {{0}}, 1},
+      {IR_OP_SPLIT, 1, {IR_DT_F32}, {"4, 3"}, 1,
+       {{.name = "split_sizes", .kind = IR_ATTR_INTS, .u.ints = {2, split_sizes}}}, 2},
+      {IR_OP_GATHER, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2"}, 0, {{0}}, 1},
+  };
+  for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
+    if (ex[i].op == op) return &ex[i];
+  return NULL;
+}
+
+static ir_node *example_node(const attr_example *e, const ir_attr *extra, int nextra) {
+  ir_value *in[3];
+  for (int k = 0; k < e->nin; k++) in[k] = input(e->dt[k], e->shape[k]);
+  ir_attr attrs[4];
+  for (int a = 0; a < e->nreq; a++) attrs[a] = e->req[a];
+  for (int a = 0; a < nextra; a++) attrs[e->nreq + a] = extra[a];
+  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, NULL);
+}
+
+/* Each optional attribute's default, written out, is a value the op's rule
+ * accepts, and gives what leaving it out gives. */
+Test(verify, op_table_attribute_defaults_are_valid_values) {
+  int checked = 0;
+  for (int i = 0; i < IR_OP_COUNT; i++) {
+    const ir_op_info *o = ir_op_get((ir_op)i);
+    for (int a = 0; a < o->nattrs; a++) {
+      const ir_attr_spec *s = &o->attrs[a];
+      if (s->required || s->runtime) continue;
+      const attr_example *e = attr_example_of((ir_op)i);
+      cr_assert_not_null(e, "mo.%s has a default for '%s' but no example in this test", o->name,
+                         s->a.name);
+      ir_node *plain = example_node(e, NULL, 0);
+      cr_assert_eq(ir_infer_node(g, plain, &diag), 0, "mo.%s: %s", o->name, diag.msg);
+      ir_node *given = example_node(e, &s->a, 1);
+      cr_assert_eq(ir_infer_node(g, given, &diag), 0, "mo.%s with its default '%s': %s", o->name,
+                   s->a.name, diag.msg);
+      for (int r = 0; r < plain->nout; r++)
+        cr_assert(ir_type_equal(&plain->out[r]->type, &given->out[r]->type), "mo.%s '%s'",
+                  o->name, s->a.name);
+      cr_assert_eq(ir_node_attr_or_default(plain, s->a.name), &s->a);
+      checked++;
+    }
+  }
+  cr_assert_eq(checked, 12);
+}
+
+Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
+  ir_value *x = input(IR_DT_F32, "4, 3");
+  const ir_attr_spec *s = ir_op_attr_spec(IR_OP_SQUEEZE, "axis");
+  cr_assert(s && s->required && s->a.kind == IR_ATTR_INT);
+  expect_msg(bad(IR_OP_SQUEEZE, IN(x), 1, NULL, 0), "mo.squeeze requires attribute 'axis'");
+  expect_msg(bad(IR_OP_GATHER, IN(x, input(IR_DT_SI32, "2")), 2, ATTRS(astr("axis", "0")), 1),
+             "attribute 'axis' of mo.gather must be an integer");
+  /* a float attribute also takes an integer */
+  ok(IR_OP_LAYER_NORM, IN(x, input(IR_DT_F32, "3"), input(IR_DT_F32, "3")), 3,
+     ATTRS(aint("epsilon", 1)), 1);
+  cr_assert_null(ir_op_attr_spec(IR_OP_RELU, "axis"));
+}
+
+/* The facts the runtime stamps stay accepted where the runtime puts them,
+ * and only there. */
+Test(verify, runtime_stamped_attributes_are_accepted_where_stamped) {
+  ir_value *a = input(IR_DT_F32, "4, 8"), *b = input(IR_DT_F32, "5, 8");
+  ir_node *mm = node(IR_OP_MATMUL, IN(a, b), 2,
+                     ATTRS(aint("kiln.packed_b", 8), aint("kiln.transpose_b", 1)), 2, 1, NULL);
+  ir_type ct = ty(IR_DT_F32, "4");
+  ir_node *cu = node(IR_OP_CUSTOM, IN(a), 1,
+                     ATTRS(aint("kiln.elementwise", 0), astr("kiln.library", "0123"),
+                           astr("kiln.simt_stub", "never called"), astr("symbol", "k")),
+                     4, 1, &ct);
+  ir_node *ip = node(IR_OP_INPLACE_CUSTOM, IN(a), 1,
+                     ATTRS(astr("kiln.library", "0123"), astr("symbol", "k")), 2, 1, NULL);
+  ir_value *outs[] = {mm->out[0], cu->out[0], ip->out[0]};
+  cr_assert_eq(ir_graph_set_outputs(g, outs, 3, (ir_loc){0, 0}), 0);
+  cr_assert_eq(ir_graph_verify(g, &diag), 0, "%s", diag.msg);
+  expect_type(mm->out[0], "!mo.tensor<[4, 5], f32>");
+  set_outputs(node(IR_OP_ADD, IN(a, a), 2, ATTRS(aint("kiln.transpose_b", 1)), 1, 1, NULL)->out[0]);
+  cr_assert_neq(ir_graph_verify(g, &diag), 0);
+  expect_msg(diag.msg, "mo.add has no attribute 'kiln.transpose_b'");
+}
+
+Test(verify, dtype_sets_have_names) {
+  cr_assert_str_eq(ir_dtype_set_name(IR_DTS_F), "f32 or f64");
+  cr_assert_str_eq(ir_dtype_set_name(IR_DTS_IDX), "si32 or si64");
+  cr_assert(ir_dtype_in_set(IR_DT_F16, IR_DTS_ANY) && !ir_dtype_in_set(IR_DT_F16, IR_DTS_FIB));
+  cr_assert(ir_dtype_in_set(IR_DT_SI64, IR_DTS_IDX) && !ir_dtype_in_set(IR_DT_SI8, IR_DTS_I));
 }
