@@ -19,11 +19,6 @@
  * k and %t0, %t1, ... for the others, symbols numbered over the input types,
  * then every node's result types. The JIT compiles such a multi-node kernel
  * graph as one fused kernel (jit/fused.c).
- * A mo.fused node (fuse.c) prints its body instead: inputs %a0, ... (the
- * node's operands), the body's nodes in order with results %r<k> for output
- * k and %t0, %t1, ... for the others, symbols numbered over the input types,
- * then every node's result types. The JIT compiles such a multi-node kernel
- * graph as one fused kernel (jit/fused.c).
  * ir_kernel_text_partial: the symbols marked in `bind` are replaced by their
  * values (dims rebuilt, so they fold), the others are renamed as above.
  * ir_kernel_text_bound: the same text with every dim replaced by its value
@@ -32,8 +27,8 @@
  * evaluate to a non-negative value.
  *
  * Assumes: n is a node of g and g was verified (types inferred).
- * Guarantees: the text parses (ir_parse) into a graph that prints to the same
- * text; equal texts mean equal kernels up to the symbol renaming (the
+ * Guarantees: the text parses (ir_parse_kernel_text, parse.h: it may carry
+ * the runtime's kiln.* attributes) into a graph that prints to the same text; equal texts mean equal kernels up to the symbol renaming (the
  * converse is best effort: a dim mixing several symbols may number them in
  * an order that leaks the source graph's symbol order, so two isomorphic
  * nodes can, rarely, print differently: a cache miss, never a wrong hit).

@@ -1,4 +1,5 @@
-/* parse.c - MO graph text -> ir_graph (ir_parse, ir_parse_type, ir_parse_attrs).
+/* parse.c - MO graph text -> ir_graph (ir_parse, ir_parse_type, ir_parse_attrs;
+ * ir_parse_kernel_text, parse.h).
  *
  * Grammar (tokens may be separated by whitespace and `//` comments; attribute
  * values, numbers and strings are in parse_lex.c):
@@ -24,11 +25,16 @@
  * Checked here: syntax, undefined and redefined names, op names and operand
  * counts, symbol declarations, declared operand types, result counts; after
  * ir_graph_verify (so that a node's wrong result type is reported at the node
- * first): mo.output against the graph's declared result types. */
+ * first): mo.output against the graph's declared result types.
+ * Attribute names in the runtime's namespace (kiln.transpose_b, kiln.packed_b,
+ * kiln.library, ...) are refused, at their line:col, everywhere but in
+ * ir_parse_kernel_text: they are facts the runtime establishes, and a graph
+ * that claimed one would change what a kernel computes or how it reads. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "parse.h"
 #include "parse_lex.h"
 
 typedef struct name_ref { /* a result name being defined */
@@ -705,10 +711,11 @@ int ir_parse_type(ir_graph *g, const char *text, size_t len, ir_type *out, ir_di
   return rc;
 }
 
-ir_graph *ir_parse(const char *text, size_t len, ir_diag *d) {
+static ir_graph *parse_text(const char *text, size_t len, ir_diag *d, bool runtime_attrs) {
   ir_diag local;
   parser p;
   parser_init(&p, NULL, text, len, d, &local);
+  p.runtime_attrs = runtime_attrs;
   p.d->rule = false;
   ir_graph *g = parse_graph(&p);
   if (g && (ir_graph_verify(g, p.d) != 0 || check_signature(&p) != 0)) {
@@ -718,4 +725,12 @@ ir_graph *ir_parse(const char *text, size_t len, ir_diag *d) {
   if (!g) ir_graph_free(p.g);
   parser_free(&p);
   return g;
+}
+
+ir_graph *ir_parse(const char *text, size_t len, ir_diag *d) {
+  return parse_text(text, len, d, false);
+}
+
+ir_graph *ir_parse_kernel_text(const char *text, size_t len, ir_diag *d) {
+  return parse_text(text, len, d, true);
 }

@@ -601,7 +601,10 @@ static int parse_attr_value(parser *p, ir_attr *a) {
   return ir_lex_expected(p, "an attribute value");
 }
 
-/* '{' [name '=' value {',' ...}] '}' into p->attrs (cleared first). */
+/* '{' [name '=' value {',' ...}] '}' into p->attrs (cleared first). The
+ * kiln.* names are facts the runtime stamps (kiln.transpose_b changes what a
+ * matmul computes, kiln.packed_b how it reads B): only kernel texts, which
+ * the runtime prints itself, may carry them. */
 int ir_lex_attr_dict(parser *p) {
   vec *v = &p->attrs;
   v->n = 0;
@@ -611,6 +614,9 @@ int ir_lex_attr_dict(parser *p) {
     const char *s;
     size_t len, w;
     if (!ir_lex_ident(p, &s, &len, &w)) return ir_lex_expected(p, "an attribute name");
+    if (!p->runtime_attrs && len >= 5 && memcmp(s, "kiln.", 5) == 0)
+      return ir_lex_error(p, w, "attribute '%.*s' is set by the runtime, not by graph text",
+                          (int)(len > 64 ? 64 : len), s);
     for (size_t i = 0; i < v->n; i++) {
       const ir_attr *o = &((attr_at *)v->p)[i].a;
       if (lit_eq(s, len, o->name))

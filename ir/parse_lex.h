@@ -40,6 +40,7 @@ typedef struct parser {
   ir_graph *g;
   ir_diag *d;
   bool failed;
+  bool runtime_attrs; /* kiln.* attribute names allowed (kernel texts only) */
   bool sym_failed; /* the last dim error came from the symbol resolver */
   size_t sym_pos;
   int nres; /* the graph's declared result types */
@@ -99,7 +100,8 @@ int ir_lex_int64(parser *p, const numtok *t, int64_t *out);
 /* A string literal with escapes, copied into the graph's arena. */
 int ir_lex_string(parser *p, const char **out);
 /* '{' [name '=' value {',' name '=' value}] '}' into p->attrs (cleared
- * first), values in the graph's arena; a repeated name is an error. */
+ * first), values in the graph's arena; a repeated name is an error, and so
+ * is a name in the runtime's kiln.* namespace unless p->runtime_attrs. */
 int ir_lex_attr_dict(parser *p);
 
 #endif

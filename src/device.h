@@ -1,6 +1,7 @@
 /* device.h - internal to src/: the device layer, one table of functions per
  * kind of device (device.c holds the public kiln_device_* API and picks the
- * table; device_cpu.c, device_cuda.c, device_hip.c, device_emu.c fill them).
+ * table; device_cpu.c, device_cuda.c, device_hip.c, device_emu.c fill them;
+ * CUDA and HIP share their entries through device_gpu.h).
  *
  * A backend fills `desc` at open and keeps what it needs in `impl`. Every
  * entry returns 0 or -1 with st filled by a message that names the device
@@ -87,6 +88,13 @@ int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void 
 /* Kernels a device model loaded from the context's disk cache (hits) and
  * compiled (misses) when it was compiled (device_model.c). */
 void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *misses);
+/* Kernels a device model loaded (after fusion), and the execute plans it
+ * built so far (an execute of a binding seen last reuses its plan). */
+int rt_device_model_kernels(const kiln_device_model *m);
+int rt_device_model_plan_builds(const kiln_device_model *m);
+/* Shape-specialized variants a device model compiled (its context's
+ * policy is sync: each new binding's kernels with its dims as constants). */
+int rt_device_model_specialized(const kiln_device_model *m);
 int rt_device_module_load(kiln_device *d, const void *image, size_t len, void **mod,
                           kiln_status *st);
 void rt_device_module_unload(kiln_device *d, void *mod);

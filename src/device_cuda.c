@@ -1,48 +1,43 @@
-/* device_cuda.c - NVIDIA GPUs through the CUDA driver API (device.h),
- * opened at run time: libcuda.so.1 is dlopen'ed once per process, the entry
- * points are fetched with cuGetProcAddress for the CUDA version kiln was
- * written against (so CUDA 13's renamed / versioned symbols resolve to the
- * right ones), and nothing of CUDA is linked or included at build time (the
- * few types used are declared here as the driver API documents them).
+/* device_cuda.c - NVIDIA GPUs through the CUDA driver API (device.h), opened
+ * at run time: libcuda.so.1 is dlopen'ed once per process, the entry points
+ * are fetched with cuGetProcAddress for the CUDA version kiln was written
+ * against (so CUDA 13's renamed / versioned symbols resolve to the right
+ * ones), and nothing of CUDA is linked or included at build time (the few
+ * types used are declared here as the driver API documents them).
+ *
+ * What CUDA shares with HIP (streams, copies, modules, launches, recording
+ * through stream capture into CUDA graphs) is device_gpu.c; this file holds
+ * what is CUDA's own: loading the driver, the primary context each device
+ * keeps retained while open (made current on the calling thread by every
+ * entry), its non-blocking stream, and the entry points whose signatures
+ * differ from HIP's (memory and copies).
  *
  * Guarantees: where libcuda.so.1 is missing, the driver is too old, cuInit
  * fails or there is no device, every entry returns an error naming which
- * (never a crash). A device keeps its primary context retained while open
- * and one stream; copies and launches are synchronous with respect to the
- * caller's view (copies wait; kiln_device_synchronize waits for launches).
- * Recording (device.h graph_*) is CUDA graphs through stream capture of the
- * device's stream (thread-local capture mode): launches and device-to-
- * device copies (async while capturing) become graph nodes, cuStreamEndCapture
- * gives the graph, cuGraphInstantiateWithFlags the executable one, and
- * cuGraphLaunch on the stream plus a stream wait runs it. Those entry points
- * are optional: a driver without them opens as before and cannot record.
- * Not yet run on a GPU here (no session has had one since it was written). */
+ * (never a crash). The graph entry points are optional: a driver without
+ * them opens as usual and cannot record. The tests cover only the paths
+ * where the driver is absent (tests/test_device.c). */
 #include <dlfcn.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "device.h"
+#include "device_gpu.h"
 
 /* ---- the slice of the driver API kiln uses (cuda.h spells them so) ---- */
 typedef int CUresult; /* CUDA_SUCCESS = 0 */
 typedef int CUdevice;
 typedef struct CUctx_st *CUcontext;
-typedef struct CUmod_st *CUmodule;
-typedef struct CUfunc_st *CUfunction;
 typedef struct CUstream_st *CUstream;
 typedef unsigned long long CUdeviceptr;
-typedef struct CUgraph_st *CUgraph;
-typedef struct CUgraphExec_st *CUgraphExec;
 
 #define KILN_CUDA_API_VERSION 12000 /* the driver API version the entries below follow */
 #define CU_ATTR_CC_MAJOR 75         /* CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR */
 #define CU_ATTR_CC_MINOR 76
 #define CU_STREAM_NON_BLOCKING 1
-#define CU_STREAM_CAPTURE_MODE_THREAD_LOCAL 1
 
 typedef struct cuda_api {
+  rt_gpu_api gpu; /* the entries HIP declares alike */
   CUresult (*GetErrorName)(CUresult, const char **);
   CUresult (*GetErrorString)(CUresult, const char **);
   CUresult (*Init)(unsigned);
@@ -55,400 +50,217 @@ typedef struct cuda_api {
   CUresult (*DevicePrimaryCtxRetain)(CUcontext *, CUdevice);
   CUresult (*DevicePrimaryCtxRelease)(CUdevice);
   CUresult (*CtxSetCurrent)(CUcontext);
+  CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);
   CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
   CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
   CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*StreamCreate)(CUstream *, unsigned);
-  CUresult (*StreamDestroy)(CUstream);
-  CUresult (*StreamSynchronize)(CUstream);
-  CUresult (*ModuleLoadData)(CUmodule *, const void *);
-  CUresult (*ModuleUnload)(CUmodule);
-  CUresult (*ModuleGetFunction)(CUfunction *, CUmodule, const char *);
-  CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                           unsigned, CUstream, void **, void **);
-  /* optional: CUDA graphs (NULL when the driver lacks them) */
-  CUresult (*StreamBeginCapture)(CUstream, int);
-  CUresult (*StreamEndCapture)(CUstream, CUgraph *);
-  CUresult (*GraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
-  CUresult (*GraphLaunch)(CUgraphExec, CUstream);
-  CUresult (*GraphExecDestroy)(CUgraphExec);
-  CUresult (*GraphDestroy)(CUgraph);
-  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream); /* with graphs */
 } cuda_api;
 
 static struct {
-  pthread_once_t once;
   cuda_api api;
-  int driver_version;
-  int ndevices;
-  char why[512]; /* set when the driver is unusable: why */
-} cuda = {PTHREAD_ONCE_INIT, {0}, 0, 0, ""};
+  rt_gpu_state state;
+} cuda = {.state = {PTHREAD_ONCE_INIT, 0, ""}};
 
 typedef CUresult (*get_proc_fn)(const char *, void **, int, unsigned long long, int *);
 typedef CUresult (*get_proc_v1_fn)(const char *, void **, int, unsigned long long);
 
-static const char *cu_name(CUresult r) {
+typedef struct get_proc {
+  get_proc_fn v2;
+  get_proc_v1_fn v1; /* when the driver has no cuGetProcAddress_v2 */
+} get_proc;
+
+static void *cuda_lookup(void *ud, const char *name, rt_gpu_result *r) {
+  const get_proc *gp = ud;
+  void *p = NULL;
+  int status = 0;
+  *r = gp->v2 ? gp->v2(name, &p, KILN_CUDA_API_VERSION, 0, &status)
+              : gp->v1(name, &p, KILN_CUDA_API_VERSION, 0);
+  return *r == 0 ? p : NULL;
+}
+
+static const char *cu_name(rt_gpu_result r) {
   const char *s = NULL;
   if (cuda.api.GetErrorName && cuda.api.GetErrorName(r, &s) == 0 && s) return s;
   return "CUDA error";
 }
 
-static const char *cu_text(CUresult r) {
+static const char *cu_text(rt_gpu_result r) {
   const char *s = NULL;
   if (cuda.api.GetErrorString && cuda.api.GetErrorString(r, &s) == 0 && s) return s;
   return "no description";
 }
 
+#define E(f) {"cu" #f, offsetof(cuda_api, f)}
+#define G(f) {"cu" #f, offsetof(cuda_api, gpu.f)}
+static const rt_gpu_sym required[] = {
+    E(GetErrorName), E(GetErrorString), E(Init), E(DriverGetVersion), E(DeviceGetCount),
+    E(DeviceGet), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
+    E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease), E(CtxSetCurrent), E(MemAlloc),
+    E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH), E(MemcpyDtoD), E(StreamCreate), G(StreamDestroy),
+    G(StreamSynchronize), G(ModuleLoadData), G(ModuleUnload), G(ModuleGetFunction),
+    G(LaunchKernel),
+};
+static const rt_gpu_sym graph_entries[] = {
+    G(StreamBeginCapture), G(StreamEndCapture), G(GraphInstantiateWithFlags), G(GraphLaunch),
+    G(GraphExecDestroy), G(GraphDestroy), E(MemcpyDtoDAsync),
+};
+#undef E
+#undef G
+
 static void cuda_load(void) {
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char *e = dlerror();
-    snprintf(cuda.why, sizeof cuda.why, "no CUDA driver: libcuda.so.1 cannot be opened (%s)",
-             e ? e : "not found");
-    return;
-  }
-  /* Kept open for the life of the process: driver libraries do not unload. */
-  get_proc_fn gp = (get_proc_fn)(uintptr_t)dlsym(lib, "cuGetProcAddress_v2");
-  get_proc_v1_fn gp1 = gp ? NULL : (get_proc_v1_fn)(uintptr_t)dlsym(lib, "cuGetProcAddress");
-  if (!gp && !gp1) {
-    snprintf(cuda.why, sizeof cuda.why,
+  static const char *const names[] = {"libcuda.so.1"};
+  void *lib = rt_gpu_dlopen(names, 1, "no CUDA driver", cuda.state.why, sizeof cuda.state.why);
+  if (!lib) return;
+  get_proc gp = {(get_proc_fn)(uintptr_t)dlsym(lib, "cuGetProcAddress_v2"), NULL};
+  if (!gp.v2) gp.v1 = (get_proc_v1_fn)(uintptr_t)dlsym(lib, "cuGetProcAddress");
+  if (!gp.v2 && !gp.v1) {
+    snprintf(cuda.state.why, sizeof cuda.state.why,
              "CUDA driver too old: libcuda.so.1 has no cuGetProcAddress (kiln needs CUDA 12.0+)");
     return;
   }
-  static const struct {
-    const char *name;
-    size_t off;
-  } syms[] = {
-#define E(f) {"cu" #f, offsetof(cuda_api, f)}
-      E(GetErrorName), E(GetErrorString), E(Init), E(DriverGetVersion), E(DeviceGetCount),
-      E(DeviceGet), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
-      E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease), E(CtxSetCurrent), E(MemAlloc),
-      E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH), E(MemcpyDtoD), E(StreamCreate), E(StreamDestroy),
-      E(StreamSynchronize), E(ModuleLoadData), E(ModuleUnload), E(ModuleGetFunction),
-      E(LaunchKernel),
-#undef E
-  };
-  for (size_t i = 0; i < sizeof syms / sizeof syms[0]; i++) {
-    void *p = NULL;
-    int status = 0;
-    CUresult r = gp ? gp(syms[i].name, &p, KILN_CUDA_API_VERSION, 0, &status)
-                    : gp1(syms[i].name, &p, KILN_CUDA_API_VERSION, 0);
-    if (r != 0 || !p) {
-      snprintf(cuda.why, sizeof cuda.why,
-               "CUDA driver too old or incomplete: no %s for CUDA %d.%d (error %d)", syms[i].name,
-               KILN_CUDA_API_VERSION / 1000, KILN_CUDA_API_VERSION % 1000 / 10, r);
-      memset(&cuda.api, 0, sizeof cuda.api);
-      return;
-    }
-    memcpy((char *)&cuda.api + syms[i].off, &p, sizeof p);
-  }
-  static const struct {
-    const char *name;
-    size_t off;
-  } graph_syms[] = {
-#define E(f) {"cu" #f, offsetof(cuda_api, f)}
-      E(StreamBeginCapture), E(StreamEndCapture), E(GraphInstantiateWithFlags), E(GraphLaunch),
-      E(GraphExecDestroy), E(GraphDestroy), E(MemcpyDtoDAsync),
-#undef E
-  };
-  void *gfn[sizeof graph_syms / sizeof graph_syms[0]] = {0};
-  bool graphs = true;
-  for (size_t i = 0; i < sizeof graph_syms / sizeof graph_syms[0] && graphs; i++) {
-    int status = 0;
-    CUresult r = gp ? gp(graph_syms[i].name, &gfn[i], KILN_CUDA_API_VERSION, 0, &status)
-                    : gp1(graph_syms[i].name, &gfn[i], KILN_CUDA_API_VERSION, 0);
-    graphs = r == 0 && gfn[i];
-  }
-  for (size_t i = 0; graphs && i < sizeof graph_syms / sizeof graph_syms[0]; i++)
-    memcpy((char *)&cuda.api + graph_syms[i].off, &gfn[i], sizeof gfn[i]);
-  CUresult r = cuda.api.Init(0);
-  if (r != 0) {
-    snprintf(cuda.why, sizeof cuda.why, "the CUDA driver does not start: cuInit: %s (%s)",
-             cu_name(r), cu_text(r));
+  rt_gpu_result r = 0;
+  int missing = rt_gpu_bind(&cuda.api, required, sizeof required / sizeof required[0],
+                            cuda_lookup, &gp, &r);
+  if (missing >= 0) {
+    snprintf(cuda.state.why, sizeof cuda.state.why,
+             "CUDA driver too old or incomplete: no %s for CUDA %d.%d (error %d)",
+             required[missing].name, KILN_CUDA_API_VERSION / 1000,
+             KILN_CUDA_API_VERSION % 1000 / 10, r);
     return;
   }
-  if (cuda.api.DriverGetVersion(&cuda.driver_version) == 0 &&
-      cuda.driver_version < KILN_CUDA_API_VERSION) {
-    snprintf(cuda.why, sizeof cuda.why,
-             "CUDA driver too old: it supports CUDA %d.%d, kiln needs %d.%d",
-             cuda.driver_version / 1000, cuda.driver_version % 1000 / 10,
-             KILN_CUDA_API_VERSION / 1000, KILN_CUDA_API_VERSION % 1000 / 10);
+  /* all or none: a driver without graphs opens and cannot record */
+  rt_gpu_bind(&cuda.api, graph_entries, sizeof graph_entries / sizeof graph_entries[0],
+              cuda_lookup, &gp, &r);
+  if ((r = cuda.api.Init(0)) != 0) {
+    snprintf(cuda.state.why, sizeof cuda.state.why,
+             "the CUDA driver does not start: cuInit: %s (%s)", cu_name(r), cu_text(r));
     return;
   }
-  r = cuda.api.DeviceGetCount(&cuda.ndevices);
-  if (r != 0) {
-    cuda.ndevices = 0;
-    snprintf(cuda.why, sizeof cuda.why, "cuDeviceGetCount: %s (%s)", cu_name(r), cu_text(r));
+  int version = 0;
+  if (cuda.api.DriverGetVersion(&version) == 0 && version < KILN_CUDA_API_VERSION) {
+    snprintf(cuda.state.why, sizeof cuda.state.why,
+             "CUDA driver too old: it supports CUDA %d.%d, kiln needs %d.%d", version / 1000,
+             version % 1000 / 10, KILN_CUDA_API_VERSION / 1000, KILN_CUDA_API_VERSION % 1000 / 10);
     return;
   }
-  if (cuda.ndevices == 0)
-    snprintf(cuda.why, sizeof cuda.why, "no CUDA device: the driver reports none");
+  if ((r = cuda.api.DeviceGetCount(&cuda.state.ndevices)) != 0) {
+    cuda.state.ndevices = 0;
+    snprintf(cuda.state.why, sizeof cuda.state.why, "cuDeviceGetCount: %s (%s)", cu_name(r),
+             cu_text(r));
+    return;
+  }
+  if (cuda.state.ndevices == 0)
+    snprintf(cuda.state.why, sizeof cuda.state.why, "no CUDA device: the driver reports none");
 }
-
-static int cuda_ready(kiln_status *st) {
-  pthread_once(&cuda.once, cuda_load);
-  if (cuda.why[0]) return rt_err(st, KILN_ERR_NOT_FOUND, "%s", cuda.why);
-  return 0;
-}
-
-static int cuda_count(kiln_status *st) {
-  if (cuda_ready(st) < 0) return 0;
-  return cuda.ndevices;
-}
-
-typedef struct cuda_dev {
-  CUdevice dev;
-  CUcontext ctx;
-  CUstream stream;
-  bool capturing; /* between graph_begin and graph_end */
-} cuda_dev;
-
-typedef struct cuda_graph {
-  CUgraph graph;
-  CUgraphExec exec;
-} cuda_graph;
 
 /* Make d's context current on this thread (the driver's current context is
- * per thread); -1 with st filled. */
+ * per thread). */
 static int cuda_enter(kiln_device *d, const char *what, kiln_status *st) {
-  cuda_dev *c = d->impl;
-  CUresult r = cuda.api.CtxSetCurrent(c->ctx);
+  const rt_gpu_dev *g = d->impl;
+  CUresult r = cuda.api.CtxSetCurrent((CUcontext)g->ctx);
   if (r != 0)
     return rt_err(st, KILN_ERR_RUNTIME, "%s: %s: cuCtxSetCurrent: %s (%s)", d->label, what,
                   cu_name(r), cu_text(r));
   return 0;
 }
 
-#define CU_CHECK(d, st, call, what)                                                          \
-  do {                                                                                       \
-    CUresult r_ = (call);                                                                    \
-    if (r_ != 0)                                                                             \
-      return rt_err(st, KILN_ERR_RUNTIME, "%s: %s: %s (%s)", (d)->label, what, cu_name(r_), \
-                    cu_text(r_));                                                            \
-  } while (0)
-
-static int cuda_open(kiln_device *d, kiln_status *st) {
-  if (cuda_ready(st) < 0) {
-    rt_err(st, KILN_ERR_NOT_FOUND, "%s: %s", d->label, cuda.why);
-    return -1;
-  }
-  if (d->ordinal >= cuda.ndevices)
-    return rt_err(st, KILN_ERR_NOT_FOUND, "%s: no such device (the driver reports %d)", d->label,
-                  cuda.ndevices);
-  cuda_dev *c = calloc(1, sizeof *c);
-  if (!c) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->label);
-  d->impl = c;
-  CUresult r = cuda.api.DeviceGet(&c->dev, d->ordinal);
-  if (r == 0) r = cuda.api.DevicePrimaryCtxRetain(&c->ctx, c->dev);
-  if (r != 0) {
-    rt_err(st, KILN_ERR_RUNTIME, "%s: cannot open: %s (%s)", d->label, cu_name(r), cu_text(r));
-    free(c);
-    d->impl = NULL;
-    return -1;
-  }
+static int cuda_attach(kiln_device *d, rt_gpu_dev *g, kiln_status *st) {
+  CUdevice dev = 0;
+  CUcontext ctx = NULL;
+  CUresult r = cuda.api.DeviceGet(&dev, d->ordinal);
+  if (r == 0) r = cuda.api.DevicePrimaryCtxRetain(&ctx, dev);
+  if (r != 0)
+    return rt_err(st, KILN_ERR_RUNTIME, "%s: cannot open: %s (%s)", d->label, cu_name(r),
+                  cu_text(r));
+  g->dev = dev;
+  g->ctx = ctx;
+  CUstream stream = NULL;
   if (cuda_enter(d, "open", st) < 0 ||
-      (r = cuda.api.StreamCreate(&c->stream, CU_STREAM_NON_BLOCKING)) != 0) {
+      (r = cuda.api.StreamCreate(&stream, CU_STREAM_NON_BLOCKING)) != 0) {
     if (r != 0)
       rt_err(st, KILN_ERR_RUNTIME, "%s: cuStreamCreate: %s (%s)", d->label, cu_name(r),
              cu_text(r));
-    cuda.api.DevicePrimaryCtxRelease(c->dev);
-    free(c);
-    d->impl = NULL;
+    cuda.api.DevicePrimaryCtxRelease(dev);
     return -1;
   }
+  g->stream = stream;
   char name[160] = "NVIDIA GPU";
   int major = 0, minor = 0;
   size_t mem = 0;
-  cuda.api.DeviceGetName(name, (int)sizeof name - 1, c->dev);
-  cuda.api.DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, c->dev);
-  cuda.api.DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, c->dev);
-  cuda.api.DeviceTotalMem(&mem, c->dev);
+  cuda.api.DeviceGetName(name, (int)sizeof name - 1, dev);
+  cuda.api.DeviceGetAttribute(&major, CU_ATTR_CC_MAJOR, dev);
+  cuda.api.DeviceGetAttribute(&minor, CU_ATTR_CC_MINOR, dev);
+  cuda.api.DeviceTotalMem(&mem, dev);
   snprintf(d->desc, sizeof d->desc, "%s (sm_%d%d, %zu MiB)", name, major, minor, mem >> 20);
   return 0;
 }
 
-static void cuda_close(kiln_device *d) {
-  cuda_dev *c = d->impl;
-  if (!c) return;
-  if (cuda.api.CtxSetCurrent(c->ctx) == 0) {
-    cuda.api.StreamSynchronize(c->stream);
-    cuda.api.StreamDestroy(c->stream);
-  }
-  cuda.api.DevicePrimaryCtxRelease(c->dev);
-  free(c);
-  d->impl = NULL;
-}
+static void cuda_detach(rt_gpu_dev *g) { cuda.api.DevicePrimaryCtxRelease(g->dev); }
 
-static int cuda_alloc(kiln_device *d, size_t bytes, kiln_devptr *out, kiln_status *st) {
-  if (cuda_enter(d, "alloc", st) < 0) return -1;
+static rt_gpu_result cuda_alloc(kiln_devptr *out, size_t bytes) {
   CUdeviceptr p = 0;
-  CU_CHECK(d, st, cuda.api.MemAlloc(&p, bytes), "cuMemAlloc");
+  CUresult r = cuda.api.MemAlloc(&p, bytes);
   *out = (kiln_devptr)p;
-  return 0;
+  return r;
 }
 
-static void cuda_free(kiln_device *d, kiln_devptr p) {
-  if (cuda_enter(d, "free", NULL) == 0) cuda.api.MemFree((CUdeviceptr)p);
-}
+static rt_gpu_result cuda_free(kiln_devptr p) { return cuda.api.MemFree((CUdeviceptr)p); }
 
-static int cuda_copy_to(kiln_device *d, kiln_devptr dst, const void *src, size_t n,
-                        kiln_status *st) {
-  if (cuda_enter(d, "copy", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
-  CU_CHECK(d, st, cuda.api.MemcpyHtoD((CUdeviceptr)dst, src, n), "cuMemcpyHtoD");
-  return 0;
-}
-
-static int cuda_copy_from(kiln_device *d, void *dst, kiln_devptr src, size_t n,
-                          kiln_status *st) {
-  if (cuda_enter(d, "copy", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
-  CU_CHECK(d, st, cuda.api.MemcpyDtoH(dst, (CUdeviceptr)src, n), "cuMemcpyDtoH");
-  return 0;
-}
-
-static int cuda_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n,
-                        kiln_status *st) {
-  if (cuda_enter(d, "copy", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  if (c->capturing) { /* a graph node, ordered on the stream */
-    CU_CHECK(d, st, cuda.api.MemcpyDtoDAsync((CUdeviceptr)dst, (CUdeviceptr)src, n, c->stream),
-             "cuMemcpyDtoDAsync");
-    return 0;
+static rt_gpu_result cuda_copy(rt_gpu_copy_kind kind, uint64_t dst, uint64_t src, size_t n,
+                               void *stream) {
+  switch (kind) {
+  case RT_GPU_COPY_TO: return cuda.api.MemcpyHtoD(dst, (const void *)(uintptr_t)src, n);
+  case RT_GPU_COPY_FROM: return cuda.api.MemcpyDtoH((void *)(uintptr_t)dst, src, n);
+  case RT_GPU_COPY_DD: return cuda.api.MemcpyDtoD(dst, src, n);
+  case RT_GPU_COPY_DD_ASYNC: return cuda.api.MemcpyDtoDAsync(dst, src, n, (CUstream)stream);
+  case RT_GPU_COPY_KINDS: break;
   }
-  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
-  CU_CHECK(d, st, cuda.api.MemcpyDtoD((CUdeviceptr)dst, (CUdeviceptr)src, n), "cuMemcpyDtoD");
-  return 0;
+  return 1; /* CUDA_ERROR_INVALID_VALUE: not a copy kind */
 }
 
-static int cuda_sync(kiln_device *d, kiln_status *st) {
-  if (cuda_enter(d, "synchronize", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
-  return 0;
-}
+static const rt_gpu_vendor cuda_vendor = {
+    .prefix = "cu",
+    .reporter = "driver",
+    .no_graphs = "the driver has no CUDA graph entry points",
+    .alloc_call = "MemAlloc",
+    .launch_call = "LaunchKernel",
+    .copy_call = {"MemcpyHtoD", "MemcpyDtoH", "MemcpyDtoD", "MemcpyDtoDAsync"},
+    .state = &cuda.state,
+    .load = cuda_load,
+    .api = &cuda.api.gpu,
+    .error_name = cu_name,
+    .error_text = cu_text,
+    .enter = cuda_enter,
+    .attach = cuda_attach,
+    .detach = cuda_detach,
+    .alloc = cuda_alloc,
+    .free = cuda_free,
+    .copy = cuda_copy,
+};
 
-static int cuda_module_load(kiln_device *d, const void *image, size_t len, void **mod,
-                            kiln_status *st) {
-  (void)len; /* PTX is NUL-terminated text; cubins carry their size */
-  if (cuda_enter(d, "module load", st) < 0) return -1;
-  CUmodule m = NULL;
-  CU_CHECK(d, st, cuda.api.ModuleLoadData(&m, image), "cuModuleLoadData");
-  *mod = m;
-  return 0;
-}
+static int cuda_count(kiln_status *st) { return rt_gpu_count(&cuda_vendor, st); }
 
-static void cuda_module_unload(kiln_device *d, void *mod) {
-  if (cuda_enter(d, "module unload", NULL) == 0) cuda.api.ModuleUnload((CUmodule)mod);
-}
-
-static int cuda_module_function(kiln_device *d, void *mod, const char *name, void **fn,
-                                kiln_status *st) {
-  if (cuda_enter(d, "module function", st) < 0) return -1;
-  CUfunction f = NULL;
-  CUresult r = cuda.api.ModuleGetFunction(&f, (CUmodule)mod, name);
-  if (r != 0)
-    return rt_err(st, KILN_ERR_NOT_FOUND, "%s: kernel '%s': cuModuleGetFunction: %s (%s)",
-                  d->label, name, cu_name(r), cu_text(r));
-  *fn = f;
-  return 0;
-}
-
-static int cuda_launch(kiln_device *d, void *fn, const rt_launch_dims *g, void **params,
-                       kiln_status *st) {
-  if (cuda_enter(d, "launch", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  CU_CHECK(d, st,
-           cuda.api.LaunchKernel((CUfunction)fn, g->grid[0], g->grid[1], g->grid[2], g->block[0],
-                                 g->block[1], g->block[2], g->shared_bytes, c->stream, params,
-                                 NULL),
-           "cuLaunchKernel");
-  return 0;
-}
-
-/* ---- recording: CUDA graphs ---- */
-
-static int cuda_graph_begin(kiln_device *d, kiln_status *st) {
-  if (!cuda.api.StreamBeginCapture)
-    return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: the driver has no CUDA graph entry points",
-                  d->label);
-  if (cuda_enter(d, "capture", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
-  CU_CHECK(d, st, cuda.api.StreamBeginCapture(c->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-           "cuStreamBeginCapture");
-  c->capturing = true;
-  return 0;
-}
-
-static void cuda_graph_free(kiln_device *d, void *graph) {
-  cuda_graph *g = graph;
-  if (!g) return;
-  if (cuda_enter(d, "graph free", NULL) == 0) {
-    if (g->exec) cuda.api.GraphExecDestroy(g->exec);
-    if (g->graph) cuda.api.GraphDestroy(g->graph);
-  }
-  free(g);
-}
-
-static int cuda_graph_end(kiln_device *d, void **graph, kiln_status *st) {
-  cuda_dev *c = d->impl;
-  if (!c->capturing)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: graph end without a graph begin",
-                  d->label);
-  if (cuda_enter(d, "capture", st) < 0) return -1;
-  c->capturing = false;
-  cuda_graph *g = calloc(1, sizeof *g);
-  CUgraph raw = NULL;
-  CUresult r = cuda.api.StreamEndCapture(c->stream, &raw); /* ends the capture in any case */
-  if (!g || r != 0) {
-    if (raw) cuda.api.GraphDestroy(raw);
-    free(g);
-    if (r != 0)
-      return rt_err(st, KILN_ERR_RUNTIME, "%s: cuStreamEndCapture: %s (%s)", d->label,
-                    cu_name(r), cu_text(r));
-    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "%s: out of memory", d->label);
-  }
-  g->graph = raw;
-  if ((r = cuda.api.GraphInstantiateWithFlags(&g->exec, raw, 0)) != 0) {
-    g->exec = NULL;
-    cuda_graph_free(d, g);
-    return rt_err(st, KILN_ERR_RUNTIME, "%s: cuGraphInstantiateWithFlags: %s (%s)", d->label,
-                  cu_name(r), cu_text(r));
-  }
-  *graph = g;
-  return 0;
-}
-
-static int cuda_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
-  if (cuda_enter(d, "graph launch", st) < 0) return -1;
-  cuda_dev *c = d->impl;
-  const cuda_graph *g = graph;
-  CU_CHECK(d, st, cuda.api.GraphLaunch(g->exec, c->stream), "cuGraphLaunch");
-  CU_CHECK(d, st, cuda.api.StreamSynchronize(c->stream), "cuStreamSynchronize");
-  return 0;
-}
+static int cuda_open(kiln_device *d, kiln_status *st) { return rt_gpu_open(&cuda_vendor, d, st); }
 
 const rt_device_ops rt_device_cuda_ops = {
     .count = cuda_count,
     .open = cuda_open,
-    .close = cuda_close,
-    .alloc = cuda_alloc,
-    .free = cuda_free,
-    .copy_to = cuda_copy_to,
-    .copy_from = cuda_copy_from,
-    .copy_dd = cuda_copy_dd,
-    .synchronize = cuda_sync,
-    .module_load = cuda_module_load,
-    .module_unload = cuda_module_unload,
-    .module_function = cuda_module_function,
-    .launch = cuda_launch,
-    .graph_begin = cuda_graph_begin,
-    .graph_end = cuda_graph_end,
-    .graph_launch = cuda_graph_launch,
-    .graph_free = cuda_graph_free,
+    .close = rt_gpu_close,
+    .alloc = rt_gpu_alloc,
+    .free = rt_gpu_free,
+    .copy_to = rt_gpu_copy_to,
+    .copy_from = rt_gpu_copy_from,
+    .copy_dd = rt_gpu_copy_dd,
+    .synchronize = rt_gpu_synchronize,
+    .module_load = rt_gpu_module_load,
+    .module_unload = rt_gpu_module_unload,
+    .module_function = rt_gpu_module_function,
+    .launch = rt_gpu_launch,
+    .graph_begin = rt_gpu_graph_begin,
+    .graph_end = rt_gpu_graph_end,
+    .graph_launch = rt_gpu_graph_launch,
+    .graph_free = rt_gpu_graph_free,
 };

@@ -8,7 +8,10 @@
  * checks are dropped), so the graph stays valid and building can go on.
  * Errors: parse errors are KILN_ERR_PARSE (a well-formed text breaking an op's
  * rules is KILN_ERR_VERIFY) ("FILE:LINE:COL: message"), rule
- * violations while building or verifying are KILN_ERR_VERIFY. */
+ * violations while building or verifying are KILN_ERR_VERIFY.
+ * Attributes in the runtime's kiln.* namespace are refused both in parsed
+ * text (ir_parse) and in kiln_graph_add_op's dictionary (ir_parse_attrs), at
+ * their line:col, with KILN_ERR_PARSE: only the runtime stamps them. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

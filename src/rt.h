@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 
 #include "kiln/kiln.h"
-#include "ir/interp.h"
+#include "ir/shape.h"
 #include "ir/ir.h"
 #include "jit/jit.h"
 
@@ -48,7 +48,7 @@ struct kiln_graph {
 struct kiln_context {
   jit_engine *jit;
   pthread_mutex_t lock; /* serializes every use of jit (compile and free) */
-  /* ---- kernel cache (kcache: context.c, cache_mem.c) ---- */
+  /* ---- kernel cache (context.c, cache_mem.c) ---- */
   struct rt_cache_mem *kcache; /* compiled kernels by content key, shared by all models */
   struct kc_disk *disk;        /* its second level on disk, or NULL (cache_backing.c) */
   char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
@@ -88,7 +88,7 @@ struct kiln_model {
   void **const_data;     /* g->nnodes entries: data of mo.constant nodes (arena or owned) */
   bool *const_owned;     /* g->nnodes entries: const_data[i] was malloc'd (splat expanded) */
   int max_node_bufs;     /* largest nin + nout over the nodes */
-  /* ---- kernel cache (kcache: model.c) ----
+  /* ---- kernels (model.c, pipeline.c) ----
    * Each kernel node's code is an entry of ctx->kcache (kentries[i], one
    * reference, released at free). The kernel's
    * symbols are its own (ir_kernel_text): kernel symbol j is graph symbol

@@ -25,6 +25,7 @@
 
 #include "ir/interp.h"
 #include "ir/ir.h"
+#include "ir/parse.h"
 #include "jit/jit.h"
 #include "kiln/kiln.h"
 #include "src/rt.h"
@@ -194,7 +195,7 @@ Test(custom, kernel_is_inlined_and_text_carries_library_hash) {
   cr_assert(strstr(text, "kiln.library = \"c-"), "%s", text);
   cr_assert(strstr(text, "[7, 16]"), "%s", text);
   ir_diag d = {0};
-  ir_graph *kg = ir_parse(text, strlen(text), &d);
+  ir_graph *kg = ir_parse_kernel_text(text, strlen(text), &d);
   cr_assert(kg, "%s", d.msg);
   char err[512] = "";
   char *ll = jit_node_llvm_ir(ctx->jit, kg, 0, err, sizeof err);
@@ -1129,10 +1130,13 @@ Test(custom, elementwise_kernel_errors) {
   expect_ew_error(EW_ONE("unmarked_ew", "", T("n"), T("n")), KILN_ERR_VERIFY,
                   "a scalar elementwise kernel is declared with "
                   "KILN_ELEMENTWISE_KERNEL(unmarked_ew, NIN)");
-  /* kiln.elementwise is kiln's own */
-  cr_assert_eq(kiln_context_add_kernel_library(ctx, write_text("s.c", scale_source(2)), st), 0);
-  expect_ew_error(EW_ONE("scale", ", kiln.elementwise = 1", T("n"), T("n")), KILN_ERR_VERIFY,
-                  "is not an elementwise kernel, but the op carries kiln.elementwise");
+  /* kiln.elementwise is kiln's own: graph text cannot set it */
+  const char *stamped = EW_ONE("scale", ", kiln.elementwise = 1", T("n"), T("n"));
+  cr_assert_null(kiln_graph_parse(stamped, strlen(stamped), NULL, st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_PARSE, "%s", kiln_status_message(st));
+  cr_assert(strstr(kiln_status_message(st),
+                   "2:41: attribute 'kiln.elementwise' is set by the runtime, not by graph text"),
+            "%s", kiln_status_message(st));
 }
 
 /* The scalar function is inlined into the fused loop, which LLVM then

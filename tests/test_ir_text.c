@@ -15,7 +15,10 @@
  *   inside the file; the known ones at a fixed line:col. Plus one test per
  *   syntax or declaration error, with its message and line:col.
  * - A short mutation fuzz with a fixed seed: no crash, every failure has a
- *   message and a location, every success round-trips. */
+ *   message and a location, every success round-trips.
+ * - Runtime facts: attributes named kiln.* are refused in user text and in
+ *   ir_parse_attrs, at their line:col; ir_parse_kernel_text (parse.h), the
+ *   runtime's entry for the kernel texts it prints, accepts them. */
 #include <criterion/criterion.h>
 #include <glob.h>
 #include <math.h>
@@ -24,6 +27,7 @@
 #include <string.h>
 
 #include "ir/ir.h"
+#include "ir/parse.h"
 
 /* ---- helpers ---- */
 static char *read_file(const char *path, size_t *len) {
@@ -729,5 +733,95 @@ Test(pieces, parse_attrs) {
   cr_assert_eq(ir_parse_attrs(g, s, strlen(s), &a, &n, &d), -1);
   cr_assert_str_eq(d.msg, "attribute 'axis' is given twice");
   cr_assert(d.line == 2 && d.col == 2);
+  ir_graph_free(g);
+}
+
+/* ---- runtime facts (kiln.* attributes) ---- */
+
+#define TT(dims) "!mo.tensor<[" dims "], f32>"
+static const char transposed_b[] =
+    "mo.graph @t<m>(%a: " TT("m, 12") ", %b: " TT("9, 12") ") -> (" TT("m, 9") ") {\n"
+    "  %c = mo.matmul(%a, %b) {kiln.transpose_b = 1} : (" TT("m, 12") ", " TT("9, 12") ") -> " TT("m, 9") "\n"
+    "  mo.output %c : " TT("m, 9") "\n}\n";
+
+/* kiln.transpose_b would make the matmul read B as [N, K]: graph text
+ * cannot claim it. */
+Test(runtime_attrs, user_text_cannot_set_transpose_b) {
+  expect_error(transposed_b, 2, 27,
+               "attribute 'kiln.transpose_b' is set by the runtime, not by graph text");
+}
+
+Test(runtime_attrs, every_kiln_name_is_refused_where_it_stands) {
+  static const char *const names[] = {"kiln.packed_b", "kiln.library", "kiln.elementwise",
+                                      "kiln.simt_stub", "kiln.anything_else"};
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    char text[512], msg[160];
+    snprintf(text, sizeof text,
+             "mo.graph @u(%%x: " TT("4") ") -> (" TT("4") ") {\n"
+             "  %%y = mo.custom(%%x) {symbol = \"k\",\n      %s = 1} : (" TT("4") ") -> " TT("4") "\n"
+             "  mo.output %%y : " TT("4") "\n}\n",
+             names[i]);
+    snprintf(msg, sizeof msg, "attribute '%s' is set by the runtime, not by graph text", names[i]);
+    expect_error(text, 3, 7, msg);
+  }
+  /* the graph's own attribute dictionary too */
+  expect_error("mo.graph @u(%x: " TT("4") ") -> (" TT("4") ") attributes {kiln.x = 1} {\n"
+               "  mo.output %x : " TT("4") "\n}\n",
+               1, 77, "attribute 'kiln.x' is set by the runtime, not by graph text");
+}
+
+Test(runtime_attrs, parse_attrs_refuses_kiln_names) {
+  ir_graph *g = ir_graph_new("t");
+  ir_attr *a;
+  int n;
+  ir_diag d;
+  const char *s = "{transpose_b = 1, kiln.transpose_b = 1}";
+  cr_assert_eq(ir_parse_attrs(g, s, strlen(s), &a, &n, &d), -1);
+  cr_assert_str_eq(d.msg, "attribute 'kiln.transpose_b' is set by the runtime, not by graph text");
+  cr_assert(d.line == 1 && d.col == 19, "at %d:%d", d.line, d.col);
+  s = "{kilnx = 1, kiln_y = 2}"; /* only the kiln. namespace is the runtime's */
+  cr_assert_eq(ir_parse_attrs(g, s, strlen(s), &a, &n, &d), 0, "%s", d.msg);
+  cr_assert_eq(n, 2);
+  ir_graph_free(g);
+}
+
+Test(runtime_attrs, kernel_text_entry_accepts_them) {
+  ir_diag d;
+  ir_graph *g = ir_parse_kernel_text(transposed_b, strlen(transposed_b), &d);
+  cr_assert(g, "%d:%d: %s", d.line, d.col, d.msg);
+  cr_assert_eq(ir_node_attr_int(g->nodes[0], "kiln.transpose_b", 0), 1);
+  char *p1 = print_ok(g);
+  ir_graph *g2 = ir_parse_kernel_text(p1, strlen(p1), &d);
+  cr_assert(g2, "%s", d.msg);
+  char *p2 = print_ok(g2);
+  cr_assert_str_eq(p2, p1);
+  free(p1);
+  free(p2);
+  ir_graph_free(g2);
+  ir_graph_free(g);
+}
+
+/* The fact made the runtime's way (the transpose folded into the matmul):
+ * its kernel text reads back through the kernel-text entry only. */
+Test(runtime_attrs, folded_kernel_text_round_trips_through_the_kernel_entry) {
+  ir_graph *g = parse_ok(
+      "mo.graph @f<m>(%a: " TT("m, 12") ", %b: " TT("9, 12") ") -> (" TT("m, 9") ") {\n"
+      "  %bt = mo.transpose(%b) {axis_1 = 0, axis_2 = 1} : (" TT("9, 12") ") -> " TT("12, 9") "\n"
+      "  %c = mo.matmul(%a, %bt) : (" TT("m, 12") ", " TT("12, 9") ") -> " TT("m, 9") "\n"
+      "  mo.output %c : " TT("m, 9") "\n}\n");
+  ir_diag d;
+  cr_assert_eq(ir_graph_fold_transpose_b(g, &d), 1, "%s", d.msg);
+  char *kt = ir_kernel_text(g, g->nodes[0], NULL, NULL);
+  cr_assert(kt && strstr(kt, "kiln.transpose_b = 1"), "%s", kt ? kt : "(null)");
+  ir_graph *user = ir_parse(kt, strlen(kt), &d);
+  cr_assert_null(user, "user parsing accepted a kernel text's runtime fact");
+  cr_assert(strstr(d.msg, "is set by the runtime"), "%s", d.msg);
+  ir_graph *kg = ir_parse_kernel_text(kt, strlen(kt), &d);
+  cr_assert(kg, "%s", d.msg);
+  char *again = print_ok(kg);
+  cr_assert_str_eq(again, kt);
+  free(again);
+  free(kt);
+  ir_graph_free(kg);
   ir_graph_free(g);
 }

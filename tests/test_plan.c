@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 
 #include "kiln/kiln.h"
+#include "ir/interp.h"
 #include "src/plan.h"
 #include "src/rt.h"
 

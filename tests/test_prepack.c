@@ -9,7 +9,7 @@
  * matmuls, a weight also read by a non-matmul op and as a matmul's A,
  * mo.constant B, f64, a batched A, shape-specialized variants, results equal
  * bit for bit to the same graph with B as an input (not prepacked), and a
- * graph that carries the runtime's kiln.packed_b itself (rejected).
+ * graph that carries the runtime's kiln.packed_b itself (refused at parse).
  * Each test checks that prepacking did happen (rt_model_prepack_sources),
  * so a change that silently stops packing fails here. Outputs are written
  * into NaN-filled caller tensors. Tolerance: inputs in [-1, 1], weights in
@@ -439,8 +439,8 @@ Test(prepack, same_bits_as_unpacked) {
   }
 }
 
-/* kiln.packed_b is the runtime's: a graph that sets it is rejected at
- * compile (a kernel trusting it would read the plain weight as panels). */
+/* kiln.packed_b is the runtime's: a graph that sets it is refused when it
+ * is parsed (a kernel trusting it would read the plain weight as panels). */
 Test(prepack, user_attribute_rejected) {
   const char *text =
       "mo.graph @u(%x: !mo.tensor<[4, 8], f32>, %y: !mo.tensor<[8, 8], f32>) -> (!mo.tensor<[4, 8], f32>) {\n"
@@ -450,6 +450,7 @@ Test(prepack, user_attribute_rejected) {
   kiln_code code;
   char msg[512];
   cr_assert_eq(oracle_compile_only(text, &code, msg, sizeof msg), -1);
-  cr_assert_eq(code, KILN_ERR_VERIFY);
-  cr_assert(strstr(msg, "kiln.packed_b") != NULL, "%s", msg);
+  cr_assert_eq(code, KILN_ERR_PARSE);
+  cr_assert(strstr(msg, "case.mlir:2:27: attribute 'kiln.packed_b' is set by the runtime") != NULL,
+            "%s", msg);
 }

@@ -6,7 +6,9 @@
  *    that could never be given and an output shadowed by another;
  *  - kiln run --random-inputs filled gigabytes before noticing the dims made
  *    tensors that cannot exist;
- *  - kiln cache ls --dir created a directory that was not there. */
+ *  - kiln cache ls --dir created a directory that was not there;
+ *  - a graph could claim a runtime fact (kiln.transpose_b made a matmul read
+ *    B transposed) through kiln_graph_add_op's attributes. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,4 +137,43 @@ Test(regressions, cache_ls_does_not_create_a_missing_dir) {
   free(out);
   struct stat sb;
   cr_assert_neq(stat(dir, &sb), 0, "%s was created", dir);
+}
+
+/* kiln.* attributes are facts the runtime stamps; the builder refuses them
+ * as the parser does, and the graph stays usable. */
+Test(regressions, graph_builder_refuses_runtime_attributes) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_new("b", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  const char *ad[] = {"4", "12"}, *bd[] = {"9", "12"};
+  kiln_value *a = kiln_graph_add_input(g, "a", KILN_FLOAT32, 2, ad, st);
+  kiln_value *b = kiln_graph_add_input(g, "b", KILN_FLOAT32, 2, bd, st);
+  cr_assert(a && b, "%s", kiln_status_message(st));
+  kiln_value *ab[] = {a, b};
+  cr_assert_null(kiln_graph_add_op(g, "mo.matmul", ab, 2, "{kiln.transpose_b = 1}", NULL, st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_PARSE);
+  cr_assert_str_eq(kiln_status_message(st),
+                   "attributes of mo.matmul: 1:2: attribute 'kiln.transpose_b' is set by the "
+                   "runtime, not by graph text");
+  static const char *const others[] = {"{kiln.packed_b = 16}", "{kiln.library = \"c-00\"}",
+                                       "{symbol = \"k\", kiln.elementwise = 1}",
+                                       "{kiln.simt_stub = \"x\"}"};
+  for (size_t i = 0; i < sizeof others / sizeof others[0]; i++) {
+    cr_assert_null(kiln_graph_add_op(g, "mo.custom", &a, 1, others[i], "!mo.tensor<[4, 12], f32>", st),
+                   "%s accepted", others[i]);
+    cr_assert(strstr(kiln_status_message(st), "is set by the runtime, not by graph text"), "%s",
+              kiln_status_message(st));
+  }
+  /* the refused calls left nothing behind: the plain transpose and matmul build */
+  kiln_value *t = kiln_graph_add_op(g, "mo.transpose", &b, 1, "{axis_1 = 0, axis_2 = 1}", NULL, st);
+  cr_assert_not_null(t, "%s", kiln_status_message(st));
+  kiln_value *at[] = {a, t};
+  kiln_value *c = kiln_graph_add_op(g, "mo.matmul", at, 2, NULL, NULL, st);
+  cr_assert_not_null(c, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_graph_set_outputs(g, &c, 1, NULL, st), 0, "%s", kiln_status_message(st));
+  char dim[16];
+  kiln_value_dim(c, 1, dim, sizeof dim);
+  cr_assert_str_eq(dim, "9");
+  kiln_graph_free(g);
+  kiln_status_free(st);
 }

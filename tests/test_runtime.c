@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ir/interp.h"
 #include "kiln/kiln.h"
 #include "src/io.h"
 #include "src/json.h"

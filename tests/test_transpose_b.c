@@ -7,8 +7,8 @@
  * multiple of 8, several K blocks, the caller's workspace), f32 and f64,
  * batched and broadcast, symbolic dims, two threads (a column split offsets
  * B by rows), a weight or a constant B packed once from its transposed
- * layout (prepack.c), with a fused epilogue, mo.permute, and the attribute
- * written by hand. */
+ * layout (prepack.c), with a fused epilogue, mo.permute; and the attribute
+ * written by hand in graph text, which is refused (only the runtime sets it). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -181,21 +181,21 @@ Test(numbers, constant_b) {
         "m=1;m=7", 1e-12);
 }
 
-/* The attribute written by hand: the interpreter and the JIT both read
- * operand 1 as [..., N, K]. */
-Test(numbers, attribute_written_in_the_graph) {
-  static const char *const dts[] = {"f32", "f64"};
-  for (int i = 0; i < 2; i++) {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "mo.graph @hand<m>(%%a: !mo.tensor<[m, 12], %s>, %%b: !mo.tensor<[9, 12], %s>) -> "
-             "(!mo.tensor<[m, 9], %s>) {\n"
-             "  %%c = mo.matmul(%%a, %%b) {kiln.transpose_b = 1} : (!mo.tensor<[m, 12], %s>, "
-             "!mo.tensor<[9, 12], %s>) -> !mo.tensor<[m, 9], %s>\n"
-             "  mo.output %%c : !mo.tensor<[m, 9], %s>\n}\n",
-             dts[i], dts[i], dts[i], dts[i], dts[i], dts[i], dts[i]);
-    check(dts[i], text, "m=1;m=13", 1e-5);
-  }
+/* The attribute written by hand would make the matmul read operand 1 as
+ * [..., N, K]: graph text cannot claim it, only the fold sets it. */
+Test(fold, attribute_written_in_the_graph_is_refused) {
+  const char *text =
+      "mo.graph @hand<m>(%a: " T("m, 12", "f32") ", %b: " T("9, 12", "f32") ") -> (" T("m, 9", "f32") ") {\n"
+      "  %c = mo.matmul(%a, %b) {kiln.transpose_b = 1} : (" T("m, 12", "f32") ", " T("9, 12", "f32") ") -> " T("m, 9", "f32") "\n"
+      "  mo.output %c : " T("m, 9", "f32") "\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *kg = kiln_graph_parse(text, strlen(text), "hand.mlir", st);
+  cr_assert_null(kg, "graph text set kiln.transpose_b");
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_PARSE);
+  cr_assert_str_eq(kiln_status_message(st),
+                   "hand.mlir:2:27: attribute 'kiln.transpose_b' is set by the runtime, not by "
+                   "graph text");
+  kiln_status_free(st);
 }
 
 /* A transpose that stays (also an output) next to one that folds. */

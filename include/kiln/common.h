@@ -48,13 +48,16 @@ typedef enum kiln_code {
 
 typedef struct kiln_status kiln_status;
 
-KILN_API kiln_status *kiln_status_new(void); /* owned by the caller; NULL on out-of-memory */
-KILN_API void kiln_status_free(kiln_status *st);
+/* A new status the caller owns and frees with kiln_status_free; NULL on
+ * out-of-memory. */
+KILN_API kiln_status *kiln_status_new(void);
+KILN_API void kiln_status_free(kiln_status *st); /* NULL ok */
 KILN_API kiln_code kiln_status_code(const kiln_status *st); /* KILN_OK for NULL */
 KILN_API bool kiln_status_is_error(const kiln_status *st);
-KILN_API const char *kiln_status_message(const kiln_status *st); /* "" when ok; owned by st */
+/* "" when ok. Owned by st: valid until st is next filled, cleared or freed. */
+KILN_API const char *kiln_status_message(const kiln_status *st);
 KILN_API void kiln_status_clear(kiln_status *st);
-KILN_API const char *kiln_code_name(kiln_code code); /* "parse error", ... */
+KILN_API const char *kiln_code_name(kiln_code code); /* "parse error", ...; static string */
 
 /* Element types: every MAX dtype. Values are ABI. */
 typedef enum kiln_dtype {
@@ -78,7 +81,8 @@ typedef enum kiln_dtype {
   KILN_DTYPE_COUNT
 } kiln_dtype;
 
-KILN_API const char *kiln_dtype_name(kiln_dtype t); /* MO spelling: "f32", "si64", "bool" */
+/* MO spelling: "f32", "si64", "bool"; a static string (never freed). */
+KILN_API const char *kiln_dtype_name(kiln_dtype t);
 KILN_API size_t kiln_dtype_size(kiln_dtype t);      /* bytes per element; 0 if out of range */
 
 #ifdef __cplusplus

@@ -31,7 +31,9 @@ typedef enum kiln_device_kind {
 typedef struct kiln_device kiln_device;
 typedef uint64_t kiln_devptr;
 
-/* "cpu", "cuda", "cuda:N", "hip", "hip:N", "simt-emu" ("simt-emu:0"). */
+/* "cpu", "cuda", "cuda:N", "hip", "hip:N", "simt-emu" ("simt-emu:0").
+ * Returns a device the caller owns and closes with kiln_device_close (after
+ * freeing its tensors and models), or NULL with st filled. */
 KILN_API kiln_device *kiln_device_open(const char *spec, kiln_status *st);
 KILN_API void kiln_device_close(kiln_device *d); /* NULL ok; frees nothing the caller allocated */
 
@@ -39,7 +41,8 @@ KILN_API void kiln_device_close(kiln_device *d); /* NULL ok; frees nothing the c
  * for cuda / hip 0 when the driver is absent or reports none (st, when
  * given, then says why, with code KILN_ERR_NOT_FOUND). -1 on a bad kind. */
 KILN_API int kiln_device_count(kiln_device_kind kind, kiln_status *st);
-/* "cpu", "cuda", "hip", "simt-emu"; NULL out of range. */
+/* "cpu", "cuda", "hip", "simt-emu": a static string (never freed); NULL out
+ * of range. */
 KILN_API const char *kiln_device_kind_name(kiln_device_kind kind);
 
 KILN_API kiln_device_kind kiln_device_get_kind(const kiln_device *d);
@@ -68,14 +71,18 @@ KILN_API int kiln_device_synchronize(kiln_device *d, kiln_status *st);
  * model takes host tensors and tensors on its own device, inputs and
  * outputs, and leaves data on the device without a host round trip. */
 /* A tensor of this dtype and shape in d's memory, contents undefined; d
- * NULL or the CPU device: a host tensor (kiln_tensor_new, zeroed). */
+ * NULL or the CPU device: a host tensor (kiln_tensor_new, zeroed). The
+ * caller owns it and frees it with kiln_tensor_free (before closing d);
+ * NULL with st filled on error. */
 KILN_API kiln_tensor *kiln_tensor_new_on(kiln_device *d, kiln_dtype dtype, int rank,
                                          const int64_t *shape, kiln_status *st);
 /* A new tensor with t's dtype, shape and contents on d (host memory when d
  * is NULL or the CPU device): host to device, device to host, or within a
- * device. t may be on any device; the caller frees the result. */
+ * device. t may be on any device; the caller owns the result and frees it
+ * with kiln_tensor_free; NULL with st filled on error. */
 KILN_API kiln_tensor *kiln_tensor_copy_to(const kiln_tensor *t, kiln_device *d, kiln_status *st);
-/* The device t lives on; NULL for host memory (and for NULL). */
+/* The device t lives on, borrowed (t does not own it; never close it
+ * through this pointer); NULL for host memory (and for NULL). */
 KILN_API kiln_device *kiln_tensor_device(const kiln_tensor *t);
 /* t's device memory; 0 for a host tensor. */
 KILN_API kiln_devptr kiln_tensor_devptr(const kiln_tensor *t);
@@ -103,7 +110,10 @@ typedef struct kiln_device_model kiln_device_model;
 
 KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln_graph *g,
                                                       kiln_status *st);
-/* The same, with the kernel libraries of ctx (kiln/custom.h): mo.custom ops
+/* Returns a model the caller owns and frees with kiln_device_model_free
+ * (before closing d), or NULL with st filled; g is only read (the model
+ * keeps its own copy) and may be freed at once.
+ * The same, with the kernel libraries of ctx (kiln/custom.h): mo.custom ops
  * whose library declares them KILN_SIMT_KERNEL (kiln/kernel.h) run on the
  * device. kiln_device_model_compile refuses a graph with custom ops. */
 KILN_API kiln_device_model *kiln_device_model_compile_with(kiln_context *ctx, kiln_device *d,

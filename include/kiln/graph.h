@@ -18,17 +18,26 @@ typedef struct kiln_graph kiln_graph;
 typedef struct kiln_value kiln_value;
 
 /* Parse MO text. `filename` (may be NULL) prefixes error locations:
- * "FILE:LINE:COL: message". Returns NULL on error. */
+ * "FILE:LINE:COL: message". Attribute names in the kiln.* namespace
+ * (kiln.transpose_b, kiln.packed_b, ...) are the runtime's and are refused.
+ * Returns a new graph the caller owns and frees with kiln_graph_free, or
+ * NULL on error (nothing to free). */
 KILN_API kiln_graph *kiln_graph_parse(const char *text, size_t len, const char *filename,
                                       kiln_status *st);
-/* Read and parse a file ("-" is not special here). */
+/* Read and parse a file ("-" is not special here). Ownership as for
+ * kiln_graph_parse. */
 KILN_API kiln_graph *kiln_graph_load(const char *path, kiln_status *st);
-KILN_API void kiln_graph_free(kiln_graph *g);
+KILN_API void kiln_graph_free(kiln_graph *g); /* NULL is a no-op */
 
-/* Canonical text, malloc'd (caller frees with free()); NULL on error. */
+/* Canonical text: a malloc'd string the caller frees with free(); NULL on
+ * error. */
 KILN_API char *kiln_graph_print(const kiln_graph *g, kiln_status *st);
 
-/* ---- building ---- */
+/* ---- building ----
+ * kiln_graph_new returns a new empty graph the caller owns (kiln_graph_free),
+ * or NULL. Every kiln_value * returned below points into its graph: never
+ * freed on its own, valid until kiln_graph_free of that graph; NULL on error
+ * (the graph is left as it was before the call). */
 KILN_API kiln_graph *kiln_graph_new(const char *name, kiln_status *st);
 /* Declare symbolic dims up front (optional: without it, symbols are declared
  * by their first use). */
@@ -37,7 +46,8 @@ KILN_API int kiln_graph_declare_symbol(kiln_graph *g, const char *name, kiln_sta
 KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_dtype dtype,
                                           int rank, const char *const *dims, kiln_status *st);
 /* An op by its MO name ("mo.add" or "add"). attrs is the attribute
- * dictionary in MO text ("{axis = -1}") or NULL. result_type is the declared
+ * dictionary in MO text ("{axis = -1}") or NULL; kiln.* names are refused
+ * as in kiln_graph_parse. result_type is the declared
  * result type in MO text ("!mo.tensor<[batch * seq, 64], f32>"), required for
  * mo.reshape, mo.broadcast_to and mo.custom (one result through this call;
  * mo.inplace_custom's is operand 0's type), otherwise NULL (inferred). Returns the
@@ -45,7 +55,8 @@ KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_
 KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value *const *operands,
                                        int noperands, const char *attrs, const char *result_type,
                                        kiln_status *st);
-/* Result i of the op that defined v (v itself for i == 0). NULL if none. */
+/* Result i of the op that defined v (v itself for i == 0), owned by v's
+ * graph. NULL if none. */
 KILN_API kiln_value *kiln_value_result(kiln_value *v, int i);
 /* A dense constant: data (row-major, numel elements) is copied. */
 KILN_API kiln_value *kiln_graph_add_constant(kiln_graph *g, kiln_dtype dtype, int rank,

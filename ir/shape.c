@@ -1,10 +1,14 @@
-/* interp_solve.c - symbolic dims solved from input shapes, input checks and
- * the graph's run-time shape checks (interp.h: ir_solve_symbols,
- * ir_eval_shape). Shared by the reference interpreter and the runtime, so both
- * report the same messages for the same mistakes. */
-#include "interp_impl.h"
+/* shape.c - symbolic dims solved from input shapes, input checks, the
+ * graph's run-time shape checks and shapes evaluated under solved symbols
+ * (shape.h).
+ *
+ * Assumes: a verified graph (every value typed; checks name their node).
+ * Guarantees: every mismatch is an error naming the input, its axis and both
+ * sizes (or the check's node and place in the text), never a crash; the
+ * interpreter and the runtimes call these same functions, so they report the
+ * same messages for the same mistakes. */
+#include "shape.h"
 
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
