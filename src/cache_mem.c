@@ -3,12 +3,21 @@
  *
  * The map is a chained hash table keyed by the 128-bit key, guarded by one
  * mutex `mu`. An entry is PENDING while one thread produces it (backing
- * store or compile, both outside `mu`; then the load under the JIT lock) and
- * READY after; a thread that finds a PENDING entry waits on `cv` and looks
- * the key up again (the producer may have failed and removed it: the waiter
- * then produces it itself). So a key is produced and loaded at most once at
- * a time per context, and a loaded key is never loaded again while its entry
- * lives (no "Duplicate definition" in the LLJIT).
+ * store or compile, both outside `mu`; then the load under the JIT lock),
+ * READY after, and EVICTING while the bound unloads it; a thread that finds
+ * a PENDING or EVICTING entry waits on `cv` and looks the key up again (the
+ * producer may have failed, or the entry been unloaded, and removed it: the
+ * waiter then produces it itself). So a key is produced and loaded at most
+ * once at a time per context, and its symbol is never defined twice in the
+ * LLJIT: an evicted entry leaves the table only after its code is unloaded.
+ *
+ * Unreferenced READY entries are kept on an LRU list (`idle_head` oldest),
+ * with their object bytes summed in `st.idle_bytes`. A release that brings
+ * an entry to 0 references appends it; a get that hits it takes it off.
+ * Only entries on that list are evicted, and picking one marks it EVICTING
+ * under `mu`, so a get either took its reference before (the entry is not
+ * on the list any more) or waits and reloads: no thread holds the function
+ * of an unloaded entry.
  * Lock order: `mu` is never held while taking the JIT lock. */
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,6 +31,7 @@
 
 #include "cache_mem.h"
 #include "ir/ir.h"
+#include "ir/parse.h"
 
 #ifndef KILN_VERSION_STRING
 #define KILN_VERSION_STRING "unknown"
@@ -85,14 +95,17 @@ void rt_key_hex(const kc_key *k, char out[33]) {
 
 /* ---- the cache ---- */
 
-enum { ENTRY_PENDING, ENTRY_READY };
+enum { ENTRY_PENDING, ENTRY_READY, ENTRY_EVICTING };
 
 struct rt_kentry {
   kc_key key;
   uint64_t hash; /* key.lo: the bucket */
   rt_kentry *next;
+  rt_kentry *idle_prev, *idle_next; /* the LRU list, while READY with refs == 0 */
+  rt_kentry *victim_next;           /* chaining of entries being evicted */
   int state;
   int refs;
+  size_t bytes; /* object size */
   jit_code *code;
   jit_kernel_fn fn;
   char name[48]; /* kiln_k_<32 hex> */
@@ -106,6 +119,8 @@ struct rt_cache_mem {
   rt_kentry **buckets;
   size_t nbuckets; /* power of two */
   size_t count;    /* entries in the table, pending included */
+  rt_kentry *idle_head, *idle_tail; /* unreferenced READY entries, oldest first */
+  size_t limit;    /* bound on st.idle_bytes */
   rt_cache_stats st;
   rt_cache_backing backing;
 };
@@ -133,6 +148,7 @@ rt_cache_mem *rt_cache_mem_new(jit_engine *jit, pthread_mutex_t *jit_lock) {
   c->jit = jit;
   c->jit_lock = jit_lock;
   c->nbuckets = 64;
+  c->limit = RT_CODE_LIMIT_DEFAULT;
   c->buckets = calloc(c->nbuckets, sizeof *c->buckets);
   if (!c->buckets) {
     free(c);
@@ -229,6 +245,87 @@ static void unlink_entry(rt_cache_mem *c, rt_kentry *e) {
     }
 }
 
+/* Under mu: e (READY, no references) joins the LRU list as its newest. */
+static void idle_push(rt_cache_mem *c, rt_kentry *e) {
+  e->idle_next = NULL;
+  e->idle_prev = c->idle_tail;
+  if (c->idle_tail) c->idle_tail->idle_next = e;
+  else c->idle_head = e;
+  c->idle_tail = e;
+  c->st.idle_entries++;
+  c->st.idle_bytes += e->bytes;
+}
+
+/* Under mu: e leaves the LRU list. */
+static void idle_remove(rt_cache_mem *c, rt_kentry *e) {
+  if (e->idle_prev) e->idle_prev->idle_next = e->idle_next;
+  else c->idle_head = e->idle_next;
+  if (e->idle_next) e->idle_next->idle_prev = e->idle_prev;
+  else c->idle_tail = e->idle_prev;
+  e->idle_prev = e->idle_next = NULL;
+  c->st.idle_entries--;
+  c->st.idle_bytes -= e->bytes;
+}
+
+/* Under mu: take the oldest unreferenced entries off the LRU list until
+ * the rest fits the bound, mark them EVICTING and return them chained by
+ * victim_next (NULL when all fit). */
+static rt_kentry *pick_victims(rt_cache_mem *c) {
+  rt_kentry *victims = NULL;
+  while (c->idle_head && c->st.idle_bytes > c->limit) {
+    rt_kentry *e = c->idle_head;
+    idle_remove(c, e);
+    e->state = ENTRY_EVICTING;
+    e->victim_next = victims;
+    victims = e;
+  }
+  return victims;
+}
+
+/* Called without mu. Unload the victims' code under the JIT lock, then
+ * take them out of the table and wake the gets waiting for their keys. */
+static void evict(rt_cache_mem *c, rt_kentry *victims) {
+  if (!victims) return;
+  pthread_mutex_lock(c->jit_lock);
+  for (rt_kentry *e = victims; e; e = e->victim_next) {
+    jit_code_free(c->jit, e->code);
+    e->code = NULL;
+    e->fn = NULL;
+  }
+  pthread_mutex_unlock(c->jit_lock);
+  pthread_mutex_lock(&c->mu);
+  for (rt_kentry *e = victims; e; e = e->victim_next) {
+    unlink_entry(c, e);
+    c->st.entries--;
+    c->st.code_bytes -= e->bytes;
+    c->st.evicted++;
+  }
+  pthread_cond_broadcast(&c->cv);
+  pthread_mutex_unlock(&c->mu);
+  while (victims) {
+    rt_kentry *next = victims->victim_next;
+    free(victims);
+    victims = next;
+  }
+}
+
+void rt_cache_mem_set_limit(rt_cache_mem *c, size_t max_idle_bytes) {
+  if (!c) return;
+  pthread_mutex_lock(&c->mu);
+  c->limit = max_idle_bytes;
+  rt_kentry *victims = pick_victims(c);
+  pthread_mutex_unlock(&c->mu);
+  evict(c, victims);
+}
+
+size_t rt_cache_mem_limit(rt_cache_mem *c) {
+  if (!c) return 0;
+  pthread_mutex_lock(&c->mu);
+  size_t l = c->limit;
+  pthread_mutex_unlock(&c->mu);
+  return l;
+}
+
 /* Produce e's object (backing store, else compile) and load it. Runs
  * outside mu; takes the JIT lock for the load. 0 or -1 with err. */
 static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_cache_backing bk,
@@ -248,6 +345,7 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
     obj = NULL;
     if (e->code) {
       e->fn = fn;
+      e->bytes = len;
       return 0;
     }
     /* a stored object that does not load: compile it afresh */
@@ -258,7 +356,7 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
 
   double t0 = now_ms();
   ir_diag d = {0};
-  ir_graph *kg = ir_parse(parts->kernel, strlen(parts->kernel), &d);
+  ir_graph *kg = ir_parse_kernel_text(parts->kernel, strlen(parts->kernel), &d);
   if (!kg) {
     set_err(err, errlen, "kernel text does not parse (%d:%d: %s)", d.line, d.col, d.msg);
     return -1;
@@ -277,6 +375,7 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
   free(obj);
   if (!e->code) return -1;
   e->fn = fn;
+  e->bytes = len;
   return 0;
 }
 
@@ -304,9 +403,9 @@ int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **
 
   pthread_mutex_lock(&c->mu);
   rt_kentry *e;
-  while ((e = find(c, &key, h)) && e->state == ENTRY_PENDING) pthread_cond_wait(&c->cv, &c->mu);
-  if (e) { /* READY */
-    e->refs++;
+  while ((e = find(c, &key, h)) && e->state != ENTRY_READY) pthread_cond_wait(&c->cv, &c->mu);
+  if (e) {
+    if (e->refs++ == 0) idle_remove(c, e);
     c->st.hits++;
     pthread_mutex_unlock(&c->mu);
     *entry = e;
@@ -350,6 +449,7 @@ int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **
     e->state = ENTRY_READY;
     e->refs = 1;
     c->st.entries++;
+    c->st.code_bytes += e->bytes;
   }
   pthread_cond_broadcast(&c->cv);
   pthread_mutex_unlock(&c->mu);
@@ -365,8 +465,13 @@ int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **
 void rt_cache_mem_release(rt_cache_mem *c, rt_kentry *e) {
   if (!c || !e) return;
   pthread_mutex_lock(&c->mu);
-  if (e->refs > 0) e->refs--;
+  rt_kentry *victims = NULL;
+  if (e->refs > 0 && --e->refs == 0) {
+    idle_push(c, e);
+    victims = pick_victims(c);
+  }
   pthread_mutex_unlock(&c->mu);
+  evict(c, victims);
 }
 
 const kc_key *rt_kentry_key(const rt_kentry *e) { return e ? &e->key : NULL; }

@@ -13,14 +13,21 @@
  * parallel), then links it into the context's LLJIT under the JIT lock; a
  * second thread asking for a key that is being compiled waits for it, so a
  * key is compiled once and loaded once per context (no duplicate
- * definitions). Entries are counted by the models that use them and kept
- * when the count drops to 0 (the next model hits); all are unloaded by
- * rt_cache_mem_free. The function name inside an entry's object is
+ * definitions). Entries are counted by the models and variants that use
+ * them. An entry whose count drops to 0 stays loaded (the next model hits)
+ * while the unreferenced entries' code fits the cache's bound
+ * (rt_cache_mem_set_limit, bytes of object code, RT_CODE_LIMIT_DEFAULT);
+ * past it, unreferenced entries are unloaded least recently released
+ * first (their ResourceTracker removed under the JIT lock) and a later get
+ * of their key produces them again (backing store, else compile).
+ * Referenced entries are never unloaded, whatever the bound. Everything
+ * left is unloaded by rt_cache_mem_free. The function name inside an entry's object is
  * "kiln_k_<32 hex digits of the key>", so object bytes are loadable in any
  * process: the payload a disk cache stores is exactly the object file.
  *
  * Ownership: rt_cache_mem_get hands out a reference (release it with
- * rt_cache_mem_release); the kernel function stays valid until then. */
+ * rt_cache_mem_release); the entry and its kernel function stay valid until
+ * then, and not after (the entry may be unloaded and freed at once). */
 #ifndef KILN_SRC_CACHE_MEM_H
 #define KILN_SRC_CACHE_MEM_H
 
@@ -71,6 +78,10 @@ typedef struct rt_cache_stats {
   double compile_ms;  /* wall time of those compiles (text parse, lowering, O3, emission) */
   double load_ms;     /* wall time of linking objects into the LLJIT */
   int entries;        /* entries live (loaded) */
+  int idle_entries;   /* of those, entries no one references (unloadable) */
+  uint64_t evicted;   /* entries unloaded by the bound (rt_cache_mem_set_limit) */
+  uint64_t code_bytes; /* object bytes of the entries live */
+  uint64_t idle_bytes; /* of those, the unreferenced entries' */
 } rt_cache_stats;
 
 /* Optional second level (the disk cache plugs in here): called outside the
@@ -92,6 +103,16 @@ typedef struct rt_cache_backing {
 rt_cache_mem *rt_cache_mem_new(jit_engine *jit, pthread_mutex_t *jit_lock);
 /* Unload and free every entry (no references may be left). NULL ok. */
 void rt_cache_mem_free(rt_cache_mem *c);
+
+/* Bound on the object bytes of the unreferenced entries kept loaded: past
+ * it, such entries are unloaded, least recently released first, until the
+ * rest fits. 0 keeps none (an entry is unloaded when its last reference
+ * goes); SIZE_MAX never unloads. Applies at once (takes the JIT lock when
+ * something is unloaded: do not call it while holding that lock). Safe
+ * while gets and releases run. A new cache has RT_CODE_LIMIT_DEFAULT. */
+#define RT_CODE_LIMIT_DEFAULT ((size_t)8 << 20)
+void rt_cache_mem_set_limit(rt_cache_mem *c, size_t max_idle_bytes);
+size_t rt_cache_mem_limit(rt_cache_mem *c); /* 0 for NULL */
 /* Set (or, with NULL, clear) the backing store. Safe while gets run: a get
  * in flight keeps the store it started with, so the old store's ud must
  * stay valid until those gets end (context.c keeps replaced stores until
@@ -113,16 +134,21 @@ int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry
 enum { RT_CACHE_HIT = 0, RT_CACHE_BACKING_HIT = 1, RT_CACHE_COMPILED = 2 };
 int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
                           jit_kernel_fn *fn, int *outcome, double *ms, char *err, size_t errlen);
-/* Drop a reference from rt_cache_mem_get; the entry stays cached. NULL ok. */
+/* Drop a reference from rt_cache_mem_get. The entry stays cached while the
+ * bound allows (see rt_cache_mem_set_limit); the caller must not use e or
+ * its function afterwards. Unloading what the bound no longer allows takes
+ * the JIT lock: do not call it while holding that lock. NULL ok. */
 void rt_cache_mem_release(rt_cache_mem *c, rt_kentry *e);
 
+/* Of an entry the caller holds a reference to: */
 const kc_key *rt_kentry_key(const rt_kentry *e);
-const char *rt_kentry_fn_name(const rt_kentry *e); /* "kiln_k_<hex>" */
+const char *rt_kentry_fn_name(const rt_kentry *e); /* "kiln_k_<hex>", owned by e */
 int rt_kentry_refs(rt_cache_mem *c, const rt_kentry *e); /* models holding it (for tests) */
 
 void rt_cache_mem_stats(rt_cache_mem *c, rt_cache_stats *out);
 
-/* The memory cache of a context (context.c), for the CLI and tests. */
+/* The memory cache of a context (context.c, owned by ctx), for the CLI and
+ * tests. */
 struct kiln_context;
 rt_cache_mem *rt_context_cache(const struct kiln_context *ctx);
 

@@ -10,7 +10,16 @@
  *
  * The disk store can be replaced (kiln_context_set_cache_dir) while compiles
  * run: the old store is detached from the memory cache but kept open until
- * the context is freed, so a compile that copied it keeps a valid handle. */
+ * the context is freed, so a compile that copied it keeps a valid handle.
+ *
+ * Loaded code is bounded: kernels no model or variant references are
+ * unloaded past KILN_CODE_MAX_BYTES (read here, when the context is
+ * created; a malformed value fails the creation) or the bound given to
+ * kiln_context_set_code_limit (cache_mem.h). */
+#include <errno.h>
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +43,46 @@ static int default_policy(void) {
   return KILN_SPECIALIZE_ASYNC;
 }
 
+/* "123", "64K", "512M", "1G", "2T" (powers of 1024, an optional trailing
+ * "B" or "iB": "64MiB"), the syntax of KILN_CACHE_MAX_BYTES. */
+static bool parse_byte_count(const char *s, size_t *out) {
+  if (!s || *s < '0' || *s > '9') return false;
+  errno = 0;
+  char *end = NULL;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (errno) return false;
+  int shift = 0;
+  const char *units = "KMGT";
+  const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
+  if (u) {
+    shift = 10 * (int)(u - units + 1);
+    end++;
+    if (*end == 'i') end++;
+  }
+  if (*end == 'B') end++;
+  if (*end) return false;
+  if (v > (unsigned long long)(SIZE_MAX >> shift)) return false;
+  *out = (size_t)v << shift;
+  return true;
+}
+
+/* The code bound from KILN_CODE_MAX_BYTES (unset or empty: the default).
+ * 0, or -1 with st filled. */
+static int env_code_limit(size_t *out, kiln_status *st) {
+  *out = RT_CODE_LIMIT_DEFAULT;
+  const char *v = getenv("KILN_CODE_MAX_BYTES");
+  if (!v || !*v) return 0;
+  if (!parse_byte_count(v, out))
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "KILN_CODE_MAX_BYTES='%s' is not a byte count (examples: 8388608, 8M, 1G; "
+                  "0 keeps no unreferenced kernel loaded)",
+                  v);
+  return 0;
+}
+
 KILN_API kiln_context *kiln_context_new(kiln_status *st) {
+  size_t code_limit;
+  if (env_code_limit(&code_limit, st) != 0) return NULL;
   kiln_context *ctx = calloc(1, sizeof *ctx);
   if (!ctx) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating a context");
@@ -66,6 +114,7 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   }
   jit_libs resolver = rt_kernel_libs_resolver(ctx->libs);
   jit_engine_set_libs(ctx->jit, &resolver);
+  rt_cache_mem_set_limit(ctx->kcache, code_limit);
   atomic_store(&ctx->specialize, default_policy());
   ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status);
   rt_ok(st);
@@ -91,6 +140,14 @@ KILN_API const char *kiln_context_target(const kiln_context *ctx) {
 }
 
 rt_cache_mem *rt_context_cache(const kiln_context *ctx) { return ctx ? ctx->kcache : NULL; }
+
+KILN_API int kiln_context_set_code_limit(kiln_context *ctx, size_t max_bytes, kiln_status *st) {
+  if (!ctx)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_code_limit: context is NULL");
+  rt_cache_mem_set_limit(ctx->kcache, max_bytes);
+  rt_ok(st);
+  return 0;
+}
 
 KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
                                         kiln_status *st) {

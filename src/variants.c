@@ -764,22 +764,28 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
+/* Counters past the slots: the context's code bound (cache_mem.h). */
+#define NPUBLIC (KILN_COUNTER_CODE_BYTES + 1)
+
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
-  if (!m || (int)c < 0 || (int)c >= NCOUNTERS) return -1;
-  if (!m->variants) return 0;
+  if (!m || (int)c < 0 || (int)c >= NPUBLIC) return -1;
+  if (!m->variants || (int)c >= NCOUNTERS) return 0;
   return counter_value(m->variants->c, c);
 }
 
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
-  if (!ctx || !ctx->spec || (int)c < 0 || (int)c >= NCOUNTERS) return -1;
+  if (!ctx || !ctx->spec || (int)c < 0 || (int)c >= NPUBLIC) return -1;
   if (c == KILN_COUNTER_KERNEL_HITS || c == KILN_COUNTER_DISK_HITS ||
-      c == KILN_COUNTER_COMPILES || c == KILN_COUNTER_COMPILE_MS) {
+      c == KILN_COUNTER_COMPILES || c == KILN_COUNTER_COMPILE_MS ||
+      c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES) {
     rt_cache_stats cs;
     rt_cache_mem_stats(ctx->kcache, &cs);
-    return c == KILN_COUNTER_KERNEL_HITS ? (double)cs.hits
-           : c == KILN_COUNTER_DISK_HITS ? (double)cs.backing_hits
-           : c == KILN_COUNTER_COMPILES  ? (double)cs.compiles
-                                         : cs.compile_ms + cs.load_ms;
+    return c == KILN_COUNTER_KERNEL_HITS     ? (double)cs.hits
+           : c == KILN_COUNTER_DISK_HITS     ? (double)cs.backing_hits
+           : c == KILN_COUNTER_COMPILES      ? (double)cs.compiles
+           : c == KILN_COUNTER_KERNELS_EVICTED ? (double)cs.evicted
+           : c == KILN_COUNTER_CODE_BYTES    ? (double)cs.code_bytes
+                                             : cs.compile_ms + cs.load_ms;
   }
   return counter_value(ctx->spec->c, c);
 }

@@ -22,10 +22,31 @@ typedef struct kiln_tensor kiln_tensor;
 typedef struct kiln_model kiln_model;
 
 /* ---- context ---- */
+/* A new context, owned by the caller (free it with kiln_context_free, after
+ * its models). NULL with st filled on error, also when KILN_CODE_MAX_BYTES
+ * is set but is not a byte count. */
 KILN_API kiln_context *kiln_context_new(kiln_status *st);
 KILN_API void kiln_context_free(kiln_context *ctx);
-/* Host target as the JIT sees it: "x86_64-pc-linux-gnu znver4 +avx512f,...". */
+/* Host target as the JIT sees it: "x86_64-pc-linux-gnu znver4 +avx512f,...".
+ * Owned by ctx, valid until it is freed ("" for NULL). */
 KILN_API const char *kiln_context_target(const kiln_context *ctx);
+
+/* ---- loaded code ----
+ * A context keeps each compiled kernel loaded while a model or a
+ * specialized variant uses it. Kernels no one uses any more stay loaded
+ * (the next model or shape that needs them finds them at once) while their
+ * code fits max_bytes, counted as the size of their object code; past it,
+ * the least recently used of them are unloaded, and a later model or
+ * variant that needs one loads it again from the disk cache, or compiles
+ * it, transparently. Kernels in use are never unloaded, so the bound does
+ * not limit the code of live models. 0 keeps no unused kernel loaded;
+ * SIZE_MAX never unloads one. Default: 8 MiB (some 4,000 small kernels; a
+ * loaded kernel holds about 4 times its object size in memory, its
+ * sections being page-aligned), or KILN_CODE_MAX_BYTES when the context is
+ * created (a byte count: "8388608", "8M", "1G"). Applies
+ * at once; safe while other threads compile and execute on ctx. Counters:
+ * KILN_COUNTER_KERNELS_EVICTED, KILN_COUNTER_CODE_BYTES. */
+KILN_API int kiln_context_set_code_limit(kiln_context *ctx, size_t max_bytes, kiln_status *st);
 
 /* ---- threads ----
  * A context splits big kernels across a persistent pool of threads (the
@@ -40,14 +61,18 @@ KILN_API const char *kiln_context_target(const kiln_context *ctx);
 KILN_API int kiln_context_set_num_threads(kiln_context *ctx, int n, kiln_status *st);
 KILN_API int kiln_context_num_threads(const kiln_context *ctx); /* -1 for NULL */
 
-/* ---- tensors ---- */
-/* Owned, zero-filled, 64-byte aligned. */
+/* ---- tensors ----
+ * Both constructors return a tensor owned by the caller (free it with
+ * kiln_tensor_free), or NULL with st filled. */
+/* Its memory owned by the tensor: zero-filled, 64-byte aligned. */
 KILN_API kiln_tensor *kiln_tensor_new(kiln_dtype dtype, int rank, const int64_t *shape,
                                       kiln_status *st);
 /* Borrowed: kiln reads / writes `data` but never frees it. */
 KILN_API kiln_tensor *kiln_tensor_borrow(kiln_dtype dtype, int rank, const int64_t *shape,
                                          void *data, kiln_status *st);
 KILN_API void kiln_tensor_free(kiln_tensor *t);
+/* The elements: owned by t (kiln_tensor_new, outputs kiln allocated) or the
+ * caller's memory given to kiln_tensor_borrow; valid while t lives. */
 KILN_API void *kiln_tensor_data(const kiln_tensor *t);
 KILN_API kiln_dtype kiln_tensor_dtype(const kiln_tensor *t);
 KILN_API int kiln_tensor_rank(const kiln_tensor *t);
@@ -57,18 +82,20 @@ KILN_API size_t kiln_tensor_nbytes(const kiln_tensor *t);
 
 /* ---- models ---- */
 /* Verify, lower and JIT-compile g. The model keeps its own copy of what it
- * needs: g may be freed afterwards. NULL on error. */
+ * needs: g may be freed afterwards. The model is owned by the caller: free
+ * it with kiln_model_free, before ctx. NULL with st filled on error. */
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
 KILN_API void kiln_model_free(kiln_model *m);
 KILN_API double kiln_model_compile_ms(const kiln_model *m); /* wall time of kiln_model_compile */
 
 /* Inputs and outputs: names (argument_names / result_names, else the SSA
  * name), dtypes, ranks and dims. A dim is given as text ("batch", "784") and,
- * when static, as a number (-1 when symbolic). Index out of range: NULL / -1. */
+ * when static, as a number (-1 when symbolic). Index out of range: NULL / -1.
+ * Strings are owned by m and valid until it is freed. */
 KILN_API int kiln_model_num_inputs(const kiln_model *m);
 KILN_API int kiln_model_num_outputs(const kiln_model *m);
-KILN_API const char *kiln_model_input_name(const kiln_model *m, int i);
-KILN_API const char *kiln_model_output_name(const kiln_model *m, int i);
+KILN_API const char *kiln_model_input_name(const kiln_model *m, int i);  /* owned by m */
+KILN_API const char *kiln_model_output_name(const kiln_model *m, int i); /* owned by m */
 KILN_API kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i);
 KILN_API kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i);
 KILN_API int kiln_model_input_rank(const kiln_model *m, int i);
@@ -80,12 +107,13 @@ KILN_API int64_t kiln_model_output_dim_static(const kiln_model *m, int i, int ax
 KILN_API int kiln_model_input_index(const kiln_model *m, const char *name);  /* -1 if none */
 KILN_API int kiln_model_output_index(const kiln_model *m, const char *name); /* -1 if none */
 
-/* Weights (mo.constant.external), by name. */
+/* Weights (mo.constant.external), by name. Strings are owned by m and
+ * valid until it is freed; NULL / -1 for an index out of range. */
 KILN_API int kiln_model_num_weights(const kiln_model *m);
-KILN_API const char *kiln_model_weight_name(const kiln_model *m, int i);
+KILN_API const char *kiln_model_weight_name(const kiln_model *m, int i); /* owned by m */
 KILN_API kiln_dtype kiln_model_weight_dtype(const kiln_model *m, int i);
 KILN_API int kiln_model_weight_rank(const kiln_model *m, int i);
-KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis);
+KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis); /* owned by m */
 /* Bind a weight by name. The model borrows t's memory (keep it alive until
  * the model is freed or the weight is bound again); dtype and shape are
  * checked against the graph. Where the weight is the B operand of an f32 /
@@ -186,6 +214,28 @@ KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_k
 KILN_API int kiln_context_set_max_variants(kiln_context *ctx, int n, kiln_status *st);
 KILN_API int kiln_model_set_max_variants(kiln_model *m, int n, kiln_status *st);
 
+/* ---- capture / replay (capture.c) ----
+ * kiln_model_capture executes as kiln_model_execute and keeps the resolved
+ * binding under key (input dtypes and shapes, symbol values, the
+ * specialized variant it ran, which stays alive while captured).
+ * kiln_model_replay executes inputs of exactly the captured dtypes and
+ * shapes (new data) without solving shapes or looking variants up: the same
+ * kernels, the same bits as an execute. kiln_model_verify_replay re-solves
+ * the inputs' shapes and fails, saying which input differs, when they no
+ * longer give the captured binding. kiln_model_release drops the capture;
+ * it must not run while a replay of the same key runs. A key is captured
+ * once until released (an error otherwise). Each returns 0 or -1 with st. */
+KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                                int ninputs, kiln_tensor **outputs, int noutputs,
+                                kiln_status *st);
+KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                               int ninputs, kiln_tensor **outputs, int noutputs,
+                               kiln_status *st);
+KILN_API int kiln_model_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                                      int ninputs, kiln_status *st);
+KILN_API int kiln_model_release(kiln_model *m, uint64_t key, kiln_status *st);
+
+
 /* Counters. A model counts its own specialization work; a context counts
  * what all its models (live or freed) did, and its kernel counters
  * (KERNEL_HITS, DISK_HITS, COMPILES, COMPILE_MS) cover every kernel of its
@@ -209,6 +259,9 @@ typedef enum kiln_counter {
                                    its bound, full: a later execute asks again) and jobs
                                    not run (model freed, variant live meanwhile) */
   KILN_COUNTER_ASYNC_PENDING,   /* queued or running now */
+  KILN_COUNTER_KERNELS_EVICTED, /* kernels unloaded by the code bound
+                                   (kiln_context_set_code_limit); context only, 0 for a model */
+  KILN_COUNTER_CODE_BYTES,      /* bytes of object code loaded now; context only, 0 for a model */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);

@@ -122,7 +122,9 @@ void cli_usage_cache(FILE *out) {
           "\n"
           "These commands use the directory even when KILN_CACHE=off (which only\n"
           "stops kiln run and the API from reading and writing it). The bound is\n"
-          "KILN_CACHE_MAX_BYTES (default 1G).\n"
+          "KILN_CACHE_MAX_BYTES (default 1G). In memory, a process keeps the code of\n"
+          "kernels no model uses up to KILN_CODE_MAX_BYTES (default 8M), unloading\n"
+          "the least recently used beyond it.\n"
           "Bundles carry a target's kernels to other machines: entries built for\n"
           "another target (CPU, features) or kiln / LLVM version are imported but\n"
           "simply never hit, since their keys differ; `kiln cache explain` shows it.\n");
