@@ -1,22 +1,20 @@
-/* engine.c - the host JIT (jit.h): detect the host, lower a graph to one
- * LLVM module (one function per kernel node), verify, optimize with O3 for
- * the host CPU, emit an object with the engine's TargetMachine and link it
- * into one ORC LLJIT under a ResourceTracker per module.
- * Per-kernel compile units (for the kernel cache): jit_compile_object lowers
- * a one-node kernel graph, or a multi-node one (the text of a mo.fused node:
- * lowered as one fused kernel, jit/fused.c), into its own LLVMContext with a TargetMachine it
- * holds alone (one spare is kept between calls) and returns the object
- * bytes; jit_load_object links such bytes under their own ResourceTracker
- * and looks the kernel up.
+/* engine.c - the host JIT (jit.h): detect the host and create the LLJIT;
+ * jit_compile_object lowers a one-node kernel graph, or a multi-node one
+ * (the text of a mo.fused node: lowered as one fused kernel, jit/fused.c),
+ * into its own LLVMContext, verifies it, optimizes it with O3 for the host
+ * CPU with a TargetMachine it holds alone (one spare is kept between calls)
+ * and returns the object bytes; jit_load_object links such bytes into the
+ * LLJIT under their own ResourceTracker and looks the kernel up;
+ * jit_code_free removes that tracker (the kernel is unloaded).
  *
- * Assumes: a verified graph; the caller serializes every call on one engine
- * (one TargetMachine and one LLJIT, neither safe to share between threads),
- * except jit_compile_object, which reads only the engine's immutable host
- * description and may run on any number of threads at once.
- * Guarantees: kernel symbol names are unique per engine (a counter), so a
- * graph may be compiled any number of times; every failure returns NULL with
- * a message (which node, which stage) and leaves nothing behind in the JIT;
- * nothing here aborts on bad input. */
+ * Assumes: a verified graph; the caller serializes every call that drives
+ * the LLJIT or the engine's TargetMachine (load, free, jit_node_llvm_ir),
+ * neither being safe to share between threads; jit_compile_object reads
+ * only the engine's immutable host description and may run on any number
+ * of threads at once.
+ * Guarantees: every failure returns NULL / -1 with a message (which node,
+ * which stage) and leaves nothing behind in the JIT; nothing here aborts on
+ * bad input. */
 #include <ctype.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -53,19 +50,11 @@ struct jit_engine {
   _Atomic(LLVMTargetMachineRef) spare_tm;
   LLVMOrcLLJITRef jit;
   LLVMOrcJITDylibRef jd;
-  unsigned long long counter; /* one per compiled module: unique symbol names */
   char session_err[512];       /* last error ORC reported asynchronously */
   jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
   const char *prebuilt;        /* prefix of the prebuilt GEMM entries loaded, or NULL */
   const char *prebuilt_level;  /* its ISA level, "v4" or "v3" */
   LLVMOrcResourceTrackerRef prebuilt_rt; /* their object's, released at free */
-};
-
-struct jit_module {
-  int nnodes;
-  jit_kernel_fn *kernels; /* nnodes entries, NULL for nodes without a kernel */
-  LLVMOrcResourceTrackerRef rt; /* NULL when the graph had no kernel */
-  double compile_ms;
 };
 
 const char *jit_kernel_error(int code) {
@@ -93,12 +82,6 @@ static void take_error(LLVMErrorRef e, char *err, size_t n, const char *what) {
   char *m = LLVMGetErrorMessage(e);
   set_err(err, n, "%s: %s", what, m ? m : "unknown error");
   LLVMDisposeErrorMessage(m);
-}
-
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
@@ -408,117 +391,6 @@ static int verify_and_optimize(LLVMTargetMachineRef tm, LLVMModuleRef mod, char 
     return -1;
   }
   return 0;
-}
-
-jit_module *jit_compile_graph(jit_engine *e, const ir_graph *g, char *err, size_t errlen) {
-  if (!e || !g) {
-    set_err(err, errlen, "jit: no engine or no graph");
-    return NULL;
-  }
-  double t0 = now_ms();
-  jit_module *m = calloc(1, sizeof *m);
-  char **names = calloc((size_t)g->nnodes + 1, sizeof *names);
-  if (!m || !names) {
-    free(m);
-    free(names);
-    set_err(err, errlen, "jit: out of memory");
-    return NULL;
-  }
-  m->nnodes = g->nnodes;
-  m->kernels = calloc((size_t)g->nnodes + 1, sizeof *m->kernels);
-  if (!m->kernels) {
-    free(m);
-    free(names);
-    set_err(err, errlen, "jit: out of memory");
-    return NULL;
-  }
-
-  unsigned long long id = e->counter++;
-  char prefix[48];
-  snprintf(prefix, sizeof prefix, "kiln_%llu", id);
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = new_module(e, ctx, prefix);
-  int nkernels = 0, rc = 0;
-  for (int i = 0; i < g->nnodes && rc == 0; i++) {
-    const ir_node *n = g->nodes[i];
-    if (!n || !has_kernel(n)) continue;
-    char name[160];
-    kernel_name(name, sizeof name, prefix, n);
-    names[i] = strdup(name);
-    if (!names[i]) {
-      set_err(err, errlen, "jit: out of memory");
-      rc = -1;
-      break;
-    }
-    rc = lower_one(e, ctx, mod, g, n, name, err, errlen);
-    nkernels++;
-  }
-  if (rc == 0 && nkernels > 0) rc = verify_and_optimize(e->tm, mod, err, errlen);
-
-  LLVMMemoryBufferRef obj = NULL;
-  if (rc == 0 && nkernels > 0) {
-    char *msg = NULL;
-    if (LLVMTargetMachineEmitToMemoryBuffer(e->tm, mod, LLVMObjectFile, &msg, &obj)) {
-      set_err(err, errlen, "jit: emitting the object: %s", msg ? msg : "");
-      obj = NULL;
-      rc = -1;
-    }
-    LLVMDisposeMessage(msg);
-  }
-  LLVMDisposeModule(mod);
-  LLVMContextDispose(ctx);
-
-  if (rc == 0 && obj) {
-    e->session_err[0] = 0;
-    m->rt = LLVMOrcJITDylibCreateResourceTracker(e->jd);
-    LLVMErrorRef le = LLVMOrcLLJITAddObjectFileWithRT(e->jit, m->rt, obj); /* takes obj */
-    if (le) {
-      take_error(le, err, errlen, "jit: adding the object");
-      rc = -1;
-    }
-    for (int i = 0; i < g->nnodes && rc == 0; i++) {
-      if (!names[i]) continue;
-      LLVMOrcExecutorAddress addr = 0;
-      le = LLVMOrcLLJITLookup(e->jit, &addr, names[i]);
-      if (le) {
-        char what[800];
-        snprintf(what, sizeof what, "jit: linking kernel %s%s%s", names[i],
-                 e->session_err[0] ? " (" : "", e->session_err[0] ? e->session_err : "");
-        if (e->session_err[0]) strcat(what, ")");
-        take_error(le, err, errlen, what);
-        rc = -1;
-      } else {
-        m->kernels[i] = (jit_kernel_fn)(uintptr_t)addr;
-      }
-    }
-  }
-  for (int i = 0; i < g->nnodes; i++) free(names[i]);
-  free(names);
-  if (rc != 0) {
-    jit_module_free(e, m);
-    return NULL;
-  }
-  m->compile_ms = now_ms() - t0;
-  return m;
-}
-
-jit_kernel_fn jit_module_kernel(const jit_module *m, int node_id) {
-  if (!m || node_id < 0 || node_id >= m->nnodes) return NULL;
-  return m->kernels[node_id];
-}
-
-double jit_module_compile_ms(const jit_module *m) { return m ? m->compile_ms : 0.0; }
-
-void jit_module_free(jit_engine *e, jit_module *m) {
-  (void)e;
-  if (!m) return;
-  if (m->rt) {
-    LLVMErrorRef le = LLVMOrcResourceTrackerRemove(m->rt);
-    if (le) LLVMConsumeError(le);
-    LLVMOrcReleaseResourceTracker(m->rt);
-  }
-  free(m->kernels);
-  free(m);
 }
 
 char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen) {

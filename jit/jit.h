@@ -1,8 +1,8 @@
-/* jit.h - what src/ sees of the JIT: lower a verified graph to one LLVM
- * function per op, optimize for the host (O3, host CPU and features,
- * prefer-vector-width=512 where AVX-512 exists), emit an object and link it
- * into one ORC LLJIT, one ResourceTracker per module (so freeing a model
- * unloads its code).
+/* jit.h - what src/ sees of the JIT: lower a kernel graph (one op, or a
+ * fused group) to an LLVM function, optimize it for the host (O3, host CPU
+ * and features, prefer-vector-width=512 where AVX-512 exists), emit an
+ * object, and link objects into one ORC LLJIT, one ResourceTracker per
+ * object (so the caller can unload any kernel on its own).
  *
  * Kernel ABI (host):
  *   int32_t kernel(void *const *buffers, const int64_t *syms, int64_t part, int64_t nparts)
@@ -40,7 +40,7 @@ enum {
   JIT_KERR_OK = 0,
   JIT_KERR_INDEX = 1,   /* gather: index out of range */
   JIT_KERR_DIVZERO = 2, /* integer mod by zero */
-  JIT_KERR_CUSTOM = 3,  /* a custom kernel returned non-zero (added by custom ops) */
+  JIT_KERR_CUSTOM = 3,  /* a custom kernel returned non-zero */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 
@@ -48,27 +48,16 @@ typedef int32_t (*jit_kernel_fn)(void *const *buffers, const int64_t *syms, int6
                                  int64_t nparts);
 
 typedef struct jit_engine jit_engine;
-typedef struct jit_module jit_module;
 
 /* Initializes LLVM's native target once (idempotent), detects the host and
- * creates the LLJIT. NULL with err filled on failure. */
+ * creates the LLJIT. The engine is owned by the caller (jit_engine_free);
+ * NULL with err filled on failure. */
 jit_engine *jit_engine_new(char *err, size_t errlen);
-void jit_engine_free(jit_engine *e); /* all modules must be freed first; NULL ok */
+void jit_engine_free(jit_engine *e); /* all code must be freed first; NULL ok */
 /* "x86_64-pc-linux-gnu <cpu> <features>", owned by e. */
 const char *jit_engine_target(const jit_engine *e);
 
-/* Compile every kernel node of g. Symbol names in the object are unique per
- * engine (a counter), so the same graph may be compiled twice. */
-jit_module *jit_compile_graph(jit_engine *e, const ir_graph *g, char *err, size_t errlen);
-/* Kernel of node `node_id` (index in g->nodes), NULL for constant nodes. */
-jit_kernel_fn jit_module_kernel(const jit_module *m, int node_id);
-/* Wall-clock milliseconds jit_compile_graph spent on m (lowering, O3,
- * object emission, linking). 0 for NULL. Added by jit-core. */
-double jit_module_compile_ms(const jit_module *m);
-/* Unload the module's code (ResourceTracker remove) and free it. NULL ok. */
-void jit_module_free(jit_engine *e, jit_module *m);
-
-/* ---- per-kernel compile units (added by kcache, for the kernel cache) ----
+/* ---- per-kernel compile units (the kernel cache's entries) ----
  * A kernel graph is the parsed text of ir_kernel_text: one kernel node whose
  * operands are the graph inputs and whose results are the outputs, or, for
  * a fused group (ir_graph_fuse), the group's nodes in order (elementwise
@@ -112,14 +101,15 @@ void jit_engine_no_prebuilt(jit_engine *e);
 int jit_compile_object(jit_engine *e, const ir_graph *kg, const char *fn_name, void **obj,
                        size_t *len, char *err, size_t errlen);
 /* Link a copy of obj[0..len) into e's LLJIT under its own ResourceTracker and
- * look up `fn_name` into *out. NULL with err filled on failure (nothing left
- * in the JIT). obj stays the caller's. */
+ * look up `fn_name` into *out. The code is owned by the caller (unload it
+ * with jit_code_free; *out is valid until then). NULL with err filled on
+ * failure (nothing left in the JIT). obj stays the caller's. */
 jit_code *jit_load_object(jit_engine *e, const void *obj, size_t len, const char *fn_name,
                           jit_kernel_fn *out, char *err, size_t errlen);
 /* Unload (ResourceTracker remove) and free. NULL ok. */
 void jit_code_free(jit_engine *e, jit_code *c);
 
-/* Prepacked GEMM operands (added by prepack; jit/matmul.c): the panel width
+/* Prepacked GEMM operands (jit/matmul.c): the panel width
  * NR, in columns, of the layout kernels-templates/gemm.c reads a prepacked
  * B in, for element type dt on a target with (or without) avx512f; 0 for
  * types the GEMM template does not take. A mo.matmul with the attribute
@@ -130,7 +120,7 @@ int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt);
  * kernel (malloc'd), NULL with err on failure. */
 char *jit_node_llvm_ir(jit_engine *e, const ir_graph *g, int node_id, char *err, size_t errlen);
 
-/* ---- custom kernel libraries (added by custom ops; jit/custom.c) ----
+/* ---- custom kernel libraries (jit/custom.c) ----
  * A kernel library is LLVM bitcode (or LLVM IR text, turned into bitcode)
  * holding kernels of the kiln/kernel.h ABI. jit/ never reads files or runs
  * programs: src/ hands it bytes. */

@@ -30,13 +30,42 @@
 
 typedef enum jit_simt_kind { JIT_SIMT_EMU, JIT_SIMT_NVPTX, JIT_SIMT_AMDGPU } jit_simt_kind;
 
+struct jit_simt_math;
+
 typedef struct jit_simt_target {
   jit_simt_kind kind;
   char arch[16]; /* "sm_80", "gfx90a", "" for emu (the host CPU) */
+  /* nvptx / amdgpu: where the device math library comes from (below);
+   * borrowed. NULL: a kernel that needs the library fails, saying so. */
+  const struct jit_simt_math *math;
 } jit_simt_target;
 
+/* The device math library of a GPU target (nvptx: CUDA's libdevice;
+ * amdgpu: ROCm's ocml), as the resolver hands it over. */
+typedef struct jit_simt_mathlib {
+  void *data;       /* the bitcode, malloc'd: jit/ frees it (free()) */
+  size_t len;
+  char label[1024]; /* where it came from (its path), for messages */
+  const char *hint; /* how to provide another one, for messages (static) */
+} jit_simt_mathlib;
+
+/* jit/ reads no files and no environment: src/ finds and reads the math
+ * library (src/simt_mathlib.c), as it hands over custom kernel bitcode
+ * (jit_libs). find(ud, t, needs, lib, err, errlen): t's library into *lib
+ * and 0; or -1 with err, a message that starts with `needs` ("the
+ * kernel's call to erff needs CUDA's libdevice on sm_80") and says where
+ * it looked and how to provide the library. Called only when a kernel
+ * calls a function its module does not define; from compiling threads at
+ * once: find must be thread-safe. */
+typedef struct jit_simt_math {
+  void *ud;
+  int (*find)(void *ud, const jit_simt_target *t, const char *needs, jit_simt_mathlib *lib,
+              char *err, size_t errlen);
+} jit_simt_math;
+
 /* "sm_80", "sm_90", "gfx90a", "gfx942", "simt-emu" (also "nvptx" = sm_80,
- * "amdgpu" = gfx90a). 0, or -1 with err naming the accepted ones. */
+ * "amdgpu" = gfx90a) into t's kind and arch (t->math is left as it is).
+ * 0, or -1 with err naming the accepted ones. */
 int jit_simt_target_parse(const char *name, jit_simt_target *t, char *err, size_t errlen);
 
 /* A SIMT kernel under construction: the lower.h state plus the target's. */
@@ -90,15 +119,26 @@ typedef struct jit_simt_loop {
 LLVMValueRef jit_simt_grid_loop_begin(jit_simt_fn *sf, jit_simt_loop *l, LLVMValueRef n);
 void jit_simt_grid_loop_end(jit_simt_fn *sf, jit_simt_loop *l);
 
-/* ---- graph ops (simt_lower.c) ----
+/* ---- graph ops (simt_lower.c, simt_rows.c, simt_fused.c) ----
  * Every SIMT kernel of a node runs with JIT_SIMT_BLOCK threads per block
  * (the launch bound to give jit_simt_begin). */
 #define JIT_SIMT_BLOCK 256
 #define JIT_SIMT_MAX_GRID 65535 /* grid-stride kernels cap their grid here */
 
 /* Lower sf's node (begun with jit_simt_begin, block JIT_SIMT_BLOCK); 0, or
- * -1 with the error in sf->f.err (an op with no SIMT lowering yet says so). */
+ * -1 with the error in sf->f.err: an op class with no SIMT lowering says
+ * "mo.X has no SIMT lowering", a mo.fused body of a form the lowering does
+ * not take names the form and the op. */
 int jit_simt_lower_node(jit_simt_fn *sf);
+
+/* Whether jit_simt_lower_node takes node n (verified, types inferred): its
+ * op class has a SIMT lowering, and a mo.fused body is one the lowering
+ * takes (elementwise members over one shape, or one matmul whose result
+ * only elementwise members of its shape and dtype use). For the runtime to
+ * decide what to fuse for a device. jit_simt_check_node: the same with the
+ * reason in err (-1) or 0. */
+bool jit_simt_can_lower(const ir_node *n);
+int jit_simt_check_node(const ir_node *n, char *err, size_t errlen);
 
 /* ---- custom kernels (custom.c) ----
  * mo.custom / mo.inplace_custom as a SIMT kernel: sf->f.libs must resolve
@@ -131,13 +171,59 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
 /* Device math (simt_math.c): before optimizing a GPU module, route its
  * transcendental intrinsics and libm calls to what the target has (nvptx:
  * CUDA's libdevice; amdgpu: ROCm's ocml, with the oclc constants it reads
- * defined for the arch; linked in when needed, internalized); after, refuse
- * calls to functions, or reads of globals, the module does not define. 0,
- * or -1 with err naming the function or the missing library. Called by
- * jit_simt_optimize. */
+ * defined for the arch; asked of t->math and linked in when needed,
+ * internalized); after, refuse calls to functions, or reads of globals, the
+ * module does not define. 0, or -1 with err naming the function or the
+ * missing library. Called by jit_simt_optimize. */
 int jit_simt_legalize_math(LLVMModuleRef mod, const jit_simt_target *t, char *err, size_t errlen);
 int jit_simt_check_externals(LLVMModuleRef mod, const jit_simt_target *t, char *err,
                              size_t errlen);
+
+/* ---- internal to the SIMT lowering (simt_lower.c, simt_rows.c,
+ * simt_fused.c) ---- */
+
+/* if (cond) { ... } around the builder: _begin positions in the body,
+ * _end joins. */
+typedef struct jit_simt_if {
+  LLVMBasicBlockRef join;
+} jit_simt_if;
+void jit_simt_if_begin(jit_fn *f, jit_simt_if *ib, LLVMValueRef cond);
+void jit_simt_if_end(jit_fn *f, jit_simt_if *ib);
+/* A special register as i64. */
+LLVMValueRef jit_simt_sreg64(jit_simt_fn *sf, jit_simt_sreg r, int dim);
+/* Axis a of a rank-`rank` tensor, negative from the end; false if out of range. */
+bool jit_simt_norm_axis(int64_t a, int rank, int *out);
+/* Coordinates coord[rank] of linear index i over the shape dims (row-major). */
+void jit_simt_unravel(jit_fn *f, LLVMValueRef i, const LLVMValueRef *dims, int rank,
+                      LLVMValueRef *coord);
+/* Linear index into a dense buffer of type t read broadcast (numpy rules,
+ * right-aligned) at coordinates coord of a result of type ot, rank r. */
+LLVMValueRef jit_simt_bcast_index(jit_fn *f, const ir_type *t, const ir_type *ot, int r,
+                                  const LLVMValueRef *coord);
+
+/* Rows (simt_rows.c): threads per row for a row of len elements (the
+ * geometry's and the kernel's), and the row ops' lowerings. */
+int64_t jit_simt_row_threads(int64_t len);
+int jit_simt_lower_reduce(jit_simt_fn *sf);
+int jit_simt_lower_softmax(jit_simt_fn *sf);
+int jit_simt_lower_layer_norm(jit_simt_fn *sf);
+
+/* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
+ * and B in buffers a and b and the product in result 0; epi, when not
+ * NULL, is called at each output element with the product (in mm's dtype)
+ * and its coordinates over mm's result (rank of it), the builder inside
+ * the store's guard, and returns the value to store (result 0's dtype). */
+typedef LLVMValueRef (*jit_simt_epilogue_fn)(jit_simt_fn *sf, void *ud, LLVMValueRef v,
+                                             const LLVMValueRef *coord);
+int jit_simt_lower_matmul(jit_simt_fn *sf, const ir_node *mm, int a, int b,
+                          jit_simt_epilogue_fn epi, void *ud);
+/* The value of elementwise node n (not a custom one) on loaded operands v. */
+LLVMValueRef jit_simt_ew_value(jit_fn *f, const ir_node *n, LLVMValueRef *v);
+
+/* mo.fused (simt_fused.c): the body as one kernel; the check behind
+ * jit_simt_check_node for it. */
+int jit_simt_lower_fused(jit_simt_fn *sf);
+int jit_simt_check_fused(const ir_node *n, char *err, size_t errlen);
 
 /* Verify and optimize mod (O3 for the target); 0 or -1 with err. */
 int jit_simt_optimize(LLVMModuleRef mod, const jit_simt_target *t, char *err, size_t errlen);
@@ -150,7 +236,8 @@ int jit_simt_optimize(LLVMModuleRef mod, const jit_simt_target *t, char *err, si
  * NULL binds every symbol (static kernels, no symbol parameters), or binds
  * the symbols s with bind[s]. only_node >= 0: that node's kernel alone.
  * llvm_text: *out is the optimized LLVM IR (text) instead of the target's
- * code (jit_simt_emit). 0, or -1 with err naming the node. */
+ * code (jit_simt_emit). A GPU kernel that calls math functions links the
+ * library t->math gives. 0, or -1 with err naming the node. */
 int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
                            const bool *bind, int only_node, bool llvm_text, void **out,
                            size_t *len, char *err, size_t errlen);
@@ -161,12 +248,6 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
                                 const bool *bind, int only_node, bool llvm_text,
                                 const struct jit_libs *libs, void **out, size_t *len, char *err,
                                 size_t errlen);
-/* The device math library kernels for t link when they call libm-like
- * functions (simt_math.c): libdevice's path for nvptx, ocml's for amdgpu,
- * found as the link finds it (KILN_LIBDEVICE / KILN_OCML first; buf holds
- * it when built here); NULL for simt-emu. For cache keys: the library is
- * part of what a kernel compiles to. */
-const char *jit_simt_math_library(const jit_simt_target *t, char *buf, size_t cap);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

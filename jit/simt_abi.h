@@ -1,8 +1,8 @@
 /* simt_abi.h - what a SIMT kernel receives when it runs on the CPU
  * emulator (simt-emu, src/device_emu.c), shared by the SIMT lowering and the
  * emulator. On a GPU the same values come from the hardware (thread / block
- * ids, shared memory, barriers); on simt-emu every thread of a block is a
- * fiber and gets one jit_simt_thread.
+ * ids, shared memory, barriers); on simt-emu every thread of a block gets
+ * one jit_simt_thread and runs on a fiber (src/device_emu.c).
  *
  * Entry point on simt-emu: void kernel(void **params, jit_simt_thread *t)
  *   params: params[i] points at the value of kernel parameter i (the CUDA

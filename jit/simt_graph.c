@@ -4,9 +4,11 @@
  *
  * Each kernel node goes through the same canonical kernel text as the CPU
  * path (ir_kernel_text, or ir_kernel_text_partial / _bound when symbols are
- * bound), parsed back into a one-node kernel graph and lowered by
+ * bound), parsed back (ir_parse_kernel_text) into a one-node kernel graph,
+ * or for a mo.fused node into its body (a graph of several nodes, lowered
+ * as one mo.fused kernel standing for the whole graph), and lowered by
  * jit_simt_lower_node; so a kernel's parameters are its own symbols (d0,
- * d1, ...), not the graph's: jit_simt_kernel_syms gives the map. Custom
+ * d1, ...), not the graph's: ir_kernel_text's sym_map gives the map. Custom
  * kernels link their library through the caller's resolver
  * (jit_simt_compile_graph_libs) and are finished by jit_simt_custom_finish.
  * Guarantees: a node with no SIMT lowering, a dim that does not evaluate, a
@@ -17,6 +19,7 @@
 
 #include <llvm-c/Core.h>
 
+#include "../ir/parse.h"
 #include "simt.h"
 
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap) {
@@ -44,7 +47,7 @@ static ir_graph *kernel_graph(const ir_graph *g, int i, const int64_t *syms, con
     return NULL;
   }
   ir_diag d = {0};
-  ir_graph *kg = ir_parse(text, strlen(text), &d);
+  ir_graph *kg = ir_parse_kernel_text(text, strlen(text), &d);
   free(text);
   if (!kg || ir_graph_verify(kg, &d) < 0) {
     snprintf(err, errlen, "mo.%s at line %d: kernel text does not verify: %s",
@@ -79,15 +82,32 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
       rc = -1;
       break;
     }
+    /* one kernel node, or several: the text of a mo.fused node (its body),
+     * lowered through a node standing for the whole kernel graph */
     const ir_node *kn = NULL;
+    int nk = 0;
+    bool custom = false;
     for (int k = 0; k < kg->nnodes; k++)
-      if (!ir_node_is_source(kg->nodes[k])) kn = kg->nodes[k];
+      if (!ir_node_is_source(kg->nodes[k])) {
+        kn = kg->nodes[k];
+        nk++;
+        custom |= ir_op_get(kn->op)->cls == IR_CLS_CUSTOM;
+      }
+    ir_node group = {0};
+    if (nk > 1) {
+      group.op = IR_OP_FUSED;
+      group.nin = kg->ninputs;
+      group.in = kg->inputs;
+      group.nout = kg->noutputs;
+      group.out = kg->outputs;
+      group.body = kg;
+      kn = &group;
+    }
     char name[64], msg[1024] = "";
     jit_simt_kernel_name(g, i, name, sizeof name);
     jit_simt_fn sf;
     jit_simt_begin(&sf, t, ctx, mod, kg, kn, name, JIT_SIMT_BLOCK, msg, sizeof msg);
     sf.f.libs = libs;
-    bool custom = kn && ir_op_get(kn->op)->cls == IR_CLS_CUSTOM;
     if (!sf.f.failed && jit_simt_lower_node(&sf) == 0) {
       jit_simt_finish(&sf);
       if (custom && !sf.f.failed) jit_simt_custom_finish(&sf);

@@ -11,31 +11,28 @@
  *     hardware's short-range approximations: those go to ocml);
  *   - every libm name the kernels call becomes the vendor library's name
  *     for it, when the library defines that name with the same type:
- *       nvptx   erff -> __nv_erff, from CUDA's libdevice.10.bc
- *               (KILN_LIBDEVICE, else $CUDA_HOME/nvvm/libdevice/libdevice.10.bc,
- *               else /usr/local/cuda/nvvm/libdevice/libdevice.10.bc);
+ *       nvptx   erff -> __nv_erff, from CUDA's libdevice;
  *       amdgpu  erff -> __ocml_erf_f32, erf -> __ocml_erf_f64, from ROCm's
- *               ocml.bc (KILN_OCML, else Debian's rocm-device-libs in
- *               /usr/lib/x86_64-linux-gnu/amdgcn/bitcode, else
- *               /opt/rocm/amdgcn/bitcode, else
- *               /opt/rocm/lib/llvm/lib/clang/N/lib/amdgcn/bitcode);
- *     the library is linked in only when a kernel calls outside the module,
- *     and everything it brought becomes internal, so O3 keeps only what the
- *     kernels use (ocml's functions are linkonce_odr: the linker brings only
- *     those referenced); one function links and internalizes for both;
+ *               ocml;
+ *     the library is asked of the target's resolver (t->math: src/ finds
+ *     and reads it, src/simt_mathlib.c; jit/ opens no file) only when a
+ *     kernel calls outside the module, and everything it brought becomes
+ *     internal, so O3 keeps only what the kernels use (ocml's functions are
+ *     linkonce_odr: the linker brings only those referenced); one function
+ *     links and internalizes for both;
  *   - amdgpu: ocml reads its configuration from external constants that
  *     ROCm's oclc_*.bc files would define; kiln defines the ones ocml
  *     declares itself (internal, addrspace(4)): __oclc_ISA_version from the
  *     gfx arch (gfx90a 9010, gfx942 9402), finite-only, unsafe-math and
  *     denormals-are-zero off, correctly rounded f32 sqrt on, wave64.
- * A library that cannot be found or read is an error naming the path and
- * how to provide it (the variable, the package); LLVM's reader and linker
- * report into a diagnostic sink, never print-and-exit. After optimizing,
+ * A library the resolver cannot give is its error (naming the path and how
+ * to provide it); bytes that are not bitcode are an error naming the label
+ * and the resolver's hint; LLVM's reader and linker report into a
+ * diagnostic sink, never print-and-exit. After optimizing,
  * jit_simt_check_externals refuses a module that still calls a function or
  * reads a global it does not define: a clear error naming it, instead of a
  * PTX that ptxas rejects or a code object that fails to load. */
 #include <ctype.h>
-#include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,97 +89,36 @@ static bool redirect(LLVMModuleRef mod, LLVMValueRef from, const char *to) {
 
 static const char *name_of(LLVMValueRef v) { return LLVMGetValueName2(v, &(size_t){0}); }
 
-static bool readable(const char *path) {
-  FILE *f = fopen(path, "rb");
-  if (f) fclose(f);
-  return f != NULL;
-}
-
 /* ---- the two libraries ---- */
 
 typedef struct mathlib {
-  const char *what;    /* "CUDA's libdevice" */
-  const char *prefix;  /* of the library's function names */
-  const char *install; /* how to get it, for the error */
+  const char *what;   /* "CUDA's libdevice" */
+  const char *prefix; /* of the library's function names */
 } mathlib;
 
-static const mathlib LIBDEVICE = {"CUDA's libdevice", "__nv_",
-                                  "install the CUDA toolkit or set KILN_LIBDEVICE"};
-static const mathlib OCML = {"ROCm's ocml", "__ocml_",
-                             "install the package rocm-device-libs or set KILN_OCML to the path "
-                             "of ocml.bc"};
+static const mathlib LIBDEVICE = {"CUDA's libdevice", "__nv_"};
+static const mathlib OCML = {"ROCm's ocml", "__ocml_"};
 
-/* The file of the library (in buf, or the variable's value); when no
- * candidate exists, a default whose read then fails with a message.
- * *searched: the places looked at, for that message (NULL: name the path). */
-static const char *libdevice_path(char *buf, size_t cap, const char **searched) {
-  const char *env = getenv("KILN_LIBDEVICE");
-  *searched = NULL;
-  if (env && *env) return env;
-  const char *home = getenv("CUDA_HOME");
-  if (home && *home) {
-    snprintf(buf, cap, "%s/nvvm/libdevice/libdevice.10.bc", home);
-    if (readable(buf)) return buf;
-  }
-  snprintf(buf, cap, "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc");
-  return buf;
-}
-
-#define OCML_DEBIAN "/usr/lib/x86_64-linux-gnu/amdgcn/bitcode/ocml.bc"
-#define OCML_ROCM "/opt/rocm/amdgcn/bitcode/ocml.bc"
-#define OCML_ROCM_CLANG "/opt/rocm/lib/llvm/lib/clang/*/lib/amdgcn/bitcode/ocml.bc"
-
-static const char *ocml_path(char *buf, size_t cap, const char **searched) {
-  const char *env = getenv("KILN_OCML");
-  *searched = NULL;
-  if (env && *env) return env;
-  *searched = OCML_DEBIAN ", " OCML_ROCM ", " OCML_ROCM_CLANG;
-  snprintf(buf, cap, "%s", OCML_DEBIAN);
-  if (readable(buf)) return buf;
-  snprintf(buf, cap, "%s", OCML_ROCM);
-  if (readable(buf)) return buf;
-  glob_t g;
-  bool found = false;
-  if (glob(OCML_ROCM_CLANG, 0, NULL, &g) == 0) {
-    /* sorted: the last is the newest clang's */
-    for (size_t i = g.gl_pathc; i-- > 0 && !found;)
-      if (readable(g.gl_pathv[i]) && strlen(g.gl_pathv[i]) < cap) {
-        snprintf(buf, cap, "%s", g.gl_pathv[i]);
-        found = true;
-      }
-    globfree(&g);
-  }
-  if (!found) snprintf(buf, cap, "%s", OCML_DEBIAN);
-  return buf;
-}
-
-/* Open the library at path as a module of mod's context, with mod's triple
- * and data layout (so linking does not warn); NULL with err. The caller
- * has put a diagnostic sink on the context (sink). */
-static LLVMModuleRef load_library(LLVMModuleRef mod, const mathlib *lib, const char *path,
-                                  const char *searched, const char *needs, const char *arch,
+/* The library's bitcode (lib, its data freed here) as a module of mod's
+ * context, with mod's triple and data layout (so linking does not warn);
+ * NULL with err. The caller has put a diagnostic sink on the context
+ * (sink). */
+static LLVMModuleRef load_library(LLVMModuleRef mod, jit_simt_mathlib *lib, const char *needs,
                                   const jit_diag_sink *sink, char *err, size_t errlen) {
-  LLVMMemoryBufferRef mb = NULL;
-  char *msg = NULL;
-  if (LLVMCreateMemoryBufferWithContentsOfFile(path, &mb, &msg)) {
-    if (searched)
-      snprintf(err, errlen, "%s needs %s on %s, which was not found (looked for %s); %s", needs,
-               lib->what, arch, searched, lib->install);
-    else
-      snprintf(err, errlen, "%s needs %s on %s: %s cannot be read (%s); %s", needs, lib->what,
-               arch, path, msg ? msg : "?", lib->install);
-    LLVMDisposeMessage(msg);
-    return NULL;
-  }
+  LLVMMemoryBufferRef mb =
+      LLVMCreateMemoryBufferWithMemoryRangeCopy(lib->data, lib->len, lib->label);
+  free(lib->data);
+  lib->data = NULL;
   /* lazily: the linker reads only the functions it links (all of
    * libdevice's; of ocml's linkonce_odr ones, those the kernels call) */
   LLVMModuleRef m = NULL;
-  if (LLVMGetBitcodeModuleInContext2(LLVMGetModuleContext(mod), mb, &m) || !m) {
-    LLVMDisposeMemoryBuffer(mb); /* taken only on success */
+  if (!mb || LLVMGetBitcodeModuleInContext2(LLVMGetModuleContext(mod), mb, &m) || !m) {
+    if (mb) LLVMDisposeMemoryBuffer(mb); /* taken only on success */
     unsigned major = 0, minor = 0, patch = 0;
     LLVMGetVersion(&major, &minor, &patch);
-    snprintf(err, errlen, "%s needs %s on %s, but %s is not bitcode LLVM %u can read (%s); %s",
-             needs, lib->what, arch, path, major, sink->msg[0] ? sink->msg : "?", lib->install);
+    snprintf(err, errlen, "%s, but %s is not bitcode LLVM %u can read (%s)%s%s", needs,
+             lib->label, major, sink->msg[0] ? sink->msg : "?", lib->hint ? "; " : "",
+             lib->hint ? lib->hint : "");
     return NULL;
   }
   LLVMSetTarget(m, LLVMGetTarget(mod));
@@ -350,17 +286,23 @@ static int define_oclc(LLVMModuleRef mod, const jit_simt_target *t, const char *
   return 0;
 }
 
-/* Find and load t's library, point the module's libm calls at its
- * functions, link it, define what it expects of the module. */
+/* Ask t's resolver for its library, load it, point the module's libm calls
+ * at its functions, link it, define what it expects of the module. */
 static int bring_library(LLVMModuleRef mod, const jit_simt_target *t, const mathlib *ml,
                          const char *needs, const jit_diag_sink *sink, char *err,
                          size_t errlen) {
-  char buf[1024];
-  const char *searched = NULL;
-  const char *path = t->kind == JIT_SIMT_NVPTX ? libdevice_path(buf, sizeof buf, &searched)
-                                               : ocml_path(buf, sizeof buf, &searched);
-  LLVMModuleRef lib = load_library(mod, ml, path, searched, needs, t->arch, sink, err, errlen);
-  if (!lib) return -1;
+  if (!t->math || !t->math->find) {
+    snprintf(err, errlen, "%s, but the caller gave no way to find it", needs);
+    return -1;
+  }
+  jit_simt_mathlib lib = {0};
+  if (t->math->find(t->math->ud, t, needs, &lib, err, errlen) < 0) {
+    free(lib.data);
+    return -1;
+  }
+  lib.label[sizeof lib.label - 1] = 0;
+  LLVMModuleRef lm = load_library(mod, &lib, needs, sink, err, errlen);
+  if (!lm) return -1;
   /* libm names -> the library's, where it has them with the same type; the
    * others stay and jit_simt_check_externals names them */
   size_t plen = strlen(ml->prefix);
@@ -372,7 +314,7 @@ static int bring_library(LLVMModuleRef mod, const jit_simt_target *t, const math
     if (LLVMIsDeclaration(fn) && strncmp(name, "llvm.", 5) != 0 &&
         strncmp(name, ml->prefix, plen) != 0 && LLVMGetFirstUse(fn) &&
         library_name(t, fn, to, sizeof to)) {
-      LLVMValueRef def = LLVMGetNamedFunction(lib, to);
+      LLVMValueRef def = LLVMGetNamedFunction(lm, to);
       if (def && !LLVMIsDeclaration(def) &&
           LLVMGlobalGetValueType(def) == LLVMGlobalGetValueType(fn))
         redirect(mod, fn, to);
@@ -380,8 +322,8 @@ static int bring_library(LLVMModuleRef mod, const jit_simt_target *t, const math
     fn = next;
   }
   /* link; what the library brought becomes internal */
-  if (link_internalized(mod, lib, ml, path, sink, err, errlen) < 0) return -1;
-  return t->kind == JIT_SIMT_AMDGPU ? define_oclc(mod, t, path, err, errlen) : 0;
+  if (link_internalized(mod, lm, ml, lib.label, sink, err, errlen) < 0) return -1;
+  return t->kind == JIT_SIMT_AMDGPU ? define_oclc(mod, t, lib.label, err, errlen) : 0;
 }
 
 /* ---- the passes ---- */
@@ -412,8 +354,9 @@ int jit_simt_legalize_math(LLVMModuleRef mod, const jit_simt_target *t, char *er
     if (!first || strncmp(first, ml->prefix, plen) == 0) first = name; /* a libm name first */
   }
   if (!first) return 0;
-  char needs[128];
-  snprintf(needs, sizeof needs, "the kernel's call to %s", first);
+  char needs[256];
+  snprintf(needs, sizeof needs, "the kernel's call to %s needs %s on %s", first, ml->what,
+           t->arch);
   /* without a handler, an error diagnostic of the reader or the linker
    * makes LLVM print and exit */
   LLVMContextRef ctx = LLVMGetModuleContext(mod);
@@ -452,11 +395,4 @@ int jit_simt_check_externals(LLVMModuleRef mod, const jit_simt_target *t, char *
     return -1;
   }
   return 0;
-}
-
-const char *jit_simt_math_library(const jit_simt_target *t, char *buf, size_t cap) {
-  const char *searched = NULL;
-  if (t->kind == JIT_SIMT_NVPTX) return libdevice_path(buf, cap, &searched);
-  if (t->kind == JIT_SIMT_AMDGPU) return ocml_path(buf, cap, &searched);
-  return NULL;
 }

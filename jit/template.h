@@ -50,8 +50,7 @@ LLVMValueRef jit_template_extern(jit_fn *f, jit_template_id t, const char *entry
 /* Parse bitcode bc[0..len) into f->ctx, give its definitions the kernel's
  * target attributes (as above), link it into f->mod and make its external
  * definitions (functions and globals) internal. label names it in errors.
- * 0, or -1 with f->err set. Added by custom ops (kernel libraries link
- * through it too). */
+ * 0, or -1 with f->err set. Custom kernel libraries link through it too. */
 int jit_link_bitcode(jit_fn *f, const void *bc, size_t len, const char *label);
 
 /* Diagnostics from LLVM's bitcode / IR readers and the linker: without a
@@ -65,8 +64,7 @@ typedef struct jit_diag_sink {
 void jit_diag_handler(LLVMDiagnosticInfoRef di, void *sink);
 
 /* Give fn (a helper function a lowering adds to f->mod, such as a GEMM
- * epilogue) the kernel's target attributes, as template functions get them.
- * Added by fusion. */
+ * epilogue) the kernel's target attributes, as template functions get them. */
 void jit_template_retarget(jit_fn *f, LLVMValueRef fn);
 
 /* Whether the kernel's target (f->fn's "target-features", else the host)

@@ -47,6 +47,19 @@ typedef struct dm_kernel {
   int nsyms;
 } dm_kernel;
 
+/* A shape-specialized variant: the kernels of one binding of every symbol
+ * (no symbol parameters), for the nodes whose generic kernel reads symbols
+ * (the others run the generic kernel: kernels[i].fn NULL). refs: plans
+ * using it; only a variant no plan uses is evicted. */
+typedef struct dm_variant {
+  int64_t *key; /* g->nsyms values */
+  dm_kernel *kernels;
+  int refs;
+  uint64_t last_use;
+} dm_variant;
+
+#define DM_VARIANTS_MAX 8
+
 typedef struct dm_plan dm_plan;       /* one binding's resolved launches */
 typedef struct dm_capture dm_capture; /* a plan kept under a key */
 
@@ -61,6 +74,9 @@ struct kiln_device_model {
   double compile_ms;
   pthread_mutex_t lock;
   dm_plan *recent;      /* the last execute's plan, reused while the binding repeats */
+  dm_variant *variants[DM_VARIANTS_MAX]; /* specialized variants (sync policy), LRU */
+  int nvariants, specialized;            /* live, and compiled ever */
+  uint64_t tick;
   dm_capture *captures; /* kiln_device_model_capture, by key */
   int ncaptures;
   int cache_hits, cache_misses; /* kernels loaded from the disk cache / compiled */
@@ -205,6 +221,7 @@ void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *mi
 
 int rt_device_model_kernels(const kiln_device_model *m) { return m ? m->nkernels : 0; }
 int rt_device_model_plan_builds(const kiln_device_model *m) { return m ? m->plan_builds : 0; }
+int rt_device_model_specialized(const kiln_device_model *m) { return m ? m->specialized : 0; }
 
 /* 0 when t is on the host or on m's device; else -1 naming both. what:
  * "input", "output" or "weight"; i < 0 for a weight. */
@@ -267,6 +284,7 @@ typedef struct dm_launch {
   kiln_devptr copy_dst, copy_src; /* mo.inplace_custom: operand 0 into result 0 first */
   size_t copy_bytes;
   rt_launch_dims dims;
+  void *fn;          /* the kernel: the generic one or the plan's variant's */
   int np;
   kiln_devptr *bufs; /* the kernel's buffers (params point here) */
   int64_t *ks;       /* the kernel's symbol values */
@@ -282,6 +300,7 @@ struct dm_plan {
   dm_launch *launches;
   int nlaunches;
   void *graph; /* a capture's launches recorded on the device (plan_record), or NULL */
+  dm_variant *var; /* the specialized variant its launches use (a reference), or NULL */
 };
 
 struct dm_capture {
@@ -292,6 +311,7 @@ struct dm_capture {
 static void plan_free(kiln_device_model *m, dm_plan *x) {
   if (!x) return;
   rt_device_graph_free(m->dev, x->graph);
+  if (x->var) x->var->refs--;
   kiln_device_free(m->dev, x->arena);
   kiln_device_free(m->dev, x->errword);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
@@ -379,7 +399,7 @@ done:
 /* The launch of node i into x->launches (when it has work). */
 static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st) {
   const ir_node *n = m->g->nodes[i];
-  const dm_kernel *k = &m->kernels[i];
+  const dm_kernel *k = x->var && x->var->kernels[i].fn ? &x->var->kernels[i] : &m->kernels[i];
   char err[512];
   jit_simt_dims dims;
   if (jit_simt_geometry(n, x->syms, &dims, err, sizeof err) < 0)
@@ -389,6 +409,7 @@ static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st)
   dm_launch *l = &x->launches[x->nlaunches];
   int nb = n->nin + n->nout;
   l->node = i;
+  l->fn = k->fn;
   l->np = nb + k->nsyms + 1;
   l->bufs = calloc((size_t)nb + 1, sizeof *l->bufs);
   l->ks = calloc((size_t)k->nsyms + 1, sizeof *l->ks);
@@ -423,6 +444,74 @@ static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st)
 }
 
 /* Solve, allocate and resolve every launch for these inputs. */
+/* Buffers of node i's kernel (operands and results). */
+static int n_bufs(const kiln_device_model *m, int i) {
+  return m->g->nodes[i]->nin + m->g->nodes[i]->nout;
+}
+
+static void variant_free(kiln_device_model *m, dm_variant *v) {
+  if (!v) return;
+  for (int i = 0; v->kernels && i < m->g->nnodes; i++) {
+    rt_device_module_unload(m->dev, v->kernels[i].module);
+    free(v->kernels[i].sym_map);
+  }
+  free(v->kernels);
+  free(v->key);
+  free(v);
+}
+
+/* The variant of binding syms, compiled now under the sync policy (the
+ * context's; a model without a context never specializes); NULL: the
+ * generic kernels serve (no symbols, another policy, the table full of
+ * variants in use, or a compile that failed: the generic kernels are
+ * correct for every binding, so the execute goes on with them). */
+static dm_variant *variant_for(kiln_device_model *m, const int64_t *syms) {
+  const ir_graph *g = m->g;
+  size_t ns = (size_t)g->nsyms;
+  if (ns == 0 || !m->target.ctx ||
+      kiln_context_specialize_policy(m->target.ctx) != KILN_SPECIALIZE_SYNC)
+    return NULL;
+  for (int k = 0; k < m->nvariants; k++)
+    if (memcmp(m->variants[k]->key, syms, ns * sizeof *syms) == 0) {
+      m->variants[k]->last_use = ++m->tick;
+      return m->variants[k];
+    }
+  int slot = m->nvariants < DM_VARIANTS_MAX ? m->nvariants : -1;
+  for (int k = 0; slot < 0 && k < m->nvariants; k++) /* least recently used, unused */
+    if (m->variants[k]->refs == 0 &&
+        (slot < 0 || m->variants[k]->last_use < m->variants[slot]->last_use))
+      slot = k;
+  if (slot < 0) return NULL;
+  dm_variant *v = calloc(1, sizeof *v);
+  if (!v || !(v->key = malloc(ns * sizeof *syms)) ||
+      !(v->kernels = calloc((size_t)g->nnodes + 1, sizeof *v->kernels))) {
+    variant_free(m, v);
+    return NULL;
+  }
+  memcpy(v->key, syms, ns * sizeof *syms);
+  rt_binding b = {syms, NULL};
+  for (int i = 0; i < g->nnodes; i++) {
+    if (!m->kernels[i].fn || m->kernels[i].nsyms == 0) continue; /* static: generic serves */
+    rt_simt_code c;
+    dm_kernel *k = &v->kernels[i];
+    int rc = rt_pipeline_compile_simt(&m->target, g, i, &b, &c, NULL);
+    if (rc == 0) rc = rt_device_module_load(m->dev, c.image, c.len, &k->module, NULL);
+    if (rc == 0) rc = rt_device_module_function(m->dev, k->module, c.name, &k->fn, NULL);
+    k->nsyms = c.nsyms; /* 0: every symbol bound */
+    rt_simt_code_free(&c);
+    if (rc < 0) {
+      variant_free(m, v);
+      return NULL;
+    }
+  }
+  if (slot < m->nvariants) variant_free(m, m->variants[slot]);
+  else m->nvariants++;
+  m->variants[slot] = v;
+  m->specialized++;
+  v->last_use = ++m->tick;
+  return v;
+}
+
 static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int ninputs,
                            dm_plan *reuse, kiln_status *st) {
   const ir_graph *g = m->g;
@@ -469,6 +558,7 @@ static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int
   }
   if (kiln_device_alloc(m->dev, sizeof(int32_t), &x->errword, st) < 0) goto fail;
   if (plan_memory(m, x, st) < 0) goto fail;
+  if ((x->var = variant_for(m, x->syms))) x->var->refs++;
   m->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
@@ -519,7 +609,7 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
     if (l->copy_bytes &&
         rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
       return -1;
-    if (rt_device_launch(m->dev, m->kernels[l->node].fn, &l->dims, l->params, st) < 0) return -1;
+    if (rt_device_launch(m->dev, l->fn, &l->dims, l->params, st) < 0) return -1;
     if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) return -1;
     if (code != 0) {
       const ir_node *n = g->nodes[l->node];
@@ -600,7 +690,7 @@ static void plan_record(kiln_device_model *m, dm_plan *x) {
   for (int li = 0; li < x->nlaunches && ok; li++) {
     dm_launch *l = &x->launches[li];
     ok = rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, NULL) == 0 &&
-         rt_device_launch(m->dev, m->kernels[l->node].fn, &l->dims, l->params, NULL) == 0;
+         rt_device_launch(m->dev, l->fn, &l->dims, l->params, NULL) == 0;
   }
   void *graph = NULL;
   if (rt_device_graph_end(m->dev, &graph, NULL) < 0) return; /* always ends the recording */
@@ -707,9 +797,9 @@ KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
   }
   for (int i = 0; i < x->nlaunches; i++) {
     const dm_launch *a = &x->launches[i], *b = &cp->launches[i];
-    const dm_kernel *k = &m->kernels[a->node];
-    bool same = a->node == b->node && memcmp(&a->dims, &b->dims, sizeof a->dims) == 0 &&
-                memcmp(a->ks, b->ks, sizeof *a->ks * (size_t)k->nsyms) == 0;
+    bool same = a->node == b->node && a->fn == b->fn && a->np == b->np &&
+                memcmp(&a->dims, &b->dims, sizeof a->dims) == 0 &&
+                memcmp(a->ks, b->ks, sizeof *a->ks * (size_t)(a->np - 1 - n_bufs(m, a->node))) == 0;
     if (!same) {
       const ir_node *n = m->g->nodes[a->node];
       rt_err(st, KILN_ERR_RUNTIME, "verify replay of key %llu: launch %d (mo.%s at line %d) "
@@ -744,6 +834,7 @@ KILN_API void kiln_device_model_free(kiln_device_model *m) {
   if (!m) return;
   plan_free(m, m->recent);
   for (int i = 0; i < m->ncaptures; i++) plan_free(m, m->captures[i].plan);
+  for (int k = 0; k < m->nvariants; k++) variant_free(m, m->variants[k]);
   free(m->captures);
   for (int i = 0; m->g && i < m->g->nnodes; i++) {
     if (m->kernels) {

@@ -26,6 +26,7 @@
 #include "kernel_lib.h"
 #include "plan.h"
 #include "prepack.h"
+#include "simt_mathlib.h"
 
 /* ---- targets ---- */
 
@@ -40,7 +41,7 @@ void rt_target_host(rt_target *t, kiln_context *ctx) {
  * time), part of their code keys. */
 static void math_identity(rt_target *t) {
   char lbuf[1024];
-  const char *lib = jit_simt_math_library(&t->simt, lbuf, sizeof lbuf);
+  const char *lib = rt_simt_mathlib_path(&t->simt, lbuf, sizeof lbuf);
   struct stat sb;
   if (!lib) snprintf(t->math_id, sizeof t->math_id, "math=host");
   else if (stat(lib, &sb) == 0)
@@ -72,9 +73,6 @@ static bool fusion_enabled(void) {
                  !strcasecmp(v, "false")));
 }
 
-/* Whether SIMT targets take fused nodes (jit/simt_lower.c lowers them). */
-#define SIMT_FUSES false
-
 /* The passes after binding; prepack only for the host. */
 static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *filename,
                   kiln_status *st) {
@@ -82,8 +80,19 @@ static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *f
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
-  if (fusion_enabled() && (host || SIMT_FUSES) && ir_graph_fuse(g, &d) < 0)
+  if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
+  /* a group the SIMT lowering cannot take is an error naming its ops
+   * (jit/simt_fused.c lowers the elementwise chains and GEMM epilogues
+   * ir_graph_fuse makes) */
+  for (int i = 0; !host && i < g->nnodes; i++) {
+    char why[512];
+    if (g->nodes[i]->body && jit_simt_check_node(g->nodes[i], why, sizeof why) < 0) {
+      char desc[256];
+      return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: %s",
+                    rt_pipeline_node_desc(g, i, desc, sizeof desc), why);
+    }
+  }
   /* constant GEMM operands packed once (prepack.c): the matmuls that read
    * them are marked before any kernel text is made (their keys differ) */
   return host && rt_prepack_mark(g, ctx, st) < 0 ? -1 : 0;
@@ -299,7 +308,9 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
   char err[2048] = "";
   void *obj = NULL;
   size_t olen = 0;
-  rc = jit_simt_compile_graph_libs(g, &t->simt, b ? b->vals : NULL, b ? b->bind : NULL, i, false,
+  jit_simt_target simt = t->simt;
+  simt.math = &rt_simt_math; /* the device math library, found and read by src/ */
+  rc = jit_simt_compile_graph_libs(g, &simt, b ? b->vals : NULL, b ? b->bind : NULL, i, false,
                                    t->has_libs ? &t->libs : NULL, &obj, &olen, err, sizeof err);
   if (rc < 0) {
     rt_err(st, KILN_ERR_COMPILE, "%s: %s", t->label, err);

@@ -334,17 +334,18 @@ Test(device_model, code_cache_second_compile_loads_every_kernel) {
   remove_dir(dir);
 }
 
-/* Two nodes with the same kernel text (relu of relu): each keeps its own
- * code in the cache (the code defines a name holding the node's index), so
- * the first compile stores two entries and the second loads both. */
+/* Two nodes with the same kernel text (relu of relu, both outputs so they
+ * do not fuse): each keeps its own code in the cache (the code defines a
+ * name holding the node's index), so the first compile stores two entries
+ * and the second loads both. */
 Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
   char dir[] = "/tmp/kiln-dm-cache2-XXXXXX";
   cr_assert_not_null(mkdtemp(dir));
   static const char text[] =
-      "mo.graph @rr(%x: !mo.tensor<[5], f32>) -> (!mo.tensor<[5], f32>) {\n"
+      "mo.graph @rr(%x: !mo.tensor<[5], f32>) -> (!mo.tensor<[5], f32>, !mo.tensor<[5], f32>) {\n"
       "  %a = mo.relu(%x) : !mo.tensor<[5], f32>\n"
       "  %b = mo.relu(%a) : !mo.tensor<[5], f32>\n"
-      "  mo.output %b : !mo.tensor<[5], f32>\n}\n";
+      "  mo.output %b, %a : !mo.tensor<[5], f32>, !mo.tensor<[5], f32>\n}\n";
   kiln_status *st = kiln_status_new();
   kiln_graph *g = kiln_graph_parse(text, strlen(text), "rr", st);
   cr_assert_not_null(g, "%s", kiln_status_message(st));
@@ -360,12 +361,13 @@ Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
     kiln_device_model *m = compile_cached(dev, g, dir, &ctx, &hits, &misses, st);
     cr_expect_eq(hits, round == 0 ? 0 : 2, "round %d: %d hits", round, hits);
     cr_expect_eq(misses, round == 0 ? 2 : 0, "round %d: %d misses", round, misses);
-    kiln_tensor *out = NULL;
-    cr_assert_eq(kiln_device_model_execute(m, &x, 1, &out, 1, st), 0, "%s",
+    kiln_tensor *out[2] = {NULL, NULL};
+    cr_assert_eq(kiln_device_model_execute(m, &x, 1, out, 2, st), 0, "%s",
                  kiln_status_message(st));
-    const float *op = kiln_tensor_data(out);
+    const float *op = kiln_tensor_data(out[0]);
     for (int i = 0; i < 5; i++) cr_expect_eq(op[i], xp[i] > 0 ? xp[i] : 0.0f, "y[%d]", i);
-    kiln_tensor_free(out);
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(out[1]);
     kiln_device_model_free(m);
     kiln_context_free(ctx);
   }

@@ -5,7 +5,10 @@
  *
  * Numbers: each case is parsed, run by the interpreter (the oracle), fused,
  * run by the interpreter again (must be identical), and compiled both
- * unfused and fused with jit_compile_graph; the fused kernels, called with
+ * unfused and fused node by node the way the runtime does it (each node's
+ * kernel text, ir_kernel_text, parsed back with ir_parse_kernel_text,
+ * jit_compile_object, jit_load_object; a kernel reads its own symbols,
+ * mapped from the graph's); the fused kernels, called with
  * every nparts in 1..7 (parts one after the other), must equal the unfused
  * kernels bit for bit (fusion keeps every member's rounding, a split never
  * changes how an element is computed) and the oracle within a tolerance
@@ -25,6 +28,7 @@
 
 #include "ir/interp.h"
 #include "ir/ir.h"
+#include "ir/parse.h"
 #include "jit/jit.h"
 
 static jit_engine *E;
@@ -50,6 +54,15 @@ static ir_graph *parse(const char *text) {
   return g;
 }
 
+/* A graph that carries the runtime's kiln.* facts, as the runtime stamps
+ * them (user text cannot): read through the kernel-text entry. */
+static ir_graph *parse_stamped(const char *text) {
+  ir_diag d = {0};
+  ir_graph *g = ir_parse_kernel_text(text, strlen(text), &d);
+  cr_assert_not_null(g, "ir_parse_kernel_text: %d:%d: %s\n%s", d.line, d.col, d.msg, text);
+  return g;
+}
+
 /* A fused clone of g; *nfused receives the pass's count. */
 static ir_graph *fused_clone(const ir_graph *g, int *nfused) {
   ir_graph *f = ir_graph_clone(g);
@@ -61,6 +74,83 @@ static ir_graph *fused_clone(const ir_graph *g, int *nfused) {
   d = (ir_diag){0};
   cr_assert(ir_graph_verify(f, &d) == 0, "the fused graph does not verify: %s", d.msg);
   return f;
+}
+
+/* ---- compiling, node by node as the runtime does ---- */
+
+/* The loaded kernels of a graph: node i's code and kernel (NULL for nodes
+ * without one), and its kernel's symbols: kernel symbol j is graph symbol
+ * map[i][j], nks[i] of them. */
+typedef struct compiled {
+  int nnodes;
+  jit_code **code;
+  jit_kernel_fn *fn;
+  int **map;
+  int *nks;
+} compiled;
+
+static bool has_kernel(const ir_node *n) {
+  const ir_op_info *info = ir_op_get(n->op);
+  return info && info->cls != IR_CLS_CONSTANT && info->cls != IR_CLS_CONSTANT_EXTERNAL;
+}
+
+/* Every kernel node of g compiled from its kernel text and loaded into E
+ * under a name of its own (unique in the engine: one graph may be compiled
+ * twice). Free with compiled_free. */
+static compiled *compile_graph(const ir_graph *g) {
+  static unsigned serial; /* one engine per test: names stay unique within it */
+  compiled *c = calloc(1, sizeof *c);
+  cr_assert_not_null(c);
+  c->nnodes = g->nnodes;
+  c->code = calloc((size_t)g->nnodes + 1, sizeof *c->code);
+  c->fn = calloc((size_t)g->nnodes + 1, sizeof *c->fn);
+  c->map = calloc((size_t)g->nnodes + 1, sizeof *c->map);
+  c->nks = calloc((size_t)g->nnodes + 1, sizeof *c->nks);
+  cr_assert(c->code && c->fn && c->map && c->nks);
+  unsigned id = serial++;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (!has_kernel(n)) continue;
+    c->map[i] = calloc((size_t)g->nsyms + 1, sizeof *c->map[i]);
+    cr_assert_not_null(c->map[i]);
+    char *text = ir_kernel_text(g, n, c->map[i], &c->nks[i]);
+    cr_assert_not_null(text, "no kernel text for node %d", i);
+    ir_diag d = {0};
+    ir_graph *kg = ir_parse_kernel_text(text, strlen(text), &d);
+    cr_assert_not_null(kg, "node %d: kernel text: %d:%d: %s\n%s", i, d.line, d.col, d.msg, text);
+    free(text);
+    char name[64];
+    snprintf(name, sizeof name, "fusion_%u_%d", id, i);
+    void *obj = NULL;
+    size_t len = 0;
+    cr_assert_eq(jit_compile_object(E, kg, name, &obj, &len, err, sizeof err), 0,
+                 "node %d: jit_compile_object: %s", i, err);
+    ir_graph_free(kg);
+    c->code[i] = jit_load_object(E, obj, len, name, &c->fn[i], err, sizeof err);
+    free(obj);
+    cr_assert_not_null(c->code[i], "node %d: jit_load_object: %s", i, err);
+  }
+  return c;
+}
+
+static void compiled_free(compiled *c) {
+  if (!c) return;
+  for (int i = 0; i < c->nnodes; i++) {
+    jit_code_free(E, c->code[i]);
+    free(c->map[i]);
+  }
+  free(c->code);
+  free(c->fn);
+  free(c->map);
+  free(c->nks);
+  free(c);
+}
+
+/* Node i's kernel symbols from the graph's symbol values syms, into ks
+ * (room for the graph's symbol count). */
+static const int64_t *kernel_syms(const compiled *c, int i, const int64_t *syms, int64_t *ks) {
+  for (int j = 0; j < c->nks[i]; j++) ks[j] = syms[c->map[i][j]];
+  return ks;
 }
 
 /* ---- data ---- */
@@ -135,14 +225,15 @@ static void *part_thread(void *p) {
   return NULL;
 }
 
-/* Run compiled g (module m) on in with every kernel split in nparts parts,
+/* Run compiled g (kernels c) on in with every kernel split in nparts parts,
  * called one after the other, or from nparts threads at once when
  * `threads`. Outputs malloc'd. */
-static ir_tensor *jit_run(const ir_graph *g, jit_module *m, const ir_tensor *in,
+static ir_tensor *jit_run(const ir_graph *g, const compiled *c, const ir_tensor *in,
                           const int64_t *syms, int nparts, bool threads) {
   void **buf = calloc((size_t)g->nvalues + 1, sizeof *buf);
   bool *own = calloc((size_t)g->nvalues + 1, sizeof *own);
-  cr_assert(buf && own);
+  int64_t *ks = calloc((size_t)g->nsyms + 1, sizeof *ks);
+  cr_assert(buf && own && ks);
   for (int i = 0; i < g->ninputs; i++) buf[g->inputs[i]->id] = in[i].data;
   char msg[256];
   for (int i = 0; i < g->nnodes; i++) {
@@ -173,13 +264,14 @@ static ir_tensor *jit_run(const ir_graph *g, jit_module *m, const ir_tensor *in,
     int na = 0;
     for (int k = 0; k < n->nin; k++) args[na++] = buf[n->in[k]->id];
     for (int k = 0; k < n->nout; k++) args[na++] = buf[n->out[k]->id];
-    jit_kernel_fn fn = jit_module_kernel(m, i);
-    cr_assert_not_null(fn);
+    jit_kernel_fn fn = c->fn[i];
+    cr_assert_not_null(fn, "node %d has no kernel", i);
+    const int64_t *kv = kernel_syms(c, i, syms, ks);
     if (threads && nparts > 1) {
       pthread_t th[8];
       part_job jobs[8];
       for (int p = 0; p < nparts; p++) {
-        jobs[p] = (part_job){fn, args, syms, p, nparts, 0};
+        jobs[p] = (part_job){fn, args, kv, p, nparts, 0};
         cr_assert(pthread_create(&th[p], NULL, part_thread, &jobs[p]) == 0);
       }
       for (int p = 0; p < nparts; p++) {
@@ -188,7 +280,7 @@ static ir_tensor *jit_run(const ir_graph *g, jit_module *m, const ir_tensor *in,
       }
     } else {
       for (int p = 0; p < nparts; p++) {
-        int32_t rc = fn(args, syms, p, nparts);
+        int32_t rc = fn(args, kv, p, nparts);
         cr_assert(rc == 0, "node %d part %d/%d: %s", i, p, nparts, jit_kernel_error(rc));
       }
     }
@@ -209,6 +301,7 @@ static ir_tensor *jit_run(const ir_graph *g, jit_module *m, const ir_tensor *in,
     if (own[i]) free(buf[i]);
   free(buf);
   free(own);
+  free(ks);
   return out;
 }
 
@@ -261,10 +354,8 @@ static int check_binds(const char *text, const int64_t *syms, int nb, double tol
   ir_graph *g = parse(text);
   int nf = 0, ns = g->nsyms;
   ir_graph *f = fused_clone(g, &nf);
-  jit_module *mu = jit_compile_graph(E, g, err, sizeof err);
-  cr_assert_not_null(mu, "unfused compile: %s", err);
-  jit_module *mf = jit_compile_graph(E, f, err, sizeof err);
-  cr_assert_not_null(mf, "fused compile: %s", err);
+  compiled *mu = compile_graph(g);
+  compiled *mf = compile_graph(f);
   for (int k = 0; k < nb; k++) {
     const int64_t *sv = syms + (size_t)k * (size_t)ns;
     ir_tensor *in = make_inputs(g, sv, seed + 1000u * (uint32_t)k);
@@ -285,8 +376,8 @@ static int check_binds(const char *text, const int64_t *syms, int nb, double tol
     free_tensors(fref, g->noutputs);
     free_tensors(in, g->ninputs);
   }
-  jit_module_free(E, mu);
-  jit_module_free(E, mf);
+  compiled_free(mu);
+  compiled_free(mf);
   ir_graph_free(f);
   ir_graph_free(g);
   return nf;
@@ -783,8 +874,7 @@ Test(fusion, erf_f32_within_an_ulp_of_libm) {
                      "  %y = mo.erf(%x) : !mo.tensor<[n], f32>\n"
                      "  mo.output %y : !mo.tensor<[n], f32>\n}\n";
   ir_graph *g = parse(text);
-  jit_module *m = jit_compile_graph(E, g, err, sizeof err);
-  cr_assert_not_null(m, "%s", err);
+  compiled *m = compile_graph(g);
   enum { N = 200000 + 8 };
   float *x = malloc(sizeof *x * N), *y = malloc(sizeof *y * N);
   cr_assert(x && y);
@@ -792,8 +882,8 @@ Test(fusion, erf_f32_within_an_ulp_of_libm) {
   float sp[8] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 1e-40f, -3e-39f, 0.49999997f};
   memcpy(x + N - 8, sp, sizeof sp);
   void *args[2] = {x, y};
-  int64_t syms[1] = {N};
-  cr_assert_eq(jit_module_kernel(m, 0)(args, syms, 0, 1), 0);
+  int64_t syms[1] = {N}, ks[1];
+  cr_assert_eq(m->fn[0](args, kernel_syms(m, 0, syms, ks), 0, 1), 0);
   for (int i = 0; i < N; i++) {
     float want = erff(x[i]);
     if (isnan(want)) {
@@ -808,7 +898,7 @@ Test(fusion, erf_f32_within_an_ulp_of_libm) {
   }
   free(x);
   free(y);
-  jit_module_free(E, m);
+  compiled_free(m);
   ir_graph_free(g);
 }
 
@@ -819,8 +909,7 @@ Test(fusion, exp_f32_within_an_ulp_of_libm) {
                      "  %y = mo.exp(%x) : !mo.tensor<[n], f32>\n"
                      "  mo.output %y : !mo.tensor<[n], f32>\n}\n";
   ir_graph *g = parse(text);
-  jit_module *m = jit_compile_graph(E, g, err, sizeof err);
-  cr_assert_not_null(m, "%s", err);
+  compiled *m = compile_graph(g);
   enum { N = 200000 + 6 };
   float *x = malloc(sizeof *x * N), *y = malloc(sizeof *y * N);
   cr_assert(x && y);
@@ -828,8 +917,8 @@ Test(fusion, exp_f32_within_an_ulp_of_libm) {
   float sp[6] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 88.72283f};
   memcpy(x + N - 6, sp, sizeof sp);
   void *args[2] = {x, y};
-  int64_t syms[1] = {N};
-  cr_assert_eq(jit_module_kernel(m, 0)(args, syms, 0, 1), 0);
+  int64_t syms[1] = {N}, ks[1];
+  cr_assert_eq(m->fn[0](args, kernel_syms(m, 0, syms, ks), 0, 1), 0);
   for (int i = 0; i < N; i++) {
     float want = expf(x[i]);
     if (isnan(want)) {
@@ -844,7 +933,7 @@ Test(fusion, exp_f32_within_an_ulp_of_libm) {
   }
   free(x);
   free(y);
-  jit_module_free(E, m);
+  compiled_free(m);
   ir_graph_free(g);
 }
 
@@ -864,7 +953,7 @@ Test(fusion, elementwise_custom_joins_a_chain) {
       "f32>, !mo.tensor<[4], f32>, !mo.tensor<[n, 4], f32>) -> !mo.tensor<[n, 4], f32>\n"
       "  %y = mo.relu(%k) : !mo.tensor<[n, 4], f32>\n"
       "  mo.output %y : !mo.tensor<[n, 4], f32>\n}\n";
-  ir_graph *g = parse(text);
+  ir_graph *g = parse_stamped(text);
   ir_diag d = {0};
   cr_assert_eq(ir_graph_fuse(g, &d), 1, "%s", d.msg);
   cr_assert_eq(g->nnodes, 1);
@@ -876,7 +965,7 @@ Test(fusion, elementwise_custom_joins_a_chain) {
   char *kt = ir_kernel_text(g, f, NULL, NULL);
   cr_assert_not_null(kt);
   cr_assert(strstr(kt, "kiln.library = \"c-0123\""), "%s", kt);
-  ir_graph *kg = parse(kt); /* and the kernel text parses back (8 operands at most) */
+  ir_graph *kg = parse_stamped(kt); /* and the kernel text parses back (8 operands at most) */
   cr_assert_eq(kg->nnodes, 3);
   ir_graph_free(kg);
   free(kt);
@@ -893,7 +982,7 @@ Test(fusion, custom_without_the_mark_or_shape_stays_out) {
       "  %w = mo.custom(%y) {kiln.elementwise = 1, symbol = \"w\"} : (!mo.tensor<[8], f32>) -> "
       "!mo.tensor<[2, 8], f32>\n"
       "  mo.output %y, %w : !mo.tensor<[8], f32>, !mo.tensor<[2, 8], f32>\n}\n";
-  ir_graph *g = parse(text);
+  ir_graph *g = parse_stamped(text);
   ir_diag d = {0};
   cr_assert_eq(ir_graph_fuse(g, &d), 0, "%s", d.msg);
   cr_assert_eq(g->nnodes, 4);

@@ -1,12 +1,15 @@
 /* test_jit_engine.c - the host JIT (jit/engine.c, emit.c, lower.c,
- * elementwise.c): graphs parsed from MO text are compiled and their kernels
- * run directly on buffers (ABI of jit.h), against hand-computed values.
+ * elementwise.c): graphs parsed from MO text are compiled node by node the
+ * way the runtime does it (the node's kernel text, ir_kernel_text, parsed
+ * back, jit_compile_object, jit_load_object) and their kernels run directly
+ * on buffers (ABI of jit.h), against hand-computed values.
  *
- * Each test gets a fresh engine; G / M hold the graph and module under test
- * and are freed by the fixture. The full JIT-vs-interpreter matrix lives in
- * tests/test_ops_*.c; this file checks the engine and the elementwise
- * lowering's mechanics: broadcasting, symbolic dims, scalar semantics at the
- * edges, data errors, symbol uniqueness, unloading, vector code, bad input. */
+ * Each test gets a fresh engine; G holds the graph under test and C / K
+ * each node's loaded code and kernel, freed by the fixture. The full
+ * JIT-vs-interpreter matrix lives in tests/test_ops_*.c; this file checks
+ * the engine and the elementwise lowering's mechanics: broadcasting,
+ * symbolic dims, scalar semantics at the edges, data errors, one name per
+ * loaded object, unloading, vector code, bad input. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdint.h>
@@ -17,9 +20,15 @@
 #include "ir/ir.h"
 #include "jit/jit.h"
 
+#define MAXN 8  /* nodes of a graph under test */
+#define MAXS 8  /* symbols of a kernel */
+
 static jit_engine *E;
 static ir_graph *G;
-static jit_module *M;
+static jit_code *C[MAXN];     /* node i's loaded object, NULL without a kernel */
+static jit_kernel_fn K[MAXN]; /* node i's kernel */
+static int MAP[MAXN][MAXS];   /* kernel symbol j of node i is graph symbol MAP[i][j] */
+static int NS[MAXN];          /* symbols of node i's kernel */
 static char err[2048];
 
 static void setup(void) {
@@ -29,8 +38,12 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-  jit_module_free(E, M);
-  M = NULL;
+  for (int i = 0; i < MAXN; i++) {
+    jit_code_free(E, C[i]);
+    C[i] = NULL;
+    K[i] = NULL;
+    NS[i] = 0;
+  }
   ir_graph_free(G);
   G = NULL;
   jit_engine_free(E);
@@ -46,17 +59,57 @@ static ir_graph *parse(const char *text) {
   return g;
 }
 
-/* Parse and compile into G / M. */
-static void compile(const char *text) {
-  G = parse(text);
-  M = jit_compile_graph(E, G, err, sizeof err);
-  cr_assert_not_null(M, "jit_compile_graph: %s", err);
+static bool has_kernel(const ir_node *n) {
+  return n->op != IR_OP_CONSTANT && n->op != IR_OP_CONSTANT_EXTERNAL;
 }
 
+/* Compile kernel graph kg as `name` and load it into E: *fn and the code
+ * (the caller frees it with jit_code_free). */
+static jit_code *compile_load(const ir_graph *kg, const char *name, jit_kernel_fn *fn) {
+  void *obj = NULL;
+  size_t len = 0;
+  cr_assert_eq(jit_compile_object(E, kg, name, &obj, &len, err, sizeof err), 0,
+               "jit_compile_object %s: %s", name, err);
+  cr_assert(obj && len > 0);
+  jit_code *c = jit_load_object(E, obj, len, name, fn, err, sizeof err);
+  free(obj);
+  cr_assert_not_null(c, "jit_load_object %s: %s", name, err);
+  cr_assert_not_null((void *)*fn);
+  return c;
+}
+
+/* The kernel graph of node i of G (ir_kernel_text parsed back; the caller
+ * frees it), with its symbol map into MAP[i] / NS[i]. */
+static ir_graph *kernel_graph(int i) {
+  cr_assert_leq(G->nsyms, MAXS);
+  char *text = ir_kernel_text(G, G->nodes[i], MAP[i], &NS[i]);
+  cr_assert_not_null(text, "no kernel text for node %d", i);
+  ir_graph *kg = parse(text);
+  free(text);
+  return kg;
+}
+
+/* Parse into G and compile and load every kernel node into C / K. */
+static void compile(const char *text) {
+  G = parse(text);
+  cr_assert_leq(G->nnodes, MAXN);
+  for (int i = 0; i < G->nnodes; i++) {
+    if (!has_kernel(G->nodes[i])) continue;
+    ir_graph *kg = kernel_graph(i);
+    char name[32];
+    snprintf(name, sizeof name, "test_k%d", i);
+    C[i] = compile_load(kg, name, &K[i]);
+    ir_graph_free(kg);
+  }
+}
+
+/* Run node's kernel on bufs with the graph's symbol values syms (mapped to
+ * the kernel's own symbols). */
 static int run(int node, void **bufs, const int64_t *syms) {
-  jit_kernel_fn k = jit_module_kernel(M, node);
-  cr_assert_not_null(k, "no kernel for node %d", node);
-  return k(bufs, syms, 0, 1);
+  cr_assert(node >= 0 && node < MAXN && K[node], "no kernel for node %d", node);
+  int64_t ks[MAXS];
+  for (int j = 0; j < NS[node]; j++) ks[j] = syms[MAP[node][j]];
+  return K[node](bufs, NS[node] ? ks : NULL, 0, 1);
 }
 
 static void expect_f32(const float *got, const float *want, int n, const char *what) {
@@ -447,38 +500,70 @@ static const char *ADD_TEXT =
     "  %z = mo.add(%x, %y) : !mo.tensor<[4], f32>\n"
     "  mo.output %z : !mo.tensor<[4], f32>\n}\n";
 
-static void check_add(jit_module *m) {
+static void check_add(jit_kernel_fn k) {
   float x[4] = {1, 2, 3, 4}, y[4] = {10, 20, 30, 40}, z[4] = {0};
   void *b[3] = {x, y, z};
-  jit_kernel_fn k = jit_module_kernel(m, 0);
-  cr_assert_not_null(k);
+  cr_assert_not_null((void *)k);
   cr_assert_eq(k(b, NULL, 0, 1), 0);
   for (int i = 0; i < 4; i++) cr_expect(z[i] == x[i] + y[i], "z[%d] = %g", i, z[i]);
 }
 
-Test(jit_engine, same_graph_compiles_twice_in_one_engine) {
+/* ADD_TEXT's kernel as an object named `name` (malloc'd, *len bytes). */
+static void *add_object(const char *name, size_t *len) {
   G = parse(ADD_TEXT);
-  jit_module *a = jit_compile_graph(E, G, err, sizeof err);
-  cr_assert_not_null(a, "first: %s", err);
-  jit_module *b = jit_compile_graph(E, G, err, sizeof err);
-  cr_assert_not_null(b, "second: %s", err);
-  cr_expect_neq((void *)jit_module_kernel(a, 0), (void *)jit_module_kernel(b, 0));
-  check_add(a);
-  check_add(b);
-  jit_module_free(E, a);
-  check_add(b);
-  jit_module_free(E, b);
+  ir_graph *kg = kernel_graph(0);
+  void *obj = NULL;
+  cr_assert_eq(jit_compile_object(E, kg, name, &obj, len, err, sizeof err), 0, "%s", err);
+  ir_graph_free(kg);
+  return obj;
+}
+
+Test(jit_engine, same_kernel_loads_twice_under_two_names) {
+  G = parse(ADD_TEXT);
+  ir_graph *kg = kernel_graph(0);
+  jit_kernel_fn ka = NULL, kb = NULL;
+  jit_code *a = compile_load(kg, "add_a", &ka);
+  jit_code *b = compile_load(kg, "add_b", &kb);
+  ir_graph_free(kg);
+  cr_expect_neq((void *)ka, (void *)kb);
+  check_add(ka);
+  check_add(kb);
+  jit_code_free(E, a); /* b's code is left alone */
+  check_add(kb);
+  jit_code_free(E, b);
+}
+
+Test(jit_engine, one_name_loads_once_until_unloaded) {
+  size_t len = 0;
+  void *obj = add_object("add_once", &len);
+  jit_kernel_fn k1 = NULL, k2 = NULL;
+  jit_code *first = jit_load_object(E, obj, len, "add_once", &k1, err, sizeof err);
+  cr_assert_not_null(first, "%s", err);
+  err[0] = 0;
+  jit_code *dup = jit_load_object(E, obj, len, "add_once", &k2, err, sizeof err);
+  cr_expect_null(dup, "a second definition of add_once was accepted");
+  cr_expect_null((void *)k2);
+  cr_expect(strstr(err, "add_once") != NULL || strstr(err, "Duplicate") != NULL, "err: %s", err);
+  jit_code_free(E, dup);
+  check_add(k1); /* the failed load left the first one working */
+  jit_code_free(E, first);
+  jit_code *again = jit_load_object(E, obj, len, "add_once", &k2, err, sizeof err);
+  cr_assert_not_null(again, "after the unload: %s", err);
+  check_add(k2);
+  jit_code_free(E, again);
+  free(obj);
 }
 
 Test(jit_engine, free_then_recompile) {
   G = parse(ADD_TEXT);
+  ir_graph *kg = kernel_graph(0);
   for (int round = 0; round < 3; round++) {
-    jit_module *m = jit_compile_graph(E, G, err, sizeof err);
-    cr_assert_not_null(m, "round %d: %s", round, err);
-    check_add(m);
-    cr_expect_gt(jit_module_compile_ms(m), 0.0);
-    jit_module_free(E, m);
+    jit_kernel_fn k = NULL;
+    jit_code *c = compile_load(kg, "add_round", &k);
+    check_add(k);
+    jit_code_free(E, c);
   }
+  ir_graph_free(kg);
 }
 
 Test(jit_engine, constant_nodes_have_no_kernel) {
@@ -487,14 +572,25 @@ Test(jit_engine, constant_nodes_have_no_kernel) {
           "!mo.tensor<[2], f32>\n"
           "  %y = mo.add(%a, %c) : !mo.tensor<[2], f32>\n"
           "  mo.output %y : !mo.tensor<[2], f32>\n}\n");
-  cr_expect_null((void *)jit_module_kernel(M, 0));
-  cr_expect_not_null((void *)jit_module_kernel(M, 1));
-  cr_expect_null((void *)jit_module_kernel(M, 2));
-  cr_expect_null((void *)jit_module_kernel(M, -1));
+  float a[2] = {1, 2}, c[2] = {3, -1}, y[2];
+  void *b[3] = {a, c, y}; /* the constant is an operand of the add's kernel */
+  cr_assert_eq(run(1, b, NULL), 0);
+  cr_expect(y[0] == 4 && y[1] == 1, "y = %g %g", y[0], y[1]);
   char *ir = jit_node_llvm_ir(E, G, 0, err, sizeof err);
   cr_expect_null(ir);
   cr_expect(strstr(err, "no kernel") != NULL, "err: %s", err);
   free(ir);
+  /* a graph of the constant alone has no kernel to compile */
+  ir_graph *only = parse("mo.graph @g() -> (!mo.tensor<[2], f32>) {\n"
+                         "  %c = mo.constant {value = #M.dense_array<3.0, -1.0> : "
+                         "tensor<2xf32>} : !mo.tensor<[2], f32>\n"
+                         "  mo.output %c : !mo.tensor<[2], f32>\n}\n");
+  void *obj = NULL;
+  size_t len = 0;
+  cr_expect_eq(jit_compile_object(E, only, "const_only", &obj, &len, err, sizeof err), -1);
+  cr_expect_null(obj);
+  cr_expect(strstr(err, "kernel node") != NULL, "err: %s", err);
+  ir_graph_free(only);
 }
 
 Test(jit_engine, large_static_add_is_vectorized) {
@@ -517,21 +613,32 @@ Test(jit_engine, engine_reports_target) {
 }
 
 Test(jit_engine, bad_input_is_an_error_not_a_crash) {
-  cr_expect_null(jit_compile_graph(E, NULL, err, sizeof err));
+  void *obj = (void *)1;
+  size_t len = 1;
+  cr_expect_eq(jit_compile_object(E, NULL, "f", &obj, &len, err, sizeof err), -1);
   cr_expect(err[0] != 0);
-  cr_expect_null(jit_compile_graph(NULL, NULL, err, sizeof err));
+  cr_expect_null(obj);
+  cr_expect_eq(len, 0);
+  cr_expect_eq(jit_compile_object(NULL, NULL, NULL, &obj, &len, err, sizeof err), -1);
+  jit_kernel_fn k = NULL;
+  cr_expect_null(jit_load_object(E, NULL, 0, "f", &k, err, sizeof err));
+  cr_expect_null(jit_load_object(NULL, "x", 1, "f", &k, err, sizeof err));
+  static const char junk[] = "not an object file";
+  err[0] = 0;
+  cr_expect_null(jit_load_object(E, junk, sizeof junk, "f", &k, err, sizeof err));
+  cr_expect(err[0] != 0);
+  cr_expect_null((void *)k);
   G = parse(ADD_TEXT);
   cr_expect_null(jit_node_llvm_ir(E, G, 5, err, sizeof err));
   cr_expect_null(jit_node_llvm_ir(E, G, -1, err, sizeof err));
-  cr_expect_null((void *)jit_module_kernel(NULL, 0));
-  jit_module_free(E, NULL);
+  jit_code_free(E, NULL);
   jit_engine_free(NULL);
   cr_expect_str_eq(jit_kernel_error(99), "unknown kernel error");
 }
 
 Test(jit_engine, unverified_op_dtype_is_reported) {
-  /* exp on si32 is rejected by the verifier; built unverified, the JIT
-   * must report it rather than crash. */
+  /* exp on si32 is rejected by the verifier; built unverified (a one-node
+   * kernel graph), the JIT must report it rather than crash. */
   G = ir_graph_new("bad");
   cr_assert_not_null(G);
   const ir_dim *d4 = ir_dim_const(G->arena, 4);
@@ -542,7 +649,9 @@ Test(jit_engine, unverified_op_dtype_is_reported) {
   ir_node *n = ir_graph_add_node(G, IR_OP_EXP, &x, 1, NULL, 0, 1, &t, NULL, (ir_loc){0, 0}, NULL);
   cr_assert_not_null(n);
   ir_graph_set_outputs(G, n->out, 1, (ir_loc){0, 0});
-  M = jit_compile_graph(E, G, err, sizeof err);
-  cr_expect_null(M);
+  void *obj = NULL;
+  size_t len = 0;
+  cr_expect_eq(jit_compile_object(E, G, "bad_exp", &obj, &len, err, sizeof err), -1);
+  cr_expect_null(obj);
   cr_expect(strstr(err, "mo.exp") != NULL && strstr(err, "si32") != NULL, "err: %s", err);
 }

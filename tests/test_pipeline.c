@@ -198,3 +198,41 @@ Test(pipeline, device_model_aliases_reshapes_and_keeps_its_plan) {
   kiln_graph_free(g);
   kiln_status_free(st);
 }
+
+/* Under the sync policy a device model compiles each new binding's kernels
+ * with the dims as constants; the answers stay the generic ones'. */
+Test(pipeline, device_model_specializes_under_sync) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(RESHAPE_GRAPH, strlen(RESHAPE_GRAPH), NULL, st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_device *d = kiln_device_open("simt-emu", st);
+  kiln_context *gctx = kiln_context_new(st), *sctx = kiln_context_new(st);
+  cr_assert_eq(kiln_context_set_specialize(gctx, KILN_SPECIALIZE_OFF, st), 0);
+  cr_assert_eq(kiln_context_set_specialize(sctx, KILN_SPECIALIZE_SYNC, st), 0);
+  kiln_device_model *gm = kiln_device_model_compile_with(gctx, d, g, st);
+  kiln_device_model *sm = kiln_device_model_compile_with(sctx, d, g, st);
+  cr_assert(gm && sm, "%s", kiln_status_message(st));
+  for (int n = 1; n <= 3; n++) {
+    int64_t shape[2] = {n, 4};
+    kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 2, shape, st);
+    float *xd = (float *)kiln_tensor_data(x);
+    for (int i = 0; i < n * 4; i++) xd[i] = (float)i * 0.5f - 2.0f;
+    kiln_tensor *gy = NULL, *sy = NULL;
+    cr_assert_eq(kiln_device_model_execute(gm, &x, 1, &gy, 1, st), 0, "%s", kiln_status_message(st));
+    cr_assert_eq(kiln_device_model_execute(sm, &x, 1, &sy, 1, st), 0, "%s", kiln_status_message(st));
+    cr_expect_eq(memcmp(kiln_tensor_data(gy), kiln_tensor_data(sy), kiln_tensor_nbytes(gy)), 0,
+                 "n=%d", n);
+    kiln_tensor_free(x);
+    kiln_tensor_free(gy);
+    kiln_tensor_free(sy);
+  }
+  cr_expect_eq(rt_device_model_specialized(gm), 0);
+  cr_expect_eq(rt_device_model_specialized(sm), 3);
+  kiln_device_model_free(gm);
+  kiln_device_model_free(sm);
+  kiln_context_free(gctx);
+  kiln_context_free(sctx);
+  kiln_device_close(d);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}

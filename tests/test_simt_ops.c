@@ -16,11 +16,13 @@
 
 #include "ir/interp.h"
 #include "ir/ir.h"
+#include "ir/parse.h"
 #include "jit/jit.h"
 #include "jit/simt.h"
 #include "jit/simt_abi.h"
 #include "kiln/kiln.h"
 #include "src/device.h"
+#include "src/simt_mathlib.h"
 
 #define T(dims, dt) "!mo.tensor<[" dims "], " dt ">"
 
@@ -90,9 +92,12 @@ static void *emit_node(const ir_graph *g, const ir_node *n, const jit_simt_targe
  * compare with the interpreter. gpu: also emit for sm_80 and gfx90a. */
 /* specialized: every node's kernel is compiled with all symbols bound
  * (jit_simt_compile_graph with the binding: no symbol parameters). */
-static void check_variant(const char *text, const int64_t *syms, bool gpu, bool specialized) {
+typedef ir_graph *(*parse_fn)(const char *text, size_t len, ir_diag *d);
+
+static void check_variant(const char *text, const int64_t *syms, bool gpu, bool specialized,
+                          parse_fn parse) {
   ir_diag d = {0};
-  ir_graph *g = ir_parse(text, strlen(text), &d);
+  ir_graph *g = parse(text, strlen(text), &d);
   cr_assert_not_null(g, "parse: %s\n%s", d.msg, text);
   cr_assert_eq(ir_graph_verify(g, &d), 0, "verify: %s", d.msg);
   char msg[1024] = "";
@@ -118,7 +123,7 @@ static void check_variant(const char *text, const int64_t *syms, bool gpu, bool 
   er.st = kiln_status_new();
   er.dev = kiln_device_open("simt-emu", er.st);
   cr_assert_not_null(er.dev);
-  jit_simt_target emu, ptx, amd;
+  jit_simt_target emu = {0}, ptx = {.math = &rt_simt_math}, amd = {.math = &rt_simt_math};
   jit_simt_target_parse("simt-emu", &emu, err, sizeof err);
   jit_simt_target_parse("sm_80", &ptx, err, sizeof err);
   jit_simt_target_parse("gfx90a", &amd, err, sizeof err);
@@ -222,8 +227,15 @@ static void check_variant(const char *text, const int64_t *syms, bool gpu, bool 
 }
 
 static void check(const char *text, const int64_t *syms, bool gpu) {
-  check_variant(text, syms, gpu, false);
-  check_variant(text, syms, false, true);
+  check_variant(text, syms, gpu, false, ir_parse);
+  check_variant(text, syms, false, true, ir_parse);
+}
+
+/* The same for a graph that carries the runtime's kiln.* facts, which only
+ * the kernel-text entry reads (user text cannot set them). */
+static void check_stamped(const char *text, const int64_t *syms, bool gpu) {
+  check_variant(text, syms, gpu, false, ir_parse_kernel_text);
+  check_variant(text, syms, false, true, ir_parse_kernel_text);
 }
 
 Test(simt_ops, elementwise_broadcast) {
@@ -313,7 +325,7 @@ Test(simt_ops, matmul_transposed_b) {
       "  %1 = mo.matmul(%p, %q) {kiln.transpose_b = 1} : (" T("m, k", "f64") ", " T("9, k", "f64") ") -> " T("m, 9", "f64") "\n"
       "  mo.output %0, %1 : " T("3, m, 21", "f32") ", " T("m, 9", "f64") "\n}\n";
   int64_t s[] = {37, 19};
-  check(text, s, true);
+  check_stamped(text, s, true);
 }
 
 Test(simt_ops, data_movement) {

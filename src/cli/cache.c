@@ -585,7 +585,7 @@ static int check_target(const cache_opts *o, const graph_job *j) {
       !strcmp(t, tc) || (full && !strcmp(t, full)))
     return 0;
   fprintf(stderr,
-          "kiln cache warm: --target %s: cross-target warm needs the GPU path (issue 5); this "
+          "kiln cache warm: --target %s: cross-target warm is not built yet (kiln compile --target writes GPU code); this "
           "kiln compiles for the host only (%s; --target host)\n",
           t, tc);
   return CLI_ERR;

@@ -22,7 +22,9 @@
 #include <string.h>
 
 #include "../gpu_link.h"
+#include "../../ir/parse.h"
 #include "../pipeline.h"
+#include "../simt_mathlib.h"
 #include "cli.h"
 
 typedef struct compile_opts {
@@ -185,7 +187,7 @@ static int compile_host(kiln_context *ctx, const ir_graph *g, const compile_opts
     rt_pipeline_host_key(&t, text, &parts, &key);
     rt_pipeline_host_fn_name(&key, name);
     ir_diag d = {0};
-    ir_graph *kg = ir_parse(text, strlen(text), &d);
+    ir_graph *kg = ir_parse_kernel_text(text, strlen(text), &d);
     free(text);
     if (!kg || ir_graph_verify(kg, &d) < 0) {
       fprintf(stderr, "kiln compile: %s: %s\n", desc, d.msg);
@@ -268,6 +270,11 @@ int cli_compile(int argc, char **argv) {
     rc = CLI_USAGE;
     goto done;
   }
+  if (!host && !o.out && (strcmp(emit, "obj") == 0 || strcmp(emit, "hsaco") == 0)) {
+    fprintf(stderr, "kiln compile: binary output needs -o FILE\n");
+    rc = CLI_USAGE;
+    goto done;
+  }
   if (host && strcmp(emit, "obj") == 0 && !o.out) {
     fprintf(stderr, "kiln compile: --emit obj for host writes FILE-<kernel>.o: give -o FILE\n");
     rc = CLI_USAGE;
@@ -326,6 +333,7 @@ int cli_compile(int argc, char **argv) {
   }
   size_t len = 0;
   bool llvm = strcmp(emit, "llvm") == 0;
+  t.math = &rt_simt_math; /* the device math library (src/simt_mathlib.c) */
   if (jit_simt_compile_graph_libs(g, &t, o.ndims ? syms : NULL, o.ndims ? bind : NULL, -1, llvm,
                                   rtt.has_libs ? &rtt.libs : NULL, &code, &len, err, sizeof err) < 0) {
     fprintf(stderr, "kiln compile: %s: %s\n", o.graph, err);

@@ -618,10 +618,12 @@ static int run(run_state *s, const run_opts *o) {
              kiln_device_description(s->dev),
              fmt_ms(b1, sizeof b1, kiln_device_model_compile_ms(s->dm)));
       printf("device code: %d kernel%s for %d graph nodes, %d from the disk cache, %d "
-             "compiled; %d execute plan%s built\n",
+             "compiled; %d execute plan%s built, %d specialized variant%s\n",
              rt_device_model_kernels(s->dm), rt_device_model_kernels(s->dm) == 1 ? "" : "s",
              s->g->ir->nnodes, hits, misses, rt_device_model_plan_builds(s->dm),
-             rt_device_model_plan_builds(s->dm) == 1 ? "" : "s");
+             rt_device_model_plan_builds(s->dm) == 1 ? "" : "s",
+             rt_device_model_specialized(s->dm),
+             rt_device_model_specialized(s->dm) == 1 ? "" : "s");
     }
     else
       printf("threads: %d\n", kiln_context_num_threads(s->ctx));
