@@ -20,6 +20,7 @@
 #include "jit/simt_abi.h"
 #include "kiln/kiln.h"
 #include "src/device.h"
+#include "src/simt_mathlib.h"
 
 #define BLOCK 128
 
@@ -107,7 +108,7 @@ static void build(kernel_kind kind, const jit_simt_target *t, LLVMContextRef ctx
 static void *emit(const char *tn, const kernel_kind *kinds, const char *const *names, int nk,
                   size_t *len) {
   char err[1024] = "";
-  jit_simt_target t;
+  jit_simt_target t = {.math = &rt_simt_math};
   cr_assert_eq(jit_simt_target_parse(tn, &t, err, sizeof err), 0, "%s", err);
   ir_graph *g = parse_graph();
   LLVMContextRef ctx = LLVMContextCreate();
@@ -124,7 +125,7 @@ static void *emit(const char *tn, const kernel_kind *kinds, const char *const *n
 }
 
 Test(simt, target_names) {
-  jit_simt_target t;
+  jit_simt_target t = {0};
   char err[256];
   cr_expect_eq(jit_simt_target_parse("sm_90", &t, err, sizeof err), 0);
   cr_expect_eq(t.kind, JIT_SIMT_NVPTX);

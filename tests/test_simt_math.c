@@ -11,8 +11,12 @@
  * a missing file or a file that is not bitcode is a clear error naming it,
  * the variable and the package; graphs that need no library compile
  * without one; a call ocml lacks and a global nothing defines are named by
- * jit_simt_check_externals. Tests that need ocml.bc skip with a message
- * when it is not installed (tools/setup.sh installs rocm-device-libs).
+ * jit_simt_check_externals. jit/ reads no file: the library comes from
+ * the target's resolver (src/simt_mathlib.c finds and reads it; a test
+ * resolver hands over bytes of its own), and a target without one fails
+ * with a message naming the call. Tests that need ocml.bc skip with a
+ * message when it is not installed (tools/setup.sh installs
+ * rocm-device-libs).
  * Numbers cannot be checked here: no AMD GPU. */
 #include <criterion/criterion.h>
 #include <elf.h>
@@ -27,6 +31,7 @@
 
 #include "ir/ir.h"
 #include "jit/simt.h"
+#include "src/simt_mathlib.h"
 
 #define EF_MACH_MASK 0x0ff /* EF_AMDGPU_MACH */
 #define EF_MACH_GFX90A 0x03f
@@ -148,7 +153,7 @@ static void check_object(const char *label, const char *text, const char *arch,
                          const int64_t *syms, bool lld) {
   char err[2048] = "", what[160];
   snprintf(what, sizeof what, "%s on %s%s", label, arch, syms ? " (specialized)" : "");
-  jit_simt_target t;
+  jit_simt_target t = {.math = &rt_simt_math};
   cr_assert_eq(jit_simt_target_parse(arch, &t, err, sizeof err), 0, "%s", err);
   ir_graph *g = parse(text);
   void *out = NULL;
@@ -339,7 +344,7 @@ static void check_oclc(LLVMModuleRef mod, const char *name, unsigned bits, long 
 static void check_linked(const char *arch, long long isa) {
   need_ocml();
   char err[1024] = "";
-  jit_simt_target t;
+  jit_simt_target t = {.math = &rt_simt_math};
   cr_assert_eq(jit_simt_target_parse(arch, &t, err, sizeof err), 0, "%s", err);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = jit_simt_module_new(ctx, &t, "math", err, sizeof err);
@@ -404,7 +409,7 @@ Test(simt_math, optimized_ir_is_self_contained) {
   need_ocml();
   for (size_t i = 0; i < NGRAPHS; i++) {
     char err[2048] = "";
-    jit_simt_target t;
+    jit_simt_target t = {.math = &rt_simt_math};
     cr_assert_eq(jit_simt_target_parse("gfx90a", &t, err, sizeof err), 0);
     ir_graph *g = parse(GRAPHS[i].text);
     void *out = NULL;
@@ -435,7 +440,7 @@ Test(simt_math, optimized_ir_is_self_contained) {
 static const char *GELU = GRAPH1("f32", UNARY1("gelu", "f32"), "%0", T("n", "f32"));
 
 static int compile_gfx90a(const char *text, char *err, size_t errlen) {
-  jit_simt_target t;
+  jit_simt_target t = {.math = &rt_simt_math};
   jit_simt_target_parse("gfx90a", &t, err, errlen);
   ir_graph *g = parse(text);
   void *out = NULL;
@@ -470,6 +475,79 @@ Test(simt_math, ocml_that_is_not_bitcode_is_a_clear_error) {
   cr_expect(strstr(err, path) && strstr(err, "bitcode"), "%s", err);
 }
 
+/* A resolver of the test's own: ocml.bc read here, labelled "test:ocml". */
+typedef struct test_math {
+  const char *path; /* ocml.bc, found before the test hides KILN_OCML */
+  int calls;
+} test_math;
+
+static int test_find(void *ud, const jit_simt_target *t, const char *needs, jit_simt_mathlib *lib,
+                     char *err, size_t errlen) {
+  test_math *tm = ud;
+  tm->calls++;
+  const char *path = tm->path;
+  FILE *f = path ? fopen(path, "rb") : NULL;
+  if (!f) {
+    snprintf(err, errlen, "%s: the test has no ocml.bc", needs);
+    return -1;
+  }
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  lib->data = n > 0 ? malloc((size_t)n) : NULL;
+  lib->len = lib->data && fread(lib->data, 1, (size_t)n, f) == (size_t)n ? (size_t)n : 0;
+  fclose(f);
+  snprintf(lib->label, sizeof lib->label, "test:ocml for %s", t->arch);
+  lib->hint = "a test resolver";
+  return 0;
+}
+
+/* The library is what the resolver hands over, asked once per compile that
+ * needs it and never for one that does not; jit/ looks at no variable or
+ * file itself. */
+Test(simt_math, the_library_comes_from_the_resolver) {
+  need_ocml();
+  test_math tm = {ocml_file(), 0};
+  jit_simt_math math = {&tm, test_find};
+  setenv("KILN_OCML", "/nonexistent/kiln-test/ocml.bc", 1); /* not read by jit/ */
+  char err[2048] = "";
+  jit_simt_target t = {.math = &math};
+  cr_assert_eq(jit_simt_target_parse("gfx90a", &t, err, sizeof err), 0);
+  cr_assert(t.math == &math, "parsing changed the resolver");
+  ir_graph *g = parse(GELU);
+  void *out = NULL;
+  size_t len = 0;
+  cr_expect_eq(jit_simt_compile_graph(g, &t, NULL, NULL, -1, false, &out, &len, err, sizeof err),
+               0, "%s", err);
+  cr_expect_eq(tm.calls, 1);
+  free(out);
+  ir_graph_free(g);
+  const char *plain = GRAPH1("f32", UNARY1("relu", "f32"), "%0", T("n", "f32"));
+  g = parse(plain);
+  cr_expect_eq(jit_simt_compile_graph(g, &t, NULL, NULL, -1, false, &out, &len, err, sizeof err),
+               0, "%s", err);
+  cr_expect_eq(tm.calls, 1, "asked for a library a kernel does not need");
+  free(out);
+  ir_graph_free(g);
+}
+
+/* A target with no resolver compiles what needs no library and names the
+ * call and the library for what does. */
+Test(simt_math, no_resolver_is_a_clear_error) {
+  char err[2048] = "";
+  jit_simt_target t = {0};
+  cr_assert_eq(jit_simt_target_parse("gfx90a", &t, err, sizeof err), 0);
+  ir_graph *g = parse(GELU);
+  void *out = NULL;
+  size_t len = 0;
+  cr_expect_eq(jit_simt_compile_graph(g, &t, NULL, NULL, -1, false, &out, &len, err, sizeof err),
+               -1);
+  cr_expect(strstr(err, "erff") && strstr(err, "ROCm's ocml") && strstr(err, "gfx90a"), "%s",
+            err);
+  free(out);
+  ir_graph_free(g);
+}
+
 /* Kernels whose math the backend lowers itself (f32 exp, log, sqrt) need no
  * ocml at all. */
 Test(simt_math, no_library_needed_without_library_calls) {
@@ -489,7 +567,7 @@ Test(simt_math, no_library_needed_without_library_calls) {
 Test(simt_math, what_ocml_lacks_is_named) {
   need_ocml();
   char err[1024] = "";
-  jit_simt_target t;
+  jit_simt_target t = {.math = &rt_simt_math};
   cr_assert_eq(jit_simt_target_parse("gfx942", &t, err, sizeof err), 0);
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = jit_simt_module_new(ctx, &t, "lacks", err, sizeof err);
