@@ -248,6 +248,14 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
                                 const bool *bind, int only_node, bool llvm_text,
                                 const struct jit_libs *libs, void **out, size_t *len, char *err,
                                 size_t errlen);
+/* Node `node`'s kernel alone, named fn_name, emitted for t (the runtime's
+ * path: a specialized kernel gets a name of its own, since simt-emu loads
+ * every module into one symbol namespace). As jit_simt_compile_graph_libs
+ * otherwise. */
+int jit_simt_compile_node(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
+                          const bool *bind, int node, const struct jit_libs *libs,
+                          const char *fn_name, void **out, size_t *len, char *err,
+                          size_t errlen);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

@@ -65,6 +65,76 @@ int jit_simt_compile_graph(const ir_graph *g, const jit_simt_target *t, const in
                                      errlen);
 }
 
+/* Lower node i of g (its kernel text under the binding) into mod as the
+ * kernel `name`. 0, or -1 with err naming the op. */
+static int lower_into(LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g, int i,
+                      const jit_simt_target *t, const int64_t *syms, const bool *bind,
+                      const struct jit_libs *libs, const char *name, char *err,
+                      size_t errlen) {
+  const ir_node *n = g->nodes[i];
+  ir_graph *kg = kernel_graph(g, i, syms, bind, err, errlen);
+  if (!kg) return -1;
+  /* one kernel node, or several: the text of a mo.fused node (its body),
+   * lowered through a node standing for the whole kernel graph */
+  const ir_node *kn = NULL;
+  int nk = 0, rc = 0;
+  bool custom = false;
+  for (int k = 0; k < kg->nnodes; k++)
+    if (!ir_node_is_source(kg->nodes[k])) {
+      kn = kg->nodes[k];
+      nk++;
+      custom |= ir_op_get(kn->op)->cls == IR_CLS_CUSTOM;
+    }
+  ir_node group = {0};
+  if (nk > 1) {
+    group.op = IR_OP_FUSED;
+    group.nin = kg->ninputs;
+    group.in = kg->inputs;
+    group.nout = kg->noutputs;
+    group.out = kg->outputs;
+    group.body = kg;
+    kn = &group;
+  }
+  char msg[1024] = "";
+  jit_simt_fn sf;
+  jit_simt_begin(&sf, t, ctx, mod, kg, kn, name, JIT_SIMT_BLOCK, msg, sizeof msg);
+  sf.f.libs = libs;
+  if (!sf.f.failed && jit_simt_lower_node(&sf) == 0) {
+    jit_simt_finish(&sf);
+    if (custom && !sf.f.failed) jit_simt_custom_finish(&sf);
+  }
+  if (sf.f.failed) {
+    snprintf(err, errlen, "mo.%s at line %d: %s", ir_op_get(n->op)->name, n->loc.line, msg);
+    rc = -1;
+  }
+  jit_simt_dispose(&sf);
+  ir_graph_free(kg);
+  return rc;
+}
+
+/* Optimize and emit mod into *out (llvm_text: its IR text). */
+static int finish_module(LLVMModuleRef mod, const jit_simt_target *t, bool llvm_text, void **out,
+                         size_t *len, char *err, size_t errlen);
+
+int jit_simt_compile_node(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
+                          const bool *bind, int node, const struct jit_libs *libs,
+                          const char *fn_name, void **out, size_t *len, char *err,
+                          size_t errlen) {
+  *out = NULL;
+  *len = 0;
+  if (node < 0 || node >= g->nnodes || ir_node_is_source(g->nodes[node])) {
+    snprintf(err, errlen, "node %d of graph @%s has no kernel", node, g->name ? g->name : "?");
+    return -1;
+  }
+  LLVMContextRef ctx = LLVMContextCreate();
+  LLVMModuleRef mod = jit_simt_module_new(ctx, t, g->name ? g->name : "graph", err, errlen);
+  int rc = mod ? lower_into(ctx, mod, g, node, t, syms, bind, libs, fn_name, err, errlen) : -1;
+  if (rc == 0) rc = finish_module(mod, t, false, out, len, err, errlen);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return rc;
+}
+
 int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, const int64_t *syms,
                                 const bool *bind, int only_node, bool llvm_text,
                                 const struct jit_libs *libs, void **out, size_t *len, char *err,
@@ -75,49 +145,10 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
   LLVMModuleRef mod = jit_simt_module_new(ctx, t, g->name ? g->name : "graph", err, errlen);
   int rc = mod ? 0 : -1, nkernels = 0;
   for (int i = 0; rc == 0 && i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
-    if (ir_node_is_source(n) || (only_node >= 0 && i != only_node)) continue;
-    ir_graph *kg = kernel_graph(g, i, syms, bind, err, errlen);
-    if (!kg) {
-      rc = -1;
-      break;
-    }
-    /* one kernel node, or several: the text of a mo.fused node (its body),
-     * lowered through a node standing for the whole kernel graph */
-    const ir_node *kn = NULL;
-    int nk = 0;
-    bool custom = false;
-    for (int k = 0; k < kg->nnodes; k++)
-      if (!ir_node_is_source(kg->nodes[k])) {
-        kn = kg->nodes[k];
-        nk++;
-        custom |= ir_op_get(kn->op)->cls == IR_CLS_CUSTOM;
-      }
-    ir_node group = {0};
-    if (nk > 1) {
-      group.op = IR_OP_FUSED;
-      group.nin = kg->ninputs;
-      group.in = kg->inputs;
-      group.nout = kg->noutputs;
-      group.out = kg->outputs;
-      group.body = kg;
-      kn = &group;
-    }
-    char name[64], msg[1024] = "";
+    if (ir_node_is_source(g->nodes[i]) || (only_node >= 0 && i != only_node)) continue;
+    char name[64];
     jit_simt_kernel_name(g, i, name, sizeof name);
-    jit_simt_fn sf;
-    jit_simt_begin(&sf, t, ctx, mod, kg, kn, name, JIT_SIMT_BLOCK, msg, sizeof msg);
-    sf.f.libs = libs;
-    if (!sf.f.failed && jit_simt_lower_node(&sf) == 0) {
-      jit_simt_finish(&sf);
-      if (custom && !sf.f.failed) jit_simt_custom_finish(&sf);
-    }
-    if (sf.f.failed) {
-      snprintf(err, errlen, "mo.%s at line %d: %s", ir_op_get(n->op)->name, n->loc.line, msg);
-      rc = -1;
-    }
-    jit_simt_dispose(&sf);
-    ir_graph_free(kg);
+    rc = lower_into(ctx, mod, g, i, t, syms, bind, libs, name, err, errlen);
     nkernels++;
   }
   if (rc == 0 && nkernels == 0) {
@@ -125,7 +156,16 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
              g->name ? g->name : "?");
     rc = -1;
   }
-  if (rc == 0 && llvm_text) {
+  if (rc == 0) rc = finish_module(mod, t, llvm_text, out, len, err, errlen);
+  if (mod) LLVMDisposeModule(mod);
+  LLVMContextDispose(ctx);
+  return rc;
+}
+
+static int finish_module(LLVMModuleRef mod, const jit_simt_target *t, bool llvm_text, void **out,
+                         size_t *len, char *err, size_t errlen) {
+  int rc = 0;
+  if (llvm_text) {
     if ((rc = jit_simt_optimize(mod, t, err, errlen)) == 0) {
       char *ir = LLVMPrintModuleToString(mod);
       size_t n = strlen(ir);
@@ -138,10 +178,8 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
       }
       LLVMDisposeMessage(ir);
     }
-  } else if (rc == 0) {
+  } else {
     rc = jit_simt_emit(mod, t, out, len, err, errlen);
   }
-  if (mod) LLVMDisposeModule(mod);
-  LLVMContextDispose(ctx);
   return rc;
 }

@@ -11,7 +11,7 @@
  * Compile node i: its canonical kernel text under the binding
  * (ir_kernel_text, _bound or _partial), then for the host the context's
  * memory cache (which reads and fills the disk cache), for SIMT the disk
- * cache under a code key, else jit_simt_compile_graph_libs (and ld.lld for
+ * cache under a code key, else jit_simt_compile_node (and ld.lld for
  * AMDGPU). */
 #include "pipeline.h"
 
@@ -20,6 +20,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <xxhash.h>
 
 #include "cache_backing.h"
 #include "gpu_link.h"
@@ -292,7 +293,14 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
     rt_simt_code_free(out);
     return -1;
   }
+  /* a specialized kernel's name differs from the generic one's (simt-emu
+   * loads every module into one namespace): the hash of its text */
   jit_simt_kernel_name(g, i, out->name, sizeof out->name);
+  if (b && b->vals) {
+    size_t nl = strlen(out->name);
+    snprintf(out->name + nl, sizeof out->name - nl, "_b%016llx",
+             (unsigned long long)XXH3_64bits(text, strlen(text)));
+  }
   char opts[1200], host[160];
   rt_key_parts parts;
   kc_key key;
@@ -310,8 +318,9 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
   size_t olen = 0;
   jit_simt_target simt = t->simt;
   simt.math = &rt_simt_math; /* the device math library, found and read by src/ */
-  rc = jit_simt_compile_graph_libs(g, &simt, b ? b->vals : NULL, b ? b->bind : NULL, i, false,
-                                   t->has_libs ? &t->libs : NULL, &obj, &olen, err, sizeof err);
+  rc = jit_simt_compile_node(g, &simt, b ? b->vals : NULL, b ? b->bind : NULL, i,
+                             t->has_libs ? &t->libs : NULL, out->name, &obj, &olen, err,
+                             sizeof err);
   if (rc < 0) {
     rt_err(st, KILN_ERR_COMPILE, "%s: %s", t->label, err);
   } else if (t->simt.kind == JIT_SIMT_AMDGPU) {
