@@ -1,5 +1,4 @@
-/* capture.c - capture / replay / verify / release of kiln's MAX C API layer,
- * on the host.
+/* capture.c - capture / replay / verify / release of kiln's MAX C API layer.
  *
  * A capture runs the model once and records, under its key, the input
  * signature (dtype and shape of each input) and the output storage; the
@@ -11,6 +10,12 @@
  * replays, runs the model eagerly into fresh outputs and compares them (f32
  * and f64 within a relative 1e-5, since the two runs may use different
  * variants of the model; other dtypes bit for bit).
+ * On an accelerator the same bookkeeping (signature, host output storage)
+ * sits on the device model's own capture: kiln_device_model_capture
+ * records the launch sequence under the key, a replay reruns it
+ * (kiln_device_model_replay) into the captured outputs, a verify compares
+ * an eager execute's launch sequence with it
+ * (kiln_device_model_verify_replay), a release drops it.
  * Captures of one model are serialized by its cap_lock (replays share the
  * output buffers). */
 #include <stdio.h>
@@ -73,7 +78,8 @@ static kiln_model *capture_args(const M_RuntimeContext *context, M_AsyncModel *m
     return NULL;
   }
   if (nkeys > 1) {
-    mx_err(st, "%s: %zu graph keys for 1 device (the host): pass one key", fn, nkeys);
+    mx_err(st, "%s: %zu graph keys for 1 device (%s): pass one key", fn, nkeys,
+           mx_model_place(m));
     return NULL;
   }
   kiln_model *km = mx_model_ready(m, st);
@@ -141,7 +147,7 @@ MAX_C_API M_AsyncTensor **M_captureModelSync(const M_RuntimeContext *context,
     goto out;
   }
   if (check_inputs(m, km, ins, fn, status) != 0) goto out;
-  if (mx_run(m, km, ins, outs, fn, status) != 0) goto out;
+  if (mx_run(m, km, MX_CAPTURE, graphKeys[0], ins, outs, fn, status) != 0) goto out;
   c->key = graphKeys[0];
   c->nin = m->nin;
   c->nout = m->nout;
@@ -175,6 +181,7 @@ oom:
   mx_err(status, "%s: out of memory", fn);
   free(res);
   res = NULL;
+  if (m->dm) kiln_device_model_release(m->dm, graphKeys[0], NULL);
 out:
   pthread_mutex_unlock(&m->cap_lock);
   capture_free(c);
@@ -191,11 +198,15 @@ static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape) {
   if (k < cap) snprintf(buf + k, cap - k, "]");
 }
 
-/* Replay under m->cap_lock (held by the caller). */
-static int replay_locked(M_AsyncModel *m, kiln_model *km, uint64_t key, kiln_tensor *const *ins,
-                         const char *fn, M_Status *st) {
+/* The capture of key, its inputs' signature matching ins; NULL with st
+ * filled. Under m->cap_lock (held by the caller). */
+static mx_capture *capture_match(M_AsyncModel *m, uint64_t key, kiln_tensor *const *ins,
+                                 const char *fn, M_Status *st) {
   mx_capture *c = capture_find(m, key);
-  if (!c) return mx_err(st, "%s: no captured graph for key %llu", fn, (unsigned long long)key);
+  if (!c) {
+    mx_err(st, "%s: no captured graph for key %llu", fn, (unsigned long long)key);
+    return NULL;
+  }
   for (int i = 0; i < c->nin; i++) {
     const kiln_tensor *t = ins[i];
     bool same = kiln_tensor_dtype(t) == c->sig[i].dtype && kiln_tensor_rank(t) == c->sig[i].rank;
@@ -205,16 +216,24 @@ static int replay_locked(M_AsyncModel *m, kiln_model *km, uint64_t key, kiln_ten
       char want[256], got[256];
       shape_text(want, sizeof want, c->sig[i].rank, c->sig[i].shape);
       shape_text(got, sizeof got, kiln_tensor_rank(t), kiln_tensor_shape(t));
-      return mx_err(st, "%s: graph key %llu was captured with input %d ('%s') %s %s, got %s %s",
-                    fn, (unsigned long long)key, i, m->in_names[i],
-                    kiln_dtype_name(c->sig[i].dtype), want, kiln_dtype_name(kiln_tensor_dtype(t)),
-                    got);
+      mx_err(st, "%s: graph key %llu was captured with input %d ('%s') %s %s, got %s %s", fn,
+             (unsigned long long)key, i, m->in_names[i], kiln_dtype_name(c->sig[i].dtype), want,
+             kiln_dtype_name(kiln_tensor_dtype(t)), got);
+      return NULL;
     }
   }
+  return c;
+}
+
+/* Replay under m->cap_lock (held by the caller). */
+static int replay_locked(M_AsyncModel *m, kiln_model *km, uint64_t key, kiln_tensor *const *ins,
+                         const char *fn, M_Status *st) {
+  mx_capture *c = capture_match(m, key, ins, fn, st);
+  if (!c) return -1;
   kiln_tensor **outs = calloc((size_t)c->nout + 1, sizeof *outs);
   if (!outs) return mx_err(st, "%s: out of memory", fn);
   for (int i = 0; i < c->nout; i++) outs[i] = c->outs[i]->t;
-  int rc = mx_run(m, km, ins, outs, fn, st);
+  int rc = mx_run(m, km, MX_REPLAY, key, ins, outs, fn, st);
   free(outs);
   return rc;
 }
@@ -286,8 +305,17 @@ MAX_C_API void M_debugVerifyReplayModelSync(const M_RuntimeContext *context,
     mx_err(status, "%s: out of memory", fn);
     goto out;
   }
+  if (m->dm) { /* the device model compares launch sequences */
+    if (!capture_match(m, graphKeys[0], ins, fn, status)) goto out;
+    kiln_status *ks = kiln_status_new();
+    if (!ks || kiln_device_model_verify_replay(m->dm, graphKeys[0], ins, m->nin, ks) != 0)
+      mx_err(status, "%s: graph key %llu: %s", fn, (unsigned long long)graphKeys[0],
+             ks ? kiln_status_message(ks) : "out of memory");
+    kiln_status_free(ks);
+    goto out;
+  }
   if (replay_locked(m, km, graphKeys[0], ins, fn, status) != 0) goto out;
-  if (mx_run(m, km, ins, fresh, fn, status) != 0) goto out;
+  if (mx_run(m, km, MX_EXECUTE, 0, ins, fresh, fn, status) != 0) goto out;
   const mx_capture *c = capture_find(m, graphKeys[0]);
   for (int i = 0; i < m->nout; i++) {
     const kiln_tensor *r = c->outs[i]->t, *e = fresh[i];
@@ -333,6 +361,7 @@ MAX_C_API void M_releaseCapturedGraphs(const M_RuntimeContext *context,
     if (!*p) continue; /* never captured: nothing to release */
     mx_capture *c = *p;
     *p = c->next;
+    if (m->dm) kiln_device_model_release(m->dm, c->key, NULL);
     capture_free(c);
   }
   pthread_mutex_unlock(&m->cap_lock);

@@ -11,7 +11,17 @@
  * the work runs at the first wait instead, so the results are the same.
  * Input and output names: the graph's argument_names / result_names, else
  * input<i> / output<i>; telling the two apart needs the model's graph, so
- * this file reads kiln_model's internals (src/rt.h) for that alone. */
+ * this file reads kiln_model's internals (src/rt.h) for that alone.
+ * On an accelerator (the context's config holds one, device.c) the compile
+ * is kiln_device_model_compile_with on the accelerator's kiln_device, with
+ * the context's kernel libraries and cache, plus a kiln_model that only
+ * describes the graph (rt_model_describe: names, types, weights; nothing
+ * compiled, never executed), so names, input checks and weight shapes are
+ * the host's. Weights go through kiln_device_model_bind_weight (copied to
+ * the device at init); executes through kiln_device_model_execute, with
+ * host inputs (copied in) or inputs on that accelerator; every output
+ * comes back as a host tensor (one the graph places on the GPU is copied
+ * back), as M_getTensorData promises. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +47,25 @@ MAX_C_API void M_freeCompileConfig(M_CompileConfig *config) {
 
 /* ---- compiled models ---- */
 
+/* Compile g for the host (dev NULL: *km runs it) or for accelerator dev
+ * (*dm runs it, *km describes it). 0, or -1 with ks filled and nothing
+ * kept. */
+static int compile_for(kiln_context *kc, mx_dev *dev, const kiln_graph *g, kiln_model **km,
+                       kiln_device_model **dm, kiln_status *ks) {
+  *dm = NULL;
+  if (!dev) {
+    *km = kiln_model_compile(kc, g, ks);
+    return *km ? 0 : -1;
+  }
+  *km = NULL;
+  *dm = kiln_device_model_compile_with(kc, dev->kd, g, ks);
+  if (*dm && !(*km = rt_model_describe(kc, g, ks))) {
+    kiln_device_model_free(*dm);
+    *dm = NULL;
+  }
+  return *dm ? 0 : -1;
+}
+
 static void compiled_run(M_AsyncCompiledModel *c) {
   kiln_status *ks = kiln_status_new();
   if (!ks) {
@@ -46,15 +75,13 @@ static void compiled_run(M_AsyncCompiledModel *c) {
   kiln_graph *g = kiln_graph_load(c->path, ks);
   if (!g) {
     c->err = mx_strf("cannot load model '%s': %s", c->path, kiln_status_message(ks));
+  } else if (compile_for(c->kc, c->dev, g, &c->km, &c->dm, ks) != 0) {
+    c->err = c->dev ? mx_strf("cannot compile model '%s' for accelerator %d (%s): %s", c->path,
+                              c->dev->id, mx_dev_label(c->dev), kiln_status_message(ks))
+                    : mx_strf("cannot compile model '%s': %s", c->path, kiln_status_message(ks));
+    kiln_graph_free(g);
   } else {
-    kiln_model *km = kiln_model_compile(c->kc, g, ks);
-    if (!km) {
-      c->err = mx_strf("cannot compile model '%s': %s", c->path, kiln_status_message(ks));
-      kiln_graph_free(g);
-    } else {
-      c->graph = g;
-      c->km = km;
-    }
+    c->graph = g;
   }
   kiln_status_free(ks);
 }
@@ -84,8 +111,10 @@ static const char *compiled_error(const M_AsyncCompiledModel *c) {
 static void compiled_unref(M_AsyncCompiledModel *c) {
   if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
   compiled_wait(c);
+  kiln_device_model_free(c->dm);
   kiln_model_free(c->km);
   kiln_graph_free(c->graph);
+  mx_dev_release(c->dev);
   free(c->path);
   free(c->err);
   pthread_mutex_destroy(&c->lock);
@@ -120,6 +149,8 @@ static M_AsyncCompiledModel *compile_start(const M_RuntimeContext *context,
   }
   atomic_init(&c->refs, 1);
   c->kc = context->kc;
+  c->dev = context->accel;
+  mx_dev_ref(c->dev);
   c->path = cfg->path;
   cfg->path = NULL;
   if (sync) {
@@ -251,7 +282,8 @@ static int bind_weights(M_AsyncModel *m, kiln_status *ks) {
       return -1;
     }
     m->bound[m->nbound++] = t;
-    if (kiln_model_bind_weight(km, name, t, ks) != 0) {
+    if ((m->dm ? kiln_device_model_bind_weight(m->dm, name, t, ks)
+               : kiln_model_bind_weight(km, name, t, ks)) != 0) {
       model_fail(m, mx_strf("weights registry: %s", kiln_status_message(ks)));
       return -1;
     }
@@ -271,9 +303,11 @@ static void model_init_run(M_AsyncModel *m) {
   } else {
     pthread_mutex_lock(&c->lock);
     m->km = c->km; /* the first init takes the compiled model */
+    m->dm = c->dm;
     c->km = NULL;
+    c->dm = NULL;
     pthread_mutex_unlock(&c->lock);
-    if (!m->km) m->km = kiln_model_compile(c->kc, c->graph, ks);
+    if (!m->km) compile_for(c->kc, c->dev, c->graph, &m->km, &m->dm, ks);
     if (!m->km)
       model_fail(m, mx_strf("model initialization: compiling '%s' again: %s", c->path,
                             kiln_status_message(ks)));
@@ -346,6 +380,8 @@ MAX_C_API M_AsyncModel *M_initModel(const M_RuntimeContext *context,
     goto oom;
   }
   m->kc = context->kc;
+  m->dev = c->dev;
+  mx_dev_ref(m->dev);
   if (weightsRegistry) {
     m->has_registry = true;
     m->w = calloc(weightsRegistry->n ? weightsRegistry->n : 1, sizeof *m->w);
@@ -355,6 +391,7 @@ MAX_C_API M_AsyncModel *M_initModel(const M_RuntimeContext *context,
       if (!m->w[i].name) break;
     }
     if (!m->w || m->nw < weightsRegistry->n) {
+      mx_dev_release(m->dev);
       model_free_fields(m);
       pthread_mutex_destroy(&m->lock);
       pthread_mutex_destroy(&m->cap_lock);
@@ -384,9 +421,11 @@ MAX_C_API void M_freeModel(M_AsyncModel *model) {
   if (!model) return;
   model_wait(model);
   mx_captures_free(model);
+  kiln_device_model_free(model->dm); /* its captures with it */
   kiln_model_free(model->km); /* before the weight tensors it borrows */
   for (int i = 0; i < model->nbound; i++) kiln_tensor_free(model->bound[i]);
   free(model->bound);
+  mx_dev_release(model->dev); /* after everything on the device */
   model_free_fields(model);
   pthread_mutex_destroy(&model->lock);
   pthread_mutex_destroy(&model->cap_lock);
@@ -460,12 +499,42 @@ out:
   return rc;
 }
 
-int mx_run(M_AsyncModel *m, kiln_model *km, kiln_tensor *const *inputs, kiln_tensor **outputs,
-           const char *what, M_Status *st) {
+const char *mx_model_place(const M_AsyncModel *m) { return mx_dev_label(m->dev); }
+
+/* Run m->dm; the outputs it allocates on its device are copied back to the
+ * host (fresh: outputs[] that were NULL on entry). */
+static int run_device(M_AsyncModel *m, mx_op op, uint64_t key, kiln_tensor *const *inputs,
+                      kiln_tensor **outputs, kiln_status *ks) {
+  bool *fresh = calloc((size_t)m->nout + 1, sizeof *fresh);
+  if (!fresh) return -1;
+  for (int i = 0; i < m->nout; i++) fresh[i] = !outputs[i];
+  int rc = op == MX_CAPTURE  ? kiln_device_model_capture(m->dm, key, inputs, m->nin, outputs,
+                                                         m->nout, ks)
+           : op == MX_REPLAY ? kiln_device_model_replay(m->dm, key, inputs, m->nin, outputs,
+                                                        m->nout, ks)
+                             : kiln_device_model_execute(m->dm, inputs, m->nin, outputs, m->nout,
+                                                         ks);
+  for (int i = 0; rc == 0 && i < m->nout; i++) {
+    if (!fresh[i] || !kiln_tensor_device(outputs[i])) continue;
+    kiln_tensor *h = kiln_tensor_copy_to(outputs[i], NULL, ks);
+    if (!h) rc = -1;
+    kiln_tensor_free(outputs[i]);
+    outputs[i] = h;
+  }
+  free(fresh);
+  if (rc != 0 && op == MX_CAPTURE) kiln_device_model_release(m->dm, key, NULL); /* if it took */
+  return rc;
+}
+
+int mx_run(M_AsyncModel *m, kiln_model *km, mx_op op, uint64_t key, kiln_tensor *const *inputs,
+           kiln_tensor **outputs, const char *what, M_Status *st) {
   kiln_status *ks = kiln_status_new();
   if (!ks) return mx_err(st, "%s: out of memory", what);
-  int rc = kiln_model_execute(km, inputs, m->nin, outputs, m->nout, ks);
-  if (rc != 0) {
+  int rc = m->dm ? run_device(m, op, key, inputs, outputs, ks)
+                 : kiln_model_execute(km, inputs, m->nin, outputs, m->nout, ks);
+  if (rc != 0 && kiln_status_code(ks) == KILN_OK) {
+    mx_err(st, "%s: out of memory", what);
+  } else if (rc != 0) {
     bool symbolic = false;
     for (int i = 0; i < m->nin && !symbolic; i++)
       for (int a = 0; a < kiln_model_input_rank(km, i); a++)
@@ -538,7 +607,7 @@ MAX_C_API M_AsyncTensorMap *M_executeModelSync(const M_RuntimeContext *context,
     free(msg);
     goto out;
   }
-  if (mx_run(m, km, ins, outs, "M_executeModelSync", status) != 0) goto out;
+  if (mx_run(m, km, MX_EXECUTE, 0, ins, outs, "M_executeModelSync", status) != 0) goto out;
   res = M_newAsyncTensorMap(context);
   if (!res) {
     mx_err(status, "M_executeModelSync: out of memory");

@@ -9,7 +9,13 @@
  *   - an M_AsyncCompiledModel is reference counted too: the caller's handle
  *     and each model initialized from it (until its init is done) hold one;
  *   - every thread the layer starts is joined exactly once, under the lock of
- *     the object that owns it. */
+ *     the object that owns it;
+ *   - an accelerator is one kiln_device per MAX accelerator id, shared by
+ *     every handle that uses it (device.c's registry: a device model only
+ *     takes tensors on its own kiln_device handle). Device handles from
+ *     M_newDevice / M_getTensorDevice, contexts, models, compiled models and
+ *     device tensors each hold one reference; M_Device values copied into
+ *     configs and specs hold none (their `dev` is NULL). */
 #ifndef KILN_SRC_MAX_MX_H
 #define KILN_SRC_MAX_MX_H
 
@@ -33,9 +39,19 @@ struct M_Status {
   char *msg;
 };
 
+/* An open accelerator (device.c). refs and next are under the registry's
+ * lock; the rest is fixed once opened. */
+typedef struct mx_dev {
+  int id;          /* MAX accelerator id */
+  kiln_device *kd; /* "cuda:N", "hip:N" or "simt-emu" */
+  int refs;
+  struct mx_dev *next;
+} mx_dev;
+
 struct M_Device {
   M_DeviceType type;
   int id;
+  mx_dev *dev; /* accelerator handles: one reference; NULL for the host and in copies */
 };
 
 struct M_RuntimeConfig {
@@ -45,6 +61,7 @@ struct M_RuntimeConfig {
 
 struct M_RuntimeContext {
   kiln_context *kc;
+  mx_dev *accel; /* the config's accelerator (one reference), or NULL: models run on the host */
 };
 
 struct M_TensorSpec {
@@ -58,6 +75,7 @@ struct M_TensorSpec {
 typedef struct mx_buf {
   atomic_int refs;
   kiln_tensor *t;
+  mx_dev *dev; /* t's accelerator (one reference), NULL for host memory */
 } mx_buf;
 
 struct M_AsyncTensor {
@@ -93,12 +111,15 @@ struct M_CompileConfig {
 struct M_AsyncCompiledModel {
   atomic_int refs;
   kiln_context *kc;
+  mx_dev *dev; /* the accelerator it compiles for (one reference), NULL: the host */
   char *path;
   pthread_mutex_t lock;
   bool has_thread, done; /* done: the compile ran (joined) */
   pthread_t thread;
   kiln_graph *graph;     /* kept for further inits; NULL on error */
-  kiln_model *km;        /* the compiled model, until the first init takes it */
+  kiln_model *km;        /* the compiled model, until the first init takes it; on an
+                          * accelerator one that only describes the graph (names, types) */
+  kiln_device_model *dm; /* on an accelerator: the model that runs, taken with km */
   char *err;             /* compile error, or NULL */
 };
 
@@ -114,7 +135,9 @@ struct M_AsyncModel {
   bool has_thread, done;
   pthread_t thread;
   char *err; /* init error, or NULL */
-  kiln_model *km;
+  mx_dev *dev; /* the accelerator (one reference), NULL: the host */
+  kiln_model *km; /* runs on the host; on an accelerator only describes the graph */
+  kiln_device_model *dm; /* on an accelerator: runs the graph there */
   int nbound;
   kiln_tensor **bound; /* weight tensors bound to km (borrowing the data) */
   int nin, nout;
@@ -131,10 +154,20 @@ int mx_err(M_Status *st, const char *fmt, ...) __attribute__((format(printf, 2, 
 char *mx_strf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 char *mx_strdup(const char *s); /* NULL for NULL or out-of-memory */
 
+/* ---- device.c ---- */
+/* Accelerator `id`, opened on first use: a new reference, or NULL with st
+ * filled (the message starts with `fn`). */
+mx_dev *mx_dev_acquire(int id, const char *fn, M_Status *st);
+void mx_dev_ref(mx_dev *d);     /* NULL ok */
+void mx_dev_release(mx_dev *d); /* NULL ok; the last reference closes the device */
+const char *mx_dev_label(const mx_dev *d); /* "cuda:0", "simt-emu"; "the host" for NULL */
+
 /* ---- tensor.c ---- */
 bool mx_dtype_to_kiln(M_Dtype d, kiln_dtype *out);
 M_Dtype mx_dtype_from_kiln(kiln_dtype d);
 mx_buf *mx_buf_new(kiln_tensor *t); /* takes t; NULL (t freed) on out-of-memory */
+/* The same for t on accelerator dev (takes a new reference on dev). */
+mx_buf *mx_buf_new_on(kiln_tensor *t, mx_dev *dev);
 void mx_buf_ref(mx_buf *b);
 void mx_buf_unref(mx_buf *b);
 /* A new handle on b (takes a new reference); NULL on out-of-memory. */
@@ -150,10 +183,17 @@ kiln_model *mx_model_ready(M_AsyncModel *m, M_Status *st);
 /* Checks inputs[nin] (m's input order) against the model's inputs: dtype,
  * rank, static dims and symbolic dims. 0 or -1 with st filled. */
 int mx_check_inputs(M_AsyncModel *m, kiln_model *km, kiln_tensor *const *inputs, M_Status *st);
-/* Runs km; outputs[i] NULL gets a new owned tensor. A kiln error is copied
- * into st with prefix `what`. */
-int mx_run(M_AsyncModel *m, kiln_model *km, kiln_tensor *const *inputs, kiln_tensor **outputs,
-           const char *what, M_Status *st);
+/* What mx_run does: an execute, or on an accelerator a capture / replay
+ * of the device model's launch sequence under a key (on the host these
+ * are executes: capture.c keeps the signature and the outputs). */
+typedef enum mx_op { MX_EXECUTE, MX_CAPTURE, MX_REPLAY } mx_op;
+/* Runs m (km on the host, m->dm on an accelerator); outputs[i] NULL gets a
+ * new owned host tensor (an output the device model leaves on its device
+ * is copied back). A kiln error is copied into st with prefix `what`. */
+int mx_run(M_AsyncModel *m, kiln_model *km, mx_op op, uint64_t key, kiln_tensor *const *inputs,
+           kiln_tensor **outputs, const char *what, M_Status *st);
+/* "the host" or the accelerator's label: where m runs. */
+const char *mx_model_place(const M_AsyncModel *m);
 
 /* ---- capture.c ---- */
 void mx_captures_free(M_AsyncModel *m);

@@ -3,7 +3,14 @@
  * mapping. Storage is reference counted (atomically: handles may be freed
  * from several threads), so a handle taken from a map outlives the map and
  * an output captured by a graph outlives the caller's handle. Borrowed data
- * is never freed here. */
+ * is never freed here.
+ * Storage is host memory, or an accelerator's memory for a tensor made by
+ * M_copyTensorToDevice (kiln_tensor_copy_to onto the accelerator's shared
+ * kiln_device, whose reference the storage holds): such a tensor has no
+ * host data (M_getTensorData is NULL) and goes to a model on that
+ * accelerator (capture / replay inputs) without a host round trip. Maps
+ * hold host tensors: borrowed inputs and model outputs, which come back to
+ * the host also from an accelerator. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +77,8 @@ static M_TensorSpec *spec_new(const int64_t *shape, int64_t rank, M_Dtype dtype,
 
 MAX_C_API M_TensorSpec *M_newTensorSpec(const int64_t *shape, int64_t rankSize, M_Dtype dtype,
                                         const char *tensorName, const M_Device *device) {
-  M_Device dev = {M_HOST, 0};
-  if (device) dev = *device;
+  M_Device dev = {M_HOST, 0, NULL};
+  if (device) dev = (M_Device){device->type, device->id, NULL}; /* a copy holds no reference */
   return spec_new(shape, rankSize, dtype, tensorName, dev);
 }
 
@@ -115,6 +122,16 @@ mx_buf *mx_buf_new(kiln_tensor *t) {
   }
   atomic_init(&b->refs, 1);
   b->t = t;
+  b->dev = NULL;
+  return b;
+}
+
+mx_buf *mx_buf_new_on(kiln_tensor *t, mx_dev *dev) {
+  mx_buf *b = mx_buf_new(t);
+  if (b && dev) {
+    mx_dev_ref(dev);
+    b->dev = dev;
+  }
   return b;
 }
 
@@ -122,7 +139,8 @@ void mx_buf_ref(mx_buf *b) { atomic_fetch_add(&b->refs, 1); }
 
 void mx_buf_unref(mx_buf *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
-  kiln_tensor_free(b->t);
+  kiln_tensor_free(b->t); /* before the device it may live on */
+  mx_dev_release(b->dev);
   free(b);
 }
 
@@ -148,24 +166,32 @@ MAX_C_API M_Dtype M_getTensorType(const M_AsyncTensor *tensor) {
   return tensor ? mx_dtype_from_kiln(kiln_tensor_dtype(tensor->buf->t)) : M_UNKNOWN;
 }
 
+/* NULL for a tensor on an accelerator: its data is device memory. */
 MAX_C_API const void *M_getTensorData(const M_AsyncTensor *tensor) {
   return tensor ? kiln_tensor_data(tensor->buf->t) : NULL;
+}
+
+/* The device a buffer lives on, as a value holding no reference. */
+static M_Device buf_device(const mx_buf *b) {
+  if (!b->dev) return (M_Device){M_HOST, 0, NULL};
+  return (M_Device){M_ACCELERATOR, b->dev->id, NULL};
 }
 
 MAX_C_API M_TensorSpec *M_getTensorSpec(const M_AsyncTensor *tensor) {
   if (!tensor) return NULL;
   const kiln_tensor *t = tensor->buf->t;
-  M_Device host = {M_HOST, 0};
   return spec_new(kiln_tensor_shape(t), kiln_tensor_rank(t),
-                  mx_dtype_from_kiln(kiln_tensor_dtype(t)), tensor->name, host);
+                  mx_dtype_from_kiln(kiln_tensor_dtype(t)), tensor->name,
+                  buf_device(tensor->buf));
 }
 
 MAX_C_API M_Device *M_getTensorDevice(const M_AsyncTensor *tensor) {
   if (!tensor) return NULL;
   M_Device *d = malloc(sizeof *d);
   if (d) {
-    d->type = M_HOST;
-    d->id = 0;
+    *d = buf_device(tensor->buf);
+    d->dev = tensor->buf->dev; /* a handle: one reference, released by M_freeDevice */
+    mx_dev_ref(d->dev);
   }
   return d;
 }
@@ -177,26 +203,28 @@ MAX_C_API M_AsyncTensor *M_copyTensorToDevice(M_AsyncTensor *tensor, M_Device *d
     mx_err(status, "M_copyTensorToDevice: %s is NULL", !tensor ? "tensor" : "device");
     return NULL;
   }
+  mx_dev *dev = NULL; /* one reference while copying; NULL: the host */
   if (device->type != M_HOST) {
-    mx_err(status, "M_copyTensorToDevice: no accelerator: kiln's GPU path is not built (issue 5)");
-    return NULL;
+    if (device->dev) mx_dev_ref(device->dev);
+    dev = device->dev ? device->dev : mx_dev_acquire(device->id, "M_copyTensorToDevice", status);
+    if (!dev) return NULL;
   }
   const kiln_tensor *src = tensor->buf->t;
   kiln_status *ks = kiln_status_new();
-  kiln_tensor *t = kiln_tensor_new(kiln_tensor_dtype(src), kiln_tensor_rank(src),
-                                   kiln_tensor_shape(src), ks);
+  kiln_tensor *t = ks ? kiln_tensor_copy_to(src, dev ? dev->kd : NULL, ks) : NULL;
+  M_AsyncTensor *h = NULL;
   if (!t) {
-    mx_err(status, "M_copyTensorToDevice: %s", ks ? kiln_status_message(ks) : "out of memory");
-    kiln_status_free(ks);
-    return NULL;
+    mx_err(status, "M_copyTensorToDevice: tensor '%s' from %s to %s: %s", tensor->name,
+           mx_dev_label(tensor->buf->dev), mx_dev_label(dev),
+           ks ? kiln_status_message(ks) : "out of memory");
+  } else {
+    mx_buf *b = mx_buf_new_on(t, dev);
+    h = b ? mx_tensor_wrap(b, tensor->name) : NULL;
+    mx_buf_unref(b); /* the handle holds the only reference */
+    if (!h) mx_err(status, "M_copyTensorToDevice: out of memory");
   }
   kiln_status_free(ks);
-  size_t nb = kiln_tensor_nbytes(src);
-  if (nb) memcpy(kiln_tensor_data(t), kiln_tensor_data(src), nb);
-  mx_buf *b = mx_buf_new(t);
-  M_AsyncTensor *h = b ? mx_tensor_wrap(b, tensor->name) : NULL;
-  mx_buf_unref(b); /* the handle holds the only reference */
-  if (!h) mx_err(status, "M_copyTensorToDevice: out of memory");
+  mx_dev_release(dev);
   return h;
 }
 
@@ -269,8 +297,10 @@ MAX_C_API void M_borrowTensorInto(M_AsyncTensorMap *tensors, void *input,
     return;
   }
   if (s->device.type != M_HOST) {
-    mx_err(status, "M_borrowTensorInto: tensor '%s': no accelerator: kiln's GPU path is not "
-                   "built (issue 5)", s->name);
+    mx_err(status, "M_borrowTensorInto: tensor '%s': the spec is on accelerator %d, but borrowed "
+                   "data must be host memory: borrow it with a host spec (a model on an "
+                   "accelerator copies host inputs there) or copy a tensor to the accelerator "
+                   "with M_copyTensorToDevice", s->name, s->device.id);
     return;
   }
   kiln_dtype kd;

@@ -1,9 +1,11 @@
 /* max/c/device.h - devices of kiln's MAX C API layer.
  *
- * The host (M_HOST, id 0) always exists. kiln's GPU path is not built yet,
- * so M_getAcceleratorCount() is 0 and asking for an M_ACCELERATOR fails
- * with a status that says so. Devices are small values owned by the caller
- * (M_freeDevice); configs and tensors copy what they need from them. */
+ * The host (M_HOST, id 0) always exists. Accelerators are the CUDA GPUs
+ * kiln finds, then the HIP ones; where there is none,
+ * KILN_MAX_ACCELERATOR=simt-emu makes the SIMT emulator accelerator 0.
+ * Models on an accelerator run as kiln device models. Devices are small
+ * values owned by the caller (M_freeDevice); configs and tensors copy what
+ * they need from them. */
 #ifndef MAX_C_DEVICE_H
 #define MAX_C_DEVICE_H
 
@@ -11,8 +13,9 @@
 
 MAX_C_BEGIN
 
-/* NULL on failure (unknown type, id other than 0 for the host, any
- * accelerator), with the reason in status. */
+/* NULL on failure (unknown type, id other than 0 for the host, an
+ * accelerator id out of range or that fails to open), with the reason in
+ * status. */
 MAX_C_API M_Device *M_newDevice(M_DeviceType type, int id, M_Status *status);
 MAX_C_API M_DeviceType M_getDeviceType(const M_Device *device); /* M_HOST for NULL */
 MAX_C_API int M_getDeviceId(const M_Device *device);            /* 0 for NULL */

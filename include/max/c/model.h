@@ -11,7 +11,7 @@
  * (else output0, ...). Symbolic dims take their values from the input
  * tensors' shapes; a disagreement is an error whose message contains
  * "symbolic dimension".
- * Capture / replay on the host: a capture runs the model and records, under
+ * Capture / replay (host, or the accelerator's device model): a capture runs the model and records, under
  * the key, the input signature (dtypes and shapes) and the output tensors; a
  * replay runs the model again on inputs of that signature (the data may be
  * new, at any address) and writes the captured output tensors in place; a

@@ -14,8 +14,9 @@
 
 MAX_C_BEGIN
 
-/* Loads paths[numPaths] onto device (NULL or the host; an accelerator is an
- * error). Owned by the caller: M_freeSafetensors. */
+/* Loads paths[numPaths] for device (NULL, the host or an accelerator: the
+ * data is read into host memory, and a model's init copies its weights to
+ * the accelerator). Owned by the caller: M_freeSafetensors. */
 MAX_C_API M_Safetensors *M_loadSafetensors(const char **paths, size_t numPaths, M_Device *device,
                                            M_Status *status);
 MAX_C_API size_t M_getSafetensorCount(const M_Safetensors *safetensors); /* 0 for NULL */

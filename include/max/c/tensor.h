@@ -8,7 +8,8 @@
  * long as any handle, map or captured graph refers to it, so a tensor taken
  * from a map stays valid after the map is freed. Borrowed data stays the
  * caller's: keep it alive while any of those refer to it. Data is dense,
- * row-major, on the host. */
+ * row-major, on the host or on an accelerator (M_copyTensorToDevice;
+ * M_getTensorData is NULL for accelerator memory). */
 #ifndef MAX_C_TENSOR_H
 #define MAX_C_TENSOR_H
 
@@ -50,14 +51,15 @@ MAX_C_API M_AsyncTensor *M_getTensorByNameFrom(M_AsyncTensorMap *tensorMap, cons
                                                M_Status *status);
 MAX_C_API size_t M_getTensorNumElements(const M_AsyncTensor *tensor); /* 0 for NULL */
 MAX_C_API M_Dtype M_getTensorType(const M_AsyncTensor *tensor);       /* M_UNKNOWN for NULL */
-/* The data, valid while the tensor's storage lives; NULL for NULL. */
+/* The host data, valid while the tensor's storage lives; NULL for NULL and
+ * for a tensor in accelerator memory. */
 MAX_C_API const void *M_getTensorData(const M_AsyncTensor *tensor);
 /* A new spec describing the tensor (caller frees it); NULL for NULL. */
 MAX_C_API M_TensorSpec *M_getTensorSpec(const M_AsyncTensor *tensor);
 /* A new device (caller frees it with M_freeDevice); NULL for NULL. */
 MAX_C_API M_Device *M_getTensorDevice(const M_AsyncTensor *tensor);
-/* A copy of the tensor on `device` (owned by the caller: M_freeTensor).
- * Only the host exists: an accelerator is an error. */
+/* A copy of the tensor on `device`, the host or an accelerator (owned by
+ * the caller: M_freeTensor). */
 MAX_C_API M_AsyncTensor *M_copyTensorToDevice(M_AsyncTensor *tensor, M_Device *device,
                                               M_Status *status);
 MAX_C_API void M_freeTensor(M_AsyncTensor *tensor);            /* no-op on NULL */
