@@ -136,7 +136,10 @@ static void check_gpu_code(const ir_graph *g, const ir_node *n, const char *name
   }
   free(p);
   p = emit_node(g, n, &amd, name, &len, err, sizeof err);
-  cr_expect_not_null(p, "gfx90a %s: %s", name, err);
+  if (!p && strstr(err, "ocml") && strstr(err, "not found"))
+    cr_log_warn("ROCm's ocml not found: the gfx90a code of %s skipped", name);
+  else
+    cr_expect_not_null(p, "gfx90a %s: %s", name, err);
   free(p);
 }
 
