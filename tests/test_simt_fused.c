@@ -27,42 +27,14 @@
 #include "kiln/kiln.h"
 #include "src/device.h"
 #include "src/simt_mathlib.h"
+#include "support/simt_check.h"
 
 #define T(dims, dt) "!mo.tensor<[" dims "], " dt ">"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
-static double urand(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return (double)(rng >> 11) / 9007199254740992.0;
-}
-
-static void fill(ir_tensor *t) {
-  int64_t n = ir_tensor_numel(t);
-  for (int64_t i = 0; i < n; i++) {
-    double u = urand();
-    switch (t->dtype) {
-    case IR_DT_F32: ((float *)t->data)[i] = (float)(u * 4 - 2); break;
-    case IR_DT_F64: ((double *)t->data)[i] = u * 4 - 2; break;
-    case IR_DT_SI32: ((int32_t *)t->data)[i] = (int32_t)(u * 9) - 4; break;
-    case IR_DT_SI64: ((int64_t *)t->data)[i] = (int64_t)(u * 9) - 4; break;
-    case IR_DT_BOOL: ((uint8_t *)t->data)[i] = u < 0.5; break;
-    default: cr_assert_fail("no generator for %s", ir_dtype_name(t->dtype));
-    }
-  }
-}
-
+static void fill(ir_tensor *t) { simt_fill(t, &rng, 4, 9); }
 static bool close_enough(ir_dtype dt, const void *got, const void *want, int64_t i) {
-  if (dt == IR_DT_F32 || dt == IR_DT_F64) {
-    double g = dt == IR_DT_F32 ? ((const float *)got)[i] : ((const double *)got)[i];
-    double w = dt == IR_DT_F32 ? ((const float *)want)[i] : ((const double *)want)[i];
-    if (isnan(w)) return isnan(g);
-    double tol = (dt == IR_DT_F32 ? 5e-5 : 1e-12) * (1 + fabs(w));
-    return fabs(g - w) <= tol;
-  }
-  size_t es = ir_dtype_size(dt);
-  return memcmp((const char *)got + i * es, (const char *)want + i * es, es) == 0;
+  return simt_close(dt, got, want, i, 5e-5);
 }
 
 static ir_graph *parse(const char *text) {
@@ -85,26 +57,6 @@ static ir_graph *fused_copy(const ir_graph *g, bool fold, int nfused) {
   return f;
 }
 
-/* Lower node n of g for t into a fresh module and emit it; malloc'd bytes,
- * NULL with err. */
-static void *emit_node(const ir_graph *g, const ir_node *n, const jit_simt_target *t,
-                       const char *name, size_t *len, char *err, size_t errlen) {
-  LLVMContextRef ctx = LLVMContextCreate();
-  LLVMModuleRef mod = jit_simt_module_new(ctx, t, name, err, errlen);
-  void *out = NULL;
-  if (mod) {
-    jit_simt_fn sf;
-    jit_simt_begin(&sf, t, ctx, mod, g, n, name, JIT_SIMT_BLOCK, err, errlen);
-    int rc = sf.f.failed ? -1 : jit_simt_lower_node(&sf);
-    if (rc == 0) jit_simt_finish(&sf);
-    bool ok = rc == 0 && !sf.f.failed;
-    jit_simt_dispose(&sf);
-    if (ok && jit_simt_emit(mod, t, &out, len, err, errlen) < 0) out = NULL;
-    LLVMDisposeModule(mod);
-  }
-  LLVMContextDispose(ctx);
-  return out;
-}
 
 static const char *find_ptxas(void) {
   if (system("command -v ptxas >/dev/null 2>&1") == 0) return "ptxas";
@@ -119,7 +71,7 @@ static void check_gpu_code(const ir_graph *g, const ir_node *n, const char *name
   cr_assert_eq(jit_simt_target_parse("sm_80", &ptx, err, sizeof err), 0);
   cr_assert_eq(jit_simt_target_parse("gfx90a", &amd, err, sizeof err), 0);
   size_t len = 0;
-  void *p = emit_node(g, n, &ptx, name, &len, err, sizeof err);
+  void *p = simt_emit_node(g, n, &ptx, name, &len, err, sizeof err);
   cr_expect_not_null(p, "sm_80 %s: %s", name, err);
   const char *ptxas = find_ptxas();
   if (p && !ptxas) cr_log_warn("ptxas not found: assembling the sm_80 PTX of %s skipped", name);
@@ -135,7 +87,7 @@ static void check_gpu_code(const ir_graph *g, const ir_node *n, const char *name
     unlink(path);
   }
   free(p);
-  p = emit_node(g, n, &amd, name, &len, err, sizeof err);
+  p = simt_emit_node(g, n, &amd, name, &len, err, sizeof err);
   if (!p && strstr(err, "ocml") && strstr(err, "not found"))
     cr_log_warn("ROCm's ocml not found: the gfx90a code of %s skipped", name);
   else
@@ -176,7 +128,7 @@ static void run_on_emu(const ir_graph *fg, const int64_t *syms, bool bound, bool
         obj = NULL;
     } else {
       snprintf(name, sizeof name, "fused_node%d", ni);
-      obj = emit_node(fg, n, &emu, name, &len, err, sizeof err);
+      obj = simt_emit_node(fg, n, &emu, name, &len, err, sizeof err);
     }
     cr_assert_not_null(obj, "mo.%s: %s", ir_op_get(n->op)->name, err);
     jit_kernel_fn fn = NULL;
