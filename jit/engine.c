@@ -264,10 +264,6 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
 
 const char *jit_engine_prebuilt(const jit_engine *e) { return e ? e->prebuilt : NULL; }
 
-void jit_engine_no_prebuilt(jit_engine *e) {
-  if (e) e->prebuilt = NULL;
-}
-
 void jit_engine_free(jit_engine *e) {
   if (!e) return;
   if (e->prebuilt_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_rt); /* the code goes with the JIT */

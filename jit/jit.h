@@ -90,10 +90,6 @@ const char *jit_llvm_version(void);
  * GEMM sizes are symbolic call it, so their objects load only into an
  * engine that has it: jit_engine_options says "prebuilt-gemm=v4" then. */
 const char *jit_engine_prebuilt(const jit_engine *e);
-/* Kernels compiled from now on do not call prebuilt code (self-contained
- * objects and IR, for `kiln compile --emit`; jit_engine_options keeps its
- * text, so such an engine's objects are not for the kernel cache). */
-void jit_engine_no_prebuilt(jit_engine *e);
 
 /* Lower, optimize and emit kg's kernel as `fn_name`. On success *obj is a
  * malloc'd object file of *len bytes (caller frees with free()) and 0 is
