@@ -103,9 +103,7 @@ static bool env_is_off(const char *v) {
                !strcasecmp(v, "false") || !strcasecmp(v, "disabled"));
 }
 
-/* "123", "64K", "512M", "1G", "2T" (powers of 1024; an optional trailing B
- * or iB: "512MiB"). */
-static bool parse_bytes(const char *s, uint64_t *out) {
+bool kc_parse_bytes(const char *s, uint64_t *out) {
   if (!s || *s < '0' || *s > '9') return false;
   errno = 0;
   char *end;
@@ -183,7 +181,7 @@ kc_disk *kc_disk_open(const char *dir, uint64_t max_bytes, unsigned flags, kiln_
   bool off = !(flags & KC_DISK_IGNORE_OFF) && env_is_off(getenv("KILN_CACHE"));
   const char *mb = getenv("KILN_CACHE_MAX_BYTES");
   d->max_bytes = max_bytes;
-  if (!d->max_bytes && mb && *mb && !parse_bytes(mb, &d->max_bytes) && !off) {
+  if (!d->max_bytes && mb && *mb && !kc_parse_bytes(mb, &d->max_bytes) && !off) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT,
            "KILN_CACHE_MAX_BYTES='%s' is not a byte count (examples: 1073741824, 512M, 2G)", mb);
     goto fail;

@@ -115,6 +115,10 @@ typedef void (*kc_disk_warn_fn)(void *user, const char *msg);
  * directory cannot be found, created or written (KILN_ERR_IO, naming it) or
  * KILN_CACHE_MAX_BYTES is malformed (KILN_ERR_INVALID_ARGUMENT). */
 kc_disk *kc_disk_open(const char *dir, uint64_t max_bytes, unsigned flags, kiln_status *st);
+/* A byte count as KILN_CACHE_MAX_BYTES (and KILN_CODE_MAX_BYTES) write it:
+ * "123", "64K", "512M", "1G", "2T" (powers of 1024; an optional trailing B
+ * or iB: "512MiB"). False for anything else or an overflow. */
+bool kc_parse_bytes(const char *s, uint64_t *out);
 void kc_disk_close(kc_disk *d); /* NULL is a no-op */
 
 void kc_disk_set_warn(kc_disk *d, kc_disk_warn_fn fn, void *user);

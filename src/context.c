@@ -26,6 +26,7 @@
 #include <strings.h>
 
 #include "cache_backing.h"
+#include "cache_disk.h"
 #include "cache_mem.h"
 #include "kernel_lib.h"
 #include "pool.h"
@@ -43,40 +44,19 @@ static int default_policy(void) {
   return KILN_SPECIALIZE_ASYNC;
 }
 
-/* "123", "64K", "512M", "1G", "2T" (powers of 1024, an optional trailing
- * "B" or "iB": "64MiB"), the syntax of KILN_CACHE_MAX_BYTES. */
-static bool parse_byte_count(const char *s, size_t *out) {
-  if (!s || *s < '0' || *s > '9') return false;
-  errno = 0;
-  char *end = NULL;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno) return false;
-  int shift = 0;
-  const char *units = "KMGT";
-  const char *u = *end ? strchr(units, toupper((unsigned char)*end)) : NULL;
-  if (u) {
-    shift = 10 * (int)(u - units + 1);
-    end++;
-    if (*end == 'i') end++;
-  }
-  if (*end == 'B') end++;
-  if (*end) return false;
-  if (v > (unsigned long long)(SIZE_MAX >> shift)) return false;
-  *out = (size_t)v << shift;
-  return true;
-}
-
 /* The code bound from KILN_CODE_MAX_BYTES (unset or empty: the default).
  * 0, or -1 with st filled. */
 static int env_code_limit(size_t *out, kiln_status *st) {
   *out = RT_CODE_LIMIT_DEFAULT;
   const char *v = getenv("KILN_CODE_MAX_BYTES");
   if (!v || !*v) return 0;
-  if (!parse_byte_count(v, out))
+  uint64_t n = 0;
+  if (!kc_parse_bytes(v, &n) || n > SIZE_MAX)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                   "KILN_CODE_MAX_BYTES='%s' is not a byte count (examples: 8388608, 8M, 1G; "
                   "0 keeps no unreferenced kernel loaded)",
                   v);
+  *out = (size_t)n;
   return 0;
 }
 

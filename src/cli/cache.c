@@ -38,28 +38,6 @@ static bool env_is_off(const char *v) {
                !strcasecmp(v, "false") || !strcasecmp(v, "disabled"));
 }
 
-/* "123", "64K", "512M", "1G", "2T" (powers of 1024), optionally followed by
- * "B" or "iB" ("512MiB"). */
-static bool parse_size(const char *s, uint64_t *out) {
-  if (!s || *s < '0' || *s > '9') return false;
-  char *end;
-  errno = 0;
-  unsigned long long v = strtoull(s, &end, 10);
-  if (errno) return false;
-  static const char units[] = "KMGT";
-  int shift = 0;
-  const char *u = *end ? strchr(units, *end >= 'a' ? *end - 32 : *end) : NULL;
-  if (u) {
-    shift = 10 * (int)(u - units + 1);
-    end++;
-    if (*end == 'i') end++;
-  }
-  if (*end == 'B') end++;
-  if (*end || (shift && v > (UINT64_MAX >> shift))) return false;
-  *out = (uint64_t)v << shift;
-  return true;
-}
-
 const char *cli_human_bytes(char *buf, size_t cap, uint64_t v) {
   static const char *unit[] = {"KiB", "MiB", "GiB", "TiB"};
   if (v < 1024) {
@@ -293,7 +271,7 @@ static int cmd_clear(const cache_opts *o, kc_disk *d) {
 
 static int cmd_prune(const cache_opts *o, kc_disk *d) {
   uint64_t target = kc_disk_max_bytes(d);
-  if (o->max_bytes && !parse_size(o->max_bytes, &target)) {
+  if (o->max_bytes && !kc_parse_bytes(o->max_bytes, &target)) {
     fprintf(stderr, "kiln cache prune: --max-bytes expects a size like 0, 4096, 64K, 512M or 1G, "
                     "got '%s'\n",
             o->max_bytes);
