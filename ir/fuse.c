@@ -61,13 +61,6 @@ static bool gemm_node(const ir_node *n) {
   return t == IR_DT_F32 || t == IR_DT_F64;
 }
 
-static bool same_shape(const ir_type *a, const ir_type *b) {
-  if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
-  return true;
-}
-
 typedef struct fuse_ctx {
   ir_graph *g;
   int *uses;       /* by value id: operand slots that read it */
@@ -104,7 +97,7 @@ static int grow(fuse_ctx *c, int r, int gid) {
         const ir_value *v = m->in[j];
         const ir_node *p = v->def;
         if (!p || c->group[p->id] >= 0 || c->is_output[v->id] || p->nout != 1) continue;
-        if (!same_shape(&v->type, rt) || member_uses(c, n, v) != c->uses[v->id]) continue;
+        if (!ir_type_same_shape(&v->type, rt) || member_uses(c, n, v) != c->uses[v->id]) continue;
         bool join = false;
         if (ew_node(p)) {
           join = true;

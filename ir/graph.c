@@ -143,8 +143,19 @@ bool ir_device_parse(const char *s, ir_device *d) {
 }
 
 bool ir_type_equal(const ir_type *a, const ir_type *b) {
-  if (a->dtype != b->dtype || a->rank != b->rank) return false;
+  if (a->dtype != b->dtype) return false;
   if (a->device.kind != b->device.kind || a->device.id != b->device.id) return false;
+  return ir_type_same_shape(a, b);
+}
+
+int ir_graph_input_index(const ir_graph *g, const ir_value *v) {
+  for (int i = 0; i < g->ninputs; i++)
+    if (g->inputs[i] == v) return i;
+  return -1;
+}
+
+bool ir_type_same_shape(const ir_type *a, const ir_type *b) {
+  if (a->rank != b->rank) return false;
   for (int i = 0; i < a->rank; i++)
     if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
   return true;

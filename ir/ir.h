@@ -134,6 +134,8 @@ typedef struct ir_type {
 } ir_type;
 
 bool ir_type_equal(const ir_type *a, const ir_type *b);
+/* Same rank and equal dims (canonical expressions); dtype and device aside. */
+bool ir_type_same_shape(const ir_type *a, const ir_type *b);
 /* Static element count, or false when a dim is not constant. */
 bool ir_type_static_numel(const ir_type *t, int64_t *n);
 /* "!mo.tensor<[batch, 64], f32>" into buf; returns needed length like snprintf. */
@@ -241,6 +243,9 @@ typedef struct ir_graph {
                             caller may roll back by restoring the counts */
   int cap_index;
 } ir_graph;
+
+/* The index of v among g's inputs, -1 when v is not an input of g. */
+int ir_graph_input_index(const ir_graph *g, const ir_value *v);
 
 /* A diagnostic: where (line:col, 0:0 for API-built graphs) and what. */
 typedef struct ir_diag {

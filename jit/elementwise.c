@@ -492,14 +492,6 @@ LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v) {
   return r;
 }
 
-/* Does operand type t equal the result's shape, or is it one static element? */
-static bool same_shape(const ir_type *t, const ir_type *o) {
-  if (t->rank != o->rank) return false;
-  for (int i = 0; i < t->rank; i++)
-    if (!ir_dim_equal(t->dims[i], o->dims[i])) return false;
-  return true;
-}
-
 static bool single_element(const ir_type *t) {
   for (int i = 0; i < t->rank; i++) {
     int64_t v;
@@ -579,7 +571,7 @@ enum { FLAT_BLOCK = 128, FLAT_PREFETCH_BYTES = 1536 };
 static void prefetch_block(jit_fn *f, const jit_ew_group *G, const ir_type *ot,
                            LLVMValueRef start) {
   for (int b = 0; b < G->nin; b++) {
-    if (!same_shape(G->in_types[b], ot)) continue;
+    if (!ir_type_same_shape(G->in_types[b], ot)) continue;
     size_t sz = ir_dtype_size(G->in_types[b]->dtype);
     if (sz == 0 || sz > 64) continue;
     LLVMValueRef byte0 = LLVMBuildNSWAdd(
@@ -610,7 +602,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
   /* Flat path: every input is the result's shape or a single element. */
   bool flat = true;
   for (int b = 0; b < G->nin && flat; b++)
-    flat = same_shape(G->in_types[b], ot) || single_element(G->in_types[b]);
+    flat = ir_type_same_shape(G->in_types[b], ot) || single_element(G->in_types[b]);
   if (flat) {
     LLVMValueRef numel = jit_numel_range(f, ot, 0, r), lo, hi;
     jit_split_range(f, numel, &lo, &hi);
@@ -635,7 +627,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     }
     jit_loop L;
     LLVMValueRef i = jit_loop_begin(f, &L, lo, hi, "i");
-    for (int b = 0; b < G->nin; b++) idx[b] = same_shape(G->in_types[b], ot) ? i : jit_i64(f, 0);
+    for (int b = 0; b < G->nin; b++) idx[b] = ir_type_same_shape(G->in_types[b], ot) ? i : jit_i64(f, 0);
     group_body(f, G, idx, i);
     jit_loop_end(f, &L);
     if (pf) jit_loop_end(f, &BL);

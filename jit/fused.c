@@ -40,20 +40,6 @@ static bool ew_member(const ir_node *n) {
   return o && n->nout == 1 && (ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO);
 }
 
-static bool same_dims(const ir_type *a, const ir_type *b) {
-  if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
-  return true;
-}
-
-/* By value id: body input index (>= 0), else -1. */
-static int input_index(const ir_graph *b, const ir_value *v) {
-  for (int i = 0; i < b->ninputs; i++)
-    if (b->inputs[i] == v) return i;
-  return -1;
-}
-
 typedef struct fctx {
   jit_fn *f;
   const ir_graph *b;
@@ -81,7 +67,7 @@ static int collect(fctx *c, const ir_node *skip) {
       int s;
       if (v->id >= 0 && v->id < b->nvalues && c->member_of[v->id] >= 0) s = c->member_of[v->id];
       else if (skip && v->def == skip) s = -1 - b->ninputs;
-      else if ((s = input_index(b, v)) >= 0) s = -1 - s;
+      else if ((s = ir_graph_input_index(b, v)) >= 0) s = -1 - s;
       else return jit_fn_error(c->f, "mo.fused: operand %d of mo.%s comes from nowhere", j,
                                ir_op_get(n->op)->name);
       c->src[JIT_EW_MAX_IN * k + j] = s;
@@ -97,7 +83,7 @@ static int lower_ew(fctx *c) {
   if (collect(c, NULL) < 0) return -1;
   const ir_type *shape = &b->outputs[0]->type;
   for (int k = 0; k < c->nmem; k++)
-    if (!same_dims(&c->mem[k]->out[0]->type, shape))
+    if (!ir_type_same_shape(&c->mem[k]->out[0]->type, shape))
       return jit_fn_error(f, "mo.fused: a member's result shape differs from the group's");
   int nin = b->ninputs, nout = b->noutputs;
   const ir_type **in_types = calloc((size_t)nin + 1, sizeof *in_types);
@@ -262,17 +248,17 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
     return jit_fn_error(f, "mo.fused: a GEMM epilogue group has one result");
   const ir_value *out = b->outputs[0];
   int root = out->id >= 0 && out->id < b->nvalues ? c->member_of[out->id] : -1;
-  if (root < 0 || out->type.dtype != dt || !same_dims(&out->type, rt) || r < 2 ||
+  if (root < 0 || out->type.dtype != dt || !ir_type_same_shape(&out->type, rt) || r < 2 ||
       (dt != IR_DT_F32 && dt != IR_DT_F64))
     return jit_fn_error(f, "mo.fused: the epilogue's result must be an f32 / f64 member of the "
                            "matmul's shape and dtype");
   for (int k = 0; k < c->nmem; k++) {
-    if (!same_dims(&c->mem[k]->out[0]->type, rt))
+    if (!ir_type_same_shape(&c->mem[k]->out[0]->type, rt))
       return jit_fn_error(f, "mo.fused: an epilogue member's shape differs from the matmul's");
     if (c->mem[k]->op == IR_OP_MOD && !ir_dtype_is_float(c->mem[k]->out[0]->type.dtype))
       return jit_fn_error(f, "mo.fused: integer mo.mod cannot be in a GEMM epilogue");
   }
-  int ia = input_index(b, mm->in[0]), ib = input_index(b, mm->in[1]);
+  int ia = ir_graph_input_index(b, mm->in[0]), ib = ir_graph_input_index(b, mm->in[1]);
   if (ia < 0 || ib < 0) return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs");
 
   int *used = calloc((size_t)nin + 1, sizeof *used);

@@ -53,19 +53,6 @@ static bool ew_member(const ir_node *n) {
   return ew_custom(n) || ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;
 }
 
-static bool same_dims(const ir_type *a, const ir_type *b) {
-  if (a->rank != b->rank) return false;
-  for (int i = 0; i < a->rank; i++)
-    if (!ir_dim_equal(a->dims[i], b->dims[i])) return false;
-  return true;
-}
-
-static int input_index(const ir_graph *b, const ir_value *v) {
-  for (int i = 0; i < b->ninputs; i++)
-    if (b->inputs[i] == v) return i;
-  return -1;
-}
-
 static void group_free(group *g) {
   free(g->mem);
   free(g->src);
@@ -105,7 +92,7 @@ static int group_build(group *g, const ir_node *n, char *err, size_t errlen) {
         return fail(err, errlen, "mo.fused: a second mo.%s in one group", name);
       if (m->nin != 2 || m->nout != 1 || m->in[0]->type.rank < 2 || m->in[1]->type.rank < 2)
         return fail(err, errlen, "mo.fused: mo.%s of this form cannot be fused", name);
-      if (input_index(b, m->in[0]) < 0 || input_index(b, m->in[1]) < 0)
+      if (ir_graph_input_index(b, m->in[0]) < 0 || ir_graph_input_index(b, m->in[1]) < 0)
         return fail(err, errlen, "mo.fused: the operands of mo.%s must come from outside the "
                                  "group", name);
       if (ir_node_attr_int(m, "kiln.packed_b", 0))
@@ -129,7 +116,7 @@ static int group_build(group *g, const ir_node *n, char *err, size_t errlen) {
         s = g->member_of[v->id];
       else if (g->mm && v == g->mm->out[0])
         s = PRODUCT(g);
-      else if ((s = input_index(b, v)) >= 0)
+      else if ((s = ir_graph_input_index(b, v)) >= 0)
         s = -1 - s;
       else
         return fail(err, errlen, "mo.fused: an operand of mo.%s comes from nowhere", name);
@@ -141,7 +128,7 @@ static int group_build(group *g, const ir_node *n, char *err, size_t errlen) {
     return fail(err, errlen, "mo.fused: a group without elementwise members");
   g->shape = g->mm ? &g->mm->out[0]->type : &b->outputs[0]->type;
   for (int k = 0; k < g->nmem; k++)
-    if (!same_dims(&g->mem[k]->out[0]->type, g->shape))
+    if (!ir_type_same_shape(&g->mem[k]->out[0]->type, g->shape))
       return fail(err, errlen, "mo.fused: the result of mo.%s has another shape than the "
                                "group's", ir_op_get(g->mem[k]->op)->name);
   if (g->mm && b->noutputs != 1)
@@ -233,7 +220,7 @@ static void members_at(emit_ctx *c, const LLVMValueRef *coord, LLVMValueRef i,
         int bi = -1 - s;
         if (!c->loaded[bi]) {
           const ir_type *t = &b->inputs[bi]->type;
-          LLVMValueRef idx = i && same_dims(t, g->shape)
+          LLVMValueRef idx = i && ir_type_same_shape(t, g->shape)
                                  ? i
                                  : jit_simt_bcast_index(f, t, g->shape, r, coord);
           c->loaded[bi] = jit_load(f, t->dtype, jit_in(f, bi), idx);
@@ -291,8 +278,8 @@ int jit_simt_lower_fused(jit_simt_fn *sf) {
   if (!c.fn || !c.reg || !c.loaded)
     rc = jit_fn_error(f, "out of memory");
   else if ((rc = link_customs(&c)) == 0)
-    rc = g.mm ? jit_simt_lower_matmul(sf, g.mm, input_index(g.b, g.mm->in[0]),
-                                      input_index(g.b, g.mm->in[1]), epilogue, &c)
+    rc = g.mm ? jit_simt_lower_matmul(sf, g.mm, ir_graph_input_index(g.b, g.mm->in[0]),
+                                      ir_graph_input_index(g.b, g.mm->in[1]), epilogue, &c)
               : lower_elements(&c);
   free(c.fn);
   free(c.reg);
