@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "capture.h"
 
 struct rt_capture {
@@ -90,10 +91,9 @@ int rt_capture_record(kiln_model *m, rt_capture *c, const ir_tensor *ins, const 
   return 0;
 }
 
-KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+int rt_host_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
                                 int ninputs, kiln_tensor **outputs, int noutputs,
                                 kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_capture: model is NULL");
   if (find(m, key))
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                   "key %llu is already captured (release it first)", (unsigned long long)key);
@@ -120,18 +120,16 @@ KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const 
   return 0;
 }
 
-KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+int rt_host_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
                                int ninputs, kiln_tensor **outputs, int noutputs,
                                kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
   rt_capture *c = find(m, key);
   if (!c) return rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
   return rt_model_execute(m, inputs, ninputs, outputs, noutputs, c, NULL, st);
 }
 
-KILN_API int kiln_model_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+int rt_host_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
                                       int ninputs, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_verify_replay: model is NULL");
   rt_capture *c = find(m, key);
   if (!c) return rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
   if (ninputs != m->ninputs || (ninputs && !inputs))
@@ -169,8 +167,7 @@ done:
   return rc;
 }
 
-KILN_API int kiln_model_release(kiln_model *m, uint64_t key, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_release: model is NULL");
+int rt_host_release(kiln_model *m, uint64_t key, kiln_status *st) {
   lock(m);
   rt_capture **p = &m->captures;
   while (*p && (*p)->key != key) p = &(*p)->next;

@@ -85,16 +85,14 @@ int rt_device_copy_dd(kiln_device *d, kiln_devptr dst, kiln_devptr src, size_t n
                       kiln_status *st);
 int rt_device_launch(kiln_device *d, void *fn, const rt_launch_dims *dims, void **params,
                      kiln_status *st);
-/* Kernels a device model loaded from the context's disk cache (hits) and
- * compiled (misses) when it was compiled (device_model.c). */
-void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *misses);
+/* Kernels a device model (kiln_model on a device) loaded from the disk
+ * cache (hits) and compiled (misses) when it was compiled (device_model.c);
+ * 0 for a host model. */
+void rt_device_model_cache_counts(const kiln_model *m, int *hits, int *misses);
 /* Kernels a device model loaded (after fusion), and the execute plans it
  * built so far (an execute of a binding seen last reuses its plan). */
-int rt_device_model_kernels(const kiln_device_model *m);
-int rt_device_model_plan_builds(const kiln_device_model *m);
-/* Shape-specialized variants a device model compiled (its context's
- * policy is sync: each new binding's kernels with its dims as constants). */
-int rt_device_model_specialized(const kiln_device_model *m);
+int rt_device_model_kernels(const kiln_model *m);
+int rt_device_model_plan_builds(const kiln_model *m);
 int rt_device_module_load(kiln_device *d, const void *image, size_t len, void **mod,
                           kiln_status *st);
 void rt_device_module_unload(kiln_device *d, void *mod);

@@ -1,33 +1,33 @@
-/* device_model.c - graphs on a device (kiln/device.h: kiln_device_model_*).
+/* device_model.c - the simt backend of kiln_model (backend.h): graphs on a
+ * kiln_device (simt-emu, cuda:N, hip:N).
  *
- * Compile: prepare a clone of the graph for the device's SIMT target
- * (pipeline.c: verify, custom kernels built for the target, transposes
- * folded into matmuls, fusion where the SIMT lowering takes it; simt-emu:
- * host code; cuda: PTX for the device's SM, sm_80 at least; hip: a gfx90a
- * code object), then get each kernel node's code through the pipeline
- * (the context's disk cache, else compiled) and load it as a device module;
- * keep each kernel's symbol map (a kernel reads its own symbols); copy the
- * constants to the device. Reshape-like nodes whose result is not an
- * output run no kernel: their result shares the operand's buffer.
+ * Compile (rt_dm_prepare, rt_dm_load): prepare the model's clone for the
+ * device's SIMT target (pipeline.c: verify, custom kernels built for the
+ * target, transposes folded into matmuls, fusion where the SIMT lowering
+ * takes it; simt-emu: host code; cuda: PTX for the device's SM, sm_80 at
+ * least; hip: a gfx90a code object), then get each kernel node's code
+ * through the pipeline (the target context's disk cache, else compiled) and
+ * load it as a device module; keep each kernel's symbol map (a kernel reads
+ * its own symbols); copy the constants to the device. Reshape-like nodes
+ * whose result is not an output run no kernel: their result shares the
+ * operand's buffer.
  * Execute: solve the symbols from the input shapes (ir_solve_symbols, the
- * interpreter's messages); for a binding other than the last one, build a
- * plan: one device arena holding the inputs and every computed value,
- * placed by lifetime (plan.c: rt_plan_place), and the resolved launch of
- * every kernel (jit_simt_geometry's grid, parameters). The plan is kept, so
- * executes of one binding allocate nothing. Run: copy the inputs in,
- * launch each kernel, read the error word after each (a data error names
- * the op), copy the outputs back.
- * Code cache: through kiln_device_model_compile_with, each kernel's code
- * (PTX, linked code object, emulator object) is kept in the context's disk
- * cache under a content key (pipeline.c) and loaded from there by the next
- * compile of the same kernel for the same target, in this process or
- * another.
- * Custom ops (mo.custom / mo.inplace_custom): only through
- * kiln_device_model_compile_with, whose context holds the kernel libraries:
- * the kernels must be KILN_SIMT_KERNELs, built for the device's target and
- * linked into the node's kernel; the launch follows jit_simt_geometry
- * (kiln/kernel.h: simt_grid); for mo.inplace_custom the launch first copies
- * operand 0 into result 0 on the device.
+ * interpreter's messages); take the specialized variant of the binding
+ * under the model's policy (variants.c: the same policies, buckets, bounds
+ * and background compiles as on the host; a variant's kernels come from
+ * compile_bound below); for a binding or variant other than the last
+ * one's, build a plan: one device arena holding the inputs and every
+ * computed value, placed by lifetime (plan.c: rt_plan_place), and the
+ * resolved launch of every kernel (jit_simt_geometry's grid, parameters).
+ * The plan is kept, so executes of one binding allocate nothing. Run: copy
+ * the inputs in, launch each kernel, read the error word after each (a
+ * data error names the op), copy the outputs back.
+ * Custom ops (mo.custom / mo.inplace_custom): only with a target context,
+ * which holds the kernel libraries: the kernels must be KILN_SIMT_KERNELs,
+ * built for the device's target and linked into the node's kernel; the
+ * launch follows jit_simt_geometry (kiln/kernel.h: simt_grid); for
+ * mo.inplace_custom the launch first copies operand 0 into result 0 on the
+ * device.
  * Guarantees: every failure frees what the call allocated and says what and
  * where; executes on one model are serialized by its lock. */
 #include <stdio.h>
@@ -35,49 +35,26 @@
 #include <string.h>
 #include <time.h>
 
+#include "backend.h"
 #include "device.h"
 #include "pipeline.h"
 #include "placement.h"
 #include "plan.h"
-
-typedef struct dm_kernel {
-  void *module;
-  void *fn;
-  int *sym_map; /* kernel symbol j = graph symbol sym_map[j]; NULL when nsyms is 0 */
-  int nsyms;
-} dm_kernel;
-
-/* A shape-specialized variant: the kernels of one binding of every symbol
- * (no symbol parameters), for the nodes whose generic kernel reads symbols
- * (the others run the generic kernel: kernels[i].fn NULL). refs: plans
- * using it; only a variant no plan uses is evicted. */
-typedef struct dm_variant {
-  int64_t *key; /* g->nsyms values */
-  dm_kernel *kernels;
-  int refs;
-  uint64_t last_use;
-} dm_variant;
-
-#define DM_VARIANTS_MAX 8
+#include "variants.h"
 
 typedef struct dm_plan dm_plan;       /* one binding's resolved launches */
 typedef struct dm_capture dm_capture; /* a plan kept under a key */
 
-struct kiln_device_model {
+struct rt_dm {
   kiln_device *dev;
-  ir_graph *g;         /* prepared clone, owned */
-  rt_target target;    /* the device's SIMT target; its ctx (compile_with's, or NULL) */
-  dm_kernel *kernels;  /* g->nnodes, zeroed for nodes without a kernel */
+  rt_target target;    /* the device's SIMT target; its ctx (the caller's, or NULL) */
+  rt_code *kernels;    /* g->nnodes generic kernels (handle: the module), zeroed for none */
   kiln_devptr *consts; /* g->nnodes: device copy of a mo.constant's data, or 0 */
   kiln_devptr *weights;/* g->nnodes: device copy of a bound mo.constant.external, or 0 */
-  size_t *weight_bytes;
-  double compile_ms;
   pthread_mutex_t lock;
+  bool lock_ok;
   dm_plan *recent;      /* the last execute's plan, reused while the binding repeats */
-  dm_variant *variants[DM_VARIANTS_MAX]; /* specialized variants (sync policy), LRU */
-  int nvariants, specialized;            /* live, and compiled ever */
-  uint64_t tick;
-  dm_capture *captures; /* kiln_device_model_capture, by key */
+  dm_capture *captures; /* capture, by key */
   int ncaptures;
   int cache_hits, cache_misses; /* kernels loaded from the disk cache / compiled */
   int nkernels;         /* kernels loaded (nodes with a kernel after fusion) */
@@ -107,168 +84,132 @@ static const char *target_name(kiln_device *d, kiln_status *st) {
   return NULL;
 }
 
-/* Compile (or find in the cache) and load node i's kernel (pipeline.c). */
-static int load_kernel(kiln_device_model *m, int i, kiln_status *st) {
-  dm_kernel *k = &m->kernels[i];
-  rt_simt_code c;
-  if (rt_pipeline_compile_simt(&m->target, m->g, i, NULL, &c, st) < 0) return -1;
-  if (c.cached) m->cache_hits++;
-  else m->cache_misses++;
-  m->nkernels++;
-  k->sym_map = c.sym_map;
-  k->nsyms = c.nsyms;
-  c.sym_map = NULL;
-  int rc = rt_device_module_load(m->dev, c.image, c.len, &k->module, st);
-  if (rc == 0) rc = rt_device_module_function(m->dev, k->module, c.name, &k->fn, st);
-  rt_simt_code_free(&c);
+/* Node i's code under binding b (NULL: generic), loaded on the device:
+ * c->handle is the module. *cached: it came from the disk cache. */
+static int load_code(kiln_model *m, int i, const rt_binding *b, rt_code *c, bool *cached,
+                     kiln_status *st) {
+  rt_simt_code sc;
+  *c = (rt_code){0};
+  if (rt_pipeline_compile_simt(&m->dm->target, m->g, i, b, &sc, st) < 0) return -1;
+  *cached = sc.cached;
+  int rc = rt_device_module_load(m->device, sc.image, sc.len, &c->handle, st);
+  if (rc == 0) rc = rt_device_module_function(m->device, c->handle, sc.name, &c->fn, st);
+  c->sym_map = sc.sym_map;
+  c->nsyms = sc.nsyms;
+  sc.sym_map = NULL;
+  rt_simt_code_free(&sc);
+  if (rc < 0) {
+    rt_device_module_unload(m->device, c->handle);
+    free(c->sym_map);
+    *c = (rt_code){0};
+  }
   return rc;
 }
 
-static int upload_constant(kiln_device_model *m, int i, kiln_status *st) {
-  const ir_node *n = m->g->nodes[i];
-  const ir_attr *a = ir_node_attr(n, "value");
-  const ir_type *t = &n->out[0]->type;
+/* Node i's generic kernel (pipeline.c), compiled or from the cache. */
+static int load_kernel(kiln_model *m, int i, kiln_status *st) {
+  bool cached = false;
+  if (load_code(m, i, NULL, &m->dm->kernels[i], &cached, st) < 0) return -1;
+  if (cached) m->dm->cache_hits++;
+  else m->dm->cache_misses++;
+  m->dm->nkernels++;
+  return 0;
+}
+
+/* A mo.constant's data (model.c made it whole: m->const_data) to the device. */
+static int upload_constant(kiln_model *m, int i, kiln_status *st) {
+  const ir_type *t = &m->g->nodes[i]->out[0]->type;
   int64_t numel = -1;
-  if (!a || a->kind != IR_ATTR_DENSE || !ir_type_static_numel(t, &numel) || numel < 0)
+  if (!m->const_data[i] || !ir_type_static_numel(t, &numel) || numel < 0)
     return rt_err(st, KILN_ERR_VERIFY, "mo.constant at line %d: no dense value of static shape",
-                  n->loc.line);
-  size_t es = ir_dtype_size(t->dtype), bytes = (size_t)numel * es;
-  char *host = malloc(bytes ? bytes : 1);
-  if (!host) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  if (a->u.dense.numel == numel)
-    memcpy(host, a->u.dense.data, bytes);
-  else
-    for (int64_t k = 0; k < numel; k++) memcpy(host + (size_t)k * es, a->u.dense.data, es);
-  int rc = kiln_device_alloc(m->dev, bytes, &m->consts[i], st);
-  if (rc == 0) rc = kiln_device_copy_to(m->dev, m->consts[i], host, bytes, st);
-  free(host);
-  return rc;
+                  m->g->nodes[i]->loc.line);
+  size_t bytes = (size_t)numel * ir_dtype_size(t->dtype);
+  if (kiln_device_alloc(m->device, bytes, &m->dm->consts[i], st) < 0) return -1;
+  return kiln_device_copy_to(m->device, m->dm->consts[i], m->const_data[i], bytes, st);
 }
 
-static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const kiln_graph *kg,
-                                        kiln_status *st);
-
-KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln_graph *kg,
-                                                      kiln_status *st) {
-  return compile_model(NULL, d, kg, st);
-}
-
-KILN_API kiln_device_model *kiln_device_model_compile_with(kiln_context *ctx, kiln_device *d,
-                                                           const kiln_graph *kg,
-                                                           kiln_status *st) {
-  if (!ctx) {
-    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_compile_with: context is NULL");
-    return NULL;
-  }
-  return compile_model(ctx, d, kg, st);
-}
-
-static kiln_device_model *compile_model(kiln_context *ctx, kiln_device *d, const kiln_graph *kg,
-                                        kiln_status *st) {
-  if (!d || !kg) {
-    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_compile: NULL argument");
-    return NULL;
-  }
-  double t0 = now_ms();
-  kiln_device_model *m = calloc(1, sizeof *m);
-  if (!m || pthread_mutex_init(&m->lock, NULL) != 0) {
-    free(m);
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    return NULL;
-  }
-  m->dev = d;
+int rt_dm_prepare(kiln_model *m, kiln_device *d, kiln_context *target_ctx, kiln_status *st) {
+  rt_dm *dm = calloc(1, sizeof *dm);
+  if (!dm) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  m->dm = dm;
+  dm->dev = d;
+  if (pthread_mutex_init(&dm->lock, NULL) != 0)
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  dm->lock_ok = true;
   const char *tname = target_name(d, st);
-  if (!tname || rt_target_simt(&m->target, ctx, tname, kiln_device_label(d), st) < 0) goto fail;
-  if (!(m->g = ir_graph_clone(kg->ir))) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    goto fail;
-  }
+  if (!tname || rt_target_simt(&dm->target, target_ctx, tname, kiln_device_label(d), st) < 0)
+    return -1;
   /* verify, custom kernels for the target, transposes folded, fusion */
-  if (rt_pipeline_prepare(m->g, &m->target, NULL, st) < 0) goto fail;
-  if (rt_place_check_device(m->g, kiln_device_label(d), &m->placed, st) < 0) goto fail;
+  if (rt_pipeline_prepare(m->g, &dm->target, NULL, st) < 0) return -1;
+  return rt_place_check_device(m->g, kiln_device_label(d), &dm->placed, st);
+}
+
+int rt_dm_load(kiln_model *m, kiln_status *st) {
+  rt_dm *dm = m->dm;
   size_t nn = (size_t)m->g->nnodes + 1;
-  m->kernels = calloc(nn, sizeof *m->kernels);
-  m->consts = calloc(nn, sizeof *m->consts);
-  m->weights = calloc(nn, sizeof *m->weights);
-  m->weight_bytes = calloc(nn, sizeof *m->weight_bytes);
-  if (!m->kernels || !m->consts || !m->weights || !m->weight_bytes) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    goto fail;
-  }
+  dm->kernels = calloc(nn, sizeof *dm->kernels);
+  dm->consts = calloc(nn, sizeof *dm->consts);
+  dm->weights = calloc(nn, sizeof *dm->weights);
+  if (!dm->kernels || !dm->consts || !dm->weights)
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
-    int rc = n->op == IR_OP_CONSTANT                  ? upload_constant(m, i, st)
+    int rc = n->op == IR_OP_CONSTANT             ? upload_constant(m, i, st)
              : rt_pipeline_has_kernel(m->g, n) ? load_kernel(m, i, st)
-                                                      : 0; /* a weight, an alias */
-    if (rc < 0) goto fail;
+                                               : 0; /* a weight, an alias */
+    if (rc < 0) return -1;
   }
-  m->compile_ms = now_ms() - t0;
-  rt_ok(st);
-  return m;
-fail:
-  kiln_device_model_free(m);
-  return NULL;
+  return 0;
 }
 
-KILN_API double kiln_device_model_compile_ms(const kiln_device_model *m) {
-  return m ? m->compile_ms : 0;
+void rt_device_model_cache_counts(const kiln_model *m, int *hits, int *misses) {
+  *hits = m && m->dm ? m->dm->cache_hits : 0;
+  *misses = m && m->dm ? m->dm->cache_misses : 0;
 }
 
-void rt_device_model_cache_counts(const kiln_device_model *m, int *hits, int *misses) {
-  *hits = m ? m->cache_hits : 0;
-  *misses = m ? m->cache_misses : 0;
+int rt_device_model_kernels(const kiln_model *m) { return m && m->dm ? m->dm->nkernels : 0; }
+int rt_device_model_plan_builds(const kiln_model *m) {
+  return m && m->dm ? m->dm->plan_builds : 0;
 }
-
-int rt_device_model_kernels(const kiln_device_model *m) { return m ? m->nkernels : 0; }
-int rt_device_model_plan_builds(const kiln_device_model *m) { return m ? m->plan_builds : 0; }
-int rt_device_model_specialized(const kiln_device_model *m) { return m ? m->specialized : 0; }
 
 /* 0 when t is on the host or on m's device; else -1 naming both. what:
  * "input", "output" or "weight"; i < 0 for a weight. */
-static int check_place(const kiln_device_model *m, const kiln_tensor *t, const char *what, int i,
+static int check_place(const kiln_model *m, const kiln_tensor *t, const char *what, int i,
                        const char *name, kiln_status *st) {
-  if (!t->device || t->device == m->dev) return 0;
+  if (!t->device || t->device == m->device) return 0;
   char at[32] = "";
   if (i >= 0) snprintf(at, sizeof at, " %d", i);
   return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                 "%s%s (%s) lives on %s (another device handle), not on this model's %s; copy it "
                 "with kiln_tensor_copy_to",
-                what, at, name, rt_tensor_device_label(t), kiln_device_label(m->dev));
+                what, at, name, rt_tensor_device_label(t), kiln_device_label(m->device));
 }
 
 /* Copy t (host, or on m's device) into m's device buffer dst. */
-static int copy_in(kiln_device_model *m, kiln_devptr dst, const kiln_tensor *t, kiln_status *st) {
-  if (t->device) return rt_device_copy_dd(m->dev, dst, t->devptr, t->nbytes, st);
-  return kiln_device_copy_to(m->dev, dst, t->data, t->nbytes, st);
+static int copy_in(kiln_model *m, kiln_devptr dst, const kiln_tensor *t, kiln_status *st) {
+  if (t->device) return rt_device_copy_dd(m->device, dst, t->devptr, t->nbytes, st);
+  return kiln_device_copy_to(m->device, dst, t->data, t->nbytes, st);
 }
 
-KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *name,
-                                           const kiln_tensor *t, kiln_status *st) {
-  if (!m || !name || !t)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_bind_weight: NULL argument");
-  for (int i = 0; i < m->g->nnodes; i++) {
-    const ir_node *n = m->g->nodes[i];
-    if (n->op != IR_OP_CONSTANT_EXTERNAL || strcmp(ir_node_attr_string(n, "name", ""), name))
-      continue;
-    const ir_type *ty = &n->out[0]->type;
-    bool same = (ir_dtype)t->dtype == ty->dtype && t->rank == ty->rank;
-    for (int a = 0; same && a < t->rank; a++) {
-      int64_t v;
-      same = ir_dim_is_const(ty->dims[a], &v) && v == t->shape[a];
-    }
-    if (!same)
-      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': the tensor's dtype or shape differs from "
-                    "the graph's", name);
-    if (check_place(m, t, "weight", -1, name, st) < 0) return -1;
-    pthread_mutex_lock(&m->lock);
-    /* a rebind copies into the same buffer: plans and captures point at it */
-    int rc = m->weights[i] ? 0 : kiln_device_alloc(m->dev, t->nbytes, &m->weights[i], st);
-    if (rc == 0) rc = copy_in(m, m->weights[i], t, st);
-    m->weight_bytes[i] = t->nbytes;
-    pthread_mutex_unlock(&m->lock);
-    return rc;
+/* Weight w to every node that reads it: a device buffer per node,
+ * allocated at the first bind; a rebind copies into the same buffer (plans
+ * and captures point at it). */
+static int dm_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
+  const char *name = m->weights[w].port.name;
+  for (int a = 0; a < t->rank; a++)
+    if (m->weights[w].port.dim_static[a] < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': a device model needs its static shape "
+                    "(axis %d is %s)", name, a, m->weights[w].port.dim_text[a]);
+  if (check_place(m, t, "weight", -1, name, st) < 0) return -1;
+  pthread_mutex_lock(&m->dm->lock);
+  int rc = 0;
+  for (int i = 0; rc == 0 && i < m->g->nnodes; i++) {
+    if (m->weight_of_node[i] != w) continue;
+    if (!m->dm->weights[i]) rc = kiln_device_alloc(m->device, t->nbytes, &m->dm->weights[i], st);
+    if (rc == 0) rc = copy_in(m, m->dm->weights[i], t, st);
   }
-  return rt_err(st, KILN_ERR_NOT_FOUND, "the graph has no weight named '%s'", name);
+  pthread_mutex_unlock(&m->dm->lock);
+  return rc;
 }
 
 /* ---- execution: a plan of launches ----
@@ -300,7 +241,7 @@ struct dm_plan {
   dm_launch *launches;
   int nlaunches;
   void *graph; /* a capture's launches recorded on the device (plan_record), or NULL */
-  dm_variant *var; /* the specialized variant its launches use (a reference), or NULL */
+  rt_variant *var; /* the specialized variant its launches use (a reference), or NULL */
 };
 
 struct dm_capture {
@@ -308,12 +249,12 @@ struct dm_capture {
   dm_plan *plan;
 };
 
-static void plan_free(kiln_device_model *m, dm_plan *x) {
+static void plan_free(kiln_model *m, dm_plan *x) {
   if (!x) return;
-  rt_device_graph_free(m->dev, x->graph);
-  if (x->var) x->var->refs--;
-  kiln_device_free(m->dev, x->arena);
-  kiln_device_free(m->dev, x->errword);
+  rt_device_graph_free(m->device, x->graph);
+  rt_variant_release(m, x->var);
+  kiln_device_free(m->device, x->arena);
+  kiln_device_free(m->device, x->errword);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
     free(x->launches[i].bufs);
     free(x->launches[i].ks);
@@ -345,7 +286,7 @@ static int value_bytes(const ir_value *v, const int64_t *syms, size_t *bytes, ki
  * placed by its lifetime (rt_plan_place: from its definition to its last
  * use, through aliases; graph outputs to the end); an alias's buffer is
  * its operand's. */
-static int plan_memory(kiln_device_model *m, dm_plan *x, kiln_status *st) {
+static int plan_memory(kiln_model *m, dm_plan *x, kiln_status *st) {
   const ir_graph *g = m->g;
   int nv = g->nvalues, nn = g->nnodes;
   int *owner = malloc((size_t)(nv + 1) * sizeof *owner); /* the value whose buffer v uses */
@@ -381,7 +322,7 @@ static int plan_memory(kiln_device_model *m, dm_plan *x, kiln_status *st) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "device memory plan: out of memory or too large");
     goto done;
   }
-  if (kiln_device_alloc(m->dev, total ? total : RT_PLAN_ALIGN, &x->arena, st) < 0) goto done;
+  if (kiln_device_alloc(m->device, total ? total : RT_PLAN_ALIGN, &x->arena, st) < 0) goto done;
   for (int k = 0; k < n; k++) x->buf[ids[k]] = x->arena + off[k];
   for (int v = 0; v < nv; v++)
     if (owner[v] != v) x->buf[v] = x->buf[owner[v]];
@@ -397,9 +338,10 @@ done:
 }
 
 /* The launch of node i into x->launches (when it has work). */
-static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st) {
+static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
   const ir_node *n = m->g->nodes[i];
-  const dm_kernel *k = x->var && x->var->kernels[i].fn ? &x->var->kernels[i] : &m->kernels[i];
+  const rt_code *k = rt_variant_code(x->var, i);
+  if (!k) k = &m->dm->kernels[i];
   char err[512];
   jit_simt_dims dims;
   if (jit_simt_geometry(n, x->syms, &dims, err, sizeof err) < 0)
@@ -437,7 +379,7 @@ static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st)
   rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
                        {dims.block[0], dims.block[1], dims.block[2]},
                        /* static shared memory: a global on GPUs, given by the launch on emu */
-                       kiln_device_get_kind(m->dev) == KILN_DEVICE_SIMT_EMU ? dims.shared_bytes
+                       kiln_device_get_kind(m->device) == KILN_DEVICE_SIMT_EMU ? dims.shared_bytes
                                                                               : 0};
   l->dims = ld;
   return 0;
@@ -445,74 +387,11 @@ static int plan_launch(kiln_device_model *m, dm_plan *x, int i, kiln_status *st)
 
 /* Solve, allocate and resolve every launch for these inputs. */
 /* Buffers of node i's kernel (operands and results). */
-static int n_bufs(const kiln_device_model *m, int i) {
+static int n_bufs(const kiln_model *m, int i) {
   return m->g->nodes[i]->nin + m->g->nodes[i]->nout;
 }
 
-static void variant_free(kiln_device_model *m, dm_variant *v) {
-  if (!v) return;
-  for (int i = 0; v->kernels && i < m->g->nnodes; i++) {
-    rt_device_module_unload(m->dev, v->kernels[i].module);
-    free(v->kernels[i].sym_map);
-  }
-  free(v->kernels);
-  free(v->key);
-  free(v);
-}
-
-/* The variant of binding syms, compiled now under the sync policy (the
- * context's; a model without a context never specializes); NULL: the
- * generic kernels serve (no symbols, another policy, the table full of
- * variants in use, or a compile that failed: the generic kernels are
- * correct for every binding, so the execute goes on with them). */
-static dm_variant *variant_for(kiln_device_model *m, const int64_t *syms) {
-  const ir_graph *g = m->g;
-  size_t ns = (size_t)g->nsyms;
-  if (ns == 0 || !m->target.ctx ||
-      kiln_context_specialize_policy(m->target.ctx) != KILN_SPECIALIZE_SYNC)
-    return NULL;
-  for (int k = 0; k < m->nvariants; k++)
-    if (memcmp(m->variants[k]->key, syms, ns * sizeof *syms) == 0) {
-      m->variants[k]->last_use = ++m->tick;
-      return m->variants[k];
-    }
-  int slot = m->nvariants < DM_VARIANTS_MAX ? m->nvariants : -1;
-  for (int k = 0; slot < 0 && k < m->nvariants; k++) /* least recently used, unused */
-    if (m->variants[k]->refs == 0 &&
-        (slot < 0 || m->variants[k]->last_use < m->variants[slot]->last_use))
-      slot = k;
-  if (slot < 0) return NULL;
-  dm_variant *v = calloc(1, sizeof *v);
-  if (!v || !(v->key = malloc(ns * sizeof *syms)) ||
-      !(v->kernels = calloc((size_t)g->nnodes + 1, sizeof *v->kernels))) {
-    variant_free(m, v);
-    return NULL;
-  }
-  memcpy(v->key, syms, ns * sizeof *syms);
-  rt_binding b = {syms, NULL};
-  for (int i = 0; i < g->nnodes; i++) {
-    if (!m->kernels[i].fn || m->kernels[i].nsyms == 0) continue; /* static: generic serves */
-    rt_simt_code c;
-    dm_kernel *k = &v->kernels[i];
-    int rc = rt_pipeline_compile_simt(&m->target, g, i, &b, &c, NULL);
-    if (rc == 0) rc = rt_device_module_load(m->dev, c.image, c.len, &k->module, NULL);
-    if (rc == 0) rc = rt_device_module_function(m->dev, k->module, c.name, &k->fn, NULL);
-    k->nsyms = c.nsyms; /* 0: every symbol bound */
-    rt_simt_code_free(&c);
-    if (rc < 0) {
-      variant_free(m, v);
-      return NULL;
-    }
-  }
-  if (slot < m->nvariants) variant_free(m, m->variants[slot]);
-  else m->nvariants++;
-  m->variants[slot] = v;
-  m->specialized++;
-  v->last_use = ++m->tick;
-  return v;
-}
-
-static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int ninputs,
+static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                            dm_plan *reuse, kiln_status *st) {
   const ir_graph *g = m->g;
   if (ninputs != g->ninputs || (ninputs && !inputs)) {
@@ -551,28 +430,30 @@ static dm_plan *plan_build(kiln_device_model *m, kiln_tensor *const *inputs, int
     rt_err(st, KILN_ERR_SHAPE, "%s", msg);
     goto fail;
   }
-  if (reuse && memcmp(reuse->syms, x->syms, (size_t)g->nsyms * sizeof *x->syms) == 0) {
+  /* the variant under the model's policy (variants.c; a reference) */
+  x->var = rt_variant_acquire(m, x->syms);
+  if (reuse && reuse->var == x->var &&
+      memcmp(reuse->syms, x->syms, (size_t)g->nsyms * sizeof *x->syms) == 0) {
     free(ins);
     plan_free(m, x);
-    return reuse; /* the same binding: its buffers and launches serve as they are */
+    return reuse; /* the same binding and code: its buffers and launches serve as they are */
   }
-  if (kiln_device_alloc(m->dev, sizeof(int32_t), &x->errword, st) < 0) goto fail;
+  if (kiln_device_alloc(m->device, sizeof(int32_t), &x->errword, st) < 0) goto fail;
   if (plan_memory(m, x, st) < 0) goto fail;
-  if ((x->var = variant_for(m, x->syms))) x->var->refs++;
-  m->plan_builds++;
+  m->dm->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     if (n->op == IR_OP_CONSTANT) {
-      x->buf[n->out[0]->id] = m->consts[i];
+      x->buf[n->out[0]->id] = m->dm->consts[i];
       continue;
     }
     if (n->op == IR_OP_CONSTANT_EXTERNAL) {
-      if (!m->weights[i]) {
-        rt_err(st, KILN_ERR_NOT_FOUND, "weight '%s' is not bound (kiln_device_model_bind_weight)",
+      if (!m->dm->weights[i]) {
+        rt_err(st, KILN_ERR_NOT_FOUND, "weight '%s' is not bound (kiln_model_bind_weight)",
                ir_node_attr_string(n, "name", "?"));
         goto fail;
       }
-      x->buf[n->out[0]->id] = m->weights[i];
+      x->buf[n->out[0]->id] = m->dm->weights[i];
       continue;
     }
     if (rt_pipeline_has_kernel(g, n) && plan_launch(m, x, i, st) < 0) goto fail;
@@ -587,19 +468,19 @@ fail:
 
 /* Copy inputs in, run the launches (the error word checked after each),
  * copy the outputs out (allocating those that are NULL). */
-static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs,
+static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
                     kiln_tensor **outputs, int noutputs, kiln_status *st) {
   const ir_graph *g = m->g;
   if (noutputs != g->noutputs || !outputs)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
                   g->noutputs, noutputs);
   int32_t zero = 0, code = 0;
-  if (kiln_device_copy_to(m->dev, x->errword, &zero, sizeof zero, st) < 0) return -1;
+  if (kiln_device_copy_to(m->device, x->errword, &zero, sizeof zero, st) < 0) return -1;
   for (int i = 0; i < g->ninputs; i++)
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
   if (x->graph) { /* a recorded capture: one launch, the error word read once */
-    if (rt_device_graph_launch(m->dev, x->graph, st) < 0) return -1;
-    if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) return -1;
+    if (rt_device_graph_launch(m->device, x->graph, st) < 0) return -1;
+    if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
     if (code != 0)
       return rt_err(st, KILN_ERR_RUNTIME, "a kernel of the recorded launch sequence failed: %s "
                     "(an execute of the same inputs names the op)", jit_kernel_error(code));
@@ -607,10 +488,10 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
   for (int li = 0; !x->graph && li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
     if (l->copy_bytes &&
-        rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
+        rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
       return -1;
-    if (rt_device_launch(m->dev, l->fn, &l->dims, l->params, st) < 0) return -1;
-    if (kiln_device_copy_from(m->dev, &code, x->errword, sizeof code, st) < 0) return -1;
+    if (rt_device_launch(m->device, l->fn, &l->dims, l->params, st) < 0) return -1;
+    if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
     if (code != 0) {
       const ir_node *n = g->nodes[l->node];
       return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
@@ -630,7 +511,7 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
     }
     kiln_tensor *t = outputs[i];
     if (!t) { /* where the graph puts it: on the device only when it says gpu */
-      kiln_device *home = m->placed && v->type.device.kind == IR_DEV_GPU ? m->dev : NULL;
+      kiln_device *home = m->dm->placed && v->type.device.kind == IR_DEV_GPU ? m->device : NULL;
       kiln_dtype dt = (kiln_dtype)v->type.dtype;
       t = fresh[i] = home ? kiln_tensor_new_on(home, dt, v->type.rank, shape, st)
                           : rt_tensor_alloc(dt, v->type.rank, shape, st);
@@ -648,8 +529,8 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
         break;
       }
     }
-    rc = t->device ? rt_device_copy_dd(m->dev, t->devptr, x->buf[v->id], t->nbytes, st)
-                   : kiln_device_copy_from(m->dev, t->data, x->buf[v->id], t->nbytes, st);
+    rc = t->device ? rt_device_copy_dd(m->device, t->devptr, x->buf[v->id], t->nbytes, st)
+                   : kiln_device_copy_from(m->device, t->data, x->buf[v->id], t->nbytes, st);
   }
   for (int i = 0; i < g->noutputs; i++) {
     if (rc == 0 && !outputs[i]) {
@@ -661,18 +542,16 @@ static int plan_run(kiln_device_model *m, dm_plan *x, kiln_tensor *const *inputs
   return rc;
 }
 
-KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const *inputs,
-                                       int ninputs, kiln_tensor **outputs, int noutputs,
-                                       kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_execute: model is NULL");
-  pthread_mutex_lock(&m->lock);
-  dm_plan *x = plan_build(m, inputs, ninputs, m->recent, st);
-  if (x && x != m->recent) { /* a new binding: its plan is kept for the next execute */
-    plan_free(m, m->recent);
-    m->recent = x;
+static int dm_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                      kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  pthread_mutex_lock(&m->dm->lock);
+  dm_plan *x = plan_build(m, inputs, ninputs, m->dm->recent, st);
+  if (x && x != m->dm->recent) { /* a new binding: its plan is kept for the next execute */
+    plan_free(m, m->dm->recent);
+    m->dm->recent = x;
   }
   int rc = x ? plan_run(m, x, inputs, outputs, noutputs, st) : -1;
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->dm->lock);
   if (rc == 0) rt_ok(st);
   return rc;
 }
@@ -683,32 +562,30 @@ KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const 
  * list on simt-emu), so a replay runs them in one call. Best effort: where
  * the device cannot record or recording fails, x keeps its launch list and
  * replays launch it one by one. */
-static void plan_record(kiln_device_model *m, dm_plan *x) {
-  if (!rt_device_can_record(m->dev) || x->nlaunches == 0) return;
-  if (rt_device_graph_begin(m->dev, NULL) < 0) return;
+static void plan_record(kiln_model *m, dm_plan *x) {
+  if (!rt_device_can_record(m->device) || x->nlaunches == 0) return;
+  if (rt_device_graph_begin(m->device, NULL) < 0) return;
   bool ok = true;
   for (int li = 0; li < x->nlaunches && ok; li++) {
     dm_launch *l = &x->launches[li];
-    ok = rt_device_copy_dd(m->dev, l->copy_dst, l->copy_src, l->copy_bytes, NULL) == 0 &&
-         rt_device_launch(m->dev, l->fn, &l->dims, l->params, NULL) == 0;
+    ok = rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, NULL) == 0 &&
+         rt_device_launch(m->device, l->fn, &l->dims, l->params, NULL) == 0;
   }
   void *graph = NULL;
-  if (rt_device_graph_end(m->dev, &graph, NULL) < 0) return; /* always ends the recording */
+  if (rt_device_graph_end(m->device, &graph, NULL) < 0) return; /* always ends the recording */
   if (ok) x->graph = graph;
-  else rt_device_graph_free(m->dev, graph);
+  else rt_device_graph_free(m->device, graph);
 }
 
-static dm_capture *find_capture(kiln_device_model *m, uint64_t key) {
-  for (int i = 0; i < m->ncaptures; i++)
-    if (m->captures[i].key == key) return &m->captures[i];
+static dm_capture *find_capture(kiln_model *m, uint64_t key) {
+  for (int i = 0; i < m->dm->ncaptures; i++)
+    if (m->dm->captures[i].key == key) return &m->dm->captures[i];
   return NULL;
 }
 
-KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
-                                       kiln_tensor *const *inputs, int ninputs,
-                                       kiln_tensor **outputs, int noutputs, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_capture: model is NULL");
-  pthread_mutex_lock(&m->lock);
+static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                          int ninputs, kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  pthread_mutex_lock(&m->dm->lock);
   int rc = -1;
   dm_plan *x = NULL;
   if (find_capture(m, key)) {
@@ -716,28 +593,28 @@ KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
            "key %llu is already captured (release it first)", (unsigned long long)key);
     goto done;
   }
-  dm_capture *grown = realloc(m->captures, sizeof *grown * (size_t)(m->ncaptures + 1));
+  dm_capture *grown = realloc(m->dm->captures, sizeof *grown * (size_t)(m->dm->ncaptures + 1));
   if (!grown) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  m->captures = grown;
+  m->dm->captures = grown;
   if (!(x = plan_build(m, inputs, ninputs, NULL, st))) goto done;
   if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
   plan_record(m, x);
-  m->captures[m->ncaptures].key = key;
-  m->captures[m->ncaptures].plan = x;
-  m->ncaptures++;
+  m->dm->captures[m->dm->ncaptures].key = key;
+  m->dm->captures[m->dm->ncaptures].plan = x;
+  m->dm->ncaptures++;
   x = NULL;
   rc = 0;
   rt_ok(st);
 done:
   plan_free(m, x);
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->dm->lock);
   return rc;
 }
 
-static int check_replay_inputs(kiln_device_model *m, const dm_plan *x, uint64_t key,
+static int check_replay_inputs(kiln_model *m, const dm_plan *x, uint64_t key,
                                kiln_tensor *const *inputs, int ninputs, kiln_status *st) {
   const ir_graph *g = m->g;
   if (ninputs != g->ninputs || (ninputs && !inputs))
@@ -756,28 +633,23 @@ static int check_replay_inputs(kiln_device_model *m, const dm_plan *x, uint64_t 
   return 0;
 }
 
-KILN_API int kiln_device_model_replay(kiln_device_model *m, uint64_t key,
-                                      kiln_tensor *const *inputs, int ninputs,
-                                      kiln_tensor **outputs, int noutputs, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_replay: model is NULL");
-  pthread_mutex_lock(&m->lock);
+static int dm_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs, int ninputs,
+                     kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  pthread_mutex_lock(&m->dm->lock);
   dm_capture *c = find_capture(m, key);
   int rc = -1;
   if (!c)
     rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
   else if (check_replay_inputs(m, c->plan, key, inputs, ninputs, st) == 0)
     rc = plan_run(m, c->plan, inputs, outputs, noutputs, st);
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->dm->lock);
   if (rc == 0) rt_ok(st);
   return rc;
 }
 
-KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
-                                             kiln_tensor *const *inputs, int ninputs,
-                                             kiln_status *st) {
-  if (!m)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_verify_replay: model is NULL");
-  pthread_mutex_lock(&m->lock);
+static int dm_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                            int ninputs, kiln_status *st) {
+  pthread_mutex_lock(&m->dm->lock);
   dm_capture *c = find_capture(m, key);
   dm_plan *x = NULL;
   int rc = -1;
@@ -812,43 +684,78 @@ KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
   rt_ok(st);
 done:
   plan_free(m, x);
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->dm->lock);
   return rc;
 }
 
-KILN_API int kiln_device_model_release(kiln_device_model *m, uint64_t key, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_device_model_release: model is NULL");
-  pthread_mutex_lock(&m->lock);
+static int dm_release(kiln_model *m, uint64_t key, kiln_status *st) {
+  pthread_mutex_lock(&m->dm->lock);
   dm_capture *c = find_capture(m, key);
   if (c) {
     plan_free(m, c->plan);
-    *c = m->captures[--m->ncaptures];
+    *c = m->dm->captures[--m->dm->ncaptures];
   }
-  pthread_mutex_unlock(&m->lock);
+  pthread_mutex_unlock(&m->dm->lock);
   if (!c) return rt_err(st, KILN_ERR_NOT_FOUND, "no capture under key %llu", (unsigned long long)key);
   rt_ok(st);
   return 0;
 }
 
-KILN_API void kiln_device_model_free(kiln_device_model *m) {
-  if (!m) return;
-  plan_free(m, m->recent);
-  for (int i = 0; i < m->ncaptures; i++) plan_free(m, m->captures[i].plan);
-  for (int k = 0; k < m->nvariants; k++) variant_free(m, m->variants[k]);
-  free(m->captures);
-  for (int i = 0; m->g && i < m->g->nnodes; i++) {
-    if (m->kernels) {
-      rt_device_module_unload(m->dev, m->kernels[i].module);
-      free(m->kernels[i].sym_map);
-    }
-    if (m->consts) kiln_device_free(m->dev, m->consts[i]);
-    if (m->weights) kiln_device_free(m->dev, m->weights[i]);
+static void dm_free(kiln_model *m) {
+  rt_dm *dm = m->dm;
+  if (!dm) return;
+  if (dm->lock_ok) {
+    plan_free(m, dm->recent);
+    for (int i = 0; i < dm->ncaptures; i++) plan_free(m, dm->captures[i].plan);
   }
-  free(m->kernels);
-  free(m->consts);
-  free(m->weights);
-  free(m->weight_bytes);
-  ir_graph_free(m->g);
-  pthread_mutex_destroy(&m->lock);
-  free(m);
+  free(dm->captures);
+  for (int i = 0; i < m->g->nnodes; i++) {
+    if (dm->kernels) {
+      rt_device_module_unload(m->device, dm->kernels[i].handle);
+      free(dm->kernels[i].sym_map);
+    }
+    if (dm->consts) kiln_device_free(m->device, dm->consts[i]);
+    if (dm->weights) kiln_device_free(m->device, dm->weights[i]);
+  }
+  free(dm->kernels);
+  free(dm->consts);
+  free(dm->weights);
+  if (dm->lock_ok) pthread_mutex_destroy(&dm->lock);
+  free(dm);
+  m->dm = NULL;
 }
+
+/* ---- the simt backend (backend.h) ---- */
+static int dm_node_syms(const kiln_model *m, int node) {
+  return m->dm->kernels[node].fn ? m->dm->kernels[node].nsyms : -1;
+}
+
+static int dm_compile_bound(kiln_model *m, int node, const rt_binding *b, rt_code *c,
+                            kiln_counter *counter, double *ms, kiln_status *st) {
+  double t0 = now_ms();
+  bool cached = false;
+  if (load_code(m, node, b, c, &cached, st) < 0) return -1;
+  *counter = cached ? KILN_COUNTER_DISK_HITS : KILN_COUNTER_COMPILES;
+  *ms = now_ms() - t0;
+  return 0;
+}
+
+static void dm_code_free(kiln_model *m, rt_code *c) {
+  rt_device_module_unload(m->device, c->handle);
+  free(c->sym_map);
+  *c = (rt_code){0};
+}
+
+const rt_backend rt_backend_simt = {
+    .name = "simt",
+    .node_syms = dm_node_syms,
+    .compile_bound = dm_compile_bound,
+    .code_free = dm_code_free,
+    .bind_weight = dm_bind_weight,
+    .execute = dm_execute,
+    .capture = dm_capture_run,
+    .replay = dm_replay,
+    .verify_replay = dm_verify_replay,
+    .release = dm_release,
+    .free = dm_free,
+};

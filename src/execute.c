@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backend.h"
 #include "capture.h"
 #include "plan.h"
 #include "prepack.h"
@@ -313,8 +314,7 @@ done:
   return rc;
 }
 
-KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
-                                kiln_tensor **outputs, int noutputs, kiln_status *st) {
-  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
+int rt_host_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                    kiln_tensor **outputs, int noutputs, kiln_status *st) {
   return rt_model_execute(m, inputs, ninputs, outputs, noutputs, NULL, NULL, st);
 }

@@ -19,8 +19,10 @@
 #include <strings.h>
 #include <time.h>
 
+#include "backend.h"
 #include "cache_mem.h"
 #include "capture.h"
+#include "device.h"
 #include "pipeline.h"
 #include "placement.h"
 #include "plan.h"
@@ -231,6 +233,34 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   return rc < 0 || first >= 0 ? -1 : 0;
 }
 
+/* A model of g for ctx with nothing prepared yet: the clone only. */
+static kiln_model *model_new(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
+  kiln_model *m = calloc(1, sizeof *m);
+  if (!m) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory compiling a model");
+    return NULL;
+  }
+  m->ctx = ctx;
+  m->be = &rt_backend_host;
+  if (!(m->g = ir_graph_clone(g->ir))) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
+    free(m);
+    return NULL;
+  }
+  return m;
+}
+
+/* What every model of a prepared graph has: ports, weights, constants'
+ * data, the variant table. */
+static int model_describe(kiln_model *m, kiln_status *st) {
+  if (m->g->noutputs < 1)
+    return rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
+  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0) return -1;
+  if (m->g->nsyms > 0 && !(m->variants = rt_variants_new())) /* variants.c */
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  return 0;
+}
+
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
   if (!ctx || !g) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_compile: %s is NULL",
@@ -238,27 +268,14 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
     return NULL;
   }
   double t0 = now_ms();
-  kiln_model *m = calloc(1, sizeof *m);
-  if (!m) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory compiling a model");
-    return NULL;
-  }
-  m->ctx = ctx;
-  if (!(m->g = ir_graph_clone(g->ir))) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
-    goto fail;
-  }
+  kiln_model *m = model_new(ctx, g, st);
+  if (!m) return NULL;
   /* custom kernels: their library's hash goes into the kernel text (keys) */
   rt_target target;
   rt_target_host(&target, ctx);
   if (rt_pipeline_prepare(m->g, &target, NULL, st) < 0) goto fail;
   if (rt_place_check_host(m->g, st) < 0) goto fail; /* values on a GPU: a device model's */
-  if (m->g->noutputs < 1) {
-    rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
-    goto fail;
-  }
-  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0 || rt_prepack_init(m, st) < 0 ||
-      rt_plan_aliases(m, st) < 0)
+  if (model_describe(m, st) < 0 || rt_prepack_init(m, st) < 0 || rt_plan_aliases(m, st) < 0)
     goto fail;
   m->kernels = calloc((size_t)(m->g->nnodes ? m->g->nnodes : 1), sizeof *m->kernels);
   if (!m->kernels) {
@@ -272,10 +289,6 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   }
   for (int i = 0; i < m->g->nnodes; i++) /* pool.c: -1 when it depends on symbols */
     m->work[i] = rt_node_work(m->g, m->g->nodes[i], NULL);
-  if (m->g->nsyms > 0 && !(m->variants = rt_variants_new())) { /* variants.c */
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    goto fail;
-  }
   m->compile_ms = now_ms() - t0;
   rt_ok(st);
   return m;
@@ -284,34 +297,44 @@ fail:
   return NULL;
 }
 
-kiln_model *rt_model_describe(kiln_context *ctx, const kiln_graph *g, kiln_status *st) {
-  kiln_model *m = calloc(1, sizeof *m);
+kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, kiln_device *d,
+                                    kiln_context *target_ctx, const kiln_graph *g,
+                                    kiln_status *st) {
+  double t0 = now_ms();
+  kiln_model *m = model_new(ctx, g, st);
   if (!m) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    kiln_context_free(own_ctx);
     return NULL;
   }
-  m->ctx = ctx;
-  ir_diag d = {0};
-  if (!(m->g = ir_graph_clone(g->ir))) {
-    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory copying graph @%s", g->ir->name);
-    goto fail;
+  m->own_ctx = own_ctx;
+  m->device = d;
+  m->be = &rt_backend_simt;
+  if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
+      rt_dm_load(m, st) < 0) {
+    kiln_model_free(m);
+    return NULL;
   }
-  if (ir_graph_verify(m->g, &d) < 0) {
-    rt_err_diag(st, KILN_ERR_VERIFY, NULL, &d);
-    goto fail;
-  }
-  if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0) goto fail;
+  m->compile_ms = now_ms() - t0;
   rt_ok(st);
   return m;
-fail:
-  kiln_model_free(m);
-  return NULL;
 }
 
-KILN_API void kiln_model_free(kiln_model *m) {
-  if (!m) return;
+KILN_API kiln_model *kiln_model_compile_on(kiln_context *ctx, kiln_device *d, const kiln_graph *g,
+                                           kiln_status *st) {
+  if (!ctx || !g) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_compile_on: %s is NULL",
+           ctx ? "graph" : "context");
+    return NULL;
+  }
+  if (!d || kiln_device_get_kind(d) == KILN_DEVICE_CPU) return kiln_model_compile(ctx, g, st);
+  return rt_model_compile_device(ctx, NULL, d, ctx, g, st);
+}
+
+KILN_API kiln_device *kiln_model_device(const kiln_model *m) { return m ? m->device : NULL; }
+
+/* The host backend's state. */
+static void host_free(kiln_model *m) {
   rt_captures_free(m); /* their variant references first */
-  rt_variants_free(m, m->variants);
   rt_prepack_free(m);
   if (m->kentries)
     for (int i = 0; i < m->g->nnodes; i++) rt_cache_mem_release(m->ctx->kcache, m->kentries[i]);
@@ -320,6 +343,18 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->kentries);
   free(m->ksym_map);
   free(m->knsyms);
+  free(m->kernels);
+  free(m->work);
+  free(atomic_load(&m->exec_scratch));
+  free(atomic_load(&m->exec_arena));
+  free(m->alias);
+}
+
+KILN_API void kiln_model_free(kiln_model *m) {
+  if (!m) return;
+  rt_variants_cancel(m); /* no background compile may run on a half-freed model */
+  if (m->g) m->be->free(m); /* captures and plans hold variant references */
+  if (m->g) rt_variants_free(m, m->variants);
   for (int i = 0; i < m->ninputs; i++) port_free(&m->inputs[i]);
   for (int i = 0; i < m->noutputs; i++) port_free(&m->outputs[i]);
   for (int i = 0; i < m->nweights; i++) port_free(&m->weights[i].port);
@@ -332,13 +367,10 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->weight_of_node);
   free(m->const_data);
   free(m->const_owned);
-  free(m->kernels);
-  free(m->work);
-  free(atomic_load(&m->exec_scratch));
-  free(atomic_load(&m->exec_arena));
-  free(m->alias);
   ir_graph_free(m->g);
+  kiln_context *own = m->own_ctx;
   free(m);
+  kiln_context_free(own);
 }
 
 KILN_API double kiln_model_compile_ms(const kiln_model *m) { return m ? m->compile_ms : 0.0; }
@@ -457,11 +489,6 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
     return -1;
   }
   const rt_port *p = &m->weights[w].port;
-  if (t->device)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
-                  "weight '%s' lives on %s: a CPU model binds host tensors (kiln_tensor_copy_to "
-                  "copies it to the host)",
-                  name, rt_tensor_device_label(t));
   if ((ir_dtype)t->dtype != p->type.dtype)
     return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected dtype %s, got %s", name,
                   ir_dtype_name(p->type.dtype), kiln_dtype_name(t->dtype));
@@ -472,10 +499,52 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
     if (p->dim_static[a] >= 0 && p->dim_static[a] != t->shape[a])
       return rt_err(st, KILN_ERR_SHAPE, "weight '%s': axis %d expected %lld, got %lld", name, a,
                     (long long)p->dim_static[a], (long long)t->shape[a]);
-  if (rt_prepack_bind(m, w, t, st) < 0) return -1; /* a packed copy for the GEMMs */
-  m->weights[w].bound = t;
+  if (m->be->bind_weight(m, w, t, st) < 0) return -1;
   rt_ok(st);
   return 0;
+}
+
+static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
+  if (t->device)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "weight '%s' lives on %s: a CPU model binds host tensors (kiln_tensor_copy_to "
+                  "copies it to the host)",
+                  m->weights[w].port.name, rt_tensor_device_label(t));
+  if (rt_prepack_bind(m, w, t, st) < 0) return -1; /* a packed copy for the GEMMs */
+  m->weights[w].bound = t;
+  return 0;
+}
+
+/* ---- executes: the backend's ---- */
+KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
+                                kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
+  return m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
+}
+
+KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                                int ninputs, kiln_tensor **outputs, int noutputs,
+                                kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_capture: model is NULL");
+  return m->be->capture(m, key, inputs, ninputs, outputs, noutputs, st);
+}
+
+KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                               int ninputs, kiln_tensor **outputs, int noutputs,
+                               kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
+  return m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
+}
+
+KILN_API int kiln_model_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
+                                      int ninputs, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_verify_replay: model is NULL");
+  return m->be->verify_replay(m, key, inputs, ninputs, st);
+}
+
+KILN_API int kiln_model_release(kiln_model *m, uint64_t key, kiln_status *st) {
+  if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_release: model is NULL");
+  return m->be->release(m, key, st);
 }
 
 /* ---- for the CLI ---- */
@@ -519,3 +588,42 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
   for (int j = 0, n = m->knsyms[node]; j < n; j++) ks[j] = syms[map[j]];
   return rt_kernel_call(m, node, m->kernels[node], args, ks, syms);
 }
+
+/* ---- the host backend (backend.h) ---- */
+static int host_node_syms(const kiln_model *m, int node) {
+  return m->kentries[node] ? m->knsyms[node] : -1;
+}
+
+static int host_compile_bound(kiln_model *m, int node, const rt_binding *b, rt_code *c,
+                              kiln_counter *counter, double *ms, kiln_status *st) {
+  rt_target target;
+  rt_target_host(&target, m->ctx);
+  rt_host_kernel k;
+  if (rt_pipeline_compile_host(&target, m->g, node, b, &k, st) < 0) return -1;
+  *c = (rt_code){(void *)k.fn, k.entry, k.sym_map, k.nsyms};
+  *counter = k.outcome == RT_CACHE_COMPILED      ? KILN_COUNTER_COMPILES
+             : k.outcome == RT_CACHE_BACKING_HIT ? KILN_COUNTER_DISK_HITS
+                                                 : KILN_COUNTER_KERNEL_HITS;
+  *ms = k.ms;
+  return 0;
+}
+
+static void host_code_free(kiln_model *m, rt_code *c) {
+  rt_cache_mem_release(m->ctx->kcache, c->handle);
+  free(c->sym_map);
+  *c = (rt_code){0};
+}
+
+const rt_backend rt_backend_host = {
+    .name = "host",
+    .node_syms = host_node_syms,
+    .compile_bound = host_compile_bound,
+    .code_free = host_code_free,
+    .bind_weight = host_bind_weight,
+    .execute = rt_host_execute,
+    .capture = rt_host_capture,
+    .replay = rt_host_replay,
+    .verify_replay = rt_host_verify_replay,
+    .release = rt_host_release,
+    .free = host_free,
+};

@@ -117,7 +117,7 @@ static int bind_simt(ir_graph *g, rt_target *t, kiln_status *st) {
   if (!t->ctx)
     return rt_err(st, KILN_ERR_NOT_FOUND,
                   "mo.%s (kernel \"%s\") on %s needs the context's kernel libraries: compile "
-                  "the graph with kiln_device_model_compile_with (kiln run --device ... --kernels "
+                  "the graph with kiln_model_compile_on and a context (kiln run --device ... --kernels "
                   "FILE)", ir_op_get(first->op)->name, ir_node_attr_string(first, "symbol", "?"),
                   t->label);
   rt_lib_target lt = t->simt.kind == JIT_SIMT_NVPTX    ? RT_LIB_NVPTX

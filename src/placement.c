@@ -33,7 +33,7 @@ int rt_place_check_host(const ir_graph *g, kiln_status *st) {
     where(v, at, sizeof at);
     return rt_err(st, KILN_ERR_UNSUPPORTED,
                   "%%%s%s is on gpu:%d: a CPU model (kiln_model_compile) runs graphs whose values "
-                  "are on the host; run it on a device with kiln_device_model_compile (kiln run "
+                  "are on the host; run it on a device with kiln_model_compile_on (kiln run "
                   "--device cuda:0|hip:0|simt-emu)",
                   v->name, at, v->type.device.id);
   }

@@ -78,6 +78,10 @@ typedef struct rt_weight {
 
 struct kiln_model {
   kiln_context *ctx;
+  const struct rt_backend *be; /* how this model's target runs code (backend.h) */
+  struct kiln_device *device;  /* the device it runs on; NULL: the host */
+  struct rt_dm *dm;            /* the simt backend's state (device_model.c), or NULL */
+  kiln_context *own_ctx;       /* a context made for this model alone, freed with it */
   ir_graph *g;       /* verified clone, owned */
   jit_kernel_fn *kernels; /* g->nnodes entries, NULL for source nodes */
   double compile_ms;
@@ -132,10 +136,6 @@ struct kiln_model {
  * knows how a model's kernels are called. */
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
 
-/* A model that only describes g (ports, weights, symbols; nothing is
- * compiled): kiln run --device uses it for names and shapes while a device
- * model runs the graph. It is never executed; kiln_model_free frees it. */
-kiln_model *rt_model_describe(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
 
 /* ---- memory planner (plan.c) ---- */
 /* The largest arena of intermediates (bytes) any execute of m has used so

@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "cache_mem.h"
 #include "pipeline.h"
 #include "plan.h"
@@ -51,10 +52,7 @@
 
 struct rt_variant {
   int64_t *key;           /* g->nsyms entries (variants.h) */
-  jit_kernel_fn *kernels; /* g->nnodes; NULL for source nodes */
-  rt_kentry **kentries;   /* g->nnodes; NULL where the generic kernel is reused */
-  int **ksym_map;         /* g->nnodes; kernel symbol j is graph symbol ksym_map[i][j] */
-  int *knsyms;            /* g->nnodes; symbols kernel i reads (0: none) */
+  rt_code *code;          /* g->nnodes; fn NULL where the generic kernel serves (backend.h) */
   uint64_t last_use;
   int refs;               /* guarded by the table's lock */
   rt_variant *next_drop;  /* chaining of variants to free after the lock */
@@ -160,15 +158,9 @@ rt_variants *rt_variants_new(void) {
 
 static void variant_free(kiln_model *m, rt_variant *v) {
   if (!v) return;
-  int nn = m->g->nnodes;
-  if (v->kentries)
-    for (int i = 0; i < nn; i++) rt_cache_mem_release(m->ctx->kcache, v->kentries[i]);
-  if (v->ksym_map)
-    for (int i = 0; i < nn; i++) free(v->ksym_map[i]);
-  free(v->ksym_map);
-  free(v->knsyms);
-  free(v->kentries);
-  free(v->kernels);
+  for (int i = 0; v->code && i < m->g->nnodes; i++)
+    if (v->code[i].fn) m->be->code_free(m, &v->code[i]);
+  free(v->code);
   free(v->key);
   free(v);
 }
@@ -209,6 +201,10 @@ static void cancel_jobs(kiln_model *m) {
     count(m, KILN_COUNTER_ASYNC_PENDING, -1);
     job_free(dead);
   }
+}
+
+void rt_variants_cancel(kiln_model *m) {
+  if (m->variants) cancel_jobs(m);
 }
 
 void rt_variants_free(kiln_model *m, rt_variants *vs) {
@@ -362,13 +358,8 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
   int64_t *vals = calloc(ns + 1, sizeof *vals);
   bool *bind = calloc(ns + 1, sizeof *bind);
   bool all = true;
-  rt_target target;
-  rt_target_host(&target, m->ctx);
   if (!v || !vals || !bind || !(v->key = malloc(ns * sizeof *key)) ||
-      !(v->kernels = calloc(nn, sizeof *v->kernels)) ||
-      !(v->kentries = calloc(nn, sizeof *v->kentries)) ||
-      !(v->ksym_map = calloc(nn, sizeof *v->ksym_map)) ||
-      !(v->knsyms = calloc(nn, sizeof *v->knsyms))) {
+      !(v->code = calloc(nn, sizeof *v->code))) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory specializing graph @%s", g->name);
     goto fail;
   }
@@ -379,29 +370,18 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
     all = all && bind[s];
   }
   for (int i = 0; i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
-    if (!rt_pipeline_has_kernel(g, n)) continue;
-    if (m->knsyms[i] == 0) { /* already static: the generic kernel is the specialized one */
-      v->kernels[i] = m->kernels[i];
-      continue;
-    }
+    if (m->be->node_syms(m, i) <= 0) continue; /* no kernel, or static: the generic serves */
     if (cancel && atomic_load(cancel)) {
       if (cancelled) *cancelled = true;
       rt_err(st, KILN_ERR_RUNTIME, "specialization of graph @%s cancelled", g->name);
       goto fail;
     }
-    rt_host_kernel k;
     rt_binding b = {vals, all ? NULL : bind};
-    if (rt_pipeline_compile_host(&target, g, i, &b, &k, st) < 0) goto fail;
-    v->kentries[i] = k.entry;
-    v->kernels[i] = k.fn;
-    v->ksym_map[i] = k.sym_map;
-    v->knsyms[i] = k.nsyms;
-    count(m, k.outcome == RT_CACHE_COMPILED   ? KILN_COUNTER_COMPILES
-             : k.outcome == RT_CACHE_BACKING_HIT ? KILN_COUNTER_DISK_HITS
-                                                 : KILN_COUNTER_KERNEL_HITS,
-          1);
-    count(m, KILN_COUNTER_COMPILE_MS, (int64_t)(k.ms * 1e3)); /* kept in us */
+    kiln_counter how;
+    double ms = 0;
+    if (m->be->compile_bound(m, i, &b, &v->code[i], &how, &ms, st) < 0) goto fail;
+    count(m, how, 1);
+    count(m, KILN_COUNTER_COMPILE_MS, (int64_t)(ms * 1e3)); /* kept in us */
   }
   free(vals);
   free(bind);
@@ -561,16 +541,20 @@ void rt_variant_release(kiln_model *m, rt_variant *v) {
   if (last) variant_free(m, v);
 }
 
-bool rt_variant_has_kernel(const rt_variant *v, int node) { return v && v->kentries[node]; }
+bool rt_variant_has_kernel(const rt_variant *v, int node) { return v && v->code[node].fn; }
+
+const rt_code *rt_variant_code(const rt_variant *v, int node) {
+  return v && v->code[node].fn ? &v->code[node] : NULL;
+}
 
 int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void *const *args,
                        const int64_t *syms) {
-  int nks = v->knsyms[node];
-  if (nks == 0) return rt_kernel_call(m, node, v->kernels[node], args, NULL, syms);
+  const rt_code *c = &v->code[node];
+  jit_kernel_fn fn = (jit_kernel_fn)c->fn;
+  if (c->nsyms == 0) return rt_kernel_call(m, node, fn, args, NULL, syms);
   int64_t ks[RT_KERNEL_MAX_SYMS]; /* a bucketed variant's kernel reads its remaining dims */
-  const int *map = v->ksym_map[node];
-  for (int j = 0; j < nks; j++) ks[j] = syms[map[j]];
-  return rt_kernel_call(m, node, v->kernels[node], args, ks, syms);
+  for (int j = 0; j < c->nsyms; j++) ks[j] = syms[c->sym_map[j]];
+  return rt_kernel_call(m, node, fn, args, ks, syms);
 }
 
 int rt_model_num_specialized(const kiln_model *m) {

@@ -5,7 +5,9 @@
  * at run time. A specialized variant is, for one key (below), every kernel
  * node's kernel text with the key's exact symbols bound to constants
  * (ir_kernel_text_bound when all are, ir_kernel_text_partial otherwise),
- * fetched from the context's memory cache (so the disk cache backs it). A
+ * whose code the model's backend gets (backend.h: compile_bound; the host
+ * through the context's memory cache, a device through the disk cache),
+ * for every backend alike. A
  * model keeps at most its bound of them (kiln_model_set_max_variants, else
  * the context's, else RT_VARIANTS_MAX); adding one more evicts the least
  * recently used. A graph with no symbols never gets one.
@@ -50,6 +52,9 @@ void rt_spec_set_test_delay(kiln_context *ctx, int ms);
 /* ---- per model ---- */
 /* The variant table of a model (nothing compiled yet); NULL on OOM. */
 rt_variants *rt_variants_new(void);
+/* Cancel the model's queued background jobs and wait for its running one
+ * (kiln_model_free, before the backend's state goes). NULL table ok. */
+void rt_variants_cancel(kiln_model *m);
 /* Cancel the model's queued background jobs, wait for its running one, free
  * the table and every variant in it (no execute may be running). NULL ok. */
 void rt_variants_free(kiln_model *m, rt_variants *vs);
@@ -69,7 +74,10 @@ void rt_variant_retain(kiln_model *m, rt_variant *v);
  * where it has not (a static node, no variant), the generic kernel runs
  * (rt_model_run_kernel, model.c). */
 bool rt_variant_has_kernel(const rt_variant *v, int node);
-/* Run node `node`'s kernel from variant v (rt_variant_has_kernel true). */
+/* Variant v's code of node `node` (backend.h), or NULL where the generic
+ * kernel serves (v NULL too). */
+const struct rt_code *rt_variant_code(const rt_variant *v, int node);
+/* Run node `node`'s kernel from variant v (rt_variant_has_kernel true; host). */
 int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void *const *args,
                        const int64_t *syms);
 

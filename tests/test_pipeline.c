@@ -13,6 +13,7 @@
 
 #include "../src/device.h"
 #include "../src/rt.h"
+#include "../src/variants.h"
 #include "kiln/kiln.h"
 #include "support/shell.h"
 
@@ -226,8 +227,8 @@ Test(pipeline, device_model_specializes_under_sync) {
     kiln_tensor_free(gy);
     kiln_tensor_free(sy);
   }
-  cr_expect_eq(rt_device_model_specialized(gm), 0);
-  cr_expect_eq(rt_device_model_specialized(sm), 3);
+  cr_expect_eq(rt_model_num_specialized(gm), 0);
+  cr_expect_eq(rt_model_num_specialized(sm), 3);
   kiln_device_model_free(gm);
   kiln_device_model_free(sm);
   kiln_context_free(gctx);

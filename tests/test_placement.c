@@ -108,7 +108,7 @@ Test(placement, cpu_model_refuses_values_on_a_gpu) {
   cr_assert_null(kiln_model_compile(ctx, g, st));
   const char *msg = kiln_status_message(st);
   cr_assert(strstr(msg, "%g (line 2, mo.transfer_to) is on gpu:0") &&
-                strstr(msg, "kiln_device_model_compile"),
+                strstr(msg, "kiln_model_compile_on"),
             "%s", msg);
   kiln_graph_free(g);
   kiln_context_free(ctx);

@@ -67,9 +67,9 @@ KILN_API int kiln_device_synchronize(kiln_device *d, kiln_status *st);
  * device's memory too) or in one device's memory. A device tensor has no
  * host data (kiln_tensor_data is NULL); its memory is kiln_tensor_devptr
  * and is freed by kiln_tensor_free. The device must outlive its tensors.
- * kiln_model_execute (CPU) takes host tensors only and says so; a device
- * model takes host tensors and tensors on its own device, inputs and
- * outputs, and leaves data on the device without a host round trip. */
+ * A CPU model takes host tensors only and says so; a model on a device
+ * takes host tensors and tensors on its own device, inputs and outputs,
+ * and leaves data on the device without a host round trip. */
 /* A tensor of this dtype and shape in d's memory, contents undefined; d
  * NULL or the CPU device: a host tensor (kiln_tensor_new, zeroed). The
  * caller owns it and frees it with kiln_tensor_free (before closing d);
@@ -88,56 +88,69 @@ KILN_API kiln_device *kiln_tensor_device(const kiln_tensor *t);
 KILN_API kiln_devptr kiln_tensor_devptr(const kiln_tensor *t);
 
 /* ---- running a graph on a device ----
- * A device model is a graph compiled for one device's kernels (SIMT kernels
- * for cuda, hip and simt-emu; the cpu device is served by kiln_model). It
- * keeps the graph's constants and bound weights in device memory; an
- * execute takes host tensors or tensors on its device, copies them in,
- * runs every kernel on the device in graph order and copies the outputs
- * into the given tensors, host or on its device (where outputs[i] is NULL
- * kiln allocates it: on the device when the graph types that output gpu:N,
- * else on the host, like kiln_model_execute). A tensor on another device is
- * an error that names both.
+ * kiln_model_compile_on compiles g for device d: the CPU (d NULL or the
+ * cpu device: the same as kiln_model_compile) or a SIMT device (cuda, hip,
+ * simt-emu: SIMT kernels). The result is a kiln_model like any other
+ * (kiln/runtime.h): its metadata, kiln_model_bind_weight, _execute,
+ * _capture / _replay / _verify_replay / _release, the specialization
+ * policies, buckets, bounds and counters, kiln_model_free. It is prepared
+ * as a CPU model is (transposes folded, fusion where the SIMT lowering
+ * takes it, reshapes as aliases), its kernels come from ctx's disk cache
+ * (compiled and stored on a miss) and ctx's kernel libraries serve its
+ * mo.custom ops (KILN_SIMT_KERNEL, kiln/kernel.h).
+ * On a SIMT device the model keeps the graph's constants and bound weights
+ * in device memory (kiln_model_bind_weight copies the tensor, which may be
+ * freed afterwards; weights need static shapes there). An execute takes
+ * host tensors and tensors on its own device, inputs and outputs, copies
+ * them in, runs every kernel on the device in graph order (from one device
+ * arena planned by value lifetimes, kept while the binding repeats: executes
+ * of one binding allocate nothing) and copies the outputs into the given
+ * tensors, host or on its device (where outputs[i] is NULL kiln allocates
+ * it: on the device when the graph types that output gpu:N, else on the
+ * host). A tensor on another device is an error that names both.
+ * Capture / replay there keeps the resolved launch sequence (buffers,
+ * every kernel's grid and parameters) and records it on the device (a CUDA
+ * graph on cuda, a launch list on simt-emu; where the driver cannot record
+ * the capture keeps its own list): a replay is one graph launch and one
+ * check of the kernels' error word (an error then names the sequence, not
+ * the op: an execute on the same inputs does); verify_replay builds the
+ * launch sequence an eager execute would run and fails, naming the first
+ * difference, if it is not the captured one.
  * Placement: a graph's types may name a device (!mo.tensor<[n], f32, gpu:0>)
  * and mo.transfer_to {device = "gpu:0" | "cpu"} moves a value between host
- * and GPU. A device model runs a graph whose GPU values all name one gpu:N
- * (this device); in such a placed graph every op computes on the GPU (only
- * constants, weights and transfers make host values), and the CPU model
- * (kiln_model_compile) refuses any value on a GPU. A graph without devices
- * in its types runs wholly on the device it is compiled for. Symbolic dims
- * are read at run time (generic kernels). Executes on one device model are
- * serialized. The device must outlive its models. */
-typedef struct kiln_device_model kiln_device_model;
+ * and GPU. A model on a SIMT device runs a graph whose GPU values all name
+ * one gpu:N (this device); in such a placed graph every op computes on the
+ * GPU (only constants, weights and transfers make host values), and a CPU
+ * model refuses any value on a GPU. A graph without devices in its types
+ * runs wholly on the device it is compiled for. Executes on one device
+ * model are serialized. d and ctx must outlive the model.
+ * Returns a model the caller owns (kiln_model_free), or NULL with st. */
+KILN_API kiln_model *kiln_model_compile_on(kiln_context *ctx, kiln_device *d, const kiln_graph *g,
+                                           kiln_status *st);
+/* The device m runs on (borrowed), NULL for a CPU model (and for NULL). */
+KILN_API kiln_device *kiln_model_device(const kiln_model *m);
+
+/* ---- kiln_device_model: the earlier names, kept ----
+ * A kiln_device_model is a kiln_model on a SIMT device; these are thin
+ * wrappers over the kiln_model calls (kiln_model_* take it as it is).
+ * kiln_device_model_compile_with(ctx, d, g) is kiln_model_compile_on for a
+ * SIMT device (the cpu device is refused: use kiln_model_compile).
+ * kiln_device_model_compile(d, g) makes the model a context of its own
+ * (freed with it) with no disk cache, no kernel libraries (a graph with
+ * custom ops is refused there) and the policy off (generic kernels, as
+ * before; kiln_model_set_specialize on the model changes that). */
+typedef struct kiln_model kiln_device_model;
 
 KILN_API kiln_device_model *kiln_device_model_compile(kiln_device *d, const kiln_graph *g,
                                                       kiln_status *st);
-/* Returns a model the caller owns and frees with kiln_device_model_free
- * (before closing d), or NULL with st filled; g is only read (the model
- * keeps its own copy) and may be freed at once.
- * The same, with the kernel libraries of ctx (kiln/custom.h): mo.custom ops
- * whose library declares them KILN_SIMT_KERNEL (kiln/kernel.h) run on the
- * device. kiln_device_model_compile refuses a graph with custom ops. */
 KILN_API kiln_device_model *kiln_device_model_compile_with(kiln_context *ctx, kiln_device *d,
                                                            const kiln_graph *g, kiln_status *st);
 KILN_API void kiln_device_model_free(kiln_device_model *m);
-/* Copy weight `name` (a mo.constant.external) to the device now. */
 KILN_API int kiln_device_model_bind_weight(kiln_device_model *m, const char *name,
                                            const kiln_tensor *t, kiln_status *st);
 KILN_API int kiln_device_model_execute(kiln_device_model *m, kiln_tensor *const *inputs,
                                        int ninputs, kiln_tensor **outputs, int noutputs,
                                        kiln_status *st);
-/* Capture / replay (MAX's capture, replay, debug_verify_replay): capture
- * executes once and keeps the resolved launch sequence (symbols solved,
- * buffers allocated, every kernel's grid and parameters) under `key`;
- * replay copies new input data of the captured dtypes and shapes into it
- * and runs the same launches with no dispatch work: recorded on the device
- * at capture (a CUDA graph on cuda, a launch list on simt-emu; where the
- * driver cannot record, the capture keeps its own list), a replay is one
- * graph launch and one check of the kernels' error word (an error then
- * names the sequence, not the op: an execute on the same inputs does);
- * verify_replay builds
- * the launch sequence an eager execute would run for `inputs` and fails,
- * naming the first difference, if it is not the captured one; release
- * frees a capture. A key is captured once until released. */
 KILN_API int kiln_device_model_capture(kiln_device_model *m, uint64_t key,
                                        kiln_tensor *const *inputs, int ninputs,
                                        kiln_tensor **outputs, int noutputs, kiln_status *st);
@@ -148,7 +161,6 @@ KILN_API int kiln_device_model_verify_replay(kiln_device_model *m, uint64_t key,
                                              kiln_tensor *const *inputs, int ninputs,
                                              kiln_status *st);
 KILN_API int kiln_device_model_release(kiln_device_model *m, uint64_t key, kiln_status *st);
-/* Wall time the compile took (lowering, code generation, module loads). */
 KILN_API double kiln_device_model_compile_ms(const kiln_device_model *m);
 
 #ifdef __cplusplus

@@ -70,7 +70,7 @@ void cli_usage_run(FILE *out) {
           "                              bitcode (.bc); see kiln/kernel.h (repeatable)\n"
           "  --device DEV                cpu (default), simt-emu, cuda:N or hip:N: compile\n"
           "                              the graph's SIMT kernels for DEV and run there\n"
-          "                              (generic kernels; --specialize does not apply);\n"
+          "                              (--specialize and --bucket apply there too);\n"
           "                              custom ops there need KILN_SIMT_KERNEL kernels\n"
           "\n"
           "Environment: KILN_FUSE=0 turns fusion off (one kernel per op).\n"

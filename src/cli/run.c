@@ -5,13 +5,11 @@
  * by --dim), bind --weights, fill what is still missing when
  * --random-inputs, apply --bucket and --specialize, execute (N times with
  * --repeat; outputs are allocated by the first run and reused), print,
- * write --out files. With --device other than cpu the graph compiles for
- * that device (kiln_device_model) and the executes run there; a model that
- * only describes the graph (rt_model_describe: nothing compiled for the
- * CPU) serves its names and shapes, and outputs the graph leaves on the
- * device (typed gpu:N) are copied to the host to be printed or written.
- * --bucket and --specialize steer the CPU model's variants: with a device
- * they are refused. Every error prints one message on stderr and exits 1;
+ * write --out files. With --device the graph compiles for that device
+ * (kiln_model_compile_on) and the executes run there; outputs the graph
+ * leaves on the device (typed gpu:N) are copied to the host to be printed
+ * or written. --bucket and --specialize steer the model's variants on
+ * every device. Every error prints one message on stderr and exits 1;
  * bad options exit 2. */
 #include <errno.h>
 #include <stdlib.h>
@@ -215,7 +213,6 @@ typedef struct run_state {
   rt_safetensors **files;
   double *times;
   kiln_device *dev;        /* --device other than cpu, else NULL */
-  kiln_device_model *dm;   /* the graph compiled for dev */
 } run_state;
 
 static int fail_st(run_state *s) {
@@ -515,28 +512,17 @@ static int specialize(run_state *s, const run_opts *o) {
   return rc < 0 ? fail_st(s) : 0;
 }
 
-/* --device: open it and compile the graph for it (the device model checks
- * and runs the custom kernels), with a model that only describes the graph
- * for names and shapes. NULL, "cpu" or the cpu device: the CPU model
- * compiles and runs. */
+/* --device: open it and compile the graph for it (NULL, "cpu" or the cpu
+ * device: the CPU). */
 static int compile_model(run_state *s, const run_opts *o) {
   bool on_cpu = !o->device || strcmp(o->device, "cpu") == 0;
   if (!on_cpu && !(s->dev = kiln_device_open(o->device, s->st)))
     return fail_st(s); /* names the device */
-  if (on_cpu || kiln_device_get_kind(s->dev) == KILN_DEVICE_CPU) {
-    if (!(s->m = kiln_model_compile(s->ctx, s->g, s->st))) return fail_st(s);
-    return 0;
-  }
-  if (o->nbuckets > 0 || o->specialize >= 0) {
-    fprintf(stderr, "--device %s: --bucket and --specialize choose the CPU model's variants; "
-                    "a device model runs generic kernels\n", o->device);
-    return -1;
-  }
-  if (!(s->dm = kiln_device_model_compile_with(s->ctx, s->dev, s->g, s->st))) {
+  if (!(s->m = kiln_model_compile_on(s->ctx, s->dev, s->g, s->st))) {
+    if (on_cpu) return fail_st(s);
     fprintf(stderr, "--device %s: %s\n", o->device, kiln_status_message(s->st));
     return -1;
   }
-  if (!(s->m = rt_model_describe(s->ctx, s->g, s->st))) return fail_st(s);
   return 0;
 }
 
@@ -553,18 +539,8 @@ static int outputs_to_host(run_state *s) {
   return 0;
 }
 
-/* Copy the bound weights to the device model. */
-static int bind_device_weights(run_state *s) {
-  for (int w = 0; s->dm && w < s->nw; w++)
-    if (kiln_device_model_bind_weight(s->dm, kiln_model_weight_name(s->m, w), s->wts[w], s->st) <
-        0)
-      return fail_st(s);
-  return 0;
-}
-
 static int execute_once(run_state *s) {
-  int rc = s->dm ? kiln_device_model_execute(s->dm, s->ins, s->nin, s->outs, s->nout, s->st)
-                 : kiln_model_execute(s->m, s->ins, s->nin, s->outs, s->nout, s->st);
+  int rc = kiln_model_execute(s->m, s->ins, s->nin, s->outs, s->nout, s->st);
   return rc < 0 ? fail_st(s) : 0;
 }
 
@@ -594,9 +570,8 @@ static int run(run_state *s, const run_opts *o) {
   if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
       check_sizes(s) < 0 || fill_missing(s, o) < 0)
     return -1;
-  if (!s->dm && set_buckets(s, o) < 0) return -1;
-  if (o->specialize >= 0 && !s->dm && specialize(s, o) < 0) return -1;
-  if (bind_device_weights(s) < 0) return -1;
+  if (set_buckets(s, o) < 0) return -1;
+  if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
     double t0 = now_ms();
     if (execute_once(s) < 0) return -1;
@@ -610,27 +585,25 @@ static int run(run_state *s, const run_opts *o) {
   if (o->out && write_outputs(s, o->out) < 0) return -1;
   char b1[32], b2[32], b3[32];
   if (o->stats) {
-    if (!s->dm) printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
-    if (s->dm) {
-      int hits = 0, misses = 0;
-      rt_device_model_cache_counts(s->dm, &hits, &misses);
-      printf("device: %s (%s), compile %s; the executes ran there\n", kiln_device_label(s->dev),
-             kiln_device_description(s->dev),
-             fmt_ms(b1, sizeof b1, kiln_device_model_compile_ms(s->dm)));
+    printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
+    if (s->dev && kiln_model_device(s->m)) {
+      int hits = 0, misses = 0, nk = rt_device_model_kernels(s->m),
+          np = rt_device_model_plan_builds(s->m);
+      rt_device_model_cache_counts(s->m, &hits, &misses);
+      printf("device: %s (%s); the executes ran there\n", kiln_device_label(s->dev),
+             kiln_device_description(s->dev));
       printf("device code: %d kernel%s for %d graph nodes, %d from the disk cache, %d "
              "compiled; %d execute plan%s built, %d specialized variant%s\n",
-             rt_device_model_kernels(s->dm), rt_device_model_kernels(s->dm) == 1 ? "" : "s",
-             s->g->ir->nnodes, hits, misses, rt_device_model_plan_builds(s->dm),
-             rt_device_model_plan_builds(s->dm) == 1 ? "" : "s",
-             rt_device_model_specialized(s->dm),
-             rt_device_model_specialized(s->dm) == 1 ? "" : "s");
-    }
-    else
+             nk, nk == 1 ? "" : "s", s->g->ir->nnodes, hits, misses, np, np == 1 ? "" : "s",
+             rt_model_num_specialized(s->m), rt_model_num_specialized(s->m) == 1 ? "" : "s");
+    } else {
       printf("threads: %d\n", kiln_context_num_threads(s->ctx));
+    }
     printf("execute: %s (first run)\n", fmt_ms(b1, sizeof b1, s->times[0]));
   }
-  if (o->stats && !s->dm) { /* the CPU model's planner, cache and variants */
-    printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
+  if (o->stats) { /* the planner (CPU), the kernel cache and the variants */
+    if (!kiln_model_device(s->m))
+      printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
     rt_cache_stats cs; /* kcache: the context's kernel cache; S: variants.c */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
     /* A hit is a kernel not compiled: found in memory or on disk. */
@@ -669,9 +642,8 @@ int cli_run(int argc, char **argv) {
   int rc = s.st && run(&s, &o) == 0 ? CLI_OK : CLI_ERR;
   for (int i = 0; s.outs && i < s.nout; i++) kiln_tensor_free(s.outs[i]);
   for (int i = 0; s.ins && i < s.nin; i++) kiln_tensor_free(s.ins[i]);
-  kiln_device_model_free(s.dm);
+  kiln_model_free(s.m); /* before the weight tensors it borrows, and the device */
   kiln_device_close(s.dev);
-  kiln_model_free(s.m); /* before the weight tensors it borrows */
   for (int i = 0; s.wts && i < s.nw; i++) kiln_tensor_free(s.wts[i]);
   for (int i = 0; s.files && i < o.nweights; i++) rt_safetensors_close(s.files[i]);
   kiln_context_free(s.ctx);

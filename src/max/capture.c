@@ -11,11 +11,11 @@
  * and f64 within a relative 1e-5, since the two runs may use different
  * variants of the model; other dtypes bit for bit).
  * On an accelerator the same bookkeeping (signature, host output storage)
- * sits on the device model's own capture: kiln_device_model_capture
+ * sits on the model's own capture on its device: kiln_model_capture
  * records the launch sequence under the key, a replay reruns it
- * (kiln_device_model_replay) into the captured outputs, a verify compares
- * an eager execute's launch sequence with it
- * (kiln_device_model_verify_replay), a release drops it.
+ * (kiln_model_replay) into the captured outputs, a verify compares an
+ * eager execute's launch sequence with it (kiln_model_verify_replay), a
+ * release drops it.
  * Captures of one model are serialized by its cap_lock (replays share the
  * output buffers). */
 #include <stdio.h>
@@ -181,7 +181,7 @@ oom:
   mx_err(status, "%s: out of memory", fn);
   free(res);
   res = NULL;
-  if (m->dm) kiln_device_model_release(m->dm, graphKeys[0], NULL);
+  if (m->dev) kiln_model_release(m->km, graphKeys[0], NULL);
 out:
   pthread_mutex_unlock(&m->cap_lock);
   capture_free(c);
@@ -305,10 +305,10 @@ MAX_C_API void M_debugVerifyReplayModelSync(const M_RuntimeContext *context,
     mx_err(status, "%s: out of memory", fn);
     goto out;
   }
-  if (m->dm) { /* the device model compares launch sequences */
+  if (m->dev) { /* on an accelerator the model compares launch sequences */
     if (!capture_match(m, graphKeys[0], ins, fn, status)) goto out;
     kiln_status *ks = kiln_status_new();
-    if (!ks || kiln_device_model_verify_replay(m->dm, graphKeys[0], ins, m->nin, ks) != 0)
+    if (!ks || kiln_model_verify_replay(m->km, graphKeys[0], ins, m->nin, ks) != 0)
       mx_err(status, "%s: graph key %llu: %s", fn, (unsigned long long)graphKeys[0],
              ks ? kiln_status_message(ks) : "out of memory");
     kiln_status_free(ks);
@@ -361,7 +361,7 @@ MAX_C_API void M_releaseCapturedGraphs(const M_RuntimeContext *context,
     if (!*p) continue; /* never captured: nothing to release */
     mx_capture *c = *p;
     *p = c->next;
-    if (m->dm) kiln_device_model_release(m->dm, c->key, NULL);
+    if (m->dev) kiln_model_release(m->km, c->key, NULL);
     capture_free(c);
   }
   pthread_mutex_unlock(&m->cap_lock);

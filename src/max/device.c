@@ -12,7 +12,7 @@
  * M_getAcceleratorCount() counts what is available that way, and
  * M_newDevice(M_ACCELERATOR, id) opens accelerator id or fails naming what
  * kiln found. A runtime context whose config holds an accelerator compiles
- * its models for it (kiln_device_model, model.c); every context also runs
+ * its models for it (kiln_model_compile_on, model.c); every context also runs
  * on the host (the host is implied). One accelerator per context.
  *
  * The registry: a device model takes only tensors on its own kiln_device

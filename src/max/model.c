@@ -13,14 +13,12 @@
  * input<i> / output<i>; telling the two apart needs the model's graph, so
  * this file reads kiln_model's internals (src/rt.h) for that alone.
  * On an accelerator (the context's config holds one, device.c) the compile
- * is kiln_device_model_compile_with on the accelerator's kiln_device, with
- * the context's kernel libraries and cache, plus a kiln_model that only
- * describes the graph (rt_model_describe: names, types, weights; nothing
- * compiled, never executed), so names, input checks and weight shapes are
- * the host's. Weights go through kiln_device_model_bind_weight (copied to
- * the device at init); executes through kiln_device_model_execute, with
- * host inputs (copied in) or inputs on that accelerator; every output
- * comes back as a host tensor (one the graph places on the GPU is copied
+ * is kiln_model_compile_on the accelerator's kiln_device, with the
+ * context's kernel libraries and cache: the same kiln_model type, so names,
+ * input checks and weights read the same. Weights are copied to the device
+ * at init; executes take host inputs (copied in) or inputs on that
+ * accelerator; every output comes back as a host tensor (one the graph
+ * places on the GPU is copied
  * back), as M_getTensorData promises. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,23 +45,12 @@ MAX_C_API void M_freeCompileConfig(M_CompileConfig *config) {
 
 /* ---- compiled models ---- */
 
-/* Compile g for the host (dev NULL: *km runs it) or for accelerator dev
- * (*dm runs it, *km describes it). 0, or -1 with ks filled and nothing
- * kept. */
+/* Compile g for the host (dev NULL) or for accelerator dev: one kiln_model
+ * either way. 0, or -1 with ks filled. */
 static int compile_for(kiln_context *kc, mx_dev *dev, const kiln_graph *g, kiln_model **km,
-                       kiln_device_model **dm, kiln_status *ks) {
-  *dm = NULL;
-  if (!dev) {
-    *km = kiln_model_compile(kc, g, ks);
-    return *km ? 0 : -1;
-  }
-  *km = NULL;
-  *dm = kiln_device_model_compile_with(kc, dev->kd, g, ks);
-  if (*dm && !(*km = rt_model_describe(kc, g, ks))) {
-    kiln_device_model_free(*dm);
-    *dm = NULL;
-  }
-  return *dm ? 0 : -1;
+                       kiln_status *ks) {
+  *km = kiln_model_compile_on(kc, dev ? dev->kd : NULL, g, ks);
+  return *km ? 0 : -1;
 }
 
 static void compiled_run(M_AsyncCompiledModel *c) {
@@ -75,7 +62,7 @@ static void compiled_run(M_AsyncCompiledModel *c) {
   kiln_graph *g = kiln_graph_load(c->path, ks);
   if (!g) {
     c->err = mx_strf("cannot load model '%s': %s", c->path, kiln_status_message(ks));
-  } else if (compile_for(c->kc, c->dev, g, &c->km, &c->dm, ks) != 0) {
+  } else if (compile_for(c->kc, c->dev, g, &c->km, ks) != 0) {
     c->err = c->dev ? mx_strf("cannot compile model '%s' for accelerator %d (%s): %s", c->path,
                               c->dev->id, mx_dev_label(c->dev), kiln_status_message(ks))
                     : mx_strf("cannot compile model '%s': %s", c->path, kiln_status_message(ks));
@@ -111,7 +98,6 @@ static const char *compiled_error(const M_AsyncCompiledModel *c) {
 static void compiled_unref(M_AsyncCompiledModel *c) {
   if (!c || atomic_fetch_sub(&c->refs, 1) != 1) return;
   compiled_wait(c);
-  kiln_device_model_free(c->dm);
   kiln_model_free(c->km);
   kiln_graph_free(c->graph);
   mx_dev_release(c->dev);
@@ -282,8 +268,7 @@ static int bind_weights(M_AsyncModel *m, kiln_status *ks) {
       return -1;
     }
     m->bound[m->nbound++] = t;
-    if ((m->dm ? kiln_device_model_bind_weight(m->dm, name, t, ks)
-               : kiln_model_bind_weight(km, name, t, ks)) != 0) {
+    if (kiln_model_bind_weight(km, name, t, ks) != 0) {
       model_fail(m, mx_strf("weights registry: %s", kiln_status_message(ks)));
       return -1;
     }
@@ -303,11 +288,9 @@ static void model_init_run(M_AsyncModel *m) {
   } else {
     pthread_mutex_lock(&c->lock);
     m->km = c->km; /* the first init takes the compiled model */
-    m->dm = c->dm;
     c->km = NULL;
-    c->dm = NULL;
     pthread_mutex_unlock(&c->lock);
-    if (!m->km) compile_for(c->kc, c->dev, c->graph, &m->km, &m->dm, ks);
+    if (!m->km) compile_for(c->kc, c->dev, c->graph, &m->km, ks);
     if (!m->km)
       model_fail(m, mx_strf("model initialization: compiling '%s' again: %s", c->path,
                             kiln_status_message(ks)));
@@ -421,8 +404,7 @@ MAX_C_API void M_freeModel(M_AsyncModel *model) {
   if (!model) return;
   model_wait(model);
   mx_captures_free(model);
-  kiln_device_model_free(model->dm); /* its captures with it */
-  kiln_model_free(model->km); /* before the weight tensors it borrows */
+  kiln_model_free(model->km); /* before the weight tensors it borrows; its captures with it */
   for (int i = 0; i < model->nbound; i++) kiln_tensor_free(model->bound[i]);
   free(model->bound);
   mx_dev_release(model->dev); /* after everything on the device */
@@ -501,19 +483,16 @@ out:
 
 const char *mx_model_place(const M_AsyncModel *m) { return mx_dev_label(m->dev); }
 
-/* Run m->dm; the outputs it allocates on its device are copied back to the
+/* Run m->km on its accelerator; the outputs it allocates on its device are copied back to the
  * host (fresh: outputs[] that were NULL on entry). */
 static int run_device(M_AsyncModel *m, mx_op op, uint64_t key, kiln_tensor *const *inputs,
                       kiln_tensor **outputs, kiln_status *ks) {
   bool *fresh = calloc((size_t)m->nout + 1, sizeof *fresh);
   if (!fresh) return -1;
   for (int i = 0; i < m->nout; i++) fresh[i] = !outputs[i];
-  int rc = op == MX_CAPTURE  ? kiln_device_model_capture(m->dm, key, inputs, m->nin, outputs,
-                                                         m->nout, ks)
-           : op == MX_REPLAY ? kiln_device_model_replay(m->dm, key, inputs, m->nin, outputs,
-                                                        m->nout, ks)
-                             : kiln_device_model_execute(m->dm, inputs, m->nin, outputs, m->nout,
-                                                         ks);
+  int rc = op == MX_CAPTURE  ? kiln_model_capture(m->km, key, inputs, m->nin, outputs, m->nout, ks)
+           : op == MX_REPLAY ? kiln_model_replay(m->km, key, inputs, m->nin, outputs, m->nout, ks)
+                             : kiln_model_execute(m->km, inputs, m->nin, outputs, m->nout, ks);
   for (int i = 0; rc == 0 && i < m->nout; i++) {
     if (!fresh[i] || !kiln_tensor_device(outputs[i])) continue;
     kiln_tensor *h = kiln_tensor_copy_to(outputs[i], NULL, ks);
@@ -522,7 +501,7 @@ static int run_device(M_AsyncModel *m, mx_op op, uint64_t key, kiln_tensor *cons
     outputs[i] = h;
   }
   free(fresh);
-  if (rc != 0 && op == MX_CAPTURE) kiln_device_model_release(m->dm, key, NULL); /* if it took */
+  if (rc != 0 && op == MX_CAPTURE) kiln_model_release(m->km, key, NULL); /* if it took */
   return rc;
 }
 
@@ -530,7 +509,7 @@ int mx_run(M_AsyncModel *m, kiln_model *km, mx_op op, uint64_t key, kiln_tensor 
            kiln_tensor **outputs, const char *what, M_Status *st) {
   kiln_status *ks = kiln_status_new();
   if (!ks) return mx_err(st, "%s: out of memory", what);
-  int rc = m->dm ? run_device(m, op, key, inputs, outputs, ks)
+  int rc = m->dev ? run_device(m, op, key, inputs, outputs, ks)
                  : kiln_model_execute(km, inputs, m->nin, outputs, m->nout, ks);
   if (rc != 0 && kiln_status_code(ks) == KILN_OK) {
     mx_err(st, "%s: out of memory", what);

@@ -117,9 +117,8 @@ struct M_AsyncCompiledModel {
   bool has_thread, done; /* done: the compile ran (joined) */
   pthread_t thread;
   kiln_graph *graph;     /* kept for further inits; NULL on error */
-  kiln_model *km;        /* the compiled model, until the first init takes it; on an
-                          * accelerator one that only describes the graph (names, types) */
-  kiln_device_model *dm; /* on an accelerator: the model that runs, taken with km */
+  kiln_model *km;        /* the compiled model (host or accelerator), until the first
+                          * init takes it */
   char *err;             /* compile error, or NULL */
 };
 
@@ -136,8 +135,7 @@ struct M_AsyncModel {
   pthread_t thread;
   char *err; /* init error, or NULL */
   mx_dev *dev; /* the accelerator (one reference), NULL: the host */
-  kiln_model *km; /* runs on the host; on an accelerator only describes the graph */
-  kiln_device_model *dm; /* on an accelerator: runs the graph there */
+  kiln_model *km; /* runs the graph, on the host or on the accelerator dev */
   int nbound;
   kiln_tensor **bound; /* weight tensors bound to km (borrowing the data) */
   int nin, nout;
@@ -187,7 +185,7 @@ int mx_check_inputs(M_AsyncModel *m, kiln_model *km, kiln_tensor *const *inputs,
  * of the device model's launch sequence under a key (on the host these
  * are executes: capture.c keeps the signature and the outputs). */
 typedef enum mx_op { MX_EXECUTE, MX_CAPTURE, MX_REPLAY } mx_op;
-/* Runs m (km on the host, m->dm on an accelerator); outputs[i] NULL gets a
+/* Runs m (km, on the host or its accelerator); outputs[i] NULL gets a
  * new owned host tensor (an output the device model leaves on its device
  * is copied back). A kiln error is copied into st with prefix `what`. */
 int mx_run(M_AsyncModel *m, kiln_model *km, mx_op op, uint64_t key, kiln_tensor *const *inputs,
