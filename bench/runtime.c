@@ -224,7 +224,7 @@ static void specialization_rows(kiln_context *ctx, const kiln_graph *mlp, kiln_m
   int64_t syms[1] = {1}; /* the least recently used of the 8: found last or first, either way */
   for (int i = 0; i < nl; i++) {
     double t0 = now_us();
-    for (int r = 0; r < 10; r++) rt_variant_release(tl, rt_variant_acquire(tl, syms));
+    for (int r = 0; r < 10; r++) rt_variant_release(tl, rt_variant_acquire(tl, syms, NULL));
     tlk[i] = (now_us() - t0) / 10;
   }
   row("variant lookup (acquire+release)", tlk, nl, "us", 1.0);

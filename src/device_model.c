@@ -392,7 +392,7 @@ static int n_bufs(const kiln_model *m, int i) {
 }
 
 static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
-                           dm_plan *reuse, kiln_status *st) {
+                           dm_plan *reuse, rt_spec_ticket *ticket, kiln_status *st) {
   const ir_graph *g = m->g;
   if (ninputs != g->ninputs || (ninputs && !inputs)) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph takes %d inputs, got %d", g->ninputs,
@@ -431,7 +431,7 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     goto fail;
   }
   /* the variant under the model's policy (variants.c; a reference) */
-  x->var = rt_variant_acquire(m, x->syms);
+  x->var = rt_variant_acquire(m, x->syms, ticket);
   if (reuse && reuse->var == x->var &&
       memcmp(reuse->syms, x->syms, (size_t)g->nsyms * sizeof *x->syms) == 0) {
     free(ins);
@@ -545,12 +545,16 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
 static int dm_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                       kiln_tensor **outputs, int noutputs, kiln_status *st) {
   pthread_mutex_lock(&m->dm->lock);
-  dm_plan *x = plan_build(m, inputs, ninputs, m->dm->recent, st);
+  rt_spec_ticket ticket = {.slot = -1};
+  dm_plan *x = plan_build(m, inputs, ninputs, m->dm->recent, &ticket, st);
   if (x && x != m->dm->recent) { /* a new binding: its plan is kept for the next execute */
     plan_free(m, m->dm->recent);
     m->dm->recent = x;
   }
+  double t0 = now_ms();
   int rc = x ? plan_run(m, x, inputs, outputs, noutputs, st) : -1;
+  if (rc == 0 && ticket.slot >= 0) /* the async policy's trial (variants.h) */
+    rt_variant_timed(m, x->var, &ticket, (int64_t)((now_ms() - t0) * 1e6));
   pthread_mutex_unlock(&m->dm->lock);
   if (rc == 0) rt_ok(st);
   return rc;
@@ -599,7 +603,7 @@ static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *input
     goto done;
   }
   m->dm->captures = grown;
-  if (!(x = plan_build(m, inputs, ninputs, NULL, st))) goto done;
+  if (!(x = plan_build(m, inputs, ninputs, NULL, NULL, st))) goto done;
   if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
   plan_record(m, x);
   m->dm->captures[m->dm->ncaptures].key = key;
@@ -658,7 +662,7 @@ static int dm_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inp
     goto done;
   }
   if (check_replay_inputs(m, c->plan, key, inputs, ninputs, st) < 0) goto done;
-  if (!(x = plan_build(m, inputs, ninputs, NULL, st))) goto done;
+  if (!(x = plan_build(m, inputs, ninputs, NULL, NULL, st))) goto done;
   /* the eager launch trace must be the captured one: same kernels in the
    * same order, same geometry, same symbol values */
   const dm_plan *cp = c->plan;

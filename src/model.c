@@ -519,7 +519,10 @@ static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_sta
 KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                                 kiln_tensor **outputs, int noutputs, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
-  return m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
+  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed); /* the compile thread waits */
+  int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
+  atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  return rc;
 }
 
 KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
@@ -533,7 +536,10 @@ KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *
                                int ninputs, kiln_tensor **outputs, int noutputs,
                                kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
-  return m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
+  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  int rc = m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
+  atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  return rc;
 }
 
 KILN_API int kiln_model_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
@@ -590,8 +596,11 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
 }
 
 /* ---- the host backend (backend.h) ---- */
+/* A kernel a bound shape cannot speed up (a GEMM: pipeline.h) serves
+ * every variant as it is. */
 static int host_node_syms(const kiln_model *m, int node) {
-  return m->kentries[node] ? m->knsyms[node] : -1;
+  if (!m->kentries[node]) return -1;
+  return rt_pipeline_host_specializes(m->g, node) ? m->knsyms[node] : 0;
 }
 
 static int host_compile_bound(kiln_model *m, int node, const rt_binding *b, rt_code *c,

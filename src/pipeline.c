@@ -141,6 +141,11 @@ int rt_pipeline_prepare(ir_graph *g, rt_target *t, const char *filename, kiln_st
 
 /* ---- node i ---- */
 
+bool rt_pipeline_host_specializes(const ir_graph *g, int i) {
+  const ir_node *mm = ir_node_matmul(g->nodes[i]);
+  return !(mm && (mm->out[0]->type.dtype == IR_DT_F32 || mm->out[0]->type.dtype == IR_DT_F64));
+}
+
 bool rt_pipeline_has_kernel(const ir_graph *g, const ir_node *n) {
   return !ir_node_is_source(n) && !rt_node_is_alias(g, n);
 }

@@ -54,6 +54,7 @@ struct kiln_context {
   char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
   /* ---- variants (variants.c) ---- */
   atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
+  atomic_int busy;       /* executes running on the context's models now (model.c) */
   struct rt_spec_ctx *spec;      /* compile queue and thread, counters, defaults (spec: variants.c) */
   struct kc_disk **disk_retired; /* stores replaced by kiln_context_set_cache_dir, closed at free */
   int ndisk_retired;

@@ -42,13 +42,15 @@
 #include "pipeline.h"
 #include "plan.h"
 #include "pool.h"
+#include "spec_policy.h"
 #include "variants.h"
 
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
 #define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
 
-/* Counter slots, in kiln_counter order; COMPILE_MS is kept in microseconds. */
-#define NCOUNTERS (KILN_COUNTER_ASYNC_PENDING + 1)
+/* Counter slots, in kiln_counter order (KERNELS_EVICTED and CODE_BYTES are
+ * the cache's, their slots unused); COMPILE_MS is kept in microseconds. */
+#define NCOUNTERS (KILN_COUNTER_AUTO_BUCKETS + 1)
 
 struct rt_variant {
   int64_t *key;           /* g->nsyms entries (variants.h) */
@@ -67,6 +69,9 @@ struct rt_variants {
   int specialized;        /* variants compiled and inserted, ever */
   int8_t *bkind;          /* per symbol kiln_bucket_kind; NULL: all exact */
   int64_t *bn;            /* per symbol, the MULTIPLE's n */
+  bool *bexplicit;        /* per symbol: the caller chose its bucket (never automatic) */
+  rt_spec_policy *pol;    /* the async policy's bookkeeping (spec_policy.h), or NULL */
+  atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
   int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
   int nfailed, failed_next;
   _Atomic int64_t c[NCOUNTERS];
@@ -89,7 +94,9 @@ struct rt_spec_ctx {
   bool started, stop;
   pthread_t thread;
   atomic_int max_variants; /* 0: RT_VARIANTS_MAX */
+  atomic_int hot;          /* 0: RT_SPEC_HOT */
   atomic_int test_delay_ms;
+  atomic_int test_trial;   /* rt_spec_trial_mode */
   _Atomic int64_t c[NCOUNTERS];
 };
 
@@ -143,6 +150,43 @@ void rt_spec_ctx_free(rt_spec_ctx *s) {
 
 void rt_spec_set_test_delay(kiln_context *ctx, int ms) {
   if (ctx && ctx->spec) atomic_store(&ctx->spec->test_delay_ms, ms < 0 ? 0 : ms);
+}
+
+void rt_spec_set_test_trial(kiln_context *ctx, int mode) {
+  if (ctx && ctx->spec) atomic_store(&ctx->spec->test_trial, mode);
+}
+
+/* ---- pacing of background compiles ---- */
+
+static double cpu_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* Sleep ms in slices of 1 ms, stopping early when cancelled. */
+static void rest(double ms, atomic_int *cancel) {
+  for (double t = 0; t < ms && !atomic_load(cancel); t += 1) {
+    struct timespec ts = {0, 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Whether executes running on ctx have every CPU: the context's threads
+ * cover them all, or there are two or fewer. */
+static bool cpus_taken(const kiln_context *ctx) {
+  if (atomic_load_explicit(&ctx->busy, memory_order_relaxed) == 0) return false;
+  static long ncpu;
+  if (!ncpu) ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+  return ncpu <= 2 || kiln_context_num_threads(ctx) >= ncpu;
+}
+
+/* Before a background kernel compile: wait while requests have the CPUs,
+ * 20 ms at most (a service that never pauses still gets its variants, at
+ * a lower rate). Returns whether they still had them. */
+static bool wait_quiet(const kiln_context *ctx, atomic_int *cancel) {
+  for (int t = 0; t < 20 && cpus_taken(ctx) && !atomic_load(cancel); t++) rest(1, cancel);
+  return cpus_taken(ctx);
 }
 
 /* ---- the table ---- */
@@ -215,6 +259,8 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->v);
   free(vs->bkind);
   free(vs->bn);
+  free(vs->bexplicit);
+  rt_spec_policy_free(vs->pol);
   free(vs->failed);
   pthread_mutex_destroy(&vs->lock);
   free(vs);
@@ -379,9 +425,13 @@ static rt_variant *variant_compile(kiln_model *m, const int64_t *key, atomic_int
     rt_binding b = {vals, all ? NULL : bind};
     kiln_counter how;
     double ms = 0;
+    bool contended = cancel && wait_quiet(m->ctx, cancel); /* background: pace it */
+    double c0 = cancel ? cpu_ms() : 0;
     if (m->be->compile_bound(m, i, &b, &v->code[i], &how, &ms, st) < 0) goto fail;
     count(m, how, 1);
     count(m, KILN_COUNTER_COMPILE_MS, (int64_t)(ms * 1e3)); /* kept in us */
+    /* budget: half a core, a fifth while requests have the CPUs */
+    if (cancel) rest((cpu_ms() - c0) * (contended ? 4 : 1), cancel);
   }
   free(vals);
   free(bind);
@@ -498,11 +548,63 @@ static int policy_of(const kiln_model *m) {
   return p ? p - 1 : atomic_load_explicit(&m->ctx->specialize, memory_order_relaxed);
 }
 
-rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms) {
+/* Whether some kernel of m can be specialized (backend.h: node_syms). */
+static bool useful(kiln_model *m) {
+  rt_variants *vs = m->variants;
+  int u = atomic_load_explicit(&vs->useful, memory_order_relaxed);
+  if (u == 0) {
+    u = 2;
+    for (int i = 0; i < m->g->nnodes && u == 2; i++)
+      if (m->be->node_syms(m, i) > 0) u = 1;
+    atomic_store_explicit(&vs->useful, u, memory_order_relaxed);
+  }
+  return u == 1;
+}
+
+bool rt_model_spec_useful(kiln_model *m) { return m && m->variants && useful(m); }
+
+/* Symbol k gets pow2 buckets (the async policy saw it vary widely). */
+static void auto_bucket(kiln_model *m, int k) {
+  rt_variants *vs = m->variants;
+  bool done = false;
+  pthread_mutex_lock(&vs->lock);
+  if (!vs->bkind) {
+    vs->bkind = calloc((size_t)m->g->nsyms, sizeof *vs->bkind);
+    vs->bn = calloc((size_t)m->g->nsyms, sizeof *vs->bn);
+  }
+  if (vs->bkind && vs->bn && !(vs->bexplicit && vs->bexplicit[k])) {
+    vs->bkind[k] = KILN_BUCKET_POW2;
+    done = true;
+  }
+  pthread_mutex_unlock(&vs->lock);
+  if (done) count(m, KILN_COUNTER_AUTO_BUCKETS, 1);
+}
+
+int rt_spec_hot(const kiln_context *ctx) {
+  int h = ctx && ctx->spec ? atomic_load_explicit(&ctx->spec->hot, memory_order_relaxed) : 0;
+  return h > 0 ? h : RT_SPEC_HOT;
+}
+
+static int hot_of(const kiln_model *m) { return rt_spec_hot(m->ctx); }
+
+rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticket *t) {
+  if (t) t->slot = -1;
   if (m->g->nsyms == 0 || !m->variants) return NULL;
   int p = policy_of(m);
-  if (p == KILN_SPECIALIZE_OFF) return NULL;
+  if (p == KILN_SPECIALIZE_OFF || !useful(m)) return NULL;
   rt_variants *vs = m->variants;
+  if (p == KILN_SPECIALIZE_ASYNC && !vs->pol) { /* made on first use; kept */
+    rt_spec_policy *pol = rt_spec_policy_new(m->g->nsyms);
+    pthread_mutex_lock(&vs->lock);
+    if (!vs->pol) vs->pol = pol, pol = NULL;
+    pthread_mutex_unlock(&vs->lock);
+    rt_spec_policy_free(pol);
+  }
+  bool async = p == KILN_SPECIALIZE_ASYNC && vs->pol;
+  if (async) {
+    int k = rt_spec_policy_values(vs->pol, syms, NULL); /* explicit: auto_bucket */
+    if (k >= 0) auto_bucket(m, k);
+  }
   int64_t kbuf[KEY_STACK], *key = kbuf;
   if (m->g->nsyms > KEY_STACK && !(key = malloc((size_t)m->g->nsyms * sizeof *key)))
     return NULL;
@@ -512,17 +614,43 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms) {
   bool failed = !v && failed_locked(m, vs, key);
   pthread_mutex_unlock(&vs->lock);
   count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
-  if (!v && !failed) {
-    if (p == KILN_SPECIALIZE_SYNC) { /* compile now; on failure the generic variant serves */
-      rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL);
-      if (fresh) v = insert(m, fresh, true);
-      else remember_failed(m, key);
-    } else if (p == KILN_SPECIALIZE_ASYNC) {
-      enqueue(m, key);
-    }
+  if (async) {
+    rt_spec_ticket tk;
+    rt_spec_verdict d = rt_spec_policy_seen(vs->pol, key, v != NULL, hot_of(m), &tk);
+    if (t) *t = tk;
+    if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
+    else if (d == RT_SPEC_QUEUE && !failed) enqueue(m, key);
+  } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
+    rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
+    if (fresh) v = insert(m, fresh, true);
+    else remember_failed(m, key);
   }
   if (key != kbuf) free(key);
   return v;
+}
+
+/* Drop v from m's table (its trial found it no faster). */
+static void drop_variant(kiln_model *m, rt_variant *v) {
+  rt_variants *vs = m->variants;
+  rt_variant *gone = NULL;
+  pthread_mutex_lock(&vs->lock);
+  for (int i = 0; i < vs->n; i++)
+    if (vs->v[i] == v) {
+      vs->v[i] = vs->v[--vs->n];
+      count(m, KILN_COUNTER_VARIANTS_LIVE, -1);
+      if (--v->refs == 0) gone = v; /* else its last user frees it */
+      break;
+    }
+  pthread_mutex_unlock(&vs->lock);
+  count(m, KILN_COUNTER_DROPPED, 1);
+  variant_free(m, gone);
+}
+
+void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int64_t ns) {
+  if (!t || t->slot < 0 || !m->variants || !m->variants->pol) return;
+  int mode = atomic_load_explicit(&m->ctx->spec->test_trial, memory_order_relaxed);
+  if (rt_spec_policy_timed(m->variants->pol, t, ns, (rt_spec_trial_mode)mode) && v)
+    drop_variant(m, v);
 }
 
 void rt_variant_retain(kiln_model *m, rt_variant *v) {
@@ -701,9 +829,12 @@ KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_k
     vs->bkind = NULL;
     vs->bn = NULL;
     rc = -1;
+  } else if (!vs->bexplicit && !(vs->bexplicit = calloc((size_t)m->g->nsyms, sizeof *vs->bexplicit))) {
+    rc = -1;
   } else {
     vs->bkind[k] = (int8_t)kind;
     vs->bn[k] = kind == KILN_BUCKET_MULTIPLE ? n : 0;
+    vs->bexplicit[k] = true;
   }
   pthread_mutex_unlock(&vs->lock);
   if (rc < 0) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -715,6 +846,18 @@ static int check_bound(const char *fn, int n, kiln_status *st) {
   if (n < 0 || n > RT_VARIANTS_LIMIT)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: %d is out of range (0 .. %d)", fn, n,
                   RT_VARIANTS_LIMIT);
+  return 0;
+}
+
+KILN_API int kiln_context_set_specialize_hot(kiln_context *ctx, int executes, kiln_status *st) {
+  if (!ctx || !ctx->spec)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_specialize_hot: context is NULL");
+  if (executes < 0)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_set_specialize_hot: %d executes (>= 1, or 0 for the default)",
+                  executes);
+  atomic_store(&ctx->spec->hot, executes);
+  rt_ok(st);
   return 0;
 }
 
@@ -748,12 +891,11 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
-/* Counters past the slots: the context's code bound (cache_mem.h). */
-#define NPUBLIC (KILN_COUNTER_CODE_BYTES + 1)
+#define NPUBLIC NCOUNTERS
 
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
   if (!m || (int)c < 0 || (int)c >= NPUBLIC) return -1;
-  if (!m->variants || (int)c >= NCOUNTERS) return 0;
+  if (!m->variants || c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES) return 0;
   return counter_value(m->variants->c, c);
 }
 

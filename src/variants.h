@@ -31,6 +31,7 @@
 #define KILN_SRC_VARIANTS_H
 
 #include "rt.h"
+#include "spec_policy.h"
 
 #define RT_VARIANTS_MAX 8        /* default bound per model */
 #define RT_VARIANTS_LIMIT 4096   /* largest bound the API accepts */
@@ -48,6 +49,9 @@ void rt_spec_ctx_free(rt_spec_ctx *s);
 /* For tests: every background job sleeps ms first (in slices, cancellable),
  * standing in for a slow compile. 0 turns it off. */
 void rt_spec_set_test_delay(kiln_context *ctx, int ms);
+/* For tests: how async trials end (rt_spec_trial_mode: measure, keep every
+ * variant, drop every variant), so counts do not depend on timing. */
+void rt_spec_set_test_trial(kiln_context *ctx, int mode);
 
 /* ---- per model ---- */
 /* The variant table of a model (nothing compiled yet); NULL on OOM. */
@@ -65,7 +69,16 @@ void rt_variants_free(kiln_model *m, rt_variants *vs);
  * specialized compile failed). Under sync a missing variant is compiled
  * here; under async it is queued. Release a non-NULL result with
  * rt_variant_release. */
-rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms);
+rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticket *t);
+/* Under async, an execute whose ticket (from rt_variant_acquire; NULL ok)
+ * asks for it reports its time here, with the variant it ran (NULL: the
+ * generic); a variant whose trial ends without paying is dropped. */
+void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int64_t ns);
+/* Whether m has a kernel a specialization can speed up (false: no variant
+ * is ever made; --stats says so). */
+bool rt_model_spec_useful(kiln_model *m);
+/* Executes before the async policy specializes a binding (the context's). */
+int rt_spec_hot(const kiln_context *ctx);
 void rt_variant_release(kiln_model *m, rt_variant *v);
 /* One more reference to v (NULL ok), released with rt_variant_release. */
 void rt_variant_retain(kiln_model *m, rt_variant *v);

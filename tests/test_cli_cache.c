@@ -123,12 +123,12 @@ Test(cli_cache, stats_counts_entries_and_says_on_or_off) {
 
 Test(cli_cache, explain_misses_before_warm_and_hits_after) {
   char *out;
+  /* the MLP's kernels are GEMMs: a bound batch keeps their generic kernels */
   cr_assert_eq(kiln(&out, "cache explain '%s' --dim batch=4", EX("mlp.mlir")), 0, "%s", out);
-  cr_assert_eq(count_of(out, "miss: the cache is empty"), 4, "%s", out);
-  HAS(out, "2 generic and 2 shape-specialized kernels");
-  HAS(out, "node 4 (mo.matmul+mo.add+mo.relu -> %2) [batch=4]");
-  HAS(out, "[batch=4]");
-  HAS(out, "0 hits, 4 misses");
+  cr_assert_eq(count_of(out, "miss: the cache is empty"), 2, "%s", out);
+  HAS(out, "2 generic and 0 shape-specialized kernels");
+  HAS(out, "node 4 (mo.matmul+mo.add+mo.relu -> %2)");
+  HAS(out, "0 hits, 2 misses");
   free(out);
   warm(EX("relu.mlir"));
   /* the MLP's kernels are other than relu.mlir's: nearest differs in kernel_ir */

@@ -142,6 +142,8 @@ Test(model_on, sync_specializes_each_binding_and_keeps_its_plan) {
 }
 
 Test(model_on, async_compiles_in_the_background_then_runs_the_variant) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0); /* first sight */
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
   kiln_model *m = on_emu(KILN_SPECIALIZE_ASYNC), *cpu = cpu_model();
   check_against_cpu(m, cpu, 3); /* generic, the variant queued */
   cr_expect_eq(kiln_model_counter(m, KILN_COUNTER_HITS), 0);
@@ -196,6 +198,7 @@ Test(model_on, capture_and_replay_through_kiln_model) {
 /* Freeing a model while its background compile is queued or running
  * cancels it; nothing of the model is touched afterwards (ASan). */
 Test(model_on, free_cancels_background_compiles) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
   rt_spec_set_test_delay(ctx, 50);
   for (int k = 0; k < 3; k++) {
     kiln_model *m = on_emu(KILN_SPECIALIZE_ASYNC);

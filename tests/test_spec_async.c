@@ -60,6 +60,10 @@ static void fx_init(fx *f, const char *text) {
   f->st = kiln_status_new();
   f->ctx = kiln_context_new(f->st);
   cr_assert_not_null(f->ctx, "%s", kiln_status_message(f->st));
+  /* queue on first sight and keep every variant: counts that do not depend
+   * on timing (test_spec_policy.c tests hotness and trials) */
+  cr_assert_eq(kiln_context_set_specialize_hot(f->ctx, 1, f->st), 0);
+  rt_spec_set_test_trial(f->ctx, RT_SPEC_TRIAL_KEEP);
   f->g = kiln_graph_parse(text, strlen(text), "test", f->st);
   cr_assert_not_null(f->g, "%s", kiln_status_message(f->st));
 }

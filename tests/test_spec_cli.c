@@ -25,21 +25,38 @@ static int kiln(char **out, const char *fmt, ...) {
 
 #define HAS(out, s) cr_assert(strstr(out, s), "output lacks '%s':\n%s", s, out)
 
+#define ATTN_DIMS "--dim batch=2 --dim seq=5"
+
 Test(spec_cli, async_run_reports_its_outcome) {
   char *out;
-  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --stats", EX("mlp.mlir")), 0,
-               "%s", out);
-  HAS(out, "logits: f32 [2, 10] = [");
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs " ATTN_DIMS " --stats",
+                    EX("attention_block.mlir")),
+               0, "%s", out);
   HAS(out, "specialize: async; ");
-  /* one execute: it ran on the generic variant; the compile may or may not be done */
+  /* one execute: on the generic variant, the binding not hot yet: nothing queued */
   HAS(out, "executes: 0 hits (a live variant), 1 miss (async: ran on the generic variant)");
+  HAS(out, "1 execute on a binding not hot yet (a binding is specialized once it ran 3 times)");
+  HAS(out, "nothing pending at exit (0 background compiles done)");
+  free(out);
+  /* hot from its third execute: then queued */
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs " ATTN_DIMS " --stats --repeat 3",
+                    EX("attention_block.mlir")),
+               0, "%s", out);
+  HAS(out, "2 executes on a binding not hot yet");
   cr_assert(strstr(out, "compile pending at exit (the run ended before the background compile; "
                         "not waited for)") ||
                 strstr(out, "nothing pending at exit (1 background compile done)"),
             "%s", out);
   free(out);
-  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --stats --specialize off",
-                    EX("mlp.mlir")),
+  /* an MLP's symbolic kernels are GEMMs: nothing to specialize */
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=2 --stats", EX("mlp.mlir")), 0,
+               "%s", out);
+  HAS(out, "logits: f32 [2, 10] = [");
+  HAS(out, "specialize: async; nothing to specialize: the kernels that read symbolic dims are "
+           "GEMMs");
+  free(out);
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs " ATTN_DIMS " --stats --specialize off",
+                    EX("attention_block.mlir")),
                0, "%s", out);
   HAS(out, "specialize: off; 0 variants live; executes: 0 hits (a live variant), 0 misses");
   free(out);
@@ -47,9 +64,9 @@ Test(spec_cli, async_run_reports_its_outcome) {
 
 Test(spec_cli, bucket_groups_and_checks_its_values) {
   char *out;
-  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=5 --stats --specialize sync "
-                          "--bucket batch=pow2",
-                    EX("mlp.mlir")),
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --dim batch=5 --dim seq=3 --stats "
+                          "--specialize sync --bucket batch=pow2",
+                    EX("attention_block.mlir")),
                0, "%s", out);
   HAS(out, "1 specialized");
   HAS(out, "specialize: sync; 1 variant live; executes: 0 hits (a live variant), 1 miss (sync");

@@ -31,7 +31,8 @@
   "  %2 = mo.relu(%1) : !mo.tensor<[batch, 16], f32>\n"                                         \
   "  %3 = mo.matmul(%2, %w2) : (!mo.tensor<[batch, 16], f32>, !mo.tensor<[16, 6], f32>) -> "    \
   "!mo.tensor<[batch, 6], f32>\n"                                                               \
-  "  mo.output %3 : !mo.tensor<[batch, 6], f32>\n"                                              \
+  "  %4 = mo.softmax(%3) {axis = -1} : !mo.tensor<[batch, 6], f32>\n"                          \
+  "  mo.output %4 : !mo.tensor<[batch, 6], f32>\n"                                              \
   "}\n"
 
 #define ATTN                                                                                    \

@@ -171,6 +171,28 @@ typedef enum kiln_specialize_policy {
   KILN_SPECIALIZE_ASYNC = 3,
 } kiln_specialize_policy;
 
+/* What ASYNC compiles, so that specialization pays for itself in a service
+ * that sees many shapes a few times each:
+ *   - a binding is queued once it is hot: executed `executes` times within
+ *     the model's last 256 executes (default 3; 1 queues on first sight);
+ *     before that its executes count KILN_COUNTER_COLD;
+ *   - only kernels a bound shape can speed up are specialized: on the CPU
+ *     an f32 / f64 GEMM (fused or not) runs the same prebuilt kernel either
+ *     way, so a variant reuses the generic one; a graph with nothing else
+ *     symbolic never gets a variant;
+ *   - a new variant's first 5 executes are timed against the binding's
+ *     generic executes; one that is not 3% faster is dropped
+ *     (KILN_COUNTER_DROPPED) and that binding is not specialized again;
+ *   - a symbol without a bucket of the caller's (kiln_model_set_bucket)
+ *     that takes more than 8 distinct values gets pow2 buckets
+ *     (KILN_COUNTER_AUTO_BUCKETS);
+ *   - the compile thread waits while executes run on a context whose
+ *     threads cover every CPU (or on a machine of 2 CPUs or fewer), and
+ *     rests as long as each kernel took to compile (half a core at most).
+ * SYNC and AHEAD compile what they are asked (the GEMM rule applies).
+ * executes >= 1; 0 restores the default. */
+KILN_API int kiln_context_set_specialize_hot(kiln_context *ctx, int executes, kiln_status *st);
+
 /* Policy of every model of ctx that has none of its own. */
 KILN_API int kiln_context_set_specialize(kiln_context *ctx, kiln_specialize_policy p,
                                          kiln_status *st);
@@ -262,6 +284,11 @@ typedef enum kiln_counter {
   KILN_COUNTER_KERNELS_EVICTED, /* kernels unloaded by the code bound
                                    (kiln_context_set_code_limit); context only, 0 for a model */
   KILN_COUNTER_CODE_BYTES,      /* bytes of object code loaded now; context only, 0 for a model */
+  KILN_COUNTER_COLD,            /* async executes whose binding was not hot yet (run generic,
+                                   nothing queued: kiln_context_set_specialize_hot) */
+  KILN_COUNTER_DROPPED,         /* variants dropped after their trial: not faster than the
+                                   generic kernels (their bindings stay generic) */
+  KILN_COUNTER_AUTO_BUCKETS,    /* symbols given pow2 buckets because they vary widely */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);

@@ -532,6 +532,7 @@ static int add_bindings(graph_job *j, const cache_opts *o, const char *cmd, int 
       for (int i = 0; rc == 0 && i < g->nnodes; i++) {
         if (!rt_pipeline_has_kernel(g, g->nodes[i])) continue;
         if (j->generic_nsyms[i] == 0) continue; /* static kernel: the generic one serves */
+        if (!rt_pipeline_host_specializes(g, i)) continue; /* a GEMM: so does its generic */
         if (kernel_info_init(j, i, &bb, bdesc, NULL) < 0) {
           fprintf(stderr, "kiln cache %s: %s under %s\n", cmd, kiln_status_message(j->st), bdesc);
           rc = CLI_ERR;

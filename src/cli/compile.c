@@ -175,7 +175,8 @@ static int compile_host(kiln_context *ctx, const ir_graph *g, const compile_opts
     if (!rt_pipeline_has_kernel(g, n)) continue;
     char desc[256];
     rt_pipeline_node_desc(g, i, desc, sizeof desc);
-    char *text = rt_pipeline_kernel_text(g, i, o->ndims ? &b : NULL, NULL, NULL, st);
+    bool bound = o->ndims && rt_pipeline_host_specializes(g, i); /* a GEMM stays generic */
+    char *text = rt_pipeline_kernel_text(g, i, bound ? &b : NULL, NULL, NULL, st);
     if (!text) {
       fprintf(stderr, "kiln compile: %s\n", kiln_status_message(st));
       rc = CLI_ERR;

@@ -466,6 +466,11 @@ static void print_spec_stats(run_state *s, const run_opts *o) {
            policy_name(p));
     return;
   }
+  if (!rt_model_spec_useful(s->m)) {
+    printf("specialize: %s; nothing to specialize: the kernels that read symbolic dims are "
+           "GEMMs, which run the same prebuilt code for every shape\n", policy_name(p));
+    return;
+  }
   printf("specialize: %s; %d variant%s live; executes: %.0f hit%s (a live variant), %.0f "
          "miss%s%s\n",
          policy_name(p), kiln_model_variants(s->m), kiln_model_variants(s->m) == 1 ? "" : "s",
@@ -475,6 +480,20 @@ static void print_spec_stats(run_state *s, const run_opts *o) {
          : p == KILN_SPECIALIZE_AHEAD ? " (ahead: undeclared bindings run generic)"
                                       : " (async: ran on the generic variant)");
   if (p == KILN_SPECIALIZE_ASYNC) {
+    double cold = kiln_model_counter(s->m, KILN_COUNTER_COLD);
+    double dropped = kiln_model_counter(s->m, KILN_COUNTER_DROPPED);
+    double autob = kiln_model_counter(s->m, KILN_COUNTER_AUTO_BUCKETS);
+    int hot = rt_spec_hot(s->ctx);
+    if (cold > 0)
+      printf("specialize: async, %.0f execute%s on a binding not hot yet (a binding is "
+             "specialized once it ran %d time%s)\n",
+             cold, cold == 1 ? "" : "s", hot, hot == 1 ? "" : "s");
+    if (dropped > 0)
+      printf("specialize: async, %.0f variant%s dropped: not faster than the generic kernels\n",
+             dropped, dropped == 1 ? "" : "s");
+    if (autob > 0)
+      printf("specialize: async, %.0f symbol%s took many values: pow2 buckets\n", autob,
+             autob == 1 ? "" : "s");
     if (pending > 0)
       printf("specialize: async, %.0f compile%s pending at exit (the run ended before the "
              "background compile; not waited for)\n",

@@ -1,0 +1,228 @@
+/* test_spec_policy.c - what the async policy specializes (spec_policy.h,
+ * variants.c): bindings only once hot, variants dropped after a trial
+ * that shows no gain, pow2 buckets for symbols that vary widely, GEMMs
+ * never specialized on the host; and the bookkeeping itself (windows,
+ * slots, tickets). Trial outcomes are forced through the test hook where a
+ * count depends on them, so nothing here depends on timing. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "kiln/kiln.h"
+#include "src/rt.h"
+#include "src/spec_policy.h"
+#include "src/variants.h"
+
+/* tanh fuses into nothing it could share with softmax: two kernels that
+ * read n, both worth specializing */
+static const char *SOFT =
+    "mo.graph @s<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"
+    "  %y = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"
+    "  %z = mo.softmax(%y) {axis = -1} : !mo.tensor<[n, 8], f32>\n"
+    "  mo.output %z : !mo.tensor<[n, 8], f32>\n}\n";
+
+static const char *GEMM =
+    "mo.graph @g<n>(%x: !mo.tensor<[n, 8], f32>, %w: !mo.tensor<[8, 4], f32>) -> "
+    "(!mo.tensor<[n, 4], f32>) {\n"
+    "  %m = mo.matmul(%x, %w) : (!mo.tensor<[n, 8], f32>, !mo.tensor<[8, 4], f32>) -> "
+    "!mo.tensor<[n, 4], f32>\n"
+    "  %r = mo.relu(%m) : !mo.tensor<[n, 4], f32>\n"
+    "  mo.output %r : !mo.tensor<[n, 4], f32>\n}\n";
+
+static kiln_status *st;
+static kiln_context *ctx;
+
+static void setup(void) {
+  st = kiln_status_new();
+  ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+}
+
+static void teardown(void) {
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+TestSuite(spec_policy, .init = setup, .fini = teardown);
+
+static kiln_model *model(const char *text, kiln_specialize_policy p) {
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), NULL, st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  kiln_graph_free(g);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_set_specialize(m, p, st), 0);
+  return m;
+}
+
+/* Execute m (one or two inputs: x [n, 8], w [8, 4]) with n rows. */
+static void exec_n(kiln_model *m, int64_t n) {
+  int64_t xs[2] = {n, 8}, ws[2] = {8, 4};
+  kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, st),
+                        kiln_tensor_new(KILN_FLOAT32, 2, ws, st)};
+  float *x = kiln_tensor_data(in[0]);
+  for (int64_t i = 0; i < n * 8; i++) x[i] = (float)(i % 5) - 2.0f;
+  kiln_tensor *out = NULL;
+  cr_assert_eq(kiln_model_execute(m, in, kiln_model_num_inputs(m), &out, 1, st), 0, "%s",
+               kiln_status_message(st));
+  kiln_tensor_free(out);
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+}
+
+static double counter(kiln_model *m, kiln_counter c) { return kiln_model_counter(m, c); }
+
+Test(spec_policy, a_binding_is_specialized_once_hot) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  exec_n(m, 4);
+  exec_n(m, 4);
+  cr_expect_eq(counter(m, KILN_COUNTER_COLD), 2);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 0);
+  exec_n(m, 4); /* the third: hot */
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(kiln_model_variants(m), 1);
+  exec_n(m, 4);
+  cr_expect_eq(counter(m, KILN_COUNTER_HITS), 1);
+  exec_n(m, 5); /* another binding: cold again */
+  cr_expect_eq(counter(m, KILN_COUNTER_COLD), 3);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, a_variant_that_does_not_pay_is_dropped_for_good) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_DROP);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  exec_n(m, 6);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(kiln_model_variants(m), 1);
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) exec_n(m, 6); /* the trial */
+  cr_expect_eq(counter(m, KILN_COUNTER_DROPPED), 1);
+  cr_expect_eq(kiln_model_variants(m), 0);
+  for (int i = 0; i < 5; i++) exec_n(m, 6);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1); /* never again */
+  cr_expect_eq(kiln_model_variants(m), 0);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, a_variant_that_pays_stays) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  exec_n(m, 6);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  for (int i = 0; i < 2 * RT_SPEC_TRIAL; i++) exec_n(m, 6);
+  cr_expect_eq(counter(m, KILN_COUNTER_DROPPED), 0);
+  cr_expect_eq(kiln_model_variants(m), 1);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, measured_trials_end_one_way_or_the_other) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  for (int i = 0; i < 4; i++) exec_n(m, 64);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  for (int i = 0; i < RT_SPEC_TRIAL + 2; i++) exec_n(m, 64);
+  /* kept (a live variant) or dropped (counted), never both, never neither */
+  cr_expect_eq(kiln_model_variants(m) + counter(m, KILN_COUNTER_DROPPED), 1);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, a_widely_varying_symbol_gets_pow2_buckets) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  for (int64_t n = 1; n <= RT_SPEC_AUTO_BUCKET; n++) exec_n(m, n);
+  cr_expect_eq(counter(m, KILN_COUNTER_AUTO_BUCKETS), 0);
+  exec_n(m, RT_SPEC_AUTO_BUCKET + 1);
+  cr_expect_eq(counter(m, KILN_COUNTER_AUTO_BUCKETS), 1);
+  /* 9..16 share bucket 16 now: three of them make it hot */
+  exec_n(m, 10);
+  exec_n(m, 11);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  exec_n(m, 13);
+  cr_expect_eq(counter(m, KILN_COUNTER_HITS), 1);
+  kiln_model_free(m);
+  /* a bucket the caller chose is never replaced */
+  m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_EXACT, 0, st), 0);
+  for (int64_t n = 1; n <= RT_SPEC_AUTO_BUCKET + 4; n++) exec_n(m, n);
+  cr_expect_eq(counter(m, KILN_COUNTER_AUTO_BUCKETS), 0);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, host_gemms_are_never_specialized) {
+  kiln_model *m = model(GEMM, KILN_SPECIALIZE_SYNC);
+  cr_expect_not(rt_model_spec_useful(m));
+  for (int64_t n = 1; n <= 3; n++) exec_n(m, n);
+  cr_expect_eq(kiln_model_variants(m), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_COMPILES), 0);
+  const char *sym = "n";
+  int64_t v = 2;
+  cr_expect_eq(kiln_model_specialize(m, &sym, &v, 1, st), 0); /* nothing to do */
+  kiln_model_free(m);
+  m = model(SOFT, KILN_SPECIALIZE_SYNC);
+  cr_expect(rt_model_spec_useful(m));
+  kiln_model_free(m);
+}
+
+Test(spec_policy, hot_setting_is_checked) {
+  cr_expect_eq(kiln_context_set_specialize_hot(ctx, -1, st), -1);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
+  cr_expect_eq(kiln_context_set_specialize_hot(NULL, 2, st), -1);
+  cr_expect_eq(kiln_context_set_specialize_hot(ctx, 0, st), 0);
+  cr_expect_eq(rt_spec_hot(ctx), RT_SPEC_HOT);
+}
+
+/* ---- the bookkeeping alone ---- */
+
+Test(spec_policy, counts_run_over_a_window) {
+  rt_spec_policy *p = rt_spec_policy_new(1);
+  rt_spec_ticket t;
+  int64_t a = 7, b = 8;
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
+  for (int i = 0; i < RT_SPEC_WINDOW + 1; i++) rt_spec_policy_seen(p, &b, false, 2, &t);
+  /* a's first execute is out of the window: cold again */
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_QUEUE);
+  rt_spec_policy_free(p);
+}
+
+Test(spec_policy, a_trial_compares_the_fastest_runs) {
+  rt_spec_policy *p = rt_spec_policy_new(1);
+  rt_spec_ticket t;
+  int64_t k = 3;
+  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_QUEUE);
+  cr_assert_geq(t.slot, 0);
+  cr_expect_not(rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE)); /* generic 1000 */
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) {
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, &t), RT_SPEC_RUN);
+    /* the variant's fastest run 990: not 3% faster */
+    bool drop = rt_spec_policy_timed(p, &t, i == 2 ? 990 : 5000, RT_SPEC_TRIAL_MEASURE);
+    cr_expect_eq(drop, i == RT_SPEC_TRIAL - 1);
+  }
+  cr_expect_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_DROPPED);
+  cr_expect_eq(t.slot, -1);
+  /* another key: 900 against 1000 stays */
+  int64_t k2 = 4;
+  rt_spec_policy_seen(p, &k2, false, 1, &t);
+  rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE);
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) {
+    rt_spec_policy_seen(p, &k2, true, 1, &t);
+    cr_expect_not(rt_spec_policy_timed(p, &t, 900, RT_SPEC_TRIAL_MEASURE));
+  }
+  cr_expect_eq(rt_spec_policy_seen(p, &k2, true, 1, &t), RT_SPEC_RUN);
+  cr_expect_eq(t.slot, -1); /* kept: no more timing */
+  rt_spec_policy_free(p);
+}
+
+Test(spec_policy, a_reused_slot_ignores_old_tickets) {
+  rt_spec_policy *p = rt_spec_policy_new(1);
+  rt_spec_ticket old, t;
+  int64_t k = 0;
+  rt_spec_policy_seen(p, &k, false, 1, &old);
+  for (int64_t i = 1; i <= RT_SPEC_SEEN; i++) rt_spec_policy_seen(p, &i, false, 1, &t);
+  cr_expect_not(rt_spec_policy_timed(p, &old, 1, RT_SPEC_TRIAL_DROP)); /* slot given away */
+  rt_spec_policy_free(p);
+}
