@@ -1,6 +1,7 @@
 """report.py - the one table of bench/run.sh: reads what the steps wrote
-(bench_gemm --tsv at 1 and 2 threads, bench_chain --tsv, the anchors' JSON
-from bench/anchors/ort_bench.py) and prints, per case, kiln's median, each
+(bench_gemm --tsv at 1 and 2 threads, bench_chain --tsv, bench_softmax and
+bench/anchors/ort_softmax.py --tsv, the anchors' JSON from
+bench/anchors/ort_bench.py) and prints, per case, kiln's median, each
 anchor's median, the ratio kiln speed / anchor speed (> 1: kiln faster),
 the target and whether it is met; then every figure as min / median / max
 and the footnotes (threads, builds, MAX, failures).
@@ -9,7 +10,7 @@ Assumes: the files were written in this invocation of bench/run.sh (a file
 that is missing or empty makes its rows say "not measured", with the reason
 run.sh gives through --failed). Python 3 standard library only.
 
-usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--anchors F]
+usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--anchors F]
                  [--failed STEP=REASON]... [--note TEXT]... [--quick]
                  [--markdown OUT]
 Exit status: 0.
@@ -101,6 +102,7 @@ def main():
     ap.add_argument("--gemm2")
     ap.add_argument("--chain")
     ap.add_argument("--chain0", help="bench_chain --tsv run with KILN_FUSE=0")
+    ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
     ap.add_argument("--note", action="append", default=[])
@@ -204,6 +206,15 @@ def main():
             detail("%s kiln KILN_FUSE=0" % cid, r0)
     detail("triad", tr)
     detail("triad (KILN_FUSE=0 process)", tr0)
+
+    # ---- softmax vs ORT, 1 thread
+    _, sm, _ = read_tsv(a.softmax)
+    for cid, label in (("softmax", "softmax [1,12,384,384] (us)"),
+                       ("scale+mask+softmax", "softmax(x*0.125+mask) [1,12,384,384] (us)")):
+        kr, orr = sm.get((cid, "kiln", 1)), sm.get((cid, "ort", 1))
+        add(label, "us", kr, [("ORT", orr, 1.0)], why("softmax"))
+        detail("%s kiln 1T" % cid, kr)
+        detail("%s ORT 1T" % cid, orr)
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})

@@ -56,7 +56,7 @@ build=$(cd "$build" && pwd)
 work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
-for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv anchors.json anchors.md table.md; do
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -118,11 +118,13 @@ if found "$v1" && found "$v2"; then
 else
   notes+=("OpenBLAS not found (libopenblas-dev): no OpenBLAS column")
 fi
-gemm="$work/bench_gemm" chain="$work/bench_chain"
+gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax"
 "$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
   >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
 "$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
   >"$work/cc-chain.log" 2>&1 || { chain=""; fail chain "compiling bench/chain.c: $(tail1 "$work/cc-chain.log")"; }
+"$cc" "${cflags[@]}" "$here/softmax.c" "${link[@]}" -o "$softmax" \
+  >"$work/cc-softmax.log" 2>&1 || { softmax=""; fail softmax "compiling bench/softmax.c: $(tail1 "$work/cc-softmax.log")"; }
 
 # ---- 3. the Python venv: numpy, onnx, onnxruntime (+ max unless --no-max)
 py=""
@@ -184,6 +186,14 @@ if [ -n "$chain" ]; then
   KILN_FUSE=0 "$chain" --tsv --no-overhead "${qa[@]}" >"$work/chain0.tsv" 2>"$work/chain0.err" ||
     fail chain0 "KILN_FUSE=0 bench_chain exited $?: $(tail1 "$work/chain0.err")"
 fi
+if [ -n "$softmax" ] && [ -n "$py" ]; then
+  say "softmax [1, 12, 384, 384], alone and as softmax(x * 0.125 + mask), beside ONNX Runtime"
+  sruns=200
+  [ "$quick" = 1 ] && sruns=20
+  { env -u KILN_FUSE "$softmax" --tsv --runs "$sruns" &&
+    "$py" "$here/anchors/ort_softmax.py" --tsv --runs "$sruns"; } >"$work/softmax.tsv" \
+    2>"$work/softmax.err" || fail softmax "bench_softmax / ort_softmax.py failed: $(tail1 "$work/softmax.err")"
+fi
 if [ -n "$py" ]; then
   say "graphs beside ONNX Runtime and MAX"
   rounds=3
@@ -203,7 +213,7 @@ fi
 
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
-       --chain0 "$work/chain0.tsv"
+       --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done

@@ -17,6 +17,9 @@
  *     is the one elementwise op that can fail at run time, and its error
  *     should keep naming it (a GEMM epilogue has no error path either).
  *     A matmul's own operands never join (its producers stay outside).
+ *   - with IR_FUSE_SOFTMAX, a mo.softmax / mo.logsoftmax is a root too:
+ *     elementwise producers join it as above (a prologue computing its
+ *     operand), a matmul never does;
  *   - a group of one node is left alone.
  * Every member's result has the root's shape, so the group is one loop nest
  * over that shape (operands from outside may broadcast); a member's result
@@ -55,6 +58,11 @@ static bool ew_node(const ir_node *n) {
   return ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;
 }
 
+/* The root of a softmax prologue group (IR_FUSE_SOFTMAX). */
+static bool softmax_node(const ir_node *n) {
+  return (n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOGSOFTMAX) && n->nin == 1 && n->nout == 1;
+}
+
 static bool gemm_node(const ir_node *n) {
   if (n->op != IR_OP_MATMUL || n->nout != 1 || n->nin != 2) return false;
   ir_dtype t = n->out[0]->type.dtype;
@@ -80,19 +88,21 @@ static int member_uses(const fuse_ctx *c, int n, const ir_value *v) {
 }
 
 /* Grow the group of root node r (group number gid) into c->members; returns
- * the member count (1: nothing joined). */
+ * the member count (1: nothing joined). A softmax root (its result has its
+ * operand's shape) grows like an elementwise one, without a matmul. */
 static int grow(fuse_ctx *c, int r, int gid) {
   ir_graph *g = c->g;
   const ir_type *rt = &g->nodes[r]->out[0]->type;
   int n = 0;
   c->members[n++] = r;
   c->group[r] = gid;
-  int mm = -1; /* the matmul member */
+  int mm = -1;                                  /* the matmul member */
+  bool gemm_ok = !softmax_node(g->nodes[r]); /* a softmax takes none */
   for (bool changed = true; changed;) {
     changed = false;
     for (int i = 0; i < n; i++) {
       const ir_node *m = g->nodes[c->members[i]];
-      if (m->op == IR_OP_MATMUL) continue;
+      if (m->op == IR_OP_MATMUL) continue; /* its operands stay outside */
       for (int j = 0; j < m->nin; j++) {
         const ir_value *v = m->in[j];
         const ir_node *p = v->def;
@@ -101,7 +111,7 @@ static int grow(fuse_ctx *c, int r, int gid) {
         bool join = false;
         if (ew_node(p)) {
           join = true;
-        } else if (gemm_node(p) && mm < 0 && v->type.dtype == rt->dtype) {
+        } else if (gemm_ok && gemm_node(p) && mm < 0 && v->type.dtype == rt->dtype) {
           join = true;
           mm = p->id;
         }
@@ -239,7 +249,7 @@ static void commit(fuse_ctx *c, fused_group *fg, int ngroups, ir_node **bnode, b
   g->nvalues = nv;
 }
 
-int ir_graph_fuse(ir_graph *g, ir_diag *d) {
+int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
   if (!g) return ir_diag_set(d, (ir_loc){0, 0}, "ir_graph_fuse: no graph");
   int nv = g->nvalues, nn = g->nnodes;
   fuse_ctx c = {g, calloc((size_t)nv + 1, sizeof(int)), calloc((size_t)nv + 1, sizeof(bool)),
@@ -257,7 +267,8 @@ int ir_graph_fuse(ir_graph *g, ir_diag *d) {
 
   /* groups, from the last node backwards (group 0 has the last root) */
   for (int i = nn - 1; i >= 0; i--) {
-    if (c.group[i] >= 0 || !ew_node(g->nodes[i])) continue;
+    bool root = ew_node(g->nodes[i]) || ((flags & IR_FUSE_SOFTMAX) && softmax_node(g->nodes[i]));
+    if (c.group[i] >= 0 || !root) continue;
     if (grow(&c, i, ngroups) >= 2) ngroups++;
   }
   /* members of each group in node order (counting sort by group) */

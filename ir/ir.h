@@ -361,6 +361,11 @@ char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t 
                              const bool *bind, int *sym_map, int *nsyms);
 
 /* ---- fusion (fuse.c) ---- */
+/* Groups ir_graph_fuse forms only when asked (flags): their lowering is the
+ * host's alone. */
+enum {
+  IR_FUSE_SOFTMAX = 1u << 0, /* softmax / logsoftmax with an elementwise prologue */
+};
 /* Rewrite verified g in place: each group of nodes that one kernel computes
  * better than several becomes ONE mo.fused node (ir_node.body holds the
  * group), in the position of the group's last node:
@@ -370,7 +375,11 @@ char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t 
  *     only inside the group and are not graph outputs;
  *   - GEMM epilogues: an f32 / f64 mo.matmul whose result is used once, by
  *     such a group of the matmul result's shape and dtype (bias add,
- *     activation, residual add, ...); the matmul's operands stay outside.
+ *     activation, residual add, ...); the matmul's operands stay outside;
+ *   - with IR_FUSE_SOFTMAX in flags, softmax prologues: a mo.softmax /
+ *     mo.logsoftmax with such a group of its operand's shape computing its
+ *     operand (x * scale + mask); it takes the group even where a matmul
+ *     produces the group's operand (the matmul then stays alone).
  * A group has at least two nodes and one result (its last node's). The
  * values only the group used leave g (g->values renumbered); the others
  * keep their ir_value objects (a result now defined by the mo.fused node).
@@ -379,7 +388,7 @@ char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t 
  * -1 with d filled on out-of-memory (g unchanged). g must have passed
  * ir_graph_verify; the result verifies too (ir_graph_verify accepts a
  * mo.fused that has a body and checks the body against the node). */
-int ir_graph_fuse(ir_graph *g, ir_diag *d);
+int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d);
 
 /* ---- transposed GEMM operands (fold_transpose.c; added for q k^T and
  * x W^T) ----

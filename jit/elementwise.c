@@ -523,10 +523,7 @@ void jit_bcast_strides(jit_fn *f, const ir_type *t, const ir_type *ot, LLVMValue
   }
 }
 
-/* The members at one element: idx[b] is buffer b's element index (NULL for
- * a buffer no member reads), oidx the results' index. Loads each buffer
- * once, computes the members in order, stores the group's results. */
-static void group_body(jit_fn *f, const jit_ew_group *G, LLVMValueRef *idx, LLVMValueRef oidx) {
+void jit_emit_ew_element(jit_fn *f, const jit_ew_group *G, LLVMValueRef *idx, LLVMValueRef oidx) {
   LLVMValueRef loaded[G->nin > 0 ? G->nin : 1];
   LLVMValueRef *reg = calloc((size_t)G->nnodes + 1, sizeof *reg);
   if (!reg) {
@@ -628,7 +625,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     jit_loop L;
     LLVMValueRef i = jit_loop_begin(f, &L, lo, hi, "i");
     for (int b = 0; b < G->nin; b++) idx[b] = ir_type_same_shape(G->in_types[b], ot) ? i : jit_i64(f, 0);
-    group_body(f, G, idx, i);
+    jit_emit_ew_element(f, G, idx, i);
     jit_loop_end(f, &L);
     if (pf) jit_loop_end(f, &BL);
     return f->failed ? -1 : 0;
@@ -675,7 +672,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     LLVMValueRef step = LLVMBuildNSWMul(f->b, i, st[b][r - 1], "");
     idx[b] = LLVMBuildNSWAdd(f->b, base[b], step, "");
   }
-  group_body(f, G, idx, LLVMBuildNSWAdd(f->b, obase, i, ""));
+  jit_emit_ew_element(f, G, idx, LLVMBuildNSWAdd(f->b, obase, i, ""));
   jit_loop_end(f, &IL);
   if (rows) jit_loop_end(f, &RL);
   free(st);

@@ -556,14 +556,11 @@ LLVMValueRef jit_exp_f64(jit_fn *f, LLVMValueRef x) {
 static const double EXP_F32_P[5] = {0x1.fffffcp-2, 0x1.555492p-3, 0x1.5558f2p-5, 0x1.1239d4p-7,
                                     0x1.6a244cp-10};
 
-/* exp(r) in [0.70, 1.42] of the reduced argument; *k gets k (a float). x
- * must not be NaN (rint of NaN would make fptosi poison). */
-static LLVMValueRef exp_f32_reduced(jit_fn *f, LLVMValueRef x, LLVMValueRef *k) {
+/* exp(r) = 1 + (r + r^2 P(r)) for the reduced argument r = x - k ln2,
+ * k = rint(x / ln2) (Cody-Waite: both steps fmas), given -k as nk. */
+static LLVMValueRef exp_f32_poly(jit_fn *f, LLVMValueRef x, LLVMValueRef nk) {
   LLVMBuilderRef b = f->b;
   LLVMTypeRef t = f->t_f32;
-  LLVMValueRef y = LLVMBuildFMul(b, x, LLVMConstReal(t, 0x1.715476p+0), "");
-  LLVMValueRef kf = jit_intrinsic(f, "llvm.rint", t, &y, 1);
-  LLVMValueRef nk = LLVMBuildFNeg(b, kf, "");
   LLVMValueRef a1[3] = {nk, LLVMConstReal(t, 0x1.62e4p-1), x};
   LLVMValueRef r = jit_intrinsic(f, "llvm.fma", t, a1, 3);
   LLVMValueRef a2[3] = {nk, LLVMConstReal(t, 0x1.7f7d1cp-20), r};
@@ -575,8 +572,16 @@ static LLVMValueRef exp_f32_reduced(jit_fn *f, LLVMValueRef x, LLVMValueRef *k) 
   }
   LLVMValueRef a3[3] = {LLVMBuildFMul(b, r, r, ""), p, r};
   LLVMValueRef em1 = jit_intrinsic(f, "llvm.fma", t, a3, 3);
-  *k = kf;
   return LLVMBuildFAdd(b, LLVMConstReal(t, 1.0), em1, "");
+}
+
+/* exp(r) in [0.70, 1.42] of the reduced argument; *k gets k (a float). x
+ * must not be NaN (rint of NaN would make fptosi poison). */
+static LLVMValueRef exp_f32_reduced(jit_fn *f, LLVMValueRef x, LLVMValueRef *k) {
+  LLVMValueRef y = LLVMBuildFMul(f->b, x, LLVMConstReal(f->t_f32, 0x1.715476p+0), "");
+  LLVMValueRef kf = jit_intrinsic(f, "llvm.rint", f->t_f32, &y, 1);
+  *k = kf;
+  return exp_f32_poly(f, x, LLVMBuildFNeg(f->b, kf, ""));
 }
 
 /* 2^k for an integer k (i32) in [-126, 127], from its exponent bits. */
@@ -609,4 +614,38 @@ LLVMValueRef jit_exp_f32(jit_fn *f, LLVMValueRef x) {
   p = LLVMBuildFMul(b, p, pow2_f32(f, k1), "");
   p = LLVMBuildFMul(b, p, pow2_f32(f, k2), "");
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealUNO, x, x, ""), x, p, "");
+}
+
+/* 1.5 * 2^23: y = fma(x, log2e, MAGIC) holds k = rint(x log2e) in its low
+ * mantissa bits for |k| < 2^22, so k needs no rint and no fptosi (whose
+ * NaN input would be poison). */
+#define EXP_MAGIC 0x1.8p23
+/* Below this exp is under 2^-126 (k < -126: 2^k is no normal float). */
+#define EXP_NORMAL_MIN (-0x1.5d5e2ap+6) /* -87.336 = log(2^-126) */
+
+/* exp(x) for x <= 0 (as softmax's x - max) in fewer instructions and
+ * constants than jit_exp_f32 (it is the inner loop of softmax): the same
+ * reduction and polynomial, so the same accuracy where exp(x) >= 2^-126,
+ * with k taken from the bits of a magic-number sum and 2^k from k's bits
+ * (one multiply, as k >= -126 there); below (x < -87.34, -inf included)
+ * the result is +0, where jit_exp_f32 rounds to a subnormal: an absolute
+ * difference under 2^-126. A NaN goes through the arithmetic as NaN (its
+ * compare is false). x > 0 is outside its contract. */
+LLVMValueRef jit_exp_f32_nonpos(jit_fn *f, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef t = f->t_f32;
+  LLVMValueRef magic = LLVMConstReal(t, EXP_MAGIC);
+  LLVMValueRef a[3] = {x, LLVMConstReal(t, 0x1.715476p+0), magic};
+  LLVMValueRef y = jit_intrinsic(f, "llvm.fma", t, a, 3);
+  LLVMValueRef p = exp_f32_poly(f, x, LLVMBuildFSub(b, magic, y, ""));
+  /* 2^k = (k + 127) << 23 = (bits(y) << 23) + ((127 - bits(MAGIC)) << 23) (mod 2^32) */
+  float mf = (float)EXP_MAGIC;
+  uint32_t mb;
+  memcpy(&mb, &mf, sizeof mb);
+  LLVMValueRef bias = LLVMConstInt(f->t_i32, (uint32_t)((127u - mb) << 23), 0);
+  LLVMValueRef yb = LLVMBuildBitCast(b, y, f->t_i32, "");
+  LLVMValueRef sc = LLVMBuildAdd(b, LLVMBuildShl(b, yb, LLVMConstInt(f->t_i32, 23, 0), ""), bias, "");
+  p = LLVMBuildFMul(b, p, LLVMBuildBitCast(b, sc, t, ""), "");
+  LLVMValueRef tiny = LLVMBuildFCmp(b, LLVMRealOLT, x, LLVMConstReal(t, EXP_NORMAL_MIN), "");
+  return LLVMBuildSelect(b, tiny, LLVMConstReal(t, 0.0), p, "");
 }

@@ -2,7 +2,7 @@
  * kernel. The kernel's buffers are the node's operands (the body's inputs,
  * in order) then its results (the body's outputs).
  *
- * Two shapes of body:
+ * Three shapes of body:
  *   - elementwise only: one loop nest over the result shape
  *     (jit_emit_ew_group), every member computed in registers; the outer
  *     loop is split between the parts.
@@ -15,6 +15,10 @@
  *     matmul's dtype and shape (fuse.c only makes such groups), and no
  *     member may fail (integer mod is refused: the epilogue has no error
  *     path; fuse.c never groups it).
+ *   - one mo.softmax / mo.logsoftmax whose operand elementwise members
+ *     of its shape compute (a prologue: the attention scale, a mask add):
+ *     jit_emit_softmax (norm.c) computes each row of the operand into the
+ *     result buffer, then normalizes it there while it is in cache.
  * Numbers: every member rounds to its dtype exactly as its own kernel would,
  * so a fused kernel's results equal the unfused kernels' bit for bit.
  * Members may be elementwise custom kernels (mo.custom marked
@@ -304,6 +308,58 @@ done:
   return rc;
 }
 
+/* ---- softmax prologue ---- */
+
+/* The body: elementwise members computing the operand of one mo.softmax /
+ * mo.logsoftmax, the group's result (jit_emit_softmax writes each row of
+ * the operand into the result, then normalizes it there). */
+static int lower_softmax_prologue(fctx *c, const ir_node *sm) {
+  jit_fn *f = c->f;
+  const ir_graph *b = c->b;
+  if (collect(c, sm) < 0) return -1;
+  if (b->noutputs != 1 || f->node->nout != 1 || b->outputs[0] != sm->out[0])
+    return jit_fn_error(f, "mo.fused: a softmax group has one result, the softmax's");
+  const ir_type *shape = &sm->in[0]->type;
+  int nin = b->ninputs;
+  for (int k = 0; k < c->nmem; k++) {
+    if (!ir_type_same_shape(&c->mem[k]->out[0]->type, shape))
+      return jit_fn_error(f, "mo.fused: a prologue member's shape differs from the softmax's");
+    for (int q = 0; q < c->mem[k]->nin; q++)
+      if (c->src[JIT_EW_MAX_IN * k + q] == -1 - nin)
+        return jit_fn_error(f, "mo.fused: a member reads the softmax's result");
+  }
+  const ir_value *x = sm->in[0];
+  int root = x->id >= 0 && x->id < b->nvalues ? c->member_of[x->id] : -1;
+  if (root < 0) {
+    int ix = ir_graph_input_index(b, x);
+    if (ix < 0 || c->nmem > 0)
+      return jit_fn_error(f, "mo.fused: the softmax's operand comes from nowhere");
+    return jit_emit_softmax(f, sm, jit_in(f, ix), jit_out(f, 0), NULL);
+  }
+  const ir_type **in_types = calloc((size_t)nin + 1, sizeof *in_types);
+  LLVMValueRef *in_ptrs = calloc((size_t)nin + 1, sizeof *in_ptrs);
+  if (!in_types || !in_ptrs) {
+    free(in_types);
+    free(in_ptrs);
+    return jit_fn_error(f, "out of memory");
+  }
+  for (int i = 0; i < nin; i++) {
+    in_types[i] = &b->inputs[i]->type;
+    in_ptrs[i] = jit_in(f, i);
+  }
+  jit_ew_group G = {.nnodes = c->nmem, .nodes = c->mem, .src = c->src, .nin = nin,
+                    .in_types = in_types, .in_ptrs = in_ptrs, .nout = 1, .out_node = &root,
+                    .shape = shape};
+  int rc = jit_emit_softmax(f, sm, NULL, jit_out(f, 0), &G);
+  free(in_types);
+  free(in_ptrs);
+  return rc;
+}
+
+static bool is_softmax(const ir_node *n) {
+  return n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOGSOFTMAX;
+}
+
 int jit_lower_fused(jit_fn *f) {
   const ir_node *n = f->node;
   const ir_graph *b = n ? n->body : NULL;
@@ -311,18 +367,25 @@ int jit_lower_fused(jit_fn *f) {
     return jit_fn_error(f, "mo.fused: no body matching the node");
   if (b->nsyms != f->nsyms)
     return jit_fn_error(f, "mo.fused: the body has %d symbols, the kernel %d", b->nsyms, f->nsyms);
-  const ir_node *mm = NULL;
+  const ir_node *mm = NULL, *sm = NULL;
   for (int i = 0; i < b->nnodes; i++) {
-    if (b->nodes[i]->op != IR_OP_MATMUL) continue;
+    const ir_node *m = b->nodes[i];
+    if (is_softmax(m)) {
+      if (sm) return jit_fn_error(f, "mo.fused: at most one softmax per group");
+      sm = m;
+    }
+    if (m->op != IR_OP_MATMUL) continue;
     if (mm) return jit_fn_error(f, "mo.fused: at most one matmul per group");
-    mm = b->nodes[i];
+    mm = m;
   }
+  if (mm && sm) return jit_fn_error(f, "mo.fused: a matmul and a softmax in one group");
   fctx c = {f, b, calloc((size_t)b->nvalues + 1, sizeof(int)), 0,
             calloc((size_t)b->nnodes + 1, sizeof(ir_node *)),
             calloc(JIT_EW_MAX_IN * ((size_t)b->nnodes + 1), sizeof(int))};
   int rc;
   if (!c.member_of || !c.mem || !c.src) rc = jit_fn_error(f, "out of memory");
-  else rc = mm ? lower_gemm_epilogue(&c, mm) : lower_ew(&c);
+  else if (mm) rc = lower_gemm_epilogue(&c, mm);
+  else rc = sm ? lower_softmax_prologue(&c, sm) : lower_ew(&c);
   free(c.member_of);
   free(c.mem);
   free(c.src);

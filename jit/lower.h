@@ -139,6 +139,10 @@ LLVMValueRef jit_exp_f64(jit_fn *f, LLVMValueRef x);
  * 1 ulp from the correctly rounded result; NaN, infinities, overflow and
  * subnormal results handled. For f32 elementwise ops on host targets. */
 LLVMValueRef jit_exp_f32(jit_fn *f, LLVMValueRef x);
+/* exp of a float x <= 0, -inf or NaN (softmax's x - max) in fewer
+ * instructions: as accurate as jit_exp_f32 down to 2^-126, +0 below
+ * (x < -87.34); x > 0 is outside its contract. */
+LLVMValueRef jit_exp_f32_nonpos(jit_fn *f, LLVMValueRef x);
 
 /* Call a libm function ("erff", "tanh"...) taking and returning `t`. */
 LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *args, int nargs);
@@ -171,6 +175,11 @@ typedef struct jit_ew_group {
   const ir_type *shape;
 } jit_ew_group;
 int jit_emit_ew_group(jit_fn *f, const jit_ew_group *g);
+/* The members of g at one element, at the builder (no loop): idx[b] is
+ * input buffer b's element index (NULL for a buffer no member reads), oidx
+ * the results' index. Loads each buffer once, computes the members in
+ * order, stores the group's results. */
+void jit_emit_ew_element(jit_fn *f, const jit_ew_group *g, LLVMValueRef *idx, LLVMValueRef oidx);
 /* Operands of a group member, at most (ir.h). */
 #define JIT_EW_MAX_IN IR_EW_MAX_IN
 /* The value of elementwise node n on its loaded operands v (register types). */
@@ -197,8 +206,17 @@ typedef struct jit_gemm_epi {
  * epi is not NULL (f32 / f64 only). 0, or -1 with f->err. */
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
                     const jit_gemm_epi *epi);
+/* mo.softmax / mo.logsoftmax node n (norm.c) on buffers X -> Y. With a
+ * prologue `pro` (X unused, may be NULL): each row of n's operand is first
+ * computed by pro's members (pro->out_node[0] gives it, the inputs read
+ * broadcast to n's shape) and written into Y, then normalized in place, so
+ * the results equal those of pro's kernel followed by n's, bit for bit.
+ * pro->out_ptrs is ignored. 0, or -1 with f->err. */
+int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y,
+                     const jit_ew_group *pro);
 /* mo.fused: its body (f->node->body) as one kernel (fused.c): an
- * elementwise group, or a matmul with an elementwise epilogue. */
+ * elementwise group, a matmul with an elementwise epilogue, or a softmax
+ * with an elementwise prologue. */
 int jit_lower_fused(jit_fn *f);
 
 /* Per-class lowerings: 0, or -1 with f->err filled. */

@@ -2,23 +2,24 @@
  *
  * softmax / logsoftmax (axis attribute, default -1): the input is viewed as
  * [outer, R, inner]; for each (outer, inner) row:
- *   m   = max over r (llvm.maximum from -inf: a NaN propagates)
- *   s   = sum over r of exp(x - m), in index order
+ *   m   = max over r
+ *   s   = sum over r of exp(x - m)
  *   out = exp(x - m) / s            (softmax)
  *   out = (x - m) - log(s)          (logsoftmax)
+ * f32 (the common case, softmax_f32_rows) is computed in f32 vector lanes:
+ * exp, the difference and the scaling in f32 (jit_exp_f32), the sum in f32
+ * lanes over blocks whose sums are added in double; a few ulps of f32 from
+ * the interpreter's all-double result. Other float dtypes (softmax_rows)
+ * are computed in double, as the interpreter does, and rounded to the
+ * element type at the store (exp is jit_exp_f64, within an ulp or two of
+ * libm's; the sums reassociate so they vectorize: a few double ulps).
+ * A fused softmax (jit_emit_softmax with a prologue, fused.c) first computes
+ * each row of its operand with the prologue's elementwise members into the
+ * result buffer and normalizes it there, with the same row code.
  * layer_norm (epsilon attribute, default 1e-5) normalizes the last axis:
  *   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased, two passes),
  *   y = (x - mean) * (1 / sqrt(var + eps)) * gamma + beta
- *   (for f32 this last pass runs in f32, 16 lanes wide).
- * Everything is computed in double, as the reference interpreter does, and
- * rounded to the element type at the store. exp is jit_exp_f64 (no call, so
- * the loops vectorize; within an ulp or two of libm's exp) and the sums may
- * be reassociated (they vectorize): a few double ulps from the interpreter.
- * f64 softmax keeps exp(x - m) in the output between passes 2 and 3 (one
- * exp per element); f16 / bf16 recompute it, to round once. f32 (the common
- * case) has loops of its own (softmax_f32_rows): exp, scaling and the
- * difference in f32, the sum in double, a few ulps of f32 from the
- * interpreter's all-double result, and every loop 16 lanes wide.
+ *   in double, except the last pass for f32, which runs in f32.
  * Work splitting (kernel ABI part / nparts): each part normalizes whole
  * rows (softmax: a range of outer, or of inner when there are fewer outer
  * rows than parts and than inner positions; layer_norm: a range of rows),
@@ -27,6 +28,7 @@
  * layer_norm rank >= 1 and gamma, beta of shape [D]. */
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "lower.h"
 
@@ -58,41 +60,65 @@ static LLVMValueRef max_skip_nan(LLVMBuilderRef b, LLVMValueRef acc, LLVMValueRe
   return LLVMBuildSelect(b, LLVMBuildFCmp(b, LLVMRealOGT, v, acc, ""), v, acc, "");
 }
 
-/* The max of an f32 row (exact in f32: max rounds nothing), skipping NaNs
- * (max_skip_nan): a NaN it skips still reaches exp(x - m) and so the
- * sum, which makes the whole row NaN, as the NaN-propagating maximum would. A contiguous row
- * (inner == 1) is read 16 floats at a time into a vector of maxima; the
- * rest (and a strided row) goes element by element. */
-static LLVMValueRef row_max_f32(jit_fn *f, LLVMValueRef X, LLVMValueRef base, LLVMValueRef R,
-                                LLVMValueRef inner) {
-  enum { W = 16 };
+/* The lanes of v (a vector of w floats, no NaN in them) folded in halves
+ * to a vector of `to` lanes (1: a float) with max_skip_nan. */
+static LLVMValueRef fold_max(jit_fn *f, LLVMValueRef v, int w, int to) {
   LLVMBuilderRef b = f->b;
-  LLVMTypeRef vt = LLVMVectorType(f->t_f32, W);
-  LLVMValueRef vacc = jit_alloca(f, vt, "vmax32"), macc = jit_alloca(f, f->t_f32, "max32");
-  LLVMValueRef ninf = jit_fconst(f, IR_DT_F32, -INFINITY), lanes[W];
-  for (int i = 0; i < W; i++) lanes[i] = ninf;
-  LLVMBuildStore(b, LLVMConstVector(lanes, W), vacc);
-  LLVMValueRef unit = LLVMBuildICmp(b, LLVMIntEQ, inner, jit_i64(f, 1), "");
-  LLVMValueRef nvec =
-      LLVMBuildSelect(b, unit, LLVMBuildUDiv(b, R, jit_i64(f, W), ""), jit_i64(f, 0), "nvec");
+  for (; w > to; w /= 2) {
+    LLVMValueRef lo[32], hi[32];
+    for (int i = 0; i < w / 2; i++) {
+      lo[i] = LLVMConstInt(f->t_i32, (unsigned)i, 0);
+      hi[i] = LLVMConstInt(f->t_i32, (unsigned)(i + w / 2), 0);
+    }
+    LLVMValueRef u = LLVMGetUndef(LLVMTypeOf(v));
+    v = max_skip_nan(b, LLVMBuildShuffleVector(b, v, u, LLVMConstVector(lo, (unsigned)w / 2), ""),
+                     LLVMBuildShuffleVector(b, v, u, LLVMConstVector(hi, (unsigned)w / 2), ""));
+  }
+  return to == 1 ? LLVMBuildExtractElement(b, v, jit_i64(f, 0), "") : v;
+}
+
+/* acc (a vector of w floats) folded with the n chunks of w floats of X
+ * from element `from` on; returns the new acc. */
+static LLVMValueRef max_chunks(jit_fn *f, LLVMValueRef X, LLVMValueRef from, LLVMValueRef n, int w,
+                               LLVMValueRef acc) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef vt = LLVMVectorType(f->t_f32, (unsigned)w);
+  LLVMValueRef slot = jit_alloca(f, vt, "vmax32");
+  LLVMBuildStore(b, acc, slot);
   jit_loop l;
-  LLVMValueRef c = jit_loop_begin(f, &l, jit_i64(f, 0), nvec, "c");
-  LLVMValueRef at = jit_add(f, base, jit_mul(f, c, jit_i64(f, W)));
+  LLVMValueRef c = jit_loop_begin(f, &l, jit_i64(f, 0), n, "c");
+  LLVMValueRef at = jit_add(f, from, jit_mul(f, c, jit_i64(f, w)));
   LLVMValueRef v = LLVMBuildLoad2(b, vt, LLVMBuildGEP2(b, f->t_f32, X, &at, 1, ""), "");
   LLVMSetAlignment(v, 4);
-  LLVMBuildStore(b, max_skip_nan(b, LLVMBuildLoad2(b, vt, vacc, ""), v), vacc);
+  LLVMBuildStore(b, max_skip_nan(b, LLVMBuildLoad2(b, vt, slot, ""), v), slot);
   jit_loop_end(f, &l);
-  /* lanes folded in halves (16 -> 8 -> 4 -> 2 -> 1): no NaN is left in the
-   * lanes, so the order does not matter */
-  LLVMValueRef vm = LLVMBuildLoad2(b, vt, vacc, "");
-  for (int h = W / 2; h >= 1; h /= 2) {
-    LLVMValueRef mask[W];
-    for (int i = 0; i < W; i++) mask[i] = LLVMConstInt(f->t_i32, (unsigned)((i + h) % W), 0);
-    LLVMValueRef hi = LLVMBuildShuffleVector(b, vm, LLVMGetUndef(vt), LLVMConstVector(mask, W), "");
-    vm = max_skip_nan(b, vm, hi);
-  }
-  LLVMBuildStore(b, LLVMBuildExtractElement(b, vm, jit_i64(f, 0), ""), macc);
-  LLVMValueRef k = jit_loop_begin(f, &l, jit_mul(f, nvec, jit_i64(f, W)), R, "r");
+  return LLVMBuildLoad2(b, vt, slot, "");
+}
+
+/* The max of an f32 row (exact in f32: max rounds nothing), skipping NaNs
+ * (max_skip_nan): a NaN it skips still reaches exp(x - m) and so the sum,
+ * which makes the whole row NaN, as the NaN-propagating maximum would. A
+ * contiguous row (inner == 1) is read 32 floats at a time (four
+ * independent 8-lane maxima on AVX2: one dependent chain is latency-bound),
+ * then 8 at a time; the rest (and a strided row) goes element by element. */
+static LLVMValueRef row_max_f32(jit_fn *f, LLVMValueRef X, LLVMValueRef base, LLVMValueRef R,
+                                LLVMValueRef inner) {
+  enum { W = 32, W2 = 8 };
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef ninf = jit_fconst(f, IR_DT_F32, -INFINITY), lanes[W];
+  for (int i = 0; i < W; i++) lanes[i] = ninf;
+  LLVMValueRef unit = LLVMBuildICmp(b, LLVMIntEQ, inner, jit_i64(f, 1), "");
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef n1 = LLVMBuildSelect(b, unit, LLVMBuildUDiv(b, R, jit_i64(f, W), ""), zero, "");
+  LLVMValueRef done = jit_mul(f, n1, jit_i64(f, W));
+  LLVMValueRef n2 = LLVMBuildSelect(
+      b, unit, LLVMBuildUDiv(b, LLVMBuildNSWSub(b, R, done, ""), jit_i64(f, W2), ""), zero, "");
+  LLVMValueRef acc = max_chunks(f, X, base, n1, W, LLVMConstVector(lanes, W));
+  acc = max_chunks(f, X, jit_add(f, base, done), n2, W2, fold_max(f, acc, W, W2));
+  LLVMValueRef macc = jit_alloca(f, f->t_f32, "max32");
+  LLVMBuildStore(b, fold_max(f, acc, W2, 1), macc);
+  jit_loop l;
+  LLVMValueRef k = jit_loop_begin(f, &l, jit_add(f, done, jit_mul(f, n2, jit_i64(f, W2))), R, "r");
   LLVMBuildStore(b, max_skip_nan(b, LLVMBuildLoad2(b, f->t_f32, macc, ""),
                                  jit_load(f, IR_DT_F32, X, jit_add(f, base, jit_mul(f, k, inner)))),
                  macc);
@@ -100,37 +126,52 @@ static LLVMValueRef row_max_f32(jit_fn *f, LLVMValueRef X, LLVMValueRef base, LL
   return LLVMBuildLoad2(b, f->t_f32, macc, "m32");
 }
 
-/* An f32 (log)softmax row at base (R elements, stride inner): every loop
- * is f32 only, so it vectorizes 16 wide (a loop that mixes f32 and f64 gets
- * 8 lanes):
- *   2a  Y = exp(x - m)               (jit_exp_f32; x - m in f32)
- *   2b  s = sum of Y, in double      (reassociable)
- *   3   softmax: Y = Y * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
- * A few ulps of f32 from the interpreter's all-double result. */
+/* Elements of an f32 row summed in f32 lanes before the partial sum is
+ * added to the row's double sum: within a block each lane adds at most a
+ * few dozen terms (a few ulps of f32), and long rows lose no more. */
+enum { SUM_BLOCK = 1024 };
+
+/* An f32 (log)softmax row at base (R elements, stride inner), three passes
+ * whose loops are all f32 (so they vectorize with every lane f32):
+ *   1  m = max of x                     (row_max_f32)
+ *   2  e = exp(x - m) (jit_exp_f32_nonpos; x - m in f32), s = sum of e: f32 lanes
+ *      within blocks of SUM_BLOCK, the block sums in double; softmax also
+ *      stores e into Y
+ *   3  softmax: Y = e * f32(1 / s); logsoftmax: Y = (x - m) - f32(log s)
+ * One exp per element: two passes with a running maximum (the sum rescaled
+ * whenever the maximum grows) need two, and measured slower on rows of 16
+ * to 32768 floats, which stay in cache between the passes. A few ulps of f32
+ * from the interpreter's all-double result. X may be Y (a fused prologue
+ * wrote the operand there): each element is read before it is written. */
 static void softmax_f32_rows(jit_fn *f, bool is_log, LLVMValueRef X, LLVMValueRef Y,
-                             LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner,
-                             LLVMValueRef sacc) {
+                             LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner) {
   LLVMBuilderRef b = f->b;
-  LLVMValueRef zero = jit_i64(f, 0);
-  jit_loop l;
+  LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum"), bacc = jit_alloca(f, f->t_f32, "bsum");
   LLVMValueRef m32 = row_max_f32(f, X, base, R, inner);
-  LLVMValueRef k = jit_loop_begin(f, &l, zero, R, "r");
-  LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
-  jit_store(f, IR_DT_F32, Y, idx,
-            jit_exp_f32(f, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, "")));
-  jit_loop_end(f, &l);
   LLVMBuildStore(b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
-  k = jit_loop_begin(f, &l, zero, R, "r");
-  idx = jit_add(f, base, jit_mul(f, k, inner));
-  LLVMValueRef s = LLVMBuildLoad2(b, f->t_f64, sacc, "");
-  LLVMBuildStore(b, reassoc(LLVMBuildFAdd(b, s, load_f64(f, IR_DT_F32, Y, idx), "")), sacc);
+  LLVMValueRef nblk = LLVMBuildUDiv(b, jit_add(f, R, jit_i64(f, SUM_BLOCK - 1)),
+                                    jit_i64(f, SUM_BLOCK), "nblk");
+  jit_loop lb, l;
+  LLVMValueRef lo = jit_mul(f, jit_loop_begin(f, &lb, jit_i64(f, 0), nblk, "blk"),
+                            jit_i64(f, SUM_BLOCK));
+  LLVMValueRef hi = jit_add(f, lo, jit_i64(f, SUM_BLOCK));
+  hi = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSLT, hi, R, ""), hi, R, "");
+  LLVMBuildStore(b, jit_fconst(f, IR_DT_F32, 0.0), bacc);
+  LLVMValueRef k = jit_loop_begin(f, &l, lo, hi, "r");
+  LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
+  LLVMValueRef e = jit_exp_f32_nonpos(f, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, ""));
+  if (!is_log) jit_store(f, IR_DT_F32, Y, idx, e);
+  LLVMBuildStore(b, reassoc(LLVMBuildFAdd(b, LLVMBuildLoad2(b, f->t_f32, bacc, ""), e, "")), bacc);
   jit_loop_end(f, &l);
-  s = LLVMBuildLoad2(b, f->t_f64, sacc, "s");
+  LLVMValueRef bs = LLVMBuildFPExt(b, LLVMBuildLoad2(b, f->t_f32, bacc, ""), f->t_f64, "");
+  LLVMBuildStore(b, LLVMBuildFAdd(b, LLVMBuildLoad2(b, f->t_f64, sacc, ""), bs, ""), sacc);
+  jit_loop_end(f, &lb);
+  LLVMValueRef s = LLVMBuildLoad2(b, f->t_f64, sacc, "s");
   LLVMValueRef scale =
       is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1)
              : LLVMBuildFDiv(b, jit_fconst(f, IR_DT_F64, 1.0), s, "inv.s");
   scale = LLVMBuildFPTrunc(b, scale, f->t_f32, "");
-  k = jit_loop_begin(f, &l, zero, R, "r");
+  k = jit_loop_begin(f, &l, jit_i64(f, 0), R, "r");
   idx = jit_add(f, base, jit_mul(f, k, inner));
   LLVMValueRef y =
       is_log ? LLVMBuildFSub(b, LLVMBuildFSub(b, jit_load(f, IR_DT_F32, X, idx), m32, ""), scale, "")
@@ -139,8 +180,116 @@ static void softmax_f32_rows(jit_fn *f, bool is_log, LLVMValueRef X, LLVMValueRe
   jit_loop_end(f, &l);
 }
 
-int jit_lower_softmax(jit_fn *f) {
-  const ir_node *n = f->node;
+/* A (log)softmax row of another float dtype, computed in double:
+ *   1  m = max of x (llvm.maximum: a NaN propagates)
+ *   2  s = sum of exp(x - m); f64 softmax keeps exp(x - m) in Y (exactly),
+ *      f16 / bf16 recompute it in pass 3, to round once
+ *   3  the result, rounded once to dt.
+ * X may be Y, as for softmax_f32_rows. */
+static void softmax_rows(jit_fn *f, bool is_log, ir_dtype dt, LLVMValueRef X, LLVMValueRef Y,
+                         LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner) {
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef macc = jit_alloca(f, f->t_f64, "max"), sacc = jit_alloca(f, f->t_f64, "sum");
+  jit_loop l;
+  LLVMBuildStore(b, jit_fconst(f, IR_DT_F64, -INFINITY), macc);
+  LLVMValueRef k = jit_loop_begin(f, &l, zero, R, "r");
+  LLVMValueRef x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
+  LLVMValueRef margs[2] = {LLVMBuildLoad2(b, f->t_f64, macc, ""), x};
+  LLVMBuildStore(b, jit_intrinsic(f, "llvm.maximum", f->t_f64, margs, 2), macc);
+  jit_loop_end(f, &l);
+  LLVMValueRef m = LLVMBuildLoad2(b, f->t_f64, macc, "m");
+
+  bool keep_exp = !is_log && dt == IR_DT_F64;
+  LLVMBuildStore(b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
+  k = jit_loop_begin(f, &l, zero, R, "r");
+  LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
+  LLVMValueRef e = jit_exp_f64(f, LLVMBuildFSub(b, load_f64(f, dt, X, idx), m, ""));
+  if (keep_exp) jit_store(f, dt, Y, idx, e);
+  LLVMValueRef s = LLVMBuildLoad2(b, f->t_f64, sacc, "");
+  LLVMBuildStore(b, reassoc(LLVMBuildFAdd(b, s, e, "")), sacc);
+  jit_loop_end(f, &l);
+  s = LLVMBuildLoad2(b, f->t_f64, sacc, "s");
+  LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
+
+  k = jit_loop_begin(f, &l, zero, R, "r");
+  idx = jit_add(f, base, jit_mul(f, k, inner));
+  LLVMValueRef y;
+  if (keep_exp) {
+    y = LLVMBuildFDiv(b, jit_load(f, dt, Y, idx), s, "");
+  } else {
+    LLVMValueRef d = LLVMBuildFSub(b, load_f64(f, dt, X, idx), m, "");
+    y = is_log ? LLVMBuildFSub(b, d, logs, "") : LLVMBuildFDiv(b, jit_exp_f64(f, d), s, "");
+  }
+  store_f64(f, dt, Y, idx, y);
+  jit_loop_end(f, &l);
+}
+
+/* ---- a fused prologue ---- */
+
+/* The operand's rows as the prologue reads them: st[b] the element strides
+ * of input b broadcast to the softmax's shape, D that shape's dims. */
+typedef struct prologue {
+  const jit_ew_group *g;
+  LLVMValueRef (*st)[IR_MAX_RANK];
+  LLVMValueRef D[IR_MAX_RANK];
+  int rank, axis;
+} prologue;
+
+/* Add to rb[b] the offsets, in each input b, of the coordinates that the
+ * flat position `lin` over the axes [from, to) stands for. */
+static void add_coords(jit_fn *f, const prologue *p, int from, int to, LLVMValueRef lin,
+                       LLVMValueRef *rb) {
+  LLVMValueRef rem = lin;
+  for (int k = to - 1; k >= from; k--) {
+    LLVMValueRef ik = rem;
+    if (k > from) {
+      ik = LLVMBuildURem(f->b, rem, p->D[k], "");
+      rem = LLVMBuildUDiv(f->b, rem, p->D[k], "");
+    }
+    for (int b = 0; b < p->g->nin; b++) rb[b] = jit_add(f, rb[b], jit_mul(f, ik, p->st[b][k]));
+  }
+}
+
+/* Row (o, i) of the softmax's operand computed by the prologue's members
+ * into Y (at base + r * inner, r < R). */
+static void prologue_row(jit_fn *f, const prologue *p, LLVMValueRef Y, LLVMValueRef o,
+                         LLVMValueRef i, LLVMValueRef base, LLVMValueRef R, LLVMValueRef inner) {
+  const jit_ew_group *g = p->g;
+  LLVMValueRef rb[64], idx[64];
+  for (int b = 0; b < g->nin; b++) rb[b] = jit_i64(f, 0);
+  add_coords(f, p, 0, p->axis, o, rb);
+  add_coords(f, p, p->axis + 1, p->rank, i, rb);
+  jit_ew_group row = *g;
+  row.out_ptrs = &Y;
+  jit_loop l;
+  LLVMValueRef r = jit_loop_begin(f, &l, jit_i64(f, 0), R, "r");
+  for (int b = 0; b < g->nin; b++) idx[b] = jit_add(f, rb[b], jit_mul(f, r, p->st[b][p->axis]));
+  jit_emit_ew_element(f, &row, idx, jit_add(f, base, jit_mul(f, r, inner)));
+  jit_loop_end(f, &l);
+}
+
+/* p for group g over the softmax operand's type t and axis ax. */
+static int prologue_init(jit_fn *f, prologue *p, const jit_ew_group *g, const ir_type *t, int ax) {
+  p->g = g;
+  p->rank = t->rank;
+  p->axis = ax;
+  if (g->nin > 64) return jit_fn_error(f, "softmax prologue: %d input buffers, at most 64", g->nin);
+  if (g->nout != 1) return jit_fn_error(f, "softmax prologue: %d results, expected 1", g->nout);
+  for (int b = 0; b < g->nin; b++)
+    if (g->in_types[b]->rank > t->rank)
+      return jit_fn_error(f, "softmax prologue: input %d has rank %d, the softmax %d", b,
+                          g->in_types[b]->rank, t->rank);
+  if (!(p->st = calloc((size_t)g->nin + 1, sizeof *p->st))) return jit_fn_error(f, "out of memory");
+  jit_shape(f, t, p->D);
+  for (int b = 0; b < g->nin; b++) jit_bcast_strides(f, g->in_types[b], t, p->st[b]);
+  return 0;
+}
+
+/* ---- the kernel ---- */
+
+int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y,
+                     const jit_ew_group *pro) {
   bool is_log = n->op == IR_OP_LOGSOFTMAX;
   if (n->op != IR_OP_SOFTMAX && !is_log) return jit_fn_error(f, "not a softmax");
   if (n->nin != 1 || n->nout != 1)
@@ -154,76 +303,34 @@ int jit_lower_softmax(jit_fn *f) {
   int64_t ax = axis < 0 ? axis + r : axis;
   if (ax < 0 || ax >= r)
     return jit_fn_error(f, "axis %lld is out of range for rank %d", (long long)axis, r);
+  prologue p = {0};
+  if (pro && prologue_init(f, &p, pro, ti, (int)ax) < 0) return -1;
 
-  LLVMValueRef zero = jit_i64(f, 0);
   LLVMValueRef outer = jit_numel_range(f, ti, 0, (int)ax);
   LLVMValueRef R = jit_dim(f, ti->dims[ax]);
   LLVMValueRef inner = jit_numel_range(f, ti, (int)ax + 1, r);
   LLVMValueRef Rinner = jit_mul(f, R, inner);
-  LLVMValueRef macc = jit_alloca(f, f->t_f64, "max");
-  LLVMValueRef sacc = jit_alloca(f, f->t_f64, "sum");
-  LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0);
-
   LLVMValueRef olo, ohi, ilo, ihi;
   jit_split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
-  jit_loop lo, li, l1, l2, l3;
+  jit_loop lo, li;
   LLVMValueRef o = jit_loop_begin(f, &lo, olo, ohi, "o");
   LLVMValueRef obase = jit_mul(f, o, Rinner);
   LLVMValueRef i = jit_loop_begin(f, &li, ilo, ihi, "i");
   LLVMValueRef base = jit_add(f, obase, i);
-
-  if (dt == IR_DT_F32) { /* passes of its own, all f32 wide */
-    softmax_f32_rows(f, is_log, X, Y, base, R, inner, sacc);
-    jit_loop_end(f, &li);
-    jit_loop_end(f, &lo);
-    return f->failed ? -1 : 0;
+  if (pro) { /* the operand's row into Y, normalized there */
+    prologue_row(f, &p, Y, o, i, base, R, inner);
+    X = Y;
   }
-  /* pass 1: max */
-  LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, -INFINITY), macc);
-  LLVMValueRef k = jit_loop_begin(f, &l1, zero, R, "r");
-  LLVMValueRef x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
-  LLVMValueRef m = LLVMBuildLoad2(f->b, f->t_f64, macc, "");
-  LLVMValueRef margs[2] = {m, x};
-  LLVMBuildStore(f->b, jit_intrinsic(f, "llvm.maximum", f->t_f64, margs, 2), macc);
-  jit_loop_end(f, &l1);
-  m = LLVMBuildLoad2(f->b, f->t_f64, macc, "m");
-
-  {
-    /* pass 2: sum of exp(x - m) */
-    LLVMBuildStore(f->b, jit_fconst(f, IR_DT_F64, 0.0), sacc);
-    k = jit_loop_begin(f, &l2, zero, R, "r");
-    x = load_f64(f, dt, X, jit_add(f, base, jit_mul(f, k, inner)));
-    LLVMValueRef e = jit_exp_f64(f, LLVMBuildFSub(f->b, x, m, ""));
-    /* f64 softmax keeps exp(x - m) in the output for pass 3 (exactly);
-     * f16 / bf16 recompute it, to round once. */
-    bool keep_exp = !is_log && dt == IR_DT_F64;
-    if (keep_exp) jit_store(f, dt, Y, jit_add(f, base, jit_mul(f, k, inner)), e);
-    LLVMValueRef s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "");
-    /* reassociable, so the sum vectorizes (a few ulps of double, far below
-     * the rounding at the store) */
-    LLVMBuildStore(f->b, reassoc(LLVMBuildFAdd(f->b, s, e, "")), sacc);
-    jit_loop_end(f, &l2);
-    s = LLVMBuildLoad2(f->b, f->t_f64, sacc, "s");
-    LLVMValueRef logs = is_log ? jit_intrinsic(f, "llvm.log", f->t_f64, &s, 1) : NULL;
-
-    /* pass 3: write */
-    k = jit_loop_begin(f, &l3, zero, R, "r");
-    LLVMValueRef idx = jit_add(f, base, jit_mul(f, k, inner));
-    LLVMValueRef y;
-    if (keep_exp) {
-      y = LLVMBuildFDiv(f->b, jit_load(f, dt, Y, idx), s, "");
-    } else {
-      x = load_f64(f, dt, X, idx);
-      LLVMValueRef d = LLVMBuildFSub(f->b, x, m, "");
-      y = is_log ? LLVMBuildFSub(f->b, d, logs, "") : LLVMBuildFDiv(f->b, jit_exp_f64(f, d), s, "");
-    }
-    store_f64(f, dt, Y, idx, y);
-    jit_loop_end(f, &l3);
-  }
-
+  if (dt == IR_DT_F32) softmax_f32_rows(f, is_log, X, Y, base, R, inner);
+  else softmax_rows(f, is_log, dt, X, Y, base, R, inner);
   jit_loop_end(f, &li);
   jit_loop_end(f, &lo);
+  free(p.st);
   return f->failed ? -1 : 0;
+}
+
+int jit_lower_softmax(jit_fn *f) {
+  return jit_emit_softmax(f, f->node, jit_in(f, 0), jit_out(f, 0), NULL);
 }
 
 int jit_lower_layer_norm(jit_fn *f) {

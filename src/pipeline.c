@@ -5,7 +5,8 @@
  * Prepare, in order (each pass says what it requires in its own header):
  *   ir_graph_verify -> custom kernels bound (kernel_lib.c; before fusion,
  *   which takes elementwise custom kernels into chains) ->
- *   ir_graph_fold_transpose_b -> ir_graph_fuse (unless KILN_FUSE=0) ->
+ *   ir_graph_fold_transpose_b -> ir_graph_fuse (unless KILN_FUSE=0; softmax
+ *   prologues for the host only) ->
  *   rt_prepack_mark (host: matmuls that read a constant B; last, since it
  *   changes those matmuls' kernel texts).
  * Compile node i: its canonical kernel text under the binding
@@ -81,11 +82,12 @@ static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *f
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
-  if (fusion_enabled() && ir_graph_fuse(g, &d) < 0)
+  /* softmax prologues only for the host: the SIMT lowering has none */
+  if (fusion_enabled() && ir_graph_fuse(g, host ? IR_FUSE_SOFTMAX : 0, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   /* a group the SIMT lowering cannot take is an error naming its ops
    * (jit/simt_fused.c lowers the elementwise chains and GEMM epilogues
-   * ir_graph_fuse makes) */
+   * ir_graph_fuse makes for it) */
   for (int i = 0; !host && i < g->nnodes; i++) {
     char why[512];
     if (g->nodes[i]->body && jit_simt_check_node(g->nodes[i], why, sizeof why) < 0) {

@@ -437,9 +437,12 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms) 
     if (mn < 0 || kk < 0) return -1;
     return scaled(sat_mul(mn, kk), ci->work_mul, ci->work_div);
   }
-  case IR_WORK_BODY: { /* a GEMM with its epilogue: the GEMM's work; else elements */
-    const ir_node *mm = ir_node_matmul(n);
-    return mm ? rt_node_work(n->body, mm, gsyms) : numel(out, gsyms);
+  case IR_WORK_BODY: { /* a GEMM with its epilogue, a softmax with its prologue: that node's
+                         work; else elements */
+    const ir_node *k = ir_node_matmul(n);
+    for (int i = 0; !k && n->body && i < n->body->nnodes; i++)
+      if (ir_op_get(n->body->nodes[i]->op)->cls == IR_CLS_SOFTMAX) k = n->body->nodes[i];
+    return k ? rt_node_work(n->body, k, gsyms) : numel(out, gsyms);
   }
   }
   return numel(out, gsyms);

@@ -23,7 +23,7 @@
   "  %s = mo.softmax(%t) : !mo.tensor<[n, 8], f32>\n"                                          \
   "  mo.output %s : !mo.tensor<[n, 8], f32>\n"                                                 \
   "}\n"
-#define NKERNELS 2 /* matmul + tanh fuse (ir_graph_fuse); softmax */
+#define NKERNELS 2 /* matmul; tanh + softmax fuse (ir_graph_fuse, a softmax prologue) */
 
 static char dir[64];
 

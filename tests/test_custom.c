@@ -627,7 +627,7 @@ Test(custom, text_round_trip) {
   cr_assert(strstr(p1, "mo.custom(%x, %b) {alpha = 0.5"), "%s", p1);
   cr_assert(strstr(p1, "mo.inplace_custom(%a) {symbol = \"upd\"}"), "%s", p1);
   /* fusion leaves custom ops alone */
-  cr_assert_eq(ir_graph_fuse(g2, &d), 0);
+  cr_assert_eq(ir_graph_fuse(g2, IR_FUSE_SOFTMAX, &d), 0);
   int custom = 0;
   for (int i = 0; i < g2->nnodes; i++) custom += ir_op_get(g2->nodes[i]->op)->cls == IR_CLS_CUSTOM;
   cr_assert_eq(custom, 2);
@@ -648,7 +648,7 @@ Test(custom, fusion_does_not_absorb_custom_ops) {
   ir_diag d = {0};
   ir_graph *g = ir_parse(text, strlen(text), &d);
   cr_assert(g, "%s", d.msg);
-  cr_assert_eq(ir_graph_fuse(g, &d), 1);
+  cr_assert_eq(ir_graph_fuse(g, IR_FUSE_SOFTMAX, &d), 1);
   bool found = false;
   for (int i = 0; i < g->nnodes; i++) {
     if (g->nodes[i]->op == IR_OP_CUSTOM) found = true;

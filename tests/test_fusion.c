@@ -68,7 +68,7 @@ static ir_graph *fused_clone(const ir_graph *g, int *nfused) {
   ir_graph *f = ir_graph_clone(g);
   cr_assert_not_null(f);
   ir_diag d = {0};
-  int n = ir_graph_fuse(f, &d);
+  int n = ir_graph_fuse(f, IR_FUSE_SOFTMAX, &d);
   cr_assert(n >= 0, "ir_graph_fuse: %s", d.msg);
   if (nfused) *nfused = n;
   d = (ir_diag){0};
@@ -491,7 +491,19 @@ Test(fusion, non_elementwise_in_the_middle_splits_groups) {
   ir_graph *g = parse(text);
   int nf;
   ir_graph *f = fused_clone(g, &nf);
-  cr_assert_eq(nf, 2, "mul+relu, then negate+add");
+  cr_assert_eq(nf, 2, "mul+relu+softmax (a softmax prologue), then negate+add");
+  cr_assert_eq(f->nnodes, 2);
+  const ir_graph *b0 = f->nodes[0]->body, *b1 = f->nodes[1]->body;
+  cr_assert(b0 && b1);
+  cr_assert_eq(b0->nnodes, 3);
+  cr_assert_eq(b0->nodes[2]->op, IR_OP_SOFTMAX);
+  cr_assert_eq(b1->nnodes, 2);
+  cr_assert_eq(b1->nodes[0]->op, IR_OP_NEGATE);
+  ir_graph_free(f);
+  /* without IR_FUSE_SOFTMAX (SIMT targets) the softmax splits the groups */
+  f = ir_graph_clone(g);
+  ir_diag d = {0};
+  cr_assert_eq(ir_graph_fuse(f, 0, &d), 2, "mul+relu, then negate+add");
   cr_assert_eq(f->nnodes, 3);
   cr_assert_eq(f->nodes[1]->op, IR_OP_SOFTMAX);
   ir_graph_free(f);
@@ -677,6 +689,105 @@ Test(fusion, f64_row_and_column_broadcasts) {
       "  mo.output %y : !mo.tensor<[n, m], f64>\n}\n";
   int64_t s[4][2] = {{9, 9}, {9, 1}, {1, 1}, {33, 70}};
   cr_assert_eq(check_binds(text, &s[0][0], 4, 1e-12, 20), 1);
+}
+
+/* ---- softmax prologues (IR_FUSE_SOFTMAX) ---- */
+
+/* softmax(x * c + mask) over [b, h, s, s] with the mask [1, 1, s, s]: one
+ * kernel, equal to the unfused pair bit for bit; rows of 1, 7 and 384. */
+Test(fusion, softmax_scale_mask_attention) {
+  const char *text =
+      "mo.graph @att<b, s>(%x: !mo.tensor<[b, 3, s, s], f32>, %c: !mo.tensor<[1], f32>, "
+      "%mask: !mo.tensor<[1, 1, s, s], f32>) -> (!mo.tensor<[b, 3, s, s], f32>) {\n"
+      "  %t = mo.mul(%x, %c) : (!mo.tensor<[b, 3, s, s], f32>, !mo.tensor<[1], f32>) -> "
+      "!mo.tensor<[b, 3, s, s], f32>\n"
+      "  %u = mo.add(%t, %mask) : (!mo.tensor<[b, 3, s, s], f32>, "
+      "!mo.tensor<[1, 1, s, s], f32>) -> !mo.tensor<[b, 3, s, s], f32>\n"
+      "  %y = mo.softmax(%u) {axis = -1} : !mo.tensor<[b, 3, s, s], f32>\n"
+      "  mo.output %y : !mo.tensor<[b, 3, s, s], f32>\n}\n";
+  ir_graph *g = parse(text);
+  int nf;
+  ir_graph *f = fused_clone(g, &nf);
+  cr_assert_eq(nf, 1);
+  cr_assert_eq(f->nnodes, 1);
+  cr_assert_eq(f->nodes[0]->body->nnodes, 3);
+  ir_graph_free(f);
+  ir_graph_free(g);
+  int64_t s[4][2] = {{2, 7}, {1, 1}, {1, 384}, {0, 5}};
+  cr_assert_eq(check_binds(text, &s[0][0], 4, 1e-5, 60), 1);
+}
+
+/* x / c with a [b, 1, 1, s] mask (per batch and key), logsoftmax, f64 too. */
+Test(fusion, logsoftmax_div_batch_mask) {
+  static const char *const dts[] = {"f32", "f64"};
+  for (int k = 0; k < 2; k++) {
+    char text[2048];
+    const char *dt = dts[k];
+    snprintf(text, sizeof text,
+             "mo.graph @lsm<b, s>(%%x: !mo.tensor<[b, 2, 5, s], %s>, %%c: !mo.tensor<[1], %s>, "
+             "%%mask: !mo.tensor<[b, 1, 1, s], %s>) -> (!mo.tensor<[b, 2, 5, s], %s>) {\n"
+             "  %%t = mo.div(%%x, %%c) : (!mo.tensor<[b, 2, 5, s], %s>, !mo.tensor<[1], %s>) -> "
+             "!mo.tensor<[b, 2, 5, s], %s>\n"
+             "  %%u = mo.add(%%t, %%mask) : (!mo.tensor<[b, 2, 5, s], %s>, "
+             "!mo.tensor<[b, 1, 1, s], %s>) -> !mo.tensor<[b, 2, 5, s], %s>\n"
+             "  %%y = mo.logsoftmax(%%u) : !mo.tensor<[b, 2, 5, s], %s>\n"
+             "  mo.output %%y : !mo.tensor<[b, 2, 5, s], %s>\n}\n",
+             dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt, dt);
+    int64_t s[3][2] = {{3, 1000}, {2, 7}, {1, 1}};
+    cr_assert_eq(check_binds(text, &s[0][0], 3, k ? 1e-12 : 2e-5, 61), 1);
+  }
+}
+
+/* The softmax along an axis that is not the last (strided rows), the
+ * prologue's operands broadcast along it and across it. */
+Test(fusion, softmax_prologue_axis_not_last) {
+  const char *text =
+      "mo.graph @ax(%x: !mo.tensor<[3, 37, 5], f32>, %a: !mo.tensor<[37, 1], f32>, "
+      "%b: !mo.tensor<[3, 1, 5], f32>) -> (!mo.tensor<[3, 37, 5], f32>) {\n"
+      "  %t = mo.mul(%x, %a) : (!mo.tensor<[3, 37, 5], f32>, !mo.tensor<[37, 1], f32>) -> "
+      "!mo.tensor<[3, 37, 5], f32>\n"
+      "  %u = mo.sub(%t, %b) : (!mo.tensor<[3, 37, 5], f32>, !mo.tensor<[3, 1, 5], f32>) -> "
+      "!mo.tensor<[3, 37, 5], f32>\n"
+      "  %e = mo.tanh(%u) : !mo.tensor<[3, 37, 5], f32>\n"
+      "  %y = mo.softmax(%e) {axis = 1} : !mo.tensor<[3, 37, 5], f32>\n"
+      "  mo.output %y : !mo.tensor<[3, 37, 5], f32>\n}\n";
+  int64_t none[1] = {0};
+  cr_assert_eq(check_case(text, none, 1e-5, 62), 1);
+}
+
+/* A matmul feeding the prologue stays a kernel of its own (the softmax
+ * takes the scale); an operand that is also a graph output is not
+ * absorbed. */
+Test(fusion, softmax_prologue_after_matmul_and_shared_operand) {
+  const char *mm =
+      "mo.graph @qk(%q: !mo.tensor<[2, 9, 4], f32>, %k: !mo.tensor<[2, 4, 9], f32>, "
+      "%c: !mo.tensor<[1], f32>) -> (!mo.tensor<[2, 9, 9], f32>) {\n"
+      "  %s = mo.matmul(%q, %k) : (!mo.tensor<[2, 9, 4], f32>, !mo.tensor<[2, 4, 9], f32>) -> "
+      "!mo.tensor<[2, 9, 9], f32>\n"
+      "  %t = mo.mul(%s, %c) : (!mo.tensor<[2, 9, 9], f32>, !mo.tensor<[1], f32>) -> "
+      "!mo.tensor<[2, 9, 9], f32>\n"
+      "  %y = mo.softmax(%t) : !mo.tensor<[2, 9, 9], f32>\n"
+      "  mo.output %y : !mo.tensor<[2, 9, 9], f32>\n}\n";
+  ir_graph *g = parse(mm);
+  int nf;
+  ir_graph *f = fused_clone(g, &nf);
+  cr_assert_eq(nf, 1);
+  cr_assert_eq(f->nnodes, 2);
+  cr_assert_eq(f->nodes[0]->op, IR_OP_MATMUL);
+  cr_assert_eq(f->nodes[1]->body->nodes[1]->op, IR_OP_SOFTMAX);
+  ir_graph_free(f);
+  ir_graph_free(g);
+  int64_t none[1] = {0};
+  cr_assert_eq(check_case(mm, none, 1e-5, 63), 1);
+
+  const char *shared =
+      "mo.graph @sh(%x: !mo.tensor<[4, 8], f32>, %c: !mo.tensor<[1], f32>) -> "
+      "(!mo.tensor<[4, 8], f32>, !mo.tensor<[4, 8], f32>) {\n"
+      "  %t = mo.mul(%x, %c) : (!mo.tensor<[4, 8], f32>, !mo.tensor<[1], f32>) -> "
+      "!mo.tensor<[4, 8], f32>\n"
+      "  %y = mo.softmax(%t) : !mo.tensor<[4, 8], f32>\n"
+      "  mo.output %y, %t : !mo.tensor<[4, 8], f32>, !mo.tensor<[4, 8], f32>\n}\n";
+  cr_assert_eq(check_case(shared, none, 1e-5, 64), 0);
 }
 
 Test(fusion, bool_int_and_cast_members) {
@@ -955,7 +1066,7 @@ Test(fusion, elementwise_custom_joins_a_chain) {
       "  mo.output %y : !mo.tensor<[n, 4], f32>\n}\n";
   ir_graph *g = parse_stamped(text);
   ir_diag d = {0};
-  cr_assert_eq(ir_graph_fuse(g, &d), 1, "%s", d.msg);
+  cr_assert_eq(ir_graph_fuse(g, IR_FUSE_SOFTMAX, &d), 1, "%s", d.msg);
   cr_assert_eq(g->nnodes, 1);
   const ir_node *f = g->nodes[0];
   cr_assert_eq(f->op, IR_OP_FUSED);
@@ -984,7 +1095,7 @@ Test(fusion, custom_without_the_mark_or_shape_stays_out) {
       "  mo.output %y, %w : !mo.tensor<[8], f32>, !mo.tensor<[2, 8], f32>\n}\n";
   ir_graph *g = parse_stamped(text);
   ir_diag d = {0};
-  cr_assert_eq(ir_graph_fuse(g, &d), 0, "%s", d.msg);
+  cr_assert_eq(ir_graph_fuse(g, IR_FUSE_SOFTMAX, &d), 0, "%s", d.msg);
   cr_assert_eq(g->nnodes, 4);
   ir_graph_free(g);
 }

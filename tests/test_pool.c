@@ -296,13 +296,14 @@ Test(split, work_estimates) {
   kiln_model *m = compile_text(
       ctx,
       "mo.graph @g(%a: " T2("64, 128", "f32") ", %b: " T2("128, 32", "f32") ") -> ("
-      T2("64, 32", "f32") ", " T2("64, 128", "f32") ", " T2("64, 1", "f32") ") {\n"
+      T2("64, 32", "f32") ", " T2("64, 128", "f32") ", " T2("64, 1", "f32") ", "
+      T2("64, 128", "f32") ") {\n"
       "  %c = mo.matmul(%a, %b) : (" T2("64, 128", "f32") ", " T2("128, 32", "f32") ") -> "
       T2("64, 32", "f32") "\n  %e = mo.exp(%a) : " T2("64, 128", "f32") "\n"
       "  %s = mo.softmax(%e) : " T2("64, 128", "f32") "\n"
       "  %r = mo.sum(%a) {axis = 1} : (" T2("64, 128", "f32") ") -> " T2("64, 1", "f32") "\n"
-      "  mo.output %c, %s, %r : " T2("64, 32", "f32") ", " T2("64, 128", "f32") ", "
-      T2("64, 1", "f32") "\n}\n",
+      "  mo.output %c, %s, %r, %e : " T2("64, 32", "f32") ", " T2("64, 128", "f32") ", "
+      T2("64, 1", "f32") ", " T2("64, 128", "f32") "\n}\n", /* %e an output: no prologue */
       st);
   static const int64_t want[] = {64 * 32 * 128 / 16, 64 * 128, 4 * 64 * 128, 64 * 128};
   int k = 0;
@@ -314,6 +315,16 @@ Test(split, work_estimates) {
     k++;
   }
   cr_expect_eq(k, 4);
+  kiln_model_free(m);
+  /* a softmax with a fused prologue counts as the softmax */
+  m = compile_text(ctx,
+                   "mo.graph @h(%a: " T2("64, 128", "f32") ") -> (" T2("64, 128", "f32") ") {\n"
+                   "  %e = mo.exp(%a) : " T2("64, 128", "f32") "\n"
+                   "  %s = mo.softmax(%e) : " T2("64, 128", "f32") "\n"
+                   "  mo.output %s : " T2("64, 128", "f32") "\n}\n",
+                   st);
+  cr_assert_eq(m->g->nnodes, 1);
+  cr_expect_eq(m->work[0], 4 * 64 * 128);
   kiln_model_free(m);
   kiln_context_free(ctx);
   kiln_status_free(st);

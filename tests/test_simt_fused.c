@@ -52,7 +52,7 @@ static ir_graph *fused_copy(const ir_graph *g, bool fold, int nfused) {
   cr_assert_not_null(f);
   ir_diag d = {0};
   if (fold) cr_assert_geq(ir_graph_fold_transpose_b(f, &d), 1, "fold: %s", d.msg);
-  cr_assert_eq(ir_graph_fuse(f, &d), nfused, "fuse: %s", d.msg);
+  cr_assert_eq(ir_graph_fuse(f, 0, &d), nfused, "fuse: %s", d.msg);
   cr_assert_eq(ir_graph_verify(f, &d), 0, "verify after fusing: %s", d.msg);
   return f;
 }
