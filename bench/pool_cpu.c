@@ -48,9 +48,10 @@ typedef struct bench_case {
   int64_t shape[3]; /* every input has this shape */
 } bench_case;
 
-static const char RELU16[] = "mo.graph @relu(%x: !mo.tensor<[16], f32>) -> (!mo.tensor<[16], f32>) {\n"
-                             "  %y = mo.relu(%x) : !mo.tensor<[16], f32>\n"
-                             "  mo.output %y : !mo.tensor<[16], f32>\n}\n";
+static const char RELU16[] =
+    "mo.graph @relu(%x: !mo.tensor<[16], f32>) -> (!mo.tensor<[16], f32>) {\n"
+    "  %y = mo.relu(%x) : !mo.tensor<[16], f32>\n"
+    "  mo.output %y : !mo.tensor<[16], f32>\n}\n";
 
 static double now_us(void) {
   struct timespec ts;
@@ -111,7 +112,8 @@ typedef struct runner {
 } runner;
 
 static kiln_graph *case_graph(const bench_case *c, const char *path, kiln_status *st) {
-  return c->file ? kiln_graph_load(path, st) : kiln_graph_parse(c->text, strlen(c->text), c->name, st);
+  return c->file ? kiln_graph_load(path, st)
+                 : kiln_graph_parse(c->text, strlen(c->text), c->name, st);
 }
 
 static void bind_weights(runner *r, uint64_t *seed, kiln_status *st) {

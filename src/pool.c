@@ -27,21 +27,25 @@
  * time order.
  *
  * Waiting: a thread spins only while what it waits for is likely within
- * tens of microseconds, then sleeps on a futex, so an idle pool costs no
- * CPU that the caller's other threads (or other processes) could use.
- * Between jobs a worker spins for RT_SPIN_NS when its last wait ended
- * while it spun (jobs coming back to back, as the split kernels of one
- * execute do), for RT_SPIN_SHORT_NS when its last wait had to sleep, and
- * not at all once the execute that published the last job has ended
- * (rt_pool_quiet: the next job is a request away). The caller waits for the
- * workers' parts, which are running, spinning up to RT_SPIN_NS and then
- * sleeping. Sleeping and waking go straight through futex(2) on the words
- * the threads wait on (a wake count and the count of unfinished parts):
- * the waiter's check and sleep are one atomic step in the kernel, so
- * neither side takes a lock, a job wakes no more sleepers than it has
- * parts for, and a publish that finds no sleeper makes no system call (a
- * condition variable would need its mutex around both the predicate and
- * the wake).
+ * RT_SPIN_NS, then sleeps on a futex, so an idle pool costs no CPU that
+ * the caller's other threads (or other processes) could use. Likely: the
+ * thread's last wait of the same kind took less than RT_SPIN_NS, its
+ * sleep and wake-up included (so a machine too busy to run a woken thread
+ * promptly makes it spin less). A worker tells two kinds apart: waits
+ * within an execute (the split kernels of one execute come back to back;
+ * if they do not, it spins RT_SPIN_SHORT_NS) and waits across the end of
+ * one (rt_pool_quiet, which execute.c calls as an execute ends: after it
+ * a worker spins only if requests came back to back, and stops spinning
+ * when the end comes mid-spin). The caller waits for the parts the workers
+ * claimed, which are running, the same way (RT_SPIN_SHORT_NS after a long
+ * wait). Sleeping and waking go straight through futex(2) on the words the
+ * threads wait on (a wake count bumped by every publish, and the count of
+ * unfinished parts), rather than a condition variable: the kernel checks
+ * the word and sleeps in one step, so no lock is taken on either side (a
+ * condition variable needs its mutex around the predicate and the wake),
+ * a job wakes no more sleepers than it has parts for, and a publish that
+ * finds no sleeper makes no system call. The pool is Linux-only already
+ * (affinity, sched_getcpu).
  *
  * Placement: when the pool has exactly as many threads as the thread that
  * started its workers may use CPUs (the default count), each worker is
@@ -81,18 +85,19 @@
 #define RT_GRAIN ((int64_t)32768)
 /* Most parts per thread for a kernel other than a matmul. */
 #define RT_OVERSPLIT 4
-/* How long a worker spins for the next job while jobs come back to back,
- * and how long the caller spins for the parts the workers are running,
- * before sleeping. A futex wake costs the waker a system call and the
- * sleeper ~10 us before it runs (measured on a 2-vCPU EPYC VM under load):
- * a spin this long covers the serial kernels between two split ones of an
- * execute, and sleeping beyond it costs a fraction of what it saved. */
-#define RT_SPIN_NS 50000
-/* How long a worker spins when its last wait had to sleep (the jobs are
- * not coming back to back). */
+/* Longest spin, for the next job (workers) or for the running parts (the
+ * caller), before sleeping. Measured on a 2-vCPU EPYC VM: a futex wake
+ * costs the waker ~8 us of CPU and the sleeper ~10 us more, and the woken
+ * thread runs ~10 us after the wake; spinning longer than a sleep and wake
+ * cost can save no CPU (about 2x the best choice in the worst case), and
+ * it covers the serial kernels between the split ones of most executes. */
+#define RT_SPIN_NS 20000
+/* Spin of a worker whose last wait within an execute was longer than
+ * RT_SPIN_NS (its jobs are far apart), and of the caller after a wait
+ * that long. */
 #define RT_SPIN_SHORT_NS 2000
-/* A spin pauses only for this long; beyond, each round also yields the
- * core (on an oversubscribed machine, to the thread it waits for). */
+/* A spin only pauses this long; then each round also yields the core (on
+ * an oversubscribed machine, to the thread it waits for, or anyone). */
 #define RT_SPIN_PAUSE_NS 10000
 
 typedef struct rt_worker {
@@ -117,12 +122,12 @@ struct rt_pool {
   atomic_int pending;          /* parts not finished, part 0 excluded */
   atomic_int status;           /* first nonzero part status */
   atomic_int stop;             /* workers exit */
-  atomic_uint quiet;           /* generation after which its execute ended (rt_pool_quiet) */
-  /* sleeping (futex words) */
-  atomic_uint wake;            /* bumped by every publish and by stop: workers sleep on it */
+  atomic_uint quiet;           /* generation whose execute has ended (rt_pool_quiet) */
+  /* sleeping: workers on wake, the submitter on pending (futex words) */
+  atomic_uint wake;            /* bumped by every publish and by stop */
   atomic_int sleepers;         /* workers asleep or about to be */
   atomic_int waiting;          /* the submitter sleeps on pending */
-  bool parts_near;             /* the submitter's last wait for parts was shorter than RT_SPIN_NS (under submit) */
+  bool parts_near;             /* its last wait for parts took < RT_SPIN_NS (under submit) */
   /* placement (under submit) */
   bool place;        /* bind the workers one per CPU, off the caller's */
   cpu_set_t allowed; /* the starting thread's CPUs when the workers started */
@@ -181,8 +186,10 @@ static int default_threads(void) {
 
 /* ---- running parts ---- */
 
+/* Sleep while *word == expected (returns at once otherwise; on EINTR or a
+ * spurious wake-up too: callers recheck what they wait for). */
 static void futex_wait(void *word, unsigned expected) {
-  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0); /* EAGAIN, EINTR: the caller rechecks */
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
 }
 
 static void futex_wake(void *word, int n) {
@@ -214,7 +221,7 @@ static void run_parts(rt_pool *p, uint32_t g, jit_kernel_fn fn, void *const *arg
   }
 }
 
-/* What a spin waits for: *ready(p, arg) true. */
+/* What a spin waits for: done(p, arg) true. */
 typedef bool spin_done_fn(rt_pool *p, uint32_t arg);
 
 /* Spin until done(p, arg) or budget_ns has passed; whether done. Pauses,
@@ -241,7 +248,8 @@ static bool spin_until(spin_done_fn *done, rt_pool *p, uint32_t arg, int64_t bud
 
 /* A job newer than generation seen is published, or the workers stop. */
 static bool job_ready(rt_pool *p, uint32_t seen) {
-  return t_gen(atomic_load(&p->ticket)) != seen || atomic_load_explicit(&p->stop, memory_order_relaxed);
+  return t_gen(atomic_load(&p->ticket)) != seen ||
+         atomic_load_explicit(&p->stop, memory_order_relaxed);
 }
 
 /* job_ready, or the execute that published generation seen has ended (no
@@ -265,14 +273,10 @@ static void sleep_until_job(rt_pool *p, uint32_t seen) {
   atomic_fetch_sub(&p->sleepers, 1);
 }
 
-/* Wait for a job newer than the worker's last (or stop): spin while one is
- * likely soon, then sleep. Likely soon: the worker's last wait of the same
- * kind was shorter than RT_SPIN_NS (a wait that slept counts its wake-up,
- * so a machine too busy to run the worker promptly makes it spin less).
- * The kinds: within an execute (the split kernels of one execute, or
- * executes whose jobs are far apart: RT_SPIN_SHORT_NS then) and across the
- * end of one (rt_pool_quiet; back-to-back requests, or a service gap: no
- * spin then). */
+/* Wait for a job newer than the worker's last (or stop): spin up to
+ * RT_SPIN_NS when the last wait of this kind (within an execute, or across
+ * the end of one) took less than that, else RT_SPIN_SHORT_NS within an
+ * execute and not at all across; then sleep. */
 static void wait_job(rt_pool *p, rt_worker *w) {
   uint32_t seen = w->seen;
   bool across = atomic_load_explicit(&p->quiet, memory_order_relaxed) == seen;
