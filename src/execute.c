@@ -30,6 +30,7 @@
 #include "backend.h"
 #include "capture.h"
 #include "plan.h"
+#include "pool.h"
 #include "prepack.h"
 #include "rt.h"
 #include "variants.h"
@@ -314,6 +315,7 @@ int rt_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
   rc = 0;
   rt_ok(st);
 done:
+  rt_pool_quiet(m->ctx); /* this execute publishes no more jobs (pool.h) */
   if (!cap) rt_variant_release(m, var);
   arena_give(m, x.arena_blk);
   for (size_t i = 0; i < no; i++) kiln_tensor_free(x.fresh[i]);

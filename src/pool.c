@@ -10,11 +10,10 @@
  * parts (kernel ABI, jit.h; one part per thread for a matmul and for the
  * other classes ops.def does not mark as streaming). The pool (one per context, created
  * then) starts its n - 1 workers on the first job that needs them, never
- * per call; a context that never splits starts no thread. Between jobs a
- * worker spins for about RT_SPIN_NS (pausing, then yielding the core), then
- * parks on a condition variable. One job runs at a time: an execute that
- * finds the pool busy (another thread executing on the same context) runs
- * its kernel serially, as (0, 1), rather than waiting.
+ * per call; a context that never splits starts no thread. One job runs at a
+ * time: an execute that finds the pool busy (another thread executing on
+ * the same context) runs its kernel serially, as (0, 1), rather than
+ * waiting.
  *
  * A job is published through one 64-bit ticket: generation (32 bits),
  * number of parts (16), next unclaimed part (16). Parts are claimed by a CAS
@@ -23,9 +22,30 @@
  * one (its CAS fails), and a successful claim proves the arguments it read
  * belong to that job (the job cannot end, nor the next one be written,
  * before the claimed part is done). The caller runs part 0 itself, claims
- * parts like a worker until none is left, then waits (spins, then parks)
- * for the parts the workers took. The status is the first nonzero one any
- * part returned, in time order.
+ * parts like a worker until none is left, then waits for the parts the
+ * workers took. The status is the first nonzero one any part returned, in
+ * time order.
+ *
+ * Waiting: a thread spins only while what it waits for is likely within
+ * RT_SPIN_NS, then sleeps on a futex, so an idle pool costs no CPU that
+ * the caller's other threads (or other processes) could use. Likely: the
+ * thread's last wait of the same kind took less than RT_SPIN_NS, its
+ * sleep and wake-up included (so a machine too busy to run a woken thread
+ * promptly makes it spin less). A worker tells two kinds apart: waits
+ * within an execute (the split kernels of one execute come back to back;
+ * if they do not, it spins RT_SPIN_SHORT_NS) and waits across the end of
+ * one (rt_pool_quiet, which execute.c calls as an execute ends: after it
+ * a worker spins only if requests came back to back, and stops spinning
+ * when the end comes mid-spin). The caller waits for the parts the workers
+ * claimed, which are running, the same way (RT_SPIN_SHORT_NS after a long
+ * wait). Sleeping and waking go straight through futex(2) on the words the
+ * threads wait on (a wake count bumped by every publish, and the count of
+ * unfinished parts), rather than a condition variable: the kernel checks
+ * the word and sleeps in one step, so no lock is taken on either side (a
+ * condition variable needs its mutex around the predicate and the wake),
+ * a job wakes no more sleepers than it has parts for, and a publish that
+ * finds no sleeper makes no system call. The pool is Linux-only already
+ * (affinity, sched_getcpu).
  *
  * Placement: when the pool has exactly as many threads as the thread that
  * started its workers may use CPUs (the default count), each worker is
@@ -46,10 +66,13 @@
  * caller runs whatever no worker claims. */
 #define _GNU_SOURCE /* sched_getcpu, sched_getaffinity, CPU_*, pthread_setaffinity_np */
 #include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,21 +85,27 @@
 #define RT_GRAIN ((int64_t)32768)
 /* Most parts per thread for a kernel other than a matmul. */
 #define RT_OVERSPLIT 4
-/* How long an idle worker spins before parking, how long a caller spins
- * for the parts the workers are running before parking, and how many of
- * the first rounds only pause before the others yield. Waking a parked
- * thread took over a millisecond on the VM this was measured on (a halted
- * vCPU), longer than most parts: a worker must stay awake across
- * back-to-back executes and across the serial kernels between two split
- * ones to help at all (libgomp spins for milliseconds too). */
-#define RT_SPIN_NS 2000000
-#define RT_WAIT_NS 20000000
-#define RT_SPIN_PAUSES 256
+/* Longest spin, for the next job (workers) or for the running parts (the
+ * caller), before sleeping. Measured on a 2-vCPU EPYC VM: a futex wake
+ * costs the waker ~8 us of CPU and the sleeper ~10 us more, and the woken
+ * thread runs ~10 us after the wake; spinning longer than a sleep and wake
+ * cost can save no CPU (about 2x the best choice in the worst case), and
+ * it covers the serial kernels between the split ones of most executes. */
+#define RT_SPIN_NS 20000
+/* Spin of a worker whose last wait within an execute was longer than
+ * RT_SPIN_NS (its jobs are far apart), and of the caller after a wait
+ * that long. */
+#define RT_SPIN_SHORT_NS 2000
+/* A spin only pauses this long; then each round also yields the core (on
+ * an oversubscribed machine, to the thread it waits for, or anyone). */
+#define RT_SPIN_PAUSE_NS 10000
 
 typedef struct rt_worker {
   rt_pool *pool;
   pthread_t thread;
-  uint32_t seen; /* generation of the last job this worker looked at */
+  uint32_t seen;     /* generation of the last job this worker looked at */
+  bool near_within;  /* its last wait within an execute was shorter than RT_SPIN_NS */
+  bool near_between; /* its last wait across the end of an execute was */
 } rt_worker;
 
 struct rt_pool {
@@ -93,12 +122,12 @@ struct rt_pool {
   atomic_int pending;          /* parts not finished, part 0 excluded */
   atomic_int status;           /* first nonzero part status */
   atomic_int stop;             /* workers exit */
-  /* parking */
-  pthread_mutex_t park_lock;
-  pthread_cond_t park_cond; /* workers wait here for a new generation */
-  atomic_int sleepers;
-  pthread_cond_t done_cond; /* the submitter waits here for pending == 0 */
-  atomic_int waiting;
+  atomic_uint quiet;           /* generation whose execute has ended (rt_pool_quiet) */
+  /* sleeping: workers on wake, the submitter on pending (futex words) */
+  atomic_uint wake;            /* bumped by every publish and by stop */
+  atomic_int sleepers;         /* workers asleep or about to be */
+  atomic_int waiting;          /* the submitter sleeps on pending */
+  bool parts_near;             /* its last wait for parts took < RT_SPIN_NS (under submit) */
   /* placement (under submit) */
   bool place;        /* bind the workers one per CPU, off the caller's */
   cpu_set_t allowed; /* the starting thread's CPUs when the workers started */
@@ -157,12 +186,19 @@ static int default_threads(void) {
 
 /* ---- running parts ---- */
 
+/* Sleep while *word == expected (returns at once otherwise; on EINTR or a
+ * spurious wake-up too: callers recheck what they wait for). */
+static void futex_wait(void *word, unsigned expected) {
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+}
+
+static void futex_wake(void *word, int n) {
+  syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
+}
+
 static void finish_part(rt_pool *p) {
-  if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->waiting)) {
-    pthread_mutex_lock(&p->park_lock);
-    pthread_cond_broadcast(&p->done_cond);
-    pthread_mutex_unlock(&p->park_lock);
-  }
+  /* seq_cst both: pairs with wait_parts' store of waiting and load of pending */
+  if (atomic_fetch_sub(&p->pending, 1) == 1 && atomic_load(&p->waiting)) futex_wake(&p->pending, 1);
 }
 
 static void record_status(rt_pool *p, int32_t rc) {
@@ -185,44 +221,85 @@ static void run_parts(rt_pool *p, uint32_t g, jit_kernel_fn fn, void *const *arg
   }
 }
 
-/* One round of a spin-wait (i counts rounds from 1; t0 starts at 0):
- * false once it has lasted budget_ns and should park. The first RT_SPIN_PAUSES rounds only
- * pause (a thread on another core answers within that); then each round
- * yields the core, so that on an oversubscribed machine a spinning thread
- * lets the thread it waits for (or anyone else) run. */
-static bool spin_round(int i, int64_t *t0, int64_t budget_ns) {
-  if (i <= RT_SPIN_PAUSES) {
-    cpu_relax();
-    return true;
+/* What a spin waits for: done(p, arg) true. */
+typedef bool spin_done_fn(rt_pool *p, uint32_t arg);
+
+/* Spin until done(p, arg) or budget_ns has passed; whether done. Pauses,
+ * reading the clock every few rounds; after RT_SPIN_PAUSE_NS each round
+ * also yields the core, so that on an oversubscribed machine the thread
+ * waited for (or anyone else) runs. */
+static bool spin_until(spin_done_fn *done, rt_pool *p, uint32_t arg, int64_t budget_ns) {
+  int64_t t0 = 0;
+  for (int i = 0;; i++) {
+    if (done(p, arg)) return true;
+    if (i % 8) {
+      cpu_relax();
+      continue;
+    }
+    int64_t t = now_ns();
+    if (!t0) t0 = t;
+    if (t - t0 >= budget_ns) return false;
+    if (t - t0 >= RT_SPIN_PAUSE_NS)
+      sched_yield();
+    else
+      cpu_relax();
   }
-  sched_yield();
-  int64_t t = now_ns();
-  if (!*t0) *t0 = t;
-  return t - *t0 <= budget_ns;
 }
 
-/* Wait until the ticket's generation differs from seen (or stop). */
-static void wait_job(rt_pool *p, uint32_t seen) {
-  int64_t t0 = 0;
-  for (int i = 1;; i++) {
-    if (t_gen(atomic_load_explicit(&p->ticket, memory_order_acquire)) != seen ||
-        atomic_load_explicit(&p->stop, memory_order_relaxed))
-      return;
-    if (!spin_round(i, &t0, RT_SPIN_NS)) break;
+/* A job newer than generation seen is published, or the workers stop. */
+static bool job_ready(rt_pool *p, uint32_t seen) {
+  return t_gen(atomic_load(&p->ticket)) != seen ||
+         atomic_load_explicit(&p->stop, memory_order_relaxed);
+}
+
+/* job_ready, or the execute that published generation seen has ended (no
+ * job is likely soon: stop spinning). */
+static bool job_or_quiet(rt_pool *p, uint32_t seen) {
+  return job_ready(p, seen) || atomic_load_explicit(&p->quiet, memory_order_relaxed) == seen;
+}
+
+/* Sleep until job_ready(p, seen). A publish bumps wake after the ticket and
+ * wakes sleepers when it sees any; a sleeper counts itself in sleepers
+ * before it reads wake and the ticket (seq_cst both sides), so either it
+ * sees the job or the publish sees it, and a wake that comes between its
+ * check and its sleep makes futex_wait return at once. */
+static void sleep_until_job(rt_pool *p, uint32_t seen) {
+  atomic_fetch_add(&p->sleepers, 1);
+  for (;;) {
+    unsigned w = atomic_load(&p->wake);
+    if (job_ready(p, seen)) break;
+    futex_wait(&p->wake, w);
   }
-  pthread_mutex_lock(&p->park_lock);
-  atomic_fetch_add(&p->sleepers, 1); /* seq_cst: pairs with the submitter's ticket store */
-  while (t_gen(atomic_load(&p->ticket)) == seen && !atomic_load(&p->stop))
-    pthread_cond_wait(&p->park_cond, &p->park_lock);
   atomic_fetch_sub(&p->sleepers, 1);
-  pthread_mutex_unlock(&p->park_lock);
+}
+
+/* Wait for a job newer than the worker's last (or stop): spin up to
+ * RT_SPIN_NS when the last wait of this kind (within an execute, or across
+ * the end of one) took less than that, else RT_SPIN_SHORT_NS within an
+ * execute and not at all across; then sleep. */
+static void wait_job(rt_pool *p, rt_worker *w) {
+  uint32_t seen = w->seen;
+  bool across = atomic_load_explicit(&p->quiet, memory_order_relaxed) == seen;
+  int64_t budget = (across ? w->near_between : w->near_within) ? RT_SPIN_NS
+                   : across                                  ? 0
+                                                             : RT_SPIN_SHORT_NS;
+  int64_t t0 = now_ns();
+  if (!spin_until(w->near_between ? job_ready : job_or_quiet, p, seen, budget) ||
+      !job_ready(p, seen))
+    sleep_until_job(p, seen);
+  bool near = now_ns() - t0 < RT_SPIN_NS;
+  if (atomic_load_explicit(&p->quiet, memory_order_relaxed) == seen)
+    w->near_between = near; /* the execute of job seen ended before the new job */
+  else
+    w->near_within = near;
 }
 
 static void *worker_main(void *arg) {
   rt_worker *w = arg;
   rt_pool *p = w->pool;
+  w->near_within = true;
   for (;;) {
-    wait_job(p, w->seen);
+    wait_job(p, w);
     if (atomic_load(&p->stop)) return NULL;
     uint32_t g = t_gen(atomic_load_explicit(&p->ticket, memory_order_acquire));
     w->seen = g;
@@ -236,10 +313,9 @@ static void *worker_main(void *arg) {
 /* Join every worker (submit held, no job running). */
 static void stop_workers(rt_pool *p) {
   if (p->nworkers == 0) return;
-  pthread_mutex_lock(&p->park_lock);
   atomic_store(&p->stop, 1);
-  pthread_cond_broadcast(&p->park_cond);
-  pthread_mutex_unlock(&p->park_lock);
+  atomic_fetch_add(&p->wake, 1);
+  futex_wake(&p->wake, INT_MAX);
   for (int i = 0; i < p->nworkers; i++) pthread_join(p->workers[i].thread, NULL);
   free(p->workers);
   p->workers = NULL;
@@ -295,20 +371,13 @@ static void start_workers(rt_pool *p) {
 static rt_pool *pool_new(int nthreads) {
   rt_pool *p = calloc(1, sizeof *p);
   if (!p) return NULL;
-  int ok = 0;
-  if (pthread_mutex_init(&p->submit, NULL) == 0) ok++;
-  if (ok == 1 && pthread_mutex_init(&p->park_lock, NULL) == 0) ok++;
-  if (ok == 2 && pthread_cond_init(&p->park_cond, NULL) == 0) ok++;
-  if (ok == 3 && pthread_cond_init(&p->done_cond, NULL) == 0) ok++;
-  if (ok < 4) {
-    if (ok > 2) pthread_cond_destroy(&p->park_cond);
-    if (ok > 1) pthread_mutex_destroy(&p->park_lock);
-    if (ok > 0) pthread_mutex_destroy(&p->submit);
+  if (pthread_mutex_init(&p->submit, NULL) != 0) {
     free(p);
     return NULL;
   }
   atomic_init(&p->nthreads, nthreads);
   atomic_init(&p->ticket, 0);
+  p->parts_near = true;
   return p;
 }
 
@@ -317,9 +386,6 @@ void rt_pool_free(rt_pool *p) {
   pthread_mutex_lock(&p->submit);
   stop_workers(p);
   pthread_mutex_unlock(&p->submit);
-  pthread_cond_destroy(&p->done_cond);
-  pthread_cond_destroy(&p->park_cond);
-  pthread_mutex_destroy(&p->park_lock);
   pthread_mutex_destroy(&p->submit);
   free(p);
 }
@@ -338,6 +404,30 @@ static rt_pool *pool_get(kiln_context *ctx) {
   return expected;
 }
 
+static bool parts_done(rt_pool *p, uint32_t unused) {
+  (void)unused;
+  return atomic_load_explicit(&p->pending, memory_order_acquire) == 0;
+}
+
+/* Spin for the workers' parts up to budget_ns, then sleep on pending, which
+ * the last finish_part wakes. */
+static void wait_parts_for(rt_pool *p, int64_t budget_ns) {
+  if (spin_until(parts_done, p, 0, budget_ns)) return;
+  atomic_store(&p->waiting, 1); /* seq_cst: pairs with finish_part */
+  for (int left; (left = atomic_load(&p->pending)) > 0;) futex_wait(&p->pending, (unsigned)left);
+  atomic_store(&p->waiting, 0);
+}
+
+/* Wait for the parts the workers claimed (they are running now), spinning
+ * up to RT_SPIN_NS, or RT_SPIN_SHORT_NS when the last wait took longer
+ * than that (the machine is busy: a worker was preempted, say). */
+static void wait_parts(rt_pool *p) {
+  if (parts_done(p, 0)) return;
+  int64_t t0 = now_ns();
+  wait_parts_for(p, p->parts_near ? RT_SPIN_NS : RT_SPIN_SHORT_NS);
+  p->parts_near = now_ns() - t0 < RT_SPIN_NS;
+}
+
 /* Run fn in nparts parts on p (submit held). */
 static int32_t pool_run(rt_pool *p, jit_kernel_fn fn, void *const *args, const int64_t *syms,
                         int nparts) {
@@ -354,29 +444,13 @@ static int32_t pool_run(rt_pool *p, jit_kernel_fn fn, void *const *args, const i
   atomic_store_explicit(&p->pending, nparts - 1, memory_order_relaxed);
   uint32_t g = ++p->gen;
   if (g == 0) g = ++p->gen; /* 0 is the idle ticket's generation */
-  atomic_store(&p->ticket, t_pack(g, nparts, 1)); /* seq_cst: pairs with sleepers */
-  if (atomic_load(&p->sleepers) > 0) { /* wake no more parked workers than there are parts */
-    pthread_mutex_lock(&p->park_lock);
-    if (nparts - 1 >= p->nworkers)
-      pthread_cond_broadcast(&p->park_cond);
-    else
-      for (int i = 0; i < nparts - 1; i++) pthread_cond_signal(&p->park_cond);
-    pthread_mutex_unlock(&p->park_lock);
-  }
+  atomic_store(&p->ticket, t_pack(g, nparts, 1)); /* seq_cst: pairs with sleep_until_job */
+  atomic_fetch_add(&p->wake, 1);
+  if (atomic_load(&p->sleepers) > 0) /* wake no more sleeping workers than there are parts */
+    futex_wake(&p->wake, nparts - 1 < p->nworkers ? nparts - 1 : p->nworkers);
   record_status(p, fn(args, syms, 0, nparts));
   run_parts(p, g, fn, args, syms);
-  /* wait for the parts the workers claimed: they are running now */
-  int64_t t0 = 0;
-  for (int i = 1; atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++) {
-    if (!spin_round(i, &t0, RT_WAIT_NS)) {
-      pthread_mutex_lock(&p->park_lock);
-      atomic_store(&p->waiting, 1); /* seq_cst: pairs with finish_part */
-      while (atomic_load(&p->pending) > 0) pthread_cond_wait(&p->done_cond, &p->park_lock);
-      atomic_store(&p->waiting, 0);
-      pthread_mutex_unlock(&p->park_lock);
-      break;
-    }
-  }
+  wait_parts(p);
   return (int32_t)atomic_load_explicit(&p->status, memory_order_acquire);
 }
 
@@ -509,7 +583,17 @@ int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus
 }
 
 int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int nparts) {
-  return run_split(nparts > 1 ? pool_get(ctx) : NULL, fn, args, NULL, nparts);
+  int32_t rc = run_split(nparts > 1 ? pool_get(ctx) : NULL, fn, args, NULL, nparts);
+  rt_pool_quiet(ctx); /* a job on its own: no other follows it */
+  return rc;
+}
+
+void rt_pool_quiet(const kiln_context *ctx) {
+  rt_pool *p = __atomic_load_n(&ctx->pool, __ATOMIC_ACQUIRE);
+  if (!p) return;
+  unsigned g = t_gen(atomic_load_explicit(&p->ticket, memory_order_relaxed));
+  if (atomic_load_explicit(&p->quiet, memory_order_relaxed) != g)
+    atomic_store_explicit(&p->quiet, g, memory_order_relaxed);
 }
 
 int rt_pool_workers(const kiln_context *ctx) {
@@ -520,6 +604,11 @@ int rt_pool_workers(const kiln_context *ctx) {
   int n = p->nworkers;
   pthread_mutex_unlock(&p->submit);
   return n;
+}
+
+int rt_pool_sleeping(const kiln_context *ctx) {
+  rt_pool *p = ctx ? __atomic_load_n(&ctx->pool, __ATOMIC_ACQUIRE) : NULL;
+  return p ? atomic_load(&p->sleepers) : 0;
 }
 
 /* ---- public ---- */

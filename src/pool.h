@@ -36,6 +36,12 @@ int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *co
  * this way. Returns the first nonzero status of the parts, in time order. */
 int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int nparts);
 
+/* The execute that published ctx's latest job has ended (rt_model_execute
+ * calls this at its end, rt_pool_run after its job): no job is likely
+ * soon, so workers spinning for one go to sleep now. A few loads when the
+ * context has no pool or nothing changed. */
+void rt_pool_quiet(const kiln_context *ctx);
+
 /* Work estimate of node n of g (cost units of about a nanosecond of one
  * core) with the graph's symbol values gsyms. gsyms NULL: the estimate when
  * every dim n reads is static, else -1 (it must be computed per call).
@@ -48,6 +54,10 @@ int64_t rt_node_work(const ir_graph *g, const ir_node *n, const int64_t *gsyms);
 /* Worker threads the context's pool has running now (0 when it never
  * split a kernel or runs on one thread); for tests and --stats. */
 int rt_pool_workers(const kiln_context *ctx);
+
+/* Workers of ctx's pool asleep (or about to be) waiting for a job; for
+ * tests. */
+int rt_pool_sleeping(const kiln_context *ctx);
 
 /* The pool's worker placement, for tests: 1 when it binds workers to CPUs
  * (then *caller_cpu is the caller's CPU at the last job, -2 before any), 0

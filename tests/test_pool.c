@@ -19,7 +19,12 @@
  *   interpreter's).
  * - Placement: workers bound one per CPU, never on the CPU the caller ran
  *   its last job on, moved when the caller moves; no binding with
- *   KILN_PIN_THREADS=0, more threads than CPUs or fewer. */
+ *   KILN_PIN_THREADS=0, more threads than CPUs or fewer.
+ * - Waiting: idle workers go to sleep, and woken for a job give the
+ *   1-thread results; many short jobs with pauses of every length between
+ *   them run every part once; jobs that only a worker can finish, one
+ *   after another with and without pauses, never lose a wake-up. No test
+ *   asserts on how long anything takes (the bounds are for liveness). */
 #define _GNU_SOURCE /* CPU_*, pthread_setaffinity_np, sched_getaffinity */
 #include <criterion/criterion.h>
 #include <pthread.h>
@@ -837,3 +842,130 @@ Test(pool_run, model_kernels_compile_on_the_pool) {
                    .seed = 71, .atol = 1e-4, .gen_default = gen_uniform(-1, 1)};
   ORACLE_ASSERT(&c);
 }
+
+/* ---- waiting: spin, sleep, wake ---- */
+
+/* Wait (up to a minute: a liveness bound, not a timing check) until every
+ * worker of ctx's pool sleeps. */
+static void expect_all_asleep(const kiln_context *ctx) {
+  int workers = rt_pool_workers(ctx);
+  cr_assert_gt(workers, 0);
+  for (int i = 0; i < 60000 && rt_pool_sleeping(ctx) < workers; i++) usleep(1000);
+  cr_assert_eq(rt_pool_sleeping(ctx), workers, "idle workers still awake");
+}
+
+/* An execute's results on a 2-thread context whose workers are asleep
+ * (the last execute ended a while ago) are the 1-thread context's, bit for
+ * bit (softmax rows do not depend on the split), every time; the context
+ * is then freed with its workers asleep (the join must wake them). */
+Test(wait, workers_asleep_after_idle_then_woken_give_correct_results) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *one = kiln_context_new(st), *two = kiln_context_new(st);
+  cr_assert(one && two);
+  cr_assert_eq(kiln_context_set_num_threads(one, 1, st), 0);
+  cr_assert_eq(kiln_context_set_num_threads(two, 2, st), 0);
+  kiln_model *m1 = compile_text(one, BIG_SOFTMAX, st), *m2 = compile_text(two, BIG_SOFTMAX, st);
+  int64_t shape[2] = {1024, 1024};
+  kiln_tensor *x = rand_f32(2, shape, 11), *want = NULL;
+  cr_assert_eq(kiln_model_execute(m1, &x, 1, &want, 1, st), 0, "%s", kiln_status_message(st));
+  for (int rep = 0; rep < 5; rep++) {
+    kiln_tensor *got = NULL;
+    cr_assert_eq(kiln_model_execute(m2, &x, 1, &got, 1, st), 0, "%s", kiln_status_message(st));
+    cr_assert_eq(memcmp(kiln_tensor_data(got), kiln_tensor_data(want), kiln_tensor_nbytes(want)),
+                 0, "execute %d after the workers slept differs", rep);
+    kiln_tensor_free(got);
+    expect_all_asleep(two);
+  }
+  kiln_tensor_free(x);
+  kiln_tensor_free(want);
+  kiln_model_free(m1);
+  kiln_model_free(m2);
+  kiln_context_free(one);
+  kiln_context_free(two);
+  kiln_status_free(st);
+}
+
+/* Many short jobs, back to back and with pauses of a few microseconds to a
+ * few milliseconds between them (so that workers are caught spinning,
+ * going to sleep and asleep), some ending an "execute" (rt_pool_quiet) and
+ * some not: every part of every job runs exactly once. */
+Test(wait, many_short_jobs_every_part_once) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert(ctx);
+  cr_assert_eq(kiln_context_set_num_threads(ctx, 3, st), 0);
+  kiln_model *m = compile_text(ctx, BIG_SOFTMAX, st);
+  int node = kernel_node(m);
+  probe *p = malloc(sizeof *p);
+  void *args[1] = {p};
+  uint64_t s = 3;
+  for (int job = 0; job < 20000; job++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned r = (unsigned)(s >> 33);
+    probe_reset(p, -1, 0);
+    if (r % 2)
+      cr_assert_eq(rt_pool_run(ctx, fake_job, args, 2 + (int)(r / 2 % 11)), 0);
+    else
+      cr_assert_eq(rt_kernel_call(m, node, fake_kernel, args, NULL, NULL), 0);
+    probe_check(p);
+    if (r % 5 == 0) rt_pool_quiet(ctx);
+    if (r % 97 == 0) usleep(r % 3000);
+    else if (r % 7 == 0) usleep(r % 60);
+  }
+  cr_expect_eq(rt_pool_workers(ctx), 2);
+  free(p);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* A job that only a worker can finish: part 0 (which the caller always
+ * runs itself, first) returns only once part 1 has started on another
+ * thread. Part 1 sometimes takes long enough that the caller gives up
+ * spinning and sleeps for it. A lost wake-up of a worker or of the caller
+ * hangs (the test's timeout) or, after a minute, fails the job. */
+typedef struct handoff {
+  atomic_int started;
+  atomic_int slow_us;
+} handoff;
+
+static int32_t handoff_job(void *const *args, const int64_t *syms, int64_t part, int64_t nparts) {
+  (void)syms, (void)nparts;
+  handoff *h = args[0];
+  if (part == 1) {
+    atomic_store(&h->started, 1);
+    int us = atomic_load(&h->slow_us);
+    if (us) usleep((useconds_t)us);
+    return 0;
+  }
+  for (long i = 0; !atomic_load(&h->started); i++) {
+    if (i > 600000) return 77; /* about a minute of sched_yield and usleep(100) */
+    if (i % 64 == 63) usleep(100);
+    else sched_yield();
+  }
+  return 0;
+}
+
+static void handoff_jobs(int threads, int njobs) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert(ctx);
+  cr_assert_eq(kiln_context_set_num_threads(ctx, threads, st), 0);
+  handoff h;
+  void *args[1] = {&h};
+  uint64_t s = 9;
+  for (int job = 0; job < njobs; job++) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned r = (unsigned)(s >> 33);
+    atomic_store(&h.started, 0);
+    atomic_store(&h.slow_us, r % 13 == 0 ? (int)(r % 400) : 0);
+    cr_assert_eq(rt_pool_run(ctx, handoff_job, args, 2), 0, "job %d: no worker ran part 1", job);
+    if (r % 89 == 0) usleep(r % 2000);
+    else if (r % 3 == 0) usleep(r % 80);
+  }
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+Test(wait, no_lost_wakeup_2_threads, .timeout = 300) { handoff_jobs(2, 5000); }
+Test(wait, no_lost_wakeup_4_threads, .timeout = 300) { handoff_jobs(4, 3000); }
