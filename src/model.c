@@ -357,7 +357,10 @@ KILN_API void kiln_model_free(kiln_model *m) {
   if (m->g) rt_variants_free(m, m->variants);
   for (int i = 0; i < m->ninputs; i++) port_free(&m->inputs[i]);
   for (int i = 0; i < m->noutputs; i++) port_free(&m->outputs[i]);
-  for (int i = 0; i < m->nweights; i++) port_free(&m->weights[i].port);
+  for (int i = 0; i < m->nweights; i++) {
+    port_free(&m->weights[i].port);
+    kiln_tensor_free(m->weights[i].owned);
+  }
   if (m->const_owned)
     for (int i = 0; i < m->g->nnodes; i++)
       if (m->const_owned[i]) free(m->const_data[i]);
@@ -500,7 +503,31 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
       return rt_err(st, KILN_ERR_SHAPE, "weight '%s': axis %d expected %lld, got %lld", name, a,
                     (long long)p->dim_static[a], (long long)t->shape[a]);
   if (m->be->bind_weight(m, w, t, st) < 0) return -1;
+  kiln_tensor_free(m->weights[w].owned); /* a tensor taken before */
+  m->weights[w].owned = NULL;
   rt_ok(st);
+  return 0;
+}
+
+KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor *t,
+                                    kiln_status *st) {
+  if (kiln_model_bind_weight(m, name, t, st) < 0) return -1; /* t is still the caller's */
+  int w = 0;
+  while (strcmp(m->weights[w].port.name, name) != 0) w++;
+  if (m->device) { /* copied to the device at bind: no host copy is needed */
+    kiln_tensor_free(t);
+    return 0;
+  }
+  kiln_tensor *keep = t;
+  if (rt_prepack_covers(m, w)) { /* the packed copy is all the model reads */
+    kiln_tensor *h = rt_tensor_header(t->dtype, t->rank, t->shape, NULL);
+    if (h) {
+      kiln_tensor_free(t);
+      keep = h;
+    }
+  }
+  m->weights[w].bound = keep;
+  m->weights[w].owned = keep;
   return 0;
 }
 

@@ -202,6 +202,27 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
   return 0;
 }
 
+bool rt_prepack_covers(const kiln_model *m, int w) {
+  const ir_graph *g = m->g;
+  if (!m->prepack_use) return false;
+  bool any = false;
+  for (int j = 0; j < g->nnodes; j++) {
+    const ir_node *n = g->nodes[j];
+    for (int k = 0; k < n->nin; k++) {
+      const ir_node *def = n->in[k]->def;
+      if (!def || def->op != IR_OP_CONSTANT_EXTERNAL || m->weight_of_node[def->id] != w) continue;
+      const rt_prepack_use *u = &m->prepack_use[j];
+      if (u->operand != k || m->prepack[u->src].weight != w) return false;
+      any = true;
+    }
+  }
+  for (int o = 0; o < g->noutputs; o++) {
+    const ir_node *def = g->outputs[o]->def;
+    if (def && def->op == IR_OP_CONSTANT_EXTERNAL && m->weight_of_node[def->id] == w) return false;
+  }
+  return any;
+}
+
 void rt_prepack_free(kiln_model *m) {
   for (int s = 0; s < m->nprepack; s++) free(m->prepack[s].data);
   free(m->prepack);

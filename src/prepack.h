@@ -58,6 +58,11 @@ int rt_prepack_init(kiln_model *m, kiln_status *st);
  * stay). 0, or -1 with st filled. */
 int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st);
 
+/* Whether every read of weight w is an operand that gets its packed copy
+ * (no other op, no graph output, no alias reads the weight itself): the
+ * model then needs no other copy of its data (kiln_model_take_weight). */
+bool rt_prepack_covers(const kiln_model *m, int w);
+
 /* Free the model's packed copies and tables (kiln_model_free). */
 void rt_prepack_free(kiln_model *m);
 

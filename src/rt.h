@@ -74,7 +74,8 @@ typedef struct rt_port {
 
 typedef struct rt_weight {
   rt_port port;
-  const kiln_tensor *bound; /* borrowed; NULL until kiln_model_bind_weight */
+  const kiln_tensor *bound; /* borrowed (or `owned`); NULL until bound */
+  kiln_tensor *owned;       /* kiln_model_take_weight's: freed at the next bind and with m */
 } rt_weight;
 
 struct kiln_model {

@@ -455,3 +455,54 @@ Test(prepack, user_attribute_rejected) {
   cr_assert(strstr(msg, "case.mlir:2:27: attribute 'kiln.packed_b' is set by the runtime") != NULL,
             "%s", msg);
 }
+
+/* kiln_model_take_weight: where every read of a weight is a packed GEMM
+ * operand the model keeps only the packed copy (the tensor's data freed at
+ * once: ASan would see a later read), with the answers of a borrowed
+ * binding; where another op reads it too, the model keeps the tensor. */
+Test(prepack, take_weight_keeps_one_copy) {
+  fx f;
+  fx_open(&f, MLP, 1, KILN_SPECIALIZE_OFF);
+  fx_bind_all(&f, 31); /* borrowed: the oracle's weights */
+  float *want = malloc(100 * 10 * sizeof *want), *got = malloc(100 * 10 * sizeof *got);
+  fx_check(&f, 100, 3, 1e-4, want);
+  for (int i = 0; i < f.w.n; i++) { /* the same values, given to the model */
+    kiln_tensor *copy = kiln_tensor_copy_to(f.w.kt[i], NULL, f.st);
+    cr_assert_eq(kiln_model_take_weight(f.m, f.w.name[i], copy, f.st), 0, "%s",
+                 kiln_status_message(f.st));
+    cr_expect(f.m->weights[i].owned && f.m->weights[i].bound == f.m->weights[i].owned);
+    bool packed_only = rt_prepack_covers(f.m, i);
+    cr_expect_eq(kiln_tensor_data(f.m->weights[i].owned) == NULL, packed_only, "weight %s",
+                 f.w.name[i]);
+  }
+  fx_check(&f, 100, 3, 1e-4, got);
+  cr_expect_eq(memcmp(want, got, 100 * 10 * sizeof *got), 0);
+  /* a failed take leaves the tensor the caller's */
+  int64_t bad_shape[2] = {3, 3};
+  kiln_tensor *bad = kiln_tensor_new(KILN_FLOAT32, 2, bad_shape, f.st);
+  cr_expect_neq(kiln_model_take_weight(f.m, f.w.name[0], bad, f.st), 0);
+  kiln_tensor_free(bad);
+  free(want);
+  free(got);
+  fx_close(&f);
+}
+
+Test(prepack, take_weight_with_other_readers_keeps_the_data) {
+  const char *text =
+      "mo.graph @o<batch>(%x: !mo.tensor<[batch, 16], f32>) -> (!mo.tensor<[batch, 16], f32>, "
+      "!mo.tensor<[16, 16], f32>) {\n"
+      "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[16, 16], f32>\n"
+      "  %0 = mo.matmul(%x, %w) : (!mo.tensor<[batch, 16], f32>, !mo.tensor<[16, 16], f32>) -> "
+      "!mo.tensor<[batch, 16], f32>\n"
+      "  %1 = mo.negate(%w) : !mo.tensor<[16, 16], f32>\n"
+      "  mo.output %0, %1 : !mo.tensor<[batch, 16], f32>, !mo.tensor<[16, 16], f32>\n}\n";
+  fx f;
+  fx_open(&f, text, 1, KILN_SPECIALIZE_OFF);
+  fx_bind_all(&f, 5);
+  cr_expect_not(rt_prepack_covers(f.m, 0));
+  kiln_tensor *copy = kiln_tensor_copy_to(f.w.kt[0], NULL, f.st);
+  cr_assert_eq(kiln_model_take_weight(f.m, "w", copy, f.st), 0);
+  cr_expect_eq(f.m->weights[0].bound, copy); /* kept whole: negate reads it */
+  for (int i = 0; i < NBATCHES; i++) fx_check(&f, BATCHES[i], 7, 1e-4, NULL);
+  fx_close(&f);
+}

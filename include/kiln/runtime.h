@@ -128,6 +128,15 @@ KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis)
  * allocated. Not thread-safe against a running execute. */
 KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_tensor *t,
                                     kiln_status *st);
+/* The same, but m takes t (on success the model owns it: the caller must
+ * neither use nor free it; on failure it is still the caller's). Where
+ * every read of the weight is a GEMM's packed operand (the usual case for
+ * a linear layer's weight), the model keeps only the packed copy and frees
+ * t's data at once, so the weight is resident once instead of twice; else
+ * it keeps t until the weight is bound again or the model is freed. On a
+ * device, t is copied there and freed. */
+KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor *t,
+                                    kiln_status *st);
 
 /* Execute. inputs[num_inputs] in order (shapes solve the symbolic dims).
  * outputs[num_outputs]: where outputs[i] is NULL kiln allocates an owned
