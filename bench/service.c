@@ -26,6 +26,7 @@
 #define _GNU_SOURCE /* getrusage's RUSAGE_SELF, strdup */
 #include <kiln/kiln.h>
 #include <math.h>
+#include <stddef.h>
 #include <max/c/common.h>
 #include <max/c/safetensors.h>
 #include <stdio.h>
@@ -36,7 +37,7 @@
 
 #include "service_ort.h"
 
-enum { MAX_TRACES = 8, MAX_ENGINES = 16, MAX_THREADS = 8 };
+enum { MAX_TRACES = 8, MAX_ENGINES = 16, MAX_THREADS = 8, MAX_ROUNDS = 9 };
 
 typedef struct trace {
   const char *name;
@@ -49,7 +50,7 @@ typedef struct trace {
 typedef enum engine_kind { ENG_ORT, ENG_KILN } engine_kind;
 
 typedef struct engine {
-  char label[32];  /* "ort", "async", "sync:pow2", ... */
+  char label[48];  /* "ort", "async", "sync:pow2", ... (+ " #round") */
   engine_kind kind;
   kiln_specialize_policy policy;
   kiln_bucket_kind bucket;
@@ -59,12 +60,13 @@ typedef struct engine {
 typedef struct result {
   int n, planned;
   double wall_s, cpu_s, load_ms, p50, p99, mean, max;
+  double loadavg; /* the machine's 1-minute load average when the replay ended */
   /* kiln only, deltas over the replay */
   double variants, compiles, compile_ms, hits, misses, dropped, pending;
 } result;
 
 typedef struct options {
-  const char *mlir, *weights, *onnx, *ort_lib, *cache_dir, *markdown;
+  const char *mlir, *weights, *onnx, *ort_lib, *cache_dir, *markdown, *raw;
   trace traces[MAX_TRACES];
   int ntraces;
   engine engines[MAX_ENGINES];
@@ -74,6 +76,7 @@ typedef struct options {
   int requests;     /* first N of each trace; 0: all */
   double budget_s;  /* stop a replay after this long; 0: never */
   int gaps;
+  int rounds;       /* each (trace, threads) group this many times */
   int ahead;        /* lengths an `ahead` engine specializes at load */
 } options;
 
@@ -90,6 +93,16 @@ static double cpu_s(void) {
   getrusage(RUSAGE_SELF, &ru);
   return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
          (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static double loadavg_1min(void) {
+  double l = -1;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f) {
+    if (fscanf(f, "%lf", &l) != 1) l = -1;
+    fclose(f);
+  }
+  return l;
 }
 
 static void sleep_s(double s) {
@@ -297,6 +310,8 @@ typedef struct bench {
   svc_ort *ort;
   float *in, *out; /* [max_seq * hidden] */
   double *lat;     /* per request, seconds */
+  FILE *raw;       /* --raw: one line per request, or NULL */
+  int round;       /* for --raw */
 } bench;
 
 /* Runs one (trace, threads, engine); fills r. -1 when the engine could not
@@ -364,10 +379,14 @@ static int replay(bench *b, const trace *t, int threads, const engine *e, result
       goto done;
     }
     b->lat[r->n++] = done_at - a;
+    if (b->raw)
+      fprintf(b->raw, "%s\t%d\t%s\t%d\t%d\t%lld\t%.3f\n", t->name, threads, e->label,
+              b->round, i, (long long)seq, (done_at - a) * 1e3);
     if (opt->budget_s > 0 && done_at - start > opt->budget_s) break;
   }
   r->wall_s = now_s() - start;
   r->cpu_s = cpu_s() - cpu0;
+  r->loadavg = loadavg_1min();
 
   if (m) {
     r->compiles = kiln_context_counter(ctx, KILN_COUNTER_COMPILES) - c_compiles;
@@ -451,6 +470,40 @@ static int check_outputs(bench *b, const int *lengths, int nlengths, int sync_le
 
 /* ---- the table */
 
+static double median(double *v, int n) {
+  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The median over rounds of every figure of r[0..n) (throughput, not wall
+ * time: wall_s is set so that n / wall_s is the median throughput). */
+static result median_result(const result *r, int n) {
+  static const size_t fields[] = {
+      offsetof(result, p50),      offsetof(result, p99),      offsetof(result, mean),
+      offsetof(result, max),      offsetof(result, load_ms),  offsetof(result, variants),
+      offsetof(result, compiles), offsetof(result, compile_ms), offsetof(result, hits),
+      offsetof(result, misses),   offsetof(result, dropped),  offsetof(result, pending),
+      offsetof(result, loadavg)};
+  result m = r[0];
+  double v[MAX_ROUNDS];
+  for (size_t f = 0; f < sizeof fields / sizeof *fields; f++) {
+    for (int i = 0; i < n; i++) memcpy(&v[i], (const char *)&r[i] + fields[f], sizeof(double));
+    double med = median(v, n);
+    memcpy((char *)&m + fields[f], &med, sizeof med);
+  }
+  double n_done[MAX_ROUNDS], cpu[MAX_ROUNDS];
+  for (int i = 0; i < n; i++) {
+    v[i] = r[i].n / r[i].wall_s;
+    n_done[i] = r[i].n;
+    cpu[i] = r[i].cpu_s / r[i].n;
+  }
+  double tput = median(v, n);
+  m.n = (int)median(n_done, n);
+  m.wall_s = m.n / tput;
+  m.cpu_s = median(cpu, n) * m.n;
+  return m;
+}
+
 static void print_row(FILE *f, const trace *t, int threads, const engine *e, const result *r,
                       const result *ort) {
   char n[32], vs[64], kiln[160];
@@ -466,17 +519,17 @@ static void print_row(FILE *f, const trace *t, int threads, const engine *e, con
              r->compiles, r->compile_ms, r->hits, r->misses, r->dropped, r->pending);
   else
     snprintf(kiln, sizeof kiln, "- | - | - | - | - | -");
-  fprintf(f, "| %s | %d | %s | %s | %.2f | %.1f | %.1f | %.1f | %.3f | %s | %.0f | %s |\n",
+  fprintf(f, "| %s | %d | %s | %s | %.2f | %.1f | %.1f | %.1f | %.3f | %s | %.0f | %s | %.1f |\n",
           t->name, threads, e->label, n, tput, r->p50 * 1e3, r->p99 * 1e3, r->max * 1e3,
-          r->cpu_s / r->n, vs, r->load_ms, kiln);
+          r->cpu_s / r->n, vs, r->load_ms, kiln, r->loadavg);
 }
 
 static void print_head(FILE *f) {
   fprintf(f, "| trace | thr | engine | requests | req/s | p50 ms | p99 ms | max ms | CPU s/req"
              " | tput / ORT | p99 / ORT | load ms | variants | compiles | compile ms"
-             " | hits/misses | dropped | pending |\n");
+             " | hits/misses | dropped | pending | loadavg |\n");
   fprintf(f, "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-             " ---: | ---: | ---: | ---: | ---: | ---: |\n");
+             " ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
 }
 
 /* ---- options */
@@ -511,9 +564,13 @@ static void usage(FILE *f) {
           "                     --ort-lib libonnxruntime.so --trace NAME=FILE [--trace ...]\n"
           "                     [--threads 1,2] [--engines ort,off,async,sync]\n"
           "                     [--requests N] [--budget-s S] [--gaps] [--ahead K]\n"
-          "                     [--cache-dir DIR] [--markdown FILE]\n"
+          "                     [--cache-dir DIR] [--markdown FILE] [--raw FILE]\n"
+          "                     [--rounds R]\n"
           "engines: ort | off | async | sync | ahead, a kiln one optionally with\n"
-          "         :pow2 or :multN (bucketing of seq), e.g. async:mult32\n");
+          "         :pow2 or :multN (bucketing of seq), e.g. async:mult32\n"
+          "--raw: every request as 'trace threads engine round index seq latency_ms' (TSV)\n"
+          "--rounds: each trace x threads group R times, the engines' order reversed\n"
+          "          every other round; then a table of the medians over rounds\n");
 }
 
 static int parse_list(const char *text, char *buf, size_t cap, char **items, int max) {
@@ -530,6 +587,7 @@ static int parse_options(options *o, int argc, char **argv) {
   char *items[MAX_ENGINES];
   memset(o, 0, sizeof *o);
   o->ahead = 4;
+  o->rounds = 1;
   o->threads[0] = 1;
   o->nthreads = 1;
   const char *engines = "ort,off,async,sync";
@@ -547,10 +605,18 @@ static int parse_options(options *o, int argc, char **argv) {
     else if (!strcmp(a, "--ort-lib")) o->ort_lib = v;
     else if (!strcmp(a, "--cache-dir")) o->cache_dir = v;
     else if (!strcmp(a, "--markdown")) o->markdown = v;
+    else if (!strcmp(a, "--raw")) o->raw = v;
     else if (!strcmp(a, "--engines")) engines = v;
     else if (!strcmp(a, "--requests")) o->requests = atoi(v);
     else if (!strcmp(a, "--budget-s")) o->budget_s = atof(v);
     else if (!strcmp(a, "--ahead")) o->ahead = atoi(v);
+    else if (!strcmp(a, "--rounds")) {
+      o->rounds = atoi(v);
+      if (o->rounds < 1 || o->rounds > MAX_ROUNDS) {
+        fprintf(stderr, "bench_service: --rounds takes 1..%d\n", MAX_ROUNDS);
+        return -1;
+      }
+    }
     else if (!strcmp(a, "--gaps")) o->gaps = 1;
     else if (!strcmp(a, "--threads")) {
       int n = parse_list(v, tbuf, sizeof tbuf, items, MAX_THREADS);
@@ -655,30 +721,82 @@ int main(int argc, char **argv) {
   printf("\n");
 
   FILE *md = opt.markdown ? fopen(opt.markdown, "w") : NULL;
+  b.raw = opt.raw ? fopen(opt.raw, "w") : NULL;
+  if ((opt.markdown && !md) || (opt.raw && !b.raw)) {
+    fprintf(stderr, "bench_service: cannot write %s\n", md ? opt.raw : opt.markdown);
+    return 2;
+  }
   print_head(stdout);
   if (md) print_head(md);
   fflush(stdout);
   int failed = 0;
+  /* Per group: every round's run of every engine, then the medians. */
+  static result runs[MAX_ROUNDS][MAX_ENGINES];
+  int ok[MAX_ROUNDS][MAX_ENGINES];
+  result *summary = calloc((size_t)(opt.ntraces * opt.nthreads * opt.nengines), sizeof *summary);
+  int *summary_ok = calloc((size_t)(opt.ntraces * opt.nthreads * opt.nengines), sizeof *summary_ok);
+  if (!summary || !summary_ok) return 2;
   for (int ti = 0; ti < opt.ntraces; ti++)
     for (int hi = 0; hi < opt.nthreads; hi++) {
-      result ort = {0};
-      int have_ort = 0;
-      for (int ei = 0; ei < opt.nengines; ei++) {
-        const engine *e = &opt.engines[ei];
-        result r;
-        if (replay(&b, &opt.traces[ti], opt.threads[hi], e, &r)) {
-          printf("| %s | %d | %s | failed (see stderr) |\n", opt.traces[ti].name,
-                 opt.threads[hi], e->label);
-          failed = 1;
-          continue;
+      const trace *t = &opt.traces[ti];
+      int threads = opt.threads[hi];
+      for (int round = 0; round < opt.rounds; round++) {
+        const result *ort = NULL;
+        b.round = round + 1;
+        for (int k = 0; k < opt.nengines; k++) {
+          int ei = round % 2 ? opt.nengines - 1 - k : k;
+          ok[round][ei] = !replay(&b, t, threads, &opt.engines[ei], &runs[round][ei]);
+          if (!ok[round][ei]) failed = 1;
+          if (ok[round][ei] && opt.engines[ei].kind == ENG_ORT) ort = &runs[round][ei];
         }
-        if (e->kind == ENG_ORT) ort = r, have_ort = 1;
-        print_row(stdout, &opt.traces[ti], opt.threads[hi], e, &r, have_ort ? &ort : NULL);
-        if (md) print_row(md, &opt.traces[ti], opt.threads[hi], e, &r, have_ort ? &ort : NULL);
+        /* the round's rows once it is done (the ORT ratios need ORT's run) */
+        for (int ei = 0; ei < opt.nengines; ei++) {
+          engine e = opt.engines[ei];
+          if (opt.rounds > 1)
+            snprintf(e.label, sizeof e.label, "%.30s #%d", opt.engines[ei].label, round + 1);
+          for (int pass = 0; pass < 2; pass++) {
+            FILE *f = pass ? md : stdout;
+            if (!f) continue;
+            if (ok[round][ei])
+              print_row(f, t, threads, &e, &runs[round][ei], ort);
+            else
+              fprintf(f, "| %s | %d | %s | failed (see stderr) |\n", t->name, threads, e.label);
+          }
+        }
         fflush(stdout);
       }
+      for (int ei = 0; ei < opt.nengines; ei++) {
+        result done[MAX_ROUNDS];
+        int n = 0;
+        for (int round = 0; round < opt.rounds; round++)
+          if (ok[round][ei]) done[n++] = runs[round][ei];
+        int at = (ti * opt.nthreads + hi) * opt.nengines + ei;
+        if (n) summary[at] = median_result(done, n), summary_ok[at] = 1;
+      }
     }
+  if (opt.rounds > 1) {
+    for (int pass = 0; pass < 2; pass++) {
+      FILE *f = pass ? md : stdout;
+      if (!f) continue;
+      fprintf(f, "\nmedians over %d rounds:\n\n", opt.rounds);
+      print_head(f);
+      for (int ti = 0; ti < opt.ntraces; ti++)
+        for (int hi = 0; hi < opt.nthreads; hi++) {
+          const result *ort = NULL;
+          int base = (ti * opt.nthreads + hi) * opt.nengines;
+          for (int ei = 0; ei < opt.nengines; ei++)
+            if (summary_ok[base + ei] && opt.engines[ei].kind == ENG_ORT) ort = &summary[base + ei];
+          for (int ei = 0; ei < opt.nengines; ei++)
+            if (summary_ok[base + ei])
+              print_row(f, &opt.traces[ti], opt.threads[hi], &opt.engines[ei], &summary[base + ei],
+                        ort);
+        }
+    }
+  }
+  free(summary);
+  free(summary_ok);
   if (md) fclose(md);
+  if (b.raw) fclose(b.raw);
   free(b.in);
   free(b.out);
   free(b.lat);

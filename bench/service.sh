@@ -7,17 +7,20 @@
 # (bench/README.md, "Service trace", says how to read it).
 #
 # usage: bench/service.sh [--layers 4] [--requests 500] [--threads 1,2]
-#                         [--engines ort,off,async,sync] [--budget-s S]
+#                         [--engines ort,off,async,sync] [--budget-s S] [--rounds R]
 #                         [--build DIR] [--venv DIR] [--work DIR]
 #                         [--markdown FILE] [-- extra bench_service args]
 #   --requests  the first N requests of each trace (the traces hold 500)
+#   --rounds    each trace x threads group R times (engine order reversed
+#               every other round), then a table of medians (default 1)
 #   --budget-s  stop any one replay after S seconds (default 90: `sync` on
 #               the uniform trace compiles a variant for nearly every
 #               request, seconds each); the table says how many ran
 #   --build     kiln's build dir (default build-bench/, Release, tests off)
 #   --venv      Python with numpy, onnx, onnxruntime (default $KILN_MAX_VENV,
 #               else ~/.cache/kiln-anchors/max-venv; made when missing)
-#   --work      model, traces, binary, outputs (default BUILD/service-run)
+#   --work      model, traces, binary, outputs (default BUILD/service-run);
+#               every request's latency goes to WORK/requests.tsv
 #
 # ONNX Runtime: the library is the PyPI wheel's libonnxruntime.so.* (in the
 # venv's onnxruntime/capi/), dlopen'ed by bench_service; the header
@@ -35,12 +38,12 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/.." && pwd)
 build="$repo/build-bench"
 venv="${KILN_MAX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv}"
-layers=4 requests=500 threads=1,2 engines=ort,off,async,sync budget=90
+layers=4 requests=500 threads=1,2 engines=ort,off,async,sync budget=90 rounds=1
 work="" markdown="" extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,34p' "$0"; exit 0 ;;
     --*) [ $# -ge 2 ] || { echo "service.sh: $1 needs a value" >&2; exit 2; } ;;
   esac
   case "$1" in
@@ -49,6 +52,7 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2" ;;
     --engines) engines="$2" ;;
     --budget-s) budget="$2" ;;
+    --rounds) rounds="$2" ;;
     --build) build="$2" ;;
     --venv) venv="$2" ;;
     --work) work="$2" ;;
@@ -135,7 +139,8 @@ fi
 m="$work/model"
 args=(--mlir "$m/encoder.mlir" --weights "$m/encoder.safetensors" --onnx "$m/encoder.onnx"
       --ort-lib "$ortlib" --trace uniform="$m/uniform.trace" --trace skewed="$m/skewed.trace"
-      --threads "$threads" --engines "$engines" --requests "$requests" --budget-s "$budget")
+      --threads "$threads" --engines "$engines" --requests "$requests" --budget-s "$budget"
+      --rounds "$rounds" --raw "$work/requests.tsv")
 [ -n "$markdown" ] && args+=(--markdown "$markdown")
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)," \
      "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), kiln at $(git -C "$repo" rev-parse --short HEAD 2>/dev/null)"
