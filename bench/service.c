@@ -228,7 +228,11 @@ static int kiln_side_open(kiln_side *k, const char *mlir, const char *weights) {
     goto done;
   }
   k->nweights = kiln_model_num_weights(m);
-  k->weights = calloc((size_t)k->nweights, sizeof *k->weights);
+  k->weights = calloc((size_t)k->nweights + 1, sizeof *k->weights);
+  if (!k->weights) {
+    fprintf(stderr, "bench_service: out of memory\n");
+    goto done;
+  }
   for (int i = 0; i < k->nweights; i++) {
     const char *name = kiln_model_weight_name(m, i);
     int64_t shape[8];
