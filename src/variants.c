@@ -3,8 +3,9 @@
  * kiln/runtime.h (policies, buckets, bounds, counters).
  *
  * Table: the model's variants, each with its key (variants.h), per-node
- * kernels, cache entries and kernel symbol maps, a last-use tick and a
- * reference count (the table's own reference plus one per execute using
+ * code from the model's backend (backend.h: compile_bound / code_free; a
+ * node whose backend says a bound shape cannot help keeps its generic
+ * kernel), a last-use tick and a reference count (the table's own reference plus one per execute using
  * it). Lookup compares the key against the few entries under the mutex; the
  * execute path takes no other lock and allocates nothing (keys of up to
  * KEY_STACK symbols live on the stack). Compiles run outside the mutex; two
@@ -20,6 +21,9 @@
  * end is not done: it is wrong for reductions, softmax and layer_norm over
  * the padded axis.
  *
+ * What async queues, and whether a variant stays after its first timed
+ * executes, is spec_policy.c's (hot bindings, trials, automatic buckets);
+ * background compiles are paced here (wait_quiet, rest).
  * Async queue (rt_spec_ctx): a FIFO of jobs (model, key) under `mu`, at
  * most RT_SPEC_QUEUE_MAX, one compile thread per context started with the
  * first job (at nice +10: compiles should not take CPU from requests).

@@ -157,7 +157,9 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
  *         every kernel on the request path);
  *   AHEAD executes use only variants declared with kiln_model_specialize;
  *   ASYNC (the default of a new context) an execute with a binding that has
- *         no variant runs on the generic variant at once and queues the
+ *         no variant runs on the generic variant at once and, once the
+ *         binding is hot (kiln_context_set_specialize_hot below: what async
+ *         compiles and when it drops a variant), queues the
  *         specialized compile on the context's compile thread (one per
  *         context, started on first use, at a lower CPU priority); later
  *         executes use the variant once it is live. No execute ever waits
