@@ -36,6 +36,11 @@ int rt_safetensors_find(const rt_safetensors *f, const char *name);
  * an owned aligned copy. Free with kiln_tensor_free, and (borrowed) use it
  * only while f is open. */
 kiln_tensor *rt_safetensors_tensor(const rt_safetensors *f, int i, kiln_status *st);
+/* Give back the memory of tensor i's mapped pages (the whole pages inside
+ * its data: madvise DONTNEED). Reading them later reads the file again, so
+ * this only saves memory, never changes data: for a weight the model no
+ * longer reads (kiln_model_weight_needs_data). */
+void rt_safetensors_drop(const rt_safetensors *f, int i);
 /* Write tensors[n] named names[n] as a .safetensors file. */
 int rt_safetensors_write(const char *path, const char *const *names,
                          const kiln_tensor *const *tensors, int n, kiln_status *st);

@@ -509,6 +509,14 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
   return 0;
 }
 
+KILN_API int kiln_model_weight_needs_data(const kiln_model *m, const char *name) {
+  int w = m && name ? 0 : -1;
+  while (w >= 0 && w < m->nweights && strcmp(m->weights[w].port.name, name) != 0) w++;
+  if (w < 0 || w == m->nweights) return -1;
+  if (m->device) return 0;
+  return rt_prepack_covers(m, w) ? 0 : 1;
+}
+
 KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor *t,
                                     kiln_status *st) {
   if (kiln_model_bind_weight(m, name, t, st) < 0) return -1; /* t is still the caller's */

@@ -237,3 +237,10 @@ Test(model_on, weights_on_a_device_model) {
   kiln_model_free(cpu);
   kiln_model_free(m);
 }
+
+Test(model_on, device_weights_need_no_host_data) {
+  kiln_model *m = on_emu(KILN_SPECIALIZE_OFF);
+  cr_expect_eq(kiln_model_weight_needs_data(m, "w"), 0); /* copied to the device */
+  cr_expect_eq(kiln_model_weight_needs_data(m, "b"), -1);
+  kiln_model_free(m);
+}

@@ -506,3 +506,36 @@ Test(prepack, take_weight_with_other_readers_keeps_the_data) {
   for (int i = 0; i < NBATCHES; i++) fx_check(&f, BATCHES[i], 7, 1e-4, NULL);
   fx_close(&f);
 }
+
+/* kiln_model_weight_needs_data: 0 where every read is the packed copy
+ * (the caller may give the memory back), 1 where an op reads the tensor. */
+Test(prepack, weight_needs_data) {
+  fx f;
+  fx_open(&f, MLP, 1, KILN_SPECIALIZE_OFF);
+  cr_expect_eq(kiln_model_weight_needs_data(f.m, "fc1.weight"), 0);
+  cr_expect_eq(kiln_model_weight_needs_data(f.m, "fc2.weight"), 0);
+  cr_expect_eq(kiln_model_weight_needs_data(f.m, "fc1.bias"), 1); /* the epilogue reads it */
+  cr_expect_eq(kiln_model_weight_needs_data(f.m, "nope"), -1);
+  cr_expect_eq(kiln_model_weight_needs_data(NULL, "fc1.weight"), -1);
+  cr_expect_eq(kiln_model_weight_needs_data(f.m, NULL), -1);
+  /* freeing a weight it does not need, after binding, changes nothing */
+  fx_bind_all(&f, 41);
+  float *want = malloc(17 * 10 * sizeof *want), *got = malloc(17 * 10 * sizeof *got);
+  fx_check(&f, 17, 9, 1e-4, want);
+  int w1 = kiln_model_weight_needs_data(f.m, f.w.name[0]) == 0 ? 0 : 2;
+  memset(kiln_tensor_data(f.w.kt[w1]), 0xff, kiln_tensor_nbytes(f.w.kt[w1])); /* NaN: unread */
+  kiln_tensor *in[1];
+  int64_t shape[2] = {17, 784};
+  in[0] = kiln_tensor_new(KILN_FLOAT32, 2, shape, f.st);
+  float *x = kiln_tensor_data(in[0]);
+  for (int i = 0; i < 17 * 784; i++) x[i] = (float)(i % 7) * 0.1f;
+  kiln_tensor *o1 = NULL;
+  cr_assert_eq(kiln_model_execute(f.m, in, 1, &o1, 1, f.st), 0);
+  const float *y = kiln_tensor_data(o1);
+  for (int i = 0; i < 17 * 10; i++) cr_assert(y[i] == y[i], "output %d is NaN", i);
+  kiln_tensor_free(o1);
+  kiln_tensor_free(in[0]);
+  free(want);
+  free(got);
+  fx_close(&f);
+}

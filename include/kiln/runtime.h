@@ -137,6 +137,14 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
  * device, t is copied there and freed. */
 KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor *t,
                                     kiln_status *st);
+/* Whether m reads the memory of the tensor bound to weight `name` at each
+ * execute: 1 yes (keep it alive and unchanged, as kiln_model_bind_weight
+ * says); 0 no: every read is of the model's own copy (the packed copy of
+ * a GEMM operand, or the device's), so after kiln_model_bind_weight the
+ * caller may free the memory or give back a file mapping's pages
+ * (madvise) until the weight is bound again; -1 for NULL or an unknown
+ * name. */
+KILN_API int kiln_model_weight_needs_data(const kiln_model *m, const char *name);
 
 /* Execute. inputs[num_inputs] in order (shapes solve the symbolic dims).
  * outputs[num_outputs]: where outputs[i] is NULL kiln allocates an owned

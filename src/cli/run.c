@@ -297,6 +297,8 @@ static int read_weights(run_state *s, const run_opts *o) {
         fprintf(stderr, "%s: %s\n", o->weights[f], kiln_status_message(s->st));
         return -1;
       }
+      if (kiln_model_weight_needs_data(s->m, name) == 0) /* read from a copy: keep it once */
+        rt_safetensors_drop(sf, i);
     }
   }
   return 0;
