@@ -35,7 +35,6 @@ typedef struct rt_code {
 typedef struct rt_dm rt_dm; /* the simt backend's state (device_model.c) */
 
 typedef struct rt_backend {
-  const char *name; /* "host", "simt" */
   /* Symbols node i's generic kernel reads: 0 when it is static (the
    * generic kernel then serves every variant), -1 when i has no kernel. */
   int (*node_syms)(const kiln_model *m, int node);

@@ -145,4 +145,17 @@ int rt_gpu_graph_end(kiln_device *d, void **graph, kiln_status *st);
 int rt_gpu_graph_launch(kiln_device *d, void *graph, kiln_status *st);
 void rt_gpu_graph_free(kiln_device *d, void *graph);
 
+/* A vendor's rt_device_ops: its own count and open, the rest the entries
+ * above. */
+#define RT_GPU_DEVICE_OPS(count_fn, open_fn)                                                    \
+  {                                                                                             \
+    .count = (count_fn), .open = (open_fn), .close = rt_gpu_close, .alloc = rt_gpu_alloc,       \
+    .free = rt_gpu_free, .copy_to = rt_gpu_copy_to, .copy_from = rt_gpu_copy_from,             \
+    .copy_dd = rt_gpu_copy_dd, .synchronize = rt_gpu_synchronize,                               \
+    .module_load = rt_gpu_module_load, .module_unload = rt_gpu_module_unload,                   \
+    .module_function = rt_gpu_module_function, .launch = rt_gpu_launch,                        \
+    .graph_begin = rt_gpu_graph_begin, .graph_end = rt_gpu_graph_end,                           \
+    .graph_launch = rt_gpu_graph_launch, .graph_free = rt_gpu_graph_free,                       \
+  }
+
 #endif

@@ -185,22 +185,4 @@ static int hip_count(kiln_status *st) { return rt_gpu_count(&hip_vendor, st); }
 
 static int hip_open(kiln_device *d, kiln_status *st) { return rt_gpu_open(&hip_vendor, d, st); }
 
-const rt_device_ops rt_device_hip_ops = {
-    .count = hip_count,
-    .open = hip_open,
-    .close = rt_gpu_close,
-    .alloc = rt_gpu_alloc,
-    .free = rt_gpu_free,
-    .copy_to = rt_gpu_copy_to,
-    .copy_from = rt_gpu_copy_from,
-    .copy_dd = rt_gpu_copy_dd,
-    .synchronize = rt_gpu_synchronize,
-    .module_load = rt_gpu_module_load,
-    .module_unload = rt_gpu_module_unload,
-    .module_function = rt_gpu_module_function,
-    .launch = rt_gpu_launch,
-    .graph_begin = rt_gpu_graph_begin,
-    .graph_end = rt_gpu_graph_end,
-    .graph_launch = rt_gpu_graph_launch,
-    .graph_free = rt_gpu_graph_free,
-};
+const rt_device_ops rt_device_hip_ops = RT_GPU_DEVICE_OPS(hip_count, hip_open);

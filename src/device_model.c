@@ -62,12 +62,6 @@ struct rt_dm {
   bool placed;          /* the graph puts values on a GPU (placement.h) */
 };
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* The SIMT target name of d's code. */
 static const char *target_name(kiln_device *d, kiln_status *st) {
   switch (kiln_device_get_kind(d)) {
@@ -551,10 +545,10 @@ static int dm_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
     plan_free(m, m->dm->recent);
     m->dm->recent = x;
   }
-  double t0 = now_ms();
+  int64_t t0 = rt_now_ns();
   int rc = x ? plan_run(m, x, inputs, outputs, noutputs, st) : -1;
   if (rc == 0 && ticket.slot >= 0) /* the async policy's trial (variants.h) */
-    rt_variant_timed(m, x->var, &ticket, (int64_t)((now_ms() - t0) * 1e6));
+    rt_variant_timed(m, x->var, &ticket, rt_now_ns() - t0);
   pthread_mutex_unlock(&m->dm->lock);
   if (rc == 0) rt_ok(st);
   return rc;
@@ -736,11 +730,11 @@ static int dm_node_syms(const kiln_model *m, int node) {
 
 static int dm_compile_bound(kiln_model *m, int node, const rt_binding *b, rt_code *c,
                             kiln_counter *counter, double *ms, kiln_status *st) {
-  double t0 = now_ms();
+  double t0 = rt_now_ms();
   bool cached = false;
   if (load_code(m, node, b, c, &cached, st) < 0) return -1;
   *counter = cached ? KILN_COUNTER_DISK_HITS : KILN_COUNTER_COMPILES;
-  *ms = now_ms() - t0;
+  *ms = rt_now_ms() - t0;
   return 0;
 }
 
@@ -751,7 +745,6 @@ static void dm_code_free(kiln_model *m, rt_code *c) {
 }
 
 const rt_backend rt_backend_simt = {
-    .name = "simt",
     .node_syms = dm_node_syms,
     .compile_bound = dm_compile_bound,
     .code_free = dm_code_free,

@@ -35,12 +35,6 @@
 #include "rt.h"
 #include "variants.h"
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static void shape_text(char *buf, size_t cap, int rank, const int64_t *shape) {
   size_t n = 0;
   n += (size_t)snprintf(buf + n, n < cap ? cap - n : 0, "[");
@@ -297,9 +291,9 @@ int rt_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
   if (alloc_intermediates(m, &x, st) < 0) goto done;
   rt_spec_ticket ticket = {.slot = -1};
   var = cap ? rt_capture_variant(cap) : rt_variant_acquire(m, x.syms, &ticket);
-  int64_t t0 = ticket.slot >= 0 ? now_ns() : 0; /* the async policy's trial (variants.h) */
+  int64_t t0 = ticket.slot >= 0 ? rt_now_ns() : 0; /* the async policy's trial (variants.h) */
   if (run_kernels(m, var, &x, st) < 0) goto done;
-  if (ticket.slot >= 0) rt_variant_timed(m, var, &ticket, now_ns() - t0);
+  if (ticket.slot >= 0) rt_variant_timed(m, var, &ticket, rt_now_ns() - t0);
   for (int i = 0; i < m->noutputs; i++) {
     if (x.direct[i]) continue;
     kiln_tensor *t = outputs[i] ? outputs[i] : x.fresh[i];

@@ -32,12 +32,6 @@
 #include "variants.h"
 
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static void port_free(rt_port *p) {
   if (p->dim_text)
     for (int i = 0; i < p->type.rank; i++) free(p->dim_text[i]);
@@ -267,7 +261,7 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
            ctx ? "graph" : "context");
     return NULL;
   }
-  double t0 = now_ms();
+  double t0 = rt_now_ms();
   kiln_model *m = model_new(ctx, g, st);
   if (!m) return NULL;
   /* custom kernels: their library's hash goes into the kernel text (keys) */
@@ -289,7 +283,7 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   }
   for (int i = 0; i < m->g->nnodes; i++) /* pool.c: -1 when it depends on symbols */
     m->work[i] = rt_node_work(m->g, m->g->nodes[i], NULL);
-  m->compile_ms = now_ms() - t0;
+  m->compile_ms = rt_now_ms() - t0;
   rt_ok(st);
   return m;
 fail:
@@ -300,7 +294,7 @@ fail:
 kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, kiln_device *d,
                                     kiln_context *target_ctx, const kiln_graph *g,
                                     kiln_status *st) {
-  double t0 = now_ms();
+  double t0 = rt_now_ms();
   kiln_model *m = model_new(ctx, g, st);
   if (!m) {
     kiln_context_free(own_ctx);
@@ -314,7 +308,7 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
     kiln_model_free(m);
     return NULL;
   }
-  m->compile_ms = now_ms() - t0;
+  m->compile_ms = rt_now_ms() - t0;
   rt_ok(st);
   return m;
 }
@@ -353,8 +347,8 @@ static void host_free(kiln_model *m) {
 KILN_API void kiln_model_free(kiln_model *m) {
   if (!m) return;
   rt_variants_cancel(m); /* no background compile may run on a half-freed model */
-  if (m->g) m->be->free(m); /* captures and plans hold variant references */
-  if (m->g) rt_variants_free(m, m->variants);
+  m->be->free(m); /* captures and plans hold variant references */
+  rt_variants_free(m, m->variants);
   for (int i = 0; i < m->ninputs; i++) port_free(&m->inputs[i]);
   for (int i = 0; i < m->noutputs; i++) port_free(&m->outputs[i]);
   for (int i = 0; i < m->nweights; i++) {
@@ -462,6 +456,13 @@ KILN_API int kiln_model_output_index(const kiln_model *m, const char *name) {
   return -1;
 }
 
+/* Index of weight `name`, or -1. */
+static int weight_index(const kiln_model *m, const char *name) {
+  for (int w = 0; m && name && w < m->nweights; w++)
+    if (strcmp(m->weights[w].port.name, name) == 0) return w;
+  return -1;
+}
+
 /* "a, b, c" of the weight names into a malloc'd string (NULL on OOM). */
 static char *weight_list(const kiln_model *m) {
   size_t n = 1;
@@ -482,9 +483,8 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
   if (!m || !name || !t)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_bind_weight: %s is NULL",
                   !m ? "model" : !name ? "name" : "tensor");
-  int w = 0;
-  while (w < m->nweights && strcmp(m->weights[w].port.name, name) != 0) w++;
-  if (w == m->nweights) {
+  int w = weight_index(m, name);
+  if (w < 0) {
     char *list = weight_list(m);
     rt_err(st, KILN_ERR_NOT_FOUND, "model has no weight '%s' (weights: %s)", name,
            list ? list : "?");
@@ -510,9 +510,8 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
 }
 
 KILN_API int kiln_model_weight_needs_data(const kiln_model *m, const char *name) {
-  int w = m && name ? 0 : -1;
-  while (w >= 0 && w < m->nweights && strcmp(m->weights[w].port.name, name) != 0) w++;
-  if (w < 0 || w == m->nweights) return -1;
+  int w = weight_index(m, name);
+  if (w < 0) return -1;
   if (m->device) return 0;
   return rt_prepack_covers(m, w) ? 0 : 1;
 }
@@ -520,8 +519,7 @@ KILN_API int kiln_model_weight_needs_data(const kiln_model *m, const char *name)
 KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor *t,
                                     kiln_status *st) {
   if (kiln_model_bind_weight(m, name, t, st) < 0) return -1; /* t is still the caller's */
-  int w = 0;
-  while (strcmp(m->weights[w].port.name, name) != 0) w++;
+  int w = weight_index(m, name); /* bound: it exists */
   if (m->device) { /* copied to the device at bind: no host copy is needed */
     kiln_tensor_free(t);
     return 0;
@@ -550,11 +548,13 @@ static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_sta
   return 0;
 }
 
-/* ---- executes: the backend's ---- */
+/* ---- executes: the backend's ----
+ * ctx->busy counts the executes running (capture and replay execute too):
+ * the background compile waits while they hold the CPUs (variants.c). */
 KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                                 kiln_tensor **outputs, int noutputs, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
-  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed); /* the compile thread waits */
+  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   return rc;
@@ -564,7 +564,10 @@ KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const 
                                 int ninputs, kiln_tensor **outputs, int noutputs,
                                 kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_capture: model is NULL");
-  return m->be->capture(m, key, inputs, ninputs, outputs, noutputs, st);
+  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  int rc = m->be->capture(m, key, inputs, ninputs, outputs, noutputs, st);
+  atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  return rc;
 }
 
 KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
@@ -659,7 +662,6 @@ static void host_code_free(kiln_model *m, rt_code *c) {
 }
 
 const rt_backend rt_backend_host = {
-    .name = "host",
     .node_syms = host_node_syms,
     .compile_bound = host_compile_bound,
     .code_free = host_code_free,

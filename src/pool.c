@@ -150,12 +150,6 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static int64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 /* ---- thread count ---- */
 
 static int clamp_threads(long n) {
@@ -236,7 +230,7 @@ static bool spin_until(spin_done_fn *done, rt_pool *p, uint32_t arg, int64_t bud
       cpu_relax();
       continue;
     }
-    int64_t t = now_ns();
+    int64_t t = rt_now_ns();
     if (!t0) t0 = t;
     if (t - t0 >= budget_ns) return false;
     if (t - t0 >= RT_SPIN_PAUSE_NS)
@@ -283,11 +277,11 @@ static void wait_job(rt_pool *p, rt_worker *w) {
   int64_t budget = (across ? w->near_between : w->near_within) ? RT_SPIN_NS
                    : across                                  ? 0
                                                              : RT_SPIN_SHORT_NS;
-  int64_t t0 = now_ns();
+  int64_t t0 = rt_now_ns();
   if (!spin_until(w->near_between ? job_ready : job_or_quiet, p, seen, budget) ||
       !job_ready(p, seen))
     sleep_until_job(p, seen);
-  bool near = now_ns() - t0 < RT_SPIN_NS;
+  bool near = rt_now_ns() - t0 < RT_SPIN_NS;
   if (atomic_load_explicit(&p->quiet, memory_order_relaxed) == seen)
     w->near_between = near; /* the execute of job seen ended before the new job */
   else
@@ -423,9 +417,9 @@ static void wait_parts_for(rt_pool *p, int64_t budget_ns) {
  * than that (the machine is busy: a worker was preempted, say). */
 static void wait_parts(rt_pool *p) {
   if (parts_done(p, 0)) return;
-  int64_t t0 = now_ns();
+  int64_t t0 = rt_now_ns();
   wait_parts_for(p, p->parts_near ? RT_SPIN_NS : RT_SPIN_SHORT_NS);
-  p->parts_near = now_ns() - t0 < RT_SPIN_NS;
+  p->parts_near = rt_now_ns() - t0 < RT_SPIN_NS;
 }
 
 /* Run fn in nparts parts on p (submit held). */

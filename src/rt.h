@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <time.h>
 
 #include "kiln/kiln.h"
 #include "ir/shape.h"
@@ -144,6 +145,15 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
  * far: the peak for the bindings it ran with; 0 before the first execute or
  * when the model has no intermediates. */
 size_t rt_model_peak_bytes(const kiln_model *m);
+
+/* ---- clocks ---- */
+/* The monotonic clock in nanoseconds and in milliseconds. */
+static inline int64_t rt_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+static inline double rt_now_ms(void) { return (double)rt_now_ns() / 1e6; }
 
 /* ---- status (status.c) ---- */
 /* Set st (may be NULL) to code + formatted message; returns -1 so callers can

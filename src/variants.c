@@ -71,7 +71,7 @@ struct rt_variants {
   atomic_int max;         /* 0: the context's bound (read without the lock by enqueue) */
   uint64_t tick;
   int specialized;        /* variants compiled and inserted, ever */
-  int8_t *bkind;          /* per symbol kiln_bucket_kind; NULL: all exact */
+  int8_t *bkind;          /* per symbol kiln_bucket_kind; NULL: all exact (buckets_locked) */
   int64_t *bn;            /* per symbol, the MULTIPLE's n */
   bool *bexplicit;        /* per symbol: the caller chose its bucket (never automatic) */
   rt_spec_policy *pol;    /* the async policy's bookkeeping (spec_policy.h), or NULL */
@@ -339,19 +339,26 @@ static void remember_failed(kiln_model *m, const int64_t *key) {
 
 /* Evict least recently used variants until at most `keep` are left; the
  * evicted ones nobody uses are chained on *drop. Lock held. */
+/* Take entry i out of the table, dropping the table's reference; chain it
+ * on *drop when nobody else uses it (else its last user frees it). Lock
+ * held. */
+static void unlink_locked(kiln_model *m, rt_variants *vs, int i, rt_variant **drop) {
+  rt_variant *old = vs->v[i];
+  vs->v[i] = vs->v[--vs->n];
+  count(m, KILN_COUNTER_VARIANTS_LIVE, -1);
+  if (--old->refs == 0) {
+    old->next_drop = *drop;
+    *drop = old;
+  }
+}
+
 static void evict_locked(kiln_model *m, rt_variants *vs, int keep, rt_variant **drop) {
   while (vs->n > keep && vs->n > 0) {
     int lru = 0;
     for (int i = 1; i < vs->n; i++)
       if (vs->v[i]->last_use < vs->v[lru]->last_use) lru = i;
-    rt_variant *old = vs->v[lru];
-    vs->v[lru] = vs->v[--vs->n];
+    unlink_locked(m, vs, lru, drop);
     count(m, KILN_COUNTER_VARIANTS_EVICTED, 1);
-    count(m, KILN_COUNTER_VARIANTS_LIVE, -1);
-    if (--old->refs == 0) { /* else its last user frees it */
-      old->next_drop = *drop;
-      *drop = old;
-    }
   }
 }
 
@@ -449,14 +456,6 @@ fail:
 
 /* ---- the compile thread ---- */
 
-/* Sleep ms in slices of 5 ms, stopping early when cancelled. */
-static void test_delay(int ms, atomic_int *cancel) {
-  for (int t = 0; t < ms && !atomic_load(cancel); t += 5) {
-    struct timespec ts = {0, 5 * 1000000L};
-    nanosleep(&ts, NULL);
-  }
-}
-
 static void *compile_thread(void *arg) {
   rt_spec_ctx *s = arg;
 #ifdef SYS_gettid
@@ -476,7 +475,7 @@ static void *compile_thread(void *arg) {
 
     kiln_model *m = j->m; /* valid: its free waits for this job (cancel_jobs) */
     int delay = atomic_load(&s->test_delay_ms);
-    if (delay > 0) test_delay(delay, &j->cancel);
+    if (delay > 0) rest(delay, &j->cancel);
     rt_variants *vs = m->variants;
     pthread_mutex_lock(&vs->lock);
     rt_variant *have = find_locked(m, vs, j->key);
@@ -567,16 +566,31 @@ static bool useful(kiln_model *m) {
 
 bool rt_model_spec_useful(kiln_model *m) { return m && m->variants && useful(m); }
 
+/* The per-symbol bucket arrays (kind, n, chosen by the caller), all zero
+ * (exact) when first made; false when they cannot be allocated (none then
+ * exists). Lock held. */
+static bool buckets_locked(rt_variants *vs, int nsyms) {
+  if (vs->bkind) return true;
+  size_t ns = (size_t)nsyms;
+  vs->bkind = calloc(ns, sizeof *vs->bkind);
+  vs->bn = calloc(ns, sizeof *vs->bn);
+  vs->bexplicit = calloc(ns, sizeof *vs->bexplicit);
+  if (vs->bkind && vs->bn && vs->bexplicit) return true;
+  free(vs->bkind);
+  free(vs->bn);
+  free(vs->bexplicit);
+  vs->bkind = NULL;
+  vs->bn = NULL;
+  vs->bexplicit = NULL;
+  return false;
+}
+
 /* Symbol k gets pow2 buckets (the async policy saw it vary widely). */
 static void auto_bucket(kiln_model *m, int k) {
   rt_variants *vs = m->variants;
   bool done = false;
   pthread_mutex_lock(&vs->lock);
-  if (!vs->bkind) {
-    vs->bkind = calloc((size_t)m->g->nsyms, sizeof *vs->bkind);
-    vs->bn = calloc((size_t)m->g->nsyms, sizeof *vs->bn);
-  }
-  if (vs->bkind && vs->bn && !(vs->bexplicit && vs->bexplicit[k])) {
+  if (buckets_locked(vs, m->g->nsyms) && !vs->bexplicit[k]) {
     vs->bkind[k] = KILN_BUCKET_POW2;
     done = true;
   }
@@ -588,8 +602,6 @@ int rt_spec_hot(const kiln_context *ctx) {
   int h = ctx && ctx->spec ? atomic_load_explicit(&ctx->spec->hot, memory_order_relaxed) : 0;
   return h > 0 ? h : RT_SPEC_HOT;
 }
-
-static int hot_of(const kiln_model *m) { return rt_spec_hot(m->ctx); }
 
 rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticket *t) {
   if (t) t->slot = -1;
@@ -620,7 +632,7 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
     rt_spec_ticket tk;
-    rt_spec_verdict d = rt_spec_policy_seen(vs->pol, key, v != NULL, hot_of(m), &tk);
+    rt_spec_verdict d = rt_spec_policy_seen(vs->pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
     if (t) *t = tk;
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
     else if (d == RT_SPEC_QUEUE && !failed) enqueue(m, key);
@@ -636,18 +648,16 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
 /* Drop v from m's table (its trial found it no faster). */
 static void drop_variant(kiln_model *m, rt_variant *v) {
   rt_variants *vs = m->variants;
-  rt_variant *gone = NULL;
+  rt_variant *drop = NULL;
   pthread_mutex_lock(&vs->lock);
   for (int i = 0; i < vs->n; i++)
     if (vs->v[i] == v) {
-      vs->v[i] = vs->v[--vs->n];
-      count(m, KILN_COUNTER_VARIANTS_LIVE, -1);
-      if (--v->refs == 0) gone = v; /* else its last user frees it */
+      unlink_locked(m, vs, i, &drop);
       break;
     }
   pthread_mutex_unlock(&vs->lock);
   count(m, KILN_COUNTER_DROPPED, 1);
-  variant_free(m, gone);
+  drop_list(m, drop);
 }
 
 void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int64_t ns) {
@@ -823,17 +833,7 @@ KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_k
   rt_variants *vs = m->variants; /* non-NULL: the graph has symbols */
   int rc = 0;
   pthread_mutex_lock(&vs->lock);
-  if (!vs->bkind) {
-    vs->bkind = calloc((size_t)m->g->nsyms, sizeof *vs->bkind);
-    vs->bn = calloc((size_t)m->g->nsyms, sizeof *vs->bn);
-  }
-  if (!vs->bkind || !vs->bn) {
-    free(vs->bkind);
-    free(vs->bn);
-    vs->bkind = NULL;
-    vs->bn = NULL;
-    rc = -1;
-  } else if (!vs->bexplicit && !(vs->bexplicit = calloc((size_t)m->g->nsyms, sizeof *vs->bexplicit))) {
+  if (!buckets_locked(vs, m->g->nsyms)) {
     rc = -1;
   } else {
     vs->bkind[k] = (int8_t)kind;

@@ -520,8 +520,7 @@ Test(prepack, weight_needs_data) {
   cr_expect_eq(kiln_model_weight_needs_data(f.m, NULL), -1);
   /* freeing a weight it does not need, after binding, changes nothing */
   fx_bind_all(&f, 41);
-  float *want = malloc(17 * 10 * sizeof *want), *got = malloc(17 * 10 * sizeof *got);
-  fx_check(&f, 17, 9, 1e-4, want);
+  fx_check(&f, 17, 9, 1e-4, NULL);
   int w1 = kiln_model_weight_needs_data(f.m, f.w.name[0]) == 0 ? 0 : 2;
   memset(kiln_tensor_data(f.w.kt[w1]), 0xff, kiln_tensor_nbytes(f.w.kt[w1])); /* NaN: unread */
   kiln_tensor *in[1];
@@ -535,7 +534,5 @@ Test(prepack, weight_needs_data) {
   for (int i = 0; i < 17 * 10; i++) cr_assert(y[i] == y[i], "output %d is NaN", i);
   kiln_tensor_free(o1);
   kiln_tensor_free(in[0]);
-  free(want);
-  free(got);
   fx_close(&f);
 }

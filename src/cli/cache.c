@@ -60,12 +60,6 @@ static int64_t now_real_ns(void) {
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* "just now", "42s ago", "5m ago", "3h ago", "2d ago". */
 static const char *age_text(char *buf, size_t cap, int64_t then_ns) {
   int64_t s = (now_real_ns() - then_ns) / 1000000000;
@@ -811,7 +805,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     return rc;
   }
   int compiled = 0, present = 0, dup = 0;
-  double t0 = now_ms();
+  double t0 = rt_now_ms();
   printf("warming %s with graph @%s (%d kernel%s)\n", kc_disk_dir(d), j.ir->name, j.nk,
          j.nk == 1 ? "" : "s");
   for (int i = 0; i < j.nk && rc == 0; i++) {
@@ -837,7 +831,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
       if (!tty) printf("  %s: already in the cache\n", k->desc);
       continue;
     }
-    double c0 = now_ms();
+    double c0 = rt_now_ms();
     rt_kentry *e = NULL;
     jit_kernel_fn fn = NULL;
     char err[1024] = "";
@@ -849,7 +843,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     }
     rt_cache_mem_release(mem, e);
     compiled++;
-    if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, now_ms() - c0);
+    if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, rt_now_ms() - c0);
   }
   if (tty) {
     progress(j.nk, j.nk, "done");
@@ -861,7 +855,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     printf("%d kernel%s: %d compiled and stored, %d already present", j.nk, j.nk == 1 ? "" : "s",
            compiled, present);
     if (dup) printf(", %d shared with another node", dup);
-    printf(" (%.0f ms)\n", now_ms() - t0);
+    printf(" (%.0f ms)\n", rt_now_ms() - t0);
     if (nbind)
       printf("%d generic and %d shape-specialized kernel%s (%d binding%s of --dim; exact "
              "buckets)\n",

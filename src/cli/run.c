@@ -45,12 +45,6 @@ typedef struct run_opts {
   int threads; /* --threads; -1: the context's default */
 } run_opts;
 
-static double now_ms(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 static bool parse_i64(const char *s, int64_t *out) {
   if (!s || !*s) return false;
   char *end;
@@ -594,9 +588,9 @@ static int run(run_state *s, const run_opts *o) {
   if (set_buckets(s, o) < 0) return -1;
   if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
   for (long r = 0; r < o->repeat; r++) {
-    double t0 = now_ms();
+    double t0 = rt_now_ms();
     if (execute_once(s) < 0) return -1;
-    s->times[r] = now_ms() - t0;
+    s->times[r] = rt_now_ms() - t0;
   }
   if (outputs_to_host(s) < 0) return -1;
   for (int i = 0; i < s->nout; i++) {
