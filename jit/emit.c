@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <llvm-c/DebugInfo.h>
+
 #include "lower.h"
 
 int jit_fn_error(jit_fn *f, const char *fmt, ...) {
@@ -415,6 +417,20 @@ void jit_loop_end(jit_fn *f, jit_loop *l) {
   LLVMAddIncoming(l->iv, &next, &latch, 1);
   l->iv_next_phi_in = next;
   LLVMPositionBuilderAtEnd(f->b, l->exit);
+}
+
+void jit_loop_end_rolled(jit_fn *f, jit_loop *l) {
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(f->b);
+  jit_loop_end(f, l);
+  /* !llvm.loop !0 with !0 = distinct !{!0, !{"llvm.loop.unroll.disable"}}:
+   * the self reference goes through a temporary node. */
+  LLVMMetadataRef tmp = LLVMTemporaryMDNode(f->ctx, NULL, 0);
+  LLVMMetadataRef what = LLVMMDStringInContext2(f->ctx, "llvm.loop.unroll.disable", 24);
+  LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(f->ctx, &what, 1)};
+  LLVMMetadataRef loop = LLVMMDNodeInContext2(f->ctx, ops, 2);
+  LLVMMetadataReplaceAllUsesWith(tmp, loop);
+  unsigned kind = LLVMGetMDKindIDInContext(f->ctx, "llvm.loop", 9);
+  LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch), kind, LLVMMetadataAsValue(f->ctx, loop));
 }
 
 /* ---- data errors ---- */

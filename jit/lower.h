@@ -98,6 +98,9 @@ typedef struct jit_loop {
 LLVMValueRef jit_loop_begin(jit_fn *f, jit_loop *l, LLVMValueRef lo, LLVMValueRef hi,
                             const char *name);
 void jit_loop_end(jit_fn *f, jit_loop *l);
+/* jit_loop_end for a loop LLVM must not unroll (a body that is already a
+ * whole run of work, such as one memcpy: unrolled, it is only more code). */
+void jit_loop_end_rolled(jit_fn *f, jit_loop *l);
 
 /* This call's share [*lo, *hi) of an outer loop of n iterations (i64):
  * part `part` of `nparts` near-equal ranges. Call it once per kernel, on the

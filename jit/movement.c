@@ -69,6 +69,16 @@ static void raw_move(jit_fn *f, LLVMTypeRef rt, LLVMValueRef dst, LLVMValueRef d
   LLVMBuildStore(f->b, v, raw_ptr(f, rt, dst, di));
 }
 
+/* dst[di .. di + n) = src[si .. si + n), raw: one llvm.memcpy (a short
+ * constant run becomes a few vector moves). */
+static void run_move(jit_fn *f, LLVMTypeRef rt, LLVMValueRef dst, LLVMValueRef di, LLVMValueRef src,
+                     LLVMValueRef si, LLVMValueRef n) {
+  unsigned esz = LLVMGetIntTypeWidth(rt) / 8;
+  LLVMValueRef eszv = jit_i64(f, esz);
+  LLVMBuildMemCpy(f->b, raw_ptr(f, rt, dst, di), esz, raw_ptr(f, rt, src, si), esz,
+                  jit_mul(f, n, eszv));
+}
+
 /* Row-major strides (in elements) of type t into out[rank]. */
 static void strides_of(jit_fn *f, const ir_type *t, LLVMValueRef *out) {
   LLVMValueRef s = jit_i64(f, 1);
@@ -161,13 +171,15 @@ static void vector_tile(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef
   jit_loop_end(f, &la);
 }
 
-/* One loop nest of strided_copy; see there. The nest's first loop whose
+/* One loop nest of strided_copy; see there. run: NULL, or the elements
+ * each innermost step moves as one contiguous run (the nest then covers
+ * only the axes before the run). The nest's first loop whose
  * extent is not the constant 1 is split across the parts; when every loop
  * is a constant 1 (or there is none), a one-iteration guard loop makes
  * part 0 do the whole copy. */
 static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef out, int rank,
                       LLVMValueRef *odims, LLVMValueRef *ostr, LLVMValueRef *istr,
-                      LLVMValueRef ibase, int tile_axis) {
+                      LLVMValueRef ibase, int tile_axis, LLVMValueRef run) {
   bool tiled = tile_axis >= 0 && tile_axis < rank - 1;
   LLVMValueRef zero = jit_i64(f, 0);
   jit_loop loops[IR_MAX_RANK + 3];
@@ -222,6 +234,10 @@ static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef o
     } else {
       scalar_tile(f, rt, in, out, ioff, ooff, lo, hi, ax2, istr, ostr);
     }
+  } else if (run) {
+    run_move(f, rt, out, ooff, in, ioff, run);
+    while (nl > 0) jit_loop_end_rolled(f, &loops[--nl]);
+    return;
   } else {
     raw_move(f, rt, out, ooff, in, ioff);
   }
@@ -238,10 +254,12 @@ static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef o
  * 1024 x 1024 f32). With a short axis the plain nest is already cache
  * friendly and faster (the tile loops only add overhead), so the choice is
  * made at compile time for static dims and by a run-time branch between
- * both nests otherwise. */
+ * both nests otherwise. run_axes > 0: the last run_axes axes are laid out
+ * alike in the input (row-major there too), so each step of the nest over
+ * the other axes moves them as one contiguous run (tile_axis unused). */
 static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef out, int rank,
                          LLVMValueRef *odims, LLVMValueRef *istr, LLVMValueRef ibase,
-                         int tile_axis) {
+                         int tile_axis, int run_axes) {
   LLVMTypeRef rt = raw_type(f, esz);
   LLVMValueRef ostr[IR_MAX_RANK];
   LLVMValueRef s = jit_i64(f, 1);
@@ -249,8 +267,14 @@ static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef o
     ostr[a] = s;
     s = jit_mul(f, s, odims[a]);
   }
+  if (run_axes > 0) {
+    LLVMValueRef run = jit_i64(f, 1);
+    for (int a = rank - run_axes; a < rank; a++) run = jit_mul(f, run, odims[a]);
+    copy_nest(f, rt, in, out, rank - run_axes, odims, ostr, istr, ibase, -1, run);
+    return;
+  }
   if (tile_axis < 0 || tile_axis >= rank - 1) {
-    copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, -1);
+    copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, -1, NULL);
     return;
   }
   LLVMValueRef tv = jit_i64(f, TILE);
@@ -258,7 +282,7 @@ static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef o
                                   LLVMBuildICmp(f->b, LLVMIntSGE, odims[rank - 1], tv, ""), "");
   if (LLVMIsAConstantInt(big)) {
     bool yes = LLVMConstIntGetZExtValue(big) != 0;
-    copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, yes ? tile_axis : -1);
+    copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, yes ? tile_axis : -1, NULL);
     return;
   }
   LLVMBasicBlockRef bt = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tiled");
@@ -266,10 +290,10 @@ static void strided_copy(jit_fn *f, int64_t esz, LLVMValueRef in, LLVMValueRef o
   LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "copied");
   LLVMBuildCondBr(f->b, big, bt, bp);
   LLVMPositionBuilderAtEnd(f->b, bt);
-  copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, tile_axis);
+  copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, tile_axis, NULL);
   LLVMBuildBr(f->b, join);
   LLVMPositionBuilderAtEnd(f->b, bp);
-  copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, -1);
+  copy_nest(f, rt, in, out, rank, odims, ostr, istr, ibase, -1, NULL);
   LLVMBuildBr(f->b, join);
   LLVMPositionBuilderAtEnd(f->b, join);
 }
@@ -322,11 +346,19 @@ static int lower_permute(jit_fn *f, int64_t esz) {
     pstr[a] = istr[perm[a]];
     odims[a] = jit_dim(f, to->dims[a]);
   }
+  /* Trailing axes the permutation leaves in place are contiguous on both
+   * sides: they move as one run per step (attention's [b, s, h, d] ->
+   * [b, h, s, d] copies rows of d), which is also far less code than an
+   * unrolled element loop. The identity is one flat copy. */
+  int keep = 0;
+  while (keep < r && perm[r - 1 - keep] == r - 1 - keep) keep++;
+  if (keep == r) return lower_flat_copy(f, esz);
   /* the output axis that reads the input's last (contiguous) axis */
   int tile_axis = -1;
   for (int a = 0; a < r; a++)
     if (perm[a] == r - 1) tile_axis = a;
-  strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), r, odims, pstr, jit_i64(f, 0), tile_axis);
+  strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), r, odims, pstr, jit_i64(f, 0), tile_axis,
+               keep);
   return f->failed ? -1 : 0;
 }
 
@@ -392,7 +424,7 @@ static int lower_slice(jit_fn *f, int64_t esz) {
   LLVMValueRef ibase, sstr[IR_MAX_RANK], odims[IR_MAX_RANK];
   if (jit_slice_layout(f, &ibase, sstr) < 0) return -1;
   for (int a = 0; a < to->rank; a++) odims[a] = jit_dim(f, to->dims[a]);
-  strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), to->rank, odims, sstr, ibase, -1);
+  strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), to->rank, odims, sstr, ibase, -1, 0);
   return f->failed ? -1 : 0;
 }
 

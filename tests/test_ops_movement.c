@@ -125,6 +125,11 @@ static const mv PERMUTE[] = {
     {"mo.permute", "{dims = [2, 0, 1]}", 1, {"2, 0, 3"}, 1, {"3, 2, 0"}, NULL, 0, 0},
     {"mo.permute", "{dims = [3, 1, 2, 0]}", 1, {"2, 3, 4, 5"}, 1, {"5, 3, 4, 2"}, NULL, 0, 0},
     {"mo.permute", "{dims = [0, 3, 2, 1]}", 1, {"2, 40, 3, 36"}, 1, {"2, 36, 3, 40"}, NULL, 0, 0},
+    /* trailing axes left in place move as one run per step (attention's heads split) */
+    {"mo.permute", "{dims = [0, 2, 1, 3]}", 1, {"2, 7, 12, 64"}, 1, {"2, 12, 7, 64"}, NULL, 0, 0},
+    {"mo.permute", "{dims = [0, 2, 1, 3]}", 1, {"n, m, 3, 5"}, 1, {"n, 3, m, 5"}, NULL, 0, 0},
+    {"mo.permute", "{dims = [1, 0, 2, 3]}", 1, {"n, 3, m, 4"}, 1, {"3, n, m, 4"}, NULL, 0, 0},
+    {"mo.permute", "{dims = [1, 0, 2]}", 1, {"3, 4, n"}, 1, {"4, 3, n"}, NULL, 0, 0},
 };
 
 Test(movement, permute) {
