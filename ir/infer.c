@@ -551,6 +551,19 @@ static int infer_scan(ctx *c, ir_type *r) {
   return infer_axis_op(c, r, false, -1);
 }
 
+/* band_part: the operand's type; rank >= 2; the bounds integers (negative:
+ * none), exclude a boolean. */
+static int infer_band_part(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int64_t lo, up;
+  int rc;
+  if (attr_int(c, "num_lower", &lo) != 0 || attr_int(c, "num_upper", &up) != 0) return -1;
+  if (!attr_get(c, "exclude", &rc)) return rc;
+  if (t->rank < 2)
+    return fail(c, "operand 0 of mo.band_part has rank %d but needs rank >= 2", t->rank);
+  return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
+}
+
 static int infer_layer_norm(ctx *c, ir_type *r) {
   const ir_type *t = opt(c, 0);
   if (t->rank < 1) return fail(c, "operand 0 of mo.layer_norm has rank 0 but needs rank >= 1");
@@ -1065,6 +1078,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_FUSED: return infer_fused(c, res);
   case IR_CLS_CUSTOM: return infer_custom(c, res);
   case IR_CLS_SCAN: return infer_scan(c, res);
+  case IR_CLS_BAND_PART: return infer_band_part(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

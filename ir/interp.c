@@ -887,6 +887,13 @@ static int run_scan(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_band_part(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_band_part(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -917,6 +924,7 @@ static const run_fn run_class[] = {
     [IR_CLS_FUSED] = run_fused,
     [IR_CLS_CUSTOM] = run_custom,
     [IR_CLS_SCAN] = run_scan,
+    [IR_CLS_BAND_PART] = run_band_part,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

@@ -47,5 +47,7 @@ void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_
 /* Routines of op classes (interp_ops.c): 0, or -1 with a message (without
  * the op's name, which the caller adds) in msg. */
 int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_band_part(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
+                     size_t msglen);
 
 #endif

@@ -1,5 +1,5 @@
 /* interp_ops.c - the reference interpreter's routines for the scan class
- * (mo.cumsum): plain row-major loops, the meaning the JIT and the SIMT
+ * (mo.cumsum) and the band_part class (mo.band_part): plain row-major loops, the meaning the JIT and the SIMT
  * kernels must match (ops.def documents the attributes).
  *
  * Assumes a verified node; re-checks the run-time shapes it indexes with
@@ -11,6 +11,7 @@
 #include "interp_impl.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static bool norm_axis(int64_t axis, int rank, int *out) {
   if (axis < -(int64_t)rank || axis >= rank) return false;
@@ -54,6 +55,32 @@ int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, s
         }
       }
     }
+  }
+  return 0;
+}
+
+int ir_ref_band_part(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
+                     size_t msglen) {
+  bool same = x->rank == y->rank && x->dtype == y->dtype && x->rank >= 2;
+  for (int i = 0; same && i < x->rank; i++) same = x->shape[i] == y->shape[i];
+  if (!same) return ir_ref_fail(msg, msglen, "the result's shape or dtype differs from the operand's");
+  const ir_attr *la = ir_node_attr_or_default(n, "num_lower");
+  const ir_attr *ua = ir_node_attr_or_default(n, "num_upper");
+  if (!la || la->kind != IR_ATTR_INT || !ua || ua->kind != IR_ATTR_INT)
+    return ir_ref_fail(msg, msglen, "num_lower and num_upper must be integers");
+  int64_t lo = la->u.i, up = ua->u.i;
+  bool excl = ir_node_attr_bool(n, "exclude", false);
+  int64_t M = x->shape[x->rank - 2], N = x->shape[x->rank - 1];
+  int64_t total = ir_tensor_numel(x);
+  size_t es = ir_dtype_size(x->dtype);
+  for (int64_t e = 0; e < total; e++) {
+    int64_t col = e % N, row = (e / N) % M;
+    bool in = (lo < 0 || row - col <= lo) && (up < 0 || col - row <= up);
+    char *dst = ir_ref_elem(y, e);
+    if (in != excl)
+      memcpy(dst, ir_ref_elem(x, e), es);
+    else
+      memset(dst, 0, es); /* +0, integer 0, false */
   }
   return 0;
 }

@@ -49,6 +49,7 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_FUSED] = jit_lower_fused,
     [IR_CLS_CUSTOM] = jit_lower_custom,
     [IR_CLS_SCAN] = jit_lower_scan,
+    [IR_CLS_BAND_PART] = jit_lower_band_part,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -2,7 +2,8 @@
  * node, every block JIT_SIMT_BLOCK threads, in these shapes of launch:
  *   elements  grid-stride loop over the result's elements (elementwise ops,
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
- *             permute, concat, split, slice_tensor, gather, and a mo.fused
+ *             permute, concat, split, slice_tensor, gather, band_part
+ *             (band.c), and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
  *             row (simt_rows.c: sum, mean, max, min, argmax, argmin,
@@ -482,7 +483,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(GATHER, L_ELEMENTS, lower_gather)                   \
   X(FUSED, L_FUSED, jit_simt_lower_fused)               \
   X(CUSTOM, L_CUSTOM, lower_custom)                     \
-  X(SCAN, L_LINES, jit_simt_lower_scan)
+  X(SCAN, L_LINES, jit_simt_lower_scan)                 \
+  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)
 
 typedef struct simt_rule {
   launch_shape shape;

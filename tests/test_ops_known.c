@@ -400,3 +400,13 @@ Test(known, argmax_argmin_as_numpy) {
   known1("argmax signed zeros", "mo.argmax", NULL, "f32", "3", "-0.0, 0.0, -1.0", "si64", "1",
          (oracle_expect){KILN_INT64, 1, {1}, I64(0)}, 0);
 }
+
+/* seed 002's in_band(m, n): (m - n) <= num_lower and (n - m) <= num_upper */
+Test(known, band_part_keeps_the_band) {
+  known1("band_part tridiagonal", "mo.band_part", "{num_lower = 1, num_upper = 0}", "si32", "3, 3",
+         "1, 2, 3, 4, 5, 6, 7, 8, 9", "si32", "3, 3",
+         (oracle_expect){KILN_INT32, 2, {3, 3}, I32(1, 0, 0, 4, 5, 0, 0, 8, 9)}, 0);
+  known1("band_part exclude", "mo.band_part", "{num_lower = 0, num_upper = 0, exclude = true}",
+         "f32", "2, 3", "1, 2, 3, 4, 5, 6", "f32", "2, 3",
+         (oracle_expect){KILN_FLOAT32, 2, {2, 3}, F32(0, 2, 3, 4, 0, 6)}, 0);
+}

@@ -1,5 +1,6 @@
-/* test_ops_scan.c - mo.cumsum (axis, exclusive, reverse), JIT vs the
- * reference interpreter, on every dtype it takes (f32 f64 si32 si64) and
+/* test_ops_scan.c - mo.cumsum (axis, exclusive, reverse) and mo.band_part
+ * (num_lower, num_upper, exclude; at the end), JIT vs the reference
+ * interpreter, on every dtype it takes (f32 f64 si32 si64) and
  * every shape class: each axis of a rank-3 shape by positive and negative
  * index, the default axis, size-1 and size-0 dims, a 67-long axis, a
  * leading axis over more than COLS inner positions (scan.c's column
@@ -101,4 +102,49 @@ Test(scan, bad_attributes_and_shapes_are_refused) {
   expect_rejected(SCAN_GRAPH("{reverse = \"yes\"}", "3", "3"), "attribute 'reverse' of mo.cumsum must be a boolean");
   expect_rejected(SCAN_GRAPH("{axis = 0}", "3", "4"), "declared as");
   expect_rejected(SCAN_GRAPH("{keepdims = true}", "3", "3"), "no attribute 'keepdims'");
+}
+
+/* ---- band_part: every bound setting (negative: none), both exclude
+ * modes, every dtype (bool included), batched, size-0 / size-1 and
+ * symbolic matrices ---- */
+
+static const char *const BAND_SHAPES[] = {"4, 6", "6, 4", "2, 3, 5, 5", "1, 1", "0, 3", "3, 0",
+                                          "n, m", "2, n, 7"};
+
+static void check_band(const char *dt, const char *attrs) {
+  gt *t = gt_new("band", "n, m");
+  for (int i = 0; i < (int)(sizeof BAND_SHAPES / sizeof BAND_SHAPES[0]); i++) {
+    int x = gt_in(t, dt, BAND_SHAPES[i]);
+    gt_out(t, gt_op1(t, "mo.band_part", attrs, x, dt, BAND_SHAPES[i]));
+  }
+  char label[160];
+  snprintf(label, sizeof label, "mo.band_part %s %s", dt, attrs ? attrs : "");
+  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=0,m=2;n=1,m=1;n=5,m=3",
+                   .seed = 43};
+  ORACLE_ASSERT(&c);
+  gt_free(t);
+}
+
+Test(band_part, every_setting_and_dtype) {
+  static const char *const attrs[] = {NULL,
+                                      "{num_lower = 0, num_upper = 0}",
+                                      "{num_lower = 1}",
+                                      "{num_upper = 2}",
+                                      "{num_lower = 0, num_upper = -1}",
+                                      "{num_lower = 2, num_upper = 1, exclude = true}",
+                                      "{exclude = true}"};
+  static const char *const dts[] = {"f32", "f64", "si32", "si64", "bool"};
+  for (int d = 0; d < 5; d++)
+    for (int a = 0; a < 7; a++) check_band(dts[d], attrs[a]);
+}
+
+#define BAND_GRAPH(attrs, shape)                                                           \
+  "mo.graph @g(%x: !mo.tensor<[" shape "], f32>) -> (!mo.tensor<[" shape "], f32>) {\n"    \
+  "  %y = mo.band_part(%x) " attrs " : !mo.tensor<[" shape "], f32>\n"                     \
+  "  mo.output %y : !mo.tensor<[" shape "], f32>\n}\n"
+
+Test(band_part, bad_attributes_and_shapes_are_refused) {
+  expect_rejected(BAND_GRAPH("", "5"), "2:3: operand 0 of mo.band_part has rank 1 but needs rank >= 2");
+  expect_rejected(BAND_GRAPH("{num_lower = 1.5}", "2, 2"), "attribute 'num_lower' of mo.band_part must be an integer");
+  expect_rejected(BAND_GRAPH("{exclude = 1}", "2, 2"), "attribute 'exclude' of mo.band_part must be a boolean");
 }

@@ -400,3 +400,16 @@ Test(simt_ops, argmax_argmin_ties_and_nan) {
   int64_t n[] = {500};
   check(text, n, true);
 }
+
+Test(simt_ops, band_part) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("3, n, 9", "f32") ", %b: " T("n, 9", "bool") ") -> (" T("3, n, 9", "f32")
+      ", " T("n, 9", "bool") ") {\n"
+      "  %0 = mo.band_part(%x) {num_lower = 2, num_upper = 1} : " T("3, n, 9", "f32") "\n"
+      "  %1 = mo.band_part(%b) {num_upper = 0, exclude = true} : " T("n, 9", "bool") "\n"
+      "  mo.output %0, %1 : " T("3, n, 9", "f32") ", " T("n, 9", "bool") "\n}\n";
+  int64_t n[] = {37};
+  check(text, n, true);
+  int64_t n0[] = {0};
+  check(text, n0, false);
+}

@@ -1055,6 +1055,7 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_ARGMIN, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_REDUCE_PROD, 1, {IR_DT_SI32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_CUMSUM, 1, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_BAND_PART, 1, {IR_DT_SI64}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_SOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LOGSOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LAYER_NORM, 3, {IR_DT_F32, IR_DT_F32, IR_DT_F32}, {"4, 3", "3", "3"}, 0, {{0}}, 1},
@@ -1100,7 +1101,7 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 16);
+  cr_assert_eq(checked, 19);
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
