@@ -44,15 +44,15 @@
 
 #include "ir.h"
 
-/* Elementwise and unable to fail: integer mod (the one elementwise op with
- * a data error, division by zero) stays a kernel of its own, so its error
- * still names it. A mo.custom carrying kiln.elementwise (the runtime stamps
+/* Elementwise and unable to fail: integer mod, floor_div and pow (the
+ * elementwise ops with a data error, division by zero: ir_node_ew_can_fail)
+ * stay kernels of their own, so their errors still name them. A mo.custom carrying kiln.elementwise (the runtime stamps
  * it on a bound KILN_ELEMENTWISE_KERNEL, a pure scalar function with no
  * error path) is elementwise too. */
 static bool ew_node(const ir_node *n) {
   const ir_op_info *o = ir_op_get(n->op);
   if (!o || n->nout != 1) return false;
-  if (n->op == IR_OP_MOD && !ir_dtype_is_float(n->out[0]->type.dtype)) return false;
+  if (ir_node_ew_can_fail(n)) return false;
   if (n->op == IR_OP_CUSTOM)
     return ir_node_attr_int(n, "kiln.elementwise", 0) != 0 && n->nin <= IR_EW_MAX_IN;
   return ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;

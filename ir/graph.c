@@ -72,6 +72,12 @@ bool ir_op_has_flag(ir_op op, unsigned flag) {
 
 bool ir_op_is_elementwise(ir_op op) { return ir_op_has_flag(op, IR_OPF_EW); }
 
+bool ir_node_ew_can_fail(const ir_node *n) {
+  if (!n || n->nout < 1 || !n->out || !n->out[0]) return false;
+  if (n->op != IR_OP_MOD && n->op != IR_OP_FLOOR_DIV && n->op != IR_OP_POW) return false;
+  return !ir_dtype_is_float(n->out[0]->type.dtype);
+}
+
 const ir_attr_spec *ir_op_attr_spec(ir_op op, const char *name) {
   const ir_op_info *o = ir_op_get(op);
   for (int i = 0; o && name && i < o->nattrs; i++)
@@ -436,6 +442,13 @@ const ir_attr *ir_node_attr(const ir_node *n, const char *name) {
 int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt) {
   const ir_attr *a = ir_node_attr(n, name);
   return a && a->kind == IR_ATTR_INT ? a->u.i : dflt;
+}
+
+bool ir_node_attr_bool(const ir_node *n, const char *name, bool dflt) {
+  const ir_attr *a = ir_node_attr_or_default(n, name);
+  if (a && a->kind == IR_ATTR_BOOL) return a->u.b;
+  if (a && a->kind == IR_ATTR_INT) return a->u.i != 0;
+  return dflt;
 }
 
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt) {

@@ -405,8 +405,11 @@ static int infer_unary(ctx *c, ir_type *r, bool to_bool) {
   return res_set(c, r, to_bool ? IR_DT_BOOL : t->dtype, t->rank, t->dims, t->device);
 }
 
+/* div of integers is true division into f64 (ops.def) */
 static int infer_binary(ctx *c, ir_type *r, bool to_bool) {
-  return bcast_operands(c, 0, 1, r, to_bool ? IR_DT_BOOL : opt(c, 0)->dtype);
+  ir_dtype dt = opt(c, 0)->dtype;
+  if (c->n->op == IR_OP_DIV && ir_dtype_is_int(dt)) dt = IR_DT_F64;
+  return bcast_operands(c, 0, 1, r, to_bool ? IR_DT_BOOL : dt);
 }
 
 static int infer_where(ctx *c, ir_type *r) {
@@ -538,6 +541,27 @@ static int infer_axis_op(ctx *c, ir_type *r, bool keep_as_one, int force) {
     return -1;
   if (keep_as_one && !(r->dims[ax] = cst(c, 1))) return dim_fail(c);
   return 0;
+}
+
+/* cumsum: the operand's type; axis in range, exclusive and reverse booleans. */
+static int infer_scan(ctx *c, ir_type *r) {
+  int rc;
+  for (int k = 0; k < 2; k++)
+    if (!attr_get(c, k ? "reverse" : "exclusive", &rc)) return rc;
+  return infer_axis_op(c, r, false, -1);
+}
+
+/* band_part: the operand's type; rank >= 2; the bounds integers (negative:
+ * none), exclude a boolean. */
+static int infer_band_part(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int64_t lo, up;
+  int rc;
+  if (attr_int(c, "num_lower", &lo) != 0 || attr_int(c, "num_upper", &up) != 0) return -1;
+  if (!attr_get(c, "exclude", &rc)) return rc;
+  if (t->rank < 2)
+    return fail(c, "operand 0 of mo.band_part has rank %d but needs rank >= 2", t->rank);
+  return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
 }
 
 static int infer_layer_norm(ctx *c, ir_type *r) {
@@ -1029,7 +1053,6 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_UNARY_LOGICAL: return infer_unary(c, res, false);
   case IR_CLS_UNARY_PRED: return infer_unary(c, res, true);
   case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
   case IR_CLS_BINARY_LOGICAL: return infer_binary(c, res, false);
   case IR_CLS_COMPARE: return infer_binary(c, res, true);
   case IR_CLS_WHERE: return infer_where(c, res);
@@ -1054,6 +1077,8 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_GATHER: return infer_gather(c, res);
   case IR_CLS_FUSED: return infer_fused(c, res);
   case IR_CLS_CUSTOM: return infer_custom(c, res);
+  case IR_CLS_SCAN: return infer_scan(c, res);
+  case IR_CLS_BAND_PART: return infer_band_part(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

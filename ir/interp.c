@@ -17,14 +17,18 @@
  * Semantics the JIT must match (beyond seed 002 and ops.def):
  *  - integer add/sub/mul/negate/abs/sum wrap (two's complement); mod is
  *    Python's floor mod (result has the divisor's sign); x mod 0 is an error
- *    for integers, NaN for floats; INT_MIN mod -1 is 0.
+ *    for integers, NaN for floats; INT_MIN mod -1 is 0. Integer floor_div
+ *    rounds toward -inf, x floor_div 0 is an error, INT_MIN floor_div -1
+ *    wraps; integer div is (double)x / (double)y into f64; integer pow
+ *    wraps, 0 to a negative power is an error.
  *  - float max/min (elementwise and reductions) propagate NaN and order
  *    -0 < +0 (LLVM's llvm.maximum / llvm.minimum); relu(x) = max(x, +0), so
  *    relu(NaN) = NaN and relu(-0) = +0.
  *  - argmax / argmin: first index of the extreme; a NaN counts as the
  *    extreme for both (the first NaN wins); an empty axis gives 0.
  *    Reducing max / min over an empty axis gives -inf / +inf (INT_MIN /
- *    INT_MAX of the dtype for integers); mean of an empty float axis is NaN.
+ *    INT_MAX of the dtype for integers); mean of an empty float axis is NaN;
+ *    prod of an empty axis is 1 (floats multiply in double, ints wrap).
  *  - integer mean: the wrapped sum divided by the count, truncated toward 0;
  *    an empty axis is an error.
  *  - f32 sums, matmuls, softmax and layer_norm are computed in double and
@@ -195,14 +199,16 @@ static int run_elementwise(run *r, const ir_node *n) {
       return op_fail(r, n, "unknown approximate = \"%s\"", ap);
   }
   /* the dtypes each class computes on */
+  /* div of ints is true division into f64 (ops.def) */
+  bool int_div = n->op == IR_OP_DIV && ir_ref_is_ic(dt);
   switch (info->cls) {
   case IR_CLS_UNARY:
   case IR_CLS_BINARY:
     if (!ir_ref_is_fc(dt) && !ir_ref_is_ic(dt)) return dtype_fail(r, n, dt);
-    if (y->dtype != dt || (n->nin == 2 && x[1]->dtype != dt)) return dtype_fail(r, n, y->dtype);
+    if (y->dtype != (int_div ? IR_DT_F64 : dt) || (n->nin == 2 && x[1]->dtype != dt))
+      return dtype_fail(r, n, y->dtype);
     break;
   case IR_CLS_UNARY_FLOAT:
-  case IR_CLS_BINARY_FLOAT:
     if (!ir_ref_is_fc(dt)) return dtype_fail(r, n, dt);
     if (y->dtype != dt || (n->nin == 2 && x[1]->dtype != dt)) return dtype_fail(r, n, y->dtype);
     break;
@@ -269,7 +275,6 @@ static int run_elementwise(run *r, const ir_node *n) {
       break;
     }
     case IR_CLS_BINARY:
-    case IR_CLS_BINARY_FLOAT:
       if (dt == IR_DT_F32) {
         float v = 0;
         known = ir_ref_bin_f32(n->op, (float)ir_ref_ld_f(x[0], o[0]),
@@ -279,6 +284,8 @@ static int run_elementwise(run *r, const ir_node *n) {
         double v = 0;
         known = ir_ref_bin_f64(n->op, ir_ref_ld_f(x[0], o[0]), ir_ref_ld_f(x[1], o[1]), &v);
         ir_ref_st_f(y, i, v);
+      } else if (int_div) {
+        ir_ref_st_f(y, i, (double)ir_ref_ld_i(x[0], o[0]) / (double)ir_ref_ld_i(x[1], o[1]));
       } else {
         int64_t v = 0;
         int rc = ir_ref_bin_int(n->op, ir_ref_ld_i(x[0], o[0]), ir_ref_ld_i(x[1], o[1]), &v);
@@ -431,7 +438,10 @@ static int run_reduce(run *r, const ir_node *n) {
         ir_ref_st_i(y, yi, best);
       } else if (ir_ref_is_fc(dt)) {
         double acc;
-        if (n->op == IR_OP_REDUCE_SUM || n->op == IR_OP_REDUCE_MEAN) {
+        if (n->op == IR_OP_REDUCE_PROD) {
+          acc = 1.0;
+          for (int64_t j = 0; j < len; j++) acc *= ir_ref_ld_f(x, base + j * inner);
+        } else if (n->op == IR_OP_REDUCE_SUM || n->op == IR_OP_REDUCE_MEAN) {
           acc = 0.0;
           for (int64_t j = 0; j < len; j++) acc += ir_ref_ld_f(x, base + j * inner);
           if (n->op == IR_OP_REDUCE_MEAN) acc /= (double)len; /* 0 / 0 = NaN */
@@ -445,7 +455,11 @@ static int run_reduce(run *r, const ir_node *n) {
         }
         ir_ref_st_f(y, yi, acc);
       } else {
-        if (n->op == IR_OP_REDUCE_SUM || n->op == IR_OP_REDUCE_MEAN) {
+        if (n->op == IR_OP_REDUCE_PROD) {
+          uint64_t acc = 1;
+          for (int64_t j = 0; j < len; j++) acc *= (uint64_t)ir_ref_ld_i(x, base + j * inner);
+          ir_ref_st_i(y, yi, (int64_t)acc);
+        } else if (n->op == IR_OP_REDUCE_SUM || n->op == IR_OP_REDUCE_MEAN) {
           uint64_t acc = 0;
           for (int64_t j = 0; j < len; j++) acc += (uint64_t)ir_ref_ld_i(x, base + j * inner);
           int64_t s = ir_ref_wrap_i(dt, acc);
@@ -864,13 +878,28 @@ static int run_custom(run *r, const ir_node *n) {
 /* The routine of each op class (ops.def's CLS rows); the size is checked, so
  * a class added without one fails the build. */
 typedef int (*run_fn)(run *r, const ir_node *n);
+/* The classes whose routines live in interp_ops.c: their message gets the
+ * op's prefix here. */
+static int run_scan(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_scan(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_band_part(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_band_part(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
     [IR_CLS_UNARY_PRED] = run_elementwise,
     [IR_CLS_UNARY_LOGICAL] = run_elementwise,
     [IR_CLS_BINARY] = run_elementwise,
-    [IR_CLS_BINARY_FLOAT] = run_elementwise,
     [IR_CLS_COMPARE] = run_elementwise,
     [IR_CLS_BINARY_LOGICAL] = run_elementwise,
     [IR_CLS_WHERE] = run_elementwise,
@@ -894,6 +923,8 @@ static const run_fn run_class[] = {
     [IR_CLS_GATHER] = run_gather,
     [IR_CLS_FUSED] = run_fused,
     [IR_CLS_CUSTOM] = run_custom,
+    [IR_CLS_SCAN] = run_scan,
+    [IR_CLS_BAND_PART] = run_band_part,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

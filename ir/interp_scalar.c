@@ -191,6 +191,11 @@ bool ir_ref_un_f32(ir_op op, int gelu, float x, float *y) {
   case IR_OP_FLOOR: *y = floorf(x); return true;
   case IR_OP_ROUND: *y = nearbyintf(x); return true; /* default mode: half to even */
   case IR_OP_TRUNC: *y = truncf(x); return true;
+  case IR_OP_CEIL: *y = ceilf(x); return true;
+  case IR_OP_ACOS: *y = acosf(x); return true;
+  case IR_OP_ASIN: *y = asinf(x); return true;
+  case IR_OP_ATAN: *y = atanf(x); return true;
+  case IR_OP_ATANH: *y = atanhf(x); return true;
   case IR_OP_GELU:
     if (gelu == IR_REF_GELU_TANH)
       *y = 0.5f * x * (1.0f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
@@ -222,6 +227,11 @@ bool ir_ref_un_f64(ir_op op, int gelu, double x, double *y) {
   case IR_OP_FLOOR: *y = floor(x); return true;
   case IR_OP_ROUND: *y = nearbyint(x); return true;
   case IR_OP_TRUNC: *y = trunc(x); return true;
+  case IR_OP_CEIL: *y = ceil(x); return true;
+  case IR_OP_ACOS: *y = acos(x); return true;
+  case IR_OP_ASIN: *y = asin(x); return true;
+  case IR_OP_ATAN: *y = atan(x); return true;
+  case IR_OP_ATANH: *y = atanh(x); return true;
   case IR_OP_GELU:
     if (gelu == IR_REF_GELU_TANH)
       *y = 0.5 * x * (1.0 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
@@ -284,6 +294,7 @@ bool ir_ref_bin_f32(ir_op op, float a, float b, float *y) {
   case IR_OP_SUB: *y = a - b; return true;
   case IR_OP_MUL: *y = a * b; return true;
   case IR_OP_DIV: *y = a / b; return true;
+  case IR_OP_FLOOR_DIV: *y = floorf(a / b); return true;
   case IR_OP_POW: *y = powf(a, b); return true;
   case IR_OP_MAX: *y = (float)ir_ref_max_f(a, b); return true;
   case IR_OP_MIN: *y = (float)ir_ref_min_f(a, b); return true;
@@ -306,6 +317,7 @@ bool ir_ref_bin_f64(ir_op op, double a, double b, double *y) {
   case IR_OP_SUB: *y = a - b; return true;
   case IR_OP_MUL: *y = a * b; return true;
   case IR_OP_DIV: *y = a / b; return true;
+  case IR_OP_FLOOR_DIV: *y = floor(a / b); return true;
   case IR_OP_POW: *y = pow(a, b); return true;
   case IR_OP_MAX: *y = ir_ref_max_f(a, b); return true;
   case IR_OP_MIN: *y = ir_ref_min_f(a, b); return true;
@@ -320,6 +332,17 @@ bool ir_ref_bin_f64(ir_op op, double a, double b, double *y) {
   }
   default: return false;
   }
+}
+
+/* Integer power by repeated squaring over the bits of e >= 0, wrapping
+ * (the store keeps the dtype's low bits, which wrap the same way). */
+static int64_t int_pow(int64_t x, int64_t e) {
+  uint64_t r = 1, base = (uint64_t)x;
+  for (; e > 0; e >>= 1) {
+    if (e & 1) r *= base;
+    base *= base;
+  }
+  return (int64_t)r;
 }
 
 /* Integer binary op on sign-extended operands; the store wraps the result. */
@@ -339,6 +362,23 @@ int ir_ref_bin_int(ir_op op, int64_t a, int64_t b, int64_t *y) {
     *y = m;
     return IR_REF_OK;
   }
+  case IR_OP_FLOOR_DIV: {
+    if (b == 0) return IR_REF_DIV_ZERO;
+    if (b == -1) { *y = (int64_t)(0 - ua); return IR_REF_OK; } /* INT_MIN // -1 wraps */
+    int64_t q = a / b, m = a % b;
+    if (m != 0 && ((m < 0) != (b < 0))) q -= 1;
+    *y = q;
+    return IR_REF_OK;
+  }
+  case IR_OP_POW:
+    if (b >= 0) {
+      *y = int_pow(a, b);
+      return IR_REF_OK;
+    }
+    /* x^-k: the real result truncated toward zero */
+    if (a == 0) return IR_REF_DIV_ZERO;
+    *y = a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;
+    return IR_REF_OK;
   default: return IR_REF_NO_MEANING;
   }
 }

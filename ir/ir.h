@@ -288,6 +288,11 @@ ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len);
  * when absent. */
 const ir_attr *ir_node_attr(const ir_node *n, const char *name);
 int64_t ir_node_attr_int(const ir_node *n, const char *name, int64_t dflt);
+bool ir_node_attr_bool(const ir_node *n, const char *name, bool dflt);
+/* An elementwise node with a data error (division by zero): integer mod,
+ * floor_div and pow. Fusion keeps it a kernel of its own, so the error
+ * still names it. */
+bool ir_node_ew_can_fail(const ir_node *n);
 /* A node of a source op (IR_OPF_SRC: mo.constant, mo.constant.external),
  * whose value the runtime supplies rather than a kernel (NULL: false). */
 bool ir_node_is_source(const ir_node *n);

@@ -44,7 +44,11 @@
  *     mod is Python's: fmod, then + divisor when nonzero with the wrong sign;
  *     a zero result takes the divisor's sign.
  *   - ints: add / sub / mul / negate / abs wrap; mod is Python's floor mod,
- *     divisor 0 -> JIT_KERR_DIVZERO, INT_MIN mod -1 = 0.
+ *     divisor 0 -> JIT_KERR_DIVZERO, INT_MIN mod -1 = 0; floor_div rounds
+ *     toward -inf (divisor 0 -> JIT_KERR_DIVZERO, INT_MIN // -1 wraps);
+ *     div converts both operands to f64 and divides; pow squares and wraps
+ *     (0 ** negative -> JIT_KERR_DIVZERO).
+ *   - floor_div of floats: llvm.floor of the rounded quotient.
  *   - f16 / bf16 (not compute dtypes, but handled): computed in f32.
  *   - cast: float -> int saturates, NaN -> 0 (llvm.fpto[su]i.sat); -> bool is
  *     x != 0 (NaN -> true); bool -> x is 0 / 1; -> f16 / bf16 rounds once
@@ -171,6 +175,11 @@ static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x)
   case IR_OP_FLOOR: return call1(f, "llvm.floor", x);
   case IR_OP_ROUND: return call1(f, "llvm.roundeven", x);
   case IR_OP_TRUNC: return call1(f, "llvm.trunc", x);
+  case IR_OP_CEIL: return call1(f, "llvm.ceil", x);
+  case IR_OP_ACOS: return libm1(f, t, "acos", x);
+  case IR_OP_ASIN: return libm1(f, t, "asin", x);
+  case IR_OP_ATAN: return libm1(f, t, "atan", x);
+  case IR_OP_ATANH: return libm1(f, t, "atanh", x);
   case IR_OP_IS_NAN: return LLVMBuildFCmp(b, LLVMRealUNO, x, x, "");
   case IR_OP_IS_INF:
     return LLVMBuildFCmp(b, LLVMRealOEQ, call1(f, "llvm.fabs", x), fconst_like(x, INFINITY), "");
@@ -240,6 +249,53 @@ static LLVMValueRef int_mod(jit_fn *f, bool sgn, LLVMValueRef x, LLVMValueRef y)
   return LLVMBuildSelect(b, fix, LLVMBuildAdd(b, r, ys, ""), r, "");
 }
 
+/* Python int //: divisor 0 fails the kernel; the quotient rounds toward
+ * -inf; INT_MIN // -1 wraps to INT_MIN (computed as 0 - x). */
+static LLVMValueRef int_floor_div(jit_fn *f, bool sgn, LLVMValueRef x, LLVMValueRef y) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+  jit_fail_if(f, LLVMBuildICmp(b, LLVMIntEQ, y, zero, ""), JIT_KERR_DIVZERO);
+  if (!sgn) return LLVMBuildUDiv(b, x, y, "");
+  LLVMValueRef m1 = LLVMBuildICmp(b, LLVMIntEQ, y, LLVMConstAllOnes(t), "");
+  LLVMValueRef ys = LLVMBuildSelect(b, m1, one, y, "");
+  LLVMValueRef q = LLVMBuildSDiv(b, x, ys, "");
+  LLVMValueRef r = LLVMBuildSRem(b, x, ys, "");
+  LLVMValueRef rnz = LLVMBuildICmp(b, LLVMIntNE, r, zero, "");
+  LLVMValueRef diff = LLVMBuildICmp(b, LLVMIntSLT, LLVMBuildXor(b, r, ys, ""), zero, "");
+  LLVMValueRef fix = LLVMBuildAnd(b, rnz, diff, "");
+  q = LLVMBuildSelect(b, fix, LLVMBuildSub(b, q, one, ""), q, "");
+  return LLVMBuildSelect(b, m1, LLVMBuildSub(b, zero, x, ""), q, "");
+}
+
+/* Integer pow: repeated squaring over every bit of a non-negative
+ * exponent, straight-line (one select per bit, so loops vectorize),
+ * wrapping. A negative exponent: 1 for x = 1, +-1 for x = -1 (by parity),
+ * 0 otherwise, and 0 ** negative fails the kernel (division by zero). */
+static LLVMValueRef int_pow(jit_fn *f, LLVMValueRef x, LLVMValueRef e) {
+  LLVMBuilderRef b = f->b;
+  LLVMTypeRef t = LLVMTypeOf(x);
+  unsigned w = LLVMGetIntTypeWidth(t);
+  LLVMValueRef zero = LLVMConstInt(t, 0, 0), one = LLVMConstInt(t, 1, 0);
+  LLVMValueRef mone = LLVMConstAllOnes(t);
+  LLVMValueRef neg = LLVMBuildICmp(b, LLVMIntSLT, e, zero, "");
+  jit_fail_if(f, LLVMBuildAnd(b, neg, LLVMBuildICmp(b, LLVMIntEQ, x, zero, ""), ""),
+              JIT_KERR_DIVZERO);
+  LLVMValueRef r = one, base = x;
+  for (unsigned k = 0; k + 1 < w; k++) { /* the sign bit is 0 when this is used */
+    LLVMValueRef bit = LLVMBuildAnd(b, LLVMBuildLShr(b, e, LLVMConstInt(t, k, 0), ""), one, "");
+    LLVMValueRef on = LLVMBuildICmp(b, LLVMIntNE, bit, zero, "");
+    r = LLVMBuildSelect(b, on, LLVMBuildMul(b, r, base, ""), r, "");
+    if (k + 2 < w) base = LLVMBuildMul(b, base, base, "");
+  }
+  LLVMValueRef odd = LLVMBuildICmp(b, LLVMIntNE, LLVMBuildAnd(b, e, one, ""), zero, "");
+  LLVMValueRef negm1 = LLVMBuildSelect(b, odd, mone, one, "");
+  LLVMValueRef nres = LLVMBuildSelect(
+      b, LLVMBuildICmp(b, LLVMIntEQ, x, one, ""), one,
+      LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, x, mone, ""), negm1, zero, ""), "");
+  return LLVMBuildSelect(b, neg, nres, r, "");
+}
+
 static LLVMValueRef binary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x, LLVMValueRef y) {
   LLVMBuilderRef b = f->b;
   switch (op) {
@@ -247,6 +303,7 @@ static LLVMValueRef binary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x
   case IR_OP_SUB: return LLVMBuildFSub(b, x, y, "");
   case IR_OP_MUL: return LLVMBuildFMul(b, x, y, "");
   case IR_OP_DIV: return LLVMBuildFDiv(b, x, y, "");
+  case IR_OP_FLOOR_DIV: return call1(f, "llvm.floor", LLVMBuildFDiv(b, x, y, ""));
   case IR_OP_POW: return call2(f, "llvm.pow", x, y);
   case IR_OP_MOD: return float_mod(f, x, y);
   case IR_OP_MAX: return call2(f, "llvm.maximum", x, y);
@@ -288,6 +345,15 @@ static LLVMValueRef binary_int(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x, 
   case IR_OP_SUB: return LLVMBuildSub(b, x, y, "");
   case IR_OP_MUL: return LLVMBuildMul(b, x, y, "");
   case IR_OP_MOD: return int_mod(f, sgn, x, y);
+  case IR_OP_FLOOR_DIV: return int_floor_div(f, sgn, x, y);
+  case IR_OP_POW:
+    if (sgn) return int_pow(f, x, y);
+    break;
+  case IR_OP_DIV: { /* true division into f64 (ops.def) */
+    LLVMValueRef xf = sgn ? LLVMBuildSIToFP(b, x, f->t_f64, "") : LLVMBuildUIToFP(b, x, f->t_f64, "");
+    LLVMValueRef yf = sgn ? LLVMBuildSIToFP(b, y, f->t_f64, "") : LLVMBuildUIToFP(b, y, f->t_f64, "");
+    return LLVMBuildFDiv(b, xf, yf, "");
+  }
   default: break;
   }
   return bad_op(f, op, t, LLVMTypeOf(x));
@@ -451,7 +517,6 @@ static LLVMValueRef compute(jit_fn *f, const ir_node *n, ir_op_class cls, LLVMVa
   case IR_CLS_UNARY_PRED:
   case IR_CLS_UNARY_LOGICAL: return jit_scalar_unary(f, n->op, in0, v[0]);
   case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
   case IR_CLS_COMPARE:
   case IR_CLS_BINARY_LOGICAL: return jit_scalar_binary(f, n->op, in0, v[0], v[1]);
   case IR_CLS_WHERE: return LLVMBuildSelect(f->b, v[0], v[1], v[2], "");
@@ -463,7 +528,6 @@ static LLVMValueRef compute(jit_fn *f, const ir_node *n, ir_op_class cls, LLVMVa
 static int expected_nin(ir_op_class cls) {
   switch (cls) {
   case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
   case IR_CLS_COMPARE:
   case IR_CLS_BINARY_LOGICAL: return 2;
   case IR_CLS_WHERE: return 3;

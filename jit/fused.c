@@ -259,8 +259,9 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
   for (int k = 0; k < c->nmem; k++) {
     if (!ir_type_same_shape(&c->mem[k]->out[0]->type, rt))
       return jit_fn_error(f, "mo.fused: an epilogue member's shape differs from the matmul's");
-    if (c->mem[k]->op == IR_OP_MOD && !ir_dtype_is_float(c->mem[k]->out[0]->type.dtype))
-      return jit_fn_error(f, "mo.fused: integer mo.mod cannot be in a GEMM epilogue");
+    if (ir_node_ew_can_fail(c->mem[k]))
+      return jit_fn_error(f, "mo.fused: integer mo.%s cannot be in a GEMM epilogue",
+                          ir_op_get(c->mem[k]->op)->name);
   }
   int ia = ir_graph_input_index(b, mm->in[0]), ib = ir_graph_input_index(b, mm->in[1]);
   if (ia < 0 || ib < 0) return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs");

@@ -25,7 +25,6 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_UNARY_PRED] = jit_lower_elementwise,
     [IR_CLS_UNARY_LOGICAL] = jit_lower_elementwise,
     [IR_CLS_BINARY] = jit_lower_elementwise,
-    [IR_CLS_BINARY_FLOAT] = jit_lower_elementwise,
     [IR_CLS_COMPARE] = jit_lower_elementwise,
     [IR_CLS_BINARY_LOGICAL] = jit_lower_elementwise,
     [IR_CLS_WHERE] = jit_lower_elementwise,
@@ -49,6 +48,8 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_GATHER] = jit_lower_movement,
     [IR_CLS_FUSED] = jit_lower_fused,
     [IR_CLS_CUSTOM] = jit_lower_custom,
+    [IR_CLS_SCAN] = jit_lower_scan,
+    [IR_CLS_BAND_PART] = jit_lower_band_part,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -225,7 +225,9 @@ int jit_lower_fused(jit_fn *f);
 /* Per-class lowerings: 0, or -1 with f->err filled. */
 int jit_lower_elementwise(jit_fn *f); /* unary, binary, compare, logical, where, cast, broadcast_to */
 int jit_lower_matmul(jit_fn *f);
-int jit_lower_reduce(jit_fn *f);      /* sum mean max min argmax argmin */
+int jit_lower_reduce(jit_fn *f);      /* sum mean prod max min argmax argmin */
+int jit_lower_scan(jit_fn *f);        /* cumsum (scan.c) */
+int jit_lower_band_part(jit_fn *f);   /* band_part (band.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

@@ -1,5 +1,5 @@
-/* reduce.c - lowering of the one-axis reductions: mo.sum, mo.mean, mo.max,
- * mo.min (one operand), mo.argmax, mo.argmin.
+/* reduce.c - lowering of the one-axis reductions: mo.sum, mo.mean, mo.prod,
+ * mo.max, mo.min (one operand), mo.argmax, mo.argmin.
  *
  * The input is viewed as [outer, R, inner] around the reduced axis (axis
  * attribute, default -1, negative counts from the end); the result is
@@ -9,6 +9,8 @@
  *   sum / mean  floats accumulate in double (f32 rounds once at the store),
  *               integers in their own type with wrap-around; mean = sum / R
  *               (R = 0 gives NaN for floats, 0 for integers).
+ *   prod        as sum, multiplying from 1 (floats in double, rounded once;
+ *               integers wrap).
  *   max / min   floats: llvm.maximum / llvm.minimum from -inf / +inf, so NaN
  *               propagates and -0 < +0; integers from the type's min / max.
  *   arg*        the index (as the result dtype, si64) of the first extreme;
@@ -56,6 +58,11 @@ static LLVMValueRef extreme(jit_fn *f, ir_dtype dt, bool is_max, LLVMValueRef ac
 /* One accumulation step of sum / mean / max / min: acc (acct) with x
  * (dt's register type); float sums add in double. */
 static LLVMValueRef step(jit_fn *f, ir_op op, ir_dtype dt, LLVMValueRef cur, LLVMValueRef x) {
+  if (op == IR_OP_REDUCE_PROD) {
+    if (!ir_dtype_is_float(dt)) return LLVMBuildMul(f->b, cur, x, "");
+    if (dt != IR_DT_F64) x = LLVMBuildFPExt(f->b, x, f->t_f64, "");
+    return LLVMBuildFMul(f->b, cur, x, "");
+  }
   if (op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN) {
     if (!ir_dtype_is_float(dt)) return LLVMBuildAdd(f->b, cur, x, "");
     if (dt != IR_DT_F64) x = LLVMBuildFPExt(f->b, x, f->t_f64, "");
@@ -182,7 +189,9 @@ int jit_lower_reduce(jit_fn *f) {
   bool is_float = ir_dtype_is_float(dt);
   bool is_int = ir_dtype_is_int(dt);
   bool is_arg = op == IR_OP_ARGMAX || op == IR_OP_ARGMIN;
-  bool is_sum = op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN;
+  bool is_prod = op == IR_OP_REDUCE_PROD;
+  /* prod accumulates like a sum (in double for floats), from 1 */
+  bool is_sum = op == IR_OP_REDUCE_SUM || op == IR_OP_REDUCE_MEAN || is_prod;
   bool is_max = op == IR_OP_REDUCE_MAX || op == IR_OP_ARGMAX;
   if (!is_sum && !is_arg && op != IR_OP_REDUCE_MAX && op != IR_OP_REDUCE_MIN)
     return jit_fn_error(f, "not a reduction");
@@ -207,7 +216,7 @@ int jit_lower_reduce(jit_fn *f) {
   LLVMValueRef best_idx = is_arg ? jit_alloca(f, f->t_i64, "best") : NULL;
   LLVMValueRef init;
   if (is_sum)
-    init = is_float ? jit_fconst(f, IR_DT_F64, 0.0) : LLVMConstInt(et, 0, 0);
+    init = is_float ? jit_fconst(f, IR_DT_F64, is_prod ? 1.0 : 0.0) : LLVMConstInt(et, is_prod, 0);
   else if (is_float)
     init = jit_fconst(f, dt, is_max ? -INFINITY : INFINITY);
   else

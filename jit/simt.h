@@ -207,6 +207,10 @@ int64_t jit_simt_row_threads(int64_t len);
 int jit_simt_lower_reduce(jit_simt_fn *sf);
 int jit_simt_lower_softmax(jit_simt_fn *sf);
 int jit_simt_lower_layer_norm(jit_simt_fn *sf);
+/* Lines (scan.c): mo.cumsum, one thread per line along the axis. */
+int jit_simt_lower_scan(jit_simt_fn *sf);
+/* Elements (band.c): mo.band_part. */
+int jit_simt_lower_band_part(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

@@ -2,11 +2,14 @@
  * node, every block JIT_SIMT_BLOCK threads, in these shapes of launch:
  *   elements  grid-stride loop over the result's elements (elementwise ops,
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
- *             permute, concat, split, slice_tensor, gather, and a mo.fused
+ *             permute, concat, split, slice_tensor, gather, band_part
+ *             (band.c), and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
  *             row (simt_rows.c: sum, mean, max, min, argmax, argmin,
  *             softmax, logsoftmax, layer_norm);
+ *   lines     one thread per line along an axis, walking it in order
+ *             (scan.c: cumsum);
  *   tiles     matmul: 16x16 output tiles, A and B tiles staged in shared
  *             memory, one block per tile and batch matrix; a mo.fused GEMM
  *             applies its epilogue to each output element (simt_fused.c);
@@ -114,7 +117,6 @@ LLVMValueRef jit_simt_ew_value(jit_fn *f, const ir_node *n, LLVMValueRef *v) {
   case IR_CLS_UNARY_PRED:
   case IR_CLS_UNARY_LOGICAL: r = jit_scalar_unary(f, n->op, in0, v[0]); break;
   case IR_CLS_BINARY:
-  case IR_CLS_BINARY_FLOAT:
   case IR_CLS_COMPARE:
   case IR_CLS_BINARY_LOGICAL: r = jit_scalar_binary(f, n->op, in0, v[0], v[1]); break;
   case IR_CLS_WHERE: r = LLVMBuildSelect(f->b, v[0], v[1], v[2], ""); break;
@@ -438,6 +440,7 @@ typedef enum launch_shape {
   L_NONE,
   L_ELEMENTS,
   L_ROWS,
+  L_LINES,  /* grid-stride over the lines along an axis (outer * inner) */
   L_TILES,
   L_CUSTOM, /* elements for an elementwise custom kernel, else its simt_grid */
   L_FUSED,  /* tiles for a GEMM with an epilogue, else elements */
@@ -457,7 +460,6 @@ static int lower_custom(jit_simt_fn *sf) {
   X(UNARY_PRED, L_ELEMENTS, lower_elementwise)          \
   X(UNARY_LOGICAL, L_ELEMENTS, lower_elementwise)       \
   X(BINARY, L_ELEMENTS, lower_elementwise)              \
-  X(BINARY_FLOAT, L_ELEMENTS, lower_elementwise)        \
   X(COMPARE, L_ELEMENTS, lower_elementwise)             \
   X(BINARY_LOGICAL, L_ELEMENTS, lower_elementwise)      \
   X(WHERE, L_ELEMENTS, lower_elementwise)               \
@@ -480,7 +482,9 @@ static int lower_custom(jit_simt_fn *sf) {
   X(UNSQUEEZE, L_ELEMENTS, lower_flat_copy)             \
   X(GATHER, L_ELEMENTS, lower_gather)                   \
   X(FUSED, L_FUSED, jit_simt_lower_fused)               \
-  X(CUSTOM, L_CUSTOM, lower_custom)
+  X(CUSTOM, L_CUSTOM, lower_custom)                     \
+  X(SCAN, L_LINES, jit_simt_lower_scan)                 \
+  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)
 
 typedef struct simt_rule {
   launch_shape shape;
@@ -612,6 +616,26 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     out->block[0] = JIT_SIMT_BLOCK;
     out->grid[0] = (uint32_t)((total + per_block - 1) / per_block);
     out->shared_bytes = 2 * JIT_SIMT_BLOCK * 8;
+    return 0;
+  }
+  case L_LINES: { /* scan.c: one thread per line outside the axis */
+    const ir_type *xt = &n->in[0]->type;
+    int axis;
+    int64_t outer, inner;
+    if (!jit_simt_norm_axis(ir_node_attr_int(n, "axis", -1), xt->rank, &axis)) {
+      snprintf(err, errlen, "axis out of range");
+      return -1;
+    }
+    if (eval_span(xt, 0, axis, syms, &outer, err, errlen) < 0 ||
+        eval_span(xt, axis + 1, xt->rank, syms, &inner, err, errlen) < 0)
+      return -1;
+    if (__builtin_mul_overflow(outer, inner, &total)) {
+      snprintf(err, errlen, "element count overflows");
+      return -1;
+    }
+    int64_t blocks = (total + JIT_SIMT_BLOCK - 1) / JIT_SIMT_BLOCK;
+    out->block[0] = JIT_SIMT_BLOCK;
+    out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);
     return 0;
   }
   case L_CUSTOM: {

@@ -1,5 +1,5 @@
 /* simt_rows.c - the SIMT lowering of row ops (simt.h): reductions along
- * one axis (sum, mean, max, min, argmax, argmin), softmax / logsoftmax and
+ * one axis (sum, mean, prod, max, min, argmax, argmin), softmax / logsoftmax and
  * layer_norm. A row is the run of elements along the axis at one (outer,
  * inner) position; it is handled by a group of G threads of a block of
  * JIT_SIMT_BLOCK: G is a power of two, about one thread per
@@ -25,7 +25,9 @@ int64_t jit_simt_row_threads(int64_t len) {
 
 static LLVMValueRef i64v(jit_fn *f, int64_t v) { return jit_i64(f, v); }
 
-typedef enum combine_op { C_SUM_F, C_MAX_F, C_MIN_F, C_SUM_I, C_MAX_I, C_MIN_I } combine_op;
+typedef enum combine_op {
+  C_SUM_F, C_MAX_F, C_MIN_F, C_PROD_F, C_SUM_I, C_MAX_I, C_MIN_I, C_PROD_I
+} combine_op;
 
 static LLVMValueRef combine(jit_fn *f, combine_op op, bool is_signed, LLVMValueRef a,
                             LLVMValueRef b) {
@@ -34,7 +36,9 @@ static LLVMValueRef combine(jit_fn *f, combine_op op, bool is_signed, LLVMValueR
   case C_SUM_F: return LLVMBuildFAdd(f->b, a, b, "");
   case C_MAX_F: return jit_intrinsic(f, "llvm.maximum", f->t_f64, ab, 2);
   case C_MIN_F: return jit_intrinsic(f, "llvm.minimum", f->t_f64, ab, 2);
+  case C_PROD_F: return LLVMBuildFMul(f->b, a, b, "");
   case C_SUM_I: return LLVMBuildAdd(f->b, a, b, "");
+  case C_PROD_I: return LLVMBuildMul(f->b, a, b, "");
   case C_MAX_I:
     return LLVMBuildSelect(
         f->b, LLVMBuildICmp(f->b, is_signed ? LLVMIntSGT : LLVMIntUGT, a, b, ""), a, b, "");
@@ -310,12 +314,14 @@ int jit_simt_lower_reduce(jit_simt_fn *sf) {
   }
 
   bool sum = n->op == IR_OP_REDUCE_SUM || n->op == IR_OP_REDUCE_MEAN;
-  combine_op op = fl ? (sum ? C_SUM_F : mx ? C_MAX_F : C_MIN_F) : (sum ? C_SUM_I : mx ? C_MAX_I : C_MIN_I);
+  bool prod = n->op == IR_OP_REDUCE_PROD;
+  combine_op op = fl ? (prod ? C_PROD_F : sum ? C_SUM_F : mx ? C_MAX_F : C_MIN_F)
+                     : (prod ? C_PROD_I : sum ? C_SUM_I : mx ? C_MAX_I : C_MIN_I);
   LLVMValueRef init;
   if (fl)
-    init = LLVMConstReal(f->t_f64, sum ? 0.0 : mx ? -__builtin_inf() : __builtin_inf());
-  else if (sum)
-    init = i64v(f, 0);
+    init = LLVMConstReal(f->t_f64, prod ? 1.0 : sum ? 0.0 : mx ? -__builtin_inf() : __builtin_inf());
+  else if (sum || prod)
+    init = i64v(f, prod ? 1 : 0);
   else {
     int bits = (int)ir_dtype_size(dt) * 8;
     uint64_t umax = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;

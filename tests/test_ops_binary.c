@@ -8,8 +8,8 @@
  * with size-0, a size-0 dim broadcast against 1, rank promotion of a [1],
  * a middle-dim broadcast, and symbolic pairs ([n,1] x [1,m], [n,5] x [n,5],
  * [5] x [n,5], [] x [n]) run with (n, m) = (0, 3), (1, 1), (6, 9).
- * Dtype rules (ir/infer.c): add sub mul mod max min on f32 f64 si32 si64;
- * div pow on floats; equal / not_equal also on bool, greater /
+ * Dtype rules (ir/infer.c): add sub mul mod floor_div pow max min on f32 f64
+ * si32 si64; div too, integers giving f64; equal / not_equal also on bool, greater /
  * greater_equal not; logical ops on bool; where(bool, T, T) for every
  * compute dtype.
  * Tolerances: add sub mul div max min are one correctly rounded IEEE
@@ -107,6 +107,43 @@ Test(binary, pow_integer_exponents) {
   check_binary("mo.pow", "f32", NULL, gen_quant(-3, 3), gen_integers(-3, 3), TOL_F32_TRANS, 1e-6);
   check_binary("mo.pow", "f64", NULL, gen_quant(-3, 3), gen_integers(-3, 3), TOL_F64_TRANS, 1e-14);
 }
+/* div of ints is true division into f64 (seed 002: Python's /): exact,
+ * since both sides convert to double and divide once */
+Test(binary, div_int_is_true_division_into_f64) {
+  check_binary("mo.div", "si32", "f64", DFLT, gen_nonzero(-7, 7, 1), 0, 0);
+  check_binary("mo.div", "si64", "f64", DFLT, DFLT, 0, 0); /* x / 0: +-inf, 0 / 0: NaN */
+}
+/* floor division (Python //): ints round toward -inf, divisors nonzero */
+Test(binary, floor_div_int) {
+  check_binary("mo.floor_div", "si32", NULL, DFLT, gen_nonzero(-7, 7, 1), 0, 0);
+  check_binary("mo.floor_div", "si64", NULL, DFLT, gen_nonzero(-7, 7, 1), 0, 0);
+}
+/* floats: floor of the rounded quotient, exact (one division, one floor) */
+Test(binary, floor_div_float) {
+  for (int d = 0; d < 2; d++) {
+    check_binary("mo.floor_div", FLOATS[d], NULL, gen_uniform(-10, 10), gen_nonzero(-4, 4, 0.1),
+                 0, 0);
+    check_binary("mo.floor_div", FLOATS[d], NULL, gen_quant(-4, 4), gen_nonzero(-2, 2, 0.125),
+                 0, 0);
+  }
+}
+/* integer pow: small bases and exponents (negative ones truncate: 2^-1 =
+ * 0, (-1)^-3 = -1), bases nonzero (0 to a negative power is an error,
+ * test_ops_errors.c) */
+Test(binary, pow_int) {
+  check_binary("mo.pow", "si32", NULL, gen_nonzero(-5, 5, 1), gen_uniform(-3, 9), 0, 0);
+  check_binary("mo.pow", "si64", NULL, gen_nonzero(-5, 5, 1), gen_uniform(-3, 20), 0, 0);
+}
+/* wide bases and exponents: the product wraps in the dtype, bit for bit */
+Test(binary, pow_int_wraps) {
+  static const bshape sh[] = {{"67", "67", "67"}};
+  check_binary_shapes("mo.pow", "si32", NULL, gen_uniform(-2147483647.0, 2147483647.0),
+                      gen_uniform(0, 2147483647.0), 0, 0, sh, 1, "");
+  check_binary_shapes("mo.pow", "si64", NULL, gen_uniform(-9.2e18, 9.2e18), gen_uniform(0, 9.2e18),
+                      0, 0, sh, 1, "");
+  check_binary_shapes("mo.pow", "si64", NULL, gen_uniform(-3, 3), gen_uniform(0, 70), 0, 0, sh, 1,
+                      "");
+}
 /* floor mod, the result has the divisor's sign (Python %) */
 Test(binary, mod_int) {
   check_binary("mo.mod", "si32", NULL, DFLT, gen_nonzero(-7, 7, 1), 0, 0);
@@ -150,6 +187,24 @@ Test(binary, int_full_range) {
   check_binary_shapes("mo.mod", "si32", NULL, w32, gen_nonzero(-2147483647.0, 2147483647.0, 1), 0,
                       0, sh, 2, "");
   check_binary_shapes("mo.greater_equal", "si32", "bool", w32, w32, 0, 0, sh, 2, "");
+  check_binary_shapes("mo.floor_div", "si64", NULL, w64, gen_nonzero(-9.2e18, 9.2e18, 1), 0, 0,
+                      sh, 2, "");
+  check_binary_shapes("mo.floor_div", "si64", NULL, w64, gen_nonzero(-1000, 1000, 1), 0, 0, sh, 2,
+                      "");
+  check_binary_shapes("mo.floor_div", "si32", NULL, w32, gen_nonzero(-1000, 1000, 1), 0, 0, sh, 2,
+                      "");
+  check_binary_shapes("mo.div", "si64", "f64", w64, gen_nonzero(-9.2e18, 9.2e18, 1), 0, 0, sh, 2,
+                      "");
+}
+
+/* INT_MIN // -1 wraps to INT_MIN, INT_MIN // 1 is INT_MIN, and -1 divisors
+ * of every sign of dividend (the JIT avoids the sdiv overflow) */
+Test(binary, floor_div_int_min_by_minus_one) {
+  static const bshape sh[] = {{"67", "67", "67"}};
+  check_binary_shapes("mo.floor_div", "si32", NULL, gen_const(-2147483648.0), gen_nonzero(-1, 1, 1),
+                      0, 0, sh, 1, "");
+  check_binary_shapes("mo.floor_div", "si64", NULL, gen_uniform(-9.2e18, 9.2e18), gen_const(-1), 0,
+                      0, sh, 1, "");
 }
 
 /* ---- compares: quantized floats and narrow ints so that ties occur ---- */
@@ -190,6 +245,7 @@ Test(binary_special, mul) { check_special("mo.mul", NULL, 0, 0); }
 Test(binary_special, div) { check_special("mo.div", NULL, 0, 0); }
 Test(binary_special, pow) { check_special("mo.pow", NULL, TOL_F32_TRANS, TOL_F64_TRANS); }
 Test(binary_special, mod) { check_special("mo.mod", NULL, TOL_F32_ARITH, TOL_F64_ARITH); }
+Test(binary_special, floor_div) { check_special("mo.floor_div", NULL, 0, 0); }
 /* NaN in max / min: JIT and oracle must agree (numpy's maximum propagates NaN) */
 Test(binary_special, max) { check_special("mo.max", NULL, 0, 0); }
 Test(binary_special, min) { check_special("mo.min", NULL, 0, 0); }

@@ -114,20 +114,39 @@ Test(errors, gather_out_of_range_with_empty_result) {
 
 /* ---- integer mod by zero ---- */
 
-static void mod_zero(const char *dt, const char *a, const char *b, const char *out) {
-  gt *t = gt_new("mod_zero", NULL);
-  int x = gt_in(t, dt, a);
-  int z = gt_in_gen(t, dt, b, gen_uniform(-1, 1)); /* zeros among -1, 0, 1 */
-  int y = gt_op2(t, "mo.mod", NULL, x, z, dt, out);
+/* op (mo.mod, mo.floor_div, mo.pow) of x by z, z with zeros; x: gx (pow
+ * fails only for a zero base under a negative exponent). */
+static void op_zero(const char *op, const char *dt, const char *a, const char *b, const char *out,
+                    oracle_gen gx, oracle_gen gz) {
+  gt *t = gt_new("div_zero", NULL);
+  int x = gt_in_gen(t, dt, a, gx);
+  int z = gt_in_gen(t, dt, b, gz);
+  int y = gt_op2(t, op, NULL, x, z, dt, out);
   gt_out(t, gt_op1(t, "mo.abs", NULL, y, dt, out));
   int ng;
   const oracle_gen *gens = gt_gens(t, &ng);
   char label[128];
-  snprintf(label, sizeof label, "mod %s [%s] by [%s] with zeros", dt, a, b);
+  snprintf(label, sizeof label, "%s %s [%s] by [%s] with zeros", op, dt, a, b);
   oracle_case c = {.label = label, .mlir = gt_finish(t), .seed = 73, .gens = gens, .ngens = ng};
-  static const char *const words[] = {"mo.mod", "%v0", "zero", NULL};
+  const char *const words[] = {op, "%v0", "zero", NULL};
   expect_both_fail(&c, KILN_ERR_RUNTIME, words);
   gt_free(t);
+}
+
+static void mod_zero(const char *dt, const char *a, const char *b, const char *out) {
+  op_zero("mo.mod", dt, a, b, out, (oracle_gen){0}, gen_uniform(-1, 1)); /* zeros among -1, 0, 1 */
+}
+
+/* integer floor_div by zero, and 0 to a negative power, are data errors
+ * (ops.def) like integer mod by zero, never a trap or a made-up value */
+Test(errors, int_floor_div_by_zero) {
+  op_zero("mo.floor_div", "si32", "64", "64", "64", (oracle_gen){0}, gen_uniform(-1, 1));
+  op_zero("mo.floor_div", "si64", "3, 5", "", "3, 5", (oracle_gen){0}, gen_const(0));
+}
+
+Test(errors, int_pow_zero_to_negative_power) {
+  op_zero("mo.pow", "si32", "64", "64", "64", gen_uniform(-1, 1), gen_uniform(-2, -1));
+  op_zero("mo.pow", "si64", "", "7", "7", gen_const(0), gen_uniform(-3, -1));
 }
 
 Test(errors, int_mod_by_zero) {

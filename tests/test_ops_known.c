@@ -317,3 +317,96 @@ Test(known, int_mod_si32_extremes) {
          "3", "-1, -2147483648, 2147483647", "si32", "3",
          (oracle_expect){KILN_INT32, 1, {3}, I32(0, -1, 2147483646)}, 0);
 }
+
+/* ---- issue 17's first ops ---- */
+
+Test(known, ceil_of_negatives) {
+  known1("ceil", "mo.ceil", NULL, "f64", "4", "-1.5, 1.5, -0.25, 2.0", "f64", "4",
+         (oracle_expect){KILN_FLOAT64, 1, {4}, F64(-1, 2, -0.0, 2)}, 0);
+}
+
+Test(known, inverse_trigonometric) {
+  known1("acos", "mo.acos", NULL, "f64", "3", "1.0, 0.5, 2.0", "f64", "3",
+         (oracle_expect){KILN_FLOAT64, 1, {3}, F64(0.0, 1.0471975511965979, NAN)}, 1e-14);
+  known1("asin", "mo.asin", NULL, "f64", "2", "1.0, -0.0", "f64", "2",
+         (oracle_expect){KILN_FLOAT64, 1, {2}, F64(1.5707963267948966, -0.0)}, 1e-14);
+  known1("atan", "mo.atan", NULL, "f64", "2", "1.0, inf", "f64", "2",
+         (oracle_expect){KILN_FLOAT64, 1, {2}, F64(0.7853981633974483, 1.5707963267948966)}, 1e-14);
+  known1("atanh", "mo.atanh", NULL, "f64", "3", "0.5, 1.0, 0.0", "f64", "3",
+         (oracle_expect){KILN_FLOAT64, 1, {3}, F64(0.5493061443340548, INFINITY, 0.0)}, 1e-14);
+}
+
+/* Python's //: toward -inf; INT_MIN // -1 wraps */
+Test(known, floor_div_is_python_floor_division) {
+  known2("floor_div si32", "mo.floor_div", NULL, "si32", "6", "7, -7, 7, -7, 0, -2147483648", "6",
+         "2, 2, -2, -2, 5, -1", "si32", "6",
+         (oracle_expect){KILN_INT32, 1, {6}, I32(3, -4, -4, 3, 0, INT32_MIN)}, 0);
+  known2("floor_div f64", "mo.floor_div", NULL, "f64", "5", "7.5, -7.5, 7.5, 1.0, -0.0", "5",
+         "2, 2, -2, 0, 3", "f64", "5",
+         (oracle_expect){KILN_FLOAT64, 1, {5}, F64(3, -4, -4, INFINITY, -0.0)}, 0);
+}
+
+/* seed 002: div is true division (Python's /), ints give floats */
+Test(known, div_of_ints_is_true_division) {
+  known2("div si32", "mo.div", NULL, "si32", "4", "7, -7, 1, 0", "4", "2, 2, 0, 0", "f64", "4",
+         (oracle_expect){KILN_FLOAT64, 1, {4}, F64(3.5, -3.5, INFINITY, NAN)}, 0);
+}
+
+Test(known, int_pow) {
+  known2("pow si64", "mo.pow", NULL, "si64", "8", "2, -3, 5, 2, -1, 1, 2, 3", "8",
+         "10, 3, 0, -1, -3, -5, 63, 40", "si64", "8",
+         (oracle_expect){KILN_INT64, 1, {8},
+                         I64(1024, -27, 1, 0, -1, 1, INT64_MIN, -6289078614652622815LL)}, 0);
+  known2("pow si32 wraps", "mo.pow", NULL, "si32", "2", "7, -2", "2", "20, 31", "si32", "2",
+         (oracle_expect){KILN_INT32, 1, {2}, I32(-1199696159, INT32_MIN)}, 0);
+}
+
+/* seed 002's cumsum: [1, 2, 3] -> [1, 3, 6]; exclusive starts at 0 and
+ * drops the last; reverse sums from the back */
+Test(known, cumsum_modes) {
+  known1("cumsum", "mo.cumsum", NULL, "si32", "3", "1, 2, 3", "si32", "3",
+         (oracle_expect){KILN_INT32, 1, {3}, I32(1, 3, 6)}, 0);
+  known1("cumsum exclusive", "mo.cumsum", "{exclusive = true}", "si32", "3", "1, 2, 3", "si32",
+         "3", (oracle_expect){KILN_INT32, 1, {3}, I32(0, 1, 3)}, 0);
+  known1("cumsum reverse", "mo.cumsum", "{reverse = true}", "f32", "3", "1, 2, 3", "f32", "3",
+         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(6, 5, 3)}, 0);
+  known1("cumsum exclusive reverse", "mo.cumsum", "{exclusive = true, reverse = true}", "f64",
+         "3", "1, 2, 3", "f64", "3", (oracle_expect){KILN_FLOAT64, 1, {3}, F64(5, 3, 0)}, 0);
+  known1("cumsum axis 0", "mo.cumsum", "{axis = 0}", "si64", "2, 3", "1, 2, 3, 4, 5, 6", "si64",
+         "2, 3", (oracle_expect){KILN_INT64, 2, {2, 3}, I64(1, 2, 3, 5, 7, 9)}, 0);
+}
+
+/* prod keeps the axis as 1, like the other reductions */
+Test(known, prod_keeps_the_axis) {
+  known1("prod axis 1", "mo.prod", "{axis = 1}", "si32", "2, 3", "1, 2, 3, 4, 5, 6", "si32",
+         "2, 1", (oracle_expect){KILN_INT32, 2, {2, 1}, I32(6, 120)}, 0);
+  known1("prod axis 0", "mo.prod", "{axis = 0}", "f32", "2, 3", "1, 2, 3, 4, 5, -6", "f32",
+         "1, 3", (oracle_expect){KILN_FLOAT32, 2, {1, 3}, F32(4, 10, -18)}, 0);
+  known1("prod of nothing", "mo.prod", "{axis = 1}", "f64", "2, 0", "", "f64", "2, 1",
+         (oracle_expect){KILN_FLOAT64, 2, {2, 1}, F64(1, 1)}, 0);
+}
+
+/* numpy: the first NaN wins for argmax and argmin alike; ties (and -0 vs
+ * +0, which compare equal) go to the first index */
+Test(known, argmax_argmin_as_numpy) {
+  known1("argmax nan", "mo.argmax", NULL, "f32", "4", "1.0, nan, 3.0, nan", "si64", "1",
+         (oracle_expect){KILN_INT64, 1, {1}, I64(1)}, 0);
+  known1("argmin nan", "mo.argmin", NULL, "f64", "4", "1.0, -inf, nan, nan", "si64", "1",
+         (oracle_expect){KILN_INT64, 1, {1}, I64(2)}, 0);
+  known1("argmax ties", "mo.argmax", NULL, "si32", "4", "2, 5, 5, 1", "si64", "1",
+         (oracle_expect){KILN_INT64, 1, {1}, I64(1)}, 0);
+  known1("argmin ties", "mo.argmin", "{axis = 0}", "f32", "3, 2", "3.0, -0.0, 1.0, 0.0, 1.0, -1.0",
+         "si64", "1, 2", (oracle_expect){KILN_INT64, 2, {1, 2}, I64(1, 2)}, 0);
+  known1("argmax signed zeros", "mo.argmax", NULL, "f32", "3", "-0.0, 0.0, -1.0", "si64", "1",
+         (oracle_expect){KILN_INT64, 1, {1}, I64(0)}, 0);
+}
+
+/* seed 002's in_band(m, n): (m - n) <= num_lower and (n - m) <= num_upper */
+Test(known, band_part_keeps_the_band) {
+  known1("band_part tridiagonal", "mo.band_part", "{num_lower = 1, num_upper = 0}", "si32", "3, 3",
+         "1, 2, 3, 4, 5, 6, 7, 8, 9", "si32", "3, 3",
+         (oracle_expect){KILN_INT32, 2, {3, 3}, I32(1, 0, 0, 4, 5, 0, 0, 8, 9)}, 0);
+  known1("band_part exclude", "mo.band_part", "{num_lower = 0, num_upper = 0, exclude = true}",
+         "f32", "2, 3", "1, 2, 3, 4, 5, 6", "f32", "2, 3",
+         (oracle_expect){KILN_FLOAT32, 2, {2, 3}, F32(0, 2, 3, 4, 0, 6)}, 0);
+}

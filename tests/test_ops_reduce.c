@@ -1,5 +1,5 @@
-/* test_ops_reduce.c - reductions along one axis (sum, mean, max, min, argmax,
- * argmin), JIT vs the reference interpreter.
+/* test_ops_reduce.c - reductions along one axis (sum, mean, prod, max, min,
+ * argmax, argmin), JIT vs the reference interpreter.
  *
  * The reduced axis is kept with size 1 (seed 002). Dtypes (ir/infer.c): sum
  * max min argmax argmin on f32 f64 si32 si64, mean on floats only; argmax /
@@ -9,6 +9,7 @@
  * a rank-3 shape by positive and negative index, the default axis, size-1
  * axes, a size-0 outer dim, a 67-long axis, and symbolic shapes reduced
  * along a symbolic axis and along a static one.
+ * prod accumulates like sum, from 1.
  * Tolerances: max / min / argmax / argmin pick an element: exact. A sum of
  * L values of magnitude <= 3 in f32 has a rounding error that grows like
  * eps * L * 1.7 for a sequential sum (random walk over partial sums of size
@@ -89,6 +90,15 @@ Test(reduce, mean) {
   check_reduce("mo.mean", "f64", NULL, DFLT, TOL_F64_ARITH, 2e-15);
 }
 
+/* prod: floats multiply in double and round once (factors near 1 keep
+ * 67-long products in range); ints wrap, bit for bit */
+Test(reduce, prod) {
+  check_reduce("mo.prod", "f32", NULL, gen_uniform(0.5, 1.5), TOL_F32_ARITH, 0);
+  check_reduce("mo.prod", "f64", NULL, gen_uniform(-1.5, 1.5), TOL_F64_ARITH, 0);
+  check_reduce("mo.prod", "si32", NULL, DFLT, 0, 0);
+  check_reduce("mo.prod", "si64", NULL, DFLT, 0, 0);
+}
+
 Test(reduce, max) {
   for (int d = 0; d < 4; d++) check_reduce("mo.max", NUMERIC[d], NULL, DFLT, 0, 0);
 }
@@ -144,6 +154,9 @@ Test(reduce, long_axis) {
   check_reduce_cases("mo.max", "f32", NULL, DFLT, 0, 0, LONG, 4, b, 33);
   check_reduce_cases("mo.argmin", "f64", "si64", DFLT, 0, 0, LONG, 4, b, 33);
   check_reduce_cases("mo.sum", "si32", NULL, DFLT, 0, 0, LONG, 4, b, 33);
+  check_reduce_cases("mo.prod", "si64", NULL, DFLT, 0, 0, LONG, 4, b, 33);
+  check_reduce_cases("mo.prod", "f64", NULL, gen_uniform(0.9, 1.1), TOL_F64_ARITH, 0, LONG, 4, b,
+                     33);
 }
 
 /* NaN and inf inside the reduced axis: JIT and oracle must agree (a NaN in
@@ -152,15 +165,15 @@ Test(reduce, long_axis) {
  * max / min / arg* get every special value. */
 Test(reduce, special_values) {
   static const rcase sp[] = {{"8, 16", "{axis = 1}", "8, 1"}, {"16, 8", "{axis = 0}", "1, 8"}};
-  static const char *const ops[] = {"mo.sum", "mo.mean", "mo.max", "mo.min", "mo.argmax",
-                                    "mo.argmin"};
-  for (int o = 0; o < 6; o++) {
+  static const char *const ops[] = {"mo.sum", "mo.mean", "mo.prod", "mo.max", "mo.min",
+                                    "mo.argmax", "mo.argmin"};
+  for (int o = 0; o < 7; o++) {
     for (int d = 0; d < 2; d++) {
-      bool arg = o >= 4;
+      bool arg = o >= 5, acc = o < 3;
       double atol = d == 0 ? 1e-6 * 16 : 2e-15 * 16;
-      oracle_gen g = o < 2 ? gen_naninf(-3, 3) : gen_special(-3, 3);
+      oracle_gen g = acc ? gen_naninf(-3, 3) : gen_special(-3, 3);
       check_reduce_cases(ops[o], NUMERIC[d], arg ? "si64" : NULL, g,
-                         o < 2 ? TOL_F32_ARITH : 0, o < 2 ? atol : 0, sp, 2, "", 34);
+                         acc ? TOL_F32_ARITH : 0, acc ? atol : 0, sp, 2, "", 34);
     }
   }
 }
@@ -195,6 +208,10 @@ static void check_empty_axis(const char *op, const char *dt, const char *out_dt)
 
 Test(reduce_empty, sum) {
   for (int d = 0; d < 4; d++) check_empty_axis("mo.sum", NUMERIC[d], NULL);
+}
+/* prod of nothing is 1 (numpy) */
+Test(reduce_empty, prod) {
+  for (int d = 0; d < 4; d++) check_empty_axis("mo.prod", NUMERIC[d], NULL);
 }
 Test(reduce_empty, mean) {
   for (int d = 0; d < 2; d++) check_empty_axis("mo.mean", NUMERIC[d], NULL);

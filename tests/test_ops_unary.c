@@ -111,6 +111,11 @@ Test(unary, erf) { check_float_op("mo.erf", NULL, gen_uniform(-4, 4), true); }
 Test(unary, sin) { check_float_op("mo.sin", NULL, gen_uniform(-10, 10), true); }
 Test(unary, cos) { check_float_op("mo.cos", NULL, gen_uniform(-10, 10), true); }
 Test(unary, floor) { check_float_exact("mo.floor", gen_uniform(-10, 10)); }
+Test(unary, ceil) { check_float_exact("mo.ceil", gen_uniform(-10, 10)); }
+Test(unary, acos) { check_float_op("mo.acos", NULL, gen_uniform(-1, 1), true); }
+Test(unary, asin) { check_float_op("mo.asin", NULL, gen_uniform(-1, 1), true); }
+Test(unary, atan) { check_float_op("mo.atan", NULL, gen_uniform(-20, 20), true); }
+Test(unary, atanh) { check_float_op("mo.atanh", NULL, gen_uniform(-0.999, 0.999), true); }
 Test(unary, trunc) { check_float_exact("mo.trunc", gen_uniform(-10, 10)); }
 Test(unary, round) { check_float_exact("mo.round", gen_uniform(-10, 10)); }
 /* round is half to even (numpy): 0.5 -> 0, 1.5 -> 2, 2.5 -> 2, -2.5 -> -2 */
@@ -165,6 +170,12 @@ Test(unary_special, erf) { check_special("mo.erf", NULL, true); }
 Test(unary_special, sin) { check_special("mo.sin", NULL, true); }
 Test(unary_special, cos) { check_special("mo.cos", NULL, true); }
 Test(unary_special, floor) { check_special("mo.floor", NULL, false); }
+Test(unary_special, ceil) { check_special("mo.ceil", NULL, false); }
+/* outside the domain (|x| > 1): NaN on both sides */
+Test(unary_special, acos) { check_special("mo.acos", NULL, true); }
+Test(unary_special, asin) { check_special("mo.asin", NULL, true); }
+Test(unary_special, atan) { check_special("mo.atan", NULL, true); }
+Test(unary_special, atanh) { check_special("mo.atanh", NULL, true); }
 Test(unary_special, round) { check_special("mo.round", NULL, false); }
 Test(unary_special, trunc) { check_special("mo.trunc", NULL, false); }
 

@@ -320,3 +320,96 @@ Test(simt_ops, gather_and_its_index_error) {
   int64_t n[] = {9}; /* the generator's indices lie in [-2, 2]: in range, negatives wrap */
   check(text, n, true);
 }
+
+/* issue 17's elementwise ops: inverse trigonometric (through the device
+ * math library on sm_80 / gfx90a), ceil, float floor_div. */
+Test(simt_ops, new_float_elementwise) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n", "f64") ", %y: " T("n", "f32") ") -> (" T("n", "f64") ", " T("n", "f64")
+      ", " T("n", "f32") ", " T("n", "f32") ", " T("n", "f32") ", " T("n", "f64") ") {\n"
+      "  %0 = mo.acos(%x) : " T("n", "f64") "\n"
+      "  %1 = mo.asin(%x) : " T("n", "f64") "\n"
+      "  %2 = mo.atan(%y) : " T("n", "f32") "\n"
+      "  %3 = mo.atanh(%y) : " T("n", "f32") "\n"
+      "  %4 = mo.ceil(%y) : " T("n", "f32") "\n"
+      "  %5 = mo.floor_div(%x, %0) : (" T("n", "f64") ", " T("n", "f64") ") -> " T("n", "f64") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5 : " T("n", "f64") ", " T("n", "f64") ", " T("n", "f32")
+      ", " T("n", "f32") ", " T("n", "f32") ", " T("n", "f64") "\n}\n";
+  int64_t n[] = {300};
+  check(text, n, true);
+}
+
+/* integer floor_div and pow (divisors and bases kept nonzero: 1 + |j|,
+ * negated where m), and div of ints into f64 */
+Test(simt_ops, new_int_elementwise) {
+  const char *text =
+      "mo.graph @g<n>(%i: " T("n, 3", "si32") ", %j: " T("n, 3", "si32") ", %m: " T("n, 3", "bool")
+      ", %x: " T("n, 3", "f32") ") -> (" T("n, 3", "si32") ", " T("n, 3", "si32") ", " T("n, 3", "f64") ") {\n"
+      "  %t = mo.is_nan(%x) : (" T("n, 3", "f32") ") -> " T("n, 3", "bool") "\n"
+      "  %u = mo.logical_not(%t) : " T("n, 3", "bool") "\n"
+      "  %one = mo.cast(%u) {dtype = si32} : (" T("n, 3", "bool") ") -> " T("n, 3", "si32") "\n"
+      "  %a = mo.abs(%j) : " T("n, 3", "si32") "\n"
+      "  %p = mo.add(%a, %one) : (" T("n, 3", "si32") ", " T("n, 3", "si32") ") -> " T("n, 3", "si32") "\n"
+      "  %q = mo.negate(%p) : " T("n, 3", "si32") "\n"
+      "  %d = mo.where(%m, %p, %q) : (" T("n, 3", "bool") ", " T("n, 3", "si32") ", " T("n, 3", "si32") ") -> " T("n, 3", "si32") "\n"
+      "  %0 = mo.floor_div(%i, %d) : (" T("n, 3", "si32") ", " T("n, 3", "si32") ") -> " T("n, 3", "si32") "\n"
+      "  %1 = mo.pow(%d, %i) : (" T("n, 3", "si32") ", " T("n, 3", "si32") ") -> " T("n, 3", "si32") "\n"
+      "  %2 = mo.div(%i, %j) : (" T("n, 3", "si32") ", " T("n, 3", "si32") ") -> " T("n, 3", "f64") "\n"
+      "  mo.output %0, %1, %2 : " T("n, 3", "si32") ", " T("n, 3", "si32") ", " T("n, 3", "f64") "\n}\n";
+  int64_t n[] = {111};
+  check(text, n, true);
+}
+
+/* mo.prod on rows, and mo.cumsum (one thread per line) along a leading and
+ * a trailing axis, every mode, more lines than a block */
+Test(simt_ops, prod_and_cumsum) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 7", "f32") ", %i: " T("n, 7", "si64") ") -> ("
+      T("1, 7", "f32") ", " T("n, 1", "si64") ", " T("n, 7", "f32") ", " T("n, 7", "f32") ", "
+      T("n, 7", "si64") ", " T("n, 7", "si64") ") {\n"
+      "  %0 = mo.prod(%x) {axis = 0} : (" T("n, 7", "f32") ") -> " T("1, 7", "f32") "\n"
+      "  %1 = mo.prod(%i) {axis = 1} : (" T("n, 7", "si64") ") -> " T("n, 1", "si64") "\n"
+      "  %2 = mo.cumsum(%x) {axis = 0} : " T("n, 7", "f32") "\n"
+      "  %3 = mo.cumsum(%x) {exclusive = true, reverse = true} : " T("n, 7", "f32") "\n"
+      "  %4 = mo.cumsum(%i) {axis = 0, reverse = true} : " T("n, 7", "si64") "\n"
+      "  %5 = mo.cumsum(%i) {axis = 1, exclusive = true} : " T("n, 7", "si64") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5 : " T("1, 7", "f32") ", " T("n, 1", "si64") ", "
+      T("n, 7", "f32") ", " T("n, 7", "f32") ", " T("n, 7", "si64") ", " T("n, 7", "si64") "\n}\n";
+  int64_t n[] = {40};
+  check(text, n, true);
+  int64_t n0[] = {0};
+  check(text, n0, false);
+  int64_t n1[] = {300};
+  check(text, n1, false);
+}
+
+/* argmax / argmin as numpy on the row tree: ties (floor) go to the first
+ * index, the first NaN (log of a negative) wins, across 128 threads a row */
+Test(simt_ops, argmax_argmin_ties_and_nan) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("4, n", "f32") ") -> (" T("4, 1", "si64") ", " T("4, 1", "si64") ", "
+      T("4, 1", "si64") ", " T("4, 1", "si64") ") {\n"
+      "  %f = mo.floor(%x) : " T("4, n", "f32") "\n"
+      "  %l = mo.log(%x) : " T("4, n", "f32") "\n"
+      "  %0 = mo.argmax(%f) : (" T("4, n", "f32") ") -> " T("4, 1", "si64") "\n"
+      "  %1 = mo.argmin(%f) : (" T("4, n", "f32") ") -> " T("4, 1", "si64") "\n"
+      "  %2 = mo.argmax(%l) : (" T("4, n", "f32") ") -> " T("4, 1", "si64") "\n"
+      "  %3 = mo.argmin(%l) : (" T("4, n", "f32") ") -> " T("4, 1", "si64") "\n"
+      "  mo.output %0, %1, %2, %3 : " T("4, 1", "si64") ", " T("4, 1", "si64") ", "
+      T("4, 1", "si64") ", " T("4, 1", "si64") "\n}\n";
+  int64_t n[] = {500};
+  check(text, n, true);
+}
+
+Test(simt_ops, band_part) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("3, n, 9", "f32") ", %b: " T("n, 9", "bool") ") -> (" T("3, n, 9", "f32")
+      ", " T("n, 9", "bool") ") {\n"
+      "  %0 = mo.band_part(%x) {num_lower = 2, num_upper = 1} : " T("3, n, 9", "f32") "\n"
+      "  %1 = mo.band_part(%b) {num_upper = 0, exclude = true} : " T("n, 9", "bool") "\n"
+      "  mo.output %0, %1 : " T("3, n, 9", "f32") ", " T("n, 9", "bool") "\n}\n";
+  int64_t n[] = {37};
+  check(text, n, true);
+  int64_t n0[] = {0};
+  check(text, n0, false);
+}

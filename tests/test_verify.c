@@ -268,10 +268,35 @@ Test(verify, binary_rejects_bool) {
              "operand 0 of mo.add has dtype bool but mo.add takes f32, f64, si32 or si64");
 }
 
-Test(verify, div_rejects_int) {
+/* seed 002: div is Python's /, integer operands give floats (f64 here) */
+Test(verify, div_of_ints_gives_f64) {
+  ir_value *a = input(IR_DT_SI32, "5"), *b = input(IR_DT_SI32, "1");
+  expect_type(ok(IR_OP_DIV, IN(a, b), 2, NULL, 0), "!mo.tensor<[5], f64>");
+  ir_value *c = input(IR_DT_SI64, "2, 1"), *d = input(IR_DT_SI64, "3");
+  expect_type(ok(IR_OP_DIV, IN(c, d), 2, NULL, 0), "!mo.tensor<[2, 3], f64>");
+}
+
+Test(verify, floor_div_and_pow_keep_the_int_dtype) {
   ir_value *a = input(IR_DT_SI32, "5"), *b = input(IR_DT_SI32, "5");
+  expect_type(ok(IR_OP_FLOOR_DIV, IN(a, b), 2, NULL, 0), "!mo.tensor<[5], si32>");
+  expect_type(ok(IR_OP_POW, IN(a, b), 2, NULL, 0), "!mo.tensor<[5], si32>");
+}
+
+Test(verify, div_rejects_bool) {
+  ir_value *a = input(IR_DT_BOOL, "5"), *b = input(IR_DT_BOOL, "5");
   expect_msg(bad(IR_OP_DIV, IN(a, b), 2, NULL, 0),
-             "operand 0 of mo.div has dtype si32 but mo.div takes f32 or f64");
+             "operand 0 of mo.div has dtype bool but mo.div takes f32, f64, si32 or si64");
+}
+
+Test(verify, new_float_ops_reject_int) {
+  static const ir_op ops[] = {IR_OP_ACOS, IR_OP_ASIN, IR_OP_ATAN, IR_OP_ATANH, IR_OP_CEIL};
+  for (int i = 0; i < 5; i++) {
+    ir_value *a = input(IR_DT_SI64, "5");
+    char want[160];
+    snprintf(want, sizeof want, "operand 0 of mo.%s has dtype si64 but mo.%s takes f32 or f64",
+             ir_op_get(ops[i])->name, ir_op_get(ops[i])->name);
+    expect_msg(bad(ops[i], IN(a), 1, NULL, 0), want);
+  }
 }
 
 Test(verify, compare_gives_bool) {
@@ -1028,6 +1053,9 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_REDUCE_MIN, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_ARGMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_ARGMIN, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_REDUCE_PROD, 1, {IR_DT_SI32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_CUMSUM, 1, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_BAND_PART, 1, {IR_DT_SI64}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_SOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LOGSOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LAYER_NORM, 3, {IR_DT_F32, IR_DT_F32, IR_DT_F32}, {"4, 3", "3", "3"}, 0, {{0}}, 1},
@@ -1073,7 +1101,7 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 12);
+  cr_assert_eq(checked, 19);
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

@@ -32,6 +32,7 @@ bool simt_close(ir_dtype dt, const void *got, const void *want, int64_t i, doubl
     double g = dt == IR_DT_F32 ? ((const float *)got)[i] : ((const double *)got)[i];
     double w = dt == IR_DT_F32 ? ((const float *)want)[i] : ((const double *)want)[i];
     if (isnan(w)) return isnan(g);
+    if (isinf(w)) return g == w;
     double tol = (dt == IR_DT_F32 ? f32_tol : 1e-12) * (1 + fabs(w));
     return fabs(g - w) <= tol;
   }

@@ -1,0 +1,170 @@
+/* scan.c - lowering of the scans along one axis (mo.cumsum), for the host
+ * and for SIMT targets.
+ *
+ * The operand is viewed as [outer, R, inner] around the axis; the result
+ * has the same shape. Element k of a line (k in 0..R, or R-1..0 with
+ * `reverse`) gets the running sum of the line's elements up to and
+ * including it, or, with `exclusive`, up to but excluding it. Floats
+ * accumulate in double and each result is rounded once (the reference
+ * interpreter's meaning, ir/interp_ops.c); integers in their own type,
+ * wrapping (the same low bits as the interpreter's 64-bit sum).
+ *
+ * Host: each part takes a range of the outer lines (or of inner positions
+ * when there are fewer outer lines than parts, jit_split_outer_inner), so
+ * the additions of every result, and the results, do not depend on the
+ * split. With inner = 1 a line is contiguous and the running sum stays in a
+ * register; otherwise COLS consecutive inner positions are scanned together
+ * with one accumulator each in a stack array, so each step reads COLS
+ * contiguous elements instead of one per line at a stride of inner.
+ * SIMT: a grid-stride loop over the outer * inner lines, one thread per
+ * line, walking it in order (the same additions as the host).
+ * Assumes a verified node (one operand, axis in range, result of the
+ * operand's type). */
+#include "lower.h"
+#include "simt.h"
+
+enum { COLS = 64 };
+
+typedef struct scan_kind {
+  ir_dtype dt;
+  LLVMTypeRef acct; /* double for floats, the register type for ints */
+  bool excl, rev;
+} scan_kind;
+
+static int scan_setup(jit_fn *f, scan_kind *k, int *axis) {
+  const ir_node *n = f->node;
+  if (n->nin != 1 || n->nout != 1)
+    return jit_fn_error(f, "mo.cumsum: expected 1 operand and 1 result, got %d and %d", n->nin,
+                        n->nout);
+  const ir_type *t = &n->in[0]->type;
+  int64_t a = ir_node_attr_int(n, "axis", -1);
+  if (a < -t->rank || a >= t->rank)
+    return jit_fn_error(f, "mo.cumsum: axis %lld is out of range for rank %d", (long long)a,
+                        t->rank);
+  *axis = (int)(a < 0 ? a + t->rank : a);
+  k->dt = t->dtype;
+  bool fl = k->dt == IR_DT_F32 || k->dt == IR_DT_F64;
+  if (!fl && k->dt != IR_DT_SI32 && k->dt != IR_DT_SI64)
+    return jit_fn_error(f, "mo.cumsum: no lowering for dtype %s", ir_dtype_name(k->dt));
+  if (n->out[0]->type.dtype != k->dt)
+    return jit_fn_error(f, "mo.cumsum: the result's dtype differs from the operand's");
+  k->acct = fl ? f->t_f64 : jit_type(f, k->dt);
+  k->excl = ir_node_attr_bool(n, "exclusive", false);
+  k->rev = ir_node_attr_bool(n, "reverse", false);
+  return 0;
+}
+
+static bool is_float(const scan_kind *k) { return k->dt == IR_DT_F32 || k->dt == IR_DT_F64; }
+
+static LLVMValueRef zero_of(jit_fn *f, const scan_kind *k) {
+  return is_float(k) ? LLVMConstReal(f->t_f64, 0.0) : LLVMConstInt(k->acct, 0, 0);
+}
+
+/* One step at element e: the new running sum in *acc's slot, the result
+ * stored at e. */
+static void scan_step(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
+                      LLVMValueRef Y, LLVMValueRef e) {
+  LLVMValueRef v = jit_load(f, k->dt, X, e);
+  if (is_float(k) && k->dt != IR_DT_F64) v = LLVMBuildFPExt(f->b, v, f->t_f64, "");
+  LLVMValueRef cur = LLVMBuildLoad2(f->b, k->acct, slot, "");
+  LLVMValueRef next = is_float(k) ? LLVMBuildFAdd(f->b, cur, v, "") : LLVMBuildAdd(f->b, cur, v, "");
+  LLVMValueRef out = k->excl ? cur : next;
+  if (is_float(k) && k->dt != IR_DT_F64) out = LLVMBuildFPTrunc(f->b, out, jit_type(f, k->dt), "");
+  jit_store(f, k->dt, Y, e, out);
+  LLVMBuildStore(f->b, next, slot);
+}
+
+/* Element number k of a line in walking order: k, or R - 1 - k reversed. */
+static LLVMValueRef walk(jit_fn *f, const scan_kind *k, LLVMValueRef i, LLVMValueRef R) {
+  if (!k->rev) return i;
+  return LLVMBuildSub(f->b, LLVMBuildSub(f->b, R, i, ""), jit_i64(f, 1), "");
+}
+
+/* The line base, base + stride, ..., R elements, with the sum in slot. */
+static void scan_line(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef base,
+                      LLVMValueRef R, LLVMValueRef stride) {
+  LLVMBuildStore(f->b, zero_of(f, k), slot);
+  jit_loop L;
+  LLVMValueRef i = jit_loop_begin(f, &L, jit_i64(f, 0), R, "k");
+  LLVMValueRef e = jit_add(f, base, jit_mul(f, walk(f, k, i, R), stride));
+  scan_step(f, k, slot, jit_in(f, 0), jit_out(f, 0), e);
+  jit_loop_end(f, &L);
+}
+
+/* inner > 1: blocks of COLS inner positions per outer line (see the top). */
+static void scan_columns(jit_fn *f, const scan_kind *k, LLVMValueRef R, LLVMValueRef inner,
+                         LLVMValueRef olo, LLVMValueRef ohi, LLVMValueRef ilo, LLVMValueRef ihi) {
+  LLVMValueRef zero = jit_i64(f, 0), cols = jit_i64(f, COLS);
+  LLVMTypeRef arr = LLVMArrayType2(k->acct, COLS);
+  LLVMValueRef accs = jit_alloca(f, arr, "cols");
+  LLVMValueRef Rinner = jit_mul(f, R, inner);
+  LLVMValueRef count = LLVMBuildSub(f->b, ihi, ilo, "");
+  LLVMValueRef nblk =
+      LLVMBuildUDiv(f->b, LLVMBuildAdd(f->b, count, jit_i64(f, COLS - 1), ""), cols, "");
+  jit_loop lo, lb, lj, lr, lj2;
+  LLVMValueRef o = jit_loop_begin(f, &lo, olo, ohi, "o");
+  LLVMValueRef obase = jit_mul(f, o, Rinner);
+  LLVMValueRef blk = jit_loop_begin(f, &lb, zero, nblk, "blk");
+  LLVMValueRef c0 = jit_add(f, ilo, jit_mul(f, blk, cols));
+  LLVMValueRef left = LLVMBuildSub(f->b, ihi, c0, "");
+  LLVMValueRef w =
+      LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntULT, left, cols, ""), left, cols, "w");
+  LLVMValueRef j = jit_loop_begin(f, &lj, zero, w, "j");
+  LLVMValueRef gi[2] = {zero, j};
+  LLVMBuildStore(f->b, zero_of(f, k), LLVMBuildInBoundsGEP2(f->b, arr, accs, gi, 2, ""));
+  jit_loop_end(f, &lj);
+  LLVMValueRef r = jit_loop_begin(f, &lr, zero, R, "r");
+  LLVMValueRef row = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, r, R), inner)), c0);
+  j = jit_loop_begin(f, &lj2, zero, w, "j");
+  LLVMValueRef gj[2] = {zero, j};
+  LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, arr, accs, gj, 2, "");
+  scan_step(f, k, slot, jit_in(f, 0), jit_out(f, 0), jit_add(f, row, j));
+  jit_loop_end(f, &lj2);
+  jit_loop_end(f, &lr);
+  jit_loop_end(f, &lb);
+  jit_loop_end(f, &lo);
+}
+
+int jit_lower_scan(jit_fn *f) {
+  scan_kind k;
+  int axis;
+  if (scan_setup(f, &k, &axis) != 0) return -1;
+  const ir_type *t = &f->node->in[0]->type;
+  LLVMValueRef outer = jit_numel_range(f, t, 0, axis);
+  LLVMValueRef R = jit_dim(f, t->dims[axis]);
+  LLVMValueRef inner = jit_numel_range(f, t, axis + 1, t->rank);
+  LLVMValueRef olo, ohi, ilo, ihi;
+  jit_split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
+  if (LLVMIsAConstantInt(inner) && LLVMConstIntGetZExtValue(inner) == 1) {
+    LLVMValueRef slot = jit_alloca(f, k.acct, "acc");
+    jit_loop lo;
+    LLVMValueRef o = jit_loop_begin(f, &lo, olo, ohi, "o");
+    scan_line(f, &k, slot, jit_mul(f, o, R), R, jit_i64(f, 1));
+    jit_loop_end(f, &lo);
+  } else {
+    scan_columns(f, &k, R, inner, olo, ohi, ilo, ihi);
+  }
+  return f->failed ? -1 : 0;
+}
+
+int jit_simt_lower_scan(jit_simt_fn *sf) {
+  jit_fn *f = &sf->f;
+  scan_kind k;
+  int axis;
+  if (scan_setup(f, &k, &axis) != 0) return -1;
+  const ir_type *t = &f->node->in[0]->type;
+  LLVMValueRef R = jit_dim(f, t->dims[axis]);
+  LLVMValueRef inner = jit_numel_range(f, t, axis + 1, t->rank);
+  LLVMValueRef lines = LLVMBuildMul(f->b, jit_numel_range(f, t, 0, axis), inner, "");
+  LLVMValueRef slot = jit_alloca(f, k.acct, "acc");
+  jit_simt_loop l;
+  LLVMValueRef line = jit_simt_grid_loop_begin(sf, &l, lines);
+  /* inner > 0 inside the loop (there is a line) */
+  LLVMValueRef o = LLVMBuildUDiv(f->b, line, inner, "");
+  LLVMValueRef in = LLVMBuildURem(f->b, line, inner, "");
+  LLVMValueRef base = LLVMBuildAdd(f->b, LLVMBuildMul(f->b, LLVMBuildMul(f->b, o, R, ""), inner, ""),
+                                   in, "");
+  scan_line(f, &k, slot, base, R, inner);
+  jit_simt_grid_loop_end(sf, &l);
+  return f->failed ? -1 : 0;
+}
