@@ -114,8 +114,17 @@ int ox_reshape_dims(ox *x, const kiln_value *in, const ox_val *shape, bool allow
     if (ir_dim_is_const(dims[i], &c)) cden *= c;
     else if (!take(num, &nn, dims[i])) nd++;
   }
-  if (nd > 0)
-    return ox_unsupported(x, x->node, "cannot infer the -1 of the target shape symbolically");
+  if (nd > 0) { /* products of several dims: compare the whole symbolic parts */
+    const ir_dim *pn = ir_dim_const(a, 1), *pd = ir_dim_const(a, 1);
+    for (int i = 0; i < t->rank && pn; i++)
+      if (!ir_dim_is_const(t->dims[i], &c)) pn = ir_dim_mul(a, pn, t->dims[i]);
+    for (int i = 0; i < *n && pd; i++)
+      if (i != infer && !ir_dim_is_const(dims[i], &c)) pd = ir_dim_mul(a, pd, dims[i]);
+    if (!pn || !pd) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    if (!ir_dim_equal(pn, pd))
+      return ox_unsupported(x, x->node, "cannot infer the -1 of the target shape symbolically");
+    nn = 0;
+  }
   if (cden == 0) return ox_fail(x, KILN_ERR_VERIFY, "-1 in a target shape with a 0 dim");
   const ir_dim *r = ir_dim_const(a, 1);
   for (int i = 0; i < nn && r; i++) r = ir_dim_mul(a, r, num[i]);
