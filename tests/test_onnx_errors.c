@@ -4,15 +4,19 @@
  * at once) is a clear error naming what is wrong; weights the model carries
  * (in the file or external, mapped) are bound at compile and outlive the
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
- * Reshape folds into a symbolic reshape. */
+ * Reshape folds into a symbolic reshape; the CLI's run / import / check on
+ * such models (the imported text plus its weights run bit for bit alike). */
 #include <criterion/criterion.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "onnx.pb-c.h"
+#include "src/io.h"
 #include "src/rt.h"
+#include "tests/support/shell.h"
 
 /* ---- building small models ---- */
 typedef struct mb {
@@ -177,6 +181,14 @@ static char *tmpdir(void) {
   return d;
 }
 
+static void remove_dir(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  char *out = NULL;
+  shell_capture(cmd, &out);
+  free(out);
+}
+
 static void write_file(const char *path, const void *data, size_t len) {
   FILE *f = fopen(path, "wb");
   cr_assert(f);
@@ -263,6 +275,7 @@ Test(onnx_errors, external_data_is_mapped_and_bound) {
   cr_assert(strstr(kiln_status_message(st), "w.bin"), "%s", kiln_status_message(st));
   kiln_status_free(st);
   free(buf);
+  remove_dir(dir);
 }
 
 Test(onnx_errors, missing_or_short_external_data) {
@@ -287,6 +300,7 @@ Test(onnx_errors, missing_or_short_external_data) {
     cr_assert(strstr(msg, "'w'") && strstr(msg, want[c]), "case %d: %s", c, msg);
   }
   kiln_status_free(st);
+  remove_dir(dir);
 }
 
 Test(onnx_errors, unsupported_ops_are_listed_all_at_once) {
@@ -369,4 +383,77 @@ Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
   kiln_graph_free(g);
   kiln_status_free(st);
   free(buf);
+}
+
+/* ---- the CLI: kiln run MODEL.onnx, kiln import, kiln check ---- */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *out = NULL;
+  int rc = shell_capture(cmd, &out);
+  if (rc != 0 && !strstr(cmd, "2>/dev/null")) fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out ? out : "");
+  free(out);
+  return rc;
+}
+
+static char *slurp(const char *path, size_t *len) {
+  kiln_status *st = kiln_status_new();
+  char *b = rt_read_file(path, NULL, len, st);
+  kiln_status_free(st);
+  return b;
+}
+
+Test(onnx_cli, import_then_run_gives_the_same_bits) {
+  char *dir = tmpdir(), path[512];
+  size_t len;
+  uint8_t *buf = pack(add_model(100, 400), &len);
+  snprintf(path, sizeof path, "%s/m.onnx", dir);
+  write_file(path, buf, len);
+  free(buf);
+  int64_t n = 100;
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, &n, NULL);
+  for (int i = 0; i < 100; i++) ((float *)kiln_tensor_data(x))[i] = 0.25f * (float)i;
+  snprintf(path, sizeof path, "%s/x.npy", dir);
+  cr_assert_eq(rt_npy_write(path, x, NULL), 0);
+  kiln_tensor_free(x);
+  const char *k = KILN_CLI;
+  cr_assert_eq(sh("'%s' run %s/m.onnx --input x=%s/x.npy --out %s/d1 2>&1", k, dir, dir, dir), 0);
+  cr_assert_eq(sh("'%s' import %s/m.onnx -o %s/g.mlir --weights-out %s/w.safetensors 2>&1", k, dir,
+                  dir, dir), 0);
+  cr_assert_eq(sh("'%s' check %s/g.mlir 2>&1", k, dir), 0);
+  cr_assert_eq(sh("'%s' run %s/g.mlir --weights %s/w.safetensors --input x=%s/x.npy --out %s/d2 "
+                  "2>&1", k, dir, dir, dir, dir), 0);
+  char p1[600], p2[600];
+  size_t l1, l2;
+  snprintf(p1, sizeof p1, "%s/d1/y.npy", dir);
+  snprintf(p2, sizeof p2, "%s/d2/y.npy", dir);
+  char *a = slurp(p1, &l1), *b = slurp(p2, &l2);
+  cr_assert(a && b && l1 == l2 && memcmp(a, b, l1) == 0, "outputs differ");
+  free(a);
+  free(b);
+  /* without --weights-out the weights would be lost: a usage error */
+  cr_assert_eq(sh("'%s' import %s/m.onnx -o %s/g2.mlir 2>/dev/null", k, dir, dir), 2);
+  remove_dir(dir);
+}
+
+Test(onnx_cli, unsupported_model_exits_1) {
+  mb *b = mb_new();
+  const char *d[1] = {"4"};
+  b->ins[b->g.n_input++] = vinfo("x", 1, d);
+  b->outs[b->g.n_output++] = vinfo("z", 1, d);
+  static const char *const i0[] = {"x"};
+  node(b, "FancyOp", "first", 1, i0, "z");
+  char *dir = tmpdir(), path[512];
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  snprintf(path, sizeof path, "%s/u.onnx", dir);
+  write_file(path, buf, len);
+  free(buf);
+  cr_assert_eq(sh("'%s' run %s --random-inputs 2>/dev/null", KILN_CLI, path), 1);
+  cr_assert_eq(sh("'%s' import %s 2>/dev/null", KILN_CLI, path), 1);
+  remove_dir(dir);
 }
