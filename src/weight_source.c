@@ -113,12 +113,15 @@ int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st) {
   if (!w) return 0;
   wsrc_entry *sorted = malloc((size_t)(w->n ? w->n : 1) * sizeof *sorted);
   if (!sorted) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory binding weights");
-  memcpy(sorted, w->e, (size_t)w->n * sizeof *sorted);
-  qsort(sorted, (size_t)w->n, sizeof *sorted, cmp_entry);
+  if (w->n > 0) {
+    memcpy(sorted, w->e, (size_t)w->n * sizeof *sorted);
+    qsort(sorted, (size_t)w->n, sizeof *sorted, cmp_entry);
+  }
   int rc = 0;
   for (int i = 0; i < kiln_model_num_weights(m) && rc == 0; i++) {
     wsrc_entry key = {(char *)kiln_model_weight_name(m, i), NULL};
-    const wsrc_entry *e = bsearch(&key, sorted, (size_t)w->n, sizeof *sorted, cmp_entry);
+    const wsrc_entry *e =
+        w->n ? bsearch(&key, sorted, (size_t)w->n, sizeof *sorted, cmp_entry) : NULL;
     if (e) rc = kiln_model_bind_weight(m, e->name, e->t, st);
   }
   free(sorted);

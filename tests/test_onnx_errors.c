@@ -19,6 +19,19 @@
 #include "tests/support/shell.h"
 
 /* ---- building small models ---- */
+/* Everything a test's model is built from, freed after each test. */
+static void *kept[4096];
+static int nkept;
+static void *keep(void *p) {
+  if (p && nkept < 4096) kept[nkept++] = p;
+  return p;
+}
+static void free_kept(void) {
+  while (nkept > 0) free(kept[--nkept]);
+}
+TestSuite(onnx_errors, .fini = free_kept);
+TestSuite(onnx_cli, .fini = free_kept);
+
 typedef struct mb {
   Onnx__ModelProto m;
   Onnx__GraphProto g;
@@ -30,7 +43,7 @@ typedef struct mb {
 } mb;
 
 static mb *mb_new(void) {
-  mb *b = calloc(1, sizeof *b);
+  mb *b = keep(calloc(1, sizeof *b));
   onnx__model_proto__init(&b->m);
   onnx__graph_proto__init(&b->g);
   onnx__operator_set_id_proto__init(&b->op);
@@ -53,21 +66,21 @@ static mb *mb_new(void) {
 
 /* A value info: f32 with dims (numbers, or names for dim_param). */
 static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const *dims) {
-  Onnx__ValueInfoProto *v = calloc(1, sizeof *v);
+  Onnx__ValueInfoProto *v = keep(calloc(1, sizeof *v));
   onnx__value_info_proto__init(v);
   v->name = (char *)name;
-  Onnx__TypeProto *tp = calloc(1, sizeof *tp);
+  Onnx__TypeProto *tp = keep(calloc(1, sizeof *tp));
   onnx__type_proto__init(tp);
-  Onnx__TypeProto__Tensor *tt = calloc(1, sizeof *tt);
+  Onnx__TypeProto__Tensor *tt = keep(calloc(1, sizeof *tt));
   onnx__type_proto__tensor__init(tt);
   tt->has_elem_type = 1;
   tt->elem_type = 1;
-  Onnx__TensorShapeProto *sh = calloc(1, sizeof *sh);
+  Onnx__TensorShapeProto *sh = keep(calloc(1, sizeof *sh));
   onnx__tensor_shape_proto__init(sh);
   sh->n_dim = (size_t)rank;
-  sh->dim = calloc((size_t)rank + 1, sizeof *sh->dim);
+  sh->dim = keep(calloc((size_t)rank + 1, sizeof *sh->dim));
   for (int i = 0; i < rank; i++) {
-    Onnx__TensorShapeProto__Dimension *d = calloc(1, sizeof *d);
+    Onnx__TensorShapeProto__Dimension *d = keep(calloc(1, sizeof *d));
     onnx__tensor_shape_proto__dimension__init(d);
     if (dims[i][0] >= '0' && dims[i][0] <= '9') {
       d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
@@ -87,14 +100,14 @@ static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const
 
 static Onnx__NodeProto *node(mb *b, const char *op, const char *name, int nin,
                              const char *const *in, const char *out) {
-  Onnx__NodeProto *n = calloc(1, sizeof *n);
+  Onnx__NodeProto *n = keep(calloc(1, sizeof *n));
   onnx__node_proto__init(n);
   n->op_type = (char *)op;
   n->name = (char *)name;
   n->n_input = (size_t)nin;
   n->input = (char **)in;
   n->n_output = 1;
-  n->output = calloc(1, sizeof *n->output);
+  n->output = keep(calloc(1, sizeof *n->output));
   n->output[0] = (char *)out;
   b->nodes[b->g.n_node++] = n;
   return n;
@@ -102,15 +115,15 @@ static Onnx__NodeProto *node(mb *b, const char *op, const char *name, int nin,
 
 /* An f32 initializer of n elements 0, 1, ... in raw_data (nbytes may lie). */
 static Onnx__TensorProto *init_f32(mb *b, const char *name, int64_t n, size_t nbytes) {
-  Onnx__TensorProto *t = calloc(1, sizeof *t);
+  Onnx__TensorProto *t = keep(calloc(1, sizeof *t));
   onnx__tensor_proto__init(t);
   t->name = (char *)name;
   t->has_data_type = 1;
   t->data_type = 1;
   t->n_dims = 1;
-  t->dims = calloc(1, sizeof *t->dims);
+  t->dims = keep(calloc(1, sizeof *t->dims));
   t->dims[0] = n;
-  float *v = calloc((size_t)n + 8, sizeof *v);
+  float *v = keep(calloc((size_t)n + 8, sizeof *v));
   for (int64_t i = 0; i < n; i++) v[i] = (float)i;
   t->has_raw_data = 1;
   t->raw_data.data = (uint8_t *)v;
@@ -120,13 +133,13 @@ static Onnx__TensorProto *init_f32(mb *b, const char *name, int64_t n, size_t nb
 }
 
 static Onnx__TensorProto *init_i64(mb *b, const char *name, int64_t n, const int64_t *v) {
-  Onnx__TensorProto *t = calloc(1, sizeof *t);
+  Onnx__TensorProto *t = keep(calloc(1, sizeof *t));
   onnx__tensor_proto__init(t);
   t->name = (char *)name;
   t->has_data_type = 1;
   t->data_type = 7;
   t->n_dims = 1;
-  t->dims = calloc(1, sizeof *t->dims);
+  t->dims = keep(calloc(1, sizeof *t->dims));
   t->dims[0] = n;
   t->n_int64_data = (size_t)n;
   t->int64_data = (int64_t *)v;
@@ -139,12 +152,12 @@ static void external(Onnx__TensorProto *t, const char *loc, const char *offset,
   t->has_raw_data = 0;
   t->has_data_location = 1;
   t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-  Onnx__StringStringEntryProto **e = calloc(3, sizeof *e);
+  Onnx__StringStringEntryProto **e = keep(calloc(3, sizeof *e));
   const char *k[3] = {"location", "offset", "length"}, *v[3] = {loc, offset, length};
   int n = 0;
   for (int i = 0; i < 3; i++) {
     if (!v[i]) continue;
-    e[n] = calloc(1, sizeof **e);
+    e[n] = keep(calloc(1, sizeof **e));
     onnx__string_string_entry_proto__init(e[n]);
     e[n]->key = (char *)k[i];
     e[n]->value = (char *)v[i];
@@ -167,7 +180,7 @@ static mb *add_model(int64_t n, size_t wbytes) {
   static const char *const in[] = {"x", "w"};
   char dim[32];
   snprintf(dim, sizeof dim, "%lld", (long long)n);
-  const char *d[1] = {strdup(dim)};
+  const char *d[1] = {keep(strdup(dim))};
   b->ins[b->g.n_input++] = vinfo("x", 1, d);
   b->outs[b->g.n_output++] = vinfo("y", 1, d);
   init_f32(b, "w", n, wbytes);
@@ -176,7 +189,7 @@ static mb *add_model(int64_t n, size_t wbytes) {
 }
 
 static char *tmpdir(void) {
-  char *d = strdup("/tmp/kiln_onnx_XXXXXX");
+  char *d = keep(strdup("/tmp/kiln_onnx_XXXXXX"));
   cr_assert(mkdtemp(d));
   return d;
 }
