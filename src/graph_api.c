@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "rt.h"
+#include "weight_source.h"
 
 static ir_value *as_ir(kiln_value *v) { return (ir_value *)v; }
 static kiln_value *as_kv(ir_value *v) { return (kiln_value *)v; }
@@ -45,6 +46,7 @@ static kiln_graph *wrap(ir_graph *ir, kiln_status *st) {
     return NULL;
   }
   g->ir = ir;
+  g->wsrc = NULL;
   return g;
 }
 
@@ -81,6 +83,7 @@ KILN_API kiln_graph *kiln_graph_load(const char *path, kiln_status *st) {
 KILN_API void kiln_graph_free(kiln_graph *g) {
   if (!g) return;
   ir_graph_free(g->ir);
+  rt_wsrc_release(g->wsrc); /* models compiled from g keep their own reference */
   free(g);
 }
 

@@ -28,6 +28,7 @@
 #include "plan.h"
 #include "prepack.h"
 #include "rt.h"
+#include "weight_source.h"
 #include "pool.h"
 #include "variants.h"
 
@@ -283,6 +284,9 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   }
   for (int i = 0; i < m->g->nnodes; i++) /* pool.c: -1 when it depends on symbols */
     m->work[i] = rt_node_work(m->g, m->g->nodes[i], NULL);
+  /* weights the graph carries (ONNX import): bound by name, the model holding
+   * a reference to their memory; kiln_model_bind_weight later overrides */
+  if (rt_wsrc_bind(m, g->wsrc, st) < 0) goto fail;
   m->compile_ms = rt_now_ms() - t0;
   rt_ok(st);
   return m;
@@ -304,7 +308,7 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
   m->device = d;
   m->be = &rt_backend_simt;
   if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
-      rt_dm_load(m, st) < 0) {
+      rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0) {
     kiln_model_free(m);
     return NULL;
   }
@@ -365,6 +369,7 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->const_data);
   free(m->const_owned);
   ir_graph_free(m->g);
+  rt_wsrc_release(m->wsrc); /* after everything that read the weights */
   kiln_context *own = m->own_ctx;
   free(m);
   kiln_context_free(own);

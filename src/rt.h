@@ -44,6 +44,8 @@ struct kiln_tensor {
 
 struct kiln_graph {
   ir_graph *ir;
+  struct rt_wsrc *wsrc; /* weights read with the graph (ONNX import), bound at
+                           compile; one reference, or NULL (weight_source.h) */
 };
 
 struct kiln_context {
@@ -132,6 +134,7 @@ struct kiln_model {
   /* ---- execute (execute.c) ---- */
   _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
   _Atomic(char *) exec_arena;   /* one execute's arena block kept for the next, or NULL */
+  struct rt_wsrc *wsrc; /* the graph's weight source, bound at compile; a reference, or NULL */
 };
 
 /* Run node `node`'s kernel on args (operands then results) with the graph's

@@ -7,5 +7,6 @@
 #include "runtime.h"
 #include "device.h"
 #include "custom.h"
+#include "onnx.h"
 
 #endif

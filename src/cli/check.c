@@ -50,7 +50,7 @@ int cli_check(int argc, char **argv) {
     g = kiln_graph_parse(text, len, "<stdin>", st);
     free(text);
   } else {
-    g = kiln_graph_load(argv[1], st);
+    g = cli_load_graph(argv[1], st);
   }
   char *out = g ? kiln_graph_print(g, st) : NULL;
   int rc = CLI_ERR;

@@ -6,6 +6,7 @@
 #ifndef KILN_CLI_H
 #define KILN_CLI_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -19,6 +20,11 @@ int cli_help(int argc, char **argv);  /* argv[0] is "help" */
 int cli_cache(int argc, char **argv); /* argv[0] is "cache" (cache.c) */
 int cli_devices(int argc, char **argv); /* argv[0] is "devices" (devices.c) */
 int cli_compile(int argc, char **argv); /* argv[0] is "compile" (compile.c) */
+int cli_import(int argc, char **argv);  /* argv[0] is "import" (import.c) */
+void cli_usage_import(FILE *out);
+/* A graph file: ONNX models imported, MO text parsed (load.c). */
+kiln_graph *cli_load_graph(const char *path, kiln_status *st);
+bool cli_is_onnx(const char *path);
 void cli_usage_compile(FILE *out);
 void cli_usage(FILE *out);
 void cli_usage_run(FILE *out);

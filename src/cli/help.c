@@ -9,8 +9,11 @@ void cli_usage(FILE *out) {
           "\n"
           "commands:\n"
           "  check GRAPH.mlir       parse and verify a graph, print its canonical IR\n"
-          "                         ('-' reads standard input)\n"
-          "  run GRAPH.mlir [OPTS]  compile a graph and run it (CPU, or --device)\n"
+          "                         ('-' reads standard input; MODEL.onnx is imported)\n"
+          "  run GRAPH.mlir [OPTS]  compile a graph and run it (CPU, or --device);\n"
+          "                         also MODEL.onnx, its weights bound from the model\n"
+          "  import MODEL.onnx -o GRAPH.mlir --weights-out W.safetensors\n"
+          "                         write an ONNX model as MO text and its weights\n"
           "  compile GRAPH.mlir --target T --emit KIND -o FILE\n"
           "                         write the code kiln generates for a target (host,\n"
           "                         sm_80, sm_90, gfx90a, gfx942, simt-emu)\n"
@@ -37,7 +40,9 @@ void cli_usage_run(FILE *out) {
           "usage: kiln run GRAPH.mlir [OPTIONS]\n"
           "\n"
           "Compile GRAPH.mlir, run it once (or --repeat N times) and print each\n"
-          "output's name, dtype, shape and first values.\n"
+          "output's name, dtype, shape and first values. An ONNX model (MODEL.onnx,\n"
+          "or a file that is a protobuf) is imported first and its weights are\n"
+          "bound from it (--weights still overrides them).\n"
           "\n"
           "  --input NAME=FILE.npy       input NAME from a .npy file (repeatable)\n"
           "  --weights FILE.safetensors  bind weights by name (repeatable)\n"
@@ -149,6 +154,10 @@ int cli_help(int argc, char **argv) {
   }
   if (strcmp(argv[1], "check") == 0) {
     cli_usage_check(stdout);
+    return CLI_OK;
+  }
+  if (strcmp(argv[1], "import") == 0) {
+    cli_usage_import(stdout);
     return CLI_OK;
   }
   fprintf(stderr, "kiln help: unknown command '%s'\n\n", argv[1]);

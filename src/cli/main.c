@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
   if (strcmp(cmd, "run") == 0) return cli_run(argc - 1, argv + 1);
   if (strcmp(cmd, "cache") == 0) return cli_cache(argc - 1, argv + 1);
   if (strcmp(cmd, "compile") == 0) return cli_compile(argc - 1, argv + 1);
+  if (strcmp(cmd, "import") == 0) return cli_import(argc - 1, argv + 1);
   if (strcmp(cmd, "devices") == 0) return cli_devices(argc - 1, argv + 1);
   fprintf(stderr, "kiln: unknown command '%s'\n\n", cmd);
   cli_usage(stderr);

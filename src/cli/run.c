@@ -369,7 +369,7 @@ static int fill_missing(run_state *s, const run_opts *o) {
     cli_fill_random(s->ins[i], &rng);
   }
   for (int w = 0; w < s->nw; w++) {
-    if (s->wts[w]) continue;
+    if (s->wts[w] || s->m->weights[w].bound) continue; /* bound by the graph (ONNX) */
     const char *name = kiln_model_weight_name(s->m, w);
     if (!o->random) {
       fprintf(stderr,
@@ -560,7 +560,7 @@ static int execute_once(run_state *s) {
 }
 
 static int run(run_state *s, const run_opts *o) {
-  if (!(s->g = kiln_graph_load(o->graph, s->st))) return fail_st(s);
+  if (!(s->g = cli_load_graph(o->graph, s->st))) return fail_st(s);
   if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
   if (o->threads >= 0 && kiln_context_set_num_threads(s->ctx, o->threads, s->st) < 0)
     return fail_st(s);

@@ -1,0 +1,411 @@
+/* ops_shape.c - ONNX data movement: Reshape (0 and -1, allowzero), Flatten,
+ * Transpose, Concat, Split (attribute, input or num_outputs), Slice (attrs
+ * before opset 10, inputs after; steps, negative and clamped bounds, made
+ * exact for static dims), Gather, Squeeze / Unsqueeze (axes attribute or
+ * input), Expand and Tile. Over known integer data (shape computations)
+ * Reshape, Concat, Gather, Slice, Squeeze and Unsqueeze fold at import. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ox.h"
+
+#define IN(i) ox_in(x, in, nin, i, &rc)
+#define FAILED() (x->nunsup > nun0 ? 1 : -1)
+#define BEGIN int rc = 0, nun0 = x->nunsup; (void)nun0
+
+static kiln_value *reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims) {
+  char ty[4096];
+  ox_type_text(ty, sizeof ty, ox_type(a)->dtype, rank, dims);
+  return ox_op(x, "reshape", &a, 1, ty, NULL);
+}
+
+/* Integer list from an attribute (before `opset`) or known input i. */
+static int int_list(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int i, int opset,
+                    const char *attr, int64_t *v, int max, int *cnt, bool *given) {
+  *cnt = 0;
+  *given = false;
+  if (x->opset < opset) {
+    const int64_t *a = ox_attr_ints(n, attr, cnt);
+    if (*cnt > max) return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries", attr, *cnt);
+    if (a) memcpy(v, a, (size_t)*cnt * sizeof *v);
+    *given = ox_attr(n, attr) != NULL;
+    return 0;
+  }
+  if (nin <= i || !in[i]) return 0;
+  *given = true;
+  if (!ox_known_consts(in[i], v, max, cnt))
+    return ox_unsupported(x, n, "input '%s' (%s) is not known at import", in[i]->name, attr);
+  return 0;
+}
+
+int ox_op_Reshape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  if (nin < 2 || !in[0] || !in[1]) return ox_fail(x, KILN_ERR_IO, "Reshape needs data and shape");
+  bool allowzero = ox_attr_int(n, "allowzero", 0) != 0;
+  if (in[0]->known && !in[0]->init) { /* known data keeps its elements */
+    int64_t sh[IR_MAX_RANK];
+    int k;
+    if (ox_known_consts(in[1], sh, IR_MAX_RANK, &k)) {
+      int64_t prodk = 1, inf = -1;
+      for (int i = 0; i < k; i++) {
+        if (sh[i] == 0 && !allowzero) sh[i] = i < in[0]->rank ? in[0]->shape[i] : 0;
+        if (sh[i] == -1) inf = i;
+        else prodk *= sh[i];
+      }
+      if (inf >= 0 && prodk) sh[inf] = in[0]->numel / prodk;
+      return ox_set_known(x, out[0], in[0]->dtype, k, sh, in[0]->e) < 0 ? -1 : 0;
+    }
+  }
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  const ir_dim *dims[IR_MAX_RANK];
+  int nd;
+  int r = ox_reshape_dims(x, a, in[1], allowzero, dims, &nd);
+  if (r) return r;
+  if (!(out[0]->v = reshape(x, a, nd, dims))) return FAILED();
+  return 0;
+}
+
+int ox_op_Flatten(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  const ir_type *t = ox_type(a);
+  int64_t ax = ox_attr_int(n, "axis", 1);
+  if (ax < 0) ax += t->rank;
+  if (ax < 0 || ax > t->rank) return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+  ir_arena *ar = x->ir->arena;
+  const ir_dim *d[2] = {ir_dim_const(ar, 1), ir_dim_const(ar, 1)};
+  for (int i = 0; i < t->rank && d[0] && d[1]; i++)
+    d[i >= ax] = ir_dim_mul(ar, d[i >= ax], t->dims[i]);
+  if (!d[0] || !d[1]) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  if (!(out[0]->v = reshape(x, a, 2, d))) return FAILED();
+  return 0;
+}
+
+int ox_op_Transpose(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                    int nout) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  int rank = ox_type(a)->rank, np;
+  const int64_t *p = ox_attr_ints(n, "perm", &np);
+  if (p && np != rank) return ox_fail(x, KILN_ERR_VERIFY, "perm has %d entries for rank %d", np, rank);
+  char buf[512];
+  size_t k = (size_t)snprintf(buf, sizeof buf, "{dims = [");
+  for (int i = 0; i < rank; i++)
+    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld", i ? ", " : "",
+                          (long long)(p ? p[i] : rank - 1 - i));
+  snprintf(buf + k, sizeof buf - k, "]}");
+  if (rank < 2) return ox_alias(x, out[0], in[0]);
+  if (!(out[0]->v = ox_op(x, "permute", &a, 1, NULL, "%s", buf))) return FAILED();
+  return 0;
+}
+
+int ox_op_Concat(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  int64_t axis = ox_attr_int(n, "axis", 0);
+  bool known = nin > 0;
+  for (int i = 0; i < nin; i++) known = known && in[i] && in[i]->known && in[i]->rank == 1;
+  if (known) { /* shape data: 1-D known pieces */
+    const ir_dim *e[OX_KNOWN_MAX];
+    int64_t len = 0;
+    for (int i = 0; i < nin; i++) {
+      if (len + in[i]->numel > OX_KNOWN_MAX) goto build;
+      memcpy(e + len, in[i]->e, (size_t)in[i]->numel * sizeof *e);
+      len += in[i]->numel;
+    }
+    return ox_set_known(x, out[0], in[0]->dtype, 1, &len, e) < 0 ? -1 : 0;
+  }
+build:;
+  kiln_value *v[64];
+  int k = 0;
+  for (int i = 0; i < nin && k < 64; i++) {
+    if (!in[i]) continue;
+    if (!(v[k] = IN(i))) return rc;
+    k++;
+  }
+  if (!(out[0]->v = ox_op(x, "concat", v, k, NULL, "{axis = %lld}", (long long)axis)))
+    return FAILED();
+  return 0;
+}
+
+int ox_op_Split(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  const ir_type *t = ox_type(a);
+  int axis;
+  if (!ox_axis(ox_attr_int(n, "axis", 0), t->rank, &axis))
+    return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+  int64_t sizes[64];
+  int ns = 0;
+  bool given;
+  if (nout > 64) return ox_unsupported(x, n, "%d outputs", nout);
+  int r = int_list(x, n, in, nin, 1, 13, "split", sizes, 64, &ns, &given);
+  if (r) return r;
+  if (!given || ns == 0) {
+    int64_t d;
+    if (!ir_dim_is_const(t->dims[axis], &d))
+      return ox_unsupported(x, n, "an even split of a symbolic dim");
+    int parts = (int)ox_attr_int(n, "num_outputs", nout);
+    if (parts < 1) return ox_fail(x, KILN_ERR_VERIFY, "num_outputs %d", parts);
+    int64_t chunk = (d + parts - 1) / parts;
+    ns = parts;
+    for (int i = 0; i < parts; i++) {
+      int64_t left = d - chunk * i;
+      sizes[i] = left < 0 ? 0 : left < chunk ? left : chunk;
+    }
+  }
+  if (ns != nout) return ox_fail(x, KILN_ERR_VERIFY, "%d split sizes for %d outputs", ns, nout);
+  char buf[1024];
+  size_t k = (size_t)snprintf(buf, sizeof buf, "{axis = %d, split_sizes = [", axis);
+  for (int i = 0; i < ns; i++)
+    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld", i ? ", " : "", (long long)sizes[i]);
+  snprintf(buf + k, sizeof buf - k, "]}");
+  kiln_value *r0 = ox_op(x, "split", &a, 1, NULL, "%s", buf);
+  if (!r0) return FAILED();
+  for (int i = 0; i < nout; i++) out[i]->v = kiln_value_result(r0, i);
+  return 0;
+}
+
+/* ONNX's clamping of one axis for a static dim d, as exact kiln bounds. */
+static void slice_static(int64_t d, int64_t *start, int64_t *end, int64_t step) {
+  int64_t s = *start, e = *end;
+  if (s < 0) s = s + d < 0 ? 0 : s + d;
+  if (e < 0) e = e + d < 0 ? (step > 0 ? 0 : -1) : e + d;
+  if (step > 0) {
+    s = s > d ? d : s;
+    e = e > d ? d : e;
+  } else {
+    s = s > d - 1 ? d - 1 : s;
+    e = e > d - 1 ? d - 1 : e;
+  }
+  *start = s;
+  *end = step < 0 && e < 0 ? INT64_MAX : e; /* kiln: INT64_MAX stop = past the first */
+}
+
+int ox_op_Slice(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
+  int ns, ne, na, nsp;
+  bool g1, g2, g3, g4;
+  int r;
+  if ((r = int_list(x, n, in, nin, 1, 10, "starts", st, IR_MAX_RANK, &ns, &g1)) ||
+      (r = int_list(x, n, in, nin, 2, 10, "ends", en, IR_MAX_RANK, &ne, &g2)) ||
+      (r = int_list(x, n, in, nin, 3, 10, "axes", ax, IR_MAX_RANK, &na, &g3)) ||
+      (r = int_list(x, n, in, nin, 4, 10, "steps", sp, IR_MAX_RANK, &nsp, &g4)))
+    return r;
+  if (ns != ne || (g3 && na != ns) || (g4 && nsp != ns))
+    return ox_fail(x, KILN_ERR_VERIFY, "starts, ends, axes and steps differ in length");
+  int rank = nin > 0 && in[0] && in[0]->known ? in[0]->rank : -1;
+  kiln_value *a = NULL;
+  if (rank < 0) {
+    if (!(a = IN(0))) return rc;
+    rank = ox_type(a)->rank;
+  }
+  int64_t S[IR_MAX_RANK], E[IR_MAX_RANK], P[IR_MAX_RANK];
+  int used = 0;
+  for (int i = 0; i < rank; i++) S[i] = 0, E[i] = INT64_MAX, P[i] = 1;
+  for (int i = 0; i < ns; i++) {
+    int axis;
+    if (!ox_axis(g3 ? ax[i] : i, rank, &axis)) return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+    int64_t step = g4 ? sp[i] : 1;
+    if (step == 0) return ox_fail(x, KILN_ERR_VERIFY, "step 0");
+    S[axis] = st[i], E[axis] = en[i], P[axis] = step;
+    if (axis + 1 > used) used = axis + 1;
+    int64_t d;
+    bool stat = a ? ir_dim_is_const(ox_type(a)->dims[axis], &d) : (d = in[0]->shape[axis], true);
+    if (stat) {
+      slice_static(d, &S[axis], &E[axis], step);
+    } else {
+      if (step < 0) return ox_unsupported(x, n, "a negative step on a symbolic dim");
+      if (S[axis] < -(INT64_C(1) << 62)) S[axis] = 0;
+      if (E[axis] > (INT64_C(1) << 62)) E[axis] = INT64_MAX;
+    }
+  }
+  if (!a) { /* known 1-D data (shape computations) */
+    if (rank != 1) goto build;
+    const ir_dim *e[OX_KNOWN_MAX];
+    int64_t len = 0, d = in[0]->shape[0];
+    int64_t s = S[0], stop = E[0] == INT64_MAX ? (P[0] > 0 ? d : -1) : E[0];
+    for (int64_t i = s; P[0] > 0 ? i < stop : i > stop; i += P[0]) e[len++] = in[0]->e[i];
+    return ox_set_known(x, out[0], in[0]->dtype, 1, &len, e) < 0 ? -1 : 0;
+  }
+build:
+  if (!a && !(a = IN(0))) return rc;
+  if (used == 0) used = 1;
+  char buf[2048];
+  size_t k = 0;
+  const char *names[3] = {"start", "step", "stop"};
+  const int64_t *lists[3] = {S, P, E};
+  k += (size_t)snprintf(buf + k, sizeof buf - k, "{");
+  for (int l = 0; l < 3; l++) {
+    k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%s = [", l ? ", " : "", names[l]);
+    for (int i = 0; i < used; i++)
+      k += (size_t)snprintf(buf + k, sizeof buf - k, "%s%lld", i ? ", " : "", (long long)lists[l][i]);
+    k += (size_t)snprintf(buf + k, sizeof buf - k, "]");
+  }
+  snprintf(buf + k, sizeof buf - k, "}");
+  if (!(out[0]->v = ox_op(x, "slice_tensor", &a, 1, NULL, "%s", buf))) return FAILED();
+  return 0;
+}
+
+int ox_op_Gather(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  if (nin < 2 || !in[0] || !in[1]) return ox_fail(x, KILN_ERR_IO, "Gather needs data and indices");
+  int64_t idx[OX_KNOWN_MAX];
+  int ni;
+  if (in[0]->known && in[0]->rank == 1 && ox_known_consts(in[1], idx, OX_KNOWN_MAX, &ni)) {
+    const ir_dim *e[OX_KNOWN_MAX];
+    int64_t d = in[0]->shape[0];
+    for (int i = 0; i < ni; i++) {
+      int64_t j = idx[i] < 0 ? idx[i] + d : idx[i];
+      if (j < 0 || j >= d) return ox_fail(x, KILN_ERR_VERIFY, "index %lld out of range", (long long)idx[i]);
+      e[i] = in[0]->e[j];
+    }
+    return ox_set_known(x, out[0], in[0]->dtype, in[1]->rank, in[1]->shape, e) < 0 ? -1 : 0;
+  }
+  kiln_value *a = IN(0), *b = a ? IN(1) : NULL;
+  if (!b) return rc;
+  int axis;
+  if (!ox_axis(ox_attr_int(n, "axis", 0), ox_type(a)->rank, &axis))
+    return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+  if (!(out[0]->v = ox_op(x, "gather", (kiln_value *[]){a, b}, 2, NULL, "{axis = %d}", axis)))
+    return FAILED();
+  return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+int ox_op_Squeeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  int64_t axes[IR_MAX_RANK];
+  int na;
+  bool given;
+  int r = int_list(x, n, in, nin, 1, 13, "axes", axes, IR_MAX_RANK, &na, &given);
+  if (r) return r;
+  bool known = in[0] && in[0]->known && !in[0]->init;
+  kiln_value *a = NULL;
+  int rank = known ? in[0]->rank : -1;
+  if (!known) {
+    if (!(a = IN(0))) return rc;
+    rank = ox_type(a)->rank;
+  }
+  bool sq[IR_MAX_RANK] = {0};
+  for (int i = 0; i < na; i++) {
+    int ax;
+    if (!ox_axis(axes[i], rank, &ax)) return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+    sq[ax] = true;
+  }
+  if (na == 0)
+    for (int i = 0; i < rank; i++) {
+      int64_t d;
+      if (known ? in[0]->shape[i] == 1 : ir_dim_is_const(ox_type(a)->dims[i], &d) && d == 1)
+        sq[i] = true;
+      else if (!known && !ir_dim_is_const(ox_type(a)->dims[i], &d))
+        return ox_unsupported(x, n, "squeezing every 1-dim of a symbolic shape");
+    }
+  if (known) {
+    int64_t sh[IR_MAX_RANK];
+    int k = 0;
+    for (int i = 0; i < rank; i++)
+      if (!sq[i]) sh[k++] = in[0]->shape[i];
+    return ox_set_known(x, out[0], in[0]->dtype, k, sh, in[0]->e) < 0 ? -1 : 0;
+  }
+  for (int i = rank - 1; i >= 0; i--)
+    if (sq[i] && !(a = ox_op(x, "squeeze", &a, 1, NULL, "{axis = %d}", i))) return FAILED();
+  out[0]->v = a;
+  return 0;
+}
+
+int ox_op_Unsqueeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                    int nout) {
+  BEGIN;
+  int64_t axes[IR_MAX_RANK];
+  int na;
+  bool given;
+  int r = int_list(x, n, in, nin, 1, 13, "axes", axes, IR_MAX_RANK, &na, &given);
+  if (r) return r;
+  bool known = in[0] && in[0]->known && !in[0]->init;
+  kiln_value *a = NULL;
+  int rank = known ? in[0]->rank : -1;
+  if (!known) {
+    if (!(a = IN(0))) return rc;
+    rank = ox_type(a)->rank;
+  }
+  int orank = rank + na;
+  if (orank > IR_MAX_RANK) return ox_unsupported(x, n, "rank %d", orank);
+  for (int i = 0; i < na; i++) {
+    int ax;
+    if (!ox_axis(axes[i], orank, &ax)) return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+    axes[i] = ax;
+  }
+  qsort(axes, (size_t)na, sizeof *axes, cmp_i64);
+  if (known) {
+    int64_t sh[IR_MAX_RANK];
+    for (int i = 0, k = 0, j = 0; i < orank; i++)
+      sh[i] = j < na && axes[j] == i ? (j++, 1) : in[0]->shape[k++];
+    return ox_set_known(x, out[0], in[0]->dtype, orank, sh, in[0]->e) < 0 ? -1 : 0;
+  }
+  for (int i = 0; i < na; i++)
+    if (!(a = ox_op(x, "unsqueeze", &a, 1, NULL, "{axis = %lld}", (long long)axes[i])))
+      return FAILED();
+  out[0]->v = a;
+  return 0;
+}
+
+int ox_op_Expand(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  if (nin < 2 || !in[1] || !in[1]->known || in[1]->rank != 1 || in[1]->numel > IR_MAX_RANK)
+    return ox_unsupported(x, n, "the shape is not known at import");
+  const ir_type *t = ox_type(a);
+  int sr = (int)in[1]->numel, rank = sr > t->rank ? sr : t->rank;
+  const ir_dim *d[IR_MAX_RANK];
+  bool same = rank == t->rank;
+  for (int i = 0; i < rank; i++) {
+    int ia = i - (rank - t->rank), is = i - (rank - sr);
+    const ir_dim *da = ia >= 0 ? t->dims[ia] : NULL, *ds = is >= 0 ? in[1]->e[is] : NULL;
+    int64_t c;
+    if (!da) d[i] = ds;
+    else if (!ds || (ir_dim_is_const(ds, &c) && c == 1)) d[i] = da;
+    else if ((ir_dim_is_const(da, &c) && c == 1) || ir_dim_equal(da, ds)) d[i] = ds;
+    else if (ir_dim_is_const(da, &c)) d[i] = da; /* the builder checks ds against it */
+    else return ox_unsupported(x, n, "cannot tell which of two symbolic dims broadcasts");
+    if (!da || !ir_dim_equal(d[i], da)) same = false;
+  }
+  if (same) {
+    out[0]->v = a;
+    return 0;
+  }
+  char ty[4096];
+  ox_type_text(ty, sizeof ty, t->dtype, rank, d);
+  if (!(out[0]->v = ox_op(x, "broadcast_to", &a, 1, ty, NULL))) return FAILED();
+  return 0;
+}
+
+int ox_op_Tile(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  int64_t rep[IR_MAX_RANK];
+  int nr;
+  if (nin < 2 || !ox_known_consts(in[1], rep, IR_MAX_RANK, &nr))
+    return ox_unsupported(x, n, "repeats not known at import");
+  if (nr != ox_type(a)->rank) return ox_fail(x, KILN_ERR_VERIFY, "%d repeats for rank %d", nr, ox_type(a)->rank);
+  for (int i = 0; i < nr; i++) {
+    if (rep[i] < 1 || rep[i] > 64) return ox_unsupported(x, n, "repeat %lld", (long long)rep[i]);
+    if (rep[i] == 1) continue;
+    kiln_value *v[64];
+    for (int k = 0; k < rep[i]; k++) v[k] = a;
+    if (!(a = ox_op(x, "concat", v, (int)rep[i], NULL, "{axis = %d}", i))) return FAILED();
+  }
+  out[0]->v = a;
+  return 0;
+}

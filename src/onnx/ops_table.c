@@ -1,0 +1,20 @@
+/* ops_table.c - ONNX op type -> importer function, one table, looked up by
+ * linear search (a hundred rows, once per node). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "ox.h"
+
+typedef struct { const char *name; ox_op_fn fn; } op_row;
+
+#define ROW(name) {#name, ox_op_##name},
+static const op_row rows[] = {
+    OX_OPS_ELEMENTWISE(ROW) OX_OPS_NN(ROW) OX_OPS_SHAPE(ROW) OX_OPS_FOLD(ROW)
+};
+#undef ROW
+
+ox_op_fn ox_op_lookup(const char *op_type) {
+  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+    if (strcmp(rows[i].name, op_type) == 0) return rows[i].fn;
+  return NULL;
+}

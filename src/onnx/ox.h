@@ -1,0 +1,176 @@
+/* ox.h - internal to src/onnx/: the ONNX importer's state and the helpers
+ * its files share.
+ *
+ * The importer walks an ONNX graph's nodes in order and builds a kiln graph
+ * through the public builder (kiln/graph.h), so every node it adds is
+ * verified and shape-inferred at once. Each ONNX value name maps to an
+ * ox_val: a kiln value, and/or data known at import time (small integer and
+ * bool tensors whose elements are dims: Shape -> Gather -> Concat chains
+ * fold into symbolic dims this way), and/or a decoded initializer not yet
+ * placed in the graph (it becomes a constant or a weight when first used as
+ * data). Unsupported nodes are collected (errors.c) and the import goes on,
+ * so one error lists them all; their results are marked `bad` and nodes that
+ * read them are skipped. Any other failure stops the import at once with a
+ * message naming the node. */
+#ifndef KILN_SRC_ONNX_OX_H
+#define KILN_SRC_ONNX_OX_H
+
+#include <stdarg.h>
+
+#include "onnx.pb-c.h"
+#include "src/rt.h"
+#include "src/weight_source.h"
+
+/* Integer / bool tensors up to this many elements are tracked as known data. */
+#define OX_KNOWN_MAX 4096
+/* Initializers up to this many elements become constants, larger ones weights. */
+#define OX_CONST_MAX 64
+
+typedef struct ox_val {
+  const char *name;     /* the ONNX name (owned by the model proto) */
+  kiln_value *v;        /* the kiln value, or NULL until materialized */
+  bool bad;             /* made by an unsupported node */
+  /* known data: integer / bool elements as dims (constants, or symbolic) */
+  bool known;
+  ir_dtype dtype;       /* of the known data or the initializer */
+  int rank;
+  int64_t shape[IR_MAX_RANK];
+  int64_t numel;
+  const ir_dim **e;     /* numel entries (graph arena) */
+  /* an initializer not yet in the graph */
+  kiln_tensor *init;    /* decoded data (owned here until given to the weight source) */
+  bool weight;          /* materialized as a weight (init given away) */
+} ox_val;
+
+typedef struct ox_unsup ox_unsup; /* errors.c */
+
+typedef struct ox {
+  kiln_graph *g;
+  ir_graph *ir;         /* g->ir */
+  rt_wsrc *ws;
+  const char *dir;      /* the model file's directory (external data), or NULL */
+  int64_t opset;        /* of the default domain */
+  kiln_status *st;
+  /* values by name: open addressing over vals */
+  ox_val **vals;
+  int nvals, capvals;
+  int *index;
+  int capindex;
+  /* unsupported nodes (errors.c) */
+  ox_unsup *unsup;
+  int nunsup, capunsup;
+  const Onnx__NodeProto *node; /* the node being imported (messages) */
+  int nsym;             /* generated symbol names */
+} ox;
+
+/* ---- values (values.c) ---- */
+ox_val *ox_find(ox *x, const char *name);
+/* A new value named name (replacing an older one of that name). */
+ox_val *ox_new_val(ox *x, const char *name);
+/* v as a kiln value: known data and initializers become constants or
+ * weights here. NULL with st filled (or the node recorded unsupported when
+ * known data has symbolic elements: *unsup set). */
+kiln_value *ox_value(ox *x, ox_val *v, bool *unsup);
+/* Add op `op` with attributes (printf-style text, NULL for none) and an
+ * optional declared result type; errors name the ONNX node. */
+kiln_value *ox_op(ox *x, const char *op, kiln_value *const *in, int nin, const char *result_type,
+                  const char *attr_fmt, ...) __attribute__((format(printf, 6, 7)));
+kiln_value *ox_scalar(ox *x, ir_dtype dt, double v); /* a rank-0 constant */
+/* Input i as a kiln value; NULL with *rc -1 (error) or 1 (unsupported). */
+kiln_value *ox_in(ox *x, ox_val **in, int nin, int i, int *rc);
+/* dst becomes the same value as src (Identity). 0, -1 or 1. */
+int ox_alias(ox *x, ox_val *dst, ox_val *src);
+/* v holds initializer data t (taken); integer data is also known. */
+int ox_set_init(ox *x, ox_val *v, kiln_tensor *t);
+/* The result type text "!mo.tensor<[d0, ...], dt>" of dims into buf. */
+const char *ox_type_text(char *buf, size_t cap, ir_dtype dt, int rank, const ir_dim *const *dims);
+static inline const ir_type *ox_type(const kiln_value *v) { return &((const ir_value *)v)->type; }
+
+/* ---- attributes (values.c) ---- */
+const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
+int64_t ox_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt);
+double ox_attr_float(const Onnx__NodeProto *n, const char *name, double dflt);
+/* ints of attribute name: *count entries, or NULL (count 0) when absent */
+const int64_t *ox_attr_ints(const Onnx__NodeProto *n, const char *name, int *count);
+const char *ox_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt,
+                           char *buf, size_t cap);
+
+/* ---- known data (shape.c) ---- */
+/* Known integer elements all constant: copied into out[max]; *n set. */
+bool ox_known_consts(const ox_val *v, int64_t *out, int max, int *n);
+/* Make v known with `numel` dims e (copied) of dtype and shape. */
+int ox_set_known(ox *x, ox_val *v, ir_dtype dt, int rank, const int64_t *shape,
+                 const ir_dim *const *e);
+bool ox_dtype_is_known_kind(ir_dtype dt); /* integers and bool */
+/* dim `d` of value kv's type */
+static inline const ir_dim *ox_dim(const kiln_value *kv, int d) { return ox_type(kv)->dims[d]; }
+/* Axis a normalized into [0, rank) (false when out of range). */
+bool ox_axis(int64_t a, int rank, int *out);
+/* Reshape target from ONNX shape data (0: copy, unless allowzero; -1: infer)
+ * into dims[n]. Returns 0, -1 (st filled) or 1 (unsupported, recorded). */
+int ox_reshape_dims(ox *x, const kiln_value *in, const ox_val *shape, bool allowzero,
+                    const ir_dim **dims, int *n);
+/* Symbol for ONNX dim_param text (sanitized), or a fresh one (name NULL). */
+const ir_dim *ox_symbol(ox *x, const char *name);
+/* ONNX elem_type -> kiln dtype; false for strings, complex, unknown. */
+bool ox_dtype(int32_t onnx, ir_dtype *out);
+
+/* ---- tensors (tensor.c, external.c) ---- */
+/* Decode a TensorProto: raw_data borrowed from the proto, external data
+ * mapped (kept alive by ws), typed fields copied. The tensor is owned by the
+ * caller (borrowed views must not outlive ws / the proto). */
+kiln_tensor *ox_tensor_decode(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
+                              const char *what, kiln_status *st);
+/* External data of t: a pointer to nbytes bytes (mapped and kept by ws). */
+const void *ox_external_data(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
+                             size_t nbytes, const char *what, kiln_status *st);
+
+/* ---- errors (errors.c) ---- */
+/* Record node n as unsupported with a reason (printf-style); returns 1. */
+int ox_unsupported(ox *x, const Onnx__NodeProto *n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* All recorded unsupported nodes in one KILN_ERR_UNSUPPORTED status; -1. */
+int ox_report_unsupported(ox *x);
+void ox_unsup_free(ox *x);
+/* A hard error at the current node; returns -1. */
+int ox_fail(ox *x, kiln_code code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "node 'name' (OpType)" for messages */
+const char *ox_node_label(const Onnx__NodeProto *n, char *buf, size_t cap);
+
+/* ---- ops (ops_*.c) ----
+ * An op's importer reads in[nin] (NULL for an absent optional input) and
+ * fills out[nout] (ox_val objects already created). Returns 0, -1 (hard
+ * error, st filled) or 1 (unsupported: recorded with ox_unsupported). */
+typedef int (*ox_op_fn)(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                        int nout);
+ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
+
+#define OX_OPS_ELEMENTWISE(X)                                                                     \
+  X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh)             \
+  X(Sigmoid) X(Relu) X(Erf) X(Sin) X(Cos) X(Floor) X(Ceil) X(Round) X(Reciprocal) X(Sign)           \
+  X(IsNaN) X(IsInf) X(Not) X(And) X(Or) X(Xor) X(Equal) X(Greater) X(Less) X(GreaterOrEqual)        \
+  X(LessOrEqual) X(Where) X(Max) X(Min) X(Sum) X(Mean) X(Clip) X(LeakyRelu) X(Elu) X(Selu)          \
+  X(Celu) X(HardSigmoid) X(HardSwish) X(Softplus) X(Softsign) X(ThresholdedRelu) X(PRelu)           \
+  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity)
+#define OX_OPS_NN(X)                                                                              \
+  X(MatMul) X(Gemm) X(Softmax) X(LogSoftmax) X(LayerNormalization) X(ReduceSum) X(ReduceMean)       \
+  X(ReduceMax) X(ReduceMin) X(ReduceSumSquare) X(ReduceL1) X(ReduceL2) X(ReduceLogSum)              \
+  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Dropout)
+#define OX_OPS_SHAPE(X)                                                                           \
+  X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
+  X(Flatten) X(Expand) X(Tile)
+#define OX_OPS_FOLD(X) X(Constant) X(Shape) X(Size) X(ConstantOfShape) X(Range) X(ReduceProd)
+
+#define OX_DECLARE(name)                                                                          \
+  int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
+OX_OPS_ELEMENTWISE(OX_DECLARE)
+OX_OPS_NN(OX_DECLARE)
+OX_OPS_SHAPE(OX_DECLARE)
+OX_OPS_FOLD(OX_DECLARE)
+#undef OX_DECLARE
+
+/* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
+ * 2 not foldable (build it), -1 error. */
+int ox_fold_elementwise(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *out);
+
+#endif

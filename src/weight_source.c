@@ -1,0 +1,131 @@
+/* weight_source.c - the refcounted weight table a graph carries
+ * (weight_source.h). Lookups at bind time go through a sorted index so a
+ * model with thousands of weights binds in n log n. */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "weight_source.h"
+
+typedef struct wsrc_keep {
+  void *obj;
+  size_t len;            /* a mapping when fr is NULL */
+  void (*fr)(void *);
+} wsrc_keep;
+
+typedef struct wsrc_entry {
+  char *name;
+  kiln_tensor *t;
+} wsrc_entry;
+
+struct rt_wsrc {
+  atomic_int refs;
+  int n, cap, nkeep, capkeep;
+  wsrc_entry *e;
+  wsrc_keep *keep;
+};
+
+rt_wsrc *rt_wsrc_new(kiln_status *st) {
+  rt_wsrc *w = calloc(1, sizeof *w);
+  if (!w) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  }
+  atomic_init(&w->refs, 1);
+  return w;
+}
+
+rt_wsrc *rt_wsrc_retain(rt_wsrc *w) {
+  if (w) atomic_fetch_add(&w->refs, 1);
+  return w;
+}
+
+void rt_wsrc_release(rt_wsrc *w) {
+  if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
+  for (int i = 0; i < w->n; i++) {
+    free(w->e[i].name);
+    kiln_tensor_free(w->e[i].t);
+  }
+  for (int i = w->nkeep - 1; i >= 0; i--) {
+    if (w->keep[i].fr) w->keep[i].fr(w->keep[i].obj);
+    else munmap(w->keep[i].obj, w->keep[i].len);
+  }
+  free(w->e);
+  free(w->keep);
+  free(w);
+}
+
+int rt_wsrc_add(rt_wsrc *w, const char *name, kiln_tensor *t, kiln_status *st) {
+  if (w->n == w->cap) {
+    int cap = w->cap ? 2 * w->cap : 16;
+    wsrc_entry *e = realloc(w->e, (size_t)cap * sizeof *e);
+    if (!e) goto oom;
+    w->e = e;
+    w->cap = cap;
+  }
+  char *nm = strdup(name);
+  if (!nm) goto oom;
+  w->e[w->n++] = (wsrc_entry){nm, t};
+  return 0;
+oom:
+  kiln_tensor_free(t);
+  return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding weight '%s'", name);
+}
+
+static int keep(rt_wsrc *w, void *obj, size_t len, void (*fr)(void *), kiln_status *st) {
+  if (w->nkeep == w->capkeep) {
+    int cap = w->capkeep ? 2 * w->capkeep : 4;
+    wsrc_keep *k = realloc(w->keep, (size_t)cap * sizeof *k);
+    if (!k) {
+      if (fr) fr(obj);
+      else munmap(obj, len);
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    }
+    w->keep = k;
+    w->capkeep = cap;
+  }
+  w->keep[w->nkeep++] = (wsrc_keep){obj, len, fr};
+  return 0;
+}
+
+int rt_wsrc_keep_map(rt_wsrc *w, void *addr, size_t len, kiln_status *st) {
+  return keep(w, addr, len, NULL, st);
+}
+
+int rt_wsrc_keep(rt_wsrc *w, void *obj, void (*fr)(void *), kiln_status *st) {
+  return keep(w, obj, 0, fr, st);
+}
+
+int rt_wsrc_count(const rt_wsrc *w) { return w ? w->n : 0; }
+const char *rt_wsrc_name(const rt_wsrc *w, int i) {
+  return w && i >= 0 && i < w->n ? w->e[i].name : NULL;
+}
+const kiln_tensor *rt_wsrc_tensor(const rt_wsrc *w, int i) {
+  return w && i >= 0 && i < w->n ? w->e[i].t : NULL;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+  return strcmp(((const wsrc_entry *)a)->name, ((const wsrc_entry *)b)->name);
+}
+
+int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st) {
+  if (!w) return 0;
+  wsrc_entry *sorted = malloc((size_t)(w->n ? w->n : 1) * sizeof *sorted);
+  if (!sorted) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory binding weights");
+  if (w->n > 0) {
+    memcpy(sorted, w->e, (size_t)w->n * sizeof *sorted);
+    qsort(sorted, (size_t)w->n, sizeof *sorted, cmp_entry);
+  }
+  int rc = 0;
+  for (int i = 0; i < kiln_model_num_weights(m) && rc == 0; i++) {
+    wsrc_entry key = {(char *)kiln_model_weight_name(m, i), NULL};
+    const wsrc_entry *e =
+        w->n ? bsearch(&key, sorted, (size_t)w->n, sizeof *sorted, cmp_entry) : NULL;
+    if (e) rc = kiln_model_bind_weight(m, e->name, e->t, st);
+  }
+  free(sorted);
+  if (rc < 0) return -1;
+  m->wsrc = rt_wsrc_retain(w);
+  return 0;
+}

@@ -1,0 +1,472 @@
+/* test_onnx_errors.c - the ONNX importer on models built here with
+ * protobuf-c: bad input (truncated file, an initializer whose size does not
+ * match its type, missing or short external data, unsupported ops listed all
+ * at once) is a clear error naming what is wrong; weights the model carries
+ * (in the file or external, mapped) are bound at compile and outlive the
+ * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
+ * Reshape folds into a symbolic reshape; the CLI's run / import / check on
+ * such models (the imported text plus its weights run bit for bit alike). */
+#include <criterion/criterion.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "onnx.pb-c.h"
+#include "src/io.h"
+#include "src/rt.h"
+#include "tests/support/shell.h"
+
+/* ---- building small models ---- */
+/* Everything a test's model is built from, freed after each test. */
+static void *kept[4096];
+static int nkept;
+static void *keep(void *p) {
+  if (p && nkept < 4096) kept[nkept++] = p;
+  return p;
+}
+static void free_kept(void) {
+  while (nkept > 0) free(kept[--nkept]);
+}
+TestSuite(onnx_errors, .fini = free_kept);
+TestSuite(onnx_cli, .fini = free_kept);
+
+typedef struct mb {
+  Onnx__ModelProto m;
+  Onnx__GraphProto g;
+  Onnx__OperatorSetIdProto op;
+  Onnx__OperatorSetIdProto *ops[1];
+  Onnx__NodeProto *nodes[16];
+  Onnx__TensorProto *inits[8];
+  Onnx__ValueInfoProto *ins[4], *outs[4];
+} mb;
+
+static mb *mb_new(void) {
+  mb *b = keep(calloc(1, sizeof *b));
+  onnx__model_proto__init(&b->m);
+  onnx__graph_proto__init(&b->g);
+  onnx__operator_set_id_proto__init(&b->op);
+  b->op.domain = "";
+  b->op.has_version = 1;
+  b->op.version = 17;
+  b->ops[0] = &b->op;
+  b->m.n_opset_import = 1;
+  b->m.opset_import = b->ops;
+  b->m.has_ir_version = 1;
+  b->m.ir_version = 8;
+  b->m.graph = &b->g;
+  b->g.name = "t";
+  b->g.node = b->nodes;
+  b->g.initializer = b->inits;
+  b->g.input = b->ins;
+  b->g.output = b->outs;
+  return b;
+}
+
+/* A value info: f32 with dims (numbers, or names for dim_param). */
+static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const *dims) {
+  Onnx__ValueInfoProto *v = keep(calloc(1, sizeof *v));
+  onnx__value_info_proto__init(v);
+  v->name = (char *)name;
+  Onnx__TypeProto *tp = keep(calloc(1, sizeof *tp));
+  onnx__type_proto__init(tp);
+  Onnx__TypeProto__Tensor *tt = keep(calloc(1, sizeof *tt));
+  onnx__type_proto__tensor__init(tt);
+  tt->has_elem_type = 1;
+  tt->elem_type = 1;
+  Onnx__TensorShapeProto *sh = keep(calloc(1, sizeof *sh));
+  onnx__tensor_shape_proto__init(sh);
+  sh->n_dim = (size_t)rank;
+  sh->dim = keep(calloc((size_t)rank + 1, sizeof *sh->dim));
+  for (int i = 0; i < rank; i++) {
+    Onnx__TensorShapeProto__Dimension *d = keep(calloc(1, sizeof *d));
+    onnx__tensor_shape_proto__dimension__init(d);
+    if (dims[i][0] >= '0' && dims[i][0] <= '9') {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = atoll(dims[i]);
+    } else {
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+      d->dim_param = (char *)dims[i];
+    }
+    sh->dim[i] = d;
+  }
+  tt->shape = sh;
+  tp->value_case = ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE;
+  tp->tensor_type = tt;
+  v->type = tp;
+  return v;
+}
+
+static Onnx__NodeProto *node(mb *b, const char *op, const char *name, int nin,
+                             const char *const *in, const char *out) {
+  Onnx__NodeProto *n = keep(calloc(1, sizeof *n));
+  onnx__node_proto__init(n);
+  n->op_type = (char *)op;
+  n->name = (char *)name;
+  n->n_input = (size_t)nin;
+  n->input = (char **)in;
+  n->n_output = 1;
+  n->output = keep(calloc(1, sizeof *n->output));
+  n->output[0] = (char *)out;
+  b->nodes[b->g.n_node++] = n;
+  return n;
+}
+
+/* An f32 initializer of n elements 0, 1, ... in raw_data (nbytes may lie). */
+static Onnx__TensorProto *init_f32(mb *b, const char *name, int64_t n, size_t nbytes) {
+  Onnx__TensorProto *t = keep(calloc(1, sizeof *t));
+  onnx__tensor_proto__init(t);
+  t->name = (char *)name;
+  t->has_data_type = 1;
+  t->data_type = 1;
+  t->n_dims = 1;
+  t->dims = keep(calloc(1, sizeof *t->dims));
+  t->dims[0] = n;
+  float *v = keep(calloc((size_t)n + 8, sizeof *v));
+  for (int64_t i = 0; i < n; i++) v[i] = (float)i;
+  t->has_raw_data = 1;
+  t->raw_data.data = (uint8_t *)v;
+  t->raw_data.len = nbytes;
+  b->inits[b->g.n_initializer++] = t;
+  return t;
+}
+
+static Onnx__TensorProto *init_i64(mb *b, const char *name, int64_t n, const int64_t *v) {
+  Onnx__TensorProto *t = keep(calloc(1, sizeof *t));
+  onnx__tensor_proto__init(t);
+  t->name = (char *)name;
+  t->has_data_type = 1;
+  t->data_type = 7;
+  t->n_dims = 1;
+  t->dims = keep(calloc(1, sizeof *t->dims));
+  t->dims[0] = n;
+  t->n_int64_data = (size_t)n;
+  t->int64_data = (int64_t *)v;
+  b->inits[b->g.n_initializer++] = t;
+  return t;
+}
+
+static void external(Onnx__TensorProto *t, const char *loc, const char *offset,
+                     const char *length) {
+  t->has_raw_data = 0;
+  t->has_data_location = 1;
+  t->data_location = ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+  Onnx__StringStringEntryProto **e = keep(calloc(3, sizeof *e));
+  const char *k[3] = {"location", "offset", "length"}, *v[3] = {loc, offset, length};
+  int n = 0;
+  for (int i = 0; i < 3; i++) {
+    if (!v[i]) continue;
+    e[n] = keep(calloc(1, sizeof **e));
+    onnx__string_string_entry_proto__init(e[n]);
+    e[n]->key = (char *)k[i];
+    e[n]->value = (char *)v[i];
+    n++;
+  }
+  t->n_external_data = (size_t)n;
+  t->external_data = e;
+}
+
+static uint8_t *pack(mb *b, size_t *len) {
+  *len = onnx__model_proto__get_packed_size(&b->m);
+  uint8_t *buf = malloc(*len + 1);
+  onnx__model_proto__pack(&b->m, buf);
+  return buf;
+}
+
+/* The usual model: y = x + w, x and w of n f32. */
+static mb *add_model(int64_t n, size_t wbytes) {
+  mb *b = mb_new();
+  static const char *const in[] = {"x", "w"};
+  char dim[32];
+  snprintf(dim, sizeof dim, "%lld", (long long)n);
+  const char *d[1] = {keep(strdup(dim))};
+  b->ins[b->g.n_input++] = vinfo("x", 1, d);
+  b->outs[b->g.n_output++] = vinfo("y", 1, d);
+  init_f32(b, "w", n, wbytes);
+  node(b, "Add", "add0", 2, in, "y");
+  return b;
+}
+
+static char *tmpdir(void) {
+  char *d = keep(strdup("/tmp/kiln_onnx_XXXXXX"));
+  cr_assert(mkdtemp(d));
+  return d;
+}
+
+static void remove_dir(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  char *out = NULL;
+  shell_capture(cmd, &out);
+  free(out);
+}
+
+static void write_file(const char *path, const void *data, size_t len) {
+  FILE *f = fopen(path, "wb");
+  cr_assert(f);
+  fwrite(data, 1, len, f);
+  fclose(f);
+}
+
+/* Compile g (then free it) and run y = x + w on x = 1.0..; check y. */
+static void run_add(kiln_graph *g, int64_t n) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  kiln_graph_free(g); /* the model keeps the weights' memory */
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, &n, st), *y = NULL;
+  for (int64_t i = 0; i < n; i++) ((float *)kiln_tensor_data(x))[i] = 1.0f;
+  cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+  for (int64_t i = 0; i < n; i++) cr_assert_eq(((float *)kiln_tensor_data(y))[i], 1.0f + (float)i);
+  kiln_tensor_free(x);
+  kiln_tensor_free(y);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+Test(onnx_errors, truncated_file_is_an_io_error) {
+  size_t len;
+  uint8_t *buf = pack(add_model(100, 400), &len);
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(kiln_graph_from_onnx_memory(buf, len - 7, st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_IO);
+  cr_assert(strstr(kiln_status_message(st), "truncated"), "%s", kiln_status_message(st));
+  cr_assert_null(kiln_graph_from_onnx_memory("not a model at all", 18, st));
+  cr_assert_null(kiln_graph_from_onnx_file("/nonexistent/model.onnx", st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_NOT_FOUND);
+  kiln_status_free(st);
+  free(buf);
+}
+
+Test(onnx_errors, initializer_size_mismatch_names_the_tensor) {
+  size_t len;
+  uint8_t *buf = pack(add_model(100, 399), &len);
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(kiln_graph_from_onnx_memory(buf, len, st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_IO);
+  cr_assert(strstr(kiln_status_message(st), "'w'") && strstr(kiln_status_message(st), "399"),
+            "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  free(buf);
+}
+
+Test(onnx_errors, weights_in_the_file_are_bound_at_compile) {
+  size_t len;
+  uint8_t *buf = pack(add_model(100, 400), &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf); /* the graph keeps what it needs */
+  cr_assert(g, "%s", kiln_status_message(st));
+  char *txt = kiln_graph_print(g, st);
+  cr_assert(strstr(txt, "constant.external"), "%s", txt);
+  free(txt);
+  run_add(g, 100);
+  kiln_status_free(st);
+}
+
+Test(onnx_errors, external_data_is_mapped_and_bound) {
+  char *dir = tmpdir(), path[512];
+  float data[110];
+  for (int i = 0; i < 110; i++) data[i] = (float)(i - 10);
+  snprintf(path, sizeof path, "%s/w.bin", dir);
+  write_file(path, data, sizeof data);
+  mb *b = add_model(100, 400);
+  external(b->inits[0], "w.bin", "40", "400"); /* starts at element 10: value 0 */
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  snprintf(path, sizeof path, "%s/m.onnx", dir);
+  write_file(path, buf, len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_file(path, st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  run_add(g, 100);
+  /* from memory, external data has no directory to come from */
+  cr_assert_null(kiln_graph_from_onnx_memory(buf, len, st));
+  cr_assert(strstr(kiln_status_message(st), "w.bin"), "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  free(buf);
+  remove_dir(dir);
+}
+
+Test(onnx_errors, missing_or_short_external_data) {
+  char *dir = tmpdir(), path[512];
+  float data[4] = {0};
+  snprintf(path, sizeof path, "%s/short.bin", dir);
+  write_file(path, data, sizeof data);
+  kiln_status *st = kiln_status_new();
+  const char *cases[][3] = {{"gone.bin", "0", NULL}, {"short.bin", "0", NULL},
+                            {"short.bin", "8", "400"}, {"../etc/passwd", "0", NULL}};
+  const char *want[] = {"gone.bin", "outside", "outside", "leaves"};
+  for (int c = 0; c < 4; c++) {
+    mb *b = add_model(100, 400);
+    external(b->inits[0], cases[c][0], cases[c][1], cases[c][2]);
+    size_t len;
+    uint8_t *buf = pack(b, &len);
+    snprintf(path, sizeof path, "%s/m%d.onnx", dir, c);
+    write_file(path, buf, len);
+    free(buf);
+    cr_assert_null(kiln_graph_from_onnx_file(path, st));
+    const char *msg = kiln_status_message(st);
+    cr_assert(strstr(msg, "'w'") && strstr(msg, want[c]), "case %d: %s", c, msg);
+  }
+  kiln_status_free(st);
+  remove_dir(dir);
+}
+
+Test(onnx_errors, unsupported_ops_are_listed_all_at_once) {
+  mb *b = mb_new();
+  const char *d[1] = {"4"};
+  b->ins[b->g.n_input++] = vinfo("x", 1, d);
+  b->outs[b->g.n_output++] = vinfo("z", 1, d);
+  static const char *const i0[] = {"x"}, *const i1[] = {"a"}, *const i2[] = {"b"},
+                           *const i3[] = {"c"};
+  node(b, "FancyOp", "first", 1, i0, "a");
+  node(b, "Relu", "ok", 1, i1, "b");
+  node(b, "OtherOp", "second", 1, i2, "c");
+  node(b, "FancyOp", "third", 1, i3, "z");
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(kiln_graph_from_onnx_memory(buf, len, st));
+  const char *msg = kiln_status_message(st);
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED, "%s", msg);
+  cr_assert(strstr(msg, "FancyOp (2 nodes)") && strstr(msg, "'first'") && strstr(msg, "'third'") &&
+                strstr(msg, "OtherOp (1 node)") && strstr(msg, "'second'") &&
+                strstr(msg, "opset 17") && !strstr(msg, "Relu"),
+            "%s", msg);
+  kiln_status_free(st);
+  free(buf);
+}
+
+Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
+  /* y = Reshape(x, Concat(Unsqueeze(Shape(x)[0] * Shape(x)[1]), [-1])) */
+  mb *b = mb_new();
+  const char *d[3] = {"batch", "seq", "4"};
+  b->ins[b->g.n_input++] = vinfo("x", 3, d);
+  const char *od[2] = {"bs", "4"};
+  b->outs[b->g.n_output++] = vinfo("y", 2, od);
+  static const int64_t zero = 0, one = 1, minus1 = -1;
+  init_i64(b, "i0", 1, &zero);
+  init_i64(b, "i1", 1, &one);
+  init_i64(b, "m1", 1, &minus1);
+  b->inits[0]->n_dims = 0; /* scalar indices */
+  b->inits[1]->n_dims = 0;
+  static const char *const s_in[] = {"x"}, *const g0[] = {"s", "i0"}, *const g1[] = {"s", "i1"},
+                           *const mu[] = {"a", "b"}, *const un[] = {"p", "i0"},
+                           *const cc[] = {"q", "m1"}, *const rs[] = {"x", "shape"};
+  node(b, "Shape", "shape_of", 1, s_in, "s");
+  node(b, "Gather", "g0", 2, g0, "a");
+  node(b, "Gather", "g1", 2, g1, "b");
+  node(b, "Mul", "mul", 2, mu, "p");
+  node(b, "Unsqueeze", "un", 2, un, "q");
+  node(b, "Concat", "cat", 2, cc, "shape")->n_attribute = 0;
+  Onnx__AttributeProto ax;
+  onnx__attribute_proto__init(&ax);
+  ax.name = "axis";
+  ax.has_type = 1;
+  ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+  ax.has_i = 1;
+  ax.i = 0;
+  Onnx__AttributeProto *axs[1] = {&ax};
+  b->nodes[b->g.n_node - 1]->n_attribute = 1;
+  b->nodes[b->g.n_node - 1]->attribute = axs;
+  node(b, "Reshape", "reshape", 2, rs, "y");
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  char *txt = kiln_graph_print(g, st);
+  cr_assert(strstr(txt, "[batch * seq, 4]") && !strstr(txt, "gather"), "%s", txt);
+  free(txt);
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int64_t shape[3] = {2, 3, 4};
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 3, shape, st), *y = NULL;
+  cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_tensor_shape(y)[0], 6);
+  kiln_tensor_free(x);
+  kiln_tensor_free(y);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  free(buf);
+}
+
+/* ---- the CLI: kiln run MODEL.onnx, kiln import, kiln check ---- */
+static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int sh(const char *fmt, ...) {
+  char cmd[4096];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(cmd, sizeof cmd, fmt, ap);
+  va_end(ap);
+  char *out = NULL;
+  int rc = shell_capture(cmd, &out);
+  if (rc != 0 && !strstr(cmd, "2>/dev/null")) fprintf(stderr, "%s\n-> %d: %s\n", cmd, rc, out ? out : "");
+  free(out);
+  return rc;
+}
+
+static char *slurp(const char *path, size_t *len) {
+  kiln_status *st = kiln_status_new();
+  char *b = rt_read_file(path, NULL, len, st);
+  kiln_status_free(st);
+  return b;
+}
+
+Test(onnx_cli, import_then_run_gives_the_same_bits) {
+  char *dir = tmpdir(), path[512];
+  size_t len;
+  uint8_t *buf = pack(add_model(100, 400), &len);
+  snprintf(path, sizeof path, "%s/m.onnx", dir);
+  write_file(path, buf, len);
+  free(buf);
+  int64_t n = 100;
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, &n, NULL);
+  for (int i = 0; i < 100; i++) ((float *)kiln_tensor_data(x))[i] = 0.25f * (float)i;
+  snprintf(path, sizeof path, "%s/x.npy", dir);
+  cr_assert_eq(rt_npy_write(path, x, NULL), 0);
+  kiln_tensor_free(x);
+  const char *k = KILN_CLI;
+  cr_assert_eq(sh("'%s' run %s/m.onnx --input x=%s/x.npy --out %s/d1 2>&1", k, dir, dir, dir), 0);
+  cr_assert_eq(sh("'%s' import %s/m.onnx -o %s/g.mlir --weights-out %s/w.safetensors 2>&1", k, dir,
+                  dir, dir), 0);
+  cr_assert_eq(sh("'%s' check %s/g.mlir 2>&1", k, dir), 0);
+  cr_assert_eq(sh("'%s' run %s/g.mlir --weights %s/w.safetensors --input x=%s/x.npy --out %s/d2 "
+                  "2>&1", k, dir, dir, dir, dir), 0);
+  char p1[600], p2[600];
+  size_t l1, l2;
+  snprintf(p1, sizeof p1, "%s/d1/y.npy", dir);
+  snprintf(p2, sizeof p2, "%s/d2/y.npy", dir);
+  char *a = slurp(p1, &l1), *b = slurp(p2, &l2);
+  cr_assert(a && b && l1 == l2 && memcmp(a, b, l1) == 0, "outputs differ");
+  free(a);
+  free(b);
+  /* without --weights-out the weights would be lost: a usage error */
+  cr_assert_eq(sh("'%s' import %s/m.onnx -o %s/g2.mlir 2>/dev/null", k, dir, dir), 2);
+  remove_dir(dir);
+}
+
+Test(onnx_cli, unsupported_model_exits_1) {
+  mb *b = mb_new();
+  const char *d[1] = {"4"};
+  b->ins[b->g.n_input++] = vinfo("x", 1, d);
+  b->outs[b->g.n_output++] = vinfo("z", 1, d);
+  static const char *const i0[] = {"x"};
+  node(b, "FancyOp", "first", 1, i0, "z");
+  char *dir = tmpdir(), path[512];
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  snprintf(path, sizeof path, "%s/u.onnx", dir);
+  write_file(path, buf, len);
+  free(buf);
+  cr_assert_eq(sh("'%s' run %s --random-inputs 2>/dev/null", KILN_CLI, path), 1);
+  cr_assert_eq(sh("'%s' import %s 2>/dev/null", KILN_CLI, path), 1);
+  remove_dir(dir);
+}
