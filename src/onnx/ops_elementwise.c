@@ -10,14 +10,9 @@
 
 #include "ox.h"
 
-#define IN(i) ox_in(x, in, nin, i, &rc)
-#define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
-#define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
 #define OP3(name, a, b, c) ox_op(x, name, (kiln_value *[]){a, b, c}, 3, NULL, NULL)
 #define K(v) ox_scalar(x, dt, (v))
 /* rc after a NULL from the builder: -1 unless an unsupported node was recorded */
-#define FAILED() (x->nunsup > nun0 ? 1 : -1)
-#define BEGIN int rc = 0, nun0 = x->nunsup; (void)nun0
 #define DONE(val)                                                                                 \
   do {                                                                                            \
     kiln_value *r_ = (val);                                                                       \

@@ -11,17 +11,7 @@
 
 #include "ox.h"
 
-#define IN(i) ox_in(x, in, nin, i, &rc)
-#define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
-#define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
-#define FAILED() (x->nunsup > nun0 ? 1 : -1)
-#define BEGIN int rc = 0, nun0 = x->nunsup; (void)nun0
 
-static kiln_value *reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims) {
-  char ty[4096];
-  ox_type_text(ty, sizeof ty, ox_type(a)->dtype, rank, dims);
-  return ox_op(x, "reshape", &a, 1, ty, NULL);
-}
 
 /* prod(dims[from..to)) */
 static const ir_dim *prod(ox *x, const ir_type *t, int from, int to) {
@@ -91,8 +81,8 @@ static int softmax(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
     for (int i = 0; i < t->rank; i++) back[i] = t->dims[i];
     int rank = t->rank;
     if (!d2[0] || !d2[1]) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-    if (!(r = reshape(x, a, 2, d2)) || !(r = ox_op(x, op, &r, 1, NULL, "{axis = -1}")) ||
-        !(r = reshape(x, r, rank, back)))
+    if (!(r = ox_reshape(x, a, 2, d2)) || !(r = ox_op(x, op, &r, 1, NULL, "{axis = -1}")) ||
+        !(r = ox_reshape(x, r, rank, back)))
       return FAILED();
   }
   out[0]->v = r;
@@ -124,8 +114,8 @@ int ox_op_LayerNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in, int n
   if (!d2[0] || !d2[1]) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   kiln_value *x2 = a;
   bool flat = axis != rank - 1;
-  if (flat && (!(x2 = reshape(x, a, 2, d2)) || !(g = reshape(x, g, 1, &d2[1])) ||
-               (b && !(b = reshape(x, b, 1, &d2[1])))))
+  if (flat && (!(x2 = ox_reshape(x, a, 2, d2)) || !(g = ox_reshape(x, g, 1, &d2[1])) ||
+               (b && !(b = ox_reshape(x, b, 1, &d2[1])))))
     return FAILED();
   if (!b) { /* no bias: zeros */
     kiln_value *z = ox_scalar(x, dt, 0.0);
@@ -134,24 +124,24 @@ int ox_op_LayerNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in, int n
                           NULL)))
       return FAILED();
   }
-  if (ox_type(g)->rank != 1 && !(g = reshape(x, g, 1, &d2[1]))) return FAILED();
-  if (ox_type(b)->rank != 1 && !(b = reshape(x, b, 1, &d2[1]))) return FAILED();
+  if (ox_type(g)->rank != 1 && !(g = ox_reshape(x, g, 1, &d2[1]))) return FAILED();
+  if (ox_type(b)->rank != 1 && !(b = ox_reshape(x, b, 1, &d2[1]))) return FAILED();
   if (!(r = ox_op(x, "layer_norm", (kiln_value *[]){x2, g, b}, 3, NULL, "{epsilon = %.17g}", eps)))
     return FAILED();
-  if (flat && !(r = reshape(x, r, rank, back))) return FAILED();
+  if (flat && !(r = ox_reshape(x, r, rank, back))) return FAILED();
   out[0]->v = r;
   if (nout < 2 || ((!out[1] || !*out[1]->name) && (nout < 3 || !*out[2]->name))) return 0;
   /* Mean and InvStdDev: shape d[:axis] + [1] * (rank - axis) */
   const ir_dim *ms[IR_MAX_RANK];
   for (int i = 0; i < rank; i++) ms[i] = i < axis ? t->dims[i] : ir_dim_const(x->ir->arena, 1);
   kiln_value *xf = x2, *mean, *d, *var, *k;
-  if (!flat && !(xf = reshape(x, a, 2, d2))) return FAILED();
+  if (!flat && !(xf = ox_reshape(x, a, 2, d2))) return FAILED();
   if (!(mean = ox_op(x, "mean", &xf, 1, NULL, "{axis = -1}")) || !(d = OP2("sub", xf, mean)) ||
       !(d = OP2("mul", d, d)) || !(var = ox_op(x, "mean", &d, 1, NULL, "{axis = -1}")) ||
       !(k = ox_scalar(x, dt, eps)) || !(var = OP2("add", var, k)) || !(var = OP1("rsqrt", var)))
     return FAILED();
-  if (*out[1]->name && !(out[1]->v = reshape(x, mean, rank, ms))) return FAILED();
-  if (nout > 2 && *out[2]->name && !(out[2]->v = reshape(x, var, rank, ms))) return FAILED();
+  if (*out[1]->name && !(out[1]->v = ox_reshape(x, mean, rank, ms))) return FAILED();
+  if (nout > 2 && *out[2]->name && !(out[2]->v = ox_reshape(x, var, rank, ms))) return FAILED();
   return 0;
 }
 
@@ -201,7 +191,7 @@ static int reduce(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
     int k = 0;
     for (int i = 0; i < rank; i++)
       if (!red[i]) d[k++] = t->dims[i];
-    if (!(r = reshape(x, r, k, d))) return FAILED();
+    if (!(r = ox_reshape(x, r, k, d))) return FAILED();
   }
   out[0]->v = r;
   return 0;

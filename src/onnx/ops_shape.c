@@ -10,15 +10,7 @@
 
 #include "ox.h"
 
-#define IN(i) ox_in(x, in, nin, i, &rc)
-#define FAILED() (x->nunsup > nun0 ? 1 : -1)
-#define BEGIN int rc = 0, nun0 = x->nunsup; (void)nun0
 
-static kiln_value *reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims) {
-  char ty[4096];
-  ox_type_text(ty, sizeof ty, ox_type(a)->dtype, rank, dims);
-  return ox_op(x, "reshape", &a, 1, ty, NULL);
-}
 
 /* Integer list from an attribute (before `opset`) or known input i. */
 static int int_list(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int i, int opset,
@@ -63,7 +55,7 @@ int ox_op_Reshape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   int nd;
   int r = ox_reshape_dims(x, a, in[1], allowzero, dims, &nd);
   if (r) return r;
-  if (!(out[0]->v = reshape(x, a, nd, dims))) return FAILED();
+  if (!(out[0]->v = ox_reshape(x, a, nd, dims))) return FAILED();
   return 0;
 }
 
@@ -80,7 +72,7 @@ int ox_op_Flatten(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   for (int i = 0; i < t->rank && d[0] && d[1]; i++)
     d[i >= ax] = ir_dim_mul(ar, d[i >= ax], t->dims[i]);
   if (!d[0] || !d[1]) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  if (!(out[0]->v = reshape(x, a, 2, d))) return FAILED();
+  if (!(out[0]->v = ox_reshape(x, a, 2, d))) return FAILED();
   return 0;
 }
 

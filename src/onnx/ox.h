@@ -85,6 +85,18 @@ int ox_set_init(ox *x, ox_val *v, kiln_tensor *t);
 /* The result type text "!mo.tensor<[d0, ...], dt>" of dims into buf. */
 const char *ox_type_text(char *buf, size_t cap, ir_dtype dt, int rank, const ir_dim *const *dims);
 static inline const ir_type *ox_type(const kiln_value *v) { return &((const ir_value *)v)->type; }
+/* a reshaped to the dims given (ox_op with that result type) */
+kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims);
+
+/* The op mappers' shorthand (ops_*.c): BEGIN opens a mapper (rc for IN,
+ * the unsupported count to tell a failure from an unsupported node by),
+ * IN(i) is input i as a kiln value, FAILED() the mapper's return after a
+ * NULL from ox_op (1: recorded unsupported, -1: error). */
+#define BEGIN int rc = 0, nun0 = x->nunsup; (void)nun0
+#define IN(i) ox_in(x, in, nin, i, &rc)
+#define FAILED() (x->nunsup > nun0 ? 1 : -1)
+#define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
+#define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
 
 /* ---- attributes (values.c) ---- */
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);

@@ -279,3 +279,9 @@ int ox_set_init(ox *x, ox_val *v, kiln_tensor *t) {
   free(e);
   return rc;
 }
+
+kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims) {
+  char ty[4096];
+  ox_type_text(ty, sizeof ty, ox_type(a)->dtype, rank, dims);
+  return ox_op(x, "reshape", &a, 1, ty, NULL);
+}
