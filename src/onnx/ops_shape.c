@@ -274,20 +274,33 @@ static int cmp_i64(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-int ox_op_Squeeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+/* Squeeze / Unsqueeze: the axes (attribute before opset 13, input 1
+ * after), and operand 0 as known data (*known) or as a kiln value *a, with
+ * its rank. 0, -1 (error) or 1 (unsupported). */
+static int squeeze_operands(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int64_t *axes,
+                            int *na, bool *known, kiln_value **a, int *rank) {
   BEGIN;
-  int64_t axes[IR_MAX_RANK];
-  int na;
   bool given;
-  int r = int_list(x, n, in, nin, 1, 13, "axes", axes, IR_MAX_RANK, &na, &given);
+  int r = int_list(x, n, in, nin, 1, 13, "axes", axes, IR_MAX_RANK, na, &given);
   if (r) return r;
-  bool known = in[0] && in[0]->known && !in[0]->init;
-  kiln_value *a = NULL;
-  int rank = known ? in[0]->rank : -1;
-  if (!known) {
-    if (!(a = IN(0))) return rc;
-    rank = ox_type(a)->rank;
+  *known = in[0] && in[0]->known && !in[0]->init;
+  *a = NULL;
+  *rank = *known ? in[0]->rank : -1;
+  if (!*known) {
+    if (!(*a = IN(0))) return rc;
+    *rank = ox_type(*a)->rank;
   }
+  return 0;
+}
+
+int ox_op_Squeeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  int64_t axes[IR_MAX_RANK];
+  int na, rank;
+  bool known;
+  kiln_value *a;
+  int r = squeeze_operands(x, n, in, nin, axes, &na, &known, &a, &rank);
+  if (r) return r;
   bool sq[IR_MAX_RANK] = {0};
   for (int i = 0; i < na; i++) {
     int ax;
@@ -317,19 +330,13 @@ int ox_op_Squeeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
 
 int ox_op_Unsqueeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                     int nout) {
-  BEGIN;
+  int nun0 = x->nunsup; /* for FAILED() */
   int64_t axes[IR_MAX_RANK];
-  int na;
-  bool given;
-  int r = int_list(x, n, in, nin, 1, 13, "axes", axes, IR_MAX_RANK, &na, &given);
+  int na, rank;
+  bool known;
+  kiln_value *a;
+  int r = squeeze_operands(x, n, in, nin, axes, &na, &known, &a, &rank);
   if (r) return r;
-  bool known = in[0] && in[0]->known && !in[0]->init;
-  kiln_value *a = NULL;
-  int rank = known ? in[0]->rank : -1;
-  if (!known) {
-    if (!(a = IN(0))) return rc;
-    rank = ox_type(a)->rank;
-  }
   int orank = rank + na;
   if (orank > IR_MAX_RANK) return ox_unsupported(x, n, "rank %d", orank);
   for (int i = 0; i < na; i++) {

@@ -227,19 +227,13 @@ kiln_value *ox_in(ox *x, ox_val **in, int nin, int i, int *rc) {
 
 int ox_alias(ox *x, ox_val *dst, ox_val *src) {
   if (src->known && !src->init) {
-    dst->known = true;
-    dst->dtype = src->dtype;
-    dst->rank = src->rank;
-    memcpy(dst->shape, src->shape, sizeof dst->shape);
-    dst->numel = src->numel;
-    dst->e = src->e;
     dst->v = src->v;
-    return 0;
+  } else {
+    int rc = 0;
+    ox_val *one[1] = {src};
+    if (!(dst->v = ox_in(x, one, 1, 0, &rc))) return rc;
   }
-  int rc = 0;
-  ox_val *one[1] = {src};
-  if (!(dst->v = ox_in(x, one, 1, 0, &rc))) return rc;
-  if (src->known) { /* an initializer's known data stays known */
+  if (src->known) { /* known data, an initializer's included, stays known */
     dst->known = true;
     dst->dtype = src->dtype;
     dst->rank = src->rank;
