@@ -828,6 +828,69 @@ static const ir_dim *parse_int(parser *p, bool neg, size_t start) {
   return r ? r : fail_st(p, start, ST_OOM);
 }
 
+/* Whether '(' follows at `at` (spaces skipped): a function form. */
+static bool call_follows(const parser *p, size_t at) {
+  while (at < p->len && is_space(p->s[at])) at++;
+  return at < p->len && p->s[at] == '(';
+}
+
+/* The function forms MAX prints (add(s, -1), mul(s, 2), mul_no_wrap(b, s,
+ * 4)): add / mul of two or more dims, and floordiv / ceildiv / mod (x, c)
+ * with a positive constant c, the same as the infix forms. */
+static const ir_dim *parse_call(parser *p, size_t start, size_t n, ir_dim_kind kw) {
+  const char *s = p->s + start;
+  bool add = n == 3 && !memcmp(s, "add", 3);
+  bool mul = (n == 3 && !memcmp(s, "mul", 3)) || (n == 11 && !memcmp(s, "mul_no_wrap", 11));
+  if (!add && !mul && kw == IR_DIM_CONST) {
+    set_err(p->err, start, "unknown dim function '%.*s' (expected add, mul, mul_no_wrap, floordiv, ceildiv or mod)",
+            (int)(n > 32 ? 32 : n), s);
+    return NULL;
+  }
+  while (p->s[p->pos] != '(') p->pos++; /* call_follows saw it */
+  p->pos++;
+  const ir_dim *acc = NULL;
+  int nargs = 0;
+  for (;;) {
+    skip_ws(p);
+    size_t at = p->pos;
+    const ir_dim *x = parse_expr(p);
+    if (!x) return NULL;
+    int st = ST_OK;
+    if (!acc) {
+      acc = x;
+    } else if (add) {
+      if (!(acc = lin_st(p->a, acc, x, 1, &st))) return fail_st(p, at, st);
+    } else if (mul) {
+      if (!(acc = mul_st(p->a, acc, x, &st))) return fail_st(p, at, st);
+    } else {
+      int64_t v = 0;
+      if (nargs != 1 || !ir_dim_is_const(x, &v) || v <= 0) {
+        set_err(p->err, at, "%s needs a positive integer constant as its second argument",
+                div_name(kw));
+        return NULL;
+      }
+      if (!(acc = div_st(p->a, kw, acc, v, &st))) return fail_st(p, at, st);
+    }
+    nargs++;
+    skip_ws(p);
+    if (p->pos < p->len && p->s[p->pos] == ',') {
+      p->pos++;
+      continue;
+    }
+    if (p->pos < p->len && p->s[p->pos] == ')') {
+      p->pos++;
+      break;
+    }
+    set_err(p->err, p->pos, "expected ',' or ')' in '%.*s(...)'", (int)(n > 32 ? 32 : n), s);
+    return NULL;
+  }
+  if (nargs < 2) {
+    set_err(p->err, start, "'%.*s(...)' needs two arguments or more", (int)(n > 32 ? 32 : n), s);
+    return NULL;
+  }
+  return acc;
+}
+
 static const ir_dim *parse_factor_inner(parser *p) {
   skip_ws(p);
   size_t start = p->pos;
@@ -860,7 +923,9 @@ static const ir_dim *parse_factor_inner(parser *p) {
     return e;
   }
   size_t n;
-  if (keyword_at(p, start, &n) != IR_DIM_CONST || n == 0) {
+  ir_dim_kind kw = keyword_at(p, start, &n);
+  if (n > 0 && call_follows(p, start + n)) return parse_call(p, start, n, kw);
+  if (kw != IR_DIM_CONST || n == 0) {
     set_err(p->err, start, "%s", EXPECTED_DIM);
     return NULL;
   }
