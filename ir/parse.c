@@ -65,36 +65,40 @@ static int resolve_sym(void *ud, const char *name, size_t len, ir_dim_err *err) 
   return -1;
 }
 
+int ir_parse_dims(parser *p, const ir_dim **dims, int *rank, bool negative_ok) {
+  *rank = 0;
+  if (ir_lex_expect(p, '[')) return -1;
+  if (ir_lex_accept(p, ']')) return 0;
+  for (;;) {
+    size_t b = p->pos, used = 0;
+    if (*rank == IR_MAX_RANK)
+      return ir_lex_error(p, b, "a tensor has at most %d dims", IR_MAX_RANK);
+    ir_dim_err err;
+    memset(&err, 0, sizeof err);
+    p->sym_failed = false;
+    const ir_dim *dm = ir_dim_parse(p->g->arena, p->s + b, p->n - b, &used, resolve_sym, p, &err);
+    if (!dm) {
+      size_t epos = p->sym_failed ? p->sym_pos : b + (err.pos <= p->n - b ? err.pos : 0);
+      return ir_lex_error(p, epos, "%s", err.msg[0] ? err.msg : "malformed dim");
+    }
+    if (used == 0 || used > p->n - b) return ir_lex_error(p, b, "malformed dim");
+    int64_t cv;
+    if (!negative_ok && ir_dim_is_const(dm, &cv) && cv < 0)
+      return ir_lex_error(p, b, "dim %lld is negative", (long long)cv);
+    p->pos = b + used;
+    dims[(*rank)++] = dm;
+    if (ir_lex_accept(p, ',')) continue;
+    return ir_lex_expect(p, ']');
+  }
+}
+
 static int parse_type(parser *p, ir_type *t) {
   memset(t, 0, sizeof *t);
   if (!ir_lex_accept_lit(p, "!mo.tensor")) return ir_lex_expected(p, "a type '!mo.tensor<...>'");
-  if (ir_lex_expect(p, '<') || ir_lex_expect(p, '[')) return -1;
+  if (ir_lex_expect(p, '<')) return -1;
   const ir_dim *dims[IR_MAX_RANK];
   int rank = 0;
-  if (!ir_lex_accept(p, ']')) {
-    for (;;) {
-      size_t b = p->pos, used = 0;
-      if (rank == IR_MAX_RANK)
-        return ir_lex_error(p, b, "a tensor has at most %d dims", IR_MAX_RANK);
-      ir_dim_err err;
-      memset(&err, 0, sizeof err);
-      p->sym_failed = false;
-      const ir_dim *dm = ir_dim_parse(p->g->arena, p->s + b, p->n - b, &used, resolve_sym, p, &err);
-      if (!dm) {
-        size_t epos = p->sym_failed ? p->sym_pos : b + (err.pos <= p->n - b ? err.pos : 0);
-        return ir_lex_error(p, epos, "%s", err.msg[0] ? err.msg : "malformed dim");
-      }
-      if (used == 0 || used > p->n - b) return ir_lex_error(p, b, "malformed dim");
-      int64_t cv;
-      if (ir_dim_is_const(dm, &cv) && cv < 0)
-        return ir_lex_error(p, b, "dim %lld is negative", (long long)cv);
-      p->pos = b + used;
-      dims[rank++] = dm;
-      if (ir_lex_accept(p, ',')) continue;
-      if (ir_lex_expect(p, ']')) return -1;
-      break;
-    }
-  }
+  if (ir_parse_dims(p, dims, &rank, false)) return -1;
   if (ir_lex_expect(p, ',')) return -1;
   const char *s;
   size_t len, w;
@@ -306,7 +310,17 @@ static int parse_op(parser *p) {
   int pl = (int)(nlen > 64 ? 64 : nlen);
   bool known = false;
   if (nlen > 3 && memcmp(nm, "mo.", 3) == 0) ir_op_lookup(nm + 3, nlen - 3, -1000, &known);
-  if (!known) return ir_lex_error(p, op_at, "unknown op '%.*s'", pl, nm);
+  /* a MAX form: a name only MAX prints, or (below) kiln's name in MAX's syntax */
+  const max_op *row = NULL;
+  bool max = false;
+  if (!known) {
+    if (!(row = ir_max_op_find(nm, nlen))) {
+      if (nlen > 4 && memcmp(nm, "rmo.", 4) == 0)
+        return ir_lex_error(p, op_at, "unsupported MAX op '%.*s'", pl, nm);
+      return ir_lex_error(p, op_at, "unknown op '%.*s'", pl, nm);
+    }
+    max = true;
+  }
   /* operands */
   vec *uses = &p->uses, *use_at = &p->use_at;
   uses->n = use_at->n = 0;
@@ -326,28 +340,65 @@ static int parse_op(parser *p) {
     return ir_lex_expect(p, '(');
   }
   int nin = (int)uses->n;
-  int op = ir_op_lookup(nm + 3, nlen - 3, nin, &known);
-  if (op < 0) {
-    char ar[96];
-    arity_text(nm + 3, nlen - 3, ar, sizeof ar);
-    return ir_lex_error(p, op_at, "%.*s takes %s, got %d", pl, nm, ar, nin);
+  if (!max) max = ir_max_kiln_form(nm, nlen, nin, &row);
+  int op = -1;
+  if (!max) {
+    op = ir_op_lookup(nm + 3, nlen - 3, nin, &known);
+    if (op < 0) {
+      char ar[96];
+      arity_text(nm + 3, nlen - 3, ar, sizeof ar);
+      return ir_lex_error(p, op_at, "%.*s takes %s, got %d", pl, nm, ar, nin);
+    }
   }
-  const ir_op_info *info = ir_op_get((ir_op)op);
-  /* attributes */
+  /* attributes: kiln's '{...}', MAX's properties '[...]' or MAX's '<value>' */
   p->attrs.n = 0;
-  if (ir_lex_peek(p) == '{' && ir_lex_attr_dict(p)) return -1;
-  /* types */
-  if (ir_lex_expect(p, ':')) return -1;
+  int c = ir_lex_peek(p);
+  if (c == '{' && ir_lex_attr_dict(p)) return -1;
+  if (c == '[') {
+    max = true;
+    if (ir_lex_max_dict(p, '[')) return -1;
+  } else if (c == '<') {
+    max = true;
+    p->pos++;
+    attr_at *slot = ir_lex_push(&p->attrs, sizeof *slot);
+    if (!slot) return ir_lex_oom(p);
+    slot->at = slot->vat = (ir_lex_skip(p), p->pos);
+    slot->a.name = "value";
+    ir_attr tmp = slot->a;
+    if (ir_lex_attr_value(p, &tmp) || ir_lex_expect(p, '>')) return -1;
+    ((attr_at *)p->attrs.p)[0].a = tmp;
+  }
+  /* types (MAX prints none on mo.chain.create) */
   vec *in_t = &p->in_types, *out_t = &p->out_types;
   in_t->n = out_t->n = 0;
-  bool functional = ir_lex_peek(p) == '(';
-  size_t in_types_at = p->pos;
-  if (functional) {
-    if (parse_type_list(p, in_t, true)) return -1;
-    if (!ir_lex_accept_lit(p, "->")) return ir_lex_expected(p, "'->'");
+  bool functional = false;
+  size_t in_types_at = p->pos, out_types_at = p->pos;
+  if (!max || ir_lex_peek(p) == ':') {
+    if (ir_lex_expect(p, ':')) return -1;
+    functional = ir_lex_peek(p) == '(';
+    in_types_at = p->pos;
+    if (functional) {
+      if (parse_type_list(p, in_t, true)) return -1;
+      if (!ir_lex_accept_lit(p, "->")) return ir_lex_expected(p, "'->'");
+    }
+    out_types_at = (ir_lex_skip(p), p->pos);
+    if (parse_type_list(p, out_t, ir_lex_peek(p) == '(')) return -1;
   }
-  size_t out_types_at = (ir_lex_skip(p), p->pos);
-  if (parse_type_list(p, out_t, ir_lex_peek(p) == '(')) return -1;
+  if (!max && op == IR_OP_CAST && p->attrs.n == 0) max = true; /* MAX's cast: dtype from the type */
+  if (max) { /* into kiln's form, then kiln's op by name and operand count */
+    const char *kn = NULL;
+    if (!functional) in_t->n = 0;
+    if (ir_max_rewrite(p, row, nm, nlen, op_at, &kn)) return -1;
+    if (!kn) return 0; /* nothing kiln needs (mo.chain.create) */
+    nin = (int)uses->n;
+    op = ir_op_lookup(kn, strlen(kn), nin, &known);
+    if (op < 0) {
+      char ar[96];
+      arity_text(kn, strlen(kn), ar, sizeof ar);
+      return ir_lex_error(p, op_at, "%.*s (kiln's mo.%s) takes %s, got %d", pl, nm, kn, ar, nin);
+    }
+  }
+  const ir_op_info *info = ir_op_get((ir_op)op);
   /* result count */
   int nout = info->nout;
   if (op == IR_OP_CUSTOM) {
@@ -607,6 +658,14 @@ static ir_graph *parse_graph(parser *p) {
         if (graph_names(p, &gattrs[i], g->ninputs, kind_word(g->ninputs, "argument", "arguments"),
                         g->input_names))
           return NULL;
+      } else if (strcmp(an, "_kernel_library_paths") == 0) { /* MAX prints it */
+        const ir_attr *a = &gattrs[i].a;
+        if (a->kind != IR_ATTR_INTS || a->u.ints.n != 0) {
+          ir_lex_error(p, gattrs[i].vat,
+                       "_kernel_library_paths must be empty: kiln does not load MAX kernel "
+                       "libraries (custom ops come from kiln kernel libraries, mo.custom)");
+          return NULL;
+        }
       } else if (strcmp(an, "result_names") != 0) {
         ir_lex_error(p, gattrs[i].at,
                      "unknown graph attribute '%s' (expected argument_names or result_names)", an);
@@ -646,6 +705,8 @@ static ir_graph *parse_graph(parser *p) {
       return NULL;
     }
   }
+  /* MAX prints the module's attributes after the graph ({counter = 104 : i64}) */
+  if (ir_lex_peek(p) == '{' && ir_lex_max_dict(p, '{')) return NULL;
   ir_lex_skip(p);
   if (p->pos < p->n) {
     ir_lex_expected(p, "end of input after the graph");

@@ -9,6 +9,11 @@
  * strtod, correctly rounded); `nan`, `inf`, `-inf`; 0x.. hex (an int, or for
  * float dense values a bit pattern). Strings: \" \\ \n \t and \XX (two hex
  * digits, not 00) escapes, no raw newline.
+ * MAX's printed forms (ir_lex_max_dict): '[' or '{' dicts whose values may
+ * carry a ': type' suffix (`axis = -1 : index`, `counter = 7 : i64`), and
+ * whose values may be '#dialect<...>' attributes other than dense arrays
+ * (`#mosh<ape[b, 4]>`, `#M.device_ref<"cpu", 0>`), kept as their raw text
+ * (a string) for parse_max.c to read from where they start.
  * Dense values are stored as raw little-endian bytes of the dtype: ints and
  * bools (true/false, 0/1) by value, range-checked; f32 / f64 from decimals
  * (correctly rounded; overflow is an error), `nan` (the default quiet NaN,
@@ -554,7 +559,56 @@ done:
   return rc;
 }
 
-static int parse_attr_value(parser *p, ir_attr *a) {
+/* After '#' in a MAX dict: '#' name '<' ... '>' with nested <>, [] and ()
+ * and strings, kept as its raw text. */
+static int raw_hash_attr(parser *p, ir_attr *a) {
+  size_t b = p->pos, i = p->pos + 1;
+  while (is_id_char(lex_at(p, i))) i++;
+  if (i == b + 1 || lex_at(p, i) != '<') return ir_lex_expected(p, "an attribute value");
+  int depth = 0;
+  for (; i < p->n; i++) {
+    char c = p->s[i];
+    if (c == '"') {
+      for (i++; i < p->n && p->s[i] != '"' && p->s[i] != '\n'; i++)
+        if (p->s[i] == '\\') i++;
+      if (i >= p->n || p->s[i] != '"') return ir_lex_error(p, b, "unterminated string");
+    } else if (c == '<' || c == '[' || c == '(') {
+      if (++depth > 64) return ir_lex_error(p, b, "attribute nested too deeply");
+    } else if (c == '>' || c == ']' || c == ')') {
+      if (--depth == 0) break;
+    }
+  }
+  if (i >= p->n)
+    return ir_lex_error(p, b, "unterminated attribute '%.*s'", (int)(i - b > 40 ? 40 : i - b),
+                        p->s + b);
+  p->pos = i + 1;
+  a->kind = IR_ATTR_STRING;
+  a->u.s = ir_arena_strndup(p->g->arena, p->s + b, p->pos - b);
+  return a->u.s ? 0 : ir_lex_oom(p);
+}
+
+/* A type after ':' in a MAX dict (index, i64, !mosh.ape, !M.x<...>): skipped. */
+static int skip_type_suffix(parser *p) {
+  ir_lex_skip(p);
+  size_t b = p->pos, i = p->pos;
+  if (lex_at(p, i) == '!') i++;
+  if (!is_alpha(lex_at(p, i))) return ir_lex_expected(p, "a type after ':'");
+  while (is_id_char(lex_at(p, i))) i++;
+  if (lex_at(p, i) == '<') {
+    int depth = 0;
+    for (; i < p->n; i++) {
+      if (p->s[i] == '<') depth++;
+      if (p->s[i] == '>' && --depth == 0) break;
+      if (depth > 64) return ir_lex_error(p, b, "type nested too deeply");
+    }
+    if (i >= p->n) return ir_lex_error(p, b, "unterminated type");
+    i++;
+  }
+  p->pos = i;
+  return 0;
+}
+
+static int parse_attr_value(parser *p, ir_attr *a, bool max) {
   int c = ir_lex_peek(p);
   size_t b = p->pos;
   numtok t;
@@ -564,6 +618,8 @@ static int parse_attr_value(parser *p, ir_attr *a) {
   }
   if (c == '[') return parse_list(p, a);
   if (c == '#') {
+    if (max && !(p->n - p->pos >= 14 && memcmp(p->s + p->pos, "#M.dense_array", 14) == 0))
+      return raw_hash_attr(p, a);
     a->kind = IR_ATTR_DENSE;
     return parse_dense(p, &a->u.dense);
   }
@@ -601,15 +657,18 @@ static int parse_attr_value(parser *p, ir_attr *a) {
   return ir_lex_expected(p, "an attribute value");
 }
 
-/* '{' [name '=' value {',' ...}] '}' into p->attrs (cleared first). The
- * kiln.* names are facts the runtime stamps (kiln.transpose_b changes what a
- * matmul computes, kiln.packed_b how it reads B): only kernel texts, which
- * the runtime prints itself, may carry them. */
-int ir_lex_attr_dict(parser *p) {
+int ir_lex_attr_value(parser *p, ir_attr *a) { return parse_attr_value(p, a, false); }
+
+/* open [name '=' value [':' type] {',' ...}] close into p->attrs (cleared
+ * first). The kiln.* names are facts the runtime stamps (kiln.transpose_b
+ * changes what a matmul computes, kiln.packed_b how it reads B): only kernel
+ * texts, which the runtime prints itself, may carry them. */
+static int dict(parser *p, char open, bool max) {
+  char close = open == '[' ? ']' : '}';
   vec *v = &p->attrs;
   v->n = 0;
-  if (ir_lex_expect(p, '{')) return -1;
-  if (ir_lex_accept(p, '}')) return 0;
+  if (ir_lex_expect(p, open)) return -1;
+  if (ir_lex_accept(p, close)) return 0;
   for (;;) {
     const char *s;
     size_t len, w;
@@ -629,9 +688,16 @@ int ir_lex_attr_dict(parser *p) {
     if (ir_lex_expect(p, '=')) return -1;
     /* slot may move if the vector grows while parsing the value: use an index */
     ir_attr tmp = slot->a;
-    if (parse_attr_value(p, &tmp)) return -1;
+    size_t vat = (ir_lex_skip(p), p->pos);
+    if (parse_attr_value(p, &tmp, max)) return -1;
+    if (max && ir_lex_accept(p, ':') && skip_type_suffix(p)) return -1;
     ((attr_at *)v->p)[v->n - 1].a = tmp;
+    ((attr_at *)v->p)[v->n - 1].vat = vat;
     if (ir_lex_accept(p, ',')) continue;
-    return ir_lex_expect(p, '}');
+    return ir_lex_expect(p, close);
   }
 }
+
+int ir_lex_attr_dict(parser *p) { return dict(p, '{', false); }
+
+int ir_lex_max_dict(parser *p, char open) { return dict(p, open, true); }

@@ -1,6 +1,6 @@
-/* parse_lex.h - internal to the MO text parser (parse.c and parse_lex.c):
- * the parser state, the lexer, and the grammar of attribute values.
- * Not for use outside those two files.
+/* parse_lex.h - internal to the MO text parser (parse.c, parse_lex.c and
+ * parse_max.c): the parser state, the lexer, the grammar of attribute values,
+ * and the translation of MAX's printed forms. Not for use outside those files.
  *
  * Conventions: every function that can fail returns 0 (or true) on success
  * and -1 (or false) on failure; an error message is recorded once, by
@@ -24,7 +24,8 @@ typedef struct vec {
 
 typedef struct attr_at {
   ir_attr a;
-  size_t at; /* where its name is */
+  size_t at;  /* where its name is */
+  size_t vat; /* where its value is */
 } attr_at;
 
 typedef enum tok_kind { T_INT, T_FLOAT, T_HEX, T_INF, T_NAN, T_TRUE, T_FALSE } tok_kind;
@@ -103,5 +104,36 @@ int ir_lex_string(parser *p, const char **out);
  * first), values in the graph's arena; a repeated name is an error, and so
  * is a name in the runtime's kiln.* namespace unless p->runtime_attrs. */
 int ir_lex_attr_dict(parser *p);
+/* The same for MAX's printed dicts: open is '[' (properties) or '{'; a value
+ * may be followed by ': type' (skipped), and a '#name<...>' value other than
+ * a dense array is kept as a string of its raw text (read it again from
+ * attr_at.vat). */
+int ir_lex_max_dict(parser *p, char open);
+/* One attribute value (as in a '{...}' dict) into a. */
+int ir_lex_attr_value(parser *p, ir_attr *a);
+
+/* ---- parse.c ---- */
+/* '[' [dim {',' dim}] ']' at the current position: the dims of a type (at
+ * most IR_MAX_RANK), in the graph's arena, symbols resolved as in types; a
+ * negative constant is an error unless negative_ok. */
+int ir_parse_dims(parser *p, const ir_dim **dims, int *rank, bool negative_ok);
+
+/* ---- parse_max.c ---- */
+typedef struct max_op max_op;
+/* The MAX row for an op name as MAX prints it (rmo.X, rmo.mo.X, or an mo.X
+ * name kiln does not have), or NULL when MAX has none kiln maps. */
+const max_op *ir_max_op_find(const char *name, size_t len);
+/* Whether the statement `kiln` op name with nin operands is a MAX form kiln
+ * names the same but writes differently (mo.split / mo.transpose with their
+ * operand constant); *row is set when it is. */
+bool ir_max_kiln_form(const char *name, size_t len, int nin, const max_op **row);
+/* Rewrite the statement in p->uses, p->use_at, p->in_types, p->attrs,
+ * p->out_types (as read: MAX's operands and properties) into kiln's form;
+ * *kiln_name is the kiln op name (without "mo."), NULL when the statement
+ * is skipped (mo.chain.create). nm is the name as written, at op_at.
+ * row may be NULL: a kiln-named op in MAX syntax (properties in '[...]', a
+ * constant in '<...>', a mo.cast without dtype). */
+int ir_max_rewrite(parser *p, const max_op *row, const char *nm, size_t nlen, size_t op_at,
+                   const char **kiln_name);
 
 #endif
