@@ -560,25 +560,31 @@ done:
 }
 
 /* After '#' in a MAX dict: '#' name '<' ... '>' with nested <>, [] and ()
- * and strings, kept as its raw text. */
+ * and strings, on one line (as MAX prints it), kept as its raw text. */
 static int raw_hash_attr(parser *p, ir_attr *a) {
   size_t b = p->pos, i = p->pos + 1;
   while (is_id_char(lex_at(p, i))) i++;
   if (i == b + 1 || lex_at(p, i) != '<') return ir_lex_expected(p, "an attribute value");
+  char open[64]; /* the brackets open at i */
   int depth = 0;
-  for (; i < p->n; i++) {
+  for (; i < p->n && p->s[i] != '\n'; i++) {
     char c = p->s[i];
     if (c == '"') {
       for (i++; i < p->n && p->s[i] != '"' && p->s[i] != '\n'; i++)
         if (p->s[i] == '\\') i++;
       if (i >= p->n || p->s[i] != '"') return ir_lex_error(p, b, "unterminated string");
     } else if (c == '<' || c == '[' || c == '(') {
-      if (++depth > 64) return ir_lex_error(p, b, "attribute nested too deeply");
+      if (depth == (int)sizeof open) return ir_lex_error(p, b, "attribute nested too deeply");
+      open[depth++] = c == '<' ? '>' : c == '[' ? ']' : ')';
     } else if (c == '>' || c == ']' || c == ')') {
-      if (--depth == 0) break;
+      if (c != open[--depth])
+        return ir_lex_error(p, i, "expected '%c' to close the attribute's '%c', found '%c'",
+                            open[depth], open[depth] == '>' ? '<' : open[depth] == ']' ? '[' : '(',
+                            c);
+      if (depth == 0) break;
     }
   }
-  if (i >= p->n)
+  if (i >= p->n || p->s[i] == '\n')
     return ir_lex_error(p, b, "unterminated attribute '%.*s'", (int)(i - b > 40 ? 40 : i - b),
                         p->s + b);
   p->pos = i + 1;

@@ -258,6 +258,30 @@ Test(dim, parse_print_parse_round_trips) {
 
 /* --------------------------------------------------------------- parsing */
 
+Test(dim, max_function_forms_equal_the_infix_forms) {
+  assert_parses_same("add(n, -1)", "n - 1");
+  assert_parses_same("add(batch, seq, 2)", "batch + seq + 2");
+  assert_parses_same("mul(n, 2)", "2 * n");
+  assert_parses_same("mul_no_wrap(batch, seq)", "batch * seq");
+  assert_parses_same("mul_no_wrap(b, add(n, 1), 4)", "4 * b * (n + 1)");
+  assert_parses_same("floordiv(n, 4)", "n floordiv 4");
+  assert_parses_same("ceildiv(add(n, 3), 2)", "(n + 3) ceildiv 2");
+  assert_parses_same("mod(n, 3)", "n mod 3");
+  assert_parses_same("add (n , 1)", "n + 1");
+  assert_parses_same("2 * add(n, 1) - m", "2 * n + 2 - m");
+}
+
+Test(dim, max_function_form_errors_say_what_and_where) {
+  assert_parse_error("add(n)", 0, "'add(...)' needs two arguments or more");
+  assert_parse_error("frob(n, 1)", 0, "unknown dim function 'frob'");
+  assert_parse_error("floordiv(n, m)", 12, "floordiv needs a positive integer constant as its second argument");
+  assert_parse_error("mod(n, 0)", 7, "mod needs a positive integer constant");
+  assert_parse_error("mod(n, 2, 3)", 10, "mod needs a positive integer constant");
+  assert_parse_error("add(n, 1", 8, "expected ',' or ')' in 'add(...)'");
+  assert_parse_error("mul(n, )", 7, "expected a dim");
+  assert_parse_error("mul(9223372036854775807, 2)", 25, "overflow");
+}
+
 Test(dim, parse_stops_before_what_cannot_continue) {
   size_t used = 0;
   ir_dim_err err = {0};
