@@ -333,3 +333,47 @@ Test(cli, run_device_and_threads_errors) {
   HAS(out, "devices ");
   free(out);
 }
+
+/* A graph as MAX prints it (tests/max_text) runs as it is, with its weights. */
+Test(cli, run_max_printed_graph_matches_max) {
+  const char *mt = KILN_SOURCE_DIR "/tests/max_text";
+  char *dir = tmp_path("maxout"), *out;
+  cr_assert_eq(kiln(&out, "run '%s/mlp.mlir' --weights '%s/mlp/weights.safetensors' --input "
+                          "input0='%s/mlp/input0.npy' --out '%s'",
+                    mt, mt, mt, dir),
+               0, "%s", out);
+  HAS(out, "output0: f32 [5, 4] = ");
+  free(out);
+  char got_path[600], want_path[600];
+  snprintf(got_path, sizeof got_path, "%s/output0.npy", dir);
+  snprintf(want_path, sizeof want_path, "%s/mlp/output0.npy", mt);
+  kiln_tensor *got = rt_npy_read(got_path, NULL), *want = rt_npy_read(want_path, NULL);
+  cr_assert(got && want);
+  cr_assert_eq(kiln_tensor_numel(got), kiln_tensor_numel(want));
+  const float *g = kiln_tensor_data(got), *w = kiln_tensor_data(want);
+  for (int64_t i = 0; i < kiln_tensor_numel(got); i++)
+    cr_expect(fabsf(g[i] - w[i]) <= 1e-5f + 1e-4f * fabsf(w[i]), "[%lld] %g vs MAX's %g",
+              (long long)i, g[i], w[i]);
+  kiln_tensor_free(got);
+  kiln_tensor_free(want);
+  unlink(got_path);
+  snprintf(got_path, sizeof got_path, "%s/output1.npy", dir);
+  unlink(got_path);
+  rmdir(dir);
+}
+
+Test(cli, check_unsupported_max_op_is_file_line_col_and_exit_1) {
+  char *path = tmp_path("max_bad.mlir"), *out;
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs("mo.graph @g(%arg0: !mo.tensor<[4], f32>) -> !mo.tensor<[4], f32> {\n"
+        "  %0 = mo.chain.create()\n"
+        "  %1 = rmo.mo.frob(%arg0) : (!mo.tensor<[4], f32>) -> !mo.tensor<[4], f32>\n"
+        "  mo.output %1 : !mo.tensor<[4], f32>\n}\n",
+        f);
+  fclose(f);
+  cr_assert_eq(kiln(&out, "check '%s'", path), 1, "%s", out);
+  HAS(out, "max_bad.mlir:3:8: unsupported MAX op 'rmo.mo.frob'");
+  free(out);
+  unlink(path);
+}
