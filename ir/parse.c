@@ -321,6 +321,13 @@ static int parse_op(parser *p) {
     }
     max = true;
   }
+  /* MAX prints mo.custom's properties before its operands */
+  p->attrs.n = 0;
+  bool props_first = ir_lex_peek(p) == '[';
+  if (props_first) {
+    max = true;
+    if (ir_lex_max_dict(p, '[')) return -1;
+  }
   /* operands */
   vec *uses = &p->uses, *use_at = &p->use_at;
   uses->n = use_at->n = 0;
@@ -351,8 +358,7 @@ static int parse_op(parser *p) {
     }
   }
   /* attributes: kiln's '{...}', MAX's properties '[...]' or MAX's '<value>' */
-  p->attrs.n = 0;
-  int c = ir_lex_peek(p);
+  int c = props_first ? 0 : ir_lex_peek(p);
   if (c == '{' && ir_lex_attr_dict(p)) return -1;
   if (c == '[') {
     max = true;

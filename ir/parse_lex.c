@@ -14,6 +14,7 @@
  * whose values may be '#dialect<...>' attributes other than dense arrays
  * (`#mosh<ape[b, 4]>`, `#M.device_ref<"cpu", 0>`), kept as their raw text
  * (a string) for parse_max.c to read from where they start.
+ * A dense array's tensor type may say i1 (MLIR's bool, as MAX prints it).
  * Dense values are stored as raw little-endian bytes of the dtype: ints and
  * bools (true/false, 0/1) by value, range-checked; f32 / f64 from decimals
  * (correctly rounded; overflow is an error), `nan` (the default quiet NaN,
@@ -477,8 +478,11 @@ static int parse_dense(parser *p, ir_dense *out) {
   const char *s;
   size_t len, w;
   if (!ir_lex_ident(p, &s, &len, &w)) return ir_lex_expected(p, "a dtype");
-  if (!ir_dtype_from_name(s, len, &out->dtype))
+  if (lit_eq(s, len, "i1")) { /* MLIR's bool, as MAX prints it */
+    out->dtype = IR_DT_BOOL;
+  } else if (!ir_dtype_from_name(s, len, &out->dtype)) {
     return ir_lex_error(p, w, "unknown dtype '%.*s'", (int)(len > 64 ? 64 : len), s);
+  }
   if (ir_lex_expect(p, '>')) return -1;
   if ((int64_t)toks->n != numel)
     return ir_lex_error(p, b, "dense constant has %zu value%s but its type holds %lld", toks->n,

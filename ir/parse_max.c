@@ -18,6 +18,9 @@
  *              starts / stops / steps become slice_tensor's start / stop /
  *              step (a bound equal to the operand's dim plus k is k when k < 0,
  *              "to the end" otherwise)
+ *              (band_part's bounds and exclude too); cumsum's 0 / 1 flags are
+ *              bools; mo.custom [symbol = "mo.X"] (MAX runs some of its ops
+ *              as kernels named so) is kiln's mo.X
  *   implied    mo.cast's dtype is its result's; gelu_tanh is gelu {approximate
  *              = "tanh"}; mo.chain.create (it orders side effects, and kiln's
  *              graphs have none to order) is skipped
@@ -43,6 +46,8 @@ typedef enum max_fix {
   FIX_LAYER_NORM, /* (x, gamma, beta, epsilon constant) -> layer_norm {epsilon} */
   FIX_SHAPE,      /* [newShape]: the result's type says it */
   FIX_SLICE,      /* [starts, stops, steps] -> slice_tensor {start, stop, step} */
+  FIX_SCAN,       /* cumsum [axis, exclusive = 0|1, reverse = 0|1] */
+  FIX_BAND,       /* (x, num_lower, num_upper, exclude constants) -> band_part */
 } max_fix;
 
 struct max_op {
@@ -55,6 +60,7 @@ static const max_op MAX_OPS[] = {
     {"chain.create", NULL, FIX_SKIP},
     {"negative", "negate", FIX_NONE},
     {"reduce.add", "sum", FIX_AXIS},
+    {"reduce.mul", "prod", FIX_AXIS},
     {"reduce.mean", "mean", FIX_AXIS},
     {"reduce.max", "max", FIX_AXIS},
     {"reduce.min", "min", FIX_AXIS},
@@ -74,6 +80,8 @@ static const max_op MAX_OPS[] = {
     {"reshape", NULL, FIX_SHAPE},
     {"broadcast_to", NULL, FIX_SHAPE},
     {"slice", "slice_tensor", FIX_SLICE},
+    {"cumsum", NULL, FIX_SCAN},
+    {"linalg.band_part", "band_part", FIX_BAND},
 };
 static const max_op SAME = {NULL, NULL, FIX_NONE}; /* rmo.X for kiln's X */
 
@@ -188,6 +196,18 @@ static int const_ints(parser *p, int i, const char *nm, int pl, const char *name
     a.u.ints.n = (int)d->numel;
     a.u.ints.v = v;
   }
+  size_t at = operand_at(p, i);
+  drop_operand(p, i);
+  return add_attr(p, at, &a);
+}
+
+/* Operand i, a scalar bool constant, as a BOOL attribute; then dropped. */
+static int const_bool(parser *p, int i, const char *nm, int pl, const char *name) {
+  const ir_dense *d = const_operand(p, i, nm, pl, name);
+  if (!d) return -1;
+  if (d->numel != 1 || d->dtype != IR_DT_BOOL)
+    return ir_lex_error(p, operand_at(p, i), "%s of %.*s must be a scalar bool", name, pl, nm);
+  ir_attr a = {.name = name, .kind = IR_ATTR_BOOL, .u.b = *(const unsigned char *)d->data != 0};
   size_t at = operand_at(p, i);
   drop_operand(p, i);
   return add_attr(p, at, &a);
@@ -325,6 +345,29 @@ static int properties(parser *p, max_fix fix, const char *nm, int pl) {
   return 0;
 }
 
+/* MAX runs some of its own ops as custom kernels named after them
+ * (mo.custom [symbol = "mo.acos"]): kiln's op of that name. Any other MAX
+ * custom kernel is refused. */
+static int custom_builtin(parser *p, const char *nm, int pl, size_t op_at, const char **kn) {
+  size_t n = 0;
+  const char *sym = NULL;
+  for (size_t i = 0; i < p->attrs.n; i++) {
+    const ir_attr *a = &attrs(p)[i].a;
+    if (strcmp(a->name, "symbol") == 0 && a->kind == IR_ATTR_STRING)
+      sym = a->u.s;
+    else
+      attrs(p)[n++] = attrs(p)[i];
+  }
+  bool known = false;
+  if (sym && strncmp(sym, "mo.", 3) == 0) ir_op_lookup(sym + 3, strlen(sym + 3), -1000, &known);
+  if (!known)
+    return ir_lex_error(p, op_at, "%.*s [symbol = \"%s\"]: MAX's custom kernels are not supported",
+                        pl, nm, sym ? sym : "");
+  p->attrs.n = n;
+  *kn = sym + 3;
+  return 0;
+}
+
 int ir_max_rewrite(parser *p, const max_op *row, const char *nm, size_t nlen, size_t op_at,
                    const char **kiln_name) {
   int pl = (int)(nlen > 64 ? 64 : nlen);
@@ -371,9 +414,28 @@ int ir_max_rewrite(parser *p, const max_op *row, const char *nm, size_t nlen, si
     p->attrs.n = n;
     break;
   }
+  case FIX_SCAN: /* MAX prints the flags as integers */
+    for (size_t i = 0; i < p->attrs.n; i++) {
+      ir_attr *a = &attrs(p)[i].a;
+      if ((strcmp(a->name, "exclusive") == 0 || strcmp(a->name, "reverse") == 0) &&
+          a->kind == IR_ATTR_INT) {
+        if (a->u.i != 0 && a->u.i != 1)
+          return ir_lex_error(p, attrs(p)[i].vat, "%s of %.*s must be 0 or 1", a->name, pl, nm);
+        a->kind = IR_ATTR_BOOL;
+        a->u.b = a->u.i != 0;
+      }
+    }
+    break;
+  case FIX_BAND: /* operands last to first, so that each index still holds */
+    if (nin == 4 && (const_bool(p, 3, nm, pl, "exclude") ||
+                     const_ints(p, 2, nm, pl, "num_upper", true) ||
+                     const_ints(p, 1, nm, pl, "num_lower", true)))
+      return -1;
+    break;
   default:
     break;
   }
+  if (strcmp(kn, "custom") == 0 && custom_builtin(p, nm, pl, op_at, &kn)) return -1;
   if (strcmp(kn, "cast") == 0 && !find_attr(p, "dtype")) { /* MAX's cast: to its result's dtype */
     if (p->out_types.n != 1)
       return ir_lex_error(p, op_at, "%.*s needs one result type", pl, nm);

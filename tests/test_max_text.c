@@ -132,7 +132,7 @@ static void run_case(const char *name) {
 
 static const char *const CASES[] = {"unary",  "binary",   "compare", "reduce",
                                     "norm",   "movement", "slicing", "gather",
-                                    "mlp",    "attention", "integers"};
+                                    "mlp",    "attention", "integers", "extra"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 Test(max_text, unary_ops_match_max) { run_case("unary"); }
@@ -146,6 +146,7 @@ Test(max_text, gather_matches_max) { run_case("gather"); }
 Test(max_text, mlp_with_weights_matches_max) { run_case("mlp"); }
 Test(max_text, attention_matches_max) { run_case("attention"); }
 Test(max_text, integer_ops_match_max) { run_case("integers"); }
+Test(max_text, scans_band_part_prod_and_builtin_custom_kernels_match_max) { run_case("extra"); }
 
 /* A case added to the corpus must be added above. */
 Test(max_text, every_corpus_file_is_run) {
@@ -235,6 +236,12 @@ Test(max_text, kernel_libraries_and_gpu_weights_are_refused) {
   refuse(HEAD "  %0 = mo.constant.external [name = \"w\", align = 4, device = "
               "#M.device_ref<\"gpu\", 0>] : " TY "\n  mo.output %0 : " TY "\n}\n",
          KILN_ERR_PARSE, ":2:62: ", "kiln runs MAX graphs on the CPU");
+}
+
+Test(max_text, max_custom_kernels_other_than_its_builtins_are_refused) {
+  refuse(HEAD "  %1 = mo.custom [symbol = \"my_kernel\"](%arg0) : (" TY ") -> " TY "\n"
+              "  mo.output %1 : " TY "\n}\n",
+         KILN_ERR_PARSE, ":2:8: ", "[symbol = \"my_kernel\"]: MAX's custom kernels are not supported");
 }
 
 Test(max_text, wrong_operand_counts_name_the_max_op) {

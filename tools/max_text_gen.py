@@ -140,6 +140,16 @@ def integers(a, b):
             ops.sum(a, axis=-1), ops.cast(ops.cast(a, F32) * 0.5, I64)]
 
 
+@case([(F32, ["r", 6]), (F32, [6])], {"r": 4})
+def extra(x, y):
+    a = ops.abs(x)
+    return [ops.ceil(x), ops.acos(ops.tanh(x)), ops.atanh(ops.tanh(x) * 0.5),
+            ops.floor_div(x, ops.abs(y) + 0.5), ops.prod(x, axis=1), ops.cumsum(x, axis=-1),
+            ops.band_part(ops.reshape(x, ["r", 2, 3]), num_lower=0, num_upper=1),
+            ops.squeeze(ops.unsqueeze(a, 1), 1), x[1:, 1:5:2], x[:, :-1], ops.flatten(x),
+            ops.stack([x, a], axis=0), ops.outer(y, y)]
+
+
 def write_safetensors(path, tensors):
     header, blobs, off = {}, [], 0
     for name, arr in tensors.items():
