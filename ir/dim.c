@@ -842,7 +842,9 @@ static const ir_dim *parse_call(parser *p, size_t start, size_t n, ir_dim_kind k
   bool add = n == 3 && !memcmp(s, "add", 3);
   bool mul = (n == 3 && !memcmp(s, "mul", 3)) || (n == 11 && !memcmp(s, "mul_no_wrap", 11));
   if (!add && !mul && kw == IR_DIM_CONST) {
-    set_err(p->err, start, "unknown dim function '%.*s' (expected add, mul, mul_no_wrap, floordiv, ceildiv or mod)",
+    set_err(p->err, start,
+            "unknown dim function '%.*s' (expected add, mul, mul_no_wrap, floordiv, ceildiv or "
+            "mod)",
             (int)(n > 32 ? 32 : n), s);
     return NULL;
   }

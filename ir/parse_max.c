@@ -287,7 +287,8 @@ static int slice_bound(parser *p, const attr_at *pa, const ir_dim *v, const ir_d
 static int slice(parser *p, const char *nm, int pl, size_t op_at) {
   static const char *const from[] = {"starts", "stops", "steps"};
   static const char *const to[] = {"start", "stop", "step"};
-  if (p->uses.n != 1) return ir_lex_error(p, op_at, "%.*s takes 1 operand, got %zu", pl, nm, p->uses.n);
+  if (p->uses.n != 1)
+    return ir_lex_error(p, op_at, "%.*s takes 1 operand, got %zu", pl, nm, p->uses.n);
   const ir_type *t = &operand(p, 0)->type;
   for (int w = 0; w < 3; w++) {
     const attr_at *pa = find_attr(p, from[w]);

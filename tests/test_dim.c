@@ -274,7 +274,8 @@ Test(dim, max_function_forms_equal_the_infix_forms) {
 Test(dim, max_function_form_errors_say_what_and_where) {
   assert_parse_error("add(n)", 0, "'add(...)' needs two arguments or more");
   assert_parse_error("frob(n, 1)", 0, "unknown dim function 'frob'");
-  assert_parse_error("floordiv(n, m)", 12, "floordiv needs a positive integer constant as its second argument");
+  assert_parse_error("floordiv(n, m)", 12,
+                     "floordiv needs a positive integer constant as its second argument");
   assert_parse_error("mod(n, 0)", 7, "mod needs a positive integer constant");
   assert_parse_error("mod(n, 2, 3)", 10, "mod needs a positive integer constant");
   assert_parse_error("add(n, 1", 8, "expected ',' or ')' in 'add(...)'");

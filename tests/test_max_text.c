@@ -241,7 +241,8 @@ Test(max_text, kernel_libraries_and_gpu_weights_are_refused) {
 Test(max_text, max_custom_kernels_other_than_its_builtins_are_refused) {
   refuse(HEAD "  %1 = mo.custom [symbol = \"my_kernel\"](%arg0) : (" TY ") -> " TY "\n"
               "  mo.output %1 : " TY "\n}\n",
-         KILN_ERR_PARSE, ":2:8: ", "[symbol = \"my_kernel\"]: MAX's custom kernels are not supported");
+         KILN_ERR_PARSE, ":2:8: ",
+         "[symbol = \"my_kernel\"]: MAX's custom kernels are not supported");
 }
 
 Test(max_text, wrong_operand_counts_name_the_max_op) {
@@ -258,7 +259,8 @@ Test(max_text, max_forms_parse_to_kiln_ops) {
       "  %0 = mo.chain.create()\n"
       "  %1 = rmo.mo.negative(%arg0) : (" TY ") -> " TY "\n"
       "  %2 = mo.constant <#M.dense_array<1> : tensor<si64>> : !mo.tensor<[], si64>\n"
-      "  %3 = rmo.mo.reduce.add(%1, %2) : (" TY ", !mo.tensor<[], si64>) -> !mo.tensor<[n, 1], f32>\n"
+      "  %3 = rmo.mo.reduce.add(%1, %2) : (" TY
+      ", !mo.tensor<[], si64>) -> !mo.tensor<[n, 1], f32>\n"
       "  %4 = mo.cast(%arg0) : (" TY ") -> !mo.tensor<[n, 4], si32>\n"
       "  mo.output %1, %3, %4 : " TY ", !mo.tensor<[n, 1], f32>, !mo.tensor<[n, 4], si32>\n"
       "} {counter = 3 : i64}\n";
