@@ -718,6 +718,7 @@ static ir_graph *parse_graph(parser *p) {
     ir_lex_expected(p, "end of input after the graph");
     return NULL;
   }
+  if (p->absorbed.n && ir_max_drop_absorbed(p)) return NULL;
   for (int i = 0; i < ngattrs; i++)
     if (strcmp(gattrs[i].a.name, "result_names") == 0 &&
         graph_names(p, &gattrs[i], g->noutputs, kind_word(g->noutputs, "result", "results"),
@@ -727,8 +728,9 @@ static ir_graph *parse_graph(parser *p) {
 }
 
 static void parser_free(parser *p) {
-  vec *vs[] = {&p->names, &p->uses, &p->use_at, &p->in_types,   &p->out_types,
-               &p->attrs, &p->list, &p->toks,   &p->flat_attrs, &p->result_names};
+  vec *vs[] = {&p->names, &p->uses,       &p->use_at,       &p->in_types,
+               &p->out_types, &p->attrs, &p->list, &p->toks,
+               &p->flat_attrs, &p->result_names, &p->absorbed};
   for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) free(vs[i]->p);
   free(p->tab);
 }

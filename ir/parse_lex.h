@@ -52,6 +52,7 @@ typedef struct parser {
   ir_value **tab; /* values by name (open addressing), tab_cap a power of 2 */
   size_t tab_cap, tab_n;
   vec names, uses, use_at, in_types, out_types, attrs, list, toks, flat_attrs, result_names;
+  vec absorbed; /* mo.constant nodes MAX passed as operands that became attributes */
 } parser;
 
 /* Character classes (c may be -1 at the end of input). */
@@ -135,5 +136,8 @@ bool ir_max_kiln_form(const char *name, size_t len, int nin, const max_op **row)
  * constant in '<...>', a mo.cast without dtype). */
 int ir_max_rewrite(parser *p, const max_op *row, const char *nm, size_t nlen, size_t op_at,
                    const char **kiln_name);
+/* After the graph is read: drop the constants in p->absorbed that nothing
+ * uses any more (in kiln's form they are attributes). */
+int ir_max_drop_absorbed(parser *p);
 
 #endif

@@ -29,9 +29,11 @@
  *
  * Assumes: the parser's vectors hold the statement as read; constant operands
  * are mo.constant nodes already built. Guarantees: on success the vectors
- * hold a kiln statement (the dropped constants stay in the graph, unused); on
- * failure one error at a line:col. */
+ * hold a kiln statement; on failure one error at a line:col. Constants that
+ * became attributes leave the graph once it is read, unless something else
+ * uses them. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "parse_lex.h"
@@ -124,6 +126,9 @@ static size_t operand_at(const parser *p, int i) { return ((size_t *)p->use_at.p
 static attr_at *attrs(const parser *p) { return p->attrs.p; }
 
 static void drop_operand(parser *p, int i) {
+  ir_node *def = operand(p, i)->def;
+  ir_node **slot = def ? ir_lex_push(&p->absorbed, sizeof *slot) : NULL;
+  if (slot) *slot = def; /* out of memory: the constant stays, unused */
   vec *vs[] = {&p->uses, &p->use_at, &p->in_types};
   size_t sz[] = {sizeof(ir_value *), sizeof(size_t), sizeof(ir_type)};
   for (int k = 0; k < 3; k++) {
@@ -343,6 +348,43 @@ static int properties(parser *p, max_fix fix, const char *nm, int pl) {
     attrs(p)[n++] = pa;
   }
   p->attrs.n = n;
+  return 0;
+}
+
+int ir_max_drop_absorbed(parser *p) {
+  ir_graph *g = p->g;
+  bool *used = calloc((size_t)g->nvalues + 1, sizeof *used);
+  bool *drop = calloc((size_t)g->nnodes + 1, sizeof *drop);
+  if (!used || !drop) {
+    free(used);
+    free(drop);
+    return 0; /* they stay, unused */
+  }
+  for (int i = 0; i < g->nnodes; i++)
+    for (int k = 0; k < g->nodes[i]->nin; k++) used[g->nodes[i]->in[k]->id] = true;
+  for (int i = 0; i < g->noutputs; i++) used[g->outputs[i]->id] = true;
+  for (size_t i = 0; i < p->absorbed.n; i++) {
+    const ir_node *n = ((ir_node **)p->absorbed.p)[i];
+    if (n->op == IR_OP_CONSTANT && !used[n->out[0]->id]) drop[n->id] = true;
+  }
+  for (int i = 0; i < g->nchecks; i++) drop[g->checks[i].node->id] = false;
+  int nn = 0, nv = 0;
+  for (int i = 0; i < g->nvalues; i++) { /* as ir_graph_fold_transpose_b drops nodes */
+    ir_value *v = g->values[i];
+    if (v->def && drop[v->def->id]) continue;
+    v->id = nv;
+    g->values[nv++] = v;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    ir_node *n = g->nodes[i];
+    if (drop[i]) continue;
+    n->id = nn;
+    g->nodes[nn++] = n;
+  }
+  g->nvalues = nv;
+  g->nnodes = nn;
+  free(used);
+  free(drop);
   return 0;
 }
 

@@ -273,6 +273,27 @@ Test(max_text, max_forms_parse_to_kiln_ops) {
   cr_expect(strstr(printed, "mo.sum(%1) {axis = 1}"), "%s", printed);
   cr_expect(strstr(printed, "mo.cast(%arg0) {dtype = si32}"), "%s", printed);
   cr_expect_not(strstr(printed, "chain"), "%s", printed);
+  cr_expect_not(strstr(printed, "mo.constant"), "the axis constant stays:\n%s", printed);
+  free(printed);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
+/* A constant that became an attribute stays when something else uses it. */
+Test(max_text, absorbed_constant_used_elsewhere_stays) {
+  const char *text =
+      "mo.graph @g(%arg0: !mo.tensor<[2, 3], f32>) -> (!mo.tensor<[3, 2], f32>, "
+      "!mo.tensor<[2], si64>) {\n"
+      "  %1 = mo.constant <#M.dense_array<1, 0> : tensor<2xsi64>> : !mo.tensor<[2], si64>\n"
+      "  %2 = rmo.mo.transpose(%arg0, %1) : (!mo.tensor<[2, 3], f32>, !mo.tensor<[2], si64>) -> "
+      "!mo.tensor<[3, 2], f32>\n"
+      "  mo.output %2, %1 : !mo.tensor<[3, 2], f32>, !mo.tensor<[2], si64>\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "max.mlir", st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  char *printed = kiln_graph_print(g, NULL);
+  cr_expect(strstr(printed, "%1 = mo.constant"), "%s", printed);
+  cr_expect(strstr(printed, "mo.permute(%arg0) {dims = [1, 0]}"), "%s", printed);
   free(printed);
   kiln_graph_free(g);
   kiln_status_free(st);
