@@ -18,6 +18,13 @@
  * equal the operands' types. Without a `<...>` list symbols are declared by
  * first use; with one, an undeclared symbol is an error. The graph attributes
  * are argument_names and result_names (lists of strings, "" for no name).
+ * Graphs as MAX prints them parse too: an op whose name only MAX prints
+ * (rmo.*, mo.negative, ...) or written in MAX's syntax (properties '[...]'
+ * before or after the operands, a constant's value in '<...>', no types on
+ * mo.chain.create, mo.cast without dtype, mo.split / mo.transpose with a
+ * constant operand) is read into the same vectors and turned into kiln's op
+ * by ir_max_rewrite (parse_max.c); the graph may carry an empty
+ * _kernel_library_paths and be followed by an attribute dict.
  *
  * Assumes: the text need not be NUL-terminated; nothing is read past len.
  * Guarantees: returns a graph that passed ir_graph_verify, or NULL with d

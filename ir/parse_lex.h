@@ -124,9 +124,8 @@ typedef struct max_op max_op;
 /* The MAX row for an op name as MAX prints it (rmo.X, rmo.mo.X, or an mo.X
  * name kiln does not have), or NULL when MAX has none kiln maps. */
 const max_op *ir_max_op_find(const char *name, size_t len);
-/* Whether the statement `kiln` op name with nin operands is a MAX form kiln
- * names the same but writes differently (mo.split / mo.transpose with their
- * operand constant); *row is set when it is. */
+/* Whether kiln's op `name` with nin operands is written MAX's way
+ * (mo.split / mo.transpose with a constant operand); *row is set when it is. */
 bool ir_max_kiln_form(const char *name, size_t len, int nin, const max_op **row);
 /* Rewrite the statement in p->uses, p->use_at, p->in_types, p->attrs,
  * p->out_types (as read: MAX's operands and properties) into kiln's form;
