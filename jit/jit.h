@@ -85,6 +85,16 @@ const char *jit_engine_features(const jit_engine *e);
 bool jit_features_have(const char *list, const char *feat);
 const char *jit_engine_options(const jit_engine *e);
 const char *jit_llvm_version(void);
+
+/* How hard a compile optimizes. FULL: O3 and aggressive code generation,
+ * the code every cache keeps. QUICK: inlining, cleanup and the loop
+ * vectorizer, then LLVM's fast instruction selector and register
+ * allocator: about a fifth of FULL's compile time, for code that is about
+ * as fast where a kernel calls the prebuilt GEMM and 2-20x slower in norms
+ * and softmax: what a model runs while its FULL kernels build in the
+ * background (src/tier_up.c). The options of each (cache keys) differ. */
+typedef enum jit_tier { JIT_TIER_FULL = 0, JIT_TIER_QUICK = 1 } jit_tier;
+const char *jit_engine_options_tier(const jit_engine *e, jit_tier tier);
 /* The prebuilt GEMM the engine loaded (jit/template.h): the prefix of its
  * entries ("kiln_pre_v4_", "kiln_pre_v3_"), NULL when none. Kernels whose
  * GEMM sizes are symbolic call it, so their objects load only into an
@@ -96,6 +106,9 @@ const char *jit_engine_prebuilt(const jit_engine *e);
  * returned; -1 with err filled otherwise (*obj NULL). */
 int jit_compile_object(jit_engine *e, const ir_graph *kg, const char *fn_name, void **obj,
                        size_t *len, char *err, size_t errlen);
+/* The same at a chosen tier (jit_compile_object is JIT_TIER_FULL). */
+int jit_compile_object_tier(jit_engine *e, const ir_graph *kg, const char *fn_name,
+                            jit_tier tier, void **obj, size_t *len, char *err, size_t errlen);
 /* Link a copy of obj[0..len) into e's LLJIT under its own ResourceTracker and
  * look up `fn_name` into *out. The code is owned by the caller (unload it
  * with jit_code_free; *out is valid until then). NULL with err filled on

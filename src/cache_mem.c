@@ -194,12 +194,17 @@ void rt_cache_mem_set_backing(rt_cache_mem *c, const rt_cache_backing *b) {
 }
 
 void rt_cache_mem_key_parts(const rt_cache_mem *c, const char *kernel_text, rt_key_parts *out) {
+  rt_cache_mem_key_parts_tier(c, kernel_text, JIT_TIER_FULL, out);
+}
+
+void rt_cache_mem_key_parts_tier(const rt_cache_mem *c, const char *kernel_text, jit_tier tier,
+                                 rt_key_parts *out) {
   jit_engine *e = c ? c->jit : NULL;
   out->kernel = kernel_text;
   out->triple = jit_engine_triple(e);
   out->cpu = jit_engine_cpu(e);
   out->features = jit_engine_features(e);
-  out->options = jit_engine_options(e);
+  out->options = jit_engine_options_tier(e, tier);
   out->kiln_version = rt_kiln_version();
   out->llvm_version = jit_llvm_version();
 }
@@ -326,11 +331,13 @@ size_t rt_cache_mem_limit(rt_cache_mem *c) {
   return l;
 }
 
-/* Produce e's object (backing store, else compile) and load it. Runs
- * outside mu; takes the JIT lock for the load. 0 or -1 with err. */
+/* Produce e's object (backing store, else compile at mode's tier, unless
+ * mode is RT_GET_FULL_CACHED) and load it. Runs outside mu; takes the JIT
+ * lock for the load. 0, 1 when mode forbade the compile a miss needed, or
+ * -1 with err. */
 static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_cache_backing bk,
-                   bool *compiled, double *compile_ms, double *load_ms, char *err,
-                   size_t errlen) {
+                   rt_get_mode mode, bool *compiled, double *compile_ms, double *load_ms,
+                   char *err, size_t errlen) {
   *compiled = false;
   void *obj = NULL;
   size_t len = 0;
@@ -353,6 +360,7 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
     free(obj);
     obj = NULL;
   }
+  if (mode == RT_GET_FULL_CACHED) return 1;
 
   double t0 = now_ms();
   ir_diag d = {0};
@@ -361,7 +369,9 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
     set_err(err, errlen, "kernel text does not parse (%d:%d: %s)", d.line, d.col, d.msg);
     return -1;
   }
-  int rc = jit_compile_object(c->jit, kg, e->name, &obj, &len, err, errlen);
+  int rc = jit_compile_object_tier(c->jit, kg, e->name,
+                                   mode == RT_GET_QUICK ? JIT_TIER_QUICK : JIT_TIER_FULL, &obj,
+                                   &len, err, errlen);
   ir_graph_free(kg);
   *compile_ms = now_ms() - t0;
   if (rc != 0) return -1;
@@ -387,6 +397,12 @@ int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry
 int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
                           jit_kernel_fn *fn, int *outcome, double *ms, char *err,
                           size_t errlen) {
+  return rt_cache_mem_get_mode(c, kernel_text, RT_GET_FULL, entry, fn, outcome, ms, err, errlen);
+}
+
+int rt_cache_mem_get_mode(rt_cache_mem *c, const char *kernel_text, rt_get_mode mode,
+                          rt_kentry **entry, jit_kernel_fn *fn, int *outcome, double *ms,
+                          char *err, size_t errlen) {
   if (outcome) *outcome = RT_CACHE_HIT;
   if (ms) *ms = 0;
   if (entry) *entry = NULL;
@@ -396,7 +412,8 @@ int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **
     return -1;
   }
   rt_key_parts parts;
-  rt_cache_mem_key_parts(c, kernel_text, &parts);
+  rt_cache_mem_key_parts_tier(c, kernel_text, mode == RT_GET_QUICK ? JIT_TIER_QUICK : JIT_TIER_FULL,
+                              &parts);
   kc_key key;
   rt_key_compute(&parts, &key);
   uint64_t h = key_hash(&key);
@@ -427,17 +444,22 @@ int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **
   insert(c, e);
   c->st.misses++;
   rt_cache_backing bk = c->backing;
+  if (mode == RT_GET_QUICK) memset(&bk, 0, sizeof bk);
   pthread_mutex_unlock(&c->mu);
 
   bool compiled = false;
   double cms = 0, lms = 0;
-  int rc = produce(c, e, &parts, bk, &compiled, &cms, &lms, err, errlen);
-  if (outcome) *outcome = compiled ? RT_CACHE_COMPILED : RT_CACHE_BACKING_HIT;
+  int rc = produce(c, e, &parts, bk, mode, &compiled, &cms, &lms, err, errlen);
+  if (outcome) *outcome = rc == 1 ? RT_CACHE_MISS : compiled ? RT_CACHE_COMPILED
+                                                               : RT_CACHE_BACKING_HIT;
   if (ms) *ms = cms + lms;
 
   pthread_mutex_lock(&c->mu);
-  if (compiled) {
+  if (rc == 1) {
+    c->st.misses--; /* a look, not a miss: nothing was produced */
+  } else if (compiled) {
     c->st.compiles++;
+    if (mode == RT_GET_QUICK) c->st.quick_compiles++;
     c->st.compile_ms += cms;
   } else if (rc == 0) {
     c->st.backing_hits++;
@@ -455,7 +477,7 @@ int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **
   pthread_mutex_unlock(&c->mu);
   if (rc != 0) {
     free(e);
-    return -1;
+    return rc == 1 ? 0 : -1;
   }
   *entry = e;
   *fn = e->fn;

@@ -74,6 +74,7 @@ typedef struct rt_cache_stats {
   uint64_t hits;      /* gets served by an entry already there (or compiled by another thread meanwhile) */
   uint64_t misses;    /* gets that had to produce the entry */
   uint64_t compiles;  /* kernels compiled (misses not served by the backing store) */
+  uint64_t quick_compiles; /* of those, at the QUICK tier (rt_cache_mem_get_mode) */
   uint64_t backing_hits; /* misses served by the backing store's object */
   double compile_ms;  /* wall time of those compiles (text parse, lowering, O3, emission) */
   double load_ms;     /* wall time of linking objects into the LLJIT */
@@ -120,8 +121,10 @@ size_t rt_cache_mem_limit(rt_cache_mem *c); /* 0 for NULL */
 void rt_cache_mem_set_backing(rt_cache_mem *c, const rt_cache_backing *b);
 
 /* The key parts of a kernel text compiled by c (borrowed strings: valid while
- * c and kernel_text live). */
+ * c and kernel_text live), at the FULL tier; _tier: at a chosen one. */
 void rt_cache_mem_key_parts(const rt_cache_mem *c, const char *kernel_text, rt_key_parts *out);
+void rt_cache_mem_key_parts_tier(const rt_cache_mem *c, const char *kernel_text, jit_tier tier,
+                                 rt_key_parts *out);
 
 /* Get the kernel of kernel_text (an ir_kernel_text), compiling and loading it
  * on a miss. 0 with *entry (a reference) and *fn set, or -1 with err filled
@@ -131,9 +134,22 @@ int rt_cache_mem_get(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry
 /* rt_cache_mem_get that also says how this call got the entry (outcome:
  * RT_CACHE_HIT, RT_CACHE_BACKING_HIT or RT_CACHE_COMPILED) and the wall time
  * it spent producing it (ms: 0 for a hit). outcome and ms may be NULL. */
-enum { RT_CACHE_HIT = 0, RT_CACHE_BACKING_HIT = 1, RT_CACHE_COMPILED = 2 };
+enum { RT_CACHE_HIT = 0, RT_CACHE_BACKING_HIT = 1, RT_CACHE_COMPILED = 2, RT_CACHE_MISS = 3 };
 int rt_cache_mem_get_info(rt_cache_mem *c, const char *kernel_text, rt_kentry **entry,
                           jit_kernel_fn *fn, int *outcome, double *ms, char *err, size_t errlen);
+/* How rt_cache_mem_get_mode gets an entry:
+ *   RT_GET_FULL: the FULL tier's kernel, compiled on a miss (what
+ *     rt_cache_mem_get_info does);
+ *   RT_GET_FULL_CACHED: the FULL tier's only if the table or the backing
+ *     store has it: on a miss, 0 with *entry and *fn NULL and outcome
+ *     RT_CACHE_MISS (nothing compiled);
+ *   RT_GET_QUICK: the QUICK tier's (jit.h), compiled on a miss; the backing
+ *     store is neither read nor written (such code only serves until the
+ *     FULL kernel is built, tier_up.c). */
+typedef enum rt_get_mode { RT_GET_FULL, RT_GET_FULL_CACHED, RT_GET_QUICK } rt_get_mode;
+int rt_cache_mem_get_mode(rt_cache_mem *c, const char *kernel_text, rt_get_mode mode,
+                          rt_kentry **entry, jit_kernel_fn *fn, int *outcome, double *ms,
+                          char *err, size_t errlen);
 /* Drop a reference from rt_cache_mem_get. The entry stays cached while the
  * bound allows (see rt_cache_mem_set_limit); the caller must not use e or
  * its function afterwards. Unloading what the bound no longer allows takes

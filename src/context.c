@@ -31,6 +31,7 @@
 #include "kernel_lib.h"
 #include "pool.h"
 #include "rt.h"
+#include "tier_up.h"
 #include "variants.h"
 
 /* KILN_SPECIALIZE=off|sync|async|ahead, else async. */
@@ -96,6 +97,7 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   jit_engine_set_libs(ctx->jit, &resolver);
   rt_cache_mem_set_limit(ctx->kcache, code_limit);
   atomic_store(&ctx->specialize, default_policy());
+  atomic_store(&ctx->tier_up_min, rt_tier_up_env());
   ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status);
   rt_ok(st);
   return ctx;

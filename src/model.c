@@ -30,6 +30,7 @@
 #include "rt.h"
 #include "weight_source.h"
 #include "pool.h"
+#include "tier_up.h"
 #include "variants.h"
 
 
@@ -143,18 +144,20 @@ static int collect_ports(kiln_model *m, kiln_status *st) {
   return 0;
 }
 
-/* Kernel of node i through the pipeline (the context's caches); 0 or -1
- * with st filled. Safe to run for different nodes of m at once (the cache
- * compiles in parallel, test_cache_mem). */
-static int compile_kernel(kiln_model *m, int i, kiln_status *st) {
+/* Kernel of node i through the pipeline (the context's caches) at `mode`
+ * (cache_mem.h: RT_GET_FULL_CACHED leaves m->kernels[i] NULL on a miss);
+ * 0 or -1 with st filled. Safe to run for different nodes of m at once
+ * (the cache compiles in parallel, test_cache_mem). */
+static int compile_kernel(kiln_model *m, int i, rt_get_mode mode, kiln_status *st) {
   rt_target t;
   rt_target_host(&t, m->ctx);
   rt_host_kernel k;
-  if (rt_pipeline_compile_host(&t, m->g, i, NULL, &k, st) < 0) return -1;
+  if (rt_pipeline_compile_host_mode(&t, m->g, i, NULL, mode, &k, st) < 0) return -1;
   m->kentries[i] = k.entry;
   m->kernels[i] = k.fn;
   m->ksym_map[i] = k.sym_map;
   m->knsyms[i] = k.nsyms;
+  m->kquick[i] = k.fn && mode == RT_GET_QUICK;
   return 0;
 }
 
@@ -166,6 +169,7 @@ typedef struct compile_job {
   kiln_model *m;
   const int *nodes; /* the nodes that get a kernel, GEMMs first */
   int n;
+  rt_get_mode mode;
   kiln_status *sts; /* n statuses, one per entry of nodes */
 } compile_job;
 
@@ -177,15 +181,18 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
   if (lo >= hi) return 0;
   int32_t rc = 0;
   for (int k = lo; k < hi; k++)
-    if (compile_kernel(j->m, j->nodes[k], &j->sts[k]) < 0) rc = 1;
+    if (compile_kernel(j->m, j->nodes[k], j->mode, &j->sts[k]) < 0) rc = 1;
   return rc;
 }
 
-/* Every node's kernel but the sources' and the aliases'. With a GEMM among
- * several to compile (a static GEMM inlines the template at O3: most of a
- * cold compile) and a context of several threads, they compile on its
- * pool, GEMMs first. That starts the pool's workers, which a model with a
- * GEMM would start at its first split execute anyway; a model without one
+/* Every node's kernel but the sources' and the aliases'. First, when the
+ * context builds quick kernels first (tier_up.c), the ones its caches hold
+ * at FULL; then the rest: at QUICK when there are enough of them (their
+ * FULL rebuild is queued), else at FULL. With a GEMM among several to
+ * compile (a static GEMM inlines the template at O3: most of a cold
+ * compile) and a context of several threads, they compile on its pool,
+ * GEMMs first. That starts the pool's workers, which a model with a GEMM
+ * would start at its first split execute anyway; a model without one
  * compiles in the calling thread and starts none (once a process has a
  * second thread, glibc's malloc takes its slower multi-threaded path: relu
  * execute 80 -> 185 ns, measured). The compile holds the pool: another
@@ -197,9 +204,10 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   m->kentries = calloc(nn, sizeof *m->kentries);
   m->ksym_map = calloc(nn, sizeof *m->ksym_map);
   m->knsyms = calloc(nn, sizeof *m->knsyms);
+  m->kquick = calloc(nn, sizeof *m->kquick);
   int *nodes = malloc(nn * sizeof *nodes);
   kiln_status *sts = calloc(nn, sizeof *sts);
-  if (!m->kentries || !m->ksym_map || !m->knsyms || !nodes || !sts) {
+  if (!m->kentries || !m->ksym_map || !m->knsyms || !m->kquick || !nodes || !sts) {
     free(nodes);
     free(sts);
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -213,19 +221,36 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
     }
     if (pass == 0) ngemm = n;
   }
-  compile_job job = {m, nodes, n, sts};
+  rt_get_mode mode = RT_GET_FULL;
+  int todo = n; /* nodes[0 .. todo): still without a kernel */
+  if (rt_tier_up_wanted(m, n)) {
+    compile_job look = {m, nodes, n, RT_GET_FULL_CACHED, sts};
+    void *args[1] = {&look};
+    (void)compile_part(args, NULL, 0, 1);
+    todo = 0;
+    for (int k = 0; k < n; k++) { /* failed ones too: the compile below reports them */
+      if (!m->kernels[nodes[k]]) nodes[todo++] = nodes[k];
+      free(sts[k].msg);
+    }
+    memset(sts, 0, nn * sizeof *sts);
+    ngemm = 0;
+    for (int k = 0; k < todo; k++) ngemm += ir_node_matmul(g->nodes[nodes[k]]) != NULL;
+    if (rt_tier_up_wanted(m, todo)) mode = RT_GET_QUICK;
+  }
+  compile_job job = {m, nodes, todo, mode, sts};
   void *args[1] = {&job};
-  int rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, n)
+  int rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, todo)
                       : compile_part(args, NULL, 0, 1)) != 0 ? -1 : 0;
   int first = -1; /* the failed entry of the lowest node */
-  for (int k = 0; k < n; k++)
+  for (int k = 0; k < todo; k++)
     if (sts[k].code != KILN_OK && (first < 0 || nodes[k] < nodes[first])) first = k;
   if (first >= 0) rt_err(st, sts[first].code, "%s", sts[first].msg ? sts[first].msg : "?");
   else if (rc < 0) rt_err(st, KILN_ERR_COMPILE, "graph @%s: compiling its kernels failed", g->name);
-  for (int k = 0; k < n; k++) free(sts[k].msg);
+  for (int k = 0; k < todo; k++) free(sts[k].msg);
   free(sts);
   free(nodes);
-  return rc < 0 || first >= 0 ? -1 : 0;
+  if (rc < 0 || first >= 0) return -1;
+  return mode == RT_GET_QUICK ? rt_tier_up_start(m, st) : 0;
 }
 
 /* A model of g for ctx with nothing prepared yet: the clone only. */
@@ -334,11 +359,13 @@ KILN_API kiln_device *kiln_model_device(const kiln_model *m) { return m ? m->dev
 static void host_free(kiln_model *m) {
   rt_captures_free(m); /* their variant references first */
   rt_prepack_free(m);
+  rt_tier_up_free(m);
   if (m->kentries)
     for (int i = 0; i < m->g->nnodes; i++) rt_cache_mem_release(m->ctx->kcache, m->kentries[i]);
   if (m->ksym_map)
     for (int i = 0; i < m->g->nnodes; i++) free(m->ksym_map[i]);
   free(m->kentries);
+  free(m->kquick);
   free(m->ksym_map);
   free(m->knsyms);
   free(m->kernels);
@@ -632,10 +659,12 @@ int rt_model_port_shape(const kiln_model *m, bool is_weight, int i, const int64_
 
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms) {
   const int *map = m->ksym_map[node];
-  if (!map) return rt_kernel_call(m, node, m->kernels[node], args, syms, syms);
+  /* acquire: a FULL kernel swapped in by the compile thread (tier_up.c) */
+  jit_kernel_fn fn = __atomic_load_n(&m->kernels[node], __ATOMIC_ACQUIRE);
+  if (!map) return rt_kernel_call(m, node, fn, args, syms, syms);
   int64_t ks[RT_KERNEL_MAX_SYMS];
   for (int j = 0, n = m->knsyms[node]; j < n; j++) ks[j] = syms[map[j]];
-  return rt_kernel_call(m, node, m->kernels[node], args, ks, syms);
+  return rt_kernel_call(m, node, fn, args, ks, syms);
 }
 
 /* ---- the host backend (backend.h) ---- */

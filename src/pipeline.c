@@ -222,6 +222,12 @@ static int keep_map(const int *map, int nks, bool always, int **out, kiln_status
 
 int rt_pipeline_compile_host(const rt_target *t, const ir_graph *g, int i, const rt_binding *b,
                              rt_host_kernel *out, kiln_status *st) {
+  return rt_pipeline_compile_host_mode(t, g, i, b, RT_GET_FULL, out, st);
+}
+
+int rt_pipeline_compile_host_mode(const rt_target *t, const ir_graph *g, int i,
+                                  const rt_binding *b, rt_get_mode mode, rt_host_kernel *out,
+                                  kiln_status *st) {
   memset(out, 0, sizeof *out);
   int *map = malloc(((size_t)g->nsyms + 1) * sizeof *map);
   if (!map) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -231,9 +237,15 @@ int rt_pipeline_compile_host(const rt_target *t, const ir_graph *g, int i, const
     return -1;
   }
   char err[1024] = "";
-  int rc = rt_cache_mem_get_info(rt_context_cache(t->ctx), text, &out->entry, &out->fn,
+  int rc = rt_cache_mem_get_mode(rt_context_cache(t->ctx), text, mode, &out->entry, &out->fn,
                                  &out->outcome, &out->ms, err, sizeof err);
   free(text);
+  if (rc == 0 && out->outcome == RT_CACHE_MISS) { /* RT_GET_FULL_CACHED: nothing held */
+    free(map);
+    memset(out, 0, sizeof *out);
+    out->outcome = RT_CACHE_MISS;
+    return 0;
+  }
   if (rc < 0 || !out->fn) {
     char desc[256];
     rt_err(st, KILN_ERR_COMPILE, "%s%s: %s", rt_pipeline_node_desc(g, i, desc, sizeof desc),

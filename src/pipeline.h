@@ -114,6 +114,12 @@ typedef struct rt_host_kernel {
  * graph at once. */
 int rt_pipeline_compile_host(const rt_target *t, const ir_graph *g, int i, const rt_binding *b,
                              rt_host_kernel *out, kiln_status *st);
+/* The same through rt_cache_mem_get_mode (cache_mem.h): with
+ * RT_GET_FULL_CACHED a kernel no cache holds gives 0 with out->fn NULL and
+ * out->outcome RT_CACHE_MISS. */
+int rt_pipeline_compile_host_mode(const rt_target *t, const ir_graph *g, int i,
+                                  const rt_binding *b, rt_get_mode mode, rt_host_kernel *out,
+                                  kiln_status *st);
 
 /* A SIMT kernel's code: image (malloc'd: PTX text, a linked code object,
  * an emulator object), its function's name, the kernel's symbol map

@@ -59,6 +59,8 @@ struct kiln_context {
   atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
   atomic_int busy;       /* executes running on the context's models now (model.c) */
   struct rt_spec_ctx *spec;      /* compile queue and thread, counters, defaults (spec: variants.c) */
+  atomic_int tier_up_min; /* kiln_context_set_tier_up's threshold, 0: off (tier_up.c) */
+  atomic_int quick_live;  /* kernels of live models still running QUICK code (tier_up.c) */
   struct kc_disk **disk_retired; /* stores replaced by kiln_context_set_cache_dir, closed at free */
   int ndisk_retired;
   /* ---- threads (pool.c, pool.h) ---- */
@@ -106,6 +108,17 @@ struct kiln_model {
   struct rt_kentry **kentries; /* g->nnodes entries, NULL for source nodes */
   int **ksym_map;              /* g->nnodes entries */
   int *knsyms;                 /* g->nnodes entries */
+  /* ---- quick kernels first (tier_up.c) ----
+   * kquick[i]: kentries[i] was built at the QUICK tier; kfull[i]: the FULL
+   * entry that replaced it in kernels[i] (NULL until built; written by the
+   * compile thread, released at free; the array NULL when nothing was
+   * quick); quick_built / quick_live: such nodes, and those of them still
+   * running quick code. */
+  bool *kquick;
+  struct rt_kentry **kfull;
+  int *korder; /* quick_built nodes: the order of their rebuilds (tier_up.c) */
+  int quick_built;
+  atomic_int quick_live;
   /* memory planner (plan.c, plan.h): the lifetimes and the last few plans,
    * built on the first execute in g's arena; plan_lock is a spin lock (0 =
    * free) guarding them; plan_peak is the largest arena an execute used. */

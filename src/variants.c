@@ -47,6 +47,7 @@
 #include "plan.h"
 #include "pool.h"
 #include "spec_policy.h"
+#include "tier_up.h"
 #include "variants.h"
 
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
@@ -54,7 +55,7 @@
 
 /* Counter slots, in kiln_counter order (KERNELS_EVICTED and CODE_BYTES are
  * the cache's, their slots unused); COMPILE_MS is kept in microseconds. */
-#define NCOUNTERS (KILN_COUNTER_AUTO_BUCKETS + 1)
+#define NCOUNTERS (KILN_COUNTER_QUICK_LIVE + 1)
 
 struct rt_variant {
   int64_t *key;           /* g->nsyms entries (variants.h) */
@@ -83,7 +84,7 @@ struct rt_variants {
 
 typedef struct spec_job {
   kiln_model *m;
-  int64_t *key;
+  int64_t *key;           /* NULL for a tier-up job (tier_up.c) */
   atomic_int cancel;
   struct spec_job *next;
 } spec_job;
@@ -245,15 +246,15 @@ static void cancel_jobs(kiln_model *m) {
   pthread_mutex_unlock(&s->mu);
   for (spec_job *next; dead; dead = next) {
     next = dead->next;
-    count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
-    count(m, KILN_COUNTER_ASYNC_PENDING, -1);
+    if (dead->key) {
+      count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
+      count(m, KILN_COUNTER_ASYNC_PENDING, -1);
+    }
     job_free(dead);
   }
 }
 
-void rt_variants_cancel(kiln_model *m) {
-  if (m->variants) cancel_jobs(m);
-}
+void rt_variants_cancel(kiln_model *m) { cancel_jobs(m); }
 
 void rt_variants_free(kiln_model *m, rt_variants *vs) {
   if (!vs) return;
@@ -456,6 +457,18 @@ fail:
 
 /* ---- the compile thread ---- */
 
+/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, paced:
+ * while requests have the CPUs, rest as long as each took (half a core). */
+static void tier_up(kiln_model *m, atomic_int *cancel) {
+  for (int k = 0; k < m->quick_built && !atomic_load(cancel); k++) {
+    bool contended = wait_quiet(m->ctx, cancel);
+    if (atomic_load(cancel)) break;
+    double c0 = cpu_ms();
+    (void)rt_tier_up_node(m, k); /* a failure keeps the quick kernel */
+    if (contended) rest(cpu_ms() - c0, cancel);
+  }
+}
+
 static void *compile_thread(void *arg) {
   rt_spec_ctx *s = arg;
 #ifdef SYS_gettid
@@ -476,6 +489,14 @@ static void *compile_thread(void *arg) {
     kiln_model *m = j->m; /* valid: its free waits for this job (cancel_jobs) */
     int delay = atomic_load(&s->test_delay_ms);
     if (delay > 0) rest(delay, &j->cancel);
+    if (!j->key) {
+      tier_up(m, &j->cancel);
+      pthread_mutex_lock(&s->mu);
+      s->running = NULL;
+      pthread_cond_broadcast(&s->done_cv);
+      job_free(j);
+      continue;
+    }
     rt_variants *vs = m->variants;
     pthread_mutex_lock(&vs->lock);
     rt_variant *have = find_locked(m, vs, j->key);
@@ -508,10 +529,11 @@ static void enqueue(kiln_model *m, const int64_t *key) {
   size_t bytes = (size_t)m->g->nsyms * sizeof *key;
   int bound = bound_of(m, m->variants);
   pthread_mutex_lock(&s->mu);
-  bool dup = s->running && s->running->m == m && memcmp(s->running->key, key, bytes) == 0;
+  bool dup = s->running && s->running->m == m && s->running->key &&
+             memcmp(s->running->key, key, bytes) == 0;
   int mine = 0;
   for (spec_job *j = s->head; j && !dup; j = j->next)
-    if (j->m == m) {
+    if (j->m == m && j->key) {
       mine++;
       dup = memcmp(j->key, key, bytes) == 0;
     }
@@ -542,6 +564,28 @@ static void enqueue(kiln_model *m, const int64_t *key) {
   pthread_mutex_unlock(&s->mu);
   job_free(j);
   count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
+}
+
+void rt_tier_up_enqueue(kiln_model *m) {
+  rt_spec_ctx *s = m->ctx->spec;
+  spec_job *j = s ? calloc(1, sizeof *j) : NULL;
+  if (!j) return; /* the quick kernels keep serving */
+  j->m = m;
+  pthread_mutex_lock(&s->mu);
+  if (!s->started && !s->stop &&
+      pthread_create(&s->thread, NULL, compile_thread, s) == 0)
+    s->started = true;
+  if (!s->started || s->stop) {
+    pthread_mutex_unlock(&s->mu);
+    job_free(j);
+    return;
+  }
+  j->next = s->head; /* first: a model's own kernels before any variant */
+  s->head = j;
+  if (!s->tail) s->tail = j;
+  s->queued++;
+  pthread_cond_signal(&s->work_cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 /* ---- the execute path ---- */
@@ -899,15 +943,19 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
 
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
   if (!m || (int)c < 0 || (int)c >= NPUBLIC) return -1;
+  if (c == KILN_COUNTER_QUICK_KERNELS) return m->quick_built;
+  if (c == KILN_COUNTER_QUICK_LIVE) return atomic_load(&((kiln_model *)m)->quick_live);
   if (!m->variants || c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES) return 0;
   return counter_value(m->variants->c, c);
 }
 
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
   if (!ctx || !ctx->spec || (int)c < 0 || (int)c >= NPUBLIC) return -1;
+  if (c == KILN_COUNTER_QUICK_LIVE) return atomic_load(&((kiln_context *)ctx)->quick_live);
   if (c == KILN_COUNTER_KERNEL_HITS || c == KILN_COUNTER_DISK_HITS ||
       c == KILN_COUNTER_COMPILES || c == KILN_COUNTER_COMPILE_MS ||
-      c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES) {
+      c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES ||
+      c == KILN_COUNTER_QUICK_KERNELS) {
     rt_cache_stats cs;
     rt_cache_mem_stats(ctx->kcache, &cs);
     return c == KILN_COUNTER_KERNEL_HITS     ? (double)cs.hits
@@ -915,6 +963,7 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
            : c == KILN_COUNTER_COMPILES      ? (double)cs.compiles
            : c == KILN_COUNTER_KERNELS_EVICTED ? (double)cs.evicted
            : c == KILN_COUNTER_CODE_BYTES    ? (double)cs.code_bytes
+           : c == KILN_COUNTER_QUICK_KERNELS ? (double)cs.quick_compiles
                                              : cs.compile_ms + cs.load_ms;
   }
   return counter_value(ctx->spec->c, c);

@@ -53,6 +53,10 @@ void rt_spec_set_test_delay(kiln_context *ctx, int ms);
  * variant, drop every variant), so counts do not depend on timing. */
 void rt_spec_set_test_trial(kiln_context *ctx, int mode);
 
+/* Queue m's rebuild of its QUICK kernels (tier_up.c) ahead of every
+ * specialization job; never dropped (one per model). */
+void rt_tier_up_enqueue(kiln_model *m);
+
 /* ---- per model ---- */
 /* The variant table of a model (nothing compiled yet); NULL on OOM. */
 rt_variants *rt_variants_new(void);
