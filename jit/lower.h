@@ -228,6 +228,10 @@ int jit_lower_matmul(jit_fn *f);
 int jit_lower_reduce(jit_fn *f);      /* sum mean prod max min argmax argmin */
 int jit_lower_scan(jit_fn *f);        /* cumsum (scan.c) */
 int jit_lower_band_part(jit_fn *f);   /* band_part (band.c) */
+int jit_lower_gather_index(jit_fn *f); /* gather_nd gather_elements (index.c) */
+int jit_lower_scatter(jit_fn *f);      /* scatter*, scatter_nd* (index.c) */
+int jit_lower_tile(jit_fn *f);         /* tile (index.c) */
+int jit_lower_range(jit_fn *f);        /* range (index.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

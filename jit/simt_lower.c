@@ -3,7 +3,8 @@
  *   elements  grid-stride loop over the result's elements (elementwise ops,
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
  *             permute, concat, split, slice_tensor, gather, band_part
- *             (band.c), and a mo.fused
+ *             (band.c), gather_nd, gather_elements, tile, range (index.c),
+ *             and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
  *             row (simt_rows.c: sum, mean, max, min, argmax, argmin,
@@ -13,6 +14,9 @@
  *   tiles     matmul: 16x16 output tiles, A and B tiles staged in shared
  *             memory, one block per tile and batch matrix; a mo.fused GEMM
  *             applies its epilogue to each output element (simt_fused.c);
+ *   serial    one block whose first thread runs the whole node in order
+ *             (index.c: the scatter family, whose updates must apply in
+ *             index order);
  *   custom    mo.custom / mo.inplace_custom (custom.c): every thread calls
  *             the kernel library's function; grid by the simt_grid
  *             attribute (kiln/kernel.h). An elementwise custom kernel
@@ -444,6 +448,7 @@ typedef enum launch_shape {
   L_TILES,
   L_CUSTOM, /* elements for an elementwise custom kernel, else its simt_grid */
   L_FUSED,  /* tiles for a GEMM with an epilogue, else elements */
+  L_SERIAL, /* one block; its first thread does the whole node (scatter) */
 } launch_shape;
 
 static int lower_custom(jit_simt_fn *sf) {
@@ -484,7 +489,11 @@ static int lower_custom(jit_simt_fn *sf) {
   X(FUSED, L_FUSED, jit_simt_lower_fused)               \
   X(CUSTOM, L_CUSTOM, lower_custom)                     \
   X(SCAN, L_LINES, jit_simt_lower_scan)                 \
-  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)
+  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)   \
+  X(GATHER_INDEX, L_ELEMENTS, jit_simt_lower_gather_index) \
+  X(SCATTER, L_SERIAL, jit_simt_lower_scatter)          \
+  X(TILE, L_ELEMENTS, jit_simt_lower_tile)              \
+  X(RANGE, L_ELEMENTS, jit_simt_lower_range)
 
 typedef struct simt_rule {
   launch_shape shape;
@@ -533,6 +542,10 @@ int jit_simt_check_node(const ir_node *n, char *err, size_t errlen) {
     return -1;
   }
   if (info->cls == IR_CLS_FUSED) return jit_simt_check_fused(n, err, errlen);
+  if (info->cls == IR_CLS_MATMUL && (n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)) {
+    snprintf(err, errlen, "mo.matmul: a 1-D operand is not supported on SIMT targets yet");
+    return -1;
+  }
   if (info->cls == IR_CLS_MATMUL && ir_node_attr_int(n, "kiln.packed_b", 0)) {
     snprintf(err, errlen, "mo.matmul: kiln.packed_b is not supported on SIMT targets");
     return -1;
@@ -593,6 +606,9 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);
     return 0;
   }
+  case L_SERIAL:
+    out->block[0] = JIT_SIMT_BLOCK;
+    return 0;
   case L_ROWS: {
     const ir_type *xt = &n->in[0]->type;
     int axis = xt->rank - 1;
