@@ -47,8 +47,8 @@ int ox_op_GatherND(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
 static int scatter(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                    const char *base) {
   BEGIN;
-  char red[32], op[48];
-  ox_attr_string(n, "reduction", "none", red, sizeof red);
+  char buf[32], op[48];
+  const char *red = ox_attr_string(n, "reduction", "none", buf, sizeof buf);
   static const char *const kinds[] = {"add", "mul", "max", "min"};
   snprintf(op, sizeof op, "%s", base);
   if (strcmp(red, "none") != 0) {
