@@ -209,6 +209,17 @@ typedef struct jit_gemm_epi {
  * epi is not NULL (f32 / f64 only). 0, or -1 with f->err. */
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
                     const jit_gemm_epi *epi);
+/* A matmul with a 1-D operand (ops.def) seen as the matmul of its matrix
+ * view (matmul.c): a [K] is [1, K], b [K] is [K, 1], and the result gets
+ * the dropped dims back; the data are the same bytes, only the types
+ * change. view.node is n with such types (dims in arena a, copies of n's
+ * values); false on out-of-memory. Used by the host and SIMT lowerings. */
+typedef struct jit_matmul_1d {
+  ir_node node;
+  ir_value va, vb, vc;
+  ir_value *in[2], *out[1];
+} jit_matmul_1d;
+bool jit_matmul_view(const ir_node *n, ir_arena *a, jit_matmul_1d *view);
 /* mo.softmax / mo.logsoftmax node n (norm.c) on buffers X -> Y. With a
  * prologue `pro` (X unused, may be NULL): each row of n's operand is first
  * computed by pro's members (pro->out_node[0] gives it, the inputs read

@@ -83,32 +83,39 @@ static bool view_with_one(ir_arena *a, const ir_type *t, int at, ir_type *out) {
   return true;
 }
 
-/* A matmul with a 1-D operand (ops.def) as the matmul of its matrix view:
- * a [K] is [1, K], b [K] is [K, 1], the result gets the dropped dims back.
- * The data are the same bytes, so only the types change. */
+bool jit_matmul_view(const ir_node *n, ir_arena *a, jit_matmul_1d *v) {
+  v->va = *n->in[0];
+  v->vb = *n->in[1];
+  v->vc = *n->out[0];
+  v->in[0] = &v->va;
+  v->in[1] = &v->vb;
+  v->out[0] = &v->vc;
+  v->node = *n;
+  v->node.in = v->in;
+  v->node.out = v->out;
+  ir_type t;
+  if (v->va.type.rank == 1) {
+    t = v->vc.type;
+    if (!view_with_one(a, &t, t.rank - (v->vb.type.rank == 1 ? 0 : 1), &v->vc.type)) return false;
+    t = v->va.type;
+    if (!view_with_one(a, &t, 0, &v->va.type)) return false;
+  }
+  if (v->vb.type.rank == 1) {
+    t = v->vc.type;
+    if (!view_with_one(a, &t, t.rank, &v->vc.type)) return false;
+    t = v->vb.type;
+    if (!view_with_one(a, &t, 1, &v->vb.type)) return false;
+  }
+  return true;
+}
+
+/* A matmul with a 1-D operand as the matmul of its matrix view. */
 static int emit_matmul_1d(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
                           LLVMValueRef C) {
   ir_arena *a = ir_arena_new();
-  if (!a) return jit_fn_error(f, "out of memory");
-  ir_value va = *n->in[0], vb = *n->in[1], vc = *n->out[0];
-  ir_value *in[2] = {&va, &vb}, *out[1] = {&vc};
-  ir_node mm = *n;
-  mm.in = in;
-  mm.out = out;
-  bool ok = true;
-  if (va.type.rank == 1) {
-    ir_type t = vc.type;
-    ok = ok && view_with_one(a, &t, vc.type.rank - (vb.type.rank == 1 ? 0 : 1), &vc.type);
-    t = va.type;
-    ok = ok && view_with_one(a, &t, 0, &va.type);
-  }
-  if (ok && vb.type.rank == 1) {
-    ir_type t = vc.type;
-    ok = ok && view_with_one(a, &t, vc.type.rank, &vc.type);
-    t = vb.type;
-    ok = ok && view_with_one(a, &t, 1, &vb.type);
-  }
-  int rc = ok ? jit_emit_matmul(f, &mm, A, B, C, NULL) : jit_fn_error(f, "out of memory");
+  jit_matmul_1d v;
+  int rc = a && jit_matmul_view(n, a, &v) ? jit_emit_matmul(f, &v.node, A, B, C, NULL)
+                                          : jit_fn_error(f, "out of memory");
   ir_arena_free(a);
   return rc;
 }

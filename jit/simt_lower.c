@@ -343,6 +343,15 @@ static LLVMValueRef acc_slot(jit_fn *f, LLVMTypeRef ty, LLVMValueRef init) {
 int jit_simt_lower_matmul(jit_simt_fn *sf, const ir_node *n, int a_buf, int b_buf,
                           jit_simt_epilogue_fn epi, void *ud) {
   jit_fn *f = &sf->f;
+  if (!epi && (n->in[0]->type.rank == 1 || n->in[1]->type.rank == 1)) {
+    ir_arena *ar = ir_arena_new(); /* a vector operand: its matrix view (ops.def) */
+    jit_matmul_1d v;
+    int rc = ar && jit_matmul_view(n, ar, &v)
+                 ? jit_simt_lower_matmul(sf, &v.node, a_buf, b_buf, NULL, NULL)
+                 : jit_fn_error(f, "out of memory");
+    ir_arena_free(ar);
+    return rc;
+  }
   const ir_type *at = &n->in[0]->type, *bt = &n->in[1]->type, *yt = &n->out[0]->type;
   ir_dtype dt = yt->dtype;
   int ra = at->rank, rb = bt->rank, ry = yt->rank;
@@ -542,10 +551,6 @@ int jit_simt_check_node(const ir_node *n, char *err, size_t errlen) {
     return -1;
   }
   if (info->cls == IR_CLS_FUSED) return jit_simt_check_fused(n, err, errlen);
-  if (info->cls == IR_CLS_MATMUL && (n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2)) {
-    snprintf(err, errlen, "mo.matmul: a 1-D operand is not supported on SIMT targets yet");
-    return -1;
-  }
   if (info->cls == IR_CLS_MATMUL && ir_node_attr_int(n, "kiln.packed_b", 0)) {
     snprintf(err, errlen, "mo.matmul: kiln.packed_b is not supported on SIMT targets");
     return -1;
@@ -681,10 +686,12 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     const ir_node *mm = ir_node_matmul(n); /* n, or the GEMM of a fused body */
     const ir_type *at = &mm->in[0]->type, *bt = &mm->in[1]->type, *yt = &mm->out[0]->type;
     bool tb = ir_node_attr_int(mm, "kiln.transpose_b", 0) != 0; /* B is [..., N, K] */
-    int64_t M, N, nb;
-    if (eval(at->dims[at->rank - 2], syms, &M, err, errlen) < 0 ||
-        eval(bt->dims[bt->rank - (tb ? 2 : 1)], syms, &N, err, errlen) < 0 ||
-        eval_span(yt, 0, yt->rank - 2, syms, &nb, err, errlen) < 0)
+    /* a vector operand is one row (a) or one column (b), its dim dropped from y */
+    int ma = at->rank >= 2, mb = bt->rank >= 2;
+    int64_t M = 1, N = 1, nb;
+    if ((ma && eval(at->dims[at->rank - 2], syms, &M, err, errlen) < 0) ||
+        (mb && eval(bt->dims[bt->rank - (tb ? 2 : 1)], syms, &N, err, errlen) < 0) ||
+        eval_span(yt, 0, yt->rank - ma - mb, syms, &nb, err, errlen) < 0)
       return -1;
     int64_t gx = (N + TILE - 1) / TILE, gy = (M + TILE - 1) / TILE;
     if (gx > INT32_MAX || gy > JIT_SIMT_MAX_GRID || nb > JIT_SIMT_MAX_GRID) {

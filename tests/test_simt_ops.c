@@ -468,3 +468,22 @@ Test(simt_ops, range_assembles_for_sm_80) {
   free(p);
   ir_graph_free(g);
 }
+
+/* matmul with 1-D operands (seed 002: [K] is 1xK as lhs, Kx1 as rhs, the
+ * added dims dropped) and integer matmul, on the tiles of their matrix view */
+Test(simt_ops, matmul_vectors_and_ints) {
+  const char *text =
+      "mo.graph @g<n>(%v: " T("n", "f32") ", %m: " T("n, 37", "f32") ", %l: " T("2, 5, n", "f32")
+      ", %i: " T("n", "si32") ", %j: " T("3, n", "si32") ") -> (" T("37", "f32") ", " T("2, 5", "f32")
+      ", " T("", "f32") ", " T("3", "si32") ") {\n"
+      "  %0 = mo.matmul(%v, %m) : (" T("n", "f32") ", " T("n, 37", "f32") ") -> " T("37", "f32") "\n"
+      "  %1 = mo.matmul(%l, %v) : (" T("2, 5, n", "f32") ", " T("n", "f32") ") -> " T("2, 5", "f32") "\n"
+      "  %2 = mo.matmul(%v, %v) : (" T("n", "f32") ", " T("n", "f32") ") -> " T("", "f32") "\n"
+      "  %3 = mo.matmul(%j, %i) : (" T("3, n", "si32") ", " T("n", "si32") ") -> " T("3", "si32") "\n"
+      "  mo.output %0, %1, %2, %3 : " T("37", "f32") ", " T("2, 5", "f32") ", " T("", "f32") ", "
+      T("3", "si32") "\n}\n";
+  int64_t n[] = {19};
+  check(text, n, true);
+  int64_t n0[] = {0};
+  check(text, n0, false);
+}
