@@ -124,8 +124,11 @@ static const scase SND_SYM[] = {{"n, 3", "m, 3", "m, 1", NULL, 1}};
 Test(scatter, every_combination_and_dtype) {
   static const char *const ops[] = {"mo.scatter", "mo.scatter_add", "mo.scatter_mul",
                                     "mo.scatter_max", "mo.scatter_min"};
-  for (int o = 0; o < 5; o++)
-    for (int d = 0; d < 4; d++) check_scatter(ops[o], NUMERIC[d], SC, 7, NULL);
+  /* the write on every dtype; each combination on two (every dtype is
+   * combined by two of them), which keeps the file fast under ASan */
+  for (int d = 0; d < 4; d++) check_scatter(ops[0], NUMERIC[d], SC, 7, NULL);
+  for (int o = 1; o < 5; o++)
+    for (int d = 0; d < 2; d++) check_scatter(ops[o], NUMERIC[(o + 2 * d) % 4], SC, 7, NULL);
   check_scatter("mo.scatter", "bool", SC, 7, NULL);
   check_scatter("mo.scatter_add", "f32", SC_SYM, 2, "n=1,m=1;n=4,m=6;n=0,m=0");
 }
@@ -133,17 +136,19 @@ Test(scatter, every_combination_and_dtype) {
 Test(scatter_nd, every_combination_and_dtype) {
   static const char *const ops[] = {"mo.scatter_nd", "mo.scatter_nd_add", "mo.scatter_nd_mul",
                                     "mo.scatter_nd_max", "mo.scatter_nd_min"};
-  for (int o = 0; o < 5; o++)
-    for (int d = 0; d < 4; d++) check_scatter(ops[o], NUMERIC[d], SND, 6, NULL);
+  for (int d = 0; d < 4; d++) check_scatter(ops[0], NUMERIC[d], SND, 6, NULL);
+  for (int o = 1; o < 5; o++)
+    for (int d = 0; d < 2; d++) check_scatter(ops[o], NUMERIC[(o + 2 * d + 1) % 4], SND, 6, NULL);
   check_scatter("mo.scatter_nd", "bool", SND, 6, NULL);
   check_scatter("mo.scatter_nd_add", "si64", SND_SYM, 1, "n=1,m=1;n=3,m=7;n=2,m=0");
 }
 
 /* ---- tile ---- */
 
+/* tile moves elements as bytes: one dtype per element size */
 Test(tile, dtypes_shapes_and_symbolic_dims) {
-  static const char *const dts[] = {"f32", "f64", "si32", "si64", "bool"};
-  for (int d = 0; d < 5; d++) {
+  static const char *const dts[] = {"f32", "si64", "bool"};
+  for (int d = 0; d < 3; d++) {
     gt *t = gt_new("tile", "n");
     const char *dt = dts[d];
     gt_out(t, gt_op1(t, "mo.tile", "{repeats = [2, 3]}", gt_in(t, dt, "2, 3"), dt, "4, 9"));
