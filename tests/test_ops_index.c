@@ -82,6 +82,7 @@ Test(gather_nd, dtypes_shapes_batch_dims_negative_indices) {
   static const char *const dts[] = {"f32", "f64", "si32", "si64", "bool"};
   for (int d = 0; d < 5; d++) check_gather("mo.gather_nd", dts[d], "si64", GND, 8, NULL);
   check_gather("mo.gather_nd", "si32", "si32", GND, 8, NULL);
+  check_gather("mo.gather_nd", "bf16", "si64", GND, 8, NULL);
   check_gather("mo.gather_nd", "f32", "si64", GND_SYM, 2, "n=1,m=1;n=3,m=4;n=2,m=0");
 }
 
@@ -130,6 +131,7 @@ Test(scatter, every_combination_and_dtype) {
   for (int o = 1; o < 5; o++)
     for (int d = 0; d < 2; d++) check_scatter(ops[o], NUMERIC[(o + 2 * d) % 4], SC, 7, NULL);
   check_scatter("mo.scatter", "bool", SC, 7, NULL);
+  check_scatter("mo.scatter", "f16", SC, 7, NULL); /* storage dtypes move as bytes */
   check_scatter("mo.scatter_add", "f32", SC_SYM, 2, "n=1,m=1;n=4,m=6;n=0,m=0");
 }
 
