@@ -13,14 +13,13 @@
 #include "infer_impl.h"
 
 typedef ir_infer_ctx ctx;
-#define fail ir_infer_fail
 
 static const ir_type *opnd(ctx *c, int k) { return &c->n->in[k]->type; }
 
 static int need_indices(ctx *c, int k) {
   ir_dtype t = opnd(c, k)->dtype;
   if (t == IR_DT_SI32 || t == IR_DT_SI64) return 0;
-  return fail(c, "operand %d of mo.%s has dtype %s but indices must be si32 or si64", k, c->op,
+  return ir_infer_fail(c, "operand %d of mo.%s has dtype %s but indices must be si32 or si64", k, c->op,
               ir_dtype_name(t));
 }
 
@@ -37,11 +36,11 @@ static int need_dim(ctx *c, ir_check_kind kind, const ir_type *a, int ia, const 
 
 /* The static length k of the index vectors (the last dim of `indices`). */
 static int index_depth(ctx *c, const ir_type *it, int rank_in, int64_t *k) {
-  if (it->rank < 1) return fail(c, "mo.%s: indices have rank 0 but need rank >= 1", c->op);
+  if (it->rank < 1) return ir_infer_fail(c, "mo.%s: indices have rank 0 but need rank >= 1", c->op);
   if (!ir_dim_is_const(it->dims[it->rank - 1], k))
-    return fail(c, "mo.%s: the last dim of the indices must be static", c->op);
+    return ir_infer_fail(c, "mo.%s: the last dim of the indices must be static", c->op);
   if (*k < 1 || *k > rank_in)
-    return fail(c, "mo.%s: index vectors of length %" PRId64 " do not fit an input of rank %d",
+    return ir_infer_fail(c, "mo.%s: index vectors of length %" PRId64 " do not fit an input of rank %d",
                 c->op, *k, rank_in);
   return 0;
 }
@@ -51,7 +50,7 @@ static int infer_gather_nd(ctx *c, ir_type *r) {
   int64_t b, k;
   if (ir_infer_attr_int(c, "batch_dims", &b) != 0) return -1;
   if (b < 0 || b >= it->rank || b >= x->rank)
-    return fail(c, "mo.gather_nd: batch_dims %" PRId64 " must be in [0, %d)", b,
+    return ir_infer_fail(c, "mo.gather_nd: batch_dims %" PRId64 " must be in [0, %d)", b,
                 it->rank < x->rank ? it->rank : x->rank);
   if (index_depth(c, it, x->rank - (int)b, &k) != 0) return -1;
   for (int i = 0; i < b; i++)
@@ -59,7 +58,7 @@ static int infer_gather_nd(ctx *c, ir_type *r) {
   const ir_dim *d[IR_MAX_RANK];
   int rank = it->rank - 1 + x->rank - (int)(b + k), j = 0;
   if (rank > IR_MAX_RANK)
-    return fail(c, "mo.gather_nd: the result would have rank %d, more than %d", rank, IR_MAX_RANK);
+    return ir_infer_fail(c, "mo.gather_nd: the result would have rank %d, more than %d", rank, IR_MAX_RANK);
   for (int i = 0; i < it->rank - 1; i++) d[j++] = it->dims[i];
   for (int i = (int)(b + k); i < x->rank; i++) d[j++] = x->dims[i];
   return ir_infer_res_set(c, r, x->dtype, rank, d, x->device);
@@ -72,7 +71,7 @@ static int axis_indices(ctx *c, const ir_type *x, const ir_type *it, int *ax) {
       ir_infer_norm_axis(c, "axis", axis, x->rank, ax) != 0)
     return -1;
   if (it->rank != x->rank)
-    return fail(c, "mo.%s: indices have rank %d but the input has rank %d", c->op, it->rank,
+    return ir_infer_fail(c, "mo.%s: indices have rank %d but the input has rank %d", c->op, it->rank,
                 x->rank);
   for (int a = 0; a < x->rank; a++)
     if (a != *ax && need_dim(c, IR_CHECK_GE, x, a, "input", it, a, "indices") != 0) return -1;
@@ -91,15 +90,15 @@ int ir_infer_scatter(ctx *c, ir_type *r) {
   const ir_type *x = opnd(c, 0), *u = opnd(c, 1), *it = opnd(c, 2);
   if (need_indices(c, 2) != 0) return -1;
   if (u->dtype != x->dtype)
-    return fail(c, "operand 1 of mo.%s (updates) has dtype %s but the input has %s", c->op,
+    return ir_infer_fail(c, "operand 1 of mo.%s (updates) has dtype %s but the input has %s", c->op,
                 ir_dtype_name(u->dtype), ir_dtype_name(x->dtype));
   bool nd = c->n->op >= IR_OP_SCATTER_ND && c->n->op <= IR_OP_SCATTER_ND_MIN;
   if (!nd) {
     int ax;
-    if (x->rank < 1) return fail(c, "mo.%s: the input has rank 0 but needs rank >= 1", c->op);
+    if (x->rank < 1) return ir_infer_fail(c, "mo.%s: the input has rank 0 but needs rank >= 1", c->op);
     if (axis_indices(c, x, it, &ax) != 0) return -1;
     if (u->rank != it->rank)
-      return fail(c, "mo.%s: updates have rank %d but the indices have rank %d", c->op, u->rank,
+      return ir_infer_fail(c, "mo.%s: updates have rank %d but the indices have rank %d", c->op, u->rank,
                   it->rank);
     for (int a = 0; a < u->rank; a++)
       if (need_dim(c, IR_CHECK_EQ, u, a, "updates", it, a, "indices") != 0) return -1;
@@ -108,7 +107,7 @@ int ir_infer_scatter(ctx *c, ir_type *r) {
     if (index_depth(c, it, x->rank, &k) != 0) return -1;
     int want = it->rank - 1 + x->rank - (int)k;
     if (u->rank != want)
-      return fail(c, "mo.%s: updates have rank %d but need rank %d (indices' leading dims, then "
+      return ir_infer_fail(c, "mo.%s: updates have rank %d but need rank %d (indices' leading dims, then "
                      "the input's dims after the first %" PRId64 ")",
                   c->op, u->rank, want, k);
     for (int a = 0; a < it->rank - 1; a++)
@@ -126,11 +125,11 @@ int ir_infer_tile(ctx *c, ir_type *r) {
   const int64_t *v;
   if (ir_infer_attr_ints(c, "repeats", &nv, &v) != 0) return -1;
   if (nv != x->rank)
-    return fail(c, "mo.tile: repeats has %d entries but the input has rank %d", nv, x->rank);
+    return ir_infer_fail(c, "mo.tile: repeats has %d entries but the input has rank %d", nv, x->rank);
   const ir_dim *d[IR_MAX_RANK];
   for (int i = 0; i < nv; i++) {
     if (v[i] < 0)
-      return fail(c, "mo.tile: repeats[%d] is %" PRId64 " but must be >= 0", i, v[i]);
+      return ir_infer_fail(c, "mo.tile: repeats[%d] is %" PRId64 " but must be >= 0", i, v[i]);
     const ir_dim *m = ir_dim_const(c->g->arena, v[i]);
     if (!m || !(d[i] = ir_dim_mul(c->g->arena, x->dims[i], m))) return ir_infer_dim_fail(c);
   }
@@ -140,12 +139,12 @@ int ir_infer_tile(ctx *c, ir_type *r) {
 int ir_infer_range(ctx *c, ir_type *r) {
   for (int k = 0; k < 3; k++)
     if (opnd(c, k)->rank != 0)
-      return fail(c, "operand %d of mo.range has rank %d but must be a scalar (rank 0)", k,
+      return ir_infer_fail(c, "operand %d of mo.range has rank %d but must be a scalar (rank 0)", k,
                   opnd(c, k)->rank);
   const ir_type *t;
   if (ir_infer_declared(c, &t) != 0) return -1;
   if (t->rank != 1 || t->dtype != opnd(c, 0)->dtype)
-    return fail(c, "mo.range: the result must be declared 1-D of the operands' dtype %s",
+    return ir_infer_fail(c, "mo.range: the result must be declared 1-D of the operands' dtype %s",
                 ir_dtype_name(opnd(c, 0)->dtype));
   /* a symbolic length must come from the inputs' shapes: ir_solve_symbols
    * says so at execute when it does not */
