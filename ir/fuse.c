@@ -65,6 +65,8 @@ static bool softmax_node(const ir_node *n) {
 
 static bool gemm_node(const ir_node *n) {
   if (n->op != IR_OP_MATMUL || n->nout != 1 || n->nin != 2) return false;
+  /* a 1-D operand (a vector product) takes no epilogue */
+  if (n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2) return false;
   ir_dtype t = n->out[0]->type.dtype;
   return t == IR_DT_F32 || t == IR_DT_F64;
 }

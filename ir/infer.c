@@ -55,16 +55,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ir.h"
+#include "infer_impl.h"
 
 /* ---- context, messages ---- */
 
-typedef struct ctx {
-  ir_graph *g;
-  ir_node *n;
-  ir_diag *d;
-  const char *op; /* op name without "mo." */
-} ctx;
+typedef ir_infer_ctx ctx;
 
 static int vfail(ctx *c, const char *fmt, va_list ap) {
   char buf[480];
@@ -462,8 +457,10 @@ static int infer_constant(ctx *c, ir_type *r) {
       return fail(c, "mo.constant: element count of %s overflows", type_str(ts, sizeof ts, t));
   }
   const ir_dense *v = &a->u.dense;
-  bool same = v->dtype == t->dtype && v->rank == t->rank && v->numel == numel;
-  for (int i = 0; same && i < t->rank; i++) {
+  /* a one-element value fills the whole type (a splat; ops.def) */
+  bool splat = v->dtype == t->dtype && v->numel == 1;
+  bool same = splat || (v->dtype == t->dtype && v->rank == t->rank && v->numel == numel);
+  for (int i = 0; same && !splat && i < t->rank; i++) {
     int64_t dv;
     is_const(t->dims[i], &dv);
     same = v->shape[i] == dv;
@@ -498,15 +495,27 @@ static int infer_constant_external(ctx *c, ir_type *r) {
 
 /* ---- matmul, reductions, normalizations ---- */
 
+/* matmul: a 1-D operand is a matrix of one row (a) or one column (b) whose
+ * added dim the result drops (seed 002). */
 static int infer_matmul(ctx *c, ir_type *r) {
-  const ir_type *a = opt(c, 0), *b = opt(c, 1);
+  const ir_type *ta = opt(c, 0), *tb_ = opt(c, 1);
   for (int k = 0; k < 2; k++)
-    if (opt(c, k)->rank < 2)
-      return fail(c, "operand %d of mo.matmul has rank %d but mo.matmul needs rank >= 2", k,
-                  opt(c, k)->rank);
+    if (opt(c, k)->rank < 1)
+      return fail(c, "operand %d of mo.matmul has rank 0 but mo.matmul needs rank >= 1", k);
   /* kiln.transpose_b (fold_transpose.c): operand 1 is [..., N, K] */
   bool tb = ir_node_attr_int(c->n, "kiln.transpose_b", 0) != 0;
-  const ir_dim *ka = a->dims[a->rank - 1], *kb = b->dims[b->rank - (tb ? 1 : 2)];
+  if (tb && tb_->rank < 2)
+    return fail(c, "mo.matmul: kiln.transpose_b needs operand 1 of rank >= 2");
+  const ir_dim *one = cst(c, 1);
+  if (!one) return dim_fail(c);
+  /* the operands as matrices: a 1-D a is [1, K], a 1-D b [K, 1] */
+  const ir_dim *ad[IR_MAX_RANK + 1] = {0}, *bd[IR_MAX_RANK + 1] = {0};
+  int ra = ta->rank, rb = tb_->rank;
+  for (int i = 0; i < ra; i++) ad[i] = ta->dims[i];
+  for (int i = 0; i < rb; i++) bd[i] = tb_->dims[i];
+  if (ra == 1) ad[1] = ad[0], ad[0] = one, ra = 2;
+  if (rb == 1) bd[1] = one, rb = 2;
+  const ir_dim *ka = ad[ra - 1], *kb = bd[rb - (tb ? 1 : 2)];
   int64_t va, vb;
   char s1[160], s2[160];
   if (is_const(ka, &va) && is_const(kb, &vb)) {
@@ -521,12 +530,12 @@ static int infer_matmul(ctx *c, ir_type *r) {
     return -1;
   }
   bshape acc;
-  bs_init(&acc, 0, a->dims, a->rank - 2);
-  if (bs_step(c, &acc, 1, b->dims, b->rank - 2, "batch shape") != 0) return -1;
+  bs_init(&acc, 0, ad, ra - 2);
+  if (bs_step(c, &acc, 1, bd, rb - 2, "batch shape") != 0) return -1;
   if (acc.rank + 2 > IR_MAX_RANK) return fail(c, "mo.matmul: result rank is too large");
-  acc.d[acc.rank] = a->dims[a->rank - 2];
-  acc.d[acc.rank + 1] = b->dims[b->rank - (tb ? 2 : 1)];
-  return res_set(c, r, a->dtype, acc.rank + 2, acc.d, a->device);
+  if (ta->rank > 1) acc.d[acc.rank++] = ad[ra - 2];
+  if (tb_->rank > 1) acc.d[acc.rank++] = bd[rb - (tb ? 2 : 1)];
+  return res_set(c, r, ta->dtype, acc.rank, acc.d, ta->device);
 }
 
 /* Reductions and softmax: one `axis`; reductions keep it as 1.
@@ -1044,6 +1053,36 @@ static int infer_custom(ctx *c, ir_type *res) {
   return 0;
 }
 
+/* ---- the helpers other rule files use (infer_impl.h) ---- */
+
+int ir_infer_fail(ctx *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vfail(c, fmt, ap);
+  va_end(ap);
+  return -1;
+}
+int ir_infer_dim_fail(ctx *c) { return dim_fail(c); }
+int ir_infer_attr_int(ctx *c, const char *name, int64_t *out) { return attr_int(c, name, out); }
+int ir_infer_attr_ints(ctx *c, const char *name, int *nv, const int64_t **v) {
+  return attr_ints(c, name, nv, v);
+}
+int ir_infer_norm_axis(ctx *c, const char *what, int64_t axis, int rank, int *out) {
+  return norm_axis(c, what, axis, rank, out);
+}
+int ir_infer_res_set(ctx *c, ir_type *r, ir_dtype dt, int rank, const ir_dim *const *dims,
+                     ir_device dev) {
+  return res_set(c, r, dt, rank, dims, dev);
+}
+int ir_infer_declared(ctx *c, const ir_type **out) { return declared(c, out); }
+int ir_infer_need(ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs,
+                  const char *what) {
+  return need(c, kind, lhs, rhs, "%s", what);
+}
+const char *ir_infer_dim_str(char *buf, size_t cap, const ir_dim *d) {
+  return dim_str(buf, cap, d);
+}
+
 /* ---- the node ---- */
 
 static int infer_class(ctx *c, ir_type *res) {
@@ -1079,6 +1118,10 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_CUSTOM: return infer_custom(c, res);
   case IR_CLS_SCAN: return infer_scan(c, res);
   case IR_CLS_BAND_PART: return infer_band_part(c, res);
+  case IR_CLS_GATHER_INDEX: return ir_infer_gather_index(c, res);
+  case IR_CLS_SCATTER: return ir_infer_scatter(c, res);
+  case IR_CLS_TILE: return ir_infer_tile(c, res);
+  case IR_CLS_RANGE: return ir_infer_range(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

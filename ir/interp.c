@@ -323,9 +323,28 @@ static int run_elementwise(run *r, const ir_node *n) {
   return 0;
 }
 
+/* t viewed with a dim of 1 inserted before axis `at` (same data). */
+static ir_tensor view_with_one(const ir_tensor *t, int at) {
+  ir_tensor v = *t;
+  if (t->rank >= IR_MAX_RANK || at < 0 || at > t->rank) return v;
+  v.rank = t->rank + 1;
+  for (int i = 0, j = 0; i < v.rank; i++) v.shape[i] = i == at ? 1 : t->shape[j++];
+  return v;
+}
+
 static int run_matmul(run *r, const ir_node *n) {
-  const ir_tensor *a = IN(r, n, 0), *b = IN(r, n, 1);
-  ir_tensor *y = OUT(r, n, 0);
+  ir_tensor av = *IN(r, n, 0), bv = *IN(r, n, 1), yv = *OUT(r, n, 0);
+  /* a 1-D operand is [1, K] (a) or [K, 1] (b), the dim dropped from y (ops.def) */
+  if (av.rank == 1 && bv.rank >= 1) {
+    yv = view_with_one(&yv, yv.rank - (bv.rank == 1 ? 0 : 1));
+    av = view_with_one(&av, 0);
+  }
+  if (bv.rank == 1 && av.rank >= 2) {
+    yv = view_with_one(&yv, yv.rank);
+    bv = view_with_one(&bv, 1);
+  }
+  const ir_tensor *a = &av, *b = &bv;
+  ir_tensor *y = &yv;
   int ra = a->rank, rb = b->rank, ry = y->rank;
   char s1[256], s2[256], s3[256];
   if (ra < 2 || rb < 2 || ry != (ra > rb ? ra : rb))
@@ -408,8 +427,6 @@ static int run_reduce(run *r, const ir_node *n) {
   bool arg = n->op == IR_OP_ARGMAX || n->op == IR_OP_ARGMIN;
   if (!ir_ref_is_fc(dt) && !ir_ref_is_ic(dt)) return dtype_fail(r, n, dt);
   if (arg ? !ir_dtype_is_int(y->dtype) : y->dtype != dt) return dtype_fail(r, n, y->dtype);
-  if (n->op == IR_OP_REDUCE_MEAN && !ir_ref_is_fc(dt) && len == 0 && outer * inner > 0)
-    return op_fail(r, n, "integer mean over an empty axis");
   for (int64_t o = 0; o < outer; o++) {
     for (int64_t in = 0; in < inner; in++) {
       int64_t yi = o * inner + in, base = o * len * inner + in;
@@ -463,7 +480,8 @@ static int run_reduce(run *r, const ir_node *n) {
           uint64_t acc = 0;
           for (int64_t j = 0; j < len; j++) acc += (uint64_t)ir_ref_ld_i(x, base + j * inner);
           int64_t s = ir_ref_wrap_i(dt, acc);
-          ir_ref_st_i(y, yi, n->op == IR_OP_REDUCE_MEAN ? s / len : s);
+          /* integer mean: truncating; 0 over an empty axis (ops.def) */
+          ir_ref_st_i(y, yi, n->op != IR_OP_REDUCE_MEAN ? s : len > 0 ? s / len : 0);
         } else {
           bool mx = n->op == IR_OP_REDUCE_MAX;
           int64_t acc = mx ? ir_ref_int_min(dt) : ir_ref_int_max(dt);
@@ -894,6 +912,36 @@ static int run_band_part(run *r, const ir_node *n) {
   return 0;
 }
 
+/* The indexing classes (interp_index.c). */
+static int run_gather_index(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_gather_index(n, IN(r, n, 0), IN(r, n, 1), OUT(r, n, 0), detail, sizeof detail))
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_scatter(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_scatter(n, IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), OUT(r, n, 0), detail,
+                     sizeof detail))
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_tile(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_tile(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail))
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_range(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_range(IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), OUT(r, n, 0), detail, sizeof detail))
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -925,6 +973,10 @@ static const run_fn run_class[] = {
     [IR_CLS_CUSTOM] = run_custom,
     [IR_CLS_SCAN] = run_scan,
     [IR_CLS_BAND_PART] = run_band_part,
+    [IR_CLS_GATHER_INDEX] = run_gather_index,
+    [IR_CLS_SCATTER] = run_scatter,
+    [IR_CLS_TILE] = run_tile,
+    [IR_CLS_RANGE] = run_range,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

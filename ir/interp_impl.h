@@ -49,5 +49,15 @@ void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_
 int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_band_part(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
                      size_t msglen);
-
+/* Routines of the indexing classes (interp_index.c), as above. */
+int ir_ref_gather_index(const ir_node *n, const ir_tensor *x, const ir_tensor *it, ir_tensor *y,
+                        char *msg, size_t msglen);
+int ir_ref_scatter(const ir_node *n, const ir_tensor *x, const ir_tensor *u, const ir_tensor *it,
+                   ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_tile(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_range(const ir_tensor *start, const ir_tensor *stop, const ir_tensor *step,
+                 ir_tensor *y, char *msg, size_t msglen);
+/* numpy.arange's length for integers (stop - start wrapping in 64 bits);
+ * -1 for step 0. */
+int64_t ir_ref_range_len_i(int64_t start, int64_t stop, int64_t step);
 #endif

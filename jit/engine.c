@@ -65,6 +65,8 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_INDEX: return "index out of range";
   case JIT_KERR_DIVZERO: return "integer mod by zero";
   case JIT_KERR_CUSTOM: return "the custom kernel returned an error (non-zero)";
+  case JIT_KERR_RANGE:
+    return "step is 0, or start, stop and step give another length than the declared one";
   default: return "unknown kernel error";
   }
 }

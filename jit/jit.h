@@ -41,6 +41,7 @@ enum {
   JIT_KERR_INDEX = 1,   /* gather: index out of range */
   JIT_KERR_DIVZERO = 2, /* integer mod by zero */
   JIT_KERR_CUSTOM = 3,  /* a custom kernel returned non-zero */
+  JIT_KERR_RANGE = 4,   /* range: step 0, or another length than the declared one */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 

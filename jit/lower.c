@@ -50,6 +50,10 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_CUSTOM] = jit_lower_custom,
     [IR_CLS_SCAN] = jit_lower_scan,
     [IR_CLS_BAND_PART] = jit_lower_band_part,
+    [IR_CLS_GATHER_INDEX] = jit_lower_gather_index,
+    [IR_CLS_SCATTER] = jit_lower_scatter,
+    [IR_CLS_TILE] = jit_lower_tile,
+    [IR_CLS_RANGE] = jit_lower_range,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -209,6 +209,17 @@ typedef struct jit_gemm_epi {
  * epi is not NULL (f32 / f64 only). 0, or -1 with f->err. */
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
                     const jit_gemm_epi *epi);
+/* A matmul with a 1-D operand (ops.def) seen as the matmul of its matrix
+ * view (matmul.c): a [K] is [1, K], b [K] is [K, 1], and the result gets
+ * the dropped dims back; the data are the same bytes, only the types
+ * change. view.node is n with such types (dims in arena a, copies of n's
+ * values); false on out-of-memory. Used by the host and SIMT lowerings. */
+typedef struct jit_matmul_1d {
+  ir_node node;
+  ir_value va, vb, vc;
+  ir_value *in[2], *out[1];
+} jit_matmul_1d;
+bool jit_matmul_view(const ir_node *n, ir_arena *a, jit_matmul_1d *view);
 /* mo.softmax / mo.logsoftmax node n (norm.c) on buffers X -> Y. With a
  * prologue `pro` (X unused, may be NULL): each row of n's operand is first
  * computed by pro's members (pro->out_node[0] gives it, the inputs read
@@ -228,6 +239,10 @@ int jit_lower_matmul(jit_fn *f);
 int jit_lower_reduce(jit_fn *f);      /* sum mean prod max min argmax argmin */
 int jit_lower_scan(jit_fn *f);        /* cumsum (scan.c) */
 int jit_lower_band_part(jit_fn *f);   /* band_part (band.c) */
+int jit_lower_gather_index(jit_fn *f); /* gather_nd gather_elements (index.c) */
+int jit_lower_scatter(jit_fn *f);      /* scatter*, scatter_nd* (index.c) */
+int jit_lower_tile(jit_fn *f);         /* tile (index.c) */
+int jit_lower_range(jit_fn *f);        /* range (index.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

@@ -71,10 +71,61 @@ int jit_lower_matmul(jit_fn *f) {
   return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
 }
 
+/* t with a dim of 1 inserted before axis `at`, dims from arena a. */
+static bool view_with_one(ir_arena *a, const ir_type *t, int at, ir_type *out) {
+  *out = *t;
+  const ir_dim **d = ir_arena_alloc(a, (size_t)(t->rank + 1) * sizeof *d);
+  const ir_dim *one = ir_dim_const(a, 1);
+  if (!d || !one || t->rank >= IR_MAX_RANK) return false;
+  for (int i = 0, j = 0; i <= t->rank; i++) d[i] = i == at ? one : t->dims[j++];
+  out->rank = t->rank + 1;
+  out->dims = d;
+  return true;
+}
+
+bool jit_matmul_view(const ir_node *n, ir_arena *a, jit_matmul_1d *v) {
+  v->va = *n->in[0];
+  v->vb = *n->in[1];
+  v->vc = *n->out[0];
+  v->in[0] = &v->va;
+  v->in[1] = &v->vb;
+  v->out[0] = &v->vc;
+  v->node = *n;
+  v->node.in = v->in;
+  v->node.out = v->out;
+  ir_type t;
+  if (v->va.type.rank == 1) {
+    t = v->vc.type;
+    if (!view_with_one(a, &t, t.rank - (v->vb.type.rank == 1 ? 0 : 1), &v->vc.type)) return false;
+    t = v->va.type;
+    if (!view_with_one(a, &t, 0, &v->va.type)) return false;
+  }
+  if (v->vb.type.rank == 1) {
+    t = v->vc.type;
+    if (!view_with_one(a, &t, t.rank, &v->vc.type)) return false;
+    t = v->vb.type;
+    if (!view_with_one(a, &t, 1, &v->vb.type)) return false;
+  }
+  return true;
+}
+
+/* A matmul with a 1-D operand as the matmul of its matrix view. */
+static int emit_matmul_1d(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
+                          LLVMValueRef C) {
+  ir_arena *a = ir_arena_new();
+  jit_matmul_1d v;
+  int rc = a && jit_matmul_view(n, a, &v) ? jit_emit_matmul(f, &v.node, A, B, C, NULL)
+                                          : jit_fn_error(f, "out of memory");
+  ir_arena_free(a);
+  return rc;
+}
+
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
                     const jit_gemm_epi *epi) {
   if (n->nin != 2 || n->nout != 1)
     return jit_fn_error(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
+  if (!epi && (n->in[0]->type.rank == 1 || n->in[1]->type.rank == 1))
+    return emit_matmul_1d(f, n, A, B, C);
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
   int ra = ta->rank, rb = tb->rank, rc = tc->rank;
   if (ra < 2 || rb < 2) return jit_fn_error(f, "operands must have rank >= 2, got %d and %d", ra, rb);

@@ -78,7 +78,7 @@ static LLVMValueRef finish(jit_fn *f, ir_op op, ir_dtype dt, LLVMValueRef res, L
     if (ir_dtype_is_float(dt)) {
       res = LLVMBuildFDiv(f->b, res, LLVMBuildSIToFP(f->b, R, f->t_f64, ""), "");
     } else {
-      /* integer mean (the verifier allows only floats): truncating
+      /* integer mean (ops.def): truncating
        * division; 0 for an empty axis rather than a trap */
       LLVMValueRef Rt = LLVMBuildIntCast2(f->b, R, et, 0, "");
       LLVMValueRef is0 = LLVMBuildICmp(f->b, LLVMIntEQ, R, jit_i64(f, 0), "");

@@ -211,6 +211,12 @@ int jit_simt_lower_layer_norm(jit_simt_fn *sf);
 int jit_simt_lower_scan(jit_simt_fn *sf);
 /* Elements (band.c): mo.band_part. */
 int jit_simt_lower_band_part(jit_simt_fn *sf);
+/* Indexing (index.c): gather_nd, gather_elements, tile and range over the
+ * result's elements; scatter* / scatter_nd* in one thread. */
+int jit_simt_lower_gather_index(jit_simt_fn *sf);
+int jit_simt_lower_scatter(jit_simt_fn *sf);
+int jit_simt_lower_tile(jit_simt_fn *sf);
+int jit_simt_lower_range(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

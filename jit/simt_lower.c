@@ -3,7 +3,8 @@
  *   elements  grid-stride loop over the result's elements (elementwise ops,
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
  *             permute, concat, split, slice_tensor, gather, band_part
- *             (band.c), and a mo.fused
+ *             (band.c), gather_nd, gather_elements, tile, range (index.c),
+ *             and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
  *             row (simt_rows.c: sum, mean, max, min, argmax, argmin,
@@ -13,6 +14,9 @@
  *   tiles     matmul: 16x16 output tiles, A and B tiles staged in shared
  *             memory, one block per tile and batch matrix; a mo.fused GEMM
  *             applies its epilogue to each output element (simt_fused.c);
+ *   serial    one block whose first thread runs the whole node in order
+ *             (index.c: the scatter family, whose updates must apply in
+ *             index order);
  *   custom    mo.custom / mo.inplace_custom (custom.c): every thread calls
  *             the kernel library's function; grid by the simt_grid
  *             attribute (kiln/kernel.h). An elementwise custom kernel
@@ -339,6 +343,15 @@ static LLVMValueRef acc_slot(jit_fn *f, LLVMTypeRef ty, LLVMValueRef init) {
 int jit_simt_lower_matmul(jit_simt_fn *sf, const ir_node *n, int a_buf, int b_buf,
                           jit_simt_epilogue_fn epi, void *ud) {
   jit_fn *f = &sf->f;
+  if (!epi && (n->in[0]->type.rank == 1 || n->in[1]->type.rank == 1)) {
+    ir_arena *ar = ir_arena_new(); /* a vector operand: its matrix view (ops.def) */
+    jit_matmul_1d v;
+    int rc = ar && jit_matmul_view(n, ar, &v)
+                 ? jit_simt_lower_matmul(sf, &v.node, a_buf, b_buf, NULL, NULL)
+                 : jit_fn_error(f, "out of memory");
+    ir_arena_free(ar);
+    return rc;
+  }
   const ir_type *at = &n->in[0]->type, *bt = &n->in[1]->type, *yt = &n->out[0]->type;
   ir_dtype dt = yt->dtype;
   int ra = at->rank, rb = bt->rank, ry = yt->rank;
@@ -444,6 +457,7 @@ typedef enum launch_shape {
   L_TILES,
   L_CUSTOM, /* elements for an elementwise custom kernel, else its simt_grid */
   L_FUSED,  /* tiles for a GEMM with an epilogue, else elements */
+  L_SERIAL, /* one block; its first thread does the whole node (scatter) */
 } launch_shape;
 
 static int lower_custom(jit_simt_fn *sf) {
@@ -484,7 +498,11 @@ static int lower_custom(jit_simt_fn *sf) {
   X(FUSED, L_FUSED, jit_simt_lower_fused)               \
   X(CUSTOM, L_CUSTOM, lower_custom)                     \
   X(SCAN, L_LINES, jit_simt_lower_scan)                 \
-  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)
+  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)   \
+  X(GATHER_INDEX, L_ELEMENTS, jit_simt_lower_gather_index) \
+  X(SCATTER, L_SERIAL, jit_simt_lower_scatter)          \
+  X(TILE, L_ELEMENTS, jit_simt_lower_tile)              \
+  X(RANGE, L_ELEMENTS, jit_simt_lower_range)
 
 typedef struct simt_rule {
   launch_shape shape;
@@ -593,6 +611,9 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);
     return 0;
   }
+  case L_SERIAL:
+    out->block[0] = JIT_SIMT_BLOCK;
+    return 0;
   case L_ROWS: {
     const ir_type *xt = &n->in[0]->type;
     int axis = xt->rank - 1;
@@ -665,10 +686,12 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     const ir_node *mm = ir_node_matmul(n); /* n, or the GEMM of a fused body */
     const ir_type *at = &mm->in[0]->type, *bt = &mm->in[1]->type, *yt = &mm->out[0]->type;
     bool tb = ir_node_attr_int(mm, "kiln.transpose_b", 0) != 0; /* B is [..., N, K] */
-    int64_t M, N, nb;
-    if (eval(at->dims[at->rank - 2], syms, &M, err, errlen) < 0 ||
-        eval(bt->dims[bt->rank - (tb ? 2 : 1)], syms, &N, err, errlen) < 0 ||
-        eval_span(yt, 0, yt->rank - 2, syms, &nb, err, errlen) < 0)
+    /* a vector operand is one row (a) or one column (b), its dim dropped from y */
+    int ma = at->rank >= 2, mb = bt->rank >= 2;
+    int64_t M = 1, N = 1, nb;
+    if ((ma && eval(at->dims[at->rank - 2], syms, &M, err, errlen) < 0) ||
+        (mb && eval(bt->dims[bt->rank - (tb ? 2 : 1)], syms, &N, err, errlen) < 0) ||
+        eval_span(yt, 0, yt->rank - ma - mb, syms, &nb, err, errlen) < 0)
       return -1;
     int64_t gx = (N + TILE - 1) / TILE, gy = (M + TILE - 1) / TILE;
     if (gx > INT32_MAX || gy > JIT_SIMT_MAX_GRID || nb > JIT_SIMT_MAX_GRID) {

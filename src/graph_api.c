@@ -327,7 +327,7 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
     have_decl = true;
   }
   bool target = (info->cls == IR_CLS_RESHAPE && id != IR_OP_TRANSFER_TO) ||
-                info->cls == IR_CLS_BROADCAST_TO ||
+                info->cls == IR_CLS_BROADCAST_TO || info->cls == IR_CLS_RANGE ||
                 info->cls == IR_CLS_CONSTANT || info->cls == IR_CLS_CONSTANT_EXTERNAL ||
                 id == IR_OP_CUSTOM;
   if (target && !have_decl) {

@@ -4,7 +4,8 @@
  * at once) is a clear error naming what is wrong; weights the model carries
  * (in the file or external, mapped) are bound at compile and outlive the
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
- * Reshape folds into a symbolic reshape; the CLI's run / import / check on
+ * Reshape folds into a symbolic reshape; Range and Tile over initializers
+ * become mo.range and mo.tile; the CLI's run / import / check on
  * such models (the imported text plus its weights run bit for bit alike). */
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -399,6 +400,55 @@ Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
 }
 
 /* ---- the CLI: kiln run MODEL.onnx, kiln import, kiln check ---- */
+/* Range over f32 initializers (known at import) is a mo.range of the length
+ * they give; Tile with its repeats in an initializer is one mo.tile. */
+Test(onnx_errors, range_and_tile_from_initializers) {
+  mb *b = mb_new();
+  const char *d[2] = {"2", "3"}, *od[2] = {"4", "3"}, *rd[1] = {"6"};
+  b->ins[b->g.n_input++] = vinfo("x", 2, d);
+  b->outs[b->g.n_output++] = vinfo("y", 2, od);
+  b->outs[b->g.n_output++] = vinfo("r", 1, rd);
+  static const float vals[3] = {0.5f, 2.0f, 0.25f};
+  static const char *const names[3] = {"start", "limit", "delta"};
+  for (int i = 0; i < 3; i++) {
+    Onnx__TensorProto *t = init_f32(b, names[i], 1, 4);
+    t->n_dims = 0; /* scalars */
+    memcpy(t->raw_data.data, &vals[i], 4);
+  }
+  static const int64_t reps[2] = {2, 1};
+  init_i64(b, "reps", 2, reps);
+  static const char *const ti[] = {"x", "reps"}, *const ri[] = {"start", "limit", "delta"};
+  node(b, "Tile", "tile", 2, ti, "y");
+  node(b, "Range", "range", 3, ri, "r");
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  char *txt = kiln_graph_print(g, st);
+  cr_assert(strstr(txt, "mo.tile") && strstr(txt, "repeats = [2, 1]") && strstr(txt, "mo.range") &&
+                strstr(txt, "[6], f32"),
+            "%s", txt);
+  free(txt);
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int64_t shape[2] = {2, 3};
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 2, shape, st), *y[2] = {NULL, NULL};
+  for (int i = 0; i < 6; i++) ((float *)kiln_tensor_data(x))[i] = (float)i;
+  cr_assert_eq(kiln_model_execute(m, &x, 1, y, 2, st), 0, "%s", kiln_status_message(st));
+  for (int i = 0; i < 12; i++) cr_expect_eq(((float *)kiln_tensor_data(y[0]))[i], (float)(i % 6));
+  for (int i = 0; i < 6; i++) cr_expect_eq(((float *)kiln_tensor_data(y[1]))[i], 0.5f + 0.25f * (float)i);
+  kiln_tensor_free(x);
+  kiln_tensor_free(y[0]);
+  kiln_tensor_free(y[1]);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  free(buf);
+}
+
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...) {
   char cmd[4096];

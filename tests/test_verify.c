@@ -446,16 +446,27 @@ Test(verify, matmul_symbolic_k_records_check) {
                    "mo.matmul: K of operand 0 (k) must equal K of operand 1 (64)");
 }
 
-Test(verify, matmul_needs_rank_two) {
-  ir_value *a = input(IR_DT_F32, "4"), *b = input(IR_DT_F32, "4, 2");
+Test(verify, matmul_needs_rank_one) {
+  ir_value *a = input(IR_DT_F32, ""), *b = input(IR_DT_F32, "4, 2");
   expect_msg(bad(IR_OP_MATMUL, IN(a, b), 2, NULL, 0),
-             "operand 0 of mo.matmul has rank 1 but mo.matmul needs rank >= 2");
+             "operand 0 of mo.matmul has rank 0 but mo.matmul needs rank >= 1");
 }
 
-Test(verify, matmul_rejects_int) {
+/* seed 002: a 1-D lhs is 1xD, a 1-D rhs Dx1, the added dims dropped */
+Test(verify, matmul_of_vectors_drops_the_added_dims) {
+  ir_value *v = input(IR_DT_F32, "k"), *m = input(IR_DT_F32, "k, 5"), *l = input(IR_DT_F32, "2, 3, k");
+  expect_type(ok(IR_OP_MATMUL, IN(v, m), 2, NULL, 0), "!mo.tensor<[5], f32>");
+  expect_type(ok(IR_OP_MATMUL, IN(l, v), 2, NULL, 0), "!mo.tensor<[2, 3], f32>");
+  expect_type(ok(IR_OP_MATMUL, IN(v, v), 2, NULL, 0), "!mo.tensor<[], f32>");
+}
+
+/* the interpreter and both lowerings multiply integers (wrapping) */
+Test(verify, matmul_takes_int_and_rejects_bool) {
   ir_value *a = input(IR_DT_SI32, "2, 4"), *b = input(IR_DT_SI32, "4, 2");
-  expect_msg(bad(IR_OP_MATMUL, IN(a, b), 2, NULL, 0),
-             "operand 0 of mo.matmul has dtype si32 but mo.matmul takes f32 or f64");
+  expect_type(ok(IR_OP_MATMUL, IN(a, b), 2, NULL, 0), "!mo.tensor<[2, 2], si32>");
+  ir_value *c = input(IR_DT_BOOL, "2, 4"), *d = input(IR_DT_BOOL, "4, 2");
+  expect_msg(bad(IR_OP_MATMUL, IN(c, d), 2, NULL, 0),
+             "operand 0 of mo.matmul has dtype bool but mo.matmul takes f32, f64, si32 or si64");
 }
 
 /* ---- reductions and normalizations ---- */
@@ -477,10 +488,13 @@ Test(verify, reduce_axis_out_of_range_message) {
              "mo.sum: axis 3 is out of range for rank 2");
 }
 
-Test(verify, mean_rejects_int) {
+/* integer mean: the wrapped sum divided by the length, truncating (ops.def) */
+Test(verify, mean_takes_int_and_rejects_bool) {
   ir_value *x = input(IR_DT_SI64, "3");
-  expect_msg(bad(IR_OP_REDUCE_MEAN, IN(x), 1, NULL, 0),
-             "operand 0 of mo.mean has dtype si64 but mo.mean takes f32 or f64");
+  expect_type(ok(IR_OP_REDUCE_MEAN, IN(x), 1, NULL, 0), "!mo.tensor<[1], si64>");
+  ir_value *y = input(IR_DT_BOOL, "3");
+  expect_msg(bad(IR_OP_REDUCE_MEAN, IN(y), 1, NULL, 0),
+             "operand 0 of mo.mean has dtype bool but mo.mean takes f32, f64, si32 or si64");
 }
 
 Test(verify, argmax_gives_si64) {
@@ -1062,6 +1076,13 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_SPLIT, 1, {IR_DT_F32}, {"4, 3"}, 1,
        {{.name = "split_sizes", .kind = IR_ATTR_INTS, .u.ints = {2, split_sizes}}}, 2},
       {IR_OP_GATHER, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2"}, 0, {{0}}, 1},
+      {IR_OP_GATHER_ND, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2, 1"}, 0, {{0}}, 1},
+      {IR_OP_GATHER_ELEMENTS, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "4, 2"}, 0, {{0}}, 1},
+      {IR_OP_SCATTER, 3, {IR_DT_F32, IR_DT_F32, IR_DT_SI64}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
+      {IR_OP_SCATTER_ADD, 3, {IR_DT_F32, IR_DT_F32, IR_DT_SI64}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
+      {IR_OP_SCATTER_MUL, 3, {IR_DT_SI32, IR_DT_SI32, IR_DT_SI64}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
+      {IR_OP_SCATTER_MAX, 3, {IR_DT_F64, IR_DT_F64, IR_DT_SI32}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
+      {IR_OP_SCATTER_MIN, 3, {IR_DT_SI64, IR_DT_SI64, IR_DT_SI64}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1101,7 +1122,7 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 19);
+  cr_assert_eq(checked, 26); /* 19, and the indexing ops: batch_dims, 6 axes */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

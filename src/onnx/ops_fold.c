@@ -5,6 +5,7 @@
  * and a Reshape reading it gets a symbolic target. Where a value cannot be
  * folded (a symbolic element divided by a symbol, ...) the op is built as
  * kiln ops instead (return 2). */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,24 +242,72 @@ int ox_op_ConstantOfShape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
   return rc;
 }
 
+/* A scalar known at import: known integer data or a one-element float /
+ * integer initializer. */
+static bool scalar_known(const ox_val *v, double *out) {
+  int64_t i;
+  int cnt;
+  if (v && ox_known_consts(v, &i, 1, &cnt) && cnt == 1) {
+    *out = (double)i;
+    return true;
+  }
+  if (!v || !v->init || v->init->numel != 1 || !v->init->data) return false;
+  switch ((ir_dtype)v->init->dtype) {
+  case IR_DT_F32: *out = *(const float *)v->init->data; return true;
+  case IR_DT_F64: *out = *(const double *)v->init->data; return true;
+  case IR_DT_SI32: *out = *(const int32_t *)v->init->data; return true;
+  case IR_DT_SI64: *out = (double)*(const int64_t *)v->init->data; return true;
+  default: return false;
+  }
+}
+
+/* Range: integers known at import fold into known data; other constant
+ * operands give a mo.range of the length they imply. Operands known only at
+ * run time would make the length data, which kiln must know before running
+ * the graph: unsupported. */
 int ox_op_Range(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int64_t v[3];
+  double f[3];
   int cnt;
-  for (int i = 0; i < 3; i++)
-    if (nin <= i || !ox_known_consts(in[i], &v[i], 1, &cnt) || cnt != 1)
-      return ox_unsupported(x, n, "start, limit and delta must be integers known at import");
-  if (v[2] == 0) return ox_fail(x, KILN_ERR_VERIFY, "delta is 0");
-  int64_t len = (v[1] - v[0] + v[2] + (v[2] > 0 ? -1 : 1)) / v[2];
-  if (len < 0) len = 0;
-  if (len > OX_KNOWN_MAX) return ox_unsupported(x, n, "a range of %lld elements", (long long)len);
-  const ir_dim **e = malloc((size_t)(len + 1) * sizeof *e);
-  if (!e) return oom(x);
-  for (int64_t i = 0; i < len; i++)
-    if (!(e[i] = ir_dim_const(x->ir->arena, v[0] + i * v[2]))) {
-      free(e);
-      return oom(x);
-    }
-  int rc = ox_set_known(x, out[0], in[0]->dtype, 1, &len, e);
-  free(e);
-  return rc < 0 ? -1 : 0;
+  bool ints = nin >= 3;
+  for (int i = 0; i < 3 && ints; i++)
+    ints = in[i] && ox_known_consts(in[i], &v[i], 1, &cnt) && cnt == 1;
+  int64_t len = 0;
+  if (ints) {
+    if (v[2] == 0) return ox_fail(x, KILN_ERR_VERIFY, "delta is 0");
+    len = (v[1] - v[0] + v[2] + (v[2] > 0 ? -1 : 1)) / v[2];
+    if (len < 0) len = 0;
+  }
+  if (ints && len <= OX_KNOWN_MAX) {
+    const ir_dim **e = malloc((size_t)(len + 1) * sizeof *e);
+    if (!e) return oom(x);
+    for (int64_t i = 0; i < len; i++)
+      if (!(e[i] = ir_dim_const(x->ir->arena, v[0] + i * v[2]))) {
+        free(e);
+        return oom(x);
+      }
+    int rc = ox_set_known(x, out[0], in[0]->dtype, 1, &len, e);
+    free(e);
+    return rc < 0 ? -1 : 0;
+  }
+  if (!ints) {
+    for (int i = 0; i < 3; i++)
+      if (nin <= i || !scalar_known(in[i], &f[i]))
+        return ox_unsupported(x, n, "start, limit and delta are not known at import (the "
+                                    "result's length would be data)");
+    if (f[2] == 0) return ox_fail(x, KILN_ERR_VERIFY, "delta is 0");
+    double w = ceil((f[1] - f[0]) / f[2]);
+    len = w > 0 ? (int64_t)w : 0;
+  }
+  int rc = 0, nun0 = x->nunsup;
+  kiln_value *a = ox_in(x, in, nin, 0, &rc), *b = a ? ox_in(x, in, nin, 1, &rc) : NULL;
+  kiln_value *c = b ? ox_in(x, in, nin, 2, &rc) : NULL;
+  if (!c) return rc;
+  char ty[128];
+  const ir_dim *d = ir_dim_const(x->ir->arena, len);
+  if (!d) return oom(x);
+  if (!(out[0]->v = ox_op(x, "range", (kiln_value *[]){a, b, c}, 3,
+                          ox_type_text(ty, sizeof ty, ox_type(a)->dtype, 1, &d), NULL)))
+    return x->nunsup > nun0 ? 1 : -1;
+  return 0;
 }

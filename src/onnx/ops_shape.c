@@ -398,13 +398,13 @@ int ox_op_Tile(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (nin < 2 || !ox_known_consts(in[1], rep, IR_MAX_RANK, &nr))
     return ox_unsupported(x, n, "repeats not known at import");
   if (nr != ox_type(a)->rank) return ox_fail(x, KILN_ERR_VERIFY, "%d repeats for rank %d", nr, ox_type(a)->rank);
+  char list[IR_MAX_RANK * 24 + 4];
+  size_t len = 0;
   for (int i = 0; i < nr; i++) {
-    if (rep[i] < 1 || rep[i] > 64) return ox_unsupported(x, n, "repeat %lld", (long long)rep[i]);
-    if (rep[i] == 1) continue;
-    kiln_value *v[64];
-    for (int k = 0; k < rep[i]; k++) v[k] = a;
-    if (!(a = ox_op(x, "concat", v, (int)rep[i], NULL, "{axis = %d}", i))) return FAILED();
+    if (rep[i] < 0) return ox_fail(x, KILN_ERR_VERIFY, "repeat %lld is negative", (long long)rep[i]);
+    len += (size_t)snprintf(list + len, sizeof list - len, "%s%lld", i ? ", " : "", (long long)rep[i]);
   }
+  if (!(a = ox_op(x, "tile", &a, 1, NULL, "{repeats = [%s]}", list))) return FAILED();
   out[0]->v = a;
   return 0;
 }

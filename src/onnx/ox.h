@@ -172,6 +172,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
   X(Flatten) X(Expand) X(Tile)
 #define OX_OPS_FOLD(X) X(Constant) X(Shape) X(Size) X(ConstantOfShape) X(Range) X(ReduceProd)
+/* indexing and masks (ops_index.c) */
+#define OX_OPS_INDEX(X)                                                                           \
+  X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
@@ -179,6 +182,7 @@ OX_OPS_ELEMENTWISE(OX_DECLARE)
 OX_OPS_NN(OX_DECLARE)
 OX_OPS_SHAPE(OX_DECLARE)
 OX_OPS_FOLD(OX_DECLARE)
+OX_OPS_INDEX(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,

@@ -1,0 +1,40 @@
+/* infer_impl.h - internal to the shape rules (infer.c, infer_index.c): the
+ * rule context and the helpers a rule file outside infer.c uses. Each helper
+ * reports through the node's diagnostic (located at its line:col) and
+ * returns -1, or 0 on success. Not part of any API. */
+#ifndef KILN_IR_INFER_IMPL_H
+#define KILN_IR_INFER_IMPL_H
+
+#include "ir.h"
+
+typedef struct ir_infer_ctx {
+  ir_graph *g;
+  ir_node *n;
+  ir_diag *d;
+  const char *op; /* op name without "mo." */
+} ir_infer_ctx;
+
+int ir_infer_fail(ir_infer_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int ir_infer_dim_fail(ir_infer_ctx *c); /* dim arithmetic overflowed */
+/* Attributes through the op's schema (kind, requiredness, default). */
+int ir_infer_attr_int(ir_infer_ctx *c, const char *name, int64_t *out);
+int ir_infer_attr_ints(ir_infer_ctx *c, const char *name, int *nv, const int64_t **v);
+int ir_infer_norm_axis(ir_infer_ctx *c, const char *what, int64_t axis, int rank, int *out);
+/* r = {dt, rank, dims, dev} (dims copied into the graph's arena). */
+int ir_infer_res_set(ir_infer_ctx *c, ir_type *r, ir_dtype dt, int rank,
+                     const ir_dim *const *dims, ir_device dev);
+/* The declared result type (its dims not negative). */
+int ir_infer_declared(ir_infer_ctx *c, const ir_type **out);
+/* lhs == rhs (IR_CHECK_EQ) or lhs >= rhs (IR_CHECK_GE): decided now when the
+ * difference is a constant, else a run-time check saying `what`. */
+int ir_infer_need(ir_infer_ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs,
+                  const char *what);
+const char *ir_infer_dim_str(char *buf, size_t cap, const ir_dim *d);
+
+/* Shape rules of the indexing classes (infer_index.c). */
+int ir_infer_gather_index(ir_infer_ctx *c, ir_type *r);
+int ir_infer_scatter(ir_infer_ctx *c, ir_type *r);
+int ir_infer_tile(ir_infer_ctx *c, ir_type *r);
+int ir_infer_range(ir_infer_ctx *c, ir_type *r);
+
+#endif
