@@ -601,6 +601,11 @@ static int run(run_state *s, const run_opts *o) {
   char b1[32], b2[32], b3[32];
   if (o->stats) {
     printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
+    double quick = kiln_model_counter(s->m, KILN_COUNTER_QUICK_KERNELS);
+    if (quick > 0)
+      printf("tier-up: %.0f kernel%s built quick first, %.0f still quick at exit (their full "
+             "builds run in the background; KILN_TIER_UP=off builds every kernel fully)\n",
+             quick, quick == 1 ? "" : "s", kiln_model_counter(s->m, KILN_COUNTER_QUICK_LIVE));
     if (s->dev && kiln_model_device(s->m)) {
       int hits = 0, misses = 0, nk = rt_device_model_kernels(s->m),
           np = rt_device_model_plan_builds(s->m);

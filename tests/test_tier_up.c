@@ -1,0 +1,199 @@
+/* test_tier_up.c - quick kernels first (src/tier_up.c,
+ * kiln_context_set_tier_up): a compile that must build at least the
+ * threshold of kernels runs them at the quick tier at once, with the same
+ * results as full kernels; the full builds replace them on the compile
+ * thread (QUICK_LIVE drops to 0) and only they reach the disk cache, so a
+ * second context loads every kernel from disk and builds nothing quick; a
+ * compile below the threshold, or with tier-up off, builds nothing quick;
+ * a model freed while its rebuild is queued or running is safe (ASan in
+ * CI); a negative threshold is refused. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kiln/kiln.h"
+#include "src/variants.h"
+
+/* Five kernels that stay apart: matmul (+ softmax, fused or not),
+ * permute, cumsum, exp, sum. */
+#define CHAIN                                                                                   \
+  "mo.graph @chain<n>(%x: !mo.tensor<[n, 32], f32>, %w: !mo.tensor<[32, 32], f32>) -> "         \
+  "(!mo.tensor<[1, n], f32>) {\n"                                                               \
+  "  %0 = mo.matmul(%x, %w) : (!mo.tensor<[n, 32], f32>, !mo.tensor<[32, 32], f32>) -> "        \
+  "!mo.tensor<[n, 32], f32>\n"                                                                  \
+  "  %1 = mo.softmax(%0) {axis = -1} : !mo.tensor<[n, 32], f32>\n"                              \
+  "  %2 = mo.permute(%1) {dims = [1, 0]} : !mo.tensor<[32, n], f32>\n"                          \
+  "  %3 = mo.cumsum(%2) {axis = 0} : !mo.tensor<[32, n], f32>\n"                                \
+  "  %4 = mo.exp(%3) : !mo.tensor<[32, n], f32>\n"                                              \
+  "  %5 = mo.sum(%4) {axis = 0} : !mo.tensor<[1, n], f32>\n"                                    \
+  "  mo.output %5 : !mo.tensor<[1, n], f32>\n"                                                  \
+  "}\n"
+
+#define N 6
+
+typedef struct fx {
+  kiln_status *st;
+  kiln_graph *g;
+  kiln_tensor *x, *w;
+  char dir[64];
+} fx;
+
+static void fx_init(fx *f) {
+  f->st = kiln_status_new();
+  f->g = kiln_graph_parse(CHAIN, strlen(CHAIN), "chain", f->st);
+  cr_assert_not_null(f->g, "%s", kiln_status_message(f->st));
+  int64_t xs[2] = {N, 32}, ws[2] = {32, 32};
+  f->x = kiln_tensor_new(KILN_FLOAT32, 2, xs, f->st);
+  f->w = kiln_tensor_new(KILN_FLOAT32, 2, ws, f->st);
+  cr_assert(f->x && f->w);
+  float *x = kiln_tensor_data(f->x), *w = kiln_tensor_data(f->w);
+  for (int i = 0; i < N * 32; i++) x[i] = (float)((i * 37 % 17) - 8) / 8.0f;
+  for (int i = 0; i < 32 * 32; i++) w[i] = (float)((i * 11 % 13) - 6) / 16.0f;
+  snprintf(f->dir, sizeof f->dir, "/tmp/kiln-tier-XXXXXX");
+  cr_assert_not_null(mkdtemp(f->dir));
+}
+
+static void fx_free(fx *f) {
+  kiln_tensor_free(f->x);
+  kiln_tensor_free(f->w);
+  kiln_graph_free(f->g);
+  kiln_status_free(f->st);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+/* A context on the fixture's cache dir with the given threshold. */
+static kiln_context *context(fx *f, int min_kernels) {
+  kiln_context *ctx = kiln_context_new(f->st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(f->st));
+  cr_assert_eq(kiln_context_set_cache_dir(ctx, f->dir, 0, f->st), 0, "%s",
+               kiln_status_message(f->st));
+  cr_assert_eq(kiln_context_set_tier_up(ctx, min_kernels, f->st), 0);
+  return ctx;
+}
+
+static kiln_model *compile(fx *f, kiln_context *ctx) {
+  kiln_model *m = kiln_model_compile(ctx, f->g, f->st);
+  cr_assert_not_null(m, "%s", kiln_status_message(f->st));
+  return m;
+}
+
+static void run(fx *f, kiln_model *m, float out[N]) {
+  kiln_tensor *o = NULL, *in[2] = {f->x, f->w};
+  cr_assert_eq(kiln_model_execute(m, in, 2, &o, 1, f->st), 0, "%s",
+               kiln_status_message(f->st));
+  memcpy(out, kiln_tensor_data(o), N * sizeof *out);
+  kiln_tensor_free(o);
+}
+
+static void same(const float *a, const float *b) {
+  for (int i = 0; i < N; i++)
+    cr_assert(fabsf(a[i] - b[i]) <= 1e-5f * fabsf(b[i]) + 1e-6f, "out[%d]: %.9g vs %.9g", i,
+              (double)a[i], (double)b[i]);
+}
+
+/* The reference: every kernel full (tier-up off), no disk cache shared. */
+static void reference(fx *f, float out[N]) {
+  kiln_context *ctx = kiln_context_new(f->st);
+  cr_assert_not_null(ctx);
+  cr_assert_eq(kiln_context_set_cache_dir(ctx, NULL, 0, f->st), 0);
+  cr_assert_eq(kiln_context_set_tier_up(ctx, 0, f->st), 0);
+  kiln_model *m = compile(f, ctx);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_KERNELS), 0);
+  run(f, m, out);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+}
+
+Test(tier_up, quick_first_then_full_and_only_full_on_disk) {
+  fx f;
+  fx_init(&f);
+  float want[N], got[N];
+  reference(&f, want);
+
+  kiln_context *ctx = context(&f, 1);
+  rt_spec_set_test_delay(ctx, 300); /* the rebuild waits: the quick kernels run first */
+  kiln_model *m = compile(&f, ctx);
+  double quick = kiln_model_counter(m, KILN_COUNTER_QUICK_KERNELS);
+  cr_assert_geq(quick, 4, "quick kernels: %g", quick);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE), quick);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_QUICK_KERNELS), quick);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_DISK_HITS), 0);
+  run(&f, m, got);
+  same(got, want);
+
+  rt_spec_set_test_delay(ctx, 0);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, f.st), 0);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE), 0);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_QUICK_LIVE), 0);
+  /* quick + full builds of each kernel */
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), 2 * quick);
+  run(&f, m, got);
+  same(got, want);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+
+  /* a later process: every kernel from disk, at full, nothing quick */
+  ctx = context(&f, 1);
+  m = compile(&f, ctx);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_KERNELS), 0);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), 0);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_DISK_HITS), quick);
+  run(&f, m, got);
+  same(got, want);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  fx_free(&f);
+}
+
+Test(tier_up, below_threshold_or_off_builds_full) {
+  fx f;
+  fx_init(&f);
+  kiln_context *ctx = context(&f, 1000);
+  kiln_model *m = compile(&f, ctx);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_KERNELS), 0);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_QUICK_KERNELS), 0);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 0, f.st), 0); /* nothing queued */
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+
+  ctx = kiln_context_new(f.st);
+  cr_assert_eq(kiln_context_set_cache_dir(ctx, NULL, 0, f.st), 0);
+  cr_assert_eq(kiln_context_set_tier_up(ctx, 0, f.st), 0);
+  m = compile(&f, ctx);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_KERNELS), 0);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  fx_free(&f);
+}
+
+Test(tier_up, model_freed_while_rebuild_pending) {
+  fx f;
+  fx_init(&f);
+  kiln_context *ctx = context(&f, 1);
+  rt_spec_set_test_delay(ctx, 2000);
+  kiln_model *m = compile(&f, ctx);
+  cr_assert_geq(kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE), 4);
+  usleep(20000); /* the job has started (its delay runs) */
+  kiln_model_free(m);                      /* cancels it: returns well before 2 s */
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_QUICK_LIVE), 0);
+  m = compile(&f, ctx);                    /* quick kernels now hit the memory cache */
+  kiln_model_free(m);                      /* its job still queued */
+  kiln_context_free(ctx);
+  fx_free(&f);
+}
+
+Test(tier_up, bad_threshold) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_eq(kiln_context_set_tier_up(ctx, -1, st), -1);
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
+  cr_assert_not_null(strstr(kiln_status_message(st), "negative"));
+  cr_assert_eq(kiln_context_set_tier_up(NULL, 1, st), -1);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
