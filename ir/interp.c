@@ -894,6 +894,28 @@ static int run_band_part(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_pad(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_pad(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_pool(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_pool(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_conv(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_conv(n, IN(r, n, 0), IN(r, n, 1), n->nin > 2 ? IN(r, n, 2) : NULL, OUT(r, n, 0),
+                  detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -925,6 +947,9 @@ static const run_fn run_class[] = {
     [IR_CLS_CUSTOM] = run_custom,
     [IR_CLS_SCAN] = run_scan,
     [IR_CLS_BAND_PART] = run_band_part,
+    [IR_CLS_PAD] = run_pad,
+    [IR_CLS_POOL] = run_pool,
+    [IR_CLS_CONV] = run_conv,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

@@ -49,5 +49,11 @@ void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_
 int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_band_part(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
                      size_t msglen);
+/* Vision (interp_vision.c): mo.pad; mo.max_pool2d / mo.avg_pool2d; mo.conv2d
+ * (bias may be NULL). */
+int ir_ref_pad(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_pool(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
+                ir_tensor *y, char *msg, size_t msglen);
 
 #endif

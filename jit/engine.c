@@ -63,6 +63,7 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_INDEX: return "index out of range";
   case JIT_KERR_DIVZERO: return "integer mod by zero";
   case JIT_KERR_CUSTOM: return "the custom kernel returned an error (non-zero)";
+  case JIT_KERR_NOMEM: return "out of memory for the kernel's workspace";
   default: return "unknown kernel error";
   }
 }

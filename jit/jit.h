@@ -41,6 +41,7 @@ enum {
   JIT_KERR_INDEX = 1,   /* gather: index out of range */
   JIT_KERR_DIVZERO = 2, /* integer mod by zero */
   JIT_KERR_CUSTOM = 3,  /* a custom kernel returned non-zero */
+  JIT_KERR_NOMEM = 4,   /* a kernel's workspace could not be allocated (conv2d) */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 

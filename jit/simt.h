@@ -211,6 +211,11 @@ int jit_simt_lower_layer_norm(jit_simt_fn *sf);
 int jit_simt_lower_scan(jit_simt_fn *sf);
 /* Elements (band.c): mo.band_part. */
 int jit_simt_lower_band_part(jit_simt_fn *sf);
+/* Elements (pad.c, pool.c, conv.c): mo.pad; mo.max_pool2d / mo.avg_pool2d
+ * (a window per thread); mo.conv2d (direct: a dot product per thread). */
+int jit_simt_lower_pad(jit_simt_fn *sf);
+int jit_simt_lower_pool(jit_simt_fn *sf);
+int jit_simt_lower_conv(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

@@ -3,7 +3,8 @@
  *   elements  grid-stride loop over the result's elements (elementwise ops,
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
  *             permute, concat, split, slice_tensor, gather, band_part
- *             (band.c), and a mo.fused
+ *             (band.c), pad (pad.c), the pools (pool.c), conv2d (conv.c,
+ *             direct), and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
  *             row (simt_rows.c: sum, mean, max, min, argmax, argmin,
@@ -484,7 +485,10 @@ static int lower_custom(jit_simt_fn *sf) {
   X(FUSED, L_FUSED, jit_simt_lower_fused)               \
   X(CUSTOM, L_CUSTOM, lower_custom)                     \
   X(SCAN, L_LINES, jit_simt_lower_scan)                 \
-  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)
+  X(BAND_PART, L_ELEMENTS, jit_simt_lower_band_part)      \
+  X(PAD, L_ELEMENTS, jit_simt_lower_pad)                  \
+  X(POOL, L_ELEMENTS, jit_simt_lower_pool)                \
+  X(CONV, L_ELEMENTS, jit_simt_lower_conv)
 
 typedef struct simt_rule {
   launch_shape shape;

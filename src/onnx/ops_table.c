@@ -10,6 +10,7 @@ typedef struct { const char *name; ox_op_fn fn; } op_row;
 #define ROW(name) {#name, ox_op_##name},
 static const op_row rows[] = {
     OX_OPS_ELEMENTWISE(ROW) OX_OPS_NN(ROW) OX_OPS_SHAPE(ROW) OX_OPS_FOLD(ROW)
+    OX_OPS_VISION(ROW)
 };
 #undef ROW
 

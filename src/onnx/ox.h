@@ -172,6 +172,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
   X(Flatten) X(Expand) X(Tile)
 #define OX_OPS_FOLD(X) X(Constant) X(Shape) X(Size) X(ConstantOfShape) X(Range) X(ReduceProd)
+#define OX_OPS_VISION(X) X(Pad) X(MaxPool) X(AveragePool) X(Conv)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
@@ -179,6 +180,7 @@ OX_OPS_ELEMENTWISE(OX_DECLARE)
 OX_OPS_NN(OX_DECLARE)
 OX_OPS_SHAPE(OX_DECLARE)
 OX_OPS_FOLD(OX_DECLARE)
+OX_OPS_VISION(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
