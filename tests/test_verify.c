@@ -1043,6 +1043,7 @@ typedef struct attr_example {
 } attr_example;
 
 static const int64_t split_sizes[] = {1, 3};
+static const int64_t pad_sizes[] = {1, 0, 2, 1}, pool_kernel[] = {2, 2};
 
 static const attr_example *attr_example_of(ir_op op) {
   static attr_example ex[] = {
@@ -1062,6 +1063,13 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_SPLIT, 1, {IR_DT_F32}, {"4, 3"}, 1,
        {{.name = "split_sizes", .kind = IR_ATTR_INTS, .u.ints = {2, split_sizes}}}, 2},
       {IR_OP_GATHER, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2"}, 0, {{0}}, 1},
+      {IR_OP_PAD, 1, {IR_DT_F32}, {"4, 3"}, 1,
+       {{.name = "paddings", .kind = IR_ATTR_INTS, .u.ints = {4, pad_sizes}}}, 1},
+      {IR_OP_MAX_POOL2D, 1, {IR_DT_F32}, {"1, 4, 3, 2"}, 1,
+       {{.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}}, 1},
+      {IR_OP_AVG_POOL2D, 1, {IR_DT_F32}, {"1, 4, 3, 2"}, 1,
+       {{.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}}, 1},
+      {IR_OP_CONV2D, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 3, 2", "2, 2, 2, 3"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1101,7 +1109,7 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 19);
+  cr_assert_eq(checked, 34);
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

@@ -1,5 +1,6 @@
-/* ops_vision.c - ONNX's Pad, MaxPool, AveragePool and Conv onto kiln's
- * mo.pad, mo.max_pool2d, mo.avg_pool2d and mo.conv2d.
+/* ops_vision.c - ONNX's Pad, MaxPool, AveragePool, Conv and the global
+ * pools onto kiln's mo.pad, mo.max_pool2d, mo.avg_pool2d, mo.conv2d and
+ * reductions.
  *
  * Layout: ONNX images are NCHW and Conv weights OIHW, kiln's ops are MAX's
  * NHWC with RSCF filters. The mappers permute around the op (input to NHWC,
@@ -10,6 +11,8 @@
  * Window attributes (kernel_shape, strides, dilations, pads as [begin...,
  * end...], auto_pad) become kiln's [h, w] lists and [top, bottom, left,
  * right] padding; SAME_UPPER / SAME_LOWER need static spatial dims.
+ * GlobalAveragePool / GlobalMaxPool are mo.mean / mo.max over each spatial
+ * axis (kept with size 1), any layout.
  * Pad's pads (and constant_value, axes) must be known at import
  * (initializers or Constant nodes): kiln's result shapes come from
  * attributes, so pads read from data are reported unsupported. */
@@ -79,8 +82,8 @@ int ox_op_Pad(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
     kp[2 * ax] = pads[i];
     kp[2 * ax + 1] = pads[na + i];
   }
-  char mode[32];
-  ox_attr_string(n, "mode", "constant", mode, sizeof mode);
+  char mbuf[32];
+  const char *mode = ox_attr_string(n, "mode", "constant", mbuf, sizeof mbuf);
   if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
     return ox_unsupported(x, n, "Pad mode '%s'", mode);
   char list[2 * IR_MAX_RANK * 24] = "";
@@ -129,8 +132,8 @@ static int window(ox *x, const Onnx__NodeProto *n, int sp, const ir_dim *h, cons
       o->pad[2] = p[0], o->pad[3] = p[1];
     }
   }
-  char ap[32];
-  ox_attr_string(n, "auto_pad", "NOTSET", ap, sizeof ap);
+  char abuf[32];
+  const char *ap = ox_attr_string(n, "auto_pad", "NOTSET", abuf, sizeof abuf);
   if (strcmp(ap, "VALID") == 0) memset(o->pad, 0, sizeof o->pad);
   bool upper = strcmp(ap, "SAME_UPPER") == 0, lower = strcmp(ap, "SAME_LOWER") == 0;
   if (upper || lower) {
@@ -251,4 +254,31 @@ int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
     return FAILED();
   out[0]->v = r;
   return 0;
+}
+
+/* ---- GlobalAveragePool, GlobalMaxPool: mean / max over every spatial axis ---- */
+
+static int global_pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                       const char *op) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  int rank = ox_type(a)->rank;
+  if (rank < 3) return ox_fail(x, KILN_ERR_VERIFY, "needs rank >= 3 (N, C, spatial...), not %d", rank);
+  for (int i = 2; i < rank; i++)
+    if (!(a = ox_op(x, op, &a, 1, NULL, "{axis = %d}", i))) return FAILED();
+  out[0]->v = a;
+  return 0;
+}
+
+int ox_op_GlobalAveragePool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                            int nout) {
+  (void)nout;
+  return global_pool(x, n, in, nin, out, "mean");
+}
+
+int ox_op_GlobalMaxPool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                        int nout) {
+  (void)nout;
+  return global_pool(x, n, in, nin, out, "max");
 }
