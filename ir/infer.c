@@ -694,7 +694,46 @@ static int infer_pool(ctx *c, ir_type *r) {
   return res_set(c, r, t->dtype, 4, dims, t->device);
 }
 
+/* conv2d_transpose (ops.def): Ho = (H - 1) * sh + dh * (R - 1) + 1 - top -
+ * bottom + ph, at least 0 (a run-time check for a symbolic H). */
+static int infer_conv_t(ctx *c, ir_type *r) {
+  const ir_type *x = opt(c, 0), *w = opt(c, 1);
+  int64_t st[2], dil[2], p[4], op[2], k[2], f;
+  if (attr_pair(c, "stride", 1, 1, st) != 0 || attr_pair(c, "dilation", 1, 1, dil) != 0 ||
+      attr_padding(c, false, p) != 0 || attr_pair(c, "output_paddings", 0, 0, op) != 0)
+    return -1;
+  if (x->rank != 4) return fail(c, "operand 0 of mo.%s has rank %d but needs rank 4 (NHWC)", c->op, x->rank);
+  if (w->rank != 4) return fail(c, "operand 1 of mo.%s has rank %d but needs rank 4 (RSFC)", c->op, w->rank);
+  if (!is_const(w->dims[0], &k[0]) || !is_const(w->dims[1], &k[1]) || !is_const(w->dims[2], &f) ||
+      k[0] < 1 || k[1] < 1)
+    return fail(c, "operand 1 of mo.%s (the filter) needs static R, S >= 1 and a static F", c->op);
+  char db[160];
+  if (need(c, IR_CHECK_EQ, x->dims[3], w->dims[3],
+           "mo.%s: C = %s (axis 3 of operand 0) must equal axis 3 of operand 1", c->op,
+           dim_str(db, sizeof db, x->dims[3])) != 0)
+    return -1;
+  if (c->n->nin == 3) {
+    const ir_type *b = opt(c, 2);
+    int64_t bf;
+    if (b->rank != 1 || !is_const(b->dims[0], &bf) || bf != f)
+      return fail(c, "operand 2 of mo.%s (the bias) must have shape [%" PRId64 "]", c->op, f);
+  }
+  const ir_dim *dims[4] = {x->dims[0], NULL, NULL, w->dims[2]};
+  for (int i = 0; i < 2; i++) {
+    ir_arena *a = c->g->arena;
+    const ir_dim *d = ir_dim_mul(a, ir_dim_sub(a, x->dims[1 + i], cst(c, 1)), cst(c, st[i]));
+    d = d ? ir_dim_add(a, d, cst(c, dil[i] * (k[i] - 1) + 1 - p[2 * i] - p[2 * i + 1] + op[i])) : NULL;
+    if (!d) return dim_fail(c);
+    if (need(c, IR_CHECK_GE, d, cst(c, 0), "mo.%s: axis %d of the result would be negative (%s)",
+             c->op, 1 + i, dim_str(db, sizeof db, d)) != 0)
+      return -1;
+    dims[1 + i] = d;
+  }
+  return res_set(c, r, x->dtype, 4, dims, x->device);
+}
+
 static int infer_conv(ctx *c, ir_type *r) {
+  if (c->n->op == IR_OP_CONV2D_TRANSPOSE) return infer_conv_t(c, r);
   const ir_type *x = opt(c, 0), *w = opt(c, 1);
   int64_t st[2], dil[2], p[4], groups;
   if (attr_pair(c, "stride", 1, 1, st) != 0 || attr_pair(c, "dilation", 1, 1, dil) != 0 ||

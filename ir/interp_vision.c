@@ -1,6 +1,6 @@
 /* interp_vision.c - the reference interpreter's routines for the vision
  * classes: mo.pad (constant, reflect, edge), mo.max_pool2d / mo.avg_pool2d
- * and mo.conv2d (NHWC images, RSCF filters). Plain loops over the result's
+ * and mo.conv2d / mo.conv2d_transpose (NHWC images, RSCF filters). Plain loops over the result's
  * elements, the meaning the JIT and SIMT kernels must match (ops.def
  * documents the attributes).
  *
@@ -147,8 +147,41 @@ int ir_ref_pool(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, s
   return 0;
 }
 
+/* conv2d_transpose: each result element gathers the taps whose input
+ * pixel lands on it (oh + top - r * dh = ih * sh). */
+static int conv_t(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
+                  ir_tensor *y, char *msg, size_t msglen) {
+  win w;
+  if (!win_read(n, &w)) return ir_ref_fail(msg, msglen, "malformed window attributes");
+  if (x->rank != 4 || f->rank != 4 || y->rank != 4 || y->shape[0] != x->shape[0] ||
+      f->shape[3] != x->shape[3] || f->shape[2] != y->shape[3] ||
+      (bias && (bias->rank != 1 || bias->shape[0] != f->shape[2])))
+    return ir_ref_fail(msg, msglen, "the operands' shapes do not fit NHWC and RSFC");
+  int64_t H = x->shape[1], W = x->shape[2], C = x->shape[3], R = f->shape[0], S = f->shape[1];
+  int64_t F = f->shape[2], Ho = y->shape[1], Wo = y->shape[2];
+  for (int64_t b = 0; b < x->shape[0]; b++)
+    for (int64_t oh = 0; oh < Ho; oh++)
+      for (int64_t ow = 0; ow < Wo; ow++)
+        for (int64_t o = 0; o < F; o++) {
+          double sum = bias ? ir_ref_ld_f(bias, o) : 0.0;
+          for (int64_t r = 0; r < R; r++)
+            for (int64_t s = 0; s < S; s++) {
+              int64_t th = oh + w.pad[0] - r * w.dil[0], tw = ow + w.pad[2] - s * w.dil[1];
+              if (th < 0 || tw < 0 || th % w.st[0] || tw % w.st[1]) continue;
+              int64_t ih = th / w.st[0], iw = tw / w.st[1];
+              if (ih >= H || iw >= W) continue;
+              for (int64_t c = 0; c < C; c++)
+                sum += ir_ref_ld_f(x, ((b * H + ih) * W + iw) * C + c) *
+                       ir_ref_ld_f(f, ((r * S + s) * F + o) * C + c);
+            }
+          ir_ref_st_f(y, ((b * Ho + oh) * Wo + ow) * F + o, sum);
+        }
+  return 0;
+}
+
 int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
                 ir_tensor *y, char *msg, size_t msglen) {
+  if (n->op == IR_OP_CONV2D_TRANSPOSE) return conv_t(n, x, f, bias, y, msg, msglen);
   win w;
   int64_t groups = ir_node_attr_int(n, "groups", 1);
   if (!win_read(n, &w) || groups < 1) return ir_ref_fail(msg, msglen, "malformed window attributes");

@@ -24,6 +24,7 @@
  * SIMT: a grid-stride loop over the result elements, each thread one dot
  * product over its window (direct convolution), accumulating with fmuladd
  * in the dtype.
+ * mo.conv2d_transpose, of the same class, is lowered by conv_t.c.
  * Assumes a verified node: f32 / f64 throughout, R, S and F static, C =
  * groups * C/g, the result dims from ops.def's rule. */
 #include "lower.h"
@@ -126,6 +127,7 @@ static void release(jit_fn *f, LLVMValueRef buf) {
 }
 
 int jit_lower_conv(jit_fn *f) {
+  if (f->node->op == IR_OP_CONV2D_TRANSPOSE) return jit_lower_conv_t(f);
   convp q;
   if (conv_setup(f, &q) != 0) return -1;
   const jit_win *w = &q.w;
@@ -195,6 +197,7 @@ int jit_lower_conv(jit_fn *f) {
 }
 
 int jit_simt_lower_conv(jit_simt_fn *sf) {
+  if (sf->f.node->op == IR_OP_CONV2D_TRANSPOSE) return jit_simt_lower_conv_t(sf);
   jit_fn *f = &sf->f;
   convp q;
   if (conv_setup(f, &q) != 0) return -1;

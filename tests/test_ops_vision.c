@@ -1,5 +1,5 @@
 /* test_ops_vision.c - mo.pad (constant, reflect, edge), mo.max_pool2d,
- * mo.avg_pool2d and mo.conv2d: the JIT against the reference interpreter
+ * mo.avg_pool2d, mo.conv2d and mo.conv2d_transpose: the JIT against the reference interpreter
  * over the dtypes each takes, size-1 and size-0 dims, symbolic batch and
  * spatial dims, every window attribute (stride, dilation, symmetric and
  * asymmetric padding, ceil_mode, count_boundary, groups, bias); hand-worked
@@ -145,6 +145,40 @@ static void check_conv(const char *dt, double tol) {
 Test(conv2d, f32) { check_conv("f32", 2e-5); }
 Test(conv2d, f64) { check_conv("f64", 1e-12); }
 
+/* conv2d_transpose: filter [R, S, F, C]; Ho = (H - 1) * sh + dh * (R - 1)
+ * + 1 - top - bottom + output_paddings[0] */
+static const ccase CONVTS[] = {
+    {"1, 4, 3, 3", "3, 3, 5, 3", "stride = [2, 2], padding = [1, 1, 1, 1], output_paddings = [1, 0]", "1, 8, 5, 5", true},
+    {"2, 3, 3, 2", "2, 3, 4, 2", "stride = [3, 1], dilation = [1, 2], padding = [0, 1, 2, 0]", "2, 7, 5, 4", false},
+    {"1, 1, 1, 1", "1, 1, 1, 1", "", "1, 1, 1, 1", true},
+    {"n, h, 3, 4", "3, 3, 2, 4", "stride = [2, 2]", "n, 2 * h + 1, 7, 2", true},
+};
+
+static void check_conv_t(const char *dt, double tol) {
+  gt *t = gt_new("convt", "n, h");
+  for (int i = 0; i < (int)(sizeof CONVTS / sizeof CONVTS[0]); i++) {
+    const ccase *k = &CONVTS[i];
+    int nf = 0, r, s2;
+    sscanf(k->filter, "%d, %d, %d", &r, &s2, &nf);
+    char attrs[200], bshape[16];
+    snprintf(attrs, sizeof attrs, "{%s}", k->attrs);
+    snprintf(bshape, sizeof bshape, "%d", nf);
+    int ins[3] = {gt_in(t, dt, k->in), gt_in(t, dt, k->filter), k->bias ? gt_in(t, dt, bshape) : -1};
+    gt_out(t, gt_op(t, "mo.conv2d_transpose", k->attrs[0] ? attrs : NULL, ins, k->bias ? 3 : 2, dt, k->out));
+  }
+  char label[64];
+  snprintf(label, sizeof label, "mo.conv2d_transpose %s", dt);
+  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=1;n=2,h=4",
+                   .seed = 54, .rtol = tol, .atol = tol};
+  ORACLE_ASSERT(&c);
+  gt_free(t);
+}
+
+Test(conv2d_transpose, f32_and_f64) {
+  check_conv_t("f32", 2e-5);
+  check_conv_t("f64", 1e-12);
+}
+
 /* ---- hand-worked answers ---- */
 
 static void known1(const char *label, const char *op, const char *attrs, const char *shape,
@@ -206,6 +240,20 @@ Test(known, conv2d_sums_windows) {
   gt_free(t);
 }
 
+/* stride 2 with a 2x2 filter of ones spreads each pixel over a 2x2 block */
+Test(known, conv2d_transpose_spreads_pixels) {
+  gt *t = gt_new("known", NULL);
+  int x = gt_const(t, "f32", "1, 2, 2, 1", "1, 2, 3, 4");
+  int w = gt_const(t, "f32", "2, 2, 1, 1", "1, 1, 1, 1");
+  gt_out(t, gt_op2(t, "mo.conv2d_transpose", "{stride = [2, 2]}", x, w, "f32", "1, 4, 4, 1"));
+  oracle_expect e = {KILN_FLOAT32, 4, {1, 4, 4, 1}, F32(1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4)};
+  oracle_report *r = calloc(1, sizeof *r);
+  cr_assert(r);
+  cr_expect_eq(oracle_known("conv2d_transpose", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);
+  free(r);
+  gt_free(t);
+}
+
 /* ---- refused ---- */
 
 static void expect_rejected(const char *mlir, const char *what) {
@@ -254,4 +302,5 @@ Test(vision, bad_attributes_and_shapes_are_refused) {
   expect_rejected(CONV("{padding = [1, 1]}", "1, 4, 4, 3", "3, 3, 3, 4", "1, 2, 2, 4"),
                   "attribute 'padding' of mo.conv2d has 2 entries but takes 4");
   expect_rejected(CONV("", "1, 4, 4, 3", "3, 3, 3, 4", "1, 4, 4, 4"), "declared as");
+  expect_rejected(G1("mo.conv2d_transpose", "", "1, 4, 4, 3", "1, 4, 4, 3"), "2:8: mo.conv2d_transpose takes 2 to 3 operands, got 1");
 }

@@ -415,12 +415,13 @@ Test(simt_ops, band_part) {
 }
 
 /* vision: pad's three modes, both pools, conv2d (direct on SIMT) with
- * groups, padding, stride and a bias; a symbolic batch */
+ * groups, padding, stride and a bias, conv2d_transpose; a symbolic batch */
 Test(simt_ops, vision) {
   const char *text =
       "mo.graph @g<n>(%x: " T("n, 9, 7, 4", "f32") ", %w: " T("3, 3, 2, 6", "f32") ", %b: " T("6", "f32")
-      ", %i: " T("n, 5", "si32") ") -> (" T("n, 12, 8, 4", "f32") ", " T("n, 5, 4, 4", "f32") ", "
-      T("n, 4, 4, 4", "f32") ", " T("n, 5, 4, 6", "f32") ", " T("n, 9", "si32") ", " T("n + 1, 6", "si32") ") {\n"
+      ", %i: " T("n, 5", "si32") ", %v: " T("2, 2, 3, 4", "f32") ") -> (" T("n, 12, 8, 4", "f32") ", "
+      T("n, 5, 4, 4", "f32") ", " T("n, 4, 4, 4", "f32") ", " T("n, 5, 4, 6", "f32") ", " T("n, 9", "si32")
+      ", " T("n + 1, 6", "si32") ", " T("n, 17, 13, 3", "f32") ") {\n"
       "  %0 = mo.pad(%x) {mode = \"reflect\", paddings = [0, 0, 1, 2, 0, 1, 0, 0]} : " T("n, 12, 8, 4", "f32") "\n"
       "  %1 = mo.max_pool2d(%x) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1], ceil_mode = true} : "
       T("n, 5, 4, 4", "f32") "\n"
@@ -430,8 +431,10 @@ Test(simt_ops, vision) {
       T("n, 5, 4, 6", "f32") "\n"
       "  %4 = mo.pad(%i) {mode = \"edge\", paddings = [0, 0, 2, 2]} : " T("n, 9", "si32") "\n"
       "  %5 = mo.pad(%i) {paddings = [1, 0, 0, 1], value = -3.0} : " T("n + 1, 6", "si32") "\n"
-      "  mo.output %0, %1, %2, %3, %4, %5 : " T("n, 12, 8, 4", "f32") ", " T("n, 5, 4, 4", "f32") ", "
-      T("n, 4, 4, 4", "f32") ", " T("n, 5, 4, 6", "f32") ", " T("n, 9", "si32") ", " T("n + 1, 6", "si32") "\n}\n";
+      "  %6 = mo.conv2d_transpose(%x, %v) {stride = [2, 2], padding = [1, 0, 0, 1]} : " T("n, 17, 13, 3", "f32") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5, %6 : " T("n, 12, 8, 4", "f32") ", " T("n, 5, 4, 4", "f32") ", "
+      T("n, 4, 4, 4", "f32") ", " T("n, 5, 4, 6", "f32") ", " T("n, 9", "si32") ", " T("n + 1, 6", "si32")
+      ", " T("n, 17, 13, 3", "f32") "\n}\n";
   int64_t n[] = {3};
   check(text, n, true);
   int64_t n0[] = {0};
