@@ -1,13 +1,15 @@
-/* ops_vision.c - ONNX's Pad, MaxPool, AveragePool, Conv and the global
- * pools onto kiln's mo.pad, mo.max_pool2d, mo.avg_pool2d, mo.conv2d and
- * reductions.
+/* ops_vision.c - ONNX's Pad, MaxPool, AveragePool, Conv, ConvTranspose and
+ * the global pools onto kiln's mo.pad, mo.max_pool2d, mo.avg_pool2d,
+ * mo.conv2d, mo.conv2d_transpose and reductions.
  *
  * Layout: ONNX images are NCHW and Conv weights OIHW, kiln's ops are MAX's
  * NHWC with RSCF filters. The mappers permute around the op (input to NHWC,
  * weights to RSCF, the result back to NCHW) instead of giving the ops a
  * layout attribute: kiln keeps one meaning and one kernel per op to make
  * fast, and a permute is a streaming copy next to the op's work. 1-D pools
- * (N, C, L) run as 2-D ones over (N, C, 1, L).
+ * and transposed convolutions (N, C, L) run as 2-D ones over (N, C, 1, L).
+ * ConvTranspose: group 1; output_shape and auto_pad SAME_* become paddings
+ * as ONNX computes them (a negative end padding becomes output padding).
  * Window attributes (kernel_shape, strides, dilations, pads as [begin...,
  * end...], auto_pad) become kiln's [h, w] lists and [top, bottom, left,
  * right] padding; SAME_UPPER / SAME_LOWER need static spatial dims.
@@ -281,4 +283,72 @@ int ox_op_GlobalMaxPool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, o
                         int nout) {
   (void)nout;
   return global_pool(x, n, in, nin, out, "max");
+}
+
+/* ---- ConvTranspose: W [C, M, kh, kw] is permuted to kiln's [kh, kw, M, C] ---- */
+
+int ox_op_ConvTranspose(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                        int nout) {
+  BEGIN;
+  (void)nout;
+  kiln_value *a = IN(0), *w = a ? IN(1) : NULL, *b = NULL, *r;
+  if (!w) return rc;
+  if (nin > 2 && in[2] && !(b = IN(2))) return rc;
+  const ir_type *ta = ox_type(a), *tw = ox_type(w);
+  int sp = ta->rank - 2, cnt;
+  if ((sp != 1 && sp != 2) || tw->rank != ta->rank)
+    return ox_unsupported(x, n, "%d-D ConvTranspose", sp);
+  if (ta->dtype != IR_DT_F32 && ta->dtype != IR_DT_F64)
+    return ox_unsupported(x, n, "%s ConvTranspose", ir_dtype_name(ta->dtype));
+  if (ox_attr_int(n, "group", 1) != 1) return ox_unsupported(x, n, "ConvTranspose with group > 1");
+  owin o;
+  o.k[0] = 1;
+  if ((sp == 2 && !ir_dim_is_const(tw->dims[2], &o.k[0])) || !ir_dim_is_const(tw->dims[ta->rank - 1], &o.k[1]))
+    return ox_unsupported(x, n, "ConvTranspose weights with a symbolic kernel shape");
+  const ir_dim *one = ir_dim_const(x->ir->arena, 1);
+  const ir_dim *sd[2] = {sp == 2 ? ta->dims[2] : one, ta->dims[ta->rank - 1]};
+  /* auto_pad SAME_* is resolved below from output_shape; read the rest as Conv's */
+  char abuf[32];
+  const char *ap = ox_attr_string(n, "auto_pad", "NOTSET", abuf, sizeof abuf);
+  bool same = strcmp(ap, "SAME_UPPER") == 0 || strcmp(ap, "SAME_LOWER") == 0;
+  if (pair(x, n, "strides", sp, 1, o.st) != 0 || pair(x, n, "dilations", sp, 1, o.dil) != 0)
+    return -1;
+  if (!same && (rc = window(x, n, sp, sd[0], sd[1], &o)) != 0) return rc;
+  int64_t op[2];
+  if (pair(x, n, "output_padding", sp, 0, op) != 0) return -1;
+  if (sp == 1) op[0] = 0;
+  const int64_t *os = ox_attr_ints(n, "output_shape", &cnt);
+  if (os || same) { /* the paddings that give output_shape (SAME: input * stride) */
+    if (os && cnt != sp) return ox_fail(x, KILN_ERR_VERIFY, "output_shape has %d entries", cnt);
+    for (int i = 0; i < 2; i++) {
+      int64_t len;
+      if (!ir_dim_is_const(sd[i], &len))
+        return ox_unsupported(x, n, "output_shape or auto_pad on a symbolic spatial dim");
+      int64_t want = os ? (sp == 1 && i == 0 ? 1 : os[i - (2 - sp)]) : len * o.st[i];
+      int64_t total = o.st[i] * (len - 1) + op[i] + (o.k[i] - 1) * o.dil[i] + 1 - want;
+      bool upper = strcmp(ap, "SAME_UPPER") == 0;
+      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor, as ONNX's // */
+      o.pad[2 * i] = upper ? half : total - half;
+      o.pad[2 * i + 1] = total - o.pad[2 * i];
+      /* a negative end padding lengthens the output: in the gather form
+       * that is output padding (only the start padding shifts the taps) */
+      if (o.pad[2 * i + 1] < 0) {
+        op[i] -= o.pad[2 * i + 1];
+        o.pad[2 * i + 1] = 0;
+      }
+      if (o.pad[2 * i] < 0)
+        return ox_unsupported(x, n, "output_shape that needs a negative start padding");
+    }
+  }
+  if (sp == 1 && (!(a = to_2d(x, a)) || !(w = to_2d(x, w)))) return FAILED();
+  char wt[256];
+  if (!(a = permute(x, a, "0, 2, 3, 1")) || !(w = permute(x, w, "2, 3, 1, 0"))) return FAILED();
+  kiln_value *ops[3] = {a, w, b};
+  if (!(r = ox_op(x, "conv2d_transpose", ops, b ? 3 : 2, NULL, "{%s, output_paddings = [%lld, %lld]}",
+                  window_text(wt, sizeof wt, &o), (long long)op[0], (long long)op[1])) ||
+      !(r = permute(x, r, "0, 3, 1, 2")))
+    return FAILED();
+  if (sp == 1 && !(r = from_2d(x, r))) return FAILED();
+  out[0]->v = r;
+  return 0;
 }

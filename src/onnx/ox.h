@@ -172,7 +172,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
   X(Flatten) X(Expand) X(Tile)
 #define OX_OPS_FOLD(X) X(Constant) X(Shape) X(Size) X(ConstantOfShape) X(Range) X(ReduceProd)
-#define OX_OPS_VISION(X) X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(GlobalAveragePool) X(GlobalMaxPool)
+#define OX_OPS_VISION(X)                                                                          \
+  X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
