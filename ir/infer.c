@@ -732,8 +732,71 @@ static int infer_conv_t(ctx *c, ir_type *r) {
   return res_set(c, r, x->dtype, 4, dims, x->device);
 }
 
+/* An attribute list of n values (one value: all n; empty: dflt), each >= lo. */
+static int attr_list(ctx *c, const char *name, int n, int64_t dflt, int64_t lo, int64_t *out) {
+  int nv;
+  const int64_t *v;
+  if (attr_ints(c, name, &nv, &v) != 0) return -1;
+  if (nv != 0 && nv != 1 && nv != n)
+    return fail(c, "attribute '%s' of mo.%s has %d entries but takes 1 or %d", name, c->op, nv, n);
+  for (int i = 0; i < n; i++) {
+    out[i] = nv == 0 ? dflt : v[nv == 1 ? 0 : i];
+    if (out[i] < lo)
+      return fail(c, "attribute '%s' of mo.%s has %" PRId64 " but needs values >= %" PRId64, name,
+                  c->op, out[i], lo);
+  }
+  return 0;
+}
+
+/* conv3d (ops.def): conv2d's rule with a depth axis. */
+static int infer_conv3d(ctx *c, ir_type *r) {
+  const ir_type *x = opt(c, 0), *w = opt(c, 1);
+  int64_t st[3], dil[3], p[6], groups, k[3], f, cin;
+  if (attr_list(c, "stride", 3, 1, 1, st) != 0 || attr_list(c, "dilation", 3, 1, 1, dil) != 0 ||
+      attr_int(c, "groups", &groups) != 0)
+    return -1;
+  int np;
+  const int64_t *pv;
+  if (attr_ints(c, "padding", &np, &pv) != 0) return -1;
+  if (np != 0 && np != 6)
+    return fail(c, "attribute 'padding' of mo.conv3d has %d entries but takes 6", np);
+  for (int i = 0; i < 6; i++) {
+    p[i] = np ? pv[i] : 0;
+    if (p[i] < 0) return fail(c, "attribute 'padding' of mo.conv3d has %" PRId64 " but needs values >= 0", p[i]);
+  }
+  if (groups < 1) return fail(c, "attribute 'groups' of mo.conv3d is %" PRId64 " but must be >= 1", groups);
+  if (x->rank != 5) return fail(c, "operand 0 of mo.conv3d has rank %d but needs rank 5 (NDHWC)", x->rank);
+  if (w->rank != 5) return fail(c, "operand 1 of mo.conv3d has rank %d but needs rank 5 (QRSCF)", w->rank);
+  for (int i = 0; i < 3; i++)
+    if (!is_const(w->dims[i], &k[i]) || k[i] < 1)
+      return fail(c, "operand 1 of mo.conv3d (the filter) needs static Q, R, S >= 1 and F");
+  if (!is_const(w->dims[4], &f)) return fail(c, "operand 1 of mo.conv3d (the filter) needs a static F");
+  if (f % groups != 0)
+    return fail(c, "mo.conv3d: F = %" PRId64 " (axis 4 of operand 1) is not divisible by groups = %" PRId64, f, groups);
+  if (is_const(x->dims[4], &cin) ? cin % groups != 0 : groups != 1)
+    return fail(c, "mo.conv3d: C (axis 4 of operand 0) must be static and divisible by groups = %" PRId64, groups);
+  char db[160];
+  if (need(c, IR_CHECK_EQ, x->dims[4], ir_dim_mul(c->g->arena, w->dims[3], cst(c, groups)),
+           "mo.conv3d: C = %s (axis 4 of operand 0) must be groups (%" PRId64 ") times axis 3 of "
+           "operand 1", dim_str(db, sizeof db, x->dims[4]), groups) != 0)
+    return -1;
+  if (c->n->nin == 3) {
+    const ir_type *b = opt(c, 2);
+    int64_t bf;
+    if (b->rank != 1 || !is_const(b->dims[0], &bf) || bf != f)
+      return fail(c, "operand 2 of mo.conv3d (the bias) must have shape [%" PRId64 "]", f);
+  }
+  static const char *const axes[3] = {"1 (D)", "2 (H)", "3 (W)"};
+  const ir_dim *dims[5] = {x->dims[0], NULL, NULL, NULL, w->dims[4]};
+  for (int i = 0; i < 3; i++)
+    if (!(dims[1 + i] = window_out(c, axes[i], x->dims[1 + i], k[i], st[i], dil[i], p[2 * i], p[2 * i + 1], false)))
+      return -1;
+  return res_set(c, r, x->dtype, 5, dims, x->device);
+}
+
 static int infer_conv(ctx *c, ir_type *r) {
   if (c->n->op == IR_OP_CONV2D_TRANSPOSE) return infer_conv_t(c, r);
+  if (c->n->op == IR_OP_CONV3D) return infer_conv3d(c, r);
   const ir_type *x = opt(c, 0), *w = opt(c, 1);
   int64_t st[2], dil[2], p[4], groups;
   if (attr_pair(c, "stride", 1, 1, st) != 0 || attr_pair(c, "dilation", 1, 1, dil) != 0 ||

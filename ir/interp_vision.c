@@ -1,6 +1,7 @@
 /* interp_vision.c - the reference interpreter's routines for the vision
  * classes: mo.pad (constant, reflect, edge), mo.max_pool2d / mo.avg_pool2d
- * and mo.conv2d / mo.conv2d_transpose (NHWC images, RSCF filters). Plain loops over the result's
+ * and mo.conv2d / mo.conv2d_transpose / mo.conv3d (NHWC / NDHWC images,
+ * RSCF / QRSCF filters). Plain loops over the result's
  * elements, the meaning the JIT and SIMT kernels must match (ops.def
  * documents the attributes).
  *
@@ -179,9 +180,53 @@ static int conv_t(const ir_node *n, const ir_tensor *x, const ir_tensor *f, cons
   return 0;
 }
 
+/* A list attribute of 3 values (one value: all; empty: dflt). */
+static bool triple(const ir_node *n, const char *name, int64_t dflt, int64_t out[3]) {
+  const ir_attr *a = ir_node_attr_or_default(n, name);
+  if (!a || a->kind != IR_ATTR_INTS || (a->u.ints.n != 0 && a->u.ints.n != 1 && a->u.ints.n != 3))
+    return false;
+  for (int i = 0; i < 3; i++) out[i] = a->u.ints.n ? a->u.ints.v[a->u.ints.n == 1 ? 0 : i] : dflt;
+  return true;
+}
+
+static int conv3d(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
+                  ir_tensor *y, char *msg, size_t msglen) {
+  int64_t st[3], dil[3], pad[6] = {0}, groups = ir_node_attr_int(n, "groups", 1);
+  const ir_attr *pa = ir_node_attr_or_default(n, "padding");
+  if (!triple(n, "stride", 1, st) || !triple(n, "dilation", 1, dil) || !pa ||
+      pa->kind != IR_ATTR_INTS || (pa->u.ints.n != 0 && pa->u.ints.n != 6) || groups < 1)
+    return ir_ref_fail(msg, msglen, "malformed window attributes");
+  for (int i = 0; i < pa->u.ints.n; i++) pad[i] = pa->u.ints.v[i];
+  if (x->rank != 5 || f->rank != 5 || y->rank != 5 || y->shape[0] != x->shape[0] ||
+      f->shape[3] * groups != x->shape[4] || f->shape[4] != y->shape[4] || f->shape[4] % groups != 0 ||
+      (bias && (bias->rank != 1 || bias->shape[0] != f->shape[4])))
+    return ir_ref_fail(msg, msglen, "the operands' shapes do not fit NDHWC, QRSCF and groups");
+  const int64_t *xs = x->shape, *fs = f->shape, *ys = y->shape;
+  int64_t Cg = fs[3], F = fs[4], Fg = F / groups;
+  int64_t total = ir_tensor_numel(y);
+  for (int64_t e = 0; e < total; e++) {
+    int64_t o = e % F, ow = e / F % ys[3], oh = e / F / ys[3] % ys[2], od = e / F / ys[3] / ys[2] % ys[1];
+    int64_t b = e / F / ys[3] / ys[2] / ys[1], g = o / Fg;
+    double sum = bias ? ir_ref_ld_f(bias, o) : 0.0;
+    for (int64_t q = 0; q < fs[0]; q++)
+      for (int64_t r = 0; r < fs[1]; r++)
+        for (int64_t s = 0; s < fs[2]; s++) {
+          int64_t id = od * st[0] - pad[0] + q * dil[0], ih = oh * st[1] - pad[2] + r * dil[1];
+          int64_t iw = ow * st[2] - pad[4] + s * dil[2];
+          if (id < 0 || id >= xs[1] || ih < 0 || ih >= xs[2] || iw < 0 || iw >= xs[3]) continue;
+          for (int64_t c = 0; c < Cg; c++)
+            sum += ir_ref_ld_f(x, (((b * xs[1] + id) * xs[2] + ih) * xs[3] + iw) * xs[4] + g * Cg + c) *
+                   ir_ref_ld_f(f, (((q * fs[1] + r) * fs[2] + s) * Cg + c) * F + o);
+        }
+    ir_ref_st_f(y, e, sum);
+  }
+  return 0;
+}
+
 int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
                 ir_tensor *y, char *msg, size_t msglen) {
   if (n->op == IR_OP_CONV2D_TRANSPOSE) return conv_t(n, x, f, bias, y, msg, msglen);
+  if (n->op == IR_OP_CONV3D) return conv3d(n, x, f, bias, y, msg, msglen);
   win w;
   int64_t groups = ir_node_attr_int(n, "groups", 1);
   if (!win_read(n, &w) || groups < 1) return ir_ref_fail(msg, msglen, "malformed window attributes");

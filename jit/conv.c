@@ -24,7 +24,8 @@
  * SIMT: a grid-stride loop over the result elements, each thread one dot
  * product over its window (direct convolution), accumulating with fmuladd
  * in the dtype.
- * mo.conv2d_transpose, of the same class, is lowered by conv_t.c.
+ * mo.conv2d_transpose and mo.conv3d, of the same class, are lowered by
+ * conv_t.c and conv3d.c.
  * Assumes a verified node: f32 / f64 throughout, R, S and F static, C =
  * groups * C/g, the result dims from ops.def's rule. */
 #include "lower.h"
@@ -128,6 +129,7 @@ static void release(jit_fn *f, LLVMValueRef buf) {
 
 int jit_lower_conv(jit_fn *f) {
   if (f->node->op == IR_OP_CONV2D_TRANSPOSE) return jit_lower_conv_t(f);
+  if (f->node->op == IR_OP_CONV3D) return jit_lower_conv3d(f);
   convp q;
   if (conv_setup(f, &q) != 0) return -1;
   const jit_win *w = &q.w;
@@ -198,6 +200,7 @@ int jit_lower_conv(jit_fn *f) {
 
 int jit_simt_lower_conv(jit_simt_fn *sf) {
   if (sf->f.node->op == IR_OP_CONV2D_TRANSPOSE) return jit_simt_lower_conv_t(sf);
+  if (sf->f.node->op == IR_OP_CONV3D) return jit_simt_lower_conv3d(sf);
   jit_fn *f = &sf->f;
   convp q;
   if (conv_setup(f, &q) != 0) return -1;

@@ -237,8 +237,9 @@ int jit_lower_scan(jit_fn *f);        /* cumsum (scan.c) */
 int jit_lower_band_part(jit_fn *f);   /* band_part (band.c) */
 int jit_lower_pad(jit_fn *f);         /* pad (pad.c) */
 int jit_lower_pool(jit_fn *f);        /* max_pool2d avg_pool2d (pool.c) */
-int jit_lower_conv(jit_fn *f);        /* conv2d (conv.c), conv2d_transpose (conv_t.c) */
+int jit_lower_conv(jit_fn *f);        /* conv2d (conv.c); dispatches the class's other ops */
 int jit_lower_conv_t(jit_fn *f);      /* conv2d_transpose (conv_t.c) */
+int jit_lower_conv3d(jit_fn *f);      /* conv3d (conv3d.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

@@ -1,5 +1,5 @@
 /* test_ops_vision.c - mo.pad (constant, reflect, edge), mo.max_pool2d,
- * mo.avg_pool2d, mo.conv2d and mo.conv2d_transpose: the JIT against the reference interpreter
+ * mo.avg_pool2d, mo.conv2d, mo.conv2d_transpose and mo.conv3d: the JIT against the reference interpreter
  * over the dtypes each takes, size-1 and size-0 dims, symbolic batch and
  * spatial dims, every window attribute (stride, dilation, symmetric and
  * asymmetric padding, ceil_mode, count_boundary, groups, bias); hand-worked
@@ -179,6 +179,38 @@ Test(conv2d_transpose, f32_and_f64) {
   check_conv_t("f64", 1e-12);
 }
 
+/* conv3d: NDHWC x QRSCF */
+static const ccase CONV3S[] = {
+    {"1, 4, 5, 3, 2", "2, 3, 1, 2, 3", "padding = [1, 0, 1, 1, 0, 0]", "1, 4, 5, 3, 3", true},
+    {"2, 5, 4, 4, 4", "3, 2, 2, 2, 4", "stride = [2, 1, 2], dilation = [1, 2, 1], groups = 2", "2, 2, 2, 2, 4", false},
+    {"n, h, 3, 3, 1", "1, 1, 1, 1, 2", "stride = [2]", "n, (h - 1) floordiv 2 + 1, 2, 2, 2", true},
+};
+
+static void check_conv3d(const char *dt, double tol) {
+  gt *t = gt_new("conv3", "n, h");
+  for (int i = 0; i < (int)(sizeof CONV3S / sizeof CONV3S[0]); i++) {
+    const ccase *k = &CONV3S[i];
+    int nf = 0;
+    sscanf(strrchr(k->filter, ',') + 1, "%d", &nf);
+    char attrs[200], bshape[16];
+    snprintf(attrs, sizeof attrs, "{%s}", k->attrs);
+    snprintf(bshape, sizeof bshape, "%d", nf);
+    int ins[3] = {gt_in(t, dt, k->in), gt_in(t, dt, k->filter), k->bias ? gt_in(t, dt, bshape) : -1};
+    gt_out(t, gt_op(t, "mo.conv3d", attrs, ins, k->bias ? 3 : 2, dt, k->out));
+  }
+  char label[64];
+  snprintf(label, sizeof label, "mo.conv3d %s", dt);
+  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=1;n=2,h=4",
+                   .seed = 55, .rtol = tol, .atol = tol};
+  ORACLE_ASSERT(&c);
+  gt_free(t);
+}
+
+Test(conv3d, f32_and_f64) {
+  check_conv3d("f32", 2e-5);
+  check_conv3d("f64", 1e-12);
+}
+
 /* ---- hand-worked answers ---- */
 
 static void known1(const char *label, const char *op, const char *attrs, const char *shape,
@@ -250,6 +282,20 @@ Test(known, conv2d_transpose_spreads_pixels) {
   oracle_report *r = calloc(1, sizeof *r);
   cr_assert(r);
   cr_expect_eq(oracle_known("conv2d_transpose", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);
+  free(r);
+  gt_free(t);
+}
+
+/* a 2x2x2 cube 1..8 and a 2x2x2 filter of ones: the sum, 36 */
+Test(known, conv3d_sums_the_cube) {
+  gt *t = gt_new("known", NULL);
+  int x = gt_const(t, "f32", "1, 2, 2, 2, 1", "1, 2, 3, 4, 5, 6, 7, 8");
+  int w = gt_const(t, "f32", "2, 2, 2, 1, 1", "1, 1, 1, 1, 1, 1, 1, 1");
+  gt_out(t, gt_op2(t, "mo.conv3d", NULL, x, w, "f32", "1, 1, 1, 1, 1"));
+  oracle_expect e = {KILN_FLOAT32, 5, {1, 1, 1, 1, 1}, F32(36)};
+  oracle_report *r = calloc(1, sizeof *r);
+  cr_assert(r);
+  cr_expect_eq(oracle_known("conv3d", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);
   free(r);
   gt_free(t);
 }

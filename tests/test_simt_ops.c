@@ -440,3 +440,14 @@ Test(simt_ops, vision) {
   int64_t n0[] = {0};
   check(text, n0, false);
 }
+
+Test(simt_ops, conv3d) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 4, 5, 3, 4", "f32") ", %w: " T("2, 3, 2, 2, 6", "f32") ", %b: " T("6", "f32")
+      ") -> (" T("n, 2, 5, 2, 6", "f32") ") {\n"
+      "  %0 = mo.conv3d(%x, %w, %b) {stride = [2, 1, 1], padding = [0, 1, 1, 1, 0, 0], groups = 2} : "
+      T("n, 2, 5, 2, 6", "f32") "\n"
+      "  mo.output %0 : " T("n, 2, 5, 2, 6", "f32") "\n}\n";
+  int64_t n[] = {2};
+  check(text, n, true);
+}

@@ -8,6 +8,7 @@
  * layout attribute: kiln keeps one meaning and one kernel per op to make
  * fast, and a permute is a streaming copy next to the op's work. 1-D pools
  * and transposed convolutions (N, C, L) run as 2-D ones over (N, C, 1, L).
+ * A 3-D Conv (NCDHW, OIDHW) maps to mo.conv3d the same way.
  * ConvTranspose: group 1; output_shape and auto_pad SAME_* become paddings
  * as ONNX computes them (a negative end padding becomes output padding).
  * Window attributes (kernel_shape, strides, dilations, pads as [begin...,
@@ -232,6 +233,42 @@ int ox_op_AveragePool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_
 
 /* ---- Conv ---- */
 
+/* 3-D Conv: NCDHW around mo.conv3d, weights OIDHW -> QRSCF; auto_pad NOTSET
+ * or VALID. */
+static int conv3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, kiln_value *w, kiln_value *b,
+                  ox_val **out, int nun0) {
+  int nv;
+  int64_t st[3] = {1, 1, 1}, dil[3] = {1, 1, 1}, p[6] = {0};
+  const char *names[2] = {"strides", "dilations"};
+  int64_t *dst[2] = {st, dil};
+  for (int k = 0; k < 2; k++) {
+    const int64_t *v = ox_attr_ints(n, names[k], &nv);
+    if (v && nv != 3) return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", names[k], nv);
+    for (int i = 0; v && i < 3; i++) dst[k][i] = v[i];
+  }
+  const int64_t *pv = ox_attr_ints(n, "pads", &nv);
+  if (pv && nv != 6) return ox_fail(x, KILN_ERR_VERIFY, "pads has %d entries for 3 spatial axes", nv);
+  for (int i = 0; pv && i < 3; i++) p[2 * i] = pv[i], p[2 * i + 1] = pv[3 + i];
+  char abuf[32];
+  const char *ap = ox_attr_string(n, "auto_pad", "NOTSET", abuf, sizeof abuf);
+  if (strcmp(ap, "VALID") == 0) memset(p, 0, sizeof p);
+  else if (strcmp(ap, "NOTSET") != 0) return ox_unsupported(x, n, "3-D Conv with auto_pad '%s'", ap);
+  kiln_value *r;
+  if (!(a = permute(x, a, "0, 2, 3, 4, 1")) || !(w = permute(x, w, "2, 3, 4, 1, 0"))) return FAILED();
+  kiln_value *ops[3] = {a, w, b};
+  if (!(r = ox_op(x, "conv3d", ops, b ? 3 : 2, NULL,
+                  "{stride = [%lld, %lld, %lld], dilation = [%lld, %lld, %lld], padding = [%lld, "
+                  "%lld, %lld, %lld, %lld, %lld], groups = %lld}",
+                  (long long)st[0], (long long)st[1], (long long)st[2], (long long)dil[0],
+                  (long long)dil[1], (long long)dil[2], (long long)p[0], (long long)p[1],
+                  (long long)p[2], (long long)p[3], (long long)p[4], (long long)p[5],
+                  (long long)ox_attr_int(n, "group", 1))) ||
+      !(r = permute(x, r, "0, 4, 1, 2, 3")))
+    return FAILED();
+  out[0]->v = r;
+  return 0;
+}
+
 int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   (void)nout;
@@ -239,9 +276,10 @@ int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (!w) return rc;
   if (nin > 2 && in[2] && !(b = IN(2))) return rc;
   const ir_type *ta = ox_type(a), *tw = ox_type(w);
-  if (ta->rank != 4 || tw->rank != 4) return ox_unsupported(x, n, "%d-D Conv", ta->rank - 2);
   if (ta->dtype != IR_DT_F32 && ta->dtype != IR_DT_F64)
     return ox_unsupported(x, n, "%s Conv", ir_dtype_name(ta->dtype));
+  if (ta->rank == 5 && tw->rank == 5) return conv3d(x, n, a, w, b, out, nun0);
+  if (ta->rank != 4 || tw->rank != 4) return ox_unsupported(x, n, "%d-D Conv", ta->rank - 2);
   owin o;
   if (!ir_dim_is_const(tw->dims[2], &o.k[0]) || !ir_dim_is_const(tw->dims[3], &o.k[1]))
     return ox_unsupported(x, n, "Conv weights with a symbolic kernel shape");
