@@ -52,11 +52,13 @@ static void check_pad(const char *dt, const char *mode) {
   gt_free(t);
 }
 
+/* every mode on f32, and each other dtype under a mode (the index logic is
+ * the same for every dtype; the value's conversion is not) */
 Test(pad, every_mode_and_dtype) {
-  static const char *const dts[] = {"f32", "f64", "si32", "si64", "bool"};
-  static const char *const modes[] = {"constant", "reflect", "edge"};
-  for (int d = 0; d < 5; d++)
-    for (int m = 0; m < 3; m++) check_pad(dts[d], modes[m]);
+  static const char *const runs[][2] = {{"f32", "constant"}, {"f32", "reflect"}, {"f32", "edge"},
+                                        {"f64", "reflect"},  {"si32", "edge"},   {"si64", "constant"},
+                                        {"bool", "constant"}, {"bool", "edge"}};
+  for (int i = 0; i < 8; i++) check_pad(runs[i][0], runs[i][1]);
 }
 
 /* ---- pooling ---- */
@@ -91,17 +93,14 @@ static void check_pool(const char *op, const char *dt, const char *extra, double
   gt_free(t);
 }
 
-Test(pool, max_every_dtype) {
+Test(pool, max_floats_and_ints) {
   check_pool("mo.max_pool2d", "f32", "", 0);
-  check_pool("mo.max_pool2d", "f64", "", 0);
-  check_pool("mo.max_pool2d", "si32", "", 0);
   check_pool("mo.max_pool2d", "si64", "", 0);
 }
 
 Test(pool, avg_with_and_without_the_boundary) {
   check_pool("mo.avg_pool2d", "f32", "", 1e-6);
   check_pool("mo.avg_pool2d", "f64", ", count_boundary = false", 1e-13);
-  check_pool("mo.avg_pool2d", "f32", ", count_boundary = false", 1e-6);
 }
 
 /* ---- conv2d ---- */
