@@ -87,7 +87,7 @@ static void check_pool(const char *op, const char *dt, const char *extra, double
   }
   char label[128];
   snprintf(label, sizeof label, "%s %s%s", op, dt, extra);
-  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=2;n=2,h=9",
+  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=2;n=2,h=9;n=0,h=2",
                    .seed = 52, .rtol = tol, .atol = tol};
   ORACLE_ASSERT(&c);
   gt_free(t);
@@ -135,7 +135,7 @@ static void check_conv(const char *dt, double tol) {
   }
   char label[64];
   snprintf(label, sizeof label, "mo.conv2d %s", dt);
-  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=3;n=3,h=8",
+  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=3;n=3,h=8;n=0,h=3",
                    .seed = 53, .rtol = tol, .atol = tol};
   ORACLE_ASSERT(&c);
   gt_free(t);
