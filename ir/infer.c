@@ -573,6 +573,279 @@ static int infer_band_part(ctx *c, ir_type *r) {
   return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
 }
 
+/* ---- vision (pad, pools, conv2d) ---- */
+
+/* A list attribute of 1 or 2 entries (an empty list: dflt) as [h, w], each
+ * at least lo. */
+static int attr_pair(ctx *c, const char *name, int64_t dflt, int64_t lo, int64_t out[2]) {
+  int nv;
+  const int64_t *v;
+  if (attr_ints(c, name, &nv, &v) != 0) return -1;
+  if (nv == 0) {
+    out[0] = out[1] = dflt;
+    return 0;
+  }
+  if (nv > 2) return fail(c, "attribute '%s' of mo.%s has %d entries but takes 1 or 2", name, c->op, nv);
+  out[0] = v[0];
+  out[1] = v[nv - 1];
+  for (int i = 0; i < 2; i++)
+    if (out[i] < lo)
+      return fail(c, "attribute '%s' of mo.%s has %" PRId64 " but needs values >= %" PRId64, name,
+                  c->op, out[i], lo);
+  return 0;
+}
+
+/* padding as [top, bottom, left, right]: empty, [p], [ph, pw] (both sides;
+ * pools only, two_ok) or four values, each >= 0. */
+static int attr_padding(ctx *c, bool two_ok, int64_t p[4]) {
+  int nv;
+  const int64_t *v;
+  if (attr_ints(c, "padding", &nv, &v) != 0) return -1;
+  if (nv == 0) {
+    p[0] = p[1] = p[2] = p[3] = 0;
+  } else if (two_ok && (nv == 1 || nv == 2)) {
+    p[0] = p[1] = v[0];
+    p[2] = p[3] = v[nv - 1];
+  } else if (nv == 4) {
+    for (int i = 0; i < 4; i++) p[i] = v[i];
+  } else {
+    return fail(c, "attribute 'padding' of mo.%s has %d entries but takes %s4", c->op, nv,
+                two_ok ? "1, 2 or " : "");
+  }
+  for (int i = 0; i < 4; i++)
+    if (p[i] < 0) return fail(c, "attribute 'padding' of mo.%s has %" PRId64 " but needs values >= 0", c->op, p[i]);
+  return 0;
+}
+
+/* The output length of a window of k taps dilated by dil, stepping by
+ * stride over an axis of dim d padded with lo and hi (ops.def: pools and
+ * conv2d). The padded axis must hold one window (a run-time check when d
+ * is symbolic). ceil_mode: rounded up, dropping a window that starts at or
+ * past d + lo; on a symbolic d that is refused where the drop depends on d. */
+static const ir_dim *window_out(ctx *c, const char *axis, const ir_dim *d, int64_t k, int64_t stride,
+                                int64_t dil, int64_t lo, int64_t hi, bool ceil_mode) {
+  ir_arena *a = c->g->arena;
+  int64_t eff = dil * (k - 1) + 1;
+  const ir_dim *span = ir_dim_sub(a, ir_dim_add(a, d, cst(c, lo + hi)), cst(c, eff));
+  if (!span) return dim_fail(c), NULL;
+  char db[160];
+  if (need(c, IR_CHECK_GE, span, cst(c, 0),
+           "mo.%s: axis %s of operand 0 is %s, padded by %" PRId64 " it is shorter than the "
+           "window (%" PRId64 ")", c->op, axis, dim_str(db, sizeof db, d), lo + hi, eff) != 0)
+    return NULL;
+  const ir_dim *q = ceil_mode ? ir_dim_ceildiv(a, span, stride, NULL) : ir_dim_floordiv(a, span, stride, NULL);
+  const ir_dim *out = q ? ir_dim_add(a, q, cst(c, 1)) : NULL;
+  if (!out) return dim_fail(c), NULL;
+  if (!ceil_mode || stride == 1) return out;
+  int64_t dv;
+  if (is_const(d, &dv)) {
+    int64_t o;
+    is_const(out, &o);
+    return (o - 1) * stride >= dv + lo ? cst(c, o - 1) : out;
+  }
+  /* (out - 1) * stride = span + r with r in [0, stride); the last window
+   * starts at or past d + lo exactly when r >= eff - hi */
+  if (eff - hi > stride - 1) return out;
+  if (eff - hi <= 0) return ir_dim_sub(a, out, cst(c, 1));
+  fail(c, "mo.%s: ceil_mode on the symbolic axis %s (%s) needs a static dim here (whether the last "
+          "window is dropped depends on its value)", c->op, axis, dim_str(db, sizeof db, d));
+  return NULL;
+}
+
+static int infer_pad(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int nv;
+  const int64_t *v;
+  const char *mode;
+  double value;
+  if (attr_ints(c, "paddings", &nv, &v) != 0 || attr_string(c, "mode", &mode) != 0 ||
+      attr_float(c, "value", &value) != 0)
+    return -1;
+  if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
+    return fail(c, "attribute 'mode' of mo.pad is \"%s\" but must be \"constant\", \"reflect\" or "
+                   "\"edge\"", mode);
+  if (nv != 2 * t->rank)
+    return fail(c, "attribute 'paddings' of mo.pad has %d entries but operand 0 has rank %d (needs "
+                   "%d: before and after per axis)", nv, t->rank, 2 * t->rank);
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++) {
+    dims[i] = ir_dim_add(c->g->arena, t->dims[i], cst(c, v[2 * i] + v[2 * i + 1]));
+    if (!dims[i]) return dim_fail(c);
+    char db[160];
+    if (need(c, IR_CHECK_GE, dims[i], cst(c, 0),
+             "mo.pad: axis %d of operand 0 is %s, cropped by %" PRId64 " it would be negative", i,
+             dim_str(db, sizeof db, t->dims[i]), -(v[2 * i] + v[2 * i + 1])) != 0)
+      return -1;
+  }
+  return res_set(c, r, t->dtype, t->rank, dims, t->device);
+}
+
+static int infer_pool(ctx *c, ir_type *r) {
+  const ir_type *t = opt(c, 0);
+  int nk, rc;
+  const int64_t *k;
+  int64_t st[2], dil[2], p[4];
+  if (attr_ints(c, "kernel_size", &nk, &k) != 0 || attr_pair(c, "stride", 1, 1, st) != 0 ||
+      attr_pair(c, "dilation", 1, 1, dil) != 0 || attr_padding(c, true, p) != 0)
+    return -1;
+  const ir_attr *cm = attr_get(c, "ceil_mode", &rc);
+  if (!cm) return rc;
+  if (c->n->op == IR_OP_AVG_POOL2D && !attr_get(c, "count_boundary", &rc)) return rc;
+  if (nk != 2 || k[0] < 1 || k[1] < 1)
+    return fail(c, "attribute 'kernel_size' of mo.%s must be two values >= 1", c->op);
+  if (t->rank != 4)
+    return fail(c, "operand 0 of mo.%s has rank %d but needs rank 4 (NHWC)", c->op, t->rank);
+  const ir_dim *dims[4] = {t->dims[0], NULL, NULL, t->dims[3]};
+  dims[1] = window_out(c, "1 (H)", t->dims[1], k[0], st[0], dil[0], p[0], p[1], cm->u.b);
+  if (!dims[1]) return -1;
+  dims[2] = window_out(c, "2 (W)", t->dims[2], k[1], st[1], dil[1], p[2], p[3], cm->u.b);
+  if (!dims[2]) return -1;
+  return res_set(c, r, t->dtype, 4, dims, t->device);
+}
+
+/* conv2d_transpose (ops.def): Ho = (H - 1) * sh + dh * (R - 1) + 1 - top -
+ * bottom + ph, at least 0 (a run-time check for a symbolic H). */
+static int infer_conv_t(ctx *c, ir_type *r) {
+  const ir_type *x = opt(c, 0), *w = opt(c, 1);
+  int64_t st[2], dil[2], p[4], op[2], k[2], f;
+  if (attr_pair(c, "stride", 1, 1, st) != 0 || attr_pair(c, "dilation", 1, 1, dil) != 0 ||
+      attr_padding(c, false, p) != 0 || attr_pair(c, "output_paddings", 0, 0, op) != 0)
+    return -1;
+  if (x->rank != 4) return fail(c, "operand 0 of mo.%s has rank %d but needs rank 4 (NHWC)", c->op, x->rank);
+  if (w->rank != 4) return fail(c, "operand 1 of mo.%s has rank %d but needs rank 4 (RSFC)", c->op, w->rank);
+  if (!is_const(w->dims[0], &k[0]) || !is_const(w->dims[1], &k[1]) || !is_const(w->dims[2], &f) ||
+      k[0] < 1 || k[1] < 1)
+    return fail(c, "operand 1 of mo.%s (the filter) needs static R, S >= 1 and a static F", c->op);
+  char db[160];
+  if (need(c, IR_CHECK_EQ, x->dims[3], w->dims[3],
+           "mo.%s: C = %s (axis 3 of operand 0) must equal axis 3 of operand 1", c->op,
+           dim_str(db, sizeof db, x->dims[3])) != 0)
+    return -1;
+  if (c->n->nin == 3) {
+    const ir_type *b = opt(c, 2);
+    int64_t bf;
+    if (b->rank != 1 || !is_const(b->dims[0], &bf) || bf != f)
+      return fail(c, "operand 2 of mo.%s (the bias) must have shape [%" PRId64 "]", c->op, f);
+  }
+  const ir_dim *dims[4] = {x->dims[0], NULL, NULL, w->dims[2]};
+  for (int i = 0; i < 2; i++) {
+    ir_arena *a = c->g->arena;
+    const ir_dim *d = ir_dim_mul(a, ir_dim_sub(a, x->dims[1 + i], cst(c, 1)), cst(c, st[i]));
+    d = d ? ir_dim_add(a, d, cst(c, dil[i] * (k[i] - 1) + 1 - p[2 * i] - p[2 * i + 1] + op[i])) : NULL;
+    if (!d) return dim_fail(c);
+    if (need(c, IR_CHECK_GE, d, cst(c, 0), "mo.%s: axis %d of the result would be negative (%s)",
+             c->op, 1 + i, dim_str(db, sizeof db, d)) != 0)
+      return -1;
+    dims[1 + i] = d;
+  }
+  return res_set(c, r, x->dtype, 4, dims, x->device);
+}
+
+/* An attribute list of n values (one value: all n; empty: dflt), each >= lo. */
+static int attr_list(ctx *c, const char *name, int n, int64_t dflt, int64_t lo, int64_t *out) {
+  int nv;
+  const int64_t *v;
+  if (attr_ints(c, name, &nv, &v) != 0) return -1;
+  if (nv != 0 && nv != 1 && nv != n)
+    return fail(c, "attribute '%s' of mo.%s has %d entries but takes 1 or %d", name, c->op, nv, n);
+  for (int i = 0; i < n; i++) {
+    out[i] = nv == 0 ? dflt : v[nv == 1 ? 0 : i];
+    if (out[i] < lo)
+      return fail(c, "attribute '%s' of mo.%s has %" PRId64 " but needs values >= %" PRId64, name,
+                  c->op, out[i], lo);
+  }
+  return 0;
+}
+
+/* conv3d (ops.def): conv2d's rule with a depth axis. */
+static int infer_conv3d(ctx *c, ir_type *r) {
+  const ir_type *x = opt(c, 0), *w = opt(c, 1);
+  int64_t st[3], dil[3], p[6], groups, k[3], f, cin;
+  if (attr_list(c, "stride", 3, 1, 1, st) != 0 || attr_list(c, "dilation", 3, 1, 1, dil) != 0 ||
+      attr_int(c, "groups", &groups) != 0)
+    return -1;
+  int np;
+  const int64_t *pv;
+  if (attr_ints(c, "padding", &np, &pv) != 0) return -1;
+  if (np != 0 && np != 6)
+    return fail(c, "attribute 'padding' of mo.conv3d has %d entries but takes 6", np);
+  for (int i = 0; i < 6; i++) {
+    p[i] = np ? pv[i] : 0;
+    if (p[i] < 0) return fail(c, "attribute 'padding' of mo.conv3d has %" PRId64 " but needs values >= 0", p[i]);
+  }
+  if (groups < 1) return fail(c, "attribute 'groups' of mo.conv3d is %" PRId64 " but must be >= 1", groups);
+  if (x->rank != 5) return fail(c, "operand 0 of mo.conv3d has rank %d but needs rank 5 (NDHWC)", x->rank);
+  if (w->rank != 5) return fail(c, "operand 1 of mo.conv3d has rank %d but needs rank 5 (QRSCF)", w->rank);
+  for (int i = 0; i < 3; i++)
+    if (!is_const(w->dims[i], &k[i]) || k[i] < 1)
+      return fail(c, "operand 1 of mo.conv3d (the filter) needs static Q, R, S >= 1 and F");
+  if (!is_const(w->dims[4], &f)) return fail(c, "operand 1 of mo.conv3d (the filter) needs a static F");
+  if (f % groups != 0)
+    return fail(c, "mo.conv3d: F = %" PRId64 " (axis 4 of operand 1) is not divisible by groups = %" PRId64, f, groups);
+  if (is_const(x->dims[4], &cin) ? cin % groups != 0 : groups != 1)
+    return fail(c, "mo.conv3d: C (axis 4 of operand 0) must be static and divisible by groups = %" PRId64, groups);
+  char db[160];
+  if (need(c, IR_CHECK_EQ, x->dims[4], ir_dim_mul(c->g->arena, w->dims[3], cst(c, groups)),
+           "mo.conv3d: C = %s (axis 4 of operand 0) must be groups (%" PRId64 ") times axis 3 of "
+           "operand 1", dim_str(db, sizeof db, x->dims[4]), groups) != 0)
+    return -1;
+  if (c->n->nin == 3) {
+    const ir_type *b = opt(c, 2);
+    int64_t bf;
+    if (b->rank != 1 || !is_const(b->dims[0], &bf) || bf != f)
+      return fail(c, "operand 2 of mo.conv3d (the bias) must have shape [%" PRId64 "]", f);
+  }
+  static const char *const axes[3] = {"1 (D)", "2 (H)", "3 (W)"};
+  const ir_dim *dims[5] = {x->dims[0], NULL, NULL, NULL, w->dims[4]};
+  for (int i = 0; i < 3; i++)
+    if (!(dims[1 + i] = window_out(c, axes[i], x->dims[1 + i], k[i], st[i], dil[i], p[2 * i], p[2 * i + 1], false)))
+      return -1;
+  return res_set(c, r, x->dtype, 5, dims, x->device);
+}
+
+static int infer_conv(ctx *c, ir_type *r) {
+  if (c->n->op == IR_OP_CONV2D_TRANSPOSE) return infer_conv_t(c, r);
+  if (c->n->op == IR_OP_CONV3D) return infer_conv3d(c, r);
+  const ir_type *x = opt(c, 0), *w = opt(c, 1);
+  int64_t st[2], dil[2], p[4], groups;
+  if (attr_pair(c, "stride", 1, 1, st) != 0 || attr_pair(c, "dilation", 1, 1, dil) != 0 ||
+      attr_padding(c, false, p) != 0 || attr_int(c, "groups", &groups) != 0)
+    return -1;
+  if (groups < 1) return fail(c, "attribute 'groups' of mo.conv2d is %" PRId64 " but must be >= 1", groups);
+  if (x->rank != 4) return fail(c, "operand 0 of mo.conv2d has rank %d but needs rank 4 (NHWC)", x->rank);
+  if (w->rank != 4) return fail(c, "operand 1 of mo.conv2d has rank %d but needs rank 4 (RSCF)", w->rank);
+  int64_t kh, kw, f, cin;
+  if (!is_const(w->dims[0], &kh) || !is_const(w->dims[1], &kw) || !is_const(w->dims[3], &f))
+    return fail(c, "operand 1 of mo.conv2d (the filter) needs static R, S and F dims");
+  if (kh < 1 || kw < 1) return fail(c, "operand 1 of mo.conv2d has an empty window (%" PRId64 "x%" PRId64 ")", kh, kw);
+  if (f % groups != 0)
+    return fail(c, "mo.conv2d: F = %" PRId64 " (axis 3 of operand 1) is not divisible by groups = %" PRId64, f, groups);
+  char db[160];
+  const ir_dim *cg = w->dims[2];
+  if (is_const(x->dims[3], &cin)) {
+    if (cin % groups != 0)
+      return fail(c, "mo.conv2d: C = %" PRId64 " (axis 3 of operand 0) is not divisible by groups = %" PRId64, cin, groups);
+  } else if (groups != 1) {
+    return fail(c, "mo.conv2d: C (axis 3 of operand 0) must be static when groups > 1");
+  }
+  if (need(c, IR_CHECK_EQ, x->dims[3], ir_dim_mul(c->g->arena, cg, cst(c, groups)),
+           "mo.conv2d: C = %s (axis 3 of operand 0) must be groups (%" PRId64 ") times axis 2 of "
+           "operand 1", dim_str(db, sizeof db, x->dims[3]), groups) != 0)
+    return -1;
+  if (c->n->nin == 3) {
+    const ir_type *b = opt(c, 2);
+    int64_t bf;
+    if (b->rank != 1 || !is_const(b->dims[0], &bf) || bf != f)
+      return fail(c, "operand 2 of mo.conv2d (the bias) must have shape [%" PRId64 "]", f);
+  }
+  const ir_dim *dims[4] = {x->dims[0], NULL, NULL, w->dims[3]};
+  dims[1] = window_out(c, "1 (H)", x->dims[1], kh, st[0], dil[0], p[0], p[1], false);
+  if (!dims[1]) return -1;
+  dims[2] = window_out(c, "2 (W)", x->dims[2], kw, st[1], dil[1], p[2], p[3], false);
+  if (!dims[2]) return -1;
+  return res_set(c, r, x->dtype, 4, dims, x->device);
+}
+
 static int infer_layer_norm(ctx *c, ir_type *r) {
   const ir_type *t = opt(c, 0);
   if (t->rank < 1) return fail(c, "operand 0 of mo.layer_norm has rank 0 but needs rank >= 1");
@@ -1122,6 +1395,9 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_SCATTER: return ir_infer_scatter(c, res);
   case IR_CLS_TILE: return ir_infer_tile(c, res);
   case IR_CLS_RANGE: return ir_infer_range(c, res);
+  case IR_CLS_PAD: return infer_pad(c, res);
+  case IR_CLS_POOL: return infer_pool(c, res);
+  case IR_CLS_CONV: return infer_conv(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

@@ -920,10 +920,24 @@ static int run_gather_index(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_pad(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_pad(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static int run_scatter(run *r, const ir_node *n) {
   char detail[400] = "";
   if (ir_ref_scatter(n, IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), OUT(r, n, 0), detail,
                      sizeof detail))
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_pool(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_pool(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
     return op_fail(r, n, "%s", detail);
   return 0;
 }
@@ -938,6 +952,14 @@ static int run_tile(run *r, const ir_node *n) {
 static int run_range(run *r, const ir_node *n) {
   char detail[400] = "";
   if (ir_ref_range(IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), OUT(r, n, 0), detail, sizeof detail))
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_conv(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_conv(n, IN(r, n, 0), IN(r, n, 1), n->nin > 2 ? IN(r, n, 2) : NULL, OUT(r, n, 0),
+                  detail, sizeof detail) != 0)
     return op_fail(r, n, "%s", detail);
   return 0;
 }
@@ -977,6 +999,9 @@ static const run_fn run_class[] = {
     [IR_CLS_SCATTER] = run_scatter,
     [IR_CLS_TILE] = run_tile,
     [IR_CLS_RANGE] = run_range,
+    [IR_CLS_PAD] = run_pad,
+    [IR_CLS_POOL] = run_pool,
+    [IR_CLS_CONV] = run_conv,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

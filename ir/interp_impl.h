@@ -60,4 +60,11 @@ int ir_ref_range(const ir_tensor *start, const ir_tensor *stop, const ir_tensor 
 /* numpy.arange's length for integers (stop - start wrapping in 64 bits);
  * -1 for step 0. */
 int64_t ir_ref_range_len_i(int64_t start, int64_t stop, int64_t step);
+/* Vision (interp_vision.c): mo.pad; mo.max_pool2d / mo.avg_pool2d; mo.conv2d
+ * (bias may be NULL). */
+int ir_ref_pad(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_pool(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
+                ir_tensor *y, char *msg, size_t msglen);
+
 #endif

@@ -302,6 +302,9 @@ const ir_node *ir_node_matmul(const ir_node *n);
 /* How many times g uses v: operand slots of g's nodes plus graph outputs. */
 int ir_value_uses(const ir_graph *g, const ir_value *v);
 double ir_node_attr_float(const ir_node *n, const char *name, double dflt);
+/* mo.pad's `value` v in integer dtype dt (interp_vision.c): truncated toward
+ * zero and saturated to int64 (NaN: 0), then wrapped to dt's width. */
+int64_t ir_pad_int_value(ir_dtype dt, double v);
 const char *ir_node_attr_string(const ir_node *n, const char *name, const char *dflt);
 /* Attribute `name` of n, else its default from n's op schema (ops.def);
  * NULL when n lacks it and it has no default (required, or not in the schema). */

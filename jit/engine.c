@@ -67,6 +67,7 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_CUSTOM: return "the custom kernel returned an error (non-zero)";
   case JIT_KERR_RANGE:
     return "step is 0, or start, stop and step give another length than the declared one";
+  case JIT_KERR_NOMEM: return "out of memory for the kernel's workspace";
   default: return "unknown kernel error";
   }
 }

@@ -220,6 +220,13 @@ typedef struct jit_matmul_1d {
   ir_value *in[2], *out[1];
 } jit_matmul_1d;
 bool jit_matmul_view(const ir_node *n, ir_arena *a, jit_matmul_1d *view);
+/* The GEMM template's entry kiln_gemm_<t>_v<VL>_<variant> ("ex", "tex",
+ * "pex") for dt (f32 / f64) and this target's vector width, and, when work
+ * is not NULL, its _work entry (matmul.c): the engine's prebuilt entries
+ * when it has them for this target and prefer_prebuilt (sizes that do not
+ * fold to constants), else linked from the template. 0, or -1 with f->err. */
+int jit_gemm_entries(jit_fn *f, ir_dtype dt, const char *variant, bool prefer_prebuilt,
+                     LLVMValueRef *gemm, LLVMValueRef *work);
 /* mo.softmax / mo.logsoftmax node n (norm.c) on buffers X -> Y. With a
  * prologue `pro` (X unused, may be NULL): each row of n's operand is first
  * computed by pro's members (pro->out_node[0] gives it, the inputs read
@@ -243,6 +250,11 @@ int jit_lower_gather_index(jit_fn *f); /* gather_nd gather_elements (index.c) */
 int jit_lower_scatter(jit_fn *f);      /* scatter*, scatter_nd* (index.c) */
 int jit_lower_tile(jit_fn *f);         /* tile (index.c) */
 int jit_lower_range(jit_fn *f);        /* range (index.c) */
+int jit_lower_pad(jit_fn *f);         /* pad (pad.c) */
+int jit_lower_pool(jit_fn *f);        /* max_pool2d avg_pool2d (pool.c) */
+int jit_lower_conv(jit_fn *f);        /* conv2d (conv.c); dispatches the class's other ops */
+int jit_lower_conv_t(jit_fn *f);      /* conv2d_transpose (conv_t.c) */
+int jit_lower_conv3d(jit_fn *f);      /* conv3d (conv3d.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */
@@ -251,6 +263,15 @@ int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose per
  * *base + sum c_a * strides[a] (rank entries; a stride is negative for a
  * negative step). 0, or -1 with f->err on a malformed node. */
 int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides);
+
+/* The window of a pool or conv2d node (pool.c): kernel taps [kh, kw] (1s
+ * for conv2d, whose filter gives them), stride and dilation [h, w], padding
+ * [top, bottom, left, right], the defaults of an empty list applied. 0, or
+ * -1 with f->err. */
+typedef struct jit_win {
+  int64_t k[2], st[2], dil[2], pad[4];
+} jit_win;
+int jit_win_read(jit_fn *f, const ir_node *n, jit_win *w);
 
 /* Lower f->node through the host lowering of its op class (lower.c's
  * table, one entry per class of ops.def); 0, or -1 with f->err. */

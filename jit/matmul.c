@@ -67,6 +67,27 @@ int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt) {
   return 0;
 }
 
+int jit_gemm_entries(jit_fn *f, ir_dtype dt, const char *variant, bool prefer_prebuilt,
+                     LLVMValueRef *gemm, LLVMValueRef *work) {
+  bool wide = jit_target_has(f, "avx512f");
+  const char *entry = dt == IR_DT_F32 ? (wide ? "kiln_gemm_f32_v16" : "kiln_gemm_f32_v8")
+                                      : (wide ? "kiln_gemm_f64_v8" : "kiln_gemm_f64_v4");
+  char xname[64], wname[64];
+  snprintf(xname, sizeof xname, "%s_%s", entry, variant);
+  snprintf(wname, sizeof wname, "%s_work", entry);
+  /* the engine's prebuilt entry is the same code, compiled once (template.h) */
+  const char *pre = f->prebuilt;
+  bool level_ok = pre && (wide ? strstr(pre, "_v4_") != NULL : strstr(pre, "_v3_") != NULL);
+  if (level_ok && prefer_prebuilt) {
+    *gemm = jit_template_extern(f, JIT_TMPL_GEMM, xname, pre);
+    if (work) *work = *gemm ? jit_template_extern(f, JIT_TMPL_GEMM, wname, pre) : NULL;
+  } else {
+    *gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
+    if (work) *work = *gemm ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
+  }
+  return !*gemm || (work && !*work) ? -1 : 0;
+}
+
 int jit_lower_matmul(jit_fn *f) {
   return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
 }
@@ -198,25 +219,12 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
    * is opened, so a failure leaves no half-built loop behind. */
   LLVMValueRef gemm = NULL, gemm_work = NULL;
   if (dt == IR_DT_F32 || dt == IR_DT_F64) {
-    bool wide = jit_target_has(f, "avx512f");
-    const char *entry = dt == IR_DT_F32 ? (wide ? "kiln_gemm_f32_v16" : "kiln_gemm_f32_v8")
-                                        : (wide ? "kiln_gemm_f64_v8" : "kiln_gemm_f64_v4");
-    char xname[64], wname[64];
-    /* a prepacked B was packed from whichever layout it had (prepack.c) */
-    snprintf(xname, sizeof xname, "%s_%s", entry, packed ? "pex" : trans ? "tex" : "ex");
-    snprintf(wname, sizeof wname, "%s_work", entry);
-    /* symbolic sizes fold to nothing: call the engine's prebuilt entry of
-     * the same code rather than compile the template again (template.h) */
-    const char *pre = f->prebuilt;
-    bool level_ok = pre && (wide ? strstr(pre, "_v4_") != NULL : strstr(pre, "_v3_") != NULL);
-    if (level_ok && !(LLVMIsConstant(M) && LLVMIsConstant(N) && LLVMIsConstant(K))) {
-      gemm = jit_template_extern(f, JIT_TMPL_GEMM, xname, pre);
-      gemm_work = gemm && !packed ? jit_template_extern(f, JIT_TMPL_GEMM, wname, pre) : NULL;
-    } else {
-      gemm = jit_template_function(f, JIT_TMPL_GEMM, xname);
-      gemm_work = gemm && !packed ? jit_template_function(f, JIT_TMPL_GEMM, wname) : NULL;
-    }
-    if (!gemm || (!packed && !gemm_work)) return -1;
+    /* a prepacked B was packed from whichever layout it had (prepack.c);
+     * symbolic sizes fold to nothing, so they call the prebuilt entry */
+    bool sym = !(LLVMIsConstant(M) && LLVMIsConstant(N) && LLVMIsConstant(K));
+    if (jit_gemm_entries(f, dt, packed ? "pex" : trans ? "tex" : "ex", sym, &gemm,
+                         packed ? NULL : &gemm_work) != 0)
+      return -1;
   }
   LLVMValueRef row_bytes = jit_mul(f, N, jit_i64(f, (int64_t)ir_dtype_size(dt)));
   unsigned align = (unsigned)ir_dtype_size(dt);

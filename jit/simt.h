@@ -217,6 +217,13 @@ int jit_simt_lower_gather_index(jit_simt_fn *sf);
 int jit_simt_lower_scatter(jit_simt_fn *sf);
 int jit_simt_lower_tile(jit_simt_fn *sf);
 int jit_simt_lower_range(jit_simt_fn *sf);
+/* Elements (pad.c, pool.c, conv.c): mo.pad; mo.max_pool2d / mo.avg_pool2d
+ * (a window per thread); mo.conv2d (direct: a dot product per thread). */
+int jit_simt_lower_pad(jit_simt_fn *sf);
+int jit_simt_lower_pool(jit_simt_fn *sf);
+int jit_simt_lower_conv(jit_simt_fn *sf);
+int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
+int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

@@ -4,6 +4,7 @@
  *             broadcast_to, reshape / squeeze / unsqueeze, transpose,
  *             permute, concat, split, slice_tensor, gather, band_part
  *             (band.c), gather_nd, gather_elements, tile, range (index.c),
+ *             pad (pad.c), the pools (pool.c), conv2d (conv.c, direct),
  *             and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
@@ -502,7 +503,10 @@ static int lower_custom(jit_simt_fn *sf) {
   X(GATHER_INDEX, L_ELEMENTS, jit_simt_lower_gather_index) \
   X(SCATTER, L_SERIAL, jit_simt_lower_scatter)          \
   X(TILE, L_ELEMENTS, jit_simt_lower_tile)              \
-  X(RANGE, L_ELEMENTS, jit_simt_lower_range)
+  X(RANGE, L_ELEMENTS, jit_simt_lower_range)          \
+  X(PAD, L_ELEMENTS, jit_simt_lower_pad)                  \
+  X(POOL, L_ELEMENTS, jit_simt_lower_pool)                \
+  X(CONV, L_ELEMENTS, jit_simt_lower_conv)
 
 typedef struct simt_rule {
   launch_shape shape;

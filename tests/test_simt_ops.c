@@ -487,3 +487,41 @@ Test(simt_ops, matmul_vectors_and_ints) {
   int64_t n0[] = {0};
   check(text, n0, false);
 }
+
+/* vision: pad's three modes, both pools, conv2d (direct on SIMT) with
+ * groups, padding, stride and a bias, conv2d_transpose; a symbolic batch */
+Test(simt_ops, vision) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 9, 7, 4", "f32") ", %w: " T("3, 3, 2, 6", "f32") ", %b: " T("6", "f32")
+      ", %i: " T("n, 5", "si32") ", %v: " T("2, 2, 3, 4", "f32") ") -> (" T("n, 12, 8, 4", "f32") ", "
+      T("n, 5, 4, 4", "f32") ", " T("n, 4, 4, 4", "f32") ", " T("n, 5, 4, 6", "f32") ", " T("n, 9", "si32")
+      ", " T("n + 1, 6", "si32") ", " T("n, 17, 13, 3", "f32") ") {\n"
+      "  %0 = mo.pad(%x) {mode = \"reflect\", paddings = [0, 0, 1, 2, 0, 1, 0, 0]} : " T("n, 12, 8, 4", "f32") "\n"
+      "  %1 = mo.max_pool2d(%x) {kernel_size = [3, 3], stride = [2, 2], padding = [1, 1], ceil_mode = true} : "
+      T("n, 5, 4, 4", "f32") "\n"
+      "  %2 = mo.avg_pool2d(%x) {kernel_size = [2, 3], stride = [2, 2], dilation = [1, 1], padding = [0, 0, 1, 1], "
+      "count_boundary = false} : " T("n, 4, 4, 4", "f32") "\n"
+      "  %3 = mo.conv2d(%x, %w, %b) {stride = [2, 2], padding = [1, 1, 1, 1], groups = 2} : "
+      T("n, 5, 4, 6", "f32") "\n"
+      "  %4 = mo.pad(%i) {mode = \"edge\", paddings = [0, 0, 2, 2]} : " T("n, 9", "si32") "\n"
+      "  %5 = mo.pad(%i) {paddings = [1, 0, 0, 1], value = -3.0} : " T("n + 1, 6", "si32") "\n"
+      "  %6 = mo.conv2d_transpose(%x, %v) {stride = [2, 2], padding = [1, 0, 0, 1]} : " T("n, 17, 13, 3", "f32") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5, %6 : " T("n, 12, 8, 4", "f32") ", " T("n, 5, 4, 4", "f32") ", "
+      T("n, 4, 4, 4", "f32") ", " T("n, 5, 4, 6", "f32") ", " T("n, 9", "si32") ", " T("n + 1, 6", "si32")
+      ", " T("n, 17, 13, 3", "f32") "\n}\n";
+  int64_t n[] = {3};
+  check(text, n, true);
+  int64_t n0[] = {0};
+  check(text, n0, false);
+}
+
+Test(simt_ops, conv3d) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 4, 5, 3, 4", "f32") ", %w: " T("2, 3, 2, 2, 6", "f32") ", %b: " T("6", "f32")
+      ") -> (" T("n, 2, 5, 2, 6", "f32") ") {\n"
+      "  %0 = mo.conv3d(%x, %w, %b) {stride = [2, 1, 1], padding = [0, 1, 1, 1, 0, 0], groups = 2} : "
+      T("n, 2, 5, 2, 6", "f32") "\n"
+      "  mo.output %0 : " T("n, 2, 5, 2, 6", "f32") "\n}\n";
+  int64_t n[] = {2};
+  check(text, n, true);
+}

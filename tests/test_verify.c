@@ -1057,6 +1057,7 @@ typedef struct attr_example {
 } attr_example;
 
 static const int64_t split_sizes[] = {1, 3};
+static const int64_t pad_sizes[] = {1, 0, 2, 1}, pool_kernel[] = {2, 2};
 
 static const attr_example *attr_example_of(ir_op op) {
   static attr_example ex[] = {
@@ -1083,6 +1084,15 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_SCATTER_MUL, 3, {IR_DT_SI32, IR_DT_SI32, IR_DT_SI64}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
       {IR_OP_SCATTER_MAX, 3, {IR_DT_F64, IR_DT_F64, IR_DT_SI32}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
       {IR_OP_SCATTER_MIN, 3, {IR_DT_SI64, IR_DT_SI64, IR_DT_SI64}, {"4, 3", "4, 2", "4, 2"}, 0, {{0}}, 1},
+      {IR_OP_PAD, 1, {IR_DT_F32}, {"4, 3"}, 1,
+       {{.name = "paddings", .kind = IR_ATTR_INTS, .u.ints = {4, pad_sizes}}}, 1},
+      {IR_OP_MAX_POOL2D, 1, {IR_DT_F32}, {"1, 4, 3, 2"}, 1,
+       {{.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}}, 1},
+      {IR_OP_AVG_POOL2D, 1, {IR_DT_F32}, {"1, 4, 3, 2"}, 1,
+       {{.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}}, 1},
+      {IR_OP_CONV2D, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 3, 2", "2, 2, 2, 3"}, 0, {{0}}, 1},
+      {IR_OP_CONV2D_TRANSPOSE, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 3, 2", "2, 2, 3, 2"}, 0, {{0}}, 1},
+      {IR_OP_CONV3D, 2, {IR_DT_F32, IR_DT_F32}, {"1, 3, 4, 3, 2", "2, 2, 2, 2, 3"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1122,7 +1132,7 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 26); /* 19, and the indexing ops: batch_dims, 6 axes */
+  cr_assert_eq(checked, 49); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23 */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

@@ -1,0 +1,203 @@
+/* pool.c - lowering of mo.max_pool2d and mo.avg_pool2d (NHWC), for the
+ * host and for SIMT targets, and the window geometry conv.c shares.
+ *
+ * Result element (b, oh, ow, c) reduces the taps (r, s) of its window at
+ * ih = oh * sh - top + r * dh, iw = ow * sw - left + s * dw that fall inside
+ * the operand: max with mo.max's scalar rule (NaN wins; -inf or the dtype's
+ * minimum for a window without a tap), or the sum divided by the taps
+ * inside the padded input (count_boundary) or inside the operand (ops.def).
+ * Window sizes, strides and paddings are attributes (constants); H, W and C
+ * may be symbolic.
+ * Host: the result pixels (b, oh, ow) are split between the parts
+ * (jit_split_range); a pixel's channels are one contiguous loop inside each
+ * tap, accumulating in the result row, so it vectorizes over C. Sums are
+ * in the dtype, in tap order (the oracle sums in double: rounding
+ * differences only). SIMT: a grid-stride loop over the result elements,
+ * each thread reducing its window in registers.
+ * Assumes a verified node (rank 4, the result dims from ops.def's rule). */
+#include "lower.h"
+#include "simt.h"
+
+static bool pair_attr(const ir_node *n, const char *name, int64_t out[2]) {
+  const ir_attr *a = ir_node_attr_or_default(n, name);
+  if (!a || a->kind != IR_ATTR_INTS || a->u.ints.n > 2) return false;
+  out[0] = out[1] = 1;
+  if (a->u.ints.n > 0) {
+    out[0] = a->u.ints.v[0];
+    out[1] = a->u.ints.v[a->u.ints.n - 1];
+  }
+  return out[0] >= 1 && out[1] >= 1;
+}
+
+int jit_win_read(jit_fn *f, const ir_node *n, jit_win *w) {
+  const ir_attr *pa = ir_node_attr_or_default(n, "padding");
+  const ir_attr *ka = ir_node_attr(n, "kernel_size");
+  w->k[0] = w->k[1] = 1;
+  if (ka && ka->kind == IR_ATTR_INTS && ka->u.ints.n == 2) {
+    w->k[0] = ka->u.ints.v[0];
+    w->k[1] = ka->u.ints.v[1];
+  }
+  if (!pair_attr(n, "stride", w->st) || !pair_attr(n, "dilation", w->dil) || !pa ||
+      pa->kind != IR_ATTR_INTS || n->in[0]->type.rank != 4 || n->out[0]->type.rank != 4)
+    return jit_fn_error(f, "mo.%s: malformed window attributes or ranks", ir_op_get(n->op)->name);
+  const int64_t *v = pa->u.ints.v;
+  int np = pa->u.ints.n;
+  if (np == 0) {
+    w->pad[0] = w->pad[1] = w->pad[2] = w->pad[3] = 0;
+  } else if (np == 1 || np == 2) {
+    w->pad[0] = w->pad[1] = v[0];
+    w->pad[2] = w->pad[3] = v[np - 1];
+  } else if (np == 4) {
+    for (int i = 0; i < 4; i++) w->pad[i] = v[i];
+  } else {
+    return jit_fn_error(f, "mo.%s: padding has %d entries", ir_op_get(n->op)->name, np);
+  }
+  return 0;
+}
+
+typedef struct poolp {
+  jit_win w;
+  bool avg, cb;
+  ir_dtype dt;
+  LLVMValueRef H, W, C, Ho, Wo;
+} poolp;
+
+static int pool_setup(jit_fn *f, poolp *q) {
+  const ir_node *n = f->node;
+  if (jit_win_read(f, n, &q->w) != 0) return -1;
+  q->avg = n->op == IR_OP_AVG_POOL2D;
+  q->cb = ir_node_attr_bool(n, "count_boundary", true);
+  q->dt = n->in[0]->type.dtype;
+  const ir_type *xt = &n->in[0]->type, *yt = &n->out[0]->type;
+  q->H = jit_dim(f, xt->dims[1]);
+  q->W = jit_dim(f, xt->dims[2]);
+  q->C = jit_dim(f, xt->dims[3]);
+  q->Ho = jit_dim(f, yt->dims[1]);
+  q->Wo = jit_dim(f, yt->dims[2]);
+  return 0;
+}
+
+/* The reduction's start: -inf / the dtype's minimum, or 0. */
+static LLVMValueRef pool_init(jit_fn *f, const poolp *q) {
+  if (q->avg) return jit_fconst(f, q->dt, 0.0);
+  if (ir_dtype_is_float(q->dt)) return jit_fconst(f, q->dt, -__builtin_inf());
+  return LLVMConstInt(jit_type(f, q->dt), q->dt == IR_DT_SI32 ? (unsigned long long)INT32_MIN
+                                                              : (unsigned long long)INT64_MIN, 1);
+}
+
+static LLVMValueRef pool_step(jit_fn *f, const poolp *q, LLVMValueRef acc, LLVMValueRef v) {
+  if (q->avg) return LLVMBuildFAdd(f->b, acc, v, "");
+  return jit_scalar_binary(f, IR_OP_MAX, q->dt, acc, v);
+}
+
+/* Row ih (or column iw) of tap t: o * stride - pad + t * dil; *in: inside
+ * [0, n); *bound: inside the padded input (< n + pad after). */
+static LLVMValueRef tap(jit_fn *f, LLVMValueRef o, LLVMValueRef t, int64_t st, int64_t pad,
+                        int64_t dil, int64_t pad_after, LLVMValueRef n, LLVMValueRef *in,
+                        LLVMValueRef *bound) {
+  LLVMValueRef i = LLVMBuildAdd(f->b, LLVMBuildSub(f->b, LLVMBuildMul(f->b, o, jit_i64(f, st), ""),
+                                                   jit_i64(f, pad), ""),
+                                LLVMBuildMul(f->b, t, jit_i64(f, dil), ""), "");
+  *in = LLVMBuildICmp(f->b, LLVMIntULT, i, n, "");
+  *bound = LLVMBuildICmp(f->b, LLVMIntSLT, i, LLVMBuildAdd(f->b, n, jit_i64(f, pad_after), ""), "");
+  return i;
+}
+
+/* acc / count for avg (count as i64 -> the dtype); acc for max. */
+static LLVMValueRef pool_finish(jit_fn *f, const poolp *q, LLVMValueRef acc, LLVMValueRef cnt) {
+  if (!q->avg) return acc;
+  return LLVMBuildFDiv(f->b, acc, LLVMBuildSIToFP(f->b, cnt, jit_type(f, q->dt), ""), "");
+}
+
+/* Counters for avg: taps inside the operand and inside the padded input. */
+static void count_tap(jit_fn *f, LLVMValueRef slot, LLVMValueRef cond) {
+  LLVMValueRef c = LLVMBuildLoad2(f->b, f->t_i64, slot, "");
+  LLVMBuildStore(f->b, LLVMBuildAdd(f->b, c, LLVMBuildZExt(f->b, cond, f->t_i64, ""), ""), slot);
+}
+
+int jit_lower_pool(jit_fn *f) {
+  poolp q;
+  if (pool_setup(f, &q) != 0) return -1;
+  const jit_win *w = &q.w;
+  const ir_type *yt = &f->node->out[0]->type;
+  LLVMValueRef X = jit_in(f, 0), Y = jit_out(f, 0), zero = jit_i64(f, 0);
+  LLVMValueRef pix = jit_numel_range(f, yt, 0, 3), lo, hi;
+  LLVMValueRef cnt_slot = jit_alloca(f, f->t_i64, "cnt"), bnd_slot = jit_alloca(f, f->t_i64, "bnd");
+  jit_split_range(f, pix, &lo, &hi);
+  jit_loop P, Ci, Rr, Ss, Cc, Cf;
+  LLVMValueRef p = jit_loop_begin(f, &P, lo, hi, "pix");
+  LLVMValueRef ow = LLVMBuildURem(f->b, p, q.Wo, ""), t = LLVMBuildUDiv(f->b, p, q.Wo, "");
+  LLVMValueRef oh = LLVMBuildURem(f->b, t, q.Ho, ""), b = LLVMBuildUDiv(f->b, t, q.Ho, "");
+  LLVMValueRef ybase = jit_mul(f, p, q.C);
+  LLVMValueRef c = jit_loop_begin(f, &Ci, zero, q.C, "c");
+  jit_store(f, q.dt, Y, jit_add(f, ybase, c), pool_init(f, &q));
+  jit_loop_end(f, &Ci);
+  LLVMBuildStore(f->b, zero, cnt_slot);
+  LLVMBuildStore(f->b, zero, bnd_slot);
+  LLVMValueRef r = jit_loop_begin(f, &Rr, zero, jit_i64(f, w->k[0]), "r");
+  LLVMValueRef inh, bh, ih = tap(f, oh, r, w->st[0], w->pad[0], w->dil[0], w->pad[1], q.H, &inh, &bh);
+  LLVMValueRef s = jit_loop_begin(f, &Ss, zero, jit_i64(f, w->k[1]), "s");
+  LLVMValueRef inw, bw, iw = tap(f, ow, s, w->st[1], w->pad[2], w->dil[1], w->pad[3], q.W, &inw, &bw);
+  LLVMValueRef in = LLVMBuildAnd(f->b, inh, inw, "");
+  count_tap(f, cnt_slot, in);
+  count_tap(f, bnd_slot, LLVMBuildAnd(f->b, bh, bw, ""));
+  jit_simt_if ib;
+  jit_simt_if_begin(f, &ib, in);
+  LLVMValueRef xbase = jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, b, q.H), ih), q.W), iw), q.C);
+  c = jit_loop_begin(f, &Cc, zero, q.C, "c");
+  LLVMValueRef yi = jit_add(f, ybase, c);
+  jit_store(f, q.dt, Y, yi,
+            pool_step(f, &q, jit_load(f, q.dt, Y, yi), jit_load(f, q.dt, X, jit_add(f, xbase, c))));
+  jit_loop_end(f, &Cc);
+  jit_simt_if_end(f, &ib);
+  jit_loop_end(f, &Ss);
+  jit_loop_end(f, &Rr);
+  if (q.avg) {
+    LLVMValueRef n = LLVMBuildLoad2(f->b, f->t_i64, q.cb ? bnd_slot : cnt_slot, "");
+    c = jit_loop_begin(f, &Cf, zero, q.C, "c");
+    LLVMValueRef yi2 = jit_add(f, ybase, c);
+    jit_store(f, q.dt, Y, yi2, pool_finish(f, &q, jit_load(f, q.dt, Y, yi2), n));
+    jit_loop_end(f, &Cf);
+  }
+  jit_loop_end(f, &P);
+  return f->failed ? -1 : 0;
+}
+
+int jit_simt_lower_pool(jit_simt_fn *sf) {
+  jit_fn *f = &sf->f;
+  poolp q;
+  if (pool_setup(f, &q) != 0) return -1;
+  const jit_win *w = &q.w;
+  const ir_type *yt = &f->node->out[0]->type;
+  LLVMValueRef zero = jit_i64(f, 0);
+  LLVMValueRef acc_slot = jit_alloca(f, jit_type(f, q.dt), "acc");
+  LLVMValueRef cnt_slot = jit_alloca(f, f->t_i64, "cnt"), bnd_slot = jit_alloca(f, f->t_i64, "bnd");
+  jit_simt_loop l;
+  LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, yt, 0, 4));
+  LLVMValueRef dims[4] = {NULL, q.Ho, q.Wo, q.C}, co[4];
+  jit_simt_unravel(f, e, dims, 4, co);
+  LLVMBuildStore(f->b, pool_init(f, &q), acc_slot);
+  LLVMBuildStore(f->b, zero, cnt_slot);
+  LLVMBuildStore(f->b, zero, bnd_slot);
+  jit_loop Rr, Ss;
+  LLVMValueRef r = jit_loop_begin(f, &Rr, zero, jit_i64(f, w->k[0]), "r");
+  LLVMValueRef inh, bh, ih = tap(f, co[1], r, w->st[0], w->pad[0], w->dil[0], w->pad[1], q.H, &inh, &bh);
+  LLVMValueRef s = jit_loop_begin(f, &Ss, zero, jit_i64(f, w->k[1]), "s");
+  LLVMValueRef inw, bw, iw = tap(f, co[2], s, w->st[1], w->pad[2], w->dil[1], w->pad[3], q.W, &inw, &bw);
+  LLVMValueRef in = LLVMBuildAnd(f->b, inh, inw, "");
+  count_tap(f, cnt_slot, in);
+  count_tap(f, bnd_slot, LLVMBuildAnd(f->b, bh, bw, ""));
+  jit_simt_if ib;
+  jit_simt_if_begin(f, &ib, in);
+  LLVMValueRef xi = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, co[0], q.H), ih), q.W), iw), q.C), co[3]);
+  LLVMValueRef acc = LLVMBuildLoad2(f->b, jit_type(f, q.dt), acc_slot, "");
+  LLVMBuildStore(f->b, pool_step(f, &q, acc, jit_load(f, q.dt, jit_in(f, 0), xi)), acc_slot);
+  jit_simt_if_end(f, &ib);
+  jit_loop_end(f, &Ss);
+  jit_loop_end(f, &Rr);
+  LLVMValueRef n = LLVMBuildLoad2(f->b, f->t_i64, q.cb ? bnd_slot : cnt_slot, "");
+  jit_store(f, q.dt, jit_out(f, 0), e,
+            pool_finish(f, &q, LLVMBuildLoad2(f->b, jit_type(f, q.dt), acc_slot, ""), n));
+  jit_simt_grid_loop_end(sf, &l);
+  return f->failed ? -1 : 0;
+}
