@@ -65,21 +65,7 @@ int ir_graph_fold_transpose_b(ir_graph *g, ir_diag *d) {
     drop[tr->id] = true;
     folded++;
   }
-  int nn = 0, nv = 0;
-  for (int i = 0; i < g->nvalues; i++) { /* a dropped transpose's result goes */
-    ir_value *v = g->values[i];
-    if (v->def && drop[v->def->id]) continue;
-    v->id = nv;
-    g->values[nv++] = v;
-  }
-  for (int i = 0; i < g->nnodes; i++) {
-    ir_node *n = g->nodes[i];
-    if (drop[i]) continue;
-    n->id = nn;
-    g->nodes[nn++] = n;
-  }
-  g->nvalues = nv;
-  g->nnodes = nn;
+  ir_graph_drop_nodes(g, drop);
   free(drop);
   return folded;
 }

@@ -609,3 +609,21 @@ fail:
   ir_graph_free(c);
   return NULL;
 }
+
+void ir_graph_drop_nodes(ir_graph *g, const bool *drop) {
+  int nn = 0, nv = 0;
+  for (int i = 0; i < g->nvalues; i++) { /* a dropped node's results go with it */
+    ir_value *v = g->values[i];
+    if (v->def && drop[v->def->id]) continue;
+    v->id = nv;
+    g->values[nv++] = v;
+  }
+  for (int i = 0; i < g->nnodes; i++) {
+    ir_node *n = g->nodes[i];
+    if (drop[i]) continue;
+    n->id = nn;
+    g->nodes[nn++] = n;
+  }
+  g->nvalues = nv;
+  g->nnodes = nn;
+}

@@ -261,6 +261,10 @@ int ir_diag_set(ir_diag *d, ir_loc loc, const char *fmt, ...)
 /* ---- building (graph.c) ---- */
 ir_graph *ir_graph_new(const char *name); /* NULL on out-of-memory */
 void ir_graph_free(ir_graph *g);          /* NULL is a no-op */
+/* Remove the nodes i with drop[i] (g->nnodes entries) and the values they
+ * define, renumbering the rest in order; the caller has made sure nothing
+ * kept uses them. Their memory stays in the arena. */
+void ir_graph_drop_nodes(ir_graph *g, const bool *drop);
 
 /* Index of symbol `name`, adding it when `create`; -1 if absent and !create. */
 int ir_graph_symbol(ir_graph *g, const char *name, size_t len, bool create);

@@ -368,21 +368,7 @@ int ir_max_drop_absorbed(parser *p) {
     if (n->op == IR_OP_CONSTANT && !used[n->out[0]->id]) drop[n->id] = true;
   }
   for (int i = 0; i < g->nchecks; i++) drop[g->checks[i].node->id] = false;
-  int nn = 0, nv = 0;
-  for (int i = 0; i < g->nvalues; i++) { /* as ir_graph_fold_transpose_b drops nodes */
-    ir_value *v = g->values[i];
-    if (v->def && drop[v->def->id]) continue;
-    v->id = nv;
-    g->values[nv++] = v;
-  }
-  for (int i = 0; i < g->nnodes; i++) {
-    ir_node *n = g->nodes[i];
-    if (drop[i]) continue;
-    n->id = nn;
-    g->nodes[nn++] = n;
-  }
-  g->nvalues = nv;
-  g->nnodes = nn;
+  ir_graph_drop_nodes(g, drop);
   free(used);
   free(drop);
   return 0;
