@@ -1337,6 +1337,12 @@ int ir_infer_fail(ctx *c, const char *fmt, ...) {
 }
 int ir_infer_dim_fail(ctx *c) { return dim_fail(c); }
 int ir_infer_attr_int(ctx *c, const char *name, int64_t *out) { return attr_int(c, name, out); }
+int ir_infer_attr_bool(ctx *c, const char *name, bool *out) {
+  int rc;
+  const ir_attr *a = attr_get(c, name, &rc);
+  *out = a ? a->u.b : false;
+  return rc;
+}
 int ir_infer_attr_ints(ctx *c, const char *name, int *nv, const int64_t **v) {
   return attr_ints(c, name, nv, v);
 }
@@ -1398,6 +1404,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_PAD: return infer_pad(c, res);
   case IR_CLS_POOL: return infer_pool(c, res);
   case IR_CLS_CONV: return infer_conv(c, res);
+  case IR_CLS_SORT: return ir_infer_sort(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

@@ -905,6 +905,15 @@ static int run_scan(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_sort(run *r, const ir_node *n) {
+  char detail[400] = "";
+  bool arg = n->op == IR_OP_ARGSORT;
+  if (ir_ref_sort(n, IN(r, n, 0), arg ? NULL : OUT(r, n, 0), OUT(r, n, arg ? 0 : 1), detail,
+                  sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static int run_band_part(run *r, const ir_node *n) {
   char detail[400] = "";
   if (ir_ref_band_part(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
@@ -1002,6 +1011,7 @@ static const run_fn run_class[] = {
     [IR_CLS_PAD] = run_pad,
     [IR_CLS_POOL] = run_pool,
     [IR_CLS_CONV] = run_conv,
+    [IR_CLS_SORT] = run_sort,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

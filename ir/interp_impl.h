@@ -49,6 +49,9 @@ void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_
 int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_band_part(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
                      size_t msglen);
+/* The sorting class (interp_sort.c): vals is NULL for argsort, idx si64. */
+int ir_ref_sort(const ir_node *n, const ir_tensor *x, ir_tensor *vals, ir_tensor *idx, char *msg,
+                size_t msglen);
 /* Routines of the indexing classes (interp_index.c), as above. */
 int ir_ref_gather_index(const ir_node *n, const ir_tensor *x, const ir_tensor *it, ir_tensor *y,
                         char *msg, size_t msglen);

@@ -209,6 +209,8 @@ int jit_simt_lower_softmax(jit_simt_fn *sf);
 int jit_simt_lower_layer_norm(jit_simt_fn *sf);
 /* Lines (scan.c): mo.cumsum, one thread per line along the axis. */
 int jit_simt_lower_scan(jit_simt_fn *sf);
+/* Lines (sort.c): top_k, bottom_k, argsort, one thread per line. */
+int jit_simt_lower_sort(jit_simt_fn *sf);
 /* Elements (band.c): mo.band_part. */
 int jit_simt_lower_band_part(jit_simt_fn *sf);
 /* Indexing (index.c): gather_nd, gather_elements, tile and range over the

@@ -11,7 +11,7 @@
  *             row (simt_rows.c: sum, mean, max, min, argmax, argmin,
  *             softmax, logsoftmax, layer_norm);
  *   lines     one thread per line along an axis, walking it in order
- *             (scan.c: cumsum);
+ *             (scan.c: cumsum; sort.c: top_k, bottom_k, argsort);
  *   tiles     matmul: 16x16 output tiles, A and B tiles staged in shared
  *             memory, one block per tile and batch matrix; a mo.fused GEMM
  *             applies its epilogue to each output element (simt_fused.c);
@@ -506,7 +506,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(RANGE, L_ELEMENTS, jit_simt_lower_range)          \
   X(PAD, L_ELEMENTS, jit_simt_lower_pad)                  \
   X(POOL, L_ELEMENTS, jit_simt_lower_pool)                \
-  X(CONV, L_ELEMENTS, jit_simt_lower_conv)
+  X(CONV, L_ELEMENTS, jit_simt_lower_conv)              \
+  X(SORT, L_LINES, jit_simt_lower_sort)
 
 typedef struct simt_rule {
   launch_shape shape;
@@ -643,11 +644,12 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
     out->shared_bytes = 2 * JIT_SIMT_BLOCK * 8;
     return 0;
   }
-  case L_LINES: { /* scan.c: one thread per line outside the axis */
+  case L_LINES: { /* scan.c, sort.c: one thread per line outside the axis */
     const ir_type *xt = &n->in[0]->type;
     int axis;
     int64_t outer, inner;
-    if (!jit_simt_norm_axis(ir_node_attr_int(n, "axis", -1), xt->rank, &axis)) {
+    const ir_attr *ax = ir_node_attr_or_default(n, "axis"); /* argsort's default is 0 */
+    if (!ax || !jit_simt_norm_axis(ax->u.i, xt->rank, &axis)) {
       snprintf(err, errlen, "axis out of range");
       return -1;
     }

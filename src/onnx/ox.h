@@ -177,6 +177,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
+/* sorting and selection (ops_sort.c) */
+#define OX_OPS_SORT(X) X(TopK)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
@@ -186,6 +188,7 @@ OX_OPS_SHAPE(OX_DECLARE)
 OX_OPS_FOLD(OX_DECLARE)
 OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
+OX_OPS_SORT(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,

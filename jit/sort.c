@@ -1,0 +1,192 @@
+/* sort.c - lowering of the sorting class (top_k, bottom_k, argsort), for
+ * the host and for SIMT targets.
+ *
+ * The operand is viewed as [outer, R, inner] around the axis, the results
+ * as [outer, K, inner] (K = k, or R for argsort); one line is one (outer,
+ * inner) pair, worked by one part (host) or one thread (SIMT), walking it
+ * in index order.
+ *
+ * Selection is bounded insertion into the result line itself, which stays
+ * sorted: the first K elements are inserted one by one (shifting the
+ * entries they beat one place down); after that the line's last kept value
+ * is a threshold in a register, and an element that does not beat it costs
+ * one load and one compare. Only a beating element is inserted (the last
+ * entry falls out) and the threshold reloaded. With k small against R, as in
+ * LLM sampling, the pass is a streaming scan: no full sort, no workspace.
+ * argsort is the same insertion with K = R, keys read through the indices
+ * written so far: O(R^2) compares at worst, fine for short lines.
+ *
+ * "Beats" is strict (a NaN above every number), so equal keys keep index
+ * order: stable, lower index first. The reference interpreter
+ * (ir/interp_sort.c) sorts by merging instead; the tests compare the two.
+ * Assumes a verified node (1 <= k <= R, enforced by the shape rule or its
+ * run-time check). */
+#include "lower.h"
+#include "simt.h"
+
+typedef struct sort_kind {
+  ir_dtype dt;
+  bool fl, desc, arg; /* desc: larger first; arg: argsort (keys via indices) */
+  int axis;
+  int64_t k; /* 0 for argsort (K = R) */
+} sort_kind;
+
+static int sort_setup(jit_fn *f, sort_kind *s) {
+  const ir_node *n = f->node;
+  s->arg = n->op == IR_OP_ARGSORT;
+  if (n->nin != 1 || n->nout != (s->arg ? 1 : 2))
+    return jit_fn_error(f, "mo.%s: expected 1 operand and %d results, got %d and %d",
+                        ir_op_get(n->op)->name, s->arg ? 1 : 2, n->nin, n->nout);
+  const ir_type *t = &n->in[0]->type;
+  int64_t a = ir_node_attr_int(n, "axis", s->arg ? 0 : -1);
+  if (a < -t->rank || a >= t->rank)
+    return jit_fn_error(f, "mo.%s: axis %lld is out of range for rank %d", ir_op_get(n->op)->name,
+                        (long long)a, t->rank);
+  s->axis = (int)(a < 0 ? a + t->rank : a);
+  s->dt = t->dtype;
+  s->fl = s->dt == IR_DT_F32 || s->dt == IR_DT_F64;
+  if (!s->fl && s->dt != IR_DT_SI32 && s->dt != IR_DT_SI64)
+    return jit_fn_error(f, "mo.%s: no lowering for dtype %s", ir_op_get(n->op)->name,
+                        ir_dtype_name(s->dt));
+  s->desc = s->arg ? !ir_node_attr_bool(n, "ascending", true) : n->op == IR_OP_TOP_K;
+  s->k = s->arg ? 0 : ir_node_attr_int(n, "k", 1);
+  if (!s->arg && s->k < 1)
+    return jit_fn_error(f, "mo.%s: k = %lld", ir_op_get(n->op)->name, (long long)s->k);
+  return 0;
+}
+
+/* a beats b: strictly before it in the order (NaN the largest). */
+static LLVMValueRef beats(jit_fn *f, const sort_kind *s, LLVMValueRef a, LLVMValueRef b) {
+  LLVMBuilderRef B = f->b;
+  if (!s->fl) return LLVMBuildICmp(B, s->desc ? LLVMIntSGT : LLVMIntSLT, a, b, "");
+  LLVMValueRef lt = LLVMBuildFCmp(B, s->desc ? LLVMRealOGT : LLVMRealOLT, a, b, "");
+  /* desc: a NaN, b not; asc: a not NaN, b NaN */
+  LLVMValueRef an = LLVMBuildFCmp(B, s->desc ? LLVMRealUNO : LLVMRealORD, a, a, "");
+  LLVMValueRef bn = LLVMBuildFCmp(B, s->desc ? LLVMRealORD : LLVMRealUNO, b, b, "");
+  return LLVMBuildOr(B, lt, LLVMBuildAnd(B, an, bn, ""), "");
+}
+
+typedef struct line {
+  LLVMValueRef X, V, I;   /* operand, values result (NULL: argsort), indices result */
+  LLVMValueRef xb, ob, st; /* line bases in X and in the results, stride (inner) */
+  LLVMValueRef pos;        /* i64 slot */
+} line;
+
+static LLVMValueRef at(jit_fn *f, LLVMValueRef base, LLVMValueRef j, LLVMValueRef st) {
+  return jit_add(f, base, jit_mul(f, j, st));
+}
+
+/* The key of result entry p. */
+static LLVMValueRef key_at(jit_fn *f, const sort_kind *s, const line *L, LLVMValueRef p) {
+  LLVMValueRef e = at(f, L->ob, p, L->st);
+  if (L->V) return jit_load(f, s->dt, L->V, e);
+  LLVMValueRef i = jit_load(f, IR_DT_SI64, L->I, e);
+  return jit_load(f, s->dt, L->X, at(f, L->xb, i, L->st));
+}
+
+/* Insert (v, i) at entry `start` or above: entries it beats move down one. */
+static void insert(jit_fn *f, const sort_kind *s, const line *L, LLVMValueRef v, LLVMValueRef i,
+                   LLVMValueRef start) {
+  LLVMBuilderRef B = f->b;
+  LLVMValueRef one = jit_i64(f, 1);
+  LLVMBasicBlockRef cond = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "ins.cond");
+  LLVMBasicBlockRef check = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "ins.check");
+  LLVMBasicBlockRef move = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "ins.move");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "ins.done");
+  LLVMBuildStore(B, start, L->pos);
+  LLVMBuildBr(B, cond);
+  LLVMPositionBuilderAtEnd(B, cond);
+  LLVMValueRef p = LLVMBuildLoad2(B, f->t_i64, L->pos, "");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntSGT, p, jit_i64(f, 0), ""), check, done);
+  LLVMPositionBuilderAtEnd(B, check);
+  LLVMValueRef q = LLVMBuildSub(B, p, one, "");
+  LLVMValueRef prev = key_at(f, s, L, q);
+  LLVMBuildCondBr(B, beats(f, s, v, prev), move, done);
+  LLVMPositionBuilderAtEnd(B, move);
+  LLVMValueRef eq = at(f, L->ob, q, L->st), ep = at(f, L->ob, p, L->st);
+  if (L->V) jit_store(f, s->dt, L->V, ep, prev);
+  jit_store(f, IR_DT_SI64, L->I, ep, jit_load(f, IR_DT_SI64, L->I, eq));
+  LLVMBuildStore(B, q, L->pos);
+  LLVMBuildBr(B, cond);
+  LLVMPositionBuilderAtEnd(B, done);
+  LLVMValueRef e = at(f, L->ob, LLVMBuildLoad2(B, f->t_i64, L->pos, ""), L->st);
+  if (L->V) jit_store(f, s->dt, L->V, e, v);
+  jit_store(f, IR_DT_SI64, L->I, e, i);
+}
+
+/* One line: fill K entries, then (top_k / bottom_k) the threshold pass. */
+static void sort_line(jit_fn *f, const sort_kind *s, line *L, LLVMValueRef R, LLVMValueRef thr) {
+  LLVMBuilderRef B = f->b;
+  LLVMValueRef K = s->arg ? R : jit_i64(f, s->k);
+  jit_loop l1;
+  LLVMValueRef i = jit_loop_begin(f, &l1, jit_i64(f, 0), K, "fill");
+  insert(f, s, L, jit_load(f, s->dt, L->X, at(f, L->xb, i, L->st)), i, i);
+  jit_loop_end(f, &l1);
+  if (s->arg) return;
+  LLVMValueRef last = jit_i64(f, s->k - 1);
+  LLVMBuildStore(B, key_at(f, s, L, last), thr);
+  jit_loop l2;
+  i = jit_loop_begin(f, &l2, K, R, "scan");
+  LLVMValueRef v = jit_load(f, s->dt, L->X, at(f, L->xb, i, L->st));
+  LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "sel.in");
+  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "sel.next");
+  LLVMValueRef t = LLVMBuildLoad2(B, jit_type(f, s->dt), thr, "");
+  LLVMBuildCondBr(B, beats(f, s, v, t), in, next);
+  LLVMPositionBuilderAtEnd(B, in);
+  insert(f, s, L, v, i, last);
+  LLVMBuildStore(B, key_at(f, s, L, last), thr);
+  LLVMBuildBr(B, next);
+  LLVMPositionBuilderAtEnd(B, next);
+  jit_loop_end(f, &l2);
+}
+
+/* Shared by both targets: the line number `ln` of [outer, inner]. */
+static void emit_line(jit_fn *f, const sort_kind *s, LLVMValueRef ln, LLVMValueRef R,
+                      LLVMValueRef inner, LLVMValueRef pos, LLVMValueRef thr) {
+  LLVMBuilderRef B = f->b;
+  LLVMValueRef K = s->arg ? R : jit_i64(f, s->k);
+  LLVMValueRef o = LLVMBuildUDiv(B, ln, inner, ""), in = LLVMBuildURem(B, ln, inner, "");
+  line L = {.X = jit_in(f, 0),
+            .V = s->arg ? NULL : jit_out(f, 0),
+            .I = jit_out(f, s->arg ? 0 : 1),
+            .xb = jit_add(f, jit_mul(f, jit_mul(f, o, R), inner), in),
+            .ob = jit_add(f, jit_mul(f, jit_mul(f, o, K), inner), in),
+            .st = inner,
+            .pos = pos};
+  sort_line(f, s, &L, R, thr);
+}
+
+int jit_lower_sort(jit_fn *f) {
+  sort_kind s;
+  if (sort_setup(f, &s) != 0) return -1;
+  const ir_type *t = &f->node->in[0]->type;
+  LLVMValueRef R = jit_dim(f, t->dims[s.axis]);
+  LLVMValueRef inner = jit_numel_range(f, t, s.axis + 1, t->rank);
+  LLVMValueRef lines = jit_mul(f, jit_numel_range(f, t, 0, s.axis), inner);
+  LLVMValueRef pos = jit_alloca(f, f->t_i64, "pos");
+  LLVMValueRef thr = jit_alloca(f, jit_type(f, s.dt), "thr");
+  LLVMValueRef lo, hi;
+  jit_split_range(f, lines, &lo, &hi);
+  jit_loop l;
+  LLVMValueRef ln = jit_loop_begin(f, &l, lo, hi, "line");
+  emit_line(f, &s, ln, R, inner, pos, thr);
+  jit_loop_end_rolled(f, &l);
+  return f->failed ? -1 : 0;
+}
+
+int jit_simt_lower_sort(jit_simt_fn *sf) {
+  jit_fn *f = &sf->f;
+  sort_kind s;
+  if (sort_setup(f, &s) != 0) return -1;
+  const ir_type *t = &f->node->in[0]->type;
+  LLVMValueRef R = jit_dim(f, t->dims[s.axis]);
+  LLVMValueRef inner = jit_numel_range(f, t, s.axis + 1, t->rank);
+  LLVMValueRef lines = LLVMBuildMul(f->b, jit_numel_range(f, t, 0, s.axis), inner, "");
+  LLVMValueRef pos = jit_alloca(f, f->t_i64, "pos");
+  LLVMValueRef thr = jit_alloca(f, jit_type(f, s.dt), "thr");
+  jit_simt_loop l;
+  LLVMValueRef ln = jit_simt_grid_loop_begin(sf, &l, lines);
+  emit_line(f, &s, ln, R, inner, pos, thr); /* inner > 0 inside the loop */
+  jit_simt_grid_loop_end(sf, &l);
+  return f->failed ? -1 : 0;
+}
