@@ -414,6 +414,28 @@ Test(simt_ops, band_part) {
   check(text, n0, false);
 }
 
+/* top_k / bottom_k (values and indices, two results) and argsort, one
+ * thread per line, along the last and a leading axis; small integers make
+ * ties, which keep the lower index first */
+Test(simt_ops, top_k_bottom_k_argsort) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 37", "f32") ", %i: " T("n, 6", "si32") ") -> (" T("n, 5", "f32")
+      ", " T("n, 5", "si64") ", " T("2, 6", "si32") ", " T("2, 6", "si64") ", " T("n, 37", "si64")
+      ", " T("n, 6", "si64") ") {\n"
+      "  %v, %vi = mo.top_k(%x) {k = 5} : (" T("n, 37", "f32") ") -> (" T("n, 5", "f32") ", "
+      T("n, 5", "si64") ")\n"
+      "  %b, %bi = mo.bottom_k(%i) {axis = 0, k = 2} : (" T("n, 6", "si32") ") -> (" T("2, 6", "si32")
+      ", " T("2, 6", "si64") ")\n"
+      "  %a = mo.argsort(%x) {axis = 1, ascending = false} : (" T("n, 37", "f32") ") -> " T("n, 37", "si64") "\n"
+      "  %c = mo.argsort(%i) {axis = 1} : (" T("n, 6", "si32") ") -> " T("n, 6", "si64") "\n"
+      "  mo.output %v, %vi, %b, %bi, %a, %c : " T("n, 5", "f32") ", " T("n, 5", "si64") ", "
+      T("2, 6", "si32") ", " T("2, 6", "si64") ", " T("n, 37", "si64") ", " T("n, 6", "si64") "\n}\n";
+  int64_t n[] = {300};
+  check(text, n, true);
+  int64_t n2[] = {2};
+  check(text, n2, false);
+}
+
 /* Indices are drawn in [-2, 2] (fill), so every indexed axis here has at
  * least 3 elements: negative indices wrap, repeats occur (scatter applies
  * them in order, in one thread). */
