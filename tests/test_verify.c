@@ -1093,6 +1093,10 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_CONV2D, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 3, 2", "2, 2, 2, 3"}, 0, {{0}}, 1},
       {IR_OP_CONV2D_TRANSPOSE, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 3, 2", "2, 2, 3, 2"}, 0, {{0}}, 1},
       {IR_OP_CONV3D, 2, {IR_DT_F32, IR_DT_F32}, {"1, 3, 4, 3, 2", "2, 2, 2, 2, 3"}, 0, {{0}}, 1},
+      {IR_OP_TOP_K, 1, {IR_DT_F32}, {"4, 3"}, 1, {{.name = "k", .kind = IR_ATTR_INT, .u.i = 2}}, 2},
+      {IR_OP_BOTTOM_K, 1, {IR_DT_SI32}, {"4, 3"}, 1, {{.name = "k", .kind = IR_ATTR_INT, .u.i = 3}},
+       2},
+      {IR_OP_ARGSORT, 1, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1132,7 +1136,8 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 49); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23 */
+  cr_assert_eq(checked, 53); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+                              the sorting ops' 4 (3 axes, ascending) */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
