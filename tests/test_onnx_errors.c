@@ -5,7 +5,8 @@
  * (in the file or external, mapped) are bound at compile and outlive the
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
  * Reshape folds into a symbolic reshape; Range and Tile over initializers
- * become mo.range and mo.tile; the CLI's run / import / check on
+ * become mo.range and mo.tile; TopK with K an initializer becomes
+ * mo.top_k / mo.bottom_k and K from a graph input is unsupported; the CLI's run / import / check on
  * such models (the imported text plus its weights run bit for bit alike). */
 #include <criterion/criterion.h>
 #include <stdarg.h>
@@ -447,6 +448,85 @@ Test(onnx_errors, range_and_tile_from_initializers) {
   kiln_graph_free(g);
   kiln_status_free(st);
   free(buf);
+}
+
+static Onnx__AttributeProto *attr_int(const char *name, int64_t v) {
+  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
+  onnx__attribute_proto__init(a);
+  a->name = (char *)name;
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
+  a->has_i = 1;
+  a->i = v;
+  return a;
+}
+
+/* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest
+ * = 0), two outputs; then K as a graph input is reported unsupported. */
+Test(onnx_errors, top_k_with_k_from_an_initializer) {
+  for (int dyn = 0; dyn < 2; dyn++) {
+    mb *b = mb_new();
+    const char *d[2] = {"4", "3"}, *od[2] = {"2", "3"}, *kd[1] = {"1"};
+    b->ins[b->g.n_input++] = vinfo("x", 2, d);
+    b->outs[b->g.n_output++] = vinfo("v", 2, od);
+    b->outs[b->g.n_output++] = vinfo("i", 2, od);
+    b->outs[1]->type->tensor_type->elem_type = 7; /* INT64 */
+    static const int64_t k[1] = {2};
+    if (dyn) {
+      b->ins[b->g.n_input++] = vinfo("k", 1, kd);
+      b->ins[1]->type->tensor_type->elem_type = 7;
+    } else {
+      init_i64(b, "k", 1, k);
+    }
+    static const char *const ins[] = {"x", "k"};
+    Onnx__NodeProto *n = node(b, "TopK", "topk", 2, ins, "v");
+    n->n_output = 2;
+    n->output = keep(calloc(2, sizeof *n->output));
+    n->output[0] = "v";
+    n->output[1] = "i";
+    n->n_attribute = 2;
+    n->attribute = keep(calloc(2, sizeof *n->attribute));
+    n->attribute[0] = attr_int("axis", 0);
+    n->attribute[1] = attr_int("largest", 0);
+    size_t len;
+    uint8_t *buf = pack(b, &len);
+    kiln_status *st = kiln_status_new();
+    kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+    free(buf);
+    if (dyn) {
+      cr_assert_null(g);
+      cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+      cr_expect(strstr(kiln_status_message(st), "K is not known at import"), "%s",
+                kiln_status_message(st));
+      kiln_status_free(st);
+      continue;
+    }
+    cr_assert(g, "%s", kiln_status_message(st));
+    char *txt = kiln_graph_print(g, st);
+    cr_assert(strstr(txt, "mo.bottom_k") && strstr(txt, "k = 2"), "%s", txt);
+    free(txt);
+    kiln_context *ctx = kiln_context_new(st);
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert(m, "%s", kiln_status_message(st));
+    int64_t shape[2] = {4, 3};
+    kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 2, shape, st), *y[2] = {NULL, NULL};
+    static const float xv[12] = {5, 1, 2, 0, 1, 9, 3, 1, -4, 0, 7, 8};
+    memcpy(kiln_tensor_data(x), xv, sizeof xv);
+    cr_assert_eq(kiln_model_execute(m, &x, 1, y, 2, st), 0, "%s", kiln_status_message(st));
+    static const float wv[6] = {0, 1, -4, 0, 1, 2};
+    static const int64_t wi[6] = {1, 0, 2, 3, 1, 0};
+    for (int i = 0; i < 6; i++) {
+      cr_expect_eq(((float *)kiln_tensor_data(y[0]))[i], wv[i], "value %d", i);
+      cr_expect_eq(((int64_t *)kiln_tensor_data(y[1]))[i], wi[i], "index %d", i);
+    }
+    kiln_tensor_free(x);
+    kiln_tensor_free(y[0]);
+    kiln_tensor_free(y[1]);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    kiln_graph_free(g);
+    kiln_status_free(st);
+  }
 }
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
