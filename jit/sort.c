@@ -9,10 +9,14 @@
  * Selection is bounded insertion into the result line itself, which stays
  * sorted: the first K elements are inserted one by one (shifting the
  * entries they beat one place down); after that the line's last kept value
- * is a threshold in a register, and an element that does not beat it costs
- * one load and one compare. Only a beating element is inserted (the last
- * entry falls out) and the threshold reloaded. With k small against R, as in
- * LLM sampling, the pass is a streaming scan: no full sort, no workspace.
+ * is a threshold, and only an element that beats it is inserted (the last
+ * entry falls out) and the threshold reloaded. On the host a contiguous
+ * line is read in vectors of 64 bytes compared with the threshold at once;
+ * a block without a winner costs one vector compare, and only a block with
+ * one is walked element by element. With k small against R, as in LLM
+ * sampling (about k ln(R / k) insertions on shuffled data), the pass is a
+ * streaming scan: no full sort, no workspace. SIMT threads walk their line
+ * element by element.
  * argsort is the same insertion with K = R, keys read through the indices
  * written so far: O(R^2) compares at worst, fine for short lines.
  *
@@ -114,19 +118,12 @@ static void insert(jit_fn *f, const sort_kind *s, const line *L, LLVMValueRef v,
   jit_store(f, IR_DT_SI64, L->I, e, i);
 }
 
-/* One line: fill K entries, then (top_k / bottom_k) the threshold pass. */
-static void sort_line(jit_fn *f, const sort_kind *s, line *L, LLVMValueRef R, LLVMValueRef thr) {
+/* Element i after the first K: inserted when it beats the threshold (the
+ * last kept value), which is then reloaded. */
+static void consider(jit_fn *f, const sort_kind *s, const line *L, LLVMValueRef i,
+                     LLVMValueRef thr) {
   LLVMBuilderRef B = f->b;
-  LLVMValueRef K = s->arg ? R : jit_i64(f, s->k);
-  jit_loop l1;
-  LLVMValueRef i = jit_loop_begin(f, &l1, jit_i64(f, 0), K, "fill");
-  insert(f, s, L, jit_load(f, s->dt, L->X, at(f, L->xb, i, L->st)), i, i);
-  jit_loop_end(f, &l1);
-  if (s->arg) return;
   LLVMValueRef last = jit_i64(f, s->k - 1);
-  LLVMBuildStore(B, key_at(f, s, L, last), thr);
-  jit_loop l2;
-  i = jit_loop_begin(f, &l2, K, R, "scan");
   LLVMValueRef v = jit_load(f, s->dt, L->X, at(f, L->xb, i, L->st));
   LLVMBasicBlockRef in = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "sel.in");
   LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "sel.next");
@@ -137,12 +134,71 @@ static void sort_line(jit_fn *f, const sort_kind *s, line *L, LLVMValueRef R, LL
   LLVMBuildStore(B, key_at(f, s, L, last), thr);
   LLVMBuildBr(B, next);
   LLVMPositionBuilderAtEnd(B, next);
+}
+
+/* Host, contiguous line (stride 1): the elements from `from` on in blocks
+ * of W, each compared with the threshold as one vector; only a block with
+ * an element that beats it is walked element by element. Returns where the
+ * blocks end (the rest, fewer than W, is the caller's). A strided line
+ * (stride != 1) has no blocks. */
+static LLVMValueRef blocks(jit_fn *f, const sort_kind *s, const line *L, LLVMValueRef from,
+                           LLVMValueRef R, LLVMValueRef thr) {
+  LLVMBuilderRef B = f->b;
+  int w = ir_dtype_size(s->dt) == 4 ? 16 : 8;
+  LLVMValueRef W = jit_i64(f, w), zero = jit_i64(f, 0);
+  LLVMValueRef unit = LLVMBuildICmp(B, LLVMIntEQ, L->st, jit_i64(f, 1), "");
+  LLVMValueRef nb =
+      LLVMBuildSelect(B, unit, LLVMBuildUDiv(B, LLVMBuildSub(B, R, from, ""), W, ""), zero, "");
+  LLVMTypeRef et = jit_type(f, s->dt), vt = LLVMVectorType(et, (unsigned)w);
+  LLVMValueRef zmask[16];
+  for (int j = 0; j < w; j++) zmask[j] = LLVMConstInt(f->t_i32, 0, 0);
+  jit_loop lb;
+  LLVMValueRef b = jit_loop_begin(f, &lb, zero, nb, "blk");
+  LLVMValueRef i0 = jit_add(f, from, jit_mul(f, b, W));
+  LLVMValueRef e0 = jit_add(f, L->xb, i0);
+  LLVMValueRef vec = LLVMBuildLoad2(B, vt, LLVMBuildInBoundsGEP2(B, et, L->X, &e0, 1, ""), "");
+  LLVMSetAlignment(vec, (unsigned)ir_dtype_size(s->dt));
+  LLVMValueRef t = LLVMBuildLoad2(B, et, thr, "");
+  LLVMValueRef t1 = LLVMBuildInsertElement(B, LLVMGetPoison(vt), t, jit_i64(f, 0), "");
+  LLVMValueRef ts = LLVMBuildShuffleVector(B, t1, LLVMGetPoison(vt), LLVMConstVector(zmask, (unsigned)w), "");
+  LLVMValueRef m = beats(f, s, vec, ts);
+  LLVMValueRef bits = LLVMBuildBitCast(B, m, LLVMIntTypeInContext(f->ctx, (unsigned)w), "");
+  LLVMBasicBlockRef hit = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "blk.hit");
+  LLVMBasicBlockRef cont = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "blk.next");
+  LLVMBuildCondBr(B, LLVMBuildICmp(B, LLVMIntNE, bits, LLVMConstInt(LLVMTypeOf(bits), 0, 0), ""),
+                  hit, cont);
+  LLVMPositionBuilderAtEnd(B, hit);
+  jit_loop lj;
+  LLVMValueRef j = jit_loop_begin(f, &lj, zero, W, "j");
+  consider(f, s, L, jit_add(f, i0, j), thr);
+  jit_loop_end_rolled(f, &lj);
+  LLVMBuildBr(B, cont);
+  LLVMPositionBuilderAtEnd(B, cont);
+  jit_loop_end_rolled(f, &lb);
+  return jit_add(f, from, jit_mul(f, nb, W));
+}
+
+/* One line: fill K entries, then (top_k / bottom_k) the threshold pass;
+ * vec: the host's vector blocks. */
+static void sort_line(jit_fn *f, const sort_kind *s, line *L, LLVMValueRef R, LLVMValueRef thr,
+                      bool vec) {
+  LLVMValueRef K = s->arg ? R : jit_i64(f, s->k);
+  jit_loop l1;
+  LLVMValueRef i = jit_loop_begin(f, &l1, jit_i64(f, 0), K, "fill");
+  insert(f, s, L, jit_load(f, s->dt, L->X, at(f, L->xb, i, L->st)), i, i);
+  jit_loop_end(f, &l1);
+  if (s->arg) return;
+  LLVMBuildStore(f->b, key_at(f, s, L, jit_i64(f, s->k - 1)), thr);
+  LLVMValueRef from = vec ? blocks(f, s, L, K, R, thr) : K;
+  jit_loop l2;
+  i = jit_loop_begin(f, &l2, from, R, "scan");
+  consider(f, s, L, i, thr);
   jit_loop_end(f, &l2);
 }
 
 /* Shared by both targets: the line number `ln` of [outer, inner]. */
 static void emit_line(jit_fn *f, const sort_kind *s, LLVMValueRef ln, LLVMValueRef R,
-                      LLVMValueRef inner, LLVMValueRef pos, LLVMValueRef thr) {
+                      LLVMValueRef inner, LLVMValueRef pos, LLVMValueRef thr, bool vec) {
   LLVMBuilderRef B = f->b;
   LLVMValueRef K = s->arg ? R : jit_i64(f, s->k);
   LLVMValueRef o = LLVMBuildUDiv(B, ln, inner, ""), in = LLVMBuildURem(B, ln, inner, "");
@@ -153,7 +209,7 @@ static void emit_line(jit_fn *f, const sort_kind *s, LLVMValueRef ln, LLVMValueR
             .ob = jit_add(f, jit_mul(f, jit_mul(f, o, K), inner), in),
             .st = inner,
             .pos = pos};
-  sort_line(f, s, &L, R, thr);
+  sort_line(f, s, &L, R, thr, vec);
 }
 
 int jit_lower_sort(jit_fn *f) {
@@ -169,7 +225,7 @@ int jit_lower_sort(jit_fn *f) {
   jit_split_range(f, lines, &lo, &hi);
   jit_loop l;
   LLVMValueRef ln = jit_loop_begin(f, &l, lo, hi, "line");
-  emit_line(f, &s, ln, R, inner, pos, thr);
+  emit_line(f, &s, ln, R, inner, pos, thr, true);
   jit_loop_end_rolled(f, &l);
   return f->failed ? -1 : 0;
 }
@@ -186,7 +242,7 @@ int jit_simt_lower_sort(jit_simt_fn *sf) {
   LLVMValueRef thr = jit_alloca(f, jit_type(f, s.dt), "thr");
   jit_simt_loop l;
   LLVMValueRef ln = jit_simt_grid_loop_begin(sf, &l, lines);
-  emit_line(f, &s, ln, R, inner, pos, thr); /* inner > 0 inside the loop */
+  emit_line(f, &s, ln, R, inner, pos, thr, false); /* inner > 0 inside the loop */
   jit_simt_grid_loop_end(sf, &l);
   return f->failed ? -1 : 0;
 }
