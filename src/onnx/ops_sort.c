@@ -15,7 +15,8 @@ int ox_op_TopK(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (nin >= 2 && in[1]) {
     int cnt;
     if (!ox_known_consts(in[1], &k, 1, &cnt) || cnt != 1)
-      return ox_unsupported(x, n, "K is not known at import (an input, not an initializer)");
+      return ox_unsupported(x, n, "K is not known at import: a graph input, not an "
+                                  "initializer or Constant");
   }
   if (k < 1) return ox_fail(x, KILN_ERR_VERIFY, "TopK: K = %lld must be at least 1", (long long)k);
   const char *op = ox_attr_int(n, "largest", 1) ? "top_k" : "bottom_k";
