@@ -1,6 +1,6 @@
 """report.py - the one table of bench/run.sh: reads what the steps wrote
 (bench_gemm --tsv at 1 and 2 threads, bench_chain --tsv, bench_softmax and
-bench/anchors/ort_softmax.py --tsv, the anchors' JSON from
+bench/anchors/ort_softmax.py --tsv, bench_topk --tsv, the anchors' JSON from
 bench/anchors/ort_bench.py) and prints, per case, kiln's median, each
 anchor's median, the ratio kiln speed / anchor speed (> 1: kiln faster),
 the target and whether it is met; then every figure as min / median / max
@@ -10,7 +10,7 @@ Assumes: the files were written in this invocation of bench/run.sh (a file
 that is missing or empty makes its rows say "not measured", with the reason
 run.sh gives through --failed). Python 3 standard library only.
 
-usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--anchors F]
+usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--topk F] [--anchors F]
                  [--failed STEP=REASON]... [--note TEXT]... [--quick]
                  [--markdown OUT]
 Exit status: 0.
@@ -103,6 +103,7 @@ def main():
     ap.add_argument("--chain")
     ap.add_argument("--chain0", help="bench_chain --tsv run with KILN_FUSE=0")
     ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
+    ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
     ap.add_argument("--note", action="append", default=[])
@@ -215,6 +216,16 @@ def main():
         add(label, "us", kr, [("ORT", orr, 1.0)], why("softmax"))
         detail("%s kiln 1T" % cid, kr)
         detail("%s ORT 1T" % cid, orr)
+
+    # ---- top_k vs a C bounded selection, 1 thread (issue 17: >= 0.8x)
+    _, tk, _ = read_tsv(a.topk)
+    for rows, n in ((1, 32000), (8, 128256)):
+        for k in (1, 8, 50):
+            cid = "top_k[%d,%d] k=%d" % (rows, n, k)
+            kr, cr = tk.get((cid, "kiln", 1)), tk.get((cid, "C", 1))
+            add("%s (us)" % cid, "us", kr, [("C selection", cr, 0.8)], why("topk"))
+            detail("%s kiln 1T" % cid, kr)
+            detail("%s C 1T" % cid, cr)
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})

@@ -56,7 +56,7 @@ build=$(cd "$build" && pwd)
 work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
-for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv anchors.json anchors.md table.md; do
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -118,13 +118,15 @@ if found "$v1" && found "$v2"; then
 else
   notes+=("OpenBLAS not found (libopenblas-dev): no OpenBLAS column")
 fi
-gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax"
+gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax" topk="$work/bench_topk"
 "$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
   >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
 "$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
   >"$work/cc-chain.log" 2>&1 || { chain=""; fail chain "compiling bench/chain.c: $(tail1 "$work/cc-chain.log")"; }
 "$cc" "${cflags[@]}" "$here/softmax.c" "${link[@]}" -o "$softmax" \
   >"$work/cc-softmax.log" 2>&1 || { softmax=""; fail softmax "compiling bench/softmax.c: $(tail1 "$work/cc-softmax.log")"; }
+"$cc" "${cflags[@]}" "$here/topk.c" "${link[@]}" -o "$topk" \
+  >"$work/cc-topk.log" 2>&1 || { topk=""; fail topk "compiling bench/topk.c: $(tail1 "$work/cc-topk.log")"; }
 
 # ---- 3. the Python venv: numpy, onnx, onnxruntime (+ max unless --no-max)
 py=""
@@ -194,6 +196,13 @@ if [ -n "$softmax" ] && [ -n "$py" ]; then
     "$py" "$here/anchors/ort_softmax.py" --tsv --runs "$sruns"; } >"$work/softmax.tsv" \
     2>"$work/softmax.err" || fail softmax "bench_softmax / ort_softmax.py failed: $(tail1 "$work/softmax.err")"
 fi
+if [ -n "$topk" ]; then
+  say "top_k over logits [1, 32000] and [8, 128256], k = 1, 8, 50, beside a C selection"
+  truns=200
+  [ "$quick" = 1 ] && truns=20
+  "$topk" --tsv --runs "$truns" >"$work/topk.tsv" 2>"$work/topk.err" ||
+    fail topk "bench_topk exited $?: $(tail1 "$work/topk.err")"
+fi
 if [ -n "$py" ]; then
   say "graphs beside ONNX Runtime and MAX"
   rounds=3
@@ -213,7 +222,7 @@ fi
 
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
-       --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv"
+       --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
