@@ -5,8 +5,7 @@
  * (in the file or external, mapped) are bound at compile and outlive the
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
  * Reshape folds into a symbolic reshape; Range and Tile over initializers
- * become mo.range and mo.tile; TopK with K an initializer becomes
- * mo.top_k / mo.bottom_k and K from a graph input is unsupported; the CLI's run / import / check on
+ * become mo.range and mo.tile; the CLI's run / import / check on
  * such models (the imported text plus its weights run bit for bit alike). */
 #include <criterion/criterion.h>
 #include <stdarg.h>
