@@ -3,8 +3,8 @@
  * match (ops.def documents it).
  *
  * Each line along the axis is sorted whole by a stable merge sort of its
- * indices (a different algorithm from the kernels' bounded insertion, so
- * the two check each other). A NaN orders above every number; equal keys
+ * indices, then cut to k: no bounded selection and no threshold (the
+ * kernels' way for top_k), so the two check each other. A NaN orders above every number; equal keys
  * keep index order. top_k is the first k of the descending order, bottom_k
  * of the ascending one.
  * Assumes a verified node; re-checks the run-time shapes it indexes with,
