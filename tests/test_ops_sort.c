@@ -1,7 +1,8 @@
 /* test_ops_sort.c - mo.top_k, mo.bottom_k (k, axis) and mo.argsort (axis,
  * ascending), JIT vs the reference interpreter, on every dtype they take
  * (f32 f64 si32 si64): the last axis and others, k = 1, k = the axis size,
- * size-1 and size-0 dims, symbolic dims (the selected axis too), ties
+ * size-1 and size-0 dims, symbolic dims (the selected axis too), an
+ * argsort line of 1000 (many merge passes), ties
  * (small integers, where the lower index must come first) and NaN / inf
  * (a NaN is the largest). Values and indices are compared exactly: both
  * sides select, they compute nothing. Bad k and axes are refused with
@@ -62,7 +63,7 @@ typedef struct acase {
 
 static const acase ACASES[] = {
     {"37", -99}, {"5, 9", 0}, {"5, 9", 1}, {"5, 9", -1}, {"4, 1", 1}, {"1, 4", 0},
-    {"0, 4", 1}, {"4, 0", 1}, {"n, m", 1}, {"n, m", 0},  {"2, n, 3", 1},
+    {"0, 4", 1}, {"4, 0", 1}, {"n, m", 1}, {"n, m", 0},  {"2, n, 3", 1}, {"3, 1000", 1},
 };
 #define NA (int)(sizeof ACASES / sizeof ACASES[0])
 
