@@ -254,6 +254,20 @@ Test(onnx_errors, initializer_size_mismatch_names_the_tensor) {
   free(buf);
 }
 
+/* found by tests/fuzz/fuzz_onnx.c: a node with no outputs */
+Test(onnx_errors, node_without_outputs) {
+  mb *b = add_model(4, 16);
+  b->nodes[0]->n_output = 0;
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(kiln_graph_from_onnx_memory(buf, len, st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_IO);
+  cr_assert(strstr(kiln_status_message(st), "without outputs"), "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  free(buf);
+}
+
 Test(onnx_errors, weights_in_the_file_are_bound_at_compile) {
   size_t len;
   uint8_t *buf = pack(add_model(100, 400), &len);
