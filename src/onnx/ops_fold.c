@@ -168,7 +168,8 @@ int ox_op_Shape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   start = start < 0 ? 0 : start > r ? r : start;
   end = end < 0 ? 0 : end > r ? r : end;
   int64_t len = end > start ? end - start : 0;
-  return ox_set_known(x, out[0], IR_DT_SI64, 1, &len, t->dims + start) < 0 ? -1 : 0;
+  const ir_dim *const *dims = len > 0 ? t->dims + start : NULL; /* a scalar has none */
+  return ox_set_known(x, out[0], IR_DT_SI64, 1, &len, dims) < 0 ? -1 : 0;
 }
 
 int ox_op_Size(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
