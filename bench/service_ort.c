@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <onnxruntime_c_api.h>
@@ -144,6 +145,57 @@ int svc_ort_session_run(svc_ort_session *s, float *in, float *out, int64_t seq, 
                cap);
 done:
   if (x) api->ReleaseValue(x);
+  if (y) api->ReleaseValue(y);
+  return rc;
+}
+
+int svc_ort_session_run_encoder(svc_ort_session *s, int64_t *ids, int64_t *mask, int64_t batch,
+                                int64_t seq, float *out, int64_t out_numel, char *err, size_t cap) {
+  const OrtApi *api = s->o->api;
+  const int64_t shape[2] = {batch, seq};
+  size_t bytes = (size_t)(batch * seq) * sizeof(int64_t), nout = 0, count = 0;
+  OrtValue *x[2] = {NULL, NULL}, *y = NULL;
+  OrtAllocator *alloc = NULL;
+  OrtTensorTypeAndShapeInfo *info = NULL;
+  char *name = NULL;
+  void *data = NULL;
+  static const char *const in_names[] = {"input_ids", "attention_mask"};
+  const char *out_names[1] = {NULL};
+  const OrtValue *ins[2];
+  int rc = -1;
+  if (consume(api, api->GetAllocatorWithDefaultOptions(&alloc), "allocator", err, cap) ||
+      consume(api, api->SessionGetOutputCount(s->session, &nout), "output count", err, cap) ||
+      nout == 0 ||
+      consume(api, api->SessionGetOutputName(s->session, nout - 1, alloc, &name), "output name",
+              err, cap))
+    goto done;
+  for (int i = 0; i < 2; i++)
+    if (consume(api,
+                api->CreateTensorWithDataAsOrtValue(s->o->cpu, i ? mask : ids, bytes, shape, 2,
+                                                    ONNX_TENSOR_ELEMENT_DATA_TYPE_INT64, &x[i]),
+                in_names[i], err, cap))
+      goto done;
+  out_names[0] = name;
+  ins[0] = x[0];
+  ins[1] = x[1];
+  if (consume(api, api->Run(s->session, NULL, in_names, ins, 2, out_names, 1, &y), "Run", err,
+              cap) ||
+      consume(api, api->GetTensorTypeAndShape(y, &info), "output shape", err, cap) ||
+      consume(api, api->GetTensorShapeElementCount(info, &count), "output size", err, cap) ||
+      consume(api, api->GetTensorMutableData(y, &data), "output data", err, cap))
+    goto done;
+  if ((int64_t)count != out_numel) {
+    snprintf(err, cap, "onnxruntime: output '%s' has %zu elements, expected %lld", name, count,
+             (long long)out_numel);
+    goto done;
+  }
+  memcpy(out, data, count * sizeof(float));
+  rc = 0;
+done:
+  if (info) api->ReleaseTensorTypeAndShapeInfo(info);
+  if (name) consume(api, api->AllocatorFree(alloc, name), "free", err, cap);
+  for (int i = 0; i < 2; i++)
+    if (x[i]) api->ReleaseValue(x[i]);
   if (y) api->ReleaseValue(y);
   return rc;
 }

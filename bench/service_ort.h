@@ -1,6 +1,7 @@
 /* service_ort.h - ONNX Runtime through its C API, loaded at run time, for
- * bench/service.c: one library and environment per process, sessions on
- * the CPU execution provider, one f32 [1, seq, hidden] request at a time.
+ * bench/service.c and bench/service_minilm.c: one library and environment
+ * per process, sessions on the CPU execution provider, one request at a
+ * time (an f32 [1, seq, hidden] hidden state, or a text encoder's tokens).
  *
  * The library is dlopen'ed (kiln never links against it) and asked for the
  * API version of the onnxruntime_c_api.h it was compiled with; a library
@@ -35,5 +36,11 @@ void svc_ort_session_free(svc_ort_session *s); /* NULL ok */
  * (borrowed for the call; ORT writes the result into out). 0 or -1. */
 int svc_ort_session_run(svc_ort_session *s, float *in, float *out, int64_t seq, int64_t hidden,
                         char *err, size_t cap);
+
+/* One request to a text encoder: input_ids and attention_mask, si64
+ * [batch, seq] (borrowed for the call); the session's last output (f32,
+ * out_numel elements) is copied into out. 0 or -1. */
+int svc_ort_session_run_encoder(svc_ort_session *s, int64_t *ids, int64_t *mask, int64_t batch,
+                                int64_t seq, float *out, int64_t out_numel, char *err, size_t cap);
 
 #endif

@@ -152,7 +152,12 @@ static int compile_kernel(kiln_model *m, int i, rt_get_mode mode, kiln_status *s
   rt_target t;
   rt_target_host(&t, m->ctx);
   rt_host_kernel k;
-  if (rt_pipeline_compile_host_mode(&t, m->g, i, NULL, mode, &k, st) < 0) return -1;
+  int rc = rt_pipeline_compile_host_mode(&t, m->g, i, NULL, mode, &k, st);
+  if (rc < 0 && mode == RT_GET_QUICK) { /* the full pipeline may still build it */
+    mode = RT_GET_FULL;
+    rc = rt_pipeline_compile_host_mode(&t, m->g, i, NULL, mode, &k, st);
+  }
+  if (rc < 0) return -1;
   m->kentries[i] = k.entry;
   m->kernels[i] = k.fn;
   m->ksym_map[i] = k.sym_map;

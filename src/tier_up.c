@@ -6,7 +6,8 @@
  * (jit.h: about a fifth of the compile time) and calls rt_tier_up_start,
  * which queues one job on the context's compile thread (variants.c). That
  * job rebuilds the kernels at FULL one by one (those the quick tier slows
- * most first), paced like specialization compiles, and swaps each in:
+ * most first), at the compile thread's low priority but without the rests
+ * of specialization compiles (each rebuild pays), and swaps each in:
  *   - m->kernels[node] is stored with release order here and read with
  *     acquire order by rt_model_run_kernel, so an execute runs one kernel or
  *     the other, both correct (their kernel text, hence symbol map, is the

@@ -457,16 +457,13 @@ fail:
 
 /* ---- the compile thread ---- */
 
-/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, paced:
- * while requests have the CPUs, rest as long as each took (half a core). */
+/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, not
+ * paced beyond the thread's nice +10: unlike a variant, each rebuild is
+ * sure to pay (the quick kernels run up to 2-20x slower until it is done),
+ * so resting would only make the requests run slow code longer. */
 static void tier_up(kiln_model *m, atomic_int *cancel) {
-  for (int k = 0; k < m->quick_built && !atomic_load(cancel); k++) {
-    bool contended = wait_quiet(m->ctx, cancel);
-    if (atomic_load(cancel)) break;
-    double c0 = cpu_ms();
+  for (int k = 0; k < m->quick_built && !atomic_load(cancel); k++)
     (void)rt_tier_up_node(m, k); /* a failure keeps the quick kernel */
-    if (contended) rest(cpu_ms() - c0, cancel);
-  }
 }
 
 static void *compile_thread(void *arg) {

@@ -4,9 +4,10 @@
  * at once) is a clear error naming what is wrong; weights the model carries
  * (in the file or external, mapped) are bound at compile and outlive the
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
- * Reshape folds into a symbolic reshape; Range and Tile over initializers
- * become mo.range and mo.tile; the CLI's run / import / check on
- * such models (the imported text plus its weights run bit for bit alike). */
+ * Reshape folds into a symbolic reshape; a Slice to a symbolic end runs;
+ * Range and Tile over initializers become mo.range and mo.tile; the CLI's
+ * run / import / check on such models (the imported text plus its weights
+ * run bit for bit alike). */
 #include <criterion/criterion.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -254,6 +255,20 @@ Test(onnx_errors, initializer_size_mismatch_names_the_tensor) {
   free(buf);
 }
 
+/* found by tests/fuzz/fuzz_onnx.c: a node with no outputs */
+Test(onnx_errors, node_without_outputs) {
+  mb *b = add_model(4, 16);
+  b->nodes[0]->n_output = 0;
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(kiln_graph_from_onnx_memory(buf, len, st));
+  cr_assert_eq(kiln_status_code(st), KILN_ERR_IO);
+  cr_assert(strstr(kiln_status_message(st), "without outputs"), "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  free(buf);
+}
+
 Test(onnx_errors, weights_in_the_file_are_bound_at_compile) {
   size_t len;
   uint8_t *buf = pack(add_model(100, 400), &len);
@@ -391,6 +406,47 @@ Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
   cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
   cr_assert_eq(kiln_tensor_shape(y)[0], 6);
   kiln_tensor_free(x);
+  kiln_tensor_free(y);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  free(buf);
+}
+
+/* Slice whose end is a symbolic dim (PyTorch's position ids sliced to the
+ * sequence length): y = x[1 : n : 2] for x of 10 and n from Shape(s). */
+Test(onnx_errors, slice_to_a_symbolic_end) {
+  mb *b = mb_new();
+  const char *xd[1] = {"10"}, *sd[1] = {"n"}, *yd[1] = {"m"};
+  b->ins[b->g.n_input++] = vinfo("x", 1, xd);
+  b->ins[b->g.n_input++] = vinfo("s", 1, sd);
+  b->outs[b->g.n_output++] = vinfo("y", 1, yd);
+  static const int64_t one = 1, zero = 0, two = 2;
+  init_i64(b, "starts", 1, &one);
+  init_i64(b, "axes", 1, &zero);
+  init_i64(b, "steps", 1, &two);
+  static const char *const sh_in[] = {"s"}, *const sl[] = {"x", "starts", "ends", "axes", "steps"};
+  node(b, "Shape", "shape_of", 1, sh_in, "ends");
+  node(b, "Slice", "slice", 5, sl, "y");
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int64_t ten = 10, n = 6;
+  kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 1, &ten, st),
+                        kiln_tensor_new(KILN_FLOAT32, 1, &n, st)},
+              *y = NULL;
+  for (int i = 0; i < 10; i++) ((float *)kiln_tensor_data(in[0]))[i] = (float)i;
+  cr_assert_eq(kiln_model_execute(m, in, 2, &y, 1, st), 0, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_tensor_shape(y)[0], 3);
+  for (int i = 0; i < 3; i++) cr_expect_eq(((float *)kiln_tensor_data(y))[i], (float)(1 + 2 * i));
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
   kiln_tensor_free(y);
   kiln_model_free(m);
   kiln_context_free(ctx);

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(llvm-19-dev clang-19 lld-19 libxxhash-dev libcriterion-dev cmake make gcc pkg-config python3
-          valgrind libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata)
+          valgrind libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
+          libclang-rt-19-dev)
 # Wanted but not needed to build: ROCm's ocml (math functions in AMDGPU
 # kernels; without it such kernels fail with a clear error and their tests
 # say they were skipped). A failed install of these only warns.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh - set up, then build and run the whole test suite twice: a normal
 # build (warnings as errors) and one with AddressSanitizer and
-# UndefinedBehaviorSanitizer. Exits non-zero if anything fails.
+# UndefinedBehaviorSanitizer; then fuzz the ONNX reader for 30 s
+# (tests/fuzz/run.sh). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -16,4 +17,7 @@ export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j"$jobs")
-echo "test.sh: all tests passed (normal and ASan+UBSan builds)"
+
+# the ONNX reader under libFuzzer (clang-19, ASan + UBSan), briefly
+tests/fuzz/run.sh build-fuzz 30
+echo "test.sh: all tests passed (normal and ASan+UBSan builds, ONNX fuzzing)"

@@ -322,7 +322,8 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
  * selector and register allocator: about a tenth of the compile time, code
  * about 1.2-1.8x slower), so kiln_model_compile returns sooner, and queues
  * their full (O3) builds on the context's compile thread, ahead of any
- * specialization, paced the same way; each full kernel replaces its quick
+ * specialization (at its low priority, without the rests of specialization
+ * compiles: each rebuild pays); each full kernel replaces its quick
  * one while executes run (results of the two may differ in the last bits,
  * as between specialized and generic kernels). Only full kernels go to the
  * disk cache, so a later process loads those. 0 turns it off: every kernel

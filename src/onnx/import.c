@@ -109,6 +109,8 @@ static int import_node(ox *x, const Onnx__NodeProto *n) {
   ox_val *in[64] = {0}, *out[64] = {0};
   if (n->n_input > 64 || n->n_output > 64)
     return ox_unsupported(x, n, "%zu inputs, %zu outputs", n->n_input, n->n_output) ? 0 : 0;
+  if (n->n_output == 0) /* every mapper writes its first result */
+    return ox_fail(x, KILN_ERR_IO, "a node (%s) without outputs", n->op_type);
   bool bad = false;
   for (size_t i = 0; i < n->n_input; i++) {
     if (!n->input[i] || !*n->input[i]) continue; /* an absent optional input */

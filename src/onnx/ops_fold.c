@@ -41,6 +41,8 @@ static const ir_dim *fold2(ox *x, const char *op, const ir_dim *a, const ir_dim 
   } else if (!strcmp(op, "Equal")) {
     if (ir_dim_equal(a, b)) r = ir_dim_const(ar, 1);
     else if (ka && kb) r = ir_dim_const(ar, 0);
+    else if ((ka && ca < 0 && ir_dim_is_sym(b)) || (kb && cb < 0 && ir_dim_is_sym(a)))
+      r = ir_dim_const(ar, 0); /* a symbol is a dim, never negative */
     else return NULL;
   } else if (!strcmp(op, "Less") || !strcmp(op, "Greater") || !strcmp(op, "Max") ||
              !strcmp(op, "Min") || !strcmp(op, "And") || !strcmp(op, "Or") ||
@@ -159,16 +161,26 @@ int ox_op_Constant(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
 
 int ox_op_Shape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int rc = 0;
-  kiln_value *a = ox_in(x, in, nin, 0, &rc);
-  if (!a) return rc;
-  const ir_type *t = ox_type(a);
+  const ir_dim *kd[IR_MAX_RANK];
+  ir_type kt = {.rank = 0};
+  const ir_type *t = &kt;
+  if (nin > 0 && in[0] && in[0]->known && !in[0]->v) { /* known data: its shape, unbuilt */
+    kt.rank = in[0]->rank;
+    for (int i = 0; i < kt.rank; i++)
+      if (!(kd[i] = ir_dim_const(x->ir->arena, in[0]->shape[i]))) return oom(x);
+  } else {
+    kiln_value *a = ox_in(x, in, nin, 0, &rc);
+    if (!a) return rc;
+    t = ox_type(a);
+    for (int i = 0; i < t->rank; i++) kd[i] = t->dims[i];
+  }
   int64_t r = t->rank, start = ox_attr_int(n, "start", 0), end = ox_attr_int(n, "end", r);
   if (start < 0) start += r;
   if (end < 0) end += r;
   start = start < 0 ? 0 : start > r ? r : start;
   end = end < 0 ? 0 : end > r ? r : end;
   int64_t len = end > start ? end - start : 0;
-  return ox_set_known(x, out[0], IR_DT_SI64, 1, &len, t->dims + start) < 0 ? -1 : 0;
+  return ox_set_known(x, out[0], IR_DT_SI64, 1, &len, kd + start) < 0 ? -1 : 0;
 }
 
 int ox_op_Size(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {

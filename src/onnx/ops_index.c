@@ -101,13 +101,9 @@ int ox_op_CumSum(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
 
 /* 0, 1, ..., len - 1 (si64) as a tensor of dims: `len` at axis `at`, 1 elsewhere. */
 static kiln_value *coords(ox *x, const ir_dim *len, int at) {
-  char ty[256];
-  const ir_dim *one = ir_dim_const(x->ir->arena, 1), *d[2] = {len, len};
-  kiln_value *k = ox_scalar(x, IR_DT_SI64, 1), *c;
-  if (!k || !one) return NULL;
-  if (!(c = ox_op(x, "broadcast_to", &k, 1, ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, d), NULL)))
-    return NULL;
-  if (!(c = ox_op(x, "cumsum", &c, 1, NULL, "{axis = 0, exclusive = true}"))) return NULL;
+  const ir_dim *one = ir_dim_const(x->ir->arena, 1), *d[2];
+  kiln_value *c = one ? ox_iota(x, len) : NULL;
+  if (!c) return NULL;
   d[at] = len;
   d[1 - at] = one;
   return ox_reshape(x, c, 2, d);

@@ -184,6 +184,8 @@ int ox_op_Slice(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   int ns, ne, na, nsp;
   bool g1, g2, g3, g4;
   int r;
+  if (x->opset >= 10 && ox_slice_is_dynamic((const ox_val *const *)in, nin))
+    return ox_slice_dynamic(x, n, in, nin, out);
   if ((r = int_list(x, n, in, nin, 1, 10, "starts", st, IR_MAX_RANK, &ns, &g1)) ||
       (r = int_list(x, n, in, nin, 2, 10, "ends", en, IR_MAX_RANK, &ne, &g2)) ||
       (r = int_list(x, n, in, nin, 3, 10, "axes", ax, IR_MAX_RANK, &na, &g3)) ||

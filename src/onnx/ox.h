@@ -191,6 +191,13 @@ OX_OPS_VISION(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 #undef OX_DECLARE
 
+/* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
+ * hold a symbolic dim; the slice as gathers (0, -1 or 1). */
+bool ox_slice_is_dynamic(const ox_val *const *in, int nin);
+int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out);
+/* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
+kiln_value *ox_iota(ox *x, const ir_dim *len);
+
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
  * 2 not foldable (build it), -1 error. */
 int ox_fold_elementwise(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *out);

@@ -44,7 +44,7 @@ int ox_set_known(ox *x, ox_val *v, ir_dtype dt, int rank, const int64_t *shape,
   for (int i = 0; i < rank; i++) n *= shape[i];
   const ir_dim **copy = ir_arena_alloc(x->ir->arena, (size_t)(n ? n : 1) * sizeof *copy);
   if (!copy) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  memcpy(copy, e, (size_t)n * sizeof *copy);
+  if (n) memcpy(copy, e, (size_t)n * sizeof *copy);
   v->known = true;
   v->dtype = dt;
   v->rank = rank;

@@ -102,13 +102,21 @@ kiln_value *ox_op(ox *x, const char *op, kiln_value *const *in, int nin, const c
   return v;
 }
 
+/* v rounded toward zero into [lo, hi] (NaN: 0): an attribute's value out of
+ * an integer operand's range saturates instead of being undefined. */
+static double clamp_int(double v, double lo, double hi) {
+  return v != v ? 0 : v <= lo ? lo : v >= hi ? hi : v;
+}
+
 kiln_value *ox_scalar(ox *x, ir_dtype dt, double v) {
   union { float f; double d; int32_t i; int64_t l; uint8_t b; } u;
   switch (dt) {
   case IR_DT_F32: u.f = (float)v; break;
   case IR_DT_F64: u.d = v; break;
-  case IR_DT_SI32: u.i = (int32_t)v; break;
-  case IR_DT_SI64: u.l = (int64_t)v; break;
+  case IR_DT_SI32: u.i = (int32_t)clamp_int(v, -2147483648.0, 2147483647.0); break;
+  case IR_DT_SI64: /* the largest double below 2^63 */
+    u.l = (int64_t)clamp_int(v, -9223372036854775808.0, 9223372036854774784.0);
+    break;
   case IR_DT_BOOL: u.b = v != 0; break;
   default:
     ox_unsupported(x, x->node, "a %s scalar operand", ir_dtype_name(dt));
