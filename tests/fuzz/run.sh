@@ -11,9 +11,12 @@ cd "$(dirname "$0")/../.."
 build="${1:-build-fuzz}"
 secs="${2:-30}"
 seeds=/usr/include/onnx/backend/test/data/node
+mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-19 -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
-      -DCMAKE_BUILD_TYPE=Debug > "$build.configure.log"
-cmake --build "$build" --target fuzz_onnx -j"$(nproc)" > "$build.build.log"
+      -DCMAKE_BUILD_TYPE=Debug > "$build/configure.log" ||
+  { cat "$build/configure.log"; exit 1; }
+cmake --build "$build" --target fuzz_onnx -j"$(nproc)" > "$build/build.log" ||
+  { tail -50 "$build/build.log"; exit 1; }
 mkdir -p "$build/fuzz-corpus" "$build/fuzz-artifacts"
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
