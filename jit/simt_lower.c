@@ -277,6 +277,21 @@ typedef struct gather_ud {
   int axis;
 } gather_ud;
 
+/* Index element j of mo.gather's indices, checked against the axis length d
+ * (JIT_KERR_INDEX) and made non-negative. */
+static LLVMValueRef gather_index(jit_fn *f, LLVMValueRef j, LLVMValueRef d) {
+  const ir_type *it = &f->node->in[1]->type;
+  LLVMValueRef iv = jit_load(f, it->dtype, jit_in(f, 1), j);
+  iv = ir_dtype_is_signed(it->dtype) ? LLVMBuildSExt(f->b, iv, f->t_i64, "")
+                                     : LLVMBuildZExt(f->b, iv, f->t_i64, "");
+  if (LLVMTypeOf(iv) != f->t_i64) iv = LLVMBuildSExtOrBitCast(f->b, iv, f->t_i64, "");
+  LLVMValueRef lo = LLVMBuildICmp(f->b, LLVMIntSLT, iv, LLVMBuildNeg(f->b, d, ""), "");
+  LLVMValueRef hi = LLVMBuildICmp(f->b, LLVMIntSGE, iv, d, "");
+  jit_fail_if(f, LLVMBuildOr(f->b, lo, hi, ""), JIT_KERR_INDEX);
+  LLVMValueRef neg = LLVMBuildICmp(f->b, LLVMIntSLT, iv, i64v(f, 0), "");
+  return LLVMBuildSelect(f->b, neg, LLVMBuildAdd(f->b, iv, d, ""), iv, "");
+}
+
 /* y = x[:axis] + idx + x[axis+1:]: y (o, j..., in) = x (o, idx[j], in). */
 static LLVMValueRef gather_src(jit_simt_fn *sf, const LLVMValueRef *coord, void *ud) {
   jit_fn *f = &sf->f;
@@ -286,16 +301,7 @@ static LLVMValueRef gather_src(jit_simt_fn *sf, const LLVMValueRef *coord, void 
   LLVMValueRef j = i64v(f, 0);
   for (int k = 0; k < it->rank; k++)
     j = LLVMBuildAdd(f->b, LLVMBuildMul(f->b, j, jit_dim(f, it->dims[k]), ""), coord[axis + k], "");
-  LLVMValueRef iv = jit_load(f, it->dtype, jit_in(f, 1), j);
-  iv = ir_dtype_is_signed(it->dtype) ? LLVMBuildSExt(f->b, iv, f->t_i64, "")
-                                     : LLVMBuildZExt(f->b, iv, f->t_i64, "");
-  if (LLVMTypeOf(iv) != f->t_i64) iv = LLVMBuildSExtOrBitCast(f->b, iv, f->t_i64, "");
-  LLVMValueRef d = jit_dim(f, xt->dims[axis]);
-  LLVMValueRef lo = LLVMBuildICmp(f->b, LLVMIntSLT, iv, LLVMBuildNeg(f->b, d, ""), "");
-  LLVMValueRef hi = LLVMBuildICmp(f->b, LLVMIntSGE, iv, d, "");
-  jit_fail_if(f, LLVMBuildOr(f->b, lo, hi, ""), JIT_KERR_INDEX);
-  LLVMValueRef neg = LLVMBuildICmp(f->b, LLVMIntSLT, iv, i64v(f, 0), "");
-  iv = LLVMBuildSelect(f->b, neg, LLVMBuildAdd(f->b, iv, d, ""), iv, "");
+  LLVMValueRef iv = gather_index(f, j, jit_dim(f, xt->dims[axis]));
   LLVMValueRef idx = i64v(f, 0);
   for (int a = 0; a < xt->rank; a++) {
     LLVMValueRef c = a < axis ? coord[a] : a == axis ? iv : coord[a - 1 + it->rank];
@@ -330,6 +336,22 @@ static int lower_gather(jit_simt_fn *sf) {
   gather_ud g;
   if (!jit_simt_norm_axis(ir_node_attr_int(f->node, "axis", -1), f->node->in[0]->type.rank, &g.axis))
     return jit_fn_error(f, "mo.gather: axis out of range");
+  /* A result empty for want of inner elements (the dims after axis) gathers
+   * nothing, yet its indices are checked, as on the CPU, which checks them
+   * once per outer row (jit_simt_geometry launches a thread per index then). */
+  const ir_type *xt = &f->node->in[0]->type;
+  LLVMValueRef outer = jit_numel_range(f, xt, 0, g.axis);
+  LLVMValueRef ny = numel(f, &f->node->out[0]->type);
+  LLVMValueRef none = LLVMBuildICmp(f->b, LLVMIntEQ, ny, i64v(f, 0), "");
+  LLVMValueRef rows = LLVMBuildICmp(f->b, LLVMIntNE, outer, i64v(f, 0), "");
+  LLVMValueRef empty_inner = LLVMBuildAnd(f->b, none, rows, "");
+  jit_simt_if empty;
+  jit_simt_if_begin(f, &empty, empty_inner);
+  jit_simt_loop l;
+  gather_index(f, jit_simt_grid_loop_begin(sf, &l, numel(f, &f->node->in[1]->type)),
+               jit_dim(f, xt->dims[g.axis]));
+  jit_simt_grid_loop_end(sf, &l);
+  jit_simt_if_end(f, &empty);
   return lower_gathered_copy(sf, 0, 0, gather_src, &g);
 }
 
@@ -611,6 +633,12 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
   case L_ELEMENTS: {
     const ir_type *t = n->op == IR_OP_SPLIT ? &n->in[0]->type : &n->out[0]->type;
     if (eval_span(t, 0, t->rank, syms, &total, err, errlen) < 0) return -1;
+    /* an empty gather still checks its indices (lower_gather); an empty
+     * range its step */
+    if (total == 0 && n->op == IR_OP_GATHER &&
+        eval_span(&n->in[1]->type, 0, n->in[1]->type.rank, syms, &total, err, errlen) < 0)
+      return -1;
+    if (total == 0 && n->op == IR_OP_RANGE) total = 1;
     int64_t blocks = (total + JIT_SIMT_BLOCK - 1) / JIT_SIMT_BLOCK;
     out->block[0] = JIT_SIMT_BLOCK;
     out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);

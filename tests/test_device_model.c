@@ -16,8 +16,14 @@
 #include "kiln/kiln.h"
 #include "src/device.h"
 #include "src/rt.h"
+#include "support/under_test.h"
 
 #define EX KILN_SHARED_DIR "/ir-examples/"
+
+/* simt-emu, or the GPU KILN_TEST_DEVICE names (tools/gpu_check.sh). */
+static const char *device_spec(void) {
+  return under_test_device() ? under_test_device() : "simt-emu";
+}
 
 static uint64_t rng = 12345;
 static float frand(void) {
@@ -54,7 +60,7 @@ static void open_pair(pair *p, const char *path) {
   cr_assert_not_null(p->g, "%s", kiln_status_message(p->st));
   p->cpu = kiln_model_compile(p->ctx, p->g, p->st);
   cr_assert_not_null(p->cpu, "%s", kiln_status_message(p->st));
-  p->dev = kiln_device_open("simt-emu", p->st);
+  p->dev = kiln_device_open(device_spec(), p->st);
   cr_assert_not_null(p->dev);
   p->emu = kiln_device_model_compile(p->dev, p->g, p->st);
   cr_assert_not_null(p->emu, "%s", kiln_status_message(p->st));
@@ -141,7 +147,7 @@ Test(device_model, errors_say_what) {
   cr_expect_null(kiln_device_model_compile(cpu, g, st));
   cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
   kiln_device_close(cpu);
-  kiln_device *dev = kiln_device_open("simt-emu", st);
+  kiln_device *dev = kiln_device_open(device_spec(), st);
   kiln_device_model *m = kiln_device_model_compile(dev, g, st);
   cr_assert_not_null(m, "%s", kiln_status_message(st));
   int64_t shape[2] = {2, 784};
@@ -288,7 +294,7 @@ Test(device_model, code_cache_second_compile_loads_every_kernel) {
   kiln_status *st = kiln_status_new();
   kiln_graph *g = kiln_graph_load(EX "attention_block.mlir", st);
   cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_device *dev = kiln_device_open("simt-emu", st);
+  kiln_device *dev = kiln_device_open(device_spec(), st);
   cr_assert_not_null(dev, "%s", kiln_status_message(st));
   int64_t shape[3] = {2, 16, 64};
   kiln_tensor *q = random_f32(3, shape), *k = random_f32(3, shape);
@@ -350,7 +356,7 @@ Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
   kiln_status *st = kiln_status_new();
   kiln_graph *g = kiln_graph_parse(text, strlen(text), "rr", st);
   cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_device *dev = kiln_device_open("simt-emu", st);
+  kiln_device *dev = kiln_device_open(device_spec(), st);
   cr_assert_not_null(dev, "%s", kiln_status_message(st));
   int64_t shape[1] = {5};
   kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, shape, st);

@@ -9,7 +9,8 @@
  * KILN_ONNX_PASS_OUT=FILE writes the names of the passing tests (to grow the
  * list); KILN_ONNX_NODE_FILTER=SUBSTR runs only matching tests. Under
  * AddressSanitizer only the expected passes run (the rest adds time, not
- * coverage of kiln's own memory handling). */
+ * coverage of kiln's own memory handling). KILN_TEST_DEVICE=cuda:0 runs the
+ * models there (tests/support/under_test.h); the expected list is the CPU's. */
 #include <criterion/criterion.h>
 #include <dirent.h>
 #include <math.h>
@@ -21,6 +22,7 @@
 #include "onnx.pb-c.h"
 #include "src/onnx/onnx_io.h"
 #include "src/rt.h"
+#include "support/under_test.h"
 
 #define NODE_DIR "/usr/include/onnx/backend/test/data/node"
 #define EXPECTED KILN_SOURCE_DIR "/tests/onnx/expected_pass.txt"
@@ -112,7 +114,7 @@ static result run_one(kiln_context *ctx, const char *dir, char *why, size_t cap)
     snprintf(why, cap, "import: %s", kiln_status_message(st));
     goto done;
   }
-  if (!(m = kiln_model_compile(ctx, g, st))) {
+  if (!(m = under_test_compile(ctx, g, st))) {
     snprintf(why, cap, "compile: %s", kiln_status_message(st));
     goto done;
   }

@@ -30,6 +30,7 @@
 
 #include "ir/interp.h"
 #include "ir/ir.h"
+#include "under_test.h"
 
 /* ---- generators ---- */
 
@@ -772,7 +773,7 @@ int oracle_run(const oracle_case *c, oracle_report *r) {
     addf(r, "%s: kiln_context_new: %s", label, kiln_status_message(s.st));
     goto out;
   }
-  s.m = kiln_model_compile(s.ctx, s.kg, s.st);
+  s.m = under_test_compile(s.ctx, s.kg, s.st);
   if (!s.m) {
     addf(r, "%s: kiln_model_compile failed (%s): %s", label,
          kiln_code_name(kiln_status_code(s.st)), kiln_status_message(s.st));
@@ -841,7 +842,7 @@ int oracle_known(const char *label, const char *mlir, const oracle_expect *exp, 
   if (!oracle_ok) addf(r, "%s: oracle failed: %s\n", label, msg);
   kg = kiln_graph_parse(mlir, strlen(mlir), "known.mlir", st);
   if (kg) ctx = kiln_context_new(st);
-  if (ctx) m = kiln_model_compile(ctx, kg, st);
+  if (ctx) m = under_test_compile(ctx, kg, st);
   if (!m || kiln_model_execute(m, NULL, 0, kouts, nexp, st) != 0) {
     addf(r, "%s: jit failed: %s\n", label, kiln_status_message(st));
     goto out;
@@ -900,7 +901,7 @@ int oracle_compile_only(const char *mlir, kiln_code *code, char *msg, size_t cap
   kiln_model *m = NULL;
   kiln_graph *kg = kiln_graph_parse(mlir, strlen(mlir), "case.mlir", st);
   if (kg) ctx = kiln_context_new(st);
-  if (ctx) m = kiln_model_compile(ctx, kg, st);
+  if (ctx) m = under_test_compile(ctx, kg, st);
   if (m) rc = 0;
   if (code) *code = kiln_status_code(st);
   if (msg && cap) snprintf(msg, cap, "%s", kiln_status_message(st));
