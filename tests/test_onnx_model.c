@@ -3,7 +3,8 @@
  * node of PyTorch's export kept, sizes cut by tools/onnx_minilm_tiny.py) is
  * imported once, compiled once, and run at several batch and sequence
  * lengths; its token and sentence embeddings are compared with ONNX
- * Runtime's (committed .npy files), within 1e-4 of the largest magnitude. */
+ * Runtime's (committed .npy files), within 1e-4 of the largest magnitude.
+ * KILN_TEST_DEVICE=cuda:0 runs it there (tests/support/under_test.h). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include "kiln/onnx.h"
 #include "src/io.h"
 #include "src/rt.h"
+#include "support/under_test.h"
 
 #define DIR KILN_SOURCE_DIR "/tests/onnx/minilm_tiny"
 
@@ -50,7 +52,7 @@ static void expect_close(const kiln_tensor *got, const kiln_tensor *want, const 
 static kiln_model *compile_tiny(kiln_context *ctx, kiln_status *st) {
   kiln_graph *g = kiln_graph_from_onnx_file(DIR "/model.onnx", st);
   cr_assert(g, "import: %s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile(ctx, g, st);
+  kiln_model *m = under_test_compile(ctx, g, st);
   cr_assert(m, "compile: %s", kiln_status_message(st));
   kiln_graph_free(g);
   cr_assert_eq(kiln_model_num_inputs(m), 2);

@@ -53,6 +53,11 @@ suite() {
 [ -n "${KILN_GPU_CHECK_QUICK:-}" ] || for t in "$BUILD"/test_ops_*; do suite "$(basename "$t")"; done
 suite test_device
 suite test_device_model
+suite test_onnx_model
+# Suites that find the GPU themselves (or must still pass where there is one).
+for t in test_model_on test_device_tensor test_max_device test_placement test_pipeline; do
+  suite $t
+done
 [ -n "${KILN_GPU_CHECK_QUICK:-}" ] || suite test_onnx_node KILN_ONNX_PASS_OUT="$OUT/onnx_pass.txt"
 [ -f "$OUT/test_onnx_node.log" ] && grep -a "^ONNX node tests" "$OUT/test_onnx_node.log" | sed 's/^/    /' | tee -a "$SUMMARY"
 if [ -f "$OUT/onnx_pass.txt" ]; then
