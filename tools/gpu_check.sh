@@ -9,7 +9,8 @@
 #   DEVICE defaults to cuda:0 (hip:0 and simt-emu work too); OUT_DIR (default
 #   ./gpu-check) gets one log per suite, summary.txt and onnx_pass.txt.
 # KILN_GPU_CHECK_JOBS (default nproc) tests at a time, KILN_GPU_CHECK_TIMEOUT
-# seconds per suite (600), KILN_GPU_CHECK_QUICK=1 skips the op and ONNX suites.
+# seconds per suite (600), KILN_GPU_CHECK_REPEAT timed runs per example (20),
+# KILN_GPU_CHECK_QUICK=1 skips the op and ONNX suites.
 # Exit status: 0 when every suite passed, 1 otherwise; a machine without the
 # device says so and exits 77 (skipped).
 set -u
@@ -74,7 +75,7 @@ compare_run() {
   rm -rf "$OUT/ex-ref" "$OUT/ex-dev"
   if ! "$BUILD/kiln" run "$graph" --random-inputs "$@" --device "$ref" --out "$OUT/ex-ref" \
     >"$OUT/ex-$name.log" 2>&1 ||
-    ! "$BUILD/kiln" run "$graph" --random-inputs "$@" --device "$DEV" --repeat 20 \
+    ! "$BUILD/kiln" run "$graph" --random-inputs "$@" --device "$DEV" --repeat "${KILN_GPU_CHECK_REPEAT:-20}" \
       --out "$OUT/ex-dev" >>"$OUT/ex-$name.log" 2>&1; then
     say "example $name: failed (ex-$name.log)"
     failed=1
