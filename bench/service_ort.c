@@ -122,11 +122,11 @@ void svc_ort_session_free(svc_ort_session *s) {
   free(s);
 }
 
-int svc_ort_session_run(svc_ort_session *s, float *in, float *out, int64_t seq, int64_t hidden,
-                        char *err, size_t cap) {
+int svc_ort_session_run(svc_ort_session *s, float *in, float *out, int64_t batch, int64_t seq,
+                        int64_t hidden, char *err, size_t cap) {
   const OrtApi *api = s->o->api;
-  const int64_t shape[3] = {1, seq, hidden};
-  size_t bytes = (size_t)(seq * hidden) * sizeof(float);
+  const int64_t shape[3] = {batch, seq, hidden};
+  size_t bytes = (size_t)(batch * seq * hidden) * sizeof(float);
   OrtValue *x = NULL, *y = NULL;
   static const char *const in_names[] = {"hidden"};
   static const char *const out_names[] = {"out"};

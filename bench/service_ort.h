@@ -1,5 +1,5 @@
 /* service_ort.h - ONNX Runtime through its C API, loaded at run time, for
- * bench/service.c and bench/service_minilm.c: one library and environment
+ * bench/service.c and bench/encoder_latency.c: one library and environment
  * per process, sessions on the CPU execution provider, one request at a
  * time (an f32 [1, seq, hidden] hidden state, or a text encoder's tokens).
  *
@@ -32,10 +32,11 @@ svc_ort_session *svc_ort_session_new(svc_ort *o, const char *model_path, int thr
                                      double *load_ms, char *err, size_t cap);
 void svc_ort_session_free(svc_ort_session *s); /* NULL ok */
 
-/* One request: in and out are the caller's [1, seq, hidden] f32 buffers
- * (borrowed for the call; ORT writes the result into out). 0 or -1. */
-int svc_ort_session_run(svc_ort_session *s, float *in, float *out, int64_t seq, int64_t hidden,
-                        char *err, size_t cap);
+/* One request: in and out are the caller's [batch, seq, hidden] f32
+ * buffers, the model's "hidden" and "out" (borrowed for the call; ORT
+ * writes the result into out). 0 or -1. */
+int svc_ort_session_run(svc_ort_session *s, float *in, float *out, int64_t batch, int64_t seq,
+                        int64_t hidden, char *err, size_t cap);
 
 /* One request to a text encoder: input_ids and attention_mask, si64
  * [batch, seq] (borrowed for the call); the session's last output (f32,

@@ -9,6 +9,7 @@
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -577,6 +578,71 @@ Test(onnx_errors, top_k_with_k_from_an_initializer) {
     kiln_tensor_free(x);
     kiln_tensor_free(y[0]);
     kiln_tensor_free(y[1]);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    kiln_graph_free(g);
+    kiln_status_free(st);
+  }
+}
+
+static Onnx__AttributeProto *attr_str(const char *name, const char *v) {
+  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
+  onnx__attribute_proto__init(a);
+  a->name = (char *)name;
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
+  a->has_s = 1;
+  a->s.data = (uint8_t *)v;
+  a->s.len = strlen(v);
+  return a;
+}
+
+/* Gelu (opset 20) with approximate "none" and "tanh" against the formulas;
+ * another spelling is refused naming it. */
+Test(onnx_errors, gelu_of_opset_20) {
+  static const char *const modes[] = {"none", "tanh", "erf"};
+  for (int mi = 0; mi < 3; mi++) {
+    mb *b = mb_new();
+    b->op.version = 20;
+    const char *d[1] = {"5"};
+    b->ins[b->g.n_input++] = vinfo("x", 1, d);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d);
+    static const char *const ins[] = {"x"};
+    Onnx__NodeProto *n = node(b, "Gelu", "gelu", 1, ins, "y");
+    n->n_attribute = 1;
+    n->attribute = keep(calloc(1, sizeof *n->attribute));
+    n->attribute[0] = attr_str("approximate", modes[mi]);
+    size_t len;
+    uint8_t *buf = pack(b, &len);
+    kiln_status *st = kiln_status_new();
+    kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+    free(buf);
+    if (mi == 2) {
+      cr_assert_null(g);
+      cr_expect(strstr(kiln_status_message(st), "approximate 'erf'"), "%s",
+                kiln_status_message(st));
+      kiln_status_free(st);
+      continue;
+    }
+    cr_assert(g, "%s", kiln_status_message(st));
+    kiln_context *ctx = kiln_context_new(st);
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert(m, "%s", kiln_status_message(st));
+    int64_t shape[1] = {5};
+    kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, shape, st), *y = NULL;
+    static const float xv[5] = {-3, -0.5f, 0, 0.75f, 2.5f};
+    memcpy(kiln_tensor_data(x), xv, sizeof xv);
+    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+    for (int i = 0; i < 5; i++) {
+      double v = xv[i];
+      double want = mi == 0 ? 0.5 * v * (1 + erf(v / sqrt(2.0)))
+                            : 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+      float got = ((float *)kiln_tensor_data(y))[i];
+      cr_expect(fabs(got - want) <= 1e-6 + 1e-5 * fabs(want), "%s x=%g: %.9g, want %.9g",
+                modes[mi], v, got, want);
+    }
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
     kiln_model_free(m);
     kiln_context_free(ctx);
     kiln_graph_free(g);

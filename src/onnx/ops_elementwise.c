@@ -223,6 +223,19 @@ int ox_op_Where(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   DONE(OP3("where", c, a, b));
 }
 
+/* Gelu (opset 20): approximate "none" (erf) or "tanh", as mo.gelu has them. */
+int ox_op_Gelu(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  kiln_value *a = IN(0);
+  if (!a) return rc;
+  char buf[16];
+  const char *ap = ox_attr_string(n, "approximate", "none", buf, sizeof buf);
+  if (strcmp(ap, "none") != 0 && strcmp(ap, "tanh") != 0)
+    return ox_fail(x, KILN_ERR_VERIFY, "approximate '%s': expected \"none\" or \"tanh\"", ap);
+  if (!(out[0]->v = ox_op(x, "gelu", &a, 1, NULL, "{approximate = \"%s\"}", ap))) return FAILED();
+  return 0;
+}
+
 int ox_op_LeakyRelu(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   kiln_value *a = IN(0), *z, *al, *p, *m;
