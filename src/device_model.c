@@ -433,24 +433,25 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     return reuse; /* the same binding and code: its buffers and launches serve as they are */
   }
   if (kiln_device_alloc(m->device, sizeof(int32_t), &x->errword, st) < 0) goto fail;
+  /* the sources' buffers first: plan_memory gives an alias of one (a
+   * reshaped constant) its operand's buffer */
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (n->op == IR_OP_CONSTANT) x->buf[n->out[0]->id] = m->dm->consts[i];
+    if (n->op != IR_OP_CONSTANT_EXTERNAL) continue;
+    if (!m->dm->weights[i]) {
+      rt_err(st, KILN_ERR_NOT_FOUND, "weight '%s' is not bound (kiln_model_bind_weight)",
+             ir_node_attr_string(n, "name", "?"));
+      goto fail;
+    }
+    x->buf[n->out[0]->id] = m->dm->weights[i];
+  }
   if (plan_memory(m, x, st) < 0) goto fail;
   m->dm->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (n->op == IR_OP_CONSTANT) {
-      x->buf[n->out[0]->id] = m->dm->consts[i];
-      continue;
-    }
-    if (n->op == IR_OP_CONSTANT_EXTERNAL) {
-      if (!m->dm->weights[i]) {
-        rt_err(st, KILN_ERR_NOT_FOUND, "weight '%s' is not bound (kiln_model_bind_weight)",
-               ir_node_attr_string(n, "name", "?"));
-        goto fail;
-      }
-      x->buf[n->out[0]->id] = m->dm->weights[i];
-      continue;
-    }
-    if (rt_pipeline_has_kernel(g, n) && plan_launch(m, x, i, st) < 0) goto fail;
+    if (!ir_node_is_source(n) && rt_pipeline_has_kernel(g, n) && plan_launch(m, x, i, st) < 0)
+      goto fail;
   }
   free(ins);
   return x;

@@ -384,3 +384,44 @@ Test(device_model, code_cache_same_kernel_twice_in_a_graph) {
   kiln_status_free(st);
   remove_dir(dir);
 }
+
+/* A reshape of a constant (and of a weight) aliases the source's device
+ * buffer: the plan gives the sources their buffers before it places the
+ * aliases (found by tests/test_graph_fuzz.c: the alias read address 0). */
+Test(device_model, reshaped_constant_and_weight) {
+  static const char text[] =
+      "mo.graph @g(%x: !mo.tensor<[2], f32>) -> (!mo.tensor<[2], f32>) {\n"
+      "  %c = mo.constant {value = #M.dense_array<1.5> : tensor<f32>} : !mo.tensor<[], f32>\n"
+      "  %r = mo.reshape(%c) : (!mo.tensor<[], f32>) -> !mo.tensor<[1], f32>\n"
+      "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[1, 2], f32>\n"
+      "  %f = mo.reshape(%w) : (!mo.tensor<[1, 2], f32>) -> !mo.tensor<[2], f32>\n"
+      "  %a = mo.min(%x, %r) : (!mo.tensor<[2], f32>, !mo.tensor<[1], f32>)"
+      " -> !mo.tensor<[2], f32>\n"
+      "  %y = mo.add(%a, %f) : !mo.tensor<[2], f32>\n"
+      "  mo.output %y : !mo.tensor<[2], f32>\n"
+      "}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, sizeof text - 1, "g.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_device *dev = kiln_device_open(device_spec(), st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  kiln_device_model *m = kiln_device_model_compile(dev, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t ws[2] = {1, 2}, xs[1] = {2};
+  kiln_tensor *w = kiln_tensor_new(KILN_FLOAT32, 2, ws, st);
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, xs, st);
+  ((float *)kiln_tensor_data(w))[0] = 10, ((float *)kiln_tensor_data(w))[1] = 20;
+  ((float *)kiln_tensor_data(x))[0] = 1, ((float *)kiln_tensor_data(x))[1] = 2;
+  cr_assert_eq(kiln_device_model_bind_weight(m, "w", w, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor *y = NULL;
+  cr_assert_eq(kiln_device_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+  const float *p = kiln_tensor_data(y);
+  cr_expect(p[0] == 11.0f && p[1] == 21.5f, "got %g %g, want 11 21.5", p[0], p[1]);
+  kiln_tensor_free(y);
+  kiln_tensor_free(x);
+  kiln_tensor_free(w);
+  kiln_device_model_free(m);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}

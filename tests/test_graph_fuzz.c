@@ -14,7 +14,8 @@
  * on that device (tools/gpu_check.sh), so the fuzzer checks SIMT code too.
  *
  * KILN_GRAPH_FUZZ=N runs N seeds (default 40) from KILN_GRAPH_FUZZ_SEED
- * (default 1). A failure names the seed and prints the graph.
+ * (default 1). A failure names the seed and prints the graph;
+ * KILN_GRAPH_FUZZ_PRINT=1 prints each graph before it runs (for a crash).
  * Tolerance: rtol 1e-3, atol 1e-3: chains of up to 14 f32 ops, sums of at
  * most 25 terms of magnitude <= ~10^3, against the oracle's doubles; an
  * indexing or fusion bug is off by O(1). */
@@ -330,6 +331,7 @@ static int run_seed(unsigned seed) {
   oracle_case c = {.label = label, .mlir = gt_finish(z->t), .bindings = "n=2,m=3;n=1,m=5;n=0,m=2",
                    .seed = seed, .rtol = 1e-3, .atol = 1e-3, .gens = gens, .ngens = ng,
                    .gen_default = gen_uniform(-2, 2), .wgen = gen_uniform(-1, 1)};
+  if (getenv("KILN_GRAPH_FUZZ_PRINT")) fprintf(stderr, "// seed %u\n%s\n", seed, c.mlir);
   oracle_report *r = malloc(sizeof *r);
   cr_assert(r);
   int rc = oracle_run(&c, r);
