@@ -6,7 +6,8 @@
  * symbolic) and grow algebraic ones (n * 3 from a flattening reshape, m + 5
  * from a concat): elementwise chains with broadcasting (what fusion joins),
  * reductions, softmax / logsoftmax / layer_norm, matmul against a fresh
- * weight, transposes, reshapes, concats, cumsum, and compares / where /
+ * weight, transposes, permutes, reshapes, concats, pads, broadcast_to,
+ * cumsum, and compares / where /
  * argmax on values derived from the inputs by exact ops only (a compare of
  * two computed values would flip on a last-bit difference). Values no op
  * consumed, and a few others, are the outputs. Each graph runs at three dim
@@ -140,7 +141,7 @@ static void step(fuzz *z) {
   char dims[3][DIM];
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
-  switch (rnd(z, 16)) {
+  switch (rnd(z, 19)) {
   case 0:
   case 1: {
     static const char *const un[] = {"tanh", "sigmoid", "relu", "gelu", "silu", "abs",
@@ -304,6 +305,47 @@ static void step(fuzz *z) {
                    shape_of(z, r, dims));
     int f = gt_op1(z->t, "mo.cast", "{dtype = f32}", i, "f32", shape_of(z, r, dims));
     add_val(z, f, r, dims, true);
+    break;
+  }
+  case 16: { /* pad one axis with a constant (reflect needs a long enough axis) */
+    if (r == 0) break;
+    int ax = (int)rnd(z, (uint32_t)r), lo = (int)rnd(z, 3), hi = (int)rnd(z, 3);
+    char attrs[160], s[2 * DIM + 16];
+    size_t k = (size_t)snprintf(attrs, sizeof attrs, "{paddings = [");
+    for (int i = 0; i < r; i++)
+      k += (size_t)snprintf(attrs + k, sizeof attrs - k, "%s%d, %d", i ? ", " : "",
+                            i == ax ? lo : 0, i == ax ? hi : 0);
+    snprintf(attrs + k, sizeof attrs - k, "], value = %s}", rnd(z, 2) ? "0.5" : "-1.0");
+    snprintf(s, sizeof s, "(%s) + %d", dims[ax], lo + hi);
+    if (strlen(s) >= DIM) break;
+    dimcpy(dims[ax], s);
+    op1(z, "pad", attrs, a, r, dims, a->exact);
+    break;
+  }
+  case 17: { /* broadcast_to: a unit axis grows, or a leading axis appears */
+    if (r == 3) {
+      int ax = -1;
+      for (int i = 0; i < r; i++)
+        if (strcmp(dims[i], "1") == 0) ax = i;
+      if (ax < 0) break;
+      dimcpy(dims[ax], DIMS[2 + rnd(z, 3)]); /* no symbol the inputs do not bind */
+      op1(z, "broadcast_to", NULL, a, r, dims, a->exact);
+    } else {
+      char nd[3][DIM];
+      dimcpy(nd[0], DIMS[2 + rnd(z, 3)]);
+      for (int i = 0; i < r; i++) dimcpy(nd[i + 1], dims[i]);
+      op1(z, "broadcast_to", NULL, a, r + 1, nd, a->exact);
+    }
+    break;
+  }
+  case 18: { /* permute a rank-3 value */
+    if (r != 3) break;
+    static const int perms[5][3] = {{0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    const int *p = perms[rnd(z, 5)];
+    char attrs[48], nd[3][DIM];
+    snprintf(attrs, sizeof attrs, "{dims = [%d, %d, %d]}", p[0], p[1], p[2]);
+    for (int i = 0; i < 3; i++) dimcpy(nd[i], dims[p[i]]);
+    op1(z, "permute", attrs, a, 3, nd, a->exact);
     break;
   }
   }

@@ -10,6 +10,7 @@
 #   ./gpu-check) gets one log per suite, summary.txt and onnx_pass.txt.
 # KILN_GPU_CHECK_JOBS (default nproc) tests at a time, KILN_GPU_CHECK_TIMEOUT
 # seconds per suite (600), KILN_GPU_CHECK_REPEAT timed runs per example (20),
+# KILN_GPU_CHECK_FUZZ random graphs of tests/test_graph_fuzz.c (200),
 # KILN_GPU_CHECK_QUICK=1 skips the op and ONNX suites.
 # Exit status: 0 when every suite passed, 1 otherwise; a machine without the
 # device says so and exits 77 (skipped).
@@ -55,6 +56,7 @@ suite() {
 suite test_device
 suite test_device_model
 suite test_onnx_model
+suite test_graph_fuzz KILN_GRAPH_FUZZ="${KILN_GPU_CHECK_FUZZ:-200}"
 # Suites that find the GPU themselves (or must still pass where there is one).
 for t in test_model_on test_device_tensor test_max_device test_placement test_pipeline; do
   suite $t
