@@ -2,8 +2,10 @@
 # gpu_check.sh - kiln's checks on a real GPU: the op suites and ONNX's node
 # tests with every model compiled for DEVICE (KILN_TEST_DEVICE, see
 # tests/support/under_test.h) against the same reference interpreter and
-# ONNX outputs as on the CPU, the device round trip, the device-model tests,
-# and the examples run on DEVICE against the CPU.
+# ONNX outputs as on the CPU; the tiny MiniLM against ONNX Runtime's
+# outputs; random graphs of the differential fuzzer; the device round trip,
+# the device-model tests and the suites that look for a GPU themselves; the
+# examples run on DEVICE against the CPU (python3 compares them).
 #
 # Usage: tools/gpu_check.sh BUILD_DIR [DEVICE] [OUT_DIR]
 #   DEVICE defaults to cuda:0 (hip:0 and simt-emu work too); OUT_DIR (default
