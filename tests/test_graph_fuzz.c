@@ -2,16 +2,17 @@
  * the reference interpreter (tests/support/oracle.h).
  *
  * Each seed builds, valid by construction, a graph of 4 to 14 ops over f32
- * values of rank 1 to 3 whose dims come from {n, m, 1, 3, 5} (n and m
- * symbolic) and grow algebraic ones (n * 3 from a flattening reshape, m + 5
- * from a concat): elementwise chains with broadcasting (what fusion joins),
- * reductions, softmax / logsoftmax / layer_norm, matmul against a fresh
- * weight, transposes, permutes, reshapes, concats, pads, broadcast_to,
- * cumsum, and compares / where /
- * argmax on values derived from the inputs by exact ops only (a compare of
- * two computed values would flip on a last-bit difference). Values no op
- * consumed, and a few others, are the outputs. Each graph runs at three dim
- * bindings, one with an empty dim. With KILN_TEST_DEVICE the JIT side runs
+ * and si32 values (a quarter of the inputs are si32; casts join the two;
+ * ints take only the ops that cannot overflow) of rank 1 to 3, whose dims
+ * come from {n, m, 1, 3, 5} (n and m symbolic) and grow algebraic ones
+ * (n * 3 from a flattening reshape, m + 5 from a concat): elementwise
+ * chains with broadcasting (what fusion joins), reductions, softmax /
+ * logsoftmax / layer_norm, matmul against a fresh weight, transposes,
+ * permutes, reshapes, concats, pads, broadcast_to, cumsum, and compares /
+ * where / argmax on values derived from the inputs by exact ops only (a
+ * compare of two computed floats would flip on a last-bit difference).
+ * Values no op consumed, and a few others, are the outputs. Each graph
+ * runs at three dim bindings, one with an empty dim. With KILN_TEST_DEVICE the JIT side runs
  * on that device (tools/gpu_check.sh), so the fuzzer checks SIMT code too.
  *
  * KILN_GRAPH_FUZZ=N runs N seeds (default 40) from KILN_GRAPH_FUZZ_SEED
@@ -36,6 +37,7 @@ typedef struct fval {
   int rank;
   char dims[3][DIM];
   bool exact;    /* derived from inputs by exact ops only */
+  bool isint;    /* si32, else f32 */
   int uses;
 } fval;
 
@@ -45,6 +47,7 @@ typedef struct fuzz {
   fval v[MAXV];
   int nv;
   int nweights;
+  bool cur_int; /* the dtype of the op being built: si32, else f32 */
   char shape_buf[3 * DIM + 8];
 } fuzz;
 
@@ -78,21 +81,31 @@ static fval *add_val(fuzz *z, int id, int rank, char dims[][DIM], bool exact) {
   f->id = id;
   f->rank = rank;
   for (int i = 0; i < rank; i++) dimcpy(f->dims[i], dims[i]);
-  f->exact = exact;
+  f->exact = exact || z->cur_int;
+  f->isint = z->cur_int;
   return f;
+}
+
+static const char *cur_dt(const fuzz *z) { return z->cur_int ? "si32" : "f32"; }
+
+/* An input of the current dtype: floats in [-2, 2], ints in [-20, 20]. */
+static int input_id(fuzz *z, int rank, char dims[][DIM]) {
+  return gt_in_gen(z->t, cur_dt(z), shape_of(z, rank, dims),
+                   z->cur_int ? gen_uniform(-20, 20) : gen_uniform(-2, 2));
 }
 
 static fval *new_input(fuzz *z) {
   char dims[3][DIM];
   int rank = 1 + (int)rnd(z, 3);
   for (int i = 0; i < rank; i++) dimcpy(dims[i], DIMS[rnd(z, 5)]);
-  int id = gt_in_gen(z->t, "f32", shape_of(z, rank, dims), gen_uniform(-2, 2));
+  z->cur_int = rnd(z, 4) == 0;
+  int id = input_id(z, rank, dims);
   return add_val(z, id, rank, dims, true);
 }
 
 /* An input of exactly the given shape. */
 static fval *input_like(fuzz *z, int rank, char dims[][DIM]) {
-  int id = gt_in_gen(z->t, "f32", shape_of(z, rank, dims), gen_uniform(-2, 2));
+  int id = input_id(z, rank, dims);
   return add_val(z, id, rank, dims, true);
 }
 
@@ -103,7 +116,7 @@ static fval *op1(fuzz *z, const char *op, const char *attrs, fval *a, int rank, 
   a->uses++;
   char full[40];
   snprintf(full, sizeof full, "mo.%s", op);
-  int id = gt_op1(z->t, full, attrs, a->id, "f32", shape_of(z, rank, dims));
+  int id = gt_op1(z->t, full, attrs, a->id, cur_dt(z), shape_of(z, rank, dims));
   return add_val(z, id, rank, dims, exact);
 }
 
@@ -113,7 +126,7 @@ static fval *op2(fuzz *z, const char *op, fval *a, fval *b, int rank, char dims[
   b->uses++;
   char full[40];
   snprintf(full, sizeof full, "mo.%s", op);
-  int id = gt_op2(z->t, full, NULL, a->id, b->id, "f32", shape_of(z, rank, dims));
+  int id = gt_op2(z->t, full, NULL, a->id, b->id, cur_dt(z), shape_of(z, rank, dims));
   return add_val(z, id, rank, dims, exact);
 }
 
@@ -128,7 +141,7 @@ static fval *broadcast_partner(fuzz *z, fval *a) {
   /* an existing value of that shape, else a new input */
   for (int k = 0; k < z->nv; k++) {
     fval *c = &z->v[k];
-    if (c == a || c->rank != rank) continue;
+    if (c == a || c->rank != rank || c->isint != z->cur_int) continue;
     bool same = true;
     for (int i = 0; i < rank; i++) same &= strcmp(c->dims[i], dims[i]) == 0;
     if (same && rnd(z, 2)) return c;
@@ -136,17 +149,29 @@ static fval *broadcast_partner(fuzz *z, fval *a) {
   return input_like(z, rank, dims);
 }
 
+/* a cast to f32 (exact: ints of at most a few thousand) */
+static void to_float(fuzz *z, fval *a, int r, char dims[][DIM]) {
+  z->cur_int = false;
+  op1(z, "cast", "{dtype = f32}", a, r, dims, true);
+}
+
 static void step(fuzz *z) {
   fval *a = pick(z);
   char dims[3][DIM];
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
-  switch (rnd(z, 19)) {
+  z->cur_int = a->isint;
+  uint32_t what = rnd(z, 19);
+  if (z->cur_int && (what == 5 || what == 7 || what == 8)) { /* float-only ops */
+    to_float(z, a, r, dims);
+    return;
+  }
+  switch (what) {
   case 0:
   case 1: {
-    static const char *const un[] = {"tanh", "sigmoid", "relu", "gelu", "silu", "abs",
-                                     "negate", "sin", "cos", "erf"};
-    const char *op = un[rnd(z, 10)];
+    static const char *const un[] = {"abs", "negate", "relu", "tanh", "sigmoid", "gelu", "silu",
+                                     "sin", "cos", "erf"};
+    const char *op = un[rnd(z, z->cur_int ? 3 : 10)];
     bool ex = a->exact && (strcmp(op, "abs") == 0 || strcmp(op, "negate") == 0 ||
                            strcmp(op, "relu") == 0);
     op1(z, op, NULL, a, r, dims, ex);
@@ -156,9 +181,10 @@ static void step(fuzz *z) {
   case 3:
   case 4: {
     static const char *const bin[] = {"add", "sub", "mul", "max", "min"};
+    static const char *const ibin[] = {"add", "sub", "max", "min"}; /* no overflow */
     fval *b = broadcast_partner(z, a);
     bool ex = a->exact && b->exact && rnd(z, 5) >= 3; /* max / min */
-    const char *op = bin[ex ? 3 + rnd(z, 2) : rnd(z, 5)];
+    const char *op = z->cur_int ? ibin[rnd(z, 4)] : bin[ex ? 3 + rnd(z, 2) : rnd(z, 5)];
     if (rnd(z, 2)) op2(z, op, a, b, r, dims, ex);
     else op2(z, op, b, a, r, dims, ex);
     break;
@@ -214,7 +240,7 @@ static void step(fuzz *z) {
     bool stat = wd[0][0] >= '0' && wd[0][0] <= '9' && !strchr(wd[0], 'n') && !strchr(wd[0], 'm');
     int w;
     if (stat) {
-      w = gt_weight(z->t, name, "f32", shape_of(z, 2, wd));
+      w = gt_weight(z->t, name, cur_dt(z), shape_of(z, 2, wd));
     } else {
       fval *b = input_like(z, 2, wd);
       b->uses++;
@@ -222,7 +248,7 @@ static void step(fuzz *z) {
     }
     dimcpy(dims[r - 1], wd[1]);
     a->uses++;
-    int id = gt_op2(z->t, "mo.matmul", NULL, a->id, w, "f32", shape_of(z, r, dims));
+    int id = gt_op2(z->t, "mo.matmul", NULL, a->id, w, cur_dt(z), shape_of(z, r, dims));
     add_val(z, id, r, dims, false);
     break;
   }
@@ -265,7 +291,7 @@ static void step(fuzz *z) {
     snprintf(attrs, sizeof attrs, "{axis = %d}", ax);
     a->uses++, b->uses++;
     int ins[2] = {a->id, b->id};
-    int id = gt_op(z->t, "mo.concat", attrs, ins, 2, "f32", shape_of(z, r, dims));
+    int id = gt_op(z->t, "mo.concat", attrs, ins, 2, cur_dt(z), shape_of(z, r, dims));
     add_val(z, id, r, dims, a->exact && b->exact);
     break;
   }
@@ -285,12 +311,12 @@ static void step(fuzz *z) {
     int c = gt_op2(z->t, "mo.greater", NULL, a->id, b->id, "bool", shape_of(z, r, dims));
     fval *p = pick(z), *q = broadcast_partner(z, a);
     /* p must broadcast to dims too: use a itself unless p has a's shape */
-    if (p->rank != r) p = a;
+    if (p->rank != r || p->isint != z->cur_int) p = a;
     for (int i = 0; i < r && p != a; i++)
       if (strcmp(p->dims[i], dims[i]) != 0) p = a;
     p->uses++, q->uses++;
     int ins[3] = {c, p->id, q->id};
-    int id = gt_op(z->t, "mo.where", NULL, ins, 3, "f32", shape_of(z, r, dims));
+    int id = gt_op(z->t, "mo.where", NULL, ins, 3, cur_dt(z), shape_of(z, r, dims));
     add_val(z, id, r, dims, p->exact && q->exact);
     break;
   }
@@ -303,7 +329,8 @@ static void step(fuzz *z) {
     a->uses++;
     int i = gt_op1(z->t, rnd(z, 2) ? "mo.argmax" : "mo.argmin", attrs, a->id, "si64",
                    shape_of(z, r, dims));
-    int f = gt_op1(z->t, "mo.cast", "{dtype = f32}", i, "f32", shape_of(z, r, dims));
+    int f = gt_op1(z->t, "mo.cast", z->cur_int ? "{dtype = si32}" : "{dtype = f32}", i,
+                   cur_dt(z), shape_of(z, r, dims));
     add_val(z, f, r, dims, true);
     break;
   }
@@ -315,7 +342,8 @@ static void step(fuzz *z) {
     for (int i = 0; i < r; i++)
       k += (size_t)snprintf(attrs + k, sizeof attrs - k, "%s%d, %d", i ? ", " : "",
                             i == ax ? lo : 0, i == ax ? hi : 0);
-    snprintf(attrs + k, sizeof attrs - k, "], value = %s}", rnd(z, 2) ? "0.5" : "-1.0");
+    snprintf(attrs + k, sizeof attrs - k, "], value = %s}",
+             rnd(z, 2) ? (z->cur_int ? "2.0" : "0.5") : "-1.0");
     snprintf(s, sizeof s, "(%s) + %d", dims[ax], lo + hi);
     if (strlen(s) >= DIM) break;
     dimcpy(dims[ax], s);
