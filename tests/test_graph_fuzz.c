@@ -18,6 +18,8 @@
  * KILN_GRAPH_FUZZ=N runs N seeds (default 40) from KILN_GRAPH_FUZZ_SEED
  * (default 1). A failure names the seed and prints the graph;
  * KILN_GRAPH_FUZZ_PRINT=1 prints each graph before it runs (for a crash).
+ * The runtime's own switches widen it: KILN_SPECIALIZE=sync checks the
+ * shape-specialized variants, KILN_FUSE=0 the unfused kernels.
  * Tolerance: rtol 1e-3, atol 1e-3: chains of up to 14 f32 ops, sums of at
  * most 25 terms of magnitude <= ~10^3, against the oracle's doubles; an
  * indexing or fusion bug is off by O(1). */
