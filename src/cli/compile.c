@@ -44,7 +44,8 @@ void cli_usage_compile(FILE *out) {
           "  --target T    host (default), sm_80, sm_90, gfx90a, gfx942, simt-emu\n"
           "  --emit KIND   ptx (sm_*), hsaco (gfx*), obj, llvm; default: ptx for sm_*,\n"
           "                hsaco for gfx*, llvm for host and simt-emu\n"
-          "  -o FILE       where to write (default stdout; binary kinds need a file)\n"
+          "  -o FILE       where to write (default stdout; binary kinds need a file;\n"
+          "                obj for host writes one FILE-<kernel>.o per kernel)\n"
           "  --dim SYM=V   bind a symbolic dim: specialized kernels (repeatable)\n"
           "  --kernels FILE  a kernel library (.c, .ll, .bc) for the graph's custom ops\n"
           "                (KILN_SIMT_KERNELs; SIMT targets only; repeatable)\n");
