@@ -52,38 +52,49 @@ static int check_attrs(ctx *c, ir_dtype dt) {
     double s;
     if (ir_infer_attr_float(c, scales[i], &s) != 0) return -1;
     if (!(s >= 0.0) || !isfinite(s))
-      return ir_infer_fail(c, "attribute '%s' of mo.%s is %g but must be > 0 (or 0: the result's "
-                              "dim over the operand's)", scales[i], c->op, s);
+      return ir_infer_fail(c,
+                           "attribute '%s' of mo.%s is %g but must be > 0 (or 0: the result's "
+                           "dim over the operand's)",
+                           scales[i], c->op, s);
   }
   if (mode != IR_RESIZE_NEAREST && !ir_dtype_is_float(dt))
-    return ir_infer_fail(c, "mo.%s: %s interpolation needs f32 or f64 (only \"nearest\" takes "
-                            "integers)", c->op, mode == IR_RESIZE_LINEAR ? "linear" : "cubic");
+    return ir_infer_fail(c,
+                         "mo.%s: %s interpolation needs f32 or f64 (only \"nearest\" takes "
+                         "integers)",
+                         c->op, mode == IR_RESIZE_LINEAR ? "linear" : "cubic");
   return 0;
 }
 
 int ir_infer_resize(ctx *c, ir_type *r) {
   const ir_type *t = &c->n->in[0]->type, *d;
   if (check_attrs(c, t->dtype) != 0 || ir_infer_declared(c, &d) != 0) return -1;
-  if (t->rank < 1) return ir_infer_fail(c, "operand 0 of mo.%s has rank 0 but needs rank >= 1", c->op);
+  if (t->rank < 1)
+    return ir_infer_fail(c, "operand 0 of mo.%s has rank 0 but needs rank >= 1", c->op);
   if (d->rank != t->rank)
-    return ir_infer_fail(c, "mo.%s: the result has rank %d but operand 0 has rank %d (resizing "
-                            "keeps the rank)", c->op, d->rank, t->rank);
+    return ir_infer_fail(c,
+                         "mo.%s: the result has rank %d but operand 0 has rank %d (resizing "
+                         "keeps the rank)",
+                         c->op, d->rank, t->rank);
   int lead = t->rank > 2 ? t->rank - 2 : 0;
   char s1[96], s2[96], what[400];
   for (int i = 0; i < t->rank; i++) {
     ir_infer_dim_str(s1, sizeof s1, t->dims[i]);
     ir_infer_dim_str(s2, sizeof s2, d->dims[i]);
     if (i < lead) {
-      snprintf(what, sizeof what, "mo.%s: axis %d of the result is %s but operand 0's is %s (only "
-               "the last two axes resize)", c->op, i, s2, s1);
+      snprintf(what, sizeof what,
+               "mo.%s: axis %d of the result is %s but operand 0's is %s (only "
+               "the last two axes resize)",
+               c->op, i, s2, s1);
       if (ir_infer_need(c, IR_CHECK_EQ, d->dims[i], t->dims[i], what) != 0) return -1;
       continue;
     }
     int64_t n, m;
     bool sn = ir_dim_is_const(t->dims[i], &n), sm = ir_dim_is_const(d->dims[i], &m);
     if (sm && m == 0) continue;
-    snprintf(what, sizeof what, "mo.%s: axis %d of operand 0 is empty (%s) but the result's is %s "
-             "(nothing to resize from)", c->op, i, s1, s2);
+    snprintf(what, sizeof what,
+             "mo.%s: axis %d of operand 0 is empty (%s) but the result's is %s "
+             "(nothing to resize from)",
+             c->op, i, s1, s2);
     if (sn && n == 0) return ir_infer_fail(c, "%s", what);
     const ir_dim *one = ir_dim_const(c->g->arena, 1);
     if (!one) return ir_infer_dim_fail(c);

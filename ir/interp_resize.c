@@ -21,7 +21,8 @@ int ir_ref_resize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
   for (int i = 0; ok && i < rank; i++)
     ok = i < lead ? y->shape[i] == x->shape[i] : (x->shape[i] > 0 || y->shape[i] == 0);
   if (!ok)
-    return ir_ref_fail(msg, msglen, "the result's shape does not fit the operand's (leading axes "
+    return ir_ref_fail(msg, msglen,
+                       "the result's shape does not fit the operand's (leading axes "
                        "equal, an empty axis resized to empty)");
   int64_t total = ir_tensor_numel(y);
   if (total == 0) return 0;

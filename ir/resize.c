@@ -13,9 +13,9 @@ typedef struct name_val {
   int val;
 } name_val;
 
-static const name_val MODES[] = {
-    {"nearest", IR_RESIZE_NEAREST}, {"linear", IR_RESIZE_LINEAR}, {"bilinear", IR_RESIZE_LINEAR},
-    {"cubic", IR_RESIZE_CUBIC},     {"bicubic", IR_RESIZE_CUBIC}, {NULL, 0}};
+static const name_val MODES[] = {{"nearest", IR_RESIZE_NEAREST}, {"linear", IR_RESIZE_LINEAR},
+                                 {"bilinear", IR_RESIZE_LINEAR}, {"cubic", IR_RESIZE_CUBIC},
+                                 {"bicubic", IR_RESIZE_CUBIC},   {NULL, 0}};
 static const name_val COORDS[] = {{"half_pixel", IR_RESIZE_HALF_PIXEL},
                                   {"pytorch_half_pixel", IR_RESIZE_PYTORCH_HALF_PIXEL},
                                   {"align_corners", IR_RESIZE_ALIGN_CORNERS},
@@ -23,12 +23,15 @@ static const name_val COORDS[] = {{"half_pixel", IR_RESIZE_HALF_PIXEL},
                                   {"tf_half_pixel_for_nn", IR_RESIZE_TF_HALF_PIXEL_FOR_NN},
                                   {"half_pixel_symmetric", IR_RESIZE_HALF_PIXEL_SYMMETRIC},
                                   {NULL, 0}};
-static const name_val ROUNDS[] = {
-    {"round_prefer_floor", IR_RESIZE_ROUND_PREFER_FLOOR}, {"half_down", IR_RESIZE_ROUND_PREFER_FLOOR},
-    {"round_prefer_ceil", IR_RESIZE_ROUND_PREFER_CEIL},   {"half_up", IR_RESIZE_ROUND_PREFER_CEIL},
-    {"floor", IR_RESIZE_FLOOR},                           {"down", IR_RESIZE_FLOOR},
-    {"ceil", IR_RESIZE_CEIL},                             {"up", IR_RESIZE_CEIL},
-    {NULL, 0}};
+static const name_val ROUNDS[] = {{"round_prefer_floor", IR_RESIZE_ROUND_PREFER_FLOOR},
+                                  {"half_down", IR_RESIZE_ROUND_PREFER_FLOOR},
+                                  {"round_prefer_ceil", IR_RESIZE_ROUND_PREFER_CEIL},
+                                  {"half_up", IR_RESIZE_ROUND_PREFER_CEIL},
+                                  {"floor", IR_RESIZE_FLOOR},
+                                  {"down", IR_RESIZE_FLOOR},
+                                  {"ceil", IR_RESIZE_CEIL},
+                                  {"up", IR_RESIZE_CEIL},
+                                  {NULL, 0}};
 
 static const name_val *list_of(ir_resize_list l) {
   return l == IR_RESIZE_LIST_MODE ? MODES : l == IR_RESIZE_LIST_COORD ? COORDS : ROUNDS;
@@ -42,7 +45,8 @@ int ir_resize_lookup(ir_resize_list l, const char *name) {
 
 const char *ir_resize_names(ir_resize_list l) {
   switch (l) {
-  case IR_RESIZE_LIST_MODE: return "\"nearest\", \"linear\", \"bilinear\", \"cubic\" or \"bicubic\"";
+  case IR_RESIZE_LIST_MODE:
+    return "\"nearest\", \"linear\", \"bilinear\", \"cubic\" or \"bicubic\"";
   case IR_RESIZE_LIST_COORD:
     return "\"half_pixel\", \"pytorch_half_pixel\", \"align_corners\", \"asymmetric\", "
            "\"tf_half_pixel_for_nn\" or \"half_pixel_symmetric\"";
@@ -63,11 +67,11 @@ static const char *str_attr(const ir_node *n, const char *name) {
 
 bool ir_resize_read(const ir_node *n, ir_resize *p) {
   memset(p, 0, sizeof *p);
-  int mode = n->op == IR_OP_RESIZE_NEAREST   ? IR_RESIZE_NEAREST
-             : n->op == IR_OP_RESIZE_LINEAR  ? IR_RESIZE_LINEAR
-             : n->op == IR_OP_RESIZE_BICUBIC ? IR_RESIZE_CUBIC
-                                             : ir_resize_lookup(IR_RESIZE_LIST_MODE,
-                                                                str_attr(n, "mode"));
+  int mode = n->op == IR_OP_RESIZE_NEAREST  ? IR_RESIZE_NEAREST
+             : n->op == IR_OP_RESIZE_LINEAR ? IR_RESIZE_LINEAR
+             : n->op == IR_OP_RESIZE_BICUBIC
+                 ? IR_RESIZE_CUBIC
+                 : ir_resize_lookup(IR_RESIZE_LIST_MODE, str_attr(n, "mode"));
   int coord = ir_resize_lookup(IR_RESIZE_LIST_COORD, str_attr(n, "coordinate_transformation_mode"));
   int round = IR_RESIZE_ROUND_PREFER_FLOOR;
   if (mode < 0 || coord < 0) return false;
@@ -122,7 +126,7 @@ static double cubic_far(double a, double t) {
 int ir_resize_taps(const ir_resize *p, double x, int64_t n, int64_t idx[4], double w[4]) {
   double fl = floor(x), r = x - fl;
   if (p->interp == IR_RESIZE_NEAREST) {
-    bool up = p->round == IR_RESIZE_ROUND_PREFER_FLOOR ? r > 0.5
+    bool up = p->round == IR_RESIZE_ROUND_PREFER_FLOOR  ? r > 0.5
               : p->round == IR_RESIZE_ROUND_PREFER_CEIL ? r >= 0.5
               : p->round == IR_RESIZE_CEIL              ? r > 0.0
                                                         : false;

@@ -47,9 +47,9 @@ typedef struct ir_resize {
   ir_resize_interp interp;
   ir_resize_coord coord;
   ir_resize_round round;
-  double a;           /* cubic_coeff_a */
-  bool exclude;       /* exclude_outside */
-  double scale[2];    /* scale_h, scale_w (0: the result's dim over the operand's) */
+  double a;        /* cubic_coeff_a */
+  bool exclude;    /* exclude_outside */
+  double scale[2]; /* scale_h, scale_w (0: the result's dim over the operand's) */
 } ir_resize;
 
 /* The node's parameters (defaults from its schema, the mode from its op);

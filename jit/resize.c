@@ -20,17 +20,19 @@
 typedef struct rsz {
   ir_resize p;
   ir_dtype dt;
-  int rank, lead, ns;            /* ns resized axes: lead .. rank - 1 */
+  int rank, lead, ns; /* ns resized axes: lead .. rank - 1 */
   LLVMValueRef xd[IR_MAX_RANK], yd[IR_MAX_RANK];
 } rsz;
 
 static int rsz_setup(jit_fn *f, rsz *q) {
   const ir_node *n = f->node;
-  if (!ir_resize_read(n, &q->p)) return jit_fn_error(f, "mo.%s: malformed resize attributes", ir_op_get(n->op)->name);
+  if (!ir_resize_read(n, &q->p))
+    return jit_fn_error(f, "mo.%s: malformed resize attributes", ir_op_get(n->op)->name);
   q->dt = n->in[0]->type.dtype;
   q->rank = n->in[0]->type.rank;
   if (q->rank < 1 || n->out[0]->type.rank != q->rank)
-    return jit_fn_error(f, "mo.%s: the operand and result need one rank >= 1", ir_op_get(n->op)->name);
+    return jit_fn_error(f, "mo.%s: the operand and result need one rank >= 1",
+                        ir_op_get(n->op)->name);
   q->lead = q->rank > 2 ? q->rank - 2 : 0;
   q->ns = q->rank - q->lead;
   jit_shape(f, &n->in[0]->type, q->xd);
@@ -39,17 +41,27 @@ static int rsz_setup(jit_fn *f, rsz *q) {
 }
 
 static LLVMValueRef dc(jit_fn *f, double v) { return jit_fconst(f, IR_DT_F64, v); }
-static LLVMValueRef fadd(jit_fn *f, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFAdd(f->b, a, b, ""); }
-static LLVMValueRef fsub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFSub(f->b, a, b, ""); }
-static LLVMValueRef fmul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFMul(f->b, a, b, ""); }
-static LLVMValueRef fdiv(jit_fn *f, LLVMValueRef a, LLVMValueRef b) { return LLVMBuildFDiv(f->b, a, b, ""); }
+static LLVMValueRef fadd(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFAdd(f->b, a, b, "");
+}
+static LLVMValueRef fsub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFSub(f->b, a, b, "");
+}
+static LLVMValueRef fmul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFMul(f->b, a, b, "");
+}
+static LLVMValueRef fdiv(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFDiv(f->b, a, b, "");
+}
 static LLVMValueRef fcmp(jit_fn *f, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildFCmp(f->b, p, a, b, "");
 }
 static LLVMValueRef sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(f->b, c, a, b, "");
 }
-static LLVMValueRef to_f64(jit_fn *f, LLVMValueRef i) { return LLVMBuildSIToFP(f->b, i, f->t_f64, ""); }
+static LLVMValueRef to_f64(jit_fn *f, LLVMValueRef i) {
+  return LLVMBuildSIToFP(f->b, i, f->t_f64, "");
+}
 
 /* ir_resize_coord_of */
 static LLVMValueRef coord_of(jit_fn *f, ir_resize_coord c, LLVMValueRef o, LLVMValueRef n,
@@ -57,7 +69,8 @@ static LLVMValueRef coord_of(jit_fn *f, ir_resize_coord c, LLVMValueRef o, LLVMV
   LLVMValueRef half = fsub(f, fdiv(f, fadd(f, o, dc(f, 0.5)), s), dc(f, 0.5));
   switch (c) {
   case IR_RESIZE_HALF_PIXEL: return half;
-  case IR_RESIZE_PYTORCH_HALF_PIXEL: return sel(f, fcmp(f, LLVMRealOGT, len, dc(f, 1.0)), half, dc(f, 0.0));
+  case IR_RESIZE_PYTORCH_HALF_PIXEL:
+    return sel(f, fcmp(f, LLVMRealOGT, len, dc(f, 1.0)), half, dc(f, 0.0));
   case IR_RESIZE_ALIGN_CORNERS:
     return sel(f, fcmp(f, LLVMRealOEQ, len, dc(f, 1.0)), dc(f, 0.0),
                fdiv(f, fmul(f, o, fsub(f, n, dc(f, 1.0))), fsub(f, len, dc(f, 1.0))));
@@ -81,7 +94,8 @@ static LLVMValueRef bound_int(jit_fn *f, LLVMValueRef fl, LLVMValueRef n) {
 
 static LLVMValueRef clamp_idx(jit_fn *f, LLVMValueRef i, LLVMValueRef n) {
   LLVMValueRef zero = jit_i64(f, 0);
-  LLVMValueRef v = sel(f, LLVMBuildICmp(f->b, LLVMIntSGE, i, n, ""), LLVMBuildSub(f->b, n, jit_i64(f, 1), ""), i);
+  LLVMValueRef v = sel(f, LLVMBuildICmp(f->b, LLVMIntSGE, i, n, ""),
+                       LLVMBuildSub(f->b, n, jit_i64(f, 1), ""), i);
   return sel(f, LLVMBuildICmp(f->b, LLVMIntSLT, i, zero, ""), zero, v);
 }
 
@@ -171,7 +185,8 @@ static void rsz_element(jit_fn *f, const rsz *q, const LLVMValueRef *coord, LLVM
   LLVMValueRef acc = dc(f, 0.0);
   if (q->ns == 1) {
     for (int t = 0; t < nt[0]; t++) {
-      LLVMValueRef v = jit_scalar_cast(f, q->dt, IR_DT_F64, jit_load(f, q->dt, in, jit_add(f, base, idx[0][t])));
+      LLVMValueRef v =
+          jit_scalar_cast(f, q->dt, IR_DT_F64, jit_load(f, q->dt, in, jit_add(f, base, idx[0][t])));
       acc = fadd(f, acc, fmul(f, w[0][t], v));
     }
   } else {

@@ -112,7 +112,8 @@ static bool same(const kiln_tensor *got, const kiln_tensor *want, char *why, siz
   kiln_dtype dt = kiln_tensor_dtype(got);
   int rank = kiln_tensor_rank(got);
   if (dt != kiln_tensor_dtype(want) || rank != kiln_tensor_rank(want) ||
-      memcmp(kiln_tensor_shape(got), kiln_tensor_shape(want), (size_t)rank * sizeof(int64_t)) != 0) {
+      memcmp(kiln_tensor_shape(got), kiln_tensor_shape(want), (size_t)rank * sizeof(int64_t)) !=
+          0) {
     snprintf(why, cap, "dtype or shape differs");
     return false;
   }
@@ -190,7 +191,8 @@ static kiln_context *context_or_skip(void) {
   char probe[600];
   snprintf(probe, sizeof probe, "%s/%s/model.onnx", NODE_DIR, PASSING[0]);
   FILE *f = fopen(probe, "rb");
-  if (!f) cr_skip_test("ONNX node test data not installed (%s; Debian: libonnx-testdata)", NODE_DIR);
+  if (!f)
+    cr_skip_test("ONNX node test data not installed (%s; Debian: libonnx-testdata)", NODE_DIR);
   fclose(f);
   kiln_context *ctx = kiln_context_new(NULL);
   cr_assert_not_null(ctx);

@@ -23,21 +23,21 @@ typedef struct rcase {
 } rcase;
 
 static const rcase SHAPES[] = {
-    {"2, 3, 4, 5", "2, 3, 8, 10"}, /* upsample by 2 */
-    {"1, 2, 7, 9", "1, 2, 3, 4"},  /* downsample */
-    {"1, 2, 3, 5", "1, 2, 7, 2"},  /* one axis up, the other down */
-    {"1, 1, 1, 1", "1, 1, 3, 2"},  /* from size 1 */
-    {"1, 2, 5, 4", "1, 2, 1, 1"},  /* to size 1 */
-    {"0, 2, 3, 3", "0, 2, 6, 6"},  /* an empty batch */
-    {"2, 3, 0, 4", "2, 3, 0, 2"},  /* an empty axis resized to empty */
-    {"6", "11"},                   /* rank 1: the one axis */
-    {"3, 5", "7, 2"},              /* rank 2 */
+    {"2, 3, 4, 5", "2, 3, 8, 10"},      /* upsample by 2 */
+    {"1, 2, 7, 9", "1, 2, 3, 4"},       /* downsample */
+    {"1, 2, 3, 5", "1, 2, 7, 2"},       /* one axis up, the other down */
+    {"1, 1, 1, 1", "1, 1, 3, 2"},       /* from size 1 */
+    {"1, 2, 5, 4", "1, 2, 1, 1"},       /* to size 1 */
+    {"0, 2, 3, 3", "0, 2, 6, 6"},       /* an empty batch */
+    {"2, 3, 0, 4", "2, 3, 0, 2"},       /* an empty axis resized to empty */
+    {"6", "11"},                        /* rank 1: the one axis */
+    {"3, 5", "7, 2"},                   /* rank 2 */
     {"2, 2, 3, 4, 4", "2, 2, 3, 5, 3"}, /* rank 5: three leading axes */
-    {"n, 3, h, 5", "n, 3, h + 3, 7"}, /* symbolic */
+    {"n, 3, h, 5", "n, 3, h + 3, 7"},   /* symbolic */
 };
 #define NSHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
 
-static const char *const COORDS[] = {"half_pixel", "pytorch_half_pixel", "align_corners",
+static const char *const COORDS[] = {"half_pixel", "pytorch_half_pixel",   "align_corners",
                                      "asymmetric", "tf_half_pixel_for_nn", "half_pixel_symmetric"};
 static const char *const ROUNDS[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
@@ -49,8 +49,12 @@ static void check(const char *op, const char *dt, const char *attrs, double tol)
   }
   char label[400];
   snprintf(label, sizeof label, "%s %s %s", op, dt, attrs ? attrs : "");
-  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,h=2;n=2,h=5;n=0,h=1",
-                   .seed = 71, .rtol = tol, .atol = tol};
+  oracle_case c = {.label = label,
+                   .mlir = gt_finish(t),
+                   .bindings = "n=1,h=2;n=2,h=5;n=0,h=1",
+                   .seed = 71,
+                   .rtol = tol,
+                   .atol = tol};
   ORACLE_ASSERT(&c);
   gt_free(t);
 }
@@ -59,8 +63,9 @@ Test(resize, nearest_every_coordinate_and_rounding_mode) {
   for (int c = 0; c < 6; c++)
     for (int r = 0; r < 4; r++) {
       char attrs[200];
-      snprintf(attrs, sizeof attrs, "{coordinate_transformation_mode = \"%s\", nearest_mode = \"%s\"}",
-               COORDS[c], ROUNDS[r]);
+      snprintf(attrs, sizeof attrs,
+               "{coordinate_transformation_mode = \"%s\", nearest_mode = \"%s\"}", COORDS[c],
+               ROUNDS[r]);
       check("mo.resize_nearest", "f32", attrs, 0);
     }
 }
@@ -68,8 +73,10 @@ Test(resize, nearest_every_coordinate_and_rounding_mode) {
 Test(resize, nearest_every_dtype_and_max_names) {
   check("mo.resize_nearest", "f64", NULL, 0);
   check("mo.resize_nearest", "si32", "{nearest_mode = \"half_up\"}", 0);
-  check("mo.resize_nearest", "si64", "{coordinate_transformation_mode = \"asymmetric\", "
-                                     "nearest_mode = \"down\"}", 0);
+  check("mo.resize_nearest", "si64",
+        "{coordinate_transformation_mode = \"asymmetric\", "
+        "nearest_mode = \"down\"}",
+        0);
   check("mo.resize", "si32", "{mode = \"nearest\", nearest_mode = \"up\"}", 0);
 }
 
@@ -81,8 +88,8 @@ Test(resize, linear_every_coordinate_mode) {
     check("mo.resize_linear", "f64", attrs, 1e-13);
   }
   check("mo.resize", "f32", NULL, 2e-6); /* bilinear, MAX's default */
-  check("mo.resize", "f64", "{mode = \"linear\", coordinate_transformation_mode = \"align_corners\"}",
-        1e-13);
+  check("mo.resize", "f64",
+        "{mode = \"linear\", coordinate_transformation_mode = \"align_corners\"}", 1e-13);
 }
 
 Test(resize, cubic_every_coordinate_mode_and_exclude_outside) {
@@ -90,9 +97,10 @@ Test(resize, cubic_every_coordinate_mode_and_exclude_outside) {
     char attrs[200];
     snprintf(attrs, sizeof attrs, "{coordinate_transformation_mode = \"%s\"}", COORDS[c]);
     check("mo.resize_bicubic", "f32", attrs, 2e-6);
-    snprintf(attrs, sizeof attrs,
-             "{coordinate_transformation_mode = \"%s\", cubic_coeff_a = -0.5, exclude_outside = true}",
-             COORDS[c]);
+    snprintf(
+        attrs, sizeof attrs,
+        "{coordinate_transformation_mode = \"%s\", cubic_coeff_a = -0.5, exclude_outside = true}",
+        COORDS[c]);
     check("mo.resize_bicubic", "f64", attrs, 1e-13);
   }
   check("mo.resize", "f32", "{mode = \"bicubic\"}", 2e-6);
@@ -103,7 +111,9 @@ Test(resize, cubic_every_coordinate_mode_and_exclude_outside) {
  * use the scale, not the dims' ratio */
 Test(resize, explicit_scales) {
   static const char *const ops[][2] = {
-      {"mo.resize_nearest", ""}, {"mo.resize_linear", ""}, {"mo.resize_bicubic", ""},
+      {"mo.resize_nearest", ""},
+      {"mo.resize_linear", ""},
+      {"mo.resize_bicubic", ""},
       {"mo.resize", "mode = \"cubic\", coordinate_transformation_mode = \"align_corners\", "},
       {"mo.resize_linear", "coordinate_transformation_mode = \"half_pixel_symmetric\", "}};
   for (int i = 0; i < 5; i++) {
@@ -113,8 +123,8 @@ Test(resize, explicit_scales) {
     snprintf(a2, sizeof a2, "{%sscale_h = 1.7, scale_w = 2.25}", ops[i][1]);
     gt_out(t, gt_op1(t, ops[i][0], a1, gt_in(t, "f32", "1, 1, 2, 4"), "f32", "1, 1, 1, 2"));
     gt_out(t, gt_op1(t, ops[i][0], a2, gt_in(t, "f32", "2, 3, 5"), "f32", "2, 5, 11"));
-    oracle_case c = {.label = ops[i][0], .mlir = gt_finish(t), .seed = 72, .rtol = 2e-6,
-                     .atol = 2e-6};
+    oracle_case c = {
+        .label = ops[i][0], .mlir = gt_finish(t), .seed = 72, .rtol = 2e-6, .atol = 2e-6};
     ORACLE_ASSERT(&c);
     gt_free(t);
   }
@@ -138,7 +148,9 @@ static void known(const char *label, const char *op, const char *attrs, const ch
 }
 
 Test(known, resize_nearest_upsample) {
-  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 4, 6},
+  oracle_expect e = {KILN_FLOAT32,
+                     4,
+                     {1, 1, 4, 6},
                      F32(1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4)};
   known("nearest x2 x3", "mo.resize_nearest", NULL, "1, 1, 2, 2", "1, 2, 3, 4", &e, 0);
 }
@@ -156,14 +168,18 @@ Test(known, resize_nearest_ceil_and_floor) {
 }
 
 Test(known, resize_linear_upsample) {
-  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 4, 4},
+  oracle_expect e = {KILN_FLOAT32,
+                     4,
+                     {1, 1, 4, 4},
                      F32(1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3,
                          3.25f, 3.75f, 4)};
   known("linear x2", "mo.resize_linear", NULL, "1, 1, 2, 2", "1, 2, 3, 4", &e, 0);
 }
 
 Test(known, resize_linear_align_corners) {
-  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 4, 4},
+  oracle_expect e = {KILN_FLOAT32,
+                     4,
+                     {1, 1, 4, 4},
                      F32(1, 4 / 3.f, 5 / 3.f, 2, 5 / 3.f, 2, 7 / 3.f, 8 / 3.f, 7 / 3.f, 8 / 3.f, 3,
                          10 / 3.f, 3, 10 / 3.f, 11 / 3.f, 4)};
   known("linear align_corners", "mo.resize_linear",
@@ -200,17 +216,18 @@ static void expect_rejected(const char *mlir, const char *what) {
   cr_expect(strstr(msg, what) != NULL, "kiln message '%s' does not mention '%s'", msg, what);
 }
 
-#define G(op, attrs, dt, in, out)                                                            \
-  "mo.graph @g(%x: !mo.tensor<[" in "], " dt ">) -> (!mo.tensor<[" out "], " dt ">) {\n"      \
-  "  %y = " op "(%x) " attrs " : (!mo.tensor<[" in "], " dt ">) -> !mo.tensor<[" out "], " dt \
+#define G(op, attrs, dt, in, out)                                                                  \
+  "mo.graph @g(%x: !mo.tensor<[" in "], " dt ">) -> (!mo.tensor<[" out "], " dt ">) {\n"           \
+  "  %y = " op "(%x) " attrs " : (!mo.tensor<[" in "], " dt ">) -> !mo.tensor<[" out "], " dt      \
   ">\n  mo.output %y : !mo.tensor<[" out "], " dt ">\n}\n"
 #define G1(op, attrs, in, out) G(op, attrs, "f32", in, out)
 
 Test(resize, bad_attributes_and_shapes_are_refused) {
   expect_rejected(G1("mo.resize", "{mode = \"area\"}", "1, 1, 2, 2", "1, 1, 4, 4"),
                   "2:3: attribute 'mode' of mo.resize is \"area\" but must be \"nearest\"");
-  expect_rejected(G1("mo.resize_linear", "{coordinate_transformation_mode = \"tf_crop_and_resize\"}",
-                     "1, 1, 2, 2", "1, 1, 4, 4"),
+  expect_rejected(G1("mo.resize_linear",
+                     "{coordinate_transformation_mode = \"tf_crop_and_resize\"}", "1, 1, 2, 2",
+                     "1, 1, 4, 4"),
                   "2:3: attribute 'coordinate_transformation_mode' of mo.resize_linear is "
                   "\"tf_crop_and_resize\"");
   expect_rejected(G1("mo.resize_nearest", "{nearest_mode = \"even\"}", "1, 1, 2, 2", "1, 1, 4, 4"),
@@ -242,7 +259,10 @@ Test(resize, bad_attributes_and_shapes_are_refused) {
 Test(resize, symbolic_empty_axis_is_a_run_time_error) {
   gt *t = gt_new("empty", "h");
   gt_out(t, gt_op1(t, "mo.resize_linear", NULL, gt_in(t, "f32", "1, h, 3"), "f32", "1, 4, 6"));
-  oracle_case c = {.label = "empty h", .mlir = gt_finish(t), .bindings = "h=0", .seed = 73,
+  oracle_case c = {.label = "empty h",
+                   .mlir = gt_finish(t),
+                   .bindings = "h=0",
+                   .seed = 73,
                    .expect_error = true};
   ORACLE_ASSERT(&c);
   gt_free(t);

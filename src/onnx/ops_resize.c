@@ -84,8 +84,10 @@ static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const dou
       else if (i < lead)
         return ox_unsupported(x, n, "Resize of axis %d (kiln resizes the last two axes)", i);
       else if (!st)
-        return ox_unsupported(x, n, "scales on the symbolic axis %d (the result's dim must be "
-                                    "known at import)", i);
+        return ox_unsupported(x, n,
+                              "scales on the symbolic axis %d (the result's dim must be "
+                              "known at import)",
+                              i);
       else
         dims[i] = ir_dim_const(x->ir->arena, (int64_t)floor((double)d * sc[i]));
       if (i >= lead) scale[2 - (rank - lead) + (i - lead)] = sc[i];
@@ -139,15 +141,15 @@ int ox_op_Resize(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
     ox_val *s = nin > 1 ? in[1] : NULL;
     return resize(x, n, a, s, NULL, mode, "asymmetric", "floor", out[0]);
   }
-  const char *coord = ox_attr_string(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof cb);
+  const char *coord =
+      ox_attr_string(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof cb);
   const char *round = ox_attr_string(n, "nearest_mode", "round_prefer_floor", rb, sizeof rb);
   if (strcmp(coord, "tf_crop_and_resize") == 0)
     return ox_unsupported(x, n, "coordinate_transformation_mode 'tf_crop_and_resize'");
   if (ox_attr_int(n, "antialias", 0) != 0) return ox_unsupported(x, n, "antialias");
   if (ox_attr(n, "axes")) return ox_unsupported(x, n, "the axes attribute");
   const char *kp = ox_attr_string(n, "keep_aspect_ratio_policy", "stretch", kb, sizeof kb);
-  if (strcmp(kp, "stretch") != 0)
-    return ox_unsupported(x, n, "keep_aspect_ratio_policy '%s'", kp);
+  if (strcmp(kp, "stretch") != 0) return ox_unsupported(x, n, "keep_aspect_ratio_policy '%s'", kp);
   ox_val *scales = nin > 2 ? in[2] : NULL, *sizes = nin > 3 ? in[3] : NULL;
   if (scales && (empty_tensor(scales) || (!scales->init && !scales->known && sizes))) scales = NULL;
   if (sizes && empty_tensor(sizes)) sizes = NULL;
