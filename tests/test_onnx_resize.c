@@ -75,13 +75,15 @@ static uint8_t *model_with_constants(const char *dir, size_t *len) {
   size_t nin = g->n_input, ninit = g->n_initializer, nextra = nin - 1;
   Onnx__TensorProto **inits = calloc(ninit + nextra + 1, sizeof *inits);
   Onnx__TensorProto **extra = calloc(nextra + 1, sizeof *extra);
+  char **own_names = calloc(nextra + 1, sizeof *own_names);
   uint8_t *out = NULL;
-  bool ok = inits && extra;
+  bool ok = inits && extra && own_names;
   for (size_t i = 0; ok && i < ninit; i++) inits[i] = g->initializer[i];
   for (size_t i = 0; ok && i < nextra; i++) {
     snprintf(path, sizeof path, "%.900s/test_data_set_0/input_%zu.pb", dir, i + 1);
     ok = (extra[i] = read_proto(path)) != NULL;
     if (ok) {
+      own_names[i] = extra[i]->name;
       extra[i]->name = g->input[i + 1]->name; /* borrowed, restored below */
       inits[ninit + i] = extra[i];
     }
@@ -99,10 +101,11 @@ static uint8_t *model_with_constants(const char *dir, size_t *len) {
   }
   for (size_t i = 0; extra && i < nextra; i++)
     if (extra[i]) {
-      extra[i]->name = NULL;
+      extra[i]->name = own_names[i];
       onnx__tensor_proto__free_unpacked(extra[i], NULL);
     }
   free(extra);
+  free(own_names);
   free(inits);
   onnx__model_proto__free_unpacked(mp, NULL);
   return out;
