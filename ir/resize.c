@@ -112,7 +112,7 @@ double ir_resize_coord_of(ir_resize_coord c, double o, double n, double m, doubl
 }
 
 double ir_resize_floor_bound(double fl, double n) {
-  return fl < -8.0 ? -8.0 : fl > n + 8.0 ? n + 8.0 : fl;
+  return !(fl >= -8.0) ? -8.0 : fl > n + 8.0 ? n + 8.0 : fl; /* NaN: -8 */
 }
 
 static int64_t clamp_idx(int64_t i, int64_t n) { return i < 0 ? 0 : i >= n ? n - 1 : i; }

@@ -66,7 +66,8 @@ double ir_resize_coord_of(ir_resize_coord c, double o, double n, double m, doubl
  * into [0, n), weights; the count (1, 2 or 4). */
 int ir_resize_taps(const ir_resize *p, double x, int64_t n, int64_t idx[4], double w[4]);
 /* floor(x) kept in [-8, n + 8] before it becomes an integer (a coordinate far
- * outside the axis reads the edge either way; no conversion overflows). */
+ * outside the axis reads the edge either way; no conversion overflows; NaN,
+ * which only absurd scales make, becomes -8). */
 double ir_resize_floor_bound(double fl, double n);
 
 #endif

@@ -88,7 +88,7 @@ static LLVMValueRef coord_of(jit_fn *f, ir_resize_coord c, LLVMValueRef o, LLVMV
 static LLVMValueRef bound_int(jit_fn *f, LLVMValueRef fl, LLVMValueRef n) {
   LLVMValueRef hi = fadd(f, n, dc(f, 8.0));
   LLVMValueRef v = sel(f, fcmp(f, LLVMRealOGT, fl, hi), hi, fl);
-  v = sel(f, fcmp(f, LLVMRealOLT, fl, dc(f, -8.0)), dc(f, -8.0), v);
+  v = sel(f, fcmp(f, LLVMRealULT, fl, dc(f, -8.0)), dc(f, -8.0), v); /* NaN too */
   return LLVMBuildFPToSI(f->b, v, f->t_i64, "");
 }
 

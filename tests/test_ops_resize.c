@@ -130,6 +130,26 @@ Test(resize, explicit_scales) {
   }
 }
 
+/* scales far from the dims' ratio (a denormal, a huge one) put coordinates at
+ * infinity or NaN: the taps stay inside the operand and both sides agree */
+Test(resize, absurd_scales_stay_in_bounds) {
+  static const char *const modes[] = {"half_pixel", "half_pixel_symmetric", "asymmetric"};
+  static const char *const ops[] = {"mo.resize_nearest", "mo.resize_linear", "mo.resize_bicubic"};
+  for (int m = 0; m < 3; m++)
+    for (int o = 0; o < 3; o++) {
+      gt *t = gt_new("absurd", NULL);
+      char attrs[200];
+      snprintf(attrs, sizeof attrs,
+               "{coordinate_transformation_mode = \"%s\", scale_h = 1e-310, scale_w = 1e300}",
+               modes[m]);
+      gt_out(t, gt_op1(t, ops[o], attrs, gt_in(t, "f64", "2, 3, 4"), "f64", "2, 5, 3"));
+      oracle_case c = {.label = attrs, .mlir = gt_finish(t), .seed = 74, .rtol = 1e-13,
+                       .atol = 1e-13};
+      ORACLE_ASSERT(&c);
+      gt_free(t);
+    }
+}
+
 /* ---- hand-worked (ONNX's Resize examples) ---- */
 
 static void known(const char *label, const char *op, const char *attrs, const char *in_shape,
