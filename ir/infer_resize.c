@@ -1,8 +1,9 @@
 /* infer_resize.c - the shape rule of the resizing class (mo.resize,
  * resize_nearest, resize_linear, resize_bicubic; ops.def documents them):
  * the result is the declared type, of the operand's rank and dtype, with
- * the leading axes (all but the last two) unchanged and an empty resized
- * axis only resized to empty.
+ * every axis whose dims differ (or that a scale attribute names) resized,
+ * at most IR_RESIZE_MAX_TAPS taps per element, and an empty resized axis
+ * only resized to empty.
  *
  * Assumes ir_infer_node has checked the counts and the operand's dtype set.
  * Guarantees the kernels a well-formed node: every mode name known, the
@@ -65,6 +66,20 @@ static int check_attrs(ctx *c, ir_dtype dt) {
   return 0;
 }
 
+/* The taps an element reads: at most IR_RESIZE_MAX_TAPS (the kernels unroll
+ * them). */
+static int check_taps(ctx *c, const ir_resize *p, int naxes) {
+  int per = ir_resize_ntaps(p);
+  int64_t taps = 1;
+  for (int i = 0; i < naxes && taps <= IR_RESIZE_MAX_TAPS; i++) taps *= per;
+  if (taps > IR_RESIZE_MAX_TAPS)
+    return ir_infer_fail(c,
+                         "mo.%s: %s interpolation over %d axes reads more than %d elements per "
+                         "result element (at most 8 axes linear, 4 cubic)",
+                         c->op, per == 2 ? "linear" : "cubic", naxes, IR_RESIZE_MAX_TAPS);
+  return 0;
+}
+
 int ir_infer_resize(ctx *c, ir_type *r) {
   const ir_type *t = &c->n->in[0]->type, *d;
   if (check_attrs(c, t->dtype) != 0 || ir_infer_declared(c, &d) != 0) return -1;
@@ -75,19 +90,18 @@ int ir_infer_resize(ctx *c, ir_type *r) {
                          "mo.%s: the result has rank %d but operand 0 has rank %d (resizing "
                          "keeps the rank)",
                          c->op, d->rank, t->rank);
-  int lead = t->rank > 2 ? t->rank - 2 : 0;
+  ir_resize p;
+  if (!ir_resize_read(c->n, &p)) return ir_infer_fail(c, "mo.%s: malformed attributes", c->op);
+  if (t->rank == 1 && p.scale[0] > 0)
+    return ir_infer_fail(c, "attribute 'scale_h' of mo.%s names axis -2 but operand 0 has rank 1",
+                         c->op);
+  bool resized[IR_MAX_RANK];
+  if (check_taps(c, &p, ir_resize_axes(c->n, &p, resized)) != 0) return -1;
   char s1[96], s2[96], what[400];
   for (int i = 0; i < t->rank; i++) {
+    if (!resized[i]) continue;
     ir_infer_dim_str(s1, sizeof s1, t->dims[i]);
     ir_infer_dim_str(s2, sizeof s2, d->dims[i]);
-    if (i < lead) {
-      snprintf(what, sizeof what,
-               "mo.%s: axis %d of the result is %s but operand 0's is %s (only "
-               "the last two axes resize)",
-               c->op, i, s2, s1);
-      if (ir_infer_need(c, IR_CHECK_EQ, d->dims[i], t->dims[i], what) != 0) return -1;
-      continue;
-    }
     int64_t n, m;
     bool sn = ir_dim_is_const(t->dims[i], &n), sm = ir_dim_is_const(d->dims[i], &m);
     if (sm && m == 0) continue;

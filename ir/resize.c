@@ -89,6 +89,25 @@ bool ir_resize_read(const ir_node *n, ir_resize *p) {
   return true;
 }
 
+double ir_resize_scale_of(const ir_resize *p, int i, int r) {
+  return i == r - 1 ? p->scale[1] : i == r - 2 ? p->scale[0] : 0.0;
+}
+
+int ir_resize_axes(const ir_node *n, const ir_resize *p, bool resized[IR_MAX_RANK]) {
+  const ir_type *x = &n->in[0]->type, *y = &n->out[0]->type;
+  int k = 0;
+  for (int i = 0; i < x->rank && i < IR_MAX_RANK; i++) {
+    resized[i] = i >= y->rank || !ir_dim_equal(x->dims[i], y->dims[i]) ||
+                 ir_resize_scale_of(p, i, x->rank) > 0;
+    k += resized[i];
+  }
+  return k;
+}
+
+int ir_resize_ntaps(const ir_resize *p) {
+  return p->interp == IR_RESIZE_NEAREST ? 1 : p->interp == IR_RESIZE_LINEAR ? 2 : 4;
+}
+
 void ir_resize_axis(double sa, int64_t n, int64_t m, double *s, double *len) {
   if (sa > 0) {
     *s = sa;

@@ -57,6 +57,20 @@ typedef struct ir_resize {
  * reports those; a verified node never fails). */
 bool ir_resize_read(const ir_node *n, ir_resize *p);
 
+/* At most this many taps per result element (linear over 8 axes, cubic
+ * over 4): the kernels unroll them. */
+#define IR_RESIZE_MAX_TAPS 256
+
+/* The scale attribute of axis i of a rank-r operand: scale_h for axis r - 2,
+ * scale_w for axis r - 1, else 0. */
+double ir_resize_scale_of(const ir_resize *p, int i, int r);
+/* Which axes node n resizes (ops.def): those whose result dim is not the
+ * operand's dim, and those a scale attribute names; the count. The others
+ * are copied. Reads the node's types only, so every side agrees. */
+int ir_resize_axes(const ir_node *n, const ir_resize *p, bool resized[IR_MAX_RANK]);
+/* Taps per axis of p's interpolation: 1, 2 or 4. */
+int ir_resize_ntaps(const ir_resize *p);
+
 /* The per-axis constants of resizing n elements to m with scale attribute
  * sa (0: m / n): *s the scale and *len the resized length L (ops.def). */
 void ir_resize_axis(double sa, int64_t n, int64_t m, double *s, double *len);

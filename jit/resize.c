@@ -1,10 +1,11 @@
 /* resize.c - lowering of the resizing class (mo.resize, resize_nearest,
  * resize_linear, resize_bicubic), for the host and for SIMT targets.
  *
- * Each result element is computed on its own: per resized axis (the last
- * two, or the one of a rank-1 operand) its coordinate, taps and weights,
- * then the weighted sum of the taps' elements in double, rounded once
- * (nearest copies the one element, any dtype). The arithmetic is
+ * Each result element is computed on its own: per resized axis (those whose
+ * dims differ or that a scale names: ir_resize_axes) its coordinate, taps
+ * and weights, then the weighted sum of the taps' elements in double,
+ * rounded once (nearest copies the one element, any dtype); the taps are
+ * unrolled (at most IR_RESIZE_MAX_TAPS). The arithmetic is
  * ir/resize.c's, emitted operation for operation in the same order, so the
  * kernels match the interpreter. Tap indices are clamped into the axis, so
  * no load leaves the operand; the shape rule guarantees a resized axis is
@@ -20,23 +21,27 @@
 typedef struct rsz {
   ir_resize p;
   ir_dtype dt;
-  int rank, lead, ns; /* ns resized axes: lead .. rank - 1 */
-  LLVMValueRef xd[IR_MAX_RANK], yd[IR_MAX_RANK];
+  int rank;
+  bool rs[IR_MAX_RANK]; /* the resized axes (ir_resize_axes); the others are copied */
+  LLVMValueRef xd[IR_MAX_RANK], yd[IR_MAX_RANK], st[IR_MAX_RANK]; /* st: operand strides */
 } rsz;
 
 static int rsz_setup(jit_fn *f, rsz *q) {
   const ir_node *n = f->node;
-  if (!ir_resize_read(n, &q->p))
-    return jit_fn_error(f, "mo.%s: malformed resize attributes", ir_op_get(n->op)->name);
+  const char *name = ir_op_get(n->op)->name;
+  if (!ir_resize_read(n, &q->p)) return jit_fn_error(f, "mo.%s: malformed resize attributes", name);
   q->dt = n->in[0]->type.dtype;
   q->rank = n->in[0]->type.rank;
-  if (q->rank < 1 || n->out[0]->type.rank != q->rank)
-    return jit_fn_error(f, "mo.%s: the operand and result need one rank >= 1",
-                        ir_op_get(n->op)->name);
-  q->lead = q->rank > 2 ? q->rank - 2 : 0;
-  q->ns = q->rank - q->lead;
+  if (q->rank < 1 || q->rank > IR_MAX_RANK || n->out[0]->type.rank != q->rank)
+    return jit_fn_error(f, "mo.%s: the operand and result need one rank >= 1", name);
+  int64_t taps = 1;
+  for (int i = ir_resize_axes(n, &q->p, q->rs); i > 0; i--) taps *= ir_resize_ntaps(&q->p);
+  if (taps > IR_RESIZE_MAX_TAPS)
+    return jit_fn_error(f, "mo.%s: more than %d taps per element", name, IR_RESIZE_MAX_TAPS);
   jit_shape(f, &n->in[0]->type, q->xd);
   jit_shape(f, &n->out[0]->type, q->yd);
+  for (int i = q->rank - 1; i >= 0; i--)
+    q->st[i] = i == q->rank - 1 ? jit_i64(f, 1) : jit_mul(f, q->st[i + 1], q->xd[i + 1]);
   return 0;
 }
 
@@ -164,38 +169,42 @@ static int taps(jit_fn *f, const rsz *q, int axis, double sa, LLVMValueRef co, L
   return 4;
 }
 
-/* Result element oidx at coordinates coord[0 .. rank). */
+/* Result element oidx at coordinates coord[0 .. rank): the taps in the
+ * interpreter's order (row-major over the resized axes), each weight the
+ * product of the axes' weights from the first. */
 static void rsz_element(jit_fn *f, const rsz *q, const LLVMValueRef *coord, LLVMValueRef oidx) {
-  LLVMValueRef base = jit_i64(f, 0);
-  for (int i = 0; i < q->lead; i++) base = jit_add(f, jit_mul(f, base, q->xd[i]), coord[i]);
-  LLVMValueRef idx[2][4], w[2][4], wn = jit_i64(f, 1);
-  int nt[2] = {1, 1};
-  for (int k = 0; k < q->ns; k++) {
-    int axis = q->lead + k;
-    base = jit_mul(f, base, q->xd[axis]);
-    nt[k] = taps(f, q, axis, q->p.scale[2 - q->ns + k], coord[axis], idx[k], w[k]);
+  LLVMValueRef idx[IR_MAX_RANK][4], w[IR_MAX_RANK][4];
+  int nt[IR_MAX_RANK];
+  for (int i = 0; i < q->rank; i++) {
+    nt[i] = 0;
+    idx[i][0] = coord[i];
+    if (q->rs[i])
+      nt[i] = taps(f, q, i, ir_resize_scale_of(&q->p, i, q->rank), coord[i], idx[i], w[i]);
   }
-  if (q->ns == 2) wn = q->xd[q->lead + 1];
   LLVMValueRef in = jit_in(f, 0);
   if (q->p.interp == IR_RESIZE_NEAREST) {
-    LLVMValueRef src = q->ns == 2 ? jit_add(f, jit_mul(f, idx[0][0], wn), idx[1][0]) : idx[0][0];
-    jit_store(f, q->dt, jit_out(f, 0), oidx, jit_load(f, q->dt, in, jit_add(f, base, src)));
+    LLVMValueRef src = jit_i64(f, 0);
+    for (int i = 0; i < q->rank; i++) src = jit_add(f, src, jit_mul(f, idx[i][0], q->st[i]));
+    jit_store(f, q->dt, jit_out(f, 0), oidx, jit_load(f, q->dt, in, src));
     return;
   }
+  int k[IR_MAX_RANK] = {0};
   LLVMValueRef acc = dc(f, 0.0);
-  if (q->ns == 1) {
-    for (int t = 0; t < nt[0]; t++) {
-      LLVMValueRef v =
-          jit_scalar_cast(f, q->dt, IR_DT_F64, jit_load(f, q->dt, in, jit_add(f, base, idx[0][t])));
-      acc = fadd(f, acc, fmul(f, w[0][t], v));
+  for (;;) {
+    LLVMValueRef src = jit_i64(f, 0), wt = NULL;
+    for (int i = 0; i < q->rank; i++) {
+      src = jit_add(f, src, jit_mul(f, idx[i][nt[i] ? k[i] : 0], q->st[i]));
+      if (nt[i]) wt = wt ? fmul(f, wt, w[i][k[i]]) : w[i][k[i]];
     }
-  } else {
-    for (int th = 0; th < nt[0]; th++)
-      for (int tw = 0; tw < nt[1]; tw++) {
-        LLVMValueRef src = jit_add(f, base, jit_add(f, jit_mul(f, idx[0][th], wn), idx[1][tw]));
-        LLVMValueRef v = jit_scalar_cast(f, q->dt, IR_DT_F64, jit_load(f, q->dt, in, src));
-        acc = fadd(f, acc, fmul(f, fmul(f, w[0][th], w[1][tw]), v));
-      }
+    LLVMValueRef v = jit_scalar_cast(f, q->dt, IR_DT_F64, jit_load(f, q->dt, in, src));
+    acc = fadd(f, acc, fmul(f, wt ? wt : dc(f, 1.0), v));
+    int i = q->rank - 1;
+    for (; i >= 0; i--) {
+      if (!nt[i]) continue;
+      if (++k[i] < nt[i]) break;
+      k[i] = 0;
+    }
+    if (i < 0) break;
   }
   jit_store(f, q->dt, jit_out(f, 0), oidx, jit_scalar_cast(f, IR_DT_F64, q->dt, acc));
 }

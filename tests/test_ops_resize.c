@@ -2,7 +2,8 @@
  * mo.resize_bicubic: the JIT against the reference interpreter over f32 and
  * f64 (and si32 / si64 for nearest), every interpolation, coordinate
  * transformation and rounding mode, upsampling and downsampling, size-1 and
- * size-0 dims, ranks 1 to 4, symbolic dims and explicit scales; answers
+ * size-0 dims, ranks 1 to 5 with any axes resized, symbolic dims and
+ * explicit scales; answers
  * worked by hand (ONNX's Resize examples); bad attributes and shapes refused
  * at line:col.
  * Both sides compute coordinates and weights with the same double
@@ -32,7 +33,9 @@ static const rcase SHAPES[] = {
     {"2, 3, 0, 4", "2, 3, 0, 2"},       /* an empty axis resized to empty */
     {"6", "11"},                        /* rank 1: the one axis */
     {"3, 5", "7, 2"},                   /* rank 2 */
-    {"2, 2, 3, 4, 4", "2, 2, 3, 5, 3"}, /* rank 5: three leading axes */
+    {"2, 2, 3, 4, 4", "2, 2, 3, 5, 3"}, /* rank 5: three copied axes */
+    {"2, 3, 4, 5", "3, 1, 4, 7"},       /* batch, channels and W; H copied */
+    {"3, 2, 4", "5, 4, 2"},             /* three axes */
     {"n, 3, h, 5", "n, 3, h + 3, 7"},   /* symbolic */
 };
 #define NSHAPES (int)(sizeof SHAPES / sizeof SHAPES[0])
@@ -143,8 +146,8 @@ Test(resize, absurd_scales_stay_in_bounds) {
                "{coordinate_transformation_mode = \"%s\", scale_h = 1e-310, scale_w = 1e300}",
                modes[m]);
       gt_out(t, gt_op1(t, ops[o], attrs, gt_in(t, "f64", "2, 3, 4"), "f64", "2, 5, 3"));
-      oracle_case c = {.label = attrs, .mlir = gt_finish(t), .seed = 74, .rtol = 1e-13,
-                       .atol = 1e-13};
+      oracle_case c = {
+          .label = attrs, .mlir = gt_finish(t), .seed = 74, .rtol = 1e-13, .atol = 1e-13};
       ORACLE_ASSERT(&c);
       gt_free(t);
     }
@@ -225,6 +228,21 @@ Test(known, resize_bicubic_half_way) {
         "{coordinate_transformation_mode = \"align_corners\"}", "1, 1, 1, 3", "0, 1, 1", &o, 1e-7);
 }
 
+/* the batch axis resized (the others copied): align_corners puts 0.5 between
+ * the two images */
+Test(known, resize_linear_any_axis) {
+  gt *t = gt_new("known", NULL);
+  int x = gt_const(t, "f32", "2, 1, 2", "0, 2, 4, 6");
+  gt_out(t, gt_op1(t, "mo.resize_linear", "{coordinate_transformation_mode = \"align_corners\"}", x,
+                   "f32", "3, 1, 2"));
+  oracle_expect e = {KILN_FLOAT32, 3, {3, 1, 2}, F32(0, 2, 2, 4, 4, 6)};
+  oracle_report *r = calloc(1, sizeof *r);
+  cr_assert(r);
+  cr_expect_eq(oracle_known("any axis", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);
+  free(r);
+  gt_free(t);
+}
+
 /* ---- refused ---- */
 
 static void expect_rejected(const char *mlir, const char *what) {
@@ -260,8 +278,11 @@ Test(resize, bad_attributes_and_shapes_are_refused) {
                   "attribute 'mode' of mo.resize must be");
   expect_rejected(G1("mo.resize_linear", "{scale_h = -2.0}", "1, 1, 2, 2", "1, 1, 4, 4"),
                   "2:3: attribute 'scale_h' of mo.resize_linear is -2 but must be > 0");
-  expect_rejected(G1("mo.resize_linear", "", "2, 3, 4, 4", "2, 5, 8, 8"),
-                  "2:3: mo.resize_linear: axis 1 of the result is 5 but operand 0's is 3");
+  expect_rejected(G1("mo.resize_bicubic", "", "2, 3, 4, 4, 5", "3, 4, 5, 5, 6"),
+                  "2:3: mo.resize_bicubic: cubic interpolation over 5 axes reads more than 256");
+  expect_rejected(G1("mo.resize_linear", "{scale_h = 2.0}", "5", "10"),
+                  "2:3: attribute 'scale_h' of mo.resize_linear names axis -2 but operand 0 has "
+                  "rank 1");
   expect_rejected(G1("mo.resize_linear", "", "3, 4", "3, 4, 1"),
                   "mo.resize_linear: the result has rank 3 but operand 0 has rank 2");
   expect_rejected(G1("mo.resize_bicubic", "", "1, 1, 0, 4", "1, 1, 2, 4"),

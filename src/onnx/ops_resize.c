@@ -6,11 +6,12 @@
  * initializer or Constant) folded to the result dims as ONNX computes them
  * (floor(dim * scale)); scales or sizes computed at run time are reported
  * unsupported. A scale that does not divide its dim still sets the
- * coordinates (kiln's scale_h / scale_w). kiln resizes the last two axes
- * (NCHW's H and W), so a Resize that changes another axis, `axes`,
- * antialias, keep_aspect_ratio_policy other than "stretch" and
- * tf_crop_and_resize are reported unsupported. Resize-10 and Upsample use
- * the asymmetric transform and round nearest down, as those opsets did. */
+ * coordinates (kiln's scale_h / scale_w, which name the last two axes; on
+ * another axis such a scale is reported unsupported). An axis of scale 1
+ * is copied. `axes`, antialias, keep_aspect_ratio_policy other than
+ * "stretch" and tf_crop_and_resize are reported unsupported. Resize-10 and
+ * Upsample use the asymmetric transform and round nearest down, as those
+ * opsets did. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,7 +66,7 @@ static void op_attrs(ox *x, const Onnx__NodeProto *n, bool cubic, const char *co
  * resized axes into scale[2] (0: none given). 0, -1 or 1 (unsupported). */
 static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const double *sc,
                     const int64_t *sz, const ir_dim **dims, double scale[2]) {
-  int rank = t->rank, lead = rank > 2 ? rank - 2 : 0;
+  int rank = t->rank;
   scale[0] = scale[1] = 0;
   for (int i = 0; i < rank; i++) {
     int64_t d;
@@ -73,24 +74,28 @@ static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const dou
     if (sz) {
       if (sz[i] < 0)
         return ox_fail(x, KILN_ERR_VERIFY, "sizes[%d] = %lld is negative", i, (long long)sz[i]);
-      if (i < lead && !(st && d == sz[i]))
-        return ox_unsupported(x, n, "Resize of axis %d (kiln resizes the last two axes)", i);
-      dims[i] = i < lead ? t->dims[i] : ir_dim_const(x->ir->arena, sz[i]);
+      dims[i] = st && d == sz[i] ? t->dims[i] : ir_dim_const(x->ir->arena, sz[i]);
     } else {
       if (!(sc[i] > 0) || !isfinite(sc[i]))
         return ox_fail(x, KILN_ERR_VERIFY, "scales[%d] = %g must be > 0", i, sc[i]);
-      if (sc[i] == 1.0)
+      if (sc[i] == 1.0) {
         dims[i] = t->dims[i];
-      else if (i < lead)
-        return ox_unsupported(x, n, "Resize of axis %d (kiln resizes the last two axes)", i);
-      else if (!st)
+      } else if (!st) {
         return ox_unsupported(x, n,
                               "scales on the symbolic axis %d (the result's dim must be "
                               "known at import)",
                               i);
-      else
-        dims[i] = ir_dim_const(x->ir->arena, (int64_t)floor((double)d * sc[i]));
-      if (i >= lead) scale[2 - (rank - lead) + (i - lead)] = sc[i];
+      } else {
+        int64_t m = (int64_t)floor((double)d * sc[i]);
+        dims[i] = ir_dim_const(x->ir->arena, m);
+        if (i >= rank - 2)
+          scale[i - (rank - 2)] = sc[i];
+        else if ((double)m / (double)d != sc[i])
+          return ox_unsupported(x, n,
+                                "scale %g of axis %d is not the ratio of its dims (kiln's "
+                                "scale attributes name the last two axes)",
+                                sc[i], i);
+      }
     }
     if (!dims[i]) return ox_fail(x, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
