@@ -57,9 +57,37 @@ static Onnx__TensorProto *read_proto(const char *path) {
   return t;
 }
 
+/* The dims of value vi named d0, d1, ... (prefix p), each static one's
+ * value saved in saved[]; undo puts the values back. */
+static void symbolic_dims(Onnx__ValueInfoProto *vi, char p, int64_t *saved, bool undo) {
+  static char names[2][8][3];
+  Onnx__TensorShapeProto *sh =
+      vi && vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+              vi->type->tensor_type
+          ? vi->type->tensor_type->shape
+          : NULL;
+  for (size_t k = 0; sh && k < sh->n_dim && k < 8; k++) {
+    Onnx__TensorShapeProto__Dimension *d = sh->dim[k];
+    if (undo) {
+      if (saved[k] < 0) continue;
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = saved[k];
+      continue;
+    }
+    saved[k] = -1;
+    if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+    saved[k] = d->dim_value;
+    char *nm = names[p == 'o'][k];
+    nm[0] = p, nm[1] = (char)('0' + k), nm[2] = 0;
+    d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+    d->dim_param = nm;
+  }
+}
+
 /* The test's model with graph inputs 1.. made initializers (from
- * test_data_set_0), packed into a malloc'd buffer (*len); NULL on failure. */
-static uint8_t *model_with_constants(const char *dir, size_t *len) {
+ * test_data_set_0), packed into a malloc'd buffer (*len); NULL on failure.
+ * symbolic: the dims of X and Y are symbols. */
+static uint8_t *model_with_constants(const char *dir, bool symbolic, size_t *len) {
   char path[1024];
   snprintf(path, sizeof path, "%.900s/model.onnx", dir);
   size_t n = 0;
@@ -88,6 +116,11 @@ static uint8_t *model_with_constants(const char *dir, size_t *len) {
       inits[ninit + i] = extra[i];
     }
   }
+  int64_t saved_in[8], saved_out[8];
+  if (ok && symbolic) {
+    symbolic_dims(g->input[0], 'd', saved_in, false);
+    symbolic_dims(g->n_output ? g->output[0] : NULL, 'o', saved_out, false);
+  }
   if (ok) {
     Onnx__TensorProto **old_init = g->initializer;
     g->initializer = inits;
@@ -98,6 +131,10 @@ static uint8_t *model_with_constants(const char *dir, size_t *len) {
     g->initializer = old_init;
     g->n_initializer = ninit;
     g->n_input = nin;
+  }
+  if (ok && symbolic) {
+    symbolic_dims(g->input[0], 'd', saved_in, true);
+    symbolic_dims(g->n_output ? g->output[0] : NULL, 'o', saved_out, true);
   }
   for (size_t i = 0; extra && i < nextra; i++)
     if (extra[i]) {
@@ -142,11 +179,12 @@ static bool same(const kiln_tensor *got, const kiln_tensor *want, char *why, siz
 
 /* Import, compile and run test `name` with constants; 0, or -1 with why;
  * *code the import's status code. */
-static int run_one(kiln_context *ctx, const char *name, kiln_code *code, char *why, size_t cap) {
+static int run_one(kiln_context *ctx, const char *name, bool symbolic, kiln_code *code, char *why,
+                   size_t cap) {
   char dir[512], path[1024];
   snprintf(dir, sizeof dir, "%s/%s", NODE_DIR, name);
   size_t len = 0;
-  uint8_t *model = model_with_constants(dir, &len);
+  uint8_t *model = model_with_constants(dir, symbolic, &len);
   *code = KILN_OK;
   if (!model) {
     snprintf(why, cap, "cannot read the test");
@@ -207,7 +245,8 @@ Test(onnx_resize, node_tests_with_constant_scales_and_sizes) {
   for (int i = 0; i < NPASSING; i++) {
     char why[2048] = "";
     kiln_code code;
-    cr_expect_eq(run_one(ctx, PASSING[i], &code, why, sizeof why), 0, "%s: %s", PASSING[i], why);
+    cr_expect_eq(run_one(ctx, PASSING[i], false, &code, why, sizeof why), 0, "%s: %s", PASSING[i],
+                 why);
   }
   kiln_context_free(ctx);
 }
@@ -216,9 +255,32 @@ Test(onnx_resize, crop_and_resize_is_refused_by_name) {
   kiln_context *ctx = context_or_skip();
   char why[2048] = "";
   kiln_code code;
-  cr_expect_neq(run_one(ctx, "test_resize_tf_crop_and_resize", &code, why, sizeof why), 0);
+  cr_expect_neq(run_one(ctx, "test_resize_tf_crop_and_resize", false, &code, why, sizeof why), 0);
   cr_expect_eq(code, KILN_ERR_UNSUPPORTED, "%s", why);
   cr_expect(strstr(why, "Resize") && strstr(why, "tf_crop_and_resize"), "%s", why);
+  kiln_context_free(ctx);
+}
+
+/* X of symbolic dims: whole scales fold into dim * k (a model that takes any
+ * image size) */
+Test(onnx_resize, whole_scales_on_symbolic_dims) {
+  kiln_context *ctx = context_or_skip();
+  static const char *const tests[] = {
+      "test_resize_upsample_scales_nearest", "test_resize_upsample_scales_linear",
+      "test_resize_upsample_scales_cubic", "test_resize_upsample_scales_cubic_asymmetric",
+      "test_upsample_nearest"};
+  for (int i = 0; i < 5; i++) {
+    char why[2048] = "";
+    kiln_code code;
+    cr_expect_eq(run_one(ctx, tests[i], true, &code, why, sizeof why), 0, "%s: %s", tests[i], why);
+  }
+  /* a scale of 0.6 on a symbolic dim: refused, naming it */
+  char why[2048] = "";
+  kiln_code code;
+  cr_expect_neq(run_one(ctx, "test_resize_downsample_scales_linear", true, &code, why, sizeof why),
+                0);
+  cr_expect_eq(code, KILN_ERR_UNSUPPORTED, "%s", why);
+  cr_expect(strstr(why, "scale 0.6 on the symbolic axis 2"), "%s", why);
   kiln_context_free(ctx);
 }
 

@@ -4,14 +4,14 @@
  * kiln's result shapes are declared types, so the output size must be known
  * at import: `sizes` (integers, known data) or `scales` (floats, an
  * initializer or Constant) folded to the result dims as ONNX computes them
- * (floor(dim * scale)); scales or sizes computed at run time are reported
- * unsupported. A scale that does not divide its dim still sets the
- * coordinates (kiln's scale_h / scale_w, which name the last two axes; on
- * another axis such a scale is reported unsupported). An axis of scale 1
- * is copied. `axes`, antialias, keep_aspect_ratio_policy other than
- * "stretch" and tf_crop_and_resize are reported unsupported. Resize-10 and
- * Upsample use the asymmetric transform and round nearest down, as those
- * opsets did. */
+ * (floor(dim * scale); on a symbolic dim a whole scale k gives dim * k and,
+ * on the last two axes, 1 / k gives dim floordiv k); scales or sizes
+ * computed at run time are reported unsupported. A scale that does not divide its dim still sets
+ * the coordinates (kiln's scale_h / scale_w, which name the last two axes; on another axis such a
+ * scale is reported unsupported). An axis of scale 1 is copied. `axes`, antialias,
+ * keep_aspect_ratio_policy other than "stretch" and tf_crop_and_resize are reported unsupported.
+ * Resize-10 and Upsample use the asymmetric transform and round nearest down, as those opsets did.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -64,6 +64,23 @@ static void op_attrs(ox *x, const Onnx__NodeProto *n, bool cubic, const char *co
 
 /* The result dims from sizes (sz) or scales (sc); the scales of the
  * resized axes into scale[2] (0: none given). 0, -1 or 1 (unsupported). */
+/* floor(d * s) for a symbolic dim d: d * k for a whole scale k, d floordiv k
+ * for s = 1 / k where a scale attribute carries s (last: the axis is one of
+ * the last two). 0, 1 for any other scale, -1 out of memory. */
+static int symbolic_dim(ox *x, const ir_dim *d, double s, bool last, const ir_dim **out) {
+  ir_arena *a = x->ir->arena;
+  *out = NULL;
+  if (s >= 1.0 && s <= 65536.0 && s == floor(s)) {
+    *out = ir_dim_mul(a, d, ir_dim_const(a, (int64_t)s));
+  } else if (last && s < 1.0 && 1.0 / s <= 65536.0 && 1.0 / s == floor(1.0 / s) &&
+             1.0 / floor(1.0 / s) == s) {
+    *out = ir_dim_floordiv(a, d, (int64_t)(1.0 / s), NULL);
+  } else {
+    return 1;
+  }
+  return *out ? 0 : ox_fail(x, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+}
+
 static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const double *sc,
                     const int64_t *sz, const ir_dim **dims, double scale[2]) {
   int rank = t->rank;
@@ -81,10 +98,14 @@ static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const dou
       if (sc[i] == 1.0) {
         dims[i] = t->dims[i];
       } else if (!st) {
-        return ox_unsupported(x, n,
-                              "scales on the symbolic axis %d (the result's dim must be "
-                              "known at import)",
-                              i);
+        int rc = symbolic_dim(x, t->dims[i], sc[i], i >= rank - 2, &dims[i]);
+        if (rc < 0) return -1;
+        if (rc > 0)
+          return ox_unsupported(x, n,
+                                "scale %g on the symbolic axis %d (kiln folds integer scales "
+                                "k and, on the last two axes, 1 / k there)",
+                                sc[i], i);
+        if (i >= rank - 2) scale[i - (rank - 2)] = sc[i];
       } else {
         int64_t m = (int64_t)floor((double)d * sc[i]);
         dims[i] = ir_dim_const(x->ir->arena, m);
