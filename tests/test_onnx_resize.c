@@ -5,8 +5,10 @@
  * known at import), so test_onnx_node reports them unsupported. Here every
  * graph input after X becomes an initializer holding the test's data, the
  * way a deployed model carries them, and the result must match ONNX's
- * (rtol 1e-3, atol 1e-5 as test_onnx_node; nearest exactly). Run-time
- * scales and tf_crop_and_resize stay refused, each with a message saying so.
+ * (rtol 1e-3, atol 1e-5 as test_onnx_node). The upsampling ones also run
+ * with X's dims made symbols (whole scales fold into dim * k). Run-time
+ * scales, a scale of 0.6 on a symbolic dim and tf_crop_and_resize stay
+ * refused, each with a message saying so.
  * Skips when the test data is not installed. */
 #include <criterion/criterion.h>
 #include <math.h>
