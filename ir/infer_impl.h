@@ -19,6 +19,8 @@ int ir_infer_dim_fail(ir_infer_ctx *c); /* dim arithmetic overflowed */
 /* Attributes through the op's schema (kind, requiredness, default). */
 int ir_infer_attr_int(ir_infer_ctx *c, const char *name, int64_t *out);
 int ir_infer_attr_bool(ir_infer_ctx *c, const char *name, bool *out);
+int ir_infer_attr_float(ir_infer_ctx *c, const char *name, double *out);
+int ir_infer_attr_string(ir_infer_ctx *c, const char *name, const char **out);
 int ir_infer_attr_ints(ir_infer_ctx *c, const char *name, int *nv, const int64_t **v);
 int ir_infer_norm_axis(ir_infer_ctx *c, const char *what, int64_t axis, int rank, int *out);
 /* r = {dt, rank, dims, dev} (dims copied into the graph's arena). */
@@ -39,5 +41,7 @@ int ir_infer_tile(ir_infer_ctx *c, ir_type *r);
 int ir_infer_range(ir_infer_ctx *c, ir_type *r);
 /* The sorting class (infer_sort.c). */
 int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
+/* The resizing class (infer_resize.c). */
+int ir_infer_resize(ir_infer_ctx *c, ir_type *r);
 
 #endif

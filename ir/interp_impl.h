@@ -69,5 +69,8 @@ int ir_ref_pad(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, si
 int ir_ref_pool(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
                 ir_tensor *y, char *msg, size_t msglen);
+/* Resizing (interp_resize.c): mo.resize, resize_nearest, resize_linear,
+ * resize_bicubic. */
+int ir_ref_resize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 
 #endif

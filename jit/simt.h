@@ -223,6 +223,7 @@ int jit_simt_lower_range(jit_simt_fn *sf);
  * (a window per thread); mo.conv2d (direct: a dot product per thread). */
 int jit_simt_lower_pad(jit_simt_fn *sf);
 int jit_simt_lower_pool(jit_simt_fn *sf);
+int jit_simt_lower_resize(jit_simt_fn *sf);
 int jit_simt_lower_conv(jit_simt_fn *sf);
 int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
 int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */

@@ -537,6 +537,34 @@ Test(simt_ops, vision) {
   check(text, n0, false);
 }
 
+/* resizing: nearest (ints too), linear and bicubic with exclude_outside,
+ * up and down, explicit scales, three axes at once, a symbolic batch */
+Test(simt_ops, resize) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 3, 5, 7", "f32") ", %i: " T("n, 4, 3", "si32") ", %d: "
+      T("n, 6, 9", "f64") ") -> (" T("n, 3, 11, 4", "f32") ", " T("n, 3, 2, 13", "f32") ", "
+      T("n, 3, 9, 9", "f32") ", " T("n, 9, 6", "si32") ", " T("n, 4, 17", "f64") ", "
+      T("n, 2, 8, 3", "f32") ") {\n"
+      "  %0 = mo.resize_nearest(%x) {coordinate_transformation_mode = \"align_corners\", "
+      "nearest_mode = \"round_prefer_ceil\"} : " T("n, 3, 11, 4", "f32") "\n"
+      "  %1 = mo.resize_linear(%x) {coordinate_transformation_mode = \"pytorch_half_pixel\"} : "
+      T("n, 3, 2, 13", "f32") "\n"
+      "  %2 = mo.resize_bicubic(%x) {cubic_coeff_a = -0.5, exclude_outside = true} : "
+      T("n, 3, 9, 9", "f32") "\n"
+      "  %3 = mo.resize(%i) {mode = \"nearest\", scale_h = 2.25, scale_w = 2.0} : "
+      T("n, 9, 6", "si32") "\n"
+      "  %4 = mo.resize(%d) {mode = \"bicubic\", coordinate_transformation_mode = \"asymmetric\"} : "
+      T("n, 4, 17", "f64") "\n"
+      "  %5 = mo.resize_linear(%x) : " T("n, 2, 8, 3", "f32") "\n"
+      "  mo.output %0, %1, %2, %3, %4, %5 : " T("n, 3, 11, 4", "f32") ", " T("n, 3, 2, 13", "f32")
+      ", " T("n, 3, 9, 9", "f32") ", " T("n, 9, 6", "si32") ", " T("n, 4, 17", "f64") ", "
+      T("n, 2, 8, 3", "f32") "\n}\n";
+  int64_t n[] = {3};
+  check(text, n, true);
+  int64_t n0[] = {0};
+  check(text, n0, false);
+}
+
 Test(simt_ops, conv3d) {
   const char *text =
       "mo.graph @g<n>(%x: " T("n, 4, 5, 3, 4", "f32") ", %w: " T("2, 3, 2, 2, 6", "f32") ", %b: " T("6", "f32")

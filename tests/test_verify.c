@@ -1097,10 +1097,26 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_BOTTOM_K, 1, {IR_DT_SI32}, {"4, 3"}, 1, {{.name = "k", .kind = IR_ATTR_INT, .u.i = 3}},
        2},
       {IR_OP_ARGSORT, 1, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RESIZE, 1, {IR_DT_F32}, {"1, 2, 4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RESIZE_NEAREST, 1, {IR_DT_SI32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RESIZE_LINEAR, 1, {IR_DT_F64}, {"2, 4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RESIZE_BICUBIC, 1, {IR_DT_F32}, {"5"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
   return NULL;
+}
+
+/* The declared result shape of an example whose op takes its result type
+ * as given (the resize ops), or NULL. */
+static const char *example_decl(ir_op op) {
+  switch (op) {
+  case IR_OP_RESIZE: return "1, 2, 7, 2";
+  case IR_OP_RESIZE_NEAREST: return "8, 6";
+  case IR_OP_RESIZE_LINEAR: return "2, 1, 5";
+  case IR_OP_RESIZE_BICUBIC: return "9";
+  default: return NULL;
+  }
 }
 
 static ir_node *example_node(const attr_example *e, const ir_attr *extra, int nextra) {
@@ -1109,7 +1125,10 @@ static ir_node *example_node(const attr_example *e, const ir_attr *extra, int ne
   ir_attr attrs[4];
   for (int a = 0; a < e->nreq; a++) attrs[a] = e->req[a];
   for (int a = 0; a < nextra; a++) attrs[e->nreq + a] = extra[a];
-  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, NULL);
+  const char *ds = example_decl(e->op);
+  ir_type decl;
+  if (ds) decl = ty(e->dt[0], ds);
+  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, ds ? &decl : NULL);
 }
 
 /* Each optional attribute's default, written out, is a value the op's rule
@@ -1136,8 +1155,9 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 53); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
-                              the sorting ops' 4 (3 axes, ascending) */
+  cr_assert_eq(checked, 72); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+                              the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
+                              3 + 5) */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

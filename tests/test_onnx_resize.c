@@ -1,0 +1,304 @@
+/* test_onnx_resize.c - ONNX's Resize and Upsample node tests (Debian
+ * libonnx-testdata) through the importer with their scales / sizes made
+ * initializers. ONNX's tests pass scales and sizes as graph inputs, which
+ * kiln cannot import (its result shapes are declared types: they must be
+ * known at import), so test_onnx_node reports them unsupported. Here every
+ * graph input after X becomes an initializer holding the test's data, the
+ * way a deployed model carries them, and the result must match ONNX's
+ * (rtol 1e-3, atol 1e-5 as test_onnx_node). The upsampling ones also run
+ * with X's dims made symbols (whole scales fold into dim * k). Run-time
+ * scales, a scale of 0.6 on a symbolic dim and tf_crop_and_resize stay
+ * refused, each with a message saying so.
+ * Skips when the test data is not installed. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "onnx.pb-c.h"
+#include "src/onnx/onnx_io.h"
+#include "src/rt.h"
+#include "support/under_test.h"
+
+#define NODE_DIR "/usr/include/onnx/backend/test/data/node"
+
+static const char *const PASSING[] = {
+    "test_resize_downsample_scales_cubic",
+    "test_resize_downsample_scales_cubic_A_n0p5_exclude_outside",
+    "test_resize_downsample_scales_cubic_align_corners",
+    "test_resize_downsample_scales_linear",
+    "test_resize_downsample_scales_linear_align_corners",
+    "test_resize_downsample_scales_nearest",
+    "test_resize_downsample_sizes_cubic",
+    "test_resize_downsample_sizes_linear_pytorch_half_pixel",
+    "test_resize_downsample_sizes_nearest",
+    "test_resize_downsample_sizes_nearest_tf_half_pixel_for_nn",
+    "test_resize_upsample_scales_cubic",
+    "test_resize_upsample_scales_cubic_A_n0p5_exclude_outside",
+    "test_resize_upsample_scales_cubic_align_corners",
+    "test_resize_upsample_scales_cubic_asymmetric",
+    "test_resize_upsample_scales_linear",
+    "test_resize_upsample_scales_linear_align_corners",
+    "test_resize_upsample_scales_nearest",
+    "test_resize_upsample_sizes_cubic",
+    "test_resize_upsample_sizes_nearest",
+    "test_resize_upsample_sizes_nearest_ceil_half_pixel",
+    "test_resize_upsample_sizes_nearest_floor_align_corners",
+    "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
+    "test_upsample_nearest",
+};
+#define NPASSING (int)(sizeof PASSING / sizeof PASSING[0])
+
+static Onnx__TensorProto *read_proto(const char *path) {
+  size_t len = 0;
+  char *buf = rt_read_file(path, NULL, &len, NULL);
+  if (!buf) return NULL;
+  Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)buf);
+  free(buf);
+  return t;
+}
+
+/* The dims of value vi named d0, d1, ... (prefix p), each static one's
+ * value saved in saved[]; undo puts the values back. */
+static void symbolic_dims(Onnx__ValueInfoProto *vi, char p, int64_t *saved, bool undo) {
+  static char names[2][8][3];
+  Onnx__TensorShapeProto *sh =
+      vi && vi->type && vi->type->value_case == ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE &&
+              vi->type->tensor_type
+          ? vi->type->tensor_type->shape
+          : NULL;
+  for (size_t k = 0; sh && k < sh->n_dim && k < 8; k++) {
+    Onnx__TensorShapeProto__Dimension *d = sh->dim[k];
+    if (undo) {
+      if (saved[k] < 0) continue;
+      d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE;
+      d->dim_value = saved[k];
+      continue;
+    }
+    saved[k] = -1;
+    if (d->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE) continue;
+    saved[k] = d->dim_value;
+    char *nm = names[p == 'o'][k];
+    nm[0] = p, nm[1] = (char)('0' + k), nm[2] = 0;
+    d->value_case = ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_PARAM;
+    d->dim_param = nm;
+  }
+}
+
+/* The test's model with graph inputs 1.. made initializers (from
+ * test_data_set_0), packed into a malloc'd buffer (*len); NULL on failure.
+ * symbolic: the dims of X and Y are symbols. */
+static uint8_t *model_with_constants(const char *dir, bool symbolic, size_t *len) {
+  char path[1024];
+  snprintf(path, sizeof path, "%.900s/model.onnx", dir);
+  size_t n = 0;
+  char *buf = rt_read_file(path, NULL, &n, NULL);
+  if (!buf) return NULL;
+  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, n, (const uint8_t *)buf);
+  free(buf);
+  if (!mp || !mp->graph || mp->graph->n_input < 1) {
+    if (mp) onnx__model_proto__free_unpacked(mp, NULL);
+    return NULL;
+  }
+  Onnx__GraphProto *g = mp->graph;
+  size_t nin = g->n_input, ninit = g->n_initializer, nextra = nin - 1;
+  Onnx__TensorProto **inits = calloc(ninit + nextra + 1, sizeof *inits);
+  Onnx__TensorProto **extra = calloc(nextra + 1, sizeof *extra);
+  char **own_names = calloc(nextra + 1, sizeof *own_names);
+  uint8_t *out = NULL;
+  bool ok = inits && extra && own_names;
+  for (size_t i = 0; ok && i < ninit; i++) inits[i] = g->initializer[i];
+  for (size_t i = 0; ok && i < nextra; i++) {
+    snprintf(path, sizeof path, "%.900s/test_data_set_0/input_%zu.pb", dir, i + 1);
+    ok = (extra[i] = read_proto(path)) != NULL;
+    if (ok) {
+      own_names[i] = extra[i]->name;
+      extra[i]->name = g->input[i + 1]->name; /* borrowed, restored below */
+      inits[ninit + i] = extra[i];
+    }
+  }
+  int64_t saved_in[8], saved_out[8];
+  if (ok && symbolic) {
+    symbolic_dims(g->input[0], 'd', saved_in, false);
+    symbolic_dims(g->n_output ? g->output[0] : NULL, 'o', saved_out, false);
+  }
+  if (ok) {
+    Onnx__TensorProto **old_init = g->initializer;
+    g->initializer = inits;
+    g->n_initializer = ninit + nextra;
+    g->n_input = 1;
+    *len = onnx__model_proto__get_packed_size(mp);
+    if ((out = malloc(*len ? *len : 1))) onnx__model_proto__pack(mp, out);
+    g->initializer = old_init;
+    g->n_initializer = ninit;
+    g->n_input = nin;
+  }
+  if (ok && symbolic) {
+    symbolic_dims(g->input[0], 'd', saved_in, true);
+    symbolic_dims(g->n_output ? g->output[0] : NULL, 'o', saved_out, true);
+  }
+  for (size_t i = 0; extra && i < nextra; i++)
+    if (extra[i]) {
+      extra[i]->name = own_names[i];
+      onnx__tensor_proto__free_unpacked(extra[i], NULL);
+    }
+  free(extra);
+  free(own_names);
+  free(inits);
+  onnx__model_proto__free_unpacked(mp, NULL);
+  return out;
+}
+
+static bool same(const kiln_tensor *got, const kiln_tensor *want, char *why, size_t cap) {
+  kiln_dtype dt = kiln_tensor_dtype(got);
+  int rank = kiln_tensor_rank(got);
+  if (dt != kiln_tensor_dtype(want) || rank != kiln_tensor_rank(want) ||
+      memcmp(kiln_tensor_shape(got), kiln_tensor_shape(want), (size_t)rank * sizeof(int64_t)) !=
+          0) {
+    snprintf(why, cap, "dtype or shape differs");
+    return false;
+  }
+  for (int64_t i = 0; i < kiln_tensor_numel(got); i++) {
+    double a, b;
+    if (dt == KILN_FLOAT32) {
+      a = ((const float *)kiln_tensor_data(got))[i];
+      b = ((const float *)kiln_tensor_data(want))[i];
+    } else if (dt == KILN_FLOAT64) {
+      a = ((const double *)kiln_tensor_data(got))[i];
+      b = ((const double *)kiln_tensor_data(want))[i];
+    } else {
+      snprintf(why, cap, "unexpected dtype");
+      return false;
+    }
+    if (!(fabs(a - b) <= 1e-5 + 1e-3 * fabs(b))) {
+      snprintf(why, cap, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Import, compile and run test `name` with constants; 0, or -1 with why;
+ * *code the import's status code. */
+static int run_one(kiln_context *ctx, const char *name, bool symbolic, kiln_code *code, char *why,
+                   size_t cap) {
+  char dir[512], path[1024];
+  snprintf(dir, sizeof dir, "%s/%s", NODE_DIR, name);
+  size_t len = 0;
+  uint8_t *model = model_with_constants(dir, symbolic, &len);
+  *code = KILN_OK;
+  if (!model) {
+    snprintf(why, cap, "cannot read the test");
+    return -1;
+  }
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(model, len, st);
+  free(model);
+  kiln_model *m = NULL;
+  kiln_tensor *in = NULL, *want = NULL, *out = NULL;
+  int rc = -1;
+  if (!g) {
+    *code = kiln_status_code(st);
+    snprintf(why, cap, "import: %s", kiln_status_message(st));
+    goto done;
+  }
+  if (!(m = under_test_compile(ctx, g, st))) {
+    snprintf(why, cap, "compile: %s", kiln_status_message(st));
+    goto done;
+  }
+  snprintf(path, sizeof path, "%s/test_data_set_0/input_0.pb", dir);
+  in = rt_onnx_tensor_read(path, NULL, st);
+  snprintf(path, sizeof path, "%s/test_data_set_0/output_0.pb", dir);
+  want = rt_onnx_tensor_read(path, NULL, st);
+  if (!in || !want) {
+    snprintf(why, cap, "test data: %s", kiln_status_message(st));
+    goto done;
+  }
+  if (kiln_model_execute(m, &in, 1, &out, 1, st) < 0) {
+    snprintf(why, cap, "execute: %s", kiln_status_message(st));
+    goto done;
+  }
+  rc = same(out, want, why, cap) ? 0 : -1;
+done:
+  kiln_tensor_free(in);
+  kiln_tensor_free(want);
+  kiln_tensor_free(out);
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  return rc;
+}
+
+static kiln_context *context_or_skip(void) {
+  char probe[600];
+  snprintf(probe, sizeof probe, "%s/%s/model.onnx", NODE_DIR, PASSING[0]);
+  FILE *f = fopen(probe, "rb");
+  if (!f)
+    cr_skip_test("ONNX node test data not installed (%s; Debian: libonnx-testdata)", NODE_DIR);
+  fclose(f);
+  kiln_context *ctx = kiln_context_new(NULL);
+  cr_assert_not_null(ctx);
+  return ctx;
+}
+
+Test(onnx_resize, node_tests_with_constant_scales_and_sizes) {
+  kiln_context *ctx = context_or_skip();
+  for (int i = 0; i < NPASSING; i++) {
+    char why[2048] = "";
+    kiln_code code;
+    cr_expect_eq(run_one(ctx, PASSING[i], false, &code, why, sizeof why), 0, "%s: %s", PASSING[i],
+                 why);
+  }
+  kiln_context_free(ctx);
+}
+
+Test(onnx_resize, crop_and_resize_is_refused_by_name) {
+  kiln_context *ctx = context_or_skip();
+  char why[2048] = "";
+  kiln_code code;
+  cr_expect_neq(run_one(ctx, "test_resize_tf_crop_and_resize", false, &code, why, sizeof why), 0);
+  cr_expect_eq(code, KILN_ERR_UNSUPPORTED, "%s", why);
+  cr_expect(strstr(why, "Resize") && strstr(why, "tf_crop_and_resize"), "%s", why);
+  kiln_context_free(ctx);
+}
+
+/* X of symbolic dims: whole scales fold into dim * k (a model that takes any
+ * image size) */
+Test(onnx_resize, whole_scales_on_symbolic_dims) {
+  kiln_context *ctx = context_or_skip();
+  static const char *const tests[] = {
+      "test_resize_upsample_scales_nearest", "test_resize_upsample_scales_linear",
+      "test_resize_upsample_scales_cubic", "test_resize_upsample_scales_cubic_asymmetric",
+      "test_upsample_nearest"};
+  for (int i = 0; i < 5; i++) {
+    char why[2048] = "";
+    kiln_code code;
+    cr_expect_eq(run_one(ctx, tests[i], true, &code, why, sizeof why), 0, "%s: %s", tests[i], why);
+  }
+  /* a scale of 0.6 on a symbolic dim: refused, naming it */
+  char why[2048] = "";
+  kiln_code code;
+  cr_expect_neq(run_one(ctx, "test_resize_downsample_scales_linear", true, &code, why, sizeof why),
+                0);
+  cr_expect_eq(code, KILN_ERR_UNSUPPORTED, "%s", why);
+  cr_expect(strstr(why, "scale 0.6 on the symbolic axis 2"), "%s", why);
+  kiln_context_free(ctx);
+}
+
+/* ONNX's own test, scales a graph input: refused, saying the scales must be
+ * known at import */
+Test(onnx_resize, run_time_scales_are_refused_by_name) {
+  kiln_context *ctx = context_or_skip();
+  char path[600];
+  snprintf(path, sizeof path, "%s/test_resize_upsample_scales_linear/model.onnx", NODE_DIR);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_file(path, st);
+  cr_expect_null(g);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  cr_expect(strstr(kiln_status_message(st), "scales must be known at import"), "%s",
+            kiln_status_message(st));
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  kiln_context_free(ctx);
+}
