@@ -1405,6 +1405,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_POOL: return infer_pool(c, res);
   case IR_CLS_CONV: return infer_conv(c, res);
   case IR_CLS_SORT: return ir_infer_sort(c, res);
+  case IR_CLS_FOLD: return ir_infer_fold(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

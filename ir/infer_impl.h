@@ -40,4 +40,7 @@ int ir_infer_range(ir_infer_ctx *c, ir_type *r);
 /* The sorting class (infer_sort.c). */
 int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
 
+/* The image-patch class (infer_patch.c). */
+int ir_infer_fold(ir_infer_ctx *c, ir_type *r);
+
 #endif

@@ -69,5 +69,7 @@ int ir_ref_pad(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, si
 int ir_ref_pool(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
                 ir_tensor *y, char *msg, size_t msglen);
+/* The image-patch class (interp_patch.c): mo.fold. */
+int ir_ref_fold(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 
 #endif

@@ -529,7 +529,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(PAD, L_ELEMENTS, jit_simt_lower_pad)                  \
   X(POOL, L_ELEMENTS, jit_simt_lower_pool)                \
   X(CONV, L_ELEMENTS, jit_simt_lower_conv)              \
-  X(SORT, L_LINES, jit_simt_lower_sort)
+  X(SORT, L_LINES, jit_simt_lower_sort)                 \
+  X(FOLD, L_ELEMENTS, jit_simt_lower_fold)
 
 typedef struct simt_rule {
   launch_shape shape;

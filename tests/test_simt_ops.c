@@ -458,6 +458,21 @@ Test(simt_ops, indexing) {
   check(text, n, true);
 }
 
+/* fold: overlapping taps (stride below the kernel), gaps (stride above
+ * it), dilation and padding, a symbolic batch */
+Test(simt_ops, fold) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 18, 16", "f32") ", %i: " T("n, 2, 9", "si32") ") -> ("
+      T("n, 2, 7, 7", "f32") ", " T("n, 2, 7, 7", "si32") ") {\n"
+      "  %0 = mo.fold(%x) {kernel_size = [3, 3], output_size = [7, 7], padding = [1], stride = [2]} : ("
+      T("n, 18, 16", "f32") ") -> " T("n, 2, 7, 7", "f32") "\n"
+      "  %1 = mo.fold(%i) {dilation = [2], kernel_size = [1, 1], output_size = [7, 7], stride = [3]} : ("
+      T("n, 2, 9", "si32") ") -> " T("n, 2, 7, 7", "si32") "\n"
+      "  mo.output %0, %1 : " T("n, 2, 7, 7", "f32") ", " T("n, 2, 7, 7", "si32") "\n}\n";
+  int64_t n[] = {3};
+  check(text, n, true);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */

@@ -1058,6 +1058,7 @@ typedef struct attr_example {
 
 static const int64_t split_sizes[] = {1, 3};
 static const int64_t pad_sizes[] = {1, 0, 2, 1}, pool_kernel[] = {2, 2};
+static const int64_t fold_out[] = {4, 5};
 
 static const attr_example *attr_example_of(ir_op op) {
   static attr_example ex[] = {
@@ -1097,6 +1098,10 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_BOTTOM_K, 1, {IR_DT_SI32}, {"4, 3"}, 1, {{.name = "k", .kind = IR_ATTR_INT, .u.i = 3}},
        2},
       {IR_OP_ARGSORT, 1, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_FOLD, 1, {IR_DT_F32}, {"2, 12, 12"}, 2,
+       {{.name = "output_size", .kind = IR_ATTR_INTS, .u.ints = {2, fold_out}},
+        {.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}},
+       1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1136,8 +1141,8 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 53); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
-                              the sorting ops' 4 (3 axes, ascending) */
+  cr_assert_eq(checked, 56); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+                              the sorting ops' 4 (3 axes, ascending), fold's 3 */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

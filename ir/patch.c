@@ -1,0 +1,30 @@
+/* patch.c - mo.fold's window geometry from a node's attributes (patch.h).
+ * Accepts exactly what infer_patch.c accepts; values stay below 2^31, so
+ * the products below do not overflow. */
+#include "patch.h"
+
+static bool pair(const ir_node *n, const char *name, bool exact, int64_t dflt, int64_t lo,
+                 int64_t out[2]) {
+  const ir_attr *a = ir_node_attr_or_default(n, name);
+  if (!a || a->kind != IR_ATTR_INTS) return false;
+  int nv = a->u.ints.n;
+  if (exact ? nv != 2 : nv > 2) return false;
+  for (int i = 0; i < 2; i++) {
+    out[i] = nv == 0 ? dflt : a->u.ints.v[nv == 1 ? 0 : i];
+    if (out[i] < lo || out[i] > INT32_MAX) return false;
+  }
+  return true;
+}
+
+bool ir_fold_geom_read(const ir_node *n, ir_fold_geom *g) {
+  if (!pair(n, "output_size", true, 0, 0, g->out) || !pair(n, "kernel_size", true, 1, 1, g->k) ||
+      !pair(n, "stride", false, 1, 1, g->st) || !pair(n, "dilation", false, 1, 1, g->dil) ||
+      !pair(n, "padding", false, 0, 0, g->pad))
+    return false;
+  for (int i = 0; i < 2; i++) {
+    int64_t span = g->out[i] + 2 * g->pad[i] - g->dil[i] * (g->k[i] - 1) - 1;
+    if (span < 0) return false;
+    g->blocks[i] = span / g->st[i] + 1;
+  }
+  return true;
+}
