@@ -1346,6 +1346,10 @@ int ir_infer_attr_bool(ctx *c, const char *name, bool *out) {
 int ir_infer_attr_ints(ctx *c, const char *name, int *nv, const int64_t **v) {
   return attr_ints(c, name, nv, v);
 }
+int ir_infer_attr_float(ctx *c, const char *name, double *out) { return attr_float(c, name, out); }
+int ir_infer_attr_string(ctx *c, const char *name, const char **out) {
+  return attr_string(c, name, out);
+}
 int ir_infer_norm_axis(ctx *c, const char *what, int64_t axis, int rank, int *out) {
   return norm_axis(c, what, axis, rank, out);
 }
@@ -1406,6 +1410,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_CONV: return infer_conv(c, res);
   case IR_CLS_SORT: return ir_infer_sort(c, res);
   case IR_CLS_FOLD: return ir_infer_fold(c, res);
+  case IR_CLS_ROI_ALIGN: return ir_infer_roi_align(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

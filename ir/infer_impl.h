@@ -20,6 +20,8 @@ int ir_infer_dim_fail(ir_infer_ctx *c); /* dim arithmetic overflowed */
 int ir_infer_attr_int(ir_infer_ctx *c, const char *name, int64_t *out);
 int ir_infer_attr_bool(ir_infer_ctx *c, const char *name, bool *out);
 int ir_infer_attr_ints(ir_infer_ctx *c, const char *name, int *nv, const int64_t **v);
+int ir_infer_attr_float(ir_infer_ctx *c, const char *name, double *out);
+int ir_infer_attr_string(ir_infer_ctx *c, const char *name, const char **out);
 int ir_infer_norm_axis(ir_infer_ctx *c, const char *what, int64_t axis, int rank, int *out);
 /* r = {dt, rank, dims, dev} (dims copied into the graph's arena). */
 int ir_infer_res_set(ir_infer_ctx *c, ir_type *r, ir_dtype dt, int rank,
@@ -40,7 +42,8 @@ int ir_infer_range(ir_infer_ctx *c, ir_type *r);
 /* The sorting class (infer_sort.c). */
 int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
 
-/* The image-patch class (infer_patch.c). */
+/* The image-patch classes (infer_patch.c): fold, roi_align. */
 int ir_infer_fold(ir_infer_ctx *c, ir_type *r);
+int ir_infer_roi_align(ir_infer_ctx *c, ir_type *r);
 
 #endif

@@ -69,7 +69,9 @@ int ir_ref_pad(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, si
 int ir_ref_pool(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const ir_tensor *bias,
                 ir_tensor *y, char *msg, size_t msglen);
-/* The image-patch class (interp_patch.c): mo.fold. */
+/* The image-patch classes (interp_patch.c): mo.fold, mo.roi_align. */
 int ir_ref_fold(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois, ir_tensor *y,
+                     char *msg, size_t msglen);
 
 #endif

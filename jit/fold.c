@@ -50,7 +50,8 @@ static void fold_elem(jit_fn *f, const ir_fold_geom *g, LLVMValueRef acc, LLVMVa
   jit_simt_if iw;
   jit_simt_if_begin(f, &iw, okw);
   LLVMValueRef row = jit_add(f, row0, jit_add(f, jit_mul(f, i, jit_i64(f, g->k[1])), j));
-  LLVMValueRef xi = jit_add(f, jit_mul(f, row, L), jit_add(f, jit_mul(f, lh, jit_i64(f, g->blocks[1])), lw));
+  LLVMValueRef xi =
+      jit_add(f, jit_mul(f, row, L), jit_add(f, jit_mul(f, lh, jit_i64(f, g->blocks[1])), lw));
   LLVMValueRef v = jit_load(f, dt, jit_in(f, 0), xi), s = LLVMBuildLoad2(f->b, t, acc, "");
   s = ir_dtype_is_float(dt) ? LLVMBuildFAdd(f->b, s, v, "") : LLVMBuildAdd(f->b, s, v, "");
   LLVMBuildStore(f->b, s, acc);
@@ -70,7 +71,8 @@ static int fold_setup(jit_fn *f, ir_fold_geom *g) {
 
 int jit_lower_fold(jit_fn *f) {
   ir_fold_geom g;
-  if (fold_setup(f, &g) != 0) return -1;
+  if (fold_setup(f, &g) != 0)
+    return -1;
   const ir_type *y = &f->node->out[0]->type;
   LLVMValueRef acc = jit_alloca(f, jit_type(f, y->dtype), "acc"), lo, hi;
   jit_split_range(f, jit_numel_range(f, y, 0, 4), &lo, &hi);
@@ -83,7 +85,8 @@ int jit_lower_fold(jit_fn *f) {
 int jit_simt_lower_fold(jit_simt_fn *sf) {
   jit_fn *f = &sf->f;
   ir_fold_geom g;
-  if (fold_setup(f, &g) != 0) return -1;
+  if (fold_setup(f, &g) != 0)
+    return -1;
   const ir_type *y = &f->node->out[0]->type;
   LLVMValueRef acc = jit_alloca(f, jit_type(f, y->dtype), "acc");
   jit_simt_loop l;

@@ -530,7 +530,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(POOL, L_ELEMENTS, jit_simt_lower_pool)                \
   X(CONV, L_ELEMENTS, jit_simt_lower_conv)              \
   X(SORT, L_LINES, jit_simt_lower_sort)                 \
-  X(FOLD, L_ELEMENTS, jit_simt_lower_fold)
+  X(FOLD, L_ELEMENTS, jit_simt_lower_fold)                 \
+  X(ROI_ALIGN, L_ELEMENTS, jit_simt_lower_roi_align)
 
 typedef struct simt_rule {
   launch_shape shape;

@@ -43,15 +43,16 @@ static void check_fold(const char *dt) {
   }
   char label[64];
   snprintf(label, sizeof label, "mo.fold %s", dt);
-  oracle_case c = {.label = label, .mlir = gt_finish(t), .bindings = "n=1,c=4;n=3,c=12;n=0,c=0",
-                   .seed = 17};
+  oracle_case c = {
+      .label = label, .mlir = gt_finish(t), .bindings = "n=1,c=4;n=3,c=12;n=0,c=0", .seed = 17};
   ORACLE_ASSERT(&c);
   gt_free(t);
 }
 
 Test(fold, every_dtype_and_attribute) {
   static const char *const dts[] = {"f32", "f64", "si32", "si64"};
-  for (int d = 0; d < 4; d++) check_fold(dts[d]);
+  for (int d = 0; d < 4; d++)
+    check_fold(dts[d]);
 }
 
 /* ---- hand-worked answers ---- */
@@ -66,29 +67,37 @@ static void known(const char *label, const char *mlir, oracle_expect e) {
   free(r);
 }
 
-#define C(name, dt, shape, dense, vals)                                                      \
-  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "     \
+#define C(name, dt, shape, dense, vals)                                                            \
+  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "         \
   "!mo.tensor<[" shape "], " dt ">\n"
 
 /* Folding ones counts how many blocks cover each pixel; a 1 x 2 kernel
  * over a row of 3 adds the two taps that meet in the middle. */
 Test(known_fold, overlap_counts_and_sums) {
-  known("fold of ones", "mo.graph @k() -> (!mo.tensor<[1, 1, 3, 3], f32>) {\n"
-        C("x", "f32", "1, 4, 4", "1x4x4x", "1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "
-          "1.0, 1.0, 1.0, 1.0")
-        "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [3, 3]} : (!mo.tensor<[1, 4, 4], f32>) "
-        "-> !mo.tensor<[1, 1, 3, 3], f32>\n  mo.output %y : !mo.tensor<[1, 1, 3, 3], f32>\n}\n",
+  known("fold of ones",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 3, 3], f32>) {\n" C(
+            "x", "f32", "1, 4, 4", "1x4x4x",
+            "1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "
+            "1.0, 1.0, 1.0, 1.0") "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [3, 3]} "
+                                  ": (!mo.tensor<[1, 4, 4], f32>) "
+                                  "-> !mo.tensor<[1, 1, 3, 3], f32>\n  mo.output %y : "
+                                  "!mo.tensor<[1, 1, 3, 3], f32>\n}\n",
         (oracle_expect){KILN_FLOAT32, 4, {1, 1, 3, 3}, F32(1, 2, 1, 2, 4, 2, 1, 2, 1)});
-  known("fold of a row", "mo.graph @k() -> (!mo.tensor<[1, 1, 1, 3], si64>) {\n"
-        C("x", "si64", "1, 2, 2", "1x2x2x", "1, 2, 10, 20")
-        "  %y = mo.fold(%x) {kernel_size = [1, 2], output_size = [1, 3]} : (!mo.tensor<[1, 2, 2], si64>) "
-        "-> !mo.tensor<[1, 1, 1, 3], si64>\n  mo.output %y : !mo.tensor<[1, 1, 1, 3], si64>\n}\n",
+  known("fold of a row",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 1, 3], si64>) {\n" C(
+            "x", "si64", "1, 2, 2", "1x2x2x",
+            "1, 2, 10, 20") "  %y = mo.fold(%x) {kernel_size = [1, 2], output_size = [1, 3]} : "
+                            "(!mo.tensor<[1, 2, 2], si64>) "
+                            "-> !mo.tensor<[1, 1, 1, 3], si64>\n  mo.output %y : !mo.tensor<[1, 1, "
+                            "1, 3], si64>\n}\n",
         (oracle_expect){KILN_INT64, 4, {1, 1, 1, 3}, I64(1, 12, 20)});
-  known("fold with stride and padding", "mo.graph @k() -> (!mo.tensor<[1, 1, 2, 2], si64>) {\n"
-        C("x", "si64", "1, 4, 1", "1x4x1x", "1, 2, 3, 4")
-        "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [2, 2], padding = [1], stride = [3]} : "
-        "(!mo.tensor<[1, 4, 1], si64>) -> !mo.tensor<[1, 1, 2, 2], si64>\n"
-        "  mo.output %y : !mo.tensor<[1, 1, 2, 2], si64>\n}\n",
+  known("fold with stride and padding",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 2, 2], si64>) {\n" C(
+            "x", "si64", "1, 4, 1", "1x4x1x",
+            "1, 2, 3, 4") "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [2, 2], padding "
+                          "= [1], stride = [3]} : "
+                          "(!mo.tensor<[1, 4, 1], si64>) -> !mo.tensor<[1, 1, 2, 2], si64>\n"
+                          "  mo.output %y : !mo.tensor<[1, 1, 2, 2], si64>\n}\n",
         (oracle_expect){KILN_INT64, 4, {1, 1, 2, 2}, I64(4, 0, 0, 0)});
 }
 
@@ -100,10 +109,10 @@ static void expect_rejected(const char *mlir, const char *what) {
   cr_expect(strstr(msg, what) != NULL, "message '%s' does not mention '%s'", msg, what);
 }
 
-#define G1(attrs, dt, tx, ty)                                                                \
-  "mo.graph @g(%x: !mo.tensor<[" tx "], " dt ">) -> (!mo.tensor<[" ty "], " dt ">) {\n"      \
-  "  %y = mo.fold(%x) " attrs " : (!mo.tensor<[" tx "], " dt ">) -> !mo.tensor<[" ty "], "   \
-  dt ">\n  mo.output %y : !mo.tensor<[" ty "], " dt ">\n}\n"
+#define G1(attrs, dt, tx, ty)                                                                      \
+  "mo.graph @g(%x: !mo.tensor<[" tx "], " dt ">) -> (!mo.tensor<[" ty "], " dt ">) {\n"            \
+  "  %y = mo.fold(%x) " attrs " : (!mo.tensor<[" tx "], " dt ">) -> !mo.tensor<[" ty "], " dt      \
+  ">\n  mo.output %y : !mo.tensor<[" ty "], " dt ">\n}\n"
 #define K22 "kernel_size = [2, 2], output_size = [4, 5]"
 
 Test(fold_verify, bad_attributes_and_shapes_are_refused) {
@@ -111,16 +120,18 @@ Test(fold_verify, bad_attributes_and_shapes_are_refused) {
                   "2:3: attribute 'kernel_size' of mo.fold has 1 entries but takes 2");
   expect_rejected(G1("{kernel_size = [2, 2], output_size = [4]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
                   "attribute 'output_size' of mo.fold has 1 entries but takes 2");
-  expect_rejected(G1("{kernel_size = [0, 2], output_size = [4, 5]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
-                  "attribute 'kernel_size' of mo.fold has 0 but needs values >= 1");
+  expect_rejected(
+      G1("{kernel_size = [0, 2], output_size = [4, 5]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+      "attribute 'kernel_size' of mo.fold has 0 but needs values >= 1");
   expect_rejected(G1("{" K22 ", stride = [0]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
                   "attribute 'stride' of mo.fold has 0 but needs values >= 1");
   expect_rejected(G1("{" K22 ", dilation = [1, 1, 1]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
                   "attribute 'dilation' of mo.fold has 3 entries but takes 0, 1 or 2");
   expect_rejected(G1("{" K22 ", padding = [-1]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
                   "attribute 'padding' of mo.fold has -1 but needs values >= 0");
-  expect_rejected(G1("{kernel_size = [3, 3], output_size = [1, 1]}", "f32", "2, 9, 1", "2, 1, 1, 1"),
-                  "is smaller than the dilated kernel (3): no block fits");
+  expect_rejected(
+      G1("{kernel_size = [3, 3], output_size = [1, 1]}", "f32", "2, 9, 1", "2, 1, 1, 1"),
+      "is smaller than the dilated kernel (3): no block fits");
   expect_rejected(G1("{" K22 "}", "f32", "2, 13, 12", "2, 3, 4, 5"),
                   "mo.fold: dim 1 of operand 0 (13) is not a multiple of kh * kw = 4");
   expect_rejected(G1("{" K22 "}", "f32", "2, 12, 11", "2, 3, 4, 5"),
@@ -141,8 +152,11 @@ Test(fold_verify, channels_not_a_multiple_at_run_time) {
   gt *t = gt_new("fold", "n, c");
   int x = gt_in(t, "f32", "n, c, 12");
   gt_out(t, gt_op1(t, "mo.fold", "{" K22 "}", x, "f32", "n, c floordiv 4, 4, 5"));
-  oracle_case c = {.label = "fold channels", .mlir = gt_finish(t), .bindings = "n=1,c=5",
-                   .seed = 3, .expect_error = true};
+  oracle_case c = {.label = "fold channels",
+                   .mlir = gt_finish(t),
+                   .bindings = "n=1,c=5",
+                   .seed = 3,
+                   .expect_error = true};
   oracle_report *r = calloc(1, sizeof *r);
   cr_assert(r);
   cr_expect_eq(oracle_run(&c, r), 0, "%s", r->msg);

@@ -473,6 +473,27 @@ Test(simt_ops, fold) {
   check(text, n, true);
 }
 
+/* roi_align: both modes, aligned or not, fixed and adaptive grids. The
+ * regions are a sigmoid of the drawn values (batch index 0, corners in
+ * (0, 1), some inverted); test_ops_roi covers wider regions on the
+ * emulator through the oracle. */
+Test(simt_ops, roi_align) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 6, 7, 3", "f32") ", %q: " T("3, 5", "f32") ", %d: "
+      T("n, 5, 4, 2", "f64") ", %p: " T("3, 5", "f64") ") -> (" T("3, 2, 3, 3", "f32") ", "
+      T("3, 3, 2, 2", "f64") ") {\n"
+      "  %r = mo.sigmoid(%q) : " T("3, 5", "f32") "\n"
+      "  %s = mo.sigmoid(%p) : " T("3, 5", "f64") "\n"
+      "  %0 = mo.roi_align(%x, %r) {output_height = 2, output_width = 3, spatial_scale = 4.0} : ("
+      T("n, 6, 7, 3", "f32") ", " T("3, 5", "f32") ") -> " T("3, 2, 3, 3", "f32") "\n"
+      "  %1 = mo.roi_align(%d, %s) {aligned = true, mode = \"max\", output_height = 3, "
+      "output_width = 2, sampling_ratio = 2, spatial_scale = 3.0} : (" T("n, 5, 4, 2", "f64") ", "
+      T("3, 5", "f64") ") -> " T("3, 3, 2, 2", "f64") "\n"
+      "  mo.output %0, %1 : " T("3, 2, 3, 3", "f32") ", " T("3, 3, 2, 2", "f64") "\n}\n";
+  int64_t n[] = {2};
+  check(text, n, true);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */

@@ -1102,6 +1102,10 @@ static const attr_example *attr_example_of(ir_op op) {
        {{.name = "output_size", .kind = IR_ATTR_INTS, .u.ints = {2, fold_out}},
         {.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}},
        1},
+      {IR_OP_ROI_ALIGN, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 4, 3", "2, 5"}, 2,
+       {{.name = "output_height", .kind = IR_ATTR_INT, .u.i = 2},
+        {.name = "output_width", .kind = IR_ATTR_INT, .u.i = 3}},
+       1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1141,8 +1145,8 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 56); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
-                              the sorting ops' 4 (3 axes, ascending), fold's 3 */
+  cr_assert_eq(checked, 60); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+                              the sorting ops' 4 (3 axes, ascending), fold's 3, roi_align's 4 */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
