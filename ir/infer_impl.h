@@ -45,5 +45,7 @@ int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
 /* The image-patch classes (infer_patch.c): fold, roi_align. */
 int ir_infer_fold(ir_infer_ctx *c, ir_type *r);
 int ir_infer_roi_align(ir_infer_ctx *c, ir_type *r);
+/* The random-number class (infer_random.c). */
+int ir_infer_random(ir_infer_ctx *c, ir_type *r);
 
 #endif

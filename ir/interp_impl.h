@@ -73,5 +73,7 @@ int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const 
 int ir_ref_fold(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois, ir_tensor *y,
                      char *msg, size_t msglen);
+/* The random-number class (interp_random.c): the generator's definition. */
+int ir_ref_random(const ir_node *n, ir_tensor *y, char *msg, size_t msglen);
 
 #endif

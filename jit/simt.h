@@ -230,6 +230,8 @@ int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per threa
 int jit_simt_lower_fold(jit_simt_fn *sf);
 /* Elements (roi_align.c): mo.roi_align, a region's sampling grid per thread. */
 int jit_simt_lower_roi_align(jit_simt_fn *sf);
+/* Elements (random.c): mo.random.uniform / normal, one hash per element. */
+int jit_simt_lower_random(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

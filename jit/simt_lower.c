@@ -531,7 +531,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(CONV, L_ELEMENTS, jit_simt_lower_conv)              \
   X(SORT, L_LINES, jit_simt_lower_sort)                 \
   X(FOLD, L_ELEMENTS, jit_simt_lower_fold)                 \
-  X(ROI_ALIGN, L_ELEMENTS, jit_simt_lower_roi_align)
+  X(ROI_ALIGN, L_ELEMENTS, jit_simt_lower_roi_align)        \
+  X(RANDOM, L_ELEMENTS, jit_simt_lower_random)
 
 typedef struct simt_rule {
   launch_shape shape;

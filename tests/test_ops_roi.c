@@ -132,11 +132,14 @@ static void known(const char *label, const char *attrs, const char *rois, const 
  * right edge clamps to the last column */
 Test(known_roi, centre_edge_and_max) {
   known("centre", "{output_height = 1, output_width = 1, sampling_ratio = 1}",
-        "0.0, 0.0, 0.0, 1.0, 1.0", "1, 1", (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(2.5f)});
+        "0.0, 0.0, 0.0, 1.0, 1.0", "1, 1",
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(2.5f)});
   known("max", "{mode = \"max\", output_height = 1, output_width = 1, sampling_ratio = 1}",
-        "0.0, 0.0, 0.0, 1.0, 1.0", "1, 1", (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(1.0f)});
+        "0.0, 0.0, 0.0, 1.0, 1.0", "1, 1",
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(1.0f)});
   known("aligned", "{aligned = true, output_height = 1, output_width = 1, sampling_ratio = 1}",
-        "0.0, 0.5, 0.5, 1.5, 1.5", "1, 1", (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(2.5f)});
+        "0.0, 0.5, 0.5, 1.5, 1.5", "1, 1",
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(2.5f)});
   known("edge", "{output_height = 1, output_width = 2, sampling_ratio = 1}",
         "0.0, 0.0, 0.0, 2.0, 1.0", "1, 2",
         (oracle_expect){KILN_FLOAT32, 4, {1, 1, 2, 1}, F32(2.5f, 3.0f)});
@@ -152,25 +155,26 @@ static void expect_rejected(const char *mlir, const char *what) {
   cr_expect(strstr(msg, what) != NULL, "message '%s' does not mention '%s'", msg, what);
 }
 
-#define G(attrs, dx, tx, dr, tr, ty)                                                              \
-  "mo.graph @g(%x: !mo.tensor<[" tx "], " dx ">, %r: !mo.tensor<[" tr "], " dr ">) -> "           \
-  "(!mo.tensor<[" ty "], " dx ">) {\n  %y = mo.roi_align(%x, %r) " attrs " : (!mo.tensor<[" tx  \
+#define G(attrs, dx, tx, dr, tr, ty)                                                               \
+  "mo.graph @g(%x: !mo.tensor<[" tx "], " dx ">, %r: !mo.tensor<[" tr "], " dr ">) -> "            \
+  "(!mo.tensor<[" ty "], " dx ">) {\n  %y = mo.roi_align(%x, %r) " attrs " : (!mo.tensor<[" tx     \
   "], " dx ">, !mo.tensor<[" tr "], " dr ">) -> !mo.tensor<[" ty "], " dx ">\n"                    \
   "  mo.output %y : !mo.tensor<[" ty "], " dx ">\n}\n"
 #define OK_ATTRS "output_height = 2, output_width = 2"
 
 Test(roi_verify, bad_attributes_and_shapes_are_refused) {
-  expect_rejected(G("{" OK_ATTRS ", mode = \"min\"}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
-                  "2:3: attribute 'mode' of mo.roi_align is \"min\" but must be \"avg\" or \"max\"");
+  expect_rejected(
+      G("{" OK_ATTRS ", mode = \"min\"}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
+      "2:3: attribute 'mode' of mo.roi_align is \"min\" but must be \"avg\" or \"max\"");
   expect_rejected(
       G("{" OK_ATTRS ", spatial_scale = 0.0}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
       "attribute 'spatial_scale' of mo.roi_align is 0 but must be finite and > 0");
   expect_rejected(
       G("{" OK_ATTRS ", sampling_ratio = -1}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
       "attribute 'sampling_ratio' of mo.roi_align is -1 but must be in [0, 65536]");
-  expect_rejected(G("{output_height = 0, output_width = 2}", "f32", "1, 4, 4, 3", "f32", "2, 5",
-                    "2, 0, 2, 3"),
-                  "output_height and output_width must be in [1, 2^31)");
+  expect_rejected(
+      G("{output_height = 0, output_width = 2}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 0, 2, 3"),
+      "output_height and output_width must be in [1, 2^31)");
   expect_rejected(G("{output_width = 2}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
                   "mo.roi_align requires attribute 'output_height'");
   expect_rejected(G("{" OK_ATTRS "}", "f32", "1, 4, 4, 3", "f32", "2, 4", "2, 2, 2, 3"),
@@ -185,6 +189,7 @@ Test(roi_verify, bad_attributes_and_shapes_are_refused) {
                   "mo.roi_align");
   expect_rejected(G("{" OK_ATTRS "}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 3, 3"),
                   "declared as");
-  expect_rejected(G("{" OK_ATTRS ", spatial = 1.0}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
-                  "mo.roi_align has no attribute 'spatial'");
+  expect_rejected(
+      G("{" OK_ATTRS ", spatial = 1.0}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
+      "mo.roi_align has no attribute 'spatial'");
 }

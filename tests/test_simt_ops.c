@@ -494,6 +494,22 @@ Test(simt_ops, roi_align) {
   check(text, n, true);
 }
 
+/* random numbers: uniform bit for bit, normal through the device's log,
+ * sqrt and cos (the emulator's are the host's) */
+Test(simt_ops, random) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 3", "f32") ") -> (" T("n, 3", "f32") ", " T("n, 3", "f32") ", "
+      T("2, n", "f64") ", " T("n, 5", "f64") ") {\n"
+      "  %0 = mo.abs(%x) : " T("n, 3", "f32") "\n"
+      "  %1 = mo.random.uniform() {high = 2.0, low = -1.0, seed = 3} : () -> " T("n, 3", "f32") "\n"
+      "  %2 = mo.random.uniform() {seed = -9} : () -> " T("2, n", "f64") "\n"
+      "  %3 = mo.random.normal() {mean = 1.0, std = 3.0} : () -> " T("n, 5", "f64") "\n"
+      "  mo.output %0, %1, %2, %3 : " T("n, 3", "f32") ", " T("n, 3", "f32") ", " T("2, n", "f64")
+      ", " T("n, 5", "f64") "\n}\n";
+  int64_t n[] = {300};
+  check(text, n, true);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */

@@ -1102,6 +1102,8 @@ static const attr_example *attr_example_of(ir_op op) {
        {{.name = "output_size", .kind = IR_ATTR_INTS, .u.ints = {2, fold_out}},
         {.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}},
        1},
+      {IR_OP_RANDOM_UNIFORM, 0, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RANDOM_NORMAL, 0, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_ROI_ALIGN, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 4, 3", "2, 5"}, 2,
        {{.name = "output_height", .kind = IR_ATTR_INT, .u.i = 2},
         {.name = "output_width", .kind = IR_ATTR_INT, .u.i = 3}},
@@ -1118,7 +1120,9 @@ static ir_node *example_node(const attr_example *e, const ir_attr *extra, int ne
   ir_attr attrs[4];
   for (int a = 0; a < e->nreq; a++) attrs[a] = e->req[a];
   for (int a = 0; a < nextra; a++) attrs[e->nreq + a] = extra[a];
-  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, NULL);
+  /* an op without operands (random.*) declares its result: dt[0], shape[0] */
+  const ir_type *decl = e->nin == 0 ? &input(e->dt[0], e->shape[0])->type : NULL;
+  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, decl);
 }
 
 /* Each optional attribute's default, written out, is a value the op's rule
@@ -1145,8 +1149,9 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 60); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
-                              the sorting ops' 4 (3 axes, ascending), fold's 3, roi_align's 4 */
+  cr_assert_eq(checked, 66); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+                              the sorting ops' 4 (3 axes, ascending), fold's 3, roi_align's 4,
+                              random's 6 */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
