@@ -47,5 +47,7 @@ int ir_infer_fold(ir_infer_ctx *c, ir_type *r);
 int ir_infer_roi_align(ir_infer_ctx *c, ir_type *r);
 /* The random-number class (infer_random.c). */
 int ir_infer_random(ir_infer_ctx *c, ir_type *r);
+/* mo.print (infer_random.c): the operand's type. */
+int ir_infer_print(ir_infer_ctx *c, ir_type *r);
 
 #endif

@@ -1,4 +1,5 @@
-/* infer_random.c - the shape rule of the random-number class:
+/* infer_random.c - the shape rules of the random-number class and of the
+ * debugging op mo.print (its operand's type). The random class:
  * mo.random.uniform and mo.random.normal (ops.def documents them).
  *
  * They have no operands: the result is the declared type, whose dtype must
@@ -29,4 +30,13 @@ int ir_infer_random(ir_infer_ctx *c, ir_type *r) {
     return ir_infer_fail(c, "mo.%s: the result is declared %s but must be f32 or f64", c->op,
                          ir_dtype_name(t->dtype));
   return ir_infer_res_set(c, r, t->dtype, t->rank, t->dims, t->device);
+}
+
+/* mo.print passes its operand through: the result is its type. */
+int ir_infer_print(ir_infer_ctx *c, ir_type *r) {
+  const ir_type *x = &c->n->in[0]->type;
+  const char *label;
+  if (ir_infer_attr_string(c, "label", &label) != 0)
+    return -1;
+  return ir_infer_res_set(c, r, x->dtype, x->rank, x->dims, x->device);
 }

@@ -75,5 +75,7 @@ int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois
                      char *msg, size_t msglen);
 /* The random-number class (interp_random.c): the generator's definition. */
 int ir_ref_random(const ir_node *n, ir_tensor *y, char *msg, size_t msglen);
+/* mo.print (interp_print.c): copies x into y and writes its line to stderr. */
+int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 
 #endif

@@ -232,6 +232,9 @@ int jit_simt_lower_fold(jit_simt_fn *sf);
 int jit_simt_lower_roi_align(jit_simt_fn *sf);
 /* Elements (random.c): mo.random.uniform / normal, one hash per element. */
 int jit_simt_lower_random(jit_simt_fn *sf);
+/* Elements (print.c): mo.print copies its operand, byte by byte, and does
+ * not print on a device. */
+int jit_simt_lower_print(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

@@ -532,7 +532,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(SORT, L_LINES, jit_simt_lower_sort)                 \
   X(FOLD, L_ELEMENTS, jit_simt_lower_fold)                 \
   X(ROI_ALIGN, L_ELEMENTS, jit_simt_lower_roi_align)        \
-  X(RANDOM, L_ELEMENTS, jit_simt_lower_random)
+  X(RANDOM, L_ELEMENTS, jit_simt_lower_random)              \
+  X(PRINT, L_ELEMENTS, jit_simt_lower_print)
 
 typedef struct simt_rule {
   launch_shape shape;

@@ -510,6 +510,21 @@ Test(simt_ops, random) {
   check(text, n, true);
 }
 
+/* print on a device copies its operand (any dtype, bytes) and prints
+ * nothing */
+Test(simt_ops, print_passes_through) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 3", "f32") ", %b: " T("n, 5", "bool") ", %i: " T("7", "si64")
+      ") -> (" T("n, 3", "f32") ", " T("n, 5", "bool") ", " T("7", "si64") ") {\n"
+      "  %0 = mo.print(%x) {label = \"x\"} : (" T("n, 3", "f32") ") -> " T("n, 3", "f32") "\n"
+      "  %1 = mo.print(%b) : (" T("n, 5", "bool") ") -> " T("n, 5", "bool") "\n"
+      "  %2 = mo.print(%i) : (" T("7", "si64") ") -> " T("7", "si64") "\n"
+      "  mo.output %0, %1, %2 : " T("n, 3", "f32") ", " T("n, 5", "bool") ", " T("7", "si64")
+      "\n}\n";
+  int64_t n[] = {41};
+  check(text, n, true);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */

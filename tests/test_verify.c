@@ -1102,6 +1102,7 @@ static const attr_example *attr_example_of(ir_op op) {
        {{.name = "output_size", .kind = IR_ATTR_INTS, .u.ints = {2, fold_out}},
         {.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}},
        1},
+      {IR_OP_PRINT, 1, {IR_DT_SI8}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_RANDOM_UNIFORM, 0, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_RANDOM_NORMAL, 0, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_ROI_ALIGN, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 4, 3", "2, 5"}, 2,
@@ -1149,9 +1150,9 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 66); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 67); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), fold's 3, roi_align's 4,
-                              random's 6 */
+                              random's 6, print's label */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
