@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "infer_impl.h"
+#include "patch.h"
 
 typedef ir_infer_ctx ctx;
 
@@ -54,6 +55,10 @@ static int fold_geometry(ctx *c, int64_t out[2], int64_t k[2], int64_t st[2], in
                            c->op, i, out[i], pad[i], dil[i] * (k[i] - 1) + 1);
     blocks[i] = span / st[i] + 1;
   }
+  int64_t L;
+  if (__builtin_mul_overflow(blocks[0], blocks[1], &L))
+    return ir_infer_fail(c, "mo.%s: %" PRId64 " x %" PRId64 " blocks do not fit in 64 bits", c->op,
+                         blocks[0], blocks[1]);
   return 0;
 }
 
@@ -129,11 +134,11 @@ int ir_infer_roi_align(ctx *c, ir_type *r) {
                          "attribute 'spatial_scale' of mo.roi_align is %g but must be finite "
                          "and > 0",
                          scale);
-  if (sr < 0 || sr > 65536)
+  if (sr < 0 || sr > IR_ROI_MAX_GRID)
     return ir_infer_fail(c,
                          "attribute 'sampling_ratio' of mo.roi_align is %" PRId64 " but must be "
-                         "in [0, 65536] (0: ceil(bin size) samples)",
-                         sr);
+                         "in [0, %d] (0: ceil(bin size) samples)",
+                         sr, IR_ROI_MAX_GRID);
   if (strcmp(mode, "avg") != 0 && strcmp(mode, "max") != 0)
     return ir_infer_fail(c,
                          "attribute 'mode' of mo.roi_align is \"%s\" but must be \"avg\" or "

@@ -33,7 +33,8 @@ bool ir_fold_geom_read(const ir_node *n, ir_fold_geom *g) {
       return false;
     g->blocks[i] = span / g->st[i] + 1;
   }
-  return true;
+  int64_t L;
+  return !__builtin_mul_overflow(g->blocks[0], g->blocks[1], &L);
 }
 
 bool ir_roi_params_read(const ir_node *n, ir_roi_params *p) {

@@ -24,8 +24,9 @@ typedef struct ir_roi_params {
   bool aligned, max;    /* half-pixel offset; mode "max" */
 } ir_roi_params;
 
-/* The largest sampling grid per axis (ops.def): above it, a data error. */
-#define IR_ROI_MAX_GRID 65536
+/* The largest sampling grid per axis (ops.def): above it, a data error (a
+ * region's samples per result element stay below 2^20). */
+#define IR_ROI_MAX_GRID 1024
 
 /* p from n's attributes; false when malformed. */
 bool ir_roi_params_read(const ir_node *n, ir_roi_params *p);

@@ -132,6 +132,10 @@ Test(fold_verify, bad_attributes_and_shapes_are_refused) {
   expect_rejected(
       G1("{kernel_size = [3, 3], output_size = [1, 1]}", "f32", "2, 9, 1", "2, 1, 1, 1"),
       "is smaller than the dilated kernel (3): no block fits");
+  expect_rejected(G1("{kernel_size = [1, 1], output_size = [2147483647, 2147483647], padding = "
+                     "[2147483647]}",
+                     "f32", "2, 1, 1", "2, 1, 2147483647, 2147483647"),
+                  "blocks do not fit in 64 bits");
   expect_rejected(G1("{" K22 "}", "f32", "2, 13, 12", "2, 3, 4, 5"),
                   "mo.fold: dim 1 of operand 0 (13) is not a multiple of kh * kw = 4");
   expect_rejected(G1("{" K22 "}", "f32", "2, 12, 11", "2, 3, 4, 5"),

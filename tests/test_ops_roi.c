@@ -101,6 +101,7 @@ Test(roi_align, bad_batch_index_and_unbounded_grid_are_data_errors) {
   expect_both_fail("2.0, 0.0, 0.0, 1.0, 1.0", a, "out of range");
   expect_both_fail("-1.0, 0.0, 0.0, 1.0, 1.0", a, "out of range");
   expect_both_fail("0.0, 0.0, 0.0, 1.0e9, 1.0", a, "sampling grid is not finite");
+  expect_both_fail("0.0, 0.0, 0.0, 1025.0, 1.0", a, "sampling grid is not finite");
   expect_both_fail("0.0, 0.0, 0.0, 1.0, 0x7FC00000", a, "sampling grid is not finite");
 }
 
@@ -171,7 +172,7 @@ Test(roi_verify, bad_attributes_and_shapes_are_refused) {
       "attribute 'spatial_scale' of mo.roi_align is 0 but must be finite and > 0");
   expect_rejected(
       G("{" OK_ATTRS ", sampling_ratio = -1}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 2, 2, 3"),
-      "attribute 'sampling_ratio' of mo.roi_align is -1 but must be in [0, 65536]");
+      "attribute 'sampling_ratio' of mo.roi_align is -1 but must be in [0, 1024]");
   expect_rejected(
       G("{output_height = 0, output_width = 2}", "f32", "1, 4, 4, 3", "f32", "2, 5", "2, 0, 2, 3"),
       "output_height and output_width must be in [1, 2^31)");
