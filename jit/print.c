@@ -6,8 +6,8 @@
  * process's libc, resolved like libm), piece by piece: the label and the
  * run-time dims, then the first IR_PRINT_MAX_ELEMS elements in row-major
  * order with print_op.h's formats. The label is an argument of "%s", never a
- * format. The kernel never splits (its class's work is NONE), so the line
- * is written once, by part 0, whole.
+ * format. The lowering does not call jit_split_range, so the wrapper runs
+ * it whole in part 0 and the line is written once, in element order.
  * SIMT: the result is a copy of the operand, byte by byte over a grid-stride
  * loop, and nothing is printed (a device kernel has no stderr).
  * Assumes a verified node (the result's type is the operand's). */
