@@ -1410,6 +1410,10 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_CONV: return infer_conv(c, res);
   case IR_CLS_SORT: return ir_infer_sort(c, res);
   case IR_CLS_RESIZE: return ir_infer_resize(c, res);
+  case IR_CLS_FOLD: return ir_infer_fold(c, res);
+  case IR_CLS_ROI_ALIGN: return ir_infer_roi_align(c, res);
+  case IR_CLS_RANDOM: return ir_infer_random(c, res);
+  case IR_CLS_PRINT: return ir_infer_print(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

@@ -22,6 +22,8 @@ int ir_infer_attr_bool(ir_infer_ctx *c, const char *name, bool *out);
 int ir_infer_attr_float(ir_infer_ctx *c, const char *name, double *out);
 int ir_infer_attr_string(ir_infer_ctx *c, const char *name, const char **out);
 int ir_infer_attr_ints(ir_infer_ctx *c, const char *name, int *nv, const int64_t **v);
+int ir_infer_attr_float(ir_infer_ctx *c, const char *name, double *out);
+int ir_infer_attr_string(ir_infer_ctx *c, const char *name, const char **out);
 int ir_infer_norm_axis(ir_infer_ctx *c, const char *what, int64_t axis, int rank, int *out);
 /* r = {dt, rank, dims, dev} (dims copied into the graph's arena). */
 int ir_infer_res_set(ir_infer_ctx *c, ir_type *r, ir_dtype dt, int rank,
@@ -43,5 +45,13 @@ int ir_infer_range(ir_infer_ctx *c, ir_type *r);
 int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
 /* The resizing class (infer_resize.c). */
 int ir_infer_resize(ir_infer_ctx *c, ir_type *r);
+
+/* The image-patch classes (infer_patch.c): fold, roi_align. */
+int ir_infer_fold(ir_infer_ctx *c, ir_type *r);
+int ir_infer_roi_align(ir_infer_ctx *c, ir_type *r);
+/* The random-number class (infer_random.c). */
+int ir_infer_random(ir_infer_ctx *c, ir_type *r);
+/* mo.print (infer_random.c): the operand's type. */
+int ir_infer_print(ir_infer_ctx *c, ir_type *r);
 
 #endif

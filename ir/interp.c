@@ -980,6 +980,34 @@ static int run_conv(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_fold(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_fold(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_roi_align(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_roi_align(n, IN(r, n, 0), IN(r, n, 1), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_random(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_random(n, OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_print(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_print(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -1020,6 +1048,10 @@ static const run_fn run_class[] = {
     [IR_CLS_CONV] = run_conv,
     [IR_CLS_SORT] = run_sort,
     [IR_CLS_RESIZE] = run_resize,
+    [IR_CLS_FOLD] = run_fold,
+    [IR_CLS_ROI_ALIGN] = run_roi_align,
+    [IR_CLS_RANDOM] = run_random,
+    [IR_CLS_PRINT] = run_print,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

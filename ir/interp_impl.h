@@ -72,5 +72,13 @@ int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const 
 /* Resizing (interp_resize.c): mo.resize, resize_nearest, resize_linear,
  * resize_bicubic. */
 int ir_ref_resize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+/* The image-patch classes (interp_patch.c): mo.fold, mo.roi_align. */
+int ir_ref_fold(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois, ir_tensor *y,
+                     char *msg, size_t msglen);
+/* The random-number class (interp_random.c): the generator's definition. */
+int ir_ref_random(const ir_node *n, ir_tensor *y, char *msg, size_t msglen);
+/* mo.print (interp_print.c): copies x into y and writes its line to stderr. */
+int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 
 #endif

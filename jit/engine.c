@@ -68,6 +68,7 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_RANGE:
     return "step is 0, or start, stop and step give another length than the declared one";
   case JIT_KERR_NOMEM: return "out of memory for the kernel's workspace";
+  case JIT_KERR_ROI: return "a region's sampling grid is not finite or above 1024 per axis";
   default: return "unknown kernel error";
   }
 }

@@ -43,6 +43,7 @@ enum {
   JIT_KERR_CUSTOM = 3,  /* a custom kernel returned non-zero */
   JIT_KERR_RANGE = 4,   /* range: step 0, or another length than the declared one */
   JIT_KERR_NOMEM = 5,   /* a kernel's workspace could not be allocated (conv2d) */
+  JIT_KERR_ROI = 6,     /* roi_align: a region's sampling grid not finite or too large */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 

@@ -59,6 +59,10 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_CONV] = jit_lower_conv,
     [IR_CLS_SORT] = jit_lower_sort,
     [IR_CLS_RESIZE] = jit_lower_resize,
+    [IR_CLS_FOLD] = jit_lower_fold,
+    [IR_CLS_ROI_ALIGN] = jit_lower_roi_align,
+    [IR_CLS_RANDOM] = jit_lower_random,
+    [IR_CLS_PRINT] = jit_lower_print,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -257,6 +257,10 @@ int jit_lower_conv_t(jit_fn *f);      /* conv2d_transpose (conv_t.c) */
 int jit_lower_conv3d(jit_fn *f);      /* conv3d (conv3d.c) */
 int jit_lower_sort(jit_fn *f);        /* top_k bottom_k argsort (sort.c) */
 int jit_lower_resize(jit_fn *f);      /* resize resize_nearest _linear _bicubic (resize.c) */
+int jit_lower_fold(jit_fn *f);        /* fold (fold.c) */
+int jit_lower_roi_align(jit_fn *f);   /* roi_align (roi_align.c) */
+int jit_lower_random(jit_fn *f);      /* random.uniform random.normal (random.c) */
+int jit_lower_print(jit_fn *f);       /* print (print.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

@@ -227,6 +227,15 @@ int jit_simt_lower_resize(jit_simt_fn *sf);
 int jit_simt_lower_conv(jit_simt_fn *sf);
 int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
 int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */
+/* Elements (fold.c): mo.fold, a gather of the taps per thread. */
+int jit_simt_lower_fold(jit_simt_fn *sf);
+/* Elements (roi_align.c): mo.roi_align, a region's sampling grid per thread. */
+int jit_simt_lower_roi_align(jit_simt_fn *sf);
+/* Elements (random.c): mo.random.uniform / normal, one hash per element. */
+int jit_simt_lower_random(jit_simt_fn *sf);
+/* Elements (print.c): mo.print copies its operand, byte by byte, and does
+ * not print on a device. */
+int jit_simt_lower_print(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

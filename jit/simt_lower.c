@@ -530,7 +530,11 @@ static int lower_custom(jit_simt_fn *sf) {
   X(POOL, L_ELEMENTS, jit_simt_lower_pool)                \
   X(CONV, L_ELEMENTS, jit_simt_lower_conv)              \
   X(SORT, L_LINES, jit_simt_lower_sort)                 \
-  X(RESIZE, L_ELEMENTS, jit_simt_lower_resize)
+  X(RESIZE, L_ELEMENTS, jit_simt_lower_resize)              \
+  X(FOLD, L_ELEMENTS, jit_simt_lower_fold)                 \
+  X(ROI_ALIGN, L_ELEMENTS, jit_simt_lower_roi_align)        \
+  X(RANDOM, L_ELEMENTS, jit_simt_lower_random)              \
+  X(PRINT, L_ELEMENTS, jit_simt_lower_print)
 
 typedef struct simt_rule {
   launch_shape shape;

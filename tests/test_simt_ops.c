@@ -458,6 +458,73 @@ Test(simt_ops, indexing) {
   check(text, n, true);
 }
 
+/* fold: overlapping taps (stride below the kernel), gaps (stride above
+ * it), dilation and padding, a symbolic batch */
+Test(simt_ops, fold) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 18, 16", "f32") ", %i: " T("n, 2, 9", "si32") ") -> ("
+      T("n, 2, 7, 7", "f32") ", " T("n, 2, 7, 7", "si32") ") {\n"
+      "  %0 = mo.fold(%x) {kernel_size = [3, 3], output_size = [7, 7], padding = [1], stride = [2]} : ("
+      T("n, 18, 16", "f32") ") -> " T("n, 2, 7, 7", "f32") "\n"
+      "  %1 = mo.fold(%i) {dilation = [2], kernel_size = [1, 1], output_size = [7, 7], stride = [3]} : ("
+      T("n, 2, 9", "si32") ") -> " T("n, 2, 7, 7", "si32") "\n"
+      "  mo.output %0, %1 : " T("n, 2, 7, 7", "f32") ", " T("n, 2, 7, 7", "si32") "\n}\n";
+  int64_t n[] = {3};
+  check(text, n, true);
+}
+
+/* roi_align: both modes, aligned or not, fixed and adaptive grids. The
+ * regions are a sigmoid of the drawn values (batch index 0, corners in
+ * (0, 1), some inverted); test_ops_roi covers wider regions on the
+ * emulator through the oracle. */
+Test(simt_ops, roi_align) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 6, 7, 3", "f32") ", %q: " T("3, 5", "f32") ", %d: "
+      T("n, 5, 4, 2", "f64") ", %p: " T("3, 5", "f64") ") -> (" T("3, 2, 3, 3", "f32") ", "
+      T("3, 3, 2, 2", "f64") ") {\n"
+      "  %r = mo.sigmoid(%q) : " T("3, 5", "f32") "\n"
+      "  %s = mo.sigmoid(%p) : " T("3, 5", "f64") "\n"
+      "  %0 = mo.roi_align(%x, %r) {output_height = 2, output_width = 3, spatial_scale = 4.0} : ("
+      T("n, 6, 7, 3", "f32") ", " T("3, 5", "f32") ") -> " T("3, 2, 3, 3", "f32") "\n"
+      "  %1 = mo.roi_align(%d, %s) {aligned = true, mode = \"max\", output_height = 3, "
+      "output_width = 2, sampling_ratio = 2, spatial_scale = 3.0} : (" T("n, 5, 4, 2", "f64") ", "
+      T("3, 5", "f64") ") -> " T("3, 3, 2, 2", "f64") "\n"
+      "  mo.output %0, %1 : " T("3, 2, 3, 3", "f32") ", " T("3, 3, 2, 2", "f64") "\n}\n";
+  int64_t n[] = {2};
+  check(text, n, true);
+}
+
+/* random numbers: uniform bit for bit, normal through the device's log,
+ * sqrt and cos (the emulator's are the host's) */
+Test(simt_ops, random) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 3", "f32") ") -> (" T("n, 3", "f32") ", " T("n, 3", "f32") ", "
+      T("2, n", "f64") ", " T("n, 5", "f64") ") {\n"
+      "  %0 = mo.abs(%x) : " T("n, 3", "f32") "\n"
+      "  %1 = mo.random.uniform() {high = 2.0, low = -1.0, seed = 3} : () -> " T("n, 3", "f32") "\n"
+      "  %2 = mo.random.uniform() {seed = -9} : () -> " T("2, n", "f64") "\n"
+      "  %3 = mo.random.normal() {mean = 1.0, std = 3.0} : () -> " T("n, 5", "f64") "\n"
+      "  mo.output %0, %1, %2, %3 : " T("n, 3", "f32") ", " T("n, 3", "f32") ", " T("2, n", "f64")
+      ", " T("n, 5", "f64") "\n}\n";
+  int64_t n[] = {300};
+  check(text, n, true);
+}
+
+/* print on a device copies its operand (any dtype, bytes) and prints
+ * nothing */
+Test(simt_ops, print_passes_through) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 3", "f32") ", %b: " T("n, 5", "bool") ", %i: " T("7", "si64")
+      ") -> (" T("n, 3", "f32") ", " T("n, 5", "bool") ", " T("7", "si64") ") {\n"
+      "  %0 = mo.print(%x) {label = \"x\"} : (" T("n, 3", "f32") ") -> " T("n, 3", "f32") "\n"
+      "  %1 = mo.print(%b) : (" T("n, 5", "bool") ") -> " T("n, 5", "bool") "\n"
+      "  %2 = mo.print(%i) : (" T("7", "si64") ") -> " T("7", "si64") "\n"
+      "  mo.output %0, %1, %2 : " T("n, 3", "f32") ", " T("n, 5", "bool") ", " T("7", "si64")
+      "\n}\n";
+  int64_t n[] = {41};
+  check(text, n, true);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */

@@ -1058,6 +1058,7 @@ typedef struct attr_example {
 
 static const int64_t split_sizes[] = {1, 3};
 static const int64_t pad_sizes[] = {1, 0, 2, 1}, pool_kernel[] = {2, 2};
+static const int64_t fold_out[] = {4, 5};
 
 static const attr_example *attr_example_of(ir_op op) {
   static attr_example ex[] = {
@@ -1101,6 +1102,17 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_RESIZE_NEAREST, 1, {IR_DT_SI32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_RESIZE_LINEAR, 1, {IR_DT_F64}, {"2, 4, 3"}, 0, {{0}}, 1},
       {IR_OP_RESIZE_BICUBIC, 1, {IR_DT_F32}, {"5"}, 0, {{0}}, 1},
+      {IR_OP_FOLD, 1, {IR_DT_F32}, {"2, 12, 12"}, 2,
+       {{.name = "output_size", .kind = IR_ATTR_INTS, .u.ints = {2, fold_out}},
+        {.name = "kernel_size", .kind = IR_ATTR_INTS, .u.ints = {2, pool_kernel}}},
+       1},
+      {IR_OP_PRINT, 1, {IR_DT_SI8}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RANDOM_UNIFORM, 0, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_RANDOM_NORMAL, 0, {IR_DT_F64}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_ROI_ALIGN, 2, {IR_DT_F32, IR_DT_F32}, {"1, 4, 4, 3", "2, 5"}, 2,
+       {{.name = "output_height", .kind = IR_ATTR_INT, .u.i = 2},
+        {.name = "output_width", .kind = IR_ATTR_INT, .u.i = 3}},
+       1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1128,7 +1140,9 @@ static ir_node *example_node(const attr_example *e, const ir_attr *extra, int ne
   const char *ds = example_decl(e->op);
   ir_type decl;
   if (ds) decl = ty(e->dt[0], ds);
-  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, ds ? &decl : NULL);
+  /* an op without operands (random.*) declares its result: dt[0], shape[0] */
+  const ir_type *d = ds ? &decl : e->nin == 0 ? &input(e->dt[0], e->shape[0])->type : NULL;
+  return node(e->op, in, e->nin, attrs, e->nreq + nextra, e->nout, d);
 }
 
 /* Each optional attribute's default, written out, is a value the op's rule
@@ -1155,9 +1169,9 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 72); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 86); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
-                              3 + 5) */
+                              3 + 5), fold's 3, roi_align's 4, random's 6, print's label */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

@@ -181,6 +181,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
 #define OX_OPS_RESIZE(X) X(Resize) X(Upsample)
+/* regions of interest (ops_roi.c) */
+#define OX_OPS_ROI(X) X(RoiAlign)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
@@ -192,6 +194,7 @@ OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
+OX_OPS_ROI(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]

@@ -1,0 +1,29 @@
+/* print_op.h - what mo.print writes (ops.def documents the line), shared by
+ * the reference interpreter (interp_print.c) and the host lowering
+ * (jit/print.c), which must write the same text. */
+#ifndef KILN_IR_PRINT_OP_H
+#define KILN_IR_PRINT_OP_H
+
+#include "ir.h"
+
+/* Elements printed at most; more are elided as ", ...". */
+#define IR_PRINT_MAX_ELEMS 1000
+
+/* The printf format of one element of dtype dt ("%.9g", "%lld", "%llu",
+ * "%s" for bool's true / false), or NULL when its values are not printed
+ * (float8 kinds). */
+static inline const char *ir_print_elem_format(ir_dtype dt) {
+  if (dt == IR_DT_F64)
+    return "%.17g";
+  if (dt == IR_DT_F32 || dt == IR_DT_F16 || dt == IR_DT_BF16)
+    return "%.9g";
+  if (dt == IR_DT_BOOL)
+    return "%s";
+  if (ir_dtype_is_signed(dt))
+    return "%lld";
+  if (ir_dtype_is_int(dt))
+    return "%llu";
+  return NULL;
+}
+
+#endif

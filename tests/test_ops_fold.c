@@ -1,0 +1,171 @@
+/* test_ops_fold.c - mo.fold (col2im): the JIT against the reference
+ * interpreter over f32, f64, si32, si64, every window attribute (kernel,
+ * stride one value or two, dilation, padding, strides wider than the kernel
+ * that leave gaps), size-1 and size-0 dims, a symbolic batch and channel
+ * dim; hand-worked answers; bad attributes and shapes refused at line:col.
+ * Both sides add the taps in one order in the dtype: exact. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/gtext.h"
+#include "support/oracle.h"
+
+typedef struct fcase {
+  const char *in, *attrs, *out;
+} fcase;
+
+static const fcase FOLDS[] = {
+    {"2, 12, 12", "{kernel_size = [2, 2], output_size = [4, 5]}", "2, 3, 4, 5"},
+    {"1, 18, 16", "{kernel_size = [3, 3], output_size = [7, 7], padding = [1], stride = [2]}",
+     "1, 2, 7, 7"},
+    {"3, 6, 9",
+     "{dilation = [2, 1], kernel_size = [2, 3], output_size = [5, 6], padding = [0, 1], "
+     "stride = [1, 2]}",
+     "3, 1, 5, 6"},
+    {"1, 2, 9", "{kernel_size = [1, 1], output_size = [7, 7], stride = [3]}", "1, 2, 7, 7"},
+    {"2, 8, 70", "{dilation = [2], kernel_size = [2, 2], output_size = [7, 8], padding = [1, 2]}",
+     "2, 2, 7, 8"},
+    {"1, 1, 1", "{kernel_size = [1, 1], output_size = [1, 1]}", "1, 1, 1, 1"},
+    {"0, 12, 12", "{kernel_size = [2, 2], output_size = [4, 5]}", "0, 3, 4, 5"},
+    {"2, 0, 12", "{kernel_size = [2, 2], output_size = [4, 5]}", "2, 0, 4, 5"},
+    {"n, 12, 12", "{kernel_size = [2, 2], output_size = [4, 5]}", "n, 3, 4, 5"},
+    {"n, c, 12", "{kernel_size = [2, 2], output_size = [4, 5]}", "n, c floordiv 4, 4, 5"},
+};
+#define NFOLDS (int)(sizeof FOLDS / sizeof FOLDS[0])
+
+static void check_fold(const char *dt) {
+  gt *t = gt_new("fold", "n, c");
+  for (int i = 0; i < NFOLDS; i++) {
+    int x = gt_in(t, dt, FOLDS[i].in);
+    gt_out(t, gt_op1(t, "mo.fold", FOLDS[i].attrs, x, dt, FOLDS[i].out));
+  }
+  char label[64];
+  snprintf(label, sizeof label, "mo.fold %s", dt);
+  oracle_case c = {
+      .label = label, .mlir = gt_finish(t), .bindings = "n=1,c=4;n=3,c=12;n=0,c=0", .seed = 17};
+  ORACLE_ASSERT(&c);
+  gt_free(t);
+}
+
+Test(fold, every_dtype_and_attribute) {
+  static const char *const dts[] = {"f32", "f64", "si32", "si64"};
+  for (int d = 0; d < 4; d++)
+    check_fold(dts[d]);
+}
+
+/* ---- hand-worked answers ---- */
+
+#define F32(...) ((const float[]){__VA_ARGS__})
+#define I64(...) ((const int64_t[]){__VA_ARGS__})
+
+static void known(const char *label, const char *mlir, oracle_expect e) {
+  oracle_report *r = calloc(1, sizeof *r);
+  cr_assert(r);
+  cr_expect_eq(oracle_known(label, mlir, &e, 1, 0, 0, r), 0, "%s", r->msg);
+  free(r);
+}
+
+#define C(name, dt, shape, dense, vals)                                                            \
+  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "         \
+  "!mo.tensor<[" shape "], " dt ">\n"
+
+/* Folding ones counts how many blocks cover each pixel; a 1 x 2 kernel
+ * over a row of 3 adds the two taps that meet in the middle. */
+Test(known_fold, overlap_counts_and_sums) {
+  known("fold of ones",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 3, 3], f32>) {\n" C(
+            "x", "f32", "1, 4, 4", "1x4x4x",
+            "1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "
+            "1.0, 1.0, 1.0, 1.0") "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [3, 3]} "
+                                  ": (!mo.tensor<[1, 4, 4], f32>) "
+                                  "-> !mo.tensor<[1, 1, 3, 3], f32>\n  mo.output %y : "
+                                  "!mo.tensor<[1, 1, 3, 3], f32>\n}\n",
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 3, 3}, F32(1, 2, 1, 2, 4, 2, 1, 2, 1)});
+  known("fold of a row",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 1, 3], si64>) {\n" C(
+            "x", "si64", "1, 2, 2", "1x2x2x",
+            "1, 2, 10, 20") "  %y = mo.fold(%x) {kernel_size = [1, 2], output_size = [1, 3]} : "
+                            "(!mo.tensor<[1, 2, 2], si64>) "
+                            "-> !mo.tensor<[1, 1, 1, 3], si64>\n  mo.output %y : !mo.tensor<[1, 1, "
+                            "1, 3], si64>\n}\n",
+        (oracle_expect){KILN_INT64, 4, {1, 1, 1, 3}, I64(1, 12, 20)});
+  known("fold with stride and padding",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 2, 2], si64>) {\n" C(
+            "x", "si64", "1, 4, 1", "1x4x1x",
+            "1, 2, 3, 4") "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [2, 2], padding "
+                          "= [1], stride = [3]} : "
+                          "(!mo.tensor<[1, 4, 1], si64>) -> !mo.tensor<[1, 1, 2, 2], si64>\n"
+                          "  mo.output %y : !mo.tensor<[1, 1, 2, 2], si64>\n}\n",
+        (oracle_expect){KILN_INT64, 4, {1, 1, 2, 2}, I64(4, 0, 0, 0)});
+}
+
+/* ---- bad attributes and shapes: refused where they are written ---- */
+
+static void expect_rejected(const char *mlir, const char *what) {
+  char msg[1024];
+  cr_expect_neq(oracle_ir_parse_only(mlir, msg, sizeof msg), 0, "ir_parse accepted %s", what);
+  cr_expect(strstr(msg, what) != NULL, "message '%s' does not mention '%s'", msg, what);
+}
+
+#define G1(attrs, dt, tx, ty)                                                                      \
+  "mo.graph @g(%x: !mo.tensor<[" tx "], " dt ">) -> (!mo.tensor<[" ty "], " dt ">) {\n"            \
+  "  %y = mo.fold(%x) " attrs " : (!mo.tensor<[" tx "], " dt ">) -> !mo.tensor<[" ty "], " dt      \
+  ">\n  mo.output %y : !mo.tensor<[" ty "], " dt ">\n}\n"
+#define K22 "kernel_size = [2, 2], output_size = [4, 5]"
+
+Test(fold_verify, bad_attributes_and_shapes_are_refused) {
+  expect_rejected(G1("{kernel_size = [2], output_size = [4, 5]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "2:3: attribute 'kernel_size' of mo.fold has 1 entries but takes 2");
+  expect_rejected(G1("{kernel_size = [2, 2], output_size = [4]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "attribute 'output_size' of mo.fold has 1 entries but takes 2");
+  expect_rejected(
+      G1("{kernel_size = [0, 2], output_size = [4, 5]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+      "attribute 'kernel_size' of mo.fold has 0 but needs values >= 1");
+  expect_rejected(G1("{" K22 ", stride = [0]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "attribute 'stride' of mo.fold has 0 but needs values >= 1");
+  expect_rejected(G1("{" K22 ", dilation = [1, 1, 1]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "attribute 'dilation' of mo.fold has 3 entries but takes 0, 1 or 2");
+  expect_rejected(G1("{" K22 ", padding = [-1]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "attribute 'padding' of mo.fold has -1 but needs values >= 0");
+  expect_rejected(
+      G1("{kernel_size = [3, 3], output_size = [1, 1]}", "f32", "2, 9, 1", "2, 1, 1, 1"),
+      "is smaller than the dilated kernel (3): no block fits");
+  expect_rejected(G1("{kernel_size = [1, 1], output_size = [2147483647, 2147483647], padding = "
+                     "[2147483647]}",
+                     "f32", "2, 1, 1", "2, 1, 2147483647, 2147483647"),
+                  "blocks do not fit in 64 bits");
+  expect_rejected(G1("{" K22 "}", "f32", "2, 13, 12", "2, 3, 4, 5"),
+                  "mo.fold: dim 1 of operand 0 (13) is not a multiple of kh * kw = 4");
+  expect_rejected(G1("{" K22 "}", "f32", "2, 12, 11", "2, 3, 4, 5"),
+                  "mo.fold: dim 2 of operand 0 (11) must be the number of blocks, 3 x 4");
+  expect_rejected(G1("{" K22 "}", "f32", "12, 12", "2, 3, 4, 5"),
+                  "operand 0 of mo.fold has rank 2 but needs rank 3");
+  expect_rejected(G1("{" K22 "}", "f32", "2, 12, 12", "2, 3, 4, 4"), "declared as");
+  expect_rejected(G1("{kernel_size = [2, 2]}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "mo.fold requires attribute 'output_size'");
+  expect_rejected(G1("{" K22 "}", "bool", "2, 12, 12", "2, 3, 4, 5"), "mo.fold");
+  expect_rejected(G1("{" K22 ", mode = 1}", "f32", "2, 12, 12", "2, 3, 4, 5"),
+                  "mo.fold has no attribute 'mode'");
+}
+
+/* a symbolic channel dim that is not a multiple of the kernel: a run-time
+ * error from both sides */
+Test(fold_verify, channels_not_a_multiple_at_run_time) {
+  gt *t = gt_new("fold", "n, c");
+  int x = gt_in(t, "f32", "n, c, 12");
+  gt_out(t, gt_op1(t, "mo.fold", "{" K22 "}", x, "f32", "n, c floordiv 4, 4, 5"));
+  oracle_case c = {.label = "fold channels",
+                   .mlir = gt_finish(t),
+                   .bindings = "n=1,c=5",
+                   .seed = 3,
+                   .expect_error = true};
+  oracle_report *r = calloc(1, sizeof *r);
+  cr_assert(r);
+  cr_expect_eq(oracle_run(&c, r), 0, "%s", r->msg);
+  cr_expect(strstr(r->jit_msg, "multiple of kh * kw") != NULL, "JIT: %s", r->jit_msg);
+  cr_expect(strstr(r->oracle_msg, "multiple of kh * kw") != NULL, "oracle: %s", r->oracle_msg);
+  free(r);
+  gt_free(t);
+}
