@@ -118,6 +118,29 @@ void jit_split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LL
 LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef jit_add(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
 
+/* Shorthands for scalar float code written op by op (resize.c, roi_align.c):
+ * a double constant, the arithmetic, a compare and a select. */
+static inline LLVMValueRef jit_dc(jit_fn *f, double v) { return LLVMConstReal(f->t_f64, v); }
+static inline LLVMValueRef jit_fadd(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFAdd(f->b, a, b, "");
+}
+static inline LLVMValueRef jit_fsub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFSub(f->b, a, b, "");
+}
+static inline LLVMValueRef jit_fmul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFMul(f->b, a, b, "");
+}
+static inline LLVMValueRef jit_fdiv(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildFDiv(f->b, a, b, "");
+}
+static inline LLVMValueRef jit_fcmp(jit_fn *f, LLVMRealPredicate p, LLVMValueRef a,
+                                    LLVMValueRef b) {
+  return LLVMBuildFCmp(f->b, p, a, b, "");
+}
+static inline LLVMValueRef jit_sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(f->b, c, a, b, "");
+}
+
 /* A stack slot of type t at the top of the function's entry block (so O3
  * promotes it to SSA), for accumulators carried across loops. */
 LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name);

@@ -45,25 +45,6 @@ static int rsz_setup(jit_fn *f, rsz *q) {
   return 0;
 }
 
-static LLVMValueRef dc(jit_fn *f, double v) { return jit_fconst(f, IR_DT_F64, v); }
-static LLVMValueRef fadd(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFAdd(f->b, a, b, "");
-}
-static LLVMValueRef fsub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFSub(f->b, a, b, "");
-}
-static LLVMValueRef fmul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFMul(f->b, a, b, "");
-}
-static LLVMValueRef fdiv(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFDiv(f->b, a, b, "");
-}
-static LLVMValueRef fcmp(jit_fn *f, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFCmp(f->b, p, a, b, "");
-}
-static LLVMValueRef sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(f->b, c, a, b, "");
-}
 static LLVMValueRef to_f64(jit_fn *f, LLVMValueRef i) {
   return LLVMBuildSIToFP(f->b, i, f->t_f64, "");
 }
@@ -71,47 +52,47 @@ static LLVMValueRef to_f64(jit_fn *f, LLVMValueRef i) {
 /* ir_resize_coord_of */
 static LLVMValueRef coord_of(jit_fn *f, ir_resize_coord c, LLVMValueRef o, LLVMValueRef n,
                              LLVMValueRef m, LLVMValueRef s, LLVMValueRef len) {
-  LLVMValueRef half = fsub(f, fdiv(f, fadd(f, o, dc(f, 0.5)), s), dc(f, 0.5));
+  LLVMValueRef half = jit_fsub(f, jit_fdiv(f, jit_fadd(f, o, jit_dc(f, 0.5)), s), jit_dc(f, 0.5));
   switch (c) {
   case IR_RESIZE_HALF_PIXEL: return half;
   case IR_RESIZE_PYTORCH_HALF_PIXEL:
-    return sel(f, fcmp(f, LLVMRealOGT, len, dc(f, 1.0)), half, dc(f, 0.0));
+    return jit_sel(f, jit_fcmp(f, LLVMRealOGT, len, jit_dc(f, 1.0)), half, jit_dc(f, 0.0));
   case IR_RESIZE_ALIGN_CORNERS:
-    return sel(f, fcmp(f, LLVMRealOEQ, len, dc(f, 1.0)), dc(f, 0.0),
-               fdiv(f, fmul(f, o, fsub(f, n, dc(f, 1.0))), fsub(f, len, dc(f, 1.0))));
-  case IR_RESIZE_ASYMMETRIC: return fdiv(f, o, s);
-  case IR_RESIZE_TF_HALF_PIXEL_FOR_NN: return fdiv(f, fadd(f, o, dc(f, 0.5)), s);
+    return jit_sel(f, jit_fcmp(f, LLVMRealOEQ, len, jit_dc(f, 1.0)), jit_dc(f, 0.0),
+               jit_fdiv(f, jit_fmul(f, o, jit_fsub(f, n, jit_dc(f, 1.0))), jit_fsub(f, len, jit_dc(f, 1.0))));
+  case IR_RESIZE_ASYMMETRIC: return jit_fdiv(f, o, s);
+  case IR_RESIZE_TF_HALF_PIXEL_FOR_NN: return jit_fdiv(f, jit_fadd(f, o, jit_dc(f, 0.5)), s);
   case IR_RESIZE_HALF_PIXEL_SYMMETRIC: {
-    LLVMValueRef off = fmul(f, fdiv(f, n, dc(f, 2.0)), fsub(f, dc(f, 1.0), fdiv(f, m, len)));
-    return fsub(f, fadd(f, off, fdiv(f, fadd(f, o, dc(f, 0.5)), s)), dc(f, 0.5));
+    LLVMValueRef off = jit_fmul(f, jit_fdiv(f, n, jit_dc(f, 2.0)), jit_fsub(f, jit_dc(f, 1.0), jit_fdiv(f, m, len)));
+    return jit_fsub(f, jit_fadd(f, off, jit_fdiv(f, jit_fadd(f, o, jit_dc(f, 0.5)), s)), jit_dc(f, 0.5));
   }
   }
-  return dc(f, 0.0);
+  return jit_dc(f, 0.0);
 }
 
 /* ir_resize_floor_bound, then the integer */
 static LLVMValueRef bound_int(jit_fn *f, LLVMValueRef fl, LLVMValueRef n) {
-  LLVMValueRef hi = fadd(f, n, dc(f, 8.0));
-  LLVMValueRef v = sel(f, fcmp(f, LLVMRealOGT, fl, hi), hi, fl);
-  v = sel(f, fcmp(f, LLVMRealULT, fl, dc(f, -8.0)), dc(f, -8.0), v); /* NaN too */
+  LLVMValueRef hi = jit_fadd(f, n, jit_dc(f, 8.0));
+  LLVMValueRef v = jit_sel(f, jit_fcmp(f, LLVMRealOGT, fl, hi), hi, fl);
+  v = jit_sel(f, jit_fcmp(f, LLVMRealULT, fl, jit_dc(f, -8.0)), jit_dc(f, -8.0), v); /* NaN too */
   return LLVMBuildFPToSI(f->b, v, f->t_i64, "");
 }
 
 static LLVMValueRef clamp_idx(jit_fn *f, LLVMValueRef i, LLVMValueRef n) {
   LLVMValueRef zero = jit_i64(f, 0);
-  LLVMValueRef v = sel(f, LLVMBuildICmp(f->b, LLVMIntSGE, i, n, ""),
+  LLVMValueRef v = jit_sel(f, LLVMBuildICmp(f->b, LLVMIntSGE, i, n, ""),
                        LLVMBuildSub(f->b, n, jit_i64(f, 1), ""), i);
-  return sel(f, LLVMBuildICmp(f->b, LLVMIntSLT, i, zero, ""), zero, v);
+  return jit_sel(f, LLVMBuildICmp(f->b, LLVMIntSLT, i, zero, ""), zero, v);
 }
 
 static LLVMValueRef cubic_near(jit_fn *f, double a, LLVMValueRef t) {
-  LLVMValueRef v = fsub(f, fmul(f, dc(f, a + 2.0), t), dc(f, a + 3.0));
-  return fadd(f, fmul(f, fmul(f, v, t), t), dc(f, 1.0));
+  LLVMValueRef v = jit_fsub(f, jit_fmul(f, jit_dc(f, a + 2.0), t), jit_dc(f, a + 3.0));
+  return jit_fadd(f, jit_fmul(f, jit_fmul(f, v, t), t), jit_dc(f, 1.0));
 }
 static LLVMValueRef cubic_far(jit_fn *f, double a, LLVMValueRef t) {
-  LLVMValueRef v = fsub(f, fmul(f, dc(f, a), t), dc(f, 5.0 * a));
-  v = fadd(f, fmul(f, v, t), dc(f, 8.0 * a));
-  return fsub(f, fmul(f, v, t), dc(f, 4.0 * a));
+  LLVMValueRef v = jit_fsub(f, jit_fmul(f, jit_dc(f, a), t), jit_dc(f, 5.0 * a));
+  v = jit_fadd(f, jit_fmul(f, v, t), jit_dc(f, 8.0 * a));
+  return jit_fsub(f, jit_fmul(f, v, t), jit_dc(f, 4.0 * a));
 }
 
 /* ir_resize_taps for result coordinate co of resized axis `axis`, scale
@@ -121,50 +102,50 @@ static int taps(jit_fn *f, const rsz *q, int axis, double sa, LLVMValueRef co, L
   const ir_resize *p = &q->p;
   LLVMValueRef ni = q->xd[axis], n = to_f64(f, ni), m = to_f64(f, q->yd[axis]), s, len;
   if (sa > 0) {
-    s = dc(f, sa);
-    len = fmul(f, dc(f, sa), n);
+    s = jit_dc(f, sa);
+    len = jit_fmul(f, jit_dc(f, sa), n);
   } else {
-    s = fdiv(f, m, n);
+    s = jit_fdiv(f, m, n);
     len = m;
   }
   LLVMValueRef x = coord_of(f, p->coord, to_f64(f, co), n, m, s, len);
-  LLVMValueRef fl = jit_intrinsic(f, "llvm.floor", f->t_f64, &x, 1), r = fsub(f, x, fl);
+  LLVMValueRef fl = jit_intrinsic(f, "llvm.floor", f->t_f64, &x, 1), r = jit_fsub(f, x, fl);
   if (p->interp == IR_RESIZE_NEAREST) {
     LLVMValueRef up;
     switch (p->round) {
-    case IR_RESIZE_ROUND_PREFER_FLOOR: up = fcmp(f, LLVMRealOGT, r, dc(f, 0.5)); break;
-    case IR_RESIZE_ROUND_PREFER_CEIL: up = fcmp(f, LLVMRealOGE, r, dc(f, 0.5)); break;
-    case IR_RESIZE_CEIL: up = fcmp(f, LLVMRealOGT, r, dc(f, 0.0)); break;
+    case IR_RESIZE_ROUND_PREFER_FLOOR: up = jit_fcmp(f, LLVMRealOGT, r, jit_dc(f, 0.5)); break;
+    case IR_RESIZE_ROUND_PREFER_CEIL: up = jit_fcmp(f, LLVMRealOGE, r, jit_dc(f, 0.5)); break;
+    case IR_RESIZE_CEIL: up = jit_fcmp(f, LLVMRealOGT, r, jit_dc(f, 0.0)); break;
     default: up = LLVMConstInt(f->t_i1, 0, 0); break;
     }
-    idx[0] = clamp_idx(f, bound_int(f, sel(f, up, fadd(f, fl, dc(f, 1.0)), fl), n), ni);
-    w[0] = dc(f, 1.0);
+    idx[0] = clamp_idx(f, bound_int(f, jit_sel(f, up, jit_fadd(f, fl, jit_dc(f, 1.0)), fl), n), ni);
+    w[0] = jit_dc(f, 1.0);
     return 1;
   }
   LLVMValueRef i0 = bound_int(f, fl, n);
   if (p->interp == IR_RESIZE_LINEAR) {
     idx[0] = clamp_idx(f, i0, ni);
     idx[1] = clamp_idx(f, LLVMBuildAdd(f->b, i0, jit_i64(f, 1), ""), ni);
-    w[0] = fsub(f, dc(f, 1.0), r);
+    w[0] = jit_fsub(f, jit_dc(f, 1.0), r);
     w[1] = r;
     return 2;
   }
-  w[0] = cubic_far(f, p->a, fadd(f, r, dc(f, 1.0)));
+  w[0] = cubic_far(f, p->a, jit_fadd(f, r, jit_dc(f, 1.0)));
   w[1] = cubic_near(f, p->a, r);
-  w[2] = cubic_near(f, p->a, fsub(f, dc(f, 1.0), r));
-  w[3] = cubic_far(f, p->a, fsub(f, dc(f, 2.0), r));
+  w[2] = cubic_near(f, p->a, jit_fsub(f, jit_dc(f, 1.0), r));
+  w[3] = cubic_far(f, p->a, jit_fsub(f, jit_dc(f, 2.0), r));
   for (int k = 0; k < 4; k++) {
     LLVMValueRef i = LLVMBuildAdd(f->b, i0, jit_i64(f, k - 1), "");
     if (p->exclude) {
       LLVMValueRef out = LLVMBuildOr(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, i, jit_i64(f, 0), ""),
                                      LLVMBuildICmp(f->b, LLVMIntSGE, i, ni, ""), "");
-      w[k] = sel(f, out, dc(f, 0.0), w[k]);
+      w[k] = jit_sel(f, out, jit_dc(f, 0.0), w[k]);
     }
     idx[k] = clamp_idx(f, i, ni);
   }
   if (p->exclude) {
-    LLVMValueRef sum = fadd(f, fadd(f, fadd(f, w[0], w[1]), w[2]), w[3]);
-    for (int k = 0; k < 4; k++) w[k] = fdiv(f, w[k], sum);
+    LLVMValueRef sum = jit_fadd(f, jit_fadd(f, jit_fadd(f, w[0], w[1]), w[2]), w[3]);
+    for (int k = 0; k < 4; k++) w[k] = jit_fdiv(f, w[k], sum);
   }
   return 4;
 }
@@ -189,15 +170,15 @@ static void rsz_element(jit_fn *f, const rsz *q, const LLVMValueRef *coord, LLVM
     return;
   }
   int k[IR_MAX_RANK] = {0};
-  LLVMValueRef acc = dc(f, 0.0);
+  LLVMValueRef acc = jit_dc(f, 0.0);
   for (;;) {
     LLVMValueRef src = jit_i64(f, 0), wt = NULL;
     for (int i = 0; i < q->rank; i++) {
       src = jit_add(f, src, jit_mul(f, idx[i][nt[i] ? k[i] : 0], q->st[i]));
-      if (nt[i]) wt = wt ? fmul(f, wt, w[i][k[i]]) : w[i][k[i]];
+      if (nt[i]) wt = wt ? jit_fmul(f, wt, w[i][k[i]]) : w[i][k[i]];
     }
     LLVMValueRef v = jit_scalar_cast(f, q->dt, IR_DT_F64, jit_load(f, q->dt, in, src));
-    acc = fadd(f, acc, fmul(f, wt ? wt : dc(f, 1.0), v));
+    acc = jit_fadd(f, acc, jit_fmul(f, wt ? wt : jit_dc(f, 1.0), v));
     int i = q->rank - 1;
     for (; i >= 0; i--) {
       if (!nt[i]) continue;

@@ -22,28 +22,9 @@ typedef struct roi_k {
   LLVMValueRef acc;     /* slot: the element's sum or max (double) */
 } roi_k;
 
-static LLVMValueRef dc(jit_fn *f, double v) { return LLVMConstReal(f->t_f64, v); }
-static LLVMValueRef fadd(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFAdd(f->b, a, b, "");
-}
-static LLVMValueRef fsub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFSub(f->b, a, b, "");
-}
-static LLVMValueRef fmul(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFMul(f->b, a, b, "");
-}
-static LLVMValueRef fdiv(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFDiv(f->b, a, b, "");
-}
-static LLVMValueRef fcmp(jit_fn *f, LLVMRealPredicate p, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildFCmp(f->b, p, a, b, "");
-}
-static LLVMValueRef sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildSelect(f->b, c, a, b, "");
-}
 /* a < b ? b : a, as the interpreter's mx */
 static LLVMValueRef mx(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return sel(f, fcmp(f, LLVMRealOLT, a, b), b, a);
+  return jit_sel(f, jit_fcmp(f, LLVMRealOLT, a, b), b, a);
 }
 static LLVMValueRef to_f64(jit_fn *f, ir_dtype dt, LLVMValueRef v) {
   return dt == IR_DT_F64 ? v : LLVMBuildFPExt(f->b, v, f->t_f64, "");
@@ -57,16 +38,16 @@ static LLVMValueRef ld64(jit_fn *f, int buf, LLVMValueRef i) {
  * coordinates. */
 static void roi_axis(jit_fn *f, const ir_roi_params *p, LLVMValueRef lo, LLVMValueRef hi,
                      int64_t out, LLVMValueRef *start, LLVMValueRef *bin, LLVMValueRef *grid) {
-  LLVMValueRef off = dc(f, p->aligned ? 0.5 : 0.0), scale = dc(f, p->scale);
-  *start = fsub(f, fmul(f, lo, scale), off);
-  LLVMValueRef size = fsub(f, fsub(f, fmul(f, hi, scale), off), *start);
+  LLVMValueRef off = jit_dc(f, p->aligned ? 0.5 : 0.0), scale = jit_dc(f, p->scale);
+  *start = jit_fsub(f, jit_fmul(f, lo, scale), off);
+  LLVMValueRef size = jit_fsub(f, jit_fsub(f, jit_fmul(f, hi, scale), off), *start);
   if (!p->aligned)
-    size = sel(f, fcmp(f, LLVMRealOLT, size, dc(f, 1.0)), dc(f, 1.0), size);
-  *bin = fdiv(f, size, dc(f, (double)out));
+    size = jit_sel(f, jit_fcmp(f, LLVMRealOLT, size, jit_dc(f, 1.0)), jit_dc(f, 1.0), size);
+  *bin = jit_fdiv(f, size, jit_dc(f, (double)out));
   LLVMValueRef g =
-      p->sr > 0 ? dc(f, (double)p->sr) : jit_intrinsic(f, "llvm.ceil", f->t_f64, bin, 1);
-  g = sel(f, fcmp(f, LLVMRealOLT, g, dc(f, 0.0)), dc(f, 0.0), g);
-  jit_fail_if(f, fcmp(f, LLVMRealUGT, g, dc(f, IR_ROI_MAX_GRID)), JIT_KERR_ROI);
+      p->sr > 0 ? jit_dc(f, (double)p->sr) : jit_intrinsic(f, "llvm.ceil", f->t_f64, bin, 1);
+  g = jit_sel(f, jit_fcmp(f, LLVMRealOLT, g, jit_dc(f, 0.0)), jit_dc(f, 0.0), g);
+  jit_fail_if(f, jit_fcmp(f, LLVMRealUGT, g, jit_dc(f, IR_ROI_MAX_GRID)), JIT_KERR_ROI);
   *grid = LLVMBuildFPToSI(f->b, g, f->t_i64, "");
 }
 
@@ -74,41 +55,41 @@ static void roi_axis(jit_fn *f, const ir_roi_params *p, LLVMValueRef lo, LLVMVal
  * pixel and the fraction toward the high one. */
 static void clamp_axis(jit_fn *f, LLVMValueRef v, LLVMValueRef n, LLVMValueRef *lo,
                        LLVMValueRef *hi, LLVMValueRef *frac) {
-  v = sel(f, fcmp(f, LLVMRealOLE, v, dc(f, 0.0)), dc(f, 0.0), v);
+  v = jit_sel(f, jit_fcmp(f, LLVMRealOLE, v, jit_dc(f, 0.0)), jit_dc(f, 0.0), v);
   LLVMValueRef l = LLVMBuildFPToSI(f->b, v, f->t_i64, ""),
                last = LLVMBuildSub(f->b, n, jit_i64(f, 1), "");
   LLVMValueRef edge = LLVMBuildICmp(f->b, LLVMIntSGE, l, last, "");
   *lo = LLVMBuildSelect(f->b, edge, last, l, "");
   *hi = LLVMBuildSelect(f->b, edge, last, LLVMBuildAdd(f->b, l, jit_i64(f, 1), ""), "");
-  v = sel(f, edge, LLVMBuildSIToFP(f->b, last, f->t_f64, ""), v);
-  *frac = fsub(f, v, LLVMBuildSIToFP(f->b, *lo, f->t_f64, ""));
+  v = jit_sel(f, edge, LLVMBuildSIToFP(f->b, last, f->t_f64, ""), v);
+  *frac = jit_fsub(f, v, LLVMBuildSIToFP(f->b, *lo, f->t_f64, ""));
 }
 
 static void sample(jit_fn *f, const roi_k *r, LLVMValueRef yy, LLVMValueRef xx, LLVMValueRef img,
                    LLVMValueRef H, LLVMValueRef W, LLVMValueRef C, LLVMValueRef c) {
   for (int q = 0; q < 4; q++)
-    LLVMBuildStore(f->b, dc(f, 0.0), r->prod[q]);
+    LLVMBuildStore(f->b, jit_dc(f, 0.0), r->prod[q]);
   LLVMValueRef one = jit_i64(f, 1);
   LLVMValueRef in = LLVMBuildAnd(f->b, LLVMBuildICmp(f->b, LLVMIntSGE, H, one, ""),
                                  LLVMBuildICmp(f->b, LLVMIntSGE, W, one, ""), "");
   LLVMValueRef Hf = LLVMBuildSIToFP(f->b, H, f->t_f64, ""),
                Wf = LLVMBuildSIToFP(f->b, W, f->t_f64, "");
-  in = LLVMBuildAnd(f->b, in, fcmp(f, LLVMRealOGE, yy, dc(f, -1.0)), "");
-  in = LLVMBuildAnd(f->b, in, fcmp(f, LLVMRealOLE, yy, Hf), "");
-  in = LLVMBuildAnd(f->b, in, fcmp(f, LLVMRealOGE, xx, dc(f, -1.0)), "");
-  in = LLVMBuildAnd(f->b, in, fcmp(f, LLVMRealOLE, xx, Wf), "");
+  in = LLVMBuildAnd(f->b, in, jit_fcmp(f, LLVMRealOGE, yy, jit_dc(f, -1.0)), "");
+  in = LLVMBuildAnd(f->b, in, jit_fcmp(f, LLVMRealOLE, yy, Hf), "");
+  in = LLVMBuildAnd(f->b, in, jit_fcmp(f, LLVMRealOGE, xx, jit_dc(f, -1.0)), "");
+  in = LLVMBuildAnd(f->b, in, jit_fcmp(f, LLVMRealOLE, xx, Wf), "");
   jit_simt_if ib;
   jit_simt_if_begin(f, &ib, in);
   LLVMValueRef yl, yh, ly, xl, xh, lx;
   clamp_axis(f, yy, H, &yl, &yh, &ly);
   clamp_axis(f, xx, W, &xl, &xh, &lx);
-  LLVMValueRef hy = fsub(f, dc(f, 1.0), ly), hx = fsub(f, dc(f, 1.0), lx);
-  LLVMValueRef w[4] = {fmul(f, hy, hx), fmul(f, hy, lx), fmul(f, ly, hx), fmul(f, ly, lx)};
+  LLVMValueRef hy = jit_fsub(f, jit_dc(f, 1.0), ly), hx = jit_fsub(f, jit_dc(f, 1.0), lx);
+  LLVMValueRef w[4] = {jit_fmul(f, hy, hx), jit_fmul(f, hy, lx), jit_fmul(f, ly, hx), jit_fmul(f, ly, lx)};
   LLVMValueRef ys[4] = {yl, yl, yh, yh}, xs[4] = {xl, xh, xl, xh};
   for (int q = 0; q < 4; q++) {
     LLVMValueRef pix = jit_add(f, jit_mul(f, jit_add(f, img, ys[q]), W), xs[q]);
     LLVMValueRef v = ld64(f, 0, jit_add(f, jit_mul(f, pix, C), c));
-    LLVMBuildStore(f->b, fmul(f, w[q], v), r->prod[q]);
+    LLVMBuildStore(f->b, jit_fmul(f, w[q], v), r->prod[q]);
   }
   jit_simt_if_end(f, &ib);
 }
@@ -125,8 +106,8 @@ static void roi_elem(jit_fn *f, const roi_k *r, LLVMValueRef e) {
   LLVMValueRef row = jit_mul(f, k, jit_i64(f, 5));
   LLVMValueRef bf = ld64(f, 1, row);
   LLVMValueRef okb =
-      LLVMBuildAnd(f->b, fcmp(f, LLVMRealOGT, bf, dc(f, -1.0)),
-                   fcmp(f, LLVMRealOLT, bf, LLVMBuildSIToFP(f->b, N, f->t_f64, "")), "");
+      LLVMBuildAnd(f->b, jit_fcmp(f, LLVMRealOGT, bf, jit_dc(f, -1.0)),
+                   jit_fcmp(f, LLVMRealOLT, bf, LLVMBuildSIToFP(f->b, N, f->t_f64, "")), "");
   jit_fail_if(f, LLVMBuildNot(f->b, okb, ""), JIT_KERR_INDEX);
   LLVMValueRef b = LLVMBuildFPToSI(f->b, bf, f->t_i64, "");
   LLVMValueRef sy, by, gy, sx, bx, gx;
@@ -135,18 +116,18 @@ static void roi_elem(jit_fn *f, const roi_k *r, LLVMValueRef e) {
   roi_axis(f, &r->p, ld64(f, 1, jit_add(f, row, jit_i64(f, 1))),
            ld64(f, 1, jit_add(f, row, jit_i64(f, 3))), r->p.ow, &sx, &bx, &gx);
   LLVMValueRef img = jit_mul(f, b, H), zero = jit_i64(f, 0);
-  LLVMBuildStore(f->b, dc(f, 0.0), r->acc);
+  LLVMBuildStore(f->b, jit_dc(f, 0.0), r->acc);
   LLVMValueRef gyf = LLVMBuildSIToFP(f->b, gy, f->t_f64, ""),
                gxf = LLVMBuildSIToFP(f->b, gx, f->t_f64, "");
-  LLVMValueRef y0 = fadd(f, sy, fmul(f, LLVMBuildSIToFP(f->b, ph, f->t_f64, ""), by));
-  LLVMValueRef x0 = fadd(f, sx, fmul(f, LLVMBuildSIToFP(f->b, pw, f->t_f64, ""), bx));
+  LLVMValueRef y0 = jit_fadd(f, sy, jit_fmul(f, LLVMBuildSIToFP(f->b, ph, f->t_f64, ""), by));
+  LLVMValueRef x0 = jit_fadd(f, sx, jit_fmul(f, LLVMBuildSIToFP(f->b, pw, f->t_f64, ""), bx));
   jit_loop IY, IX;
   LLVMValueRef iy = jit_loop_begin(f, &IY, zero, gy, "iy");
-  LLVMValueRef t = fadd(f, LLVMBuildSIToFP(f->b, iy, f->t_f64, ""), dc(f, 0.5));
-  LLVMValueRef yy = fadd(f, y0, fdiv(f, fmul(f, t, by), gyf));
+  LLVMValueRef t = jit_fadd(f, LLVMBuildSIToFP(f->b, iy, f->t_f64, ""), jit_dc(f, 0.5));
+  LLVMValueRef yy = jit_fadd(f, y0, jit_fdiv(f, jit_fmul(f, t, by), gyf));
   LLVMValueRef ix = jit_loop_begin(f, &IX, zero, gx, "ix");
-  t = fadd(f, LLVMBuildSIToFP(f->b, ix, f->t_f64, ""), dc(f, 0.5));
-  LLVMValueRef xx = fadd(f, x0, fdiv(f, fmul(f, t, bx), gxf));
+  t = jit_fadd(f, LLVMBuildSIToFP(f->b, ix, f->t_f64, ""), jit_dc(f, 0.5));
+  LLVMValueRef xx = jit_fadd(f, x0, jit_fdiv(f, jit_fmul(f, t, bx), gxf));
   sample(f, r, yy, xx, img, H, W, C, c);
   LLVMValueRef p[4];
   for (int q = 0; q < 4; q++)
@@ -156,9 +137,9 @@ static void roi_elem(jit_fn *f, const roi_k *r, LLVMValueRef e) {
     LLVMValueRef s = mx(f, mx(f, mx(f, p[0], p[1]), p[2]), p[3]);
     LLVMValueRef first = LLVMBuildAnd(f->b, LLVMBuildICmp(f->b, LLVMIntEQ, iy, zero, ""),
                                       LLVMBuildICmp(f->b, LLVMIntEQ, ix, zero, ""), "");
-    acc = sel(f, first, s, mx(f, acc, s));
+    acc = jit_sel(f, first, s, mx(f, acc, s));
   } else {
-    acc = fadd(f, acc, fadd(f, fadd(f, fadd(f, p[0], p[1]), p[2]), p[3]));
+    acc = jit_fadd(f, acc, jit_fadd(f, jit_fadd(f, jit_fadd(f, p[0], p[1]), p[2]), p[3]));
   }
   LLVMBuildStore(f->b, acc, r->acc);
   jit_loop_end(f, &IX);
@@ -168,7 +149,7 @@ static void roi_elem(jit_fn *f, const roi_k *r, LLVMValueRef e) {
     LLVMValueRef cnt = LLVMBuildMul(f->b, gy, gx, "");
     cnt = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSGT, cnt, jit_i64(f, 1), ""), cnt,
                           jit_i64(f, 1), "");
-    res = fdiv(f, res, LLVMBuildSIToFP(f->b, cnt, f->t_f64, ""));
+    res = jit_fdiv(f, res, LLVMBuildSIToFP(f->b, cnt, f->t_f64, ""));
   }
   if (yt->dtype != IR_DT_F64)
     res = LLVMBuildFPTrunc(f->b, res, jit_type(f, yt->dtype), "");
