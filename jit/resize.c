@@ -57,14 +57,18 @@ static LLVMValueRef coord_of(jit_fn *f, ir_resize_coord c, LLVMValueRef o, LLVMV
   case IR_RESIZE_HALF_PIXEL: return half;
   case IR_RESIZE_PYTORCH_HALF_PIXEL:
     return jit_sel(f, jit_fcmp(f, LLVMRealOGT, len, jit_dc(f, 1.0)), half, jit_dc(f, 0.0));
-  case IR_RESIZE_ALIGN_CORNERS:
-    return jit_sel(f, jit_fcmp(f, LLVMRealOEQ, len, jit_dc(f, 1.0)), jit_dc(f, 0.0),
-               jit_fdiv(f, jit_fmul(f, o, jit_fsub(f, n, jit_dc(f, 1.0))), jit_fsub(f, len, jit_dc(f, 1.0))));
+  case IR_RESIZE_ALIGN_CORNERS: {
+    LLVMValueRef one = jit_dc(f, 1.0);
+    LLVMValueRef q = jit_fdiv(f, jit_fmul(f, o, jit_fsub(f, n, one)), jit_fsub(f, len, one));
+    return jit_sel(f, jit_fcmp(f, LLVMRealOEQ, len, one), jit_dc(f, 0.0), q);
+  }
   case IR_RESIZE_ASYMMETRIC: return jit_fdiv(f, o, s);
   case IR_RESIZE_TF_HALF_PIXEL_FOR_NN: return jit_fdiv(f, jit_fadd(f, o, jit_dc(f, 0.5)), s);
   case IR_RESIZE_HALF_PIXEL_SYMMETRIC: {
-    LLVMValueRef off = jit_fmul(f, jit_fdiv(f, n, jit_dc(f, 2.0)), jit_fsub(f, jit_dc(f, 1.0), jit_fdiv(f, m, len)));
-    return jit_fsub(f, jit_fadd(f, off, jit_fdiv(f, jit_fadd(f, o, jit_dc(f, 0.5)), s)), jit_dc(f, 0.5));
+    LLVMValueRef shrink = jit_fsub(f, jit_dc(f, 1.0), jit_fdiv(f, m, len));
+    LLVMValueRef off = jit_fmul(f, jit_fdiv(f, n, jit_dc(f, 2.0)), shrink);
+    LLVMValueRef mid = jit_fdiv(f, jit_fadd(f, o, jit_dc(f, 0.5)), s);
+    return jit_fsub(f, jit_fadd(f, off, mid), jit_dc(f, 0.5));
   }
   }
   return jit_dc(f, 0.0);

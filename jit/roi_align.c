@@ -84,7 +84,8 @@ static void sample(jit_fn *f, const roi_k *r, LLVMValueRef yy, LLVMValueRef xx, 
   clamp_axis(f, yy, H, &yl, &yh, &ly);
   clamp_axis(f, xx, W, &xl, &xh, &lx);
   LLVMValueRef hy = jit_fsub(f, jit_dc(f, 1.0), ly), hx = jit_fsub(f, jit_dc(f, 1.0), lx);
-  LLVMValueRef w[4] = {jit_fmul(f, hy, hx), jit_fmul(f, hy, lx), jit_fmul(f, ly, hx), jit_fmul(f, ly, lx)};
+  LLVMValueRef w[4] = {jit_fmul(f, hy, hx), jit_fmul(f, hy, lx), jit_fmul(f, ly, hx),
+                       jit_fmul(f, ly, lx)};
   LLVMValueRef ys[4] = {yl, yl, yh, yh}, xs[4] = {xl, xh, xl, xh};
   for (int q = 0; q < 4; q++) {
     LLVMValueRef pix = jit_add(f, jit_mul(f, jit_add(f, img, ys[q]), W), xs[q]);
