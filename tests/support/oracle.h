@@ -150,4 +150,23 @@ int oracle_ir_parse_only(const char *mlir, char *msg, size_t cap);
     free(r_);                                             \
   } while (0)
 
+/* The assertion for a graph that must be refused: ir_parse and kiln's
+ * compile both fail, with a parse or verify error, and both messages
+ * mention `what` (a string). */
+#define EXPECT_REJECTED(mlir, what)                                                           \
+  do {                                                                                        \
+    char msg_[1024];                                                                          \
+    kiln_code code_;                                                                          \
+    cr_expect_neq(oracle_ir_parse_only((mlir), msg_, sizeof msg_), 0, "ir_parse accepted %s", \
+                  (what));                                                                    \
+    cr_expect(strstr(msg_, (what)) != NULL, "ir_parse message '%s' does not mention '%s'",    \
+              msg_, (what));                                                                  \
+    cr_expect_neq(oracle_compile_only((mlir), &code_, msg_, sizeof msg_), 0,                  \
+                  "kiln accepted %s", (what));                                                \
+    cr_expect(code_ == KILN_ERR_VERIFY || code_ == KILN_ERR_PARSE, "code %s: %s",             \
+              kiln_code_name(code_), msg_);                                                   \
+    cr_expect(strstr(msg_, (what)) != NULL, "kiln message '%s' does not mention '%s'", msg_,  \
+              (what));                                                                        \
+  } while (0)
+
 #endif
