@@ -56,7 +56,9 @@ static int conv3_setup(jit_fn *f, conv3p *q) {
   return 0;
 }
 
-static void conv3_elem(jit_fn *f, const conv3p *q, LLVMValueRef e, LLVMValueRef acc_slot) {
+static void conv3_elem(jit_fn *f, void *ud, LLVMValueRef e) {
+  const conv3p *q = ud;
+  LLVMValueRef acc_slot = jit_alloca(f, jit_type(f, q->dt), "acc");
   LLVMBuilderRef b = f->b;
   LLVMTypeRef et = jit_type(f, q->dt);
   LLVMValueRef zero = jit_i64(f, 0), Fv = jit_i64(f, q->F);
@@ -92,24 +94,10 @@ static void conv3_elem(jit_fn *f, const conv3p *q, LLVMValueRef e, LLVMValueRef 
 
 int jit_lower_conv3d(jit_fn *f) {
   conv3p q;
-  if (conv3_setup(f, &q) != 0) return -1;
-  LLVMValueRef acc = jit_alloca(f, jit_type(f, q.dt), "acc"), lo, hi;
-  jit_split_range(f, jit_numel_range(f, &f->node->out[0]->type, 0, 5), &lo, &hi);
-  jit_loop E;
-  LLVMValueRef e = jit_loop_begin(f, &E, lo, hi, "e");
-  conv3_elem(f, &q, e, acc);
-  jit_loop_end(f, &E);
-  return f->failed ? -1 : 0;
+  return conv3_setup(f, &q) != 0 ? -1 : jit_each_element(f, conv3_elem, &q);
 }
 
 int jit_simt_lower_conv3d(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
   conv3p q;
-  if (conv3_setup(f, &q) != 0) return -1;
-  LLVMValueRef acc = jit_alloca(f, jit_type(f, q.dt), "acc");
-  jit_simt_loop l;
-  LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, &f->node->out[0]->type, 0, 5));
-  conv3_elem(f, &q, e, acc);
-  jit_simt_grid_loop_end(sf, &l);
-  return f->failed ? -1 : 0;
+  return conv3_setup(&sf->f, &q) != 0 ? -1 : jit_simt_each_element(sf, conv3_elem, &q);
 }

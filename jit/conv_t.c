@@ -56,7 +56,9 @@ static LLVMValueRef src_of(jit_fn *f, LLVMValueRef o, LLVMValueRef t, int64_t pa
 }
 
 /* Result element e (a linear index). */
-static void convt_elem(jit_fn *f, const convtp *q, LLVMValueRef e, LLVMValueRef acc_slot) {
+static void convt_elem(jit_fn *f, void *ud, LLVMValueRef e) {
+  const convtp *q = ud;
+  LLVMValueRef acc_slot = jit_alloca(f, jit_type(f, q->dt), "acc");
   const jit_win *w = &q->w;
   LLVMTypeRef et = jit_type(f, q->dt);
   LLVMValueRef zero = jit_i64(f, 0), Fv = jit_i64(f, q->F);
@@ -86,24 +88,10 @@ static void convt_elem(jit_fn *f, const convtp *q, LLVMValueRef e, LLVMValueRef 
 
 int jit_lower_conv_t(jit_fn *f) {
   convtp q;
-  if (convt_setup(f, &q) != 0) return -1;
-  LLVMValueRef acc = jit_alloca(f, jit_type(f, q.dt), "acc"), lo, hi;
-  jit_split_range(f, jit_numel_range(f, &f->node->out[0]->type, 0, 4), &lo, &hi);
-  jit_loop E;
-  LLVMValueRef e = jit_loop_begin(f, &E, lo, hi, "e");
-  convt_elem(f, &q, e, acc);
-  jit_loop_end(f, &E);
-  return f->failed ? -1 : 0;
+  return convt_setup(f, &q) != 0 ? -1 : jit_each_element(f, convt_elem, &q);
 }
 
 int jit_simt_lower_conv_t(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
   convtp q;
-  if (convt_setup(f, &q) != 0) return -1;
-  LLVMValueRef acc = jit_alloca(f, jit_type(f, q.dt), "acc");
-  jit_simt_loop l;
-  LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, &f->node->out[0]->type, 0, 4));
-  convt_elem(f, &q, e, acc);
-  jit_simt_grid_loop_end(sf, &l);
-  return f->failed ? -1 : 0;
+  return convt_setup(&sf->f, &q) != 0 ? -1 : jit_simt_each_element(sf, convt_elem, &q);
 }

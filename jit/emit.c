@@ -218,6 +218,16 @@ void jit_split_range(jit_fn *f, LLVMValueRef n, LLVMValueRef *lo, LLVMValueRef *
   *hi = bounds[1];
 }
 
+int jit_each_element(jit_fn *f, jit_elem_fn elem, void *ud) {
+  const ir_type *y = &f->node->out[0]->type;
+  LLVMValueRef lo, hi;
+  jit_split_range(f, jit_numel_range(f, y, 0, y->rank), &lo, &hi);
+  jit_loop E;
+  elem(f, ud, jit_loop_begin(f, &E, lo, hi, "e"));
+  jit_loop_end(f, &E);
+  return f->failed ? -1 : 0;
+}
+
 void jit_fn_dispose(jit_fn *f) {
   if (f->b) LLVMDisposeBuilder(f->b);
   f->b = NULL;

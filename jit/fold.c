@@ -29,7 +29,9 @@ static LLVMValueRef block_of(jit_fn *f, const ir_fold_geom *g, int ax, LLVMValue
   return q;
 }
 
-static void fold_elem(jit_fn *f, const ir_fold_geom *g, LLVMValueRef acc, LLVMValueRef e) {
+static void fold_elem(jit_fn *f, void *ud, LLVMValueRef e) {
+  const ir_fold_geom *g = ud;
+  LLVMValueRef acc = jit_alloca(f, jit_type(f, f->node->out[0]->type.dtype), "acc");
   const ir_node *n = f->node;
   ir_dtype dt = n->out[0]->type.dtype;
   LLVMValueRef dims[4], c4[4];
@@ -71,26 +73,10 @@ static int fold_setup(jit_fn *f, ir_fold_geom *g) {
 
 int jit_lower_fold(jit_fn *f) {
   ir_fold_geom g;
-  if (fold_setup(f, &g) != 0)
-    return -1;
-  const ir_type *y = &f->node->out[0]->type;
-  LLVMValueRef acc = jit_alloca(f, jit_type(f, y->dtype), "acc"), lo, hi;
-  jit_split_range(f, jit_numel_range(f, y, 0, 4), &lo, &hi);
-  jit_loop E;
-  fold_elem(f, &g, acc, jit_loop_begin(f, &E, lo, hi, "e"));
-  jit_loop_end(f, &E);
-  return f->failed ? -1 : 0;
+  return fold_setup(f, &g) != 0 ? -1 : jit_each_element(f, fold_elem, &g);
 }
 
 int jit_simt_lower_fold(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
   ir_fold_geom g;
-  if (fold_setup(f, &g) != 0)
-    return -1;
-  const ir_type *y = &f->node->out[0]->type;
-  LLVMValueRef acc = jit_alloca(f, jit_type(f, y->dtype), "acc");
-  jit_simt_loop l;
-  fold_elem(f, &g, acc, jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, y, 0, 4)));
-  jit_simt_grid_loop_end(sf, &l);
-  return f->failed ? -1 : 0;
+  return fold_setup(&sf->f, &g) != 0 ? -1 : jit_simt_each_element(sf, fold_elem, &g);
 }

@@ -107,6 +107,13 @@ void jit_loop_end_rolled(jit_fn *f, jit_loop *l);
  * outermost loop whose iterations are independent (each writes its own
  * outputs). Marks the kernel as split (see jit_fn.split). */
 void jit_split_range(jit_fn *f, LLVMValueRef n, LLVMValueRef *lo, LLVMValueRef *hi);
+
+/* The loop of an op computed one result element at a time (fold, roi_align,
+ * random, conv2d_transpose, conv3d): elem(f, ud, e) for every flat index e
+ * of result 0 in this call's share (jit_split_range); 0, or -1 with f->err.
+ * jit_simt_each_element (simt.h) is its SIMT twin, over a grid. */
+typedef void (*jit_elem_fn)(jit_fn *f, void *ud, LLVMValueRef e);
+int jit_each_element(jit_fn *f, jit_elem_fn elem, void *ud);
 /* This call's share of an [outer, inner] loop pair (reduce.c; used by the
  * reductions and norm.c): the outer loop is split when it has at least as
  * many iterations as the inner one or as there are parts, else the inner

@@ -53,7 +53,8 @@ static LLVMValueRef call1(jit_fn *f, const char *name, LLVMValueRef x) {
   return jit_intrinsic(f, name, f->t_f64, &x, 1);
 }
 
-static void rnd_elem(jit_fn *f, const rnd *r, LLVMValueRef i) {
+static void rnd_elem(jit_fn *f, void *ud, LLVMValueRef i) {
+  const rnd *r = ud;
   ir_dtype dt = f->node->out[0]->type.dtype;
   LLVMValueRef v, a = LLVMConstReal(f->t_f64, r->a);
   if (r->uni) {
@@ -91,25 +92,10 @@ static int rnd_setup(jit_fn *f, rnd *r) {
 
 int jit_lower_random(jit_fn *f) {
   rnd r;
-  if (rnd_setup(f, &r) != 0)
-    return -1;
-  const ir_type *y = &f->node->out[0]->type;
-  LLVMValueRef lo, hi;
-  jit_split_range(f, jit_numel_range(f, y, 0, y->rank), &lo, &hi);
-  jit_loop E;
-  rnd_elem(f, &r, jit_loop_begin(f, &E, lo, hi, "i"));
-  jit_loop_end(f, &E);
-  return f->failed ? -1 : 0;
+  return rnd_setup(f, &r) != 0 ? -1 : jit_each_element(f, rnd_elem, &r);
 }
 
 int jit_simt_lower_random(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
   rnd r;
-  if (rnd_setup(f, &r) != 0)
-    return -1;
-  const ir_type *y = &f->node->out[0]->type;
-  jit_simt_loop l;
-  rnd_elem(f, &r, jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, y, 0, y->rank)));
-  jit_simt_grid_loop_end(sf, &l);
-  return f->failed ? -1 : 0;
+  return rnd_setup(&sf->f, &r) != 0 ? -1 : jit_simt_each_element(sf, rnd_elem, &r);
 }

@@ -95,7 +95,8 @@ static void sample(jit_fn *f, const roi_k *r, LLVMValueRef yy, LLVMValueRef xx, 
   jit_simt_if_end(f, &ib);
 }
 
-static void roi_elem(jit_fn *f, const roi_k *r, LLVMValueRef e) {
+static void roi_elem(jit_fn *f, void *ud, LLVMValueRef e) {
+  const roi_k *r = ud;
   const ir_node *n = f->node;
   const ir_type *xt = &n->in[0]->type, *yt = &n->out[0]->type;
   LLVMValueRef yd[4], co[4];
@@ -170,25 +171,10 @@ static int roi_setup(jit_fn *f, roi_k *r) {
 
 int jit_lower_roi_align(jit_fn *f) {
   roi_k r;
-  if (roi_setup(f, &r) != 0)
-    return -1;
-  const ir_type *y = &f->node->out[0]->type;
-  LLVMValueRef lo, hi;
-  jit_split_range(f, jit_numel_range(f, y, 0, 4), &lo, &hi);
-  jit_loop E;
-  roi_elem(f, &r, jit_loop_begin(f, &E, lo, hi, "e"));
-  jit_loop_end(f, &E);
-  return f->failed ? -1 : 0;
+  return roi_setup(f, &r) != 0 ? -1 : jit_each_element(f, roi_elem, &r);
 }
 
 int jit_simt_lower_roi_align(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
   roi_k r;
-  if (roi_setup(f, &r) != 0)
-    return -1;
-  const ir_type *y = &f->node->out[0]->type;
-  jit_simt_loop l;
-  roi_elem(f, &r, jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, y, 0, 4)));
-  jit_simt_grid_loop_end(sf, &l);
-  return f->failed ? -1 : 0;
+  return roi_setup(&sf->f, &r) != 0 ? -1 : jit_simt_each_element(sf, roi_elem, &r);
 }

@@ -118,6 +118,9 @@ typedef struct jit_simt_loop {
 } jit_simt_loop;
 LLVMValueRef jit_simt_grid_loop_begin(jit_simt_fn *sf, jit_simt_loop *l, LLVMValueRef n);
 void jit_simt_grid_loop_end(jit_simt_fn *sf, jit_simt_loop *l);
+/* jit_each_element (lower.h) on SIMT: elem for every flat index of result
+ * 0, in a grid-stride loop. 0, or -1 with f->err. */
+int jit_simt_each_element(jit_simt_fn *sf, jit_elem_fn elem, void *ud);
 
 /* ---- graph ops (simt_lower.c, simt_rows.c, simt_fused.c) ----
  * Every SIMT kernel of a node runs with JIT_SIMT_BLOCK threads per block

@@ -62,6 +62,15 @@ bool jit_simt_norm_axis(int64_t a, int rank, int *out) {
 
 static LLVMValueRef numel(jit_fn *f, const ir_type *t) { return jit_numel_range(f, t, 0, t->rank); }
 
+int jit_simt_each_element(jit_simt_fn *sf, jit_elem_fn elem, void *ud) {
+  jit_fn *f = &sf->f;
+  const ir_type *y = &f->node->out[0]->type;
+  jit_simt_loop l;
+  elem(f, ud, jit_simt_grid_loop_begin(sf, &l, numel(f, y)));
+  jit_simt_grid_loop_end(sf, &l);
+  return f->failed ? -1 : 0;
+}
+
 void jit_simt_if_begin(jit_fn *f, jit_simt_if *ib, LLVMValueRef cond) {
   LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "then");
   ib->join = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "join");
