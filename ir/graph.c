@@ -110,6 +110,19 @@ const char *ir_dtype_set_name(unsigned dts) {
 
 bool ir_node_is_source(const ir_node *n) { return n && ir_op_has_flag(n->op, IR_OPF_SRC); }
 
+int ir_node_data_sym(const ir_node *n) {
+  if (!n || !ir_op_has_flag(n->op, IR_OPF_DATA_DIM) || n->nout < 1) return -1;
+  const ir_type *t = &n->out[0]->type;
+  if (t->rank < 1 || !t->dims || !ir_dim_is_sym(t->dims[0])) return -1;
+  return t->dims[0]->sym;
+}
+
+bool ir_graph_has_data_syms(const ir_graph *g) {
+  for (int i = 0; g && i < g->nnodes; i++)
+    if (ir_node_data_sym(g->nodes[i]) >= 0) return true;
+  return false;
+}
+
 const ir_node *ir_node_matmul(const ir_node *n) {
   if (!n) return NULL;
   if (ir_op_get(n->op)->cls == IR_CLS_MATMUL) return n;

@@ -41,6 +41,8 @@ int ir_infer_gather_index(ir_infer_ctx *c, ir_type *r);
 int ir_infer_scatter(ir_infer_ctx *c, ir_type *r);
 int ir_infer_tile(ir_infer_ctx *c, ir_type *r);
 int ir_infer_range(ir_infer_ctx *c, ir_type *r);
+int ir_infer_nonzero(ir_infer_ctx *c, ir_type *r);
+int ir_infer_nms(ir_infer_ctx *c, ir_type *r);
 /* The sorting class (infer_sort.c). */
 int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
 /* The resizing class (infer_resize.c). */

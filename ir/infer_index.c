@@ -1,5 +1,6 @@
 /* infer_index.c - the shape and dtype rules of the indexing classes:
- * gather_nd / gather_elements, the scatter family, tile and range (ops.def
+ * gather_nd / gather_elements, the scatter family, tile, range, nonzero and
+ * non_maximum_suppression (ops.def
  * documents their operands and attributes).
  *
  * Assumes ir_infer_node has checked the operand counts and the table's dtype
@@ -149,4 +150,71 @@ int ir_infer_range(ctx *c, ir_type *r) {
   /* a symbolic length must come from the inputs' shapes: ir_solve_symbols
    * says so at execute when it does not */
   return ir_infer_res_set(c, r, t->dtype, 1, t->dims, opnd(c, 0)->device);
+}
+
+/* Dim 0 of the declared result t: a plain symbol that no graph input and no
+ * earlier value uses, which the node defines from data (ir/shape.h). */
+static int new_count_dim(ctx *c, const ir_type *t) {
+  const ir_dim *n = t->dims[0];
+  if (!ir_dim_is_sym(n))
+    return ir_infer_fail(c, "mo.%s: dim 0 of the result must be a new symbol (the count is "
+                         "known only when the op runs)", c->op);
+  const ir_graph *g = c->g;
+  const ir_value *res = c->n->out[0];
+  for (int v = 0; v < g->nvalues && g->values[v] != res; v++) {
+    const ir_value *val = g->values[v];
+    for (int a = 0; a < val->type.rank; a++)
+      if (val->type.dims && ir_dim_uses_sym(val->type.dims[a], n->sym))
+        return ir_infer_fail(c, "mo.%s: symbol '%s' is already used by %%%s; the count needs a "
+                             "symbol of its own", c->op, g->syms[n->sym], val->name);
+  }
+  return 0;
+}
+
+/* The declared result: [n, cols] si64 with n a new symbol. */
+static int count_rows_result(ctx *c, int64_t cols, const char *cols_what, const ir_type **t) {
+  int64_t k;
+  if (ir_infer_declared(c, t) != 0) return -1;
+  if ((*t)->rank != 2 || (*t)->dtype != IR_DT_SI64 || !ir_dim_is_const((*t)->dims[1], &k) ||
+      k != cols)
+    return ir_infer_fail(c, "mo.%s: the result must be declared [n, %" PRId64 "] si64 (n: a new "
+                         "symbol for the count, %" PRId64 ": %s)", c->op, cols, cols, cols_what);
+  return new_count_dim(c, *t);
+}
+
+/* mo.nonzero: result [n, rank] si64. */
+int ir_infer_nonzero(ctx *c, ir_type *r) {
+  const ir_type *x = opnd(c, 0), *t;
+  if (count_rows_result(c, x->rank, "the operand's rank", &t) != 0) return -1;
+  return ir_infer_res_set(c, r, IR_DT_SI64, 2, t->dims, x->device);
+}
+
+/* mo.non_maximum_suppression: boxes [B, N, 4], scores [B, C, N] of one
+ * float dtype, a rank-0 integer box limit, rank-0 thresholds of that dtype;
+ * result [n, 3] si64 rows (batch, class, box). */
+int ir_infer_nms(ctx *c, ir_type *r) {
+  const ir_type *bx = opnd(c, 0), *sc = opnd(c, 1), *t;
+  int64_t four, center;
+  if (bx->rank != 3 || !ir_dim_is_const(bx->dims[2], &four) || four != 4)
+    return ir_infer_fail(c, "mo.%s: the boxes must be [batch, boxes, 4]", c->op);
+  if (sc->rank != 3 || sc->dtype != bx->dtype)
+    return ir_infer_fail(c, "mo.%s: the scores must be [batch, classes, boxes] of the boxes' "
+                         "dtype %s", c->op, ir_dtype_name(bx->dtype));
+  if (need_dim(c, IR_CHECK_EQ, sc, 0, "scores", bx, 0, "boxes") != 0 ||
+      need_dim(c, IR_CHECK_EQ, sc, 2, "scores", bx, 1, "boxes") != 0)
+    return -1;
+  const ir_type *lim = opnd(c, 2);
+  if (lim->rank != 0 || (lim->dtype != IR_DT_SI32 && lim->dtype != IR_DT_SI64))
+    return ir_infer_fail(c, "mo.%s: operand 2 (the boxes per class) must be a rank-0 si32 or "
+                         "si64", c->op);
+  for (int k = 3; k < c->n->nin; k++)
+    if (opnd(c, k)->rank != 0 || opnd(c, k)->dtype != bx->dtype)
+      return ir_infer_fail(c, "mo.%s: operand %d (a threshold) must be a rank-0 %s", c->op, k,
+                           ir_dtype_name(bx->dtype));
+  if (ir_infer_attr_int(c, "center_point_box", &center) != 0) return -1;
+  if (center != 0 && center != 1)
+    return ir_infer_fail(c, "mo.%s: center_point_box is %" PRId64 " but must be 0 or 1", c->op,
+                         center);
+  if (count_rows_result(c, 3, "batch, class and box", &t) != 0) return -1;
+  return ir_infer_res_set(c, r, IR_DT_SI64, 2, t->dims, bx->device);
 }

@@ -85,7 +85,7 @@ static const char *shape_text(const int64_t *shape, int rank, char *buf, size_t 
 
 typedef struct run {
   const ir_graph *g;
-  const int64_t *syms;
+  int64_t *syms; /* mo.nonzero sets its count (ir_data_sym_bind) */
   ir_tensor *vals; /* by value id */
   bool *owned;     /* vals[i].data was malloc'd by the run */
   bool *ready;     /* vals[i] holds its data */
@@ -972,6 +972,23 @@ static int run_range(run *r, const ir_node *n) {
   return 0;
 }
 
+/* The indices go into the result planned with the bound; the count then
+ * becomes the symbol's value (ir_data_sym_bind) and the result's dim 0. */
+static int run_nonzero(run *r, const ir_node *n) {
+  int64_t count = ir_ref_nonzero(IN(r, n, 0), OUT(r, n, 0));
+  if (ir_data_sym_bind(r->g, n, r->syms, count, r->msg, r->msglen) < 0) return -1;
+  OUT(r, n, 0)->shape[0] = count;
+  return 0;
+}
+
+static int run_nms(run *r, const ir_node *n) {
+  int64_t count = ir_ref_nms(n, IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), IN(r, n, 3),
+                             n->nin > 4 ? IN(r, n, 4) : NULL, OUT(r, n, 0));
+  if (ir_data_sym_bind(r->g, n, r->syms, count, r->msg, r->msglen) < 0) return -1;
+  OUT(r, n, 0)->shape[0] = count;
+  return 0;
+}
+
 static int run_conv(run *r, const ir_node *n) {
   char detail[400] = "";
   if (ir_ref_conv(n, IN(r, n, 0), IN(r, n, 1), n->nin > 2 ? IN(r, n, 2) : NULL, OUT(r, n, 0),
@@ -1052,6 +1069,8 @@ static const run_fn run_class[] = {
     [IR_CLS_ROI_ALIGN] = run_roi_align,
     [IR_CLS_RANDOM] = run_random,
     [IR_CLS_PRINT] = run_print,
+    [IR_CLS_NONZERO] = run_nonzero,
+    [IR_CLS_NMS] = run_nms,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

@@ -63,6 +63,17 @@ int ir_ref_range(const ir_tensor *start, const ir_tensor *stop, const ir_tensor 
 /* numpy.arange's length for integers (stop - start wrapping in 64 bits);
  * -1 for step 0. */
 int64_t ir_ref_range_len_i(int64_t start, int64_t stop, int64_t step);
+/* mo.nonzero: writes the indices of x's nonzero elements as rows of y
+ * ([bound, rank], room for every element) and returns their count. */
+int64_t ir_ref_nonzero(const ir_tensor *x, ir_tensor *y);
+/* mo.non_maximum_suppression (interp_nms.c): writes the selected rows
+ * (batch, class, box) into y ([bound, 3]) and returns their count
+ * (score_min may be NULL). ir_ref_nms_overlaps: boxes a and b (ymin, xmin,
+ * ymax, xmax) overlap by an IoU above threshold (ops.def's rule). */
+int64_t ir_ref_nms(const ir_node *n, const ir_tensor *boxes, const ir_tensor *scores,
+                   const ir_tensor *limit, const ir_tensor *iou, const ir_tensor *score_min,
+                   ir_tensor *y);
+bool ir_ref_nms_overlaps(const double a[4], const double b[4], double threshold);
 /* Vision (interp_vision.c): mo.pad; mo.max_pool2d / mo.avg_pool2d; mo.conv2d
  * (bias may be NULL). */
 int ir_ref_pad(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);

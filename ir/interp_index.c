@@ -254,3 +254,19 @@ int ir_ref_range(const ir_tensor *start, const ir_tensor *stop, const ir_tensor 
                        "give %" PRId64, len, want);
   return 0;
 }
+
+int64_t ir_ref_nonzero(const ir_tensor *x, ir_tensor *y) {
+  int64_t numel = ir_tensor_numel(x), count = 0;
+  int rank = x->rank;
+  for (int64_t e = 0; e < numel; e++) {
+    bool nz = ir_ref_is_fc(x->dtype) ? ir_ref_ld_f(x, e) != 0 : ir_ref_ld_i(x, e) != 0;
+    if (!nz) continue; /* NaN != 0 holds: a NaN counts */
+    int64_t rest = e;
+    for (int a = rank - 1; a >= 0; a--) {
+      ir_ref_st_i(y, count * rank + a, rest % x->shape[a]);
+      rest /= x->shape[a];
+    }
+    count++;
+  }
+  return count;
+}

@@ -72,6 +72,7 @@ enum {
   IR_OPF_SRC = 1u << 3,     /* a source: the runtime supplies its value, no kernel */
   IR_OPF_EFFECTS = 1u << 4, /* opaque to kiln: never dropped, even with unused results */
   IR_OPF_PARAMS = 1u << 5,  /* attributes outside its schema are kernel parameters */
+  IR_OPF_DATA_DIM = 1u << 6, /* result 0's dim 0 is a symbol the node sets from data */
 };
 
 /* One attribute of an op's schema: name, kind and (optional ones) default
@@ -300,6 +301,13 @@ bool ir_node_ew_can_fail(const ir_node *n);
 /* A node of a source op (IR_OPF_SRC: mo.constant, mo.constant.external),
  * whose value the runtime supplies rather than a kernel (NULL: false). */
 bool ir_node_is_source(const ir_node *n);
+/* The symbol node n defines from data (IR_OPF_DATA_DIM: the plain symbol of
+ * result 0's dim 0, mo.nonzero's count), or -1 (any other node, or NULL).
+ * Its value is known only once the node has run; ir/shape.h says how the
+ * runtimes plan and check around it. */
+int ir_node_data_sym(const ir_node *n);
+/* Whether some node of g defines a symbol from data. */
+bool ir_graph_has_data_syms(const ir_graph *g);
 /* The mo.matmul n is, or the one in n's fused body (a GEMM with its
  * epilogue, ir_graph_fuse); NULL for any other node. */
 const ir_node *ir_node_matmul(const ir_node *n);

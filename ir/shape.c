@@ -87,9 +87,28 @@ static const char *dim_value_text(const ir_dim *d, int64_t v, char *buf, size_t 
   return buf;
 }
 
-static int run_checks(const ir_graph *g, const int64_t *syms, char *msg, size_t msglen) {
+/* Whether check c can run once node `after` has run (NULL: at the start):
+ * every symbol it uses that a node defines from data is defined by `after`
+ * or an earlier node, and (after != NULL) it uses after's own symbol, so
+ * each check runs exactly once. */
+static bool check_due(const ir_graph *g, const ir_check *c, const ir_node *after) {
+  bool uses_after = false;
+  for (int i = 0; i < g->nnodes; i++) {
+    int s = ir_node_data_sym(g->nodes[i]);
+    if (s < 0 || (!ir_dim_uses_sym(c->lhs, s) && !ir_dim_uses_sym(c->rhs, s))) continue;
+    if (!after || g->nodes[i]->id > after->id) return false;
+    if (g->nodes[i] == after) uses_after = true;
+  }
+  return !after || uses_after;
+}
+
+/* The run-time checks due once node `after` has run (NULL: at the start). */
+static int run_checks(const ir_graph *g, const int64_t *syms, const ir_node *after, char *msg,
+                      size_t msglen) {
+  bool data = ir_graph_has_data_syms(g);
   for (int i = 0; i < g->nchecks; i++) {
     const ir_check *c = &g->checks[i];
+    if (data && !check_due(g, c, after)) continue;
     char where[160] = "", node[150], lt[200], rt[200];
     int64_t l, r;
     ir_dim_err err;
@@ -197,6 +216,15 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
       if (check_axis(g, i, a, d, inputs[i].shape[a], sym_values, from, msg, msglen)) goto out;
     }
   }
+  /* Symbols nodes define from data take their bound, in node order (the
+   * buffers are planned with it); each node sets the real value when it has
+   * run (ir_data_sym_bind). */
+  for (int i = 0; i < g->nnodes; i++) {
+    int s = ir_node_data_sym(g->nodes[i]);
+    if (s < 0 || s >= nsyms) continue;
+    if (ir_data_sym_bound(g->nodes[i], sym_values, &sym_values[s], msg, msglen) < 0) goto out;
+    bound[s] = true;
+  }
   for (int s = 0; s < nsyms; s++) {
     if (bound[s]) continue;
     bool in_check;
@@ -206,7 +234,7 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
          g->syms[s], in_check ? "a run-time check of " : "", user);
     goto out;
   }
-  rc = run_checks(g, sym_values, msg, msglen);
+  rc = run_checks(g, sym_values, NULL, msg, msglen);
 out:
   free(bound);
   free(from);
@@ -231,3 +259,38 @@ int ir_eval_shape(const ir_type *t, const int64_t *sym_values, int64_t *shape, c
   return 0;
 }
 
+
+/* ---- symbols defined from data ---- */
+
+int ir_data_sym_bound(const ir_node *n, const int64_t *sym_values, int64_t *bound, char *msg,
+                      size_t msglen) {
+  int64_t shape[IR_MAX_RANK];
+  char m[256];
+  /* nonzero: operand 0's elements; non_maximum_suppression: one row per
+   * score (operand 1) at most */
+  const ir_type *x = &n->in[n->op == IR_OP_NON_MAXIMUM_SUPPRESSION ? 1 : 0]->type;
+  if (ir_eval_shape(x, sym_values, shape, m, sizeof m) < 0)
+    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): %s", ir_op_get(n->op)->name,
+                       n->out[0]->name, m);
+  int64_t numel = 1;
+  for (int a = 0; a < x->rank; a++)
+    if (__builtin_mul_overflow(numel, shape[a], &numel))
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): the bound of its count overflows",
+                         ir_op_get(n->op)->name, n->out[0]->name);
+  *bound = numel;
+  return 0;
+}
+
+int ir_data_sym_bind(const ir_graph *g, const ir_node *n, int64_t *sym_values, int64_t value,
+                     char *msg, size_t msglen) {
+  int s = ir_node_data_sym(n);
+  if (s < 0) return 0;
+  int64_t bound;
+  if (ir_data_sym_bound(n, sym_values, &bound, msg, msglen) < 0) return -1;
+  if (value < 0 || value > bound)
+    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): '%s' came out as %lld, outside 0..%lld",
+                       ir_op_get(n->op)->name, n->out[0]->name, g->syms[s], (long long)value,
+                       (long long)bound);
+  sym_values[s] = value;
+  return run_checks(g, sym_values, n, msg, msglen);
+}

@@ -27,6 +27,19 @@ typedef struct ir_tensor {
 int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, int64_t *sym_values,
                      char *msg, size_t msglen);
 
+/* Symbols defined from data (ir_node_data_sym: mo.nonzero's count). After
+ * ir_solve_symbols such a symbol holds its bound, the largest value its node
+ * can give it (mo.nonzero: operand 0's element count), so buffers planned
+ * then are large enough; the run-time checks that use it wait. Once the
+ * node has run, ir_data_sym_bind sets it to the value the node gave (which
+ * must lie in 0..bound) and runs the checks that were waiting on it (and
+ * on no later node). Kernels written for symbolic dims then see the real
+ * value. Both return 0 or -1 with msg. */
+int ir_data_sym_bound(const ir_node *n, const int64_t *sym_values, int64_t *bound, char *msg,
+                      size_t msglen);
+int ir_data_sym_bind(const ir_graph *g, const ir_node *n, int64_t *sym_values, int64_t value,
+                     char *msg, size_t msglen);
+
 /* Evaluate a type's shape with solved symbols; returns 0 or -1 with msg
  * (negative dim, overflow). */
 int ir_eval_shape(const ir_type *t, const int64_t *sym_values, int64_t *shape, char *msg,

@@ -67,7 +67,9 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
   f->t_f64 = LLVMDoubleTypeInContext(ctx);
   f->b = LLVMCreateBuilderInContext(ctx);
 
-  int nbufs = n ? n->nin + n->nout : 0;
+  /* a node that defines a symbol from data gets a last buffer: the i64 the
+   * kernel stores the symbol's value in (jit.h) */
+  int nbufs = n ? n->nin + n->nout + (ir_node_data_sym(n) >= 0) : 0;
   int nsyms = g ? g->nsyms : 0;
   f->nbufs = nbufs;
   f->nsyms = nsyms;
@@ -130,8 +132,10 @@ void jit_fn_begin(jit_fn *f, LLVMContextRef ctx, LLVMModuleRef mod, const ir_gra
     char pn[32];
     if (i < n->nin)
       snprintf(pn, sizeof pn, "in%d", i);
-    else
+    else if (i < n->nin + n->nout)
       snprintf(pn, sizeof pn, "out%d", i - n->nin);
+    else
+      snprintf(pn, sizeof pn, "data_sym");
     LLVMSetValueName2(f->bufs[i], pn, strlen(pn));
   }
   f->part = LLVMGetParam(f->fn, (unsigned)nb + 2);

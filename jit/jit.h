@@ -8,6 +8,10 @@
  *   int32_t kernel(void *const *buffers, const int64_t *syms, int64_t part, int64_t nparts)
  *   buffers: the node's operands in order, then its results in order; each a
  *            dense row-major array of the value's dtype (bool as one byte 0/1).
+ *            A node that defines a symbol from data (ir_node_data_sym:
+ *            mo.nonzero) has one more, last: an int64_t the kernel stores
+ *            the symbol's value in; syms holds its bound during the call
+ *            (ir/shape.h), and the results are written for the value stored.
  *   syms:    the graph's symbol values, indexed like ir_graph.syms; the
  *            kernel computes every dim it needs from them at run time.
  *            Buffers never overlap: a result never shares memory with an

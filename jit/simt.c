@@ -173,7 +173,8 @@ void jit_simt_begin(jit_simt_fn *sf, const jit_simt_target *t, LLVMContextRef ct
   f->errlen = errlen;
   init_types(f, ctx);
   f->b = LLVMCreateBuilderInContext(ctx);
-  int nb = n ? n->nin + n->nout : 0, ns = g ? g->nsyms : 0;
+  /* + the i64 a node that defines a symbol from data stores it in (jit.h) */
+  int nb = n ? n->nin + n->nout + (ir_node_data_sym(n) >= 0) : 0, ns = g ? g->nsyms : 0;
   f->nbufs = nb;
   f->nsyms = ns;
   f->bufs = calloc((size_t)nb + 1, sizeof *f->bufs);

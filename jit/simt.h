@@ -239,6 +239,10 @@ int jit_simt_lower_random(jit_simt_fn *sf);
 /* Elements (print.c): mo.print copies its operand, byte by byte, and does
  * not print on a device. */
 int jit_simt_lower_print(jit_simt_fn *sf);
+/* Serial (nonzero.c): mo.nonzero in the first thread, which stores the count. */
+int jit_simt_lower_nonzero(jit_simt_fn *sf);
+/* Serial (nms.c): mo.non_maximum_suppression in the first thread. */
+int jit_simt_lower_nms(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

@@ -543,7 +543,9 @@ static int lower_custom(jit_simt_fn *sf) {
   X(FOLD, L_ELEMENTS, jit_simt_lower_fold)                 \
   X(ROI_ALIGN, L_ELEMENTS, jit_simt_lower_roi_align)        \
   X(RANDOM, L_ELEMENTS, jit_simt_lower_random)              \
-  X(PRINT, L_ELEMENTS, jit_simt_lower_print)
+  X(PRINT, L_ELEMENTS, jit_simt_lower_print)              \
+  X(NONZERO, L_SERIAL, jit_simt_lower_nonzero)          \
+  X(NMS, L_SERIAL, jit_simt_lower_nms)
 
 typedef struct simt_rule {
   launch_shape shape;

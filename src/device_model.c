@@ -130,6 +130,14 @@ int rt_dm_prepare(kiln_model *m, kiln_device *d, kiln_context *target_ctx, kiln_
   if (pthread_mutex_init(&dm->lock, NULL) != 0)
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   dm->lock_ok = true;
+  for (int i = 0; i < m->g->nnodes; i++) { /* launches are planned before they run */
+    const ir_node *n = m->g->nodes[i];
+    if (ir_node_data_sym(n) >= 0)
+      return rt_err(st, KILN_ERR_UNSUPPORTED,
+                    "mo.%s (%%%s) sets dim '%s' from data, which device models do not run "
+                    "yet: compile the graph for the CPU", ir_op_get(n->op)->name,
+                    n->out[0]->name, m->g->syms[ir_node_data_sym(n)]);
+  }
   const char *tname = target_name(d, st);
   if (!tname || rt_target_simt(&dm->target, target_ctx, tname, kiln_device_label(d), st) < 0)
     return -1;

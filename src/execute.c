@@ -21,7 +21,12 @@
  * cached scratch and arena blocks, taken and given back with atomic
  * exchanges),
  * so executes may run concurrently. A replay (capture.c) skips solving and
- * the variant lookup: the captured shapes, symbols and variant serve. */
+ * the variant lookup: the captured shapes, symbols and variant serve.
+ * A dim a node sets from data (mo.nonzero's count, ir/shape.h) holds its
+ * bound while the arena is planned and the outputs allocated; the node's
+ * kernel stores the real value, which is bound (checked) before the next
+ * node runs, and an output whose shape uses it is trimmed (or checked
+ * against the caller's tensor) at the end. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -145,6 +150,16 @@ static int bind_inputs(const kiln_model *m, kiln_tensor *const *inputs, int ninp
   return 0;
 }
 
+/* Whether t uses a symbol some node of g sets from data. */
+static bool uses_data_sym(const ir_graph *g, const ir_type *t) {
+  for (int i = 0; i < g->nnodes; i++) {
+    int s = ir_node_data_sym(g->nodes[i]);
+    for (int a = 0; s >= 0 && a < t->rank; a++)
+      if (ir_dim_uses_sym(t->dims[a], s)) return true;
+  }
+  return false;
+}
+
 static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_state *x,
                            kiln_status *st) {
   const ir_graph *g = m->g;
@@ -155,7 +170,16 @@ static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_stat
     if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
       return rt_err(st, KILN_ERR_SHAPE, "output %d (%s): %s", i, m->outputs[i].name, msg);
     kiln_tensor *t = outputs[i];
-    if (t) {
+    if (m->data_dims && uses_data_sym(g, &v->type)) {
+      /* its shape is known at the end: a tensor of the bound shape, trimmed
+       * (finish_data_outputs) or copied into the caller's then */
+      t = x->fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st);
+      if (!t) return -1;
+      if (outputs[i] && v->def && !ir_node_is_source(v->def) && !x->bufs[v->id]) {
+        x->bufs[v->id] = t->data; /* copied at the end */
+        continue;
+      }
+    } else if (t) {
       if (check_output(m, i, t, shape, st) < 0) return -1;
     } else {
       t = x->fresh[i] = rt_tensor_alloc((kiln_dtype)v->type.dtype, v->type.rank, shape, st);
@@ -204,6 +228,61 @@ static int alloc_intermediates(kiln_model *m, exec_state *x, kiln_status *st) {
   return 0;
 }
 
+/* Node n's kernel stored `value` for the symbol it sets from data: no value
+ * planned with the bound may grow under the real one (a dim such as
+ * 8 - n would outgrow its buffer), then the symbol takes it and the checks
+ * waiting on it run (ir_data_sym_bind). */
+static int bind_data_sym(const kiln_model *m, const ir_node *n, int64_t value, exec_state *x,
+                         kiln_status *st) {
+  const ir_graph *g = m->g;
+  int s = ir_node_data_sym(n);
+  int64_t was = x->syms[s], shape[IR_MAX_RANK];
+  char msg[1024];
+  for (int k = 0; k < g->nvalues; k++) {
+    const ir_type *t = &g->values[k]->type;
+    int64_t before = 1, after = 1;
+    bool uses = false;
+    for (int a = 0; a < t->rank; a++) uses |= ir_dim_uses_sym(t->dims[a], s);
+    if (!uses || value > was) continue; /* a value above the bound fails below */
+    x->syms[s] = value;
+    int rc = ir_eval_shape(t, x->syms, shape, msg, sizeof msg);
+    for (int a = 0; rc == 0 && a < t->rank; a++) after *= shape[a];
+    x->syms[s] = was;
+    if (rc == 0) rc = ir_eval_shape(t, x->syms, shape, msg, sizeof msg);
+    for (int a = 0; rc == 0 && a < t->rank; a++) before *= shape[a];
+    if (rc < 0 || after > before)
+      return rt_err(st, KILN_ERR_UNSUPPORTED,
+                    "%%%s: its shape grows when '%s' (set from data by mo.%s) falls below its "
+                    "bound %lld to %lld, so its buffer cannot be planned%s%s",
+                    g->values[k]->name, g->syms[s], ir_op_get(n->op)->name, (long long)was,
+                    (long long)value, rc < 0 ? ": " : "", rc < 0 ? msg : "");
+  }
+  if (ir_data_sym_bind(g, n, x->syms, value, msg, sizeof msg) < 0)
+    return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
+  return 0;
+}
+
+/* The outputs whose shapes use a symbol set from data: their tensors were
+ * allocated with the bound; now the shape is known. */
+static int finish_data_outputs(const kiln_model *m, kiln_tensor **outputs, exec_state *x,
+                               kiln_status *st) {
+  int64_t shape[IR_MAX_RANK];
+  char msg[512];
+  for (int i = 0; i < m->noutputs; i++) {
+    const ir_value *v = m->g->outputs[i];
+    if (!uses_data_sym(m->g, &v->type)) continue;
+    if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0)
+      return rt_err(st, KILN_ERR_SHAPE, "output %d (%s): %s", i, m->outputs[i].name, msg);
+    if (outputs[i] && check_output(m, i, outputs[i], shape, st) < 0) return -1;
+    kiln_tensor *t = x->fresh[i];
+    int64_t numel = 1;
+    for (int a = 0; a < t->rank; a++) numel *= (t->shape[a] = shape[a]);
+    t->numel = numel;
+    t->nbytes = (size_t)numel * ir_dtype_size(v->type.dtype);
+  }
+  return 0;
+}
+
 static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x,
                        kiln_status *st) {
   const ir_graph *g = m->g;
@@ -222,8 +301,11 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
       continue;
     }
     int k = 0;
+    int64_t data_value = -1; /* the symbol a node sets from data (jit.h's last buffer) */
     for (int j = 0; j < n->nin; j++) x->args[k++] = x->bufs[n->in[j]->id];
     for (int j = 0; j < n->nout; j++) x->args[k++] = x->bufs[n->out[j]->id];
+    bool data = m->data_dims && ir_node_data_sym(n) >= 0;
+    if (data) x->args[k++] = &data_value;
     if (m->prepack_use && m->prepack_use[i].operand >= 0) /* B packed once (prepack.c) */
       x->args[m->prepack_use[i].operand] = m->prepack[m->prepack_use[i].src].data;
     int32_t rc = rt_variant_has_kernel(var, i) ? rt_variant_run(m, var, i, x->args, x->syms)
@@ -236,6 +318,7 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
       return rt_err(st, KILN_ERR_RUNTIME, "mo.%s (%%%s): %s", opn, n->out[0]->name,
                     jit_kernel_error(rc));
     }
+    if (data && bind_data_sym(m, n, data_value, x, st) < 0) return -1;
   }
   return 0;
 }
@@ -294,6 +377,7 @@ int rt_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
   int64_t t0 = ticket.slot >= 0 ? rt_now_ns() : 0; /* the async policy's trial (variants.h) */
   if (run_kernels(m, var, &x, st) < 0) goto done;
   if (ticket.slot >= 0) rt_variant_timed(m, var, &ticket, rt_now_ns() - t0);
+  if (m->data_dims && finish_data_outputs(m, outputs, &x, st) < 0) goto done;
   for (int i = 0; i < m->noutputs; i++) {
     if (x.direct[i]) continue;
     kiln_tensor *t = outputs[i] ? outputs[i] : x.fresh[i];

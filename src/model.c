@@ -78,7 +78,8 @@ static int collect_sources(kiln_model *m, kiln_status *st) {
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     m->weight_of_node[i] = -1;
-    if (n->nin + n->nout > m->max_node_bufs) m->max_node_bufs = n->nin + n->nout;
+    int nb = n->nin + n->nout + (ir_node_data_sym(n) >= 0); /* + the data symbol's slot */
+    if (nb > m->max_node_bufs) m->max_node_bufs = nb;
     if (n->op == IR_OP_CONSTANT_EXTERNAL) {
       const char *name = ir_node_attr_string(n, "name", NULL);
       if (!name)
@@ -281,7 +282,11 @@ static int model_describe(kiln_model *m, kiln_status *st) {
   if (m->g->noutputs < 1)
     return rt_err(st, KILN_ERR_VERIFY, "graph @%s has no outputs", m->g->name);
   if (collect_ports(m, st) < 0 || collect_sources(m, st) < 0) return -1;
-  if (m->g->nsyms > 0 && !(m->variants = rt_variants_new())) /* variants.c */
+  /* a dim set from data has its bound until its node runs: no variant may
+   * fold it (nor the symbols around it), so such a model never specializes */
+  m->data_dims = ir_graph_has_data_syms(m->g);
+  if (m->g->nsyms > 0 && !m->data_dims &&
+      !(m->variants = rt_variants_new())) /* variants.c */
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   return 0;
 }

@@ -98,7 +98,8 @@ struct kiln_model {
   int *weight_of_node;   /* g->nnodes entries: weight index, or -1 */
   void **const_data;     /* g->nnodes entries: data of mo.constant nodes (arena or owned) */
   bool *const_owned;     /* g->nnodes entries: const_data[i] was malloc'd (splat expanded) */
-  int max_node_bufs;     /* largest nin + nout over the nodes */
+  bool data_dims;        /* a node sets a dim from data (ir_node_data_sym): execute.c */
+  int max_node_bufs;     /* largest nin + nout (+ 1: a data symbol's slot) over the nodes */
   /* ---- kernels (model.c, pipeline.c) ----
    * Each kernel node's code is an entry of ctx->kcache (kentries[i], one
    * reference, released at free). The kernel's

@@ -871,7 +871,11 @@ KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_k
   if (k < 0)
     return rt_err(st, KILN_ERR_NOT_FOUND, "kiln_model_set_bucket: graph @%s has no symbolic dim '%s'",
                   m->g->name, sym);
-  rt_variants *vs = m->variants; /* non-NULL: the graph has symbols */
+  rt_variants *vs = m->variants; /* NULL: dims set from data, no variants (model.c) */
+  if (!vs) {
+    rt_ok(st);
+    return 0;
+  }
   int rc = 0;
   pthread_mutex_lock(&vs->lock);
   if (!buckets_locked(vs, m->g->nsyms)) {

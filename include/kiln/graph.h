@@ -49,9 +49,11 @@ KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_
  * dictionary in MO text ("{axis = -1}") or NULL; kiln.* names are refused
  * as in kiln_graph_parse. result_type is the declared
  * result type in MO text ("!mo.tensor<[batch * seq, 64], f32>"), required for
- * mo.reshape, mo.broadcast_to, mo.range (its length), the mo.resize ops and
- * mo.custom (one result through this call; mo.inplace_custom's is operand
- * 0's type), otherwise NULL (inferred). Returns the
+ * mo.reshape, mo.broadcast_to, mo.range (its length), the mo.resize ops,
+ * mo.nonzero and mo.non_maximum_suppression (dim 0 is the count: a symbol
+ * of its own, set from data when the op runs) and mo.custom (one result
+ * through this call; mo.inplace_custom's is operand 0's type), otherwise
+ * NULL (inferred). Returns the
  * first result; kiln_value_result gives the others (mo.split). */
 KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value *const *operands,
                                        int noperands, const char *attrs, const char *result_type,

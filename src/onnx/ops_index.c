@@ -1,5 +1,6 @@
 /* ops_index.c - ONNX indexing and mask ops: GatherElements, GatherND,
- * ScatterElements (and the older Scatter), ScatterND, CumSum and Trilu.
+ * ScatterElements (and the older Scatter), ScatterND, CumSum, Trilu,
+ * NonZero and Compress.
  *
  * The gathers and scatters map one to one onto mo.gather_elements,
  * mo.gather_nd and the mo.scatter / mo.scatter_nd families (ONNX's operand
@@ -8,7 +9,9 @@
  * known at import, except for a 1-D operand, whose only axis is 0. Trilu
  * with a k known at import (or none) is one mo.band_part; with k only known
  * at run time it is a mask built from the coordinates (two exclusive
- * cumsums of ones give the row and column numbers) and a mo.where. */
+ * cumsums of ones give the row and column numbers) and a mo.where.
+ * NonZero and Compress use mo.nonzero, whose count is a fresh symbol set
+ * from data when the node runs. */
 #include <stdio.h>
 #include <string.h>
 
@@ -148,6 +151,53 @@ int ox_op_Trilu(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   if (!(out[0]->v = ox_op(x, "band_part", &a, 1, NULL,
                           "{exclude = %s, num_lower = %lld, num_upper = %lld}",
                           ex ? "true" : "false", (long long)lo, (long long)up)))
+    return FAILED();
+  return 0;
+}
+
+/* mo.nonzero of a: [n, rank] si64 with n a fresh symbol (set from data). */
+static kiln_value *nonzero_rows(ox *x, kiln_value *a) {
+  char ty[256];
+  if (!ox_count_rows_type(x, ox_type(a)->rank, ty, sizeof ty)) return NULL;
+  return ox_op(x, "nonzero", &a, 1, ty, NULL);
+}
+
+/* NonZero: ONNX's [rank, n] is mo.nonzero's [n, rank] transposed. */
+int ox_op_NonZero(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                  int nout) {
+  BEGIN;
+  (void)n;
+  kiln_value *a = IN(0), *rows = a ? nonzero_rows(x, a) : NULL;
+  if (!a) return rc;
+  if (!rows || !(out[0]->v = ox_op(x, "transpose", &rows, 1, NULL, "{axis_1 = 0, axis_2 = 1}")))
+    return FAILED();
+  return 0;
+}
+
+/* Compress: the slices along axis (the elements of the flattened input
+ * without one) whose condition is true: a gather of the condition's
+ * nonzero indices (a shorter condition drops the rest, as ONNX says). */
+int ox_op_Compress(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                   int nout) {
+  BEGIN;
+  kiln_value *a = IN(0), *c = a ? IN(1) : NULL;
+  if (!c) return rc;
+  const ir_type *t = ox_type(a);
+  int axis = 0;
+  if (ox_attr(n, "axis")) {
+    if (!ox_axis(ox_attr_int(n, "axis", 0), t->rank, &axis))
+      return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+  } else if (t->rank != 1) {
+    const ir_dim *numel = ir_dim_const(x->ir->arena, 1);
+    for (int d = 0; numel && d < t->rank; d++) numel = ir_dim_mul(x->ir->arena, numel, t->dims[d]);
+    if (!numel || !(a = ox_reshape(x, a, 1, &numel))) return numel ? FAILED() : -1;
+  }
+  if (ox_type(c)->rank != 1) return ox_fail(x, KILN_ERR_VERIFY, "the condition must be 1-D");
+  kiln_value *rows = nonzero_rows(x, c);
+  const ir_dim *count = rows ? ox_dim(rows, 0) : NULL;
+  kiln_value *idx = rows ? ox_reshape(x, rows, 1, &count) : NULL;
+  if (!idx || !(out[0]->v = ox_op(x, "gather", (kiln_value *[]){a, idx}, 2, NULL, "{axis = %d}",
+                                  axis)))
     return FAILED();
   return 0;
 }

@@ -124,6 +124,10 @@ int ox_reshape_dims(ox *x, const kiln_value *in, const ox_val *shape, bool allow
                     const ir_dim **dims, int *n);
 /* Symbol for ONNX dim_param text (sanitized), or a fresh one (name NULL). */
 const ir_dim *ox_symbol(ox *x, const char *name);
+/* The result type "[n, cols] si64" of an op whose row count n is set from
+ * data (mo.nonzero, mo.non_maximum_suppression): n a fresh symbol. Into
+ * buf, or NULL (out of memory, st set). */
+const char *ox_count_rows_type(ox *x, int64_t cols, char *buf, size_t cap);
 /* ONNX elem_type -> kiln dtype; false for strings, complex, unknown. */
 bool ox_dtype(int32_t onnx, ir_dtype *out);
 
@@ -174,15 +178,16 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_FOLD(X) X(Constant) X(Shape) X(Size) X(ConstantOfShape) X(Range) X(ReduceProd)
 /* indexing and masks (ops_index.c) */
 #define OX_OPS_INDEX(X)                                                                           \
-  X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)
+  X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)    \
+  X(NonZero) X(Compress)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
 /* sorting and selection (ops_sort.c) */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
 #define OX_OPS_RESIZE(X) X(Resize) X(Upsample)
-/* regions of interest (ops_roi.c) */
-#define OX_OPS_ROI(X) X(RoiAlign)
+/* regions of interest and detection (ops_roi.c) */
+#define OX_OPS_ROI(X) X(RoiAlign) X(NonMaxSuppression)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);

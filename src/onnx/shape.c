@@ -38,6 +38,15 @@ const ir_dim *ox_symbol(ox *x, const char *name) {
   return ir_dim_sym(x->ir->arena, s, x->ir->syms[s]);
 }
 
+const char *ox_count_rows_type(ox *x, int64_t cols, char *buf, size_t cap) {
+  const ir_dim *dims[2] = {ox_symbol(x, NULL), ir_dim_const(x->ir->arena, cols)};
+  if (!dims[0] || !dims[1]) {
+    rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+    return NULL;
+  }
+  return ox_type_text(buf, cap, IR_DT_SI64, 2, dims);
+}
+
 int ox_set_known(ox *x, ox_val *v, ir_dtype dt, int rank, const int64_t *shape,
                  const ir_dim *const *e) {
   int64_t n = 1;

@@ -456,6 +456,8 @@ static int parse_bindings(ir_graph *g, const char *spec, binding *out, int *nout
       set[s] = true;
       q = numend;
     }
+    for (int i = 0; i < g->nnodes; i++) /* a count set from data needs no binding */
+      if (ir_node_data_sym(g->nodes[i]) >= 0) set[ir_node_data_sym(g->nodes[i])] = true;
     for (int s = 0; s < g->nsyms; s++) {
       if (!set[s]) {
         addf(r, "test bug: binding '%s' leaves symbol '%s' unbound", b->text, g->syms[s]);

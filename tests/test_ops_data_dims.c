@@ -1,0 +1,445 @@
+/* test_ops_data_dims.c - the ops whose result dim is set from data
+ * (ir/shape.h): mo.nonzero and mo.non_maximum_suppression. The JIT against
+ * the reference interpreter over dtypes, ranks 0 to 3, size-0 and size-1
+ * dims and symbolic dims; later ops that use the count (a
+ * reduction, a reshape, gather_nd of the indices, a broadcast check against
+ * an input's dim that can only run once the count is known); outputs of
+ * the count's shape into fresh and caller tensors; hand-worked answers (NaN
+ * counts, -0.0 does not); result types refused at line:col; capture and
+ * device models refused with a clear error; the SIMT kernel on simt-emu
+ * (with its count) and assembled for sm_80 and gfx90a. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <kiln/kiln.h>
+
+#include "ir/interp.h"
+#include "ir/ir.h"
+#include "jit/jit.h"
+#include "jit/simt.h"
+#include "src/device.h"
+#include "src/simt_mathlib.h"
+#include "support/oracle.h"
+#include "support/simt_check.h"
+#include "support/under_test.h"
+
+/* Device models do not run dims set from data (they refuse, see below):
+ * under KILN_TEST_DEVICE the oracle cases are skipped. */
+static void cpu_only(void) {
+  if (under_test_device())
+    cr_skip_test("mo.nonzero runs on the CPU only (device models refuse it)");
+}
+
+static const char *DTYPES[] = {"bool", "si32", "si64", "f32", "f64"};
+
+/* %x of shape `shape` and dtype dt; outputs: the indices, their per-row
+ * sum (a reduction and a reshape over the count) and the nonzero values
+ * (gather_nd with the indices). */
+static const char *graph(char *buf, size_t cap, const char *dt, const char *shape, int rank) {
+  snprintf(buf, cap,
+           "mo.graph @nz<m, n>(%%x: !mo.tensor<[%s], %s>) -> (!mo.tensor<[n, %d], si64>, "
+           "!mo.tensor<[n], si64>, !mo.tensor<[n], %s>) {\n"
+           "  %%i = mo.nonzero(%%x) : !mo.tensor<[n, %d], si64>\n"
+           "  %%s = mo.sum(%%i) {axis = 1} : !mo.tensor<[n, 1], si64>\n"
+           "  %%r = mo.reshape(%%s) : !mo.tensor<[n], si64>\n"
+           "  %%v = mo.gather_nd(%%x, %%i) : !mo.tensor<[n], %s>\n"
+           "  mo.output %%i, %%r, %%v : !mo.tensor<[n, %d], si64>, !mo.tensor<[n], si64>, "
+           "!mo.tensor<[n], %s>\n}\n",
+           shape, dt, rank, dt, rank, dt, rank, dt);
+  return buf;
+}
+
+Test(nonzero, agrees_with_the_oracle_over_dtypes_ranks_and_sizes) {
+  cpu_only();
+  static const struct {
+    const char *shape;
+    int rank;
+  } SHAPES[] = {{"m", 1}, {"m, 3", 2}, {"2, m, 2", 3}, {"3, 0", 2}};
+  char buf[2048], label[96];
+  for (size_t d = 0; d < sizeof DTYPES / sizeof *DTYPES; d++)
+    for (size_t s = 0; s < sizeof SHAPES / sizeof *SHAPES; s++) {
+      snprintf(label, sizeof label, "mo.nonzero %s [%s]", DTYPES[d], SHAPES[s].shape);
+      oracle_gen zeros = gen_integers(-1, 1); /* about a third are zero */
+      oracle_case c = {.label = label,
+                       .mlir = graph(buf, sizeof buf, DTYPES[d], SHAPES[s].shape, SHAPES[s].rank),
+                       .bindings = "m=0;m=1;m=7;m=100;m=1000",
+                       .seed = (unsigned)(d * 10 + s),
+                       .gen_default = zeros};
+      ORACLE_ASSERT(&c);
+    }
+}
+
+Test(nonzero, special_floats_and_all_or_none_nonzero) {
+  cpu_only();
+  char buf[2048];
+  oracle_gen special = gen_special(-1, 1); /* NaN, +-0, +-inf, subnormals */
+  oracle_case a = {.label = "nonzero f32 special", .mlir = graph(buf, sizeof buf, "f32", "m, 5", 2),
+                   .bindings = "m=1;m=9;m=64", .seed = 3, .gen_default = special};
+  ORACLE_ASSERT(&a);
+  oracle_gen none = gen_const(0), all = gen_const(2);
+  oracle_case b = {.label = "nonzero none", .mlir = graph(buf, sizeof buf, "si32", "m", 1),
+                   .bindings = "m=0;m=5", .gen_default = none};
+  ORACLE_ASSERT(&b);
+  oracle_case c = {.label = "nonzero all", .mlir = graph(buf, sizeof buf, "f64", "m, 2", 2),
+                   .bindings = "m=1;m=33", .gen_default = all};
+  ORACLE_ASSERT(&c);
+}
+
+/* A rank-0 operand: [n, 0] with n 0 or 1. */
+Test(nonzero, scalar_operand) {
+  cpu_only();
+  const char *mlir =
+      "mo.graph @nz<n>(%x: !mo.tensor<[], si32>) -> (!mo.tensor<[n, 0], si64>) {\n"
+      "  %i = mo.nonzero(%x) : !mo.tensor<[n, 0], si64>\n"
+      "  mo.output %i : !mo.tensor<[n, 0], si64>\n}\n";
+  for (int v = 0; v < 2; v++) {
+    oracle_case c = {.label = "nonzero scalar", .mlir = mlir, .gen_default = gen_const(v)};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* A check between the count and an input's dim waits for the count: it
+ * passes when they agree and fails on both sides, naming the op, when not. */
+Test(nonzero, checks_on_the_count_run_after_the_node) {
+  cpu_only();
+  const char *mlir =
+      "mo.graph @nz<m, k, n>(%x: !mo.tensor<[m], si32>, %y: !mo.tensor<[k], si64>) -> "
+      "(!mo.tensor<[k], si64>) {\n"
+      "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
+      "  %r = mo.reshape(%i) : !mo.tensor<[k], si64>\n"
+      "  %s = mo.add(%r, %y) : !mo.tensor<[k], si64>\n"
+      "  mo.output %s : !mo.tensor<[k], si64>\n}\n";
+  oracle_gen gens[2] = {gen_const(1), gen_integers(-5, 5)};
+  oracle_case ok = {.label = "count matches", .mlir = mlir, .bindings = "m=4,k=4;m=0,k=0",
+                    .gens = gens, .ngens = 2};
+  ORACLE_ASSERT(&ok);
+  oracle_case bad = {.label = "count differs", .mlir = mlir, .bindings = "m=4,k=3",
+                     .gens = gens, .ngens = 2, .expect_error = true};
+  ORACLE_ASSERT(&bad);
+  oracle_report r = {0};
+  oracle_run(&bad, &r);
+  cr_expect(strstr(r.jit_msg, "mo.reshape") != NULL, "jit message: %s", r.jit_msg);
+  cr_expect(strstr(r.oracle_msg, "mo.reshape") != NULL, "oracle message: %s", r.oracle_msg);
+}
+
+Test(nonzero, known_answers) {
+  cpu_only();
+  oracle_report r = {0};
+  const char *ints =
+      "mo.graph @k() -> (!mo.tensor<[n, 2], si64>) {\n"
+      "  %c = mo.constant {value = #M.dense_array<1, 0, 0, 3, 0, -2> : tensor<2x3xsi32>} : "
+      "!mo.tensor<[2, 3], si32>\n"
+      "  %i = mo.nonzero(%c) : !mo.tensor<[n, 2], si64>\n"
+      "  mo.output %i : !mo.tensor<[n, 2], si64>\n}\n";
+  static const int64_t want_i[] = {0, 0, 1, 0, 1, 2};
+  oracle_expect e1 = {KILN_INT64, 2, {3, 2}, want_i};
+  cr_expect_eq(oracle_known("nonzero ints", ints, &e1, 1, 0, 0, &r), 0, "%s", r.msg);
+  const char *floats =
+      "mo.graph @k() -> (!mo.tensor<[n, 1], si64>) {\n"
+      "  %c = mo.constant {value = #M.dense_array<0.0, -0.0, 0x7FC00000, 0.5, 0.0> : "
+      "tensor<5xf32>} : !mo.tensor<[5], f32>\n"
+      "  %i = mo.nonzero(%c) : !mo.tensor<[n, 1], si64>\n"
+      "  mo.output %i : !mo.tensor<[n, 1], si64>\n}\n";
+  static const int64_t want_f[] = {2, 3};
+  oracle_expect e2 = {KILN_INT64, 2, {2, 1}, want_f};
+  cr_expect_eq(oracle_known("nonzero floats", floats, &e2, 1, 0, 0, &r), 0, "%s", r.msg);
+}
+
+Test(nonzero, result_types_are_refused_at_line_col) {
+  const char *head = "mo.graph @b<m, n>(%%x: !mo.tensor<[m, 3], f32>) -> (!mo.tensor<[%s], %s>) {\n"
+                     "  %%i = mo.nonzero(%%x) : !mo.tensor<[%s], %s>\n"
+                     "  mo.output %%i : !mo.tensor<[%s], %s>\n}\n";
+  static const struct {
+    const char *shape, *dt, *what;
+  } BAD[] = {
+      {"4, 2", "si64", "must be a new symbol"},
+      {"n, 3", "si64", "must be declared [n, 2] si64"},
+      {"n, 2", "si32", "must be declared [n, 2] si64"},
+      {"n", "si64", "must be declared [n, 2] si64"},
+      {"m, 2", "si64", "already used by %x"},
+      {"n + 1, 2", "si64", "must be a new symbol"},
+  };
+  char buf[1024];
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+    snprintf(buf, sizeof buf, head, BAD[i].shape, BAD[i].dt, BAD[i].shape, BAD[i].dt,
+             BAD[i].shape, BAD[i].dt);
+    EXPECT_REJECTED(buf, BAD[i].what);
+    char msg[1024];
+    oracle_ir_parse_only(buf, msg, sizeof msg);
+    cr_expect(strncmp(msg, "2:", 2) == 0, "no line:col in '%s'", msg);
+  }
+  /* the count's symbol belongs to one node */
+  const char *twice =
+      "mo.graph @b<m, n>(%x: !mo.tensor<[m], f32>) -> (!mo.tensor<[n, 1], si64>) {\n"
+      "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
+      "  %j = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
+      "  mo.output %j : !mo.tensor<[n, 1], si64>\n}\n";
+  EXPECT_REJECTED(twice, "already used by %i");
+  const char *strings =
+      "mo.graph @b<m, n>(%x: !mo.tensor<[m], f16>) -> (!mo.tensor<[n, 1], si64>) {\n"
+      "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
+      "  mo.output %i : !mo.tensor<[n, 1], si64>\n}\n";
+  EXPECT_REJECTED(strings, "mo.nonzero");
+}
+
+static kiln_graph *parse(const char *text, kiln_status *st) {
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "nz.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  return g;
+}
+
+static const char *SIMPLE =
+    "mo.graph @nz<m, n>(%x: !mo.tensor<[m], f32>) -> (!mo.tensor<[n, 1], si64>) {\n"
+    "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
+    "  mo.output %i : !mo.tensor<[n, 1], si64>\n}\n";
+
+Test(nonzero, caller_outputs_must_have_the_counted_shape) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = parse(SIMPLE, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float xs[4] = {0, 1, 0, 2};
+  int64_t shape = 4, rows[2] = {2, 1};
+  kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT32, 1, &shape, xs, st);
+  kiln_tensor *right = kiln_tensor_new(KILN_INT64, 2, rows, st);
+  int64_t wrong_rows[2] = {4, 1};
+  kiln_tensor *wrong = kiln_tensor_new(KILN_INT64, 2, wrong_rows, st);
+  cr_assert_eq(kiln_model_execute(m, &x, 1, &right, 1, st), 0, "%s", kiln_status_message(st));
+  const int64_t *got = kiln_tensor_data(right);
+  cr_expect(got[0] == 1 && got[1] == 3, "got %lld %lld", (long long)got[0], (long long)got[1]);
+  cr_expect_neq(kiln_model_execute(m, &x, 1, &wrong, 1, st), 0);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_SHAPE);
+  cr_expect(strstr(kiln_status_message(st), "expected shape [2, 1], got [4, 1]") != NULL, "%s",
+            kiln_status_message(st));
+  /* capture would freeze shapes that data decides */
+  kiln_tensor *out = NULL;
+  cr_expect_neq(kiln_model_capture(m, 7, &x, 1, &out, 1, st), 0);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  cr_expect(strstr(kiln_status_message(st), "cannot be captured") != NULL, "%s",
+            kiln_status_message(st));
+  kiln_tensor_free(out);
+  kiln_tensor_free(x);
+  kiln_tensor_free(right);
+  kiln_tensor_free(wrong);
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+Test(nonzero, device_models_refuse_it_by_name) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_device *d = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(d, "%s", kiln_status_message(st));
+  kiln_graph *g = parse(SIMPLE, st);
+  kiln_model *m = kiln_model_compile_on(ctx, d, g, st);
+  cr_expect_null(m);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  cr_expect(strstr(kiln_status_message(st), "mo.nonzero (%i) sets dim 'n' from data") != NULL,
+            "%s", kiln_status_message(st));
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_device_close(d);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* Node 0 of `text` (its operands the graph's inputs ins, its count symbol
+ * n) as a SIMT kernel launched on simt-emu with its count slot, against the
+ * interpreter; and emitted for sm_80 (ptxas, when present) and gfx90a. */
+static void check_simt(const char *text, ir_tensor *ins, const int64_t *syms) {
+  ir_diag dg = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &dg);
+  cr_assert_not_null(g, "%s", dg.msg);
+  const ir_node *n = g->nodes[0];
+  ir_tensor want;
+  char msg[1024];
+  cr_assert_eq(ir_interp_run(g, ins, NULL, NULL, &want, msg, sizeof msg), 0, "%s", msg);
+
+  char err[2048] = "";
+  jit_engine *e = jit_engine_new(err, sizeof err);
+  cr_assert_not_null(e, "%s", err);
+  kiln_status *st = kiln_status_new();
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(dev);
+  jit_simt_target emu = {0}, ptx = {.math = &rt_simt_math}, amd = {.math = &rt_simt_math};
+  jit_simt_target_parse("simt-emu", &emu, err, sizeof err);
+  jit_simt_target_parse("sm_80", &ptx, err, sizeof err);
+  jit_simt_target_parse("gfx90a", &amd, err, sizeof err);
+  size_t len = 0;
+  void *obj = simt_emit_node(g, n, &emu, "node", &len, err, sizeof err);
+  cr_assert_not_null(obj, "%s", err);
+  jit_kernel_fn fn = NULL;
+  jit_code *code = jit_load_object(e, obj, len, "node", &fn, err, sizeof err);
+  free(obj);
+  cr_assert_not_null(code, "%s", err);
+  jit_simt_dims dims;
+  cr_assert_eq(jit_simt_geometry(n, syms, &dims, err, sizeof err), 0, "%s", err);
+  int64_t out[4096], count = -1, ks[8];
+  void *bufs[8], *params[24];
+  int k = 0, nb = n->nin + 2;
+  for (int i = 0; i < n->nin; i++) bufs[i] = ins[i].data;
+  bufs[n->nin] = out;
+  bufs[n->nin + 1] = &count;
+  for (int i = 0; i < nb; i++) params[k++] = &bufs[i];
+  for (int i = 0; i < g->nsyms; i++) {
+    ks[i] = syms[i];
+    params[k++] = &ks[i];
+  }
+  int32_t errword = 0, *errp = &errword;
+  params[k++] = &errp;
+  rt_launch_dims ld = {{dims.grid[0], dims.grid[1], dims.grid[2]},
+                       {dims.block[0], dims.block[1], dims.block[2]},
+                       dims.shared_bytes};
+  cr_assert_eq(rt_device_launch(dev, (void *)(uintptr_t)fn, &ld, params, st), 0, "%s",
+               kiln_status_message(st));
+  cr_expect_eq(errword, 0);
+  cr_expect_eq(count, want.shape[0], "mo.%s: count %lld, oracle %lld", ir_op_get(n->op)->name,
+               (long long)count, (long long)want.shape[0]);
+  cr_expect_eq(memcmp(out, want.data, (size_t)ir_tensor_numel(&want) * sizeof(int64_t)), 0,
+               "mo.%s: rows differ from the oracle's", ir_op_get(n->op)->name);
+  jit_code_free(e, code);
+
+  void *p = simt_emit_node(g, n, &ptx, "node", &len, err, sizeof err);
+  cr_expect_not_null(p, "sm_80: %s", err);
+  if (p && system("command -v ptxas >/dev/null 2>&1") == 0) {
+    char path[] = "/tmp/kiln-simt-count-XXXXXX.ptx";
+    int fd = mkstemps(path, 4);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, p, len - 1), (ssize_t)(len - 1));
+    close(fd);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ptxas -arch=sm_80 %s -o /dev/null", path);
+    cr_expect_eq(system(cmd), 0, "ptxas rejected mo.%s (%s)", ir_op_get(n->op)->name, path);
+    unlink(path);
+  }
+  free(p);
+  p = simt_emit_node(g, n, &amd, "node", &len, err, sizeof err);
+  cr_expect_not_null(p, "gfx90a: %s", err);
+  free(p);
+  free(want.data);
+  jit_engine_free(e);
+  kiln_device_close(dev);
+  kiln_status_free(st);
+  ir_graph_free(g);
+}
+
+Test(nonzero, simt_kernel_on_emu_and_for_gpus) {
+  const char *text =
+      "mo.graph @nz<a, n>(%x: !mo.tensor<[a, 5], f64>) -> (!mo.tensor<[n, 2], si64>) {\n"
+      "  %i = mo.nonzero(%x) : !mo.tensor<[n, 2], si64>\n"
+      "  mo.output %i : !mo.tensor<[n, 2], si64>\n}\n";
+  double xs[35];
+  for (int e = 0; e < 35; e++) xs[e] = e % 3 == 1 ? 0.0 : e * 0.5 - 4;
+  ir_tensor x = {.dtype = IR_DT_F64, .rank = 2, .shape = {7, 5}, .data = xs};
+  int64_t syms[2] = {7, 35}; /* a = 7; n at its bound */
+  check_simt(text, &x, syms);
+}
+
+/* ---- non_maximum_suppression ---- */
+
+static const char *nms_graph(char *buf, size_t cap, const char *dt, int center, bool floor) {
+  snprintf(buf, cap,
+           "mo.graph @nms<b, c, k, n>(%%boxes: !mo.tensor<[b, k, 4], %s>, %%scores: "
+           "!mo.tensor<[b, c, k], %s>, %%lim: !mo.tensor<[], si64>, %%iou: !mo.tensor<[], %s>, "
+           "%%floor: !mo.tensor<[], %s>) -> (!mo.tensor<[n, 3], si64>) {\n"
+           "  %%s = mo.non_maximum_suppression(%%boxes, %%scores, %%lim, %%iou%s) "
+           "{center_point_box = %d} : !mo.tensor<[n, 3], si64>\n"
+           "  mo.output %%s : !mo.tensor<[n, 3], si64>\n}\n",
+           dt, dt, dt, dt, floor ? ", %floor" : "", center);
+  return buf;
+}
+
+Test(nms, agrees_with_the_oracle) {
+  cpu_only();
+  static const double LIMITS[] = {0, 1, 3, 1000};
+  static const double IOUS[] = {0.0, 0.3, 0.7};
+  char buf[2048], label[128];
+  int seed = 0;
+  for (int d = 3; d < 5; d++)
+    for (int center = 0; center < 2; center++)
+      for (int floor = 0; floor < 2; floor++)
+        for (int l = 0; l < 4; l++) {
+          double iou = IOUS[(l + center) % 3];
+          oracle_gen gens[5] = {gen_quant(-2, 2), gen_quant(0, 1), gen_const(LIMITS[l]),
+                                gen_const(iou), gen_const(0.25)};
+          snprintf(label, sizeof label, "nms %s center %d floor %d limit %g iou %g", DTYPES[d],
+                   center, floor, LIMITS[l], iou);
+          oracle_case c = {.label = label,
+                           .mlir = nms_graph(buf, sizeof buf, DTYPES[d], center, floor),
+                           .bindings = "b=1,c=1,k=6;b=2,c=3,k=40;b=0,c=2,k=5;b=3,c=0,k=4;"
+                                       "b=1,c=2,k=0;b=1,c=1,k=1;b=2,c=2,k=200",
+                           .seed = (unsigned)seed++,
+                           .gens = gens,
+                           .ngens = 5};
+          ORACLE_ASSERT(&c);
+        }
+}
+
+/* ONNX's suppress_by_IOU example, worked by hand: box 3 (0.95) first, then
+ * box 0 (0.9); box 1 and 2 overlap box 0 by more than 0.5; box 4 overlaps
+ * box 3; box 5 is alone. With a limit of 3: 3, 0, 5. */
+Test(nms, known_answers) {
+  cpu_only();
+  oracle_report r = {0};
+  const char *mlir =
+      "mo.graph @k() -> (!mo.tensor<[n, 3], si64>) {\n"
+      "  %b = mo.constant {value = #M.dense_array<0.0, 0.0, 1.0, 1.0, 0.0, 0.1, 1.0, 1.1, 0.0, "
+      "-0.1, 1.0, 0.9, 0.0, 10.0, 1.0, 11.0, 0.0, 10.1, 1.0, 11.1, 0.0, 100.0, 1.0, 101.0> : "
+      "tensor<1x6x4xf32>} : !mo.tensor<[1, 6, 4], f32>\n"
+      "  %s = mo.constant {value = #M.dense_array<0.9, 0.75, 0.6, 0.95, 0.5, 0.3> : "
+      "tensor<1x1x6xf32>} : !mo.tensor<[1, 1, 6], f32>\n"
+      "  %l = mo.constant {value = #M.dense_array<3> : tensor<si64>} : !mo.tensor<[], si64>\n"
+      "  %t = mo.constant {value = #M.dense_array<0.5> : tensor<f32>} : !mo.tensor<[], f32>\n"
+      "  %i = mo.non_maximum_suppression(%b, %s, %l, %t) : !mo.tensor<[n, 3], si64>\n"
+      "  mo.output %i : !mo.tensor<[n, 3], si64>\n}\n";
+  static const int64_t want[] = {0, 0, 3, 0, 0, 0, 0, 0, 5};
+  oracle_expect e = {KILN_INT64, 2, {3, 3}, want};
+  cr_expect_eq(oracle_known("nms by IoU", mlir, &e, 1, 0, 0, &r), 0, "%s", r.msg);
+}
+
+Test(nms, bad_operands_are_refused_at_line_col) {
+  static const struct {
+    const char *boxes, *scores, *lim, *attrs, *what;
+  } BAD[] = {
+      {"[1, 6, 3], f32", "[1, 1, 6], f32", "si64", "", "boxes must be [batch, boxes, 4]"},
+      {"[1, 6, 4], f32", "[1, 1, 6], f64", "si64", "", "scores must be [batch, classes, boxes]"},
+      {"[1, 6, 4], f32", "[1, 6], f32", "si64", "", "scores must be [batch, classes, boxes]"},
+      {"[1, 6, 4], f32", "[1, 1, 5], f32", "si64", "", "dim 2 of the scores"},
+      {"[1, 6, 4], f32", "[1, 1, 6], f32", "f32", "", "operand 2 (the boxes per class)"},
+      {"[1, 6, 4], f32", "[1, 1, 6], f32", "si64", "{center_point_box = 2}", "must be 0 or 1"},
+  };
+  char buf[2048];
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+    snprintf(buf, sizeof buf,
+             "mo.graph @b<n>(%%x: !mo.tensor<%s>, %%s: !mo.tensor<%s>, %%l: !mo.tensor<[], %s>, "
+             "%%t: !mo.tensor<[], f32>) -> (!mo.tensor<[n, 3], si64>) {\n"
+             "  %%i = mo.non_maximum_suppression(%%x, %%s, %%l, %%t) %s : "
+             "!mo.tensor<[n, 3], si64>\n  mo.output %%i : !mo.tensor<[n, 3], si64>\n}\n",
+             BAD[i].boxes, BAD[i].scores, BAD[i].lim, BAD[i].attrs);
+    EXPECT_REJECTED(buf, BAD[i].what);
+  }
+}
+
+Test(nms, simt_kernel_on_emu_and_for_gpus) {
+  char buf[2048];
+  float boxes[2 * 9 * 4], scores[2 * 2 * 9];
+  uint64_t seed = 5;
+  for (int i = 0; i < 2 * 9 * 4; i++) boxes[i] = (float)(simt_urand(&seed) * 4 - 2);
+  for (int i = 0; i < 2 * 2 * 9; i++) scores[i] = (float)((int)(simt_urand(&seed) * 8) / 8.0);
+  int64_t lim = 4;
+  float iou = 0.2f, floor = 0.1f;
+  ir_tensor ins[5] = {{.dtype = IR_DT_F32, .rank = 3, .shape = {2, 9, 4}, .data = boxes},
+                      {.dtype = IR_DT_F32, .rank = 3, .shape = {2, 2, 9}, .data = scores},
+                      {.dtype = IR_DT_SI64, .rank = 0, .data = &lim},
+                      {.dtype = IR_DT_F32, .rank = 0, .data = &iou},
+                      {.dtype = IR_DT_F32, .rank = 0, .data = &floor}};
+  int64_t syms[4] = {2, 2, 9, 36}; /* b, c, k; n at its bound */
+  for (int center = 0; center < 2; center++)
+    check_simt(nms_graph(buf, sizeof buf, "f32", center, true), ins, syms);
+}
