@@ -281,6 +281,35 @@ int ir_data_sym_bound(const ir_node *n, const int64_t *sym_values, int64_t *boun
   return 0;
 }
 
+/* No value of g planned with s at its bound may need more elements with s
+ * at `value` (a dim such as 8 - n would outgrow its buffer). */
+static int check_no_growth(const ir_graph *g, const ir_node *n, int s, int64_t *syms,
+                           int64_t value, char *msg, size_t msglen) {
+  int64_t was = syms[s], shape[IR_MAX_RANK];
+  char m[256];
+  for (int k = 0; k < g->nvalues; k++) {
+    const ir_type *t = &g->values[k]->type;
+    bool uses = false;
+    for (int a = 0; a < t->rank; a++) uses |= ir_dim_uses_sym(t->dims[a], s);
+    if (!uses) continue;
+    int64_t size[2] = {1, 1};
+    int rc = 0;
+    for (int pass = 0; pass < 2 && rc == 0; pass++) {
+      syms[s] = pass ? value : was;
+      rc = ir_eval_shape(t, syms, shape, m, sizeof m);
+      for (int a = 0; rc == 0 && a < t->rank; a++)
+        if (__builtin_mul_overflow(size[pass], shape[a], &size[pass])) rc = -1;
+    }
+    syms[s] = was;
+    if (rc < 0 || size[1] > size[0])
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): %%%s would outgrow the buffer planned for "
+                         "'%s' = %lld when '%s' is %lld", ir_op_get(n->op)->name,
+                         n->out[0]->name, g->values[k]->name, g->syms[s], (long long)was,
+                         g->syms[s], (long long)value);
+  }
+  return 0;
+}
+
 int ir_data_sym_bind(const ir_graph *g, const ir_node *n, int64_t *sym_values, int64_t value,
                      char *msg, size_t msglen) {
   int s = ir_node_data_sym(n);
@@ -291,6 +320,7 @@ int ir_data_sym_bind(const ir_graph *g, const ir_node *n, int64_t *sym_values, i
     return ir_ref_fail(msg, msglen, "mo.%s (%%%s): '%s' came out as %lld, outside 0..%lld",
                        ir_op_get(n->op)->name, n->out[0]->name, g->syms[s], (long long)value,
                        (long long)bound);
+  if (check_no_growth(g, n, s, sym_values, value, msg, msglen) < 0) return -1;
   sym_values[s] = value;
   return run_checks(g, sym_values, n, msg, msglen);
 }

@@ -32,8 +32,9 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
  * can give it (mo.nonzero: operand 0's element count), so buffers planned
  * then are large enough; the run-time checks that use it wait. Once the
  * node has run, ir_data_sym_bind sets it to the value the node gave (which
- * must lie in 0..bound) and runs the checks that were waiting on it (and
- * on no later node). Kernels written for symbolic dims then see the real
+ * must lie in 0..bound, and must not make any value that uses it larger
+ * than planned) and runs the checks that were waiting on it (and on no
+ * later node). Kernels written for symbolic dims then see the real
  * value. Both return 0 or -1 with msg. */
 int ir_data_sym_bound(const ir_node *n, const int64_t *sym_values, int64_t *bound, char *msg,
                       size_t msglen);

@@ -22,6 +22,11 @@
  * The plan is kept, so executes of one binding allocate nothing. Run: copy
  * the inputs in, launch each kernel, read the error word after each (a
  * data error names the op), copy the outputs back.
+ * A dim set from data (mo.nonzero's count, ir/shape.h) is planned at its
+ * bound; its node's kernel stores the count in a device slot of the plan,
+ * which is read back after the launch and bound (checked) before the later
+ * launches take their symbol values and grids from the run's symbols; the
+ * outputs take their shapes from those too. Such a model is not captured.
  * Custom ops (mo.custom / mo.inplace_custom): only with a target context,
  * which holds the kernel libraries: the kernels must be KILN_SIMT_KERNELs,
  * built for the device's target and linked into the node's kernel; the
@@ -130,14 +135,6 @@ int rt_dm_prepare(kiln_model *m, kiln_device *d, kiln_context *target_ctx, kiln_
   if (pthread_mutex_init(&dm->lock, NULL) != 0)
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   dm->lock_ok = true;
-  for (int i = 0; i < m->g->nnodes; i++) { /* launches are planned before they run */
-    const ir_node *n = m->g->nodes[i];
-    if (ir_node_data_sym(n) >= 0)
-      return rt_err(st, KILN_ERR_UNSUPPORTED,
-                    "mo.%s (%%%s) sets dim '%s' from data, which device models do not run "
-                    "yet: compile the graph for the CPU", ir_op_get(n->op)->name,
-                    n->out[0]->name, m->g->syms[ir_node_data_sym(n)]);
-  }
   const char *tname = target_name(d, st);
   if (!tname || rt_target_simt(&dm->target, target_ctx, tname, kiln_device_label(d), st) < 0)
     return -1;
@@ -226,6 +223,7 @@ typedef struct dm_launch {
   int node;
   kiln_devptr copy_dst, copy_src; /* mo.inplace_custom: operand 0 into result 0 first */
   size_t copy_bytes;
+  const rt_code *code; /* its kernel's symbol map */
   rt_launch_dims dims;
   void *fn;          /* the kernel: the generic one or the plan's variant's */
   int np;
@@ -240,6 +238,8 @@ struct dm_plan {
   int64_t *syms;
   int64_t (*in_shape)[IR_MAX_RANK]; /* per input, for replay checks */
   kiln_devptr errword;
+  kiln_devptr counts; /* one int64_t per node that sets a dim from data, or 0 */
+  int64_t *run_syms;  /* the run's symbols: syms, then each count as it is read */
   dm_launch *launches;
   int nlaunches;
   void *graph; /* a capture's launches recorded on the device (plan_record), or NULL */
@@ -257,6 +257,8 @@ static void plan_free(kiln_model *m, dm_plan *x) {
   rt_variant_release(m, x->var);
   kiln_device_free(m->device, x->arena);
   kiln_device_free(m->device, x->errword);
+  kiln_device_free(m->device, x->counts);
+  free(x->run_syms);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
     free(x->launches[i].bufs);
     free(x->launches[i].ks);
@@ -339,38 +341,34 @@ done:
   return rc;
 }
 
-/* The launch of node i into x->launches (when it has work). */
-static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
+/* Buffers of node i's kernel (operands, results, a count's slot). */
+static int n_bufs(const kiln_model *m, int i) {
   const ir_node *n = m->g->nodes[i];
-  const rt_code *k = rt_variant_code(x->var, i);
-  if (!k) k = &m->dm->kernels[i];
+  return n->nin + n->nout + (ir_node_data_sym(n) >= 0);
+}
+
+/* Node i's place among the nodes that set a dim from data. */
+static int data_index(const ir_graph *g, int i) {
+  int k = 0;
+  for (int j = 0; j < i; j++) k += ir_node_data_sym(g->nodes[j]) >= 0;
+  return k;
+}
+
+/* l's symbol values, grid and inplace copy under syms; *work false when the
+ * grid is empty (nothing to compute). */
+static int resolve_launch(kiln_model *m, dm_launch *l, const int64_t *syms, bool *work,
+                          kiln_status *st) {
+  const ir_node *n = m->g->nodes[l->node];
   char err[512];
   jit_simt_dims dims;
-  if (jit_simt_geometry(n, x->syms, &dims, err, sizeof err) < 0)
+  if (jit_simt_geometry(n, syms, &dims, err, sizeof err) < 0)
     return rt_err(st, KILN_ERR_SHAPE, "mo.%s at line %d: %s", ir_op_get(n->op)->name,
                   n->loc.line, err);
-  if (!dims.grid[0] || !dims.grid[1] || !dims.grid[2]) return 0; /* nothing to compute */
-  dm_launch *l = &x->launches[x->nlaunches];
-  int nb = n->nin + n->nout;
-  l->node = i;
-  l->fn = k->fn;
-  l->np = nb + k->nsyms + 1;
-  l->bufs = calloc((size_t)nb + 1, sizeof *l->bufs);
-  l->ks = calloc((size_t)k->nsyms + 1, sizeof *l->ks);
-  l->params = calloc((size_t)l->np, sizeof *l->params);
-  x->nlaunches++; /* freed with the plan even if incomplete */
-  if (!l->bufs || !l->ks || !l->params) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  for (int j = 0; j < n->nin; j++) l->bufs[j] = x->buf[n->in[j]->id];
-  for (int j = 0; j < n->nout; j++) l->bufs[n->nin + j] = x->buf[n->out[j]->id];
-  for (int j = 0; j < nb; j++) l->params[j] = &l->bufs[j];
-  for (int j = 0; j < k->nsyms; j++) {
-    l->ks[j] = x->syms[k->sym_map[j]];
-    l->params[nb + j] = &l->ks[j];
-  }
-  l->params[nb + k->nsyms] = &x->errword;
+  *work = dims.grid[0] && dims.grid[1] && dims.grid[2];
+  for (int j = 0; j < l->code->nsyms; j++) l->ks[j] = syms[l->code->sym_map[j]];
   if (n->op == IR_OP_INPLACE_CUSTOM) {
     int64_t shape[IR_MAX_RANK], numel = 1;
-    if (ir_eval_shape(&n->in[0]->type, x->syms, shape, err, sizeof err) < 0)
+    if (ir_eval_shape(&n->in[0]->type, syms, shape, err, sizeof err) < 0)
       return rt_err(st, KILN_ERR_SHAPE, "mo.%s at line %d: %s", ir_op_get(n->op)->name,
                     n->loc.line, err);
     for (int a = 0; a < n->in[0]->type.rank; a++) numel *= shape[a];
@@ -387,11 +385,42 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
   return 0;
 }
 
-/* Solve, allocate and resolve every launch for these inputs. */
-/* Buffers of node i's kernel (operands and results). */
-static int n_bufs(const kiln_model *m, int i) {
-  return m->g->nodes[i]->nin + m->g->nodes[i]->nout;
+/* The launch of node i into x->launches (when it has work). */
+static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
+  const ir_node *n = m->g->nodes[i];
+  const rt_code *k = rt_variant_code(x->var, i);
+  if (!k) k = &m->dm->kernels[i];
+  dm_launch *l = &x->launches[x->nlaunches];
+  int nb = n_bufs(m, i);
+  l->node = i;
+  l->code = k;
+  l->fn = k->fn;
+  l->np = nb + k->nsyms + 1;
+  l->bufs = calloc((size_t)nb + 1, sizeof *l->bufs);
+  l->ks = calloc((size_t)k->nsyms + 1, sizeof *l->ks);
+  l->params = calloc((size_t)l->np, sizeof *l->params);
+  x->nlaunches++; /* freed with the plan even if incomplete */
+  if (!l->bufs || !l->ks || !l->params) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int j = 0; j < n->nin; j++) l->bufs[j] = x->buf[n->in[j]->id];
+  for (int j = 0; j < n->nout; j++) l->bufs[n->nin + j] = x->buf[n->out[j]->id];
+  if (nb > n->nin + n->nout) /* its count's slot (jit.h) */
+    l->bufs[nb - 1] = x->counts + sizeof(int64_t) * (size_t)data_index(m->g, i);
+  for (int j = 0; j < nb; j++) l->params[j] = &l->bufs[j];
+  for (int j = 0; j < k->nsyms; j++) l->params[nb + j] = &l->ks[j];
+  l->params[nb + k->nsyms] = &x->errword;
+  bool work;
+  if (resolve_launch(m, l, x->syms, &work, st) < 0) return -1;
+  if (!work) { /* nothing to compute: no launch (a count only shrinks the grid) */
+    free(l->bufs);
+    free(l->ks);
+    free(l->params);
+    memset(l, 0, sizeof *l);
+    x->nlaunches--;
+  }
+  return 0;
 }
+
+/* Solve, allocate and resolve every launch for these inputs. */
 
 static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                            dm_plan *reuse, rt_spec_ticket *ticket, kiln_status *st) {
@@ -441,6 +470,14 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     return reuse; /* the same binding and code: its buffers and launches serve as they are */
   }
   if (kiln_device_alloc(m->device, sizeof(int32_t), &x->errword, st) < 0) goto fail;
+  if (m->data_dims) {
+    if (!(x->run_syms = calloc((size_t)g->nsyms + 1, sizeof *x->run_syms))) {
+      rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
+      goto fail;
+    }
+    size_t bytes = sizeof(int64_t) * (size_t)(data_index(g, g->nnodes) + 1);
+    if (kiln_device_alloc(m->device, bytes, &x->counts, st) < 0) goto fail;
+  }
   /* the sources' buffers first: plan_memory gives an alias of one (a
    * reshaped constant) its operand's buffer */
   for (int i = 0; i < g->nnodes; i++) {
@@ -488,8 +525,14 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
       return rt_err(st, KILN_ERR_RUNTIME, "a kernel of the recorded launch sequence failed: %s "
                     "(an execute of the same inputs names the op)", jit_kernel_error(code));
   }
+  const int64_t *syms = x->syms; /* x->run_syms once a count is read */
+  if (x->run_syms) memcpy(x->run_syms, x->syms, sizeof *x->syms * (size_t)g->nsyms);
+  bool counted = false;
   for (int li = 0; !x->graph && li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
+    bool work = true;
+    if (counted && resolve_launch(m, l, syms, &work, st) < 0) return -1;
+    if (!work) continue;
     if (l->copy_bytes &&
         rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
       return -1;
@@ -500,6 +543,17 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
       return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
                     n->loc.line, n->out[0]->name, jit_kernel_error(code));
     }
+    if (n_bufs(m, l->node) > g->nodes[l->node]->nin + g->nodes[l->node]->nout) {
+      int64_t value;
+      char msg[1024];
+      if (kiln_device_copy_from(m->device, &value, l->bufs[n_bufs(m, l->node) - 1],
+                                sizeof value, st) < 0)
+        return -1;
+      if (ir_data_sym_bind(g, g->nodes[l->node], x->run_syms, value, msg, sizeof msg) < 0)
+        return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
+      syms = x->run_syms;
+      counted = true;
+    }
   }
   kiln_tensor *fresh[64] = {0};
   if (g->noutputs > 64) return rt_err(st, KILN_ERR_UNSUPPORTED, "more than 64 outputs");
@@ -508,7 +562,7 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
     const ir_value *v = g->outputs[i];
     int64_t shape[IR_MAX_RANK];
     char msg[512];
-    if (ir_eval_shape(&v->type, x->syms, shape, msg, sizeof msg) < 0) {
+    if (ir_eval_shape(&v->type, syms, shape, msg, sizeof msg) < 0) {
       rc = rt_err(st, KILN_ERR_SHAPE, "output %d: %s", i, msg);
       break;
     }
@@ -598,6 +652,12 @@ static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *input
   if (find_capture(m, key)) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT,
            "key %llu is already captured (release it first)", (unsigned long long)key);
+    goto done;
+  }
+  if (m->data_dims) { /* a replay reuses the captured shapes, which data decides here */
+    rt_err(st, KILN_ERR_UNSUPPORTED,
+           "graph @%s sets dims from data (mo.nonzero): its shapes are known only as it runs, "
+           "so it cannot be captured; execute it instead", m->g->name);
     goto done;
   }
   dm_capture *grown = realloc(m->dm->captures, sizeof *grown * (size_t)(m->dm->ncaptures + 1));

@@ -228,36 +228,12 @@ static int alloc_intermediates(kiln_model *m, exec_state *x, kiln_status *st) {
   return 0;
 }
 
-/* Node n's kernel stored `value` for the symbol it sets from data: no value
- * planned with the bound may grow under the real one (a dim such as
- * 8 - n would outgrow its buffer), then the symbol takes it and the checks
- * waiting on it run (ir_data_sym_bind). */
+/* Node n's kernel stored `value` for the symbol it sets from data: bound
+ * and checked (ir_data_sym_bind) before the next node runs. */
 static int bind_data_sym(const kiln_model *m, const ir_node *n, int64_t value, exec_state *x,
                          kiln_status *st) {
-  const ir_graph *g = m->g;
-  int s = ir_node_data_sym(n);
-  int64_t was = x->syms[s], shape[IR_MAX_RANK];
   char msg[1024];
-  for (int k = 0; k < g->nvalues; k++) {
-    const ir_type *t = &g->values[k]->type;
-    int64_t before = 1, after = 1;
-    bool uses = false;
-    for (int a = 0; a < t->rank; a++) uses |= ir_dim_uses_sym(t->dims[a], s);
-    if (!uses || value > was) continue; /* a value above the bound fails below */
-    x->syms[s] = value;
-    int rc = ir_eval_shape(t, x->syms, shape, msg, sizeof msg);
-    for (int a = 0; rc == 0 && a < t->rank; a++) after *= shape[a];
-    x->syms[s] = was;
-    if (rc == 0) rc = ir_eval_shape(t, x->syms, shape, msg, sizeof msg);
-    for (int a = 0; rc == 0 && a < t->rank; a++) before *= shape[a];
-    if (rc < 0 || after > before)
-      return rt_err(st, KILN_ERR_UNSUPPORTED,
-                    "%%%s: its shape grows when '%s' (set from data by mo.%s) falls below its "
-                    "bound %lld to %lld, so its buffer cannot be planned%s%s",
-                    g->values[k]->name, g->syms[s], ir_op_get(n->op)->name, (long long)was,
-                    (long long)value, rc < 0 ? ": " : "", rc < 0 ? msg : "");
-  }
-  if (ir_data_sym_bind(g, n, x->syms, value, msg, sizeof msg) < 0)
+  if (ir_data_sym_bind(m->g, n, x->syms, value, msg, sizeof msg) < 0)
     return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
   return 0;
 }
