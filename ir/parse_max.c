@@ -84,6 +84,7 @@ static const max_op MAX_OPS[] = {
     {"slice", "slice_tensor", FIX_SLICE},
     {"cumsum", NULL, FIX_SCAN},
     {"linalg.band_part", "band_part", FIX_BAND},
+    {"arg_nonzero", "nonzero", FIX_NONE},
 };
 static const max_op SAME = {NULL, NULL, FIX_NONE}; /* rmo.X for kiln's X */
 

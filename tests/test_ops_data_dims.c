@@ -136,6 +136,36 @@ Test(nonzero, known_answers) {
   cr_expect_eq(oracle_known("nonzero floats", floats, &e2, 1, 0, 0, &r), 0, "%s", r.msg);
 }
 
+/* MAX prints ops.nonzero as rmo.mo.arg_nonzero, its out_dim a symbol. */
+Test(nonzero, max_printed_name) {
+  const char *mlir =
+      "mo.graph @nz<nonzero>(%x: !mo.tensor<[3], si32>) -> (!mo.tensor<[nonzero, 1], si64>) {\n"
+      "  %0 = rmo.mo.arg_nonzero(%x) : (!mo.tensor<[3], si32>) -> "
+      "!mo.tensor<[nonzero, 1], si64>\n"
+      "  mo.output %0 : !mo.tensor<[nonzero, 1], si64>\n}\n";
+  oracle_case c = {.label = "rmo.mo.arg_nonzero", .mlir = mlir, .gen_default = gen_integers(0, 1)};
+  ORACLE_ASSERT(&c);
+}
+
+/* A dim that grows as the count falls below its bound (8 - n here) would
+ * outgrow its buffer: refused on both sides, naming the value. */
+Test(nonzero, a_dim_that_grows_as_the_count_falls_is_refused) {
+  const char *mlir =
+      "mo.graph @g<n>(%x: !mo.tensor<[8], si32>, %s: !mo.tensor<[], f32>) -> "
+      "(!mo.tensor<[8 - n], f32>) {\n"
+      "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
+      "  %b = mo.broadcast_to(%s) : !mo.tensor<[8 - n], f32>\n"
+      "  mo.output %b : !mo.tensor<[8 - n], f32>\n}\n";
+  oracle_gen gens[2] = {gen_integers(0, 1), gen_const(1.5)};
+  oracle_case c = {.label = "8 - n", .mlir = mlir, .gens = gens, .ngens = 2,
+                   .expect_error = true};
+  ORACLE_ASSERT(&c);
+  oracle_report r = {0};
+  oracle_run(&c, &r);
+  cr_expect(strstr(r.jit_msg, "%b would outgrow") != NULL, "jit: %s", r.jit_msg);
+  cr_expect(strstr(r.oracle_msg, "%b would outgrow") != NULL, "oracle: %s", r.oracle_msg);
+}
+
 Test(nonzero, result_types_are_refused_at_line_col) {
   const char *head = "mo.graph @b<m, n>(%%x: !mo.tensor<[m, 3], f32>) -> (!mo.tensor<[%s], %s>) {\n"
                      "  %%i = mo.nonzero(%%x) : !mo.tensor<[%s], %s>\n"
