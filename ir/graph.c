@@ -117,6 +117,20 @@ int ir_node_data_sym(const ir_node *n) {
   return t->dims[0]->sym;
 }
 
+bool ir_graph_reads_dims(const ir_graph *g) {
+  for (int i = 0; g && i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    if (n->op == IR_OP_RESHAPE && n->nin == 2) return true;
+    if (n->op != IR_OP_RANGE || !ir_dim_is_sym(n->out[0]->type.dims[0])) continue;
+    bool from_shapes = false;
+    for (int k = 0; k < g->ninputs && !from_shapes; k++)
+      for (int a = 0; a < g->inputs[k]->type.rank; a++)
+        from_shapes |= ir_dim_uses_sym(g->inputs[k]->type.dims[a], n->out[0]->type.dims[0]->sym);
+    if (!from_shapes) return true;
+  }
+  return false;
+}
+
 bool ir_graph_has_data_syms(const ir_graph *g) {
   for (int i = 0; g && i < g->nnodes; i++)
     if (ir_node_data_sym(g->nodes[i]) >= 0) return true;

@@ -908,9 +908,26 @@ static int infer_transfer(ctx *c, ir_type *r) {
   return res_set(c, r, in->dtype, in->rank, in->dims, dev);
 }
 
+/* Whether operand k of c's node is a graph input or a mo.constant (data
+ * ir_solve_symbols can read). */
+static int data_operand(ctx *c, int k, const char *what) {
+  const ir_value *v = c->n->in[k];
+  if (!v->def || v->def->op == IR_OP_CONSTANT) return 0;
+  return fail(c, "mo.%s: %s (%%%s) must be a graph input or a mo.constant: kiln reads it "
+              "before the graph runs", c->op, what, v->name);
+}
+
 static int infer_reshape(ctx *c, ir_type *r) {
   const ir_type *in = opt(c, 0), *t;
   if (declared(c, &t) != 0) return -1;
+  if (c->n->nin == 2) { /* the target from data (ops.def) */
+    const ir_type *sh = opt(c, 1);
+    int64_t len;
+    if (sh->rank != 1 || !is_const(sh->dims[0], &len) || len != t->rank)
+      return fail(c, "mo.reshape: the shape operand must be 1-D with %d elements (the result's "
+                  "rank)", t->rank);
+    if (data_operand(c, 1, "the shape operand") != 0) return -1;
+  }
   int64_t ni = 0, no = 0;
   bool ovi, ovo;
   bool si = static_product(in->dims, in->rank, &ni, &ovi);

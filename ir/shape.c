@@ -9,10 +9,13 @@
  * same messages for the same mistakes. */
 #include "shape.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "interp_impl.h" /* ir_ref_range_len_i */
 
 /* ---- messages ---- */
 
@@ -152,6 +155,156 @@ static const char *symbol_user(const ir_graph *g, int s, bool *in_check) {
   return NULL;
 }
 
+/* ---- dims read from operand data before the graph runs ---- */
+
+/* Element e of operand k of n (a graph input's data, or a mo.constant's,
+ * whose one element may fill it) as an integer or a double; false with msg
+ * when the operand is neither or has no data. */
+typedef struct opnd_data {
+  ir_dtype dt;
+  int64_t numel;
+  const void *data;
+} opnd_data;
+
+static int operand_data(const ir_graph *g, const ir_node *n, int k, const ir_tensor *inputs,
+                        opnd_data *o, char *msg, size_t msglen) {
+  const ir_value *v = n->in[k];
+  int i = ir_graph_input_index(g, v);
+  if (i >= 0) {
+    if (!inputs[i].data && ir_tensor_numel(&inputs[i]) > 0)
+      return ir_ref_fail(msg, msglen, "input %d (%s) sets dims of mo.%s (%%%s), but its data "
+                         "is not on the host", i, ir_ref_input_name(g, i),
+                         ir_op_get(n->op)->name, n->out[0]->name);
+    *o = (opnd_data){inputs[i].dtype, ir_tensor_numel(&inputs[i]), inputs[i].data};
+    return 0;
+  }
+  const ir_attr *a = v->def && v->def->op == IR_OP_CONSTANT ? ir_node_attr(v->def, "value") : NULL;
+  if (!a || a->kind != IR_ATTR_DENSE)
+    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d must be a graph input or a "
+                       "mo.constant", ir_op_get(n->op)->name, n->out[0]->name, k);
+  *o = (opnd_data){a->u.dense.dtype, a->u.dense.numel, a->u.dense.data};
+  return 0;
+}
+
+static int64_t data_int(const opnd_data *o, int64_t e) {
+  e = o->numel == 1 ? 0 : e; /* a one-element constant fills its type */
+  if (o->dt == IR_DT_SI32) {
+    int32_t v;
+    memcpy(&v, (const char *)o->data + 4 * e, 4);
+    return v;
+  }
+  int64_t v;
+  memcpy(&v, (const char *)o->data + 8 * e, 8);
+  return v;
+}
+
+static double data_double(const opnd_data *o) {
+  if (o->dt == IR_DT_F32) {
+    float v;
+    memcpy(&v, o->data, 4);
+    return v;
+  }
+  if (o->dt == IR_DT_F64) {
+    double v;
+    memcpy(&v, o->data, 8);
+    return v;
+  }
+  return (double)data_int(o, 0);
+}
+
+/* mo.reshape's target from its shape operand (ops.def's rule) into dims. */
+static int reshape_target(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+                          const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
+  const ir_type *t = &n->out[0]->type;
+  opnd_data o;
+  int64_t in[IR_MAX_RANK], numel = 1, known = 1;
+  char m[256];
+  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (ir_eval_shape(&n->in[0]->type, syms, in, m, sizeof m) < 0)
+    return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): operand 0: %s", n->out[0]->name, m);
+  for (int a = 0; a < n->in[0]->type.rank; a++) numel *= in[a];
+  bool allowzero = ir_node_attr_bool(n, "allowzero", true);
+  int infer = -1;
+  for (int a = 0; a < t->rank; a++) {
+    int64_t v = data_int(&o, a);
+    if (v == 0 && !allowzero) {
+      if (a >= n->in[0]->type.rank)
+        return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): shape[%d] is 0 (copy) but operand 0 "
+                           "has rank %d", n->out[0]->name, a, n->in[0]->type.rank);
+      v = in[a];
+    }
+    if (v == -1 && infer < 0) {
+      infer = a;
+      continue;
+    }
+    if (v < 0)
+      return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): shape[%d] is %lld", n->out[0]->name, a,
+                         (long long)v);
+    if (__builtin_mul_overflow(known, v, &known))
+      return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): the shape overflows", n->out[0]->name);
+    dims[a] = v;
+  }
+  if (infer >= 0) {
+    if (known == 0 || numel % known != 0)
+      return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): cannot infer the -1 of shape[%d]: %lld "
+                         "elements into parts of %lld", n->out[0]->name, infer,
+                         (long long)numel, (long long)known);
+    dims[infer] = numel / known;
+  }
+  return 0;
+}
+
+/* The dims nodes read from operand data: a plain symbol not bound yet takes
+ * the value, any other dim must equal it. mo.range's length is bound only
+ * (its kernel checks a given one). */
+static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
+                          char *msg, size_t msglen) {
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *n = g->nodes[i];
+    const ir_type *t = &n->out[0]->type;
+    int64_t dims[IR_MAX_RANK];
+    if (n->op == IR_OP_RESHAPE && n->nin == 2) {
+      if (reshape_target(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
+      opnd_data o[3];
+      for (int k = 0; k < 3; k++)
+        if (operand_data(g, n, k, inputs, &o[k], msg, msglen) < 0) return -1;
+      if (ir_ref_is_fc(t->dtype)) {
+        double a = data_double(&o[0]), b = data_double(&o[1]), s = data_double(&o[2]);
+        double w = s != 0 ? ceil((b - a) / s) : 0;
+        dims[0] = w > 0 ? (w < 9.0e18 ? (int64_t)w : INT64_MAX) : 0; /* NaN: 0 */
+      } else {
+        int64_t len = ir_ref_range_len_i(data_int(&o[0], 0), data_int(&o[1], 0),
+                                         data_int(&o[2], 0));
+        dims[0] = len < 0 ? 0 : len; /* step 0: the kernel's error */
+      }
+    } else {
+      continue;
+    }
+    for (int a = 0; a < t->rank; a++) {
+      const ir_dim *d = t->dims[a];
+      if (ir_dim_is_sym(d) && !bound[d->sym]) {
+        bound[d->sym] = true;
+        syms[d->sym] = dims[a];
+        continue;
+      }
+      int64_t want;
+      ir_dim_err err;
+      char dt[128];
+      err.msg[0] = '\0';
+      if (needs_unbound(d, g->nsyms, bound) || !ir_dim_eval(d, syms, &want, &err))
+        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d (%s) %s", ir_op_get(n->op)->name,
+                           n->out[0]->name, a, ir_ref_dim_text(d, dt, sizeof dt),
+                           err.msg[0] ? err.msg : "uses a symbol nothing binds");
+      if (want != dims[a])
+        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d is %s but the data gives %lld",
+                           ir_op_get(n->op)->name, n->out[0]->name, a,
+                           dim_value_text(d, want, dt, sizeof dt), (long long)dims[a]);
+    }
+  }
+  return 0;
+}
+
 int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, int64_t *sym_values,
                      char *msg, size_t msglen) {
   if (!g) return ir_ref_fail(msg, msglen, "no graph");
@@ -216,6 +369,7 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
       if (check_axis(g, i, a, d, inputs[i].shape[a], sym_values, from, msg, msglen)) goto out;
     }
   }
+  if (bind_from_data(g, inputs, sym_values, bound, msg, msglen) < 0) goto out;
   /* Symbols nodes define from data take their bound, in node order (the
    * buffers are planned with it); each node sets the real value when it has
    * run (ir_data_sym_bind). */

@@ -453,6 +453,7 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     if (check_place(m, t, "input", i, g->inputs[i]->name, st) < 0) goto fail;
     ins[i].dtype = (ir_dtype)t->dtype;
     ins[i].rank = t->rank;
+    ins[i].data = t->data; /* host data: dims some graphs read from it (ir_solve_symbols) */
     memcpy(ins[i].shape, t->shape, sizeof(int64_t) * (size_t)t->rank);
     memcpy(x->in_shape[i], t->shape, sizeof(int64_t) * (size_t)t->rank);
     ins[i].data = t->data;
@@ -654,10 +655,11 @@ static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *input
            "key %llu is already captured (release it first)", (unsigned long long)key);
     goto done;
   }
-  if (m->data_dims) { /* a replay reuses the captured shapes, which data decides here */
+  if (m->data_dims || m->reads_dims) { /* a replay reuses the captured shapes */
     rt_err(st, KILN_ERR_UNSUPPORTED,
-           "graph @%s sets dims from data (mo.nonzero): its shapes are known only as it runs, "
-           "so it cannot be captured; execute it instead", m->g->name);
+           "graph @%s takes dims from data (mo.nonzero, mo.reshape with a shape operand, ...): "
+           "a replay could not reuse its shapes, so it cannot be captured; execute it instead",
+           m->g->name);
     goto done;
   }
   dm_capture *grown = realloc(m->dm->captures, sizeof *grown * (size_t)(m->dm->ncaptures + 1));

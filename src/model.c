@@ -285,6 +285,7 @@ static int model_describe(kiln_model *m, kiln_status *st) {
   /* a dim set from data has its bound until its node runs: no variant may
    * fold it (nor the symbols around it), so such a model never specializes */
   m->data_dims = ir_graph_has_data_syms(m->g);
+  m->reads_dims = ir_graph_reads_dims(m->g);
   if (m->g->nsyms > 0 && !m->data_dims &&
       !(m->variants = rt_variants_new())) /* variants.c */
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");

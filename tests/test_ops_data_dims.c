@@ -481,3 +481,153 @@ Test(nms, simt_kernel_on_emu_and_for_gpus) {
   for (int center = 0; center < 2; center++)
     check_simt(nms_graph(buf, sizeof buf, "f32", center, true), ins, syms);
 }
+
+/* ---- dims read from input data before the graph runs ---- */
+
+static const char *RESHAPE =
+    "mo.graph @rs<b, p, q, r>(%x: !mo.tensor<[b, 6], f32>, %s: !mo.tensor<[3], si64>) -> "
+    "(!mo.tensor<[p, q, r], f32>, !mo.tensor<[p, q], f32>) {\n"
+    "  %y = mo.reshape(%x, %s) {allowzero = false} : !mo.tensor<[p, q, r], f32>\n"
+    "  %z = mo.sum(%y) {axis = 2} : !mo.tensor<[p, q, 1], f32>\n"
+    "  %w = mo.reshape(%z) : !mo.tensor<[p, q], f32>\n"
+    "  mo.output %y, %w : !mo.tensor<[p, q, r], f32>, !mo.tensor<[p, q], f32>\n}\n";
+
+/* Run RESHAPE on x [b, 6] with shape data s; the result's shape, or -1
+ * with the status. */
+static int run_reshape(int64_t b, const int64_t *s, int64_t *shape, kiln_status *st) {
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = parse(RESHAPE, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float xs[64];
+  for (int i = 0; i < 64; i++) xs[i] = (float)i - 20;
+  int64_t xsh[2] = {b, 6}, three = 3;
+  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, xsh, xs, st),
+                        kiln_tensor_borrow(KILN_INT64, 1, &three, (void *)s, st)};
+  kiln_tensor *out[2] = {NULL, NULL};
+  int rc = kiln_model_execute(m, in, 2, out, 2, st);
+  if (rc == 0) {
+    for (int a = 0; a < 3; a++) shape[a] = kiln_tensor_shape(out[0])[a];
+    const float *y = kiln_tensor_data(out[0]);
+    for (int64_t e = 0; e < b * 6; e++) cr_expect_eq(y[e], xs[e]);
+  }
+  for (int i = 0; i < 2; i++) {
+    kiln_tensor_free(in[i]);
+    kiln_tensor_free(out[i]);
+  }
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  return rc;
+}
+
+Test(reshape_data, target_read_from_a_shape_input) {
+  static const struct {
+    int64_t b, s[3], want[3];
+  } OK[] = {
+      {2, {0, -1, 2}, {2, 3, 2}}, /* 0 copies operand 0's dim (allowzero = false) */
+      {4, {3, 4, 2}, {3, 4, 2}},
+      {1, {-1, 1, 1}, {6, 1, 1}},
+      {0, {5, 0, -1}, {5, 6, 0}}, /* 0 elements: the -1 of 5 * 6 parts is 0 */
+  };
+  kiln_status *st = kiln_status_new();
+  for (size_t i = 0; i < sizeof OK / sizeof *OK; i++) {
+    int64_t shape[3];
+    cr_assert_eq(run_reshape(OK[i].b, OK[i].s, shape, st), 0, "%s", kiln_status_message(st));
+    for (int a = 0; a < 3; a++)
+      cr_expect_eq(shape[a], OK[i].want[a], "case %zu axis %d: %lld", i, a, (long long)shape[a]);
+  }
+  static const struct {
+    int64_t b, s[3];
+    const char *what;
+  } BAD[] = {
+      {2, {5, -1, 2}, "cannot infer the -1 of shape[1]: 12 elements into parts of 10"},
+      {2, {-1, -1, 3}, "shape[1] is -1"},
+      {2, {2, 2, 2}, "6 * b = 12 but needs to equal p * q * r = 8"},
+      {2, {1, -3, 2}, "shape[1] is -3"},
+  };
+  for (size_t i = 0; i < sizeof BAD / sizeof *BAD; i++) {
+    int64_t shape[3];
+    cr_expect_neq(run_reshape(BAD[i].b, BAD[i].s, shape, st), 0, "case %zu ran", i);
+    cr_expect(strstr(kiln_status_message(st), BAD[i].what) != NULL, "case %zu: %s", i,
+              kiln_status_message(st));
+  }
+  kiln_status_free(st);
+}
+
+/* JIT (and the device under test) against the interpreter, several shape
+ * data per binding; a constant shape operand; a shape from a computed value
+ * refused at line:col. */
+Test(reshape_data, agrees_with_the_oracle) {
+  oracle_gen gens[2] = {gen_uniform(-3, 3), gen_const(-1)};
+  oracle_case c = {.label = "reshape [-1, -1?]", .mlir = RESHAPE, .bindings = "b=1;b=4",
+                   .gens = gens, .ngens = 2, .expect_error = true}; /* -1 twice */
+  ORACLE_ASSERT(&c);
+  const char *mlir =
+      "mo.graph @rs<b, p>(%x: !mo.tensor<[b, 6], f32>) -> (!mo.tensor<[p, 2], f32>) {\n"
+      "  %s = mo.constant {value = #M.dense_array<-1, 2> : tensor<2xsi64>} : "
+      "!mo.tensor<[2], si64>\n"
+      "  %y = mo.reshape(%x, %s) : !mo.tensor<[p, 2], f32>\n"
+      "  %z = mo.exp(%y) : !mo.tensor<[p, 2], f32>\n"
+      "  mo.output %z : !mo.tensor<[p, 2], f32>\n}\n";
+  oracle_case k = {.label = "reshape constant shape", .mlir = mlir, .bindings = "b=0;b=1;b=5",
+                   .rtol = 1e-6, .atol = 1e-6};
+  ORACLE_ASSERT(&k);
+  const char *computed =
+      "mo.graph @rs(%x: !mo.tensor<[6], f32>, %s: !mo.tensor<[2], si64>) -> "
+      "(!mo.tensor<[p, q], f32>) {\n"
+      "  %t = mo.abs(%s) : !mo.tensor<[2], si64>\n"
+      "  %y = mo.reshape(%x, %t) : !mo.tensor<[p, q], f32>\n"
+      "  mo.output %y : !mo.tensor<[p, q], f32>\n}\n";
+  EXPECT_REJECTED(computed, "must be a graph input or a mo.constant");
+  const char *wrong_len =
+      "mo.graph @rs(%x: !mo.tensor<[6], f32>, %s: !mo.tensor<[3], si64>) -> "
+      "(!mo.tensor<[p, q], f32>) {\n"
+      "  %y = mo.reshape(%x, %s) : !mo.tensor<[p, q], f32>\n"
+      "  mo.output %y : !mo.tensor<[p, q], f32>\n}\n";
+  EXPECT_REJECTED(wrong_len, "must be 1-D with 2 elements");
+}
+
+/* A range whose length no input shape gives: read from its operands' data. */
+Test(range_data, length_read_from_scalar_inputs) {
+  const char *mlir =
+      "mo.graph @r(%a: !mo.tensor<[], si32>, %b: !mo.tensor<[], si32>, %c: !mo.tensor<[], si32>) "
+      "-> (!mo.tensor<[n], si32>, !mo.tensor<[], si32>) {\n"
+      "  %r = mo.range(%a, %b, %c) : !mo.tensor<[n], si32>\n"
+      "  %s = mo.sum(%r) {axis = 0} : !mo.tensor<[1], si32>\n"
+      "  %t = mo.reshape(%s) : !mo.tensor<[], si32>\n"
+      "  mo.output %r, %t : !mo.tensor<[n], si32>, !mo.tensor<[], si32>\n}\n";
+  static const double ARGS[][3] = {{0, 10, 3}, {10, 0, -4}, {5, 5, 1}, {0, 3, -1}, {-7, 20, 1}};
+  for (size_t i = 0; i < sizeof ARGS / sizeof *ARGS; i++) {
+    oracle_gen gens[3] = {gen_const(ARGS[i][0]), gen_const(ARGS[i][1]), gen_const(ARGS[i][2])};
+    oracle_case c = {.label = "range from data", .mlir = mlir, .gens = gens, .ngens = 3};
+    ORACLE_ASSERT(&c);
+  }
+  oracle_gen zero[3] = {gen_const(0), gen_const(4), gen_const(0)};
+  oracle_case c = {.label = "range step 0", .mlir = mlir, .gens = zero, .ngens = 3,
+                   .expect_error = true};
+  ORACLE_ASSERT(&c);
+}
+
+Test(reshape_data, capture_is_refused) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = parse(RESHAPE, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float xs[12] = {0};
+  int64_t xsh[2] = {2, 6}, three = 3, s[3] = {3, 2, 2};
+  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, xsh, xs, st),
+                        kiln_tensor_borrow(KILN_INT64, 1, &three, s, st)};
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_expect_neq(kiln_model_capture(m, 1, in, 2, out, 2, st), 0);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  for (int i = 0; i < 2; i++) {
+    kiln_tensor_free(in[i]);
+    kiln_tensor_free(out[i]);
+  }
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}

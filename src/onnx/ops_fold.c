@@ -274,9 +274,11 @@ static bool scalar_known(const ox_val *v, double *out) {
 }
 
 /* Range: integers known at import fold into known data; other constant
- * operands give a mo.range of the length they imply. Operands known only at
- * run time would make the length data, which kiln must know before running
- * the graph: unsupported. */
+ * operands give a mo.range of the length they imply. Operands that are
+ * graph inputs give a mo.range whose length is a symbol of its own, which
+ * kiln reads from their data before the graph runs (ir/shape.h); operands
+ * computed by other nodes would make the length known only while running:
+ * unsupported. */
 int ox_op_Range(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int64_t v[3];
   double f[3];
@@ -302,11 +304,18 @@ int ox_op_Range(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
     free(e);
     return rc < 0 ? -1 : 0;
   }
+  bool from_inputs = false;
   if (!ints) {
-    for (int i = 0; i < 3; i++)
-      if (nin <= i || !scalar_known(in[i], &f[i]))
-        return ox_unsupported(x, n, "start, limit and delta are not known at import (the "
-                                    "result's length would be data)");
+    for (int i = 0; i < 3 && !from_inputs; i++)
+      if (nin <= i || !scalar_known(in[i], &f[i])) from_inputs = true;
+    for (int i = 0; i < 3 && from_inputs; i++) {
+      const ir_value *iv = nin > i && in[i] ? (const ir_value *)in[i]->v : NULL;
+      if (!(in[i] && (in[i]->known || in[i]->init)) && (!iv || iv->def || iv->type.rank != 0))
+        return ox_unsupported(x, n, "start, limit and delta are neither known at import nor "
+                                    "scalar graph inputs (the result's length would be data)");
+    }
+  }
+  if (!ints && !from_inputs) {
     if (f[2] == 0) return ox_fail(x, KILN_ERR_VERIFY, "delta is 0");
     double w = ceil((f[1] - f[0]) / f[2]);
     len = w > 0 ? (int64_t)w : 0;
@@ -316,7 +325,7 @@ int ox_op_Range(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   kiln_value *c = b ? ox_in(x, in, nin, 2, &rc) : NULL;
   if (!c) return rc;
   char ty[128];
-  const ir_dim *d = ir_dim_const(x->ir->arena, len);
+  const ir_dim *d = from_inputs ? ox_symbol(x, NULL) : ir_dim_const(x->ir->arena, len);
   if (!d) return oom(x);
   if (!(out[0]->v = ox_op(x, "range", (kiln_value *[]){a, b, c}, 3,
                           ox_type_text(ty, sizeof ty, ox_type(a)->dtype, 1, &d), NULL)))

@@ -53,6 +53,21 @@ int ox_op_Reshape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   if (!a) return rc;
   const ir_dim *dims[IR_MAX_RANK];
   int nd;
+  const ir_value *sv = (const ir_value *)in[1]->v;
+  int64_t len;
+  if (!in[1]->known && sv && !sv->def && sv->type.rank == 1 &&
+      ir_dim_is_const(sv->type.dims[0], &len) && len <= IR_MAX_RANK) {
+    /* a graph input: kiln reads the target from its data (mo.reshape's
+     * shape operand), each dim a symbol of its own */
+    for (int i = 0; i < len; i++)
+      if (!(dims[i] = ox_symbol(x, NULL))) return -1;
+    char ty[1024];
+    ox_type_text(ty, sizeof ty, ox_type(a)->dtype, (int)len, dims);
+    if (!(out[0]->v = ox_op(x, "reshape", (kiln_value *[]){a, in[1]->v}, 2, ty,
+                            "{allowzero = %s}", allowzero ? "true" : "false")))
+      return FAILED();
+    return 0;
+  }
   int r = ox_reshape_dims(x, a, in[1], allowzero, dims, &nd);
   if (r) return r;
   if (!(out[0]->v = ox_reshape(x, a, nd, dims))) return FAILED();
