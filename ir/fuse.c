@@ -55,7 +55,8 @@ static bool ew_node(const ir_node *n) {
   if (ir_node_ew_can_fail(n)) return false;
   if (n->op == IR_OP_CUSTOM)
     return ir_node_attr_int(n, "kiln.elementwise", 0) != 0 && n->nin <= IR_EW_MAX_IN;
-  return ir_op_is_elementwise(n->op) || o->cls == IR_CLS_BROADCAST_TO;
+  /* a broadcast_to with a shape operand stays alone (its operand 1 is no element source) */
+  return ir_op_is_elementwise(n->op) || (o->cls == IR_CLS_BROADCAST_TO && n->nin == 1);
 }
 
 /* The root of a softmax prologue group (IR_FUSE_SOFTMAX). */

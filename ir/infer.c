@@ -953,6 +953,15 @@ static int infer_broadcast_to(ctx *c, ir_type *r) {
   const ir_type *in = opt(c, 0), *t;
   if (declared(c, &t) != 0) return -1;
   char s1[256], s2[256];
+  bool data = c->n->nin == 2; /* the target from data (ops.def) */
+  if (data) {
+    const ir_type *sh = opt(c, 1);
+    int64_t len;
+    if (sh->rank != 1 || !is_const(sh->dims[0], &len) || len != t->rank)
+      return fail(c, "mo.broadcast_to: the shape operand must be 1-D with %d elements (the "
+                  "result's rank)", t->rank);
+    if (data_operand(c, 1, "the shape operand") != 0) return -1;
+  }
   if (in->rank > t->rank)
     return fail(c, "operand 0 of mo.broadcast_to has rank %d but the target %s has rank %d",
                 in->rank, shape_str(s2, sizeof s2, t->dims, t->rank), t->rank);
@@ -961,7 +970,7 @@ static int infer_broadcast_to(ctx *c, ir_type *r) {
     int64_t va, vb;
     bool sa = is_const(a, &va), sb = is_const(b, &vb);
     if (ir_dim_equal(a, b) || (sa && va == 1)) continue;
-    if (sa != sb) {
+    if (sa != sb || (data && !sa)) {
       if (need(c, IR_CHECK_EQ, a, b, "operand 0 axis %d of mo.broadcast_to (%s) must equal %s", i,
                dim_str(s1, sizeof s1, a), dim_str(s2, sizeof s2, b)) != 0)
         return -1;

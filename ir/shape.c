@@ -265,6 +265,13 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
     int64_t dims[IR_MAX_RANK];
     if (n->op == IR_OP_RESHAPE && n->nin == 2) {
       if (reshape_target(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
+      opnd_data o;
+      if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+      for (int a = 0; a < t->rank; a++)
+        if ((dims[a] = data_int(&o, a)) < 0)
+          return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): shape[%d] is %lld",
+                             n->out[0]->name, a, (long long)dims[a]);
     } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
       opnd_data o[3];
       for (int k = 0; k < 3; k++)

@@ -551,7 +551,8 @@ LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v) {
   const ir_op_info *info = ir_op_get(n->op);
   if (info && ew_custom(n) && n->nout == 1 && n->nin <= JIT_EW_MAX_IN)
     return jit_custom_ew_call(f, n, v); /* the library's scalar function, custom.c */
-  if (!info || n->nin != expected_nin(info->cls) || n->nout != 1) {
+  bool shape_opnd = info && info->cls == IR_CLS_BROADCAST_TO && n->nin == 2; /* read before */
+  if (!info || (n->nin != expected_nin(info->cls) && !shape_opnd) || n->nout != 1) {
     jit_fn_error(f, "mo.%s: not an elementwise node of the expected arity", opname(n->op));
     return LLVMGetPoison(f->t_i32);
   }
@@ -755,6 +756,8 @@ int jit_lower_elementwise(jit_fn *f) {
   const ir_op_info *info = ir_op_get(n->op);
   bool custom = ew_custom(n);
   int nin = custom ? n->nin : expected_nin(info->cls);
+  /* broadcast_to reads operand 0 only (a shape operand is read before the run) */
+  if (info->cls == IR_CLS_BROADCAST_TO && n->nin == 2) nin = 2;
   if (n->nin != nin || n->nout != 1 || nin > JIT_EW_MAX_IN)
     return jit_fn_error(f, "mo.%s: expected %d operands and 1 result, got %d and %d", info->name,
                         nin, n->nin, n->nout);
@@ -767,6 +770,7 @@ int jit_lower_elementwise(jit_fn *f) {
     in_ptrs[j] = jit_in(f, j);
     src[j] = -1 - j;
   }
+  if (info->cls == IR_CLS_BROADCAST_TO) nin = 1;
   const ir_node *nodes[1] = {n};
   jit_ew_group G = {.nnodes = 1, .nodes = nodes, .src = src, .nin = nin, .in_types = in_types,
                     .in_ptrs = in_ptrs, .nout = 1, .out_node = &out_node, .out_ptrs = &out_ptr,

@@ -162,7 +162,9 @@ static int lower_elementwise(jit_simt_fn *sf) {
   jit_simt_loop l;
   LLVMValueRef i = jit_simt_grid_loop_begin(sf, &l, numel(f, ot));
   jit_simt_unravel(f, i, dims, r, coord);
-  for (int j = 0; j < n->nin; j++) {
+  /* broadcast_to reads operand 0 only (a shape operand is read before the run) */
+  int nin = ir_op_get(n->op)->cls == IR_CLS_BROADCAST_TO ? 1 : n->nin;
+  for (int j = 0; j < nin; j++) {
     const ir_type *t = &n->in[j]->type;
     v[j] = jit_load(f, t->dtype, jit_in(f, j), jit_simt_bcast_index(f, t, ot, r, coord));
   }

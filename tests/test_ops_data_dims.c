@@ -631,3 +631,52 @@ Test(reshape_data, capture_is_refused) {
   kiln_context_free(ctx);
   kiln_status_free(st);
 }
+
+/* broadcast_to with a shape operand: the target read from its data; a
+ * symbolic dim of operand 0 must equal its target dim. */
+Test(broadcast_data, target_read_from_a_shape_input) {
+  const char *mlir =
+      "mo.graph @bc<k, p, q, r>(%x: !mo.tensor<[k, 1], f64>, %s: !mo.tensor<[3], si32>) -> "
+      "(!mo.tensor<[p, q, r], f64>) {\n"
+      "  %y = mo.broadcast_to(%x, %s) : !mo.tensor<[p, q, r], f64>\n"
+      "  %z = mo.add(%y, %y) : !mo.tensor<[p, q, r], f64>\n"
+      "  mo.output %z : !mo.tensor<[p, q, r], f64>\n}\n";
+  static const struct {
+    const char *bindings;
+    double s[3];
+    bool bad;
+  } CASES[] = {
+      {"k=3", {2, 3, 4}, false}, {"k=1", {5, 1, 7}, false}, {"k=0", {2, 0, 3}, false},
+      {"k=3", {2, 4, 4}, true},  /* operand 0's k = 3 against 4 */
+      {"k=3", {2, 3, -1}, true}, /* a negative target dim */
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    oracle_gen gens[2] = {gen_uniform(-2, 2), gen_const(0)};
+    char label[64];
+    snprintf(label, sizeof label, "broadcast_to data case %zu", i);
+    /* the shape's elements: an iota would not do; three constants do */
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "mo.graph @bc<k, p, q, r>(%%x: !mo.tensor<[k, 1], f64>) -> "
+             "(!mo.tensor<[p, q, r], f64>) {\n"
+             "  %%s = mo.constant {value = #M.dense_array<%g, %g, %g> : tensor<3xsi32>} : "
+             "!mo.tensor<[3], si32>\n"
+             "  %%y = mo.broadcast_to(%%x, %%s) : !mo.tensor<[p, q, r], f64>\n"
+             "  mo.output %%y : !mo.tensor<[p, q, r], f64>\n}\n",
+             CASES[i].s[0], CASES[i].s[1], CASES[i].s[2]);
+    oracle_case c = {.label = label, .mlir = buf, .bindings = CASES[i].bindings, .gens = gens,
+                     .ngens = 1, .expect_error = CASES[i].bad};
+    ORACLE_ASSERT(&c);
+  }
+  oracle_gen gens[2] = {gen_uniform(-2, 2), gen_const(3)};
+  oracle_case c = {.label = "broadcast_to shape input", .mlir = mlir, .bindings = "k=3",
+                   .gens = gens, .ngens = 2};
+  ORACLE_ASSERT(&c);
+  const char *computed =
+      "mo.graph @bc(%x: !mo.tensor<[1], f32>, %s: !mo.tensor<[1], si64>) -> "
+      "(!mo.tensor<[p], f32>) {\n"
+      "  %t = mo.negate(%s) : !mo.tensor<[1], si64>\n"
+      "  %y = mo.broadcast_to(%x, %t) : !mo.tensor<[p], f32>\n"
+      "  mo.output %y : !mo.tensor<[p], f32>\n}\n";
+  EXPECT_REJECTED(computed, "must be a graph input or a mo.constant");
+}

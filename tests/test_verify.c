@@ -953,7 +953,8 @@ Test(verify, op_table_has_a_consistent_row_for_every_op) {
     if (o->flags & IR_OPF_EW)
       cr_assert(o->nout == 1 && o->nin_min >= 1 && o->nin_max <= IR_EW_MAX_IN, "mo.%s", o->name);
     if (o->flags & IR_OPF_SRC) cr_assert(o->nin_max == 0 && o->nout == 1, "mo.%s", o->name);
-    if (o->flags & IR_OPF_ALIAS) cr_assert(o->nin_max == 1 && o->nout == 1, "mo.%s", o->name);
+    if (o->flags & IR_OPF_ALIAS) /* operand 0 is the data (1 more: a shape read before running) */
+      cr_assert(o->nin_min == 1 && o->nin_max <= 2 && o->nout == 1, "mo.%s", o->name);
     if (o->flags & IR_OPF_RED) cr_assert(ir_op_attr_spec((ir_op)i, "axis"), "mo.%s", o->name);
     cr_assert(o->nattrs == 0 || o->attrs, "mo.%s: attributes", o->name);
     for (int a = 0; a < o->nattrs; a++) {
@@ -1115,6 +1116,7 @@ static const attr_example *attr_example_of(ir_op op) {
        1},
       {IR_OP_NON_MAXIMUM_SUPPRESSION, 4, {IR_DT_F32, IR_DT_F32, IR_DT_SI64, IR_DT_F32},
        {"1, 6, 4", "1, 2, 6", "", ""}, 0, {{0}}, 1},
+      {IR_OP_RESHAPE, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1135,6 +1137,7 @@ static const char *example_decl(ir_op op, ir_dtype *dt) {
   case IR_OP_RESIZE_NEAREST: return "8, 6";
   case IR_OP_RESIZE_LINEAR: return "2, 1, 5";
   case IR_OP_RESIZE_BICUBIC: return "9";
+  case IR_OP_RESHAPE: return "2, 6";
   default: return NULL;
   }
 }
@@ -1180,10 +1183,11 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 87); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 88); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
                               3 + 5), fold's 3, roi_align's 4, random's 6, print's label,
-                              non_maximum_suppression's center_point_box */
+                              non_maximum_suppression's center_point_box, reshape's
+                              allowzero */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
