@@ -1414,6 +1414,8 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_ROI_ALIGN: return ir_infer_roi_align(c, res);
   case IR_CLS_RANDOM: return ir_infer_random(c, res);
   case IR_CLS_PRINT: return ir_infer_print(c, res);
+  case IR_CLS_MASKED_SCATTER: return ir_infer_masked_scatter(c, res);
+  case IR_CLS_SHAPE_TO_TENSOR: return ir_infer_shape_to_tensor(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

@@ -1008,6 +1008,21 @@ static int run_print(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_masked_scatter(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_masked_scatter(n, IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), OUT(r, n, 0), detail,
+                            sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_shape_to_tensor(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_shape_to_tensor(IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -1052,6 +1067,8 @@ static const run_fn run_class[] = {
     [IR_CLS_ROI_ALIGN] = run_roi_align,
     [IR_CLS_RANDOM] = run_random,
     [IR_CLS_PRINT] = run_print,
+    [IR_CLS_MASKED_SCATTER] = run_masked_scatter,
+    [IR_CLS_SHAPE_TO_TENSOR] = run_shape_to_tensor,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");
