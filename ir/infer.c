@@ -488,6 +488,13 @@ static int infer_constant_external(ctx *c, ir_type *r) {
   const ir_attr *a = attr_get(c, "name", &rc);
   if (!a) return rc;
   if (!a->u.s || !a->u.s[0]) return fail(c, "attribute 'name' of mo.constant.external is empty");
+  int64_t align;
+  bool placeholder;
+  if (attr_int(c, "align", &align) != 0) return -1;
+  if (align < 1 || align > ((int64_t)1 << 30) || (align & (align - 1)) != 0)
+    return fail(c, "mo.constant.external: align %" PRId64 " must be a power of two in [1, 2^30]",
+                align);
+  if (ir_infer_attr_bool(c, "is_placeholder", &placeholder) != 0) return -1;
   const ir_type *t;
   if (declared(c, &t) != 0) return -1;
   return res_set(c, r, t->dtype, t->rank, t->dims, t->device);

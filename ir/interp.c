@@ -44,6 +44,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,6 +838,11 @@ static int run_external(run *r, const ir_node *n) {
                 shape_text(w->shape, w->rank, s2, sizeof s2));
   if (!w->data && ir_tensor_numel(w) > 0)
     return ir_ref_fail(r->msg, r->msglen, "weight '%s' has no data", name);
+  int64_t align = attr_int(n, "align");
+  if (align > 1 && w->data && (uintptr_t)w->data % (uint64_t)align != 0)
+    return ir_ref_fail(r->msg, r->msglen,
+                       "weight '%s': its data at %p is not aligned to %lld bytes (its align)",
+                       name, w->data, (long long)align);
   y->data = w->data;
   return 0;
 }

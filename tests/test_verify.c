@@ -1107,6 +1107,8 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_LOGSOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LAYER_NORM, 3, {IR_DT_F32, IR_DT_F32, IR_DT_F32}, {"4, 3", "3", "3"}, 0, {{0}}, 1},
       {IR_OP_SPLIT, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1}, /* one size, its declared dim */
+      {IR_OP_CONSTANT_EXTERNAL, 0, {IR_DT_F32}, {"4, 3"}, 1,
+       {{.name = "name", .kind = IR_ATTR_STRING, .u.s = "w"}}, 1},
       {IR_OP_MASKED_SCATTER, 3, {IR_DT_F32, IR_DT_BOOL, IR_DT_F32}, {"4, 3", "3", "12"}, 0, {{0}},
        1},
       {IR_OP_GATHER, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2"}, 0, {{0}}, 1},
@@ -1202,10 +1204,11 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 88); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 90); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
                               3 + 5), fold's 3, roi_align's 4, random's 6, print's label,
-                              split's split_sizes, masked_scatter's out_dim */
+                              split's split_sizes, constant.external's align and
+                              is_placeholder, masked_scatter's out_dim */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
