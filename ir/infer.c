@@ -488,6 +488,13 @@ static int infer_constant_external(ctx *c, ir_type *r) {
   const ir_attr *a = attr_get(c, "name", &rc);
   if (!a) return rc;
   if (!a->u.s || !a->u.s[0]) return fail(c, "attribute 'name' of mo.constant.external is empty");
+  int64_t align;
+  bool placeholder;
+  if (attr_int(c, "align", &align) != 0) return -1;
+  if (align < 1 || align > ((int64_t)1 << 30) || (align & (align - 1)) != 0)
+    return fail(c, "mo.constant.external: align %" PRId64 " must be a power of two in [1, 2^30]",
+                align);
+  if (ir_infer_attr_bool(c, "is_placeholder", &placeholder) != 0) return -1;
   const ir_type *t;
   if (declared(c, &t) != 0) return -1;
   return res_set(c, r, t->dtype, t->rank, t->dims, t->device);
@@ -1047,7 +1054,8 @@ static int infer_concat(ctx *c, ir_type *r) {
   return res_set(c, r, t0->dtype, t0->rank, d, t0->device);
 }
 
-/* split fills all results itself. */
+/* split fills all results itself. A size of -1 (or every size, when
+ * split_sizes is empty) is the declared result's dim along the axis. */
 static int infer_split(ctx *c, ir_type *res) {
   const ir_type *t = opt(c, 0);
   int nv;
@@ -1057,33 +1065,54 @@ static int infer_split(ctx *c, ir_type *res) {
   if (attr_ints(c, "split_sizes", &nv, &v) != 0 || attr_int(c, "axis", &axis) != 0 ||
       norm_axis(c, "axis", axis, t->rank, &ax) != 0)
     return -1;
-  if (nv < 1) return fail(c, "mo.split: split_sizes is empty");
-  if (nv != c->n->nout)
+  if (nv > 0 && nv != c->n->nout)
     return fail(c, "mo.split has %d results but split_sizes has %d entries", c->n->nout, nv);
-  int64_t sum = 0;
-  for (int i = 0; i < nv; i++) {
-    if (v[i] < 0) return fail(c, "mo.split: split_sizes[%d] = %" PRId64 " is negative", i, v[i]);
-    if (__builtin_add_overflow(sum, v[i], &sum)) return fail(c, "mo.split: split_sizes overflow");
-  }
-  int64_t dv;
-  char s1[160];
-  if (is_const(t->dims[ax], &dv)) {
-    if (dv != sum)
-      return fail(c, "mo.split: split_sizes sum to %" PRId64 " but axis %d has size %" PRId64, sum,
-                  ax, dv);
-  } else {
-    const ir_dim *s = cst(c, sum);
-    if (!s) return dim_fail(c);
-    if (need(c, IR_CHECK_EQ, t->dims[ax], s,
-             "mo.split: axis %d (%s) must equal the sum of "
-             "split_sizes, %" PRId64,
-             ax, dim_str(s1, sizeof s1, t->dims[ax]), sum) != 0)
-      return -1;
-  }
-  for (int i = 0; i < nv; i++) {
+  const ir_dim *sum = cst(c, 0);
+  if (!sum) return dim_fail(c);
+  bool symbolic = false;
+  for (int i = 0; i < c->n->nout; i++) {
+    int64_t want = nv > 0 ? v[i] : -1;
+    if (want < -1)
+      return fail(c, "mo.split: split_sizes[%d] = %" PRId64 " is negative (-1: the declared size)",
+                  i, want);
+    const ir_dim *d;
+    if (want >= 0) {
+      d = cst(c, want);
+    } else {
+      const ir_type *decl = &c->n->out[i]->type;
+      if (decl->rank < 0)
+        return fail(c,
+                    "mo.split: result %d has no declared type to take its size from "
+                    "(give split_sizes[%d])",
+                    i, i);
+      if (decl->rank != t->rank)
+        return fail(c, "mo.split: result %d is declared with rank %d but the operand has rank %d",
+                    i, decl->rank, t->rank);
+      if (!type_ok(decl)) return fail(c, "result %d of mo.split has a malformed type", i);
+      d = decl->dims[ax];
+      int64_t dv;
+      if (!is_const(d, &dv))
+        symbolic = true;
+      else if (dv < 0)
+        return fail(c, "result %d of mo.split has negative dim %" PRId64 " on axis %d", i, dv, ax);
+    }
+    if (!d || !(sum = ir_dim_add(c->g->arena, sum, d))) return dim_fail(c);
     if (res_set(c, &res[i], t->dtype, t->rank, t->dims, t->device) != 0) return -1;
-    if (!(res[i].dims[ax] = cst(c, v[i]))) return dim_fail(c);
+    res[i].dims[ax] = d;
   }
+  int64_t dv, sv;
+  char s1[160], s2[160];
+  if (is_const(t->dims[ax], &dv) && is_const(sum, &sv)) {
+    if (dv != sv)
+      return fail(c, "mo.split: split_sizes sum to %" PRId64 " but axis %d has size %" PRId64, sv,
+                  ax, dv);
+    return 0;
+  }
+  if (need(c, IR_CHECK_EQ, t->dims[ax], sum,
+           "mo.split: axis %d (%s) must equal the sum of %s, %s", ax,
+           dim_str(s1, sizeof s1, t->dims[ax]), symbolic ? "the sizes" : "split_sizes",
+           dim_str(s2, sizeof s2, sum)) != 0)
+    return -1;
   return 0;
 }
 
@@ -1442,6 +1471,8 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_PRINT: return ir_infer_print(c, res);
   case IR_CLS_NONZERO: return ir_infer_nonzero(c, res);
   case IR_CLS_NMS: return ir_infer_nms(c, res);
+  case IR_CLS_MASKED_SCATTER: return ir_infer_masked_scatter(c, res);
+  case IR_CLS_SHAPE_TO_TENSOR: return ir_infer_shape_to_tensor(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

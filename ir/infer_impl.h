@@ -55,5 +55,8 @@ int ir_infer_roi_align(ir_infer_ctx *c, ir_type *r);
 int ir_infer_random(ir_infer_ctx *c, ir_type *r);
 /* mo.print (infer_random.c): the operand's type. */
 int ir_infer_print(ir_infer_ctx *c, ir_type *r);
+/* mo.masked_scatter, mo.shape_to_tensor (infer_masked.c). */
+int ir_infer_masked_scatter(ir_infer_ctx *c, ir_type *r);
+int ir_infer_shape_to_tensor(ir_infer_ctx *c, ir_type *r);
 
 #endif

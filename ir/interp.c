@@ -44,6 +44,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -837,6 +838,11 @@ static int run_external(run *r, const ir_node *n) {
                 shape_text(w->shape, w->rank, s2, sizeof s2));
   if (!w->data && ir_tensor_numel(w) > 0)
     return ir_ref_fail(r->msg, r->msglen, "weight '%s' has no data", name);
+  int64_t align = attr_int(n, "align");
+  if (align > 1 && w->data && (uintptr_t)w->data % (uint64_t)align != 0)
+    return ir_ref_fail(r->msg, r->msglen,
+                       "weight '%s': its data at %p is not aligned to %lld bytes (its align)",
+                       name, w->data, (long long)align);
   y->data = w->data;
   return 0;
 }
@@ -1025,6 +1031,21 @@ static int run_print(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_masked_scatter(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_masked_scatter(n, IN(r, n, 0), IN(r, n, 1), IN(r, n, 2), OUT(r, n, 0), detail,
+                            sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
+static int run_shape_to_tensor(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_shape_to_tensor(IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -1071,6 +1092,8 @@ static const run_fn run_class[] = {
     [IR_CLS_PRINT] = run_print,
     [IR_CLS_NONZERO] = run_nonzero,
     [IR_CLS_NMS] = run_nms,
+    [IR_CLS_MASKED_SCATTER] = run_masked_scatter,
+    [IR_CLS_SHAPE_TO_TENSOR] = run_shape_to_tensor,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

@@ -91,5 +91,9 @@ int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois
 int ir_ref_random(const ir_node *n, ir_tensor *y, char *msg, size_t msglen);
 /* mo.print (interp_print.c): copies x into y and writes its line to stderr. */
 int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+/* mo.masked_scatter, mo.shape_to_tensor (interp_masked.c). */
+int ir_ref_masked_scatter(const ir_node *n, const ir_tensor *x, const ir_tensor *m,
+                          const ir_tensor *u, ir_tensor *y, char *msg, size_t msglen);
+int ir_ref_shape_to_tensor(const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 
 #endif

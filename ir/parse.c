@@ -416,11 +416,12 @@ static int parse_op(parser *p) {
   int nout = info->nout;
   if (op == IR_OP_CUSTOM) {
     nout = (int)names->n; /* one result per name, each with its declared type */
-  } else if (nout < 0) { /* split: one result per split_sizes entry */
+  } else if (nout < 0) { /* split: one result per split_sizes entry, else per name */
     nout = (int)names->n;
     for (size_t i = 0; i < p->attrs.n; i++) {
       const ir_attr *a = &((attr_at *)p->attrs.p)[i].a;
-      if (strcmp(a->name, "split_sizes") == 0 && a->kind == IR_ATTR_INTS) nout = a->u.ints.n;
+      if (strcmp(a->name, "split_sizes") == 0 && a->kind == IR_ATTR_INTS && a->u.ints.n > 0)
+        nout = a->u.ints.n;
     }
   }
   if ((int)names->n != nout)

@@ -13,7 +13,8 @@
  *   operands   constant operands become attributes: the permutation of
  *              transpose (-> permute {dims}), split's sizes, layer_norm's
  *              epsilon, a reduction's axis
- *   properties axis / name pass on; align and a CPU device are dropped;
+ *   properties axis / name (and constant.external's align) pass on; align
+ *              elsewhere and a CPU device are dropped;
  *              newShape is dropped after checking it is the result's shape;
  *              starts / stops / steps become slice_tensor's start / stop /
  *              step (a bound equal to the operand's dim plus k is k when k < 0,
@@ -324,12 +325,13 @@ static int slice(parser *p, const char *nm, int pl, size_t op_at) {
 /* Keep what kiln reads, drop what it need not, refuse MAX-only values. */
 static int properties(parser *p, max_fix fix, const char *nm, int pl) {
   size_t n = 0;
+  bool external = pl >= 17 && memcmp(nm + pl - 17, "constant.external", 17) == 0;
   for (size_t i = 0; i < p->attrs.n; i++) {
     attr_at pa = attrs(p)[i];
     const char *an = pa.a.name;
     bool raw = pa.a.kind == IR_ATTR_STRING && pa.a.u.s[0] == '#'; /* '"#..."' has no '#' first */
     if (raw && p->s[pa.vat] != '#') raw = false;
-    if (strcmp(an, "align") == 0) continue;
+    if (strcmp(an, "align") == 0 && !external) continue;
     if (strcmp(an, "device") == 0 && raw) {
       if (strncmp(pa.a.u.s, "#M.device_ref<\"cpu\"", 19) != 0)
         return ir_lex_error(p, pa.vat, "device %s: kiln runs MAX graphs on the CPU", pa.a.u.s);

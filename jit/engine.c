@@ -69,6 +69,7 @@ const char *jit_kernel_error(int code) {
     return "step is 0, or start, stop and step give another length than the declared one";
   case JIT_KERR_NOMEM: return "out of memory for the kernel's workspace";
   case JIT_KERR_ROI: return "a region's sampling grid is not finite or above 1024 per axis";
+  case JIT_KERR_MASKED: return "the mask selects more elements than the updates have";
   default: return "unknown kernel error";
   }
 }

@@ -48,6 +48,7 @@ enum {
   JIT_KERR_RANGE = 4,   /* range: step 0, or another length than the declared one */
   JIT_KERR_NOMEM = 5,   /* a kernel's workspace could not be allocated (conv2d) */
   JIT_KERR_ROI = 6,     /* roi_align: a region's sampling grid not finite or too large */
+  JIT_KERR_MASKED = 7,  /* masked_scatter: the mask selects more elements than the updates */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 

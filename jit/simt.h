@@ -243,6 +243,10 @@ int jit_simt_lower_print(jit_simt_fn *sf);
 int jit_simt_lower_nonzero(jit_simt_fn *sf);
 /* Serial (nms.c): mo.non_maximum_suppression in the first thread. */
 int jit_simt_lower_nms(jit_simt_fn *sf);
+/* Serial (masked.c): mo.masked_scatter, in element order in one thread.
+ * Elements (masked.c): mo.shape_to_tensor, one dim per thread. */
+int jit_simt_lower_masked_scatter(jit_simt_fn *sf);
+int jit_simt_lower_shape_to_tensor(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

@@ -17,7 +17,7 @@
  *             applies its epilogue to each output element (simt_fused.c);
  *   serial    one block whose first thread runs the whole node in order
  *             (index.c: the scatter family, whose updates must apply in
- *             index order);
+ *             index order; masked.c: masked_scatter, a running count);
  *   custom    mo.custom / mo.inplace_custom (custom.c): every thread calls
  *             the kernel library's function; grid by the simt_grid
  *             attribute (kiln/kernel.h). An elementwise custom kernel
@@ -547,7 +547,9 @@ static int lower_custom(jit_simt_fn *sf) {
   X(RANDOM, L_ELEMENTS, jit_simt_lower_random)              \
   X(PRINT, L_ELEMENTS, jit_simt_lower_print)              \
   X(NONZERO, L_SERIAL, jit_simt_lower_nonzero)          \
-  X(NMS, L_SERIAL, jit_simt_lower_nms)
+  X(NMS, L_SERIAL, jit_simt_lower_nms)                  \
+  X(MASKED_SCATTER, L_SERIAL, jit_simt_lower_masked_scatter) \
+  X(SHAPE_TO_TENSOR, L_ELEMENTS, jit_simt_lower_shape_to_tensor)
 
 typedef struct simt_rule {
   launch_shape shape;

@@ -98,6 +98,8 @@ static int collect_sources(kiln_model *m, kiln_status *st) {
         free(b);
         return -1;
       }
+      int64_t align = ir_node_attr_int(n, "align", 1);
+      if (align > m->weights[w].align) m->weights[w].align = align;
       m->weight_of_node[i] = w;
     } else if (n->op == IR_OP_CONSTANT) {
       const ir_attr *a = ir_node_attr(n, "value");
@@ -545,6 +547,12 @@ KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_
     if (p->dim_static[a] >= 0 && p->dim_static[a] != t->shape[a])
       return rt_err(st, KILN_ERR_SHAPE, "weight '%s': axis %d expected %lld, got %lld", name, a,
                     (long long)p->dim_static[a], (long long)t->shape[a]);
+  const void *data = kiln_tensor_data(t);
+  int64_t align = m->weights[w].align;
+  if (align > 1 && data && (uintptr_t)data % (uint64_t)align != 0)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "weight '%s': its data at %p is not aligned to %lld bytes (its align)", name,
+                  data, (long long)align);
   if (m->be->bind_weight(m, w, t, st) < 0) return -1;
   kiln_tensor_free(m->weights[w].owned); /* a tensor taken before */
   m->weights[w].owned = NULL;

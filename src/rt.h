@@ -81,6 +81,8 @@ typedef struct rt_weight {
   rt_port port;
   const kiln_tensor *bound; /* borrowed (or `owned`); NULL until bound */
   kiln_tensor *owned;       /* kiln_model_take_weight's: freed at the next bind and with m */
+  int64_t align;            /* the bound data's alignment in bytes: the largest `align` of its
+                               mo.constant.external nodes (1: any) */
 } rt_weight;
 
 struct kiln_model {

@@ -8,7 +8,8 @@
  * (n * 3 from a flattening reshape, m + 5 from a concat): elementwise
  * chains with broadcasting (what fusion joins), reductions, softmax /
  * logsoftmax / layer_norm, matmul against a fresh weight, transposes,
- * permutes, reshapes, concats, pads, broadcast_to, cumsum, and compares /
+ * permutes, reshapes, concats, pads, broadcast_to, cumsum, masked_scatter
+ * (a random bool mask, updates of the input's shape), and compares /
  * where / argmax on values derived from the inputs by exact ops only (a
  * compare of two computed floats would flip on a last-bit difference).
  * Values no op consumed, and a few others, are the outputs. Each graph
@@ -163,7 +164,7 @@ static void step(fuzz *z) {
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
   z->cur_int = a->isint;
-  uint32_t what = rnd(z, 19);
+  uint32_t what = rnd(z, 20);
   if (z->cur_int && (what == 5 || what == 7 || what == 8)) { /* float-only ops */
     to_float(z, a, r, dims);
     return;
@@ -376,6 +377,20 @@ static void step(fuzz *z) {
     snprintf(attrs, sizeof attrs, "{dims = [%d, %d, %d]}", p[0], p[1], p[2]);
     for (int i = 0; i < 3; i++) dimcpy(nd[i], dims[p[i]]);
     op1(z, "permute", attrs, a, 3, nd, a->exact);
+    break;
+  }
+  case 19: { /* masked_scatter: a random bool mask broadcast to a, updates of a's shape */
+    char md[3][DIM];
+    int drop = r > 1 ? (int)rnd(z, (uint32_t)r) : 0;
+    for (int i = 0; i < r - drop; i++) dimcpy(md[i], rnd(z, 3) == 0 ? "1" : dims[i + drop]);
+    char ms[3 * DIM + 8];
+    snprintf(ms, sizeof ms, "%s", shape_of(z, r - drop, md));
+    int m = gt_in_gen(z->t, "bool", ms, (oracle_gen){0});
+    fval *u = input_like(z, r, dims);
+    a->uses++, u->uses++;
+    int ins[3] = {a->id, m, u->id};
+    int id = gt_op(z->t, "mo.masked_scatter", NULL, ins, 3, cur_dt(z), shape_of(z, r, dims));
+    add_val(z, id, r, dims, a->exact && u->exact);
     break;
   }
   }

@@ -863,6 +863,29 @@ Test(interp, mlp_solves_batch_from_the_input) {
   free(text);
 }
 
+/* the interpreter refuses a weight whose data is not at a multiple of its
+ * align, as kiln_model_bind_weight does */
+Test(interp, weight_align_is_checked) {
+  const char *text = "mo.graph @g() -> (!mo.tensor<[2], f32>) {\n"
+                     "  %w = mo.constant.external {align = 16, name = \"w\"} : "
+                     "!mo.tensor<[2], f32>\n  %y = mo.negate(%w) : !mo.tensor<[2], f32>\n"
+                     "  mo.output %y : !mo.tensor<[2], f32>\n}\n";
+  float *buf = aligned_alloc(16, 64);
+  cr_assert(buf);
+  buf[1] = buf[2] = 3.0f;
+  wbind w[2] = {{"w", tn(IR_DT_F32, buf + 1, 1, SHAPE(2))}};
+  cr_assert_neq(run_w(text, NULL, w), 0);
+  cr_assert(strstr(MSG, "weight 'w': its data at ") &&
+                strstr(MSG, " is not aligned to 16 bytes (its align)"),
+            "%s", MSG);
+  w[0].t.data = buf + 4;
+  buf[4] = buf[5] = 2.0f;
+  cr_assert_eq(run_w(text, NULL, w), 0, "%s", MSG);
+  expect_f32(&OUT[0], (const float[]){-2, -2}, 2, 0);
+  free_out(1);
+  free(buf);
+}
+
 Test(interp, mlp_runs_with_batch_zero) {
   char *text = example("mlp.mlir");
   mlp_weights *m = mlp_new();

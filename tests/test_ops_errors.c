@@ -282,6 +282,18 @@ Test(errors, split_sizes_do_not_sum_to_symbolic_dim) {
   shape_check_fails("split [n] into [2, 3] with n = 4", t, "n=4", "mo.split");
 }
 
+/* a size from a declared type (k) beside a static one: n = k + 2 at run time */
+Test(errors, declared_split_sizes_do_not_sum_to_symbolic_dim) {
+  gt *t = gt_new("s", "n, k");
+  const char *dts[2] = {"f32", "f32"}, *shapes[2] = {"k", "2"};
+  int x = gt_in(t, "f32", "n");
+  gt_out(t, gt_in(t, "f32", "k"));
+  int first = gt_opn(t, "mo.split", "{split_sizes = [-1, 2]}", &x, 1, 2, dts, shapes);
+  gt_out(t, first);
+  gt_out(t, first + 1);
+  shape_check_fails("split [n] into [k, 2] with n = 5, k = 2", t, "n=5,k=2", "mo.split");
+}
+
 Test(errors, slice_stop_beyond_symbolic_dim) {
   gt *t = gt_new("s", "n");
   gt_out(t, gt_op1(t, "mo.slice_tensor", "{start = [0], stop = [4], step = [1]}",

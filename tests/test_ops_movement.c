@@ -187,6 +187,54 @@ static const mv SPLIT[] = {
 
 Test(movement, split) { CHECK_ALL_DTYPES("mo.split", SPLIT, "n", "n=0;n=1;n=4"); }
 
+/* Sizes from the declared result types (MAX's symbolic split_sizes): no
+ * split_sizes (every size declared; k + m against k + m cancels), and -1
+ * entries beside static ones (n = k + 2 checked at run time) */
+Test(movement, split_sizes_from_declared_types) {
+  for (int d = 0; d < NDT; d++) {
+    const char *dt = DTYPES[d], *dts[3] = {dt, dt, dt};
+    gt *t = gt_new("split", "n, k, m");
+    int a = gt_in_gen(t, dt, "k, 3", data_gen(dt)), b = gt_in_gen(t, dt, "m, 3", data_gen(dt));
+    int x = gt_op2(t, "mo.concat", "{axis = 0}", a, b, dt, "k + m, 3");
+    const char *s1[2] = {"k, 3", "m, 3"};
+    int r = gt_opn(t, "mo.split", NULL, &x, 1, 2, dts, s1);
+    gt_out(t, r);
+    gt_out(t, r + 1);
+    int y = gt_in_gen(t, dt, "4, n", data_gen(dt));
+    const char *s2[3] = {"4, k", "4, 2", "4, 0"};
+    r = gt_opn(t, "mo.split", "{axis = 1, split_sizes = [-1, 2, 0]}", &y, 1, 3, dts, s2);
+    for (int i = 0; i < 3; i++) gt_out(t, r + i);
+    const char *s3[1] = {"4, n"};
+    gt_out(t, gt_opn(t, "mo.split", "{axis = -1, split_sizes = []}", &y, 1, 1, dts, s3));
+    oracle_case c = {.label = "mo.split declared sizes", .mlir = gt_finish(t),
+                     .bindings = "n=5,k=3,m=0;n=2,k=0,m=4;n=9,k=7,m=1", .seed = 17};
+    int ng;
+    c.gens = gt_gens(t, &ng);
+    c.ngens = ng;
+    ORACLE_ASSERT(&c);
+    gt_free(t);
+  }
+}
+
+#define SPLIT_TEXT(x, attrs, res)                                                      \
+  "mo.graph @g<n>(%x: !mo.tensor<[" x "], f32>) -> (!mo.tensor<[2], f32>) {\n"       \
+  "  %a, %b = mo.split(%x) " attrs " : (!mo.tensor<[" x "], f32>) -> (" res ")\n" \
+  "  mo.output %a : !mo.tensor<[2], f32>\n}\n"
+
+Test(movement, split_bad_sizes_are_refused) {
+  EXPECT_REJECTED(SPLIT_TEXT("5", "{split_sizes = [2, -2]}",
+                             "!mo.tensor<[2], f32>, !mo.tensor<[3], f32>"),
+                  "2:3: mo.split: split_sizes[1] = -2 is negative (-1: the declared size)");
+  EXPECT_REJECTED(SPLIT_TEXT("6", "", "!mo.tensor<[2], f32>, !mo.tensor<[3], f32>"),
+                  "2:3: mo.split: split_sizes sum to 5 but axis 0 has size 6");
+  EXPECT_REJECTED(SPLIT_TEXT("6", "{split_sizes = [2, -1]}",
+                             "!mo.tensor<[2], f32>, !mo.tensor<[n, 2], f32>"),
+                  "2:3: mo.split: result 1 is declared with rank 2 but the operand has rank 1");
+  EXPECT_REJECTED(SPLIT_TEXT("6", "{split_sizes = [2, 2, 2]}",
+                             "!mo.tensor<[2], f32>, !mo.tensor<[4], f32>"),
+                  "2:3: mo.split produces 3 results but 2 names were given");
+}
+
 /* ---- slice_tensor ---- */
 
 #define SL(shape, start, stop, step, out)                                                  \

@@ -469,6 +469,66 @@ Test(errors, bind_weight_checks_name_dtype_and_shape) {
   fx_close(&f);
 }
 
+/* mo.constant.external's align (MAX's Weight.align): the model borrows the
+ * bound memory, so data that does not start at a multiple of align is
+ * refused, naming the weight; is_placeholder is accepted and changes
+ * nothing (the name is bound as written) */
+#define ALIGNED_GRAPH(attrs)                                                                  \
+  "mo.graph @g(%x: !mo.tensor<[4], f32>) -> (!mo.tensor<[4], f32>) {\n"                      \
+  "  %w = mo.constant.external {name = \"w\"" attrs "} : !mo.tensor<[4], f32>\n"             \
+  "  %y = mo.add(%x, %w) : (!mo.tensor<[4], f32>, !mo.tensor<[4], f32>) -> "                  \
+  "!mo.tensor<[4], f32>\n  mo.output %y : !mo.tensor<[4], f32>\n}\n"
+
+Test(errors, bind_weight_checks_its_align) {
+  static const char text[] = ALIGNED_GRAPH(", align = 64, is_placeholder = true");
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "align.mlir", st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  float *buf = aligned_alloc(64, 128);
+  cr_assert(buf);
+  for (int i = 0; i < 32; i++) buf[i] = (float)i;
+  int64_t s4[] = {4};
+  kiln_tensor *off = kiln_tensor_borrow(KILN_FLOAT32, 1, s4, buf + 1, st);
+  cr_assert_eq(kiln_model_bind_weight(m, "w", off, st), -1);
+  assert_error(st, KILN_ERR_INVALID_ARGUMENT, "weight 'w': its data at ");
+  assert_error(st, KILN_ERR_INVALID_ARGUMENT, "is not aligned to 64 bytes (its align)");
+  kiln_tensor *at = kiln_tensor_borrow(KILN_FLOAT32, 1, s4, buf + 16, st);
+  cr_assert_eq(kiln_model_bind_weight(m, "w", at, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor *x = f32_tensor(1, s4, (const float[]){1, 1, 1, 1}), *y = NULL;
+  cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+  const float *yv = kiln_tensor_data(y);
+  for (int i = 0; i < 4; i++) cr_expect_eq(yv[i], 17.0f + (float)i);
+  kiln_tensor_free(x);
+  kiln_tensor_free(y);
+  kiln_tensor_free(off);
+  kiln_tensor_free(at);
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  free(buf);
+}
+
+Test(errors, constant_external_align_must_be_a_power_of_two) {
+  static const char *const bad[] = {ALIGNED_GRAPH(", align = 3"), ALIGNED_GRAPH(", align = 0"),
+                                    ALIGNED_GRAPH(", align = -8")};
+  kiln_status *st = kiln_status_new();
+  for (int i = 0; i < 3; i++) {
+    kiln_graph *g = kiln_graph_parse(bad[i], strlen(bad[i]), "align.mlir", st);
+    cr_assert_null(g);
+    assert_error(st, KILN_ERR_VERIFY, "align.mlir:2:3: mo.constant.external: align ");
+    assert_error(st, KILN_ERR_VERIFY, " must be a power of two in [1, 2^30]");
+  }
+  static const char str[] = ALIGNED_GRAPH(", is_placeholder = 1");
+  cr_assert_null(kiln_graph_parse(str, strlen(str), "align.mlir", st));
+  assert_error(st, KILN_ERR_VERIFY, "attribute 'is_placeholder' of mo.constant.external must be "
+                                    "a boolean");
+  kiln_status_free(st);
+}
+
 Test(errors, borrowed_output_with_wrong_shape_or_dtype) {
   fixture f;
   fx_open(&f, EX("relu.mlir"));

@@ -525,6 +525,26 @@ Test(simt_ops, print_passes_through) {
   check(text, n, true);
 }
 
+/* masked_scatter runs serially in one thread (a broadcast mask, updates as
+ * many as the input's elements); shape_to_tensor writes the run-time dims */
+Test(simt_ops, masked_scatter_and_shape_to_tensor) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 7", "f32") ", %m: " T("7", "bool") ", %u: " T("n, 7", "f32")
+      ", %i: " T("n, 3", "si32") ", %b: " T("n, 3", "bool") ", %v: " T("3, n", "si32") ") -> ("
+      T("n, 7", "f32") ", " T("n, 3", "si32") ", " T("2", "si64") ") {\n"
+      "  %0 = mo.masked_scatter(%x, %m, %u) : (" T("n, 7", "f32") ", " T("7", "bool") ", "
+      T("n, 7", "f32") ") -> " T("n, 7", "f32") "\n"
+      "  %1 = mo.masked_scatter(%i, %b, %v) : (" T("n, 3", "si32") ", " T("n, 3", "bool") ", "
+      T("3, n", "si32") ") -> " T("n, 3", "si32") "\n"
+      "  %2 = mo.shape_to_tensor(%x) : (" T("n, 7", "f32") ") -> " T("2", "si64") "\n"
+      "  mo.output %0, %1, %2 : " T("n, 7", "f32") ", " T("n, 3", "si32") ", " T("2", "si64")
+      "\n}\n";
+  int64_t n[] = {45};
+  check(text, n, true);
+  int64_t z[] = {0};
+  check(text, z, true);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */

@@ -672,6 +672,38 @@ Test(verify, split_result_count_must_match_sizes) {
   expect_msg(diag.msg, "mo.split has 2 results but split_sizes has 3 entries");
 }
 
+/* Without split_sizes every size is the declared result's dim; the sum is a
+ * run-time check when it is symbolic, and decided now when it cancels. */
+Test(verify, split_sizes_from_declared_result_types) {
+  ir_value *x = input(IR_DT_F32, "n, 6");
+  ir_type decl[2] = {ty(IR_DT_F32, "k, 6"), ty(IR_DT_F32, "2, 6")};
+  ir_node *n = node(IR_OP_SPLIT, IN(x), 1, NULL, 0, 2, decl);
+  cr_assert_eq(ir_infer_node(g, n, &diag), 0, "%s", diag.msg);
+  expect_type(n->out[0], "!mo.tensor<[k, 6], f32>");
+  cr_assert_eq(g->nchecks, 1);
+  cr_assert(strstr(g->checks[0].what, "mo.split: axis 0 (n) must equal the sum of the sizes, "),
+            "%s", g->checks[0].what);
+  ir_type cancel[2] = {ty(IR_DT_F32, "n - 4, 6"), ty(IR_DT_F32, "4, 6")};
+  n = node(IR_OP_SPLIT, IN(x), 1, ATTRS(aints("split_sizes", 2, INTS(-1, 4))), 1, 2, cancel);
+  cr_assert_eq(ir_infer_node(g, n, &diag), 0, "%s", diag.msg);
+  cr_assert_eq(g->nchecks, 1);
+}
+
+Test(verify, split_size_needs_a_value_or_a_declared_type) {
+  ir_value *x = input(IR_DT_F32, "6");
+  ir_node *n = node(IR_OP_SPLIT, IN(x), 1, ATTRS(aints("split_sizes", 2, INTS(2, -1))), 1, 2, NULL);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  expect_msg(diag.msg, "mo.split: result 1 has no declared type to take its size from (give "
+                       "split_sizes[1])");
+  n = node(IR_OP_SPLIT, IN(x), 1, ATTRS(aints("split_sizes", 2, INTS(2, -2))), 1, 2, NULL);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  expect_msg(diag.msg, "mo.split: split_sizes[1] = -2 is negative (-1: the declared size)");
+  ir_type decl[2] = {ty(IR_DT_F32, "2"), ty(IR_DT_F32, "3")};
+  n = node(IR_OP_SPLIT, IN(x), 1, NULL, 0, 2, decl);
+  cr_assert_neq(ir_infer_node(g, n, &diag), 0);
+  expect_msg(diag.msg, "mo.split: split_sizes sum to 5 but axis 0 has size 6");
+}
+
 static ir_value *slice(ir_value *x, int n, const int64_t *start, const int64_t *stop,
                        const int64_t *step) {
   return ok(IR_OP_SLICE_TENSOR, IN(x), 1,
@@ -1057,7 +1089,6 @@ typedef struct attr_example {
   int nout;
 } attr_example;
 
-static const int64_t split_sizes[] = {1, 3};
 static const int64_t pad_sizes[] = {1, 0, 2, 1}, pool_kernel[] = {2, 2};
 static const int64_t fold_out[] = {4, 5};
 
@@ -1076,8 +1107,11 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_SOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LOGSOFTMAX, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_LAYER_NORM, 3, {IR_DT_F32, IR_DT_F32, IR_DT_F32}, {"4, 3", "3", "3"}, 0, {{0}}, 1},
-      {IR_OP_SPLIT, 1, {IR_DT_F32}, {"4, 3"}, 1,
-       {{.name = "split_sizes", .kind = IR_ATTR_INTS, .u.ints = {2, split_sizes}}}, 2},
+      {IR_OP_SPLIT, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1}, /* one size, its declared dim */
+      {IR_OP_CONSTANT_EXTERNAL, 0, {IR_DT_F32}, {"4, 3"}, 1,
+       {{.name = "name", .kind = IR_ATTR_STRING, .u.s = "w"}}, 1},
+      {IR_OP_MASKED_SCATTER, 3, {IR_DT_F32, IR_DT_BOOL, IR_DT_F32}, {"4, 3", "3", "12"}, 0, {{0}},
+       1},
       {IR_OP_GATHER, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2"}, 0, {{0}}, 1},
       {IR_OP_GATHER_ND, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "2, 1"}, 0, {{0}}, 1},
       {IR_OP_GATHER_ELEMENTS, 2, {IR_DT_F32, IR_DT_SI64}, {"4, 3", "4, 2"}, 0, {{0}}, 1},
@@ -1138,6 +1172,7 @@ static const char *example_decl(ir_op op, ir_dtype *dt) {
   case IR_OP_RESIZE_LINEAR: return "2, 1, 5";
   case IR_OP_RESIZE_BICUBIC: return "9";
   case IR_OP_RESHAPE: return "2, 6";
+  case IR_OP_SPLIT: return "4, 3";
   default: return NULL;
   }
 }
@@ -1183,11 +1218,12 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 88); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 92); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
                               3 + 5), fold's 3, roi_align's 4, random's 6, print's label,
                               non_maximum_suppression's center_point_box, reshape's
-                              allowzero */
+                              allowzero, split's split_sizes, constant.external's align and
+                              is_placeholder, masked_scatter's out_dim */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {
