@@ -915,9 +915,7 @@ static int infer_transfer(ctx *c, ir_type *r) {
   return res_set(c, r, in->dtype, in->rank, in->dims, dev);
 }
 
-/* Whether operand k of c's node is a graph input or a mo.constant (data
- * ir_solve_symbols can read). */
-static int data_operand(ctx *c, int k, const char *what) {
+int ir_infer_data_operand(ctx *c, int k, const char *what) {
   const ir_value *v = c->n->in[k];
   if (!v->def || v->def->op == IR_OP_CONSTANT) return 0;
   return fail(c, "mo.%s: %s (%%%s) must be a graph input or a mo.constant: kiln reads it "
@@ -933,7 +931,7 @@ static int infer_reshape(ctx *c, ir_type *r) {
     if (sh->rank != 1 || !is_const(sh->dims[0], &len) || len != t->rank)
       return fail(c, "mo.reshape: the shape operand must be 1-D with %d elements (the result's "
                   "rank)", t->rank);
-    if (data_operand(c, 1, "the shape operand") != 0) return -1;
+    if (ir_infer_data_operand(c, 1, "the shape operand") != 0) return -1;
   }
   int64_t ni = 0, no = 0;
   bool ovi, ovo;
@@ -967,7 +965,7 @@ static int infer_broadcast_to(ctx *c, ir_type *r) {
     if (sh->rank != 1 || !is_const(sh->dims[0], &len) || len != t->rank)
       return fail(c, "mo.broadcast_to: the shape operand must be 1-D with %d elements (the "
                   "result's rank)", t->rank);
-    if (data_operand(c, 1, "the shape operand") != 0) return -1;
+    if (ir_infer_data_operand(c, 1, "the shape operand") != 0) return -1;
   }
   if (in->rank > t->rank)
     return fail(c, "operand 0 of mo.broadcast_to has rank %d but the target %s has rank %d",
@@ -1473,6 +1471,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_NMS: return ir_infer_nms(c, res);
   case IR_CLS_MASKED_SCATTER: return ir_infer_masked_scatter(c, res);
   case IR_CLS_SHAPE_TO_TENSOR: return ir_infer_shape_to_tensor(c, res);
+  case IR_CLS_SLICE_DATA: return ir_infer_slice_data(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

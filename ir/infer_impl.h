@@ -28,6 +28,9 @@ int ir_infer_norm_axis(ir_infer_ctx *c, const char *what, int64_t axis, int rank
 /* r = {dt, rank, dims, dev} (dims copied into the graph's arena). */
 int ir_infer_res_set(ir_infer_ctx *c, ir_type *r, ir_dtype dt, int rank,
                      const ir_dim *const *dims, ir_device dev);
+/* Operand k is a graph input or a mo.constant, whose data ir_solve_symbols
+ * can read before the graph runs (else a failure naming `what`). */
+int ir_infer_data_operand(ir_infer_ctx *c, int k, const char *what);
 /* The declared result type (its dims not negative). */
 int ir_infer_declared(ir_infer_ctx *c, const ir_type **out);
 /* lhs == rhs (IR_CHECK_EQ) or lhs >= rhs (IR_CHECK_GE): decided now when the
@@ -43,6 +46,7 @@ int ir_infer_tile(ir_infer_ctx *c, ir_type *r);
 int ir_infer_range(ir_infer_ctx *c, ir_type *r);
 int ir_infer_nonzero(ir_infer_ctx *c, ir_type *r);
 int ir_infer_nms(ir_infer_ctx *c, ir_type *r);
+int ir_infer_slice_data(ir_infer_ctx *c, ir_type *r);
 /* The sorting class (infer_sort.c). */
 int ir_infer_sort(ir_infer_ctx *c, ir_type *r);
 /* The resizing class (infer_resize.c). */

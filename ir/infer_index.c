@@ -1,6 +1,6 @@
 /* infer_index.c - the shape and dtype rules of the indexing classes:
- * gather_nd / gather_elements, the scatter family, tile, range, nonzero and
- * non_maximum_suppression (ops.def
+ * gather_nd / gather_elements, the scatter family, tile, range, nonzero,
+ * non_maximum_suppression and slice_tensor with data bounds (ops.def
  * documents their operands and attributes).
  *
  * Assumes ir_infer_node has checked the operand counts and the table's dtype
@@ -217,4 +217,32 @@ int ir_infer_nms(ctx *c, ir_type *r) {
                          center);
   if (count_rows_result(c, 3, "batch, class and box", &t) != 0) return -1;
   return ir_infer_res_set(c, r, IR_DT_SI64, 2, t->dims, bx->device);
+}
+
+/* mo.slice_tensor with (start, stop, step[, axes]) operands: 1-D integer
+ * operands of one static length k <= rank, each a graph input or a
+ * constant; the declared result has the operand's rank and dtype (its dims
+ * come from the data, ir/shape.c). */
+int ir_infer_slice_data(ctx *c, ir_type *r) {
+  const ir_type *x = opnd(c, 0), *t;
+  static const char *const what[] = {"", "start", "stop", "step", "axes"};
+  int64_t k = -1;
+  for (int j = 1; j < c->n->nin; j++) {
+    const ir_type *o = opnd(c, j);
+    int64_t len;
+    if (o->rank != 1 || !ir_dim_is_const(o->dims[0], &len) || (k >= 0 && len != k) ||
+        (o->dtype != IR_DT_SI32 && o->dtype != IR_DT_SI64))
+      return ir_infer_fail(c, "mo.slice_tensor: %s must be 1-D si32 or si64 with as many "
+                           "elements as start", what[j]);
+    k = len;
+    if (ir_infer_data_operand(c, j, what[j]) != 0) return -1;
+  }
+  if (k > x->rank)
+    return ir_infer_fail(c, "mo.slice_tensor: %" PRId64 " entries but the operand has rank %d", k,
+                         x->rank);
+  if (ir_infer_declared(c, &t) != 0) return -1;
+  if (t->rank != x->rank || t->dtype != x->dtype)
+    return ir_infer_fail(c, "mo.slice_tensor: the result must be declared with the operand's "
+                         "rank %d and dtype %s", x->rank, ir_dtype_name(x->dtype));
+  return ir_infer_res_set(c, r, x->dtype, x->rank, t->dims, x->device);
 }

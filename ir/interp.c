@@ -690,9 +690,7 @@ out:
   return rc;
 }
 
-/* One axis of slice_tensor: numpy's rules (ops.def: INT64_MAX stop = to the
- * end, INT64_MIN start = from the beginning, whatever the step's sign). */
-static int64_t slice_axis(int64_t d, int64_t start, int64_t stop, int64_t step, int64_t *first) {
+int64_t ir_ref_slice_axis(int64_t d, int64_t start, int64_t stop, int64_t step, int64_t *first) {
   int64_t len;
   if (step > 0) {
     if (start == INT64_MIN) start = 0;
@@ -716,36 +714,26 @@ static int64_t slice_axis(int64_t d, int64_t start, int64_t stop, int64_t step, 
   return len;
 }
 
-static int run_slice(run *r, const ir_node *n) {
-  const ir_tensor *x = IN(r, n, 0);
-  ir_tensor *y = OUT(r, n, 0);
-  const ir_attr *lists[3] = {ir_node_attr(n, "start"), ir_node_attr(n, "stop"),
-                             ir_node_attr(n, "step")};
-  const int64_t dflt[3] = {INT64_MIN, INT64_MAX, 1};
+/* y = x sliced with (start, stop, step) per axis in v (ir_ref_slice_axis). */
+static int slice_copy(run *r, const ir_node *n, const ir_tensor *x, ir_tensor *y,
+                      int64_t (*v)[3]) {
+  int64_t first[IR_MAX_RANK], xs[IR_MAX_RANK], st[IR_MAX_RANK], s = 1;
   if (x->rank != y->rank || x->dtype != y->dtype)
     return op_fail(r, n, "result rank or dtype differs from the input");
-  for (int k = 0; k < 3; k++)
-    if (lists[k] && (lists[k]->kind != IR_ATTR_INTS || lists[k]->u.ints.n > x->rank))
-      return op_fail(r, n, "start / stop / step must be lists of at most %d ints", x->rank);
-  int64_t first[IR_MAX_RANK], step[IR_MAX_RANK], xs[IR_MAX_RANK], st[IR_MAX_RANK], s = 1;
   for (int a = x->rank - 1; a >= 0; a--) {
     xs[a] = s;
     s *= x->shape[a];
   }
   for (int a = 0; a < x->rank; a++) {
-    int64_t v[3];
-    for (int k = 0; k < 3; k++)
-      v[k] = lists[k] && a < lists[k]->u.ints.n ? lists[k]->u.ints.v[a] : dflt[k];
-    if (v[2] == 0) return op_fail(r, n, "step of axis %d is 0", a);
-    step[a] = v[2];
-    int64_t len = slice_axis(x->shape[a], v[0], v[1], v[2], &first[a]);
+    if (v[a][2] == 0) return op_fail(r, n, "step of axis %d is 0", a);
+    int64_t len = ir_ref_slice_axis(x->shape[a], v[a][0], v[a][1], v[a][2], &first[a]);
     if (len != y->shape[a])
       return op_fail(r, n, "axis %d: slice %lld:%lld:%lld of size %lld has %lld elements, the "
-                     "result type says %lld", a, (long long)v[0], (long long)v[1],
-                     (long long)v[2], (long long)x->shape[a], (long long)len,
+                     "result type says %lld", a, (long long)v[a][0], (long long)v[a][1],
+                     (long long)v[a][2], (long long)x->shape[a], (long long)len,
                      (long long)y->shape[a]);
     /* with two or more elements |step| < dim, so the product fits */
-    st[a] = y->shape[a] > 1 ? step[a] * xs[a] : 0;
+    st[a] = y->shape[a] > 1 ? v[a][2] * xs[a] : 0;
   }
   int64_t total = ir_tensor_numel(y);
   size_t es = ir_dtype_size(y->dtype);
@@ -755,6 +743,31 @@ static int run_slice(run *r, const ir_node *n) {
   for (int64_t i = 0; i < total; i++)
     memcpy(ir_ref_elem(y, i), ir_ref_elem(x, base + bcast_offset(y, st, i)), es);
   return 0;
+}
+
+static int run_slice(run *r, const ir_node *n) {
+  const ir_tensor *x = IN(r, n, 0);
+  const ir_attr *lists[3] = {ir_node_attr(n, "start"), ir_node_attr(n, "stop"),
+                             ir_node_attr(n, "step")};
+  const int64_t dflt[3] = {INT64_MIN, INT64_MAX, 1};
+  for (int k = 0; k < 3; k++)
+    if (lists[k] && (lists[k]->kind != IR_ATTR_INTS || lists[k]->u.ints.n > x->rank))
+      return op_fail(r, n, "start / stop / step must be lists of at most %d ints", x->rank);
+  int64_t v[IR_MAX_RANK][3];
+  for (int a = 0; a < x->rank; a++)
+    for (int k = 0; k < 3; k++)
+      v[a][k] = lists[k] && a < lists[k]->u.ints.n ? lists[k]->u.ints.v[a] : dflt[k];
+  return slice_copy(r, n, x, OUT(r, n, 0), v);
+}
+
+static int run_slice_data(run *r, const ir_node *n) {
+  const ir_tensor *x = IN(r, n, 0), *p[4] = {IN(r, n, 1), IN(r, n, 2), IN(r, n, 3), NULL};
+  if (n->nin > 4) p[3] = IN(r, n, 4);
+  int64_t v[IR_MAX_RANK][3];
+  char detail[300];
+  if (ir_ref_slice_data(p, x->rank, v, detail, sizeof detail) < 0)
+    return op_fail(r, n, "%s", detail);
+  return slice_copy(r, n, x, OUT(r, n, 0), v);
 }
 
 static int run_gather(run *r, const ir_node *n) {
@@ -1094,6 +1107,7 @@ static const run_fn run_class[] = {
     [IR_CLS_NMS] = run_nms,
     [IR_CLS_MASKED_SCATTER] = run_masked_scatter,
     [IR_CLS_SHAPE_TO_TENSOR] = run_shape_to_tensor,
+    [IR_CLS_SLICE_DATA] = run_slice_data,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

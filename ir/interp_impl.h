@@ -63,6 +63,17 @@ int ir_ref_range(const ir_tensor *start, const ir_tensor *stop, const ir_tensor 
 /* numpy.arange's length for integers (stop - start wrapping in 64 bits);
  * -1 for step 0. */
 int64_t ir_ref_range_len_i(int64_t start, int64_t stop, int64_t step);
+/* One axis of slice_tensor (interp.c): numpy's rules (ops.def: INT64_MAX
+ * stop = to the end, INT64_MIN start = from the beginning, whatever the
+ * step's sign): the length, and the first index in *first. */
+int64_t ir_ref_slice_axis(int64_t d, int64_t start, int64_t stop, int64_t step, int64_t *first);
+/* slice_tensor's (start, stop, step) per axis of a rank-`rank` operand from
+ * its data operands p = (start, stop, step, axes or NULL), each 1-D of k
+ * elements (a one-element one fills k): v[a] = entry j's values where
+ * axes[j] (negative from the end; without axes, j) is a, else the whole
+ * axis. 0, or -1 with msg (an axis out of range or given twice, a step 0). */
+int ir_ref_slice_data(const ir_tensor *const p[4], int rank, int64_t (*v)[3], char *msg,
+                      size_t msglen);
 /* mo.nonzero: writes the indices of x's nonzero elements as rows of y
  * ([bound, rank], room for every element) and returns their count. */
 int64_t ir_ref_nonzero(const ir_tensor *x, ir_tensor *y);

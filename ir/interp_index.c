@@ -270,3 +270,28 @@ int64_t ir_ref_nonzero(const ir_tensor *x, ir_tensor *y) {
   }
   return count;
 }
+
+int ir_ref_slice_data(const ir_tensor *const p[4], int rank, int64_t (*v)[3], char *msg,
+                      size_t msglen) {
+  int64_t k = p[0]->rank == 1 ? p[0]->shape[0] : 0;
+  bool seen[IR_MAX_RANK] = {false};
+  for (int a = 0; a < rank; a++) {
+    v[a][0] = INT64_MIN;
+    v[a][1] = INT64_MAX;
+    v[a][2] = 1;
+  }
+  for (int64_t j = 0; j < k; j++) {
+    int64_t e[4];
+    for (int q = 0; q < 4; q++)
+      e[q] = p[q] ? ir_ref_ld_i(p[q], p[q]->rank == 1 && p[q]->shape[0] == 1 ? 0 : j) : j;
+    int64_t a = e[3] < 0 ? e[3] + rank : e[3];
+    if (a < 0 || a >= rank)
+      return ir_ref_fail(msg, msglen, "axes[%lld] is %lld, outside the operand's rank %d",
+                         (long long)j, (long long)e[3], rank);
+    if (seen[a]) return ir_ref_fail(msg, msglen, "axis %lld is sliced twice", (long long)a);
+    if (e[2] == 0) return ir_ref_fail(msg, msglen, "step[%lld] is 0", (long long)j);
+    seen[a] = true;
+    for (int q = 0; q < 3; q++) v[a][q] = e[q];
+  }
+  return 0;
+}

@@ -254,6 +254,28 @@ static int reshape_target(const ir_graph *g, const ir_node *n, const ir_tensor *
   return 0;
 }
 
+/* mo.slice_tensor's result dims from its (start, stop, step[, axes]) data. */
+static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+                         const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
+  const ir_type *xt = &n->in[0]->type;
+  ir_tensor p[4];
+  const ir_tensor *pp[4] = {NULL, NULL, NULL, NULL};
+  int64_t xd[IR_MAX_RANK], v[IR_MAX_RANK][3], first;
+  char m[256];
+  for (int j = 1; j < n->nin && j <= 4; j++) {
+    opnd_data o;
+    if (operand_data(g, n, j, inputs, &o, msg, msglen) < 0) return -1;
+    p[j - 1] = (ir_tensor){.dtype = o.dt, .rank = 1, .shape = {o.numel}, .data = (void *)o.data};
+    pp[j - 1] = &p[j - 1];
+  }
+  if (ir_eval_shape(xt, syms, xd, m, sizeof m) < 0 ||
+      ir_ref_slice_data(pp, xt->rank, v, m, sizeof m) < 0)
+    return ir_ref_fail(msg, msglen, "mo.slice_tensor (%%%s): %s", n->out[0]->name, m);
+  for (int a = 0; a < xt->rank; a++)
+    dims[a] = ir_ref_slice_axis(xd[a], v[a][0], v[a][1], v[a][2], &first);
+  return 0;
+}
+
 /* The dims nodes read from operand data: a plain symbol not bound yet takes
  * the value, any other dim must equal it. mo.range's length is bound only
  * (its kernel checks a given one). */
@@ -265,6 +287,8 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
     int64_t dims[IR_MAX_RANK];
     if (n->op == IR_OP_RESHAPE && n->nin == 2) {
       if (reshape_target(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_SLICE_DATA) {
+      if (slice_lengths(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
       opnd_data o;
       if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;

@@ -193,8 +193,51 @@ static void slice_static(int64_t d, int64_t *start, int64_t *end, int64_t step) 
   *end = step < 0 && e < 0 ? INT64_MAX : e; /* kiln: INT64_MAX stop = past the first */
 }
 
+/* A graph input (data kiln reads before the graph runs, ir/shape.h). */
+static bool graph_input(const ox_val *v) {
+  return v && !v->known && !v->init && v->v && !((const ir_value *)v->v)->def;
+}
+
+/* Slice whose starts / ends / axes / steps include graph inputs: a
+ * mo.slice_tensor with data bounds, every result dim a symbol of its own. */
+static int slice_from_inputs(ox *x, ox_val **in, int nin, ox_val **out) {
+  BEGIN;
+  kiln_value *ops[5] = {IN(0), NULL, NULL, NULL, NULL};
+  if (!ops[0]) return rc;
+  int nops = 4;
+  for (int i = 1; i <= 2; i++)
+    if (!(ops[i] = IN(i))) return rc;
+  const ir_type *st = ox_type(ops[1]);
+  int64_t k;
+  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &k) || k > IR_MAX_RANK)
+    return ox_unsupported(x, x->node, "starts is not 1-D of a static length");
+  if (nin > 4 && in[4]) {
+    if (!(ops[3] = IN(4))) return rc;
+  } else { /* steps of 1 */
+    int64_t ones[IR_MAX_RANK];
+    for (int64_t j = 0; j < k; j++) ones[j] = 1;
+    if (!(ops[3] = kiln_graph_add_constant(x->g, KILN_INT64, 1, &k, ones, x->st)))
+      return ox_fail(x, kiln_status_code(x->st), "%s", kiln_status_message(x->st));
+  }
+  if (nin > 3 && in[3]) {
+    if (!(ops[4] = IN(3))) return rc;
+    nops = 5;
+  }
+  const ir_type *xt = ox_type(ops[0]);
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int a = 0; a < xt->rank; a++)
+    if (!(dims[a] = ox_symbol(x, NULL))) return -1;
+  char ty[1024];
+  ox_type_text(ty, sizeof ty, xt->dtype, xt->rank, dims);
+  if (!(out[0]->v = ox_op(x, "slice_tensor", ops, nops, ty, NULL))) return FAILED();
+  return 0;
+}
+
 int ox_op_Slice(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
+  bool from_inputs = false;
+  for (int i = 1; i < nin && i <= 4 && x->opset >= 10; i++) from_inputs |= graph_input(in[i]);
+  if (from_inputs) return slice_from_inputs(x, in, nin, out);
   int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
   int ns, ne, na, nsp;
   bool g1, g2, g3, g4;
