@@ -9,7 +9,8 @@
  * chains with broadcasting (what fusion joins), reductions, softmax /
  * logsoftmax / layer_norm, matmul against a fresh weight, transposes,
  * permutes, reshapes, concats, pads, broadcast_to, cumsum, masked_scatter
- * (a random bool mask, updates of the input's shape), and compares /
+ * (a random bool mask, updates of the input's shape), nonzero of an exact
+ * value (a count set from data, used by a gather_nd and a sum), and compares /
  * where / argmax on values derived from the inputs by exact ops only (a
  * compare of two computed floats would flip on a last-bit difference).
  * Values no op consumed, and a few others, are the outputs. Each graph
@@ -51,6 +52,7 @@ typedef struct fuzz {
   int nv;
   int nweights;
   bool cur_int; /* the dtype of the op being built: si32, else f32 */
+  int ncounts;  /* mo.nonzero counts made (symbols c0 .. c3) */
   char shape_buf[3 * DIM + 8];
 } fuzz;
 
@@ -164,7 +166,7 @@ static void step(fuzz *z) {
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
   z->cur_int = a->isint;
-  uint32_t what = rnd(z, 20);
+  uint32_t what = rnd(z, 21);
   if (z->cur_int && (what == 5 || what == 7 || what == 8)) { /* float-only ops */
     to_float(z, a, r, dims);
     return;
@@ -393,6 +395,26 @@ static void step(fuzz *z) {
     add_val(z, id, r, dims, a->exact && u->exact);
     break;
   }
+  case 20: { /* nonzero of an exact value (its count set from data): the indices, the
+              * values they pick (gather_nd) as outputs, and those values' sum, [1] */
+    if (!a->exact || z->ncounts >= 4) {
+      op1(z, "abs", NULL, a, r, dims, a->exact);
+      break;
+    }
+    char rows[2][DIM], cnt[1][DIM], one[1][DIM] = {"1"};
+    snprintf(rows[0], DIM, "c%d", z->ncounts++);
+    snprintf(rows[1], DIM, "%d", r);
+    dimcpy(cnt[0], rows[0]);
+    a->uses++;
+    int idx = gt_op(z->t, "mo.nonzero", NULL, &a->id, 1, "si64", shape_of(z, 2, rows));
+    int ins[2] = {a->id, idx};
+    int vals = gt_op(z->t, "mo.gather_nd", NULL, ins, 2, cur_dt(z), shape_of(z, 1, cnt));
+    gt_out(z->t, idx);
+    gt_out(z->t, vals);
+    int sum = gt_op1(z->t, "mo.sum", "{axis = 0}", vals, cur_dt(z), shape_of(z, 1, one));
+    add_val(z, sum, 1, one, z->cur_int); /* a float sum's order may differ */
+    break;
+  }
   }
 }
 
@@ -403,7 +425,7 @@ static int run_seed(unsigned seed) {
   z->rng = 0x9E3779B97F4A7C15ull * (seed + 1);
   char name[32];
   snprintf(name, sizeof name, "fuzz%u", seed);
-  z->t = gt_new(name, "n, m");
+  z->t = gt_new(name, "n, m, c0, c1, c2, c3");
   int nops = 4 + (int)rnd(z, 11);
   new_input(z);
   while (z->nv < MAXV - 8 && nops-- > 0) step(z);
