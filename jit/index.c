@@ -235,14 +235,7 @@ static int scatter_body(jit_fn *f) {
 
 int jit_lower_scatter(jit_fn *f) { return scatter_body(f); }
 
-int jit_simt_lower_scatter(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
-  jit_simt_loop l; /* one iteration: the first thread of the grid does it all */
-  jit_simt_grid_loop_begin(sf, &l, jit_i64(f, 1));
-  int rc = scatter_body(f);
-  jit_simt_grid_loop_end(sf, &l);
-  return rc;
-}
+int jit_simt_lower_scatter(jit_simt_fn *sf) { return jit_simt_serial(sf, scatter_body); }
 
 /* ---- range ---- */
 

@@ -48,14 +48,7 @@ static int masked_body(jit_fn *f) {
 
 int jit_lower_masked_scatter(jit_fn *f) { return masked_body(f); }
 
-int jit_simt_lower_masked_scatter(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
-  jit_simt_loop l; /* one iteration: the first thread of the grid does it all */
-  jit_simt_grid_loop_begin(sf, &l, jit_i64(f, 1));
-  int rc = masked_body(f);
-  jit_simt_grid_loop_end(sf, &l);
-  return rc;
-}
+int jit_simt_lower_masked_scatter(jit_simt_fn *sf) { return jit_simt_serial(sf, masked_body); }
 
 /* Dim i of the operand, for an i64 i in [0, rank). */
 static LLVMValueRef dim_at(jit_fn *f, LLVMValueRef i) {

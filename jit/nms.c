@@ -69,20 +69,6 @@ static LLVMValueRef overlaps(jit_fn *f, LLVMValueRef *a, LLVMValueRef *b, LLVMVa
   return LLVMBuildAnd(f->b, ok, iou, "overlaps");
 }
 
-/* if (cond) { ... }: returns the join block; the builder is in the then block. */
-static LLVMBasicBlockRef if_begin(jit_fn *f, LLVMValueRef cond, const char *name) {
-  LLVMBasicBlockRef then = LLVMAppendBasicBlockInContext(f->ctx, f->fn, name);
-  LLVMBasicBlockRef join = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "join");
-  LLVMBuildCondBr(f->b, cond, then, join);
-  LLVMPositionBuilderAtEnd(f->b, then);
-  return join;
-}
-
-static void if_end(jit_fn *f, LLVMBasicBlockRef join) {
-  LLVMBuildBr(f->b, join);
-  LLVMPositionBuilderAtEnd(f->b, join);
-}
-
 #define LD(slot, t) LLVMBuildLoad2(f->b, (t), (slot), "")
 #define ST(v, slot) LLVMBuildStore(f->b, (v), (slot))
 
@@ -114,8 +100,9 @@ static int nms_body(jit_fn *f) {
   jit_loop_begin(f, &LK, zero, s.nbox, "k");
   LLVMValueRef taken = LLVMBuildNSWSub(f->b, LD(count, i64), LD(start, i64), "taken");
   LLVMValueRef room = LLVMBuildICmp(f->b, LLVMIntSLT, taken, limit, "");
-  LLVMBasicBlockRef round_end =
-      if_begin(f, LLVMBuildAnd(f->b, room, LLVMBuildNot(f->b, LD(stop, f->t_i1), ""), ""), "round");
+  jit_simt_if round, found, keep_it;
+  LLVMValueRef go = LLVMBuildAnd(f->b, room, LLVMBuildNot(f->b, LD(stop, f->t_i1), ""), "");
+  jit_simt_if_begin(f, &round, go);
   /* the best box ranked after the last one taken */
   ST(jit_i64(f, -1), best);
   ST(jit_dc(f, 0), best_s);
@@ -141,7 +128,7 @@ static int nms_body(jit_fn *f) {
   bb = LD(best, i64);
   LLVMValueRef none = LLVMBuildICmp(f->b, LLVMIntSLT, bb, zero, "none");
   ST(none, stop);
-  LLVMBasicBlockRef found_end = if_begin(f, LLVMBuildNot(f->b, none, ""), "found");
+  jit_simt_if_begin(f, &found, LLVMBuildNot(f->b, none, ""));
   ST(LD(best_s, f64), last_s);
   ST(bb, last_i);
   LLVMValueRef cand[4], sel[4];
@@ -154,15 +141,15 @@ static int nms_body(jit_fn *f) {
   ST(LLVMBuildAnd(f->b, LD(keep, f->t_i1), LLVMBuildNot(f->b, overlaps(f, cand, sel, thr), ""), ""),
      keep);
   jit_loop_end(f, &LR);
-  LLVMBasicBlockRef keep_end = if_begin(f, LD(keep, f->t_i1), "select");
+  jit_simt_if_begin(f, &keep_it, LD(keep, f->t_i1));
   LLVMValueRef row = jit_mul(f, LD(count, i64), jit_i64(f, 3));
   jit_store(f, IR_DT_SI64, jit_out(f, 0), row, b);
   jit_store(f, IR_DT_SI64, jit_out(f, 0), jit_add(f, row, jit_i64(f, 1)), c);
   jit_store(f, IR_DT_SI64, jit_out(f, 0), jit_add(f, row, jit_i64(f, 2)), bb);
   ST(jit_add(f, LD(count, i64), jit_i64(f, 1)), count);
-  if_end(f, keep_end);
-  if_end(f, found_end);
-  if_end(f, round_end);
+  jit_simt_if_end(f, &keep_it);
+  jit_simt_if_end(f, &found);
+  jit_simt_if_end(f, &round);
   jit_loop_end(f, &LK);
   jit_loop_end(f, &LC);
   jit_loop_end(f, &LB);
@@ -173,11 +160,4 @@ static int nms_body(jit_fn *f) {
 
 int jit_lower_nms(jit_fn *f) { return nms_body(f); }
 
-int jit_simt_lower_nms(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
-  jit_simt_loop l; /* one iteration: the first thread of the grid does it all */
-  jit_simt_grid_loop_begin(sf, &l, jit_i64(f, 1));
-  int rc = nms_body(f);
-  jit_simt_grid_loop_end(sf, &l);
-  return rc;
-}
+int jit_simt_lower_nms(jit_simt_fn *sf) { return jit_simt_serial(sf, nms_body); }

@@ -30,18 +30,15 @@ static int nonzero_body(jit_fn *f) {
     nz = v;
   else
     nz = LLVMBuildICmp(f->b, LLVMIntNE, v, LLVMConstInt(LLVMTypeOf(v), 0, 0), "nz");
-  LLVMBasicBlockRef take = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "take");
-  LLVMBasicBlockRef next = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "next");
-  LLVMBuildCondBr(f->b, nz, take, next);
-  LLVMPositionBuilderAtEnd(f->b, take);
+  jit_simt_if take;
+  jit_simt_if_begin(f, &take, nz);
   LLVMValueRef k = LLVMBuildLoad2(f->b, f->t_i64, count, "k");
   jit_simt_unravel(f, e, dims, rank, c);
   for (int a = 0; a < rank; a++)
     jit_store(f, IR_DT_SI64, jit_out(f, 0), jit_add(f, jit_mul(f, k, jit_i64(f, rank)),
                                                     jit_i64(f, a)), c[a]);
   LLVMBuildStore(f->b, jit_add(f, k, jit_i64(f, 1)), count);
-  LLVMBuildBr(f->b, next);
-  LLVMPositionBuilderAtEnd(f->b, next);
+  jit_simt_if_end(f, &take);
   jit_loop_end(f, &L);
   LLVMValueRef total = LLVMBuildLoad2(f->b, f->t_i64, count, "total");
   LLVMValueRef st = LLVMBuildStore(f->b, total, f->bufs[f->nbufs - 1]);
@@ -51,11 +48,4 @@ static int nonzero_body(jit_fn *f) {
 
 int jit_lower_nonzero(jit_fn *f) { return nonzero_body(f); }
 
-int jit_simt_lower_nonzero(jit_simt_fn *sf) {
-  jit_fn *f = &sf->f;
-  jit_simt_loop l; /* one iteration: the first thread of the grid does it all */
-  jit_simt_grid_loop_begin(sf, &l, jit_i64(f, 1));
-  int rc = nonzero_body(f);
-  jit_simt_grid_loop_end(sf, &l);
-  return rc;
-}
+int jit_simt_lower_nonzero(jit_simt_fn *sf) { return jit_simt_serial(sf, nonzero_body); }

@@ -191,6 +191,10 @@ typedef struct jit_simt_if {
   LLVMBasicBlockRef join;
 } jit_simt_if;
 void jit_simt_if_begin(jit_fn *f, jit_simt_if *ib, LLVMValueRef cond);
+/* The serial launch shape's kernel: body(f), the node's whole computation
+ * as host code would write it, run by the first thread of the grid (a
+ * grid loop of one iteration). body's return. */
+int jit_simt_serial(jit_simt_fn *sf, int (*body)(jit_fn *f));
 void jit_simt_if_end(jit_fn *f, jit_simt_if *ib);
 /* A special register as i64. */
 LLVMValueRef jit_simt_sreg64(jit_simt_fn *sf, jit_simt_sreg r, int dim);

@@ -148,6 +148,14 @@ static bool ew_custom(const ir_node *n) {
 /* Elementwise ops, and an elementwise custom kernel (kiln/kernel.h
  * KILN_ELEMENTWISE_KERNEL: its scalar function called per element, linked
  * by custom.c). */
+int jit_simt_serial(jit_simt_fn *sf, int (*body)(jit_fn *f)) {
+  jit_simt_loop l;
+  jit_simt_grid_loop_begin(sf, &l, jit_i64(&sf->f, 1));
+  int rc = body(&sf->f);
+  jit_simt_grid_loop_end(sf, &l);
+  return rc;
+}
+
 static int lower_elementwise(jit_simt_fn *sf) {
   jit_fn *f = &sf->f;
   const ir_node *n = f->node;

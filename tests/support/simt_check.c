@@ -3,7 +3,10 @@
 
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 double simt_urand(uint64_t *s) {
   *s ^= *s << 13;
@@ -57,4 +60,17 @@ void *simt_emit_node(const ir_graph *g, const ir_node *n, const jit_simt_target 
   }
   LLVMContextDispose(ctx);
   return out;
+}
+
+void simt_expect_ptxas(const void *ptx, size_t len, const char *what) {
+  if (!ptx || len < 1 || system("command -v ptxas >/dev/null 2>&1") != 0) return;
+  char path[] = "/tmp/kiln-simt-ptx-XXXXXX.ptx";
+  int fd = mkstemps(path, 4);
+  cr_assert(fd >= 0);
+  cr_assert_eq(write(fd, ptx, len - 1), (ssize_t)(len - 1));
+  close(fd);
+  char cmd[256];
+  snprintf(cmd, sizeof cmd, "ptxas -arch=sm_80 %s -o /dev/null", path);
+  cr_expect_eq(system(cmd), 0, "ptxas rejected %s (%s)", what, path);
+  unlink(path);
 }

@@ -24,5 +24,8 @@ bool simt_close(ir_dtype dt, const void *got, const void *want, int64_t i, doubl
  * malloc'd bytes (*len), or NULL with err. */
 void *simt_emit_node(const ir_graph *g, const ir_node *n, const jit_simt_target *t,
                      const char *name, size_t *len, char *err, size_t errlen);
+/* ptxas (when installed) accepts the PTX text ptx (len bytes with its NUL)
+ * for sm_80; a test failure naming `what` when it does not. */
+void simt_expect_ptxas(const void *ptx, size_t len, const char *what);
 
 #endif
