@@ -330,7 +330,7 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
                 info->cls == IR_CLS_BROADCAST_TO || info->cls == IR_CLS_RANGE ||
                 info->cls == IR_CLS_RESIZE || info->cls == IR_CLS_CONSTANT ||
                 info->cls == IR_CLS_CONSTANT_EXTERNAL || id == IR_OP_CUSTOM ||
-                info->cls == IR_CLS_SLICE_DATA ||
+                info->cls == IR_CLS_SLICE_DATA || info->cls == IR_CLS_RANDOM ||
                 (info->flags & IR_OPF_DATA_DIM); /* the count's new symbol */
   if (target && !have_decl) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "mo.%s needs result_type (its target shape)", nm);

@@ -650,6 +650,80 @@ Test(onnx_errors, gelu_of_opset_20) {
   }
 }
 
+static Onnx__AttributeProto *attr_float(const char *name, float v) {
+  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
+  onnx__attribute_proto__init(a);
+  a->name = (char *)name;
+  a->has_type = 1;
+  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
+  a->has_f = 1;
+  a->f = v;
+  return a;
+}
+
+/* RandomUniformLike (x's shape, seed 5, [-1, 2)) and RandomNormal (shape
+ * [4000], mean 3, scale 0.5): kiln's generator, so values in range, the
+ * same on every execute, the moments near the asked ones. */
+Test(onnx_errors, random_ops_draw_from_kiln_generator) {
+  mb *b = mb_new();
+  const char *d[1] = {"n"}, *d2[1] = {"4000"};
+  b->ins[b->g.n_input++] = vinfo("x", 1, d);
+  b->outs[b->g.n_output++] = vinfo("u", 1, d);
+  b->outs[b->g.n_output++] = vinfo("z", 1, d2);
+  static const char *const ins[] = {"x"};
+  Onnx__NodeProto *u = node(b, "RandomUniformLike", "u0", 1, ins, "u");
+  u->n_attribute = 3;
+  u->attribute = keep(calloc(3, sizeof *u->attribute));
+  u->attribute[0] = attr_float("low", -1);
+  u->attribute[1] = attr_float("high", 2);
+  u->attribute[2] = attr_float("seed", 5);
+  Onnx__NodeProto *z = node(b, "RandomNormal", "z0", 0, NULL, "z");
+  z->n_attribute = 3;
+  z->attribute = keep(calloc(3, sizeof *z->attribute));
+  z->attribute[0] = attr_float("mean", 3);
+  z->attribute[1] = attr_float("scale", 0.5f);
+  Onnx__AttributeProto *shape = keep(calloc(1, sizeof *shape));
+  onnx__attribute_proto__init(shape);
+  shape->name = "shape";
+  shape->has_type = 1;
+  shape->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  static int64_t n4000 = 4000;
+  shape->n_ints = 1;
+  shape->ints = &n4000;
+  z->attribute[2] = shape;
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf);
+  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int64_t n = 300;
+  kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, &n, st), *out[2][2] = {{NULL}};
+  for (int run = 0; run < 2; run++)
+    cr_assert_eq(kiln_model_execute(m, &x, 1, out[run], 2, st), 0, "%s",
+                 kiln_status_message(st));
+  const float *uv = kiln_tensor_data(out[0][0]), *zv = kiln_tensor_data(out[0][1]);
+  cr_expect_eq(memcmp(uv, kiln_tensor_data(out[1][0]), 300 * sizeof(float)), 0);
+  cr_expect_eq(memcmp(zv, kiln_tensor_data(out[1][1]), 4000 * sizeof(float)), 0);
+  double lo = 9, hi = -9, mean = 0, var = 0;
+  for (int i = 0; i < 300; i++) lo = fmin(lo, uv[i]), hi = fmax(hi, uv[i]);
+  cr_expect(lo >= -1 && hi < 2 && lo < 0 && hi > 1, "uniform in [%g, %g]", lo, hi);
+  for (int i = 0; i < 4000; i++) mean += zv[i] / 4000.0;
+  for (int i = 0; i < 4000; i++) var += (zv[i] - mean) * (zv[i] - mean) / 3999.0;
+  cr_expect(fabs(mean - 3) < 0.05 && fabs(sqrt(var) - 0.5) < 0.05, "mean %g, std %g", mean,
+            sqrt(var));
+  for (int run = 0; run < 2; run++)
+    for (int k = 0; k < 2; k++) kiln_tensor_free(out[run][k]);
+  kiln_tensor_free(x);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int sh(const char *fmt, ...) {
   char cmd[4096];

@@ -50,6 +50,7 @@ KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_
  * as in kiln_graph_parse. result_type is the declared
  * result type in MO text ("!mo.tensor<[batch * seq, 64], f32>"), required for
  * mo.reshape, mo.broadcast_to, mo.range (its length), the mo.resize ops,
+ * mo.random.uniform / .normal, mo.slice_tensor with data bounds,
  * mo.nonzero and mo.non_maximum_suppression (dim 0 is the count: a symbol
  * of its own, set from data when the op runs) and mo.custom (one result
  * through this call; mo.inplace_custom's is operand 0's type), otherwise

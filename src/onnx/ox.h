@@ -188,6 +188,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_RESIZE(X) X(Resize) X(Upsample)
 /* regions of interest and detection (ops_roi.c) */
 #define OX_OPS_ROI(X) X(RoiAlign) X(NonMaxSuppression)
+/* random numbers (ops_random.c) */
+#define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
@@ -200,6 +202,7 @@ OX_OPS_VISION(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
+OX_OPS_RANDOM(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
