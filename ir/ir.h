@@ -309,9 +309,9 @@ int ir_node_data_sym(const ir_node *n);
 /* Whether some node of g defines a symbol from data. */
 bool ir_graph_has_data_syms(const ir_graph *g);
 /* Whether g's dims depend on input data read before it runs (ir/shape.h:
- * mo.reshape and mo.broadcast_to with a shape operand, mo.range with a
- * length no input shape binds), so one input shape may give several
- * bindings. */
+ * mo.reshape and mo.broadcast_to with a shape operand, mo.repeat_interleave
+ * with a repeats operand, mo.range with a length no input shape binds), so
+ * one input shape may give several bindings. */
 bool ir_graph_reads_dims(const ir_graph *g);
 /* The mo.matmul n is, or the one in n's fused body (a GEMM with its
  * epilogue, ir_graph_fuse); NULL for any other node. */

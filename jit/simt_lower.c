@@ -549,7 +549,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(NONZERO, L_SERIAL, jit_simt_lower_nonzero)          \
   X(NMS, L_SERIAL, jit_simt_lower_nms)                  \
   X(MASKED_SCATTER, L_SERIAL, jit_simt_lower_masked_scatter) \
-  X(SHAPE_TO_TENSOR, L_ELEMENTS, jit_simt_lower_shape_to_tensor)
+  X(SHAPE_TO_TENSOR, L_ELEMENTS, jit_simt_lower_shape_to_tensor) \
+  X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)
 
 typedef struct simt_rule {
   launch_shape shape;
