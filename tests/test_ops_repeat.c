@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <kiln/kiln.h>
+
 #include "support/gtext.h"
 #include "support/oracle.h"
 
@@ -182,6 +184,57 @@ Test(repeat_interleave_tensor, negative_repeats_and_a_wrong_length_are_data_erro
   c3.bindings = "n=2";
   expect_both_fail(&c3, "repeats has 2 elements but the axis has 3");
   gt_free(t);
+}
+
+/* One compiled model, the same input shapes, other repeats each call: the
+ * result's dim follows the data every time; capture is refused (a replay
+ * would reuse the first call's dims). */
+static const char *REP_INPUT =
+    "mo.graph @rep<n, k>(%x: !mo.tensor<[n, 2], f32>, %r: !mo.tensor<[n], si64>) -> "
+    "(!mo.tensor<[k, 2], f32>) {\n"
+    "  %y = mo.repeat_interleave(%x, %r) {axis = 0} : !mo.tensor<[k, 2], f32>\n"
+    "  mo.output %y : !mo.tensor<[k, 2], f32>\n}\n";
+
+Test(repeat_interleave_tensor, each_execute_reads_its_repeats) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(REP_INPUT, strlen(REP_INPUT), "rep.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float xs[6] = {1, 2, 3, 4, 5, 6};
+  int64_t xsh[2] = {3, 2}, three = 3;
+  static const int64_t REPS[][3] = {{1, 2, 0}, {0, 0, 4}, {3, 1, 1}, {0, 0, 0}};
+  static const int64_t ROWS[][5] = {{0, 1, 1}, {2, 2, 2, 2}, {0, 0, 0, 1, 2}, {0}};
+  static const int64_t K[] = {3, 4, 5, 0};
+  for (int c = 0; c < 4; c++) {
+    int64_t r[3] = {REPS[c][0], REPS[c][1], REPS[c][2]};
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, xsh, xs, st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &three, r, st)};
+    kiln_tensor *out = NULL;
+    cr_assert_eq(kiln_model_execute(m, in, 2, &out, 1, st), 0, "case %d: %s", c,
+                 kiln_status_message(st));
+    cr_expect_eq(kiln_tensor_shape(out)[0], K[c], "case %d: %lld rows", c,
+                 (long long)kiln_tensor_shape(out)[0]);
+    const float *y = kiln_tensor_data(out);
+    for (int64_t i = 0; i < K[c] && kiln_tensor_shape(out)[0] == K[c]; i++)
+      for (int j = 0; j < 2; j++)
+        cr_expect_eq(y[i * 2 + j], xs[ROWS[c][i] * 2 + j], "case %d [%lld, %d]", c, (long long)i,
+                     j);
+    kiln_tensor_free(out);
+    if (c == 0) {
+      kiln_tensor *cap = NULL;
+      cr_expect_neq(kiln_model_capture(m, 1, in, 2, &cap, 1, st), 0);
+      cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+      kiln_tensor_free(cap);
+    }
+    kiln_tensor_free(in[0]);
+    kiln_tensor_free(in[1]);
+  }
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
 }
 
 /* ---- seed 002's examples ---- */
