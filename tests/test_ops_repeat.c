@@ -88,6 +88,8 @@ Test(repeat_interleave, int_repeats_with_symbolic_dims) {
                    "f64", "m, 0"));
   gt_out(t, gt_op1(t, "mo.repeat_interleave", "{repeats = 2}", gt_in(t, "si32", "n"), "si32",
                    "2 * n"));
+  gt_out(t, gt_op1(t, "mo.repeat_interleave", "{repeats = 2}", gt_in(t, "f16", "n, m"), "f16",
+                   "2 * n * m"));
   run_case(t, "repeat_interleave symbolic", "n=0,m=2;n=1,m=1;n=5,m=3;n=4,m=0");
   gt_free(t);
 }
