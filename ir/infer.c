@@ -1411,6 +1411,7 @@ int ir_infer_res_set(ctx *c, ir_type *r, ir_dtype dt, int rank, const ir_dim *co
   return res_set(c, r, dt, rank, dims, dev);
 }
 int ir_infer_declared(ctx *c, const ir_type **out) { return declared(c, out); }
+int ir_infer_data_operand(ctx *c, int k, const char *what) { return data_operand(c, k, what); }
 int ir_infer_need(ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs,
                   const char *what) {
   return need(c, kind, lhs, rhs, "%s", what);
@@ -1472,6 +1473,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_MASKED_SCATTER: return ir_infer_masked_scatter(c, res);
   case IR_CLS_SHAPE_TO_TENSOR: return ir_infer_shape_to_tensor(c, res);
   case IR_CLS_SLICE_DATA: return ir_infer_slice_data(c, res);
+  case IR_CLS_REPEAT: return ir_infer_repeat(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

@@ -1059,6 +1059,14 @@ static int run_shape_to_tensor(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_repeat(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_repeat_interleave(n, IN(r, n, 0), n->nin == 2 ? IN(r, n, 1) : NULL, OUT(r, n, 0),
+                               detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -1108,6 +1116,7 @@ static const run_fn run_class[] = {
     [IR_CLS_MASKED_SCATTER] = run_masked_scatter,
     [IR_CLS_SHAPE_TO_TENSOR] = run_shape_to_tensor,
     [IR_CLS_SLICE_DATA] = run_slice_data,
+    [IR_CLS_REPEAT] = run_repeat,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

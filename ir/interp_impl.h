@@ -106,5 +106,8 @@ int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, 
 int ir_ref_masked_scatter(const ir_node *n, const ir_tensor *x, const ir_tensor *m,
                           const ir_tensor *u, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_shape_to_tensor(const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+/* mo.repeat_interleave (interp_repeat.c); reps: the repeats operand or NULL. */
+int ir_ref_repeat_interleave(const ir_node *n, const ir_tensor *x, const ir_tensor *reps,
+                             ir_tensor *y, char *msg, size_t msglen);
 
 #endif

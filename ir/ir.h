@@ -310,7 +310,7 @@ int ir_node_data_sym(const ir_node *n);
 bool ir_graph_has_data_syms(const ir_graph *g);
 /* Whether g's dims depend on input data read before it runs (ir/shape.h:
  * mo.reshape and mo.broadcast_to with a shape operand, mo.slice_tensor with
- * data bounds, mo.range with a
+ * data bounds, mo.repeat_interleave with a repeats operand, mo.range with a
  * length no input shape binds), so one input shape may give several
  * bindings. */
 bool ir_graph_reads_dims(const ir_graph *g);

@@ -276,6 +276,44 @@ static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *i
   return 0;
 }
 
+/* mo.repeat_interleave's result dims with a repeats operand: operand 0's
+ * (flattened when axis is absent) with the axis' dim = sum(repeats). */
+static int repeat_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+                       const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
+  const ir_type *x = &n->in[0]->type;
+  const char *y = n->out[0]->name;
+  int64_t in[IR_MAX_RANK], rl, numel = 1, axis = ir_node_attr_int(n, "axis", INT64_MIN);
+  opnd_data o;
+  char m[256];
+  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (ir_eval_shape(x, syms, in, m, sizeof m) < 0 ||
+      ir_eval_shape(&n->in[1]->type, syms, &rl, m, sizeof m) < 0)
+    return ir_ref_fail(msg, msglen, "mo.repeat_interleave (%%%s): %s", y, m);
+  for (int a = 0; a < x->rank; a++) numel *= in[a];
+  int ax = 0;
+  if (axis == INT64_MIN) {
+    in[0] = numel;
+  } else {
+    ax = (int)(axis < 0 ? axis + x->rank : axis);
+  }
+  for (int a = 0; a < n->out[0]->type.rank; a++) dims[a] = in[a];
+  if (rl != in[ax] && rl != 1)
+    return ir_ref_fail(msg, msglen, "mo.repeat_interleave (%%%s): repeats has %lld elements but "
+                       "the axis has %lld (repeats must have its length or 1)", y,
+                       (long long)rl, (long long)in[ax]);
+  int64_t sum = 0;
+  for (int64_t i = 0; i < in[ax] && rl > 0; i++) {
+    int64_t v = data_int(&o, rl == 1 ? 0 : i);
+    if (v < 0)
+      return ir_ref_fail(msg, msglen, "mo.repeat_interleave (%%%s): repeats[%lld] is %lld but "
+                         "must be >= 0", y, (long long)(rl == 1 ? 0 : i), (long long)v);
+    if (__builtin_add_overflow(sum, v, &sum))
+      return ir_ref_fail(msg, msglen, "mo.repeat_interleave (%%%s): the repeats overflow", y);
+  }
+  dims[ax] = sum;
+  return 0;
+}
+
 /* The dims nodes read from operand data: a plain symbol not bound yet takes
  * the value, any other dim must equal it. mo.range's length is bound only
  * (its kernel checks a given one). */
@@ -289,6 +327,8 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
       if (reshape_target(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_SLICE_DATA) {
       if (slice_lengths(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
+      if (repeat_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
       opnd_data o;
       if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;

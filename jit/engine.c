@@ -70,6 +70,7 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_NOMEM: return "out of memory for the kernel's workspace";
   case JIT_KERR_ROI: return "a region's sampling grid is not finite or above 1024 per axis";
   case JIT_KERR_MASKED: return "the mask selects more elements than the updates have";
+  case JIT_KERR_REPEAT: return "repeats do not sum to the result's dim along the axis";
   default: return "unknown kernel error";
   }
 }

@@ -253,6 +253,8 @@ int jit_simt_lower_masked_scatter(jit_simt_fn *sf);
 int jit_simt_lower_shape_to_tensor(jit_simt_fn *sf);
 /* Elements (slice_data.c): mo.slice_tensor with data bounds. */
 int jit_simt_lower_slice_data(jit_simt_fn *sf);
+/* Elements (repeat.c): mo.repeat_interleave, one result element per thread. */
+int jit_simt_lower_repeat(jit_simt_fn *sf);
 
 /* Tiles (simt_lower.c): matmul node mm (sf's node or a fused body's) with A
  * and B in buffers a and b and the product in result 0; epi, when not

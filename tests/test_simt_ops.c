@@ -536,6 +536,56 @@ Test(simt_ops, masked_scatter_and_shape_to_tensor) {
   check(text, z, true);
 }
 
+/* repeat_interleave with the attribute repeats: one result element per
+ * thread (tensor repeats: below, and test_ops_repeat on the emulator) */
+Test(simt_ops, repeat_interleave) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 4", "f32") ", %i: " T("4, n", "si32") ") -> ("
+      T("3 * n, 4", "f32") ", " T("4, 2 * n", "si32") ", " T("8 * n", "f32") ") {\n"
+      "  %0 = mo.repeat_interleave(%x) {repeats = 3, axis = 0} : " T("3 * n, 4", "f32") "\n"
+      "  %1 = mo.repeat_interleave(%i) {repeats = 2, axis = -1} : " T("4, 2 * n", "si32") "\n"
+      "  %2 = mo.repeat_interleave(%x) {repeats = 2} : " T("8 * n", "f32") "\n"
+      "  mo.output %0, %1, %2 : " T("3 * n, 4", "f32") ", " T("4, 2 * n", "si32") ", "
+      T("8 * n", "f32") "\n}\n";
+  int64_t n[] = {37};
+  check(text, n, true);
+  int64_t z[] = {0};
+  check(text, z, true);
+}
+
+/* repeat_interleave with a repeats tensor (a scan of the prefix sums per
+ * thread) is assembled by ptxas: random repeats would not sum to the
+ * declared dim here */
+Test(simt_ops, repeat_interleave_tensor_assembles_for_sm_80) {
+  const char *text = "mo.graph @g<n, k>(%x: " T("n, 3", "f16") ", %r: " T("n", "si32")
+                     ") -> (" T("k, 3", "f16") ") {\n"
+                     "  %0 = mo.repeat_interleave(%x, %r) {axis = 0} : " T("k, 3", "f16")
+                     "\n  mo.output %0 : " T("k, 3", "f16") "\n}\n";
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  cr_assert_eq(ir_graph_verify(g, &d), 0, "%s", d.msg);
+  char err[1024] = "";
+  jit_simt_target ptx = {.math = &rt_simt_math};
+  jit_simt_target_parse("sm_80", &ptx, err, sizeof err);
+  size_t len = 0;
+  void *p = simt_emit_node(g, g->nodes[0], &ptx, "repeat", &len, err, sizeof err);
+  cr_assert_not_null(p, "%s", err);
+  if (system("command -v ptxas >/dev/null 2>&1") == 0) {
+    char path[] = "/tmp/kiln-simt-repeat-XXXXXX.ptx";
+    int fd = mkstemps(path, 4);
+    cr_assert(fd >= 0);
+    cr_assert_eq(write(fd, p, len - 1), (ssize_t)(len - 1));
+    close(fd);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ptxas -arch=sm_80 %s -o /dev/null", path);
+    cr_expect_eq(system(cmd), 0, "ptxas rejected mo.repeat_interleave (%s)", path);
+    unlink(path);
+  }
+  free(p);
+  ir_graph_free(g);
+}
+
 /* range's lowering is assembled by ptxas (its operands are data, so the
  * random inputs here would not give the declared length on the emulator;
  * test_ops_index runs it on the CPU) */
