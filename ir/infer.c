@@ -1411,7 +1411,6 @@ int ir_infer_res_set(ctx *c, ir_type *r, ir_dtype dt, int rank, const ir_dim *co
   return res_set(c, r, dt, rank, dims, dev);
 }
 int ir_infer_declared(ctx *c, const ir_type **out) { return declared(c, out); }
-int ir_infer_data_operand(ctx *c, int k, const char *what) { return data_operand(c, k, what); }
 int ir_infer_need(ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs,
                   const char *what) {
   return need(c, kind, lhs, rhs, "%s", what);

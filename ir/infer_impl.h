@@ -33,9 +33,6 @@ int ir_infer_res_set(ir_infer_ctx *c, ir_type *r, ir_dtype dt, int rank,
 int ir_infer_data_operand(ir_infer_ctx *c, int k, const char *what);
 /* The declared result type (its dims not negative). */
 int ir_infer_declared(ir_infer_ctx *c, const ir_type **out);
-/* Operand k is a graph input or a mo.constant (data ir_solve_symbols reads
- * before the run); else fails saying `what` must be one. */
-int ir_infer_data_operand(ir_infer_ctx *c, int k, const char *what);
 /* lhs == rhs (IR_CHECK_EQ) or lhs >= rhs (IR_CHECK_GE): decided now when the
  * difference is a constant, else a run-time check saying `what`. */
 int ir_infer_need(ir_infer_ctx *c, ir_check_kind kind, const ir_dim *lhs, const ir_dim *rhs,
