@@ -108,6 +108,7 @@ def main():
     ap.add_argument("--chain0", help="bench_chain --tsv run with KILN_FUSE=0")
     ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
     ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
+    ap.add_argument("--movement", help="bench_movement --tsv (kiln and its triad)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
@@ -231,6 +232,19 @@ def main():
             add("%s (us)" % cid, "us", kr, [("C selection", cr, 0.8)], why("topk"))
             detail("%s kiln 1T" % cid, kr)
             detail("%s C 1T" % cid, cr)
+
+    # ---- indexing ops vs the triad, 1 thread (issue 17: >= 0.7x of its bandwidth)
+    _, mv, _ = read_tsv(a.movement)
+    mtr = mv.get(("triad", "triad", 1))
+    for cid, label in (("cumsum_last", "cumsum [4096,4096] axis 1"),
+                       ("cumsum_first", "cumsum [4096,4096] axis 0"),
+                       ("gather_nd", "gather_nd 65536 rows of [65536,256]"),
+                       ("scatter", "scatter 4M of [16M]"),
+                       ("max_pool2d", "max_pool2d 3x3 [1,1024,1024,16]")):
+        kr = mv.get((cid, "kiln", 1))
+        add("%s (GB/s)" % label, "GB/s", kr, [("triad", mtr, 0.7)], why("movement"))
+        detail("%s kiln 1T" % cid, kr)
+    detail("triad (bench_movement)", mtr)
 
     # ---- ONNX encoders vs ORT (issue 16: kiln <= ORT latency at every point)
     _, en, _ = read_tsv(a.encoders)

