@@ -756,7 +756,8 @@ int jit_lower_elementwise(jit_fn *f) {
   const ir_op_info *info = ir_op_get(n->op);
   bool custom = ew_custom(n);
   int nin = custom ? n->nin : expected_nin(info->cls);
-  /* broadcast_to reads operand 0 only (a shape operand is read before the run) */
+  /* broadcast_to's value is operand 0's (a shape operand, read before the
+   * run, is loaded in bounds and unused: the load is dead code) */
   if (info->cls == IR_CLS_BROADCAST_TO && n->nin == 2) nin = 2;
   if (n->nin != nin || n->nout != 1 || nin > JIT_EW_MAX_IN)
     return jit_fn_error(f, "mo.%s: expected %d operands and 1 result, got %d and %d", info->name,
@@ -770,7 +771,6 @@ int jit_lower_elementwise(jit_fn *f) {
     in_ptrs[j] = jit_in(f, j);
     src[j] = -1 - j;
   }
-  if (info->cls == IR_CLS_BROADCAST_TO) nin = 1;
   const ir_node *nodes[1] = {n};
   jit_ew_group G = {.nnodes = 1, .nodes = nodes, .src = src, .nin = nin, .in_types = in_types,
                     .in_ptrs = in_ptrs, .nout = 1, .out_node = &out_node, .out_ptrs = &out_ptr,
