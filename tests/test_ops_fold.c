@@ -57,48 +57,34 @@ Test(fold, every_dtype_and_attribute) {
 
 /* ---- hand-worked answers ---- */
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
-
-static void known(const char *label, const char *mlir, oracle_expect e) {
-  oracle_report *r = calloc(1, sizeof *r);
-  cr_assert(r);
-  cr_expect_eq(oracle_known(label, mlir, &e, 1, 0, 0, r), 0, "%s", r->msg);
-  free(r);
-}
-
-#define C(name, dt, shape, dense, vals)                                                            \
-  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "         \
-  "!mo.tensor<[" shape "], " dt ">\n"
-
 /* Folding ones counts how many blocks cover each pixel; a 1 x 2 kernel
  * over a row of 3 adds the two taps that meet in the middle. */
 Test(known_fold, overlap_counts_and_sums) {
-  known("fold of ones",
-        "mo.graph @k() -> (!mo.tensor<[1, 1, 3, 3], f32>) {\n" C(
+  oracle_expect_known("fold of ones",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 3, 3], f32>) {\n" ORACLE_CONST(
             "x", "f32", "1, 4, 4", "1x4x4x",
             "1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, "
             "1.0, 1.0, 1.0, 1.0") "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [3, 3]} "
                                   ": (!mo.tensor<[1, 4, 4], f32>) "
                                   "-> !mo.tensor<[1, 1, 3, 3], f32>\n  mo.output %y : "
                                   "!mo.tensor<[1, 1, 3, 3], f32>\n}\n",
-        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 3, 3}, F32(1, 2, 1, 2, 4, 2, 1, 2, 1)});
-  known("fold of a row",
-        "mo.graph @k() -> (!mo.tensor<[1, 1, 1, 3], si64>) {\n" C(
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 3, 3}, ORACLE_F32(1, 2, 1, 2, 4, 2, 1, 2, 1)});
+  oracle_expect_known("fold of a row",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 1, 3], si64>) {\n" ORACLE_CONST(
             "x", "si64", "1, 2, 2", "1x2x2x",
             "1, 2, 10, 20") "  %y = mo.fold(%x) {kernel_size = [1, 2], output_size = [1, 3]} : "
                             "(!mo.tensor<[1, 2, 2], si64>) "
                             "-> !mo.tensor<[1, 1, 1, 3], si64>\n  mo.output %y : !mo.tensor<[1, 1, "
                             "1, 3], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 4, {1, 1, 1, 3}, I64(1, 12, 20)});
-  known("fold with stride and padding",
-        "mo.graph @k() -> (!mo.tensor<[1, 1, 2, 2], si64>) {\n" C(
+        (oracle_expect){KILN_INT64, 4, {1, 1, 1, 3}, ORACLE_I64(1, 12, 20)});
+  oracle_expect_known("fold with stride and padding",
+        "mo.graph @k() -> (!mo.tensor<[1, 1, 2, 2], si64>) {\n" ORACLE_CONST(
             "x", "si64", "1, 4, 1", "1x4x1x",
             "1, 2, 3, 4") "  %y = mo.fold(%x) {kernel_size = [2, 2], output_size = [2, 2], padding "
                           "= [1], stride = [3]} : "
                           "(!mo.tensor<[1, 4, 1], si64>) -> !mo.tensor<[1, 1, 2, 2], si64>\n"
                           "  mo.output %y : !mo.tensor<[1, 1, 2, 2], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 4, {1, 1, 2, 2}, I64(4, 0, 0, 0)});
+        (oracle_expect){KILN_INT64, 4, {1, 1, 2, 2}, ORACLE_I64(4, 0, 0, 0)});
 }
 
 /* ---- bad attributes and shapes: refused where they are written ---- */

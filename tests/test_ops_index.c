@@ -269,86 +269,71 @@ Test(index_errors, out_of_range_indices_name_the_op) {
 
 /* ---- hand-worked answers ---- */
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
-
-static void known(const char *label, const char *mlir, oracle_expect e) {
-  oracle_report *r = calloc(1, sizeof *r);
-  cr_assert(r);
-  cr_expect_eq(oracle_known(label, mlir, &e, 1, 0, 0, r), 0, "%s", r->msg);
-  free(r);
-}
-
-/* a constant: shape as in types ("2, 3"), dense as in dense types ("2x3x") */
-#define C(name, dt, shape, dense, vals)                                                      \
-  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "     \
-  "!mo.tensor<[" shape "], " dt ">\n"
-
 /* ONNX ScatterElements' example (axis 0) */
 Test(known_index, scatter_elements_example) {
-  known("scatter example",
-        "mo.graph @k() -> (!mo.tensor<[3, 3], f32>) {\n" C("x", "f32", "3, 3", "3x3x", "0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0")
-        C("u", "f32", "2, 3", "2x3x", "1.0, 1.1, 1.2, 2.0, 2.1, 2.2") C("i", "si64", "2, 3", "2x3x", "1, 0, 2, 0, 2, 1")
+  oracle_expect_known("scatter example",
+        "mo.graph @k() -> (!mo.tensor<[3, 3], f32>) {\n" ORACLE_CONST("x", "f32", "3, 3", "3x3x", "0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0")
+        ORACLE_CONST("u", "f32", "2, 3", "2x3x", "1.0, 1.1, 1.2, 2.0, 2.1, 2.2") ORACLE_CONST("i", "si64", "2, 3", "2x3x", "1, 0, 2, 0, 2, 1")
         "  %y = mo.scatter(%x, %u, %i) {axis = 0} : (!mo.tensor<[3, 3], f32>, !mo.tensor<[2, 3], f32>, "
         "!mo.tensor<[2, 3], si64>) -> !mo.tensor<[3, 3], f32>\n  mo.output %y : !mo.tensor<[3, 3], f32>\n}\n",
-        (oracle_expect){KILN_FLOAT32, 2, {3, 3}, F32(2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f)});
+        (oracle_expect){KILN_FLOAT32, 2, {3, 3}, ORACLE_F32(2.0f, 1.1f, 0, 1.0f, 0, 2.2f, 0, 2.1f, 1.2f)});
 }
 
 /* ONNX ScatterND's add example, reduced: repeated rows add up */
 Test(known_index, scatter_nd_add_repeats) {
-  known("scatter_nd_add",
-        "mo.graph @k() -> (!mo.tensor<[4], si64>) {\n" C("x", "si64", "4", "4x", "1, 2, 3, 4")
-        C("u", "si64", "3", "3x", "10, 20, 30") C("i", "si64", "3, 1", "3x1x", "1, -3, 3")
+  oracle_expect_known("scatter_nd_add",
+        "mo.graph @k() -> (!mo.tensor<[4], si64>) {\n" ORACLE_CONST("x", "si64", "4", "4x", "1, 2, 3, 4")
+        ORACLE_CONST("u", "si64", "3", "3x", "10, 20, 30") ORACLE_CONST("i", "si64", "3, 1", "3x1x", "1, -3, 3")
         "  %y = mo.scatter_nd_add(%x, %u, %i) : (!mo.tensor<[4], si64>, !mo.tensor<[3], si64>, "
         "!mo.tensor<[3, 1], si64>) -> !mo.tensor<[4], si64>\n  mo.output %y : !mo.tensor<[4], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 1, {4}, I64(1, 32, 3, 34)});
+        (oracle_expect){KILN_INT64, 1, {4}, ORACLE_I64(1, 32, 3, 34)});
 }
 
 /* ONNX GatherND's examples 1 and 5 (batch_dims = 1) */
 Test(known_index, gather_nd_examples) {
-  known("gather_nd", "mo.graph @k() -> (!mo.tensor<[2], si64>) {\n" C("x", "si64", "2, 2", "2x2x", "0, 1, 2, 3")
-        C("i", "si64", "2, 2", "2x2x", "0, 0, 1, 1")
+  oracle_expect_known("gather_nd", "mo.graph @k() -> (!mo.tensor<[2], si64>) {\n" ORACLE_CONST("x", "si64", "2, 2", "2x2x", "0, 1, 2, 3")
+        ORACLE_CONST("i", "si64", "2, 2", "2x2x", "0, 0, 1, 1")
         "  %y = mo.gather_nd(%x, %i) : (!mo.tensor<[2, 2], si64>, !mo.tensor<[2, 2], si64>) -> "
         "!mo.tensor<[2], si64>\n  mo.output %y : !mo.tensor<[2], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 1, {2}, I64(0, 3)});
-  known("gather_nd batch", "mo.graph @k() -> (!mo.tensor<[2, 2], si64>) {\n"
-        C("x", "si64", "2, 2, 2", "2x2x2x", "0, 1, 2, 3, 4, 5, 6, 7") C("i", "si64", "2, 1", "2x1x", "1, 0")
+        (oracle_expect){KILN_INT64, 1, {2}, ORACLE_I64(0, 3)});
+  oracle_expect_known("gather_nd batch", "mo.graph @k() -> (!mo.tensor<[2, 2], si64>) {\n"
+        ORACLE_CONST("x", "si64", "2, 2, 2", "2x2x2x", "0, 1, 2, 3, 4, 5, 6, 7") ORACLE_CONST("i", "si64", "2, 1", "2x1x", "1, 0")
         "  %y = mo.gather_nd(%x, %i) {batch_dims = 1} : (!mo.tensor<[2, 2, 2], si64>, "
         "!mo.tensor<[2, 1], si64>) -> !mo.tensor<[2, 2], si64>\n  mo.output %y : !mo.tensor<[2, 2], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 2, {2, 2}, I64(2, 3, 4, 5)});
+        (oracle_expect){KILN_INT64, 2, {2, 2}, ORACLE_I64(2, 3, 4, 5)});
 }
 
 Test(known_index, gather_elements_tile_range_matmul_1d) {
-  known("gather_elements", "mo.graph @k() -> (!mo.tensor<[2, 2], si64>) {\n" C("x", "si64", "2, 2", "2x2x", "1, 2, 3, 4")
-        C("i", "si64", "2, 2", "2x2x", "0, 0, 1, -2")
+  oracle_expect_known("gather_elements", "mo.graph @k() -> (!mo.tensor<[2, 2], si64>) {\n" ORACLE_CONST("x", "si64", "2, 2", "2x2x", "1, 2, 3, 4")
+        ORACLE_CONST("i", "si64", "2, 2", "2x2x", "0, 0, 1, -2")
         "  %y = mo.gather_elements(%x, %i) {axis = 1} : (!mo.tensor<[2, 2], si64>, !mo.tensor<[2, 2], si64>) -> "
         "!mo.tensor<[2, 2], si64>\n  mo.output %y : !mo.tensor<[2, 2], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 2, {2, 2}, I64(1, 1, 4, 3)});
-  known("tile", "mo.graph @k() -> (!mo.tensor<[2, 4], si64>) {\n" C("x", "si64", "1, 2", "1x2x", "1, 2")
+        (oracle_expect){KILN_INT64, 2, {2, 2}, ORACLE_I64(1, 1, 4, 3)});
+  oracle_expect_known("tile", "mo.graph @k() -> (!mo.tensor<[2, 4], si64>) {\n" ORACLE_CONST("x", "si64", "1, 2", "1x2x", "1, 2")
         "  %y = mo.tile(%x) {repeats = [2, 2]} : (!mo.tensor<[1, 2], si64>) -> !mo.tensor<[2, 4], si64>\n"
         "  mo.output %y : !mo.tensor<[2, 4], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 2, {2, 4}, I64(1, 2, 1, 2, 1, 2, 1, 2)});
+        (oracle_expect){KILN_INT64, 2, {2, 4}, ORACLE_I64(1, 2, 1, 2, 1, 2, 1, 2)});
   char buf[2048];
-  known("range", range_graph(buf, sizeof buf, "si64", "10", "-1", "-4", "3"),
-        (oracle_expect){KILN_INT64, 1, {3}, I64(10, 6, 2)});
-  known("matmul 1-D x 2-D", "mo.graph @k() -> (!mo.tensor<[2], f32>) {\n" C("a", "f32", "3", "3x", "1.0, 2.0, 3.0")
-        C("b", "f32", "3, 2", "3x2x", "1.0, 0.0, 0.0, 1.0, 1.0, 1.0")
+  oracle_expect_known("range", range_graph(buf, sizeof buf, "si64", "10", "-1", "-4", "3"),
+        (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(10, 6, 2)});
+  oracle_expect_known("matmul 1-D x 2-D", "mo.graph @k() -> (!mo.tensor<[2], f32>) {\n" ORACLE_CONST("a", "f32", "3", "3x", "1.0, 2.0, 3.0")
+        ORACLE_CONST("b", "f32", "3, 2", "3x2x", "1.0, 0.0, 0.0, 1.0, 1.0, 1.0")
         "  %y = mo.matmul(%a, %b) : (!mo.tensor<[3], f32>, !mo.tensor<[3, 2], f32>) -> !mo.tensor<[2], f32>\n"
         "  mo.output %y : !mo.tensor<[2], f32>\n}\n",
-        (oracle_expect){KILN_FLOAT32, 1, {2}, F32(4, 5)});
-  known("matmul 1-D x 1-D", "mo.graph @k() -> (!mo.tensor<[], si64>) {\n" C("a", "si64", "3", "3x", "1, 2, 3")
-        C("b", "si64", "3", "3x", "4, 5, 6")
+        (oracle_expect){KILN_FLOAT32, 1, {2}, ORACLE_F32(4, 5)});
+  oracle_expect_known("matmul 1-D x 1-D", "mo.graph @k() -> (!mo.tensor<[], si64>) {\n" ORACLE_CONST("a", "si64", "3", "3x", "1, 2, 3")
+        ORACLE_CONST("b", "si64", "3", "3x", "4, 5, 6")
         "  %y = mo.matmul(%a, %b) : (!mo.tensor<[3], si64>, !mo.tensor<[3], si64>) -> !mo.tensor<[], si64>\n"
         "  mo.output %y : !mo.tensor<[], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 0, {0}, I64(32)});
-  known("constant splat", "mo.graph @k() -> (!mo.tensor<[2, 3], si64>) {\n"
+        (oracle_expect){KILN_INT64, 0, {0}, ORACLE_I64(32)});
+  oracle_expect_known("constant splat", "mo.graph @k() -> (!mo.tensor<[2, 3], si64>) {\n"
         "  %c = mo.constant {value = #M.dense_array<7> : tensor<si64>} : !mo.tensor<[2, 3], si64>\n"
         "  mo.output %c : !mo.tensor<[2, 3], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 2, {2, 3}, I64(7, 7, 7, 7, 7, 7)});
-  known("integer mean", "mo.graph @k() -> (!mo.tensor<[2, 1], si64>) {\n" C("x", "si64", "2, 3", "2x3x", "1, 2, 4, -1, -2, -4")
+        (oracle_expect){KILN_INT64, 2, {2, 3}, ORACLE_I64(7, 7, 7, 7, 7, 7)});
+  oracle_expect_known("integer mean", "mo.graph @k() -> (!mo.tensor<[2, 1], si64>) {\n" ORACLE_CONST("x", "si64", "2, 3", "2x3x", "1, 2, 4, -1, -2, -4")
         "  %y = mo.mean(%x) {axis = 1} : (!mo.tensor<[2, 3], si64>) -> !mo.tensor<[2, 1], si64>\n"
         "  mo.output %y : !mo.tensor<[2, 1], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 2, {2, 1}, I64(2, -2)});
+        (oracle_expect){KILN_INT64, 2, {2, 1}, ORACLE_I64(2, -2)});
 }
 
 /* seed 002's gather_nd example: [a, b, c, d, e] by [a, f, 3], batch_dims 1 -> [a, f, e] */

@@ -46,10 +46,8 @@ static void known2(const char *label, const char *op, const char *attrs, const c
   known(label, t, &e, 1, rtol);
 }
 
-#define F32(...) ((const float[]){__VA_ARGS__})
 #define F64(...) ((const double[]){__VA_ARGS__})
 #define I32(...) ((const int32_t[]){__VA_ARGS__})
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
 #define B(...) ((const uint8_t[]){__VA_ARGS__})
 
 /* ---- elementwise ---- */
@@ -57,7 +55,7 @@ static void known2(const char *label, const char *op, const char *attrs, const c
 Test(known, round_is_half_to_even) {
   known1("round", "mo.round", NULL, "f32", "8", "-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 2.4999998",
          "f32", "8",
-         (oracle_expect){KILN_FLOAT32, 1, {8}, F32(-2, -2, -0.0f, 0, 2, 2, 4, 2)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {8}, ORACLE_F32(-2, -2, -0.0f, 0, 2, 2, 4, 2)}, 0);
 }
 
 Test(known, floor_and_trunc_of_negatives) {
@@ -74,7 +72,7 @@ Test(known, int_mod_is_floor_mod) {
   known2("mod si64 extremes", "mo.mod", NULL, "si64", "3",
          "-9223372036854775808, 9223372036854775807, -1", "3",
          "-1, -9223372036854775808, 9223372036854775807", "si64", "3",
-         (oracle_expect){KILN_INT64, 1, {3}, I64(0, -1, INT64_MAX - 1)}, 0);
+         (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(0, -1, INT64_MAX - 1)}, 0);
 }
 
 Test(known, float_mod_is_floor_mod) {
@@ -86,9 +84,9 @@ Test(known, float_mod_is_floor_mod) {
 
 Test(known, relu_and_abs_of_signed_zero) {
   known1("relu", "mo.relu", NULL, "f32", "4", "-0.0, -1.0, 2.0, nan", "f32", "4",
-         (oracle_expect){KILN_FLOAT32, 1, {4}, F32(0.0f, 0.0f, 2.0f, NAN)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {4}, ORACLE_F32(0.0f, 0.0f, 2.0f, NAN)}, 0);
   known1("abs", "mo.abs", NULL, "f32", "3", "-0.0, -1.0, -inf", "f32", "3",
-         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(0.0f, 1.0f, INFINITY)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(0.0f, 1.0f, INFINITY)}, 0);
   known1("relu si32", "mo.relu", NULL, "si32", "3", "-5, 0, 5", "si32", "3",
          (oracle_expect){KILN_INT32, 1, {3}, I32(0, 0, 5)}, 0);
 }
@@ -112,9 +110,9 @@ Test(known, transcendentals) {
   known1("log1p", "mo.log1p", NULL, "f64", "1", "1.0e-10", "f64", "1",
          (oracle_expect){KILN_FLOAT64, 1, {1}, F64(9.9999999995e-11)}, 1e-14);
   known1("rsqrt", "mo.rsqrt", NULL, "f32", "2", "4.0, 0.0", "f32", "2",
-         (oracle_expect){KILN_FLOAT32, 1, {2}, F32(0.5f, INFINITY)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {2}, ORACLE_F32(0.5f, INFINITY)}, 0);
   known1("exp", "mo.exp", NULL, "f32", "3", "0.0, -inf, 100.0", "f32", "3",
-         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(1.0f, 0.0f, INFINITY)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(1.0f, 0.0f, INFINITY)}, 0);
 }
 
 Test(known, pow_cases) {
@@ -140,9 +138,9 @@ Test(known, nan_compares_and_predicates) {
 /* numpy's maximum / minimum propagate NaN */
 Test(known, max_min_propagate_nan) {
   known2("max", "mo.max", NULL, "f32", "3", "nan, 1.0, -0.0", "3", "1.0, nan, 0.0", "f32", "3",
-         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(NAN, NAN, 0.0f)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(NAN, NAN, 0.0f)}, 0);
   known2("min", "mo.min", NULL, "f32", "3", "nan, 1.0, -0.0", "3", "1.0, nan, 0.0", "f32", "3",
-         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(NAN, NAN, -0.0f)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(NAN, NAN, -0.0f)}, 0);
 }
 
 Test(known, broadcasting_add) {
@@ -155,7 +153,7 @@ Test(known, where_selects) {
   int ins[3] = {gt_const(t, "bool", "3", "true, false, true"), gt_const(t, "si64", "3", "1, 2, 3"),
                 gt_const(t, "si64", "", "-9")};
   gt_out(t, gt_op(t, "mo.where", NULL, ins, 3, "si64", "3"));
-  oracle_expect e = {KILN_INT64, 1, {3}, I64(1, -9, 3)};
+  oracle_expect e = {KILN_INT64, 1, {3}, ORACLE_I64(1, -9, 3)};
   known("where", t, &e, 1, 0);
 }
 
@@ -186,17 +184,17 @@ Test(known, cast_cases) {
 
 Test(known, reductions) {
   known1("argmax ties", "mo.argmax", NULL, "f32", "2, 4", "1.0, 3.0, 3.0, 2.0, 5.0, 5.0, 5.0, 5.0",
-         "si64", "2, 1", (oracle_expect){KILN_INT64, 2, {2, 1}, I64(1, 0)}, 0);
+         "si64", "2, 1", (oracle_expect){KILN_INT64, 2, {2, 1}, ORACLE_I64(1, 0)}, 0);
   known1("argmin axis 0", "mo.argmin", "{axis = 0}", "si32", "3, 2", "2, 1, 1, 1, 0, 5", "si64",
-         "1, 2", (oracle_expect){KILN_INT64, 2, {1, 2}, I64(2, 0)}, 0);
+         "1, 2", (oracle_expect){KILN_INT64, 2, {1, 2}, ORACLE_I64(2, 0)}, 0);
   known1("sum axis 0", "mo.sum", "{axis = 0}", "si32", "2, 2", "1, 2, 3, 4", "si32", "1, 2",
          (oracle_expect){KILN_INT32, 2, {1, 2}, I32(4, 6)}, 0);
   known1("mean", "mo.mean", NULL, "f64", "4", "1.0, 2.0, 3.0, 4.0", "f64", "1",
          (oracle_expect){KILN_FLOAT64, 1, {1}, F64(2.5)}, 0);
   known1("max axis 1", "mo.max", "{axis = 1}", "si64", "2, 2", "-5, -7, 3, 9", "si64", "2, 1",
-         (oracle_expect){KILN_INT64, 2, {2, 1}, I64(-5, 9)}, 0);
+         (oracle_expect){KILN_INT64, 2, {2, 1}, ORACLE_I64(-5, 9)}, 0);
   known1("min", "mo.min", "{axis = -1}", "f32", "3", "2.0, -1.0, 0.5", "f32", "1",
-         (oracle_expect){KILN_FLOAT32, 1, {1}, F32(-1.0f)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {1}, ORACLE_F32(-1.0f)}, 0);
 }
 
 Test(known, softmax_and_logsoftmax) {
@@ -226,7 +224,7 @@ Test(known, layer_norm) {
 
 Test(known, matmul_and_batch_broadcast) {
   known2("matmul", "mo.matmul", NULL, "f32", "2, 2", "1, 2, 3, 4", "2, 2", "5, 6, 7, 8", "f32",
-         "2, 2", (oracle_expect){KILN_FLOAT32, 2, {2, 2}, F32(19, 22, 43, 50)}, 0);
+         "2, 2", (oracle_expect){KILN_FLOAT32, 2, {2, 2}, ORACLE_F32(19, 22, 43, 50)}, 0);
   /* [2, 1, 2] x [2, 1]: each batch row times the same column */
   known2("matmul batch", "mo.matmul", NULL, "f64", "2, 1, 2", "1, 2, 3, 4", "2, 1", "10, 1", "f64",
          "2, 1, 1", (oracle_expect){KILN_FLOAT64, 3, {2, 1, 1}, F64(12, 34)}, 0);
@@ -266,34 +264,34 @@ Test(known, concat_and_split_order) {
 Test(known, slices_with_negative_steps) {
   const char *x = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9";
   known1("x[8:2:-2]", "mo.slice_tensor", "{start = [8], stop = [2], step = [-2]}", "si64", "10", x,
-         "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, I64(8, 6, 4)}, 0);
+         "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(8, 6, 4)}, 0);
   known1("x[::-1]", "mo.slice_tensor", "{start = [" MINI "], stop = [" MAXI "], step = [-1]}",
          "si64", "10", x, "si64", "10",
-         (oracle_expect){KILN_INT64, 1, {10}, I64(9, 8, 7, 6, 5, 4, 3, 2, 1, 0)}, 0);
+         (oracle_expect){KILN_INT64, 1, {10}, ORACLE_I64(9, 8, 7, 6, 5, 4, 3, 2, 1, 0)}, 0);
   known1("x[-3:]", "mo.slice_tensor", "{start = [-3], stop = [" MAXI "], step = [1]}", "si64", "10",
-         x, "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, I64(7, 8, 9)}, 0);
+         x, "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(7, 8, 9)}, 0);
   known1("x[1:9:3]", "mo.slice_tensor", "{start = [1], stop = [9], step = [3]}", "si64", "10", x,
-         "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, I64(1, 4, 7)}, 0);
+         "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(1, 4, 7)}, 0);
   known1("x[-1:-11:-4]", "mo.slice_tensor", "{start = [-1], stop = [-11], step = [-4]}", "si64",
-         "10", x, "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, I64(9, 5, 1)}, 0);
+         "10", x, "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(9, 5, 1)}, 0);
 }
 
 Test(known, gather_negative_indices) {
   known2("gather axis 0", "mo.gather", "{axis = 0}", "si64", "5", "10, 20, 30, 40, 50", "3",
-         "-1, 0, 2", "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, I64(50, 10, 30)}, 0);
+         "-1, 0, 2", "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(50, 10, 30)}, 0);
   gt *t = gt_new("known", NULL);
   int a = gt_const(t, "f32", "2, 3", "1, 2, 3, 4, 5, 6");
   int i = gt_const(t, "si32", "2, 2", "-1, 0, 1, 1");
   gt_out(t, gt_op2(t, "mo.gather", NULL, a, i, "f32", "2, 2, 2"));
-  oracle_expect e = {KILN_FLOAT32, 3, {2, 2, 2}, F32(3, 1, 2, 2, 6, 4, 5, 5)};
+  oracle_expect e = {KILN_FLOAT32, 3, {2, 2, 2}, ORACLE_F32(3, 1, 2, 2, 6, 4, 5, 5)};
   known("gather axis -1 with 2-d indices", t, &e, 1, 0);
 }
 
 Test(known, squeeze_unsqueeze_shapes) {
   known1("unsqueeze", "mo.unsqueeze", "{axis = -1}", "f32", "2", "1, 2", "f32", "2, 1",
-         (oracle_expect){KILN_FLOAT32, 2, {2, 1}, F32(1, 2)}, 0);
+         (oracle_expect){KILN_FLOAT32, 2, {2, 1}, ORACLE_F32(1, 2)}, 0);
   known1("squeeze", "mo.squeeze", "{axis = 0}", "f32", "1, 2", "1, 2", "f32", "2",
-         (oracle_expect){KILN_FLOAT32, 1, {2}, F32(1, 2)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {2}, ORACLE_F32(1, 2)}, 0);
 }
 
 /* steps and bounds at the ends of int64 (no overflow in the length
@@ -301,15 +299,15 @@ Test(known, squeeze_unsqueeze_shapes) {
 Test(known, slices_with_extreme_steps_and_bounds) {
   const char *x = "0, 1, 2, 3, 4, 5, 6, 7, 8, 9";
   known1("step max", "mo.slice_tensor", "{start = [0], stop = [" MAXI "], step = [" MAXI "]}",
-         "si64", "10", x, "si64", "1", (oracle_expect){KILN_INT64, 1, {1}, I64(0)}, 0);
+         "si64", "10", x, "si64", "1", (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(0)}, 0);
   known1("step min", "mo.slice_tensor", "{start = [" MINI "], stop = [" MAXI "], step = [" MINI "]}",
-         "si64", "10", x, "si64", "1", (oracle_expect){KILN_INT64, 1, {1}, I64(9)}, 0);
+         "si64", "10", x, "si64", "1", (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(9)}, 0);
   known1("start min + 1", "mo.slice_tensor",
          "{start = [-9223372036854775807], stop = [" MAXI "], step = [3]}", "si64", "10", x, "si64",
-         "4", (oracle_expect){KILN_INT64, 1, {4}, I64(0, 3, 6, 9)}, 0);
+         "4", (oracle_expect){KILN_INT64, 1, {4}, ORACLE_I64(0, 3, 6, 9)}, 0);
   known1("negative step from max", "mo.slice_tensor",
          "{start = [" MAXI "], stop = [-9223372036854775807], step = [-4]}", "si64", "10", x,
-         "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, I64(9, 5, 1)}, 0);
+         "si64", "3", (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(9, 5, 1)}, 0);
 }
 
 Test(known, int_mod_si32_extremes) {
@@ -356,7 +354,7 @@ Test(known, int_pow) {
   known2("pow si64", "mo.pow", NULL, "si64", "8", "2, -3, 5, 2, -1, 1, 2, 3", "8",
          "10, 3, 0, -1, -3, -5, 63, 40", "si64", "8",
          (oracle_expect){KILN_INT64, 1, {8},
-                         I64(1024, -27, 1, 0, -1, 1, INT64_MIN, -6289078614652622815LL)}, 0);
+                         ORACLE_I64(1024, -27, 1, 0, -1, 1, INT64_MIN, -6289078614652622815LL)}, 0);
   known2("pow si32 wraps", "mo.pow", NULL, "si32", "2", "7, -2", "2", "20, 31", "si32", "2",
          (oracle_expect){KILN_INT32, 1, {2}, I32(-1199696159, INT32_MIN)}, 0);
 }
@@ -369,11 +367,11 @@ Test(known, cumsum_modes) {
   known1("cumsum exclusive", "mo.cumsum", "{exclusive = true}", "si32", "3", "1, 2, 3", "si32",
          "3", (oracle_expect){KILN_INT32, 1, {3}, I32(0, 1, 3)}, 0);
   known1("cumsum reverse", "mo.cumsum", "{reverse = true}", "f32", "3", "1, 2, 3", "f32", "3",
-         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(6, 5, 3)}, 0);
+         (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(6, 5, 3)}, 0);
   known1("cumsum exclusive reverse", "mo.cumsum", "{exclusive = true, reverse = true}", "f64",
          "3", "1, 2, 3", "f64", "3", (oracle_expect){KILN_FLOAT64, 1, {3}, F64(5, 3, 0)}, 0);
   known1("cumsum axis 0", "mo.cumsum", "{axis = 0}", "si64", "2, 3", "1, 2, 3, 4, 5, 6", "si64",
-         "2, 3", (oracle_expect){KILN_INT64, 2, {2, 3}, I64(1, 2, 3, 5, 7, 9)}, 0);
+         "2, 3", (oracle_expect){KILN_INT64, 2, {2, 3}, ORACLE_I64(1, 2, 3, 5, 7, 9)}, 0);
 }
 
 /* prod keeps the axis as 1, like the other reductions */
@@ -381,7 +379,7 @@ Test(known, prod_keeps_the_axis) {
   known1("prod axis 1", "mo.prod", "{axis = 1}", "si32", "2, 3", "1, 2, 3, 4, 5, 6", "si32",
          "2, 1", (oracle_expect){KILN_INT32, 2, {2, 1}, I32(6, 120)}, 0);
   known1("prod axis 0", "mo.prod", "{axis = 0}", "f32", "2, 3", "1, 2, 3, 4, 5, -6", "f32",
-         "1, 3", (oracle_expect){KILN_FLOAT32, 2, {1, 3}, F32(4, 10, -18)}, 0);
+         "1, 3", (oracle_expect){KILN_FLOAT32, 2, {1, 3}, ORACLE_F32(4, 10, -18)}, 0);
   known1("prod of nothing", "mo.prod", "{axis = 1}", "f64", "2, 0", "", "f64", "2, 1",
          (oracle_expect){KILN_FLOAT64, 2, {2, 1}, F64(1, 1)}, 0);
 }
@@ -390,15 +388,15 @@ Test(known, prod_keeps_the_axis) {
  * +0, which compare equal) go to the first index */
 Test(known, argmax_argmin_as_numpy) {
   known1("argmax nan", "mo.argmax", NULL, "f32", "4", "1.0, nan, 3.0, nan", "si64", "1",
-         (oracle_expect){KILN_INT64, 1, {1}, I64(1)}, 0);
+         (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(1)}, 0);
   known1("argmin nan", "mo.argmin", NULL, "f64", "4", "1.0, -inf, nan, nan", "si64", "1",
-         (oracle_expect){KILN_INT64, 1, {1}, I64(2)}, 0);
+         (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(2)}, 0);
   known1("argmax ties", "mo.argmax", NULL, "si32", "4", "2, 5, 5, 1", "si64", "1",
-         (oracle_expect){KILN_INT64, 1, {1}, I64(1)}, 0);
+         (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(1)}, 0);
   known1("argmin ties", "mo.argmin", "{axis = 0}", "f32", "3, 2", "3.0, -0.0, 1.0, 0.0, 1.0, -1.0",
-         "si64", "1, 2", (oracle_expect){KILN_INT64, 2, {1, 2}, I64(1, 2)}, 0);
+         "si64", "1, 2", (oracle_expect){KILN_INT64, 2, {1, 2}, ORACLE_I64(1, 2)}, 0);
   known1("argmax signed zeros", "mo.argmax", NULL, "f32", "3", "-0.0, 0.0, -1.0", "si64", "1",
-         (oracle_expect){KILN_INT64, 1, {1}, I64(0)}, 0);
+         (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(0)}, 0);
 }
 
 /* seed 002's in_band(m, n): (m - n) <= num_lower and (n - m) <= num_upper */
@@ -408,5 +406,5 @@ Test(known, band_part_keeps_the_band) {
          (oracle_expect){KILN_INT32, 2, {3, 3}, I32(1, 0, 0, 4, 5, 0, 0, 8, 9)}, 0);
   known1("band_part exclude", "mo.band_part", "{num_lower = 0, num_upper = 0, exclude = true}",
          "f32", "2, 3", "1, 2, 3, 4, 5, 6", "f32", "2, 3",
-         (oracle_expect){KILN_FLOAT32, 2, {2, 3}, F32(0, 2, 3, 4, 0, 6)}, 0);
+         (oracle_expect){KILN_FLOAT32, 2, {2, 3}, ORACLE_F32(0, 2, 3, 4, 0, 6)}, 0);
 }

@@ -110,32 +110,18 @@ Test(masked_scatter, too_few_updates_is_an_error_naming_the_op) {
   }
 }
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
-
-static void known(const char *label, const char *mlir, oracle_expect e) {
-  oracle_report *r = calloc(1, sizeof *r);
-  cr_assert(r);
-  cr_expect_eq(oracle_known(label, mlir, &e, 1, 0, 0, r), 0, "%s", r->msg);
-  free(r);
-}
-
-#define C(name, dt, shape, dense, vals)                                                      \
-  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "     \
-  "!mo.tensor<[" shape "], " dt ">\n"
-
 /* a row mask [true, false, true] over [2, 3]: the true elements, in order,
  * take the updates 10, 20, 30, 40; the fifth update is unused */
 Test(known_masked, row_mask_takes_updates_in_order) {
-  known("masked_scatter row mask",
+  oracle_expect_known("masked_scatter row mask",
         "mo.graph @k() -> (!mo.tensor<[2, 3], f32>) {\n"
-        C("x", "f32", "2, 3", "2x3x", "1.0, 2.0, 3.0, 4.0, 5.0, 6.0")
-        C("m", "bool", "3", "3x", "true, false, true")
-        C("u", "f32", "5", "5x", "10.0, 20.0, 30.0, 40.0, 50.0")
+        ORACLE_CONST("x", "f32", "2, 3", "2x3x", "1.0, 2.0, 3.0, 4.0, 5.0, 6.0")
+        ORACLE_CONST("m", "bool", "3", "3x", "true, false, true")
+        ORACLE_CONST("u", "f32", "5", "5x", "10.0, 20.0, 30.0, 40.0, 50.0")
         "  %y = mo.masked_scatter(%x, %m, %u) : (!mo.tensor<[2, 3], f32>, !mo.tensor<[3], bool>, "
         "!mo.tensor<[5], f32>) -> !mo.tensor<[2, 3], f32>\n"
         "  mo.output %y : !mo.tensor<[2, 3], f32>\n}\n",
-        (oracle_expect){KILN_FLOAT32, 2, {2, 3}, F32(10, 2, 20, 30, 5, 40)});
+        (oracle_expect){KILN_FLOAT32, 2, {2, 3}, ORACLE_F32(10, 2, 20, 30, 5, 40)});
 }
 
 /* ---- shape_to_tensor ---- */
@@ -159,18 +145,18 @@ Test(shape_to_tensor, dims_at_run_time) {
 /* seed 002's example: x = constant zeros((1,)) int64; shape_to_tensor(x.shape)
  * is [1] (stacked under x it gives [[0], [1]]) */
 Test(known_masked, shape_to_tensor_seed_example) {
-  known("shape_to_tensor seed example",
-        "mo.graph @k() -> (!mo.tensor<[1], si64>) {\n" C("x", "si64", "1", "1x", "0")
+  oracle_expect_known("shape_to_tensor seed example",
+        "mo.graph @k() -> (!mo.tensor<[1], si64>) {\n" ORACLE_CONST("x", "si64", "1", "1x", "0")
         "  %s = mo.shape_to_tensor(%x) : (!mo.tensor<[1], si64>) -> !mo.tensor<[1], si64>\n"
         "  mo.output %s : !mo.tensor<[1], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 1, {1}, I64(1)});
-  known("shape_to_tensor of [2, 0, 3]",
+        (oracle_expect){KILN_INT64, 1, {1}, ORACLE_I64(1)});
+  oracle_expect_known("shape_to_tensor of [2, 0, 3]",
         "mo.graph @k() -> (!mo.tensor<[3], si64>) {\n"
         "  %x = mo.constant {value = #M.dense_array<> : tensor<2x0x3xf32>} : "
         "!mo.tensor<[2, 0, 3], f32>\n"
         "  %s = mo.shape_to_tensor(%x) : (!mo.tensor<[2, 0, 3], f32>) -> !mo.tensor<[3], si64>\n"
         "  mo.output %s : !mo.tensor<[3], si64>\n}\n",
-        (oracle_expect){KILN_INT64, 1, {3}, I64(2, 0, 3)});
+        (oracle_expect){KILN_INT64, 1, {3}, ORACLE_I64(2, 0, 3)});
 }
 
 /* ---- refused at verify ---- */

@@ -127,30 +127,27 @@ static void expect_line(const char *text, oracle_expect e, const char *line) {
   ir_graph_free(g);
 }
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-#define I64(...) ((const int64_t[]){__VA_ARGS__})
-
 Test(known_print, lines) {
   expect_line("mo.graph @k() -> (!mo.tensor<[3], f32>) {\n"
               "  %c = mo.constant {value = #M.dense_array<1.5, -2.0, 3.0> : tensor<3xf32>} : "
               "!mo.tensor<[3], f32>\n"
               "  %y = mo.print(%c) {label = \"act\"} : (!mo.tensor<[3], f32>) -> "
               "!mo.tensor<[3], f32>\n  mo.output %y : !mo.tensor<[3], f32>\n}\n",
-              (oracle_expect){KILN_FLOAT32, 1, {3}, F32(1.5f, -2.0f, 3.0f)},
+              (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(1.5f, -2.0f, 3.0f)},
               "act: tensor<[3], f32> [1.5, -2, 3]\n");
   expect_line("mo.graph @k() -> (!mo.tensor<[2, 2], si64>) {\n"
               "  %c = mo.constant {value = #M.dense_array<-1, 2, 30, -400> : tensor<2x2xsi64>} : "
               "!mo.tensor<[2, 2], si64>\n"
               "  %y = mo.print(%c) : (!mo.tensor<[2, 2], si64>) -> !mo.tensor<[2, 2], si64>\n"
               "  mo.output %y : !mo.tensor<[2, 2], si64>\n}\n",
-              (oracle_expect){KILN_INT64, 2, {2, 2}, I64(-1, 2, 30, -400)},
+              (oracle_expect){KILN_INT64, 2, {2, 2}, ORACLE_I64(-1, 2, 30, -400)},
               "debug_tensor: tensor<[2, 2], si64> [-1, 2, 30, -400]\n");
   expect_line(
       "mo.graph @k() -> (!mo.tensor<[], si64>) {\n"
       "  %c = mo.constant {value = #M.dense_array<7> : tensor<si64>} : !mo.tensor<[], si64>\n"
       "  %y = mo.print(%c) {label = \"s\"} : (!mo.tensor<[], si64>) -> !mo.tensor<[], si64>\n"
       "  mo.output %y : !mo.tensor<[], si64>\n}\n",
-      (oracle_expect){KILN_INT64, 0, {0}, I64(7)}, "s: tensor<[], si64> [7]\n");
+      (oracle_expect){KILN_INT64, 0, {0}, ORACLE_I64(7)}, "s: tensor<[], si64> [7]\n");
 }
 
 /* past IR_PRINT_MAX_ELEMS elements the line ends with ", ..."; a print

@@ -69,7 +69,6 @@ Test(random, normal_within_ulps) {
 
 /* ---- hand-worked values of the generator (ir/interp_random.c) ---- */
 
-#define F32(...) ((const float[]){__VA_ARGS__})
 #define F64(...) ((const double[]){__VA_ARGS__})
 
 static void known(const char *label, const char *op, const char *attrs, const char *dt,
@@ -95,7 +94,7 @@ Test(known_random, generator_values) {
         (oracle_expect){KILN_FLOAT32,
                         1,
                         {3},
-                        F32(0.9596827030181885f, -0.7882622480392456f, 0.7277262210845947f)},
+                        ORACLE_F32(0.9596827030181885f, -0.7882622480392456f, 0.7277262210845947f)},
         0);
   known("normal f64 seed 42", "random.normal()", "{seed = 42}", "f64",
         (oracle_expect){KILN_FLOAT64, 1, {2}, F64(1.4061449625634999, 1.0947531324548505)}, 1e-12);

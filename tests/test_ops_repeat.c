@@ -241,15 +241,6 @@ Test(repeat_interleave_tensor, each_execute_reads_its_repeats) {
 
 /* ---- seed 002's examples ---- */
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-
-static void known(const char *label, const char *mlir, oracle_expect e) {
-  oracle_report *r = calloc(1, sizeof *r);
-  cr_assert(r);
-  cr_expect_eq(oracle_known(label, mlir, &e, 1, 0, 0, r), 0, "%s", r->msg);
-  free(r);
-}
-
 #define X22                                                                                   \
   "  %x = mo.constant {value = #M.dense_array<1.0, 2.0, 3.0, 4.0> : tensor<2x2xf32>} : "      \
   "!mo.tensor<[2, 2], f32>\n"
@@ -258,23 +249,23 @@ static void known(const char *label, const char *mlir, oracle_expect e) {
   "  mo.output %y : !mo.tensor<[" out "], f32>\n}\n"
 
 Test(known_repeat, seed_002_examples) {
-  known("repeats=2 axis=0",
+  oracle_expect_known("repeats=2 axis=0",
         KNOWN("4, 2", "  %y = mo.repeat_interleave(%x) {repeats = 2, axis = 0} : "
                       "!mo.tensor<[4, 2], f32>\n"),
-        (oracle_expect){KILN_FLOAT32, 2, {4, 2}, F32(1, 2, 1, 2, 3, 4, 3, 4)});
-  known("repeats=2 axis=1",
+        (oracle_expect){KILN_FLOAT32, 2, {4, 2}, ORACLE_F32(1, 2, 1, 2, 3, 4, 3, 4)});
+  oracle_expect_known("repeats=2 axis=1",
         KNOWN("2, 4", "  %y = mo.repeat_interleave(%x) {repeats = 2, axis = 1} : "
                       "!mo.tensor<[2, 4], f32>\n"),
-        (oracle_expect){KILN_FLOAT32, 2, {2, 4}, F32(1, 1, 2, 2, 3, 3, 4, 4)});
-  known("repeats=2 axis=None",
+        (oracle_expect){KILN_FLOAT32, 2, {2, 4}, ORACLE_F32(1, 1, 2, 2, 3, 3, 4, 4)});
+  oracle_expect_known("repeats=2 axis=None",
         KNOWN("8", "  %y = mo.repeat_interleave(%x) {repeats = 2} : !mo.tensor<[8], f32>\n"),
-        (oracle_expect){KILN_FLOAT32, 1, {8}, F32(1, 1, 2, 2, 3, 3, 4, 4)});
-  known("repeats=[2, 3] axis=0",
+        (oracle_expect){KILN_FLOAT32, 1, {8}, ORACLE_F32(1, 1, 2, 2, 3, 3, 4, 4)});
+  oracle_expect_known("repeats=[2, 3] axis=0",
         KNOWN("5, 2", "  %r = mo.constant {value = #M.dense_array<2, 3> : tensor<2xsi64>} : "
                       "!mo.tensor<[2], si64>\n"
                       "  %y = mo.repeat_interleave(%x, %r) {axis = 0} : "
                       "!mo.tensor<[5, 2], f32>\n"),
-        (oracle_expect){KILN_FLOAT32, 2, {5, 2}, F32(1, 2, 1, 2, 3, 4, 3, 4, 3, 4)});
+        (oracle_expect){KILN_FLOAT32, 2, {5, 2}, ORACLE_F32(1, 2, 1, 2, 3, 4, 3, 4, 3, 4)});
 }
 
 /* ---- refused at verify ---- */

@@ -17,8 +17,6 @@
 #include "support/gtext.h"
 #include "support/oracle.h"
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-
 typedef struct rcase {
   const char *in, *out;
 } rcase;
@@ -174,17 +172,17 @@ Test(known, resize_nearest_upsample) {
   oracle_expect e = {KILN_FLOAT32,
                      4,
                      {1, 1, 4, 6},
-                     F32(1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4)};
+                     ORACLE_F32(1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 3, 3, 3, 4, 4, 4)};
   known("nearest x2 x3", "mo.resize_nearest", NULL, "1, 1, 2, 2", "1, 2, 3, 4", &e, 0);
 }
 
 Test(known, resize_nearest_ceil_and_floor) {
   /* asymmetric, 3 -> 6: x = o / 2 = 0, .5, 1, 1.5, 2, 2.5 */
-  oracle_expect c = {KILN_FLOAT32, 4, {1, 1, 1, 6}, F32(1, 2, 2, 3, 3, 3)};
+  oracle_expect c = {KILN_FLOAT32, 4, {1, 1, 1, 6}, ORACLE_F32(1, 2, 2, 3, 3, 3)};
   known("nearest ceil", "mo.resize_nearest",
         "{coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"ceil\"}", "1, 1, 1, 3",
         "1, 2, 3", &c, 0);
-  oracle_expect f = {KILN_FLOAT32, 4, {1, 1, 1, 6}, F32(1, 1, 2, 2, 3, 3)};
+  oracle_expect f = {KILN_FLOAT32, 4, {1, 1, 1, 6}, ORACLE_F32(1, 1, 2, 2, 3, 3)};
   known("nearest floor", "mo.resize_nearest",
         "{coordinate_transformation_mode = \"asymmetric\", nearest_mode = \"floor\"}", "1, 1, 1, 3",
         "1, 2, 3", &f, 0);
@@ -194,7 +192,7 @@ Test(known, resize_linear_upsample) {
   oracle_expect e = {KILN_FLOAT32,
                      4,
                      {1, 1, 4, 4},
-                     F32(1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3,
+                     ORACLE_F32(1, 1.25f, 1.75f, 2, 1.5f, 1.75f, 2.25f, 2.5f, 2.5f, 2.75f, 3.25f, 3.5f, 3,
                          3.25f, 3.75f, 4)};
   known("linear x2", "mo.resize_linear", NULL, "1, 1, 2, 2", "1, 2, 3, 4", &e, 0);
 }
@@ -203,7 +201,7 @@ Test(known, resize_linear_align_corners) {
   oracle_expect e = {KILN_FLOAT32,
                      4,
                      {1, 1, 4, 4},
-                     F32(1, 4 / 3.f, 5 / 3.f, 2, 5 / 3.f, 2, 7 / 3.f, 8 / 3.f, 7 / 3.f, 8 / 3.f, 3,
+                     ORACLE_F32(1, 4 / 3.f, 5 / 3.f, 2, 5 / 3.f, 2, 7 / 3.f, 8 / 3.f, 7 / 3.f, 8 / 3.f, 3,
                          10 / 3.f, 3, 10 / 3.f, 11 / 3.f, 4)};
   known("linear align_corners", "mo.resize_linear",
         "{coordinate_transformation_mode = \"align_corners\"}", "1, 1, 2, 2", "1, 2, 3, 4", &e,
@@ -211,7 +209,7 @@ Test(known, resize_linear_align_corners) {
 }
 
 Test(known, resize_linear_downsample_by_scale) {
-  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 1, 2}, F32(8 / 3.f, 13 / 3.f)};
+  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 1, 2}, ORACLE_F32(8 / 3.f, 13 / 3.f)};
   known("linear 0.6", "mo.resize_linear", "{scale_h = 0.6, scale_w = 0.6}", "1, 1, 2, 4",
         "1, 2, 3, 4, 5, 6, 7, 8", &e, 1e-6);
 }
@@ -220,10 +218,10 @@ Test(known, resize_linear_downsample_by_scale) {
  * way over the taps 0, 0, 1, 1 (the edge repeated) is 0.5, over 0, 1, 1, 1
  * it is 0.59375 + 0.59375 - 0.09375 = 1.09375 (the overshoot) */
 Test(known, resize_bicubic_half_way) {
-  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 1, 3}, F32(0, 0.5f, 1)};
+  oracle_expect e = {KILN_FLOAT32, 4, {1, 1, 1, 3}, ORACLE_F32(0, 0.5f, 1)};
   known("cubic 2 -> 3", "mo.resize_bicubic", "{coordinate_transformation_mode = \"align_corners\"}",
         "1, 1, 1, 2", "0, 1", &e, 1e-7);
-  oracle_expect o = {KILN_FLOAT32, 4, {1, 1, 1, 5}, F32(0, 0.5f, 1, 1.09375f, 1)};
+  oracle_expect o = {KILN_FLOAT32, 4, {1, 1, 1, 5}, ORACLE_F32(0, 0.5f, 1, 1.09375f, 1)};
   known("cubic overshoot", "mo.resize_bicubic",
         "{coordinate_transformation_mode = \"align_corners\"}", "1, 1, 1, 3", "0, 1, 1", &o, 1e-7);
 }
@@ -235,7 +233,7 @@ Test(known, resize_linear_any_axis) {
   int x = gt_const(t, "f32", "2, 1, 2", "0, 2, 4, 6");
   gt_out(t, gt_op1(t, "mo.resize_linear", "{coordinate_transformation_mode = \"align_corners\"}", x,
                    "f32", "3, 1, 2"));
-  oracle_expect e = {KILN_FLOAT32, 3, {3, 1, 2}, F32(0, 2, 2, 4, 4, 6)};
+  oracle_expect e = {KILN_FLOAT32, 3, {3, 1, 2}, ORACLE_F32(0, 2, 2, 4, 4, 6)};
   oracle_report *r = calloc(1, sizeof *r);
   cr_assert(r);
   cr_expect_eq(oracle_known("any axis", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);

@@ -107,8 +107,6 @@ Test(roi_align, bad_batch_index_and_unbounded_grid_are_data_errors) {
 
 /* ---- hand-worked answers ---- */
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-
 static void known(const char *label, const char *attrs, const char *rois, const char *out,
                   oracle_expect e) {
   char mlir[2048];
@@ -134,18 +132,18 @@ static void known(const char *label, const char *attrs, const char *rois, const 
 Test(known_roi, centre_edge_and_max) {
   known("centre", "{output_height = 1, output_width = 1, sampling_ratio = 1}",
         "0.0, 0.0, 0.0, 1.0, 1.0", "1, 1",
-        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(2.5f)});
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, ORACLE_F32(2.5f)});
   known("max", "{mode = \"max\", output_height = 1, output_width = 1, sampling_ratio = 1}",
         "0.0, 0.0, 0.0, 1.0, 1.0", "1, 1",
-        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(1.0f)});
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, ORACLE_F32(1.0f)});
   known("aligned", "{aligned = true, output_height = 1, output_width = 1, sampling_ratio = 1}",
         "0.0, 0.5, 0.5, 1.5, 1.5", "1, 1",
-        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(2.5f)});
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, ORACLE_F32(2.5f)});
   known("edge", "{output_height = 1, output_width = 2, sampling_ratio = 1}",
         "0.0, 0.0, 0.0, 2.0, 1.0", "1, 2",
-        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 2, 1}, F32(2.5f, 3.0f)});
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 2, 1}, ORACLE_F32(2.5f, 3.0f)});
   known("outside", "{output_height = 1, output_width = 1}", "0.0, 5.0, 5.0, 6.0, 6.0", "1, 1",
-        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, F32(0.0f)});
+        (oracle_expect){KILN_FLOAT32, 4, {1, 1, 1, 1}, ORACLE_F32(0.0f)});
 }
 
 /* ---- bad attributes and shapes: refused where they are written ---- */

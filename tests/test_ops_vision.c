@@ -16,8 +16,6 @@
 #include "support/gtext.h"
 #include "support/oracle.h"
 
-#define F32(...) ((const float[]){__VA_ARGS__})
-
 /* ---- pad ---- */
 
 typedef struct pcase {
@@ -226,11 +224,11 @@ static void known1(const char *label, const char *op, const char *attrs, const c
 
 Test(known, pad_modes) {
   known1("pad reflect", "mo.pad", "{mode = \"reflect\", paddings = [2, 2]}", "3", "1, 2, 3", "7",
-         (oracle_expect){KILN_FLOAT32, 1, {7}, F32(3, 2, 1, 2, 3, 2, 1)});
+         (oracle_expect){KILN_FLOAT32, 1, {7}, ORACLE_F32(3, 2, 1, 2, 3, 2, 1)});
   known1("pad edge", "mo.pad", "{mode = \"edge\", paddings = [2, 1]}", "3", "1, 2, 3", "6",
-         (oracle_expect){KILN_FLOAT32, 1, {6}, F32(1, 1, 1, 2, 3, 3)});
+         (oracle_expect){KILN_FLOAT32, 1, {6}, ORACLE_F32(1, 1, 1, 2, 3, 3)});
   known1("pad constant", "mo.pad", "{paddings = [1, 0], value = -4.0}", "2", "1, 2", "3",
-         (oracle_expect){KILN_FLOAT32, 1, {3}, F32(-4, 1, 2)});
+         (oracle_expect){KILN_FLOAT32, 1, {3}, ORACLE_F32(-4, 1, 2)});
 }
 
 /* x = [[1, 2], [3, 4]], 2x2 windows, stride 1, padding 1: the corner
@@ -238,15 +236,15 @@ Test(known, pad_modes) {
 Test(known, pools_count_the_boundary_or_not) {
   known1("max_pool2d", "mo.max_pool2d", "{kernel_size = [2, 2], padding = [1]}", "1, 2, 2, 1",
          "1, 2, 3, 4", "1, 3, 3, 1",
-         (oracle_expect){KILN_FLOAT32, 4, {1, 3, 3, 1}, F32(1, 2, 2, 3, 4, 4, 3, 4, 4)});
+         (oracle_expect){KILN_FLOAT32, 4, {1, 3, 3, 1}, ORACLE_F32(1, 2, 2, 3, 4, 4, 3, 4, 4)});
   known1("avg_pool2d boundary", "mo.avg_pool2d", "{kernel_size = [2, 2], padding = [1]}",
          "1, 2, 2, 1", "1, 2, 3, 4", "1, 3, 3, 1",
          (oracle_expect){KILN_FLOAT32, 4, {1, 3, 3, 1},
-                         F32(0.25f, 0.75f, 0.5f, 1, 2.5f, 1.5f, 0.75f, 1.75f, 1)});
+                         ORACLE_F32(0.25f, 0.75f, 0.5f, 1, 2.5f, 1.5f, 0.75f, 1.75f, 1)});
   known1("avg_pool2d inside", "mo.avg_pool2d",
          "{kernel_size = [2, 2], padding = [1], count_boundary = false}", "1, 2, 2, 1", "1, 2, 3, 4",
          "1, 3, 3, 1",
-         (oracle_expect){KILN_FLOAT32, 4, {1, 3, 3, 1}, F32(1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4)});
+         (oracle_expect){KILN_FLOAT32, 4, {1, 3, 3, 1}, ORACLE_F32(1, 1.5f, 2, 2, 2.5f, 3, 3, 3.5f, 4)});
 }
 
 /* 3x3 image 1..9, a 2x2 filter of ones plus bias 0.5: sums of 2x2 blocks;
@@ -262,8 +260,8 @@ Test(known, conv2d_sums_windows) {
   int one = gt_const(t, "f32", "1, 1, 1, 1", "1");
   gt_out(t, gt_op2(t, "mo.conv2d", "{padding = [0, 1, 2, 1]}", x2, one, "f32", "1, 3, 6, 1"));
   oracle_expect e[2] = {
-      {KILN_FLOAT32, 4, {1, 2, 2, 1}, F32(12.5f, 16.5f, 24.5f, 28.5f)},
-      {KILN_FLOAT32, 4, {1, 3, 6, 1}, F32(0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0)}};
+      {KILN_FLOAT32, 4, {1, 2, 2, 1}, ORACLE_F32(12.5f, 16.5f, 24.5f, 28.5f)},
+      {KILN_FLOAT32, 4, {1, 3, 6, 1}, ORACLE_F32(0, 0, 1, 2, 3, 0, 0, 0, 4, 5, 6, 0, 0, 0, 0, 0, 0, 0)}};
   oracle_report *r = calloc(1, sizeof *r);
   cr_assert(r);
   cr_expect_eq(oracle_known("conv2d", gt_finish(t), e, 2, 0, 0, r), 0, "%s", r->msg);
@@ -277,7 +275,7 @@ Test(known, conv2d_transpose_spreads_pixels) {
   int x = gt_const(t, "f32", "1, 2, 2, 1", "1, 2, 3, 4");
   int w = gt_const(t, "f32", "2, 2, 1, 1", "1, 1, 1, 1");
   gt_out(t, gt_op2(t, "mo.conv2d_transpose", "{stride = [2, 2]}", x, w, "f32", "1, 4, 4, 1"));
-  oracle_expect e = {KILN_FLOAT32, 4, {1, 4, 4, 1}, F32(1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4)};
+  oracle_expect e = {KILN_FLOAT32, 4, {1, 4, 4, 1}, ORACLE_F32(1, 1, 2, 2, 1, 1, 2, 2, 3, 3, 4, 4, 3, 3, 4, 4)};
   oracle_report *r = calloc(1, sizeof *r);
   cr_assert(r);
   cr_expect_eq(oracle_known("conv2d_transpose", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);
@@ -291,7 +289,7 @@ Test(known, conv3d_sums_the_cube) {
   int x = gt_const(t, "f32", "1, 2, 2, 2, 1", "1, 2, 3, 4, 5, 6, 7, 8");
   int w = gt_const(t, "f32", "2, 2, 2, 1, 1", "1, 1, 1, 1, 1, 1, 1, 1");
   gt_out(t, gt_op2(t, "mo.conv3d", NULL, x, w, "f32", "1, 1, 1, 1, 1"));
-  oracle_expect e = {KILN_FLOAT32, 5, {1, 1, 1, 1, 1}, F32(36)};
+  oracle_expect e = {KILN_FLOAT32, 5, {1, 1, 1, 1, 1}, ORACLE_F32(36)};
   oracle_report *r = calloc(1, sizeof *r);
   cr_assert(r);
   cr_expect_eq(oracle_known("conv3d", gt_finish(t), &e, 1, 0, 0, r), 0, "%s", r->msg);

@@ -119,6 +119,17 @@ typedef struct oracle_expect {
 int oracle_known(const char *label, const char *mlir, const oracle_expect *exp, int nexp,
                  double rtol, double atol, oracle_report *r);
 
+/* Shorthands for known-answer tests: literal arrays for oracle_expect.data;
+ * a mo.constant line of graph text (%name, its shape as in types "2, 3",
+ * its dense type's dims as "2x3x"); oracle_known of one output compared
+ * exactly, as a test expectation. */
+#define ORACLE_F32(...) ((const float[]){__VA_ARGS__})
+#define ORACLE_I64(...) ((const int64_t[]){__VA_ARGS__})
+#define ORACLE_CONST(name, dt, shape, dense, vals)                                            \
+  "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "     \
+  "!mo.tensor<[" shape "], " dt ">\n"
+void oracle_expect_known(const char *label, const char *mlir, oracle_expect e);
+
 /* Parse and compile only: 0 when both the public parse and kiln_model_compile
  * succeed, else -1 with the status code and message in *code / msg (msg may
  * be NULL). Used for "rejected with a clear error" cases. */
