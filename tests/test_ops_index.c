@@ -199,30 +199,14 @@ Test(range, lengths_and_dtypes_agree_with_the_oracle) {
   ORACLE_ASSERT(&fc);
 }
 
-/* Run mlir expecting an error from both sides naming `word`. */
-static void expect_both_fail(oracle_case *c, const char *word) {
-  c->expect_error = true;
-  oracle_report *r = calloc(1, sizeof *r);
-  cr_assert(r);
-  int rc = oracle_run(c, r);
-  cr_expect_eq(rc, 0, "%s: %s", c->label, r->msg);
-  if (rc == 0) {
-    cr_expect(strstr(r->jit_msg, word) != NULL, "%s: JIT message lacks '%s': %s", c->label, word,
-              r->jit_msg);
-    cr_expect(strstr(r->oracle_msg, word) != NULL, "%s: oracle message lacks '%s': %s", c->label,
-              word, r->oracle_msg);
-  }
-  free(r);
-}
-
 Test(range, wrong_length_or_zero_step_is_an_error) {
   char buf[2048];
   oracle_case a = {.label = "range long", .mlir = range_graph(buf, sizeof buf, "si64", "0", "10", "3", "5")};
-  expect_both_fail(&a, "mo.range");
+  oracle_expect_both_fail(&a, "mo.range");
   oracle_case b = {.label = "range step 0", .mlir = range_graph(buf, sizeof buf, "f32", "0.0", "1.0", "0.0", "2")};
-  expect_both_fail(&b, "mo.range");
+  oracle_expect_both_fail(&b, "mo.range");
   oracle_case c = {.label = "range si32 step 0", .mlir = range_graph(buf, sizeof buf, "si32", "0", "1", "0", "0")};
-  expect_both_fail(&c, "mo.range");
+  oracle_expect_both_fail(&c, "mo.range");
 }
 
 /* ---- out-of-range indices: an error naming the op, from both sides ---- */
@@ -260,9 +244,9 @@ Test(index_errors, out_of_range_indices_name_the_op) {
     int ng;
     const oracle_gen *gens = gt_gens(t, &ng);
     oracle_case oc = {.label = c[i].op, .mlir = gt_finish(t), .seed = 7, .gens = gens, .ngens = ng};
-    expect_both_fail(&oc, c[i].op);
+    oracle_expect_both_fail(&oc, c[i].op);
     oracle_case oc2 = oc;
-    expect_both_fail(&oc2, "out of range");
+    oracle_expect_both_fail(&oc2, "out of range");
     gt_free(t);
   }
 }

@@ -23,22 +23,6 @@ static void run_case(gt *t, const char *label, const char *bindings) {
   ORACLE_ASSERT(&c);
 }
 
-/* Run the case expecting both sides to fail, their messages naming `word`. */
-static void expect_both_fail(oracle_case *c, const char *word) {
-  c->expect_error = true;
-  oracle_report *r = calloc(1, sizeof *r);
-  cr_assert(r);
-  int rc = oracle_run(c, r);
-  cr_expect_eq(rc, 0, "%s: %s", c->label, r->msg);
-  if (rc == 0) {
-    cr_expect(strstr(r->jit_msg, word) != NULL, "%s: JIT message lacks '%s': %s", c->label, word,
-              r->jit_msg);
-    cr_expect(strstr(r->oracle_msg, word) != NULL, "%s: oracle message lacks '%s': %s", c->label,
-              word, r->oracle_msg);
-  }
-  free(r);
-}
-
 /* ---- integer repeats ---- */
 
 typedef struct rcase {
@@ -164,9 +148,9 @@ Test(repeat_interleave_tensor, a_declared_dim_must_equal_the_sum) {
   const oracle_gen *gens = gt_gens(t, &ng);
   oracle_case c = {.label = "repeat_interleave declared 4, sum 5", .mlir = gt_finish(t),
                    .gens = gens, .ngens = ng};
-  expect_both_fail(&c, "mo.repeat_interleave");
+  oracle_expect_both_fail(&c, "mo.repeat_interleave");
   oracle_case c2 = c;
-  expect_both_fail(&c2, "the data gives 5");
+  oracle_expect_both_fail(&c2, "the data gives 5");
   gt_free(t);
 }
 
@@ -178,13 +162,13 @@ Test(repeat_interleave_tensor, negative_repeats_and_a_wrong_length_are_data_erro
   const oracle_gen *gens = gt_gens(t, &ng);
   oracle_case c = {.label = "repeat_interleave negative", .mlir = gt_finish(t), .bindings = "n=3",
                    .gens = gens, .ngens = ng};
-  expect_both_fail(&c, "mo.repeat_interleave");
+  oracle_expect_both_fail(&c, "mo.repeat_interleave");
   oracle_case c2 = c;
-  expect_both_fail(&c2, "repeats[0] is -1 but must be >= 0");
+  oracle_expect_both_fail(&c2, "repeats[0] is -1 but must be >= 0");
   oracle_case c3 = c;
   c3.label = "repeat_interleave length 2 for an axis of 3";
   c3.bindings = "n=2";
-  expect_both_fail(&c3, "repeats has 2 elements but the axis has 3");
+  oracle_expect_both_fail(&c3, "repeats has 2 elements but the axis has 3");
   gt_free(t);
 }
 

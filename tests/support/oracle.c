@@ -941,3 +941,18 @@ void oracle_expect_known(const char *label, const char *mlir, oracle_expect e) {
   cr_expect_eq(oracle_known(label, mlir, &e, 1, 0, 0, r), 0, "%s", r->msg);
   free(r);
 }
+
+void oracle_expect_both_fail(oracle_case *c, const char *word) {
+  c->expect_error = true;
+  oracle_report *r = calloc(1, sizeof *r);
+  cr_assert(r);
+  int rc = oracle_run(c, r);
+  cr_expect_eq(rc, 0, "%s: %s", c->label, r->msg);
+  if (rc == 0) {
+    cr_expect(strstr(r->jit_msg, word) != NULL, "%s: JIT message lacks '%s': %s", c->label, word,
+              r->jit_msg);
+    cr_expect(strstr(r->oracle_msg, word) != NULL, "%s: oracle message lacks '%s': %s", c->label,
+              word, r->oracle_msg);
+  }
+  free(r);
+}

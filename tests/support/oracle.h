@@ -129,6 +129,9 @@ int oracle_known(const char *label, const char *mlir, const oracle_expect *exp, 
   "  %" name " = mo.constant {value = #M.dense_array<" vals "> : tensor<" dense dt ">} : "     \
   "!mo.tensor<[" shape "], " dt ">\n"
 void oracle_expect_known(const char *label, const char *mlir, oracle_expect e);
+/* Run c expecting the JIT and the oracle both to fail (c->expect_error is
+ * set), each message naming `word`; test expectations otherwise. */
+void oracle_expect_both_fail(oracle_case *c, const char *word);
 
 /* Parse and compile only: 0 when both the public parse and kiln_model_compile
  * succeed, else -1 with the status code and message in *code / msg (msg may
