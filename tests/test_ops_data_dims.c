@@ -681,6 +681,7 @@ Test(slice_data, bounds_read_from_inputs) {
       {1, -2, 100, -1, 2, 1, -1, 0},
       {INT64_MIN, 0, INT64_MAX, 2, -1, 1, 1, 2},
       {3, 0, 1, 0, 1, 1, 0, 2}, /* empty */
+      {100, -100, 0, 9, -1, 3, 1, 2}, /* starts past both ends, a negative step */
   };
   for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
     const long long *v = (const long long *)CASES[i];
