@@ -97,11 +97,6 @@ int rt_host_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
   if (find(m, key))
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                   "key %llu is already captured (release it first)", (unsigned long long)key);
-  if (m->data_dims || m->reads_dims) /* a replay reuses the captured shapes, which data decides */
-    return rt_err(st, KILN_ERR_UNSUPPORTED,
-                  "graph @%s takes dims from data (mo.nonzero, mo.reshape with a shape operand, "
-                  "...): a replay could not reuse its shapes, so it cannot be captured; execute "
-                  "it instead", m->g->name);
   rt_capture *c = calloc(1, sizeof *c);
   if (!c) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory capturing an execute");
   c->key = key;

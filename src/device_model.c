@@ -655,13 +655,6 @@ static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *input
            "key %llu is already captured (release it first)", (unsigned long long)key);
     goto done;
   }
-  if (m->data_dims || m->reads_dims) { /* a replay reuses the captured shapes */
-    rt_err(st, KILN_ERR_UNSUPPORTED,
-           "graph @%s takes dims from data (mo.nonzero, mo.reshape with a shape operand, ...): "
-           "a replay could not reuse its shapes, so it cannot be captured; execute it instead",
-           m->g->name);
-    goto done;
-  }
   dm_capture *grown = realloc(m->dm->captures, sizeof *grown * (size_t)(m->dm->ncaptures + 1));
   if (!grown) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");

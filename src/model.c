@@ -615,6 +615,11 @@ KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const 
                                 int ninputs, kiln_tensor **outputs, int noutputs,
                                 kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_capture: model is NULL");
+  if (m->data_dims || m->reads_dims) /* a replay reuses the captured shapes; data decides them */
+    return rt_err(st, KILN_ERR_UNSUPPORTED,
+                  "graph @%s takes dims from data (mo.nonzero, mo.reshape with a shape operand, "
+                  "...): a replay could not reuse its shapes, so it cannot be captured; execute "
+                  "it instead", m->g->name);
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   int rc = m->be->capture(m, key, inputs, ninputs, outputs, noutputs, st);
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
