@@ -53,10 +53,10 @@ typedef struct cuda_api {
   CUresult (*StreamCreate)(CUstream *, unsigned);
   CUresult (*MemAlloc)(CUdeviceptr *, size_t);
   CUresult (*MemFree)(CUdeviceptr);
-  CUresult (*MemcpyHtoD)(CUdeviceptr, const void *, size_t);
-  CUresult (*MemcpyDtoH)(void *, CUdeviceptr, size_t);
-  CUresult (*MemcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
-  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream); /* with graphs */
+  /* every copy is ordered on the device's stream (device_gpu.c waits for it) */
+  CUresult (*MemcpyHtoDAsync)(CUdeviceptr, const void *, size_t, CUstream);
+  CUresult (*MemcpyDtoHAsync)(void *, CUdeviceptr, size_t, CUstream);
+  CUresult (*MemcpyDtoDAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 } cuda_api;
 
 static struct {
@@ -99,13 +99,14 @@ static const rt_gpu_sym required[] = {
     E(GetErrorName), E(GetErrorString), E(Init), E(DriverGetVersion), E(DeviceGetCount),
     E(DeviceGet), E(DeviceGetName), E(DeviceGetAttribute), E(DeviceTotalMem),
     E(DevicePrimaryCtxRetain), E(DevicePrimaryCtxRelease), E(CtxSetCurrent), E(MemAlloc),
-    E(MemFree), E(MemcpyHtoD), E(MemcpyDtoH), E(MemcpyDtoD), E(StreamCreate), G(StreamDestroy),
+    E(MemFree), E(MemcpyHtoDAsync), E(MemcpyDtoHAsync), E(MemcpyDtoDAsync), E(StreamCreate),
+    G(StreamDestroy),
     G(StreamSynchronize), G(ModuleLoadData), G(ModuleUnload), G(ModuleGetFunction),
     G(LaunchKernel),
 };
 static const rt_gpu_sym graph_entries[] = {
     G(StreamBeginCapture), G(StreamEndCapture), G(GraphInstantiateWithFlags), G(GraphLaunch),
-    G(GraphExecDestroy), G(GraphDestroy), E(MemcpyDtoDAsync),
+    G(GraphExecDestroy), G(GraphDestroy),
 };
 #undef E
 #undef G
@@ -211,11 +212,16 @@ static rt_gpu_result cuda_free(kiln_devptr p) { return cuda.api.MemFree((CUdevic
 
 static rt_gpu_result cuda_copy(rt_gpu_copy_kind kind, uint64_t dst, uint64_t src, size_t n,
                                void *stream) {
+  /* On the stream, not the legacy one: kiln's stream is non-blocking, so a
+   * copy elsewhere is not ordered with its launches (a pageable host-to-
+   * device copy returns before its DMA ends; a kernel could read the old
+   * bytes). */
+  CUstream s = stream;
   switch (kind) {
-  case RT_GPU_COPY_TO: return cuda.api.MemcpyHtoD(dst, (const void *)(uintptr_t)src, n);
-  case RT_GPU_COPY_FROM: return cuda.api.MemcpyDtoH((void *)(uintptr_t)dst, src, n);
-  case RT_GPU_COPY_DD: return cuda.api.MemcpyDtoD(dst, src, n);
-  case RT_GPU_COPY_DD_ASYNC: return cuda.api.MemcpyDtoDAsync(dst, src, n, (CUstream)stream);
+  case RT_GPU_COPY_TO: return cuda.api.MemcpyHtoDAsync(dst, (const void *)(uintptr_t)src, n, s);
+  case RT_GPU_COPY_FROM: return cuda.api.MemcpyDtoHAsync((void *)(uintptr_t)dst, src, n, s);
+  case RT_GPU_COPY_DD:
+  case RT_GPU_COPY_DD_ASYNC: return cuda.api.MemcpyDtoDAsync(dst, src, n, s);
   case RT_GPU_COPY_KINDS: break;
   }
   return 1; /* CUDA_ERROR_INVALID_VALUE: not a copy kind */
@@ -227,7 +233,7 @@ static const rt_gpu_vendor cuda_vendor = {
     .no_graphs = "the driver has no CUDA graph entry points",
     .alloc_call = "MemAlloc",
     .launch_call = "LaunchKernel",
-    .copy_call = {"MemcpyHtoD", "MemcpyDtoH", "MemcpyDtoD", "MemcpyDtoDAsync"},
+    .copy_call = {"MemcpyHtoDAsync", "MemcpyDtoHAsync", "MemcpyDtoDAsync", "MemcpyDtoDAsync"},
     .state = &cuda.state,
     .load = cuda_load,
     .api = &cuda.api.gpu,

@@ -7,7 +7,8 @@
  * before any other entry, and d->impl is the rt_gpu_dev rt_gpu_open made.
  * Guarantees: every failure is an error naming the device, the operation and
  * the vendor's entry point with its error name and text, never a crash.
- * Copies wait for the stream first, so they see every launch before them;
+ * Copies are ordered on the stream (the vendor's copy) and waited for, so
+ * they see every launch before them and every launch after sees them;
  * launches are asynchronous until synchronize (or a copy). While recording,
  * device-to-device copies are ordered on the stream so that they become
  * graph nodes; graph_end ends the capture whatever happens. */
@@ -122,14 +123,14 @@ void rt_gpu_free(kiln_device *d, kiln_devptr p) {
   if (v->enter(d, "free", NULL) == 0) v->free(p);
 }
 
-/* A copy that waits for the stream first (it sees every launch before it). */
+/* A copy ordered after every launch before it, finished on return. */
 static int copy_sync(kiln_device *d, rt_gpu_copy_kind kind, uint64_t dst, uint64_t src, size_t n,
                      kiln_status *st) {
   rt_gpu_dev *g = dev_of(d);
   const rt_gpu_vendor *v = g->v;
   if (v->enter(d, "copy", st) < 0) return -1;
-  if (check(d, st, v->api->StreamSynchronize(g->stream), "StreamSynchronize") < 0) return -1;
-  return check(d, st, v->copy(kind, dst, src, n, g->stream), v->copy_call[kind]);
+  if (check(d, st, v->copy(kind, dst, src, n, g->stream), v->copy_call[kind]) < 0) return -1;
+  return check(d, st, v->api->StreamSynchronize(g->stream), "StreamSynchronize");
 }
 
 int rt_gpu_copy_to(kiln_device *d, kiln_devptr dst, const void *src, size_t n,

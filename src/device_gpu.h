@@ -96,7 +96,9 @@ struct rt_gpu_vendor {
   rt_gpu_result (*alloc)(kiln_devptr *out, size_t bytes);
   rt_gpu_result (*free)(kiln_devptr p);
   /* Copy n bytes; dst / src are host pointers or device addresses as the
-   * kind says; stream is g->stream (used by RT_GPU_COPY_DD_ASYNC). */
+   * kind says; stream is g->stream. The copy must be ordered with the
+   * stream's launches both ways (CUDA: on it; HIP: its blocking stream
+   * waits for the null stream's copies). */
   rt_gpu_result (*copy)(rt_gpu_copy_kind kind, uint64_t dst, uint64_t src, size_t n, void *stream);
 };
 
