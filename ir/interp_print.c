@@ -1,7 +1,8 @@
 /* interp_print.c - the reference interpreter's routine for mo.print: copy
  * the operand into the result and write its line to stderr (ops.def; the
  * element formats and the elision are in print_op.h, which the host kernel
- * shares, so both write the same text).
+ * shares, so both write the same text). ir_print_line, the line alone, is
+ * also the device runtime's (src/device_model.c).
  * Assumes a verified node; checks the result's type against the operand's. */
 #include <stdio.h>
 #include <string.h>
@@ -9,13 +10,8 @@
 #include "interp_impl.h"
 #include "print_op.h"
 
-int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen) {
-  if (x->dtype != y->dtype || x->rank != y->rank ||
-      memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->rank) != 0)
-    return ir_ref_fail(msg, msglen, "the result's type is not the operand's");
+void ir_print_line(const ir_node *n, const ir_tensor *x) {
   int64_t total = ir_tensor_numel(x);
-  if (total > 0)
-    memcpy(y->data, x->data, (size_t)total * ir_dtype_size(x->dtype));
   const char *label = ir_node_attr_string(n, "label", "debug_tensor");
   const char *fmt = ir_print_elem_format(x->dtype);
   fprintf(stderr, "%s: tensor<[", label);
@@ -40,5 +36,15 @@ int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, 
     fputs(", ...", stderr);
   fputs("]\n", stderr);
   fflush(stderr);
+}
+
+int ir_ref_print(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen) {
+  if (x->dtype != y->dtype || x->rank != y->rank ||
+      memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->rank) != 0)
+    return ir_ref_fail(msg, msglen, "the result's type is not the operand's");
+  int64_t total = ir_tensor_numel(x);
+  if (total > 0)
+    memcpy(y->data, x->data, (size_t)total * ir_dtype_size(x->dtype));
+  ir_print_line(n, x);
   return 0;
 }

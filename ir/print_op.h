@@ -1,10 +1,12 @@
 /* print_op.h - what mo.print writes (ops.def documents the line), shared by
- * the reference interpreter (interp_print.c) and the host lowering
- * (jit/print.c), which must write the same text. */
+ * the reference interpreter (interp_print.c), the host lowering
+ * (jit/print.c) and the device runtime (src/device_model.c), which must
+ * write the same text. */
 #ifndef KILN_IR_PRINT_OP_H
 #define KILN_IR_PRINT_OP_H
 
 #include "ir.h"
+#include "shape.h"
 
 /* Elements printed at most; more are elided as ", ...". */
 #define IR_PRINT_MAX_ELEMS 1000
@@ -25,5 +27,10 @@ static inline const char *ir_print_elem_format(ir_dtype dt) {
     return "%llu";
   return NULL;
 }
+
+/* Write n's line for the operand x to stderr: label, shape, then x's first
+ * min(numel, IR_PRINT_MAX_ELEMS) elements, which are all x->data must hold
+ * (interp_print.c). */
+void ir_print_line(const ir_node *n, const ir_tensor *x);
 
 #endif

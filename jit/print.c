@@ -9,7 +9,9 @@
  * format. The lowering does not call jit_split_range, so the wrapper runs
  * it whole in part 0 and the line is written once, in element order.
  * SIMT: the result is a copy of the operand, byte by byte over a grid-stride
- * loop, and nothing is printed (a device kernel has no stderr).
+ * loop; the kernel prints nothing (a device kernel has no stderr): the
+ * device runtime writes the same line from the result's first elements once
+ * the kernel has run (src/device_model.c, print_line).
  * Assumes a verified node (the result's type is the operand's). */
 #include <stdio.h>
 

@@ -40,6 +40,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "ir/interp.h"
+#include "ir/print_op.h"
 #include "backend.h"
 #include "device.h"
 #include "pipeline.h"
@@ -410,7 +412,8 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
   l->params[nb + k->nsyms] = &x->errword;
   bool work;
   if (resolve_launch(m, l, x->syms, &work, st) < 0) return -1;
-  if (!work) { /* nothing to compute: no launch (a count only shrinks the grid) */
+  if (!work && n->op != IR_OP_PRINT) { /* nothing to compute: no launch (a count only
+                                        * shrinks the grid); a print still writes its line */
     free(l->bufs);
     free(l->ks);
     free(l->params);
@@ -507,6 +510,41 @@ fail:
   return NULL;
 }
 
+/* l's inplace copy and launch, then the error word: a failing kernel's
+ * message names its op. */
+static int launch_checked(kiln_model *m, dm_plan *x, const dm_launch *l, kiln_status *st) {
+  if (l->copy_bytes &&
+      rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
+    return -1;
+  if (rt_device_launch(m->device, l->fn, &l->dims, l->params, st) < 0) return -1;
+  int32_t code = 0;
+  if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
+  if (code == 0) return 0;
+  const ir_node *n = m->g->nodes[l->node];
+  return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
+                n->loc.line, n->out[0]->name, jit_kernel_error(code));
+}
+
+/* mo.print's line, from its result (the operand's copy) read back once its
+ * kernel has run: the first IR_PRINT_MAX_ELEMS elements are all the line
+ * shows (ir/print_op.h), so no more are copied. */
+static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, kiln_status *st) {
+  const ir_node *n = m->g->nodes[l->node];
+  ir_tensor x = {.dtype = n->in[0]->type.dtype, .rank = n->in[0]->type.rank};
+  char msg[512];
+  if (ir_eval_shape(&n->in[0]->type, syms, x.shape, msg, sizeof msg) < 0)
+    return rt_err(st, KILN_ERR_SHAPE, "mo.print at line %d: %s", n->loc.line, msg);
+  int64_t total = ir_tensor_numel(&x);
+  static _Thread_local uint64_t first[IR_PRINT_MAX_ELEMS]; /* widest element: 8 bytes */
+  size_t bytes = (size_t)(total < IR_PRINT_MAX_ELEMS ? total : IR_PRINT_MAX_ELEMS) *
+                 ir_dtype_size(x.dtype);
+  if (bytes && kiln_device_copy_from(m->device, first, l->bufs[n->nin], bytes, st) < 0)
+    return -1;
+  x.data = first;
+  ir_print_line(n, &x);
+  return 0;
+}
+
 /* Copy inputs in, run the launches (the error word checked after each),
  * copy the outputs out (allocating those that are NULL). */
 static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
@@ -531,19 +569,11 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
   bool counted = false;
   for (int li = 0; !x->graph && li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
-    bool work = true;
+    bool work = l->dims.grid[0] && l->dims.grid[1] && l->dims.grid[2]; /* a print's may be 0 */
     if (counted && resolve_launch(m, l, syms, &work, st) < 0) return -1;
+    if (work && launch_checked(m, x, l, st) < 0) return -1;
+    if (g->nodes[l->node]->op == IR_OP_PRINT && print_line(m, l, syms, st) < 0) return -1;
     if (!work) continue;
-    if (l->copy_bytes &&
-        rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
-      return -1;
-    if (rt_device_launch(m->device, l->fn, &l->dims, l->params, st) < 0) return -1;
-    if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
-    if (code != 0) {
-      const ir_node *n = g->nodes[l->node];
-      return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
-                    n->loc.line, n->out[0]->name, jit_kernel_error(code));
-    }
     if (n_bufs(m, l->node) > g->nodes[l->node]->nin + g->nodes[l->node]->nout) {
       int64_t value;
       char msg[1024];
@@ -623,9 +653,11 @@ static int dm_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
 /* Record x's launches as one graph on the device (a CUDA graph on cuda, a
  * list on simt-emu), so a replay runs them in one call. Best effort: where
  * the device cannot record or recording fails, x keeps its launch list and
- * replays launch it one by one. */
+ * replays launch it one by one (always when the graph prints). */
 static void plan_record(kiln_model *m, dm_plan *x) {
   if (!rt_device_can_record(m->device) || x->nlaunches == 0) return;
+  for (int li = 0; li < x->nlaunches; li++) /* a print writes its line between launches */
+    if (m->g->nodes[x->launches[li].node]->op == IR_OP_PRINT) return;
   if (rt_device_graph_begin(m->device, NULL) < 0) return;
   bool ok = true;
   for (int li = 0; li < x->nlaunches && ok; li++) {

@@ -3,7 +3,9 @@
  * and size-1 dims, symbolic dims, inside elementwise chains that fuse around
  * it), the line it writes to stderr (hand-worked lines, the same text from
  * the kernel and the interpreter, elision past IR_PRINT_MAX_ELEMS), kept when
- * its result is unused (EFFECTS), bad attributes refused at line:col.
+ * its result is unused (EFFECTS), bad attributes refused at line:col; a
+ * device model (simt-emu, or KILN_TEST_DEVICE's GPU) writes the host's
+ * lines, once per execute and per replay of a capture.
  * stderr (fd 2) is redirected to a temporary file while a graph runs. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -16,6 +18,7 @@
 #include "ir/parse.h"
 #include "support/gtext.h"
 #include "support/oracle.h"
+#include "support/under_test.h"
 
 typedef struct capture {
   int fd, saved;
@@ -192,4 +195,66 @@ Test(print_verify, bad_attributes_are_refused) {
   expect_rejected("{label = 1}", "3", "2:3: attribute 'label' of mo.print must be a string");
   expect_rejected("{name = \"a\"}", "3", "mo.print has no attribute 'name'");
   expect_rejected("", "4", "declared as");
+}
+
+/* ---- on a device ---- */
+
+Test(device_print, writes_the_hosts_lines) {
+  static const char text[] =
+      "mo.graph @g<n>(%x: !mo.tensor<[n, 2], f32>, %e: !mo.tensor<[0], si32>,"
+      " %b: !mo.tensor<[1200], si64>) -> (!mo.tensor<[n, 2], f32>, !mo.tensor<[0], si32>,"
+      " !mo.tensor<[1200], si64>) {\n"
+      "  %a = mo.add(%x, %x) : !mo.tensor<[n, 2], f32>\n"
+      "  %p = mo.print(%a) {label = \"dev\"} : (!mo.tensor<[n, 2], f32>) -> "
+      "!mo.tensor<[n, 2], f32>\n"
+      "  %y = mo.mul(%p, %x) : !mo.tensor<[n, 2], f32>\n"
+      "  %q = mo.print(%e) {label = \"empty\"} : (!mo.tensor<[0], si32>) -> "
+      "!mo.tensor<[0], si32>\n"
+      "  %r = mo.print(%b) {label = \"big\"} : (!mo.tensor<[1200], si64>) -> "
+      "!mo.tensor<[1200], si64>\n"
+      "  mo.output %y, %q, %r : !mo.tensor<[n, 2], f32>, !mo.tensor<[0], si32>,"
+      " !mo.tensor<[1200], si64>\n"
+      "}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, sizeof text - 1, "g.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  const char *spec = under_test_device() ? under_test_device() : "simt-emu";
+  kiln_device *dev = kiln_device_open(spec, st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  kiln_device_model *m = kiln_device_model_compile(dev, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t xs[2] = {2, 2}, es[1] = {0}, bs[1] = {1200};
+  kiln_tensor *in[3] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, st),
+                        kiln_tensor_new(KILN_INT32, 1, es, st),
+                        kiln_tensor_new(KILN_INT64, 1, bs, st)};
+  float *px = kiln_tensor_data(in[0]);
+  for (int i = 0; i < 4; i++) px[i] = 0.25f * (float)(i + 1);
+  int64_t *pb = kiln_tensor_data(in[2]);
+  for (int i = 0; i < 1200; i++) pb[i] = i - 3;
+  const char *want =
+      "dev: tensor<[2, 2], f32> [0.5, 1, 1.5, 2]\n"
+      "empty: tensor<[0], si32> []\n"
+      "big: tensor<[1200], si64> [-3, -2, -1, 0, 1, ";
+  for (int round = 0; round < 3; round++) { /* execute, capture, replay */
+    kiln_tensor *out[3] = {0};
+    capture cap = capture_begin();
+    int rc = round == 0   ? kiln_device_model_execute(m, in, 3, out, 3, st)
+             : round == 1 ? kiln_device_model_capture(m, 7, in, 3, out, 3, st)
+                          : kiln_device_model_replay(m, 7, in, 3, out, 3, st);
+    char *got = capture_end(cap);
+    cr_assert_eq(rc, 0, "round %d: %s", round, kiln_status_message(st));
+    cr_expect(strncmp(got, want, strlen(want)) == 0, "round %d wrote:\n%.300s", round, got);
+    cr_expect(strstr(got, ", 995, 996, ...]\n") != NULL, "round %d: no elision:\n%s", round,
+              got + (strlen(got) > 80 ? strlen(got) - 80 : 0));
+    cr_expect_eq(print_lines(got), 3, "round %d: not 3 lines", round);
+    const float *py = kiln_tensor_data(out[0]);
+    cr_expect(py[0] == 0.125f && py[3] == 2.0f, "round %d: y %g .. %g", round, py[0], py[3]);
+    free(got);
+    for (int i = 0; i < 3; i++) kiln_tensor_free(out[i]);
+  }
+  for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  kiln_device_model_free(m);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
 }
