@@ -3,7 +3,7 @@
  * interpreter, on every dtype it takes (f32 f64 si32 si64) and
  * every shape class: each axis of a rank-3 shape by positive and negative
  * index, the default axis, size-1 and size-0 dims, a 67-long axis, a
- * leading axis over more than COLS inner positions (scan.c's column
+ * leading axis over more than COLS (4096) inner positions (scan.c's column
  * blocks and their remainder), and symbolic shapes scanned along a
  * symbolic axis and along a static one; scalars are refused (no axis).
  * Floats accumulate in double and round each result once on both sides,
@@ -27,10 +27,11 @@ static const scase CASES[] = {
     {"2, 3, 5", "axis = -2"}, {"2, 3, 5", NULL},      {"1", "axis = 0"},
     {"4, 1", "axis = 1"},     {"1, 4", "axis = 0"},    {"0, 4", "axis = 1"},
     {"4, 0", "axis = 0"},     {"3, 67", "axis = 1"},   {"9, 70", "axis = 0"},
+    {"3, 4099", "axis = 0"},
     {"n, m", "axis = 1"},     {"n, m", "axis = 0"},    {"n, 3, m", "axis = 1"},
 };
 #define NCASES (int)(sizeof CASES / sizeof CASES[0])
-#define BINDINGS "n=1,m=1;n=3,m=5;n=0,m=4;n=2,m=0;n=4,m=130"
+#define BINDINGS "n=1,m=1;n=3,m=5;n=0,m=4;n=2,m=0;n=4,m=130;n=2,m=4100"
 
 static const char *const NUMERIC[] = {"f32", "f64", "si32", "si64"};
 
