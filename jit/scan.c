@@ -14,9 +14,10 @@
  * the additions of every result, and the results, do not depend on the
  * split. With inner = 1 a line is contiguous and the running sum stays in a
  * register; LINES lines are walked together, so their sums are independent
- * chains of adds (one line's chain is bound by the add's latency: 0.40x of
- * the triad's bandwidth measured on [4096, 4096], 4 lines 0.63x; 8 lines
- * fell to 0.10x there: 16 streams a power of two apart share L1 sets);
+ * chains of adds. On [4096, 4096] (lines 16 KiB apart), medians of the
+ * triad's bandwidth: 1 line ~0.45x (one chain, bound by the add's
+ * latency), 2 lines ~0.6x, 3 ~0.5x, 4 ~0.4x and 8 ~0.1x (more streams a
+ * power of two apart than L1's ways);
  * otherwise up to COLS consecutive inner positions are scanned together,
  * with one accumulator each in a stack array (32 KiB of doubles), so the
  * walk reads whole rows of up to COLS contiguous elements, one after the
@@ -30,7 +31,7 @@
 #include "lower.h"
 #include "simt.h"
 
-enum { COLS = 4096, LINES = 4 };
+enum { COLS = 4096, LINES = 2 };
 
 typedef struct scan_kind {
   ir_dtype dt;
