@@ -10,7 +10,9 @@
  * logsoftmax / layer_norm, matmul against a fresh weight, transposes,
  * permutes, reshapes, concats, pads, broadcast_to, cumsum, masked_scatter
  * (a random bool mask, updates of the input's shape), nonzero of an exact
- * value (a count set from data, used by a gather_nd and a sum), and compares /
+ * value (a count set from data, used by a gather_nd and a sum), tile,
+ * band_part, max / avg_pool2d (3x3, padded to the same shape, through a
+ * rank-4 reshape), and compares /
  * where / argmax on values derived from the inputs by exact ops only (a
  * compare of two computed floats would flip on a last-bit difference).
  * Values no op consumed, and a few others, are the outputs. Each graph
@@ -166,7 +168,7 @@ static void step(fuzz *z) {
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
   z->cur_int = a->isint;
-  uint32_t what = rnd(z, 21);
+  uint32_t what = rnd(z, 24);
   if (z->cur_int && (what == 5 || what == 7 || what == 8)) { /* float-only ops */
     to_float(z, a, r, dims);
     return;
@@ -397,7 +399,7 @@ static void step(fuzz *z) {
   }
   case 20: { /* nonzero of an exact value (its count set from data): the indices, the
               * values they pick (gather_nd) as outputs, and those values' sum, [1] */
-    if (!a->exact || z->ncounts >= 4) {
+    if (!a->exact || z->ncounts >= 4 || r == 0) { /* gather_nd needs data of rank >= 1 */
       op1(z, "abs", NULL, a, r, dims, a->exact);
       break;
     }
@@ -413,6 +415,44 @@ static void step(fuzz *z) {
     gt_out(z->t, vals);
     int sum = gt_op1(z->t, "mo.sum", "{axis = 0}", vals, cur_dt(z), shape_of(z, 1, one));
     add_val(z, sum, 1, one, z->cur_int); /* a float sum's order may differ */
+    break;
+  }
+  case 21: { /* tile one axis 2 or 3 times */
+    if (r == 0) break;
+    int ax = (int)rnd(z, (uint32_t)r), k = 2 + (int)rnd(z, 2);
+    char attrs[64], s[DIM + 16];
+    size_t n = (size_t)snprintf(attrs, sizeof attrs, "{repeats = [");
+    for (int i = 0; i < r; i++)
+      n += (size_t)snprintf(attrs + n, sizeof attrs - n, "%s%d", i ? ", " : "", i == ax ? k : 1);
+    snprintf(attrs + n, sizeof attrs - n, "]}");
+    snprintf(s, sizeof s, "(%s) * %d", dims[ax], k);
+    if (strlen(s) >= DIM) break;
+    dimcpy(dims[ax], s);
+    op1(z, "tile", attrs, a, r, dims, a->exact);
+    break;
+  }
+  case 22: { /* band_part of the last two axes */
+    if (r < 2) break;
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "{num_lower = %d, num_upper = %d, exclude = %s}",
+             (int)rnd(z, 4) - 1, (int)rnd(z, 4) - 1, rnd(z, 2) ? "true" : "false");
+    op1(z, "band_part", attrs, a, r, dims, a->exact);
+    break;
+  }
+  case 23: { /* a 3x3 pool, stride 1, padding 1, of [1, d0, d1, d2] (NHWC): the same shape;
+              * H and W static (an empty one is refused: shorter than the window) */
+    if (r != 3 || strpbrk(dims[0], "nmc") || strpbrk(dims[1], "nmc")) break;
+    char s4[3 * DIM + 16];
+    snprintf(s4, sizeof s4, "1, %s", shape_of(z, 3, dims));
+    bool avg = !z->cur_int && rnd(z, 2);
+    a->uses++;
+    int x4 = gt_op1(z->t, "mo.reshape", NULL, a->id, cur_dt(z), s4);
+    int p = gt_op1(z->t, avg ? "mo.avg_pool2d" : "mo.max_pool2d",
+                   avg ? "{kernel_size = [3, 3], padding = [1], count_boundary = true}"
+                       : "{kernel_size = [3, 3], padding = [1]}",
+                   x4, cur_dt(z), s4);
+    int id = gt_op1(z->t, "mo.reshape", NULL, p, cur_dt(z), shape_of(z, 3, dims));
+    add_val(z, id, 3, dims, a->exact && !avg);
     break;
   }
   }
