@@ -400,13 +400,10 @@ Test(device_model, reshaped_constant_and_weight) {
       "  %y = mo.add(%a, %f) : !mo.tensor<[2], f32>\n"
       "  mo.output %y : !mo.tensor<[2], f32>\n"
       "}\n";
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_parse(text, sizeof text - 1, "g.mlir", st);
-  cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_device *dev = kiln_device_open(device_spec(), st);
-  cr_assert_not_null(dev, "%s", kiln_status_message(st));
-  kiln_device_model *m = kiln_device_model_compile(dev, g, st);
-  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  under_test_simt u;
+  cr_assert_eq(under_test_simt_open(&u, text), 0, "%s", kiln_status_message(u.st));
+  kiln_device_model *m = u.m;
+  kiln_status *st = u.st;
   int64_t ws[2] = {1, 2}, xs[1] = {2};
   kiln_tensor *w = kiln_tensor_new(KILN_FLOAT32, 2, ws, st);
   kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, xs, st);
@@ -420,10 +417,7 @@ Test(device_model, reshaped_constant_and_weight) {
   kiln_tensor_free(y);
   kiln_tensor_free(x);
   kiln_tensor_free(w);
-  kiln_device_model_free(m);
-  kiln_device_close(dev);
-  kiln_graph_free(g);
-  kiln_status_free(st);
+  under_test_simt_close(&u);
 }
 
 /* Each execute's kernels see that execute's input bytes, whole: a large
@@ -435,13 +429,10 @@ Test(device_model, every_execute_sees_its_own_inputs) {
       "  %y = mo.add(%x, %x) : !mo.tensor<[n], f32>\n"
       "  mo.output %y : !mo.tensor<[n], f32>\n"
       "}\n";
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_parse(text, sizeof text - 1, "g.mlir", st);
-  cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_device *dev = kiln_device_open(device_spec(), st);
-  cr_assert_not_null(dev, "%s", kiln_status_message(st));
-  kiln_device_model *m = kiln_device_model_compile(dev, g, st);
-  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  under_test_simt u;
+  cr_assert_eq(under_test_simt_open(&u, text), 0, "%s", kiln_status_message(u.st));
+  kiln_device_model *m = u.m;
+  kiln_status *st = u.st;
   for (int run = 0; run < 8; run++) {
     int64_t n = (1 << 22) - (run >= 4); /* a new plan halfway */
     kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 1, &n, st);
@@ -461,8 +452,5 @@ Test(device_model, every_execute_sees_its_own_inputs) {
     kiln_tensor_free(y);
     kiln_tensor_free(x);
   }
-  kiln_device_model_free(m);
-  kiln_device_close(dev);
-  kiln_graph_free(g);
-  kiln_status_free(st);
+  under_test_simt_close(&u);
 }

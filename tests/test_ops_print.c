@@ -215,14 +215,10 @@ Test(device_print, writes_the_hosts_lines) {
       "  mo.output %y, %q, %r : !mo.tensor<[n, 2], f32>, !mo.tensor<[0], si32>,"
       " !mo.tensor<[1200], si64>\n"
       "}\n";
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_parse(text, sizeof text - 1, "g.mlir", st);
-  cr_assert_not_null(g, "%s", kiln_status_message(st));
-  const char *spec = under_test_device() ? under_test_device() : "simt-emu";
-  kiln_device *dev = kiln_device_open(spec, st);
-  cr_assert_not_null(dev, "%s", kiln_status_message(st));
-  kiln_device_model *m = kiln_device_model_compile(dev, g, st);
-  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  under_test_simt u;
+  cr_assert_eq(under_test_simt_open(&u, text), 0, "%s", kiln_status_message(u.st));
+  kiln_device_model *m = u.m;
+  kiln_status *st = u.st;
   int64_t xs[2] = {2, 2}, es[1] = {0}, bs[1] = {1200};
   kiln_tensor *in[3] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, st),
                         kiln_tensor_new(KILN_INT32, 1, es, st),
@@ -253,8 +249,5 @@ Test(device_print, writes_the_hosts_lines) {
     for (int i = 0; i < 3; i++) kiln_tensor_free(out[i]);
   }
   for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
-  kiln_device_model_free(m);
-  kiln_device_close(dev);
-  kiln_graph_free(g);
-  kiln_status_free(st);
+  under_test_simt_close(&u);
 }

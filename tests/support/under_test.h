@@ -18,4 +18,16 @@ const char *under_test_device(void);
  * process of its own). NULL with st set when the device cannot be opened. */
 kiln_model *under_test_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
 
+/* A SIMT device model of graph text on the device under test, or simt-emu
+ * when KILN_TEST_DEVICE names none: its status, graph, device and model,
+ * which under_test_simt_close frees. 0, or -1 with u->st saying why. */
+typedef struct under_test_simt {
+  kiln_status *st;
+  kiln_graph *g;
+  kiln_device *dev;
+  kiln_device_model *m;
+} under_test_simt;
+int under_test_simt_open(under_test_simt *u, const char *text);
+void under_test_simt_close(under_test_simt *u);
+
 #endif
