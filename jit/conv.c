@@ -31,6 +31,7 @@
 #include "lower.h"
 #include "jit.h"
 #include "simt.h"
+#include "template.h"
 
 #define CONV_MB 256 /* pixels per im2col block */
 
@@ -96,21 +97,27 @@ static void add_bias(jit_fn *f, const convp *q, LLVMValueRef r0, LLVMValueRef r1
   jit_loop_end(f, &L);
 }
 
-static void call_gemm(jit_fn *f, LLVMValueRef gemm, LLVMValueRef M, LLVMValueRef N, LLVMValueRef K,
-                      LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, LLVMValueRef ldb,
-                      LLVMValueRef C, LLVMValueRef ldc, LLVMValueRef work) {
-  LLVMValueRef null = LLVMConstPointerNull(f->t_ptr);
-  LLVMValueRef args[14] = {M, N, K, A, lda, B, ldb, C, ldc, work, jit_i64(f, 0), jit_i64(f, 1), null, null};
-  LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
+/* C = A B through the template's _ex entry, or its _pex one when B is
+ * prepacked (packed: ldb and work unused). */
+static void call_gemm(jit_fn *f, LLVMValueRef gemm, bool packed, LLVMValueRef M, LLVMValueRef N,
+                      LLVMValueRef K, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B,
+                      LLVMValueRef ldb, LLVMValueRef C, LLVMValueRef ldc, LLVMValueRef work) {
+  LLVMValueRef null = LLVMConstPointerNull(f->t_ptr), one = jit_i64(f, 1), zero = jit_i64(f, 0);
+  LLVMValueRef ex[14] = {M, N, K, A, lda, B, ldb, C, ldc, work, zero, one, null, null};
+  LLVMValueRef pex[12] = {M, N, K, A, lda, B, C, ldc, zero, one, null, null};
+  LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, packed ? pex : ex, packed ? 12 : 14,
+                 "");
 }
 
 /* One malloc of `elems` elements plus the template's workspace for an
- * (M, N, K) GEMM; returns JIT_KERR_NOMEM from the kernel when it fails.
- * *work points past the first `elems` elements. */
+ * (M, N, K) GEMM (none without work_fn: _pex takes none); returns
+ * JIT_KERR_NOMEM from the kernel when it fails. *work points past the
+ * first `elems` elements. */
 static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, LLVMValueRef elems,
                               LLVMValueRef M, LLVMValueRef N, LLVMValueRef K, LLVMValueRef *work) {
-  LLVMValueRef wargs[3] = {M, N, K};
-  LLVMValueRef wel = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(work_fn), work_fn, wargs, 3, "");
+  LLVMValueRef wargs[3] = {M, N, K}, wel = jit_i64(f, 0);
+  if (work_fn)
+    wel = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(work_fn), work_fn, wargs, 3, "");
   LLVMValueRef es = jit_i64(f, (int64_t)ir_dtype_size(q->dt));
   /* 64 spare bytes: never a malloc(0), whose NULL would read as a failure */
   LLVMValueRef bytes = jit_add(f, jit_mul(f, jit_add(f, elems, wel), es), jit_i64(f, 64));
@@ -128,13 +135,25 @@ static void release(jit_fn *f, LLVMValueRef buf) {
 }
 
 int jit_lower_conv(jit_fn *f) {
+  if (f->node->op != IR_OP_CONV2D && ir_node_attr_int(f->node, "kiln.packed_b", 0))
+    return jit_fn_error(f, "kiln.packed_b is read by mo.conv2d only");
   if (f->node->op == IR_OP_CONV2D_TRANSPOSE) return jit_lower_conv_t(f);
   if (f->node->op == IR_OP_CONV3D) return jit_lower_conv3d(f);
   convp q;
   if (conv_setup(f, &q) != 0) return -1;
   const jit_win *w = &q.w;
-  LLVMValueRef gemm, work_fn;
-  if (jit_gemm_entries(f, q.dt, "ex", true, &gemm, &work_fn) != 0) return -1;
+  /* the filter prepacked by the runtime (src/prepack.c): the width it
+   * packed with must be the one this target's entry reads */
+  int64_t packed = ir_node_attr_int(f->node, "kiln.packed_b", 0);
+  if (packed) {
+    int64_t want = jit_gemm_panel_width(jit_target_has(f, "avx512f"), q.dt);
+    if (q.groups != 1 || packed != want)
+      return jit_fn_error(f, "mo.conv2d: kiln.packed_b = %lld needs one group and this target's "
+                          "panel width %lld", (long long)packed, (long long)want);
+  }
+  LLVMValueRef gemm, work_fn = NULL;
+  if (jit_gemm_entries(f, q.dt, packed ? "pex" : "ex", true, &gemm, packed ? NULL : &work_fn) != 0)
+    return -1;
   LLVMValueRef X = jit_in(f, 0), Fl = jit_in(f, 1), Y = jit_out(f, 0), zero = jit_i64(f, 0);
   LLVMValueRef Fv = jit_i64(f, q.F), Fgv = jit_i64(f, q.Fg);
   LLVMValueRef pix = jit_numel_range(f, &f->node->out[0]->type, 0, 3), lo, hi;
@@ -144,7 +163,7 @@ int jit_lower_conv(jit_fn *f) {
                !w->pad[0] && !w->pad[1] && !w->pad[2] && !w->pad[3];
   if (plain) { /* [pixels, C] x [C, F]: the operand is the GEMM's A */
     LLVMValueRef work, buf = workspace(f, &q, work_fn, zero, M, Fv, q.C, &work);
-    call_gemm(f, gemm, M, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, lo, q.C)), q.C, Fl, Fv,
+    call_gemm(f, gemm, packed, M, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, lo, q.C)), q.C, Fl, Fv,
               eptr(f, q.dt, Y, jit_mul(f, lo, Fv)), Fv, work);
     release(f, buf);
     if (q.bias) add_bias(f, &q, lo, hi);
@@ -189,7 +208,7 @@ int jit_lower_conv(jit_fn *f) {
   jit_loop_end(f, &Ss);
   jit_loop_end(f, &Rr);
   jit_loop_end(f, &I);
-  call_gemm(f, gemm, m, Fgv, K, buf, K, eptr(f, q.dt, Fl, jit_mul(f, g, Fgv)), Fv,
+  call_gemm(f, gemm, packed, m, Fgv, K, buf, K, eptr(f, q.dt, Fl, jit_mul(f, g, Fgv)), Fv,
             eptr(f, q.dt, Y, jit_add(f, jit_mul(f, m0, Fv), jit_mul(f, g, Fgv))), Fv, work);
   jit_loop_end(f, &G);
   if (q.bias) add_bias(f, &q, m0, jit_add(f, m0, m));
@@ -202,6 +221,8 @@ int jit_simt_lower_conv(jit_simt_fn *sf) {
   if (sf->f.node->op == IR_OP_CONV2D_TRANSPOSE) return jit_simt_lower_conv_t(sf);
   if (sf->f.node->op == IR_OP_CONV3D) return jit_simt_lower_conv3d(sf);
   jit_fn *f = &sf->f;
+  if (ir_node_attr_int(f->node, "kiln.packed_b", 0)) /* the CPU runtime's, never a device's */
+    return jit_fn_error(f, "mo.conv2d: kiln.packed_b is not supported on SIMT targets");
   convp q;
   if (conv_setup(f, &q) != 0) return -1;
   const jit_win *w = &q.w;
