@@ -14,6 +14,17 @@
  *     group's columns of the filter, the products stored straight into the
  *     result (ldc = F). The block keeps the copy in cache between its write
  *     and the GEMM's read.
+ * Algorithm: im2col + the GEMM, not a direct or Winograd kernel, because
+ * the template already runs at oneDNN's speed on these shapes once its B
+ * is not repacked per call (a direct kernel would be a second register
+ * tile to tune; Winograd changes the rounding and helps only 3x3 stride 1).
+ * Prepacked filter (kiln.packed_b = NR, set by the runtime, src/prepack.c,
+ * on a one-group conv whose filter is a weight or a constant): the filter
+ * buffer holds the [R * S * C, F] matrix already in the template's panel
+ * layout, packed once per bind, and every GEMM calls the _pex entry (no B
+ * copy per block and per call, no workspace); a plain 1x1 then calls it per
+ * block of CONV_PLAIN_MB pixels. _pex sums exactly as _ex, so the results
+ * do not depend on whether the filter was packed.
  * The pixels are split between the parts (jit_split_range); each part runs
  * its own blocks with its own buffer and calls the template whole (part 0
  * of 1), so nothing is shared between parts. The bias is added to each
@@ -41,7 +52,8 @@
  * AVX2 host, GFLOP/s, whole -> blocks of 144: 1568 x 256 x 1024 71 -> 82,
  * 6272 x 128 x 512 63 -> 75; 96 and 288 were no better). Blocks are equal
  * (M / ceil(M / 144)), so none drops to the template's few-rows path and
- * the sums stay those of one call. */
+ * the sums stay those of one call. (Without a packed filter each block
+ * would pack the whole filter again: one call.) */
 #define CONV_PLAIN_MB 144
 
 typedef struct convp {
