@@ -69,7 +69,8 @@ static int conv_setup(jit_fn *f, convp *q) {
   if (n->nin < 2 || jit_win_read(f, n, &q->w) != 0) return -1;
   const ir_type *xt = &n->in[0]->type, *ft = &n->in[1]->type, *yt = &n->out[0]->type;
   q->groups = ir_node_attr_int(n, "groups", 1);
-  if (ft->rank != 4 || !ir_dim_is_const(ft->dims[0], &q->R) || !ir_dim_is_const(ft->dims[1], &q->S) ||
+  if (ft->rank != 4 || !ir_dim_is_const(ft->dims[0], &q->R) ||
+      !ir_dim_is_const(ft->dims[1], &q->S) ||
       !ir_dim_is_const(ft->dims[3], &q->F) || q->groups < 1 || q->F % q->groups != 0)
     return jit_fn_error(f, "mo.conv2d: the filter needs static R, S and F divisible by groups");
   q->Fg = q->F / q->groups;
@@ -113,7 +114,8 @@ static void add_bias(jit_fn *f, const convp *q, LLVMValueRef r0, LLVMValueRef r1
   LLVMValueRef base = jit_mul(f, row, jit_i64(f, q->F));
   LLVMValueRef o = jit_loop_begin(f, &O, jit_i64(f, 0), jit_i64(f, q->F), "o");
   LLVMValueRef yi = jit_add(f, base, o);
-  jit_store(f, q->dt, Y, yi, LLVMBuildFAdd(f->b, jit_load(f, q->dt, Y, yi), jit_load(f, q->dt, B, o), ""));
+  LLVMValueRef sum = LLVMBuildFAdd(f->b, jit_load(f, q->dt, Y, yi), jit_load(f, q->dt, B, o), "");
+  jit_store(f, q->dt, Y, yi, sum);
   jit_loop_end(f, &O);
   jit_loop_end(f, &L);
 }
@@ -142,9 +144,9 @@ static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, L
   LLVMValueRef es = jit_i64(f, (int64_t)ir_dtype_size(q->dt));
   /* 64 spare bytes: never a malloc(0), whose NULL would read as a failure */
   LLVMValueRef bytes = jit_add(f, jit_mul(f, jit_add(f, elems, wel), es), jit_i64(f, 64));
-  LLVMValueRef buf = LLVMBuildCall2(f->b, LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0),
-                                    libc_fn(f, "malloc", LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0)),
-                                    &bytes, 1, "conv.buf");
+  LLVMTypeRef malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
+  LLVMValueRef buf =
+      LLVMBuildCall2(f->b, malloc_ty, libc_fn(f, "malloc", malloc_ty), &bytes, 1, "conv.buf");
   jit_fail_if(f, LLVMBuildIsNull(f->b, buf, ""), JIT_KERR_NOMEM);
   *work = eptr(f, q->dt, buf, elems);
   return buf;
@@ -218,7 +220,8 @@ int jit_lower_conv(jit_fn *f) {
   LLVMValueRef blk = jit_loop_begin(f, &Bk, zero, nblk, "blk");
   LLVMValueRef m0 = jit_add(f, lo, jit_mul(f, blk, MB));
   LLVMValueRef rest = LLVMBuildSub(f->b, hi, m0, "");
-  LLVMValueRef m = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, rest, MB, ""), rest, MB, "");
+  LLVMValueRef m =
+      LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, rest, MB, ""), rest, MB, "");
   LLVMValueRef g = jit_loop_begin(f, &G, zero, jit_i64(f, q.groups), "g");
   LLVMValueRef cbase = jit_mul(f, g, q.Cg);
   LLVMValueRef i = jit_loop_begin(f, &I, zero, m, "i");
@@ -231,13 +234,15 @@ int jit_lower_conv(jit_fn *f) {
   LLVMValueRef s = jit_loop_begin(f, &Ss, zero, jit_i64(f, q.S), "s");
   LLVMValueRef inw, iw = tap(f, ow, s, w->st[1], w->pad[2], w->dil[1], q.W, &inw);
   LLVMValueRef dst = eptr(f, q.dt, buf,
-                          jit_add(f, row, jit_mul(f, jit_add(f, jit_mul(f, r, jit_i64(f, q.S)), s), q.Cg)));
+                          jit_add(f, row, jit_mul(f, jit_add(f, jit_mul(f, r, jit_i64(f, q.S)), s),
+                                                  q.Cg)));
   LLVMBasicBlockRef cp = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tap.in");
   LLVMBasicBlockRef zf = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tap.pad");
   LLVMBasicBlockRef nx = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tap.next");
   LLVMBuildCondBr(f->b, LLVMBuildAnd(f->b, inh, inw, ""), cp, zf);
   LLVMPositionBuilderAtEnd(f->b, cp);
-  LLVMValueRef src = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, b, q.H), ih), q.W), iw), q.C), cbase);
+  LLVMValueRef xrow = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, b, q.H), ih), q.W), iw);
+  LLVMValueRef src = jit_add(f, jit_mul(f, xrow, q.C), cbase);
   LLVMBuildMemCpy(f->b, dst, al, eptr(f, q.dt, X, src), al, run_bytes);
   LLVMBuildBr(f->b, nx);
   LLVMPositionBuilderAtEnd(f->b, zf);
@@ -269,11 +274,13 @@ int jit_simt_lower_conv(jit_simt_fn *sf) {
   LLVMTypeRef et = jit_type(f, q.dt);
   LLVMValueRef acc_slot = jit_alloca(f, et, "acc");
   jit_simt_loop l;
-  LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, &f->node->out[0]->type, 0, 4));
+  LLVMValueRef e =
+      jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, &f->node->out[0]->type, 0, 4));
   LLVMValueRef dims[4] = {NULL, q.Ho, q.Wo, Fv}, co[4];
   jit_simt_unravel(f, e, dims, 4, co);
   LLVMValueRef cbase = jit_mul(f, LLVMBuildUDiv(f->b, co[3], jit_i64(f, q.Fg), ""), q.Cg);
-  LLVMBuildStore(f->b, q.bias ? jit_load(f, q.dt, jit_in(f, 2), co[3]) : jit_fconst(f, q.dt, 0), acc_slot);
+  LLVMBuildStore(f->b, q.bias ? jit_load(f, q.dt, jit_in(f, 2), co[3]) : jit_fconst(f, q.dt, 0),
+                 acc_slot);
   jit_loop Rr, Ss, Cc;
   LLVMValueRef r = jit_loop_begin(f, &Rr, zero, jit_i64(f, q.R), "r");
   LLVMValueRef inh, ih = tap(f, co[1], r, w->st[0], w->pad[0], w->dil[0], q.H, &inh);
@@ -281,11 +288,13 @@ int jit_simt_lower_conv(jit_simt_fn *sf) {
   LLVMValueRef inw, iw = tap(f, co[2], s, w->st[1], w->pad[2], w->dil[1], q.W, &inw);
   jit_simt_if ib;
   jit_simt_if_begin(f, &ib, LLVMBuildAnd(f->b, inh, inw, ""));
-  LLVMValueRef xb = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, co[0], q.H), ih), q.W), iw), q.C), cbase);
+  LLVMValueRef xrow = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, co[0], q.H), ih), q.W), iw);
+  LLVMValueRef xb = jit_add(f, jit_mul(f, xrow, q.C), cbase);
   LLVMValueRef fb = jit_mul(f, jit_add(f, jit_mul(f, r, jit_i64(f, q.S)), s), q.Cg);
   LLVMValueRef c = jit_loop_begin(f, &Cc, zero, q.Cg, "c");
   LLVMValueRef args[3] = {jit_load(f, q.dt, jit_in(f, 0), jit_add(f, xb, c)),
-                          jit_load(f, q.dt, jit_in(f, 1), jit_add(f, jit_mul(f, jit_add(f, fb, c), Fv), co[3])),
+                          jit_load(f, q.dt, jit_in(f, 1),
+                                   jit_add(f, jit_mul(f, jit_add(f, fb, c), Fv), co[3])),
                           LLVMBuildLoad2(f->b, et, acc_slot, "")};
   LLVMBuildStore(f->b, jit_intrinsic(f, "llvm.fmuladd", et, args, 3), acc_slot);
   jit_loop_end(f, &Cc);
