@@ -94,13 +94,15 @@ static void kiln_setup(kiln_context *ctx, kconv *kc, int64_t n, const ccase *c, 
   if (!vy || kiln_graph_set_outputs(g, &vy, 1, NULL, st) != 0) die("conv2d", st);
   if (!(kc->model = kiln_model_compile(ctx, g, st))) die("compile", st);
   kiln_graph_free(g);
-  int64_t shx[4] = {n, c->h, c->h, c->c}, shw[4] = {c->k, c->k, c->c, c->f}, shy[4] = {n, ho, ho, c->f};
+  int64_t shx[4] = {n, c->h, c->h, c->c}, shw[4] = {c->k, c->k, c->c, c->f};
+  int64_t shy[4] = {n, ho, ho, c->f};
   kc->x = kiln_tensor_borrow(KILN_FLOAT32, 4, shx, x, st);
   kc->w = kiln_tensor_borrow(KILN_FLOAT32, 4, shw, w, st);
   kc->y = kiln_tensor_borrow(KILN_FLOAT32, 4, shy, y, st);
   if (!kc->x || !kc->w || !kc->y) die("tensors", st);
   kc->w_input = w_input;
-  if (!w_input && kiln_model_bind_weight(kc->model, "w", kc->w, st) != 0) die("bind the filter", st);
+  if (!w_input && kiln_model_bind_weight(kc->model, "w", kc->w, st) != 0)
+    die("bind the filter", st);
 }
 
 static void kiln_run(kconv *kc, kiln_status *st) {
@@ -126,7 +128,8 @@ typedef struct dconv {
   } while (0)
 
 /* x NHWC, w RSCF (oneDNN's hwio), y NHWC */
-static void dnnl_setup(dconv *d, int64_t n, const ccase *c, int64_t ho, float *x, float *w, float *y) {
+static void dnnl_setup(dconv *d, int64_t n, const ccase *c, int64_t ho, float *x, float *w,
+                       float *y) {
   DN(dnnl_engine_create(&d->eng, dnnl_cpu, 0));
   DN(dnnl_stream_create(&d->stream, d->eng, dnnl_stream_default_flags));
   dnnl_dims_t xs = {n, c->c, c->h, c->h}, ws = {c->f, c->c, c->k, c->k}, ys = {n, c->f, ho, ho};
@@ -138,7 +141,8 @@ static void dnnl_setup(dconv *d, int64_t n, const ccase *c, int64_t ho, float *x
   int64_t p = c->k / 2;
   dnnl_dims_t st = {c->stride, c->stride}, dil = {0, 0}, pl = {p, p}, pr = {p, p};
   dnnl_convolution_desc_t cd;
-  DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference, dnnl_convolution_direct,
+  DN(dnnl_dilated_convolution_forward_desc_init(&cd, dnnl_forward_inference,
+                                                dnnl_convolution_direct,
                                                 &xmd, &wmd_any, NULL, &ymd, st, dil, pl, pr));
   dnnl_primitive_desc_t pd;
   DN(dnnl_primitive_desc_create(&pd, &cd, NULL, d->eng, NULL));
@@ -167,7 +171,8 @@ static void dnnl_setup(dconv *d, int64_t n, const ccase *c, int64_t ho, float *x
 }
 
 static void dnnl_run(dconv *d) {
-  dnnl_exec_arg_t a[3] = {{DNNL_ARG_SRC, d->src}, {DNNL_ARG_WEIGHTS, d->wts}, {DNNL_ARG_DST, d->dst}};
+  dnnl_exec_arg_t a[3] = {
+      {DNNL_ARG_SRC, d->src}, {DNNL_ARG_WEIGHTS, d->wts}, {DNNL_ARG_DST, d->dst}};
   DN(dnnl_primitive_execute(d->prim, d->stream, 3, a));
   DN(dnnl_stream_wait(d->stream));
 }
@@ -219,7 +224,8 @@ static void run_case(kiln_context *ctx, int64_t n, const ccase *c, const char *i
   dnnl_run(&d);
   for (int64_t i = 0; i < ny; i++)
     if (fabsf(y[i] - y2[i]) > 1e-4f * (1.0f + fabsf(y[i]))) {
-      fprintf(stderr, "bench_conv: oneDNN and kiln differ at %lld: %g vs %g\n", (long long)i, y2[i], y[i]);
+      fprintf(stderr, "bench_conv: oneDNN and kiln differ at %lld: %g vs %g\n", (long long)i,
+              y2[i], y[i]);
       exit(1);
     }
   have_d = true;
