@@ -209,8 +209,10 @@ static void run_case(kiln_context *ctx, int64_t n, const ccase *c, const char *i
   fill(x, nx, &seed);
   fill(w, nw, &seed);
   double flops = 2.0 * (double)ny * (double)(c->k * c->k * c->c);
-  int rounds = (int)(2e10 / flops);
-  rounds = rounds < 5 ? 5 : rounds > 100 ? 100 : rounds;
+  /* about 60 GFLOP per engine (a few seconds per case): enough rounds for
+   * a median on a shared host */
+  int rounds = (int)(6e10 / flops);
+  rounds = rounds < 15 ? 15 : rounds > 300 ? 300 : rounds;
   if (o->quick) rounds = rounds / 5 < 3 ? 3 : rounds / 5;
   kconv kc;
   kiln_setup(ctx, &kc, n, c, ho, x, w, y, o->w_input, st);
