@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - issue 4's benchmarks in one command: builds what it needs, runs
-# kiln beside its anchors (oneDNN / OpenBLAS sgemm, oneDNN's convolution, a STREAM-like triad,
-# ONNX Runtime, MAX) and prints one table: case | kiln | anchor | ratio
+# kiln beside its anchors (oneDNN / OpenBLAS sgemm, oneDNN's convolution, a
+# STREAM-like triad, ONNX Runtime, MAX) and prints one table: case | kiln | anchor | ratio
 # (kiln speed / anchor speed) | target | met?, then every figure as
 # min / median / max and the notes. bench/README.md says how to read it.
 #
