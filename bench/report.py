@@ -1,6 +1,7 @@
 """report.py - the one table of bench/run.sh: reads what the steps wrote
 (bench_gemm --tsv at 1 and 2 threads, bench_chain --tsv, bench_softmax and
-bench/anchors/ort_softmax.py --tsv, bench_topk --tsv, bench_encoder_latency --tsv
+bench/anchors/ort_softmax.py --tsv, bench_topk --tsv, bench_movement --tsv,
+bench_conv --tsv (conv2d beside oneDNN), bench_encoder_latency --tsv
 (MiniLM and a BERT-base-sized encoder beside ORT), the anchors' JSON from
 bench/anchors/ort_bench.py) and prints, per case, kiln's median, each
 anchor's median, the ratio kiln speed / anchor speed (> 1: kiln faster),
@@ -11,7 +12,8 @@ Assumes: the files were written in this invocation of bench/run.sh (a file
 that is missing or empty makes its rows say "not measured", with the reason
 run.sh gives through --failed). Python 3 standard library only.
 
-usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--topk F] [--encoders F]
+usage: report.py [--gemm1 F] [--gemm2 F] [--chain F] [--softmax F] [--topk F] [--movement F]
+                 [--conv F] [--encoders F]
                  [--anchors F]
                  [--failed STEP=REASON]... [--note TEXT]... [--quick]
                  [--markdown OUT]
@@ -109,6 +111,7 @@ def main():
     ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
     ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
     ap.add_argument("--movement", help="bench_movement --tsv (kiln and its triad)")
+    ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
@@ -246,6 +249,19 @@ def main():
         detail("%s kiln 1T" % cid, kr)
     detail("triad (bench_movement)", mtr)
 
+    # ---- conv2d vs oneDNN's convolution, 1 thread (issue 17: >= 0.8x)
+    cvm, cv, cve = read_tsv(a.conv)
+    shapes = [(56, 64, 64, 3), (56, 64, 256, 1), (56, 256, 64, 1), (28, 128, 128, 3),
+              (28, 512, 128, 1), (14, 256, 256, 3), (14, 1024, 256, 1), (7, 512, 512, 3),
+              (7, 2048, 512, 1)]
+    for n in (1, 8):
+        for h, c, f, k in shapes:
+            cid = "n%d_%dx%d_%d-%d_%dx%d" % (n, h, h, c, f, k, k)
+            kr, dr = cv.get((cid, "kiln", 1)), cv.get((cid, "oneDNN", 1))
+            add("conv2d %s (GFLOP/s)" % cid, "GFLOP/s", kr, [("oneDNN", dr, 0.8)], why("conv"))
+            detail("%s kiln 1T" % cid, kr)
+            detail("%s oneDNN 1T" % cid, dr)
+
     # ---- ONNX encoders vs ORT (issue 16: kiln <= ORT latency at every point)
     _, en, _ = read_tsv(a.encoders)
     for model, name in (("minilm", "MiniLM-L3 (ONNX)"), ("bert", "BERT-base-sized, 12 layers (ONNX)")):
@@ -377,7 +393,13 @@ def main():
                            (" (max %s)" % v["max"]) if v.get("max") else ""))
         for f in anc.get("failures", []):
             P("- anchors FAILED: %s" % f)
-    for e in g1e + g2e + che + ch0e:
+    if cvm:
+        P("- conv2d: bench_conv, f32 NHWC, stride 1, padding k / 2; kiln's RSCF filter is a "
+          "%s (a weight is bound, and packed, once); oneDNN's convolution primitive (NHWC, "
+          "weights reordered once to the layout it picks); both 1 thread, interleaved, "
+          "oneDNN's result checked against kiln's first. GFLOP/s = 2 N Ho Wo F R S C / time."
+          % cvm.get("filter", "?"))
+    for e in g1e + g2e + che + ch0e + cve:
         P("- %s %s (%d threads): %s" % (e["case"], e["engine"], e["threads"], e["reason"]))
     for step, reason in failed.items():
         P("- step %s failed: %s" % (step, reason))

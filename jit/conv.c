@@ -14,6 +14,17 @@
  *     group's columns of the filter, the products stored straight into the
  *     result (ldc = F). The block keeps the copy in cache between its write
  *     and the GEMM's read.
+ * Algorithm: im2col + the GEMM, not a direct or Winograd kernel, because
+ * the template already runs at oneDNN's speed on these shapes once its B
+ * is not repacked per call (a direct kernel would be a second register
+ * tile to tune; Winograd changes the rounding and helps only 3x3 stride 1).
+ * Prepacked filter (kiln.packed_b = NR, set by the runtime, src/prepack.c,
+ * on a one-group conv whose filter is a weight or a constant): the filter
+ * buffer holds the [R * S * C, F] matrix already in the template's panel
+ * layout, packed once per bind, and every GEMM calls the _pex entry (no B
+ * copy per block and per call, no workspace); a plain 1x1 then calls it per
+ * block of CONV_PLAIN_MB pixels. _pex sums exactly as _ex, so the results
+ * do not depend on whether the filter was packed.
  * The pixels are split between the parts (jit_split_range); each part runs
  * its own blocks with its own buffer and calls the template whole (part 0
  * of 1), so nothing is shared between parts. The bias is added to each
@@ -31,8 +42,19 @@
 #include "lower.h"
 #include "jit.h"
 #include "simt.h"
+#include "template.h"
 
 #define CONV_MB 256 /* pixels per im2col block */
+/* Pixels per GEMM of a plain 1x1 conv with a prepacked filter: one call
+ * for all pixels passes over the whole result once per K block of the
+ * template (256 deep), from L3 where it is large; blocks of the template's
+ * MC keep each block's result in L2 across its K blocks (measured on this
+ * AVX2 host, GFLOP/s, whole -> blocks of 144: 1568 x 256 x 1024 71 -> 82,
+ * 6272 x 128 x 512 63 -> 75; 96 and 288 were no better). Blocks are equal
+ * (M / ceil(M / 144)), so none drops to the template's few-rows path and
+ * the sums stay those of one call. (Without a packed filter each block
+ * would pack the whole filter again: one call.) */
+#define CONV_PLAIN_MB 144
 
 typedef struct convp {
   jit_win w;
@@ -47,7 +69,8 @@ static int conv_setup(jit_fn *f, convp *q) {
   if (n->nin < 2 || jit_win_read(f, n, &q->w) != 0) return -1;
   const ir_type *xt = &n->in[0]->type, *ft = &n->in[1]->type, *yt = &n->out[0]->type;
   q->groups = ir_node_attr_int(n, "groups", 1);
-  if (ft->rank != 4 || !ir_dim_is_const(ft->dims[0], &q->R) || !ir_dim_is_const(ft->dims[1], &q->S) ||
+  if (ft->rank != 4 || !ir_dim_is_const(ft->dims[0], &q->R) ||
+      !ir_dim_is_const(ft->dims[1], &q->S) ||
       !ir_dim_is_const(ft->dims[3], &q->F) || q->groups < 1 || q->F % q->groups != 0)
     return jit_fn_error(f, "mo.conv2d: the filter needs static R, S and F divisible by groups");
   q->Fg = q->F / q->groups;
@@ -91,32 +114,39 @@ static void add_bias(jit_fn *f, const convp *q, LLVMValueRef r0, LLVMValueRef r1
   LLVMValueRef base = jit_mul(f, row, jit_i64(f, q->F));
   LLVMValueRef o = jit_loop_begin(f, &O, jit_i64(f, 0), jit_i64(f, q->F), "o");
   LLVMValueRef yi = jit_add(f, base, o);
-  jit_store(f, q->dt, Y, yi, LLVMBuildFAdd(f->b, jit_load(f, q->dt, Y, yi), jit_load(f, q->dt, B, o), ""));
+  LLVMValueRef sum = LLVMBuildFAdd(f->b, jit_load(f, q->dt, Y, yi), jit_load(f, q->dt, B, o), "");
+  jit_store(f, q->dt, Y, yi, sum);
   jit_loop_end(f, &O);
   jit_loop_end(f, &L);
 }
 
-static void call_gemm(jit_fn *f, LLVMValueRef gemm, LLVMValueRef M, LLVMValueRef N, LLVMValueRef K,
-                      LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B, LLVMValueRef ldb,
-                      LLVMValueRef C, LLVMValueRef ldc, LLVMValueRef work) {
-  LLVMValueRef null = LLVMConstPointerNull(f->t_ptr);
-  LLVMValueRef args[14] = {M, N, K, A, lda, B, ldb, C, ldc, work, jit_i64(f, 0), jit_i64(f, 1), null, null};
-  LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
+/* C = A B through the template's _ex entry, or its _pex one when B is
+ * prepacked (packed: ldb and work unused). */
+static void call_gemm(jit_fn *f, LLVMValueRef gemm, bool packed, LLVMValueRef M, LLVMValueRef N,
+                      LLVMValueRef K, LLVMValueRef A, LLVMValueRef lda, LLVMValueRef B,
+                      LLVMValueRef ldb, LLVMValueRef C, LLVMValueRef ldc, LLVMValueRef work) {
+  LLVMValueRef null = LLVMConstPointerNull(f->t_ptr), one = jit_i64(f, 1), zero = jit_i64(f, 0);
+  LLVMValueRef ex[14] = {M, N, K, A, lda, B, ldb, C, ldc, work, zero, one, null, null};
+  LLVMValueRef pex[12] = {M, N, K, A, lda, B, C, ldc, zero, one, null, null};
+  LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, packed ? pex : ex, packed ? 12 : 14,
+                 "");
 }
 
 /* One malloc of `elems` elements plus the template's workspace for an
- * (M, N, K) GEMM; returns JIT_KERR_NOMEM from the kernel when it fails.
- * *work points past the first `elems` elements. */
+ * (M, N, K) GEMM (none without work_fn: _pex takes none); returns
+ * JIT_KERR_NOMEM from the kernel when it fails. *work points past the
+ * first `elems` elements. */
 static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, LLVMValueRef elems,
                               LLVMValueRef M, LLVMValueRef N, LLVMValueRef K, LLVMValueRef *work) {
-  LLVMValueRef wargs[3] = {M, N, K};
-  LLVMValueRef wel = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(work_fn), work_fn, wargs, 3, "");
+  LLVMValueRef wargs[3] = {M, N, K}, wel = jit_i64(f, 0);
+  if (work_fn)
+    wel = LLVMBuildCall2(f->b, LLVMGlobalGetValueType(work_fn), work_fn, wargs, 3, "");
   LLVMValueRef es = jit_i64(f, (int64_t)ir_dtype_size(q->dt));
   /* 64 spare bytes: never a malloc(0), whose NULL would read as a failure */
   LLVMValueRef bytes = jit_add(f, jit_mul(f, jit_add(f, elems, wel), es), jit_i64(f, 64));
-  LLVMValueRef buf = LLVMBuildCall2(f->b, LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0),
-                                    libc_fn(f, "malloc", LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0)),
-                                    &bytes, 1, "conv.buf");
+  LLVMTypeRef malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
+  LLVMValueRef buf =
+      LLVMBuildCall2(f->b, malloc_ty, libc_fn(f, "malloc", malloc_ty), &bytes, 1, "conv.buf");
   jit_fail_if(f, LLVMBuildIsNull(f->b, buf, ""), JIT_KERR_NOMEM);
   *work = eptr(f, q->dt, buf, elems);
   return buf;
@@ -128,13 +158,25 @@ static void release(jit_fn *f, LLVMValueRef buf) {
 }
 
 int jit_lower_conv(jit_fn *f) {
+  if (f->node->op != IR_OP_CONV2D && ir_node_attr_int(f->node, "kiln.packed_b", 0))
+    return jit_fn_error(f, "kiln.packed_b is read by mo.conv2d only");
   if (f->node->op == IR_OP_CONV2D_TRANSPOSE) return jit_lower_conv_t(f);
   if (f->node->op == IR_OP_CONV3D) return jit_lower_conv3d(f);
   convp q;
   if (conv_setup(f, &q) != 0) return -1;
   const jit_win *w = &q.w;
-  LLVMValueRef gemm, work_fn;
-  if (jit_gemm_entries(f, q.dt, "ex", true, &gemm, &work_fn) != 0) return -1;
+  /* the filter prepacked by the runtime (src/prepack.c): the width it
+   * packed with must be the one this target's entry reads */
+  int64_t packed = ir_node_attr_int(f->node, "kiln.packed_b", 0);
+  if (packed) {
+    int64_t want = jit_gemm_panel_width(jit_target_has(f, "avx512f"), q.dt);
+    if (q.groups != 1 || packed != want)
+      return jit_fn_error(f, "mo.conv2d: kiln.packed_b = %lld needs one group and this target's "
+                          "panel width %lld", (long long)packed, (long long)want);
+  }
+  LLVMValueRef gemm, work_fn = NULL;
+  if (jit_gemm_entries(f, q.dt, packed ? "pex" : "ex", true, &gemm, packed ? NULL : &work_fn) != 0)
+    return -1;
   LLVMValueRef X = jit_in(f, 0), Fl = jit_in(f, 1), Y = jit_out(f, 0), zero = jit_i64(f, 0);
   LLVMValueRef Fv = jit_i64(f, q.F), Fgv = jit_i64(f, q.Fg);
   LLVMValueRef pix = jit_numel_range(f, &f->node->out[0]->type, 0, 3), lo, hi;
@@ -142,9 +184,27 @@ int jit_lower_conv(jit_fn *f) {
   LLVMValueRef M = LLVMBuildSub(f->b, hi, lo, "m");
   bool plain = q.R == 1 && q.S == 1 && w->st[0] == 1 && w->st[1] == 1 && q.groups == 1 &&
                !w->pad[0] && !w->pad[1] && !w->pad[2] && !w->pad[3];
+  if (plain && packed) { /* the same, in equal blocks of at most CONV_PLAIN_MB pixels */
+    LLVMValueRef nb = LLVMBuildUDiv(f->b, jit_add(f, M, jit_i64(f, CONV_PLAIN_MB - 1)),
+                                    jit_i64(f, CONV_PLAIN_MB), "");
+    LLVMValueRef one = jit_i64(f, 1);
+    nb = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntULT, nb, one, ""), one, nb, "");
+    LLVMValueRef mb = LLVMBuildUDiv(f->b, jit_add(f, M, LLVMBuildSub(f->b, nb, one, "")), nb, "");
+    jit_loop Pb;
+    LLVMValueRef blk = jit_loop_begin(f, &Pb, zero, nb, "pblk");
+    LLVMValueRef m0 = jit_add(f, lo, jit_mul(f, blk, mb));
+    LLVMValueRef rest = LLVMBuildSub(f->b, hi, m0, "");
+    LLVMValueRef m =
+        LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, rest, mb, ""), rest, mb, "");
+    call_gemm(f, gemm, true, m, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, m0, q.C)), q.C, Fl, Fv,
+              eptr(f, q.dt, Y, jit_mul(f, m0, Fv)), Fv, NULL);
+    if (q.bias) add_bias(f, &q, m0, jit_add(f, m0, m));
+    jit_loop_end(f, &Pb);
+    return f->failed ? -1 : 0;
+  }
   if (plain) { /* [pixels, C] x [C, F]: the operand is the GEMM's A */
     LLVMValueRef work, buf = workspace(f, &q, work_fn, zero, M, Fv, q.C, &work);
-    call_gemm(f, gemm, M, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, lo, q.C)), q.C, Fl, Fv,
+    call_gemm(f, gemm, packed, M, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, lo, q.C)), q.C, Fl, Fv,
               eptr(f, q.dt, Y, jit_mul(f, lo, Fv)), Fv, work);
     release(f, buf);
     if (q.bias) add_bias(f, &q, lo, hi);
@@ -160,7 +220,8 @@ int jit_lower_conv(jit_fn *f) {
   LLVMValueRef blk = jit_loop_begin(f, &Bk, zero, nblk, "blk");
   LLVMValueRef m0 = jit_add(f, lo, jit_mul(f, blk, MB));
   LLVMValueRef rest = LLVMBuildSub(f->b, hi, m0, "");
-  LLVMValueRef m = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, rest, MB, ""), rest, MB, "");
+  LLVMValueRef m =
+      LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, rest, MB, ""), rest, MB, "");
   LLVMValueRef g = jit_loop_begin(f, &G, zero, jit_i64(f, q.groups), "g");
   LLVMValueRef cbase = jit_mul(f, g, q.Cg);
   LLVMValueRef i = jit_loop_begin(f, &I, zero, m, "i");
@@ -173,13 +234,15 @@ int jit_lower_conv(jit_fn *f) {
   LLVMValueRef s = jit_loop_begin(f, &Ss, zero, jit_i64(f, q.S), "s");
   LLVMValueRef inw, iw = tap(f, ow, s, w->st[1], w->pad[2], w->dil[1], q.W, &inw);
   LLVMValueRef dst = eptr(f, q.dt, buf,
-                          jit_add(f, row, jit_mul(f, jit_add(f, jit_mul(f, r, jit_i64(f, q.S)), s), q.Cg)));
+                          jit_add(f, row, jit_mul(f, jit_add(f, jit_mul(f, r, jit_i64(f, q.S)), s),
+                                                  q.Cg)));
   LLVMBasicBlockRef cp = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tap.in");
   LLVMBasicBlockRef zf = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tap.pad");
   LLVMBasicBlockRef nx = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "tap.next");
   LLVMBuildCondBr(f->b, LLVMBuildAnd(f->b, inh, inw, ""), cp, zf);
   LLVMPositionBuilderAtEnd(f->b, cp);
-  LLVMValueRef src = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, b, q.H), ih), q.W), iw), q.C), cbase);
+  LLVMValueRef xrow = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, b, q.H), ih), q.W), iw);
+  LLVMValueRef src = jit_add(f, jit_mul(f, xrow, q.C), cbase);
   LLVMBuildMemCpy(f->b, dst, al, eptr(f, q.dt, X, src), al, run_bytes);
   LLVMBuildBr(f->b, nx);
   LLVMPositionBuilderAtEnd(f->b, zf);
@@ -189,7 +252,7 @@ int jit_lower_conv(jit_fn *f) {
   jit_loop_end(f, &Ss);
   jit_loop_end(f, &Rr);
   jit_loop_end(f, &I);
-  call_gemm(f, gemm, m, Fgv, K, buf, K, eptr(f, q.dt, Fl, jit_mul(f, g, Fgv)), Fv,
+  call_gemm(f, gemm, packed, m, Fgv, K, buf, K, eptr(f, q.dt, Fl, jit_mul(f, g, Fgv)), Fv,
             eptr(f, q.dt, Y, jit_add(f, jit_mul(f, m0, Fv), jit_mul(f, g, Fgv))), Fv, work);
   jit_loop_end(f, &G);
   if (q.bias) add_bias(f, &q, m0, jit_add(f, m0, m));
@@ -202,6 +265,8 @@ int jit_simt_lower_conv(jit_simt_fn *sf) {
   if (sf->f.node->op == IR_OP_CONV2D_TRANSPOSE) return jit_simt_lower_conv_t(sf);
   if (sf->f.node->op == IR_OP_CONV3D) return jit_simt_lower_conv3d(sf);
   jit_fn *f = &sf->f;
+  if (ir_node_attr_int(f->node, "kiln.packed_b", 0)) /* the CPU runtime's, never a device's */
+    return jit_fn_error(f, "mo.conv2d: kiln.packed_b is not supported on SIMT targets");
   convp q;
   if (conv_setup(f, &q) != 0) return -1;
   const jit_win *w = &q.w;
@@ -209,11 +274,13 @@ int jit_simt_lower_conv(jit_simt_fn *sf) {
   LLVMTypeRef et = jit_type(f, q.dt);
   LLVMValueRef acc_slot = jit_alloca(f, et, "acc");
   jit_simt_loop l;
-  LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, &f->node->out[0]->type, 0, 4));
+  LLVMValueRef e =
+      jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, &f->node->out[0]->type, 0, 4));
   LLVMValueRef dims[4] = {NULL, q.Ho, q.Wo, Fv}, co[4];
   jit_simt_unravel(f, e, dims, 4, co);
   LLVMValueRef cbase = jit_mul(f, LLVMBuildUDiv(f->b, co[3], jit_i64(f, q.Fg), ""), q.Cg);
-  LLVMBuildStore(f->b, q.bias ? jit_load(f, q.dt, jit_in(f, 2), co[3]) : jit_fconst(f, q.dt, 0), acc_slot);
+  LLVMBuildStore(f->b, q.bias ? jit_load(f, q.dt, jit_in(f, 2), co[3]) : jit_fconst(f, q.dt, 0),
+                 acc_slot);
   jit_loop Rr, Ss, Cc;
   LLVMValueRef r = jit_loop_begin(f, &Rr, zero, jit_i64(f, q.R), "r");
   LLVMValueRef inh, ih = tap(f, co[1], r, w->st[0], w->pad[0], w->dil[0], q.H, &inh);
@@ -221,11 +288,13 @@ int jit_simt_lower_conv(jit_simt_fn *sf) {
   LLVMValueRef inw, iw = tap(f, co[2], s, w->st[1], w->pad[2], w->dil[1], q.W, &inw);
   jit_simt_if ib;
   jit_simt_if_begin(f, &ib, LLVMBuildAnd(f->b, inh, inw, ""));
-  LLVMValueRef xb = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, co[0], q.H), ih), q.W), iw), q.C), cbase);
+  LLVMValueRef xrow = jit_add(f, jit_mul(f, jit_add(f, jit_mul(f, co[0], q.H), ih), q.W), iw);
+  LLVMValueRef xb = jit_add(f, jit_mul(f, xrow, q.C), cbase);
   LLVMValueRef fb = jit_mul(f, jit_add(f, jit_mul(f, r, jit_i64(f, q.S)), s), q.Cg);
   LLVMValueRef c = jit_loop_begin(f, &Cc, zero, q.Cg, "c");
   LLVMValueRef args[3] = {jit_load(f, q.dt, jit_in(f, 0), jit_add(f, xb, c)),
-                          jit_load(f, q.dt, jit_in(f, 1), jit_add(f, jit_mul(f, jit_add(f, fb, c), Fv), co[3])),
+                          jit_load(f, q.dt, jit_in(f, 1),
+                                   jit_add(f, jit_mul(f, jit_add(f, fb, c), Fv), co[3])),
                           LLVMBuildLoad2(f->b, et, acc_slot, "")};
   LLVMBuildStore(f->b, jit_intrinsic(f, "llvm.fmuladd", et, args, 3), acc_slot);
   jit_loop_end(f, &Cc);

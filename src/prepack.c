@@ -1,6 +1,6 @@
 /* prepack.c - constant GEMM operands packed once (see prepack.h): marking
- * the matmuls whose B is a constant or a weight, the per-model packed
- * copies, and the packing itself.
+ * the matmuls whose B is a constant or a weight (and the conv2d whose
+ * filter is), the per-model packed copies, and the packing itself.
  *
  * Assumes: the graph was prepared (rt_pipeline_prepare: verified, fused) and
  * is the model's own clone; the packed layout written here is the one
@@ -24,18 +24,28 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* B's type qualifies: f32 / f64, rank 2, static dims. */
-static bool packable_type(const ir_type *t) {
+/* B's type qualifies: f32 / f64, the rank given, static dims. */
+static bool packable_type(const ir_type *t, int rank) {
   if (t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64) return false;
-  if (t->rank != 2) return false;
-  return ir_dim_is_const(t->dims[0], NULL) && ir_dim_is_const(t->dims[1], NULL);
+  if (t->rank != rank) return false;
+  for (int i = 0; i < rank; i++)
+    if (!ir_dim_is_const(t->dims[i], NULL)) return false;
+  return true;
 }
 
-/* The matmul node (in g or in n's body) that reads a constant B through
- * operand *operand of n, or NULL. */
+/* The nodes whose operand 1 the template reads as B: a matmul, and a
+ * one-group conv2d (its RSCF filter is the [R * S * C, F] matrix B of
+ * jit/conv.c's GEMMs; groups would need a packed copy per group). */
+static bool reads_b(const ir_node *n) {
+  if (n->op == IR_OP_MATMUL) return n->nin == 2;
+  return n->op == IR_OP_CONV2D && n->nin >= 2 && ir_node_attr_int(n, "groups", 1) == 1;
+}
+
+/* The node (in g or in n's body) that reads a constant B through operand
+ * *operand of n, or NULL. */
 static ir_node *packable(const ir_node *n, int *operand) {
-  if (n->op == IR_OP_MATMUL && n->nin == 2 && ir_node_is_source(n->in[1]->def) &&
-      packable_type(&n->in[1]->type)) {
+  if (reads_b(n) && ir_node_is_source(n->in[1]->def) &&
+      packable_type(&n->in[1]->type, n->op == IR_OP_CONV2D ? 4 : 2)) {
     *operand = 1;
     return (ir_node *)n;
   }
@@ -48,7 +58,9 @@ static ir_node *packable(const ir_node *n, int *operand) {
     if (bv->def || bv->index < 0 || bv->index >= n->nin || b->inputs[bv->index] != bv)
       return NULL; /* B computed inside the body */
     const ir_value *outer = n->in[bv->index];
-    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type) || ir_value_uses(b, bv) != 1) return NULL;
+    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type, 2) ||
+        ir_value_uses(b, bv) != 1)
+      return NULL;
     *operand = bv->index;
     return mm;
   }
@@ -56,7 +68,8 @@ static ir_node *packable(const ir_node *n, int *operand) {
 }
 
 static bool carries_mark(const ir_node *n) {
-  if (n->op == IR_OP_MATMUL && ir_node_attr(n, "kiln.packed_b")) return true;
+  if ((n->op == IR_OP_MATMUL || n->op == IR_OP_CONV2D) && ir_node_attr(n, "kiln.packed_b"))
+    return true;
   for (int i = 0; n->body && i < n->body->nnodes; i++)
     if (carries_mark(n->body->nodes[i])) return true;
   return false;
@@ -67,9 +80,10 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
   for (int i = 0; i < g->nnodes; i++)
     if (carries_mark(g->nodes[i]))
       return rt_err(st, KILN_ERR_VERIFY,
-                    "graph @%s: mo.matmul (%%%s) carries kiln.packed_b, an attribute only the "
+                    "graph @%s: mo.%s (%%%s) carries kiln.packed_b, an attribute only the "
                     "runtime sets",
-                    g->name, g->nodes[i]->nout > 0 ? g->nodes[i]->out[0]->name : "?");
+                    g->name, ir_op_get(g->nodes[i]->op)->name,
+                    g->nodes[i]->nout > 0 ? g->nodes[i]->out[0]->name : "?");
   int marked = 0;
   for (int i = 0; i < g->nnodes; i++) {
     ir_node *n = g->nodes[i];
@@ -80,8 +94,8 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
     if (nr <= 0) continue;
     ir_graph *owner = mm == n ? g : n->body;
     if (ir_node_set_attr_int(owner, mm, "kiln.packed_b", nr) < 0)
-      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory marking mo.matmul (%%%s)",
-                    n->out[0]->name);
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory marking mo.%s (%%%s)",
+                    ir_op_get(mm->op)->name, n->out[0]->name);
     marked++;
   }
   return marked;
@@ -134,8 +148,14 @@ static int source_index(kiln_model *m, int w, int c, const ir_type *t, int64_t n
   }
   rt_prepack *p = &m->prepack[m->nprepack];
   *p = (rt_prepack){.weight = w, .node = c, .dtype = t->dtype, .nr = nr, .trans = trans};
-  ir_dim_is_const(t->dims[trans ? 1 : 0], &p->K); /* a transposed source is N x K */
-  ir_dim_is_const(t->dims[trans ? 0 : 1], &p->N);
+  /* a transposed source is N x K; a filter [R, S, C, F] is (R * S * C) x F */
+  p->K = 1;
+  for (int i = trans ? 1 : 0; i < (trans ? 2 : t->rank - 1); i++) {
+    int64_t d = 0;
+    ir_dim_is_const(t->dims[i], &d);
+    if (__builtin_mul_overflow(p->K, d, &p->K)) return -1;
+  }
+  ir_dim_is_const(t->dims[trans ? 0 : t->rank - 1], &p->N);
   p->bytes = rt_prepack_bytes(t->dtype, p->K, p->N, nr);
   if (p->bytes == 0 && p->K > 0 && p->N > 0) return -1;
   return m->nprepack++;
@@ -183,10 +203,15 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
   for (int s = 0; s < m->nprepack; s++) {
     rt_prepack *p = &m->prepack[s];
     if (p->weight != w) continue;
-    int64_t r0 = p->trans ? p->N : p->K, r1 = p->trans ? p->K : p->N;
-    if (t->rank != 2 || t->shape[0] != r0 || t->shape[1] != r1)
-      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected shape [%lld, %lld]",
-                    m->weights[w].port.name, (long long)r0, (long long)r1);
+    /* rows: all axes but the last (a filter's R, S, C), or N transposed */
+    int64_t r0 = 1, r1 = t->rank > 0 ? t->shape[t->rank - 1] : -1;
+    for (int i = 0; i < t->rank - 1; i++) r0 *= t->shape[i];
+    bool ok = p->trans ? t->rank == 2 && r0 == p->N && r1 == p->K
+                       : t->rank >= 2 && r0 == p->K && r1 == p->N;
+    if (!ok)
+      return rt_err(st, KILN_ERR_SHAPE, "weight '%s': expected a %lld x %lld matrix",
+                    m->weights[w].port.name, (long long)(p->trans ? p->N : p->K),
+                    (long long)(p->trans ? p->K : p->N));
     if (p->bytes && !t->data)
       return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "weight '%s': tensor data is NULL",
                     m->weights[w].port.name);

@@ -2,14 +2,17 @@
  *
  * A mo.matmul whose B operand is a mo.constant or a mo.constant.external
  * (a weight) of static rank-2 shape, f32 or f64, reads B in the GEMM
- * template's panel layout (kernels-templates/gemm.c, "Prepacked B"). The
- * model marks such matmuls with the attribute kiln.packed_b = NR (the panel
+ * template's panel layout (kernels-templates/gemm.c, "Prepacked B"); so
+ * does a one-group mo.conv2d whose filter [R, S, C, F] (static, f32 or
+ * f64) is one, read as the (R * S * C) x F matrix of its GEMMs
+ * (jit/conv.c). The model marks such nodes with the attribute
+ * kiln.packed_b = NR (the panel
  * width of the host's GEMM, jit_gemm_panel_width) before their kernel texts
  * are made, so the packed kernels have their own cache keys, and keeps one
  * packed copy per source: a constant's is made at compile, a weight's at
  * each kiln_model_bind_weight. The execute passes the packed copy in place
- * of that operand's buffer; every other use of the weight or constant (a
- * non-matmul op, a matmul's A operand) still gets the original data.
+ * of that operand's buffer; every other use of the weight or constant (an
+ * op that is not marked, a matmul's A operand) still gets the original data.
  *
  * The packed layout does not depend on M, on the parts a call is split in,
  * nor on the epilogue: one copy serves every batch size, every specialized
@@ -24,7 +27,7 @@ typedef struct rt_prepack {
   int weight;     /* weight index (m->weights), or -1 for a mo.constant */
   int node;       /* the mo.constant node, or -1 for a weight */
   ir_dtype dtype;
-  int64_t K, N;   /* B is K x N */
+  int64_t K, N;   /* B is K x N (a filter: K = R * S * C) */
   int64_t nr;     /* panel width */
   bool trans;     /* the source is stored N x K (a matmul with kiln.transpose_b) */
   size_t bytes;   /* of the packed copy: ceil(N / nr) * nr * K elements */
@@ -39,13 +42,14 @@ typedef struct rt_prepack_use {
 } rt_prepack_use;
 
 /* Mark every eligible matmul of the prepared (verified, fused) graph g with
- * kiln.packed_b for ctx's JIT target: top-level ones (B = operand 1) and the
+ * kiln.packed_b for ctx's JIT target: top-level ones (B = operand 1), the
  * matmul of a mo.fused body whose B is a body input that nothing else in
- * the body reads. A graph that already carries kiln.packed_b is rejected
- * (the attribute is the runtime's: a kernel trusting it on raw data would
- * read garbage). rt_pipeline_prepare (pipeline.c) calls it last, so everything that computes
- * a model's kernel keys marks the graph alike.
- * Returns the number of matmuls marked, or -1 with st filled. */
+ * the body reads, and top-level one-group conv2d (the filter = operand 1).
+ * A graph that already carries kiln.packed_b is rejected (the attribute is
+ * the runtime's: a kernel trusting it on raw data would read garbage).
+ * rt_pipeline_prepare (pipeline.c) calls it last, so everything that
+ * computes a model's kernel keys marks the graph alike.
+ * Returns the number of nodes marked, or -1 with st filled. */
 int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st);
 
 /* After marking and collect_sources: the model's sources and per-node uses,

@@ -10,6 +10,10 @@
  * mo.constant B, f64, a batched A, shape-specialized variants, results equal
  * bit for bit to the same graph with B as an input (not prepacked), and a
  * graph that carries the runtime's kiln.packed_b itself (refused at parse).
+ * conv2d: a one-group filter that is a weight or a mo.constant is packed
+ * too (the plain 1x1 GEMM, im2col with padding, stride, dilation, odd C and
+ * F, F > 256, several pixel blocks; f32 and f64; 1 and 2 threads; the bits
+ * of the filter given as an input; a rebind seen); two groups are not.
  * Each test checks that prepacking did happen (rt_model_prepack_sources),
  * so a change that silently stops packing fails here. Outputs are written
  * into NaN-filled caller tensors. Tolerance: inputs in [-1, 1], weights in
@@ -535,4 +539,157 @@ Test(prepack, weight_needs_data) {
   kiln_tensor_free(o1);
   kiln_tensor_free(in[0]);
   fx_close(&f);
+}
+
+/* ---- conv2d: a one-group filter that is a weight or a constant is packed
+ * once as the (R * S * C) x F matrix of jit/conv.c's GEMMs ---- */
+
+typedef struct cshape {
+  int h, w, c, r, s, f;
+  int st[2], pad[4], dil[2], groups;
+  bool bias;
+} cshape;
+
+/* A conv2d graph with symbolic batch; the filter a weight "w" (filt 0), a
+ * graph input (1) or a mo.constant of fixed values (2); the bias a weight
+ * "b". Returned malloc'd. */
+static char *conv_text(const cshape *k, const char *dt, int filt) {
+  int ho = (k->h + k->pad[0] + k->pad[1] - k->dil[0] * (k->r - 1) - 1) / k->st[0] + 1;
+  int wo = (k->w + k->pad[2] + k->pad[3] - k->dil[1] * (k->s - 1) - 1) / k->st[1] + 1;
+  int cg = k->c / k->groups;
+  size_t cap = 1 << 18;
+  char *t = malloc(cap), xty[96], yty[96], fty[96], bty[96] = "", *p = t;
+  cr_assert_not_null(t);
+  snprintf(xty, sizeof xty, "!mo.tensor<[batch, %d, %d, %d], %s>", k->h, k->w, k->c, dt);
+  snprintf(yty, sizeof yty, "!mo.tensor<[batch, %d, %d, %d], %s>", ho, wo, k->f, dt);
+  snprintf(fty, sizeof fty, "!mo.tensor<[%d, %d, %d, %d], %s>", k->r, k->s, cg, k->f, dt);
+  if (k->bias) snprintf(bty, sizeof bty, ", !mo.tensor<[%d], %s>", k->f, dt);
+  p += sprintf(p, "mo.graph @conv<batch>(%%x: %s%s%s) -> (%s) {\n", xty,
+               filt == 1 ? ", %wt: " : "", filt == 1 ? fty : "", yty);
+  if (filt == 0) p += sprintf(p, "  %%wt = mo.constant.external {name = \"w\"} : %s\n", fty);
+  if (filt == 2) {
+    int n = k->r * k->s * cg * k->f;
+    p += sprintf(p, "  %%wt = mo.constant {value = #M.dense_array<");
+    for (int i = 0; i < n; i++)
+      p += sprintf(p, "%s%.3f", i ? ", " : "", (double)(i * 37 % 101 - 50) / 200.0);
+    p += sprintf(p, "> : tensor<%dx%dx%dx%dx%s>} : %s\n", k->r, k->s, cg, k->f, dt, fty);
+  }
+  if (k->bias) p += sprintf(p, "  %%b = mo.constant.external {name = \"b\"} : %s\n", bty + 2);
+  p += sprintf(p,
+               "  %%y = mo.conv2d(%%x, %%wt%s) {stride = [%d, %d], padding = [%d, %d, %d, %d], "
+               "dilation = [%d, %d], groups = %d} : (%s, %s%s) -> %s\n"
+               "  mo.output %%y : %s\n}\n",
+               k->bias ? ", %b" : "", k->st[0], k->st[1], k->pad[0], k->pad[1], k->pad[2],
+               k->pad[3], k->dil[0], k->dil[1], k->groups, xty, fty, bty, yty, yty);
+  cr_assert_lt((size_t)(p - t), cap);
+  return t;
+}
+
+/* Shapes that reach each path of jit/conv.c with a packed filter: the
+ * plain GEMM (1x1, stride 1, no padding), im2col with padding, stride 2,
+ * dilation, a 1x1 with stride 2, odd C and F (F not a multiple of the
+ * panel width), F > 256 (the template's wide-B blocking), and more than one
+ * 256-pixel block; a two-group conv (not packed). */
+static const cshape CONVS[] = {
+    {5, 6, 37, 1, 1, 19, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false},
+    {7, 9, 5, 3, 3, 40, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    {11, 10, 8, 3, 3, 33, {2, 2}, {1, 0, 1, 2}, {1, 2}, 1, false},
+    {9, 8, 12, 1, 1, 17, {2, 2}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    {9, 9, 64, 1, 1, 300, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    {6, 7, 24, 3, 3, 270, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    {20, 20, 16, 3, 3, 70, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
+    {6, 6, 8, 3, 3, 12, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, false},
+};
+#define NCONVS (int)(sizeof CONVS / sizeof CONVS[0])
+static const int64_t CONV_BATCHES[] = {1, 3};
+
+static void check_conv(const char *dt, int threads, double tol) {
+  for (int i = 0; i < NCONVS; i++) {
+    char *text = conv_text(&CONVS[i], dt, 0);
+    fx f;
+    fx_open(&f, text, threads, KILN_SPECIALIZE_OFF);
+    cr_assert_eq(rt_model_prepack_sources(f.m), CONVS[i].groups == 1 ? 1 : 0, "conv %d", i);
+    fx_bind_all(&f, 7 + (unsigned)i);
+    if (CONVS[i].groups == 1) cr_assert_gt(rt_model_prepack_bytes(f.m), 0);
+    for (int b = 0; b < 2; b++) fx_check(&f, CONV_BATCHES[b], 3 + (unsigned)b, tol, NULL);
+    fx_close(&f);
+    free(text);
+  }
+}
+
+Test(prepack, conv2d_filter_weight) {
+  check_conv("f32", 1, 1e-4);
+  check_conv("f64", 1, 1e-10);
+}
+
+Test(prepack, conv2d_two_threads) { check_conv("f32", 2, 1e-4); }
+
+/* A mo.constant filter: packed at compile, before any bind. */
+Test(prepack, conv2d_constant_filter) {
+  cshape k = CONVS[2];
+  char *text = conv_text(&k, "f32", 2);
+  fx f;
+  fx_open(&f, text, 1, KILN_SPECIALIZE_OFF);
+  cr_assert_eq(rt_model_prepack_sources(f.m), 1);
+  cr_assert_gt(rt_model_prepack_bytes(f.m), 0);
+  for (int b = 0; b < 2; b++) fx_check(&f, CONV_BATCHES[b], 5, 1e-4, NULL);
+  fx_close(&f);
+  free(text);
+}
+
+/* The packed filter gives the bits of the same conv with the filter as an
+ * input (the template's _pex sums as _ex does), and a rebound filter is
+ * seen at the next execute. */
+Test(prepack, conv2d_same_bits_as_unpacked_and_rebind) {
+  for (int i = 0; i < NCONVS; i++) {
+    const cshape *k = &CONVS[i];
+    if (k->bias || k->groups != 1) continue;
+    char *ta = conv_text(k, "f32", 1), *tb = conv_text(k, "f32", 0);
+    fx a, b;
+    fx_open(&a, ta, 1, KILN_SPECIALIZE_OFF);
+    fx_open(&b, tb, 1, KILN_SPECIALIZE_OFF);
+    cr_assert_eq(rt_model_prepack_sources(a.m), 0);
+    cr_assert_eq(rt_model_prepack_sources(b.m), 1);
+    int64_t fs[4] = {k->r, k->s, k->c, k->f}, n = k->r * k->s * k->c * k->f;
+    int64_t xs[4] = {3, k->h, k->w, k->c};
+    kiln_tensor *w = kiln_tensor_new(KILN_FLOAT32, 4, fs, a.st);
+    kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 4, xs, a.st);
+    oracle_gen gw = gen_uniform(-0.25, 0.25), gx = gen_uniform(-1, 1);
+    oracle_fill(kiln_tensor_data(x), KILN_FLOAT32, kiln_tensor_numel(x), &gx, 60);
+    for (int round = 0; round < 2; round++) {
+      oracle_fill(kiln_tensor_data(w), KILN_FLOAT32, n, &gw, 61 + (unsigned)round);
+      cr_assert_eq(kiln_model_bind_weight(b.m, "w", w, b.st), 0, "%s", kiln_status_message(b.st));
+      kiln_tensor *ya = NULL, *yb = NULL, *ins[2] = {x, w};
+      cr_assert_eq(kiln_model_execute(a.m, ins, 2, &ya, 1, a.st), 0, "%s",
+                   kiln_status_message(a.st));
+      cr_assert_eq(kiln_model_execute(b.m, ins, 1, &yb, 1, b.st), 0, "%s",
+                   kiln_status_message(b.st));
+      cr_assert(memcmp(kiln_tensor_data(ya), kiln_tensor_data(yb), kiln_tensor_nbytes(ya)) == 0,
+                "conv %d, round %d: packed and unpacked results differ", i, round);
+      kiln_tensor_free(ya);
+      kiln_tensor_free(yb);
+    }
+    kiln_tensor_free(w);
+    kiln_tensor_free(x);
+    fx_close(&a);
+    fx_close(&b);
+    free(ta);
+    free(tb);
+  }
+}
+
+/* The runtime's attribute on a conv2d in graph text is refused too. */
+Test(prepack, conv2d_user_attribute_rejected) {
+  const char *text =
+      "mo.graph @u(%x: !mo.tensor<[1, 4, 4, 8], f32>, %w: !mo.tensor<[1, 1, 8, 8], f32>) -> "
+      "(!mo.tensor<[1, 4, 4, 8], f32>) {\n"
+      "  %0 = mo.conv2d(%x, %w) {kiln.packed_b = 16} : (!mo.tensor<[1, 4, 4, 8], f32>, "
+      "!mo.tensor<[1, 1, 8, 8], f32>) -> !mo.tensor<[1, 4, 4, 8], f32>\n"
+      "  mo.output %0 : !mo.tensor<[1, 4, 4, 8], f32>\n"
+      "}\n";
+  kiln_code code;
+  char msg[512];
+  cr_assert_eq(oracle_compile_only(text, &code, msg, sizeof msg), -1);
+  cr_assert_eq(code, KILN_ERR_PARSE);
+  cr_assert(strstr(msg, "attribute 'kiln.packed_b' is set by the runtime") != NULL, "%s", msg);
 }

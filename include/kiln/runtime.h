@@ -117,13 +117,15 @@ KILN_API const char *kiln_model_weight_dim(const kiln_model *m, int i, int axis)
 /* Bind a weight by name. The model borrows t's memory (keep it alive until
  * the model is freed or the weight is bound again); dtype and shape are
  * checked against the graph. Where the weight is the B operand of an f32 /
- * f64 mo.matmul and has a static rank-2 shape, the model also packs a copy
- * of it now, in the GEMM's layout (ceil(N / 32) * 32 * K elements on an
- * AVX-512 host, 16 wide otherwise; freed when the weight is bound again or
- * the model is freed), and those matmuls read the copy: changes to t's data
- * after binding are not seen by them until the weight is bound again
- * (other ops read t's memory at each execute, so until then they may see
- * the new values and the matmuls the old). Bind again after changing the
+ * f64 mo.matmul and has a static rank-2 shape, or the static filter
+ * [R, S, C, F] of a one-group f32 / f64 mo.conv2d (B = the (R * S * C) x F
+ * matrix), the model also packs a copy of it now, in the GEMM's layout
+ * (ceil(N / 32) * 32 * K elements on an AVX-512 host, 16 wide otherwise;
+ * freed when the weight is bound again or the model is freed), and those
+ * ops read the copy: changes to t's data after binding are not seen by
+ * them until the weight is bound again (other ops read t's memory at each
+ * execute, so until then they may see the new values and the packed ops
+ * the old). Bind again after changing the
  * data. Fails (the previous binding stays) when the copy cannot be
  * allocated. Not thread-safe against a running execute. */
 KILN_API int kiln_model_bind_weight(kiln_model *m, const char *name, const kiln_tensor *t,
