@@ -343,6 +343,32 @@ static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inpu
   return 0;
 }
 
+/* mo.fold's result dims with an output_size operand: N and C as inferred
+ * (bound by the input shapes), H and W from the data. */
+static int fold_size(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+                     const int64_t *syms, const bool *bound, int64_t *dims, char *msg,
+                     size_t msglen) {
+  const ir_type *t = &n->out[0]->type;
+  const char *y = n->out[0]->name;
+  opnd_data o;
+  char dt[200];
+  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  for (int a = 0; a < 2; a++) {
+    ir_dim_err err;
+    err.msg[0] = '\0';
+    if (needs_unbound(t->dims[a], g->nsyms, bound) ||
+        !ir_dim_eval(t->dims[a], syms, &dims[a], &err))
+      return ir_ref_fail(msg, msglen, "mo.fold (%%%s): axis %d (%s) %s", y, a,
+                         ir_ref_dim_text(t->dims[a], dt, sizeof dt),
+                         err.msg[0] ? err.msg : "uses a symbol nothing binds");
+  }
+  for (int a = 0; a < 2; a++)
+    if ((dims[2 + a] = data_int(&o, a)) < 0)
+      return ir_ref_fail(msg, msglen, "mo.fold (%%%s): output_size[%d] is %lld", y, a,
+                         (long long)dims[2 + a]);
+  return 0;
+}
+
 /* The dims nodes read from operand data: a plain symbol not bound yet takes
  * the value, any other dim must equal it. mo.range's length is bound only
  * (its kernel checks a given one). */
@@ -358,6 +384,8 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
       if (slice_lengths(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
       if (repeat_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_FOLD && n->nin == 2) {
+      if (fold_size(g, n, inputs, syms, bound, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
                ir_node_attr_bool(n, "bidirectional", false)) {
       if (bidir_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
