@@ -667,16 +667,19 @@ Test(broadcast_data, target_read_from_a_shape_input) {
 /* broadcast_to {bidirectional} (ONNX Expand): numpy's broadcast of x's
  * shape [k, c] and the shape operand's values, whatever side has the 1 and
  * whichever is longer. x is [k, 3] or [k, 1]; the shape a constant of n
- * entries; the result's declared dims as the ONNX importer writes them. */
+ * entries; the result's declared dims as the ONNX importer writes them; an
+ * add after it (fused with it where the target fuses). */
 static const char *bidir_graph(char *buf, size_t cap, const char *xc, const char *vals, int n,
                                const char *res) {
   snprintf(buf, cap,
-           "mo.graph @bd<k, p, q>(%%x: !mo.tensor<[k, %s], f64>) -> (!mo.tensor<[%s], f64>) {\n"
+           "mo.graph @bd<k, p, q>(%%x: !mo.tensor<[k, %s], f64>) -> (!mo.tensor<[%s], f64>, "
+           "!mo.tensor<[%s], f64>) {\n"
            "  %%s = mo.constant {value = #M.dense_array<%s> : tensor<%dxsi64>} : "
            "!mo.tensor<[%d], si64>\n"
            "  %%y = mo.broadcast_to(%%x, %%s) {bidirectional = true} : !mo.tensor<[%s], f64>\n"
-           "  mo.output %%y : !mo.tensor<[%s], f64>\n}\n",
-           xc, res, vals, n, n, res, res);
+           "  %%z = mo.add(%%y, %%y) : !mo.tensor<[%s], f64>\n"
+           "  mo.output %%y, %%z : !mo.tensor<[%s], f64>, !mo.tensor<[%s], f64>\n}\n",
+           xc, res, res, vals, n, n, res, res, res, res);
   return buf;
 }
 

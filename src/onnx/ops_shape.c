@@ -430,7 +430,8 @@ static int expand_from_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_v
   int64_t len, c;
   if (!sv || (sv->def && sv->def->op != IR_OP_CONSTANT) || sv->type.rank != 1 ||
       !ir_dim_is_const(sv->type.dims[0], &len) || len > IR_MAX_RANK)
-    return ox_unsupported(x, n, "the shape is neither known at import nor a graph input");
+    return ox_unsupported(x, n, "the shape is neither known at import nor a 1-D graph input "
+                          "of static length");
   const ir_type *t = ox_type(a);
   int rank = (int)len > t->rank ? (int)len : t->rank;
   const ir_dim *d[IR_MAX_RANK];
