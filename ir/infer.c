@@ -959,11 +959,11 @@ static int infer_reshape(ctx *c, ir_type *r) {
  * never broadcast is refused here; the dims are checked when the data is
  * read (ir/shape.c bind_from_data), since either side may be the 1. */
 static int infer_broadcast_bidir(ctx *c, ir_type *r, const ir_type *in, const ir_type *t) {
+  if (c->n->nin != 2)
+    return fail(c, "mo.broadcast_to: bidirectional needs the shape operand");
   const ir_type *sh = opt(c, 1);
   char s1[256], s2[256];
   int64_t len;
-  if (c->n->nin != 2)
-    return fail(c, "mo.broadcast_to: bidirectional needs the shape operand");
   int want = in->rank;
   if (sh->rank == 1 && is_const(sh->dims[0], &len) && len > want) want = (int)len;
   if (sh->rank != 1 || !is_const(sh->dims[0], &len) || t->rank != want)
