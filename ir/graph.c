@@ -121,7 +121,7 @@ bool ir_graph_reads_dims(const ir_graph *g) {
   for (int i = 0; g && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
-         n->op == IR_OP_REPEAT_INTERLEAVE) && n->nin == 2)
+         n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD) && n->nin == 2)
       return true;
     if (n->op == IR_OP_SLICE_DATA) return true;
     if (n->op != IR_OP_RANGE || !ir_dim_is_sym(n->out[0]->type.dims[0])) continue;

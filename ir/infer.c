@@ -954,9 +954,40 @@ static int infer_reshape(ctx *c, ir_type *r) {
   return res_set(c, r, in->dtype, t->rank, t->dims, in->device);
 }
 
+/* broadcast_to {bidirectional}: the result is numpy's broadcast of operand
+ * 0's shape and the shape operand's values (ONNX Expand). Only what can
+ * never broadcast is refused here; the dims are checked when the data is
+ * read (ir/shape.c bind_from_data), since either side may be the 1. */
+static int infer_broadcast_bidir(ctx *c, ir_type *r, const ir_type *in, const ir_type *t) {
+  if (c->n->nin != 2)
+    return fail(c, "mo.broadcast_to: bidirectional needs the shape operand");
+  const ir_type *sh = opt(c, 1);
+  char s1[256], s2[256];
+  int64_t len;
+  int want = in->rank;
+  if (sh->rank == 1 && is_const(sh->dims[0], &len) && len > want) want = (int)len;
+  if (sh->rank != 1 || !is_const(sh->dims[0], &len) || t->rank != want)
+    return fail(c, "mo.broadcast_to: with bidirectional the shape operand must be 1-D of static "
+                "length and the result's rank the larger of it and operand 0's rank (%d)",
+                in->rank);
+  if (ir_infer_data_operand(c, 1, "the shape operand") != 0) return -1;
+  for (int i = 0; i < in->rank; i++) {
+    const ir_dim *a = in->dims[i], *b = t->dims[i + t->rank - in->rank];
+    int64_t va, vb;
+    if (is_const(a, &va) && is_const(b, &vb) && va != vb && va != 1)
+      return fail(c, "operand 0 of mo.broadcast_to has shape %s which does not broadcast to %s",
+                  shape_str(s1, sizeof s1, in->dims, in->rank),
+                  shape_str(s2, sizeof s2, t->dims, t->rank));
+  }
+  return res_set(c, r, in->dtype, t->rank, t->dims, in->device);
+}
+
 static int infer_broadcast_to(ctx *c, ir_type *r) {
   const ir_type *in = opt(c, 0), *t;
   if (declared(c, &t) != 0) return -1;
+  bool bidir;
+  if (ir_infer_attr_bool(c, "bidirectional", &bidir) != 0) return -1;
+  if (bidir) return infer_broadcast_bidir(c, r, in, t);
   char s1[256], s2[256];
   bool data = c->n->nin == 2; /* the target from data (ops.def) */
   if (data) {

@@ -6,7 +6,9 @@
  * Checks the attribute values (counts, signs, at least one block per axis)
  * and the operand's dims: the channel dim must be C * kh * kw and the block
  * dim Lh * Lw, decided now when static, else run-time checks. The result's
- * spatial dims are the attribute's, static. */
+ * spatial dims are the attribute's, or where it says -1 (or a second operand
+ * gives them) the declared result's: then Lh (Lw) is an expression of that
+ * dim, and that at least one block fits is a run-time check too. */
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -39,7 +41,7 @@ static int pair(ctx *c, const char *name, bool exact, int64_t dflt, int64_t lo, 
 
 static int fold_geometry(ctx *c, int64_t out[2], int64_t k[2], int64_t st[2], int64_t dil[2],
                          int64_t pad[2], int64_t blocks[2]) {
-  if (pair(c, "output_size", true, 0, 0, out) != 0 || pair(c, "kernel_size", true, 1, 1, k) != 0 ||
+  if (pair(c, "output_size", true, 0, -1, out) != 0 || pair(c, "kernel_size", true, 1, 1, k) != 0 ||
       pair(c, "stride", false, 1, 1, st) != 0 || pair(c, "dilation", false, 1, 1, dil) != 0 ||
       pair(c, "padding", false, 0, 0, pad) != 0)
     return -1;
@@ -47,6 +49,9 @@ static int fold_geometry(ctx *c, int64_t out[2], int64_t k[2], int64_t st[2], in
     if (out[i] > INT32_MAX || k[i] > INT32_MAX || st[i] > INT32_MAX || dil[i] > INT32_MAX ||
         pad[i] > INT32_MAX)
       return ir_infer_fail(c, "mo.%s: the window attributes must be below 2^31", c->op);
+    blocks[i] = -1;
+    if (out[i] < 0) /* from the result type: fold_spatial */
+      continue;
     int64_t span = out[i] + 2 * pad[i] - dil[i] * (k[i] - 1) - 1;
     if (span < 0)
       return ir_infer_fail(c,
@@ -56,9 +61,73 @@ static int fold_geometry(ctx *c, int64_t out[2], int64_t k[2], int64_t st[2], in
     blocks[i] = span / st[i] + 1;
   }
   int64_t L;
-  if (__builtin_mul_overflow(blocks[0], blocks[1], &L))
+  if (blocks[0] >= 0 && blocks[1] >= 0 && __builtin_mul_overflow(blocks[0], blocks[1], &L))
     return ir_infer_fail(c, "mo.%s: %" PRId64 " x %" PRId64 " blocks do not fit in 64 bits", c->op,
                          blocks[0], blocks[1]);
+  return 0;
+}
+
+/* The result's H and W (hw) and the block counts Lh, Lw as dims (lb): the
+ * attribute's static sizes, else the declared result's dims, whose blocks
+ * are expressions with a run-time check that one fits. */
+static int fold_spatial(ctx *c, const int64_t out[2], const int64_t k[2], const int64_t st[2],
+                        const int64_t dil[2], const int64_t pad[2], const int64_t blocks[2],
+                        const ir_dim *hw[2], const ir_dim *lb[2]) {
+  ir_arena *a = c->g->arena;
+  const ir_type *t = NULL;
+  if (c->n->nin == 2) {
+    const ir_type *s = &c->n->in[1]->type;
+    int64_t len;
+    if (out[0] != -1 || out[1] != -1)
+      return ir_infer_fail(c, "mo.fold: with an output_size operand the attribute output_size "
+                           "must be [-1, -1]");
+    if (s->rank != 1 || !ir_dim_is_const(s->dims[0], &len) || len != 2)
+      return ir_infer_fail(c, "mo.fold: the output_size operand must be 1-D with 2 elements");
+    if (ir_infer_data_operand(c, 1, "the output_size operand") != 0)
+      return -1;
+  }
+  if (out[0] < 0 || out[1] < 0) {
+    if (ir_infer_declared(c, &t) != 0)
+      return -1;
+    if (t->rank != 4)
+      return ir_infer_fail(c, "mo.fold: the declared result has rank %d but needs rank 4 "
+                           "(N, C, H, W)", t->rank);
+  }
+  for (int i = 0; i < 2; i++) {
+    char s1[96], what[300];
+    if (out[i] >= 0) {
+      hw[i] = ir_dim_const(a, out[i]);
+      lb[i] = ir_dim_const(a, blocks[i]);
+      if (!hw[i] || !lb[i])
+        return ir_infer_dim_fail(c);
+      continue;
+    }
+    hw[i] = t->dims[2 + i];
+    int64_t v, less = 2 * pad[i] - dil[i] * (k[i] - 1) - 1; /* span = H + less */
+    if (ir_dim_is_const(hw[i], &v)) {
+      if (v > INT32_MAX)
+        return ir_infer_fail(c, "mo.%s: the window attributes must be below 2^31", c->op);
+      if (v + less < 0)
+        return ir_infer_fail(c,
+                             "mo.%s: axis %d: the output size %" PRId64 " with padding %" PRId64
+                             " is smaller than the dilated kernel (%" PRId64 "): no block fits",
+                             c->op, i, v, pad[i], dil[i] * (k[i] - 1) + 1);
+      if (!(lb[i] = ir_dim_const(a, (v + less) / st[i] + 1)))
+        return ir_infer_dim_fail(c);
+      continue;
+    }
+    ir_dim_err e;
+    const ir_dim *span = ir_dim_add(a, hw[i], ir_dim_const(a, less));
+    const ir_dim *q = span ? ir_dim_floordiv(a, span, st[i], &e) : NULL;
+    if (!q || !(lb[i] = ir_dim_add(a, q, ir_dim_const(a, 1))))
+      return ir_infer_dim_fail(c);
+    snprintf(what, sizeof what,
+             "mo.fold: axis %d: the output size %s with padding %" PRId64
+             " must be at least the dilated kernel (%" PRId64 ")",
+             i, ir_infer_dim_str(s1, sizeof s1, hw[i]), pad[i], dil[i] * (k[i] - 1) + 1);
+    if (ir_infer_need(c, IR_CHECK_GE, span, ir_dim_const(a, 0), what) != 0)
+      return -1;
+  }
   return 0;
 }
 
@@ -96,18 +165,22 @@ int ir_infer_fold(ctx *c, ir_type *r) {
   }
   if (!C)
     return ir_infer_dim_fail(c);
+  const ir_dim *hw[2], *lb[2];
+  if (fold_spatial(c, out, k, st, dil, pad, blocks, hw, lb) != 0)
+    return -1;
+  char s2[96], s3[96];
+  bool p0 = !ir_dim_is_const(lb[0], NULL), p1 = !ir_dim_is_const(lb[1], NULL);
   snprintf(what, sizeof what,
-           "mo.fold: dim 2 of operand 0 (%s) must be the number of blocks, "
-           "%" PRId64 " x %" PRId64,
-           ir_infer_dim_str(s1, sizeof s1, x->dims[2]), blocks[0], blocks[1]);
-  const ir_dim *L = ir_dim_const(a, blocks[0] * blocks[1]);
+           "mo.fold: dim 2 of operand 0 (%s) must be the number of blocks, %s%s%s x %s%s%s",
+           ir_infer_dim_str(s1, sizeof s1, x->dims[2]), p0 ? "(" : "",
+           ir_infer_dim_str(s2, sizeof s2, lb[0]), p0 ? ")" : "", p1 ? "(" : "",
+           ir_infer_dim_str(s3, sizeof s3, lb[1]), p1 ? ")" : "");
+  const ir_dim *L = ir_dim_mul(a, lb[0], lb[1]);
   if (!L)
     return ir_infer_dim_fail(c);
   if (ir_infer_need(c, IR_CHECK_EQ, x->dims[2], L, what) != 0)
     return -1;
-  const ir_dim *d[4] = {x->dims[0], C, ir_dim_const(a, out[0]), ir_dim_const(a, out[1])};
-  if (!d[2] || !d[3])
-    return ir_infer_dim_fail(c);
+  const ir_dim *d[4] = {x->dims[0], C, hw[0], hw[1]};
   return ir_infer_res_set(c, r, x->dtype, 4, d, x->device);
 }
 

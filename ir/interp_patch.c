@@ -32,8 +32,8 @@ int ir_ref_fold(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, s
     return ir_ref_fail(msg, msglen, "malformed attributes");
   int64_t kk = g.k[0] * g.k[1];
   if (x->rank != 3 || y->rank != 4 || y->dtype != x->dtype || y->shape[0] != x->shape[0] ||
-      x->shape[1] != y->shape[1] * kk || x->shape[2] != g.blocks[0] * g.blocks[1] ||
-      y->shape[2] != g.out[0] || y->shape[3] != g.out[1])
+      !ir_fold_geom_size(&g, y->shape[2], y->shape[3]) || x->shape[1] != y->shape[1] * kk ||
+      x->shape[2] != g.blocks[0] * g.blocks[1])
     return ir_ref_fail(msg, msglen, "the run-time shapes of the operand and result do not fit");
   int64_t C = y->shape[1], H = g.out[0], W = g.out[1], L = x->shape[2];
   int64_t total = ir_tensor_numel(y);

@@ -19,7 +19,10 @@
  *              starts / stops / steps become slice_tensor's start / stop /
  *              step (a bound equal to the operand's dim plus k is k when k < 0,
  *              "to the end" otherwise)
- *              (band_part's bounds and exclude too); cumsum's 0 / 1 flags are
+ *              (band_part's bounds and exclude too); shape_to_tensor's shape
+ *              (no operands) is a si64 constant when static, else kiln's
+ *              shape_to_tensor of the first value defined before it whose
+ *              type has exactly that shape (none: refused); cumsum's 0 / 1 flags are
  *              bools; mo.custom [symbol = "mo.X"] (MAX runs some of its ops
  *              as kernels named so) is kiln's mo.X
  *   implied    mo.cast's dtype is its result's; gelu_tanh is gelu {approximate
@@ -51,6 +54,7 @@ typedef enum max_fix {
   FIX_SLICE,      /* [starts, stops, steps] -> slice_tensor {start, stop, step} */
   FIX_SCAN,       /* cumsum [axis, exclusive = 0|1, reverse = 0|1] */
   FIX_BAND,       /* (x, num_lower, num_upper, exclude constants) -> band_part */
+  FIX_SHAPE_TENSOR, /* [shape] -> constant, or shape_to_tensor of a value of that shape */
 } max_fix;
 
 struct max_op {
@@ -86,6 +90,7 @@ static const max_op MAX_OPS[] = {
     {"cumsum", NULL, FIX_SCAN},
     {"linalg.band_part", "band_part", FIX_BAND},
     {"arg_nonzero", "nonzero", FIX_NONE},
+    {"shape_to_tensor", NULL, FIX_SHAPE_TENSOR},
 };
 static const max_op SAME = {NULL, NULL, FIX_NONE}; /* rmo.X for kiln's X */
 
@@ -321,6 +326,69 @@ static int slice(parser *p, const char *nm, int pl, size_t op_at) {
   return 0;
 }
 
+/* shape_to_tensor [shape]: MAX gives the shape as a property, kiln's op
+ * reads a tensor's shape. A static shape is a si64 constant; a symbolic one
+ * is the shape of the first value (inputs, then results in order) of
+ * exactly that shape. Without such a value it is refused: kiln would need
+ * the dims' symbols as data. */
+static int shape_tensor(parser *p, const char *nm, int pl, size_t op_at, const char **kn) {
+  const attr_at *pa = find_attr(p, "shape");
+  if (!pa) {
+    if (p->uses.n == 1) return 0; /* kiln's form: the shape of its operand */
+    return ir_lex_error(p, op_at, "%.*s needs property 'shape'", pl, nm);
+  }
+  if (p->uses.n != 0)
+    return ir_lex_error(p, op_at, "%.*s takes a shape property and no operands, got %zu", pl, nm,
+                        p->uses.n);
+  const ir_dim *dims[IR_MAX_RANK];
+  int rank = 0;
+  if (ape_dims(p, pa, dims, &rank, false)) return -1;
+  size_t at = pa->vat, n = 0;
+  const ir_type *rt = p->out_types.n == 1 ? p->out_types.p : NULL; /* else parse.c says */
+  int64_t rl;
+  if (rt && (rt->rank != 1 || !ir_dim_is_const(rt->dims[0], &rl) || rl != rank ||
+             rt->dtype != IR_DT_SI64))
+    return ir_lex_error(p, op_at, "%.*s of a rank-%d shape gives !mo.tensor<[%d], si64>, not "
+                        "its declared result type", pl, nm, rank, rank);
+  for (size_t i = 0; i < p->attrs.n; i++) /* drop shape */
+    if (strcmp(attrs(p)[i].a.name, "shape") != 0) attrs(p)[n++] = attrs(p)[i];
+  p->attrs.n = n;
+  bool fixed = true;
+  int64_t *v = ir_arena_alloc(p->g->arena, (size_t)(rank ? rank : 1) * sizeof *v);
+  if (!v) return ir_lex_oom(p);
+  for (int i = 0; i < rank; i++) fixed = fixed && ir_dim_is_const(dims[i], &v[i]);
+  if (fixed) {
+    ir_attr a = {.name = "value", .kind = IR_ATTR_DENSE};
+    a.u.dense = (ir_dense){.dtype = IR_DT_SI64, .rank = 1, .shape = {rank}, .numel = rank,
+                           .data = v};
+    *kn = "constant";
+    return add_attr(p, at, &a);
+  }
+  ir_graph *g = p->g;
+  for (int k = 0; k < g->nvalues; k++) {
+    ir_value *x = g->values[k];
+    bool same = x && x->type.rank == rank;
+    for (int i = 0; same && i < rank; i++) same = ir_dim_equal(x->type.dims[i], dims[i]);
+    if (!same) continue;
+    ir_value **u = ir_lex_push(&p->uses, sizeof *u);
+    size_t *w = ir_lex_push(&p->use_at, sizeof *w);
+    ir_type *t = ir_lex_push(&p->in_types, sizeof *t);
+    if (!u || !w || !t) return ir_lex_oom(p);
+    *u = x;
+    *w = at;
+    *t = x->type;
+    return 0;
+  }
+  char buf[256] = "";
+  size_t len = 0;
+  for (int i = 0; i < rank && len < sizeof buf; i++) {
+    if (i) len += (size_t)snprintf(buf + len, sizeof buf - len, ", ");
+    if (len < sizeof buf) len += ir_dim_print(dims[i], buf + len, sizeof buf - len);
+  }
+  return ir_lex_error(p, at, "shape [%s] of %.*s is symbolic and no value before it has that "
+                      "shape (kiln's shape_to_tensor reads the shape of a tensor)", buf, pl, nm);
+}
+
 /* ---- properties ---- */
 /* Keep what kiln reads, drop what it need not, refuse MAX-only values. */
 static int properties(parser *p, max_fix fix, const char *nm, int pl) {
@@ -344,6 +412,10 @@ static int properties(parser *p, max_fix fix, const char *nm, int pl) {
     if (fix == FIX_SLICE &&
         (strcmp(an, "starts") == 0 || strcmp(an, "stops") == 0 || strcmp(an, "steps") == 0)) {
       attrs(p)[n++] = pa; /* read by slice(), then dropped */
+      continue;
+    }
+    if (fix == FIX_SHAPE_TENSOR && strcmp(an, "shape") == 0) {
+      attrs(p)[n++] = pa; /* read by shape_tensor(), then dropped */
       continue;
     }
     if (raw)
@@ -446,6 +518,9 @@ int ir_max_rewrite(parser *p, const max_op *row, const char *nm, size_t nlen, si
     p->attrs.n = n;
     break;
   }
+  case FIX_SHAPE_TENSOR:
+    if (shape_tensor(p, nm, pl, op_at, &kn)) return -1;
+    break;
   case FIX_SCAN: /* MAX prints the flags as integers */
     for (size_t i = 0; i < p->attrs.n; i++) {
       ir_attr *a = &attrs(p)[i].a;

@@ -22,18 +22,30 @@ static bool pair(const ir_node *n, const char *name, bool exact, int64_t dflt, i
   return true;
 }
 
+int64_t ir_fold_blocks(const ir_fold_geom *g, int ax, int64_t o) {
+  int64_t span = o + 2 * g->pad[ax] - g->dil[ax] * (g->k[ax] - 1) - 1;
+  return o < 0 || span < 0 ? -1 : span / g->st[ax] + 1;
+}
+
 bool ir_fold_geom_read(const ir_node *n, ir_fold_geom *g) {
-  if (!pair(n, "output_size", true, 0, 0, g->out) || !pair(n, "kernel_size", true, 1, 1, g->k) ||
+  if (!pair(n, "output_size", true, 0, -1, g->out) || !pair(n, "kernel_size", true, 1, 1, g->k) ||
       !pair(n, "stride", false, 1, 1, g->st) || !pair(n, "dilation", false, 1, 1, g->dil) ||
       !pair(n, "padding", false, 0, 0, g->pad))
     return false;
-  for (int i = 0; i < 2; i++) {
-    int64_t span = g->out[i] + 2 * g->pad[i] - g->dil[i] * (g->k[i] - 1) - 1;
-    if (span < 0)
+  for (int i = 0; i < 2; i++)
+    if ((g->blocks[i] = ir_fold_blocks(g, i, g->out[i])) < 0 && g->out[i] >= 0)
       return false;
-    g->blocks[i] = span / g->st[i] + 1;
-  }
   int64_t L;
+  return !__builtin_mul_overflow(g->blocks[0], g->blocks[1], &L);
+}
+
+bool ir_fold_geom_size(ir_fold_geom *g, int64_t h, int64_t w) {
+  int64_t o[2] = {h, w}, L;
+  for (int i = 0; i < 2; i++) {
+    if ((g->out[i] >= 0 && g->out[i] != o[i]) || o[i] > INT32_MAX) return false;
+    g->out[i] = o[i];
+    if ((g->blocks[i] = ir_fold_blocks(g, i, o[i])) < 0) return false;
+  }
   return !__builtin_mul_overflow(g->blocks[0], g->blocks[1], &L);
 }
 

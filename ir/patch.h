@@ -14,8 +14,18 @@ typedef struct ir_fold_geom {
 } ir_fold_geom;
 
 /* g from n's attributes (defaults from the schema); false when they are
- * malformed (a node the verifier would refuse). */
+ * malformed (a node the verifier would refuse). An output size the
+ * attribute leaves to the result type (-1) has out and blocks -1 until
+ * ir_fold_geom_size gives it. */
 bool ir_fold_geom_read(const ir_node *n, ir_fold_geom *g);
+
+/* The output size [h, w] at run time (the result's dims 2 and 3): out and
+ * blocks set; false when a static size differs or no block fits. */
+bool ir_fold_geom_size(ir_fold_geom *g, int64_t h, int64_t w);
+
+/* The number of blocks along an axis of output size o: (o + 2 p - d (k - 1)
+ * - 1) / s + 1, or -1 when no block fits. */
+int64_t ir_fold_blocks(const ir_fold_geom *g, int ax, int64_t o);
 
 typedef struct ir_roi_params {
   int64_t oh, ow;       /* output_height, output_width */

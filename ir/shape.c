@@ -314,6 +314,61 @@ static int repeat_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inp
   return 0;
 }
 
+/* mo.broadcast_to {bidirectional}'s result dims: numpy's broadcast of
+ * operand 0's dims and the shape operand's values, both right-aligned. */
+static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+                      const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
+  const ir_type *x = &n->in[0]->type;
+  const char *y = n->out[0]->name;
+  int r = n->out[0]->type.rank;
+  int64_t in[IR_MAX_RANK], len;
+  opnd_data o;
+  char m[256];
+  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (ir_eval_shape(x, syms, in, m, sizeof m) < 0 ||
+      ir_eval_shape(&n->in[1]->type, syms, &len, m, sizeof m) < 0)
+    return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): %s", y, m);
+  for (int a = 0; a < r; a++) {
+    int ia = a - (r - x->rank), is = a - (r - (int)len);
+    int64_t d = ia >= 0 ? in[ia] : 1, v = is >= 0 ? data_int(&o, is) : 1;
+    if (v < 0)
+      return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): shape[%d] is %lld", y, is,
+                         (long long)v);
+    if (d != v && d != 1 && v != 1)
+      return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): operand 0's axis %d (%lld) does "
+                         "not broadcast with shape[%d] = %lld", y, ia, (long long)d, is,
+                         (long long)v);
+    dims[a] = d == 1 ? v : d;
+  }
+  return 0;
+}
+
+/* mo.fold's result dims with an output_size operand: N and C as inferred
+ * (bound by the input shapes), H and W from the data. */
+static int fold_size(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+                     const int64_t *syms, const bool *bound, int64_t *dims, char *msg,
+                     size_t msglen) {
+  const ir_type *t = &n->out[0]->type;
+  const char *y = n->out[0]->name;
+  opnd_data o;
+  char dt[200];
+  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  for (int a = 0; a < 2; a++) {
+    ir_dim_err err;
+    err.msg[0] = '\0';
+    if (needs_unbound(t->dims[a], g->nsyms, bound) ||
+        !ir_dim_eval(t->dims[a], syms, &dims[a], &err))
+      return ir_ref_fail(msg, msglen, "mo.fold (%%%s): axis %d (%s) %s", y, a,
+                         ir_ref_dim_text(t->dims[a], dt, sizeof dt),
+                         err.msg[0] ? err.msg : "uses a symbol nothing binds");
+  }
+  for (int a = 0; a < 2; a++)
+    if ((dims[2 + a] = data_int(&o, a)) < 0)
+      return ir_ref_fail(msg, msglen, "mo.fold (%%%s): output_size[%d] is %lld", y, a,
+                         (long long)dims[2 + a]);
+  return 0;
+}
+
 /* The dims nodes read from operand data: a plain symbol not bound yet takes
  * the value, any other dim must equal it. mo.range's length is bound only
  * (its kernel checks a given one). */
@@ -329,6 +384,11 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
       if (slice_lengths(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
       if (repeat_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_FOLD && n->nin == 2) {
+      if (fold_size(g, n, inputs, syms, bound, dims, msg, msglen) < 0) return -1;
+    } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
+               ir_node_attr_bool(n, "bidirectional", false)) {
+      if (bidir_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
     } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
       opnd_data o;
       if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;

@@ -132,7 +132,8 @@ static void run_case(const char *name) {
 
 static const char *const CASES[] = {"unary",  "binary",   "compare", "reduce",
                                     "norm",   "movement", "slicing", "gather",
-                                    "mlp",    "attention", "integers", "extra"};
+                                    "mlp",    "attention", "integers", "extra",
+                                    "shapes"};
 #define NCASES (sizeof CASES / sizeof CASES[0])
 
 Test(max_text, unary_ops_match_max) { run_case("unary"); }
@@ -147,6 +148,9 @@ Test(max_text, mlp_with_weights_matches_max) { run_case("mlp"); }
 Test(max_text, attention_matches_max) { run_case("attention"); }
 Test(max_text, integer_ops_match_max) { run_case("integers"); }
 Test(max_text, scans_band_part_prod_and_builtin_custom_kernels_match_max) { run_case("extra"); }
+/* shapes/'s outputs are worked by hand (shape_to_tensor gives the shape it
+ * is given), not MAX's: static, from the input and from a reshape's result. */
+Test(max_text, shape_to_tensor_static_and_symbolic) { run_case("shapes"); }
 
 /* A case added to the corpus must be added above. */
 Test(max_text, every_corpus_file_is_run) {
@@ -249,6 +253,35 @@ Test(max_text, wrong_operand_counts_name_the_max_op) {
   refuse(HEAD "  %1 = rmo.mo.reduce.softmax(%arg0, %arg0, %arg0) [axis = 1] : (" TY ", " TY
               ", " TY ") -> " TY "\n  mo.output %1 : " TY "\n}\n",
          KILN_ERR_PARSE, ":2:8: ", "rmo.mo.reduce.softmax (kiln's mo.softmax) takes 1 operand");
+}
+
+/* shape_to_tensor's shape property: a static shape is a constant; a
+ * symbolic one needs a value of that shape before it; no operands with it. */
+Test(max_text, shape_to_tensor_needs_a_value_of_its_symbolic_shape) {
+  refuse(HEAD "  %1 = rmo.shape_to_tensor() [shape = #mosh<ape[n, 5]> : !mosh.ape] : () -> "
+              "!mo.tensor<[2], si64>\n  mo.output %arg0 : " TY "\n}\n",
+         KILN_ERR_PARSE, ":2:39: ",
+         "shape [n, 5] of rmo.shape_to_tensor is symbolic and no value before it has that shape");
+  refuse(HEAD "  %1 = rmo.shape_to_tensor(%arg0) [shape = #mosh<ape[n, 4]> : !mosh.ape] : (" TY
+              ") -> !mo.tensor<[2], si64>\n  mo.output %arg0 : " TY "\n}\n",
+         KILN_ERR_PARSE, ":2:8: ", "rmo.shape_to_tensor takes a shape property and no operands");
+  refuse(HEAD "  %1 = rmo.shape_to_tensor() : () -> !mo.tensor<[2], si64>\n"
+              "  mo.output %arg0 : " TY "\n}\n",
+         KILN_ERR_PARSE, ":2:8: ", "rmo.shape_to_tensor needs property 'shape'");
+  refuse(HEAD "  %1 = rmo.shape_to_tensor() [shape = #mosh<ape[2, 5]> : !mosh.ape] : () -> "
+              "!mo.tensor<[3], si64>\n  mo.output %arg0 : " TY "\n}\n",
+         KILN_ERR_PARSE, ":2:8: ",
+         "rmo.shape_to_tensor of a rank-2 shape gives !mo.tensor<[2], si64>, not its declared");
+  const char *text = HEAD "  %1 = rmo.shape_to_tensor [shape = #mosh<ape[n, 4]> : !mosh.ape] : "
+                          "!mo.tensor<[2], si64>\n  mo.output %arg0 : " TY "\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "max.mlir", st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  char *printed = kiln_graph_print(g, NULL);
+  cr_expect(printed && strstr(printed, "mo.shape_to_tensor(%arg0)"), "%s", printed);
+  free(printed);
+  kiln_graph_free(g);
+  kiln_status_free(st);
 }
 
 /* MAX's forms are accepted in place of kiln's without changing kiln's own. */

@@ -5,7 +5,8 @@
  * (in the file or external, mapped) are bound at compile and outlive the
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
  * Reshape folds into a symbolic reshape; a Slice to a symbolic end runs;
- * Range and Tile over initializers become mo.range and mo.tile; the CLI's
+ * Range and Tile over initializers become mo.range and mo.tile; Expand to a
+ * shape input broadcasts both ways; the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
 #include <criterion/criterion.h>
@@ -449,6 +450,56 @@ Test(onnx_errors, slice_to_a_symbolic_end) {
   kiln_tensor_free(in[0]);
   kiln_tensor_free(in[1]);
   kiln_tensor_free(y);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  free(buf);
+}
+
+/* Expand with its shape a graph input: kiln reads the shape before the run
+ * and broadcasts both ways (a 1 in the shape keeps x's dim, a shorter shape
+ * aligns right); a shape that does not broadcast is an execute error naming
+ * the op. */
+Test(onnx_errors, expand_with_a_shape_input) {
+  mb *b = mb_new();
+  const char *xd[2] = {"3", "1"}, *sd[1] = {"3"}, *yd[3] = {"a", "b", "c"};
+  b->ins[b->g.n_input++] = vinfo("x", 2, xd);
+  b->ins[b->g.n_input++] = vinfo("s", 1, sd);
+  b->ins[1]->type->tensor_type->elem_type = 7; /* int64 */
+  b->outs[b->g.n_output++] = vinfo("y", 3, yd);
+  static const char *const ex[] = {"x", "s"};
+  node(b, "Expand", "expand", 2, ex, "y");
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  int64_t xs[2] = {3, 1}, three = 3;
+  kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, st),
+                        kiln_tensor_new(KILN_INT64, 1, &three, st)},
+              *y = NULL;
+  for (int i = 0; i < 3; i++) ((float *)kiln_tensor_data(in[0]))[i] = (float)(i + 1);
+  int64_t *sv = kiln_tensor_data(in[1]);
+  sv[0] = 2, sv[1] = 1, sv[2] = 4; /* [3, 1] with [2, 1, 4]: [2, 3, 4] */
+  cr_assert_eq(kiln_model_execute(m, in, 2, &y, 1, st), 0, "%s", kiln_status_message(st));
+  const int64_t *ys = kiln_tensor_shape(y);
+  cr_assert(ys[0] == 2 && ys[1] == 3 && ys[2] == 4, "shape [%lld, %lld, %lld]", (long long)ys[0],
+            (long long)ys[1], (long long)ys[2]);
+  for (int i = 0; i < 24; i++)
+    cr_expect_eq(((float *)kiln_tensor_data(y))[i], (float)(i / 4 % 3 + 1), "element %d", i);
+  kiln_tensor_free(y);
+  y = NULL;
+  sv[1] = 2; /* x's 3 against 2 */
+  cr_assert_neq(kiln_model_execute(m, in, 2, &y, 1, st), 0);
+  cr_expect(strstr(kiln_status_message(st), "mo.broadcast_to") &&
+                strstr(kiln_status_message(st), "does not broadcast with shape[1] = 2"),
+            "%s", kiln_status_message(st));
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
   kiln_model_free(m);
   kiln_context_free(ctx);
   kiln_graph_free(g);

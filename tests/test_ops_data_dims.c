@@ -664,6 +664,97 @@ Test(broadcast_data, target_read_from_a_shape_input) {
   EXPECT_REJECTED(computed, "must be a graph input or a mo.constant");
 }
 
+/* broadcast_to {bidirectional} (ONNX Expand): numpy's broadcast of x's
+ * shape [k, c] and the shape operand's values, whatever side has the 1 and
+ * whichever is longer. x is [k, 3] or [k, 1]; the shape a constant of n
+ * entries; the result's declared dims as the ONNX importer writes them; an
+ * add after it (fused with it where the target fuses). */
+static const char *bidir_graph(char *buf, size_t cap, const char *xc, const char *vals, int n,
+                               const char *res) {
+  snprintf(buf, cap,
+           "mo.graph @bd<k, p, q>(%%x: !mo.tensor<[k, %s], f64>) -> (!mo.tensor<[%s], f64>, "
+           "!mo.tensor<[%s], f64>) {\n"
+           "  %%s = mo.constant {value = #M.dense_array<%s> : tensor<%dxsi64>} : "
+           "!mo.tensor<[%d], si64>\n"
+           "  %%y = mo.broadcast_to(%%x, %%s) {bidirectional = true} : !mo.tensor<[%s], f64>\n"
+           "  %%z = mo.add(%%y, %%y) : !mo.tensor<[%s], f64>\n"
+           "  mo.output %%y, %%z : !mo.tensor<[%s], f64>, !mo.tensor<[%s], f64>\n}\n",
+           xc, res, res, vals, n, n, res, res, res, res);
+  return buf;
+}
+
+Test(broadcast_data, bidirectional_agrees_with_the_oracle) {
+  static const struct {
+    const char *xc, *vals;
+    int n;
+    const char *res, *bindings;
+  } CASES[] = {
+      {"3", "4, 1, 1", 3, "p, q, 3", "k=2;k=1;k=0"}, /* 1s keep x's dims, a new axis */
+      {"3", "2, 5, 3", 3, "p, q, 3", "k=1;k=5"},     /* k = 1 grows at run time */
+      {"3", "3", 1, "k, 3", "k=4;k=0"},              /* fewer entries than x's rank */
+      {"3", "1", 1, "k, 3", "k=2"},
+      {"1", "6", 1, "k, q", "k=3;k=1"},             /* x's 1 against a longer shape entry */
+      {"1", "0", 1, "k, q", "k=2"},                  /* and against 0 */
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    char buf[2048], label[64];
+    snprintf(label, sizeof label, "broadcast_to bidirectional case %zu", i);
+    oracle_gen gens[1] = {gen_uniform(-2, 2)};
+    oracle_case c = {.label = label,
+                     .mlir = bidir_graph(buf, sizeof buf, CASES[i].xc, CASES[i].vals, CASES[i].n,
+                                         CASES[i].res),
+                     .bindings = CASES[i].bindings, .gens = gens, .ngens = 1};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+Test(broadcast_data, bidirectional_known_answer) {
+  /* x [2, 1] = [[1], [2]] with shape [2, 1, 3]: [2, 2, 3], x's rows repeated */
+  const char *mlir =
+      "mo.graph @bd() -> (!mo.tensor<[p, q, r], f32>) {\n"
+      ORACLE_CONST("x", "f32", "2, 1", "2x1x", "1.0, 2.0")
+      ORACLE_CONST("s", "si64", "3", "3x", "2, 1, 3")
+      "  %y = mo.broadcast_to(%x, %s) {bidirectional = true} : !mo.tensor<[p, q, r], f32>\n"
+      "  mo.output %y : !mo.tensor<[p, q, r], f32>\n}\n";
+  oracle_expect_known("broadcast_to bidirectional", mlir,
+                      (oracle_expect){KILN_FLOAT32, 3, {2, 2, 3},
+                                      ORACLE_F32(1, 1, 1, 2, 2, 2, 1, 1, 1, 2, 2, 2)});
+}
+
+Test(broadcast_data, bidirectional_bad_shapes_name_the_op) {
+  char buf[2048];
+  static const struct {
+    const char *vals;
+    int n;
+    const char *res, *bindings;
+  } RUN[] = {
+      {"2", 1, "k, 3", "k=2"},          /* x's 3 against 2 */
+      {"4, 2, 3", 3, "p, q, 3", "k=3"}, /* x's k = 3 against 2 */
+      {"4, -1, 3", 3, "p, q, 3", "k=1"},
+  };
+  for (size_t i = 0; i < sizeof RUN / sizeof *RUN; i++) {
+    oracle_gen gens[1] = {gen_uniform(-2, 2)};
+    oracle_case c = {.label = "broadcast_to bidirectional bad",
+                     .mlir = bidir_graph(buf, sizeof buf, "3", RUN[i].vals, RUN[i].n, RUN[i].res),
+                     .bindings = RUN[i].bindings, .gens = gens, .ngens = 1};
+    oracle_expect_both_fail(&c, "mo.broadcast_to (%y)");
+  }
+  /* decided when verified, at line:col: static dims that never broadcast
+   * (x's 3 cannot give 4), a rank that is not the larger one, no shape
+   * operand */
+  char msg[1024];
+  bidir_graph(buf, sizeof buf, "3", "4", 1, "k, 4");
+  EXPECT_REJECTED(buf, "does not broadcast to [k, 4]");
+  oracle_ir_parse_only(buf, msg, sizeof msg);
+  cr_expect(strncmp(msg, "3:", 2) == 0, "no line:col in '%s'", msg);
+  bidir_graph(buf, sizeof buf, "3", "1, 1, 1", 3, "k, 3");
+  EXPECT_REJECTED(buf, "the result's rank the larger of it");
+  EXPECT_REJECTED("mo.graph @bd<k>(%x: !mo.tensor<[k, 3], f64>) -> (!mo.tensor<[k, 3], f64>) {\n"
+                  "  %y = mo.broadcast_to(%x) {bidirectional = true} : !mo.tensor<[k, 3], f64>\n"
+                  "  mo.output %y : !mo.tensor<[k, 3], f64>\n}\n",
+                  "bidirectional needs the shape operand");
+}
+
 /* slice_tensor with (start, stop, step[, axes]) from graph inputs: numpy's
  * rules per entry, against the interpreter, over starts and steps of both
  * signs, out-of-range bounds, INT64_MIN / INT64_MAX and a missing axes. */

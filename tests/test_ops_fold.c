@@ -2,7 +2,9 @@
  * interpreter over f32, f64, si32, si64, every window attribute (kernel,
  * stride one value or two, dilation, padding, strides wider than the kernel
  * that leave gaps), size-1 and size-0 dims, a symbolic batch and channel
- * dim; hand-worked answers; bad attributes and shapes refused at line:col.
+ * dim, a symbolic output size (from the result type, or read from data) with
+ * its run-time checks; hand-worked answers; bad attributes and shapes
+ * refused at line:col.
  * Both sides add the taps in one order in the dtype: exact. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -53,6 +55,107 @@ Test(fold, every_dtype_and_attribute) {
   static const char *const dts[] = {"f32", "f64", "si32", "si64"};
   for (int d = 0; d < 4; d++)
     check_fold(dts[d]);
+}
+
+/* ---- a symbolic output size ---- */
+
+/* output_size entries -1: H and W are the declared result's symbols, bound
+ * here by a second input's shape (MAX's Dim); the block counts are then
+ * expressions the kernel computes at run time. */
+static const char *sym_graph(char *buf, size_t cap, const char *attrs, const char *res,
+                             const char *dt) {
+  snprintf(buf, cap,
+           "mo.graph @fs<n, l, h, w>(%%x: !mo.tensor<[n, 12, l], %s>, %%r: !mo.tensor<[h, w], "
+           "f32>) -> (!mo.tensor<[%s], %s>) {\n"
+           "  %%y = mo.fold(%%x) %s : (!mo.tensor<[n, 12, l], %s>) -> !mo.tensor<[%s], %s>\n"
+           "  mo.output %%y : !mo.tensor<[%s], %s>\n}\n",
+           dt, res, dt, attrs, dt, res, dt, res, dt);
+  return buf;
+}
+
+Test(fold_symbolic, output_size_from_the_result_type) {
+  static const struct {
+    const char *attrs, *res, *bindings;
+  } CASES[] = {
+      {"{kernel_size = [2, 2], output_size = [-1, -1]}", "n, 3, h, w",
+       "n=2,l=12,h=4,w=5;n=1,l=1,h=2,w=2;n=0,l=4,h=3,w=3;n=2,l=8,h=3,w=5"},
+      {"{kernel_size = [1, 4], output_size = [-1, 7], padding = [1], stride = [2]}",
+       "n, 3, h, 7", "n=1,l=15,h=7,w=1;n=2,l=15,h=8,w=1;n=1,l=6,h=1,w=1"},
+      {"{dilation = [2, 1], kernel_size = [2, 3], output_size = [-1, -1], padding = [0, 1], "
+       "stride = [1, 2]}",
+       "n, 2, h, w", "n=1,l=9,h=5,w=6;n=3,l=3,h=3,w=5"},
+  };
+  static const char *const dts[] = {"f32", "si64"};
+  for (int d = 0; d < 2; d++)
+    for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+      char buf[2048], label[64];
+      snprintf(label, sizeof label, "mo.fold symbolic %s case %zu", dts[d], i);
+      oracle_case c = {.label = label,
+                       .mlir = sym_graph(buf, sizeof buf, CASES[i].attrs, CASES[i].res, dts[d]),
+                       .bindings = CASES[i].bindings, .seed = 5};
+      ORACLE_ASSERT(&c);
+    }
+}
+
+Test(fold_symbolic, run_time_checks_name_the_op) {
+  char buf[2048];
+  const char *k22 = "{kernel_size = [2, 2], output_size = [-1, -1]}";
+  oracle_case c = {.label = "fold blocks", .mlir = sym_graph(buf, sizeof buf, k22, "n, 3, h, w",
+                                                             "f32"),
+                   .bindings = "n=1,l=11,h=4,w=5", .seed = 5};
+  oracle_expect_both_fail(&c, "dim 2 of operand 0 (l) must be the number of blocks, (h - 1) x");
+  c.bindings = "n=1,l=0,h=0,w=5"; /* no 2 x 2 block fits in 0 rows */
+  oracle_expect_both_fail(&c, "must be at least the dilated kernel (2)");
+}
+
+/* A second operand gives [H, W] as data (read before the run, as reshape's
+ * shape): the declared symbols take its values. */
+static const char *data_graph(char *buf, size_t cap, const char *vals, const char *attrs,
+                              const char *res) {
+  snprintf(buf, cap,
+           "mo.graph @fd<n, l, h, w>(%%x: !mo.tensor<[n, 12, l], f32>) -> "
+           "(!mo.tensor<[%s], f32>) {\n"
+           "  %%s = mo.constant {value = #M.dense_array<%s> : tensor<2xsi64>} : "
+           "!mo.tensor<[2], si64>\n"
+           "  %%y = mo.fold(%%x, %%s) %s : (!mo.tensor<[n, 12, l], f32>, !mo.tensor<[2], si64>) "
+           "-> !mo.tensor<[%s], f32>\n"
+           "  mo.output %%y : !mo.tensor<[%s], f32>\n}\n",
+           res, vals, attrs, res, res);
+  return buf;
+}
+
+Test(fold_symbolic, output_size_read_from_data) {
+  char buf[2048];
+  const char *a = "{kernel_size = [2, 2], output_size = [-1, -1]}";
+  oracle_case c = {.label = "fold data", .mlir = data_graph(buf, sizeof buf, "4, 5", a,
+                                                            "n, 3, h, w"),
+                   .bindings = "n=2,l=12;n=0,l=12", .seed = 9};
+  ORACLE_ASSERT(&c);
+  c.mlir = data_graph(buf, sizeof buf, "4, 5", a, "n, 3, 4, w"); /* a static H must agree */
+  ORACLE_ASSERT(&c);
+  c.mlir = data_graph(buf, sizeof buf, "4, 5", a, "n, 3, 3, w");
+  oracle_expect_both_fail(&c, "mo.fold (%y): axis 2 is 3 but the data gives 4");
+  c.mlir = data_graph(buf, sizeof buf, "4, 4", a, "n, 3, h, w");
+  oracle_expect_both_fail(&c, "must be the number of blocks");
+  c.mlir = data_graph(buf, sizeof buf, "-3, 4", a, "n, 3, h, w");
+  oracle_expect_both_fail(&c, "mo.fold (%y): output_size[0] is -3");
+  EXPECT_REJECTED(data_graph(buf, sizeof buf, "4, 5", "{kernel_size = [2, 2], output_size = "
+                             "[4, 5]}", "n, 3, 4, 5"),
+                  "with an output_size operand the attribute output_size must be [-1, -1]");
+  EXPECT_REJECTED(
+      "mo.graph @fd<n, l, h, w>(%x: !mo.tensor<[n, 12, l], f32>, %s: !mo.tensor<[2], si64>) -> "
+      "(!mo.tensor<[n, 3, h, w], f32>) {\n"
+      "  %t = mo.negate(%s) : !mo.tensor<[2], si64>\n"
+      "  %y = mo.fold(%x, %t) {kernel_size = [2, 2], output_size = [-1, -1]} : "
+      "!mo.tensor<[n, 3, h, w], f32>\n"
+      "  mo.output %y : !mo.tensor<[n, 3, h, w], f32>\n}\n",
+      "must be a graph input or a mo.constant");
+  EXPECT_REJECTED(sym_graph(buf, sizeof buf, "{kernel_size = [2, 2], output_size = [-2, 4]}",
+                            "n, 3, h, 4", "f32"),
+                  "attribute 'output_size' of mo.fold has -2 but needs values >= -1");
+  EXPECT_REJECTED(sym_graph(buf, sizeof buf, "{kernel_size = [2, 6], output_size = [-1, 6]}",
+                            "n, 1, 1, 6", "f32"), /* a static declared size is checked now */
+                  "the output size 1 with padding 0 is smaller than the dilated kernel (2)");
 }
 
 /* ---- hand-worked answers ---- */

@@ -418,10 +418,44 @@ int ox_op_Unsqueeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_va
   return 0;
 }
 
+/* Expand whose shape is a graph input or a constant: kiln reads it before
+ * the run (mo.broadcast_to {bidirectional}). A result dim is operand 0's
+ * where the shape has no entry for it or operand 0's dim is a static one
+ * other than 1 (numpy's rule leaves no choice); else a symbol of its own,
+ * bound from the data. */
+static int expand_from_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *sh,
+                            ox_val *out) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  const ir_value *sv = (const ir_value *)sh->v;
+  int64_t len, c;
+  if (!sv || (sv->def && sv->def->op != IR_OP_CONSTANT) || sv->type.rank != 1 ||
+      !ir_dim_is_const(sv->type.dims[0], &len) || len > IR_MAX_RANK)
+    return ox_unsupported(x, n, "the shape is neither known at import nor a 1-D graph input "
+                          "of static length");
+  const ir_type *t = ox_type(a);
+  int rank = (int)len > t->rank ? (int)len : t->rank;
+  const ir_dim *d[IR_MAX_RANK];
+  for (int i = 0; i < rank; i++) {
+    int ia = i - (rank - t->rank), is = i - (rank - (int)len);
+    const ir_dim *da = ia >= 0 ? t->dims[ia] : NULL;
+    if (da && (is < 0 || (ir_dim_is_const(da, &c) && c != 1)))
+      d[i] = da;
+    else if (!(d[i] = ox_symbol(x, NULL)))
+      return -1;
+  }
+  char ty[4096];
+  ox_type_text(ty, sizeof ty, t->dtype, rank, d);
+  if (!(out->v = ox_op(x, "broadcast_to", (kiln_value *[]){a, sh->v}, 2, ty,
+                       "{bidirectional = true}")))
+    return FAILED();
+  return 0;
+}
+
 int ox_op_Expand(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   kiln_value *a = IN(0);
   if (!a) return rc;
+  if (nin >= 2 && in[1] && !in[1]->known) return expand_from_data(x, n, a, in[1], out[0]);
   if (nin < 2 || !in[1] || !in[1]->known || in[1]->rank != 1 || in[1]->numel > IR_MAX_RANK)
     return ox_unsupported(x, n, "the shape is not known at import");
   const ir_type *t = ox_type(a);
