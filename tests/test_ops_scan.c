@@ -27,7 +27,7 @@ static const scase CASES[] = {
     {"2, 3, 5", "axis = -2"}, {"2, 3, 5", NULL},      {"1", "axis = 0"},
     {"4, 1", "axis = 1"},     {"1, 4", "axis = 0"},    {"0, 4", "axis = 1"},
     {"4, 0", "axis = 0"},     {"3, 67", "axis = 1"},   {"9, 70", "axis = 0"},
-    {"3, 4099", "axis = 0"},
+    {"3, 4099", "axis = 0"},  {"5, 300", "axis = 1"},
     {"n, m", "axis = 1"},     {"n, m", "axis = 0"},    {"n, 3, m", "axis = 1"},
 };
 #define NCASES (int)(sizeof CASES / sizeof CASES[0])
