@@ -178,6 +178,16 @@ static uint8_t *pack(mb *b, size_t *len) {
   return buf;
 }
 
+/* b packed and imported (the graph keeps what it needs of the bytes). */
+static kiln_graph *import_built(mb *b, kiln_status *st) {
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf);
+  cr_assert(g, "%s", kiln_status_message(st));
+  return g;
+}
+
 /* The usual model: y = x + w, x and w of n f32. */
 static mb *add_model(int64_t n, size_t wbytes) {
   mb *b = mb_new();
@@ -392,11 +402,8 @@ Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
   b->nodes[b->g.n_node - 1]->n_attribute = 1;
   b->nodes[b->g.n_node - 1]->attribute = axs;
   node(b, "Reshape", "reshape", 2, rs, "y");
-  size_t len;
-  uint8_t *buf = pack(b, &len);
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_graph *g = import_built(b, st);
   char *txt = kiln_graph_print(g, st);
   cr_assert(strstr(txt, "[batch * seq, 4]") && !strstr(txt, "gather"), "%s", txt);
   free(txt);
@@ -413,7 +420,6 @@ Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
-  free(buf);
 }
 
 /* Slice whose end is a symbolic dim (PyTorch's position ids sliced to the
@@ -431,11 +437,8 @@ Test(onnx_errors, slice_to_a_symbolic_end) {
   static const char *const sh_in[] = {"s"}, *const sl[] = {"x", "starts", "ends", "axes", "steps"};
   node(b, "Shape", "shape_of", 1, sh_in, "ends");
   node(b, "Slice", "slice", 5, sl, "y");
-  size_t len;
-  uint8_t *buf = pack(b, &len);
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_graph *g = import_built(b, st);
   kiln_context *ctx = kiln_context_new(st);
   kiln_model *m = kiln_model_compile(ctx, g, st);
   cr_assert(m, "%s", kiln_status_message(st));
@@ -454,7 +457,6 @@ Test(onnx_errors, slice_to_a_symbolic_end) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
-  free(buf);
 }
 
 /* Expand with its shape a graph input: kiln reads the shape before the run
@@ -470,11 +472,8 @@ Test(onnx_errors, expand_with_a_shape_input) {
   b->outs[b->g.n_output++] = vinfo("y", 3, yd);
   static const char *const ex[] = {"x", "s"};
   node(b, "Expand", "expand", 2, ex, "y");
-  size_t len;
-  uint8_t *buf = pack(b, &len);
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_graph *g = import_built(b, st);
   kiln_context *ctx = kiln_context_new(st);
   kiln_model *m = kiln_model_compile(ctx, g, st);
   cr_assert(m, "%s", kiln_status_message(st));
@@ -504,7 +503,6 @@ Test(onnx_errors, expand_with_a_shape_input) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
-  free(buf);
 }
 
 /* ---- the CLI: kiln run MODEL.onnx, kiln import, kiln check ---- */
@@ -528,11 +526,8 @@ Test(onnx_errors, range_and_tile_from_initializers) {
   static const char *const ti[] = {"x", "reps"}, *const ri[] = {"start", "limit", "delta"};
   node(b, "Tile", "tile", 2, ti, "y");
   node(b, "Range", "range", 3, ri, "r");
-  size_t len;
-  uint8_t *buf = pack(b, &len);
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_graph *g = import_built(b, st);
   char *txt = kiln_graph_print(g, st);
   cr_assert(strstr(txt, "mo.tile") && strstr(txt, "repeats = [2, 1]") && strstr(txt, "mo.range") &&
                 strstr(txt, "[6], f32"),
@@ -554,7 +549,6 @@ Test(onnx_errors, range_and_tile_from_initializers) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
-  free(buf);
 }
 
 static Onnx__AttributeProto *attr_int(const char *name, int64_t v) {
