@@ -188,6 +188,38 @@ static kiln_graph *import_built(mb *b, kiln_status *st) {
   return g;
 }
 
+/* An attribute named name of type type; its value is the caller's to set. */
+static Onnx__AttributeProto *attr_of(const char *name, Onnx__AttributeProto__AttributeType type) {
+  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
+  onnx__attribute_proto__init(a);
+  a->name = (char *)name;
+  a->has_type = 1;
+  a->type = type;
+  return a;
+}
+
+static Onnx__AttributeProto *attr_int(const char *name, int64_t v) {
+  Onnx__AttributeProto *a = attr_of(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT);
+  a->has_i = 1;
+  a->i = v;
+  return a;
+}
+
+static Onnx__AttributeProto *attr_float(const char *name, float v) {
+  Onnx__AttributeProto *a = attr_of(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT);
+  a->has_f = 1;
+  a->f = v;
+  return a;
+}
+
+static Onnx__AttributeProto *attr_str(const char *name, const char *v) {
+  Onnx__AttributeProto *a = attr_of(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING);
+  a->has_s = 1;
+  a->s.data = (uint8_t *)v;
+  a->s.len = strlen(v);
+  return a;
+}
+
 /* The usual model: y = x + w, x and w of n f32. */
 static mb *add_model(int64_t n, size_t wbytes) {
   mb *b = mb_new();
@@ -282,12 +314,8 @@ Test(onnx_errors, node_without_outputs) {
 }
 
 Test(onnx_errors, weights_in_the_file_are_bound_at_compile) {
-  size_t len;
-  uint8_t *buf = pack(add_model(100, 400), &len);
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  free(buf); /* the graph keeps what it needs */
-  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_graph *g = import_built(add_model(100, 400), st);
   char *txt = kiln_graph_print(g, st);
   cr_assert(strstr(txt, "constant.external"), "%s", txt);
   free(txt);
@@ -391,14 +419,7 @@ Test(onnx_errors, dim_param_and_shape_subgraph_fold_to_symbols) {
   node(b, "Mul", "mul", 2, mu, "p");
   node(b, "Unsqueeze", "un", 2, un, "q");
   node(b, "Concat", "cat", 2, cc, "shape")->n_attribute = 0;
-  Onnx__AttributeProto ax;
-  onnx__attribute_proto__init(&ax);
-  ax.name = "axis";
-  ax.has_type = 1;
-  ax.type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-  ax.has_i = 1;
-  ax.i = 0;
-  Onnx__AttributeProto *axs[1] = {&ax};
+  Onnx__AttributeProto *axs[1] = {attr_int("axis", 0)};
   b->nodes[b->g.n_node - 1]->n_attribute = 1;
   b->nodes[b->g.n_node - 1]->attribute = axs;
   node(b, "Reshape", "reshape", 2, rs, "y");
@@ -551,17 +572,6 @@ Test(onnx_errors, range_and_tile_from_initializers) {
   kiln_status_free(st);
 }
 
-static Onnx__AttributeProto *attr_int(const char *name, int64_t v) {
-  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
-  onnx__attribute_proto__init(a);
-  a->name = (char *)name;
-  a->has_type = 1;
-  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INT;
-  a->has_i = 1;
-  a->i = v;
-  return a;
-}
-
 /* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest
  * = 0), two outputs; then K as a graph input is reported unsupported. */
 Test(onnx_errors, top_k_with_k_from_an_initializer) {
@@ -630,18 +640,6 @@ Test(onnx_errors, top_k_with_k_from_an_initializer) {
   }
 }
 
-static Onnx__AttributeProto *attr_str(const char *name, const char *v) {
-  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
-  onnx__attribute_proto__init(a);
-  a->name = (char *)name;
-  a->has_type = 1;
-  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__STRING;
-  a->has_s = 1;
-  a->s.data = (uint8_t *)v;
-  a->s.len = strlen(v);
-  return a;
-}
-
 /* Gelu (opset 20) with approximate "none" and "tanh" against the formulas;
  * another spelling is refused naming it. */
 Test(onnx_errors, gelu_of_opset_20) {
@@ -695,17 +693,6 @@ Test(onnx_errors, gelu_of_opset_20) {
   }
 }
 
-static Onnx__AttributeProto *attr_float(const char *name, float v) {
-  Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
-  onnx__attribute_proto__init(a);
-  a->name = (char *)name;
-  a->has_type = 1;
-  a->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOAT;
-  a->has_f = 1;
-  a->f = v;
-  return a;
-}
-
 /* RandomUniformLike (x's shape, seed 5, [-1, 2)) and RandomNormal (shape
  * [4000], mean 3, scale 0.5): kiln's generator, so values in range, the
  * same on every execute, the moments near the asked ones. */
@@ -727,21 +714,13 @@ Test(onnx_errors, random_ops_draw_from_kiln_generator) {
   z->attribute = keep(calloc(3, sizeof *z->attribute));
   z->attribute[0] = attr_float("mean", 3);
   z->attribute[1] = attr_float("scale", 0.5f);
-  Onnx__AttributeProto *shape = keep(calloc(1, sizeof *shape));
-  onnx__attribute_proto__init(shape);
-  shape->name = "shape";
-  shape->has_type = 1;
-  shape->type = ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS;
+  Onnx__AttributeProto *shape = attr_of("shape", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
   static int64_t n4000 = 4000;
   shape->n_ints = 1;
   shape->ints = &n4000;
   z->attribute[2] = shape;
-  size_t len;
-  uint8_t *buf = pack(b, &len);
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  free(buf);
-  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_graph *g = import_built(b, st);
   kiln_context *ctx = kiln_context_new(st);
   kiln_model *m = kiln_model_compile(ctx, g, st);
   cr_assert(m, "%s", kiln_status_message(st));
