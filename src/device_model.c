@@ -535,7 +535,7 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
   if (ir_eval_shape(&n->in[0]->type, syms, x.shape, msg, sizeof msg) < 0)
     return rt_err(st, KILN_ERR_SHAPE, "mo.print at line %d: %s", n->loc.line, msg);
   int64_t total = ir_tensor_numel(&x);
-  static _Thread_local uint64_t first[IR_PRINT_MAX_ELEMS]; /* widest element: 8 bytes */
+  uint64_t first[IR_PRINT_MAX_ELEMS]; /* the widest element is 8 bytes */
   size_t bytes = (size_t)(total < IR_PRINT_MAX_ELEMS ? total : IR_PRINT_MAX_ELEMS) *
                  ir_dtype_size(x.dtype);
   if (bytes && kiln_device_copy_from(m->device, first, l->bufs[n->nin], bytes, st) < 0)
