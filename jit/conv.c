@@ -202,9 +202,9 @@ int jit_lower_conv(jit_fn *f) {
     jit_loop_end(f, &Pb);
     return f->failed ? -1 : 0;
   }
-  if (plain) { /* [pixels, C] x [C, F]: the operand is the GEMM's A */
+  if (plain) { /* [pixels, C] x [C, F]: the operand is the GEMM's A; B not packed (above) */
     LLVMValueRef work, buf = workspace(f, &q, work_fn, zero, M, Fv, q.C, &work);
-    call_gemm(f, gemm, packed, M, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, lo, q.C)), q.C, Fl, Fv,
+    call_gemm(f, gemm, false, M, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, lo, q.C)), q.C, Fl, Fv,
               eptr(f, q.dt, Y, jit_mul(f, lo, Fv)), Fv, work);
     release(f, buf);
     if (q.bias) add_bias(f, &q, lo, hi);
