@@ -1,0 +1,239 @@
+"""kiln.engine: compile graphs and run them, as ``max.engine``.
+
+``InferenceSession(devices=[CPU()])`` holds a kiln context (JIT, kernel
+caches, thread pool); ``session.load(graph_or_path, weights_registry=...)``
+compiles a ``Graph``, an MO text file or an ONNX file into a ``Model``;
+``model.execute(*inputs)`` runs it. Compiles and executes release the GIL.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from . import _kiln
+from .driver import CPU, Device, Tensor
+from .dtype import DType
+
+__all__ = ["InferenceSession", "Model", "TensorSpec", "SpecializePolicy", "Bucket",
+           "CustomExtensionsType"]
+
+CustomExtensionsType = list  # paths of C (.c), LLVM IR (.ll) or bitcode (.bc) kernel libraries
+
+
+class SpecializePolicy(enum.IntEnum):
+    """When shape-specialized variants are compiled (kiln/runtime.h)."""
+
+    OFF = 0
+    SYNC = 1
+    AHEAD = 2
+    ASYNC = 3
+
+
+class Bucket(enum.IntEnum):
+    """How the values of a symbolic dim are grouped into variants."""
+
+    EXACT = 0
+    POW2 = 1
+    MULTIPLE = 2
+
+
+class TensorSpec:
+    """Name, shape and dtype of a model input or output. ``shape`` holds an
+    int per static dim and None per symbolic one; ``dims`` the dims as text
+    ("batch")."""
+
+    def __init__(self, shape: Sequence[int | None], dtype: DType, name: str,
+                 dims: Sequence[str] = ()) -> None:
+        self.shape = list(shape)
+        self.dtype = dtype
+        self.name = name
+        self.dims = list(dims)
+
+    def __repr__(self) -> str:
+        return f"TensorSpec(shape={self.shape}, dtype={self.dtype}, name={self.name!r})"
+
+
+def _paths(ext: Any) -> list[str]:
+    if ext is None:
+        return []
+    if isinstance(ext, (str, os.PathLike)):
+        return [os.fspath(ext)]
+    return [os.fspath(e) for e in ext]
+
+
+class InferenceSession:
+    """Loads and compiles models (``max.engine.InferenceSession``).
+
+    devices: where models run; the first is used (default: the CPU).
+    num_threads: threads of the CPU pool (default: the CPUs this process may
+    use). custom_extensions: kernel libraries (.c, .ll, .bc paths) that serve
+    the graphs' ``ops.custom`` calls. cache_dir: the disk kernel cache
+    (default: kiln's, from KILN_CACHE_DIR or ~/.cache/kiln; None turns it off
+    when given explicitly)."""
+
+    _NO_CACHE_ARG = object()
+
+    def __init__(self, devices: Iterable[Device] | None = None, num_threads: int | None = None,
+                 *, custom_extensions: Any = None, cache_dir: Any = _NO_CACHE_ARG,
+                 specialize: SpecializePolicy | None = None) -> None:
+        self.devices = list(devices) if devices is not None else [CPU()]
+        if not self.devices:
+            raise ValueError("InferenceSession: devices is empty")
+        self._ctx = _kiln.Context()
+        if num_threads is not None:
+            self._ctx.set_num_threads(int(num_threads))
+        if cache_dir is not InferenceSession._NO_CACHE_ARG:
+            self._ctx.set_cache_dir(None if cache_dir is None else os.fspath(cache_dir))
+        if specialize is not None:
+            self._ctx.set_specialize(int(specialize))
+        self._libraries: set[str] = set()
+        for p in _paths(custom_extensions):
+            self._add_library(p)
+
+    def _add_library(self, path: str) -> None:
+        full = os.path.abspath(path)
+        if full not in self._libraries:
+            self._ctx.add_kernel_library(full)
+            self._libraries.add(full)
+
+    @property
+    def num_threads(self) -> int:
+        """Threads of the CPU pool."""
+        return self._ctx.num_threads
+
+    @property
+    def cache_dir(self) -> str | None:
+        """The disk kernel cache's directory, or None when off."""
+        return self._ctx.cache_dir
+
+    def set_cache_dir(self, path: Any, max_bytes: int = 0) -> None:
+        """Use path (created when missing) as the disk kernel cache; None: no disk cache."""
+        self._ctx.set_cache_dir(None if path is None else os.fspath(path), max_bytes)
+
+    def set_specialize(self, policy: SpecializePolicy) -> None:
+        """The specialization policy of this session's models that have none."""
+        self._ctx.set_specialize(int(policy))
+
+    def wait_compiles(self, timeout_s: float | None = None) -> bool:
+        """Wait for background compiles (specialization, tier-up); True when idle."""
+        return self._ctx.wait_compiles(-1 if timeout_s is None else int(timeout_s * 1000))
+
+    def load(self, model: Any, *, custom_extensions: Any = None,
+             weights_registry: Mapping[str, Any] | None = None) -> "Model":
+        """Compile a ``kiln.graph.Graph``, an MO text file (.mlir, .mo) or an
+        ONNX file (.onnx) into a Model. weights_registry binds the graph's
+        weights by name (numpy arrays or DLPack producers, used without a copy
+        where the model reads them in place: keep them unchanged)."""
+        from .graph import Graph
+
+        for p in _paths(custom_extensions):
+            self._add_library(p)
+        if isinstance(model, Graph):
+            for p in model._custom_extensions:
+                self._add_library(p)
+            graph = model._finished()
+        elif isinstance(model, (str, os.PathLike)):
+            path = Path(model)
+            if path.suffix == ".onnx":
+                graph = _kiln.Graph.from_onnx(str(path))
+            else:
+                graph = _kiln.Graph.load(str(path))
+        elif isinstance(model, _kiln.Graph):
+            graph = model
+        else:
+            raise TypeError(f"load: expected a Graph or a path, got {type(model).__name__}")
+        device = self.devices[0]
+        m = _kiln.Model(self._ctx, graph, None if device.is_host else device)
+        out = Model(m, self)
+        for name, value in (weights_registry or {}).items():
+            out.bind_weight(name, value)
+        return out
+
+
+def _spec(port: tuple) -> TensorSpec:
+    name, dt, dims, static = port
+    return TensorSpec([None if s < 0 else s for s in static], DType._from_kiln(dt), name, dims)
+
+
+class Model:
+    """A compiled model (``max.engine.Model``); made by ``InferenceSession.load``."""
+
+    def __init__(self, m: "_kiln.Model", session: InferenceSession) -> None:
+        self._m = m
+        self._session = session
+        # the C call itself, shadowing the method below: no Python frame per execute
+        self.execute = m.execute
+
+    def execute(self, *inputs: Any) -> list[Tensor]:
+        """Run the model. Inputs: numpy arrays, kiln Tensors or DLPack
+        producers, in order; C-contiguous host memory is read in place.
+        Returns the outputs as Tensors (host ones share memory with
+        ``to_numpy()``)."""
+        return self._m.execute(*inputs)
+
+    def __call__(self, *inputs: Any) -> list[Tensor]:
+        return self._m.execute(*inputs)
+
+    @property
+    def input_metadata(self) -> list[TensorSpec]:
+        """Name, shape and dtype of each input."""
+        return [_spec(p) for p in self._m.inputs]
+
+    @property
+    def output_metadata(self) -> list[TensorSpec]:
+        """Name, shape and dtype of each output."""
+        return [_spec(p) for p in self._m.outputs]
+
+    @property
+    def weight_names(self) -> list[str]:
+        """Names of the graph's weights (``mo.constant.external``)."""
+        return [w[0] for w in self._m.weights]
+
+    @property
+    def compile_ms(self) -> float:
+        """Wall time of the compile, in milliseconds."""
+        return self._m.compile_ms
+
+    def bind_weight(self, name: str, value: Any) -> None:
+        """Bind (or rebind) a weight by name; the model keeps value alive."""
+        self._m.bind_weight(name, value)
+
+    def capture(self, graph_key: int, *inputs: Any) -> list[Tensor]:
+        """Execute and keep the resolved binding under graph_key for replay."""
+        return self._m.capture(graph_key, *inputs)
+
+    def replay(self, graph_key: int, *inputs: Any) -> list[Tensor]:
+        """Execute inputs of the captured shapes without re-solving them."""
+        return self._m.replay(graph_key, *inputs)
+
+    def debug_verify_replay(self, graph_key: int, *inputs: Any) -> None:
+        """Raise if these inputs would not run the captured launch sequence."""
+        self._m.verify_replay(graph_key, *inputs)
+
+    def release(self, graph_key: int) -> None:
+        """Drop a capture."""
+        self._m.release(graph_key)
+
+    def set_specialize(self, policy: SpecializePolicy) -> None:
+        """This model's specialization policy."""
+        self._m.set_specialize(int(policy))
+
+    def set_bucket(self, symbol: str, kind: Bucket, n: int = 0) -> None:
+        """Group a symbolic dim's values into variants (EXACT, POW2, MULTIPLE of n)."""
+        self._m.set_bucket(symbol, int(kind), n)
+
+    def set_max_variants(self, n: int) -> None:
+        """Bound on this model's specialized variants."""
+        self._m.set_max_variants(n)
+
+    def specialize(self, **dims: int) -> None:
+        """Compile the variant for these symbol values now (``batch=4, seq=128``)."""
+        self._m.specialize(dims)
+
+    @property
+    def variants(self) -> int:
+        """Specialized variants live now."""
+        return self._m.variants

@@ -1,0 +1,12 @@
+"""kiln.graph: build graphs in Python, as ``max.graph``."""
+
+from . import ops
+from .dim import AlgebraicDim, Dim, DimLike, Shape, ShapeLike, StaticDim, SymbolicDim
+from .graph import Graph
+from .type import DeviceKind, DeviceRef, TensorType
+from .value import TensorValue, TensorValueLike, Value
+from .weight import Weight
+
+__all__ = ["Graph", "TensorType", "DeviceRef", "DeviceKind", "TensorValue", "Value",
+           "TensorValueLike", "Weight", "Dim", "StaticDim", "SymbolicDim", "AlgebraicDim",
+           "Shape", "DimLike", "ShapeLike", "ops"]

@@ -1,0 +1,142 @@
+"""kiln.graph.graph: ``Graph``, a kiln graph built from Python, as ``max.graph.Graph``.
+
+    with Graph("relu", input_types=[TensorType(DType.float32, [5])]) as g:
+        g.output(ops.relu(g.inputs[0]))
+
+Each op is added to the kiln graph (kiln's C builder) at once, so dtype and
+shape errors are raised on the line that makes them. ``str(graph)`` is
+kiln's MO text.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+from typing import Any, Callable, Iterable, Sequence
+
+from .. import _kiln
+from .type import TensorType
+from .value import TensorValue
+
+__all__ = ["Graph"]
+
+_CURRENT: contextvars.ContextVar["Graph | None"] = contextvars.ContextVar("kiln_graph",
+                                                                         default=None)
+
+
+class _ClassProperty:
+    def __init__(self, f: Callable) -> None:
+        self.f = f
+
+    def __get__(self, obj: Any, cls: type) -> Any:
+        return self.f(cls)
+
+
+class Graph:
+    """A graph of ops (``max.graph.Graph``).
+
+    name: the graph's name. input_types: a TensorType per input.
+    forward: when given, called with the inputs inside the graph's context and
+    its result made the output. path: load MO text (.mlir) or ONNX (.onnx)
+    instead of building. custom_extensions: C / LLVM IR kernel libraries
+    that serve ``ops.custom`` calls (loaded by ``InferenceSession.load``).
+    """
+
+    def __init__(self, name: str, forward: Callable | None = None,
+                 input_types: Iterable[TensorType] = (), path: Any = None, *args: Any,
+                 custom_extensions: Iterable[Any] = (), **kwargs: Any) -> None:
+        self.name = name
+        self._custom_extensions = [os.fspath(p) for p in custom_extensions]
+        self._tokens: list[contextvars.Token] = []
+        self._output_values: list[TensorValue] | None = None
+        self._weights: dict[str, TensorValue] = {}
+        if path is not None:
+            p = os.fspath(path)
+            self._g = _kiln.Graph.from_onnx(p) if p.endswith(".onnx") else _kiln.Graph.load(p)
+            self._inputs: tuple[TensorValue, ...] = ()
+            self._output_values = []
+            return
+        self._g = _kiln.Graph(name)
+        self._input_types = [t if isinstance(t, TensorType) else TensorType(*t)
+                             for t in input_types]
+        self._inputs = tuple(
+            TensorValue(self, self._g.add_input(None, t.dtype._kiln, t.shape.to_mlir()))
+            for t in self._input_types)
+        if forward is not None:
+            with self:
+                out = forward(*self._inputs, *args, **kwargs)
+                self.output(*(out if isinstance(out, (tuple, list)) else (out,)))
+
+    # ---- the current graph ----
+    @_ClassProperty
+    def current(cls) -> "Graph":
+        """The graph whose ``with`` block is running (LookupError outside one)."""
+        g = _CURRENT.get()
+        if g is None:
+            raise LookupError("no graph is being built: use `with Graph(...) as graph:`")
+        return g
+
+    def __enter__(self) -> "Graph":
+        self._tokens.append(_CURRENT.set(self))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _CURRENT.reset(self._tokens.pop())
+
+    # ---- inputs, outputs, weights ----
+    @property
+    def inputs(self) -> tuple[TensorValue, ...]:
+        """The graph's inputs, in order."""
+        return self._inputs
+
+    def output(self, *outputs: TensorValue) -> None:
+        """Make these values the graph's outputs (and verify the graph)."""
+        from . import ops
+
+        vals = [ops._core.as_value(o, graph=self) for o in outputs]
+        self._g.set_outputs([v._v for v in vals])
+        self._output_values = vals
+
+    @property
+    def output_types(self) -> list[TensorType]:
+        return [v.type for v in (self._output_values or [])]
+
+    def add_weight(self, weight: Any, force_initial_weight_on_host: bool = True) -> TensorValue:
+        """A value for ``weight`` (a ``Weight``), bound by name when the model
+        is loaded (``weights_registry``). Adding the same name twice returns
+        the same value."""
+        if weight.name in self._weights:
+            return self._weights[weight.name]
+        v = TensorValue(self, self._g.add_weight(weight.name, weight.dtype._kiln,
+                                                 weight.shape.to_mlir()))
+        self._weights[weight.name] = v
+        return v
+
+    @property
+    def kernel_libraries_paths(self) -> list[str]:
+        return list(self._custom_extensions)
+
+    def _finished(self) -> "_kiln.Graph":
+        if self._output_values is None:
+            raise ValueError(f"graph '{self.name}' has no outputs: call graph.output(...)")
+        return self._g
+
+    # ---- text ----
+    @classmethod
+    def from_text(cls, text: str, name: str = "graph", filename: str | None = None) -> "Graph":
+        """A graph parsed from MO text (as ``kiln check`` reads it)."""
+        g = cls.__new__(cls)
+        g.name = name
+        g._custom_extensions = []
+        g._tokens = []
+        g._weights = {}
+        g._inputs = ()
+        g._output_values = []
+        g._g = _kiln.Graph.parse(text, filename)
+        return g
+
+    def __str__(self) -> str:
+        return self._g.print()
+
+    def __repr__(self) -> str:
+        return f"Graph({self.name!r})"

@@ -1,0 +1,127 @@
+"""kiln.graph.ops._core: how an op call becomes a kiln op.
+
+``add_op("mo.add", [a, b])`` adds an op to the graph the operands belong to
+(or ``Graph.current``) through kiln's C builder, which infers the result
+types; ``attrs`` (a dict) is written as MO attribute text. ``as_value``
+turns Python numbers and numpy arrays into constants, in the dtype of the
+value they meet (``x + 1.0`` is ``x + constant(1.0, x.dtype)``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+
+from ...dtype import DType
+from ..dim import Dim
+from ..type import TensorType
+from ..value import TensorValue
+
+__all__ = ["add_op", "add_op1", "as_value", "format_attrs", "graph_of", "constant",
+           "normalize_axis"]
+
+
+def graph_of(*values: Any):
+    """The graph of the first TensorValue among values, else Graph.current."""
+    from ..graph import Graph
+    from ..weight import Weight
+
+    for v in values:
+        if isinstance(v, TensorValue):
+            return v._graph
+        if isinstance(v, Weight):
+            return Graph.current
+    return Graph.current
+
+
+def _attr(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, DType):
+        return v.mo_name
+    if isinstance(v, Dim):
+        return v.to_mlir()
+    if isinstance(v, (int, np.integer)):
+        return str(int(v))
+    if isinstance(v, (float, np.floating)):
+        f = float(v)
+        if math.isnan(f) or math.isinf(f):
+            return str(f)  # "nan", "inf", "-inf"
+        r = repr(f)
+        if "e" in r and "." not in r.split("e")[0]:
+            m, e = r.split("e")
+            r = f"{m}.0e{e}"
+        return r
+    if isinstance(v, str):
+        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_attr(x) for x in v) + "]"
+    raise TypeError(f"no MO attribute form for {type(v).__name__} {v!r}")
+
+
+def format_attrs(attrs: dict | None) -> str | None:
+    """MO attribute text for a dict ({"axis": -1} -> "{axis = -1}"); None stays None."""
+    if not attrs:
+        return None
+    return "{" + ", ".join(f"{k} = {_attr(v)}" for k, v in attrs.items() if v is not None) + "}"
+
+
+def constant(value: Any, dtype: DType | None = None, device: Any = None,
+             graph: Any = None) -> TensorValue:
+    """A constant tensor of the graph (the data is copied into it)."""
+    if dtype is not None:
+        dtype = DType(dtype)
+        arr = np.asarray(value, dtype=dtype.to_numpy())
+    else:
+        arr = np.asarray(value)
+        if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
+            arr = arr.astype(np.float32)  # a Python float is f32 unless asked
+        dtype = DType.from_numpy(arr.dtype)
+    arr = np.ascontiguousarray(arr)
+    g = graph if graph is not None else graph_of()
+    return TensorValue(g, g._g.add_constant(dtype._kiln, arr.shape, arr.view(np.uint8)
+                                           if arr.size else b""))
+
+
+def as_value(x: Any, like: TensorValue | None = None, graph: Any = None) -> TensorValue:
+    """x as a TensorValue: values pass; Weights become their graph value;
+    Python numbers and numpy arrays become constants (numbers take the dtype
+    of `like`)."""
+    from ..weight import Weight
+
+    if isinstance(x, TensorValue):
+        return x
+    if isinstance(x, Weight):
+        return x._value()
+    g = graph if graph is not None else (like._graph if like is not None else graph_of())
+    if isinstance(x, (bool, int, float, np.number, np.bool_)) and like is not None:
+        return constant(x, like.dtype, graph=g)
+    if isinstance(x, (bool, int, float, np.ndarray, np.number, np.bool_, list, tuple)):
+        return constant(x, graph=g)
+    raise TypeError(f"expected a graph value, a number or an array, got {type(x).__name__}")
+
+
+def add_op(name: str, operands: Sequence[Any], attrs: dict | None = None,
+           result_type: TensorType | str | None = None) -> list[TensorValue]:
+    """Add op `name` ("mo.add" or "add"); returns every result."""
+    like = next((o for o in operands if isinstance(o, TensorValue)), None)
+    vals = [as_value(o, like) for o in operands]
+    g = like._graph if like is not None else graph_of(*operands)
+    rt = result_type.to_mlir() if isinstance(result_type, TensorType) else result_type
+    return [TensorValue(g, v) for v in g._g.add_op(name, [v._v for v in vals],
+                                                   format_attrs(attrs), rt)]
+
+
+def add_op1(name: str, operands: Sequence[Any], attrs: dict | None = None,
+            result_type: TensorType | str | None = None) -> TensorValue:
+    """add_op for an op with one result."""
+    return add_op(name, operands, attrs, result_type)[0]
+
+
+def normalize_axis(axis: int, rank: int) -> int:
+    """axis in [-rank, rank) as a non-negative axis (IndexError otherwise)."""
+    if not -rank <= axis < max(rank, 1):
+        raise IndexError(f"axis {axis} is out of range for rank {rank}")
+    return axis + rank if axis < 0 else axis

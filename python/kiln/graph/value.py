@@ -1,0 +1,173 @@
+"""kiln.graph.value: the values ops take and make, as ``max.graph.TensorValue``.
+
+A TensorValue is a placeholder for a tensor of a graph under construction:
+its dtype, shape and device are known (kiln infers them as each op is
+added), its data is not. Python operators and methods build ops
+(``a @ b``, ``a + 1.0``, ``x[..., :4]``, ``x.T``, ``x.reshape(...)``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..dtype import DType
+from .dim import Shape
+from .type import DeviceRef, TensorType
+
+if TYPE_CHECKING:
+    from .graph import Graph
+
+__all__ = ["Value", "TensorValue", "TensorValueLike"]
+
+
+class Value:
+    """Any value of a graph."""
+
+    @property
+    def tensor(self) -> "TensorValue":
+        if not isinstance(self, TensorValue):
+            raise TypeError(f"{self!r} is not a tensor value")
+        return self
+
+
+class TensorValue(Value):
+    """A tensor value of a graph (made by ops and ``graph.inputs``)."""
+
+    __slots__ = ("_graph", "_v")
+    __array_priority__ = 1000  # numpy defers `ndarray + value` to us
+
+    def __init__(self, graph: "Graph", v: Any) -> None:
+        self._graph = graph
+        self._v = v  # kiln._kiln.Value
+
+    @property
+    def graph(self) -> "Graph":
+        return self._graph
+
+    @property
+    def dtype(self) -> DType:
+        """The element type."""
+        return DType._from_kiln(self._v.dtype)
+
+    @property
+    def shape(self) -> Shape:
+        """The dims (StaticDim, SymbolicDim, AlgebraicDim)."""
+        return Shape(self._v.dims)
+
+    @property
+    def rank(self) -> int:
+        return len(self._v.dims)
+
+    @property
+    def device(self) -> DeviceRef:
+        return DeviceRef.CPU()
+
+    @property
+    def type(self) -> TensorType:
+        return TensorType(self.dtype, self.shape, self.device)
+
+    def __repr__(self) -> str:
+        return f"TensorValue({self.type.to_mlir()})"
+
+    # ---- methods (max.graph.TensorValue) ----
+    @property
+    def T(self) -> "TensorValue":
+        """The last two axes swapped."""
+        return _ops().transpose(self, -1, -2)
+
+    def reshape(self, shape: Any) -> "TensorValue":
+        return _ops().reshape(self, shape)
+
+    def transpose(self, dim_1: int, dim_2: int) -> "TensorValue":
+        return _ops().transpose(self, dim_1, dim_2)
+
+    def permute(self, dims: list[int]) -> "TensorValue":
+        return _ops().permute(self, dims)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "TensorValue":
+        return _ops().flatten(self, start_dim, end_dim)
+
+    def broadcast_to(self, shape: Any) -> "TensorValue":
+        return _ops().broadcast_to(self, shape)
+
+    def cast(self, dtype: DType) -> "TensorValue":
+        return _ops().cast(self, dtype)
+
+    def rebind(self, shape: Any, message: str = "") -> "TensorValue":
+        return _ops().rebind(self, shape, message)
+
+    def to(self, device: DeviceRef) -> "TensorValue":
+        return _ops().transfer_to(self, device)
+
+    def argmax(self, axis: int = -1) -> "TensorValue":
+        return _ops().argmax(self, axis)
+
+    def max(self, axis: int = -1) -> "TensorValue":
+        return _ops().max(self, axis=axis)
+
+    def min(self, axis: int = -1) -> "TensorValue":
+        return _ops().min(self, axis=axis)
+
+    def mean(self, axis: int = -1) -> "TensorValue":
+        return _ops().mean(self, axis)
+
+    def var(self, axis: int = -1) -> "TensorValue":
+        m = self.mean(axis)
+        d = self - m
+        return (d * d).mean(axis)
+
+    def stdev(self, axis: int = -1) -> "TensorValue":
+        return _ops().sqrt(self.var(axis))
+
+    def print(self, label: str = "debug_tensor") -> None:
+        _ops().print(self, label)
+
+    def __getitem__(self, index: Any) -> "TensorValue":
+        return _ops().slice_tensor(self, index if isinstance(index, tuple) else (index,))
+
+    # ---- operators ----
+    def __add__(self, o): return _ops().add(self, o)
+    def __radd__(self, o): return _ops().add(o, self)
+    def __sub__(self, o): return _ops().sub(self, o)
+    def __rsub__(self, o): return _ops().sub(o, self)
+    def __mul__(self, o): return _ops().mul(self, o)
+    def __rmul__(self, o): return _ops().mul(o, self)
+    def __truediv__(self, o): return _ops().div(self, o)
+    def __rtruediv__(self, o): return _ops().div(o, self)
+    def __floordiv__(self, o): return _ops().floor_div(self, o)
+    def __rfloordiv__(self, o): return _ops().floor_div(o, self)
+    def __mod__(self, o): return _ops().mod(self, o)
+    def __rmod__(self, o): return _ops().mod(o, self)
+    def __pow__(self, o): return _ops().pow(self, o)
+    def __rpow__(self, o): return _ops().pow(o, self)
+    def __matmul__(self, o): return _ops().matmul(self, o)
+    def __rmatmul__(self, o): return _ops().matmul(o, self)
+    def __neg__(self): return _ops().negate(self)
+    def __abs__(self): return _ops().abs(self)
+    def __invert__(self): return _ops().logical_not(self)
+    def __and__(self, o): return _ops().logical_and(self, o)
+    def __rand__(self, o): return _ops().logical_and(o, self)
+    def __or__(self, o): return _ops().logical_or(self, o)
+    def __ror__(self, o): return _ops().logical_or(o, self)
+    def __xor__(self, o): return _ops().logical_xor(self, o)
+    def __rxor__(self, o): return _ops().logical_xor(o, self)
+    def __eq__(self, o): return _ops().equal(self, o)  # type: ignore[override]
+    def __ne__(self, o): return _ops().not_equal(self, o)  # type: ignore[override]
+    def __lt__(self, o): return _ops().greater(o, self)
+    def __le__(self, o): return _ops().greater_equal(o, self)
+    def __gt__(self, o): return _ops().greater(self, o)
+    def __ge__(self, o): return _ops().greater_equal(self, o)
+    __hash__ = object.__hash__
+
+    def __bool__(self) -> bool:
+        raise TypeError("a graph value has no truth value while the graph is built "
+                        "(use ops.where / ops.cond style ops)")
+
+
+TensorValueLike = Any  # a TensorValue, a Python number, a numpy array
+
+
+def _ops():
+    from . import ops
+
+    return ops

@@ -1,0 +1,57 @@
+"""kiln.graph.weight: ``Weight``, a named tensor bound when the model loads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..dtype import DType
+from .dim import Shape, ShapeLike
+from .type import DeviceRef, _device_ref
+from .value import TensorValue
+
+__all__ = ["Weight"]
+
+
+class Weight:
+    """A weight (``max.graph.Weight``): name, dtype, shape and device. Use it in
+    ops like a value inside a graph (it is added with ``Graph.add_weight``);
+    bind its data with ``session.load(graph, weights_registry={name: array})``."""
+
+    def __init__(self, name: str, dtype: DType, shape: ShapeLike, device: Any = None,
+                 quantization_encoding: Any = None, align: int | None = None,
+                 **kwargs: Any) -> None:
+        if quantization_encoding is not None:
+            raise NotImplementedError("kiln has no quantized weights yet")
+        self.name = name
+        self.dtype = DType(dtype)
+        self.shape = Shape(shape)
+        self.device: DeviceRef = _device_ref(device)
+        self.align = align
+
+    def _value(self) -> TensorValue:
+        from .graph import Graph
+
+        return Graph.current.add_weight(self)
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"Weight({self.name!r}, {self.dtype}, {self.shape!r})"
+
+
+def _forward(name: str):
+    def method(self: Weight, *args: Any) -> Any:
+        return getattr(self._value(), name)(*args)
+
+    method.__name__ = name
+    return method
+
+
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__",
+              "__truediv__", "__rtruediv__", "__matmul__", "__rmatmul__", "__neg__",
+              "__pow__", "__getitem__", "reshape", "transpose", "permute", "flatten",
+              "broadcast_to", "cast", "to"):
+    setattr(Weight, _name, _forward(_name))
+Weight.T = property(lambda self: self._value().T)  # type: ignore[attr-defined]
