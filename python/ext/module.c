@@ -3,8 +3,8 @@
  * Exceptions: KilnError (an Exception) and one subclass per kiln_code, each
  * also a subclass of the builtin a Python user would catch (ParseError is a
  * ValueError, NotFoundError a LookupError, ...). A verify or execute error
- * whose message is about a dtype is a DTypeError (a TypeError), one about a
- * shape a ShapeError (a ValueError). */
+ * whose message is about a wrong dtype is a DTypeError (a TypeError too);
+ * other execute-time mismatches are ShapeErrors (a ValueError). */
 #include "ext.h"
 
 #include <string.h>
@@ -22,6 +22,14 @@ PyObject *ext_raisef(PyObject *cls, const char *fmt, ...) {
   return NULL;
 }
 
+/* kiln's messages about a wrong dtype: "operand 1 of mo.add has dtype si32
+ * but ...", "input 0 (x): expected dtype f32, got si32", "dtype bf16 is not
+ * supported here". */
+static bool is_dtype_message(const char *msg) {
+  return strstr(msg, "has dtype") || strstr(msg, "expected dtype") ||
+         (strstr(msg, "dtype ") && strstr(msg, "not supported"));
+}
+
 PyObject *ext_raise(const kiln_status *st) {
   kiln_code c = kiln_status_code(st);
   const char *msg = kiln_status_message(st);
@@ -29,7 +37,7 @@ PyObject *ext_raise(const kiln_status *st) {
   PyObject *cls = ext_st->error;
   if (c > KILN_OK && c <= KILN_ERR_UNSUPPORTED && ext_st->err_by_code[c])
     cls = ext_st->err_by_code[c];
-  if ((c == KILN_ERR_VERIFY || c == KILN_ERR_SHAPE) && strstr(msg, "dtype"))
+  if ((c == KILN_ERR_VERIFY || c == KILN_ERR_SHAPE) && is_dtype_message(msg))
     cls = ext_st->dtype_error;
   if (c == KILN_ERR_OUT_OF_MEMORY) {
     PyErr_SetString(PyExc_MemoryError, msg);

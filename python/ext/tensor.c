@@ -276,8 +276,9 @@ TensorObject *ext_as_tensor(PyObject *obj, const char *what) {
   if (PyObject_CheckBuffer(obj)) return from_buffer(obj, what);
   if (PyObject_HasAttrString(obj, "__dlpack__")) return from_dlpack(obj, what);
   PyObject *tn = PyType_GetName(Py_TYPE(obj));
-  ext_raisef(PyExc_TypeError, "%s: expected a numpy array, a kiln Tensor or an object with "
-             "__dlpack__, got %U", what, tn);
+  if (tn)
+    PyErr_Format(PyExc_TypeError, "%s: expected a numpy array, a kiln Tensor or an object "
+                 "with __dlpack__, got %U", what, tn);
   Py_XDECREF(tn);
   return NULL;
 }
