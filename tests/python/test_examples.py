@@ -270,6 +270,9 @@ CASES = [
 def run_example(ex: Example, tmp_path: Path) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env["KILN_CACHE_DIR"] = str(tmp_path / "cache")
+    if env.get("PYTHONPATH"):  # the script runs in tmp_path: make the entries absolute
+        env["PYTHONPATH"] = os.pathsep.join(
+            os.path.abspath(p) for p in env["PYTHONPATH"].split(os.pathsep) if p)
     script = str(EXAMPLES / ex.script)
     if ex.driver is None:
         cmd = [sys.executable, script]
