@@ -1,0 +1,15 @@
+# From the MAX Python API docs, max.graph.TensorValue.min, with max -> kiln in the imports.
+from kiln.dtype import DType
+
+from kiln.graph import Graph, TensorType, DeviceRef
+
+# Define a 2x3 float32 input tensor for the graph
+input_type = TensorType(DType.float32, (2, 3), device=DeviceRef.CPU())
+with Graph("min_demo", input_types=[input_type]) as graph:
+    x = graph.inputs[0].tensor
+
+    # Min along axis 1 (last dimension of each row)
+    mn = x.min(axis=1)
+
+    print(f"Input shape: {x.shape}")  # [2, 3]
+    print(f"Min shape: {mn.shape}")   # [2, 1]
