@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # test.sh - set up, then build and run the whole test suite twice: a normal
 # build (warnings as errors) and one with AddressSanitizer and
-# UndefinedBehaviorSanitizer; then fuzz the ONNX reader for 30 s
-# (tests/fuzz/run.sh). Exits non-zero if anything fails.
+# UndefinedBehaviorSanitizer; the Python package, installed with pip into a
+# venv, under pytest (tools/python_test.sh); then fuzz the ONNX reader for
+# 30 s (tests/fuzz/run.sh). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
 
 tools/setup.sh build-test -DKILN_WERROR=ON
 (cd build-test && ctest --output-on-failure -j"$jobs")
+
+tools/python_test.sh
 
 tools/setup.sh build-asan -DKILN_WERROR=ON -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
 # allocator_may_return_null: a huge request returns NULL (kiln reports it) as in
@@ -20,4 +23,4 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 
 # the ONNX reader under libFuzzer (clang-19, ASan + UBSan), briefly
 tests/fuzz/run.sh build-fuzz 30
-echo "test.sh: all tests passed (normal and ASan+UBSan builds, ONNX fuzzing)"
+echo "test.sh: all tests passed (normal and ASan+UBSan builds, Python, ONNX fuzzing)"

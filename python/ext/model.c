@@ -8,6 +8,7 @@
  * Tensor objects that own them. */
 #include "ext.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -299,6 +300,10 @@ typedef struct ModelObject {
   kiln_model *m;
   PyObject *context, *device; /* device: a Device or NULL (the host) */
   PyObject *weights;          /* name -> Tensor whose memory the model may read */
+  /* kiln_model_bind_weight must not run beside an execute: binds take it
+   * exclusively, runs shared (both without the GIL, so no lock order issue) */
+  pthread_rwlock_t bind_lock;
+  bool lock_ready;
 } ModelObject;
 
 #define MODEL(self) (((ModelObject *)(self))->m)
@@ -338,6 +343,11 @@ static PyObject *model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   o->context = Py_NewRef(ctx);
   o->device = d ? Py_NewRef(device) : NULL;
   o->weights = weights;
+  if (pthread_rwlock_init(&o->bind_lock, NULL) != 0) {
+    Py_DECREF(o); /* model_dealloc frees the rest */
+    return PyErr_NoMemory();
+  }
+  o->lock_ready = true;
   return (PyObject *)o;
 }
 
@@ -347,6 +357,7 @@ static void model_dealloc(PyObject *self) {
   kiln_model *m = o->m;
   Py_BEGIN_ALLOW_THREADS kiln_model_free(m); /* may wait for a kernel being compiled */
   Py_END_ALLOW_THREADS
+  if (o->lock_ready) pthread_rwlock_destroy(&o->bind_lock);
   Py_XDECREF(o->weights);
   Py_XDECREF(o->device);
   Py_XDECREF(o->context);
@@ -408,12 +419,14 @@ static PyObject *run(PyObject *self, enum run_mode mode, PyObject *const *args,
   if (gather_inputs(m, args, nargs, objs, ins) < 0) goto free_arrays;
   kiln_status *st = kiln_status_new();
   int rc;
-  Py_BEGIN_ALLOW_THREADS switch (mode) {
+  Py_BEGIN_ALLOW_THREADS pthread_rwlock_rdlock(&mo->bind_lock);
+  switch (mode) {
   case RUN_EXECUTE: rc = kiln_model_execute(m, ins, nin, outs, nout, st); break;
   case RUN_CAPTURE: rc = kiln_model_capture(m, key, ins, nin, outs, nout, st); break;
   case RUN_REPLAY: rc = kiln_model_replay(m, key, ins, nin, outs, nout, st); break;
   default: rc = kiln_model_verify_replay(m, key, ins, nin, st); break;
   }
+  pthread_rwlock_unlock(&mo->bind_lock);
   Py_END_ALLOW_THREADS
   for (int i = 0; i < nin; i++) Py_DECREF(objs[i]);
   if (rc < 0) {
@@ -470,7 +483,7 @@ static PyObject *model_release(PyObject *self, PyObject *arg) {
 }
 
 /* bind_weight(name, array): the model borrows the array's memory (kept
- * alive by the model until bound again). */
+ * alive by the model until bound again). Waits for running executes. */
 static PyObject *model_bind_weight(PyObject *self, PyObject *args) {
   ModelObject *mo = (ModelObject *)self;
   PyObject *nameobj, *arr;
@@ -484,7 +497,9 @@ static PyObject *model_bind_weight(PyObject *self, PyObject *args) {
   kiln_status *st = kiln_status_new();
   int rc;
   kiln_model *m = mo->m;
-  Py_BEGIN_ALLOW_THREADS rc = kiln_model_bind_weight(m, name, t->t, st);
+  Py_BEGIN_ALLOW_THREADS pthread_rwlock_wrlock(&mo->bind_lock);
+  rc = kiln_model_bind_weight(m, name, t->t, st);
+  pthread_rwlock_unlock(&mo->bind_lock);
   Py_END_ALLOW_THREADS
   if (rc == 0 && PyDict_SetItem(mo->weights, nameobj, (PyObject *)t) < 0) rc = -2;
   Py_DECREF(t);

@@ -7,6 +7,7 @@ DLPack's type codes (``to_dlpack`` / ``from_dlpack``).
 
 from __future__ import annotations
 
+import builtins
 import enum
 
 import numpy as np
@@ -88,27 +89,27 @@ class DType(enum.Enum):
 
         return _kiln.dtype_name(self._kiln)
 
-    def is_float(self) -> bool:
+    def is_float(self) -> builtins.bool:
         """True for every floating-point type (float8, half, float32, float64)."""
         return self.name.startswith(("float", "bfloat"))
 
-    def is_float8(self) -> bool:
+    def is_float8(self) -> builtins.bool:
         """True for the four float8 types."""
         return self.name.startswith("float8")
 
-    def is_half(self) -> bool:
+    def is_half(self) -> builtins.bool:
         """True for float16 and bfloat16."""
         return self in (DType.float16, DType.bfloat16)
 
-    def is_integral(self) -> bool:
+    def is_integral(self) -> builtins.bool:
         """True for signed and unsigned integers (not bool)."""
         return self.is_signed_integral() or self.is_unsigned_integral()
 
-    def is_signed_integral(self) -> bool:
+    def is_signed_integral(self) -> builtins.bool:
         """True for int8 .. int64."""
         return self.name.startswith("int")
 
-    def is_unsigned_integral(self) -> bool:
+    def is_unsigned_integral(self) -> builtins.bool:
         """True for uint8 .. uint64."""
         return self.name.startswith("uint")
 
