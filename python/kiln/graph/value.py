@@ -64,7 +64,8 @@ class TensorValue(Value):
 
     @property
     def type(self) -> TensorType:
-        return TensorType(self.dtype, self.shape, self.device)
+        # dim texts, not Dims: Dim(SymbolicDim) re-runs __init__ on the instance
+        return TensorType(self.dtype, list(self._v.dims), self.device)
 
     def __repr__(self) -> str:
         return f"TensorValue({self.type.to_mlir()})"

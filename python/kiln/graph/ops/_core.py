@@ -20,7 +20,11 @@ from ..type import TensorType
 from ..value import TensorValue
 
 __all__ = ["add_op", "add_op1", "as_value", "format_attrs", "graph_of", "constant",
-           "normalize_axis"]
+           "normalize_axis", "dim_text", "static_dim", "tensor_type", "INT64_MAX", "INT64_MIN",
+           "dims_of"]
+
+INT64_MAX = 9223372036854775807
+INT64_MIN = -9223372036854775808
 
 
 def graph_of(*values: Any):
@@ -125,3 +129,31 @@ def normalize_axis(axis: int, rank: int) -> int:
     if not -rank <= axis < max(rank, 1):
         raise IndexError(f"axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def dim_text(d: Any) -> str:
+    """kiln's text of a dim given as an int, a symbol name, an expression or a Dim."""
+    if isinstance(d, Dim):
+        return d.to_mlir()
+    if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
+        return str(int(d))
+    return Dim(d).to_mlir()
+
+
+def static_dim(d: Any) -> int | None:
+    """The int of a static dim (an int, "4" or StaticDim(4)); None for a symbolic one."""
+    t = dim_text(d)
+    try:
+        return int(t)
+    except ValueError:
+        return None
+
+
+def tensor_type(dtype: DType, dims: Iterable[Any]) -> str:
+    """MO type text for dtype and dims: ``!mo.tensor<[batch, 4], f32>``."""
+    return f"!mo.tensor<[{', '.join(dim_text(d) for d in dims)}], {DType(dtype).mo_name}>"
+
+
+def dims_of(x: TensorValue) -> list[str]:
+    """x's dims as text."""
+    return list(x._v.dims)
