@@ -83,10 +83,11 @@ def constant(value: Any, dtype: DType | None = None, device: Any = None,
         if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
             arr = arr.astype(np.float32)  # a Python float is f32 unless asked
         dtype = DType.from_numpy(arr.dtype)
-    arr = np.ascontiguousarray(arr)
+    shape = arr.shape  # np.ascontiguousarray makes a 0-d array 1-d: keep the rank here
+    flat = np.ascontiguousarray(arr).reshape(-1)
     g = graph if graph is not None else graph_of()
-    return TensorValue(g, g._g.add_constant(dtype._kiln, arr.shape, arr.view(np.uint8)
-                                           if arr.size else b""))
+    return TensorValue(g, g._g.add_constant(dtype._kiln, shape, flat.view(np.uint8)
+                                           if flat.size else b""))
 
 
 def as_value(x: Any, like: TensorValue | None = None, graph: Any = None) -> TensorValue:
