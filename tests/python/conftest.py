@@ -41,7 +41,7 @@ def run(build: Callable[..., Any]) -> Callable[..., Any]:
     array per output (the array itself when there is one output)."""
 
     def _run(fn: Callable, *arrays: np.ndarray, types: Sequence[TensorType] | None = None):
-        arrays = tuple(np.ascontiguousarray(a) for a in arrays)
+        arrays = tuple(np.asarray(a, order="C") for a in arrays)
         model = build(fn, types or types_of(arrays))
         outs = [o.to_numpy() for o in model.execute(*arrays)]
         return outs[0] if len(outs) == 1 else outs

@@ -96,7 +96,8 @@ def test_broadcast_to(run, shape):
     x = np.arange(4, dtype=np.float32).reshape(1, 4)
     if len(shape) == 4:
         x = np.arange(12, dtype=np.float32).reshape(3, 4)
-    np.testing.assert_array_equal(run(lambda v: v.broadcast_to(shape), x), np.broadcast_to(x, shape))
+    np.testing.assert_array_equal(run(lambda v: v.broadcast_to(shape), x),
+                                  np.broadcast_to(x, shape))
 
 
 def test_broadcast_to_symbolic(build):

@@ -77,7 +77,8 @@ def _solve_minus_one(xdims: list[str], target: list[str]) -> list[str]:
         if divs:
             solved = f"({solved}) floordiv ({_product(divs)})"
     else:
-        solved = f"({_product([str(static_x)] + syms)}) floordiv ({_product([str(static_t)] + divs)})"
+        num, den = _product([str(static_x)] + syms), _product([str(static_t)] + divs)
+        solved = f"({num}) floordiv ({den})"
     target = list(target)
     target[holes[0]] = solved
     return target
