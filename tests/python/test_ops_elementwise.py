@@ -203,3 +203,8 @@ def test_logical_on_floats_is_a_dtype_error(build):
 def test_gelu_bad_approximate():
     with pytest.raises(ValueError, match="approximate"):
         ops.gelu(None, "erf")
+
+
+def test_fractional_number_meeting_an_int_value(build):
+    with pytest.raises(kiln.DTypeError, match=r"1\.5 meets a si32 value"):
+        build(lambda v: v + 1.5, [TensorType(DType.int32, [3])])

@@ -9,6 +9,7 @@ kiln.VerifyError / kiln.DTypeError / kiln.ShapeError naming the problem.
 
 from __future__ import annotations
 
+from ..type import TensorType
 from . import _core, random
 from .custom import *  # noqa: F401,F403
 from .custom import __all__ as _custom_all
@@ -28,4 +29,4 @@ from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
 __all__ = sorted(set(_custom_all + _elementwise_all + _indexing_all + _misc_all + _nn_all
-                     + _reduction_all + _shape_all + _sorting_all + ["random"]))
+                     + _reduction_all + _shape_all + _sorting_all + ["random", "TensorType"]))

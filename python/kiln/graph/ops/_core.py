@@ -102,6 +102,12 @@ def as_value(x: Any, like: TensorValue | None = None, graph: Any = None) -> Tens
         return x._value()
     g = graph if graph is not None else (like._graph if like is not None else graph_of())
     if isinstance(x, (bool, int, float, np.number, np.bool_)) and like is not None:
+        if (isinstance(x, (float, np.floating)) and like.dtype.is_integral()
+                and not float(x).is_integer()):
+            from ... import DTypeError
+
+            raise DTypeError(f"the number {x!r} meets a {like.dtype.mo_name} value: "
+                             f"it is not an integer (cast the value to a float dtype first)")
         return constant(x, like.dtype, graph=g)
     if isinstance(x, (bool, int, float, np.ndarray, np.number, np.bool_, list, tuple)):
         return constant(x, graph=g)
