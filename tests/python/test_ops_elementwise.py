@@ -208,3 +208,11 @@ def test_gelu_bad_approximate():
 def test_fractional_number_meeting_an_int_value(build):
     with pytest.raises(kiln.DTypeError, match=r"1\.5 meets a si32 value"):
         build(lambda v: v + 1.5, [TensorType(DType.int32, [3])])
+
+
+def test_execute_checks_input_dtype_and_shape(build):
+    model = build(ops.relu, [TensorType(DType.float32, ["batch", 4])])
+    with pytest.raises(kiln.ShapeError, match="axis 1 expected 4, got 5"):
+        model.execute(np.ones((2, 5), np.float32))
+    with pytest.raises(kiln.DTypeError, match="expected dtype f32, got f64"):
+        model.execute(np.ones((2, 4), np.float64))

@@ -230,3 +230,16 @@ def test_repeat_interleave_tensor_is_unsupported(build):
 def test_as_interleaved_complex(run):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     np.testing.assert_array_equal(run(ops.as_interleaved_complex, x), x.reshape(2, 2, 2))
+
+
+def test_rebind_mismatch_at_run_time(build):
+    model = build(lambda v: ops.rebind(v, [3, 4]), [TensorType(DType.float32, ["batch", 4])])
+    with pytest.raises(kiln.ShapeError, match=r"mo\.reshape.*4 \* batch = 8"):
+        model.execute(np.ones((2, 4), np.float32))
+
+
+def test_split_of_a_symbolic_axis_checked_at_run_time(build):
+    model = build(lambda v: ops.split(v, [1, 1])[1], [TensorType(DType.float32, ["batch", 2])])
+    np.testing.assert_array_equal(model.execute(X[0, :2, :2])[0].to_numpy(), X[0, 1:2, :2])
+    with pytest.raises(kiln.ShapeError, match=r"mo\.split.*batch = 3"):
+        model.execute(np.ones((3, 2), np.float32))
