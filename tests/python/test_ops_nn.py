@@ -204,3 +204,22 @@ def test_hann_window(run, periodic):
     ref = np.hanning(9)[:-1] if periodic else np.hanning(8)
     out = run(lambda v: ops.hann_window(8, None, periodic) + v, np.zeros(8, np.float32))
     np.testing.assert_allclose(out, ref, atol=1e-6)
+
+
+def test_roi_align_constant_image(run):
+    x = np.full((1, 6, 6, 2), 3.0, np.float32)
+    x[..., 1] = 5.0
+    rois = np.array([[0, 1, 1, 4, 4], [0, 0, 0, 2, 5]], np.float32)
+    out = run(lambda v, r: ops.roi_align(v, r, 2, 3, sampling_ratio=2), x, rois)
+    assert out.shape == (2, 2, 3, 2)
+    np.testing.assert_allclose(out[..., 0], 3.0, rtol=1e-6)
+    np.testing.assert_allclose(out[..., 1], 5.0, rtol=1e-6)
+
+
+def test_non_maximum_suppression(build):
+    boxes = np.array([[[0, 0, 1, 1], [0, 0.1, 1, 1.1], [0, 2, 1, 3], [5, 5, 6, 6]]], np.float32)
+    scores = np.array([[[0.9, 0.8, 0.7, 0.1]]], np.float32)
+    model = build(lambda b, s: ops.non_maximum_suppression(b, s, 10, 0.5, 0.2),
+                  [TensorType(DType.float32, [1, 4, 4]), TensorType(DType.float32, [1, 1, 4])])
+    out = model.execute(boxes, scores)[0].to_numpy()
+    np.testing.assert_array_equal(out, [[0, 0, 0], [0, 0, 2]])

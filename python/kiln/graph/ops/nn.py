@@ -1,5 +1,5 @@
 """kiln.graph.ops.nn: normalizations, convolutions, pools, resize, fold, pad,
-band_part and hann_window.
+band_part, hann_window, and kiln's roi_align and non_maximum_suppression.
 
 kiln's convolutions and pools take NHWC images and RSCF filters (as MAX's
 defaults); conv2d also takes MAX's NCHW input and FCRS filter layouts, by
@@ -19,7 +19,8 @@ from ..value import TensorValue
 
 __all__ = ["softmax", "logsoftmax", "layer_norm", "conv2d", "conv2d_transpose", "conv3d",
            "max_pool2d", "avg_pool2d", "resize", "InterpolationMode", "ConvInputLayout",
-           "FilterLayout", "fold", "pad", "band_part", "hann_window"]
+           "FilterLayout", "fold", "pad", "band_part", "hann_window", "roi_align",
+           "non_maximum_suppression"]
 
 
 class InterpolationMode(enum.Enum):
@@ -223,3 +224,37 @@ def hann_window(window_length: int, device: Any = None, periodic: bool = True,
     from .elementwise import cos
 
     return 0.5 - 0.5 * cos(k * (2.0 * math.pi / denom))
+
+
+def roi_align(input: Any, rois: Any, output_height: int, output_width: int,
+              spatial_scale: float = 1.0, sampling_ratio: int = 0, aligned: bool = False,
+              mode: str = "avg") -> TensorValue:
+    """Each region of rois [K, 5] (batch index, x1, y1, x2, y2) of input (NHWC)
+    pooled to [K, output_height, output_width, C] by bilinear sampling, mode
+    "avg" or "max" (kiln's mo.roi_align, ONNX RoiAlign's meaning)."""
+    v = _core.as_value(input)
+    attrs = {"output_height": int(output_height), "output_width": int(output_width),
+             "spatial_scale": float(spatial_scale), "sampling_ratio": int(sampling_ratio),
+             "aligned": aligned, "mode": str(mode).lower()}
+    return _core.add_op1("mo.roi_align", [v, _core.as_value(rois, v)], attrs)
+
+
+def non_maximum_suppression(boxes: Any, scores: Any, max_output_boxes_per_class: Any,
+                            iou_threshold: Any, score_threshold: Any = None,
+                            center_point_box: int = 0, out_dim: Any = "nms") -> TensorValue:
+    """The boxes [B, N, 4] kept per batch and class of scores [B, C, N] by
+    greedy non-maximum suppression: si64 rows (batch, class, box), [out_dim, 3]
+    with out_dim set when the op runs (kiln's mo.non_maximum_suppression, ONNX's)."""
+    b = _core.as_value(boxes)
+    ops = [b, _core.as_value(scores, b),
+           _core.constant(max_output_boxes_per_class, DType.int64, graph=b.graph)
+           if not isinstance(max_output_boxes_per_class, TensorValue)
+           else max_output_boxes_per_class,
+           _core.constant(iou_threshold, b.dtype, graph=b.graph)
+           if not isinstance(iou_threshold, TensorValue) else iou_threshold]
+    if score_threshold is not None:
+        ops.append(score_threshold if isinstance(score_threshold, TensorValue)
+                   else _core.constant(score_threshold, b.dtype, graph=b.graph))
+    attrs = {"center_point_box": int(center_point_box)} if center_point_box else None
+    return _core.add_op1("mo.non_maximum_suppression", ops, attrs,
+                         _core.tensor_type(DType.int64, [out_dim, 3]))
