@@ -223,3 +223,8 @@ def test_non_maximum_suppression(build):
                   [TensorType(DType.float32, [1, 4, 4]), TensorType(DType.float32, [1, 1, 4])])
     out = model.execute(boxes, scores)[0].to_numpy()
     np.testing.assert_array_equal(out, [[0, 0, 0], [0, 0, 2]])
+
+
+def test_fold_symbolic_output_size_is_unsupported(build):
+    with pytest.raises(kiln.UnsupportedError, match="symbolic output_size"):
+        build(lambda v: ops.fold(v, ("h", 3), (2, 2)), [TensorType(DType.float32, [1, 4, 4])])
