@@ -64,7 +64,8 @@ class TensorValue(Value):
 
     @property
     def type(self) -> TensorType:
-        return TensorType(self.dtype, self.shape, self.device)
+        # dim texts, not Dims: Dim(SymbolicDim) re-runs __init__ on the instance
+        return TensorType(self.dtype, list(self._v.dims), self.device)
 
     def __repr__(self) -> str:
         return f"TensorValue({self.type.to_mlir()})"
@@ -76,53 +77,71 @@ class TensorValue(Value):
         return _ops().transpose(self, -1, -2)
 
     def reshape(self, shape: Any) -> "TensorValue":
+        """ops.reshape: the same elements in a new shape (one -1 inferred)."""
         return _ops().reshape(self, shape)
 
     def transpose(self, dim_1: int, dim_2: int) -> "TensorValue":
+        """ops.transpose: two axes swapped."""
         return _ops().transpose(self, dim_1, dim_2)
 
     def permute(self, dims: list[int]) -> "TensorValue":
+        """ops.permute: the axes reordered."""
         return _ops().permute(self, dims)
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> "TensorValue":
+        """ops.flatten: axes start_dim..end_dim merged into one."""
         return _ops().flatten(self, start_dim, end_dim)
 
     def broadcast_to(self, shape: Any) -> "TensorValue":
+        """ops.broadcast_to: broadcast to shape."""
         return _ops().broadcast_to(self, shape)
 
     def cast(self, dtype: DType) -> "TensorValue":
+        """ops.cast: converted to dtype."""
         return _ops().cast(self, dtype)
 
     def rebind(self, shape: Any, message: str = "") -> "TensorValue":
+        """ops.rebind: asserted to have shape."""
         return _ops().rebind(self, shape, message)
 
     def to(self, device: DeviceRef) -> "TensorValue":
+        """ops.transfer_to: the value on device."""
         return _ops().transfer_to(self, device)
 
     def argmax(self, axis: int = -1) -> "TensorValue":
+        """ops.argmax along axis (kept with size 1)."""
         return _ops().argmax(self, axis)
 
     def max(self, axis: int = -1) -> "TensorValue":
+        """ops.max along axis (kept with size 1)."""
         return _ops().max(self, axis=axis)
 
     def min(self, axis: int = -1) -> "TensorValue":
+        """ops.min along axis (kept with size 1)."""
         return _ops().min(self, axis=axis)
 
     def mean(self, axis: int = -1) -> "TensorValue":
+        """ops.mean along axis (kept with size 1)."""
         return _ops().mean(self, axis)
 
     def var(self, axis: int = -1) -> "TensorValue":
+        """The (population) variance along axis, kept with size 1."""
         m = self.mean(axis)
         d = self - m
         return (d * d).mean(axis)
 
     def stdev(self, axis: int = -1) -> "TensorValue":
+        """The standard deviation along axis, kept with size 1."""
         return _ops().sqrt(self.var(axis))
 
     def print(self, label: str = "debug_tensor") -> None:
+        """ops.print: print the value when the graph runs."""
         _ops().print(self, label)
 
     def __getitem__(self, index: Any) -> "TensorValue":
+        """numpy indexing (ops.slice_tensor): ints drop an axis, slices take
+        steps, ``...`` fills axes, None adds one; negative indices count from
+        the end (``x[..., :4]``, ``x[1:, ::2]``, ``x[None]``, ``x[-1]``)."""
         return _ops().slice_tensor(self, index if isinstance(index, tuple) else (index,))
 
     # ---- operators ----

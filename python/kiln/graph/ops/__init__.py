@@ -1,52 +1,32 @@
 """kiln.graph.ops: the graph ops, as ``max.graph.ops`` (names, argument order
-and defaults of MAX's functions, over kiln's MO ops)."""
+and defaults of MAX's functions, over kiln's MO ops).
+
+One module per family: elementwise, reduction, shape, indexing, nn, sorting,
+misc (constants, range, matmul, print, transfer_to), random, custom. Every
+op is added to its graph at once; kiln infers the result type and raises
+kiln.VerifyError / kiln.DTypeError / kiln.ShapeError naming the problem.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from ..type import TensorType
+from . import _core, random
+from .custom import *  # noqa: F401,F403
+from .custom import __all__ as _custom_all
+from .elementwise import *  # noqa: F401,F403
+from .elementwise import __all__ as _elementwise_all
+from .indexing import *  # noqa: F401,F403
+from .indexing import __all__ as _indexing_all
+from .misc import *  # noqa: F401,F403
+from .misc import __all__ as _misc_all
+from .nn import *  # noqa: F401,F403
+from .nn import __all__ as _nn_all
+from .reduction import *  # noqa: F401,F403
+from .reduction import __all__ as _reduction_all
+from .shape import *  # noqa: F401,F403
+from .shape import __all__ as _shape_all
+from .sorting import *  # noqa: F401,F403
+from .sorting import __all__ as _sorting_all
 
-from ...dtype import DType
-from . import _core
-from ._core import constant
-
-__all__ = ["constant", "relu", "add", "sub", "mul", "div", "matmul", "transpose", "reshape"]
-
-
-def relu(x: Any) -> Any:
-    """max(x, 0), elementwise."""
-    return _core.add_op1("mo.relu", [x])
-
-
-def add(lhs: Any, rhs: Any) -> Any:
-    """lhs + rhs, broadcast."""
-    return _core.add_op1("mo.add", [lhs, rhs])
-
-
-def sub(lhs: Any, rhs: Any) -> Any:
-    """lhs - rhs, broadcast."""
-    return _core.add_op1("mo.sub", [lhs, rhs])
-
-
-def mul(lhs: Any, rhs: Any) -> Any:
-    """lhs * rhs, broadcast."""
-    return _core.add_op1("mo.mul", [lhs, rhs])
-
-
-def div(lhs: Any, rhs: Any) -> Any:
-    """lhs / rhs, broadcast."""
-    return _core.add_op1("mo.div", [lhs, rhs])
-
-
-def matmul(lhs: Any, rhs: Any) -> Any:
-    """The matrix product over the last two axes (batch axes broadcast)."""
-    return _core.add_op1("mo.matmul", [lhs, rhs])
-
-
-def transpose(x: Any, axis_1: int, axis_2: int) -> Any:
-    """x with two axes swapped."""
-    return _core.add_op1("mo.transpose", [x], {"axis_1": axis_1, "axis_2": axis_2})
-
-
-def reshape(x: Any, shape: Any) -> Any:
-    """x with a new shape of the same element count (-1: inferred)."""
-    raise NotImplementedError("reshape: in progress")
+__all__ = sorted(set(_custom_all + _elementwise_all + _indexing_all + _misc_all + _nn_all
+                     + _reduction_all + _shape_all + _sorting_all + ["random", "TensorType"]))

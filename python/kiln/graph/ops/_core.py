@@ -20,7 +20,11 @@ from ..type import TensorType
 from ..value import TensorValue
 
 __all__ = ["add_op", "add_op1", "as_value", "format_attrs", "graph_of", "constant",
-           "normalize_axis"]
+           "normalize_axis", "dim_text", "static_dim", "tensor_type", "INT64_MAX", "INT64_MIN",
+           "dims_of"]
+
+INT64_MAX = 9223372036854775807
+INT64_MIN = -9223372036854775808
 
 
 def graph_of(*values: Any):
@@ -79,10 +83,11 @@ def constant(value: Any, dtype: DType | None = None, device: Any = None,
         if arr.dtype == np.float64 and not isinstance(value, np.ndarray):
             arr = arr.astype(np.float32)  # a Python float is f32 unless asked
         dtype = DType.from_numpy(arr.dtype)
-    arr = np.ascontiguousarray(arr)
+    shape = arr.shape  # np.ascontiguousarray makes a 0-d array 1-d: keep the rank here
+    flat = np.ascontiguousarray(arr).reshape(-1)
     g = graph if graph is not None else graph_of()
-    return TensorValue(g, g._g.add_constant(dtype._kiln, arr.shape, arr.view(np.uint8)
-                                           if arr.size else b""))
+    return TensorValue(g, g._g.add_constant(dtype._kiln, shape, flat.view(np.uint8)
+                                           if flat.size else b""))
 
 
 def as_value(x: Any, like: TensorValue | None = None, graph: Any = None) -> TensorValue:
@@ -97,6 +102,12 @@ def as_value(x: Any, like: TensorValue | None = None, graph: Any = None) -> Tens
         return x._value()
     g = graph if graph is not None else (like._graph if like is not None else graph_of())
     if isinstance(x, (bool, int, float, np.number, np.bool_)) and like is not None:
+        if (isinstance(x, (float, np.floating)) and like.dtype.is_integral()
+                and not float(x).is_integer()):
+            from ... import DTypeError
+
+            raise DTypeError(f"the number {x!r} meets a {like.dtype.mo_name} value: "
+                             f"it is not an integer (cast the value to a float dtype first)")
         return constant(x, like.dtype, graph=g)
     if isinstance(x, (bool, int, float, np.ndarray, np.number, np.bool_, list, tuple)):
         return constant(x, graph=g)
@@ -125,3 +136,31 @@ def normalize_axis(axis: int, rank: int) -> int:
     if not -rank <= axis < max(rank, 1):
         raise IndexError(f"axis {axis} is out of range for rank {rank}")
     return axis + rank if axis < 0 else axis
+
+
+def dim_text(d: Any) -> str:
+    """kiln's text of a dim given as an int, a symbol name, an expression or a Dim."""
+    if isinstance(d, Dim):
+        return d.to_mlir()
+    if isinstance(d, (int, np.integer)) and not isinstance(d, bool):
+        return str(int(d))
+    return Dim(d).to_mlir()
+
+
+def static_dim(d: Any) -> int | None:
+    """The int of a static dim (an int, "4" or StaticDim(4)); None for a symbolic one."""
+    t = dim_text(d)
+    try:
+        return int(t)
+    except ValueError:
+        return None
+
+
+def tensor_type(dtype: DType, dims: Iterable[Any]) -> str:
+    """MO type text for dtype and dims: ``!mo.tensor<[batch, 4], f32>``."""
+    return f"!mo.tensor<[{', '.join(dim_text(d) for d in dims)}], {DType(dtype).mo_name}>"
+
+
+def dims_of(x: TensorValue) -> list[str]:
+    """x's dims as text."""
+    return list(x._v.dims)

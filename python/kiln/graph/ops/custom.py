@@ -1,0 +1,54 @@
+"""kiln.graph.ops.custom: ops served by kernel libraries (kiln/kernel.h).
+
+``custom(name, device, values, out_types, parameters)`` is one mo.custom with
+``symbol = name`` and each parameter an attribute the kernel reads by name.
+The library is given as the Graph's custom_extensions (or the session's).
+kiln's builder declares one result per mo.custom (kiln_graph_add_op).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from ...dtype import DType
+from . import _core
+from ..type import TensorType
+from ..value import TensorValue
+
+__all__ = ["custom", "inplace_custom"]
+
+
+def _params(parameters: Mapping[str, Any] | None) -> dict:
+    out: dict = {}
+    for k, v in (parameters or {}).items():
+        if k == "symbol" or k.startswith("kiln."):
+            raise ValueError(f"custom: parameter name {k!r} is reserved")
+        out[k] = v.mo_name if isinstance(v, DType) else v
+    return out
+
+
+def _values(values: Sequence[Any]) -> list[TensorValue]:
+    like = next((v for v in values if isinstance(v, TensorValue)), None)
+    return [_core.as_value(v, like) for v in values]
+
+
+def custom(name: str, device: Any, values: Sequence[Any], out_types: Sequence[TensorType],
+           parameters: Mapping[str, Any] | None = None) -> list[TensorValue]:
+    """The kernel `name` of a kernel library applied to values; one result of
+    out_types[0] (kiln builds single-result custom ops)."""
+    out_types = list(out_types)
+    if len(out_types) != 1:
+        raise ValueError(f"custom: kiln's graph builder makes one result per custom op, got "
+                         f"{len(out_types)} out_types")
+    t = out_types[0]
+    attrs = {"symbol": name, **_params(parameters)}
+    return _core.add_op("mo.custom", _values(values), attrs,
+                        _core.tensor_type(t.dtype, t.shape))
+
+
+def inplace_custom(name: str, device: Any, values: Sequence[Any], out_types: Any = None,
+                   parameters: Mapping[str, Any] | None = None) -> list[TensorValue]:
+    """The kernel `name` updating a copy of values[0]; returns [that copy]
+    (kiln's values are immutable: the update is the result)."""
+    attrs = {"symbol": name, **_params(parameters)}
+    return _core.add_op("mo.inplace_custom", _values(values), attrs)
