@@ -225,6 +225,21 @@ def test_non_maximum_suppression(build):
     np.testing.assert_array_equal(out, [[0, 0, 0], [0, 0, 2]])
 
 
-def test_fold_symbolic_output_size_is_unsupported(build):
-    with pytest.raises(kiln.UnsupportedError, match="symbolic output_size"):
-        build(lambda v: ops.fold(v, ("h", 3), (2, 2)), [TensorType(DType.float32, [1, 4, 4])])
+def test_fold_symbolic_output_size(build):
+    # columns of a 2x2 kernel folded into [1, 1, h, 3], h set by the second input
+    model = build(lambda v, m: ops.fold(v, ("h", 3), (2, 2)) + m,
+                  [TensorType(DType.float32, [1, 4, "blocks"]),
+                   TensorType(DType.float32, [1, 1, "h", 3])])
+    assert model.output_metadata[0].dims == ["1", "1", "h", "3"]
+    for h in (3, 4):
+        img = np.arange(h * 3, dtype=np.float32).reshape(h, 3)
+        cols = np.stack([img[i:i + 2, j:j + 2].reshape(-1) for i in range(h - 1)
+                         for j in range(2)], -1)
+        count = np.ones((h, 3), np.float32)
+        count[1:-1] *= 2
+        count[:, 1] *= 2
+        m = np.full((1, 1, h, 3), 0.5, np.float32)
+        (y,) = model.execute(cols[None], m)
+        np.testing.assert_array_equal(y.to_numpy()[0, 0], img * count + 0.5)
+    with pytest.raises(kiln.KilnError):  # 5 blocks do not fit h = 3
+        model.execute(np.zeros((1, 4, 5), np.float32), np.zeros((1, 1, 3, 3), np.float32))

@@ -221,10 +221,20 @@ def test_repeat_interleave_int(run, repeats, axis):
                                   np.repeat(x, repeats, axis))
 
 
-def test_repeat_interleave_tensor_is_unsupported(build):
+def test_repeat_interleave_tensor(build):
     t = [TensorType(DType.float32, [2, 3]), TensorType(DType.int64, [3])]
-    with pytest.raises(kiln.UnsupportedError, match="repeats tensor"):
-        build(lambda v, r: ops.repeat_interleave(v, r, axis=1), t)
+    model = build(lambda v, r: ops.repeat_interleave(v, r, axis=1), t)
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for reps in ([1, 0, 2], [3, 1, 1]):
+        r = np.array(reps, np.int64)
+        (y,) = model.execute(x, r)
+        np.testing.assert_array_equal(y.to_numpy(), np.repeat(x, r, axis=1))
+    flat = build(lambda v, r: ops.repeat_interleave(v, r, out_dim="total"),
+                 [TensorType(DType.float32, [4]), TensorType(DType.int64, [4])])
+    assert flat.output_metadata[0].dims == ["total"]
+    r = np.array([2, 0, 1, 3], np.int64)
+    y = flat.execute(np.arange(4, dtype=np.float32), r)[0].to_numpy()
+    np.testing.assert_array_equal(y, np.repeat(np.arange(4), r))
 
 
 def test_as_interleaved_complex(run):

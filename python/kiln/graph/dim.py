@@ -93,8 +93,8 @@ _KEYWORDS = {"floordiv", "ceildiv", "mod"}
 class StaticDim(Dim):
     """A dim known when the graph is built."""
 
-    def __init__(self, value: int) -> None:
-        self.dim = int(value)
+    def __init__(self, value: "int | StaticDim") -> None:
+        self.dim = value.dim if isinstance(value, StaticDim) else int(value)
 
     def to_mlir(self) -> str:
         return str(self.dim)
@@ -115,7 +115,9 @@ class StaticDim(Dim):
 class SymbolicDim(Dim):
     """A named dim, set by the inputs' shapes at each execute."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: "str | SymbolicDim") -> None:
+        if isinstance(name, SymbolicDim):
+            name = name.name
         if not _IDENT.match(name):
             raise ValueError(f"a symbolic dim is an identifier, got {name!r}")
         self.name = name
@@ -130,8 +132,8 @@ class SymbolicDim(Dim):
 class AlgebraicDim(Dim):
     """An expression of dims (``batch * seq``, ``n floordiv 4``)."""
 
-    def __init__(self, value: str) -> None:
-        self.text = str(value).strip()
+    def __init__(self, value: "str | Dim") -> None:
+        self.text = value.to_mlir() if isinstance(value, Dim) else str(value).strip()
 
     def to_mlir(self) -> str:
         return self.text

@@ -184,12 +184,12 @@ def fold(input: Any, output_size: Any, kernel_size: Any, stride: Any = 1, dilati
              "stride": _ints(stride), "dilation": _ints(dilation), "padding": _ints(padding)}
     if all(s is not None for s in sizes):
         return _core.add_op1("mo.fold", [v], attrs)
-    # mo.fold takes symbolic output sizes (-1) from a declared type, which
-    # kiln_graph_add_op does not pass for it
-    from ... import UnsupportedError
-
-    raise UnsupportedError("fold: a symbolic output_size needs a declared result type, which "
-                           "kiln's graph builder (kiln_graph_add_op) does not take for mo.fold")
+    # symbolic H or W: the declared result [N, C, H, W] gives them (kiln
+    # checks at run time that the blocks fit)
+    n, ckk = v.shape[0], v.shape[1]
+    c = ckk // (ks[0] * ks[1])
+    dims = [n.to_mlir(), c.to_mlir()] + [_core.dim_text(d) for d in output_size]
+    return _core.add_op1("mo.fold", [v], attrs, _core.tensor_type(v.dtype, dims))
 
 
 def pad(input: Any, paddings: Iterable[int], mode: str = "constant", value: Any = 0) -> TensorValue:

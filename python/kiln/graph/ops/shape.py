@@ -253,8 +253,10 @@ def _fresh_symbol(g: Any, prefix: str) -> str:
 
 def repeat_interleave(x: Any, repeats: Any, axis: int | None = None,
                       out_dim: Any = None) -> TensorValue:
-    """Each element of x repeated `repeats` (an int) times along axis (None:
-    x flattened first). A repeats tensor raises kiln.UnsupportedError."""
+    """Each element of x repeated `repeats` times along axis (None: x
+    flattened first). repeats: an int, or a 1-D integer tensor (a graph input
+    or constant: one count per element, or one for all); the result's dim
+    along axis is then out_dim (a new symbol when None)."""
     v = _core.as_value(x)
     attrs: dict = {}
     if axis is not None:
@@ -262,13 +264,11 @@ def repeat_interleave(x: Any, repeats: Any, axis: int | None = None,
     if not isinstance(repeats, TensorValue):
         attrs["repeats"] = int(repeats)
         return _core.add_op1("mo.repeat_interleave", [v], attrs)
-    # kiln's mo.repeat_interleave with a repeats operand takes its result dim
-    # from a declared type, which kiln_graph_add_op does not pass for it
-    from ... import UnsupportedError
-
-    raise UnsupportedError("repeat_interleave: a repeats tensor needs a declared result type, "
-                           "which kiln's graph builder (kiln_graph_add_op) does not take for "
-                           "mo.repeat_interleave; pass repeats as an int")
+    dim = _core.dim_text(out_dim) if out_dim is not None else _fresh_symbol(v._graph, "repeat")
+    dims = [dim] if axis is None else [dim if i == attrs["axis"] else d
+                                       for i, d in enumerate(v.shape.to_mlir())]
+    return _core.add_op1("mo.repeat_interleave", [v, repeats], attrs,
+                         _core.tensor_type(v.dtype, dims))
 
 
 def as_interleaved_complex(x: Any) -> TensorValue:
