@@ -444,6 +444,12 @@ KILN_API int kiln_value_rank(const kiln_value *v) {
   return x ? x->type.rank : -1;
 }
 
+KILN_API int kiln_value_gpu(const kiln_value *v) {
+  const ir_value *x = (const ir_value *)v;
+  if (!x) return -2;
+  return x->type.device.kind == IR_DEV_GPU ? (int)x->type.device.id : -1;
+}
+
 KILN_API size_t kiln_value_dim(const kiln_value *v, int i, char *buf, size_t cap) {
   const ir_value *x = (const ir_value *)v;
   if (!x || i < 0 || i >= x->type.rank) {

@@ -79,6 +79,10 @@ KILN_API int kiln_graph_verify(kiln_graph *g, kiln_status *st);
 KILN_API kiln_dtype kiln_value_dtype(const kiln_value *v);
 KILN_API int kiln_value_rank(const kiln_value *v);
 KILN_API size_t kiln_value_dim(const kiln_value *v, int i, char *buf, size_t cap);
+/* Where the value lives as the graph types it: -1 on the host (cpu, the
+ * default), N on gpu:N (a type's third parameter, mo.transfer_to). -2 for
+ * NULL. */
+KILN_API int kiln_value_gpu(const kiln_value *v);
 
 #ifdef __cplusplus
 }

@@ -431,6 +431,11 @@ static PyObject *value_dims(PyObject *self, void *c) {
   return t;
 }
 
+static PyObject *value_gpu(PyObject *self, void *c) {
+  (void)c;
+  return PyLong_FromLong(kiln_value_gpu(((ValueObject *)self)->v));
+}
+
 static PyObject *value_graph(PyObject *self, void *c) {
   (void)c;
   return Py_NewRef(((ValueObject *)self)->graph);
@@ -444,6 +449,7 @@ static PyObject *value_id(PyObject *self, void *c) {
 static PyGetSetDef value_getset[] = {
     {"dtype", value_dtype, NULL, "kiln dtype number", NULL},
     {"dims", value_dims, NULL, "dims as MO text: ('batch', '784')", NULL},
+    {"gpu", value_gpu, NULL, "N when the value lives on gpu:N, -1 on the host", NULL},
     {"graph", value_graph, NULL, "the Graph it belongs to", NULL},
     {"id", value_id, NULL, "identity of the underlying kiln_value", NULL},
     {NULL, NULL, NULL, NULL, NULL}};

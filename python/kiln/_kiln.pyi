@@ -114,6 +114,9 @@ class Value:
     def dims(self) -> tuple[str, ...]:
         """Dims as MO text: ('batch', '784')."""
     @property
+    def gpu(self) -> int:
+        """N when the graph types the value on gpu:N, -1 on the host."""
+    @property
     def graph(self) -> Graph:
         """The Graph it belongs to (kept alive by the value)."""
     @property

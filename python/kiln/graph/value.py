@@ -60,7 +60,10 @@ class TensorValue(Value):
 
     @property
     def device(self) -> DeviceRef:
-        return DeviceRef.CPU()
+        """Where the value lives as the graph types it (``.to(DeviceRef.GPU())``
+        moves it)."""
+        gpu = self._v.gpu
+        return DeviceRef.GPU(gpu) if gpu >= 0 else DeviceRef.CPU()
 
     @property
     def type(self) -> TensorType:
