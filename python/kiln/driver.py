@@ -114,10 +114,12 @@ class DeviceSpec:
 
     @staticmethod
     def cpu(id: int = -1) -> "DeviceSpec":
+        """The host CPU."""
         return DeviceSpec(id, "cpu")
 
     @staticmethod
     def accelerator(id: int = -1) -> "DeviceSpec":
+        """GPU number id (-1: the first)."""
         return DeviceSpec(id, "gpu")
 
     def __repr__(self) -> str:
@@ -175,10 +177,12 @@ class Tensor(_kiln.Tensor):
 
     @property
     def rank(self) -> int:
+        """Number of dims."""
         return len(self.shape)
 
     @property
     def num_elements(self) -> int:
+        """Number of elements (the product of the dims)."""
         n = 1
         for d in self.shape:
             n *= d
@@ -186,6 +190,7 @@ class Tensor(_kiln.Tensor):
 
     @property
     def element_size(self) -> int:
+        """Bytes per element."""
         return self.dtype.size_in_bytes
 
     @classmethod

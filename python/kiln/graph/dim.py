@@ -156,6 +156,7 @@ class Shape(list):
 
     @property
     def rank(self) -> int:
+        """Number of dims."""
         return len(self)
 
     @property
@@ -169,6 +170,7 @@ class Shape(list):
         return out
 
     def to_mlir(self) -> list[str]:
+        """The dims as kiln's dim texts."""
         return [d.to_mlir() for d in self]
 
     def __eq__(self, other: object) -> bool:

@@ -99,6 +99,7 @@ class Graph:
 
     @property
     def output_types(self) -> list[TensorType]:
+        """The types of the outputs set by ``output``."""
         return [v.type for v in (self._output_values or [])]
 
     def add_weight(self, weight: Any, force_initial_weight_on_host: bool = True) -> TensorValue:
@@ -114,6 +115,7 @@ class Graph:
 
     @property
     def kernel_libraries_paths(self) -> list[str]:
+        """The custom_extensions paths (kernel libraries for ``ops.custom``)."""
         return list(self._custom_extensions)
 
     def _finished(self) -> "_kiln.Graph":

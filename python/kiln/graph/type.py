@@ -11,6 +11,8 @@ __all__ = ["DeviceKind", "DeviceRef", "TensorType"]
 
 
 class DeviceKind:
+    """The kinds of DeviceRef: ``DeviceKind.CPU`` ("cpu"), ``DeviceKind.GPU`` ("gpu")."""
+
     CPU = "cpu"
     GPU = "gpu"
 
@@ -24,10 +26,12 @@ class DeviceRef:
 
     @staticmethod
     def CPU(id: int = 0) -> "DeviceRef":
+        """The host."""
         return DeviceRef("cpu", id)
 
     @staticmethod
     def GPU(id: int = 0) -> "DeviceRef":
+        """GPU number id."""
         return DeviceRef("gpu", id)
 
     @staticmethod
@@ -39,9 +43,11 @@ class DeviceRef:
         return DeviceRef.GPU(getattr(device, "ordinal", 0))
 
     def is_cpu(self) -> bool:
+        """True for the host."""
         return self.device_type == "cpu"
 
     def is_gpu(self) -> bool:
+        """True for a GPU."""
         return self.device_type == "gpu"
 
     def __eq__(self, other: object) -> bool:
@@ -74,6 +80,7 @@ class TensorType:
 
     @property
     def rank(self) -> int:
+        """Number of dims."""
         return len(self.shape)
 
     def to_mlir(self) -> str:

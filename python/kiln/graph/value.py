@@ -25,6 +25,7 @@ class Value:
 
     @property
     def tensor(self) -> "TensorValue":
+        """The value as a TensorValue (TypeError for any other kind)."""
         if not isinstance(self, TensorValue):
             raise TypeError(f"{self!r} is not a tensor value")
         return self
@@ -42,6 +43,7 @@ class TensorValue(Value):
 
     @property
     def graph(self) -> "Graph":
+        """The graph the value belongs to."""
         return self._graph
 
     @property
@@ -56,6 +58,7 @@ class TensorValue(Value):
 
     @property
     def rank(self) -> int:
+        """Number of dims."""
         return len(self._v.dims)
 
     @property
@@ -67,7 +70,7 @@ class TensorValue(Value):
 
     @property
     def type(self) -> TensorType:
-        # dim texts, not Dims: Dim(SymbolicDim) re-runs __init__ on the instance
+        """dtype, shape and device as a TensorType."""
         return TensorType(self.dtype, list(self._v.dims), self.device)
 
     def __repr__(self) -> str:

@@ -35,6 +35,7 @@ class Weight:
 
     @property
     def rank(self) -> int:
+        """Number of dims."""
         return len(self.shape)
 
     def __repr__(self) -> str:
@@ -46,6 +47,7 @@ def _forward(name: str):
         return getattr(self._value(), name)(*args)
 
     method.__name__ = name
+    method.__doc__ = f"TensorValue.{name} of the weight's graph value."
     return method
 
 
@@ -54,4 +56,5 @@ for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__
               "__pow__", "__getitem__", "reshape", "transpose", "permute", "flatten",
               "broadcast_to", "cast", "to"):
     setattr(Weight, _name, _forward(_name))
-Weight.T = property(lambda self: self._value().T)  # type: ignore[attr-defined]
+Weight.T = property(lambda self: self._value().T,  # type: ignore[attr-defined]
+                    doc="The weight's graph value with its last two axes swapped.")
