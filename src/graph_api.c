@@ -185,6 +185,12 @@ static int make_type(kiln_graph *g, kiln_dtype dtype, int rank, const char *cons
 
 KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_dtype dtype,
                                           int rank, const char *const *dims, kiln_status *st) {
+  return kiln_graph_add_input_on(g, name, dtype, rank, dims, -1, st);
+}
+
+KILN_API kiln_value *kiln_graph_add_input_on(kiln_graph *g, const char *name, kiln_dtype dtype,
+                                             int rank, const char *const *dims, int gpu,
+                                             kiln_status *st) {
   if (!g) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_add_input: graph is NULL");
     return NULL;
@@ -192,8 +198,14 @@ KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_
   char what[96];
   snprintf(what, sizeof what, "input %d%s%.64s%s", g->ir->ninputs, name ? " (" : "",
            name ? name : "", name ? ")" : "");
+  if (gpu < -1 || gpu > 1000000) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "%s: gpu %d is out of range (-1 for the host)", what,
+           gpu);
+    return NULL;
+  }
   ir_type t;
   if (make_type(g, dtype, rank, dims, what, &t, st) < 0) return NULL;
+  if (gpu >= 0) t.device = (ir_device){IR_DEV_GPU, gpu};
   /* An identifier becomes the SSA name; any other name is kept as the
    * argument name only (the SSA name is then a fresh number). */
   bool ssa = name && is_ident(name);

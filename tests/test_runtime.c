@@ -830,6 +830,33 @@ Test(builder, attributes_and_result_types_parse) {
   kiln_status_free(st);
 }
 
+Test(builder, inputs_typed_on_a_gpu_and_declared_targets) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_new("g", st);
+  const char *dims[] = {"4"};
+  kiln_value *x = kiln_graph_add_input_on(g, "x", KILN_FLOAT32, 1, dims, 0, st);
+  cr_assert(x, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_value_gpu(x), 0);
+  kiln_value *h = kiln_graph_add_op(g, "mo.transfer_to", &x, 1, "{device = \"cpu\"}", NULL, st);
+  cr_assert(h, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_value_gpu(h), -1);
+  cr_assert_eq(kiln_value_gpu(NULL), -2);
+  cr_assert_null(kiln_graph_add_input_on(g, "y", KILN_FLOAT32, 1, dims, -3, st));
+  assert_error(st, KILN_ERR_INVALID_ARGUMENT, "gpu -3 is out of range");
+  /* a repeats tensor: the declared result is the target */
+  const char *rd[] = {"4"};
+  kiln_value *r = kiln_graph_add_input(g, "r", KILN_INT64, 1, rd, st);
+  kiln_value *ops[] = {h, r};
+  kiln_value *y = kiln_graph_add_op(g, "mo.repeat_interleave", ops, 2, "{axis = 0}",
+                                    "!mo.tensor<[total], f32>", st);
+  cr_assert(y, "%s", kiln_status_message(st));
+  char dim[32];
+  kiln_value_dim(y, 0, dim, sizeof dim);
+  cr_assert_str_eq(dim, "total");
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
 Test(builder, constant_and_execute) {
   kiln_status *st = kiln_status_new();
   kiln_graph *g = kiln_graph_new("c", st);

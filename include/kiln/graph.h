@@ -45,6 +45,11 @@ KILN_API int kiln_graph_declare_symbol(kiln_graph *g, const char *name, kiln_sta
 /* A graph input. dims[rank] are dim texts. name may be NULL. */
 KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_dtype dtype,
                                           int rank, const char *const *dims, kiln_status *st);
+/* The same, typed on gpu:N (gpu >= 0; -1: the host, as kiln_graph_add_input):
+ * the value lives there, as a type's third parameter says in text. */
+KILN_API kiln_value *kiln_graph_add_input_on(kiln_graph *g, const char *name, kiln_dtype dtype,
+                                             int rank, const char *const *dims, int gpu,
+                                             kiln_status *st);
 /* An op by its MO name ("mo.add" or "add"). attrs is the attribute
  * dictionary in MO text ("{axis = -1}") or NULL; kiln.* names are refused
  * as in kiln_graph_parse. result_type is the declared

@@ -143,12 +143,13 @@ fail:
   return NULL;
 }
 
+/* add_input(name, dtype, dims, gpu=-1) */
 static PyObject *graph_add_input(PyObject *self, PyObject *args) {
   GraphObject *go = (GraphObject *)self;
   const char *name;
-  int dtype;
+  int dtype, gpu = -1;
   PyObject *dims;
-  if (!PyArg_ParseTuple(args, "ziO", &name, &dtype, &dims)) return NULL;
+  if (!PyArg_ParseTuple(args, "ziO|i", &name, &dtype, &dims, &gpu)) return NULL;
   dims = PySequence_List(dims);
   if (!dims) return NULL;
   int rank = 0;
@@ -156,7 +157,7 @@ static PyObject *graph_add_input(PyObject *self, PyObject *args) {
   PyObject *r = NULL;
   if (d) {
     kiln_status *st = kiln_status_new();
-    kiln_value *v = kiln_graph_add_input(go->g, name, (kiln_dtype)dtype, rank, d, st);
+    kiln_value *v = kiln_graph_add_input_on(go->g, name, (kiln_dtype)dtype, rank, d, gpu, st);
     r = v ? value_wrap(self, v) : ext_raise(st);
     kiln_status_free(st);
     free(d);
@@ -371,7 +372,8 @@ static PyMethodDef graph_methods[] = {
     {"load", graph_load, METH_VARARGS | METH_CLASS, "load(path): a graph from an MO text file."},
     {"from_onnx", graph_from_onnx, METH_O | METH_CLASS,
      "from_onnx(path_or_bytes): a graph imported from an ONNX model (weights as constants)."},
-    {"add_input", graph_add_input, METH_VARARGS, "add_input(name, dtype, dims) -> Value"},
+    {"add_input", graph_add_input, METH_VARARGS,
+     "add_input(name, dtype, dims, gpu=-1) -> Value (gpu N: typed on gpu:N)"},
     {"add_weight", graph_add_weight, METH_VARARGS, "add_weight(name, dtype, dims) -> Value"},
     {"add_op", graph_add_op, METH_VARARGS,
      "add_op(op, operands, attrs=None, result_type=None) -> [Value]"},

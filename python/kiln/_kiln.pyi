@@ -82,8 +82,9 @@ class Graph:
     def from_onnx(cls, path_or_bytes: str | Buffer, /) -> Graph:
         """A graph imported from an ONNX model (a path, or the model's bytes;
         weights become constants). The GIL is released while it imports."""
-    def add_input(self, name: str | None, dtype: int, dims: Sequence[str], /) -> Value:
-        """A new input (name None: unnamed)."""
+    def add_input(self, name: str | None, dtype: int, dims: Sequence[str], gpu: int = -1,
+                  /) -> Value:
+        """A new input (name None: unnamed), typed on gpu:N when gpu >= 0."""
     def add_weight(self, name: str, dtype: int, dims: Sequence[str], /) -> Value:
         """A new weight, bound by name on the model (Model.bind_weight)."""
     def add_op(self, op: str, operands: Sequence[Value], attrs: str | None = None,

@@ -157,3 +157,23 @@ def test_models_outlive_their_session_and_graph():
     gc.collect()
     np.testing.assert_array_equal(model.execute(np.zeros((1, 3), np.float32))[0].to_numpy(),
                                   np.ones((1, 3)))
+
+
+def test_input_types_keep_their_device(session):
+    from kiln.graph import DeviceRef
+
+    with Graph("placed", input_types=[TensorType(DType.float32, [2], DeviceRef.GPU(0)),
+                                      TensorType(DType.float32, [2])]) as g:
+        a, b = g.inputs
+        assert a.device == DeviceRef.GPU(0) and b.device == DeviceRef.CPU()
+        assert a.type.to_mlir() == "!mo.tensor<[2], f32, gpu:0>"
+        g.output(ops.add(a, b.to(DeviceRef.GPU(0))))
+    assert "gpu:0" in str(g)
+    with pytest.raises(kiln.KilnError, match="gpu"):  # a CPU model refuses GPU values
+        session.load(g)
+    # the emulated GPU runs it: the input typed on the GPU is copied there
+    from kiln.driver import SimtEmulator
+
+    model = InferenceSession(devices=[SimtEmulator()], cache_dir=None).load(g)
+    (y,) = model.execute(np.array([1, 2], np.float32), np.array([10, 20], np.float32))
+    np.testing.assert_array_equal(y.to_numpy(), [11, 22])

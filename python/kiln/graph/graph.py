@@ -60,7 +60,8 @@ class Graph:
         self._input_types = [t if isinstance(t, TensorType) else TensorType(*t)
                              for t in input_types]
         self._inputs = tuple(
-            TensorValue(self, self._g.add_input(f"input{i}", t.dtype._kiln, t.shape.to_mlir()))
+            TensorValue(self, self._g.add_input(f"input{i}", t.dtype._kiln, t.shape.to_mlir(),
+                                                t.device.id if t.device.is_gpu() else -1))
             for i, t in enumerate(self._input_types))
         if forward is not None:
             with self:

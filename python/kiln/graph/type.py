@@ -84,9 +84,10 @@ class TensorType:
         return len(self.shape)
 
     def to_mlir(self) -> str:
-        """kiln's type text: ``!mo.tensor<[batch, 784], f32>``."""
+        """kiln's type text: ``!mo.tensor<[batch, 784], f32>`` (``, gpu:0`` on a GPU)."""
         dims = ", ".join(d.to_mlir() for d in self.shape)
-        return f"!mo.tensor<[{dims}], {self.dtype.mo_name}>"
+        where = f", gpu:{self.device.id}" if self.device.is_gpu() else ""
+        return f"!mo.tensor<[{dims}], {self.dtype.mo_name}{where}>"
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, TensorType) and other.dtype == self.dtype
