@@ -262,6 +262,14 @@ rollback:
 KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value *const *operands,
                                        int noperands, const char *attrs, const char *result_type,
                                        kiln_status *st) {
+  return kiln_graph_add_op_typed(g, op, operands, noperands, attrs,
+                                 result_type ? &result_type : NULL, result_type ? 1 : 0, st);
+}
+
+KILN_API kiln_value *kiln_graph_add_op_typed(kiln_graph *g, const char *op,
+                                             kiln_value *const *operands, int noperands,
+                                             const char *attrs, const char *const *result_types,
+                                             int nresults, kiln_status *st) {
   if (!g || !op) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_add_op: %s is NULL", g ? "op" : "graph");
     return NULL;
@@ -282,8 +290,15 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
     return NULL;
   }
   const ir_op_info *info = ir_op_get((ir_op)id);
+  if (nresults < 0 || (nresults > 0 && !result_types)) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "mo.%s: bad result type list (%d types)", nm, nresults);
+    return NULL;
+  }
   ir_value **in = calloc((size_t)(noperands ? noperands : 1), sizeof *in);
-  if (!in) {
+  ir_type *decl = calloc((size_t)(nresults ? nresults : 1), sizeof *decl);
+  if (!in || !decl) {
+    free(in);
+    free(decl);
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     return NULL;
   }
@@ -305,7 +320,7 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
   }
   int nout = info->nout;
   if (id == IR_OP_CUSTOM) {
-    nout = 1; /* through this call: one result, of result_type (text allows more) */
+    nout = nresults ? nresults : 1; /* one result per declared type */
   } else if (nout < 0) { /* split: one result per size */
     nout = -1;
     for (int i = 0; i < na; i++)
@@ -316,19 +331,19 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
       goto done;
     }
   }
-  ir_type decl;
-  bool have_decl = false;
-  if (result_type) {
-    if (nout != 1) {
-      rt_err(st, KILN_ERR_INVALID_ARGUMENT,
-             "mo.%s has %d results: result_type is only for single-result ops", nm, nout);
+  bool have_decl = nresults > 0;
+  if (have_decl && nresults != nout) {
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "mo.%s has %d result%s but %d result types were given",
+           nm, nout, nout == 1 ? "" : "s", nresults);
+    goto done;
+  }
+  for (int i = 0; i < nresults; i++) {
+    if (!result_types[i] ||
+        ir_parse_type(g->ir, result_types[i], strlen(result_types[i]), &decl[i], &d) < 0) {
+      rt_err(st, KILN_ERR_PARSE, "result type %d of mo.%s: %d:%d: %s", i, nm, d.line, d.col,
+             result_types[i] ? d.msg : "NULL");
       goto done;
     }
-    if (ir_parse_type(g->ir, result_type, strlen(result_type), &decl, &d) < 0) {
-      rt_err(st, KILN_ERR_PARSE, "result type of mo.%s: %d:%d: %s", nm, d.line, d.col, d.msg);
-      goto done;
-    }
-    have_decl = true;
   }
   bool target = (info->cls == IR_CLS_RESHAPE && id != IR_OP_TRANSFER_TO) ||
                 info->cls == IR_CLS_BROADCAST_TO || info->cls == IR_CLS_RANGE ||
@@ -340,9 +355,10 @@ KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "mo.%s needs result_type (its target shape)", nm);
     goto done;
   }
-  res = add_node(g, (ir_op)id, in, noperands, av, na, nout, have_decl ? &decl : NULL, st);
+  res = add_node(g, (ir_op)id, in, noperands, av, na, nout, have_decl ? decl : NULL, st);
 done:
   free(in);
+  free(decl);
   return res;
 }
 

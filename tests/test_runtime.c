@@ -830,7 +830,7 @@ Test(builder, attributes_and_result_types_parse) {
   kiln_status_free(st);
 }
 
-Test(builder, inputs_typed_on_a_gpu_and_declared_targets) {
+Test(builder, inputs_on_a_gpu_and_declared_result_types) {
   kiln_status *st = kiln_status_new();
   kiln_graph *g = kiln_graph_new("g", st);
   const char *dims[] = {"4"};
@@ -853,6 +853,16 @@ Test(builder, inputs_typed_on_a_gpu_and_declared_targets) {
   char dim[32];
   kiln_value_dim(y, 0, dim, sizeof dim);
   cr_assert_str_eq(dim, "total");
+  /* several declared results: a split of the symbolic total into a and b */
+  const char *parts[] = {"!mo.tensor<[a], f32>", "!mo.tensor<[b], f32>"};
+  kiln_value *s = kiln_graph_add_op_typed(g, "mo.split", &y, 1,
+                                          "{split_sizes = [-1, -1], axis = 0}", parts, 2, st);
+  cr_assert(s, "%s", kiln_status_message(st));
+  kiln_value_dim(kiln_value_result(s, 1), 0, dim, sizeof dim);
+  cr_assert_str_eq(dim, "b");
+  cr_assert_null(kiln_graph_add_op_typed(g, "mo.split", &y, 1,
+                                         "{split_sizes = [-1, -1, -1], axis = 0}", parts, 2, st));
+  assert_error(st, KILN_ERR_INVALID_ARGUMENT, "has 3 results but 2 result types were given");
   kiln_graph_free(g);
   kiln_status_free(st);
 }

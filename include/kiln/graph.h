@@ -64,6 +64,15 @@ KILN_API kiln_value *kiln_graph_add_input_on(kiln_graph *g, const char *name, ki
 KILN_API kiln_value *kiln_graph_add_op(kiln_graph *g, const char *op, kiln_value *const *operands,
                                        int noperands, const char *attrs, const char *result_type,
                                        kiln_status *st);
+/* The same with a declared type per result (result_types[nresults], MO
+ * text; nresults 0: none): for ops of several results, such as mo.split with
+ * symbolic sizes (-1 in split_sizes: the declared dim) and mo.custom with
+ * several outputs (one result per type). nresults must equal the op's result
+ * count. */
+KILN_API kiln_value *kiln_graph_add_op_typed(kiln_graph *g, const char *op,
+                                             kiln_value *const *operands, int noperands,
+                                             const char *attrs, const char *const *result_types,
+                                             int nresults, kiln_status *st);
 /* Result i of the op that defined v (v itself for i == 0), owned by v's
  * graph. NULL if none. */
 KILN_API kiln_value *kiln_value_result(kiln_value *v, int i);

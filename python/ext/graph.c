@@ -218,21 +218,49 @@ fail:
   return NULL;
 }
 
-/* add_op(op, operands, attrs=None, result_type=None) -> list of Values
- * (every result of the op: one for most, several for mo.split). */
+/* add_op(op, operands, attrs=None, result_types=None) -> list of Values
+ * (every result of the op: one for most, several for mo.split). result_types:
+ * None, one type's text, or a sequence of them (one per result). */
 static PyObject *graph_add_op(PyObject *self, PyObject *args) {
   GraphObject *go = (GraphObject *)self;
-  const char *op, *attrs = NULL, *rtype = NULL;
-  PyObject *ops;
-  if (!PyArg_ParseTuple(args, "sO|zz", &op, &ops, &attrs, &rtype)) return NULL;
+  const char *op, *attrs = NULL;
+  PyObject *ops, *rtypes = Py_None;
+  if (!PyArg_ParseTuple(args, "sO|zO", &op, &ops, &attrs, &rtypes)) return NULL;
+  PyObject *rlist = NULL;
+  if (PyUnicode_Check(rtypes)) {
+    rlist = PyList_New(1);
+    if (rlist) PyList_SetItem(rlist, 0, Py_NewRef(rtypes));
+  } else if (rtypes == Py_None) {
+    rlist = PyList_New(0);
+  } else {
+    rlist = PySequence_List(rtypes);
+  }
+  if (!rlist) return NULL;
+  Py_ssize_t nr = PyList_Size(rlist);
+  const char **rt = calloc((size_t)nr + 1, sizeof *rt);
+  if (!rt) {
+    Py_DECREF(rlist);
+    return PyErr_NoMemory();
+  }
+  for (Py_ssize_t i = 0; i < nr; i++) {
+    PyObject *it = PyList_GetItem(rlist, i);
+    if (!PyUnicode_Check(it) || !(rt[i] = PyUnicode_AsUTF8AndSize(it, NULL))) {
+      if (!PyErr_Occurred()) ext_raisef(PyExc_TypeError, "result type %zd: expected str", i);
+      free(rt);
+      Py_DECREF(rlist);
+      return NULL;
+    }
+  }
   int n = 0;
   kiln_value **vs = value_array(self, ops, &n);
-  if (!vs) return NULL;
+  kiln_value *v = NULL;
   kiln_status *st = kiln_status_new();
-  kiln_value *v = kiln_graph_add_op(go->g, op, vs, n, attrs, rtype, st);
+  if (vs) v = kiln_graph_add_op_typed(go->g, op, vs, n, attrs, rt, (int)nr, st);
   free(vs);
+  free(rt);
+  Py_DECREF(rlist);
   if (!v) {
-    ext_raise(st);
+    if (!PyErr_Occurred()) ext_raise(st);
     kiln_status_free(st);
     return NULL;
   }
@@ -376,7 +404,7 @@ static PyMethodDef graph_methods[] = {
      "add_input(name, dtype, dims, gpu=-1) -> Value (gpu N: typed on gpu:N)"},
     {"add_weight", graph_add_weight, METH_VARARGS, "add_weight(name, dtype, dims) -> Value"},
     {"add_op", graph_add_op, METH_VARARGS,
-     "add_op(op, operands, attrs=None, result_type=None) -> [Value]"},
+     "add_op(op, operands, attrs=None, result_types=None) -> [Value]"},
     {"add_constant", graph_add_constant, METH_VARARGS,
      "add_constant(dtype, shape, buffer) -> Value"},
     {"set_outputs", graph_set_outputs, METH_VARARGS, "set_outputs(values, names=None)"},

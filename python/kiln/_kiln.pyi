@@ -88,9 +88,10 @@ class Graph:
     def add_weight(self, name: str, dtype: int, dims: Sequence[str], /) -> Value:
         """A new weight, bound by name on the model (Model.bind_weight)."""
     def add_op(self, op: str, operands: Sequence[Value], attrs: str | None = None,
-               result_type: str | None = None, /) -> list[Value]:
+               result_types: str | Sequence[str] | None = None, /) -> list[Value]:
         """Add op (its MO name) with attributes as MO text ("{axis = -1}") and,
-        optionally, the result type as MO text; returns every result."""
+        optionally, declared result types as MO text (one, or one per
+        result); returns every result."""
     def add_constant(self, dtype: int, shape: Sequence[int], buffer: Buffer, /) -> Value:
         """A constant; the buffer's bytes (C order, exactly the size the dtype
         and shape need) are copied into the graph."""

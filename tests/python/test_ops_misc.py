@@ -188,11 +188,21 @@ def test_custom_unknown_symbol_names_it(session):
         session.load(g)
 
 
-def test_custom_several_out_types_is_refused():
-    t = TensorType(DType.float32, [4])
-    with Graph("two", input_types=[t]) as g:
-        with pytest.raises(ValueError, match="one result per custom op"):
-            ops.custom("k", DeviceRef.CPU(), [g.inputs[0]], [t, t])
+def test_custom_with_two_results(session):
+    lib = os.path.join(REPO, "tests", "python", "kernels", "row_min_max.c")
+    t = TensorType(DType.float32, ["rows", 5])
+    with Graph("two", input_types=[t], custom_extensions=[lib]) as g:
+        lo, hi = ops.custom("row_min_max", DeviceRef.CPU(), [g.inputs[0]],
+                            [TensorType(DType.float32, ["rows"])] * 2)
+        g.output(lo, hi)
+    model = session.load(g)
+    x = np.random.default_rng(3).standard_normal((3, 5)).astype(np.float32)
+    a, b = [o.to_numpy() for o in model.execute(x)]
+    np.testing.assert_array_equal(a, x.min(1))
+    np.testing.assert_array_equal(b, x.max(1))
+    with Graph("none", input_types=[t]) as g:
+        with pytest.raises(ValueError, match="out_types is empty"):
+            ops.custom("row_min_max", DeviceRef.CPU(), [g.inputs[0]], [])
 
 
 def test_inplace_custom_returns_the_updated_copy(session):

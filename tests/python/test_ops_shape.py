@@ -142,6 +142,19 @@ def test_split(run, sizes, axis):
         np.testing.assert_array_equal(o, r)
 
 
+def test_split_with_symbolic_sizes(build):
+    t = [TensorType(DType.float32, [2, "a + b"]), TensorType(DType.float32, ["a"]),
+         TensorType(DType.float32, ["b"])]
+    model = build(lambda v, x, y: [p + q for p, q in zip(ops.split(v, ["a", "b"], 1), (x, y))],
+                  t)
+    assert [o.dims for o in model.output_metadata] == [["2", "a"], ["2", "b"]]
+    v = np.arange(10, dtype=np.float32).reshape(2, 5)
+    p, q = [o.to_numpy() for o in model.execute(v, np.zeros(2, np.float32),
+                                                 np.ones(3, np.float32))]
+    np.testing.assert_array_equal(p, v[:, :2])
+    np.testing.assert_array_equal(q, v[:, 2:] + 1)
+
+
 def test_split_sizes_must_sum(build):
     with pytest.raises(kiln.KilnError, match="split"):
         build(lambda v: ops.split(v, [1, 1], 1), [TensorType(DType.float32, [2, 3])])

@@ -115,14 +115,23 @@ def as_value(x: Any, like: TensorValue | None = None, graph: Any = None) -> Tens
 
 
 def add_op(name: str, operands: Sequence[Any], attrs: dict | None = None,
-           result_type: TensorType | str | None = None) -> list[TensorValue]:
-    """Add op `name` ("mo.add" or "add"); returns every result."""
+           result_type: TensorType | str | Sequence[TensorType | str] | None = None
+           ) -> list[TensorValue]:
+    """Add op `name` ("mo.add" or "add"); returns every result. result_type:
+    the declared type of its one result, or a list with one per result."""
     like = next((o for o in operands if isinstance(o, TensorValue)), None)
     vals = [as_value(o, like) for o in operands]
     g = like._graph if like is not None else graph_of(*operands)
-    rt = result_type.to_mlir() if isinstance(result_type, TensorType) else result_type
+    if result_type is None or isinstance(result_type, (str, TensorType)):
+        rt: Any = None if result_type is None else _type_text(result_type)
+    else:
+        rt = [_type_text(t) for t in result_type]
     return [TensorValue(g, v) for v in g._g.add_op(name, [v._v for v in vals],
                                                    format_attrs(attrs), rt)]
+
+
+def _type_text(t: TensorType | str) -> str:
+    return t.to_mlir() if isinstance(t, TensorType) else t
 
 
 def add_op1(name: str, operands: Sequence[Any], attrs: dict | None = None,

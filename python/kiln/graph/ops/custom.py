@@ -34,16 +34,14 @@ def _values(values: Sequence[Any]) -> list[TensorValue]:
 
 def custom(name: str, device: Any, values: Sequence[Any], out_types: Sequence[TensorType],
            parameters: Mapping[str, Any] | None = None) -> list[TensorValue]:
-    """The kernel `name` of a kernel library applied to values; one result of
-    out_types[0] (kiln builds single-result custom ops)."""
+    """The kernel `name` of a kernel library applied to values; one result
+    per entry of out_types (parameters reach the kernel as kiln_param_*)."""
     out_types = list(out_types)
-    if len(out_types) != 1:
-        raise ValueError(f"custom: kiln's graph builder makes one result per custom op, got "
-                         f"{len(out_types)} out_types")
-    t = out_types[0]
+    if not out_types:
+        raise ValueError("custom: out_types is empty")
     attrs = {"symbol": name, **_params(parameters)}
     return _core.add_op("mo.custom", _values(values), attrs,
-                        _core.tensor_type(t.dtype, t.shape))
+                        [_core.tensor_type(t.dtype, t.shape) for t in out_types])
 
 
 def inplace_custom(name: str, device: Any, values: Sequence[Any], out_types: Any = None,

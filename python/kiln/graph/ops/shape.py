@@ -147,16 +147,20 @@ def concat(original_vals: Iterable[Any], axis: int = 0) -> TensorValue:
 
 def split(x: Any, split_sizes: Sequence[Any], axis: int = 0) -> list[TensorValue]:
     """x cut along axis into pieces of split_sizes (which sum to the axis'
-    dim); one value per size. Sizes are static ints."""
+    dim); one value per size. Sizes are ints or dims (symbolic ones are
+    checked when the graph runs)."""
     v = _core.as_value(x)
     sizes = [_core.static_dim(s) for s in split_sizes]
-    if any(s is None for s in sizes):
-        raise ValueError(f"split: kiln's builder takes static split sizes, got "
-                         f"{[_core.dim_text(s) for s in split_sizes]}")
     if not sizes:
         raise ValueError("split: split_sizes is empty")
-    return _core.add_op("mo.split", [v], {"split_sizes": sizes,
-                                          "axis": _core.normalize_axis(axis, v.rank)})
+    a = _core.normalize_axis(axis, v.rank)
+    attrs = {"split_sizes": [-1 if s is None else s for s in sizes], "axis": a}
+    if all(s is not None for s in sizes):
+        return _core.add_op("mo.split", [v], attrs)
+    dims = _core.dims_of(v)
+    types = [_core.tensor_type(v.dtype, dims[:a] + [_core.dim_text(s)] + dims[a + 1:])
+             for s in split_sizes]
+    return _core.add_op("mo.split", [v], attrs, types)
 
 
 def chunk(x: Any, chunks: int, axis: int = 0) -> list[TensorValue]:
