@@ -2,8 +2,9 @@
 # test.sh - set up, then build and run the whole test suite twice: a normal
 # build (warnings as errors) and one with AddressSanitizer and
 # UndefinedBehaviorSanitizer; the Python package, installed with pip into a
-# venv, under pytest (tools/python_test.sh); then fuzz the ONNX reader for
-# 30 s (tests/fuzz/run.sh). Exits non-zero if anything fails.
+# venv, under pytest (tools/python_test.sh), and again over the sanitized
+# build of its extension; then fuzz the ONNX reader for 30 s
+# (tests/fuzz/run.sh). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="$(nproc)"
@@ -13,13 +14,14 @@ tools/setup.sh build-test -DKILN_WERROR=ON
 
 tools/python_test.sh
 
-tools/setup.sh build-asan -DKILN_WERROR=ON -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+tools/setup.sh build-asan -DKILN_WERROR=ON -DKILN_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DKILN_PYTHON=ON
 # allocator_may_return_null: a huge request returns NULL (kiln reports it) as in
 # release builds, instead of ASan aborting.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp:print_suppressions=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j"$jobs")
+tools/python_test.sh --sanitized build-asan # the extension's own C under the sanitizers
 
 # the ONNX reader under libFuzzer (clang-19, ASan + UBSan), briefly
 tests/fuzz/run.sh build-fuzz 30
