@@ -3,7 +3,7 @@
 # build (warnings as errors) and one with AddressSanitizer and
 # UndefinedBehaviorSanitizer; the Python package, installed with pip into a
 # venv, under pytest (tools/python_test.sh), and again over the sanitized
-# build of its extension; then fuzz the ONNX reader for 30 s
+# build of its extension; then fuzz kiln's readers for a minute each
 # (tests/fuzz/run.sh). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +23,7 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j"$jobs")
 tools/python_test.sh --sanitized build-asan # the extension's own C under the sanitizers
 
-# the ONNX reader under libFuzzer (clang-19, ASan + UBSan), briefly
-tests/fuzz/run.sh build-fuzz 30
-echo "test.sh: all tests passed (normal and ASan+UBSan builds, Python, ONNX fuzzing)"
+# the readers (ONNX, MO text, .npy, .safetensors) under libFuzzer (clang-19,
+# ASan + UBSan), a minute each
+tests/fuzz/run.sh build-fuzz 60
+echo "test.sh: all tests passed (normal and ASan+UBSan builds, Python, fuzzing)"
