@@ -3,7 +3,8 @@
 # build (warnings as errors) and one with AddressSanitizer and
 # UndefinedBehaviorSanitizer; the Python package, installed with pip into a
 # venv, under pytest (tools/python_test.sh), and again over the sanitized
-# build of its extension; then fuzz kiln's readers for a minute each
+# build of its extension; a concurrency stress under ThreadSanitizer
+# (tests/tsan/run.sh); then fuzz kiln's readers for a minute each
 # (tests/fuzz/run.sh). Exits non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,11 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 (cd build-asan && ctest --output-on-failure -j"$jobs")
 tools/python_test.sh --sanitized build-asan # the extension's own C under the sanitizers
 
+# executes, background compiles and cache eviction on many threads under
+# ThreadSanitizer (tests/tsan/run.sh)
+tests/tsan/run.sh build-tsan 20
+
 # the readers (ONNX, MO text, .npy, .safetensors) under libFuzzer (clang-19,
 # ASan + UBSan), a minute each
 tests/fuzz/run.sh build-fuzz 60
-echo "test.sh: all tests passed (normal and ASan+UBSan builds, Python, fuzzing)"
+echo "test.sh: all tests passed (normal and ASan+UBSan builds, Python, TSan, fuzzing)"
