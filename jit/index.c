@@ -6,9 +6,10 @@
  * targets: the host runs it in loops whose outer range is split between the
  * parts (jit_split_range), SIMT in a grid-stride loop over the elements.
  * gather_nd on the host copies slices of whole 64-byte lines a line at a
- * time, prefetching rows ahead (copy_rows). Scatter is order-dependent (a repeated index: the last update wins, or
- * combines in row-major order), so it never splits: the host runs it whole
- * in part 0 and SIMT in one thread, after copying the input to the result.
+ * time, prefetching rows ahead (copy_rows). Scatter is order-dependent (a
+ * repeated index: the last update wins, or combines in row-major order), so
+ * it never splits: the host runs it whole in part 0 and SIMT in one thread,
+ * after copying the input to the result.
  * Indices are loaded as i64 (sign-extended), wrapped once when negative and
  * checked against the axis before any element is read or written: outside
  * [-d, d) the kernel returns JIT_KERR_INDEX (a SIMT thread sets the error
