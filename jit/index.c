@@ -273,16 +273,62 @@ static void scatter_apply(jit_fn *f, ir_op op, ir_dtype dt, LLVMValueRef yi, LLV
   jit_store(f, dt, jit_out(f, 0), yi, u);
 }
 
+/* The result starts as a copy of the input. A result of NT_BYTES or more
+ * whose start is 64-byte aligned is written a line at a time with
+ * non-temporal stores: it would not stay in cache for the updates anyway,
+ * and the stores then skip reading each result line first; the rest, byte
+ * by byte. Else one element at a time (LLVM vectorizes the loop). */
+static void scatter_copy(jit_fn *f, ir_dtype dt, LLVMValueRef numel) {
+  size_t sz = ir_dtype_size(dt);
+  LLVMValueRef bytes = jit_mul(f, numel, jit_i64(f, (int64_t)sz)), X = jit_in(f, 0);
+  LLVMValueRef Y = jit_out(f, 0), zero = jit_i64(f, 0);
+  LLVMValueRef aligned = LLVMBuildICmp(
+      f->b, LLVMIntEQ, LLVMBuildAnd(f->b, LLVMBuildPtrToInt(f->b, Y, f->t_i64, ""),
+                                    jit_i64(f, 63), ""), zero, "");
+  LLVMValueRef big = LLVMBuildAnd(
+      f->b, aligned, LLVMBuildICmp(f->b, LLVMIntSGE, bytes, jit_i64(f, NT_BYTES), ""), "");
+  LLVMBasicBlockRef ntb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "nt");
+  LLVMBasicBlockRef plain = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "plain");
+  LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "copy.done");
+  LLVMBuildCondBr(f->b, big, ntb, plain);
+  LLVMPositionBuilderAtEnd(f->b, ntb);
+  LLVMTypeRef vt = LLVMVectorType(f->t_i64, 8);
+  unsigned ntk = LLVMGetMDKindIDInContext(f->ctx, "nontemporal", 11);
+  LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(f->t_i32, 1, 0));
+  LLVMValueRef ntmd = LLVMMetadataAsValue(f->ctx, LLVMMDNodeInContext2(f->ctx, &one, 1));
+  LLVMValueRef lines = LLVMBuildUDiv(f->b, bytes, jit_i64(f, 64), "");
+  jit_loop L, T, C;
+  LLVMValueRef o = jit_mul(f, jit_loop_begin(f, &L, zero, lines, "line"), jit_i64(f, 64));
+  LLVMValueRef v = LLVMBuildLoad2(f->b, vt, LLVMBuildInBoundsGEP2(f->b, f->t_i8, X, &o, 1, ""), "");
+  LLVMSetAlignment(v, (unsigned)sz);
+  LLVMValueRef st = LLVMBuildStore(f->b, v, LLVMBuildInBoundsGEP2(f->b, f->t_i8, Y, &o, 1, ""));
+  LLVMSetAlignment(st, 64);
+  LLVMSetMetadata(st, ntk, ntmd);
+  jit_loop_end(f, &L);
+  /* weakly ordered: visible before the updates read the result back */
+  LLVMBuildFence(f->b, LLVMAtomicOrderingSequentiallyConsistent, 0, "");
+  LLVMValueRef t = jit_loop_begin(f, &T, jit_mul(f, lines, jit_i64(f, 64)), bytes, "tail");
+  LLVMValueRef byte =
+      LLVMBuildLoad2(f->b, f->t_i8, LLVMBuildInBoundsGEP2(f->b, f->t_i8, X, &t, 1, ""), "");
+  LLVMBuildStore(f->b, byte, LLVMBuildInBoundsGEP2(f->b, f->t_i8, Y, &t, 1, ""));
+  jit_loop_end(f, &T);
+  LLVMBuildBr(f->b, done);
+  LLVMPositionBuilderAtEnd(f->b, plain);
+  LLVMValueRef e = jit_loop_begin(f, &C, zero, numel, "c");
+  jit_store(f, dt, Y, e, jit_load(f, dt, X, e));
+  jit_loop_end(f, &C);
+  LLVMBuildBr(f->b, done);
+  LLVMPositionBuilderAtEnd(f->b, done);
+}
+
 /* The whole scatter, in order (the caller runs it once). */
 static int scatter_body(jit_fn *f) {
   const ir_node *n = f->node;
   const ir_type *x = &n->in[0]->type, *u = &n->in[1]->type, *it = &n->in[2]->type;
   ir_dtype dt = x->dtype;
   ir_op op = combine_op(n->op);
-  jit_loop C, U, I;
-  LLVMValueRef e = jit_loop_begin(f, &C, jit_i64(f, 0), jit_numel_range(f, x, 0, x->rank), "c");
-  jit_store(f, dt, jit_out(f, 0), e, jit_load(f, dt, jit_in(f, 0), e));
-  jit_loop_end(f, &C);
+  jit_loop U, I;
+  scatter_copy(f, dt, jit_numel_range(f, x, 0, x->rank));
   if (n->op >= IR_OP_SCATTER_ND && n->op <= IR_OP_SCATTER_ND_MIN) {
     int64_t k;
     if (it->rank < 1 || !ir_dim_is_const(it->dims[it->rank - 1], &k) || k < 1 || k > x->rank)

@@ -152,6 +152,16 @@ Test(scatter, every_combination_and_dtype) {
   check_scatter("mo.scatter_add", "f32", SC_SYM, 2, "n=1,m=1;n=4,m=6;n=0,m=0");
 }
 
+/* Results of 8 MiB and more (index.c's scatter_copy: non-temporal lines,
+ * then the bytes past the last whole line), with updates in the last line */
+Test(scatter, results_of_eight_mib_and_more) {
+  static const scase big[] = {{"2097155", "9", "9", "{axis = 0}", 2097155},
+                              {"1048577, 2", "5, 2", "5, 2", "{axis = 0}", 3}};
+  check_scatter("mo.scatter", "f32", big, 2, NULL);
+  check_scatter("mo.scatter_nd_add", "si64", (const scase[]){{"1048577, 3", "4, 3", "4, 1", NULL,
+                                                              1048577}}, 1, NULL);
+}
+
 Test(scatter_nd, every_combination_and_dtype) {
   static const char *const ops[] = {"mo.scatter_nd", "mo.scatter_nd_add", "mo.scatter_nd_mul",
                                     "mo.scatter_nd_max", "mo.scatter_nd_min"};
