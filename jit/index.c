@@ -321,14 +321,22 @@ static void scatter_copy(jit_fn *f, ir_dtype dt, LLVMValueRef numel) {
   LLVMPositionBuilderAtEnd(f->b, done);
 }
 
-/* The whole scatter, in order (the caller runs it once). */
-static int scatter_body(jit_fn *f) {
+/* The whole scatter, in order (the caller runs it once); host: through
+ * scatter_copy, else an element at a time. */
+static int scatter_body(jit_fn *f, bool host) {
   const ir_node *n = f->node;
   const ir_type *x = &n->in[0]->type, *u = &n->in[1]->type, *it = &n->in[2]->type;
   ir_dtype dt = x->dtype;
   ir_op op = combine_op(n->op);
-  jit_loop U, I;
-  scatter_copy(f, dt, jit_numel_range(f, x, 0, x->rank));
+  jit_loop C, U, I;
+  LLVMValueRef numel = jit_numel_range(f, x, 0, x->rank);
+  if (host) {
+    scatter_copy(f, dt, numel);
+  } else {
+    LLVMValueRef e = jit_loop_begin(f, &C, jit_i64(f, 0), numel, "c");
+    jit_store(f, dt, jit_out(f, 0), e, jit_load(f, dt, jit_in(f, 0), e));
+    jit_loop_end(f, &C);
+  }
   if (n->op >= IR_OP_SCATTER_ND && n->op <= IR_OP_SCATTER_ND_MIN) {
     int64_t k;
     if (it->rank < 1 || !ir_dim_is_const(it->dims[it->rank - 1], &k) || k < 1 || k > x->rank)
@@ -368,9 +376,11 @@ static int scatter_body(jit_fn *f) {
   return f->failed ? -1 : 0;
 }
 
-int jit_lower_scatter(jit_fn *f) { return scatter_body(f); }
+int jit_lower_scatter(jit_fn *f) { return scatter_body(f, true); }
 
-int jit_simt_lower_scatter(jit_simt_fn *sf) { return jit_simt_serial(sf, scatter_body); }
+static int simt_scatter_body(jit_fn *f) { return scatter_body(f, false); }
+
+int jit_simt_lower_scatter(jit_simt_fn *sf) { return jit_simt_serial(sf, simt_scatter_body); }
 
 /* ---- range ---- */
 
