@@ -35,7 +35,7 @@
 #include "lower.h"
 #include "simt.h"
 
-enum { COLS = 4096, LINES = 2, GROUP = 8, BLOCKS = 2 };
+enum { COLS = 4096, LINES = 2, GROUP = 8, BLOCKS = 2, GROUP_MIN = 256 };
 
 typedef struct scan_kind {
   ir_dtype dt;
@@ -142,13 +142,16 @@ static LLVMValueRef gep(jit_fn *f, const scan_kind *k, LLVMValueRef base, LLVMVa
   return LLVMBuildInBoundsGEP2(f->b, jit_type(f, k->dt), base, &i, 1, "");
 }
 
-/* Lines olo, olo + GROUP, ... (whole groups below ohi; returns where they
- * end). A group walks its lines BLOCKS x GROUP elements at a time: it loads
+/* Lines olo, olo + GROUP, ... (whole groups below ohi, when lines have
+ * GROUP_MIN elements or more; returns where the groups end). A group walks
+ * its lines BLOCKS x GROUP elements at a time: it loads
  * a GROUP x GROUP block of each line, transposes it so that a vector holds
  * one element of every line, adds the vectors in walk order, transposes
  * the results back and stores them; the last R mod (BLOCKS x GROUP)
  * elements go one walk position at a time, lane by lane. Every line's
- * sums are the one-line walk's, in the same order. */
+ * sums are the one-line walk's, in the same order. Shorter lines (one
+ * stream of adjacent lines) did as well or better two at a time:
+ * [65536, 64] f32 ~10 GB/s either way, noisy, [2048, 2048] 9.5 -> 13.5. */
 static LLVMValueRef scan_groups(jit_fn *f, const scan_kind *k, LLVMValueRef R, LLVMValueRef olo,
                                 LLVMValueRef ohi) {
   enum { W = BLOCKS * GROUP };
@@ -159,6 +162,8 @@ static LLVMValueRef scan_groups(jit_fn *f, const scan_kind *k, LLVMValueRef R, L
   LLVMValueRef acc = jit_alloca(f, at, "group");
   LLVMValueRef ngroups =
       LLVMBuildUDiv(f->b, LLVMBuildSub(f->b, ohi, olo, ""), jit_i64(f, GROUP), "");
+  LLVMValueRef longer = LLVMBuildICmp(f->b, LLVMIntUGE, R, jit_i64(f, GROUP_MIN), "");
+  ngroups = LLVMBuildSelect(f->b, longer, ngroups, zero, "");
   LLVMValueRef nblk = LLVMBuildUDiv(f->b, R, jit_i64(f, W), "");
   jit_loop lg, lb, lt;
   LLVMValueRef g = jit_loop_begin(f, &lg, zero, ngroups, "grp");
