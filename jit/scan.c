@@ -12,8 +12,8 @@
  * Host: each part takes a range of the outer lines (or of inner positions
  * when there are fewer outer lines than parts, jit_split_outer_inner), so
  * the additions of every result, and the results, do not depend on the
- * split. With inner = 1 a line is contiguous: GROUP lines go together, one
- * per vector lane (scan_groups): GROUP x GROUP blocks are transposed in
+ * split. With inner = 1 a line is contiguous: GROUP lines of GROUP_MIN
+ * elements or more go together, one per vector lane (scan_groups): GROUP x GROUP blocks are transposed in
  * registers, so one vector add advances every line's chain, and each
  * line's BLOCKS * GROUP elements (a 64-byte line of f32) are consumed
  * at once, which keeps the 8 streams clear of L1's ways; [4096, 4096] went
