@@ -3,7 +3,9 @@
  * (issue 17: >= 0.7x of the triad's bandwidth on large tensors):
  *
  *  - cumsum along the last axis and along axis 0 of [4096, 4096] f32;
- *  - gather_nd of 65536 random rows of [65536, 256] f32;
+ *  - gather_nd of 65536 random rows of [65536, 256] f32, beside the same
+ *    rows copied by a C loop of memcpy (row "gather_nd C": what this machine
+ *    reaches for random 1 KiB rows);
  *  - scatter of [4M] updates to every fourth place of [16M] f32, in order
  *    (random places would measure DRAM latency, one line per update, not
  *    the op);
@@ -12,7 +14,8 @@
  * Effective GB/s = the bytes each op must read and write once (operands and
  * result; scatter: the input copied, the updates and indices read) / time;
  * the triad counts 12 bytes per element (STREAM's convention). Each round
- * times every case once, then the triad; min / median / max over rounds
+ * times every case once, then the C gather, then the triad; min / median /
+ * max over rounds
  * (GB/s: min = the slowest run). Each op's output is spot-checked against a
  * C computation first.
  *
@@ -193,7 +196,14 @@ int main(int argc, char **argv) {
   }
   float *ta = malloc((size_t)N * 4), *tb = malloc((size_t)N * 4), *tc = malloc((size_t)N * 4);
   double *tgbs = malloc((size_t)runs * sizeof(double));
-  if (!ta || !tb || !tc || !tgbs) die("out of memory", NULL);
+  double *ggbs = malloc((size_t)runs * sizeof(double));
+  float *gy = malloc((size_t)N * 4);
+  if (!ta || !tb || !tc || !tgbs || !ggbs || !gy) die("out of memory", NULL);
+  const bcase *gc = NULL;
+  for (int c = 0; c < nc; c++)
+    if (!strcmp(cs[c].id, "gather_nd")) gc = &cs[c];
+  const float *gx = f32(gc->in[0]);
+  const int64_t *gix = kiln_tensor_data(gc->in[1]);
   for (int64_t i = 0; i < N; i++) ta[i] = 0, tb[i] = (float)i, tc[i] = 1;
   for (int r = 0; r < runs; r++) {
     for (int c = 0; c < nc; c++) {
@@ -203,11 +213,20 @@ int main(int argc, char **argv) {
       cs[c].gbs[r] = cs[c].bytes / (bench_now_s() - t0) / 1e9;
     }
     double t0 = bench_now_s();
+    for (int i = 0; i < 65536; i++)
+      memcpy(gy + (size_t)i * 256, gx + (size_t)gix[i] * 256, 256 * sizeof *gy);
+    ggbs[r] = gc->bytes / (bench_now_s() - t0) / 1e9;
+    t0 = bench_now_s();
     bench_triad(ta, tb, tc, 3.0f, N);
     tgbs[r] = 12.0 * N / (bench_now_s() - t0) / 1e9;
   }
   if (tsv) printf("M\tthreads\t1\nM\telements\t%d\n", N);
   for (int c = 0; c < nc; c++) report(cs[c].id, "kiln", cs[c].gbs, runs, tsv);
+  if (memcmp(gy, f32(gc->out), (size_t)N * 4)) {
+    fprintf(stderr, "bench_movement: gather_nd: C's rows differ from kiln's\n");
+    return 1;
+  }
+  report("gather_nd", "C", ggbs, runs, tsv);
   report("triad", "triad", tgbs, runs, tsv);
   for (int c = 0; c < nc; c++) {
     for (int k = 0; k < cs[c].nin; k++) kiln_tensor_free(cs[c].in[k]);
@@ -215,7 +234,7 @@ int main(int argc, char **argv) {
     kiln_model_free(cs[c].m);
     free(cs[c].gbs);
   }
-  free(ta), free(tb), free(tc), free(tgbs);
+  free(ta), free(tb), free(tc), free(tgbs), free(ggbs), free(gy);
   kiln_context_free(ctx);
   kiln_status_free(st);
   return 0;

@@ -247,6 +247,7 @@ def main():
         kr = mv.get((cid, "kiln", 1))
         add("%s (GB/s)" % label, "GB/s", kr, [("triad", mtr, 0.7)], why("movement"))
         detail("%s kiln 1T" % cid, kr)
+    detail("gather_nd C memcpy rows 1T", mv.get(("gather_nd", "C", 1)))
     detail("triad (bench_movement)", mtr)
 
     # ---- conv2d vs oneDNN's convolution, 1 thread (issue 17: >= 0.8x)

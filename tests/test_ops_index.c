@@ -86,6 +86,23 @@ Test(gather_nd, dtypes_shapes_batch_dims_negative_indices) {
   check_gather("mo.gather_nd", "f32", "si64", GND_SYM, 2, "n=1,m=1;n=3,m=4;n=2,m=0");
 }
 
+/* Slices of whole 64-byte lines (index.c's row copy with a prefetch): one
+ * and two lines, index tuples of two, batch dims, a symbolic count of
+ * rows, and a result of 8 MiB (f32) and 16 MiB (f64): non-temporal stores */
+static const gcase GND_LINES[] = {
+    {"9, 16", "7, 1", NULL, "7, 16", 9},
+    {"5, 3, 32", "6, 2", NULL, "6, 32", 3},
+    {"2, 5, 16", "2, 3, 1", "{batch_dims = 1}", "2, 3, 16", 5},
+    {"3, 16", "m, 1", NULL, "m, 16", 3},
+    {"2048, 1024", "2048, 1", NULL, "2048, 1024", 2048},
+};
+
+Test(gather_nd, rows_of_whole_cache_lines) {
+  for (int d = 0; d < 4; d++)
+    check_gather("mo.gather_nd", NUMERIC[d], "si64", GND_LINES, d < 2 ? 5 : 4,
+                  "n=1,m=1;n=1,m=9;n=1,m=0");
+}
+
 /* ---- scatter / scatter_nd and their combinations ---- */
 
 typedef struct scase {
@@ -133,6 +150,16 @@ Test(scatter, every_combination_and_dtype) {
   check_scatter("mo.scatter", "bool", SC, 7, NULL);
   check_scatter("mo.scatter", "f16", SC, 7, NULL); /* storage dtypes move as bytes */
   check_scatter("mo.scatter_add", "f32", SC_SYM, 2, "n=1,m=1;n=4,m=6;n=0,m=0");
+}
+
+/* Results of 8 MiB and more (index.c's scatter_copy: non-temporal lines,
+ * then the bytes past the last whole line), with updates in the last line */
+Test(scatter, results_of_eight_mib_and_more) {
+  static const scase big[] = {{"2097155", "9", "9", "{axis = 0}", 2097155},
+                              {"1048577, 2", "5, 2", "5, 2", "{axis = 0}", 3}};
+  check_scatter("mo.scatter", "f32", big, 2, NULL);
+  check_scatter("mo.scatter_nd_add", "si64", (const scase[]){{"1048577, 3", "4, 3", "4, 1", NULL,
+                                                              1048577}}, 1, NULL);
 }
 
 Test(scatter_nd, every_combination_and_dtype) {
@@ -221,6 +248,7 @@ Test(index_errors, out_of_range_indices_name_the_op) {
       {"mo.gather_elements", "{axis = 1}", "3, 4", "3, 2", "3, 2", false, -5},
       {"mo.gather_nd", NULL, "3, 4", "2, 2", "2", false, 4},
       {"mo.gather_nd", NULL, "3, 4", "2, 1", "2, 4", false, -4},
+      {"mo.gather_nd", NULL, "3, 16", "2, 1", "2, 16", false, 3},
       {"mo.scatter", "{axis = 0}", "3, 4", "2, 4", "3, 4", true, 3},
       {"mo.scatter_add", "{axis = 1}", "3, 4", "3, 2", "3, 4", true, -5},
       {"mo.scatter_nd", NULL, "3, 4", "2, 1", "3, 4", true, 3},

@@ -4,7 +4,10 @@
  * every shape class: each axis of a rank-3 shape by positive and negative
  * index, the default axis, size-1 and size-0 dims, a 67-long axis, a
  * leading axis over more than COLS (4096) inner positions (scan.c's column
- * blocks and their remainder), and symbolic shapes scanned along a
+ * blocks and their remainder), lines walked eight at a time (whole blocks,
+ * a tail shorter than a block, lines left over, lines one short of that
+ * path's 256, a symbolic length), and
+ * symbolic shapes scanned along a
  * symbolic axis and along a static one; scalars are refused (no axis).
  * Floats accumulate in double and round each result once on both sides,
  * in the same order: f32 / f64 results agree to the last bit but for the
@@ -27,7 +30,8 @@ static const scase CASES[] = {
     {"2, 3, 5", "axis = -2"}, {"2, 3, 5", NULL},      {"1", "axis = 0"},
     {"4, 1", "axis = 1"},     {"1, 4", "axis = 0"},    {"0, 4", "axis = 1"},
     {"4, 0", "axis = 0"},     {"3, 67", "axis = 1"},   {"9, 70", "axis = 0"},
-    {"3, 4099", "axis = 0"},  {"5, 300", "axis = 1"},
+    {"3, 4099", "axis = 0"},  {"5, 300", "axis = 1"},    {"19, 293", "axis = 1"},
+    {"8, 256", "axis = 1"},   {"9, 255", "axis = 1"},    {"17, m", "axis = 1"},
     {"n, m", "axis = 1"},     {"n, m", "axis = 0"},    {"n, 3, m", "axis = 1"},
 };
 #define NCASES (int)(sizeof CASES / sizeof CASES[0])
@@ -74,11 +78,11 @@ Test(scan, cumsum_ints_wrap) {
 
 /* NaN and inf propagate from where they occur onwards (forward or reversed) */
 Test(scan, cumsum_special_values) {
-  static const scase sp[] = {{"8, 16", "axis = 1"}, {"16, 8", "axis = 0"}};
+  static const scase sp[] = {{"8, 16", "axis = 1"}, {"16, 8", "axis = 0"}, {"8, 260", "axis = 1"}};
   for (int d = 0; d < 2; d++)
     for (int m = 0; m < 4; m++)
       check_scan(NUMERIC[d], m & 1, m & 2, gen_naninf(-3, 3), d ? TOL_F64_ARITH : TOL_F32_ARITH, sp,
-                 2, "");
+                 3, "");
 }
 
 #define SCAN_GRAPH(attrs, in, out)                                                         \

@@ -96,6 +96,48 @@ Test(pool, max_floats_and_ints) {
   check_pool("mo.max_pool2d", "si64", "", 0);
 }
 
+/* Max pools that step 1 along W (pool.c's separable row walk): channels in
+ * whole vectors and a remainder, strides along H, asymmetric padding, rows
+ * whose windows miss the operand (the per-pixel path), ceil_mode, a
+ * one-column kernel, symbolic H and W down to 1 and 2 columns, a symbolic
+ * C, rows too wide for the walk (the per-pixel path). */
+static const wcase SEP_POOLS[] = {
+    {"1, 5, 19, 16", "kernel_size = [3, 3], padding = [1]", "1, 5, 19, 16"},
+    {"2, 4, 9, 21", "kernel_size = [3, 3], padding = [1]", "2, 4, 9, 21"},
+    {"1, 7, 6, 3", "kernel_size = [3, 3], stride = [2, 1], padding = [1]", "1, 4, 6, 3"},
+    {"1, 5, 8, 18", "kernel_size = [2, 4], padding = [0, 1, 2, 1]", "1, 5, 8, 18"},
+    {"1, 4, 5, 2", "kernel_size = [3, 3], padding = [2, 2, 1, 1]", "1, 6, 5, 2"},
+    {"1, 6, 7, 17", "kernel_size = [3, 3], stride = [2, 1], padding = [1], ceil_mode = true",
+     "1, 4, 7, 17"},
+    {"1, 6, 5, 9", "kernel_size = [3, 1], padding = [1, 1, 0, 0]", "1, 6, 5, 9"},
+    {"n, h, w, 16", "kernel_size = [3, 3], padding = [1]", "n, h, w, 16"},
+    {"1, h, w, 5", "kernel_size = [2, 3], padding = [0, 1, 2, 0]", "1, h, w, 5"},
+    {"1, 4, 7, c", "kernel_size = [3, 3], padding = [1]", "1, 4, 7, c"},
+    {"1, 3, 40, 40", "kernel_size = [3, 3], padding = [1]", "1, 3, 40, 40"}, /* rows > L1 */
+};
+
+static void check_sep_pool(const char *dt) {
+  gt *t = gt_new("pool", "n, h, w, c");
+  for (int i = 0; i < (int)(sizeof SEP_POOLS / sizeof SEP_POOLS[0]); i++) {
+    char attrs[200];
+    snprintf(attrs, sizeof attrs, "{%s}", SEP_POOLS[i].attrs);
+    int x = gt_in(t, dt, SEP_POOLS[i].in);
+    gt_out(t, gt_op1(t, "mo.max_pool2d", attrs, x, dt, SEP_POOLS[i].out));
+  }
+  char label[64];
+  snprintf(label, sizeof label, "mo.max_pool2d stride 1 along W %s", dt);
+  oracle_case c = {.label = label, .mlir = gt_finish(t),
+                   .bindings = "n=1,h=3,w=1,c=1;n=2,h=1,w=2,c=19;n=1,h=4,w=13,c=35",
+                   .seed = 53};
+  ORACLE_ASSERT(&c);
+  gt_free(t);
+}
+
+Test(pool, max_stride_one_along_w_every_dtype) {
+  static const char *const dts[] = {"f32", "f64", "si32", "si64"};
+  for (int i = 0; i < 4; i++) check_sep_pool(dts[i]);
+}
+
 Test(pool, avg_with_and_without_the_boundary) {
   check_pool("mo.avg_pool2d", "f32", "", 1e-6);
   check_pool("mo.avg_pool2d", "f64", ", count_boundary = false", 1e-13);
