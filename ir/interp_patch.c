@@ -147,12 +147,13 @@ int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois
   for (int64_t e = 0; e < total; e++) {
     int64_t c = e % C, pw = e / C % p.ow, ph = e / (C * p.ow) % p.oh, k = e / (C * p.ow * p.oh);
     double bf = ir_ref_ld_f(rois, k * 5);
-    if (!(bf > -1.0 && bf < (double)N))
+    /* truncated toward zero, it must name an image: [0, N) (none when N is 0) */
+    int64_t b = bf > -1.0 && bf < (double)N ? (int64_t)bf : -1;
+    if (b < 0 || b >= N)
       return ir_ref_fail(msg, msglen,
                          "the batch index %g of region %" PRId64 " is out of range for "
                          "%" PRId64 " images",
                          bf, k, N);
-    int64_t b = (int64_t)bf;
     roi_axis ay, ax;
     if (roi_axis_of(&p, ir_ref_ld_f(rois, k * 5 + 2), ir_ref_ld_f(rois, k * 5 + 4), p.oh, &ay) ||
         roi_axis_of(&p, ir_ref_ld_f(rois, k * 5 + 1), ir_ref_ld_f(rois, k * 5 + 3), p.ow, &ax))

@@ -107,9 +107,12 @@ static void roi_elem(jit_fn *f, void *ud, LLVMValueRef e) {
   LLVMValueRef W = jit_dim(f, xt->dims[2]), C = jit_dim(f, xt->dims[3]);
   LLVMValueRef row = jit_mul(f, k, jit_i64(f, 5));
   LLVMValueRef bf = ld64(f, 1, row);
+  /* truncated toward zero it must name an image: bf in (-1, N) with N >= 1
+   * (with no image, -0.5 would truncate to image 0, which is not there) */
   LLVMValueRef okb =
       LLVMBuildAnd(f->b, jit_fcmp(f, LLVMRealOGT, bf, jit_dc(f, -1.0)),
                    jit_fcmp(f, LLVMRealOLT, bf, LLVMBuildSIToFP(f->b, N, f->t_f64, "")), "");
+  okb = LLVMBuildAnd(f->b, okb, LLVMBuildICmp(f->b, LLVMIntSGT, N, jit_i64(f, 0), ""), "");
   jit_fail_if(f, LLVMBuildNot(f->b, okb, ""), JIT_KERR_INDEX);
   LLVMValueRef b = LLVMBuildFPToSI(f->b, bf, f->t_i64, "");
   LLVMValueRef sy, by, gy, sx, bx, gx;

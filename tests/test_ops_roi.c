@@ -82,19 +82,26 @@ Test(roi_align, every_dtype_mode_and_attribute) {
 
 /* ---- data errors ---- */
 
-static void expect_both_fail(const char *rois, const char *attrs, const char *word) {
+static void expect_fail_on(const char *image_shape, const char *rois, const char *attrs,
+                           const char *word) {
   gt *t = gt_new("roi", NULL);
-  int x = gt_in(t, "f32", "2, 3, 3, 1"), r = gt_const(t, "f32", "1, 5", rois);
+  int x = gt_in(t, "f32", image_shape), r = gt_const(t, "f32", "1, 5", rois);
   gt_out(t, gt_op2(t, "mo.roi_align", attrs, x, r, "f32", "1, 1, 1, 1"));
   oracle_case c = {.label = word, .mlir = gt_finish(t), .seed = 3};
   oracle_expect_both_fail(&c, word);
   gt_free(t);
 }
 
+static void expect_both_fail(const char *rois, const char *attrs, const char *word) {
+  expect_fail_on("2, 3, 3, 1", rois, attrs, word);
+}
+
 Test(roi_align, bad_batch_index_and_unbounded_grid_are_data_errors) {
   const char *a = "{output_height = 1, output_width = 1}";
   expect_both_fail("2.0, 0.0, 0.0, 1.0, 1.0", a, "out of range");
   expect_both_fail("-1.0, 0.0, 0.0, 1.0, 1.0", a, "out of range");
+  /* no image at all: -0.5 truncates to 0, which is not an image either */
+  expect_fail_on("0, 3, 3, 1", "-0.5, 0.0, 0.0, 1.0, 1.0", a, "out of range");
   expect_both_fail("0.0, 0.0, 0.0, 1.0e9, 1.0", a, "sampling grid is not finite");
   expect_both_fail("0.0, 0.0, 0.0, 1025.0, 1.0", a, "sampling grid is not finite");
   expect_both_fail("0.0, 0.0, 0.0, 1.0, 0x7FC00000", a, "sampling grid is not finite");

@@ -7,6 +7,8 @@
 #   npy          the .npy reader: tests/fuzz/corpus/npy/, the tests' .npy files
 #   safetensors  the .safetensors reader: tests/fuzz/corpus/safetensors/,
 #                tests/max_text/*/weights.safetensors
+#   compile      the JIT against the reference interpreter on graphs that
+#                parse: tests/ir/, tests/max_text/
 # A crash, leak, timeout or sanitizer report fails the run and leaves the
 # input in BUILD/fuzz-artifacts/TARGET/.
 # usage: tests/fuzz/run.sh [BUILD_DIR (build-fuzz)] [SECONDS per target (30)] [TARGET...]
@@ -16,13 +18,13 @@ build="${1:-build-fuzz}"
 secs="${2:-30}"
 shift 2 || shift $# # the remaining arguments name targets
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(onnx text npy safetensors)
+[ ${#targets[@]} -gt 0 ] || targets=(onnx text npy safetensors compile)
 mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-19 -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
       -DCMAKE_BUILD_TYPE=Debug > "$build/configure.log" ||
   { cat "$build/configure.log"; exit 1; }
 for t in "${targets[@]}"; do
-  cmake --build "$build" --target "fuzz_$t" -j"$(nproc)" > "$build/build.log" ||
+  cmake --build "$build" --target "fuzz_$t" -j"$(nproc)" > "$build/build.log" 2>&1 ||
     { tail -50 "$build/build.log"; exit 1; }
 done
 export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-}"
@@ -33,6 +35,7 @@ seeds() {
   text) echo tests/ir tests/max_text examples ;;
   npy) echo tests/fuzz/corpus/npy tests/onnx/minilm_tiny ;;
   safetensors) echo tests/fuzz/corpus/safetensors tests/max_text/mlp tests/max_text/norm ;;
+  compile) echo tests/ir tests/max_text ;;
   esac
 }
 for t in "${targets[@]}"; do

@@ -509,7 +509,13 @@ static size_t tensor_bytes(const ir_tensor *t) {
   return (size_t)ir_tensor_numel(t) * ir_dtype_size(t->dtype);
 }
 
-static void *alloc_bytes(size_t n) { return malloc(n ? n : 1); }
+/* n bytes aligned to `align` (a power of two; at least 64, which any kernel
+ * may assume of a weight that asks for it with its align attribute) */
+static void *alloc_aligned(size_t n, size_t align) {
+  if (align < 64) align = 64;
+  return aligned_alloc(align, (n + align - 1) / align * align + align);
+}
+static void *alloc_bytes(size_t n) { return alloc_aligned(n, 64); }
 
 typedef struct run_state {
   const oracle_case *c;
@@ -612,7 +618,10 @@ static int run_binding(run_state *s, int bi, const binding *b, oracle_report *r)
       addf(r, "%s: test bug: weight %s shape: %s", where, name, msg);
       goto done;
     }
-    wt->data = alloc_bytes(tensor_bytes(wt));
+    int64_t align = ir_node_attr_int(n, "align", 1);
+    wt->data = align > 0 && align <= 4096 && !(align & (align - 1))
+                   ? alloc_aligned(tensor_bytes(wt), (size_t)align)
+                   : alloc_bytes(tensor_bytes(wt));
     if (!wt->data) {
       addf(r, "%s: out of memory", where);
       goto done;
