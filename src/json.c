@@ -305,21 +305,22 @@ static bool pop_into(jp *p, rt_json *j, size_t base) {
   return true;
 }
 
-/* Whether key is already a key of the object whose n keys so far are
- * keys[0..n). The first few keys are compared one by one; from
+/* Whether key is already a key of the object whose keys so far are
+ * stacked from base on. The first few keys are compared one by one; from
  * JSON_SCAN_KEYS keys on, they are hashed in seen (and key with them), so
  * the check stays linear in the object's size. */
 #define JSON_SCAN_KEYS 8
-static bool seen_key(char *const *keys, const size_t *lens, size_t n, rt_name_map *seen,
-                     const char *key, size_t keylen, bool *oom) {
+static bool seen_key(const jp *p, size_t base, rt_name_map *seen, const char *key, size_t keylen,
+                     bool *oom) {
+  size_t n = p->sn - base;
   if (n < JSON_SCAN_KEYS) {
-    for (size_t i = 0; i < n; i++)
-      if (lens[i] == keylen && memcmp(keys[i], key, keylen) == 0) return true;
+    for (size_t i = base; i < p->sn; i++)
+      if (p->slens[i] == keylen && memcmp(p->skeys[i], key, keylen) == 0) return true;
     return false;
   }
   int r = 0;
   for (size_t i = seen->n; i < n && r != -2; i++) /* the keys not hashed yet */
-    r = rt_name_map_put(seen, keys[i], lens[i], (int)i);
+    r = rt_name_map_put(seen, p->skeys[base + i], p->slens[base + i], (int)i);
   if (r != -2) r = rt_name_map_put(seen, key, keylen, (int)n);
   *oom = r == -2;
   return r >= 0;
@@ -353,8 +354,7 @@ static bool parse_members(jp *p, rt_json *j, int depth, bool object, rt_name_map
       if (p->pos >= p->len || p->s[p->pos] != '"') return fail(p, "expected a string key");
       if (!parse_string(p, &key, &keylen)) return false;
       bool oom = false;
-      if (seen_key(p->skeys + base, p->slens + base, p->sn - base, seen, key, keylen, &oom) ||
-          oom)
+      if (seen_key(p, base, seen, key, keylen, &oom) || oom)
         return fail(p, oom ? "out of memory" : "duplicate key in an object");
       skip_ws(p);
       if (p->pos >= p->len || p->s[p->pos] != ':')
