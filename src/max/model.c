@@ -236,7 +236,8 @@ static int bind_weights_with(M_AsyncModel *m, const rt_name_map *index, kiln_sta
 static int bind_weights(M_AsyncModel *m, kiln_status *ks) {
   rt_name_map index = {0};
   for (size_t i = 0; i < m->nw; i++)
-    if (i > INT32_MAX || rt_name_map_put(&index, m->w[i].name, strlen(m->w[i].name), (int)i) == -2) {
+    if (i > INT32_MAX ||
+        rt_name_map_put(&index, m->w[i].name, strlen(m->w[i].name), (int)i) == -2) {
       rt_name_map_clear(&index);
       return -1;
     }
