@@ -20,7 +20,9 @@
  *   - with IR_FUSE_SOFTMAX, a mo.softmax / mo.logsoftmax is a root too:
  *     elementwise producers join it as above (a prologue computing its
  *     operand), a matmul never does;
- *   - a group of one node is left alone.
+ *   - a group of one node is left alone; a group stops growing at
+ *     IR_FUSE_MAX_NODES nodes (the rest of a longer chain forms groups of
+ *     its own), so no kernel, and no LLVM function, grows with the graph.
  * Every member's result has the root's shape, so the group is one loop nest
  * over that shape (operands from outside may broadcast); a member's result
  * used only inside never leaves registers.
@@ -92,7 +94,10 @@ static int member_uses(const fuse_ctx *c, int n, const ir_value *v) {
 
 /* Grow the group of root node r (group number gid) into c->members; returns
  * the member count (1: nothing joined). A softmax root (its result has its
- * operand's shape) grows like an elementwise one, without a matmul. */
+ * operand's shape) grows like an elementwise one, without a matmul. Growth
+ * stops at IR_FUSE_MAX_NODES members: the producers left out root groups of
+ * their own later (ir_graph_fuse walks backwards), and their results get
+ * buffers like any value read from outside a group. */
 static int grow(fuse_ctx *c, int r, int gid) {
   ir_graph *g = c->g;
   const ir_type *rt = &g->nodes[r]->out[0]->type;
@@ -101,12 +106,12 @@ static int grow(fuse_ctx *c, int r, int gid) {
   c->group[r] = gid;
   int mm = -1;                                  /* the matmul member */
   bool gemm_ok = !softmax_node(g->nodes[r]); /* a softmax takes none */
-  for (bool changed = true; changed;) {
+  for (bool changed = true; changed && n < IR_FUSE_MAX_NODES;) {
     changed = false;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && n < IR_FUSE_MAX_NODES; i++) {
       const ir_node *m = g->nodes[c->members[i]];
       if (m->op == IR_OP_MATMUL) continue; /* its operands stay outside */
-      for (int j = 0; j < m->nin; j++) {
+      for (int j = 0; j < m->nin && n < IR_FUSE_MAX_NODES; j++) {
         const ir_value *v = m->in[j];
         const ir_node *p = v->def;
         if (!p || c->group[p->id] >= 0 || c->is_output[v->id] || p->nout != 1) continue;

@@ -103,8 +103,17 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   return ctx;
 }
 
-KILN_API void kiln_context_free(kiln_context *ctx) {
-  if (!ctx) return;
+KILN_API int kiln_context_free_checked(kiln_context *ctx, kiln_status *st) {
+  if (!ctx) {
+    rt_ok(st);
+    return 0;
+  }
+  int live = atomic_load(&ctx->models);
+  if (live > 0)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_free: %d model%s of this context %s still live; the context is "
+                  "not freed (free its models first: their executes run its kernels)",
+                  live, live == 1 ? "" : "s", live == 1 ? "is" : "are");
   rt_spec_ctx_free(ctx->spec); /* joins the compile thread: it used the cache and the JIT */
   rt_pool_free(ctx->pool);     /* joins the workers: no kernel runs after this */
   rt_cache_mem_free(ctx->kcache); /* unloads the kernels: before the engine */
@@ -115,6 +124,15 @@ KILN_API void kiln_context_free(kiln_context *ctx) {
   rt_kernel_libs_free(ctx->libs); /* after every compile that could look one up */
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
+  rt_ok(st);
+  return 0;
+}
+
+KILN_API void kiln_context_free(kiln_context *ctx) {
+  kiln_status *st = kiln_status_new();
+  if (kiln_context_free_checked(ctx, st) < 0) /* refused: leaking beats a use after free */
+    fprintf(stderr, "kiln: %s\n", st ? kiln_status_message(st) : "kiln_context_free refused");
+  kiln_status_free(st);
 }
 
 KILN_API const char *kiln_context_target(const kiln_context *ctx) {

@@ -8,8 +8,13 @@
  * .safetensors: 8-byte little-endian header length, a JSON header
  * {"name": {"dtype": "F32", "shape": [..], "data_offsets": [a, b]},
  * "__metadata__": {...}}, then the data. Every offset is checked against the
- * file and every size against dtype * shape before any data is touched.
- * All failures return NULL / -1 with a status that names the file. */
+ * file and every size against dtype * shape before any data is touched; the
+ * tensors' data ranges, sorted, must tile the data section (no overlap, no
+ * hole, no trailing bytes) and every name must be UTF-8, as the format
+ * requires (safetensors.c says why). Opening is linear in the number of
+ * tensors (bar one sort) and rt_safetensors_find is a hash lookup.
+ * All failures return NULL / -1 with a status that names the file (and the
+ * tensor, when one is at fault). */
 #ifndef KILN_SRC_IO_H
 #define KILN_SRC_IO_H
 

@@ -2,12 +2,28 @@
  *
  * Depth is bounded (RT_JSON_MAX_DEPTH), so hostile input cannot overflow the
  * stack; every error names the byte offset. On error everything allocated
- * so far is freed. */
+ * so far is freed. Items of a container are collected on a scratch stack
+ * and moved into the arena at its end, in arrays of their exact size. */
 #include "json.h"
+#include "name_map.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* Everything a parse allocates (strings, arrays) comes from one arena of
+ * blocks, freed at once with the tree: a header of 200,000 tensors makes
+ * millions of small pieces, and malloc / free one by one cost more than the
+ * parse itself. */
+typedef struct jblock {
+  struct jblock *next;
+  size_t used, cap;
+  max_align_t data[];
+} jblock;
+
+struct rt_json_arena {
+  jblock *head;
+};
 
 typedef struct jp {
   const char *s;
@@ -15,7 +31,39 @@ typedef struct jp {
   char *err;
   size_t errlen;
   bool failed;
+  rt_json_arena *arena;
+  /* scratch stack of the items of the containers being parsed (push) */
+  rt_json *sitems;
+  char **skeys;
+  size_t *slens;
+  size_t sn, scap;
 } jp;
+
+#define JBLOCK_BYTES ((size_t)64 << 10)
+
+/* n bytes from the arena, aligned for anything; NULL when out of memory. */
+static void *jalloc(jp *p, size_t n) {
+  n = (n + sizeof(max_align_t) - 1) / sizeof(max_align_t) * sizeof(max_align_t);
+  jblock *b = p->arena->head;
+  if (b && b->cap - b->used >= n) {
+    void *r = (char *)b->data + b->used;
+    b->used += n;
+    return r;
+  }
+  size_t cap = n > JBLOCK_BYTES / 4 ? n : JBLOCK_BYTES;
+  jblock *nb = malloc(sizeof *nb + cap);
+  if (!nb) return NULL;
+  nb->cap = cap;
+  nb->used = n;
+  if (b && cap != JBLOCK_BYTES) { /* a large piece: a block of its own, behind the current one */
+    nb->next = b->next;
+    b->next = nb;
+  } else {
+    nb->next = b;
+    p->arena->head = nb;
+  }
+  return nb->data;
+}
 
 static bool fail(jp *p, const char *what) {
   if (!p->failed) {
@@ -41,22 +89,13 @@ static bool lit(jp *p, const char *word) {
   return true;
 }
 
-static void free_inner(rt_json *j) {
-  if (j->kind == RT_JSON_STRING) free(j->s);
-  if (j->kind == RT_JSON_ARRAY || j->kind == RT_JSON_OBJECT) {
-    for (int i = 0; i < j->n; i++) {
-      free_inner(&j->items[i]);
-      if (j->keys) free(j->keys[i]);
-    }
-    free(j->items);
-    free(j->keys);
-    free(j->keylens);
-  }
-}
-
 void rt_json_free(rt_json *j) {
   if (!j) return;
-  free_inner(j);
+  for (jblock *b = j->arena ? j->arena->head : NULL, *next; b; b = next) {
+    next = b->next;
+    free(b);
+  }
+  free(j->arena);
   free(j);
 }
 
@@ -109,15 +148,12 @@ static bool parse_string(jp *p, char **out, size_t *outlen) {
   size_t start = p->pos, end = start;
   while (end < p->len && p->s[end] != '"') end += p->s[end] == '\\' ? 2 : 1;
   if (end >= p->len) return fail(p, "unterminated string");
-  char *o = malloc(end - start + 1);
+  char *o = jalloc(p, end - start + 1);
   if (!o) return fail(p, "out of memory");
   size_t n = 0;
   while (p->pos < end) {
     unsigned char c = (unsigned char)p->s[p->pos];
-    if (c < 0x20) {
-      free(o);
-      return fail(p, "control character in a string");
-    }
+    if (c < 0x20) return fail(p, "control character in a string");
     if (c != '\\') {
       o[n++] = (char)c;
       p->pos++;
@@ -168,8 +204,7 @@ static bool parse_string(jp *p, char **out, size_t *outlen) {
   *outlen = n;
   return true;
 bad:
-  free(o);
-  return false;
+  return false; /* o stays in the arena, freed with the tree */
 }
 
 static bool parse_number(jp *p, rt_json *j) {
@@ -203,13 +238,6 @@ static bool parse_number(jp *p, rt_json *j) {
   size_t n = p->pos - start;
   char buf[64];
   j->kind = RT_JSON_NUMBER;
-  if (n < sizeof buf) {
-    memcpy(buf, s + start, n);
-    buf[n] = 0;
-    j->num = strtod(buf, NULL);
-  } else {
-    j->num = s[start] == '-' ? -1e308 : 1e308; /* absurdly long: only magnitude matters */
-  }
   if (integer) {
     bool neg = s[start] == '-';
     uint64_t v = 0, lim = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
@@ -224,41 +252,95 @@ static bool parse_number(jp *p, rt_json *j) {
     }
     if (j->is_int) j->i = neg ? (int64_t)(0 - v) : (int64_t)v;
   }
+  if (j->is_int && !(j->i == 0 && s[start] == '-')) {
+    j->num = (double)j->i; /* exact, or rounded to nearest as strtod would */
+  } else if (n < sizeof buf) {
+    memcpy(buf, s + start, n);
+    buf[n] = 0;
+    j->num = strtod(buf, NULL);
+  } else {
+    j->num = s[start] == '-' ? -1e308 : 1e308; /* absurdly long: only magnitude matters */
+  }
   return true;
 }
 
 static bool parse_value(jp *p, rt_json *j, int depth);
 
-static bool push(jp *p, rt_json *j, int *cap, const rt_json *item, char *key, size_t keylen) {
-  if (j->n == *cap) {
-    int nc = *cap ? *cap * 2 : 4;
-    rt_json *ni = realloc(j->items, (size_t)nc * sizeof *ni);
-    if (!ni) return fail(p, "out of memory");
-    j->items = ni;
-    if (j->kind == RT_JSON_OBJECT) {
-      char **nk = realloc(j->keys, (size_t)nc * sizeof *nk);
-      if (!nk) return fail(p, "out of memory");
-      j->keys = nk;
-      size_t *nl = realloc(j->keylens, (size_t)nc * sizeof *nl);
-      if (!nl) return fail(p, "out of memory");
-      j->keylens = nl;
-    }
-    *cap = nc;
+/* Push an item (and its key, for an object) on the parse's scratch stack. */
+static bool push(jp *p, const rt_json *item, char *key, size_t keylen) {
+  if (p->sn == p->scap) {
+    size_t nc = p->scap ? 2 * p->scap : 64;
+    rt_json *ni = realloc(p->sitems, nc * sizeof *ni);
+    if (ni) p->sitems = ni;
+    char **nk = ni ? realloc(p->skeys, nc * sizeof *nk) : NULL;
+    if (nk) p->skeys = nk;
+    size_t *nl = nk ? realloc(p->slens, nc * sizeof *nl) : NULL;
+    if (!nl) return fail(p, "out of memory");
+    p->slens = nl;
+    p->scap = nc;
   }
-  j->items[j->n] = *item;
-  if (j->kind == RT_JSON_OBJECT) {
-    j->keys[j->n] = key;
-    j->keylens[j->n] = keylen;
-  }
-  j->n++;
+  p->sitems[p->sn] = *item;
+  p->skeys[p->sn] = key;
+  p->slens[p->sn++] = keylen;
   return true;
 }
 
+/* Move the items stacked from base on into j, in arrays of their exact size
+ * in the arena (a container's size is known only at its end; a nested one
+ * stacks above it and is done first). */
+static bool pop_into(jp *p, rt_json *j, size_t base) {
+  size_t n = p->sn - base;
+  p->sn = base;
+  if (n > INT32_MAX) return fail(p, "too many items in an array or object");
+  j->n = (int)n;
+  if (!n) return true;
+  if (!(j->items = jalloc(p, n * sizeof *j->items))) return fail(p, "out of memory");
+  memcpy(j->items, p->sitems + base, n * sizeof *j->items);
+  if (j->kind != RT_JSON_OBJECT) return true;
+  if (!(j->keys = jalloc(p, n * sizeof *j->keys)) ||
+      !(j->keylens = jalloc(p, n * sizeof *j->keylens)))
+    return fail(p, "out of memory");
+  memcpy(j->keys, p->skeys + base, n * sizeof *j->keys);
+  memcpy(j->keylens, p->slens + base, n * sizeof *j->keylens);
+  return true;
+}
+
+/* Whether key is already a key of the object whose keys so far are
+ * stacked from base on. The first few keys are compared one by one; from
+ * JSON_SCAN_KEYS keys on, they are hashed in seen (and key with them), so
+ * the check stays linear in the object's size. */
+#define JSON_SCAN_KEYS 8
+static bool seen_key(const jp *p, size_t base, rt_name_map *seen, const char *key, size_t keylen,
+                     bool *oom) {
+  size_t n = p->sn - base;
+  if (n < JSON_SCAN_KEYS) {
+    for (size_t i = base; i < p->sn; i++)
+      if (p->slens[i] == keylen && memcmp(p->skeys[i], key, keylen) == 0) return true;
+    return false;
+  }
+  int r = 0;
+  for (size_t i = seen->n; i < n && r != -2; i++) /* the keys not hashed yet */
+    r = rt_name_map_put(seen, p->skeys[base + i], p->slens[base + i], (int)i);
+  if (r != -2) r = rt_name_map_put(seen, key, keylen, (int)n);
+  *oom = r == -2;
+  return r >= 0;
+}
+
+static bool parse_members(jp *p, rt_json *j, int depth, bool object, rt_name_map *seen);
+
 static bool parse_container(jp *p, rt_json *j, int depth, bool object) {
   if (depth >= RT_JSON_MAX_DEPTH) return fail(p, "nesting too deep");
+  rt_name_map seen = {0};
+  size_t base = p->sn;
+  bool ok = parse_members(p, j, depth, object, &seen) && pop_into(p, j, base);
+  rt_name_map_clear(&seen);
+  return ok;
+}
+
+static bool parse_members(jp *p, rt_json *j, int depth, bool object, rt_name_map *seen) {
   j->kind = object ? RT_JSON_OBJECT : RT_JSON_ARRAY;
   p->pos++;
-  int cap = 0;
+  size_t base = p->sn;
   skip_ws(p);
   if (p->pos < p->len && p->s[p->pos] == (object ? '}' : ']')) {
     p->pos++;
@@ -271,29 +353,16 @@ static bool parse_container(jp *p, rt_json *j, int depth, bool object) {
     if (object) {
       if (p->pos >= p->len || p->s[p->pos] != '"') return fail(p, "expected a string key");
       if (!parse_string(p, &key, &keylen)) return false;
-      for (int i = 0; i < j->n; i++)
-        if (j->keylens[i] == keylen && memcmp(j->keys[i], key, keylen) == 0) {
-          free(key);
-          return fail(p, "duplicate key in an object");
-        }
+      bool oom = false;
+      if (seen_key(p, base, seen, key, keylen, &oom) || oom)
+        return fail(p, oom ? "out of memory" : "duplicate key in an object");
       skip_ws(p);
-      if (p->pos >= p->len || p->s[p->pos] != ':') {
-        free(key);
+      if (p->pos >= p->len || p->s[p->pos] != ':')
         return fail(p, "expected ':' after an object key");
-      }
       p->pos++;
     }
     rt_json item = {0};
-    if (!parse_value(p, &item, depth + 1)) {
-      free_inner(&item);
-      free(key);
-      return false;
-    }
-    if (!push(p, j, &cap, &item, key, keylen)) {
-      free_inner(&item);
-      free(key);
-      return false;
-    }
+    if (!parse_value(p, &item, depth + 1) || !push(p, &item, key, keylen)) return false;
     skip_ws(p);
     if (p->pos >= p->len) return fail(p, object ? "expected ',' or '}'" : "expected ',' or ']'");
     char c = p->s[p->pos++];
@@ -331,14 +400,23 @@ static bool parse_value(jp *p, rt_json *j, int depth) {
 }
 
 rt_json *rt_json_parse(const char *text, size_t len, char *err, size_t errlen) {
-  jp p = {text, len, 0, err, errlen, false};
+  jp p = {.s = text, .len = len, .err = err, .errlen = errlen};
   if (err && errlen) err[0] = 0;
   rt_json *j = calloc(1, sizeof *j);
-  if (!j) {
+  rt_json_arena *arena = calloc(1, sizeof *arena);
+  if (!j || !arena) {
+    free(j);
+    free(arena);
     fail(&p, "out of memory");
     return NULL;
   }
-  if (!parse_value(&p, j, 0)) {
+  p.arena = arena;
+  bool ok = parse_value(&p, j, 0);
+  j->arena = arena; /* after the parse: parse_value fills *j */
+  free(p.sitems);
+  free(p.skeys);
+  free(p.slens);
+  if (!ok) {
     rt_json_free(j);
     return NULL;
   }

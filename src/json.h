@@ -6,7 +6,10 @@
  * after the value, nesting at most RT_JSON_MAX_DEPTH deep. Strings are
  * decoded to UTF-8 (\uXXXX escapes and surrogate pairs included) and may
  * hold NUL bytes (len says how long they are). Numbers keep their double
- * value and, when the text is an integer that fits, the exact int64. */
+ * value and, when the text is an integer that fits, the exact int64.
+ * Linear in the text: duplicate keys are found through a hash of the keys
+ * (from the 8th key of an object on), and the whole tree lives in one arena
+ * (json.c), its arrays sized exactly, freed at once by rt_json_free. */
 #ifndef KILN_SRC_JSON_H
 #define KILN_SRC_JSON_H
 
@@ -26,6 +29,7 @@ typedef enum rt_json_kind {
 } rt_json_kind;
 
 typedef struct rt_json rt_json;
+typedef struct rt_json_arena rt_json_arena;
 struct rt_json {
   rt_json_kind kind;
   bool b;          /* BOOL */
@@ -39,6 +43,7 @@ struct rt_json {
   char **keys;     /* OBJECT: n keys (NUL-terminated) */
   size_t *keylens; /* OBJECT: key lengths */
   size_t pos;      /* byte offset of the value in the text */
+  struct rt_json_arena *arena; /* the root's: the pieces of the tree live there (json.c) */
 };
 
 /* Parse text[0..len). Returns a malloc'd tree (free with rt_json_free), or

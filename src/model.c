@@ -85,11 +85,13 @@ static int collect_sources(kiln_model *m, kiln_status *st) {
       if (!name)
         return rt_err(st, KILN_ERR_VERIFY, "mo.constant.external (%%%s) has no name",
                       n->out[0]->name);
-      int w = 0;
-      while (w < m->nweights && strcmp(m->weights[w].port.name, name) != 0) w++;
-      if (w == m->nweights) {
-        m->nweights++; /* counted first so a half-built port is freed */
+      int w = rt_name_map_get(&m->weight_index, name, strlen(name));
+      if (w < 0) {
+        w = m->nweights++; /* counted first so a half-built port is freed */
         if (port_init(&m->weights[w].port, name, &n->out[0]->type, st) < 0) return -1;
+        const char *key = m->weights[w].port.name;
+        if (rt_name_map_put(&m->weight_index, key, strlen(key), w) == -2)
+          return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
       } else if (!ir_type_equal(&m->weights[w].port.type, &n->out[0]->type)) {
         char *a = type_text(&m->weights[w].port.type), *b = type_text(&n->out[0]->type);
         rt_err(st, KILN_ERR_VERIFY, "weight '%s' is declared with two types: %s and %s", name,
@@ -275,6 +277,9 @@ static kiln_model *model_new(kiln_context *ctx, const kiln_graph *g, kiln_status
     free(m);
     return NULL;
   }
+  pthread_mutex_init(&m->life_lock, NULL);
+  pthread_cond_init(&m->life_cv, NULL);
+  atomic_fetch_add(&ctx->models, 1); /* kiln_model_free takes it back */
   return m;
 }
 
@@ -388,8 +393,47 @@ static void host_free(kiln_model *m) {
   free(m->alias);
 }
 
+/* ---- lifetime ----
+ * An execute enters by adding one to m->life and leaves by taking it back;
+ * kiln_model_free sets RT_LIFE_FREEING, then waits until the executes that
+ * were in flight have left. */
+
+static void life_leave(kiln_model *m) {
+  unsigned was = atomic_fetch_sub(&m->life, 1);
+  if (was != (RT_LIFE_FREEING | 1u)) return;
+  /* the last execute the free waits for: after the unlock, m is the free's */
+  pthread_mutex_lock(&m->life_lock);
+  m->drained = true;
+  pthread_cond_signal(&m->life_cv);
+  pthread_mutex_unlock(&m->life_lock);
+}
+
+/* 0, or -1 with st filled when m is being freed (the execute must not run). */
+static int life_enter(kiln_model *m, const char *fn, kiln_status *st) {
+  unsigned was = atomic_fetch_add(&m->life, 1);
+  if (!(was & RT_LIFE_FREEING)) return 0;
+  /* the free is still waiting for executes that entered before it (this
+   * one counted while they ran, so the last to leave wakes it), unless the
+   * caller started this execute after the free stopped waiting, which the
+   * API forbids (runtime.h: m may be gone already) */
+  life_leave(m);
+  return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                "%s: the model is being freed (kiln_model_free has begun; no execute may start "
+                "after it)", fn);
+}
+
+/* Wait until no execute runs on m; none starts afterwards (life_enter). */
+static void life_drain(kiln_model *m) {
+  unsigned was = atomic_fetch_or(&m->life, RT_LIFE_FREEING);
+  if ((was & ~RT_LIFE_FREEING) == 0) return;
+  pthread_mutex_lock(&m->life_lock);
+  while (!m->drained) pthread_cond_wait(&m->life_cv, &m->life_lock);
+  pthread_mutex_unlock(&m->life_lock);
+}
+
 KILN_API void kiln_model_free(kiln_model *m) {
   if (!m) return;
+  life_drain(m);
   rt_variants_cancel(m); /* no background compile may run on a half-freed model */
   m->be->free(m); /* captures and plans hold variant references */
   rt_variants_free(m, m->variants);
@@ -410,6 +454,10 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->const_owned);
   ir_graph_free(m->g);
   rt_wsrc_release(m->wsrc); /* after everything that read the weights */
+  rt_name_map_clear(&m->weight_index);
+  pthread_mutex_destroy(&m->life_lock);
+  pthread_cond_destroy(&m->life_cv);
+  atomic_fetch_sub(&m->ctx->models, 1);
   kiln_context *own = m->own_ctx;
   free(m);
   kiln_context_free(own);
@@ -503,9 +551,7 @@ KILN_API int kiln_model_output_index(const kiln_model *m, const char *name) {
 
 /* Index of weight `name`, or -1. */
 static int weight_index(const kiln_model *m, const char *name) {
-  for (int w = 0; m && name && w < m->nweights; w++)
-    if (strcmp(m->weights[w].port.name, name) == 0) return w;
-  return -1;
+  return m && name ? rt_name_map_get(&m->weight_index, name, strlen(name)) : -1;
 }
 
 /* "a, b, c" of the weight names into a malloc'd string (NULL on OOM). */
@@ -605,9 +651,11 @@ static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_sta
 KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                                 kiln_tensor **outputs, int noutputs, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
+  if (life_enter(m, "kiln_model_execute", st) < 0) return -1;
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  life_leave(m);
   return rc;
 }
 
@@ -620,9 +668,11 @@ KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const 
                   "graph @%s takes dims from data (mo.nonzero, mo.reshape with a shape operand, "
                   "...): a replay could not reuse its shapes, so it cannot be captured; execute "
                   "it instead", m->g->name);
+  if (life_enter(m, "kiln_model_capture", st) < 0) return -1;
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   int rc = m->be->capture(m, key, inputs, ninputs, outputs, noutputs, st);
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  life_leave(m);
   return rc;
 }
 
@@ -630,21 +680,29 @@ KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *
                                int ninputs, kiln_tensor **outputs, int noutputs,
                                kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
+  if (life_enter(m, "kiln_model_replay", st) < 0) return -1;
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   int rc = m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  life_leave(m);
   return rc;
 }
 
 KILN_API int kiln_model_verify_replay(kiln_model *m, uint64_t key, kiln_tensor *const *inputs,
                                       int ninputs, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_verify_replay: model is NULL");
-  return m->be->verify_replay(m, key, inputs, ninputs, st);
+  if (life_enter(m, "kiln_model_verify_replay", st) < 0) return -1;
+  int rc = m->be->verify_replay(m, key, inputs, ninputs, st);
+  life_leave(m);
+  return rc;
 }
 
 KILN_API int kiln_model_release(kiln_model *m, uint64_t key, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_release: model is NULL");
-  return m->be->release(m, key, st);
+  if (life_enter(m, "kiln_model_release", st) < 0) return -1;
+  int rc = m->be->release(m, key, st);
+  life_leave(m);
+  return rc;
 }
 
 /* ---- for the CLI ---- */

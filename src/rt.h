@@ -22,6 +22,7 @@
 #include "ir/shape.h"
 #include "ir/ir.h"
 #include "jit/jit.h"
+#include "name_map.h"
 
 #define RT_ALIGN 64
 
@@ -67,6 +68,8 @@ struct kiln_context {
   struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
   /* ---- custom kernel libraries (kernel_lib.c); the JIT's resolver points here ---- */
   struct rt_kernel_libs *libs;
+  /* ---- lifetime (model.c, context.c) ---- */
+  atomic_int models; /* live models made for this context: kiln_context_free refuses while > 0 */
 };
 
 /* An input, output or weight as the model reports it. */
@@ -98,6 +101,7 @@ struct kiln_model {
   rt_port *inputs, *outputs;
   rt_weight *weights;
   int *weight_of_node;   /* g->nnodes entries: weight index, or -1 */
+  rt_name_map weight_index; /* weight name -> index (keys: the weights' port names) */
   void **const_data;     /* g->nnodes entries: data of mo.constant nodes (arena or owned) */
   bool *const_owned;     /* g->nnodes entries: const_data[i] was malloc'd (splat expanded) */
   bool data_dims;        /* a node sets a dim from data (ir_node_data_sym): execute.c */
@@ -152,7 +156,18 @@ struct kiln_model {
   _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
   _Atomic(char *) exec_arena;   /* one execute's arena block kept for the next, or NULL */
   struct rt_wsrc *wsrc; /* the graph's weight source, bound at compile; a reference, or NULL */
+  /* ---- lifetime (model.c) ----
+   * life counts the executes in flight on m (kiln_model_execute, _capture,
+   * _replay, _verify_replay), plus RT_LIFE_FREEING once kiln_model_free
+   * has begun; an execute that finds that bit refuses to run. The execute
+   * that leaves life at exactly RT_LIFE_FREEING sets drained and wakes the
+   * free (life_lock, life_cv), which frees nothing before then. */
+  atomic_uint life;
+  pthread_mutex_t life_lock;
+  pthread_cond_t life_cv;
+  bool drained;
 };
+#define RT_LIFE_FREEING 0x80000000u
 
 /* Run node `node`'s kernel on args (operands then results) with the graph's
  * symbol values; returns the kernel's status (model.c). The one place that

@@ -1,7 +1,19 @@
 /* safetensors.c - .safetensors files (io.h): mapped read-only, header
  * validated in full at open (JSON shape, known dtypes, non-negative shapes,
  * offsets ordered and inside the data section, size == dtype * shape), so
- * rt_safetensors_tensor can never read outside the file. */
+ * rt_safetensors_tensor can never read outside the file.
+ *
+ * What the format requires and open enforces, as the reference reader
+ * (huggingface/safetensors) does: the header is UTF-8 JSON, so every tensor
+ * name is valid UTF-8; sorted by offset, the tensors' data ranges are
+ * disjoint and tile the data section exactly, from byte 0 to its end, with
+ * no hole and nothing after the last tensor (no bytes the header does not
+ * account for: a file is read one way only; zero-size tensors sit anywhere
+ * in the chain). A file breaking either is refused naming the tensor.
+ *
+ * Everything is linear in the number of tensors but the offset check
+ * (a sort): names are hashed (name_map.h), also by the JSON reader's
+ * duplicate-key check. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -13,9 +25,10 @@
 
 #include "io.h"
 #include "json.h"
+#include "name_map.h"
 
 typedef struct st_entry {
-  char *name;
+  const char *name; /* in names */
   kiln_dtype dtype;
   int rank;
   int64_t shape[IR_MAX_RANK];
@@ -29,6 +42,8 @@ struct rt_safetensors {
   size_t data_off; /* 8 + header length */
   int n;
   st_entry *e;
+  rt_name_map index; /* name -> entry; keys are the entries' names */
+  char *names;       /* the entries' names live here */
 };
 
 static const struct {
@@ -51,7 +66,8 @@ const char *rt_safetensors_dtype_name(kiln_dtype t) {
 void rt_safetensors_close(rt_safetensors *f) {
   if (!f) return;
   if (f->map) munmap((void *)f->map, f->size);
-  for (int i = 0; i < f->n; i++) free(f->e[i].name);
+  rt_name_map_clear(&f->index);
+  free(f->names);
   free(f->e);
   free(f->path);
   free(f);
@@ -116,6 +132,110 @@ static int parse_entry(rt_safetensors *f, const char *name, const rt_json *v, st
   return 0;
 }
 
+/* Length of the valid UTF-8 prefix of s[0..n) (RFC 3629: no overlong
+ * forms, no surrogates, nothing above U+10FFFF); n when all of it is. */
+static size_t utf8_valid_prefix(const unsigned char *s, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    unsigned c = s[i];
+    size_t k;
+    unsigned lo = 0x80, hi = 0xbf; /* the range of the second byte */
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) {
+      k = 1;
+    } else if (c >= 0xe0 && c <= 0xef) {
+      k = 2;
+      if (c == 0xe0) lo = 0xa0;      /* overlong */
+      else if (c == 0xed) hi = 0x9f; /* surrogates */
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      k = 3;
+      if (c == 0xf0) lo = 0x90;      /* overlong */
+      else if (c == 0xf4) hi = 0x8f; /* above U+10FFFF */
+    } else {
+      return i;
+    }
+    if (n - i <= k || s[i + 1] < lo || s[i + 1] > hi) return i;
+    for (size_t j = 2; j <= k; j++)
+      if ((s[i + j] & 0xc0) != 0x80) return i;
+    i += k + 1;
+  }
+  return n;
+}
+
+/* name for a message: printable ASCII as is, other bytes as \xNN, cut at
+ * about 80 bytes of name. */
+static const char *printable(const char *name, size_t len, char *buf, size_t cap) {
+  size_t k = 0;
+  for (size_t i = 0; i < len && k + 8 < cap && i < 80; i++) {
+    unsigned char c = (unsigned char)name[i];
+    if (c >= 0x20 && c < 0x7f) buf[k++] = (char)c;
+    else k += (size_t)snprintf(buf + k, cap - k, "\\x%02x", c);
+  }
+  if (len > 80 && k + 4 < cap) k += (size_t)snprintf(buf + k, cap - k, "...");
+  buf[k] = 0;
+  return buf;
+}
+
+typedef struct st_span {
+  uint64_t begin, end;
+  int i; /* entry */
+} st_span;
+
+static int span_cmp(const void *a, const void *b) {
+  const st_span *x = a, *y = b;
+  if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+  if (x->end != y->end) return x->end < y->end ? -1 : 1;
+  return (x->i > y->i) - (x->i < y->i);
+}
+
+/* The tensors' data, sorted by offset, tiles [0, datasize): no overlap, no
+ * hole, nothing after the last tensor. */
+static int check_tiling(rt_safetensors *f, uint64_t datasize, kiln_status *st) {
+  st_span *sp = malloc((size_t)(f->n ? f->n : 1) * sizeof *sp);
+  if (!sp) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < f->n; i++) sp[i] = (st_span){f->e[i].begin, f->e[i].end, i};
+  qsort(sp, (size_t)f->n, sizeof *sp, span_cmp);
+  uint64_t at = 0; /* where the next tensor must begin */
+  int prev = -1;   /* the tensor that ends there */
+  char d[320];
+  for (int k = 0; k < f->n; k++) {
+    const st_entry *e = &f->e[sp[k].i];
+    if (e->begin < at) {
+      snprintf(d, sizeof d, " ([%llu, %llu) overlaps tensor '%s' at [%llu, %llu))",
+               (unsigned long long)e->begin, (unsigned long long)e->end, f->e[prev].name,
+               (unsigned long long)f->e[prev].begin, (unsigned long long)f->e[prev].end);
+      free(sp);
+      return bad(f, st, "data_offsets overlap another tensor's", e->name, d);
+    }
+    if (e->begin > at) {
+      if (prev < 0)
+        snprintf(d, sizeof d, " (it begins at %llu; the data section begins with %llu bytes "
+                 "no tensor holds)", (unsigned long long)e->begin,
+                 (unsigned long long)e->begin);
+      else
+        snprintf(d, sizeof d, " ([%llu, %llu) begins %llu bytes after tensor '%s' ends, at %llu)",
+                 (unsigned long long)e->begin, (unsigned long long)e->end,
+                 (unsigned long long)(e->begin - at), f->e[prev].name, (unsigned long long)at);
+      free(sp);
+      return bad(f, st, "data_offsets leave a hole in the data section", e->name, d);
+    }
+    at = e->end;
+    prev = sp[k].i;
+  }
+  free(sp);
+  if (at != datasize) {
+    snprintf(d, sizeof d, " (the data section has %llu bytes; the last tensor's data ends at %llu)",
+             (unsigned long long)datasize, (unsigned long long)at);
+    if (prev < 0)
+      return rt_err(st, KILN_ERR_IO, "%s: malformed safetensors file: no tensor holds the data "
+                    "section's %llu bytes", f->path, (unsigned long long)datasize);
+    return bad(f, st, "data continues after this tensor, the last one", f->e[prev].name, d);
+  }
+  return 0;
+}
+
 static int parse_header(rt_safetensors *f, kiln_status *st) {
   if (f->size < 8)
     return rt_err(st, KILN_ERR_IO,
@@ -139,8 +259,11 @@ static int parse_header(rt_safetensors *f, kiln_status *st) {
     rt_err(st, KILN_ERR_IO, "%s: malformed safetensors header: expected a JSON object", f->path);
     goto done;
   }
+  size_t nbytes = 1;
+  for (int i = 0; i < j->n; i++) nbytes += j->keylens[i] + 1;
   f->e = calloc((size_t)(j->n ? j->n : 1), sizeof *f->e);
-  if (!f->e) {
+  char *names = f->names = malloc(nbytes); /* every name, NUL-terminated, one after another */
+  if (!f->e || !names || rt_name_map_reserve(&f->index, (size_t)j->n) < 0) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
@@ -149,6 +272,14 @@ static int parse_header(rt_safetensors *f, kiln_status *st) {
     if (strlen(name) != j->keylens[i]) {
       rt_err(st, KILN_ERR_IO, "%s: malformed safetensors header: a tensor name contains NUL",
              f->path);
+      goto done;
+    }
+    size_t ok = utf8_valid_prefix((const unsigned char *)name, j->keylens[i]);
+    if (ok != j->keylens[i]) {
+      char pn[400];
+      rt_err(st, KILN_ERR_IO,
+             "%s: malformed safetensors header: tensor '%s': its name is not valid UTF-8 "
+             "(byte %zu of the name)", f->path, printable(name, j->keylens[i], pn, sizeof pn), ok);
       goto done;
     }
     if (strcmp(name, "__metadata__") == 0) {
@@ -161,11 +292,21 @@ static int parse_header(rt_safetensors *f, kiln_status *st) {
     }
     st_entry *e = &f->e[f->n];
     if (parse_entry(f, name, &j->items[i], e, datasize, st) < 0) goto done;
-    if (!(e->name = strdup(name))) {
+    e->name = memcpy(names, name, j->keylens[i] + 1);
+    names += j->keylens[i] + 1;
+    if (rt_name_map_put(&f->index, e->name, j->keylens[i], f->n) == -2) {
       rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
       goto done;
     }
     f->n++;
+  }
+  if (check_tiling(f, datasize, st) < 0) goto done;
+  /* the rest of the header (metadata, dtypes): JSON is UTF-8 text */
+  size_t ok = utf8_valid_prefix(f->map + 8, (size_t)hlen);
+  if (ok != (size_t)hlen) {
+    rt_err(st, KILN_ERR_IO, "%s: malformed safetensors header: byte %zu is not valid UTF-8",
+           f->path, ok);
+    goto done;
   }
   rc = 0;
 done:
@@ -221,9 +362,7 @@ const char *rt_safetensors_name(const rt_safetensors *f, int i) {
 }
 
 int rt_safetensors_find(const rt_safetensors *f, const char *name) {
-  for (int i = 0; f && name && i < f->n; i++)
-    if (strcmp(f->e[i].name, name) == 0) return i;
-  return -1;
+  return f && name ? rt_name_map_get(&f->index, name, strlen(name)) : -1;
 }
 
 kiln_tensor *rt_safetensors_tensor(const rt_safetensors *f, int i, kiln_status *st) {

@@ -444,6 +444,51 @@ Test(fusion, used_twice_by_one_member_is_absorbed) {
   cr_assert_eq(check_case(text, none, 1e-6, 2), 1);
 }
 
+/* A chain of n ops over [8] f32: v = v + x, v * x, ... (x the input). */
+static char *long_chain(int n) {
+  size_t cap = (size_t)n * 64 + 256, k = 0;
+  char *t = malloc(cap);
+  cr_assert_not_null(t);
+  k += (size_t)snprintf(t + k, cap - k,
+                        "mo.graph @long(%%x: !mo.tensor<[8], f32>) -> (!mo.tensor<[8], f32>) {\n");
+  for (int i = 0; i < n; i++) {
+    char prev[16] = "x";
+    if (i) snprintf(prev, sizeof prev, "v%d", i);
+    k += (size_t)snprintf(t + k, cap - k, "  %%v%d = %s(%%%s, %%x) : !mo.tensor<[8], f32>\n",
+                          i + 1, i % 2 ? "mo.mul" : "mo.add", prev);
+  }
+  snprintf(t + k, cap - k, "  mo.output %%v%d : !mo.tensor<[8], f32>\n}\n", n);
+  return t;
+}
+
+Test(fusion, long_chain_is_split_into_bounded_groups) {
+  enum { N = 2 * IR_FUSE_MAX_NODES + 44 };
+  char *text = long_chain(N);
+  ir_graph *g = parse(text);
+  int nf;
+  ir_graph *f = fused_clone(g, &nf);
+  cr_assert_eq(nf, 3, "%d ops: two full groups and one of 44", N);
+  cr_assert_eq(f->nnodes, 3);
+  int total = 0;
+  for (int i = 0; i < f->nnodes; i++) {
+    cr_assert_eq(f->nodes[i]->op, IR_OP_FUSED);
+    cr_assert_leq(f->nodes[i]->body->nnodes, IR_FUSE_MAX_NODES);
+    total += f->nodes[i]->body->nnodes;
+  }
+  cr_assert_eq(total, N);
+  cr_assert_eq(f->nodes[2]->body->nnodes, IR_FUSE_MAX_NODES, "the last ops form a full group");
+  /* the same numbers as the unfused chain, bit for bit (interpreter) */
+  ir_tensor *in = make_inputs(g, NULL, 7);
+  ir_tensor *want = interp(g, in), *got = interp(f, in);
+  expect_identical(got, want, 1, "split chain");
+  free_tensors(want, 1);
+  free_tensors(got, 1);
+  free_tensors(in, 1);
+  ir_graph_free(f);
+  ir_graph_free(g);
+  free(text);
+}
+
 Test(fusion, output_used_inside_stays_out) {
   const char *text =
       "mo.graph @oi(%x: !mo.tensor<[3, 5], f32>, %a: !mo.tensor<[3, 5], f32>) -> "

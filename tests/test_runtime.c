@@ -114,7 +114,7 @@ static void compare_with_interp(const kiln_model *m, kiln_tensor *const *ins, ki
     cr_assert_eq(ir_tensor_numel(&out[o]), kiln_tensor_numel(outs[o]));
     cr_assert_eq((int)out[o].dtype, (int)kiln_tensor_dtype(outs[o]));
     for (int64_t i = 0; i < kiln_tensor_numel(outs[o]); i++) {
-      double a, b;
+      double a = 0, b = 0;
       if (out[o].dtype == IR_DT_F32) {
         a = ((float *)out[o].data)[i];
         b = ((float *)kiln_tensor_data(outs[o]))[i];
@@ -915,7 +915,7 @@ Test(npy, round_trip_every_dtype) {
       cr_assert_eq(rt_npy_write(path, t, st), 0, "%s", kiln_status_message(st));
       kiln_tensor *u = rt_npy_read(path, st);
       cr_assert(u, "%s: %s", kiln_dtype_name((kiln_dtype)dt), kiln_status_message(st));
-      cr_assert_eq(kiln_tensor_dtype(u), dt);
+      cr_assert_eq((int)kiln_tensor_dtype(u), dt);
       cr_assert_eq(kiln_tensor_rank(u), 3);
       for (int a = 0; a < 3; a++) cr_assert_eq(kiln_tensor_shape(u)[a], shapes[s][a]);
       cr_assert_eq(memcmp(kiln_tensor_data(t), kiln_tensor_data(u), kiln_tensor_nbytes(t)), 0);

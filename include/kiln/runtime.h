@@ -26,7 +26,16 @@ typedef struct kiln_model kiln_model;
  * its models). NULL with st filled on error, also when KILN_CODE_MAX_BYTES
  * is set but is not a byte count. */
 KILN_API kiln_context *kiln_context_new(kiln_status *st);
+/* Free ctx (NULL: nothing to do): its compile thread, workers, loaded
+ * code. A context whose models are not all freed yet (kiln_model_free) is
+ * NOT freed, since their executes run its code: kiln_context_free then
+ * prints why on stderr and leaks the context (a leak is recoverable, a use
+ * after free is not); kiln_context_free_checked returns -1 with st saying
+ * so (KILN_ERR_INVALID_ARGUMENT), ctx untouched and still the caller's, and
+ * prints nothing. Both return with ctx freed otherwise (0). Freeing a
+ * context while a call on it, or on a model of it, is running is undefined. */
 KILN_API void kiln_context_free(kiln_context *ctx);
+KILN_API int kiln_context_free_checked(kiln_context *ctx, kiln_status *st);
 /* Host target as the JIT sees it: "x86_64-pc-linux-gnu znver4 +avx512f,...".
  * Owned by ctx, valid until it is freed ("" for NULL). */
 KILN_API const char *kiln_context_target(const kiln_context *ctx);
@@ -85,6 +94,15 @@ KILN_API size_t kiln_tensor_nbytes(const kiln_tensor *t);
  * needs: g may be freed afterwards. The model is owned by the caller: free
  * it with kiln_model_free, before ctx. NULL with st filled on error. */
 KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, kiln_status *st);
+/* Free m (NULL: nothing to do). Executes on m already running in other
+ * threads (kiln_model_execute, _capture, _replay, _verify_replay,
+ * _release) are waited for: the call returns once the last of them has
+ * returned, then frees. One that starts while the free waits is refused
+ * (-1, KILN_ERR_INVALID_ARGUMENT, "the model is being freed"); but the
+ * caller must not start any call on m once kiln_model_free may have begun:
+ * once the in-flight executes are done, m is gone, and a call starting
+ * then is a use after free. Other calls on m (binding weights,
+ * specializing) must not run concurrently with the free. */
 KILN_API void kiln_model_free(kiln_model *m);
 KILN_API double kiln_model_compile_ms(const kiln_model *m); /* wall time of kiln_model_compile */
 

@@ -21,6 +21,7 @@
 #include "../device.h"
 #include "../io.h"
 #include "../kernel_lib.h"
+#include "../name_map.h"
 #include "../variants.h"
 #include "kiln/custom.h"
 #include "kiln/device.h"
@@ -267,16 +268,34 @@ static int read_inputs(run_state *s, const run_opts *o) {
   return 0;
 }
 
+static int read_weights_with(run_state *s, const run_opts *o, const rt_name_map *index);
+
+/* The model's weight names are hashed once, so matching a file's tensors to
+ * them stays linear in the number of weights. */
 static int read_weights(run_state *s, const run_opts *o) {
+  rt_name_map index = {0};
+  for (int w = 0; w < s->nw; w++) {
+    const char *name = kiln_model_weight_name(s->m, w);
+    if (rt_name_map_put(&index, name, strlen(name), w) == -2) {
+      rt_name_map_clear(&index);
+      fprintf(stderr, "out of memory\n");
+      return -1;
+    }
+  }
+  int rc = read_weights_with(s, o, &index);
+  rt_name_map_clear(&index);
+  return rc;
+}
+
+static int read_weights_with(run_state *s, const run_opts *o, const rt_name_map *index) {
   char list[2048];
   for (int f = 0; f < o->nweights; f++) {
     rt_safetensors *sf = s->files[f] = rt_safetensors_open(o->weights[f], s->st);
     if (!sf) return fail_st(s);
     for (int i = 0; i < rt_safetensors_count(sf); i++) {
       const char *name = rt_safetensors_name(sf, i);
-      int w = 0;
-      while (w < s->nw && strcmp(kiln_model_weight_name(s->m, w), name) != 0) w++;
-      if (w == s->nw) {
+      int w = rt_name_map_get(index, name, strlen(name));
+      if (w < 0) {
         fprintf(stderr, "%s: tensor '%s' is not a weight of the model (weights: %s)\n",
                 o->weights[f], name,
                 name_list(list, sizeof list, s->nw, kiln_model_weight_name, s->m));

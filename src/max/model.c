@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "mx.h"
+#include "src/name_map.h"
 #include "src/rt.h"
 
 /* ---- compile configs ---- */
@@ -221,14 +222,31 @@ static bool static_dim(const char *s, int64_t *v) {
   return true;
 }
 
-static const mx_weight *registry_find(const M_AsyncModel *m, const char *name) {
-  for (size_t i = 0; i < m->nw; i++)
-    if (strcmp(m->w[i].name, name) == 0) return &m->w[i];
-  return NULL;
+/* The registry's entry `name` through index (its names hashed), or NULL. */
+static const mx_weight *registry_find(const M_AsyncModel *m, const rt_name_map *index,
+                                      const char *name) {
+  int i = rt_name_map_get(index, name, strlen(name));
+  return i >= 0 ? &m->w[i] : NULL;
 }
 
-/* Bind every weight of the model from the registry copy. */
+static int bind_weights_with(M_AsyncModel *m, const rt_name_map *index, kiln_status *ks);
+
+/* Bind every weight of the model from the registry copy (names hashed
+ * once: binding stays linear in the number of weights). */
 static int bind_weights(M_AsyncModel *m, kiln_status *ks) {
+  rt_name_map index = {0};
+  for (size_t i = 0; i < m->nw; i++)
+    if (i > INT32_MAX ||
+        rt_name_map_put(&index, m->w[i].name, strlen(m->w[i].name), (int)i) == -2) {
+      rt_name_map_clear(&index);
+      return -1;
+    }
+  int rc = bind_weights_with(m, &index, ks);
+  rt_name_map_clear(&index);
+  return rc;
+}
+
+static int bind_weights_with(M_AsyncModel *m, const rt_name_map *index, kiln_status *ks) {
   kiln_model *km = m->km;
   int nw = kiln_model_num_weights(km);
   if (nw <= 0) return 0;
@@ -236,7 +254,7 @@ static int bind_weights(M_AsyncModel *m, kiln_status *ks) {
   if (!m->bound) return -1;
   for (int w = 0; w < nw; w++) {
     const char *name = kiln_model_weight_name(km, w);
-    const mx_weight *e = registry_find(m, name);
+    const mx_weight *e = registry_find(m, index, name);
     if (!e) {
       model_fail(m, m->has_registry
                         ? mx_strf("weight '%s' of the model is not in the weights registry", name)

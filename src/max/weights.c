@@ -12,6 +12,7 @@
 
 #include "mx.h"
 #include "src/io.h"
+#include "src/name_map.h"
 
 static void weights_free(mx_weight *w, size_t n) {
   for (size_t i = 0; w && i < n; i++) free(w[i].name);
@@ -34,17 +35,22 @@ MAX_C_API M_WeightsRegistry *M_newWeightsRegistry(const char **names, const void
     return NULL;
   }
   r->w = w;
+  rt_name_map seen = {0}; /* names hashed: the duplicate check stays linear */
   for (size_t i = 0; i < numWeights; i++, r->n++) {
     if (!names[i]) {
       mx_err(status, "M_newWeightsRegistry: name %zu is NULL", i);
       goto fail;
     }
-    for (size_t j = 0; j < i; j++)
-      if (strcmp(names[j], names[i]) == 0) {
-        mx_err(status, "M_newWeightsRegistry: weight '%s' is given twice (entries %zu and %zu)",
-               names[i], j, i);
-        goto fail;
-      }
+    int j = i <= INT32_MAX ? rt_name_map_put(&seen, names[i], strlen(names[i]), (int)i) : -2;
+    if (j == -2) {
+      mx_err(status, "M_newWeightsRegistry: out of memory");
+      goto fail;
+    }
+    if (j >= 0) {
+      mx_err(status, "M_newWeightsRegistry: weight '%s' is given twice (entries %d and %zu)",
+             names[i], j, i);
+      goto fail;
+    }
     w[i].name = mx_strdup(names[i]);
     if (!w[i].name) {
       mx_err(status, "M_newWeightsRegistry: out of memory");
@@ -52,8 +58,10 @@ MAX_C_API M_WeightsRegistry *M_newWeightsRegistry(const char **names, const void
     }
     w[i].data = data[i];
   }
+  rt_name_map_clear(&seen);
   return r;
 fail:
+  rt_name_map_clear(&seen);
   M_freeWeightsRegistry(r);
   return NULL;
 }
@@ -74,6 +82,7 @@ typedef struct mx_st_entry {
 struct M_Safetensors {
   size_t nfiles;
   rt_safetensors **files;
+  size_t *first; /* nfiles entries: the index in e of each file's first tensor */
   size_t n;
   mx_st_entry *e;
 };
@@ -82,15 +91,24 @@ MAX_C_API void M_freeSafetensors(M_Safetensors *safetensors) {
   if (!safetensors) return;
   for (size_t i = 0; i < safetensors->n; i++) kiln_tensor_free(safetensors->e[i].t);
   for (size_t i = 0; i < safetensors->nfiles; i++) rt_safetensors_close(safetensors->files[i]);
+  free(safetensors->first);
   free(safetensors->e);
   free(safetensors->files);
   free(safetensors);
 }
 
-static const mx_st_entry *st_find(const M_Safetensors *s, const char *name) {
-  for (size_t i = 0; s && name && i < s->n; i++)
-    if (strcmp(s->e[i].name, name) == 0) return &s->e[i];
+/* Entry `name` of the first `nfiles` files (each file's names are hashed:
+ * a lookup costs one probe per file), or NULL. */
+static const mx_st_entry *st_find_in(const M_Safetensors *s, size_t nfiles, const char *name) {
+  for (size_t f = 0; s && name && f < nfiles; f++) {
+    int k = rt_safetensors_find(s->files[f], name);
+    if (k >= 0) return &s->e[s->first[f] + (size_t)k];
+  }
   return NULL;
+}
+
+static const mx_st_entry *st_find(const M_Safetensors *s, const char *name) {
+  return s ? st_find_in(s, s->nfiles, name) : NULL;
 }
 
 MAX_C_API M_Safetensors *M_loadSafetensors(const char **paths, size_t numPaths, M_Device *device,
@@ -106,7 +124,8 @@ MAX_C_API M_Safetensors *M_loadSafetensors(const char **paths, size_t numPaths, 
   (void)device;
   M_Safetensors *s = calloc(1, sizeof *s);
   kiln_status *ks = kiln_status_new();
-  if (!s || !ks || !(s->files = calloc(numPaths ? numPaths : 1, sizeof *s->files))) {
+  if (!s || !ks || !(s->files = calloc(numPaths ? numPaths : 1, sizeof *s->files)) ||
+      !(s->first = calloc(numPaths ? numPaths : 1, sizeof *s->first))) {
     mx_err(status, "M_loadSafetensors: out of memory");
     goto fail;
   }
@@ -120,6 +139,7 @@ MAX_C_API M_Safetensors *M_loadSafetensors(const char **paths, size_t numPaths, 
       mx_err(status, "M_loadSafetensors: %s", kiln_status_message(ks));
       goto fail;
     }
+    s->first[s->nfiles] = s->n;
     s->files[s->nfiles++] = f;
     int n = rt_safetensors_count(f);
     mx_st_entry *e = realloc(s->e, (s->n + (size_t)n + 1) * sizeof *e);
@@ -130,7 +150,7 @@ MAX_C_API M_Safetensors *M_loadSafetensors(const char **paths, size_t numPaths, 
     s->e = e;
     for (int k = 0; k < n; k++) {
       const char *name = rt_safetensors_name(f, k);
-      if (st_find(s, name)) {
+      if (st_find_in(s, i, name)) {
         mx_err(status, "M_loadSafetensors: tensor '%s' of %s is also in an earlier file", name,
                paths[i]);
         goto fail;
