@@ -482,20 +482,21 @@ static int write_full(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-/* The entry's subdirectory (hex[0..1]) as a directory fd, created (0700)
- * when missing, with the cache directory recreated when it vanished. A
- * symbolic link there is refused (ELOOP or ENOTDIR), never followed: a link
- * planted inside the tree must not send writes elsewhere. -1 with errno. */
-static int open_subdir(kc_disk *d, const char *hex) {
-  char sub[3] = {hex[0], hex[1], 0};
-  int top = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+/* DIR/SUB as a directory fd, created (0700) when missing, with DIR
+ * recreated when it vanished. A symbolic link there is refused (ELOOP or
+ * ENOTDIR), never followed: a link planted inside the tree must not send
+ * writes elsewhere. -1 with errno. */
+static int open_sub(const char *dir, const char *sub) {
+  int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (top < 0 && errno == ENOENT) {
-    int err = mkdir_p(d->dir, 0700);
+    char *copy = strdup(dir);
+    int err = copy ? mkdir_p(copy, 0700) : ENOMEM;
+    free(copy);
     if (err) {
       errno = err;
       return -1;
     }
-    top = open(d->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   }
   if (top < 0) return -1;
   int fd = openat(top, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -505,6 +506,90 @@ static int open_subdir(kc_disk *d, const char *hex) {
   close(top);
   errno = err;
   return fd;
+}
+
+/* Write a[alen] then b[blen] to a new temporary file in sfd (O_EXCL |
+ * O_NOFOLLOW; its name into tmp) and renameat it to final. *step says what
+ * failed. 0, or -1 with errno and no temporary file left. */
+static int publish_at(int sfd, const char *final, const char *tag, _Atomic uint64_t *seq,
+                      const void *a, size_t alen, const void *b, size_t blen,
+                      const char **step) {
+  char tmp[160];
+  int fd = -1;
+  *step = "creating a temporary file for";
+  for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(tmp, sizeof tmp, ".tmp-%s-%ld-%llu-%lx", tag, (long)getpid(),
+             (unsigned long long)atomic_fetch_add(seq, 1), (unsigned long)ts.tv_nsec);
+    fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) return -1;
+  }
+  if (fd < 0) return -1;
+  *step = "writing";
+  int err = 0;
+  if (write_full(fd, a, alen) != 0 || write_full(fd, b, blen) != 0) err = errno;
+  if (close(fd) != 0 && !err) err = errno; /* some filesystems report write errors here */
+  if (!err) {
+    *step = "publishing";
+    if (renameat(sfd, tmp, sfd, final) == 0) return 0;
+    err = errno;
+  }
+  unlinkat(sfd, tmp, 0);
+  errno = err;
+  return -1;
+}
+
+int kc_tree_publish(const char *dir, const char *sub, const char *name, const void *a,
+                    size_t len) {
+  int sfd = open_sub(dir, sub);
+  if (sfd < 0) return -1;
+  const char *step;
+  _Atomic uint64_t seq = 0; /* the time and O_EXCL make the names unique */
+  int rc = publish_at(sfd, name, "f", &seq, a, len, "", 0, &step);
+  int err = errno;
+  close(sfd);
+  errno = err;
+  return rc;
+}
+
+char *kc_tree_read(const char *dir, const char *sub, const char *name, size_t *len,
+                   char *why, size_t whylen) {
+  if (why && whylen) why[0] = 0;
+  int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (top < 0) return NULL;
+  int sfd = openat(top, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(top);
+  if (sfd < 0) return NULL;
+  int fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  close(sfd);
+  if (fd < 0) return NULL;
+  struct stat sb;
+  char *buf = NULL;
+  char w[768];
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) goto out;
+  size_t pl = strlen(dir) + strlen(sub) + strlen(name) + 3;
+  char *path = malloc(pl);
+  if (!path) goto out;
+  snprintf(path, pl, "%s/%s/%s", dir, sub, name);
+  int t = kcd_trust_check(&sb, path, "kernel cache file", w, sizeof w);
+  free(path);
+  if (t != 0) {
+    if (why && whylen) snprintf(why, whylen, "%s", w);
+    goto out;
+  }
+  if (!(buf = malloc((size_t)sb.st_size + 1))) goto out;
+  ssize_t r = read_full(fd, buf, (size_t)sb.st_size);
+  if (r != (ssize_t)sb.st_size) {
+    free(buf);
+    buf = NULL;
+    goto out;
+  }
+  buf[r] = 0;
+  *len = (size_t)r;
+out:
+  close(fd);
+  return buf;
 }
 
 static void account_put(kc_disk *d, kc_key key, uint64_t fsize) {
@@ -522,53 +607,20 @@ static void account_put(kc_disk *d, kc_key key, uint64_t fsize) {
  * then renameat. 0, or -1 with st; no temporary file is left. */
 static int store_file(kc_disk *d, kc_key key, const void *a, size_t alen, const void *b,
                       size_t blen, kiln_status *st) {
-  char hex[33], tmp[128], final[40];
+  char hex[33], final[40], sub[3];
   kc_key_hex(key, hex);
   snprintf(final, sizeof final, "%s.kc", hex);
+  snprintf(sub, sizeof sub, "%.2s", hex);
   const char *step = "opening the subdirectory for";
-  int fd = -1, err = 0, sfd = open_subdir(d, hex);
-  if (sfd < 0) {
-    err = errno;
-    goto fail;
+  int err = 0, sfd = open_sub(d->dir, sub);
+  if (sfd >= 0 && publish_at(sfd, final, hex, &d->tmp_seq, a, alen, b, blen, &step) == 0) {
+    close(sfd);
+    atomic_fetch_add(&d->puts, 1);
+    account_put(d, key, (uint64_t)alen + blen);
+    rt_ok(st);
+    return 0;
   }
-  step = "creating a temporary file for";
-  for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(tmp, sizeof tmp, ".tmp-%s-%ld-%llu-%lx", hex, (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&d->tmp_seq, 1), (unsigned long)ts.tv_nsec);
-    fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) {
-    err = errno;
-    goto fail;
-  }
-  step = "writing";
-  if (write_full(fd, a, alen) != 0 || write_full(fd, b, blen) != 0) {
-    err = errno;
-    goto fail_tmp;
-  }
-  int cr = close(fd); /* some filesystems report write errors only here */
-  fd = -1;
-  if (cr != 0) {
-    err = errno;
-    goto fail_tmp;
-  }
-  step = "publishing";
-  if (renameat(sfd, tmp, sfd, final) != 0) {
-    err = errno;
-    goto fail_tmp;
-  }
-  close(sfd);
-  atomic_fetch_add(&d->puts, 1);
-  account_put(d, key, (uint64_t)alen + blen);
-  rt_ok(st);
-  return 0;
-fail_tmp:
-  if (fd >= 0) close(fd);
-  unlinkat(sfd, tmp, 0);
-fail:
+  err = errno;
   if (sfd >= 0) close(sfd);
   atomic_fetch_add(&d->put_errors, 1);
   rt_err(st, err == ENOMEM ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_IO,

@@ -129,9 +129,11 @@ typedef void (*kc_disk_warn_fn)(void *user, const char *msg);
 
 /* Open (and create) the store. dir: NULL for the default (see above);
  * max_bytes: 0 for the default. Returns an owned store (free with
- * kc_disk_close), disabled when KILN_CACHE=off; NULL with st filled when the
- * directory cannot be found, created or written (KILN_ERR_IO, naming it) or
- * KILN_CACHE_MAX_BYTES is malformed (KILN_ERR_INVALID_ARGUMENT). */
+ * kc_disk_close), disabled when KILN_CACHE=off, read-only when the directory
+ * exists but cannot be written (kc_disk_note says so); NULL with st filled
+ * when the directory cannot be found, created or read, fails the trust rule
+ * (KILN_ERR_IO, naming it and the problem) or KILN_CACHE_MAX_BYTES is
+ * malformed (KILN_ERR_INVALID_ARGUMENT). */
 kc_disk *kc_disk_open(const char *dir, uint64_t max_bytes, unsigned flags, kiln_status *st);
 /* A byte count as KILN_CACHE_MAX_BYTES (and KILN_CODE_MAX_BYTES) write it:
  * "123", "64K", "512M", "1G", "2T" (powers of 1024; an optional trailing B
@@ -178,6 +180,19 @@ int kc_disk_put(kc_disk *d, kc_key key, const kc_component *c, int n, const void
  * a get checks them again. 0 (also when disabled or read-only: nothing
  * written), or -1 with st (KILN_ERR_IO naming the entry and the step). */
 int kc_disk_put_file(kc_disk *d, kc_key key, const void *bytes, size_t len, kiln_status *st);
+
+/* ---- other files in the tree (DIR/libs: compiled C kernel libraries) ---- */
+/* Publish a[len] as DIR/SUB/NAME (SUB created 0700 when missing) through a
+ * temporary file and renameat on SUB's fd; no symbolic link is followed.
+ * 0, or -1 with errno. */
+int kc_tree_publish(const char *dir, const char *sub, const char *name, const void *a,
+                    size_t len);
+/* DIR/SUB/NAME in full, malloc'd with a NUL after the last byte (*len does
+ * not count it), when it is a regular file that passes the trust rule,
+ * reached without following a link; NULL otherwise (why[whylen], when
+ * given, then says why for an untrusted file, else ""). */
+char *kc_tree_read(const char *dir, const char *sub, const char *name, size_t *len,
+                   char *why, size_t whylen);
 
 /* ---- listing and maintenance (`kiln cache ls | stats | clear | prune | explain`) ---- */
 

@@ -274,3 +274,26 @@ Test(cache_trust, reading_a_fifo_is_refused_not_a_hang) {
   alarm(0);
   kiln_status_free(st);
 }
+
+/* ---- other files of the tree (compiled C kernel libraries in DIR/libs) ---- */
+
+Test(cache_trust, library_files_follow_the_same_rules) {
+  cr_assert_eq(mkdir(tmp_path("c"), 0700), 0);
+  cr_assert_eq(kc_tree_publish(tmp_path("c"), "libs", "a.bc", "BC\xc0\xde", 4), 0);
+  size_t n = 0;
+  char why[1024];
+  char *b = kc_tree_read(tmp_path("c"), "libs", "a.bc", &n, why, sizeof why);
+  cr_assert(b && n == 4 && !memcmp(b, "BC\xc0\xde", 4));
+  free(b);
+  cr_assert_eq(chmod(tmp_path("c/libs/a.bc"), 0664), 0);
+  cr_assert_null(kc_tree_read(tmp_path("c"), "libs", "a.bc", &n, why, sizeof why));
+  cr_assert(strstr(why, "writable by its group"), "%s", why);
+  /* a libs folder that is a link: not written through, not read through */
+  cr_assert_eq(mkdir(tmp_path("d"), 0700), 0);
+  cr_assert_eq(mkdir(tmp_path("elsewhere"), 0700), 0);
+  cr_assert_eq(symlink(tmp_path("elsewhere"), tmp_path("d/libs")), 0);
+  cr_assert_eq(kc_tree_publish(tmp_path("d"), "libs", "a.bc", "x", 1), -1);
+  cr_assert_not(exists(tmp_path("elsewhere/a.bc")));
+  spit(tmp_path("elsewhere/b.bc"), "x", 1);
+  cr_assert_null(kc_tree_read(tmp_path("d"), "libs", "b.bc", &n, NULL, 0));
+}

@@ -678,7 +678,7 @@ Test(cli_cache, import_of_a_fifo_is_refused_not_hung) {
   char *out, cmd[1024];
   /* timeout: a hang (exit 124) fails the test instead of stalling it */
   snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' timeout 20 '%s' cache import "
-                            "--trust-unsigned '%s' 2>&1",
+                            "'%s' 2>&1",
            g_cache, KILN_CLI, fifo);
   cr_assert_eq(shell_capture(cmd, &out), 1, "%s", out);
   HAS(out, "not a regular file");
@@ -745,4 +745,29 @@ Test(cli_cache, stats_shows_settings_their_sources_and_problems) {
   HAS(out, "runtime:   no disk cache");
   HAS(out, "problem:   KILN_CACHE_MAX_BYTES='abc'");
   free(out);
+}
+
+/* The real permission path: a warmed cache the user cannot write (mode
+ * 0555, as in a read-only image layer) is read, not ignored. Root ignores
+ * permission bits, so as root the commands run as nobody (setpriv). */
+Test(cli_cache, unwritable_cache_is_read_not_ignored) {
+  char as[128] = "";
+  if (geteuid() == 0) {
+    if (system("command -v setpriv >/dev/null 2>&1") != 0) cr_skip_test("no setpriv");
+    snprintf(as, sizeof as, "setpriv --reuid=65534 --regid=65534 --clear-groups");
+    cr_assert_eq(chmod(g_dir, 0711), 0);
+    cr_assert_eq(mkdir(g_cache, 0700), 0);
+    cr_assert_eq(chown(g_cache, 65534, 65534), 0);
+  }
+  char *out, cmd[2048];
+  snprintf(cmd, sizeof cmd, "unset KILN_CACHE; export KILN_CACHE_DIR='%s' HOME='%s'; %s '%s' "
+                            "cache warm '%s' && chmod 555 '%s' && %s '%s' run '%s' "
+                            "--random-inputs --dim batch=2 --stats --specialize off 2>&1",
+           g_cache, g_dir, as, KILN_CLI, EX("mlp.mlir"), g_cache, as, KILN_CLI, EX("mlp.mlir"));
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  HAS(out, "(2 from disk)");
+  HAS(out, "is not writable");
+  HAS(out, "KILN_CACHE_SEED_DIR");
+  free(out);
+  chmod(g_cache, 0700);
 }

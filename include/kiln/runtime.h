@@ -345,8 +345,11 @@ KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, k
  * (KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;
  * KILN_CACHE=off disables it; KILN_CACHE_MAX_BYTES bounds it, default
  * 1 GiB). kiln_context_set_cache_dir overrides all of that: dir (created
- * when missing) with a bound of max_bytes (0: KILN_CACHE_MAX_BYTES, else
- * 1 GiB), or, with dir NULL, no disk cache. On error the previous store
+ * when missing; one that exists but cannot be written is only read) with a
+ * bound of max_bytes (0: KILN_CACHE_MAX_BYTES, else 1 GiB), or, with dir
+ * NULL, no disk cache. The directory and its entries must be owned by you
+ * or root and not writable by group or others: kiln runs the code they
+ * hold (a directory that fails is an error naming it; an entry, a miss). On error the previous store
  * stays in use. Compiles already running finish with the store they began
  * with (it is kept until the context is freed). Do not call it from two
  * threads at once. */

@@ -251,7 +251,8 @@ static void print_seeds(int *nproblems) {
   kiln_status *st = kiln_status_new();
   for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
        dir = strtok_r(NULL, ":", &save)) {
-    kc_disk *sd = kc_disk_open(dir, 0, KC_DISK_IGNORE_OFF | KC_DISK_READ_ONLY, st);
+    kc_disk *sd = kc_disk_open(dir, KC_DISK_DEFAULT_MAX_BYTES,
+                               KC_DISK_IGNORE_OFF | KC_DISK_READ_ONLY, st);
     kc_disk_stats ss;
     printf("%s", n++ ? "           " : "seeds:     ");
     if (sd && kc_disk_stats_get(sd, &ss, st) == 0)
@@ -880,6 +881,11 @@ static void progress(int done, int total, const char *what) {
 }
 
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
+  if (kc_disk_read_only(d)) {
+    fprintf(stderr, "kiln cache warm: cannot store kernels in %s: %s\n", kc_disk_dir(d),
+            kc_disk_note(d));
+    return CLI_ERR;
+  }
   graph_job j;
   int rc = graph_job_init(&j, o, true, "warm");
   int ngeneric = j.nk, nbind = 0;
