@@ -349,10 +349,10 @@ KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, k
  * bound of max_bytes (0: KILN_CACHE_MAX_BYTES, else 1 GiB), or, with dir
  * NULL, no disk cache. The directory and its entries must be owned by you
  * or root and not writable by group or others: kiln runs the code they
- * hold (a directory that fails is an error naming it; an entry, a miss). On error the previous store
- * stays in use. Compiles already running finish with the store they began
- * with (it is kept until the context is freed). Do not call it from two
- * threads at once. */
+ * hold (a directory that fails is an error naming it; an entry, a miss).
+ * On error the previous store stays in use. Compiles already running finish
+ * with the store they began with (it is kept until the context is freed).
+ * Do not call it from two threads at once. */
 KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
                                         kiln_status *st);
 /* The directory in use (owned by ctx, valid until it is freed), or NULL
