@@ -70,7 +70,7 @@ fail() { failed+=("$1=$2"); say "$1 failed: $2"; }
 tail1() { tail -n "${2:-3}" "$1" 2>/dev/null | tr '\n' ' ' | cut -c1-400; }
 
 # ---- 1. Debian packages (root with apt-get only; otherwise say what is missing)
-packages=(llvm-19-dev clang-19 lld-19 libxxhash-dev cmake make gcc pkg-config python3
+packages=(llvm-19-dev clang-19 lld-19 libxxhash-dev libsodium-dev cmake make gcc pkg-config python3
           python3-venv libdnnl-dev libopenblas-dev)
 missing=()
 if command -v dpkg-query >/dev/null; then

@@ -7,7 +7,11 @@
  * (KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;
  * KILN_CACHE=off disables it; KILN_CACHE_MAX_BYTES bounds it). A directory
  * that cannot be used leaves the context without a disk cache: kiln still
- * works, it only compiles more; the reason is kept for `kiln run --stats`.
+ * works, it only compiles more; the reason is kept for `kiln run --stats`
+ * and kiln_context_cache_status / _warning, and printed once on stderr
+ * (unless KILN_QUIET is set): a mistyped setting must not pass silently.
+ * KILN_CACHE_SEED_DIR names read-only layers (a deploy cache in an image)
+ * read after the writable directory.
  * A failed write is not an error for the model being compiled either.
  * kiln_context_set_cache_dir (context.c) swaps the store later through
  * rt_cache_backing_attach. */
@@ -57,17 +61,66 @@ void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d) {
   rt_cache_mem_set_backing(mem, &b);
 }
 
-kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen) {
+bool rt_quiet(void) {
+  const char *v = getenv("KILN_QUIET");
+  return v && *v && strcmp(v, "0") != 0;
+}
+
+void rt_cache_backing_warn(void *user, const char *msg) {
+  (void)user;
+  if (!rt_quiet()) fprintf(stderr, "kiln: warning: %s\n", msg);
+}
+
+static void append(char *buf, size_t cap, const char *sep, const char *text) {
+  size_t n = strlen(buf);
+  if (n + 1 < cap) snprintf(buf + n, cap - n, "%s%s", n ? sep : "", text);
+}
+
+void rt_cache_backing_add_seeds(kc_disk *d, const char *list, char *warn, size_t warnlen) {
+  if (!list || !*list) return;
+  char *copy = strdup(list);
+  if (!copy) return;
+  kiln_status *st = kiln_status_new();
+  char *save = NULL;
+  for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+    if (kc_disk_add_seed(d, dir, st) == 0) continue;
+    char m[1024];
+    snprintf(m, sizeof m, "KILN_CACHE_SEED_DIR: %s (not used)", kiln_status_message(st));
+    append(warn, warnlen, "; ", m);
+  }
+  kiln_status_free(st);
+  free(copy);
+}
+
+void rt_cache_backing_describe(const kc_disk *d, const char *origin, char *buf, size_t cap) {
+  snprintf(buf, cap, "disk cache: %s%s%s", kc_disk_dir(d), origin ? " " : "", origin ? origin : "");
+  if (kc_disk_read_only(d)) append(buf, cap, ", ", "read-only");
+  for (int i = 0; i < kc_disk_nseeds(d); i++) {
+    char s[600];
+    snprintf(s, sizeof s, "%s%s", i ? ":" : "seeds ", kc_disk_seed_dir(d, i));
+    append(buf, cap, i ? "" : "; ", s);
+  }
+}
+
+kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen, char *warn,
+                               size_t warnlen) {
   kiln_status *st = kiln_status_new();
   kc_disk *d = kc_disk_open(NULL, 0, 0, st);
+  warn[0] = 0;
   if (!d) {
     snprintf(why, whylen, "disk cache unavailable: %s", kiln_status_message(st));
+    snprintf(warn, warnlen, "the disk cache is off, every kernel compiles: %s",
+             kiln_status_message(st));
   } else if (!kc_disk_enabled(d)) {
     snprintf(why, whylen, "disk cache off (KILN_CACHE)");
   } else {
-    snprintf(why, whylen, "disk cache: %s", kc_disk_dir(d));
+    if (kc_disk_read_only(d)) snprintf(warn, warnlen, "disk cache %s", kc_disk_note(d));
+    rt_cache_backing_add_seeds(d, getenv("KILN_CACHE_SEED_DIR"), warn, warnlen);
+    rt_cache_backing_describe(d, NULL, why, whylen);
+    if (!rt_quiet()) kc_disk_set_warn(d, rt_cache_backing_warn, NULL);
     rt_cache_backing_attach(mem, d);
   }
+  if (warn[0]) rt_cache_backing_warn(NULL, warn);
   kiln_status_free(st);
   return d;
 }

@@ -96,6 +96,31 @@ void kcd_warn(kc_disk *d, const char *fmt, ...) {
   d->warn(d->warn_user, msg);
 }
 
+/* ---- trust ---- */
+
+int kcd_trust_check(const struct stat *sb, const char *path, const char *what, char *why,
+                    size_t whylen) {
+  uid_t me = geteuid();
+  if (sb->st_uid != me && sb->st_uid != 0) {
+    snprintf(why, whylen,
+             "%s '%s' is owned by uid %lu, not by you (uid %lu) or root: kiln runs the code it "
+             "holds, so it is refused; use a directory of your own, or ship entries in a signed "
+             "bundle (kiln cache import --trust-key)",
+             what, path, (unsigned long)sb->st_uid, (unsigned long)me);
+    return -1;
+  }
+  if (sb->st_mode & (S_IWGRP | S_IWOTH)) {
+    snprintf(why, whylen,
+             "%s '%s' is writable by %s (mode %04o): anyone there could plant code kiln runs, so "
+             "it is refused; remove that permission (chmod go-w '%s') or use a directory of your "
+             "own",
+             what, path, (sb->st_mode & S_IWOTH) ? "others" : "its group",
+             (unsigned)(sb->st_mode & 07777), path);
+    return -1;
+  }
+  return 0;
+}
+
 /* ---- opening ---- */
 
 static bool env_is_off(const char *v) {
@@ -199,16 +224,36 @@ kc_disk *kc_disk_open(const char *dir, uint64_t max_bytes, unsigned flags, kiln_
   }
   size_t n = strlen(d->dir);
   while (n > 1 && d->dir[n - 1] == '/') d->dir[--n] = '\0';
-  int err = mkdir_p(d->dir, 0700);
+  bool ro = flags & KC_DISK_READ_ONLY;
+  struct stat sb;
+  int err = ro ? (stat(d->dir, &sb) != 0 ? errno : S_ISDIR(sb.st_mode) ? 0 : ENOTDIR)
+               : mkdir_p(d->dir, 0700);
   if (err) {
-    rt_err(st, KILN_ERR_IO, "cannot create the kernel cache directory '%s': %s", d->dir,
-           strerror(err));
+    rt_err(st, KILN_ERR_IO, "cannot %s the kernel cache directory '%s': %s",
+           ro ? "open" : "create", d->dir, strerror(err));
     goto fail;
   }
-  if (access(d->dir, R_OK | W_OK | X_OK) != 0) {
-    rt_err(st, KILN_ERR_IO, "the kernel cache directory '%s' is not writable: %s", d->dir,
+  char why[768];
+  if (stat(d->dir, &sb) != 0 || kcd_trust_check(&sb, d->dir, "the kernel cache directory", why,
+                                                 sizeof why) != 0) {
+    rt_err(st, KILN_ERR_IO, "%s", why);
+    goto fail;
+  }
+  if (access(d->dir, R_OK | X_OK) != 0) {
+    rt_err(st, KILN_ERR_IO, "the kernel cache directory '%s' is not readable: %s", d->dir,
            strerror(errno));
     goto fail;
+  }
+  if (ro) {
+    d->read_only = true;
+    snprintf(d->note, sizeof d->note, "read-only (opened as a seed layer)");
+  } else if (access(d->dir, W_OK) != 0) {
+    /* A warmed cache shipped read-only (an image layer) is still worth reading. */
+    d->read_only = true;
+    snprintf(d->note, sizeof d->note,
+             "'%s' is not writable (%s): kernels are read from it but new ones are not stored; "
+             "set KILN_CACHE_DIR to a writable directory and KILN_CACHE_SEED_DIR to this one",
+             d->dir, strerror(errno));
   }
   d->enabled = true;
   rt_ok(st);
@@ -220,6 +265,8 @@ fail:
 
 void kc_disk_close(kc_disk *d) {
   if (!d) return;
+  for (int i = 0; i < d->nseeds; i++) kc_disk_close(d->seeds[i]);
+  free(d->seeds);
   pthread_mutex_destroy(&d->lock);
   free(d->dir);
   free(d);
@@ -229,11 +276,36 @@ void kc_disk_set_warn(kc_disk *d, kc_disk_warn_fn fn, void *user) {
   if (!d) return;
   d->warn = fn;
   d->warn_user = user;
+  for (int i = 0; i < d->nseeds; i++) kc_disk_set_warn(d->seeds[i], fn, user);
 }
 
 bool kc_disk_enabled(const kc_disk *d) { return d && d->enabled; }
 const char *kc_disk_dir(const kc_disk *d) { return d && d->enabled ? d->dir : NULL; }
 uint64_t kc_disk_max_bytes(const kc_disk *d) { return d ? d->max_bytes : 0; }
+bool kc_disk_read_only(const kc_disk *d) { return d && d->enabled && d->read_only; }
+const char *kc_disk_note(const kc_disk *d) { return d ? d->note : ""; }
+int kc_disk_nseeds(const kc_disk *d) { return d ? d->nseeds : 0; }
+
+const char *kc_disk_seed_dir(const kc_disk *d, int i) {
+  return d && i >= 0 && i < d->nseeds ? d->seeds[i]->dir : NULL;
+}
+
+int kc_disk_add_seed(kc_disk *d, const char *dir, kiln_status *st) {
+  if (!d || !d->enabled)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "cannot add the cache seed '%s': the disk cache is off", dir ? dir : "");
+  if (!dir || !*dir)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache seed: empty directory name");
+  kc_disk **v = realloc(d->seeds, (size_t)(d->nseeds + 1) * sizeof *v);
+  if (!v) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a cache seed");
+  d->seeds = v;
+  kc_disk *s = kc_disk_open(dir, d->max_bytes, KC_DISK_IGNORE_OFF | KC_DISK_READ_ONLY, st);
+  if (!s) return -1;
+  s->warn = d->warn;
+  s->warn_user = d->warn_user;
+  d->seeds[d->nseeds++] = s;
+  return 0;
+}
 
 /* ---- reading ---- */
 
@@ -256,9 +328,13 @@ static ssize_t read_full(int fd, void *buf, size_t n) {
 static void remove_corrupt(kc_disk *d, const char *path, const struct stat *read_sb,
                            const char *why) {
   struct stat sb;
+  atomic_fetch_add(&d->corrupt, 1);
+  if (d->read_only) {
+    kcd_warn(d, "kiln cache: corrupt entry %s (read-only, left in place): %s", path, why);
+    return;
+  }
   if (stat(path, &sb) == 0 && sb.st_dev == read_sb->st_dev && sb.st_ino == read_sb->st_ino)
     unlink(path);
-  atomic_fetch_add(&d->corrupt, 1);
   kcd_warn(d, "kiln cache: removed corrupt entry %s: %s", path, why);
 }
 
@@ -269,10 +345,15 @@ int kcd_read_entry(kc_disk *d, const char *path, kc_key key, int mode, bool want
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return KC_DISK_MISS;
   int rc = KC_DISK_MISS;
-  char why[160] = "";
+  char why[768] = "";
   char *hbuf = NULL, *pl = NULL;
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) goto out;
+  if (kcd_trust_check(&sb, path, "kernel cache entry", why, sizeof why) != 0) {
+    atomic_fetch_add(&d->untrusted, 1);
+    kcd_warn(d, "%s", why);
+    goto out;
+  }
   /* Read the header in growing chunks: never more than the file holds or a
    * header may take, whatever the file claims. */
   uint64_t fsize = (uint64_t)sb.st_size;
@@ -331,7 +412,7 @@ int kcd_read_entry(kc_disk *d, const char *path, kc_key key, int mode, bool want
       goto corrupt;
     }
     /* The recency mark; failing to set it (read-only file) only weakens LRU. */
-    if (touch) (void)futimens(fd, NULL);
+    if (touch && !d->read_only) (void)futimens(fd, NULL);
     *payload = pl;
     pl = NULL;
   }
@@ -367,6 +448,15 @@ int kc_disk_get(kc_disk *d, kc_key key, void **payload, size_t *len, kiln_status
   int rc = kcd_read_entry(d, path, key, KCD_READ_FULL, false, true, &h, payload, st);
   free(path);
   if (rc == KC_DISK_ERROR) return rc;
+  for (int i = 0; i < d->nseeds && rc != KC_DISK_HIT; i++) {
+    kc_disk *s = d->seeds[i];
+    if (!(path = kcd_entry_path(s->dir, key)))
+      return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory in cache get");
+    rc = kcd_read_entry(s, path, key, KCD_READ_FULL, false, false, &h, payload, st);
+    free(path);
+    if (rc == KC_DISK_ERROR) return rc;
+    if (rc == KC_DISK_HIT) atomic_fetch_add(&d->seed_hits, 1);
+  }
   if (rc == KC_DISK_HIT) {
     *len = (size_t)h.payload_bytes;
     kcd_header_free(&h);
@@ -392,47 +482,114 @@ static int write_full(int fd, const void *buf, size_t n) {
   return 0;
 }
 
-/* Create a unique temporary file beside the entry; its fd, or -1 with errno.
- * *tmp gets its malloc'd path. Recreates the directory when it vanished. */
-static int open_tmp(kc_disk *d, const char *final, kc_key key, char **tmp) {
-  char hex[33];
-  kc_key_hex(key, hex);
-  size_t n = strlen(d->dir) + 128;
-  *tmp = malloc(n);
-  if (!*tmp) {
-    errno = ENOMEM;
-    return -1;
+/* DIR/SUB as a directory fd, created (0700) when missing, with DIR
+ * recreated when it vanished. A symbolic link there is refused (ELOOP or
+ * ENOTDIR), never followed: a link planted inside the tree must not send
+ * writes elsewhere. -1 with errno. */
+static int open_sub(const char *dir, const char *sub) {
+  int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (top < 0 && errno == ENOENT) {
+    char *copy = strdup(dir);
+    int err = copy ? mkdir_p(copy, 0700) : ENOMEM;
+    free(copy);
+    if (err) {
+      errno = err;
+      return -1;
+    }
+    top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   }
-  for (int attempt = 0; attempt < 8; attempt++) {
+  if (top < 0) return -1;
+  int fd = openat(top, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == ENOENT && (mkdirat(top, sub, 0700) == 0 || errno == EEXIST))
+    fd = openat(top, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int err = errno;
+  close(top);
+  errno = err;
+  return fd;
+}
+
+/* Write a[alen] then b[blen] to a new temporary file in sfd (O_EXCL |
+ * O_NOFOLLOW; its name into tmp) and renameat it to final. *step says what
+ * failed. 0, or -1 with errno and no temporary file left. */
+static int publish_at(int sfd, const char *final, const char *tag, _Atomic uint64_t *seq,
+                      const void *a, size_t alen, const void *b, size_t blen,
+                      const char **step) {
+  char tmp[160];
+  int fd = -1;
+  *step = "creating a temporary file for";
+  for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    snprintf(*tmp, n, "%s/%.2s/.tmp-%s-%ld-%llu-%lx", d->dir, hex, hex, (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&d->tmp_seq, 1), (unsigned long)ts.tv_nsec);
-    int fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd >= 0) return fd;
-    if (errno == ENOENT) {
-      /* the subdirectory (or the whole cache) is missing: create it */
-      char *sub = strdup(final);
-      if (!sub) {
-        errno = ENOMEM;
-        break;
-      }
-      *strrchr(sub, '/') = '\0';
-      int err = mkdir_p(sub, 0700);
-      free(sub);
-      if (err) {
-        errno = err;
-        break;
-      }
-      continue;
-    }
-    if (errno != EEXIST) break;
+    snprintf(tmp, sizeof tmp, ".tmp-%s-%ld-%llu-%lx", tag, (long)getpid(),
+             (unsigned long long)atomic_fetch_add(seq, 1), (unsigned long)ts.tv_nsec);
+    fd = openat(sfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) return -1;
   }
-  int err = errno;
-  free(*tmp);
-  *tmp = NULL;
+  if (fd < 0) return -1;
+  *step = "writing";
+  int err = 0;
+  if (write_full(fd, a, alen) != 0 || write_full(fd, b, blen) != 0) err = errno;
+  if (close(fd) != 0 && !err) err = errno; /* some filesystems report write errors here */
+  if (!err) {
+    *step = "publishing";
+    if (renameat(sfd, tmp, sfd, final) == 0) return 0;
+    err = errno;
+  }
+  unlinkat(sfd, tmp, 0);
   errno = err;
   return -1;
+}
+
+int kc_tree_publish(const char *dir, const char *sub, const char *name, const void *a,
+                    size_t len) {
+  int sfd = open_sub(dir, sub);
+  if (sfd < 0) return -1;
+  const char *step;
+  _Atomic uint64_t seq = 0; /* the time and O_EXCL make the names unique */
+  int rc = publish_at(sfd, name, "f", &seq, a, len, "", 0, &step);
+  int err = errno;
+  close(sfd);
+  errno = err;
+  return rc;
+}
+
+char *kc_tree_read(const char *dir, const char *sub, const char *name, size_t *len,
+                   char *why, size_t whylen) {
+  if (why && whylen) why[0] = 0;
+  int top = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (top < 0) return NULL;
+  int sfd = openat(top, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  close(top);
+  if (sfd < 0) return NULL;
+  int fd = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  close(sfd);
+  if (fd < 0) return NULL;
+  struct stat sb;
+  char *buf = NULL;
+  char w[768];
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) goto out;
+  size_t pl = strlen(dir) + strlen(sub) + strlen(name) + 3;
+  char *path = malloc(pl);
+  if (!path) goto out;
+  snprintf(path, pl, "%s/%s/%s", dir, sub, name);
+  int t = kcd_trust_check(&sb, path, "kernel cache file", w, sizeof w);
+  free(path);
+  if (t != 0) {
+    if (why && whylen) snprintf(why, whylen, "%s", w);
+    goto out;
+  }
+  if (!(buf = malloc((size_t)sb.st_size + 1))) goto out;
+  ssize_t r = read_full(fd, buf, (size_t)sb.st_size);
+  if (r != (ssize_t)sb.st_size) {
+    free(buf);
+    buf = NULL;
+    goto out;
+  }
+  buf[r] = 0;
+  *len = (size_t)r;
+out:
+  close(fd);
+  return buf;
 }
 
 static void account_put(kc_disk *d, kc_key key, uint64_t fsize) {
@@ -445,69 +602,64 @@ static void account_put(kc_disk *d, kc_key key, uint64_t fsize) {
   pthread_mutex_unlock(&d->lock);
 }
 
+/* Publish a[alen] then b[blen] as key's entry file: a temporary file in the
+ * entry's subdirectory (O_EXCL | O_NOFOLLOW, through the directory's fd),
+ * then renameat. 0, or -1 with st; no temporary file is left. */
+static int store_file(kc_disk *d, kc_key key, const void *a, size_t alen, const void *b,
+                      size_t blen, kiln_status *st) {
+  char hex[33], final[40], sub[3];
+  kc_key_hex(key, hex);
+  snprintf(final, sizeof final, "%s.kc", hex);
+  snprintf(sub, sizeof sub, "%.2s", hex);
+  const char *step = "opening the subdirectory for";
+  int err = 0, sfd = open_sub(d->dir, sub);
+  if (sfd >= 0 && publish_at(sfd, final, hex, &d->tmp_seq, a, alen, b, blen, &step) == 0) {
+    close(sfd);
+    atomic_fetch_add(&d->puts, 1);
+    account_put(d, key, (uint64_t)alen + blen);
+    rt_ok(st);
+    return 0;
+  }
+  err = errno;
+  if (sfd >= 0) close(sfd);
+  atomic_fetch_add(&d->put_errors, 1);
+  rt_err(st, err == ENOMEM ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_IO,
+         "kernel cache: %s entry %s in '%s': %s%s", step, hex, d->dir, strerror(err),
+         err == ELOOP || err == ENOTDIR
+             ? " (a symbolic link or a file inside the cache tree: kiln does not follow links "
+               "there when writing; remove it)"
+             : "");
+  return -1;
+}
+
 int kc_disk_put(kc_disk *d, kc_key key, const kc_component *c, int n, const void *payload,
                 size_t len, kiln_status *st) {
   if (len && !payload)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache put: NULL payload of %zu bytes", len);
-  char *hdr = NULL, *final = NULL, *tmp = NULL;
+  char *hdr = NULL;
   size_t hlen;
   if (kcd_header_encode(key, c, n, payload, len, &hdr, &hlen, st) != 0) return -1;
-  if (!d || !d->enabled) {
-    free(hdr);
+  int rc = 0;
+  if (!d || !d->enabled || d->read_only) {
     rt_ok(st);
-    return 0;
-  }
-  uint64_t fsize = (uint64_t)hlen + len;
-  if (fsize > d->max_bytes) {
-    free(hdr);
+  } else if ((uint64_t)hlen + len > d->max_bytes) {
     atomic_fetch_add(&d->too_big, 1);
     rt_ok(st);
+  } else {
+    rc = store_file(d, key, hdr, hlen, payload, len, st);
+  }
+  free(hdr);
+  return rc;
+}
+
+int kc_disk_put_file(kc_disk *d, kc_key key, const void *bytes, size_t len, kiln_status *st) {
+  if (len && !bytes)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache put: NULL entry of %zu bytes", len);
+  if (!d || !d->enabled || d->read_only) {
+    rt_ok(st);
     return 0;
   }
-  const char *step = "creating a temporary file for";
-  int fd = -1, err = ENOMEM;
-  final = kcd_entry_path(d->dir, key);
-  if (!final) goto fail;
-  fd = open_tmp(d, final, key, &tmp);
-  if (fd < 0) {
-    err = errno;
-    goto fail;
-  }
-  step = "writing";
-  if (write_full(fd, hdr, hlen) != 0 || write_full(fd, payload, len) != 0) {
-    err = errno;
-    goto fail;
-  }
-  int cr = close(fd); /* some filesystems report write errors only here */
-  fd = -1;
-  if (cr != 0) {
-    err = errno;
-    goto fail;
-  }
-  step = "publishing";
-  if (rename(tmp, final) != 0) {
-    err = errno;
-    goto fail;
-  }
-  free(tmp);
-  free(hdr);
-  free(final);
-  atomic_fetch_add(&d->puts, 1);
-  account_put(d, key, fsize);
-  rt_ok(st);
-  return 0;
-fail:
-  if (fd >= 0) close(fd);
-  if (tmp) unlink(tmp);
-  atomic_fetch_add(&d->put_errors, 1);
-  char hex[33];
-  kc_key_hex(key, hex);
-  rt_err(st, err == ENOMEM ? KILN_ERR_OUT_OF_MEMORY : KILN_ERR_IO,
-         "kernel cache: %s entry %s in '%s': %s", step, hex, d->dir, strerror(err));
-  free(tmp);
-  free(hdr);
-  free(final);
-  return -1;
+  return store_file(d, key, bytes, len, "", 0, st);
 }
 
 /* ---- statistics ---- */
@@ -529,6 +681,12 @@ int kc_disk_stats_get(kc_disk *d, kc_disk_stats *out, kiln_status *st) {
   out->put_errors = atomic_load(&d->put_errors);
   out->corrupt_removed = atomic_load(&d->corrupt);
   out->evicted = atomic_load(&d->evicted);
+  out->seed_hits = atomic_load(&d->seed_hits);
+  out->untrusted = atomic_load(&d->untrusted);
+  for (int i = 0; i < d->nseeds; i++) {
+    out->corrupt_removed += atomic_load(&d->seeds[i]->corrupt);
+    out->untrusted += atomic_load(&d->seeds[i]->untrusted);
+  }
   out->rescans = atomic_load(&d->rescans);
   if (d->enabled) {
     kcd_file *files;

@@ -60,6 +60,23 @@
  * The bound can thus be exceeded by what other processes wrote since the
  * last rescan, never for long.
  *
+ * Trust: entries are code that gets loaded and run, so the store follows
+ * OpenSSH's rule: the directory (at open) and every entry (at read) must be
+ * owned by the effective user or root and not writable by group or others.
+ * A directory that fails is refused at open (a message naming it and the
+ * problem); an entry that fails is a miss, counted (stats.untrusted) and
+ * warned about, never removed. Writes go through a directory fd with
+ * O_NOFOLLOW (openat / renameat): a symbolic link planted inside the tree
+ * does not redirect them.
+ *
+ * Read-only stores and seeds: a directory that exists but cannot be written
+ * (a read-only filesystem, no write permission), or one opened with
+ * KC_DISK_READ_ONLY, is opened read-only: gets work (without touching or
+ * removing anything), puts store nothing, kc_disk_note says why. Seeds
+ * (kc_disk_add_seed) are such read-only layers searched, in order, after
+ * the store's own directory: a deploy cache shipped in an image beside a
+ * writable one.
+ *
  * Errors follow src/: -1 (or NULL) with a kiln_status filled; a NULL store is
  * accepted everywhere and behaves like a disabled one. Cache trouble (a
  * corrupt file, a vanished entry, a full disk on put) never crashes; a get
@@ -94,6 +111,7 @@ typedef struct kc_disk kc_disk;
 /* kc_disk_open flags */
 enum {
   KC_DISK_IGNORE_OFF = 1 << 0, /* open even when KILN_CACHE=off (`kiln cache` commands) */
+  KC_DISK_READ_ONLY = 1 << 1,  /* never write: the directory must exist; no put, touch, removal */
 };
 
 /* kc_disk_get results */
@@ -111,9 +129,11 @@ typedef void (*kc_disk_warn_fn)(void *user, const char *msg);
 
 /* Open (and create) the store. dir: NULL for the default (see above);
  * max_bytes: 0 for the default. Returns an owned store (free with
- * kc_disk_close), disabled when KILN_CACHE=off; NULL with st filled when the
- * directory cannot be found, created or written (KILN_ERR_IO, naming it) or
- * KILN_CACHE_MAX_BYTES is malformed (KILN_ERR_INVALID_ARGUMENT). */
+ * kc_disk_close), disabled when KILN_CACHE=off, read-only when the directory
+ * exists but cannot be written (kc_disk_note says so); NULL with st filled
+ * when the directory cannot be found, created or read, fails the trust rule
+ * (KILN_ERR_IO, naming it and the problem) or KILN_CACHE_MAX_BYTES is
+ * malformed (KILN_ERR_INVALID_ARGUMENT). */
 kc_disk *kc_disk_open(const char *dir, uint64_t max_bytes, unsigned flags, kiln_status *st);
 /* A byte count as KILN_CACHE_MAX_BYTES (and KILN_CODE_MAX_BYTES) write it:
  * "123", "64K", "512M", "1G", "2T" (powers of 1024; an optional trailing B
@@ -125,6 +145,17 @@ void kc_disk_set_warn(kc_disk *d, kc_disk_warn_fn fn, void *user);
 bool kc_disk_enabled(const kc_disk *d);
 const char *kc_disk_dir(const kc_disk *d); /* owned by d; NULL when disabled */
 uint64_t kc_disk_max_bytes(const kc_disk *d);
+bool kc_disk_read_only(const kc_disk *d);
+/* Why the store is read-only, or "" (owned by d; "" for NULL). */
+const char *kc_disk_note(const kc_disk *d);
+
+/* Add dir as a read-only layer searched after d's own directory (and the
+ * seeds added before it). Not thread-safe: before the store is shared.
+ * 0, or -1 with st filled (d disabled, dir missing, not a directory, or
+ * failing the trust rule: the message names it). */
+int kc_disk_add_seed(kc_disk *d, const char *dir, kiln_status *st);
+int kc_disk_nseeds(const kc_disk *d);
+const char *kc_disk_seed_dir(const kc_disk *d, int i); /* owned by d; NULL out of range */
 
 /* Look key up. On a hit returns KC_DISK_HIT with *payload a malloc'd buffer
  * the caller frees (non-NULL even for an empty payload) and *len its length,
@@ -142,6 +173,26 @@ int kc_disk_get(kc_disk *d, kc_key key, void **payload, size_t *len, kiln_status
  * May evict least recently used entries afterwards (never this one). */
 int kc_disk_put(kc_disk *d, kc_key key, const kc_component *c, int n, const void *payload,
                 size_t len, kiln_status *st);
+
+/* Store the bytes of a whole entry file (header and payload, as a put
+ * writes them, e.g. from a bundle) under key, through the same temporary
+ * file and rename as a put. The caller has checked them (kc_entry_parse);
+ * a get checks them again. 0 (also when disabled or read-only: nothing
+ * written), or -1 with st (KILN_ERR_IO naming the entry and the step). */
+int kc_disk_put_file(kc_disk *d, kc_key key, const void *bytes, size_t len, kiln_status *st);
+
+/* ---- other files in the tree (DIR/libs: compiled C kernel libraries) ---- */
+/* Publish a[len] as DIR/SUB/NAME (SUB created 0700 when missing) through a
+ * temporary file and renameat on SUB's fd; no symbolic link is followed.
+ * 0, or -1 with errno. */
+int kc_tree_publish(const char *dir, const char *sub, const char *name, const void *a,
+                    size_t len);
+/* DIR/SUB/NAME in full, malloc'd with a NUL after the last byte (*len does
+ * not count it), when it is a regular file that passes the trust rule,
+ * reached without following a link; NULL otherwise (why[whylen], when
+ * given, then says why for an untrusted file, else ""). */
+char *kc_tree_read(const char *dir, const char *sub, const char *name, size_t *len,
+                   char *why, size_t whylen);
 
 /* ---- listing and maintenance (`kiln cache ls | stats | clear | prune | explain`) ---- */
 
@@ -175,6 +226,8 @@ typedef struct kc_disk_stats {
   /* this handle's counters since open */
   uint64_t hits, misses, puts, too_big, put_errors;
   uint64_t corrupt_removed; /* bad entries found (and removed) by gets and listings */
+  uint64_t seed_hits;       /* hits served by a seed layer (counted in hits too) */
+  uint64_t untrusted;       /* entries refused by the trust rule (not removed) */
   uint64_t evicted;         /* entries removed to keep the bound (not by prune/clear) */
   uint64_t rescans;
 } kc_disk_stats;

@@ -9,16 +9,23 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 
+#include <sys/stat.h>
+
 #include "cache_disk.h"
 
 struct kc_disk {
   bool enabled;
+  bool read_only; /* gets only: no put, touch or removal (KC_DISK_READ_ONLY, or not writable) */
   char *dir; /* malloc'd, no trailing '/'; NULL when disabled */
+  char note[512]; /* why the store is read-only, or a setting that was ignored; "" if none */
+  kc_disk **seeds; /* read-only layers searched after dir (kc_disk_add_seed); owned */
+  int nseeds;
   uint64_t max_bytes;
   kc_disk_warn_fn warn;
   void *warn_user;
   /* counters: atomics so gets never wait for the lock */
   _Atomic uint64_t hits, misses, puts, too_big, put_errors, corrupt, evicted, rescans;
+  _Atomic uint64_t seed_hits, untrusted;
   _Atomic uint64_t tmp_seq; /* part of temporary file names */
   /* accounting, guarded by lock */
   pthread_mutex_t lock;
@@ -74,6 +81,12 @@ int kcd_read_entry(kc_disk *d, const char *path, kc_key key, int mode, bool want
 /* "DIR/ab/ab...kc", malloc'd; NULL on out of memory. */
 char *kcd_entry_path(const char *dir, kc_key key);
 void kcd_warn(kc_disk *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* OpenSSH's rule for what kiln loads code from: sb (of path, a `what` such as
+ * "kernel cache directory") must be owned by the effective user or by root
+ * and not writable by group or others. 0, or -1 with why[whylen] naming the
+ * path, the problem and the fix. */
+int kcd_trust_check(const struct stat *sb, const char *path, const char *what, char *why,
+                    size_t whylen);
 
 /* ---- directory scan and eviction (cache_disk_scan.c) ---- */
 

@@ -265,6 +265,8 @@ static void forget_total(kc_disk *d) {
 int kc_disk_prune(kc_disk *d, uint64_t max_bytes, uint64_t *removed, uint64_t *removed_bytes,
                   kiln_status *st) {
   uint64_t r = 0, rb = 0;
+  if (d && d->read_only)
+    return rt_err(st, KILN_ERR_IO, "cannot prune the kernel cache: %s", d->note);
   if (d && d->enabled) {
     kcd_file *files;
     size_t n;
@@ -282,6 +284,8 @@ int kc_disk_prune(kc_disk *d, uint64_t max_bytes, uint64_t *removed, uint64_t *r
 
 int kc_disk_clear(kc_disk *d, uint64_t *removed, kiln_status *st) {
   uint64_t r = 0;
+  if (d && d->read_only)
+    return rt_err(st, KILN_ERR_IO, "cannot clear the kernel cache: %s", d->note);
   if (d && d->enabled) {
     kcd_file *files;
     size_t n;

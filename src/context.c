@@ -98,7 +98,8 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   rt_cache_mem_set_limit(ctx->kcache, code_limit);
   atomic_store(&ctx->specialize, default_policy());
   atomic_store(&ctx->tier_up_min, rt_tier_up_env());
-  ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status);
+  ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status,
+                                    ctx->disk_warning, sizeof ctx->disk_warning);
   rt_ok(st);
   return ctx;
 }
@@ -149,30 +150,81 @@ KILN_API int kiln_context_set_code_limit(kiln_context *ctx, size_t max_bytes, ki
   return 0;
 }
 
-KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
-                                        kiln_status *st) {
-  if (!ctx) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_cache_dir: context is NULL");
-  if (dir && !*dir)
-    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
-                  "kiln_context_set_cache_dir: empty directory (NULL turns the disk cache off)");
-  kc_disk *d = NULL;
-  if (dir && !(d = kc_disk_open(dir, max_bytes, KC_DISK_IGNORE_OFF, st))) return -1;
+/* Make d (NULL: none) the context's store; the old one is retired, not
+ * closed (compiles may hold it). Takes d, also on failure. */
+static int swap_store(kiln_context *ctx, kc_disk *d, kiln_status *st) {
   kc_disk **r = realloc(ctx->disk_retired, (size_t)(ctx->ndisk_retired + 1) * sizeof *r);
   if (!r) {
     kc_disk_close(d);
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
   ctx->disk_retired = r;
+  if (d && !rt_quiet()) kc_disk_set_warn(d, rt_cache_backing_warn, NULL);
   rt_cache_backing_attach(ctx->kcache, d);
-  if (ctx->disk) ctx->disk_retired[ctx->ndisk_retired++] = ctx->disk; /* compiles may hold it */
+  if (ctx->disk) ctx->disk_retired[ctx->ndisk_retired++] = ctx->disk;
   ctx->disk = d;
-  if (d)
-    snprintf(ctx->disk_status, sizeof ctx->disk_status, "disk cache: %s (set by the API)",
-             kc_disk_dir(d));
-  else
-    snprintf(ctx->disk_status, sizeof ctx->disk_status, "disk cache off (set by the API)");
+  if (d) rt_cache_backing_describe(d, "(set by the API)", ctx->disk_status,
+                                   sizeof ctx->disk_status);
+  else snprintf(ctx->disk_status, sizeof ctx->disk_status, "disk cache off (set by the API)");
+  ctx->disk_warning[0] = 0;
+  if (kc_disk_read_only(d))
+    snprintf(ctx->disk_warning, sizeof ctx->disk_warning, "disk cache %s", kc_disk_note(d));
   rt_ok(st);
   return 0;
+}
+
+/* A new store on dir (NULL: the current one's) with the current seeds,
+ * plus the seed add when not NULL. NULL with st. */
+static kc_disk *reopen_store(kiln_context *ctx, const char *dir, uint64_t max_bytes,
+                             const char *add, kiln_status *st) {
+  kc_disk *d = kc_disk_open(dir, max_bytes, KC_DISK_IGNORE_OFF, st);
+  for (int i = 0; d && i < kc_disk_nseeds(ctx->disk); i++)
+    if (kc_disk_add_seed(d, kc_disk_seed_dir(ctx->disk, i), st) != 0) {
+      kc_disk_close(d);
+      return NULL;
+    }
+  if (d && add && kc_disk_add_seed(d, add, st) != 0) {
+    kc_disk_close(d);
+    return NULL;
+  }
+  return d;
+}
+
+KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
+                                        kiln_status *st) {
+  if (!ctx)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_cache_dir: context is NULL");
+  if (dir && !*dir)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_set_cache_dir: empty directory (NULL turns the disk cache off)");
+  kc_disk *d = NULL;
+  if (dir && !(d = reopen_store(ctx, dir, max_bytes, NULL, st))) return -1;
+  return swap_store(ctx, d, st);
+}
+
+KILN_API int kiln_context_add_cache_seed_dir(kiln_context *ctx, const char *dir,
+                                             kiln_status *st) {
+  if (!ctx)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_add_cache_seed_dir: context is NULL");
+  if (!dir || !*dir)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_add_cache_seed_dir: no directory given");
+  if (!kc_disk_enabled(ctx->disk))
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_add_cache_seed_dir('%s'): the context has no disk cache (%s); "
+                  "give it one with kiln_context_set_cache_dir first",
+                  dir, ctx->disk_status);
+  kc_disk *d = reopen_store(ctx, kc_disk_dir(ctx->disk), kc_disk_max_bytes(ctx->disk), dir, st);
+  return d ? swap_store(ctx, d, st) : -1;
+}
+
+KILN_API const char *kiln_context_cache_status(const kiln_context *ctx) {
+  return ctx ? ctx->disk_status : "";
+}
+
+KILN_API const char *kiln_context_cache_warning(const kiln_context *ctx) {
+  return ctx && ctx->disk_warning[0] ? ctx->disk_warning : NULL;
 }
 
 KILN_API const char *kiln_context_cache_dir(const kiln_context *ctx) {

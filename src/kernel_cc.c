@@ -16,8 +16,10 @@
  * with stdout and stderr in a file that becomes the error message when it
  * fails. The directory is removed afterwards.
  * Disk cache: cache_dir/libs/<32 hex>.bc, written to a temporary file and
- * renamed into place (readers never see half a file; the kernel cache's
- * scan ignores this folder). A file that is not bitcode is ignored.
+ * renamed into place through the folder's fd, no link followed
+ * (kc_tree_publish: readers never see half a file), and read only when it
+ * passes the cache's owner and mode rule (kc_tree_read). A file that is not
+ * bitcode is ignored.
  * GPU targets (job->target: nvptx64-nvidia-cuda, amdgcn-amd-amdhsa, for
  * SIMT kernels): the same, plus --target=<triple> -nogpulib -nostdlibinc
  * (clang's own stdint.h / stddef.h / float.h stay) and a <math.h> of
@@ -70,6 +72,7 @@
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
 #include <xxhash.h>
 
+#include "cache_disk.h"
 #include "kernel_lib.h"
 
 extern char **environ;
@@ -173,14 +176,11 @@ static bool looks_like_bitcode(const unsigned char *p, size_t n) {
                     (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
 }
 
-static void cache_path(const char *cache_dir, const rt_cc_job *job, char *out, size_t cap) {
-  snprintf(out, cap, "%s/libs/%s.bc", cache_dir, job->hash + 2);
-}
-
 static void *cache_get(const char *cache_dir, const rt_cc_job *job, size_t *len) {
-  char p[PATH_MAX];
-  cache_path(cache_dir, job, p, sizeof p);
-  char *bc = read_file(p, len);
+  char name[64];
+  snprintf(name, sizeof name, "%s.bc", job->hash + 2);
+  /* owner and mode checked, no link followed: this bitcode becomes code */
+  char *bc = kc_tree_read(cache_dir, "libs", name, len, NULL, 0);
   if (bc && !looks_like_bitcode((unsigned char *)bc, *len)) {
     free(bc);
     return NULL;
@@ -190,12 +190,9 @@ static void *cache_get(const char *cache_dir, const rt_cc_job *job, size_t *len)
 
 /* Best effort: a failure to store only costs a compile next time. */
 static void cache_put(const char *cache_dir, const rt_cc_job *job, const void *bc, size_t len) {
-  char dir[PATH_MAX], tmp[PATH_MAX + 32], final[PATH_MAX];
-  snprintf(dir, sizeof dir, "%s/libs", cache_dir);
-  if (mkdir(dir, 0755) != 0 && errno != EEXIST) return;
-  snprintf(tmp, sizeof tmp, "%s/.tmp-%s-%ld", dir, job->hash + 2, (long)getpid());
-  cache_path(cache_dir, job, final, sizeof final);
-  if (write_file(tmp, bc, len, NULL, 0) != 0 || rename(tmp, final) != 0) unlink(tmp);
+  char name[64];
+  snprintf(name, sizeof name, "%s.bc", job->hash + 2);
+  (void)kc_tree_publish(cache_dir, "libs", name, bc, len); /* no link followed */
 }
 
 /* ---- lists of paths ---- */

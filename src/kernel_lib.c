@@ -34,6 +34,7 @@
 
 #include <xxhash.h>
 
+#include "cache_disk.h"
 #include "kernel_lib.h"
 #include "kiln/custom.h"
 #include "kiln/kernel.h"
@@ -198,15 +199,17 @@ static int library_bytes(rt_kernel_libs *l, lib_kind kind, const char *name, con
  * "ABI_TYPE HAS_MARKER ABI NIN NOUT NAME\tTYPE\n". Anything unexpected: the
  * file is ignored (and the bitcode inspected). */
 
-static void fns_path(const char *cache_dir, const char *hash, char *out, size_t cap) {
-  snprintf(out, cap, "%s/libs/%s.fns", cache_dir, hash + 2);
+static void fns_name(const char *hash, char *out, size_t cap) {
+  snprintf(out, cap, "%s.fns", hash + 2);
 }
 
+/* Through kc_tree_publish: a temporary file renamed in place, no link
+ * followed. */
 static void fns_store(const char *cache_dir, const char *hash, const jit_lib_info *info) {
-  char path[4200], tmp[4300];
-  fns_path(cache_dir, hash, path, sizeof path);
-  snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
-  FILE *f = fopen(tmp, "w");
+  char name[64], *text = NULL;
+  size_t len = 0;
+  fns_name(hash, name, sizeof name);
+  FILE *f = open_memstream(&text, &len);
   if (!f) return;
   bool ok = fprintf(f, "kiln-lib-fns/1 %d\n", info->nfns) > 0;
   for (int i = 0; ok && i < info->nfns; i++) {
@@ -215,16 +218,23 @@ static void fns_store(const char *cache_dir, const char *hash, const jit_lib_inf
          fprintf(f, "%d %d %d %d %d %s\t%s\n", e->abi_type, e->has_marker, (int)e->abi,
                  (int)e->nin, (int)e->nout, e->name, e->type) > 0;
   }
-  if (fclose(f) != 0 || !ok || rename(tmp, path) != 0) unlink(tmp);
+  if (fclose(f) == 0 && ok) (void)kc_tree_publish(cache_dir, "libs", name, text, len);
+  free(text);
 }
 
 /* The function list of hash from its .fns file into info (bitcode not
- * set); false when there is none or it is malformed (info then empty). */
+ * set); false when there is none, it fails the cache's owner and mode rule
+ * (kc_tree_read), or it is malformed (info then empty). */
 static bool fns_load(const char *cache_dir, const char *hash, jit_lib_info *info) {
-  char path[4200], line[8192];
-  fns_path(cache_dir, hash, path, sizeof path);
-  FILE *f = fopen(path, "r");
-  if (!f) return false;
+  char name[64], line[8192];
+  size_t tlen = 0;
+  fns_name(hash, name, sizeof name);
+  char *text = kc_tree_read(cache_dir, "libs", name, &tlen, NULL, 0);
+  FILE *f = text ? fmemopen(text, tlen, "r") : NULL;
+  if (!f) {
+    free(text);
+    return false;
+  }
   int n = -1;
   bool ok = fgets(line, sizeof line, f) && sscanf(line, "kiln-lib-fns/1 %d", &n) == 1 && n >= 0 &&
             n < 100000 && (info->fns = calloc((size_t)n + 1, sizeof *info->fns));
@@ -246,6 +256,7 @@ static bool fns_load(const char *cache_dir, const char *hash, jit_lib_info *info
     ok = (e->name = strdup(line + off)) && (e->type = strdup(tab + 1));
   }
   fclose(f);
+  free(text);
   if (!ok) jit_lib_info_free(info);
   return ok;
 }

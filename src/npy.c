@@ -222,12 +222,8 @@ kiln_tensor *rt_npy_decode(const void *buf, size_t len, const char *what, kiln_s
 }
 
 kiln_tensor *rt_npy_read(const char *path, kiln_status *st) {
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO, "%s: cannot open: %s", path,
-           strerror(errno));
-    return NULL;
-  }
+  FILE *f = rt_fopen_regular(path, NULL, st);
+  if (!f) return NULL;
   kiln_tensor *t = NULL;
   char *hdr = NULL;
   unsigned char pre[12];

@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <time.h>
 
 #include "kiln/kiln.h"
@@ -55,7 +56,8 @@ struct kiln_context {
   /* ---- kernel cache (context.c, cache_mem.c) ---- */
   struct rt_cache_mem *kcache; /* compiled kernels by content key, shared by all models */
   struct kc_disk *disk;        /* its second level on disk, or NULL (cache_backing.c) */
-  char disk_status[512];       /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
+  char disk_status[1024];      /* "disk cache: DIR", "disk cache off (KILN_CACHE)", ... */
+  char disk_warning[1024];     /* a setting that did not work, or "" (cache_backing.c) */
   /* ---- variants (variants.c) ---- */
   atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
   atomic_int busy;       /* executes running on the context's models now (model.c) */
@@ -215,10 +217,15 @@ kiln_tensor *rt_tensor_alloc(kiln_dtype dtype, int rank, const int64_t *shape, k
 /* "simt-emu", "cuda:0": the label of the device t lives on ("the host"
  * for a host tensor); device_tensor.c. */
 const char *rt_tensor_device_label(const kiln_tensor *t);
+/* path opened for reading (O_NONBLOCK, then fstat) if it is a regular file;
+ * NULL with st naming it (what, else path) otherwise: a FIFO, socket or
+ * device is refused before any read could block. */
+FILE *rt_fopen_regular(const char *path, const char *what, kiln_status *st);
 /* The whole file at path, malloc'd with a NUL after the last byte (*len
  * does not count it); NULL with st filled on failure: NOT_FOUND, IO (cannot
- * open, read error), OUT_OF_MEMORY. Messages start with `what` (e.g.
- * "kernel library 'k.c'"), the path when NULL (file_read.c). */
+ * open, read error), INVALID_ARGUMENT (not a regular file), OUT_OF_MEMORY.
+ * Messages start with `what` (e.g. "kernel library 'k.c'"), the path when
+ * NULL (file_read.c). */
 char *rt_read_file(const char *path, const char *what, size_t *len, kiln_status *st);
 /* A tensor header with no memory (data NULL, not owned, on the host): the
  * shape checked and copied. NULL with st filled on a bad shape or OOM. */

@@ -1,12 +1,15 @@
 /* test_cli_cache.c - `kiln cache` (src/cli/cache.c) run as a user would:
  * each test gets its own mkdtemp cache directory, and every command runs
  * with KILN_CACHE unset (ctest sets it to off) and KILN_CACHE_DIR set to
- * that directory. Checks exit codes and the words users rely on: warm then
- * ls / stats / explain, prune, clear, export + import (then `kiln run
- * --stats` loads every kernel from disk), corrupt bundles and entries, bad
- * usage, import of an entry whose key is not the hash of its components,
- * warm with --dim (specialized kernels) and --target, warm / explain of a
- * graph with a custom op (--kernels). */
+ * that directory (also for the later commands of a chain). Checks exit
+ * codes and the words users rely on: warm then ls / stats / explain, prune,
+ * clear, signed export + import (then `kiln run --stats` loads every kernel
+ * from disk), corrupt bundles and entries, bad usage, import of an entry
+ * whose key is not the hash of its components, warm with --dim
+ * (specialized kernels) and --target, warm / explain of a graph with a
+ * custom op (--kernels); and trust: unsigned, wrongly signed and spliced
+ * bundles, verify --recompile of forged code, a world-writable cache, a
+ * FIFO given as a bundle, bad settings on stderr and in stats. */
 #define _GNU_SOURCE /* nftw */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -50,8 +53,9 @@ static int kiln(char **out, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(args, sizeof args, fmt, ap);
   va_end(ap);
-  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' '%s' %s 2>&1", g_cache,
-           KILN_CLI, args);
+  /* exported: every command of a chain ("a && KILN b") uses the test's cache */
+  snprintf(cmd, sizeof cmd, "unset KILN_CACHE; export KILN_CACHE_DIR='%s'; { '%s' %s; } 2>&1",
+           g_cache, KILN_CLI, args);
   return shell_capture(cmd, out);
 }
 
@@ -250,16 +254,28 @@ Test(cli_cache, clear_removes_every_entry) {
   cr_assert_eq(entries(), 0);
 }
 
+/* `kiln cache keygen` into the test's directory: DIR/sk, DIR/pk (or the
+ * names given). */
+static void keygen(const char *sk, const char *pk) {
+  char *out;
+  cr_assert_eq(kiln(&out, "cache keygen '%s/%s' '%s/%s'", g_dir, sk, g_dir, pk), 0, "%s", out);
+  HAS(out, "key id:");
+  free(out);
+}
+
 Test(cli_cache, export_clear_import_then_run_loads_from_disk) {
   warm(EX("mlp.mlir"));
+  keygen("sk", "pk");
   char *out;
-  cr_assert_eq(kiln(&out, "cache export '%s/b.kcb'", g_dir), 0, "%s", out);
+  cr_assert_eq(kiln(&out, "cache export '%s/b.kcb' --sign '%s/sk'", g_dir, g_dir), 0, "%s", out);
   HAS(out, "exported 2 entries");
   free(out);
   cr_assert_eq(kiln(&out, "cache clear"), 0, "%s", out);
   free(out);
   cr_assert_eq(entries(), 0);
-  cr_assert_eq(kiln(&out, "cache import '%s/b.kcb'", g_dir), 0, "%s", out);
+  cr_assert_eq(kiln(&out, "cache import '%s/b.kcb' --trust-key '%s/pk'", g_dir, g_dir), 0, "%s",
+               out);
+  HAS(out, "signature by");
   HAS(out, "imported 2 entries");
   HAS(out, "another target");
   free(out);
@@ -463,7 +479,7 @@ Test(cli_cache, import_recomputes_keys_and_rejects_a_mismatch) {
   snprintf(bundle, sizeof bundle, "%s/b.kcb", g_dir);
   /* an honest bundle imports */
   cr_assert_eq(kiln(&out, "cache export '%s' && '%s' cache clear --dir '%s' && '%s' cache import "
-                          "--dir '%s' '%s'",
+                          "--trust-unsigned --dir '%s' '%s'",
                     bundle, KILN_CLI, g_cache, KILN_CLI, g_cache, bundle),
                0, "%s", out);
   HAS(out, "imported 1 entry");
@@ -506,4 +522,252 @@ Test(cli_cache, warm_and_explain_take_kernel_libraries) {
   HAS(out, "0 misses");
   LACKS(out, "(0 from disk)");
   free(out);
+}
+
+/* ---- trust: signed bundles, recompiling, permissions (issue 19) ---- */
+
+/* Replace the object code of every entry by other bytes of the same length
+ * (each byte + 1), through the store: key, components and checksums are
+ * all right, as a forger would make them. */
+static int forge_visit(const kc_disk_entry *e, void *user) {
+  kc_disk *d = user;
+  void *payload = NULL;
+  size_t len = 0;
+  cr_assert_eq(kc_disk_get(d, e->key, &payload, &len, NULL), KC_DISK_HIT);
+  for (size_t i = 0; i < len; i++) ((unsigned char *)payload)[i]++;
+  cr_assert_eq(kc_disk_put(d, e->key, e->components, e->ncomponents, payload, len, NULL), 0);
+  free(payload);
+  return 0;
+}
+
+static void forge_entries(void) {
+  kc_disk *d = kc_disk_open(g_cache, 0, KC_DISK_IGNORE_OFF, NULL);
+  cr_assert(d);
+  cr_assert_eq(kc_disk_list(d, true, forge_visit, d, NULL), 0);
+  kc_disk_close(d);
+}
+
+Test(cli_cache, verify_recompile_finds_forged_code) {
+  warm(EX("relu.mlir"));
+  char *out;
+  cr_assert_eq(kiln(&out, "cache verify --recompile"), 0, "%s", out);
+  HAS(out, "recompiled 1 of 1 entry");
+  HAS(out, "1 identical, 0 differ");
+  free(out);
+  forge_entries();
+  cr_assert_eq(kiln(&out, "cache verify"), 0, "the checksums cannot see it:\n%s", out);
+  HAS(out, "1 ok, 0 bad");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache verify --recompile --sample 5"), 1, "%s", out);
+  HAS(out, "DIFFERS");
+  HAS(out, "0 identical, 1 differ (removed)");
+  free(out);
+  cr_assert_eq(entries(), 0, "the forged entry is gone");
+  cr_assert_eq(kiln(&out, "cache verify --sample 2"), 2, "%s", out);
+  HAS(out, "--sample N goes with verify --recompile");
+  free(out);
+}
+
+Test(cli_cache, import_refuses_unsigned_and_wrongly_signed_bundles) {
+  warm(EX("relu.mlir"));
+  keygen("sk", "pk");
+  keygen("sk2", "pk2");
+  forge_entries();
+  char *out, bundle[128];
+  snprintf(bundle, sizeof bundle, "%s/b.kcb", g_dir);
+  cr_assert_eq(kiln(&out, "cache export '%s' && '%s' cache clear --dir '%s'", bundle, KILN_CLI,
+                    g_cache),
+               0, "%s", out);
+  free(out);
+  /* unsigned: refused, and says how to go on */
+  cr_assert_eq(kiln(&out, "cache import '%s'", bundle), 1, "%s", out);
+  HAS(out, "the bundle is not signed");
+  HAS(out, "--trust-unsigned");
+  HAS(out, "nothing was imported");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache import '%s' --trust-key '%s/pk'", bundle, g_dir), 1, "%s", out);
+  HAS(out, "the bundle is not signed");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  /* signed by another key than the one trusted */
+  cr_assert_eq(kiln(&out, "cache export '%s' --sign '%s/sk2'", bundle, g_dir), 0, "%s", out);
+  free(out);
+  cr_assert_eq(kiln(&out, "cache import '%s' --trust-key '%s/pk'", bundle, g_dir), 1, "%s", out);
+  HAS(out, "which is none of the 1 --trust-key key given");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache import '%s'", bundle), 1, "%s", out);
+  HAS(out, "but no --trust-key PUBLIC_KEY was given");
+  free(out);
+  /* a genuine signature moved onto other content: export an honest signed
+   * bundle, then splice its signature line after the forged bundle's body */
+  cr_assert_eq(kiln(&out, "cache clear && '%s' cache warm '%s' && '%s' cache export '%s' --sign "
+                          "'%s/sk'",
+                    KILN_CLI, EX("relu.mlir"), KILN_CLI, bundle, g_dir),
+               0, "%s", out);
+  size_t n, fn;
+  char *honest = read_file(bundle, &n);
+  const char *mark = "end\nsignature ed25519 ";
+  char *sig = memmem(honest, n, mark, strlen(mark)); /* binary: not strstr */
+  cr_assert(sig, "a signed bundle ends with its signature line (%zu bytes):\n%s", n, out);
+  free(out);
+  sig += 4;
+  forge_entries();
+  cr_assert_eq(kiln(&out, "cache export '%s' && '%s' cache clear", bundle, KILN_CLI), 0, "%s",
+               out);
+  free(out);
+  char *forged = read_file(bundle, &fn);
+  size_t siglen = n - (size_t)(sig - honest);
+  char *spliced = malloc(fn + siglen);
+  memcpy(spliced, forged, fn);
+  memcpy(spliced + fn, sig, siglen);
+  write_file(bundle, spliced, fn + siglen);
+  cr_assert_eq(kiln(&out, "cache import '%s' --trust-key '%s/pk'", bundle, g_dir), 1, "%s", out);
+  HAS(out, "does not verify");
+  free(out);
+  cr_assert_eq(entries(), 0);
+  free(spliced);
+  free(forged);
+  free(honest);
+  /* the secret key must be private */
+  char sk[128];
+  snprintf(sk, sizeof sk, "%s/sk", g_dir);
+  cr_assert_eq(chmod(sk, 0644), 0);
+  cr_assert_eq(kiln(&out, "cache export '%s' --sign '%s'", bundle, sk), 1, "%s", out);
+  HAS(out, "accessible by group or others");
+  free(out);
+  /* --trust-unsigned takes it anyway, and says so */
+  cr_assert_eq(kiln(&out, "cache import '%s' --trust-unsigned", bundle), 0, "%s", out);
+  HAS(out, "not checked (no --trust-key; imported because of --trust-unsigned)");
+  free(out);
+  cr_assert_eq(entries(), 1);
+}
+
+Test(cli_cache, keygen_never_overwrites_a_key) {
+  keygen("sk", "pk");
+  char *out;
+  cr_assert_eq(kiln(&out, "cache keygen '%s/sk' '%s/pk3'", g_dir, g_dir), 1, "%s", out);
+  HAS(out, "keys are never overwritten");
+  free(out);
+  struct stat sb;
+  char p[128];
+  snprintf(p, sizeof p, "%s/sk", g_dir);
+  cr_assert_eq(stat(p, &sb), 0);
+  cr_assert_eq(sb.st_mode & 0777, 0600);
+}
+
+Test(cli_cache, world_writable_cache_is_refused_by_run) {
+  warm(EX("relu.mlir"));
+  cr_assert_eq(chmod(g_cache, 01777), 0);
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --random-inputs --stats", EX("relu.mlir")), 0, "%s", out);
+  HAS(out, "kiln: warning:");
+  HAS(out, "writable by others (mode 1777)");
+  HAS(out, g_cache);
+  HAS(out, "(0 from disk)");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache ls"), 1, "%s", out);
+  HAS(out, "writable by others");
+  free(out);
+  cr_assert_eq(chmod(g_cache, 0700), 0);
+}
+
+Test(cli_cache, import_of_a_fifo_is_refused_not_hung) {
+  char fifo[128];
+  snprintf(fifo, sizeof fifo, "%s/fifo", g_dir);
+  cr_assert_eq(mkfifo(fifo, 0600), 0);
+  char *out, cmd[1024];
+  /* timeout: a hang (exit 124) fails the test instead of stalling it */
+  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' timeout 20 '%s' cache import "
+                            "'%s' 2>&1",
+           g_cache, KILN_CLI, fifo);
+  cr_assert_eq(shell_capture(cmd, &out), 1, "%s", out);
+  HAS(out, "not a regular file");
+  free(out);
+  snprintf(cmd, sizeof cmd, "timeout 20 '%s' check '%s' 2>&1", KILN_CLI, fifo);
+  cr_assert_eq(shell_capture(cmd, &out), 1, "%s", out);
+  HAS(out, "not a regular file (a FIFO)");
+  free(out);
+}
+
+Test(cli_cache, bad_cache_settings_warn_on_stderr) {
+  const char *bad[] = {"KILN_CACHE_MAX_BYTES=abc", "KILN_CACHE_MAX_BYTES=-1",
+                       "KILN_CACHE_MAX_BYTES=99999999999999999999"};
+  char *out;
+  for (int i = 0; i < 3; i++) {
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' %s '%s' run '%s' "
+                              "--random-inputs 2>&1 >/dev/null",
+             g_cache, bad[i], KILN_CLI, EX("relu.mlir"));
+    cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+    HAS(out, "kiln: warning:");
+    HAS(out, strchr(bad[i], '=') + 1);
+    HAS(out, "not a byte count");
+    cr_assert_eq(count_of(out, "warning"), 1, "warned once:\n%s", out);
+    free(out);
+  }
+  char file[128], cmd[1024];
+  snprintf(file, sizeof file, "%s/afile", g_dir);
+  write_file(file, "x", 1);
+  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_CACHE_DIR='%s' '%s' run '%s' "
+                            "--random-inputs 2>&1 >/dev/null",
+           file, KILN_CLI, EX("relu.mlir"));
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  HAS(out, "kiln: warning:");
+  HAS(out, file);
+  HAS(out, "Not a directory");
+  free(out);
+  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE KILN_QUIET=1 KILN_CACHE_DIR='%s' '%s' run '%s' "
+                            "--random-inputs 2>&1 >/dev/null",
+           file, KILN_CLI, EX("relu.mlir"));
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  LACKS(out, "warning");
+  free(out);
+}
+
+Test(cli_cache, stats_shows_settings_their_sources_and_problems) {
+  char *out, seed[128];
+  snprintf(seed, sizeof seed, "%s/seed", g_dir);
+  cr_assert_eq(mkdir(seed, 0555), 0);
+  cr_assert_eq(kiln(&out, "cache stats && KILN_CACHE_SEED_DIR='%s:%s/none' '%s' cache stats", seed,
+                    g_dir, KILN_CLI),
+               0, "%s", out);
+  HAS(out, "directory: ");
+  HAS(out, "(KILN_CACHE_DIR)");
+  HAS(out, "seeds:     none (KILN_CACHE_SEED_DIR is not set)");
+  HAS(out, "(KILN_CACHE_SEED_DIR, read-only): 0 entries");
+  HAS(out, "/none (KILN_CACHE_SEED_DIR): not used");
+  HAS(out, "problem:   cannot open the kernel cache directory");
+  HAS(out, "bound:     1073741824 (1.0 GiB, default)");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache stats && KILN_CACHE_MAX_BYTES=abc '%s' cache stats", KILN_CLI),
+               1, "%s", out);
+  HAS(out, "bound:     not set: KILN_CACHE_MAX_BYTES='abc' is not a byte count");
+  HAS(out, "runtime:   no disk cache");
+  HAS(out, "problem:   KILN_CACHE_MAX_BYTES='abc'");
+  free(out);
+}
+
+/* The real permission path: a warmed cache the user cannot write (mode
+ * 0555, as in a read-only image layer) is read, not ignored. Root ignores
+ * permission bits, so as root the commands run as nobody (setpriv). */
+Test(cli_cache, unwritable_cache_is_read_not_ignored) {
+  char as[128] = "";
+  if (geteuid() == 0) {
+    if (system("command -v setpriv >/dev/null 2>&1") != 0) cr_skip_test("no setpriv");
+    snprintf(as, sizeof as, "setpriv --reuid=65534 --regid=65534 --clear-groups");
+    cr_assert_eq(chmod(g_dir, 0711), 0);
+    cr_assert_eq(mkdir(g_cache, 0700), 0);
+    cr_assert_eq(chown(g_cache, 65534, 65534), 0);
+  }
+  char *out, cmd[2048];
+  snprintf(cmd, sizeof cmd, "unset KILN_CACHE; export KILN_CACHE_DIR='%s' HOME='%s'; %s '%s' "
+                            "cache warm '%s' && chmod 555 '%s' && %s '%s' run '%s' "
+                            "--random-inputs --dim batch=2 --stats --specialize off 2>&1",
+           g_cache, g_dir, as, KILN_CLI, EX("mlp.mlir"), g_cache, as, KILN_CLI, EX("mlp.mlir"));
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  HAS(out, "(2 from disk)");
+  HAS(out, "is not writable");
+  HAS(out, "KILN_CACHE_SEED_DIR");
+  free(out);
+  chmod(g_cache, 0700);
 }

@@ -363,16 +363,51 @@ KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, k
  * (KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;
  * KILN_CACHE=off disables it; KILN_CACHE_MAX_BYTES bounds it, default
  * 1 GiB). kiln_context_set_cache_dir overrides all of that: dir (created
- * when missing) with a bound of max_bytes (0: KILN_CACHE_MAX_BYTES, else
- * 1 GiB), or, with dir NULL, no disk cache. On error the previous store
- * stays in use. Compiles already running finish with the store they began
- * with (it is kept until the context is freed). Do not call it from two
- * threads at once. */
+ * when missing; one that exists but cannot be written is only read) with a
+ * bound of max_bytes (0: KILN_CACHE_MAX_BYTES, else 1 GiB), or, with dir
+ * NULL, no disk cache. The directory and its entries must be owned by you
+ * or root and not writable by group or others: kiln runs the code they
+ * hold (a directory that fails is an error naming it; an entry, a miss).
+ * On error the previous store stays in use. Compiles already running finish
+ * with the store they began with (it is kept until the context is freed).
+ * Do not call it from two threads at once. */
 KILN_API int kiln_context_set_cache_dir(kiln_context *ctx, const char *dir, uint64_t max_bytes,
                                         kiln_status *st);
 /* The directory in use (owned by ctx, valid until it is freed), or NULL
  * when the context has no disk cache. */
 KILN_API const char *kiln_context_cache_dir(const kiln_context *ctx);
+
+/* Read-only layers: kernels are looked up in the cache directory, then in
+ * each seed directory in the order added; new kernels are written only to
+ * the cache directory. A warmed cache shipped read-only (a container image
+ * layer) is a seed; KILN_CACHE_SEED_DIR (colon-separated) adds seeds to the
+ * default context. A cache directory that exists but is not writable is
+ * itself read from (new kernels are then not stored, and the context's
+ * warning says so). The seed must be a directory owned by you or root and
+ * not writable by group or others, like the cache directory. Fails (st
+ * filled, nothing changed) for a missing, foreign or group/other-writable
+ * directory, or when the context has no disk cache. Seeds stay when
+ * kiln_context_set_cache_dir changes the directory. Same threading rule as
+ * kiln_context_set_cache_dir. */
+KILN_API int kiln_context_add_cache_seed_dir(kiln_context *ctx, const char *dir,
+                                             kiln_status *st);
+
+/* ---- what the disk cache settings came to ----
+ * A context never fails to be created because of its disk cache: a setting
+ * that does not work (KILN_CACHE_MAX_BYTES that is not a byte count, a
+ * KILN_CACHE_DIR that is a file, unwritable, or owned by another user, a
+ * seed that cannot be used) leaves the cache off or read-only, and
+ * kiln_context_new prints one line "kiln: warning: ..." on stderr unless
+ * the environment sets KILN_QUIET (to anything but "" or "0"). Later
+ * trouble with single entries (corrupt, untrusted) is printed the same way.
+ * kiln_context_cache_status: one line, "disk cache: DIR[, read-only][; seeds
+ * A:B]", "disk cache off (KILN_CACHE)" or "disk cache unavailable: WHY";
+ * never NULL. kiln_context_cache_warning: the problem a user should fix, or
+ * NULL when there is none (KILN_CACHE=off is a choice, not a problem). Both
+ * are owned by ctx and change only with kiln_context_set_cache_dir /
+ * _add_cache_seed_dir. */
+KILN_API const char *kiln_context_cache_status(const kiln_context *ctx);
+KILN_API const char *kiln_context_cache_warning(const kiln_context *ctx);
 
 #ifdef __cplusplus
 }

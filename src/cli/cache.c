@@ -218,6 +218,118 @@ static int cmd_ls(const cache_opts *o, kc_disk *d) {
 
 /* ---- stats ---- */
 
+/* Where the directory setting comes from, and the directory it names
+ * (dir[cap]) as kc_disk_open resolves it. */
+static const char *dir_setting(const cache_opts *o, char *dir, size_t cap) {
+  const char *v;
+  if (o->dir) {
+    snprintf(dir, cap, "%s", o->dir);
+    return "--dir";
+  }
+  if ((v = getenv("KILN_CACHE_DIR")) && *v) {
+    snprintf(dir, cap, "%s", v);
+    return "KILN_CACHE_DIR";
+  }
+  if ((v = getenv("XDG_CACHE_HOME")) && v[0] == '/') {
+    snprintf(dir, cap, "%s/kiln", v);
+    return "default: $XDG_CACHE_HOME/kiln";
+  }
+  snprintf(dir, cap, "%s/.cache/kiln", getenv("HOME") ? getenv("HOME") : "(HOME unset)");
+  return "default: ~/.cache/kiln";
+}
+
+/* The seeds of KILN_CACHE_SEED_DIR, each with its entry count or why it
+ * cannot be used; problems counted in *nproblems. */
+static void print_seeds(int *nproblems) {
+  const char *list = getenv("KILN_CACHE_SEED_DIR");
+  if (!list || !*list) {
+    printf("seeds:     none (KILN_CACHE_SEED_DIR is not set)\n");
+    return;
+  }
+  char *copy = strdup(list), *save = NULL;
+  int n = 0;
+  kiln_status *st = kiln_status_new();
+  for (char *dir = copy ? strtok_r(copy, ":", &save) : NULL; dir;
+       dir = strtok_r(NULL, ":", &save)) {
+    kc_disk *sd = kc_disk_open(dir, KC_DISK_DEFAULT_MAX_BYTES,
+                               KC_DISK_IGNORE_OFF | KC_DISK_READ_ONLY, st);
+    kc_disk_stats ss;
+    printf("%s", n++ ? "           " : "seeds:     ");
+    if (sd && kc_disk_stats_get(sd, &ss, st) == 0)
+      printf("%s (KILN_CACHE_SEED_DIR, read-only): %llu entr%s\n", dir,
+             (unsigned long long)ss.entries, ss.entries == 1 ? "y" : "ies");
+    else {
+      printf("%s (KILN_CACHE_SEED_DIR): not used\n", dir);
+      printf("problem:   %s\n", kiln_status_message(st));
+      ++*nproblems;
+    }
+    kc_disk_close(sd);
+  }
+  kiln_status_free(st);
+  free(copy);
+}
+
+/* The settings as the runtime would take them; d NULL when the store could
+ * not be opened (problem says why). The count of problems printed. */
+static int print_settings(const cache_opts *o, const kc_disk_stats *s, const kc_disk *d,
+                          const char *problem) {
+  char dir[1024], b1[32], b2[32];
+  const char *src = dir_setting(o, dir, sizeof dir);
+  int np = 0;
+  printf("directory: %s (%s)%s\n", d ? kc_disk_dir(d) : dir, src,
+         kc_disk_read_only(d) ? ", read-only" : d ? "" : ", not usable");
+  if (d) {
+    printf("entries:   %llu\n", (unsigned long long)s->entries);
+    printf("bytes:     %llu (%s)\n", (unsigned long long)s->bytes,
+           cli_human_bytes(b1, sizeof b1, s->bytes));
+  }
+  print_seeds(&np);
+  const char *mb = getenv("KILN_CACHE_MAX_BYTES");
+  uint64_t bound = d ? s->max_bytes : KC_DISK_DEFAULT_MAX_BYTES, parsed = 0;
+  bool mb_bad = mb && *mb && !kc_parse_bytes(mb, &parsed);
+  if (mb_bad)
+    printf("bound:     not set: KILN_CACHE_MAX_BYTES='%s' is not a byte count\n", mb);
+  else
+    printf("bound:     %llu (%s, %s)%s", (unsigned long long)bound,
+           cli_human_bytes(b2, sizeof b2, bound),
+           mb && *mb && parsed ? "KILN_CACHE_MAX_BYTES" : "default", d ? "" : "\n");
+  if (d && !mb_bad)
+    printf(", %.0f%% used\n",
+           s->max_bytes ? 100.0 * (double)s->bytes / (double)s->max_bytes : 0.0);
+  if (o->runtime_off)
+    printf("runtime:   off (KILN_CACHE=%s): kiln run and the API compile every kernel and do "
+           "not use this directory\n",
+           o->runtime_off_value);
+  else if (!d || mb_bad)
+    printf("runtime:   no disk cache: kiln run and the API compile every kernel (see the "
+           "problem below)\n");
+  else if (kc_disk_read_only(d))
+    printf("runtime:   enabled, read-only (kernels are read, new ones not stored)\n");
+  else printf("runtime:   enabled (KILN_CACHE=off would disable it)\n");
+  if (problem && *problem) {
+    printf("problem:   %s\n", problem);
+    np++;
+  }
+  if (kc_disk_read_only(d)) {
+    printf("problem:   %s\n", kc_disk_note(d));
+    np++;
+  }
+  return np;
+}
+
+/* stats when the store does not open: the settings and why, then false. */
+static bool stats_store_ok(const cache_opts *o) {
+  kiln_status *st = kiln_status_new();
+  kc_disk *d = kc_disk_open(o->dir, 0, KC_DISK_IGNORE_OFF, st);
+  if (!d) {
+    print_settings(o, NULL, NULL, kiln_status_message(st));
+    fprintf(stderr, "kiln cache stats: %s\n", kiln_status_message(st));
+  }
+  kc_disk_close(d);
+  kiln_status_free(st);
+  return d != NULL;
+}
+
 static int cmd_stats(const cache_opts *o, kc_disk *d) {
   kiln_status *st = kiln_status_new();
   kc_disk_stats s;
@@ -227,21 +339,7 @@ static int cmd_stats(const cache_opts *o, kc_disk *d) {
     return rc;
   }
   kiln_status_free(st);
-  char b1[32], b2[32];
-  const char *mb = getenv("KILN_CACHE_MAX_BYTES");
-  printf("directory: %s%s\n", s.dir ? s.dir : "(none)",
-         o->dir ? " (--dir)" : getenv("KILN_CACHE_DIR") ? " (KILN_CACHE_DIR)" : " (default)");
-  printf("entries:   %llu\n", (unsigned long long)s.entries);
-  printf("bytes:     %llu (%s)\n", (unsigned long long)s.bytes, cli_human_bytes(b1, sizeof b1, s.bytes));
-  printf("bound:     %llu (%s, %s), %.0f%% used\n", (unsigned long long)s.max_bytes,
-         cli_human_bytes(b2, sizeof b2, s.max_bytes),
-         mb && *mb && strcmp(mb, "0") ? "KILN_CACHE_MAX_BYTES" : "default",
-         s.max_bytes ? 100.0 * (double)s.bytes / (double)s.max_bytes : 0.0);
-  if (o->runtime_off)
-    printf("runtime:   off (KILN_CACHE=%s): kiln run and the API compile every kernel and do "
-           "not use this directory\n",
-           o->runtime_off_value);
-  else printf("runtime:   enabled (KILN_CACHE=off would disable it)\n");
+  print_settings(o, &s, d, NULL);
   if (s.corrupt_removed)
     printf("removed:   %llu corrupt entr%s found while counting\n",
            (unsigned long long)s.corrupt_removed, s.corrupt_removed == 1 ? "y" : "ies");
@@ -291,7 +389,7 @@ static int cmd_prune(const cache_opts *o, kc_disk *d) {
 }
 
 static int cmd_verify(const cache_opts *o, kc_disk *d) {
-  (void)o;
+  if (o->recompile) return cli_cache_recompile(o, d);
   kiln_status *st = kiln_status_new();
   kc_disk_stats before;
   uint64_t bad = 0;
@@ -783,6 +881,11 @@ static void progress(int done, int total, const char *what) {
 }
 
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
+  if (kc_disk_read_only(d)) {
+    fprintf(stderr, "kiln cache warm: cannot store kernels in %s: %s\n", kc_disk_dir(d),
+            kc_disk_note(d));
+    return CLI_ERR;
+  }
   graph_job j;
   int rc = graph_job_init(&j, o, true, "warm");
   int ngeneric = j.nk, nbind = 0;
@@ -898,6 +1001,7 @@ static const subcmd SUBCMDS[] = {
     {"verify", cmd_verify, 0, 0, false, false},  {"explain", cmd_explain, 1, 1, false, true},
     {"warm", cmd_warm, 1, 1, false, true},       {"export", cli_cache_export, 1, 1, false, false},
     {"import", cli_cache_import, 1, 1, false, false},
+    {"keygen", NULL, 2, 2, false, false},
 };
 
 static int usage_err(const char *fmt, const char *a) {
@@ -926,16 +1030,26 @@ int cli_cache(int argc, char **argv) {
   o.pos = calloc((size_t)argc, sizeof *o.pos);
   o.dims = calloc((size_t)argc, sizeof *o.dims);
   o.kernels = calloc((size_t)argc, sizeof *o.kernels);
+  o.trust_keys = calloc((size_t)argc, sizeof *o.trust_keys);
   int rc = CLI_OK;
-  if (!o.pos || !o.dims || !o.kernels) {
+  if (!o.pos || !o.dims || !o.kernels || !o.trust_keys) {
     fprintf(stderr, "kiln cache: out of memory\n");
     rc = CLI_ERR;
   }
   for (int i = 2; rc == CLI_OK && i < argc; i++) {
     const char *a = argv[i], *val = NULL;
-    const char *opts[] = {"--dir", "--max-bytes", "--dim", "--target", "--kernels"};
+    const char *opts[] = {"--dir",  "--max-bytes", "--dim",      "--target",
+                          "--kernels", "--sign",   "--trust-key", "--sample"};
     int which = -1;
-    for (int k = 0; k < 5 && which < 0; k++) {
+    if (!strcmp(a, "--trust-unsigned") && !strcmp(sc->name, "import")) {
+      o.trust_unsigned = true;
+      continue;
+    }
+    if (!strcmp(a, "--recompile") && !strcmp(sc->name, "verify")) {
+      o.recompile = true;
+      continue;
+    }
+    for (int k = 0; k < 8 && which < 0; k++) {
       size_t n = strlen(opts[k]);
       if (strncmp(a, opts[k], n) == 0 && (a[n] == 0 || a[n] == '=')) {
         which = k;
@@ -950,6 +1064,9 @@ int cli_cache(int argc, char **argv) {
     else if (which == 2 && sc->dims) o.dims[o.ndims++] = val;
     else if (which == 3 && strcmp(sc->name, "warm") == 0) o.target = val;
     else if (which == 4 && sc->dims) o.kernels[o.nkernels++] = val; /* the graph commands */
+    else if (which == 5 && !strcmp(sc->name, "export")) o.sign = val;
+    else if (which == 6 && !strcmp(sc->name, "import")) o.trust_keys[o.ntrust_keys++] = val;
+    else if (which == 7 && !strcmp(sc->name, "verify")) o.sample = val;
     else if (which >= 0) {
       fprintf(stderr, "kiln cache %s: %s is not an option of this subcommand\n\n", sc->name,
               opts[which]);
@@ -957,6 +1074,7 @@ int cli_cache(int argc, char **argv) {
       rc = CLI_USAGE;
     } else if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
       cli_usage_cache(stdout);
+      free(o.trust_keys);
       free(o.pos);
       free(o.dims);
       free(o.kernels);
@@ -973,11 +1091,22 @@ int cli_cache(int argc, char **argv) {
     fprintf(stderr, "kiln cache %s: expected %s\n\n", sc->name,
             sc->max_pos == 0 ? "no arguments"
             : strcmp(sc->name, "export") == 0 || strcmp(sc->name, "import") == 0 ? "one FILE"
-                                                                               : "one GRAPH.mlir");
+            : strcmp(sc->name, "keygen") == 0 ? "SECRET_KEY_FILE PUBLIC_KEY_FILE"
+                                              : "one GRAPH.mlir");
     cli_usage_cache(stderr);
     rc = CLI_USAGE;
   }
   if (rc == CLI_OK && o.dir && !*o.dir) rc = usage_err("%s", "--dir needs a directory");
+  if (rc == CLI_OK && o.sample && !o.recompile)
+    rc = usage_err("%s", "--sample N goes with verify --recompile");
+  if (rc == CLI_OK && !sc->fn) { /* keygen: no store */
+    rc = cli_cache_keygen(&o);
+    goto done;
+  }
+  if (rc == CLI_OK && !strcmp(sc->name, "stats") && !stats_store_ok(&o)) {
+    rc = CLI_ERR;
+    goto done;
+  }
   /* Only the commands that store entries may create a --dir that is not
    * there: a typo in `kiln cache ls --dir` must not leave a new directory. */
   bool stores = strcmp(sc->name, "warm") == 0 || strcmp(sc->name, "import") == 0;
@@ -989,6 +1118,8 @@ int cli_cache(int argc, char **argv) {
   kc_disk *d = rc == CLI_OK ? open_store(&o) : NULL;
   if (rc == CLI_OK) rc = d ? sc->fn(&o, d) : CLI_ERR;
   kc_disk_close(d);
+done:
+  free(o.trust_keys);
   free(o.pos);
   free(o.dims);
   free(o.kernels);

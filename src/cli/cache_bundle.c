@@ -8,12 +8,18 @@
  *   per entry: entry <32 hex key> <bytes> <16 hex XXH3-64 of the bytes>\n
  *              <the entry file's bytes, as the store wrote them>
  *   end\n
- * Import checks the whole bundle (syntax, lengths, checksums, that each
- * entry's own header names its key and that the key recomputed from the
- * components the header records is that key) before it writes anything,
- * then writes each entry to a temporary file published by rename and reads
- * it back through the store (kc_disk_get checks every checksum and removes
- * a bad one). Export writes FILE.tmp-PID and renames it. So a failed export
+ *   signature ed25519 <key> <signature>\n   (only with export --sign; cache_sign.c)
+ * Import refuses a bundle that is not signed by a --trust-key unless
+ * --trust-unsigned is given (the entry keys hash the compile's inputs, not
+ * its output, so without a signature forged code would pass every check).
+ * It also refuses a FILE that is not a regular file before reading it (a
+ * FIFO would block the open). Import checks the whole bundle (syntax,
+ * lengths, checksums, that each entry's own header names its key and that
+ * the key recomputed from the components the header records is that key)
+ * and its signature before it writes anything, then writes each entry
+ * through the store (kc_disk_put_file: a temporary file published by
+ * rename, no symbolic link followed) and reads it back (kc_disk_get checks
+ * every checksum and removes a bad one). Export writes FILE.tmp-PID and renames it. So a failed export
  * or import leaves no partial file behind. */
 #include <errno.h>
 #include <fcntl.h>
@@ -58,7 +64,7 @@ static int keys_visit(const kc_disk_entry *e, void *user) {
 
 /* Whole file at path, malloc'd (non-NULL even when empty); NULL with errno. */
 static char *read_all(const char *path, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) return NULL;
   struct stat sb;
   char *buf = NULL;
@@ -78,6 +84,24 @@ static char *read_all(const char *path, size_t *len) {
   close(fd);
   errno = e;
   return buf;
+}
+
+/* Append the signature line of the bundle at path. 0, or -1 after printing
+ * why. */
+static int sign_file(const char *key, const char *path) {
+  size_t n = 0;
+  char *buf = read_all(path, &n);
+  char line[256], why[512];
+  int rc = -1;
+  if (!buf) snprintf(why, sizeof why, "%s: cannot read back: %s", path, strerror(errno));
+  else if (cli_bundle_sign(key, buf, n, line, sizeof line, why, sizeof why) == 0) {
+    FILE *f = fopen(path, "ab");
+    if (f && fputs(line, f) >= 0 && fclose(f) == 0) rc = 0;
+    else snprintf(why, sizeof why, "%s: cannot write: %s", path, strerror(errno));
+  }
+  if (rc) fprintf(stderr, "kiln cache export: cannot sign: %s; nothing was exported\n", why);
+  free(buf);
+  return rc;
 }
 
 int cli_cache_export(const cache_opts *o, kc_disk *d) {
@@ -132,12 +156,19 @@ int cli_cache_export(const cache_opts *o, kc_disk *d) {
                        fprintf(f, "count %020llu\n", (unsigned long long)count) < 0))
     rc = CLI_ERR;
   if (fclose(f) != 0) rc = CLI_ERR;
+  if (rc == CLI_OK && o->sign && sign_file(o->sign, tmp) != 0) {
+    unlink(tmp);
+    free(tmp);
+    free(l.v);
+    return CLI_ERR;
+  }
   if (rc == CLI_OK && rename(tmp, file) != 0) rc = CLI_ERR;
   char b[32];
   if (rc != CLI_OK) {
     fprintf(stderr, "kiln cache export: %s: cannot write: %s\n", file, strerror(errno));
     unlink(tmp);
   } else {
+    if (o->sign) printf("signed with %s\n", o->sign);
     printf("exported %llu entr%s (%s) from %s to %s\n", (unsigned long long)count,
            count == 1 ? "y" : "ies", cli_human_bytes(b, sizeof b, bytes), kc_disk_dir(d), file);
   }
@@ -212,10 +243,12 @@ static int entry_key_check(const char *bytes, size_t len, kc_key key, char *why,
   return rc;
 }
 
-/* Check the whole bundle; entries into *out (pointing into buf). 0, or -1
- * with why and the offset of the trouble in *bad_off. */
+/* Check the whole bundle; entries into *out (pointing into buf) and the
+ * length up to and including "end\n" into *body (what follows is the
+ * signature line, if any). 0, or -1 with why and the offset of the trouble
+ * in *bad_off. */
 static int bundle_parse(const char *buf, size_t n, bundle_entry **out, size_t *nout,
-                        size_t *bad_off, char *why, size_t whylen) {
+                        size_t *body, size_t *bad_off, char *why, size_t whylen) {
   size_t off = 0, ml = strlen(BUNDLE_MAGIC);
   char line[256];
   *out = NULL;
@@ -290,68 +323,16 @@ static int bundle_parse(const char *buf, size_t n, bundle_entry **out, size_t *n
     off += (size_t)len;
   }
   *bad_off = off;
-  if (!bundle_line(buf, n, &off, line, sizeof line) || strcmp(line, "end") != 0 || off != n) {
+  if (!bundle_line(buf, n, &off, line, sizeof line) || strcmp(line, "end") != 0) {
     snprintf(why, whylen, "expected 'end' after %llu entries%s", count,
-             off >= n ? " (the file is truncated)" : " and nothing after it");
+             off >= n ? " (the file is truncated)" : "");
     free(v);
     return -1;
   }
   *out = v;
   *nout = (size_t)count;
+  *body = off;
   return 0;
-}
-
-/* Publish e as its entry file: temporary file in the entry's subdirectory,
- * then rename. 0, or -1 with errno (nothing left behind). */
-static int publish_entry(kc_disk *d, const bundle_entry *e, unsigned seq) {
-  char *path = kc_disk_entry_path(d, e->key);
-  if (!path) {
-    errno = ENOMEM;
-    return -1;
-  }
-  char *slash = strrchr(path, '/');
-  size_t tn = strlen(path) + 96;
-  char *tmp = malloc(tn);
-  int rc = -1, err = ENOMEM;
-  if (tmp && slash) {
-    *slash = 0;
-    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
-      err = errno;
-      goto out;
-    }
-    char hex[33];
-    kc_key_hex(e->key, hex);
-    snprintf(tmp, tn, "%s/.tmp-%s-%d-%u-%lld", path, hex, (int)getpid(), seq,
-             (long long)time(NULL));
-    *slash = '/';
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0) {
-      err = errno;
-      goto out;
-    }
-    size_t k = 0;
-    while (k < e->len) {
-      ssize_t w = write(fd, e->bytes + k, e->len - k);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      k += (size_t)w;
-    }
-    err = errno;
-    if (close(fd) != 0 && k == e->len) {
-      err = errno;
-      k = 0;
-    }
-    if (k == e->len && rename(tmp, path) == 0) rc = 0;
-    else {
-      if (k == e->len) err = errno;
-      unlink(tmp);
-    }
-  }
-out:
-  free(tmp);
-  free(path);
-  errno = err;
-  return rc;
 }
 
 int cli_cache_import(const cache_opts *o, kc_disk *d) {
@@ -361,11 +342,19 @@ int cli_cache_import(const cache_opts *o, kc_disk *d) {
     return CLI_USAGE;
   }
   const char *file = o->pos[0];
-  int fd = open(file, O_RDONLY | O_CLOEXEC);
+  if (kc_disk_read_only(d)) {
+    fprintf(stderr, "kiln cache import: cannot import into %s: %s\n", kc_disk_dir(d),
+            kc_disk_note(d));
+    return CLI_ERR;
+  }
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer */
+  int fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   struct stat sb;
   if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-    fprintf(stderr, "kiln cache import: %s: cannot open: %s\n", file,
-            fd < 0 ? strerror(errno) : "not a regular file");
+    fprintf(stderr, "kiln cache import: %s: %s%s\n", file,
+            fd < 0 ? "cannot open: " : "not a regular file",
+            fd < 0 ? strerror(errno)
+                   : " (a bundle is a file written by kiln cache export, not a pipe or device)");
     if (fd >= 0) close(fd);
     return CLI_ERR;
   }
@@ -383,12 +372,16 @@ int cli_cache_import(const cache_opts *o, kc_disk *d) {
   }
   close(fd);
   bundle_entry *v = NULL;
-  size_t nv = 0, bad_off = 0;
-  char why[512];
+  size_t nv = 0, bad_off = 0, body = 0;
+  char why[1024], note[512] = "";
   int rc = CLI_OK;
-  if (bundle_parse(buf, n, &v, &nv, &bad_off, why, sizeof why) < 0) {
+  if (bundle_parse(buf, n, &v, &nv, &body, &bad_off, why, sizeof why) < 0) {
     fprintf(stderr, "kiln cache import: %s: at offset %zu: %s; nothing was imported\n", file,
             bad_off, why);
+    rc = CLI_ERR;
+  } else if (cli_bundle_check(buf + body, n - body, buf, body, o->trust_keys, o->ntrust_keys,
+                              o->trust_unsigned, note, sizeof note, why, sizeof why) < 0) {
+    fprintf(stderr, "kiln cache import: %s: %s; nothing was imported\n", file, why);
     rc = CLI_ERR;
   }
   uint64_t imported = 0, replaced = 0, dropped = 0;
@@ -398,12 +391,10 @@ int cli_cache_import(const cache_opts *o, kc_disk *d) {
     struct stat es;
     bool existed = path && stat(path, &es) == 0;
     free(path);
-    if (publish_entry(d, &v[i], (unsigned)i) < 0) {
-      char hex[33];
-      kc_key_hex(v[i].key, hex);
-      fprintf(stderr, "kiln cache import: %s: cannot write entry %s into %s: %s (%llu entries "
-                      "imported before it are complete)\n",
-              file, hex, kc_disk_dir(d), strerror(errno), (unsigned long long)imported);
+    if (kc_disk_put_file(d, v[i].key, v[i].bytes, v[i].len, st) < 0) {
+      fprintf(stderr, "kiln cache import: %s: %s (%llu entries imported before it are "
+                      "complete)\n",
+              file, kiln_status_message(st), (unsigned long long)imported);
       rc = CLI_ERR;
       break;
     }
@@ -421,6 +412,7 @@ int cli_cache_import(const cache_opts *o, kc_disk *d) {
   uint64_t evicted = 0;
   if (rc == CLI_OK) {
     if (kc_disk_prune(d, kc_disk_max_bytes(d), &evicted, NULL, st) < 0) evicted = 0;
+    if (note[0]) printf("%s\n", note);
     printf("imported %llu entr%s into %s", (unsigned long long)imported,
            imported == 1 ? "y" : "ies", kc_disk_dir(d));
     if (replaced) printf(" (%llu were already there)", (unsigned long long)replaced);

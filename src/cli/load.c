@@ -6,10 +6,11 @@
 
 #include "cli.h"
 #include "src/onnx/onnx_io.h"
+#include "src/rt.h"
 
 bool cli_is_onnx(const char *path) {
   if (rt_onnx_is_model_path(path)) return true;
-  FILE *f = fopen(path, "rb");
+  FILE *f = rt_fopen_regular(path, NULL, NULL); /* a FIFO is refused, not waited on */
   if (!f) return false;
   int c = fgetc(f);
   fclose(f);

@@ -76,7 +76,7 @@ const void *ox_external_data(const Onnx__TensorProto *t, const char *dir, rt_wsr
     return NULL;
   }
   snprintf(path, plen, "%s/%s", dir, loc);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO,
            "%s: external data file '%s': %s", what, path, strerror(errno));

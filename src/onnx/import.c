@@ -237,7 +237,7 @@ KILN_API kiln_graph *kiln_graph_from_onnx_file(const char *path, kiln_status *st
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_from_onnx_file: path is NULL");
     return NULL;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block */
   if (fd < 0) {
     rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO, "%s: %s", path,
            strerror(errno));
