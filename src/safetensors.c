@@ -321,7 +321,8 @@ rt_safetensors *rt_safetensors_open(const char *path, kiln_status *st) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
     return NULL;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: opening a FIFO must not wait for a writer (fstat refuses it) */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     rt_err(st, errno == ENOENT ? KILN_ERR_NOT_FOUND : KILN_ERR_IO, "%s: cannot open: %s", path,
            strerror(errno));

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kiln/kiln.h"
@@ -172,4 +173,19 @@ Test(safetensors_strict, two_hundred_thousand_tensors_open_in_linear_time, .time
   cr_assert(big < 24 * (small > 1e-3 ? small : 1e-3),
             "25,000 tensors took %.3f s of CPU, 200,000 took %.3f s: not linear", small, big);
   cr_assert(big < 60.0, "opening 200,000 tensors and finding each took %.2f s of CPU", big);
+}
+
+/* a FIFO given as weights is refused at once, not waited on for a writer */
+Test(safetensors_strict, a_fifo_is_refused_not_waited_on, .timeout = 20) {
+  char path[] = "/tmp/kiln_st_fifo_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  unlink(path);
+  cr_assert_eq(mkfifo(path, 0600), 0);
+  kiln_status *st = kiln_status_new();
+  cr_assert_null(rt_safetensors_open(path, st));
+  cr_expect(strstr(kiln_status_message(st), "not a regular file"), "%s", kiln_status_message(st));
+  kiln_status_free(st);
+  unlink(path);
 }
