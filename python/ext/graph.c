@@ -38,6 +38,20 @@ static PyObject *value_wrap(PyObject *graph, kiln_value *v) {
   return (PyObject *)o;
 }
 
+/* The tail of every call that makes a graph / value: wrap it, or raise
+ * st's error; st is freed either way. */
+static PyObject *graph_result(kiln_graph *g, kiln_status *st) {
+  PyObject *r = g ? graph_wrap(g) : ext_raise(st);
+  kiln_status_free(st);
+  return r;
+}
+
+static PyObject *value_result(PyObject *graph, kiln_value *v, kiln_status *st) {
+  PyObject *r = v ? value_wrap(graph, v) : ext_raise(st);
+  kiln_status_free(st);
+  return r;
+}
+
 static void graph_dealloc(PyObject *self) {
   PyTypeObject *tp = Py_TYPE(self);
   kiln_graph_free(((GraphObject *)self)->g);
@@ -60,10 +74,7 @@ static PyObject *graph_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   const char *name = "graph";
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|s", kwlist, &name)) return NULL;
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_new(name, st);
-  PyObject *r = g ? graph_wrap(g) : ext_raise(st);
-  kiln_status_free(st);
-  return r;
+  return graph_result(kiln_graph_new(name, st), st);
 }
 
 static PyObject *graph_parse(PyObject *cls, PyObject *args) {
@@ -72,10 +83,7 @@ static PyObject *graph_parse(PyObject *cls, PyObject *args) {
   Py_ssize_t len;
   if (!PyArg_ParseTuple(args, "s#|z", &text, &len, &filename)) return NULL;
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_parse(text, (size_t)len, filename, st);
-  PyObject *r = g ? graph_wrap(g) : ext_raise(st);
-  kiln_status_free(st);
-  return r;
+  return graph_result(kiln_graph_parse(text, (size_t)len, filename, st), st);
 }
 
 static PyObject *graph_load(PyObject *cls, PyObject *args) {
@@ -83,10 +91,7 @@ static PyObject *graph_load(PyObject *cls, PyObject *args) {
   const char *path;
   if (!PyArg_ParseTuple(args, "s", &path)) return NULL;
   kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_load(path, st);
-  PyObject *r = g ? graph_wrap(g) : ext_raise(st);
-  kiln_status_free(st);
-  return r;
+  return graph_result(kiln_graph_load(path, st), st);
 }
 
 /* from_onnx(path: str) or from_onnx(data: bytes) */
@@ -106,9 +111,7 @@ static PyObject *graph_from_onnx(PyObject *cls, PyObject *arg) {
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&b);
   }
-  PyObject *r = g ? graph_wrap(g) : ext_raise(st);
-  kiln_status_free(st);
-  return r;
+  return graph_result(g, st);
 out:
   kiln_status_free(st);
   return NULL;
@@ -157,9 +160,7 @@ static PyObject *graph_add_input(PyObject *self, PyObject *args) {
   PyObject *r = NULL;
   if (d) {
     kiln_status *st = kiln_status_new();
-    kiln_value *v = kiln_graph_add_input_on(go->g, name, (kiln_dtype)dtype, rank, d, gpu, st);
-    r = v ? value_wrap(self, v) : ext_raise(st);
-    kiln_status_free(st);
+    r = value_result(self, kiln_graph_add_input_on(go->g, name, (kiln_dtype)dtype, rank, d, gpu, st), st);
     free(d);
   }
   Py_DECREF(dims);
@@ -179,9 +180,7 @@ static PyObject *graph_add_weight(PyObject *self, PyObject *args) {
   PyObject *r = NULL;
   if (d) {
     kiln_status *st = kiln_status_new();
-    kiln_value *v = kiln_graph_add_weight(go->g, name, (kiln_dtype)dtype, rank, d, st);
-    r = v ? value_wrap(self, v) : ext_raise(st);
-    kiln_status_free(st);
+    r = value_result(self, kiln_graph_add_weight(go->g, name, (kiln_dtype)dtype, rank, d, st), st);
     free(d);
   }
   Py_DECREF(dims);
@@ -317,9 +316,8 @@ static PyObject *graph_add_constant(PyObject *self, PyObject *args) {
     goto out;
   }
   kiln_status *st = kiln_status_new();
-  kiln_value *v = kiln_graph_add_constant(go->g, (kiln_dtype)dtype, (int)rank, dims, b.buf, st);
-  r = v ? value_wrap(self, v) : ext_raise(st);
-  kiln_status_free(st);
+  r = value_result(self, kiln_graph_add_constant(go->g, (kiln_dtype)dtype, (int)rank, dims,
+                                                b.buf, st), st);
 out:
   if (b.obj) PyBuffer_Release(&b);
   Py_DECREF(shape);
