@@ -137,6 +137,11 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define NC_HEAP_F32 2048 /* KC x NC B block in caller workspace: 2 MiB (L3) */
 #endif
 #define SMALL_M 4
+/* Bytes of prepacked B (of a piece) above which the panel read next is
+ * prefetched: a smaller B stays in L2 from one row block to the next, and
+ * the prefetches only take L1 from the current panel (3136 x 256 x 64 and
+ * 3136 x 64 x 256, B 64 KiB: 2-4% slower with them) */
+#define PF_MIN_B (128 << 10)
 /* Largest N (of a piece) whose A is read in place, not packed */
 #define DIRECT_A_MAX_N 512
 /* B (of a piece) read in place, not packed: K x N elements at most
@@ -665,10 +670,11 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
              * it is in cache when its first tile starts; the hardware prefetcher                \
              * restarts on every panel, which sit K * 2VL elements apart (AVX2                   \
              * host, caches flushed between calls, GFLOP/s median: 196 x 256 x                   \
-             * 1024 +3-11%, 49 x 512 x 2048 +2-20%, 392 x 512 x 2048 +6-13%) */                  \
+             * 1024 +3-11%, 49 x 512 x 2048 +2-20%, 392 x 512 x 2048 +6-13%),                    \
+             * where B is too large to stay in L2 across the row blocks */                       \
             const char *pf = 0;                                                                  \
             int64_t pf_lines = 0, ntiles = CEILDIV(mc, MR);                                      \
-            if (packed) {                                                                        \
+            if (packed && K * CEILDIV(N, 2 * VL) * 2 * VL * (int64_t)sizeof(T) > PF_MIN_B) {     \
               if (jr + 2 * VL < nc) pf = (const char *)(Bb + (jr / (2 * VL) + 1) * ps);          \
               else if (ic + mc < M) pf = (const char *)Bb;                                       \
               else if (pc + kc < K) pf = (const char *)(B + jc * K + (pc + kc) * 2 * VL);        \

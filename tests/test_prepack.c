@@ -609,9 +609,9 @@ static const cshape CONVS[] = {
     /* K = 333: two K blocks of 167 and 166; 156 and 468 pixels: 2 and 4
      * blocks, the first ones a tile longer where the tiles do not divide */
     {12, 13, 333, 1, 1, 37, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false},
-    /* F = 2100: two column blocks of the packed B (the prefetch of the next
-     * column block's first panel) */
-    {5, 30, 8, 1, 1, 2100, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
+    /* F = 2100: two column blocks of the packed B (198 KiB in f32, so the
+     * next column block's first panel is prefetched) */
+    {5, 30, 24, 1, 1, 2100, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
 };
 #define NCONVS (int)(sizeof CONVS / sizeof CONVS[0])
 static const int64_t CONV_BATCHES[] = {1, 3};
