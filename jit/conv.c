@@ -50,10 +50,16 @@
  * template (256 deep), from L3 where it is large; blocks of the template's
  * MC keep each block's result in L2 across its K blocks (measured on this
  * AVX2 host, GFLOP/s, whole -> blocks of 144: 1568 x 256 x 1024 71 -> 82,
- * 6272 x 128 x 512 63 -> 75; 96 and 288 were no better). Blocks are equal
- * (M / ceil(M / 144)), so none drops to the template's few-rows path and
- * the sums stay those of one call. (Without a packed filter each block
- * would pack the whole filter again: one call.) */
+ * 6272 x 128 x 512 63 -> 75; 96 and 288 were no better). The
+ * ceil(M / 144) blocks split the register tiles (jit_gemm_tile_rows, MR
+ * rows) as evenly as they go, so only the last block ends in a partial
+ * tile: equal blocks of pixels left one in each (196 = 98 + 98, each 16
+ * tiles of 6 rows and one of 2; 102 + 94 measured +6% on 196 x 256 x
+ * 1024). Every block but a lone one (M <= 144, the whole call) holds at
+ * least 9 tiles, so none drops to the template's few-rows path (under 4
+ * rows, summed differently) and the sums stay those of one call. (Without
+ * a packed filter each block would pack the whole filter again: one
+ * call.) */
 #define CONV_PLAIN_MB 144
 
 typedef struct convp {
@@ -120,6 +126,14 @@ static void add_bias(jit_fn *f, const convp *q, LLVMValueRef r0, LLVMValueRef r1
   jit_loop_end(f, &L);
 }
 
+static LLVMValueRef ceil_div(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildUDiv(f->b, jit_add(f, a, LLVMBuildSub(f->b, b, jit_i64(f, 1), "")), b, "");
+}
+
+static LLVMValueRef min_i64(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, a, b, ""), a, b, "");
+}
+
 /* C = A B through the template's _ex entry, or its _pex one when B is
  * prepacked (packed: ldb and work unused). */
 static void call_gemm(jit_fn *f, LLVMValueRef gemm, bool packed, LLVMValueRef M, LLVMValueRef N,
@@ -184,18 +198,22 @@ int jit_lower_conv(jit_fn *f) {
   LLVMValueRef M = LLVMBuildSub(f->b, hi, lo, "m");
   bool plain = q.R == 1 && q.S == 1 && w->st[0] == 1 && w->st[1] == 1 && q.groups == 1 &&
                !w->pad[0] && !w->pad[1] && !w->pad[2] && !w->pad[3];
-  if (plain && packed) { /* the same, in equal blocks of at most CONV_PLAIN_MB pixels */
-    LLVMValueRef nb = LLVMBuildUDiv(f->b, jit_add(f, M, jit_i64(f, CONV_PLAIN_MB - 1)),
-                                    jit_i64(f, CONV_PLAIN_MB), "");
+  if (plain && packed) { /* the same, in blocks of at most CONV_PLAIN_MB pixels */
+    /* nb = ceil(M / CONV_PLAIN_MB) blocks (at least one) share the ceil(M /
+     * MR) register tiles: tq each, one more for the first tr */
     LLVMValueRef one = jit_i64(f, 1);
+    LLVMValueRef mr = jit_i64(f, jit_gemm_tile_rows(jit_target_has(f, "avx512f")));
+    LLVMValueRef nb = ceil_div(f, M, jit_i64(f, CONV_PLAIN_MB));
     nb = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntULT, nb, one, ""), one, nb, "");
-    LLVMValueRef mb = LLVMBuildUDiv(f->b, jit_add(f, M, LLVMBuildSub(f->b, nb, one, "")), nb, "");
+    LLVMValueRef tiles = ceil_div(f, M, mr);
+    LLVMValueRef tq = LLVMBuildUDiv(f->b, tiles, nb, ""), tr = LLVMBuildURem(f->b, tiles, nb, "");
     jit_loop Pb;
     LLVMValueRef blk = jit_loop_begin(f, &Pb, zero, nb, "pblk");
-    LLVMValueRef m0 = jit_add(f, lo, jit_mul(f, blk, mb));
-    LLVMValueRef rest = LLVMBuildSub(f->b, hi, m0, "");
-    LLVMValueRef m =
-        LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, rest, mb, ""), rest, mb, "");
+    LLVMValueRef t0 = jit_add(f, jit_mul(f, blk, tq), min_i64(f, blk, tr));
+    LLVMValueRef t1 = jit_add(f, jit_mul(f, jit_add(f, blk, one), tq),
+                              min_i64(f, jit_add(f, blk, one), tr));
+    LLVMValueRef m0 = jit_add(f, lo, jit_mul(f, t0, mr));
+    LLVMValueRef m = LLVMBuildSub(f->b, min_i64(f, jit_add(f, lo, jit_mul(f, t1, mr)), hi), m0, "");
     call_gemm(f, gemm, true, m, Fv, q.C, eptr(f, q.dt, X, jit_mul(f, m0, q.C)), q.C, Fl, Fv,
               eptr(f, q.dt, Y, jit_mul(f, m0, Fv)), Fv, NULL);
     if (q.bias) add_bias(f, &q, m0, jit_add(f, m0, m));

@@ -257,6 +257,10 @@ bool jit_matmul_view(const ir_node *n, ir_arena *a, jit_matmul_1d *view);
  * fold to constants), else linked from the template. 0, or -1 with f->err. */
 int jit_gemm_entries(jit_fn *f, ir_dtype dt, const char *variant, bool prefer_prebuilt,
                      LLVMValueRef *gemm, LLVMValueRef *work);
+/* Rows of the template's register tile (its MR, matmul.c) for f32 and f64
+ * on a target with (or without) avx512f: a block of C rows that is a
+ * multiple of it leaves no partial row tile. */
+int64_t jit_gemm_tile_rows(bool avx512f);
 /* mo.softmax / mo.logsoftmax node n (norm.c) on buffers X -> Y. With a
  * prologue `pro` (X unused, may be NULL): each row of n's operand is first
  * computed by pro's members (pro->out_node[0] gives it, the inputs read

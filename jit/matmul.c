@@ -67,6 +67,8 @@ int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt) {
   return 0;
 }
 
+int64_t jit_gemm_tile_rows(bool avx512f) { return avx512f ? 8 : 6; } /* gemm.c's MR */
+
 int jit_gemm_entries(jit_fn *f, ir_dtype dt, const char *variant, bool prefer_prebuilt,
                      LLVMValueRef *gemm, LLVMValueRef *work) {
   bool wide = jit_target_has(f, "avx512f");

@@ -83,7 +83,8 @@
  * time (eight independent accumulator chains per row, no C traffic).
  * With B prepacked the KC x NC block is not copied: the micro-kernel reads
  * the panels in place, with NC_HEAP-wide column blocks (fewer passes over
- * A) and KC_HEAP-deep K blocks where _ex would take its workspace. */
+ * A) and KC_HEAP-deep K blocks where _ex would take its workspace; the
+ * panel read next is prefetched while the current one's tiles run. */
 #include <stdint.h>
 
 typedef float v16f __attribute__((ext_vector_type(16)));
@@ -136,6 +137,11 @@ typedef double v4d __attribute__((ext_vector_type(4)));
 #define NC_HEAP_F32 2048 /* KC x NC B block in caller workspace: 2 MiB (L3) */
 #endif
 #define SMALL_M 4
+/* Bytes of prepacked B (of a piece) above which the panel read next is
+ * prefetched: a smaller B stays in L2 from one row block to the next, and
+ * the prefetches only take L1 from the current panel (3136 x 256 x 64 and
+ * 3136 x 64 x 256, B 64 KiB: 2-4% slower with them) */
+#define PF_MIN_B (128 << 10)
 /* Largest N (of a piece) whose A is read in place, not packed */
 #define DIRECT_A_MAX_N 512
 /* B (of a piece) read in place, not packed: K x N elements at most
@@ -599,8 +605,12 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
     /* A read in place, not packed, where few column panels would share                          \
      * the packed copy (measured on znver5, GFLOP/s packed -> in place:                          \
      * 128x128x64 222 -> 239, 256^3 240 -> 249, 512^3 250 -> 254, N = 10                         \
-     * 71 -> 109; 1024^3 and 2048^3 equal or 3% slower: they keep packing) */                    \
-    int direct = N <= DIRECT_A_MAX_N;                                                            \
+     * 71 -> 109; 1024^3 and 2048^3 equal or 3% slower: they keep packing).                      \
+     * Not where lda is a multiple of 4 KiB (a 1x1 conv over 1024 or 2048                        \
+     * channels): the MR rows then map to one L1 set and evict the B panel                       \
+     * (AVX2 host, L2 flushed, 49 x 512 x 2048 and 196 x 256 x 1024 with B                       \
+     * prepacked: +4% packed) */                                                                 \
+    int direct = N <= DIRECT_A_MAX_N && (lda * (int64_t)sizeof(T)) % 4096 != 0;                  \
     /* B read in place, not packed, where that is faster than packing it                         \
      * (measured on znver5, GFLOP/s packed -> in place): B small enough that                     \
      * its rows, ldb apart, stay in L1 (128x128x64 247 -> 258, 64^3 222 ->                       \
@@ -654,8 +664,30 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
               }                                                                                  \
               continue;                                                                          \
             }                                                                                    \
+            /* B prepacked: the panel read next (this block's next one, else its                 \
+             * first for the next row block, else the first of the next K or                     \
+             * column block) is prefetched a slice per row tile, so                              \
+             * it is in cache when its first tile starts; the hardware prefetcher                \
+             * restarts on every panel, which sit K * 2VL elements apart (AVX2                   \
+             * host, caches flushed between calls, GFLOP/s median: 196 x 256 x                   \
+             * 1024 +3-11%, 49 x 512 x 2048 +2-20%, 392 x 512 x 2048 +6-13%),                    \
+             * where B is too large to stay in L2 across the row blocks */                       \
+            const char *pf = 0;                                                                  \
+            int64_t pf_lines = 0, ntiles = CEILDIV(mc, MR);                                      \
+            if (packed && K * CEILDIV(N, 2 * VL) * 2 * VL * (int64_t)sizeof(T) > PF_MIN_B) {     \
+              if (jr + 2 * VL < nc) pf = (const char *)(Bb + (jr / (2 * VL) + 1) * ps);          \
+              else if (ic + mc < M) pf = (const char *)Bb;                                       \
+              else if (pc + kc < K) pf = (const char *)(B + jc * K + (pc + kc) * 2 * VL);        \
+              else if (jc + nc < N) pf = (const char *)(B + (jc + nc) * K);                      \
+              pf_lines = kc * 2 * VL * (int64_t)sizeof(T) / 64;                                  \
+            }                                                                                    \
             for (int64_t ir = 0; ir < mc; ir += MR) {                                            \
               int64_t mr = MIN(MR, mc - ir);                                                     \
+              if (pf) {                                                                          \
+                int64_t t = ir / MR, l1 = (t + 1) * pf_lines / ntiles;                           \
+                for (int64_t l = t * pf_lines / ntiles; l < l1; l++)                             \
+                  __builtin_prefetch(pf + l * 64, 0, 2);                                         \
+              }                                                                                  \
               T *cp = C + (ic + ir) * ldc + jc + jr;                                             \
               int first = pc == 0;                                                               \
               if (direct && mr > MR4) { /* A as it is */                                         \
@@ -782,7 +814,8 @@ static inline __attribute__((always_inline)) int64_t block_size(int64_t n, int64
 #define DEFINE_FAMILY(NAME, ...) DEFINE_GEMM(NAME, __VA_ARGS__)
 
 /* MR is read where each family expands: 8 rows for the AVX-512 ones, 6 for
- * AVX2's (-DKILN_GEMM_MR=N sets every family's, for experiments) */
+ * AVX2's (-DKILN_GEMM_MR=N sets every family's, for experiments;
+ * jit_gemm_tile_rows, jit/matmul.c, says the same to the JIT) */
 #ifdef KILN_GEMM_MR
 #define MR KILN_GEMM_MR
 #else

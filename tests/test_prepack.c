@@ -12,8 +12,10 @@
  * graph that carries the runtime's kiln.packed_b itself (refused at parse).
  * conv2d: a one-group filter that is a weight or a mo.constant is packed
  * too (the plain 1x1 GEMM, im2col with padding, stride, dilation, odd C and
- * F, F > 256, several pixel blocks; f32 and f64; 1 and 2 threads; the bits
- * of the filter given as an input; a rebind seen); two groups are not.
+ * F, F > 256, several pixel blocks; the plain 1x1's blocks of whole tiles
+ * with a ragged last one, C = 1024, K not a multiple of its block, two
+ * column blocks; f32 and f64; 1 and 2 threads; the bits of the filter
+ * given as an input; a rebind seen); two groups are not.
  * Each test checks that prepacking did happen (rt_model_prepack_sources),
  * so a change that silently stops packing fails here. Outputs are written
  * into NaN-filled caller tensors. Tolerance: inputs in [-1, 1], weights in
@@ -589,7 +591,8 @@ static char *conv_text(const cshape *k, const char *dt, int filt) {
  * plain GEMM (1x1, stride 1, no padding), im2col with padding, stride 2,
  * dilation, a 1x1 with stride 2, odd C and F (F not a multiple of the
  * panel width), F > 256 (the template's wide-B blocking), and more than one
- * 256-pixel block; a two-group conv (not packed). */
+ * 256-pixel block; a two-group conv (not packed); then the edges of the
+ * plain 1x1's pixel blocks and of the template's packed path. */
 static const cshape CONVS[] = {
     {5, 6, 37, 1, 1, 19, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false},
     {7, 9, 5, 3, 3, 40, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
@@ -599,6 +602,16 @@ static const cshape CONVS[] = {
     {6, 7, 24, 3, 3, 270, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
     {20, 20, 16, 3, 3, 70, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
     {6, 6, 8, 3, 3, 12, {1, 1}, {1, 1, 1, 1}, {1, 1}, 2, false},
+    /* the plain 1x1's blocks of whole register tiles, the last one ragged
+     * (batch 3: 147 pixels = 78 + 69 rows with 6-row tiles, 80 + 67 with
+     * 8), C = 1024: rows 4 KiB apart, A packed, not read in place */
+    {7, 7, 1024, 1, 1, 19, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false},
+    /* K = 333: two K blocks of 167 and 166; 156 and 468 pixels: 2 and 4
+     * blocks, the first ones a tile longer where the tiles do not divide */
+    {12, 13, 333, 1, 1, 37, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, false},
+    /* F = 2100: two column blocks of the packed B (198 KiB in f32, so the
+     * next column block's first panel is prefetched) */
+    {5, 30, 24, 1, 1, 2100, {1, 1}, {0, 0, 0, 0}, {1, 1}, 1, true},
 };
 #define NCONVS (int)(sizeof CONVS / sizeof CONVS[0])
 static const int64_t CONV_BATCHES[] = {1, 3};
