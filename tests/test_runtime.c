@@ -13,6 +13,7 @@
 #include "ir/interp.h"
 #include "kiln/kiln.h"
 #include "src/io.h"
+#include "tests/support/st_file.h"
 #include "src/json.h"
 #include "src/rt.h"
 
@@ -1056,20 +1057,9 @@ Test(json, strict_reader) {
   cr_assert(strstr(err, "nesting too deep"), "%s", err);
 }
 
-static void write_raw(const char *path, const char *header, size_t hlen, size_t ndata) {
-  FILE *f = fopen(path, "wb");
-  cr_assert(f);
-  unsigned char len8[8];
-  for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-  fwrite(len8, 1, 8, f);
-  fwrite(header, 1, hlen, f);
-  for (size_t i = 0; i < ndata; i++) fputc(i & 0xff, f);
-  fclose(f);
-}
-
 static void st_rejects(const char *header, size_t ndata, kiln_code code, const char *needle) {
   char *path = tmp_path("bad.safetensors");
-  write_raw(path, header, strlen(header), ndata);
+  st_write_raw(path, header, strlen(header), ndata);
   kiln_status *st = kiln_status_new();
   cr_assert_null(rt_safetensors_open(path, st), "accepted: %s", header);
   assert_error(st, code, needle);
@@ -1103,7 +1093,7 @@ Test(safetensors, round_trip_with_metadata_and_bf16) {
   /* __metadata__ is accepted and skipped */
   const char *h = "{\"__metadata__\": {\"format\": \"pt\"}, \"a\": {\"dtype\": \"F32\", \"shape\": "
                   "[2], \"data_offsets\": [0, 8]}}";
-  write_raw(path, h, strlen(h), 8);
+  st_write_raw(path, h, strlen(h), 8);
   f = rt_safetensors_open(path, st);
   cr_assert(f, "%s", kiln_status_message(st));
   cr_assert_eq(rt_safetensors_count(f), 1);

@@ -18,6 +18,7 @@
 
 #include "kiln/kiln.h"
 #include "src/io.h"
+#include "tests/support/st_file.h"
 
 static char *tmp_path(const char *name) {
   static char buf[512];
@@ -25,21 +26,9 @@ static char *tmp_path(const char *name) {
   return buf;
 }
 
-/* 8-byte length, the header, then ndata bytes 0, 1, 2, ... */
-static void write_raw(const char *path, const char *header, size_t hlen, size_t ndata) {
-  FILE *f = fopen(path, "wb");
-  cr_assert(f);
-  unsigned char len8[8];
-  for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
-  fwrite(len8, 1, 8, f);
-  fwrite(header, 1, hlen, f);
-  for (size_t i = 0; i < ndata; i++) fputc((int)(i & 0xff), f);
-  cr_assert_eq(fclose(f), 0);
-}
-
 static void rejects(const char *header, size_t ndata, const char *needle) {
   char *path = tmp_path("bad.safetensors");
-  write_raw(path, header, strlen(header), ndata);
+  st_write_raw(path, header, strlen(header), ndata);
   kiln_status *st = kiln_status_new();
   rt_safetensors *f = rt_safetensors_open(path, st);
   cr_assert_null(f, "accepted: %s", header);
@@ -52,7 +41,7 @@ static void rejects(const char *header, size_t ndata, const char *needle) {
 
 static void accepts(const char *header, size_t ndata, int count) {
   char *path = tmp_path("good.safetensors");
-  write_raw(path, header, strlen(header), ndata);
+  st_write_raw(path, header, strlen(header), ndata);
   kiln_status *st = kiln_status_new();
   rt_safetensors *f = rt_safetensors_open(path, st);
   cr_assert(f, "refused: %s: %s", header, kiln_status_message(st));
@@ -142,7 +131,7 @@ static double open_and_find(int n) {
   h[k++] = '}';
   h[k] = 0;
   char *path = tmp_path("many.safetensors");
-  write_raw(path, h, k, (size_t)n * 4);
+  st_write_raw(path, h, k, (size_t)n * 4);
   free(h);
   kiln_status *st = kiln_status_new();
   double t0 = cpu_s();
