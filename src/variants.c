@@ -75,7 +75,8 @@ struct rt_variants {
   int8_t *bkind;          /* per symbol kiln_bucket_kind; NULL: all exact (buckets_locked) */
   int64_t *bn;            /* per symbol, the MULTIPLE's n */
   bool *bexplicit;        /* per symbol: the caller chose its bucket (never automatic) */
-  rt_spec_policy *pol;    /* the async policy's bookkeeping (spec_policy.h), or NULL */
+  _Atomic(rt_spec_policy *) pol; /* the async policy's bookkeeping (spec_policy.h), or NULL;
+                                  * published once (release), read without the lock */
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
   int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
   int nfailed, failed_next;
@@ -265,7 +266,7 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->bkind);
   free(vs->bn);
   free(vs->bexplicit);
-  rt_spec_policy_free(vs->pol);
+  rt_spec_policy_free(atomic_load(&vs->pol));
   free(vs->failed);
   pthread_mutex_destroy(&vs->lock);
   free(vs);
@@ -650,16 +651,18 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   int p = policy_of(m);
   if (p == KILN_SPECIALIZE_OFF || !useful(m)) return NULL;
   rt_variants *vs = m->variants;
-  if (p == KILN_SPECIALIZE_ASYNC && !vs->pol) { /* made on first use; kept */
-    rt_spec_policy *pol = rt_spec_policy_new(m->g->nsyms);
-    pthread_mutex_lock(&vs->lock);
-    if (!vs->pol) vs->pol = pol, pol = NULL;
-    pthread_mutex_unlock(&vs->lock);
-    rt_spec_policy_free(pol);
+  rt_spec_policy *pol = NULL;
+  if (p == KILN_SPECIALIZE_ASYNC && !(pol = atomic_load_explicit(&vs->pol, memory_order_acquire))) {
+    rt_spec_policy *made = rt_spec_policy_new(m->g->nsyms); /* made on first use; kept */
+    if (made && atomic_compare_exchange_strong_explicit(&vs->pol, &pol, made,
+                                                        memory_order_acq_rel,
+                                                        memory_order_acquire))
+      pol = made, made = NULL;
+    rt_spec_policy_free(made);
   }
-  bool async = p == KILN_SPECIALIZE_ASYNC && vs->pol;
+  bool async = pol != NULL;
   if (async) {
-    int k = rt_spec_policy_values(vs->pol, syms, NULL); /* explicit: auto_bucket */
+    int k = rt_spec_policy_values(pol, syms, NULL); /* explicit: auto_bucket */
     if (k >= 0) auto_bucket(m, k);
   }
   int64_t kbuf[KEY_STACK], *key = kbuf;
@@ -673,7 +676,7 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
     rt_spec_ticket tk;
-    rt_spec_verdict d = rt_spec_policy_seen(vs->pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
+    rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
     if (t) *t = tk;
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
     else if (d == RT_SPEC_QUEUE && !failed) enqueue(m, key);
@@ -702,9 +705,12 @@ static void drop_variant(kiln_model *m, rt_variant *v) {
 }
 
 void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int64_t ns) {
-  if (!t || t->slot < 0 || !m->variants || !m->variants->pol) return;
+  rt_spec_policy *pol = NULL;
+  if (!t || t->slot < 0 || !m->variants
+      || !(pol = atomic_load_explicit(&m->variants->pol, memory_order_acquire)))
+    return;
   int mode = atomic_load_explicit(&m->ctx->spec->test_trial, memory_order_relaxed);
-  if (rt_spec_policy_timed(m->variants->pol, t, ns, (rt_spec_trial_mode)mode) && v)
+  if (rt_spec_policy_timed(pol, t, ns, (rt_spec_trial_mode)mode) && v)
     drop_variant(m, v);
 }
 
