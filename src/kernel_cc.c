@@ -176,11 +176,11 @@ static bool looks_like_bitcode(const unsigned char *p, size_t n) {
                     (p[0] == 0xDE && p[1] == 0xC0 && p[2] == 0x17 && p[3] == 0x0B));
 }
 
-static void *cache_get(const char *cache_dir, const rt_cc_job *job, size_t *len) {
+static void *cache_get(const rt_lib_dirs *dirs, const rt_cc_job *job, size_t *len) {
   char name[64];
   snprintf(name, sizeof name, "%s.bc", job->hash + 2);
   /* owner and mode checked, no link followed: this bitcode becomes code */
-  char *bc = kc_tree_read(cache_dir, "libs", name, len, NULL, 0);
+  char *bc = rt_lib_dirs_read(dirs, name, len);
   if (bc && !looks_like_bitcode((unsigned char *)bc, *len)) {
     free(bc);
     return NULL;
@@ -776,11 +776,11 @@ static int check_files(const rt_cc_job *job, const char *tmp, kiln_status *st) {
   return rc;
 }
 
-int rt_cc_build(const rt_cc_job *job, const char *cache_dir, void **bc, size_t *bclen,
+int rt_cc_build(const rt_cc_job *job, const rt_lib_dirs *dirs, void **bc, size_t *bclen,
                 kiln_status *st) {
   *bc = NULL;
   *bclen = 0;
-  if (cache_dir && (*bc = cache_get(cache_dir, job, bclen))) return 0;
+  if (dirs && (*bc = cache_get(dirs, job, bclen))) return 0;
   char tmp[PATH_MAX];
   if (make_tmp(job, tmp, sizeof tmp, st) < 0) return -1;
   int rc = check_version(job, tmp, st);
@@ -791,8 +791,8 @@ int rt_cc_build(const rt_cc_job *job, const char *cache_dir, void **bc, size_t *
     free(*bc);
     *bc = NULL;
     *bclen = 0;
-  } else if (cache_dir) {
-    cache_put(cache_dir, job, *bc, *bclen);
+  } else if (dirs && dirs->dir) {
+    cache_put(dirs->dir, job, *bc, *bclen);
   }
   return rc;
 }

@@ -168,7 +168,7 @@ static void *known_bitcode(rt_kernel_libs *l, const char *hash, size_t *len) {
  * .bc as given. *owned is a malloc'd buffer to free (NULL when data is
  * used as is). 0 or -1 with st. */
 static int library_bytes(rt_kernel_libs *l, lib_kind kind, const char *name, const char *path,
-                         const void *data, size_t len, const char *cache_dir, const void **out,
+                         const void *data, size_t len, const rt_lib_dirs *dirs, const void **out,
                          size_t *outlen, void **owned, char hash[40], kiln_status *st) {
   *owned = NULL;
   *out = data;
@@ -186,10 +186,18 @@ static int library_bytes(rt_kernel_libs *l, lib_kind kind, const char *name, con
   if (rt_cc_prepare(&job, st) < 0) return -1;
   memcpy(hash, job.hash, 40);
   void *bc = known_bitcode(l, job.hash, outlen);
-  if (!bc && rt_cc_build(&job, cache_dir, &bc, outlen, st) < 0) return -1;
+  if (!bc && rt_cc_build(&job, dirs, &bc, outlen, st) < 0) return -1;
   *owned = bc;
   *out = bc;
   return 0;
+}
+
+char *rt_lib_dirs_read(const rt_lib_dirs *d, const char *name, size_t *len) {
+  if (!d) return NULL;
+  char *bytes = d->dir ? kc_tree_read(d->dir, "libs", name, len, NULL, 0) : NULL;
+  for (int i = 0; !bytes && i < d->nseeds; i++)
+    bytes = kc_tree_read(d->seeds[i], "libs", name, len, NULL, 0);
+  return bytes;
 }
 
 /* ---- the function list beside a compiled C library's bitcode ----
@@ -225,11 +233,11 @@ static void fns_store(const char *cache_dir, const char *hash, const jit_lib_inf
 /* The function list of hash from its .fns file into info (bitcode not
  * set); false when there is none, it fails the cache's owner and mode rule
  * (kc_tree_read), or it is malformed (info then empty). */
-static bool fns_load(const char *cache_dir, const char *hash, jit_lib_info *info) {
+static bool fns_load(const rt_lib_dirs *dirs, const char *hash, jit_lib_info *info) {
   char name[64], line[8192];
   size_t tlen = 0;
   fns_name(hash, name, sizeof name);
-  char *text = kc_tree_read(cache_dir, "libs", name, &tlen, NULL, 0);
+  char *text = rt_lib_dirs_read(dirs, name, &tlen);
   FILE *f = text ? fmemopen(text, tlen, "r") : NULL;
   if (!f) {
     free(text);
@@ -264,9 +272,9 @@ static bool fns_load(const char *cache_dir, const char *hash, jit_lib_info *info
 /* The library's function list and bitcode: for C from the .fns file when
  * the cache has one, else (and for .ll / .bc) by jit_lib_inspect. */
 static int describe(rt_kernel_lib *lib, lib_kind kind, const void *bytes, size_t nbytes,
-                    const char *cache_dir, kiln_status *st) {
+                    const rt_lib_dirs *dirs, kiln_status *st) {
   bool c = kind == LIB_C;
-  if (c && cache_dir && fns_load(cache_dir, lib->hash, &lib->info)) {
+  if (c && dirs && fns_load(dirs, lib->hash, &lib->info)) {
     if (!(lib->info.bitcode = malloc(nbytes ? nbytes : 1)))
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding a kernel library");
     memcpy(lib->info.bitcode, bytes, nbytes);
@@ -276,7 +284,7 @@ static int describe(rt_kernel_lib *lib, lib_kind kind, const void *bytes, size_t
   char err[1024] = "";
   if (jit_lib_inspect(bytes, nbytes, lib->label, c, &lib->info, err, sizeof err) < 0)
     return rt_err(st, c ? KILN_ERR_COMPILE : KILN_ERR_PARSE, "kernel library %s", err);
-  if (c && cache_dir) fns_store(cache_dir, lib->hash, &lib->info);
+  if (c && dirs && dirs->dir) fns_store(dirs->dir, lib->hash, &lib->info);
   return 0;
 }
 
@@ -300,7 +308,7 @@ static int append(rt_kernel_libs *l, rt_kernel_lib *lib, kiln_status *st) {
 }
 
 int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, const void *data,
-                       size_t len, const char *cache_dir, kiln_status *st) {
+                       size_t len, const rt_lib_dirs *dirs, kiln_status *st) {
   lib_kind kind = kind_of(name);
   if (kind == LIB_UNKNOWN)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
@@ -309,7 +317,7 @@ int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, co
   size_t nbytes;
   void *owned = NULL;
   char hash[40];
-  if (library_bytes(l, kind, name, path, data, len, cache_dir, &bytes, &nbytes, &owned, hash,
+  if (library_bytes(l, kind, name, path, data, len, dirs, &bytes, &nbytes, &owned, hash,
                     st) < 0)
     return -1;
   rt_kernel_lib *lib = calloc(1, sizeof *lib);
@@ -324,7 +332,7 @@ int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, co
       lib->srclen = len;
     }
     memcpy(lib->hash, hash, sizeof lib->hash);
-    rc = describe(lib, kind, bytes, nbytes, cache_dir, st);
+    rc = describe(lib, kind, bytes, nbytes, dirs, st);
     if (rc == 0) rc = append(l, lib, st);
   }
   free(owned);
@@ -644,7 +652,7 @@ static int find_target_bitcode(void *ud, const char *hash, const void **data, si
 
 /* The C library of hash compiled for GPU target t, once. 0 or -1 with st. */
 static int prepare_target(rt_kernel_libs *l, const char *hash, rt_lib_target t,
-                          const char *cache_dir, kiln_status *st) {
+                          const rt_lib_dirs *dirs, kiln_status *st) {
   rt_cc_job job;
   memset(&job, 0, sizeof job);
   pthread_mutex_lock(&l->mu);
@@ -663,7 +671,7 @@ static int prepare_target(rt_kernel_libs *l, const char *hash, rt_lib_target t,
   if (!need) return 0;
   void *bc = NULL;
   size_t len = 0;
-  if (rt_cc_prepare(&job, st) < 0 || rt_cc_build(&job, cache_dir, &bc, &len, st) < 0) return -1;
+  if (rt_cc_prepare(&job, st) < 0 || rt_cc_build(&job, dirs, &bc, &len, st) < 0) return -1;
   pthread_mutex_lock(&l->mu);
   if (!lib->tbc[t]) {
     lib->tbc[t] = bc;
@@ -676,13 +684,13 @@ static int prepare_target(rt_kernel_libs *l, const char *hash, rt_lib_target t,
 }
 
 int rt_kernel_libs_bind_simt(rt_kernel_libs *l, ir_graph *g, rt_lib_target t,
-                             const char *cache_dir, jit_libs *res, kiln_status *st) {
+                             const rt_lib_dirs *dirs, jit_libs *res, kiln_status *st) {
   if (!l || (unsigned)t >= RT_LIB_NTARGETS)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "rt_kernel_libs_bind_simt: bad argument");
   if (bind(l, g, ON_SIMT, st) < 0) return -1;
   for (int i = 0; i < g->nnodes; i++) {
     const char *hash = ir_node_attr_string(g->nodes[i], "kiln.library", NULL);
-    if (hash && t != RT_LIB_EMU && prepare_target(l, hash, t, cache_dir, st) < 0) return -1;
+    if (hash && t != RT_LIB_EMU && prepare_target(l, hash, t, dirs, st) < 0) return -1;
   }
   pthread_mutex_lock(&l->mu);
   l->res[t].l = l;

@@ -28,6 +28,26 @@ extern const size_t kiln_kernel_h_text_len;
 
 typedef struct rt_kernel_libs rt_kernel_libs;
 
+/* Where compiled C libraries are cached: dir/libs is read and written (dir
+ * NULL: memory only), then the libs folders of the read-only seed layers
+ * (kiln_context_add_cache_seed_dir) are read, in order. Strings borrowed. */
+typedef struct rt_lib_dirs {
+  const char *dir;
+  const char *const *seeds;
+  int nseeds;
+} rt_lib_dirs;
+
+/* libs/name from the first layer of d that holds it and passes the cache's
+ * owner and mode rule (kc_tree_read), malloc'd with its length in *len;
+ * NULL when none does (or d is NULL). */
+char *rt_lib_dirs_read(const rt_lib_dirs *d, const char *name, size_t *len);
+
+/* ctx's layers (context_libs.c): its disk cache directory and seed layers.
+ * d->seeds is malloc'd when there are seeds (rt_lib_dirs_done frees it);
+ * out of memory leaves them out, which only costs a compile. */
+void rt_context_lib_dirs(const kiln_context *ctx, rt_lib_dirs *d);
+void rt_lib_dirs_done(rt_lib_dirs *d);
+
 rt_kernel_libs *rt_kernel_libs_new(void); /* NULL on out-of-memory */
 void rt_kernel_libs_free(rt_kernel_libs *l); /* NULL ok */
 /* The resolver jit_engine_set_libs takes (l must outlive the engine's use). */
@@ -35,11 +55,11 @@ jit_libs rt_kernel_libs_resolver(rt_kernel_libs *l);
 
 /* Add a library. name: the file name or a label whose extension (.c, .ll,
  * .bc) says the kind; data[0..len) its bytes (borrowed); path: the file it
- * came from (NULL from memory: C diagnostics then name `name`). cache_dir:
- * the disk cache's directory for compiled C (NULL: memory only). 0, or -1
- * with st filled. */
+ * came from (NULL from memory: C diagnostics then name `name`). dirs: the
+ * disk cache layers for compiled C (NULL: memory only). 0, or -1 with st
+ * filled. */
 int rt_kernel_libs_add(rt_kernel_libs *l, const char *name, const char *path, const void *data,
-                       size_t len, const char *cache_dir, kiln_status *st);
+                       size_t len, const rt_lib_dirs *dirs, kiln_status *st);
 
 /* Every mo.custom / mo.inplace_custom node of g (before fusion: not inside
  * fused bodies): find the library that defines its symbol, check the
@@ -74,12 +94,12 @@ typedef enum rt_lib_target {
 /* Bind g's custom nodes for SIMT target t (as rt_kernel_libs_bind, with
  * the placement above), then make sure each bound library has bitcode for
  * t: a C library is compiled for the GPU triple once (kept in memory, and
- * under cache_dir/libs by a hash that includes the target); .ll / .bc serve
+ * under the cache layers' libs by a hash that includes the target); .ll / .bc serve
  * as given (the lowering refuses a triple of another target). *res: the
  * resolver to give jit_simt_compile_graph_libs (valid while l lives).
  * 0, or -1 with st. */
 int rt_kernel_libs_bind_simt(rt_kernel_libs *l, ir_graph *g, rt_lib_target t,
-                             const char *cache_dir, jit_libs *res, kiln_status *st);
+                             const rt_lib_dirs *dirs, jit_libs *res, kiln_status *st);
 
 /* On: rt_kernel_libs_bind stamps a SIMT kernel kiln.simt_stub instead of
  * refusing it, and the CPU lowering makes it a kernel that never calls the
@@ -105,11 +125,11 @@ typedef struct rt_cc_job {
  * version is checked when it compiles). 0, or -1 with st filled (no clang:
  * the message names KILN_CLANG). */
 int rt_cc_prepare(rt_cc_job *job, kiln_status *st);
-/* The bitcode of job: from cache_dir/libs/<hex>.bc when cache_dir is not
- * NULL and it is there, else compiled by clang (version 19 checked) and
- * stored there. *bc malloc'd (caller frees). 0, or -1 with st filled
+/* The bitcode of job: from libs/<hex>.bc of the first cache layer of dirs
+ * (NULL: none) holding it, else compiled by clang (version 19 checked) and
+ * stored in dirs->dir when there is one. *bc malloc'd (caller frees). 0, or -1 with st filled
  * (clang's own diagnostics, file:line, when the source does not compile). */
-int rt_cc_build(const rt_cc_job *job, const char *cache_dir, void **bc, size_t *bclen,
+int rt_cc_build(const rt_cc_job *job, const rt_lib_dirs *dirs, void **bc, size_t *bclen,
                 kiln_status *st);
 
 #endif

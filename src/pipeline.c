@@ -125,9 +125,11 @@ static int bind_simt(ir_graph *g, rt_target *t, kiln_status *st) {
   rt_lib_target lt = t->simt.kind == JIT_SIMT_NVPTX    ? RT_LIB_NVPTX
                      : t->simt.kind == JIT_SIMT_AMDGPU ? RT_LIB_AMDGPU
                                                        : RT_LIB_EMU;
-  if (rt_kernel_libs_bind_simt(t->ctx->libs, g, lt, kiln_context_cache_dir(t->ctx), &t->libs,
-                               st) < 0)
-    return -1;
+  rt_lib_dirs dirs;
+  rt_context_lib_dirs(t->ctx, &dirs);
+  int rc = rt_kernel_libs_bind_simt(t->ctx->libs, g, lt, &dirs, &t->libs, st);
+  rt_lib_dirs_done(&dirs);
+  if (rc < 0) return -1;
   t->has_libs = true;
   return 0;
 }

@@ -175,3 +175,42 @@ Test(cache_libs, a_pruned_library_compiles_again) {
   kc_disk_close(d);
   run_twice(src); /* compiled again from the source */
 }
+
+/* The .bc files in dir/libs. */
+static int bitcode_files(const char *dir) {
+  char lib[600];
+  snprintf(lib, sizeof lib, "%s/libs", dir);
+  DIR *ld = opendir(lib);
+  int n = 0;
+  for (struct dirent *e; ld && (e = readdir(ld));) n += strstr(e->d_name, ".bc") != NULL;
+  if (ld) closedir(ld);
+  return n;
+}
+
+/* A deploy cache given as a read-only seed layer (KILN_CACHE_SEED_DIR) serves
+ * compiled C libraries too: a context whose own cache is empty finds the
+ * library's bitcode and function list in the seed, so nothing is compiled
+ * into its own directory. */
+Test(cache_libs, a_seed_layer_serves_compiled_libraries) {
+  const char *seed = tmp_path("seed"), *own = tmp_path("own");
+  mkdir(seed, 0755);
+  mkdir(own, 0755);
+  setenv("KILN_CACHE", "on", 1);
+  setenv("KILN_CACHE_DIR", seed, 1);
+  char src[600];
+  snprintf(src, sizeof src, "%s/twice.c", g_tmp);
+  FILE *f = fopen(src, "w");
+  cr_assert(f);
+  fputs(LIB, f);
+  fclose(f);
+  run_twice(src); /* warms the seed */
+  cr_assert_geq(bitcode_files(seed), 1, "the library was compiled into the seed");
+  setenv("KILN_CACHE_DIR", own, 1);
+  setenv("KILN_CACHE_SEED_DIR", seed, 1);
+  run_twice(src);
+  unsetenv("KILN_CACHE_SEED_DIR");
+  cr_assert_eq(bitcode_files(own), 0, "the library compiled again instead of coming from "
+                                      "the seed layer");
+  run_twice(src); /* without the seed: compiled into the context's own directory */
+  cr_assert_geq(bitcode_files(own), 1);
+}
