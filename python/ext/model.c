@@ -193,6 +193,32 @@ static PyObject *context_cache_dir(PyObject *self, void *c) {
   return d ? PyUnicode_FromString(d) : Py_NewRef(Py_None);
 }
 
+static PyObject *context_cache_status(PyObject *self, void *c) {
+  (void)c;
+  return PyUnicode_FromString(kiln_context_cache_status(CTX(self)));
+}
+
+static PyObject *context_cache_warning(PyObject *self, void *c) {
+  (void)c;
+  const char *w = kiln_context_cache_warning(CTX(self));
+  return w ? PyUnicode_FromString(w) : Py_NewRef(Py_None);
+}
+
+/* add_cache_seed_dir(dir): a read-only cache layer looked up after the own one */
+static PyObject *context_add_cache_seed_dir(PyObject *self, PyObject *arg) {
+  PyObject *b = PyUnicode_EncodeFSDefault(arg);
+  if (!b) return NULL;
+  const char *dir = PyBytes_AsString(b);
+  kiln_status *st = kiln_status_new();
+  int rc = dir ? kiln_context_add_cache_seed_dir(CTX(self), dir, st) : -1;
+  Py_DECREF(b);
+  if (!dir) {
+    kiln_status_free(st);
+    return NULL;
+  }
+  return done(rc, st);
+}
+
 /* set_cache_dir(dir or None, max_bytes=0) */
 static PyObject *context_set_cache_dir(PyObject *self, PyObject *args) {
   const char *dir;
@@ -267,12 +293,16 @@ static PyGetSetDef context_getset[] = {
     {"num_threads", context_num_threads, NULL, "threads of the context's pool", NULL},
     {"target", context_target, NULL, "the host target as the JIT sees it", NULL},
     {"cache_dir", context_cache_dir, NULL, "the disk cache's directory, or None", NULL},
+    {"cache_status", context_cache_status, NULL, "one line: the disk cache's settings", NULL},
+    {"cache_warning", context_cache_warning, NULL, "the cache problem to fix, or None", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMethodDef context_methods[] = {
     {"set_num_threads", context_set_num_threads, METH_O, "set_num_threads(n); 0: default"},
     {"set_cache_dir", context_set_cache_dir, METH_VARARGS,
      "set_cache_dir(dir_or_None, max_bytes=0)"},
+    {"add_cache_seed_dir", context_add_cache_seed_dir, METH_O,
+     "add_cache_seed_dir(dir): a read-only cache layer read after the own directory"},
     {"set_specialize", context_set_specialize, METH_O, "set_specialize(policy number)"},
     {"set_max_variants", context_set_max_variants, METH_O, "set_max_variants(n)"},
     {"set_code_limit", context_set_code_limit, METH_O, "set_code_limit(bytes)"},

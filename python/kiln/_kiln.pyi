@@ -212,6 +212,14 @@ class Context:
     @property
     def cache_dir(self) -> str | None:
         """The disk cache's directory, or None."""
+    @property
+    def cache_status(self) -> str:
+        """One line: the disk cache's directory, read-only or not, its seeds."""
+    @property
+    def cache_warning(self) -> str | None:
+        """The disk cache problem a user should fix, or None."""
+    def add_cache_seed_dir(self, dir: str, /) -> None:
+        """A read-only cache layer read after the own directory."""
     def set_num_threads(self, n: int, /) -> None:
         """Threads of the pool; 0: the default."""
     def set_cache_dir(self, dir: str | None, max_bytes: int = 0, /) -> None:

@@ -113,6 +113,24 @@ class InferenceSession:
         """Use path (created when missing) as the disk kernel cache; None: no disk cache."""
         self._ctx.set_cache_dir(None if path is None else os.fspath(path), max_bytes)
 
+    def add_cache_seed_dir(self, path: Any) -> None:
+        """Read kernels from path (a cache directory shipped at deploy) after the own cache.
+
+        The seed is never written. It must be a directory owned by you or root and not
+        writable by group or others; KILN_CACHE_SEED_DIR does the same from the environment.
+        """
+        self._ctx.add_cache_seed_dir(os.fspath(path))
+
+    @property
+    def cache_status(self) -> str:
+        """One line: "disk cache: DIR[, read-only][; seeds A:B]", or why it is off."""
+        return self._ctx.cache_status
+
+    @property
+    def cache_warning(self) -> str | None:
+        """The disk cache problem a user should fix (unwritable, foreign owner...), or None."""
+        return self._ctx.cache_warning
+
     def set_specialize(self, policy: SpecializePolicy) -> None:
         """The specialization policy of this session's models that have none."""
         self._ctx.set_specialize(int(policy))

@@ -136,6 +136,20 @@ def test_cache_dir_and_threads(tmp_path):
     assert off.cache_dir is None
 
 
+def test_cache_seed_dir_serves_kernels(tmp_path):
+    seed, own = tmp_path / "seed", tmp_path / "own"
+    InferenceSession(cache_dir=seed).load(relu_plus_one())  # a deploy step warms the seed
+    s = InferenceSession(cache_dir=own)
+    s.add_cache_seed_dir(seed)
+    assert s.cache_warning is None
+    assert str(seed) in s.cache_status and str(own) in s.cache_status
+    (y,) = s.load(relu_plus_one()).execute(np.array([[-2, 3, 0]], np.float32))
+    np.testing.assert_array_equal(y.to_numpy(), [[1, 4, 1]])
+    assert not list(own.rglob("*.kc")), "the kernels compiled again instead of coming from the seed"
+    with pytest.raises(kiln.KilnError, match="missing"):
+        s.add_cache_seed_dir(tmp_path / "missing")
+
+
 def test_graph_without_outputs_is_refused(session):
     g = Graph("empty", input_types=[TensorType(DType.float32, [1])])
     with pytest.raises(ValueError, match="no outputs"):
