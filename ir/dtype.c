@@ -48,6 +48,8 @@ bool ir_dtype_is_compute(ir_dtype t) {
          t == IR_DT_F64;
 }
 
+bool ir_dtype_is_half(ir_dtype t) { return t == IR_DT_F16 || t == IR_DT_BF16; }
+
 bool ir_dtype_is_castable(ir_dtype t) {
   return t == IR_DT_BOOL || ir_dtype_is_int(t) || t == IR_DT_F16 || t == IR_DT_BF16 ||
          t == IR_DT_F32 || t == IR_DT_F64;

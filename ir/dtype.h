@@ -46,6 +46,9 @@ bool ir_dtype_is_signed(ir_dtype t);  /* signed ints */
 /* The dtypes compute kernels support (the rest are storage-only: they may be
  * moved, reshaped, sliced, gathered and cast, but not computed on). */
 bool ir_dtype_is_compute(ir_dtype t); /* bool si32 si64 f32 f64 */
+/* f16 and bf16: float ops take them and compute in f32, rounding each result
+ * once to nearest even (ir_node_computes_half, widen_half.c). */
+bool ir_dtype_is_half(ir_dtype t);
 /* Types cast can read and write: bool, every integer, f16, bf16, f32, f64. */
 bool ir_dtype_is_castable(ir_dtype t);
 

@@ -89,21 +89,32 @@ const ir_attr_spec *ir_op_attr_spec(ir_op op, const char *name) {
 
 bool ir_dtype_in_set(ir_dtype t, unsigned dts) {
   if ((dts & IR_DTS_FIB) == 0) return true;
+  if (ir_dtype_is_half(t)) return (dts & IR_DTS_F) != 0;
   if (!ir_dtype_is_compute(t)) return false;
   unsigned cls = ir_dtype_is_float(t) ? IR_DTS_F : t == IR_DT_BOOL ? IR_DTS_B : IR_DTS_I;
   return (cls & dts) != 0;
 }
 
+bool ir_node_computes_half(const ir_node *n) {
+  const ir_op_info *o = n ? ir_op_get(n->op) : NULL;
+  if (!o || !((o->dts[0] | o->dts[1]) & IR_DTS_F)) return false;
+  for (int k = 0; k < n->nin; k++)
+    if (ir_dtype_is_half(n->in[k]->type.dtype)) return true;
+  for (int k = 0; k < n->nout; k++)
+    if (ir_dtype_is_half(n->out[k]->type.dtype)) return true;
+  return false;
+}
+
 const char *ir_dtype_set_name(unsigned dts) {
   static const char *const words[8] = {
       [0] = "any dtype",
-      [IR_DTS_F] = "f32 or f64",
+      [IR_DTS_F] = "f16, bf16, f32 or f64",
       [IR_DTS_I] = "si32 or si64",
-      [IR_DTS_FI] = "f32, f64, si32 or si64",
+      [IR_DTS_FI] = "f16, bf16, f32, f64, si32 or si64",
       [IR_DTS_B] = "bool",
-      [IR_DTS_F | IR_DTS_B] = "bool, f32 or f64",
+      [IR_DTS_F | IR_DTS_B] = "bool, f16, bf16, f32 or f64",
       [IR_DTS_I | IR_DTS_B] = "bool, si32 or si64",
-      [IR_DTS_FIB] = "bool, si32, si64, f32 or f64",
+      [IR_DTS_FIB] = "bool, si32, si64, f16, bf16, f32 or f64",
   };
   return words[dts & IR_DTS_FIB];
 }

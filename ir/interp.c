@@ -33,6 +33,9 @@
  *    an empty axis is an error.
  *  - f32 sums, matmuls, softmax and layer_norm are computed in double and
  *    rounded once; f32 elementwise math is computed in float with libm.
+ *  - f16 / bf16 in a float op (ir_node_computes_half): the op's f32 meaning
+ *    on the operands widened exactly, each result rounded once to nearest
+ *    even (ties to even) into its half dtype.
  *  - cast float -> int: truncate toward zero, saturate to the target range,
  *    NaN -> 0 (LLVM's fptosi.sat / fptoui.sat); int -> int: truncate or
  *    extend the two's-complement bits; -> bool: x != 0 (NaN is true);
@@ -1121,6 +1124,60 @@ static const run_fn run_class[] = {
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");
 
+/* Swap value v's tensor for an f32 copy (widened exactly when `load`); the
+ * original goes to *was. false on out of memory. */
+static bool widen_value(run *r, const ir_value *v, bool load, ir_tensor *was) {
+  ir_tensor *t = &r->vals[v->id];
+  *was = *t;
+  int64_t cnt = ir_tensor_numel(t);
+  float *w = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *w);
+  if (!w) return false;
+  t->dtype = IR_DT_F32;
+  t->data = w;
+  for (int64_t e = 0; load && e < cnt; e++) w[e] = (float)ir_ref_ld_f(was, e);
+  return true;
+}
+
+/* n on half floats (ir_node_computes_half, ir.h): fn, n's f32 meaning, on
+ * its half operands widened exactly to f32, each half result rounded once
+ * to nearest even from the f32 fn wrote. */
+static int run_half(run *r, const ir_node *n, run_fn fn) {
+  int nv = n->nin + n->nout;
+  ir_tensor *was = calloc((size_t)nv, sizeof *was);
+  bool *wide = calloc((size_t)nv, sizeof *wide);
+  int rc = -1;
+  if (!was || !wide) {
+    op_fail(r, n, "out of memory");
+    goto out;
+  }
+  for (int k = 0; k < nv; k++) {
+    const ir_value *v = k < n->nin ? n->in[k] : n->out[k - n->nin];
+    bool seen = false; /* the same operand twice: widened once */
+    for (int j = 0; j < k && j < n->nin; j++) seen = seen || n->in[j] == v;
+    if (seen || !ir_dtype_is_half(r->vals[v->id].dtype)) continue;
+    if (!widen_value(r, v, k < n->nin, &was[k])) {
+      op_fail(r, n, "out of memory");
+      goto out;
+    }
+    wide[k] = true;
+  }
+  rc = fn(r, n);
+out:
+  for (int k = 0; wide && k < nv; k++) {
+    if (!wide[k]) continue;
+    const ir_value *v = k < n->nin ? n->in[k] : n->out[k - n->nin];
+    ir_tensor *t = &r->vals[v->id];
+    int64_t cnt = ir_tensor_numel(t);
+    for (int64_t e = 0; rc == 0 && k >= n->nin && e < cnt; e++)
+      ir_ref_st_f(&was[k], e, ir_ref_ld_f(t, e));
+    free(t->data);
+    *t = was[k];
+  }
+  free(was);
+  free(wide);
+  return rc;
+}
+
 static int run_node(run *r, const ir_node *n) {
   const ir_op_info *info = ir_op_get(n->op);
   if (!info)
@@ -1149,7 +1206,7 @@ static int run_node(run *r, const ir_node *n) {
   }
   run_fn fn = run_class[info->cls];
   if (!fn) return op_fail(r, n, "the reference interpreter has no routine for its op class");
-  int rc = fn(r, n);
+  int rc = !n->body && ir_node_computes_half(n) ? run_half(r, n, fn) : fn(r, n);
   if (rc) return rc;
   for (int k = 0; k < n->nout; k++) r->ready[n->out[k]->id] = true;
   return 0;
