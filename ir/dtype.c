@@ -51,6 +51,15 @@ bool ir_dtype_is_compute(ir_dtype t) {
 bool ir_dtype_is_half(ir_dtype t) { return t == IR_DT_F16 || t == IR_DT_BF16; }
 
 bool ir_dtype_is_castable(ir_dtype t) {
-  return t == IR_DT_BOOL || ir_dtype_is_int(t) || t == IR_DT_F16 || t == IR_DT_BF16 ||
-         t == IR_DT_F32 || t == IR_DT_F64;
+  return t == IR_DT_BOOL || ir_dtype_is_int(t) || ir_dtype_is_float(t);
+}
+
+bool ir_float8_format_of(ir_dtype t, ir_float8_format *f) {
+  switch (t) {
+  case IR_DT_F8E4M3FN: *f = (ir_float8_format){3, -6, 0x7E, 448.0, false, false}; return true;
+  case IR_DT_F8E4M3FNUZ: *f = (ir_float8_format){3, -7, 0x7F, 240.0, false, true}; return true;
+  case IR_DT_F8E5M2: *f = (ir_float8_format){2, -14, 0x7B, 57344.0, true, false}; return true;
+  case IR_DT_F8E5M2FNUZ: *f = (ir_float8_format){2, -15, 0x7F, 57344.0, false, true}; return true;
+  default: return false;
+  }
 }

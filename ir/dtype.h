@@ -49,7 +49,24 @@ bool ir_dtype_is_compute(ir_dtype t); /* bool si32 si64 f32 f64 */
 /* f16 and bf16: float ops take them and compute in f32, rounding each result
  * once to nearest even (ir_node_computes_half, widen_half.c). */
 bool ir_dtype_is_half(ir_dtype t);
-/* Types cast can read and write: bool, every integer, f16, bf16, f32, f64. */
+/* Types cast can read and write: bool, every integer, every float (float8
+ * kinds included: they are only cast, never computed on). */
 bool ir_dtype_is_castable(ir_dtype t);
+
+/* The four float8 encodings: sign, exponent, `mbits` mantissa bits; the
+ * smallest normal is 2^emin; `max_bits` encodes the largest finite value
+ * (`max`). fn kinds have no infinity (e4m3fn's NaN is S.1111.111); e5m2 has
+ * IEEE infinities (S.11111.00) and NaNs; fnuz kinds have one NaN (0x80) and
+ * no negative zero or infinity. A cast into one rounds to nearest even and
+ * saturates: a finite value past `max` (or an infinity where the kind has
+ * none) becomes +-max; NaN stays NaN. */
+typedef struct ir_float8_format {
+  int mbits, emin;
+  unsigned max_bits;
+  double max;
+  bool has_inf, fnuz;
+} ir_float8_format;
+/* t's format into *f; false when t is not a float8 kind. */
+bool ir_float8_format_of(ir_dtype t, ir_float8_format *f);
 
 #endif

@@ -93,6 +93,42 @@ static double small_to_double(uint16_t h, int eb, int mb) {
 
 /* ---- element access (memcpy: caller buffers need not be aligned) ---- */
 
+/* float8 (ir_float8_format): the exact value of code b. */
+static double f8_to_double(unsigned b, const ir_float8_format *f) {
+  unsigned mag = b & 0x7F, mmask = (1u << f->mbits) - 1, field = mag >> f->mbits;
+  bool neg = (b & 0x80) != 0;
+  if (f->fnuz && b == 0x80) return NAN;
+  if (!f->fnuz && !f->has_inf && mag == 0x7F) return neg ? -NAN : NAN;
+  if (f->has_inf && field == (0x7Fu >> f->mbits))
+    return (mag & mmask) ? (neg ? -NAN : NAN) : neg ? -INFINITY : INFINITY;
+  double v = field == 0 ? ldexp((double)(mag & mmask), f->emin - f->mbits)
+                        : ldexp((double)((mag & mmask) | (mmask + 1)),
+                                (int)field - 1 + f->emin - f->mbits);
+  return neg ? -v : v;
+}
+
+/* v into float8 code: nearest, ties to even; saturating (dtype.h). */
+static unsigned double_to_f8(double v, const ir_float8_format *f) {
+  unsigned sign = signbit(v) ? 0x80 : 0;
+  if (isnan(v)) return f->fnuz ? 0x80 : sign | 0x7F;
+  double a = fabs(v);
+  unsigned code;
+  if (isinf(a)) {
+    code = f->has_inf ? 0x7Cu : f->max_bits;
+  } else if (a > 2 * f->max) {
+    code = f->max_bits;
+  } else {
+    int ex = 0;
+    (void)frexp(a, &ex); /* a = fr * 2^ex, fr in [0.5, 1): floor(log2 a) = ex - 1 */
+    int e = a == 0 ? f->emin : ex - 1 < f->emin ? f->emin : ex - 1;
+    double q = nearbyint(ldexp(a, f->mbits - e)); /* default rounding: to nearest even */
+    code = (unsigned)((e - f->emin) << f->mbits) + (unsigned)q;
+    if (code > f->max_bits) code = f->max_bits;
+  }
+  if (code == 0 && f->fnuz) return 0; /* no negative zero */
+  return sign | code;
+}
+
 char *ir_ref_elem(const ir_tensor *t, int64_t i) {
   return (char *)t->data + i * (int64_t)ir_dtype_size(t->dtype);
 }
@@ -104,8 +140,10 @@ double ir_ref_ld_f(const ir_tensor *t, int64_t i) {
   case IR_DT_F64: { double v; memcpy(&v, p, 8); return v; }
   case IR_DT_F16: { uint16_t v; memcpy(&v, p, 2); return small_to_double(v, 5, 10); }
   case IR_DT_BF16: { uint16_t v; memcpy(&v, p, 2); return small_to_double(v, 8, 7); }
-  default: return 0.0;
+  default: break;
   }
+  ir_float8_format f8;
+  return ir_float8_format_of(t->dtype, &f8) ? f8_to_double(*(const uint8_t *)p, &f8) : 0.0;
 }
 
 void ir_ref_st_f(const ir_tensor *t, int64_t i, double v) {
@@ -115,7 +153,11 @@ void ir_ref_st_f(const ir_tensor *t, int64_t i, double v) {
   case IR_DT_F64: memcpy(p, &v, 8); break;
   case IR_DT_F16: { uint16_t h = double_to_small(v, 5, 10); memcpy(p, &h, 2); break; }
   case IR_DT_BF16: { uint16_t h = double_to_small(v, 8, 7); memcpy(p, &h, 2); break; }
-  default: break;
+  default: {
+    ir_float8_format f8;
+    if (ir_float8_format_of(t->dtype, &f8)) *(uint8_t *)p = (uint8_t)double_to_f8(v, &f8);
+    break;
+  }
   }
 }
 
@@ -440,7 +482,9 @@ void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_
     case IR_DT_F64: { double d = fsigned ? (double)v : (double)u; memcpy(p, &d, 8); break; }
     case IR_DT_F16: { uint16_t h = int_to_small(neg, mag, 5, 10); memcpy(p, &h, 2); break; }
     case IR_DT_BF16: { uint16_t h = int_to_small(neg, mag, 8, 7); memcpy(p, &h, 2); break; }
-    default: break;
+    default: /* float8: any integer that does not saturate is exact in double */
+      ir_ref_st_f(y, yi, fsigned ? (double)v : (double)u);
+      break;
     }
   } else if (ffloat) {
     ir_ref_st_i(y, yi, (int64_t)float_to_int_bits(ir_ref_ld_f(x, xi), to));

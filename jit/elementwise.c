@@ -50,6 +50,7 @@
  *     (0 ** negative -> JIT_KERR_DIVZERO).
  *   - floor_div of floats: llvm.floor of the rounded quotient.
  *   - f16 / bf16 (not compute dtypes, but handled): computed in f32.
+ *   - float8 (i8 codes): cast only, through f32 (float8.c).
  *   - cast: float -> int saturates, NaN -> 0 (llvm.fpto[su]i.sat); -> bool is
  *     x != 0 (NaN -> true); bool -> x is 0 / 1; -> f16 / bf16 rounds once
  *     from the exact source (f64 and ints go through f32 rounded to odd). */
@@ -474,8 +475,35 @@ static LLVMValueRef quiet_nan(jit_fn *f, LLVMValueRef x) {
   return LLVMBuildBitCast(b, LLVMBuildSelect(b, isnan, qb, bits, ""), t, "");
 }
 
+/* x (of dtype from, not a float8) as an f32 that rounds once more into a
+ * float8 exactly as x itself would: ints and f64 rounded to odd (f64 past
+ * any float8's range kept past it, infinities kept). */
+static LLVMValueRef f32_for_float8(jit_fn *f, ir_dtype from, LLVMValueRef x) {
+  LLVMBuilderRef b = f->b;
+  if (from == IR_DT_BOOL) return LLVMBuildUIToFP(b, x, f->t_f32, "");
+  if (ir_dtype_is_int(from)) return int_to_f32_odd(f, ir_dtype_is_signed(from), x);
+  if (from == IR_DT_F64) {
+    LLVMValueRef lim = LLVMConstReal(f->t_f64, 1048576.0); /* > 2 max of every kind */
+    LLVMValueRef a = jit_intrinsic(f, "llvm.fabs", f->t_f64, &x, 1);
+    LLVMValueRef far = LLVMBuildAnd(
+        b, LLVMBuildFCmp(b, LLVMRealOGT, a, lim, ""),
+        LLVMBuildFCmp(b, LLVMRealONE, a, LLVMConstReal(f->t_f64, INFINITY), ""), "");
+    LLVMValueRef args[2] = {lim, x};
+    x = LLVMBuildSelect(b, far, jit_intrinsic(f, "llvm.copysign", f->t_f64, args, 2), x, "");
+    return f64_to_f32_odd(f, x);
+  }
+  return from == IR_DT_F32 ? x : LLVMBuildFPExt(b, x, f->t_f32, "");
+}
+
 LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef x) {
   LLVMBuilderRef b = f->b;
+  ir_float8_format f8;
+  if (ir_float8_format_of(from, &f8)) { /* exact in f32; then as an f32 */
+    x = jit_float8_to_f32(f, from, x);
+    if (to == IR_DT_F32) return x;
+    from = IR_DT_F32;
+  }
+  if (ir_float8_format_of(to, &f8)) return jit_f32_to_float8(f, to, f32_for_float8(f, from, x));
   LLVMTypeRef tt = jit_type(f, to);
   bool ffl = ir_dtype_is_float(from) && fbits(LLVMTypeOf(x)) != 0;
   bool tfl = ir_dtype_is_float(to) && fbits(tt) != 0;

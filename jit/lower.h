@@ -185,6 +185,9 @@ LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *
 LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x);
 LLVMValueRef jit_scalar_binary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x, LLVMValueRef y);
 LLVMValueRef jit_scalar_cast(jit_fn *f, ir_dtype from, ir_dtype to, LLVMValueRef x);
+/* float8 codes (i8) from f32 and back (float8.c; the rule: ir/dtype.h) */
+LLVMValueRef jit_f32_to_float8(jit_fn *f, ir_dtype to, LLVMValueRef x);
+LLVMValueRef jit_float8_to_f32(jit_fn *f, ir_dtype from, LLVMValueRef c);
 
 /* ---- fusion ---- */
 /* A group of elementwise nodes (classes unary*, binary*, compare, logical,

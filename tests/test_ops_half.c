@@ -9,10 +9,13 @@
  * unit in the last place of the half dtype where the f32 computation itself
  * agrees (the JIT sums in f32, the interpreter in double): rtol is two ulps
  * (f16 2^-9, bf16 2^-6), atol covers results near zero after cancellation.
+ * float8 kinds are only cast (dtype.h says how): both ways vs the
+ * interpreter, and hand-worked codes.
  * Also: the rewritten graph keeps its outputs' names and types, an op whose
  * result dtype comes from an attribute is refused with a message, and the
  * ops the table still keeps off half floats say which dtypes they take. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -193,4 +196,101 @@ Test(half, refused_ops_name_their_dtypes) {
   ir_graph *g = ir_parse(text, strlen(text), &d);
   cr_assert_null(g);
   cr_assert(strstr(d.msg, "f16, bf16, f32 or f64"), "%s", d.msg);
+}
+
+/* ---- float8: cast only, both ways ---- */
+
+static const char *const F8[] = {"f8e4m3fn", "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz"};
+
+/* Every code of each float8 kind out to f32, f16 and back in, and f32 / f64
+ * / si32 values over and past each range (saturation), with NaN, +-inf and
+ * +-0 among them (gen_naninf), into each kind and back out: JIT and
+ * interpreter agree bit for bit (a cast rounds exactly once). */
+Test(float8, casts_both_ways_match_the_interpreter) {
+  static const char *const OUT[] = {"f32", "f16", "bf16", "f64", "si32", "bool", "f8e4m3fn",
+                                    "f8e4m3fnuz", "f8e5m2", "f8e5m2fnuz"};
+  for (int k = 0; k < 4; k++) { /* random bytes: every code, NaNs and zeros included */
+    gt *t = gt_new("f8", NULL);
+    int codes = gt_in(t, F8[k], "2048");
+    for (int o = 0; o < 10; o++) {
+      char attrs[64];
+      snprintf(attrs, sizeof attrs, "{dtype = %s}", OUT[o]);
+      gt_out(t, gt_op1(t, "mo.cast", attrs, codes, OUT[o], "2048"));
+    }
+    char label[64];
+    snprintf(label, sizeof label, "%s out", F8[k]);
+    oracle_case oc = {.label = label, .mlir = gt_finish(t), .seed = 17 + (unsigned)k};
+    ORACLE_ASSERT(&oc);
+    gt_free(t);
+  }
+  for (int k = 0; k < 4; k++)
+    for (int s = 0; s < 3; s++) {
+      static const char *const SRC[] = {"f32", "f64", "f16"};
+      char attrs[64];
+      snprintf(attrs, sizeof attrs, "{dtype = %s}", F8[k]);
+      gt *t = gt_new("f8", NULL);
+      int x = gt_in_gen(t, SRC[s], "4, 97", gen_naninf(-1000, 1000));
+      int z = gt_in_gen(t, "si32", "50", gen_integers(-70000, 70000));
+      int y = gt_in_gen(t, SRC[s], "300", gen_uniform(-1, 1));
+      int c = gt_op1(t, "mo.cast", attrs, x, F8[k], "4, 97");
+      int d = gt_op1(t, "mo.cast", attrs, y, F8[k], "300");
+      snprintf(attrs, sizeof attrs, "{dtype = %s}", SRC[s]);
+      gt_out(t, gt_op1(t, "mo.cast", attrs, c, SRC[s], "4, 97"));
+      gt_out(t, gt_op1(t, "mo.cast", attrs, d, SRC[s], "300"));
+      gt_out(t, gt_op1(t, "mo.cast", "{dtype = si32}", c, "si32", "4, 97"));
+      gt_out(t, gt_op1(t, "mo.cast", "{dtype = bf16}", d, "bf16", "300"));
+      snprintf(attrs, sizeof attrs, "{dtype = %s}", F8[k]);
+      gt_out(t, gt_op1(t, "mo.cast", attrs, z, F8[k], "50"));
+      char label[64];
+      snprintf(label, sizeof label, "%s <-> %s", F8[k], SRC[s]);
+      oracle_case oc = {.label = label, .mlir = gt_finish(t), .seed = 3 + (unsigned)k};
+      ORACLE_ASSERT(&oc);
+      gt_free(t);
+    }
+}
+
+/* Hand-worked codes: saturation, ties to even in the subnormals, NaN and
+ * signed zeros per kind. Inputs: 1, 448, 500, 1e9, -inf, +inf, 2^-9, 2^-10,
+ * 3 * 2^-10, 2^-16, NaN, -0, 57344, 60000, 240. */
+Test(float8, known_codes) {
+  static const float in[15] = {1.0f, 448.0f, 500.0f, 1e9f, -INFINITY, INFINITY, 0x1p-9f, 0x1p-10f,
+                               0x3p-10f, 0x1p-16f, NAN, -0.0f, 57344.0f, 60000.0f, 240.0f};
+  static const uint8_t want[4][15] = {
+      /* e4m3fn: max 448 = 0x7E, NaN 0x7F, 2^-9 the smallest subnormal */
+      {0x38, 0x7E, 0x7E, 0x7E, 0xFE, 0x7E, 0x01, 0x00, 0x02, 0x00, 0x7F, 0x80, 0x7E, 0x7E, 0x77},
+      /* e4m3fnuz: max 240 = 0x7F, NaN 0x80, no -0, 2^-10 the smallest subnormal */
+      {0x40, 0x7F, 0x7F, 0x7F, 0xFF, 0x7F, 0x02, 0x01, 0x03, 0x00, 0x80, 0x00, 0x7F, 0x7F, 0x7F},
+      /* e5m2: max 57344 = 0x7B, inf 0x7C, 2^-16 the smallest subnormal */
+      {0x3C, 0x5F, 0x60, 0x7B, 0xFC, 0x7C, 0x18, 0x14, 0x1A, 0x01, 0x7F, 0x80, 0x7B, 0x7B, 0x5C},
+      /* e5m2fnuz: max 57344 = 0x7F, NaN 0x80, no -0 or inf */
+      {0x40, 0x63, 0x64, 0x7F, 0xFF, 0x7F, 0x1C, 0x18, 0x1E, 0x02, 0x80, 0x00, 0x7F, 0x7F, 0x60},
+  };
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx);
+  for (int k = 0; k < 4; k++) {
+    char text[512];
+    snprintf(text, sizeof text,
+             "mo.graph @g(%%x: !mo.tensor<[15], f32>) -> (!mo.tensor<[15], %s>) {\n"
+             "  %%y = mo.cast(%%x) {dtype = %s} : !mo.tensor<[15], %s>\n"
+             "  mo.output %%y : !mo.tensor<[15], %s>\n}\n",
+             F8[k], F8[k], F8[k], F8[k]);
+    kiln_graph *g = kiln_graph_parse(text, strlen(text), "f8.mlir", st);
+    cr_assert_not_null(g, "%s", kiln_status_message(st));
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    int64_t shape[1] = {15};
+    kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT32, 1, shape, (void *)in, st), *y = NULL;
+    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+    const uint8_t *got = kiln_tensor_data(y);
+    for (int i = 0; i < 15; i++)
+      cr_expect_eq(got[i], want[k][i], "%s: %g -> 0x%02x, want 0x%02x", F8[k], (double)in[i],
+                   got[i], want[k][i]);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    kiln_model_free(m);
+    kiln_graph_free(g);
+  }
+  kiln_context_free(ctx);
+  kiln_status_free(st);
 }

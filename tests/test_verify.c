@@ -367,10 +367,12 @@ Test(verify, cast_requires_dtype) {
   expect_msg(bad(IR_OP_CAST, IN(x), 1, NULL, 0), "mo.cast requires attribute 'dtype'");
 }
 
-Test(verify, cast_rejects_float8) {
+Test(verify, cast_takes_float8_both_ways) {
   ir_value *x = input(IR_DT_F32, "4");
-  expect_msg(bad(IR_OP_CAST, IN(x), 1, ATTRS(adtype("dtype", IR_DT_F8E5M2)), 1),
-             "mo.cast cannot convert to f8e5m2");
+  ir_value *y = ok(IR_OP_CAST, IN(x), 1, ATTRS(adtype("dtype", IR_DT_F8E5M2)), 1);
+  expect_type(y, "!mo.tensor<[4], f8e5m2>");
+  expect_type(ok(IR_OP_CAST, IN(y), 1, ATTRS(adtype("dtype", IR_DT_F16)), 1),
+              "!mo.tensor<[4], f16>");
 }
 
 Test(verify, device_mismatch_is_an_error) {
