@@ -107,7 +107,8 @@ static void against_numpy(const char *enc) {
            "!mo.tensor<[%lld, %lld], ui8>) -> !mo.tensor<[%lld, %lld], f32>\n"
            "  %%d = mo.dequantize(%%w) {encoding = \"%s\"} : (!mo.tensor<[%lld, %lld], ui8>) -> "
            "!mo.tensor<[%lld, %lld], f32>\n"
-           "  mo.output %%y, %%d : !mo.tensor<[%lld, %lld], f32>, !mo.tensor<[%lld, %lld], f32>\n}\n",
+           "  mo.output %%y, %%d : !mo.tensor<[%lld, %lld], f32>, "
+           "!mo.tensor<[%lld, %lld], f32>\n}\n",
            (long long)m, (long long)k, (long long)m, (long long)n, (long long)n, (long long)k,
            name, (long long)n, bytes, enc, (long long)m, (long long)k, (long long)n, bytes,
            (long long)m, (long long)n, enc, (long long)n, bytes, (long long)n, (long long)k,
