@@ -18,6 +18,8 @@
  *     are decoded again per MB rows (from cache: the row is a few KB).
  *   void kiln_dequantize_E(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi)
  *     blocks b_lo <= b < b_hi of X decoded into Y.
+ *   kiln_qmatmul_E_f16c, kiln_dequantize_E_f16c: the same, converting the
+ *     f16 scales with F16C's instruction, for targets that have it.
  *
  * Assumes: K a multiple of the block's elements (the shape rule checks it);
  * buffers do not overlap. Freestanding: no libc, no static mutable state. */
@@ -44,7 +46,7 @@ enum { MB = 4 }; /* rows of A per pass over a row of W */
 /* f16 to f32 without branches (qb_f16 normalizes subnormals in a loop):
  * the exponent and mantissa moved into place and scaled by 2^112, exact for
  * normals and subnormals alike; inf / NaN keep an all-ones exponent. */
-static inline float f16(const uint8_t *p) {
+static inline float f16_bits(const uint8_t *p) {
   uint32_t h = (uint32_t)p[0] | (uint32_t)p[1] << 8, o = (h & 0x7fff) << 13;
   union {
     uint32_t u;
@@ -59,6 +61,17 @@ static inline float f16(const uint8_t *p) {
   return r.f;
 }
 
+/* With F16C (the JIT calls the _f16c entries only where the target has it)
+ * the conversion is one instruction; without it LLVM would call a runtime
+ * function, so the other entries convert with the bits. */
+static inline float f16_hw(const uint8_t *p) {
+  _Float16 h;
+  __builtin_memcpy(&h, p, 2);
+  return (float)h;
+}
+
+#define f16(p) (hw ? f16_hw(p) : f16_bits(p))
+
 /* conversions as macros: a function passing 512-bit vectors by value would
  * have an ABI that depends on avx512f (-Wpsabi) */
 #define ld_b(p) (*(const v16bu *)(p))
@@ -66,21 +79,22 @@ static inline float f16(const uint8_t *p) {
 #define to_fi(x) __builtin_convertvector((x), v16f)
 #define to_i(x) __builtin_convertvector((x), v16i)
 
-static inline void dec_q4_0(const uint8_t *b, v16f *y) {
+static inline void dec_q4_0(const uint8_t *b, v16f *y, int hw) {
   float d = f16(b);
   v16b q = ld_b(b + 2);
   y[0] = to_fi(to_i(q & 15) - 8) * d;
   y[1] = to_fi(to_i(q >> 4) - 8) * d;
 }
 
-static inline void dec_q8_0(const uint8_t *b, v16f *y) {
+static inline void dec_q8_0(const uint8_t *b, v16f *y, int hw) {
   float d = f16(b);
   y[0] = __builtin_convertvector(*(const v16su *)(b + 2), v16f) * d;
   y[1] = __builtin_convertvector(*(const v16su *)(b + 18), v16f) * d;
 }
 
 /* q4_k (qh NULL) and q5_k. */
-static inline void dec_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, v16f *y) {
+static inline void dec_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *qs, v16f *y,
+                           int hw) {
   float d = f16(b), dmin = f16(b + 2);
   for (int c = 0; c < 4; c++) {
     int sc0, m0, sc1, m1;
@@ -101,7 +115,7 @@ static inline void dec_k45(const uint8_t *b, const uint8_t *qh, const uint8_t *q
   }
 }
 
-static inline void dec_q6_k(const uint8_t *b, v16f *y) {
+static inline void dec_q6_k(const uint8_t *b, v16f *y, int hw) {
   const uint8_t *ql = b, *qh = b + 128;
   const int8_t *sc = (const int8_t *)(b + 192);
   float d = f16(b + 208);
@@ -124,21 +138,21 @@ static inline void dec_q6_k(const uint8_t *b, v16f *y) {
 }
 
 static inline __attribute__((always_inline)) void decode(qb_encoding enc, const uint8_t *b,
-                                                         v16f *y) {
+                                                         v16f *y, int hw) {
   switch (enc) {
-  case QB_Q4_0: dec_q4_0(b, y); break;
-  case QB_Q8_0: dec_q8_0(b, y); break;
-  case QB_Q4_K: dec_k45(b, 0, b + 16, y); break;
-  case QB_Q5_K: dec_k45(b, b + 16, b + 48, y); break;
-  default: dec_q6_k(b, y); break;
+  case QB_Q4_0: dec_q4_0(b, y, hw); break;
+  case QB_Q8_0: dec_q8_0(b, y, hw); break;
+  case QB_Q4_K: dec_k45(b, 0, b + 16, y, hw); break;
+  case QB_Q5_K: dec_k45(b, b + 16, b + 48, y, hw); break;
+  default: dec_q6_k(b, y, hw); break;
   }
 }
 
 #pragma clang fp contract(on)
 
 static inline __attribute__((always_inline)) void
-qmatmul(qb_encoding enc, int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W,
-        float *C, int64_t n_lo, int64_t n_hi) {
+qmatmul(qb_encoding enc, int hw, int64_t M, int64_t N, int64_t K, const float *A,
+        const uint8_t *W, float *C, int64_t n_lo, int64_t n_hi) {
   const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), V = E / 16;
   const int64_t nb = K / E, rowbytes = nb * BB;
   v16f y[16];
@@ -149,7 +163,7 @@ qmatmul(qb_encoding enc, int64_t M, int64_t N, int64_t K, const float *A, const 
       v16f acc[MB];
       for (int r = 0; r < MB; r++) acc[r] = (v16f)0.0f;
       for (int64_t b = 0; b < nb; b++) {
-        decode(enc, w + b * BB, y);
+        decode(enc, w + b * BB, y, hw);
         if (mb == 1) { /* a decode step: one row, two chains of sums in flight */
           const float *a = A + m0 * K + b * E;
           for (int64_t i = 0; i < V; i += 2) {
@@ -174,28 +188,33 @@ qmatmul(qb_encoding enc, int64_t M, int64_t N, int64_t K, const float *A, const 
 }
 
 static inline __attribute__((always_inline)) void
-dequantize(qb_encoding enc, const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi) {
+dequantize(qb_encoding enc, int hw, const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi) {
   v16f y[16];
   for (int64_t b = b_lo; b < b_hi; b++) {
-    decode(enc, X + b * QB_BYTES(enc), y);
+    decode(enc, X + b * QB_BYTES(enc), y, hw);
     for (int i = 0; i < QB_ELEMS(enc) / 16; i++) *(v16fu *)(Y + b * QB_ELEMS(enc) + 16 * i) = y[i];
   }
 }
 
-#define ENTRIES(name, enc)                                                                  \
+#define ENTRIES(name, enc, hw)                                                              \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi);                          \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi) {                         \
-    qmatmul(enc, M, N, K, A, W, C, n_lo, n_hi);                                            \
+    qmatmul(enc, hw, M, N, K, A, W, C, n_lo, n_hi);                                        \
   }                                                                                         \
   void kiln_dequantize_##name(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi);       \
   void kiln_dequantize_##name(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi) {      \
-    dequantize(enc, X, Y, b_lo, b_hi);                                                      \
+    dequantize(enc, hw, X, Y, b_lo, b_hi);                                                  \
   }
 
-ENTRIES(q4_0, QB_Q4_0)
-ENTRIES(q8_0, QB_Q8_0)
-ENTRIES(q4_k, QB_Q4_K)
-ENTRIES(q5_k, QB_Q5_K)
-ENTRIES(q6_k, QB_Q6_K)
+ENTRIES(q4_0, QB_Q4_0, 0)
+ENTRIES(q8_0, QB_Q8_0, 0)
+ENTRIES(q4_k, QB_Q4_K, 0)
+ENTRIES(q5_k, QB_Q5_K, 0)
+ENTRIES(q6_k, QB_Q6_K, 0)
+ENTRIES(q4_0_f16c, QB_Q4_0, 1)
+ENTRIES(q8_0_f16c, QB_Q8_0, 1)
+ENTRIES(q4_k_f16c, QB_Q4_K, 1)
+ENTRIES(q5_k_f16c, QB_Q5_K, 1)
+ENTRIES(q6_k_f16c, QB_Q6_K, 1)
