@@ -189,3 +189,19 @@ Test(quant_errors, max_spelling_of_the_encoding_is_accepted) {
   cr_expect_eq(oracle_compile_only(QM("256", "144", "Q4_K", "f32", "ui8"), &code, msg,
                                    sizeof msg), 0, "%s", msg);
 }
+
+/* A symbolic K is checked when the graph runs: the blocks decide K. */
+Test(quant_errors, symbolic_k_is_checked_at_run_time) {
+  static const char text[] =
+      "mo.graph @g<k>(%a: !mo.tensor<[2, k], f32>, %w: !mo.tensor<[3, 18], ui8>) -> "
+      "(!mo.tensor<[2, 3], f32>) {\n"
+      "  %y = mo.qmatmul(%a, %w) {encoding = \"q4_0\"} : (!mo.tensor<[2, k], f32>, "
+      "!mo.tensor<[3, 18], ui8>) -> !mo.tensor<[2, 3], f32>\n"
+      "  mo.output %y : !mo.tensor<[2, 3], f32>\n}\n";
+  oracle_case ok = {.label = "qmatmul symbolic K", .mlir = text, .bindings = "k=32",
+                    .rtol = 1e-4, .atol = 2e-2, .gens = GENS, .ngens = 2};
+  ORACLE_ASSERT(&ok);
+  oracle_case bad = {.label = "qmatmul symbolic K wrong", .mlir = text, .bindings = "k=64",
+                     .gens = GENS, .ngens = 2, .expect_error = true};
+  oracle_expect_both_fail(&bad, "must be 32 (operand 1's blocks)");
+}
