@@ -370,3 +370,23 @@ Test(gguf_bind, bind_weights_file_binds_by_name_and_outlives_nothing) {
   kiln_context_free(ctx);
   kiln_status_free(st);
 }
+
+Test(gguf_bind, a_tensor_of_the_wrong_shape_is_named_and_nothing_leaks) {
+  static const char text[] =
+      "mo.graph @g(%x: !mo.tensor<[5, 3], f32>) -> (!mo.tensor<[5, 3], f32>) {\n"
+      "  %w = mo.constant.external {name = \"plain.f32\"} : !mo.tensor<[5, 3], f32>\n"
+      "  %y = mo.add(%x, %w) : (!mo.tensor<[5, 3], f32>, !mo.tensor<[5, 3], f32>) -> "
+      "!mo.tensor<[5, 3], f32>\n  mo.output %y : !mo.tensor<[5, 3], f32>\n}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "shape.mlir", st);
+  cr_assert(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_bind_weights_file(m, GG "small.gguf", st), -1);
+  cr_expect(strstr(kiln_status_message(st), "plain.f32"), "%s", kiln_status_message(st));
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
