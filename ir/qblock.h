@@ -1,12 +1,13 @@
 /* qblock.h - ggml's block-quantized weight layouts (GGUF's Q4_0, Q8_0, Q4_K,
  * Q5_K, Q6_K): sizes and the decoding of one block to floats.
  *
- * Header-only and freestanding (stdint only, no libc): the reference
- * interpreter (ir/interp_quant.c), the GGUF reader (src/gguf.c) and the
- * qmatmul kernel template (kernels-templates/qmatmul.c, built without libc)
- * all decode with these functions, so the kernel and its oracle agree on the
- * layout; the layout itself is checked against the `gguf` Python package's
- * dequantize (tests/gguf/). A block is a fixed number of bytes holding a
+ * Header-only and freestanding (stdint only, no libc). These scalar
+ * decoders are the reference: the interpreter (ir/interp_quant.c) decodes
+ * with them, and tests/test_gguf.c checks them against the `gguf` Python
+ * package's dequantize on the files in tests/gguf/. The qmatmul kernel
+ * template (kernels-templates/qmatmul.c, built without libc) takes the
+ * sizes and qb_scale_min_k4 from here but decodes with vector code of its
+ * own, checked against these by tests/test_ops_quant.c. A block is a fixed number of bytes holding a
  * fixed number of elements (QB_ELEMS / QB_BYTES per encoding); all multi-byte
  * fields are little-endian, read bytewise so blocks need no alignment.
  *
