@@ -111,6 +111,7 @@ def main():
     ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
     ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
     ap.add_argument("--movement", help="bench_movement --tsv (kiln and its triad)")
+    ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV and its triad)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
     ap.add_argument("--anchors")
@@ -249,6 +250,18 @@ def main():
         detail("%s kiln 1T" % cid, kr)
     detail("gather_nd C memcpy rows 1T", mv.get(("gather_nd", "C", 1)))
     detail("triad (bench_movement)", mtr)
+
+    # ---- qmatmul GEMV from GGUF blocks vs the triad, 1 thread (issue 21: >= 0.8x)
+    _, qm, _ = read_tsv(a.quant)
+    qtr = qm.get(("triad", "triad", 1))
+    for enc in ("q4_0", "q4_k", "q8_0"):
+        for k in (4096, 14336):
+            cid = "%s_4096x%d" % (enc, k)
+            kr = qm.get((cid, "kiln", 1))
+            add("qmatmul %s GEMV [1,%d] x [4096,%d] (GB/s of weights)" % (enc, k, k), "GB/s", kr,
+                [("triad", qtr, 0.8)], why("quant"))
+            detail("%s kiln 1T" % cid, kr)
+    detail("triad (bench_quant)", qtr)
 
     # ---- conv2d vs oneDNN's convolution, 1 thread (issue 17: >= 0.8x)
     cvm, cv, cve = read_tsv(a.conv)

@@ -58,7 +58,7 @@ build=$(cd "$build" && pwd)
 work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
-for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv conv.tsv \
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
          encoders.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
@@ -122,7 +122,7 @@ else
   notes+=("OpenBLAS not found (libopenblas-dev): no OpenBLAS column")
 fi
 gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax" topk="$work/bench_topk"
-movement="$work/bench_movement" conv="$work/bench_conv"
+movement="$work/bench_movement" conv="$work/bench_conv" quant="$work/bench_quant"
 "$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
   >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
 "$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
@@ -133,6 +133,8 @@ movement="$work/bench_movement" conv="$work/bench_conv"
   >"$work/cc-topk.log" 2>&1 || { topk=""; fail topk "compiling bench/topk.c: $(tail1 "$work/cc-topk.log")"; }
 "$cc" "${cflags[@]}" "$here/movement.c" "${link[@]}" -o "$movement" >"$work/cc-movement.log" 2>&1 ||
   { movement=""; fail movement "compiling bench/movement.c: $(tail1 "$work/cc-movement.log")"; }
+"$cc" "${cflags[@]}" "$here/quant.c" "${link[@]}" -o "$quant" >"$work/cc-quant.log" 2>&1 ||
+  { quant=""; fail quant "compiling bench/quant.c: $(tail1 "$work/cc-quant.log")"; }
 # oneDNN's convolution is bench_conv's anchor: only the -DKILN_BENCH_DNNL part of anchor_flags
 conv_flags=()
 v1=$(cachevar KILN_DNNL_INCLUDE) v2=$(cachevar KILN_DNNL_LIB)
@@ -223,6 +225,13 @@ if [ -n "$movement" ]; then
   "$movement" --tsv --runs "$mruns" >"$work/movement.tsv" 2>"$work/movement.err" ||
     fail movement "bench_movement exited $?: $(tail1 "$work/movement.err")"
 fi
+if [ -n "$quant" ]; then
+  say "qmatmul GEMV from q4_0 / q4_k / q8_0 blocks, 4096 x 4096 and 4096 x 14336, beside the triad"
+  qruns=20
+  [ "$quick" = 1 ] && qruns=3
+  "$quant" --tsv --runs "$qruns" >"$work/quant.tsv" 2>"$work/quant.err" ||
+    fail quant "bench_quant exited $?: $(tail1 "$work/quant.err")"
+fi
 if [ -n "$conv" ]; then
   say "conv2d NHWC, ResNet-50's 3x3 and 1x1 layers, batch 1 and 8, beside oneDNN, 1 thread"
   "$conv" --tsv "${qa[@]}" >"$work/conv.tsv" 2>"$work/conv.err" ||
@@ -297,7 +306,7 @@ fi
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
-       --movement "$work/movement.tsv" --conv "$work/conv.tsv"
+       --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
        --encoders "$work/encoders.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)

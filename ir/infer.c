@@ -1505,6 +1505,8 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_SHAPE_TO_TENSOR: return ir_infer_shape_to_tensor(c, res);
   case IR_CLS_SLICE_DATA: return ir_infer_slice_data(c, res);
   case IR_CLS_REPEAT: return ir_infer_repeat(c, res);
+  case IR_CLS_DEQUANTIZE:
+  case IR_CLS_QMATMUL: return ir_infer_quant(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

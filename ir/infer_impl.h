@@ -64,5 +64,7 @@ int ir_infer_masked_scatter(ir_infer_ctx *c, ir_type *r);
 int ir_infer_shape_to_tensor(ir_infer_ctx *c, ir_type *r);
 /* mo.repeat_interleave (infer_repeat.c). */
 int ir_infer_repeat(ir_infer_ctx *c, ir_type *r);
+/* mo.dequantize, mo.qmatmul (infer_quant.c). */
+int ir_infer_quant(ir_infer_ctx *c, ir_type *r);
 
 #endif

@@ -1070,6 +1070,14 @@ static int run_repeat(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_quant(run *r, const ir_node *n) {
+  char detail[400] = "";
+  int rc = n->op == IR_OP_QMATMUL
+               ? ir_ref_qmatmul(n, IN(r, n, 0), IN(r, n, 1), OUT(r, n, 0), detail, sizeof detail)
+               : ir_ref_dequantize(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail);
+  return rc ? op_fail(r, n, "%s", detail) : 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -1120,6 +1128,8 @@ static const run_fn run_class[] = {
     [IR_CLS_SHAPE_TO_TENSOR] = run_shape_to_tensor,
     [IR_CLS_SLICE_DATA] = run_slice_data,
     [IR_CLS_REPEAT] = run_repeat,
+    [IR_CLS_DEQUANTIZE] = run_quant,
+    [IR_CLS_QMATMUL] = run_quant,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

@@ -44,6 +44,12 @@ bool ir_ref_cmp_f(ir_op op, double a, double b, bool *y);
 bool ir_ref_cmp_i(ir_op op, int64_t a, int64_t b, bool *y);
 void ir_ref_cast_elem(const ir_tensor *x, int64_t xi, const ir_tensor *y, int64_t yi);
 
+/* mo.dequantize, mo.qmatmul (interp_quant.c), as the routines below. */
+int ir_ref_dequantize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
+                      size_t msglen);
+int ir_ref_qmatmul(const ir_node *n, const ir_tensor *a, const ir_tensor *w, ir_tensor *y,
+                   char *msg, size_t msglen);
+
 /* Routines of op classes (interp_ops.c): 0, or -1 with a message (without
  * the op's name, which the caller adds) in msg. */
 int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);

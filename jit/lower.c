@@ -69,6 +69,8 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_SHAPE_TO_TENSOR] = jit_lower_shape_to_tensor,
     [IR_CLS_SLICE_DATA] = jit_lower_slice_data,
     [IR_CLS_REPEAT] = jit_lower_repeat,
+    [IR_CLS_DEQUANTIZE] = jit_lower_quant,
+    [IR_CLS_QMATMUL] = jit_lower_quant,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -1,5 +1,5 @@
-/* io.h - tensor files: numpy .npy (read and write) and .safetensors (read,
- * plus a writer for tests and tools). Internal to src/ (the CLI and tests
+/* io.h - tensor files: numpy .npy (read and write), .safetensors (read,
+ * plus a writer for tests and tools) and GGUF (read). Internal to src/ (the CLI and tests
  * use it through the static library).
  *
  * .npy: format versions 1.0, 2.0 and 3.0; little-endian (or byte-order free)
@@ -49,6 +49,31 @@ void rt_safetensors_drop(const rt_safetensors *f, int i);
 /* Write tensors[n] named names[n] as a .safetensors file. */
 int rt_safetensors_write(const char *path, const char *const *names,
                          const kiln_tensor *const *tensors, int n, kiln_status *st);
+
+/* GGUF (v2, v3; gguf.c): tensors f32 / f16 / bf16 and the block types q4_0,
+ * q8_0, q4_k, q5_k, q6_k (ir/qblock.h), mapped read-only. A tensor's kiln
+ * shape is its GGUF dims reversed; a block type is uint8 with the innermost
+ * dim in bytes (the operand of mo.qmatmul / mo.dequantize). */
+typedef struct rt_gguf rt_gguf;
+rt_gguf *rt_gguf_open(const char *path, kiln_status *st);
+void rt_gguf_close(rt_gguf *f); /* NULL ok */
+int rt_gguf_count(const rt_gguf *f);
+const char *rt_gguf_name(const rt_gguf *f, int i); /* owned by f */
+int rt_gguf_find(const rt_gguf *f, const char *name); /* -1 if none */
+/* Tensor i's block encoding ("q4_k"), NULL for a plain float tensor. */
+const char *rt_gguf_encoding(const rt_gguf *f, int i);
+/* Tensor i, as rt_safetensors_tensor (borrowed while f is open, or a copy). */
+kiln_tensor *rt_gguf_tensor(const rt_gguf *f, int i, kiln_status *st);
+void rt_gguf_drop(const rt_gguf *f, int i); /* as rt_safetensors_drop */
+/* Metadata: keys (owned by f), lookup (-1 if none), integer values of any
+ * integer type (-1 if not one, or a u64 above INT64_MAX), strings (bytes in
+ * the mapping, not NUL-terminated), arrays' element type and length. */
+int rt_gguf_meta_count(const rt_gguf *f);
+const char *rt_gguf_meta_key(const rt_gguf *f, int i);
+int rt_gguf_meta_find(const rt_gguf *f, const char *key);
+int rt_gguf_meta_int(const rt_gguf *f, int i, int64_t *out);
+const char *rt_gguf_meta_string(const rt_gguf *f, int i, size_t *len);
+int rt_gguf_meta_array(const rt_gguf *f, int i, int *elem_type, uint64_t *count);
 
 /* Safetensors dtype spelling ("F32", "BF16", "F8_E4M3"); NULL if none. */
 const char *rt_safetensors_dtype_name(kiln_dtype t);

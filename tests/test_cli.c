@@ -377,3 +377,35 @@ Test(cli, check_unsupported_max_op_is_file_line_col_and_exit_1) {
   free(out);
   unlink(path);
 }
+
+/* --weights takes a GGUF file (told by its magic): its block tensors bind
+ * to ui8 weights read by mo.qmatmul; tensors the graph does not name are
+ * skipped (a GGUF holds a whole model); a corrupt file is named. */
+Test(cli, run_with_gguf_weights) {
+  char *g = tmp_path("q.mlir");
+  FILE *fp = fopen(g, "w");
+  cr_assert(fp);
+  fputs("mo.graph @q(%x: !mo.tensor<[1, 64], f32>) -> (!mo.tensor<[1, 6], f32>) {\n"
+        "  %w = mo.constant.external {name = \"blk.q4_0\"} : !mo.tensor<[6, 36], ui8>\n"
+        "  %y = mo.qmatmul(%x, %w) {encoding = \"q4_0\"} : (!mo.tensor<[1, 64], f32>, "
+        "!mo.tensor<[6, 36], ui8>) -> !mo.tensor<[1, 6], f32>\n"
+        "  mo.output %y : !mo.tensor<[1, 6], f32>\n}\n",
+        fp);
+  cr_assert_eq(fclose(fp), 0);
+  char *out;
+  cr_assert_eq(kiln(&out, "run '%s' --weights '%s' --random-inputs", g,
+                    KILN_SOURCE_DIR "/tests/gguf/small.gguf"),
+               0, "%s", out);
+  HAS(out, "y: f32 [1, 6] = [");
+  free(out);
+  char *bad = tmp_path("bad.gguf");
+  fp = fopen(bad, "w");
+  cr_assert(fp);
+  fputs("GGUF\x01", fp); /* version 1, truncated */
+  cr_assert_eq(fclose(fp), 0);
+  cr_assert_eq(kiln(&out, "run '%s' --weights '%s' --random-inputs", g, bad), 1, "%s", out);
+  HAS(out, "bad.gguf: malformed GGUF file: truncated header");
+  free(out);
+  unlink(bad);
+  unlink(g);
+}

@@ -165,6 +165,16 @@ KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor
  * (madvise) until the weight is bound again; -1 for NULL or an unknown
  * name. */
 KILN_API int kiln_model_weight_needs_data(const kiln_model *m, const char *name);
+/* Bind the weights of m found by name in the weights file at `path`: a
+ * GGUF file (v2 / v3, told by its magic: f32, f16, bf16 tensors and the
+ * block types q4_0, q8_0, q4_k, q5_k, q6_k, which bind as uint8 [..., N,
+ * K / block * block bytes], the operand of mo.qmatmul and mo.dequantize) or
+ * else a .safetensors file. Tensors that name no weight of m are skipped.
+ * The file stays mapped (read in place, not copied, where aligned) as long
+ * as m. -1 with st naming the file and what is wrong with it (bad magic or
+ * version, a truncated header, a tensor past the end, an unknown type) or
+ * the weight that does not bind; weights bound before a failure stay bound. */
+KILN_API int kiln_model_bind_weights_file(kiln_model *m, const char *path, kiln_status *st);
 
 /* Execute. inputs[num_inputs] in order (shapes solve the symbolic dims).
  * outputs[num_outputs]: where outputs[i] is NULL kiln allocates an owned

@@ -45,7 +45,7 @@ void cli_usage_run(FILE *out) {
           "bound from it (--weights still overrides them).\n"
           "\n"
           "  --input NAME=FILE.npy       input NAME from a .npy file (repeatable)\n"
-          "  --weights FILE.safetensors  bind weights by name (repeatable)\n"
+          "  --weights FILE.safetensors|FILE.gguf  bind weights by name (repeatable)\n"
           "  --random-inputs             fill missing inputs and weights with seeded\n"
           "                              random values (floats in [-1, 1), ints in [0, 10))\n"
           "  --dim SYM=VALUE             value of a symbolic dim, for random inputs\n"

@@ -22,6 +22,7 @@
 #include "../io.h"
 #include "../kernel_lib.h"
 #include "../name_map.h"
+#include "../weight_file.h"
 #include "../variants.h"
 #include "kiln/custom.h"
 #include "kiln/device.h"
@@ -205,7 +206,7 @@ typedef struct run_state {
   int64_t *syms;
   bool *known;
   kiln_tensor **ins, **outs, **wts;
-  rt_safetensors **files;
+  rt_wfile **files;
   double *times;
   kiln_device *dev;        /* --device other than cpu, else NULL */
 } run_state;
@@ -290,11 +291,12 @@ static int read_weights(run_state *s, const run_opts *o) {
 static int read_weights_with(run_state *s, const run_opts *o, const rt_name_map *index) {
   char list[2048];
   for (int f = 0; f < o->nweights; f++) {
-    rt_safetensors *sf = s->files[f] = rt_safetensors_open(o->weights[f], s->st);
+    rt_wfile *sf = s->files[f] = rt_wfile_open(o->weights[f], s->st);
     if (!sf) return fail_st(s);
-    for (int i = 0; i < rt_safetensors_count(sf); i++) {
-      const char *name = rt_safetensors_name(sf, i);
+    for (int i = 0; i < rt_wfile_count(sf); i++) {
+      const char *name = rt_wfile_name(sf, i);
       int w = rt_name_map_get(index, name, strlen(name));
+      if (w < 0 && rt_wfile_is_gguf(sf)) continue; /* a GGUF holds a whole model */
       if (w < 0) {
         fprintf(stderr, "%s: tensor '%s' is not a weight of the model (weights: %s)\n",
                 o->weights[f], name,
@@ -305,13 +307,13 @@ static int read_weights_with(run_state *s, const run_opts *o, const rt_name_map 
         fprintf(stderr, "%s: weight '%s' is given twice\n", o->weights[f], name);
         return -1;
       }
-      if (!(s->wts[w] = rt_safetensors_tensor(sf, i, s->st))) return fail_st(s);
+      if (!(s->wts[w] = rt_wfile_tensor(sf, i, s->st))) return fail_st(s);
       if (kiln_model_bind_weight(s->m, name, s->wts[w], s->st) < 0) {
         fprintf(stderr, "%s: %s\n", o->weights[f], kiln_status_message(s->st));
         return -1;
       }
       if (kiln_model_weight_needs_data(s->m, name) == 0) /* read from a copy: keep it once */
-        rt_safetensors_drop(sf, i);
+        rt_wfile_drop(sf, i);
     }
   }
   return 0;
@@ -684,7 +686,7 @@ int cli_run(int argc, char **argv) {
   kiln_model_free(s.m); /* before the weight tensors it borrows, and the device */
   kiln_device_close(s.dev);
   for (int i = 0; s.wts && i < s.nw; i++) kiln_tensor_free(s.wts[i]);
-  for (int i = 0; s.files && i < o.nweights; i++) rt_safetensors_close(s.files[i]);
+  for (int i = 0; s.files && i < o.nweights; i++) rt_wfile_close(s.files[i]);
   kiln_context_free(s.ctx);
   kiln_graph_free(s.g);
   free(s.syms);

@@ -7,6 +7,7 @@
 #   npy          the .npy reader: tests/fuzz/corpus/npy/, the tests' .npy files
 #   safetensors  the .safetensors reader: tests/fuzz/corpus/safetensors/,
 #                tests/max_text/*/weights.safetensors
+#   gguf         the GGUF reader: tests/gguf/ (files the gguf Python package wrote)
 #   compile      the JIT against the reference interpreter on graphs that
 #                parse: tests/ir/, tests/max_text/
 # A crash, leak, timeout or sanitizer report fails the run and leaves the
@@ -18,7 +19,7 @@ build="${1:-build-fuzz}"
 secs="${2:-30}"
 shift 2 || shift $# # the remaining arguments name targets
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(onnx text npy safetensors compile)
+[ ${#targets[@]} -gt 0 ] || targets=(onnx text npy safetensors gguf compile)
 mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang-19 -DKILN_FUZZ=ON -DKILN_TESTS=OFF \
       -DCMAKE_BUILD_TYPE=Debug > "$build/configure.log" ||
@@ -35,6 +36,7 @@ seeds() {
   text) echo tests/ir tests/max_text examples ;;
   npy) echo tests/fuzz/corpus/npy tests/onnx/minilm_tiny ;;
   safetensors) echo tests/fuzz/corpus/safetensors tests/max_text/mlp tests/max_text/norm ;;
+  gguf) echo tests/gguf ;;
   compile) echo tests/ir tests/max_text ;;
   esac
 }

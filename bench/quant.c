@@ -1,0 +1,175 @@
+/* quant.c (bench_quant) - mo.qmatmul as a decode step (GEMV, M = 1) from
+ * GGUF blocks, through the public API, beside the triad (bench_util.h) in
+ * the same run (issue 21: >= 0.8x of the triad's bandwidth, counted on the
+ * weight bytes read):
+ *
+ *  - q4_0, q4_k, q8_0 weights of N x K = 4096 x 4096 and 4096 x 14336
+ *    (a projection and an FFN down projection of an 8B-class model).
+ *
+ * GB/s = the weight's bytes / time (the activations and results are a few
+ * KB). The weight bytes are random with the f16 scales kept small, so sums
+ * stay finite; the output is spot-checked against a C computation (blocks
+ * decoded by ir/qblock.h, summed in double) first. One thread by default
+ * (--threads N: the pool's size; the triad stays one thread). Each round
+ * times every case once, then the triad; min / median / max over rounds
+ * (GB/s: min = the slowest run).
+ *
+ * usage: bench_quant [--runs N] [--threads N] [--tsv]; --tsv: R <case>
+ * <who> <threads> GB/s <runs> <min> <median> <max>. Exit status: 0, or 1
+ * when setup or a check failed. */
+#include <kiln/kiln.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../ir/qblock.h"
+#include "bench_util.h"
+
+#define TRIAD_N (16 * 1024 * 1024)
+
+static void die(const char *what, kiln_status *st) {
+  fprintf(stderr, "bench_quant: %s: %s\n", what, st ? kiln_status_message(st) : "");
+  exit(1);
+}
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return rng;
+}
+
+typedef struct qcase {
+  char id[48];
+  int enc;
+  int64_t n, k, bytes;
+  kiln_model *m;
+  kiln_tensor *in[2], *out;
+  double *gbs;
+} qcase;
+
+static void report(const char *id, const char *who, int threads, double *gbs, int n, bool tsv) {
+  double s[3];
+  bench_stats(gbs, n, s);
+  if (tsv)
+    printf("R\t%s\t%s\t%d\tGB/s\t%d\t%.3f\t%.3f\t%.3f\n", id, who, threads, n, s[0], s[1], s[2]);
+  else
+    printf("%-20s %-6s %2dT %4d runs %8.2f %8.2f %8.2f GB/s (min median max)\n", id, who, threads,
+           n, s[0], s[1], s[2]);
+}
+
+static void setup(qcase *c, kiln_context *ctx, kiln_status *st) {
+  int64_t e = QB_ELEMS(c->enc), bb = QB_BYTES(c->enc);
+  c->bytes = c->k / e * bb;
+  char text[1024];
+  snprintf(text, sizeof text,
+           "mo.graph @q(%%a: !mo.tensor<[1, %lld], f32>, %%w: !mo.tensor<[%lld, %lld], ui8>) -> "
+           "(!mo.tensor<[1, %lld], f32>) {\n"
+           "  %%y = mo.qmatmul(%%a, %%w) {encoding = \"%s\"} : (!mo.tensor<[1, %lld], f32>, "
+           "!mo.tensor<[%lld, %lld], ui8>) -> !mo.tensor<[1, %lld], f32>\n"
+           "  mo.output %%y : !mo.tensor<[1, %lld], f32>\n}\n",
+           (long long)c->k, (long long)c->n, (long long)c->bytes, (long long)c->n,
+           qb_name((qb_encoding)c->enc), (long long)c->k, (long long)c->n, (long long)c->bytes,
+           (long long)c->n, (long long)c->n);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), c->id, st);
+  if (!g || !(c->m = kiln_model_compile(ctx, g, st))) die(c->id, st);
+  kiln_graph_free(g);
+  int64_t as[2] = {1, c->k}, ws[2] = {c->n, c->bytes};
+  if (!(c->in[0] = kiln_tensor_new(KILN_FLOAT32, 2, as, st)) ||
+      !(c->in[1] = kiln_tensor_new(KILN_UINT8, 2, ws, st)))
+    die("tensors", st);
+  float *a = kiln_tensor_data(c->in[0]);
+  for (int64_t i = 0; i < c->k; i++) a[i] = (float)(next() % 2001) / 1000.0f - 1.0f;
+  uint8_t *w = kiln_tensor_data(c->in[1]);
+  for (int64_t i = 0; i < c->n * c->bytes; i++) w[i] = (uint8_t)(next() % 41);
+}
+
+/* Eight results against decoded blocks summed in double. */
+static void check(const qcase *c) {
+  const float *a = kiln_tensor_data(c->in[0]), *y = kiln_tensor_data(c->out);
+  const uint8_t *w = kiln_tensor_data(c->in[1]);
+  int64_t e = QB_ELEMS(c->enc), bb = QB_BYTES(c->enc);
+  float blk[256];
+  for (int t = 0; t < 8; t++) {
+    int64_t n = (int64_t)(next() % (uint64_t)c->n);
+    double s = 0, mag = 0;
+    for (int64_t b = 0; b < c->k / e; b++) {
+      qb_decode((qb_encoding)c->enc, w + n * c->bytes + b * bb, blk);
+      for (int64_t i = 0; i < e; i++) {
+        s += (double)a[b * e + i] * blk[i];
+        mag += fabs((double)a[b * e + i] * blk[i]);
+      }
+    }
+    if (fabs(y[n] - s) > 1e-5 * mag + 1e-6) {
+      fprintf(stderr, "bench_quant: %s: y[%lld] = %g, C %g\n", c->id, (long long)n,
+              (double)y[n], s);
+      exit(1);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  int runs = 20, threads = 1;
+  bool tsv = false;
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "--tsv")) tsv = true;
+    else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else {
+      fprintf(stderr, "usage: bench_quant [--runs N] [--threads N] [--tsv]\n");
+      return 1;
+    }
+  }
+  if (runs < 1 || threads < 1) die("--runs and --threads must be >= 1", NULL);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  if (!ctx || kiln_context_set_num_threads(ctx, threads, st) != 0) die("context", st);
+  static const int encs[] = {QB_Q4_0, QB_Q4_K, QB_Q8_0};
+  static const int64_t ks[] = {4096, 14336};
+  qcase cs[6];
+  int nc = 0;
+  for (int e = 0; e < 3; e++)
+    for (int s = 0; s < 2; s++) {
+      qcase *c = &cs[nc++];
+      memset(c, 0, sizeof *c);
+      c->enc = encs[e];
+      c->n = 4096;
+      c->k = ks[s];
+      snprintf(c->id, sizeof c->id, "%s_4096x%lld", qb_name((qb_encoding)c->enc),
+               (long long)c->k);
+      setup(c, ctx, st);
+      if (!(c->gbs = malloc((size_t)runs * sizeof(double)))) die("out of memory", NULL);
+      if (kiln_model_execute(c->m, c->in, 2, &c->out, 1, st) != 0) die(c->id, st);
+      check(c);
+    }
+  float *ta = malloc((size_t)TRIAD_N * 4), *tb = malloc((size_t)TRIAD_N * 4),
+        *tc = malloc((size_t)TRIAD_N * 4);
+  double *tgbs = malloc((size_t)runs * sizeof(double));
+  if (!ta || !tb || !tc || !tgbs) die("out of memory", NULL);
+  for (int64_t i = 0; i < TRIAD_N; i++) tb[i] = 1.0f, tc[i] = 2.0f, ta[i] = 0;
+  for (int r = 0; r < runs; r++) {
+    for (int c = 0; c < nc; c++) {
+      double t0 = bench_now_s();
+      if (kiln_model_execute(cs[c].m, cs[c].in, 2, &cs[c].out, 1, st) != 0) die(cs[c].id, st);
+      cs[c].gbs[r] = (double)(cs[c].n * cs[c].bytes) / (bench_now_s() - t0) / 1e9;
+    }
+    double t0 = bench_now_s();
+    bench_triad(ta, tb, tc, 3.0f, TRIAD_N);
+    tgbs[r] = 12.0 * TRIAD_N / (bench_now_s() - t0) / 1e9;
+  }
+  if (tsv) printf("M\tthreads\t%d\n", threads);
+  for (int c = 0; c < nc; c++) report(cs[c].id, "kiln", threads, cs[c].gbs, runs, tsv);
+  report("triad", "triad", 1, tgbs, runs, tsv);
+  for (int c = 0; c < nc; c++) {
+    kiln_tensor_free(cs[c].in[0]);
+    kiln_tensor_free(cs[c].in[1]);
+    kiln_tensor_free(cs[c].out);
+    kiln_model_free(cs[c].m);
+    free(cs[c].gbs);
+  }
+  free(ta), free(tb), free(tc), free(tgbs);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  return 0;
+}

@@ -1,0 +1,207 @@
+/* test_ops_quant.c - mo.qmatmul and mo.dequantize (GGUF block encodings):
+ * the JIT, which computes from the blocks (kernels-templates/qmatmul.c),
+ * against the reference interpreter for every encoding over several M, N
+ * and K (M across the kernel's 4-row passes, N split between the pool's
+ * parts, K of one and several blocks), with the weight bytes random (their
+ * f16 scale bytes kept small so sums stay finite); both against numpy's
+ * values for the blocks the gguf package wrote (tests/gguf/); and the
+ * verify errors: K not a multiple of the block, bytes not whole blocks, an
+ * unknown encoding, wrong dtypes. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ir/qblock.h"
+#include "kiln/kiln.h"
+#include "src/io.h"
+#include "support/oracle.h"
+
+static const char *const ENC[] = {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k"};
+
+/* lhs [m, K] f32, rhs [n, K / elems * bytes] ui8 -> [m, n] */
+static void qmatmul_text(char *buf, size_t cap, const char *enc, int64_t k) {
+  int e = qb_from_name(enc);
+  int64_t bytes = k / QB_ELEMS(e) * QB_BYTES(e);
+  snprintf(buf, cap,
+           "mo.graph @q<m, n>(%%a: !mo.tensor<[m, %lld], f32>, %%w: !mo.tensor<[n, %lld], ui8>)"
+           " -> (!mo.tensor<[m, n], f32>) {\n"
+           "  %%y = mo.qmatmul(%%a, %%w) {encoding = \"%s\"} : (!mo.tensor<[m, %lld], f32>, "
+           "!mo.tensor<[n, %lld], ui8>) -> !mo.tensor<[m, n], f32>\n"
+           "  mo.output %%y : !mo.tensor<[m, n], f32>\n}\n",
+           (long long)k, (long long)bytes, enc, (long long)k, (long long)bytes);
+}
+
+static void dequantize_text(char *buf, size_t cap, const char *enc, int64_t blocks) {
+  int e = qb_from_name(enc);
+  long long bytes = blocks * QB_BYTES(e), elems = blocks * QB_ELEMS(e);
+  snprintf(buf, cap,
+           "mo.graph @d<n>(%%w: !mo.tensor<[n, %lld], ui8>) -> (!mo.tensor<[n, %lld], f32>) {\n"
+           "  %%y = mo.dequantize(%%w) {encoding = \"%s\"} : (!mo.tensor<[n, %lld], ui8>) -> "
+           "!mo.tensor<[n, %lld], f32>\n  mo.output %%y : !mo.tensor<[n, %lld], f32>\n}\n",
+           bytes, elems, enc, bytes, elems, elems);
+}
+
+/* Weight bytes in [0, 40]: every f16 scale then has an exponent field of at
+ * most 10 (|d| < 2^-4), so sums of K products stay far from overflow. */
+static const oracle_gen GENS[] = {{ORACLE_GEN_UNIFORM, -3, 3, 0}, {ORACLE_GEN_UNIFORM, 0, 40, 0}};
+
+Test(qmatmul, every_encoding_against_the_interpreter) {
+  static const char *const bindings = "m=1,n=1;m=1,n=300;m=3,n=17;m=4,n=64;m=9,n=33;m=0,n=5";
+  for (int e = 0; e < 5; e++) {
+    int64_t ks[] = {QB_ELEMS(qb_from_name(ENC[e])), 512};
+    for (int ki = 0; ki < 2; ki++) {
+      char text[2048], label[64];
+      qmatmul_text(text, sizeof text, ENC[e], ks[ki]);
+      snprintf(label, sizeof label, "qmatmul %s K=%lld", ENC[e], (long long)ks[ki]);
+      /* f32 lane sums against the interpreter's double sums: |sum| of
+       * products up to ~1e4 at K = 512, so a few 1e-3 of rounding */
+      oracle_case c = {.label = label, .mlir = text, .bindings = bindings, .seed = 21u + e,
+                       .rtol = 1e-4, .atol = 2e-2, .gens = GENS, .ngens = 2};
+      ORACLE_ASSERT(&c);
+    }
+  }
+}
+
+Test(dequantize, every_encoding_against_the_interpreter_exactly) {
+  for (int e = 0; e < 5; e++) {
+    char text[2048], label[64];
+    dequantize_text(text, sizeof text, ENC[e], 3);
+    snprintf(label, sizeof label, "dequantize %s", ENC[e]);
+    oracle_case c = {.label = label, .mlir = text, .bindings = "n=1;n=5;n=0;n=70",
+                     .seed = 7u + e, .rtol = 0, .atol = 0, .gens = GENS + 1, .ngens = 1};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* ---- against numpy: the blocks the gguf package wrote ---- */
+
+static kiln_tensor *npy(const char *name, kiln_status *st) {
+  char path[512];
+  snprintf(path, sizeof path, KILN_SOURCE_DIR "/tests/gguf/small/%s.npy", name);
+  kiln_tensor *t = rt_npy_read(path, st);
+  cr_assert(t, "%s", kiln_status_message(st));
+  return t;
+}
+
+/* y = qmatmul(x, W) and dequantize(W) of tensor `name` of small.gguf, bound
+ * with kiln_model_bind_weights_file, against numpy's float64 answers. */
+static void against_numpy(const char *enc) {
+  char name[32], text[4096];
+  snprintf(name, sizeof name, "blk.%s", enc);
+  kiln_status *st = kiln_status_new();
+  char xn[48], yn[48];
+  snprintf(xn, sizeof xn, "x_%s", name);
+  snprintf(yn, sizeof yn, "y_%s", name);
+  kiln_tensor *x = npy(xn, st), *want_y = npy(yn, st), *want_d = npy(name, st);
+  int64_t m = kiln_tensor_shape(x)[0], k = kiln_tensor_shape(x)[1];
+  int64_t n = kiln_tensor_shape(want_d)[0];
+  int e = qb_from_name(enc);
+  long long bytes = k / QB_ELEMS(e) * QB_BYTES(e);
+  snprintf(text, sizeof text,
+           "mo.graph @g(%%x: !mo.tensor<[%lld, %lld], f32>) -> (!mo.tensor<[%lld, %lld], f32>, "
+           "!mo.tensor<[%lld, %lld], f32>) {\n"
+           "  %%w = mo.constant.external {name = \"%s\"} : !mo.tensor<[%lld, %lld], ui8>\n"
+           "  %%y = mo.qmatmul(%%x, %%w) {encoding = \"%s\"} : (!mo.tensor<[%lld, %lld], f32>, "
+           "!mo.tensor<[%lld, %lld], ui8>) -> !mo.tensor<[%lld, %lld], f32>\n"
+           "  %%d = mo.dequantize(%%w) {encoding = \"%s\"} : (!mo.tensor<[%lld, %lld], ui8>) -> "
+           "!mo.tensor<[%lld, %lld], f32>\n"
+           "  mo.output %%y, %%d : !mo.tensor<[%lld, %lld], f32>, "
+           "!mo.tensor<[%lld, %lld], f32>\n}\n",
+           (long long)m, (long long)k, (long long)m, (long long)n, (long long)n, (long long)k,
+           name, (long long)n, bytes, enc, (long long)m, (long long)k, (long long)n, bytes,
+           (long long)m, (long long)n, enc, (long long)n, bytes, (long long)n, (long long)k,
+           (long long)m, (long long)n, (long long)n, (long long)k);
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "numpy.mlir", st);
+  cr_assert(g, "%s\n%s", kiln_status_message(st), text);
+  kiln_model *md = kiln_model_compile(ctx, g, st);
+  cr_assert(md, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_bind_weights_file(md, KILN_SOURCE_DIR "/tests/gguf/small.gguf", st), 0,
+               "%s", kiln_status_message(st));
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_assert_eq(kiln_model_execute(md, &x, 1, out, 2, st), 0, "%s", kiln_status_message(st));
+  const float *y = kiln_tensor_data(out[0]), *wy = kiln_tensor_data(want_y);
+  const float *xv = kiln_tensor_data(x), *wd = kiln_tensor_data(want_d);
+  for (int64_t i = 0; i < m * n; i++) {
+    double mag = 0; /* sum of |products|: the scale of the rounding */
+    for (int64_t kk = 0; kk < k; kk++)
+      mag += fabs((double)xv[(i / n) * k + kk] * wd[(i % n) * k + kk]);
+    cr_expect(fabs(y[i] - wy[i]) <= 1e-6 * mag + 1e-6, "%s y[%lld] = %g, numpy %g", enc,
+              (long long)i, (double)y[i], (double)wy[i]);
+  }
+  const float *d = kiln_tensor_data(out[1]);
+  for (int64_t i = 0; i < n * k; i++)
+    cr_expect(fabsf(d[i] - wd[i]) <= 1e-6f * fmaxf(1.0f, fabsf(wd[i])), "%s d[%lld]", enc,
+              (long long)i);
+  for (int i = 0; i < 2; i++) kiln_tensor_free(out[i]);
+  kiln_tensor_free(x);
+  kiln_tensor_free(want_y);
+  kiln_tensor_free(want_d);
+  kiln_model_free(md);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+Test(qmatmul_numpy, q4_0) { against_numpy("q4_0"); }
+Test(qmatmul_numpy, q8_0) { against_numpy("q8_0"); }
+Test(qmatmul_numpy, q4_k) { against_numpy("q4_k"); }
+Test(qmatmul_numpy, q5_k) { against_numpy("q5_k"); }
+Test(qmatmul_numpy, q6_k) { against_numpy("q6_k"); }
+
+/* ---- refused at verify ---- */
+
+#define QM(k, bytes, enc, adt, wdt)                                                          \
+  "mo.graph @g(%a: !mo.tensor<[2, " k "], " adt ">, %w: !mo.tensor<[3, " bytes "], " wdt   \
+  ">) -> (!mo.tensor<[2, 3], f32>) {\n  %y = mo.qmatmul(%a, %w) {encoding = \"" enc        \
+  "\"} : (!mo.tensor<[2, " k "], " adt ">, !mo.tensor<[3, " bytes "], " wdt               \
+  ">) -> !mo.tensor<[2, 3], f32>\n  mo.output %y : !mo.tensor<[2, 3], f32>\n}\n"
+
+Test(quant_errors, k_not_a_multiple_of_the_block) {
+  EXPECT_REJECTED(QM("40", "18", "q4_0", "f32", "ui8"),
+                  "K = 40 is not a multiple of q4_0's block of 32");
+}
+
+Test(quant_errors, k_does_not_match_the_blocks) {
+  EXPECT_REJECTED(QM("64", "18", "q4_0", "f32", "ui8"),
+                  "operand 0 has K = 64 but operand 1's 1 blocks per row hold K = 32");
+}
+
+Test(quant_errors, bytes_not_whole_blocks) {
+  EXPECT_REJECTED(QM("32", "20", "q4_0", "f32", "ui8"),
+                  "is 20 bytes, not a whole number of q4_0 blocks of 18 bytes");
+}
+
+Test(quant_errors, unknown_encoding) {
+  EXPECT_REJECTED(QM("32", "18", "q3_k", "f32", "ui8"), "unknown encoding 'q3_k'");
+}
+
+Test(quant_errors, wrong_dtypes) {
+  EXPECT_REJECTED(QM("32", "18", "q4_0", "f32", "si32"), "must be ui8, not si32");
+  EXPECT_REJECTED(QM("32", "18", "q4_0", "f64", "ui8"), "operand 0 must be f32, not f64");
+}
+
+Test(quant_errors, max_spelling_of_the_encoding_is_accepted) {
+  kiln_code code;
+  char msg[1024];
+  cr_expect_eq(oracle_compile_only(QM("256", "144", "Q4_K", "f32", "ui8"), &code, msg,
+                                   sizeof msg), 0, "%s", msg);
+}
+
+/* A symbolic K is checked when the graph runs: the blocks decide K. */
+Test(quant_errors, symbolic_k_is_checked_at_run_time) {
+  static const char text[] =
+      "mo.graph @g<k>(%a: !mo.tensor<[2, k], f32>, %w: !mo.tensor<[3, 18], ui8>) -> "
+      "(!mo.tensor<[2, 3], f32>) {\n"
+      "  %y = mo.qmatmul(%a, %w) {encoding = \"q4_0\"} : (!mo.tensor<[2, k], f32>, "
+      "!mo.tensor<[3, 18], ui8>) -> !mo.tensor<[2, 3], f32>\n"
+      "  mo.output %y : !mo.tensor<[2, 3], f32>\n}\n";
+  oracle_case ok = {.label = "qmatmul symbolic K", .mlir = text, .bindings = "k=32",
+                    .rtol = 1e-4, .atol = 2e-2, .gens = GENS, .ngens = 2};
+  ORACLE_ASSERT(&ok);
+  oracle_case bad = {.label = "qmatmul symbolic K wrong", .mlir = text, .bindings = "k=64",
+                     .gens = GENS, .ngens = 2, .expect_error = true};
+  oracle_expect_both_fail(&bad, "must be 32 (operand 1's blocks)");
+}
