@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "buffers.h"
 #include "capture.h"
 #include "plan.h"
 #include "pool.h"
@@ -274,6 +275,10 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
     }
     if (m->alias && n->nout == 1 && m->alias[n->out[0]->id] >= 0) { /* reshape-like: no kernel (plan.h) */
       x->bufs[n->out[0]->id] = x->bufs[n->in[0]->id];
+      continue;
+    }
+    if (rt_node_is_buffer_op(n)) { /* copies in node order (buffers.h) */
+      if (rt_buffer_run(g, n, x->bufs, x->syms, st) < 0) return -1;
       continue;
     }
     int k = 0;
