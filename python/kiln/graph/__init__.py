@@ -7,6 +7,6 @@ from .type import BufferType, DeviceKind, DeviceRef, TensorType
 from .value import BufferValue, TensorValue, TensorValueLike, Value
 from .weight import Weight
 
-__all__ = ["Graph", "TensorType", "BufferType", "BufferValue", "DeviceRef", "DeviceKind", "TensorValue", "Value",
-           "TensorValueLike", "Weight", "Dim", "StaticDim", "SymbolicDim", "AlgebraicDim",
+__all__ = ["Graph", "TensorType", "BufferType", "BufferValue", "DeviceRef", "DeviceKind",
+           "TensorValue", "Value", "TensorValueLike", "Weight", "Dim", "StaticDim", "SymbolicDim", "AlgebraicDim",
            "Shape", "DimLike", "ShapeLike", "ops"]
