@@ -8,5 +8,5 @@ from .value import BufferValue, TensorValue, TensorValueLike, Value
 from .weight import Weight
 
 __all__ = ["Graph", "TensorType", "BufferType", "BufferValue", "DeviceRef", "DeviceKind",
-           "TensorValue", "Value", "TensorValueLike", "Weight", "Dim", "StaticDim", "SymbolicDim", "AlgebraicDim",
-           "Shape", "DimLike", "ShapeLike", "ops"]
+           "TensorValue", "Value", "TensorValueLike", "Weight", "Dim", "StaticDim",
+           "SymbolicDim", "AlgebraicDim", "Shape", "DimLike", "ShapeLike", "ops"]

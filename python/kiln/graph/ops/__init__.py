@@ -31,4 +31,5 @@ from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
 __all__ = sorted(set(_buffer_all + _custom_all + _elementwise_all + _indexing_all + _misc_all
-                     + _nn_all + _reduction_all + _shape_all + _sorting_all + ["random", "TensorType"]))
+                     + _nn_all + _reduction_all + _shape_all + _sorting_all
+                     + ["random", "TensorType"]))
