@@ -327,6 +327,23 @@ Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) {
   kiln_model_free(m);
 }
 
+/* ---- devices ---- */
+
+Test(buffers, a_simt_device_refuses_buffer_ops_by_name) {
+  kiln_device *d = kiln_device_open("simt-emu", st);
+  cr_assert(d, "%s", kiln_status_message(st));
+  kiln_graph *g = kiln_graph_parse(KV_APPEND, strlen(KV_APPEND), "kv.mlir", st);
+  cr_assert(g);
+  kiln_model *m = kiln_model_compile_on(ctx, d, g, st);
+  cr_expect_null(m);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  cr_expect(strstr(kiln_status_message(st), "buffer ops run on the CPU runtime only"), "%s",
+            kiln_status_message(st));
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_device_close(d);
+}
+
 /* ---- text ---- */
 
 Test(buffers, buffer_graphs_print_and_parse_back_the_same) {

@@ -111,7 +111,9 @@ KILN_API int kiln_value_gpu(const kiln_value *v);
  * "mo.buffer.create" (a "!mo.buffer<...>" result type), "mo.mutable.load"
  * (buffer, chain; results: the tensor, then the chain: kiln_value_result),
  * "mo.mutable.store" (buffer, tensor, chain), "mo.mutable.store.slice"
- * (buffer, tensor, start indices, chain). */
+ * (buffer, tensor, start indices, chain). Buffer ops run on the CPU
+ * runtime only (a device model refuses them, naming the op), and kiln takes
+ * no lock on a buffer: executes that share one must not overlap. */
 typedef enum kiln_value_kind {
   KILN_VALUE_TENSOR,
   KILN_VALUE_BUFFER,
