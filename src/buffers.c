@@ -1,5 +1,6 @@
 /* buffers.c - the CPU runtime's buffer ops (buffers.h): contiguous copies,
- * row runs for a slice store, and the bounds check a slice needs. */
+ * row runs for a slice store, the bounds check a slice needs, and the
+ * in-place custom kernel pattern (rt_buffer_alias_in_place). */
 #include <stdio.h>
 #include <string.h>
 
@@ -89,16 +90,46 @@ int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const 
     if (shape_of(n, n->out[0], syms, shape, &bytes, st) < 0) return -1;
     if (bytes) memset(bufs[n->out[0]->id], 0, bytes);
     return 0;
-  case IR_OP_MUTABLE_LOAD:
+  case IR_OP_MUTABLE_LOAD: /* the same memory: an in-place kernel's operand */
     if (shape_of(n, n->in[0], syms, shape, &bytes, st) < 0) return -1;
-    if (bytes) memmove(bufs[n->out[0]->id], bufs[n->in[0]->id], bytes);
+    if (bytes && bufs[n->out[0]->id] != bufs[n->in[0]->id])
+      memmove(bufs[n->out[0]->id], bufs[n->in[0]->id], bytes);
     return 0;
-  case IR_OP_MUTABLE_STORE:
+  case IR_OP_MUTABLE_STORE: /* the same memory: an in-place kernel's result */
     if (shape_of(n, n->in[0], syms, shape, &bytes, st) < 0) return -1;
-    if (bytes) memmove(bufs[n->in[0]->id], bufs[n->in[1]->id], bytes);
+    if (bytes && bufs[n->in[0]->id] != bufs[n->in[1]->id])
+      memmove(bufs[n->in[0]->id], bufs[n->in[1]->id], bytes);
     return 0;
   case IR_OP_MUTABLE_STORE_SLICE: return store_slice(n, bufs, syms, st);
   default: break;
   }
   return fail(n, st, "not a buffer op the CPU runtime runs");
+}
+
+/* The one node that uses v (as an operand; a graph output counts as a use
+ * of no node), or NULL when v has another use. */
+static const ir_node *only_user(const ir_graph *g, const ir_value *v) {
+  if (ir_value_uses(g, v) != 1) return NULL;
+  for (int i = v->def ? v->def->id + 1 : 0; i < g->nnodes; i++)
+    for (int j = 0; j < g->nodes[i]->nin; j++)
+      if (g->nodes[i]->in[j] == v) return g->nodes[i];
+  return NULL;
+}
+
+int rt_buffer_alias_in_place(const ir_graph *g, int *alias) {
+  int found = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    const ir_node *k = g->nodes[i];
+    if (k->op != IR_OP_INPLACE_CUSTOM) continue;
+    const ir_value *t = k->in[0], *y = k->out[0];
+    const ir_node *load = t->def, *store = only_user(g, y);
+    if (!load || load->op != IR_OP_MUTABLE_LOAD || t->index != 0 || only_user(g, t) != k ||
+        !store || store->op != IR_OP_MUTABLE_STORE || store->in[0] != load->in[0] ||
+        store->in[1] != y || store->in[2] != load->out[1])
+      continue;
+    /* store's chain is load's: no other access to the buffer comes between */
+    alias[t->id] = alias[y->id] = load->in[0]->id;
+    found++;
+  }
+  return found;
 }

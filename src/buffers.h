@@ -22,4 +22,14 @@ bool rt_node_is_buffer_op(const ir_node *n);
 int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const int64_t *syms,
                   kiln_status *st);
 
+/* mo.inplace_custom on a buffer, zero-copy: for every load -> in-place
+ * kernel -> store where the load's tensor is used only as the kernel's
+ * operand 0, the kernel's result only by the store, the store writes the
+ * loaded buffer and takes the load's chain (so nothing else touches the
+ * buffer in between), set alias[] of the loaded tensor and of the result to
+ * the buffer's value id: the kernel then gets the buffer's own memory as
+ * operand 0 and as result 0 (MAX's inplace_custom: the kernel mutates the
+ * buffer), and the load and store copy nothing. Returns how many. */
+int rt_buffer_alias_in_place(const ir_graph *g, int *alias);
+
 #endif

@@ -14,6 +14,7 @@
 
 #include "ir/interp.h"
 #include "ir/ir.h"
+#include "kiln/custom.h"
 #include "kiln/kiln.h"
 #include "src/rt.h"
 
@@ -325,6 +326,68 @@ Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) {
   kiln_tensor_free(buf);
   kiln_tensor_free(x);
   kiln_model_free(m);
+}
+
+/* ---- inplace_custom on a buffer ---- */
+
+/* bump adds 1 to every element of its in-place buffer, and 100 more to
+ * element 0 when the buffer it got is the memory whose address `where`
+ * holds: the caller's array itself. */
+static const char *BUMP_C =
+    "#include <kiln/kernel.h>\n"
+    "KILN_KERNEL(bump, 2, 1)\n"
+    "int32_t bump(const kiln_kernel_args *a) {\n"
+    "  float *y = a->outputs[0].data;\n"
+    "  const int64_t *where = a->inputs[1].data;\n"
+    "  int64_t n = kiln_kernel_numel(&a->outputs[0]);\n"
+    "  for (int64_t i = 0; i < n; i++) y[i] += 1.0f;\n"
+    "  if (n > 0 && (int64_t)(uintptr_t)a->outputs[0].data == where[0]) y[0] += 100.0f;\n"
+    "  return 0;\n"
+    "}\n";
+
+#define BN "!mo.buffer<[n], f32>"
+#define IP_HEAD                                                                              \
+  "mo.graph @ip<n>(%buf: " BN ", %where: !mo.tensor<[1], si64>) -> (" T("n") ", " T("n") \
+  ") {\n"                                                                                   \
+  "  %c0 = mo.chain.create() : " CH "\n"                                                     \
+  "  %t, %c1 = mo.mutable.load(%buf, %c0) : (" BN ", " CH ") -> (" T("n") ", " CH ")\n"     \
+  "  %y = mo.inplace_custom(%t, %where) {symbol = \"bump\"} : (" T("n")                    \
+  ", !mo.tensor<[1], si64>) -> " T("n") "\n"                                                \
+  "  %c2 = mo.mutable.store(%buf, %y, %c1) : (" BN ", " T("n") ", " CH ") -> " CH "\n"      \
+  "  %u, %c3 = mo.mutable.load(%buf, %c2) : (" BN ", " CH ") -> (" T("n") ", " CH ")\n"
+
+static void bump_run(const char *text, bool zero_copy) {
+  cr_assert_eq(kiln_context_add_kernel_library_memory(ctx, "bump.c", BUMP_C, strlen(BUMP_C), st),
+               0, "%s", kiln_status_message(st));
+  kiln_model *m = compile_text(text);
+  int64_t s5[1] = {5};
+  kiln_tensor *buf = tensor_f32(1, s5, 1, 1);
+  int64_t addr = (int64_t)(uintptr_t)kiln_tensor_data(buf);
+  kiln_tensor *where = tensor_i64(1, &addr);
+  for (int k = 1; k <= 3; k++) {
+    kiln_tensor *in[2] = {buf, where}, *out[2] = {0};
+    cr_assert_eq(kiln_model_execute(m, in, 2, out, 2, st), 0, "%s", kiln_status_message(st));
+    for (int i = 0; i < 5; i++) {
+      float want = (float)(i + 1 + k) + (i == 0 && zero_copy ? 100.0f * (float)k : 0.0f);
+      cr_expect_eq(f(buf, i), want, "execute %d: buf[%d] = %g, want %g", k, i, f(buf, i), want);
+      cr_expect_eq(f(out[0], i), want);
+    }
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(out[1]);
+  }
+  kiln_tensor_free(buf);
+  kiln_tensor_free(where);
+  kiln_model_free(m);
+}
+
+Test(buffers, inplace_custom_between_a_load_and_a_store_mutates_the_callers_memory) {
+  bump_run(IP_HEAD "  %z = mo.negate(%u) : " T("n") "\n"
+                   "  mo.output %u, %z : " T("n") ", " T("n") "\n}\n",
+           true);
+}
+
+Test(buffers, inplace_custom_on_a_loaded_tensor_used_elsewhere_gets_a_copy) {
+  bump_run(IP_HEAD "  mo.output %u, %t : " T("n") ", " T("n") "\n}\n", false);
 }
 
 /* ---- devices ---- */

@@ -48,9 +48,10 @@ def inplace_custom(name: str, device: Any, values: Sequence[Any], out_types: Any
                    parameters: Mapping[str, Any] | None = None) -> list[TensorValue]:
     """The kernel `name` updating values[0]. On a tensor: it updates a copy,
     returned as [that copy] (kiln's tensors are immutable). On a BufferValue:
-    the buffer is changed in place, ordered by the graph's chain (the kernel
-    runs on the buffer's loaded contents, which are stored back), and the
-    result is [] as in MAX."""
+    the kernel gets the buffer's own memory (the caller's array) and changes
+    it in place, ordered by the graph's chain (a load, the kernel and a store
+    that the runtime turns into no copies: src/buffers.h); the result is []
+    as in MAX."""
     from ..value import BufferValue
     from .buffer import buffer_load, buffer_store
 
