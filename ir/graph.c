@@ -190,7 +190,7 @@ bool ir_device_parse(const char *s, ir_device *d) {
 }
 
 bool ir_type_equal(const ir_type *a, const ir_type *b) {
-  if (a->dtype != b->dtype) return false;
+  if (a->dtype != b->dtype || a->kind != b->kind) return false;
   if (a->device.kind != b->device.kind || a->device.id != b->device.id) return false;
   return ir_type_same_shape(a, b);
 }

@@ -56,6 +56,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buffer.h"
 #include "infer_impl.h"
 
 /* ---- context, messages ---- */
@@ -1507,6 +1508,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_REPEAT: return ir_infer_repeat(c, res);
   case IR_CLS_DEQUANTIZE:
   case IR_CLS_QMATMUL: return ir_infer_quant(c, res);
+  case IR_CLS_BUFFER: return ir_infer_buffer(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);
@@ -1551,7 +1553,8 @@ int ir_infer_node(ir_graph *g, ir_node *n, ir_diag *d) {
   const ir_op_info *info = ir_op_get(n->op);
   if (!info) return ir_diag_set(d, n->loc, "op #%d has an unknown op code %d", n->id, (int)n->op);
   ctx c = {g, n, d, info->name};
-  if (check_operands(&c) != 0 || check_dtypes(&c, info) != 0) return -1;
+  if (check_operands(&c) != 0 || ir_infer_value_kinds(&c) != 0 || check_dtypes(&c, info) != 0)
+    return -1;
   ir_type *res = ir_arena_alloc(g->arena, (size_t)n->nout * sizeof *res);
   if (!res) return oom(&c);
   if (infer_class(&c, res) != 0) return -1;

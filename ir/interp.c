@@ -1078,6 +1078,16 @@ static int run_quant(run *r, const ir_node *n) {
   return rc ? op_fail(r, n, "%s", detail) : 0;
 }
 
+static int run_buffer(run *r, const ir_node *n) {
+  const ir_tensor *in[4] = {0};
+  ir_tensor *out[2] = {0};
+  for (int k = 0; k < n->nin && k < 4; k++) in[k] = IN(r, n, k);
+  for (int k = 0; k < n->nout && k < 2; k++) out[k] = OUT(r, n, k);
+  char detail[400] = "";
+  if (ir_ref_buffer(n, in, out, detail, sizeof detail) != 0) return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static const run_fn run_class[] = {
     [IR_CLS_UNARY] = run_elementwise,
     [IR_CLS_UNARY_FLOAT] = run_elementwise,
@@ -1130,6 +1140,7 @@ static const run_fn run_class[] = {
     [IR_CLS_REPEAT] = run_repeat,
     [IR_CLS_DEQUANTIZE] = run_quant,
     [IR_CLS_QMATMUL] = run_quant,
+    [IR_CLS_BUFFER] = run_buffer,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

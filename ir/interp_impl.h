@@ -116,4 +116,9 @@ int ir_ref_shape_to_tensor(const ir_tensor *x, ir_tensor *y, char *msg, size_t m
 int ir_ref_repeat_interleave(const ir_node *n, const ir_tensor *x, const ir_tensor *reps,
                              ir_tensor *y, char *msg, size_t msglen);
 
+/* The buffer ops (interp_buffer.c): in[] and out[] are the node's operand
+ * and result tensors; a store writes through its buffer operand's data. */
+int ir_ref_buffer(const ir_node *n, const ir_tensor *const *in, ir_tensor *const *out, char *msg,
+                  size_t msglen);
+
 #endif

@@ -128,11 +128,18 @@ typedef struct ir_device {
  * into *d. False for anything else (d unchanged). */
 bool ir_device_parse(const char *s, ir_device *d);
 
+/* What a value is (ir/buffer.h): an immutable tensor (the default, 0), a
+ * mutable buffer (`!mo.buffer<[dims], dtype>`: a tensor the graph writes in
+ * place, owned by the caller when it is a graph input), or a chain
+ * (`!mo.chain`: no data; the token that orders a buffer's loads and stores). */
+typedef enum ir_type_kind { IR_TYPE_TENSOR, IR_TYPE_BUFFER, IR_TYPE_CHAIN } ir_type_kind;
+
 typedef struct ir_type {
   ir_dtype dtype;
   int rank;
   const ir_dim **dims; /* rank entries, arena-owned (NULL when rank == 0) */
   ir_device device;
+  ir_type_kind kind; /* a chain has rank 0 and dtype bool */
 } ir_type;
 
 bool ir_type_equal(const ir_type *a, const ir_type *b);

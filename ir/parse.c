@@ -11,7 +11,8 @@
  *              ':' (type | '(' [types] ')' '->' (type | '(' [types] ')'))
  *   results := result {',' result};  result := '%' name | '%' name ':' N (names name#0..)
  *   output  := 'mo.output' [use {',' use} ':' type {',' type}]
- *   type    := '!mo.tensor<[' [dim {',' dim}] '],' dtype [',' ('cpu'|'gpu') ':' N] '>'
+ *   type    := ('!mo.tensor' | '!mo.buffer') '<[' [dim {',' dim}] '],' dtype
+ *              [',' ('cpu'|'gpu') ':' N] '>'  |  '!mo.chain'
  *   attrs   := '{' [id '=' value {',' id '=' value}] '}'
  * Dims are parsed by ir_dim_parse. The short op form `: T` gives the result
  * type only; the functional form also declares the operand types, which must
@@ -101,7 +102,14 @@ int ir_parse_dims(parser *p, const ir_dim **dims, int *rank, bool negative_ok) {
 
 static int parse_type(parser *p, ir_type *t) {
   memset(t, 0, sizeof *t);
-  if (!ir_lex_accept_lit(p, "!mo.tensor")) return ir_lex_expected(p, "a type '!mo.tensor<...>'");
+  if (ir_lex_accept_lit(p, "!mo.chain")) {
+    t->kind = IR_TYPE_CHAIN;
+    t->dtype = IR_DT_BOOL;
+    return 0;
+  }
+  if (ir_lex_accept_lit(p, "!mo.buffer")) t->kind = IR_TYPE_BUFFER;
+  else if (!ir_lex_accept_lit(p, "!mo.tensor"))
+    return ir_lex_expected(p, "a type '!mo.tensor<...>'");
   if (ir_lex_expect(p, '<')) return -1;
   const ir_dim *dims[IR_MAX_RANK];
   int rank = 0;
@@ -380,6 +388,10 @@ static int parse_op(parser *p) {
     ir_attr tmp = slot->a;
     if (ir_lex_attr_value(p, &tmp) || ir_lex_expect(p, '>')) return -1;
     ((attr_at *)p->attrs.p)[0].a = tmp;
+  }
+  if (!max && op == IR_OP_CHAIN_CREATE && ir_lex_peek(p) != ':') {
+    max = true; /* MAX's untyped mo.chain.create: skipped as before (parse_max.c) */
+    row = ir_max_op_find(nm, nlen);
   }
   /* types (MAX prints none on mo.chain.create) */
   vec *in_t = &p->in_types, *out_t = &p->out_types;

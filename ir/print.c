@@ -104,7 +104,11 @@ static void put_dim(sink *o, const ir_dim *d) {
 }
 
 static void put_type(sink *o, const ir_type *t) {
-  puts_(o, "!mo.tensor<");
+  if (t->kind == IR_TYPE_CHAIN) {
+    puts_(o, "!mo.chain");
+    return;
+  }
+  puts_(o, t->kind == IR_TYPE_BUFFER ? "!mo.buffer<" : "!mo.tensor<");
   if (t->rank < 0) {
     puts_(o, "?");
   } else {

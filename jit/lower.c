@@ -19,6 +19,13 @@ static int lower_source(jit_fn *f) {
                       ir_op_get(f->node->op)->name);
 }
 
+/* Buffer ops touch the caller's memory in node order: the runtime runs them
+ * (src/buffers.c), never a kernel. */
+static int lower_buffer(jit_fn *f) {
+  return jit_fn_error(f, "mo.%s has no kernel (the runtime runs buffer ops)",
+                      ir_op_get(f->node->op)->name);
+}
+
 static const jit_lower_fn host_lowering[] = {
     [IR_CLS_UNARY] = jit_lower_elementwise,
     [IR_CLS_UNARY_FLOAT] = jit_lower_elementwise,
@@ -71,6 +78,7 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_REPEAT] = jit_lower_repeat,
     [IR_CLS_DEQUANTIZE] = jit_lower_quant,
     [IR_CLS_QMATMUL] = jit_lower_quant,
+    [IR_CLS_BUFFER] = lower_buffer,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -561,7 +561,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(SLICE_DATA, L_ELEMENTS, jit_simt_lower_slice_data)        \
   X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)        \
   X(DEQUANTIZE, L_NONE, NULL)                           \
-  X(QMATMUL, L_NONE, NULL)
+  X(QMATMUL, L_NONE, NULL) \
+  X(BUFFER, L_NONE, NULL)
 
 typedef struct simt_rule {
   launch_shape shape;

@@ -43,6 +43,7 @@
 #include "ir/interp.h"
 #include "ir/print_op.h"
 #include "backend.h"
+#include "buffers.h"
 #include "device.h"
 #include "pipeline.h"
 #include "placement.h"
@@ -142,6 +143,11 @@ int rt_dm_prepare(kiln_model *m, kiln_device *d, kiln_context *target_ctx, kiln_
     return -1;
   /* verify, custom kernels for the target, transposes folded, fusion */
   if (rt_pipeline_prepare(m->g, &dm->target, NULL, st) < 0) return -1;
+  for (int i = 0; i < m->g->nnodes; i++) /* a gap: buffers run on the CPU runtime only */
+    if (rt_node_is_buffer_op(m->g->nodes[i]))
+      return rt_err(st, KILN_ERR_UNSUPPORTED, "graph @%s: mo.%s (node %d): buffer ops run on "
+                    "the CPU runtime only, not on %s", m->g->name,
+                    ir_op_get(m->g->nodes[i]->op)->name, i, kiln_device_label(d));
   return rt_place_check_device(m->g, kiln_device_label(d), &dm->placed, st);
 }
 

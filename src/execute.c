@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "buffers.h"
 #include "capture.h"
 #include "plan.h"
 #include "pool.h"
@@ -272,8 +273,16 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
       x->bufs[n->out[0]->id] = m->weights[m->weight_of_node[i]].bound->data;
       continue;
     }
-    if (m->alias && n->nout == 1 && m->alias[n->out[0]->id] >= 0) { /* reshape-like: no kernel (plan.h) */
+    bool in_place = n->op == IR_OP_INPLACE_CUSTOM || rt_node_is_buffer_op(n);
+    /* reshape-like: no kernel (plan.h) */
+    if (m->alias && n->nout == 1 && m->alias[n->out[0]->id] >= 0 && !in_place) {
       x->bufs[n->out[0]->id] = x->bufs[n->in[0]->id];
+      continue;
+    }
+    for (int j = 0; m->alias && in_place && j < n->nout; j++) /* a buffer's own memory */
+      if (m->alias[n->out[j]->id] >= 0) x->bufs[n->out[j]->id] = x->bufs[m->alias[n->out[j]->id]];
+    if (rt_node_is_buffer_op(n)) { /* copies in node order (buffers.h) */
+      if (rt_buffer_run(g, n, x->bufs, x->syms, st) < 0) return -1;
       continue;
     }
     int k = 0;

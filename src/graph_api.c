@@ -188,9 +188,33 @@ KILN_API kiln_value *kiln_graph_add_input(kiln_graph *g, const char *name, kiln_
   return kiln_graph_add_input_on(g, name, dtype, rank, dims, -1, st);
 }
 
+static kiln_value *add_input(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
+                             const char *const *dims, int gpu, ir_type_kind kind,
+                             kiln_status *st);
+
 KILN_API kiln_value *kiln_graph_add_input_on(kiln_graph *g, const char *name, kiln_dtype dtype,
                                              int rank, const char *const *dims, int gpu,
                                              kiln_status *st) {
+  return add_input(g, name, dtype, rank, dims, gpu, IR_TYPE_TENSOR, st);
+}
+
+KILN_API kiln_value *kiln_graph_add_buffer_input(kiln_graph *g, const char *name,
+                                                 kiln_dtype dtype, int rank,
+                                                 const char *const *dims, kiln_status *st) {
+  return add_input(g, name, dtype, rank, dims, -1, IR_TYPE_BUFFER, st);
+}
+
+KILN_API kiln_value_kind kiln_value_kind_of(const kiln_value *v) {
+  if (!v) return KILN_VALUE_TENSOR;
+  ir_type_kind k = ((const ir_value *)(const void *)v)->type.kind;
+  return k == IR_TYPE_BUFFER ? KILN_VALUE_BUFFER
+         : k == IR_TYPE_CHAIN ? KILN_VALUE_CHAIN
+                              : KILN_VALUE_TENSOR;
+}
+
+static kiln_value *add_input(kiln_graph *g, const char *name, kiln_dtype dtype, int rank,
+                             const char *const *dims, int gpu, ir_type_kind kind,
+                             kiln_status *st) {
   if (!g) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_add_input: graph is NULL");
     return NULL;
@@ -206,6 +230,7 @@ KILN_API kiln_value *kiln_graph_add_input_on(kiln_graph *g, const char *name, ki
   ir_type t;
   if (make_type(g, dtype, rank, dims, what, &t, st) < 0) return NULL;
   if (gpu >= 0) t.device = (ir_device){IR_DEV_GPU, gpu};
+  t.kind = kind;
   /* An identifier becomes the SSA name; any other name is kept as the
    * argument name only (the SSA name is then a fresh number). */
   bool ssa = name && is_ident(name);

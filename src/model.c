@@ -514,6 +514,10 @@ KILN_API int kiln_model_input_rank(const kiln_model *m, int i) {
   const rt_port *p = in_port(m, i);
   return p ? p->type.rank : -1;
 }
+KILN_API int kiln_model_input_is_buffer(const kiln_model *m, int i) {
+  const rt_port *p = in_port(m, i);
+  return p ? p->type.kind == IR_TYPE_BUFFER : -1;
+}
 KILN_API int kiln_model_output_rank(const kiln_model *m, int i) {
   const rt_port *p = out_port(m, i);
   return p ? p->type.rank : -1;

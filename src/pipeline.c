@@ -23,6 +23,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "buffers.h"
 #include "cache_backing.h"
 #include "gpu_link.h"
 #include "kernel_lib.h"
@@ -153,7 +154,7 @@ bool rt_pipeline_host_specializes(const ir_graph *g, int i) {
 }
 
 bool rt_pipeline_has_kernel(const ir_graph *g, const ir_node *n) {
-  return !ir_node_is_source(n) && !rt_node_is_alias(g, n);
+  return !ir_node_is_source(n) && !rt_node_is_alias(g, n) && !rt_node_is_buffer_op(n);
 }
 
 const char *rt_pipeline_node_desc(const ir_graph *g, int i, char *buf, size_t cap) {

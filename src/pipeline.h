@@ -68,7 +68,7 @@ int rt_pipeline_prepare_libs(ir_graph *g, const kiln_context *ctx, rt_kernel_lib
 
 /* Whether node n of prepared g gets a kernel: not a source (constant,
  * weight), not a reshape-like node whose result shares its operand's
- * memory (plan.c: rt_node_is_alias). */
+ * memory (plan.c: rt_node_is_alias), not a buffer op (buffers.h). */
 bool rt_pipeline_has_kernel(const ir_graph *g, const ir_node *n);
 /* Whether node i's host kernel gains from a bound shape. An f32 / f64
  * GEMM (fused or not) calls the prebuilt GEMM kernel whatever its dims: a

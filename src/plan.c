@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "buffers.h"
+
 typedef struct rt_plan_slot {
   bool used;
   uint64_t stamp;  /* LRU clock at the last use */
@@ -153,7 +155,8 @@ int rt_plan_aliases(kiln_model *m, kiln_status *st) {
   free(m->alias);
   m->alias = NULL;
   bool any = false;
-  for (int i = 0; i < g->nnodes && !any; i++) any = reshape_like(g->nodes[i]);
+  for (int i = 0; i < g->nnodes && !any; i++)
+    any = reshape_like(g->nodes[i]) || g->nodes[i]->op == IR_OP_INPLACE_CUSTOM;
   if (!any) return 0;
   int nv = g->nvalues;
   int *alias = malloc((size_t)nv * sizeof *alias);
@@ -167,6 +170,7 @@ int rt_plan_aliases(kiln_model *m, kiln_status *st) {
     alias[nd->out[0]->id] = alias[src] >= 0 ? alias[src] : src;
     any = true;
   }
+  if (rt_buffer_alias_in_place(g, alias) > 0) any = true; /* buffers.h */
   if (any) m->alias = alias;
   else free(alias);
   return 0;

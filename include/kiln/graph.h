@@ -98,6 +98,34 @@ KILN_API size_t kiln_value_dim(const kiln_value *v, int i, char *buf, size_t cap
  * NULL. */
 KILN_API int kiln_value_gpu(const kiln_value *v);
 
+/* ---- mutable buffers and chains ----
+ * A buffer input (`!mo.buffer<[dims], dtype>` in text) is a tensor the
+ * graph changes in place: the caller passes it to kiln_model_execute like
+ * any input, and stores through mo.mutable.store / mo.mutable.store.slice
+ * write into the caller's memory, which keeps its contents for the next
+ * execute (a KV cache). The graph reads it with mo.mutable.load. Every
+ * buffer op takes a chain (`!mo.chain`, from mo.chain.create) and returns
+ * the next; a chain is used once, and a buffer that is stored to is touched
+ * from one chain only, so its loads and stores are ordered. Build them with
+ * kiln_graph_add_op / _typed: "mo.chain.create" (result type "!mo.chain"),
+ * "mo.buffer.create" (a "!mo.buffer<...>" result type), "mo.mutable.load"
+ * (buffer, chain; results: the tensor, then the chain: kiln_value_result),
+ * "mo.mutable.store" (buffer, tensor, chain), "mo.mutable.store.slice"
+ * (buffer, tensor, start indices, chain). Buffer ops run on the CPU
+ * runtime only (a device model refuses them, naming the op), and kiln takes
+ * no lock on a buffer: executes that share one must not overlap. */
+typedef enum kiln_value_kind {
+  KILN_VALUE_TENSOR,
+  KILN_VALUE_BUFFER,
+  KILN_VALUE_CHAIN,
+} kiln_value_kind;
+/* A buffer input, as kiln_graph_add_input (on the host). */
+KILN_API kiln_value *kiln_graph_add_buffer_input(kiln_graph *g, const char *name,
+                                                 kiln_dtype dtype, int rank,
+                                                 const char *const *dims, kiln_status *st);
+/* What v is (KILN_VALUE_TENSOR for NULL). */
+KILN_API kiln_value_kind kiln_value_kind_of(const kiln_value *v);
+
 #ifdef __cplusplus
 }
 #endif

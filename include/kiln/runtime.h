@@ -118,6 +118,9 @@ KILN_API kiln_dtype kiln_model_input_dtype(const kiln_model *m, int i);
 KILN_API kiln_dtype kiln_model_output_dtype(const kiln_model *m, int i);
 KILN_API int kiln_model_input_rank(const kiln_model *m, int i);
 KILN_API int kiln_model_output_rank(const kiln_model *m, int i);
+/* 1 when input i is a buffer (`!mo.buffer`, kiln/graph.h): kiln_model_execute
+ * writes into the tensor given for it, in place; 0 for a tensor; -1 out of range. */
+KILN_API int kiln_model_input_is_buffer(const kiln_model *m, int i);
 KILN_API const char *kiln_model_input_dim(const kiln_model *m, int i, int axis);  /* owned by m */
 KILN_API const char *kiln_model_output_dim(const kiln_model *m, int i, int axis); /* owned by m */
 KILN_API int64_t kiln_model_input_dim_static(const kiln_model *m, int i, int axis);

@@ -146,13 +146,18 @@ fail:
   return NULL;
 }
 
-/* add_input(name, dtype, dims, gpu=-1) */
+/* add_input(name, dtype, dims, gpu=-1, buffer=False) */
 static PyObject *graph_add_input(PyObject *self, PyObject *args) {
   GraphObject *go = (GraphObject *)self;
   const char *name;
-  int dtype, gpu = -1;
+  int dtype, gpu = -1, buffer = 0;
   PyObject *dims;
-  if (!PyArg_ParseTuple(args, "ziO|i", &name, &dtype, &dims, &gpu)) return NULL;
+  if (!PyArg_ParseTuple(args, "ziO|ip", &name, &dtype, &dims, &gpu, &buffer)) return NULL;
+  if (buffer && gpu >= 0) {
+    PyErr_SetString(PyExc_ValueError, "a buffer input lives on the host (buffers run on the CPU "
+                    "runtime only)");
+    return NULL;
+  }
   dims = PySequence_List(dims);
   if (!dims) return NULL;
   int rank = 0;
@@ -160,7 +165,11 @@ static PyObject *graph_add_input(PyObject *self, PyObject *args) {
   PyObject *r = NULL;
   if (d) {
     kiln_status *st = kiln_status_new();
-    r = value_result(self, kiln_graph_add_input_on(go->g, name, (kiln_dtype)dtype, rank, d, gpu, st), st);
+    kiln_value *v = buffer ? kiln_graph_add_buffer_input(go->g, name, (kiln_dtype)dtype, rank,
+                                                         d, st)
+                           : kiln_graph_add_input_on(go->g, name, (kiln_dtype)dtype, rank, d,
+                                                     gpu, st);
+    r = value_result(self, v, st);
     free(d);
   }
   Py_DECREF(dims);
@@ -399,7 +408,8 @@ static PyMethodDef graph_methods[] = {
     {"from_onnx", graph_from_onnx, METH_O | METH_CLASS,
      "from_onnx(path_or_bytes): a graph imported from an ONNX model (weights as constants)."},
     {"add_input", graph_add_input, METH_VARARGS,
-     "add_input(name, dtype, dims, gpu=-1) -> Value (gpu N: typed on gpu:N)"},
+     "add_input(name, dtype, dims, gpu=-1, buffer=False) -> Value (gpu N: typed on gpu:N; "
+     "buffer: a !mo.buffer the model changes in place)"},
     {"add_weight", graph_add_weight, METH_VARARGS, "add_weight(name, dtype, dims) -> Value"},
     {"add_op", graph_add_op, METH_VARARGS,
      "add_op(op, operands, attrs=None, result_types=None) -> [Value]"},
@@ -464,6 +474,15 @@ static PyObject *value_gpu(PyObject *self, void *c) {
   return PyLong_FromLong(kiln_value_gpu(((ValueObject *)self)->v));
 }
 
+static PyObject *value_kind(PyObject *self, void *c) {
+  (void)c;
+  switch (kiln_value_kind_of(((ValueObject *)self)->v)) {
+  case KILN_VALUE_BUFFER: return PyUnicode_FromString("buffer");
+  case KILN_VALUE_CHAIN: return PyUnicode_FromString("chain");
+  default: return PyUnicode_FromString("tensor");
+  }
+}
+
 static PyObject *value_graph(PyObject *self, void *c) {
   (void)c;
   return Py_NewRef(((ValueObject *)self)->graph);
@@ -479,6 +498,7 @@ static PyGetSetDef value_getset[] = {
     {"dims", value_dims, NULL, "dims as MO text: ('batch', '784')", NULL},
     {"gpu", value_gpu, NULL, "N when the value lives on gpu:N, -1 on the host", NULL},
     {"graph", value_graph, NULL, "the Graph it belongs to", NULL},
+    {"kind", value_kind, NULL, "'tensor', 'buffer' or 'chain'", NULL},
     {"id", value_id, NULL, "identity of the underlying kiln_value", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 

@@ -398,6 +398,25 @@ static void model_dealloc(PyObject *self) {
 
 enum run_mode { RUN_EXECUTE, RUN_CAPTURE, RUN_REPLAY, RUN_VERIFY };
 
+/* A buffer input is written in place, so it must be memory kiln can write
+ * and the caller sees: a kiln Tensor, a writable C-contiguous buffer, or
+ * a __dlpack__ object (borrowed); a copy would lose the writes. */
+static bool writable_in_place(PyObject *obj, const char *what) {
+  if (PyObject_TypeCheck(obj, (PyTypeObject *)ext_st->tensor_type) ||
+      !PyObject_CheckBuffer(obj))
+    return true;
+  Py_buffer v;
+  if (PyObject_GetBuffer(obj, &v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) == 0) {
+    PyBuffer_Release(&v);
+    return true;
+  }
+  PyErr_Clear();
+  PyErr_Format(PyExc_ValueError, "%s is a buffer the model changes in place: pass a writable "
+               "C-contiguous array (np.ascontiguousarray, not read-only) or a kiln Tensor",
+               what);
+  return false;
+}
+
 /* The inputs as kiln tensors (objs keep their memory alive), or -1 raised. */
 static int gather_inputs(kiln_model *m, PyObject *const *args, Py_ssize_t nargs,
                          TensorObject **objs, kiln_tensor **ins) {
@@ -405,6 +424,10 @@ static int gather_inputs(kiln_model *m, PyObject *const *args, Py_ssize_t nargs,
     char what[160];
     const char *name = kiln_model_input_name(m, (int)i);
     snprintf(what, sizeof what, "input %zd (%s)", i, name ? name : "?");
+    if (kiln_model_input_is_buffer(m, (int)i) == 1 && !writable_in_place(args[i], what)) {
+      while (i-- > 0) Py_DECREF(objs[i]);
+      return -1;
+    }
     if (!(objs[i] = ext_as_tensor(args[i], what))) {
       while (i-- > 0) Py_DECREF(objs[i]);
       return -1;

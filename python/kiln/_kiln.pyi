@@ -83,8 +83,9 @@ class Graph:
         """A graph imported from an ONNX model (a path, or the model's bytes;
         weights become constants). The GIL is released while it imports."""
     def add_input(self, name: str | None, dtype: int, dims: Sequence[str], gpu: int = -1,
-                  /) -> Value:
-        """A new input (name None: unnamed), typed on gpu:N when gpu >= 0."""
+                  buffer: bool = False, /) -> Value:
+        """A new input (name None: unnamed), typed on gpu:N when gpu >= 0; with
+        buffer, a !mo.buffer the model changes in place."""
     def add_weight(self, name: str, dtype: int, dims: Sequence[str], /) -> Value:
         """A new weight, bound by name on the model (Model.bind_weight)."""
     def add_op(self, op: str, operands: Sequence[Value], attrs: str | None = None,
@@ -121,6 +122,9 @@ class Value:
     @property
     def graph(self) -> Graph:
         """The Graph it belongs to (kept alive by the value)."""
+    @property
+    def kind(self) -> str:
+        """'tensor', 'buffer' or 'chain'."""
     @property
     def id(self) -> int:
         """Identity of the underlying kiln_value."""

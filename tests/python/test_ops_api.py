@@ -18,8 +18,9 @@ logical_xor logsoftmax masked_scatter matmul max max_pool2d mean min mod mul neg
 not_equal outer pad permute pow print range rebind relu repeat_interleave reshape resize round
 rsqrt scatter scatter_nd shape_to_tensor sigmoid silu sin slice_tensor softmax split sqrt squeeze
 stack sub sum tanh tile top_k transfer_to transpose trunc unsqueeze where""".split()
-LEFT_OUT = """allgather buffer_load buffer_store buffer_store_slice call cond dequantize fence irfft
+LEFT_OUT = """allgather call cond dequantize fence irfft
 qmatmul while_loop""".split()
+MAX_OPS += ["buffer_create", "buffer_load", "buffer_store", "buffer_store_slice"]
 
 
 @pytest.mark.parametrize("name", MAX_OPS)

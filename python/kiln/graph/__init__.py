@@ -3,10 +3,10 @@
 from . import ops
 from .dim import AlgebraicDim, Dim, DimLike, Shape, ShapeLike, StaticDim, SymbolicDim
 from .graph import Graph
-from .type import DeviceKind, DeviceRef, TensorType
-from .value import TensorValue, TensorValueLike, Value
+from .type import BufferType, DeviceKind, DeviceRef, TensorType
+from .value import BufferValue, TensorValue, TensorValueLike, Value
 from .weight import Weight
 
-__all__ = ["Graph", "TensorType", "DeviceRef", "DeviceKind", "TensorValue", "Value",
-           "TensorValueLike", "Weight", "Dim", "StaticDim", "SymbolicDim", "AlgebraicDim",
-           "Shape", "DimLike", "ShapeLike", "ops"]
+__all__ = ["Graph", "TensorType", "BufferType", "BufferValue", "DeviceRef", "DeviceKind",
+           "TensorValue", "Value", "TensorValueLike", "Weight", "Dim", "StaticDim",
+           "SymbolicDim", "AlgebraicDim", "Shape", "DimLike", "ShapeLike", "ops"]

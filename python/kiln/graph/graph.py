@@ -15,8 +15,8 @@ import os
 from typing import Any, Callable, Iterable, Sequence
 
 from .. import _kiln
-from .type import TensorType
-from .value import TensorValue
+from .type import BufferType, TensorType
+from .value import BufferValue, TensorValue, _ChainValue
 
 __all__ = ["Graph"]
 
@@ -35,7 +35,8 @@ class _ClassProperty:
 class Graph:
     """A graph of ops (``max.graph.Graph``).
 
-    name: the graph's name. input_types: a TensorType per input.
+    name: the graph's name. input_types: a TensorType per input (a BufferType:
+    a BufferValue input, the caller's array, changed in place).
     forward: when given, called with the inputs inside the graph's context and
     its result made the output. path: load MO text (.mlir) or ONNX (.onnx)
     instead of building. custom_extensions: C / LLVM IR kernel libraries
@@ -59,14 +60,34 @@ class Graph:
         self._g = _kiln.Graph(name)
         self._input_types = [t if isinstance(t, TensorType) else TensorType(*t)
                              for t in input_types]
-        self._inputs = tuple(
-            TensorValue(self, self._g.add_input(f"input{i}", t.dtype._kiln, t.shape.to_mlir(),
-                                                t.device.id if t.device.is_gpu() else -1))
-            for i, t in enumerate(self._input_types))
+        self._chain: _ChainValue | None = None
+        self._inputs = tuple(self._add_input(i, t) for i, t in enumerate(self._input_types))
         if forward is not None:
             with self:
                 out = forward(*self._inputs, *args, **kwargs)
                 self.output(*(out if isinstance(out, (tuple, list)) else (out,)))
+
+    def _add_input(self, i: int, t: TensorType) -> "TensorValue | BufferValue":
+        gpu = t.device.id if t.device.is_gpu() else -1
+        if isinstance(t, BufferType):
+            return BufferValue(self, self._g.add_input(f"input{i}", t.dtype._kiln,
+                                                       t.shape.to_mlir(), gpu, True))
+        return TensorValue(self, self._g.add_input(f"input{i}", t.dtype._kiln, t.shape.to_mlir(),
+                                                   gpu))
+
+    # ---- the chain (MAX's Graph._current_chain) ----
+    @property
+    def _current_chain(self) -> _ChainValue:
+        """The chain the next buffer op takes (a mo.chain.create the first time);
+        each buffer op replaces it with the chain it returns."""
+        if getattr(self, "_chain", None) is None:
+            self._chain = _ChainValue(self, self._g.add_op("mo.chain.create", [], None,
+                                                           "!mo.chain")[0])
+        return self._chain
+
+    @_current_chain.setter
+    def _current_chain(self, chain: _ChainValue) -> None:
+        self._chain = chain
 
     # ---- the current graph ----
     @_ClassProperty
@@ -86,7 +107,7 @@ class Graph:
 
     # ---- inputs, outputs, weights ----
     @property
-    def inputs(self) -> tuple[TensorValue, ...]:
+    def inputs(self) -> tuple[Any, ...]:
         """The graph's inputs, in order."""
         return self._inputs
 
@@ -134,6 +155,7 @@ class Graph:
         g._tokens = []
         g._weights = {}
         g._inputs = ()
+        g._chain = None
         g._output_values = []
         g._g = _kiln.Graph.parse(text, filename)
         return g

@@ -7,7 +7,7 @@ from typing import Any
 from ..dtype import DType
 from .dim import Dim, Shape, ShapeLike
 
-__all__ = ["DeviceKind", "DeviceRef", "TensorType"]
+__all__ = ["DeviceKind", "DeviceRef", "TensorType", "BufferType"]
 
 
 class DeviceKind:
@@ -98,3 +98,31 @@ class TensorType:
 
     def __repr__(self) -> str:
         return f"TensorType(dtype={self.dtype}, shape={self.shape!r}, device={self.device!r})"
+
+    def as_buffer(self) -> "BufferType":
+        """The buffer type of the same dtype, shape and device."""
+        return BufferType(self.dtype, self.shape, self.device)
+
+
+class BufferType(TensorType):
+    """The type of a mutable buffer (``max.graph.BufferType``): a tensor the
+    graph changes in place. A graph input of this type is the caller's array,
+    written by ``ops.buffer_store`` / ``ops.buffer_store_slice`` and kept
+    across executes (a KV cache)."""
+
+    def to_mlir(self) -> str:
+        """kiln's type text: ``!mo.buffer<[batch, 784], f32>``."""
+        return "!mo.buffer" + super().to_mlir()[len("!mo.tensor"):]
+
+    def as_tensor(self) -> TensorType:
+        """The tensor type of the same dtype, shape and device."""
+        return TensorType(self.dtype, self.shape, self.device)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BufferType) and super().__eq__(other)
+
+    def __hash__(self) -> int:
+        return hash(("buffer", super().__hash__()))
+
+    def __repr__(self) -> str:
+        return f"BufferType(dtype={self.dtype}, shape={self.shape!r}, device={self.device!r})"

@@ -12,16 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from ..dtype import DType
 from .dim import Shape
-from .type import DeviceRef, TensorType
+from .type import BufferType, DeviceRef, TensorType
 
 if TYPE_CHECKING:
     from .graph import Graph
 
-__all__ = ["Value", "TensorValue", "TensorValueLike"]
+__all__ = ["Value", "TensorValue", "TensorValueLike", "BufferValue"]
 
 
 class Value:
     """Any value of a graph."""
+
+    @property
+    def buffer(self) -> "BufferValue":
+        """The value as a BufferValue (TypeError for any other kind)."""
+        if not isinstance(self, BufferValue):
+            raise TypeError(f"{self!r} is not a buffer value")
+        return self
 
     @property
     def tensor(self) -> "TensorValue":
@@ -196,3 +203,74 @@ def _ops():
     from . import ops
 
     return ops
+
+
+class BufferValue(Value):
+    """A mutable buffer of a graph (``max.graph.BufferValue``): a graph input
+    of a BufferType (the caller's array, changed in place) or
+    ``ops.buffer_create``'s. Read it with ``ops.buffer_load`` (a copy) and
+    write it with ``ops.buffer_store`` / ``ops.buffer_store_slice``; the graph's
+    chain orders them."""
+
+    __slots__ = ("_graph", "_v")
+
+    def __init__(self, graph: "Graph", v: Any) -> None:
+        if getattr(v, "kind", "buffer") != "buffer":
+            raise TypeError(f"a BufferValue needs a buffer, got a {v.kind}")
+        self._graph = graph
+        self._v = v
+
+    @property
+    def graph(self) -> "Graph":
+        """The graph the value belongs to."""
+        return self._graph
+
+    @property
+    def dtype(self) -> DType:
+        """The element type."""
+        return DType._from_kiln(self._v.dtype)
+
+    @property
+    def shape(self) -> Shape:
+        """The dims."""
+        return Shape(self._v.dims)
+
+    @property
+    def rank(self) -> int:
+        """Number of dims."""
+        return len(self._v.dims)
+
+    @property
+    def device(self) -> DeviceRef:
+        """Where the buffer lives (the host: buffers run on the CPU runtime)."""
+        gpu = self._v.gpu
+        return DeviceRef.GPU(gpu) if gpu >= 0 else DeviceRef.CPU()
+
+    @property
+    def type(self) -> BufferType:
+        """dtype, shape and device as a BufferType."""
+        return BufferType(self.dtype, list(self._v.dims), self.device)
+
+    def __getitem__(self, index: Any) -> TensorValue:
+        """A slice of the buffer's current contents (loaded, then sliced)."""
+        return _ops().buffer_load(self)[index]
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``buf[:, pos:pos + n] = new``: ops.buffer_store_slice."""
+        _ops().buffer_store_slice(self, value, index)
+
+    def __repr__(self) -> str:
+        return f"BufferValue({self.type.to_mlir()})"
+
+
+class _ChainValue(Value):
+    """A chain (``!mo.chain``): orders the effects on buffers (Graph._current_chain)."""
+
+    __slots__ = ("_graph", "_v")
+
+    def __init__(self, graph: "Graph", v: Any) -> None:
+        self._graph = graph
+        self._v = v
+
+    def __repr__(self) -> str:
+        return "_ChainValue(!mo.chain)"

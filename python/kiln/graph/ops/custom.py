@@ -46,7 +46,21 @@ def custom(name: str, device: Any, values: Sequence[Any], out_types: Sequence[Te
 
 def inplace_custom(name: str, device: Any, values: Sequence[Any], out_types: Any = None,
                    parameters: Mapping[str, Any] | None = None) -> list[TensorValue]:
-    """The kernel `name` updating a copy of values[0]; returns [that copy]
-    (kiln's values are immutable: the update is the result)."""
+    """The kernel `name` updating values[0]. On a tensor: it updates a copy,
+    returned as [that copy] (kiln's tensors are immutable). On a BufferValue:
+    the kernel gets the buffer's own memory (the caller's array) and changes
+    it in place, ordered by the graph's chain (a load, the kernel and a store
+    that the runtime turns into no copies: src/buffers.h); the result is []
+    as in MAX."""
+    from ..value import BufferValue
+    from .buffer import buffer_load, buffer_store
+
     attrs = {"symbol": name, **_params(parameters)}
+    vals = list(values)
+    if vals and isinstance(vals[0], BufferValue):
+        buf = vals[0]
+        (updated,) = _core.add_op("mo.inplace_custom",
+                                  _values([buffer_load(buf), *vals[1:]]), attrs)
+        buffer_store(buf, updated)
+        return []
     return _core.add_op("mo.inplace_custom", _values(values), attrs)

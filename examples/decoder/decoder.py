@@ -1,0 +1,173 @@
+"""decoder.py - a small GPT-style decoder that generates with kiln: pre-norm
+layers with rotary positions, a causal mask from band_part, a GELU MLP and
+an output projection; random weights from a fixed seed. The K and V caches are
+buffers the caller owns (BufferType inputs, one numpy array per layer and
+kind): each execute appends its tokens' keys and values at their positions
+(buffer_store_slice) and attends over the whole cache, the positions not
+written yet masked out. One graph serves the prompt (n tokens) and every
+decode step (n = 1): the host drives the loop, one execute per step.
+
+    python3 examples/decoder/decoder.py [--steps 64] [--check]
+
+--check compares the logits of every step with tools/decoder_ref.py (numpy,
+recomputed from scratch without a cache) and stops at the first mismatch."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+
+from kiln.driver import CPU
+from kiln.dtype import DType
+from kiln.engine import InferenceSession
+from kiln.graph import BufferType, Graph, TensorType, ops
+
+CONFIG = {"vocab": 64, "dim": 32, "heads": 2, "head_dim": 16, "ffn": 64, "layers": 2,
+          "max_len": 96, "eps": 1e-5, "seed": 2024}
+
+
+def make_weights(cfg: dict) -> dict:
+    """Seeded random f32 weights (scaled so activations stay O(1))."""
+    rng = np.random.default_rng(cfg["seed"])
+    d, f, hd = cfg["dim"], cfg["ffn"], cfg["head_dim"]
+    hh = cfg["heads"] * hd
+
+    def mat(r: int, c: int) -> np.ndarray:
+        return (rng.standard_normal((r, c)) / math.sqrt(r)).astype(np.float32)
+
+    w = {"embed": rng.standard_normal((cfg["vocab"], d)).astype(np.float32),
+         "inv_freq": (1.0 / 10000 ** (np.arange(0, hd, 2) / hd)).astype(np.float32),
+         "lnf.g": np.ones(d, np.float32), "lnf.b": np.zeros(d, np.float32),
+         "unembed": (3 * mat(d, cfg["vocab"])).astype(np.float32)}
+    for li in range(cfg["layers"]):
+        p = f"l{li}."
+        w.update({p + "wq": mat(d, hh), p + "wk": mat(d, hh), p + "wv": mat(d, hh),
+                  p + "wo": mat(hh, d), p + "w1": mat(d, f), p + "w2": mat(f, d)})
+        for ln in ("ln1", "ln2"):
+            w[p + ln + ".g"] = (1 + 0.1 * rng.standard_normal(d)).astype(np.float32)
+            w[p + ln + ".b"] = (0.1 * rng.standard_normal(d)).astype(np.float32)
+    return w
+
+
+def _rotary(x, cos, sin, half: int):
+    """x [heads, n, hd]; cos / sin [n, hd/2]: pairs (i, i + hd/2) rotated."""
+    x1, x2 = x[..., :half], x[..., half:]
+    return ops.concat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1)
+
+
+def build_graph(w: dict, cfg: dict) -> Graph:
+    """Inputs: tokens si64 [n], positions si64 [n] (consecutive, from the
+    number of tokens already cached), then K and V caches per layer
+    (f32 [heads, max_len, head_dim] buffers). Output: logits [n, vocab]."""
+    heads, hd, t = cfg["heads"], cfg["head_dim"], cfg["max_len"]
+    cache = BufferType(DType.float32, [heads, t, hd])
+    types = [TensorType(DType.int64, ["n"]), TensorType(DType.int64, ["n"])]
+    types += [cache] * (2 * cfg["layers"])
+    with Graph("decoder", input_types=types) as g:
+        tokens, positions, *caches = g.inputs
+        c = {k: ops.constant(v) for k, v in w.items()}
+        start = positions[0]  # where this call's tokens go in the caches
+        ang = ops.cast(positions, DType.float32).reshape([-1, 1]) * c["inv_freq"].reshape([1, -1])
+        cos, sin = ops.cos(ang), ops.sin(ang)
+        # causal over absolute positions: row p of the lower triangle allows keys 0..p
+        tri = ops.band_part(ops.constant(np.ones((t, t), np.float32)), None, 0)
+        allowed = ops.gather(tri, positions, 0) > 0.5  # [n, max_len]
+        x = ops.gather(c["embed"], tokens, 0)
+        for li in range(cfg["layers"]):
+            p = f"l{li}."
+            kc, vc = caches[2 * li], caches[2 * li + 1]
+            h = ops.layer_norm(x, c[p + "ln1.g"], c[p + "ln1.b"], cfg["eps"])
+
+            def heads_of(m):
+                return (h @ m).reshape([-1, heads, hd]).permute([1, 0, 2])
+
+            q = _rotary(heads_of(c[p + "wq"]), cos, sin, hd // 2)
+            k = _rotary(heads_of(c[p + "wk"]), cos, sin, hd // 2)
+            kc[:, start:, :] = k
+            vc[:, start:, :] = heads_of(c[p + "wv"])
+            s = q @ ops.buffer_load(kc).transpose(-1, -2) * (1.0 / math.sqrt(hd))
+            s = ops.where(allowed, s, -1e30)
+            a = ops.softmax(s) @ ops.buffer_load(vc)  # [heads, n, hd]
+            x = x + a.permute([1, 0, 2]).reshape([-1, heads * hd]) @ c[p + "wo"]
+            h = ops.layer_norm(x, c[p + "ln2.g"], c[p + "ln2.b"], cfg["eps"])
+            x = x + ops.gelu(h @ c[p + "w1"]) @ c[p + "w2"]
+        x = ops.layer_norm(x, c["lnf.g"], c["lnf.b"], cfg["eps"])
+        g.output(x @ c["unembed"])
+    return g
+
+
+class Decoder:
+    """The compiled decoder and the caches it appends to (owned here)."""
+
+    def __init__(self, cfg: dict = CONFIG, session: InferenceSession | None = None) -> None:
+        self.cfg = cfg
+        self.weights = make_weights(cfg)
+        self.session = session or InferenceSession(devices=[CPU()])
+        self.model = self.session.load(build_graph(self.weights, cfg))
+        shape = (cfg["heads"], cfg["max_len"], cfg["head_dim"])
+        self.caches = [np.zeros(shape, np.float32) for _ in range(2 * cfg["layers"])]
+        self.length = 0  # tokens in the caches
+
+    def step(self, tokens: np.ndarray) -> np.ndarray:
+        """Append tokens (si64 [n]); their logits [n, vocab]."""
+        n = len(tokens)
+        if self.length + n > self.cfg["max_len"]:
+            raise ValueError(f"the caches hold {self.cfg['max_len']} tokens")
+        pos = np.arange(self.length, self.length + n, dtype=np.int64)
+        (logits,) = self.model.execute(np.asarray(tokens, np.int64), pos, *self.caches)
+        self.length += n
+        return logits.to_numpy()
+
+
+def generate(dec: Decoder, prompt: list[int], steps: int, check=None) -> list[int]:
+    """Greedy: prefill the prompt, then one execute per new token. check(tokens,
+    logits) is called after every execute with all tokens so far and the
+    logits of the ones just run."""
+    tokens = list(prompt)
+    logits = dec.step(np.asarray(prompt, np.int64))
+    if check:
+        check(tokens, logits)
+    for _ in range(steps):
+        tokens.append(int(np.argmax(logits[-1])))
+        logits = dec.step(np.asarray(tokens[-1:], np.int64))
+        if check:
+            check(tokens, logits)
+    return tokens
+
+
+def reference_check(dec: Decoder, rtol: float = 2e-4, atol: float = 2e-4):
+    """A check for generate: kiln's logits against tools/decoder_ref.py."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, os.path.join(here, "..", "..", "tools"))
+    from decoder_ref import reference_logits
+
+    def check(tokens: list[int], logits: np.ndarray) -> None:
+        want = reference_logits(dec.weights, dec.cfg, np.asarray(tokens))[-len(logits):]
+        np.testing.assert_allclose(logits, want, rtol=rtol, atol=atol,
+                                   err_msg=f"logits after {len(tokens)} tokens")
+
+    return check
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=64)
+    ap.add_argument("--check", action="store_true", help="compare with tools/decoder_ref.py")
+    args = ap.parse_args()
+    dec = Decoder()
+    prompt = [1, 7, 3, 12, 5]
+    t0 = time.perf_counter()
+    out = generate(dec, prompt, args.steps, reference_check(dec) if args.check else None)
+    dt = time.perf_counter() - t0
+    print("prompt:", prompt)
+    print("generated:", out[len(prompt):])
+    print(f"{args.steps} steps in {dt:.3f} s" + (" (checked every step)" if args.check else ""))
+
+
+if __name__ == "__main__":
+    main()

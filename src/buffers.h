@@ -1,0 +1,35 @@
+/* buffers.h - the CPU runtime's buffer ops (ops.def's BUFFER class):
+ * mo.buffer.create, mo.chain.create, mo.mutable.load, mo.mutable.store and
+ * mo.mutable.store.slice run here, in node order, as copies between the
+ * buffers' memory and the tensors' (no kernel is compiled for them).
+ *
+ * A buffer that is a graph input is the caller's tensor, bound like any
+ * input: stores write into the caller's memory, which keeps its contents
+ * across executes (a KV cache). A mo.buffer.create buffer lives in the
+ * execute's arena, zeroed when it is created. Node order is an order the
+ * chains agree with (ir/buffer.h), and a load copies, so a tensor loaded
+ * before a store keeps the old contents. */
+#ifndef KILN_SRC_BUFFERS_H
+#define KILN_SRC_BUFFERS_H
+
+#include "rt.h"
+
+/* Whether n is a buffer op (run by rt_buffer_run, never a kernel). */
+bool rt_node_is_buffer_op(const ir_node *n);
+/* Run buffer op n of g: bufs holds each value's memory (by value id), syms
+ * the solved symbols. 0, or -1 with st saying which op, where, and why (a
+ * slice outside the buffer). */
+int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const int64_t *syms,
+                  kiln_status *st);
+
+/* mo.inplace_custom on a buffer, zero-copy: for every load -> in-place
+ * kernel -> store where the load's tensor is used only as the kernel's
+ * operand 0, the kernel's result only by the store, the store writes the
+ * loaded buffer and takes the load's chain (so nothing else touches the
+ * buffer in between), set alias[] of the loaded tensor and of the result to
+ * the buffer's value id: the kernel then gets the buffer's own memory as
+ * operand 0 and as result 0 (MAX's inplace_custom: the kernel mutates the
+ * buffer), and the load and store copy nothing. Returns how many. */
+int rt_buffer_alias_in_place(const ir_graph *g, int *alias);
+
+#endif
