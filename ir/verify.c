@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "ir.h"
 
 typedef struct vctx {
@@ -260,6 +261,7 @@ int ir_graph_verify(ir_graph *g, ir_diag *d) {
   for (int i = 0; rc == 0 && i < g->nnodes; i++) rc = verify_node(&c, i);
   if (rc == 0) rc = verify_outputs(&c);
   if (rc == 0) rc = verify_names(&c);
+  if (rc == 0 && !g->nested) rc = ir_module_verify(g, d); /* calls (control.h) */
   free(c.defined);
   return rc;
 }

@@ -19,6 +19,12 @@ static int lower_source(jit_fn *f) {
                       ir_op_get(f->node->op)->name);
 }
 
+/* mo.if / mo.while / mo.call: the host runs their regions (ir/control.h). */
+static int lower_control(jit_fn *f) {
+  return jit_fn_error(f, "mo.%s has no kernel (the runtime runs its regions)",
+                      ir_op_get(f->node->op)->name);
+}
+
 static const jit_lower_fn host_lowering[] = {
     [IR_CLS_UNARY] = jit_lower_elementwise,
     [IR_CLS_UNARY_FLOAT] = jit_lower_elementwise,
@@ -69,6 +75,7 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_SHAPE_TO_TENSOR] = jit_lower_shape_to_tensor,
     [IR_CLS_SLICE_DATA] = jit_lower_slice_data,
     [IR_CLS_REPEAT] = jit_lower_repeat,
+    [IR_CLS_CONTROL] = lower_control,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

@@ -559,7 +559,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(MASKED_SCATTER, L_SERIAL, jit_simt_lower_masked_scatter) \
   X(SHAPE_TO_TENSOR, L_ELEMENTS, jit_simt_lower_shape_to_tensor) \
   X(SLICE_DATA, L_ELEMENTS, jit_simt_lower_slice_data)        \
-  X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)
+  X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)                \
+  X(CONTROL, L_NONE, NULL)
 
 typedef struct simt_rule {
   launch_shape shape;

@@ -308,6 +308,12 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   double t0 = rt_now_ms();
   kiln_model *m = model_new(ctx, g, st);
   if (!m) return NULL;
+  if (rt_flow_wanted(m->g)) { /* mo.if, mo.while, mo.call: regions run by the host */
+    if (collect_ports(m, st) < 0 || rt_flow_compile(m, st) < 0) goto fail;
+    m->compile_ms = rt_now_ms() - t0;
+    rt_ok(st);
+    return m;
+  }
   /* custom kernels: their library's hash goes into the kernel text (keys) */
   rt_target target;
   rt_target_host(&target, ctx);
