@@ -58,7 +58,8 @@ int ir_node_set_regions(ir_graph *g, ir_node *n, ir_graph *const *regions, int n
  * regions names a subgraph that exists, with operand and result counts and
  * types that fit its signature, and no subgraph calls itself, directly or
  * through others. 0, or -1 with d filled at the call's line:col.
- * ir_graph_verify runs it on every graph that is not nested. */
+ * ir_parse runs it on the main graph; ir_graph_verify on every graph that
+ * has subgraphs and is not nested. */
 int ir_module_verify(const ir_graph *main, ir_diag *d);
 
 /* For graph.c: free the regions and subgraphs g owns; deep-copy them from

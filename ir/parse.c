@@ -882,7 +882,8 @@ static ir_graph *parse_text(const char *text, size_t len, ir_diag *d, bool runti
     ir_lex_expected(&p, "end of input after the graph");
     g = NULL;
   }
-  if (g && (ir_graph_verify(g, p.d) != 0 || check_signature(&p) != 0)) {
+  if (g && (ir_graph_verify(g, p.d) != 0 || check_signature(&p) != 0 ||
+            ir_module_verify(g, p.d) != 0)) {
     if (p.d) p.d->rule = true;
     g = NULL;
   }
