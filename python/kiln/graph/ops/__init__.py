@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from ..type import TensorType
 from . import _core, random
+from .control import *  # noqa: F401,F403
+from .control import __all__ as _control_all
 from .custom import *  # noqa: F401,F403
 from .custom import __all__ as _custom_all
 from .elementwise import *  # noqa: F401,F403
@@ -28,5 +30,5 @@ from .shape import __all__ as _shape_all
 from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
-__all__ = sorted(set(_custom_all + _elementwise_all + _indexing_all + _misc_all + _nn_all
+__all__ = sorted(set(_control_all + _custom_all + _elementwise_all + _indexing_all + _misc_all + _nn_all
                      + _reduction_all + _shape_all + _sorting_all + ["random", "TensorType"]))
