@@ -16,8 +16,11 @@
  * may change shape per iteration and a trip count may depend on data.
  * mo.while has no iteration limit (MAX has none): it runs until @cond gives
  * false. A result's constant dims are checked against what the region gave.
- * Not supported on such models (clear errors): capture / replay, weights
- * (mo.constant.external) and device targets. */
+ * Weights (mo.constant.external) of every region are the model's weights:
+ * binding one binds it in each region model that reads it (a mo.call's
+ * prefix is part of the names). Not supported on such models (clear
+ * errors): capture / replay, specialization of the model itself (each
+ * region model specializes on its own) and device targets. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,9 +377,52 @@ static void flow_code_free(kiln_model *m, rt_code *c) {
   (void)m;
   (void)c;
 }
+/* Call fn on every region model under r. */
+static int each_model(rt_region *r, int (*fn)(kiln_model *sm, void *ud, kiln_status *st),
+                      void *ud, kiln_status *st) {
+  if (r->model) return fn(r->model, ud, st);
+  for (int i = 0; i < r->flow->nsteps; i++)
+    for (int k = 0; k < r->steps[i].nsub; k++)
+      if (each_model(r->steps[i].sub[k], fn, ud, st) < 0) return -1;
+  return 0;
+}
+
+typedef struct bind_req {
+  const char *name;
+  const kiln_tensor *t;
+} bind_req;
+
+static int bind_in(kiln_model *sm, void *ud, kiln_status *st) {
+  const bind_req *b = ud;
+  for (int w = 0; w < sm->nweights; w++)
+    if (strcmp(sm->weights[w].port.name, b->name) == 0)
+      return kiln_model_bind_weight(sm, b->name, b->t, st);
+  return 0;
+}
+
 static int flow_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
-  (void)w, (void)t;
-  return flow_unsupported(m, "binding weights", st);
+  bind_req b = {m->weights[w].port.name, t};
+  if (each_model(m->flow, bind_in, &b, st) < 0) return -1;
+  m->weights[w].bound = t;
+  return 0;
+}
+
+/* The weights of region model sm become m's (once per name, one type). */
+static int gather_weights(kiln_model *sm, void *ud, kiln_status *st) {
+  kiln_model *m = ud;
+  for (int i = 0; i < sm->nweights; i++) {
+    const rt_port *p = &sm->weights[i].port;
+    int w = -1;
+    for (int k = 0; k < m->nweights && w < 0; k++)
+      if (strcmp(m->weights[k].port.name, p->name) == 0) w = k;
+    if (w < 0) {
+      if (rt_model_add_weight(m, p->name, &p->type, sm->weights[i].align, st) < 0) return -1;
+    } else if (!ir_type_equal(&m->weights[w].port.type, &p->type)) {
+      return rt_err(st, KILN_ERR_VERIFY, "weight '%s' is declared with two types in the "
+                    "regions of graph @%s", p->name, m->g->name);
+    }
+  }
+  return 0;
 }
 static int flow_capture(kiln_model *m, uint64_t key, kiln_tensor *const *inputs, int ninputs,
                         kiln_tensor **outputs, int noutputs, kiln_status *st) {
@@ -415,5 +461,5 @@ bool rt_flow_wanted(const ir_graph *g) { return ir_graph_has_control(g); }
 int rt_flow_compile(kiln_model *m, kiln_status *st) {
   m->be = &rt_backend_flow;
   if (!(m->flow = region_compile(m->ctx, m->g, m->g, "", st))) return -1;
-  return 0;
+  return each_model(m->flow, gather_weights, m, st);
 }

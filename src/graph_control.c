@@ -2,9 +2,9 @@
  * mo.while with their regions, and the module's subgraphs for mo.call.
  *
  * Regions and subgraphs are kiln_graphs the caller built and finished
- * (kiln_graph_set_outputs); these calls take them over whether they succeed
- * or not, so the caller never frees them. A failed call leaves the graph as
- * it was (the node is dropped, as kiln_graph_add_op does). */
+ * (kiln_graph_set_outputs); these calls copy them (the caller keeps and
+ * frees its graphs, whose values stay valid). A failed call leaves the
+ * graph as it was (the node is dropped, as kiln_graph_add_op does). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,19 +14,6 @@
 static bool owns(const kiln_graph *g, const kiln_value *kv) {
   const ir_value *v = (const ir_value *)kv;
   return v && v->id >= 0 && v->id < g->ir->nvalues && g->ir->values[v->id] == v;
-}
-
-/* The ir graph of kiln_graph r, taken from it (r is freed). */
-static ir_graph *take(kiln_graph *r) {
-  if (!r) return NULL;
-  ir_graph *ir = r->ir;
-  r->ir = NULL;
-  kiln_graph_free(r);
-  return ir;
-}
-
-static void free_all(kiln_graph *const *regions, int n) {
-  for (int i = 0; regions && i < n; i++) kiln_graph_free(regions[i]);
 }
 
 KILN_API kiln_value *kiln_graph_add_region_op(kiln_graph *g, const char *op,
@@ -86,9 +73,12 @@ KILN_API kiln_value *kiln_graph_add_region_op(kiln_graph *g, const char *op,
     rt_err(st, KILN_ERR_VERIFY, "mo.%s: %s", nm, d.msg);
     goto done;
   }
-  ir_graph *r[2] = {take(regions[0]), take(regions[1])};
-  regions = NULL; /* taken */
-  if (ir_node_set_regions(ir, n, r, 2) < 0) {
+  ir_graph *r[2] = {ir_graph_clone(regions[0]->ir), ir_graph_clone(regions[1]->ir)};
+  if (!r[0] || !r[1]) {
+    ir_graph_free(r[0]);
+    ir_graph_free(r[1]);
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  } else if (ir_node_set_regions(ir, n, r, 2) < 0) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   } else if (ir_infer_node(ir, n, &d) < 0) {
     rt_err(st, KILN_ERR_VERIFY, "%s", d.msg);
@@ -103,7 +93,6 @@ KILN_API kiln_value *kiln_graph_add_region_op(kiln_graph *g, const char *op,
     ir->nchecks = nchecks;
   }
 done:
-  if (regions) free_all(regions, nregions);
   free(in);
   free(decl);
   return res;
@@ -111,18 +100,18 @@ done:
 
 KILN_API int kiln_graph_add_subgraph(kiln_graph *g, kiln_graph *sub, kiln_status *st) {
   if (!g || !sub) {
-    kiln_graph_free(sub);
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_graph_add_subgraph: %s is NULL",
                   g ? "subgraph" : "graph");
   }
   if (sub->ir->nsubgraphs) {
-    kiln_graph_free(sub);
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                   "kiln_graph_add_subgraph: a subgraph has no subgraphs of its own (add them "
                   "to the main graph)");
   }
   ir_diag d = {0};
-  if (ir_module_add_subgraph(g->ir, take(sub), &d) < 0)
+  ir_graph *copy = ir_graph_clone(sub->ir);
+  if (!copy) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  if (ir_module_add_subgraph(g->ir, copy, &d) < 0)
     return rt_err(st, KILN_ERR_VERIFY, "%s", d.msg);
   rt_ok(st);
   return 0;

@@ -130,6 +130,20 @@ static int collect_sources(kiln_model *m, kiln_status *st) {
   return 0;
 }
 
+int rt_model_add_weight(kiln_model *m, const char *name, const ir_type *t, int64_t align,
+                        kiln_status *st) {
+  rt_weight *v = realloc(m->weights, (size_t)(m->nweights + 1) * sizeof *v);
+  if (!v) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  m->weights = v;
+  rt_weight *w = &m->weights[m->nweights++];
+  memset(w, 0, sizeof *w);
+  w->align = align;
+  if (port_init(&w->port, name, t, st) < 0) return -1;
+  if (rt_name_map_put(&m->weight_index, name, strlen(name), m->nweights - 1) == -2)
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  return 0;
+}
+
 static int collect_ports(kiln_model *m, kiln_status *st) {
   ir_graph *g = m->g;
   m->inputs = calloc((size_t)(g->ninputs ? g->ninputs : 1), sizeof *m->inputs);

@@ -186,6 +186,11 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
  * (0, or -1 with st filled; kiln_model_free frees what it made). */
 bool rt_flow_wanted(const ir_graph *g);
 int rt_flow_compile(kiln_model *m, kiln_status *st);
+/* A weight port of m that no node of m's graph declares (model.c): the flow
+ * backend's, standing for its regions' weights. name and t stay owned by
+ * the caller and must outlive m's ports. 0, or -1 with st. */
+int rt_model_add_weight(kiln_model *m, const char *name, const ir_type *t, int64_t align,
+                        kiln_status *st);
 
 /* ---- memory planner (plan.c) ---- */
 /* The largest arena of intermediates (bytes) any execute of m has used so

@@ -91,8 +91,8 @@ KILN_API int kiln_graph_verify(kiln_graph *g, kiln_status *st);
 
 /* ---- control flow (MAX's ops.cond, ops.while_loop, ops.call) ----
  * Regions and subgraphs are graphs built with kiln_graph_new and finished
- * with kiln_graph_set_outputs. These calls take them over, on success and on
- * failure alike: the caller must not use or free them afterwards.
+ * with kiln_graph_set_outputs. These calls copy them: the caller still owns
+ * (and frees) its graphs.
  * kiln_graph_add_region_op adds "mo.if" (operands: a bool scalar predicate,
  * then the values both regions take; regions: then, else; a result type per
  * result, MO text) or "mo.while" (operands: the initial carried values;
