@@ -370,6 +370,13 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
   m->own_ctx = own_ctx;
   m->device = d;
   m->be = &rt_backend_simt;
+  if (rt_flow_wanted(m->g)) { /* control.c runs regions on the host only */
+    rt_err(st, KILN_ERR_UNSUPPORTED,
+           "graph @%s has control flow (mo.if, mo.while, mo.call): device models do not run "
+           "it yet; compile it for the CPU", m->g->name);
+    kiln_model_free(m);
+    return NULL;
+  }
   if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
       rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0) {
     kiln_model_free(m);
