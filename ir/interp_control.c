@@ -95,7 +95,8 @@ static bool truth(const ir_tensor *t) { return t->data && ((const unsigned char 
 
 static int run_while(const frun *r, const ir_node *n, const ir_tensor *in, ir_tensor *out) {
   int nc = n->nin;
-  ir_tensor *cur = calloc((size_t)nc + 1, sizeof *cur), *next = calloc((size_t)nc + 1, sizeof *next);
+  ir_tensor *cur = calloc((size_t)nc + 1, sizeof *cur);
+  ir_tensor *next = calloc((size_t)nc + 1, sizeof *next);
   int rc = -1;
   bool owned = false; /* cur holds the inputs until the first iteration */
   if (!cur || !next) {

@@ -2,7 +2,8 @@
 and defaults of MAX's functions, over kiln's MO ops).
 
 One module per family: elementwise, reduction, shape, indexing, nn, sorting,
-misc (constants, range, matmul, print, transfer_to), random, custom. Every
+misc (constants, range, matmul, print, transfer_to), random, custom, control
+(cond, while_loop, call). Every
 op is added to its graph at once; kiln infers the result type and raises
 kiln.VerifyError / kiln.DTypeError / kiln.ShapeError naming the problem.
 """
@@ -30,5 +31,5 @@ from .shape import __all__ as _shape_all
 from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
-__all__ = sorted(set(_control_all + _custom_all + _elementwise_all + _indexing_all + _misc_all + _nn_all
-                     + _reduction_all + _shape_all + _sorting_all + ["random", "TensorType"]))
+__all__ = sorted(set(_control_all + _custom_all + _elementwise_all + _indexing_all + _misc_all
+                     + _nn_all + _reduction_all + _shape_all + _sorting_all + ["random", "TensorType"]))
