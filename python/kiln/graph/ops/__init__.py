@@ -3,9 +3,9 @@ and defaults of MAX's functions, over kiln's MO ops).
 
 One module per family: elementwise, reduction, shape, indexing, nn, sorting,
 misc (constants, range, matmul, print, transfer_to), random, custom, control
-(cond, while_loop, call). Every
-op is added to its graph at once; kiln infers the result type and raises
-kiln.VerifyError / kiln.DTypeError / kiln.ShapeError naming the problem.
+(cond, while_loop, call). Every op is added to its graph at once; kiln
+infers the result type and raises kiln.VerifyError / kiln.DTypeError /
+kiln.ShapeError naming the problem.
 """
 
 from __future__ import annotations
