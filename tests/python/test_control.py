@@ -64,3 +64,18 @@ def test_a_region_that_reads_an_outer_value_is_refused():
         outer = g.inputs[1]
         with pytest.raises(Exception, match="another graph"):
             ops.while_loop(g.inputs[0], lambda i: i < outer, lambda i: i + 1)
+
+
+def test_a_call_inside_a_loop_body_finds_the_subgraph_in_the_module():
+    i_t = TensorType(DType.int64, [], DeviceRef.CPU())
+    x_t = TensorType(DType.float32, [4], DeviceRef.CPU())
+    with Graph("m", input_types=[i_t, x_t]) as g:
+        dbl = g.add_subgraph("dbl", lambda x: x + x, input_types=[x_t])
+        i, x = ops.while_loop((g.inputs[0], g.inputs[1]), lambda i, x: i > 0,
+                              lambda i, x: [i - 1, ops.call(dbl, x)])
+        g.output(i, x)
+    i, x = run(g, np.array(3, np.int64), np.arange(4, dtype=np.float32))
+    assert i == 0
+    np.testing.assert_array_equal(x, np.arange(4, dtype=np.float32) * 8)
+    text = str(g)
+    assert text.count("mo.graph @dbl") == 1 and "mo.call @dbl" in text
