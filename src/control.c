@@ -16,11 +16,18 @@
  * may change shape per iteration and a trip count may depend on data.
  * mo.while has no iteration limit (MAX has none): it runs until @cond gives
  * false. A result's constant dims are checked against what the region gave.
+ * On a SIMT device (kiln_model_compile_on) every region model is a device
+ * model of that device: the host drives the steps (reading a predicate
+ * copies one bool back), each region's kernels launch on the device, and
+ * values move between host and device at region boundaries. On simt-emu,
+ * whose symbol namespace is one per device and whose kernel names are
+ * node positions, each region model gets an emulator device of its own,
+ * so that two regions' different kernels at one position do not clash.
  * Weights (mo.constant.external) of every region are the model's weights:
  * binding one binds it in each region model that reads it (a mo.call's
  * prefix is part of the names). Not supported on such models (clear
- * errors): capture / replay, specialization of the model itself (each
- * region model specializes on its own) and device targets. */
+ * errors): capture / replay and specialization of the model itself (each
+ * region model specializes on its own). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,9 +43,15 @@ typedef struct rt_step {
   int nsub;
 } rt_step;
 
+typedef struct rt_flow_target { /* where region models run */
+  kiln_device *device;      /* NULL: the host */
+  kiln_context *target_ctx; /* a device model's caches (rt_model_compile_device) */
+} rt_flow_target;
+
 struct rt_region {
   const ir_graph *g; /* the graph it runs (borrowed from its owner) */
-  kiln_model *model; /* no control nodes: a CPU model of g */
+  kiln_model *model; /* no control nodes: a model of g */
+  kiln_device *own_device; /* the simt-emu device opened for model, or NULL */
   ir_flow *flow;     /* else g's steps */
   rt_step *steps;
 };
@@ -46,6 +59,7 @@ struct rt_region {
 static void region_free(rt_region *r) {
   if (!r) return;
   kiln_model_free(r->model);
+  kiln_device_close(r->own_device);
   for (int i = 0; r->flow && r->steps && i < r->flow->nsteps; i++)
     for (int k = 0; k < r->steps[i].nsub; k++) region_free(r->steps[i].sub[k]);
   free(r->steps);
@@ -54,8 +68,8 @@ static void region_free(rt_region *r) {
 }
 
 /* A plain model of g; a mo.call's prefix goes before its weights' names. */
-static kiln_model *compile_plain(kiln_context *ctx, const ir_graph *g, const char *prefix,
-                                 kiln_status *st) {
+static kiln_model *compile_plain(kiln_context *ctx, const rt_flow_target *t, rt_region *r,
+                                 const ir_graph *g, const char *prefix, kiln_status *st) {
   kiln_graph kg = {.ir = (ir_graph *)g, .wsrc = NULL};
   ir_graph *copy = NULL;
   if (prefix && prefix[0]) {
@@ -80,22 +94,32 @@ static kiln_model *compile_plain(kiln_context *ctx, const ir_graph *g, const cha
     }
     kg.ir = copy;
   }
-  kiln_model *m = kiln_model_compile(ctx, &kg, st);
+  kiln_device *d = t->device;
+  if (d && kiln_device_get_kind(d) == KILN_DEVICE_SIMT_EMU) {
+    if (!(r->own_device = kiln_device_open("simt-emu", st))) {
+      ir_graph_free(copy);
+      return NULL;
+    }
+    d = r->own_device;
+  }
+  kiln_model *m = d ? rt_model_compile_device(ctx, NULL, d, t->target_ctx, &kg, st)
+                    : kiln_model_compile(ctx, &kg, st);
   ir_graph_free(copy);
   return m;
 }
 
-static rt_region *region_compile(kiln_context *ctx, const ir_graph *main, const ir_graph *g,
-                                 const char *prefix, kiln_status *st);
+static rt_region *region_compile(kiln_context *ctx, const rt_flow_target *t,
+                                 const ir_graph *main, const ir_graph *g, const char *prefix,
+                                 kiln_status *st);
 
-static int step_compile(kiln_context *ctx, const ir_graph *main, rt_region *r, int i,
-                        const char *prefix, kiln_status *st) {
+static int step_compile(kiln_context *ctx, const rt_flow_target *t, const ir_graph *main,
+                        rt_region *r, int i, const char *prefix, kiln_status *st) {
   const ir_flow_step *fs = &r->flow->steps[i];
   rt_step *s = &r->steps[i];
   const ir_node *n = fs->node;
   if (!n) {
     s->nsub = 1;
-    return (s->sub[0] = region_compile(ctx, main, fs->seg, prefix, st)) ? 0 : -1;
+    return (s->sub[0] = region_compile(ctx, t, main, fs->seg, prefix, st)) ? 0 : -1;
   }
   if (n->op == IR_OP_CALL) {
     const char *callee = ir_node_attr_string(n, "callee", "");
@@ -108,19 +132,20 @@ static int step_compile(kiln_context *ctx, const ir_graph *main, rt_region *r, i
     if (a) memcpy(full, prefix, a);
     memcpy(full + a, own, b + 1);
     s->nsub = 1;
-    s->sub[0] = region_compile(ctx, main, sg, full, st);
+    s->sub[0] = region_compile(ctx, t, main, sg, full, st);
     free(full);
     return s->sub[0] ? 0 : -1;
   }
   for (int k = 0; k < n->nregions && k < 2; k++) {
     s->nsub = k + 1;
-    if (!(s->sub[k] = region_compile(ctx, main, n->regions[k], prefix, st))) return -1;
+    if (!(s->sub[k] = region_compile(ctx, t, main, n->regions[k], prefix, st))) return -1;
   }
   return 0;
 }
 
-static rt_region *region_compile(kiln_context *ctx, const ir_graph *main, const ir_graph *g,
-                                 const char *prefix, kiln_status *st) {
+static rt_region *region_compile(kiln_context *ctx, const rt_flow_target *t,
+                                 const ir_graph *main, const ir_graph *g, const char *prefix,
+                                 kiln_status *st) {
   rt_region *r = calloc(1, sizeof *r);
   if (!r) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -128,7 +153,7 @@ static rt_region *region_compile(kiln_context *ctx, const ir_graph *main, const 
   }
   r->g = g;
   if (!ir_graph_has_control(g)) {
-    if (!(r->model = compile_plain(ctx, g, prefix, st))) goto fail;
+    if (!(r->model = compile_plain(ctx, t, r, g, prefix, st))) goto fail;
     return r;
   }
   ir_diag d = {0};
@@ -141,7 +166,7 @@ static rt_region *region_compile(kiln_context *ctx, const ir_graph *main, const 
     goto fail;
   }
   for (int i = 0; i < r->flow->nsteps; i++)
-    if (step_compile(ctx, main, r, i, prefix, st) < 0) goto fail;
+    if (step_compile(ctx, t, main, r, i, prefix, st) < 0) goto fail;
   return r;
 fail:
   region_free(r);
@@ -178,14 +203,19 @@ static void free_tensors(kiln_tensor **t, int n) {
   }
 }
 
+/* A host copy of t (on the host or a device). */
 static kiln_tensor *tensor_copy(const kiln_tensor *t, kiln_status *st) {
-  kiln_tensor *c = rt_tensor_alloc(t->dtype, t->rank, t->shape, st);
-  if (c && t->nbytes) memcpy(c->data, t->data, t->nbytes);
-  return c;
+  return kiln_tensor_copy_to(t, NULL, st);
 }
 
-static bool truth(const kiln_tensor *t) {
-  return t->nbytes && ((const unsigned char *)t->data)[0];
+/* A predicate's value (copied back when it lives on a device; a failed
+ * copy reads as false and leaves its error in st for the caller). */
+static bool truth(const kiln_tensor *t, kiln_status *st) {
+  if (!t->device) return t->nbytes && ((const unsigned char *)t->data)[0];
+  kiln_tensor *h = tensor_copy(t, st);
+  bool v = h && truth(h, st);
+  kiln_tensor_free(h);
+  return v;
 }
 
 static int run_while(const ir_node *n, rt_step *s, kiln_tensor **in, kiln_tensor **out,
@@ -202,7 +232,7 @@ static int run_while(const ir_node *n, rt_step *s, kiln_tensor **in, kiln_tensor
   for (;;) {
     kiln_tensor *pred = NULL;
     if (sub_run(n, s->sub[0], cur, &pred, st) < 0) goto out;
-    bool go = truth(pred);
+    bool go = truth(pred, st);
     kiln_tensor_free(pred);
     if (!go) break;
     if (sub_run(n, s->sub[1], cur, next, st) < 0) goto out;
@@ -249,7 +279,7 @@ static int run_control(const ir_node *n, rt_step *s, kiln_tensor **in, kiln_tens
                        kiln_status *st) {
   int rc;
   if (n->op == IR_OP_IF)
-    rc = sub_run(n, s->sub[truth(in[0]) ? 0 : 1], in + 1, out, st);
+    rc = sub_run(n, s->sub[truth(in[0], st) ? 0 : 1], in + 1, out, st);
   else if (n->op == IR_OP_WHILE)
     rc = run_while(n, s, in, out, st);
   else
@@ -458,8 +488,9 @@ static const rt_backend rt_backend_flow = {
 
 bool rt_flow_wanted(const ir_graph *g) { return ir_graph_has_control(g); }
 
-int rt_flow_compile(kiln_model *m, kiln_status *st) {
+int rt_flow_compile(kiln_model *m, kiln_context *target_ctx, kiln_status *st) {
+  rt_flow_target t = {m->device, target_ctx};
   m->be = &rt_backend_flow;
-  if (!(m->flow = region_compile(m->ctx, m->g, m->g, "", st))) return -1;
+  if (!(m->flow = region_compile(m->ctx, &t, m->g, m->g, "", st))) return -1;
   return each_model(m->flow, gather_weights, m, st);
 }

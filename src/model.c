@@ -323,7 +323,7 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   kiln_model *m = model_new(ctx, g, st);
   if (!m) return NULL;
   if (rt_flow_wanted(m->g)) { /* mo.if, mo.while, mo.call: regions run by the host */
-    if (collect_ports(m, st) < 0 || rt_flow_compile(m, st) < 0) goto fail;
+    if (collect_ports(m, st) < 0 || rt_flow_compile(m, NULL, st) < 0) goto fail;
     m->compile_ms = rt_now_ms() - t0;
     rt_ok(st);
     return m;
@@ -370,12 +370,14 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
   m->own_ctx = own_ctx;
   m->device = d;
   m->be = &rt_backend_simt;
-  if (rt_flow_wanted(m->g)) { /* control.c runs regions on the host only */
-    rt_err(st, KILN_ERR_UNSUPPORTED,
-           "graph @%s has control flow (mo.if, mo.while, mo.call): device models do not run "
-           "it yet; compile it for the CPU", m->g->name);
-    kiln_model_free(m);
-    return NULL;
+  if (rt_flow_wanted(m->g)) { /* the host drives the regions, each a model on d (control.c) */
+    if (collect_ports(m, st) < 0 || rt_flow_compile(m, target_ctx, st) < 0) {
+      kiln_model_free(m);
+      return NULL;
+    }
+    m->compile_ms = rt_now_ms() - t0;
+    rt_ok(st);
+    return m;
   }
   if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
       rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0) {

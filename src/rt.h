@@ -181,11 +181,13 @@ int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, co
 
 
 /* ---- control flow (control.c) ---- */
-/* Whether g has control nodes, so that kiln_model_compile prepares it with
- * rt_flow_compile: m has its clone and ports; this compiles every region
- * (0, or -1 with st filled; kiln_model_free frees what it made). */
+/* Whether g has control nodes, so that kiln_model_compile (and a device
+ * model's compile) prepares it with rt_flow_compile: m has its clone, ports
+ * and device (NULL: the host); this compiles every region, on m->device
+ * with target_ctx's caches when it is set (0, or -1 with st filled;
+ * kiln_model_free frees what it made). */
 bool rt_flow_wanted(const ir_graph *g);
-int rt_flow_compile(kiln_model *m, kiln_status *st);
+int rt_flow_compile(kiln_model *m, kiln_context *target_ctx, kiln_status *st);
 /* A weight port of m that no node of m's graph declares (model.c): the flow
  * backend's, standing for its regions' weights. name and t stay owned by
  * the caller and must outlive m's ports. 0, or -1 with st. */

@@ -529,3 +529,44 @@ Test(control, each_call_of_a_subgraph_reads_the_weights_its_prefix_names) {
   kiln_context_free(ctx);
   kiln_status_free(st);
 }
+
+/* ---- on a SIMT device: the host drives the regions, kernels run on simt-emu ---- */
+static void run_on_emu(const char *text, kiln_tensor **in, int nin, int nout) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert(ctx && dev, "%s", kiln_status_message(st));
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "t.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile_on(ctx, dev, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  kiln_tensor *out[4] = {NULL, NULL, NULL, NULL}, *cpu[4];
+  cr_assert_eq(kiln_model_execute(m, in, nin, out, nout, st), 0, "%s", kiln_status_message(st));
+  run_both(NULL, text, in, nin, cpu, nout); /* the CPU model and the oracle */
+  for (int i = 0; i < nout; i++) {
+    cr_assert_eq(kiln_tensor_nbytes(out[i]), kiln_tensor_nbytes(cpu[i]));
+    cr_expect_eq(memcmp(kiln_tensor_data(out[i]), kiln_tensor_data(cpu[i]),
+                        kiln_tensor_nbytes(cpu[i])), 0, "output %d differs on simt-emu", i);
+    kiln_tensor_free(out[i]);
+    kiln_tensor_free(cpu[i]);
+  }
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_device_close(dev);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+Test(control, loops_and_conditionals_run_on_simt_emu) {
+  int64_t x = 27;
+  kiln_tensor *in = tensor(KILN_INT64, 0, NULL, &x);
+  run_on_emu(collatz_text, &in, 1, 1);
+  kiln_tensor_free(in);
+  int64_t n = 4;
+  float x0 = 1.5f;
+  kiln_tensor *gin[2] = {tensor(KILN_INT64, 0, NULL, &n),
+                         tensor(KILN_FLOAT32, 1, (int64_t[]){1}, &x0)};
+  run_on_emu(grow_text, gin, 2, 2);
+  kiln_tensor_free(gin[0]);
+  kiln_tensor_free(gin[1]);
+}
