@@ -570,3 +570,25 @@ Test(control, loops_and_conditionals_run_on_simt_emu) {
   kiln_tensor_free(gin[0]);
   kiln_tensor_free(gin[1]);
 }
+
+Test(control, a_model_with_control_flow_refuses_capture_with_a_reason) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(collatz_text, strlen(collatz_text), "t.mlir", st);
+  kiln_model *m = g ? kiln_model_compile(ctx, g, st) : NULL;
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t x = 6;
+  kiln_tensor *in = tensor(KILN_INT64, 0, NULL, &x), *out = NULL;
+  cr_assert_eq(kiln_model_capture(m, 1, &in, 1, &out, 1, st), -1);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
+  cr_expect(strstr(kiln_status_message(st), "capture is not supported"), "%s",
+            kiln_status_message(st));
+  cr_assert_eq(kiln_model_execute(m, &in, 1, &out, 1, st), 0, "%s", kiln_status_message(st));
+  cr_expect_eq(i64_of(out), 8);
+  kiln_tensor_free(out);
+  kiln_tensor_free(in);
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
