@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "ir.h"
 
 /* ---- the op table (ops.def) ---- */
@@ -267,6 +268,7 @@ void ir_graph_free(ir_graph *g) {
   /* mo.fused bodies have arenas of their own (fuse.c) */
   for (int i = 0; i < g->nnodes; i++)
     if (g->nodes[i] && g->nodes[i]->body) ir_graph_free(g->nodes[i]->body);
+  ir_control_free(g); /* regions and subgraphs (control.h) */
   ir_arena_free(g->arena); /* g itself lives in its arena */
 }
 
@@ -627,6 +629,7 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
     if (ir_graph_set_outputs(c, outs, g->noutputs, g->output_loc) != 0) goto fail;
     if (!(c->output_names = clone_names(a, g->output_names, g->noutputs))) goto fail;
   }
+  if (ir_control_clone(g, c) != 0) goto fail; /* regions and subgraphs (control.h) */
   if (g->nchecks) {
     c->checks = ir_arena_alloc(a, (size_t)g->nchecks * sizeof *c->checks);
     if (!c->checks) goto fail;

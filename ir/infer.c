@@ -1484,6 +1484,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_UNSQUEEZE: return infer_unsqueeze(c, res);
   case IR_CLS_GATHER: return infer_gather(c, res);
   case IR_CLS_FUSED: return infer_fused(c, res);
+  case IR_CLS_CONTROL: return ir_infer_control(c, res);
   case IR_CLS_CUSTOM: return infer_custom(c, res);
   case IR_CLS_SCAN: return infer_scan(c, res);
   case IR_CLS_BAND_PART: return infer_band_part(c, res);

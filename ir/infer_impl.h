@@ -66,5 +66,7 @@ int ir_infer_shape_to_tensor(ir_infer_ctx *c, ir_type *r);
 int ir_infer_repeat(ir_infer_ctx *c, ir_type *r);
 /* mo.dequantize, mo.qmatmul (infer_quant.c). */
 int ir_infer_quant(ir_infer_ctx *c, ir_type *r);
+/* mo.if, mo.while, mo.call (control.c): regions and declared results. */
+int ir_infer_control(ir_infer_ctx *c, ir_type *r);
 
 #endif

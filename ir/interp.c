@@ -43,6 +43,7 @@
  *    exact source value (overflow -> inf; NaN keeps its sign and top payload
  *    bits and is made quiet).
  *  - a dense constant with one element fills a result of any size (splat). */
+#include "control.h"
 #include "interp_impl.h"
 
 #include <math.h>
@@ -1141,6 +1142,7 @@ static const run_fn run_class[] = {
     [IR_CLS_DEQUANTIZE] = run_quant,
     [IR_CLS_QMATMUL] = run_quant,
     [IR_CLS_BUFFER] = run_buffer,
+    [IR_CLS_CONTROL] = NULL, /* ir_interp_run hands such graphs to ir_interp_flow */
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");
@@ -1237,6 +1239,8 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_weight_fn weigh
                   ir_tensor *outputs, char *msg, size_t msglen) {
   if (!g) return ir_ref_fail(msg, msglen, "no graph");
   if (g->noutputs > 0 && !outputs) return ir_ref_fail(msg, msglen, "outputs is NULL");
+  if (ir_graph_has_control(g)) /* run step by step (interp_control.c) */
+    return ir_interp_flow(g, g, inputs, weights, ud, outputs, msg, msglen);
   for (int i = 0; i < g->noutputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   run r = {.g = g, .weights = weights, .ud = ud, .msg = msg, .msglen = msglen};
   int64_t *syms = calloc((size_t)(g->nsyms ? g->nsyms : 1), sizeof *syms);

@@ -224,6 +224,10 @@ struct ir_node {
    * node's results in order; its symbols are the outer graph's, same names
    * and indices, so dims mean the same in both. */
   struct ir_graph *body;
+  /* For mo.if (then, else) and mo.while (cond, body) only: the regions, graphs of
+   * their own (own arenas and symbols, owned by the node like body; ir/control.h). */
+  int nregions;
+  struct ir_graph **regions;
 };
 
 /* ---- the graph ---- */
@@ -251,6 +255,13 @@ typedef struct ir_graph {
                             entries past nvalues are stale and ignored, so a
                             caller may roll back by restoring the counts */
   int cap_index;
+  /* Control flow (ir/control.h): the module's named subgraphs that mo.call
+   * calls (owned by this, the main graph; NULL in regions and subgraphs), and
+   * whether this graph is a region or a subgraph (its calls are checked when
+   * the main graph is verified). */
+  int nsubgraphs;
+  struct ir_graph **subgraphs;
+  bool nested;
 } ir_graph;
 
 /* The index of v among g's inputs, -1 when v is not an input of g. */

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "control.h"
 #include "parse.h"
 #include "parse_lex.h"
 
@@ -282,6 +283,55 @@ static void arity_text(const char *name, size_t len, char *buf, size_t cap) {
   if (k < cap) snprintf(buf + k, cap - k, " %s", one ? "operand" : "operands");
 }
 
+static ir_graph *parse_graph(parser *p);
+static int check_signature(parser *p);
+static void parser_free(parser *p);
+
+/* A graph nested in p's text (a region or a subgraph, control.h): parsed
+ * with a parser of its own from p's position, verified on its own (its calls
+ * are checked with the module). NULL with p's diagnostic filled. */
+static ir_graph *parse_nested(parser *p) {
+  parser sub;
+  memset(&sub, 0, sizeof sub);
+  sub.s = p->s;
+  sub.n = p->n;
+  sub.pos = p->pos;
+  sub.d = p->d;
+  sub.runtime_attrs = p->runtime_attrs;
+  ir_graph *g = parse_graph(&sub);
+  if (g) {
+    g->nested = true;
+    if (ir_graph_verify(g, sub.d) != 0 || check_signature(&sub) != 0) {
+      sub.d->rule = true;
+      g = NULL;
+    }
+  }
+  if (!g) ir_graph_free(sub.g);
+  p->pos = sub.pos;
+  p->failed = p->failed || !g;
+  parser_free(&sub);
+  return g;
+}
+
+/* '{' graph {graph} '}': the regions of a mo.if / mo.while, given to n. */
+static int parse_regions(parser *p, ir_node *n) {
+  ir_graph *r[8];
+  int nr = 0;
+  if (ir_lex_expect(p, '{')) return -1;
+  while (!ir_lex_accept(p, '}')) {
+    size_t at = (ir_lex_skip(p), p->pos);
+    if (nr == 8) return ir_lex_error(p, at, "too many regions");
+    if (!(r[nr] = parse_nested(p))) break;
+    nr++;
+  }
+  if (p->failed) {
+    while (nr-- > 0) ir_graph_free(r[nr]);
+    return -1;
+  }
+  if (ir_node_set_regions(p->g, n, r, nr)) return ir_lex_oom(p);
+  return 0;
+}
+
 /* %r {, %r} '=' op ... */
 static int parse_op(parser *p) {
   vec *names = &p->names;
@@ -335,6 +385,18 @@ static int parse_op(parser *p) {
       return ir_lex_error(p, op_at, "unknown op '%.*s'", pl, nm);
     }
     max = true;
+  }
+  /* mo.call @name: the callee (control.h) */
+  const char *callee = NULL;
+  size_t callee_at = 0;
+  if (lit_eq(nm, nlen, "mo.call")) {
+    ir_lex_skip(p);
+    callee_at = p->pos;
+    if (lex_at(p, p->pos) != '@') return ir_lex_expected(p, "the called graph '@name'");
+    size_t b = ++p->pos;
+    while (is_value_char(lex_at(p, p->pos))) p->pos++;
+    if (p->pos == b) return ir_lex_error(p, callee_at, "expected a graph name after '@'");
+    if (!(callee = ir_arena_strndup(p->g->arena, p->s + b, p->pos - b))) return ir_lex_oom(p);
   }
   /* MAX prints mo.custom's properties before its operands */
   p->attrs.n = 0;
@@ -410,6 +472,14 @@ static int parse_op(parser *p) {
     if (parse_type_list(p, out_t, ir_lex_peek(p) == '(')) return -1;
   }
   if (!max && op == IR_OP_CAST && p->attrs.n == 0) max = true; /* MAX's cast: dtype from the type */
+  if (callee) {
+    attr_at *slot = ir_lex_push(&p->attrs, sizeof *slot);
+    if (!slot) return ir_lex_oom(p);
+    slot->at = slot->vat = callee_at;
+    slot->a.name = "callee";
+    slot->a.kind = IR_ATTR_STRING;
+    slot->a.u.s = callee;
+  }
   if (max) { /* into kiln's form, then kiln's op by name and operand count */
     const char *kn = NULL;
     if (!functional) in_t->n = 0;
@@ -426,7 +496,7 @@ static int parse_op(parser *p) {
   const ir_op_info *info = ir_op_get((ir_op)op);
   /* result count */
   int nout = info->nout;
-  if (op == IR_OP_CUSTOM) {
+  if (op == IR_OP_CUSTOM || info->cls == IR_CLS_CONTROL) {
     nout = (int)names->n; /* one result per name, each with its declared type */
   } else if (nout < 0) { /* split: one result per split_sizes entry, else per name */
     nout = (int)names->n;
@@ -490,6 +560,7 @@ static int parse_op(parser *p) {
   }
   for (int i = 0; i < nout; i++)
     if (add_value(p, node->out[i])) return -1;
+  if ((op == IR_OP_IF || op == IR_OP_WHILE) && parse_regions(p, node)) return -1;
   return 0;
 }
 
@@ -733,11 +804,6 @@ static ir_graph *parse_graph(parser *p) {
   }
   /* MAX prints the module's attributes after the graph ({counter = 104 : i64}) */
   if (ir_lex_peek(p) == '{' && ir_lex_max_dict(p, '{')) return NULL;
-  ir_lex_skip(p);
-  if (p->pos < p->n) {
-    ir_lex_expected(p, "end of input after the graph");
-    return NULL;
-  }
   if (p->absorbed.n && ir_max_drop_absorbed(p)) return NULL;
   for (int i = 0; i < ngattrs; i++)
     if (strcmp(gattrs[i].a.name, "result_names") == 0 &&
@@ -807,7 +873,29 @@ static ir_graph *parse_text(const char *text, size_t len, ir_diag *d, bool runti
   p.runtime_attrs = runtime_attrs;
   p.d->rule = false;
   ir_graph *g = parse_graph(&p);
-  if (g && (ir_graph_verify(g, p.d) != 0 || check_signature(&p) != 0)) {
+  /* the module's subgraphs follow its main graph (control.h) */
+  while (g && (ir_lex_skip(&p), ir_lex_peek(&p) == 'm')) {
+    size_t at = p.pos;
+    ir_graph *s = parse_nested(&p);
+    if (!s) {
+      g = NULL;
+      break;
+    }
+    if (strcmp(s->name, g->name) == 0 || ir_module_find(g, s->name)) {
+      p.failed = false;
+      ir_lex_error(&p, at, "the module already has a graph named @%s", s->name);
+      ir_graph_free(s);
+      g = NULL;
+      break;
+    }
+    if (ir_module_add_subgraph(g, s, p.d)) g = NULL;
+  }
+  if (g && (ir_lex_skip(&p), p.pos < p.n)) {
+    ir_lex_expected(&p, "end of input after the graph");
+    g = NULL;
+  }
+  if (g && (ir_graph_verify(g, p.d) != 0 || check_signature(&p) != 0 ||
+            ir_module_verify(g, p.d) != 0)) {
     if (p.d) p.d->rule = true;
     g = NULL;
   }

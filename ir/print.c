@@ -289,7 +289,15 @@ static void put_names(sink *o, const char *key, const char *const *names, int n)
   puts_(o, "]");
 }
 
-static void put_node(sink *o, const ir_node *n) {
+static void put_graph(sink *o, const ir_graph *g, int ind);
+
+static void put_indent(sink *o, int ind) {
+  for (int i = 0; i < ind; i++) puts_(o, " ");
+}
+
+/* A node at indent ind + 2 (its graph's header is at ind). */
+static void put_node(sink *o, const ir_node *n, int ind) {
+  put_indent(o, ind);
   puts_(o, "  ");
   for (int i = 0; i < n->nout; i++) {
     if (i) puts_(o, ", ");
@@ -297,7 +305,9 @@ static void put_node(sink *o, const ir_node *n) {
   }
   const ir_op_info *info = ir_op_get(n->op);
   putf(o, " = mo.%s", info ? info->name : "?");
-  if (n->nin) {
+  const char *callee = n->op == IR_OP_CALL ? ir_node_attr_string(n, "callee", NULL) : NULL;
+  if (callee) putf(o, " @%s", callee);
+  if (n->nin || callee) {
     puts_(o, "(");
     for (int i = 0; i < n->nin; i++) {
       if (i) puts_(o, ", ");
@@ -305,10 +315,11 @@ static void put_node(sink *o, const ir_node *n) {
     }
     puts_(o, ")");
   }
-  if (n->nattrs) {
+  if (n->nattrs > (callee ? 1 : 0)) {
     puts_(o, " {");
-    for (int i = 0; i < n->nattrs; i++) {
-      putf(o, "%s%s = ", i ? ", " : "", n->attrs[i].name);
+    for (int i = 0, k = 0; i < n->nattrs; i++) {
+      if (callee && strcmp(n->attrs[i].name, "callee") == 0) continue;
+      putf(o, "%s%s = ", k++ ? ", " : "", n->attrs[i].name);
       put_attr_value(o, &n->attrs[i]);
     }
     puts_(o, "}");
@@ -333,6 +344,12 @@ static void put_node(sink *o, const ir_node *n) {
     }
     if (n->nout != 1) puts_(o, ")");
   }
+  if (n->op == IR_OP_IF || n->op == IR_OP_WHILE) { /* regions (control.h) */
+    puts_(o, " {\n");
+    for (int i = 0; i < n->nregions; i++) put_graph(o, n->regions[i], ind + 4);
+    put_indent(o, ind + 2);
+    puts_(o, "}");
+  }
   puts_(o, "\n");
   /* mo.fused (internal, never parsed back): its body as comment lines */
   if (n->body) {
@@ -343,54 +360,67 @@ static void put_node(sink *o, const ir_node *n) {
     }
     for (int i = 0; i < n->body->nnodes; i++) {
       puts_(o, "  // ");
-      put_node(o, n->body->nodes[i]);
+      put_node(o, n->body->nodes[i], 0);
     }
   }
+}
+
+/* Graph g with its header at indent ind. */
+static void put_graph(sink *o, const ir_graph *g, int ind) {
+  put_indent(o, ind);
+  putf(o, "mo.graph @%s", g->name ? g->name : "graph");
+  if (g->nsyms > 0) {
+    puts_(o, "<");
+    for (int i = 0; i < g->nsyms; i++) putf(o, "%s%s", i ? ", " : "", g->syms[i]);
+    puts_(o, ">");
+  }
+  puts_(o, "(");
+  for (int i = 0; i < g->ninputs; i++) {
+    if (i) puts_(o, ", ");
+    put_value(o, g->inputs[i]);
+    puts_(o, ": ");
+    put_type(o, &g->inputs[i]->type);
+  }
+  puts_(o, ") -> (");
+  for (int i = 0; i < g->noutputs; i++) {
+    if (i) puts_(o, ", ");
+    put_type(o, &g->outputs[i]->type);
+  }
+  puts_(o, ")");
+  bool in_names = any_name(g->input_names, g->ninputs);
+  bool out_names = any_name(g->output_names, g->noutputs);
+  if (in_names || out_names) {
+    puts_(o, " attributes {");
+    if (in_names) put_names(o, "argument_names", g->input_names, g->ninputs);
+    if (in_names && out_names) puts_(o, ", ");
+    if (out_names) put_names(o, "result_names", g->output_names, g->noutputs);
+    puts_(o, "}");
+  }
+  puts_(o, " {\n");
+  for (int i = 0; i < g->nnodes; i++) put_node(o, g->nodes[i], ind);
+  put_indent(o, ind);
+  puts_(o, "  mo.output");
+  for (int i = 0; i < g->noutputs; i++) {
+    puts_(o, i ? ", " : " ");
+    put_value(o, g->outputs[i]);
+  }
+  for (int i = 0; i < g->noutputs; i++) {
+    puts_(o, i ? ", " : " : ");
+    put_type(o, &g->outputs[i]->type);
+  }
+  puts_(o, "\n");
+  put_indent(o, ind);
+  puts_(o, "}\n");
 }
 
 char *ir_print(const ir_graph *g) {
   sink o = {0};
   if (!g) return NULL;
-  putf(&o, "mo.graph @%s", g->name ? g->name : "graph");
-  if (g->nsyms > 0) {
-    puts_(&o, "<");
-    for (int i = 0; i < g->nsyms; i++) putf(&o, "%s%s", i ? ", " : "", g->syms[i]);
-    puts_(&o, ">");
+  put_graph(&o, g, 0);
+  for (int i = 0; i < g->nsubgraphs; i++) { /* the module's subgraphs (control.h) */
+    puts_(&o, "\n");
+    put_graph(&o, g->subgraphs[i], 0);
   }
-  puts_(&o, "(");
-  for (int i = 0; i < g->ninputs; i++) {
-    if (i) puts_(&o, ", ");
-    put_value(&o, g->inputs[i]);
-    puts_(&o, ": ");
-    put_type(&o, &g->inputs[i]->type);
-  }
-  puts_(&o, ") -> (");
-  for (int i = 0; i < g->noutputs; i++) {
-    if (i) puts_(&o, ", ");
-    put_type(&o, &g->outputs[i]->type);
-  }
-  puts_(&o, ")");
-  bool in_names = any_name(g->input_names, g->ninputs);
-  bool out_names = any_name(g->output_names, g->noutputs);
-  if (in_names || out_names) {
-    puts_(&o, " attributes {");
-    if (in_names) put_names(&o, "argument_names", g->input_names, g->ninputs);
-    if (in_names && out_names) puts_(&o, ", ");
-    if (out_names) put_names(&o, "result_names", g->output_names, g->noutputs);
-    puts_(&o, "}");
-  }
-  puts_(&o, " {\n");
-  for (int i = 0; i < g->nnodes; i++) put_node(&o, g->nodes[i]);
-  puts_(&o, "  mo.output");
-  for (int i = 0; i < g->noutputs; i++) {
-    puts_(&o, i ? ", " : " ");
-    put_value(&o, g->outputs[i]);
-  }
-  for (int i = 0; i < g->noutputs; i++) {
-    puts_(&o, i ? ", " : " : ");
-    put_type(&o, &g->outputs[i]->type);
-  }
-  puts_(&o, "\n}\n");
   if (o.oom) {
     free(o.buf);
     return NULL;

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "buffer.h"
+#include "control.h"
 #include "ir.h"
 
 typedef struct vctx {
@@ -262,6 +263,9 @@ int ir_graph_verify(ir_graph *g, ir_diag *d) {
   if (rc == 0) rc = verify_outputs(&c);
   if (rc == 0) rc = verify_names(&c);
   if (rc == 0) rc = ir_buffer_verify(g, d); /* chains and buffers (buffer.h) */
+  /* calls (control.h): checked in a module's main graph; a graph being built
+   * as a region or subgraph (no subgraphs of its own) is checked with it */
+  if (rc == 0 && !g->nested && g->nsubgraphs > 0) rc = ir_module_verify(g, d);
   free(c.defined);
   return rc;
 }

@@ -26,6 +26,12 @@ static int lower_buffer(jit_fn *f) {
                       ir_op_get(f->node->op)->name);
 }
 
+/* mo.if / mo.while / mo.call: the host runs their regions (ir/control.h). */
+static int lower_control(jit_fn *f) {
+  return jit_fn_error(f, "mo.%s has no kernel (the runtime runs its regions)",
+                      ir_op_get(f->node->op)->name);
+}
+
 static const jit_lower_fn host_lowering[] = {
     [IR_CLS_UNARY] = jit_lower_elementwise,
     [IR_CLS_UNARY_FLOAT] = jit_lower_elementwise,
@@ -79,6 +85,7 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_DEQUANTIZE] = jit_lower_quant,
     [IR_CLS_QMATMUL] = jit_lower_quant,
     [IR_CLS_BUFFER] = lower_buffer,
+    [IR_CLS_CONTROL] = lower_control,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

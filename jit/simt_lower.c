@@ -562,7 +562,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)        \
   X(DEQUANTIZE, L_NONE, NULL)                           \
   X(QMATMUL, L_NONE, NULL) \
-  X(BUFFER, L_NONE, NULL)
+  X(BUFFER, L_NONE, NULL) \
+  X(CONTROL, L_NONE, NULL)
 
 typedef struct simt_rule {
   launch_shape shape;

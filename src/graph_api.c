@@ -344,7 +344,7 @@ KILN_API kiln_value *kiln_graph_add_op_typed(kiln_graph *g, const char *op,
     goto done;
   }
   int nout = info->nout;
-  if (id == IR_OP_CUSTOM) {
+  if (id == IR_OP_CUSTOM || info->cls == IR_CLS_CONTROL) {
     nout = nresults ? nresults : 1; /* one result per declared type */
   } else if (nout < 0) { /* split: one result per size */
     nout = -1;
@@ -375,6 +375,7 @@ KILN_API kiln_value *kiln_graph_add_op_typed(kiln_graph *g, const char *op,
                 info->cls == IR_CLS_RESIZE || info->cls == IR_CLS_CONSTANT ||
                 info->cls == IR_CLS_CONSTANT_EXTERNAL || id == IR_OP_CUSTOM ||
                 info->cls == IR_CLS_SLICE_DATA || info->cls == IR_CLS_RANDOM ||
+                info->cls == IR_CLS_CONTROL || /* mo.call: typed by its callee */
                 (info->flags & IR_OPF_DATA_DIM); /* the count's new symbol */
   if (target && !have_decl) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "mo.%s needs result_type (its target shape)", nm);

@@ -130,6 +130,20 @@ static int collect_sources(kiln_model *m, kiln_status *st) {
   return 0;
 }
 
+int rt_model_add_weight(kiln_model *m, const char *name, const ir_type *t, int64_t align,
+                        kiln_status *st) {
+  rt_weight *v = realloc(m->weights, (size_t)(m->nweights + 1) * sizeof *v);
+  if (!v) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  m->weights = v;
+  rt_weight *w = &m->weights[m->nweights++];
+  memset(w, 0, sizeof *w);
+  w->align = align;
+  if (port_init(&w->port, name, t, st) < 0) return -1;
+  if (rt_name_map_put(&m->weight_index, name, strlen(name), m->nweights - 1) == -2)
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  return 0;
+}
+
 static int collect_ports(kiln_model *m, kiln_status *st) {
   ir_graph *g = m->g;
   m->inputs = calloc((size_t)(g->ninputs ? g->ninputs : 1), sizeof *m->inputs);
@@ -308,6 +322,12 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   double t0 = rt_now_ms();
   kiln_model *m = model_new(ctx, g, st);
   if (!m) return NULL;
+  if (rt_flow_wanted(m->g)) { /* mo.if, mo.while, mo.call: regions run by the host */
+    if (collect_ports(m, st) < 0 || rt_flow_compile(m, NULL, st) < 0) goto fail;
+    m->compile_ms = rt_now_ms() - t0;
+    rt_ok(st);
+    return m;
+  }
   /* custom kernels: their library's hash goes into the kernel text (keys) */
   rt_target target;
   rt_target_host(&target, ctx);
@@ -350,6 +370,15 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
   m->own_ctx = own_ctx;
   m->device = d;
   m->be = &rt_backend_simt;
+  if (rt_flow_wanted(m->g)) { /* the host drives the regions, each a model on d (control.c) */
+    if (collect_ports(m, st) < 0 || rt_flow_compile(m, target_ctx, st) < 0) {
+      kiln_model_free(m);
+      return NULL;
+    }
+    m->compile_ms = rt_now_ms() - t0;
+    rt_ok(st);
+    return m;
+  }
   if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
       rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0) {
     kiln_model_free(m);

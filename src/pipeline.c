@@ -25,6 +25,7 @@
 
 #include "buffers.h"
 #include "cache_backing.h"
+#include "ir/control.h"
 #include "gpu_link.h"
 #include "kernel_lib.h"
 #include "plan.h"
@@ -178,6 +179,13 @@ char *rt_pipeline_kernel_text(const ir_graph *g, int i, const rt_binding *b, int
   char desc[256];
   int k = 0;
   bool all = true;
+  if (ir_node_is_control(n)) { /* src/control.c compiles its regions as models */
+    rt_err(st, KILN_ERR_UNSUPPORTED,
+           "%s: control flow has no kernel of its own (its regions compile as models of "
+           "their own when the graph's CPU model is compiled)",
+           rt_pipeline_node_desc(g, i, desc, sizeof desc));
+    return NULL;
+  }
   if (b && b->vals && b->bind)
     for (int s = 0; s < g->nsyms; s++) all = all && b->bind[s];
   char *text = !b || !b->vals ? ir_kernel_text(g, n, map, &k)

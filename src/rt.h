@@ -168,6 +168,9 @@ struct kiln_model {
   pthread_mutex_t life_lock;
   pthread_cond_t life_cv;
   bool drained;
+  /* ---- control flow (control.c): the regions of a graph with mo.if,
+   * mo.while or mo.call, run by the flow backend; NULL otherwise ---- */
+  struct rt_region *flow;
 };
 #define RT_LIFE_FREEING 0x80000000u
 
@@ -176,6 +179,20 @@ struct kiln_model {
  * knows how a model's kernels are called. */
 int32_t rt_model_run_kernel(const kiln_model *m, int node, void *const *args, const int64_t *syms);
 
+
+/* ---- control flow (control.c) ---- */
+/* Whether g has control nodes, so that kiln_model_compile (and a device
+ * model's compile) prepares it with rt_flow_compile: m has its clone, ports
+ * and device (NULL: the host); this compiles every region, on m->device
+ * with target_ctx's caches when it is set (0, or -1 with st filled;
+ * kiln_model_free frees what it made). */
+bool rt_flow_wanted(const ir_graph *g);
+int rt_flow_compile(kiln_model *m, kiln_context *target_ctx, kiln_status *st);
+/* A weight port of m that no node of m's graph declares (model.c): the flow
+ * backend's, standing for its regions' weights. name and t stay owned by
+ * the caller and must outlive m's ports. 0, or -1 with st. */
+int rt_model_add_weight(kiln_model *m, const char *name, const ir_type *t, int64_t align,
+                        kiln_status *st);
 
 /* ---- memory planner (plan.c) ---- */
 /* The largest arena of intermediates (bytes) any execute of m has used so

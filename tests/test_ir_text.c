@@ -123,7 +123,8 @@ static void check_golden(const char *path) {
   for (char *line = m + strlen(marker); *line;) {
     char *nl = strchr(line, '\n');
     size_t ll = nl ? (size_t)(nl - line) : strlen(line);
-    if (ll == 2 && memcmp(line, "//", 2) == 0) {
+    if (ll == 2 && memcmp(line, "//", 2) == 0) { /* an empty line */
+      line += 2;
       ll = 0;
     } else {
       cr_assert(ll >= 3 && memcmp(line, "// ", 3) == 0, "%s: expected text line without '// '",

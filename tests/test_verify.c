@@ -1172,6 +1172,8 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_RESHAPE, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_BROADCAST_TO, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_REPEAT_INTERLEAVE, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
+      {IR_OP_CALL, 1, {IR_DT_F32}, {"4, 3"}, 1,
+       {{.name = "callee", .kind = IR_ATTR_STRING, .u.s = "layer"}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1195,6 +1197,7 @@ static const char *example_decl(ir_op op, ir_dtype *dt) {
   case IR_OP_RESHAPE: return "2, 6";
   case IR_OP_BROADCAST_TO: return "2, 4, 3";
   case IR_OP_SPLIT: return "4, 3";
+  case IR_OP_CALL: return "4, 3"; /* typed by its callee's signature */
   default: return NULL;
   }
 }
@@ -1240,14 +1243,14 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 96); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 97); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
                               3 + 5), fold's 3, roi_align's 4, random's 6, print's label,
                               non_maximum_suppression's center_point_box, reshape's
                               allowzero, broadcast_to's bidirectional, split's
                               split_sizes, constant.external's align and
                               is_placeholder, masked_scatter's out_dim,
-                              repeat_interleave's repeats, axis and out_dim */
+                              repeat_interleave's repeats, axis and out_dim, call's prefix */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

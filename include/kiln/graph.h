@@ -89,6 +89,30 @@ KILN_API int kiln_graph_set_outputs(kiln_graph *g, kiln_value *const *values, in
 /* Verify again (parse and set_outputs already do). */
 KILN_API int kiln_graph_verify(kiln_graph *g, kiln_status *st);
 
+/* ---- control flow (MAX's ops.cond, ops.while_loop, ops.call) ----
+ * Regions and subgraphs are graphs built with kiln_graph_new and finished
+ * with kiln_graph_set_outputs. These calls copy them: the caller still owns
+ * (and frees) its graphs.
+ * kiln_graph_add_region_op adds "mo.if" (operands: a bool scalar predicate,
+ * then the values both regions take; regions: then, else; a result type per
+ * result, MO text) or "mo.while" (operands: the initial carried values;
+ * regions: cond, which returns a bool scalar, and body, which returns the
+ * next carried values; result_types: one per carried value, or nresults 0
+ * for the operands' types). Regions see only their inputs. Returns the first
+ * result (kiln_value_result gives the others), or NULL with st filled.
+ * kiln_graph_add_subgraph adds sub to g's module under sub's name (names
+ * are unique in a module); kiln_graph_add_op_typed(g, "mo.call", args, n,
+ * "{callee = \"name\", prefix = \"layer0.\"}", types, ntypes, st) calls it
+ * (prefix, optional, goes before the names of its weights). The calls are
+ * checked against the subgraphs when g is verified (kiln_graph_set_outputs).
+ * Returns 0 or -1. */
+KILN_API kiln_value *kiln_graph_add_region_op(kiln_graph *g, const char *op,
+                                              kiln_value *const *operands, int noperands,
+                                              kiln_graph *const *regions, int nregions,
+                                              const char *const *result_types, int nresults,
+                                              kiln_status *st);
+KILN_API int kiln_graph_add_subgraph(kiln_graph *g, kiln_graph *sub, kiln_status *st);
+
 /* Type of a value: dtype, rank, and dim i as text into buf (snprintf-like). */
 KILN_API kiln_dtype kiln_value_dtype(const kiln_value *v);
 KILN_API int kiln_value_rank(const kiln_value *v);

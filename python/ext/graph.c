@@ -289,6 +289,84 @@ static PyObject *graph_add_op(PyObject *self, PyObject *args) {
   return list;
 }
 
+/* The results of the op whose first result is v, as a list of Values. */
+static PyObject *results_list(PyObject *self, kiln_value *v) {
+  PyObject *list = PyList_New(0);
+  if (!list) return NULL;
+  for (int i = 0;; i++) {
+    kiln_value *r = kiln_value_result(v, i);
+    if (!r) break;
+    PyObject *w = value_wrap(self, r);
+    if (!w || PyList_Append(list, w) < 0) {
+      Py_XDECREF(w);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(w);
+  }
+  return list;
+}
+
+/* add_region_op(op, operands, (region, region), result_types): mo.if /
+ * mo.while; the regions (Graphs) are copied into the node. */
+static PyObject *graph_add_region_op(PyObject *self, PyObject *args) {
+  const char *op;
+  PyObject *ops, *regs, *rtypes;
+  if (!PyArg_ParseTuple(args, "sOOO", &op, &ops, &regs, &rtypes)) return NULL;
+  PyObject *rlist = PySequence_List(rtypes), *glist = PySequence_List(regs);
+  const char **rt = NULL;
+  kiln_graph *rg[2] = {NULL, NULL};
+  kiln_value **vs = NULL, *v = NULL;
+  int n = 0;
+  if (!rlist || !glist) goto fail;
+  if (PyList_Size(glist) != 2) {
+    ext_raisef(PyExc_ValueError, "%s takes two regions", op);
+    goto fail;
+  }
+  for (int i = 0; i < 2; i++) {
+    PyObject *it = PyList_GetItem(glist, i);
+    if (!PyObject_TypeCheck(it, (PyTypeObject *)ext_st->graph_type)) {
+      ext_raisef(PyExc_TypeError, "region %d: expected a Graph", i);
+      goto fail;
+    }
+    rg[i] = ((GraphObject *)it)->g;
+  }
+  Py_ssize_t nr = PyList_Size(rlist);
+  if (!(rt = calloc((size_t)nr + 1, sizeof *rt))) {
+    PyErr_NoMemory();
+    goto fail;
+  }
+  for (Py_ssize_t i = 0; i < nr; i++) {
+    PyObject *it = PyList_GetItem(rlist, i);
+    if (!PyUnicode_Check(it) || !(rt[i] = PyUnicode_AsUTF8AndSize(it, NULL))) {
+      if (!PyErr_Occurred()) ext_raisef(PyExc_TypeError, "result type %zd: expected str", i);
+      goto fail;
+    }
+  }
+  if (!(vs = value_array(self, ops, &n))) goto fail;
+  kiln_status *st = kiln_status_new();
+  v = kiln_graph_add_region_op(((GraphObject *)self)->g, op, vs, n, rg, 2, rt, (int)nr, st);
+  if (!v) ext_raise(st);
+  kiln_status_free(st);
+fail:
+  free(vs);
+  free(rt);
+  Py_XDECREF(rlist);
+  Py_XDECREF(glist);
+  return v ? results_list(self, v) : NULL;
+}
+
+/* add_subgraph(graph): a copy of graph joins this graph's module. */
+static PyObject *graph_add_subgraph(PyObject *self, PyObject *arg) {
+  if (!PyObject_TypeCheck(arg, (PyTypeObject *)ext_st->graph_type))
+    return ext_raisef(PyExc_TypeError, "add_subgraph: expected a Graph");
+  kiln_status *st = kiln_status_new();
+  int rc = kiln_graph_add_subgraph(((GraphObject *)self)->g, ((GraphObject *)arg)->g, st);
+  PyObject *r = rc == 0 ? Py_NewRef(Py_None) : ext_raise(st);
+  kiln_status_free(st);
+  return r;
+}
+
 /* add_constant(dtype, shape, buffer): the buffer's bytes (C order) are
  * copied into the graph. */
 static PyObject *graph_add_constant(PyObject *self, PyObject *args) {
@@ -413,6 +491,9 @@ static PyMethodDef graph_methods[] = {
     {"add_weight", graph_add_weight, METH_VARARGS, "add_weight(name, dtype, dims) -> Value"},
     {"add_op", graph_add_op, METH_VARARGS,
      "add_op(op, operands, attrs=None, result_types=None) -> [Value]"},
+    {"add_region_op", graph_add_region_op, METH_VARARGS,
+     "add_region_op(op, operands, (region, region), result_types) -> [Value] (mo.if, mo.while)"},
+    {"add_subgraph", graph_add_subgraph, METH_O, "add_subgraph(graph): for mo.call"},
     {"add_constant", graph_add_constant, METH_VARARGS,
      "add_constant(dtype, shape, buffer) -> Value"},
     {"set_outputs", graph_set_outputs, METH_VARARGS, "set_outputs(values, names=None)"},

@@ -93,6 +93,12 @@ class Graph:
         """Add op (its MO name) with attributes as MO text ("{axis = -1}") and,
         optionally, declared result types as MO text (one, or one per
         result); returns every result."""
+    def add_region_op(self, op: str, operands: Sequence[Value], regions: Sequence[Graph],
+                      result_types: Sequence[str], /) -> list[Value]:
+        """mo.if / mo.while with its two regions (copied); result_types may
+        be empty for mo.while (the operands' types)."""
+    def add_subgraph(self, graph: Graph, /) -> None:
+        """A copy of graph joins this graph's module (mo.call's callees)."""
     def add_constant(self, dtype: int, shape: Sequence[int], buffer: Buffer, /) -> Value:
         """A constant; the buffer's bytes (C order, exactly the size the dtype
         and shape need) are copied into the graph."""

@@ -51,6 +51,8 @@ class Graph:
         self._tokens: list[contextvars.Token] = []
         self._output_values: list[TensorValue] | None = None
         self._weights: dict[str, TensorValue] = {}
+        self._parent: Graph | None = None  # the enclosing graph of a region or subgraph
+        self._called: set[str] = set()  # subgraphs in this graph's module (ops.call)
         if path is not None:
             p = os.fspath(path)
             self._g = _kiln.Graph.from_onnx(p) if p.endswith(".onnx") else _kiln.Graph.load(p)
@@ -135,6 +137,17 @@ class Graph:
         self._weights[weight.name] = v
         return v
 
+    def add_subgraph(self, name: str, forward: Callable | None = None,
+                     input_types: Iterable[TensorType] = (), path: Any = None,
+                     custom_extensions: Iterable[Any] = ()) -> "Graph":
+        """A graph that ``ops.call`` calls from this one (``max.graph.Graph.add_subgraph``):
+        built now when forward is given, else in its own ``with`` block."""
+        if path is not None:
+            raise NotImplementedError("add_subgraph(path=...): build the subgraph instead")
+        sub = Graph(name, forward, input_types, custom_extensions=custom_extensions)
+        sub._parent = self
+        return sub
+
     @property
     def kernel_libraries_paths(self) -> list[str]:
         """The custom_extensions paths (kernel libraries for ``ops.custom``)."""
@@ -154,6 +167,8 @@ class Graph:
         g._custom_extensions = []
         g._tokens = []
         g._weights = {}
+        g._parent = None
+        g._called = set()
         g._inputs = ()
         g._chain = None
         g._output_values = []

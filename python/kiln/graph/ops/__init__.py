@@ -2,9 +2,10 @@
 and defaults of MAX's functions, over kiln's MO ops).
 
 One module per family: elementwise, reduction, shape, indexing, nn, sorting,
-misc (constants, range, matmul, print, transfer_to), random, custom, buffer. Every
-op is added to its graph at once; kiln infers the result type and raises
-kiln.VerifyError / kiln.DTypeError / kiln.ShapeError naming the problem.
+misc (constants, range, matmul, print, transfer_to), random, custom, buffer,
+control (cond, while_loop, call). Every op is added to its graph at once; kiln
+infers the result type and raises kiln.VerifyError / kiln.DTypeError /
+kiln.ShapeError naming the problem.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from ..type import TensorType
 from . import _core, random
 from .buffer import *  # noqa: F401,F403
 from .buffer import __all__ as _buffer_all
+from .control import *  # noqa: F401,F403
+from .control import __all__ as _control_all
 from .custom import *  # noqa: F401,F403
 from .custom import __all__ as _custom_all
 from .elementwise import *  # noqa: F401,F403
@@ -30,6 +33,6 @@ from .shape import __all__ as _shape_all
 from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
-__all__ = sorted(set(_buffer_all + _custom_all + _elementwise_all + _indexing_all + _misc_all
-                     + _nn_all + _reduction_all + _shape_all + _sorting_all
-                     + ["random", "TensorType"]))
+__all__ = sorted(set(_buffer_all + _control_all + _custom_all + _elementwise_all
+                     + _indexing_all + _misc_all + _nn_all + _reduction_all + _shape_all
+                     + _sorting_all + ["random", "TensorType"]))
