@@ -201,6 +201,19 @@ int kr_remote_put_now(kr_remote *r, kc_key key, const void *entry, size_t len, k
   return 0;
 }
 
+int kr_remote_exists(kr_remote *r, kc_key key, kiln_status *st) {
+  char name[160], why[768];
+  kr_remote_key_name(r, key, name, sizeof name);
+  const char *argv[2] = {"EXISTS", name};
+  bool server_error;
+  redisReply *rep = kr_command(r, 2, argv, NULL, &server_error, why, sizeof why);
+  if (!rep) return rt_err(st, KILN_ERR_IO, "looking up %s: %s", name, why);
+  int yes = rep->type == REDIS_REPLY_INTEGER && rep->integer > 0;
+  freeReplyObject(rep);
+  rt_ok(st);
+  return yes;
+}
+
 int kr_remote_del(kr_remote *r, kc_key key, kiln_status *st) {
   char name[160], why[768];
   kr_remote_key_name(r, key, name, sizeof name);

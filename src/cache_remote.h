@@ -111,6 +111,9 @@ int kr_remote_get(kr_remote *r, kc_key key, void **entry, size_t *len, size_t *p
 void kr_remote_publish(kr_remote *r, kc_key key, const void *entry, size_t len);
 /* Store entry[len] under key now (the CLI's push). 0, or -1 with st. */
 int kr_remote_put_now(kr_remote *r, kc_key key, const void *entry, size_t len, kiln_status *st);
+/* Whether the server holds key's entry: 1 yes, 0 no, -1 with st (no
+ * answer). */
+int kr_remote_exists(kr_remote *r, kc_key key, kiln_status *st);
 /* Remove key's entry now. 0 (also when absent), or -1 with st. */
 int kr_remote_del(kr_remote *r, kc_key key, kiln_status *st);
 /* Wait until the publish queue is empty and idle, at most timeout_ms

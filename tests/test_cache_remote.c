@@ -400,3 +400,66 @@ Test(cache_remote, breaker_stops_asking_a_dead_server, .init = setup, .fini = te
   kr_remote_free(r);
   kiln_status_free(st);
 }
+
+/* ---- the CLI ---- */
+
+#include "support/shell.h"
+
+Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init = setup,
+     .fini = teardown) {
+  char url[96], path[128], cmd[1024], *out = NULL;
+  redis_srv_url(&srv, url, sizeof url);
+  snprintf(path, sizeof path, "%s/g.mlir", disk_dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(GRAPH, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "KILN_CACHE_REMOTE_NS=test '%s' cache warm '%s' --remote=%s 2>&1",
+           KILN_CLI, path, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "2 compiled and stored"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "KILN_CACHE_REMOTE_NS=test '%s' cache ls --remote=%s 2>&1",
+           KILN_CLI, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "2 entries"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "KILN_CACHE_REMOTE_NS=test '%s' cache warm '%s' --remote=%s 2>&1",
+           KILN_CLI, path, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "0 compiled and stored, 2 already present"), "%s", out);
+  free(out);
+  kiln_context *ctx = new_ctx(url, 0); /* empty disk: everything from the server */
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, 0);
+  cr_expect_eq(c.remote_hits, NKERNELS);
+  kiln_context_free(ctx);
+  /* pull into another empty directory; push back is then a no-op */
+  snprintf(cmd, sizeof cmd,
+           "KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test KILN_CACHE_REMOTE=%s '%s' cache "
+           "pull 2>&1 && KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test '%s' cache push "
+           "--remote=%s 2>&1",
+           disk_dir, url, KILN_CLI, disk_dir, KILN_CLI, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "2 entries pulled"), "%s", out);
+  cr_expect(strstr(out, "0 entries pushed (0 B), 2 already there"), "%s", out);
+  free(out);
+}
+
+Test(cache_remote, cli_names_a_missing_server_and_a_tls_url) {
+  char cmd[512], *out = NULL;
+  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE_REMOTE '%s' cache ls --remote 2>&1", KILN_CLI);
+  cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
+  cr_expect(strstr(out, "KILN_CACHE_REMOTE"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "'%s' cache stats --remote=rediss://h 2>&1", KILN_CLI);
+  cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
+  cr_expect(strstr(out, "TLS"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "'%s' cache ls --remote=redis://127.0.0.1:%d/0 2>&1", KILN_CLI,
+           redis_free_port());
+  cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
+  cr_expect(strstr(out, "refused"), "%s", out);
+  free(out);
+}
