@@ -283,7 +283,8 @@ fi
 # cache and a cold compile (bench/remote_cache.c).
 if [ -f "$work/bert/encoder.mlir" ] && command -v redis-server >/dev/null; then
   say "BERT-base-sized encoder: kernels from Redis, from the disk cache, compiled cold"
-  rport=$("${py:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  rport=$("${py:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
   rm -rf "$work/redis" && mkdir -p "$work/redis"
   if redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/redis" --save "" \
        --daemonize yes --pidfile "$work/redis/pid" --logfile "$work/redis/log" >/dev/null &&

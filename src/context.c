@@ -1,12 +1,12 @@
-/* context.c - kiln_context: owns the JIT engine, the lock that serializes
- * every use of its LLJIT (load, lookup, unload), since an LLJIT must not be
- * driven from two threads at once (see jit.h), the memory cache of compiled
- * kernels its models share (cache_mem.h), backed by the disk cache
- * (cache_backing.c) and the remote cache (context_remote.c), and the background compile queue of specialized
- * variants (variants.h), and the custom kernel libraries (kernel_lib.h)
- * the JIT links mo.custom kernels from. No global state: two contexts may live side by
- * side. Models must be freed before their context (the cache unloads every
- * kernel when the context goes).
+/* context.c - kiln_context: owns the JIT engine, the lock that serializes every use
+ * of its LLJIT (load, lookup, unload), since an LLJIT must not be driven from two
+ * threads at once (see jit.h), the memory cache of compiled kernels its models share
+ * (cache_mem.h), backed by the disk cache (cache_backing.c) and the remote cache
+ * (context_remote.c), and the background compile queue of specialized variants
+ * (variants.h), and the custom kernel libraries (kernel_lib.h) the JIT links
+ * mo.custom kernels from. No global state: two contexts may live side by side.
+ * Models must be freed before their context (the cache unloads every kernel when the
+ * context goes).
  *
  * The disk store can be replaced (kiln_context_set_cache_dir) while compiles
  * run: the old store is detached from the memory cache but kept open until
