@@ -178,6 +178,14 @@ int kr_remote_get(kr_remote *r, kc_key key, void **entry, size_t *len, size_t *p
   return KR_HIT;
 }
 
+/* How long a SET may take: an upload of a large object over a real network
+ * takes longer than a lookup's budget, and a slow upload must not open the
+ * breaker that protects lookups. Off the request path, so generous. */
+static int set_timeout_ms(const kr_remote *r) {
+  int t = r->timeout_ms * 10;
+  return t < 1000 ? 1000 : t;
+}
+
 /* SET key bytes: 0, or -1 with why. */
 static int set_entry(kr_remote *r, kc_key key, const void *bytes, size_t len, char *why,
                      size_t whylen) {
@@ -186,7 +194,7 @@ static int set_entry(kr_remote *r, kc_key key, const void *bytes, size_t len, ch
   const char *argv[3] = {"SET", name, bytes};
   size_t lens[3] = {3, strlen(name), len};
   bool server_error;
-  redisReply *rep = kr_command(r, 3, argv, lens, &server_error, why, whylen);
+  redisReply *rep = kr_command_t(r, set_timeout_ms(r), 3, argv, lens, &server_error, why, whylen);
   if (!rep) return -1;
   freeReplyObject(rep);
   atomic_fetch_add(&r->published, 1);

@@ -17,7 +17,8 @@
  * maxmemory eviction are the operator's policy (README).
  *
  * Faults never fail a compile: every connect and command has a timeout
- * (default 50 ms, KILN_CACHE_REMOTE_TIMEOUT_MS); after
+ * (default 50 ms, KILN_CACHE_REMOTE_TIMEOUT_MS; a SET, off the request path
+ * and carrying a whole object, gets ten times that, at least 1 s); after
  * KR_BREAKER_FAILURES consecutive failures (no connection, timeouts, broken
  * replies) the breaker opens and the server is not asked for a while (5 s,
  * KILN_CACHE_REMOTE_BREAKER_MS; doubled each time a probe after it fails, up

@@ -67,8 +67,9 @@ static int setup_cmd(redisContext *c, int argc, const char **argv, const char *w
   return rc;
 }
 
-static redisContext *open_conn(kr_remote *r, bool *server_error, char *why, size_t whylen) {
-  redisContext *c = redisConnectWithTimeout(r->url.host, r->url.port, tv_of(r->timeout_ms));
+static redisContext *open_conn(kr_remote *r, int timeout_ms, bool *server_error, char *why,
+                               size_t whylen) {
+  redisContext *c = redisConnectWithTimeout(r->url.host, r->url.port, tv_of(timeout_ms));
   if (!c) {
     snprintf(why, whylen, "connect: out of memory");
     return NULL;
@@ -79,8 +80,8 @@ static redisContext *open_conn(kr_remote *r, bool *server_error, char *why, size
     redisFree(c);
     return NULL;
   }
-  if (redisSetTimeout(c, tv_of(r->timeout_ms)) != REDIS_OK) {
-    snprintf(why, whylen, "setting the %d ms timeout failed", r->timeout_ms);
+  if (redisSetTimeout(c, tv_of(timeout_ms)) != REDIS_OK) {
+    snprintf(why, whylen, "setting the %d ms timeout failed", timeout_ms);
     redisFree(c);
     return NULL;
   }
@@ -124,6 +125,11 @@ static void note_success_locked(kr_remote *r) {
 
 redisReply *kr_command(kr_remote *r, int argc, const char **argv, const size_t *lens,
                        bool *server_error, char *why, size_t whylen) {
+  return kr_command_t(r, r->timeout_ms, argc, argv, lens, server_error, why, whylen);
+}
+
+redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **argv,
+                         const size_t *lens, bool *server_error, char *why, size_t whylen) {
   *server_error = false;
   pthread_mutex_lock(&r->mu);
   int64_t left = r->open_until_ms - kr_now_ms();
@@ -146,7 +152,12 @@ redisReply *kr_command(kr_remote *r, int argc, const char **argv, const size_t *
 
   char e[384] = "";
   redisReply *rep = NULL;
-  if (!c) c = open_conn(r, server_error, e, sizeof e);
+  if (!c) c = open_conn(r, timeout_ms, server_error, e, sizeof e);
+  else if (redisSetTimeout(c, tv_of(timeout_ms)) != REDIS_OK) { /* a pooled one: this call's */
+    redisFree(c);
+    c = NULL;
+    snprintf(e, sizeof e, "setting the %d ms timeout failed", timeout_ms);
+  }
   if (c) rep = run_on(c, argc, argv, lens, e, sizeof e);
 
   if (!was_pending) {

@@ -47,7 +47,7 @@ struct kr_remote {
 int64_t kr_now_ms(void);
 
 /* Run one command (argv[argc] with lengths) on a pooled connection, with
- * the timeout and the breaker. Returns the reply (free with
+ * r's timeout and the breaker. Returns the reply (free with
  * freeReplyObject), or NULL with why filled: breaker open, no connection,
  * I/O error or timeout (a failure: counted towards the breaker), or an
  * error reply from the server (*server_error true: not a failure of the
@@ -55,6 +55,9 @@ int64_t kr_now_ms(void);
  * breaker (counted in r->skips). SIGPIPE is blocked during the command. */
 redisReply *kr_command(kr_remote *r, int argc, const char **argv, const size_t *lens,
                        bool *server_error, char *why, size_t whylen);
+/* kr_command with its own timeout (ms) for the connect and the command. */
+redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **argv,
+                         const size_t *lens, bool *server_error, char *why, size_t whylen);
 /* Close every pooled connection (at free). */
 void kr_conn_close_all(kr_remote *r);
 

@@ -2,8 +2,8 @@
  * redis-server (tests/support/redis_srv.c starts one per test on a free
  * loopback port): a second process with an empty disk cache compiles
  * nothing after a first one published; a killed server, a corrupt value, a
- * slow network (a delaying proxy) and a dead server (the breaker) never
- * fail a compile. Skipped, saying so, when redis-server is not installed. */
+ * slow network (a delaying proxy), a full server and a dead server (the
+ * breaker) never fail a compile. The CLI's warm --remote, ls, push, pull. Skipped, saying so, when redis-server is not installed. */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -33,6 +33,12 @@
 #define GRAPH2                                                                                 \
   "mo.graph @h<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
   "  %e = mo.exp(%x) : !mo.tensor<[n, 8], f32>\n"                                              \
+  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
+  "}\n"
+
+#define GRAPH3                                                                                 \
+  "mo.graph @k<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
+  "  %e = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"                                             \
   "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
   "}\n"
 
@@ -251,6 +257,40 @@ Test(cache_remote, server_killed_mid_run_compiles_locally, .init = setup, .fini 
   fresh_disk();
   ctx = new_ctx(url, 0);
   compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  cr_expect_eq(counts(ctx).published, 1);
+  kiln_context_free(ctx);
+}
+
+/* A command on the test's server through hiredis; asserts it is answered. */
+static void server_cmd(const char *cmd) {
+  struct timeval tv = {1, 0};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", srv.port, tv);
+  cr_assert(c && !c->err);
+  redisReply *x = redisCommand(c, cmd);
+  cr_assert(x && x->type != REDIS_REPLY_ERROR, "%s: %s", cmd, x ? x->str : c->errstr);
+  freeReplyObject(x);
+  redisFree(c);
+}
+
+Test(cache_remote, full_server_refuses_publishing_but_compiles_succeed, .init = setup,
+     .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  server_cmd("CONFIG SET maxmemory-policy noeviction");
+  server_cmd("CONFIG SET maxmemory 1"); /* below what it uses: every write is refused (OOM) */
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, NKERNELS + 1);
+  cr_expect_eq(c.published, 0);
+  cr_expect_eq(c.remote_errors, NKERNELS + 1, "%g errors", c.remote_errors);
+  /* error replies are answers: the breaker stays closed, so once there is
+   * room again the next kernel is published */
+  server_cmd("CONFIG SET maxmemory 0");
+  compile_and_run(ctx, GRAPH3, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   cr_expect_eq(counts(ctx).published, 1);
   kiln_context_free(ctx);
