@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cache_backing.h"
 #include "cache_remote_impl.h"
 
 #define KR_POOL_MAX 8
@@ -108,13 +109,16 @@ static redisContext *open_conn(kr_remote *r, int timeout_ms, bool *server_error,
 
 /* ---- the breaker (under r->mu) ---- */
 
-static void note_failure_locked(kr_remote *r) {
+/* A failure; returns the breaker's new open time in ms when this one
+ * opened it, else 0. */
+static int64_t note_failure_locked(kr_remote *r) {
   r->fails++;
-  if (r->fails >= KR_BREAKER_FAILURES) {
-    r->open_until_ms = kr_now_ms() + r->backoff_ms;
-    r->backoff_ms = r->backoff_ms * 2 > KR_BREAKER_MAX_MS ? KR_BREAKER_MAX_MS : r->backoff_ms * 2;
-    atomic_fetch_add(&r->opens, 1);
-  }
+  if (r->fails < KR_BREAKER_FAILURES) return 0;
+  int64_t open_ms = r->backoff_ms;
+  r->open_until_ms = kr_now_ms() + open_ms;
+  r->backoff_ms = r->backoff_ms * 2 > KR_BREAKER_MAX_MS ? KR_BREAKER_MAX_MS : r->backoff_ms * 2;
+  atomic_fetch_add(&r->opens, 1);
+  return open_ms;
 }
 
 static void note_success_locked(kr_remote *r) {
@@ -171,9 +175,28 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
   pthread_sigmask(SIG_SETMASK, &old, NULL);
 
   bool keep = c && rep;
+  int64_t opened_ms = 0;
+  int fails = 0;
   pthread_mutex_lock(&r->mu);
   if (rep || *server_error) note_success_locked(r); /* the server answered */
-  else note_failure_locked(r);
+  else opened_ms = note_failure_locked(r);
+  fails = r->fails;
+  pthread_mutex_unlock(&r->mu);
+  /* Tell the operator, rarely: when the breaker opens (at most once per
+   * opening, and openings grow apart) and the first time the server refuses
+   * the connection's setup (a wrong password would otherwise only show as
+   * misses). */
+  char m[700];
+  if (opened_ms) {
+    snprintf(m, sizeof m, "remote kernel cache %.200s: %d failures in a row (last: %.300s); "
+             "not asked for %lld ms, kernels compile locally meanwhile",
+             r->desc, fails, e, (long long)opened_ms);
+    rt_cache_backing_warn(NULL, m);
+  } else if (*server_error && !c && !atomic_exchange(&r->warned_setup, true)) {
+    snprintf(m, sizeof m, "remote kernel cache %.200s: %.300s", r->desc, e);
+    rt_cache_backing_warn(NULL, m);
+  }
+  pthread_mutex_lock(&r->mu);
   if (keep && r->nidle < KR_POOL_MAX) {
     if (r->nidle == r->capidle) {
       int cap = r->capidle ? r->capidle * 2 : 4;

@@ -41,6 +41,7 @@ struct kr_remote {
   pthread_t thread;
   /* ---- counters ---- */
   _Atomic uint64_t hits, misses, errors, published, corrupt, dropped, skips, opens;
+  atomic_bool warned_setup; /* a refused AUTH / SELECT was warned about */
 };
 
 /* Milliseconds of CLOCK_MONOTONIC. */

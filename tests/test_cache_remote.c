@@ -296,6 +296,29 @@ Test(cache_remote, full_server_refuses_publishing_but_compiles_succeed, .init = 
   kiln_context_free(ctx);
 }
 
+Test(cache_remote, auth_comes_from_the_url, .init = setup, .fini = teardown) {
+  char url[128];
+  server_cmd("ACL SETUSER kiln on >s3cret ~test:* +get +set +del +exists +scan +strlen +info");
+  snprintf(url, sizeof url, "redis://kiln:wrong@127.0.0.1:%d/0", srv.port);
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, 1);
+  cr_expect_eq(c.published, 0);
+  cr_expect_geq(c.remote_errors, 1);
+  kiln_context_free(ctx);
+  snprintf(url, sizeof url, "redis://kiln:s3cret@127.0.0.1:%d/0", srv.port);
+  ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH3, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  c = counts(ctx);
+  cr_expect_eq(c.published, 1);
+  cr_expect_eq(c.remote_errors, 0);
+  kiln_context_free(ctx);
+  cr_expect_eq(remote_keys(url), 1);
+}
+
 static kc_key some_key(void) { return (kc_key){.lo = 0x1234, .hi = 0xabcd}; }
 
 Test(cache_remote, corrupt_value_is_a_miss_and_is_removed, .init = setup, .fini = teardown) {
