@@ -69,33 +69,43 @@ void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d) {
   rt_cache_mem_set_backing(mem, &b);
 }
 
-static int tiers_get(void *ud, const kc_key *key, const rt_key_parts *parts, void **obj,
-                     size_t *len) {
-  (void)parts;
-  rt_tiers *t = ud;
-  if (rt_cache_backing_get(t->disk, key, obj, len) == 0) return 0;
+int rt_cache_tiers_get(kc_disk *d, struct kr_remote *r, const kc_key *key, void **obj,
+                       size_t *len) {
+  if (rt_cache_backing_get(d, key, obj, len) == 0) return 0;
   void *e = NULL;
   size_t elen = 0, off = 0, plen = 0;
-  if (kr_remote_get(t->remote, *key, &e, &elen, &off, &plen) != KR_HIT) return -1;
-  if (kc_disk_enabled(t->disk)) kc_disk_put_file(t->disk, *key, e, elen, NULL); /* best effort */
+  if (kr_remote_get(r, *key, &e, &elen, &off, &plen) != KR_HIT) return -1;
+  if (kc_disk_enabled(d)) kc_disk_put_file(d, *key, e, elen, NULL); /* best effort */
   memmove(e, (char *)e + off, plen);
   *obj = e;
   *len = plen;
   return 0;
 }
 
-static void tiers_put(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
-                      size_t len) {
-  rt_tiers *t = ud;
-  rt_cache_backing_put(t->disk, key, parts, obj, len);
-  if (!t->remote) return;
+void rt_cache_tiers_put(kc_disk *d, struct kr_remote *r, const kc_key *key,
+                        const rt_key_parts *parts, const void *obj, size_t len) {
+  rt_cache_backing_put(d, key, parts, obj, len);
+  if (!r) return;
   kc_component comps[RT_KEY_NPARTS];
   fill_components(parts, comps);
   void *e = NULL;
   size_t elen = 0;
   if (kc_entry_encode(*key, comps, RT_KEY_NPARTS, obj, len, &e, &elen, NULL) == 0)
-    kr_remote_publish(t->remote, *key, e, elen);
+    kr_remote_publish(r, *key, e, elen);
   free(e);
+}
+
+static int tiers_get(void *ud, const kc_key *key, const rt_key_parts *parts, void **obj,
+                     size_t *len) {
+  (void)parts;
+  rt_tiers *t = ud;
+  return rt_cache_tiers_get(t->disk, t->remote, key, obj, len);
+}
+
+static void tiers_put(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
+                      size_t len) {
+  rt_tiers *t = ud;
+  rt_cache_tiers_put(t->disk, t->remote, key, parts, obj, len);
 }
 
 void rt_cache_backing_attach_tiers(rt_cache_mem *mem, rt_tiers *t) {

@@ -464,6 +464,39 @@ Test(cache_remote, breaker_stops_asking_a_dead_server, .init = setup, .fini = te
   kiln_status_free(st);
 }
 
+/* ---- device code (simt-emu) ---- */
+
+#include "src/device.h"
+
+Test(cache_remote, device_code_comes_from_the_server_too, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(GRAPH2, strlen(GRAPH2), "g.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  int hits[2], misses[2];
+  for (int round = 0; round < 2; round++) {
+    kiln_context *ctx = new_ctx(url, 0);
+    kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
+    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    rt_device_model_cache_counts(m, &hits[round], &misses[round]);
+    if (round == 1) cr_expect_eq(counts(ctx).remote_hits, hits[1]);
+    kiln_device_model_free(m);
+    kiln_context_free(ctx); /* publishes what it compiled */
+    remove_disk();
+    fresh_disk(); /* the next round starts with an empty local cache */
+  }
+  cr_expect_eq(hits[0], 0);
+  cr_expect_gt(misses[0], 0);
+  cr_expect_eq(hits[1], misses[0], "%d of %d kernels from the server", hits[1], misses[0]);
+  cr_expect_eq(misses[1], 0);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
 /* ---- the CLI ---- */
 
 #include "support/shell.h"
