@@ -114,6 +114,7 @@ def main():
     ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV and its triad)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
+    ap.add_argument("--remote", help="bench_remote_cache --tsv (encoder load: Redis, disk, cold)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
     ap.add_argument("--note", action="append", default=[])
@@ -293,6 +294,15 @@ def main():
                     why("encoders"))
                 detail("%s kiln %dT" % (cid, t), kr)
                 detail("%s ORT %dT" % (cid, t), orr)
+
+    # ---- the BERT-base-sized encoder's kernels from Redis vs disk vs cold (issue 22)
+    rm, rc, _ = read_tsv(a.remote)
+    kr = rc.get(("encoder_load_redis", "kiln", 1))
+    dk, cd = rc.get(("encoder_load_disk", "kiln", 1)), rc.get(("encoder_load_cold", "kiln", 1))
+    add("BERT-base-sized encoder compile, %s kernels from Redis (ms)" % rm.get("kernels", "?"),
+        "ms", kr, [("local disk cache", dk, None), ("cold compile", cd, None)], why("remote"))
+    for case, r in (("redis", kr), ("disk", dk), ("cold", cd)):
+        detail("encoder_load_%s" % case, r)
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})

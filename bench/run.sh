@@ -59,7 +59,7 @@ work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
-         encoders.tsv anchors.json anchors.md table.md; do
+         encoders.tsv remote.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -97,7 +97,8 @@ fi
 # thread-count API answer the benchmarks' weak references)
 say "building kiln (Release) in $build"
 if ! { cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DKILN_TESTS=OFF &&
-       cmake --build "$build" --target kiln kiln_cli bench_runtime -j"$(nproc)"; } \
+       cmake --build "$build" --target kiln kiln_cli bench_runtime bench_remote_cache \
+         -j"$(nproc)"; } \
        >"$work/build.log" 2>&1; then
   tail -n 40 "$work/build.log" >&2
   say "building kiln failed (whole log: $work/build.log); nothing to measure"
@@ -286,6 +287,31 @@ if [ -n "$py" ] && [ "$py" != python3 ]; then
     done
   fi
 fi
+# The same BERT-base-sized encoder's kernels loaded from the remote cache
+# (a throwaway redis-server on a free loopback port) beside the local disk
+# cache and a cold compile (bench/remote_cache.c).
+if [ -f "$work/bert/encoder.mlir" ] && command -v redis-server >/dev/null; then
+  say "BERT-base-sized encoder: kernels from Redis, from the disk cache, compiled cold"
+  rport=$("${py:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+  rm -rf "$work/redis" && mkdir -p "$work/redis"
+  if redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/redis" --save "" \
+       --daemonize yes --pidfile "$work/redis/pid" --logfile "$work/redis/log" >/dev/null &&
+     for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done &&
+     redis-cli -p "$rport" ping >/dev/null 2>&1; then
+    runs=5; [ "$quick" = 1 ] && runs=2
+    "$build/bench_remote_cache" "$work/bert/encoder.mlir" "redis://127.0.0.1:$rport/0" "$runs" \
+      --tsv >"$work/remote.tsv" 2>"$work/remote.err" ||
+      fail remote "bench_remote_cache exited $?: $(tail1 "$work/remote.err")"
+    kill "$(cat "$work/redis/pid")" 2>/dev/null
+  else
+    fail remote "redis-server did not start: $(tail1 "$work/redis/log")"
+  fi
+elif ! command -v redis-server >/dev/null; then
+  notes+=("redis-server not installed: no remote-cache row (tools/setup.sh installs it)")
+else
+  notes+=("no BERT encoder.mlir (service_gen.py needs the venv's numpy): no remote-cache row")
+fi
 if [ -n "$py" ]; then
   say "graphs beside ONNX Runtime and MAX"
   rounds=3
@@ -307,7 +333,7 @@ fi
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
-       --encoders "$work/encoders.tsv"
+       --encoders "$work/encoders.tsv" --remote "$work/remote.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done

@@ -1,7 +1,10 @@
 /* cache_backing.c - the disk cache (cache_disk.h) as the second level of a
  * context's memory cache (cache_mem.h): a memory miss looks for the kernel's
  * object on disk before compiling it, and a fresh compile is stored there
- * with every key component in readable form.
+ * with every key component in readable form. With a remote cache
+ * (cache_remote.h) the chain is memory -> disk -> remote -> compile: a
+ * remote hit is written to the disk too, a compile is published to the
+ * remote in the background.
  *
  * The store is opened from the environment when the context is created
  * (KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else ~/.cache/kiln;
@@ -21,6 +24,15 @@
 
 #include "cache_backing.h"
 #include "cache_disk.h"
+#include "cache_remote.h"
+
+static void fill_components(const rt_key_parts *parts, kc_component comps[RT_KEY_NPARTS]) {
+  for (int i = 0; i < RT_KEY_NPARTS; i++) {
+    comps[i].name = rt_key_part_name(i);
+    const char *v = rt_key_part(parts, i);
+    comps[i].value = v ? v : "";
+  }
+}
 
 int rt_cache_backing_get(kc_disk *d, const kc_key *key, void **obj, size_t *len) {
   *obj = NULL;
@@ -33,11 +45,7 @@ void rt_cache_backing_put(kc_disk *d, const kc_key *key, const rt_key_parts *par
                           const void *obj, size_t len) {
   if (!kc_disk_enabled(d)) return;
   kc_component comps[RT_KEY_NPARTS];
-  for (int i = 0; i < RT_KEY_NPARTS; i++) {
-    comps[i].name = rt_key_part_name(i);
-    const char *v = rt_key_part(parts, i);
-    comps[i].value = v ? v : "";
-  }
+  fill_components(parts, comps);
   kc_disk_put(d, *key, comps, RT_KEY_NPARTS, obj, len, NULL); /* best effort */
 }
 
@@ -58,6 +66,54 @@ void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d) {
     return;
   }
   rt_cache_backing b = {d, disk_get, disk_put};
+  rt_cache_mem_set_backing(mem, &b);
+}
+
+int rt_cache_tiers_get(kc_disk *d, struct kr_remote *r, const kc_key *key, void **obj,
+                       size_t *len) {
+  if (rt_cache_backing_get(d, key, obj, len) == 0) return 0;
+  void *e = NULL;
+  size_t elen = 0, off = 0, plen = 0;
+  if (kr_remote_get(r, *key, &e, &elen, &off, &plen) != KR_HIT) return -1;
+  if (kc_disk_enabled(d)) kc_disk_put_file(d, *key, e, elen, NULL); /* best effort */
+  memmove(e, (char *)e + off, plen);
+  *obj = e;
+  *len = plen;
+  return 0;
+}
+
+void rt_cache_tiers_put(kc_disk *d, struct kr_remote *r, const kc_key *key,
+                        const rt_key_parts *parts, const void *obj, size_t len) {
+  rt_cache_backing_put(d, key, parts, obj, len);
+  if (!r) return;
+  kc_component comps[RT_KEY_NPARTS];
+  fill_components(parts, comps);
+  void *e = NULL;
+  size_t elen = 0;
+  if (kc_entry_encode(*key, comps, RT_KEY_NPARTS, obj, len, &e, &elen, NULL) == 0)
+    kr_remote_publish(r, *key, e, elen);
+  free(e);
+}
+
+static int tiers_get(void *ud, const kc_key *key, const rt_key_parts *parts, void **obj,
+                     size_t *len) {
+  (void)parts;
+  rt_tiers *t = ud;
+  return rt_cache_tiers_get(t->disk, t->remote, key, obj, len);
+}
+
+static void tiers_put(void *ud, const kc_key *key, const rt_key_parts *parts, const void *obj,
+                      size_t len) {
+  rt_tiers *t = ud;
+  rt_cache_tiers_put(t->disk, t->remote, key, parts, obj, len);
+}
+
+void rt_cache_backing_attach_tiers(rt_cache_mem *mem, rt_tiers *t) {
+  if (!t || !t->remote) {
+    rt_cache_backing_attach(mem, t ? t->disk : NULL);
+    return;
+  }
+  rt_cache_backing b = {t, tiers_get, tiers_put};
   rt_cache_mem_set_backing(mem, &b);
 }
 

@@ -1,5 +1,5 @@
-/* cache_backing.h - internal to src/: plug the disk cache under a context's
- * memory cache (cache_backing.c). */
+/* cache_backing.h - internal to src/: plug the disk cache, and the remote
+ * cache after it, under a context's memory cache (cache_backing.c). */
 #ifndef KILN_SRC_CACHE_BACKING_H
 #define KILN_SRC_CACHE_BACKING_H
 
@@ -37,5 +37,29 @@ void rt_cache_backing_put(kc_disk *d, const kc_key *key, const rt_key_parts *par
 /* Make d (enabled, borrowed: it must outlive every compile that may still
  * use it) mem's backing store; NULL or a disabled d detaches the store. */
 void rt_cache_backing_attach(rt_cache_mem *mem, kc_disk *d);
+
+/* The chain of stores under a memory cache: the disk (NULL or disabled:
+ * none), then the remote tier (NULL: none). A get tries the disk, then the
+ * remote, whose hit is also written to the disk; a put writes the disk and
+ * queues the same entry bytes for the remote (kr_remote_publish). A chain
+ * is never changed once attached, and must outlive every get that may use
+ * it: the context keeps each one (linked through prev) until it is freed. */
+struct kr_remote;
+typedef struct rt_tiers {
+  kc_disk *disk;
+  struct kr_remote *remote;
+  struct rt_tiers *prev;
+} rt_tiers;
+/* Make t mem's backing store (a chain with neither store detaches it). */
+void rt_cache_backing_attach_tiers(rt_cache_mem *mem, rt_tiers *t);
+/* rt_cache_backing_get / _put through the chain d (NULL: none), then r
+ * (NULL: none), for caches beside the kernel cache (device code): get
+ * returns 0 with *obj malloc'd from the disk, else from the remote (then
+ * written to the disk too), -1 on a miss; put stores in d and queues the
+ * entry for r. */
+int rt_cache_tiers_get(kc_disk *d, struct kr_remote *r, const kc_key *key, void **obj,
+                       size_t *len);
+void rt_cache_tiers_put(kc_disk *d, struct kr_remote *r, const kc_key *key,
+                        const rt_key_parts *parts, const void *obj, size_t len);
 
 #endif

@@ -254,6 +254,18 @@ int kc_disk_verify(kc_disk *d, uint64_t *bad, kiln_status *st);
 int kc_entry_parse(const void *buf, size_t len, kc_key *key, kc_component **comps, int *ncomps,
                    char *why, size_t whylen);
 void kc_components_free(kc_component *c, int n);
+/* The bytes of key's whole entry (header, then payload[len]) exactly as a
+ * put writes the file: *out malloc'd (caller frees), *outlen its length.
+ * For stores that keep entries elsewhere (cache_remote.h). 0, or -1 with st
+ * (a bad component, out of memory). */
+int kc_entry_encode(kc_key key, const kc_component *c, int n, const void *payload, size_t len,
+                    void **out, size_t *outlen, kiln_status *st);
+/* Every check a get makes on the entry bytes buf[len] expected to hold key:
+ * the header (kc_entry_parse's checks), the key, the exact payload length
+ * and the payload checksum. 0 with the payload at buf + *payload_off,
+ * *payload_len bytes; -1 with why filled. */
+int kc_entry_check(const void *buf, size_t len, kc_key key, size_t *payload_off,
+                   size_t *payload_len, char *why, size_t whylen);
 
 /* ---- keys ---- */
 /* 32 lowercase hex digits plus NUL into out. */

@@ -341,6 +341,58 @@ int kc_entry_parse(const void *buf, size_t len, kc_key *key, kc_component **comp
   return 0;
 }
 
+int kc_entry_encode(kc_key key, const kc_component *c, int n, const void *payload, size_t len,
+                    void **out, size_t *outlen, kiln_status *st) {
+  *out = NULL;
+  *outlen = 0;
+  if (len && !payload)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "cache entry: NULL payload of %zu bytes", len);
+  char *hdr = NULL;
+  size_t hlen = 0;
+  if (kcd_header_encode(key, c, n, payload, len, &hdr, &hlen, st) != 0) return -1;
+  if (len > SIZE_MAX - hlen) {
+    free(hdr);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "cache entry: %zu payload bytes is too large", len);
+  }
+  char *buf = realloc(hdr, hlen + len + 1);
+  if (!buf) {
+    free(hdr);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "cache entry: out of memory for %zu bytes",
+                  hlen + len);
+  }
+  if (len) memcpy(buf + hlen, payload, len);
+  *out = buf;
+  *outlen = hlen + len;
+  return 0;
+}
+
+int kc_entry_check(const void *buf, size_t len, kc_key key, size_t *payload_off,
+                   size_t *payload_len, char *why, size_t whylen) {
+  kcd_header h;
+  int rc = kcd_header_parse(buf, len, false, &h, why, whylen);
+  if (rc == KCD_INCOMPLETE) snprintf(why, whylen, "the entry ends inside its header");
+  else if (rc == KCD_NOMEM) snprintf(why, whylen, "out of memory");
+  if (rc != KCD_OK) return -1;
+  size_t held = len - h.header_bytes;
+  int bad = 0;
+  if (h.key.lo != key.lo || h.key.hi != key.hi) {
+    snprintf(why, whylen, "holds another key");
+    bad = 1;
+  } else if (h.payload_bytes != held) {
+    snprintf(why, whylen, "%s: the header says %llu payload bytes, the entry holds %zu",
+             h.payload_bytes > held ? "truncated" : "wrong length",
+             (unsigned long long)h.payload_bytes, held);
+    bad = 1;
+  } else if (XXH3_64bits((const char *)buf + h.header_bytes, held) != h.payload_hash) {
+    snprintf(why, whylen, "payload checksum mismatch");
+    bad = 1;
+  }
+  *payload_off = h.header_bytes;
+  *payload_len = held;
+  kcd_header_free(&h);
+  return bad ? -1 : 0;
+}
+
 void kc_components_free(kc_component *c, int n) {
   kcd_header h = {.components = c, .ncomponents = n};
   kcd_header_free(&h);

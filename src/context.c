@@ -1,12 +1,12 @@
-/* context.c - kiln_context: owns the JIT engine, the lock that serializes
- * every use of its LLJIT (load, lookup, unload), since an LLJIT must not be
- * driven from two threads at once (see jit.h), the memory cache of compiled
- * kernels its models share (cache_mem.h), backed by the disk cache
- * (cache_backing.c), and the background compile queue of specialized
- * variants (variants.h), and the custom kernel libraries (kernel_lib.h)
- * the JIT links mo.custom kernels from. No global state: two contexts may live side by
- * side. Models must be freed before their context (the cache unloads every
- * kernel when the context goes).
+/* context.c - kiln_context: owns the JIT engine, the lock that serializes every use
+ * of its LLJIT (load, lookup, unload), since an LLJIT must not be driven from two
+ * threads at once (see jit.h), the memory cache of compiled kernels its models share
+ * (cache_mem.h), backed by the disk cache (cache_backing.c) and the remote cache
+ * (context_remote.c), and the background compile queue of specialized variants
+ * (variants.h), and the custom kernel libraries (kernel_lib.h) the JIT links
+ * mo.custom kernels from. No global state: two contexts may live side by side.
+ * Models must be freed before their context (the cache unloads every kernel when the
+ * context goes).
  *
  * The disk store can be replaced (kiln_context_set_cache_dir) while compiles
  * run: the old store is detached from the memory cache but kept open until
@@ -100,6 +100,7 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   atomic_store(&ctx->tier_up_min, rt_tier_up_env());
   ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status,
                                     ctx->disk_warning, sizeof ctx->disk_warning);
+  rt_context_remote_open(ctx);
   rt_ok(st);
   return ctx;
 }
@@ -118,6 +119,7 @@ KILN_API int kiln_context_free_checked(kiln_context *ctx, kiln_status *st) {
   rt_spec_ctx_free(ctx->spec); /* joins the compile thread: it used the cache and the JIT */
   rt_pool_free(ctx->pool);     /* joins the workers: no kernel runs after this */
   rt_cache_mem_free(ctx->kcache); /* unloads the kernels: before the engine */
+  rt_context_remote_free(ctx);    /* drains its publish queue first (bounded) */
   kc_disk_close(ctx->disk);
   for (int i = 0; i < ctx->ndisk_retired; i++) kc_disk_close(ctx->disk_retired[i]);
   free(ctx->disk_retired);
@@ -160,9 +162,14 @@ static int swap_store(kiln_context *ctx, kc_disk *d, kiln_status *st) {
   }
   ctx->disk_retired = r;
   if (d && !rt_quiet()) kc_disk_set_warn(d, rt_cache_backing_warn, NULL);
-  rt_cache_backing_attach(ctx->kcache, d);
-  if (ctx->disk) ctx->disk_retired[ctx->ndisk_retired++] = ctx->disk;
+  kc_disk *old = ctx->disk;
   ctx->disk = d;
+  if (rt_context_reattach(ctx) != 0) {
+    ctx->disk = old;
+    kc_disk_close(d);
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  }
+  if (old) ctx->disk_retired[ctx->ndisk_retired++] = old;
   if (d) rt_cache_backing_describe(d, "(set by the API)", ctx->disk_status,
                                    sizeof ctx->disk_status);
   else snprintf(ctx->disk_status, sizeof ctx->disk_status, "disk cache off (set by the API)");

@@ -11,9 +11,9 @@
  *   changes those matmuls' kernel texts).
  * Compile node i: its canonical kernel text under the binding
  * (ir_kernel_text, _bound or _partial), then for the host the context's
- * memory cache (which reads and fills the disk cache), for SIMT the disk
- * cache under a code key, else jit_simt_compile_node (and ld.lld for
- * AMDGPU). */
+ * memory cache (which reads and fills the disk and remote caches), for SIMT
+ * the disk cache, then the remote cache, under a code key, else
+ * jit_simt_compile_node (and ld.lld for AMDGPU). */
 #include "pipeline.h"
 
 #include <stdio.h>
@@ -337,9 +337,10 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
   rt_key_parts parts;
   kc_key key;
   kc_disk *disk = t->ctx ? t->ctx->disk : NULL;
-  if (disk) {
+  struct kr_remote *remote = t->ctx ? t->ctx->remote : NULL;
+  if (disk || remote) {
     code_key(t, text, out->name, opts, sizeof opts, host, sizeof host, &parts, &key);
-    if (rt_cache_backing_get(disk, &key, &out->image, &out->len) == 0) {
+    if (rt_cache_tiers_get(disk, remote, &key, &out->image, &out->len) == 0) {
       out->cached = true;
       free(text);
       return 0;
@@ -362,7 +363,8 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
     out->image = obj;
     out->len = olen;
   }
-  if (rc == 0 && disk) rt_cache_backing_put(disk, &key, &parts, out->image, out->len);
+  if (rc == 0 && (disk || remote))
+    rt_cache_tiers_put(disk, remote, &key, &parts, out->image, out->len);
   free(text);
   if (rc < 0) rt_simt_code_free(out);
   return rc;

@@ -66,6 +66,12 @@ struct kiln_context {
   atomic_int quick_live;  /* kernels of live models still running QUICK code (tier_up.c) */
   struct kc_disk **disk_retired; /* stores replaced by kiln_context_set_cache_dir, closed at free */
   int ndisk_retired;
+  /* ---- remote cache (context_remote.c, cache_remote.h) ---- */
+  struct kr_remote *remote;    /* the fleet cache after the disk, or NULL */
+  struct rt_tiers *tiers;      /* every disk+remote chain attached, newest first; freed at free */
+  struct kr_remote **remote_retired; /* replaced remotes, freed at free */
+  int nremote_retired;
+  char remote_status[640];     /* "remote cache: ...", "remote cache off", ... */
   /* ---- threads (pool.c, pool.h) ---- */
   struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
   /* ---- custom kernel libraries (kernel_lib.c); the JIT's resolver points here ---- */
@@ -258,5 +264,14 @@ const char *rt_model_symbol_name(const kiln_model *m, int i);
  * (when not NULL). shape has the port's rank entries. */
 int rt_model_port_shape(const kiln_model *m, bool is_weight, int i, const int64_t *syms,
                         const bool *known, int64_t *shape, int *missing, kiln_status *st);
+
+/* The remote cache of a context (context_remote.c). rt_context_reattach:
+ * plug the current disk store and remote under the memory cache (0, or -1
+ * out of memory); _open: from KILN_CACHE_REMOTE at context creation;
+ * _free: at context free; _counter: a KILN_COUNTER_REMOTE_* value. */
+int rt_context_reattach(kiln_context *ctx);
+void rt_context_remote_open(kiln_context *ctx);
+void rt_context_remote_free(kiln_context *ctx);
+double rt_context_remote_counter(const kiln_context *ctx, kiln_counter c);
 
 #endif

@@ -946,19 +946,22 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
-#define NPUBLIC NCOUNTERS
+#define NPUBLIC (KILN_COUNTER_REMOTE_PUBLISHED + 1)
 
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
   if (!m || (int)c < 0 || (int)c >= NPUBLIC) return -1;
   if (c == KILN_COUNTER_QUICK_KERNELS) return m->quick_built;
   if (c == KILN_COUNTER_QUICK_LIVE) return atomic_load(&((kiln_model *)m)->quick_live);
-  if (!m->variants || c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES) return 0;
+  if (!m->variants || c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES ||
+      c >= KILN_COUNTER_REMOTE_HITS)
+    return 0;
   return counter_value(m->variants->c, c);
 }
 
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
   if (!ctx || !ctx->spec || (int)c < 0 || (int)c >= NPUBLIC) return -1;
   if (c == KILN_COUNTER_QUICK_LIVE) return atomic_load(&((kiln_context *)ctx)->quick_live);
+  if (c >= KILN_COUNTER_REMOTE_HITS) return rt_context_remote_counter(ctx, c);
   if (c == KILN_COUNTER_KERNEL_HITS || c == KILN_COUNTER_DISK_HITS ||
       c == KILN_COUNTER_COMPILES || c == KILN_COUNTER_COMPILE_MS ||
       c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES ||

@@ -345,6 +345,13 @@ typedef enum kiln_counter {
                                    (kiln_context_set_tier_up) */
   KILN_COUNTER_QUICK_LIVE,      /* of those, kernels still running quick code now (their
                                    full build pending) */
+  /* The remote cache (kiln_context_set_remote_cache); context only, 0 for a
+   * model; they count for the remote cache in use (a new one starts at 0). */
+  KILN_COUNTER_REMOTE_HITS,     /* kernels fetched from the remote cache (a hit is also
+                                   counted in DISK_HITS: both are the backing store's) */
+  KILN_COUNTER_REMOTE_MISSES,   /* lookups it did not serve (absent, bad, unreachable) */
+  KILN_COUNTER_REMOTE_ERRORS,   /* commands that failed (timeout, no server, error reply) */
+  KILN_COUNTER_REMOTE_PUBLISHED,/* kernels stored on the server by the background publisher */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
@@ -420,6 +427,36 @@ KILN_API int kiln_context_add_cache_seed_dir(kiln_context *ctx, const char *dir,
  * are owned by ctx and change only with kiln_context_set_cache_dir /
  * _add_cache_seed_dir. */
 KILN_API const char *kiln_context_cache_status(const kiln_context *ctx);
+
+/* ---- remote (fleet) cache of a context ----
+ * A Redis server shared by many machines, looked up after the disk cache
+ * and before compiling: url is redis://[[user]:password@]host[:port][/db]
+ * (rediss://, TLS, is refused: Debian 12's hiredis has none). A kernel
+ * fetched from it is written to the local disk cache too; a kernel compiled
+ * here is published to it by a background thread (never on the caller's
+ * thread). Keys are "<ns>:kc<format>:<key hex>"; ns NULL takes
+ * KILN_CACHE_REMOTE_NS, else "kiln". timeout_ms (0: KILN_CACHE_REMOTE_TIMEOUT_MS,
+ * else 50) bounds each connect and command; after 3 failures in a row the
+ * server is left alone for 5 s (KILN_CACHE_REMOTE_BREAKER_MS), doubled
+ * after each failed retry. A slow, full or dead server only costs compiles.
+ * url NULL turns the remote cache off. Nothing connects here: a bad URL is
+ * an error (KILN_ERR_INVALID_ARGUMENT, saying which part), an unreachable
+ * server is not. By default a context takes KILN_CACHE_REMOTE (a bad value
+ * only warns, as for the disk cache). Same threading rule as
+ * kiln_context_set_cache_dir; compiles already running finish with the
+ * remote they began with. */
+KILN_API int kiln_context_set_remote_cache(kiln_context *ctx, const char *url, const char *ns,
+                                           int timeout_ms, kiln_status *st);
+/* "remote cache: redis://host:port/db (namespace NS)" (password hidden),
+ * "remote cache off" or "remote cache unavailable: WHY"; owned by ctx,
+ * never NULL. */
+KILN_API const char *kiln_context_remote_cache_status(const kiln_context *ctx);
+/* Wait until every kernel queued for the remote cache is published (or
+ * dropped), at most timeout_ms (< 0: no limit). 0 when done, 1 on timeout,
+ * -1 for NULL. For deploy tools (`kiln cache warm --remote`); freeing the
+ * context also waits, at most 2 s. */
+KILN_API int kiln_context_flush_remote_cache(kiln_context *ctx, int64_t timeout_ms,
+                                             kiln_status *st);
 KILN_API const char *kiln_context_cache_warning(const kiln_context *ctx);
 
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
 /* cache.c - `kiln cache SUBCOMMAND`: look at and maintain the on-disk kernel
- * cache (src/cache_disk.h) and say why a graph's kernels hit or miss it.
+ * cache (src/cache_disk.h) and say why a graph's kernels hit or miss it;
+ * warm --remote compiles straight into the remote cache (cache_remote.c).
  * See cli_usage_cache for the commands and their output.
  *
  * The directory: --dir DIR, else the runtime's rules (KILN_CACHE_DIR, else
@@ -26,6 +27,7 @@
 
 #include "../cache_disk.h"
 #include "../cache_mem.h"
+#include "../cache_remote.h"
 #include "../pipeline.h"
 #include "../rt.h"
 #include "cache_cli.h"
@@ -851,6 +853,7 @@ static int cmd_explain(const cache_opts *o, kc_disk *d) {
 
 typedef struct warm_sink {
   kc_disk *d;
+  kr_remote *r; /* warm --remote: straight to the server instead of d */
   int failed;
   char why[512];
 } warm_sink;
@@ -865,23 +868,38 @@ static void warm_put(void *ud, const kc_key *key, const rt_key_parts *parts, con
     c[i].value = v ? v : "";
   }
   kiln_status *st = kiln_status_new();
-  if (kc_disk_put(w->d, *key, c, RT_KEY_NPARTS, obj, len, st) < 0) {
-    if (!w->failed++) snprintf(w->why, sizeof w->why, "%s", kiln_status_message(st));
-  }
+  void *e = NULL;
+  size_t elen = 0;
+  int rc = !w->r ? kc_disk_put(w->d, *key, c, RT_KEY_NPARTS, obj, len, st)
+           : kc_entry_encode(*key, c, RT_KEY_NPARTS, obj, len, &e, &elen, st) < 0
+               ? -1
+               : kr_remote_put_now(w->r, *key, e, elen, st);
+  if (rc < 0 && !w->failed++) snprintf(w->why, sizeof w->why, "%s", kiln_status_message(st));
+  free(e);
   kiln_status_free(st);
 }
 
-static void progress(int done, int total, const char *what) {
+/* The bar, done/total, the estimated time left from the rate so far (t0:
+ * when the first item started) and what is being done. */
+static void progress(int done, int total, double t0, const char *what) {
   const int width = 30;
   int fill = total ? done * width / total : width;
   printf("\r\033[K[");
   for (int i = 0; i < width; i++) putchar(i < fill ? '#' : '.');
-  printf("] %d/%d %s", done, total, what);
+  printf("] %d/%d", done, total);
+  if (done > 0 && done < total) {
+    double left = (rt_now_ms() - t0) / done * (total - done) / 1000;
+    if (left < 100) printf(" ETA %.0fs", left + 0.5);
+    else printf(" ETA %dm%02ds", (int)(left / 60), (int)left % 60);
+  }
+  printf(" %s", what);
   fflush(stdout);
 }
 
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
-  if (kc_disk_read_only(d)) {
+  kr_remote *remote = NULL;
+  if (o->remote && !(remote = cli_remote_open(o, "warm"))) return CLI_ERR;
+  if (!remote && kc_disk_read_only(d)) {
     fprintf(stderr, "kiln cache warm: cannot store kernels in %s: %s\n", kc_disk_dir(d),
             kc_disk_note(d));
     return CLI_ERR;
@@ -894,26 +912,30 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
   if (!rc) rc = add_bindings(&j, o, "warm", &nbind, &missing);
   if (rc) {
     graph_job_free(&j);
+    kr_remote_free(remote);
     return rc;
   }
   bool tty = isatty(1);
-  warm_sink sink = {.d = d};
+  warm_sink sink = {.d = d, .r = remote};
   rt_cache_mem *mem = rt_context_cache(j.ctx);
   rt_cache_backing b = {&sink, NULL, warm_put};
   rt_cache_mem_set_backing(mem, &b);
-  kc_disk_stats s0;
-  if (kc_disk_stats_get(d, &s0, j.st) < 0) {
+  kc_disk_stats s0 = {0};
+  if (!remote && kc_disk_stats_get(d, &s0, j.st) < 0) {
     rc = fail_st("warm", j.st);
     graph_job_free(&j);
     return rc;
   }
   int compiled = 0, present = 0, dup = 0;
   double t0 = rt_now_ms();
-  printf("warming %s with graph @%s (%d kernel%s)\n", kc_disk_dir(d), j.ir->name, j.nk,
+  const char *where = remote ? kr_remote_describe(remote) : kc_disk_dir(d);
+  printf("warming %s with graph @%s: %d kernel%s (generic", where, j.ir->name, j.nk,
          j.nk == 1 ? "" : "s");
+  if (nbind) printf(" + %d binding%s of --dim", nbind, nbind == 1 ? "" : "s");
+  printf(")\n");
   for (int i = 0; i < j.nk && rc == 0; i++) {
     kernel_info *k = &j.k[i];
-    if (tty) progress(i, j.nk, k->desc);
+    if (tty) progress(i, j.nk, t0, k->desc);
     bool seen = false;
     for (int p = 0; p < i && !seen; p++) seen = j.k[p].key.lo == k->key.lo && j.k[p].key.hi == k->key.hi;
     if (seen) {
@@ -923,7 +945,13 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     }
     void *payload = NULL;
     size_t len = 0;
-    int g = kc_disk_get(d, k->key, &payload, &len, j.st); /* checks it in full */
+    int g;
+    if (remote) { /* present on the server: trusted to be checked by its readers */
+      g = kr_remote_exists(remote, k->key, j.st);
+      g = g < 0 ? KC_DISK_ERROR : g == 1 ? KC_DISK_HIT : KC_DISK_MISS;
+    } else {
+      g = kc_disk_get(d, k->key, &payload, &len, j.st); /* checks it in full */
+    }
     free(payload);
     if (g == KC_DISK_ERROR) {
       rc = fail_st("warm", j.st);
@@ -949,11 +977,11 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, rt_now_ms() - c0);
   }
   if (tty) {
-    progress(j.nk, j.nk, "done");
+    progress(j.nk, j.nk, t0, "done");
     printf("\n");
   }
-  kc_disk_stats s1;
-  if (rc == 0 && kc_disk_stats_get(d, &s1, j.st) < 0) rc = fail_st("warm", j.st);
+  kc_disk_stats s1 = {0};
+  if (rc == 0 && !remote && kc_disk_stats_get(d, &s1, j.st) < 0) rc = fail_st("warm", j.st);
   if (rc == 0) {
     printf("%d kernel%s: %d compiled and stored, %d already present", j.nk, j.nk == 1 ? "" : "s",
            compiled, present);
@@ -972,7 +1000,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
       printf("warning: %llu kernel%s larger than the cache bound (%llu bytes) and not stored\n",
              (unsigned long long)(s1.too_big - s0.too_big), s1.too_big - s0.too_big == 1 ? " is" : "s are",
              (unsigned long long)s1.max_bytes);
-    if (o->runtime_off)
+    if (o->runtime_off && !remote)
       printf("note: KILN_CACHE=%s: the runtime does not read this cache until it is unset\n",
              o->runtime_off_value);
     if (sink.failed) {
@@ -983,6 +1011,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
   }
   rt_cache_mem_set_backing(mem, NULL);
   graph_job_free(&j);
+  kr_remote_free(remote);
   return rc;
 }
 
@@ -1001,6 +1030,7 @@ static const subcmd SUBCMDS[] = {
     {"verify", cmd_verify, 0, 0, false, false},  {"explain", cmd_explain, 1, 1, false, true},
     {"warm", cmd_warm, 1, 1, false, true},       {"export", cli_cache_export, 1, 1, false, false},
     {"import", cli_cache_import, 1, 1, false, false},
+    {"push", cli_cache_push, 0, 0, false, false},  {"pull", cli_cache_pull, 0, 0, false, false},
     {"keygen", NULL, 2, 2, false, false},
 };
 
@@ -1047,6 +1077,13 @@ int cli_cache(int argc, char **argv) {
     }
     if (!strcmp(a, "--recompile") && !strcmp(sc->name, "verify")) {
       o.recompile = true;
+      continue;
+    }
+    if ((!strcmp(a, "--remote") || !strncmp(a, "--remote=", 9)) &&
+        (!strcmp(sc->name, "ls") || !strcmp(sc->name, "stats") || !strcmp(sc->name, "warm") ||
+         !strcmp(sc->name, "push") || !strcmp(sc->name, "pull"))) {
+      o.remote = true;
+      if (a[8] == '=') o.remote_url = a + 9;
       continue;
     }
     for (int k = 0; k < 8 && which < 0; k++) {
@@ -1103,13 +1140,22 @@ int cli_cache(int argc, char **argv) {
     rc = cli_cache_keygen(&o);
     goto done;
   }
+  if (rc == CLI_OK && o.remote && (!strcmp(sc->name, "ls") || !strcmp(sc->name, "stats"))) {
+    rc = !strcmp(sc->name, "ls") ? cli_cache_ls_remote(&o) : cli_cache_stats_remote(&o);
+    goto done;
+  }
+  if (rc == CLI_OK && o.remote && !strcmp(sc->name, "warm")) { /* no local store */
+    rc = cmd_warm(&o, NULL);
+    goto done;
+  }
   if (rc == CLI_OK && !strcmp(sc->name, "stats") && !stats_store_ok(&o)) {
     rc = CLI_ERR;
     goto done;
   }
   /* Only the commands that store entries may create a --dir that is not
    * there: a typo in `kiln cache ls --dir` must not leave a new directory. */
-  bool stores = strcmp(sc->name, "warm") == 0 || strcmp(sc->name, "import") == 0;
+  bool stores = strcmp(sc->name, "warm") == 0 || strcmp(sc->name, "import") == 0 ||
+                strcmp(sc->name, "pull") == 0;
   struct stat sb;
   if (rc == CLI_OK && o.dir && !stores && stat(o.dir, &sb) != 0) {
     fprintf(stderr, "kiln cache %s: no cache directory at %s\n", sc->name, o.dir);

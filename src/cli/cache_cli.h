@@ -1,7 +1,8 @@
 /* cache_cli.h - internal to the `kiln cache` command: its options and the
  * helpers its files share (cache.c: dispatch, ls, stats, prune, verify,
  * explain, warm; cache_bundle.c: export, import; cache_sign.c: keys and
- * bundle signatures; cache_recompile.c: verify --recompile). */
+ * bundle signatures; cache_recompile.c: verify --recompile; cache_remote.c:
+ * the remote cache on Redis). */
 #ifndef KILN_CLI_CACHE_CLI_H
 #define KILN_CLI_CACHE_CLI_H
 
@@ -28,6 +29,8 @@ typedef struct cache_opts {
   bool trust_unsigned; /* import --trust-unsigned */
   bool recompile;      /* verify --recompile */
   const char *sample;  /* verify --sample N text, or NULL */
+  bool remote;            /* --remote[=URL]: ls, stats, warm on the remote cache */
+  const char *remote_url; /* its URL, or NULL: KILN_CACHE_REMOTE */
   bool runtime_off; /* KILN_CACHE disables the store for the runtime */
   const char *runtime_off_value;
 } cache_opts;
@@ -42,6 +45,16 @@ int cli_cache_import(const cache_opts *o, kc_disk *d);
 int cli_cache_keygen(const cache_opts *o);
 /* `kiln cache verify --recompile [--sample N]`. */
 int cli_cache_recompile(const cache_opts *o, kc_disk *d);
+
+/* The remote cache (cache_remote.c): its server from --remote=URL, else
+ * KILN_CACHE_REMOTE (NULL after printing why); push, pull, ls --remote,
+ * stats --remote. */
+struct kr_remote;
+struct kr_remote *cli_remote_open(const cache_opts *o, const char *cmd);
+int cli_cache_push(const cache_opts *o, kc_disk *d);
+int cli_cache_pull(const cache_opts *o, kc_disk *d);
+int cli_cache_ls_remote(const cache_opts *o);
+int cli_cache_stats_remote(const cache_opts *o);
 
 /* The signature line of buf[n] with the secret key at secret_path, into
  * line[cap]. 0, or -1 with why. */

@@ -654,6 +654,16 @@ static int run(run_state *s, const run_opts *o) {
            (unsigned long long)cs.compiles, rt_model_num_specialized(s->m),
            pending > 0 ? " (async, pending)" : "");
     printf("%s\n", s->ctx->disk_status);
+    if (strcmp(s->ctx->remote_status, "remote cache off") != 0) {
+      printf("%s", s->ctx->remote_status);
+      if (s->ctx->remote)
+        printf(": %.0f fetched, %.0f missed, %.0f errors, %.0f published so far",
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_HITS),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_MISSES),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_ERRORS),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_PUBLISHED));
+      printf("\n");
+    }
     print_spec_stats(s, o);
   }
   if (o->repeat > 1) {

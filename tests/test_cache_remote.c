@@ -1,0 +1,563 @@
+/* test_cache_remote.c - the remote (fleet) kernel cache on a real
+ * redis-server (tests/support/redis_srv.c starts one per test on a free
+ * loopback port): a second process with an empty disk cache compiles
+ * nothing after a first one published; a killed server, a corrupt value, a
+ * slow network (a delaying proxy), a full server and a dead server (the
+ * breaker) never fail a compile; AUTH from the URL; device code; the CLI's
+ * warm --remote, ls, push and pull. The tests that need a server are
+ * skipped, saying so, when redis-server is not installed. */
+#include <criterion/criterion.h>
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "kiln/kiln.h"
+#include "src/cache_disk.h"
+#include "src/cache_remote.h"
+#include "src/rt.h"
+#include "support/redis_srv.h"
+
+#define GRAPH                                                                                  \
+  "mo.graph @g<n>(%x: !mo.tensor<[n, 16], f32>, %w: !mo.tensor<[16, 8], f32>) -> "            \
+  "(!mo.tensor<[n, 8], f32>) {\n"                                                              \
+  "  %m = mo.matmul(%x, %w) : (!mo.tensor<[n, 16], f32>, !mo.tensor<[16, 8], f32>) -> "       \
+  "!mo.tensor<[n, 8], f32>\n"                                                                  \
+  "  %t = mo.tanh(%m) : !mo.tensor<[n, 8], f32>\n"                                             \
+  "  %s = mo.softmax(%t) : !mo.tensor<[n, 8], f32>\n"                                          \
+  "  mo.output %s : !mo.tensor<[n, 8], f32>\n"                                                 \
+  "}\n"
+#define NKERNELS 2 /* matmul; tanh + softmax fused */
+
+/* A second graph with kernels of its own. */
+#define GRAPH2                                                                                 \
+  "mo.graph @h<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
+  "  %e = mo.exp(%x) : !mo.tensor<[n, 8], f32>\n"                                              \
+  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
+  "}\n"
+
+#define GRAPH3                                                                                 \
+  "mo.graph @k<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
+  "  %e = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"                                             \
+  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
+  "}\n"
+
+static redis_srv srv;
+static char disk_dir[64];
+
+static void need_redis(void) {
+  if (!redis_srv_binary()) cr_skip_test("skipped: redis-server not installed");
+}
+
+static void fresh_disk(void) {
+  strcpy(disk_dir, "/tmp/kiln-remote-disk-XXXXXX");
+  cr_assert_not_null(mkdtemp(disk_dir));
+  setenv("KILN_CACHE_DIR", disk_dir, 1);
+  unsetenv("KILN_CACHE");
+  setenv("KILN_QUIET", "1", 1);
+}
+
+static void remove_disk(void) {
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", disk_dir);
+  cr_assert_eq(system(cmd), 0);
+}
+
+static void setup(void) {
+  need_redis();
+  redis_srv_start(&srv);
+  fresh_disk();
+}
+
+static void teardown(void) {
+  redis_srv_stop(&srv);
+  if (disk_dir[0]) remove_disk();
+  disk_dir[0] = 0;
+}
+
+typedef struct run_counts {
+  double compiles, disk_hits, remote_hits, remote_misses, remote_errors, published;
+} run_counts;
+
+static run_counts counts(kiln_context *ctx) {
+  return (run_counts){kiln_context_counter(ctx, KILN_COUNTER_COMPILES),
+                      kiln_context_counter(ctx, KILN_COUNTER_DISK_HITS),
+                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_HITS),
+                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_MISSES),
+                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_ERRORS),
+                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_PUBLISHED)};
+}
+
+static kiln_context *new_ctx(const char *url, int timeout_ms) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_OFF, st), 0);
+  cr_assert_eq(kiln_context_set_tier_up(ctx, 0, st), 0);
+  cr_assert_eq(kiln_context_set_remote_cache(ctx, url, "test", timeout_ms, st), 0, "%s",
+               kiln_status_message(st));
+  kiln_status_free(st);
+  return ctx;
+}
+
+/* Compile text in ctx and run it on 3 rows; the first output value into
+ * *first (when not NULL). */
+static void compile_and_run(kiln_context *ctx, const char *text, int in_cols, float *first) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "g.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float x[3 * 16], w[16 * 8], out[3 * 8];
+  for (int i = 0; i < 3 * 16; i++) x[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
+  for (int i = 0; i < 16 * 8; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
+  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){3, in_cols}, x, st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){16, 8}, w, st)};
+  kiln_tensor *o = kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){3, 8}, out, st);
+  int nin = in_cols == 16 ? 2 : 1;
+  cr_assert_eq(kiln_model_execute(m, in, nin, &o, 1, st), 0, "%s", kiln_status_message(st));
+  if (first) *first = out[0];
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+  kiln_tensor_free(o);
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
+/* Keys of the "test" namespace on the server. */
+static size_t remote_keys(const char *url) {
+  kiln_status *st = kiln_status_new();
+  kr_options o = {.ns = "test", .timeout_ms = 1000};
+  kr_remote *r = kr_remote_new(url, &o, st);
+  cr_assert_not_null(r, "%s", kiln_status_message(st));
+  kr_entry_info *e = NULL;
+  size_t n = 0;
+  cr_assert_eq(kr_remote_list(r, &e, &n, st), 0, "%s", kiln_status_message(st));
+  free(e);
+  kr_remote_free(r);
+  kiln_status_free(st);
+  return n;
+}
+
+/* ---- URLs (no server) ---- */
+
+Test(cache_remote, url_forms_parse) {
+  kr_url u;
+  char why[512];
+  cr_assert_eq(kr_url_parse("redis://cache.internal", &u, why, sizeof why), 0, "%s", why);
+  cr_expect_str_eq(u.host, "cache.internal");
+  cr_expect_eq(u.port, 6379);
+  cr_expect_eq(u.db, 0);
+  cr_assert_eq(kr_url_parse("redis://bob:s3cr@t@10.0.0.5:7000/3", &u, why, sizeof why), 0);
+  cr_expect_str_eq(u.user, "bob");
+  cr_expect_str_eq(u.password, "s3cr@t");
+  cr_expect_str_eq(u.host, "10.0.0.5");
+  cr_expect_eq(u.port, 7000);
+  cr_expect_eq(u.db, 3);
+  cr_assert_eq(kr_url_parse("redis://:pw@[::1]:6380", &u, why, sizeof why), 0, "%s", why);
+  cr_expect_str_eq(u.user, "");
+  cr_expect_str_eq(u.host, "::1");
+  cr_expect_eq(u.port, 6380);
+}
+
+Test(cache_remote, bad_urls_say_what_is_wrong) {
+  kr_url u;
+  char why[512];
+  cr_assert_eq(kr_url_parse("rediss://h:6380", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "TLS") && strstr(why, "hiredis"), "%s", why);
+  cr_assert_eq(kr_url_parse("http://h", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "redis://"), "%s", why);
+  cr_assert_eq(kr_url_parse("redis://h:99999", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "port"), "%s", why);
+  cr_assert_eq(kr_url_parse("redis://h/x", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "database"), "%s", why);
+  cr_assert_eq(kr_url_parse("redis://:6379", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "host"), "%s", why);
+}
+
+Test(cache_remote, api_rejects_bad_settings_and_hides_the_password) {
+  setenv("KILN_CACHE", "off", 1);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://h", NULL, 0, st), -1);
+  cr_expect_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
+  cr_expect(strstr(kiln_status_message(st), "TLS"), "%s", kiln_status_message(st));
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://h", "bad ns!", 0, st), -1);
+  cr_expect(strstr(kiln_status_message(st), "namespace"), "%s", kiln_status_message(st));
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://u:hunter2@h:1/2", NULL, 0, st), 0);
+  const char *s = kiln_context_remote_cache_status(ctx);
+  cr_expect(strstr(s, "redis://u:***@h:1/2") && !strstr(s, "hunter2"), "%s", s);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, NULL, NULL, 0, st), 0);
+  cr_expect(strstr(kiln_context_remote_cache_status(ctx), "off"));
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_HITS), 0);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* ---- against a real server ---- */
+
+Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setup,
+     .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  float a = 0, b = 0;
+  pid_t pid = fork();
+  cr_assert(pid >= 0);
+  if (pid == 0) { /* the warming process: compiles, publishes, exits */
+    kiln_context *ctx = new_ctx(url, 0);
+    compile_and_run(ctx, GRAPH, 16, &a);
+    run_counts c = counts(ctx);
+    cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+    c = counts(ctx);
+    kiln_context_free(ctx);
+    _exit(c.compiles == NKERNELS && c.published == NKERNELS ? 0 : 3);
+  }
+  int status;
+  cr_assert_eq(waitpid(pid, &status, 0), pid);
+  cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "warming process failed");
+  cr_assert_eq(remote_keys(url), NKERNELS);
+  remove_disk();
+  fresh_disk(); /* the second process starts with an empty local cache */
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH, 16, &b);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, 0, "compiled %g kernels", c.compiles);
+  cr_expect_eq(c.remote_hits, NKERNELS);
+  cr_expect_eq(c.remote_errors, 0);
+  kiln_context_free(ctx);
+  /* the fetched entries were written to the local disk: a third context,
+   * without the server, loads them from there */
+  redis_srv_kill(&srv);
+  ctx = new_ctx(NULL, 0);
+  compile_and_run(ctx, GRAPH, 16, &a);
+  c = counts(ctx);
+  cr_expect_eq(c.compiles, 0);
+  cr_expect_eq(c.disk_hits, NKERNELS);
+  cr_expect_eq(a, b);
+  kiln_context_free(ctx);
+}
+
+Test(cache_remote, server_killed_mid_run_compiles_locally, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  redis_srv_kill(&srv); /* pooled connections now point at a dead server */
+  compile_and_run(ctx, GRAPH2, 8, NULL);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, NKERNELS + 1);
+  cr_expect_geq(c.remote_errors, 1);
+  /* restarted (empty): the next kernels are published there again */
+  redis_srv_restart(&srv);
+  kiln_context_free(ctx);
+  remove_disk();
+  fresh_disk();
+  ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  cr_expect_eq(counts(ctx).published, 1);
+  kiln_context_free(ctx);
+}
+
+/* A command on the test's server through hiredis; asserts it is answered. */
+static void server_cmd(const char *cmd) {
+  struct timeval tv = {1, 0};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", srv.port, tv);
+  cr_assert(c && !c->err);
+  redisReply *x = redisCommand(c, cmd);
+  cr_assert(x && x->type != REDIS_REPLY_ERROR, "%s: %s", cmd, x ? x->str : c->errstr);
+  freeReplyObject(x);
+  redisFree(c);
+}
+
+Test(cache_remote, full_server_refuses_publishing_but_compiles_succeed, .init = setup,
+     .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  server_cmd("CONFIG SET maxmemory-policy noeviction");
+  server_cmd("CONFIG SET maxmemory 1"); /* below what it uses: every write is refused (OOM) */
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, NKERNELS + 1);
+  cr_expect_eq(c.published, 0);
+  cr_expect_eq(c.remote_errors, NKERNELS + 1, "%g errors", c.remote_errors);
+  /* error replies are answers: the breaker stays closed, so once there is
+   * room again the next kernel is published */
+  server_cmd("CONFIG SET maxmemory 0");
+  compile_and_run(ctx, GRAPH3, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  cr_expect_eq(counts(ctx).published, 1);
+  kiln_context_free(ctx);
+}
+
+Test(cache_remote, auth_comes_from_the_url, .init = setup, .fini = teardown) {
+  char url[128];
+  server_cmd("ACL SETUSER kiln on >s3cret ~test:* +get +set +del +exists +scan +strlen +info");
+  snprintf(url, sizeof url, "redis://kiln:wrong@127.0.0.1:%d/0", srv.port);
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, 1);
+  cr_expect_eq(c.published, 0);
+  cr_expect_geq(c.remote_errors, 1);
+  kiln_context_free(ctx);
+  snprintf(url, sizeof url, "redis://kiln:s3cret@127.0.0.1:%d/0", srv.port);
+  ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH3, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  c = counts(ctx);
+  cr_expect_eq(c.published, 1);
+  cr_expect_eq(c.remote_errors, 0);
+  kiln_context_free(ctx);
+  cr_expect_eq(remote_keys(url), 1);
+}
+
+static kc_key some_key(void) { return (kc_key){.lo = 0x1234, .hi = 0xabcd}; }
+
+Test(cache_remote, corrupt_value_is_a_miss_and_is_removed, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  kiln_status *st = kiln_status_new();
+  kr_options o = {.ns = "test"};
+  kr_remote *r = kr_remote_new(url, &o, st);
+  cr_assert_not_null(r, "%s", kiln_status_message(st));
+  kc_component comp = {"kernel_ir", "x"};
+  void *e;
+  size_t n;
+  const char payload[] = "object bytes";
+  cr_assert_eq(kc_entry_encode(some_key(), &comp, 1, payload, sizeof payload, &e, &n, st), 0);
+  cr_assert_eq(kr_remote_put_now(r, some_key(), e, n, st), 0, "%s", kiln_status_message(st));
+  void *got;
+  size_t len, off, plen;
+  cr_assert_eq(kr_remote_get(r, some_key(), &got, &len, &off, &plen), KR_HIT);
+  cr_expect_eq(plen, sizeof payload);
+  cr_expect_eq(memcmp((char *)got + off, payload, plen), 0);
+  free(got);
+  ((char *)e)[n - 2] ^= 1; /* a flipped payload bit */
+  cr_assert_eq(kr_remote_put_now(r, some_key(), e, n, st), 0);
+  cr_expect_eq(kr_remote_get(r, some_key(), &got, &len, &off, &plen), KR_MISS);
+  cr_expect_null(got);
+  kr_stats s;
+  kr_remote_stats(r, &s);
+  cr_expect_eq(s.corrupt, 1);
+  cr_expect_eq(remote_keys(url), 0, "the bad value is still on the server");
+  /* a truncated one too */
+  cr_assert_eq(kr_remote_put_now(r, some_key(), e, n / 2, st), 0);
+  cr_expect_eq(kr_remote_get(r, some_key(), &got, &len, &off, &plen), KR_MISS);
+  cr_expect_eq(remote_keys(url), 0);
+  free(e);
+  kr_remote_free(r);
+  kiln_status_free(st);
+
+  /* through a model: every value corrupted, the compile still succeeds */
+  kiln_context *ctx = new_ctx(url, 0);
+  float a, b;
+  compile_and_run(ctx, GRAPH, 16, &a);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  kiln_context_free(ctx);
+  struct timeval tv = {1, 0};
+  redisContext *c = redisConnectWithTimeout("127.0.0.1", srv.port, tv);
+  cr_assert(c && !c->err);
+  redisReply *keys = redisCommand(c, "KEYS test:*");
+  cr_assert(keys && keys->type == REDIS_REPLY_ARRAY && keys->elements == NKERNELS);
+  for (size_t i = 0; i < keys->elements; i++) {
+    redisReply *x = redisCommand(c, "SETRANGE %s 200 XXXX", keys->element[i]->str);
+    cr_assert(x && x->type == REDIS_REPLY_INTEGER);
+    freeReplyObject(x);
+  }
+  freeReplyObject(keys);
+  redisFree(c);
+  remove_disk();
+  fresh_disk();
+  ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH, 16, &b);
+  run_counts k = counts(ctx);
+  cr_expect_eq(k.remote_hits, 0);
+  cr_expect_eq(k.compiles, NKERNELS);
+  cr_expect_eq(a, b);
+  kiln_context_free(ctx);
+}
+
+Test(cache_remote, slow_network_times_out_then_a_longer_timeout_serves, .init = setup,
+     .fini = teardown) {
+  char url[96], slow[96];
+  redis_srv_url(&srv, url, sizeof url);
+  kiln_context *ctx = new_ctx(url, 0);
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  kiln_context_free(ctx);
+  int port;
+  delay_proxy *p = delay_proxy_start(srv.port, 50, &port);
+  snprintf(slow, sizeof slow, "redis://127.0.0.1:%d/0", port);
+  remove_disk();
+  fresh_disk();
+  /* 25 ms: every command times out (a delay equal to the timeout is a
+   * coin toss: the kernel rounds socket timeouts to its tick) */
+  ctx = new_ctx(slow, 25);
+  double t0 = rt_now_ms();
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  double ms = rt_now_ms() - t0;
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, NKERNELS);
+  cr_expect_eq(c.remote_hits, 0);
+  cr_expect_geq(c.remote_errors, 1);
+  cr_expect_lt(ms, 5000, "a slow server held the compile for %.0f ms", ms);
+  kiln_context_free(ctx);
+  remove_disk();
+  fresh_disk();
+  ctx = new_ctx(slow, 1000);
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  c = counts(ctx);
+  cr_expect_eq(c.compiles, 0);
+  cr_expect_eq(c.remote_hits, NKERNELS);
+  kiln_context_free(ctx);
+  delay_proxy_stop(p);
+}
+
+Test(cache_remote, breaker_stops_asking_a_dead_server, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  redis_srv_kill(&srv);
+  kiln_status *st = kiln_status_new();
+  kr_options o = {.ns = "test", .breaker_ms = 1000};
+  kr_remote *r = kr_remote_new(url, &o, st);
+  cr_assert_not_null(r);
+  void *got;
+  size_t len, off, plen;
+  for (int i = 0; i < KR_BREAKER_FAILURES + 5; i++)
+    cr_expect_eq(kr_remote_get(r, some_key(), &got, &len, &off, &plen), KR_MISS);
+  kr_stats s;
+  kr_remote_stats(r, &s);
+  cr_expect_eq(s.errors, KR_BREAKER_FAILURES, "asked a dead server %llu times",
+               (unsigned long long)s.errors);
+  cr_expect_eq(s.breaker_skips, 5);
+  cr_expect(s.breaker_open);
+  cr_expect_eq(s.breaker_opens, 1);
+  /* back, but the breaker holds for 1 s; then a probe closes it */
+  redis_srv_restart(&srv);
+  cr_expect_eq(kr_remote_get(r, some_key(), &got, &len, &off, &plen), KR_MISS);
+  kr_remote_stats(r, &s);
+  cr_expect_eq(s.breaker_skips, 6);
+  usleep(1050 * 1000);
+  cr_expect_eq(kr_remote_put_now(r, some_key(), "x", 1, st), 0, "%s", kiln_status_message(st));
+  kr_remote_stats(r, &s);
+  cr_expect(!s.breaker_open);
+  /* a failed probe doubles the wait */
+  redis_srv_kill(&srv);
+  for (int i = 0; i < KR_BREAKER_FAILURES; i++)
+    kr_remote_get(r, some_key(), &got, &len, &off, &plen);
+  usleep(1050 * 1000);
+  kr_remote_get(r, some_key(), &got, &len, &off, &plen); /* the probe fails: 2 s */
+  kr_remote_stats(r, &s);
+  cr_expect_eq(s.breaker_opens, 3);
+  usleep(1050 * 1000);
+  kr_remote_stats(r, &s);
+  cr_expect(s.breaker_open, "the second opening is not longer");
+  kr_remote_free(r);
+  kiln_status_free(st);
+}
+
+/* ---- device code (simt-emu) ---- */
+
+#include "src/device.h"
+
+Test(cache_remote, device_code_comes_from_the_server_too, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(GRAPH2, strlen(GRAPH2), "g.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  int hits[2], misses[2];
+  for (int round = 0; round < 2; round++) {
+    kiln_context *ctx = new_ctx(url, 0);
+    kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
+    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    rt_device_model_cache_counts(m, &hits[round], &misses[round]);
+    if (round == 1) cr_expect_eq(counts(ctx).remote_hits, hits[1]);
+    kiln_device_model_free(m);
+    kiln_context_free(ctx); /* publishes what it compiled */
+    remove_disk();
+    fresh_disk(); /* the next round starts with an empty local cache */
+  }
+  cr_expect_eq(hits[0], 0);
+  cr_expect_gt(misses[0], 0);
+  cr_expect_eq(hits[1], misses[0], "%d of %d kernels from the server", hits[1], misses[0]);
+  cr_expect_eq(misses[1], 0);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
+/* ---- the CLI ---- */
+
+#include "support/shell.h"
+
+Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init = setup,
+     .fini = teardown) {
+  char url[96], path[128], cmd[1024], *out = NULL;
+  redis_srv_url(&srv, url, sizeof url);
+  snprintf(path, sizeof path, "%s/g.mlir", disk_dir);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fputs(GRAPH, f);
+  fclose(f);
+  snprintf(cmd, sizeof cmd, "KILN_CACHE_REMOTE_NS=test '%s' cache warm '%s' --remote=%s 2>&1",
+           KILN_CLI, path, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "2 compiled and stored"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "KILN_CACHE_REMOTE_NS=test '%s' cache ls --remote=%s 2>&1",
+           KILN_CLI, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "2 entries"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "KILN_CACHE_REMOTE_NS=test '%s' cache warm '%s' --remote=%s 2>&1",
+           KILN_CLI, path, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "0 compiled and stored, 2 already present"), "%s", out);
+  free(out);
+  kiln_context *ctx = new_ctx(url, 0); /* empty disk: everything from the server */
+  compile_and_run(ctx, GRAPH, 16, NULL);
+  run_counts c = counts(ctx);
+  cr_expect_eq(c.compiles, 0);
+  cr_expect_eq(c.remote_hits, NKERNELS);
+  kiln_context_free(ctx);
+  /* pull into another empty directory; push back is then a no-op */
+  snprintf(cmd, sizeof cmd,
+           "KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test KILN_CACHE_REMOTE=%s '%s' cache "
+           "pull 2>&1 && KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test '%s' cache push "
+           "--remote=%s 2>&1",
+           disk_dir, url, KILN_CLI, disk_dir, KILN_CLI, url);
+  cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
+  cr_expect(strstr(out, "2 entries pulled"), "%s", out);
+  cr_expect(strstr(out, "0 entries pushed (0 B), 2 already there"), "%s", out);
+  free(out);
+}
+
+Test(cache_remote, cli_names_a_missing_server_and_a_tls_url) {
+  char cmd[512], *out = NULL;
+  snprintf(cmd, sizeof cmd, "env -u KILN_CACHE_REMOTE '%s' cache ls --remote 2>&1", KILN_CLI);
+  cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
+  cr_expect(strstr(out, "KILN_CACHE_REMOTE"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "'%s' cache stats --remote=rediss://h 2>&1", KILN_CLI);
+  cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
+  cr_expect(strstr(out, "TLS"), "%s", out);
+  free(out);
+  snprintf(cmd, sizeof cmd, "'%s' cache ls --remote=redis://127.0.0.1:%d/0 2>&1", KILN_CLI,
+           redis_free_port());
+  cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
+  cr_expect(strstr(out, "refused"), "%s", out);
+  free(out);
+}
