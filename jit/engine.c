@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
@@ -54,6 +55,7 @@ struct jit_engine {
   LLVMOrcJITDylibRef jd;
   char session_err[512];       /* last error ORC reported asynchronously */
   jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
+  jit_phase_hook phase;        /* compile-phase timing (fn NULL: none) */
   const char *prebuilt;        /* prefix of the prebuilt GEMM entries loaded, or NULL */
   const char *prebuilt_level;  /* its ISA level, "v4" or "v3" */
   LLVMOrcResourceTrackerRef prebuilt_rt; /* their object's, released at free */
@@ -312,6 +314,26 @@ void jit_engine_set_libs(jit_engine *e, const jit_libs *libs) {
   else memset(&e->libs, 0, sizeof e->libs);
 }
 
+void jit_engine_set_phase_hook(jit_engine *e, const jit_phase_hook *hook) {
+  if (!e) return;
+  if (hook) e->phase = *hook;
+  else memset(&e->phase, 0, sizeof e->phase);
+}
+
+static int64_t clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Report the phase that began at *t to the hook and start the next one. */
+static void phase_done(const jit_engine *e, const char *phase, const char *fn_name, int64_t *t) {
+  if (!e->phase.fn) return;
+  int64_t now = clock_ns();
+  e->phase.fn(e->phase.ud, phase, fn_name, *t, now);
+  *t = now;
+}
+
 const char *jit_engine_target(const jit_engine *e) { return e ? e->target : ""; }
 const char *jit_engine_triple(const jit_engine *e) { return e && e->triple ? e->triple : ""; }
 const char *jit_engine_cpu(const jit_engine *e) { return e && e->cpu ? e->cpu : ""; }
@@ -506,10 +528,15 @@ int jit_compile_object_tier(jit_engine *e, const ir_graph *kg, const char *fn_na
     set_err(err, errlen, "jit: cannot create a TargetMachine for %s (%s)", e->triple, e->cpu);
     return -1;
   }
+  int64_t tp = e->phase.fn ? clock_ns() : 0;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = new_module(e, ctx, fn_name);
   int rc = lower_one(e, ctx, mod, kg, n, fn_name, err, errlen);
-  if (rc == 0) rc = verify_and_optimize(tm, mod, tier, err, errlen);
+  phase_done(e, "lower", fn_name, &tp);
+  if (rc == 0) {
+    rc = verify_and_optimize(tm, mod, tier, err, errlen);
+    phase_done(e, tier == JIT_TIER_QUICK ? "quick passes" : "O3", fn_name, &tp);
+  }
   LLVMMemoryBufferRef buf = NULL;
   if (rc == 0) {
     char *msg = NULL;
@@ -519,6 +546,7 @@ int jit_compile_object_tier(jit_engine *e, const ir_graph *kg, const char *fn_na
       rc = -1;
     }
     LLVMDisposeMessage(msg);
+    phase_done(e, "codegen", fn_name, &tp);
   }
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);

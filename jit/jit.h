@@ -184,4 +184,15 @@ typedef struct jit_libs {
  * clears it (mo.custom then fails to lower with a clear message). */
 void jit_engine_set_libs(jit_engine *e, const jit_libs *libs);
 
+/* Compile-phase timing: jit_compile_object calls fn(ud, phase, fn_name,
+ * t0_ns, t1_ns) after each of its phases ("lower", "O3" or "quick passes",
+ * "codegen"), on the compiling thread, with CLOCK_MONOTONIC times. jit/
+ * does no I/O: src/ records them (trace.c). fn must be thread-safe. Set it
+ * before any compile (copied); NULL clears it. */
+typedef struct jit_phase_hook {
+  void *ud;
+  void (*fn)(void *ud, const char *phase, const char *fn_name, int64_t t0_ns, int64_t t1_ns);
+} jit_phase_hook;
+void jit_engine_set_phase_hook(jit_engine *e, const jit_phase_hook *hook);
+
 #endif
