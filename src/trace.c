@@ -100,7 +100,7 @@ static void name_track(rt_trace *t, int tid) {
   int n = snprintf(ev, sizeof ev,
                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
                    "\"args\":{\"name\":\"%s\"}}",
-                   (int)getpid(), tid, rt_trace_escape(name, esc, sizeof esc));
+                   t->pid, tid, rt_trace_escape(name, esc, sizeof esc));
   append(t, ev, (size_t)n);
 }
 
@@ -121,14 +121,14 @@ static void record(rt_trace *t, char ph, const char *cat, const char *name, int6
                  ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"ts\":%.3f,\"dur\":%.3f,"
                  "\"pid\":%d,\"tid\":%d%s%s%s}",
                  rt_trace_escape(cat, ec, sizeof ec), rt_trace_escape(name, en, sizeof en), ts,
-                 (double)(t1_ns - t0_ns) / 1e3, (int)getpid(), tid, args ? ",\"args\":{" : "",
+                 (double)(t1_ns - t0_ns) / 1e3, t->pid, tid, args ? ",\"args\":{" : "",
                  args ? args : "", args ? "}" : "");
   else
     n = snprintf(ev, sizeof ev,
                  ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\",\"name\":\"%s\",\"ts\":%.3f,"
                  "\"pid\":%d,\"tid\":%d%s%s%s}",
                  rt_trace_escape(cat, ec, sizeof ec), rt_trace_escape(name, en, sizeof en), ts,
-                 (int)getpid(), tid, args ? ",\"args\":{" : "", args ? args : "",
+                 t->pid, tid, args ? ",\"args\":{" : "", args ? args : "",
                  args ? "}" : "");
   if (n > 0 && (size_t)n < sizeof ev) append(t, ev, (size_t)n); /* a cut event is dropped */
   pthread_mutex_unlock(&t->mu);
@@ -189,11 +189,12 @@ int rt_trace_open(rt_trace *t, const char *path, kiln_status *st) {
     t->path = p;
     t->write_failed = false;
     t->t0_ns = rt_now_ns();
+    t->pid = (int)getpid();
     char head[256];
     int n = snprintf(head, sizeof head,
                      "[\n{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":%d,\"tid\":0,"
                      "\"args\":{\"name\":\"kiln\"}}",
-                     (int)getpid());
+                     t->pid);
     t->body_end = 0;
     t->len = 0;
     if (!t->buf) {

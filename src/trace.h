@@ -31,6 +31,7 @@ typedef struct rt_trace {
   char *buf;          /* formatted events not written yet, len bytes */
   size_t len, cap;
   int64_t t0_ns;      /* time 0 of the file's timestamps */
+  int pid;            /* getpid() at open (a system call each time otherwise) */
   int *named;         /* thread ids whose track was named, nnamed of them */
   int nnamed, named_cap;
   bool write_failed;  /* a write failed: logged once, tracing stopped */
