@@ -19,6 +19,7 @@
  * on the list any more) or waits and reloads: no thread holds the function
  * of an unloaded entry.
  * Lock order: `mu` is never held while taking the JIT lock. */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,6 +35,7 @@
 #include "ir/parse.h"
 #include "log.h"
 #include "obs_label.h"
+#include "perf_map.h"
 #include "rt.h"
 #include "trace.h"
 
@@ -129,12 +131,36 @@ struct rt_cache_mem {
   rt_cache_backing backing;
   rt_log *log;     /* borrowed, or NULL (rt_cache_mem_set_obs) */
   rt_trace *trace; /* borrowed, or NULL */
+  bool perf;       /* KILN_PERF: loaded kernels go to /tmp/perf-PID.map (perf_map.h) */
+  bool perf_failed; /* the map could not be written: said once */
 };
 
 void rt_cache_mem_set_obs(rt_cache_mem *c, rt_log *log, rt_trace *trace) {
   if (!c) return;
   c->log = log;
   c->trace = trace;
+  c->perf = rt_perf_map_wanted();
+}
+
+/* KILN_PERF: name e's freshly loaded code (obj[0..len)) in the perf map;
+ * label is the kernel's, or "" (then read from its text). */
+static void perf_note(rt_cache_mem *c, const rt_kentry *e, const void *obj, size_t len,
+                      const char *kernel_text, const char *label) {
+  char lb[256];
+  if (!label || !*label) {
+    ir_diag d = {0};
+    ir_graph *kg = ir_parse_kernel_text(kernel_text, strlen(kernel_text), &d);
+    lb[0] = 0;
+    if (kg) rt_obs_kernel_label(kg, lb, sizeof lb);
+    ir_graph_free(kg);
+    label = lb;
+  }
+  size_t size = rt_elf_symbol_size(obj, len, e->name);
+  if (rt_perf_map_add((uintptr_t)e->fn, size, label, e->name) == 0 || c->perf_failed) return;
+  c->perf_failed = true; /* a benign race: at worst said twice */
+  char path[64];
+  rt_logf(c->log, KILN_LOG_WARN, "KILN_PERF: cannot write %s: %s; perf will not name kernels",
+          rt_perf_map_path(path, sizeof path), strerror(errno));
 }
 
 /* An instant event "cache hit" / "cache miss" for entry name. */
@@ -390,6 +416,10 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
     pthread_mutex_unlock(c->jit_lock);
     *load_ms = now_ms() - t0;
     trace_step(c, "load", e->name, NULL, tr0);
+    if (e->code && c->perf) {
+      e->fn = fn;
+      perf_note(c, e, obj, len, parts->kernel, NULL);
+    }
     free(obj);
     obj = NULL;
     if (e->code) {
@@ -417,7 +447,7 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
     return -1;
   }
   char label[256] = "";
-  if (rt_trace_on(c->trace) || rt_log_on(c->log, KILN_LOG_INFO))
+  if (rt_trace_on(c->trace) || rt_log_on(c->log, KILN_LOG_INFO) || c->perf)
     rt_obs_kernel_label(kg, label, sizeof label);
   int rc = jit_compile_object_tier(c->jit, kg, e->name,
                                    mode == RT_GET_QUICK ? JIT_TIER_QUICK : JIT_TIER_FULL, &obj,
@@ -441,6 +471,10 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
   pthread_mutex_unlock(c->jit_lock);
   *load_ms = now_ms() - t0;
   trace_step(c, "load", e->name, NULL, tr0);
+  if (e->code && c->perf) {
+    e->fn = fn;
+    perf_note(c, e, obj, len, parts->kernel, label);
+  }
   free(obj);
   if (!e->code) return -1;
   e->fn = fn;

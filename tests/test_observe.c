@@ -467,3 +467,59 @@ Test(observe, profile_counts_nothing_unless_asked) {
   kiln_context_free(ctx);
   kiln_status_free(st);
 }
+
+/* ---- perf maps ---- */
+
+Test(observe, perf_map_names_each_loaded_kernel_at_its_address) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+  unlink(path);
+  setenv("KILN_PERF", "1", 1);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  unsetenv("KILN_PERF");
+  kiln_graph *g = parse(mlp_text, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  FILE *f = fopen(path, "r");
+  cr_assert(f, "KILN_PERF=1 writes %s", path);
+  char line[1024];
+  int found = 0;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long addr = 0, size = 0;
+    char name[900] = "";
+    cr_assert_eq(sscanf(line, "%lx %lx %899[^\n]", &addr, &size, name), 3, "%s", line);
+    cr_assert_gt(size, 0);
+    for (int i = 0; i < m->g->nnodes; i++) {
+      if (!m->kernels[i] || (uintptr_t)m->kernels[i] != addr) continue;
+      found++;
+      cr_assert(strstr(name, "kiln_k_"), "%s", name);
+      cr_assert(strstr(name, i == 0 || m->g->nodes[i]->body ? "mo.matmul" : "mo."), "%s", name);
+    }
+    if (strstr(name, "mo.matmul+mo.relu")) cr_assert(strstr(name, "512] f32"), "%s", name);
+  }
+  fclose(f);
+  cr_assert_eq(found, 2, "both kernels named at their entry");
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  unlink(path);
+}
+
+Test(observe, no_perf_map_unless_asked) {
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+  unlink(path);
+  unsetenv("KILN_PERF");
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = parse(mlp_text, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m);
+  cr_assert_neq(access(path, F_OK), 0);
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
