@@ -286,6 +286,33 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
 
 const char *jit_engine_prebuilt(const jit_engine *e) { return e ? e->prebuilt : NULL; }
 
+int jit_engine_prebuilt_object(const jit_engine *e, const void **obj, size_t *len) {
+  *obj = NULL;
+  *len = 0;
+#if defined(KILN_PREBUILT_GEMM)
+  if (!e || !e->prebuilt_level) return -1;
+  bool v4 = strcmp(e->prebuilt_level, "v4") == 0;
+  *obj = v4 ? (const void *)kiln_pre_gemm_v4_o : (const void *)kiln_pre_gemm_v3_o;
+  *len = v4 ? kiln_pre_gemm_v4_o_len : kiln_pre_gemm_v3_o_len;
+  return 0;
+#else
+  (void)e;
+  return -1;
+#endif
+}
+
+uint64_t jit_engine_lookup(jit_engine *e, const char *name) {
+  if (!e || !name) return 0;
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef le = LLVMOrcLLJITLookup(e->jit, &addr, name);
+  if (le) {
+    LLVMConsumeError(le);
+    e->session_err[0] = 0;
+    return 0;
+  }
+  return addr;
+}
+
 void jit_engine_free(jit_engine *e) {
   if (!e) return;
   if (e->prebuilt_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_rt); /* the code goes with the JIT */

@@ -155,8 +155,8 @@ static void perf_note(rt_cache_mem *c, const rt_kentry *e, const void *obj, size
     ir_graph_free(kg);
     label = lb;
   }
-  size_t size = rt_elf_symbol_size(obj, len, e->name);
-  if (rt_perf_map_add((uintptr_t)e->fn, size, label, e->name) == 0 || c->perf_failed) return;
+  if (rt_perf_map_kernel(obj, len, e->name, (uintptr_t)e->fn, label) == 0 || c->perf_failed)
+    return;
   c->perf_failed = true; /* a benign race: at worst said twice */
   char path[64];
   rt_logf(c->log, KILN_LOG_WARN, "KILN_PERF: cannot write %s: %s; perf will not name kernels",

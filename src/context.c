@@ -29,6 +29,7 @@
 #include "cache_disk.h"
 #include "cache_mem.h"
 #include "kernel_lib.h"
+#include "perf_map.h"
 #include "pool.h"
 #include "rt.h"
 #include "tier_up.h"
@@ -107,6 +108,9 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   jit_libs resolver = rt_kernel_libs_resolver(ctx->libs);
   jit_engine_set_libs(ctx->jit, &resolver);
   rt_cache_mem_set_obs(ctx->kcache, &ctx->log, ctx->trace);
+  if (rt_perf_map_wanted() && rt_perf_map_prebuilt(ctx->jit, &ctx->lock) != 0)
+    rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_PERF: cannot write the perf map: %s",
+            strerror(errno));
   jit_phase_hook hook = {ctx->trace, rt_trace_jit_phase};
   jit_engine_set_phase_hook(ctx->jit, &hook);
   const char *trace = getenv("KILN_TRACE");

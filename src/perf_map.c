@@ -12,22 +12,26 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "jit/jit.h"
+
 bool rt_perf_map_wanted(void) {
   const char *v = getenv("KILN_PERF");
   return v && *v && strcmp(v, "0") != 0;
 }
 
-size_t rt_elf_symbol_size(const void *obj, size_t len, const char *fn_name) {
+/* Each function symbol of obj: fn(ud, name, size); stops when fn returns
+ * true. Every offset is checked against len. */
+typedef bool each_fn(void *ud, const char *name, const Elf64_Sym *sym);
+static void each_function(const void *obj, size_t len, each_fn *fn, void *ud) {
   const unsigned char *b = obj;
   if (!obj || len < sizeof(Elf64_Ehdr) || memcmp(b, ELFMAG, SELFMAG) != 0 ||
       b[EI_CLASS] != ELFCLASS64)
-    return 0;
+    return;
   Elf64_Ehdr eh;
   memcpy(&eh, b, sizeof eh);
   if (eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shoff > len ||
       (size_t)eh.e_shnum > (len - eh.e_shoff) / sizeof(Elf64_Shdr))
-    return 0;
-  size_t want = strlen(fn_name);
+    return;
   for (int i = 0; i < eh.e_shnum; i++) {
     Elf64_Shdr sh, str;
     memcpy(&sh, b + eh.e_shoff + (size_t)i * sizeof sh, sizeof sh);
@@ -36,17 +40,83 @@ size_t rt_elf_symbol_size(const void *obj, size_t len, const char *fn_name) {
       continue;
     memcpy(&str, b + eh.e_shoff + (size_t)sh.sh_link * sizeof str, sizeof str);
     if (str.sh_offset > len || str.sh_size > len - str.sh_offset) continue;
+    const char *strs = (const char *)b + str.sh_offset;
     for (size_t k = 0; k + sizeof(Elf64_Sym) <= sh.sh_size; k += sizeof(Elf64_Sym)) {
       Elf64_Sym sym;
       memcpy(&sym, b + sh.sh_offset + k, sizeof sym);
+      /* FUNC only: the FILE symbol carries the module's name, which is the kernel's */
       if (ELF64_ST_TYPE(sym.st_info) != STT_FUNC || sym.st_name >= str.sh_size ||
-          str.sh_size - sym.st_name <= want)
-        continue; /* the FILE symbol carries the same name (the module's) */
-      const char *nm = (const char *)b + str.sh_offset + sym.st_name;
-      if (memcmp(nm, fn_name, want + 1) == 0) return (size_t)sym.st_size;
+          !memchr(strs + sym.st_name, 0, str.sh_size - sym.st_name))
+        continue;
+      if (fn(ud, strs + sym.st_name, &sym)) return;
     }
   }
-  return 0;
+}
+
+typedef struct find_sym {
+  const char *want;
+  Elf64_Sym sym;
+  bool found;
+} find_sym;
+
+static bool match(void *ud, const char *name, const Elf64_Sym *sym) {
+  find_sym *f = ud;
+  if (strcmp(name, f->want) != 0) return false;
+  f->sym = *sym;
+  f->found = true;
+  return true;
+}
+
+size_t rt_elf_symbol_size(const void *obj, size_t len, const char *fn_name) {
+  find_sym f = {fn_name, {0}, false};
+  each_function(obj, len, match, &f);
+  return f.found ? (size_t)f.sym.st_size : 0;
+}
+
+typedef struct kernel_names {
+  Elf64_Sym entry;
+  uintptr_t addr;
+  const char *label;
+  int rc;
+} kernel_names;
+
+/* A function of the kernel's object beside its entry (the epilogue of a
+ * GEMM, say): at the same distance from the entry as in the object. */
+static bool name_helper(void *ud, const char *name, const Elf64_Sym *sym) {
+  kernel_names *k = ud;
+  if (sym->st_shndx != k->entry.st_shndx || sym->st_value == k->entry.st_value || !sym->st_size)
+    return false;
+  uintptr_t at = k->addr + (uintptr_t)sym->st_value - (uintptr_t)k->entry.st_value;
+  if (rt_perf_map_add(at, (size_t)sym->st_size, k->label, name) != 0) k->rc = -1;
+  return false;
+}
+
+int rt_perf_map_kernel(const void *obj, size_t len, const char *fn_name, uintptr_t addr,
+                       const char *label) {
+  find_sym f = {fn_name, {0}, false};
+  each_function(obj, len, match, &f);
+  if (!f.found) return 0;
+  if (rt_perf_map_add(addr, (size_t)f.sym.st_size, label, fn_name) != 0) return -1;
+  kernel_names k = {f.sym, addr, label, 0};
+  each_function(obj, len, name_helper, &k);
+  return k.rc;
+}
+
+typedef struct each_sym {
+  void (*fn)(void *ud, const char *name, size_t size);
+  void *ud;
+} each_sym;
+
+static bool forward(void *ud, const char *name, const Elf64_Sym *sym) {
+  each_sym *e = ud;
+  if (sym->st_size) e->fn(e->ud, name, (size_t)sym->st_size);
+  return false;
+}
+
+void rt_elf_each_function(const void *obj, size_t len,
+                          void (*fn)(void *ud, const char *name, size_t size), void *ud) {
+  each_sym e = {fn, ud};
+  each_function(obj, len, forward, &e);
 }
 
 const char *rt_perf_map_path(char *buf, size_t cap) {
@@ -70,4 +140,28 @@ int rt_perf_map_add(uintptr_t addr, size_t size, const char *label, const char *
   close(fd);
   errno = e;
   return w == n ? 0 : -1;
+}
+
+typedef struct prebuilt_names {
+  jit_engine *e;
+  int rc;
+} prebuilt_names;
+
+/* Under the JIT lock: one line per prebuilt function (the lookups only
+ * read what add_prebuilt linked at engine creation). */
+static void name_prebuilt(void *ud, const char *name, size_t size) {
+  prebuilt_names *p = ud;
+  uint64_t addr = jit_engine_lookup(p->e, name);
+  if (addr && rt_perf_map_add((uintptr_t)addr, size, "prebuilt GEMM", name) != 0) p->rc = -1;
+}
+
+int rt_perf_map_prebuilt(jit_engine *e, pthread_mutex_t *jit_lock) {
+  const void *obj;
+  size_t len;
+  if (jit_engine_prebuilt_object(e, &obj, &len) != 0) return 0;
+  prebuilt_names p = {e, 0};
+  pthread_mutex_lock(jit_lock);
+  rt_elf_each_function(obj, len, name_prebuilt, &p);
+  pthread_mutex_unlock(jit_lock);
+  return p.rc;
 }

@@ -12,6 +12,7 @@
 #ifndef KILN_SRC_PERF_MAP_H
 #define KILN_SRC_PERF_MAP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -21,9 +22,24 @@ bool rt_perf_map_wanted(void);
 /* The size of function fn_name in the ELF object obj[0..len) (its symbol
  * table's st_size), or 0 when it cannot be found. */
 size_t rt_elf_symbol_size(const void *obj, size_t len, const char *fn_name);
+/* The lines of a kernel loaded at addr from the ELF object obj[0..len):
+ * its entry fn_name, and each other function of the object placed beside
+ * it (same section: the loader keeps their distance), all named with
+ * label. 0, or -1 (errno) when the map cannot be written. */
+int rt_perf_map_kernel(const void *obj, size_t len, const char *fn_name, uintptr_t addr,
+                       const char *label);
+/* Call fn(ud, name, size) for each function symbol of the ELF object
+ * obj[0..len) with a nonzero size. */
+void rt_elf_each_function(const void *obj, size_t len,
+                          void (*fn)(void *ud, const char *name, size_t size), void *ud);
 /* Append "addr size kiln <label> <fn_name>" to /tmp/perf-PID.map (size 0:
  * nothing is written). 0, or -1 when the file cannot be written (errno). */
 int rt_perf_map_add(uintptr_t addr, size_t size, const char *label, const char *fn_name);
+/* Name the prebuilt GEMM's functions e loaded (jit.h) in the map; takes
+ * jit_lock for the lookups. Nothing when e has none. 0, or -1 (errno) when
+ * the map cannot be written. */
+struct jit_engine;
+int rt_perf_map_prebuilt(struct jit_engine *e, pthread_mutex_t *jit_lock);
 /* The map's path for this process into buf. */
 const char *rt_perf_map_path(char *buf, size_t cap);
 

@@ -485,6 +485,7 @@ Test(observe, perf_map_names_each_loaded_kernel_at_its_address) {
   cr_assert(f, "KILN_PERF=1 writes %s", path);
   char line[1024];
   int found = 0;
+  bool epilogue = false, prebuilt = false;
   while (fgets(line, sizeof line, f)) {
     unsigned long addr = 0, size = 0;
     char name[900] = "";
@@ -497,9 +498,13 @@ Test(observe, perf_map_names_each_loaded_kernel_at_its_address) {
       cr_assert(strstr(name, i == 0 || m->g->nodes[i]->body ? "mo.matmul" : "mo."), "%s", name);
     }
     if (strstr(name, "mo.matmul+mo.relu")) cr_assert(strstr(name, "512] f32"), "%s", name);
+    if (strstr(name, ".epi")) epilogue = true;
+    if (strstr(name, "prebuilt GEMM")) prebuilt = true;
   }
   fclose(f);
   cr_assert_eq(found, 2, "both kernels named at their entry");
+  cr_assert(epilogue, "the fused GEMM's epilogue function is named too");
+  cr_assert_eq(prebuilt, jit_engine_prebuilt(ctx->jit) != NULL, "the prebuilt GEMM's functions");
   kiln_model_free(m);
   kiln_graph_free(g);
   kiln_context_free(ctx);

@@ -96,6 +96,12 @@ KILN_API kiln_log_level kiln_context_log_level(const kiln_context *ctx);
  * kernel. Thread-safe. */
 KILN_API int kiln_context_set_trace(kiln_context *ctx, const char *path, kiln_status *st);
 KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
+/* Profilers: with KILN_PERF=1 in the environment when a context is
+ * created, each kernel it loads (and the prebuilt GEMM's functions) gets a
+ * line in /tmp/perf-PID.map (perf's convention for JIT code) naming it by
+ * its ops and shape, "kiln mo.add+mo.relu [d0, 128] f32 kiln_k_<hex>", so
+ * `perf report` shows those names instead of [JIT] tid. The file is left
+ * for perf after the process exits. */
 
 /* ---- profiles ----
  * Per-kernel times of a model's executes. kiln_model_set_profile(m, 1)
