@@ -273,14 +273,20 @@ Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
     }
     if (!strcmp(cat, "part")) parts++;
   }
+  /* Which thread claims a part is up to the scheduler (on a busy machine
+   * the caller may run them all): each part is on the caller's track or on
+   * a track named for a pool worker. */
   for (int i = 0; i < j->n; i++) {
     const rt_json *e = &j->items[i];
-    if (!strcmp(str_of(e, "cat"), "part") && int_of(e, "tid") != main_tid) part_off_main = true;
+    if (strcmp(str_of(e, "cat"), "part") != 0) continue;
+    int64_t tid = int_of(e, "tid");
+    if (tid == main_tid) continue;
+    part_off_main = true;
+    cr_assert_eq(tid, track_of(j, "kiln-pool-1"), "a part on an unnamed track");
   }
   cr_assert_eq(kernels, 6, "two kernels per execute");
   cr_assert_geq(parts, 6, "each kernel split in parts");
-  cr_assert(part_off_main, "a part ran on a worker's track");
-  cr_assert_geq(track_of(j, "kiln-pool-1"), 0, "the worker's track is named");
+  if (!part_off_main) cr_log_warn("every part ran on the caller (a busy machine)");
   rt_json_free(j);
   kiln_graph_free(g);
   kiln_status_free(st);
