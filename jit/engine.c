@@ -29,6 +29,7 @@
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/LLJITUtils.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -299,6 +300,16 @@ int jit_engine_prebuilt_object(const jit_engine *e, const void **obj, size_t *le
   (void)e;
   return -1;
 #endif
+}
+
+int jit_engine_enable_debugger(jit_engine *e, char *err, size_t errlen) {
+  if (!e) return -1;
+  LLVMErrorRef le = LLVMOrcLLJITEnableDebugSupport(e->jit);
+  if (le) {
+    take_error(le, err, errlen, "jit: debugger registration");
+    return -1;
+  }
+  return 0;
 }
 
 uint64_t jit_engine_lookup(jit_engine *e, const char *name) {

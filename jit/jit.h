@@ -116,6 +116,11 @@ int jit_engine_prebuilt_object(const jit_engine *e, const void **obj, size_t *le
 /* The address of a symbol the engine has loaded (a kernel's or the prebuilt
  * GEMM's), or 0. Drives the LLJIT: the caller holds the context's JIT lock. */
 uint64_t jit_engine_lookup(jit_engine *e, const char *name);
+/* Register every object loaded from now on with debuggers (gdb's JIT
+ * interface, through ORC's debug-object plugin), so gdb and lldb name
+ * kernels in backtraces. Call right after jit_engine_new. 0, or -1 with err
+ * (the engine works as before). */
+int jit_engine_enable_debugger(jit_engine *e, char *err, size_t errlen);
 
 /* Lower, optimize and emit kg's kernel as `fn_name`. On success *obj is a
  * malloc'd object file of *len bytes (caller frees with free()) and 0 is

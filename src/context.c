@@ -108,9 +108,14 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   jit_libs resolver = rt_kernel_libs_resolver(ctx->libs);
   jit_engine_set_libs(ctx->jit, &resolver);
   rt_cache_mem_set_obs(ctx->kcache, &ctx->log, ctx->trace);
-  if (rt_perf_map_wanted() && rt_perf_map_prebuilt(ctx->jit, &ctx->lock) != 0)
-    rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_PERF: cannot write the perf map: %s",
-            strerror(errno));
+  if (rt_perf_map_wanted()) {
+    if (rt_perf_map_prebuilt(ctx->jit, &ctx->lock) != 0)
+      rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_PERF: cannot write the perf map: %s",
+              strerror(errno));
+    char derr[512] = "";
+    if (jit_engine_enable_debugger(ctx->jit, derr, sizeof derr) != 0)
+      rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_PERF: debuggers will not see kernels: %s", derr);
+  }
   jit_phase_hook hook = {ctx->trace, rt_trace_jit_phase};
   jit_engine_set_phase_hook(ctx->jit, &hook);
   const char *trace = getenv("KILN_TRACE");

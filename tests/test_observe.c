@@ -10,6 +10,7 @@
 
 #include "kiln/kiln.h"
 #include "src/json.h"
+#include "src/cache_mem.h"
 #include "src/rt.h"
 
 /* Big enough for the pool to split both kernels (pool.c's grain). */
@@ -533,4 +534,61 @@ Test(observe, no_perf_map_unless_asked) {
   kiln_graph_free(g);
   kiln_context_free(ctx);
   kiln_status_free(st);
+}
+
+/* ---- debuggers: gdb's JIT interface (the descriptor libLLVM defines) ---- */
+
+struct jit_code_entry {
+  struct jit_code_entry *next, *prev;
+  const char *symfile_addr;
+  uint64_t symfile_size;
+};
+struct jit_descriptor {
+  uint32_t version, action_flag;
+  struct jit_code_entry *relevant_entry, *first_entry;
+};
+extern struct jit_descriptor __jit_debug_descriptor;
+
+static int registered_objects(void) {
+  int n = 0;
+  for (struct jit_code_entry *e = __jit_debug_descriptor.first_entry; e; e = e->next) n++;
+  return n;
+}
+
+/* Whether some registered object's bytes hold name (its symbol table). */
+static bool registered_name(const char *name) {
+  size_t n = strlen(name);
+  for (struct jit_code_entry *e = __jit_debug_descriptor.first_entry; e; e = e->next)
+    for (uint64_t i = 0; i + n <= e->symfile_size; i++)
+      if (!memcmp(e->symfile_addr + i, name, n)) return true;
+  return false;
+}
+
+Test(observe, perf_mode_registers_kernels_with_debuggers) {
+  kiln_status *st = kiln_status_new();
+  int before = registered_objects();
+  kiln_context *plain = kiln_context_new(st);
+  kiln_graph *g = parse(mlp_text, st);
+  kiln_model *m = kiln_model_compile(plain, g, st);
+  cr_assert(m);
+  cr_assert_eq(registered_objects(), before, "nothing registered without KILN_PERF");
+  kiln_model_free(m);
+  kiln_context_free(plain);
+  setenv("KILN_PERF", "1", 1);
+  kiln_context *ctx = kiln_context_new(st);
+  unsetenv("KILN_PERF");
+  m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  cr_assert_geq(registered_objects(), before + 2, "each kernel's object is registered");
+  for (int i = 0; i < m->g->nnodes; i++)
+    if (m->kentries[i])
+      cr_assert(registered_name(rt_kentry_fn_name(m->kentries[i])), "%s",
+                rt_kentry_fn_name(m->kentries[i]));
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+  unlink(path); /* KILN_PERF wrote it too */
 }

@@ -101,7 +101,9 @@ KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
  * line in /tmp/perf-PID.map (perf's convention for JIT code) naming it by
  * its ops and shape, "kiln mo.add+mo.relu [d0, 128] f32 kiln_k_<hex>", so
  * `perf report` shows those names instead of [JIT] tid. The file is left
- * for perf after the process exits. */
+ * for perf after the process exits. The same switch registers each loaded
+ * object with debuggers (gdb's JIT interface), so gdb's backtraces and
+ * `info functions kiln_k_` name kernels. */
 
 /* ---- profiles ----
  * Per-kernel times of a model's executes. kiln_model_set_profile(m, 1)
