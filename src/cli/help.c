@@ -28,11 +28,13 @@ void cli_usage(FILE *out) {
 
 void cli_usage_check(FILE *out) {
   fprintf(out,
-          "usage: kiln check GRAPH.mlir\n"
+          "usage: kiln check GRAPH.mlir [--dot FILE]\n"
           "\n"
           "Parse and verify GRAPH.mlir ('-' reads standard input) and print its\n"
           "canonical text. On bad input prints FILE:LINE:COL: message on stderr and\n"
-          "exits 1.\n");
+          "exits 1. --dot FILE also writes the graph before and after fusion (as\n"
+          "prepared for the host) as Graphviz DOT: fused groups as clusters, each\n"
+          "edge labelled with its value's shape (render: dot -Tsvg FILE -o g.svg).\n");
 }
 
 void cli_usage_run(FILE *out) {
