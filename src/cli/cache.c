@@ -30,6 +30,7 @@
 #include "../rt.h"
 #include "cache_cli.h"
 #include "cli.h"
+#include "progress.h"
 
 /* ---- small helpers ---- */
 
@@ -871,15 +872,6 @@ static void warm_put(void *ud, const kc_key *key, const rt_key_parts *parts, con
   kiln_status_free(st);
 }
 
-static void progress(int done, int total, const char *what) {
-  const int width = 30;
-  int fill = total ? done * width / total : width;
-  printf("\r\033[K[");
-  for (int i = 0; i < width; i++) putchar(i < fill ? '#' : '.');
-  printf("] %d/%d %s", done, total, what);
-  fflush(stdout);
-}
-
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
   if (kc_disk_read_only(d)) {
     fprintf(stderr, "kiln cache warm: cannot store kernels in %s: %s\n", kc_disk_dir(d),
@@ -896,7 +888,9 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     graph_job_free(&j);
     return rc;
   }
-  bool tty = isatty(1);
+  cli_progress bar; /* drawn on a terminal; plain lines otherwise (progress.h) */
+  cli_progress_start(&bar, stdout, j.nk);
+  bool tty = bar.tty;
   warm_sink sink = {.d = d};
   rt_cache_mem *mem = rt_context_cache(j.ctx);
   rt_cache_backing b = {&sink, NULL, warm_put};
@@ -913,7 +907,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
          j.nk == 1 ? "" : "s");
   for (int i = 0; i < j.nk && rc == 0; i++) {
     kernel_info *k = &j.k[i];
-    if (tty) progress(i, j.nk, k->desc);
+    cli_progress_at(&bar, i, k->desc);
     bool seen = false;
     for (int p = 0; p < i && !seen; p++) seen = j.k[p].key.lo == k->key.lo && j.k[p].key.hi == k->key.hi;
     if (seen) {
@@ -939,7 +933,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     jit_kernel_fn fn = NULL;
     char err[1024] = "";
     if (rt_cache_mem_get(mem, k->text, &e, &fn, err, sizeof err) < 0) {
-      if (tty) printf("\r\033[K");
+      cli_progress_clear(&bar);
       fprintf(stderr, "kiln cache warm: graph @%s, %s: %s\n", j.ir->name, k->desc, err);
       rc = CLI_ERR;
       break;
@@ -948,10 +942,8 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     compiled++;
     if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, rt_now_ms() - c0);
   }
-  if (tty) {
-    progress(j.nk, j.nk, "done");
-    printf("\n");
-  }
+  if (rc == 0) cli_progress_end(&bar);
+  else cli_progress_clear(&bar);
   kc_disk_stats s1;
   if (rc == 0 && kc_disk_stats_get(d, &s1, j.st) < 0) rc = fail_st("warm", j.st);
   if (rc == 0) {
