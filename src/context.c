@@ -128,7 +128,8 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   rt_cache_mem_set_limit(ctx->kcache, code_limit);
   atomic_store(&ctx->specialize, default_policy());
   atomic_store(&ctx->tier_up_min, rt_tier_up_env());
-  ctx->disk = rt_cache_backing_open(ctx->kcache, &ctx->log, ctx->disk_status, sizeof ctx->disk_status,
+  ctx->disk = rt_cache_backing_open(ctx->kcache, &ctx->log, ctx->disk_status,
+                                    sizeof ctx->disk_status,
                                     ctx->disk_warning, sizeof ctx->disk_warning);
   rt_ok(st);
   return ctx;

@@ -114,21 +114,26 @@ static void record(rt_trace *t, char ph, const char *cat, const char *name, int6
     return;
   }
   name_track(t, tid);
-  double ts = (double)(t0_ns - t->t0_ns) / 1e3;
+  /* microseconds with 3 decimals, printed from integers: formatting doubles
+   * was most of an event's cost */
+  long long ts = t0_ns - t->t0_ns, dur = t1_ns - t0_ns;
+  if (ts < 0) ts = 0;
+  if (dur < 0) dur = 0;
   int n;
   if (ph == 'X')
     n = snprintf(ev, sizeof ev,
-                 ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"ts\":%.3f,\"dur\":%.3f,"
+                 ",\n{\"ph\":\"X\",\"cat\":\"%s\",\"name\":\"%s\",\"ts\":%lld.%03lld,"
+                 "\"dur\":%lld.%03lld,"
                  "\"pid\":%d,\"tid\":%d%s%s%s}",
-                 rt_trace_escape(cat, ec, sizeof ec), rt_trace_escape(name, en, sizeof en), ts,
-                 (double)(t1_ns - t0_ns) / 1e3, t->pid, tid, args ? ",\"args\":{" : "",
-                 args ? args : "", args ? "}" : "");
+                 rt_trace_escape(cat, ec, sizeof ec), rt_trace_escape(name, en, sizeof en),
+                 ts / 1000, ts % 1000, dur / 1000, dur % 1000, t->pid, tid,
+                 args ? ",\"args\":{" : "", args ? args : "", args ? "}" : "");
   else
     n = snprintf(ev, sizeof ev,
-                 ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\",\"name\":\"%s\",\"ts\":%.3f,"
+                 ",\n{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"%s\",\"name\":\"%s\",\"ts\":%lld.%03lld,"
                  "\"pid\":%d,\"tid\":%d%s%s%s}",
-                 rt_trace_escape(cat, ec, sizeof ec), rt_trace_escape(name, en, sizeof en), ts,
-                 t->pid, tid, args ? ",\"args\":{" : "", args ? args : "",
+                 rt_trace_escape(cat, ec, sizeof ec), rt_trace_escape(name, en, sizeof en),
+                 ts / 1000, ts % 1000, t->pid, tid, args ? ",\"args\":{" : "", args ? args : "",
                  args ? "}" : "");
   if (n > 0 && (size_t)n < sizeof ev) append(t, ev, (size_t)n); /* a cut event is dropped */
   pthread_mutex_unlock(&t->mu);
