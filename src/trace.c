@@ -67,9 +67,14 @@ static int write_out(rt_trace *t) {
 
 /* Under mu: append one formatted event (its leading ",\n" included). */
 static void append(rt_trace *t, const char *ev, size_t n) {
-  if (!t->f) return;
+  if (!t->f || t->write_failed) return;
   if (t->len + n > t->cap) {
-    if (t->len && write_out(t) != 0) t->write_failed = true;
+    if (t->len && write_out(t) != 0) { /* a full disk, say: stop; close reports it */
+      t->write_failed = true;
+      t->len = 0;
+      atomic_store(&t->on, 0);
+      return;
+    }
     if (n > t->cap) {
       size_t nc = n > RT_TRACE_BUFFER_BYTES ? n : RT_TRACE_BUFFER_BYTES;
       char *b = realloc(t->buf, nc);

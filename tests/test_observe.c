@@ -373,6 +373,11 @@ Test(observe, trace_to_an_unwritable_path_is_an_error) {
             kiln_status_message(st));
   cr_assert_eq(atomic_load(&ctx->watch), 0, "no trace, nothing watched");
   cr_assert_eq(kiln_context_set_trace(ctx, "", st), -1);
+  if (access("/dev/full", W_OK) == 0) { /* opens, but every write fails */
+    cr_assert_eq(kiln_context_set_trace(ctx, "/dev/full", st), -1);
+    cr_assert(strstr(kiln_status_message(st), "cannot write"), "%s", kiln_status_message(st));
+    cr_assert_eq(atomic_load(&ctx->watch), 0);
+  }
   kiln_context_free(ctx);
   kiln_status_free(st);
 }
