@@ -67,12 +67,6 @@ static bool match(void *ud, const char *name, const Elf64_Sym *sym) {
   return true;
 }
 
-size_t rt_elf_symbol_size(const void *obj, size_t len, const char *fn_name) {
-  find_sym f = {fn_name, {0}, false};
-  each_function(obj, len, match, &f);
-  return f.found ? (size_t)f.sym.st_size : 0;
-}
-
 typedef struct kernel_names {
   Elf64_Sym entry;
   uintptr_t addr;

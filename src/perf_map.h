@@ -19,9 +19,6 @@
 
 /* KILN_PERF set to something other than "" or "0". */
 bool rt_perf_map_wanted(void);
-/* The size of function fn_name in the ELF object obj[0..len) (its symbol
- * table's st_size), or 0 when it cannot be found. */
-size_t rt_elf_symbol_size(const void *obj, size_t len, const char *fn_name);
 /* The lines of a kernel loaded at addr from the ELF object obj[0..len):
  * its entry fn_name, and each other function of the object placed beside
  * it (same section: the loader keeps their distance), all named with
