@@ -3,6 +3,7 @@
  * a valid file after each flush) and per-kernel profiles (calls, counted
  * flops, times that add up to the execute time). */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -599,4 +600,113 @@ Test(observe, perf_mode_registers_kernels_with_debuggers) {
   char path[64];
   snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
   unlink(path); /* KILN_PERF wrote it too */
+}
+
+/* ---- several threads at once ---- */
+
+typedef struct exec_job {
+  kiln_model *m;
+  kiln_tensor *in[3];
+  int n;
+  int failed;
+} exec_job;
+
+static void *exec_loop(void *arg) {
+  exec_job *j = arg;
+  kiln_status *st = kiln_status_new();
+  for (int i = 0; i < j->n; i++) {
+    kiln_tensor *y = NULL;
+    if (kiln_model_execute(j->m, j->in, 3, &y, 1, st) != 0) j->failed++;
+    kiln_tensor_free(y);
+  }
+  kiln_status_free(st);
+  return NULL;
+}
+
+Test(observe, concurrent_executes_trace_and_profile_every_call) {
+  char path[] = "/tmp/kiln_trace_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
+  kiln_graph *g = parse(mlp_text, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_set_profile(m, 1, st), 0);
+  kiln_tensor *x = filled(2, (int64_t[]){8, 256}, 0.01f, st);
+  kiln_tensor *w1 = filled(2, (int64_t[]){256, 512}, 0.02f, st);
+  kiln_tensor *w2 = filled(2, (int64_t[]){512, 64}, 0.03f, st);
+  enum { THREADS = 4, EACH = 50 };
+  exec_job jobs[THREADS];
+  pthread_t th[THREADS];
+  for (int t = 0; t < THREADS; t++) {
+    jobs[t] = (exec_job){m, {x, w1, w2}, EACH, 0};
+    cr_assert_eq(pthread_create(&th[t], NULL, exec_loop, &jobs[t]), 0);
+  }
+  for (int t = 0; t < THREADS; t++) {
+    pthread_join(th[t], NULL);
+    cr_assert_eq(jobs[t].failed, 0);
+  }
+  kiln_profile *p = kiln_model_profile(m, st);
+  cr_assert_eq(kiln_profile_executes(p), THREADS * EACH);
+  for (int i = 0; i < kiln_profile_num_rows(p); i++)
+    cr_assert_eq(kiln_profile_row_at(p, i)->calls, THREADS * EACH);
+  kiln_profile_free(p);
+  kiln_model_free(m);
+  kiln_tensor_free(x);
+  kiln_tensor_free(w1);
+  kiln_tensor_free(w2);
+  kiln_context_free(ctx);
+  rt_json *j = read_trace(path);
+  cr_assert_eq(count_named(j, "execute @mlp"), THREADS * EACH);
+  int kernels = 0;
+  for (int i = 0; i < j->n; i++) kernels += !strcmp(str_of(&j->items[i], "cat"), "kernel");
+  cr_assert_eq(kernels, 2 * THREADS * EACH);
+  rt_json_free(j);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  unlink(path);
+}
+
+Test(observe, trace_writes_when_its_buffer_fills_and_stays_json) {
+  char path[] = "/tmp/kiln_trace_XXXXXX";
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0);
+  close(fd);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_OFF, st), 0);
+  cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
+  kiln_graph *g = parse(ew_text, st);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert(m, "%s", kiln_status_message(st));
+  kiln_tensor *x = filled(2, (int64_t[]){1, 64}, 0.1f, st);
+  enum { N = 6000 }; /* ~3 events of ~200 bytes each: past the 1 MiB buffer */
+  for (int i = 0; i < N; i++) {
+    kiln_tensor *y = NULL;
+    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0);
+    kiln_tensor_free(y);
+  }
+  /* written without a flush, and a whole JSON array already */
+  FILE *f = fopen(path, "rb");
+  cr_assert(f);
+  fseek(f, 0, SEEK_END);
+  long written = ftell(f);
+  fclose(f);
+  cr_assert_gt(written, 1 << 20, "the full buffer went to the file (%ld bytes)", written);
+  rt_json *mid = read_trace(path);
+  int seen = count_named(mid, "execute @ew");
+  cr_assert(seen > 0 && seen < N, "%d", seen);
+  rt_json_free(mid);
+  kiln_tensor_free(x);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  rt_json *j = read_trace(path);
+  cr_assert_eq(count_named(j, "execute @ew"), N, "every event written at the end");
+  rt_json_free(j);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  unlink(path);
 }
