@@ -21,6 +21,7 @@
  * Lock order: `mu` is never held while taking the JIT lock. */
 #include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,7 +133,7 @@ struct rt_cache_mem {
   rt_log *log;     /* borrowed, or NULL (rt_cache_mem_set_obs) */
   rt_trace *trace; /* borrowed, or NULL */
   bool perf;       /* KILN_PERF: loaded kernels go to /tmp/perf-PID.map (perf_map.h) */
-  bool perf_failed; /* the map could not be written: said once */
+  atomic_bool perf_failed; /* the map could not be written: said once */
 };
 
 void rt_cache_mem_set_obs(rt_cache_mem *c, rt_log *log, rt_trace *trace) {
@@ -155,9 +156,9 @@ static void perf_note(rt_cache_mem *c, const rt_kentry *e, const void *obj, size
     ir_graph_free(kg);
     label = lb;
   }
-  if (rt_perf_map_kernel(obj, len, e->name, (uintptr_t)e->fn, label) == 0 || c->perf_failed)
+  if (rt_perf_map_kernel(obj, len, e->name, (uintptr_t)e->fn, label) == 0 ||
+      atomic_exchange(&c->perf_failed, true))
     return;
-  c->perf_failed = true; /* a benign race: at worst said twice */
   char path[64];
   rt_logf(c->log, KILN_LOG_WARN, "KILN_PERF: cannot write %s: %s; perf will not name kernels",
           rt_perf_map_path(path, sizeof path), strerror(errno));
