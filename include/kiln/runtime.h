@@ -87,7 +87,8 @@ KILN_API kiln_log_level kiln_context_log_level(const kiln_context *ctx);
  * it ran (split kernels: each part on its pool worker's track), cache hits
  * and misses as instant events. kiln_context_set_trace starts writing to
  * path (created or truncated; NULL stops and closes the current trace);
- * KILN_TRACE=path does the same when the context is created. Events are
+ * KILN_TRACE=path does the same when the context is created (one file per
+ * context: a second context opening the same path truncates it). Events are
  * buffered (at most 1 MiB) and written when the buffer fills, on
  * kiln_context_flush_trace, when tracing stops and when the context is
  * freed. After each write the file is a complete JSON array, so a process
