@@ -111,6 +111,7 @@ int cli_write_dot(const char *path, const kiln_graph *kg, kiln_status *st) {
   const ir_graph *before = kg->ir;
   ir_graph *after = ir_graph_clone(before);
   if (!after) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "--dot: out of memory");
+  setenv("KILN_CACHE", "off", 1); /* a picture compiles nothing: no store to open */
   kiln_context *ctx = kiln_context_new(st); /* the host target's passes and options */
   rt_target t;
   if (ctx) rt_target_host(&t, ctx);
