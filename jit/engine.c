@@ -23,11 +23,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <llvm-c/Analysis.h>
 #include <llvm-c/Core.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/LLJIT.h>
+#include <llvm-c/LLJITUtils.h>
 #include <llvm-c/Orc.h>
 #include <llvm-c/Target.h>
 #include <llvm-c/TargetMachine.h>
@@ -54,6 +56,7 @@ struct jit_engine {
   LLVMOrcJITDylibRef jd;
   char session_err[512];       /* last error ORC reported asynchronously */
   jit_libs libs;               /* custom kernel libraries' resolver (find NULL: none) */
+  jit_phase_hook phase;        /* compile-phase timing (fn NULL: none) */
   const char *prebuilt;        /* prefix of the prebuilt GEMM entries loaded, or NULL */
   const char *prebuilt_level;  /* its ISA level, "v4" or "v3" */
   LLVMOrcResourceTrackerRef prebuilt_rt; /* their object's, released at free */
@@ -284,6 +287,43 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
 
 const char *jit_engine_prebuilt(const jit_engine *e) { return e ? e->prebuilt : NULL; }
 
+int jit_engine_prebuilt_object(const jit_engine *e, const void **obj, size_t *len) {
+  *obj = NULL;
+  *len = 0;
+#if defined(KILN_PREBUILT_GEMM)
+  if (!e || !e->prebuilt_level) return -1;
+  bool v4 = strcmp(e->prebuilt_level, "v4") == 0;
+  *obj = v4 ? (const void *)kiln_pre_gemm_v4_o : (const void *)kiln_pre_gemm_v3_o;
+  *len = v4 ? kiln_pre_gemm_v4_o_len : kiln_pre_gemm_v3_o_len;
+  return 0;
+#else
+  (void)e;
+  return -1;
+#endif
+}
+
+int jit_engine_enable_debugger(jit_engine *e, char *err, size_t errlen) {
+  if (!e) return -1;
+  LLVMErrorRef le = LLVMOrcLLJITEnableDebugSupport(e->jit);
+  if (le) {
+    take_error(le, err, errlen, "jit: debugger registration");
+    return -1;
+  }
+  return 0;
+}
+
+uint64_t jit_engine_lookup(jit_engine *e, const char *name) {
+  if (!e || !name) return 0;
+  LLVMOrcExecutorAddress addr = 0;
+  LLVMErrorRef le = LLVMOrcLLJITLookup(e->jit, &addr, name);
+  if (le) {
+    LLVMConsumeError(le);
+    e->session_err[0] = 0;
+    return 0;
+  }
+  return addr;
+}
+
 void jit_engine_free(jit_engine *e) {
   if (!e) return;
   if (e->prebuilt_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_rt); /* the code goes with the JIT */
@@ -310,6 +350,26 @@ void jit_engine_set_libs(jit_engine *e, const jit_libs *libs) {
   if (!e) return;
   if (libs) e->libs = *libs;
   else memset(&e->libs, 0, sizeof e->libs);
+}
+
+void jit_engine_set_phase_hook(jit_engine *e, const jit_phase_hook *hook) {
+  if (!e) return;
+  if (hook) e->phase = *hook;
+  else memset(&e->phase, 0, sizeof e->phase);
+}
+
+static int64_t clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Report the phase that began at *t to the hook and start the next one. */
+static void phase_done(const jit_engine *e, const char *phase, const char *fn_name, int64_t *t) {
+  if (!e->phase.fn) return;
+  int64_t now = clock_ns();
+  e->phase.fn(e->phase.ud, phase, fn_name, *t, now);
+  *t = now;
 }
 
 const char *jit_engine_target(const jit_engine *e) { return e ? e->target : ""; }
@@ -506,10 +566,15 @@ int jit_compile_object_tier(jit_engine *e, const ir_graph *kg, const char *fn_na
     set_err(err, errlen, "jit: cannot create a TargetMachine for %s (%s)", e->triple, e->cpu);
     return -1;
   }
+  int64_t tp = e->phase.fn ? clock_ns() : 0;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = new_module(e, ctx, fn_name);
   int rc = lower_one(e, ctx, mod, kg, n, fn_name, err, errlen);
-  if (rc == 0) rc = verify_and_optimize(tm, mod, tier, err, errlen);
+  phase_done(e, "lower", fn_name, &tp);
+  if (rc == 0) {
+    rc = verify_and_optimize(tm, mod, tier, err, errlen);
+    phase_done(e, tier == JIT_TIER_QUICK ? "quick passes" : "O3", fn_name, &tp);
+  }
   LLVMMemoryBufferRef buf = NULL;
   if (rc == 0) {
     char *msg = NULL;
@@ -519,6 +584,7 @@ int jit_compile_object_tier(jit_engine *e, const ir_graph *kg, const char *fn_na
       rc = -1;
     }
     LLVMDisposeMessage(msg);
+    phase_done(e, "codegen", fn_name, &tp);
   }
   LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);

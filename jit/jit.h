@@ -109,6 +109,18 @@ const char *jit_engine_options_tier(const jit_engine *e, jit_tier tier);
  * GEMM sizes are symbolic call it, so their objects load only into an
  * engine that has it: jit_engine_options says "prebuilt-gemm=v4" then. */
 const char *jit_engine_prebuilt(const jit_engine *e);
+/* The prebuilt GEMM's object as loaded (embedded bytes, valid while the
+ * program runs), for naming its functions to profilers: 0 with *obj and
+ * *len set, -1 when the engine loaded none. */
+int jit_engine_prebuilt_object(const jit_engine *e, const void **obj, size_t *len);
+/* The address of a symbol the engine has loaded (a kernel's or the prebuilt
+ * GEMM's), or 0. Drives the LLJIT: the caller holds the context's JIT lock. */
+uint64_t jit_engine_lookup(jit_engine *e, const char *name);
+/* Register every object loaded from now on with debuggers (gdb's JIT
+ * interface, through ORC's debug-object plugin), so gdb and lldb name
+ * kernels in backtraces. Call right after jit_engine_new. 0, or -1 with err
+ * (the engine works as before). */
+int jit_engine_enable_debugger(jit_engine *e, char *err, size_t errlen);
 
 /* Lower, optimize and emit kg's kernel as `fn_name`. On success *obj is a
  * malloc'd object file of *len bytes (caller frees with free()) and 0 is
@@ -183,5 +195,16 @@ typedef struct jit_libs {
 /* Set the engine's resolver (copied). Call before any compile; libs NULL
  * clears it (mo.custom then fails to lower with a clear message). */
 void jit_engine_set_libs(jit_engine *e, const jit_libs *libs);
+
+/* Compile-phase timing: jit_compile_object calls fn(ud, phase, fn_name,
+ * t0_ns, t1_ns) after each of its phases ("lower", "O3" or "quick passes",
+ * "codegen"), on the compiling thread, with CLOCK_MONOTONIC times. jit/
+ * does no I/O: src/ records them (trace.c). fn must be thread-safe. Set it
+ * before any compile (copied); NULL clears it. */
+typedef struct jit_phase_hook {
+  void *ud;
+  void (*fn)(void *ud, const char *phase, const char *fn_name, int64_t t0_ns, int64_t t1_ns);
+} jit_phase_hook;
+void jit_engine_set_phase_hook(jit_engine *e, const jit_phase_hook *hook);
 
 #endif

@@ -123,8 +123,7 @@ bool rt_quiet(void) {
 }
 
 void rt_cache_backing_warn(void *user, const char *msg) {
-  (void)user;
-  if (!rt_quiet()) fprintf(stderr, "kiln: warning: %s\n", msg);
+  rt_logf(user, KILN_LOG_WARN, "%s", msg);
 }
 
 static void append(char *buf, size_t cap, const char *sep, const char *text) {
@@ -158,7 +157,7 @@ void rt_cache_backing_describe(const kc_disk *d, const char *origin, char *buf, 
   }
 }
 
-kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen, char *warn,
+kc_disk *rt_cache_backing_open(rt_cache_mem *mem, rt_log *log, char *why, size_t whylen, char *warn,
                                size_t warnlen) {
   kiln_status *st = kiln_status_new();
   kc_disk *d = kc_disk_open(NULL, 0, 0, st);
@@ -173,10 +172,10 @@ kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen, char
     if (kc_disk_read_only(d)) snprintf(warn, warnlen, "disk cache %s", kc_disk_note(d));
     rt_cache_backing_add_seeds(d, getenv("KILN_CACHE_SEED_DIR"), warn, warnlen);
     rt_cache_backing_describe(d, NULL, why, whylen);
-    if (!rt_quiet()) kc_disk_set_warn(d, rt_cache_backing_warn, NULL);
+    kc_disk_set_warn(d, rt_cache_backing_warn, log);
     rt_cache_backing_attach(mem, d);
   }
-  if (warn[0]) rt_cache_backing_warn(NULL, warn);
+  if (warn[0]) rt_cache_backing_warn(log, warn);
   kiln_status_free(st);
   return d;
 }

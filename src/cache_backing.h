@@ -7,6 +7,7 @@
 
 #include "cache_disk.h"
 #include "cache_mem.h"
+#include "log.h"
 
 /* Open the disk cache from the environment (with the read-only layers of
  * KILN_CACHE_SEED_DIR, colon-separated) and, when it is usable, make it
@@ -14,8 +15,9 @@
  * the memory cache is freed; NULL when it could not be opened), writes a
  * one-line description of the outcome into why, and into warn what a user
  * should fix ("" when nothing: KILN_CACHE=off is a choice, not a problem),
- * which also goes to stderr unless KILN_QUIET is set. */
-kc_disk *rt_cache_backing_open(rt_cache_mem *mem, char *why, size_t whylen, char *warn,
+ * which also goes to log as a warning (log.h; the disk cache's later
+ * warnings too). */
+kc_disk *rt_cache_backing_open(rt_cache_mem *mem, rt_log *log, char *why, size_t whylen, char *warn,
                                size_t warnlen);
 /* Add the colon-separated seed directories of list to d; the problems,
  * "; "-separated, are appended to warn. */
@@ -24,7 +26,8 @@ void rt_cache_backing_add_seeds(kc_disk *d, const char *list, char *warn, size_t
 void rt_cache_backing_describe(const kc_disk *d, const char *origin, char *buf, size_t cap);
 /* Whether KILN_QUIET asks the library not to print warnings on stderr. */
 bool rt_quiet(void);
-/* A kc_disk_warn_fn that prints "kiln: warning: MSG" on stderr. */
+/* A kc_disk_warn_fn that logs MSG as a warning to user, an rt_log (NULL:
+ * stderr at the environment's level). */
 void rt_cache_backing_warn(void *user, const char *msg);
 /* One entry of d under key, for caches beside the kernel cache (the GPU
  * code of device models): get returns 0 on a hit with *obj malloc'd (the

@@ -19,7 +19,9 @@
  * on the list any more) or waits and reloads: no thread holds the function
  * of an unloaded entry.
  * Lock order: `mu` is never held while taking the JIT lock. */
+#include <errno.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,11 @@
 #include "cache_mem.h"
 #include "ir/ir.h"
 #include "ir/parse.h"
+#include "log.h"
+#include "obs_label.h"
+#include "perf_map.h"
+#include "rt.h"
+#include "trace.h"
 
 #ifndef KILN_VERSION_STRING
 #define KILN_VERSION_STRING "unknown"
@@ -123,7 +130,57 @@ struct rt_cache_mem {
   size_t limit;    /* bound on st.idle_bytes */
   rt_cache_stats st;
   rt_cache_backing backing;
+  rt_log *log;     /* borrowed, or NULL (rt_cache_mem_set_obs) */
+  rt_trace *trace; /* borrowed, or NULL */
+  bool perf;       /* KILN_PERF: loaded kernels go to /tmp/perf-PID.map (perf_map.h) */
+  atomic_bool perf_failed; /* the map could not be written: said once */
 };
+
+void rt_cache_mem_set_obs(rt_cache_mem *c, rt_log *log, rt_trace *trace) {
+  if (!c) return;
+  c->log = log;
+  c->trace = trace;
+  c->perf = rt_perf_map_wanted();
+}
+
+/* KILN_PERF: name e's freshly loaded code (obj[0..len)) in the perf map;
+ * label is the kernel's, or "" (then read from its text). */
+static void perf_note(rt_cache_mem *c, const rt_kentry *e, const void *obj, size_t len,
+                      const char *kernel_text, const char *label) {
+  char lb[256];
+  if (!label || !*label) {
+    ir_diag d = {0};
+    ir_graph *kg = ir_parse_kernel_text(kernel_text, strlen(kernel_text), &d);
+    lb[0] = 0;
+    if (kg) rt_obs_kernel_label(kg, lb, sizeof lb);
+    ir_graph_free(kg);
+    label = lb;
+  }
+  if (rt_perf_map_kernel(obj, len, e->name, (uintptr_t)e->fn, label) == 0 ||
+      atomic_exchange(&c->perf_failed, true))
+    return;
+  char path[64];
+  rt_logf(c->log, KILN_LOG_WARN, "KILN_PERF: cannot write %s: %s; perf will not name kernels",
+          rt_perf_map_path(path, sizeof path), strerror(errno));
+}
+
+/* An instant event "cache hit" / "cache miss" for entry name. */
+static void trace_lookup(rt_cache_mem *c, const char *what, const char *name) {
+  if (!rt_trace_on(c->trace)) return;
+  char a[96];
+  snprintf(a, sizeof a, "\"fn\":\"%s\"", name);
+  rt_trace_instant(c->trace, "cache", what, a);
+}
+
+/* A span of a produce step of entry name (label: the kernel's, or NULL). */
+static void trace_step(rt_cache_mem *c, const char *what, const char *name, const char *label,
+                       int64_t t0) {
+  if (!rt_trace_on(c->trace)) return;
+  char a[640], esc[512];
+  snprintf(a, sizeof a, "\"fn\":\"%s\"%s%s%s", name, label ? ",\"kernel\":\"" : "",
+           label ? rt_trace_escape(label, esc, sizeof esc) : "", label ? "\"" : "");
+  rt_trace_span(c->trace, "compile", what, t0, rt_now_ns(), a);
+}
 
 static double now_ms(void) {
   struct timespec ts;
@@ -170,6 +227,8 @@ rt_cache_mem *rt_cache_mem_new(jit_engine *jit, pthread_mutex_t *jit_lock) {
 
 void rt_cache_mem_free(rt_cache_mem *c) {
   if (!c) return;
+  if (c->count) rt_logf(c->log, KILN_LOG_DEBUG, "unloading %zu kernel%s (context freed)", c->count,
+                        c->count == 1 ? "" : "s");
   for (size_t b = 0; b < c->nbuckets; b++) {
     rt_kentry *e = c->buckets[b];
     while (e) {
@@ -300,6 +359,10 @@ static void evict(rt_cache_mem *c, rt_kentry *victims) {
   pthread_mutex_unlock(c->jit_lock);
   pthread_mutex_lock(&c->mu);
   for (rt_kentry *e = victims; e; e = e->victim_next) {
+    if (rt_log_on(c->log, KILN_LOG_INFO))
+      rt_logf(c->log, KILN_LOG_INFO, "evicted kernel %s (%zu bytes of code; unused, over the "
+              "code bound of %zu bytes)", e->name, e->bytes, c->limit);
+    trace_lookup(c, "cache evict", e->name);
     unlink_entry(c, e);
     c->st.entries--;
     c->st.code_bytes -= e->bytes;
@@ -342,19 +405,33 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
   void *obj = NULL;
   size_t len = 0;
   jit_kernel_fn fn = NULL;
-  if (bk.get && bk.get(bk.ud, &e->key, parts, &obj, &len) == 0 && obj && len) {
+  int64_t tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
+  int got = bk.get ? bk.get(bk.ud, &e->key, parts, &obj, &len) : -1;
+  if (bk.get) trace_step(c, got == 0 && obj && len ? "disk read" : "disk read (miss)", e->name,
+                         NULL, tr0);
+  if (got == 0 && obj && len) {
     double t0 = now_ms();
+    tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
     pthread_mutex_lock(c->jit_lock);
     e->code = jit_load_object(c->jit, obj, len, e->name, &fn, err, errlen);
     pthread_mutex_unlock(c->jit_lock);
     *load_ms = now_ms() - t0;
+    trace_step(c, "load", e->name, NULL, tr0);
+    if (e->code && c->perf) {
+      e->fn = fn;
+      perf_note(c, e, obj, len, parts->kernel, NULL);
+    }
     free(obj);
     obj = NULL;
     if (e->code) {
       e->fn = fn;
       e->bytes = len;
+      rt_logf(c->log, KILN_LOG_DEBUG, "loaded kernel %s from the disk cache (%zu bytes, %.2f ms)",
+              e->name, len, *load_ms);
       return 0;
     }
+    rt_logf(c->log, KILN_LOG_WARN, "kernel %s from the disk cache does not load (%s); "
+            "compiling it again", e->name, err && errlen ? err : "?");
     /* a stored object that does not load: compile it afresh */
   } else {
     free(obj);
@@ -363,25 +440,42 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
   if (mode == RT_GET_FULL_CACHED) return 1;
 
   double t0 = now_ms();
+  tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
   ir_diag d = {0};
   ir_graph *kg = ir_parse_kernel_text(parts->kernel, strlen(parts->kernel), &d);
   if (!kg) {
     set_err(err, errlen, "kernel text does not parse (%d:%d: %s)", d.line, d.col, d.msg);
     return -1;
   }
+  char label[256] = "";
+  if (rt_trace_on(c->trace) || rt_log_on(c->log, KILN_LOG_INFO) || c->perf)
+    rt_obs_kernel_label(kg, label, sizeof label);
   int rc = jit_compile_object_tier(c->jit, kg, e->name,
                                    mode == RT_GET_QUICK ? JIT_TIER_QUICK : JIT_TIER_FULL, &obj,
                                    &len, err, errlen);
   ir_graph_free(kg);
   *compile_ms = now_ms() - t0;
+  trace_step(c, rc == 0 ? "compile" : "compile (failed)", e->name, label, tr0);
   if (rc != 0) return -1;
+  rt_logf(c->log, KILN_LOG_INFO, "compiled kernel %s (%s%s) in %.1f ms", label, e->name,
+          mode == RT_GET_QUICK ? ", quick tier" : "", *compile_ms);
   *compiled = true;
-  if (bk.put) bk.put(bk.ud, &e->key, parts, obj, len);
+  tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
+  if (bk.put) {
+    bk.put(bk.ud, &e->key, parts, obj, len);
+    trace_step(c, "disk write", e->name, NULL, tr0);
+  }
   t0 = now_ms();
+  tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
   pthread_mutex_lock(c->jit_lock);
   e->code = jit_load_object(c->jit, obj, len, e->name, &fn, err, errlen);
   pthread_mutex_unlock(c->jit_lock);
   *load_ms = now_ms() - t0;
+  trace_step(c, "load", e->name, NULL, tr0);
+  if (e->code && c->perf) {
+    e->fn = fn;
+    perf_note(c, e, obj, len, parts->kernel, label);
+  }
   free(obj);
   if (!e->code) return -1;
   e->fn = fn;
@@ -425,6 +519,7 @@ int rt_cache_mem_get_mode(rt_cache_mem *c, const char *kernel_text, rt_get_mode 
     if (e->refs++ == 0) idle_remove(c, e);
     c->st.hits++;
     pthread_mutex_unlock(&c->mu);
+    trace_lookup(c, "cache hit", e->name);
     *entry = e;
     *fn = e->fn;
     return 0;
@@ -446,6 +541,7 @@ int rt_cache_mem_get_mode(rt_cache_mem *c, const char *kernel_text, rt_get_mode 
   rt_cache_backing bk = c->backing;
   if (mode == RT_GET_QUICK) memset(&bk, 0, sizeof bk);
   pthread_mutex_unlock(&c->mu);
+  trace_lookup(c, "cache miss", e->name);
 
   bool compiled = false;
   double cms = 0, lms = 0;

@@ -162,6 +162,15 @@ const char *rt_kentry_fn_name(const rt_kentry *e); /* "kiln_k_<hex>", owned by e
 int rt_kentry_refs(rt_cache_mem *c, const rt_kentry *e); /* models holding it (for tests) */
 
 void rt_cache_mem_stats(rt_cache_mem *c, rt_cache_stats *out);
+/* Where the cache reports what it does (both borrowed, outliving c; either
+ * may be NULL): log gets a line per compile, disk load, eviction and
+ * unload (log.h); trace gets hits and misses as instant events and spans
+ * for compile, disk read, disk write and load (trace.h). KILN_PERF=1 (read
+ * here) also writes each loaded kernel to /tmp/perf-PID.map (perf_map.h).
+ * Call before any get. */
+struct rt_log;
+struct rt_trace;
+void rt_cache_mem_set_obs(rt_cache_mem *c, struct rt_log *log, struct rt_trace *trace);
 
 /* The memory cache of a context (context.c, owned by ctx), for the CLI and
  * tests. */

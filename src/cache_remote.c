@@ -71,6 +71,7 @@ kr_remote *kr_remote_new(const char *url, const kr_options *o, kiln_status *st) 
   snprintf(r->prefix, sizeof r->prefix, "%s:kc%d:", ns, KC_DISK_FORMAT);
   r->timeout_ms = timeout;
   r->breaker_base_ms = breaker;
+  r->log = o->log;
   r->backoff_ms = breaker;
   bool v6 = strchr(u.host, ':') != NULL;
   snprintf(r->desc, sizeof r->desc, "redis://%s%s%s%s%s:%d/%d (namespace %s)",

@@ -81,6 +81,7 @@ typedef struct kr_options {
   const char *ns;       /* NULL: KILN_CACHE_REMOTE_NS, else "kiln" */
   int timeout_ms;       /* 0: KILN_CACHE_REMOTE_TIMEOUT_MS, else 50 */
   int breaker_ms;       /* 0: KILN_CACHE_REMOTE_BREAKER_MS, else 5000 */
+  struct rt_log *log;   /* where warnings go (the context's log); NULL: stderr */
 } kr_options;
 
 /* A remote tier for url (nothing is connected yet: the first command

@@ -191,10 +191,10 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
     snprintf(m, sizeof m, "remote kernel cache %.200s: %d failures in a row (last: %.300s); "
              "not asked for %lld ms, kernels compile locally meanwhile",
              r->desc, fails, e, (long long)opened_ms);
-    rt_cache_backing_warn(NULL, m);
+    rt_cache_backing_warn(r->log, m);
   } else if (*server_error && !c && !atomic_exchange(&r->warned_setup, true)) {
     snprintf(m, sizeof m, "remote kernel cache %.200s: %.300s", r->desc, e);
-    rt_cache_backing_warn(NULL, m);
+    rt_cache_backing_warn(r->log, m);
   }
   pthread_mutex_lock(&r->mu);
   if (keep && r->nidle < KR_POOL_MAX) {

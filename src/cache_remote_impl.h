@@ -24,6 +24,7 @@ struct kr_remote {
   char prefix[KR_MAX_NS + 16]; /* "<ns>:kc<format>:" */
   char desc[512];
   int timeout_ms, breaker_base_ms;
+  struct rt_log *log; /* warnings (kr_options.log) */
   /* ---- connections and breaker (cache_remote_conn.c), guarded by mu ---- */
   pthread_mutex_t mu;
   redisContext **idle; /* connected, ready for a command */

@@ -29,6 +29,7 @@
 #include "cache_disk.h"
 #include "cache_mem.h"
 #include "kernel_lib.h"
+#include "perf_map.h"
 #include "pool.h"
 #include "rt.h"
 #include "tier_up.h"
@@ -74,9 +75,18 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "cannot create the context's lock");
     return NULL;
   }
+  if (rt_log_init(&ctx->log) != 0 || !(ctx->trace = rt_trace_new())) {
+    rt_trace_free(ctx->trace);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating a context");
+    return NULL;
+  }
   char err[512] = "";
   ctx->jit = jit_engine_new(err, sizeof err);
   if (!ctx->jit) {
+    rt_trace_free(ctx->trace);
+    rt_log_destroy(&ctx->log);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     rt_err(st, KILN_ERR_COMPILE, "cannot start the JIT: %s", err[0] ? err : "unknown error");
@@ -88,6 +98,8 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_kernel_libs_free(ctx->libs);
     rt_cache_mem_free(ctx->kcache);
     jit_engine_free(ctx->jit);
+    rt_trace_free(ctx->trace);
+    rt_log_destroy(&ctx->log);
     pthread_mutex_destroy(&ctx->lock);
     free(ctx);
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory creating the kernel cache");
@@ -95,10 +107,29 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   }
   jit_libs resolver = rt_kernel_libs_resolver(ctx->libs);
   jit_engine_set_libs(ctx->jit, &resolver);
+  rt_cache_mem_set_obs(ctx->kcache, &ctx->log, ctx->trace);
+  if (rt_perf_map_wanted()) {
+    if (rt_perf_map_prebuilt(ctx->jit, &ctx->lock) != 0)
+      rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_PERF: cannot write the perf map: %s",
+              strerror(errno));
+    char derr[512] = "";
+    if (jit_engine_enable_debugger(ctx->jit, derr, sizeof derr) != 0)
+      rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_PERF: debuggers will not see kernels: %s", derr);
+  }
+  jit_phase_hook hook = {ctx->trace, rt_trace_jit_phase};
+  jit_engine_set_phase_hook(ctx->jit, &hook);
+  const char *trace = getenv("KILN_TRACE");
+  if (trace && *trace) {
+    kiln_status *ts = kiln_status_new();
+    if (kiln_context_set_trace(ctx, trace, ts) < 0) /* a trace that fails must not go unseen */
+      rt_logf(&ctx->log, KILN_LOG_WARN, "KILN_TRACE: %s", ts ? kiln_status_message(ts) : "?");
+    kiln_status_free(ts);
+  }
   rt_cache_mem_set_limit(ctx->kcache, code_limit);
   atomic_store(&ctx->specialize, default_policy());
   atomic_store(&ctx->tier_up_min, rt_tier_up_env());
-  ctx->disk = rt_cache_backing_open(ctx->kcache, ctx->disk_status, sizeof ctx->disk_status,
+  ctx->disk = rt_cache_backing_open(ctx->kcache, &ctx->log, ctx->disk_status,
+                                    sizeof ctx->disk_status,
                                     ctx->disk_warning, sizeof ctx->disk_warning);
   rt_context_remote_open(ctx);
   rt_ok(st);
@@ -125,6 +156,8 @@ KILN_API int kiln_context_free_checked(kiln_context *ctx, kiln_status *st) {
   free(ctx->disk_retired);
   jit_engine_free(ctx->jit);
   rt_kernel_libs_free(ctx->libs); /* after every compile that could look one up */
+  rt_trace_free(ctx->trace);      /* writes what is buffered; nothing records any more */
+  rt_log_destroy(&ctx->log);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);
   rt_ok(st);
@@ -134,7 +167,8 @@ KILN_API int kiln_context_free_checked(kiln_context *ctx, kiln_status *st) {
 KILN_API void kiln_context_free(kiln_context *ctx) {
   kiln_status *st = kiln_status_new();
   if (kiln_context_free_checked(ctx, st) < 0) /* refused: leaking beats a use after free */
-    fprintf(stderr, "kiln: %s\n", st ? kiln_status_message(st) : "kiln_context_free refused");
+    rt_logf(&ctx->log, KILN_LOG_WARN, "%s",
+            st ? kiln_status_message(st) : "kiln_context_free refused");
   kiln_status_free(st);
 }
 
@@ -161,7 +195,7 @@ static int swap_store(kiln_context *ctx, kc_disk *d, kiln_status *st) {
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
   }
   ctx->disk_retired = r;
-  if (d && !rt_quiet()) kc_disk_set_warn(d, rt_cache_backing_warn, NULL);
+  if (d) kc_disk_set_warn(d, rt_cache_backing_warn, &ctx->log);
   kc_disk *old = ctx->disk;
   ctx->disk = d;
   if (rt_context_reattach(ctx) != 0) {
@@ -236,4 +270,23 @@ KILN_API const char *kiln_context_cache_warning(const kiln_context *ctx) {
 
 KILN_API const char *kiln_context_cache_dir(const kiln_context *ctx) {
   return ctx ? kc_disk_dir(ctx->disk) : NULL;
+}
+
+KILN_API int kiln_context_set_trace(kiln_context *ctx, const char *path, kiln_status *st) {
+  if (!ctx) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_set_trace: context is NULL");
+  if (path && !*path)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+                  "kiln_context_set_trace: empty path (NULL stops tracing)");
+  int rc = rt_trace_open(ctx->trace, path, st);
+  int on = rt_trace_on(ctx->trace) ? 1 : 0;
+  int was = atomic_exchange(&ctx->watch_trace, on);
+  atomic_fetch_add(&ctx->watch, on - was);
+  if (rc == 0 && path) rt_logf(&ctx->log, KILN_LOG_INFO, "tracing to %s", path);
+  return rc;
+}
+
+KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st) {
+  if (!ctx)
+    return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_flush_trace: context is NULL");
+  return rt_trace_flush(ctx->trace, st);
 }

@@ -46,14 +46,15 @@ void rt_context_remote_open(kiln_context *ctx) {
     return;
   }
   kiln_status *st = kiln_status_new();
-  ctx->remote = kr_remote_new(url, NULL, st);
+  kr_options o = {.log = &ctx->log};
+  ctx->remote = kr_remote_new(url, &o, st);
   if (!ctx->remote) {
     snprintf(ctx->remote_status, sizeof ctx->remote_status,
              "remote cache unavailable: KILN_CACHE_REMOTE: %s", kiln_status_message(st));
     char w[800];
     snprintf(w, sizeof w, "the remote kernel cache is off: KILN_CACHE_REMOTE: %s",
              kiln_status_message(st));
-    rt_cache_backing_warn(NULL, w);
+    rt_cache_backing_warn(&ctx->log, w);
   } else {
     describe(ctx, "");
     if (rt_context_reattach(ctx) != 0) {
@@ -84,7 +85,7 @@ KILN_API int kiln_context_set_remote_cache(kiln_context *ctx, const char *url, c
                   "kiln_context_set_remote_cache: context is NULL");
   kr_remote *r = NULL;
   if (url) {
-    kr_options o = {.ns = ns, .timeout_ms = timeout_ms};
+    kr_options o = {.ns = ns, .timeout_ms = timeout_ms, .log = &ctx->log};
     if (!(r = kr_remote_new(url, &o, st))) return -1;
   }
   kr_remote **keep = realloc(ctx->remote_retired,

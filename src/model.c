@@ -24,6 +24,7 @@
 #include "capture.h"
 #include "device.h"
 #include "pipeline.h"
+#include "observe.h"
 #include "placement.h"
 #include "plan.h"
 #include "prepack.h"
@@ -350,7 +351,9 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
   /* weights the graph carries (ONNX import): bound by name, the model holding
    * a reference to their memory; kiln_model_bind_weight later overrides */
   if (rt_wsrc_bind(m, g->wsrc, st) < 0) goto fail;
+  if (rt_profile_init(m, st) < 0) goto fail;
   m->compile_ms = rt_now_ms() - t0;
+  rt_observe_compiled(m, t0);
   rt_ok(st);
   return m;
 fail:
@@ -417,6 +420,7 @@ static void host_free(kiln_model *m) {
   free(m->knsyms);
   free(m->kernels);
   free(m->work);
+  rt_profile_free(m);
   free(atomic_load(&m->exec_scratch));
   free(atomic_load(&m->exec_arena));
   free(m->alias);
@@ -686,7 +690,10 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
   if (life_enter(m, "kiln_model_execute", st) < 0) return -1;
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
+  int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
+  if (watch) rt_observe_execute(m, t0, rt_now_ns(), rc); /* observe.c: profile, trace */
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   life_leave(m);
   return rc;

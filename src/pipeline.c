@@ -138,13 +138,27 @@ static int bind_simt(ir_graph *g, rt_target *t, kiln_status *st) {
   return 0;
 }
 
-int rt_pipeline_prepare(ir_graph *g, rt_target *t, const char *filename, kiln_status *st) {
+static int prepare(ir_graph *g, rt_target *t, const char *filename, kiln_status *st) {
   if (t->kind == RT_TARGET_HOST)
     return rt_pipeline_prepare_libs(g, t->ctx, t->ctx ? t->ctx->libs : NULL, filename, st);
   ir_diag d = {0};
   if (ir_graph_verify(g, &d) < 0) return rt_err_diag(st, KILN_ERR_VERIFY, filename, &d);
   if (bind_simt(g, t, st) < 0) return -1;
   return passes(g, t->ctx, false, filename, st);
+}
+
+int rt_pipeline_prepare(ir_graph *g, rt_target *t, const char *filename, kiln_status *st) {
+  rt_trace *tr = t->ctx ? t->ctx->trace : NULL;
+  int64_t t0 = rt_trace_on(tr) ? rt_now_ns() : 0;
+  int rc = prepare(g, t, filename, st);
+  if (rt_trace_on(tr)) {
+    char name[160], esc[128], a[200];
+    snprintf(name, sizeof name, "prepare @%s", g->name ? g->name : "?");
+    snprintf(a, sizeof a, "\"target\":\"%s\",\"nodes\":%d",
+             rt_trace_escape(t->label, esc, sizeof esc), g->nnodes);
+    rt_trace_span(tr, "compile", name, t0, rt_now_ns(), a);
+  }
+  return rc;
 }
 
 /* ---- node i ---- */

@@ -70,6 +70,7 @@
 #include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
@@ -77,6 +78,7 @@
 #include <unistd.h>
 
 #include "pool.h"
+#include "observe.h"
 
 /* A part must be worth about this many cost units (~ns of one core):
  * handing a part to a spinning worker costs well under a microsecond, so
@@ -118,6 +120,8 @@ struct rt_pool {
   _Atomic(jit_kernel_fn) fn;
   _Atomic(void *const *) args;
   _Atomic(const int64_t *) syms;
+  _Atomic(const char *) label; /* the kernel's name while a trace is open, else NULL */
+  rt_trace *trace;             /* the context's (trace.h), borrowed */
   _Atomic uint64_t ticket;     /* gen << 32 | nparts << 16 | next */
   atomic_int pending;          /* parts not finished, part 0 excluded */
   atomic_int status;           /* first nonzero part status */
@@ -204,11 +208,21 @@ static void record_status(rt_pool *p, int32_t rc) {
 /* Claim and run parts of generation g until none is left (or the job
  * changed). fn, args, syms were read after seeing generation g. */
 static void run_parts(rt_pool *p, uint32_t g, jit_kernel_fn fn, void *const *args,
-                      const int64_t *syms) {
+                      const int64_t *syms, const char *label) {
   uint64_t t = atomic_load_explicit(&p->ticket, memory_order_acquire);
   for (;;) {
     if (t_gen(t) != g || t_next(t) >= t_nparts(t)) return;
     if (!atomic_compare_exchange_weak(&p->ticket, &t, t + 1)) continue; /* t reloaded */
+    if (__builtin_expect(label != NULL, 0)) { /* a trace is open: each part on its thread's track */
+      int64_t t0 = rt_now_ns();
+      record_status(p, fn(args, syms, t_next(t), t_nparts(t)));
+      char a[48];
+      snprintf(a, sizeof a, "\"part\":%d,\"parts\":%d", t_next(t), t_nparts(t));
+      rt_trace_span(p->trace, "part", label, t0, rt_now_ns(), a);
+      finish_part(p);
+      t = atomic_load_explicit(&p->ticket, memory_order_acquire);
+      continue;
+    }
     record_status(p, fn(args, syms, t_next(t), t_nparts(t)));
     finish_part(p);
     t = atomic_load_explicit(&p->ticket, memory_order_acquire);
@@ -300,7 +314,8 @@ static void *worker_main(void *arg) {
     jit_kernel_fn fn = atomic_load_explicit(&p->fn, memory_order_relaxed);
     void *const *args = atomic_load_explicit(&p->args, memory_order_relaxed);
     const int64_t *syms = atomic_load_explicit(&p->syms, memory_order_relaxed);
-    run_parts(p, g, fn, args, syms);
+    const char *label = atomic_load_explicit(&p->label, memory_order_relaxed);
+    run_parts(p, g, fn, args, syms, label);
   }
 }
 
@@ -351,6 +366,10 @@ static void start_workers(rt_pool *p) {
     w->pool = p;
     w->seen = p->gen;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) break;
+    char name[32]; /* perf, gdb and traces show it (15 characters at most) */
+    snprintf(name, sizeof name, "kiln-pool-%d", i + 1);
+    name[15] = 0;
+    pthread_setname_np(w->thread, name);
     p->nworkers = i + 1;
   }
   pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -390,6 +409,7 @@ static rt_pool *pool_get(kiln_context *ctx) {
   if (p) return p;
   rt_pool *fresh = pool_new(default_threads());
   if (!fresh) return NULL;
+  fresh->trace = ctx->trace;
   rt_pool *expected = NULL;
   if (__atomic_compare_exchange_n(&ctx->pool, &expected, fresh, false, __ATOMIC_ACQ_REL,
                                   __ATOMIC_ACQUIRE))
@@ -424,7 +444,7 @@ static void wait_parts(rt_pool *p) {
 
 /* Run fn in nparts parts on p (submit held). */
 static int32_t pool_run(rt_pool *p, jit_kernel_fn fn, void *const *args, const int64_t *syms,
-                        int nparts) {
+                        int nparts, const char *label) {
   start_workers(p);
   if (p->nworkers == 0) return fn(args, syms, 0, 1);
   if (p->place) {
@@ -434,6 +454,7 @@ static int32_t pool_run(rt_pool *p, jit_kernel_fn fn, void *const *args, const i
   atomic_store_explicit(&p->fn, fn, memory_order_relaxed);
   atomic_store_explicit(&p->args, args, memory_order_relaxed);
   atomic_store_explicit(&p->syms, syms, memory_order_relaxed);
+  atomic_store_explicit(&p->label, label, memory_order_relaxed);
   atomic_store_explicit(&p->status, 0, memory_order_relaxed);
   atomic_store_explicit(&p->pending, nparts - 1, memory_order_relaxed);
   uint32_t g = ++p->gen;
@@ -442,8 +463,14 @@ static int32_t pool_run(rt_pool *p, jit_kernel_fn fn, void *const *args, const i
   atomic_fetch_add(&p->wake, 1);
   if (atomic_load(&p->sleepers) > 0) /* wake no more sleeping workers than there are parts */
     futex_wake(&p->wake, nparts - 1 < p->nworkers ? nparts - 1 : p->nworkers);
+  int64_t t0 = label ? rt_now_ns() : 0;
   record_status(p, fn(args, syms, 0, nparts));
-  run_parts(p, g, fn, args, syms);
+  if (label) {
+    char a[48];
+    snprintf(a, sizeof a, "\"part\":0,\"parts\":%d", nparts);
+    rt_trace_span(p->trace, "part", label, t0, rt_now_ns(), a);
+  }
+  run_parts(p, g, fn, args, syms, label);
   wait_parts(p);
   return (int32_t)atomic_load_explicit(&p->status, memory_order_acquire);
 }
@@ -531,18 +558,26 @@ static bool streams(const ir_node *n) {
 /* fn in nparts parts on p (the caller included) when p runs several
  * threads and no other job; else whole, as (0, 1), in the caller. */
 static int32_t run_split(rt_pool *p, jit_kernel_fn fn, void *const *args, const int64_t *syms,
-                         int64_t nparts) {
+                         int64_t nparts, const char *label) {
   if (!p || nparts <= 1 || nparts > 0xffff ||
       atomic_load_explicit(&p->nthreads, memory_order_relaxed) <= 1 ||
       pthread_mutex_trylock(&p->submit) != 0)
     return fn(args, syms, 0, 1);
-  int32_t rc = pool_run(p, fn, args, syms, (int)nparts);
+  int32_t rc = pool_run(p, fn, args, syms, (int)nparts, label);
   pthread_mutex_unlock(&p->submit);
   return rc;
 }
 
 int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                        const int64_t *ksyms, const int64_t *gsyms) {
+  if (__builtin_expect(atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0, 0))
+    return rt_observe_kernel(m, node, fn, args, ksyms, gsyms); /* observe.c: times, traces */
+  return rt_kernel_call_labeled(m, node, fn, args, ksyms, gsyms, NULL);
+}
+
+int32_t rt_kernel_call_labeled(const kiln_model *m, int node, jit_kernel_fn fn,
+                               void *const *args, const int64_t *ksyms, const int64_t *gsyms,
+                               const char *label) {
   int64_t work = m->work ? m->work[node] : -1;
   if (work < 0) work = gsyms ? rt_node_work(m->g, m->g->nodes[node], gsyms) : 0;
   if (work < 2 * RT_GRAIN) return fn(args, ksyms, 0, 1);
@@ -556,7 +591,7 @@ int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *co
   int64_t most = (int64_t)nt * (streams(m->g->nodes[node]) ? RT_OVERSPLIT : 1);
   int64_t parts = work / RT_GRAIN;
   if (parts > most) parts = most;
-  return run_split(p, fn, args, ksyms, parts);
+  return run_split(p, fn, args, ksyms, parts, label);
 }
 
 int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus, int n) {
@@ -577,7 +612,7 @@ int rt_pool_placement(const kiln_context *ctx, int *caller_cpu, int *worker_cpus
 }
 
 int32_t rt_pool_run(kiln_context *ctx, jit_kernel_fn fn, void *const *args, int nparts) {
-  int32_t rc = run_split(nparts > 1 ? pool_get(ctx) : NULL, fn, args, NULL, nparts);
+  int32_t rc = run_split(nparts > 1 ? pool_get(ctx) : NULL, fn, args, NULL, nparts, NULL);
   rt_pool_quiet(ctx); /* a job on its own: no other follows it */
   return rc;
 }

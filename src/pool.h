@@ -26,6 +26,12 @@ void rt_pool_free(rt_pool *p);
  * else 0. */
 int32_t rt_kernel_call(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                        const int64_t *ksyms, const int64_t *gsyms);
+/* rt_kernel_call without the watch test (observe.c calls it): label, when
+ * not NULL, names the kernel in the trace's per-part spans (borrowed for
+ * the call). */
+int32_t rt_kernel_call_labeled(const kiln_model *m, int node, jit_kernel_fn fn,
+                               void *const *args, const int64_t *ksyms, const int64_t *gsyms,
+                               const char *label);
 
 /* Work that is not a kernel but splits like one (the kernel ABI, jit.h:
  * the parts 0..nparts-1 of fn together do what fn(args, NULL, 0, 1) does)

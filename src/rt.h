@@ -23,7 +23,9 @@
 #include "ir/shape.h"
 #include "ir/ir.h"
 #include "jit/jit.h"
+#include "log.h"
 #include "name_map.h"
+#include "trace.h"
 
 #define RT_ALIGN 64
 
@@ -76,6 +78,15 @@ struct kiln_context {
   struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
   /* ---- custom kernel libraries (kernel_lib.c); the JIT's resolver points here ---- */
   struct rt_kernel_libs *libs;
+  /* ---- observing (log.c, trace.c, observe.c) ----
+   * watch: nonzero while anything wants each kernel call timed (a trace is
+   * open, the context or a model profiles); rt_kernel_call tests only it.
+   * watch_trace / profile_all: the context's share of it (0 or 1). */
+  rt_log log;
+  rt_trace *trace;
+  atomic_int watch;
+  atomic_int watch_trace;
+  atomic_int profile_all;
   /* ---- lifetime (model.c, context.c) ---- */
   atomic_int models; /* live models made for this context: kiln_context_free refuses while > 0 */
 };
@@ -164,6 +175,8 @@ struct kiln_model {
   _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
   _Atomic(char *) exec_arena;   /* one execute's arena block kept for the next, or NULL */
   struct rt_wsrc *wsrc; /* the graph's weight source, bound at compile; a reference, or NULL */
+  /* ---- profile (observe.c): per-node counters, NULL for device models ---- */
+  struct rt_profile *prof;
   /* ---- lifetime (model.c) ----
    * life counts the executes in flight on m (kiln_model_execute, _capture,
    * _replay, _verify_replay), plus RT_LIFE_FREEING once kiln_model_free

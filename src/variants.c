@@ -33,7 +33,9 @@
  * between kernels and drops its work); rt_variants_free waits on `done_cv`
  * until no job of the model runs, so the thread never touches a freed
  * model. */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -473,6 +475,7 @@ static void *compile_thread(void *arg) {
   /* Best effort: background compiles yield the CPU to requests. */
   (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 #endif
+  pthread_setname_np(pthread_self(), "kiln-compile"); /* its own track in traces, perf, gdb */
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (!s->stop && !s->head) pthread_cond_wait(&s->work_cv, &s->mu);
@@ -502,7 +505,14 @@ static void *compile_thread(void *arg) {
     pthread_mutex_unlock(&vs->lock);
     bool cancelled = atomic_load(&j->cancel) != 0, dropped = have || cancelled;
     if (!dropped) {
+      int64_t t0 = rt_now_ns();
       rt_variant *v = variant_compile(m, j->key, &j->cancel, &cancelled, NULL);
+      if (rt_trace_on(m->ctx->trace)) {
+        char name[160];
+        snprintf(name, sizeof name, "specialize @%s", m->g->name ? m->g->name : "?");
+        rt_trace_span(m->ctx->trace, "specialize", name, t0, rt_now_ns(),
+                      v ? "\"done\":true" : "\"done\":false");
+      }
       if (v) insert(m, v, false);
       else if (cancelled) dropped = true;
       else remember_failed(m, j->key);

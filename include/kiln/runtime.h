@@ -57,6 +57,84 @@ KILN_API const char *kiln_context_target(const kiln_context *ctx);
  * KILN_COUNTER_KERNELS_EVICTED, KILN_COUNTER_CODE_BYTES. */
 KILN_API int kiln_context_set_code_limit(kiln_context *ctx, size_t max_bytes, kiln_status *st);
 
+/* ---- logs ----
+ * One line per event: a kernel compiled (info), loaded from the disk cache
+ * or unloaded (debug), evicted by the code bound (info), a corrupt
+ * disk-cache entry found and removed, a setting that did not work (warn).
+ * Default: KILN_LOG=off|warn|info|debug when the context is created, else
+ * warn (KILN_QUIET=1: off); lines go to stderr as "kiln: warning: ...",
+ * "kiln: info: ...". kiln_context_set_log sends the lines at or above
+ * `level` (KILN_LOG_OFF: none) to fn instead (NULL fn: stderr): fn gets the
+ * line without prefix or newline (borrowed for the call), is called from
+ * whichever thread logs (compile threads included) but never twice at once
+ * for one context, and must not call back into kiln. user is passed as
+ * is. Safe while other threads run on ctx. */
+typedef enum kiln_log_level {
+  KILN_LOG_OFF = 0,
+  KILN_LOG_WARN = 1,
+  KILN_LOG_INFO = 2,
+  KILN_LOG_DEBUG = 3,
+} kiln_log_level;
+typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *line);
+KILN_API int kiln_context_set_log(kiln_context *ctx, kiln_log_fn fn, void *user,
+                                  kiln_log_level level, kiln_status *st);
+KILN_API kiln_log_level kiln_context_log_level(const kiln_context *ctx);
+
+/* ---- traces ----
+ * Chrome trace-event JSON (Perfetto and chrome://tracing open it): compile
+ * phases per kernel (prepare, lower, O3, codegen, load, disk read), the
+ * background compile thread on its own track, each execute and each kernel
+ * it ran (split kernels: each part on its pool worker's track), cache hits
+ * and misses as instant events. kiln_context_set_trace starts writing to
+ * path (created or truncated; NULL stops and closes the current trace);
+ * KILN_TRACE=path does the same when the context is created (one file per
+ * context: a second context opening the same path truncates it). Events are
+ * buffered (at most 1 MiB) and written when the buffer fills, on
+ * kiln_context_flush_trace, when tracing stops and when the context is
+ * freed. After each write the file is a complete JSON array, so a process
+ * that exits without freeing its context loses only the events since the
+ * last write. With tracing off an execute pays one predictable branch per
+ * kernel. Thread-safe. */
+KILN_API int kiln_context_set_trace(kiln_context *ctx, const char *path, kiln_status *st);
+KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
+/* Profilers: with KILN_PERF=1 in the environment when a context is
+ * created, each kernel it loads (and the prebuilt GEMM's functions) gets a
+ * line in /tmp/perf-PID.map (perf's convention for JIT code) naming it by
+ * its ops and shape, "kiln mo.add+mo.relu [d0, 128] f32 kiln_k_<hex>", so
+ * `perf report` shows those names instead of [JIT] tid. The file is left
+ * for perf after the process exits. The same switch registers each loaded
+ * object with debuggers (gdb's JIT interface), so gdb's backtraces and
+ * `info functions kiln_k_` name kernels. */
+
+/* ---- profiles ----
+ * Per-kernel times of a model's executes. kiln_model_set_profile(m, 1)
+ * starts counting m's kernel calls (from zero; 0 stops, keeping the
+ * counts); kiln_context_set_profile does it for every model of ctx, those
+ * compiled later included. kiln_model_profile returns a snapshot owned by
+ * the caller (kiln_profile_free), one row per kernel node of m in graph
+ * order; rows and their strings are owned by the snapshot. NULL with st on
+ * error. A profiled kernel call costs two clock reads. */
+KILN_API int kiln_context_set_profile(kiln_context *ctx, int on, kiln_status *st);
+typedef struct kiln_profile kiln_profile;
+typedef struct kiln_profile_row {
+  int node;          /* the node's index in the compiled (fused) graph */
+  const char *kernel;/* "mo.matmul", or a fused group "mo.add+mo.relu" */
+  const char *shape; /* its first result's type as compiled: "[batch, 128] f32" */
+  uint64_t calls;
+  double total_ms, mean_ms;
+  double share;      /* of the total of every row's total_ms, 0..1 */
+  double gflop;      /* floating-point operations over all calls, 1e9 (0: not counted) */
+  double gbyte;      /* bytes of its operands and results over all calls, 1e9 */
+} kiln_profile_row;
+KILN_API kiln_profile *kiln_model_profile(const kiln_model *m, kiln_status *st);
+KILN_API void kiln_profile_free(kiln_profile *p);
+KILN_API int kiln_profile_num_rows(const kiln_profile *p); /* -1 for NULL */
+KILN_API const kiln_profile_row *kiln_profile_row_at(const kiln_profile *p, int i); /* owned by p */
+/* Executes of the model counted, and their wall time (kiln_model_execute
+ * from entry to return). */
+KILN_API uint64_t kiln_profile_executes(const kiln_profile *p);
+KILN_API double kiln_profile_execute_ms(const kiln_profile *p);
+
 /* ---- threads ----
  * A context splits big kernels across a persistent pool of threads (the
  * calling thread plus n - 1 workers, started on first use, never per call).
@@ -105,6 +183,8 @@ KILN_API kiln_model *kiln_model_compile(kiln_context *ctx, const kiln_graph *g, 
  * specializing) must not run concurrently with the free. */
 KILN_API void kiln_model_free(kiln_model *m);
 KILN_API double kiln_model_compile_ms(const kiln_model *m); /* wall time of kiln_model_compile */
+/* Count m's kernel times (1) or stop (0); see kiln_model_profile. */
+KILN_API int kiln_model_set_profile(kiln_model *m, int on, kiln_status *st);
 
 /* Inputs and outputs: names (argument_names / result_names, else the SSA
  * name), dtypes, ranks and dims. A dim is given as text ("batch", "784") and,

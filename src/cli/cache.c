@@ -32,6 +32,7 @@
 #include "../rt.h"
 #include "cache_cli.h"
 #include "cli.h"
+#include "progress.h"
 
 /* ---- small helpers ---- */
 
@@ -879,23 +880,6 @@ static void warm_put(void *ud, const kc_key *key, const rt_key_parts *parts, con
   kiln_status_free(st);
 }
 
-/* The bar, done/total, the estimated time left from the rate so far (t0:
- * when the first item started) and what is being done. */
-static void progress(int done, int total, double t0, const char *what) {
-  const int width = 30;
-  int fill = total ? done * width / total : width;
-  printf("\r\033[K[");
-  for (int i = 0; i < width; i++) putchar(i < fill ? '#' : '.');
-  printf("] %d/%d", done, total);
-  if (done > 0 && done < total) {
-    double left = (rt_now_ms() - t0) / done * (total - done) / 1000;
-    if (left < 100) printf(" ETA %.0fs", left + 0.5);
-    else printf(" ETA %dm%02ds", (int)(left / 60), (int)left % 60);
-  }
-  printf(" %s", what);
-  fflush(stdout);
-}
-
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
   kr_remote *remote = NULL;
   if (o->remote && !(remote = cli_remote_open(o, "warm"))) return CLI_ERR;
@@ -915,7 +899,9 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     kr_remote_free(remote);
     return rc;
   }
-  bool tty = isatty(1);
+  cli_progress bar; /* drawn on a terminal; plain lines otherwise (progress.h) */
+  cli_progress_start(&bar, stdout, j.nk);
+  bool tty = bar.tty;
   warm_sink sink = {.d = d, .r = remote};
   rt_cache_mem *mem = rt_context_cache(j.ctx);
   rt_cache_backing b = {&sink, NULL, warm_put};
@@ -935,7 +921,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
   printf(")\n");
   for (int i = 0; i < j.nk && rc == 0; i++) {
     kernel_info *k = &j.k[i];
-    if (tty) progress(i, j.nk, t0, k->desc);
+    cli_progress_at(&bar, i, k->desc);
     bool seen = false;
     for (int p = 0; p < i && !seen; p++) seen = j.k[p].key.lo == k->key.lo && j.k[p].key.hi == k->key.hi;
     if (seen) {
@@ -967,7 +953,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     jit_kernel_fn fn = NULL;
     char err[1024] = "";
     if (rt_cache_mem_get(mem, k->text, &e, &fn, err, sizeof err) < 0) {
-      if (tty) printf("\r\033[K");
+      cli_progress_clear(&bar);
       fprintf(stderr, "kiln cache warm: graph @%s, %s: %s\n", j.ir->name, k->desc, err);
       rc = CLI_ERR;
       break;
@@ -976,10 +962,8 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     compiled++;
     if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, rt_now_ms() - c0);
   }
-  if (tty) {
-    progress(j.nk, j.nk, t0, "done");
-    printf("\n");
-  }
+  if (rc == 0) cli_progress_end(&bar);
+  else cli_progress_clear(&bar);
   kc_disk_stats s1 = {0};
   if (rc == 0 && !remote && kc_disk_stats_get(d, &s1, j.st) < 0) rc = fail_st("warm", j.st);
   if (rc == 0) {

@@ -1,9 +1,12 @@
-/* check.c - `kiln check GRAPH.mlir`: parse + verify, print canonical IR.
- * Errors print the status message ("FILE:LINE:COL: message") and exit 1. */
+/* check.c - `kiln check GRAPH.mlir [--dot F]`: parse + verify, print
+ * canonical IR; --dot also writes the graph before and after fusion as
+ * Graphviz DOT (dot.c). Errors print the status message
+ * ("FILE:LINE:COL: message") and exit 1. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "cli_dot.h"
 
 /* All of stdin, malloc'd; NULL on failure. */
 static char *read_stdin(size_t *len) {
@@ -29,6 +32,16 @@ static char *read_stdin(size_t *len) {
 }
 
 int cli_check(int argc, char **argv) {
+  const char *dot = NULL;
+  if (argc == 4 && strcmp(argv[2], "--dot") == 0) {
+    dot = argv[3];
+    argc = 2;
+  } else if (argc == 4 && strcmp(argv[1], "--dot") == 0) {
+    dot = argv[2];
+    argv[2] = argv[3];
+    argv++;
+    argc = 2;
+  }
   if (argc != 2 || (argv[1][0] == '-' && argv[1][1] != 0)) {
     if (argc >= 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
       cli_usage_check(stdout);
@@ -54,6 +67,10 @@ int cli_check(int argc, char **argv) {
   }
   char *out = g ? kiln_graph_print(g, st) : NULL;
   int rc = CLI_ERR;
+  if (out && dot && cli_write_dot(dot, g, st) < 0) {
+    free(out);
+    out = NULL;
+  }
   if (out) {
     fputs(out, stdout);
     size_t n = strlen(out);

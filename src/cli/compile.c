@@ -26,9 +26,11 @@
 #include "../pipeline.h"
 #include "../simt_mathlib.h"
 #include "cli.h"
+#include "cli_dot.h"
 
 typedef struct compile_opts {
   const char *graph, *target, *emit, *out;
+  const char *dot; /* --dot FILE: the graph before and after fusion (dot.c) */
   char **dim_names;
   int64_t *dim_values;
   int ndims;
@@ -47,6 +49,8 @@ void cli_usage_compile(FILE *out) {
           "  -o FILE       where to write (default stdout; binary kinds need a file;\n"
           "                obj for host writes one FILE-<kernel>.o per kernel)\n"
           "  --dim SYM=V   bind a symbolic dim: specialized kernels (repeatable)\n"
+          "  --dot FILE    also write the graph before and after fusion as Graphviz DOT\n"
+          "                (fused groups as clusters, shapes on edges)\n"
           "  --kernels FILE  a kernel library (.c, .ll, .bc) for the graph's custom ops\n"
           "                (KILN_SIMT_KERNELs; SIMT targets only; repeatable)\n");
 }
@@ -65,6 +69,7 @@ static int parse_opts(int argc, char **argv, compile_opts *o) {
     const char **slot = strcmp(a, "--target") == 0 ? &o->target
                         : strcmp(a, "--emit") == 0 ? &o->emit
                         : strcmp(a, "-o") == 0     ? &o->out
+                        : strcmp(a, "--dot") == 0  ? &o->dot
                                                    : NULL;
     if (slot) {
       if (i + 1 >= argc) return usage_err("%s needs a value", a);
@@ -288,7 +293,7 @@ int cli_compile(int argc, char **argv) {
     goto done;
   }
   kg = kiln_graph_load(o.graph, st);
-  if (!kg || kiln_graph_verify(kg, st) < 0) {
+  if (!kg || kiln_graph_verify(kg, st) < 0 || (o.dot && cli_write_dot(o.dot, kg, st) < 0)) {
     fprintf(stderr, "%s\n", kiln_status_message(st));
     rc = CLI_ERR;
     goto done;

@@ -28,11 +28,13 @@ void cli_usage(FILE *out) {
 
 void cli_usage_check(FILE *out) {
   fprintf(out,
-          "usage: kiln check GRAPH.mlir\n"
+          "usage: kiln check GRAPH.mlir [--dot FILE]\n"
           "\n"
           "Parse and verify GRAPH.mlir ('-' reads standard input) and print its\n"
           "canonical text. On bad input prints FILE:LINE:COL: message on stderr and\n"
-          "exits 1.\n");
+          "exits 1. --dot FILE also writes the graph before and after fusion (as\n"
+          "prepared for the host) as Graphviz DOT: fused groups as clusters, each\n"
+          "edge labelled with its value's shape (render: dot -Tsvg FILE -o g.svg).\n");
 }
 
 void cli_usage_run(FILE *out) {
@@ -56,6 +58,12 @@ void cli_usage_run(FILE *out) {
           "  --repeat N                  run N times; print median, min and max time\n"
           "  --stats                     print compile and execute time, cache and\n"
           "                              specialization counters\n"
+          "  --profile                   print a table per kernel: calls, total and mean\n"
+          "                              time, share, GFLOP/s or GB/s beside the\n"
+          "                              machine's peaks (measured at the end of the run)\n"
+          "  --trace FILE                write a Chrome trace-event JSON of compiles,\n"
+          "                              executes and kernels (Perfetto opens it; also\n"
+          "                              KILN_TRACE=FILE)\n"
           "  --specialize POLICY         shape-specialized variants (default async, or\n"
           "                              KILN_SPECIALIZE): off never; sync compiles one\n"
           "                              per new binding before the call returns; async\n"

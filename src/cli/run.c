@@ -27,6 +27,7 @@
 #include "kiln/custom.h"
 #include "kiln/device.h"
 #include "cli.h"
+#include "cli_profile.h"
 
 typedef struct named {
   char *name;
@@ -40,7 +41,8 @@ typedef struct run_opts {
   const char **weights;
   const char **kernels; /* --kernels FILE.c|.ll|.bc, in order */
   int ninputs, ndims, nweights, nbuckets, nkernels;
-  bool random, stats;
+  bool random, stats, profile; /* --profile: the per-kernel table (profile.c) */
+  const char *trace;           /* --trace FILE: Chrome trace-event JSON */
   int specialize; /* kiln_specialize_policy, -1: not given (the context's) */
   long repeat;
   uint64_t seed;
@@ -167,6 +169,11 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
       o->random = true;
     } else if (strcmp(argv[i], "--stats") == 0) {
       o->stats = true;
+    } else if (strcmp(argv[i], "--profile") == 0) {
+      o->profile = true;
+    } else if ((r = opt_value(argc, argv, &i, "--trace", &v))) {
+      if (r < 0) return -1;
+      o->trace = v;
     } else if (argv[i][0] == '-' && argv[i][1] != 0) {
       fprintf(stderr, "kiln run: unknown option '%s'\n", argv[i]);
       return -1;
@@ -583,6 +590,7 @@ static int execute_once(run_state *s) {
 static int run(run_state *s, const run_opts *o) {
   if (!(s->g = cli_load_graph(o->graph, s->st))) return fail_st(s);
   if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
+  if (o->trace && kiln_context_set_trace(s->ctx, o->trace, s->st) < 0) return fail_st(s);
   if (o->threads >= 0 && kiln_context_set_num_threads(s->ctx, o->threads, s->st) < 0)
     return fail_st(s);
   for (int i = 0; i < o->nkernels; i++)
@@ -608,6 +616,7 @@ static int run(run_state *s, const run_opts *o) {
     return -1;
   if (set_buckets(s, o) < 0) return -1;
   if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
+  if (o->profile && kiln_model_set_profile(s->m, 1, s->st) < 0) return fail_st(s);
   for (long r = 0; r < o->repeat; r++) {
     double t0 = rt_now_ms();
     if (execute_once(s) < 0) return -1;
@@ -666,6 +675,7 @@ static int run(run_state *s, const run_opts *o) {
     }
     print_spec_stats(s, o);
   }
+  if (o->profile && cli_print_profile(stdout, s->ctx, s->m, s->st) < 0) return fail_st(s);
   if (o->repeat > 1) {
     qsort(s->times, (size_t)o->repeat, sizeof *s->times, cmp_double);
     long n = o->repeat;

@@ -9,7 +9,9 @@
  * THREADS threads execute them (even threads the first, odd the second) over
  * changing shapes, each result checked exactly against C (y = relu(2x + 1),
  * row sums of y: small integers, exact in f32), and one thread compiles and
- * frees models of the same graph.
+ * frees models of the same graph, turning the context's profile on and off.
+ * Throughout, the context writes a trace, logs at debug level to a
+ * callback and model 0 counts its profile (observe.c, trace.c, log.c).
  * Exit 0 when every result was right; TSan's own exit code otherwise (run.sh
  * sets halt_on_error). usage: tsan_stress [SECONDS (10)] */
 #include <kiln/kiln.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define THREADS 4
 
@@ -39,7 +42,14 @@ static const char *GRAPH =
 static kiln_context *ctx;
 static kiln_graph *graph;
 static kiln_model *models[2];
-static atomic_int failures, executes, compiles;
+static atomic_int failures, executes, compiles, log_lines;
+
+static void count_line(void *user, kiln_log_level level, const char *line) {
+  (void)user;
+  (void)level;
+  (void)line;
+  atomic_fetch_add(&log_lines, 1);
+}
 static double deadline;
 
 static double now(void) {
@@ -104,7 +114,7 @@ static void *compiler(void *arg) {
       break;
     }
     kiln_model_free(m);
-    atomic_fetch_add(&compiles, 1);
+    kiln_context_set_profile(ctx, atomic_fetch_add(&compiles, 1) % 2 == 0, st);
   }
   kiln_status_free(st);
   return NULL;
@@ -113,16 +123,21 @@ static void *compiler(void *arg) {
 int main(int argc, char **argv) {
   double secs = argc > 1 ? atof(argv[1]) : 10;
   kiln_status *st = kiln_status_new();
+  char trace[64];
+  snprintf(trace, sizeof trace, "/tmp/kiln_tsan_trace_%d.json", (int)getpid());
   if (!(ctx = kiln_context_new(st)) || kiln_context_set_cache_dir(ctx, NULL, 0, st) < 0 ||
       kiln_context_set_num_threads(ctx, 2, st) < 0 ||
       kiln_context_set_specialize(ctx, KILN_SPECIALIZE_ASYNC, st) < 0 ||
       kiln_context_set_specialize_hot(ctx, 1, st) < 0 ||
       kiln_context_set_code_limit(ctx, 0, st) < 0 ||
+      kiln_context_set_log(ctx, count_line, NULL, KILN_LOG_DEBUG, st) < 0 ||
+      kiln_context_set_trace(ctx, trace, st) < 0 ||
       !(graph = kiln_graph_parse(GRAPH, strlen(GRAPH), "stress", st)) ||
       !(models[0] = kiln_model_compile(ctx, graph, st)) ||
       !(models[1] = kiln_model_compile(ctx, graph, st)) ||
       kiln_model_set_specialize(models[1], KILN_SPECIALIZE_SYNC, st) < 0 ||
-      kiln_model_set_max_variants(models[1], 2, st) < 0) {
+      kiln_model_set_max_variants(models[1], 2, st) < 0 ||
+      kiln_model_set_profile(models[0], 1, st) < 0) {
     fprintf(stderr, "tsan_stress: setup: %s\n", kiln_status_message(st));
     return 1;
   }
@@ -138,10 +153,16 @@ int main(int argc, char **argv) {
          kiln_model_counter(models[1], KILN_COUNTER_VARIANTS_BUILT),
          kiln_model_counter(models[1], KILN_COUNTER_VARIANTS_EVICTED),
          kiln_context_counter(ctx, KILN_COUNTER_KERNELS_EVICTED), atomic_load(&failures));
+  kiln_profile *prof = kiln_model_profile(models[0], st);
+  printf("tsan_stress: model 0 profiled %llu executes; %d log lines\n",
+         (unsigned long long)kiln_profile_executes(prof), atomic_load(&log_lines));
+  if (!prof || kiln_profile_executes(prof) == 0) atomic_fetch_add(&failures, 1);
+  kiln_profile_free(prof);
   kiln_model_free(models[0]);
   kiln_model_free(models[1]);
   kiln_graph_free(graph);
   kiln_context_free(ctx);
   kiln_status_free(st);
+  unlink(trace);
   return atomic_load(&failures) ? 1 : 0;
 }
