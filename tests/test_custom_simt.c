@@ -25,6 +25,7 @@
 #include "kiln/kiln.h"
 #include "src/kernel_lib.h"
 #include "src/rt.h"
+#include "support/note.h"
 
 #define T(r) "!mo.tensor<[" r "], f32>"
 
@@ -377,7 +378,7 @@ Test(custom_simt, ptx_for_sm_80_assembles) {
            "-o %s", EXAMPLE, EXAMPLE, ptx);
   cr_assert_eq(cli(args, out, sizeof out), 0, "%s", out);
   if (!on_path("ptxas")) {
-    cr_log_warn("ptxas not on PATH: assembling the custom kernels' PTX skipped");
+    test_note("ptxas not on PATH: assembling the custom kernels' PTX skipped");
     return;
   }
   snprintf(args, sizeof args, "ptxas -arch=sm_80 %s -o /dev/null 2>&1", ptx);
@@ -392,7 +393,7 @@ Test(custom_simt, amdgpu_code_object) {
            "%srms_norm_simt.c -o %s", EXAMPLE, EXAMPLE, co);
   cr_assert_eq(cli(args, out, sizeof out), 0, "%s", out);
   if (!on_path("llvm-readelf-19")) {
-    cr_log_warn("llvm-readelf-19 not on PATH: checking the code object skipped");
+    test_note("llvm-readelf-19 not on PATH: checking the code object skipped");
     return;
   }
   snprintf(args, sizeof args, "llvm-readelf-19 -h -s %s", co);
@@ -512,14 +513,14 @@ Test(custom_simt, elementwise_kernel_ptx_and_amdgpu) {
     snprintf(args, sizeof args, "ptxas -arch=sm_80 %s -o /dev/null 2>&1", ptx);
     cr_expect_eq(system(args), 0, "ptxas rejected %s", ptx);
   } else {
-    cr_log_warn("ptxas not on PATH: assembling the elementwise kernel's PTX skipped");
+    test_note("ptxas not on PATH: assembling the elementwise kernel's PTX skipped");
   }
   const char *co = in_dir("ew.hsaco");
   snprintf(args, sizeof args, "compile %s --target gfx90a --emit hsaco --kernels %s -o %s", gpath,
            lpath, co);
   cr_assert_eq(cli(args, out, sizeof out), 0, "%s", out);
   if (!on_path("llvm-readelf-19")) {
-    cr_log_warn("llvm-readelf-19 not on PATH: checking the code object skipped");
+    test_note("llvm-readelf-19 not on PATH: checking the code object skipped");
     return;
   }
   snprintf(args, sizeof args, "llvm-readelf-19 -h -s %s", co);

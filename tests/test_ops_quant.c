@@ -17,6 +17,7 @@
 #include "kiln/kiln.h"
 #include "src/io.h"
 #include "support/oracle.h"
+#include "support/under_test.h"
 
 static const char *const ENC[] = {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k"};
 
@@ -47,7 +48,16 @@ static void dequantize_text(char *buf, size_t cap, const char *enc, int64_t bloc
  * most 10 (|d| < 2^-4), so sums of K products stay far from overflow. */
 static const oracle_gen GENS[] = {{ORACLE_GEN_UNIFORM, -3, 3, 0}, {ORACLE_GEN_UNIFORM, 0, 40, 0}};
 
+/* mo.qmatmul and mo.dequantize have no SIMT lowering (a device refuses them
+ * by name): the tests that compile through under_test.h skip under
+ * KILN_TEST_DEVICE (tools/gpu_check.sh). */
+static void cpu_only(void) {
+  if (under_test_device())
+    cr_skip_test("mo.qmatmul / mo.dequantize have no SIMT lowering (%s)", under_test_device());
+}
+
 Test(qmatmul, every_encoding_against_the_interpreter) {
+  cpu_only();
   static const char *const bindings = "m=1,n=1;m=1,n=300;m=3,n=17;m=4,n=64;m=9,n=33;m=0,n=5";
   for (int e = 0; e < 5; e++) {
     int64_t ks[] = {QB_ELEMS(qb_from_name(ENC[e])), 512};
@@ -65,6 +75,7 @@ Test(qmatmul, every_encoding_against_the_interpreter) {
 }
 
 Test(dequantize, every_encoding_against_the_interpreter_exactly) {
+  cpu_only();
   for (int e = 0; e < 5; e++) {
     char text[2048], label[64];
     dequantize_text(text, sizeof text, ENC[e], 3);
@@ -184,6 +195,7 @@ Test(quant_errors, wrong_dtypes) {
 }
 
 Test(quant_errors, max_spelling_of_the_encoding_is_accepted) {
+  cpu_only();
   kiln_code code;
   char msg[1024];
   cr_expect_eq(oracle_compile_only(QM("256", "144", "Q4_K", "f32", "ui8"), &code, msg,
@@ -192,6 +204,7 @@ Test(quant_errors, max_spelling_of_the_encoding_is_accepted) {
 
 /* A symbolic K is checked when the graph runs: the blocks decide K. */
 Test(quant_errors, symbolic_k_is_checked_at_run_time) {
+  cpu_only();
   static const char text[] =
       "mo.graph @g<k>(%a: !mo.tensor<[2, k], f32>, %w: !mo.tensor<[3, 18], ui8>) -> "
       "(!mo.tensor<[2, 3], f32>) {\n"

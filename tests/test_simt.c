@@ -21,6 +21,7 @@
 #include "kiln/kiln.h"
 #include "src/device.h"
 #include "src/simt_mathlib.h"
+#include "support/note.h"
 
 #define BLOCK 128
 
@@ -256,7 +257,7 @@ static void check_ptx(const char *arch) {
   snprintf(target, sizeof target, ".target %s", arch);
   cr_expect(strstr(ptx, target), "no '%s'", target);
   if (!on_path("ptxas")) {
-    cr_log_warn("ptxas not on PATH: assembling the %s PTX skipped", arch);
+    test_note("ptxas not on PATH: assembling the %s PTX skipped", arch);
     free(ptx);
     return;
   }
@@ -312,7 +313,7 @@ static void check_amdgpu(const char *arch) {
   }
   cr_expect_eq(undefined, 0, "%s: %d undefined symbols in the object", arch, undefined);
   if (!on_path("ld.lld-19")) {
-    cr_log_warn("ld.lld-19 not on PATH: linking the %s code object skipped", arch);
+    test_note("ld.lld-19 not on PATH: linking the %s code object skipped", arch);
     free(obj);
     return;
   }

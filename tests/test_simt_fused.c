@@ -28,6 +28,7 @@
 #include "src/device.h"
 #include "src/simt_mathlib.h"
 #include "support/simt_check.h"
+#include "support/note.h"
 
 #define T(dims, dt) "!mo.tensor<[" dims "], " dt ">"
 
@@ -74,7 +75,7 @@ static void check_gpu_code(const ir_graph *g, const ir_node *n, const char *name
   void *p = simt_emit_node(g, n, &ptx, name, &len, err, sizeof err);
   cr_expect_not_null(p, "sm_80 %s: %s", name, err);
   const char *ptxas = find_ptxas();
-  if (p && !ptxas) cr_log_warn("ptxas not found: assembling the sm_80 PTX of %s skipped", name);
+  if (p && !ptxas) test_note("ptxas not found: assembling the sm_80 PTX of %s skipped", name);
   if (p && ptxas) {
     char path[] = "/tmp/kiln-simt-fused-XXXXXX.ptx";
     int fd = mkstemps(path, 4);
@@ -89,7 +90,7 @@ static void check_gpu_code(const ir_graph *g, const ir_node *n, const char *name
   free(p);
   p = simt_emit_node(g, n, &amd, name, &len, err, sizeof err);
   if (!p && strstr(err, "ocml") && strstr(err, "not found"))
-    cr_log_warn("ROCm's ocml not found: the gfx90a code of %s skipped", name);
+    test_note("ROCm's ocml not found: the gfx90a code of %s skipped", name);
   else
     cr_expect_not_null(p, "gfx90a %s: %s", name, err);
   free(p);

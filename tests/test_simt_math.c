@@ -32,6 +32,7 @@
 #include "ir/ir.h"
 #include "jit/simt.h"
 #include "src/simt_mathlib.h"
+#include "support/note.h"
 
 #define EF_MACH_MASK 0x0ff /* EF_AMDGPU_MACH */
 #define EF_MACH_GFX90A 0x03f
@@ -62,7 +63,7 @@ static const char *ocml_file(void) {
 
 static void need_ocml(void) {
   if (ocml_file()) return;
-  cr_log_warn("ROCm's ocml.bc not found (install rocm-device-libs or set KILN_OCML): "
+  test_note("ROCm's ocml.bc not found (install rocm-device-libs or set KILN_OCML): "
               "AMDGPU device math not tested");
   cr_skip_test("ROCm's ocml.bc not found (install rocm-device-libs or set KILN_OCML)");
 }
@@ -272,7 +273,7 @@ static const math_graph GRAPHS[] = {
 static void check_arch(const char *arch) {
   need_ocml();
   bool lld = have_lld();
-  if (!lld) cr_log_warn("ld.lld-19 not on PATH: linking the %s code objects skipped", arch);
+  if (!lld) test_note("ld.lld-19 not on PATH: linking the %s code objects skipped", arch);
   for (size_t i = 0; i < NGRAPHS; i++) {
     check_object(GRAPHS[i].label, GRAPHS[i].text, arch, NULL, lld);
     check_object(GRAPHS[i].label, GRAPHS[i].text, arch, GRAPHS[i].syms, false);

@@ -226,6 +226,24 @@ fail:
   return NULL;
 }
 
+/* The results of the op whose first result is v, as a list of Values. */
+static PyObject *results_list(PyObject *self, kiln_value *v) {
+  PyObject *list = PyList_New(0);
+  if (!list) return NULL;
+  for (int i = 0;; i++) {
+    kiln_value *r = kiln_value_result(v, i);
+    if (!r) break;
+    PyObject *w = value_wrap(self, r);
+    if (!w || PyList_Append(list, w) < 0) {
+      Py_XDECREF(w);
+      Py_DECREF(list);
+      return NULL;
+    }
+    Py_DECREF(w);
+  }
+  return list;
+}
+
 /* add_op(op, operands, attrs=None, result_types=None) -> list of Values
  * (every result of the op: one for most, several for mo.split). result_types:
  * None, one type's text, or a sequence of them (one per result). */
@@ -273,38 +291,7 @@ static PyObject *graph_add_op(PyObject *self, PyObject *args) {
     return NULL;
   }
   kiln_status_free(st);
-  PyObject *list = PyList_New(0);
-  if (!list) return NULL;
-  for (int i = 0;; i++) {
-    kiln_value *r = kiln_value_result(v, i);
-    if (!r) break;
-    PyObject *w = value_wrap(self, r);
-    if (!w || PyList_Append(list, w) < 0) {
-      Py_XDECREF(w);
-      Py_DECREF(list);
-      return NULL;
-    }
-    Py_DECREF(w);
-  }
-  return list;
-}
-
-/* The results of the op whose first result is v, as a list of Values. */
-static PyObject *results_list(PyObject *self, kiln_value *v) {
-  PyObject *list = PyList_New(0);
-  if (!list) return NULL;
-  for (int i = 0;; i++) {
-    kiln_value *r = kiln_value_result(v, i);
-    if (!r) break;
-    PyObject *w = value_wrap(self, r);
-    if (!w || PyList_Append(list, w) < 0) {
-      Py_XDECREF(w);
-      Py_DECREF(list);
-      return NULL;
-    }
-    Py_DECREF(w);
-  }
-  return list;
+  return results_list(self, v);
 }
 
 /* add_region_op(op, operands, (region, region), result_types): mo.if /

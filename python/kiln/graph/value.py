@@ -38,11 +38,10 @@ class Value:
         return self
 
 
-class TensorValue(Value):
-    """A tensor value of a graph (made by ops and ``graph.inputs``)."""
+class _ShapedValue(Value):
+    """What tensors and buffers share: a graph, a dtype, dims and a device."""
 
     __slots__ = ("_graph", "_v")
-    __array_priority__ = 1000  # numpy defers `ndarray + value` to us
 
     def __init__(self, graph: "Graph", v: Any) -> None:
         self._graph = graph
@@ -70,10 +69,17 @@ class TensorValue(Value):
 
     @property
     def device(self) -> DeviceRef:
-        """Where the value lives as the graph types it (``.to(DeviceRef.GPU())``
-        moves it)."""
+        """Where the value lives as the graph types it (a tensor's ``.to(DeviceRef.GPU())``
+        moves it; buffers live on the host: they run on the CPU runtime)."""
         gpu = self._v.gpu
         return DeviceRef.GPU(gpu) if gpu >= 0 else DeviceRef.CPU()
+
+
+class TensorValue(_ShapedValue):
+    """A tensor value of a graph (made by ops and ``graph.inputs``)."""
+
+    __slots__ = ()
+    __array_priority__ = 1000  # numpy defers `ndarray + value` to us
 
     @property
     def type(self) -> TensorType:
@@ -205,46 +211,19 @@ def _ops():
     return ops
 
 
-class BufferValue(Value):
+class BufferValue(_ShapedValue):
     """A mutable buffer of a graph (``max.graph.BufferValue``): a graph input
     of a BufferType (the caller's array, changed in place) or
     ``ops.buffer_create``'s. Read it with ``ops.buffer_load`` (a copy) and
     write it with ``ops.buffer_store`` / ``ops.buffer_store_slice``; the graph's
     chain orders them."""
 
-    __slots__ = ("_graph", "_v")
+    __slots__ = ()
 
     def __init__(self, graph: "Graph", v: Any) -> None:
         if getattr(v, "kind", "buffer") != "buffer":
             raise TypeError(f"a BufferValue needs a buffer, got a {v.kind}")
-        self._graph = graph
-        self._v = v
-
-    @property
-    def graph(self) -> "Graph":
-        """The graph the value belongs to."""
-        return self._graph
-
-    @property
-    def dtype(self) -> DType:
-        """The element type."""
-        return DType._from_kiln(self._v.dtype)
-
-    @property
-    def shape(self) -> Shape:
-        """The dims."""
-        return Shape(self._v.dims)
-
-    @property
-    def rank(self) -> int:
-        """Number of dims."""
-        return len(self._v.dims)
-
-    @property
-    def device(self) -> DeviceRef:
-        """Where the buffer lives (the host: buffers run on the CPU runtime)."""
-        gpu = self._v.gpu
-        return DeviceRef.GPU(gpu) if gpu >= 0 else DeviceRef.CPU()
+        super().__init__(graph, v)
 
     @property
     def type(self) -> BufferType:
