@@ -146,13 +146,13 @@ int ox_op_Constant(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
     int64_t len = one ? 1 : (int64_t)a->n_floats;
     if (!(t = rt_tensor_alloc(KILN_FLOAT32, one ? 0 : 1, &len, x->st))) return -1;
     if (one) ((float *)t->data)[0] = a->f;
-    else memcpy(t->data, a->floats, (size_t)len * sizeof(float));
+    else if (len) memcpy(t->data, a->floats, (size_t)len * sizeof(float));
   } else if ((a = ox_attr(n, "value_int")) || (a = ox_attr(n, "value_ints"))) {
     bool one = a->has_i;
     int64_t len = one ? 1 : (int64_t)a->n_ints;
     if (!(t = rt_tensor_alloc(KILN_INT64, one ? 0 : 1, &len, x->st))) return -1;
     if (one) ((int64_t *)t->data)[0] = a->i;
-    else memcpy(t->data, a->ints, (size_t)len * sizeof(int64_t));
+    else if (len) memcpy(t->data, a->ints, (size_t)len * sizeof(int64_t));
   } else {
     return ox_unsupported(x, n, "a Constant without a numeric value (sparse or string)");
   }

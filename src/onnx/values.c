@@ -217,7 +217,7 @@ const char *ox_attr_string(const Onnx__NodeProto *n, const char *name, const cha
   const Onnx__AttributeProto *a = ox_attr(n, name);
   if (!a || !a->has_s) return dflt;
   size_t len = a->s.len < cap - 1 ? a->s.len : cap - 1;
-  memcpy(buf, a->s.data, len);
+  if (len) memcpy(buf, a->s.data, len); /* an empty string may have no data */
   buf[len] = 0;
   return buf;
 }

@@ -2,7 +2,8 @@
 # run.sh - build kiln's libFuzzer targets with clang-19 (AddressSanitizer and
 # UndefinedBehaviorSanitizer) and run each for a while from its seeds:
 #   onnx         the ONNX reader: ONNX's node test models and tensors
-#                (libonnx-testdata), the models under tests/onnx/
+#                (libonnx-testdata), the models under tests/onnx/, inputs that
+#                once failed (tests/fuzz/corpus/onnx/)
 #   text         the MO text reader: tests/ir/, tests/max_text/, examples/
 #   npy          the .npy reader: tests/fuzz/corpus/npy/, the tests' .npy files
 #   safetensors  the .safetensors reader: tests/fuzz/corpus/safetensors/,
@@ -32,7 +33,7 @@ export ASAN_OPTIONS="detect_leaks=1:allocator_may_return_null=1:${ASAN_OPTIONS:-
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 seeds() {
   case "$1" in
-  onnx) echo /usr/include/onnx/backend/test/data/node tests/onnx ;;
+  onnx) echo /usr/include/onnx/backend/test/data/node tests/onnx tests/fuzz/corpus/onnx ;;
   text) echo tests/ir tests/max_text examples ;;
   npy) echo tests/fuzz/corpus/npy tests/onnx/minilm_tiny ;;
   safetensors) echo tests/fuzz/corpus/safetensors tests/max_text/mlp tests/max_text/norm ;;
