@@ -446,6 +446,35 @@ Test(cli_cache, warm_with_dims_stores_the_specialized_kernels) {
   free(out);
 }
 
+/* One warm over several graphs: one count over all of them, a kernel two
+ * graphs share compiled once, --dim taken by the graphs that have the
+ * symbol, and a --dim no graph has refused. */
+Test(cli_cache, warm_takes_several_graphs) {
+  char g[128];
+  snprintf(g, sizeof g, "%s/s.mlir", g_dir);
+  FILE *f = fopen(g, "w");
+  cr_assert(f);
+  fputs("mo.graph @s<n>(%x: !mo.tensor<[n, 4], f32>) -> (!mo.tensor<[n, 4], f32>) {\n"
+        "  %y = mo.softmax(%x) : !mo.tensor<[n, 4], f32>\n"
+        "  %z = mo.tanh(%y) : !mo.tensor<[n, 4], f32>\n"
+        "  mo.output %z : !mo.tensor<[n, 4], f32>\n}\n", f);
+  fclose(f);
+  char *out;
+  cr_assert_eq(kiln(&out, "cache warm '%s' '%s' '%s' --dim n=2", EX("relu.mlir"), g,
+                    EX("relu.mlir")), 0, "%s", out);
+  HAS(out, "with 3 graphs: 6 kernels");
+  HAS(out, "graph @s: 4 kernels (generic + 1 binding of --dim)");
+  HAS(out, "6 kernels: 5 compiled and stored, 0 already present, 1 shared with another node");
+  HAS(out, "graph @s: 2 generic and 2 shape-specialized kernels (1 binding");
+  free(out);
+  cr_assert_eq(kiln(&out, "cache warm '%s' '%s' --dim n=2", EX("relu.mlir"), g), 0, "%s", out);
+  HAS(out, "5 kernels: 0 compiled and stored, 5 already present");
+  free(out);
+  cr_assert_neq(kiln(&out, "cache warm '%s' '%s' --dim m=2", EX("relu.mlir"), g), 0, "%s", out);
+  HAS(out, "--dim m: none of the 2 graphs has a symbolic dim 'm'");
+  free(out);
+}
+
 Test(cli_cache, warm_for_another_target_is_a_clear_error) {
   char *out;
   cr_assert_eq(kiln(&out, "cache warm '%s' --target sm_90", EX("relu.mlir")), 1, "%s", out);

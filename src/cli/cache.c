@@ -440,8 +440,11 @@ static void graph_job_free(graph_job *j) {
 }
 
 /* Check --dim SYM=V[,V...] against the graph's symbols (multi: several
- * values allowed). 0, CLI_ERR or CLI_USAGE after printing why. */
-static int check_dims(const cache_opts *o, const ir_graph *g, bool multi, const char *cmd) {
+ * values allowed; own: every SYM must be one of g's, else warm over several
+ * graphs checks that some graph has it). 0, CLI_ERR or CLI_USAGE after
+ * printing why. */
+static int check_dims(const cache_opts *o, const ir_graph *g, bool multi, bool own,
+                      const char *cmd) {
   for (int i = 0; i < o->ndims; i++) {
     const char *v = o->dims[i], *eq = strchr(v, '=');
     if (!eq || eq == v || !eq[1]) {
@@ -453,7 +456,7 @@ static int check_dims(const cache_opts *o, const ir_graph *g, bool multi, const 
     while (k < g->nsyms && (strlen(g->syms[k]) != (size_t)(eq - v) ||
                             strncmp(g->syms[k], v, (size_t)(eq - v)) != 0))
       k++;
-    if (k == g->nsyms) {
+    if (k == g->nsyms && own) {
       fprintf(stderr, "kiln cache %s: --dim %.*s: graph @%s has no symbolic dim '%.*s' (symbols:",
               cmd, (int)(eq - v), v, g->name, (int)(eq - v), v);
       for (int s = 0; s < g->nsyms; s++) fprintf(stderr, "%s %s", s ? "," : "", g->syms[s]);
@@ -516,15 +519,12 @@ static int kernel_info_init(graph_job *j, int i, const rt_binding *b, const char
   return 0;
 }
 
-static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, const char *cmd) {
+/* Graph file `path` (one of o->pos) prepared as the runtime prepares it. */
+static int graph_job_init(graph_job *j, const cache_opts *o, const char *path, bool multi_dims,
+                          const char *cmd) {
   memset(j, 0, sizeof *j);
-  if (o->npos != 1) {
-    fprintf(stderr, "kiln cache %s: expected one GRAPH.mlir\n\n", cmd);
-    cli_usage_cache(stderr);
-    return CLI_USAGE;
-  }
   if (!(j->st = kiln_status_new())) return CLI_ERR;
-  if (!(j->g = kiln_graph_load(o->pos[0], j->st))) return fail_st(cmd, j->st);
+  if (!(j->g = kiln_graph_load(path, j->st))) return fail_st(cmd, j->st);
   if (!(j->ir = ir_graph_clone(j->g->ir))) {
     fprintf(stderr, "kiln cache %s: out of memory\n", cmd);
     return CLI_ERR;
@@ -539,8 +539,8 @@ static int graph_job_init(graph_job *j, const cache_opts *o, bool multi_dims, co
       return fail_st(cmd, j->st);
   rt_target t;
   rt_target_host(&t, j->ctx);
-  if (rt_pipeline_prepare(j->ir, &t, o->pos[0], j->st) < 0) return fail_st(cmd, j->st);
-  int rc = check_dims(o, j->ir, multi_dims, cmd);
+  if (rt_pipeline_prepare(j->ir, &t, path, j->st) < 0) return fail_st(cmd, j->st);
+  int rc = check_dims(o, j->ir, multi_dims, o->npos == 1, cmd);
   if (rc) return rc;
   j->k = calloc((size_t)j->ir->nnodes + 1, sizeof *j->k);
   j->generic_nsyms = calloc((size_t)j->ir->nnodes + 1, sizeof *j->generic_nsyms);
@@ -810,7 +810,7 @@ static void explain_one(const kernel_info *k, const stored_list *l) {
 
 static int cmd_explain(const cache_opts *o, kc_disk *d) {
   graph_job j;
-  int rc = graph_job_init(&j, o, false, "explain");
+  int rc = graph_job_init(&j, o, o->pos[0], false, "explain");
   int ngeneric = j.nk, nbind = 0;
   const char *missing = NULL;
   if (!rc) rc = add_bindings(&j, o, "explain", &nbind, &missing);
@@ -880,110 +880,169 @@ static void warm_put(void *ud, const kc_key *key, const rt_key_parts *parts, con
   kiln_status_free(st);
 }
 
+/* One graph of a warm: its job, kernels before --dim bindings, bindings made,
+ * the symbol that had no --dim (or NULL). */
+typedef struct warm_graph {
+  graph_job j;
+  int ngeneric, nbind;
+  const char *missing;
+} warm_graph;
+
+/* Whether kernel k of graph wg[gi] has a key that an earlier kernel of this
+ * warm already had (the same kernel in another node or graph). */
+static bool warm_seen(const warm_graph *wg, int gi, int ki) {
+  const kc_key key = wg[gi].j.k[ki].key;
+  for (int g = 0; g <= gi; g++)
+    for (int p = 0; p < (g < gi ? wg[g].j.nk : ki); p++)
+      if (wg[g].j.k[p].key.lo == key.lo && wg[g].j.k[p].key.hi == key.hi) return true;
+  return false;
+}
+
+/* Every --dim symbol is one of some graph's (warm over several graphs takes
+ * each --dim where a graph has that symbol). 0 or CLI_ERR. */
+static int warm_dims_used(const cache_opts *o, const warm_graph *wg, int n) {
+  for (int i = 0; i < o->ndims; i++) {
+    const char *v = o->dims[i], *eq = strchr(v, '=');
+    bool found = false;
+    for (int g = 0; g < n && !found; g++)
+      for (int k = 0; k < wg[g].j.ir->nsyms && !found; k++)
+        found = strlen(wg[g].j.ir->syms[k]) == (size_t)(eq - v) &&
+                strncmp(wg[g].j.ir->syms[k], v, (size_t)(eq - v)) == 0;
+    if (!found) {
+      fprintf(stderr, "kiln cache warm: --dim %.*s: none of the %d graphs has a symbolic dim "
+              "'%.*s'\n", (int)(eq - v), v, n, (int)(eq - v), v);
+      return CLI_ERR;
+    }
+  }
+  return 0;
+}
+
+/* The lines after a warm: per graph what --dim made of it. */
+static void warm_graph_notes(const warm_graph *w, bool several) {
+  const char *at = several ? w->j.ir->name : NULL;
+  if (w->nbind)
+    printf("%s%s%s%d generic and %d shape-specialized kernel%s (%d binding%s of --dim; exact "
+           "buckets)\n",
+           at ? "graph @" : "", at ? at : "", at ? ": " : "", w->ngeneric, w->j.nk - w->ngeneric,
+           w->j.nk - w->ngeneric == 1 ? "" : "s", w->nbind, w->nbind == 1 ? "" : "s");
+  else if (w->missing && (!several || w->j.ir->nsyms))
+    printf("%s%s%s--dim: no value for symbolic dim '%s': only the generic kernels were warmed "
+           "(specialized kernels need a value for every symbol)\n",
+           at ? "graph @" : "", at ? at : "", at ? ": " : "", w->missing);
+}
+
 static int cmd_warm(const cache_opts *o, kc_disk *d) {
   kr_remote *remote = NULL;
   if (o->remote && !(remote = cli_remote_open(o, "warm"))) return CLI_ERR;
   if (!remote && kc_disk_read_only(d)) {
     fprintf(stderr, "kiln cache warm: cannot store kernels in %s: %s\n", kc_disk_dir(d),
             kc_disk_note(d));
+    kr_remote_free(remote);
     return CLI_ERR;
   }
-  graph_job j;
-  int rc = graph_job_init(&j, o, true, "warm");
-  int ngeneric = j.nk, nbind = 0;
-  const char *missing = NULL;
-  if (!rc) rc = check_target(o, &j);
-  if (!rc) rc = add_bindings(&j, o, "warm", &nbind, &missing);
+  int ng = o->npos, total = 0, rc = 0, made = 0;
+  bool several = ng > 1;
+  warm_graph *wg = calloc((size_t)ng, sizeof *wg);
+  if (!wg) {
+    fprintf(stderr, "kiln cache warm: out of memory\n");
+    rc = CLI_ERR;
+  }
+  for (int g = 0; rc == 0 && g < ng; g++, made++) {
+    warm_graph *w = &wg[g];
+    rc = graph_job_init(&w->j, o, o->pos[g], true, "warm");
+    w->ngeneric = w->j.nk;
+    if (!rc) rc = check_target(o, &w->j);
+    if (!rc) rc = add_bindings(&w->j, o, "warm", &w->nbind, &w->missing);
+    total += w->j.nk;
+  }
+  if (!rc && several) rc = warm_dims_used(o, wg, ng);
+  kc_disk_stats s0 = {0};
+  if (!rc && !remote && kc_disk_stats_get(d, &s0, wg[0].j.st) < 0)
+    rc = fail_st("warm", wg[0].j.st);
   if (rc) {
-    graph_job_free(&j);
+    for (int g = 0; g < made; g++) graph_job_free(&wg[g].j);
+    free(wg);
     kr_remote_free(remote);
     return rc;
   }
   cli_progress bar; /* drawn on a terminal; plain lines otherwise (progress.h) */
-  cli_progress_start(&bar, stdout, j.nk);
+  cli_progress_start(&bar, stdout, total);
   bool tty = bar.tty;
   warm_sink sink = {.d = d, .r = remote};
-  rt_cache_mem *mem = rt_context_cache(j.ctx);
-  rt_cache_backing b = {&sink, NULL, warm_put};
-  rt_cache_mem_set_backing(mem, &b);
-  kc_disk_stats s0 = {0};
-  if (!remote && kc_disk_stats_get(d, &s0, j.st) < 0) {
-    rc = fail_st("warm", j.st);
-    graph_job_free(&j);
-    return rc;
-  }
-  int compiled = 0, present = 0, dup = 0;
+  int compiled = 0, present = 0, dup = 0, done = 0;
   double t0 = rt_now_ms();
   const char *where = remote ? kr_remote_describe(remote) : kc_disk_dir(d);
-  printf("warming %s with graph @%s: %d kernel%s (generic", where, j.ir->name, j.nk,
-         j.nk == 1 ? "" : "s");
-  if (nbind) printf(" + %d binding%s of --dim", nbind, nbind == 1 ? "" : "s");
-  printf(")\n");
-  for (int i = 0; i < j.nk && rc == 0; i++) {
-    kernel_info *k = &j.k[i];
-    cli_progress_at(&bar, i, k->desc);
-    bool seen = false;
-    for (int p = 0; p < i && !seen; p++) seen = j.k[p].key.lo == k->key.lo && j.k[p].key.hi == k->key.hi;
-    if (seen) {
-      dup++;
-      if (!tty) printf("  %s: same kernel as an earlier node\n", k->desc);
-      continue;
+  if (several)
+    printf("warming %s with %d graphs: %d kernel%s\n", where, ng, total, total == 1 ? "" : "s");
+  for (int g = 0; g < ng && rc == 0; g++) {
+    graph_job *j = &wg[g].j;
+    if (several) printf("  graph @%s: %d kernel%s (generic", j->ir->name, j->nk,
+                        j->nk == 1 ? "" : "s");
+    else printf("warming %s with graph @%s: %d kernel%s (generic", where, j->ir->name, j->nk,
+                j->nk == 1 ? "" : "s");
+    if (wg[g].nbind) printf(" + %d binding%s of --dim", wg[g].nbind, wg[g].nbind == 1 ? "" : "s");
+    printf(")\n");
+    rt_cache_mem *mem = rt_context_cache(j->ctx);
+    rt_cache_backing b = {&sink, NULL, warm_put};
+    rt_cache_mem_set_backing(mem, &b);
+    for (int i = 0; i < j->nk && rc == 0; i++, done++) {
+      kernel_info *k = &j->k[i];
+      cli_progress_at(&bar, done, k->desc);
+      if (warm_seen(wg, g, i)) {
+        dup++;
+        if (!tty) printf("  %s: same kernel as an earlier node\n", k->desc);
+        continue;
+      }
+      void *payload = NULL;
+      size_t len = 0;
+      int got;
+      if (remote) { /* present on the server: trusted to be checked by its readers */
+        got = kr_remote_exists(remote, k->key, j->st);
+        got = got < 0 ? KC_DISK_ERROR : got == 1 ? KC_DISK_HIT : KC_DISK_MISS;
+      } else {
+        got = kc_disk_get(d, k->key, &payload, &len, j->st); /* checks it in full */
+      }
+      free(payload);
+      if (got == KC_DISK_ERROR) {
+        rc = fail_st("warm", j->st);
+        break;
+      }
+      if (got == KC_DISK_HIT) {
+        present++;
+        if (!tty) printf("  %s: already in the cache\n", k->desc);
+        continue;
+      }
+      double c0 = rt_now_ms();
+      rt_kentry *e = NULL;
+      jit_kernel_fn fn = NULL;
+      char err[1024] = "";
+      if (rt_cache_mem_get(mem, k->text, &e, &fn, err, sizeof err) < 0) {
+        cli_progress_clear(&bar);
+        fprintf(stderr, "kiln cache warm: graph @%s, %s: %s\n", j->ir->name, k->desc, err);
+        rc = CLI_ERR;
+        break;
+      }
+      rt_cache_mem_release(mem, e);
+      compiled++;
+      if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, rt_now_ms() - c0);
     }
-    void *payload = NULL;
-    size_t len = 0;
-    int g;
-    if (remote) { /* present on the server: trusted to be checked by its readers */
-      g = kr_remote_exists(remote, k->key, j.st);
-      g = g < 0 ? KC_DISK_ERROR : g == 1 ? KC_DISK_HIT : KC_DISK_MISS;
-    } else {
-      g = kc_disk_get(d, k->key, &payload, &len, j.st); /* checks it in full */
-    }
-    free(payload);
-    if (g == KC_DISK_ERROR) {
-      rc = fail_st("warm", j.st);
-      break;
-    }
-    if (g == KC_DISK_HIT) {
-      present++;
-      if (!tty) printf("  %s: already in the cache\n", k->desc);
-      continue;
-    }
-    double c0 = rt_now_ms();
-    rt_kentry *e = NULL;
-    jit_kernel_fn fn = NULL;
-    char err[1024] = "";
-    if (rt_cache_mem_get(mem, k->text, &e, &fn, err, sizeof err) < 0) {
-      cli_progress_clear(&bar);
-      fprintf(stderr, "kiln cache warm: graph @%s, %s: %s\n", j.ir->name, k->desc, err);
-      rc = CLI_ERR;
-      break;
-    }
-    rt_cache_mem_release(mem, e);
-    compiled++;
-    if (!tty) printf("  %s: compiled in %.1f ms\n", k->desc, rt_now_ms() - c0);
+    rt_cache_mem_set_backing(mem, NULL);
   }
   if (rc == 0) cli_progress_end(&bar);
   else cli_progress_clear(&bar);
   kc_disk_stats s1 = {0};
-  if (rc == 0 && !remote && kc_disk_stats_get(d, &s1, j.st) < 0) rc = fail_st("warm", j.st);
+  if (rc == 0 && !remote && kc_disk_stats_get(d, &s1, wg[0].j.st) < 0)
+    rc = fail_st("warm", wg[0].j.st);
   if (rc == 0) {
-    printf("%d kernel%s: %d compiled and stored, %d already present", j.nk, j.nk == 1 ? "" : "s",
-           compiled, present);
+    printf("%d kernel%s: %d compiled and stored, %d already present", total,
+           total == 1 ? "" : "s", compiled, present);
     if (dup) printf(", %d shared with another node", dup);
     printf(" (%.0f ms)\n", rt_now_ms() - t0);
-    if (nbind)
-      printf("%d generic and %d shape-specialized kernel%s (%d binding%s of --dim; exact "
-             "buckets)\n",
-             ngeneric, j.nk - ngeneric, j.nk - ngeneric == 1 ? "" : "s", nbind,
-             nbind == 1 ? "" : "s");
-    else if (missing)
-      printf("--dim: no value for symbolic dim '%s': only the generic kernels were warmed "
-             "(specialized kernels need a value for every symbol)\n",
-             missing);
+    for (int g = 0; g < ng; g++) warm_graph_notes(&wg[g], several);
     if (s1.too_big > s0.too_big)
       printf("warning: %llu kernel%s larger than the cache bound (%llu bytes) and not stored\n",
-             (unsigned long long)(s1.too_big - s0.too_big), s1.too_big - s0.too_big == 1 ? " is" : "s are",
-             (unsigned long long)s1.max_bytes);
+             (unsigned long long)(s1.too_big - s0.too_big),
+             s1.too_big - s0.too_big == 1 ? " is" : "s are", (unsigned long long)s1.max_bytes);
     if (o->runtime_off && !remote)
       printf("note: KILN_CACHE=%s: the runtime does not read this cache until it is unset\n",
              o->runtime_off_value);
@@ -993,8 +1052,8 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
       rc = CLI_ERR;
     }
   }
-  rt_cache_mem_set_backing(mem, NULL);
-  graph_job_free(&j);
+  for (int g = 0; g < ng; g++) graph_job_free(&wg[g].j);
+  free(wg);
   kr_remote_free(remote);
   return rc;
 }
@@ -1012,7 +1071,7 @@ static const subcmd SUBCMDS[] = {
     {"ls", cmd_ls, 0, 0, false, false},          {"stats", cmd_stats, 0, 0, false, false},
     {"clear", cmd_clear, 0, 0, false, false},    {"prune", cmd_prune, 0, 0, true, false},
     {"verify", cmd_verify, 0, 0, false, false},  {"explain", cmd_explain, 1, 1, false, true},
-    {"warm", cmd_warm, 1, 1, false, true},       {"export", cli_cache_export, 1, 1, false, false},
+    {"warm", cmd_warm, 1, 4096, false, true},       {"export", cli_cache_export, 1, 1, false, false},
     {"import", cli_cache_import, 1, 1, false, false},
     {"push", cli_cache_push, 0, 0, false, false},  {"pull", cli_cache_pull, 0, 0, false, false},
     {"keygen", NULL, 2, 2, false, false},
