@@ -144,17 +144,22 @@ static void run_twice(const char *src) {
   kiln_status_free(st);
 }
 
+/* LIB written to src (room for 600) in the test's directory. */
+static void write_lib(char *src) {
+  snprintf(src, 600, "%s/twice.c", g_tmp);
+  FILE *f = fopen(src, "w");
+  cr_assert(f);
+  fputs(LIB, f);
+  cr_assert_eq(fclose(f), 0);
+}
+
 Test(cache_libs, a_pruned_library_compiles_again) {
   const char *dir = tmp_path("c");
   mkdir(dir, 0755);
   setenv("KILN_CACHE_DIR", dir, 1);
   setenv("KILN_CACHE", "on", 1);
   char src[600];
-  snprintf(src, sizeof src, "%s/twice.c", g_tmp);
-  FILE *f = fopen(src, "w");
-  cr_assert(f);
-  fputs(LIB, f);
-  fclose(f);
+  write_lib(src);
   run_twice(src);
   char lib[600];
   snprintf(lib, sizeof lib, "%s/libs", dir);
@@ -198,11 +203,7 @@ Test(cache_libs, a_seed_layer_serves_compiled_libraries) {
   setenv("KILN_CACHE", "on", 1);
   setenv("KILN_CACHE_DIR", seed, 1);
   char src[600];
-  snprintf(src, sizeof src, "%s/twice.c", g_tmp);
-  FILE *f = fopen(src, "w");
-  cr_assert(f);
-  fputs(LIB, f);
-  fclose(f);
+  write_lib(src);
   run_twice(src); /* warms the seed */
   cr_assert_geq(bitcode_files(seed), 1, "the library was compiled into the seed");
   setenv("KILN_CACHE_DIR", own, 1);

@@ -416,6 +416,19 @@ Test(cli_cache, dir_option_overrides_the_environment) {
   free(out);
 }
 
+/* g_dir/s.mlir into path: @s<n>, softmax then tanh over [n, 4] (2 kernels:
+ * an op after a softmax does not join it). */
+static void write_softmax_tanh(char *path, size_t cap) {
+  snprintf(path, cap, "%s/s.mlir", g_dir);
+  FILE *f = fopen(path, "w");
+  cr_assert(f);
+  fputs("mo.graph @s<n>(%x: !mo.tensor<[n, 4], f32>) -> (!mo.tensor<[n, 4], f32>) {\n"
+        "  %y = mo.softmax(%x) : !mo.tensor<[n, 4], f32>\n"
+        "  %z = mo.tanh(%y) : !mo.tensor<[n, 4], f32>\n"
+        "  mo.output %z : !mo.tensor<[n, 4], f32>\n}\n", f);
+  cr_assert_eq(fclose(f), 0);
+}
+
 Test(cli_cache, warm_with_dims_stores_the_specialized_kernels) {
   char *out;
   cr_assert_eq(kiln(&out, "cache warm '%s' --target host", EX("relu.mlir")), 0, "%s", out);
@@ -424,14 +437,7 @@ Test(cli_cache, warm_with_dims_stores_the_specialized_kernels) {
   /* a graph with a symbol: 2 kernels (an op after a softmax does not join
    * it), generic + 2 bindings */
   char g[128];
-  snprintf(g, sizeof g, "%s/s.mlir", g_dir);
-  FILE *f = fopen(g, "w");
-  cr_assert(f);
-  fputs("mo.graph @s<n>(%x: !mo.tensor<[n, 4], f32>) -> (!mo.tensor<[n, 4], f32>) {\n"
-        "  %y = mo.softmax(%x) : !mo.tensor<[n, 4], f32>\n"
-        "  %z = mo.tanh(%y) : !mo.tensor<[n, 4], f32>\n"
-        "  mo.output %z : !mo.tensor<[n, 4], f32>\n}\n", f);
-  fclose(f);
+  write_softmax_tanh(g, sizeof g);
   cr_assert_eq(kiln(&out, "cache warm '%s' --dim n=1,3", g), 0, "%s", out);
   HAS(out, "6 compiled and stored, 0 already present");
   HAS(out, "2 generic and 4 shape-specialized kernels (2 bindings");
@@ -451,14 +457,7 @@ Test(cli_cache, warm_with_dims_stores_the_specialized_kernels) {
  * symbol, and a --dim no graph has refused. */
 Test(cli_cache, warm_takes_several_graphs) {
   char g[128];
-  snprintf(g, sizeof g, "%s/s.mlir", g_dir);
-  FILE *f = fopen(g, "w");
-  cr_assert(f);
-  fputs("mo.graph @s<n>(%x: !mo.tensor<[n, 4], f32>) -> (!mo.tensor<[n, 4], f32>) {\n"
-        "  %y = mo.softmax(%x) : !mo.tensor<[n, 4], f32>\n"
-        "  %z = mo.tanh(%y) : !mo.tensor<[n, 4], f32>\n"
-        "  mo.output %z : !mo.tensor<[n, 4], f32>\n}\n", f);
-  fclose(f);
+  write_softmax_tanh(g, sizeof g);
   char *out;
   cr_assert_eq(kiln(&out, "cache warm '%s' '%s' '%s' --dim n=2", EX("relu.mlir"), g,
                     EX("relu.mlir")), 0, "%s", out);

@@ -25,20 +25,10 @@ static char dir[64];
 
 static void setup(void) {
   snprintf(dir, sizeof dir, "/tmp/kiln_dot_XXXXXX");
-  cr_assert(mkdtemp(dir));
-  char path[128];
-  snprintf(path, sizeof path, "%s/g.mlir", dir);
-  FILE *f = fopen(path, "w");
-  cr_assert(f);
-  fputs(graph_text, f);
-  fclose(f);
+  shell_dir_with_file(dir, "g.mlir", graph_text);
 }
 
-static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { shell_rm_dir(dir); }
 
 static char *render(const char *subcommand) {
   char cmd[1024], *out = NULL;

@@ -23,20 +23,10 @@ static char dir[64];
 
 static void setup(void) {
   snprintf(dir, sizeof dir, "/tmp/kiln_prog_XXXXXX");
-  cr_assert(mkdtemp(dir));
-  char path[128];
-  snprintf(path, sizeof path, "%s/p.mlir", dir);
-  FILE *f = fopen(path, "w");
-  cr_assert(f);
-  fputs(graph_text, f);
-  fclose(f);
+  shell_dir_with_file(dir, "p.mlir", graph_text);
 }
 
-static void teardown(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_assert_eq(system(cmd), 0);
-}
+static void teardown(void) { shell_rm_dir(dir); }
 
 Test(cli_progress, warm_on_a_terminal_draws_a_bar_with_counts_and_time,
      .init = setup, .fini = teardown) {

@@ -1,9 +1,11 @@
-/* shell.c - shell_capture (shell.h), shared by the tests that run the CLI. */
+/* shell.c - shell_capture and temporary directories (shell.h), shared by the
+ * tests that run the CLI. */
 #include "shell.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 int shell_capture(const char *cmd, char **out) {
@@ -24,4 +26,19 @@ int shell_capture(const char *cmd, char **out) {
   int status = pclose(p);
   *out = buf;
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+void shell_dir_with_file(char *template, const char *name, const char *text) {
+  cr_assert(mkdtemp(template), "mkdtemp %s", template);
+  char path[512];
+  snprintf(path, sizeof path, "%s/%s", template, name);
+  FILE *f = fopen(path, "w");
+  cr_assert(f, "%s", path);
+  cr_assert_eq(fputs(text, f) >= 0 && fclose(f) == 0, 1, "%s", path);
+}
+
+void shell_rm_dir(const char *dir) {
+  char cmd[600];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0, "%s", cmd);
 }

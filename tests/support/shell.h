@@ -6,5 +6,10 @@
  * NUL-terminated; add 2>&1 to cmd for stderr too). Returns the exit code, or
  * -1 when the command did not exit normally. Asserts on popen failure. */
 int shell_capture(const char *cmd, char **out);
+/* A fresh directory from template (mkdtemp's XXXXXX, rewritten in place)
+ * holding file `name` with `text`; shell_rm_dir removes it and all in it.
+ * Both assert on failure. */
+void shell_dir_with_file(char *template, const char *name, const char *text);
+void shell_rm_dir(const char *dir);
 
 #endif
