@@ -153,10 +153,10 @@ static int soak(const char *label, kiln_specialize_policy policy, size_t limit,
   float *data = calloc((size_t)most, sizeof *data);
   double *lat[CLASSES];
   int nlat[CLASSES] = {0};
-  for (int c = 0; c < CLASSES; c++) lat[c] = malloc((size_t)o->shapes * sizeof *lat[c]);
+  bool ok = data != NULL;
   for (int c = 0; c < CLASSES; c++)
-    if (!lat[c]) data = (free(data), NULL);
-  if (!data) {
+    ok &= (lat[c] = malloc((size_t)o->shapes * sizeof *lat[c])) != NULL;
+  if (!ok) {
     fprintf(stderr, "bench_soak: out of memory\n");
     exit(1);
   }

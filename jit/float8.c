@@ -17,7 +17,9 @@
 
 #include "lower.h"
 
-static LLVMValueRef i32c(jit_fn *f, long long v) { return LLVMConstInt(f->t_i32, (unsigned long long)v, 1); }
+static LLVMValueRef i32c(jit_fn *f, long long v) {
+  return LLVMConstInt(f->t_i32, (unsigned long long)v, 1);
+}
 static LLVMValueRef i8c(jit_fn *f, unsigned v) { return LLVMConstInt(f->t_i8, v, 0); }
 
 LLVMValueRef jit_f32_to_float8(jit_fn *f, ir_dtype to, LLVMValueRef x) {
@@ -100,6 +102,7 @@ LLVMValueRef jit_float8_to_f32(jit_fn *f, ir_dtype from, LLVMValueRef c) {
   }
   LLVMValueRef vb = LLVMBuildOr(b, LLVMBuildBitCast(b, v, f->t_i32, ""), sign, "");
   v = LLVMBuildBitCast(b, vb, f->t_f32, "");
-  if (fm.fnuz) v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, w, i32c(f, 0x80), ""), nan, v, "");
+  if (fm.fnuz) /* 0x80 is the one NaN */
+    v = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntEQ, w, i32c(f, 0x80), ""), nan, v, "");
   return v;
 }

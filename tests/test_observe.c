@@ -104,6 +104,13 @@ static void compile_logged(kiln_log_level level, log_sink *s) {
   kiln_status_free(st);
 }
 
+/* An empty file at path (a mkstemp template, rewritten in place). */
+static void make_temp_file(char *path) {
+  int fd = mkstemp(path);
+  cr_assert(fd >= 0, "mkstemp %s", path);
+  close(fd);
+}
+
 Test(observe, log_info_names_compiles_and_evictions) {
   log_sink s = {0};
   compile_logged(KILN_LOG_INFO, &s);
@@ -230,9 +237,7 @@ static int64_t track_of(const rt_json *j, const char *name) {
 
 Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
+  make_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_num_threads(ctx, 2, st), 0);
@@ -298,9 +303,7 @@ Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
 
 Test(observe, trace_puts_background_specializations_on_their_own_track) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
+  make_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_ASYNC, st), 0);
@@ -340,9 +343,7 @@ Test(observe, trace_puts_background_specializations_on_their_own_track) {
 Test(observe, trace_reads_from_disk_show_as_disk_read) {
   char dir[] = "/tmp/kiln_obs_XXXXXX", path[] = "/tmp/kiln_trace_XXXXXX";
   cr_assert(mkdtemp(dir));
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
+  make_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_graph *g = parse(mlp_text, st);
   for (int round = 0; round < 2; round++) {
@@ -626,9 +627,7 @@ static void *exec_loop(void *arg) {
 
 Test(observe, concurrent_executes_trace_and_profile_every_call) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
+  make_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
@@ -673,9 +672,7 @@ Test(observe, concurrent_executes_trace_and_profile_every_call) {
 
 Test(observe, trace_writes_when_its_buffer_fills_and_stays_json) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0);
-  close(fd);
+  make_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_OFF, st), 0);

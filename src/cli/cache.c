@@ -925,7 +925,7 @@ static void warm_graph_notes(const warm_graph *w, bool several) {
            "buckets)\n",
            at ? "graph @" : "", at ? at : "", at ? ": " : "", w->ngeneric, w->j.nk - w->ngeneric,
            w->j.nk - w->ngeneric == 1 ? "" : "s", w->nbind, w->nbind == 1 ? "" : "s");
-  else if (w->missing && (!several || w->j.ir->nsyms))
+  else if (w->missing)
     printf("%s%s%s--dim: no value for symbolic dim '%s': only the generic kernels were warmed "
            "(specialized kernels need a value for every symbol)\n",
            at ? "graph @" : "", at ? at : "", at ? ": " : "", w->missing);
@@ -940,14 +940,14 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
     kr_remote_free(remote);
     return CLI_ERR;
   }
-  int ng = o->npos, total = 0, rc = 0, made = 0;
+  int ng = o->npos, total = 0, rc = 0;
   bool several = ng > 1;
   warm_graph *wg = calloc((size_t)ng, sizeof *wg);
   if (!wg) {
     fprintf(stderr, "kiln cache warm: out of memory\n");
     rc = CLI_ERR;
   }
-  for (int g = 0; rc == 0 && g < ng; g++, made++) {
+  for (int g = 0; rc == 0 && g < ng; g++) {
     warm_graph *w = &wg[g];
     rc = graph_job_init(&w->j, o, o->pos[g], true, "warm");
     w->ngeneric = w->j.nk;
@@ -960,7 +960,7 @@ static int cmd_warm(const cache_opts *o, kc_disk *d) {
   if (!rc && !remote && kc_disk_stats_get(d, &s0, wg[0].j.st) < 0)
     rc = fail_st("warm", wg[0].j.st);
   if (rc) {
-    for (int g = 0; g < made; g++) graph_job_free(&wg[g].j);
+    for (int g = 0; wg && g < ng; g++) graph_job_free(&wg[g].j); /* zeroed ones too */
     free(wg);
     kr_remote_free(remote);
     return rc;
@@ -1071,7 +1071,7 @@ static const subcmd SUBCMDS[] = {
     {"ls", cmd_ls, 0, 0, false, false},          {"stats", cmd_stats, 0, 0, false, false},
     {"clear", cmd_clear, 0, 0, false, false},    {"prune", cmd_prune, 0, 0, true, false},
     {"verify", cmd_verify, 0, 0, false, false},  {"explain", cmd_explain, 1, 1, false, true},
-    {"warm", cmd_warm, 1, 4096, false, true},       {"export", cli_cache_export, 1, 1, false, false},
+    {"warm", cmd_warm, 1, 4096, false, true},    {"export", cli_cache_export, 1, 1, false, false},
     {"import", cli_cache_import, 1, 1, false, false},
     {"push", cli_cache_push, 0, 0, false, false},  {"pull", cli_cache_pull, 0, 0, false, false},
     {"keygen", NULL, 2, 2, false, false},
