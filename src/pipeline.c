@@ -81,8 +81,8 @@ static bool fusion_enabled(void) {
 static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *filename,
                   kiln_status *st) {
   ir_diag d = {0};
-  /* f16 / bf16 float ops computed in f32 between casts (widen_half.c) */
-  if (ir_graph_widen_half(g, &d) < 0) return rt_err_diag(st, KILN_ERR_UNSUPPORTED, filename, &d);
+  /* ops on narrow dtypes computed wider between casts (widen_narrow.c) */
+  if (ir_graph_widen_narrow(g, &d) < 0) return rt_err_diag(st, KILN_ERR_UNSUPPORTED, filename, &d);
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);

@@ -188,7 +188,7 @@ Test(nonzero, result_types_are_refused_at_line_col) {
       "  mo.output %j : !mo.tensor<[n, 1], si64>\n}\n";
   EXPECT_REJECTED(twice, "already used by %i");
   const char *strings =
-      "mo.graph @b<m, n>(%x: !mo.tensor<[m], si16>) -> (!mo.tensor<[n, 1], si64>) {\n"
+      "mo.graph @b<m, n>(%x: !mo.tensor<[m], ui64>) -> (!mo.tensor<[n, 1], si64>) {\n"
       "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
       "  mo.output %i : !mo.tensor<[n, 1], si64>\n}\n";
   EXPECT_REJECTED(strings, "mo.nonzero");
