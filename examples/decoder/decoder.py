@@ -1,11 +1,15 @@
 """decoder.py - a small GPT-style decoder that generates with kiln: pre-norm
-layers with rotary positions, a causal mask from band_part, a GELU MLP and
+layers with rotary positions, a causal mask (key index <= position), a GELU MLP and
 an output projection; random weights from a fixed seed. The K and V caches are
 buffers the caller owns (BufferType inputs, one numpy array per layer and
 kind): each execute appends its tokens' keys and values at their positions
-(buffer_store_slice) and attends over the whole cache, the positions not
-written yet masked out. One graph serves the prompt (n tokens) and every
-decode step (n = 1): the host drives the loop, one execute per step.
+(buffer_store_slice) and attends over the written part of the caches only,
+cache[:, :total] with total = the tokens cached after the call, a slice whose
+bound is a graph input (MAX's ``(slice(None, total), "total")``): kiln reads
+it before the graph runs and binds the symbolic dim total, so the attention's
+shapes grow by one every step and variants specialize on them. One graph
+serves the prompt (n tokens) and every decode step (n = 1): the host drives
+the loop, one execute per step.
 
     python3 examples/decoder/decoder.py [--steps 64] [--check]
 
@@ -28,7 +32,7 @@ from kiln.engine import InferenceSession
 from kiln.graph import BufferType, Graph, TensorType, ops
 
 CONFIG = {"vocab": 64, "dim": 32, "heads": 2, "head_dim": 16, "ffn": 64, "layers": 2,
-          "max_len": 96, "eps": 1e-5, "seed": 2024}
+          "max_len": 640, "eps": 1e-5, "seed": 2024}
 
 
 def make_weights(cfg: dict) -> dict:
@@ -62,21 +66,27 @@ def _rotary(x, cos, sin, half: int):
 
 def build_graph(w: dict, cfg: dict) -> Graph:
     """Inputs: tokens si64 [n], positions si64 [n] (consecutive, from the
-    number of tokens already cached), then K and V caches per layer
+    number of tokens already cached), total si64 [1] (the tokens cached after
+    this call: positions[-1] + 1), then K and V caches per layer
     (f32 [heads, max_len, head_dim] buffers). Output: logits [n, vocab]."""
     heads, hd, t = cfg["heads"], cfg["head_dim"], cfg["max_len"]
     cache = BufferType(DType.float32, [heads, t, hd])
-    types = [TensorType(DType.int64, ["n"]), TensorType(DType.int64, ["n"])]
+    types = [TensorType(DType.int64, ["n"]), TensorType(DType.int64, ["n"]),
+             TensorType(DType.int64, [1])]
     types += [cache] * (2 * cfg["layers"])
     with Graph("decoder", input_types=types) as g:
-        tokens, positions, *caches = g.inputs
+        tokens, positions, total, *caches = g.inputs
+        written = (slice(None, total), "total")  # the cached part: [0, total)
         c = {k: ops.constant(v) for k, v in w.items()}
         start = positions[0]  # where this call's tokens go in the caches
         ang = ops.cast(positions, DType.float32).reshape([-1, 1]) * c["inv_freq"].reshape([1, -1])
         cos, sin = ops.cos(ang), ops.sin(ang)
-        # causal over absolute positions: row p of the lower triangle allows keys 0..p
-        tri = ops.band_part(ops.constant(np.ones((t, t), np.float32)), None, 0)
-        allowed = ops.gather(tri, positions, 0) > 0.5  # [n, max_len]
+        # causal over absolute positions: the query at position p sees keys 0..p.
+        # A key-index vector compared with the positions costs O(n * total) per
+        # execute (kiln folds no constants: a band_part triangle of [max_len,
+        # max_len] would be recomputed every step and would not grow with total)
+        key_index = ops.constant(np.arange(t, dtype=np.int64))[written]  # [total]
+        allowed = key_index.reshape([1, -1]) <= positions.reshape([-1, 1])  # [n, total]
         x = ops.gather(c["embed"], tokens, 0)
         for li in range(cfg["layers"]):
             p = f"l{li}."
@@ -90,9 +100,10 @@ def build_graph(w: dict, cfg: dict) -> Graph:
             k = _rotary(heads_of(c[p + "wk"]), cos, sin, hd // 2)
             kc[:, start:, :] = k
             vc[:, start:, :] = heads_of(c[p + "wv"])
-            s = q @ ops.buffer_load(kc).transpose(-1, -2) * (1.0 / math.sqrt(hd))
+            keys, values = kc[:, written, :], vc[:, written, :]  # [heads, total, hd]
+            s = q @ keys.transpose(-1, -2) * (1.0 / math.sqrt(hd))
             s = ops.where(allowed, s, -1e30)
-            a = ops.softmax(s) @ ops.buffer_load(vc)  # [heads, n, hd]
+            a = ops.softmax(s) @ values  # [heads, n, hd]
             x = x + a.permute([1, 0, 2]).reshape([-1, heads * hd]) @ c[p + "wo"]
             h = ops.layer_norm(x, c[p + "ln2.g"], c[p + "ln2.b"], cfg["eps"])
             x = x + ops.gelu(h @ c[p + "w1"]) @ c[p + "w2"]
@@ -119,7 +130,8 @@ class Decoder:
         if self.length + n > self.cfg["max_len"]:
             raise ValueError(f"the caches hold {self.cfg['max_len']} tokens")
         pos = np.arange(self.length, self.length + n, dtype=np.int64)
-        (logits,) = self.model.execute(np.asarray(tokens, np.int64), pos, *self.caches)
+        total = np.asarray([self.length + n], np.int64)
+        (logits,) = self.model.execute(np.asarray(tokens, np.int64), pos, total, *self.caches)
         self.length += n
         return logits.to_numpy()
 

@@ -51,3 +51,13 @@ def test_the_check_fails_when_the_cache_is_lost(session):
     tokens.append(4)
     with pytest.raises(AssertionError, match="logits after 4 tokens"):
         check(tokens, d.step(np.asarray(tokens[-1:], np.int64)))
+
+
+def test_attention_reads_only_the_written_part_of_the_caches(session):
+    """NaN past the cached tokens would poison a masked attention over the
+    whole cache (0 * NaN in softmax @ V); the sliced one never reads it."""
+    d = decoder.Decoder(decoder.CONFIG, session)
+    for c in d.caches:
+        c[...] = np.nan
+    out = decoder.generate(d, [1, 7, 3, 12, 5], 8, decoder.reference_check(d))
+    assert len(out) == 13 and np.isnan(d.caches[0][:, 13:]).all()
