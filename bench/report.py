@@ -114,6 +114,7 @@ def main():
     ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV and its triad)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
+    ap.add_argument("--decode", help="decode_growth.py --tsv (decoder steps, growing attention)")
     ap.add_argument("--remote", help="bench_remote_cache --tsv (encoder load: Redis, disk, cold)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
@@ -303,6 +304,22 @@ def main():
         "ms", kr, [("local disk cache", dk, None), ("cold compile", cd, None)], why("remote"))
     for case, r in (("redis", kr), ("disk", dk), ("cold", cd)):
         detail("encoder_load_%s" % case, r)
+
+    # ---- the decoder's steps while its attention grows, async pow2 vs off (issue 20)
+    dm, dc, _ = read_tsv(a.decode)
+    ka, ko = dc.get(("decode_step_async", "kiln", 1)), dc.get(("decode_step_off", "kiln", 1))
+    add("decoder step, %s steps, async %s buckets vs off (us)"
+        % (dm.get("decode_steps", "?"), dm.get("decode_bucket", "?")), "us", ka,
+        [("specialize off", ko, None)], why("decode"))
+    pa = dc.get(("decode_p99_async", "kiln", 1))
+    if ka and pa:
+        q, local = pa["median"] / ka["median"], float(dm.get("decode_p99_local_async", "nan"))
+        table.append(("decoder step p99 / median, async (%s variants)"
+                      % dm.get("decode_variants_async", "?"),
+                      "%.2f (growth out: %.2f)" % (q, local), "-", "-", "<= 1.2",
+                      "yes" if q <= 1.2 else ("growth out only" if local <= 1.2 else "NO")))
+    for case in ("decode_step_async", "decode_step_off", "decode_p99_async", "decode_p99_off"):
+        detail(case, dc.get((case, "kiln", 1)))
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})
