@@ -755,6 +755,41 @@ Test(broadcast_data, bidirectional_bad_shapes_name_the_op) {
                   "bidirectional needs the shape operand");
 }
 
+/* The host kernel copies row by row: results large enough to split across
+ * the pool, a last axis taken with step 1, with a stride and backwards. */
+Test(slice_data, large_rows_split_and_strided_last_axis) {
+  static const int64_t CASES[][6] = {
+      /* start1, start2, stop1, stop2, step1, step2 (axes 1, 2) */
+      {0, 5, 300, 517, 1, 1},
+      {3, 500, 290, 2, 2, -3},
+      {-1, INT64_MIN, INT64_MIN, INT64_MAX, -7, 1},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    const long long *v = (const long long *)CASES[i];
+    char buf[2048];
+    snprintf(buf, sizeof buf,
+             "mo.graph @s<b, q, r>(%%x: !mo.tensor<[b, 300, 520], f32>) -> "
+             "(!mo.tensor<[b, q, r], f32>) {\n"
+             "  %%st = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
+             "!mo.tensor<[2], si64>\n"
+             "  %%sp = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
+             "!mo.tensor<[2], si64>\n"
+             "  %%se = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
+             "!mo.tensor<[2], si64>\n"
+             "  %%ax = mo.constant {value = #M.dense_array<1, 2> : tensor<2xsi64>} : "
+             "!mo.tensor<[2], si64>\n"
+             "  %%y = mo.slice_tensor(%%x, %%st, %%sp, %%se, %%ax) : !mo.tensor<[b, q, r], f32>\n"
+             "  mo.output %%y : !mo.tensor<[b, q, r], f32>\n}\n",
+             v[0], v[1], v[2], v[3], v[4], v[5]);
+    char label[64];
+    snprintf(label, sizeof label, "slice data rows case %zu", i);
+    oracle_gen gens[1] = {gen_uniform(-2, 2)};
+    oracle_case c = {.label = label, .mlir = buf, .bindings = "b=3;b=1", .gens = gens,
+                     .ngens = 1};
+    ORACLE_ASSERT(&c);
+  }
+}
+
 /* slice_tensor with (start, stop, step[, axes]) from graph inputs: numpy's
  * rules per entry, against the interpreter, over starts and steps of both
  * signs, out-of-range bounds, INT64_MIN / INT64_MAX and a missing axes. */
