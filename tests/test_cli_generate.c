@@ -139,7 +139,7 @@ Test(cli_generate, bad_options_are_usage_errors, .init = setup, .fini = teardown
       {"--prompt 1,2", "--prompt goes with --generate N"},
       {"--generate 4 --prompt 1,x", "--prompt expects token ids >= 0"},
       {"--generate 4 --prompt 1,,2", "--prompt expects token ids >= 0"},
-      {"--generate -1 --prompt 1", "--generate expects a count >= 0"},
+      {"--generate 0 --prompt 1", "--generate expects a count >= 1"},
       {"--generate 4 --prompt 1 --repeat 3", "--generate feeds the inputs itself"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {

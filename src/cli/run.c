@@ -161,8 +161,8 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
       o->repeat = (long)n;
     } else if ((r = opt_value(argc, argv, &i, "--generate", &v))) {
       int64_t n;
-      if (r < 0 || !parse_i64(v, &n) || n < 0 || n > 1000000) {
-        if (r > 0) fprintf(stderr, "kiln run: --generate expects a count >= 0, got '%s'\n", v);
+      if (r < 0 || !parse_i64(v, &n) || n < 1 || n > 1000000) {
+        if (r > 0) fprintf(stderr, "kiln run: --generate expects a count >= 1, got '%s'\n", v);
         return -1;
       }
       o->generate = (long)n;
