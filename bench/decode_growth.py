@@ -18,7 +18,8 @@ decode step): the median step, the p99, p99 / median (the issue's goal:
 <= 1.2 for async), the p99 of each step over the median of the --every steps
 around it (the same ratio with the growth of the attention taken out: this
 small decoder's step cost grows with total, so the plain ratio also measures
-that growth), the slowest step, variants built and kernels compiled.
+that growth), the slowest step, variants built, variants evicted (the most
+in any round) and kernels compiled.
 
 The graph is built only from Python (kiln.graph): the decoder exists as
 Python code, so its driver is Python too; the Python call costs a few
@@ -51,7 +52,7 @@ from kiln.driver import CPU  # noqa: E402
 from kiln.engine import Bucket, InferenceSession, SpecializePolicy  # noqa: E402
 
 PROMPT = [1, 7, 3, 12, 5]
-COUNTER_VARIANTS_BUILT, COUNTER_COMPILES, COUNTER_ASYNC_DONE = 3, 8, 11  # kiln_counter
+COUNTER_VARIANTS_BUILT, COUNTER_VARIANTS_EVICTED, COUNTER_COMPILES = 3, 4, 8  # kiln_counter
 
 
 def bucket_of(total: int, bucket: str) -> int:
@@ -95,7 +96,7 @@ def generate(policy: str, steps: int, bucket: str) -> dict:
         c = m._m.counter
         return dict(times=times, totals=totals, prefill=prefill_us, tokens=tokens,
                     variants=int(c(COUNTER_VARIANTS_BUILT)), compiles=int(c(COUNTER_COMPILES)),
-                    async_done=int(c(COUNTER_ASYNC_DONE)))
+                    evicted=int(c(COUNTER_VARIANTS_EVICTED)))
     finally:
         shutil.rmtree(cache, ignore_errors=True)
 
@@ -148,7 +149,7 @@ def main() -> int:
         print(f"  {s:4d}-{e - 1:<4d} {totals[s]:4d}-{totals[e - 1]:<4d} {row}")
     print(f"summary (steps with total > {first}, past the first bucket: {len(after)}):")
     print(f"  {'policy':8} {'median':>8} {'p99':>8} {'p99/med':>8} {'p99/local':>9} {'max':>9} "
-          f"{'prefill':>8} {'variants':>8} {'compiles':>8}")
+          f"{'prefill':>8} {'variants':>8} {'evicted':>7} {'compiles':>8}")
     summary = {}
     after = after or list(range(a.steps))
     for p in policies:
@@ -157,10 +158,11 @@ def main() -> int:
         local = p99(local_ratios(step[p], after, a.every))
         var = statistics.median(g["variants"] for g in runs[p])
         comp = statistics.median(g["compiles"] for g in runs[p])
+        evicted = max(g["evicted"] for g in runs[p])
         pre = statistics.median(g["prefill"] for g in runs[p])
         summary[p] = (med, q, local, var, comp)
         print(f"  {p:8} {med:8.1f} {q:8.1f} {q / med:8.2f} {local:9.2f} {max(xs):9.1f} "
-              f"{pre:8.1f} {var:8.0f} {comp:8.0f}")
+              f"{pre:8.1f} {var:8.0f} {evicted:7d} {comp:8.0f}")
     med, q, local = summary["async"][:3]
     print(f"  goal (async, p99 <= 1.2 x median): plain {'met' if q <= 1.2 * med else 'NOT met'} "
           f"({q / med:.2f}), growth taken out {'met' if local <= 1.2 else 'NOT met'} "
