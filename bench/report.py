@@ -307,19 +307,24 @@ def main():
 
     # ---- the decoder's steps while its attention grows, async pow2 vs off (issue 20)
     dm, dc, _ = read_tsv(a.decode)
-    ka, ko = dc.get(("decode_step_async", "kiln", 1)), dc.get(("decode_step_off", "kiln", 1))
-    add("decoder step, %s steps, async %s buckets vs off (us)"
-        % (dm.get("decode_steps", "?"), dm.get("decode_bucket", "?")), "us", ka,
-        [("specialize off", ko, None)], why("decode"))
-    pa = dc.get(("decode_p99_async", "kiln", 1))
-    if ka and pa:
-        q, local = pa["median"] / ka["median"], float(dm.get("decode_p99_local_async", "nan"))
-        table.append(("decoder step p99 / median, async (%s variants)"
-                      % dm.get("decode_variants_async", "?"),
-                      "%.2f (growth out: %.2f)" % (q, local), "-", "-", "<= 1.2",
-                      "yes" if q <= 1.2 else ("growth out only" if local <= 1.2 else "NO")))
-    for case in ("decode_step_async", "decode_step_off", "decode_p99_async", "decode_p99_off"):
-        detail(case, dc.get((case, "kiln", 1)))
+    ko = dc.get(("decode_step_off", "kiln", 1))
+    for pol, what in (("async", "first generation"), ("async-warm", "second generation")):
+        ka = dc.get(("decode_step_%s" % pol, "kiln", 1))
+        add("decoder step, %s steps, %s %s buckets, %s (us)"
+            % (dm.get("decode_steps", "?"), pol, dm.get("decode_bucket", "?"), what), "us", ka,
+            [("specialize off", ko, None)], why("decode"))
+        pa = dc.get(("decode_p99_%s" % pol, "kiln", 1))
+        if ka and pa:
+            q = pa["median"] / ka["median"]
+            local = float(dm.get("decode_p99_local_%s" % pol, "nan"))
+            table.append(("decoder step p99 / median, %s (%s variants)"
+                          % (pol, dm.get("decode_variants_%s" % pol, "?")),
+                          "%.2f (growth out: %.2f)" % (q, local), "-", "-", "<= 1.2",
+                          "yes" if q <= 1.2 else ("growth out only" if local <= 1.2 else "NO")))
+    for pol in ("off", "async", "async-warm"):
+        for kind in ("step", "p99"):
+            case = "decode_%s_%s" % (kind, pol)
+            detail(case, dc.get((case, "kiln", 1)))
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})
