@@ -129,6 +129,50 @@ Test(control, if_picks_the_branch_its_predicate_names) {
   }
 }
 
+/* A cond whose branches read values of the enclosing graph, in the form
+ * Python's ops.cond gives it (kiln.graph's Graph._capture): every value
+ * either branch reads is an operand of the mo.if and an input of both
+ * branches, in one order, so each branch has an input it does not use, and
+ * the captured values have dims of their own (n, m). */
+static const char *if_captures_text =
+    "mo.graph @main(%p: " T0B ", %x: !mo.tensor<[n], f32>, %y: !mo.tensor<[m], f32>) -> "
+    "!mo.tensor<[n], f32> {\n"
+    "  %t = mo.add(%x, %x) : !mo.tensor<[n], f32>\n"
+    "  %r = mo.if(%p, %t, %x, %y) : (" T0B ", !mo.tensor<[n], f32>, !mo.tensor<[n], f32>, "
+    "!mo.tensor<[m], f32>) -> !mo.tensor<[n], f32> {\n"
+    "    mo.graph @then(%c0: !mo.tensor<[a], f32>, %c1: !mo.tensor<[a], f32>, "
+    "%c2: !mo.tensor<[b], f32>) -> !mo.tensor<[a], f32> {\n"
+    "      %o = mo.mul(%c0, %c1) : !mo.tensor<[a], f32>\n"
+    "      mo.output %o : !mo.tensor<[a], f32>\n"
+    "    }\n"
+    "    mo.graph @else(%c0: !mo.tensor<[a], f32>, %c1: !mo.tensor<[a], f32>, "
+    "%c2: !mo.tensor<[b], f32>) -> !mo.tensor<[a], f32> {\n"
+    "      %s = mo.sum(%c2) {axis = 0} : (!mo.tensor<[b], f32>) -> !mo.tensor<[1], f32>\n"
+    "      %o = mo.sub(%c1, %s) : (!mo.tensor<[a], f32>, !mo.tensor<[1], f32>) -> "
+    "!mo.tensor<[a], f32>\n"
+    "      mo.output %o : !mo.tensor<[a], f32>\n"
+    "    }\n"
+    "  }\n"
+    "  mo.output %r : !mo.tensor<[n], f32>\n"
+    "}\n";
+
+Test(control, if_branches_read_captured_values_of_the_enclosing_graph) {
+  float xs[3] = {1, -2, 3}, ys[4] = {1, 2, 3, 4};
+  for (int p = 0; p < 2; p++) {
+    bool pv = p;
+    kiln_tensor *in[3] = {tensor(KILN_BOOL, 0, NULL, &pv),
+                          tensor(KILN_FLOAT32, 1, (int64_t[]){3}, xs),
+                          tensor(KILN_FLOAT32, 1, (int64_t[]){4}, ys)};
+    kiln_tensor *out[1];
+    run_both(NULL, if_captures_text, in, 3, out, 1);
+    const float *r = kiln_tensor_data(out[0]);
+    for (int i = 0; i < 3; i++) /* then: (x + x) * x; else: x - sum(y) */
+      cr_expect_eq(r[i], pv ? 2 * xs[i] * xs[i] : xs[i] - 10);
+    kiln_tensor_free(out[0]);
+    for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  }
+}
+
 /* ---- mo.while: a trip count from data, a carried value that grows ---- */
 static const char *grow_text =
     "mo.graph @main(%n: " T0I ", %x: !mo.tensor<[1], f32>) -> (" T0I ", !mo.tensor<[m], f32>) {\n"
