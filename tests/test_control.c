@@ -156,7 +156,29 @@ static const char *if_captures_text =
     "  mo.output %r : !mo.tensor<[n], f32>\n"
     "}\n";
 
-Test(control, if_branches_read_captured_values_of_the_enclosing_graph) {
+/* The same cond as MAX writes it: branches without inputs that name the
+ * enclosing graph's values (the else branch meets %y before %x). The parser
+ * lifts them into the form above (parse.c lift_captures). */
+static const char *if_closure_text =
+    "mo.graph @main(%p: " T0B ", %x: !mo.tensor<[n], f32>, %y: !mo.tensor<[m], f32>) -> "
+    "!mo.tensor<[n], f32> {\n"
+    "  %t = mo.add(%x, %x) : !mo.tensor<[n], f32>\n"
+    "  %r = mo.if(%p) : (" T0B ") -> !mo.tensor<[n], f32> {\n"
+    "    mo.graph @then() -> !mo.tensor<[n], f32> {\n"
+    "      %o = mo.mul(%t, %x) : !mo.tensor<[n], f32>\n"
+    "      mo.output %o : !mo.tensor<[n], f32>\n"
+    "    }\n"
+    "    mo.graph @else() -> !mo.tensor<[n], f32> {\n"
+    "      %s = mo.sum(%y) {axis = 0} : (!mo.tensor<[m], f32>) -> !mo.tensor<[1], f32>\n"
+    "      %o = mo.sub(%x, %s) : (!mo.tensor<[n], f32>, !mo.tensor<[1], f32>) -> "
+    "!mo.tensor<[n], f32>\n"
+    "      mo.output %o : !mo.tensor<[n], f32>\n"
+    "    }\n"
+    "  }\n"
+    "  mo.output %r : !mo.tensor<[n], f32>\n"
+    "}\n";
+
+static void expect_captured_cond(const char *text) {
   float xs[3] = {1, -2, 3}, ys[4] = {1, 2, 3, 4};
   for (int p = 0; p < 2; p++) {
     bool pv = p;
@@ -164,13 +186,91 @@ Test(control, if_branches_read_captured_values_of_the_enclosing_graph) {
                           tensor(KILN_FLOAT32, 1, (int64_t[]){3}, xs),
                           tensor(KILN_FLOAT32, 1, (int64_t[]){4}, ys)};
     kiln_tensor *out[1];
-    run_both(NULL, if_captures_text, in, 3, out, 1);
+    run_both(NULL, text, in, 3, out, 1);
     const float *r = kiln_tensor_data(out[0]);
     for (int i = 0; i < 3; i++) /* then: (x + x) * x; else: x - sum(y) */
       cr_expect_eq(r[i], pv ? 2 * xs[i] * xs[i] : xs[i] - 10);
     kiln_tensor_free(out[0]);
     for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
   }
+}
+
+Test(control, if_branches_read_captured_values_of_the_enclosing_graph) {
+  expect_captured_cond(if_captures_text);
+}
+
+Test(control, if_branches_read_the_enclosing_graph_by_name_as_max_writes_them) {
+  expect_captured_cond(if_closure_text);
+  /* lifted: operands (%p, %t, %x, %y), each branch's inputs in that order;
+   * the printed form reads back to itself */
+  ir_graph *g = parse(if_closure_text);
+  char *a = ir_print(g);
+  cr_assert(strstr(a, "mo.if(%p, %t, %x, %y)"), "%s", a);
+  cr_assert(strstr(a, "@else<n, m>(%t: !mo.tensor<[n], f32>, %x: !mo.tensor<[n], f32>, "
+                      "%y: !mo.tensor<[m], f32>)"), "%s", a);
+  ir_graph *h = parse(a);
+  char *b = ir_print(h);
+  cr_expect_str_eq(a, b);
+  free(a);
+  free(b);
+  ir_graph_free(g);
+  ir_graph_free(h);
+}
+
+/* A branch of a branch reads the outermost graph and its own enclosing
+ * branch: the outer branch captures what the inner one needs from above. */
+Test(control, a_nested_branch_reads_values_two_graphs_up) {
+  static const char *text =
+      "mo.graph @main(%p: " T0B ", %q: " T0B ", %x: " T0I ") -> " T0I " {\n"
+      "  %r = mo.if(%p) : (" T0B ") -> " T0I " {\n"
+      "    mo.graph @then() -> " T0I " {\n"
+      "      %h = mo.add(%x, %x) : " T0I "\n"
+      "      %s = mo.if(%q) : (" T0B ") -> " T0I " {\n"
+      "        mo.graph @then() -> " T0I " {\n"
+      "          %o = mo.mul(%h, %x) : " T0I "\n"
+      "          mo.output %o : " T0I "\n"
+      "        }\n"
+      "        mo.graph @else() -> " T0I " {\n"
+      "          mo.output %h : " T0I "\n"
+      "        }\n"
+      "      }\n"
+      "      mo.output %s : " T0I "\n"
+      "    }\n"
+      "    mo.graph @else() -> " T0I " {\n"
+      "      %o = mo.negate(%x) : " T0I "\n"
+      "      mo.output %o : " T0I "\n"
+      "    }\n"
+      "  }\n"
+      "  mo.output %r : " T0I "\n"
+      "}\n";
+  for (int k = 0; k < 4; k++) {
+    bool pv = k & 1, qv = k & 2;
+    int64_t x = 5;
+    kiln_tensor *in[3] = {tensor(KILN_BOOL, 0, NULL, &pv), tensor(KILN_BOOL, 0, NULL, &qv),
+                          tensor(KILN_INT64, 0, NULL, &x)};
+    kiln_tensor *out[1];
+    run_both(NULL, text, in, 3, out, 1);
+    cr_expect_eq(i64_of(out[0]), pv ? (qv ? 2 * x * x : 2 * x) : -x, "p=%d q=%d", pv, qv);
+    kiln_tensor_free(out[0]);
+    for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  }
+}
+
+/* Loop regions still see only their carried values. */
+Test(control, a_loop_region_reading_the_enclosing_graph_is_an_error_at_its_use) {
+  parse_fails("mo.graph @main(%i: " T0I ", %n: " T0I ") -> " T0I " {\n"
+              "  %r = mo.while(%i) : (" T0I ") -> " T0I " {\n"
+              "    mo.graph @cond(%a: " T0I ") -> " T0B " {\n"
+              "      %c = mo.greater(%n, %a) : (" T0I ", " T0I ") -> " T0B "\n"
+              "      mo.output %c : " T0B "\n"
+              "    }\n"
+              "    mo.graph @body(%a: " T0I ") -> " T0I " {\n"
+              "      mo.output %a : " T0I "\n"
+              "    }\n"
+              "  }\n"
+              "  mo.output %r : " T0I "\n"
+              "}\n",
+              4, 23, "use of undefined value %n");
 }
 
 /* ---- mo.while: a trip count from data, a carried value that grows ---- */
