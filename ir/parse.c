@@ -243,7 +243,7 @@ static int value_use(parser *p, ir_value **out, size_t *where) {
   if (value_name(p, &s, &len, where)) return -1;
   *out = find_value(p, s, len);
   if (!*out && p->outer) {
-    *out = ir_parse_capture(p, s, len);
+    *out = ir_parse_capture(p, s, len, *where);
     if (p->failed) return -1;
   }
   if (!*out)

@@ -26,7 +26,9 @@ static int capture_sym(void *ud, const char *name, size_t len, ir_dim_err *err) 
  * memory. */
 static ir_value *capture_value(parser *p, ir_value *ov) {
   ir_type t = ov->type;
-  for (int a = 0; a < t.rank; a++) {
+  const ir_dim *dims[IR_MAX_RANK]; /* ov's own dims stay untouched */
+  t.dims = t.rank > 0 ? dims : NULL;
+  for (int a = 0; a < t.rank && a < IR_MAX_RANK; a++) {
     char buf[256];
     size_t len = ir_dim_print(ov->type.dims[a], buf, sizeof buf), used = 0;
     ir_dim_err err = {0};
@@ -41,10 +43,16 @@ static ir_value *capture_value(parser *p, ir_value *ov) {
   return v;
 }
 
-ir_value *ir_parse_capture(parser *p, const char *s, size_t len) {
+ir_value *ir_parse_capture(parser *p, const char *s, size_t len, size_t where) {
   ir_value *ov = ir_parse_find_value(p->outer, s, len);
-  if (!ov && p->outer->outer) ov = ir_parse_capture(p->outer, s, len);
+  if (!ov && p->outer->outer) ov = ir_parse_capture(p->outer, s, len, where);
   if (!ov) return NULL;
+  if (ov->type.kind != IR_TYPE_TENSOR) {
+    ir_lex_error(p, where, "a mo.if branch reads %%%s, a %s of the enclosing graph: a branch "
+                 "takes tensors only (load the buffer outside the mo.if)", ov->name,
+                 ov->type.kind == IR_TYPE_CHAIN ? "!mo.chain" : "!mo.buffer");
+    return NULL;
+  }
   ir_value *v = capture_value(p, ov);
   if (!v) ir_lex_oom(p);
   return v;

@@ -85,8 +85,9 @@ void ir_parse_free_parser(parser *p);           /* its vectors and table */
 /* ---- parse_capture.c ---- */
 /* %name of a graph enclosing mo.if branch p (a branch between them
  * captures it first) as a new input of p, recorded in p->captures; NULL
- * when no enclosing graph has it, or out of memory (p failed). */
-ir_value *ir_parse_capture(parser *p, const char *s, size_t len);
+ * when no enclosing graph has it, or with p failed: out of memory, or a
+ * buffer or chain (an error at `where`, the use). */
+ir_value *ir_parse_capture(parser *p, const char *s, size_t len, size_t where);
 /* The values of p's graph that mo.if n's branches r[0..nr) captured (caps[k]:
  * branch k's ir_value *s, in the order they were met) become operands of n
  * after its own, and inputs of every branch in one order: a branch gets an

@@ -256,6 +256,27 @@ Test(control, a_nested_branch_reads_values_two_graphs_up) {
   }
 }
 
+/* A branch naming a buffer of the enclosing graph: refused at the use. */
+Test(control, a_branch_reading_a_buffer_of_the_enclosing_graph_is_an_error_at_its_use) {
+  parse_fails("mo.graph @main(%p: " T0B ", %b: !mo.buffer<[4], f32>) -> " T0I " {\n"
+              "  %r = mo.if(%p) : (" T0B ") -> " T0I " {\n"
+              "    mo.graph @then() -> " T0I " {\n"
+              "      %c0 = mo.chain.create : !mo.chain\n"
+              "      %v, %c1 = mo.mutable.load(%b, %c0) : (!mo.buffer<[4], f32>, !mo.chain) -> "
+              "(!mo.tensor<[4], f32>, !mo.chain)\n"
+              "      %i = mo.constant {value = #M.dense_array<1> : tensor<si64>} : " T0I "\n"
+              "      mo.output %i : " T0I "\n"
+              "    }\n"
+              "    mo.graph @else() -> " T0I " {\n"
+              "      %i = mo.constant {value = #M.dense_array<0> : tensor<si64>} : " T0I "\n"
+              "      mo.output %i : " T0I "\n"
+              "    }\n"
+              "  }\n"
+              "  mo.output %r : " T0I "\n"
+              "}\n",
+              5, 33, "a mo.if branch reads %b, a !mo.buffer of the enclosing graph");
+}
+
 /* Loop regions still see only their carried values. */
 Test(control, a_loop_region_reading_the_enclosing_graph_is_an_error_at_its_use) {
   parse_fails("mo.graph @main(%i: " T0I ", %n: " T0I ") -> " T0I " {\n"
