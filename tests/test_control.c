@@ -215,6 +215,17 @@ Test(control, if_branches_read_the_enclosing_graph_by_name_as_max_writes_them) {
   free(b);
   ir_graph_free(g);
   ir_graph_free(h);
+  /* the enclosing graph's values keep their own symbols when the branches
+   * number theirs differently (here m is the main graph's first) */
+  char text[4096];
+  const char *paren = strchr(if_closure_text, '(');
+  snprintf(text, sizeof text, "mo.graph @main<m, n>%s", paren);
+  ir_graph *k = parse(text);
+  int m = ir_graph_symbol(k, "m", 1, false), n = ir_graph_symbol(k, "n", 1, false);
+  cr_assert(m == 0 && n == 1);
+  cr_expect(ir_dim_uses_sym(k->inputs[2]->type.dims[0], m), "%%y is [m]");
+  cr_expect(ir_dim_uses_sym(k->inputs[1]->type.dims[0], n), "%%x is [n]");
+  ir_graph_free(k);
 }
 
 /* A branch of a branch reads the outermost graph and its own enclosing
