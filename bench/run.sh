@@ -59,7 +59,7 @@ work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
-         encoders.tsv remote.tsv anchors.json anchors.md table.md; do
+         encoders.tsv remote.tsv decode.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -329,11 +329,30 @@ else
   fail anchors "no Python with numpy, onnx and onnxruntime (venv $venv)"
 fi
 
+# The decoder's step time while its attention grows (issue 20): prefill +
+# 512 greedy steps under the policies off and async with pow2 buckets
+# (bench/decode_growth.py, Python: the decoder graph is built by kiln.graph),
+# through the Python extension built in the same build directory.
+say "decoder: 512 steps of a growing attention, specialization off / async pow2"
+if ! { cmake -S "$repo" -B "$build" -DKILN_PYTHON=ON &&
+       cmake --build "$build" --target kiln_python -j"$(nproc)"; } >"$work/build-py.log" 2>&1; then
+  fail decode "building the Python extension: $(tail1 "$work/build-py.log")"
+elif ! python3 -c 'import numpy' 2>/dev/null; then
+  fail decode "the system python3 has no numpy"
+else
+  rm -rf "$work/decode-py" && mkdir -p "$work/decode-py" && cp -r "$repo/python/kiln" "$work/decode-py/" &&
+    ln -sf "$build/_kiln.abi3.so" "$work/decode-py/kiln/_kiln.abi3.so"
+  drounds=3; [ "$quick" = 1 ] && drounds=1
+  PYTHONPATH="$work/decode-py" python3 "$here/decode_growth.py" --rounds "$drounds" --tsv \
+    >"$work/decode.tsv" 2>"$work/decode.err" ||
+    fail decode "decode_growth.py exited $?: $(tail1 "$work/decode.err")"
+fi
+
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
-       --encoders "$work/encoders.tsv" --remote "$work/remote.tsv"
+       --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
