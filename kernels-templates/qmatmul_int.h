@@ -1,0 +1,270 @@
+/* qmatmul_int.h - mo.qmatmul's kernels for the qmatmul template
+ * (qmatmul.c includes it once, at its end): the lhs quantized per block as
+ * ir/qblock.h defines (Q8_0 / Q8_K), integer dot products per block, then
+ * the f32 scaling. kiln_qmatmul_E (generic: qblock.h's qb_dot, the
+ * interpreter's terms bit for bit) and kiln_qmatmul_E_avx2 (x86-64 with AVX2
+ * and F16C: vpmaddubsw / vpmaddwd) for each encoding E; qmatmul.c's header
+ * says what they compute and how the work is split.
+ *
+ * Assumes qmatmul.c's MB and KC and that K is whole blocks. Freestanding
+ * (<immintrin.h> is the compiler's). No fma contraction here: the terms are
+ * qblock.h's operations in qblock.h's order. */
+#pragma clang fp contract(off)
+
+/* MB rows by KC columns of A, quantized: q, each block's scale and bsums */
+typedef struct lhs_buf {
+  int8_t q[MB][KC] __attribute__((aligned(32)));
+  float d[MB][KC / 32];
+  int16_t bs[MB][KC / 16];
+} lhs_buf;
+
+/* sum over nb blocks of row w of the block terms against quantized lhs q */
+typedef float (*row_dot_fn)(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
+                            const int16_t *bs);
+
+static inline __attribute__((always_inline)) float
+row_dot_generic(qb_encoding enc, const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
+                const int16_t *bs) {
+  const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc);
+  float s = 0;
+  for (int64_t b = 0; b < nb; b++) s += qb_dot(enc, w + b * BB, q + b * E, bs + b * E / 16, d[b]);
+  return s;
+}
+
+#define GENERIC_DOT(name, enc)                                                               \
+  static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,   \
+                          const int16_t *bs) {                                               \
+    return row_dot_generic(enc, w, nb, q, d, bs);                                            \
+  }
+GENERIC_DOT(q4_0, QB_Q4_0)
+GENERIC_DOT(q8_0, QB_Q8_0)
+GENERIC_DOT(q4_k, QB_Q4_K)
+GENERIC_DOT(q5_k, QB_Q5_K)
+GENERIC_DOT(q6_k, QB_Q6_K)
+
+static inline __attribute__((always_inline)) void
+qmatmul_int(qb_encoding enc, row_dot_fn dot, int64_t M, int64_t N, int64_t K, const float *A,
+            const uint8_t *W, float *C, int64_t n_lo, int64_t n_hi) {
+  const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB;
+  if (K == 0) {
+    for (int64_t m = 0; m < M; m++)
+      for (int64_t n = n_lo; n < n_hi; n++) C[m * N + n] = 0;
+    return;
+  }
+  lhs_buf L;
+  for (int64_t m0 = 0; m0 < M; m0 += MB) {
+    int64_t mb = M - m0 < MB ? M - m0 : MB;
+    for (int64_t k0 = 0; k0 < K; k0 += KC) {
+      int64_t nb = (K - k0 < KC ? K - k0 : KC) / E;
+      for (int64_t r = 0; r < mb; r++)
+        for (int64_t b = 0; b < nb; b++)
+          L.d[r][b] = qb_quantize_lhs(enc, A + (m0 + r) * K + k0 + b * E, &L.q[r][b * E],
+                                      &L.bs[r][b * E / 16]);
+      for (int64_t n = n_lo; n < n_hi; n++) {
+        const uint8_t *w = W + n * rowbytes + k0 / E * BB;
+        for (int64_t r = 0; r < mb; r++) {
+          float s = dot(w, nb, L.q[r], L.d[r], L.bs[r]), *c = &C[(m0 + r) * N + n];
+          *c = k0 ? *c + s : s;
+        }
+      }
+    }
+  }
+}
+
+#define QMATMUL_ENTRY(name, enc, dot)                                                          \
+  void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
+                           float *C, int64_t n_lo, int64_t n_hi);                          \
+  void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
+                           float *C, int64_t n_lo, int64_t n_hi) {                         \
+    qmatmul_int(enc, dot, M, N, K, A, W, C, n_lo, n_hi);                                   \
+  }
+QMATMUL_ENTRY(q4_0, QB_Q4_0, dot_q4_0)
+QMATMUL_ENTRY(q8_0, QB_Q8_0, dot_q8_0)
+QMATMUL_ENTRY(q4_k, QB_Q4_K, dot_q4_k)
+QMATMUL_ENTRY(q5_k, QB_Q5_K, dot_q5_k)
+QMATMUL_ENTRY(q6_k, QB_Q6_K, dot_q6_k)
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define AVX2_FN __attribute__((target("avx2,f16c")))
+#define AVX2_INLINE static inline __attribute__((target("avx2,f16c"), always_inline))
+
+AVX2_INLINE float f16_x86(const uint8_t *p) {
+  return _cvtsh_ss((unsigned short)(p[0] | p[1] << 8));
+}
+
+AVX2_INLINE float hsum_ps(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+AVX2_INLINE int32_t hsum_epi32(__m256i v) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+  return _mm_cvtsi128_si32(s);
+}
+
+#define LD256(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+
+/* signed w (|w| <= 128 as u8 after psign) times signed a (|a| <= 127):
+ * 8 int32 sums of 4 products; s16 pairs stay below 2 * 128 * 127 */
+AVX2_INLINE __m256i dot_s8(__m256i w, __m256i a) {
+  __m256i p = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(a, w));
+  return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
+}
+
+AVX2_INLINE __m256i q4_0_weights(const uint8_t *x) {
+  __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
+  __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
+                                 _mm256_set1_epi8(0xf));
+  return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
+}
+
+/* q4_0 and q8_0: two chains of 8-lane f32 sums, each lane's partial int32
+ * sum times the block's dw * da */
+AVX2_FN static float dot_q4_0_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
+                                   const float *d, const int16_t *bs) {
+  (void)bs;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    const uint8_t *x = w + 18 * b;
+    __m256i s0 = dot_s8(q4_0_weights(x), LD256(q + 32 * b));
+    __m256i s1 = dot_s8(q4_0_weights(x + 18), LD256(q + 32 * b + 32));
+    __m256 d0 = _mm256_set1_ps(f16_x86(x) * d[b]), d1 = _mm256_set1_ps(f16_x86(x + 18) * d[b + 1]);
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0), d0));
+    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(s1), d1));
+  }
+  if (b < nb) {
+    const uint8_t *x = w + 18 * b;
+    __m256i s0 = dot_s8(q4_0_weights(x), LD256(q + 32 * b));
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0),
+                                             _mm256_set1_ps(f16_x86(x) * d[b])));
+  }
+  return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+AVX2_FN static float dot_q8_0_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
+                                   const float *d, const int16_t *bs) {
+  (void)bs;
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 1 < nb; b += 2) {
+    const uint8_t *x = w + 34 * b;
+    __m256i s0 = dot_s8(LD256(x + 2), LD256(q + 32 * b));
+    __m256i s1 = dot_s8(LD256(x + 36), LD256(q + 32 * b + 32));
+    __m256 d0 = _mm256_set1_ps(f16_x86(x) * d[b]), d1 = _mm256_set1_ps(f16_x86(x + 34) * d[b + 1]);
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0), d0));
+    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(s1), d1));
+  }
+  if (b < nb) {
+    const uint8_t *x = w + 34 * b;
+    __m256i s0 = dot_s8(LD256(x + 2), LD256(q + 32 * b));
+    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0),
+                                             _mm256_set1_ps(f16_x86(x) * d[b])));
+  }
+  return hsum_ps(_mm256_add_ps(acc0, acc1));
+}
+
+/* q4_k (qh NULL) and q5_k: isum and msum as qb_dot_k45 (u8 weights <= 31
+ * against |a| <= 127, s16 pairs below 2^13), the term exactly qb_dot's */
+AVX2_INLINE float dot_k45_avx2(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
+                               const int16_t *bs, int five, int64_t BB) {
+  const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16);
+  float s = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *x = w + BB * b, *qs = x + (five ? 48 : 16);
+    const int8_t *qa = q + 256 * b;
+    const int16_t *bsb = bs + 16 * b;
+    __m256i acc = _mm256_setzero_si256(), hb = five ? LD256(x + 16) : _mm256_setzero_si256();
+    int32_t msum = 0;
+    for (int c = 0; c < 4; c++) {
+      int sc0, m0, sc1, m1;
+      qb_scale_min_k4(2 * c, x + 4, &sc0, &m0);
+      qb_scale_min_k4(2 * c + 1, x + 4, &sc1, &m1);
+      __m256i bits = LD256(qs + 32 * c);
+      __m256i lo = _mm256_and_si256(bits, m4);
+      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+      if (five) {
+        __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * c))), b1 = _mm256_set1_epi8((char)(2 << (2 * c)));
+        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b0), b0),
+                                                  sixteen));
+        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b1), b1),
+                                                  sixteen));
+      }
+      __m256i plo = _mm256_maddubs_epi16(lo, LD256(qa + 64 * c));
+      __m256i phi = _mm256_maddubs_epi16(hi, LD256(qa + 64 * c + 32));
+      acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc0)),
+                                                   _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc1))));
+      msum += m0 * (bsb[4 * c] + bsb[4 * c + 1]) + m1 * (bsb[4 * c + 2] + bsb[4 * c + 3]);
+    }
+    int32_t isum = hsum_epi32(acc);
+    float dd = f16_x86(x) * d[b], dm = f16_x86(x + 2) * d[b];
+    float hi = dd * (float)isum, lo = dm * (float)msum;
+    s += hi - lo;
+  }
+  return s;
+}
+
+AVX2_FN static float dot_q4_k_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
+                                   const float *d, const int16_t *bs) {
+  return dot_k45_avx2(w, nb, q, d, bs, 0, 144);
+}
+
+AVX2_FN static float dot_q5_k_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
+                                   const float *d, const int16_t *bs) {
+  return dot_k45_avx2(w, nb, q, d, bs, 1, 176);
+}
+
+/* q6_k: sum of sc * q6u * a over the block (q6u = q6 + 32 in [0, 63], s16
+ * pairs below 2 * 63 * 127), less 32 * sum of sc * bsum: qb_dot_q6_k's isum */
+AVX2_FN static float dot_q6_k_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
+                                   const float *d, const int16_t *bs) {
+  const __m256i m4 = _mm256_set1_epi8(0xf), m3 = _mm256_set1_epi8(3),
+                m30 = _mm256_set1_epi8(0x30);
+  float s = 0;
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *x = w + 210 * b;
+    const int8_t *qa = q + 256 * b, *sc = (const int8_t *)(x + 192);
+    const int16_t *bsb = bs + 16 * b;
+    int32_t corr = 0;
+    for (int g = 0; g < 16; g++) corr += sc[g] * bsb[g];
+    __m256i acc = _mm256_setzero_si256();
+    for (int h = 0; h < 2; h++) {
+      __m256i l0 = LD256(x + 64 * h), l1 = LD256(x + 64 * h + 32), hb = LD256(x + 128 + 32 * h);
+      __m256i qv[4] = {
+          _mm256_or_si256(_mm256_and_si256(l0, m4),
+                          _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(l1, m4),
+                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                          _mm256_and_si256(hb, m30)),
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                          _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30)),
+      };
+      for (int j = 0; j < 4; j++) {
+        __m256i p = _mm256_maddubs_epi16(qv[j], LD256(qa + 128 * h + 32 * j));
+        __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]),
+                                       _mm_set1_epi16(sc[8 * h + 2 * j]));
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
+      }
+    }
+    int32_t isum = hsum_epi32(acc) - 32 * corr;
+    float dd = f16_x86(x + 208) * d[b];
+    s += dd * (float)isum;
+  }
+  return s;
+}
+
+QMATMUL_ENTRY(q4_0_avx2, QB_Q4_0, dot_q4_0_avx2)
+QMATMUL_ENTRY(q8_0_avx2, QB_Q8_0, dot_q8_0_avx2)
+QMATMUL_ENTRY(q4_k_avx2, QB_Q4_K, dot_q4_k_avx2)
+QMATMUL_ENTRY(q5_k_avx2, QB_Q5_K, dot_q5_k_avx2)
+QMATMUL_ENTRY(q6_k_avx2, QB_Q6_K, dot_q6_k_avx2)
+#endif
+
+#pragma clang fp contract(on)
