@@ -13,15 +13,16 @@
  *     MB rows and KC columns of A are quantized at a time into a buffer on
  *     the stack (each part quantizes the rows it needs itself: A is small
  *     next to W), then every row of W in [n_lo, n_hi) is streamed once
- *     through them: a decode step (M = 1, K <= KC) reads W once. The block
- *     terms of a row are summed in f32, in an order fixed by K alone, so a
- *     result does not depend on how N is split. The generic entries use
- *     qblock.h's scalar qb_dot (the interpreter's terms, bit for bit);
- *     the _avx2 entries use vpmaddubsw / vpmaddwd, with the same int32
- *     sums (no saturation: |q4 - 8| <= 8 or |q8| <= 128 (as u8, via psign)
- *     or q4 / q5 <= 31 against |qa| <= 127 keeps each s16 pair below 2^15),
- *     q4_k / q5_k / q6_k's terms exactly qb_dot's, q4_0 / q8_0's scaled per
- *     8-lane partial sum (within a rounding of qb_dot's).
+ *     through them: a decode step (M = 1, K <= KC) reads W once, in order,
+ *     with software prefetch ahead (qmatmul_int.h). The block terms of a
+ *     row are summed in f32, in an order fixed by K alone, so a result does
+ *     not depend on how N is split. The generic entries use qblock.h's
+ *     scalar qb_dot (the interpreter's terms, bit for bit); the _avx2
+ *     entries use vpmaddubsw / vpmaddwd, with the same int32 sums (no
+ *     saturation: |q4 - 8| <= 8 or |q8| <= 128 (as u8, via psign) or q4 /
+ *     q5 / q6 + 32 <= 63 against |qa| <= 127 keeps each s16 pair below
+ *     2^15); q4_k / q5_k / q6_k's terms are exactly qb_dot's, q4_0 / q8_0's
+ *     scaled per 8-lane partial sum (within a rounding of qb_dot's).
  *   void kiln_dequantize_E(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi)
  *     blocks b_lo <= b < b_hi of X decoded into Y.
  *   kiln_dequantize_E_f16c: the same, converting the f16 scales with F16C's

@@ -18,7 +18,8 @@ typedef struct lhs_buf {
   int16_t bs[MB][KC / 16];
 } lhs_buf;
 
-/* sum over nb blocks of row w of the block terms against quantized lhs q */
+/* the sum over nb blocks of row w of W of the block terms against the
+ * quantized lhs q, d, bs */
 typedef float (*row_dot_fn)(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
                             const int16_t *bs);
 
@@ -124,141 +125,131 @@ AVX2_INLINE __m256i q4_0_weights(const uint8_t *x) {
   return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
 }
 
-/* q4_0 and q8_0: two chains of 8-lane f32 sums, each lane's partial int32
- * sum times the block's dw * da */
-AVX2_FN static float dot_q4_0_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
-                                   const float *d, const int16_t *bs) {
-  (void)bs;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const uint8_t *x = w + 18 * b;
-    __m256i s0 = dot_s8(q4_0_weights(x), LD256(q + 32 * b));
-    __m256i s1 = dot_s8(q4_0_weights(x + 18), LD256(q + 32 * b + 32));
-    __m256 d0 = _mm256_set1_ps(f16_x86(x) * d[b]), d1 = _mm256_set1_ps(f16_x86(x + 18) * d[b + 1]);
-    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0), d0));
-    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(s1), d1));
-  }
-  if (b < nb) {
-    const uint8_t *x = w + 18 * b;
-    __m256i s0 = dot_s8(q4_0_weights(x), LD256(q + 32 * b));
-    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0),
-                                             _mm256_set1_ps(f16_x86(x) * d[b])));
-  }
-  return hsum_ps(_mm256_add_ps(acc0, acc1));
+/* q4_0 and q8_0 blocks: the 8 lanes' partial int32 sums times dw * da */
+AVX2_INLINE __m256 block_q4_0(const uint8_t *x, const int8_t *qa, float da) {
+  __m256i s = dot_s8(q4_0_weights(x), LD256(qa));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da));
 }
 
-AVX2_FN static float dot_q8_0_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
-                                   const float *d, const int16_t *bs) {
-  (void)bs;
-  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
-  int64_t b = 0;
-  for (; b + 1 < nb; b += 2) {
-    const uint8_t *x = w + 34 * b;
-    __m256i s0 = dot_s8(LD256(x + 2), LD256(q + 32 * b));
-    __m256i s1 = dot_s8(LD256(x + 36), LD256(q + 32 * b + 32));
-    __m256 d0 = _mm256_set1_ps(f16_x86(x) * d[b]), d1 = _mm256_set1_ps(f16_x86(x + 34) * d[b + 1]);
-    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0), d0));
-    acc1 = _mm256_add_ps(acc1, _mm256_mul_ps(_mm256_cvtepi32_ps(s1), d1));
-  }
-  if (b < nb) {
-    const uint8_t *x = w + 34 * b;
-    __m256i s0 = dot_s8(LD256(x + 2), LD256(q + 32 * b));
-    acc0 = _mm256_add_ps(acc0, _mm256_mul_ps(_mm256_cvtepi32_ps(s0),
-                                             _mm256_set1_ps(f16_x86(x) * d[b])));
-  }
-  return hsum_ps(_mm256_add_ps(acc0, acc1));
+AVX2_INLINE __m256 block_q8_0(const uint8_t *x, const int8_t *qa, float da) {
+  __m256i s = dot_s8(LD256(x + 2), LD256(qa));
+  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da));
 }
 
 /* q4_k (qh NULL) and q5_k: isum and msum as qb_dot_k45 (u8 weights <= 31
  * against |a| <= 127, s16 pairs below 2^13), the term exactly qb_dot's */
-AVX2_INLINE float dot_k45_avx2(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
-                               const int16_t *bs, int five, int64_t BB) {
+AVX2_INLINE float block_k45(const uint8_t *x, const int8_t *qa, const int16_t *bsb, float da,
+                            int five) {
   const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16);
-  float s = 0;
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *x = w + BB * b, *qs = x + (five ? 48 : 16);
-    const int8_t *qa = q + 256 * b;
-    const int16_t *bsb = bs + 16 * b;
-    __m256i acc = _mm256_setzero_si256(), hb = five ? LD256(x + 16) : _mm256_setzero_si256();
-    int32_t msum = 0;
-    for (int c = 0; c < 4; c++) {
-      int sc0, m0, sc1, m1;
-      qb_scale_min_k4(2 * c, x + 4, &sc0, &m0);
-      qb_scale_min_k4(2 * c + 1, x + 4, &sc1, &m1);
-      __m256i bits = LD256(qs + 32 * c);
-      __m256i lo = _mm256_and_si256(bits, m4);
-      __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
-      if (five) {
-        __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * c))), b1 = _mm256_set1_epi8((char)(2 << (2 * c)));
-        lo = _mm256_or_si256(lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b0), b0),
-                                                  sixteen));
-        hi = _mm256_or_si256(hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(hb, b1), b1),
-                                                  sixteen));
-      }
-      __m256i plo = _mm256_maddubs_epi16(lo, LD256(qa + 64 * c));
-      __m256i phi = _mm256_maddubs_epi16(hi, LD256(qa + 64 * c + 32));
-      acc = _mm256_add_epi32(acc, _mm256_add_epi32(_mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc0)),
-                                                   _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc1))));
-      msum += m0 * (bsb[4 * c] + bsb[4 * c + 1]) + m1 * (bsb[4 * c + 2] + bsb[4 * c + 3]);
+  const uint8_t *qs = x + (five ? 48 : 16);
+  __m256i acc = _mm256_setzero_si256(), hb = five ? LD256(x + 16) : _mm256_setzero_si256();
+  int32_t msum = 0;
+  for (int c = 0; c < 4; c++) {
+    int sc0, m0, sc1, m1;
+    qb_scale_min_k4(2 * c, x + 4, &sc0, &m0);
+    qb_scale_min_k4(2 * c + 1, x + 4, &sc1, &m1);
+    __m256i bits = LD256(qs + 32 * c);
+    __m256i lo = _mm256_and_si256(bits, m4);
+    __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
+    if (five) {
+      __m256i b0 = _mm256_set1_epi8((char)(1 << (2 * c)));
+      __m256i b1 = _mm256_set1_epi8((char)(2 << (2 * c)));
+      __m256i h0 = _mm256_cmpeq_epi8(_mm256_and_si256(hb, b0), b0);
+      __m256i h1 = _mm256_cmpeq_epi8(_mm256_and_si256(hb, b1), b1);
+      lo = _mm256_or_si256(lo, _mm256_and_si256(h0, sixteen));
+      hi = _mm256_or_si256(hi, _mm256_and_si256(h1, sixteen));
     }
-    int32_t isum = hsum_epi32(acc);
-    float dd = f16_x86(x) * d[b], dm = f16_x86(x + 2) * d[b];
-    float hi = dd * (float)isum, lo = dm * (float)msum;
-    s += hi - lo;
+    __m256i plo = _mm256_maddubs_epi16(lo, LD256(qa + 64 * c));
+    __m256i phi = _mm256_maddubs_epi16(hi, LD256(qa + 64 * c + 32));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc0)));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc1)));
+    msum += m0 * (bsb[4 * c] + bsb[4 * c + 1]) + m1 * (bsb[4 * c + 2] + bsb[4 * c + 3]);
   }
-  return s;
-}
-
-AVX2_FN static float dot_q4_k_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
-                                   const float *d, const int16_t *bs) {
-  return dot_k45_avx2(w, nb, q, d, bs, 0, 144);
-}
-
-AVX2_FN static float dot_q5_k_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
-                                   const float *d, const int16_t *bs) {
-  return dot_k45_avx2(w, nb, q, d, bs, 1, 176);
+  int32_t isum = hsum_epi32(acc);
+  float dd = f16_x86(x) * da, dm = f16_x86(x + 2) * da;
+  float hi = dd * (float)isum, lo = dm * (float)msum;
+  return hi - lo;
 }
 
 /* q6_k: sum of sc * q6u * a over the block (q6u = q6 + 32 in [0, 63], s16
  * pairs below 2 * 63 * 127), less 32 * sum of sc * bsum: qb_dot_q6_k's isum */
-AVX2_FN static float dot_q6_k_avx2(const uint8_t *w, int64_t nb, const int8_t *q,
-                                   const float *d, const int16_t *bs) {
+AVX2_INLINE float block_q6_k(const uint8_t *x, const int8_t *qa, const int16_t *bsb, float da) {
   const __m256i m4 = _mm256_set1_epi8(0xf), m3 = _mm256_set1_epi8(3),
                 m30 = _mm256_set1_epi8(0x30);
-  float s = 0;
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *x = w + 210 * b;
-    const int8_t *qa = q + 256 * b, *sc = (const int8_t *)(x + 192);
-    const int16_t *bsb = bs + 16 * b;
-    int32_t corr = 0;
-    for (int g = 0; g < 16; g++) corr += sc[g] * bsb[g];
-    __m256i acc = _mm256_setzero_si256();
-    for (int h = 0; h < 2; h++) {
-      __m256i l0 = LD256(x + 64 * h), l1 = LD256(x + 64 * h + 32), hb = LD256(x + 128 + 32 * h);
-      __m256i qv[4] = {
-          _mm256_or_si256(_mm256_and_si256(l0, m4),
-                          _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(l1, m4),
-                          _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                          _mm256_and_si256(hb, m30)),
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                          _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30)),
-      };
-      for (int j = 0; j < 4; j++) {
-        __m256i p = _mm256_maddubs_epi16(qv[j], LD256(qa + 128 * h + 32 * j));
-        __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]),
-                                       _mm_set1_epi16(sc[8 * h + 2 * j]));
-        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
-      }
+  const int8_t *sc = (const int8_t *)(x + 192);
+  int32_t corr = 0;
+  for (int g = 0; g < 16; g++) corr += sc[g] * bsb[g];
+  __m256i acc = _mm256_setzero_si256();
+  for (int h = 0; h < 2; h++) {
+    __m256i l0 = LD256(x + 64 * h), l1 = LD256(x + 64 * h + 32), hb = LD256(x + 128 + 32 * h);
+    __m256i qv[4] = {
+        _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_slli_epi16(_mm256_and_si256(hb, m3), 4)),
+        _mm256_or_si256(_mm256_and_si256(l1, m4),
+                        _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(hb, 2), m3), 4)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30)),
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                        _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30)),
+    };
+    for (int j = 0; j < 4; j++) {
+      __m256i p = _mm256_maddubs_epi16(qv[j], LD256(qa + 128 * h + 32 * j));
+      __m256i scv = _mm256_set_m128i(_mm_set1_epi16(sc[8 * h + 2 * j + 1]),
+                                     _mm_set1_epi16(sc[8 * h + 2 * j]));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(p, scv));
     }
-    int32_t isum = hsum_epi32(acc) - 32 * corr;
-    float dd = f16_x86(x + 208) * d[b];
-    s += dd * (float)isum;
   }
-  return s;
+  int32_t isum = hsum_epi32(acc) - 32 * corr;
+  float dd = f16_x86(x + 208) * da;
+  return dd * (float)isum;
 }
+
+/* Software prefetch PF bytes ahead in W: the hardware's prefetchers alone
+ * keep too few lines in flight for one stream while the block math runs (a
+ * decode step then takes the memory time plus the compute time). One
+ * prefetch per line of W (the rows of a part follow each other in memory,
+ * so the stream runs on into the next row). */
+enum { PF = 3072 };
+AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
+  const char *p = (const char *)x + PF;
+  if (bb < 64) {
+    if (((uintptr_t)p & 63) < (uintptr_t)bb) _mm_prefetch(p, _MM_HINT_T0);
+  } else {
+    for (int64_t o = 0; o < bb; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  }
+}
+
+/* q4_0 and q8_0: two chains of 8 f32 lanes (blocks alternating) */
+#define AVX2_LANES(name, BB, block)                                                          \
+  AVX2_FN static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q,             \
+                                  const float *d, const int16_t *bs) {                       \
+    (void)bs;                                                                                \
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                              \
+    for (int64_t b = 0; b < nb; b++) {                                                       \
+      prefetch_block(w + (BB) * b, BB);                                                      \
+      acc[b & 1] = _mm256_add_ps(acc[b & 1], block(w + (BB) * b, q + 32 * b, d[b]));         \
+    }                                                                                        \
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));                                           \
+  }
+
+/* the K-quants: one f32 chain of block terms, as the generic path */
+#define AVX2_TERMS(name, BB, block_call)                                                     \
+  AVX2_FN static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q,             \
+                                  const float *d, const int16_t *bs) {                       \
+    float s = 0;                                                                             \
+    for (int64_t b = 0; b < nb; b++) {                                                       \
+      const uint8_t *x = w + (BB) * b;                                                       \
+      const int8_t *qa = q + 256 * b;                                                        \
+      const int16_t *bsb = bs + 16 * b;                                                      \
+      prefetch_block(x, BB);                                                                 \
+      s += block_call;                                                                       \
+    }                                                                                        \
+    return s;                                                                                \
+  }
+
+AVX2_LANES(q4_0_avx2, 18, block_q4_0)
+AVX2_LANES(q8_0_avx2, 34, block_q8_0)
+AVX2_TERMS(q4_k_avx2, 144, block_k45(x, qa, bsb, d[b], 0))
+AVX2_TERMS(q5_k_avx2, 176, block_k45(x, qa, bsb, d[b], 1))
+AVX2_TERMS(q6_k_avx2, 210, block_q6_k(x, qa, bsb, d[b]))
 
 QMATMUL_ENTRY(q4_0_avx2, QB_Q4_0, dot_q4_0_avx2)
 QMATMUL_ENTRY(q8_0_avx2, QB_Q8_0, dot_q8_0_avx2)
