@@ -27,7 +27,8 @@
  *     blocks b_lo <= b < b_hi of X decoded into Y.
  *   kiln_dequantize_E_f16c: the same, converting the f16 scales with F16C's
  *     instruction, for targets that have it.
- *   kiln_qmatmul_E_avx2: for targets with AVX2 and F16C (x86-64 only).
+ *   kiln_qmatmul_E_avx2: for targets with AVX2 and F16C (x86-64 only);
+ *   kiln_qmatmul_E_avxvnni: with FMA and AVX-VNNI as well.
  *
  * Assumes: K a multiple of the block's elements (the shape rule checks it);
  * buffers do not overlap. Freestanding: no libc, no static mutable state. */

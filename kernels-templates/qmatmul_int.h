@@ -125,15 +125,40 @@ AVX2_INLINE __m256i q4_0_weights(const uint8_t *x) {
   return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
 }
 
-/* q4_0 and q8_0 blocks: the 8 lanes' partial int32 sums times dw * da */
-AVX2_INLINE __m256 block_q4_0(const uint8_t *x, const int8_t *qa, float da) {
+/* q4_0 and q8_0 blocks: acc plus the 8 lanes' partial int32 sums times
+ * dw * da */
+AVX2_INLINE __m256 block_q4_0(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
   __m256i s = dot_s8(q4_0_weights(x), LD256(qa));
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da));
+  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da)));
 }
 
-AVX2_INLINE __m256 block_q8_0(const uint8_t *x, const int8_t *qa, float da) {
+AVX2_INLINE __m256 block_q8_0(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
   __m256i s = dot_s8(LD256(x + 2), LD256(qa));
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da));
+  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da)));
+}
+
+/* The same with AVX-VNNI's vpdpbusd (u8 x s8, four products summed into
+ * int32, no saturation) and FMA: q4_0 as unsigned nibbles times a, less
+ * 8 times a (two vpdpbusd for the sub and two psign); q8_0 as |w| times a
+ * with w's sign. */
+#define VNNI_INLINE static inline __attribute__((target("avx2,f16c,fma,avxvnni"), always_inline))
+#define VNNI_FN __attribute__((target("avx2,f16c,fma,avxvnni")))
+
+VNNI_INLINE __m256 block_q4_0_vnni(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
+  __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
+  __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
+                                 _mm256_set1_epi8(0xf));
+  __m256i a = LD256(qa), zero = _mm256_setzero_si256();
+  __m256i s = _mm256_sub_epi32(_mm256_dpbusd_avx_epi32(zero, nib, a),
+                               _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(8), a));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da), acc);
+}
+
+VNNI_INLINE __m256 block_q8_0_vnni(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
+  __m256i w = LD256(x + 2);
+  __m256i s = _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w),
+                                      _mm256_sign_epi8(LD256(qa), w));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da), acc);
 }
 
 /* q4_k (qh NULL) and q5_k: isum and msum as qb_dot_k45 (u8 weights <= 31
@@ -218,14 +243,14 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
 }
 
 /* q4_0 and q8_0: two chains of 8 f32 lanes (blocks alternating) */
-#define AVX2_LANES(name, BB, block)                                                          \
-  AVX2_FN static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q,             \
+#define LANES_DOT(name, fn_attr, BB, block)                                                   \
+  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q,             \
                                   const float *d, const int16_t *bs) {                       \
     (void)bs;                                                                                \
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                              \
     for (int64_t b = 0; b < nb; b++) {                                                       \
       prefetch_block(w + (BB) * b, BB);                                                      \
-      acc[b & 1] = _mm256_add_ps(acc[b & 1], block(w + (BB) * b, q + 32 * b, d[b]));         \
+      acc[b & 1] = block(w + (BB) * b, q + 32 * b, d[b], acc[b & 1]);                         \
     }                                                                                        \
     return hsum_ps(_mm256_add_ps(acc[0], acc[1]));                                           \
   }
@@ -245,8 +270,10 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
     return s;                                                                                \
   }
 
-AVX2_LANES(q4_0_avx2, 18, block_q4_0)
-AVX2_LANES(q8_0_avx2, 34, block_q8_0)
+LANES_DOT(q4_0_avx2, AVX2_FN, 18, block_q4_0)
+LANES_DOT(q8_0_avx2, AVX2_FN, 34, block_q8_0)
+LANES_DOT(q4_0_avxvnni, VNNI_FN, 18, block_q4_0_vnni)
+LANES_DOT(q8_0_avxvnni, VNNI_FN, 34, block_q8_0_vnni)
 AVX2_TERMS(q4_k_avx2, 144, block_k45(x, qa, bsb, d[b], 0))
 AVX2_TERMS(q5_k_avx2, 176, block_k45(x, qa, bsb, d[b], 1))
 AVX2_TERMS(q6_k_avx2, 210, block_q6_k(x, qa, bsb, d[b]))
@@ -256,6 +283,11 @@ QMATMUL_ENTRY(q8_0_avx2, QB_Q8_0, dot_q8_0_avx2)
 QMATMUL_ENTRY(q4_k_avx2, QB_Q4_K, dot_q4_k_avx2)
 QMATMUL_ENTRY(q5_k_avx2, QB_Q5_K, dot_q5_k_avx2)
 QMATMUL_ENTRY(q6_k_avx2, QB_Q6_K, dot_q6_k_avx2)
+QMATMUL_ENTRY(q4_0_avxvnni, QB_Q4_0, dot_q4_0_avxvnni)
+QMATMUL_ENTRY(q8_0_avxvnni, QB_Q8_0, dot_q8_0_avxvnni)
+QMATMUL_ENTRY(q4_k_avxvnni, QB_Q4_K, dot_q4_k_avx2)
+QMATMUL_ENTRY(q5_k_avxvnni, QB_Q5_K, dot_q5_k_avx2)
+QMATMUL_ENTRY(q6_k_avxvnni, QB_Q6_K, dot_q6_k_avx2)
 #endif
 
 #pragma clang fp contract(on)

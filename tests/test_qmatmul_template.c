@@ -1,14 +1,16 @@
 /* test_qmatmul_template.c - the qmatmul template's entries
  * (kernels-templates/qmatmul.c, compiled natively for this test by clang-19)
  * called directly, so both the generic entries (which the JIT only picks on
- * hosts without AVX2 / F16C) and the _avx2 ones are checked on any x86-64
- * host: the generic entry gives ir/qblock.h's terms summed in f32 per KC
- * chunk bit for bit; the _avx2 entry gives the same bits for the K-quants
+ * hosts without AVX2 / F16C) and the _avx2 / _avxvnni ones are checked on
+ * any x86-64 host that has them: the generic entry gives ir/qblock.h's
+ * terms summed in f32 per KC chunk bit for bit; the x86 ones the same bits
+ * for the K-quants
  * (exact terms, same order) and, for q4_0 / q8_0 (lanes scaled one by one),
  * the same within the rounding of the sum; N split between parts changes
  * nothing; an all-zero lhs row gives zeros and a row with an infinity NaN. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +39,22 @@ DECL(q6_k_avx2)
 static const qmm_fn AVX2[QB_COUNT] = {kiln_qmatmul_q4_0_avx2, kiln_qmatmul_q8_0_avx2,
                                       kiln_qmatmul_q4_k_avx2, kiln_qmatmul_q5_k_avx2,
                                       kiln_qmatmul_q6_k_avx2};
+DECL(q4_0_avxvnni)
+DECL(q8_0_avxvnni)
+DECL(q4_k_avxvnni)
+DECL(q5_k_avxvnni)
+DECL(q6_k_avxvnni)
+static const qmm_fn VNNI[QB_COUNT] = {kiln_qmatmul_q4_0_avxvnni, kiln_qmatmul_q8_0_avxvnni,
+                                      kiln_qmatmul_q4_k_avxvnni, kiln_qmatmul_q5_k_avxvnni,
+                                      kiln_qmatmul_q6_k_avxvnni};
+
+/* The x86 entries this CPU runs: [0] AVX2 (+F16C), [1] AVX-VNNI (+FMA). */
+static void x86_entries(qb_encoding e, qmm_fn out[2]) {
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  out[0] = avx2 ? AVX2[e] : NULL;
+  out[1] = avx2 && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avxvnni") ? VNNI[e]
+                                                                                        : NULL;
+}
 #endif
 
 enum { KC = 16384 }; /* the template's chunk of K (qmatmul.c) */
@@ -111,17 +129,21 @@ static void check_shape(int64_t m, int64_t n, int64_t k) {
                 "%s generic m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
                 (long long)m, (long long)n, (long long)k, (long long)i, got[i], want[i]);
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) {
+    qmm_fn x86[2];
+    x86_entries(e, x86);
+    for (int v = 0; v < 2; v++) {
+      if (!x86[v]) continue;
       memset(got, 0, sizeof(float) * (size_t)(m * n));
-      AVX2[e](m, n, k, a, w, got, 0, cut2);
-      AVX2[e](m, n, k, a, w, got, cut2, n);
+      x86[v](m, n, k, a, w, got, 0, cut2);
+      x86[v](m, n, k, a, w, got, cut2, n);
       /* f32 sums of k / 32 blocks in two orders: within (blocks + 8) ulps of mag */
       double tol = QB_LHS_IS_K(e) ? 0 : (double)(k / 32 + 8) * 0x1p-24;
       for (int64_t i = 0; i < m * n; i++)
         cr_expect(fabs((double)got[i] - want[i]) <= tol * mag[i] ||
                       (isnan(got[i]) && isnan(want[i])),
-                  "%s avx2 m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
-                  (long long)m, (long long)n, (long long)k, (long long)i, got[i], want[i]);
+                  "%s %s m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
+                  v ? "avxvnni" : "avx2", (long long)m, (long long)n, (long long)k, (long long)i,
+                  got[i], want[i]);
     }
 #endif
     free(a);
@@ -160,11 +182,12 @@ Test(qmatmul_template, zero_and_non_finite_lhs_rows) {
     for (int i = 0; i < K; i++) a[i] = 0;
     a[K + 300] = INFINITY;
     a[2 * K + 7] = NAN;
-    qmm_fn fns[2] = {GENERIC[e], NULL};
+    qmm_fn fns[3] = {GENERIC[e], NULL, NULL};
 #if defined(__x86_64__)
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")) fns[1] = AVX2[e];
+    x86_entries(e, fns + 1);
 #endif
-    for (int f = 0; f < 2 && fns[f]; f++) {
+    for (int f = 0; f < 3; f++) {
+      if (!fns[f]) continue;
       fns[f](M, N, K, a, w, c, 0, N);
       for (int j = 0; j < N; j++) {
         cr_expect(c[j] == 0, "%s zero row [%d] = %g", qb_name(e), j, c[j]);
