@@ -161,18 +161,37 @@ VNNI_INLINE __m256 block_q8_0_vnni(const uint8_t *x, const int8_t *qa, float da,
   return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da), acc);
 }
 
+/* q4_k / q5_k's 12 bytes of 6-bit scales and mins, 4 bytes at a time:
+ * qb_scale_min_k4's bytes (sub-blocks 0-3 the low 6 bits of bytes 0-3 and
+ * 4-7; 4-7 a nibble of bytes 8-11 below the top 2 bits of bytes 0-3 / 4-7) */
+AVX2_INLINE void scales_mins_k4(const uint8_t *p, uint8_t sc[8], uint8_t mn[8]) {
+  uint32_t u0, u1, u2;
+  __builtin_memcpy(&u0, p, 4);
+  __builtin_memcpy(&u1, p + 4, 4);
+  __builtin_memcpy(&u2, p + 8, 4);
+  uint32_t s03 = u0 & 0x3f3f3f3fu, m03 = u1 & 0x3f3f3f3fu;
+  uint32_t s47 = (u2 & 0x0f0f0f0fu) | ((u0 >> 6) & 0x03030303u) << 4;
+  uint32_t m47 = ((u2 >> 4) & 0x0f0f0f0fu) | ((u1 >> 6) & 0x03030303u) << 4;
+  __builtin_memcpy(sc, &s03, 4);
+  __builtin_memcpy(sc + 4, &s47, 4);
+  __builtin_memcpy(mn, &m03, 4);
+  __builtin_memcpy(mn + 4, &m47, 4);
+}
+
 /* q4_k (qh NULL) and q5_k: isum and msum as qb_dot_k45 (u8 weights <= 31
- * against |a| <= 127, s16 pairs below 2^13), the term exactly qb_dot's */
+ * against |a| <= 127, s16 pairs below 2^13; msum as sub-block min times
+ * each of its two bsums, |bsum| <= 2032), the term exactly qb_dot's */
 AVX2_INLINE float block_k45(const uint8_t *x, const int8_t *qa, const int16_t *bsb, float da,
                             int five) {
   const __m256i m4 = _mm256_set1_epi8(0xf), sixteen = _mm256_set1_epi8(16);
   const uint8_t *qs = x + (five ? 48 : 16);
+  uint8_t sc[8], mn[8];
+  scales_mins_k4(x + 4, sc, mn);
+  __m128i mb = _mm_loadl_epi64((const __m128i *)(const void *)mn);
+  __m256i mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb)); /* m0 m0 m1 m1 ... */
+  int32_t msum = hsum_epi32(_mm256_madd_epi16(LD256(bsb), mins2));
   __m256i acc = _mm256_setzero_si256(), hb = five ? LD256(x + 16) : _mm256_setzero_si256();
-  int32_t msum = 0;
   for (int c = 0; c < 4; c++) {
-    int sc0, m0, sc1, m1;
-    qb_scale_min_k4(2 * c, x + 4, &sc0, &m0);
-    qb_scale_min_k4(2 * c + 1, x + 4, &sc1, &m1);
     __m256i bits = LD256(qs + 32 * c);
     __m256i lo = _mm256_and_si256(bits, m4);
     __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bits, 4), m4);
@@ -186,9 +205,8 @@ AVX2_INLINE float block_k45(const uint8_t *x, const int8_t *qa, const int16_t *b
     }
     __m256i plo = _mm256_maddubs_epi16(lo, LD256(qa + 64 * c));
     __m256i phi = _mm256_maddubs_epi16(hi, LD256(qa + 64 * c + 32));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16((short)sc0)));
-    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16((short)sc1)));
-    msum += m0 * (bsb[4 * c] + bsb[4 * c + 1]) + m1 * (bsb[4 * c + 2] + bsb[4 * c + 3]);
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(plo, _mm256_set1_epi16(sc[2 * c])));
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(phi, _mm256_set1_epi16(sc[2 * c + 1])));
   }
   int32_t isum = hsum_epi32(acc);
   float dd = f16_x86(x) * da, dm = f16_x86(x + 2) * da;
