@@ -160,27 +160,29 @@ static inline void qb_decode_k45(const uint8_t *b, const uint8_t *qh, const uint
   }
 }
 
-static inline void qb_decode_q6_k(const uint8_t *b, float *y) {
+/* q6_k's 256 values q6 - 32 in [-32, 31], in element order; element e's
+ * scale is the int8 at b + 192 + e / 16. */
+static inline void qb_q6_k_values(const uint8_t *b, int8_t *v) {
   const uint8_t *ql = b, *qh = b + 128;
-  const int8_t *sc = (const int8_t *)(b + 192);
-  float d = qb_f16(b + 208);
   for (int h = 0; h < 2; h++) {
     for (int l = 0; l < 32; l++) {
-      int is = l / 16;
-      int q1 = ((ql[l] & 0xf) | ((qh[l] & 3) << 4)) - 32;
-      int q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      y[l] = d * (float)sc[is] * (float)q1;
-      y[l + 32] = d * (float)sc[is + 2] * (float)q2;
-      y[l + 64] = d * (float)sc[is + 4] * (float)q3;
-      y[l + 96] = d * (float)sc[is + 6] * (float)q4;
+      v[l] = (int8_t)(((ql[l] & 0xf) | ((qh[l] & 3) << 4)) - 32);
+      v[l + 32] = (int8_t)(((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32);
+      v[l + 64] = (int8_t)(((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32);
+      v[l + 96] = (int8_t)(((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32);
     }
-    y += 128;
+    v += 128;
     ql += 64;
     qh += 32;
-    sc += 8;
   }
+}
+
+static inline void qb_decode_q6_k(const uint8_t *b, float *y) {
+  const int8_t *sc = (const int8_t *)(b + 192);
+  float d = qb_f16(b + 208);
+  int8_t v[256];
+  qb_q6_k_values(b, v);
+  for (int e = 0; e < 256; e++) y[e] = d * (float)sc[e / 16] * (float)v[e];
 }
 
 /* Decode one block of encoding e at b into QB_ELEMS(e) floats at y. */
@@ -335,24 +337,11 @@ static inline float qb_dot_k45(const uint8_t *b, const uint8_t *qh, const uint8_
 }
 
 static inline float qb_dot_q6_k(const uint8_t *b, const int8_t *q, float da) {
-  const uint8_t *ql = b, *qh = b + 128;
   const int8_t *sc = (const int8_t *)(b + 192);
+  int8_t v[256];
+  qb_q6_k_values(b, v);
   int32_t isum = 0;
-  for (int h = 0; h < 2; h++) {
-    for (int l = 0; l < 32; l++) {
-      int is = l / 16;
-      int q1 = ((ql[l] & 0xf) | ((qh[l] & 3) << 4)) - 32;
-      int q2 = ((ql[l + 32] & 0xf) | (((qh[l] >> 2) & 3) << 4)) - 32;
-      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
-      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
-      isum += sc[is] * q1 * q[l] + sc[is + 2] * q2 * q[l + 32] + sc[is + 4] * q3 * q[l + 64] +
-              sc[is + 6] * q4 * q[l + 96];
-    }
-    q += 128;
-    ql += 64;
-    qh += 32;
-    sc += 8;
-  }
+  for (int e = 0; e < 256; e++) isum += sc[e / 16] * v[e] * q[e];
   float dd = qb_f16(b + 208) * da;
   return dd * (float)isum;
 }

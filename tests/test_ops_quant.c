@@ -58,36 +58,37 @@ static void cpu_only(void) {
     cr_skip_test("mo.qmatmul / mo.dequantize have no SIMT lowering (%s)", under_test_device());
 }
 
+/* qmatmul of [m, k] by [n, k]'s blocks, JIT against the interpreter, for
+ * every encoding (k = 0: one block of each): the bindings of m and n, lhs
+ * from gens[0], weight bytes from gens[1] */
+static void each_encoding(const char *what, int64_t k, const char *bindings, unsigned seed,
+                          double atol, const oracle_gen *gens) {
+  for (int e = 0; e < 5; e++) {
+    int64_t kk = k ? k : QB_ELEMS(qb_from_name(ENC[e]));
+    char text[2048], label[64];
+    qmatmul_text(text, sizeof text, ENC[e], kk);
+    snprintf(label, sizeof label, "qmatmul %s K=%lld %s", ENC[e], (long long)kk, what);
+    oracle_case c = {.label = label, .mlir = text, .bindings = bindings, .seed = seed + e,
+                     .rtol = 1e-4, .atol = atol, .gens = gens, .ngens = 2};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* K of one block (k = 0 above) and of 512; the f32 sums against the
+ * interpreter's double sums: |sum| of products up to ~1e4 at K = 512, so a
+ * few 1e-3 of rounding */
 Test(qmatmul, every_encoding_against_the_interpreter) {
   cpu_only();
   static const char *const bindings = "m=1,n=1;m=1,n=300;m=3,n=17;m=4,n=64;m=9,n=33;m=0,n=5";
-  for (int e = 0; e < 5; e++) {
-    int64_t ks[] = {QB_ELEMS(qb_from_name(ENC[e])), 512};
-    for (int ki = 0; ki < 2; ki++) {
-      char text[2048], label[64];
-      qmatmul_text(text, sizeof text, ENC[e], ks[ki]);
-      snprintf(label, sizeof label, "qmatmul %s K=%lld", ENC[e], (long long)ks[ki]);
-      /* f32 lane sums against the interpreter's double sums: |sum| of
-       * products up to ~1e4 at K = 512, so a few 1e-3 of rounding */
-      oracle_case c = {.label = label, .mlir = text, .bindings = bindings, .seed = 21u + e,
-                       .rtol = 1e-4, .atol = 2e-2, .gens = GENS, .ngens = 2};
-      ORACLE_ASSERT(&c);
-    }
-  }
+  each_encoding("", 0, bindings, 21, 2e-2, GENS);
+  each_encoding("", 512, bindings, 21, 2e-2, GENS);
 }
 
 /* K = 16640: past the kernel's 16384 columns of quantized lhs per pass, so
  * a row's sum is two chunks added (the interpreter sums it in one go). */
 Test(qmatmul, k_across_the_kernels_lhs_chunks_against_the_interpreter) {
   cpu_only();
-  for (int e = 0; e < 5; e++) {
-    char text[2048], label[64];
-    qmatmul_text(text, sizeof text, ENC[e], 16640);
-    snprintf(label, sizeof label, "qmatmul %s K=16640", ENC[e]);
-    oracle_case c = {.label = label, .mlir = text, .bindings = "m=3,n=5;m=1,n=2", .seed = 5u + e,
-                     .rtol = 1e-4, .atol = 5e-2, .gens = GENS, .ngens = 2};
-    ORACLE_ASSERT(&c);
-  }
+  each_encoding("", 16640, "m=3,n=5;m=1,n=2", 5, 5e-2, GENS);
 }
 
 /* An lhs block with a NaN or an infinity has a NaN scale (ir/qblock.h): the
@@ -98,18 +99,8 @@ Test(qmatmul, non_finite_and_zero_lhs_as_the_interpreter) {
   static const oracle_gen naninf[] = {{ORACLE_GEN_NANINF, -3, 3, 0},
                                       {ORACLE_GEN_UNIFORM, 0, 40, 0}};
   static const oracle_gen zeros[] = {{ORACLE_GEN_CONST, 0, 0, 0}, {ORACLE_GEN_UNIFORM, 0, 40, 0}};
-  for (int e = 0; e < 5; e++) {
-    char text[2048], label[64];
-    qmatmul_text(text, sizeof text, ENC[e], 256);
-    snprintf(label, sizeof label, "qmatmul %s non-finite lhs", ENC[e]);
-    oracle_case c = {.label = label, .mlir = text, .bindings = "m=3,n=4", .seed = 9u + e,
-                     .rtol = 1e-4, .atol = 2e-2, .gens = naninf, .ngens = 2};
-    ORACLE_ASSERT(&c);
-    snprintf(label, sizeof label, "qmatmul %s zero lhs", ENC[e]);
-    c.label = label;
-    c.gens = zeros;
-    ORACLE_ASSERT(&c);
-  }
+  each_encoding("non-finite lhs", 256, "m=3,n=4", 9, 2e-2, naninf);
+  each_encoding("zero lhs", 256, "m=3,n=4", 9, 2e-2, zeros);
 }
 
 Test(dequantize, every_encoding_against_the_interpreter_exactly) {
