@@ -96,7 +96,8 @@ static void check(const qcase *c) {
   int16_t *bs = malloc(sizeof *bs * (size_t)(c->k / 16));
   float *da = malloc(sizeof *da * (size_t)nb);
   if (!q || !bs || !da) die("out of memory", NULL);
-  for (int64_t b = 0; b < nb; b++) da[b] = qb_quantize_lhs(enc, a + b * e, q + b * e, bs + b * e / 16);
+  for (int64_t b = 0; b < nb; b++)
+    da[b] = qb_quantize_lhs(enc, a + b * e, q + b * e, bs + b * e / 16);
   for (int t = 0; t < 8; t++) {
     int64_t n = (int64_t)(next() % (uint64_t)c->n);
     double s = 0, mag = 0;

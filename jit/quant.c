@@ -3,8 +3,9 @@
  * (kernels-templates/qmatmul.c), which computes from the GGUF blocks with
  * no dequantized copy of the weight: qmatmul's _avxvnni entry where the
  * target has AVX2, F16C, FMA and AVX-VNNI (vpdpbusd), its _avx2 entry with
- * AVX2 and F16C (vpmaddubsw / vpmaddwd), else its generic one; dequantize's _f16c entry where the target has F16C (the f16
- * scales converted by one instruction).
+ * AVX2 and F16C (vpmaddubsw / vpmaddwd), else its generic one; dequantize's
+ * _f16c entry where the target has F16C (the f16 scales converted by one
+ * instruction).
  *
  * Splitting: qmatmul splits N (rows of the weight) between the parts, so a
  * decode step (M = 1) streams each part's slice of the weight once and the

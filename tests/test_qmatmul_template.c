@@ -4,9 +4,8 @@
  * hosts without AVX2 / F16C) and the _avx2 / _avxvnni ones are checked on
  * any x86-64 host that has them: the generic entry gives ir/qblock.h's
  * terms summed in f32 per KC chunk bit for bit; the x86 ones the same bits
- * for the K-quants
- * (exact terms, same order) and, for q4_0 / q8_0 (lanes scaled one by one),
- * the same within the rounding of the sum; N split between parts changes
+ * for the K-quants (exact terms, same order) and, for q4_0 / q8_0 (lanes
+ * scaled one by one), the same within the rounding of the sum; N split between parts changes
  * nothing; an all-zero lhs row gives zeros and a row with an infinity NaN. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -113,7 +112,8 @@ static void check_shape(int64_t m, int64_t n, int64_t k) {
     qb_encoding e = (qb_encoding)ei;
     if (k % QB_ELEMS(e)) continue;
     int64_t wbytes = n * (k / QB_ELEMS(e) * QB_BYTES(e));
-    float *a = malloc(sizeof *a * (size_t)(m * k + 1)), *want = malloc(sizeof(float) * (size_t)(m * n + 1));
+    float *a = malloc(sizeof *a * (size_t)(m * k + 1));
+    float *want = malloc(sizeof(float) * (size_t)(m * n + 1));
     float *got = malloc(sizeof(float) * (size_t)(m * n + 1));
     double *mag = malloc(sizeof(double) * (size_t)(m * n + 1));
     uint8_t *w = malloc((size_t)wbytes + 1);
