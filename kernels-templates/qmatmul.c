@@ -10,11 +10,11 @@
  *     C[m * N + n] = qmatmul(A, W)[m, n] (ir/qblock.h's meaning: A quantized
  *     per block to Q8_0 / Q8_K, exact integer block dots, scaled in f32) for
  *     every m and n_lo <= n < n_hi; W is N rows of K / elements blocks.
- *     MB rows and KC columns of A are quantized at a time into a buffer on
- *     the stack (each part quantizes the rows it needs itself: A is small
- *     next to W), then every row of W in [n_lo, n_hi) is streamed once
- *     through them: a decode step (M = 1, K <= KC) reads W once, in order,
- *     with software prefetch ahead (qmatmul_int.h). The block terms of a
+ *     Rows and columns of A are quantized a pass at a time into a buffer on
+ *     the stack (QBUF below; each part quantizes the rows it needs itself:
+ *     A is small next to W), then every row of W in [n_lo, n_hi) is
+ *     streamed through them: a decode step (M = 1, K <= QBUF) reads W
+ *     once, in order, with software prefetch ahead (qmatmul_int.h). The block terms of a
  *     row are summed in f32, in an order fixed by K alone, so a result does
  *     not depend on how N is split. The generic entries use qblock.h's
  *     scalar qb_dot (the interpreter's terms, bit for bit); the _avx2
@@ -44,9 +44,12 @@ typedef int8_t v16s __attribute__((ext_vector_type(16)));
 typedef int8_t v16su __attribute__((ext_vector_type(16), aligned(1)));
 typedef int32_t v16i __attribute__((ext_vector_type(16)));
 
-/* rows and columns of A quantized per pass (KC a multiple of 256: whole
- * blocks of every encoding; the buffer, on the stack, is about 80 KB) */
-enum { MB = 4, KC = 16384 };
+/* A is quantized QBUF elements at a time, into a buffer on the stack of
+ * about 20 KB: one row of up to QBUF columns when M = 1 (a decode step
+ * reads each row of W once, whole), else MB rows of QBUF / MB columns (a
+ * row of W, from L1, serves MB rows of A). Both multiples of 256: whole
+ * blocks of every encoding. */
+enum { QBUF = 16384, MB = 4 };
 
 /* The block decoders, in 16-float vectors (qblock.h's scalar loops do not
  * vectorize: byte loads feeding two interleaved float stores). Each value

@@ -6,16 +6,17 @@
  * and F16C: vpmaddubsw / vpmaddwd) for each encoding E; qmatmul.c's header
  * says what they compute and how the work is split.
  *
- * Assumes qmatmul.c's MB and KC and that K is whole blocks. Freestanding
+ * Assumes qmatmul.c's QBUF and MB and that K is whole blocks. Freestanding
  * (<immintrin.h> is the compiler's). No fma contraction here: the terms are
  * qblock.h's operations in qblock.h's order. */
 #pragma clang fp contract(off)
 
-/* MB rows by KC columns of A, quantized: q, each block's scale and bsums */
+/* QBUF elements of A, quantized: q, each block's scale and bsums; a pass's
+ * row r of kc columns at r * kc, r * kc / 32 and r * kc / 16 */
 typedef struct lhs_buf {
-  int8_t q[MB][KC] __attribute__((aligned(32)));
-  float d[MB][KC / 32];
-  int16_t bs[MB][KC / 16];
+  int8_t q[QBUF] __attribute__((aligned(32)));
+  float d[QBUF / 32];
+  int16_t bs[QBUF / 16];
 } lhs_buf;
 
 /* the sum over nb blocks of row w of W of the block terms against the
@@ -53,18 +54,22 @@ qmatmul_int(qb_encoding enc, row_dot_fn dot, int64_t M, int64_t N, int64_t K, co
     return;
   }
   lhs_buf L;
-  for (int64_t m0 = 0; m0 < M; m0 += MB) {
-    int64_t mb = M - m0 < MB ? M - m0 : MB;
-    for (int64_t k0 = 0; k0 < K; k0 += KC) {
-      int64_t nb = (K - k0 < KC ? K - k0 : KC) / E;
+  const int64_t rows = M == 1 ? 1 : MB, kc = QBUF / rows; /* per pass */
+  for (int64_t m0 = 0; m0 < M; m0 += rows) {
+    int64_t mb = M - m0 < rows ? M - m0 : rows;
+    for (int64_t k0 = 0; k0 < K; k0 += kc) {
+      int64_t nb = (K - k0 < kc ? K - k0 : kc) / E;
       for (int64_t r = 0; r < mb; r++)
-        for (int64_t b = 0; b < nb; b++)
-          L.d[r][b] = qb_quantize_lhs(enc, A + (m0 + r) * K + k0 + b * E, &L.q[r][b * E],
-                                      &L.bs[r][b * E / 16]);
+        for (int64_t b = 0; b < nb; b++) {
+          const float *a = A + (m0 + r) * K + k0 + b * E;
+          int64_t at = r * kc + b * E;
+          L.d[r * kc / 32 + b] = qb_quantize_lhs(enc, a, &L.q[at], &L.bs[at / 16]);
+        }
       for (int64_t n = n_lo; n < n_hi; n++) {
         const uint8_t *w = W + n * rowbytes + k0 / E * BB;
         for (int64_t r = 0; r < mb; r++) {
-          float s = dot(w, nb, L.q[r], L.d[r], L.bs[r]), *c = &C[(m0 + r) * N + n];
+          float s = dot(w, nb, &L.q[r * kc], &L.d[r * kc / 32], &L.bs[r * kc / 16]);
+          float *c = &C[(m0 + r) * N + n];
           *c = k0 ? *c + s : s;
         }
       }

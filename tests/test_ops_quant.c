@@ -84,8 +84,9 @@ Test(qmatmul, every_encoding_against_the_interpreter) {
   each_encoding("", 512, bindings, 21, 2e-2, GENS);
 }
 
-/* K = 16640: past the kernel's 16384 columns of quantized lhs per pass, so
- * a row's sum is two chunks added (the interpreter sums it in one go). */
+/* K = 16640: past the kernel's columns of quantized lhs per pass (16384 for
+ * one row, 4096 for more), so a row's sum is chunks added (the interpreter
+ * sums it in one go). */
 Test(qmatmul, k_across_the_kernels_lhs_chunks_against_the_interpreter) {
   cpu_only();
   each_encoding("", 16640, "m=3,n=5;m=1,n=2", 5, 5e-2, GENS);

@@ -3,7 +3,7 @@
  * called directly, so both the generic entries (which the JIT only picks on
  * hosts without AVX2 / F16C) and the _avx2 / _avxvnni ones are checked on
  * any x86-64 host that has them: the generic entry gives ir/qblock.h's
- * terms summed in f32 per KC chunk bit for bit; the x86 ones the same bits
+ * terms summed in f32 per chunk of K bit for bit; the x86 ones the same bits
  * for the K-quants (exact terms, same order) and, for q4_0 / q8_0 (lanes
  * scaled one by one), the same within the rounding of the sum; N split between parts changes
  * nothing; an all-zero lhs row gives zeros and a row with an infinity NaN. */
@@ -56,7 +56,8 @@ static void x86_entries(qb_encoding e, qmm_fn out[2]) {
 }
 #endif
 
-enum { KC = 16384 }; /* the template's chunk of K (qmatmul.c) */
+/* the template's columns of A per pass (qmatmul.c's QBUF / rows per pass) */
+static int64_t chunk_of(int64_t m) { return m == 1 ? 16384 : 4096; }
 
 static uint64_t rng_state = 88172645463325252ull;
 static uint64_t next(void) {
@@ -71,7 +72,7 @@ static void fill(int64_t m, int64_t n, int64_t k, qb_encoding e, float *a, uint8
   for (int64_t i = 0; i < n * (k / QB_ELEMS(e) * QB_BYTES(e)); i++) w[i] = (uint8_t)(next() % 41);
 }
 
-/* qblock.h's terms summed in f32 per KC chunk (the chunks added in order),
+/* qblock.h's terms summed in f32 per chunk of K (the chunks added in order),
  * and mag = the sum of |dequantized w * quantized lhs| (the sum's scale). */
 static void reference(int64_t m, int64_t n, int64_t k, qb_encoding e, const float *a,
                       const uint8_t *w, float *c, double *mag) {
@@ -86,9 +87,9 @@ static void reference(int64_t m, int64_t n, int64_t k, qb_encoding e, const floa
     for (int64_t j = 0; j < n; j++) {
       float total = 0;
       double g = 0;
-      for (int64_t k0 = 0; k0 < k; k0 += KC) {
+      for (int64_t k0 = 0, kc = chunk_of(m); k0 < k; k0 += kc) {
         float s = 0;
-        for (int64_t b = k0 / E; b < (k0 + KC < k ? k0 + KC : k) / E; b++) {
+        for (int64_t b = k0 / E; b < (k0 + kc < k ? k0 + kc : k) / E; b++) {
           const uint8_t *x = w + j * rowbytes + b * BB;
           s += qb_dot(e, x, q + b * E, bs + b * E / 16, da[b]);
           qb_decode(e, x, deq);
@@ -166,8 +167,8 @@ Test(qmatmul_template, several_blocks_and_rows_of_lhs) {
 }
 
 Test(qmatmul_template, k_across_chunks_of_the_quantized_lhs) {
-  check_shape(3, 4, KC + 512);
-  check_shape(1, 3, 2 * KC + 256);
+  check_shape(3, 4, 16384 + 512);
+  check_shape(1, 3, 2 * 16384 + 256);
 }
 
 /* An all-zero lhs row gives zeros; a row holding an infinity or a NaN gives
