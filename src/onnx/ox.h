@@ -167,11 +167,11 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(IsNaN) X(IsInf) X(Not) X(And) X(Or) X(Xor) X(Equal) X(Greater) X(Less) X(GreaterOrEqual)        \
   X(LessOrEqual) X(Where) X(Max) X(Min) X(Sum) X(Mean) X(Clip) X(LeakyRelu) X(Elu) X(Selu)          \
   X(Gelu) X(Celu) X(HardSigmoid) X(HardSwish) X(Softplus) X(Softsign) X(ThresholdedRelu) X(PRelu)           \
-  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity)
+  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity) X(BitShift)
 #define OX_OPS_NN(X)                                                                              \
   X(MatMul) X(Gemm) X(Softmax) X(LogSoftmax) X(LayerNormalization) X(ReduceSum) X(ReduceMean)       \
   X(ReduceMax) X(ReduceMin) X(ReduceSumSquare) X(ReduceL1) X(ReduceL2) X(ReduceLogSum)              \
-  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Dropout)
+  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Hardmax) X(Dropout)
 #define OX_OPS_SHAPE(X)                                                                           \
   X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
   X(Flatten) X(Expand) X(Tile)
