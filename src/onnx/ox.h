@@ -182,6 +182,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(NonZero) X(Compress)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
+/* over the channel axis (ops_channel.c) */
+#define OX_OPS_CHANNEL(X)                                                                         \
+  X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
 /* sorting and selection (ops_sort.c) */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
@@ -199,6 +202,7 @@ OX_OPS_SHAPE(OX_DECLARE)
 OX_OPS_FOLD(OX_DECLARE)
 OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
+OX_OPS_CHANNEL(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
