@@ -161,13 +161,34 @@ Test(cache_remote, url_forms_parse) {
   cr_expect_str_eq(u.user, "");
   cr_expect_str_eq(u.host, "::1");
   cr_expect_eq(u.port, 6380);
+  cr_expect(!u.tls);
+  cr_assert_eq(kr_url_parse("rediss://u:p?w@cache:6380/2?cacert=/etc/ca.pem&cert=/c.pem&key=/k"
+                            ".pem", &u, why, sizeof why), 0, "%s", why);
+  cr_expect(u.tls);
+  cr_expect_str_eq(u.password, "p?w");
+  cr_expect_str_eq(u.host, "cache");
+  cr_expect_eq(u.port, 6380);
+  cr_expect_eq(u.db, 2);
+  cr_expect_str_eq(u.cacert, "/etc/ca.pem");
+  cr_expect_str_eq(u.cert, "/c.pem");
+  cr_expect_str_eq(u.key, "/k.pem");
+  cr_assert_eq(kr_url_parse("rediss://cache", &u, why, sizeof why), 0, "%s", why);
+  cr_expect(u.tls && !u.cacert[0] && u.port == 6379);
 }
 
 Test(cache_remote, bad_urls_say_what_is_wrong) {
   kr_url u;
   char why[512];
-  cr_assert_eq(kr_url_parse("rediss://h:6380", &u, why, sizeof why), -1);
-  cr_expect(strstr(why, "TLS") && strstr(why, "hiredis"), "%s", why);
+  cr_assert_eq(kr_url_parse("redis://h?cacert=/ca.pem", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "cacert") && strstr(why, "rediss://"), "%s", why);
+  cr_assert_eq(kr_url_parse("rediss://h?cafile=/ca.pem", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "unknown query parameter 'cafile'"), "%s", why);
+  cr_assert_eq(kr_url_parse("rediss://h?cert=/c.pem", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "go together"), "%s", why);
+  cr_assert_eq(kr_url_parse("rediss://h?cacert=", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "file path"), "%s", why);
+  cr_assert_eq(kr_url_parse("rediss://h/1?cacert", &u, why, sizeof why), -1);
+  cr_expect(strstr(why, "name=value"), "%s", why);
   cr_assert_eq(kr_url_parse("http://h", &u, why, sizeof why), -1);
   cr_expect(strstr(why, "redis://"), "%s", why);
   cr_assert_eq(kr_url_parse("redis://h:99999", &u, why, sizeof why), -1);
@@ -183,9 +204,11 @@ Test(cache_remote, api_rejects_bad_settings_and_hides_the_password) {
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_not_null(ctx);
-  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://h", NULL, 0, st), -1);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://h?cacert=/nonexistent/ca.pem",
+                                             NULL, 0, st), -1);
   cr_expect_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
-  cr_expect(strstr(kiln_status_message(st), "TLS"), "%s", kiln_status_message(st));
+  cr_expect(strstr(kiln_status_message(st), "cacert=/nonexistent/ca.pem: No such file"), "%s",
+            kiln_status_message(st));
   cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://h", "bad ns!", 0, st), -1);
   cr_expect(strstr(kiln_status_message(st), "namespace"), "%s", kiln_status_message(st));
   cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://u:hunter2@h:1/2", NULL, 0, st), 0);
@@ -545,15 +568,15 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
   free(out);
 }
 
-Test(cache_remote, cli_names_a_missing_server_and_a_tls_url) {
+Test(cache_remote, cli_names_a_missing_server_and_a_bad_tls_url) {
   char cmd[512], *out = NULL;
   snprintf(cmd, sizeof cmd, "env -u KILN_CACHE_REMOTE '%s' cache ls --remote 2>&1", KILN_CLI);
   cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
   cr_expect(strstr(out, "KILN_CACHE_REMOTE"), "%s", out);
   free(out);
-  snprintf(cmd, sizeof cmd, "'%s' cache stats --remote=rediss://h 2>&1", KILN_CLI);
+  snprintf(cmd, sizeof cmd, "'%s' cache stats --remote='rediss://h?key=/k.pem' 2>&1", KILN_CLI);
   cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
-  cr_expect(strstr(out, "TLS"), "%s", out);
+  cr_expect(strstr(out, "cert= and key="), "%s", out);
   free(out);
   snprintf(cmd, sizeof cmd, "'%s' cache ls --remote=redis://127.0.0.1:%d/0 2>&1", KILN_CLI,
            redis_free_port());
