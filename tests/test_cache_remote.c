@@ -19,127 +19,24 @@
 #include "src/cache_remote.h"
 #include "src/rt.h"
 #include "support/redis_srv.h"
-
-#define GRAPH                                                                                  \
-  "mo.graph @g<n>(%x: !mo.tensor<[n, 16], f32>, %w: !mo.tensor<[16, 8], f32>) -> "            \
-  "(!mo.tensor<[n, 8], f32>) {\n"                                                              \
-  "  %m = mo.matmul(%x, %w) : (!mo.tensor<[n, 16], f32>, !mo.tensor<[16, 8], f32>) -> "       \
-  "!mo.tensor<[n, 8], f32>\n"                                                                  \
-  "  %t = mo.tanh(%m) : !mo.tensor<[n, 8], f32>\n"                                             \
-  "  %s = mo.softmax(%t) : !mo.tensor<[n, 8], f32>\n"                                          \
-  "  mo.output %s : !mo.tensor<[n, 8], f32>\n"                                                 \
-  "}\n"
-#define NKERNELS 2 /* matmul; tanh + softmax fused */
-
-/* A second graph with kernels of its own. */
-#define GRAPH2                                                                                 \
-  "mo.graph @h<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
-  "  %e = mo.exp(%x) : !mo.tensor<[n, 8], f32>\n"                                              \
-  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
-  "}\n"
-
-#define GRAPH3                                                                                 \
-  "mo.graph @k<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
-  "  %e = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"                                             \
-  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
-  "}\n"
+#include "support/remote_run.h"
 
 static redis_srv srv;
-static char disk_dir[64];
 
 static void need_redis(void) {
   if (!redis_srv_binary()) cr_skip_test("skipped: redis-server not installed");
 }
 
-static void fresh_disk(void) {
-  strcpy(disk_dir, "/tmp/kiln-remote-disk-XXXXXX");
-  cr_assert_not_null(mkdtemp(disk_dir));
-  setenv("KILN_CACHE_DIR", disk_dir, 1);
-  unsetenv("KILN_CACHE");
-  setenv("KILN_QUIET", "1", 1);
-}
-
-static void remove_disk(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", disk_dir);
-  cr_assert_eq(system(cmd), 0);
-}
-
 static void setup(void) {
   need_redis();
   redis_srv_start(&srv);
-  fresh_disk();
+  remote_fresh_disk();
 }
 
 static void teardown(void) {
   redis_srv_stop(&srv);
-  if (disk_dir[0]) remove_disk();
-  disk_dir[0] = 0;
-}
-
-typedef struct run_counts {
-  double compiles, disk_hits, remote_hits, remote_misses, remote_errors, published;
-} run_counts;
-
-static run_counts counts(kiln_context *ctx) {
-  return (run_counts){kiln_context_counter(ctx, KILN_COUNTER_COMPILES),
-                      kiln_context_counter(ctx, KILN_COUNTER_DISK_HITS),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_HITS),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_MISSES),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_ERRORS),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_PUBLISHED)};
-}
-
-static kiln_context *new_ctx(const char *url, int timeout_ms) {
-  kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
-  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_OFF, st), 0);
-  cr_assert_eq(kiln_context_set_tier_up(ctx, 0, st), 0);
-  cr_assert_eq(kiln_context_set_remote_cache(ctx, url, "test", timeout_ms, st), 0, "%s",
-               kiln_status_message(st));
-  kiln_status_free(st);
-  return ctx;
-}
-
-/* Compile text in ctx and run it on 3 rows; the first output value into
- * *first (when not NULL). */
-static void compile_and_run(kiln_context *ctx, const char *text, int in_cols, float *first) {
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_parse(text, strlen(text), "g.mlir", st);
-  cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile(ctx, g, st);
-  cr_assert_not_null(m, "%s", kiln_status_message(st));
-  float x[3 * 16], w[16 * 8], out[3 * 8];
-  for (int i = 0; i < 3 * 16; i++) x[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
-  for (int i = 0; i < 16 * 8; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
-  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){3, in_cols}, x, st),
-                        kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){16, 8}, w, st)};
-  kiln_tensor *o = kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){3, 8}, out, st);
-  int nin = in_cols == 16 ? 2 : 1;
-  cr_assert_eq(kiln_model_execute(m, in, nin, &o, 1, st), 0, "%s", kiln_status_message(st));
-  if (first) *first = out[0];
-  kiln_tensor_free(in[0]);
-  kiln_tensor_free(in[1]);
-  kiln_tensor_free(o);
-  kiln_model_free(m);
-  kiln_graph_free(g);
-  kiln_status_free(st);
-}
-
-/* Keys of the "test" namespace on the server. */
-static size_t remote_keys(const char *url) {
-  kiln_status *st = kiln_status_new();
-  kr_options o = {.ns = "test", .timeout_ms = 1000};
-  kr_remote *r = kr_remote_new(url, &o, st);
-  cr_assert_not_null(r, "%s", kiln_status_message(st));
-  kr_entry_info *e = NULL;
-  size_t n = 0;
-  cr_assert_eq(kr_remote_list(r, &e, &n, st), 0, "%s", kiln_status_message(st));
-  free(e);
-  kr_remote_free(r);
-  kiln_status_free(st);
-  return n;
+  if (remote_disk[0]) remote_remove_disk();
+  remote_disk[0] = 0;
 }
 
 /* ---- URLs (no server) ---- */
@@ -231,11 +128,11 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
   pid_t pid = fork();
   cr_assert(pid >= 0);
   if (pid == 0) { /* the warming process: compiles, publishes, exits */
-    kiln_context *ctx = new_ctx(url, 0);
-    compile_and_run(ctx, GRAPH, 16, &a);
-    run_counts c = counts(ctx);
+    kiln_context *ctx = remote_ctx(url, 0);
+    remote_compile_and_run(ctx, GRAPH, 16, &a);
+    run_counts c = remote_counts(ctx);
     cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-    c = counts(ctx);
+    c = remote_counts(ctx);
     kiln_context_free(ctx);
     _exit(c.compiles == NKERNELS && c.published == NKERNELS ? 0 : 3);
   }
@@ -243,11 +140,11 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "warming process failed");
   cr_assert_eq(remote_keys(url), NKERNELS);
-  remove_disk();
-  fresh_disk(); /* the second process starts with an empty local cache */
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, &b);
-  run_counts c = counts(ctx);
+  remote_remove_disk();
+  remote_fresh_disk(); /* the second process starts with an empty local cache */
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, &b);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0, "compiled %g kernels", c.compiles);
   cr_expect_eq(c.remote_hits, NKERNELS);
   cr_expect_eq(c.remote_errors, 0);
@@ -255,9 +152,9 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
   /* the fetched entries were written to the local disk: a third context,
    * without the server, loads them from there */
   redis_srv_kill(&srv);
-  ctx = new_ctx(NULL, 0);
-  compile_and_run(ctx, GRAPH, 16, &a);
-  c = counts(ctx);
+  ctx = remote_ctx(NULL, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, &a);
+  c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0);
   cr_expect_eq(c.disk_hits, NKERNELS);
   cr_expect_eq(a, b);
@@ -267,23 +164,23 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
 Test(cache_remote, server_killed_mid_run_compiles_locally, .init = setup, .fini = teardown) {
   char url[96];
   redis_srv_url(&srv, url, sizeof url);
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   redis_srv_kill(&srv); /* pooled connections now point at a dead server */
-  compile_and_run(ctx, GRAPH2, 8, NULL);
-  run_counts c = counts(ctx);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, NKERNELS + 1);
   cr_expect_geq(c.remote_errors, 1);
   /* restarted (empty): the next kernels are published there again */
   redis_srv_restart(&srv);
   kiln_context_free(ctx);
-  remove_disk();
-  fresh_disk();
-  ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH2, 8, NULL);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  cr_expect_eq(counts(ctx).published, 1);
+  cr_expect_eq(remote_counts(ctx).published, 1);
   kiln_context_free(ctx);
 }
 
@@ -304,20 +201,20 @@ Test(cache_remote, full_server_refuses_publishing_but_compiles_succeed, .init = 
   redis_srv_url(&srv, url, sizeof url);
   server_cmd("CONFIG SET maxmemory-policy noeviction");
   server_cmd("CONFIG SET maxmemory 1"); /* below what it uses: every write is refused (OOM) */
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, NULL);
-  compile_and_run(ctx, GRAPH2, 8, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  run_counts c = counts(ctx);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, NKERNELS + 1);
   cr_expect_eq(c.published, 0);
   cr_expect_eq(c.remote_errors, NKERNELS + 1, "%g errors", c.remote_errors);
   /* error replies are answers: the breaker stays closed, so once there is
    * room again the next kernel is published */
   server_cmd("CONFIG SET maxmemory 0");
-  compile_and_run(ctx, GRAPH3, 8, NULL);
+  remote_compile_and_run(ctx, GRAPH3, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  cr_expect_eq(counts(ctx).published, 1);
+  cr_expect_eq(remote_counts(ctx).published, 1);
   kiln_context_free(ctx);
 }
 
@@ -325,19 +222,19 @@ Test(cache_remote, auth_comes_from_the_url, .init = setup, .fini = teardown) {
   char url[128];
   server_cmd("ACL SETUSER kiln on >s3cret ~test:* +get +set +del +exists +scan +strlen +info");
   snprintf(url, sizeof url, "redis://kiln:wrong@127.0.0.1:%d/0", srv.port);
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH2, 8, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  run_counts c = counts(ctx);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 1);
   cr_expect_eq(c.published, 0);
   cr_expect_geq(c.remote_errors, 1);
   kiln_context_free(ctx);
   snprintf(url, sizeof url, "redis://kiln:s3cret@127.0.0.1:%d/0", srv.port);
-  ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH3, 8, NULL);
+  ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH3, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  c = counts(ctx);
+  c = remote_counts(ctx);
   cr_expect_eq(c.published, 1);
   cr_expect_eq(c.remote_errors, 0);
   kiln_context_free(ctx);
@@ -382,9 +279,9 @@ Test(cache_remote, corrupt_value_is_a_miss_and_is_removed, .init = setup, .fini 
   kiln_status_free(st);
 
   /* through a model: every value corrupted, the compile still succeeds */
-  kiln_context *ctx = new_ctx(url, 0);
+  kiln_context *ctx = remote_ctx(url, 0);
   float a, b;
-  compile_and_run(ctx, GRAPH, 16, &a);
+  remote_compile_and_run(ctx, GRAPH, 16, &a);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   kiln_context_free(ctx);
   struct timeval tv = {1, 0};
@@ -399,11 +296,11 @@ Test(cache_remote, corrupt_value_is_a_miss_and_is_removed, .init = setup, .fini 
   }
   freeReplyObject(keys);
   redisFree(c);
-  remove_disk();
-  fresh_disk();
-  ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, &b);
-  run_counts k = counts(ctx);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, &b);
+  run_counts k = remote_counts(ctx);
   cr_expect_eq(k.remote_hits, 0);
   cr_expect_eq(k.compiles, NKERNELS);
   cr_expect_eq(a, b);
@@ -414,32 +311,32 @@ Test(cache_remote, slow_network_times_out_then_a_longer_timeout_serves, .init = 
      .fini = teardown) {
   char url[96], slow[96];
   redis_srv_url(&srv, url, sizeof url);
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   kiln_context_free(ctx);
   int port;
   delay_proxy *p = delay_proxy_start(srv.port, 50, &port);
   snprintf(slow, sizeof slow, "redis://127.0.0.1:%d/0", port);
-  remove_disk();
-  fresh_disk();
+  remote_remove_disk();
+  remote_fresh_disk();
   /* 25 ms: every command times out (a delay equal to the timeout is a
    * coin toss: the kernel rounds socket timeouts to its tick) */
-  ctx = new_ctx(slow, 25);
+  ctx = remote_ctx(slow, 25);
   double t0 = rt_now_ms();
-  compile_and_run(ctx, GRAPH, 16, NULL);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
   double ms = rt_now_ms() - t0;
-  run_counts c = counts(ctx);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, NKERNELS);
   cr_expect_eq(c.remote_hits, 0);
   cr_expect_geq(c.remote_errors, 1);
   cr_expect_lt(ms, 5000, "a slow server held the compile for %.0f ms", ms);
   kiln_context_free(ctx);
-  remove_disk();
-  fresh_disk();
-  ctx = new_ctx(slow, 1000);
-  compile_and_run(ctx, GRAPH, 16, NULL);
-  c = counts(ctx);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(slow, 1000);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0);
   cr_expect_eq(c.remote_hits, NKERNELS);
   kiln_context_free(ctx);
@@ -503,15 +400,15 @@ Test(cache_remote, device_code_comes_from_the_server_too, .init = setup, .fini =
   cr_assert_not_null(dev, "%s", kiln_status_message(st));
   int hits[2], misses[2];
   for (int round = 0; round < 2; round++) {
-    kiln_context *ctx = new_ctx(url, 0);
+    kiln_context *ctx = remote_ctx(url, 0);
     kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
     cr_assert_not_null(m, "%s", kiln_status_message(st));
     rt_device_model_cache_counts(m, &hits[round], &misses[round]);
-    if (round == 1) cr_expect_eq(counts(ctx).remote_hits, hits[1]);
+    if (round == 1) cr_expect_eq(remote_counts(ctx).remote_hits, hits[1]);
     kiln_device_model_free(m);
     kiln_context_free(ctx); /* publishes what it compiled */
-    remove_disk();
-    fresh_disk(); /* the next round starts with an empty local cache */
+    remote_remove_disk();
+    remote_fresh_disk(); /* the next round starts with an empty local cache */
   }
   cr_expect_eq(hits[0], 0);
   cr_expect_gt(misses[0], 0);
@@ -530,7 +427,7 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
      .fini = teardown) {
   char url[96], path[128], cmd[1024], *out = NULL;
   redis_srv_url(&srv, url, sizeof url);
-  snprintf(path, sizeof path, "%s/g.mlir", disk_dir);
+  snprintf(path, sizeof path, "%s/g.mlir", remote_disk);
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
   fputs(GRAPH, f);
@@ -550,9 +447,9 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
   cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
   cr_expect(strstr(out, "0 compiled and stored, 2 already present"), "%s", out);
   free(out);
-  kiln_context *ctx = new_ctx(url, 0); /* empty disk: everything from the server */
-  compile_and_run(ctx, GRAPH, 16, NULL);
-  run_counts c = counts(ctx);
+  kiln_context *ctx = remote_ctx(url, 0); /* empty disk: everything from the server */
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0);
   cr_expect_eq(c.remote_hits, NKERNELS);
   kiln_context_free(ctx);
@@ -561,7 +458,7 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
            "KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test KILN_CACHE_REMOTE=%s '%s' cache "
            "pull 2>&1 && KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test '%s' cache push "
            "--remote=%s 2>&1",
-           disk_dir, url, KILN_CLI, disk_dir, KILN_CLI, url);
+           remote_disk, url, KILN_CLI, remote_disk, KILN_CLI, url);
   cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
   cr_expect(strstr(out, "2 entries pulled"), "%s", out);
   cr_expect(strstr(out, "0 entries pushed (0 B), 2 already there"), "%s", out);
