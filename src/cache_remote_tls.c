@@ -57,7 +57,8 @@ SSL_CTX *kr_tls_context(const kr_url *u, char *why, size_t whylen) {
   if (!bad && u->cert[0]) {
     if (SSL_CTX_use_certificate_chain_file(ctx, u->cert) != 1)
       bad = file_bad("cert", u->cert, why, whylen);
-    else if (SSL_CTX_use_PrivateKey_file(ctx, u->key, SSL_FILETYPE_PEM) != 1)
+    else if (SSL_CTX_use_PrivateKey_file(ctx, u->key, SSL_FILETYPE_PEM) != 1 &&
+             ERR_GET_REASON(ERR_peek_last_error()) != X509_R_KEY_VALUES_MISMATCH)
       bad = file_bad("key", u->key, why, whylen);
     else if (SSL_CTX_check_private_key(ctx) != 1) {
       snprintf(why, whylen, "key=%.300s is not the key of cert=%.300s", u->key, u->cert);
@@ -145,8 +146,10 @@ void kr_tls_explain(SSL *ssl, int ret, const kr_url *u, const char *doing, char 
   } else if (kind == SSL_ERROR_ZERO_RETURN) {
     snprintf(why, whylen, "the server closed the TLS connection during %s", doing);
   } else { /* SSL_ERROR_SYSCALL: the socket */
-    snprintf(why, whylen, "the connection ended during TLS %s (%s)", doing,
-             sys_errno ? strerror(sys_errno) : "closed by the server");
+    snprintf(why, whylen, "the connection ended during TLS %s (%s)%s", doing,
+             sys_errno ? strerror(sys_errno) : "closed by the server",
+             u->cert[0] ? "" : "; a server that wants a client certificate does this: "
+                               "?cert=...&key=...");
   }
   ERR_clear_error();
 }
