@@ -147,6 +147,7 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
   run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0, "compiled %g kernels", c.compiles);
   cr_expect_eq(c.remote_hits, NKERNELS);
+  cr_expect_eq(c.disk_hits, 0, "Redis hits counted as disk hits");
   cr_expect_eq(c.remote_errors, 0);
   kiln_context_free(ctx);
   /* the fetched entries were written to the local disk: a third context,
@@ -384,6 +385,65 @@ Test(cache_remote, breaker_stops_asking_a_dead_server, .init = setup, .fini = te
   cr_expect(s.breaker_open, "the second opening is not longer");
   kr_remote_free(r);
   kiln_status_free(st);
+}
+
+/* The breaker's and the publisher's counters are public: a dead server
+ * takes 3 failed commands, then the breaker skips the rest and every
+ * kernel's publish is dropped. */
+Test(cache_remote, dead_server_counters_are_public, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  redis_srv_kill(&srv);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  double errors = kiln_context_counter(ctx, KILN_COUNTER_REMOTE_ERRORS);
+  double skips = kiln_context_counter(ctx, KILN_COUNTER_REMOTE_SKIPS);
+  /* 3 lookups and 3 publishes: the first failures open the breaker (two
+   * commands racing past a closing breaker may both fail); then lookups
+   * are skipped and publishes dropped before they are queued */
+  cr_expect_geq(errors, KR_BREAKER_FAILURES);
+  cr_expect_leq(errors, KR_BREAKER_FAILURES + 1);
+  cr_expect_geq(skips, 1, "GRAPH2's lookup was sent to a dead server");
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_DROPPED), NKERNELS + 1);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_BREAKER_OPENS), 1);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_PUBLISHED), 0);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_CORRUPT), 0);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), NKERNELS + 1);
+  cr_expect_eq(kiln_model_counter(NULL, KILN_COUNTER_REMOTE_CORRUPT), -1);
+  cr_expect_eq(kiln_context_counter(ctx, (kiln_counter)(KILN_COUNTER_REMOTE_CORRUPT + 1)), -1);
+  kiln_context_free(ctx);
+}
+
+/* A publisher stuck on a slow server: the queue holds KR_QUEUE_MAX
+ * entries, the rest are dropped at once, never waited for. */
+Test(cache_remote, full_publish_queue_drops_and_counts, .init = setup, .fini = teardown) {
+  int port;
+  delay_proxy *p = delay_proxy_start(srv.port, 400, &port);
+  char slow[96];
+  snprintf(slow, sizeof slow, "redis://127.0.0.1:%d/0", port);
+  kiln_status *st = kiln_status_new();
+  kr_options o = {.ns = "test", .timeout_ms = 1000};
+  kr_remote *r = kr_remote_new(slow, &o, st);
+  cr_assert_not_null(r, "%s", kiln_status_message(st));
+  enum { N = KR_QUEUE_MAX + 40 };
+  double t0 = rt_now_ms();
+  for (int i = 0; i < N; i++) kr_remote_publish(r, (kc_key){.lo = (uint64_t)i, .hi = 7}, "x", 1);
+  double ms = rt_now_ms() - t0;
+  kr_stats s;
+  kr_remote_stats(r, &s);
+  cr_expect_lt(ms, 300, "publishing waited %.0f ms for a slow server", ms);
+  cr_expect_geq(s.dropped, N - KR_QUEUE_MAX - 1, "%llu dropped",
+                (unsigned long long)s.dropped);
+  cr_expect_leq(s.queued, KR_QUEUE_MAX);
+  uint64_t seen = s.dropped + (uint64_t)s.queued + s.published;
+  cr_expect(seen == N || seen == N - 1, "%llu of %d accounted for (one may be in flight)",
+            (unsigned long long)seen, N);
+  kr_remote_free(r); /* drains 2 s, then drops what is left */
+  kiln_status_free(st);
+  delay_proxy_stop(p);
 }
 
 /* ---- device code (simt-emu) ---- */

@@ -427,11 +427,18 @@ typedef enum kiln_counter {
                                    full build pending) */
   /* The remote cache (kiln_context_set_remote_cache); context only, 0 for a
    * model; they count for the remote cache in use (a new one starts at 0). */
-  KILN_COUNTER_REMOTE_HITS,     /* kernels fetched from the remote cache (a hit is also
-                                   counted in DISK_HITS: both are the backing store's) */
+  KILN_COUNTER_REMOTE_HITS,     /* kernels fetched from the remote cache (a context's
+                                   DISK_HITS counts the local disk only; a model's DISK_HITS
+                                   counts its kernels loaded from either) */
   KILN_COUNTER_REMOTE_MISSES,   /* lookups it did not serve (absent, bad, unreachable) */
-  KILN_COUNTER_REMOTE_ERRORS,   /* commands that failed (timeout, no server, error reply) */
+  KILN_COUNTER_REMOTE_ERRORS,   /* commands that failed (timeout, no server, TLS, error reply) */
   KILN_COUNTER_REMOTE_PUBLISHED,/* kernels stored on the server by the background publisher */
+  KILN_COUNTER_REMOTE_DROPPED,  /* kernels not published: the queue was full (256 entries,
+                                   256 MiB), the breaker open, the store failed, or still
+                                   queued when the context was freed */
+  KILN_COUNTER_REMOTE_SKIPS,    /* commands not sent because the breaker was open */
+  KILN_COUNTER_REMOTE_BREAKER_OPENS, /* times the breaker opened */
+  KILN_COUNTER_REMOTE_CORRUPT,  /* values that failed their checks (removed; also misses) */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
