@@ -200,14 +200,7 @@ Test(cache_remote_tls, auth_over_tls, .init = setup, .fini = teardown) {
   cr_expect(strstr(logged, "AUTH refused") && !strstr(logged, "wrong"), "%s", logged);
   snprintf(creds, sizeof creds, "kiln:s3cret@localhost");
   tls_url(url, sizeof url, creds, "");
-  ctx = remote_ctx(url, TLS_TIMEOUT_MS);
-  remote_compile_and_run(ctx, GRAPH3, 8, NULL);
-  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 10000, NULL), 0);
-  c = remote_counts(ctx);
-  cr_expect_eq(c.published, 1);
-  cr_expect_eq(c.remote_errors, 0);
-  kiln_context_free(ctx);
-  cr_expect_eq(remote_keys(url), 1);
+  remote_publish_one(url, TLS_TIMEOUT_MS);
 }
 
 Test(cache_remote_tls, mutual_tls_with_a_client_certificate, .init = setup_mutual,

@@ -81,3 +81,14 @@ size_t remote_keys(const char *url) {
   kiln_status_free(st);
   return n;
 }
+
+void remote_publish_one(const char *url, int timeout_ms) {
+  kiln_context *ctx = remote_ctx(url, timeout_ms);
+  remote_compile_and_run(ctx, GRAPH3, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 10000, NULL), 0);
+  run_counts c = remote_counts(ctx);
+  cr_expect_eq(c.published, 1);
+  cr_expect_eq(c.remote_errors, 0);
+  kiln_context_free(ctx);
+  cr_expect_eq(remote_keys(url), 1);
+}

@@ -52,5 +52,8 @@ kiln_context *remote_ctx(const char *url, int timeout_ms);
 void remote_compile_and_run(kiln_context *ctx, const char *text, int in_cols, float *first);
 /* Keys of the "test" namespace on url's server. */
 size_t remote_keys(const char *url);
+/* A context on url (with timeout_ms) compiles GRAPH3 and publishes its one
+ * kernel without an error; the server then holds that one key. */
+void remote_publish_one(const char *url, int timeout_ms);
 
 #endif
