@@ -47,7 +47,9 @@ static int wait_fd(int fd, short events, int64_t deadline_ms) {
 }
 
 /* A connected non-blocking socket to u's host and port (every address the
- * name has, in order, within the deadline), or -1 with why. */
+ * name has, in order, within the deadline), or -1 with why. The name
+ * lookup itself (getaddrinfo) is not bounded by the deadline: a slow
+ * resolver is the system's; an IP address or /etc/hosts avoids it. */
 static int connect_tcp(const kr_url *u, int64_t deadline_ms, char *why, size_t whylen) {
   char port[8];
   snprintf(port, sizeof port, "%d", u->port);

@@ -108,6 +108,14 @@ Test(cache_remote, api_rejects_bad_settings_and_hides_the_password) {
   cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://u:hunter2@h:1/2", NULL, 0, st), 0);
   const char *s = kiln_context_remote_cache_status(ctx);
   cr_expect(strstr(s, "redis://u:***@h:1/2") && !strstr(s, "hunter2"), "%s", s);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://u:hunter2@h:1/2", NULL, 0, st), 0,
+               "%s", kiln_status_message(st));
+  s = kiln_context_remote_cache_status(ctx);
+  cr_expect(strstr(s, "rediss://u:***@h:1/2") && !strstr(s, "hunter2"), "%s", s);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://u:hunter2@h?cacert=/none", NULL, 0,
+                                             st), -1);
+  cr_expect(strstr(kiln_status_message(st), "rediss://u:***@h") &&
+            !strstr(kiln_status_message(st), "hunter2"), "%s", kiln_status_message(st));
   cr_expect_eq(kiln_context_set_remote_cache(ctx, NULL, NULL, 0, st), 0);
   cr_expect(strstr(kiln_context_remote_cache_status(ctx), "off"));
   cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_HITS), 0);
