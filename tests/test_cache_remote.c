@@ -3,9 +3,11 @@
  * loopback port): a second process with an empty disk cache compiles
  * nothing after a first one published; a killed server, a corrupt value, a
  * slow network (a delaying proxy), a full server and a dead server (the
- * breaker) never fail a compile; AUTH from the URL; device code; the CLI's
- * warm --remote, ls, push and pull. The tests that need a server are
- * skipped, saying so, when redis-server is not installed. */
+ * breaker) never fail a compile; the public counters of the breaker and
+ * the publisher (a full queue drops at once); AUTH from the URL; device
+ * code; the CLI's warm --remote, ls, push and pull. Over TLS:
+ * test_cache_remote_tls.c. The tests that need a server are skipped,
+ * saying so, when redis-server is not installed. */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
