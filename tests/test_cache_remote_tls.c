@@ -2,7 +2,9 @@
  * on a real TLS-only redis-server, its CA and certificates made by the
  * openssl CLI at test time (tests/support/redis_srv.c): a second process
  * with an empty disk cache compiles nothing after a first one published,
- * by IP address and by host name; AUTH over TLS; mutual TLS. Each failure
+ * by IP address and by host name; AUTH over TLS; mutual TLS; a server
+ * killed under pooled TLS connections, then restarted; a slow network
+ * (handshakes time out, the compile goes on). Each failure
  * (a certificate from another CA or for another host, a plain server on a
  * rediss:// URL, a TLS server on a redis:// URL, a missing client
  * certificate) still gives a correct run, a log line saying what failed,
@@ -18,6 +20,7 @@
 #include "kiln/kiln.h"
 #include "src/cache_remote.h"
 #include "src/cache_remote_impl.h"
+#include "src/rt.h"
 #include "support/redis_srv.h"
 #include "support/remote_run.h"
 
@@ -211,6 +214,51 @@ Test(cache_remote_tls, mutual_tls_with_a_client_certificate, .init = setup_mutua
   snprintf(query, sizeof query, "&cert=%s/client.pem&key=%s/client.key", srv.dir, srv.dir);
   tls_url(url, sizeof url, "127.0.0.1", query);
   warm_then_fetch(url, url);
+}
+
+/* Pooled TLS connections to a killed server: writing to them must not
+ * kill the process (SIGPIPE), the compile goes on; a restarted server is
+ * used again. A slow network over TLS times out the same way. */
+Test(cache_remote_tls, server_killed_then_restarted_and_a_slow_network, .init = setup,
+     .fini = teardown) {
+  char url[700];
+  tls_url(url, sizeof url, "127.0.0.1", "");
+  kiln_context *ctx = remote_ctx(url, TLS_TIMEOUT_MS);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 10000, NULL), 0);
+  redis_srv_kill(&srv);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
+  run_counts c = remote_counts(ctx);
+  cr_expect_eq(c.compiles, NKERNELS + 1);
+  cr_expect_geq(c.remote_errors, 1);
+  kiln_context_free(ctx);
+  redis_srv_restart(&srv);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(url, TLS_TIMEOUT_MS);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 10000, NULL), 0);
+  cr_expect_eq(remote_counts(ctx).published, 1);
+  kiln_context_free(ctx);
+
+  int port;
+  delay_proxy *p = delay_proxy_start(srv.tls_port, 60, &port);
+  char slow[700];
+  snprintf(slow, sizeof slow, "rediss://127.0.0.1:%d/0?cacert=%s/ca.pem", port, srv.dir);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = logged_ctx(slow, 30); /* below the proxy's delay: every handshake times out */
+  double t0 = rt_now_ms();
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  double ms = rt_now_ms() - t0;
+  c = remote_counts(ctx);
+  cr_expect_eq(c.compiles, NKERNELS);
+  cr_expect_eq(c.remote_hits, 0);
+  cr_expect_geq(c.remote_errors, 1);
+  cr_expect_lt(ms, 5000, "a slow TLS server held the compile for %.0f ms", ms);
+  kiln_context_free(ctx);
+  cr_expect(strstr(logged, "TLS handshake timed out"), "%s", logged);
+  delay_proxy_stop(p);
 }
 
 /* ---- failures ---- */
