@@ -185,6 +185,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* over the channel axis (ops_channel.c) */
 #define OX_OPS_CHANNEL(X)                                                                         \
   X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
+/* training losses (ops_loss.c) */
+#define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
@@ -203,6 +205,7 @@ OX_OPS_FOLD(OX_DECLARE)
 OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
 OX_OPS_CHANNEL(OX_DECLARE)
+OX_OPS_LOSS(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
