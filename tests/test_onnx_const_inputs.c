@@ -1,13 +1,13 @@
 /* test_onnx_const_inputs.c - ONNX node tests (Debian libonnx-testdata)
  * whose second and later inputs are data kiln needs at import, made
  * initializers: Resize / Upsample scales and sizes, ReduceSum / Squeeze /
- * Unsqueeze axes, Split sizes and Tile repeats. ONNX's tests pass them as
+ * Unsqueeze axes, Split sizes, Tile repeats, Pad pads and CumSum axes. ONNX's tests pass them as
  * graph inputs, which kiln cannot import (result shapes and ranks are
  * declared types: they must be known at import), so test_onnx_node reports
  * them unsupported. Here every graph input after X becomes an initializer
  * holding the test's data, the way a deployed (PyTorch-exported) model
  * carries them, and every output must match ONNX's (rtol 1e-3, atol 1e-5 as
- * test_onnx_node). The upsampling ones also run with X's dims made symbols
+ * test_onnx_node; integers exactly). The upsampling ones also run with X's dims made symbols
  * (whole scales fold into dim * k). Run-time scales, a scale of 0.6 on a
  * symbolic dim and tf_crop_and_resize stay refused, each with a message
  * saying so.
@@ -74,6 +74,12 @@ static const char *const PASSING[] = {
     "test_split_zero_size_splits",
     "test_tile",
     "test_tile_precomputed",
+    "test_constant_pad",
+    "test_edge_pad",
+    "test_reflect_pad",
+    "test_cumsum_2d_axis_0",
+    "test_cumsum_2d_axis_1",
+    "test_cumsum_2d_negative_axis",
 };
 #define NPASSING (int)(sizeof PASSING / sizeof PASSING[0])
 #define MAX_OUT 8
@@ -195,9 +201,14 @@ static bool same(const kiln_tensor *got, const kiln_tensor *want, char *why, siz
     } else if (dt == KILN_FLOAT64) {
       a = ((const double *)kiln_tensor_data(got))[i];
       b = ((const double *)kiln_tensor_data(want))[i];
-    } else {
-      snprintf(why, cap, "unexpected dtype");
-      return false;
+    } else { /* integers and bools: bit for bit */
+      size_t es = kiln_dtype_size(dt);
+      if (memcmp((const char *)kiln_tensor_data(got) + (size_t)i * es,
+                 (const char *)kiln_tensor_data(want) + (size_t)i * es, es) != 0) {
+        snprintf(why, cap, "element %lld differs (dtype %d)", (long long)i, (int)dt);
+        return false;
+      }
+      continue;
     }
     if (!(fabs(a - b) <= 1e-5 + 1e-3 * fabs(b))) {
       snprintf(why, cap, "element %lld: %.9g, expected %.9g", (long long)i, a, b);

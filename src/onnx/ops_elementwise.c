@@ -79,44 +79,44 @@ BINARY(Less, "greater", true)
 BINARY(GreaterOrEqual, "greater_equal", false)
 BINARY(LessOrEqual, "greater_equal", true)
 
+/* v cast to dt; NULL when v is (a failed op's) NULL. */
+static kiln_value *as_dtype(ox *x, kiln_value *v, ir_dtype dt) {
+  return v ? ox_op(x, "cast", &v, 1, NULL, "{dtype = %s}", ir_dtype_name(dt)) : NULL;
+}
+
 /* 1 where a and b differ in sign (a < 0 xor b < 0), as a's dtype. */
 static kiln_value *signs_differ(ox *x, kiln_value *a, kiln_value *b) {
+  kiln_value *z = as_dtype(x, ox_scalar(x, IR_DT_SI32, 0), ox_type(a)->dtype), *na, *nb;
+  if (!z || !(na = OP2("greater", z, a)) || !(nb = OP2("greater", z, b))) return NULL;
+  return as_dtype(x, OP2("not_equal", na, nb), ox_type(a)->dtype);
+}
+
+/* 1 where r (a remainder) is nonzero and a and b differ in sign, as a's
+ * dtype: where a truncating division or remainder differs from the floored
+ * one kiln has. */
+static kiln_value *floor_differs(ox *x, kiln_value *r, kiln_value *a, kiln_value *b) {
   ir_dtype dt = ox_type(a)->dtype;
-  kiln_value *z = ox_scalar(x, IR_DT_SI32, 0), *na, *nb, *d;
-  if (!z || !(z = ox_op(x, "cast", &z, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))) ||
-      !(na = OP2("greater", z, a)) || !(nb = OP2("greater", z, b)) ||
-      !(d = OP2("not_equal", na, nb)))
+  kiln_value *z = r ? as_dtype(x, ox_scalar(x, IR_DT_SI32, 0), dt) : NULL, *nz, *s;
+  if (!z || !(nz = as_dtype(x, OP2("not_equal", r, z), dt)) || !(s = signs_differ(x, a, b)))
     return NULL;
-  return ox_op(x, "cast", &d, 1, NULL, "{dtype = %s}", ir_dtype_name(dt));
+  return OP2("mul", s, nz);
 }
 
 /* Integer a / b truncated toward zero (ONNX's and C's): kiln's floor_div,
- * plus one where the division is inexact and the signs differ. */
+ * plus one where floor_differs. */
 static kiln_value *trunc_div(ox *x, kiln_value *a, kiln_value *b) {
-  kiln_value *q = OP2("floor_div", a, b), *r, *z, *inexact, *fix;
+  kiln_value *q = OP2("floor_div", a, b), *fix;
   if (!q || !ir_dtype_is_signed(ox_type(a)->dtype)) return q;
-  if (!(r = OP2("mod", a, b)) || !(z = ox_scalar(x, IR_DT_SI32, 0)) ||
-      !(z = ox_op(x, "cast", &z, 1, NULL, "{dtype = %s}", ir_dtype_name(ox_type(a)->dtype))) ||
-      !(inexact = OP2("not_equal", r, z)) ||
-      !(inexact = ox_op(x, "cast", &inexact, 1, NULL, "{dtype = %s}",
-                        ir_dtype_name(ox_type(a)->dtype))) ||
-      !(fix = signs_differ(x, a, b)) || !(fix = OP2("mul", fix, inexact)))
-    return NULL;
+  if (!(fix = floor_differs(x, OP2("mod", a, b), a, b))) return NULL;
   return OP2("add", q, fix);
 }
 
 /* Integer C fmod (the result has a's sign): kiln's floor mod (b's sign),
- * less b where it is nonzero and the signs differ. */
+ * less b where floor_differs. */
 static kiln_value *int_fmod(ox *x, kiln_value *a, kiln_value *b) {
-  kiln_value *r = OP2("mod", a, b), *fix, *z, *nz;
+  kiln_value *r = OP2("mod", a, b), *fix;
   if (!r || !ir_dtype_is_signed(ox_type(a)->dtype)) return r;
-  if (!(z = ox_scalar(x, IR_DT_SI32, 0)) ||
-      !(z = ox_op(x, "cast", &z, 1, NULL, "{dtype = %s}", ir_dtype_name(ox_type(a)->dtype))) ||
-      !(nz = OP2("not_equal", r, z)) ||
-      !(nz = ox_op(x, "cast", &nz, 1, NULL, "{dtype = %s}", ir_dtype_name(ox_type(a)->dtype))) ||
-      !(fix = signs_differ(x, a, b)) || !(fix = OP2("mul", fix, nz)) ||
-      !(fix = OP2("mul", fix, b)))
-    return NULL;
+  if (!(fix = floor_differs(x, r, a, b)) || !(fix = OP2("mul", fix, b))) return NULL;
   return OP2("sub", r, fix);
 }
 
@@ -155,8 +155,8 @@ int ox_op_BitShift(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
   const char *dir = ox_attr_string(n, "direction", "", buf, sizeof buf);
   bool left = strcmp(dir, "LEFT") == 0;
   if (!left && strcmp(dir, "RIGHT") != 0)
-    return ox_fail(x, KILN_ERR_VERIFY, "BitShift direction must be \"LEFT\" or \"RIGHT\", not \"%s\"",
-                   dir);
+    return ox_fail(x, KILN_ERR_VERIFY,
+                   "BitShift direction must be \"LEFT\" or \"RIGHT\", not \"%s\"", dir);
   if (!(two = ox_scalar(x, IR_DT_SI32, 2)) ||
       !(two = ox_op(x, "cast", &two, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))) ||
       !(p = OP2("pow", two, b)))

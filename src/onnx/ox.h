@@ -218,6 +218,7 @@ bool ox_slice_is_dynamic(const ox_val *const *in, int nin);
 int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out);
 /* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
 kiln_value *ox_iota(ox *x, const ir_dim *len);
+kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
 
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
  * 2 not foldable (build it), -1 error. */
