@@ -1,7 +1,8 @@
 /* test_onnx_const_inputs.c - ONNX node tests (Debian libonnx-testdata)
  * whose second and later inputs are data kiln needs at import, made
  * initializers: Resize / Upsample scales and sizes, ReduceSum / Squeeze /
- * Unsqueeze axes, Split sizes, Tile repeats, Pad pads and CumSum axes. ONNX's tests pass them as
+ * Unsqueeze axes, Split sizes, Tile repeats, Pad pads, CumSum axes and
+ * OneHot depths and values. ONNX's tests pass them as
  * graph inputs, which kiln cannot import (result shapes and ranks are
  * declared types: they must be known at import), so test_onnx_node reports
  * them unsupported. Here every graph input after X becomes an initializer
@@ -80,6 +81,10 @@ static const char *const PASSING[] = {
     "test_cumsum_2d_axis_0",
     "test_cumsum_2d_axis_1",
     "test_cumsum_2d_negative_axis",
+    "test_onehot_negative_indices",
+    "test_onehot_with_axis",
+    "test_onehot_with_negative_axis",
+    "test_onehot_without_axis",
 };
 #define NPASSING (int)(sizeof PASSING / sizeof PASSING[0])
 #define MAX_OUT 8
