@@ -696,9 +696,9 @@ Test(onnx_errors, einsum_two_operands) {
                kiln_tensor_data(x[1]), want, (int)numel[2]);
     cr_expect_eq(kiln_tensor_numel(y), numel[2], "%s", cases[c].eq);
     for (int64_t i = 0; i < numel[2] && i < kiln_tensor_numel(y); i++)
-      cr_expect(fabsf(((float *)kiln_tensor_data(y))[i] - want[i]) <= 1e-4f, "%s: [%lld] %g, want %g",
-                cases[c].eq, (long long)i, (double)((float *)kiln_tensor_data(y))[i],
-                (double)want[i]);
+      cr_expect(fabsf(((float *)kiln_tensor_data(y))[i] - want[i]) <= 1e-4f,
+                "%s: [%lld] %g, want %g", cases[c].eq, (long long)i,
+                (double)((float *)kiln_tensor_data(y))[i], (double)want[i]);
     kiln_tensor_free(x[0]);
     kiln_tensor_free(x[1]);
     kiln_tensor_free(y);

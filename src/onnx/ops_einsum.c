@@ -79,7 +79,8 @@ static kiln_value *permute_to(ox *x, kiln_value *v, const term *from, const term
 /* The product of v's dims at the letters of g (in v's order `t`). */
 static const ir_dim *group_size(ox *x, const kiln_value *v, const term *t, const term *g) {
   const ir_dim *p = ir_dim_const(x->ir->arena, 1);
-  for (int i = 0; p && i < g->n; i++) p = ir_dim_mul(x->ir->arena, p, ox_dim(v, pos_of(t, g->l[i])));
+  for (int i = 0; p && i < g->n; i++)
+    p = ir_dim_mul(x->ir->arena, p, ox_dim(v, pos_of(t, g->l[i])));
   return p;
 }
 
@@ -167,7 +168,8 @@ int ox_op_Einsum(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
     if (!(r = sum_out(x, v[0], &t[0], &o, NULL))) return FAILED();
     res = t[0];
   } else {
-    if (!(v[0] = sum_out(x, v[0], &t[0], &o, &t[1])) || !(v[1] = sum_out(x, v[1], &t[1], &o, &t[0])) ||
+    if (!(v[0] = sum_out(x, v[0], &t[0], &o, &t[1])) ||
+        !(v[1] = sum_out(x, v[1], &t[1], &o, &t[0])) ||
         !(r = contract(x, v[0], &t[0], v[1], &t[1], &o, &res)))
       return FAILED();
   }
