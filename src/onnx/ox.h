@@ -226,6 +226,11 @@ int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
 kiln_value *ox_iota(ox *x, const ir_dim *len);
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
 
+/* A Reduce* node as kiln's reduction `op` along each axis (ops_nn.c); axes
+ * are an input from opset axes_input_opset on, an attribute before. */
+int ox_reduce_plain(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                    const char *op, int axes_input_opset);
+
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
  * 2 not foldable (build it), -1 error. */
 int ox_fold_elementwise(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *out);
