@@ -189,6 +189,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_ONEHOT(X) X(OneHot) X(EyeLike)
 /* Einsum as sums, permutes and one matmul (ops_einsum.c) */
 #define OX_OPS_EINSUM(X) X(Einsum)
+/* recurrent cells unrolled over a known sequence length (ops_rnn.c) */
+#define OX_OPS_RNN(X) X(RNN) X(GRU) X(LSTM)
 /* training losses (ops_loss.c) */
 #define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
@@ -210,6 +212,7 @@ OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
 OX_OPS_CHANNEL(OX_DECLARE)
 OX_OPS_LOSS(OX_DECLARE)
+OX_OPS_RNN(OX_DECLARE)
 OX_OPS_EINSUM(OX_DECLARE)
 OX_OPS_ONEHOT(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
