@@ -45,6 +45,7 @@
 #include "backend.h"
 #include "buffers.h"
 #include "device.h"
+#include "device_watch.h"
 #include "pipeline.h"
 #include "placement.h"
 #include "plan.h"
@@ -68,6 +69,7 @@ struct rt_dm {
   int nkernels;         /* kernels loaded (nodes with a kernel after fusion) */
   int plan_builds;      /* plans built (for tests: executes of one binding build one) */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
+  rt_dev_watch *watch;  /* timing and tracing launches while watched (device_watch.h) */
 };
 
 /* The SIMT target name of d's code. */
@@ -516,13 +518,16 @@ fail:
   return NULL;
 }
 
-/* l's inplace copy and launch, then the error word: a failing kernel's
- * message names its op. */
-static int launch_checked(kiln_model *m, dm_plan *x, const dm_launch *l, kiln_status *st) {
+/* l's inplace copy and launch (timed when watched: w), then the error
+ * word: a failing kernel's message names its op. */
+static int launch_checked(kiln_model *m, dm_plan *x, const dm_launch *l, rt_dev_watch *w,
+                          kiln_status *st) {
   if (l->copy_bytes &&
       rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
     return -1;
-  if (rt_device_launch(m->device, l->fn, &l->dims, l->params, st) < 0) return -1;
+  if ((w ? rt_dev_watch_launch(w, l->node, l->fn, &l->dims, l->params, st)
+         : rt_device_launch(m->device, l->fn, &l->dims, l->params, st)) < 0)
+    return -1;
   int32_t code = 0;
   if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
   if (code == 0) return 0;
@@ -552,18 +557,25 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
 }
 
 /* Copy inputs in, run the launches (the error word checked after each),
- * copy the outputs out (allocating those that are NULL). */
-static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
-                    kiln_tensor **outputs, int noutputs, kiln_status *st) {
+ * copy the outputs out (allocating those that are NULL). Watched (w), each
+ * copy and launch is timed, and a recorded capture runs launch by launch
+ * so that every kernel is seen. */
+static int run_watched(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
+                       kiln_tensor **outputs, int noutputs, rt_dev_watch *w, kiln_status *st) {
   const ir_graph *g = m->g;
   if (noutputs != g->noutputs || !outputs)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
                   g->noutputs, noutputs);
   int32_t zero = 0, code = 0;
   if (kiln_device_copy_to(m->device, x->errword, &zero, sizeof zero, st) < 0) return -1;
-  for (int i = 0; i < g->ninputs; i++)
+  for (int i = 0; i < g->ninputs; i++) {
+    int64_t t0 = w ? rt_now_ns() : 0;
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
-  if (x->graph) { /* a recorded capture: one launch, the error word read once */
+    if (w)
+      rt_dev_watch_copy(w, RT_COPY_IN, g->inputs[i]->name, inputs[i]->nbytes, t0, rt_now_ns());
+  }
+  bool graph = x->graph && !w;
+  if (graph) { /* a recorded capture: one launch, the error word read once */
     if (rt_device_graph_launch(m->device, x->graph, st) < 0) return -1;
     if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
     if (code != 0)
@@ -573,11 +585,11 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
   const int64_t *syms = x->syms; /* x->run_syms once a count is read */
   if (x->run_syms) memcpy(x->run_syms, x->syms, sizeof *x->syms * (size_t)g->nsyms);
   bool counted = false;
-  for (int li = 0; !x->graph && li < x->nlaunches; li++) {
+  for (int li = 0; !graph && li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
     bool work = l->dims.grid[0] && l->dims.grid[1] && l->dims.grid[2]; /* a print's may be 0 */
     if (counted && resolve_launch(m, l, syms, &work, st) < 0) return -1;
-    if (work && launch_checked(m, x, l, st) < 0) return -1;
+    if (work && launch_checked(m, x, l, w, st) < 0) return -1;
     if (g->nodes[l->node]->op == IR_OP_PRINT && print_line(m, l, syms, st) < 0) return -1;
     if (!work) continue;
     if (n_bufs(m, l->node) > g->nodes[l->node]->nin + g->nodes[l->node]->nout) {
@@ -623,8 +635,10 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
         break;
       }
     }
+    int64_t t0 = w ? rt_now_ns() : 0;
     rc = t->device ? rt_device_copy_dd(m->device, t->devptr, x->buf[v->id], t->nbytes, st)
                    : kiln_device_copy_from(m->device, t->data, x->buf[v->id], t->nbytes, st);
+    if (w && rc == 0) rt_dev_watch_copy(w, RT_COPY_OUT, v->name, t->nbytes, t0, rt_now_ns());
   }
   for (int i = 0; i < g->noutputs; i++) {
     if (rc == 0 && !outputs[i]) {
@@ -633,6 +647,14 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
     }
     kiln_tensor_free(fresh[i]);
   }
+  return rc;
+}
+
+static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
+                    kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  rt_dev_watch *w = rt_dev_watch_begin(m, &m->dm->watch, x->nlaunches); /* NULL: unwatched */
+  int rc = run_watched(m, x, inputs, outputs, noutputs, w, st);
+  rt_dev_watch_end(w, x->run_syms ? x->run_syms : x->syms);
   return rc;
 }
 
@@ -809,6 +831,8 @@ static void dm_free(kiln_model *m) {
     for (int i = 0; i < dm->ncaptures; i++) plan_free(m, dm->captures[i].plan);
   }
   free(dm->captures);
+  rt_dev_watch_free(m, dm->watch);
+  rt_profile_free(m);
   for (int i = 0; i < m->g->nnodes; i++) {
     if (dm->kernels) {
       rt_device_module_unload(m->device, dm->kernels[i].handle);

@@ -383,11 +383,13 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
     return m;
   }
   if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
-      rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0) {
+      rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0 ||
+      rt_profile_init(m, st) < 0) {
     kiln_model_free(m);
     return NULL;
   }
   m->compile_ms = rt_now_ms() - t0;
+  rt_observe_compiled(m, t0);
   rt_ok(st);
   return m;
 }
