@@ -96,8 +96,16 @@ static int load_code(kiln_model *m, int i, const rt_binding *b, rt_code *c, bool
   *c = (rt_code){0};
   if (rt_pipeline_compile_simt(&m->dm->target, m->g, i, b, &sc, st) < 0) return -1;
   *cached = sc.cached;
+  rt_trace *tr = m->dm->target.ctx ? m->dm->target.ctx->trace : NULL;
+  int64_t t0 = rt_trace_on(tr) ? rt_now_ns() : 0;
   int rc = rt_device_module_load(m->device, sc.image, sc.len, &c->handle, st);
   if (rc == 0) rc = rt_device_module_function(m->device, c->handle, sc.name, &c->fn, st);
+  if (rt_trace_on(tr)) { /* the last step of a kernel's compile, as on the host */
+    char esc[200], a[300];
+    snprintf(a, sizeof a, "\"fn\":\"%s\",\"target\":\"%s\"",
+             rt_trace_escape(sc.name, esc, sizeof esc), kiln_device_label(m->device));
+    rt_trace_span(tr, "compile", "load", t0, rt_now_ns(), a);
+  }
   c->sym_map = sc.sym_map;
   c->nsyms = sc.nsyms;
   sc.sym_map = NULL;

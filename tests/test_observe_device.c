@@ -236,3 +236,63 @@ Test(observe_device, a_recorded_capture_replays_launch_by_launch_while_watched) 
   kiln_tensor_free(y);
   close_fixture(&f);
 }
+
+typedef struct log_lines {
+  int n;
+  char lines[32][512];
+} log_lines;
+
+static void collect(void *user, kiln_log_level level, const char *line) {
+  (void)level;
+  log_lines *l = user;
+  if (l->n < 32) snprintf(l->lines[l->n++], 512, "%s", line);
+}
+
+Test(observe_device, compiles_trace_their_steps_and_log_like_the_hosts) {
+  char dir[] = "/tmp/kiln_dobs_XXXXXX", path[] = "/tmp/kiln_dtrace_XXXXXX";
+  cr_assert(mkdtemp(dir));
+  trace_temp_file(path);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(mlp_text, strlen(mlp_text), "<test>", st);
+  const char *spec = under_test_device() ? under_test_device() : "simt-emu";
+  kiln_device *dev = kiln_device_open(spec, st);
+  cr_assert(g && dev, "%s", kiln_status_message(st));
+  log_lines logs = {0};
+  for (int round = 0; round < 2; round++) { /* compiled, then read from the disk cache */
+    kiln_context *ctx = kiln_context_new(st);
+    cr_assert_eq(kiln_context_set_cache_dir(ctx, dir, 0, st), 0);
+    if (round == 0) cr_assert_eq(kiln_context_set_log(ctx, collect, &logs, KILN_LOG_INFO, st), 0);
+    char p[64];
+    snprintf(p, sizeof p, "%s.%d", path, round);
+    cr_assert_eq(kiln_context_set_trace(ctx, p, st), 0, "%s", kiln_status_message(st));
+    kiln_model *m = kiln_model_compile_on(ctx, dev, g, st);
+    cr_assert(m, "%s", kiln_status_message(st));
+    int nk = rt_device_model_kernels(m);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    rt_json *j = trace_read(p);
+    const char *steps[2][3] = {{"disk read (miss)", "cache miss", "compile"},
+                               {"disk read", "cache hit", "load"}};
+    for (int s = 0; s < 3; s++)
+      cr_assert_eq(trace_count_named(j, steps[round][s]), nk, "round %d: %s", round,
+                   steps[round][s]);
+    cr_assert_eq(trace_count_named(j, "load"), nk, "each kernel loaded on the device");
+    if (round == 1) cr_assert_eq(trace_count_named(j, "compile"), 0, "nothing compiled");
+    rt_json_free(j);
+    unlink(p);
+  }
+  bool compiled = false, model = false;
+  for (int i = 0; i < logs.n; i++) {
+    compiled |= strstr(logs.lines[i], "compiled kernel mo.matmul") &&
+                strstr(logs.lines[i], kiln_device_label(dev));
+    model |= strstr(logs.lines[i], "compiled model @dmlp for ") != NULL;
+  }
+  cr_assert(compiled && model, "info lines name the kernels and the device: %s", logs.lines[0]);
+  kiln_device_close(dev);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  unlink(path);
+  char cmd[128];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+  cr_assert_eq(system(cmd), 0);
+}
