@@ -23,19 +23,19 @@ from kiln.engine import InferenceSession, Profile, ProfileRow
 from kiln.graph import Graph, TensorType, ops
 
 
-def mlp_graph(name: str = "mlp") -> Graph:
+def mlp_graph(name: str = "mlp", k: int = 64, n: int = 96, m: int = 32) -> Graph:
     """relu(x @ w1) @ w2 with the batch symbolic: two GEMM kernels."""
-    types = [TensorType(DType.float32, ["batch", 64]), TensorType(DType.float32, [64, 96]),
-             TensorType(DType.float32, [96, 32])]
+    types = [TensorType(DType.float32, ["batch", k]), TensorType(DType.float32, [k, n]),
+             TensorType(DType.float32, [n, m])]
     with Graph(name, input_types=types) as g:
         x, w1, w2 = g.inputs
         g.output(ops.matmul(ops.relu(ops.matmul(x, w1)), w2))
     return g
 
 
-def mlp_inputs(batch: int = 32) -> list[np.ndarray]:
+def mlp_inputs(batch: int = 32, k: int = 64, n: int = 96, m: int = 32) -> list[np.ndarray]:
     rng = np.random.default_rng(0)
-    return [rng.standard_normal(s).astype(np.float32) for s in ((batch, 64), (64, 96), (96, 32))]
+    return [rng.standard_normal(s).astype(np.float32) for s in ((batch, k), (k, n), (n, m))]
 
 
 def read_trace(path: Path) -> list[dict]:
@@ -152,9 +152,10 @@ def check_profile(p: Profile, n: int, kernels: int) -> None:
 
 
 def test_profile_rows_sum_to_the_execute_time() -> None:
+    # big enough that the kernels are most of an execute, in sanitized builds too
     session = InferenceSession(cache_dir=None)
-    model = session.load(mlp_graph())
-    ins = mlp_inputs(256)
+    model = session.load(mlp_graph(k=256, n=512, m=64))
+    ins = mlp_inputs(512, k=256, n=512, m=64)
     model.execute(*ins)  # the binding's plan: not what is timed
     model.set_profile(True)
     for _ in range(10):
@@ -162,7 +163,7 @@ def test_profile_rows_sum_to_the_execute_time() -> None:
     p = model.profile()
     check_profile(p, 10, 2)
     gflop = sum(r.gflop for r in p)
-    assert gflop == pytest.approx(10 * 2 * 256 * (64 * 96 + 96 * 32) / 1e9)
+    assert gflop == pytest.approx(10 * 2 * 512 * (256 * 512 + 512 * 64) / 1e9)
     model.set_profile(False)
     model.execute(*ins)
     assert model.profile().executes == 10, "stopped: the counts are kept"
