@@ -98,7 +98,7 @@ KILN_API kiln_log_level kiln_context_log_level(const kiln_context *ctx);
  * freed. After each write the file is a complete JSON array, so a process
  * that exits without freeing its context loses only the events since the
  * last write. With tracing off an execute pays one predictable branch per
- * kernel. Thread-safe. */
+ * kernel; with it on, about 1 us per kernel call (bench_observe). Thread-safe. */
 KILN_API int kiln_context_set_trace(kiln_context *ctx, const char *path, kiln_status *st);
 KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
 /* Profilers: with KILN_PERF=1 in the environment when a context is
