@@ -17,19 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-static double now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
+#include "bench_util.h"
 
 static void die(const char *what, kiln_status *st) {
   fprintf(stderr, "bench_observe: %s: %s\n", what, st ? kiln_status_message(st) : "");
@@ -58,10 +48,10 @@ static const char *const mode_names[MODES] = {"off", "trace on", "profile on"};
 /* Mean ns per execute of a batch of n executes of m. */
 static double batch(kiln_model *m, kiln_tensor **in, int nin, kiln_tensor *out, int n,
                     kiln_status *st) {
-  double t0 = now_ns();
+  double t0 = bench_now_s();
   for (int i = 0; i < n; i++)
     if (kiln_model_execute(m, in, nin, &out, 1, st) < 0) die("execute", st);
-  return (now_ns() - t0) / n;
+  return (bench_now_s() - t0) * 1e9 / n;
 }
 
 static void set_mode(kiln_context *ctx, kiln_model *m, int mode, const char *trace,
@@ -100,16 +90,16 @@ static void run_case(const char *name, const char *text, int nin, const int64_t 
       samples[mode][r] = batch(m, in, nin, out, per_batch, st);
     }
   set_mode(ctx, m, 0, trace, st);
-  double med[MODES];
+  double med[MODES], stats[MODES][3]; /* min, median, max */
   for (int k = 0; k < MODES; k++) {
-    qsort(samples[k], (size_t)rounds, sizeof(double), cmp);
-    med[k] = samples[k][rounds / 2];
+    bench_stats(samples[k], rounds, stats[k]);
+    med[k] = stats[k][1];
   }
   printf("%-22s %8d kernel%s per execute\n", name, kernels, kernels == 1 ? "" : "s");
   for (int k = 0; k < MODES; k++)
     printf("  %-12s median %10.0f ns/execute (min %.0f, max %.0f)  %+8.0f ns/execute  "
            "%+6.0f ns/kernel\n",
-           mode_names[k], med[k], samples[k][0], samples[k][rounds - 1], med[k] - med[0],
+           mode_names[k], med[k], stats[k][0], stats[k][2], med[k] - med[0],
            (med[k] - med[0]) / kernels);
   for (int k = 0; k < MODES; k++) free(samples[k]);
   unlink(trace);

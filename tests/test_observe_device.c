@@ -12,6 +12,8 @@
 #include "kiln/kiln.h"
 #include "src/device.h"
 #include "src/rt.h"
+#include "support/oracle.h"
+#include "support/shell.h"
 #include "support/trace_read.h"
 #include "support/under_test.h"
 
@@ -36,11 +38,11 @@ typedef struct fixture {
   kiln_tensor *in[3];
 } fixture;
 
-static kiln_tensor *filled(int rank, const int64_t *shape, float v, kiln_status *st) {
+static kiln_tensor *filled(int rank, const int64_t *shape, uint64_t seed, kiln_status *st) {
   kiln_tensor *t = kiln_tensor_new(KILN_FLOAT32, rank, shape, st);
-  cr_assert(t);
-  float *d = kiln_tensor_data(t);
-  for (int64_t i = 0; i < kiln_tensor_numel(t); i++) d[i] = v * (float)((i % 7) - 3);
+  cr_assert(t, "%s", kiln_status_message(st));
+  oracle_gen g = gen_uniform(-1, 1);
+  oracle_fill(kiln_tensor_data(t), KILN_FLOAT32, kiln_tensor_numel(t), &g, seed);
   return t;
 }
 
@@ -62,9 +64,9 @@ static void open_fixture(fixture *f, const char *trace_path) {
   f->m = kiln_model_compile_on(f->ctx, f->dev, f->g, f->st);
   cr_assert(f->m, "%s", kiln_status_message(f->st));
   cr_assert(kiln_model_device(f->m), "a device model");
-  f->in[0] = filled(2, (int64_t[]){BATCH, 64}, 0.01f, f->st);
-  f->in[1] = filled(2, (int64_t[]){64, 96}, 0.02f, f->st);
-  f->in[2] = filled(2, (int64_t[]){96, 32}, 0.03f, f->st);
+  f->in[0] = filled(2, (int64_t[]){BATCH, 64}, 1, f->st);
+  f->in[1] = filled(2, (int64_t[]){64, 96}, 2, f->st);
+  f->in[2] = filled(2, (int64_t[]){96, 32}, 3, f->st);
 }
 
 static void close_fixture(fixture *f) {
@@ -292,7 +294,5 @@ Test(observe_device, compiles_trace_their_steps_and_log_like_the_hosts) {
   kiln_graph_free(g);
   kiln_status_free(st);
   unlink(path);
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-  cr_assert_eq(system(cmd), 0);
+  shell_rm_dir(dir);
 }
