@@ -695,7 +695,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
   int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
-  if (watch) rt_observe_execute(m, t0, rt_now_ns(), rc); /* observe.c: profile, trace */
+  if (watch) rt_observe_execute(m, "execute", t0, rt_now_ns(), rc); /* observe.c */
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   life_leave(m);
   return rc;
@@ -724,7 +724,10 @@ KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
   if (life_enter(m, "kiln_model_replay", st) < 0) return -1;
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
+  int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
+  if (watch) rt_observe_execute(m, "replay", t0, rt_now_ns(), rc); /* counted as an execute */
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   life_leave(m);
   return rc;

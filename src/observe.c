@@ -156,7 +156,7 @@ int32_t rt_observe_kernel(const kiln_model *m, int node, jit_kernel_fn fn, void 
   return rc;
 }
 
-void rt_observe_execute(const kiln_model *m, int64_t t0, int64_t t1, int rc) {
+void rt_observe_execute(const kiln_model *m, const char *what, int64_t t0, int64_t t1, int rc) {
   struct rt_profile *pf = m->prof;
   if (rt_profile_on(m)) {
     atomic_fetch_add_explicit(&pf->executes, 1, memory_order_relaxed);
@@ -164,7 +164,7 @@ void rt_observe_execute(const kiln_model *m, int64_t t0, int64_t t1, int rc) {
   }
   if (rt_trace_on(m->ctx->trace)) {
     char name[200], esc[220], a[300];
-    snprintf(name, sizeof name, "execute @%s", m->g->name ? m->g->name : "?");
+    snprintf(name, sizeof name, "%s @%s", what, m->g->name ? m->g->name : "?");
     snprintf(a, sizeof a, "\"graph\":\"%s\",\"ok\":%s",
              rt_trace_escape(m->g->name ? m->g->name : "?", esc, sizeof esc),
              rc == 0 ? "true" : "false");

@@ -35,7 +35,8 @@ int32_t rt_observe_kernel(const kiln_model *m, int node, jit_kernel_fn fn, void 
 /* m was compiled (kiln_model_compile began at t0_ms, rt_now_ms): a
  * trace span and an info line. */
 void rt_observe_compiled(const kiln_model *m, double t0_ms);
-/* An execute of m ran from t0 to t1 (rt_now_ns), returning rc. */
-void rt_observe_execute(const kiln_model *m, int64_t t0, int64_t t1, int rc);
+/* An execute of m (what: "execute", or "replay" of a capture) ran from t0
+ * to t1 (rt_now_ns), returning rc: counted in its profile, a trace span. */
+void rt_observe_execute(const kiln_model *m, const char *what, int64_t t0, int64_t t1, int rc);
 
 #endif

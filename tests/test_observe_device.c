@@ -234,6 +234,10 @@ Test(observe_device, a_recorded_capture_replays_launch_by_launch_while_watched) 
   int nk = rt_device_model_kernels(f.m);
   for (int i = 0; i < nk; i++)
     cr_assert_eq(kiln_profile_row_at(p, i)->calls, (uint64_t)n, "every kernel of every replay");
+  cr_assert_eq(kiln_profile_executes(p), (uint64_t)n, "a replay counts as an execute");
+  double sum = 0;
+  for (int i = 0; i < kiln_profile_num_rows(p); i++) sum += kiln_profile_row_at(p, i)->total_ms;
+  cr_assert_leq(sum, kiln_profile_execute_ms(p), "rows within the replays' time");
   kiln_profile_free(p);
   kiln_tensor_free(y);
   close_fixture(&f);
