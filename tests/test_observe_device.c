@@ -300,3 +300,32 @@ Test(observe_device, compiles_trace_their_steps_and_log_like_the_hosts) {
   unlink(path);
   shell_rm_dir(dir);
 }
+
+Test(observe_device, perf_map_names_simt_emu_kernels) {
+  if (under_test_device()) return; /* GPU code runs on the GPU: perf cannot see it */
+  char path[64];
+  snprintf(path, sizeof path, "/tmp/perf-%d.map", (int)getpid());
+  unlink(path);
+  setenv("KILN_PERF", "1", 1);
+  fixture f;
+  open_fixture(&f, NULL);
+  kiln_tensor_free(run(&f, 1)); /* simt-emu links a module when its kernel is asked for */
+  unsetenv("KILN_PERF");
+  FILE *pm = fopen(path, "r");
+  cr_assert(pm, "KILN_PERF=1 writes %s", path);
+  char line[1024];
+  int named = 0;
+  while (fgets(line, sizeof line, pm)) {
+    unsigned long addr = 0, size = 0;
+    char name[900] = "";
+    cr_assert_eq(sscanf(line, "%lx %lx %899[^\n]", &addr, &size, name), 3, "%s", line);
+    if (strncmp(name, "kiln simt-emu kiln_", 19) == 0) {
+      cr_assert_gt(size, 0);
+      named++;
+    }
+  }
+  fclose(pm);
+  cr_assert_geq(named, rt_device_model_kernels(f.m), "each kernel named (%d)", named);
+  close_fixture(&f);
+  unlink(path);
+}
