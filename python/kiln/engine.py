@@ -195,7 +195,7 @@ class InferenceSession:
             self._ctx.set_specialize(int(specialize))
         self._trace: str | None = None
         if log is not None or log_level is not None:
-            self.set_log(log, log_level if log_level is not None else self.log_level)
+            self.set_log(log, log_level)
         if remote_cache is not InferenceSession._NO_CACHE_ARG:
             self.set_remote_cache(remote_cache)
         if trace is not None:
@@ -244,11 +244,12 @@ class InferenceSession:
         """The disk cache problem a user should fix (unwritable, foreign owner...), or None."""
         return self._ctx.cache_warning
 
-    def set_log(self, fn: LogCallback | None, level: str = "warn") -> None:
-        """Send kiln's log lines at or above level ("off", "warn", "info", "debug") to
-        ``fn(level, line)``; None: to stderr. fn runs on whichever thread logs (kiln's
-        compile threads too) holding the GIL, one line at a time; it must not call kiln."""
-        self._ctx.set_log(fn, level)
+    def set_log(self, fn: LogCallback | None, level: str | None = None) -> None:
+        """Send kiln's log lines at or above level ("off", "warn", "info", "debug"; None:
+        the level now) to ``fn(level, line)``; fn None: to stderr. fn runs on whichever
+        thread logs (kiln's compile threads too) holding the GIL, one line at a time; it
+        must not call kiln."""
+        self._ctx.set_log(fn, self.log_level if level is None else level)
         if fn is None:
             _logging_sessions.discard(self)
         else:

@@ -80,6 +80,9 @@ def test_log_callable_gets_the_lines_at_its_level() -> None:
     session.set_log(lambda lv, line: quiet.append((lv, line)), "warn")
     session.load(mlp_graph("mlp2"))
     assert quiet == [], "a clean compile says nothing at warn"
+    session.set_log(None, "debug")
+    session.set_log(lambda lv, line: quiet.append((lv, line)))  # no level: it stays
+    assert session.log_level == "debug"
     session.set_log(None, "warn")
     assert session.log_level == "warn"
     with pytest.raises(ValueError, match="loud"):
