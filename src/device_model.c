@@ -21,7 +21,9 @@
  * resolved launch of every kernel (jit_simt_geometry's grid, parameters).
  * The plan is kept, so executes of one binding allocate nothing. Run: copy
  * the inputs in, launch each kernel, read the error word after each (a
- * data error names the op), copy the outputs back.
+ * data error names the op), copy the outputs back. While watched (a trace
+ * open, a profile on: device_watch.h) each launch and copy is timed and
+ * reported, and a recorded capture replays launch by launch.
  * A dim set from data (mo.nonzero's count, ir/shape.h) is planned at its
  * bound; its node's kernel stores the count in a device slot of the plan,
  * which is read back after the launch and bound (checked) before the later
@@ -568,8 +570,8 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
  * copy the outputs out (allocating those that are NULL). Watched (w), each
  * copy and launch is timed, and a recorded capture runs launch by launch
  * so that every kernel is seen. */
-static int run_watched(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
-                       kiln_tensor **outputs, int noutputs, rt_dev_watch *w, kiln_status *st) {
+static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
+                    kiln_tensor **outputs, int noutputs, rt_dev_watch *w, kiln_status *st) {
   const ir_graph *g = m->g;
   if (noutputs != g->noutputs || !outputs)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
@@ -661,7 +663,7 @@ static int run_watched(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
 static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
                     kiln_tensor **outputs, int noutputs, kiln_status *st) {
   rt_dev_watch *w = rt_dev_watch_begin(m, &m->dm->watch, x->nlaunches); /* NULL: unwatched */
-  int rc = run_watched(m, x, inputs, outputs, noutputs, w, st);
+  int rc = run_plan(m, x, inputs, outputs, noutputs, w, st);
   rt_dev_watch_end(w, x->run_syms ? x->run_syms : x->syms);
   return rc;
 }
