@@ -376,3 +376,87 @@ Test(observe_device, background_specializations_trace_on_the_compile_track) {
   kiln_status_free(st);
   unlink(path);
 }
+
+/* ---- the device-clock path, on simt-emu with stand-in events ----
+ * CUDA and HIP time launches with events; no GPU here, so simt-emu's table
+ * gets event entries that read the host's clock when recorded (simt-emu
+ * runs a launch before returning, so that is when the device reaches
+ * them), and counts what device_watch.c asks of them. */
+static int events_live, events_made, events_read;
+
+static int fake_event_create(kiln_device *d, void **ev, kiln_status *st) {
+  (void)d, (void)st;
+  *ev = calloc(1, sizeof(int64_t));
+  events_live++;
+  events_made++;
+  return *ev ? 0 : -1;
+}
+
+static int fake_event_record(kiln_device *d, void *ev, kiln_status *st) {
+  (void)d, (void)st;
+  *(int64_t *)ev = rt_now_ns();
+  return 0;
+}
+
+static int fake_event_elapsed(kiln_device *d, void *a, void *b, float *ms, kiln_status *st) {
+  (void)d, (void)st;
+  events_read++;
+  *ms = (float)((double)(*(int64_t *)b - *(int64_t *)a) / 1e6);
+  return 0;
+}
+
+static void fake_event_destroy(kiln_device *d, void *ev) {
+  (void)d;
+  events_live--;
+  free(ev);
+}
+
+Test(observe_device, launches_timed_by_device_events_trace_and_profile) {
+  if (under_test_device()) return; /* a real GPU's events are its own */
+  char path[] = "/tmp/kiln_dtrace_XXXXXX";
+  trace_temp_file(path);
+  fixture f;
+  open_fixture(&f, path);
+  static rt_device_ops with_events;
+  with_events = *f.dev->ops;
+  with_events.event_create = fake_event_create;
+  with_events.event_record = fake_event_record;
+  with_events.event_elapsed = fake_event_elapsed;
+  with_events.event_destroy = fake_event_destroy;
+  f.dev->ops = &with_events;
+  cr_assert(rt_device_can_time(f.dev));
+  int nk = rt_device_model_kernels(f.m);
+  cr_assert_eq(kiln_model_set_profile(f.m, 1, f.st), 0);
+  const int n = 3;
+  kiln_tensor *y = run(&f, n);
+  kiln_profile *p = kiln_model_profile(f.m, f.st);
+  cr_assert(p);
+  double sum = 0;
+  for (int i = 0; i < kiln_profile_num_rows(p); i++) {
+    const kiln_profile_row *r = kiln_profile_row_at(p, i);
+    if (i < nk) cr_assert_eq(r->calls, (uint64_t)n, "%s", r->kernel);
+    sum += r->total_ms;
+  }
+  cr_assert(sum <= kiln_profile_execute_ms(p) && sum >= 0.9 * kiln_profile_execute_ms(p),
+            "rows %.3f ms of executes %.3f ms", sum, kiln_profile_execute_ms(p));
+  kiln_profile_free(p);
+  kiln_tensor_free(y);
+  cr_assert_eq(events_made, 1 + 2 * nk, "a base and two per launch, made once and kept");
+  cr_assert_eq(events_read, 2 * nk * n, "read at the end of each execute");
+  kiln_model_free(f.m);
+  f.m = NULL;
+  cr_assert_eq(events_live, 0, "freed with the model");
+  close_fixture(&f);
+  rt_json *j = trace_read(path);
+  int launches = 0;
+  for (int i = 0; i < j->n; i++) {
+    const rt_json *e = &j->items[i];
+    if (strcmp(trace_str(e, "cat"), "kernel") != 0) continue;
+    launches++;
+    cr_assert_str_eq(trace_str(rt_json_get(e, "args"), "clock"), "device");
+    cr_assert_gt(rt_json_get(e, "dur")->num, 0);
+  }
+  cr_assert_eq(launches, n * nk);
+  rt_json_free(j);
+  unlink(path);
+}
