@@ -563,7 +563,11 @@ static PyObject *model_release(PyObject *self, PyObject *arg) {
   uint64_t key = PyLong_AsUnsignedLongLong(arg);
   if (key == (uint64_t)-1 && PyErr_Occurred()) return NULL;
   kiln_status *st = kiln_status_new();
-  return done(kiln_model_release(MODEL(self), key, st), st);
+  kiln_model *m = MODEL(self);
+  int rc; /* dropping code may evict kernels, which logs: the GIL goes */
+  Py_BEGIN_ALLOW_THREADS rc = kiln_model_release(m, key, st);
+  Py_END_ALLOW_THREADS
+  return done(rc, st);
 }
 
 /* bind_weight(name, array): the model borrows the array's memory (kept
