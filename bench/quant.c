@@ -8,11 +8,11 @@
  *
  * GB/s = the weight's bytes / time (the activations and results are a few
  * KB). The weight bytes are random with the f16 scales kept small, so sums
- * stay finite; the output is spot-checked against a C computation (blocks
- * decoded by ir/qblock.h, summed in double) first. One thread by default
- * (--threads N: the pool's size; the triad stays one thread). Each round
- * times every case once, then the triad; min / median / max over rounds
- * (GB/s: min = the slowest run).
+ * stay finite; the output is spot-checked against a C computation (the
+ * lhs quantized and the blocks dotted by ir/qblock.h, summed in double)
+ * first. One thread by default (--threads N: the pool's size; the triad
+ * stays one thread). Each round times every case once, then the triad;
+ * min / median / max over rounds (GB/s: min = the slowest run).
  *
  * usage: bench_quant [--runs N] [--threads N] [--tsv]; --tsv: R <case>
  * <who> <threads> GB/s <runs> <min> <median> <max>. Exit status: 0, or 1
@@ -85,21 +85,26 @@ static void setup(qcase *c, kiln_context *ctx, kiln_status *st) {
   for (int64_t i = 0; i < c->n * c->bytes; i++) w[i] = (uint8_t)(next() % 41);
 }
 
-/* Eight results against decoded blocks summed in double. */
+/* Eight results against qblock.h's reference (the lhs quantized, the block
+ * terms summed in double), within the rounding of f32 sums. */
 static void check(const qcase *c) {
   const float *a = kiln_tensor_data(c->in[0]), *y = kiln_tensor_data(c->out);
   const uint8_t *w = kiln_tensor_data(c->in[1]);
-  int64_t e = QB_ELEMS(c->enc), bb = QB_BYTES(c->enc);
-  float blk[256];
+  qb_encoding enc = (qb_encoding)c->enc;
+  int64_t e = QB_ELEMS(enc), bb = QB_BYTES(enc), nb = c->k / e;
+  int8_t *q = malloc((size_t)c->k);
+  int16_t *bs = malloc(sizeof *bs * (size_t)(c->k / 16));
+  float *da = malloc(sizeof *da * (size_t)nb);
+  if (!q || !bs || !da) die("out of memory", NULL);
+  for (int64_t b = 0; b < nb; b++)
+    da[b] = qb_quantize_lhs(enc, a + b * e, q + b * e, bs + b * e / 16);
   for (int t = 0; t < 8; t++) {
     int64_t n = (int64_t)(next() % (uint64_t)c->n);
     double s = 0, mag = 0;
-    for (int64_t b = 0; b < c->k / e; b++) {
-      qb_decode((qb_encoding)c->enc, w + n * c->bytes + b * bb, blk);
-      for (int64_t i = 0; i < e; i++) {
-        s += (double)a[b * e + i] * blk[i];
-        mag += fabs((double)a[b * e + i] * blk[i]);
-      }
+    for (int64_t b = 0; b < nb; b++) {
+      float term = qb_dot(enc, w + n * c->bytes + b * bb, q + b * e, bs + b * e / 16, da[b]);
+      s += term;
+      mag += fabs(term);
     }
     if (fabs(y[n] - s) > 1e-5 * mag + 1e-6) {
       fprintf(stderr, "bench_quant: %s: y[%lld] = %g, C %g\n", c->id, (long long)n,
@@ -107,6 +112,7 @@ static void check(const qcase *c) {
       exit(1);
     }
   }
+  free(q), free(bs), free(da);
 }
 
 int main(int argc, char **argv) {

@@ -114,6 +114,7 @@ def main():
     ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV and its triad)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
+    ap.add_argument("--decode", help="decode_growth.py --tsv (decoder steps, growing attention)")
     ap.add_argument("--remote", help="bench_remote_cache --tsv (encoder load: Redis, disk, cold)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
@@ -299,10 +300,35 @@ def main():
     rm, rc, _ = read_tsv(a.remote)
     kr = rc.get(("encoder_load_redis", "kiln", 1))
     dk, cd = rc.get(("encoder_load_disk", "kiln", 1)), rc.get(("encoder_load_cold", "kiln", 1))
+    tl = rc.get(("encoder_load_redis_tls", "kiln", 1))
     add("BERT-base-sized encoder compile, %s kernels from Redis (ms)" % rm.get("kernels", "?"),
         "ms", kr, [("local disk cache", dk, None), ("cold compile", cd, None)], why("remote"))
-    for case, r in (("redis", kr), ("disk", dk), ("cold", cd)):
+    if tl:
+        add("BERT-base-sized encoder compile, kernels from Redis over TLS (ms)", "ms", tl,
+            [("Redis, plain", kr, None), ("local disk cache", dk, None)], why("remote"))
+    for case, r in (("redis", kr), ("redis_tls", tl), ("disk", dk), ("cold", cd)):
         detail("encoder_load_%s" % case, r)
+
+    # ---- the decoder's steps while its attention grows, async pow2 vs off (issue 20)
+    dm, dc, _ = read_tsv(a.decode)
+    ko = dc.get(("decode_step_off", "kiln", 1))
+    for pol, what in (("async", "first generation"), ("async-warm", "second generation")):
+        ka = dc.get(("decode_step_%s" % pol, "kiln", 1))
+        add("decoder step, %s steps, %s %s buckets, %s (us)"
+            % (dm.get("decode_steps", "?"), pol, dm.get("decode_bucket", "?"), what), "us", ka,
+            [("specialize off", ko, None)], why("decode"))
+        pa = dc.get(("decode_p99_%s" % pol, "kiln", 1))
+        if ka and pa:
+            q = pa["median"] / ka["median"]
+            local = float(dm.get("decode_p99_local_%s" % pol, "nan"))
+            table.append(("decoder step p99 / median, %s (%s variants)"
+                          % (pol, dm.get("decode_variants_%s" % pol, "?")),
+                          "%.2f (growth out: %.2f)" % (q, local), "-", "-", "<= 1.2",
+                          "yes" if q <= 1.2 else ("growth out only" if local <= 1.2 else "NO")))
+    for pol in ("off", "async", "async-warm"):
+        for kind in ("step", "p99"):
+            case = "decode_%s_%s" % (kind, pol)
+            detail(case, dc.get((case, "kiln", 1)))
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})

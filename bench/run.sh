@@ -59,7 +59,7 @@ work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
-         encoders.tsv remote.tsv anchors.json anchors.md table.md; do
+         encoders.tsv remote.tsv decode.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -288,20 +288,42 @@ if [ -n "$py" ] && [ "$py" != python3 ]; then
   fi
 fi
 # The same BERT-base-sized encoder's kernels loaded from the remote cache
-# (a throwaway redis-server on a free loopback port) beside the local disk
-# cache and a cold compile (bench/remote_cache.c).
+# (a throwaway redis-server on a free loopback port, plain and over TLS)
+# beside the local disk cache and a cold compile (bench/remote_cache.c).
 if [ -f "$work/bert/encoder.mlir" ] && command -v redis-server >/dev/null; then
   say "BERT-base-sized encoder: kernels from Redis, from the disk cache, compiled cold"
-  rport=$("${py:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])')
+  read -r rport tport < <("${py:-python3}" -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
   rm -rf "$work/redis" && mkdir -p "$work/redis"
+  # the same server on a TLS port too (a CA and a certificate for 127.0.0.1
+  # made here), for the row over rediss://
+  tls_args=() tls_url=()
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2)
+  if ! command -v openssl >/dev/null; then
+    notes+=("openssl not installed: no Redis-over-TLS row (tools/setup.sh installs it)")
+  elif (cd "$work/redis" && openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem \
+          -subj /CN=kiln-bench-ca &&
+        openssl req "${ec[@]}" -keyout server.key -out server.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' >server.ext &&
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+          -out server.pem -days 2 -extfile server.ext) >"$work/redis/openssl.log" 2>&1; then
+    tls_args=(--tls-port "$tport" --tls-cert-file "$work/redis/server.pem"
+              --tls-key-file "$work/redis/server.key" --tls-ca-cert-file "$work/redis/ca.pem"
+              --tls-auth-clients no)
+    tls_url=("--tls=rediss://127.0.0.1:$tport/0?cacert=$work/redis/ca.pem")
+  else
+    notes+=("openssl could not make test certificates: no Redis-over-TLS row")
+  fi
   if redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/redis" --save "" \
+       "${tls_args[@]}" \
        --daemonize yes --pidfile "$work/redis/pid" --logfile "$work/redis/log" >/dev/null &&
      for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done &&
      redis-cli -p "$rport" ping >/dev/null 2>&1; then
     runs=5; [ "$quick" = 1 ] && runs=2
     "$build/bench_remote_cache" "$work/bert/encoder.mlir" "redis://127.0.0.1:$rport/0" "$runs" \
-      --tsv >"$work/remote.tsv" 2>"$work/remote.err" ||
+      "${tls_url[@]}" --tsv >"$work/remote.tsv" 2>"$work/remote.err" ||
       fail remote "bench_remote_cache exited $?: $(tail1 "$work/remote.err")"
     kill "$(cat "$work/redis/pid")" 2>/dev/null
   else
@@ -329,11 +351,30 @@ else
   fail anchors "no Python with numpy, onnx and onnxruntime (venv $venv)"
 fi
 
+# The decoder's step time while its attention grows (issue 20): prefill +
+# 512 greedy steps under the policies off and async with pow2 buckets
+# (bench/decode_growth.py, Python: the decoder graph is built by kiln.graph),
+# through the Python extension built in the same build directory.
+say "decoder: 512 steps of a growing attention, specialization off / async pow2"
+if ! { cmake -S "$repo" -B "$build" -DKILN_PYTHON=ON &&
+       cmake --build "$build" --target kiln_python -j"$(nproc)"; } >"$work/build-py.log" 2>&1; then
+  fail decode "building the Python extension: $(tail1 "$work/build-py.log")"
+elif ! python3 -c 'import numpy' 2>/dev/null; then
+  fail decode "the system python3 has no numpy"
+else
+  rm -rf "$work/decode-py" && mkdir -p "$work/decode-py" && cp -r "$repo/python/kiln" "$work/decode-py/" &&
+    ln -sf "$build/_kiln.abi3.so" "$work/decode-py/kiln/_kiln.abi3.so"
+  drounds=3; [ "$quick" = 1 ] && drounds=1
+  PYTHONPATH="$work/decode-py" python3 "$here/decode_growth.py" --rounds "$drounds" --tsv \
+    >"$work/decode.tsv" 2>"$work/decode.err" ||
+    fail decode "decode_growth.py exited $?: $(tail1 "$work/decode.err")"
+fi
+
 # ---- 5. the table
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
-       --encoders "$work/encoders.tsv" --remote "$work/remote.tsv"
+       --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done

@@ -26,6 +26,11 @@
  *     layer called N times reads N sets of weights.
  * Regions and subgraphs are isolated: they see only their inputs, and have
  * their own symbols, so a carried value's dims may change per iteration.
+ * In the text, a mo.if branch may name values of the graphs enclosing it
+ * (MAX writes branches without inputs, as closures): the parser lifts each
+ * into an operand of the mo.if and an input of every branch, after the
+ * declared ones, in the order the branches first name them
+ * (parse_capture.c), so the IR holds only isolated regions.
  * Types match by ir_type_fits: same dtype, rank and device, and equal dims
  * where both sides are constants; a symbolic dim on either side matches
  * any size, which the region's own symbol solving then checks per run.

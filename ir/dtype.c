@@ -50,6 +50,21 @@ bool ir_dtype_is_compute(ir_dtype t) {
 
 bool ir_dtype_is_half(ir_dtype t) { return t == IR_DT_F16 || t == IR_DT_BF16; }
 
+ir_dtype ir_dtype_widened(ir_dtype t) {
+  switch (t) {
+  case IR_DT_F16:
+  case IR_DT_BF16: return IR_DT_F32;
+  case IR_DT_SI8:
+  case IR_DT_SI16:
+  case IR_DT_UI8:
+  case IR_DT_UI16: return IR_DT_SI32;
+  case IR_DT_UI32: return IR_DT_SI64;
+  default: return t;
+  }
+}
+
+bool ir_dtype_is_narrow(ir_dtype t) { return ir_dtype_widened(t) != t; }
+
 bool ir_dtype_is_castable(ir_dtype t) {
   return t == IR_DT_BOOL || ir_dtype_is_int(t) || ir_dtype_is_float(t);
 }

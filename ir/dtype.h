@@ -47,8 +47,15 @@ bool ir_dtype_is_signed(ir_dtype t);  /* signed ints */
  * moved, reshaped, sliced, gathered and cast, but not computed on). */
 bool ir_dtype_is_compute(ir_dtype t); /* bool si32 si64 f32 f64 */
 /* f16 and bf16: float ops take them and compute in f32, rounding each result
- * once to nearest even (ir_node_computes_half, widen_half.c). */
+ * once to nearest even (ir_node_computes_narrow, widen_narrow.c). */
 bool ir_dtype_is_half(ir_dtype t);
+/* The narrow dtypes ops compute on through a wider one (widen_narrow.c):
+ * f16 / bf16 -> f32; si8 / si16 / ui8 / ui16 -> si32; ui32 -> si64 (every
+ * value exact in the wider type, so each op's result there, wrapped or
+ * rounded back once, is its meaning). ir_dtype_widened gives the wider type,
+ * or t itself for a dtype that is not narrow (ui64 has none: storage only). */
+bool ir_dtype_is_narrow(ir_dtype t);
+ir_dtype ir_dtype_widened(ir_dtype t);
 /* Types cast can read and write: bool, every integer, every float (float8
  * kinds included: they are only cast, never computed on). */
 bool ir_dtype_is_castable(ir_dtype t);

@@ -90,18 +90,33 @@ const ir_attr_spec *ir_op_attr_spec(ir_op op, const char *name) {
 
 bool ir_dtype_in_set(ir_dtype t, unsigned dts) {
   if ((dts & IR_DTS_FIB) == 0) return true;
-  if (ir_dtype_is_half(t)) return (dts & IR_DTS_F) != 0;
-  if (!ir_dtype_is_compute(t)) return false;
-  unsigned cls = ir_dtype_is_float(t) ? IR_DTS_F : t == IR_DT_BOOL ? IR_DTS_B : IR_DTS_I;
+  /* narrow ints compute as si32 / si64, but indices and shapes are read as
+   * si32 / si64 only */
+  if (ir_dtype_is_int(t) && ir_dtype_is_narrow(t) && (dts & IR_DTS_NAMED_INDICES)) return false;
+  ir_dtype w = ir_dtype_widened(t);
+  if (!ir_dtype_is_compute(w)) return false;
+  unsigned cls = ir_dtype_is_float(w) ? IR_DTS_F : w == IR_DT_BOOL ? IR_DTS_B : IR_DTS_I;
   return (cls & dts) != 0;
 }
 
-bool ir_node_computes_half(const ir_node *n) {
+bool ir_node_widens_operand(const ir_node *n, int k) {
   const ir_op_info *o = n ? ir_op_get(n->op) : NULL;
-  if (!o || !((o->dts[0] | o->dts[1]) & IR_DTS_F)) return false;
+  if (!o || k < 0 || k >= n->nin) return false;
+  /* the set that rules operand k: its own, else that of the operand whose
+   * dtype it shares (mo.add's operand 1 is operand 0's dtype) */
+  unsigned set = k < 2 ? o->dts[k] : 0;
+  if (!(set & IR_DTS_FIB) && o->same >= 0 && k > o->same) set = o->dts[o->same < 2 ? o->same : 1];
+  ir_dtype t = n->in[k]->type.dtype;
+  return ir_dtype_is_narrow(t) && (set & IR_DTS_FIB) && ir_dtype_in_set(t, set);
+}
+
+bool ir_node_computes_narrow(const ir_node *n) {
+  const ir_op_info *o = n ? ir_op_get(n->op) : NULL;
+  if (!o || !((o->dts[0] | o->dts[1]) & (IR_DTS_F | IR_DTS_I))) return false;
   for (int k = 0; k < n->nin; k++)
-    if (ir_dtype_is_half(n->in[k]->type.dtype)) return true;
-  for (int k = 0; k < n->nout; k++)
+    if (ir_node_widens_operand(n, k)) return true;
+  /* a half result of a float op typed by an attribute: widening reports it */
+  for (int k = 0; (o->dts[0] | o->dts[1]) & IR_DTS_F && k < n->nout; k++)
     if (ir_dtype_is_half(n->out[k]->type.dtype)) return true;
   return false;
 }
@@ -110,13 +125,14 @@ const char *ir_dtype_set_name(unsigned dts) {
   static const char *const words[8] = {
       [0] = "any dtype",
       [IR_DTS_F] = "f16, bf16, f32 or f64",
-      [IR_DTS_I] = "si32 or si64",
-      [IR_DTS_FI] = "f16, bf16, f32, f64, si32 or si64",
+      [IR_DTS_I] = "an integer (si8 to si64, ui8 to ui32)",
+      [IR_DTS_FI] = "f16, bf16, f32, f64 or an integer (si8 to si64, ui8 to ui32)",
       [IR_DTS_B] = "bool",
       [IR_DTS_F | IR_DTS_B] = "bool, f16, bf16, f32 or f64",
-      [IR_DTS_I | IR_DTS_B] = "bool, si32 or si64",
-      [IR_DTS_FIB] = "bool, si32, si64, f16, bf16, f32 or f64",
+      [IR_DTS_I | IR_DTS_B] = "bool or an integer (si8 to si64, ui8 to ui32)",
+      [IR_DTS_FIB] = "bool, f16, bf16, f32, f64 or an integer (si8 to si64, ui8 to ui32)",
   };
+  if ((dts & IR_DTS_NAMED_INDICES) && (dts & IR_DTS_FIB) == IR_DTS_I) return "si32 or si64";
   return words[dts & IR_DTS_FIB];
 }
 

@@ -26,9 +26,10 @@
  *
  * Dtypes: before the class rule, the op's table row (ops.def: dt0, dt1,
  * same) is checked ("operand 0 of mo.exp has dtype si32 but mo.exp takes f32
- * or f64"). "Float" is f16 / bf16 / f32 / f64 (the half floats computed in
- * f32: ir_node_computes_half), "int" si32 / si64, and bool; storage-only
- * dtypes are accepted only by ops whose row says ANY: the data movement ops
+ * or f64"). "Float" is f16 / bf16 / f32 / f64, "int" si8 to si64 and ui8 to
+ * ui32 (the narrow ones computed wider: ir_node_computes_narrow; indices
+ * si32 / si64 only), and bool; ui64 and the float8 kinds are storage-only:
+ * they are accepted only by ops whose row says ANY: the data movement ops
  * (reshape, transpose, permute, broadcast_to, concat, split, slice_tensor,
  * squeeze, unsqueeze, gather's input), cast (its rule checks castability) and
  * the sources. The shape rules stay code here, one per class.

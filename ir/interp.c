@@ -33,9 +33,12 @@
  *    an empty axis is an error.
  *  - f32 sums, matmuls, softmax and layer_norm are computed in double and
  *    rounded once; f32 elementwise math is computed in float with libm.
- *  - f16 / bf16 in a float op (ir_node_computes_half): the op's f32 meaning
- *    on the operands widened exactly, each result rounded once to nearest
- *    even (ties to even) into its half dtype.
+ *  - narrow dtypes (ir_node_computes_narrow): f16 / bf16 in a float op mean
+ *    the op's f32 meaning on the operands widened exactly, each result
+ *    rounded once to nearest even (ties to even) into its half dtype; si8,
+ *    si16, ui8, ui16 mean the si32 op on the exact values (ui32: si64), each
+ *    result wrapped back to its low bits (so sums and products wrap as in
+ *    the narrow type; a narrow mean is the exact mean truncated).
  *  - cast float -> int: truncate toward zero, saturate to the target range,
  *    NaN -> 0 (LLVM's fptosi.sat / fptoui.sat); int -> int: truncate or
  *    extend the two's-complement bits; -> bool: x != 0 (NaN is true);
@@ -1147,24 +1150,42 @@ static const run_fn run_class[] = {
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");
 
-/* Swap value v's tensor for an f32 copy (widened exactly when `load`); the
- * original goes to *was. false on out of memory. */
+/* Swap value v's tensor for a copy in its widened dtype (ir_dtype_widened;
+ * exact when `load`); the original goes to *was. false on out of memory. */
 static bool widen_value(run *r, const ir_value *v, bool load, ir_tensor *was) {
   ir_tensor *t = &r->vals[v->id];
   *was = *t;
   int64_t cnt = ir_tensor_numel(t);
-  float *w = malloc((size_t)(cnt > 0 ? cnt : 1) * sizeof *w);
+  ir_dtype wide = ir_dtype_widened(t->dtype);
+  void *w = malloc((size_t)(cnt > 0 ? cnt : 1) * ir_dtype_size(wide));
   if (!w) return false;
-  t->dtype = IR_DT_F32;
+  t->dtype = wide;
   t->data = w;
-  for (int64_t e = 0; load && e < cnt; e++) w[e] = (float)ir_ref_ld_f(was, e);
+  for (int64_t e = 0; load && e < cnt; e++) {
+    if (ir_dtype_is_float(wide))
+      ir_ref_st_f(t, e, ir_ref_ld_f(was, e));
+    else
+      ir_ref_st_i(t, e, ir_ref_ld_i(was, e));
+  }
   return true;
 }
 
-/* n on half floats (ir_node_computes_half, ir.h): fn, n's f32 meaning, on
- * its half operands widened exactly to f32, each half result rounded once
- * to nearest even from the f32 fn wrote. */
-static int run_half(run *r, const ir_node *n, run_fn fn) {
+/* Bring the wide result t back into narrow `to`: rounded once to nearest
+ * even (floats) or wrapped (integers). */
+static void narrow_back(const ir_tensor *t, const ir_tensor *to) {
+  int64_t cnt = ir_tensor_numel(t);
+  for (int64_t e = 0; e < cnt; e++) {
+    if (ir_dtype_is_float(to->dtype))
+      ir_ref_st_f(to, e, ir_ref_ld_f(t, e));
+    else
+      ir_ref_st_i(to, e, ir_ref_ld_i(t, e));
+  }
+}
+
+/* n on narrow dtypes (ir_node_computes_narrow, ir.h): fn, n's meaning on
+ * the operands it widens (ir_node_widens_operand) widened exactly, each
+ * narrow result brought back once from the wide one fn wrote. */
+static int run_narrow(run *r, const ir_node *n, run_fn fn) {
   int nv = n->nin + n->nout;
   ir_tensor *was = calloc((size_t)nv, sizeof *was);
   bool *wide = calloc((size_t)nv, sizeof *wide);
@@ -1177,7 +1198,9 @@ static int run_half(run *r, const ir_node *n, run_fn fn) {
     const ir_value *v = k < n->nin ? n->in[k] : n->out[k - n->nin];
     bool seen = false; /* the same operand twice: widened once */
     for (int j = 0; j < k && j < n->nin; j++) seen = seen || n->in[j] == v;
-    if (seen || !ir_dtype_is_half(r->vals[v->id].dtype)) continue;
+    bool widens = k < n->nin ? ir_node_widens_operand(n, k)
+                             : ir_dtype_is_narrow(r->vals[v->id].dtype);
+    if (seen || !widens) continue;
     if (!widen_value(r, v, k < n->nin, &was[k])) {
       op_fail(r, n, "out of memory");
       goto out;
@@ -1190,9 +1213,7 @@ out:
     if (!wide[k]) continue;
     const ir_value *v = k < n->nin ? n->in[k] : n->out[k - n->nin];
     ir_tensor *t = &r->vals[v->id];
-    int64_t cnt = ir_tensor_numel(t);
-    for (int64_t e = 0; rc == 0 && k >= n->nin && e < cnt; e++)
-      ir_ref_st_f(&was[k], e, ir_ref_ld_f(t, e));
+    if (rc == 0 && k >= n->nin) narrow_back(t, &was[k]);
     free(t->data);
     *t = was[k];
   }
@@ -1229,7 +1250,7 @@ static int run_node(run *r, const ir_node *n) {
   }
   run_fn fn = run_class[info->cls];
   if (!fn) return op_fail(r, n, "the reference interpreter has no routine for its op class");
-  int rc = !n->body && ir_node_computes_half(n) ? run_half(r, n, fn) : fn(r, n);
+  int rc = !n->body && ir_node_computes_narrow(n) ? run_narrow(r, n, fn) : fn(r, n);
   if (rc) return rc;
   for (int k = 0; k < n->nout; k++) r->ready[n->out[k]->id] = true;
   return 0;

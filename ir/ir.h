@@ -47,9 +47,9 @@ typedef enum ir_op_class {
 } ir_op_class;
 
 /* Dtype sets an operand may be required to be in (ops.def's dt0 / dt1):
- * F = f16 bf16 f32 f64 (the half floats computed in f32:
- * ir_node_computes_half), I = si32 si64, B = bool. IDX is I named "indices" in
- * messages. ANY (0): no rule in the table. */
+ * F = f16 bf16 f32 f64, I = si8 si16 si32 si64 ui8 ui16 ui32 (the narrow
+ * ones computed wider: ir_node_computes_narrow), B = bool. IDX is si32 si64
+ * named "indices" in messages. ANY (0): no rule in the table. */
 enum {
   IR_DTS_ANY = 0,
   IR_DTS_F = 1,
@@ -320,12 +320,16 @@ bool ir_node_ew_can_fail(const ir_node *n);
 /* A node of a source op (IR_OPF_SRC: mo.constant, mo.constant.external),
  * whose value the runtime supplies rather than a kernel (NULL: false). */
 bool ir_node_is_source(const ir_node *n);
-/* Whether n computes on half floats: an op whose table row takes floats
- * (IR_DTS_F) with an f16 / bf16 operand or result. Such a node means its
- * f32 counterpart on the operands widened exactly to f32, each half result
- * rounded once to nearest even: the interpreter runs it so, and compilers
- * rewrite it so first (ir_graph_widen_half). */
-bool ir_node_computes_half(const ir_node *n);
+/* Whether n computes on narrow dtypes (ir_dtype_is_narrow: f16, bf16, si8,
+ * si16, ui8, ui16, ui32): an op whose table row takes floats or integers
+ * with such an operand in a float / integer set (ir_node_widens_operand:
+ * not an ANY operand, not indices), or a float op with a half result. Such
+ * a node means its counterpart on those operands widened exactly
+ * (ir_dtype_widened: f32, si32 or si64), each narrow result rounded to
+ * nearest even (floats) or wrapped (integers) back once: the interpreter
+ * runs it so, and compilers rewrite it so first (ir_graph_widen_narrow). */
+bool ir_node_computes_narrow(const ir_node *n);
+bool ir_node_widens_operand(const ir_node *n, int k);
 /* The symbol node n defines from data (IR_OPF_DATA_DIM: the plain symbol of
  * result 0's dim 0, mo.nonzero's count), or -1 (any other node, or NULL).
  * Its value is known only once the node has run; ir/shape.h says how the
@@ -459,15 +463,16 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d);
  * transposes gone: g is consistent either way). */
 int ir_graph_fold_transpose_b(ir_graph *g, ir_diag *d);
 
-/* ---- half floats (widen_half.c) ----
- * Rewrite verified g in place so no kernel computes on f16 / bf16: each node
- * with ir_node_computes_half reads its half operands through new mo.cast
- * nodes to f32, computes f32 results, and new mo.cast nodes round them back
- * into the original result values (so uses and graph outputs are unchanged).
- * Fusion then folds the casts into the elementwise kernels around them.
+/* ---- narrow dtypes (widen_narrow.c) ----
+ * Rewrite verified g in place so no kernel computes on a narrow dtype (f16,
+ * bf16, si8, si16, ui8, ui16, ui32): each node with ir_node_computes_narrow
+ * reads the operands it widens through new mo.cast nodes to the wider
+ * dtype, computes wide results, and new mo.cast nodes round or wrap them
+ * back into the original result values (so uses and graph outputs are
+ * unchanged). Fusion then folds the casts into the kernels around them.
  * Returns the number of nodes rewritten, or -1 with d filled (out of memory,
  * or an op whose result dtype does not follow its operands: named there). */
-int ir_graph_widen_half(ir_graph *g, ir_diag *d);
+int ir_graph_widen_narrow(ir_graph *g, ir_diag *d);
 
 /* ---- rules (infer.c, verify.c) ---- */
 /* Compute the result types of node n from its operand types and attributes

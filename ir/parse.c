@@ -25,7 +25,9 @@
  * mo.chain.create, mo.cast without dtype, mo.split / mo.transpose with a
  * constant operand) is read into the same vectors and turned into kiln's op
  * by ir_max_rewrite (parse_max.c); the graph may carry an empty
- * _kernel_library_paths and be followed by an attribute dict.
+ * _kernel_library_paths and be followed by an attribute dict. A mo.if
+ * branch may name values of the graphs enclosing it (closures, as MAX
+ * writes them): parse_capture.c makes them operands and branch inputs.
  *
  * Assumes: the text need not be NUL-terminated; nothing is read past len.
  * Guarantees: returns a graph that passed ir_graph_verify, or NULL with d
@@ -229,11 +231,21 @@ static int add_value(parser *p, ir_value *v) {
   return 0;
 }
 
+ir_value *ir_parse_find_value(const parser *p, const char *s, size_t len) {
+  return find_value(p, s, len);
+}
+
+int ir_parse_add_value(parser *p, ir_value *v) { return add_value(p, v); }
+
 static int value_use(parser *p, ir_value **out, size_t *where) {
   const char *s = NULL;
   size_t len = 0;
   if (value_name(p, &s, &len, where)) return -1;
   *out = find_value(p, s, len);
+  if (!*out && p->outer) {
+    *out = ir_parse_capture(p, s, len, *where);
+    if (p->failed) return -1;
+  }
   if (!*out)
     return ir_lex_error(p, *where, "use of undefined value %%%.*s", (int)(len > 64 ? 64 : len), s);
   return 0;
@@ -289,8 +301,11 @@ static void parser_free(parser *p);
 
 /* A graph nested in p's text (a region or a subgraph, control.h): parsed
  * with a parser of its own from p's position, verified on its own (its calls
- * are checked with the module). NULL with p's diagnostic filled. */
-static ir_graph *parse_nested(parser *p) {
+ * are checked with the module). With captures (a mo.if branch), it may read
+ * p's values (and those of the graphs enclosing p): each becomes an input
+ * of the branch, after its declared ones, and is pushed to *captures
+ * (ir_value *, p's). NULL with p's diagnostic filled. */
+static ir_graph *parse_nested(parser *p, vec *captures) {
   parser sub;
   memset(&sub, 0, sizeof sub);
   sub.s = p->s;
@@ -298,7 +313,17 @@ static ir_graph *parse_nested(parser *p) {
   sub.pos = p->pos;
   sub.d = p->d;
   sub.runtime_attrs = p->runtime_attrs;
+  sub.outer = captures ? p : NULL;
   ir_graph *g = parse_graph(&sub);
+  for (size_t k = 0; g && captures && k < sub.captures.n; k++) {
+    ir_value **c = ir_lex_push(captures, sizeof *c);
+    if (!c) {
+      ir_lex_oom(&sub);
+      g = NULL;
+      break;
+    }
+    *c = ((ir_value **)sub.captures.p)[k];
+  }
   if (g) {
     g->nested = true;
     if (ir_graph_verify(g, sub.d) != 0 || check_signature(&sub) != 0) {
@@ -313,23 +338,34 @@ static ir_graph *parse_nested(parser *p) {
   return g;
 }
 
-/* '{' graph {graph} '}': the regions of a mo.if / mo.while, given to n. */
+/* '{' graph {graph} '}': the regions of a mo.if / mo.while, given to n. A
+ * mo.if's branches may read the enclosing graphs' values (parse_capture.c). */
 static int parse_regions(parser *p, ir_node *n) {
   ir_graph *r[8];
-  int nr = 0;
+  vec caps[8] = {{0}};
+  int nr = 0, rc = -1;
   if (ir_lex_expect(p, '{')) return -1;
   while (!ir_lex_accept(p, '}')) {
     size_t at = (ir_lex_skip(p), p->pos);
-    if (nr == 8) return ir_lex_error(p, at, "too many regions");
-    if (!(r[nr] = parse_nested(p))) break;
+    if (nr == 8) {
+      ir_lex_error(p, at, "too many regions");
+      break;
+    }
+    if (!(r[nr] = parse_nested(p, n->op == IR_OP_IF ? &caps[nr] : NULL))) break;
     nr++;
   }
   if (p->failed) {
     while (nr-- > 0) ir_graph_free(r[nr]);
-    return -1;
+  } else if (ir_parse_lift_captures(p, n, r, caps, nr)) {
+    while (nr-- > 0) ir_graph_free(r[nr]);
+    ir_lex_oom(p);
+  } else if (ir_node_set_regions(p->g, n, r, nr)) { /* frees them on failure */
+    ir_lex_oom(p);
+  } else {
+    rc = 0;
   }
-  if (ir_node_set_regions(p->g, n, r, nr)) return ir_lex_oom(p);
-  return 0;
+  for (int k = 0; k < 8; k++) free(caps[k].p);
+  return rc;
 }
 
 /* %r {, %r} '=' op ... */
@@ -816,10 +852,12 @@ static ir_graph *parse_graph(parser *p) {
 static void parser_free(parser *p) {
   vec *vs[] = {&p->names, &p->uses,       &p->use_at,       &p->in_types,
                &p->out_types, &p->attrs, &p->list, &p->toks,
-               &p->flat_attrs, &p->result_names, &p->absorbed};
+               &p->flat_attrs, &p->result_names, &p->absorbed, &p->captures};
   for (size_t i = 0; i < sizeof vs / sizeof vs[0]; i++) free(vs[i]->p);
   free(p->tab);
 }
+
+void ir_parse_free_parser(parser *p) { parser_free(p); }
 
 static void parser_init(parser *p, ir_graph *g, const char *text, size_t len, ir_diag *d,
                         ir_diag *local) {
@@ -876,7 +914,7 @@ static ir_graph *parse_text(const char *text, size_t len, ir_diag *d, bool runti
   /* the module's subgraphs follow its main graph (control.h) */
   while (g && (ir_lex_skip(&p), ir_lex_peek(&p) == 'm')) {
     size_t at = p.pos;
-    ir_graph *s = parse_nested(&p);
+    ir_graph *s = parse_nested(&p, NULL);
     if (!s) {
       g = NULL;
       break;

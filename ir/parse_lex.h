@@ -53,6 +53,11 @@ typedef struct parser {
   size_t tab_cap, tab_n;
   vec names, uses, use_at, in_types, out_types, attrs, list, toks, flat_attrs, result_names;
   vec absorbed; /* mo.constant nodes MAX passed as operands that became attributes */
+  /* A mo.if branch: the parser of the enclosing graph, whose values the
+   * branch may read (each becomes an input of the branch: parse.c capture),
+   * and those values (ir_value *, the enclosing graph's) in order. */
+  struct parser *outer;
+  vec captures;
 } parser;
 
 /* Character classes (c may be -1 at the end of input). */
@@ -71,6 +76,24 @@ static inline int lex_at(const parser *p, size_t i) {
 static inline bool lit_eq(const char *s, size_t len, const char *lit) {
   return strlen(lit) == len && memcmp(s, lit, len) == 0;
 }
+
+/* ---- parse.c: the value table and parser, for parse_capture.c ---- */
+ir_value *ir_parse_find_value(const parser *p, const char *s, size_t len);
+int ir_parse_add_value(parser *p, ir_value *v); /* 0, or -1 out of memory */
+void ir_parse_free_parser(parser *p);           /* its vectors and table */
+
+/* ---- parse_capture.c ---- */
+/* %name of a graph enclosing mo.if branch p (a branch between them
+ * captures it first) as a new input of p, recorded in p->captures; NULL
+ * when no enclosing graph has it, or with p failed: out of memory, or a
+ * buffer or chain (an error at `where`, the use). */
+ir_value *ir_parse_capture(parser *p, const char *s, size_t len, size_t where);
+/* The values of p's graph that mo.if n's branches r[0..nr) captured (caps[k]:
+ * branch k's ir_value *s, in the order they were met) become operands of n
+ * after its own, and inputs of every branch in one order: a branch gets an
+ * input for each value only another branch names (unused by it), and its
+ * own captured inputs are put in that order. 0, or -1 out of memory. */
+int ir_parse_lift_captures(parser *p, ir_node *n, ir_graph **r, vec *caps, int nr);
 
 /* ---- parse_lex.c ---- */
 /* Append a zeroed slot of elem bytes; NULL on out-of-memory. */

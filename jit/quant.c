@@ -1,8 +1,11 @@
 /* quant.c - host lowering of mo.qmatmul and mo.dequantize: a call of the
  * qmatmul template's entry for the node's encoding
  * (kernels-templates/qmatmul.c), which computes from the GGUF blocks with
- * no dequantized copy of the weight; its _f16c entry where the target has
- * F16C (the f16 scales converted by one instruction).
+ * no dequantized copy of the weight: qmatmul's _avxvnni entry where the
+ * target has AVX2, F16C, FMA and AVX-VNNI (vpdpbusd), its _avx2 entry with
+ * AVX2 and F16C (vpmaddubsw / vpmaddwd), else its generic one; dequantize's
+ * _f16c entry where the target has F16C (the f16 scales converted by one
+ * instruction).
  *
  * Splitting: qmatmul splits N (rows of the weight) between the parts, so a
  * decode step (M = 1) streams each part's slice of the weight once and the
@@ -20,9 +23,12 @@ int jit_lower_quant(jit_fn *f) {
   int enc = qb_from_name(ir_node_attr_string(n, "encoding", ""));
   if (enc < 0) return jit_fn_error(f, "mo.%s: unknown encoding", ir_op_get(n->op)->name);
   char entry[64];
-  bool mm = n->op == IR_OP_QMATMUL;
+  bool mm = n->op == IR_OP_QMATMUL, f16c = jit_target_has(f, "f16c");
+  bool avx2 = f16c && jit_target_has(f, "avx2");
+  bool vnni = avx2 && jit_target_has(f, "fma") && jit_target_has(f, "avxvnni");
+  const char *suffix = !f16c ? "" : !mm ? "_f16c" : vnni ? "_avxvnni" : avx2 ? "_avx2" : "";
   snprintf(entry, sizeof entry, "kiln_%s_%s%s", mm ? "qmatmul" : "dequantize",
-           qb_name((qb_encoding)enc), jit_target_has(f, "f16c") ? "_f16c" : "");
+           qb_name((qb_encoding)enc), suffix);
   LLVMValueRef fn = jit_template_function(f, JIT_TMPL_QMATMUL, entry);
   if (!fn) return -1;
   const ir_type *t = &n->in[0]->type;

@@ -7,19 +7,28 @@
  * Entries, one per encoding E in q4_0 q8_0 q4_k q5_k q6_k:
  *   void kiln_qmatmul_E(int64_t M, int64_t N, int64_t K, const float *A,
  *                       const uint8_t *W, float *C, int64_t n_lo, int64_t n_hi)
- *     C[m * N + n] = sum_k A[m * K + k] * dequantize(W)[n, k] for every m and
- *     n_lo <= n < n_hi; W is N rows of K / elements blocks. Each row of W is
- *     read from memory once (a decode step, M small, is a single stream over
- *     the weights): its blocks are decoded one at a time into 16-float
- *     vectors (registers, or L1) and multiplied into MB rows of A at a time,
- *     in 16 f32 lanes per row (two chains for one row) summed in a fixed
- *     order at the end of the row, so a result does not depend on how N is
- *     split. No dequantized copy of W is made. For M > MB the row's blocks
- *     are decoded again per MB rows (from cache: the row is a few KB).
+ *     C[m * N + n] = qmatmul(A, W)[m, n] (ir/qblock.h's meaning: A quantized
+ *     per block to Q8_0 / Q8_K, exact integer block dots, scaled in f32) for
+ *     every m and n_lo <= n < n_hi; W is N rows of K / elements blocks.
+ *     Rows and columns of A are quantized a pass at a time into a buffer on
+ *     the stack (QBUF below; each part quantizes the rows it needs itself:
+ *     A is small next to W), then every row of W in [n_lo, n_hi) is
+ *     streamed through them: a decode step (M = 1, K <= QBUF) reads W
+ *     once, in order, with software prefetch ahead (qmatmul_int.h). The block terms of a
+ *     row are summed in f32, in an order fixed by K alone, so a result does
+ *     not depend on how N is split. The generic entries use qblock.h's
+ *     scalar qb_dot (the interpreter's terms, bit for bit); the _avx2
+ *     entries use vpmaddubsw / vpmaddwd, with the same int32 sums (no
+ *     saturation: |q4 - 8| <= 8 or |q8| <= 128 (as u8, via psign) or q4 /
+ *     q5 / q6 + 32 <= 63 against |qa| <= 127 keeps each s16 pair below
+ *     2^15); q4_k / q5_k / q6_k's terms are exactly qb_dot's, q4_0 / q8_0's
+ *     scaled per 8-lane partial sum (within a rounding of qb_dot's).
  *   void kiln_dequantize_E(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi)
  *     blocks b_lo <= b < b_hi of X decoded into Y.
- *   kiln_qmatmul_E_f16c, kiln_dequantize_E_f16c: the same, converting the
- *     f16 scales with F16C's instruction, for targets that have it.
+ *   kiln_dequantize_E_f16c: the same, converting the f16 scales with F16C's
+ *     instruction, for targets that have it.
+ *   kiln_qmatmul_E_avx2: for targets with AVX2 and F16C (x86-64 only);
+ *   kiln_qmatmul_E_avxvnni: with FMA and AVX-VNNI as well.
  *
  * Assumes: K a multiple of the block's elements (the shape rule checks it);
  * buffers do not overlap. Freestanding: no libc, no static mutable state. */
@@ -35,7 +44,12 @@ typedef int8_t v16s __attribute__((ext_vector_type(16)));
 typedef int8_t v16su __attribute__((ext_vector_type(16), aligned(1)));
 typedef int32_t v16i __attribute__((ext_vector_type(16)));
 
-enum { MB = 4 }; /* rows of A per pass over a row of W */
+/* A is quantized QBUF elements at a time, into a buffer on the stack of
+ * about 20 KB: one row of up to QBUF columns when M = 1 (a decode step
+ * reads each row of W once, whole), else MB rows of QBUF / MB columns (a
+ * row of W, from L1, serves MB rows of A). Both multiples of 256: whole
+ * blocks of every encoding. */
+enum { QBUF = 16384, MB = 4 };
 
 /* The block decoders, in 16-float vectors (qblock.h's scalar loops do not
  * vectorize: byte loads feeding two interleaved float stores). Each value
@@ -151,43 +165,6 @@ static inline __attribute__((always_inline)) void decode(qb_encoding enc, const 
 #pragma clang fp contract(on)
 
 static inline __attribute__((always_inline)) void
-qmatmul(qb_encoding enc, int hw, int64_t M, int64_t N, int64_t K, const float *A,
-        const uint8_t *W, float *C, int64_t n_lo, int64_t n_hi) {
-  const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), V = E / 16;
-  const int64_t nb = K / E, rowbytes = nb * BB;
-  v16f y[16];
-  for (int64_t n = n_lo; n < n_hi; n++) {
-    const uint8_t *w = W + n * rowbytes;
-    for (int64_t m0 = 0; m0 < M; m0 += MB) {
-      int64_t mb = M - m0 < MB ? M - m0 : MB;
-      v16f acc[MB];
-      for (int r = 0; r < MB; r++) acc[r] = (v16f)0.0f;
-      for (int64_t b = 0; b < nb; b++) {
-        decode(enc, w + b * BB, y, hw);
-        if (mb == 1) { /* a decode step: one row, two chains of sums in flight */
-          const float *a = A + m0 * K + b * E;
-          for (int64_t i = 0; i < V; i += 2) {
-            acc[0] += y[i] * *(const v16fu *)(a + 16 * i);
-            acc[1] += y[i + 1] * *(const v16fu *)(a + 16 * i + 16);
-          }
-        } else {
-          for (int64_t r = 0; r < mb; r++) {
-            const float *a = A + (m0 + r) * K + b * E;
-            for (int64_t i = 0; i < V; i++) acc[r] += y[i] * *(const v16fu *)(a + 16 * i);
-          }
-        }
-      }
-      if (mb == 1) acc[0] += acc[1];
-      for (int64_t r = 0; r < mb; r++) {
-        float s = 0;
-        for (int l = 0; l < 16; l++) s += acc[r][l];
-        C[(m0 + r) * N + n] = s;
-      }
-    }
-  }
-}
-
-static inline __attribute__((always_inline)) void
 dequantize(qb_encoding enc, int hw, const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi) {
   v16f y[16];
   for (int64_t b = b_lo; b < b_hi; b++) {
@@ -196,25 +173,21 @@ dequantize(qb_encoding enc, int hw, const uint8_t *X, float *Y, int64_t b_lo, in
   }
 }
 
-#define ENTRIES(name, enc, hw)                                                              \
-  void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
-                           float *C, int64_t n_lo, int64_t n_hi);                          \
-  void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
-                           float *C, int64_t n_lo, int64_t n_hi) {                         \
-    qmatmul(enc, hw, M, N, K, A, W, C, n_lo, n_hi);                                        \
-  }                                                                                         \
+#define DEQUANTIZE_ENTRY(name, enc, hw)                                                     \
   void kiln_dequantize_##name(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi);       \
   void kiln_dequantize_##name(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi) {      \
     dequantize(enc, hw, X, Y, b_lo, b_hi);                                                  \
   }
 
-ENTRIES(q4_0, QB_Q4_0, 0)
-ENTRIES(q8_0, QB_Q8_0, 0)
-ENTRIES(q4_k, QB_Q4_K, 0)
-ENTRIES(q5_k, QB_Q5_K, 0)
-ENTRIES(q6_k, QB_Q6_K, 0)
-ENTRIES(q4_0_f16c, QB_Q4_0, 1)
-ENTRIES(q8_0_f16c, QB_Q8_0, 1)
-ENTRIES(q4_k_f16c, QB_Q4_K, 1)
-ENTRIES(q5_k_f16c, QB_Q5_K, 1)
-ENTRIES(q6_k_f16c, QB_Q6_K, 1)
+DEQUANTIZE_ENTRY(q4_0, QB_Q4_0, 0)
+DEQUANTIZE_ENTRY(q8_0, QB_Q8_0, 0)
+DEQUANTIZE_ENTRY(q4_k, QB_Q4_K, 0)
+DEQUANTIZE_ENTRY(q5_k, QB_Q5_K, 0)
+DEQUANTIZE_ENTRY(q6_k, QB_Q6_K, 0)
+DEQUANTIZE_ENTRY(q4_0_f16c, QB_Q4_0, 1)
+DEQUANTIZE_ENTRY(q8_0_f16c, QB_Q8_0, 1)
+DEQUANTIZE_ENTRY(q4_k_f16c, QB_Q4_K, 1)
+DEQUANTIZE_ENTRY(q5_k_f16c, QB_Q5_K, 1)
+DEQUANTIZE_ENTRY(q6_k_f16c, QB_Q6_K, 1)
+
+#include "qmatmul_int.h"

@@ -84,8 +84,8 @@ static bool fusion_enabled(void) {
 static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *filename,
                   kiln_status *st) {
   ir_diag d = {0};
-  /* f16 / bf16 float ops computed in f32 between casts (widen_half.c) */
-  if (ir_graph_widen_half(g, &d) < 0) return rt_err_diag(st, KILN_ERR_UNSUPPORTED, filename, &d);
+  /* ops on narrow dtypes computed wider between casts (widen_narrow.c) */
+  if (ir_graph_widen_narrow(g, &d) < 0) return rt_err_diag(st, KILN_ERR_UNSUPPORTED, filename, &d);
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
@@ -343,23 +343,26 @@ static void simt_step(const rt_target *t, const char *what, const char *fn, cons
 }
 
 /* Node i's device code from the disk or remote cache: 0 (hit), else -1.
- * A trace span and a "cache hit" / "cache miss" instant, a debug line. */
+ * A trace span ("disk read", "remote read" or "disk read (miss)") and a
+ * "cache hit" / "cache miss" instant, a debug line. */
 static int simt_cached(const rt_target *t, const ir_graph *g, int i, const kc_key *key,
                        rt_simt_code *out) {
   rt_trace *tr = t->ctx->trace;
   int64_t t0 = rt_trace_on(tr) ? rt_now_ns() : 0;
+  /* 0: from the disk, 1: from the remote (now on the disk too), -1: a miss */
   int rc = rt_cache_tiers_get(t->ctx->disk, t->ctx->remote, key, &out->image, &out->len);
-  simt_step(t, rc == 0 ? "disk read" : "disk read (miss)", out->name, g, i, t0);
+  simt_step(t, rc < 0 ? "disk read (miss)" : rc == 0 ? "disk read" : "remote read", out->name,
+            g, i, t0);
   if (rt_trace_on(tr)) {
     char a[200], efn[200];
     snprintf(a, sizeof a, "\"fn\":\"%s\",\"target\":\"%s\"",
              rt_trace_escape(out->name, efn, sizeof efn), t->label);
-    rt_trace_instant(tr, "cache", rc == 0 ? "cache hit" : "cache miss", a);
+    rt_trace_instant(tr, "cache", rc >= 0 ? "cache hit" : "cache miss", a);
   }
-  if (rc == 0)
-    rt_logf(&t->ctx->log, KILN_LOG_DEBUG, "loaded kernel %s for %s from the disk cache (%zu "
-            "bytes)", out->name, t->label, out->len);
-  return rc == 0 ? 0 : -1;
+  if (rc >= 0)
+    rt_logf(&t->ctx->log, KILN_LOG_DEBUG, "loaded kernel %s for %s from the %s cache (%zu "
+            "bytes)", out->name, t->label, rc == 0 ? "disk" : "remote", out->len);
+  return rc >= 0 ? 0 : -1;
 }
 
 int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const rt_binding *b,

@@ -129,6 +129,182 @@ Test(control, if_picks_the_branch_its_predicate_names) {
   }
 }
 
+/* A cond whose branches read values of the enclosing graph, in the form
+ * Python's ops.cond gives it (kiln.graph's Graph._capture): every value
+ * either branch reads is an operand of the mo.if and an input of both
+ * branches, in one order, so each branch has an input it does not use, and
+ * the captured values have dims of their own (n, m). */
+static const char *if_captures_text =
+    "mo.graph @main(%p: " T0B ", %x: !mo.tensor<[n], f32>, %y: !mo.tensor<[m], f32>) -> "
+    "!mo.tensor<[n], f32> {\n"
+    "  %t = mo.add(%x, %x) : !mo.tensor<[n], f32>\n"
+    "  %r = mo.if(%p, %t, %x, %y) : (" T0B ", !mo.tensor<[n], f32>, !mo.tensor<[n], f32>, "
+    "!mo.tensor<[m], f32>) -> !mo.tensor<[n], f32> {\n"
+    "    mo.graph @then(%c0: !mo.tensor<[a], f32>, %c1: !mo.tensor<[a], f32>, "
+    "%c2: !mo.tensor<[b], f32>) -> !mo.tensor<[a], f32> {\n"
+    "      %o = mo.mul(%c0, %c1) : !mo.tensor<[a], f32>\n"
+    "      mo.output %o : !mo.tensor<[a], f32>\n"
+    "    }\n"
+    "    mo.graph @else(%c0: !mo.tensor<[a], f32>, %c1: !mo.tensor<[a], f32>, "
+    "%c2: !mo.tensor<[b], f32>) -> !mo.tensor<[a], f32> {\n"
+    "      %s = mo.sum(%c2) {axis = 0} : (!mo.tensor<[b], f32>) -> !mo.tensor<[1], f32>\n"
+    "      %o = mo.sub(%c1, %s) : (!mo.tensor<[a], f32>, !mo.tensor<[1], f32>) -> "
+    "!mo.tensor<[a], f32>\n"
+    "      mo.output %o : !mo.tensor<[a], f32>\n"
+    "    }\n"
+    "  }\n"
+    "  mo.output %r : !mo.tensor<[n], f32>\n"
+    "}\n";
+
+/* The same cond as MAX writes it: branches without inputs that name the
+ * enclosing graph's values (the else branch meets %y before %x). The parser
+ * lifts them into the form above (parse.c lift_captures). */
+static const char *if_closure_text =
+    "mo.graph @main(%p: " T0B ", %x: !mo.tensor<[n], f32>, %y: !mo.tensor<[m], f32>) -> "
+    "!mo.tensor<[n], f32> {\n"
+    "  %t = mo.add(%x, %x) : !mo.tensor<[n], f32>\n"
+    "  %r = mo.if(%p) : (" T0B ") -> !mo.tensor<[n], f32> {\n"
+    "    mo.graph @then() -> !mo.tensor<[n], f32> {\n"
+    "      %o = mo.mul(%t, %x) : !mo.tensor<[n], f32>\n"
+    "      mo.output %o : !mo.tensor<[n], f32>\n"
+    "    }\n"
+    "    mo.graph @else() -> !mo.tensor<[n], f32> {\n"
+    "      %s = mo.sum(%y) {axis = 0} : (!mo.tensor<[m], f32>) -> !mo.tensor<[1], f32>\n"
+    "      %o = mo.sub(%x, %s) : (!mo.tensor<[n], f32>, !mo.tensor<[1], f32>) -> "
+    "!mo.tensor<[n], f32>\n"
+    "      mo.output %o : !mo.tensor<[n], f32>\n"
+    "    }\n"
+    "  }\n"
+    "  mo.output %r : !mo.tensor<[n], f32>\n"
+    "}\n";
+
+static void expect_captured_cond(const char *text) {
+  float xs[3] = {1, -2, 3}, ys[4] = {1, 2, 3, 4};
+  for (int p = 0; p < 2; p++) {
+    bool pv = p;
+    kiln_tensor *in[3] = {tensor(KILN_BOOL, 0, NULL, &pv),
+                          tensor(KILN_FLOAT32, 1, (int64_t[]){3}, xs),
+                          tensor(KILN_FLOAT32, 1, (int64_t[]){4}, ys)};
+    kiln_tensor *out[1];
+    run_both(NULL, text, in, 3, out, 1);
+    const float *r = kiln_tensor_data(out[0]);
+    for (int i = 0; i < 3; i++) /* then: (x + x) * x; else: x - sum(y) */
+      cr_expect_eq(r[i], pv ? 2 * xs[i] * xs[i] : xs[i] - 10);
+    kiln_tensor_free(out[0]);
+    for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  }
+}
+
+Test(control, if_branches_read_captured_values_of_the_enclosing_graph) {
+  expect_captured_cond(if_captures_text);
+}
+
+Test(control, if_branches_read_the_enclosing_graph_by_name_as_max_writes_them) {
+  expect_captured_cond(if_closure_text);
+  /* lifted: operands (%p, %t, %x, %y), each branch's inputs in that order;
+   * the printed form reads back to itself */
+  ir_graph *g = parse(if_closure_text);
+  char *a = ir_print(g);
+  cr_assert(strstr(a, "mo.if(%p, %t, %x, %y)"), "%s", a);
+  cr_assert(strstr(a, "@else<n, m>(%t: !mo.tensor<[n], f32>, %x: !mo.tensor<[n], f32>, "
+                      "%y: !mo.tensor<[m], f32>)"), "%s", a);
+  ir_graph *h = parse(a);
+  char *b = ir_print(h);
+  cr_expect_str_eq(a, b);
+  free(a);
+  free(b);
+  ir_graph_free(g);
+  ir_graph_free(h);
+  /* the enclosing graph's values keep their own symbols when the branches
+   * number theirs differently (here m is the main graph's first) */
+  char text[4096];
+  const char *paren = strchr(if_closure_text, '(');
+  snprintf(text, sizeof text, "mo.graph @main<m, n>%s", paren);
+  ir_graph *k = parse(text);
+  int m = ir_graph_symbol(k, "m", 1, false), n = ir_graph_symbol(k, "n", 1, false);
+  cr_assert(m == 0 && n == 1);
+  cr_expect(ir_dim_uses_sym(k->inputs[2]->type.dims[0], m), "%%y is [m]");
+  cr_expect(ir_dim_uses_sym(k->inputs[1]->type.dims[0], n), "%%x is [n]");
+  ir_graph_free(k);
+}
+
+/* A branch of a branch reads the outermost graph and its own enclosing
+ * branch: the outer branch captures what the inner one needs from above. */
+Test(control, a_nested_branch_reads_values_two_graphs_up) {
+  static const char *text =
+      "mo.graph @main(%p: " T0B ", %q: " T0B ", %x: " T0I ") -> " T0I " {\n"
+      "  %r = mo.if(%p) : (" T0B ") -> " T0I " {\n"
+      "    mo.graph @then() -> " T0I " {\n"
+      "      %h = mo.add(%x, %x) : " T0I "\n"
+      "      %s = mo.if(%q) : (" T0B ") -> " T0I " {\n"
+      "        mo.graph @then() -> " T0I " {\n"
+      "          %o = mo.mul(%h, %x) : " T0I "\n"
+      "          mo.output %o : " T0I "\n"
+      "        }\n"
+      "        mo.graph @else() -> " T0I " {\n"
+      "          mo.output %h : " T0I "\n"
+      "        }\n"
+      "      }\n"
+      "      mo.output %s : " T0I "\n"
+      "    }\n"
+      "    mo.graph @else() -> " T0I " {\n"
+      "      %o = mo.negate(%x) : " T0I "\n"
+      "      mo.output %o : " T0I "\n"
+      "    }\n"
+      "  }\n"
+      "  mo.output %r : " T0I "\n"
+      "}\n";
+  for (int k = 0; k < 4; k++) {
+    bool pv = k & 1, qv = k & 2;
+    int64_t x = 5;
+    kiln_tensor *in[3] = {tensor(KILN_BOOL, 0, NULL, &pv), tensor(KILN_BOOL, 0, NULL, &qv),
+                          tensor(KILN_INT64, 0, NULL, &x)};
+    kiln_tensor *out[1];
+    run_both(NULL, text, in, 3, out, 1);
+    cr_expect_eq(i64_of(out[0]), pv ? (qv ? 2 * x * x : 2 * x) : -x, "p=%d q=%d", pv, qv);
+    kiln_tensor_free(out[0]);
+    for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  }
+}
+
+/* A branch naming a buffer of the enclosing graph: refused at the use. */
+Test(control, a_branch_reading_a_buffer_of_the_enclosing_graph_is_an_error_at_its_use) {
+  parse_fails("mo.graph @main(%p: " T0B ", %b: !mo.buffer<[4], f32>) -> " T0I " {\n"
+              "  %r = mo.if(%p) : (" T0B ") -> " T0I " {\n"
+              "    mo.graph @then() -> " T0I " {\n"
+              "      %c0 = mo.chain.create : !mo.chain\n"
+              "      %v, %c1 = mo.mutable.load(%b, %c0) : (!mo.buffer<[4], f32>, !mo.chain) -> "
+              "(!mo.tensor<[4], f32>, !mo.chain)\n"
+              "      %i = mo.constant {value = #M.dense_array<1> : tensor<si64>} : " T0I "\n"
+              "      mo.output %i : " T0I "\n"
+              "    }\n"
+              "    mo.graph @else() -> " T0I " {\n"
+              "      %i = mo.constant {value = #M.dense_array<0> : tensor<si64>} : " T0I "\n"
+              "      mo.output %i : " T0I "\n"
+              "    }\n"
+              "  }\n"
+              "  mo.output %r : " T0I "\n"
+              "}\n",
+              5, 33, "a mo.if branch reads %b, a !mo.buffer of the enclosing graph");
+}
+
+/* Loop regions still see only their carried values. */
+Test(control, a_loop_region_reading_the_enclosing_graph_is_an_error_at_its_use) {
+  parse_fails("mo.graph @main(%i: " T0I ", %n: " T0I ") -> " T0I " {\n"
+              "  %r = mo.while(%i) : (" T0I ") -> " T0I " {\n"
+              "    mo.graph @cond(%a: " T0I ") -> " T0B " {\n"
+              "      %c = mo.greater(%n, %a) : (" T0I ", " T0I ") -> " T0B "\n"
+              "      mo.output %c : " T0B "\n"
+              "    }\n"
+              "    mo.graph @body(%a: " T0I ") -> " T0I " {\n"
+              "      mo.output %a : " T0I "\n"
+              "    }\n"
+              "  }\n"
+              "  mo.output %r : " T0I "\n"
+              "}\n",
+              4, 23, "use of undefined value %n");
+}
+
 /* ---- mo.while: a trip count from data, a carried value that grows ---- */
 static const char *grow_text =
     "mo.graph @main(%n: " T0I ", %x: !mo.tensor<[1], f32>) -> (" T0I ", !mo.tensor<[m], f32>) {\n"

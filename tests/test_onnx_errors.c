@@ -6,7 +6,8 @@
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
  * Reshape folds into a symbolic reshape; a Slice to a symbolic end runs;
  * Range and Tile over initializers become mo.range and mo.tile; Expand to a
- * shape input broadcasts both ways; the CLI's
+ * shape input broadcasts both ways; signed integer Div truncates and
+ * Mod with fmod = 1 takes the dividend's sign; the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
 #include <criterion/criterion.h>
@@ -570,6 +571,48 @@ Test(onnx_errors, range_and_tile_from_initializers) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
+}
+
+/* Signed integer Div truncates toward zero and Mod with fmod = 1 has the
+ * dividend's sign (C's / and %), from kiln's floor_div and floor mod; the
+ * divisor is an initializer, the dividend a graph input (nothing folds). */
+Test(onnx_errors, signed_integer_div_and_fmod) {
+  static const int64_t num[8] = {7, -7, 7, -7, 6, -6, 0, -9}, den[8] = {2, 2, -2, -2, 3, -3, 5, 4};
+  static const int64_t quot[8] = {3, -3, -3, 3, 2, 2, 0, -2}, rem[8] = {1, -1, 1, -1, 0, 0, 0, -1};
+  for (int fmod = 0; fmod < 2; fmod++) {
+    mb *b = mb_new();
+    const char *d[1] = {"8"};
+    b->ins[b->g.n_input++] = vinfo("x", 1, d);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d);
+    b->ins[0]->type->tensor_type->elem_type = 7; /* int64 */
+    b->outs[0]->type->tensor_type->elem_type = 7;
+    init_i64(b, "w", 8, den);
+    static const char *const in[] = {"x", "w"};
+    Onnx__NodeProto *n = node(b, fmod ? "Mod" : "Div", "op", 2, in, "y");
+    if (fmod) {
+      n->n_attribute = 1;
+      n->attribute = keep(calloc(1, sizeof *n->attribute));
+      n->attribute[0] = attr_int("fmod", 1);
+    }
+    kiln_status *st = kiln_status_new();
+    kiln_graph *g = import_built(b, st);
+    kiln_context *ctx = kiln_context_new(st);
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert(m, "%s", kiln_status_message(st));
+    int64_t n8 = 8;
+    kiln_tensor *x = kiln_tensor_borrow(KILN_INT64, 1, &n8, (void *)num, st), *y = NULL;
+    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+    const int64_t *got = kiln_tensor_data(y), *want = fmod ? rem : quot;
+    for (int i = 0; i < 8; i++)
+      cr_expect_eq(got[i], want[i], "%s: %lld, %lld -> %lld, want %lld", fmod ? "fmod" : "div",
+                   (long long)num[i], (long long)den[i], (long long)got[i], (long long)want[i]);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    kiln_graph_free(g);
+    kiln_status_free(st);
+  }
 }
 
 /* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest

@@ -188,7 +188,7 @@ Test(nonzero, result_types_are_refused_at_line_col) {
       "  mo.output %j : !mo.tensor<[n, 1], si64>\n}\n";
   EXPECT_REJECTED(twice, "already used by %i");
   const char *strings =
-      "mo.graph @b<m, n>(%x: !mo.tensor<[m], si16>) -> (!mo.tensor<[n, 1], si64>) {\n"
+      "mo.graph @b<m, n>(%x: !mo.tensor<[m], ui64>) -> (!mo.tensor<[n, 1], si64>) {\n"
       "  %i = mo.nonzero(%x) : !mo.tensor<[n, 1], si64>\n"
       "  mo.output %i : !mo.tensor<[n, 1], si64>\n}\n";
   EXPECT_REJECTED(strings, "mo.nonzero");
@@ -755,6 +755,48 @@ Test(broadcast_data, bidirectional_bad_shapes_name_the_op) {
                   "bidirectional needs the shape operand");
 }
 
+/* A graph slicing %x (dims x_dims) by constant (start, stop, step, axes) of
+ * two entries each, v = {start0, start1, stop0, stop1, step0, step1, axis0,
+ * axis1}, the axes in axes_dt; the result's dims out_dims, symbols syms. */
+static void slice_consts_graph(char *buf, size_t cap, const char *syms, const char *x_dims,
+                               const char *out_dims, const long long *v, const char *axes_dt) {
+  snprintf(buf, cap,
+           "mo.graph @s<%s>(%%x: !mo.tensor<[%s], f32>) -> (!mo.tensor<[%s], f32>) {\n"
+           "  %%st = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
+           "!mo.tensor<[2], si64>\n"
+           "  %%sp = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
+           "!mo.tensor<[2], si64>\n"
+           "  %%se = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
+           "!mo.tensor<[2], si64>\n"
+           "  %%ax = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2x%s>} : "
+           "!mo.tensor<[2], %s>\n"
+           "  %%y = mo.slice_tensor(%%x, %%st, %%sp, %%se, %%ax) : !mo.tensor<[%s], f32>\n"
+           "  mo.output %%y : !mo.tensor<[%s], f32>\n}\n",
+           syms, x_dims, out_dims, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], axes_dt,
+           axes_dt, out_dims, out_dims);
+}
+
+/* The host kernel copies row by row: results large enough to split across
+ * the pool, a last axis taken with step 1, with a stride and backwards. */
+Test(slice_data, large_rows_split_and_strided_last_axis) {
+  static const int64_t CASES[][8] = {
+      /* start1, start2, stop1, stop2, step1, step2, axes 1 and 2 */
+      {0, 5, 300, 517, 1, 1, 1, 2},
+      {3, 500, 290, 2, 2, -3, 1, 2},
+      {-1, INT64_MIN, INT64_MIN, INT64_MAX, -7, 1, 1, 2},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) {
+    char buf[2048], label[64];
+    slice_consts_graph(buf, sizeof buf, "b, q, r", "b, 300, 520", "b, q, r",
+                       (const long long *)CASES[i], "si64");
+    snprintf(label, sizeof label, "slice data rows case %zu", i);
+    oracle_gen gens[1] = {gen_uniform(-2, 2)};
+    oracle_case c = {.label = label, .mlir = buf, .bindings = "b=3;b=1", .gens = gens,
+                     .ngens = 1};
+    ORACLE_ASSERT(&c);
+  }
+}
+
 /* slice_tensor with (start, stop, step[, axes]) from graph inputs: numpy's
  * rules per entry, against the interpreter, over starts and steps of both
  * signs, out-of-range bounds, INT64_MIN / INT64_MAX and a missing axes. */
@@ -779,20 +821,7 @@ Test(slice_data, bounds_read_from_inputs) {
     oracle_gen gens[5] = {gen_uniform(-2, 2), gen_iota(0), gen_iota(0), gen_iota(0), gen_iota(0)};
     /* the bounds as two-element iotas would not do: constants per element */
     char buf[2048];
-    snprintf(buf, sizeof buf,
-             "mo.graph @s<b, p, q, r>(%%x: !mo.tensor<[b, 5, 4], f32>) -> "
-             "(!mo.tensor<[p, q, r], f32>) {\n"
-             "  %%st = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
-             "!mo.tensor<[2], si64>\n"
-             "  %%sp = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
-             "!mo.tensor<[2], si64>\n"
-             "  %%se = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi64>} : "
-             "!mo.tensor<[2], si64>\n"
-             "  %%ax = mo.constant {value = #M.dense_array<%lld, %lld> : tensor<2xsi32>} : "
-             "!mo.tensor<[2], si32>\n"
-             "  %%y = mo.slice_tensor(%%x, %%st, %%sp, %%se, %%ax) : !mo.tensor<[p, q, r], f32>\n"
-             "  mo.output %%y : !mo.tensor<[p, q, r], f32>\n}\n",
-             v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    slice_consts_graph(buf, sizeof buf, "b, p, q, r", "b, 5, 4", "p, q, r", v, "si32");
     char label[64];
     snprintf(label, sizeof label, "slice data case %zu", i);
     oracle_case c = {.label = label, .mlir = buf, .bindings = "b=3;b=1;b=0", .gens = gens,

@@ -3,8 +3,8 @@
  *
  * A float op on half floats means its f32 meaning on the operands widened
  * exactly, each result rounded once to nearest even (ir.h:
- * ir_node_computes_half). The interpreter runs it so; the compilers rewrite
- * the graph so (widen_half.c) and fuse the casts into the kernels around.
+ * ir_node_computes_narrow). The interpreter runs it so; the compilers rewrite
+ * the graph so (widen_narrow.c) and fuse the casts into the kernels around.
  * Both sides round the same f32-or-better value once, so they agree to one
  * unit in the last place of the half dtype where the f32 computation itself
  * agrees (the JIT sums in f32, the interpreter in double): rtol is two ulps
@@ -172,7 +172,7 @@ Test(half, rewrite_keeps_outputs) {
   ir_diag d = {0};
   ir_graph *g = ir_parse(text, strlen(text), &d);
   cr_assert_not_null(g, "%d:%d %s", d.line, d.col, d.msg);
-  cr_assert_eq(ir_graph_widen_half(g, &d), 2, "%s", d.msg);
+  cr_assert_eq(ir_graph_widen_narrow(g, &d), 2, "%s", d.msg);
   cr_assert_eq(ir_graph_verify(g, &d), 0, "%d:%d %s", d.line, d.col, d.msg);
   cr_assert_str_eq(g->outputs[0]->name, "z");
   cr_assert_eq(g->outputs[0]->type.dtype, IR_DT_F16);
@@ -182,7 +182,7 @@ Test(half, rewrite_keeps_outputs) {
     for (int k = 0; k < n->nin; k++) cr_assert_eq(n->in[k]->type.dtype, IR_DT_F32);
     cr_assert_eq(n->out[0]->type.dtype, IR_DT_F32);
   }
-  cr_assert_eq(ir_graph_widen_half(g, &d), 0, "a second run finds nothing");
+  cr_assert_eq(ir_graph_widen_narrow(g, &d), 0, "a second run finds nothing");
   ir_graph_free(g);
 }
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/interp.h"
+#include "ir/ir.h"
 #include "ir/qblock.h"
 #include "kiln/kiln.h"
 #include "src/io.h"
@@ -56,22 +58,50 @@ static void cpu_only(void) {
     cr_skip_test("mo.qmatmul / mo.dequantize have no SIMT lowering (%s)", under_test_device());
 }
 
+/* qmatmul of [m, k] by [n, k]'s blocks, JIT against the interpreter, for
+ * every encoding (k = 0: one block of each): the bindings of m and n, lhs
+ * from gens[0], weight bytes from gens[1] */
+static void each_encoding(const char *what, int64_t k, const char *bindings, unsigned seed,
+                          double atol, const oracle_gen *gens) {
+  for (int e = 0; e < 5; e++) {
+    int64_t kk = k ? k : QB_ELEMS(qb_from_name(ENC[e]));
+    char text[2048], label[64];
+    qmatmul_text(text, sizeof text, ENC[e], kk);
+    snprintf(label, sizeof label, "qmatmul %s K=%lld %s", ENC[e], (long long)kk, what);
+    oracle_case c = {.label = label, .mlir = text, .bindings = bindings, .seed = seed + e,
+                     .rtol = 1e-4, .atol = atol, .gens = gens, .ngens = 2};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* K of one block (k = 0 above) and of 512; the f32 sums against the
+ * interpreter's double sums: |sum| of products up to ~1e4 at K = 512, so a
+ * few 1e-3 of rounding */
 Test(qmatmul, every_encoding_against_the_interpreter) {
   cpu_only();
   static const char *const bindings = "m=1,n=1;m=1,n=300;m=3,n=17;m=4,n=64;m=9,n=33;m=0,n=5";
-  for (int e = 0; e < 5; e++) {
-    int64_t ks[] = {QB_ELEMS(qb_from_name(ENC[e])), 512};
-    for (int ki = 0; ki < 2; ki++) {
-      char text[2048], label[64];
-      qmatmul_text(text, sizeof text, ENC[e], ks[ki]);
-      snprintf(label, sizeof label, "qmatmul %s K=%lld", ENC[e], (long long)ks[ki]);
-      /* f32 lane sums against the interpreter's double sums: |sum| of
-       * products up to ~1e4 at K = 512, so a few 1e-3 of rounding */
-      oracle_case c = {.label = label, .mlir = text, .bindings = bindings, .seed = 21u + e,
-                       .rtol = 1e-4, .atol = 2e-2, .gens = GENS, .ngens = 2};
-      ORACLE_ASSERT(&c);
-    }
-  }
+  each_encoding("", 0, bindings, 21, 2e-2, GENS);
+  each_encoding("", 512, bindings, 21, 2e-2, GENS);
+}
+
+/* K = 16640: past the kernel's columns of quantized lhs per pass (16384 for
+ * one row, 4096 for more), so a row's sum is chunks added (the interpreter
+ * sums it in one go). */
+Test(qmatmul, k_across_the_kernels_lhs_chunks_against_the_interpreter) {
+  cpu_only();
+  each_encoding("", 16640, "m=3,n=5;m=1,n=2", 5, 5e-2, GENS);
+}
+
+/* An lhs block with a NaN or an infinity has a NaN scale (ir/qblock.h): the
+ * rows it is in are NaN, in the JIT as in the interpreter; an all-zero lhs
+ * gives zeros. */
+Test(qmatmul, non_finite_and_zero_lhs_as_the_interpreter) {
+  cpu_only();
+  static const oracle_gen naninf[] = {{ORACLE_GEN_NANINF, -3, 3, 0},
+                                      {ORACLE_GEN_UNIFORM, 0, 40, 0}};
+  static const oracle_gen zeros[] = {{ORACLE_GEN_CONST, 0, 0, 0}, {ORACLE_GEN_UNIFORM, 0, 40, 0}};
+  each_encoding("non-finite lhs", 256, "m=3,n=4", 9, 2e-2, naninf);
+  each_encoding("zero lhs", 256, "m=3,n=4", 9, 2e-2, zeros);
 }
 
 Test(dequantize, every_encoding_against_the_interpreter_exactly) {
@@ -96,16 +126,58 @@ static kiln_tensor *npy(const char *name, kiln_status *st) {
   return t;
 }
 
+static const ir_tensor *gguf_weight(void *ud, const char *name) {
+  (void)name;
+  return ud;
+}
+
+/* The interpreter's outputs for graph `text` on x, its weight w. */
+static void interpret(const char *text, kiln_tensor *x, kiln_tensor *w, ir_tensor *out) {
+  ir_diag dg = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &dg);
+  cr_assert(g, "%d:%d: %s", dg.line, dg.col, dg.msg);
+  ir_tensor in = {.dtype = IR_DT_F32, .rank = 2, .data = kiln_tensor_data(x)};
+  ir_tensor wt = {.dtype = IR_DT_UI8, .rank = 2, .data = kiln_tensor_data(w)};
+  for (int i = 0; i < 2; i++) {
+    in.shape[i] = kiln_tensor_shape(x)[i];
+    wt.shape[i] = kiln_tensor_shape(w)[i];
+  }
+  char msg[512];
+  cr_assert_eq(ir_interp_run(g, &in, gguf_weight, &wt, out, msg, sizeof msg), 0, "%s", msg);
+  ir_graph_free(g);
+}
+
+/* Block terms of lhs quantization: |x - q * da| <= 0.6 * amax / 127 per
+ * element (half a step, and the f16 rounding of Q8_0's scale), so qmatmul
+ * is within sum over blocks of 0.6 * amax / 127 * sum |w| of x @ W^T. */
+static double quantization_bound(const float *x, const float *w, int64_t k, int64_t e) {
+  double bound = 0;
+  for (int64_t b = 0; b < k / e; b++) {
+    double amax = 0, wsum = 0;
+    for (int64_t i = b * e; i < (b + 1) * e; i++) {
+      amax = fmax(amax, fabs(x[i]));
+      wsum += fabs(w[i]);
+    }
+    bound += 0.6 * amax / 127 * wsum;
+  }
+  return bound;
+}
+
 /* y = qmatmul(x, W) and dequantize(W) of tensor `name` of small.gguf, bound
- * with kiln_model_bind_weights_file, against numpy's float64 answers. */
+ * with kiln_model_bind_weights_file (the JIT) and given to the interpreter,
+ * against tools/qmatmul_oracle.py's numpy answers (yq_: the same meaning,
+ * up to the order of the float sums) and gguf_testdata.py's float64
+ * x @ dequantize(W)^T (y_: the unquantized lhs, within the lhs rounding). */
 static void against_numpy(const char *enc) {
   char name[32], text[4096];
   snprintf(name, sizeof name, "blk.%s", enc);
   kiln_status *st = kiln_status_new();
-  char xn[48], yn[48];
+  char xn[48], yn[48], qn[48];
   snprintf(xn, sizeof xn, "x_%s", name);
   snprintf(yn, sizeof yn, "y_%s", name);
+  snprintf(qn, sizeof qn, "yq_%s", name);
   kiln_tensor *x = npy(xn, st), *want_y = npy(yn, st), *want_d = npy(name, st);
+  kiln_tensor *want_q = npy(qn, st);
   int64_t m = kiln_tensor_shape(x)[0], k = kiln_tensor_shape(x)[1];
   int64_t n = kiln_tensor_shape(want_d)[0];
   int e = qb_from_name(enc);
@@ -133,15 +205,33 @@ static void against_numpy(const char *enc) {
                "%s", kiln_status_message(st));
   kiln_tensor *out[2] = {NULL, NULL};
   cr_assert_eq(kiln_model_execute(md, &x, 1, out, 2, st), 0, "%s", kiln_status_message(st));
+  rt_gguf *gf = rt_gguf_open(KILN_SOURCE_DIR "/tests/gguf/small.gguf", st);
+  cr_assert(gf, "%s", kiln_status_message(st));
+  kiln_tensor *w = rt_gguf_tensor(gf, rt_gguf_find(gf, name), st);
+  cr_assert(w, "%s", kiln_status_message(st));
+  ir_tensor ref[2];
+  interpret(text, x, w, ref);
   const float *y = kiln_tensor_data(out[0]), *wy = kiln_tensor_data(want_y);
+  const float *wq = kiln_tensor_data(want_q), *ry = ref[0].data;
   const float *xv = kiln_tensor_data(x), *wd = kiln_tensor_data(want_d);
   for (int64_t i = 0; i < m * n; i++) {
     double mag = 0; /* sum of |products|: the scale of the rounding */
     for (int64_t kk = 0; kk < k; kk++)
       mag += fabs((double)xv[(i / n) * k + kk] * wd[(i % n) * k + kk]);
-    cr_expect(fabs(y[i] - wy[i]) <= 1e-6 * mag + 1e-6, "%s y[%lld] = %g, numpy %g", enc,
-              (long long)i, (double)y[i], (double)wy[i]);
+    /* the interpreter and numpy both sum the f32 terms in double */
+    cr_expect(fabs(ry[i] - wq[i]) <= 1e-7 * mag + 1e-7, "%s interp y[%lld] = %.9g, numpy %.9g",
+              enc, (long long)i, (double)ry[i], (double)wq[i]);
+    cr_expect(fabs(y[i] - wq[i]) <= 1e-6 * mag + 1e-6, "%s jit y[%lld] = %.9g, numpy %.9g", enc,
+              (long long)i, (double)y[i], (double)wq[i]);
+    double bound = quantization_bound(xv + (i / n) * k, wd + (i % n) * k, k, QB_ELEMS(e));
+    cr_expect(fabs(y[i] - wy[i]) <= bound + 1e-6 * mag, "%s y[%lld] = %g, x @ W^T %g (bound %g)",
+              enc, (long long)i, (double)y[i], (double)wy[i], bound);
   }
+  free(ref[0].data);
+  free(ref[1].data);
+  kiln_tensor_free(w);
+  rt_gguf_close(gf);
+  kiln_tensor_free(want_q);
   const float *d = kiln_tensor_data(out[1]);
   for (int64_t i = 0; i < n * k; i++)
     cr_expect(fabsf(d[i] - wd[i]) <= 1e-6f * fmaxf(1.0f, fabsf(wd[i])), "%s d[%lld]", enc,

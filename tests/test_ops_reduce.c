@@ -242,5 +242,5 @@ Test(reduce, mean_of_bools_is_rejected) {
   EXPECT_REJECTED("mo.graph @g(%x: !mo.tensor<[4], bool>) -> (!mo.tensor<[1], bool>) {\n"
                   "  %y = mo.mean(%x) : (!mo.tensor<[4], bool>) -> !mo.tensor<[1], bool>\n"
                   "  mo.output %y : !mo.tensor<[1], bool>\n}\n",
-                  "f32, f64, si32 or si64");
+                  "f32, f64 or an integer");
 }

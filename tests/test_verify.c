@@ -168,16 +168,16 @@ Test(verify, unary_float_rejects_int) {
 }
 
 Test(verify, unary_rejects_storage_only_dtype) {
-  ir_value *x = input(IR_DT_SI16, "3");
+  ir_value *x = input(IR_DT_UI64, "3");
   expect_msg(bad(IR_OP_ABS, IN(x), 1, NULL, 0),
-             "operand 0 of mo.abs has dtype si16 but mo.abs takes f16, bf16, f32, f64, si32 or "
-             "si64");
+             "operand 0 of mo.abs has dtype ui64 but mo.abs takes f16, bf16, f32, f64 "
+             "or an integer (si8 to si64, ui8 to ui32)");
   ir_value *f8 = input(IR_DT_F8E4M3FN, "3");
   expect_msg(bad(IR_OP_EXP, IN(f8), 1, NULL, 0),
              "operand 0 of mo.exp has dtype f8e4m3fn but mo.exp takes f16, bf16, f32 or f64");
 }
 
-/* f16 and bf16 are float operands of float ops (computed in f32: widen_half.c) */
+/* f16 and bf16 are float operands of float ops (computed in f32: widen_narrow.c) */
 Test(verify, half_floats_are_float_operands) {
   ir_value *x = input(IR_DT_F16, "batch, 3"), *y = input(IR_DT_BF16, "3");
   expect_type(ok(IR_OP_EXP, IN(x), 1, NULL, 0), "!mo.tensor<[batch, 3], f16>");
@@ -276,8 +276,8 @@ Test(verify, binary_dtype_mismatch_message) {
 Test(verify, binary_rejects_bool) {
   ir_value *a = input(IR_DT_BOOL, "5"), *b = input(IR_DT_BOOL, "5");
   expect_msg(bad(IR_OP_ADD, IN(a, b), 2, NULL, 0),
-             "operand 0 of mo.add has dtype bool but mo.add takes f16, bf16, f32, f64, si32 "
-             "or si64");
+             "operand 0 of mo.add has dtype bool but mo.add takes f16, bf16, f32, f64 "
+             "or an integer (si8 to si64, ui8 to ui32)");
 }
 
 /* seed 002: div is Python's /, integer operands give floats (f64 here) */
@@ -297,8 +297,8 @@ Test(verify, floor_div_and_pow_keep_the_int_dtype) {
 Test(verify, div_rejects_bool) {
   ir_value *a = input(IR_DT_BOOL, "5"), *b = input(IR_DT_BOOL, "5");
   expect_msg(bad(IR_OP_DIV, IN(a, b), 2, NULL, 0),
-             "operand 0 of mo.div has dtype bool but mo.div takes f16, bf16, f32, f64, si32 "
-             "or si64");
+             "operand 0 of mo.div has dtype bool but mo.div takes f16, bf16, f32, f64 "
+             "or an integer (si8 to si64, ui8 to ui32)");
 }
 
 Test(verify, new_float_ops_reject_int) {
@@ -326,9 +326,8 @@ Test(verify, equal_accepts_bool) {
 Test(verify, greater_rejects_bool) {
   ir_value *a = input(IR_DT_BOOL, "3"), *b = input(IR_DT_BOOL, "3");
   expect_msg(bad(IR_OP_GREATER_EQUAL, IN(a, b), 2, NULL, 0),
-             "operand 0 of mo.greater_equal has dtype bool but mo.greater_equal takes f16, bf16, "
-             "f32, f64, "
-             "si32 or si64");
+             "operand 0 of mo.greater_equal has dtype bool but mo.greater_equal takes f16, bf16, f32, f64 "
+             "or an integer (si8 to si64, ui8 to ui32)");
 }
 
 Test(verify, logical_and_rejects_int) {
@@ -483,8 +482,8 @@ Test(verify, matmul_takes_int_and_rejects_bool) {
   expect_type(ok(IR_OP_MATMUL, IN(a, b), 2, NULL, 0), "!mo.tensor<[2, 2], si32>");
   ir_value *c = input(IR_DT_BOOL, "2, 4"), *d = input(IR_DT_BOOL, "4, 2");
   expect_msg(bad(IR_OP_MATMUL, IN(c, d), 2, NULL, 0),
-             "operand 0 of mo.matmul has dtype bool but mo.matmul takes f16, bf16, f32, f64, si32 or "
-             "si64");
+             "operand 0 of mo.matmul has dtype bool but mo.matmul takes f16, bf16, f32, f64 "
+             "or an integer (si8 to si64, ui8 to ui32)");
 }
 
 /* ---- reductions and normalizations ---- */
@@ -512,8 +511,8 @@ Test(verify, mean_takes_int_and_rejects_bool) {
   expect_type(ok(IR_OP_REDUCE_MEAN, IN(x), 1, NULL, 0), "!mo.tensor<[1], si64>");
   ir_value *y = input(IR_DT_BOOL, "3");
   expect_msg(bad(IR_OP_REDUCE_MEAN, IN(y), 1, NULL, 0),
-             "operand 0 of mo.mean has dtype bool but mo.mean takes f16, bf16, f32, f64, si32 "
-             "or si64");
+             "operand 0 of mo.mean has dtype bool but mo.mean takes f16, bf16, f32, f64 "
+             "or an integer (si8 to si64, ui8 to ui32)");
 }
 
 Test(verify, argmax_gives_si64) {
@@ -1061,13 +1060,13 @@ Test(verify, op_table_unknown_attribute_is_refused_with_its_name) {
 /* Every dtype rule of the table refuses a dtype outside its set, naming the
  * op and the operand. */
 Test(verify, op_table_wrong_dtype_is_refused_naming_the_op) {
-  static const ir_dtype tries[] = {IR_DT_SI16, IR_DT_BOOL, IR_DT_SI32, IR_DT_F32};
+  static const ir_dtype tries[] = {IR_DT_UI64, IR_DT_BOOL, IR_DT_SI32, IR_DT_F32};
   int checked = 0;
   for (int i = 0; i < IR_OP_COUNT; i++) {
     const ir_op_info *o = ir_op_get((ir_op)i);
     for (int k = 0; k < 2 && k < o->nin_min; k++) {
       if (o->dts[k] == IR_DTS_ANY) continue;
-      ir_dtype bad_dt = IR_DT_SI16, good[2] = {IR_DT_F32, IR_DT_F32};
+      ir_dtype bad_dt = IR_DT_UI64, good[2] = {IR_DT_F32, IR_DT_F32};
       for (int t = 3; t >= 0; t--)
         if (!ir_dtype_in_set(tries[t], o->dts[k])) bad_dt = tries[t];
       for (int j = 0; j < 2; j++)
@@ -1293,6 +1292,8 @@ Test(verify, dtype_sets_have_names) {
   cr_assert_str_eq(ir_dtype_set_name(IR_DTS_IDX), "si32 or si64");
   cr_assert(ir_dtype_in_set(IR_DT_F16, IR_DTS_ANY) && ir_dtype_in_set(IR_DT_F16, IR_DTS_FIB));
   cr_assert(ir_dtype_in_set(IR_DT_BF16, IR_DTS_F) && !ir_dtype_in_set(IR_DT_BF16, IR_DTS_I));
-  cr_assert(!ir_dtype_in_set(IR_DT_F8E5M2, IR_DTS_F) && !ir_dtype_in_set(IR_DT_SI16, IR_DTS_I));
-  cr_assert(ir_dtype_in_set(IR_DT_SI64, IR_DTS_IDX) && !ir_dtype_in_set(IR_DT_SI8, IR_DTS_I));
+  cr_assert(!ir_dtype_in_set(IR_DT_F8E5M2, IR_DTS_F) && !ir_dtype_in_set(IR_DT_UI64, IR_DTS_I));
+  cr_assert(ir_dtype_in_set(IR_DT_SI16, IR_DTS_I) && ir_dtype_in_set(IR_DT_UI32, IR_DTS_I));
+  cr_assert(ir_dtype_in_set(IR_DT_SI64, IR_DTS_IDX) && !ir_dtype_in_set(IR_DT_SI8, IR_DTS_IDX));
+  cr_assert_str_eq(ir_dtype_set_name(IR_DTS_I), "an integer (si8 to si64, ui8 to ui32)");
 }

@@ -9,8 +9,9 @@
  * (kiln_model_compile_on) and the executes run there; outputs the graph
  * leaves on the device (typed gpu:N) are copied to the host to be printed
  * or written. --bucket and --specialize steer the model's variants on
- * every device. Every error prints one message on stderr and exits 1;
- * bad options exit 2. */
+ * every device. --generate N (with --prompt) replaces the inputs and the
+ * executes: the graph is driven as a decoder (generate.c). Every error
+ * prints one message on stderr and exits 1; bad options exit 2. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "kiln/custom.h"
 #include "kiln/device.h"
 #include "cli.h"
+#include "cli_generate.h"
 #include "cli_profile.h"
 
 typedef struct named {
@@ -45,6 +47,9 @@ typedef struct run_opts {
   const char *trace;           /* --trace FILE: Chrome trace-event JSON */
   int specialize; /* kiln_specialize_policy, -1: not given (the context's) */
   long repeat;
+  long generate;   /* --generate N: tokens to generate after --prompt; 0: a plain run */
+  int64_t *prompt; /* --prompt T,T,...: token ids */
+  int nprompt;
   uint64_t seed;
   int threads; /* --threads; -1: the context's default */
 } run_opts;
@@ -97,6 +102,27 @@ static void opts_free(run_opts *o) {
   free(o->buckets);
   free(o->weights);
   free(o->kernels);
+  free(o->prompt);
+}
+
+/* --prompt "1,7,3": at least one token id >= 0. */
+static int parse_prompt(const char *v, run_opts *o) {
+  size_t cap = strlen(v) / 2 + 1;
+  char *end;
+  free(o->prompt);
+  o->nprompt = 0;
+  if (!(o->prompt = calloc(cap, sizeof *o->prompt))) return -1;
+  for (const char *c = v;; c = end + 1) {
+    errno = 0;
+    long long t = strtoll(c, &end, 10);
+    if (end == c || errno || t < 0 || (*end && *end != ',') || (size_t)o->nprompt >= cap) {
+      fprintf(stderr, "kiln run: --prompt expects token ids >= 0 separated by commas, got '%s'\n",
+              v);
+      return -1;
+    }
+    o->prompt[o->nprompt++] = t;
+    if (!*end) return 0;
+  }
 }
 
 static int parse_opts(int argc, char **argv, run_opts *o) {
@@ -133,6 +159,15 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
         return -1;
       }
       o->repeat = (long)n;
+    } else if ((r = opt_value(argc, argv, &i, "--generate", &v))) {
+      int64_t n;
+      if (r < 0 || !parse_i64(v, &n) || n < 1 || n > 1000000) {
+        if (r > 0) fprintf(stderr, "kiln run: --generate expects a count >= 1, got '%s'\n", v);
+        return -1;
+      }
+      o->generate = (long)n;
+    } else if ((r = opt_value(argc, argv, &i, "--prompt", &v))) {
+      if (r < 0 || parse_prompt(v, o) < 0) return -1;
     } else if ((r = opt_value(argc, argv, &i, "--seed", &v))) {
       int64_t n;
       if (r < 0 || !parse_i64(v, &n)) {
@@ -186,6 +221,20 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
   }
   if (!o->graph) {
     fprintf(stderr, "kiln run: no graph given\n");
+    return -1;
+  }
+  if (o->prompt && !o->generate) o->generate = -1; /* marks --prompt alone */
+  if (o->generate && !o->prompt) {
+    fprintf(stderr, "kiln run: --generate needs --prompt T,T,... (the first tokens)\n");
+    return -1;
+  }
+  if (o->generate < 0) {
+    fprintf(stderr, "kiln run: --prompt goes with --generate N\n");
+    return -1;
+  }
+  if (o->generate && (o->ninputs || o->random || o->repeat > 1 || o->out || o->device)) {
+    fprintf(stderr, "kiln run: --generate feeds the inputs itself: --input, --random-inputs, "
+                    "--repeat, --out and --device do not go with it\n");
     return -1;
   }
   return 0;
@@ -587,6 +636,22 @@ static int execute_once(run_state *s) {
   return rc < 0 ? fail_st(s) : 0;
 }
 
+/* The executes of a plain run (--repeat times), then the outputs printed and
+ * written. */
+static int run_plain(run_state *s, const run_opts *o) {
+  for (long r = 0; r < o->repeat; r++) {
+    double t0 = rt_now_ms();
+    if (execute_once(s) < 0) return -1;
+    s->times[r] = rt_now_ms() - t0;
+  }
+  if (outputs_to_host(s) < 0) return -1;
+  for (int i = 0; i < s->nout; i++) {
+    printf("%s: ", kiln_model_output_name(s->m, i));
+    cli_print_tensor(stdout, s->outs[i], 8);
+  }
+  return o->out ? write_outputs(s, o->out) : 0;
+}
+
 static int run(run_state *s, const run_opts *o) {
   if (!(s->g = cli_load_graph(o->graph, s->st))) return fail_st(s);
   if (!(s->ctx = kiln_context_new(s->st))) return fail_st(s);
@@ -611,23 +676,18 @@ static int run(run_state *s, const run_opts *o) {
     fprintf(stderr, "kiln run: out of memory\n");
     return -1;
   }
-  if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0 ||
-      check_sizes(s) < 0 || fill_missing(s, o) < 0)
+  if (bind_dims(s, o) < 0 || read_inputs(s, o) < 0 || read_weights(s, o) < 0)
     return -1;
+  if (!o->generate && (check_sizes(s) < 0 || fill_missing(s, o) < 0)) return -1;
   if (set_buckets(s, o) < 0) return -1;
   if (o->specialize >= 0 && specialize(s, o) < 0) return -1;
   if (o->profile && kiln_model_set_profile(s->m, 1, s->st) < 0) return fail_st(s);
-  for (long r = 0; r < o->repeat; r++) {
-    double t0 = rt_now_ms();
-    if (execute_once(s) < 0) return -1;
-    s->times[r] = rt_now_ms() - t0;
+  if (o->generate) {
+    if (cli_generate(s->m, o->prompt, o->nprompt, o->generate, &s->times[0], s->st) < 0)
+      return -1;
+  } else if (run_plain(s, o) < 0) {
+    return -1;
   }
-  if (outputs_to_host(s) < 0) return -1;
-  for (int i = 0; i < s->nout; i++) {
-    printf("%s: ", kiln_model_output_name(s->m, i));
-    cli_print_tensor(stdout, s->outs[i], 8);
-  }
-  if (o->out && write_outputs(s, o->out) < 0) return -1;
   char b1[32], b2[32], b3[32];
   if (o->stats) {
     printf("compile: %s\n", fmt_ms(b1, sizeof b1, kiln_model_compile_ms(s->m)));
@@ -656,21 +716,29 @@ static int run(run_state *s, const run_opts *o) {
       printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
     rt_cache_stats cs; /* kcache: the context's kernel cache; S: variants.c */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
-    /* A hit is a kernel not compiled: found in memory or on disk. */
+    /* A hit is a kernel not compiled: found in memory, on disk or on the server. */
     double pending = kiln_model_counter(s->m, KILN_COUNTER_ASYNC_PENDING);
-    printf("cache: %llu hits (%llu from disk), %llu misses, %d specialized%s\n",
-           (unsigned long long)(cs.hits + cs.backing_hits), (unsigned long long)cs.backing_hits,
+    char remote[64] = "";
+    if (cs.remote_hits)
+      snprintf(remote, sizeof remote, ", %llu from the remote cache",
+               (unsigned long long)cs.remote_hits);
+    printf("cache: %llu hits (%llu from disk%s), %llu misses, %d specialized%s\n",
+           (unsigned long long)(cs.hits + cs.backing_hits),
+           (unsigned long long)(cs.backing_hits - cs.remote_hits), remote,
            (unsigned long long)cs.compiles, rt_model_num_specialized(s->m),
            pending > 0 ? " (async, pending)" : "");
     printf("%s\n", s->ctx->disk_status);
     if (strcmp(s->ctx->remote_status, "remote cache off") != 0) {
       printf("%s", s->ctx->remote_status);
       if (s->ctx->remote)
-        printf(": %.0f fetched, %.0f missed, %.0f errors, %.0f published so far",
+        printf(": %.0f fetched, %.0f missed, %.0f errors, %.0f published, %.0f dropped, "
+               "%.0f skipped by the breaker so far",
                kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_HITS),
                kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_MISSES),
                kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_ERRORS),
-               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_PUBLISHED));
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_PUBLISHED),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_DROPPED),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_SKIPS));
       printf("\n");
     }
     print_spec_stats(s, o);

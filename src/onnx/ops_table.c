@@ -11,7 +11,7 @@ typedef struct { const char *name; ox_op_fn fn; } op_row;
 static const op_row rows[] = {
     OX_OPS_ELEMENTWISE(ROW) OX_OPS_NN(ROW) OX_OPS_SHAPE(ROW) OX_OPS_FOLD(ROW)
     OX_OPS_INDEX(ROW)
-    OX_OPS_VISION(ROW) OX_OPS_SORT(ROW) OX_OPS_RESIZE(ROW) OX_OPS_ROI(ROW)
+    OX_OPS_VISION(ROW) OX_OPS_CHANNEL(ROW) OX_OPS_SORT(ROW) OX_OPS_RESIZE(ROW) OX_OPS_ROI(ROW)
     OX_OPS_RANDOM(ROW)
 };
 #undef ROW

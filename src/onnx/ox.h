@@ -167,11 +167,11 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(IsNaN) X(IsInf) X(Not) X(And) X(Or) X(Xor) X(Equal) X(Greater) X(Less) X(GreaterOrEqual)        \
   X(LessOrEqual) X(Where) X(Max) X(Min) X(Sum) X(Mean) X(Clip) X(LeakyRelu) X(Elu) X(Selu)          \
   X(Gelu) X(Celu) X(HardSigmoid) X(HardSwish) X(Softplus) X(Softsign) X(ThresholdedRelu) X(PRelu)           \
-  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity)
+  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity) X(BitShift)
 #define OX_OPS_NN(X)                                                                              \
   X(MatMul) X(Gemm) X(Softmax) X(LogSoftmax) X(LayerNormalization) X(ReduceSum) X(ReduceMean)       \
   X(ReduceMax) X(ReduceMin) X(ReduceSumSquare) X(ReduceL1) X(ReduceL2) X(ReduceLogSum)              \
-  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Dropout)
+  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Hardmax) X(Dropout)
 #define OX_OPS_SHAPE(X)                                                                           \
   X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
   X(Flatten) X(Expand) X(Tile)
@@ -182,6 +182,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(NonZero) X(Compress)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
+/* over the channel axis (ops_channel.c) */
+#define OX_OPS_CHANNEL(X)                                                                         \
+  X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
 /* sorting and selection (ops_sort.c) */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
@@ -199,6 +202,7 @@ OX_OPS_SHAPE(OX_DECLARE)
 OX_OPS_FOLD(OX_DECLARE)
 OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
+OX_OPS_CHANNEL(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)

@@ -1,5 +1,6 @@
 """kiln.graph.ops control flow: cond, while_loop, Graph.add_subgraph and
-ops.call (kiln's mo.if, mo.while, mo.call), built from Python and run."""
+ops.call (kiln's mo.if, mo.while, mo.call), built from Python and run; cond
+branches that read values of the enclosing graphs (MAX's closures)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,62 @@ def test_cond_returns_the_branch_its_predicate_picks(p):
                        lambda: ops.constant(0, DType.int32, device=DeviceRef.CPU()))
         g.output(*out)
     assert run(g, np.array(p))[0] == (1 if p else 0)
+
+
+F = TensorType(DType.float32, ["n"], DeviceRef.CPU())
+B = TensorType(DType.bool, [], DeviceRef.CPU())
+
+
+def _closure_graph():
+    """Branches reading x, y and a value computed outside (z), in different
+    orders and with a constant of their own."""
+    with Graph("closure", input_types=[B, F, TensorType(DType.float32, ["m"])]) as g:
+        p, x, y = g.inputs
+        z = x * 2.0
+        out = ops.cond(p, [F], lambda: z * x + 1.0, lambda: x - ops.sum(y, 0))
+        g.output(*out)
+    return g
+
+
+@pytest.mark.parametrize("p", [True, False])
+def test_cond_branches_read_values_of_the_enclosing_graph(p):
+    g = _closure_graph()
+    x, y = np.array([1, -2, 3], np.float32), np.arange(5, dtype=np.float32)
+    want = 2 * x * x + 1 if p else x - y.sum()
+    np.testing.assert_array_equal(run(g, np.array(p), x, y)[0], want)
+    # the captured values are mo.if's operands and both branches' inputs, and
+    # the text reads back to the same graph
+    text = str(g)
+    assert text.count("%capture2: !mo.tensor<[m], f32>") == 2, text
+    again = Graph.from_text(text)
+    assert str(again) == text
+    np.testing.assert_array_equal(run(again, np.array(p), x, y)[0], want)
+
+
+@pytest.mark.parametrize("p, q", [(True, True), (True, False), (False, True)])
+def test_a_nested_cond_reads_the_outer_graph_and_its_own_branch(p, q):
+    t = TensorType(DType.float32, [3], DeviceRef.CPU())
+    with Graph("nested", input_types=[B, B, t]) as g:
+        a, b, x = g.inputs
+        ten = x + 10.0
+
+        def outer_then():
+            h = x * 3.0  # a value of this branch, read by the inner one
+            return ops.cond(b, [t], lambda: h + ten, lambda: h - x)[0]
+
+        g.output(*ops.cond(a, [t], outer_then, lambda: -ten))
+    xv = np.array([1, 2, 3], np.float32)
+    want = (3 * xv + xv + 10 if q else 2 * xv) if p else -(xv + 10)
+    np.testing.assert_array_equal(run(g, np.array(p), np.array(q), xv)[0], want)
+
+
+def test_a_cond_inside_a_loop_body_cannot_read_the_graph_outside_the_loop():
+    t = TensorType(DType.int64, [], DeviceRef.CPU())
+    with Graph("loop", input_types=[t, t]) as g:
+        i0, outer = g.inputs
+        with pytest.raises(Exception, match="another graph"):
+            ops.while_loop(i0, lambda i: i < 3,
+                           lambda i: ops.cond(i > 0, [t], lambda: i + outer, lambda: i + 1))
 
 
 def test_while_loop_trip_count_comes_from_an_input():

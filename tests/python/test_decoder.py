@@ -2,11 +2,15 @@
 greedily, one execute per step with its K / V caches in caller-owned
 buffers, and its logits match tools/decoder_ref.py (numpy, no cache) at
 every step; the caches hold exactly the tokens run; and the check is not
-vacuous (caches cleared between steps make it fail)."""
+vacuous (caches cleared between steps make it fail). The attention reads
+only the written part of the caches. The emitted MO text and weights, run
+by ``kiln run --generate``, give the tokens the Python run gives."""
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 
 import numpy as np
@@ -51,3 +55,45 @@ def test_the_check_fails_when_the_cache_is_lost(session):
     tokens.append(4)
     with pytest.raises(AssertionError, match="logits after 4 tokens"):
         check(tokens, d.step(np.asarray(tokens[-1:], np.int64)))
+
+
+def test_attention_reads_only_the_written_part_of_the_caches(session):
+    """NaN past the cached tokens would poison a masked attention over the
+    whole cache (0 * NaN in softmax @ V); the sliced one never reads it."""
+    d = decoder.Decoder(decoder.CONFIG, session)
+    for c in d.caches:
+        c[...] = np.nan
+    out = decoder.generate(d, [1, 7, 3, 12, 5], 8, decoder.reference_check(d))
+    assert len(out) == 13 and np.isnan(d.caches[0][:, 13:]).all()
+
+
+def _kiln_cli() -> str | None:
+    """The kiln command: $KILN_CLI, else the one built beside the extension
+    (a build tree's kiln/_kiln.abi3.so link), else kiln on PATH."""
+    import kiln._kiln as ext
+
+    beside = os.path.join(os.path.dirname(os.path.realpath(ext.__file__)), "kiln")
+    for c in (os.environ.get("KILN_CLI"), beside, shutil.which("kiln")):
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
+@pytest.mark.parametrize("prompt", [[1, 7, 3, 12, 5], [40, 2]])
+def test_kiln_run_generate_drives_the_emitted_decoder(session, tmp_path, prompt):
+    cli = _kiln_cli()
+    if cli is None:
+        pytest.skip("no kiln command (set KILN_CLI)")
+    mlir, weights = tmp_path / "decoder.mlir", tmp_path / "decoder.safetensors"
+    decoder.emit(str(mlir), str(weights))
+    steps = 24
+    run = subprocess.run([cli, "run", str(mlir), "--weights", str(weights), "--generate",
+                          str(steps), "--prompt", ",".join(map(str, prompt))],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "KILN_CACHE": "off"})
+    assert run.returncode == 0, run.stderr
+    line = next(x for x in run.stdout.splitlines() if x.startswith("generated:"))
+    got = [int(t) for t in line.split(":", 1)[1].split(",")]
+    d = decoder.Decoder(decoder.CONFIG, session)
+    want = decoder.generate(d, prompt, steps, decoder.reference_check(d))[len(prompt):]
+    assert got == want

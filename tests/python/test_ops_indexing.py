@@ -55,6 +55,28 @@ def test_getitem_symbolic_batch(build):
         np.testing.assert_array_equal(c, x[-1])
 
 
+def test_getitem_tensor_bounds_bind_a_dim(build):
+    """MAX's (slice, out_dim) with bounds from graph inputs: the result's dim
+    is the symbol, bound from the data at each execute (negative too)."""
+    types = [TensorType(DType.float32, [4, 6]), TensorType(DType.int64, [1]),
+             TensorType(DType.int64, [1])]
+    model = build(lambda v, lo, hi: v[1:, (slice(lo, hi), "k")], types)
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for lo, hi in ((0, 6), (1, 4), (2, -1), (5, 2)):
+        out = model.execute(x, np.array([lo], np.int64), np.array([hi], np.int64))[0]
+        np.testing.assert_array_equal(out.to_numpy(), x[1:, lo:hi])
+
+
+def test_getitem_tensor_bounds_refused():
+    with Graph("bad", input_types=[TensorType(DType.float32, [3, 4]),
+                                   TensorType(DType.float32, [1])]) as g:
+        x, f = g.inputs
+        with pytest.raises(TypeError, match="a TensorValue bound"):
+            x[(slice(0, 2), "k")]
+        with pytest.raises(TypeError, match="si32 / si64"):
+            x[(slice(0, f), "k")]
+
+
 def test_getitem_errors():
     with Graph("bad", input_types=[TensorType(DType.float32, [3, 4])]) as g:
         x = g.inputs[0]

@@ -52,6 +52,9 @@ class Graph:
         self._output_values: list[TensorValue] | None = None
         self._weights: dict[str, TensorValue] = {}
         self._parent: Graph | None = None  # the enclosing graph of a region or subgraph
+        # a cond branch's values of enclosing graphs, as its own inputs (_capture);
+        # None: the graph reads only its own values (graphs, loop regions, subgraphs)
+        self._captures: list[tuple[TensorValue, TensorValue, TensorValue]] | None = None
         self._called: set[str] = set()  # subgraphs in this graph's module (ops.call)
         if path is not None:
             p = os.fspath(path)
@@ -153,6 +156,43 @@ class Graph:
         """The custom_extensions paths (kernel libraries for ``ops.custom``)."""
         return list(self._custom_extensions)
 
+    def _encloses(self, other: "Graph") -> bool:
+        """Whether other is this graph or a cond branch nested in it (values of
+        this graph may be read there: _capture)."""
+        g: Graph | None = other
+        while g is not None:
+            if g is self:
+                return True
+            if getattr(g, "_captures", None) is None:
+                return False
+            g = g._parent
+        return False
+
+    def _capture(self, v: TensorValue) -> TensorValue:
+        """v (a value of this graph or of an enclosing one) as a value of this
+        graph: a value of an enclosing graph becomes an input of this cond
+        branch, once (mo.if passes it in: ops.cond); branches nested in
+        branches capture it at each level."""
+        if v._graph is self:
+            return v
+        if isinstance(v, BufferValue):
+            raise TypeError(f"region '{self.name}' reads a buffer of an enclosing graph: "
+                            f"kiln's regions take tensors only")
+        if getattr(self, "_captures", None) is None or self._parent is None:
+            raise ValueError(f"graph '{self.name}' reads a value of another graph: a loop "
+                             f"region or subgraph sees only its own inputs (pass the value "
+                             f"through the loop values or the call's arguments)")
+        for orig, _, inner in self._captures:
+            if orig._v is v._v:
+                return inner
+        outer = self._parent._capture(v)
+        t = outer.type
+        gpu = t.device.id if t.device.is_gpu() else -1
+        inner = TensorValue(self, self._g.add_input(f"capture{len(self._captures)}",
+                                                    t.dtype._kiln, t.shape.to_mlir(), gpu))
+        self._captures.append((v, outer, inner))
+        return inner
+
     def _finished(self) -> "_kiln.Graph":
         if self._output_values is None:
             raise ValueError(f"graph '{self.name}' has no outputs: call graph.output(...)")
@@ -168,6 +208,7 @@ class Graph:
         g._tokens = []
         g._weights = {}
         g._parent = None
+        g._captures = None
         g._called = set()
         g._inputs = ()
         g._chain = None

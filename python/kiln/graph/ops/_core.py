@@ -120,14 +120,32 @@ def add_op(name: str, operands: Sequence[Any], attrs: dict | None = None,
     """Add op `name` ("mo.add" or "add"); returns every result. result_type:
     the declared type of its one result, or a list with one per result."""
     like = next((o for o in operands if isinstance(o, TensorValue)), None)
-    vals = [as_value(o, like) for o in operands]
-    g = like._graph if like is not None else graph_of(*operands)
+    g = _target_graph(operands, like)
+    vals = [g._capture(v) if v._graph is not g and v._graph._encloses(g) else v
+            for v in (as_value(o, like, graph=g) for o in operands)]
     if result_type is None or isinstance(result_type, (str, TensorType)):
         rt: Any = None if result_type is None else _type_text(result_type)
     else:
         rt = [_type_text(t) for t in result_type]
     return [TensorValue(g, v) for v in g._g.add_op(name, [v._v for v in vals],
                                                    format_attrs(attrs), rt)]
+
+
+def _target_graph(operands: Sequence[Any], like: TensorValue | None) -> Any:
+    """The graph an op goes to: the first value's, or the graph being built
+    when that is a cond branch nested in the graphs of all the values (they
+    are captured: Graph._capture)."""
+    from ..graph import Graph
+
+    try:
+        cur = Graph.current
+    except LookupError:
+        cur = None
+    vals = [o for o in operands if isinstance(o, TensorValue)]
+    if (cur is not None and vals and any(v._graph is not cur for v in vals)
+            and all(v._graph._encloses(cur) for v in vals)):
+        return cur
+    return like._graph if like is not None else graph_of(*operands)
 
 
 def _type_text(t: TensorType | str) -> str:

@@ -3,8 +3,12 @@
 
 Each branch, loop predicate and loop body is built as a graph of its own (a
 region) from the Python function, its inputs typed like the values it
-receives. Regions see only their inputs: a branch or body that reads a
-value of the enclosing graph raises (pass it through the loop's values).
+receives. A cond branch may read values of the enclosing graphs, as in MAX
+(closures): each one becomes an input of both branches and an operand of
+the mo.if (Graph._capture), so the IR, the interpreter and the runtimes see
+explicit operands. Loop regions see only their inputs: a predicate or body
+that reads a value of the enclosing graph raises (pass it through the loop's
+values).
 ``call`` calls a graph made with ``Graph.add_subgraph``; the subgraph joins
 the outermost graph's module the first time it is called.
 """
@@ -15,17 +19,24 @@ from typing import Any, Callable, Iterable, Sequence
 
 from ..type import TensorType
 from ..value import TensorValue
-from ._core import _type_text, as_value, format_attrs, graph_of
+from ._core import _target_graph, _type_text, as_value, format_attrs, graph_of
 
 __all__ = ["call", "cond", "while_loop"]
 
 
 def _region(parent: Any, name: str, types: Sequence[TensorType], fn: Callable,
-            *, pass_inputs: bool = True) -> Any:
+            *, pass_inputs: bool = True, captures: list | None = None) -> Any:
+    """A region built from fn. captures: None, the region reads only its
+    inputs; a list, it may read values of enclosing graphs, these (orig,
+    outer, inner) captures of another branch taken first, in their order."""
     from ..graph import Graph
 
     r = Graph(name, input_types=types)
     r._parent = parent
+    if captures is not None:
+        r._captures = []
+        for orig, _, _ in captures:
+            r._capture(orig)
     with r:
         out = fn(*r.inputs) if pass_inputs else fn()
         if out is None:
@@ -64,16 +75,26 @@ def while_loop(initial_values: Iterable[Any] | Any, predicate: Callable,
 def cond(pred: Any, out_types: Iterable[TensorType] | None, then_fn: Callable,
          else_fn: Callable) -> list[TensorValue]:
     """The results of ``then_fn()`` when ``pred`` (a bool scalar) is true,
-    else of ``else_fn()``; both must return values of ``out_types``."""
+    else of ``else_fn()``; both must return values of ``out_types``. The
+    branches may read values of the enclosing graphs (closures, as in MAX):
+    they are passed to the mo.if as operands."""
     if out_types is None:
         raise ValueError("cond without out_types (branches that only mutate buffers) is not "
                          "supported: kiln has no buffers yet")
     types = [t if isinstance(t, TensorType) else TensorType(*t) for t in out_types]
-    g = graph_of(pred)
+    g = _target_graph([pred], pred if isinstance(pred, TensorValue) else None)
     p = as_value(pred, graph=g)
-    then_g = _region(g, "then", [], then_fn, pass_inputs=False)
-    else_g = _region(g, "else", [], else_fn, pass_inputs=False)
-    res = g._g.add_region_op("mo.if", [p._v], [then_g._g, else_g._g],
+    if p._graph is not g and p._graph._encloses(g):
+        p = g._capture(p)
+    then_g = _region(g, "then", [], then_fn, pass_inputs=False, captures=[])
+    # the else branch takes the then branch's captures first, in their order,
+    # then its own, which the then branch gets as unused inputs: both branches
+    # take the same inputs, mo.if's operands after the predicate
+    else_g = _region(g, "else", [], else_fn, pass_inputs=False, captures=then_g._captures)
+    for orig, _, _ in else_g._captures[len(then_g._captures):]:
+        then_g._capture(orig)
+    args = [outer._v for _, outer, _ in else_g._captures]
+    res = g._g.add_region_op("mo.if", [p._v, *args], [then_g._g, else_g._g],
                              [_type_text(t) for t in types])
     return [TensorValue(g, r) for r in res]
 

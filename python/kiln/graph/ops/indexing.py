@@ -3,7 +3,11 @@
 slice_tensor takes numpy's index forms (as MAX's and TensorValue's
 ``x[...]``): ints, slices with steps, one ``...`` and None (a new axis);
 negative indices count from the end. It is one mo.slice_tensor, then a
-mo.squeeze per int index and a mo.unsqueeze per None. The gathers and
+mo.squeeze per int index and a mo.unsqueeze per None. As in MAX, an axis may
+be ``(slice(start, stop, step), out_dim)`` with bounds that are TensorValues
+(1-D si32 / si64 of length 1: graph inputs or constants, read before the graph
+runs): that axis is one more mo.slice_tensor with data operands, and its
+length is the dim out_dim (a new symbol is bound from the data). The gathers and
 scatters are one MO op each; indices are si32 / si64 (Python lists become
 si64 constants).
 """
@@ -13,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...dtype import DType
+from ..dim import Dim
 from . import _core
 from ..value import TensorValue
 
@@ -30,12 +35,50 @@ def _index_of(i: Any) -> int | None:
         return None
 
 
+def _is_data_slice(i: Any) -> bool:
+    """(slice, out_dim) with out_dim a symbol name or a Dim (an int would read as
+    numpy's x[slice, int])."""
+    return (isinstance(i, tuple) and len(i) == 2 and isinstance(i[0], slice)
+            and isinstance(i[1], (str, Dim)))
+
+
+def _data_bound(b: Any, default: int, like: TensorValue) -> TensorValue:
+    """A bound of a data slice: a TensorValue as is, an int (or None: default)
+    as a constant [1] of like's dtype."""
+    if isinstance(b, TensorValue):
+        return b
+    i = default if b is None else _index_of(b)
+    if i is None:
+        raise TypeError(f"slice_tensor: a bound of a (slice, out_dim) entry is a TensorValue, "
+                        f"an int or None, got {type(b).__name__}")
+    return _core.constant([i], like.dtype, graph=like._graph)
+
+
+def _slice_data(v: TensorValue, axis: int, sl: slice, out_dim: Any) -> TensorValue:
+    """v sliced along axis by tensor bounds: mo.slice_tensor (x, start, stop, step, axes)."""
+    like = next((b for b in (sl.start, sl.stop, sl.step) if isinstance(b, TensorValue)), None)
+    if like is None:
+        raise TypeError("slice_tensor: a (slice, out_dim) entry needs a TensorValue bound "
+                        "(a plain slice takes ints)")
+    if like.dtype not in (DType.int32, DType.int64):
+        raise TypeError(f"slice_tensor: slice bounds are si32 / si64, got {like.dtype.mo_name}")
+    step = _data_bound(sl.step, 1, like)
+    start = _data_bound(sl.start, 0, like)
+    stop = _data_bound(sl.stop, _core.INT64_MAX, like)
+    axes = _core.constant([axis], like.dtype, graph=like._graph)
+    dims = _core.dims_of(v)
+    dims[axis] = _core.dim_text(out_dim)
+    return _core.add_op1("mo.slice_tensor", [v, start, stop, step, axes],
+                         result_type=_core.tensor_type(v.dtype, dims))
+
+
 def _expand(indices: tuple, rank: int) -> list:
     """indices with `...` (or the missing trailing axes) as full slices."""
     for i in indices:
-        if not (i is None or i is Ellipsis or isinstance(i, slice) or _index_of(i) is not None):
-            raise TypeError(f"slice_tensor: an index is an int, a slice, ... or None, "
-                            f"got {type(i).__name__}")
+        if not (i is None or i is Ellipsis or isinstance(i, slice) or _index_of(i) is not None
+                or _is_data_slice(i)):
+            raise TypeError(f"slice_tensor: an index is an int, a slice, (slice, out_dim), "
+                            f"... or None, got {type(i).__name__}")
     n_ell = sum(1 for i in indices if i is Ellipsis)
     if n_ell > 1:
         raise IndexError("slice_tensor: an index can only have one ellipsis ('...')")
@@ -53,16 +96,20 @@ def slice_tensor(x: Any, indices: Any) -> TensorValue:
     """x indexed as numpy does: ints (the axis dropped), slices with steps,
     ``...`` and None (a new axis of size 1); negative indices count from the end."""
     v = _core.as_value(x)
-    if not isinstance(indices, (tuple, list)):
-        indices = (indices,)
+    if not isinstance(indices, (tuple, list)) or _is_data_slice(indices):
+        indices = (indices,)  # x[(slice(0, n), "n")] indexes axis 0
     entries = _expand(tuple(indices), v.rank)
     dims = _core.dims_of(v)
     start, stop, step, squeezed = [], [], [], []
     axis = 0
+    data_slices = []
     for e in entries:
         if e is None:
             continue
-        if isinstance(e, slice):
+        if _is_data_slice(e):
+            data_slices.append((axis, e[0], e[1]))
+            start.append(0), stop.append(_core.INT64_MAX), step.append(1)
+        elif isinstance(e, slice):
             st = 1 if e.step is None else _index_of(e.step)
             if st is None or st == 0:
                 raise ValueError(f"slice_tensor: axis {axis}: the step must be a nonzero int, "
@@ -87,6 +134,8 @@ def slice_tensor(x: Any, indices: Any) -> TensorValue:
     whole = all(a == 0 and b == _core.INT64_MAX and s == 1 for a, b, s in zip(start, stop, step))
     if not whole:
         out = _core.add_op1("mo.slice_tensor", [v], {"start": start, "stop": stop, "step": step})
+    for a, sl, out_dim in data_slices:
+        out = _slice_data(out, a, sl, out_dim)
     for a in reversed(squeezed):
         out = _core.add_op1("mo.squeeze", [out], {"axis": a})
     pos = 0
@@ -94,7 +143,7 @@ def slice_tensor(x: Any, indices: Any) -> TensorValue:
         if e is None:
             out = _core.add_op1("mo.unsqueeze", [out], {"axis": pos})
             pos += 1
-        elif isinstance(e, slice):
+        elif isinstance(e, slice) or _is_data_slice(e):
             pos += 1
     return out
 

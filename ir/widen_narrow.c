@@ -1,15 +1,20 @@
-/* widen_half.c - f16 and bf16 computed in f32 (ir_graph_widen_half, ir.h).
+/* widen_narrow.c - narrow dtypes computed wider (ir_graph_widen_narrow, ir.h).
  *
- * A float op (its table row takes IR_DTS_F) on half floats means its f32
- * counterpart on the operands widened exactly to f32, with each half result
- * rounded once to nearest even (ir_node_computes_half). So reductions,
- * softmax, norms and matmul accumulate in f32, as MAX and every BLAS do,
- * and one lowering per op serves all four float types. This pass makes that
- * explicit for the compilers: before node n it inserts mo.cast to f32 of
- * each half operand (one per distinct value), n then computes f32 results,
- * and after n a mo.cast back to the half dtype defines each original result
- * value, so every use and graph output stays as it was. ir_graph_fuse then
- * folds the casts into the elementwise kernels next to them.
+ * An op on narrow dtypes (ir_dtype_is_narrow) means its counterpart on the
+ * operands widened exactly (ir_dtype_widened: f16 / bf16 -> f32; si8, si16,
+ * ui8, ui16 -> si32; ui32 -> si64), with each narrow result brought back once:
+ * rounded to nearest even (floats) or wrapped to its low bits (integers, as
+ * every integer cast does). So reductions, softmax, norms and matmul
+ * accumulate in f32, as MAX and every BLAS do; integer sums, products and
+ * matmuls wrap as if computed in the narrow type (arithmetic modulo 2^w),
+ * while comparisons, division, mean and max see the exact values (unsigned
+ * ones included); and one lowering per op serves every dtype. This pass
+ * makes that explicit for the compilers: before node n it inserts mo.cast
+ * to the wider dtype of each operand n widens (ir_node_widens_operand; one
+ * cast per distinct value), n then computes wide results, and after n a
+ * mo.cast back defines each original narrow result value, so every use and
+ * graph output stays as it was. ir_graph_fuse then folds the casts into the
+ * elementwise kernels next to them.
  *
  * Assumes a verified graph without mo.fused nodes (it runs before fusion);
  * keeps it verified. The new nodes keep n's location, so an error in them
@@ -31,8 +36,8 @@ static ir_node *cast_to(ir_graph *g, ir_value *v, ir_dtype to, ir_loc loc, ir_di
 static int widen(ir_graph *g, ir_node *n, ir_diag *d) {
   for (int k = 0; k < n->nin; k++) {
     ir_value *v = n->in[k];
-    if (!ir_dtype_is_half(v->type.dtype)) continue;
-    ir_node *c = cast_to(g, v, IR_DT_F32, n->loc, d);
+    if (!ir_node_widens_operand(n, k)) continue;
+    ir_node *c = cast_to(g, v, ir_dtype_widened(v->type.dtype), n->loc, d);
     if (!c) return -1;
     for (int j = k; j < n->nin; j++) /* the same value twice: one cast */
       if (n->in[j] == v) n->in[j] = c->out[0];
@@ -40,13 +45,13 @@ static int widen(ir_graph *g, ir_node *n, ir_diag *d) {
   int first_post = g->nnodes;
   for (int k = 0; k < n->nout; k++) {
     ir_value *v = n->out[k];
-    if (!ir_dtype_is_half(v->type.dtype)) continue;
-    /* the cast's fresh result becomes n's f32 result; v moves to the cast */
+    if (!ir_dtype_is_narrow(v->type.dtype)) continue;
+    /* the cast's fresh result becomes n's wide result; v moves to the cast */
     ir_node *c = cast_to(g, v, v->type.dtype, n->loc, d);
     if (!c) return -1;
     ir_value *w = c->out[0];
     w->type = v->type;
-    w->type.dtype = IR_DT_F32;
+    w->type.dtype = ir_dtype_widened(v->type.dtype);
     w->def = n;
     w->index = k;
     n->out[k] = w;
@@ -61,7 +66,7 @@ static int widen(ir_graph *g, ir_node *n, ir_diag *d) {
   g->nchecks = nchecks;
   if (rc < 0) return -1;
   for (int i = first_post; i < g->nnodes; i++) /* a result the op types from an attribute */
-    if (g->nodes[i]->in[0]->type.dtype != IR_DT_F32)
+    if (g->nodes[i]->in[0]->type.dtype != ir_dtype_widened(g->nodes[i]->out[0]->type.dtype))
       return ir_diag_set(d, n->loc,
                          "mo.%s cannot compute in %s: its result dtype does not follow its "
                          "operands", ir_op_get(n->op)->name,
@@ -69,23 +74,23 @@ static int widen(ir_graph *g, ir_node *n, ir_diag *d) {
   return 0;
 }
 
-int ir_graph_widen_half(ir_graph *g, ir_diag *d) {
+int ir_graph_widen_narrow(ir_graph *g, ir_diag *d) {
   int n0 = g->nnodes, count = 0;
   for (int i = 0; i < n0; i++)
-    count += !g->nodes[i]->body && ir_node_computes_half(g->nodes[i]);
+    count += !g->nodes[i]->body && ir_node_computes_narrow(g->nodes[i]);
   if (count == 0) return 0;
   ir_node **old = malloc((size_t)n0 * sizeof *old);
   int *from = malloc((size_t)(n0 + 1) * sizeof *from); /* node i's casts: [from[i], from[i+1]) */
   if (!old || !from) {
     free(old);
     free(from);
-    return ir_diag_set(d, (ir_loc){0, 0}, "out of memory widening f16 / bf16 ops");
+    return ir_diag_set(d, (ir_loc){0, 0}, "out of memory widening narrow-dtype ops");
   }
   memcpy(old, g->nodes, (size_t)n0 * sizeof *old);
   int rc = 0;
   for (int i = 0; i < n0 && rc == 0; i++) {
     from[i] = g->nnodes;
-    if (!old[i]->body && ir_node_computes_half(old[i])) rc = widen(g, old[i], d);
+    if (!old[i]->body && ir_node_computes_narrow(old[i])) rc = widen(g, old[i], d);
   }
   from[n0] = g->nnodes;
   if (rc == 0) {
@@ -94,14 +99,14 @@ int ir_graph_widen_half(ir_graph *g, ir_diag *d) {
      * earlier value or the node's own result) */
     ir_node **added = malloc((size_t)(g->nnodes - n0 + 1) * sizeof *added);
     if (!added) {
-      rc = ir_diag_set(d, (ir_loc){0, 0}, "out of memory widening f16 / bf16 ops");
+      rc = ir_diag_set(d, (ir_loc){0, 0}, "out of memory widening narrow-dtype ops");
     } else {
       memcpy(added, g->nodes + n0, (size_t)(g->nnodes - n0) * sizeof *added);
       int at = 0;
       for (int i = 0; i < n0; i++) {
         ir_node *const *mine = added + (from[i] - n0);
         int nmine = from[i + 1] - from[i], pre = 0;
-        while (pre < nmine && mine[pre]->out[0]->type.dtype == IR_DT_F32) pre++;
+        while (pre < nmine && !ir_dtype_is_narrow(mine[pre]->out[0]->type.dtype)) pre++;
         for (int j = 0; j < pre; j++) g->nodes[at++] = mine[j];
         g->nodes[at++] = old[i];
         for (int j = pre; j < nmine; j++) g->nodes[at++] = mine[j];

@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""decode_growth.py - the step time of a decode whose shapes grow (issue 20):
+examples/decoder prefills a 5-token prompt, then generates --steps tokens
+greedily, one execute per token; its attention reads cache[:, :total], so
+the symbolic dim total grows by one every step. Each policy runs the same
+generation on a fresh session (its own empty disk cache, one thread):
+
+  - off:        the generic kernels only;
+  - async:      --bucket total=pow2 (or a multiple of N): variants compiled
+                in the background, never on the request path; the first
+                generation of the session (a 512-step generation of this
+                small decoder lasts ~40 ms: the background compiles, paced
+                behind the model's tier-up, finish seconds later);
+  - async-warm: the same session's second generation, once the first one's
+                background compiles have finished (a service's steady
+                state): the variants are live and each bucket switches to
+                its own.
+
+Rounds alternate the policies; each step's time is its median over the
+rounds (a preemption of the loaded host hits one round, a compile stall on
+the request path would hit the same step every round). It prints the
+step-time curve (median of each --every steps, per policy), then per policy,
+over the steps past the first bucket (total beyond the bucket of the first
+decode step): the median step, the p99, p99 / median (the issue's goal:
+<= 1.2 for async), the p99 of each step over the median of the --every steps
+around it (the same ratio with the growth of the attention taken out: this
+small decoder's step cost grows with total, so the plain ratio also measures
+that growth), the slowest step, the variants live at the last step, built,
+evicted (the most in any round), kernels compiled, and how long async-warm
+waited for the first generation's compiles.
+
+The graph is built only from Python (kiln.graph): the decoder exists as
+Python code, so its driver is Python too; the Python call costs a few
+microseconds per step, the same for every policy.
+
+usage: python3 bench/decode_growth.py [--steps 512] [--rounds 5] [--every 16]
+                                      [--bucket pow2|N] [--tsv] [--quick]
+  --tsv: also print M / R lines (bench_chain's format) for bench/report.py.
+Exit status: 0 when every generation gave the same tokens under both
+policies (whether the goal is met or not), 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "examples", "decoder"))
+
+import decoder  # noqa: E402
+from kiln.driver import CPU  # noqa: E402
+from kiln.engine import Bucket, InferenceSession, SpecializePolicy  # noqa: E402
+
+PROMPT = [1, 7, 3, 12, 5]
+COUNTER_VARIANTS_LIVE, COUNTER_VARIANTS_BUILT, COUNTER_VARIANTS_EVICTED = 2, 3, 4  # kiln_counter
+COUNTER_COMPILES = 8
+
+
+def bucket_of(total: int, bucket: str) -> int:
+    """The upper end of total's bucket."""
+    if bucket == "pow2":
+        b = 1
+        while b < total:
+            b *= 2
+        return b
+    n = int(bucket)
+    return -(-total // n) * n
+
+
+def decode(dec: "decoder.Decoder", steps: int) -> dict:
+    """Prefill + steps from empty caches; step times in microseconds."""
+    for c in dec.caches:
+        c[...] = 0
+    dec.length = 0
+    m = dec.model._m
+    live = []  # variants live after each step
+    tokens = list(PROMPT)
+    t0 = time.perf_counter_ns()
+    logits = dec.step(np.asarray(PROMPT, np.int64))
+    prefill_us = (time.perf_counter_ns() - t0) / 1e3
+    times, totals = [], []
+    gc.disable()  # as timeit does: a collection would land on the same steps every round
+    try:
+        for _ in range(steps):
+            tokens.append(int(np.argmax(logits[-1])))
+            t0 = time.perf_counter_ns()
+            logits = dec.step(np.asarray(tokens[-1:], np.int64))
+            times.append((time.perf_counter_ns() - t0) / 1e3)
+            totals.append(dec.length)
+            live.append(int(m.counter(COUNTER_VARIANTS_LIVE)))
+    finally:
+        gc.enable()
+    return dict(times=times, totals=totals, prefill=prefill_us, tokens=tokens, live=live)
+
+
+def generate(policy: str, steps: int, bucket: str) -> dict:
+    """One generation on a fresh session; under async-warm, the second one,
+    after the first one's background compiles have finished."""
+    cache = tempfile.mkdtemp(prefix="kiln-decode-bench-")
+    try:
+        session = InferenceSession(devices=[CPU()], num_threads=1, cache_dir=cache)
+        dec = decoder.Decoder(decoder.CONFIG, session)
+        m = dec.model
+        if policy == "off":
+            m.set_specialize(SpecializePolicy.OFF)
+        else:
+            m.set_specialize(SpecializePolicy.ASYNC)
+            if bucket == "pow2":
+                m.set_bucket("total", Bucket.POW2)
+            else:
+                m.set_bucket("total", Bucket.MULTIPLE, int(bucket))
+        settle_s = 0.0
+        if policy == "async-warm":
+            decode(dec, steps)
+            t0 = time.perf_counter()
+            session.wait_compiles(120.0)
+            settle_s = time.perf_counter() - t0
+        r = decode(dec, steps)
+        c = m._m.counter
+        r.update(variants=int(c(COUNTER_VARIANTS_BUILT)), compiles=int(c(COUNTER_COMPILES)),
+                 evicted=int(c(COUNTER_VARIANTS_EVICTED)), settle=settle_s,
+                 live_at_end=r["live"][-1] if r["live"] else 0)
+        return r
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def p99(xs: list) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(0.99 * len(s)))]
+
+
+def local_ratios(times: list, idx: list, every: int) -> list:
+    """times[i] / the median of the `every` steps centred on i, for i in idx."""
+    h = max(1, every // 2)
+    return [times[i] / statistics.median(times[max(0, i - h):i + h]) for i in idx]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--steps", type=int, default=512)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--every", type=int, default=16)
+    ap.add_argument("--bucket", default="pow2", help="pow2 or a multiple N")
+    ap.add_argument("--tsv", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="one round")
+    a = ap.parse_args()
+    if a.bucket != "pow2" and not (a.bucket.isdigit() and int(a.bucket) > 0):
+        ap.error("--bucket is pow2 or a positive multiple")
+    if len(PROMPT) + a.steps > decoder.CONFIG["max_len"]:
+        ap.error(f"--steps: the caches hold {decoder.CONFIG['max_len']} tokens")
+    rounds = 1 if a.quick else max(1, a.rounds)
+    policies = ("off", "async", "async-warm")
+    runs: dict = {p: [] for p in policies}
+    for r in range(rounds):
+        for p in (policies if r % 2 == 0 else policies[::-1]):
+            runs[p].append(generate(p, a.steps, a.bucket))
+    ok = all(g["tokens"] == runs["off"][0]["tokens"] for p in policies for g in runs[p])
+    totals = runs["off"][0]["totals"]
+    # per step: the median over the rounds
+    step = {p: [statistics.median(g["times"][i] for g in runs[p]) for i in range(a.steps)]
+            for p in policies}
+    first = bucket_of(totals[0], a.bucket)
+    after = [i for i, t in enumerate(totals) if t > first]
+
+    print(f"decode_growth: prompt {len(PROMPT)}, {a.steps} steps, bucket total={a.bucket}, "
+          f"{rounds} round(s), 1 thread; host load is shared (2 CPUs, several users)")
+    print(f"step-time curve (us, median of each {a.every} steps, median over rounds):")
+    print(f"  {'steps':>9} {'total':>9} " + " ".join(f"{p:>8}" for p in policies))
+    for s in range(0, a.steps, a.every):
+        e = min(a.steps, s + a.every)
+        row = " ".join(f"{statistics.median(step[p][s:e]):8.1f}" for p in policies)
+        print(f"  {s:4d}-{e - 1:<4d} {totals[s]:4d}-{totals[e - 1]:<4d} {row}")
+    print(f"summary (steps with total > {first}, past the first bucket: {len(after)}):")
+    print(f"  {'policy':10} {'median':>7} {'p99':>7} {'p99/med':>7} {'p99/local':>9} "
+          f"{'max':>7} {'prefill':>7} {'live':>4} {'built':>5} {'evicted':>7} {'compiles':>8} "
+          f"{'settle s':>8}")
+    summary = {}
+    after = after or list(range(a.steps))
+    for p in policies:
+        xs = [step[p][i] for i in after]
+        med, q = statistics.median(xs), p99(xs)
+        local = p99(local_ratios(step[p], after, a.every))
+        var = statistics.median(g["variants"] for g in runs[p])
+        live = statistics.median(g["live_at_end"] for g in runs[p])
+        comp = statistics.median(g["compiles"] for g in runs[p])
+        evicted = max(g["evicted"] for g in runs[p])
+        pre = statistics.median(g["prefill"] for g in runs[p])
+        settle = statistics.median(g["settle"] for g in runs[p])
+        summary[p] = (med, q, local, var, comp)
+        print(f"  {p:10} {med:7.1f} {q:7.1f} {q / med:7.2f} {local:9.2f} {max(xs):7.1f} "
+              f"{pre:7.1f} {live:4.0f} {var:5.0f} {evicted:7d} {comp:8.0f} {settle:8.2f}")
+    for p in ("async", "async-warm"):
+        med, q, local = summary[p][:3]
+        print(f"  goal ({p}, p99 <= 1.2 x median): plain "
+              f"{'met' if q <= 1.2 * med else 'NOT met'} ({q / med:.2f}), growth taken out "
+              f"{'met' if local <= 1.2 else 'NOT met'} ({local:.2f}); median / off's = "
+              f"{med / summary['off'][0]:.2f}")
+    if not ok:
+        print("decode_growth: the policies generated different tokens", file=sys.stderr)
+    if a.tsv:
+        print(f"M\tdecode_bucket\t{a.bucket}")
+        print(f"M\tdecode_steps\t{a.steps}")
+        for p in policies:
+            med, q, local, var, comp = summary[p]
+            xs = [step[p][i] for i in after]
+            print(f"R\tdecode_step_{p}\tkiln\t1\tus\t{len(xs)}\t{min(xs):.3f}\t{med:.3f}\t"
+                  f"{max(xs):.3f}")
+            print(f"R\tdecode_p99_{p}\tkiln\t1\tus\t{len(xs)}\t{q:.3f}\t{q:.3f}\t{q:.3f}")
+            print(f"M\tdecode_p99_local_{p}\t{local:.3f}")
+            print(f"M\tdecode_variants_{p}\t{var:.0f}")
+            print(f"M\tdecode_compiles_{p}\t{comp:.0f}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
