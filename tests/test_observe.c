@@ -252,25 +252,7 @@ Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
 Test(observe, trace_puts_background_specializations_on_their_own_track) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
   trace_temp_file(path);
-  kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_ASYNC, st), 0);
-  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
-  cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
-  kiln_graph *g = parse(ew_text, st);
-  kiln_model *m = kiln_model_compile(ctx, g, st);
-  cr_assert(m, "%s", kiln_status_message(st));
-  kiln_tensor *x = filled(2, (int64_t[]){8, 64}, 0.1f, st);
-  for (int i = 0; i < 3; i++) {
-    kiln_tensor *y = NULL;
-    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
-    kiln_tensor_free(y);
-    cr_assert_geq(kiln_context_wait_compiles(ctx, 60000, st), 0);
-  }
-  kiln_tensor_free(x);
-  kiln_model_free(m);
-  kiln_context_free(ctx);
-  rt_json *j = trace_read(path);
+  rt_json *j = trace_specializing_runs(ew_text, NULL, path);
   int64_t compile_tid = trace_track_of(j, "kiln-compile");
   cr_assert_geq(compile_tid, 0, "the compile thread has a named track");
   bool found = false;
@@ -283,8 +265,6 @@ Test(observe, trace_puts_background_specializations_on_their_own_track) {
   }
   cr_assert(found, "a specialize span");
   rt_json_free(j);
-  kiln_graph_free(g);
-  kiln_status_free(st);
   unlink(path);
 }
 

@@ -339,26 +339,9 @@ Test(observe_device, background_specializations_trace_on_the_compile_track) {
   char path[] = "/tmp/kiln_dtrace_XXXXXX";
   trace_temp_file(path);
   kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_ASYNC, st), 0);
-  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
-  cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
   kiln_device *dev = kiln_device_open(under_test_device() ? under_test_device() : "simt-emu", st);
-  kiln_graph *g = kiln_graph_parse(ew_text, strlen(ew_text), "<test>", st);
-  cr_assert(dev && g, "%s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile_on(ctx, dev, g, st);
-  cr_assert(m, "%s", kiln_status_message(st));
-  kiln_tensor *x = filled(2, (int64_t[]){8, 64}, 4, st);
-  for (int i = 0; i < 3; i++) {
-    kiln_tensor *y = NULL;
-    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
-    kiln_tensor_free(y);
-    cr_assert_geq(kiln_context_wait_compiles(ctx, 60000, st), 0);
-  }
-  kiln_tensor_free(x);
-  kiln_model_free(m);
-  kiln_context_free(ctx);
-  rt_json *j = trace_read(path);
+  cr_assert(dev, "%s", kiln_status_message(st));
+  rt_json *j = trace_specializing_runs(ew_text, dev, path);
   int64_t compile_tid = trace_track_of(j, "kiln-compile");
   cr_assert_geq(compile_tid, 0, "the compile thread has a named track");
   int specialize = 0, compiles = 0;
@@ -372,7 +355,6 @@ Test(observe_device, background_specializations_trace_on_the_compile_track) {
   cr_assert_geq(compiles, 1, "its device kernels compile there");
   rt_json_free(j);
   kiln_device_close(dev);
-  kiln_graph_free(g);
   kiln_status_free(st);
   unlink(path);
 }
