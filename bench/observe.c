@@ -9,7 +9,8 @@
  * (kiln_model_set_profile). The modes alternate in batches of back-to-back
  * executes so that noise on a shared machine hits each alike; each sample
  * is a batch's mean, and the table shows the median per mode, the
- * difference to "off" per execute and per kernel call.
+ * difference to "off" per execute and per kernel call (a traced GEMM split
+ * over the pool also writes an event per part, so it costs more).
  *
  * usage: bench_observe [--quick] */
 #define _GNU_SOURCE

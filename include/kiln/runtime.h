@@ -100,7 +100,8 @@ KILN_API kiln_log_level kiln_context_log_level(const kiln_context *ctx);
  * is a complete JSON array, so a process that exits without freeing its
  * context loses only the events since the last write. With tracing off an
  * execute pays one predictable branch per kernel; with it on, about 1 us
- * per kernel call (bench_observe). Thread-safe. */
+ * per event written (a kernel call, each part of a split kernel;
+ * bench_observe). Thread-safe. */
 KILN_API int kiln_context_set_trace(kiln_context *ctx, const char *path, kiln_status *st);
 KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
 /* Profilers: with KILN_PERF=1 in the environment when a context is
