@@ -39,7 +39,8 @@ static kiln_value *rows(ox *x, kiln_value *v, int64_t from, int64_t to) {
       ox_unsupported(x, x->node, "a weight of symbolic shape");
       return NULL;
     }
-    na += snprintf(a + na, sizeof a - (size_t)na, "%s%lld", i ? ", " : "", (long long)(i ? 0 : from));
+    na += snprintf(a + na, sizeof a - (size_t)na, "%s%lld", i ? ", " : "",
+                   (long long)(i ? 0 : from));
     nb += snprintf(b + nb, sizeof b - (size_t)nb, "%s%lld", i ? ", " : "", (long long)(i ? d : to));
     nc += snprintf(c + nc, sizeof c - (size_t)nc, "%s1", i ? ", " : "");
   }
@@ -221,7 +222,8 @@ static int rnn(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (!ir_dim_is_const(tx->dims[0], &steps) || steps < 1 || steps > MAX_STEPS)
     return ox_unsupported(x, n, "a sequence length not known at import or over %d steps",
                           MAX_STEPS);
-  if (!ir_dim_is_const(ox_type(R)->dims[2], &H)) return ox_unsupported(x, n, "a symbolic hidden size");
+  if (!ir_dim_is_const(ox_type(R)->dims[2], &H))
+    return ox_unsupported(x, n, "a symbolic hidden size");
   c.hidden = H;
   /* X as [T * B, I] for the input projections */
   const ir_dim *flat[2] = {ir_dim_mul(x->ir->arena, tx->dims[0], tx->dims[1]), tx->dims[2]};
