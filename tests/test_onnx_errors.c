@@ -191,6 +191,30 @@ static kiln_graph *import_built(mb *b, kiln_status *st) {
   return g;
 }
 
+/* A built model imported and compiled, with what it needs freed together. */
+typedef struct built {
+  kiln_status *st;
+  kiln_context *ctx;
+  kiln_graph *g;
+  kiln_model *m;
+} built;
+
+static built compile_built(mb *b) {
+  built r = {.st = kiln_status_new()};
+  r.g = import_built(b, r.st);
+  r.ctx = kiln_context_new(r.st);
+  r.m = kiln_model_compile(r.ctx, r.g, r.st);
+  cr_assert(r.m, "%s", kiln_status_message(r.st));
+  return r;
+}
+
+static void built_free(built *r) {
+  kiln_model_free(r->m);
+  kiln_context_free(r->ctx);
+  kiln_graph_free(r->g);
+  kiln_status_free(r->st);
+}
+
 /* An attribute named name of type type; its value is the caller's to set. */
 static Onnx__AttributeProto *attr_of(const char *name, Onnx__AttributeProto__AttributeType type) {
   Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
@@ -596,11 +620,9 @@ Test(onnx_errors, signed_integer_div_and_fmod) {
       n->attribute = keep(calloc(1, sizeof *n->attribute));
       n->attribute[0] = attr_int("fmod", 1);
     }
-    kiln_status *st = kiln_status_new();
-    kiln_graph *g = import_built(b, st);
-    kiln_context *ctx = kiln_context_new(st);
-    kiln_model *m = kiln_model_compile(ctx, g, st);
-    cr_assert(m, "%s", kiln_status_message(st));
+    built c0 = compile_built(b);
+    kiln_status *st = c0.st;
+    kiln_model *m = c0.m;
     int64_t n8 = 8;
     kiln_tensor *x = kiln_tensor_borrow(KILN_INT64, 1, &n8, (void *)num, st), *y = NULL;
     cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
@@ -610,10 +632,7 @@ Test(onnx_errors, signed_integer_div_and_fmod) {
                    (long long)num[i], (long long)den[i], (long long)got[i], (long long)want[i]);
     kiln_tensor_free(x);
     kiln_tensor_free(y);
-    kiln_model_free(m);
-    kiln_context_free(ctx);
-    kiln_graph_free(g);
-    kiln_status_free(st);
+    built_free(&c0);
   }
 }
 
@@ -680,11 +699,9 @@ Test(onnx_errors, einsum_two_operands) {
     n->n_attribute = 1;
     n->attribute = keep(calloc(1, sizeof *n->attribute));
     n->attribute[0] = attr_str("equation", cases[c].eq);
-    kiln_status *st = kiln_status_new();
-    kiln_graph *g = import_built(b, st);
-    kiln_context *ctx = kiln_context_new(st);
-    kiln_model *m = kiln_model_compile(ctx, g, st);
-    cr_assert(m, "%s: %s", cases[c].eq, kiln_status_message(st));
+    built c0 = compile_built(b);
+    kiln_status *st = c0.st;
+    kiln_model *m = c0.m;
     kiln_tensor *x[2], *y = NULL;
     for (int k = 0; k < 2; k++) {
       x[k] = kiln_tensor_new(KILN_FLOAT32, (int)strlen(terms[k]), shape[k], st);
@@ -703,10 +720,7 @@ Test(onnx_errors, einsum_two_operands) {
     kiln_tensor_free(x[0]);
     kiln_tensor_free(x[1]);
     kiln_tensor_free(y);
-    kiln_model_free(m);
-    kiln_context_free(ctx);
-    kiln_graph_free(g);
-    kiln_status_free(st);
+    built_free(&c0);
   }
 }
 
@@ -778,11 +792,9 @@ Test(onnx_errors, rnn_bidirectional_and_sequence_lens) {
     n->attribute = keep(calloc(2, sizeof *n->attribute));
     n->attribute[0] = attr_int("hidden_size", H);
     n->attribute[1] = attr_str("direction", ndir == 2 ? "bidirectional" : "forward");
-    kiln_status *st = kiln_status_new();
-    kiln_graph *g = import_built(b, st);
-    kiln_context *ctx = kiln_context_new(st);
-    kiln_model *m = kiln_model_compile(ctx, g, st);
-    cr_assert(m, "%s", kiln_status_message(st));
+    built c0 = compile_built(b);
+    kiln_status *st = c0.st;
+    kiln_model *m = c0.m;
     int64_t xshape[3] = {T, B, I};
     kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT32, 3, xshape, &xs[0][0][0], st),
                 *y[2] = {NULL, NULL};
@@ -796,14 +808,12 @@ Test(onnx_errors, rnn_bidirectional_and_sequence_lens) {
                     (double)gy[(t * ndir + d) * B * H + i], (double)(&want_y[t][d][0][0])[i]);
     for (int i = 0; i < ndir * B * H; i++)
       cr_expect(fabsf(gh[i] - (&want_h[0][0][0])[i]) < 1e-5f,
-                "lens %d: Y_h element %d: %g, want %g", with_lens, i, (double)gh[i], (double)(&want_h[0][0][0])[i]);
+                "lens %d: Y_h element %d: %g, want %g", with_lens, i, (double)gh[i],
+                (double)(&want_h[0][0][0])[i]);
     kiln_tensor_free(x);
     kiln_tensor_free(y[0]);
     kiln_tensor_free(y[1]);
-    kiln_model_free(m);
-    kiln_context_free(ctx);
-    kiln_graph_free(g);
-    kiln_status_free(st);
+    built_free(&c0);
   }
 }
 
