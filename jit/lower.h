@@ -305,6 +305,7 @@ int jit_lower_shape_to_tensor(jit_fn *f); /* shape_to_tensor (masked.c) */
 int jit_lower_slice_data(jit_fn *f);  /* slice_tensor with data bounds (slice_data.c) */
 int jit_lower_repeat(jit_fn *f);          /* repeat_interleave (repeat.c) */
 int jit_lower_quant(jit_fn *f);           /* dequantize, qmatmul (quant.c) */
+int jit_lower_matmul_integer(jit_fn *f);  /* matmul.integer (matmul_integer.c) */
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */
