@@ -191,6 +191,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* random numbers (ops_random.c) */
 #define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
+/* integer-quantized ops (ops_quant.c) */
+#define OX_OPS_QUANT(X)                                                                           \
+  X(MatMulInteger) X(QuantizeLinear) X(DequantizeLinear) X(DynamicQuantizeLinear) X(QLinearMatMul)
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
 OX_OPS_ELEMENTWISE(OX_DECLARE)
@@ -203,6 +206,7 @@ OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
 OX_OPS_RANDOM(OX_DECLARE)
+OX_OPS_QUANT(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
