@@ -1,6 +1,7 @@
 /* matmul_integer.c - host lowering of mo.matmul.integer (ONNX MatMulInteger):
  * per batch, one call of the 8-bit GEMM template's entry for the operands'
- * signedness (kernels-templates/gemm_int8.c: kiln_mmi_{u8,s8}{u8,s8}).
+ * signedness (kernels-templates/gemm_int8.c: kiln_mmi_{u8,s8}{u8,s8}), its
+ * _avx512vnni form (vpdpbusd) where the target has AVX512-VNNI and BW.
  *
  * a [..., M, K] x b [..., K, N] -> si32 [..., M, N]; a 1-D a is one row, a
  * 1-D b one column. Batch dims broadcast like mo.matmul (jit/matmul.c): an
@@ -25,8 +26,11 @@ int jit_lower_matmul_integer(jit_fn *f) {
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
   int ra = ta->rank, rb = tb->rank;
   if (ra < 1 || rb < 1) return jit_fn_error(f, "mo.matmul.integer: operands of rank 0");
-  char entry[32];
-  snprintf(entry, sizeof entry, "kiln_mmi_%s%s", sign_name(ta->dtype), sign_name(tb->dtype));
+  char entry[48];
+  bool vnni = jit_target_has(f, "avx512f") && jit_target_has(f, "avx512bw") &&
+              jit_target_has(f, "avx512vnni");
+  snprintf(entry, sizeof entry, "kiln_mmi_%s%s%s", sign_name(ta->dtype), sign_name(tb->dtype),
+           vnni ? "_avx512vnni" : "");
   LLVMValueRef fn = jit_template_function(f, JIT_TMPL_GEMM_INT8, entry);
   if (!fn) return -1;
 

@@ -19,6 +19,9 @@
  * overflow), which gives the exact sum modulo 2^32: the interpreter's
  * result. The j loop is contiguous in B and C, so O3 vectorizes it.
  *
+ * kiln_mmi_AB_avx512vnni (x86-64, gemm_int8_vnni.h): the same results with
+ * vpdpbusd, for targets with AVX512-VNNI (jit/matmul_integer.c picks it).
+ *
  * Assumes: buffers do not overlap; nza / nzb as the shape rule allows.
  * Freestanding: no libc, no static mutable state. */
 #include <stdint.h>
@@ -61,3 +64,7 @@ void kiln_mmi_u8u8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb,
 void kiln_mmi_u8s8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 0, 1); }
 void kiln_mmi_s8u8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 1, 0); }
 void kiln_mmi_s8s8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 1, 1); }
+
+#if defined(__x86_64__)
+#include "gemm_int8_vnni.h"
+#endif

@@ -1,0 +1,147 @@
+/* gemm_int8_vnni.h - the AVX512-VNNI entries of the 8-bit GEMM template
+ * (gemm_int8.c includes it once, at its end, on x86-64): kiln_mmi_AB_avx512vnni,
+ * with the generic entries' arguments and results, bit for bit.
+ *
+ * vpdpbusd adds four u8 x s8 products into each int32 lane exactly (no
+ * intermediate saturation, unlike vpmaddubsw). Other signedness is shifted
+ * into that form: a signed a is read as a' = a + 128 (u8, one xor of 0x80 per
+ * broadcast), an unsigned b is packed as b' = b - 128 (s8, an xor at packing).
+ * With R = sum a' b', RA_i = sum_k a_ik and CB_j = sum_k b_kj (true values),
+ * sa = a is signed, ub = b is unsigned:
+ *   sum (a - za)(b - zb) = R - (za + 128 sa) CB - (zb - 128 ub) RA
+ *                          + K (za zb + 16384 sa ub)        (mod 2^32)
+ * all in uint32 (wrapping), so the result is the generic entry's.
+ *
+ * Blocking: rows of the part in chunks of MC (their RA on the stack); per
+ * chunk, N in panels of NR = 32 columns (two vectors of 16 lanes); per panel,
+ * K in blocks of KC bytes: the panel's block of B packed on the stack in
+ * groups of 4 k (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded
+ * past K and N, then MR = 8 rows of A at a time against it (16 accumulators),
+ * each 4-byte group of a row broadcast from A in place. Partial row blocks run
+ * one row at a time; partial panels go through a tile on the stack. C holds
+ * R between K blocks; the corrections are applied when the panel is done. */
+#include <immintrin.h>
+
+enum { MMI_MR = 8, MMI_NR = 32, MMI_KC = 1024, MMI_MC = 256 };
+
+#define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
+                                                 always_inline))
+
+/* 4 bytes of row a at k (fewer past K: zero-filled), as the u8 a' */
+static inline __attribute__((always_inline)) uint32_t a_group(const uint8_t *a, int64_t k,
+                                                               int64_t K, int sa) {
+  uint32_t v = 0;
+  if (k + 4 <= K) {
+    __builtin_memcpy(&v, a + k, 4);
+  } else {
+    for (int64_t t = 0; k + t < K; t++) v |= (uint32_t)a[k + t] << (8 * t);
+  }
+  return sa ? v ^ 0x80808080u : v;
+}
+
+/* Pack B[k0 .. k0 + kc) x [j0, j0 + NR) into bp (b' = b ^ 0x80 for unsigned
+ * b; zero past K and N) and add its true column sums into cb. */
+static inline __attribute__((always_inline)) void
+pack_panel(const uint8_t *B, int64_t N, int64_t K, int64_t k0, int64_t kc, int64_t j0,
+           uint8_t *bp, uint32_t *cb, int sb) {
+  int64_t groups = (kc + 3) / 4;
+  for (int64_t g = 0; g < groups; g++)
+    for (int64_t c = 0; c < MMI_NR; c++)
+      for (int t = 0; t < 4; t++) {
+        int64_t k = k0 + 4 * g + t, j = j0 + c;
+        uint8_t v = 0;
+        if (k < K && k < k0 + kc && j < N) {
+          uint8_t raw = B[k * N + j];
+          cb[c] += sb ? (uint32_t)(int32_t)(int8_t)raw : (uint32_t)raw;
+          v = sb ? raw : (uint8_t)(raw ^ 0x80);
+        }
+        bp[(g * MMI_NR + c) * 4 + t] = v;
+      }
+}
+
+/* rows [i, i + MR) (MR 1 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
+ * into tile (row stride ldt), adding to what it holds unless first */
+VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
+                       const uint8_t *bp, uint32_t *tile, int64_t ldt, int first, int sa,
+                       const int MR) {
+  __m512i acc[MMI_MR][2];
+  for (int r = 0; r < MR; r++)
+    for (int h = 0; h < 2; h++)
+      acc[r][h] = first ? _mm512_setzero_si512()
+                        : _mm512_loadu_si512((const void *)(tile + r * ldt + 16 * h));
+  int64_t groups = (kc + 3) / 4;
+  for (int64_t g = 0; g < groups; g++) {
+    __m512i b0 = _mm512_loadu_si512((const void *)(bp + g * MMI_NR * 4));
+    __m512i b1 = _mm512_loadu_si512((const void *)(bp + g * MMI_NR * 4 + 64));
+    for (int r = 0; r < MR; r++) {
+      __m512i av = _mm512_set1_epi32((int)a_group(A + (i + r) * K, k0 + 4 * g, K, sa));
+      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
+      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+    }
+  }
+  for (int r = 0; r < MR; r++)
+    for (int h = 0; h < 2; h++)
+      _mm512_storeu_si512((void *)(tile + r * ldt + 16 * h), acc[r][h]);
+}
+
+/* K past the last full group is only in the last K block: the groups of
+ * earlier blocks read whole 4 bytes (a_group's tail test folds per call). */
+VNNI_INLINE void
+mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
+         int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb) {
+  const uint8_t *A = A_, *B = B_;
+  uint8_t bp[MMI_KC * MMI_NR] __attribute__((aligned(64)));
+  uint32_t ra[MMI_MC], cb[MMI_NR], edge[MMI_MR * MMI_NR];
+  uint32_t *Cu = (uint32_t *)C;
+  for (int64_t i0 = lo; i0 < hi; i0 += MMI_MC) {
+    int64_t mc = hi - i0 < MMI_MC ? hi - i0 : MMI_MC;
+    for (int64_t r = 0; r < mc; r++) {
+      uint32_t s = 0;
+      for (int64_t k = 0; k < K; k++) s += (uint32_t)ld8(A, (i0 + r) * K + k, sa);
+      ra[r] = s;
+    }
+    for (int64_t j0 = 0; j0 < N; j0 += MMI_NR) {
+      int64_t nr = N - j0 < MMI_NR ? N - j0 : MMI_NR;
+      for (int c = 0; c < MMI_NR; c++) cb[c] = 0;
+      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
+        int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
+        int first = k0 == 0;
+        pack_panel(B, N, K, k0, kc, j0, bp, cb, sb);
+        int64_t r = 0;
+        for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
+          micro(A, K, i0 + r, k0, kc, bp, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
+        for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
+          uint32_t *c = Cu + (i0 + r) * N + j0;
+          if (nr == MMI_NR) {
+            micro(A, K, i0 + r, k0, kc, bp, c, N, first, sa, 1);
+            continue;
+          }
+          for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
+          micro(A, K, i0 + r, k0, kc, bp, edge, MMI_NR, first, sa, 1);
+          for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
+        }
+      }
+      /* corrections (see the top) */
+      uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;
+      for (int64_t r = 0; r < mc; r++) {
+        uint32_t za = zp(ZA, nza, i0 + r, sa), ca = za + (sa ? 128u : 0u);
+        uint32_t *c = Cu + (i0 + r) * N + j0;
+        for (int64_t t = 0; t < nr; t++) {
+          uint32_t zb = zp(ZB, nzb, j0 + t, sb), cbj = zb - (sb ? 0u : 128u);
+          c[t] = c[t] - ca * cb[t] - cbj * ra[r] + k32 * (za * zb + both);
+        }
+      }
+    }
+  }
+}
+
+#define VNNI_ENTRY(name, sa, sb)                                                               \
+  VNNI_FN void kiln_mmi_##name##_avx512vnni(ARGS) {                                           \
+    (void)M;                                                                                  \
+    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb);                                \
+  }
+VNNI_ENTRY(u8u8, 0, 0)
+VNNI_ENTRY(u8s8, 0, 1)
+VNNI_ENTRY(s8u8, 1, 0)
+VNNI_ENTRY(s8s8, 1, 1)
