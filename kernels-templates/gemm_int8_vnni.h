@@ -12,17 +12,18 @@
  *                          + K (za zb + 16384 sa ub)        (mod 2^32)
  * all in uint32 (wrapping), so the result is the generic entry's.
  *
- * Blocking: rows of the part in chunks of MC (their RA on the stack); per
- * chunk, N in panels of NR = 32 columns (two vectors of 16 lanes); per panel,
- * K in blocks of KC bytes: the panel's block of B packed on the stack in
- * groups of 4 k (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded
- * past K and N, then MR = 8 rows of A at a time against it (16 accumulators),
- * each 4-byte group of a row broadcast from A in place. Partial row blocks run
+ * Blocking: rows of the part in chunks of MC = 2048 (their RA on the
+ * stack); per chunk, N in panels of NR = 64 columns (four vectors of 16
+ * lanes: whole cache lines of B's rows); per panel, K in blocks of KC = 512
+ * bytes: the panel's block of B packed on the stack (32 KB) in groups of 4 k
+ * (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded past K and
+ * N, then MR = 6 rows of A at a time against it (24 accumulators), each
+ * 4-byte group of a row broadcast from A in place. Partial row blocks run
  * one row at a time; partial panels go through a tile on the stack. C holds
  * R between K blocks; the corrections are applied when the panel is done. */
 #include <immintrin.h>
 
-enum { MMI_MR = 8, MMI_NR = 32, MMI_KC = 1024, MMI_MC = 256 };
+enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048 };
 
 #define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
@@ -41,52 +42,92 @@ static inline __attribute__((always_inline)) uint32_t a_group(const uint8_t *a, 
 }
 
 /* Pack B[k0 .. k0 + kc) x [j0, j0 + NR) into bp (b' = b ^ 0x80 for unsigned
- * b; zero past K and N) and add its true column sums into cb. */
+ * b; zero past K and N) and add its true column sums into cb. Whole groups
+ * of a whole panel take the loops O3 vectorizes; the edges go byte by byte. */
 static inline __attribute__((always_inline)) void
-pack_panel(const uint8_t *B, int64_t N, int64_t K, int64_t k0, int64_t kc, int64_t j0,
-           uint8_t *bp, uint32_t *cb, int sb) {
-  int64_t groups = (kc + 3) / 4;
-  for (int64_t g = 0; g < groups; g++)
+pack_panel(const uint8_t *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, uint8_t *bp,
+           uint32_t *cb, int sb) {
+  int64_t groups = (kc + 3) / 4, whole = j0 + MMI_NR <= N ? kc / 4 : 0;
+  uint8_t flip = sb ? 0 : 0x80;
+  for (int64_t g = 0; g < whole; g++) {
+    const uint8_t *r0 = B + (k0 + 4 * g) * N + j0, *r1 = r0 + N, *r2 = r1 + N, *r3 = r2 + N;
+    uint8_t *o = bp + g * MMI_NR * 4;
+    for (int c = 0; c < MMI_NR; c++) {
+      o[4 * c] = r0[c] ^ flip;
+      o[4 * c + 1] = r1[c] ^ flip;
+      o[4 * c + 2] = r2[c] ^ flip;
+      o[4 * c + 3] = r3[c] ^ flip;
+    }
+    for (int c = 0; c < MMI_NR; c++)
+      cb[c] += sb ? (uint32_t)((int32_t)(int8_t)r0[c] + (int8_t)r1[c] + (int8_t)r2[c] +
+                               (int8_t)r3[c])
+                  : (uint32_t)r0[c] + r1[c] + r2[c] + r3[c];
+  }
+  for (int64_t g = whole; g < groups; g++)
     for (int64_t c = 0; c < MMI_NR; c++)
       for (int t = 0; t < 4; t++) {
         int64_t k = k0 + 4 * g + t, j = j0 + c;
         uint8_t v = 0;
-        if (k < K && k < k0 + kc && j < N) {
+        if (k < k0 + kc && j < N) {
           uint8_t raw = B[k * N + j];
           cb[c] += sb ? (uint32_t)(int32_t)(int8_t)raw : (uint32_t)raw;
-          v = sb ? raw : (uint8_t)(raw ^ 0x80);
+          v = (uint8_t)(raw ^ flip);
         }
         bp[(g * MMI_NR + c) * 4 + t] = v;
       }
 }
 
+static inline __attribute__((always_inline)) uint32_t ld_u(const uint8_t *p, int64_t k) {
+  uint32_t v;
+  __builtin_memcpy(&v, p + k, 4);
+  return v;
+}
+static inline __attribute__((always_inline)) uint32_t ld_s(const uint8_t *p, int64_t k) {
+  return ld_u(p, k) ^ 0x80808080u;
+}
+
+/* one group of 4 k for MR rows: acc += a'[r] . bp[g] */
+VNNI_INLINE void micro_group(__m512i acc[][4], const uint8_t *const *rows, int64_t k,
+                             const uint8_t *bg, int sa, const int MR) {
+  __m512i b[4];
+  for (int h = 0; h < 4; h++) b[h] = _mm512_loadu_si512((const void *)(bg + 64 * h));
+  for (int r = 0; r < MR; r++) {
+    __m512i av = _mm512_set1_epi32((int)(sa ? ld_s(rows[r], k) : ld_u(rows[r], k)));
+    for (int h = 0; h < 4; h++) acc[r][h] = _mm512_dpbusd_epi32(acc[r][h], av, b[h]);
+  }
+}
+
 /* rows [i, i + MR) (MR 1 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
- * into tile (row stride ldt), adding to what it holds unless first */
+ * into tile (row stride ldt), adding to what it holds unless first. The
+ * groups inside K read 4 bytes at once; a last partial one is zero-filled. */
 VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
                        const uint8_t *bp, uint32_t *tile, int64_t ldt, int first, int sa,
                        const int MR) {
-  __m512i acc[MMI_MR][2];
-  for (int r = 0; r < MR; r++)
-    for (int h = 0; h < 2; h++)
+  __m512i acc[MMI_MR][4];
+  const uint8_t *rows[MMI_MR];
+  for (int r = 0; r < MR; r++) {
+    rows[r] = A + (i + r) * K + k0;
+    for (int h = 0; h < 4; h++)
       acc[r][h] = first ? _mm512_setzero_si512()
                         : _mm512_loadu_si512((const void *)(tile + r * ldt + 16 * h));
-  int64_t groups = (kc + 3) / 4;
-  for (int64_t g = 0; g < groups; g++) {
-    __m512i b0 = _mm512_loadu_si512((const void *)(bp + g * MMI_NR * 4));
-    __m512i b1 = _mm512_loadu_si512((const void *)(bp + g * MMI_NR * 4 + 64));
+  }
+  int64_t full = kc / 4, groups = (kc + 3) / 4;
+  for (int64_t g = 0; g < full; g++)
+    micro_group(acc, rows, 4 * g, bp + g * MMI_NR * 4, sa, MR);
+  if (groups > full) { /* K's last 1 to 3 bytes */
+    __m512i b[4];
+    for (int h = 0; h < 4; h++)
+      b[h] = _mm512_loadu_si512((const void *)(bp + full * MMI_NR * 4 + 64 * h));
     for (int r = 0; r < MR; r++) {
-      __m512i av = _mm512_set1_epi32((int)a_group(A + (i + r) * K, k0 + 4 * g, K, sa));
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], av, b0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], av, b1);
+      __m512i av = _mm512_set1_epi32((int)a_group(rows[r], 4 * full, kc, sa));
+      for (int h = 0; h < 4; h++) acc[r][h] = _mm512_dpbusd_epi32(acc[r][h], av, b[h]);
     }
   }
   for (int r = 0; r < MR; r++)
-    for (int h = 0; h < 2; h++)
+    for (int h = 0; h < 4; h++)
       _mm512_storeu_si512((void *)(tile + r * ldt + 16 * h), acc[r][h]);
 }
 
-/* K past the last full group is only in the last K block: the groups of
- * earlier blocks read whole 4 bytes (a_group's tail test folds per call). */
 VNNI_INLINE void
 mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
          int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb) {
@@ -107,7 +148,7 @@ mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const
       for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
         int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
         int first = k0 == 0;
-        pack_panel(B, N, K, k0, kc, j0, bp, cb, sb);
+        pack_panel(B, N, k0, kc, j0, bp, cb, sb);
         int64_t r = 0;
         for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
           micro(A, K, i0 + r, k0, kc, bp, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);

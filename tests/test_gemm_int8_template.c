@@ -4,7 +4,7 @@
  * only on hosts without AVX512-VNNI) and the _avx512vnni ones (where this
  * host has it) are both checked against a plain int64 sum here: every
  * signedness pair, every zero-point form, shapes across the VNNI kernel's
- * row blocks, 32-column panels, 1024-byte K blocks and K not a multiple of
+ * 6-row blocks, 64-column panels, 512-byte K blocks, 2048-row chunks and K not a multiple of
  * 4, extreme values (255 / -128 everywhere), and rows split into parts. */
 #include <criterion/criterion.h>
 #include <stdbool.h>
@@ -55,18 +55,21 @@ static void check(const mm_case *c, int parts) {
   bool sa = c->pair >= 2, sb = c->pair & 1;
   int64_t M = c->M, N = c->N, K = c->K;
   uint8_t *A = malloc((size_t)(M * K + 1)), *B = malloc((size_t)(K * N + 1));
-  uint8_t za[512], zb[512];
   int32_t *want = malloc(sizeof(int32_t) * (size_t)(M * N + 1));
   int32_t *got = malloc(sizeof(int32_t) * (size_t)(M * N + 1));
-  cr_assert(A && B && want && got && M <= 512 && N <= 512);
+  cr_assert(A && B && want && got && N <= 512);
+  uint8_t *za = malloc((size_t)M + 1), zb[512];
+  cr_assert(za != NULL);
   for (int64_t i = 0; i < M * K; i++) A[i] = c->fill ? (sa ? 0x80 : 0xff) : rnd8();
   for (int64_t i = 0; i < K * N; i++) B[i] = c->fill ? (sb ? 0x80 : 0xff) : rnd8();
-  for (int i = 0; i < 512; i++) za[i] = rnd8(), zb[i] = rnd8();
+  for (int64_t i = 0; i < M; i++) za[i] = rnd8();
+  for (int i = 0; i < 512; i++) zb[i] = rnd8();
   for (int64_t i = 0; i < M; i++)
     for (int64_t j = 0; j < N; j++) {
       int64_t zi = c->nza ? ld(za, c->nza == 1 ? 0 : i, sa) : 0;
       int64_t zj = c->nzb ? ld(zb, c->nzb == 1 ? 0 : j, sb) : 0, s = 0;
-      for (int64_t k = 0; k < K; k++) s += (ld(A, i * K + k, sa) - zi) * (ld(B, k * N + j, sb) - zj);
+      for (int64_t k = 0; k < K; k++)
+        s += (ld(A, i * K + k, sa) - zi) * (ld(B, k * N + j, sb) - zj);
       want[i * N + j] = (int32_t)(uint32_t)(uint64_t)s;
     }
   mmi_fn fns[2] = {GENERIC[c->pair], NULL};
@@ -85,12 +88,13 @@ static void check(const mm_case *c, int parts) {
                    (long long)K, (long long)c->nza, (long long)c->nzb, c->fill, (long long)i,
                    got[i], want[i]);
   }
-  free(A), free(B), free(want), free(got);
+  free(A), free(B), free(want), free(got), free(za);
 }
 
-static const int64_t SHAPES[][3] = {{1, 1, 1},  {8, 32, 4},   {9, 33, 5},    {17, 64, 1027},
-                                    {3, 7, 2},  {16, 31, 2051}, {0, 5, 3},   {5, 0, 3},
-                                    {4, 3, 0},  {40, 100, 64},  {260, 40, 9}};
+static const int64_t SHAPES[][3] = {
+    {1, 1, 1},    {8, 32, 4},   {9, 33, 5},   {17, 64, 1027}, {3, 7, 2},     {16, 31, 2051},
+    {0, 5, 3},    {5, 0, 3},    {4, 3, 0},    {40, 100, 64},  {260, 40, 9},  {13, 130, 517},
+    {2050, 3, 5}, {12, 192, 512}};
 
 Test(gemm_int8_template, every_pair_shape_and_zero_point_form_against_int64) {
   for (int pair = 0; pair < 4; pair++)
