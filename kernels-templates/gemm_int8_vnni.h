@@ -13,9 +13,10 @@
  * all in uint32 (wrapping), so the result is the generic entry's.
  *
  * Blocking: rows of the part in chunks of MC = 2048 (their RA on the
- * stack); per chunk, N in panels of NR = 64 columns (four vectors of 16
- * lanes: whole cache lines of B's rows); per panel, K in blocks of KC = 512
- * bytes: the panel's block of B packed on the stack (32 KB) in groups of 4 k
+ * stack); per chunk, N in chunks whose C rows fit ~512 KB (64 to 2048
+ * columns); per N chunk, K in blocks of KC = 512 bytes; per K block, the
+ * chunk's panels of NR = 64 columns (four vectors of 16 lanes: whole cache
+ * lines of B's rows): each panel's block of B packed on the stack (32 KB) in groups of 4 k
  * (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded past K and
  * N, then MR = 6 rows of A at a time against it (24 accumulators), each
  * 4-byte group of a row broadcast from A in place. Partial row blocks run
@@ -23,7 +24,8 @@
  * R between K blocks; the corrections are applied when the panel is done. */
 #include <immintrin.h>
 
-enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048 };
+enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
+#define MMI_CHUNK_BYTES (512 * 1024)
 
 #define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
@@ -133,7 +135,7 @@ mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const
          int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb) {
   const uint8_t *A = A_, *B = B_;
   uint8_t bp[MMI_KC * MMI_NR] __attribute__((aligned(64)));
-  uint32_t ra[MMI_MC], cb[MMI_NR], edge[MMI_MR * MMI_NR];
+  uint32_t ra[MMI_MC], cb[MMI_NCMAX], edge[MMI_MR * MMI_NR];
   uint32_t *Cu = (uint32_t *)C;
   for (int64_t i0 = lo; i0 < hi; i0 += MMI_MC) {
     int64_t mc = hi - i0 < MMI_MC ? hi - i0 : MMI_MC;
@@ -142,35 +144,43 @@ mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const
       for (int64_t k = 0; k < K; k++) s += (uint32_t)ld8(A, (i0 + r) * K + k, sa);
       ra[r] = s;
     }
-    for (int64_t j0 = 0; j0 < N; j0 += MMI_NR) {
-      int64_t nr = N - j0 < MMI_NR ? N - j0 : MMI_NR;
-      for (int c = 0; c < MMI_NR; c++) cb[c] = 0;
+    /* N in chunks of panels whose C rows stay in L2 (~512 KB) across the
+     * K blocks, so each K block's rows of B (one page apart when N is
+     * large) are walked once for the whole chunk, not once per panel */
+    int64_t nc = (MMI_CHUNK_BYTES / 4 / mc) / MMI_NR * MMI_NR;
+    nc = nc < MMI_NR ? MMI_NR : nc > MMI_NCMAX ? MMI_NCMAX : nc;
+    for (int64_t jc = 0; jc < N; jc += nc) {
+      int64_t jend = N - jc < nc ? N : jc + nc;
+      for (int64_t c = 0; c < nc; c++) cb[c] = 0;
       for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
         int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
         int first = k0 == 0;
-        pack_panel(B, N, k0, kc, j0, bp, cb, sb);
-        int64_t r = 0;
-        for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
-          micro(A, K, i0 + r, k0, kc, bp, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
-        for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
-          uint32_t *c = Cu + (i0 + r) * N + j0;
-          if (nr == MMI_NR) {
-            micro(A, K, i0 + r, k0, kc, bp, c, N, first, sa, 1);
-            continue;
+        for (int64_t j0 = jc; j0 < jend; j0 += MMI_NR) {
+          int64_t nr = jend - j0 < MMI_NR ? jend - j0 : MMI_NR;
+          pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
+          int64_t r = 0;
+          for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
+            micro(A, K, i0 + r, k0, kc, bp, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
+          for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
+            uint32_t *c = Cu + (i0 + r) * N + j0;
+            if (nr == MMI_NR) {
+              micro(A, K, i0 + r, k0, kc, bp, c, N, first, sa, 1);
+              continue;
+            }
+            for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
+            micro(A, K, i0 + r, k0, kc, bp, edge, MMI_NR, first, sa, 1);
+            for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
           }
-          for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
-          micro(A, K, i0 + r, k0, kc, bp, edge, MMI_NR, first, sa, 1);
-          for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
         }
       }
       /* corrections (see the top) */
       uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;
       for (int64_t r = 0; r < mc; r++) {
         uint32_t za = zp(ZA, nza, i0 + r, sa), ca = za + (sa ? 128u : 0u);
-        uint32_t *c = Cu + (i0 + r) * N + j0;
-        for (int64_t t = 0; t < nr; t++) {
-          uint32_t zb = zp(ZB, nzb, j0 + t, sb), cbj = zb - (sb ? 0u : 128u);
-          c[t] = c[t] - ca * cb[t] - cbj * ra[r] + k32 * (za * zb + both);
+        uint32_t *c = Cu + (i0 + r) * N;
+        for (int64_t j = jc; j < jend; j++) {
+          uint32_t zb = zp(ZB, nzb, j, sb), cbj = zb - (sb ? 0u : 128u);
+          c[j] = c[j] - ca * cb[j - jc] - cbj * ra[r] + k32 * (za * zb + both);
         }
       }
     }
