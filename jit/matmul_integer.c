@@ -42,26 +42,8 @@ int jit_lower_matmul_integer(jit_fn *f) {
   int nba = ra - 2 > 0 ? ra - 2 : 0, nbb = rb - 2 > 0 ? rb - 2 : 0;
   int nb = nba > nbb ? nba : nbb;
   LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
-  LLVMValueRef acc_a = jit_mul(f, M, K), acc_b = jit_mul(f, K, N), acc_c = jit_mul(f, M, N);
-  for (int j = nb - 1; j >= 0; j--) {
-    bdim[j] = jit_dim(f, tc->dims[j]);
-    sc[j] = acc_c;
-    acc_c = jit_mul(f, acc_c, bdim[j]);
-    int ja = j - (nb - nba), jb = j - (nb - nbb);
-    sa[j] = sb[j] = zero;
-    if (ja >= 0) {
-      LLVMValueRef d = jit_dim(f, ta->dims[ja]);
-      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
-      sa[j] = LLVMBuildSelect(f->b, is1, zero, acc_a, "");
-      acc_a = jit_mul(f, acc_a, d);
-    }
-    if (jb >= 0) {
-      LLVMValueRef d = jit_dim(f, tb->dims[jb]);
-      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
-      sb[j] = LLVMBuildSelect(f->b, is1, zero, acc_b, "");
-      acc_b = jit_mul(f, acc_b, d);
-    }
-  }
+  jit_matmul_batch_strides(f, ta, nba, tb, nbb, tc, nb, (LLVMValueRef[]){M, K, N}, bdim, sa, sb,
+                           sc);
   /* zero points: their buffers and entry counts (0: absent) */
   LLVMValueRef zp[2], nzp[2];
   for (int k = 0; k < 2; k++) {
