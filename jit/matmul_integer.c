@@ -9,6 +9,9 @@
  * Zero points (operands 2 and 3) go to every call with their entry counts (1
  * or M / N), or none when absent.
  *
+ * Prepacked b: with kiln.packed_b = 64 (src/prepack.c, only where the
+ * target has AVX512-VNNI) b's buffer holds the panels and column sums the
+ * _avx512vnni_pex entry reads (gemm_int8_vnni.h).
  * Parts: every batch's rows are split between the parts (jit_split_range on
  * M), so the parts never share a result element.
  * Assumes the shape rule (ir/infer_matmul_integer.c) held: ui8 / si8
@@ -16,10 +19,13 @@
  * K equal (symbolic ones checked at run time). */
 #include <stdio.h>
 
+#include "jit.h"
 #include "lower.h"
 #include "template.h"
 
 static const char *sign_name(ir_dtype dt) { return dt == IR_DT_SI8 ? "s8" : "u8"; }
+
+int64_t jit_mmi_panel_width(bool avx512vnni) { return avx512vnni ? 64 : 0; }
 
 int jit_lower_matmul_integer(jit_fn *f) {
   const ir_node *n = f->node;
@@ -29,8 +35,15 @@ int jit_lower_matmul_integer(jit_fn *f) {
   char entry[48];
   bool vnni = jit_target_has(f, "avx512f") && jit_target_has(f, "avx512bw") &&
               jit_target_has(f, "avx512vnni");
-  snprintf(entry, sizeof entry, "kiln_mmi_%s%s%s", sign_name(ta->dtype), sign_name(tb->dtype),
-           vnni ? "_avx512vnni" : "");
+  /* kiln.packed_b (src/prepack.c): b is a rank-2 constant in this target's
+   * panel layout; anything else is an error, never a misread */
+  int64_t packed = ir_node_attr_int(n, "kiln.packed_b", 0);
+  if (packed && (rb != 2 || packed != jit_mmi_panel_width(vnni)))
+    return jit_fn_error(f, "mo.matmul.integer: kiln.packed_b = %lld needs a rank-2 b and a "
+                        "target whose int8 GEMM reads panels of that width (%lld here)",
+                        (long long)packed, (long long)jit_mmi_panel_width(vnni));
+  snprintf(entry, sizeof entry, "kiln_mmi_%s%s%s%s", sign_name(ta->dtype), sign_name(tb->dtype),
+           vnni ? "_avx512vnni" : "", packed ? "_pex" : "");
   LLVMValueRef fn = jit_template_function(f, JIT_TMPL_GEMM_INT8, entry);
   if (!fn) return -1;
 

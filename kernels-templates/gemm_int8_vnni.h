@@ -21,7 +21,14 @@
  * N, then MR = 6 rows of A at a time against it (24 accumulators), each
  * 4-byte group of a row broadcast from A in place. Partial row blocks run
  * one row at a time; partial panels go through a tile on the stack. C holds
- * R between K blocks; the corrections are applied when the panel is done. */
+ * R between K blocks; the corrections are applied when the panel is done.
+ *
+ * Prepacked B (_pex entries; src/prepack.c writes it once for a constant or
+ * weight B, kiln.packed_b = 64): for each panel of 64 columns in order, the
+ * whole K rounded up to 4 in groups of 4 k (bytes [g][col][4]: b for si8 b,
+ * b ^ 0x80 for ui8 b; zero past K and N), i.e. ceil(N / 64) * 64 * K4
+ * bytes, then ceil(N / 64) * 64 uint32 column sums of the true b (0 past N).
+ * A K block of a panel is then a contiguous slice, read in place. */
 #include <immintrin.h>
 
 enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
@@ -130,10 +137,14 @@ VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64
       _mm512_storeu_si512((void *)(tile + r * ldt + 16 * h), acc[r][h]);
 }
 
+/* pre: B prepacked (see the top), or NULL: B row-major, packed per call */
 VNNI_INLINE void
 mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
-         int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb) {
+         int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb,
+         int pre) {
   const uint8_t *A = A_, *B = B_;
+  int64_t k4 = (K + 3) / 4 * 4, panels = (N + MMI_NR - 1) / MMI_NR;
+  const uint32_t *pre_sums = (const uint32_t *)(const void *)(B + panels * MMI_NR * k4);
   uint8_t bp[MMI_KC * MMI_NR] __attribute__((aligned(64)));
   uint32_t ra[MMI_MC], cb[MMI_NCMAX], edge[MMI_MR * MMI_NR];
   uint32_t *Cu = (uint32_t *)C;
@@ -152,23 +163,28 @@ mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const
     for (int64_t jc = 0; jc < N; jc += nc) {
       int64_t jend = N - jc < nc ? N : jc + nc;
       for (int64_t c = 0; c < nc; c++) cb[c] = 0;
+      const uint32_t *sums = pre ? pre_sums + jc : cb;
       for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
         int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
         int first = k0 == 0;
         for (int64_t j0 = jc; j0 < jend; j0 += MMI_NR) {
           int64_t nr = jend - j0 < MMI_NR ? jend - j0 : MMI_NR;
-          pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
+          const uint8_t *panel = bp;
+          if (pre)
+            panel = B + (j0 / MMI_NR) * MMI_NR * k4 + k0 * MMI_NR;
+          else
+            pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
           int64_t r = 0;
           for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
-            micro(A, K, i0 + r, k0, kc, bp, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
+            micro(A, K, i0 + r, k0, kc, panel, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
           for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
             uint32_t *c = Cu + (i0 + r) * N + j0;
             if (nr == MMI_NR) {
-              micro(A, K, i0 + r, k0, kc, bp, c, N, first, sa, 1);
+              micro(A, K, i0 + r, k0, kc, panel, c, N, first, sa, 1);
               continue;
             }
             for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
-            micro(A, K, i0 + r, k0, kc, bp, edge, MMI_NR, first, sa, 1);
+            micro(A, K, i0 + r, k0, kc, panel, edge, MMI_NR, first, sa, 1);
             for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
           }
         }
@@ -180,7 +196,7 @@ mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const
         uint32_t *c = Cu + (i0 + r) * N;
         for (int64_t j = jc; j < jend; j++) {
           uint32_t zb = zp(ZB, nzb, j, sb), cbj = zb - (sb ? 0u : 128u);
-          c[j] = c[j] - ca * cb[j - jc] - cbj * ra[r] + k32 * (za * zb + both);
+          c[j] = c[j] - ca * sums[j - jc] - cbj * ra[r] + k32 * (za * zb + both);
         }
       }
     }
@@ -190,7 +206,11 @@ mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const
 #define VNNI_ENTRY(name, sa, sb)                                                               \
   VNNI_FN void kiln_mmi_##name##_avx512vnni(ARGS) {                                           \
     (void)M;                                                                                  \
-    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb);                                \
+    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 0);                             \
+  }                                                                                           \
+  VNNI_FN void kiln_mmi_##name##_avx512vnni_pex(ARGS) {                                       \
+    (void)M;                                                                                  \
+    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 1);                             \
   }
 VNNI_ENTRY(u8u8, 0, 0)
 VNNI_ENTRY(u8s8, 0, 1)

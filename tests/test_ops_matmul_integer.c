@@ -114,6 +114,40 @@ Test(matmul_integer, one_dimensional_operands) {
   ORACLE_ASSERT(&c);
 }
 
+/* b a weight (bound, packed once at bind where the host has AVX512-VNNI)
+ * and a constant (packed at compile): the prepacked kernel against the
+ * interpreter, with a scalar a and a per-column b zero point and K not a
+ * multiple of 4 */
+Test(matmul_integer, constant_and_weight_b_read_prepacked) {
+  cpu_only();
+  const char *pairs[][2] = {{"ui8", "si8"}, {"si8", "ui8"}, {"si8", "si8"}, {"ui8", "ui8"}};
+  for (int p = 0; p < 4; p++) {
+    char text[2048], label[64];
+    snprintf(text, sizeof text,
+             "mo.graph @w<m>(%%a: !mo.tensor<[m, 203], %s>, %%zb: !mo.tensor<[130], %s>, "
+             "%%s: !mo.tensor<[m, 2], %s>) -> "
+             "(!mo.tensor<[m, 130], si32>, !mo.tensor<[m, 3], si32>) {\n"
+             "  %%b = mo.constant.external {name = \"w\"} : !mo.tensor<[203, 130], %s>\n"
+             "  %%za = mo.constant {value = #M.dense_array<3> : tensor<%s>} : !mo.tensor<[], %s>\n"
+             "  %%y = mo.matmul.integer(%%a, %%b, %%za, %%zb) : (!mo.tensor<[m, 203], %s>, "
+             "!mo.tensor<[203, 130], %s>, !mo.tensor<[], %s>, !mo.tensor<[130], %s>) -> "
+             "!mo.tensor<[m, 130], si32>\n"
+             "  %%c = mo.constant {value = #M.dense_array<1, 2, 3, 4, 5, 6> : tensor<2x3x%s>} : "
+             "!mo.tensor<[2, 3], %s>\n"
+             "  %%z = mo.matmul.integer(%%s, %%c) : (!mo.tensor<[m, 2], %s>, "
+             "!mo.tensor<[2, 3], %s>) -> !mo.tensor<[m, 3], si32>\n"
+             "  mo.output %%y, %%z : !mo.tensor<[m, 130], si32>, !mo.tensor<[m, 3], si32>\n}\n",
+             pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][0],
+             pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][1], pairs[p][1],
+             pairs[p][0], pairs[p][1]);
+    snprintf(label, sizeof label, "matmul.integer prepacked %s x %s", pairs[p][0], pairs[p][1]);
+    oracle_gen g[] = {range_of(pairs[p][0]), range_of(pairs[p][1]), range_of(pairs[p][0])};
+    oracle_case c = {.label = label, .mlir = text, .bindings = "m=1;m=7;m=40", .seed = 50u + p,
+                     .gens = g, .ngens = 3, .wgen = range_of(pairs[p][1])};
+    ORACLE_ASSERT(&c);
+  }
+}
+
 /* ONNX's test_matmulinteger: A ui8 [4, 3], a_zero_point 12, B ui8 [3, 2],
  * b_zero_point 0; row 0, column 0: (11-12)*1 + (7-12)*2 + (3-12)*3 = -38 */
 Test(known_matmul_integer, onnx_node_test_values) {
