@@ -181,7 +181,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)    \
   X(NonZero) X(Compress)
 #define OX_OPS_VISION(X)                                                                          \
-  X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
+  X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
+  X(GlobalMaxPool)
 /* sorting and selection (ops_sort.c) */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
