@@ -5,15 +5,19 @@
  *   cold:  an empty disk cache directory, no remote cache;
  *   disk:  the directory the cold run filled, no remote cache;
  *   redis: an empty disk directory and the remote cache, which a first,
- *          untimed compile filled (its publisher flushed before timing).
+ *          untimed compile filled (its publisher flushed before timing);
+ *   redis_tls (with --tls=URL): the same, over TLS (rediss://) to the same
+ *          server's TLS port, so each fetch pays the handshake of its
+ *          context's new connections and the encryption.
  * Only kiln_model_compile is timed (not context creation). Specialization
  * and quick kernels are off, so every run builds the same generic kernels.
  * The namespace is unique to the run (bench-<pid>) and left on the server
  * (bench/run.sh starts a throwaway one).
  *
- * usage: bench_remote_cache ENCODER.mlir REDIS_URL [RUNS] [--tsv]
+ * usage: bench_remote_cache ENCODER.mlir REDIS_URL [RUNS] [--tls=REDISS_URL] [--tsv]
  *   --tsv: "R case kiln 1 ms runs min median max" lines (bench/report.py)
- *   cases: encoder_load_cold, encoder_load_disk, encoder_load_redis */
+ *   cases: encoder_load_cold, encoder_load_disk, encoder_load_redis,
+ *          encoder_load_redis_tls */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +83,7 @@ static void report(const char *name, double *t, int n, bool tsv) {
   if (tsv)
     printf("R\tencoder_load_%s\tkiln\t1\tms\t%d\t%.3f\t%.3f\t%.3f\n", name, n, q[0], q[1], q[2]);
   else
-    printf("%-6s  min %9.1f ms  median %9.1f ms  max %9.1f ms  (%d runs)\n", name, q[0], q[1],
+    printf("%-9s  min %9.1f ms  median %9.1f ms  max %9.1f ms  (%d runs)\n", name, q[0], q[1],
            q[2], n);
 }
 
@@ -87,12 +91,15 @@ int main(int argc, char **argv) {
   const char *pos[3] = {0};
   int npos = 0;
   bool tsv = false;
+  const char *tls_url = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tsv")) tsv = true;
+    else if (!strncmp(argv[i], "--tls=", 6)) tls_url = argv[i] + 6;
     else if (npos < 3) pos[npos++] = argv[i];
   }
   if (npos < 2) {
-    fprintf(stderr, "usage: bench_remote_cache ENCODER.mlir REDIS_URL [RUNS] [--tsv]\n");
+    fprintf(stderr, "usage: bench_remote_cache ENCODER.mlir REDIS_URL [RUNS] "
+            "[--tls=REDISS_URL] [--tsv]\n");
     return 2;
   }
   int runs = npos > 2 ? atoi(pos[2]) : 3;
@@ -105,9 +112,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench_remote_cache: %s\n", kiln_status_message(st));
     return 1;
   }
-  double *t = malloc(3 * (size_t)runs * sizeof *t), s, compiles = 0, hits = 0;
-  double *cold = t, *disk = t + runs, *redis = t + 2 * runs;
-  char seed[64], a[64], b[64];
+  double *t = malloc(4 * (size_t)runs * sizeof *t), s, compiles = 0, hits = 0;
+  double *cold = t, *disk = t + runs, *redis = t + 2 * runs, *redis_tls = t + 3 * runs;
+  char seed[64], a[64], b[64], c[64];
   int rc = 0;
   fresh_dir(seed, sizeof seed);
   if (compile_once(g, seed, pos[1], true, &s, &compiles, &hits)) return 1;
@@ -128,6 +135,16 @@ int main(int argc, char **argv) {
               "kernels\n", compiles, hits, nkernels);
       rc = 1;
     }
+    if (!rc && tls_url) {
+      fresh_dir(c, sizeof c);
+      rc = compile_once(g, c, tls_url, false, &redis_tls[i], &compiles, &hits);
+      if (!rc && (compiles != 0 || hits != nkernels)) {
+        fprintf(stderr, "bench_remote_cache: the TLS run compiled %g and fetched %g of %g "
+                "kernels\n", compiles, hits, nkernels);
+        rc = 1;
+      }
+      rmrf(c);
+    }
     rmrf(a);
     rmrf(b);
   }
@@ -137,6 +154,7 @@ int main(int argc, char **argv) {
     report("cold", cold, runs, tsv);
     report("disk", disk, runs, tsv);
     report("redis", redis, runs, tsv);
+    if (tls_url) report("redis_tls", redis_tls, runs, tsv);
   }
   free(t);
   kiln_graph_free(g);

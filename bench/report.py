@@ -300,9 +300,13 @@ def main():
     rm, rc, _ = read_tsv(a.remote)
     kr = rc.get(("encoder_load_redis", "kiln", 1))
     dk, cd = rc.get(("encoder_load_disk", "kiln", 1)), rc.get(("encoder_load_cold", "kiln", 1))
+    tl = rc.get(("encoder_load_redis_tls", "kiln", 1))
     add("BERT-base-sized encoder compile, %s kernels from Redis (ms)" % rm.get("kernels", "?"),
         "ms", kr, [("local disk cache", dk, None), ("cold compile", cd, None)], why("remote"))
-    for case, r in (("redis", kr), ("disk", dk), ("cold", cd)):
+    if tl:
+        add("BERT-base-sized encoder compile, kernels from Redis over TLS (ms)", "ms", tl,
+            [("Redis, plain", kr, None), ("local disk cache", dk, None)], why("remote"))
+    for case, r in (("redis", kr), ("redis_tls", tl), ("disk", dk), ("cold", cd)):
         detail("encoder_load_%s" % case, r)
 
     # ---- the decoder's steps while its attention grows, async pow2 vs off (issue 20)

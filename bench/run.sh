@@ -288,20 +288,42 @@ if [ -n "$py" ] && [ "$py" != python3 ]; then
   fi
 fi
 # The same BERT-base-sized encoder's kernels loaded from the remote cache
-# (a throwaway redis-server on a free loopback port) beside the local disk
-# cache and a cold compile (bench/remote_cache.c).
+# (a throwaway redis-server on a free loopback port, plain and over TLS)
+# beside the local disk cache and a cold compile (bench/remote_cache.c).
 if [ -f "$work/bert/encoder.mlir" ] && command -v redis-server >/dev/null; then
   say "BERT-base-sized encoder: kernels from Redis, from the disk cache, compiled cold"
-  rport=$("${py:-python3}" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])')
+  read -r rport tport < <("${py:-python3}" -c 'import socket
+a, b = socket.socket(), socket.socket()
+a.bind(("127.0.0.1", 0)); b.bind(("127.0.0.1", 0))
+print(a.getsockname()[1], b.getsockname()[1])')
   rm -rf "$work/redis" && mkdir -p "$work/redis"
+  # the same server on a TLS port too (a CA and a certificate for 127.0.0.1
+  # made here), for the row over rediss://
+  tls_args=() tls_url=()
+  ec=(-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2)
+  if ! command -v openssl >/dev/null; then
+    notes+=("openssl not installed: no Redis-over-TLS row (tools/setup.sh installs it)")
+  elif (cd "$work/redis" && openssl req -x509 "${ec[@]}" -keyout ca.key -out ca.pem \
+          -subj /CN=kiln-bench-ca &&
+        openssl req "${ec[@]}" -keyout server.key -out server.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' >server.ext &&
+        openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+          -out server.pem -days 2 -extfile server.ext) >"$work/redis/openssl.log" 2>&1; then
+    tls_args=(--tls-port "$tport" --tls-cert-file "$work/redis/server.pem"
+              --tls-key-file "$work/redis/server.key" --tls-ca-cert-file "$work/redis/ca.pem"
+              --tls-auth-clients no)
+    tls_url=("--tls=rediss://127.0.0.1:$tport/0?cacert=$work/redis/ca.pem")
+  else
+    notes+=("openssl could not make test certificates: no Redis-over-TLS row")
+  fi
   if redis-server --port "$rport" --bind 127.0.0.1 --dir "$work/redis" --save "" \
+       "${tls_args[@]}" \
        --daemonize yes --pidfile "$work/redis/pid" --logfile "$work/redis/log" >/dev/null &&
      for _ in $(seq 50); do redis-cli -p "$rport" ping >/dev/null 2>&1 && break; sleep 0.1; done &&
      redis-cli -p "$rport" ping >/dev/null 2>&1; then
     runs=5; [ "$quick" = 1 ] && runs=2
     "$build/bench_remote_cache" "$work/bert/encoder.mlir" "redis://127.0.0.1:$rport/0" "$runs" \
-      --tsv >"$work/remote.tsv" 2>"$work/remote.err" ||
+      "${tls_url[@]}" --tsv >"$work/remote.tsv" 2>"$work/remote.err" ||
       fail remote "bench_remote_cache exited $?: $(tail1 "$work/remote.err")"
     kill "$(cat "$work/redis/pid")" 2>/dev/null
   else

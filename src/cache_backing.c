@@ -79,7 +79,7 @@ int rt_cache_tiers_get(kc_disk *d, struct kr_remote *r, const kc_key *key, void 
   memmove(e, (char *)e + off, plen);
   *obj = e;
   *len = plen;
-  return 0;
+  return 1;
 }
 
 void rt_cache_tiers_put(kc_disk *d, struct kr_remote *r, const kc_key *key,

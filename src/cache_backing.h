@@ -57,8 +57,8 @@ typedef struct rt_tiers {
 void rt_cache_backing_attach_tiers(rt_cache_mem *mem, rt_tiers *t);
 /* rt_cache_backing_get / _put through the chain d (NULL: none), then r
  * (NULL: none), for caches beside the kernel cache (device code): get
- * returns 0 with *obj malloc'd from the disk, else from the remote (then
- * written to the disk too), -1 on a miss; put stores in d and queues the
+ * returns 0 with *obj malloc'd from the disk, else 1 with it from the
+ * remote (then written to the disk too), -1 on a miss; put stores in d and queues the
  * entry for r. */
 int rt_cache_tiers_get(kc_disk *d, struct kr_remote *r, const kc_key *key, void **obj,
                        size_t *len);

@@ -399,17 +399,17 @@ size_t rt_cache_mem_limit(rt_cache_mem *c) {
  * lock for the load. 0, 1 when mode forbade the compile a miss needed, or
  * -1 with err. */
 static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_cache_backing bk,
-                   rt_get_mode mode, bool *compiled, double *compile_ms, double *load_ms,
-                   char *err, size_t errlen) {
-  *compiled = false;
+                   rt_get_mode mode, bool *compiled, bool *remote, double *compile_ms,
+                   double *load_ms, char *err, size_t errlen) {
+  *compiled = *remote = false;
   void *obj = NULL;
   size_t len = 0;
   jit_kernel_fn fn = NULL;
   int64_t tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
   int got = bk.get ? bk.get(bk.ud, &e->key, parts, &obj, &len) : -1;
-  if (bk.get) trace_step(c, got == 0 && obj && len ? "disk read" : "disk read (miss)", e->name,
+  if (bk.get) trace_step(c, got >= 0 && obj && len ? "disk read" : "disk read (miss)", e->name,
                          NULL, tr0);
-  if (got == 0 && obj && len) {
+  if (got >= 0 && obj && len) {
     double t0 = now_ms();
     tr0 = rt_trace_on(c->trace) ? rt_now_ns() : 0;
     pthread_mutex_lock(c->jit_lock);
@@ -426,6 +426,7 @@ static int produce(rt_cache_mem *c, rt_kentry *e, const rt_key_parts *parts, rt_
     if (e->code) {
       e->fn = fn;
       e->bytes = len;
+      *remote = got == 1;
       rt_logf(c->log, KILN_LOG_DEBUG, "loaded kernel %s from the disk cache (%zu bytes, %.2f ms)",
               e->name, len, *load_ms);
       return 0;
@@ -543,9 +544,9 @@ int rt_cache_mem_get_mode(rt_cache_mem *c, const char *kernel_text, rt_get_mode 
   pthread_mutex_unlock(&c->mu);
   trace_lookup(c, "cache miss", e->name);
 
-  bool compiled = false;
+  bool compiled = false, remote = false;
   double cms = 0, lms = 0;
-  int rc = produce(c, e, &parts, bk, mode, &compiled, &cms, &lms, err, errlen);
+  int rc = produce(c, e, &parts, bk, mode, &compiled, &remote, &cms, &lms, err, errlen);
   if (outcome) *outcome = rc == 1 ? RT_CACHE_MISS : compiled ? RT_CACHE_COMPILED
                                                                : RT_CACHE_BACKING_HIT;
   if (ms) *ms = cms + lms;
@@ -559,6 +560,7 @@ int rt_cache_mem_get_mode(rt_cache_mem *c, const char *kernel_text, rt_get_mode 
     c->st.compile_ms += cms;
   } else if (rc == 0) {
     c->st.backing_hits++;
+    if (remote) c->st.remote_hits++;
   }
   c->st.load_ms += lms;
   if (rc != 0) {

@@ -76,6 +76,7 @@ typedef struct rt_cache_stats {
   uint64_t compiles;  /* kernels compiled (misses not served by the backing store) */
   uint64_t quick_compiles; /* of those, at the QUICK tier (rt_cache_mem_get_mode) */
   uint64_t backing_hits; /* misses served by the backing store's object */
+  uint64_t remote_hits;  /* of those, objects from its remote tier (get returned 1) */
   double compile_ms;  /* wall time of those compiles (text parse, lowering, O3, emission) */
   double load_ms;     /* wall time of linking objects into the LLJIT */
   int entries;        /* entries live (loaded) */
@@ -87,7 +88,8 @@ typedef struct rt_cache_stats {
 
 /* Optional second level (the disk cache plugs in here): called outside the
  * cache's locks, from any thread. get: 0 and a malloc'd object (the caller
- * frees it) for key, or -1 on a miss; a stored object that fails to load is
+ * frees it) for key (1 instead when it came from the remote tier, not the
+ * local disk: counted apart), or -1 on a miss; a stored object that fails to load is
  * treated as a miss and compiled. put: store a freshly compiled object
  * (borrowed for the call). Either may be NULL. */
 typedef struct rt_cache_backing {

@@ -67,6 +67,11 @@ kr_remote *kr_remote_new(const char *url, const kr_options *o, kiln_status *st) 
     return NULL;
   }
   r->url = u;
+  if (u.tls && !(r->tls = kr_tls_context(&u, why, sizeof why))) {
+    free(r);
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT, "remote kernel cache '%s': %s", shown, why);
+    return NULL;
+  }
   snprintf(r->ns, sizeof r->ns, "%s", ns);
   snprintf(r->prefix, sizeof r->prefix, "%s:kc%d:", ns, KC_DISK_FORMAT);
   r->timeout_ms = timeout;
@@ -74,8 +79,9 @@ kr_remote *kr_remote_new(const char *url, const kr_options *o, kiln_status *st) 
   r->log = o->log;
   r->backoff_ms = breaker;
   bool v6 = strchr(u.host, ':') != NULL;
-  snprintf(r->desc, sizeof r->desc, "redis://%s%s%s%s%s:%d/%d (namespace %s)",
-           u.user[0] || u.password[0] ? u.user : "", u.password[0] ? ":***@" : "",
+  snprintf(r->desc, sizeof r->desc, "%s://%s%s%s%s%s:%d/%d (namespace %s)",
+           u.tls ? "rediss" : "redis", u.user[0] || u.password[0] ? u.user : "",
+           u.password[0] ? ":***@" : "",
            v6 ? "[" : "", u.host, v6 ? "]" : "", u.port, u.db, ns);
   pthread_mutex_init(&r->mu, NULL);
   pthread_mutex_init(&r->qmu, NULL);
@@ -109,6 +115,7 @@ void kr_remote_free(kr_remote *r) {
   if (started) pthread_join(r->thread, NULL);
   items_free(left);
   kr_conn_close_all(r);
+  kr_tls_context_free(r->tls);
   pthread_cond_destroy(&r->qcv);
   pthread_cond_destroy(&r->idle_cv);
   pthread_mutex_destroy(&r->qmu);

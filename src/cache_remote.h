@@ -3,10 +3,16 @@
  * the memory cache and the local disk, before compiling (cache_backing.c
  * chains them).
  *
- * URL: redis://[[user]:password@]host[:port][/db] (port 6379, db 0 by
- * default; AUTH with the user and password when given, SELECT db when not
- * 0). rediss:// (TLS) is refused with a message saying why: Debian 12's
- * hiredis 0.14 has no TLS support.
+ * URL: redis[s]://[[user]:password@]host[:port][/db][?cacert=F&cert=F&key=F]
+ * (port 6379, db 0 by default; AUTH with the user and password when given,
+ * SELECT db when not 0). rediss:// speaks TLS (1.2 or later, OpenSSL;
+ * cache_remote_tls.c): the server's certificate must chain to cacert (a PEM
+ * file; default: the system's trust store) and name the host (DNS name or
+ * IP address); cert and key (PEM files, both or neither) are the client's
+ * for servers that ask (mutual TLS). The query is only for rediss://, its
+ * values are taken literally (no %-decoding) and may not hold '&' or '@'.
+ * Connections are kiln's own (cache_remote_link.c): hiredis 0.14, which
+ * has no TLS, only formats commands and parses replies.
  *
  * Keys: "<ns>:kc<format>:<32 hex>", ns from KILN_CACHE_REMOTE_NS (default
  * "kiln"), format the disk entry format (KC_DISK_FORMAT), the hex the
@@ -57,6 +63,8 @@
 #define KR_DRAIN_MS 2000
 #define KR_MAX_NS 64
 
+#define KR_MAX_PATH 512
+
 /* A parsed URL. */
 typedef struct kr_url {
   char host[256];
@@ -64,11 +72,14 @@ typedef struct kr_url {
   int db;
   char user[128];     /* "" when none */
   char password[256]; /* "" when none */
+  bool tls;           /* rediss:// */
+  char cacert[KR_MAX_PATH]; /* "" when none: the system's trust store */
+  char cert[KR_MAX_PATH];   /* client certificate, "" when none */
+  char key[KR_MAX_PATH];    /* its private key, "" when none */
 } kr_url;
 
 /* Parse url into out. 0, or -1 with why (which part is wrong and what is
- * expected; rediss:// names the missing TLS support). The password is
- * never copied into why. */
+ * expected). The password is never copied into why. */
 int kr_url_parse(const char *url, kr_url *out, char *why, size_t whylen);
 /* url with its password replaced by "***" into buf (for messages). */
 void kr_url_redact(const char *url, char *buf, size_t cap);

@@ -1,16 +1,16 @@
 /* cache_remote_conn.c - connections to the remote cache's server and the
  * breaker in front of them (cache_remote.h).
  *
- * A command takes an idle connection from the pool, or opens one (connect
- * with the timeout, then AUTH and SELECT as the URL asks), and gives it
- * back after a clean reply; a connection that failed is closed, never
- * reused (its stream may hold half a reply). The pool keeps at most
- * KR_POOL_MAX idle connections. Assumes nothing of the server: it may be
- * gone, slow, restarted or full at any point; every wait is bounded by the
- * timeout (hiredis's connect timeout, then SO_RCVTIMEO / SO_SNDTIMEO).
+ * A command takes an idle connection from the pool, or opens one (connect,
+ * the TLS handshake for rediss://, then AUTH and SELECT as the URL asks:
+ * cache_remote_link.c), and gives it back after a clean reply; a
+ * connection that failed is closed, never reused (its stream may hold half
+ * a reply). The pool keeps at most KR_POOL_MAX idle connections. Assumes
+ * nothing of the server: it may be gone, slow, restarted or full at any
+ * point; opening a connection and each command are bounded by the timeout.
  *
- * hiredis 0.14 writes with write(2): a server that closed the connection
- * would raise SIGPIPE and kill the process. A command therefore runs with
+ * OpenSSL writes with write(2): a server that closed the connection would
+ * raise SIGPIPE and kill the process. A command therefore runs with
  * SIGPIPE blocked in its thread and a SIGPIPE it caused is consumed before
  * the mask is restored; a SIGPIPE already pending is left alone. */
 #include <errno.h>
@@ -31,31 +31,14 @@ int64_t kr_now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static struct timeval tv_of(int ms) {
-  struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-  return tv;
-}
-
-/* Send argv and read the reply on c. NULL with why on an I/O error or a
- * timeout (c is then unusable). */
-static redisReply *run_on(redisContext *c, int argc, const char **argv, const size_t *lens,
-                          char *why, size_t whylen) {
-  redisReply *rep = redisCommandArgv(c, argc, argv, lens);
-  if (!rep)
-    snprintf(why, whylen, "%s", c->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
-                                    ? "timed out"
-                                    : c->errstr[0] ? c->errstr : "connection lost");
-  return rep;
-}
-
 /* A checked reply to a setup command: 0, or -1 with why (*server_error
  * when the server answered with an error). */
-static int setup_cmd(redisContext *c, int argc, const char **argv, const char *what,
+static int setup_cmd(kr_link *c, int timeout_ms, int argc, const char **argv, const char *what,
                      bool *server_error, char *why, size_t whylen) {
-  char e[256];
-  redisReply *rep = run_on(c, argc, argv, NULL, e, sizeof e);
+  char e[384];
+  redisReply *rep = kr_link_command(c, argc, argv, NULL, kr_now_ms() + timeout_ms, e, sizeof e);
   if (!rep) {
-    snprintf(why, whylen, "%s: %s", what, e);
+    snprintf(why, whylen, "%s: %.300s", what, e);
     return -1;
   }
   int rc = 0;
@@ -68,30 +51,18 @@ static int setup_cmd(redisContext *c, int argc, const char **argv, const char *w
   return rc;
 }
 
-static redisContext *open_conn(kr_remote *r, int timeout_ms, bool *server_error, char *why,
-                               size_t whylen) {
-  redisContext *c = redisConnectWithTimeout(r->url.host, r->url.port, tv_of(timeout_ms));
-  if (!c) {
-    snprintf(why, whylen, "connect: out of memory");
-    return NULL;
-  }
-  if (c->err) {
-    snprintf(why, whylen, "connect to %.120s:%d: %.120s", r->url.host, r->url.port,
-             c->errstr[0] ? c->errstr : "failed");
-    redisFree(c);
-    return NULL;
-  }
-  if (redisSetTimeout(c, tv_of(timeout_ms)) != REDIS_OK) {
-    snprintf(why, whylen, "setting the %d ms timeout failed", timeout_ms);
-    redisFree(c);
-    return NULL;
-  }
+/* A new connection, set up. NULL with why; *reached when the server was
+ * reached (TCP connected) but the TLS handshake or the setup failed. */
+static kr_link *open_conn(kr_remote *r, int timeout_ms, bool *server_error, bool *reached,
+                          char *why, size_t whylen) {
+  kr_link *c = kr_link_open(&r->url, r->tls, kr_now_ms() + timeout_ms, reached, why, whylen);
+  if (!c) return NULL;
   if (r->url.password[0]) {
     const char *a[3] = {"AUTH", r->url.user, r->url.password};
     int n = r->url.user[0] ? 3 : 2;
     if (n == 2) a[1] = r->url.password;
-    if (setup_cmd(c, n, a, "AUTH", server_error, why, whylen) != 0) {
-      redisFree(c);
+    if (setup_cmd(c, timeout_ms, n, a, "AUTH", server_error, why, whylen) != 0) {
+      kr_link_free(c);
       return NULL;
     }
   }
@@ -99,8 +70,8 @@ static redisContext *open_conn(kr_remote *r, int timeout_ms, bool *server_error,
     char db[16];
     snprintf(db, sizeof db, "%d", r->url.db);
     const char *a[2] = {"SELECT", db};
-    if (setup_cmd(c, 2, a, "SELECT", server_error, why, whylen) != 0) {
-      redisFree(c);
+    if (setup_cmd(c, timeout_ms, 2, a, "SELECT", server_error, why, whylen) != 0) {
+      kr_link_free(c);
       return NULL;
     }
   }
@@ -144,7 +115,7 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
              (long long)left, r->fails);
     return NULL;
   }
-  redisContext *c = r->nidle ? r->idle[--r->nidle] : NULL;
+  kr_link *c = r->nidle ? r->idle[--r->nidle] : NULL;
   pthread_mutex_unlock(&r->mu);
 
   sigset_t pipe_set, old, pend;
@@ -156,13 +127,9 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
 
   char e[384] = "";
   redisReply *rep = NULL;
-  if (!c) c = open_conn(r, timeout_ms, server_error, e, sizeof e);
-  else if (redisSetTimeout(c, tv_of(timeout_ms)) != REDIS_OK) { /* a pooled one: this call's */
-    redisFree(c);
-    c = NULL;
-    snprintf(e, sizeof e, "setting the %d ms timeout failed", timeout_ms);
-  }
-  if (c) rep = run_on(c, argc, argv, lens, e, sizeof e);
+  bool fresh = !c, reached = false;
+  if (!c) c = open_conn(r, timeout_ms, server_error, &reached, e, sizeof e);
+  if (c) rep = kr_link_command(c, argc, argv, lens, kr_now_ms() + timeout_ms, e, sizeof e);
 
   if (!was_pending) {
     sigpending(&pend);
@@ -195,12 +162,20 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
   } else if (*server_error && !c && !atomic_exchange(&r->warned_setup, true)) {
     snprintf(m, sizeof m, "remote kernel cache %.200s: %.300s", r->desc, e);
     rt_cache_backing_warn(r->log, m);
+  } else if (!rep && !*server_error && fresh && reached &&
+             !(c && kr_link_heard(c)) && !atomic_exchange(&r->warned_link, true)) {
+    /* the server is there but a new connection never worked (TLS settings,
+     * TLS on one side only, a server too slow to answer at all): said at
+     * once, not only when the breaker opens, since it is likely a setting */
+    snprintf(m, sizeof m, "remote kernel cache %.200s: %.300s; kernels compile locally",
+             r->desc, e);
+    rt_cache_backing_warn(r->log, m);
   }
   pthread_mutex_lock(&r->mu);
   if (keep && r->nidle < KR_POOL_MAX) {
     if (r->nidle == r->capidle) {
       int cap = r->capidle ? r->capidle * 2 : 4;
-      redisContext **p = realloc(r->idle, (size_t)cap * sizeof *p);
+      kr_link **p = realloc(r->idle, (size_t)cap * sizeof *p);
       if (p) {
         r->idle = p;
         r->capidle = cap;
@@ -212,7 +187,7 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
     }
   }
   pthread_mutex_unlock(&r->mu);
-  if (c) redisFree(c);
+  kr_link_free(c);
 
   if (rep && rep->type == REDIS_REPLY_ERROR) {
     snprintf(e, sizeof e, "server error: %.300s", rep->str ? rep->str : "");
@@ -229,7 +204,7 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
 
 void kr_conn_close_all(kr_remote *r) {
   pthread_mutex_lock(&r->mu);
-  for (int i = 0; i < r->nidle; i++) redisFree(r->idle[i]);
+  for (int i = 0; i < r->nidle; i++) kr_link_free(r->idle[i]);
   r->nidle = 0;
   free(r->idle);
   r->idle = NULL;

@@ -1,10 +1,12 @@
 /* cache_remote_impl.h - internal to the remote cache (cache_remote*.c): the
- * tier's struct, its connection pool and breaker (cache_remote_conn.c). See
+ * tier's struct, its connection pool and breaker (cache_remote_conn.c), one
+ * connection (cache_remote_link.c) and its TLS (cache_remote_tls.c). See
  * cache_remote.h for the design. */
 #ifndef KILN_SRC_CACHE_REMOTE_IMPL_H
 #define KILN_SRC_CACHE_REMOTE_IMPL_H
 
 #include <hiredis/hiredis.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -18,8 +20,11 @@ typedef struct kr_item {
   size_t len;
 } kr_item;
 
+typedef struct kr_link kr_link;
+
 struct kr_remote {
   kr_url url;
+  SSL_CTX *tls; /* rediss://: made once from the URL's settings; NULL: plain */
   char ns[KR_MAX_NS + 1];
   char prefix[KR_MAX_NS + 16]; /* "<ns>:kc<format>:" */
   char desc[512];
@@ -27,7 +32,7 @@ struct kr_remote {
   struct rt_log *log; /* warnings (kr_options.log) */
   /* ---- connections and breaker (cache_remote_conn.c), guarded by mu ---- */
   pthread_mutex_t mu;
-  redisContext **idle; /* connected, ready for a command */
+  kr_link **idle; /* connected, ready for a command */
   int nidle, capidle;
   int fails;            /* consecutive failures */
   int64_t open_until_ms; /* breaker open before this (monotonic ms) */
@@ -43,6 +48,8 @@ struct kr_remote {
   /* ---- counters ---- */
   _Atomic uint64_t hits, misses, errors, published, corrupt, dropped, skips, opens;
   atomic_bool warned_setup; /* a refused AUTH / SELECT was warned about */
+  atomic_bool warned_link;  /* a failed TLS handshake or a connection the server
+                               closed unanswered (TLS / plain mismatch) was warned about */
 };
 
 /* Milliseconds of CLOCK_MONOTONIC. */
@@ -62,5 +69,35 @@ redisReply *kr_command_t(kr_remote *r, int timeout_ms, int argc, const char **ar
                          const size_t *lens, bool *server_error, char *why, size_t whylen);
 /* Close every pooled connection (at free). */
 void kr_conn_close_all(kr_remote *r);
+
+/* ---- one connection (cache_remote_link.c) ---- */
+
+/* Connect to u's server before deadline_ms (kr_now_ms time), then, when tls
+ * is not NULL, do the TLS handshake. NULL with why on failure; *connected
+ * says whether the TCP connection was made (a failure after it is one of
+ * TLS, not of a server that is down). */
+kr_link *kr_link_open(const kr_url *u, SSL_CTX *tls, int64_t deadline_ms, bool *connected,
+                      char *why, size_t whylen);
+/* Send one command and read its reply before deadline_ms. The reply (free
+ * with freeReplyObject; an error reply is a reply), or NULL with why (the
+ * link is then unusable: its stream may hold half a reply). */
+redisReply *kr_link_command(kr_link *l, int argc, const char **argv, const size_t *lens,
+                            int64_t deadline_ms, char *why, size_t whylen);
+/* Whether the server ever sent a byte on l. */
+bool kr_link_heard(const kr_link *l);
+void kr_link_free(kr_link *l); /* NULL ok */
+
+/* ---- TLS (cache_remote_tls.c) ---- */
+
+/* The client context for u's TLS settings. NULL with why (a file that
+ * cannot be read or is not PEM, a key that does not match its cert). */
+SSL_CTX *kr_tls_context(const kr_url *u, char *why, size_t whylen);
+void kr_tls_context_free(SSL_CTX *ctx); /* NULL ok */
+/* A session on fd that checks the server's certificate names u->host. */
+SSL *kr_tls_session(SSL_CTX *ctx, const kr_url *u, int fd, char *why, size_t whylen);
+/* Why the SSL call that returned ret on ssl failed, in words, while doing
+ * ("handshake", "send", "receive"). */
+void kr_tls_explain(SSL *ssl, int ret, const kr_url *u, const char *doing, char *why,
+                    size_t whylen);
 
 #endif

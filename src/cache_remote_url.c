@@ -1,7 +1,8 @@
 /* cache_remote_url.c - the remote cache's URL and namespace rules
- * (cache_remote.h): redis://[[user]:password@]host[:port][/db]. Strict: a
- * part that is present must be well formed (a typo must not turn into a
- * silently different server), and messages never repeat the password. */
+ * (cache_remote.h): redis[s]://[[user]:password@]host[:port][/db][?query].
+ * Strict: a part that is present must be well formed (a typo must not turn
+ * into a silently different server or an unchecked certificate), and
+ * messages never repeat the password. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,31 +40,64 @@ static bool copy_part(char *dst, size_t cap, const char *s, size_t n) {
   return true;
 }
 
+#define KR_URL_FORM "redis[s]://[user:password@]host[:port][/db][?cacert=F&cert=F&key=F]"
+
+/* One name=value of the query into out. 0, or -1 with why. */
+static int query_param(const char *s, size_t n, kr_url *out, char *why, size_t whylen) {
+  const char *eq = memchr(s, '=', n);
+  if (!eq || eq == s) {
+    snprintf(why, whylen, "query part '%.*s' is not name=value", (int)(n > 80 ? 80 : n), s);
+    return -1;
+  }
+  size_t nl = (size_t)(eq - s), vl = n - nl - 1;
+  struct {
+    const char *name;
+    char *dst;
+  } known[] = {{"cacert", out->cacert}, {"cert", out->cert}, {"key", out->key}};
+  for (size_t i = 0; i < sizeof known / sizeof *known; i++) {
+    if (strlen(known[i].name) != nl || strncmp(s, known[i].name, nl) != 0) continue;
+    if (!out->tls) {
+      snprintf(why, whylen, "%s= is a TLS setting: use rediss://", known[i].name);
+      return -1;
+    }
+    if (vl == 0 || !copy_part(known[i].dst, KR_MAX_PATH, eq + 1, vl)) {
+      snprintf(why, whylen, "%s= needs a file path of 1 to %d bytes", known[i].name,
+               KR_MAX_PATH - 1);
+      return -1;
+    }
+    return 0;
+  }
+  snprintf(why, whylen, "unknown query parameter '%.*s' (known: cacert, cert, key)",
+           (int)(nl > 40 ? 40 : nl), s);
+  return -1;
+}
+
 int kr_url_parse(const char *url, kr_url *out, char *why, size_t whylen) {
   memset(out, 0, sizeof *out);
   out->port = KR_DEFAULT_PORT;
   if (!url || !*url) {
-    snprintf(why, whylen, "empty URL (expected redis://[user:password@]host[:port][/db])");
+    snprintf(why, whylen, "empty URL (expected " KR_URL_FORM ")");
     return -1;
   }
+  const char *p;
   if (strncmp(url, "rediss://", 9) == 0) {
-    snprintf(why, whylen,
-             "rediss:// (TLS) is not supported: this kiln is built on Debian 12's hiredis 0.14, "
-             "which has no TLS; reach the server over a TLS tunnel (stunnel, spiped) and use "
-             "redis://");
+    out->tls = true;
+    p = url + 9;
+  } else if (strncmp(url, "redis://", 8) == 0) {
+    p = url + 8;
+  } else {
+    snprintf(why, whylen, "'%.40s': expected a URL starting with redis:// or rediss:// (TLS) "
+             "(" KR_URL_FORM ")", url);
     return -1;
   }
-  if (strncmp(url, "redis://", 8) != 0) {
-    snprintf(why, whylen, "'%.40s': expected a URL starting with redis:// "
-             "(redis://[user:password@]host[:port][/db])", url);
-    return -1;
-  }
-  const char *p = url + 8;
   const char *end = p + strlen(p);
-  const char *at = memchr(p, '@', (size_t)(end - p));
-  if (at) { /* the password may hold '@': the last one separates */
-    for (const char *q = at; q < end; q++)
-      if (*q == '@') at = q;
+  const char *at = NULL; /* the password may hold '@': the last one separates */
+  for (const char *q = p; q < end; q++)
+    if (*q == '@') at = q;
+  /* the query starts at the first '?' after the credentials */
+  const char *query = strchr(at ? at : p, '?');
+  if (query) end = query;
+  if (at) {
     const char *colon = memchr(p, ':', (size_t)(at - p));
     if (!colon) {
       snprintf(why, whylen, "credentials before '@' must be [user]:password");
@@ -107,23 +141,38 @@ int kr_url_parse(const char *url, kr_url *out, char *why, size_t whylen) {
   }
   if (slash && slash + 1 < end && !parse_int(slash + 1, (size_t)(end - slash - 1), 0, 1 << 20,
                                              &out->db)) {
-    snprintf(why, whylen, "database '%.20s' is not a non-negative number", slash + 1);
+    snprintf(why, whylen, "database '%.*s' is not a non-negative number",
+             (int)(end - slash - 1 > 20 ? 20 : end - slash - 1), slash + 1);
+    return -1;
+  }
+  for (const char *q = query ? query + 1 : NULL; q && *q;) {
+    const char *amp = strchr(q, '&');
+    size_t n = amp ? (size_t)(amp - q) : strlen(q);
+    if (query_param(q, n, out, why, whylen) != 0) return -1;
+    q = amp ? amp + 1 : NULL;
+  }
+  if (!out->cert[0] != !out->key[0]) {
+    snprintf(why, whylen, "cert= and key= (the client's certificate and its key) go together");
     return -1;
   }
   return 0;
 host_bad:
-  snprintf(why, whylen, "missing or malformed host (expected redis://host[:port][/db])");
+  snprintf(why, whylen, "missing or malformed host (expected " KR_URL_FORM ")");
   return -1;
 }
 
 void kr_url_redact(const char *url, char *buf, size_t cap) {
   const char *at = url ? strrchr(url, '@') : NULL;
-  const char *p = url && strncmp(url, "redis://", 8) == 0 ? url + 8 : NULL;
+  size_t skip = !url                                ? 0
+                : strncmp(url, "redis://", 8) == 0  ? 8
+                : strncmp(url, "rediss://", 9) == 0 ? 9
+                                                    : 0;
+  const char *p = skip ? url + skip : NULL;
   if (!at || !p || at < p) {
     snprintf(buf, cap, "%s", url ? url : "");
     return;
   }
   const char *colon = memchr(p, ':', (size_t)(at - p));
   if (!colon) colon = at;
-  snprintf(buf, cap, "redis://%.*s:***%s", (int)(colon - p), p, at);
+  snprintf(buf, cap, "%.*s%.*s:***%s", (int)skip, url, (int)(colon - p), p, at);
 }

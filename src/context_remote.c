@@ -124,8 +124,15 @@ KILN_API int kiln_context_flush_remote_cache(kiln_context *ctx, int64_t timeout_
 double rt_context_remote_counter(const kiln_context *ctx, kiln_counter c) {
   kr_stats s;
   kr_remote_stats(ctx->remote, &s);
-  return c == KILN_COUNTER_REMOTE_HITS     ? (double)s.hits
-         : c == KILN_COUNTER_REMOTE_MISSES ? (double)s.misses
-         : c == KILN_COUNTER_REMOTE_ERRORS ? (double)s.errors
-                                           : (double)s.published;
+  switch (c) {
+  case KILN_COUNTER_REMOTE_HITS: return (double)s.hits;
+  case KILN_COUNTER_REMOTE_MISSES: return (double)s.misses;
+  case KILN_COUNTER_REMOTE_ERRORS: return (double)s.errors;
+  case KILN_COUNTER_REMOTE_PUBLISHED: return (double)s.published;
+  case KILN_COUNTER_REMOTE_DROPPED: return (double)s.dropped;
+  case KILN_COUNTER_REMOTE_SKIPS: return (double)s.breaker_skips;
+  case KILN_COUNTER_REMOTE_BREAKER_OPENS: return (double)s.breaker_opens;
+  case KILN_COUNTER_REMOTE_CORRUPT: return (double)s.corrupt;
+  default: return 0;
+  }
 }

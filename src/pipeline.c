@@ -354,7 +354,7 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
   struct kr_remote *remote = t->ctx ? t->ctx->remote : NULL;
   if (disk || remote) {
     code_key(t, text, out->name, opts, sizeof opts, host, sizeof host, &parts, &key);
-    if (rt_cache_tiers_get(disk, remote, &key, &out->image, &out->len) == 0) {
+    if (rt_cache_tiers_get(disk, remote, &key, &out->image, &out->len) >= 0) {
       out->cached = true;
       free(text);
       return 0;

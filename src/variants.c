@@ -956,7 +956,7 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
-#define NPUBLIC (KILN_COUNTER_REMOTE_PUBLISHED + 1)
+#define NPUBLIC (KILN_COUNTER_REMOTE_CORRUPT + 1)
 
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
   if (!m || (int)c < 0 || (int)c >= NPUBLIC) return -1;
@@ -979,7 +979,7 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
     rt_cache_stats cs;
     rt_cache_mem_stats(ctx->kcache, &cs);
     return c == KILN_COUNTER_KERNEL_HITS     ? (double)cs.hits
-           : c == KILN_COUNTER_DISK_HITS     ? (double)cs.backing_hits
+           : c == KILN_COUNTER_DISK_HITS     ? (double)(cs.backing_hits - cs.remote_hits)
            : c == KILN_COUNTER_COMPILES      ? (double)cs.compiles
            : c == KILN_COUNTER_KERNELS_EVICTED ? (double)cs.evicted
            : c == KILN_COUNTER_CODE_BYTES    ? (double)cs.code_bytes

@@ -3,9 +3,11 @@
  * loopback port): a second process with an empty disk cache compiles
  * nothing after a first one published; a killed server, a corrupt value, a
  * slow network (a delaying proxy), a full server and a dead server (the
- * breaker) never fail a compile; AUTH from the URL; device code; the CLI's
- * warm --remote, ls, push and pull. The tests that need a server are
- * skipped, saying so, when redis-server is not installed. */
+ * breaker) never fail a compile; the public counters of the breaker and
+ * the publisher (a full queue drops at once); AUTH from the URL; device
+ * code; the CLI's warm --remote, ls, push and pull. Over TLS:
+ * test_cache_remote_tls.c. The tests that need a server are skipped,
+ * saying so, when redis-server is not installed. */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -19,127 +21,24 @@
 #include "src/cache_remote.h"
 #include "src/rt.h"
 #include "support/redis_srv.h"
-
-#define GRAPH                                                                                  \
-  "mo.graph @g<n>(%x: !mo.tensor<[n, 16], f32>, %w: !mo.tensor<[16, 8], f32>) -> "            \
-  "(!mo.tensor<[n, 8], f32>) {\n"                                                              \
-  "  %m = mo.matmul(%x, %w) : (!mo.tensor<[n, 16], f32>, !mo.tensor<[16, 8], f32>) -> "       \
-  "!mo.tensor<[n, 8], f32>\n"                                                                  \
-  "  %t = mo.tanh(%m) : !mo.tensor<[n, 8], f32>\n"                                             \
-  "  %s = mo.softmax(%t) : !mo.tensor<[n, 8], f32>\n"                                          \
-  "  mo.output %s : !mo.tensor<[n, 8], f32>\n"                                                 \
-  "}\n"
-#define NKERNELS 2 /* matmul; tanh + softmax fused */
-
-/* A second graph with kernels of its own. */
-#define GRAPH2                                                                                 \
-  "mo.graph @h<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
-  "  %e = mo.exp(%x) : !mo.tensor<[n, 8], f32>\n"                                              \
-  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
-  "}\n"
-
-#define GRAPH3                                                                                 \
-  "mo.graph @k<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"              \
-  "  %e = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"                                             \
-  "  mo.output %e : !mo.tensor<[n, 8], f32>\n"                                                 \
-  "}\n"
+#include "support/remote_run.h"
 
 static redis_srv srv;
-static char disk_dir[64];
 
 static void need_redis(void) {
   if (!redis_srv_binary()) cr_skip_test("skipped: redis-server not installed");
 }
 
-static void fresh_disk(void) {
-  strcpy(disk_dir, "/tmp/kiln-remote-disk-XXXXXX");
-  cr_assert_not_null(mkdtemp(disk_dir));
-  setenv("KILN_CACHE_DIR", disk_dir, 1);
-  unsetenv("KILN_CACHE");
-  setenv("KILN_QUIET", "1", 1);
-}
-
-static void remove_disk(void) {
-  char cmd[128];
-  snprintf(cmd, sizeof cmd, "rm -rf '%s'", disk_dir);
-  cr_assert_eq(system(cmd), 0);
-}
-
 static void setup(void) {
   need_redis();
   redis_srv_start(&srv);
-  fresh_disk();
+  remote_fresh_disk();
 }
 
 static void teardown(void) {
   redis_srv_stop(&srv);
-  if (disk_dir[0]) remove_disk();
-  disk_dir[0] = 0;
-}
-
-typedef struct run_counts {
-  double compiles, disk_hits, remote_hits, remote_misses, remote_errors, published;
-} run_counts;
-
-static run_counts counts(kiln_context *ctx) {
-  return (run_counts){kiln_context_counter(ctx, KILN_COUNTER_COMPILES),
-                      kiln_context_counter(ctx, KILN_COUNTER_DISK_HITS),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_HITS),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_MISSES),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_ERRORS),
-                      kiln_context_counter(ctx, KILN_COUNTER_REMOTE_PUBLISHED)};
-}
-
-static kiln_context *new_ctx(const char *url, int timeout_ms) {
-  kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
-  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_OFF, st), 0);
-  cr_assert_eq(kiln_context_set_tier_up(ctx, 0, st), 0);
-  cr_assert_eq(kiln_context_set_remote_cache(ctx, url, "test", timeout_ms, st), 0, "%s",
-               kiln_status_message(st));
-  kiln_status_free(st);
-  return ctx;
-}
-
-/* Compile text in ctx and run it on 3 rows; the first output value into
- * *first (when not NULL). */
-static void compile_and_run(kiln_context *ctx, const char *text, int in_cols, float *first) {
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_parse(text, strlen(text), "g.mlir", st);
-  cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile(ctx, g, st);
-  cr_assert_not_null(m, "%s", kiln_status_message(st));
-  float x[3 * 16], w[16 * 8], out[3 * 8];
-  for (int i = 0; i < 3 * 16; i++) x[i] = (float)((i * 7) % 11) / 11.0f - 0.5f;
-  for (int i = 0; i < 16 * 8; i++) w[i] = (float)((i * 5) % 13) / 13.0f - 0.5f;
-  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){3, in_cols}, x, st),
-                        kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){16, 8}, w, st)};
-  kiln_tensor *o = kiln_tensor_borrow(KILN_FLOAT32, 2, (int64_t[]){3, 8}, out, st);
-  int nin = in_cols == 16 ? 2 : 1;
-  cr_assert_eq(kiln_model_execute(m, in, nin, &o, 1, st), 0, "%s", kiln_status_message(st));
-  if (first) *first = out[0];
-  kiln_tensor_free(in[0]);
-  kiln_tensor_free(in[1]);
-  kiln_tensor_free(o);
-  kiln_model_free(m);
-  kiln_graph_free(g);
-  kiln_status_free(st);
-}
-
-/* Keys of the "test" namespace on the server. */
-static size_t remote_keys(const char *url) {
-  kiln_status *st = kiln_status_new();
-  kr_options o = {.ns = "test", .timeout_ms = 1000};
-  kr_remote *r = kr_remote_new(url, &o, st);
-  cr_assert_not_null(r, "%s", kiln_status_message(st));
-  kr_entry_info *e = NULL;
-  size_t n = 0;
-  cr_assert_eq(kr_remote_list(r, &e, &n, st), 0, "%s", kiln_status_message(st));
-  free(e);
-  kr_remote_free(r);
-  kiln_status_free(st);
-  return n;
+  if (remote_disk[0]) remote_remove_disk();
+  remote_disk[0] = 0;
 }
 
 /* ---- URLs (no server) ---- */
@@ -161,21 +60,39 @@ Test(cache_remote, url_forms_parse) {
   cr_expect_str_eq(u.user, "");
   cr_expect_str_eq(u.host, "::1");
   cr_expect_eq(u.port, 6380);
+  cr_expect(!u.tls);
+  cr_assert_eq(kr_url_parse("rediss://u:p?w@cache:6380/2?cacert=/etc/ca.pem&cert=/c.pem&key=/k"
+                            ".pem", &u, why, sizeof why), 0, "%s", why);
+  cr_expect(u.tls);
+  cr_expect_str_eq(u.password, "p?w");
+  cr_expect_str_eq(u.host, "cache");
+  cr_expect_eq(u.port, 6380);
+  cr_expect_eq(u.db, 2);
+  cr_expect_str_eq(u.cacert, "/etc/ca.pem");
+  cr_expect_str_eq(u.cert, "/c.pem");
+  cr_expect_str_eq(u.key, "/k.pem");
+  cr_assert_eq(kr_url_parse("rediss://cache", &u, why, sizeof why), 0, "%s", why);
+  cr_expect(u.tls && !u.cacert[0] && u.port == 6379);
 }
 
 Test(cache_remote, bad_urls_say_what_is_wrong) {
   kr_url u;
   char why[512];
-  cr_assert_eq(kr_url_parse("rediss://h:6380", &u, why, sizeof why), -1);
-  cr_expect(strstr(why, "TLS") && strstr(why, "hiredis"), "%s", why);
-  cr_assert_eq(kr_url_parse("http://h", &u, why, sizeof why), -1);
-  cr_expect(strstr(why, "redis://"), "%s", why);
-  cr_assert_eq(kr_url_parse("redis://h:99999", &u, why, sizeof why), -1);
-  cr_expect(strstr(why, "port"), "%s", why);
-  cr_assert_eq(kr_url_parse("redis://h/x", &u, why, sizeof why), -1);
-  cr_expect(strstr(why, "database"), "%s", why);
-  cr_assert_eq(kr_url_parse("redis://:6379", &u, why, sizeof why), -1);
-  cr_expect(strstr(why, "host"), "%s", why);
+  static const char *const bad[][2] = {
+      {"redis://h?cacert=/ca.pem", "cacert= is a TLS setting: use rediss://"},
+      {"rediss://h?cafile=/ca.pem", "unknown query parameter 'cafile'"},
+      {"rediss://h?cert=/c.pem", "go together"},
+      {"rediss://h?cacert=", "file path"},
+      {"rediss://h/1?cacert", "name=value"},
+      {"http://h", "redis://"},
+      {"redis://h:99999", "port"},
+      {"redis://h/x", "database"},
+      {"redis://:6379", "host"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    cr_expect_eq(kr_url_parse(bad[i][0], &u, why, sizeof why), -1, "%s parsed", bad[i][0]);
+    cr_expect(strstr(why, bad[i][1]), "%s: '%s' lacks '%s'", bad[i][0], why, bad[i][1]);
+  }
 }
 
 Test(cache_remote, api_rejects_bad_settings_and_hides_the_password) {
@@ -183,14 +100,24 @@ Test(cache_remote, api_rejects_bad_settings_and_hides_the_password) {
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_not_null(ctx);
-  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://h", NULL, 0, st), -1);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://h?cacert=/nonexistent/ca.pem",
+                                             NULL, 0, st), -1);
   cr_expect_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
-  cr_expect(strstr(kiln_status_message(st), "TLS"), "%s", kiln_status_message(st));
+  cr_expect(strstr(kiln_status_message(st), "cacert=/nonexistent/ca.pem: No such file"), "%s",
+            kiln_status_message(st));
   cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://h", "bad ns!", 0, st), -1);
   cr_expect(strstr(kiln_status_message(st), "namespace"), "%s", kiln_status_message(st));
   cr_expect_eq(kiln_context_set_remote_cache(ctx, "redis://u:hunter2@h:1/2", NULL, 0, st), 0);
   const char *s = kiln_context_remote_cache_status(ctx);
   cr_expect(strstr(s, "redis://u:***@h:1/2") && !strstr(s, "hunter2"), "%s", s);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://u:hunter2@h:1/2", NULL, 0, st), 0,
+               "%s", kiln_status_message(st));
+  s = kiln_context_remote_cache_status(ctx);
+  cr_expect(strstr(s, "rediss://u:***@h:1/2") && !strstr(s, "hunter2"), "%s", s);
+  cr_expect_eq(kiln_context_set_remote_cache(ctx, "rediss://u:hunter2@h?cacert=/none", NULL, 0,
+                                             st), -1);
+  cr_expect(strstr(kiln_status_message(st), "rediss://u:***@h") &&
+            !strstr(kiln_status_message(st), "hunter2"), "%s", kiln_status_message(st));
   cr_expect_eq(kiln_context_set_remote_cache(ctx, NULL, NULL, 0, st), 0);
   cr_expect(strstr(kiln_context_remote_cache_status(ctx), "off"));
   cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_HITS), 0);
@@ -208,11 +135,11 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
   pid_t pid = fork();
   cr_assert(pid >= 0);
   if (pid == 0) { /* the warming process: compiles, publishes, exits */
-    kiln_context *ctx = new_ctx(url, 0);
-    compile_and_run(ctx, GRAPH, 16, &a);
-    run_counts c = counts(ctx);
+    kiln_context *ctx = remote_ctx(url, 0);
+    remote_compile_and_run(ctx, GRAPH, 16, &a);
+    run_counts c = remote_counts(ctx);
     cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-    c = counts(ctx);
+    c = remote_counts(ctx);
     kiln_context_free(ctx);
     _exit(c.compiles == NKERNELS && c.published == NKERNELS ? 0 : 3);
   }
@@ -220,21 +147,22 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
   cr_assert_eq(waitpid(pid, &status, 0), pid);
   cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "warming process failed");
   cr_assert_eq(remote_keys(url), NKERNELS);
-  remove_disk();
-  fresh_disk(); /* the second process starts with an empty local cache */
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, &b);
-  run_counts c = counts(ctx);
+  remote_remove_disk();
+  remote_fresh_disk(); /* the second process starts with an empty local cache */
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, &b);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0, "compiled %g kernels", c.compiles);
   cr_expect_eq(c.remote_hits, NKERNELS);
+  cr_expect_eq(c.disk_hits, 0, "Redis hits counted as disk hits");
   cr_expect_eq(c.remote_errors, 0);
   kiln_context_free(ctx);
   /* the fetched entries were written to the local disk: a third context,
    * without the server, loads them from there */
   redis_srv_kill(&srv);
-  ctx = new_ctx(NULL, 0);
-  compile_and_run(ctx, GRAPH, 16, &a);
-  c = counts(ctx);
+  ctx = remote_ctx(NULL, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, &a);
+  c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0);
   cr_expect_eq(c.disk_hits, NKERNELS);
   cr_expect_eq(a, b);
@@ -244,23 +172,23 @@ Test(cache_remote, second_process_with_empty_disk_compiles_nothing, .init = setu
 Test(cache_remote, server_killed_mid_run_compiles_locally, .init = setup, .fini = teardown) {
   char url[96];
   redis_srv_url(&srv, url, sizeof url);
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   redis_srv_kill(&srv); /* pooled connections now point at a dead server */
-  compile_and_run(ctx, GRAPH2, 8, NULL);
-  run_counts c = counts(ctx);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, NKERNELS + 1);
   cr_expect_geq(c.remote_errors, 1);
   /* restarted (empty): the next kernels are published there again */
   redis_srv_restart(&srv);
   kiln_context_free(ctx);
-  remove_disk();
-  fresh_disk();
-  ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH2, 8, NULL);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  cr_expect_eq(counts(ctx).published, 1);
+  cr_expect_eq(remote_counts(ctx).published, 1);
   kiln_context_free(ctx);
 }
 
@@ -281,20 +209,20 @@ Test(cache_remote, full_server_refuses_publishing_but_compiles_succeed, .init = 
   redis_srv_url(&srv, url, sizeof url);
   server_cmd("CONFIG SET maxmemory-policy noeviction");
   server_cmd("CONFIG SET maxmemory 1"); /* below what it uses: every write is refused (OOM) */
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, NULL);
-  compile_and_run(ctx, GRAPH2, 8, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  run_counts c = counts(ctx);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, NKERNELS + 1);
   cr_expect_eq(c.published, 0);
   cr_expect_eq(c.remote_errors, NKERNELS + 1, "%g errors", c.remote_errors);
   /* error replies are answers: the breaker stays closed, so once there is
    * room again the next kernel is published */
   server_cmd("CONFIG SET maxmemory 0");
-  compile_and_run(ctx, GRAPH3, 8, NULL);
+  remote_compile_and_run(ctx, GRAPH3, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  cr_expect_eq(counts(ctx).published, 1);
+  cr_expect_eq(remote_counts(ctx).published, 1);
   kiln_context_free(ctx);
 }
 
@@ -302,23 +230,16 @@ Test(cache_remote, auth_comes_from_the_url, .init = setup, .fini = teardown) {
   char url[128];
   server_cmd("ACL SETUSER kiln on >s3cret ~test:* +get +set +del +exists +scan +strlen +info");
   snprintf(url, sizeof url, "redis://kiln:wrong@127.0.0.1:%d/0", srv.port);
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH2, 8, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  run_counts c = counts(ctx);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 1);
   cr_expect_eq(c.published, 0);
   cr_expect_geq(c.remote_errors, 1);
   kiln_context_free(ctx);
   snprintf(url, sizeof url, "redis://kiln:s3cret@127.0.0.1:%d/0", srv.port);
-  ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH3, 8, NULL);
-  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
-  c = counts(ctx);
-  cr_expect_eq(c.published, 1);
-  cr_expect_eq(c.remote_errors, 0);
-  kiln_context_free(ctx);
-  cr_expect_eq(remote_keys(url), 1);
+  remote_publish_one(url, 0);
 }
 
 static kc_key some_key(void) { return (kc_key){.lo = 0x1234, .hi = 0xabcd}; }
@@ -359,9 +280,9 @@ Test(cache_remote, corrupt_value_is_a_miss_and_is_removed, .init = setup, .fini 
   kiln_status_free(st);
 
   /* through a model: every value corrupted, the compile still succeeds */
-  kiln_context *ctx = new_ctx(url, 0);
+  kiln_context *ctx = remote_ctx(url, 0);
   float a, b;
-  compile_and_run(ctx, GRAPH, 16, &a);
+  remote_compile_and_run(ctx, GRAPH, 16, &a);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   kiln_context_free(ctx);
   struct timeval tv = {1, 0};
@@ -376,11 +297,11 @@ Test(cache_remote, corrupt_value_is_a_miss_and_is_removed, .init = setup, .fini 
   }
   freeReplyObject(keys);
   redisFree(c);
-  remove_disk();
-  fresh_disk();
-  ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, &b);
-  run_counts k = counts(ctx);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, &b);
+  run_counts k = remote_counts(ctx);
   cr_expect_eq(k.remote_hits, 0);
   cr_expect_eq(k.compiles, NKERNELS);
   cr_expect_eq(a, b);
@@ -391,32 +312,32 @@ Test(cache_remote, slow_network_times_out_then_a_longer_timeout_serves, .init = 
      .fini = teardown) {
   char url[96], slow[96];
   redis_srv_url(&srv, url, sizeof url);
-  kiln_context *ctx = new_ctx(url, 0);
-  compile_and_run(ctx, GRAPH, 16, NULL);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
   cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
   kiln_context_free(ctx);
   int port;
   delay_proxy *p = delay_proxy_start(srv.port, 50, &port);
   snprintf(slow, sizeof slow, "redis://127.0.0.1:%d/0", port);
-  remove_disk();
-  fresh_disk();
+  remote_remove_disk();
+  remote_fresh_disk();
   /* 25 ms: every command times out (a delay equal to the timeout is a
    * coin toss: the kernel rounds socket timeouts to its tick) */
-  ctx = new_ctx(slow, 25);
+  ctx = remote_ctx(slow, 25);
   double t0 = rt_now_ms();
-  compile_and_run(ctx, GRAPH, 16, NULL);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
   double ms = rt_now_ms() - t0;
-  run_counts c = counts(ctx);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, NKERNELS);
   cr_expect_eq(c.remote_hits, 0);
   cr_expect_geq(c.remote_errors, 1);
   cr_expect_lt(ms, 5000, "a slow server held the compile for %.0f ms", ms);
   kiln_context_free(ctx);
-  remove_disk();
-  fresh_disk();
-  ctx = new_ctx(slow, 1000);
-  compile_and_run(ctx, GRAPH, 16, NULL);
-  c = counts(ctx);
+  remote_remove_disk();
+  remote_fresh_disk();
+  ctx = remote_ctx(slow, 1000);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0);
   cr_expect_eq(c.remote_hits, NKERNELS);
   kiln_context_free(ctx);
@@ -466,6 +387,65 @@ Test(cache_remote, breaker_stops_asking_a_dead_server, .init = setup, .fini = te
   kiln_status_free(st);
 }
 
+/* The breaker's and the publisher's counters are public: a dead server
+ * takes 3 failed commands, then the breaker skips the rest and every
+ * kernel's publish is dropped. */
+Test(cache_remote, dead_server_counters_are_public, .init = setup, .fini = teardown) {
+  char url[96];
+  redis_srv_url(&srv, url, sizeof url);
+  redis_srv_kill(&srv);
+  kiln_context *ctx = remote_ctx(url, 0);
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  remote_compile_and_run(ctx, GRAPH2, 8, NULL);
+  cr_assert_eq(kiln_context_flush_remote_cache(ctx, 5000, NULL), 0);
+  double errors = kiln_context_counter(ctx, KILN_COUNTER_REMOTE_ERRORS);
+  double skips = kiln_context_counter(ctx, KILN_COUNTER_REMOTE_SKIPS);
+  /* 3 lookups and 3 publishes: the first failures open the breaker (two
+   * commands racing past a closing breaker may both fail); then lookups
+   * are skipped and publishes dropped before they are queued */
+  cr_expect_geq(errors, KR_BREAKER_FAILURES);
+  cr_expect_leq(errors, KR_BREAKER_FAILURES + 1);
+  cr_expect_geq(skips, 1, "GRAPH2's lookup was sent to a dead server");
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_DROPPED), NKERNELS + 1);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_BREAKER_OPENS), 1);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_PUBLISHED), 0);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_CORRUPT), 0);
+  cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), NKERNELS + 1);
+  cr_expect_eq(kiln_model_counter(NULL, KILN_COUNTER_REMOTE_CORRUPT), -1);
+  cr_expect_eq(kiln_context_counter(ctx, (kiln_counter)(KILN_COUNTER_REMOTE_CORRUPT + 1)), -1);
+  kiln_context_free(ctx);
+}
+
+/* A publisher stuck on a slow server: the queue holds KR_QUEUE_MAX
+ * entries, the rest are dropped at once, never waited for. */
+Test(cache_remote, full_publish_queue_drops_and_counts, .init = setup, .fini = teardown) {
+  int port;
+  delay_proxy *p = delay_proxy_start(srv.port, 400, &port);
+  char slow[96];
+  snprintf(slow, sizeof slow, "redis://127.0.0.1:%d/0", port);
+  kiln_status *st = kiln_status_new();
+  kr_options o = {.ns = "test", .timeout_ms = 1000};
+  kr_remote *r = kr_remote_new(slow, &o, st);
+  cr_assert_not_null(r, "%s", kiln_status_message(st));
+  enum { N = KR_QUEUE_MAX + 40 };
+  double t0 = rt_now_ms();
+  for (int i = 0; i < N; i++) kr_remote_publish(r, (kc_key){.lo = (uint64_t)i, .hi = 7}, "x", 1);
+  double ms = rt_now_ms() - t0;
+  kr_stats s;
+  kr_remote_stats(r, &s);
+  cr_expect_lt(ms, 300, "publishing waited %.0f ms for a slow server", ms);
+  cr_expect_geq(s.dropped, N - KR_QUEUE_MAX - 1, "%llu dropped",
+                (unsigned long long)s.dropped);
+  cr_expect_leq(s.queued, KR_QUEUE_MAX);
+  uint64_t seen = s.dropped + (uint64_t)s.queued + s.published;
+  cr_expect(seen == N || seen == N - 1, "%llu of %d accounted for (one may be in flight)",
+            (unsigned long long)seen, N);
+  kr_remote_free(r); /* drains 2 s, then drops what is left */
+  kiln_status_free(st);
+  delay_proxy_stop(p);
+}
+
 /* ---- device code (simt-emu) ---- */
 
 #include "src/device.h"
@@ -480,15 +460,15 @@ Test(cache_remote, device_code_comes_from_the_server_too, .init = setup, .fini =
   cr_assert_not_null(dev, "%s", kiln_status_message(st));
   int hits[2], misses[2];
   for (int round = 0; round < 2; round++) {
-    kiln_context *ctx = new_ctx(url, 0);
+    kiln_context *ctx = remote_ctx(url, 0);
     kiln_device_model *m = kiln_device_model_compile_with(ctx, dev, g, st);
     cr_assert_not_null(m, "%s", kiln_status_message(st));
     rt_device_model_cache_counts(m, &hits[round], &misses[round]);
-    if (round == 1) cr_expect_eq(counts(ctx).remote_hits, hits[1]);
+    if (round == 1) cr_expect_eq(remote_counts(ctx).remote_hits, hits[1]);
     kiln_device_model_free(m);
     kiln_context_free(ctx); /* publishes what it compiled */
-    remove_disk();
-    fresh_disk(); /* the next round starts with an empty local cache */
+    remote_remove_disk();
+    remote_fresh_disk(); /* the next round starts with an empty local cache */
   }
   cr_expect_eq(hits[0], 0);
   cr_expect_gt(misses[0], 0);
@@ -507,7 +487,7 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
      .fini = teardown) {
   char url[96], path[128], cmd[1024], *out = NULL;
   redis_srv_url(&srv, url, sizeof url);
-  snprintf(path, sizeof path, "%s/g.mlir", disk_dir);
+  snprintf(path, sizeof path, "%s/g.mlir", remote_disk);
   FILE *f = fopen(path, "w");
   cr_assert_not_null(f);
   fputs(GRAPH, f);
@@ -527,9 +507,9 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
   cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
   cr_expect(strstr(out, "0 compiled and stored, 2 already present"), "%s", out);
   free(out);
-  kiln_context *ctx = new_ctx(url, 0); /* empty disk: everything from the server */
-  compile_and_run(ctx, GRAPH, 16, NULL);
-  run_counts c = counts(ctx);
+  kiln_context *ctx = remote_ctx(url, 0); /* empty disk: everything from the server */
+  remote_compile_and_run(ctx, GRAPH, 16, NULL);
+  run_counts c = remote_counts(ctx);
   cr_expect_eq(c.compiles, 0);
   cr_expect_eq(c.remote_hits, NKERNELS);
   kiln_context_free(ctx);
@@ -538,22 +518,22 @@ Test(cache_remote, cli_warm_remote_then_a_fresh_process_compiles_nothing, .init 
            "KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test KILN_CACHE_REMOTE=%s '%s' cache "
            "pull 2>&1 && KILN_CACHE_DIR='%s/pulled' KILN_CACHE_REMOTE_NS=test '%s' cache push "
            "--remote=%s 2>&1",
-           disk_dir, url, KILN_CLI, disk_dir, KILN_CLI, url);
+           remote_disk, url, KILN_CLI, remote_disk, KILN_CLI, url);
   cr_assert_eq(shell_capture(cmd, &out), 0, "%s", out);
   cr_expect(strstr(out, "2 entries pulled"), "%s", out);
   cr_expect(strstr(out, "0 entries pushed (0 B), 2 already there"), "%s", out);
   free(out);
 }
 
-Test(cache_remote, cli_names_a_missing_server_and_a_tls_url) {
+Test(cache_remote, cli_names_a_missing_server_and_a_bad_tls_url) {
   char cmd[512], *out = NULL;
   snprintf(cmd, sizeof cmd, "env -u KILN_CACHE_REMOTE '%s' cache ls --remote 2>&1", KILN_CLI);
   cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
   cr_expect(strstr(out, "KILN_CACHE_REMOTE"), "%s", out);
   free(out);
-  snprintf(cmd, sizeof cmd, "'%s' cache stats --remote=rediss://h 2>&1", KILN_CLI);
+  snprintf(cmd, sizeof cmd, "'%s' cache stats --remote='rediss://h?key=/k.pem' 2>&1", KILN_CLI);
   cr_expect_eq(shell_capture(cmd, &out), 1, "%s", out);
-  cr_expect(strstr(out, "TLS"), "%s", out);
+  cr_expect(strstr(out, "cert= and key="), "%s", out);
   free(out);
   snprintf(cmd, sizeof cmd, "'%s' cache ls --remote=redis://127.0.0.1:%d/0 2>&1", KILN_CLI,
            redis_free_port());

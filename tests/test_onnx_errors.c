@@ -6,7 +6,9 @@
  * graph; dim_param dims are symbols; PyTorch's Shape -> Gather -> Concat ->
  * Reshape folds into a symbolic reshape; a Slice to a symbolic end runs;
  * Range and Tile over initializers become mo.range and mo.tile; Expand to a
- * shape input broadcasts both ways; the CLI's
+ * shape input broadcasts both ways; signed integer Div truncates and
+ * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
+ * matches a naive sum over the letters; the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
 #include <criterion/criterion.h>
@@ -570,6 +572,141 @@ Test(onnx_errors, range_and_tile_from_initializers) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
+}
+
+/* Signed integer Div truncates toward zero and Mod with fmod = 1 has the
+ * dividend's sign (C's / and %), from kiln's floor_div and floor mod; the
+ * divisor is an initializer, the dividend a graph input (nothing folds). */
+Test(onnx_errors, signed_integer_div_and_fmod) {
+  static const int64_t num[8] = {7, -7, 7, -7, 6, -6, 0, -9}, den[8] = {2, 2, -2, -2, 3, -3, 5, 4};
+  static const int64_t quot[8] = {3, -3, -3, 3, 2, 2, 0, -2}, rem[8] = {1, -1, 1, -1, 0, 0, 0, -1};
+  for (int fmod = 0; fmod < 2; fmod++) {
+    mb *b = mb_new();
+    const char *d[1] = {"8"};
+    b->ins[b->g.n_input++] = vinfo("x", 1, d);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d);
+    b->ins[0]->type->tensor_type->elem_type = 7; /* int64 */
+    b->outs[0]->type->tensor_type->elem_type = 7;
+    init_i64(b, "w", 8, den);
+    static const char *const in[] = {"x", "w"};
+    Onnx__NodeProto *n = node(b, fmod ? "Mod" : "Div", "op", 2, in, "y");
+    if (fmod) {
+      n->n_attribute = 1;
+      n->attribute = keep(calloc(1, sizeof *n->attribute));
+      n->attribute[0] = attr_int("fmod", 1);
+    }
+    kiln_status *st = kiln_status_new();
+    kiln_graph *g = import_built(b, st);
+    kiln_context *ctx = kiln_context_new(st);
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert(m, "%s", kiln_status_message(st));
+    int64_t n8 = 8;
+    kiln_tensor *x = kiln_tensor_borrow(KILN_INT64, 1, &n8, (void *)num, st), *y = NULL;
+    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+    const int64_t *got = kiln_tensor_data(y), *want = fmod ? rem : quot;
+    for (int i = 0; i < 8; i++)
+      cr_expect_eq(got[i], want[i], "%s: %lld, %lld -> %lld, want %lld", fmod ? "fmod" : "div",
+                   (long long)num[i], (long long)den[i], (long long)got[i], (long long)want[i]);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    kiln_graph_free(g);
+    kiln_status_free(st);
+  }
+}
+
+/* A naive einsum over letter sizes: every assignment of the letters, the
+ * product of the operands summed into the output (the oracle). */
+static void einsum_ref(const char *ta, const char *tb, const char *to, const int *size,
+                       const float *a, const float *b, float *y, int ny) {
+  char letters[16];
+  int nl = 0, val[16] = {0};
+  for (const char *p = ta; *p; p++)
+    if (!memchr(letters, *p, (size_t)nl)) letters[nl++] = *p;
+  for (const char *p = tb; *p; p++)
+    if (!memchr(letters, *p, (size_t)nl)) letters[nl++] = *p;
+  for (int i = 0; i < ny; i++) y[i] = 0;
+  for (;;) {
+    int ia = 0, ib = 0, iy = 0;
+    for (const char *p = ta; *p; p++)
+      ia = ia * size[*p - 'a'] + val[(char *)memchr(letters, *p, (size_t)nl) - letters];
+    for (const char *p = tb; *p; p++)
+      ib = ib * size[*p - 'a'] + val[(char *)memchr(letters, *p, (size_t)nl) - letters];
+    for (const char *p = to; *p; p++)
+      iy = iy * size[*p - 'a'] + val[(char *)memchr(letters, *p, (size_t)nl) - letters];
+    y[iy] += a[ia] * b[ib];
+    int k = nl - 1;
+    while (k >= 0 && ++val[k] == size[letters[k] - 'a']) val[k--] = 0;
+    if (k < 0) break;
+  }
+}
+
+/* Einsum on two operands: attention's scores, an implicit output, an outer
+ * product, a letter summed out of one operand, a full contraction; against
+ * the naive oracle. */
+Test(onnx_errors, einsum_two_operands) {
+  static const struct {
+    const char *eq, *ta, *tb, *to;
+  } cases[] = {
+      {"bhqd,bhkd->bhqk", "bhqd", "bhkd", "bhqk"},
+      {"ij,jk", "ij", "jk", "ik"},
+      {"i,j->ij", "i", "j", "ij"},
+      {"ij,jk->i", "ij", "jk", "i"},
+      {"ij,ij->", "ij", "ij", ""},
+      {"bij,bkj->bki", "bij", "bkj", "bki"},
+  };
+  static const int size[26] = {['b' - 'a'] = 2, ['h' - 'a'] = 3, ['q' - 'a'] = 4, ['d' - 'a'] = 5,
+                               ['k' - 'a'] = 3, ['i' - 'a'] = 4, ['j' - 'a'] = 5};
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    const char *terms[3] = {cases[c].ta, cases[c].tb, cases[c].to};
+    char dimtxt[3][8][4];
+    const char *dims[3][8];
+    int64_t shape[3][8], numel[3] = {1, 1, 1};
+    for (int k = 0; k < 3; k++)
+      for (int i = 0; terms[k][i]; i++) {
+        shape[k][i] = size[terms[k][i] - 'a'];
+        numel[k] *= shape[k][i];
+        snprintf(dimtxt[k][i], 4, "%d", (int)shape[k][i]);
+        dims[k][i] = dimtxt[k][i];
+      }
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("a", (int)strlen(terms[0]), dims[0]);
+    b->ins[b->g.n_input++] = vinfo("b", (int)strlen(terms[1]), dims[1]);
+    b->outs[b->g.n_output++] = vinfo("y", (int)strlen(terms[2]), dims[2]);
+    static const char *const in[] = {"a", "b"};
+    Onnx__NodeProto *n = node(b, "Einsum", "einsum", 2, in, "y");
+    n->n_attribute = 1;
+    n->attribute = keep(calloc(1, sizeof *n->attribute));
+    n->attribute[0] = attr_str("equation", cases[c].eq);
+    kiln_status *st = kiln_status_new();
+    kiln_graph *g = import_built(b, st);
+    kiln_context *ctx = kiln_context_new(st);
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert(m, "%s: %s", cases[c].eq, kiln_status_message(st));
+    kiln_tensor *x[2], *y = NULL;
+    for (int k = 0; k < 2; k++) {
+      x[k] = kiln_tensor_new(KILN_FLOAT32, (int)strlen(terms[k]), shape[k], st);
+      for (int64_t i = 0; i < numel[k]; i++)
+        ((float *)kiln_tensor_data(x[k]))[i] = (float)((i * 7 + k * 3) % 11) - 5.0f;
+    }
+    cr_assert_eq(kiln_model_execute(m, x, 2, &y, 1, st), 0, "%s", kiln_status_message(st));
+    float want[256];
+    einsum_ref(terms[0], terms[1], terms[2], size, kiln_tensor_data(x[0]),
+               kiln_tensor_data(x[1]), want, (int)numel[2]);
+    cr_expect_eq(kiln_tensor_numel(y), numel[2], "%s", cases[c].eq);
+    for (int64_t i = 0; i < numel[2] && i < kiln_tensor_numel(y); i++)
+      cr_expect(fabsf(((float *)kiln_tensor_data(y))[i] - want[i]) <= 1e-4f,
+                "%s: [%lld] %g, want %g", cases[c].eq, (long long)i,
+                (double)((float *)kiln_tensor_data(y))[i], (double)want[i]);
+    kiln_tensor_free(x[0]);
+    kiln_tensor_free(x[1]);
+    kiln_tensor_free(y);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    kiln_graph_free(g);
+    kiln_status_free(st);
+  }
 }
 
 /* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest

@@ -64,7 +64,7 @@ for t in test_model_on test_device_tensor test_max_device test_placement test_pi
   suite $t
 done
 [ -n "${KILN_GPU_CHECK_QUICK:-}" ] || suite test_onnx_node KILN_ONNX_PASS_OUT="$OUT/onnx_pass.txt"
-[ -n "${KILN_GPU_CHECK_QUICK:-}" ] || suite test_onnx_resize
+[ -n "${KILN_GPU_CHECK_QUICK:-}" ] || suite test_onnx_const_inputs
 [ -f "$OUT/test_onnx_node.log" ] && grep -a "^ONNX node tests" "$OUT/test_onnx_node.log" | sed 's/^/    /' | tee -a "$SUMMARY"
 if [ -f "$OUT/onnx_pass.txt" ]; then
   missing=$(sort "$SRC/tests/onnx/expected_pass.txt" | grep -v '^#' |

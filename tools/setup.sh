@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 PACKAGES=(llvm-19-dev clang-19 lld-19 libxxhash-dev libcriterion-dev cmake make gcc pkg-config python3
           valgrind libprotobuf-c-dev protobuf-c-compiler libonnx-dev libonnx-testdata
           libclang-rt-19-dev python3-dev python3-venv python3-numpy python3-pytest
-          libsodium-dev libhiredis-dev redis-server graphviz)
+          libsodium-dev libhiredis-dev libssl-dev openssl redis-server graphviz)
+# libssl-dev: TLS for the Redis cache (rediss://), since Debian 12's hiredis 0.14 has
+# none; openssl: its tests make their certificates with the CLI.
 # Wanted but not needed to build: ROCm's ocml (math functions in AMDGPU
 # kernels; without it such kernels fail with a clear error and their tests
 # say they were skipped). A failed install of these only warns.

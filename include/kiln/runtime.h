@@ -427,11 +427,18 @@ typedef enum kiln_counter {
                                    full build pending) */
   /* The remote cache (kiln_context_set_remote_cache); context only, 0 for a
    * model; they count for the remote cache in use (a new one starts at 0). */
-  KILN_COUNTER_REMOTE_HITS,     /* kernels fetched from the remote cache (a hit is also
-                                   counted in DISK_HITS: both are the backing store's) */
+  KILN_COUNTER_REMOTE_HITS,     /* kernels fetched from the remote cache (a context's
+                                   DISK_HITS counts the local disk only; a model's DISK_HITS
+                                   counts its kernels loaded from either) */
   KILN_COUNTER_REMOTE_MISSES,   /* lookups it did not serve (absent, bad, unreachable) */
-  KILN_COUNTER_REMOTE_ERRORS,   /* commands that failed (timeout, no server, error reply) */
+  KILN_COUNTER_REMOTE_ERRORS,   /* commands that failed (timeout, no server, TLS, error reply) */
   KILN_COUNTER_REMOTE_PUBLISHED,/* kernels stored on the server by the background publisher */
+  KILN_COUNTER_REMOTE_DROPPED,  /* kernels not published: the queue was full (256 entries,
+                                   256 MiB), the breaker open, the store failed, or still
+                                   queued when the context was freed */
+  KILN_COUNTER_REMOTE_SKIPS,    /* commands not sent because the breaker was open */
+  KILN_COUNTER_REMOTE_BREAKER_OPENS, /* times the breaker opened */
+  KILN_COUNTER_REMOTE_CORRUPT,  /* values that failed their checks (removed; also misses) */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
@@ -510,8 +517,14 @@ KILN_API const char *kiln_context_cache_status(const kiln_context *ctx);
 
 /* ---- remote (fleet) cache of a context ----
  * A Redis server shared by many machines, looked up after the disk cache
- * and before compiling: url is redis://[[user]:password@]host[:port][/db]
- * (rediss://, TLS, is refused: Debian 12's hiredis has none). A kernel
+ * and before compiling: url is redis://[[user]:password@]host[:port][/db],
+ * or rediss://...[?cacert=FILE&cert=FILE&key=FILE] for TLS 1.2+: the
+ * server's certificate must chain to cacert (PEM; default: the system's
+ * trust store) and name the host; cert and key (PEM, both or neither) are
+ * the client's, for servers that require one (values taken literally, no
+ * '&' or '@'). A TLS failure (untrusted certificate, wrong host, TLS on
+ * one side only) is logged, counted by the breaker and costs compiles. A
+ * kernel
  * fetched from it is written to the local disk cache too; a kernel compiled
  * here is published to it by a background thread (never on the caller's
  * thread). Keys are "<ns>:kc<format>:<key hex>"; ns NULL takes
@@ -519,15 +532,15 @@ KILN_API const char *kiln_context_cache_status(const kiln_context *ctx);
  * else 50) bounds each connect and command; after 3 failures in a row the
  * server is left alone for 5 s (KILN_CACHE_REMOTE_BREAKER_MS), doubled
  * after each failed retry. A slow, full or dead server only costs compiles.
- * url NULL turns the remote cache off. Nothing connects here: a bad URL is
- * an error (KILN_ERR_INVALID_ARGUMENT, saying which part), an unreachable
- * server is not. By default a context takes KILN_CACHE_REMOTE (a bad value
+ * url NULL turns the remote cache off. Nothing connects here: a bad URL or
+ * TLS file is an error (KILN_ERR_INVALID_ARGUMENT, saying which part), an
+ * unreachable server is not. By default a context takes KILN_CACHE_REMOTE (a bad value
  * only warns, as for the disk cache). Same threading rule as
  * kiln_context_set_cache_dir; compiles already running finish with the
  * remote they began with. */
 KILN_API int kiln_context_set_remote_cache(kiln_context *ctx, const char *url, const char *ns,
                                            int timeout_ms, kiln_status *st);
-/* "remote cache: redis://host:port/db (namespace NS)" (password hidden),
+/* "remote cache: redis[s]://host:port/db (namespace NS)" (password hidden),
  * "remote cache off" or "remote cache unavailable: WHY"; owned by ctx,
  * never NULL. */
 KILN_API const char *kiln_context_remote_cache_status(const kiln_context *ctx);

@@ -716,21 +716,29 @@ static int run(run_state *s, const run_opts *o) {
       printf("memory: %zu bytes peak for intermediates (arena)\n", rt_model_peak_bytes(s->m));
     rt_cache_stats cs; /* kcache: the context's kernel cache; S: variants.c */
     rt_cache_mem_stats(rt_context_cache(s->ctx), &cs);
-    /* A hit is a kernel not compiled: found in memory or on disk. */
+    /* A hit is a kernel not compiled: found in memory, on disk or on the server. */
     double pending = kiln_model_counter(s->m, KILN_COUNTER_ASYNC_PENDING);
-    printf("cache: %llu hits (%llu from disk), %llu misses, %d specialized%s\n",
-           (unsigned long long)(cs.hits + cs.backing_hits), (unsigned long long)cs.backing_hits,
+    char remote[64] = "";
+    if (cs.remote_hits)
+      snprintf(remote, sizeof remote, ", %llu from the remote cache",
+               (unsigned long long)cs.remote_hits);
+    printf("cache: %llu hits (%llu from disk%s), %llu misses, %d specialized%s\n",
+           (unsigned long long)(cs.hits + cs.backing_hits),
+           (unsigned long long)(cs.backing_hits - cs.remote_hits), remote,
            (unsigned long long)cs.compiles, rt_model_num_specialized(s->m),
            pending > 0 ? " (async, pending)" : "");
     printf("%s\n", s->ctx->disk_status);
     if (strcmp(s->ctx->remote_status, "remote cache off") != 0) {
       printf("%s", s->ctx->remote_status);
       if (s->ctx->remote)
-        printf(": %.0f fetched, %.0f missed, %.0f errors, %.0f published so far",
+        printf(": %.0f fetched, %.0f missed, %.0f errors, %.0f published, %.0f dropped, "
+               "%.0f skipped by the breaker so far",
                kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_HITS),
                kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_MISSES),
                kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_ERRORS),
-               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_PUBLISHED));
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_PUBLISHED),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_DROPPED),
+               kiln_context_counter(s->ctx, KILN_COUNTER_REMOTE_SKIPS));
       printf("\n");
     }
     print_spec_stats(s, o);

@@ -79,34 +79,106 @@ BINARY(Less, "greater", true)
 BINARY(GreaterOrEqual, "greater_equal", false)
 BINARY(LessOrEqual, "greater_equal", true)
 
+/* v cast to dt; NULL when v is (a failed op's) NULL. */
+static kiln_value *as_dtype(ox *x, kiln_value *v, ir_dtype dt) {
+  return v ? ox_op(x, "cast", &v, 1, NULL, "{dtype = %s}", ir_dtype_name(dt)) : NULL;
+}
+
+/* 1 where a and b differ in sign (a < 0 xor b < 0), as a's dtype. */
+static kiln_value *signs_differ(ox *x, kiln_value *a, kiln_value *b) {
+  kiln_value *z = as_dtype(x, ox_scalar(x, IR_DT_SI32, 0), ox_type(a)->dtype), *na, *nb;
+  if (!z || !(na = OP2("greater", z, a)) || !(nb = OP2("greater", z, b))) return NULL;
+  return as_dtype(x, OP2("not_equal", na, nb), ox_type(a)->dtype);
+}
+
+/* 1 where r (a remainder) is nonzero and a and b differ in sign, as a's
+ * dtype: where a truncating division or remainder differs from the floored
+ * one kiln has. */
+static kiln_value *floor_differs(ox *x, kiln_value *r, kiln_value *a, kiln_value *b) {
+  ir_dtype dt = ox_type(a)->dtype;
+  kiln_value *z = r ? as_dtype(x, ox_scalar(x, IR_DT_SI32, 0), dt) : NULL, *nz, *s;
+  if (!z || !(nz = as_dtype(x, OP2("not_equal", r, z), dt)) || !(s = signs_differ(x, a, b)))
+    return NULL;
+  return OP2("mul", s, nz);
+}
+
+/* Integer a / b truncated toward zero (ONNX's and C's): kiln's floor_div,
+ * plus one where floor_differs. */
+static kiln_value *trunc_div(ox *x, kiln_value *a, kiln_value *b) {
+  kiln_value *q = OP2("floor_div", a, b), *fix;
+  if (!q || !ir_dtype_is_signed(ox_type(a)->dtype)) return q;
+  if (!(fix = floor_differs(x, OP2("mod", a, b), a, b))) return NULL;
+  return OP2("add", q, fix);
+}
+
+/* Integer C fmod (the result has a's sign): kiln's floor mod (b's sign),
+ * less b where floor_differs. */
+static kiln_value *int_fmod(ox *x, kiln_value *a, kiln_value *b) {
+  kiln_value *r = OP2("mod", a, b), *fix;
+  if (!r || !ir_dtype_is_signed(ox_type(a)->dtype)) return r;
+  if (!(fix = floor_differs(x, r, a, b)) || !(fix = OP2("mul", fix, b))) return NULL;
+  return OP2("sub", r, fix);
+}
+
 int ox_op_Div(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int f = ox_fold_elementwise(x, n, in, nin, out[0]);
   if (f != 2) return f;
   BEGIN;
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL;
   if (!b) return rc;
-  if (!is_float(a)) return ox_unsupported(x, n, "integer division (kiln's div is float only)");
+  if (!is_float(a)) DONE(trunc_div(x, a, b));
   DONE(OP2("div", a, b));
 }
 
 int ox_op_Mod(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
-  if (ox_attr_int(n, "fmod", 0) != 0)
-    return ox_unsupported(x, n, "fmod = 1 (C fmod)");
-  int f = ox_fold_elementwise(x, n, in, nin, out[0]);
+  bool fmod = ox_attr_int(n, "fmod", 0) != 0;
+  int f = fmod ? 2 : ox_fold_elementwise(x, n, in, nin, out[0]);
   if (f != 2) return f;
   BEGIN;
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL;
   if (!b) return rc;
-  if (is_float(a)) return ox_unsupported(x, n, "float Mod needs fmod = 1");
-  DONE(OP2("mod", a, b));
+  if (is_float(a))
+    return ox_unsupported(x, n, fmod ? "float fmod = 1 (C fmod)" : "float Mod needs fmod = 1");
+  DONE(fmod ? int_fmod(x, a, b) : OP2("mod", a, b));
+}
+
+/* BitShift on unsigned integers: x * 2^y or x floor-divided by 2^y (the
+ * product wraps to the dtype's low bits as a left shift does). */
+int ox_op_BitShift(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                   int nout) {
+  BEGIN;
+  kiln_value *a = IN(0), *b = a ? IN(1) : NULL, *two, *p;
+  if (!b) return rc;
+  ir_dtype dt = ox_type(a)->dtype;
+  if (dt == IR_DT_UI64) return ox_unsupported(x, n, "ui64 (kiln stores ui64 but computes in si64)");
+  char buf[16];
+  const char *dir = ox_attr_string(n, "direction", "", buf, sizeof buf);
+  bool left = strcmp(dir, "LEFT") == 0;
+  if (!left && strcmp(dir, "RIGHT") != 0)
+    return ox_fail(x, KILN_ERR_VERIFY,
+                   "BitShift direction must be \"LEFT\" or \"RIGHT\", not \"%s\"", dir);
+  if (!(two = ox_scalar(x, IR_DT_SI32, 2)) ||
+      !(two = ox_op(x, "cast", &two, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))) ||
+      !(p = OP2("pow", two, b)))
+    return FAILED();
+  DONE(left ? OP2("mul", a, p) : OP2("floor_div", a, p));
 }
 
 int ox_op_Pow(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL;
   if (!b) return rc;
-  if (!is_float(a)) return ox_unsupported(x, n, "integer base (kiln's pow is float only)");
   ir_dtype dt = ox_type(a)->dtype;
+  if (!is_float(a) && is_float(b)) {
+    /* an integer base to a float power: computed in f64, truncated back to
+     * the base's dtype (the result has the base's type) */
+    kiln_value *r;
+    if (!(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = f64}")) ||
+        (ox_type(b)->dtype != IR_DT_F64 && !(b = ox_op(x, "cast", &b, 1, NULL, "{dtype = f64}"))) ||
+        !(r = OP2("pow", a, b)))
+      return FAILED();
+    DONE(ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(dt)));
+  }
   if (ox_type(b)->dtype != dt && !(b = ox_op(x, "cast", (kiln_value *[]){b}, 1, NULL,
                                              "{dtype = %s}", ir_dtype_name(dt))))
     return FAILED();

@@ -213,18 +213,27 @@ REDUCE(ReduceL2, "sum", R_SQRT_SQUARE, 18)
 REDUCE(ReduceLogSum, "sum", R_LOG, 18)
 REDUCE(ReduceLogSumExp, "sum", R_LOG_EXP, 18)
 
+/* ArgMax / ArgMin. select_last_index = 1: the op on the data reversed along
+ * the axis (a gather by len - 1 - i), its first index mapped back through
+ * the same reversal, so ties and NaN behave as the op's own. */
 static int arg(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                const char *op) {
   BEGIN;
-  kiln_value *a = IN(0), *r;
+  kiln_value *a = IN(0), *r, *rev = NULL;
   if (!a) return rc;
-  if (ox_attr_int(n, "select_last_index", 0))
-    return ox_unsupported(x, n, "select_last_index = 1");
   int axis;
   if (!ox_axis(ox_attr_int(n, "axis", 0), ox_type(a)->rank, &axis))
     return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+  if (ox_attr_int(n, "select_last_index", 0)) {
+    if (!(rev = ox_iota_reversed(x, ox_dim(a, axis))) ||
+        !(a = ox_op(x, "gather", (kiln_value *[]){a, rev}, 2, NULL, "{axis = %d}", axis)))
+      return FAILED();
+  }
   if (!(r = ox_op(x, op, &a, 1, NULL, "{axis = %d}", axis))) return FAILED();
-  if (!ox_attr_int(n, "keepdims", 1) && !(r = ox_op(x, "squeeze", &r, 1, NULL, "{axis = %d}", axis)))
+  if (rev && !(r = ox_op(x, "gather", (kiln_value *[]){rev, r}, 2, NULL, "{axis = 0}")))
+    return FAILED();
+  if (!ox_attr_int(n, "keepdims", 1) &&
+      !(r = ox_op(x, "squeeze", &r, 1, NULL, "{axis = %d}", axis)))
     return FAILED();
   out[0]->v = r;
   return 0;
@@ -237,12 +246,45 @@ int ox_op_ArgMin(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   return arg(x, n, in, nin, out, "argmin");
 }
 
+/* Hardmax: 1 where an element is the first maximum along the axis (argmax
+ * compared with the positions along it), else 0, in the input's dtype. */
+int ox_op_Hardmax(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  kiln_value *a = IN(0), *r, *pos;
+  if (!a) return rc;
+  const ir_type *t = ox_type(a);
+  int axis;
+  if (!ox_axis(ox_attr_int(n, "axis", -1), t->rank, &axis))
+    return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int d = 0; d < t->rank; d++)
+    dims[d] = d == axis ? t->dims[d] : ir_dim_const(x->ir->arena, 1);
+  if (!(r = ox_op(x, "argmax", &a, 1, NULL, "{axis = %d}", axis)) ||
+      !(pos = ox_iota(x, t->dims[axis])) || !(pos = ox_reshape(x, pos, t->rank, dims)) ||
+      !(r = OP2("equal", r, pos)) ||
+      !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(t->dtype))))
+    return FAILED();
+  out[0]->v = r;
+  return 0;
+}
+
+/* Dropout at inference: the input, and a mask of trues when it is asked for. */
 int ox_op_Dropout(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int64_t train = 0;
   int cnt;
   if (nin > 2 && in[2] && (!ox_known_consts(in[2], &train, 1, &cnt) || train))
     return ox_unsupported(x, n, "training mode");
-  if (nout > 1 && *out[1]->name) return ox_unsupported(x, n, "the mask output");
   if (!in[0]) return ox_fail(x, KILN_ERR_IO, "input 0 is required");
+  if (nout > 1 && *out[1]->name) {
+    BEGIN;
+    kiln_value *a = IN(0), *one;
+    if (!a) return rc;
+    const ir_type *t = ox_type(a);
+    char ty[4096];
+    ox_type_text(ty, sizeof ty, IR_DT_BOOL, t->rank, (const ir_dim *const *)t->dims);
+    if (!(one = ox_scalar(x, IR_DT_BOOL, 1)) ||
+        !(out[1]->v = ox_op(x, "broadcast_to", &one, 1, ty, NULL)))
+      return FAILED();
+  }
   return ox_alias(x, out[0], in[0]);
 }

@@ -167,11 +167,11 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(IsNaN) X(IsInf) X(Not) X(And) X(Or) X(Xor) X(Equal) X(Greater) X(Less) X(GreaterOrEqual)        \
   X(LessOrEqual) X(Where) X(Max) X(Min) X(Sum) X(Mean) X(Clip) X(LeakyRelu) X(Elu) X(Selu)          \
   X(Gelu) X(Celu) X(HardSigmoid) X(HardSwish) X(Softplus) X(Softsign) X(ThresholdedRelu) X(PRelu)           \
-  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity)
+  X(Mish) X(Shrink) X(Cast) X(CastLike) X(Identity) X(BitShift)
 #define OX_OPS_NN(X)                                                                              \
   X(MatMul) X(Gemm) X(Softmax) X(LogSoftmax) X(LayerNormalization) X(ReduceSum) X(ReduceMean)       \
   X(ReduceMax) X(ReduceMin) X(ReduceSumSquare) X(ReduceL1) X(ReduceL2) X(ReduceLogSum)              \
-  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Dropout)
+  X(ReduceLogSumExp) X(ArgMax) X(ArgMin) X(Hardmax) X(Dropout)
 #define OX_OPS_SHAPE(X)                                                                           \
   X(Reshape) X(Transpose) X(Concat) X(Split) X(Slice) X(Gather) X(Squeeze) X(Unsqueeze)             \
   X(Flatten) X(Expand) X(Tile)
@@ -183,6 +183,15 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
   X(GlobalMaxPool)
+/* over the channel axis (ops_channel.c) */
+#define OX_OPS_CHANNEL(X)                                                                         \
+  X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
+/* positions compared (ops_onehot.c) */
+#define OX_OPS_ONEHOT(X) X(OneHot) X(EyeLike)
+/* Einsum as sums, permutes and one matmul (ops_einsum.c) */
+#define OX_OPS_EINSUM(X) X(Einsum)
+/* training losses (ops_loss.c) */
+#define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
 #define OX_OPS_SORT(X) X(TopK)
 /* resizing (ops_resize.c) */
@@ -203,6 +212,10 @@ OX_OPS_SHAPE(OX_DECLARE)
 OX_OPS_FOLD(OX_DECLARE)
 OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
+OX_OPS_CHANNEL(OX_DECLARE)
+OX_OPS_LOSS(OX_DECLARE)
+OX_OPS_EINSUM(OX_DECLARE)
+OX_OPS_ONEHOT(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
@@ -216,6 +229,7 @@ bool ox_slice_is_dynamic(const ox_val *const *in, int nin);
 int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out);
 /* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
 kiln_value *ox_iota(ox *x, const ir_dim *len);
+kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
 
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
  * 2 not foldable (build it), -1 error. */

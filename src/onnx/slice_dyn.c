@@ -12,14 +12,19 @@
 
 #include "ox.h"
 
-kiln_value *ox_iota(ox *x, const ir_dim *len) {
+/* 0 .. len - 1, or len - 1 .. 0 (reverse), as a rank-1 si64 value. */
+static kiln_value *iota(ox *x, const ir_dim *len, bool reverse) {
   char ty[256];
   kiln_value *k = ox_scalar(x, IR_DT_SI64, 1), *c;
   if (!k) return NULL;
-  if (!(c = ox_op(x, "broadcast_to", &k, 1, ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &len), NULL)))
-    return NULL;
-  return ox_op(x, "cumsum", &c, 1, NULL, "{axis = 0, exclusive = true}");
+  ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &len);
+  if (!(c = ox_op(x, "broadcast_to", &k, 1, ty, NULL))) return NULL;
+  return ox_op(x, "cumsum", &c, 1, NULL, "{axis = 0, exclusive = true, reverse = %s}",
+               reverse ? "true" : "false");
 }
+
+kiln_value *ox_iota(ox *x, const ir_dim *len) { return iota(x, len, false); }
+kiln_value *ox_iota_reversed(ox *x, const ir_dim *len) { return iota(x, len, true); }
 
 bool ox_slice_is_dynamic(const ox_val *const *in, int nin) {
   for (int i = 1; i <= 2 && i < nin; i++) {

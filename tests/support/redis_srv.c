@@ -63,22 +63,43 @@ static bool answers(int port) {
   return ok;
 }
 
+/* Whether a TCP connection to the loopback port is accepted. */
+static bool accepts(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  bool ok = fd >= 0 && connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+  if (fd >= 0) close(fd);
+  return ok;
+}
+
 static void spawn(redis_srv *s) {
   const char *bin = redis_srv_binary();
   cr_assert_not_null(bin, "redis-server not installed");
-  char port[16], log[128];
+  char port[16], tls_port[16], log[128], cert[128], key[128], ca[128];
   snprintf(port, sizeof port, "%d", s->port);
+  snprintf(tls_port, sizeof tls_port, "%d", s->tls_port);
   snprintf(log, sizeof log, "%s/redis.log", s->dir);
+  snprintf(cert, sizeof cert, "%s/server.pem", s->dir);
+  snprintf(key, sizeof key, "%s/server.key", s->dir);
+  snprintf(ca, sizeof ca, "%s/ca.pem", s->dir);
   pid_t pid = fork();
   cr_assert(pid >= 0);
   if (pid == 0) {
-    execl(bin, bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir, "--save", "",
-          "--appendonly", "no", "--logfile", log, "--daemonize", "no", (char *)NULL);
+    if (s->tls_port)
+      execl(bin, bin, "--port", "0", "--tls-port", tls_port, "--tls-cert-file", cert,
+            "--tls-key-file", key, "--tls-ca-cert-file", ca, "--tls-auth-clients",
+            s->tls_client_auth ? "yes" : "no", "--bind", "127.0.0.1", "--dir", s->dir,
+            "--save", "", "--appendonly", "no", "--logfile", log, "--daemonize", "no",
+            (char *)NULL);
+    else
+      execl(bin, bin, "--port", port, "--bind", "127.0.0.1", "--dir", s->dir, "--save", "",
+            "--appendonly", "no", "--logfile", log, "--daemonize", "no", (char *)NULL);
     _exit(127);
   }
   s->pid = pid;
   for (int i = 0; i < 250; i++) { /* 5 s */
-    if (answers(s->port)) return;
+    if (s->tls_port ? accepts(s->tls_port) : answers(s->port)) return;
     int st;
     if (waitpid(pid, &st, WNOHANG) == pid) {
       s->pid = 0;
@@ -94,6 +115,56 @@ void redis_srv_start(redis_srv *s) {
   strcpy(s->dir, "/tmp/kiln-redis-XXXXXX");
   cr_assert_not_null(mkdtemp(s->dir));
   s->port = redis_free_port();
+  spawn(s);
+}
+
+const char *openssl_binary(void) {
+  return access("/usr/bin/openssl", X_OK) == 0 ? "/usr/bin/openssl" : NULL;
+}
+
+/* Run an openssl command line in dir (asserts it succeeds). */
+static void openssl_in(const char *dir, const char *args) {
+  char cmd[1024];
+  snprintf(cmd, sizeof cmd, "cd '%s' && %s %s >>openssl.log 2>&1", dir, openssl_binary(), args);
+  cr_assert_eq(system(cmd), 0, "openssl %s failed (see %s/openssl.log)", args, dir);
+}
+
+/* A P-256 key NAME.key and a certificate NAME.pem for CN with the
+ * subjectAltName list san, issued by ca (NULL: self-signed, a CA). */
+static void make_cert(const char *dir, const char *name, const char *cn, const char *san,
+                      const char *ca) {
+  char args[768];
+  if (!ca) {
+    snprintf(args, sizeof args, "req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+             "-nodes -keyout %s.key -out %s.pem -days 2 -subj /CN=%s", name, name, cn);
+    openssl_in(dir, args);
+    return;
+  }
+  snprintf(args, sizeof args, "req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes "
+           "-keyout %s.key -out %s.csr -subj /CN=%s", name, name, cn);
+  openssl_in(dir, args);
+  char path[160];
+  snprintf(path, sizeof path, "%s/%s.ext", dir, name);
+  FILE *f = fopen(path, "w");
+  cr_assert_not_null(f);
+  fprintf(f, "subjectAltName=%s\n", san);
+  fclose(f);
+  snprintf(args, sizeof args, "x509 -req -in %s.csr -CA %s.pem -CAkey %s.key -CAcreateserial "
+           "-out %s.pem -days 2 -extfile %s.ext", name, ca, ca, name, name);
+  openssl_in(dir, args);
+}
+
+void redis_srv_start_tls(redis_srv *s, const char *cert_names, bool client_auth) {
+  memset(s, 0, sizeof *s);
+  strcpy(s->dir, "/tmp/kiln-redis-XXXXXX");
+  cr_assert_not_null(mkdtemp(s->dir));
+  cr_assert_not_null(openssl_binary(), "openssl not installed");
+  make_cert(s->dir, "ca", "kiln-test-ca", NULL, NULL);
+  make_cert(s->dir, "other-ca", "kiln-other-ca", NULL, NULL);
+  make_cert(s->dir, "server", "kiln-test-server", cert_names, "ca");
+  make_cert(s->dir, "client", "kiln-test-client", "DNS:kiln-client", "ca");
+  s->tls_port = redis_free_port();
+  s->tls_client_auth = client_auth;
   spawn(s);
 }
 

@@ -1,6 +1,7 @@
 /* redis_srv.h - a real redis-server for tests, on a free loopback port in a
- * temporary directory (no persistence), and a forwarding proxy that delays
- * every request by a fixed time (a slow network). */
+ * temporary directory (no persistence), plain or TLS only (certificates
+ * made there at test time with the openssl CLI), and a forwarding proxy
+ * that delays every request by a fixed time (a slow network). */
 #ifndef KILN_TESTS_REDIS_SRV_H
 #define KILN_TESTS_REDIS_SRV_H
 
@@ -9,7 +10,9 @@
 
 typedef struct redis_srv {
   pid_t pid; /* 0 when not running */
-  int port;
+  int port;  /* plain port; 0 for a TLS-only server */
+  int tls_port;
+  bool tls_client_auth; /* the server asks for a client certificate */
   char dir[64];
 } redis_srv;
 
@@ -19,6 +22,16 @@ const char *redis_srv_binary(void);
  * it answers PING (asserts on failure). Call redis_srv_binary first and
  * skip when it is NULL. */
 void redis_srv_start(redis_srv *s);
+/* Start a TLS-only server (--port 0 --tls-port P) whose certificate, in
+ * DIR/server.pem, is issued by DIR/ca.pem for cert_names (an openssl
+ * subjectAltName list: "DNS:localhost,IP:127.0.0.1"); DIR also gets
+ * client.pem / client.key (issued by the same CA) and other-ca.pem (a CA
+ * that issued nothing). client_auth: --tls-auth-clients yes. Waits until
+ * the TLS port accepts connections. Skip when redis_srv_binary or
+ * openssl_binary is NULL. */
+void redis_srv_start_tls(redis_srv *s, const char *cert_names, bool client_auth);
+/* Path of the openssl CLI, or NULL. */
+const char *openssl_binary(void);
 /* Start it again on the same port (after redis_srv_kill). */
 void redis_srv_restart(redis_srv *s);
 /* SIGKILL the server and reap it (the port then refuses connections). */

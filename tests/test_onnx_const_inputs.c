@@ -1,14 +1,17 @@
-/* test_onnx_resize.c - ONNX's Resize and Upsample node tests (Debian
- * libonnx-testdata) through the importer with their scales / sizes made
- * initializers. ONNX's tests pass scales and sizes as graph inputs, which
- * kiln cannot import (its result shapes are declared types: they must be
- * known at import), so test_onnx_node reports them unsupported. Here every
- * graph input after X becomes an initializer holding the test's data, the
- * way a deployed model carries them, and the result must match ONNX's
- * (rtol 1e-3, atol 1e-5 as test_onnx_node). The upsampling ones also run
- * with X's dims made symbols (whole scales fold into dim * k). Run-time
- * scales, a scale of 0.6 on a symbolic dim and tf_crop_and_resize stay
- * refused, each with a message saying so.
+/* test_onnx_const_inputs.c - ONNX node tests (Debian libonnx-testdata)
+ * whose second and later inputs are data kiln needs at import, made
+ * initializers: Resize / Upsample scales and sizes, ReduceSum / Squeeze /
+ * Unsqueeze axes, Split sizes, Tile repeats, Pad pads, CumSum axes and
+ * OneHot depths and values. ONNX's tests pass them as
+ * graph inputs, which kiln cannot import (result shapes and ranks are
+ * declared types: they must be known at import), so test_onnx_node reports
+ * them unsupported. Here every graph input after X becomes an initializer
+ * holding the test's data, the way a deployed (PyTorch-exported) model
+ * carries them, and every output must match ONNX's (rtol 1e-3, atol 1e-5 as
+ * test_onnx_node; integers exactly). The upsampling ones also run with X's dims made symbols
+ * (whole scales fold into dim * k). Run-time scales, a scale of 0.6 on a
+ * symbolic dim and tf_crop_and_resize stay refused, each with a message
+ * saying so.
  * Skips when the test data is not installed. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -47,8 +50,44 @@ static const char *const PASSING[] = {
     "test_resize_upsample_sizes_nearest_floor_align_corners",
     "test_resize_upsample_sizes_nearest_round_prefer_ceil_asymmetric",
     "test_upsample_nearest",
+    "test_reduce_sum_default_axes_keepdims_example",
+    "test_reduce_sum_default_axes_keepdims_random",
+    "test_reduce_sum_do_not_keepdims_example",
+    "test_reduce_sum_do_not_keepdims_random",
+    "test_reduce_sum_empty_axes_input_noop_example",
+    "test_reduce_sum_empty_axes_input_noop_random",
+    "test_reduce_sum_keepdims_example",
+    "test_reduce_sum_keepdims_random",
+    "test_reduce_sum_negative_axes_keepdims_example",
+    "test_reduce_sum_negative_axes_keepdims_random",
+    "test_squeeze",
+    "test_squeeze_negative_axes",
+    "test_unsqueeze_axis_0",
+    "test_unsqueeze_axis_1",
+    "test_unsqueeze_axis_2",
+    "test_unsqueeze_negative_axes",
+    "test_unsqueeze_three_axes",
+    "test_unsqueeze_two_axes",
+    "test_unsqueeze_unsorted_axes",
+    "test_split_variable_parts_1d",
+    "test_split_variable_parts_2d",
+    "test_split_variable_parts_default_axis",
+    "test_split_zero_size_splits",
+    "test_tile",
+    "test_tile_precomputed",
+    "test_constant_pad",
+    "test_edge_pad",
+    "test_reflect_pad",
+    "test_cumsum_2d_axis_0",
+    "test_cumsum_2d_axis_1",
+    "test_cumsum_2d_negative_axis",
+    "test_onehot_negative_indices",
+    "test_onehot_with_axis",
+    "test_onehot_with_negative_axis",
+    "test_onehot_without_axis",
 };
 #define NPASSING (int)(sizeof PASSING / sizeof PASSING[0])
+#define MAX_OUT 8
 
 static Onnx__TensorProto *read_proto(const char *path) {
   size_t len = 0;
@@ -167,9 +206,14 @@ static bool same(const kiln_tensor *got, const kiln_tensor *want, char *why, siz
     } else if (dt == KILN_FLOAT64) {
       a = ((const double *)kiln_tensor_data(got))[i];
       b = ((const double *)kiln_tensor_data(want))[i];
-    } else {
-      snprintf(why, cap, "unexpected dtype");
-      return false;
+    } else { /* integers and bools: bit for bit */
+      size_t es = kiln_dtype_size(dt);
+      if (memcmp((const char *)kiln_tensor_data(got) + (size_t)i * es,
+                 (const char *)kiln_tensor_data(want) + (size_t)i * es, es) != 0) {
+        snprintf(why, cap, "element %lld differs (dtype %d)", (long long)i, (int)dt);
+        return false;
+      }
+      continue;
     }
     if (!(fabs(a - b) <= 1e-5 + 1e-3 * fabs(b))) {
       snprintf(why, cap, "element %lld: %.9g, expected %.9g", (long long)i, a, b);
@@ -196,8 +240,8 @@ static int run_one(kiln_context *ctx, const char *name, bool symbolic, kiln_code
   kiln_graph *g = kiln_graph_from_onnx_memory(model, len, st);
   free(model);
   kiln_model *m = NULL;
-  kiln_tensor *in = NULL, *want = NULL, *out = NULL;
-  int rc = -1;
+  kiln_tensor *in = NULL, *want[MAX_OUT] = {NULL}, *out[MAX_OUT] = {NULL};
+  int rc = -1, nout = 0;
   if (!g) {
     *code = kiln_status_code(st);
     snprintf(why, cap, "import: %s", kiln_status_message(st));
@@ -207,23 +251,33 @@ static int run_one(kiln_context *ctx, const char *name, bool symbolic, kiln_code
     snprintf(why, cap, "compile: %s", kiln_status_message(st));
     goto done;
   }
+  if ((nout = kiln_model_num_outputs(m)) > MAX_OUT) {
+    snprintf(why, cap, "%d outputs (the harness reads %d)", nout, MAX_OUT);
+    nout = 0;
+    goto done;
+  }
   snprintf(path, sizeof path, "%s/test_data_set_0/input_0.pb", dir);
   in = rt_onnx_tensor_read(path, NULL, st);
-  snprintf(path, sizeof path, "%s/test_data_set_0/output_0.pb", dir);
-  want = rt_onnx_tensor_read(path, NULL, st);
-  if (!in || !want) {
+  for (int k = 0; in && k < nout; k++) {
+    snprintf(path, sizeof path, "%s/test_data_set_0/output_%d.pb", dir, k);
+    if (!(want[k] = rt_onnx_tensor_read(path, NULL, st))) break;
+  }
+  if (!in || (nout && !want[nout - 1])) {
     snprintf(why, cap, "test data: %s", kiln_status_message(st));
     goto done;
   }
-  if (kiln_model_execute(m, &in, 1, &out, 1, st) < 0) {
+  if (kiln_model_execute(m, &in, 1, out, nout, st) < 0) {
     snprintf(why, cap, "execute: %s", kiln_status_message(st));
     goto done;
   }
-  rc = same(out, want, why, cap) ? 0 : -1;
+  rc = 0;
+  for (int k = 0; k < nout && rc == 0; k++) rc = same(out[k], want[k], why, cap) ? 0 : -1;
 done:
   kiln_tensor_free(in);
-  kiln_tensor_free(want);
-  kiln_tensor_free(out);
+  for (int k = 0; k < nout; k++) {
+    kiln_tensor_free(want[k]);
+    kiln_tensor_free(out[k]);
+  }
   kiln_model_free(m);
   kiln_graph_free(g);
   kiln_status_free(st);
@@ -242,7 +296,7 @@ static kiln_context *context_or_skip(void) {
   return ctx;
 }
 
-Test(onnx_resize, node_tests_with_constant_scales_and_sizes) {
+Test(onnx_const_inputs, node_tests_with_constant_inputs) {
   kiln_context *ctx = context_or_skip();
   for (int i = 0; i < NPASSING; i++) {
     char why[2048] = "";
@@ -253,7 +307,7 @@ Test(onnx_resize, node_tests_with_constant_scales_and_sizes) {
   kiln_context_free(ctx);
 }
 
-Test(onnx_resize, crop_and_resize_is_refused_by_name) {
+Test(onnx_const_inputs, crop_and_resize_is_refused_by_name) {
   kiln_context *ctx = context_or_skip();
   char why[2048] = "";
   kiln_code code;
@@ -265,7 +319,7 @@ Test(onnx_resize, crop_and_resize_is_refused_by_name) {
 
 /* X of symbolic dims: whole scales fold into dim * k (a model that takes any
  * image size) */
-Test(onnx_resize, whole_scales_on_symbolic_dims) {
+Test(onnx_const_inputs, whole_scales_on_symbolic_dims) {
   kiln_context *ctx = context_or_skip();
   static const char *const tests[] = {
       "test_resize_upsample_scales_nearest", "test_resize_upsample_scales_linear",
@@ -288,7 +342,7 @@ Test(onnx_resize, whole_scales_on_symbolic_dims) {
 
 /* ONNX's own test, scales a graph input: refused, saying the scales must be
  * known at import */
-Test(onnx_resize, run_time_scales_are_refused_by_name) {
+Test(onnx_const_inputs, run_time_scales_are_refused_by_name) {
   kiln_context *ctx = context_or_skip();
   char path[600];
   snprintf(path, sizeof path, "%s/test_resize_upsample_scales_linear/model.onnx", NODE_DIR);
