@@ -4,7 +4,8 @@
  * kernel's blocks and the pool's parts, without zero points, with scalar ones
  * and with one per row of a / per column of b, batched with broadcasting and
  * with 1-D operands; hand-worked answers (ONNX's node test, a sum that wraps
- * past 2^31); and verify errors at line:col for wrong dtypes and shapes. */
+ * past 2^31); b a weight or constant read prepacked; and verify errors at
+ * line:col for wrong dtypes and shapes, and for a kiln.packed_b in user text. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -223,5 +224,23 @@ Test(matmul_integer, verify_error_names_line_and_column) {
       "  mo.output %y : !mo.tensor<[2, 4], si32>\n}\n";
   cr_assert_neq(oracle_ir_parse_only(text, msg, sizeof msg), 0);
   cr_expect(strstr(msg, "2:") != NULL && strstr(msg, "must be ui8 or si8, not f32") != NULL,
+            "%s", msg);
+}
+
+/* kiln.packed_b is the runtime's (src/prepack.c): graph text that sets it
+ * is refused at parse, so no kernel reads a plain b as panels */
+Test(matmul_integer, user_packed_b_attribute_is_refused) {
+  const char *text =
+      "mo.graph @u(%a: !mo.tensor<[4, 8], ui8>, %b: !mo.tensor<[8, 8], si8>) -> "
+      "(!mo.tensor<[4, 8], si32>) {\n"
+      "  %0 = mo.matmul.integer(%a, %b) {kiln.packed_b = 64} : (!mo.tensor<[4, 8], ui8>, "
+      "!mo.tensor<[8, 8], si8>) -> !mo.tensor<[4, 8], si32>\n"
+      "  mo.output %0 : !mo.tensor<[4, 8], si32>\n}\n";
+  kiln_code code;
+  char msg[512];
+  cr_assert_eq(oracle_compile_only(text, &code, msg, sizeof msg), -1);
+  cr_assert_eq(code, KILN_ERR_PARSE);
+  cr_expect(strstr(msg, ":2:") != NULL &&
+                strstr(msg, "attribute 'kiln.packed_b' is set by the runtime") != NULL,
             "%s", msg);
 }
