@@ -27,6 +27,8 @@
 
 #ifdef KILN_BENCH_DNNL
 #include <dnnl.h>
+
+#include "dnnl_util.h"
 #endif
 
 #pragma weak kiln_context_set_num_threads
@@ -129,32 +131,12 @@ static void dnnl_setup(dnnl_mm *d, gcase c, uint8_t *a, int8_t *b, int32_t *out,
   const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
   DNNL_OK(dnnl_memory_create(&d->am, &amd, d->eng, a));
   DNNL_OK(dnnl_memory_create(&d->cm, &cmd, d->eng, out));
-  if (!prepack) {
-    DNNL_OK(dnnl_memory_create(&d->bm, &bplain, d->eng, b));
-  } else { /* reorder the weights once into oneDNN's layout */
-    DNNL_OK(dnnl_memory_create(&d->bm, wmd, d->eng, DNNL_MEMORY_ALLOCATE));
-    dnnl_memory_t src;
-    DNNL_OK(dnnl_memory_create(&src, &bplain, d->eng, b));
-    dnnl_primitive_desc_t rpd;
-    dnnl_primitive_t r;
-    DNNL_OK(dnnl_reorder_primitive_desc_create(&rpd, &bplain, d->eng, wmd, d->eng, NULL));
-    DNNL_OK(dnnl_primitive_create(&r, rpd));
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, d->bm}};
-    DNNL_OK(dnnl_primitive_execute(r, d->s, 2, args));
-    DNNL_OK(dnnl_stream_wait(d->s));
-    dnnl_primitive_destroy(r);
-    dnnl_primitive_desc_destroy(rpd);
-    dnnl_memory_destroy(src);
-  }
+  /* prepacked: the weights reordered once into oneDNN's layout */
+  DNNL_OK(bench_dnnl_weights(d->eng, d->s, &bplain, b, wmd, &d->bm));
   dnnl_primitive_desc_destroy(pd);
 }
 
-static void dnnl_run(dnnl_mm *d) {
-  dnnl_exec_arg_t args[3] = {
-      {DNNL_ARG_SRC, d->am}, {DNNL_ARG_WEIGHTS, d->bm}, {DNNL_ARG_DST, d->cm}};
-  DNNL_OK(dnnl_primitive_execute(d->p, d->s, 3, args));
-  DNNL_OK(dnnl_stream_wait(d->s));
-}
+static void dnnl_run(dnnl_mm *d) { DNNL_OK(bench_dnnl_run(d->p, d->s, d->am, d->bm, d->cm)); }
 
 static void dnnl_teardown(dnnl_mm *d) {
   dnnl_memory_destroy(d->am);
