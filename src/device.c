@@ -220,3 +220,33 @@ int rt_device_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
 void rt_device_graph_free(kiln_device *d, void *graph) {
   if (graph && rt_device_can_record(d)) d->ops->graph_free(d, graph);
 }
+
+bool rt_device_can_time(const kiln_device *d) {
+  return d && d->ops->event_create && d->ops->event_record && d->ops->event_elapsed &&
+         d->ops->event_destroy;
+}
+
+static int no_time(kiln_device *d, kiln_status *st) {
+  return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: this kind of device has no event timing",
+                d ? d->label : "device");
+}
+
+int rt_device_event_create(kiln_device *d, void **ev, kiln_status *st) {
+  if (!ev) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "event create: NULL argument");
+  *ev = NULL;
+  return rt_device_can_time(d) ? d->ops->event_create(d, ev, st) : no_time(d, st);
+}
+
+int rt_device_event_record(kiln_device *d, void *ev, kiln_status *st) {
+  if (!ev) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "event record: no event");
+  return rt_device_can_time(d) ? d->ops->event_record(d, ev, st) : no_time(d, st);
+}
+
+int rt_device_event_elapsed(kiln_device *d, void *a, void *b, float *ms, kiln_status *st) {
+  if (!a || !b || !ms) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "event elapsed: NULL argument");
+  return rt_device_can_time(d) ? d->ops->event_elapsed(d, a, b, ms, st) : no_time(d, st);
+}
+
+void rt_device_event_destroy(kiln_device *d, void *ev) {
+  if (ev && rt_device_can_time(d)) d->ops->event_destroy(d, ev);
+}

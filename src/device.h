@@ -63,6 +63,15 @@ struct rt_device_ops {
   int (*graph_end)(kiln_device *d, void **graph, kiln_status *st);
   int (*graph_launch)(kiln_device *d, void *graph, kiln_status *st);
   void (*graph_free)(kiln_device *d, void *graph);
+  /* Timing on the device's own clock (CUDA / HIP events): an event is
+   * recorded in order with the launches and copies; event_elapsed waits
+   * for b and gives the milliseconds from a to b. NULL entries: the kind
+   * has none (simt-emu runs each launch before returning, so the host's
+   * clock times it). */
+  int (*event_create)(kiln_device *d, void **ev, kiln_status *st);
+  int (*event_record)(kiln_device *d, void *ev, kiln_status *st);
+  int (*event_elapsed)(kiln_device *d, void *a, void *b, float *ms, kiln_status *st);
+  void (*event_destroy)(kiln_device *d, void *ev);
 };
 
 /* Host memory entries (device_cpu.c), shared by cpu and simt-emu. */
@@ -105,5 +114,13 @@ int rt_device_graph_launch(kiln_device *d, void *graph, kiln_status *st);
 void rt_device_graph_free(kiln_device *d, void *graph); /* NULL graph ok */
 int rt_device_module_function(kiln_device *d, void *mod, const char *name, void **fn,
                               kiln_status *st);
+/* Device-clock timing (the event_* entries above): rt_device_can_time is
+ * false where the kind has none, and the others then fail saying so (as
+ * event_create does where the driver lacks the entry points). */
+bool rt_device_can_time(const kiln_device *d);
+int rt_device_event_create(kiln_device *d, void **ev, kiln_status *st);
+int rt_device_event_record(kiln_device *d, void *ev, kiln_status *st);
+int rt_device_event_elapsed(kiln_device *d, void *a, void *b, float *ms, kiln_status *st);
+void rt_device_event_destroy(kiln_device *d, void *ev); /* NULL ev ok */
 
 #endif

@@ -108,6 +108,9 @@ static const rt_gpu_sym graph_entries[] = {
     G(StreamBeginCapture), G(StreamEndCapture), G(GraphInstantiateWithFlags), G(GraphLaunch),
     G(GraphExecDestroy), G(GraphDestroy),
 };
+static const rt_gpu_sym event_entries[] = {
+    G(EventCreate), G(EventRecord), G(EventSynchronize), G(EventElapsedTime), G(EventDestroy),
+};
 #undef E
 #undef G
 
@@ -134,6 +137,9 @@ static void cuda_load(void) {
   }
   /* all or none: a driver without graphs opens and cannot record */
   rt_gpu_bind(&cuda.api, graph_entries, sizeof graph_entries / sizeof graph_entries[0],
+              cuda_lookup, &gp, &r);
+  /* the same for events: without them launches are timed by the host clock */
+  rt_gpu_bind(&cuda.api, event_entries, sizeof event_entries / sizeof event_entries[0],
               cuda_lookup, &gp, &r);
   if ((r = cuda.api.Init(0)) != 0) {
     snprintf(cuda.state.why, sizeof cuda.state.why,

@@ -20,7 +20,10 @@
  * signal mask: a system call per switch).
  *
  * Code: a module is a host object (jit_simt_emit for simt-emu) linked into
- * the device's own JIT engine when its kernel is first asked for.
+ * the device's own JIT engine when its kernel is first asked for; with
+ * KILN_PERF=1 it gets a line in perf's map (named by its function,
+ * "kiln simt-emu kiln_3_matmul") and is registered with debuggers, as host
+ * kernels are (perf_map.h).
  * Recording (device.h graph_*): a graph is the list of launches and copies
  * the recording thread made (the recorder is thread-local, so other
  * threads' launches run as usual); running it makes them in order and
@@ -37,6 +40,7 @@
 
 #include "device.h"
 #include "jit/simt_abi.h"
+#include "perf_map.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define EMU_ASAN 1
@@ -589,7 +593,9 @@ static int emu_module_function(kiln_device *d, void *mod, const char *name, void
                 "(the emulator has one symbol namespace)",
                 d->label, name);
   } else if (!l) {
-    if (!e->jit) e->jit = jit_engine_new(err, sizeof err);
+    if (!e->jit && (e->jit = jit_engine_new(err, sizeof err)) && rt_perf_map_wanted())
+      jit_engine_enable_debugger(e->jit, err, sizeof err); /* best effort, as on the host */
+    err[0] = 0;
     l = calloc(1, sizeof *l);
     if (l) l->name = strdup(name);
     if (l && l->name && e->jit) {
@@ -607,6 +613,9 @@ static int emu_module_function(kiln_device *d, void *mod, const char *name, void
       m->obj = NULL; /* now the load's */
       l->next = e->loads;
       e->loads = l;
+      /* KILN_PERF: perf names the kernel (its name says node and op) */
+      if (rt_perf_map_wanted())
+        rt_perf_map_kernel(l->obj, l->len, name, (uintptr_t)l->fn, kiln_device_label(d));
     }
   }
   if (l) {

@@ -267,3 +267,36 @@ int rt_gpu_graph_launch(kiln_device *d, void *graph, kiln_status *st) {
   if (check(d, st, v->api->GraphLaunch(gr->exec, g->stream), "GraphLaunch") < 0) return -1;
   return check(d, st, v->api->StreamSynchronize(g->stream), "StreamSynchronize");
 }
+
+/* ---- events: launches timed on the device's clock ---- */
+
+int rt_gpu_event_create(kiln_device *d, void **ev, kiln_status *st) {
+  const rt_gpu_vendor *v = dev_of(d)->v;
+  if (!v->api->EventCreate)
+    return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: the %s has no event entry points", d->label,
+                  v->reporter);
+  if (v->enter(d, "event", st) < 0) return -1;
+  void *e = NULL;
+  if (check(d, st, v->api->EventCreate(&e, 0), "EventCreate") < 0) return -1; /* timed */
+  *ev = e;
+  return 0;
+}
+
+int rt_gpu_event_record(kiln_device *d, void *ev, kiln_status *st) {
+  rt_gpu_dev *g = dev_of(d);
+  const rt_gpu_vendor *v = g->v;
+  if (v->enter(d, "event", st) < 0) return -1;
+  return check(d, st, v->api->EventRecord(ev, g->stream), "EventRecord");
+}
+
+int rt_gpu_event_elapsed(kiln_device *d, void *a, void *b, float *ms, kiln_status *st) {
+  const rt_gpu_vendor *v = dev_of(d)->v;
+  if (v->enter(d, "event", st) < 0) return -1;
+  if (check(d, st, v->api->EventSynchronize(b), "EventSynchronize") < 0) return -1;
+  return check(d, st, v->api->EventElapsedTime(ms, a, b), "EventElapsedTime");
+}
+
+void rt_gpu_event_destroy(kiln_device *d, void *ev) {
+  const rt_gpu_vendor *v = dev_of(d)->v;
+  if (ev && v->api->EventDestroy && v->enter(d, "event", NULL) == 0) v->api->EventDestroy(ev);
+}

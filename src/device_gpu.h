@@ -5,7 +5,8 @@
  * (nothing of it is linked or included at build time), one stream per open
  * device, copies that wait for the stream, modules and kernels loaded from
  * images, launches on the stream, and recording (device.h graph_*) through
- * stream capture into a graph. device_gpu.c implements those rt_device_ops
+ * stream capture into a graph, and events that time launches on the device's
+ * clock. device_gpu.c implements those rt_device_ops
  * entries over a rt_gpu_vendor: the few things that differ (entry points whose
  * signatures differ, how a device is made current and opened, how errors are
  * named). Messages name the device and the vendor's entry point:
@@ -45,6 +46,14 @@ typedef struct rt_gpu_api {
   rt_gpu_result (*GraphLaunch)(void *exec, void *stream);
   rt_gpu_result (*GraphExecDestroy)(void *exec);
   rt_gpu_result (*GraphDestroy)(void *graph);
+  /* optional: events, for timing launches on the device's clock (all NULL
+   * when the library lacks any of them; CUDA's cuEventCreate and HIP's
+   * hipEventCreateWithFlags take the same (event, flags)) */
+  rt_gpu_result (*EventCreate)(void **ev, unsigned flags);
+  rt_gpu_result (*EventRecord)(void *ev, void *stream);
+  rt_gpu_result (*EventSynchronize)(void *ev);
+  rt_gpu_result (*EventElapsedTime)(float *ms, void *start, void *end);
+  rt_gpu_result (*EventDestroy)(void *ev);
 } rt_gpu_api;
 
 /* A vendor's process-wide state, written once by its load function. */
@@ -146,6 +155,10 @@ int rt_gpu_graph_begin(kiln_device *d, kiln_status *st);
 int rt_gpu_graph_end(kiln_device *d, void **graph, kiln_status *st);
 int rt_gpu_graph_launch(kiln_device *d, void *graph, kiln_status *st);
 void rt_gpu_graph_free(kiln_device *d, void *graph);
+int rt_gpu_event_create(kiln_device *d, void **ev, kiln_status *st);
+int rt_gpu_event_record(kiln_device *d, void *ev, kiln_status *st);
+int rt_gpu_event_elapsed(kiln_device *d, void *a, void *b, float *ms, kiln_status *st);
+void rt_gpu_event_destroy(kiln_device *d, void *ev);
 
 /* A vendor's rt_device_ops: its own count and open, the rest the entries
  * above. */
@@ -158,6 +171,8 @@ void rt_gpu_graph_free(kiln_device *d, void *graph);
     .module_function = rt_gpu_module_function, .launch = rt_gpu_launch,                        \
     .graph_begin = rt_gpu_graph_begin, .graph_end = rt_gpu_graph_end,                           \
     .graph_launch = rt_gpu_graph_launch, .graph_free = rt_gpu_graph_free,                       \
+    .event_create = rt_gpu_event_create, .event_record = rt_gpu_event_record,                   \
+    .event_elapsed = rt_gpu_event_elapsed, .event_destroy = rt_gpu_event_destroy,               \
   }
 
 #endif

@@ -78,6 +78,10 @@ static const rt_gpu_sym graph_entries[] = {
     G(StreamBeginCapture), G(StreamEndCapture), G(GraphInstantiateWithFlags), G(GraphLaunch),
     G(GraphExecDestroy), G(GraphDestroy), E(MemcpyAsync),
 };
+static const rt_gpu_sym event_entries[] = {
+    {"hipEventCreateWithFlags", offsetof(hip_api, gpu.EventCreate)}, G(EventRecord),
+    G(EventSynchronize), G(EventElapsedTime), G(EventDestroy),
+};
 #undef E
 #undef G
 
@@ -95,6 +99,9 @@ static void hip_load(void) {
   }
   /* all or none: a runtime without graphs opens and cannot record */
   rt_gpu_bind(&hip.api, graph_entries, sizeof graph_entries / sizeof graph_entries[0], hip_lookup,
+              lib, &r);
+  /* the same for events: without them launches are timed by the host clock */
+  rt_gpu_bind(&hip.api, event_entries, sizeof event_entries / sizeof event_entries[0], hip_lookup,
               lib, &r);
   if ((r = hip.api.Init(0)) != 0) {
     snprintf(hip.state.why, sizeof hip.state.why,

@@ -21,7 +21,9 @@
  * resolved launch of every kernel (jit_simt_geometry's grid, parameters).
  * The plan is kept, so executes of one binding allocate nothing. Run: copy
  * the inputs in, launch each kernel, read the error word after each (a
- * data error names the op), copy the outputs back.
+ * data error names the op), copy the outputs back. While watched (a trace
+ * open, a profile on: device_watch.h) each launch and copy is timed and
+ * reported, and a recorded capture replays launch by launch.
  * A dim set from data (mo.nonzero's count, ir/shape.h) is planned at its
  * bound; its node's kernel stores the count in a device slot of the plan,
  * which is read back after the launch and bound (checked) before the later
@@ -45,6 +47,7 @@
 #include "backend.h"
 #include "buffers.h"
 #include "device.h"
+#include "device_watch.h"
 #include "pipeline.h"
 #include "placement.h"
 #include "plan.h"
@@ -68,6 +71,7 @@ struct rt_dm {
   int nkernels;         /* kernels loaded (nodes with a kernel after fusion) */
   int plan_builds;      /* plans built (for tests: executes of one binding build one) */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
+  rt_dev_watch *watch;  /* timing and tracing launches while watched (device_watch.h) */
 };
 
 /* The SIMT target name of d's code. */
@@ -94,8 +98,16 @@ static int load_code(kiln_model *m, int i, const rt_binding *b, rt_code *c, bool
   *c = (rt_code){0};
   if (rt_pipeline_compile_simt(&m->dm->target, m->g, i, b, &sc, st) < 0) return -1;
   *cached = sc.cached;
+  rt_trace *tr = m->dm->target.ctx ? m->dm->target.ctx->trace : NULL;
+  int64_t t0 = rt_trace_on(tr) ? rt_now_ns() : 0;
   int rc = rt_device_module_load(m->device, sc.image, sc.len, &c->handle, st);
   if (rc == 0) rc = rt_device_module_function(m->device, c->handle, sc.name, &c->fn, st);
+  if (rt_trace_on(tr)) { /* the last step of a kernel's compile, as on the host */
+    char esc[200], a[300];
+    snprintf(a, sizeof a, "\"fn\":\"%s\",\"target\":\"%s\"",
+             rt_trace_escape(sc.name, esc, sizeof esc), kiln_device_label(m->device));
+    rt_trace_span(tr, "compile", "load", t0, rt_now_ns(), a);
+  }
   c->sym_map = sc.sym_map;
   c->nsyms = sc.nsyms;
   sc.sym_map = NULL;
@@ -516,13 +528,16 @@ fail:
   return NULL;
 }
 
-/* l's inplace copy and launch, then the error word: a failing kernel's
- * message names its op. */
-static int launch_checked(kiln_model *m, dm_plan *x, const dm_launch *l, kiln_status *st) {
+/* l's inplace copy and launch (timed when watched: w), then the error
+ * word: a failing kernel's message names its op. */
+static int launch_checked(kiln_model *m, dm_plan *x, const dm_launch *l, rt_dev_watch *w,
+                          kiln_status *st) {
   if (l->copy_bytes &&
       rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
     return -1;
-  if (rt_device_launch(m->device, l->fn, &l->dims, l->params, st) < 0) return -1;
+  if ((w ? rt_dev_watch_launch(w, l->node, l->fn, &l->dims, l->params, st)
+         : rt_device_launch(m->device, l->fn, &l->dims, l->params, st)) < 0)
+    return -1;
   int32_t code = 0;
   if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
   if (code == 0) return 0;
@@ -552,18 +567,25 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
 }
 
 /* Copy inputs in, run the launches (the error word checked after each),
- * copy the outputs out (allocating those that are NULL). */
-static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
-                    kiln_tensor **outputs, int noutputs, kiln_status *st) {
+ * copy the outputs out (allocating those that are NULL). Watched (w), each
+ * copy and launch is timed, and a recorded capture runs launch by launch
+ * so that every kernel is seen. */
+static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
+                    kiln_tensor **outputs, int noutputs, rt_dev_watch *w, kiln_status *st) {
   const ir_graph *g = m->g;
   if (noutputs != g->noutputs || !outputs)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
                   g->noutputs, noutputs);
   int32_t zero = 0, code = 0;
   if (kiln_device_copy_to(m->device, x->errword, &zero, sizeof zero, st) < 0) return -1;
-  for (int i = 0; i < g->ninputs; i++)
+  for (int i = 0; i < g->ninputs; i++) {
+    int64_t t0 = w ? rt_now_ns() : 0;
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
-  if (x->graph) { /* a recorded capture: one launch, the error word read once */
+    if (w)
+      rt_dev_watch_copy(w, RT_COPY_IN, g->inputs[i]->name, inputs[i]->nbytes, t0, rt_now_ns());
+  }
+  bool graph = x->graph && !w;
+  if (graph) { /* a recorded capture: one launch, the error word read once */
     if (rt_device_graph_launch(m->device, x->graph, st) < 0) return -1;
     if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
     if (code != 0)
@@ -573,11 +595,11 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
   const int64_t *syms = x->syms; /* x->run_syms once a count is read */
   if (x->run_syms) memcpy(x->run_syms, x->syms, sizeof *x->syms * (size_t)g->nsyms);
   bool counted = false;
-  for (int li = 0; !x->graph && li < x->nlaunches; li++) {
+  for (int li = 0; !graph && li < x->nlaunches; li++) {
     dm_launch *l = &x->launches[li];
     bool work = l->dims.grid[0] && l->dims.grid[1] && l->dims.grid[2]; /* a print's may be 0 */
     if (counted && resolve_launch(m, l, syms, &work, st) < 0) return -1;
-    if (work && launch_checked(m, x, l, st) < 0) return -1;
+    if (work && launch_checked(m, x, l, w, st) < 0) return -1;
     if (g->nodes[l->node]->op == IR_OP_PRINT && print_line(m, l, syms, st) < 0) return -1;
     if (!work) continue;
     if (n_bufs(m, l->node) > g->nodes[l->node]->nin + g->nodes[l->node]->nout) {
@@ -623,8 +645,10 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
         break;
       }
     }
+    int64_t t0 = w ? rt_now_ns() : 0;
     rc = t->device ? rt_device_copy_dd(m->device, t->devptr, x->buf[v->id], t->nbytes, st)
                    : kiln_device_copy_from(m->device, t->data, x->buf[v->id], t->nbytes, st);
+    if (w && rc == 0) rt_dev_watch_copy(w, RT_COPY_OUT, v->name, t->nbytes, t0, rt_now_ns());
   }
   for (int i = 0; i < g->noutputs; i++) {
     if (rc == 0 && !outputs[i]) {
@@ -633,6 +657,14 @@ static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
     }
     kiln_tensor_free(fresh[i]);
   }
+  return rc;
+}
+
+static int plan_run(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
+                    kiln_tensor **outputs, int noutputs, kiln_status *st) {
+  rt_dev_watch *w = rt_dev_watch_begin(m, &m->dm->watch, x->nlaunches); /* NULL: unwatched */
+  int rc = run_plan(m, x, inputs, outputs, noutputs, w, st);
+  rt_dev_watch_end(w, x->run_syms ? x->run_syms : x->syms);
   return rc;
 }
 
@@ -809,6 +841,8 @@ static void dm_free(kiln_model *m) {
     for (int i = 0; i < dm->ncaptures; i++) plan_free(m, dm->captures[i].plan);
   }
   free(dm->captures);
+  rt_dev_watch_free(m, dm->watch);
+  rt_profile_free(m);
   for (int i = 0; i < m->g->nnodes; i++) {
     if (dm->kernels) {
       rt_device_module_unload(m->device, dm->kernels[i].handle);

@@ -383,11 +383,13 @@ kiln_model *rt_model_compile_device(kiln_context *ctx, kiln_context *own_ctx, ki
     return m;
   }
   if (rt_dm_prepare(m, d, target_ctx, st) < 0 || model_describe(m, st) < 0 ||
-      rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0) {
+      rt_dm_load(m, st) < 0 || rt_wsrc_bind(m, g->wsrc, st) < 0 ||
+      rt_profile_init(m, st) < 0) {
     kiln_model_free(m);
     return NULL;
   }
   m->compile_ms = rt_now_ms() - t0;
+  rt_observe_compiled(m, t0);
   rt_ok(st);
   return m;
 }
@@ -693,7 +695,7 @@ KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int n
   bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
   int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
-  if (watch) rt_observe_execute(m, t0, rt_now_ns(), rc); /* observe.c: profile, trace */
+  if (watch) rt_observe_execute(m, "execute", t0, rt_now_ns(), rc); /* observe.c */
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   life_leave(m);
   return rc;
@@ -722,7 +724,10 @@ KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
   if (life_enter(m, "kiln_model_replay", st) < 0) return -1;
   atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
+  int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
+  if (watch) rt_observe_execute(m, "replay", t0, rt_now_ns(), rc); /* counted as an execute */
   atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
   life_leave(m);
   return rc;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "ir/dim.h"
+#include "backend.h"
 #include "obs_label.h"
 #include "pool.h"
 
@@ -24,6 +25,7 @@ typedef struct rt_prof_node {
 struct rt_profile {
   atomic_int on;
   _Atomic uint64_t executes, exec_ns;
+  rt_prof_node copies[RT_COPY_KINDS]; /* a device model's copies (flops unused) */
   int n;
   rt_prof_node nodes[];
 };
@@ -106,11 +108,35 @@ static const char *shape_now(const ir_type *t, const int64_t *gsyms, char *buf, 
   return buf;
 }
 
+bool rt_profile_on(const kiln_model *m) {
+  const struct rt_profile *pf = m->prof;
+  return pf && (atomic_load_explicit(&pf->on, memory_order_relaxed) ||
+                atomic_load_explicit(&m->ctx->profile_all, memory_order_relaxed));
+}
+
+void rt_profile_add(const kiln_model *m, int node, int64_t ns, const int64_t *gsyms) {
+  const ir_node *n = m->g->nodes[node];
+  rt_prof_node *c = &m->prof->nodes[node];
+  atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->ns, (uint64_t)(ns > 0 ? ns : 0), memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->bytes, node_bytes(n, gsyms), memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->flops, node_flops(n, gsyms), memory_order_relaxed);
+}
+
+void rt_profile_add_copy(const kiln_model *m, rt_copy_kind kind, int64_t ns, uint64_t bytes) {
+  rt_prof_node *c = &m->prof->copies[kind];
+  atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->ns, (uint64_t)(ns > 0 ? ns : 0), memory_order_relaxed);
+  atomic_fetch_add_explicit(&c->bytes, bytes, memory_order_relaxed);
+}
+
+const char *rt_obs_shape_now(const ir_type *t, const int64_t *gsyms, char *buf, size_t cap) {
+  return shape_now(t, gsyms, buf, cap);
+}
+
 int32_t rt_observe_kernel(const kiln_model *m, int node, jit_kernel_fn fn, void *const *args,
                           const int64_t *ksyms, const int64_t *gsyms) {
-  struct rt_profile *pf = m->prof;
-  bool prof = pf && (atomic_load_explicit(&pf->on, memory_order_relaxed) ||
-                     atomic_load_explicit(&m->ctx->profile_all, memory_order_relaxed));
+  bool prof = rt_profile_on(m);
   bool tr = rt_trace_on(m->ctx->trace);
   if (!prof && !tr) return rt_kernel_call_labeled(m, node, fn, args, ksyms, gsyms, NULL);
   char label[256];
@@ -119,13 +145,7 @@ int32_t rt_observe_kernel(const kiln_model *m, int node, jit_kernel_fn fn, void 
   int32_t rc = rt_kernel_call_labeled(m, node, fn, args, ksyms, gsyms, tr ? label : NULL);
   int64_t t1 = rt_now_ns();
   const ir_node *n = m->g->nodes[node];
-  if (prof) {
-    rt_prof_node *c = &pf->nodes[node];
-    atomic_fetch_add_explicit(&c->calls, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->ns, (uint64_t)(t1 - t0), memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->bytes, node_bytes(n, gsyms), memory_order_relaxed);
-    atomic_fetch_add_explicit(&c->flops, node_flops(n, gsyms), memory_order_relaxed);
-  }
+  if (prof) rt_profile_add(m, node, t1 - t0, gsyms);
   if (tr) {
     char shape[256], esc[300], a[400];
     shape_now(&n->out[0]->type, gsyms, shape, sizeof shape);
@@ -136,16 +156,15 @@ int32_t rt_observe_kernel(const kiln_model *m, int node, jit_kernel_fn fn, void 
   return rc;
 }
 
-void rt_observe_execute(const kiln_model *m, int64_t t0, int64_t t1, int rc) {
+void rt_observe_execute(const kiln_model *m, const char *what, int64_t t0, int64_t t1, int rc) {
   struct rt_profile *pf = m->prof;
-  if (pf && (atomic_load_explicit(&pf->on, memory_order_relaxed) ||
-             atomic_load_explicit(&m->ctx->profile_all, memory_order_relaxed))) {
+  if (rt_profile_on(m)) {
     atomic_fetch_add_explicit(&pf->executes, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&pf->exec_ns, (uint64_t)(t1 - t0), memory_order_relaxed);
   }
   if (rt_trace_on(m->ctx->trace)) {
     char name[200], esc[220], a[300];
-    snprintf(name, sizeof name, "execute @%s", m->g->name ? m->g->name : "?");
+    snprintf(name, sizeof name, "%s @%s", what, m->g->name ? m->g->name : "?");
     snprintf(a, sizeof a, "\"graph\":\"%s\",\"ok\":%s",
              rt_trace_escape(m->g->name ? m->g->name : "?", esc, sizeof esc),
              rc == 0 ? "true" : "false");
@@ -153,37 +172,46 @@ void rt_observe_execute(const kiln_model *m, int64_t t0, int64_t t1, int rc) {
   }
 }
 
+/* Whether node i of m has a kernel (either backend: backend.h). */
+static bool has_kernel(const kiln_model *m, int i) { return m->be->node_syms(m, i) >= 0; }
+
 void rt_observe_compiled(const kiln_model *m, double t0_ms) {
   const char *name = m->g->name ? m->g->name : "?";
   int nk = 0;
-  for (int i = 0; i < m->g->nnodes; i++) nk += m->kentries && m->kentries[i] ? 1 : 0;
-  rt_logf(&m->ctx->log, KILN_LOG_INFO, "compiled model @%s: %d kernel%s in %.1f ms", name, nk,
-          nk == 1 ? "" : "s", m->compile_ms);
+  for (int i = 0; i < m->g->nnodes; i++) nk += has_kernel(m, i);
+  const char *where = m->device ? kiln_device_label(m->device) : NULL;
+  rt_logf(&m->ctx->log, KILN_LOG_INFO, "compiled model @%s%s%s: %d kernel%s in %.1f ms", name,
+          where ? " for " : "", where ? where : "", nk, nk == 1 ? "" : "s", m->compile_ms);
   if (rt_trace_on(m->ctx->trace)) {
-    char ev[200], esc[160], a[240];
+    char ev[200], esc[160], a[300];
     snprintf(ev, sizeof ev, "compile model @%s", name);
-    snprintf(a, sizeof a, "\"graph\":\"%s\",\"kernels\":%d",
-             rt_trace_escape(name, esc, sizeof esc), nk);
+    snprintf(a, sizeof a, "\"graph\":\"%s\",\"kernels\":%d,\"target\":\"%s\"",
+             rt_trace_escape(name, esc, sizeof esc), nk, where ? where : "cpu");
     rt_trace_span(m->ctx->trace, "compile", ev, (int64_t)(t0_ms * 1e6), rt_now_ns(), a);
   }
 }
 
 /* ---- public ---- */
 
+static int no_profile(const kiln_model *m, const char *fn, kiln_status *st) {
+  return rt_err(st, KILN_ERR_UNSUPPORTED, "%s: graph @%s runs control flow (mo.if, mo.while, "
+                "mo.call) on the host: its regions are models of their own and it has no "
+                "per-kernel profile", fn, m->g->name);
+}
+
+static void zero(rt_prof_node *c) {
+  atomic_store(&c->calls, 0);
+  atomic_store(&c->ns, 0);
+  atomic_store(&c->bytes, 0);
+  atomic_store(&c->flops, 0);
+}
+
 KILN_API int kiln_model_set_profile(kiln_model *m, int on, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_set_profile: model is NULL");
-  if (!m->prof)
-    return rt_err(st, KILN_ERR_UNSUPPORTED,
-                  "kiln_model_set_profile: graph @%s runs on a device; profiles count host "
-                  "models' kernels only", m->g->name);
+  if (!m->prof) return no_profile(m, "kiln_model_set_profile", st);
   if (on) {
-    for (int i = 0; i < m->prof->n; i++) {
-      rt_prof_node *c = &m->prof->nodes[i];
-      atomic_store(&c->calls, 0);
-      atomic_store(&c->ns, 0);
-      atomic_store(&c->bytes, 0);
-      atomic_store(&c->flops, 0);
-    }
+    for (int i = 0; i < m->prof->n; i++) zero(&m->prof->nodes[i]);
+    for (int k = 0; k < RT_COPY_KINDS; k++) zero(&m->prof->copies[k]);
     atomic_store(&m->prof->executes, 0);
     atomic_store(&m->prof->exec_ns, 0);
   }
@@ -202,22 +230,30 @@ KILN_API int kiln_context_set_profile(kiln_context *ctx, int on, kiln_status *st
   return 0;
 }
 
+static void fill_counts(kiln_profile_row *row, const rt_prof_node *c) {
+  row->calls = atomic_load_explicit(&c->calls, memory_order_relaxed);
+  row->total_ms = (double)atomic_load_explicit(&c->ns, memory_order_relaxed) / 1e6;
+  row->mean_ms = row->calls ? row->total_ms / (double)row->calls : 0;
+  row->gflop = (double)atomic_load_explicit(&c->flops, memory_order_relaxed) / 1e9;
+  row->gbyte = (double)atomic_load_explicit(&c->bytes, memory_order_relaxed) / 1e9;
+}
+
 KILN_API kiln_profile *kiln_model_profile(const kiln_model *m, kiln_status *st) {
   if (!m) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_profile: model is NULL");
     return NULL;
   }
   if (!m->prof) {
-    rt_err(st, KILN_ERR_UNSUPPORTED, "kiln_model_profile: graph @%s runs on a device; profiles "
-           "count host models' kernels only", m->g->name);
+    no_profile(m, "kiln_model_profile", st);
     return NULL;
   }
   const ir_graph *g = m->g;
   int nk = 0;
-  for (int i = 0; i < g->nnodes; i++) nk += m->kentries && m->kentries[i] ? 1 : 0;
+  for (int i = 0; i < g->nnodes; i++) nk += has_kernel(m, i);
+  int nrows = nk + (m->device ? RT_COPY_KINDS : 0); /* a device model's copies too */
   enum { TEXT = 512 };
   kiln_profile *p = calloc(1, sizeof *p);
-  if (p) p->rows = calloc((size_t)(nk ? nk : 1), sizeof *p->rows);
+  if (p) p->rows = calloc((size_t)(nrows ? nrows : 1), sizeof *p->rows);
   if (p) p->strings = malloc((size_t)(nk ? nk : 1) * 2 * TEXT);
   if (!p || !p->rows || !p->strings) {
     kiln_profile_free(p);
@@ -225,24 +261,31 @@ KILN_API kiln_profile *kiln_model_profile(const kiln_model *m, kiln_status *st) 
     return NULL;
   }
   double sum = 0;
-  for (int i = 0, r = 0; i < g->nnodes; i++) {
-    if (!m->kentries || !m->kentries[i]) continue;
-    const rt_prof_node *c = &m->prof->nodes[i];
+  int r = 0;
+  for (int i = 0; i < g->nnodes; i++) {
+    if (!has_kernel(m, i)) continue;
     kiln_profile_row *row = &p->rows[r];
     char *kt = p->strings + (size_t)r * 2 * TEXT, *sh = kt + TEXT;
     row->node = i;
     row->kernel = rt_obs_node_ops(g, i, kt, TEXT);
     row->shape = rt_obs_type_text(&g->nodes[i]->out[0]->type, sh, TEXT);
-    row->calls = atomic_load_explicit(&c->calls, memory_order_relaxed);
-    row->total_ms = (double)atomic_load_explicit(&c->ns, memory_order_relaxed) / 1e6;
-    row->mean_ms = row->calls ? row->total_ms / (double)row->calls : 0;
-    row->gflop = (double)atomic_load_explicit(&c->flops, memory_order_relaxed) / 1e9;
-    row->gbyte = (double)atomic_load_explicit(&c->bytes, memory_order_relaxed) / 1e9;
+    fill_counts(row, &m->prof->nodes[i]);
     sum += row->total_ms;
     r++;
   }
-  p->n = nk;
-  for (int r = 0; r < nk; r++) p->rows[r].share = sum > 0 ? p->rows[r].total_ms / sum : 0;
+  static const char *const copy_names[RT_COPY_KINDS] = {"copy in", "copy out"};
+  static const char *const copy_what[RT_COPY_KINDS] = {"inputs to the device",
+                                                        "outputs from the device"};
+  for (int k = 0; m->device && k < RT_COPY_KINDS; k++, r++) {
+    kiln_profile_row *row = &p->rows[r];
+    row->node = -1;
+    row->kernel = copy_names[k];
+    row->shape = copy_what[k];
+    fill_counts(row, &m->prof->copies[k]);
+    sum += row->total_ms;
+  }
+  p->n = r;
+  for (int i = 0; i < r; i++) p->rows[i].share = sum > 0 ? p->rows[i].total_ms / sum : 0;
   p->executes = atomic_load(&m->prof->executes);
   p->execute_ms = (double)atomic_load(&m->prof->exec_ns) / 1e6;
   rt_ok(st);

@@ -13,7 +13,9 @@
  * (ir_kernel_text, _bound or _partial), then for the host the context's
  * memory cache (which reads and fills the disk and remote caches), for SIMT
  * the disk cache, then the remote cache, under a code key, else
- * jit_simt_compile_node (and ld.lld for AMDGPU). */
+ * jit_simt_compile_node (and ld.lld for AMDGPU). A device kernel's steps
+ * (disk read, compile, link, disk write) are trace spans and log lines of
+ * the target context, named as the host's are (cache_mem.c). */
 #include "pipeline.h"
 
 #include <stdio.h>
@@ -28,6 +30,7 @@
 #include "ir/control.h"
 #include "gpu_link.h"
 #include "kernel_lib.h"
+#include "obs_label.h"
 #include "plan.h"
 #include "prepack.h"
 #include "simt_mathlib.h"
@@ -326,6 +329,42 @@ void rt_simt_code_free(rt_simt_code *c) {
   memset(c, 0, sizeof *c);
 }
 
+/* A trace span of a step producing device kernel fn (node i of g) for t. */
+static void simt_step(const rt_target *t, const char *what, const char *fn, const ir_graph *g,
+                      int i, int64_t t0) {
+  rt_trace *tr = t->ctx ? t->ctx->trace : NULL;
+  if (!rt_trace_on(tr)) return;
+  char label[256], esc[300], efn[200], a[600];
+  rt_obs_node_ops(g, i, label, sizeof label);
+  snprintf(a, sizeof a, "\"fn\":\"%s\",\"kernel\":\"%s\",\"target\":\"%s\"",
+           rt_trace_escape(fn, efn, sizeof efn), rt_trace_escape(label, esc, sizeof esc),
+           t->label);
+  rt_trace_span(tr, "compile", what, t0, rt_now_ns(), a);
+}
+
+/* Node i's device code from the disk or remote cache: 0 (hit), else -1.
+ * A trace span ("disk read", "remote read" or "disk read (miss)") and a
+ * "cache hit" / "cache miss" instant, a debug line. */
+static int simt_cached(const rt_target *t, const ir_graph *g, int i, const kc_key *key,
+                       rt_simt_code *out) {
+  rt_trace *tr = t->ctx->trace;
+  int64_t t0 = rt_trace_on(tr) ? rt_now_ns() : 0;
+  /* 0: from the disk, 1: from the remote (now on the disk too), -1: a miss */
+  int rc = rt_cache_tiers_get(t->ctx->disk, t->ctx->remote, key, &out->image, &out->len);
+  simt_step(t, rc < 0 ? "disk read (miss)" : rc == 0 ? "disk read" : "remote read", out->name,
+            g, i, t0);
+  if (rt_trace_on(tr)) {
+    char a[200], efn[200];
+    snprintf(a, sizeof a, "\"fn\":\"%s\",\"target\":\"%s\"",
+             rt_trace_escape(out->name, efn, sizeof efn), t->label);
+    rt_trace_instant(tr, "cache", rc >= 0 ? "cache hit" : "cache miss", a);
+  }
+  if (rc >= 0)
+    rt_logf(&t->ctx->log, KILN_LOG_DEBUG, "loaded kernel %s for %s from the %s cache (%zu "
+            "bytes)", out->name, t->label, rc == 0 ? "disk" : "remote", out->len);
+  return rc >= 0 ? 0 : -1;
+}
+
 int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const rt_binding *b,
                              rt_simt_code *out, kiln_status *st) {
   memset(out, 0, sizeof *out);
@@ -354,7 +393,7 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
   struct kr_remote *remote = t->ctx ? t->ctx->remote : NULL;
   if (disk || remote) {
     code_key(t, text, out->name, opts, sizeof opts, host, sizeof host, &parts, &key);
-    if (rt_cache_tiers_get(disk, remote, &key, &out->image, &out->len) >= 0) {
+    if (simt_cached(t, g, i, &key, out) == 0) {
       out->cached = true;
       free(text);
       return 0;
@@ -365,20 +404,35 @@ int rt_pipeline_compile_simt(const rt_target *t, const ir_graph *g, int i, const
   size_t olen = 0;
   jit_simt_target simt = t->simt;
   simt.math = &rt_simt_math; /* the device math library, found and read by src/ */
+  bool watched = t->ctx && (rt_trace_on(t->ctx->trace) || rt_log_on(&t->ctx->log, KILN_LOG_INFO));
+  int64_t t0 = watched ? rt_now_ns() : 0;
   rc = jit_simt_compile_node(g, &simt, b ? b->vals : NULL, b ? b->bind : NULL, i,
                              t->has_libs ? &t->libs : NULL, out->name, &obj, &olen, err,
                              sizeof err);
+  if (watched) simt_step(t, rc == 0 ? "compile" : "compile (failed)", out->name, g, i, t0);
+  if (watched && rc == 0) {
+    char label[256], shape[256];
+    rt_obs_node_ops(g, i, label, sizeof label);
+    rt_obs_type_text(&g->nodes[i]->out[0]->type, shape, sizeof shape);
+    rt_logf(&t->ctx->log, KILN_LOG_INFO, "compiled kernel %s %s for %s (%s) in %.1f ms", label,
+            shape, t->label, out->name, (double)(rt_now_ns() - t0) / 1e6);
+  }
   if (rc < 0) {
     rt_err(st, KILN_ERR_COMPILE, "%s: %s", t->label, err);
   } else if (t->simt.kind == JIT_SIMT_AMDGPU) {
+    int64_t tl = watched ? rt_now_ns() : 0;
     rc = rt_link_amdgpu(obj, olen, &out->image, &out->len, st);
+    if (watched) simt_step(t, "link", out->name, g, i, tl);
     free(obj);
   } else {
     out->image = obj;
     out->len = olen;
   }
-  if (rc == 0 && (disk || remote))
+  if (rc == 0 && (disk || remote)) {
+    int64_t tw = watched ? rt_now_ns() : 0;
     rt_cache_tiers_put(disk, remote, &key, &parts, out->image, out->len);
+    if (watched) simt_step(t, "disk write", out->name, g, i, tw);
+  }
   free(text);
   if (rc < 0) rt_simt_code_free(out);
   return rc;

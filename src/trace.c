@@ -87,8 +87,9 @@ static void append(rt_trace *t, const char *ev, size_t n) {
   t->len += n;
 }
 
-/* Under mu: name the calling thread's track on its first event. */
-static void name_track(rt_trace *t, int tid) {
+/* Under mu: name track tid on its first event: track_name, or (NULL) the
+ * calling thread's name. */
+static void name_track(rt_trace *t, int tid, const char *track_name) {
   for (int i = 0; i < t->nnamed; i++)
     if (t->named[i] == tid) return;
   if (t->nnamed == t->named_cap) {
@@ -100,7 +101,8 @@ static void name_track(rt_trace *t, int tid) {
   }
   t->named[t->nnamed++] = tid;
   char name[64] = "", esc[160], ev[320];
-  if (pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
+  if (track_name) snprintf(name, sizeof name, "%s", track_name);
+  else if (pthread_getname_np(pthread_self(), name, sizeof name) != 0 || !name[0])
     snprintf(name, sizeof name, "thread %d", tid);
   int n = snprintf(ev, sizeof ev,
                    ",\n{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%d,\"tid\":%d,"
@@ -109,16 +111,16 @@ static void name_track(rt_trace *t, int tid) {
   append(t, ev, (size_t)n);
 }
 
-static void record(rt_trace *t, char ph, const char *cat, const char *name, int64_t t0_ns,
-                   int64_t t1_ns, const char *args) {
+/* One event on track tid (named track_name, NULL: the calling thread's). */
+static void record(rt_trace *t, int tid, const char *track_name, char ph, const char *cat,
+                   const char *name, int64_t t0_ns, int64_t t1_ns, const char *args) {
   char en[512], ec[64], ev[2048];
-  int tid = thread_id();
   pthread_mutex_lock(&t->mu);
   if (!t->f) {
     pthread_mutex_unlock(&t->mu);
     return;
   }
-  name_track(t, tid);
+  name_track(t, tid, track_name);
   /* microseconds with 3 decimals, printed from integers: formatting doubles
    * was most of an event's cost */
   long long ts = t0_ns - t->t0_ns, dur = t1_ns - t0_ns;
@@ -146,11 +148,16 @@ static void record(rt_trace *t, char ph, const char *cat, const char *name, int6
 
 void rt_trace_span(rt_trace *t, const char *cat, const char *name, int64_t t0_ns, int64_t t1_ns,
                    const char *args) {
-  if (rt_trace_on(t)) record(t, 'X', cat, name, t0_ns, t1_ns, args);
+  if (rt_trace_on(t)) record(t, thread_id(), NULL, 'X', cat, name, t0_ns, t1_ns, args);
+}
+
+void rt_trace_span_on(rt_trace *t, int track, const char *track_name, const char *cat,
+                      const char *name, int64_t t0_ns, int64_t t1_ns, const char *args) {
+  if (rt_trace_on(t)) record(t, track, track_name, 'X', cat, name, t0_ns, t1_ns, args);
 }
 
 void rt_trace_instant(rt_trace *t, const char *cat, const char *name, const char *args) {
-  if (rt_trace_on(t)) record(t, 'i', cat, name, rt_now_ns(), 0, args);
+  if (rt_trace_on(t)) record(t, thread_id(), NULL, 'i', cat, name, rt_now_ns(), 0, args);
 }
 
 void rt_trace_jit_phase(void *ud, const char *phase, const char *fn_name, int64_t t0_ns,
@@ -159,7 +166,7 @@ void rt_trace_jit_phase(void *ud, const char *phase, const char *fn_name, int64_
   if (!rt_trace_on(t)) return;
   char esc[96], a[128];
   snprintf(a, sizeof a, "\"fn\":\"%s\"", rt_trace_escape(fn_name, esc, sizeof esc));
-  record(t, 'X', "compile", phase, t0_ns, t1_ns, a);
+  record(t, thread_id(), NULL, 'X', "compile", phase, t0_ns, t1_ns, a);
 }
 
 /* Under mu: write what is left and close. 0, or -1 with st. */

@@ -56,6 +56,12 @@ static inline bool rt_trace_on(const rt_trace *t) {
  * ("\"node\":3,\"shape\":\"[4] f32\""), written as it is. */
 void rt_trace_span(rt_trace *t, const char *cat, const char *name, int64_t t0_ns, int64_t t1_ns,
                    const char *args);
+/* The same on a track of its own (a device's: its launches and copies),
+ * numbered track (RT_TRACE_TRACK_BASE and up, never a thread id) and named
+ * track_name on its first event. */
+#define RT_TRACE_TRACK_BASE (1 << 30) /* above any Linux thread id (pid_max <= 2^22) */
+void rt_trace_span_on(rt_trace *t, int track, const char *track_name, const char *cat,
+                      const char *name, int64_t t0_ns, int64_t t1_ns, const char *args);
 /* An instant event now, on the calling thread's track. */
 void rt_trace_instant(rt_trace *t, const char *cat, const char *name, const char *args);
 /* A jit_phase_hook's fn (jit.h) for ud = an rt_trace: a "compile" span

@@ -14,6 +14,7 @@
 #include "src/cache_mem.h"
 #include "src/rt.h"
 #include "support/note.h"
+#include "support/trace_read.h"
 
 /* Big enough for the pool to split both kernels (pool.c's grain). */
 static const char mlp_text[] =
@@ -104,13 +105,6 @@ static void compile_logged(kiln_log_level level, log_sink *s) {
   kiln_status_free(st);
 }
 
-/* An empty file at path (a mkstemp template, rewritten in place). */
-static void make_temp_file(char *path) {
-  int fd = mkstemp(path);
-  cr_assert(fd >= 0, "mkstemp %s", path);
-  close(fd);
-}
-
 Test(observe, log_info_names_compiles_and_evictions) {
   log_sink s = {0};
   compile_logged(KILN_LOG_INFO, &s);
@@ -189,55 +183,9 @@ Test(observe, log_refuses_a_bad_level) {
 
 /* ---- traces ---- */
 
-static rt_json *read_trace(const char *path) {
-  FILE *f = fopen(path, "rb");
-  cr_assert(f, "%s", path);
-  static char buf[8 << 20];
-  size_t n = fread(buf, 1, sizeof buf, f);
-  fclose(f);
-  char err[256] = "";
-  rt_json *j = rt_json_parse(buf, n, err, sizeof err);
-  cr_assert(j, "%s is not JSON: %s", path, err);
-  cr_assert_eq(j->kind, RT_JSON_ARRAY);
-  return j;
-}
-
-static const char *str_of(const rt_json *ev, const char *key) {
-  const rt_json *v = rt_json_get(ev, key);
-  return v && v->kind == RT_JSON_STRING ? v->s : "";
-}
-
-static int64_t int_of(const rt_json *ev, const char *key) {
-  const rt_json *v = rt_json_get(ev, key);
-  return v && v->kind == RT_JSON_NUMBER ? (int64_t)v->num : -1;
-}
-
-/* Events named name (prefix match when name ends with '*'). */
-static int count_named(const rt_json *j, const char *name) {
-  size_t n = strlen(name);
-  bool prefix = n && name[n - 1] == '*';
-  int c = 0;
-  for (int i = 0; i < j->n; i++) {
-    const char *e = str_of(&j->items[i], "name");
-    if (prefix ? strncmp(e, name, n - 1) == 0 : strcmp(e, name) == 0) c++;
-  }
-  return c;
-}
-
-/* The tid of the thread named name by a thread_name event, -1 if none. */
-static int64_t track_of(const rt_json *j, const char *name) {
-  for (int i = 0; i < j->n; i++) {
-    const rt_json *e = &j->items[i];
-    const rt_json *a = rt_json_get(e, "args");
-    if (!strcmp(str_of(e, "name"), "thread_name") && a && !strcmp(str_of(a, "name"), name))
-      return int_of(e, "tid");
-  }
-  return -1;
-}
-
 Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  make_temp_file(path);
+  trace_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_num_threads(ctx, 2, st), 0);
@@ -251,33 +199,33 @@ Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
   run_mlp(m, 256, 3, st);
   /* flushed while the context lives: already a whole JSON array */
   cr_assert_eq(kiln_context_flush_trace(ctx, st), 0, "%s", kiln_status_message(st));
-  rt_json *mid = read_trace(path);
-  cr_assert_eq(count_named(mid, "execute @mlp"), 3);
+  rt_json *mid = trace_read(path);
+  cr_assert_eq(trace_count_named(mid, "execute @mlp"), 3);
   rt_json_free(mid);
   kiln_context_free(ctx);
 
-  rt_json *j = read_trace(path);
-  cr_assert_eq(count_named(j, "prepare @mlp"), 2);
-  cr_assert_eq(count_named(j, "compile model @mlp"), 2);
+  rt_json *j = trace_read(path);
+  cr_assert_eq(trace_count_named(j, "prepare @mlp"), 2);
+  cr_assert_eq(trace_count_named(j, "compile model @mlp"), 2);
   const char *phases[] = {"lower", "O3", "codegen", "compile", "load"};
-  for (int p = 0; p < 5; p++) cr_assert_eq(count_named(j, phases[p]), 2, "%s", phases[p]);
-  cr_assert_eq(count_named(j, "cache miss"), 2);
-  cr_assert_eq(count_named(j, "cache hit"), 2);
-  cr_assert_eq(count_named(j, "execute @mlp"), 3);
+  for (int p = 0; p < 5; p++) cr_assert_eq(trace_count_named(j, phases[p]), 2, "%s", phases[p]);
+  cr_assert_eq(trace_count_named(j, "cache miss"), 2);
+  cr_assert_eq(trace_count_named(j, "cache hit"), 2);
+  cr_assert_eq(trace_count_named(j, "execute @mlp"), 3);
   int kernels = 0, parts = 0;
   int64_t main_tid = -1;
   bool part_off_main = false;
   for (int i = 0; i < j->n; i++) {
     const rt_json *e = &j->items[i];
-    const char *cat = str_of(e, "cat");
+    const char *cat = trace_str(e, "cat");
     if (!strcmp(cat, "kernel")) {
       kernels++;
       const rt_json *a = rt_json_get(e, "args");
-      cr_assert(a && int_of(a, "node") >= 0);
-      cr_assert(strstr(str_of(a, "shape"), "[256, "), "%s", str_of(a, "shape"));
-      cr_assert_eq(str_of(e, "ph")[0], 'X');
+      cr_assert(a && trace_int(a, "node") >= 0);
+      cr_assert(strstr(trace_str(a, "shape"), "[256, "), "%s", trace_str(a, "shape"));
+      cr_assert_eq(trace_str(e, "ph")[0], 'X');
       cr_assert_geq(rt_json_get(e, "dur")->num, 0);
-      main_tid = int_of(e, "tid");
+      main_tid = trace_int(e, "tid");
     }
     if (!strcmp(cat, "part")) parts++;
   }
@@ -286,11 +234,11 @@ Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
    * a track named for a pool worker. */
   for (int i = 0; i < j->n; i++) {
     const rt_json *e = &j->items[i];
-    if (strcmp(str_of(e, "cat"), "part") != 0) continue;
-    int64_t tid = int_of(e, "tid");
+    if (strcmp(trace_str(e, "cat"), "part") != 0) continue;
+    int64_t tid = trace_int(e, "tid");
     if (tid == main_tid) continue;
     part_off_main = true;
-    cr_assert_eq(tid, track_of(j, "kiln-pool-1"), "a part on an unnamed track");
+    cr_assert_eq(tid, trace_track_of(j, "kiln-pool-1"), "a part on an unnamed track");
   }
   cr_assert_eq(kernels, 6, "two kernels per execute");
   cr_assert_geq(parts, 6, "each kernel split in parts");
@@ -303,47 +251,27 @@ Test(observe, trace_has_compile_phases_executes_kernels_and_parts) {
 
 Test(observe, trace_puts_background_specializations_on_their_own_track) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  make_temp_file(path);
-  kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_ASYNC, st), 0);
-  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
-  cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
-  kiln_graph *g = parse(ew_text, st);
-  kiln_model *m = kiln_model_compile(ctx, g, st);
-  cr_assert(m, "%s", kiln_status_message(st));
-  kiln_tensor *x = filled(2, (int64_t[]){8, 64}, 0.1f, st);
-  for (int i = 0; i < 3; i++) {
-    kiln_tensor *y = NULL;
-    cr_assert_eq(kiln_model_execute(m, &x, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
-    kiln_tensor_free(y);
-    cr_assert_geq(kiln_context_wait_compiles(ctx, 60000, st), 0);
-  }
-  kiln_tensor_free(x);
-  kiln_model_free(m);
-  kiln_context_free(ctx);
-  rt_json *j = read_trace(path);
-  int64_t compile_tid = track_of(j, "kiln-compile");
+  trace_temp_file(path);
+  rt_json *j = trace_specializing_runs(ew_text, NULL, path);
+  int64_t compile_tid = trace_track_of(j, "kiln-compile");
   cr_assert_geq(compile_tid, 0, "the compile thread has a named track");
   bool found = false;
   for (int i = 0; i < j->n; i++) {
     const rt_json *e = &j->items[i];
-    if (!strcmp(str_of(e, "name"), "specialize @ew")) {
-      cr_assert_eq(int_of(e, "tid"), compile_tid);
+    if (!strcmp(trace_str(e, "name"), "specialize @ew")) {
+      cr_assert_eq(trace_int(e, "tid"), compile_tid);
       found = true;
     }
   }
   cr_assert(found, "a specialize span");
   rt_json_free(j);
-  kiln_graph_free(g);
-  kiln_status_free(st);
   unlink(path);
 }
 
 Test(observe, trace_reads_from_disk_show_as_disk_read) {
   char dir[] = "/tmp/kiln_obs_XXXXXX", path[] = "/tmp/kiln_trace_XXXXXX";
   cr_assert(mkdtemp(dir));
-  make_temp_file(path);
+  trace_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_graph *g = parse(mlp_text, st);
   for (int round = 0; round < 2; round++) {
@@ -355,10 +283,10 @@ Test(observe, trace_reads_from_disk_show_as_disk_read) {
     kiln_model_free(m);
     kiln_context_free(ctx);
   }
-  rt_json *j = read_trace(path);
-  cr_assert_eq(count_named(j, "disk read"), 2);
-  cr_assert_eq(count_named(j, "load"), 2);
-  cr_assert_eq(count_named(j, "lower"), 0, "nothing compiled");
+  rt_json *j = trace_read(path);
+  cr_assert_eq(trace_count_named(j, "disk read"), 2);
+  cr_assert_eq(trace_count_named(j, "load"), 2);
+  cr_assert_eq(trace_count_named(j, "lower"), 0, "nothing compiled");
   rt_json_free(j);
   kiln_graph_free(g);
   kiln_status_free(st);
@@ -627,7 +555,7 @@ static void *exec_loop(void *arg) {
 
 Test(observe, concurrent_executes_trace_and_profile_every_call) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  make_temp_file(path);
+  trace_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_trace(ctx, path, st), 0);
@@ -659,10 +587,10 @@ Test(observe, concurrent_executes_trace_and_profile_every_call) {
   kiln_tensor_free(w1);
   kiln_tensor_free(w2);
   kiln_context_free(ctx);
-  rt_json *j = read_trace(path);
-  cr_assert_eq(count_named(j, "execute @mlp"), THREADS * EACH);
+  rt_json *j = trace_read(path);
+  cr_assert_eq(trace_count_named(j, "execute @mlp"), THREADS * EACH);
   int kernels = 0;
-  for (int i = 0; i < j->n; i++) kernels += !strcmp(str_of(&j->items[i], "cat"), "kernel");
+  for (int i = 0; i < j->n; i++) kernels += !strcmp(trace_str(&j->items[i], "cat"), "kernel");
   cr_assert_eq(kernels, 2 * THREADS * EACH);
   rt_json_free(j);
   kiln_graph_free(g);
@@ -672,7 +600,7 @@ Test(observe, concurrent_executes_trace_and_profile_every_call) {
 
 Test(observe, trace_writes_when_its_buffer_fills_and_stays_json) {
   char path[] = "/tmp/kiln_trace_XXXXXX";
-  make_temp_file(path);
+  trace_temp_file(path);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert_eq(kiln_context_set_specialize(ctx, KILN_SPECIALIZE_OFF, st), 0);
@@ -695,15 +623,15 @@ Test(observe, trace_writes_when_its_buffer_fills_and_stays_json) {
   fclose(f);
   /* a write happens when the next event would not fit: just under 1 MiB */
   cr_assert_gt(written, 1 << 19, "the full buffer went to the file (%ld bytes)", written);
-  rt_json *mid = read_trace(path);
-  int seen = count_named(mid, "execute @ew");
+  rt_json *mid = trace_read(path);
+  int seen = trace_count_named(mid, "execute @ew");
   cr_assert(seen > 0 && seen < N, "%d", seen);
   rt_json_free(mid);
   kiln_tensor_free(x);
   kiln_model_free(m);
   kiln_context_free(ctx);
-  rt_json *j = read_trace(path);
-  cr_assert_eq(count_named(j, "execute @ew"), N, "every event written at the end");
+  rt_json *j = trace_read(path);
+  cr_assert_eq(trace_count_named(j, "execute @ew"), N, "every event written at the end");
   rt_json_free(j);
   kiln_graph_free(g);
   kiln_status_free(st);

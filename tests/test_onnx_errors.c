@@ -8,7 +8,8 @@
  * Range and Tile over initializers become mo.range and mo.tile; Expand to a
  * shape input broadcasts both ways; signed integer Div truncates and
  * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
- * matches a naive sum over the letters; the CLI's
+ * matches a naive sum over the letters; a bidirectional RNN and one with
+ * sequence_lens match a naive loop; the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
 #include <criterion/criterion.h>
@@ -702,6 +703,103 @@ Test(onnx_errors, einsum_two_operands) {
     kiln_tensor_free(x[0]);
     kiln_tensor_free(x[1]);
     kiln_tensor_free(y);
+    kiln_model_free(m);
+    kiln_context_free(ctx);
+    kiln_graph_free(g);
+    kiln_status_free(st);
+  }
+}
+
+/* An f32 initializer of n elements from v (dims given by the caller). */
+static Onnx__TensorProto *init_f32_values(mb *b, const char *name, int rank, const int64_t *dims,
+                                          const float *v) {
+  int64_t n = 1;
+  for (int i = 0; i < rank; i++) n *= dims[i];
+  Onnx__TensorProto *t = init_f32(b, name, n, (size_t)n * 4);
+  t->n_dims = (size_t)rank;
+  t->dims = keep(calloc((size_t)rank, sizeof *t->dims));
+  memcpy(t->dims, dims, (size_t)rank * sizeof *dims);
+  memcpy(t->raw_data.data, v, (size_t)n * 4);
+  return t;
+}
+
+/* A tanh RNN, T = 4 steps, batch 2, input 3, hidden 2, against a naive C
+ * loop: bidirectional (Y [T, 2, B, H] and Y_h), and forward with
+ * sequence_lens {4, 2} (the short row keeps its state and outputs zeros). */
+Test(onnx_errors, rnn_bidirectional_and_sequence_lens) {
+  enum { T = 4, B = 2, I = 3, H = 2 };
+  float w[2][H][I], r[2][H][H], bias[2][2 * H], xs[T][B][I];
+  for (int d = 0; d < 2; d++) {
+    for (int i = 0; i < H * I; i++) (&w[d][0][0])[i] = 0.1f * (float)((i * 5 + d * 3) % 7) - 0.3f;
+    for (int i = 0; i < H * H; i++) (&r[d][0][0])[i] = 0.2f * (float)((i * 3 + d) % 5) - 0.4f;
+    for (int i = 0; i < 2 * H; i++) bias[d][i] = 0.05f * (float)(i + d) - 0.1f;
+  }
+  for (int i = 0; i < T * B * I; i++) (&xs[0][0][0])[i] = 0.25f * (float)((i * 7) % 9) - 1.0f;
+  static const int64_t lens_v[B] = {4, 2};
+  for (int with_lens = 0; with_lens < 2; with_lens++) {
+    int ndir = with_lens ? 1 : 2;
+    /* the naive reference */
+    float want_y[T][2][B][H] = {{{{0}}}}, want_h[2][B][H] = {{{0}}};
+    for (int d = 0; d < ndir; d++)
+      for (int bb = 0; bb < B; bb++) {
+        float h[H] = {0};
+        for (int s = 0; s < T; s++) {
+          int t = d == 1 ? T - 1 - s : s;
+          if (with_lens && t >= lens_v[bb]) continue; /* keeps h; Y stays 0 */
+          float nh[H];
+          for (int j = 0; j < H; j++) {
+            float acc = bias[d][j] + bias[d][H + j];
+            for (int i = 0; i < I; i++) acc += xs[t][bb][i] * w[d][j][i];
+            for (int k = 0; k < H; k++) acc += h[k] * r[d][j][k];
+            nh[j] = tanhf(acc);
+          }
+          memcpy(h, nh, sizeof h);
+          memcpy(want_y[t][d][bb], h, sizeof h);
+        }
+        memcpy(want_h[d][bb], h, sizeof h);
+      }
+    mb *b = mb_new();
+    const char *xd[3] = {"4", "2", "3"}, *yd[4] = {"4", ndir == 2 ? "2" : "1", "2", "2"},
+               *hd[3] = {ndir == 2 ? "2" : "1", "2", "2"};
+    b->ins[b->g.n_input++] = vinfo("x", 3, xd);
+    b->outs[b->g.n_output++] = vinfo("y", 4, yd);
+    b->outs[b->g.n_output++] = vinfo("y_h", 3, hd);
+    init_f32_values(b, "w", 3, (int64_t[]){ndir, H, I}, &w[0][0][0]);
+    init_f32_values(b, "r", 3, (int64_t[]){ndir, H, H}, &r[0][0][0]);
+    init_f32_values(b, "b", 2, (int64_t[]){ndir, 2 * H}, &bias[0][0]);
+    static const char *const ins[] = {"x", "w", "r", "b", "lens"};
+    if (with_lens) init_i64(b, "lens", B, lens_v);
+    Onnx__NodeProto *n = node(b, "RNN", "rnn", with_lens ? 5 : 4, ins, "y");
+    n->n_output = 2;
+    n->output = keep(calloc(2, sizeof *n->output));
+    n->output[0] = "y";
+    n->output[1] = "y_h";
+    n->n_attribute = 2;
+    n->attribute = keep(calloc(2, sizeof *n->attribute));
+    n->attribute[0] = attr_int("hidden_size", H);
+    n->attribute[1] = attr_str("direction", ndir == 2 ? "bidirectional" : "forward");
+    kiln_status *st = kiln_status_new();
+    kiln_graph *g = import_built(b, st);
+    kiln_context *ctx = kiln_context_new(st);
+    kiln_model *m = kiln_model_compile(ctx, g, st);
+    cr_assert(m, "%s", kiln_status_message(st));
+    int64_t xshape[3] = {T, B, I};
+    kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT32, 3, xshape, &xs[0][0][0], st),
+                *y[2] = {NULL, NULL};
+    cr_assert_eq(kiln_model_execute(m, &x, 1, y, 2, st), 0, "%s", kiln_status_message(st));
+    const float *gy = kiln_tensor_data(y[0]), *gh = kiln_tensor_data(y[1]);
+    for (int t = 0; t < T; t++)
+      for (int d = 0; d < ndir; d++)
+        for (int i = 0; i < B * H; i++)
+          cr_expect(fabsf(gy[(t * ndir + d) * B * H + i] - (&want_y[t][d][0][0])[i]) < 1e-5f,
+                    "lens %d: Y[%d][%d] element %d: %g, want %g", with_lens, t, d, i,
+                    (double)gy[(t * ndir + d) * B * H + i], (double)(&want_y[t][d][0][0])[i]);
+    for (int i = 0; i < ndir * B * H; i++)
+      cr_expect(fabsf(gh[i] - (&want_h[0][0][0])[i]) < 1e-5f,
+                "lens %d: Y_h element %d: %g, want %g", with_lens, i, (double)gh[i], (double)(&want_h[0][0][0])[i]);
+    kiln_tensor_free(x);
+    kiln_tensor_free(y[0]);
+    kiln_tensor_free(y[1]);
     kiln_model_free(m);
     kiln_context_free(ctx);
     kiln_graph_free(g);

@@ -82,19 +82,26 @@ KILN_API kiln_log_level kiln_context_log_level(const kiln_context *ctx);
 
 /* ---- traces ----
  * Chrome trace-event JSON (Perfetto and chrome://tracing open it): compile
- * phases per kernel (prepare, lower, O3, codegen, load, disk read), the
+ * phases per kernel (prepare, lower, O3, codegen, load, disk read; a
+ * device kernel's disk read, compile, link, disk write and load), the
  * background compile thread on its own track, each execute and each kernel
  * it ran (split kernels: each part on its pool worker's track), cache hits
- * and misses as instant events. kiln_context_set_trace starts writing to
- * path (created or truncated; NULL stops and closes the current trace);
- * KILN_TRACE=path does the same when the context is created (one file per
- * context: a second context opening the same path truncates it). Events are
- * buffered (at most 1 MiB) and written when the buffer fills, on
- * kiln_context_flush_trace, when tracing stops and when the context is
- * freed. After each write the file is a complete JSON array, so a process
- * that exits without freeing its context loses only the events since the
- * last write. With tracing off an execute pays one predictable branch per
- * kernel. Thread-safe. */
+ * and misses as instant events. A device model's launches and its copies
+ * in and out are spans on the device's own track ("cuda:0", "simt-emu"),
+ * timed on the device's clock where it has events (CUDA, HIP) and by the
+ * host's on simt-emu; a recorded capture replays launch by launch while a
+ * trace is open or a profile is on, so that every kernel is seen.
+ * kiln_context_set_trace starts writing to path (created or truncated;
+ * NULL stops and closes the current trace); KILN_TRACE=path does the same
+ * when the context is created (one file per context: a second context
+ * opening the same path truncates it). Events are buffered (at most 1 MiB)
+ * and written when the buffer fills, on kiln_context_flush_trace, when
+ * tracing stops and when the context is freed. After each write the file
+ * is a complete JSON array, so a process that exits without freeing its
+ * context loses only the events since the last write. With tracing off an
+ * execute pays one predictable branch per kernel; with it on, about 1 us
+ * per event written (a kernel call, each part of a split kernel;
+ * bench_observe). Thread-safe. */
 KILN_API int kiln_context_set_trace(kiln_context *ctx, const char *path, kiln_status *st);
 KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
 /* Profilers: with KILN_PERF=1 in the environment when a context is
@@ -112,12 +119,15 @@ KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
  * counts); kiln_context_set_profile does it for every model of ctx, those
  * compiled later included. kiln_model_profile returns a snapshot owned by
  * the caller (kiln_profile_free), one row per kernel node of m in graph
- * order; rows and their strings are owned by the snapshot. NULL with st on
- * error. A profiled kernel call costs two clock reads. */
+ * order; a device model's then has two rows for its copies ("copy in" and
+ * "copy out", node -1: their calls, time and bytes). Rows and their strings
+ * are owned by the snapshot. NULL with st on error (a graph with control
+ * flow has no profile: its regions are models of their own). A profiled
+ * kernel call costs two clock reads (on a GPU, two events instead). */
 KILN_API int kiln_context_set_profile(kiln_context *ctx, int on, kiln_status *st);
 typedef struct kiln_profile kiln_profile;
 typedef struct kiln_profile_row {
-  int node;          /* the node's index in the compiled (fused) graph */
+  int node;          /* the node's index in the compiled (fused) graph; -1: copies */
   const char *kernel;/* "mo.matmul", or a fused group "mo.add+mo.relu" */
   const char *shape; /* its first result's type as compiled: "[batch, 128] f32" */
   uint64_t calls;
@@ -130,8 +140,8 @@ KILN_API kiln_profile *kiln_model_profile(const kiln_model *m, kiln_status *st);
 KILN_API void kiln_profile_free(kiln_profile *p);
 KILN_API int kiln_profile_num_rows(const kiln_profile *p); /* -1 for NULL */
 KILN_API const kiln_profile_row *kiln_profile_row_at(const kiln_profile *p, int i); /* owned by p */
-/* Executes of the model counted, and their wall time (kiln_model_execute
- * from entry to return). */
+/* Executes of the model counted (kiln_model_execute and kiln_model_replay),
+ * and their wall time (from entry to return). */
 KILN_API uint64_t kiln_profile_executes(const kiln_profile *p);
 KILN_API double kiln_profile_execute_ms(const kiln_profile *p);
 

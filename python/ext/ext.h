@@ -71,6 +71,26 @@ int ext_device_of(PyObject *obj, kiln_device **out);
 /* The kiln_graph of a Graph object; NULL (raised) when obj is not one. */
 kiln_graph *ext_graph_of(PyObject *obj);
 
+/* The kiln objects of a Context / Model object (model.c), and the slot
+ * holding a Context's log callable (a reference, or NULL). */
+kiln_context *ext_context_of(PyObject *self);
+PyObject **ext_context_log_slot(PyObject *self);
+kiln_model *ext_model_of(PyObject *self);
+
+/* Observability methods of Context and Model (observe.c): logs, traces,
+ * profiles and the remote cache. */
+PyObject *ext_context_set_log(PyObject *self, PyObject *args);
+PyObject *ext_context_log_level(PyObject *self, void *c);
+PyObject *ext_context_set_trace(PyObject *self, PyObject *arg);
+PyObject *ext_context_flush_trace(PyObject *self, PyObject *noargs);
+PyObject *ext_context_set_profile(PyObject *self, PyObject *arg);
+PyObject *ext_context_set_remote_cache(PyObject *self, PyObject *args);
+PyObject *ext_context_flush_remote_cache(PyObject *self, PyObject *args);
+PyObject *ext_context_remote_cache_status(PyObject *self, void *c);
+PyObject *ext_context_remote_cache_counts(PyObject *self, PyObject *noargs);
+PyObject *ext_model_set_profile(PyObject *self, PyObject *arg);
+PyObject *ext_model_profile(PyObject *self, PyObject *noargs);
+
 int ext_graph_init(PyObject *m);
 int ext_tensor_init(PyObject *m);
 int ext_model_init(PyObject *m);

@@ -128,7 +128,11 @@ static PyType_Spec device_spec = {"kiln._kiln.Device", sizeof(DeviceObject), 0,
 typedef struct ContextObject {
   PyObject_HEAD
   kiln_context *ctx;
+  PyObject *log_fn; /* the callable kiln's log lines go to (observe.c), or NULL */
 } ContextObject;
+
+kiln_context *ext_context_of(PyObject *self) { return ((ContextObject *)self)->ctx; }
+PyObject **ext_context_log_slot(PyObject *self) { return &((ContextObject *)self)->log_fn; }
 
 static PyObject *context_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {NULL};
@@ -156,6 +160,7 @@ static void context_dealloc(PyObject *self) {
   kiln_context *c = ((ContextObject *)self)->ctx;
   Py_BEGIN_ALLOW_THREADS kiln_context_free(c); /* waits for its compile thread */
   Py_END_ALLOW_THREADS
+  Py_XDECREF(((ContextObject *)self)->log_fn); /* no kiln thread logs to it any more */
   freefunc f = (freefunc)PyType_GetSlot(tp, Py_tp_free);
   f(self);
   Py_DECREF(tp);
@@ -210,7 +215,11 @@ static PyObject *context_add_cache_seed_dir(PyObject *self, PyObject *arg) {
   if (!b) return NULL;
   const char *dir = PyBytes_AsString(b);
   kiln_status *st = kiln_status_new();
-  int rc = dir ? kiln_context_add_cache_seed_dir(CTX(self), dir, st) : -1;
+  int rc = -1;
+  if (dir) {
+    Py_BEGIN_ALLOW_THREADS rc = kiln_context_add_cache_seed_dir(CTX(self), dir, st);
+    Py_END_ALLOW_THREADS
+  }
   Py_DECREF(b);
   if (!dir) {
     kiln_status_free(st);
@@ -225,7 +234,10 @@ static PyObject *context_set_cache_dir(PyObject *self, PyObject *args) {
   unsigned long long max = 0;
   if (!PyArg_ParseTuple(args, "z|K", &dir, &max)) return NULL;
   kiln_status *st = kiln_status_new();
-  return done(kiln_context_set_cache_dir(CTX(self), dir, (uint64_t)max, st), st);
+  int rc;
+  Py_BEGIN_ALLOW_THREADS rc = kiln_context_set_cache_dir(CTX(self), dir, (uint64_t)max, st);
+  Py_END_ALLOW_THREADS
+  return done(rc, st);
 }
 
 static PyObject *context_set_specialize(PyObject *self, PyObject *arg) {
@@ -246,7 +258,10 @@ static PyObject *context_set_code_limit(PyObject *self, PyObject *arg) {
   size_t n = PyLong_AsSize_t(arg);
   if (n == (size_t)-1 && PyErr_Occurred()) return NULL;
   kiln_status *st = kiln_status_new();
-  return done(kiln_context_set_code_limit(CTX(self), n, st), st);
+  int rc; /* evicting kernels logs: the GIL goes (a log callback takes it) */
+  Py_BEGIN_ALLOW_THREADS rc = kiln_context_set_code_limit(CTX(self), n, st);
+  Py_END_ALLOW_THREADS
+  return done(rc, st);
 }
 
 static PyObject *context_set_tier_up(PyObject *self, PyObject *arg) {
@@ -295,6 +310,9 @@ static PyGetSetDef context_getset[] = {
     {"cache_dir", context_cache_dir, NULL, "the disk cache's directory, or None", NULL},
     {"cache_status", context_cache_status, NULL, "one line: the disk cache's settings", NULL},
     {"cache_warning", context_cache_warning, NULL, "the cache problem to fix, or None", NULL},
+    {"log_level", ext_context_log_level, NULL, "the level logged: off, warn, info or debug", NULL},
+    {"remote_cache_status", ext_context_remote_cache_status, NULL,
+     "one line: the remote cache in use, off, or why it is unavailable", NULL},
     {NULL, NULL, NULL, NULL, NULL}};
 
 static PyMethodDef context_methods[] = {
@@ -312,6 +330,17 @@ static PyMethodDef context_methods[] = {
     {"wait_compiles", context_wait_compiles, METH_VARARGS,
      "wait_compiles(timeout_ms=-1) -> True when idle"},
     {"counter", context_counter, METH_O, "counter(number) -> float"},
+    {"set_log", ext_context_set_log, METH_VARARGS,
+     "set_log(callable_or_None, level): kiln's log lines at or above level"},
+    {"set_trace", ext_context_set_trace, METH_O, "set_trace(path_or_None): Chrome trace JSON"},
+    {"flush_trace", ext_context_flush_trace, METH_NOARGS, "flush_trace(): write what is buffered"},
+    {"set_profile", ext_context_set_profile, METH_O, "set_profile(on): profile every model"},
+    {"set_remote_cache", ext_context_set_remote_cache, METH_VARARGS,
+     "set_remote_cache(url_or_None, namespace=None, timeout_ms=0)"},
+    {"flush_remote_cache", ext_context_flush_remote_cache, METH_VARARGS,
+     "flush_remote_cache(timeout_ms=-1) -> True when every kernel is published"},
+    {"remote_cache_counts", ext_context_remote_cache_counts, METH_NOARGS,
+     "remote_cache_counts() -> {hits, misses, errors, published}"},
     {NULL, NULL, 0, NULL}};
 
 static PyType_Slot context_slots[] = {
@@ -337,6 +366,8 @@ typedef struct ModelObject {
 } ModelObject;
 
 #define MODEL(self) (((ModelObject *)(self))->m)
+
+kiln_model *ext_model_of(PyObject *self) { return MODEL(self); }
 
 /* Model(context, graph, device=None): compile (the GIL released). */
 static PyObject *model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
@@ -532,7 +563,11 @@ static PyObject *model_release(PyObject *self, PyObject *arg) {
   uint64_t key = PyLong_AsUnsignedLongLong(arg);
   if (key == (uint64_t)-1 && PyErr_Occurred()) return NULL;
   kiln_status *st = kiln_status_new();
-  return done(kiln_model_release(MODEL(self), key, st), st);
+  kiln_model *m = MODEL(self);
+  int rc; /* dropping code may evict kernels, which logs: the GIL goes */
+  Py_BEGIN_ALLOW_THREADS rc = kiln_model_release(m, key, st);
+  Py_END_ALLOW_THREADS
+  return done(rc, st);
 }
 
 /* bind_weight(name, array): the model borrows the array's memory (kept
@@ -717,6 +752,10 @@ static PyMethodDef model_methods[] = {
     {"set_bucket", model_set_bucket, METH_VARARGS, "set_bucket(symbol, kind, n=0)"},
     {"specialize", model_specialize, METH_O, "specialize({symbol: value})"},
     {"counter", model_counter, METH_O, "counter(number) -> float"},
+    {"set_profile", ext_model_set_profile, METH_O, "set_profile(on): count kernel times"},
+    {"profile", ext_model_profile, METH_NOARGS,
+     "profile() -> (executes, execute_ms, [(node, kernel, shape, calls, total_ms, mean_ms, "
+     "share, gflop, gbyte)])"},
     {NULL, NULL, 0, NULL}};
 
 static PyType_Slot model_slots[] = {

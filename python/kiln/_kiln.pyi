@@ -7,8 +7,9 @@ positional-only here. The kiln package wraps these classes in the
 MAX-shaped API (kiln.graph, kiln.engine, kiln.driver).
 """
 
+import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, final
 
 from typing_extensions import Buffer, Self, disjoint_base
@@ -18,6 +19,7 @@ from typing_extensions import Buffer, Self, disjoint_base
 _TensorLike = Any
 # (name, dtype number, dims as text, static size of each dim or -1)
 _Port = tuple[str, int, tuple[str, ...], tuple[int, ...]]
+_ProfileRow = tuple[int, str, str, int, float, float, float, float, float]
 
 # ---- module functions ----
 
@@ -248,6 +250,29 @@ class Context:
         """Wait for background compiles; True when idle."""
     def counter(self, number: int, /) -> float:
         """A context counter (kiln_counter)."""
+    def set_log(self, fn: Callable[[str, str], Any] | None, level: str | int, /) -> None:
+        """Send log lines at or above level ("off", "warn", "info", "debug") to
+        fn(level, line), called holding the GIL from whichever thread logs;
+        None: stderr."""
+    @property
+    def log_level(self) -> str:
+        """The level logged: "off", "warn", "info" or "debug"."""
+    def set_trace(self, path: str | bytes | os.PathLike[str] | None, /) -> None:
+        """Write a Chrome trace-event JSON file at path; None stops."""
+    def flush_trace(self) -> None:
+        """Write the buffered trace events now."""
+    def set_profile(self, on: bool, /) -> None:
+        """Count the kernel times of every model of the context."""
+    def set_remote_cache(self, url: str | None, namespace: str | None = None,
+                         timeout_ms: int = 0, /) -> None:
+        """Use a Redis server (redis://...) as a shared kernel cache; None: off."""
+    def flush_remote_cache(self, timeout_ms: int = -1, /) -> bool:
+        """Wait until every kernel queued for the remote cache is published."""
+    def remote_cache_counts(self) -> dict[str, int]:
+        """{"hits", "misses", "errors", "published"} of the remote cache in use."""
+    @property
+    def remote_cache_status(self) -> str:
+        """One line: the remote cache in use, off, or why it is unavailable."""
 
 @final
 class Model:
@@ -278,6 +303,11 @@ class Model:
         """Compile the variant for these symbol values now (a dict)."""
     def counter(self, number: int, /) -> float:
         """A model counter (kiln_counter)."""
+    def set_profile(self, on: bool, /) -> None:
+        """Count this model's kernel times (True: from zero)."""
+    def profile(self) -> tuple[int, float, list[_ProfileRow]]:
+        """(executes, execute_ms, rows): a row per kernel (node, kernel, shape,
+        calls, total_ms, mean_ms, share, gflop, gbyte); copies have node -1."""
     @property
     def inputs(self) -> list[_Port]:
         """[(name, dtype, dims, static dims)] of the inputs."""

@@ -4,21 +4,31 @@
 caches, thread pool); ``session.load(graph_or_path, weights_registry=...)``
 compiles a ``Graph``, an MO text file or an ONNX file into a ``Model``;
 ``model.execute(*inputs)`` runs it. Compiles and executes release the GIL.
+
+Observability: ``InferenceSession(trace=path, log_level="info", log=fn)``
+writes a Chrome trace (Perfetto opens it) and routes kiln's log lines to
+``fn(level, line)``; ``model.set_profile(True)`` then ``model.profile()``
+gives per-kernel times. ``remote_cache="redis://host:port"`` shares compiled
+kernels between machines.
 """
 
 from __future__ import annotations
 
+import atexit
 import enum
 import os
+import weakref
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, NamedTuple, Sequence
 
 from . import _kiln
 from .driver import CPU, Device, Tensor
 from .dtype import DType
 
 __all__ = ["InferenceSession", "Model", "TensorSpec", "SpecializePolicy", "Bucket",
-           "CustomExtensionsType"]
+           "CustomExtensionsType", "Profile", "ProfileRow", "LogCallback"]
+
+LogCallback = Callable[[str, str], Any]  # fn(level, line): level "warn", "info" or "debug"
 
 CustomExtensionsType = list  # paths of C (.c), LLVM IR (.ll) or bitcode (.bc) kernel libraries
 
@@ -56,6 +66,89 @@ class TensorSpec:
         return f"TensorSpec(shape={self.shape}, dtype={self.dtype}, name={self.name!r})"
 
 
+class ProfileRow(NamedTuple):
+    """One kernel of a profile (a device model's copies in and out have node -1).
+
+    kernel: the op, or a fused group's ops joined by '+' ("mo.matmul+mo.relu");
+    shape: its first result's type as compiled ("[batch, 128] f32"); calls,
+    total_ms, mean_ms: its calls and their time; share: of every row's total;
+    gflop, gbyte: work over all calls (gflop is counted for matmuls only);
+    rate, rate_unit: GFLOP/s where flops are counted, else GB/s (0.0, "" when
+    it never ran)."""
+
+    node: int
+    kernel: str
+    shape: str
+    calls: int
+    total_ms: float
+    mean_ms: float
+    share: float
+    gflop: float
+    gbyte: float
+    rate: float
+    rate_unit: str
+
+
+def _row(t: tuple) -> ProfileRow:
+    node, kernel, shape, calls, total_ms, mean_ms, share, gflop, gbyte = t
+    s = total_ms / 1e3
+    if s > 0 and gflop > 0:
+        rate, unit = gflop / s, "GFLOP/s"
+    elif s > 0 and gbyte > 0:
+        rate, unit = gbyte / s, "GB/s"
+    else:
+        rate, unit = 0.0, ""
+    return ProfileRow(node, kernel, shape, calls, total_ms, mean_ms, share, gflop, gbyte, rate,
+                      unit)
+
+
+class Profile(Sequence[ProfileRow]):
+    """A snapshot of a model's profile: its rows in graph order (a sequence of
+    ProfileRow), the executes counted and their wall time (``execute_ms``, each
+    from entry to return)."""
+
+    def __init__(self, executes: int, execute_ms: float, rows: list[ProfileRow]) -> None:
+        self.executes = executes
+        self.execute_ms = execute_ms
+        self.rows = rows
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self.rows[i]
+
+    def __iter__(self) -> Iterator[ProfileRow]:
+        return iter(self.rows)
+
+    def __str__(self) -> str:
+        total = sum(r.total_ms for r in self.rows)
+        lines = [f"profile: {self.executes} executes, {self.execute_ms:.3f} ms in executes, "
+                 f"{total:.3f} ms in kernels",
+                 f"{'node':>4}  {'kernel':<32} {'shape':<24} {'calls':>7} {'total ms':>10} "
+                 f"{'mean ms':>10} {'share':>6}  rate"]
+        for r in self.rows:
+            rate = f"{r.rate:.2f} {r.rate_unit}" if r.rate_unit else "-"
+            lines.append(f"{r.node:>4}  {r.kernel[:32]:<32} {r.shape[:24]:<24} {r.calls:>7} "
+                         f"{r.total_ms:>10.3f} {r.mean_ms:>10.4f} {100 * r.share:>5.1f}%  {rate}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"Profile(executes={self.executes}, execute_ms={self.execute_ms:.3f}, "
+                f"rows={len(self.rows)})")
+
+
+# Sessions whose log lines go to a Python callable: at exit kiln's threads
+# (a background compile) must not call into an interpreter being finalized.
+_logging_sessions: "weakref.WeakSet[InferenceSession]" = weakref.WeakSet()
+
+
+@atexit.register
+def _stop_python_logs() -> None:
+    for s in list(_logging_sessions):
+        s._ctx.set_log(None, "off")
+
+
 def _paths(ext: Any) -> list[str]:
     if ext is None:
         return []
@@ -72,13 +165,24 @@ class InferenceSession:
     use). custom_extensions: kernel libraries (.c, .ll, .bc paths) that serve
     the graphs' ``ops.custom`` calls. cache_dir: the disk kernel cache
     (default: kiln's, from KILN_CACHE_DIR or ~/.cache/kiln; None turns it off
-    when given explicitly)."""
+    when given explicitly). remote_cache: a Redis server shared by many
+    machines ("redis://[[user]:password@]host[:port][/db]"), looked up after
+    the disk cache (default: KILN_CACHE_REMOTE; None turns it off when given).
+    trace: write a Chrome trace-event JSON file of compiles, executes and
+    kernels (also KILN_TRACE). log: a callable ``fn(level, line)`` that gets
+    kiln's log lines instead of stderr, from whichever thread logs (it holds
+    the GIL then; it must not call kiln); log_level: "off", "warn" (default,
+    or KILN_LOG), "info" or "debug". profile: count every model's kernel
+    times (``Model.profile``)."""
 
     _NO_CACHE_ARG = object()
 
     def __init__(self, devices: Iterable[Device] | None = None, num_threads: int | None = None,
                  *, custom_extensions: Any = None, cache_dir: Any = _NO_CACHE_ARG,
-                 specialize: SpecializePolicy | None = None) -> None:
+                 specialize: SpecializePolicy | None = None,
+                 remote_cache: Any = _NO_CACHE_ARG, trace: Any = None,
+                 log: LogCallback | None = None, log_level: str | None = None,
+                 profile: bool = False) -> None:
         self.devices = list(devices) if devices is not None else [CPU()]
         if not self.devices:
             raise ValueError("InferenceSession: devices is empty")
@@ -89,6 +193,15 @@ class InferenceSession:
             self._ctx.set_cache_dir(None if cache_dir is None else os.fspath(cache_dir))
         if specialize is not None:
             self._ctx.set_specialize(int(specialize))
+        self._trace: str | None = None
+        if log is not None or log_level is not None:
+            self.set_log(log, log_level)
+        if remote_cache is not InferenceSession._NO_CACHE_ARG:
+            self.set_remote_cache(remote_cache)
+        if trace is not None:
+            self.set_trace(trace)
+        if profile:
+            self.set_profile(True)
         self._libraries: set[str] = set()
         for p in _paths(custom_extensions):
             self._add_library(p)
@@ -130,6 +243,66 @@ class InferenceSession:
     def cache_warning(self) -> str | None:
         """The disk cache problem a user should fix (unwritable, foreign owner...), or None."""
         return self._ctx.cache_warning
+
+    def set_log(self, fn: LogCallback | None, level: str | None = None) -> None:
+        """Send kiln's log lines at or above level ("off", "warn", "info", "debug"; None:
+        the level now) to ``fn(level, line)``; fn None: to stderr. fn runs on whichever
+        thread logs (kiln's compile threads too) holding the GIL, one line at a time; it
+        must not call kiln."""
+        self._ctx.set_log(fn, self.log_level if level is None else level)
+        if fn is None:
+            _logging_sessions.discard(self)
+        else:
+            _logging_sessions.add(self)
+
+    @property
+    def log_level(self) -> str:
+        """The level logged: "off", "warn", "info" or "debug"."""
+        return self._ctx.log_level
+
+    def set_trace(self, path: Any) -> None:
+        """Write a Chrome trace-event JSON file (Perfetto, chrome://tracing) at path,
+        created or truncated; None stops and closes the current one. The file is a whole
+        JSON array after each write (``flush_trace``, a full buffer, stop, close)."""
+        self._ctx.set_trace(None if path is None else os.fspath(path))
+        self._trace = None if path is None else os.fspath(path)
+
+    @property
+    def trace_path(self) -> str | None:
+        """The trace file being written, or None."""
+        return self._trace
+
+    def flush_trace(self) -> None:
+        """Write the buffered trace events now."""
+        self._ctx.flush_trace()
+
+    def set_profile(self, on: bool) -> None:
+        """Count the kernel times of every model of this session, later ones too."""
+        self._ctx.set_profile(bool(on))
+
+    def set_remote_cache(self, url: str | None, namespace: str | None = None,
+                         timeout_ms: int = 0) -> None:
+        """Use the Redis server at url as a shared kernel cache; None turns it off.
+
+        namespace prefixes the keys (default KILN_CACHE_REMOTE_NS, else "kiln");
+        timeout_ms bounds each connect and command (0: KILN_CACHE_REMOTE_TIMEOUT_MS,
+        else 50). A bad URL raises; an unreachable server only costs compiles."""
+        self._ctx.set_remote_cache(url, namespace, int(timeout_ms))
+
+    @property
+    def remote_cache_status(self) -> str:
+        """One line: the remote cache in use, "remote cache off", or why it is unavailable."""
+        return self._ctx.remote_cache_status
+
+    @property
+    def remote_cache_counts(self) -> dict[str, int]:
+        """Kernels fetched (hits), lookups not served (misses), failed commands (errors)
+        and kernels published, for the remote cache in use."""
+        return self._ctx.remote_cache_counts()
+
+    def flush_remote_cache(self, timeout_s: float | None = None) -> bool:
+        """Wait until every kernel compiled here is published to the remote cache."""
+        return self._ctx.flush_remote_cache(-1 if timeout_s is None else int(timeout_s * 1000))
 
     def set_specialize(self, policy: SpecializePolicy) -> None:
         """The specialization policy of this session's models that have none."""
@@ -255,3 +428,13 @@ class Model:
     def variants(self) -> int:
         """Specialized variants live now."""
         return self._m.variants
+
+    def set_profile(self, on: bool) -> None:
+        """Count this model's kernel times (True starts from zero; False stops, keeping them)."""
+        self._m.set_profile(bool(on))
+
+    def profile(self) -> Profile:
+        """A snapshot of the kernel times counted so far: a row per kernel in graph order
+        (a device model's copies in and out last), the executes and their time."""
+        executes, execute_ms, rows = self._m.profile()
+        return Profile(executes, execute_ms, [_row(r) for r in rows])

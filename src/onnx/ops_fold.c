@@ -1,5 +1,5 @@
 /* ops_fold.c - what the importer computes itself: Constant, Shape, Size,
- * ConstantOfShape, Range, ReduceProd over known data, and integer
+ * ConstantOfShape, Range, ReduceProd over known data (else mo.prod), and integer
  * elementwise ops whose inputs are all known (with broadcasting). Known
  * elements are dims, so Shape(x)[0] * Shape(x)[1] is the dim `batch * seq`
  * and a Reshape reading it gets a symbolic target. Where a value cannot be
@@ -199,8 +199,8 @@ int ox_op_ReduceProd(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
   ox_val *s = nin > 0 ? in[0] : NULL;
   int na = 0;
   ox_attr_ints(n, "axes", &na);
-  if (!s || !s->known || s->rank != 1 || na > 1 || nin > 1)
-    return ox_unsupported(x, n, "only over known 1-D data (kiln has no product reduction)");
+  if (!s || !s->known || s->rank != 1 || na > 1 || nin > 1) /* data: mo.prod */
+    return ox_reduce_plain(x, n, in, nin, out, "prod", 18);
   const ir_dim *p = ir_dim_const(x->ir->arena, 1);
   for (int64_t i = 0; p && i < s->numel; i++) p = ir_dim_mul(x->ir->arena, p, s->e[i]);
   if (!p) return oom(x);

@@ -198,6 +198,11 @@ static int reduce(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   return 0;
 }
 
+int ox_reduce_plain(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                    const char *op, int axes_input_opset) {
+  return reduce(x, n, in, nin, out, op, R_PLAIN, axes_input_opset);
+}
+
 #define REDUCE(Name, op, kind, opset)                                                             \
   int ox_op_##Name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,           \
                    int nout) {                                                                    \

@@ -190,6 +190,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_ONEHOT(X) X(OneHot) X(EyeLike)
 /* Einsum as sums, permutes and one matmul (ops_einsum.c) */
 #define OX_OPS_EINSUM(X) X(Einsum)
+/* recurrent cells unrolled over a known sequence length (ops_rnn.c) */
+#define OX_OPS_RNN(X) X(RNN) X(GRU) X(LSTM)
 /* training losses (ops_loss.c) */
 #define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
@@ -214,6 +216,7 @@ OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
 OX_OPS_CHANNEL(OX_DECLARE)
 OX_OPS_LOSS(OX_DECLARE)
+OX_OPS_RNN(OX_DECLARE)
 OX_OPS_EINSUM(OX_DECLARE)
 OX_OPS_ONEHOT(OX_DECLARE)
 OX_OPS_SORT(OX_DECLARE)
@@ -230,6 +233,11 @@ int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
 /* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
 kiln_value *ox_iota(ox *x, const ir_dim *len);
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
+
+/* A Reduce* node as kiln's reduction `op` along each axis (ops_nn.c); axes
+ * are an input from opset axes_input_opset on, an attribute before. */
+int ox_reduce_plain(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                    const char *op, int axes_input_opset);
 
 /* Fold an integer elementwise node over known inputs (ops_fold.c): 0 done,
  * 2 not foldable (build it), -1 error. */
