@@ -34,6 +34,8 @@
 
 #ifdef KILN_BENCH_DNNL
 #include <dnnl.h>
+
+#include "dnnl_util.h"
 #endif
 
 typedef struct ccase {
@@ -150,32 +152,11 @@ static void dnnl_setup(dconv *d, int64_t n, const ccase *c, int64_t ho, float *x
   DN(dnnl_primitive_create(&d->prim, pd));
   DN(dnnl_memory_create(&d->src, &xmd, d->eng, x));
   DN(dnnl_memory_create(&d->dst, &ymd, d->eng, y));
-  dnnl_memory_t wuser;
-  DN(dnnl_memory_create(&wuser, &wmd_user, d->eng, w));
-  if (dnnl_memory_desc_equal(wmd, &wmd_user)) {
-    d->wts = wuser;
-  } else { /* reorder once, outside the timing */
-    DN(dnnl_memory_create(&d->wts, wmd, d->eng, DNNL_MEMORY_ALLOCATE));
-    dnnl_primitive_desc_t rpd;
-    dnnl_primitive_t r;
-    DN(dnnl_reorder_primitive_desc_create(&rpd, &wmd_user, d->eng, wmd, d->eng, NULL));
-    DN(dnnl_primitive_create(&r, rpd));
-    dnnl_exec_arg_t ra[2] = {{DNNL_ARG_FROM, wuser}, {DNNL_ARG_TO, d->wts}};
-    DN(dnnl_primitive_execute(r, d->stream, 2, ra));
-    DN(dnnl_stream_wait(d->stream));
-    dnnl_primitive_destroy(r);
-    dnnl_primitive_desc_destroy(rpd);
-    dnnl_memory_destroy(wuser);
-  }
+  DN(bench_dnnl_weights(d->eng, d->stream, &wmd_user, w, wmd, &d->wts)); /* reorder once */
   dnnl_primitive_desc_destroy(pd);
 }
 
-static void dnnl_run(dconv *d) {
-  dnnl_exec_arg_t a[3] = {
-      {DNNL_ARG_SRC, d->src}, {DNNL_ARG_WEIGHTS, d->wts}, {DNNL_ARG_DST, d->dst}};
-  DN(dnnl_primitive_execute(d->prim, d->stream, 3, a));
-  DN(dnnl_stream_wait(d->stream));
-}
+static void dnnl_run(dconv *d) { DN(bench_dnnl_run(d->prim, d->stream, d->src, d->wts, d->dst)); }
 
 static void dnnl_teardown(dconv *d) {
   dnnl_primitive_destroy(d->prim);

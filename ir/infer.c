@@ -505,13 +505,14 @@ static int infer_constant_external(ctx *c, ir_type *r) {
 
 /* ---- matmul, reductions, normalizations ---- */
 
-/* matmul: a 1-D operand is a matrix of one row (a) or one column (b) whose
- * added dim the result drops (seed 002). */
-static int infer_matmul(ctx *c, ir_type *r) {
+/* matmul (and matmul.integer's shapes): a 1-D operand is a matrix of one
+ * row (a) or one column (b) whose added dim the result drops (seed 002). */
+int ir_infer_matmul_shape(ctx *c, ir_type *r) {
   const ir_type *ta = opt(c, 0), *tb_ = opt(c, 1);
   for (int k = 0; k < 2; k++)
     if (opt(c, k)->rank < 1)
-      return fail(c, "operand %d of mo.matmul has rank 0 but mo.matmul needs rank >= 1", k);
+      return fail(c, "operand %d of mo.%s has rank 0 but mo.%s needs rank >= 1", k, c->op,
+                  c->op);
   /* kiln.transpose_b (fold_transpose.c): operand 1 is [..., N, K] */
   bool tb = ir_node_attr_int(c->n, "kiln.transpose_b", 0) != 0;
   if (tb && tb_->rank < 2)
@@ -530,19 +531,19 @@ static int infer_matmul(ctx *c, ir_type *r) {
   char s1[160], s2[160];
   if (is_const(ka, &va) && is_const(kb, &vb)) {
     if (va != vb)
-      return fail(c, "mo.matmul: operand 0 has K = %" PRId64 " but operand 1 has K = %" PRId64, va,
-                  vb);
+      return fail(c, "mo.%s: operand 0 has K = %" PRId64 " but operand 1 has K = %" PRId64, c->op,
+                  va, vb);
   } else if (!ir_dim_equal(ka, kb) &&
              need(c, IR_CHECK_EQ, ka, kb,
-                  "mo.matmul: K of operand 0 (%s) must equal K of "
+                  "mo.%s: K of operand 0 (%s) must equal K of "
                   "operand 1 (%s)",
-                  dim_str(s1, sizeof s1, ka), dim_str(s2, sizeof s2, kb)) != 0) {
+                  c->op, dim_str(s1, sizeof s1, ka), dim_str(s2, sizeof s2, kb)) != 0) {
     return -1;
   }
   bshape acc;
   bs_init(&acc, 0, ad, ra - 2);
   if (bs_step(c, &acc, 1, bd, rb - 2, "batch shape") != 0) return -1;
-  if (acc.rank + 2 > IR_MAX_RANK) return fail(c, "mo.matmul: result rank is too large");
+  if (acc.rank + 2 > IR_MAX_RANK) return fail(c, "mo.%s: result rank is too large", c->op);
   if (ta->rank > 1) acc.d[acc.rank++] = ad[ra - 2];
   if (tb_->rank > 1) acc.d[acc.rank++] = bd[rb - (tb ? 2 : 1)];
   return res_set(c, r, ta->dtype, acc.rank, acc.d, ta->device);
@@ -1468,7 +1469,8 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_CAST: return infer_cast(c, res);
   case IR_CLS_CONSTANT: return infer_constant(c, res);
   case IR_CLS_CONSTANT_EXTERNAL: return infer_constant_external(c, res);
-  case IR_CLS_MATMUL: return infer_matmul(c, res);
+  case IR_CLS_MATMUL: return ir_infer_matmul_shape(c, res);
+  case IR_CLS_MATMUL_INTEGER: return ir_infer_matmul_integer(c, res);
   case IR_CLS_REDUCE: return infer_axis_op(c, res, true, -1);
   case IR_CLS_REDUCE_ARG: return infer_axis_op(c, res, true, IR_DT_SI64);
   case IR_CLS_SOFTMAX: return infer_axis_op(c, res, false, -1);

@@ -66,6 +66,11 @@ int ir_infer_shape_to_tensor(ir_infer_ctx *c, ir_type *r);
 int ir_infer_repeat(ir_infer_ctx *c, ir_type *r);
 /* mo.dequantize, mo.qmatmul (infer_quant.c). */
 int ir_infer_quant(ir_infer_ctx *c, ir_type *r);
+/* matmul's shape rule (infer.c): batch dims broadcast, 1-D operands, K
+ * checked; the result has operand 0's dtype. */
+int ir_infer_matmul_shape(ir_infer_ctx *c, ir_type *r);
+/* mo.matmul.integer (infer_matmul_integer.c). */
+int ir_infer_matmul_integer(ir_infer_ctx *c, ir_type *r);
 /* mo.if, mo.while, mo.call (control.c): regions and declared results. */
 int ir_infer_control(ir_infer_ctx *c, ir_type *r);
 

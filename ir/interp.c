@@ -366,8 +366,18 @@ static int run_matmul(run *r, const ir_node *n) {
     return op_fail(r, n, "shapes %s x %s do not give %s", shape_text(a->shape, ra, s1, sizeof s1),
                    shape_text(b->shape, rb, s2, sizeof s2),
                    shape_text(y->shape, ry, s3, sizeof s3));
-  if (a->dtype != y->dtype || b->dtype != y->dtype || !(ir_ref_is_fc(y->dtype) || ir_ref_is_ic(y->dtype)))
+  /* matmul.integer: 8-bit a and b, si32 sums of (a - a_zp) * (b - b_zp) */
+  bool integer = n->op == IR_OP_MATMUL_INTEGER;
+  if (integer ? y->dtype != IR_DT_SI32
+              : a->dtype != y->dtype || b->dtype != y->dtype ||
+                    !(ir_ref_is_fc(y->dtype) || ir_ref_is_ic(y->dtype)))
     return dtype_fail(r, n, y->dtype);
+  const ir_tensor *za = integer && n->nin > 2 ? IN(r, n, 2) : NULL;
+  const ir_tensor *zb = integer && n->nin > 3 ? IN(r, n, 3) : NULL;
+  int64_t nza = za ? ir_tensor_numel(za) : 1, nzb = zb ? ir_tensor_numel(zb) : 1;
+  if ((nza != 1 && nza != M) || (nzb != 1 && nzb != N))
+    return op_fail(r, n, "zero points of %lld and %lld entries for M = %lld, N = %lld",
+                   (long long)nza, (long long)nzb, (long long)M, (long long)N);
   /* batch dims: broadcast like elementwise, counting whole matrices */
   ir_tensor ab = {.rank = ra - 2}, bb = {.rank = rb - 2}, yb = {.rank = ry - 2};
   memcpy(ab.shape, a->shape, sizeof(int64_t) * (size_t)(ra - 2));
@@ -385,7 +395,15 @@ static int run_matmul(run *r, const ir_node *n) {
     int64_t yo = bi * M * N;
     for (int64_t i = 0; i < M; i++) {
       for (int64_t j = 0; j < N; j++) {
-        if (fl) {
+        if (integer) {
+          int64_t zi = za ? ir_ref_ld_i(za, nza == 1 ? 0 : i) : 0;
+          int64_t zj = zb ? ir_ref_ld_i(zb, nzb == 1 ? 0 : j) : 0;
+          int64_t acc = 0; /* |terms| < 2^16: K < 2^47 cannot overflow */
+          for (int64_t k = 0; k < K; k++)
+            acc += (ir_ref_ld_i(a, ao + i * K + k) - zi) *
+                   (ir_ref_ld_i(b, bo + k * bks + j * bjs) - zj);
+          ir_ref_st_i(y, yo + i * N + j, (int64_t)(int32_t)(uint32_t)(uint64_t)acc);
+        } else if (fl) {
           double acc = 0.0;
           for (int64_t k = 0; k < K; k++)
             acc += ir_ref_ld_f(a, ao + i * K + k) * ir_ref_ld_f(b, bo + k * bks + j * bjs);
@@ -1146,6 +1164,7 @@ static const run_fn run_class[] = {
     [IR_CLS_QMATMUL] = run_quant,
     [IR_CLS_BUFFER] = run_buffer,
     [IR_CLS_CONTROL] = NULL, /* ir_interp_run hands such graphs to ir_interp_flow */
+    [IR_CLS_MATMUL_INTEGER] = run_matmul,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

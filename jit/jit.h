@@ -145,6 +145,11 @@ void jit_code_free(jit_engine *e, jit_code *c);
  * types the GEMM template does not take. A mo.matmul with the attribute
  * kiln.packed_b = NR takes its B operand in that layout (src/prepack.c). */
 int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt);
+/* The same for mo.matmul.integer's ui8 / si8 B (jit/matmul_integer.c): 64
+ * where the target has AVX512-VNNI (and F, BW), whose kernel reads the
+ * layout kernels-templates/gemm_int8_vnni.h documents; 0 (no packing)
+ * elsewhere. */
+int64_t jit_mmi_panel_width(bool avx512vnni);
 
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */

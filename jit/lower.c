@@ -86,6 +86,7 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_QMATMUL] = jit_lower_quant,
     [IR_CLS_BUFFER] = lower_buffer,
     [IR_CLS_CONTROL] = lower_control,
+    [IR_CLS_MATMUL_INTEGER] = jit_lower_matmul_integer,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

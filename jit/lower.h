@@ -305,6 +305,16 @@ int jit_lower_shape_to_tensor(jit_fn *f); /* shape_to_tensor (masked.c) */
 int jit_lower_slice_data(jit_fn *f);  /* slice_tensor with data bounds (slice_data.c) */
 int jit_lower_repeat(jit_fn *f);          /* repeat_interleave (repeat.c) */
 int jit_lower_quant(jit_fn *f);           /* dequantize, qmatmul (quant.c) */
+int jit_lower_matmul_integer(jit_fn *f);  /* matmul.integer (matmul_integer.c) */
+/* A matmul's batch loop (matmul.c): for the nb batch axes of tc, each
+ * axis' dim bdim[j] and element strides of a, b and c (matrices of M x K,
+ * K x N, M x N, mkn = {M, K, N}); a has nba batch axes and b nbb, aligned
+ * to the last of tc's (numpy broadcasting), an axis of size 1 or absent read
+ * with stride 0 (decided at run time). */
+void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_type *tb, int nbb,
+                              const ir_type *tc, int nb, const LLVMValueRef mkn[3],
+                              LLVMValueRef *bdim, LLVMValueRef *sa, LLVMValueRef *sb,
+                              LLVMValueRef *sc);
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

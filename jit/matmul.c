@@ -90,6 +90,34 @@ int jit_gemm_entries(jit_fn *f, ir_dtype dt, const char *variant, bool prefer_pr
   return !*gemm || (work && !*work) ? -1 : 0;
 }
 
+void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_type *tb, int nbb,
+                              const ir_type *tc, int nb, const LLVMValueRef mkn[3],
+                              LLVMValueRef *bdim, LLVMValueRef *sa, LLVMValueRef *sb,
+                              LLVMValueRef *sc) {
+  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
+  LLVMValueRef M = mkn[0], K = mkn[1], N = mkn[2];
+  LLVMValueRef acc_a = jit_mul(f, M, K), acc_b = jit_mul(f, K, N), acc_c = jit_mul(f, M, N);
+  for (int j = nb - 1; j >= 0; j--) {
+    bdim[j] = jit_dim(f, tc->dims[j]);
+    sc[j] = acc_c;
+    acc_c = jit_mul(f, acc_c, bdim[j]);
+    int ja = j - (nb - nba), jb = j - (nb - nbb);
+    sa[j] = sb[j] = zero;
+    if (ja >= 0) {
+      LLVMValueRef d = jit_dim(f, ta->dims[ja]);
+      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
+      sa[j] = LLVMBuildSelect(f->b, is1, zero, acc_a, "");
+      acc_a = jit_mul(f, acc_a, d);
+    }
+    if (jb >= 0) {
+      LLVMValueRef d = jit_dim(f, tb->dims[jb]);
+      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
+      sb[j] = LLVMBuildSelect(f->b, is1, zero, acc_b, "");
+      acc_b = jit_mul(f, acc_b, d);
+    }
+  }
+}
+
 int jit_lower_matmul(jit_fn *f) {
   return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
 }
@@ -175,29 +203,8 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
    * absent). Computed once, before any loop. */
   int nb = rc - 2;
   LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
-  LLVMValueRef acc_a = jit_mul(f, M, K), acc_b = jit_mul(f, K, N), acc_c = jit_mul(f, M, N);
-  for (int j = nb - 1; j >= 0; j--) {
-    bdim[j] = jit_dim(f, tc->dims[j]);
-    sc[j] = acc_c;
-    acc_c = jit_mul(f, acc_c, bdim[j]);
-    int ja = j - (rc - ra), jb = j - (rc - rb);
-    if (ja >= 0) {
-      LLVMValueRef d = jit_dim(f, ta->dims[ja]);
-      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
-      sa[j] = LLVMBuildSelect(f->b, is1, zero, acc_a, "");
-      acc_a = jit_mul(f, acc_a, d);
-    } else {
-      sa[j] = zero;
-    }
-    if (jb >= 0) {
-      LLVMValueRef d = jit_dim(f, tb->dims[jb]);
-      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, d, one, "");
-      sb[j] = LLVMBuildSelect(f->b, is1, zero, acc_b, "");
-      acc_b = jit_mul(f, acc_b, d);
-    } else {
-      sb[j] = zero;
-    }
-  }
+  jit_matmul_batch_strides(f, ta, ra - 2, tb, rb - 2, tc, nb, (LLVMValueRef[]){M, K, N}, bdim,
+                           sa, sb, sc);
 
   if (epi && dt != IR_DT_F32 && dt != IR_DT_F64)
     return jit_fn_error(f, "a GEMM epilogue needs f32 or f64, not %s", ir_dtype_name(dt));

@@ -563,7 +563,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(DEQUANTIZE, L_NONE, NULL)                           \
   X(QMATMUL, L_NONE, NULL) \
   X(BUFFER, L_NONE, NULL) \
-  X(CONTROL, L_NONE, NULL)
+  X(CONTROL, L_NONE, NULL) \
+  X(MATMUL_INTEGER, L_NONE, NULL)
 
 typedef struct simt_rule {
   launch_shape shape;

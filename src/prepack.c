@@ -24,9 +24,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* B's type qualifies: f32 / f64, the rank given, static dims. */
-static bool packable_type(const ir_type *t, int rank) {
-  if (t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64) return false;
+static bool is_8bit(ir_dtype dt) { return dt == IR_DT_UI8 || dt == IR_DT_SI8; }
+
+/* B's type qualifies: f32 / f64 (ui8 / si8 for matmul.integer), the rank
+ * given, static dims. */
+static bool packable_type(const ir_type *t, int rank, bool integer) {
+  if (integer ? !is_8bit(t->dtype) : t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64)
+    return false;
   if (t->rank != rank) return false;
   for (int i = 0; i < rank; i++)
     if (!ir_dim_is_const(t->dims[i], NULL)) return false;
@@ -38,6 +42,7 @@ static bool packable_type(const ir_type *t, int rank) {
  * jit/conv.c's GEMMs; groups would need a packed copy per group). */
 static bool reads_b(const ir_node *n) {
   if (n->op == IR_OP_MATMUL) return n->nin == 2;
+  if (n->op == IR_OP_MATMUL_INTEGER) return true;
   return n->op == IR_OP_CONV2D && n->nin >= 2 && ir_node_attr_int(n, "groups", 1) == 1;
 }
 
@@ -45,7 +50,8 @@ static bool reads_b(const ir_node *n) {
  * *operand of n, or NULL. */
 static ir_node *packable(const ir_node *n, int *operand) {
   if (reads_b(n) && ir_node_is_source(n->in[1]->def) &&
-      packable_type(&n->in[1]->type, n->op == IR_OP_CONV2D ? 4 : 2)) {
+      packable_type(&n->in[1]->type, n->op == IR_OP_CONV2D ? 4 : 2,
+                    n->op == IR_OP_MATMUL_INTEGER)) {
     *operand = 1;
     return (ir_node *)n;
   }
@@ -58,7 +64,7 @@ static ir_node *packable(const ir_node *n, int *operand) {
     if (bv->def || bv->index < 0 || bv->index >= n->nin || b->inputs[bv->index] != bv)
       return NULL; /* B computed inside the body */
     const ir_value *outer = n->in[bv->index];
-    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type, 2) ||
+    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type, 2, false) ||
         ir_value_uses(b, bv) != 1)
       return NULL;
     *operand = bv->index;
@@ -68,7 +74,8 @@ static ir_node *packable(const ir_node *n, int *operand) {
 }
 
 static bool carries_mark(const ir_node *n) {
-  if ((n->op == IR_OP_MATMUL || n->op == IR_OP_CONV2D) && ir_node_attr(n, "kiln.packed_b"))
+  if ((n->op == IR_OP_MATMUL || n->op == IR_OP_CONV2D || n->op == IR_OP_MATMUL_INTEGER) &&
+      ir_node_attr(n, "kiln.packed_b"))
     return true;
   for (int i = 0; n->body && i < n->body->nnodes; i++)
     if (carries_mark(n->body->nodes[i])) return true;
@@ -76,7 +83,10 @@ static bool carries_mark(const ir_node *n) {
 }
 
 int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
-  bool avx512f = jit_features_have(jit_engine_features(ctx->jit), "avx512f");
+  const char *features = jit_engine_features(ctx->jit);
+  bool avx512f = jit_features_have(features, "avx512f");
+  bool vnni = avx512f && jit_features_have(features, "avx512bw") &&
+              jit_features_have(features, "avx512vnni");
   for (int i = 0; i < g->nnodes; i++)
     if (carries_mark(g->nodes[i]))
       return rt_err(st, KILN_ERR_VERIFY,
@@ -90,7 +100,9 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
     int operand;
     ir_node *mm = packable(n, &operand);
     if (!mm) continue;
-    int64_t nr = jit_gemm_panel_width(avx512f, mm->in[1]->type.dtype);
+    int64_t nr = mm->op == IR_OP_MATMUL_INTEGER
+                     ? jit_mmi_panel_width(vnni)
+                     : jit_gemm_panel_width(avx512f, mm->in[1]->type.dtype);
     if (nr <= 0) continue;
     ir_graph *owner = mm == n ? g : n->body;
     if (ir_node_set_attr_int(owner, mm, "kiln.packed_b", nr) < 0)
@@ -104,6 +116,12 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
 size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr) {
   if (K < 0 || N < 0 || nr <= 0) return 0;
   int64_t panels = (N + nr - 1) / nr, elems;
+  if (is_8bit(dt)) { /* panels of K rounded up to 4, then a uint32 sum per column */
+    int64_t k4 = (K + 3) / 4 * 4, cols, bytes;
+    if (__builtin_mul_overflow(panels, nr, &cols) || __builtin_mul_overflow(cols, k4 + 4, &bytes))
+      return 0;
+    return (size_t)bytes;
+  }
   if (__builtin_mul_overflow(panels, nr, &elems) || __builtin_mul_overflow(elems, K, &elems))
     return 0;
   size_t bytes;
@@ -111,8 +129,36 @@ size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr) {
   return bytes;
 }
 
+/* matmul.integer's layout (kernels-templates/gemm_int8_vnni.h, "Prepacked
+ * B"): per panel of nr columns, groups of 4 k as [g][col][4] bytes (si8 b as
+ * it is, ui8 b ^ 0x80; zero past K and N), then the true column sums. */
+static void pack_8bit(const uint8_t *b, bool sb, int64_t K, int64_t N, int64_t nr,
+                      uint8_t *out) {
+  int64_t k4 = (K + 3) / 4 * 4, panels = (N + nr - 1) / nr;
+  uint32_t *sums = (uint32_t *)(void *)(out + panels * nr * k4);
+  for (int64_t p = 0; p < panels; p++)
+    for (int64_t c = 0; c < nr; c++) {
+      int64_t j = p * nr + c;
+      uint32_t s = 0;
+      for (int64_t k = 0; k < k4; k++) {
+        uint8_t v = 0;
+        if (k < K && j < N) {
+          uint8_t raw = b[k * N + j];
+          s += sb ? (uint32_t)(int32_t)(int8_t)raw : raw;
+          v = sb ? raw : (uint8_t)(raw ^ 0x80);
+        }
+        out[p * nr * k4 + (k / 4) * nr * 4 + c * 4 + k % 4] = v;
+      }
+      sums[j] = s;
+    }
+}
+
 void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
                      void *out) {
+  if (is_8bit(dt)) {
+    pack_8bit(b, dt == IR_DT_SI8, K, N, nr, out);
+    return;
+  }
   size_t es = ir_dtype_size(dt);
   const char *src = b;
   char *dst = out;

@@ -1,4 +1,5 @@
-/* ops_vision.c - ONNX's Pad, MaxPool, AveragePool, Conv, ConvTranspose and
+/* ops_vision.c - ONNX's Pad, MaxPool, AveragePool, Conv (and ConvInteger,
+ * computed in f64 and cast to si32), ConvTranspose and
  * the global pools onto kiln's mo.pad, mo.max_pool2d, mo.avg_pool2d,
  * mo.conv2d, mo.conv2d_transpose and reductions.
  *
@@ -269,12 +270,10 @@ static int conv3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, kiln_value *w,
   return 0;
 }
 
-int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
-  BEGIN;
-  (void)nout;
-  kiln_value *a = IN(0), *w = a ? IN(1) : NULL, *b = NULL, *r;
-  if (!w) return rc;
-  if (nin > 2 && in[2] && !(b = IN(2))) return rc;
+/* Conv of values a, w and an optional bias b: out[0] set. */
+static int conv_of(ox *x, const Onnx__NodeProto *n, kiln_value *a, kiln_value *w, kiln_value *b,
+                   ox_val **out, int nun0) {
+  kiln_value *r;
   const ir_type *ta = ox_type(a), *tw = ox_type(w);
   if (ta->dtype != IR_DT_F32 && ta->dtype != IR_DT_F64)
     return ox_unsupported(x, n, "%s Conv", ir_dtype_name(ta->dtype));
@@ -293,6 +292,57 @@ int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
       !(r = permute(x, r, "0, 3, 1, 2")))
     return FAILED();
   out[0]->v = r;
+  return 0;
+}
+
+int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  BEGIN;
+  (void)nout;
+  kiln_value *a = IN(0), *w = a ? IN(1) : NULL, *b = NULL;
+  if (!w) return rc;
+  if (nin > 2 && in[2] && !(b = IN(2))) return rc;
+  return conv_of(x, n, a, w, b, out, nun0);
+}
+
+/* ConvInteger: (x - x_zero_point) conv (w - w_zero_point) with w's zero
+ * point per tensor or per output channel ([M] -> [M, 1, ...]), computed in
+ * f64 (every sum of 8-bit products below 2^53 is exact there) and cast to
+ * si32: ONNX's exact int32 result. */
+int ox_op_ConvInteger(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                      int nout) {
+  BEGIN;
+  (void)nout;
+  kiln_value *v[4] = {NULL, NULL, NULL, NULL};
+  for (int i = 0; i < 4 && i < nin; i++)
+    if ((i < 2 || in[i]) && !(v[i] = IN(i))) return rc;
+  for (int i = 0; i < 2; i++) {
+    ir_dtype dt = ox_type(v[i])->dtype;
+    if (dt != IR_DT_UI8 && dt != IR_DT_SI8)
+      return ox_unsupported(x, n, "%s ConvInteger (ONNX and kiln: ui8, si8)", ir_dtype_name(dt));
+  }
+  for (int i = 0; i < 2; i++) {
+    if (!(v[i] = ox_op(x, "cast", &v[i], 1, NULL, "{dtype = f64}"))) return FAILED();
+    kiln_value *z = v[2 + i];
+    if (!z) continue;
+    const ir_type *tz = ox_type(z);
+    int64_t c;
+    if (tz->rank > 1 || (i == 0 && tz->rank == 1 && !(ir_dim_is_const(tz->dims[0], &c) && c == 1)))
+      return ox_unsupported(x, n, "a %s zero point of shape rank %d (per tensor%s)",
+                            i ? "w" : "x", tz->rank, i ? " or per output channel" : "");
+    if (!(z = ox_op(x, "cast", &z, 1, NULL, "{dtype = f64}"))) return FAILED();
+    if (i == 1 && tz->rank == 1) { /* [M] against w [M, C, kH, kW] */
+      const ir_dim *one = ir_dim_const(x->ir->arena, 1), *d[IR_MAX_RANK] = {tz->dims[0]};
+      int rank = ox_type(v[1])->rank;
+      if (!one) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+      for (int k = 1; k < rank; k++) d[k] = one;
+      if (!(z = ox_reshape(x, z, rank, d))) return FAILED();
+    }
+    if (!(v[i] = OP2("sub", v[i], z))) return FAILED();
+  }
+  int r = conv_of(x, n, v[0], v[1], NULL, out, nun0);
+  if (r != 0) return r;
+  kiln_value *y = out[0]->v;
+  if (!(out[0]->v = ox_op(x, "cast", &y, 1, NULL, "{dtype = si32}"))) return FAILED();
   return 0;
 }
 

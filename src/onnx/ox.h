@@ -181,7 +181,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)    \
   X(NonZero) X(Compress)
 #define OX_OPS_VISION(X)                                                                          \
-  X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvTranspose) X(GlobalAveragePool) X(GlobalMaxPool)
+  X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
+  X(GlobalMaxPool)
 /* over the channel axis (ops_channel.c) */
 #define OX_OPS_CHANNEL(X)                                                                         \
   X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
@@ -202,6 +203,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* random numbers (ops_random.c) */
 #define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
+/* integer-quantized ops (ops_quant.c) */
+#define OX_OPS_QUANT(X)                                                                           \
+  X(MatMulInteger) X(QuantizeLinear) X(DequantizeLinear) X(DynamicQuantizeLinear) X(QLinearMatMul)
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
 OX_OPS_ELEMENTWISE(OX_DECLARE)
@@ -219,6 +223,7 @@ OX_OPS_SORT(OX_DECLARE)
 OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
 OX_OPS_RANDOM(OX_DECLARE)
+OX_OPS_QUANT(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]

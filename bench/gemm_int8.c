@@ -1,0 +1,270 @@
+/* gemm_int8.c (bench_gemm_int8) - 8-bit GEMM GOP/s, u8 x s8 -> s32: kiln (a
+ * one-op mo.matmul.integer graph with static shapes, through the public API,
+ * one thread) beside oneDNN's int8 matmul primitive (u8 src, s8 weights, s32
+ * dst, one OpenMP thread) in the same run, when the build found oneDNN
+ * (KILN_BENCH_DNNL). kiln runs twice too: b a graph input (packed inside
+ * every call) and b a weight bound once (prepacked at bind where the host
+ * has AVX512-VNNI). oneDNN runs twice: with the weights row-major as given
+ * (what kiln gets: an input, packed inside every call) and with the weights
+ * in the layout its primitive prefers (format "any"), reordered once before
+ * timing (prepacked, oneDNN's best case). Cases: M = N = K = 256, 512, 1024
+ * and an LLM-like layer M = 128, N = K = 4096 (--case MxNxK replaces them).
+ * Each anchor's result is checked equal to kiln's before timing. Per case: a
+ * warm-up each, then R rounds that time every column once, interleaved, so
+ * machine noise hits all alike; median GOP/s (2 M N K operations) per
+ * column, min and max, and the ratios of medians kiln / oneDNN and kiln
+ * prepacked / oneDNN prepacked.
+ *
+ * usage: bench_gemm_int8 [--case MxNxK]... [--rounds R]
+ * Exit status: 0, or 1 when setup failed or an anchor disagreed with kiln. */
+#define _GNU_SOURCE /* setenv, execv */
+#include <kiln/kiln.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef KILN_BENCH_DNNL
+#include <dnnl.h>
+
+#include "dnnl_util.h"
+#endif
+
+#pragma weak kiln_context_set_num_threads
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int cmp(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+static void die(const char *what, const char *why) {
+  fprintf(stderr, "bench_gemm_int8: %s: %s\n", what, why ? why : "");
+  exit(1);
+}
+
+typedef struct gcase {
+  int64_t m, n, k;
+} gcase;
+
+typedef struct kiln_mm {
+  kiln_model *model;
+  kiln_tensor *a, *b, *c;
+  bool weight;
+} kiln_mm;
+
+/* weight: b a weight bound once (prepacked at bind), else a graph input */
+static void kiln_setup(kiln_context *ctx, kiln_mm *g, gcase c, uint8_t *a, int8_t *b,
+                       int32_t *out, bool weight, kiln_status *st) {
+  char dm[32], dn[32], dk[32];
+  snprintf(dm, sizeof dm, "%lld", (long long)c.m);
+  snprintf(dn, sizeof dn, "%lld", (long long)c.n);
+  snprintf(dk, sizeof dk, "%lld", (long long)c.k);
+  kiln_graph *gr = kiln_graph_new("gemm_int8", st);
+  if (!gr) die("graph", kiln_status_message(st));
+  const char *da[2] = {dm, dk}, *db[2] = {dk, dn};
+  kiln_value *va = kiln_graph_add_input(gr, "a", KILN_UINT8, 2, da, st);
+  kiln_value *vb = weight ? kiln_graph_add_weight(gr, "b", KILN_INT8, 2, db, st)
+                          : kiln_graph_add_input(gr, "b", KILN_INT8, 2, db, st);
+  if (!va || !vb) die("inputs", kiln_status_message(st));
+  kiln_value *ops[2] = {va, vb};
+  kiln_value *vc = kiln_graph_add_op(gr, "mo.matmul.integer", ops, 2, NULL, NULL, st);
+  if (!vc || kiln_graph_set_outputs(gr, &vc, 1, NULL, st) != 0)
+    die("matmul.integer", kiln_status_message(st));
+  g->model = kiln_model_compile(ctx, gr, st);
+  if (!g->model) die("compile", kiln_status_message(st));
+  kiln_graph_free(gr);
+  int64_t sa[2] = {c.m, c.k}, sb[2] = {c.k, c.n}, sc[2] = {c.m, c.n};
+  g->a = kiln_tensor_borrow(KILN_UINT8, 2, sa, a, st);
+  g->b = kiln_tensor_borrow(KILN_INT8, 2, sb, b, st);
+  g->c = kiln_tensor_borrow(KILN_INT32, 2, sc, out, st);
+  if (!g->a || !g->b || !g->c) die("tensors", kiln_status_message(st));
+  if (weight && kiln_model_bind_weight(g->model, "b", g->b, st) != 0)
+    die("bind", kiln_status_message(st));
+  g->weight = weight;
+}
+
+static void kiln_run(kiln_mm *g, kiln_status *st) {
+  kiln_tensor *in[2] = {g->a, g->b};
+  if (kiln_model_execute(g->model, in, g->weight ? 1 : 2, &g->c, 1, st) != 0)
+    die("execute", kiln_status_message(st));
+}
+
+#ifdef KILN_BENCH_DNNL
+/* oneDNN's matmul: plain (weights row-major) or prepacked (format any,
+ * reordered once into wpack). */
+typedef struct dnnl_mm {
+  dnnl_engine_t eng;
+  dnnl_stream_t s;
+  dnnl_primitive_t p;
+  dnnl_memory_t am, bm, cm;
+  void *wpack;
+} dnnl_mm;
+
+#define DNNL_OK(call)                                                 \
+  do {                                                                \
+    if ((call) != dnnl_success) die("oneDNN", #call);                 \
+  } while (0)
+
+static void dnnl_setup(dnnl_mm *d, gcase c, uint8_t *a, int8_t *b, int32_t *out, bool prepack) {
+  memset(d, 0, sizeof *d);
+  DNNL_OK(dnnl_engine_create(&d->eng, dnnl_cpu, 0));
+  DNNL_OK(dnnl_stream_create(&d->s, d->eng, dnnl_stream_default_flags));
+  dnnl_memory_desc_t amd, bmd, bplain, cmd;
+  dnnl_dims_t ad = {c.m, c.k}, bd = {c.k, c.n}, cd = {c.m, c.n};
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&amd, 2, ad, dnnl_u8, dnnl_ab));
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&bplain, 2, bd, dnnl_s8, dnnl_ab));
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_s8, prepack ? dnnl_format_tag_any
+                                                                      : dnnl_ab));
+  DNNL_OK(dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_s32, dnnl_ab));
+  dnnl_matmul_desc_t md;
+  DNNL_OK(dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd));
+  dnnl_primitive_desc_t pd;
+  DNNL_OK(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL));
+  DNNL_OK(dnnl_primitive_create(&d->p, pd));
+  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+  DNNL_OK(dnnl_memory_create(&d->am, &amd, d->eng, a));
+  DNNL_OK(dnnl_memory_create(&d->cm, &cmd, d->eng, out));
+  /* prepacked: the weights reordered once into oneDNN's layout */
+  DNNL_OK(bench_dnnl_weights(d->eng, d->s, &bplain, b, wmd, &d->bm));
+  dnnl_primitive_desc_destroy(pd);
+}
+
+static void dnnl_run(dnnl_mm *d) { DNNL_OK(bench_dnnl_run(d->p, d->s, d->am, d->bm, d->cm)); }
+
+static void dnnl_teardown(dnnl_mm *d) {
+  dnnl_memory_destroy(d->am);
+  dnnl_memory_destroy(d->bm);
+  dnnl_memory_destroy(d->cm);
+  dnnl_primitive_destroy(d->p);
+  dnnl_stream_destroy(d->s);
+  dnnl_engine_destroy(d->eng);
+}
+#endif
+
+enum { KILN = 0, KILN_PACKED, DNNL_PLAIN, DNNL_PACKED, NCOL };
+static const char *NAMES[NCOL] = {"kiln", "kiln prepacked", "oneDNN", "oneDNN prepacked"};
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint8_t rnd8(void) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (uint8_t)rng;
+}
+
+static void run_case(kiln_context *ctx, gcase c, int rounds) {
+  size_t na = (size_t)(c.m * c.k), nb = (size_t)(c.k * c.n), nc = (size_t)(c.m * c.n);
+  uint8_t *a = malloc(na);
+  int8_t *b = malloc(nb);
+  int32_t *out[NCOL];
+  for (int i = 0; i < NCOL; i++) out[i] = calloc(nc, sizeof(int32_t));
+  for (int i = 0; i < NCOL; i++)
+    if (!out[i]) die("memory", "out of memory");
+  if (!a || !b) die("memory", "out of memory");
+  for (size_t i = 0; i < na; i++) a[i] = rnd8();
+  for (size_t i = 0; i < nb; i++) b[i] = (int8_t)rnd8();
+  kiln_status *st = kiln_status_new();
+  kiln_mm km[2];
+  for (int w = 0; w < 2; w++) kiln_setup(ctx, &km[w], c, a, b, out[KILN + w], w == 1, st);
+  bool have[NCOL] = {true, true, false, false};
+#ifdef KILN_BENCH_DNNL
+  dnnl_mm dm[2];
+  for (int p = 0; p < 2; p++) {
+    dnnl_setup(&dm[p], c, a, b, out[DNNL_PLAIN + p], p == 1);
+    have[DNNL_PLAIN + p] = true;
+  }
+#endif
+  double *secs[NCOL];
+  for (int i = 0; i < NCOL; i++) secs[i] = malloc(sizeof(double) * (size_t)rounds);
+  for (int r = -1; r < rounds; r++) /* r = -1: warm-up, then the check */
+    for (int col = 0; col < NCOL; col++) {
+      if (!have[col]) continue;
+      double t0 = now_s();
+      if (col <= KILN_PACKED) kiln_run(&km[col - KILN], st);
+#ifdef KILN_BENCH_DNNL
+      else dnnl_run(&dm[col - DNNL_PLAIN]);
+#endif
+      double t = now_s() - t0;
+      if (r >= 0) secs[col][r] = t;
+      if (r == -1 && col != KILN && memcmp(out[col], out[KILN], nc * sizeof(int32_t)) != 0)
+        die(NAMES[col], "result differs from kiln's");
+    }
+  double ops = 2.0 * (double)c.m * (double)c.n * (double)c.k, med[NCOL] = {0};
+  for (int col = 0; col < NCOL; col++) {
+    if (!have[col]) {
+      printf("  %-18s n/a (oneDNN not found at build time)\n", NAMES[col]);
+      continue;
+    }
+    qsort(secs[col], (size_t)rounds, sizeof(double), cmp);
+    med[col] = rounds % 2 ? secs[col][rounds / 2]
+                          : (secs[col][rounds / 2 - 1] + secs[col][rounds / 2]) / 2;
+    printf("%lldx%lldx%lld %-18s median %7.1f GOP/s (min %7.1f, max %7.1f, %d rounds)",
+           (long long)c.m, (long long)c.n, (long long)c.k, NAMES[col], ops / med[col] / 1e9,
+           ops / secs[col][rounds - 1] / 1e9, ops / secs[col][0] / 1e9, rounds);
+    /* like against like: b packed per call, or b packed once */
+    if (col == DNNL_PLAIN) printf("  kiln / this = %.2fx", med[col] / med[KILN]);
+    if (col == DNNL_PACKED)
+      printf("  kiln prepacked / this = %.2fx", med[col] / med[KILN_PACKED]);
+    printf("\n");
+  }
+#ifdef KILN_BENCH_DNNL
+  dnnl_teardown(&dm[0]);
+  dnnl_teardown(&dm[1]);
+#endif
+  for (int w = 0; w < 2; w++) {
+    kiln_tensor_free(km[w].a);
+    kiln_tensor_free(km[w].b);
+    kiln_tensor_free(km[w].c);
+    kiln_model_free(km[w].model);
+  }
+  kiln_status_free(st);
+  for (int i = 0; i < NCOL; i++) free(secs[i]), free(out[i]);
+  free(a);
+  free(b);
+}
+
+int main(int argc, char **argv) {
+  /* oneDNN's OpenMP reads its thread count when loaded: one thread */
+  const char *omp = getenv("OMP_NUM_THREADS");
+  if (!omp || strcmp(omp, "1") != 0) {
+    setenv("OMP_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);
+    die("re-exec with OMP_NUM_THREADS=1", "execv failed");
+  }
+  gcase cases[16];
+  int ncases = 0, rounds = 15;
+  for (int i = 1; i < argc; i++) {
+    long long m, n, k;
+    if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && ncases < 16 &&
+        sscanf(argv[i + 1], "%lldx%lldx%lld", &m, &n, &k) == 3 && m > 0 && n > 0 && k > 0) {
+      cases[ncases++] = (gcase){m, n, k};
+      i++;
+    } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0) {
+      rounds = atoi(argv[++i]);
+    } else {
+      fprintf(stderr, "usage: bench_gemm_int8 [--case MxNxK]... [--rounds R]\n");
+      return 2;
+    }
+  }
+  if (!ncases) {
+    const gcase dflt[] = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024},
+                          {128, 4096, 4096}};
+    memcpy(cases, dflt, sizeof dflt);
+    ncases = 4;
+  }
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  if (!ctx) die("context", kiln_status_message(st));
+  if (!kiln_context_set_num_threads || kiln_context_set_num_threads(ctx, 1, st) != 0)
+    printf("note: kiln runs with its default thread count (could not set 1)\n");
+  printf("u8 x s8 -> s32, 1 thread each (MxNxK)\n");
+  for (int i = 0; i < ncases; i++) run_case(ctx, cases[i], rounds);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  return 0;
+}

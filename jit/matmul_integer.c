@@ -1,0 +1,85 @@
+/* matmul_integer.c - host lowering of mo.matmul.integer (ONNX MatMulInteger):
+ * per batch, one call of the 8-bit GEMM template's entry for the operands'
+ * signedness (kernels-templates/gemm_int8.c: kiln_mmi_{u8,s8}{u8,s8}), its
+ * _avx512vnni form (vpdpbusd) where the target has AVX512-VNNI and BW.
+ *
+ * a [..., M, K] x b [..., K, N] -> si32 [..., M, N]; a 1-D a is one row, a
+ * 1-D b one column. Batch dims broadcast like mo.matmul (jit/matmul.c): an
+ * operand's batch axis of size 1 is read with stride 0, decided at run time.
+ * Zero points (operands 2 and 3) go to every call with their entry counts (1
+ * or M / N), or none when absent.
+ *
+ * Prepacked b: with kiln.packed_b = 64 (src/prepack.c, only where the
+ * target has AVX512-VNNI) b's buffer holds the panels and column sums the
+ * _avx512vnni_pex entry reads (gemm_int8_vnni.h).
+ * Parts: every batch's rows are split between the parts (jit_split_range on
+ * M), so the parts never share a result element.
+ * Assumes the shape rule (ir/infer_matmul_integer.c) held: ui8 / si8
+ * operands, zero points of their matrices' dtypes with 1 or M / N entries,
+ * K equal (symbolic ones checked at run time). */
+#include <stdio.h>
+
+#include "jit.h"
+#include "lower.h"
+#include "template.h"
+
+static const char *sign_name(ir_dtype dt) { return dt == IR_DT_SI8 ? "s8" : "u8"; }
+
+int64_t jit_mmi_panel_width(bool avx512vnni) { return avx512vnni ? 64 : 0; }
+
+int jit_lower_matmul_integer(jit_fn *f) {
+  const ir_node *n = f->node;
+  const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
+  int ra = ta->rank, rb = tb->rank;
+  if (ra < 1 || rb < 1) return jit_fn_error(f, "mo.matmul.integer: operands of rank 0");
+  char entry[48];
+  bool vnni = jit_target_has(f, "avx512f") && jit_target_has(f, "avx512bw") &&
+              jit_target_has(f, "avx512vnni");
+  /* kiln.packed_b (src/prepack.c): b is a rank-2 constant in this target's
+   * panel layout; anything else is an error, never a misread */
+  int64_t packed = ir_node_attr_int(n, "kiln.packed_b", 0);
+  if (packed && (rb != 2 || packed != jit_mmi_panel_width(vnni)))
+    return jit_fn_error(f, "mo.matmul.integer: kiln.packed_b = %lld needs a rank-2 b and a "
+                        "target whose int8 GEMM reads panels of that width (%lld here)",
+                        (long long)packed, (long long)jit_mmi_panel_width(vnni));
+  snprintf(entry, sizeof entry, "kiln_mmi_%s%s%s%s", sign_name(ta->dtype), sign_name(tb->dtype),
+           vnni ? "_avx512vnni" : "", packed ? "_pex" : "");
+  LLVMValueRef fn = jit_template_function(f, JIT_TMPL_GEMM_INT8, entry);
+  if (!fn) return -1;
+
+  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
+  LLVMValueRef M = ra >= 2 ? jit_dim(f, ta->dims[ra - 2]) : one;
+  LLVMValueRef K = jit_dim(f, ta->dims[ra - 1]);
+  LLVMValueRef N = rb >= 2 ? jit_dim(f, tb->dims[rb - 1]) : one;
+  /* batch axes: those of the result before its matrix axes */
+  int nba = ra - 2 > 0 ? ra - 2 : 0, nbb = rb - 2 > 0 ? rb - 2 : 0;
+  int nb = nba > nbb ? nba : nbb;
+  LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
+  jit_matmul_batch_strides(f, ta, nba, tb, nbb, tc, nb, (LLVMValueRef[]){M, K, N}, bdim, sa, sb,
+                           sc);
+  /* zero points: their buffers and entry counts (0: absent) */
+  LLVMValueRef zp[2], nzp[2];
+  for (int k = 0; k < 2; k++) {
+    bool has = n->nin > 2 + k;
+    zp[k] = has ? jit_in(f, 2 + k) : LLVMConstPointerNull(f->t_ptr);
+    nzp[k] = has ? jit_numel_range(f, &n->in[2 + k]->type, 0, n->in[2 + k]->type.rank) : zero;
+  }
+
+  LLVMValueRef lo, hi;
+  jit_split_range(f, M, &lo, &hi);
+  jit_loop batch[IR_MAX_RANK];
+  LLVMValueRef offa = zero, offb = zero, offc = zero;
+  for (int j = 0; j < nb; j++) {
+    LLVMValueRef iv = jit_loop_begin(f, &batch[j], zero, bdim[j], "b");
+    offa = jit_add(f, offa, jit_mul(f, iv, sa[j]));
+    offb = jit_add(f, offb, jit_mul(f, iv, sb[j]));
+    offc = jit_add(f, offc, jit_mul(f, iv, sc[j]));
+  }
+  LLVMValueRef ap = LLVMBuildGEP2(f->b, f->t_i8, jit_in(f, 0), &offa, 1, "a");
+  LLVMValueRef bp = LLVMBuildGEP2(f->b, f->t_i8, jit_in(f, 1), &offb, 1, "b");
+  LLVMValueRef cp = LLVMBuildGEP2(f->b, f->t_i32, jit_out(f, 0), &offc, 1, "c");
+  LLVMValueRef args[] = {M, N, K, ap, bp, cp, zp[0], nzp[0], zp[1], nzp[1], lo, hi};
+  LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 12, "");
+  for (int j = nb - 1; j >= 0; j--) jit_loop_end(f, &batch[j]);
+  return f->failed ? -1 : 0;
+}

@@ -1,0 +1,218 @@
+/* gemm_int8_vnni.h - the AVX512-VNNI entries of the 8-bit GEMM template
+ * (gemm_int8.c includes it once, at its end, on x86-64): kiln_mmi_AB_avx512vnni,
+ * with the generic entries' arguments and results, bit for bit.
+ *
+ * vpdpbusd adds four u8 x s8 products into each int32 lane exactly (no
+ * intermediate saturation, unlike vpmaddubsw). Other signedness is shifted
+ * into that form: a signed a is read as a' = a + 128 (u8, one xor of 0x80 per
+ * broadcast), an unsigned b is packed as b' = b - 128 (s8, an xor at packing).
+ * With R = sum a' b', RA_i = sum_k a_ik and CB_j = sum_k b_kj (true values),
+ * sa = a is signed, ub = b is unsigned:
+ *   sum (a - za)(b - zb) = R - (za + 128 sa) CB - (zb - 128 ub) RA
+ *                          + K (za zb + 16384 sa ub)        (mod 2^32)
+ * all in uint32 (wrapping), so the result is the generic entry's.
+ *
+ * Blocking: rows of the part in chunks of MC = 2048 (their RA on the
+ * stack); per chunk, N in chunks whose C rows fit ~512 KB (64 to 2048
+ * columns); per N chunk, K in blocks of KC = 512 bytes; per K block, the
+ * chunk's panels of NR = 64 columns (four vectors of 16 lanes: whole cache
+ * lines of B's rows): each panel's block of B packed on the stack (32 KB) in groups of 4 k
+ * (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded past K and
+ * N, then MR = 6 rows of A at a time against it (24 accumulators), each
+ * 4-byte group of a row broadcast from A in place. Partial row blocks run
+ * one row at a time; partial panels go through a tile on the stack. C holds
+ * R between K blocks; the corrections are applied when the panel is done.
+ *
+ * Prepacked B (_pex entries; src/prepack.c writes it once for a constant or
+ * weight B, kiln.packed_b = 64): for each panel of 64 columns in order, the
+ * whole K rounded up to 4 in groups of 4 k (bytes [g][col][4]: b for si8 b,
+ * b ^ 0x80 for ui8 b; zero past K and N), i.e. ceil(N / 64) * 64 * K4
+ * bytes, then ceil(N / 64) * 64 uint32 column sums of the true b (0 past N).
+ * A K block of a panel is then a contiguous slice, read in place. */
+#include <immintrin.h>
+
+enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
+#define MMI_CHUNK_BYTES (512 * 1024)
+
+#define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
+#define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
+                                                 always_inline))
+
+/* 4 bytes of row a at k (fewer past K: zero-filled), as the u8 a' */
+static inline __attribute__((always_inline)) uint32_t a_group(const uint8_t *a, int64_t k,
+                                                               int64_t K, int sa) {
+  uint32_t v = 0;
+  if (k + 4 <= K) {
+    __builtin_memcpy(&v, a + k, 4);
+  } else {
+    for (int64_t t = 0; k + t < K; t++) v |= (uint32_t)a[k + t] << (8 * t);
+  }
+  return sa ? v ^ 0x80808080u : v;
+}
+
+/* Pack B[k0 .. k0 + kc) x [j0, j0 + NR) into bp (b' = b ^ 0x80 for unsigned
+ * b; zero past K and N) and add its true column sums into cb. Whole groups
+ * of a whole panel take the loops O3 vectorizes; the edges go byte by byte. */
+static inline __attribute__((always_inline)) void
+pack_panel(const uint8_t *B, int64_t N, int64_t k0, int64_t kc, int64_t j0, uint8_t *bp,
+           uint32_t *cb, int sb) {
+  int64_t groups = (kc + 3) / 4, whole = j0 + MMI_NR <= N ? kc / 4 : 0;
+  uint8_t flip = sb ? 0 : 0x80;
+  for (int64_t g = 0; g < whole; g++) {
+    const uint8_t *r0 = B + (k0 + 4 * g) * N + j0, *r1 = r0 + N, *r2 = r1 + N, *r3 = r2 + N;
+    uint8_t *o = bp + g * MMI_NR * 4;
+    for (int c = 0; c < MMI_NR; c++) {
+      o[4 * c] = r0[c] ^ flip;
+      o[4 * c + 1] = r1[c] ^ flip;
+      o[4 * c + 2] = r2[c] ^ flip;
+      o[4 * c + 3] = r3[c] ^ flip;
+    }
+    for (int c = 0; c < MMI_NR; c++)
+      cb[c] += sb ? (uint32_t)((int32_t)(int8_t)r0[c] + (int8_t)r1[c] + (int8_t)r2[c] +
+                               (int8_t)r3[c])
+                  : (uint32_t)r0[c] + r1[c] + r2[c] + r3[c];
+  }
+  for (int64_t g = whole; g < groups; g++)
+    for (int64_t c = 0; c < MMI_NR; c++)
+      for (int t = 0; t < 4; t++) {
+        int64_t k = k0 + 4 * g + t, j = j0 + c;
+        uint8_t v = 0;
+        if (k < k0 + kc && j < N) {
+          uint8_t raw = B[k * N + j];
+          cb[c] += sb ? (uint32_t)(int32_t)(int8_t)raw : (uint32_t)raw;
+          v = (uint8_t)(raw ^ flip);
+        }
+        bp[(g * MMI_NR + c) * 4 + t] = v;
+      }
+}
+
+static inline __attribute__((always_inline)) uint32_t ld_u(const uint8_t *p, int64_t k) {
+  uint32_t v;
+  __builtin_memcpy(&v, p + k, 4);
+  return v;
+}
+static inline __attribute__((always_inline)) uint32_t ld_s(const uint8_t *p, int64_t k) {
+  return ld_u(p, k) ^ 0x80808080u;
+}
+
+/* one group of 4 k for MR rows: acc += a'[r] . bp[g] */
+VNNI_INLINE void micro_group(__m512i acc[][4], const uint8_t *const *rows, int64_t k,
+                             const uint8_t *bg, int sa, const int MR) {
+  __m512i b[4];
+  for (int h = 0; h < 4; h++) b[h] = _mm512_loadu_si512((const void *)(bg + 64 * h));
+  for (int r = 0; r < MR; r++) {
+    __m512i av = _mm512_set1_epi32((int)(sa ? ld_s(rows[r], k) : ld_u(rows[r], k)));
+    for (int h = 0; h < 4; h++) acc[r][h] = _mm512_dpbusd_epi32(acc[r][h], av, b[h]);
+  }
+}
+
+/* rows [i, i + MR) (MR 1 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
+ * into tile (row stride ldt), adding to what it holds unless first. The
+ * groups inside K read 4 bytes at once; a last partial one is zero-filled. */
+VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
+                       const uint8_t *bp, uint32_t *tile, int64_t ldt, int first, int sa,
+                       const int MR) {
+  __m512i acc[MMI_MR][4];
+  const uint8_t *rows[MMI_MR];
+  for (int r = 0; r < MR; r++) {
+    rows[r] = A + (i + r) * K + k0;
+    for (int h = 0; h < 4; h++)
+      acc[r][h] = first ? _mm512_setzero_si512()
+                        : _mm512_loadu_si512((const void *)(tile + r * ldt + 16 * h));
+  }
+  int64_t full = kc / 4, groups = (kc + 3) / 4;
+  for (int64_t g = 0; g < full; g++)
+    micro_group(acc, rows, 4 * g, bp + g * MMI_NR * 4, sa, MR);
+  if (groups > full) { /* K's last 1 to 3 bytes */
+    __m512i b[4];
+    for (int h = 0; h < 4; h++)
+      b[h] = _mm512_loadu_si512((const void *)(bp + full * MMI_NR * 4 + 64 * h));
+    for (int r = 0; r < MR; r++) {
+      __m512i av = _mm512_set1_epi32((int)a_group(rows[r], 4 * full, kc, sa));
+      for (int h = 0; h < 4; h++) acc[r][h] = _mm512_dpbusd_epi32(acc[r][h], av, b[h]);
+    }
+  }
+  for (int r = 0; r < MR; r++)
+    for (int h = 0; h < 4; h++)
+      _mm512_storeu_si512((void *)(tile + r * ldt + 16 * h), acc[r][h]);
+}
+
+/* pre: B prepacked (see the top), or NULL: B row-major, packed per call */
+VNNI_INLINE void
+mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
+         int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb,
+         int pre) {
+  const uint8_t *A = A_, *B = B_;
+  int64_t k4 = (K + 3) / 4 * 4, panels = (N + MMI_NR - 1) / MMI_NR;
+  const uint32_t *pre_sums = (const uint32_t *)(const void *)(B + panels * MMI_NR * k4);
+  uint8_t bp[MMI_KC * MMI_NR] __attribute__((aligned(64)));
+  uint32_t ra[MMI_MC], cb[MMI_NCMAX], edge[MMI_MR * MMI_NR];
+  uint32_t *Cu = (uint32_t *)C;
+  for (int64_t i0 = lo; i0 < hi; i0 += MMI_MC) {
+    int64_t mc = hi - i0 < MMI_MC ? hi - i0 : MMI_MC;
+    for (int64_t r = 0; r < mc; r++) {
+      uint32_t s = 0;
+      for (int64_t k = 0; k < K; k++) s += (uint32_t)ld8(A, (i0 + r) * K + k, sa);
+      ra[r] = s;
+    }
+    /* N in chunks of panels whose C rows stay in L2 (~512 KB) across the
+     * K blocks, so each K block's rows of B (one page apart when N is
+     * large) are walked once for the whole chunk, not once per panel */
+    int64_t nc = (MMI_CHUNK_BYTES / 4 / mc) / MMI_NR * MMI_NR;
+    nc = nc < MMI_NR ? MMI_NR : nc > MMI_NCMAX ? MMI_NCMAX : nc;
+    for (int64_t jc = 0; jc < N; jc += nc) {
+      int64_t jend = N - jc < nc ? N : jc + nc;
+      for (int64_t c = 0; c < nc; c++) cb[c] = 0;
+      const uint32_t *sums = pre ? pre_sums + jc : cb;
+      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
+        int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
+        int first = k0 == 0;
+        for (int64_t j0 = jc; j0 < jend; j0 += MMI_NR) {
+          int64_t nr = jend - j0 < MMI_NR ? jend - j0 : MMI_NR;
+          const uint8_t *panel = bp;
+          if (pre)
+            panel = B + (j0 / MMI_NR) * MMI_NR * k4 + k0 * MMI_NR;
+          else
+            pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
+          int64_t r = 0;
+          for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
+            micro(A, K, i0 + r, k0, kc, panel, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
+          for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
+            uint32_t *c = Cu + (i0 + r) * N + j0;
+            if (nr == MMI_NR) {
+              micro(A, K, i0 + r, k0, kc, panel, c, N, first, sa, 1);
+              continue;
+            }
+            for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
+            micro(A, K, i0 + r, k0, kc, panel, edge, MMI_NR, first, sa, 1);
+            for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
+          }
+        }
+      }
+      /* corrections (see the top) */
+      uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;
+      for (int64_t r = 0; r < mc; r++) {
+        uint32_t za = zp(ZA, nza, i0 + r, sa), ca = za + (sa ? 128u : 0u);
+        uint32_t *c = Cu + (i0 + r) * N;
+        for (int64_t j = jc; j < jend; j++) {
+          uint32_t zb = zp(ZB, nzb, j, sb), cbj = zb - (sb ? 0u : 128u);
+          c[j] = c[j] - ca * sums[j - jc] - cbj * ra[r] + k32 * (za * zb + both);
+        }
+      }
+    }
+  }
+}
+
+#define VNNI_ENTRY(name, sa, sb)                                                               \
+  VNNI_FN void kiln_mmi_##name##_avx512vnni(ARGS) {                                           \
+    (void)M;                                                                                  \
+    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 0);                             \
+  }                                                                                           \
+  VNNI_FN void kiln_mmi_##name##_avx512vnni_pex(ARGS) {                                       \
+    (void)M;                                                                                  \
+    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 1);                             \
+  }
+VNNI_ENTRY(u8u8, 0, 0)
+VNNI_ENTRY(u8s8, 0, 1)
+VNNI_ENTRY(s8u8, 1, 0)
+VNNI_ENTRY(s8s8, 1, 1)

@@ -1,0 +1,246 @@
+/* test_ops_matmul_integer.c - mo.matmul.integer (ONNX MatMulInteger): the
+ * JIT (kernels-templates/gemm_int8.c) against the reference interpreter,
+ * exactly, for every pair of ui8 / si8 operands, over shapes that cross the
+ * kernel's blocks and the pool's parts, without zero points, with scalar ones
+ * and with one per row of a / per column of b, batched with broadcasting and
+ * with 1-D operands; hand-worked answers (ONNX's node test, a sum that wraps
+ * past 2^31); b a weight or constant read prepacked; and verify errors at
+ * line:col for wrong dtypes and shapes, and for a kiln.packed_b in user text. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kiln/kiln.h"
+#include "support/oracle.h"
+#include "support/under_test.h"
+
+static const char *const DT[] = {"ui8", "si8"};
+
+/* Full ranges of each dtype, so saturation anywhere would show. */
+static oracle_gen range_of(const char *dt) {
+  return strcmp(dt, "ui8") == 0 ? gen_uniform(0, 255) : gen_uniform(-128, 127);
+}
+
+static void cpu_only(void) {
+  if (under_test_device())
+    cr_skip_test("mo.matmul.integer has no SIMT lowering (%s)", under_test_device());
+}
+
+/* a [m, k] x b [k, n] with zero points: zps 0 none, 1 scalars, 2 per row /
+ * per column */
+static void mmi_text(char *buf, size_t cap, const char *ta, const char *tb, int zps) {
+  char za[64] = "", zb[64] = "", in[256] = "", ops[64] = "", tys[256] = "";
+  if (zps == 1) {
+    snprintf(za, sizeof za, "!mo.tensor<[], %s>", ta);
+    snprintf(zb, sizeof zb, "!mo.tensor<[1], %s>", tb);
+  } else if (zps == 2) {
+    snprintf(za, sizeof za, "!mo.tensor<[m], %s>", ta);
+    snprintf(zb, sizeof zb, "!mo.tensor<[n], %s>", tb);
+  }
+  if (zps) {
+    snprintf(in, sizeof in, ", %%za: %s, %%zb: %s", za, zb);
+    snprintf(ops, sizeof ops, ", %%za, %%zb");
+    snprintf(tys, sizeof tys, ", %s, %s", za, zb);
+  }
+  snprintf(buf, cap,
+           "mo.graph @mmi<m, n, k>(%%a: !mo.tensor<[m, k], %s>, %%b: !mo.tensor<[k, n], %s>%s)"
+           " -> (!mo.tensor<[m, n], si32>) {\n"
+           "  %%y = mo.matmul.integer(%%a, %%b%s) : (!mo.tensor<[m, k], %s>, "
+           "!mo.tensor<[k, n], %s>%s) -> !mo.tensor<[m, n], si32>\n"
+           "  mo.output %%y : !mo.tensor<[m, n], si32>\n}\n",
+           ta, tb, in, ops, ta, tb, tys);
+}
+
+static void each_pair(int zps, const char *bindings, unsigned seed) {
+  for (int i = 0; i < 2; i++)
+    for (int j = 0; j < 2; j++) {
+      char text[2048], label[96];
+      mmi_text(text, sizeof text, DT[i], DT[j], zps);
+      snprintf(label, sizeof label, "matmul.integer %s x %s, zero points %d", DT[i], DT[j], zps);
+      oracle_gen g[] = {range_of(DT[i]), range_of(DT[j]), range_of(DT[i]), range_of(DT[j])};
+      oracle_case c = {.label = label, .mlir = text, .bindings = bindings,
+                       .seed = seed + (unsigned)(2 * i + j), .gens = g, .ngens = 4};
+      ORACLE_ASSERT(&c);
+    }
+}
+
+static const char *SHAPES = "m=1,n=1,k=1;m=3,n=5,k=7;m=17,n=33,k=64;m=0,n=4,k=3;"
+                            "m=4,n=3,k=0;m=70,n=130,k=300;m=1,n=257,k=1000";
+
+Test(matmul_integer, every_dtype_pair_without_zero_points) {
+  cpu_only();
+  each_pair(0, SHAPES, 10);
+}
+
+Test(matmul_integer, every_dtype_pair_with_scalar_zero_points) {
+  cpu_only();
+  each_pair(1, SHAPES, 20);
+}
+
+Test(matmul_integer, every_dtype_pair_with_row_and_column_zero_points) {
+  cpu_only();
+  each_pair(2, SHAPES, 30);
+}
+
+/* batch dims broadcast as mo.matmul's: [2, 1, m, k] x [3, k, n] */
+Test(matmul_integer, batch_dims_broadcast) {
+  cpu_only();
+  const char *text =
+      "mo.graph @b<m, n, k>(%a: !mo.tensor<[2, 1, m, k], ui8>, %b: !mo.tensor<[3, k, n], si8>, "
+      "%za: !mo.tensor<[m], ui8>) -> (!mo.tensor<[2, 3, m, n], si32>) {\n"
+      "  %y = mo.matmul.integer(%a, %b, %za) : (!mo.tensor<[2, 1, m, k], ui8>, "
+      "!mo.tensor<[3, k, n], si8>, !mo.tensor<[m], ui8>) -> !mo.tensor<[2, 3, m, n], si32>\n"
+      "  mo.output %y : !mo.tensor<[2, 3, m, n], si32>\n}\n";
+  oracle_gen g[] = {gen_uniform(0, 255), gen_uniform(-128, 127), gen_uniform(0, 255)};
+  oracle_case c = {.label = "matmul.integer batched", .mlir = text,
+                   .bindings = "m=3,n=4,k=5;m=9,n=40,k=70", .seed = 7, .gens = g, .ngens = 3};
+  ORACLE_ASSERT(&c);
+}
+
+/* a 1-D a is one row, a 1-D b one column (their dims dropped) */
+Test(matmul_integer, one_dimensional_operands) {
+  cpu_only();
+  const char *text =
+      "mo.graph @v<n, k>(%a: !mo.tensor<[k], si8>, %b: !mo.tensor<[k, n], ui8>, "
+      "%c: !mo.tensor<[k], ui8>) -> (!mo.tensor<[n], si32>, !mo.tensor<[], si32>) {\n"
+      "  %y = mo.matmul.integer(%a, %b) : (!mo.tensor<[k], si8>, !mo.tensor<[k, n], ui8>) -> "
+      "!mo.tensor<[n], si32>\n"
+      "  %z = mo.matmul.integer(%a, %c) : (!mo.tensor<[k], si8>, !mo.tensor<[k], ui8>) -> "
+      "!mo.tensor<[], si32>\n"
+      "  mo.output %y, %z : !mo.tensor<[n], si32>, !mo.tensor<[], si32>\n}\n";
+  oracle_gen g[] = {gen_uniform(-128, 127), gen_uniform(0, 255), gen_uniform(0, 255)};
+  oracle_case c = {.label = "matmul.integer 1-D", .mlir = text, .bindings = "n=5,k=9;n=1,k=100",
+                   .seed = 3, .gens = g, .ngens = 3};
+  ORACLE_ASSERT(&c);
+}
+
+/* b a weight (bound, packed once at bind where the host has AVX512-VNNI)
+ * and a constant (packed at compile): the prepacked kernel against the
+ * interpreter, with a scalar a and a per-column b zero point and K not a
+ * multiple of 4 */
+Test(matmul_integer, constant_and_weight_b_read_prepacked) {
+  cpu_only();
+  const char *pairs[][2] = {{"ui8", "si8"}, {"si8", "ui8"}, {"si8", "si8"}, {"ui8", "ui8"}};
+  for (int p = 0; p < 4; p++) {
+    char text[2048], label[64];
+    snprintf(text, sizeof text,
+             "mo.graph @w<m>(%%a: !mo.tensor<[m, 203], %s>, %%zb: !mo.tensor<[130], %s>, "
+             "%%s: !mo.tensor<[m, 2], %s>) -> "
+             "(!mo.tensor<[m, 130], si32>, !mo.tensor<[m, 3], si32>) {\n"
+             "  %%b = mo.constant.external {name = \"w\"} : !mo.tensor<[203, 130], %s>\n"
+             "  %%za = mo.constant {value = #M.dense_array<3> : tensor<%s>} : !mo.tensor<[], %s>\n"
+             "  %%y = mo.matmul.integer(%%a, %%b, %%za, %%zb) : (!mo.tensor<[m, 203], %s>, "
+             "!mo.tensor<[203, 130], %s>, !mo.tensor<[], %s>, !mo.tensor<[130], %s>) -> "
+             "!mo.tensor<[m, 130], si32>\n"
+             "  %%c = mo.constant {value = #M.dense_array<1, 2, 3, 4, 5, 6> : tensor<2x3x%s>} : "
+             "!mo.tensor<[2, 3], %s>\n"
+             "  %%z = mo.matmul.integer(%%s, %%c) : (!mo.tensor<[m, 2], %s>, "
+             "!mo.tensor<[2, 3], %s>) -> !mo.tensor<[m, 3], si32>\n"
+             "  mo.output %%y, %%z : !mo.tensor<[m, 130], si32>, !mo.tensor<[m, 3], si32>\n}\n",
+             pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][0],
+             pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][1], pairs[p][1],
+             pairs[p][0], pairs[p][1]);
+    snprintf(label, sizeof label, "matmul.integer prepacked %s x %s", pairs[p][0], pairs[p][1]);
+    oracle_gen g[] = {range_of(pairs[p][0]), range_of(pairs[p][1]), range_of(pairs[p][0])};
+    oracle_case c = {.label = label, .mlir = text, .bindings = "m=1;m=7;m=40", .seed = 50u + p,
+                     .gens = g, .ngens = 3, .wgen = range_of(pairs[p][1])};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* ONNX's test_matmulinteger: A ui8 [4, 3], a_zero_point 12, B ui8 [3, 2],
+ * b_zero_point 0; row 0, column 0: (11-12)*1 + (7-12)*2 + (3-12)*3 = -38 */
+Test(known_matmul_integer, onnx_node_test_values) {
+  oracle_expect_known(
+      "matmul.integer ONNX example",
+      "mo.graph @k() -> (!mo.tensor<[4, 2], si32>) {\n" ORACLE_CONST(
+          "a", "ui8", "4, 3", "4x3x", "11, 7, 3, 10, 6, 2, 9, 5, 1, 8, 4, 0")
+          ORACLE_CONST("b", "ui8", "3, 2", "3x2x", "1, 4, 2, 5, 3, 6")
+              ORACLE_CONST("za", "ui8", "", "", "12")
+                  ORACLE_CONST("zb", "ui8", "", "", "0") "  %y = mo.matmul.integer(%a, %b, %za, "
+                                                         "%zb) : (!mo.tensor<[4, 3], ui8>, "
+                                                         "!mo.tensor<[3, 2], ui8>, "
+                                                         "!mo.tensor<[], ui8>, !mo.tensor<[], "
+                                                         "ui8>) -> !mo.tensor<[4, 2], si32>\n"
+                                                         "  mo.output %y : !mo.tensor<[4, 2], "
+                                                         "si32>\n}\n",
+      (oracle_expect){KILN_INT32, 2, {4, 2},
+                      ((const int32_t[]){-38, -83, -44, -98, -50, -113, -56, -128})});
+}
+
+/* 70000 terms of 255 * -128 = -2284800000, past INT32_MIN: wrapped to
+ * -2284800000 + 2^32 = 2010167296, as ONNX's int32 accumulation does */
+Test(known_matmul_integer, sums_wrap_to_32_bits) {
+  oracle_expect_known(
+      "matmul.integer wraps",
+      "mo.graph @k() -> (!mo.tensor<[1, 1], si32>) {\n" ORACLE_CONST(
+          "a", "ui8", "1, 70000", "1x", "255") ORACLE_CONST("b", "si8", "70000, 1",
+                                                                  "1x", "-128")
+          "  %y = mo.matmul.integer(%a, %b) : (!mo.tensor<[1, 70000], ui8>, "
+          "!mo.tensor<[70000, 1], si8>) -> !mo.tensor<[1, 1], si32>\n"
+          "  mo.output %y : !mo.tensor<[1, 1], si32>\n}\n",
+      (oracle_expect){KILN_INT32, 2, {1, 1}, ((const int32_t[]){2010167296})});
+}
+
+/* one node over a [2, 3] x [3, 4]; the rest of the line is its operands */
+static void reject(const char *ops_and_types, const char *what) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "mo.graph @r(%%a: !mo.tensor<[2, 3], ui8>, %%b: !mo.tensor<[3, 4], si8>, "
+           "%%i: !mo.tensor<[2, 3], si32>, %%z: !mo.tensor<[], si8>, "
+           "%%v: !mo.tensor<[5], ui8>, %%w: !mo.tensor<[2, 2], ui8>) "
+           "-> (!mo.tensor<[2, 4], si32>) {\n"
+           "  %%y = mo.matmul.integer%s -> !mo.tensor<[2, 4], si32>\n"
+           "  mo.output %%y : !mo.tensor<[2, 4], si32>\n}\n",
+           ops_and_types);
+  EXPECT_REJECTED(text, what);
+}
+
+Test(matmul_integer, wrong_dtypes_and_shapes_are_refused_at_verify) {
+  reject("(%i, %b) : (!mo.tensor<[2, 3], si32>, !mo.tensor<[3, 4], si8>)",
+         "operand 0 must be ui8 or si8, not si32");
+  reject("(%a, %b, %z) : (!mo.tensor<[2, 3], ui8>, !mo.tensor<[3, 4], si8>, "
+         "!mo.tensor<[], si8>)",
+         "operand 2 (a's zero point) must be ui8 like operand 0, not si8");
+  reject("(%a, %b, %v) : (!mo.tensor<[2, 3], ui8>, !mo.tensor<[3, 4], si8>, "
+         "!mo.tensor<[5], ui8>)",
+         "has 5 entries, not 1 or one per row (2)");
+  reject("(%a, %b, %w) : (!mo.tensor<[2, 3], ui8>, !mo.tensor<[3, 4], si8>, "
+         "!mo.tensor<[2, 2], ui8>)",
+         "must be a scalar or one per row (rank 0 or 1), not rank 2");
+  reject("(%a, %a) : (!mo.tensor<[2, 3], ui8>, !mo.tensor<[2, 3], ui8>)",
+         "operand 0 has K = 3 but operand 1 has K = 2");
+}
+
+/* the message is located at the node's line:col */
+Test(matmul_integer, verify_error_names_line_and_column) {
+  char msg[1024];
+  const char *text =
+      "mo.graph @r(%a: !mo.tensor<[2, 3], f32>, %b: !mo.tensor<[3, 4], si8>) "
+      "-> (!mo.tensor<[2, 4], si32>) {\n"
+      "  %y = mo.matmul.integer(%a, %b) : (!mo.tensor<[2, 3], f32>, "
+      "!mo.tensor<[3, 4], si8>) -> !mo.tensor<[2, 4], si32>\n"
+      "  mo.output %y : !mo.tensor<[2, 4], si32>\n}\n";
+  cr_assert_neq(oracle_ir_parse_only(text, msg, sizeof msg), 0);
+  cr_expect(strstr(msg, "2:") != NULL && strstr(msg, "must be ui8 or si8, not f32") != NULL,
+            "%s", msg);
+}
+
+/* kiln.packed_b is the runtime's (src/prepack.c): graph text that sets it
+ * is refused at parse, so no kernel reads a plain b as panels */
+Test(matmul_integer, user_packed_b_attribute_is_refused) {
+  const char *text =
+      "mo.graph @u(%a: !mo.tensor<[4, 8], ui8>, %b: !mo.tensor<[8, 8], si8>) -> "
+      "(!mo.tensor<[4, 8], si32>) {\n"
+      "  %0 = mo.matmul.integer(%a, %b) {kiln.packed_b = 64} : (!mo.tensor<[4, 8], ui8>, "
+      "!mo.tensor<[8, 8], si8>) -> !mo.tensor<[4, 8], si32>\n"
+      "  mo.output %0 : !mo.tensor<[4, 8], si32>\n}\n";
+  kiln_code code;
+  char msg[512];
+  cr_assert_eq(oracle_compile_only(text, &code, msg, sizeof msg), -1);
+  cr_assert_eq(code, KILN_ERR_PARSE);
+  cr_expect(strstr(msg, ":2:") != NULL &&
+                strstr(msg, "attribute 'kiln.packed_b' is set by the runtime") != NULL,
+            "%s", msg);
+}
