@@ -9,7 +9,8 @@
  * shape input broadcasts both ways; signed integer Div truncates and
  * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
  * matches a naive sum over the letters; a bidirectional RNN and one with
- * sequence_lens match a naive loop; the CLI's
+ * sequence_lens match a naive loop; an f16 Gemm and MatMul run in f16;
+ * the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
 #include <criterion/criterion.h>
@@ -815,6 +816,57 @@ Test(onnx_errors, rnn_bidirectional_and_sequence_lens) {
     kiln_tensor_free(y[1]);
     built_free(&c0);
   }
+}
+
+/* A half-precision model: Gemm (alpha 0.5, beta 2, transB) and MatMul on
+ * f16, whose scalars the importer makes f16 (values exact in f16). */
+Test(onnx_errors, float16_gemm_and_matmul) {
+  mb *b = mb_new();
+  const char *xd[2] = {"2", "3"}, *yd[2] = {"2", "2"};
+  b->ins[b->g.n_input++] = vinfo("x", 2, xd);
+  b->outs[b->g.n_output++] = vinfo("y", 2, yd);
+  b->outs[b->g.n_output++] = vinfo("z", 2, yd);
+  b->ins[0]->type->tensor_type->elem_type = 10; /* FLOAT16 */
+  b->outs[0]->type->tensor_type->elem_type = 10;
+  b->outs[1]->type->tensor_type->elem_type = 10;
+  static const float wv[6] = {1, 2, 3, 4, 5, 6}, cv[2] = {1, -1}, mv[6] = {2, 0, 0, 2, 1, 1};
+  static const char *const names[3] = {"w", "c", "m"};
+  const float *vals[3] = {wv, cv, mv};
+  int64_t dims[3][2] = {{2, 3}, {2, 0}, {3, 2}};
+  for (int k = 0; k < 3; k++) {
+    int64_t ne = k == 1 ? 2 : 6;
+    _Float16 *h = keep(calloc((size_t)ne, sizeof *h));
+    for (int64_t i = 0; i < ne; i++) h[i] = (_Float16)vals[k][i];
+    Onnx__TensorProto *t = init_f32(b, names[k], ne, (size_t)ne * 2);
+    t->data_type = 10;
+    t->n_dims = k == 1 ? 1 : 2;
+    t->dims = keep(calloc(2, sizeof *t->dims));
+    memcpy(t->dims, dims[k], sizeof dims[k]);
+    t->raw_data.data = (uint8_t *)h;
+  }
+  static const char *const gi[] = {"x", "w", "c"}, *const mi[] = {"x", "m"};
+  Onnx__NodeProto *n = node(b, "Gemm", "gemm", 3, gi, "y");
+  n->n_attribute = 3;
+  n->attribute = keep(calloc(3, sizeof *n->attribute));
+  n->attribute[0] = attr_float("alpha", 0.5f);
+  n->attribute[1] = attr_float("beta", 2.0f);
+  n->attribute[2] = attr_int("transB", 1);
+  node(b, "MatMul", "mm", 2, mi, "z");
+  built c0 = compile_built(b);
+  int64_t shape[2] = {2, 3};
+  _Float16 xv[6] = {1, 0, 2, -1, 3, 1};
+  kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT16, 2, shape, xv, c0.st), *y[2] = {NULL, NULL};
+  cr_assert_eq(kiln_model_execute(c0.m, &x, 1, y, 2, c0.st), 0, "%s", kiln_status_message(c0.st));
+  /* y = 0.5 x w^T + 2 c; z = x m */
+  static const float want_y[4] = {5.5f, 6.0f, 6.0f, 6.5f}, want_z[4] = {4, 2, -1, 7};
+  for (int i = 0; i < 4; i++) {
+    cr_expect_eq((float)((_Float16 *)kiln_tensor_data(y[0]))[i], want_y[i], "y[%d]", i);
+    cr_expect_eq((float)((_Float16 *)kiln_tensor_data(y[1]))[i], want_z[i], "z[%d]", i);
+  }
+  kiln_tensor_free(x);
+  kiln_tensor_free(y[0]);
+  kiln_tensor_free(y[1]);
+  built_free(&c0);
 }
 
 /* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest

@@ -9,13 +9,6 @@
 
 #include "ox.h"
 
-/* A scalar of dtype dt (through f64 for the dtypes ox_scalar lacks). */
-static kiln_value *scalar_as(ox *x, ir_dtype dt, double v) {
-  kiln_value *k = ox_scalar(x, IR_DT_F64, v);
-  if (!k || dt == IR_DT_F64) return k;
-  return ox_op(x, "cast", &k, 1, NULL, "{dtype = %s}", ir_dtype_name(dt));
-}
-
 /* The sum of every element of v, as a rank-0 value. */
 static kiln_value *sum_all(ox *x, kiln_value *v) {
   const ir_type *t = ox_type(v);
@@ -76,7 +69,7 @@ static kiln_value *nll(ox *x, const Onnx__NodeProto *n, kiln_value *lp, kiln_val
     if (!(wt = ox_op(x, "gather", (kiln_value *[]){w, tgt}, 2, NULL, "{axis = 0}"))) return NULL;
   }
   if (ignored) {
-    kiln_value *z = scalar_as(x, dt, 0), *o = wt ? wt : scalar_as(x, dt, 1);
+    kiln_value *z = ox_scalar(x, dt, 0), *o = wt ? wt : ox_scalar(x, dt, 1);
     if (!z || !o || !(wt = ox_op(x, "where", (kiln_value *[]){ignored, z, o}, 3, NULL, NULL)))
       return NULL;
   }
@@ -89,7 +82,7 @@ static kiln_value *nll(ox *x, const Onnx__NodeProto *n, kiln_value *lp, kiln_val
     for (int i = 0; cnt && i < tt->rank; i++) cnt = ir_dim_mul(x->ir->arena, cnt, tt->dims[i]);
     int64_t c;
     if (!cnt || !ir_dim_is_const(cnt, &c)) { /* symbolic sample count: sum of ones */
-      kiln_value *one = scalar_as(x, dt, 1), *ones;
+      kiln_value *one = ox_scalar(x, dt, 1), *ones;
       char ty[1024];
       ox_type_text(ty, sizeof ty, dt, tt->rank, (const ir_dim *const *)tt->dims);
       if (!one || !(ones = ox_op(x, "broadcast_to", &one, 1, ty, NULL)) ||
@@ -97,7 +90,7 @@ static kiln_value *nll(ox *x, const Onnx__NodeProto *n, kiln_value *lp, kiln_val
         return NULL;
       return OP2("div", total, wt);
     }
-    kiln_value *k = scalar_as(x, dt, (double)c);
+    kiln_value *k = ox_scalar(x, dt, (double)c);
     return k ? OP2("div", total, k) : NULL;
   }
   kiln_value *wsum = sum_all(x, wt);

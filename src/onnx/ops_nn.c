@@ -25,9 +25,9 @@ int ox_op_MatMul(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL, *r;
   if (!b) return rc;
   ir_dtype dt = ox_type(a)->dtype;
-  if (dt != IR_DT_F32 && dt != IR_DT_F64 && dt != IR_DT_SI32 && dt != IR_DT_SI64)
-    return ox_unsupported(x, n, "%s operands (kiln's matmul takes f32, f64, si32, si64)",
-                          ir_dtype_name(dt));
+  if (!ir_dtype_in_set(dt, IR_DTS_FI))
+    return ox_unsupported(x, n, "%s operands (kiln's matmul takes %s)", ir_dtype_name(dt),
+                          ir_dtype_set_name(IR_DTS_FI));
   int ra = ox_type(a)->rank, rb = ox_type(b)->rank;
   if (ra == 0 || rb == 0) return ox_fail(x, KILN_ERR_VERIFY, "MatMul of a scalar");
   if (ra == 1 && !(a = ox_op(x, "unsqueeze", &a, 1, NULL, "{axis = 0}"))) return FAILED();

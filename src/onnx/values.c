@@ -118,9 +118,15 @@ kiln_value *ox_scalar(ox *x, ir_dtype dt, double v) {
     u.l = (int64_t)clamp_int(v, -9223372036854775808.0, 9223372036854774784.0);
     break;
   case IR_DT_BOOL: u.b = v != 0; break;
-  default:
-    ox_unsupported(x, x->node, "a %s scalar operand", ir_dtype_name(dt));
-    return NULL;
+  default: { /* half floats and narrow integers: an f64 / si64 constant cast */
+    ir_dtype wide = ir_dtype_is_float(dt) ? IR_DT_F64 : IR_DT_SI64;
+    kiln_value *k = ir_dtype_is_castable(dt) && dt != IR_DT_UI64 ? ox_scalar(x, wide, v) : NULL;
+    if (!k) {
+      ox_unsupported(x, x->node, "a %s scalar operand", ir_dtype_name(dt));
+      return NULL;
+    }
+    return ox_op(x, "cast", &k, 1, NULL, "{dtype = %s}", ir_dtype_name(dt));
+  }
   }
   kiln_value *k = kiln_graph_add_constant(x->g, (kiln_dtype)dt, 0, NULL, &u, x->st);
   if (!k) ox_fail(x, kiln_status_code(x->st), "%s", kiln_status_message(x->st));
