@@ -16,7 +16,8 @@
  *     result in place). Integer mo.mod never joins (nor roots) a group: it
  *     is the one elementwise op that can fail at run time, and its error
  *     should keep naming it (a GEMM epilogue has no error path either).
- *     A matmul's own operands never join (its producers stay outside).
+ *     A matmul's own operands never join (its producers stay outside), so
+ *     the body lists the matmul first.
  *   - with IR_FUSE_SOFTMAX, a mo.softmax / mo.logsoftmax is a root too:
  *     elementwise producers join it as above (a prologue computing its
  *     operand), a matmul never does;
@@ -155,7 +156,7 @@ typedef struct fused_group {
 } fused_group;
 
 /* Build the body and the mo.fused node of the group in members[0..n)
- * (in node order); bnode[member id] receives the body's copy of each member. */
+ * (in node order, a matmul first); bnode[member id] receives the body's copy of each member. */
 static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode,
                   ir_value **map) {
   ir_graph *g = c->g;
@@ -299,6 +300,16 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
   for (int k = ngroups - 1, gi = 0; k >= 0; k--, gi++) {
     int n = start[k + 1] - start[k];
     memcpy(c.members, order + start[k], (size_t)n * sizeof(int));
+    /* a GEMM epilogue's matmul first: its operands are all from outside, so
+     * the body stays in topological order, and every member after it may
+     * read its result (the SIMT lowering wants it so) */
+    for (int i = 1; i < n; i++)
+      if (g->nodes[c.members[i]]->op == IR_OP_MATMUL) {
+        int mm = c.members[i];
+        memmove(c.members + 1, c.members, (size_t)i * sizeof(int));
+        c.members[0] = mm;
+        break;
+      }
     bool ok = build(&c, n, k, &fg[gi], bnode, map);
     for (int i = 0; i < n; i++) { /* map back to empty for the next group */
       const ir_node *m = g->nodes[c.members[i]];

@@ -14,6 +14,8 @@
  * _avx512vnni_pex entry reads (gemm_int8_vnni.h).
  * Parts: every batch's rows are split between the parts (jit_split_range on
  * M), so the parts never share a result element.
+ * SIMT targets (jit_simt_lower_matmul_integer): one result element per
+ * thread, a dot product over K in si32 (the same wrapping sum).
  * Assumes the shape rule (ir/infer_matmul_integer.c) held: ui8 / si8
  * operands, zero points of their matrices' dtypes with 1 or M / N entries,
  * K equal (symbolic ones checked at run time). */
@@ -21,6 +23,7 @@
 
 #include "jit.h"
 #include "lower.h"
+#include "simt.h"
 #include "template.h"
 
 static const char *sign_name(ir_dtype dt) { return dt == IR_DT_SI8 ? "s8" : "u8"; }
@@ -81,5 +84,67 @@ int jit_lower_matmul_integer(jit_fn *f) {
   LLVMValueRef args[] = {M, N, K, ap, bp, cp, zp[0], nzp[0], zp[1], nzp[1], lo, hi};
   LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 12, "");
   for (int j = nb - 1; j >= 0; j--) jit_loop_end(f, &batch[j]);
+  return f->failed ? -1 : 0;
+}
+
+/* Element idx of an 8-bit operand, widened to i32 by its signedness. */
+static LLVMValueRef load_i32(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef idx) {
+  LLVMValueRef v = jit_load(f, dt, base, idx);
+  return dt == IR_DT_SI8 ? LLVMBuildSExt(f->b, v, f->t_i32, "") : LLVMBuildZExt(f->b, v, f->t_i32, "");
+}
+
+int jit_simt_lower_matmul_integer(jit_simt_fn *sf) {
+  jit_fn *f = &sf->f;
+  const ir_node *n = f->node;
+  const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
+  int ra = ta->rank, rb = tb->rank;
+  if (ra < 1 || rb < 1) return jit_fn_error(f, "mo.matmul.integer: operands of rank 0");
+  if (ir_node_attr_int(n, "kiln.packed_b", 0)) /* the CPU runtime's, never a device's */
+    return jit_fn_error(f, "mo.matmul.integer: kiln.packed_b is not supported on SIMT targets");
+  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
+  LLVMValueRef M = ra >= 2 ? jit_dim(f, ta->dims[ra - 2]) : one;
+  LLVMValueRef K = jit_dim(f, ta->dims[ra - 1]);
+  LLVMValueRef N = rb >= 2 ? jit_dim(f, tb->dims[rb - 1]) : one;
+  int nba = ra - 2 > 0 ? ra - 2 : 0, nbb = rb - 2 > 0 ? rb - 2 : 0;
+  int nb = nba > nbb ? nba : nbb;
+  LLVMValueRef dims[IR_MAX_RANK + 2], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
+  jit_matmul_batch_strides(f, ta, nba, tb, nbb, tc, nb, (LLVMValueRef[]){M, K, N}, dims, sa, sb,
+                           sc);
+  dims[nb] = M;
+  dims[nb + 1] = N;
+  jit_simt_loop l;
+  LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, tc, 0, tc->rank));
+  LLVMValueRef co[IR_MAX_RANK + 2];
+  jit_simt_unravel(f, e, dims, nb + 2, co);
+  LLVMValueRef offa = zero, offb = zero;
+  for (int j = 0; j < nb; j++) {
+    offa = jit_add(f, offa, jit_mul(f, co[j], sa[j]));
+    offb = jit_add(f, offb, jit_mul(f, co[j], sb[j]));
+  }
+  LLVMValueRef i = co[nb], jn = co[nb + 1];
+  /* zero points: one entry, or one per row of a / column of b */
+  LLVMValueRef zp[2] = {LLVMConstInt(f->t_i32, 0, 0), LLVMConstInt(f->t_i32, 0, 0)};
+  for (int k = 0; k < 2 && n->nin > 2 + k; k++) {
+    LLVMValueRef cnt = jit_numel_range(f, &n->in[2 + k]->type, 0, n->in[2 + k]->type.rank);
+    LLVMValueRef at = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntEQ, cnt, one, ""), zero,
+                                      k == 0 ? i : jn, "");
+    zp[k] = load_i32(f, n->in[2 + k]->type.dtype, jit_in(f, 2 + k), at);
+  }
+  LLVMValueRef acc = jit_alloca(f, f->t_i32, "acc");
+  LLVMBuildStore(f->b, LLVMConstInt(f->t_i32, 0, 0), acc);
+  LLVMValueRef arow = jit_add(f, offa, jit_mul(f, i, K));
+  jit_loop Kk;
+  LLVMValueRef k = jit_loop_begin(f, &Kk, zero, K, "k");
+  LLVMValueRef av = LLVMBuildSub(f->b, load_i32(f, ta->dtype, jit_in(f, 0), jit_add(f, arow, k)),
+                                 zp[0], "");
+  LLVMValueRef bv = LLVMBuildSub(
+      f->b, load_i32(f, tb->dtype, jit_in(f, 1), jit_add(f, offb, jit_add(f, jit_mul(f, k, N), jn))),
+      zp[1], "");
+  LLVMValueRef sum = LLVMBuildAdd(f->b, LLVMBuildLoad2(f->b, f->t_i32, acc, ""),
+                                  LLVMBuildMul(f->b, av, bv, ""), "");
+  LLVMBuildStore(f->b, sum, acc);
+  jit_loop_end(f, &Kk);
+  jit_store(f, IR_DT_SI32, jit_out(f, 0), e, LLVMBuildLoad2(f->b, f->t_i32, acc, ""));
+  jit_simt_grid_loop_end(sf, &l);
   return f->failed ? -1 : 0;
 }

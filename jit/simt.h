@@ -234,6 +234,8 @@ int jit_simt_lower_resize(jit_simt_fn *sf);
 int jit_simt_lower_conv(jit_simt_fn *sf);
 int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
 int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */
+/* matmul_integer.c: mo.matmul.integer, an si32 dot product per thread. */
+int jit_simt_lower_matmul_integer(jit_simt_fn *sf);
 /* Elements (fold.c): mo.fold, a gather of the taps per thread. */
 int jit_simt_lower_fold(jit_simt_fn *sf);
 /* Elements (roi_align.c): mo.roi_align, a region's sampling grid per thread. */

@@ -564,7 +564,7 @@ static int lower_custom(jit_simt_fn *sf) {
   X(QMATMUL, L_NONE, NULL) \
   X(BUFFER, L_NONE, NULL) \
   X(CONTROL, L_NONE, NULL) \
-  X(MATMUL_INTEGER, L_NONE, NULL)
+  X(MATMUL_INTEGER, L_ELEMENTS, jit_simt_lower_matmul_integer)
 
 typedef struct simt_rule {
   launch_shape shape;
