@@ -164,6 +164,43 @@ static kiln_value *stack(ox *x, kiln_value **v, int64_t n) {
   return n == 1 ? v[0] : ox_op(x, "concat", v, (int)n, NULL, "{axis = 0}");
 }
 
+/* v has rank `rank` (and, where want > 0, dim `axis` equal to want);
+ * what names it in the message. */
+static bool shaped(ox *x, kiln_value *v, const char *what, int rank, int axis, int64_t want) {
+  int64_t d;
+  if (!v) return true;
+  if (ox_type(v)->rank != rank) {
+    ox_fail(x, KILN_ERR_VERIFY, "%s must have rank %d, not %d", what, rank, ox_type(v)->rank);
+    return false;
+  }
+  if (want > 0 && (!ir_dim_is_const(ox_type(v)->dims[axis], &d) || d != want)) {
+    ox_fail(x, KILN_ERR_VERIFY, "%s must have %lld along axis %d", what, (long long)want, axis);
+    return false;
+  }
+  return true;
+}
+
+/* The operands' ranks and the sizes the cell reads: W [dirs, G * H, I],
+ * R [dirs, G * H, H], B [dirs, 2 * G * H], initial states 3-D, P
+ * [dirs, 3 * H], sequence_lens 1-D; H from R, which must be known. */
+static int check_operands(ox *x, cell *c, int ndir, kiln_value *X, kiln_value *W, kiln_value *R,
+                          kiln_value *B, kiln_value *h0, kiln_value *c0, kiln_value *P,
+                          kiln_value *lens) {
+  int64_t H;
+  if (!shaped(x, X, "X", 3, 0, 0) || !shaped(x, R, "R", 3, 0, ndir)) return -1;
+  if (!ir_dim_is_const(ox_type(R)->dims[2], &H) || H < 1)
+    return ox_unsupported(x, x->node, "a hidden size not known at import");
+  int64_t gh = c->gates * H;
+  if (!shaped(x, R, "R", 3, 1, gh) || !shaped(x, W, "W", 3, 0, ndir) ||
+      !shaped(x, W, "W", 3, 1, gh) || !shaped(x, B, "B", 2, 0, ndir) ||
+      !shaped(x, B, "B", 2, 1, 2 * gh) || !shaped(x, h0, "initial_h", 3, 2, H) ||
+      !shaped(x, c0, "initial_c", 3, 2, H) || !shaped(x, P, "P", 2, 0, ndir) ||
+      !shaped(x, P, "P", 2, 1, 3 * H) || !shaped(x, lens, "sequence_lens", 1, 0, 0))
+    return -1;
+  c->hidden = H;
+  return 0;
+}
+
 static int rnn(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout,
                cell_kind kind) {
   static const int gates_of[] = {1, 3, 4};
@@ -209,7 +246,7 @@ static int rnn(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (kind == CELL_LSTM && nin > 6 && in[6] && !(c0 = IN(6))) return rc;
   if (kind == CELL_LSTM && nin > 7 && in[7] && !(P = IN(7))) return rc;
   bool batchwise = ox_attr_int(n, "layout", 0) != 0;
-  if (ox_type(X)->rank != 3) return ox_fail(x, KILN_ERR_VERIFY, "X must be 3-D");
+  if (check_operands(x, &c, ndir, X, W, R, B, h0, c0, P, lens) < 0) return -1;
   if (batchwise && !(X = ox_op(x, "transpose", &X, 1, NULL, "{axis_1 = 0, axis_2 = 1}")))
     return FAILED();
   if (batchwise && h0 && !(h0 = ox_op(x, "transpose", &h0, 1, NULL, "{axis_1 = 0, axis_2 = 1}")))
@@ -222,9 +259,7 @@ static int rnn(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (!ir_dim_is_const(tx->dims[0], &steps) || steps < 1 || steps > MAX_STEPS)
     return ox_unsupported(x, n, "a sequence length not known at import or over %d steps",
                           MAX_STEPS);
-  if (!ir_dim_is_const(ox_type(R)->dims[2], &H))
-    return ox_unsupported(x, n, "a symbolic hidden size");
-  c.hidden = H;
+  H = c.hidden;
   /* X as [T * B, I] for the input projections */
   const ir_dim *flat[2] = {ir_dim_mul(x->ir->arena, tx->dims[0], tx->dims[1]), tx->dims[2]};
   const ir_dim *tbh[3] = {tx->dims[0], tx->dims[1], ir_dim_const(x->ir->arena, H)};
