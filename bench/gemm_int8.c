@@ -31,18 +31,9 @@
 #include "dnnl_util.h"
 #endif
 
+#include "bench_util.h"
+
 #pragma weak kiln_context_set_num_threads
-
-static double now_s(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static int cmp(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
 
 static void die(const char *what, const char *why) {
   fprintf(stderr, "bench_gemm_int8: %s: %s\n", what, why ? why : "");
@@ -184,12 +175,12 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
   for (int r = -1; r < rounds; r++) /* r = -1: warm-up, then the check */
     for (int col = 0; col < NCOL; col++) {
       if (!have[col]) continue;
-      double t0 = now_s();
+      double t0 = bench_now_s();
       if (col <= KILN_PACKED) kiln_run(&km[col - KILN], st);
 #ifdef KILN_BENCH_DNNL
       else dnnl_run(&dm[col - DNNL_PLAIN]);
 #endif
-      double t = now_s() - t0;
+      double t = bench_now_s() - t0;
       if (r >= 0) secs[col][r] = t;
       if (r == -1 && col != KILN && memcmp(out[col], out[KILN], nc * sizeof(int32_t)) != 0)
         die(NAMES[col], "result differs from kiln's");
@@ -200,7 +191,7 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
       printf("  %-18s n/a (oneDNN not found at build time)\n", NAMES[col]);
       continue;
     }
-    qsort(secs[col], (size_t)rounds, sizeof(double), cmp);
+    qsort(secs[col], (size_t)rounds, sizeof(double), bench_cmp_double);
     med[col] = rounds % 2 ? secs[col][rounds / 2]
                           : (secs[col][rounds / 2 - 1] + secs[col][rounds / 2]) / 2;
     printf("%lldx%lldx%lld %-18s median %7.1f GOP/s (min %7.1f, max %7.1f, %d rounds)",

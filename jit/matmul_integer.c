@@ -30,9 +30,27 @@ static const char *sign_name(ir_dtype dt) { return dt == IR_DT_SI8 ? "s8" : "u8"
 
 int64_t jit_mmi_panel_width(bool avx512vnni) { return avx512vnni ? 64 : 0; }
 
-int jit_lower_matmul_integer(jit_fn *f) {
+/* The product's sizes and batch axes: M, K, N (1 for a 1-D operand's
+ * missing axis), *nb batch axes with their sizes and strides of a, b, c
+ * (jit_matmul_batch_strides). */
+static void mmi_shape(jit_fn *f, LLVMValueRef mkn[3], int *nb, LLVMValueRef *bdim,
+                      LLVMValueRef *sa, LLVMValueRef *sb, LLVMValueRef *sc) {
   const ir_node *n = f->node;
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
+  int ra = ta->rank, rb = tb->rank;
+  LLVMValueRef one = jit_i64(f, 1);
+  mkn[0] = ra >= 2 ? jit_dim(f, ta->dims[ra - 2]) : one;
+  mkn[1] = jit_dim(f, ta->dims[ra - 1]);
+  mkn[2] = rb >= 2 ? jit_dim(f, tb->dims[rb - 1]) : one;
+  /* batch axes: those of the result before its matrix axes */
+  int nba = ra - 2 > 0 ? ra - 2 : 0, nbb = rb - 2 > 0 ? rb - 2 : 0;
+  *nb = nba > nbb ? nba : nbb;
+  jit_matmul_batch_strides(f, ta, nba, tb, nbb, tc, *nb, mkn, bdim, sa, sb, sc);
+}
+
+int jit_lower_matmul_integer(jit_fn *f) {
+  const ir_node *n = f->node;
+  const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type;
   int ra = ta->rank, rb = tb->rank;
   if (ra < 1 || rb < 1) return jit_fn_error(f, "mo.matmul.integer: operands of rank 0");
   char entry[48];
@@ -50,16 +68,11 @@ int jit_lower_matmul_integer(jit_fn *f) {
   LLVMValueRef fn = jit_template_function(f, JIT_TMPL_GEMM_INT8, entry);
   if (!fn) return -1;
 
-  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
-  LLVMValueRef M = ra >= 2 ? jit_dim(f, ta->dims[ra - 2]) : one;
-  LLVMValueRef K = jit_dim(f, ta->dims[ra - 1]);
-  LLVMValueRef N = rb >= 2 ? jit_dim(f, tb->dims[rb - 1]) : one;
-  /* batch axes: those of the result before its matrix axes */
-  int nba = ra - 2 > 0 ? ra - 2 : 0, nbb = rb - 2 > 0 ? rb - 2 : 0;
-  int nb = nba > nbb ? nba : nbb;
+  LLVMValueRef zero = jit_i64(f, 0), mkn[3];
   LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
-  jit_matmul_batch_strides(f, ta, nba, tb, nbb, tc, nb, (LLVMValueRef[]){M, K, N}, bdim, sa, sb,
-                           sc);
+  int nb;
+  mmi_shape(f, mkn, &nb, bdim, sa, sb, sc);
+  LLVMValueRef M = mkn[0], K = mkn[1], N = mkn[2];
   /* zero points: their buffers and entry counts (0: absent) */
   LLVMValueRef zp[2], nzp[2];
   for (int k = 0; k < 2; k++) {
@@ -101,16 +114,12 @@ int jit_simt_lower_matmul_integer(jit_simt_fn *sf) {
   if (ra < 1 || rb < 1) return jit_fn_error(f, "mo.matmul.integer: operands of rank 0");
   if (ir_node_attr_int(n, "kiln.packed_b", 0)) /* the CPU runtime's, never a device's */
     return jit_fn_error(f, "mo.matmul.integer: kiln.packed_b is not supported on SIMT targets");
-  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
-  LLVMValueRef M = ra >= 2 ? jit_dim(f, ta->dims[ra - 2]) : one;
-  LLVMValueRef K = jit_dim(f, ta->dims[ra - 1]);
-  LLVMValueRef N = rb >= 2 ? jit_dim(f, tb->dims[rb - 1]) : one;
-  int nba = ra - 2 > 0 ? ra - 2 : 0, nbb = rb - 2 > 0 ? rb - 2 : 0;
-  int nb = nba > nbb ? nba : nbb;
+  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1), mkn[3];
   LLVMValueRef dims[IR_MAX_RANK + 2], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
-  jit_matmul_batch_strides(f, ta, nba, tb, nbb, tc, nb, (LLVMValueRef[]){M, K, N}, dims, sa, sb,
-                           sc);
-  dims[nb] = M;
+  int nb;
+  mmi_shape(f, mkn, &nb, dims, sa, sb, sc);
+  LLVMValueRef K = mkn[1], N = mkn[2];
+  dims[nb] = mkn[0];
   dims[nb + 1] = N;
   jit_simt_loop l;
   LLVMValueRef e = jit_simt_grid_loop_begin(sf, &l, jit_numel_range(f, tc, 0, tc->rank));
