@@ -10,6 +10,7 @@
  * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
  * matches a naive sum over the letters; a bidirectional RNN and one with
  * sequence_lens match a naive loop; an f16 Gemm and MatMul run in f16;
+ * Asinh / Acosh match libm on huge values;
  * the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
@@ -867,6 +868,35 @@ Test(onnx_errors, float16_gemm_and_matmul) {
   kiln_tensor_free(y[0]);
   kiln_tensor_free(y[1]);
   built_free(&c0);
+}
+
+/* Asinh and Acosh against libm, past the point where x * x overflows f32
+ * (the importer switches to log(2|x|) there) and with asinh's sign. */
+Test(onnx_errors, asinh_and_acosh_of_huge_values) {
+  static const char *const ops[2] = {"Asinh", "Acosh"};
+  static const float xs[2][4] = {{-1e10f, -0.5f, 0.25f, 3e38f}, {1.0f, 1.5f, 1e10f, 3e38f}};
+  for (int k = 0; k < 2; k++) {
+    mb *b = mb_new();
+    const char *d[1] = {"4"};
+    b->ins[b->g.n_input++] = vinfo("x", 1, d);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d);
+    static const char *const in[] = {"x"};
+    node(b, ops[k], "f", 1, in, "y");
+    built c0 = compile_built(b);
+    int64_t four = 4;
+    kiln_tensor *x = kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xs[k], c0.st), *y = NULL;
+    cr_assert_eq(kiln_model_execute(c0.m, &x, 1, &y, 1, c0.st), 0, "%s",
+                 kiln_status_message(c0.st));
+    for (int i = 0; i < 4; i++) {
+      double want = k ? acosh((double)xs[k][i]) : asinh((double)xs[k][i]);
+      double got = ((const float *)kiln_tensor_data(y))[i];
+      cr_expect(fabs(got - want) <= 1e-6 + 1e-5 * fabs(want), "%s(%g) = %g, want %g", ops[k],
+                (double)xs[k][i], got, want);
+    }
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    built_free(&c0);
+  }
 }
 
 /* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest

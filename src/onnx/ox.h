@@ -192,6 +192,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_EINSUM(X) X(Einsum)
 /* recurrent cells unrolled over a known sequence length (ops_rnn.c) */
 #define OX_OPS_RNN(X) X(RNN) X(GRU) X(LSTM)
+/* hyperbolic and tangent functions (ops_hyperbolic.c) */
+#define OX_OPS_HYPERBOLIC(X) X(Tan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh)
 /* training losses (ops_loss.c) */
 #define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
@@ -216,6 +218,7 @@ OX_OPS_INDEX(OX_DECLARE)
 OX_OPS_VISION(OX_DECLARE)
 OX_OPS_CHANNEL(OX_DECLARE)
 OX_OPS_LOSS(OX_DECLARE)
+OX_OPS_HYPERBOLIC(OX_DECLARE)
 OX_OPS_RNN(OX_DECLARE)
 OX_OPS_EINSUM(OX_DECLARE)
 OX_OPS_ONEHOT(OX_DECLARE)
