@@ -313,8 +313,8 @@ int ox_op_ConvInteger(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_
   BEGIN;
   (void)nout;
   kiln_value *v[4] = {NULL, NULL, NULL, NULL};
-  for (int i = 0; i < 4 && i < nin; i++)
-    if ((i < 2 || in[i]) && !(v[i] = IN(i))) return rc;
+  for (int i = 0; i < 4; i++) /* x and w required (IN says so), zero points optional */
+    if ((i < 2 || (i < nin && in[i])) && !(v[i] = IN(i))) return rc;
   for (int i = 0; i < 2; i++) {
     ir_dtype dt = ox_type(v[i])->dtype;
     if (dt != IR_DT_UI8 && dt != IR_DT_SI8)
