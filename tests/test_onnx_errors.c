@@ -249,6 +249,26 @@ static Onnx__AttributeProto *attr_str(const char *name, const char *v) {
   return a;
 }
 
+/* n's attributes: count of them, each made by attr_int / attr_float / attr_str. */
+static void node_attrs(Onnx__NodeProto *n, int count, ...) {
+  va_list ap;
+  va_start(ap, count);
+  n->n_attribute = (size_t)count;
+  n->attribute = keep(calloc((size_t)count, sizeof *n->attribute));
+  for (int i = 0; i < count; i++) n->attribute[i] = va_arg(ap, Onnx__AttributeProto *);
+  va_end(ap);
+}
+
+/* n's outputs named by count strings (node() gave it one). */
+static void node_outputs(Onnx__NodeProto *n, int count, ...) {
+  va_list ap;
+  va_start(ap, count);
+  n->n_output = (size_t)count;
+  n->output = keep(calloc((size_t)count, sizeof *n->output));
+  for (int i = 0; i < count; i++) n->output[i] = va_arg(ap, char *);
+  va_end(ap);
+}
+
 /* The usual model: y = x + w, x and w of n f32. */
 static mb *add_model(int64_t n, size_t wbytes) {
   mb *b = mb_new();
@@ -618,9 +638,7 @@ Test(onnx_errors, signed_integer_div_and_fmod) {
     static const char *const in[] = {"x", "w"};
     Onnx__NodeProto *n = node(b, fmod ? "Mod" : "Div", "op", 2, in, "y");
     if (fmod) {
-      n->n_attribute = 1;
-      n->attribute = keep(calloc(1, sizeof *n->attribute));
-      n->attribute[0] = attr_int("fmod", 1);
+      node_attrs(n, 1, attr_int("fmod", 1));
     }
     built c0 = compile_built(b);
     kiln_status *st = c0.st;
@@ -698,9 +716,7 @@ Test(onnx_errors, einsum_two_operands) {
     b->outs[b->g.n_output++] = vinfo("y", (int)strlen(terms[2]), dims[2]);
     static const char *const in[] = {"a", "b"};
     Onnx__NodeProto *n = node(b, "Einsum", "einsum", 2, in, "y");
-    n->n_attribute = 1;
-    n->attribute = keep(calloc(1, sizeof *n->attribute));
-    n->attribute[0] = attr_str("equation", cases[c].eq);
+    node_attrs(n, 1, attr_str("equation", cases[c].eq));
     built c0 = compile_built(b);
     kiln_status *st = c0.st;
     kiln_model *m = c0.m;
@@ -786,14 +802,9 @@ Test(onnx_errors, rnn_bidirectional_and_sequence_lens) {
     static const char *const ins[] = {"x", "w", "r", "b", "lens"};
     if (with_lens) init_i64(b, "lens", B, lens_v);
     Onnx__NodeProto *n = node(b, "RNN", "rnn", with_lens ? 5 : 4, ins, "y");
-    n->n_output = 2;
-    n->output = keep(calloc(2, sizeof *n->output));
-    n->output[0] = "y";
-    n->output[1] = "y_h";
-    n->n_attribute = 2;
-    n->attribute = keep(calloc(2, sizeof *n->attribute));
-    n->attribute[0] = attr_int("hidden_size", H);
-    n->attribute[1] = attr_str("direction", ndir == 2 ? "bidirectional" : "forward");
+    node_outputs(n, 2, "y", "y_h");
+    node_attrs(n, 2, attr_int("hidden_size", H),
+               attr_str("direction", ndir == 2 ? "bidirectional" : "forward"));
     built c0 = compile_built(b);
     kiln_status *st = c0.st;
     kiln_model *m = c0.m;
@@ -847,11 +858,7 @@ Test(onnx_errors, float16_gemm_and_matmul) {
   }
   static const char *const gi[] = {"x", "w", "c"}, *const mi[] = {"x", "m"};
   Onnx__NodeProto *n = node(b, "Gemm", "gemm", 3, gi, "y");
-  n->n_attribute = 3;
-  n->attribute = keep(calloc(3, sizeof *n->attribute));
-  n->attribute[0] = attr_float("alpha", 0.5f);
-  n->attribute[1] = attr_float("beta", 2.0f);
-  n->attribute[2] = attr_int("transB", 1);
+  node_attrs(n, 3, attr_float("alpha", 0.5f), attr_float("beta", 2.0f), attr_int("transB", 1));
   node(b, "MatMul", "mm", 2, mi, "z");
   built c0 = compile_built(b);
   int64_t shape[2] = {2, 3};
@@ -918,14 +925,8 @@ Test(onnx_errors, top_k_with_k_from_an_initializer) {
     }
     static const char *const ins[] = {"x", "k"};
     Onnx__NodeProto *n = node(b, "TopK", "topk", 2, ins, "v");
-    n->n_output = 2;
-    n->output = keep(calloc(2, sizeof *n->output));
-    n->output[0] = "v";
-    n->output[1] = "i";
-    n->n_attribute = 2;
-    n->attribute = keep(calloc(2, sizeof *n->attribute));
-    n->attribute[0] = attr_int("axis", 0);
-    n->attribute[1] = attr_int("largest", 0);
+    node_outputs(n, 2, "v", "i");
+    node_attrs(n, 2, attr_int("axis", 0), attr_int("largest", 0));
     size_t len;
     uint8_t *buf = pack(b, &len);
     kiln_status *st = kiln_status_new();
@@ -979,9 +980,7 @@ Test(onnx_errors, gelu_of_opset_20) {
     b->outs[b->g.n_output++] = vinfo("y", 1, d);
     static const char *const ins[] = {"x"};
     Onnx__NodeProto *n = node(b, "Gelu", "gelu", 1, ins, "y");
-    n->n_attribute = 1;
-    n->attribute = keep(calloc(1, sizeof *n->attribute));
-    n->attribute[0] = attr_str("approximate", modes[mi]);
+    node_attrs(n, 1, attr_str("approximate", modes[mi]));
     size_t len;
     uint8_t *buf = pack(b, &len);
     kiln_status *st = kiln_status_new();
@@ -1031,11 +1030,7 @@ Test(onnx_errors, random_ops_draw_from_kiln_generator) {
   b->outs[b->g.n_output++] = vinfo("z", 1, d2);
   static const char *const ins[] = {"x"};
   Onnx__NodeProto *u = node(b, "RandomUniformLike", "u0", 1, ins, "u");
-  u->n_attribute = 3;
-  u->attribute = keep(calloc(3, sizeof *u->attribute));
-  u->attribute[0] = attr_float("low", -1);
-  u->attribute[1] = attr_float("high", 2);
-  u->attribute[2] = attr_float("seed", 5);
+  node_attrs(u, 3, attr_float("low", -1), attr_float("high", 2), attr_float("seed", 5));
   Onnx__NodeProto *z = node(b, "RandomNormal", "z0", 0, NULL, "z");
   z->n_attribute = 3;
   z->attribute = keep(calloc(3, sizeof *z->attribute));
