@@ -261,11 +261,8 @@ int ox_op_Hardmax(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   int axis;
   if (!ox_axis(ox_attr_int(n, "axis", -1), t->rank, &axis))
     return ox_fail(x, KILN_ERR_VERIFY, "axis out of range");
-  const ir_dim *dims[IR_MAX_RANK];
-  for (int d = 0; d < t->rank; d++)
-    dims[d] = d == axis ? t->dims[d] : ir_dim_const(x->ir->arena, 1);
   if (!(r = ox_op(x, "argmax", &a, 1, NULL, "{axis = %d}", axis)) ||
-      !(pos = ox_iota(x, t->dims[axis])) || !(pos = ox_reshape(x, pos, t->rank, dims)) ||
+      !(pos = ox_iota_along(x, t->dims[axis], axis, t->rank)) ||
       !(r = OP2("equal", r, pos)) ||
       !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(t->dtype))))
     return FAILED();

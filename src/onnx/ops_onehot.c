@@ -6,14 +6,6 @@
 
 #include "ox.h"
 
-/* iota(len) shaped to lie along axis `axis` of a rank-`rank` value. */
-static kiln_value *positions(ox *x, const ir_dim *len, int axis, int rank) {
-  const ir_dim *dims[IR_MAX_RANK];
-  for (int d = 0; d < rank; d++) dims[d] = d == axis ? len : ir_dim_const(x->ir->arena, 1);
-  kiln_value *p = ox_iota(x, len);
-  return p ? ox_reshape(x, p, rank, dims) : NULL;
-}
-
 /* EyeLike: a 2-D value of the input's shape, 1 where column - row == k. */
 int ox_op_EyeLike(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                   int nout) {
@@ -26,7 +18,8 @@ int ox_op_EyeLike(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   ir_dtype dt = t->dtype;
   if (ox_attr(n, "dtype") && !ox_dtype((int32_t)ox_attr_int(n, "dtype", 1), &dt))
     return ox_unsupported(x, n, "dtype %lld", (long long)ox_attr_int(n, "dtype", 1));
-  if (!(rows = positions(x, t->dims[0], 0, 2)) || !(cols = positions(x, t->dims[1], 1, 2)) ||
+  if (!(rows = ox_iota_along(x, t->dims[0], 0, 2)) ||
+      !(cols = ox_iota_along(x, t->dims[1], 1, 2)) ||
       !(d = OP2("sub", cols, rows)) ||
       !(k = ox_scalar(x, IR_DT_SI64, (double)ox_attr_int(n, "k", 0))) ||
       !(d = OP2("equal", d, k)) ||
@@ -84,7 +77,7 @@ int ox_op_OneHot(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   if (!(z = ox_scalar(x, IR_DT_SI64, 0)) || !(neg = OP2("greater", z, idx)) ||
       !(dk = ox_scalar(x, IR_DT_SI64, (double)depth)) || !(dk = OP2("add", idx, dk)) ||
       !(idx = ox_op(x, "where", (kiln_value *[]){neg, dk, idx}, 3, NULL, NULL)) ||
-      !(idx = ox_reshape(x, idx, rank, dims)) || !(pos = positions(x, dd, axis, rank)) ||
+      !(idx = ox_reshape(x, idx, rank, dims)) || !(pos = ox_iota_along(x, dd, axis, rank)) ||
       !(hit = OP2("equal", idx, pos)) ||
       !(out[0]->v = ox_op(x, "where", (kiln_value *[]){hit, on, off}, 3, NULL, NULL)))
     return FAILED();

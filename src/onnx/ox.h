@@ -236,6 +236,8 @@ int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
 /* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
 kiln_value *ox_iota(ox *x, const ir_dim *len);
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
+/* ox_iota(len) shaped [1, ..., len, ..., 1] (len at axis) for a rank-`rank` value. */
+kiln_value *ox_iota_along(ox *x, const ir_dim *len, int axis, int rank);
 
 /* A Reduce* node as kiln's reduction `op` along each axis (ops_nn.c); axes
  * are an input from opset axes_input_opset on, an attribute before. */

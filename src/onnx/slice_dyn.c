@@ -26,6 +26,13 @@ static kiln_value *iota(ox *x, const ir_dim *len, bool reverse) {
 kiln_value *ox_iota(ox *x, const ir_dim *len) { return iota(x, len, false); }
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len) { return iota(x, len, true); }
 
+kiln_value *ox_iota_along(ox *x, const ir_dim *len, int axis, int rank) {
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int d = 0; d < rank; d++) dims[d] = d == axis ? len : ir_dim_const(x->ir->arena, 1);
+  kiln_value *p = ox_iota(x, len);
+  return p ? ox_reshape(x, p, rank, dims) : NULL;
+}
+
 bool ox_slice_is_dynamic(const ox_val *const *in, int nin) {
   for (int i = 1; i <= 2 && i < nin; i++) {
     const ox_val *v = in[i];
