@@ -250,7 +250,8 @@ KILN_API kiln_profile *kiln_model_profile(const kiln_model *m, kiln_status *st) 
   const ir_graph *g = m->g;
   int nk = 0;
   for (int i = 0; i < g->nnodes; i++) nk += has_kernel(m, i);
-  int nrows = nk + (m->device ? RT_COPY_KINDS : 0); /* a device model's copies too */
+  /* a device model's copies too, and the rest of its executes' time */
+  int nrows = nk + (m->device ? RT_COPY_KINDS + 1 : 0);
   enum { TEXT = 512 };
   kiln_profile *p = calloc(1, sizeof *p);
   if (p) p->rows = calloc((size_t)(nrows ? nrows : 1), sizeof *p->rows);
@@ -284,10 +285,20 @@ KILN_API kiln_profile *kiln_model_profile(const kiln_model *m, kiln_status *st) 
     fill_counts(row, &m->prof->copies[k]);
     sum += row->total_ms;
   }
-  p->n = r;
-  for (int i = 0; i < r; i++) p->rows[i].share = sum > 0 ? p->rows[i].total_ms / sum : 0;
   p->executes = atomic_load(&m->prof->executes);
   p->execute_ms = (double)atomic_load(&m->prof->exec_ns) / 1e6;
+  if (m->device) { /* kernels run on the device's clock: launch and wait costs are the rest */
+    kiln_profile_row *row = &p->rows[r++];
+    row->node = -1;
+    row->kernel = "launches and waits";
+    row->shape = "host time outside kernels and copies";
+    row->calls = p->executes;
+    row->total_ms = p->execute_ms > sum ? p->execute_ms - sum : 0;
+    row->mean_ms = row->calls ? row->total_ms / (double)row->calls : 0;
+    sum += row->total_ms;
+  }
+  p->n = r;
+  for (int i = 0; i < r; i++) p->rows[i].share = sum > 0 ? p->rows[i].total_ms / sum : 0;
   rt_ok(st);
   return p;
 }

@@ -70,6 +70,7 @@ Test(cli_profile, device_table_has_kernels_copies_and_device_peaks) {
   cr_assert(strstr(out, "peak (measured now on simt-emu"), "%s", out);
   row(out, "copy in");
   row(out, "copy out");
+  row(out, "launches and waits");
   bool matmul = strstr(out, "  mo.matmul") != NULL;
   cr_assert(matmul, "a matmul row:\n%s", out);
   free(out);

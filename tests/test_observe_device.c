@@ -164,7 +164,8 @@ Test(observe_device, profile_rows_sum_to_the_execute_time) {
   kiln_profile *p = kiln_model_profile(f.m, f.st);
   cr_assert(p, "%s", kiln_status_message(f.st));
   int nk = rt_device_model_kernels(f.m);
-  cr_assert_eq(kiln_profile_num_rows(p), nk + 2, "a row per kernel, then copies in and out");
+  cr_assert_eq(kiln_profile_num_rows(p), nk + 3,
+               "a row per kernel, then copies in and out, then launches and waits");
   cr_assert_eq(kiln_profile_executes(p), (uint64_t)n);
   double sum = 0, share = 0, gflop = 0;
   for (int i = 0; i < kiln_profile_num_rows(p); i++) {
@@ -172,7 +173,7 @@ Test(observe_device, profile_rows_sum_to_the_execute_time) {
     sum += r->total_ms;
     share += r->share;
     gflop += r->gflop;
-    cr_assert_gt(r->gbyte, 0, "row %d (%s)", i, r->kernel);
+    if (i < nk + 2) cr_assert_gt(r->gbyte, 0, "row %d (%s)", i, r->kernel);
     if (i < nk) {
       cr_assert_eq(r->calls, (uint64_t)n, "%s", r->kernel);
       cr_assert_geq(r->node, 0);
@@ -187,9 +188,14 @@ Test(observe_device, profile_rows_sum_to_the_execute_time) {
   cr_assert_eq(cout->calls, (uint64_t)n);
   cr_assert_float_eq(cout->gbyte, (double)n * BATCH * 32 * 4 / 1e9, 1e-12);
   cr_assert_float_eq(gflop, 2.0 * n * BATCH * (64 * 96 + 96 * 32) / 1e9, 1e-9);
+  const kiln_profile_row *rest = kiln_profile_row_at(p, nk + 2);
+  cr_assert_str_eq(rest->kernel, "launches and waits");
+  cr_assert_eq(rest->node, -1);
+  cr_assert_eq(rest->calls, (uint64_t)n);
   cr_assert_float_eq(share, 1.0, 1e-9);
   double exec = kiln_profile_execute_ms(p);
-  cr_assert(sum <= exec && sum >= 0.9 * exec, "rows %.3f ms of executes %.3f ms", sum, exec);
+  /* on a GPU the kernels' device time leaves launch costs to the last row */
+  cr_assert_float_eq(sum, exec, 1e-6 * exec, "rows %.3f ms of executes %.3f ms", sum, exec);
   cr_assert(exec <= wall, "executes %.3f ms within the wall %.3f ms", exec, wall);
   kiln_profile_free(p);
   kiln_tensor_free(before);
@@ -237,7 +243,7 @@ Test(observe_device, a_recorded_capture_replays_launch_by_launch_while_watched) 
   cr_assert_eq(kiln_profile_executes(p), (uint64_t)n, "a replay counts as an execute");
   double sum = 0;
   for (int i = 0; i < kiln_profile_num_rows(p); i++) sum += kiln_profile_row_at(p, i)->total_ms;
-  cr_assert_leq(sum, kiln_profile_execute_ms(p), "rows within the replays' time");
+  cr_assert_leq(sum, kiln_profile_execute_ms(p) * (1 + 1e-9), "rows within the replays' time");
   kiln_profile_free(p);
   kiln_tensor_free(y);
   close_fixture(&f);
@@ -419,8 +425,8 @@ Test(observe_device, launches_timed_by_device_events_trace_and_profile) {
     if (i < nk) cr_assert_eq(r->calls, (uint64_t)n, "%s", r->kernel);
     sum += r->total_ms;
   }
-  cr_assert(sum <= kiln_profile_execute_ms(p) && sum >= 0.9 * kiln_profile_execute_ms(p),
-            "rows %.3f ms of executes %.3f ms", sum, kiln_profile_execute_ms(p));
+  cr_assert_float_eq(sum, kiln_profile_execute_ms(p), 1e-6 * kiln_profile_execute_ms(p),
+                     "rows %.3f ms of executes %.3f ms", sum, kiln_profile_execute_ms(p));
   kiln_profile_free(p);
   kiln_tensor_free(y);
   cr_assert_eq(events_made, 1 + 2 * nk, "a base and two per launch, made once and kept");

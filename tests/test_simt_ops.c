@@ -23,9 +23,17 @@
 #include "kiln/kiln.h"
 #include "src/device.h"
 #include "src/simt_mathlib.h"
+#include "support/note.h"
 #include "support/simt_check.h"
 
 #define T(dims, dt) "!mo.tensor<[" dims "], " dt ">"
+
+/* Whether t's device math library (libdevice, ocml) is on this host. */
+static bool mathlib_present(const jit_simt_target *t) {
+  char buf[4096];
+  const char *path = rt_simt_mathlib_path(t, buf, sizeof buf);
+  return path && access(path, R_OK) == 0;
+}
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static void fill(ir_tensor *t) { simt_fill(t, &rng, 6, 5); }
@@ -141,7 +149,10 @@ static void check_variant(const char *text, const int64_t *syms, bool gpu, bool 
       simt_expect_ptxas(p, len, what);
       free(p);
       p = simt_emit_node(g, n, &amd, name, &len, err, sizeof err);
-      cr_expect_not_null(p, "gfx90a mo.%s: %s", ir_op_get(n->op)->name, err);
+      if (!p && !mathlib_present(&amd)) /* a host without ROCm's device libraries */
+        test_note("skipped: gfx90a mo.%s: %s", ir_op_get(n->op)->name, err);
+      else
+        cr_expect_not_null(p, "gfx90a mo.%s: %s", ir_op_get(n->op)->name, err);
       free(p);
     }
   }

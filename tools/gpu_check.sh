@@ -47,6 +47,7 @@ suite() {
   local rc=$?
   local syn
   syn=$(grep -a "Synthesis" "$OUT/$name.log" | tail -1 | sed 's/.*Synthesis: //')
+  case $syn in *"Tested: 0 "*) syn="$syn (SKIPPED: every test skipped itself)" ;; esac
   say "$(printf '%-22s rc=%-3s %4ss  %s' "$name" "$rc" $((SECONDS - t0)) "${syn:-no synthesis line}")"
   if [ "$rc" -ne 0 ]; then
     failed=1
@@ -60,7 +61,8 @@ suite test_device_model
 suite test_onnx_model
 suite test_graph_fuzz KILN_GRAPH_FUZZ="${KILN_GPU_CHECK_FUZZ:-200}"
 # Suites that find the GPU themselves (or must still pass where there is one).
-for t in test_model_on test_device_tensor test_max_device test_placement test_pipeline; do
+for t in test_model_on test_device_tensor test_max_device test_placement test_pipeline \
+  test_observe_device test_control test_simt_ops; do
   suite $t
 done
 [ -n "${KILN_GPU_CHECK_QUICK:-}" ] || suite test_onnx_node KILN_ONNX_PASS_OUT="$OUT/onnx_pass.txt"

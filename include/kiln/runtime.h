@@ -120,7 +120,10 @@ KILN_API int kiln_context_flush_trace(kiln_context *ctx, kiln_status *st);
  * compiled later included. kiln_model_profile returns a snapshot owned by
  * the caller (kiln_profile_free), one row per kernel node of m in graph
  * order; a device model's then has two rows for its copies ("copy in" and
- * "copy out", node -1: their calls, time and bytes). Rows and their strings
+ * "copy out", node -1: their calls, time and bytes) and a last one,
+ * "launches and waits" (node -1, no bytes): the executes' time that no
+ * kernel or copy accounts for (on a GPU kernels are timed on the device's
+ * clock, so launch costs and idle gaps show there). Rows and their strings
  * are owned by the snapshot. NULL with st on error (a graph with control
  * flow has no profile: its regions are models of their own). A profiled
  * kernel call costs two clock reads (on a GPU, two events instead). */

@@ -113,7 +113,8 @@ int cli_print_profile(FILE *out, kiln_context *ctx, const kiln_model *m, kiln_st
   double fl = peak_compute(ctx, d, mm);
   int n = kiln_profile_num_rows(p);
   double sum = 0;
-  for (int i = 0; i < n; i++) sum += kiln_profile_row_at(p, i)->total_ms;
+  for (int i = 0; i < n; i++)
+    if (kiln_profile_row_at(p, i)->node >= 0) sum += kiln_profile_row_at(p, i)->total_ms;
   fprintf(out, "profile: %llu execute%s, %.3f ms in executes, %.3f ms in kernels\n",
           (unsigned long long)kiln_profile_executes(p), kiln_profile_executes(p) == 1 ? "" : "s",
           kiln_profile_execute_ms(p), sum);
