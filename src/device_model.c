@@ -20,8 +20,10 @@
  * computed value, placed by lifetime (plan.c: rt_plan_place), and the
  * resolved launch of every kernel (jit_simt_geometry's grid, parameters).
  * The plan is kept, so executes of one binding allocate nothing. Run: copy
- * the inputs in, launch each kernel, read the error word after each (a
- * data error names the op), copy the outputs back. While watched (a trace
+ * the inputs in, launch the kernels back to back, each writing an error
+ * word of its own, read the words once (the first failed kernel names its
+ * op; a print's or a count's result is read after the words before it),
+ * copy the outputs back. While watched (a trace
  * open, a profile on: device_watch.h) each launch and copy is timed and
  * reported, and a recorded capture replays launch by launch.
  * A dim set from data (mo.nonzero's count, ir/shape.h) is planned at its
@@ -248,6 +250,7 @@ typedef struct dm_launch {
   void *fn;          /* the kernel: the generic one or the plan's variant's */
   int np;
   kiln_devptr *bufs; /* the kernel's buffers (params point here) */
+  kiln_devptr err;   /* its error word: its own slot of the plan's errwords */
   int64_t *ks;       /* the kernel's symbol values */
   void **params;
 } dm_launch;
@@ -257,7 +260,8 @@ struct dm_plan {
   kiln_devptr arena; /* every input and computed value, placed by lifetime (plan.c) */
   int64_t *syms;
   int64_t (*in_shape)[IR_MAX_RANK]; /* per input, for replay checks */
-  kiln_devptr errword;
+  kiln_devptr errwords; /* one int32_t per launch, read once per execute (errors_read) */
+  int32_t *codes;       /* the host's copy of them */
   kiln_devptr counts; /* one int64_t per node that sets a dim from data, or 0 */
   int64_t *run_syms;  /* the run's symbols: syms, then each count as it is read */
   dm_launch *launches;
@@ -276,7 +280,8 @@ static void plan_free(kiln_model *m, dm_plan *x) {
   rt_device_graph_free(m->device, x->graph);
   rt_variant_release(m, x->var);
   kiln_device_free(m->device, x->arena);
-  kiln_device_free(m->device, x->errword);
+  kiln_device_free(m->device, x->errwords);
+  free(x->codes);
   kiln_device_free(m->device, x->counts);
   free(x->run_syms);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
@@ -427,7 +432,8 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
     l->bufs[nb - 1] = x->counts + sizeof(int64_t) * (size_t)data_index(m->g, i);
   for (int j = 0; j < nb; j++) l->params[j] = &l->bufs[j];
   for (int j = 0; j < k->nsyms; j++) l->params[nb + j] = &l->ks[j];
-  l->params[nb + k->nsyms] = &x->errword;
+  l->err = x->errwords + sizeof(int32_t) * (size_t)(x->nlaunches - 1);
+  l->params[nb + k->nsyms] = &l->err;
   bool work;
   if (resolve_launch(m, l, x->syms, &work, st) < 0) return -1;
   if (!work && n->op != IR_OP_PRINT) { /* nothing to compute: no launch (a count only
@@ -491,7 +497,14 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     plan_free(m, x);
     return reuse; /* the same binding and code: its buffers and launches serve as they are */
   }
-  if (kiln_device_alloc(m->device, sizeof(int32_t), &x->errword, st) < 0) goto fail;
+  x->codes = calloc((size_t)g->nnodes + 1, sizeof *x->codes);
+  if (!x->codes) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
+    goto fail;
+  }
+  if (kiln_device_alloc(m->device, sizeof(int32_t) * ((size_t)g->nnodes + 1), &x->errwords,
+                        st) < 0)
+    goto fail;
   if (m->data_dims) {
     if (!(x->run_syms = calloc((size_t)g->nsyms + 1, sizeof *x->run_syms))) {
       rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
@@ -528,22 +541,34 @@ fail:
   return NULL;
 }
 
-/* l's inplace copy and launch (timed when watched: w), then the error
- * word: a failing kernel's message names its op. */
-static int launch_checked(kiln_model *m, dm_plan *x, const dm_launch *l, rt_dev_watch *w,
-                          kiln_status *st) {
+/* l's inplace copy and launch (timed when watched: w); its error word is
+ * read later (errors_read). */
+static int launch(kiln_model *m, const dm_launch *l, rt_dev_watch *w, kiln_status *st) {
   if (l->copy_bytes &&
       rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
     return -1;
-  if ((w ? rt_dev_watch_launch(w, l->node, l->fn, &l->dims, l->params, st)
-         : rt_device_launch(m->device, l->fn, &l->dims, l->params, st)) < 0)
+  return w ? rt_dev_watch_launch(w, l->node, l->fn, &l->dims, l->params, st)
+           : rt_device_launch(m->device, l->fn, &l->dims, l->params, st);
+}
+
+/* The error words of launches 0..n-1, read in one copy (which waits for
+ * them): the first that failed names its op. Reading once per execute, not
+ * after every launch, keeps a GPU's launches back to back; a launch after
+ * a failed one may compute on garbage, but every kernel checks its own
+ * indices and writes nothing out of bounds. */
+static int errors_read(kiln_model *m, dm_plan *x, int n, kiln_status *st) {
+  if (n <= 0) return 0;
+  if (kiln_device_copy_from(m->device, x->codes, x->errwords, sizeof(int32_t) * (size_t)n, st) <
+      0)
     return -1;
-  int32_t code = 0;
-  if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
-  if (code == 0) return 0;
-  const ir_node *n = m->g->nodes[l->node];
-  return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", ir_op_get(n->op)->name,
-                n->loc.line, n->out[0]->name, jit_kernel_error(code));
+  for (int li = 0; li < n; li++) {
+    if (x->codes[li] == 0) continue;
+    const ir_node *node = m->g->nodes[x->launches[li].node];
+    return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s",
+                  ir_op_get(node->op)->name, node->loc.line, node->out[0]->name,
+                  jit_kernel_error(x->codes[li]));
+  }
+  return 0;
 }
 
 /* mo.print's line, from its result (the operand's copy) read back once its
@@ -566,7 +591,7 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
   return 0;
 }
 
-/* Copy inputs in, run the launches (the error word checked after each),
+/* Copy inputs in, run the launches (their error words read at the end),
  * copy the outputs out (allocating those that are NULL). Watched (w), each
  * copy and launch is timed, and a recorded capture runs launch by launch
  * so that every kernel is seen. */
@@ -576,8 +601,12 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
   if (noutputs != g->noutputs || !outputs)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "the graph has %d outputs, got room for %d",
                   g->noutputs, noutputs);
-  int32_t zero = 0, code = 0;
-  if (kiln_device_copy_to(m->device, x->errword, &zero, sizeof zero, st) < 0) return -1;
+  if (x->nlaunches) { /* every error word cleared in one copy */
+    memset(x->codes, 0, sizeof(int32_t) * (size_t)x->nlaunches);
+    if (kiln_device_copy_to(m->device, x->errwords, x->codes,
+                            sizeof(int32_t) * (size_t)x->nlaunches, st) < 0)
+      return -1;
+  }
   for (int i = 0; i < g->ninputs; i++) {
     int64_t t0 = w ? rt_now_ns() : 0;
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
@@ -585,13 +614,7 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
       rt_dev_watch_copy(w, RT_COPY_IN, g->inputs[i]->name, inputs[i]->nbytes, t0, rt_now_ns());
   }
   bool graph = x->graph && !w;
-  if (graph) { /* a recorded capture: one launch, the error word read once */
-    if (rt_device_graph_launch(m->device, x->graph, st) < 0) return -1;
-    if (kiln_device_copy_from(m->device, &code, x->errword, sizeof code, st) < 0) return -1;
-    if (code != 0)
-      return rt_err(st, KILN_ERR_RUNTIME, "a kernel of the recorded launch sequence failed: %s "
-                    "(an execute of the same inputs names the op)", jit_kernel_error(code));
-  }
+  if (graph && rt_device_graph_launch(m->device, x->graph, st) < 0) return -1; /* a capture */
   const int64_t *syms = x->syms; /* x->run_syms once a count is read */
   if (x->run_syms) memcpy(x->run_syms, x->syms, sizeof *x->syms * (size_t)g->nsyms);
   bool counted = false;
@@ -599,7 +622,10 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
     dm_launch *l = &x->launches[li];
     bool work = l->dims.grid[0] && l->dims.grid[1] && l->dims.grid[2]; /* a print's may be 0 */
     if (counted && resolve_launch(m, l, syms, &work, st) < 0) return -1;
-    if (work && launch_checked(m, x, l, w, st) < 0) return -1;
+    if (work && launch(m, l, w, st) < 0) return -1;
+    bool reads = g->nodes[l->node]->op == IR_OP_PRINT ||
+                 (work && n_bufs(m, l->node) > g->nodes[l->node]->nin + g->nodes[l->node]->nout);
+    if (reads && errors_read(m, x, li + 1, st) < 0) return -1; /* its result must be sound */
     if (g->nodes[l->node]->op == IR_OP_PRINT && print_line(m, l, syms, st) < 0) return -1;
     if (!work) continue;
     if (n_bufs(m, l->node) > g->nodes[l->node]->nin + g->nodes[l->node]->nout) {
@@ -614,6 +640,7 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
       counted = true;
     }
   }
+  if (errors_read(m, x, x->nlaunches, st) < 0) return -1;
   kiln_tensor *fresh[64] = {0};
   if (g->noutputs > 64) return rt_err(st, KILN_ERR_UNSUPPORTED, "more than 64 outputs");
   int rc = 0;
