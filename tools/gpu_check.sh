@@ -124,5 +124,27 @@ compare_run ffn cpu "$SRC/examples/ffn.mlir" --dim batch=8 --dim seq=16
 compare_run mlp_on_gpu simt-emu "$SRC/examples/mlp_on_gpu.mlir" --dim batch=2
 rm -rf "$OUT/ex-ref" "$OUT/ex-dev"
 
+# The Python API on a real GPU (tests/python/test_accelerator.py), where the
+# extension is built and python3 has numpy and pytest.
+case $DEV in
+cuda* | hip*)
+  if [ -f "$BUILD/_kiln.abi3.so" ] && python3 -c "import numpy, pytest" 2>/dev/null; then
+    py=$(mktemp -d)
+    cp -r "$SRC/python/kiln" "$py/"
+    ln -s "$(realpath "$BUILD/_kiln.abi3.so")" "$py/kiln/"
+    if PYTHONPATH=$py python3 -m pytest -q -p no:cacheprovider \
+      "$SRC/tests/python/test_accelerator.py" >"$OUT/python.log" 2>&1; then
+      say "python test_accelerator: $(tail -n 1 "$OUT/python.log")"
+    else
+      say "python test_accelerator: FAILED (python.log)"
+      failed=1
+    fi
+    rm -rf "$py"
+  else
+    say "python test_accelerator: skipped (no _kiln.abi3.so in $BUILD, or no numpy / pytest)"
+  fi
+  ;;
+esac
+
 say "gpu_check: $([ $failed = 0 ] && echo passed || echo FAILED)"
 exit $failed
