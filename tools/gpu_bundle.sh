@@ -5,8 +5,8 @@
 #   tools/gpu_bundle.sh pack BUILD_DIR BUNDLE.tar.xz    (here, after a build)
 #   tools/gpu_bundle.sh run BUNDLE.tar.xz [DEVICE] [OUT_DIR]   (there, in a checkout)
 #
-# pack: kiln's CLI and the test binaries gpu_check.sh runs (stripped), the
-# kernel templates, every shared library they load but glibc's and the
+# pack: kiln's CLI, the test binaries gpu_check.sh runs and the Python
+# extension (stripped), the kernel templates, every shared library they load but glibc's and the
 # compiler runtime's (a newer distribution's are backward compatible), and
 # ONNX's node test data when installed, with a manifest of the paths the
 # tests were built with (KILN_SOURCE_DIR, the build dir, the node data).
@@ -28,8 +28,18 @@ pack() {
   stage=$(mktemp -d)
   trap 'rm -rf "$stage"' RETURN
   mkdir -p "$stage/build" "$stage/lib"
-  local bins=(kiln)
-  for t in "$build"/test_*; do [ -x "$t" ] && [ -f "$t" ] && bins+=("$(basename "$t")"); done
+  # the binaries gpu_check.sh runs (test_ops_* and the suites it names), and
+  # the Python extension when built: a bundle of every test would not fit
+  # where the device machine's upload is limited
+  local bins=(kiln) named
+  named=$(grep -o 'test_[a-z0-9_]*' "$src/tools/gpu_check.sh" | sort -u)
+  for t in "$build"/test_*; do
+    local b
+    b=$(basename "$t")
+    [ -x "$t" ] && [ -f "$t" ] || continue
+    case $b in test_ops_*) bins+=("$b") ;; *) grep -qx "$b" <<<"$named" && bins+=("$b") ;; esac
+  done
+  [ -f "$build/_kiln.abi3.so" ] && bins+=(_kiln.abi3.so)
   for b in "${bins[@]}"; do strip -o "$stage/build/$b" "$build/$b"; done
   [ -d "$build/kernels-templates" ] && cp -r "$build/kernels-templates" "$stage/build/"
   local skip='^(linux-vdso|ld-linux|libc\.so|libm\.so|libdl\.so|libpthread\.so|librt\.so|libresolv\.so|libstdc\+\+\.so|libgcc_s\.so)'
@@ -40,7 +50,7 @@ pack() {
   [ -d "$NODE" ] && cp -r "$NODE" "$stage/node"
   printf 'BUILD=%s\nSRC=%s\nCOMMIT=%s\n' "$build" "$src" \
     "$(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo unknown)" >"$stage/manifest"
-  (cd "$stage" && tar -cf - .) | xz -T0 -6 >"$out"
+  (cd "$stage" && tar -cf - .) | xz -T0 -9 >"$out"
   echo "gpu_bundle: $out ($(du -h "$out" | cut -f1)), built from $src at" \
     "$(sed -n 's/^COMMIT=//p' "$stage/manifest")"
 }
