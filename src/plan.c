@@ -4,8 +4,14 @@
  * Assumes a verified graph (node order is a topological order; a value's
  * users come after its definition). Guarantees: two intermediates live at
  * the same node never overlap; every offset is a multiple of RT_PLAN_ALIGN;
- * a cached plan is only ever used for the exact symbol values it was made
- * for. A failed plan (shape error, out of memory) is not cached, so the same
+ * a cached plan is used for the symbol values it was made for, or for any
+ * others whose every intermediate fits in the size that plan gave it (each
+ * value then stays inside the range placed for it, so the guarantee holds).
+ * The first plan of a model is exact; later ones (the model has seen other
+ * shapes) give each value a quarter more room, so a dim that grows by a
+ * little every execute (a decoder's sequence) plans again every ~25% of
+ * growth instead of every execute (issue 20: placement was the largest cost
+ * of a decode step outside the kernels). A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
 
@@ -20,6 +26,9 @@ typedef struct rt_plan_slot {
   uint64_t stamp;  /* LRU clock at the last use */
   int64_t *key;    /* g->nsyms symbol values */
   size_t *offset;  /* per intermediate */
+  size_t *room;    /* per intermediate: the bytes placed for it (its size, or more) */
+  bool ahead;      /* made by rt_plan_prepare for the end of a bucket: serves every
+                    * binding that fits, however much smaller */
   size_t total;
 } rt_plan_slot;
 
@@ -207,7 +216,8 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
     goto done;
   for (int s = 0; s < RT_PLAN_SLOTS; s++)
     if (!(cc->slot[s].key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
-        !(cc->slot[s].offset = ir_arena_alloc(a, cap * sizeof(size_t))))
+        !(cc->slot[s].offset = ir_arena_alloc(a, cap * sizeof(size_t))) ||
+        !(cc->slot[s].room = ir_arena_alloc(a, cap * sizeof(size_t))))
       goto done;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *nd = g->nodes[i];
@@ -266,6 +276,53 @@ static int eval_sizes(const kiln_model *m, const struct rt_plan_cache *c, const 
   return 0;
 }
 
+/* The slot whose plan fits sizes (every value in the room it placed for it,
+ * and that room at most half as large again: a plan made for much larger
+ * shapes would spread a small execute's values over a large arena), the
+ * smallest such, or -1. Lock held. */
+static int fitting_slot(const struct rt_plan_cache *c, const size_t *size) {
+  int best = -1;
+  for (int s = 0; s < RT_PLAN_SLOTS; s++) {
+    const rt_plan_slot *sl = &c->slot[s];
+    bool fits = sl->used && (best < 0 || sl->total < c->slot[best].total);
+    for (int k = 0; k < c->n && fits; k++)
+      fits = size[k] <= sl->room[k] &&
+             (sl->ahead || sl->room[k] - size[k] <= size[k] / 2 + RT_PLAN_ALIGN);
+    if (fits) best = s;
+  }
+  return best;
+}
+
+/* The slot to take a new plan: one planned for the same key meanwhile (raced),
+ * an empty one, else the least recently used. Lock held. */
+static int victim_slot(const struct rt_plan_cache *c, const int64_t *syms, size_t kb) {
+  for (int s = 0; s < RT_PLAN_SLOTS; s++)
+    if (c->slot[s].used && memcmp(c->slot[s].key, syms, kb) == 0) return s;
+  for (int s = 0; s < RT_PLAN_SLOTS; s++)
+    if (!c->slot[s].used) return s;
+  int victim = 0;
+  for (int s = 1; s < RT_PLAN_SLOTS; s++)
+    if (c->slot[s].stamp < c->slot[victim].stamp) victim = s;
+  return victim;
+}
+
+/* Cache the plan (offset, room, total) of syms over the least recently used
+ * slot. Takes the lock. */
+static void insert_plan(kiln_model *m, struct rt_plan_cache *c, const int64_t *syms,
+                        const size_t *offset, const size_t *room, size_t total, bool ahead) {
+  size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
+  lock(m);
+  rt_plan_slot *sl = &c->slot[victim_slot(c, syms, kb)];
+  if (kb) memcpy(sl->key, syms, kb);
+  memcpy(sl->offset, offset, ob);
+  memcpy(sl->room, room, ob);
+  sl->total = total;
+  sl->used = true;
+  sl->ahead = ahead;
+  sl->stamp = ++c->clock;
+  unlock(m);
+}
+
 int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
                    kiln_status *st) {
   struct rt_plan_cache *c = get_cache(m, st);
@@ -291,35 +348,60 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   }
   unlock(m);
 
-  /* miss: plan outside the lock, then insert (over the least recently used) */
-  size_t *size = malloc(ob);
+  /* miss: the sizes; a plan they fit in, else plan outside the lock and
+   * insert (over the least recently used) */
+  size_t *size = malloc(2 * ob);
   if (!size) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  size_t *room = size + c->n;
+  if (eval_sizes(m, c, syms, size, st) < 0) {
+    free(size);
+    return -1;
+  }
+  lock(m);
+  int fit = fitting_slot(c, size);
+  bool seen_other = c->clock > 0; /* a plan was made before: the model's shapes vary */
+  if (fit >= 0) {
+    rt_plan_slot *sl = &c->slot[fit];
+    sl->stamp = ++c->clock;
+    memcpy(offset, sl->offset, ob);
+    *total = sl->total;
+  }
+  unlock(m);
+  if (fit >= 0) {
+    free(size);
+    note_peak(m, *total);
+    return 0;
+  }
+  for (int k = 0; k < c->n; k++)
+    room[k] = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 4 : size[k];
+  int rc = 0;
+  if (rt_plan_place(c->n, room, c->first, c->last, offset, total) < 0)
+    rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
+                "out of memory planning the arena of %d intermediates", c->n);
+  if (rc == 0) {
+    insert_plan(m, c, syms, offset, room, *total, false);
+    note_peak(m, *total);
+  }
+  free(size);
+  return rc;
+}
+
+int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st) {
+  struct rt_plan_cache *c = get_cache(m, st);
+  *total = 0;
+  if (!c) return -1;
+  if (c->n == 0) return 0;
+  size_t ob = (size_t)c->n * sizeof(size_t);
+  size_t *size = malloc(2 * ob);
+  if (!size) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  size_t *offset = size + c->n;
   int rc = eval_sizes(m, c, syms, size, st);
   if (rc == 0 && rt_plan_place(c->n, size, c->first, c->last, offset, total) < 0)
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
+  if (rc == 0) insert_plan(m, c, syms, offset, size, *total, true);
   free(size);
-  if (rc < 0) return -1;
-  lock(m);
-  int victim = -1;
-  for (int s = 0; s < RT_PLAN_SLOTS && victim < 0; s++)
-    if (c->slot[s].used && memcmp(c->slot[s].key, syms, kb) == 0) victim = s; /* raced */
-  for (int s = 0; s < RT_PLAN_SLOTS && victim < 0; s++)
-    if (!c->slot[s].used) victim = s;
-  if (victim < 0) {
-    victim = 0;
-    for (int s = 1; s < RT_PLAN_SLOTS; s++)
-      if (c->slot[s].stamp < c->slot[victim].stamp) victim = s;
-  }
-  rt_plan_slot *sl = &c->slot[victim];
-  if (kb) memcpy(sl->key, syms, kb);
-  memcpy(sl->offset, offset, ob);
-  sl->total = *total;
-  sl->used = true;
-  sl->stamp = ++c->clock;
-  unlock(m);
-  note_peak(m, *total);
-  return 0;
+  return rc;
 }
 
 size_t rt_model_peak_bytes(const kiln_model *m) {
