@@ -194,19 +194,6 @@ static int prepare_outputs(const kiln_model *m, kiln_tensor **outputs, exec_stat
   return 0;
 }
 
-/* The capacity of a new arena block for `total` bytes when the kept block
- * holds `old` (0: none). The first block is exact (a model whose shapes do
- * not change never holds more than it uses); one that must grow gets a
- * quarter more than asked, so a dim that grows every execute (a decoder's
- * sequence) reallocates it every ~25% of growth instead of every few
- * executes: each new block is cold memory, and writing it cost the
- * execute after each growth several microseconds (issue 20). */
-static size_t arena_capacity(size_t old, size_t total) {
-  if (old == 0 || total > SIZE_MAX / 2) return total;
-  size_t cap = total + total / 4;
-  return (cap + 4095) & ~(size_t)4095;
-}
-
 /* An arena block: RT_ALIGN bytes of header (its capacity, a size_t) then
  * the arena. The model keeps the block of the last execute that gave one
  * back (exec_arena, taken and given back with atomic exchanges like the
@@ -216,10 +203,9 @@ static size_t arena_capacity(size_t old, size_t total) {
 static char *arena_take(kiln_model *m, size_t total) {
   char *blk = atomic_exchange_explicit(&m->exec_arena, NULL, memory_order_acquire);
   if (blk && *(size_t *)blk >= total) return blk;
-  size_t cap = arena_capacity(blk ? *(size_t *)blk : 0, total);
   free(blk);
-  if (cap > SIZE_MAX - RT_ALIGN) return NULL;
-  if ((blk = rt_aligned_alloc(cap + RT_ALIGN))) *(size_t *)blk = cap;
+  if (total > SIZE_MAX - RT_ALIGN) return NULL;
+  if ((blk = rt_aligned_alloc(total + RT_ALIGN))) *(size_t *)blk = total;
   return blk;
 }
 

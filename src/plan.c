@@ -11,7 +11,11 @@
  * shapes) give each value a quarter more room, so a dim that grows by a
  * little every execute (a decoder's sequence) plans again every ~25% of
  * growth instead of every execute (issue 20: placement was the largest cost
- * of a decode step outside the kernels). A failed plan (shape error, out of memory) is not cached, so the same
+ * of a decode step outside the kernels); where the async policy sees a dim
+ * the caller bucketed grow at every execute, the room is that of the end
+ * of its bucket (rt_variant_growth_room), so it plans once per bucket, and
+ * the compile thread plans the next bucket before it is reached
+ * (rt_plan_prepare). A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
 
@@ -20,6 +24,9 @@
 #include <string.h>
 
 #include "buffers.h"
+#include "variants.h"
+
+#define GROWTH_SYMS 16 /* graphs with more symbols plan without rt_variant_growth_room */
 
 typedef struct rt_plan_slot {
   bool used;
@@ -372,14 +379,19 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
     note_peak(m, *total);
     return 0;
   }
-  for (int k = 0; k < c->n; k++)
-    room[k] = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 4 : size[k];
+  int64_t ends[GROWTH_SYMS];
+  bool bucket = m->g->nsyms <= GROWTH_SYMS && rt_variant_growth_room(m, syms, ends) &&
+                eval_sizes(m, c, ends, room, NULL) == 0;
+  for (int k = 0; k < c->n; k++) {
+    size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 4 : size[k];
+    if (!bucket || room[k] < more) room[k] = more;
+  }
   int rc = 0;
   if (rt_plan_place(c->n, room, c->first, c->last, offset, total) < 0)
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
   if (rc == 0) {
-    insert_plan(m, c, syms, offset, room, *total, false);
+    insert_plan(m, c, syms, offset, room, *total, bucket);
     note_peak(m, *total);
   }
   free(size);

@@ -732,6 +732,34 @@ done:
   if (key != kbuf) free(key);
 }
 
+bool rt_variant_growth_room(kiln_model *m, const int64_t *syms, int64_t *ends) {
+  rt_variants *vs = m->variants;
+  rt_spec_policy *pol = vs ? atomic_load_explicit(&vs->pol, memory_order_acquire) : NULL;
+  int ns = m->g->nsyms;
+  if (!pol || policy_of(m) != KILN_SPECIALIZE_ASYNC || ns > KEY_STACK) return false;
+  int64_t key[KEY_STACK];
+  bool any = false;
+  memcpy(ends, syms, (size_t)ns * sizeof *ends);
+  pthread_mutex_lock(&vs->lock);
+  if (vs->bexplicit) {
+    make_key(m, vs, syms, key);
+    for (int k = 0; k < ns; k++)
+      if (key[k] < 0 && vs->bexplicit[k]) {
+        ends[k] = -1 - key[k];
+        any = true;
+      }
+  }
+  pthread_mutex_unlock(&vs->lock);
+  if (!any) return false;
+  any = false;
+  for (int k = 0; k < ns; k++) {
+    if (ends[k] == syms[k]) continue;
+    if (rt_spec_policy_rising(pol, k) >= RT_SPEC_AHEAD_RUN) any = true;
+    else ends[k] = syms[k]; /* bucketed but not growing: planned as it is */
+  }
+  return any;
+}
+
 int rt_spec_hot(const kiln_context *ctx) {
   int h = ctx && ctx->spec ? atomic_load_explicit(&ctx->spec->hot, memory_order_relaxed) : 0;
   return h > 0 ? h : RT_SPEC_HOT;

@@ -81,6 +81,11 @@ void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int
 /* Whether m has a kernel a specialization can speed up (false: no variant
  * is ever made; --stats says so). */
 bool rt_model_spec_useful(kiln_model *m);
+/* Under async, when a dim the caller bucketed has grown at each of the
+ * last RT_SPEC_AHEAD_RUN executes: ends = syms with each such dim at the
+ * end of its bucket (the planner gives the intermediates room for the
+ * whole bucket, plan.c), and true; else false. */
+bool rt_variant_growth_room(kiln_model *m, const int64_t *syms, int64_t *ends);
 /* Executes before the async policy specializes a binding (the context's). */
 int rt_spec_hot(const kiln_context *ctx);
 void rt_variant_release(kiln_model *m, rt_variant *v);

@@ -104,6 +104,23 @@ Test(cli_generate, follows_the_tokens_positions_length_and_buffer, .init = setup
   free(out);
 }
 
+/* With the length's dim bucketed, it grows at every step: --stats says the
+ * next bucket was queued ahead, and the tokens are the same (the plans and
+ * variants made ahead serve the steps exactly). */
+Test(cli_generate, a_growing_bucketed_dim_is_specialized_ahead, .init = setup,
+     .fini = teardown) {
+  char *out = NULL, want[256], line[300];
+  int rc = run_cli("toy.mlir", "--generate 12 --prompt 1,2 --bucket t=pow2 --stats", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  const int prompt[] = {1, 2};
+  expected_tokens(prompt, 2, 12, want, sizeof want);
+  snprintf(line, sizeof line, "generated: %s\n", want);
+  cr_assert(strstr(out, line), "want '%s' in:\n%s", line, out);
+  cr_assert(strstr(out, "specialize: async, 1 bucket queued ahead (a bucketed dim grew"), "%s",
+            out);
+  free(out);
+}
+
 Test(cli_generate, running_past_the_buffer_is_an_error_naming_the_step, .init = setup,
      .fini = teardown) {
   char *out = NULL;
