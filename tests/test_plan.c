@@ -467,6 +467,15 @@ static kiln_graph *chain_graph(int len) {
   return g;
 }
 
+/* c's input: n rows of random values (seeded), and the binding n. */
+static void set_rows(run_case *c, int64_t n, uint64_t seed) {
+  int64_t shape[] = {n, 16};
+  kiln_tensor_free(c->ins[0]);
+  c->ins[0] = kiln_tensor_new(KILN_FLOAT32, 2, shape, NULL);
+  fill_random(c->ins[0], &seed);
+  c->syms[0] = n;
+}
+
 /* Every .mlir in dir through the plan check and the poison round trip. */
 /* Whether the graph's "// run:" line sends it to a device (--device). */
 static bool runs_on_a_device(const char *path) {
@@ -567,12 +576,7 @@ Test(model, bindings_beyond_the_cache) {
   size_t peak = 0;
   const int64_t order[] = {1, 2, 3, 4, 5, 6, 7, 1, 9, 2, 7, 1};
   for (size_t r = 0; r < sizeof order / sizeof *order; r++) {
-    int64_t shape[] = {order[r], 16};
-    kiln_tensor_free(c.ins[0]);
-    c.ins[0] = kiln_tensor_new(KILN_FLOAT32, 2, shape, NULL);
-    uint64_t seed = 100 + r;
-    fill_random(c.ins[0], &seed);
-    c.syms[0] = order[r];
+    set_rows(&c, order[r], 100 + r);
     size_t sum, total = check_model_plan(&c, &sum);
     if (total > peak) peak = total;
     char what[64];
@@ -610,12 +614,7 @@ Test(model, a_growing_dim_reuses_a_plan_that_fits) {
   size_t t200 = plan_total(&c, 200, off2);
   cr_expect_gt(t200, t100, "200 rows do not fit 100's room");
   for (int64_t n = 101; n <= 124; n += 23) { /* executes on the reused plan match the interpreter */
-    int64_t shape[] = {n, 16};
-    kiln_tensor_free(c.ins[0]);
-    c.ins[0] = kiln_tensor_new(KILN_FLOAT32, 2, shape, NULL);
-    uint64_t seed = 7 + (uint64_t)n;
-    fill_random(c.ins[0], &seed);
-    c.syms[0] = n;
+    set_rows(&c, n, 7 + (uint64_t)n);
     poison_roundtrip(&c, "chain, growing");
   }
   case_close(&c);
@@ -654,12 +653,7 @@ Test(model, a_prepared_plan_serves_the_bindings_that_fit) {
   cr_expect_geq(*(size_t *)kept, total);
   rt_arena_reserve(c.m, 64); /* smaller: the kept block stays */
   cr_expect_eq(atomic_load(&c.m->exec_arena), kept);
-  int64_t shape[] = {300, 16};
-  kiln_tensor_free(c.ins[0]);
-  c.ins[0] = kiln_tensor_new(KILN_FLOAT32, 2, shape, NULL);
-  uint64_t seed = 3;
-  fill_random(c.ins[0], &seed);
-  c.syms[0] = 300;
+  set_rows(&c, 300, 3);
   poison_roundtrip(&c, "chain on a prepared plan");
   case_close(&c);
 }
