@@ -8,14 +8,15 @@
  * others whose every intermediate fits in the size that plan gave it (each
  * value then stays inside the range placed for it, so the guarantee holds).
  * The first plan of a model is exact; later ones (the model has seen other
- * shapes) give each value a quarter more room, so a dim that grows by a
- * little every execute (a decoder's sequence) plans again every ~25% of
- * growth instead of every execute (issue 20: placement was the largest cost
- * of a decode step outside the kernels); where the async policy sees a dim
- * the caller bucketed grow at every execute, the room is that of the end
- * of its bucket (rt_variant_growth_room), so it plans once per bucket, and
- * the compile thread plans the next bucket before it is reached
- * (rt_plan_prepare). A failed plan (shape error, out of memory) is not cached, so the same
+ * shapes) give each value half as much room again, so a dim that grows by
+ * a little every execute (a decoder's sequence) plans again every ~50% of
+ * growth instead of every execute (issue 20: placement, ~20 us for the
+ * decoder's 80 intermediates, was the largest cost of a decode step outside
+ * the kernels); where the async policy sees a dim the caller bucketed grow
+ * at every execute, the room is that of the end of its bucket
+ * (rt_variant_growth_room), so it plans once per bucket, and the compile
+ * thread plans the next bucket before it is reached (rt_plan_prepare).
+ * A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
 
@@ -64,43 +65,55 @@ static int cmp_order(const void *a, const void *b) {
 
 static size_t round_up(size_t n) { return (n + RT_PLAN_ALIGN - 1) / RT_PLAN_ALIGN * RT_PLAN_ALIGN; }
 
+/* A placed value, kept in an array sorted by offset: the walk below reads
+ * them in order from one block (it runs for every value placed: O(n^2)
+ * reads, so their layout is most of placement's cost). */
+typedef struct placed_item {
+  size_t off, end;
+  int first, last;
+} placed_item;
+
 int rt_plan_place(int n, const size_t *size, const int *first, const int *last, size_t *offset,
                   size_t *total) {
   *total = 0;
   if (n <= 0) return 0;
   order_item *ord = malloc((size_t)n * sizeof *ord);
-  int *placed = malloc((size_t)n * sizeof *placed); /* placed items, by offset ascending */
-  size_t *asz = malloc((size_t)n * sizeof *asz);   /* aligned sizes */
+  placed_item *placed = malloc((size_t)n * sizeof *placed); /* by offset ascending */
+  int *live = malloc((size_t)n * sizeof *live);
   int rc = -1;
-  if (!ord || !placed || !asz) goto done;
+  if (!ord || !placed || !live) goto done;
   for (int i = 0; i < n; i++) {
     if (size[i] > SIZE_MAX - RT_PLAN_ALIGN || first[i] > last[i]) goto done;
-    asz[i] = round_up(size[i]);
-    ord[i] = (order_item){asz[i], first[i], i};
+    ord[i] = (order_item){round_up(size[i]), first[i], i};
     offset[i] = 0;
   }
   qsort(ord, (size_t)n, sizeof *ord, cmp_order);
   int np = 0;
   size_t end = 0;
   for (int k = 0; k < n; k++) {
-    int i = ord[k].idx;
-    size_t s = asz[i];
+    int i = ord[k].idx, fi = first[i], la = last[i];
+    size_t s = ord[k].size;
     if (s == 0) continue; /* takes no space: offset 0 */
     /* Walk the placed items in offset order; `cursor` is the end of the
      * highest lifetime-overlapping item so far, so [cursor, next overlapping
      * item's offset) is a free gap for i. */
     size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+    int nlive = 0; /* the placed items live together with i, in offset order: gathered
+                    * without a branch, since whether two lifetimes overlap is random */
     for (int p = 0; p < np; p++) {
-      int j = placed[p];
-      if (first[j] > last[i] || first[i] > last[j]) continue; /* not live together */
-      if (offset[j] > cursor) {
-        size_t gap = offset[j] - cursor;
+      live[nlive] = p;
+      nlive += placed[p].first <= la && fi <= placed[p].last;
+    }
+    for (int q = 0; q < nlive; q++) {
+      const placed_item *j = &placed[live[q]];
+      if (j->off > cursor) {
+        size_t gap = j->off - cursor;
         if (gap >= s && gap < best_gap) {
           best_gap = gap;
           best = cursor;
         }
       }
-      if (offset[j] + asz[j] > cursor) cursor = offset[j] + asz[j];
+      if (j->end > cursor) cursor = j->end;
     }
     if (best == SIZE_MAX) {
       if (cursor > SIZE_MAX - s) goto done;
@@ -108,13 +121,11 @@ int rt_plan_place(int n, const size_t *size, const int *first, const int *last, 
     }
     offset[i] = best;
     if (best + s > end) end = best + s;
-    /* insert into placed, keeping offsets ascending */
+    /* insert into placed, keeping offsets ascending (after equal offsets) */
     int p = np;
-    while (p > 0 && offset[placed[p - 1]] > best) {
-      placed[p] = placed[p - 1];
-      p--;
-    }
-    placed[p] = i;
+    while (p > 0 && placed[p - 1].off > best) p--;
+    memmove(&placed[p + 1], &placed[p], (size_t)(np - p) * sizeof *placed);
+    placed[p] = (placed_item){best, best + s, fi, la};
     np++;
   }
   *total = end;
@@ -122,7 +133,7 @@ int rt_plan_place(int n, const size_t *size, const int *first, const int *last, 
 done:
   free(ord);
   free(placed);
-  free(asz);
+  free(live);
   return rc;
 }
 
@@ -383,7 +394,7 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   bool bucket = m->g->nsyms <= GROWTH_SYMS && rt_variant_growth_room(m, syms, ends) &&
                 eval_sizes(m, c, ends, room, NULL) == 0;
   for (int k = 0; k < c->n; k++) {
-    size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 4 : size[k];
+    size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 2 : size[k];
     if (!bucket || room[k] < more) room[k] = more;
   }
   int rc = 0;

@@ -596,7 +596,7 @@ static size_t plan_total(run_case *c, int64_t n, size_t *off) {
 }
 
 /* A dim growing by one per execute (a decoder): once the model has seen a
- * second shape its plans leave a quarter more room, so the next few
+ * second shape its plans leave half as much room again, so the next few
  * bindings reuse the plan (same offsets, no placement) and still check as
  * valid plans; a binding past the room plans again. */
 Test(model, a_growing_dim_reuses_a_plan_that_fits) {
