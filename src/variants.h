@@ -20,7 +20,11 @@
  *
  * Async: one compile thread per context (rt_spec_ctx), started on the first
  * job, joined by rt_spec_ctx_free. Executes only queue (deduplicated,
- * bounded) and never wait. rt_variants_free cancels the model's queued jobs
+ * bounded) and never wait. A dim the caller bucketed that grows at every
+ * execute gets its next bucket queued ahead (variants.c specialize_ahead):
+ * the job compiles that bucket's variant, then plans and reserves its arena
+ * (plan.h rt_plan_prepare, rt_arena_reserve), so no step waits at the
+ * crossing. rt_variants_free cancels the model's queued jobs
  * and waits for its running one, which checks for cancellation between
  * kernels, so a model free waits at most for one kernel compile.
  *
