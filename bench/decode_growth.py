@@ -19,15 +19,21 @@ generation on a fresh session (its own empty disk cache, one thread):
 Rounds alternate the policies; each step's time is its median over the
 rounds (a preemption of the loaded host hits one round, a compile stall on
 the request path would hit the same step every round). It prints the
-step-time curve (median of each --every steps, per policy), then per policy,
-over the steps past the first bucket (total beyond the bucket of the first
-decode step): the median step, the p99, p99 / median (the issue's goal:
-<= 1.2 for async), the p99 of each step over the median of the --every steps
-around it (the same ratio with the growth of the attention taken out: this
-small decoder's step cost grows with total, so the plain ratio also measures
-that growth), the slowest step, the variants live at the last step, built,
-evicted (the most in any round), kernels compiled, and how long async-warm
-waited for the first generation's compiles.
+step-time curve (median of each --every steps, per policy), a table per
+bucket of total, then per policy, over the steps past the first bucket (total
+beyond the bucket of the first decode step):
+  - the goal's two measures (issue 20: p99 <= 1.2 x median past the first
+    bucket): global, p99 / median over all those steps (this small decoder's
+    step cost grows with total, so it measures that curve as much as any
+    stall), and in-bucket, the p99 over those steps of each step's time over
+    its own bucket's median (within a bucket the attention's cost is nearly
+    flat, so this one measures stalls: a compile, a swap, a cold first
+    execute), with the worst single bucket's p99 / median beside it;
+  - the p99 of each step over the median of the --every steps around it;
+  - the slowest step, the variants live at the last step, built, specialized
+    ahead of a growing dim (kiln_counter SPEC_AHEAD), evicted (the most in
+    any round), kernels compiled, and how long async-warm waited for the
+    first generation's compiles.
 
 The graph is built only from Python (kiln.graph): the decoder exists as
 Python code, so its driver is Python too; the Python call costs a few
@@ -63,6 +69,7 @@ from kiln.engine import Bucket, InferenceSession, SpecializePolicy  # noqa: E402
 PROMPT = [1, 7, 3, 12, 5]
 COUNTER_VARIANTS_LIVE, COUNTER_VARIANTS_BUILT, COUNTER_VARIANTS_EVICTED = 2, 3, 4  # kiln_counter
 COUNTER_COMPILES = 8
+COUNTER_SPEC_AHEAD = 29  # kiln_counter: variants specialized ahead of a growing dim
 
 
 def bucket_of(total: int, bucket: str) -> int:
@@ -126,7 +133,9 @@ def generate(policy: str, steps: int, bucket: str) -> dict:
             settle_s = time.perf_counter() - t0
         r = decode(dec, steps)
         c = m._m.counter
+        ahead = c(COUNTER_SPEC_AHEAD)  # -1 from a library without the counter
         r.update(variants=int(c(COUNTER_VARIANTS_BUILT)), compiles=int(c(COUNTER_COMPILES)),
+                 ahead=max(0, int(ahead)),
                  evicted=int(c(COUNTER_VARIANTS_EVICTED)), settle=settle_s,
                  live_at_end=r["live"][-1] if r["live"] else 0)
         return r
@@ -137,6 +146,27 @@ def generate(policy: str, steps: int, bucket: str) -> dict:
 def p99(xs: list) -> float:
     s = sorted(xs)
     return s[min(len(s) - 1, int(0.99 * len(s)))]
+
+
+def by_bucket(totals: list, idx: list, bucket: str) -> dict:
+    """The step indices in idx grouped by the bucket of their total (upper end -> steps)."""
+    groups: dict = {}
+    for i in idx:
+        groups.setdefault(bucket_of(totals[i], bucket), []).append(i)
+    return groups
+
+
+def bucket_ratios(times: list, groups: dict) -> tuple:
+    """Within each bucket, p99 / median of its steps (a bucket's attention cost is nearly
+    flat, so this is the stall measure): the worst bucket's ratio, and the p99 over every
+    step of times[i] / its bucket's median (pooled)."""
+    worst, pooled = 0.0, []
+    for steps in groups.values():
+        xs = [times[i] for i in steps]
+        med = statistics.median(xs)
+        worst = max(worst, p99(xs) / med)
+        pooled += [x / med for x in xs]
+    return worst, p99(pooled) if pooled else 0.0
 
 
 def local_ratios(times: list, idx: list, every: int) -> list:
@@ -180,43 +210,60 @@ def main() -> int:
         e = min(a.steps, s + a.every)
         row = " ".join(f"{statistics.median(step[p][s:e]):8.1f}" for p in policies)
         print(f"  {s:4d}-{e - 1:<4d} {totals[s]:4d}-{totals[e - 1]:<4d} {row}")
-    print(f"summary (steps with total > {first}, past the first bucket: {len(after)}):")
-    print(f"  {'policy':10} {'median':>7} {'p99':>7} {'p99/med':>7} {'p99/local':>9} "
-          f"{'max':>7} {'prefill':>7} {'live':>4} {'built':>5} {'evicted':>7} {'compiles':>8} "
-          f"{'settle s':>8}")
-    summary = {}
     after = after or list(range(a.steps))
+    groups = by_bucket(totals, after, a.bucket)
+    print(f"per bucket of total (steps past the first bucket; median us, p99 / median):")
+    print(f"  {'bucket':>6} {'steps':>5} " +
+          " ".join(f"{p + ' med':>14} {'p99/med':>7}" for p in policies))
+    for b in sorted(groups):
+        cells = []
+        for p in policies:
+            xs = [step[p][i] for i in groups[b]]
+            med = statistics.median(xs)
+            cells.append(f"{med:14.1f} {p99(xs) / med:7.2f}")
+        print(f"  {b:6d} {len(groups[b]):5d} " + " ".join(cells))
+    print(f"summary (steps with total > {first}, past the first bucket: {len(after)}):")
+    print(f"  {'policy':10} {'median':>7} {'p99':>7} {'p99/med':>7} {'in-bkt':>6} "
+          f"{'worst':>5} {'local':>5} {'max':>7} {'prefill':>7} {'live':>4} {'built':>5} "
+          f"{'ahead':>5} {'evicted':>7} {'compiles':>8} {'settle s':>8}")
+    summary = {}
     for p in policies:
         xs = [step[p][i] for i in after]
         med, q = statistics.median(xs), p99(xs)
         local = p99(local_ratios(step[p], after, a.every))
+        worst, pooled = bucket_ratios(step[p], groups)
         var = statistics.median(g["variants"] for g in runs[p])
+        ahead = statistics.median(g["ahead"] for g in runs[p])
         live = statistics.median(g["live_at_end"] for g in runs[p])
         comp = statistics.median(g["compiles"] for g in runs[p])
         evicted = max(g["evicted"] for g in runs[p])
         pre = statistics.median(g["prefill"] for g in runs[p])
         settle = statistics.median(g["settle"] for g in runs[p])
-        summary[p] = (med, q, local, var, comp)
-        print(f"  {p:10} {med:7.1f} {q:7.1f} {q / med:7.2f} {local:9.2f} {max(xs):7.1f} "
-              f"{pre:7.1f} {live:4.0f} {var:5.0f} {evicted:7d} {comp:8.0f} {settle:8.2f}")
-    for p in ("async", "async-warm"):
+        summary[p] = (med, q, local, var, comp, pooled, worst)
+        print(f"  {p:10} {med:7.1f} {q:7.1f} {q / med:7.2f} {pooled:6.2f} {worst:5.2f} "
+              f"{local:5.2f} {max(xs):7.1f} {pre:7.1f} {live:4.0f} {var:5.0f} {ahead:5.0f} "
+              f"{evicted:7d} {comp:8.0f} {settle:8.2f}")
+    for p in policies:
         med, q, local = summary[p][:3]
-        print(f"  goal ({p}, p99 <= 1.2 x median): plain "
-              f"{'met' if q <= 1.2 * med else 'NOT met'} ({q / med:.2f}), growth taken out "
-              f"{'met' if local <= 1.2 else 'NOT met'} ({local:.2f}); median / off's = "
-              f"{med / summary['off'][0]:.2f}")
+        pooled, worst = summary[p][5:7]
+        print(f"  goal ({p}, p99 <= 1.2 x median past the first bucket): global "
+              f"{'met' if q <= 1.2 * med else 'NOT met'} ({q / med:.2f}: the curve), in-bucket "
+              f"{'met' if pooled <= 1.2 else 'NOT met'} ({pooled:.2f}; worst bucket "
+              f"{worst:.2f}: the stalls); median / off's = {med / summary['off'][0]:.2f}")
     if not ok:
         print("decode_growth: the policies generated different tokens", file=sys.stderr)
     if a.tsv:
         print(f"M\tdecode_bucket\t{a.bucket}")
         print(f"M\tdecode_steps\t{a.steps}")
         for p in policies:
-            med, q, local, var, comp = summary[p]
+            med, q, local, var, comp, pooled, worst = summary[p]
             xs = [step[p][i] for i in after]
             print(f"R\tdecode_step_{p}\tkiln\t1\tus\t{len(xs)}\t{min(xs):.3f}\t{med:.3f}\t"
                   f"{max(xs):.3f}")
             print(f"R\tdecode_p99_{p}\tkiln\t1\tus\t{len(xs)}\t{q:.3f}\t{q:.3f}\t{q:.3f}")
             print(f"M\tdecode_p99_local_{p}\t{local:.3f}")
+            print(f"M\tdecode_p99_in_bucket_{p}\t{pooled:.3f}")
+            print(f"M\tdecode_p99_worst_bucket_{p}\t{worst:.3f}")
             print(f"M\tdecode_variants_{p}\t{var:.0f}")
             print(f"M\tdecode_compiles_{p}\t{comp:.0f}")
     return 0 if ok else 1

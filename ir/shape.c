@@ -116,6 +116,9 @@ static int run_checks(const ir_graph *g, const int64_t *syms, const ir_node *aft
     int64_t l, r;
     ir_dim_err err;
     err.msg[0] = '\0';
+    bool evaluated = ir_dim_eval(c->lhs, syms, &l, &err) && ir_dim_eval(c->rhs, syms, &r, &err);
+    if (evaluated && (c->kind == IR_CHECK_EQ ? l == r : l >= r)) continue;
+    /* failed: the message (formatted only now: every execute runs the checks) */
     const char *what = c->what ? c->what : "";
     if (c->node) {
       /* A `what` that names its op ("mo.reshape: ...") drops that prefix:
@@ -125,10 +128,7 @@ static int run_checks(const ir_graph *g, const int64_t *syms, const ir_node *aft
       if (strncmp(what, prefix, strlen(prefix)) == 0) what += strlen(prefix);
       snprintf(where, sizeof where, "%s: ", node_where(c->node, node, sizeof node));
     }
-    if (!ir_dim_eval(c->lhs, syms, &l, &err) || !ir_dim_eval(c->rhs, syms, &r, &err))
-      return ir_ref_fail(msg, msglen, "%s%s: %s", where, what, err.msg);
-    bool ok = c->kind == IR_CHECK_EQ ? l == r : l >= r;
-    if (ok) continue;
+    if (!evaluated) return ir_ref_fail(msg, msglen, "%s%s: %s", where, what, err.msg);
     return ir_ref_fail(msg, msglen, "%s%s: %s but needs to %s %s", where, what,
                 dim_value_text(c->lhs, l, lt, sizeof lt),
                 c->kind == IR_CHECK_EQ ? "equal" : "be at least",

@@ -209,6 +209,20 @@ static char *arena_take(kiln_model *m, size_t total) {
   return blk;
 }
 
+void rt_arena_reserve(kiln_model *m, size_t bytes) {
+  char *kept = atomic_load_explicit(&m->exec_arena, memory_order_acquire);
+  if ((kept && *(size_t *)kept >= bytes) || bytes == 0 || bytes > SIZE_MAX - RT_ALIGN) return;
+  char *blk = rt_aligned_alloc(bytes + RT_ALIGN);
+  if (!blk) return; /* the execute allocates it then */
+  memset(blk + RT_ALIGN, 0, bytes); /* the pages faulted in here */
+  *(size_t *)blk = bytes;
+  char *old = atomic_exchange_explicit(&m->exec_arena, blk, memory_order_acq_rel);
+  if (old && *(size_t *)old > bytes) { /* grew meanwhile: keep the larger */
+    old = atomic_exchange_explicit(&m->exec_arena, old, memory_order_acq_rel);
+  }
+  free(old);
+}
+
 static void arena_give(kiln_model *m, char *blk) {
   char *none = NULL;
   if (blk && !atomic_compare_exchange_strong_explicit(&m->exec_arena, &none, blk,

@@ -4,8 +4,19 @@
  * Assumes a verified graph (node order is a topological order; a value's
  * users come after its definition). Guarantees: two intermediates live at
  * the same node never overlap; every offset is a multiple of RT_PLAN_ALIGN;
- * a cached plan is only ever used for the exact symbol values it was made
- * for. A failed plan (shape error, out of memory) is not cached, so the same
+ * a cached plan is used for the symbol values it was made for, or for any
+ * others whose every intermediate fits in the size that plan gave it (each
+ * value then stays inside the range placed for it, so the guarantee holds).
+ * The first plan of a model is exact; later ones (the model has seen other
+ * shapes) give each value half as much room again, so a dim that grows by
+ * a little every execute (a decoder's sequence) plans again every ~50% of
+ * growth instead of every execute (issue 20: placement, ~20 us for the
+ * decoder's 80 intermediates, was the largest cost of a decode step outside
+ * the kernels); where the async policy sees a dim the caller bucketed grow
+ * at every execute, the room is that of the end of its bucket
+ * (rt_variant_growth_room), so it plans once per bucket, and the compile
+ * thread plans the next bucket before it is reached (rt_plan_prepare).
+ * A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
 
@@ -14,12 +25,18 @@
 #include <string.h>
 
 #include "buffers.h"
+#include "variants.h"
+
+#define GROWTH_SYMS 16 /* graphs with more symbols plan without rt_variant_growth_room */
 
 typedef struct rt_plan_slot {
   bool used;
   uint64_t stamp;  /* LRU clock at the last use */
   int64_t *key;    /* g->nsyms symbol values */
   size_t *offset;  /* per intermediate */
+  size_t *room;    /* per intermediate: the bytes placed for it (its size, or more) */
+  bool ahead;      /* made by rt_plan_prepare for the end of a bucket: serves every
+                    * binding that fits, however much smaller */
   size_t total;
 } rt_plan_slot;
 
@@ -48,43 +65,55 @@ static int cmp_order(const void *a, const void *b) {
 
 static size_t round_up(size_t n) { return (n + RT_PLAN_ALIGN - 1) / RT_PLAN_ALIGN * RT_PLAN_ALIGN; }
 
+/* A placed value, kept in an array sorted by offset: the walk below reads
+ * them in order from one block (it runs for every value placed: O(n^2)
+ * reads, so their layout is most of placement's cost). */
+typedef struct placed_item {
+  size_t off, end;
+  int first, last;
+} placed_item;
+
 int rt_plan_place(int n, const size_t *size, const int *first, const int *last, size_t *offset,
                   size_t *total) {
   *total = 0;
   if (n <= 0) return 0;
   order_item *ord = malloc((size_t)n * sizeof *ord);
-  int *placed = malloc((size_t)n * sizeof *placed); /* placed items, by offset ascending */
-  size_t *asz = malloc((size_t)n * sizeof *asz);   /* aligned sizes */
+  placed_item *placed = malloc((size_t)n * sizeof *placed); /* by offset ascending */
+  int *live = malloc((size_t)n * sizeof *live);
   int rc = -1;
-  if (!ord || !placed || !asz) goto done;
+  if (!ord || !placed || !live) goto done;
   for (int i = 0; i < n; i++) {
     if (size[i] > SIZE_MAX - RT_PLAN_ALIGN || first[i] > last[i]) goto done;
-    asz[i] = round_up(size[i]);
-    ord[i] = (order_item){asz[i], first[i], i};
+    ord[i] = (order_item){round_up(size[i]), first[i], i};
     offset[i] = 0;
   }
   qsort(ord, (size_t)n, sizeof *ord, cmp_order);
   int np = 0;
   size_t end = 0;
   for (int k = 0; k < n; k++) {
-    int i = ord[k].idx;
-    size_t s = asz[i];
+    int i = ord[k].idx, fi = first[i], la = last[i];
+    size_t s = ord[k].size;
     if (s == 0) continue; /* takes no space: offset 0 */
     /* Walk the placed items in offset order; `cursor` is the end of the
      * highest lifetime-overlapping item so far, so [cursor, next overlapping
      * item's offset) is a free gap for i. */
     size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
+    int nlive = 0; /* the placed items live together with i, in offset order: gathered
+                    * without a branch, since whether two lifetimes overlap is random */
     for (int p = 0; p < np; p++) {
-      int j = placed[p];
-      if (first[j] > last[i] || first[i] > last[j]) continue; /* not live together */
-      if (offset[j] > cursor) {
-        size_t gap = offset[j] - cursor;
+      live[nlive] = p;
+      nlive += placed[p].first <= la && fi <= placed[p].last;
+    }
+    for (int q = 0; q < nlive; q++) {
+      const placed_item *j = &placed[live[q]];
+      if (j->off > cursor) {
+        size_t gap = j->off - cursor;
         if (gap >= s && gap < best_gap) {
           best_gap = gap;
           best = cursor;
         }
       }
-      if (offset[j] + asz[j] > cursor) cursor = offset[j] + asz[j];
+      if (j->end > cursor) cursor = j->end;
     }
     if (best == SIZE_MAX) {
       if (cursor > SIZE_MAX - s) goto done;
@@ -92,13 +121,11 @@ int rt_plan_place(int n, const size_t *size, const int *first, const int *last, 
     }
     offset[i] = best;
     if (best + s > end) end = best + s;
-    /* insert into placed, keeping offsets ascending */
+    /* insert into placed, keeping offsets ascending (after equal offsets) */
     int p = np;
-    while (p > 0 && offset[placed[p - 1]] > best) {
-      placed[p] = placed[p - 1];
-      p--;
-    }
-    placed[p] = i;
+    while (p > 0 && placed[p - 1].off > best) p--;
+    memmove(&placed[p + 1], &placed[p], (size_t)(np - p) * sizeof *placed);
+    placed[p] = (placed_item){best, best + s, fi, la};
     np++;
   }
   *total = end;
@@ -106,7 +133,7 @@ int rt_plan_place(int n, const size_t *size, const int *first, const int *last, 
 done:
   free(ord);
   free(placed);
-  free(asz);
+  free(live);
   return rc;
 }
 
@@ -207,7 +234,8 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
     goto done;
   for (int s = 0; s < RT_PLAN_SLOTS; s++)
     if (!(cc->slot[s].key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
-        !(cc->slot[s].offset = ir_arena_alloc(a, cap * sizeof(size_t))))
+        !(cc->slot[s].offset = ir_arena_alloc(a, cap * sizeof(size_t))) ||
+        !(cc->slot[s].room = ir_arena_alloc(a, cap * sizeof(size_t))))
       goto done;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *nd = g->nodes[i];
@@ -266,6 +294,53 @@ static int eval_sizes(const kiln_model *m, const struct rt_plan_cache *c, const 
   return 0;
 }
 
+/* The slot whose plan fits sizes (every value in the room it placed for it,
+ * and that room at most half as large again: a plan made for much larger
+ * shapes would spread a small execute's values over a large arena), the
+ * smallest such, or -1. Lock held. */
+static int fitting_slot(const struct rt_plan_cache *c, const size_t *size) {
+  int best = -1;
+  for (int s = 0; s < RT_PLAN_SLOTS; s++) {
+    const rt_plan_slot *sl = &c->slot[s];
+    bool fits = sl->used && (best < 0 || sl->total < c->slot[best].total);
+    for (int k = 0; k < c->n && fits; k++)
+      fits = size[k] <= sl->room[k] &&
+             (sl->ahead || sl->room[k] - size[k] <= size[k] / 2 + RT_PLAN_ALIGN);
+    if (fits) best = s;
+  }
+  return best;
+}
+
+/* The slot to take a new plan: one planned for the same key meanwhile (raced),
+ * an empty one, else the least recently used. Lock held. */
+static int victim_slot(const struct rt_plan_cache *c, const int64_t *syms, size_t kb) {
+  for (int s = 0; s < RT_PLAN_SLOTS; s++)
+    if (c->slot[s].used && memcmp(c->slot[s].key, syms, kb) == 0) return s;
+  for (int s = 0; s < RT_PLAN_SLOTS; s++)
+    if (!c->slot[s].used) return s;
+  int victim = 0;
+  for (int s = 1; s < RT_PLAN_SLOTS; s++)
+    if (c->slot[s].stamp < c->slot[victim].stamp) victim = s;
+  return victim;
+}
+
+/* Cache the plan (offset, room, total) of syms over the least recently used
+ * slot. Takes the lock. */
+static void insert_plan(kiln_model *m, struct rt_plan_cache *c, const int64_t *syms,
+                        const size_t *offset, const size_t *room, size_t total, bool ahead) {
+  size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
+  lock(m);
+  rt_plan_slot *sl = &c->slot[victim_slot(c, syms, kb)];
+  if (kb) memcpy(sl->key, syms, kb);
+  memcpy(sl->offset, offset, ob);
+  memcpy(sl->room, room, ob);
+  sl->total = total;
+  sl->used = true;
+  sl->ahead = ahead;
+  sl->stamp = ++c->clock;
+  unlock(m);
+}
+
 int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
                    kiln_status *st) {
   struct rt_plan_cache *c = get_cache(m, st);
@@ -291,35 +366,65 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   }
   unlock(m);
 
-  /* miss: plan outside the lock, then insert (over the least recently used) */
-  size_t *size = malloc(ob);
+  /* miss: the sizes; a plan they fit in, else plan outside the lock and
+   * insert (over the least recently used) */
+  size_t *size = malloc(2 * ob);
   if (!size) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  size_t *room = size + c->n;
+  if (eval_sizes(m, c, syms, size, st) < 0) {
+    free(size);
+    return -1;
+  }
+  lock(m);
+  int fit = fitting_slot(c, size);
+  bool seen_other = c->clock > 0; /* a plan was made before: the model's shapes vary */
+  if (fit >= 0) {
+    rt_plan_slot *sl = &c->slot[fit];
+    sl->stamp = ++c->clock;
+    memcpy(offset, sl->offset, ob);
+    *total = sl->total;
+  }
+  unlock(m);
+  if (fit >= 0) {
+    free(size);
+    note_peak(m, *total);
+    return 0;
+  }
+  int64_t ends[GROWTH_SYMS];
+  bool bucket = m->g->nsyms <= GROWTH_SYMS && rt_variant_growth_room(m, syms, ends) &&
+                eval_sizes(m, c, ends, room, NULL) == 0;
+  for (int k = 0; k < c->n; k++) {
+    size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 2 : size[k];
+    if (!bucket || room[k] < more) room[k] = more;
+  }
+  int rc = 0;
+  if (rt_plan_place(c->n, room, c->first, c->last, offset, total) < 0)
+    rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
+                "out of memory planning the arena of %d intermediates", c->n);
+  if (rc == 0) {
+    insert_plan(m, c, syms, offset, room, *total, bucket);
+    note_peak(m, *total);
+  }
+  free(size);
+  return rc;
+}
+
+int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st) {
+  struct rt_plan_cache *c = get_cache(m, st);
+  *total = 0;
+  if (!c) return -1;
+  if (c->n == 0) return 0;
+  size_t ob = (size_t)c->n * sizeof(size_t);
+  size_t *size = malloc(2 * ob);
+  if (!size) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
+  size_t *offset = size + c->n;
   int rc = eval_sizes(m, c, syms, size, st);
   if (rc == 0 && rt_plan_place(c->n, size, c->first, c->last, offset, total) < 0)
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
+  if (rc == 0) insert_plan(m, c, syms, offset, size, *total, true);
   free(size);
-  if (rc < 0) return -1;
-  lock(m);
-  int victim = -1;
-  for (int s = 0; s < RT_PLAN_SLOTS && victim < 0; s++)
-    if (c->slot[s].used && memcmp(c->slot[s].key, syms, kb) == 0) victim = s; /* raced */
-  for (int s = 0; s < RT_PLAN_SLOTS && victim < 0; s++)
-    if (!c->slot[s].used) victim = s;
-  if (victim < 0) {
-    victim = 0;
-    for (int s = 1; s < RT_PLAN_SLOTS; s++)
-      if (c->slot[s].stamp < c->slot[victim].stamp) victim = s;
-  }
-  rt_plan_slot *sl = &c->slot[victim];
-  if (kb) memcpy(sl->key, syms, kb);
-  memcpy(sl->offset, offset, ob);
-  sl->total = *total;
-  sl->used = true;
-  sl->stamp = ++c->clock;
-  unlock(m);
-  note_peak(m, *total);
-  return 0;
+  return rc;
 }
 
 size_t rt_model_peak_bytes(const kiln_model *m) {

@@ -17,7 +17,9 @@
  * space (offset 0: it still gets a valid, non-NULL pointer into the arena).
  *
  * Per model, plan.c keeps the lifetimes (computed once) and the plans of the
- * last RT_PLAN_SLOTS symbol bindings (an LRU keyed by the symbol values),
+ * last RT_PLAN_SLOTS symbol bindings (an LRU keyed by the symbol values; a
+ * binding whose values fit the room a plan gave them reuses it, and plans
+ * after a model's first give each value half as much room again: plan.c),
  * all in the model graph's arena (freed with the model); a small spin lock
  * in the model guards them, held only for a lookup or an insert, never while
  * planning. Each execute allocates its own arena (one malloc): concurrent
@@ -62,6 +64,18 @@ typedef struct rt_plan_view {
  * the execute path never calls getenv. */
 int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
                    kiln_status *st);
+
+/* Plan m's intermediates for syms ahead of need (the compile thread, for
+ * the end of the next bucket of a growing dim: variants.c) and cache the
+ * plan so that every later binding whose intermediates fit in it uses it,
+ * however much smaller. *total: its arena bytes. 0, or -1 with st. */
+int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st);
+
+/* Make m's kept arena block (execute.c) hold at least `bytes`, its pages
+ * touched, so the execute that first needs that much neither allocates nor
+ * faults: a larger block replaces the kept one (an execute holding it keeps
+ * its own and frees it at the end). Off the request path (compile thread). */
+void rt_arena_reserve(kiln_model *m, size_t bytes);
 
 /* Reshape-like nodes (mo.reshape, mo.squeeze, mo.unsqueeze, and
  * mo.transfer_to, all a flat copy of the same bytes in one memory) whose

@@ -1,6 +1,6 @@
 /* spec_policy.c - the async policy's bookkeeping (spec_policy.h): how hot
  * each binding is, the trial of a new variant against the generic kernels,
- * and automatic buckets for symbols that vary widely.
+ * automatic buckets for symbols that vary widely, and runs of growth.
  *
  * Bindings live in a fixed table of RT_SPEC_SEEN slots; a slot's `gen`
  * changes when it is given to another binding, so a ticket taken before
@@ -30,6 +30,9 @@ struct rt_spec_policy {
   int64_t *keys;     /* RT_SPEC_SEEN x nsyms */
   int64_t *values;   /* per symbol: up to RT_SPEC_AUTO_BUCKET + 1 distinct values seen */
   int *nvalues;
+  int64_t *last;     /* per symbol: its value at the last execute */
+  int *rising;       /* per symbol: executes in a row it grew (up to RT_SPEC_AHEAD_RUN) */
+  bool any_values;   /* last holds an execute's values */
 };
 
 rt_spec_policy *rt_spec_policy_new(int nsyms) {
@@ -40,10 +43,15 @@ rt_spec_policy *rt_spec_policy_new(int nsyms) {
   p->keys = calloc(RT_SPEC_SEEN * ns, sizeof *p->keys);
   p->values = calloc((RT_SPEC_AUTO_BUCKET + 1) * ns, sizeof *p->values);
   p->nvalues = calloc(ns, sizeof *p->nvalues);
-  if (!p->keys || !p->values || !p->nvalues || pthread_mutex_init(&p->lock, NULL) != 0) {
+  p->last = calloc(ns, sizeof *p->last);
+  p->rising = calloc(ns, sizeof *p->rising);
+  if (!p->keys || !p->values || !p->nvalues || !p->last || !p->rising ||
+      pthread_mutex_init(&p->lock, NULL) != 0) {
     free(p->keys);
     free(p->values);
     free(p->nvalues);
+    free(p->last);
+    free(p->rising);
     free(p);
     return NULL;
   }
@@ -56,6 +64,8 @@ void rt_spec_policy_free(rt_spec_policy *p) {
   free(p->keys);
   free(p->values);
   free(p->nvalues);
+  free(p->last);
+  free(p->rising);
   free(p);
 }
 
@@ -135,6 +145,12 @@ bool rt_spec_policy_timed(rt_spec_policy *p, const rt_spec_ticket *t, int64_t ns
 int rt_spec_policy_values(rt_spec_policy *p, const int64_t *syms, const bool *explicit_bucket) {
   int grow = -1;
   pthread_mutex_lock(&p->lock);
+  for (int k = 0; k < p->nsyms; k++) {
+    int r = p->any_values && syms[k] > p->last[k] ? p->rising[k] + 1 : 0;
+    p->rising[k] = r < RT_SPEC_AHEAD_RUN ? r : RT_SPEC_AHEAD_RUN;
+    p->last[k] = syms[k];
+  }
+  p->any_values = true;
   for (int k = 0; k < p->nsyms && grow < 0; k++) {
     int n = p->nvalues[k];
     if (n > RT_SPEC_AUTO_BUCKET || (explicit_bucket && explicit_bucket[k])) continue;
@@ -148,4 +164,12 @@ int rt_spec_policy_values(rt_spec_policy *p, const int64_t *syms, const bool *ex
   }
   pthread_mutex_unlock(&p->lock);
   return grow;
+}
+
+int rt_spec_policy_rising(rt_spec_policy *p, int k) {
+  if (k < 0 || k >= p->nsyms) return 0;
+  pthread_mutex_lock(&p->lock);
+  int r = p->rising[k];
+  pthread_mutex_unlock(&p->lock);
+  return r;
 }

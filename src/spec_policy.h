@@ -12,7 +12,11 @@
  *     the least disturbed); a variant not RT_SPEC_GAIN faster is dropped
  *     and its binding is never specialized again;
  *   - auto buckets: a symbol with no bucket of the caller's that takes more
- *     than RT_SPEC_AUTO_BUCKET distinct values gets pow2 buckets.
+ *     than RT_SPEC_AUTO_BUCKET distinct values gets pow2 buckets;
+ *   - growth: per symbol, how many executes in a row saw it increase (a
+ *     decoder's sequence length). variants.c specializes the next bucket of
+ *     a symbol the caller bucketed once its run reaches RT_SPEC_AHEAD_RUN, so
+ *     the variant is live when the dim crosses into that bucket.
  * The table of bindings is bounded (RT_SPEC_SEEN, least recently seen
  * replaced); it has a lock of its own, never held while compiling. */
 #ifndef KILN_SRC_SPEC_POLICY_H
@@ -28,6 +32,9 @@
 #define RT_SPEC_GEN_SAMPLES 8  /* generic executes of a binding that are timed at most */
 #define RT_SPEC_GAIN 0.97      /* a variant stays when its time <= GAIN x the generic's */
 #define RT_SPEC_AUTO_BUCKET 8  /* distinct values of a symbol before it gets pow2 buckets */
+#define RT_SPEC_AHEAD_RUN 8    /* executes in a row a symbol grew before its next bucket is
+                                * specialized ahead (random shapes: a run of 8 increases
+                                * comes once in 8! = 40320 executes) */
 
 typedef struct rt_spec_policy rt_spec_policy;
 
@@ -69,5 +76,8 @@ bool rt_spec_policy_timed(rt_spec_policy *p, const rt_spec_ticket *t, int64_t ns
  * buckets now (its first time over the bound; explicit[k] symbols never),
  * or -1. */
 int rt_spec_policy_values(rt_spec_policy *p, const int64_t *syms, const bool *explicit_bucket);
+/* How many executes in a row (up to RT_SPEC_AHEAD_RUN) saw symbol k larger
+ * than the execute before (counted by rt_spec_policy_values). */
+int rt_spec_policy_rising(rt_spec_policy *p, int k);
 
 #endif

@@ -55,9 +55,10 @@
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
 #define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
 
-/* Counter slots, in kiln_counter order (KERNELS_EVICTED and CODE_BYTES are
- * the cache's, their slots unused); COMPILE_MS is kept in microseconds. */
-#define NCOUNTERS (KILN_COUNTER_QUICK_LIVE + 1)
+/* Counter slots, in kiln_counter order (KERNELS_EVICTED, CODE_BYTES and the
+ * remote cache's are kept elsewhere, their slots unused); COMPILE_MS is kept
+ * in microseconds. */
+#define NCOUNTERS (KILN_COUNTER_SPEC_AHEAD + 1)
 
 struct rt_variant {
   int64_t *key;           /* g->nsyms entries (variants.h) */
@@ -77,6 +78,8 @@ struct rt_variants {
   int8_t *bkind;          /* per symbol kiln_bucket_kind; NULL: all exact (buckets_locked) */
   int64_t *bn;            /* per symbol, the MULTIPLE's n */
   bool *bexplicit;        /* per symbol: the caller chose its bucket (never automatic) */
+  int64_t *ahead_up;      /* per symbol: the bucket end past which a variant was queued
+                           * ahead (specialize_ahead), 0 none */
   _Atomic(rt_spec_policy *) pol; /* the async policy's bookkeeping (spec_policy.h), or NULL;
                                   * published once (release), read without the lock */
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
@@ -88,6 +91,9 @@ struct rt_variants {
 typedef struct spec_job {
   kiln_model *m;
   int64_t *key;           /* NULL for a tier-up job (tier_up.c) */
+  int64_t *plan_syms;     /* a job queued ahead (specialize_ahead): the binding at the end
+                           * of the next bucket, whose arena is planned and reserved after
+                           * the variant is compiled (host); else NULL */
   atomic_int cancel;
   struct spec_job *next;
 } spec_job;
@@ -135,6 +141,7 @@ fail0:
 static void job_free(spec_job *j) {
   if (!j) return;
   free(j->key);
+  free(j->plan_syms);
   free(j);
 }
 
@@ -268,6 +275,7 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->bkind);
   free(vs->bn);
   free(vs->bexplicit);
+  free(vs->ahead_up);
   rt_spec_policy_free(atomic_load(&vs->pol));
   free(vs->failed);
   pthread_mutex_destroy(&vs->lock);
@@ -460,6 +468,14 @@ fail:
 
 /* ---- the compile thread ---- */
 
+/* After a job queued ahead: plan m's intermediates for the end of the next
+ * bucket (plan_syms) and reserve that arena, so the first execute in that
+ * bucket neither plans nor allocates (a failure leaves that to it). */
+static void plan_ahead(kiln_model *m, const int64_t *plan_syms) {
+  size_t total = 0;
+  if (rt_plan_prepare(m, plan_syms, &total, NULL) == 0) rt_arena_reserve(m, total);
+}
+
 /* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, not
  * paced beyond the thread's nice +10: unlike a variant, each rebuild is
  * sure to pay (the quick kernels run up to 2-20x slower until it is done),
@@ -503,7 +519,8 @@ static void *compile_thread(void *arg) {
     rt_variant *have = find_locked(m, vs, j->key);
     if (have) have->refs--;
     pthread_mutex_unlock(&vs->lock);
-    bool cancelled = atomic_load(&j->cancel) != 0, dropped = have || cancelled;
+    bool cancelled = atomic_load(&j->cancel) != 0;
+    bool dropped = (have && !j->plan_syms) || cancelled;
     if (!dropped) {
       int64_t t0 = rt_now_ns();
       rt_variant *v = variant_compile(m, j->key, &j->cancel, &cancelled, NULL);
@@ -517,6 +534,7 @@ static void *compile_thread(void *arg) {
       else if (cancelled) dropped = true;
       else remember_failed(m, j->key);
     }
+    if (!dropped && j->plan_syms && m->be == &rt_backend_host) plan_ahead(m, j->plan_syms);
     count(m, dropped ? KILN_COUNTER_ASYNC_DROPPED : KILN_COUNTER_ASYNC_DONE, 1);
     count(m, KILN_COUNTER_ASYNC_PENDING, -1);
 
@@ -530,10 +548,11 @@ static void *compile_thread(void *arg) {
 }
 
 /* Queue key for m unless it is queued or running already, the queue is full
- * or m has as many jobs queued as its bound. Never blocks on a compile. */
-static void enqueue(kiln_model *m, const int64_t *key) {
+ * or m has as many jobs queued as its bound. Never blocks on a compile.
+ * Returns whether key is queued or running now. */
+static bool enqueue(kiln_model *m, const int64_t *key, const int64_t *plan_syms) {
   rt_spec_ctx *s = m->ctx->spec;
-  if (!s) return;
+  if (!s) return false;
   size_t bytes = (size_t)m->g->nsyms * sizeof *key;
   int bound = bound_of(m, m->variants);
   pthread_mutex_lock(&s->mu);
@@ -547,11 +566,13 @@ static void enqueue(kiln_model *m, const int64_t *key) {
     }
   if (dup) {
     pthread_mutex_unlock(&s->mu);
-    return;
+    return true;
   }
   spec_job *j = NULL;
   if (s->queued < RT_SPEC_QUEUE_MAX && mine < bound && !s->stop &&
-      (j = calloc(1, sizeof *j)) && (j->key = malloc(bytes ? bytes : 1))) {
+      (j = calloc(1, sizeof *j)) && (j->key = malloc(bytes ? bytes : 1)) &&
+      (!plan_syms || (j->plan_syms = malloc(bytes ? bytes : 1)))) {
+    if (plan_syms) memcpy(j->plan_syms, plan_syms, bytes);
     if (!s->started) {
       if (pthread_create(&s->thread, NULL, compile_thread, s) == 0) s->started = true;
     }
@@ -566,12 +587,13 @@ static void enqueue(kiln_model *m, const int64_t *key) {
       pthread_mutex_unlock(&s->mu);
       count(m, KILN_COUNTER_ASYNC_QUEUED, 1);
       count(m, KILN_COUNTER_ASYNC_PENDING, 1);
-      return;
+      return true;
     }
   }
   pthread_mutex_unlock(&s->mu);
   job_free(j);
   count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
+  return false;
 }
 
 void rt_tier_up_enqueue(kiln_model *m) {
@@ -627,13 +649,16 @@ static bool buckets_locked(rt_variants *vs, int nsyms) {
   vs->bkind = calloc(ns, sizeof *vs->bkind);
   vs->bn = calloc(ns, sizeof *vs->bn);
   vs->bexplicit = calloc(ns, sizeof *vs->bexplicit);
-  if (vs->bkind && vs->bn && vs->bexplicit) return true;
+  vs->ahead_up = calloc(ns, sizeof *vs->ahead_up);
+  if (vs->bkind && vs->bn && vs->bexplicit && vs->ahead_up) return true;
   free(vs->bkind);
   free(vs->bn);
   free(vs->bexplicit);
+  free(vs->ahead_up);
   vs->bkind = NULL;
   vs->bn = NULL;
   vs->bexplicit = NULL;
+  vs->ahead_up = NULL;
   return false;
 }
 
@@ -648,6 +673,91 @@ static void auto_bucket(kiln_model *m, int k) {
   }
   pthread_mutex_unlock(&vs->lock);
   if (done) count(m, KILN_COUNTER_AUTO_BUCKETS, 1);
+}
+
+/* The first symbol of key whose next bucket specialize_ahead may queue: a
+ * bucket the caller chose (automatic buckets serve services whose shapes
+ * vary, issue 15), not yet queued ahead from this bucket; -1 for none. Lock
+ * held. */
+static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
+                                  const int64_t *key) {
+  for (int k = 0; vs->bexplicit && k < m->g->nsyms; k++)
+    if (key[k] < 0 && vs->bexplicit[k] && vs->ahead_up[k] != -1 - key[k]) return k;
+  return -1;
+}
+
+/* Under async, an execute whose binding is worth a variant (hot, or live)
+ * with symbol k bucketed by the caller: once k has grown RT_SPEC_AHEAD_RUN
+ * executes in a row (a sequence being decoded), queue the variant of the
+ * next bucket, the binding syms with k one past its bucket's end, so it is
+ * compiled in the background and live when k crosses into it instead of
+ * `hot` executes after. Once per bucket; SPEC_AHEAD counts the jobs. */
+static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k) {
+  rt_variants *vs = m->variants;
+  int ns = m->g->nsyms;
+  if (rt_spec_policy_rising(pol, k) < RT_SPEC_AHEAD_RUN) return;
+  int64_t sbuf[KEY_STACK], kbuf[KEY_STACK], *next = sbuf, *key = kbuf;
+  if (ns > KEY_STACK) {
+    next = malloc((size_t)ns * sizeof *next);
+    key = malloc((size_t)ns * sizeof *key);
+  }
+  if (!next || !key) goto done;
+  memcpy(next, syms, (size_t)ns * sizeof *next);
+  bool want = false;
+  int64_t up = 0;
+  pthread_mutex_lock(&vs->lock);
+  make_key(m, vs, syms, key);
+  up = -1 - key[k];
+  if (key[k] < 0 && vs->ahead_up[k] != up && up < INT64_MAX) {
+    vs->ahead_up[k] = up; /* claimed: no other execute queues it */
+    next[k] = up + 1;
+    make_key(m, vs, next, key);
+    rt_variant *have = find_locked(m, vs, key);
+    if (have) have->refs--; /* live already (an earlier sequence): its plan is still made */
+    want = !failed_locked(m, vs, key);
+    next[k] = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
+  }
+  pthread_mutex_unlock(&vs->lock);
+  if (want) {
+    if (enqueue(m, key, next)) {
+      count(m, KILN_COUNTER_SPEC_AHEAD, 1);
+    } else { /* queue full: a later execute of this bucket tries again */
+      pthread_mutex_lock(&vs->lock);
+      if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
+      pthread_mutex_unlock(&vs->lock);
+    }
+  }
+done:
+  if (next != sbuf) free(next);
+  if (key != kbuf) free(key);
+}
+
+bool rt_variant_growth_room(kiln_model *m, const int64_t *syms, int64_t *ends) {
+  rt_variants *vs = m->variants;
+  rt_spec_policy *pol = vs ? atomic_load_explicit(&vs->pol, memory_order_acquire) : NULL;
+  int ns = m->g->nsyms;
+  if (!pol || policy_of(m) != KILN_SPECIALIZE_ASYNC || ns > KEY_STACK) return false;
+  int64_t key[KEY_STACK];
+  bool any = false;
+  memcpy(ends, syms, (size_t)ns * sizeof *ends);
+  pthread_mutex_lock(&vs->lock);
+  if (vs->bexplicit) {
+    make_key(m, vs, syms, key);
+    for (int k = 0; k < ns; k++)
+      if (key[k] < 0 && vs->bexplicit[k]) {
+        ends[k] = -1 - key[k];
+        any = true;
+      }
+  }
+  pthread_mutex_unlock(&vs->lock);
+  if (!any) return false;
+  any = false;
+  for (int k = 0; k < ns; k++) {
+    if (ends[k] == syms[k]) continue;
+    if (rt_spec_policy_rising(pol, k) >= RT_SPEC_AHEAD_RUN) any = true;
+    else ends[k] = syms[k]; /* bucketed but not growing: planned as it is */
+  }
+  return any;
 }
 
 int rt_spec_hot(const kiln_context *ctx) {
@@ -682,6 +792,7 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   make_key(m, vs, syms, key);
   rt_variant *v = find_locked(m, vs, key);
   bool failed = !v && failed_locked(m, vs, key);
+  int ahead = async ? ahead_candidate_locked(m, vs, key) : -1;
   pthread_mutex_unlock(&vs->lock);
   count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
@@ -689,7 +800,9 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
     rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
     if (t) *t = tk;
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
-    else if (d == RT_SPEC_QUEUE && !failed) enqueue(m, key);
+    else if (d == RT_SPEC_QUEUE && !failed) enqueue(m, key, NULL);
+    if (ahead >= 0 && (d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
+      specialize_ahead(m, pol, syms, ahead);
   } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
     rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
     if (fresh) v = insert(m, fresh, true);
@@ -956,14 +1069,18 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
-#define NPUBLIC (KILN_COUNTER_REMOTE_CORRUPT + 1)
+#define NPUBLIC (KILN_COUNTER_SPEC_AHEAD + 1)
+
+static bool is_remote_counter(kiln_counter c) {
+  return c >= KILN_COUNTER_REMOTE_HITS && c <= KILN_COUNTER_REMOTE_CORRUPT;
+}
 
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
   if (!m || (int)c < 0 || (int)c >= NPUBLIC) return -1;
   if (c == KILN_COUNTER_QUICK_KERNELS) return m->quick_built;
   if (c == KILN_COUNTER_QUICK_LIVE) return atomic_load(&((kiln_model *)m)->quick_live);
   if (!m->variants || c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES ||
-      c >= KILN_COUNTER_REMOTE_HITS)
+      is_remote_counter(c))
     return 0;
   return counter_value(m->variants->c, c);
 }
@@ -971,7 +1088,7 @@ KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c) {
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c) {
   if (!ctx || !ctx->spec || (int)c < 0 || (int)c >= NPUBLIC) return -1;
   if (c == KILN_COUNTER_QUICK_LIVE) return atomic_load(&((kiln_context *)ctx)->quick_live);
-  if (c >= KILN_COUNTER_REMOTE_HITS) return rt_context_remote_counter(ctx, c);
+  if (is_remote_counter(c)) return rt_context_remote_counter(ctx, c);
   if (c == KILN_COUNTER_KERNEL_HITS || c == KILN_COUNTER_DISK_HITS ||
       c == KILN_COUNTER_COMPILES || c == KILN_COUNTER_COMPILE_MS ||
       c == KILN_COUNTER_KERNELS_EVICTED || c == KILN_COUNTER_CODE_BYTES ||

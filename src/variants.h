@@ -20,7 +20,11 @@
  *
  * Async: one compile thread per context (rt_spec_ctx), started on the first
  * job, joined by rt_spec_ctx_free. Executes only queue (deduplicated,
- * bounded) and never wait. rt_variants_free cancels the model's queued jobs
+ * bounded) and never wait. A dim the caller bucketed that grows at every
+ * execute gets its next bucket queued ahead (variants.c specialize_ahead):
+ * the job compiles that bucket's variant, then plans and reserves its arena
+ * (plan.h rt_plan_prepare, rt_arena_reserve), so no step waits at the
+ * crossing. rt_variants_free cancels the model's queued jobs
  * and waits for its running one, which checks for cancellation between
  * kernels, so a model free waits at most for one kernel compile.
  *
@@ -81,6 +85,11 @@ void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int
 /* Whether m has a kernel a specialization can speed up (false: no variant
  * is ever made; --stats says so). */
 bool rt_model_spec_useful(kiln_model *m);
+/* Under async, when a dim the caller bucketed has grown at each of the
+ * last RT_SPEC_AHEAD_RUN executes: ends = syms with each such dim at the
+ * end of its bucket (the planner gives the intermediates room for the
+ * whole bucket, plan.c), and true; else false. */
+bool rt_variant_growth_room(kiln_model *m, const int64_t *syms, int64_t *ends);
 /* Executes before the async policy specializes a binding (the context's). */
 int rt_spec_hot(const kiln_context *ctx);
 void rt_variant_release(kiln_model *m, rt_variant *v);

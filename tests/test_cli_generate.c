@@ -89,18 +89,38 @@ static void expected_tokens(const int *prompt, int np, int steps, char *buf, siz
   }
 }
 
-Test(cli_generate, follows_the_tokens_positions_length_and_buffer, .init = setup,
-     .fini = teardown) {
-  char *out = NULL, want[256], line[300];
-  int rc = run_cli("toy.mlir", "--generate 12 --prompt 1,2", &out);
-  cr_assert_eq(rc, 0, "%s", out);
+/* out holds the toy's greedy tokens for prompt 1, 2 and 12 steps. */
+static void expect_toy_tokens(const char *out) {
+  char want[256], line[300];
   const int prompt[] = {1, 2};
   expected_tokens(prompt, 2, 12, want, sizeof want);
   snprintf(line, sizeof line, "generated: %s\n", want);
-  cr_assert(strstr(out, "prompt: 1, 2\n"), "%s", out);
   cr_assert(strstr(out, line), "want '%s' in:\n%s", line, out);
+}
+
+Test(cli_generate, follows_the_tokens_positions_length_and_buffer, .init = setup,
+     .fini = teardown) {
+  char *out = NULL;
+  int rc = run_cli("toy.mlir", "--generate 12 --prompt 1,2", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  cr_assert(strstr(out, "prompt: 1, 2\n"), "%s", out);
+  expect_toy_tokens(out);
   cr_assert(strstr(out, "prefill (2 tokens): ") && strstr(out, "steps: 12, median "), "%s", out);
   cr_assert(strstr(out, "step-time curve (median of each 64 steps, us): 0-11: "), "%s", out);
+  free(out);
+}
+
+/* With the length's dim bucketed, it grows at every step: --stats says the
+ * next bucket was queued ahead, and the tokens are the same (the plans and
+ * variants made ahead serve the steps exactly). */
+Test(cli_generate, a_growing_bucketed_dim_is_specialized_ahead, .init = setup,
+     .fini = teardown) {
+  char *out = NULL;
+  int rc = run_cli("toy.mlir", "--generate 12 --prompt 1,2 --bucket t=pow2 --stats", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  expect_toy_tokens(out);
+  cr_assert(strstr(out, "specialize: async, 1 bucket queued ahead (a bucketed dim grew"), "%s",
+            out);
   free(out);
 }
 

@@ -152,6 +152,45 @@ Test(spec_policy, a_widely_varying_symbol_gets_pow2_buckets) {
   kiln_model_free(m);
 }
 
+/* A dim the caller bucketed, growing by one per execute (a decoder): once
+ * it grew RT_SPEC_AHEAD_RUN times in a row and its bucket is hot, the next
+ * bucket is queued too, so the first execute there finds its variant. */
+Test(spec_policy, a_growing_bucketed_dim_gets_its_next_bucket_ahead) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 10; n++) exec_n(m, n);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 0); /* bucket 16 (9..16) not hot yet */
+  exec_n(m, 11); /* hot: bucket 16 queued, and bucket 32 ahead */
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
+  for (int64_t n = 12; n <= 16; n++) exec_n(m, n);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1); /* once per bucket */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  double hits = counter(m, KILN_COUNTER_HITS);
+  exec_n(m, 17); /* the first execute in bucket 32 */
+  cr_expect_eq(counter(m, KILN_COUNTER_HITS), hits + 1, "bucket 32's variant was not ready");
+  kiln_model_free(m);
+}
+
+/* Shapes that vary without growing (a service, issue 15) never look ahead,
+ * nor does a symbol whose buckets kiln chose itself. */
+Test(spec_policy, varied_shapes_never_look_ahead) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
+  kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  const int64_t varied[] = {5, 3, 9, 2, 17, 4, 33, 6, 12, 7, 40, 8, 20, 9, 3, 30, 2, 60};
+  for (size_t i = 0; i < sizeof varied / sizeof *varied; i++) exec_n(m, varied[i]);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 0);
+  kiln_model_free(m);
+  m = model(SOFT, KILN_SPECIALIZE_ASYNC); /* automatic buckets: growth is not looked at */
+  for (int64_t n = 1; n <= 40; n++) exec_n(m, n);
+  cr_expect_gt(counter(m, KILN_COUNTER_AUTO_BUCKETS), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 0);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  kiln_model_free(m);
+}
+
 Test(spec_policy, host_gemms_are_never_specialized) {
   kiln_model *m = model(GEMM, KILN_SPECIALIZE_SYNC);
   cr_expect_not(rt_model_spec_useful(m));
@@ -214,6 +253,25 @@ Test(spec_policy, a_trial_compares_the_fastest_runs) {
   }
   cr_expect_eq(rt_spec_policy_seen(p, &k2, true, 1, &t), RT_SPEC_RUN);
   cr_expect_eq(t.slot, -1); /* kept: no more timing */
+  rt_spec_policy_free(p);
+}
+
+Test(spec_policy, growth_is_counted_in_runs) {
+  rt_spec_policy *p = rt_spec_policy_new(2);
+  int64_t v[2] = {4, 9};
+  rt_spec_policy_values(p, v, NULL);
+  cr_expect_eq(rt_spec_policy_rising(p, 0), 0); /* a first value is no growth */
+  for (int i = 1; i <= RT_SPEC_AHEAD_RUN + 3; i++) {
+    v[0] = 4 + i; /* grows */
+    v[1] = 9 - (i % 2); /* goes up and down */
+    rt_spec_policy_values(p, v, NULL);
+    cr_expect_eq(rt_spec_policy_rising(p, 0), i < RT_SPEC_AHEAD_RUN ? i : RT_SPEC_AHEAD_RUN);
+    cr_expect_leq(rt_spec_policy_rising(p, 1), 1);
+  }
+  v[0] = 1; /* a new sequence */
+  rt_spec_policy_values(p, v, NULL);
+  cr_expect_eq(rt_spec_policy_rising(p, 0), 0);
+  cr_expect_eq(rt_spec_policy_rising(p, 2), 0); /* no such symbol */
   rt_spec_policy_free(p);
 }
 

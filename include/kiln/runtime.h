@@ -331,6 +331,11 @@ typedef enum kiln_specialize_policy {
  *   - a symbol without a bucket of the caller's (kiln_model_set_bucket)
  *     that takes more than 8 distinct values gets pow2 buckets
  *     (KILN_COUNTER_AUTO_BUCKETS);
+ *   - a symbol the caller bucketed that grew at each of the last 8
+ *     executes (a decoder's sequence length) gets the variant of its next
+ *     bucket queued as soon as its binding is hot or live, so the variant
+ *     is ready when the dim crosses into that bucket
+ *     (KILN_COUNTER_SPEC_AHEAD; automatic buckets never look ahead);
  *   - the compile thread waits while executes run on a context whose
  *     threads cover every CPU (or on a machine of 2 CPUs or fewer), and
  *     rests as long as each kernel took to compile (half a core at most).
@@ -452,6 +457,8 @@ typedef enum kiln_counter {
   KILN_COUNTER_REMOTE_SKIPS,    /* commands not sent because the breaker was open */
   KILN_COUNTER_REMOTE_BREAKER_OPENS, /* times the breaker opened */
   KILN_COUNTER_REMOTE_CORRUPT,  /* values that failed their checks (removed; also misses) */
+  KILN_COUNTER_SPEC_AHEAD,      /* async compiles queued ahead: the next bucket of a dim the
+                                   caller bucketed, seen growing (also in ASYNC_QUEUED) */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);

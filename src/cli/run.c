@@ -567,6 +567,12 @@ static void print_spec_stats(run_state *s, const run_opts *o) {
     if (autob > 0)
       printf("specialize: async, %.0f symbol%s took many values: pow2 buckets\n", autob,
              autob == 1 ? "" : "s");
+    double ahead = kiln_model_counter(s->m, KILN_COUNTER_SPEC_AHEAD);
+    if (ahead > 0)
+      printf("specialize: async, %.0f bucket%s queued ahead (a bucketed dim grew at every "
+             "execute: the next bucket's variant and arena prepared in the background before "
+             "the dim reaches it)\n",
+             ahead, ahead == 1 ? "" : "s");
     if (pending > 0)
       printf("specialize: async, %.0f compile%s pending at exit (the run ended before the "
              "background compile; not waited for)\n",
