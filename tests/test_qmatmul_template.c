@@ -46,13 +46,29 @@ DECL(q6_k_avxvnni)
 static const qmm_fn VNNI[QB_COUNT] = {kiln_qmatmul_q4_0_avxvnni, kiln_qmatmul_q8_0_avxvnni,
                                       kiln_qmatmul_q4_k_avxvnni, kiln_qmatmul_q5_k_avxvnni,
                                       kiln_qmatmul_q6_k_avxvnni};
+DECL(q4_0_avx512)
+DECL(q8_0_avx512)
+DECL(q4_k_avx512)
+DECL(q5_k_avx512)
+DECL(q6_k_avx512)
+static const qmm_fn X512[QB_COUNT] = {kiln_qmatmul_q4_0_avx512, kiln_qmatmul_q8_0_avx512,
+                                      kiln_qmatmul_q4_k_avx512, kiln_qmatmul_q5_k_avx512,
+                                      kiln_qmatmul_q6_k_avx512};
+enum { X86_PATHS = 3 };
+static const char *const X86_NAMES[X86_PATHS] = {"avx2", "avxvnni", "avx512"};
 
-/* The x86 entries this CPU runs: [0] AVX2 (+F16C), [1] AVX-VNNI (+FMA). */
-static void x86_entries(qb_encoding e, qmm_fn out[2]) {
+/* The x86 entries this CPU runs: [0] AVX2 (+F16C), [1] AVX-VNNI (+FMA),
+ * [2] AVX512 with VNNI and VBMI (jit/quant.c's conditions). */
+static void x86_entries(qb_encoding e, qmm_fn out[X86_PATHS]) {
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  bool fma = avx2 && __builtin_cpu_supports("fma");
   out[0] = avx2 ? AVX2[e] : NULL;
-  out[1] = avx2 && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avxvnni") ? VNNI[e]
-                                                                                        : NULL;
+  out[1] = fma && __builtin_cpu_supports("avxvnni") ? VNNI[e] : NULL;
+  out[2] = fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+                   __builtin_cpu_supports("avx512vbmi")
+               ? X512[e]
+               : NULL;
 }
 #endif
 
@@ -130,9 +146,9 @@ static void check_shape(int64_t m, int64_t n, int64_t k) {
                 "%s generic m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
                 (long long)m, (long long)n, (long long)k, (long long)i, got[i], want[i]);
 #if defined(__x86_64__)
-    qmm_fn x86[2];
+    qmm_fn x86[X86_PATHS];
     x86_entries(e, x86);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < X86_PATHS; v++) {
       if (!x86[v]) continue;
       memset(got, 0, sizeof(float) * (size_t)(m * n));
       x86[v](m, n, k, a, w, got, 0, cut2);
@@ -143,7 +159,7 @@ static void check_shape(int64_t m, int64_t n, int64_t k) {
         cr_expect(fabs((double)got[i] - want[i]) <= tol * mag[i] ||
                       (isnan(got[i]) && isnan(want[i])),
                   "%s %s m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
-                  v ? "avxvnni" : "avx2", (long long)m, (long long)n, (long long)k, (long long)i,
+                  X86_NAMES[v], (long long)m, (long long)n, (long long)k, (long long)i,
                   got[i], want[i]);
     }
 #endif
@@ -183,11 +199,11 @@ Test(qmatmul_template, zero_and_non_finite_lhs_rows) {
     for (int i = 0; i < K; i++) a[i] = 0;
     a[K + 300] = INFINITY;
     a[2 * K + 7] = NAN;
-    qmm_fn fns[3] = {GENERIC[e], NULL, NULL};
+    qmm_fn fns[4] = {GENERIC[e], NULL, NULL, NULL};
 #if defined(__x86_64__)
     x86_entries(e, fns + 1);
 #endif
-    for (int f = 0; f < 3; f++) {
+    for (int f = 0; f < 4; f++) {
       if (!fns[f]) continue;
       fns[f](M, N, K, a, w, c, 0, N);
       for (int j = 0; j < N; j++) {

@@ -1,0 +1,247 @@
+/* qmatmul_avx512.h - mo.qmatmul's 512-bit entries for the qmatmul template
+ * (qmatmul.c includes it once, after qmatmul_int.h, whose driver, lhs
+ * buffer and helpers it uses): kiln_qmatmul_E_avx512 for x86-64 with
+ * AVX512F / BW / VL, AVX512-VNNI (vpdpbusd, vpdpwssd), AVX512-VBMI
+ * (vpermt2b), F16C and FMA.
+ *
+ * A decode step streams W once; these entries make the block math cheap
+ * enough that the stream, not the arithmetic, sets the pace:
+ *  - q4_0: four blocks (72 bytes) per step. Their 64 bytes of nibbles are
+ *    gathered into one register by vpermt2b, the low and high nibbles
+ *    dotted by two vpdpbusd against the lhs, which pack_q4_0_lanes
+ *    (qmatmul_int.h) stores in that order. The
+ *    int32 accumulator starts from a per-lane correction, -8 times the sum
+ *    of the lane's 8 lhs values, so each lane ends as the exact sum of its
+ *    8 products (q4 - 8) * qa, which is then scaled by its block's
+ *    dw * da as the AVX2 entries scale theirs: a term within a rounding of
+ *    qb_dot's (what test_qmatmul_template allows for q4_0 / q8_0).
+ *  - q4_k, q5_k, q6_k: a block per step, two 64-byte registers of nibbles
+ *    at a time; vpmaddubsw then vpdpwssd with each 16-element group's
+ *    scale gives the block's isum as an exact int32 (and q4_k / q5_k's
+ *    msum, q6_k's -32 correction, from the bsums), then qb_dot's f32
+ *    operations in qb_dot's order: the same bits as the generic entries.
+ *    q4_k / q5_k's lhs is stored with each 64-value chunk's sub-blocks
+ *    interleaved (0 2 1 3 4 6 5 7) so one register of nibbles meets its
+ *    lhs in one load.
+ *  - q8_0: the AVX-VNNI entry's dot (it already keeps up with the stream).
+ * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
+ * s16 pair of vpmaddubsw below 2^14.
+ *
+ * Software prefetch runs PF512 bytes ahead of the step, every line of it. */
+#if defined(__x86_64__)
+
+#define X512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c,fma")))
+#define X512_INLINE                                                                          \
+  static inline __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c," \
+                                      "fma"),                                                \
+                               always_inline))
+
+#ifndef PF512
+#define PF512 4096
+#endif
+#ifndef PFHINT
+#define PFHINT _MM_HINT_T0
+#endif
+
+X512_INLINE void prefetch_span(const uint8_t *x, int64_t bytes) {
+  if (PF512 == 0) return;
+  const char *p = (const char *)x + PF512;
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, PFHINT);
+  _mm_prefetch(p + bytes - 1, PFHINT);
+}
+
+/* ---- q4_0 ---- */
+
+/* byte 16 i + j of the gathered nibbles is byte 18 i + 2 + j of four
+ * blocks: from the load at x (indices < 64) or the one at x + 8 (64 + the
+ * byte less 8), so each of vpermt2b's two tables is one unaligned load */
+static const uint8_t Q4_0_NIBBLES[64] __attribute__((aligned(64))) = {
+    2,   3,   4,   5,   6,   7,   8,   9,   10,  11,  12,  13,  14,  15,  16,  17,
+    20,  21,  22,  23,  24,  25,  26,  27,  28,  29,  30,  31,  32,  33,  34,  35,
+    38,  39,  40,  41,  42,  43,  44,  45,  46,  47,  48,  49,  50,  51,  52,  53,
+    56,  57,  58,  59,  60,  61,  62,  63,  120, 121, 122, 123, 124, 125, 126, 127};
+
+/* word 4 i + l (l < 4) is block i's f16 scale, word 9 i of the load at x */
+static const uint16_t Q4_0_SCALES[32] __attribute__((aligned(64))) = {
+    0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27,
+    0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  0,  0,  0,  0};
+
+/* four blocks at x (bytes of them past `avail` not read) against group g's
+ * lhs: acc plus each lane's exact int32 times its block's dw * da */
+X512_INLINE __m512 step_q4_0(const uint8_t *x, int64_t avail, const lhs_row *a, int64_t g,
+                             __m512 acc) {
+  __m512i l0, l1;
+  if (avail >= 72) {
+    l0 = _mm512_loadu_si512((const void *)x);
+    l1 = _mm512_loadu_si512((const void *)(x + 8));
+  } else { /* a row's last, short group: masked loads touch nothing past it */
+    l0 = _mm512_maskz_loadu_epi8((1ull << avail) - 1, x);
+    l1 = _mm512_maskz_loadu_epi8((1ull << (avail - 8)) - 1, x + 8);
+  }
+  __m512i nib = _mm512_permutex2var_epi8(l0, _mm512_load_si512(Q4_0_NIBBLES), l1);
+  const __m512i m4 = _mm512_set1_epi8(0xf);
+  __m512i lo = _mm512_and_si512(nib, m4), hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4);
+  __m512i s = _mm512_load_si512(a->corr + 16 * g);
+  s = _mm512_dpbusd_epi32(s, lo, _mm512_load_si512(a->q + 128 * g));
+  s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(a->q + 128 * g + 64));
+  __m512i dw16 = _mm512_permutexvar_epi16(_mm512_load_si512(Q4_0_SCALES), l0);
+  __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(dw16)),
+                            _mm512_load_ps(a->dl + 16 * g));
+  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc);
+}
+
+/* two f32 chains, groups alternating */
+X512_FN static float dot_q4_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a) {
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  int64_t groups = nb / 4, g = 0;
+  for (; g < groups; g++) {
+    const uint8_t *x = w + 72 * g;
+    prefetch_span(x, 72);
+    acc[g & 1] = step_q4_0(x, 72, a, g, acc[g & 1]);
+  }
+  if (nb % 4) acc[g & 1] = step_q4_0(w + 72 * g, 18 * (nb % 4), a, g, acc[g & 1]);
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+}
+
+/* ---- the K-quants ---- */
+
+/* word j of the result is word idx(j) of v, for the scale vectors: j / 16
+ * picks one of two sub-blocks (q4_k / q5_k), j / 8 one of four groups
+ * (q6_k) */
+static const uint16_t K45_SCALE_IDX[4][32] __attribute__((aligned(64))) = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
+    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6},
+    {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}};
+static const uint16_t Q6_K_SCALE_IDX[4][32] __attribute__((aligned(64))) = {
+    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
+    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
+    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10,
+     11, 11, 11, 11, 11, 11, 11, 11},
+    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14,
+     15, 15, 15, 15, 15, 15, 15, 15}};
+
+#define SCALE_IDX(t, i) _mm512_load_si512((const void *)(t)[i])
+
+/* q4_k / q5_k's lhs: Q8_K blocks, each chunk of 64 values with its two
+ * sub-blocks of 32 interleaved (0 2 1 3 4 6 5 7: the order of a register
+ * of two chunks' low nibbles, then their high ones); d and bs as qblock.h */
+static void pack_q8_k_x512(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+  pack_plain(QB_Q4_K, L, r, kc, a, nb);
+  int8_t *q = &L->q[r * kc];
+  for (int64_t b = 0; b < nb; b++) {
+    int8_t t[32];
+    for (int h = 0; h < 2; h++) { /* swap sub-blocks 1 and 2, 5 and 6 */
+      int8_t *s1 = q + 256 * b + 128 * h + 32, *s2 = s1 + 32;
+      for (int l = 0; l < 32; l++) t[l] = s1[l];
+      for (int l = 0; l < 32; l++) s1[l] = s2[l];
+      for (int l = 0; l < 32; l++) s2[l] = t[l];
+    }
+  }
+}
+
+/* the sum of v's 16 int32 lanes and of u's 8, each exact */
+X512_INLINE void hsum2_epi32(__m512i v, __m256i u, int32_t *sv, int32_t *su) {
+  __m256i v8 = _mm256_add_epi32(_mm512_castsi512_si256(v), _mm512_extracti64x4_epi64(v, 1));
+  __m256i h = _mm256_hadd_epi32(v8, u); /* v 01 23 u 01 23 | v 45 67 u 45 67 */
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(h), _mm256_extracti128_si256(h, 1));
+  s = _mm_hadd_epi32(s, s); /* v, u, v, u */
+  *sv = _mm_cvtsi128_si32(s);
+  *su = _mm_extract_epi32(s, 1);
+}
+
+/* q4_k (five = 0) and q5_k: qb_dot_k45's isum and msum, and its term */
+X512_INLINE float block_k45_x512(const uint8_t *x, const int8_t *qa, const int16_t *bsb, float da,
+                                 int five) {
+  const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
+  const uint8_t *qs = x + (five ? 48 : 16);
+  uint8_t sc[8], mn[8];
+  scales_mins_k4(x + 4, sc, mn);
+  __m512i sc8 = _mm512_zextsi128_si512(
+      _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sc)));
+  __m128i mb = _mm_loadl_epi64((const __m128i *)(const void *)mn);
+  __m256i mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb)); /* m0 m0 m1 m1 ... */
+  __m256i msum8 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)bsb), mins2);
+  __m512i hb = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(x + 16)))
+                    : _mm512_setzero_si512();
+  __m512i acc = _mm512_setzero_si512();
+  for (int p = 0; p < 2; p++) { /* chunks 2p and 2p + 1 */
+    __m512i bits = _mm512_loadu_si512((const void *)(qs + 64 * p));
+    __m512i lo = _mm512_and_si512(bits, m4);
+    __m512i hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
+    if (five) { /* bit 2c (low nibbles) and 2c + 1 (high) of qh tops chunk c's */
+      __m512i blo = _mm512_inserti64x4(_mm512_set1_epi8((char)(1 << (4 * p))),
+                                       _mm256_set1_epi8((char)(1 << (4 * p + 2))), 1);
+      __m512i bhi = _mm512_add_epi8(blo, blo);
+      lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, blo), lo, sixteen);
+      hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, bhi), hi, sixteen);
+    }
+    __m512i plo = _mm512_maddubs_epi16(lo, _mm512_loadu_si512((const void *)(qa + 128 * p)));
+    __m512i phi = _mm512_maddubs_epi16(hi, _mm512_loadu_si512((const void *)(qa + 128 * p + 64)));
+    acc = _mm512_dpwssd_epi32(acc, plo, _mm512_permutexvar_epi16(SCALE_IDX(K45_SCALE_IDX, 2 * p), sc8));
+    acc = _mm512_dpwssd_epi32(acc, phi,
+                              _mm512_permutexvar_epi16(SCALE_IDX(K45_SCALE_IDX, 2 * p + 1), sc8));
+  }
+  int32_t isum, msum;
+  hsum2_epi32(acc, msum8, &isum, &msum);
+  float dd = f16_x86(x) * da, dm = f16_x86(x + 2) * da;
+  float hi = dd * (float)isum, lo = dm * (float)msum;
+  return hi - lo;
+}
+
+/* q6_k: the sum of sc * q6u * qa (q6u = q6 + 32 in [0, 63]) less 32 times
+ * the sum of sc * bsum, one int32 reduction: qb_dot_q6_k's isum */
+X512_INLINE float block_q6_k_x512(const uint8_t *x, const int8_t *qa, const int16_t *bsb,
+                                  float da) {
+  const __m512i m4 = _mm512_set1_epi8(0xf), m30 = _mm512_set1_epi8(0x30);
+  __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + 192)));
+  __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)(const void *)bsb));
+  __m512i sc = _mm512_zextsi256_si512(sc16);
+  __m512i acc = _mm512_setzero_si512();
+  for (int h = 0; h < 2; h++) {
+    __m512i l = _mm512_loadu_si512((const void *)(x + 64 * h));
+    __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(x + 128 + 32 * h));
+    /* the high bits of values l and l + 32 (low nibbles), l + 64 and
+     * l + 96 (high): bits 0-1 / 4-5 of qh, and of qh >> 2 */
+    __m512i hb = _mm512_inserti64x4(_mm512_zextsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
+    __m512i vlo = _mm512_or_si512(_mm512_and_si512(l, m4),
+                                  _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+    __m512i vhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                                  _mm512_and_si512(hb, m30));
+    __m512i plo = _mm512_maddubs_epi16(vlo, _mm512_loadu_si512((const void *)(qa + 128 * h)));
+    __m512i phi = _mm512_maddubs_epi16(vhi, _mm512_loadu_si512((const void *)(qa + 128 * h + 64)));
+    acc = _mm512_dpwssd_epi32(acc, plo, _mm512_permutexvar_epi16(SCALE_IDX(Q6_K_SCALE_IDX, 2 * h), sc));
+    acc = _mm512_dpwssd_epi32(acc, phi,
+                              _mm512_permutexvar_epi16(SCALE_IDX(Q6_K_SCALE_IDX, 2 * h + 1), sc));
+  }
+  acc = _mm512_sub_epi32(acc, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
+  int32_t isum = _mm512_reduce_add_epi32(acc);
+  float dd = f16_x86(x + 208) * da;
+  return dd * (float)isum;
+}
+
+/* the K-quants: one f32 chain of block terms, as the generic path */
+#define X512_TERMS(name, BB, block_call)                                                     \
+  X512_FN static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+    float s = 0;                                                                             \
+    for (int64_t b = 0; b < nb; b++) {                                                       \
+      const uint8_t *x = w + (BB) * b;                                                       \
+      const int8_t *qa = a->q + 256 * b;                                                     \
+      const int16_t *bsb = a->bs + 16 * b;                                                   \
+      float da = a->d[b];                                                                    \
+      prefetch_span(x, BB);                                                                  \
+      s += block_call;                                                                       \
+    }                                                                                        \
+    return s;                                                                                \
+  }
+
+X512_TERMS(q4_k_avx512, 144, block_k45_x512(x, qa, bsb, da, 0))
+X512_TERMS(q5_k_avx512, 176, block_k45_x512(x, qa, bsb, da, 1))
+X512_TERMS(q6_k_avx512, 210, block_q6_k_x512(x, qa, bsb, da))
+
+QMATMUL_PACKED_ENTRY(q4_0_avx512, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx512)
+QMATMUL_ENTRY(q8_0_avx512, QB_Q8_0, dot_q8_0_avxvnni)
+QMATMUL_PACKED_ENTRY(q4_k_avx512, QB_Q4_K, pack_q8_k_x512, dot_q4_k_avx512)
+QMATMUL_PACKED_ENTRY(q5_k_avx512, QB_Q5_K, pack_q8_k_x512, dot_q5_k_avx512)
+QMATMUL_ENTRY(q6_k_avx512, QB_Q6_K, dot_q6_k_avx512)
+#endif
