@@ -36,18 +36,16 @@
                                       "fma"),                                                \
                                always_inline))
 
-#ifndef PF512
-#define PF512 4096
-#endif
-#ifndef PFHINT
-#define PFHINT _MM_HINT_T0
-#endif
+#define LD512(p) _mm512_loadu_si512((const void *)(p))
+
+/* 4 KB ahead: nearer (2 KB) left a decode step short of the stream's rate
+ * on this project's Sapphire Rapids host, farther (8 KB) gained nothing */
+enum { PF512 = 4096 };
 
 X512_INLINE void prefetch_span(const uint8_t *x, int64_t bytes) {
-  if (PF512 == 0) return;
   const char *p = (const char *)x + PF512;
-  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, PFHINT);
-  _mm_prefetch(p + bytes - 1, PFHINT);
+  for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T0);
+  _mm_prefetch(p + bytes - 1, _MM_HINT_T0);
 }
 
 /* ---- q4_0 ---- */
@@ -72,8 +70,8 @@ X512_INLINE __m512 step_q4_0(const uint8_t *x, int64_t avail, const lhs_row *a, 
                              __m512 acc) {
   __m512i l0, l1;
   if (avail >= 72) {
-    l0 = _mm512_loadu_si512((const void *)x);
-    l1 = _mm512_loadu_si512((const void *)(x + 8));
+    l0 = LD512(x);
+    l1 = LD512(x + 8);
   } else { /* a row's last, short group: masked loads touch nothing past it */
     l0 = _mm512_maskz_loadu_epi8((1ull << avail) - 1, x);
     l1 = _mm512_maskz_loadu_epi8((1ull << (avail - 8)) - 1, x + 8);
@@ -108,20 +106,19 @@ X512_FN static float dot_q4_0_avx512(const uint8_t *w, int64_t nb, const lhs_row
 /* word j of the result is word idx(j) of v, for the scale vectors: j / 16
  * picks one of two sub-blocks (q4_k / q5_k), j / 8 one of four groups
  * (q6_k) */
+#define REP8(v) v, v, v, v, v, v, v, v
+#define REP16(v) REP8(v), REP8(v)
 static const uint16_t K45_SCALE_IDX[4][32] __attribute__((aligned(64))) = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2},
-    {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6},
-    {5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7}};
+    {REP16(0), REP16(2)}, {REP16(1), REP16(3)}, {REP16(4), REP16(6)}, {REP16(5), REP16(7)}};
 static const uint16_t Q6_K_SCALE_IDX[4][32] __attribute__((aligned(64))) = {
-    {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3},
-    {4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 6, 7, 7, 7, 7, 7, 7, 7, 7},
-    {8, 8, 8, 8, 8, 8, 8, 8, 9, 9, 9, 9, 9, 9, 9, 9, 10, 10, 10, 10, 10, 10, 10, 10,
-     11, 11, 11, 11, 11, 11, 11, 11},
-    {12, 12, 12, 12, 12, 12, 12, 12, 13, 13, 13, 13, 13, 13, 13, 13, 14, 14, 14, 14, 14, 14, 14, 14,
-     15, 15, 15, 15, 15, 15, 15, 15}};
+    {REP8(0), REP8(1), REP8(2), REP8(3)},
+    {REP8(4), REP8(5), REP8(6), REP8(7)},
+    {REP8(8), REP8(9), REP8(10), REP8(11)},
+    {REP8(12), REP8(13), REP8(14), REP8(15)}};
 
-#define SCALE_IDX(t, i) _mm512_load_si512((const void *)(t)[i])
+/* the scales of a register's words: v's words picked by row i of table t */
+#define SCALES_OF(t, i, v) _mm512_permutexvar_epi16(_mm512_load_si512((const void *)(t)[i]), (v))
+
 
 /* q4_k / q5_k's lhs: Q8_K blocks, each chunk of 64 values with its two
  * sub-blocks of 32 interleaved (0 2 1 3 4 6 5 7: the order of a register
@@ -161,12 +158,11 @@ X512_INLINE float block_k45_x512(const uint8_t *x, const int8_t *qa, const int16
       _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sc)));
   __m128i mb = _mm_loadl_epi64((const __m128i *)(const void *)mn);
   __m256i mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb)); /* m0 m0 m1 m1 ... */
-  __m256i msum8 = _mm256_madd_epi16(_mm256_loadu_si256((const __m256i *)(const void *)bsb), mins2);
-  __m512i hb = five ? _mm512_broadcast_i64x4(_mm256_loadu_si256((const __m256i *)(const void *)(x + 16)))
-                    : _mm512_setzero_si512();
+  __m256i msum8 = _mm256_madd_epi16(LD256(bsb), mins2);
+  __m512i hb = five ? _mm512_broadcast_i64x4(LD256(x + 16)) : _mm512_setzero_si512();
   __m512i acc = _mm512_setzero_si512();
   for (int p = 0; p < 2; p++) { /* chunks 2p and 2p + 1 */
-    __m512i bits = _mm512_loadu_si512((const void *)(qs + 64 * p));
+    __m512i bits = LD512(qs + 64 * p);
     __m512i lo = _mm512_and_si512(bits, m4);
     __m512i hi = _mm512_and_si512(_mm512_srli_epi16(bits, 4), m4);
     if (five) { /* bit 2c (low nibbles) and 2c + 1 (high) of qh tops chunk c's */
@@ -176,11 +172,10 @@ X512_INLINE float block_k45_x512(const uint8_t *x, const int8_t *qa, const int16
       lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, blo), lo, sixteen);
       hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, bhi), hi, sixteen);
     }
-    __m512i plo = _mm512_maddubs_epi16(lo, _mm512_loadu_si512((const void *)(qa + 128 * p)));
-    __m512i phi = _mm512_maddubs_epi16(hi, _mm512_loadu_si512((const void *)(qa + 128 * p + 64)));
-    acc = _mm512_dpwssd_epi32(acc, plo, _mm512_permutexvar_epi16(SCALE_IDX(K45_SCALE_IDX, 2 * p), sc8));
-    acc = _mm512_dpwssd_epi32(acc, phi,
-                              _mm512_permutexvar_epi16(SCALE_IDX(K45_SCALE_IDX, 2 * p + 1), sc8));
+    __m512i plo = _mm512_maddubs_epi16(lo, LD512(qa + 128 * p));
+    __m512i phi = _mm512_maddubs_epi16(hi, LD512(qa + 128 * p + 64));
+    acc = _mm512_dpwssd_epi32(acc, plo, SCALES_OF(K45_SCALE_IDX, 2 * p, sc8));
+    acc = _mm512_dpwssd_epi32(acc, phi, SCALES_OF(K45_SCALE_IDX, 2 * p + 1, sc8));
   }
   int32_t isum, msum;
   hsum2_epi32(acc, msum8, &isum, &msum);
@@ -195,12 +190,12 @@ X512_INLINE float block_q6_k_x512(const uint8_t *x, const int8_t *qa, const int1
                                   float da) {
   const __m512i m4 = _mm512_set1_epi8(0xf), m30 = _mm512_set1_epi8(0x30);
   __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + 192)));
-  __m256i corr = _mm256_madd_epi16(sc16, _mm256_loadu_si256((const __m256i *)(const void *)bsb));
+  __m256i corr = _mm256_madd_epi16(sc16, LD256(bsb));
   __m512i sc = _mm512_zextsi256_si512(sc16);
   __m512i acc = _mm512_setzero_si512();
   for (int h = 0; h < 2; h++) {
-    __m512i l = _mm512_loadu_si512((const void *)(x + 64 * h));
-    __m256i qh = _mm256_loadu_si256((const __m256i *)(const void *)(x + 128 + 32 * h));
+    __m512i l = LD512(x + 64 * h);
+    __m256i qh = LD256(x + 128 + 32 * h);
     /* the high bits of values l and l + 32 (low nibbles), l + 64 and
      * l + 96 (high): bits 0-1 / 4-5 of qh, and of qh >> 2 */
     __m512i hb = _mm512_inserti64x4(_mm512_zextsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
@@ -208,11 +203,10 @@ X512_INLINE float block_q6_k_x512(const uint8_t *x, const int8_t *qa, const int1
                                   _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
     __m512i vhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
                                   _mm512_and_si512(hb, m30));
-    __m512i plo = _mm512_maddubs_epi16(vlo, _mm512_loadu_si512((const void *)(qa + 128 * h)));
-    __m512i phi = _mm512_maddubs_epi16(vhi, _mm512_loadu_si512((const void *)(qa + 128 * h + 64)));
-    acc = _mm512_dpwssd_epi32(acc, plo, _mm512_permutexvar_epi16(SCALE_IDX(Q6_K_SCALE_IDX, 2 * h), sc));
-    acc = _mm512_dpwssd_epi32(acc, phi,
-                              _mm512_permutexvar_epi16(SCALE_IDX(Q6_K_SCALE_IDX, 2 * h + 1), sc));
+    __m512i plo = _mm512_maddubs_epi16(vlo, LD512(qa + 128 * h));
+    __m512i phi = _mm512_maddubs_epi16(vhi, LD512(qa + 128 * h + 64));
+    acc = _mm512_dpwssd_epi32(acc, plo, SCALES_OF(Q6_K_SCALE_IDX, 2 * h, sc));
+    acc = _mm512_dpwssd_epi32(acc, phi, SCALES_OF(Q6_K_SCALE_IDX, 2 * h + 1, sc));
   }
   acc = _mm512_sub_epi32(acc, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
   int32_t isum = _mm512_reduce_add_epi32(acc);

@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ir/qblock.h"
 
@@ -180,6 +182,50 @@ Test(qmatmul_template, one_block_row_and_odd_shapes) {
 Test(qmatmul_template, several_blocks_and_rows_of_lhs) {
   check_shape(1, 33, 4096);
   check_shape(6, 5, 1280);
+}
+
+/* every count of blocks up to nine: q4_0's x86 entries step over four
+ * (512-bit) or two (256-bit) blocks at a time, then a short step */
+Test(qmatmul_template, rows_of_one_to_nine_blocks) {
+  for (int64_t k = 32; k <= 288; k += 32) {
+    check_shape(1, 5, k);
+    check_shape(2, 3, k);
+  }
+}
+
+/* W's last byte just before a page that cannot be read: no entry reads
+ * past the end of its rows (a short last step loads only its own bytes) */
+Test(qmatmul_template, no_read_past_the_last_row) {
+  long page = sysconf(_SC_PAGESIZE);
+  for (int ei = 0; ei < QB_COUNT; ei++) {
+    qb_encoding e = (qb_encoding)ei;
+    for (int64_t nb = 1; nb <= 5; nb++) {
+      enum { M = 1, N = 2 };
+      int64_t k = nb * QB_ELEMS(e), wbytes = N * nb * QB_BYTES(e);
+      size_t span = (size_t)((wbytes + page - 1) / page + 1) * (size_t)page;
+      uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      cr_assert(map != MAP_FAILED);
+      cr_assert(mprotect(map + span - (size_t)page, (size_t)page, PROT_NONE) == 0);
+      uint8_t *w = map + span - (size_t)page - (size_t)wbytes;
+      float a[M * 5 * 256], want[M * N], got[M * N];
+      double mag[M * N];
+      fill(M, N, k, e, a, w);
+      reference(M, N, k, e, a, w, want, mag);
+      qmm_fn fns[4] = {GENERIC[e], NULL, NULL, NULL};
+#if defined(__x86_64__)
+      x86_entries(e, fns + 1);
+#endif
+      for (int f = 0; f < 4; f++) {
+        if (!fns[f]) continue;
+        fns[f](M, N, k, a, w, got, 0, N);
+        for (int j = 0; j < M * N; j++)
+          cr_expect(fabs((double)got[j] - want[j]) <= 1e-5 * mag[j],
+                    "%s entry %d nb=%lld [%d]: %g, reference %g", qb_name(e), f, (long long)nb, j,
+                    got[j], want[j]);
+      }
+      munmap(map, span);
+    }
+  }
 }
 
 Test(qmatmul_template, k_across_chunks_of_the_quantized_lhs) {
