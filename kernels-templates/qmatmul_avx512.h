@@ -64,10 +64,10 @@ static const uint16_t Q4_0_SCALES[32] __attribute__((aligned(64))) = {
     0, 0, 0, 0, 9, 9, 9, 9, 18, 18, 18, 18, 27, 27, 27, 27,
     0, 0, 0, 0, 0, 0, 0, 0, 0,  0,  0,  0,  0,  0,  0,  0};
 
-/* four blocks at x (bytes of them past `avail` not read) against group g's
- * lhs: acc plus each lane's exact int32 times its block's dw * da */
-X512_INLINE __m512 step_q4_0(const uint8_t *x, int64_t avail, const lhs_row *a, int64_t g,
-                             __m512 acc) {
+/* four blocks at x (bytes of them past `avail` not read): their low and
+ * high nibbles (each lane's 4 bytes one block's) and each lane's dw */
+X512_INLINE void unpack_q4_0(const uint8_t *x, int64_t avail, __m512i *lo, __m512i *hi,
+                             __m512 *dw) {
   __m512i l0, l1;
   if (avail >= 72) {
     l0 = LD512(x);
@@ -78,27 +78,35 @@ X512_INLINE __m512 step_q4_0(const uint8_t *x, int64_t avail, const lhs_row *a, 
   }
   __m512i nib = _mm512_permutex2var_epi8(l0, _mm512_load_si512(Q4_0_NIBBLES), l1);
   const __m512i m4 = _mm512_set1_epi8(0xf);
-  __m512i lo = _mm512_and_si512(nib, m4), hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4);
-  __m512i s = _mm512_load_si512(a->corr + 16 * g);
-  s = _mm512_dpbusd_epi32(s, lo, _mm512_load_si512(a->q + 128 * g));
-  s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(a->q + 128 * g + 64));
+  *lo = _mm512_and_si512(nib, m4);
+  *hi = _mm512_and_si512(_mm512_srli_epi16(nib, 4), m4);
   __m512i dw16 = _mm512_permutexvar_epi16(_mm512_load_si512(Q4_0_SCALES), l0);
-  __m512 dd = _mm512_mul_ps(_mm512_cvtph_ps(_mm512_castsi512_si256(dw16)),
-                            _mm512_load_ps(a->dl + 16 * g));
-  return _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc);
+  *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(dw16));
 }
 
-/* two f32 chains, groups alternating */
-X512_FN static float dot_q4_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a) {
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  int64_t groups = nb / 4, g = 0;
-  for (; g < groups; g++) {
+/* rows R (1 to MB) of the lhs against one row of W, four blocks per step,
+ * each step's weights unpacked once for every row: per row, two f32
+ * chains (groups alternating) of each lane's exact int32 times its
+ * block's dw * da */
+X512_INLINE void dots_q4_0(const uint8_t *w, int64_t nb, const lhs_row *a, int R, float *out) {
+  __m512 acc[MB][2];
+  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  const int64_t groups = nb / 4, tail = 18 * (nb % 4);
+  for (int64_t g = 0; g < groups + (tail > 0); g++) {
     const uint8_t *x = w + 72 * g;
-    prefetch_span(x, 72);
-    acc[g & 1] = step_q4_0(x, 72, a, g, acc[g & 1]);
+    __m512i lo, hi;
+    __m512 dw;
+    if (g < groups) prefetch_span(x, 72);
+    unpack_q4_0(x, g < groups ? 72 : tail, &lo, &hi, &dw);
+    for (int r = 0; r < R; r++) {
+      __m512i s = _mm512_load_si512(a[r].corr + 16 * g);
+      s = _mm512_dpbusd_epi32(s, lo, _mm512_load_si512(a[r].q + 128 * g));
+      s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(a[r].q + 128 * g + 64));
+      __m512 dd = _mm512_mul_ps(dw, _mm512_load_ps(a[r].dl + 16 * g));
+      acc[r][g & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc[r][g & 1]);
+    }
   }
-  if (nb % 4) acc[g & 1] = step_q4_0(w + 72 * g, 18 * (nb % 4), a, g, acc[g & 1]);
-  return _mm512_reduce_add_ps(_mm512_add_ps(acc[0], acc[1]));
+  for (int r = 0; r < R; r++) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }
 
 /* ---- the K-quants ---- */
@@ -147,9 +155,18 @@ X512_INLINE void hsum2_epi32(__m512i v, __m256i u, int32_t *sv, int32_t *su) {
   *su = _mm_extract_epi32(s, 1);
 }
 
-/* q4_k (five = 0) and q5_k: qb_dot_k45's isum and msum, and its term */
-X512_INLINE float block_k45_x512(const uint8_t *x, const int8_t *qa, const int16_t *bsb, float da,
-                                 int five) {
+/* a K-quant block's weights unpacked for its dot with any lhs row: values
+ * (as u8) of registers of 64, the s16 scale of each of their words, and
+ * the f16 scales; q4_k / q5_k's mins doubled up (m0 m0 m1 m1 ...) against
+ * the bsums, q6_k's scales as words (sc16) */
+typedef struct kblock {
+  __m512i lo[2], hi[2], sc[4];
+  __m256i mins2, sc16;
+  float dw, dmin;
+} kblock;
+
+/* q4_k (five = 0) and q5_k */
+X512_INLINE void unpack_k45(const uint8_t *x, int five, kblock *u) {
   const __m512i m4 = _mm512_set1_epi8(0xf), sixteen = _mm512_set1_epi8(16);
   const uint8_t *qs = x + (five ? 48 : 16);
   uint8_t sc[8], mn[8];
@@ -157,10 +174,8 @@ X512_INLINE float block_k45_x512(const uint8_t *x, const int8_t *qa, const int16
   __m512i sc8 = _mm512_zextsi128_si512(
       _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)sc)));
   __m128i mb = _mm_loadl_epi64((const __m128i *)(const void *)mn);
-  __m256i mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb)); /* m0 m0 m1 m1 ... */
-  __m256i msum8 = _mm256_madd_epi16(LD256(bsb), mins2);
+  u->mins2 = _mm256_cvtepu8_epi16(_mm_unpacklo_epi8(mb, mb));
   __m512i hb = five ? _mm512_broadcast_i64x4(LD256(x + 16)) : _mm512_setzero_si512();
-  __m512i acc = _mm512_setzero_si512();
   for (int p = 0; p < 2; p++) { /* chunks 2p and 2p + 1 */
     __m512i bits = LD512(qs + 64 * p);
     __m512i lo = _mm512_and_si512(bits, m4);
@@ -172,70 +187,118 @@ X512_INLINE float block_k45_x512(const uint8_t *x, const int8_t *qa, const int16
       lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(hb, blo), lo, sixteen);
       hi = _mm512_mask_add_epi8(hi, _mm512_test_epi8_mask(hb, bhi), hi, sixteen);
     }
-    __m512i plo = _mm512_maddubs_epi16(lo, LD512(qa + 128 * p));
-    __m512i phi = _mm512_maddubs_epi16(hi, LD512(qa + 128 * p + 64));
-    acc = _mm512_dpwssd_epi32(acc, plo, SCALES_OF(K45_SCALE_IDX, 2 * p, sc8));
-    acc = _mm512_dpwssd_epi32(acc, phi, SCALES_OF(K45_SCALE_IDX, 2 * p + 1, sc8));
+    u->lo[p] = lo;
+    u->hi[p] = hi;
+    u->sc[2 * p] = SCALES_OF(K45_SCALE_IDX, 2 * p, sc8);
+    u->sc[2 * p + 1] = SCALES_OF(K45_SCALE_IDX, 2 * p + 1, sc8);
   }
+  u->dw = f16_x86(x);
+  u->dmin = f16_x86(x + 2);
+}
+
+/* the sum of each 16-value group's scale times its values times qa: the
+ * registers of u against 256 lhs values in u's order */
+X512_INLINE __m512i scaled_sums(const kblock *u, const int8_t *qa) {
+  __m512i acc = _mm512_setzero_si512();
+  for (int p = 0; p < 2; p++) {
+    __m512i plo = _mm512_maddubs_epi16(u->lo[p], LD512(qa + 128 * p));
+    __m512i phi = _mm512_maddubs_epi16(u->hi[p], LD512(qa + 128 * p + 64));
+    acc = _mm512_dpwssd_epi32(acc, plo, u->sc[2 * p]);
+    acc = _mm512_dpwssd_epi32(acc, phi, u->sc[2 * p + 1]);
+  }
+  return acc;
+}
+
+/* q4_k / q5_k: qb_dot_k45's isum and msum, and its term */
+X512_INLINE float term_k45(const kblock *u, const int8_t *qa, const int16_t *bsb, float da) {
   int32_t isum, msum;
-  hsum2_epi32(acc, msum8, &isum, &msum);
-  float dd = f16_x86(x) * da, dm = f16_x86(x + 2) * da;
+  hsum2_epi32(scaled_sums(u, qa), _mm256_madd_epi16(LD256(bsb), u->mins2), &isum, &msum);
+  float dd = u->dw * da, dm = u->dmin * da;
   float hi = dd * (float)isum, lo = dm * (float)msum;
   return hi - lo;
 }
 
-/* q6_k: the sum of sc * q6u * qa (q6u = q6 + 32 in [0, 63]) less 32 times
- * the sum of sc * bsum, one int32 reduction: qb_dot_q6_k's isum */
-X512_INLINE float block_q6_k_x512(const uint8_t *x, const int8_t *qa, const int16_t *bsb,
-                                  float da) {
+/* q6_k: values q6u = q6 + 32 in [0, 63] */
+X512_INLINE void unpack_q6_k(const uint8_t *x, kblock *u) {
   const __m512i m4 = _mm512_set1_epi8(0xf), m30 = _mm512_set1_epi8(0x30);
-  __m256i sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + 192)));
-  __m256i corr = _mm256_madd_epi16(sc16, LD256(bsb));
-  __m512i sc = _mm512_zextsi256_si512(sc16);
-  __m512i acc = _mm512_setzero_si512();
+  u->sc16 = _mm256_cvtepi8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(x + 192)));
+  __m512i sc = _mm512_zextsi256_si512(u->sc16);
   for (int h = 0; h < 2; h++) {
     __m512i l = LD512(x + 64 * h);
     __m256i qh = LD256(x + 128 + 32 * h);
     /* the high bits of values l and l + 32 (low nibbles), l + 64 and
      * l + 96 (high): bits 0-1 / 4-5 of qh, and of qh >> 2 */
     __m512i hb = _mm512_inserti64x4(_mm512_zextsi256_si512(qh), _mm256_srli_epi16(qh, 2), 1);
-    __m512i vlo = _mm512_or_si512(_mm512_and_si512(l, m4),
-                                  _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
-    __m512i vhi = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
-                                  _mm512_and_si512(hb, m30));
-    __m512i plo = _mm512_maddubs_epi16(vlo, LD512(qa + 128 * h));
-    __m512i phi = _mm512_maddubs_epi16(vhi, LD512(qa + 128 * h + 64));
-    acc = _mm512_dpwssd_epi32(acc, plo, SCALES_OF(Q6_K_SCALE_IDX, 2 * h, sc));
-    acc = _mm512_dpwssd_epi32(acc, phi, SCALES_OF(Q6_K_SCALE_IDX, 2 * h + 1, sc));
+    u->lo[h] = _mm512_or_si512(_mm512_and_si512(l, m4),
+                               _mm512_and_si512(_mm512_slli_epi16(hb, 4), m30));
+    u->hi[h] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l, 4), m4),
+                               _mm512_and_si512(hb, m30));
+    u->sc[2 * h] = SCALES_OF(Q6_K_SCALE_IDX, 2 * h, sc);
+    u->sc[2 * h + 1] = SCALES_OF(Q6_K_SCALE_IDX, 2 * h + 1, sc);
   }
-  acc = _mm512_sub_epi32(acc, _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
+  u->dw = f16_x86(x + 208);
+}
+
+/* q6_k: the sum of sc * q6u * qa less 32 times the sum of sc * bsum, one
+ * int32 reduction: qb_dot_q6_k's isum, and its term */
+X512_INLINE float term_q6_k(const kblock *u, const int8_t *qa, const int16_t *bsb, float da) {
+  __m256i corr = _mm256_madd_epi16(u->sc16, LD256(bsb));
+  __m512i acc = _mm512_sub_epi32(scaled_sums(u, qa),
+                                 _mm512_zextsi256_si512(_mm256_slli_epi32(corr, 5)));
   int32_t isum = _mm512_reduce_add_epi32(acc);
-  float dd = f16_x86(x + 208) * da;
+  float dd = u->dw * da;
   return dd * (float)isum;
 }
 
-/* the K-quants: one f32 chain of block terms, as the generic path */
-#define X512_TERMS(name, BB, block_call)                                                     \
-  X512_FN static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
-    float s = 0;                                                                             \
-    for (int64_t b = 0; b < nb; b++) {                                                       \
-      const uint8_t *x = w + (BB) * b;                                                       \
-      const int8_t *qa = a->q + 256 * b;                                                     \
-      const int16_t *bsb = a->bs + 16 * b;                                                   \
-      float da = a->d[b];                                                                    \
-      prefetch_span(x, BB);                                                                  \
-      s += block_call;                                                                       \
-    }                                                                                        \
-    return s;                                                                                \
+/* rows R (1 to MB) of the lhs against one row of W, a block per step, its
+ * weights unpacked once for every row; per row one f32 chain of block
+ * terms, as the generic path */
+X512_INLINE void dots_k(qb_encoding enc, const uint8_t *w, int64_t nb, const lhs_row *a, int R,
+                        float *out) {
+  const int64_t BB = QB_BYTES(enc);
+  float s[MB] = {0};
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *x = w + BB * b;
+    kblock u;
+    prefetch_span(x, BB);
+    if (enc == QB_Q6_K) unpack_q6_k(x, &u);
+    else unpack_k45(x, enc == QB_Q5_K, &u);
+    for (int r = 0; r < R; r++) {
+      const int8_t *qa = a[r].q + 256 * b;
+      const int16_t *bsb = a[r].bs + 16 * b;
+      s[r] += enc == QB_Q6_K ? term_q6_k(&u, qa, bsb, a[r].d[b]) : term_k45(&u, qa, bsb, a[r].d[b]);
+    }
   }
+  for (int r = 0; r < R; r++) out[r] = s[r];
+}
 
-X512_TERMS(q4_k_avx512, 144, block_k45_x512(x, qa, bsb, da, 0))
-X512_TERMS(q5_k_avx512, 176, block_k45_x512(x, qa, bsb, da, 1))
-X512_TERMS(q6_k_avx512, 210, block_q6_k_x512(x, qa, bsb, da))
+/* an encoding's dot of one row (dot_E, the driver's row_dot_fn) and of 2
+ * to MB rows (dots_E, its rows_dot_fn), each with R a constant */
+#define X512_DOTS(name, call)                                                                \
+  X512_FN static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+    float out;                                                                               \
+    call(w, nb, a, 1, &out);                                                                 \
+    return out;                                                                              \
+  }                                                                                          \
+  X512_FN static void dots_##name(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R, \
+                                  float *out) {                                              \
+    if (R == 2) call(w, nb, a, 2, out);                                                      \
+    else if (R == 3) call(w, nb, a, 3, out);                                                 \
+    else call(w, nb, a, 4, out);                                                             \
+  }
+#define DOTS_Q4_K(w, nb, a, R, out) dots_k(QB_Q4_K, w, nb, a, R, out)
+#define DOTS_Q5_K(w, nb, a, R, out) dots_k(QB_Q5_K, w, nb, a, R, out)
+#define DOTS_Q6_K(w, nb, a, R, out) dots_k(QB_Q6_K, w, nb, a, R, out)
+_Static_assert(MB == 4, "dots_E's cases cover R = 2 to MB");
 
-QMATMUL_PACKED_ENTRY(q4_0_avx512, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx512)
+X512_DOTS(q4_0_avx512, dots_q4_0)
+X512_DOTS(q4_k_avx512, DOTS_Q4_K)
+X512_DOTS(q5_k_avx512, DOTS_Q5_K)
+X512_DOTS(q6_k_avx512, DOTS_Q6_K)
+
+QMATMUL_ROWS_ENTRY(q4_0_avx512, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx512, dots_q4_0_avx512)
 QMATMUL_ENTRY(q8_0_avx512, QB_Q8_0, dot_q8_0_avxvnni)
-QMATMUL_PACKED_ENTRY(q4_k_avx512, QB_Q4_K, pack_q8_k_x512, dot_q4_k_avx512)
-QMATMUL_PACKED_ENTRY(q5_k_avx512, QB_Q5_K, pack_q8_k_x512, dot_q5_k_avx512)
-QMATMUL_ENTRY(q6_k_avx512, QB_Q6_K, dot_q6_k_avx512)
+QMATMUL_ROWS_ENTRY(q4_k_avx512, QB_Q4_K, pack_q8_k_x512, dot_q4_k_avx512, dots_q4_k_avx512)
+QMATMUL_ROWS_ENTRY(q5_k_avx512, QB_Q5_K, pack_q8_k_x512, dot_q5_k_avx512, dots_q5_k_avx512)
+QMATMUL_ROWS_ENTRY(q6_k_avx512, QB_Q6_K, pack_q8_k, dot_q6_k_avx512, dots_q6_k_avx512)
 #endif

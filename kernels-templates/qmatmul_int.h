@@ -35,6 +35,11 @@ typedef struct lhs_row {
 /* the sum over nb blocks of row w of W of the block terms against a */
 typedef float (*row_dot_fn)(const uint8_t *w, int64_t nb, const lhs_row *a);
 
+/* the same for rows 2 <= R <= MB of the lhs at once (row r's sum into
+ * out[r], each as row_dot_fn's), W's row read once for all of them */
+typedef void (*rows_dot_fn)(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R,
+                            float *out);
+
 /* quantizes nb blocks of a (one row of A, from a pass's first column) into
  * row r of L, a row of the pass being kc columns */
 typedef void (*lhs_pack_fn)(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb);
@@ -77,8 +82,9 @@ GENERIC_DOT(q5_k, QB_Q5_K)
 GENERIC_DOT(q6_k, QB_Q6_K)
 
 static inline __attribute__((always_inline)) void
-qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, int64_t M, int64_t N, int64_t K,
-            const float *A, const uint8_t *W, float *C, int64_t n_lo, int64_t n_hi) {
+qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, int64_t M,
+            int64_t N, int64_t K, const float *A, const uint8_t *W, float *C, int64_t n_lo,
+            int64_t n_hi) {
   const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB;
   if (K == 0) {
     for (int64_t m = 0; m < M; m++)
@@ -99,25 +105,32 @@ qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, int64_t M, int64_
       }
       for (int64_t n = n_lo; n < n_hi; n++) {
         const uint8_t *w = W + n * rowbytes + k0 / E * BB;
+        float s[MB];
+        if (dots && mb > 1) {
+          dots(w, nb, rows_of, mb, s);
+        } else {
+          for (int64_t r = 0; r < mb; r++) s[r] = dot(w, nb, &rows_of[r]);
+        }
         for (int64_t r = 0; r < mb; r++) {
-          float s = dot(w, nb, &rows_of[r]);
           float *c = &C[(m0 + r) * N + n];
-          *c = k0 ? *c + s : s;
+          *c = k0 ? *c + s[r] : s[r];
         }
       }
     }
   }
 }
 
-/* an entry with qblock.h's lhs layout (pack_plain) */
+/* an entry with qblock.h's lhs layout (pack_plain); with the lhs packed
+ * by `pack`; with a dot of several lhs rows at once as well */
 #define QMATMUL_ENTRY(name, enc, dot) QMATMUL_PACKED_ENTRY(name, enc, PLAIN_PACK(enc), dot)
 #define PLAIN_PACK(enc) (QB_LHS_IS_K(enc) ? pack_q8_k : pack_q8_0)
-#define QMATMUL_PACKED_ENTRY(name, enc, pack, dot)                                             \
+#define QMATMUL_PACKED_ENTRY(name, enc, pack, dot) QMATMUL_ROWS_ENTRY(name, enc, pack, dot, 0)
+#define QMATMUL_ROWS_ENTRY(name, enc, pack, dot, dots)                                         \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi);                          \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi) {                         \
-    qmatmul_int(enc, pack, dot, M, N, K, A, W, C, n_lo, n_hi);                             \
+    qmatmul_int(enc, pack, dot, dots, M, N, K, A, W, C, n_lo, n_hi);                       \
   }
 QMATMUL_ENTRY(q4_0, QB_Q4_0, dot_q4_0)
 QMATMUL_ENTRY(q8_0, QB_Q8_0, dot_q8_0)
