@@ -23,7 +23,8 @@
  *    q4_k / q5_k's lhs is stored with each 64-value chunk's sub-blocks
  *    interleaved (0 2 1 3 4 6 5 7) so one register of nibbles meets its
  *    lhs in one load.
- *  - q8_0: the AVX-VNNI entry's dot (it already keeps up with the stream).
+ *  - q8_0: the AVX-VNNI entry's block math (256-bit vpdpbusd, EVEX) with
+ *    the prefetch below.
  * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
  * s16 pair of vpmaddubsw below 2^14.
  *
@@ -88,29 +89,35 @@ X512_INLINE void unpack_q4_0(const uint8_t *x, int64_t avail, __m512i *lo, __m51
   *dw = _mm512_cvtph_ps(_mm512_castsi512_si256(dw16));
 }
 
-/* rows R (1 to MB) of the lhs against one row of W, four blocks per step,
- * each step's weights unpacked once for every row: per row, two f32
- * chains (groups alternating) of each lane's exact int32 times its
- * block's dw * da */
-X512_INLINE void dots_q4_0(const uint8_t *w, int64_t nb, const lhs_row *a, int R, float *out) {
+/* rows R (1 to MB) of the lhs against P rows of W (w[0], and w[1] when P
+ * is 2: two streams of W in one loop, R then 1), four blocks per step,
+ * each step's weights unpacked once for every lhs row: per pair of rows,
+ * two f32 chains (groups alternating) of each lane's exact int32 times its
+ * block's dw * da; sums into out[p * R + r] */
+X512_INLINE void dots_q4_0(const uint8_t *const *w, int P, int64_t nb, const lhs_row *a, int R,
+                           float *out) {
   __m512 acc[MB][2];
-  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int i = 0; i < P * R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   const int64_t groups = nb / 4, tail = 18 * (nb % 4);
   for (int64_t g = 0; g < groups + (tail > 0); g++) {
-    const uint8_t *x = w + 72 * g;
-    __m512i lo, hi;
-    __m512 dw;
-    if (g < groups) prefetch_span(x, 72);
-    unpack_q4_0(x, g < groups ? 72 : tail, &lo, &hi, &dw);
-    for (int r = 0; r < R; r++) {
-      __m512i s = _mm512_load_si512(a[r].corr + 16 * g);
-      s = _mm512_dpbusd_epi32(s, lo, _mm512_load_si512(a[r].q + 128 * g));
-      s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(a[r].q + 128 * g + 64));
-      __m512 dd = _mm512_mul_ps(dw, _mm512_load_ps(a[r].dl + 16 * g));
-      acc[r][g & 1] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, acc[r][g & 1]);
+    for (int p = 0; p < P; p++) {
+      const uint8_t *x = w[p] + 72 * g;
+      __m512i lo, hi;
+      __m512 dw;
+      if (g < groups) prefetch_span(x, 72);
+      unpack_q4_0(x, g < groups ? 72 : tail, &lo, &hi, &dw);
+      for (int r = 0; r < R; r++) {
+        __m512i s = _mm512_load_si512(a[r].corr + 16 * g);
+        s = _mm512_dpbusd_epi32(s, lo, _mm512_load_si512(a[r].q + 128 * g));
+        s = _mm512_dpbusd_epi32(s, hi, _mm512_load_si512(a[r].q + 128 * g + 64));
+        __m512 dd = _mm512_mul_ps(dw, _mm512_load_ps(a[r].dl + 16 * g));
+        __m512 *c = &acc[p * R + r][g & 1];
+        *c = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), dd, *c);
+      }
     }
   }
-  for (int r = 0; r < R; r++) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
+  for (int i = 0; i < P * R; i++)
+    out[i] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]));
 }
 
 /* ---- the K-quants ---- */
@@ -254,55 +261,87 @@ X512_INLINE float term_q6_k(const kblock *u, const int8_t *qa, const int16_t *bs
   return dd * (float)isum;
 }
 
-/* rows R (1 to MB) of the lhs against one row of W, a block per step, its
- * weights unpacked once for every row; per row one f32 chain of block
- * terms, as the generic path */
-X512_INLINE void dots_k(qb_encoding enc, const uint8_t *w, int64_t nb, const lhs_row *a, int R,
-                        float *out) {
+/* rows R (1 to MB) of the lhs against P rows of W (as dots_q4_0), a block
+ * per step, its weights unpacked once for every lhs row; per pair of rows
+ * one f32 chain of block terms, as the generic path */
+X512_INLINE void dots_k(qb_encoding enc, const uint8_t *const *w, int P, int64_t nb,
+                        const lhs_row *a, int R, float *out) {
   const int64_t BB = QB_BYTES(enc);
   float s[MB] = {0};
   for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *x = w + BB * b;
-    kblock u;
-    prefetch_span(x, BB);
-    if (enc == QB_Q6_K) unpack_q6_k(x, &u);
-    else unpack_k45(x, enc == QB_Q5_K, &u);
-    for (int r = 0; r < R; r++) {
-      const int8_t *qa = a[r].q + 256 * b;
-      const int16_t *bsb = a[r].bs + 16 * b;
-      s[r] += enc == QB_Q6_K ? term_q6_k(&u, qa, bsb, a[r].d[b]) : term_k45(&u, qa, bsb, a[r].d[b]);
+    for (int p = 0; p < P; p++) {
+      const uint8_t *x = w[p] + BB * b;
+      kblock u;
+      prefetch_span(x, BB);
+      if (enc == QB_Q6_K) unpack_q6_k(x, &u);
+      else unpack_k45(x, enc == QB_Q5_K, &u);
+      for (int r = 0; r < R; r++) {
+        const int8_t *qa = a[r].q + 256 * b;
+        const int16_t *bsb = a[r].bs + 16 * b;
+        float da = a[r].d[b];
+        s[p * R + r] += enc == QB_Q6_K ? term_q6_k(&u, qa, bsb, da) : term_k45(&u, qa, bsb, da);
+      }
     }
   }
-  for (int r = 0; r < R; r++) out[r] = s[r];
+  for (int i = 0; i < P * R; i++) out[i] = s[i];
 }
 
-/* an encoding's dot of one row (dot_E, the driver's row_dot_fn) and of 2
- * to MB rows (dots_E, its rows_dot_fn), each with R a constant */
+/* an encoding's dot of one row (dot_E, the driver's row_dot_fn), of 2 to
+ * MB lhs rows (dots_E, its rows_dot_fn) and of two rows of W (dot2_E, its
+ * pair_dot_fn), each with P and R constants */
 #define X512_DOTS(name, call)                                                                \
   X512_FN static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
     float out;                                                                               \
-    call(w, nb, a, 1, &out);                                                                 \
+    call(&w, 1, nb, a, 1, &out);                                                             \
     return out;                                                                              \
   }                                                                                          \
   X512_FN static void dots_##name(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R, \
                                   float *out) {                                              \
-    if (R == 2) call(w, nb, a, 2, out);                                                      \
-    else if (R == 3) call(w, nb, a, 3, out);                                                 \
-    else call(w, nb, a, 4, out);                                                             \
+    if (R == 2) call(&w, 1, nb, a, 2, out);                                                  \
+    else if (R == 3) call(&w, 1, nb, a, 3, out);                                             \
+    else call(&w, 1, nb, a, 4, out);                                                         \
+  }                                                                                          \
+  X512_FN static void dot2_##name(const uint8_t *w0, const uint8_t *w1, int64_t nb,          \
+                                  const lhs_row *a, float *out) {                            \
+    const uint8_t *w[2] = {w0, w1};                                                          \
+    call(w, 2, nb, a, 1, out);                                                               \
   }
-#define DOTS_Q4_K(w, nb, a, R, out) dots_k(QB_Q4_K, w, nb, a, R, out)
-#define DOTS_Q5_K(w, nb, a, R, out) dots_k(QB_Q5_K, w, nb, a, R, out)
-#define DOTS_Q6_K(w, nb, a, R, out) dots_k(QB_Q6_K, w, nb, a, R, out)
-_Static_assert(MB == 4, "dots_E's cases cover R = 2 to MB");
+#define DOTS_Q4_K(w, P, nb, a, R, out) dots_k(QB_Q4_K, w, P, nb, a, R, out)
+#define DOTS_Q5_K(w, P, nb, a, R, out) dots_k(QB_Q5_K, w, P, nb, a, R, out)
+#define DOTS_Q6_K(w, P, nb, a, R, out) dots_k(QB_Q6_K, w, P, nb, a, R, out)
+_Static_assert(MB == 4, "dots_E's cases cover R = 2 to MB, and 2 x 1 fits acc[MB]");
+
+/* q8_0: the AVX-VNNI entry's block math (|w| times a with w's sign; two
+ * chains of 8 lanes, blocks alternating) in AVX512-VL's encoding of
+ * vpdpbusd, with this file's prefetch, one per two blocks */
+X512_INLINE __m256 block_q8_0_x512(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
+  __m256i w = LD256(x + 2);
+  __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w),
+                                  _mm256_sign_epi8(LD256(qa), w));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da), acc);
+}
+
+X512_FN static float dot_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a) {
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t b = 0; b < nb; b++) {
+    const uint8_t *x = w + 34 * b;
+    if (!(b & 1)) prefetch_span(x, 68);
+    acc[b & 1] = block_q8_0_x512(x, a->q + 32 * b, a->d[b], acc[b & 1]);
+  }
+  return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+}
 
 X512_DOTS(q4_0_avx512, dots_q4_0)
 X512_DOTS(q4_k_avx512, DOTS_Q4_K)
 X512_DOTS(q5_k_avx512, DOTS_Q5_K)
 X512_DOTS(q6_k_avx512, DOTS_Q6_K)
 
-QMATMUL_ROWS_ENTRY(q4_0_avx512, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx512, dots_q4_0_avx512)
-QMATMUL_ENTRY(q8_0_avx512, QB_Q8_0, dot_q8_0_avxvnni)
-QMATMUL_ROWS_ENTRY(q4_k_avx512, QB_Q4_K, pack_q8_k_x512, dot_q4_k_avx512, dots_q4_k_avx512)
-QMATMUL_ROWS_ENTRY(q5_k_avx512, QB_Q5_K, pack_q8_k_x512, dot_q5_k_avx512, dots_q5_k_avx512)
-QMATMUL_ROWS_ENTRY(q6_k_avx512, QB_Q6_K, pack_q8_k, dot_q6_k_avx512, dots_q6_k_avx512)
+#define X512_ENTRY(name, enc, pack)                                                          \
+  QMATMUL_ROWS_ENTRY(name##_avx512, enc, pack, dot_##name##_avx512, dots_##name##_avx512,   \
+                     dot2_##name##_avx512)
+X512_ENTRY(q4_0, QB_Q4_0, pack_q4_0_lanes)
+QMATMUL_ENTRY(q8_0_avx512, QB_Q8_0, dot_q8_0_avx512)
+X512_ENTRY(q4_k, QB_Q4_K, pack_q8_k_x512)
+X512_ENTRY(q5_k, QB_Q5_K, pack_q8_k_x512)
+X512_ENTRY(q6_k, QB_Q6_K, pack_q8_k)
 #endif

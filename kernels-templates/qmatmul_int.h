@@ -40,6 +40,11 @@ typedef float (*row_dot_fn)(const uint8_t *w, int64_t nb, const lhs_row *a);
 typedef void (*rows_dot_fn)(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R,
                             float *out);
 
+/* row_dot_fn for two rows of W (w0, w1) at once, their sums into out[0],
+ * out[1]: one lhs row meets two streams of W in one loop */
+typedef void (*pair_dot_fn)(const uint8_t *w0, const uint8_t *w1, int64_t nb, const lhs_row *a,
+                            float *out);
+
 /* quantizes nb blocks of a (one row of A, from a pass's first column) into
  * row r of L, a row of the pass being kc columns */
 typedef void (*lhs_pack_fn)(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb);
@@ -82,9 +87,9 @@ GENERIC_DOT(q5_k, QB_Q5_K)
 GENERIC_DOT(q6_k, QB_Q6_K)
 
 static inline __attribute__((always_inline)) void
-qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, int64_t M,
-            int64_t N, int64_t K, const float *A, const uint8_t *W, float *C, int64_t n_lo,
-            int64_t n_hi) {
+qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, pair_dot_fn dot2,
+            int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, float *C,
+            int64_t n_lo, int64_t n_hi) {
   const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB;
   if (K == 0) {
     for (int64_t m = 0; m < M; m++)
@@ -103,7 +108,19 @@ qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots,
         rows_of[r] = (lhs_row){&L.q[r * kc], &L.d[r * kc / 32], &L.bs[r * kc / 16],
                                &L.corr[r * kc / 8], &L.dl[r * kc / 8]};
       }
-      for (int64_t n = n_lo; n < n_hi; n++) {
+      int64_t n_first = n_lo;
+      if (dot2 && mb == 1) { /* rows n and n + h of W in one loop, the last odd one after */
+        const int64_t h = (n_hi - n_lo) / 2;
+        for (int64_t i = 0; i < h; i++) {
+          const int64_t n0 = n_lo + i, n1 = n_lo + h + i;
+          float s[2];
+          dot2(W + n0 * rowbytes + k0 / E * BB, W + n1 * rowbytes + k0 / E * BB, nb, rows_of, s);
+          C[m0 * N + n0] = k0 ? C[m0 * N + n0] + s[0] : s[0];
+          C[m0 * N + n1] = k0 ? C[m0 * N + n1] + s[1] : s[1];
+        }
+        n_first = n_lo + 2 * h;
+      }
+      for (int64_t n = n_first; n < n_hi; n++) {
         const uint8_t *w = W + n * rowbytes + k0 / E * BB;
         float s[MB];
         if (dots && mb > 1) {
@@ -124,13 +141,13 @@ qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots,
  * by `pack`; with a dot of several lhs rows at once as well */
 #define QMATMUL_ENTRY(name, enc, dot) QMATMUL_PACKED_ENTRY(name, enc, PLAIN_PACK(enc), dot)
 #define PLAIN_PACK(enc) (QB_LHS_IS_K(enc) ? pack_q8_k : pack_q8_0)
-#define QMATMUL_PACKED_ENTRY(name, enc, pack, dot) QMATMUL_ROWS_ENTRY(name, enc, pack, dot, 0)
-#define QMATMUL_ROWS_ENTRY(name, enc, pack, dot, dots)                                         \
+#define QMATMUL_PACKED_ENTRY(name, enc, pack, dot) QMATMUL_ROWS_ENTRY(name, enc, pack, dot, 0, 0)
+#define QMATMUL_ROWS_ENTRY(name, enc, pack, dot, dots, dot2)                                   \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi);                          \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi) {                         \
-    qmatmul_int(enc, pack, dot, dots, M, N, K, A, W, C, n_lo, n_hi);                       \
+    qmatmul_int(enc, pack, dot, dots, dot2, M, N, K, A, W, C, n_lo, n_hi);                 \
   }
 QMATMUL_ENTRY(q4_0, QB_Q4_0, dot_q4_0)
 QMATMUL_ENTRY(q8_0, QB_Q8_0, dot_q8_0)
