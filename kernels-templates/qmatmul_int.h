@@ -347,15 +347,25 @@ AVX2_INLINE __m256 q4_0_pair_scales(const uint8_t *x, int two, const float *dl) 
   return _mm256_mul_ps(_mm256_cvtph_ps(v), _mm256_load_ps(dl));
 }
 
+/* pair p's nibbles (low and high, as u8), its lhs values and its lanes'
+ * offset in corr / dl */
+AVX2_INLINE const int8_t *q4_0_pair(const uint8_t *x, int two, const lhs_row *a, int64_t p,
+                                    __m256i *lo, __m256i *hi, int64_t *lane) {
+  const __m256i m4 = _mm256_set1_epi8(0xf);
+  __m256i nib = q4_0_pair_nibbles(x, two);
+  *lo = _mm256_and_si256(nib, m4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(nib, 4), m4);
+  *lane = 16 * (p >> 1) + 8 * (p & 1);
+  return a->q + 128 * (p >> 1) + 32 * (p & 1);
+}
+
 /* vpmaddubsw's s16 pairs of nibble x value stay below 2 * 15 * 127, two
  * of them summed below 2^13 */
 AVX2_INLINE __m256 step_q4_0_avx2(const uint8_t *x, int two, const lhs_row *a, int64_t p,
                                   __m256 acc) {
-  const int8_t *q = a->q + 128 * (p >> 1) + 32 * (p & 1);
-  int64_t lane = 16 * (p >> 1) + 8 * (p & 1);
-  const __m256i m4 = _mm256_set1_epi8(0xf);
-  __m256i nib = q4_0_pair_nibbles(x, two);
-  __m256i lo = _mm256_and_si256(nib, m4), hi = _mm256_and_si256(_mm256_srli_epi16(nib, 4), m4);
+  __m256i lo, hi;
+  int64_t lane;
+  const int8_t *q = q4_0_pair(x, two, a, p, &lo, &hi, &lane);
   __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, LD256(q)),
                                  _mm256_maddubs_epi16(hi, LD256(q + 64)));
   __m256i s = _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
@@ -366,11 +376,9 @@ AVX2_INLINE __m256 step_q4_0_avx2(const uint8_t *x, int two, const lhs_row *a, i
 
 VNNI_INLINE __m256 step_q4_0_vnni(const uint8_t *x, int two, const lhs_row *a, int64_t p,
                                   __m256 acc) {
-  const int8_t *q = a->q + 128 * (p >> 1) + 32 * (p & 1);
-  int64_t lane = 16 * (p >> 1) + 8 * (p & 1);
-  const __m256i m4 = _mm256_set1_epi8(0xf);
-  __m256i nib = q4_0_pair_nibbles(x, two);
-  __m256i lo = _mm256_and_si256(nib, m4), hi = _mm256_and_si256(_mm256_srli_epi16(nib, 4), m4);
+  __m256i lo, hi;
+  int64_t lane;
+  const int8_t *q = q4_0_pair(x, two, a, p, &lo, &hi, &lane);
   __m256i s = _mm256_load_si256((const __m256i *)(const void *)(a->corr + lane));
   s = _mm256_dpbusd_avx_epi32(s, lo, LD256(q));
   s = _mm256_dpbusd_avx_epi32(s, hi, LD256(q + 64));

@@ -74,6 +74,17 @@ static void x86_entries(qb_encoding e, qmm_fn out[X86_PATHS]) {
 }
 #endif
 
+/* The entries this CPU runs: [0] generic, then x86_entries' (NULL where
+ * absent). */
+enum { ENTRIES = 4 };
+static void every_entry(qb_encoding e, qmm_fn out[ENTRIES]) {
+  for (int i = 0; i < ENTRIES; i++) out[i] = NULL;
+  out[0] = GENERIC[e];
+#if defined(__x86_64__)
+  x86_entries(e, out + 1);
+#endif
+}
+
 /* the template's columns of A per pass (qmatmul.c's QBUF / rows per pass) */
 static int64_t chunk_of(int64_t m) { return m == 1 ? 16384 : 4096; }
 
@@ -211,11 +222,9 @@ Test(qmatmul_template, no_read_past_the_last_row) {
       double mag[M * N];
       fill(M, N, k, e, a, w);
       reference(M, N, k, e, a, w, want, mag);
-      qmm_fn fns[4] = {GENERIC[e], NULL, NULL, NULL};
-#if defined(__x86_64__)
-      x86_entries(e, fns + 1);
-#endif
-      for (int f = 0; f < 4; f++) {
+      qmm_fn fns[ENTRIES];
+      every_entry(e, fns);
+      for (int f = 0; f < ENTRIES; f++) {
         if (!fns[f]) continue;
         fns[f](M, N, k, a, w, got, 0, N);
         for (int j = 0; j < M * N; j++)
@@ -245,11 +254,9 @@ Test(qmatmul_template, zero_and_non_finite_lhs_rows) {
     for (int i = 0; i < K; i++) a[i] = 0;
     a[K + 300] = INFINITY;
     a[2 * K + 7] = NAN;
-    qmm_fn fns[4] = {GENERIC[e], NULL, NULL, NULL};
-#if defined(__x86_64__)
-    x86_entries(e, fns + 1);
-#endif
-    for (int f = 0; f < 4; f++) {
+    qmm_fn fns[ENTRIES];
+    every_entry(e, fns);
+    for (int f = 0; f < ENTRIES; f++) {
       if (!fns[f]) continue;
       fns[f](M, N, K, a, w, c, 0, N);
       for (int j = 0; j < N; j++) {
