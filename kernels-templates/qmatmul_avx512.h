@@ -31,6 +31,7 @@
  * Software prefetch runs PF512 bytes ahead of the step, every line of it
  * (prefetches never fault: past the end of W they are dropped). */
 #if defined(__x86_64__)
+#pragma clang fp contract(off) /* qb_dot's f32 operations, none fused */
 
 #define X512_FN __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi,f16c,fma")))
 #define X512_INLINE                                                                          \
@@ -344,4 +345,5 @@ QMATMUL_ENTRY(q8_0_avx512, QB_Q8_0, dot_q8_0_avx512)
 X512_ENTRY(q4_k, QB_Q4_K, pack_q8_k_x512)
 X512_ENTRY(q5_k, QB_Q5_K, pack_q8_k_x512)
 X512_ENTRY(q6_k, QB_Q6_K, pack_q8_k)
+#pragma clang fp contract(on)
 #endif
