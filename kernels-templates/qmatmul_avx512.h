@@ -23,8 +23,7 @@
  *    q4_k / q5_k's lhs is stored with each 64-value chunk's sub-blocks
  *    interleaved (0 2 1 3 4 6 5 7) so one register of nibbles meets its
  *    lhs in one load.
- *  - q8_0: the AVX-VNNI entry's block math (256-bit vpdpbusd, EVEX) with
- *    the prefetch below.
+ *  - q8_0: the AVX-VNNI entry's dot (256-bit vpdpbusd, in its EVEX form).
  * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
  * s16 pair of vpmaddubsw below 2^14.
  *
@@ -312,9 +311,10 @@ X512_INLINE void dots_k(qb_encoding enc, const uint8_t *const *w, int P, int64_t
 #define DOTS_Q6_K(w, P, nb, a, R, out) dots_k(QB_Q6_K, w, P, nb, a, R, out)
 _Static_assert(MB == 4, "dots_E's cases cover R = 2 to MB, and 2 x 1 fits acc[MB]");
 
-/* q8_0: the AVX-VNNI entry's block math (|w| times a with w's sign; two
- * chains of 8 lanes, blocks alternating) in AVX512-VL's encoding of
- * vpdpbusd, with this file's prefetch, one per two blocks */
+/* q8_0: the AVX-VNNI entry's dot (|w| times a with w's sign; two chains of
+ * 8 lanes, blocks alternating; its prefetch, which did better for q8_0
+ * than this file's) in AVX512-VL's encoding of vpdpbusd, which hosts with
+ * AVX512-VNNI and VBMI but no AVX-VNNI (Ice Lake) also run */
 X512_INLINE __m256 block_q8_0_x512(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
   __m256i w = LD256(x + 2);
   __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w),
@@ -326,7 +326,7 @@ X512_FN static float dot_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *x = w + 34 * b;
-    if (!(b & 1)) prefetch_span(x, 68);
+    prefetch_block(x, 34);
     acc[b & 1] = block_q8_0_x512(x, a->q + 32 * b, a->d[b], acc[b & 1]);
   }
   return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
