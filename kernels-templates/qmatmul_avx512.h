@@ -23,7 +23,8 @@
  *    q4_k / q5_k's lhs is stored with each 64-value chunk's sub-blocks
  *    interleaved (0 2 1 3 4 6 5 7) so one register of nibbles meets its
  *    lhs in one load.
- *  - q8_0: the AVX-VNNI entry's dot (256-bit vpdpbusd, in its EVEX form).
+ *  - q8_0: the AVX-VNNI entry's dot (256-bit vpdpbusd, in its EVEX form),
+ *    a prefill's rows sharing each block's weights.
  * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
  * s16 pair of vpmaddubsw below 2^14.
  *
@@ -314,22 +315,39 @@ _Static_assert(MB == 4, "dots_E's cases cover R = 2 to MB, and 2 x 1 fits acc[MB
 /* q8_0: the AVX-VNNI entry's dot (|w| times a with w's sign; two chains of
  * 8 lanes, blocks alternating; its prefetch, which did better for q8_0
  * than this file's) in AVX512-VL's encoding of vpdpbusd, which hosts with
- * AVX512-VNNI and VBMI but no AVX-VNNI (Ice Lake) also run */
-X512_INLINE __m256 block_q8_0_x512(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
-  __m256i w = LD256(x + 2);
-  __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), _mm256_sign_epi8(w, w),
-                                  _mm256_sign_epi8(LD256(qa), w));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da), acc);
-}
-
-X512_FN static float dot_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a) {
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+ * AVX512-VNNI and VBMI but no AVX-VNNI (Ice Lake) also run; a decode step
+ * streams one row of W at a time */
+/* rows R (1 to MB) of the lhs against one row of W, each block's |w| and
+ * dw read once for every row; per row the one-row dot's two chains */
+X512_INLINE void dots_q8_0(const uint8_t *w, int64_t nb, const lhs_row *a, int R, float *out) {
+  __m256 acc[MB][2];
+  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; b++) {
     const uint8_t *x = w + 34 * b;
     prefetch_block(x, 34);
-    acc[b & 1] = block_q8_0_x512(x, a->q + 32 * b, a->d[b], acc[b & 1]);
+    __m256i wv = LD256(x + 2), wa = _mm256_sign_epi8(wv, wv);
+    float dw = f16_x86(x);
+    for (int r = 0; r < R; r++) {
+      __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wa,
+                                      _mm256_sign_epi8(LD256(a[r].q + 32 * b), wv));
+      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * a[r].d[b]),
+                                      acc[r][b & 1]);
+    }
   }
-  return hsum_ps(_mm256_add_ps(acc[0], acc[1]));
+  for (int r = 0; r < R; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
+}
+
+X512_FN static float dot_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a) {
+  float out;
+  dots_q8_0(w, nb, a, 1, &out);
+  return out;
+}
+
+X512_FN static void dots_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R,
+                                     float *out) {
+  if (R == 2) dots_q8_0(w, nb, a, 2, out);
+  else if (R == 3) dots_q8_0(w, nb, a, 3, out);
+  else dots_q8_0(w, nb, a, 4, out);
 }
 
 X512_DOTS(q4_0_avx512, dots_q4_0)
@@ -341,7 +359,7 @@ X512_DOTS(q6_k_avx512, DOTS_Q6_K)
   QMATMUL_ROWS_ENTRY(name##_avx512, enc, pack, dot_##name##_avx512, dots_##name##_avx512,   \
                      dot2_##name##_avx512)
 X512_ENTRY(q4_0, QB_Q4_0, pack_q4_0_lanes)
-QMATMUL_ENTRY(q8_0_avx512, QB_Q8_0, dot_q8_0_avx512)
+QMATMUL_ROWS_ENTRY(q8_0_avx512, QB_Q8_0, pack_q8_0, dot_q8_0_avx512, dots_q8_0_avx512, 0)
 X512_ENTRY(q4_k, QB_Q4_K, pack_q8_k_x512)
 X512_ENTRY(q5_k, QB_Q5_K, pack_q8_k_x512)
 X512_ENTRY(q6_k, QB_Q6_K, pack_q8_k)
