@@ -9,8 +9,8 @@
  *  - q4_0: four blocks (72 bytes) per step. Their 64 bytes of nibbles are
  *    gathered into one register by vpermt2b, the low and high nibbles
  *    dotted by two vpdpbusd against the lhs, which pack_q4_0_lanes
- *    (qmatmul_int.h) stores in that order. The
- *    int32 accumulator starts from a per-lane correction, -8 times the sum
+ *    (qmatmul_int.h) stores in that order. The int32 accumulator
+ *    starts from a per-lane correction, -8 times the sum
  *    of the lane's 8 lhs values, so each lane ends as the exact sum of its
  *    8 products (q4 - 8) * qa, which is then scaled by its block's
  *    dw * da as the AVX2 entries scale theirs: a term within a rounding of
@@ -23,8 +23,13 @@
  *    q4_k / q5_k's lhs is stored with each 64-value chunk's sub-blocks
  *    interleaved (0 2 1 3 4 6 5 7) so one register of nibbles meets its
  *    lhs in one load.
- *  - q8_0: the AVX-VNNI entry's dot (256-bit vpdpbusd, in its EVEX form),
- *    a prefill's rows sharing each block's weights.
+ *  - q8_0: the AVX-VNNI entry's dot (256-bit vpdpbusd, in its EVEX form).
+ * Besides the one-row dot (dot_E) the driver gets, for q4_0 and the
+ * K-quants, a dot of two rows of W in one loop (dot2_E: a decode step
+ * keeps two streams of W in flight, rows n and n + h of its part), and for
+ * every encoding a dot of a pass's 2 to 4 lhs rows that unpacks each block
+ * once (dots_E: a prefill); all of them add each row's terms as the
+ * one-row dot does, so a result does not depend on M or on the split.
  * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
  * s16 pair of vpmaddubsw below 2^14.
  *
