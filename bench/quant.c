@@ -3,8 +3,13 @@
  * the same run (issue 21: >= 0.8x of the triad's bandwidth, counted on the
  * weight bytes read):
  *
- *  - q4_0, q4_k, q8_0 weights of N x K = 4096 x 4096 and 4096 x 14336
- *    (a projection and an FFN down projection of an 8B-class model).
+ *  - q4_0, q4_k, q8_0, q5_k, q6_k weights of N x K = 4096 x 4096 and
+ *    4096 x 14336 (a projection and an FFN down projection of an 8B-class
+ *    model).
+ *  - with --m M > 1 (a prefill of M tokens), each case also runs the same
+ *    product as mo.dequantize then an f32 mo.matmul with the weight
+ *    transposed ("deq+gemm"), in the same round, so the two can be
+ *    compared per M.
  *
  * GB/s = the weight's bytes / time (the activations and results are a few
  * KB). The weight bytes are random with the f16 scales kept small, so sums
@@ -14,9 +19,9 @@
  * stays one thread). Each round times every case once, then the triad;
  * min / median / max over rounds (GB/s: min = the slowest run).
  *
- * usage: bench_quant [--runs N] [--threads N] [--tsv]; --tsv: R <case>
- * <who> <threads> GB/s <runs> <min> <median> <max>. Exit status: 0, or 1
- * when setup or a check failed. */
+ * usage: bench_quant [--runs N] [--threads N] [--m M] [--tsv]; --tsv: R
+ * <case> <who> <threads> GB/s <runs> <min> <median> <max>. Exit status: 0,
+ * or 1 when setup or a check failed. */
 #include <kiln/kiln.h>
 #include <math.h>
 #include <stdbool.h>
@@ -43,10 +48,10 @@ static uint64_t next(void) {
 typedef struct qcase {
   char id[48];
   int enc;
-  int64_t n, k, bytes;
-  kiln_model *m;
-  kiln_tensor *in[2], *out;
-  double *gbs;
+  int64_t m_rows, n, k, bytes;
+  kiln_model *m, *deq; /* deq: dequantize + matmul (M > 1 only) */
+  kiln_tensor *in[2], *out, *deq_out;
+  double *gbs, *deq_gbs;
 } qcase;
 
 static void report(const char *id, const char *who, int threads, double *gbs, int n, bool tsv) {
@@ -55,40 +60,66 @@ static void report(const char *id, const char *who, int threads, double *gbs, in
   if (tsv)
     printf("R\t%s\t%s\t%d\tGB/s\t%d\t%.3f\t%.3f\t%.3f\n", id, who, threads, n, s[0], s[1], s[2]);
   else
-    printf("%-20s %-6s %2dT %4d runs %8.2f %8.2f %8.2f GB/s (min median max)\n", id, who, threads,
+    printf("%-20s %-8s %2dT %4d runs %8.2f %8.2f %8.2f GB/s (min median max)\n", id, who, threads,
            n, s[0], s[1], s[2]);
+}
+
+static kiln_model *compile_text(const char *text, const char *id, kiln_context *ctx,
+                                kiln_status *st) {
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), id, st);
+  kiln_model *m = g ? kiln_model_compile(ctx, g, st) : NULL;
+  if (!m) die(id, st);
+  kiln_graph_free(g);
+  return m;
 }
 
 static void setup(qcase *c, kiln_context *ctx, kiln_status *st) {
   int64_t e = QB_ELEMS(c->enc), bb = QB_BYTES(c->enc);
-  c->bytes = c->k / e * bb;
-  char text[1024];
+  long long M = c->m_rows, N = c->n, K = c->k, B;
+  c->bytes = B = c->k / e * bb;
+  const char *enc = qb_name((qb_encoding)c->enc);
+  char text[2048];
   snprintf(text, sizeof text,
-           "mo.graph @q(%%a: !mo.tensor<[1, %lld], f32>, %%w: !mo.tensor<[%lld, %lld], ui8>) -> "
-           "(!mo.tensor<[1, %lld], f32>) {\n"
-           "  %%y = mo.qmatmul(%%a, %%w) {encoding = \"%s\"} : (!mo.tensor<[1, %lld], f32>, "
-           "!mo.tensor<[%lld, %lld], ui8>) -> !mo.tensor<[1, %lld], f32>\n"
-           "  mo.output %%y : !mo.tensor<[1, %lld], f32>\n}\n",
-           (long long)c->k, (long long)c->n, (long long)c->bytes, (long long)c->n,
-           qb_name((qb_encoding)c->enc), (long long)c->k, (long long)c->n, (long long)c->bytes,
-           (long long)c->n, (long long)c->n);
-  kiln_graph *g = kiln_graph_parse(text, strlen(text), c->id, st);
-  if (!g || !(c->m = kiln_model_compile(ctx, g, st))) die(c->id, st);
-  kiln_graph_free(g);
-  int64_t as[2] = {1, c->k}, ws[2] = {c->n, c->bytes};
+           "mo.graph @q(%%a: !mo.tensor<[%lld, %lld], f32>, %%w: !mo.tensor<[%lld, %lld], ui8>) -> "
+           "(!mo.tensor<[%lld, %lld], f32>) {\n"
+           "  %%y = mo.qmatmul(%%a, %%w) {encoding = \"%s\"} : (!mo.tensor<[%lld, %lld], f32>, "
+           "!mo.tensor<[%lld, %lld], ui8>) -> !mo.tensor<[%lld, %lld], f32>\n"
+           "  mo.output %%y : !mo.tensor<[%lld, %lld], f32>\n}\n",
+           M, K, N, B, M, N, enc, M, K, N, B, M, N, M, N);
+  c->m = compile_text(text, c->id, ctx, st);
+  if (M > 1) {
+    snprintf(text, sizeof text,
+             "mo.graph @d(%%a: !mo.tensor<[%lld, %lld], f32>, %%w: !mo.tensor<[%lld, %lld], ui8>)"
+             " -> (!mo.tensor<[%lld, %lld], f32>) {\n"
+             "  %%f = mo.dequantize(%%w) {encoding = \"%s\"} : (!mo.tensor<[%lld, %lld], ui8>) -> "
+             "!mo.tensor<[%lld, %lld], f32>\n"
+             "  %%t = mo.transpose(%%f) {axis_1 = 0, axis_2 = 1} : (!mo.tensor<[%lld, %lld], f32>) "
+             "-> !mo.tensor<[%lld, %lld], f32>\n"
+             "  %%y = mo.matmul(%%a, %%t) : (!mo.tensor<[%lld, %lld], f32>, "
+             "!mo.tensor<[%lld, %lld], f32>) -> !mo.tensor<[%lld, %lld], f32>\n"
+             "  mo.output %%y : !mo.tensor<[%lld, %lld], f32>\n}\n",
+             M, K, N, B, M, N, enc, N, B, N, K, N, K, K, N, M, K, K, N, M, N, M, N);
+    c->deq = compile_text(text, c->id, ctx, st);
+  }
+  int64_t as[2] = {c->m_rows, c->k}, ws[2] = {c->n, c->bytes};
   if (!(c->in[0] = kiln_tensor_new(KILN_FLOAT32, 2, as, st)) ||
       !(c->in[1] = kiln_tensor_new(KILN_UINT8, 2, ws, st)))
     die("tensors", st);
   float *a = kiln_tensor_data(c->in[0]);
-  for (int64_t i = 0; i < c->k; i++) a[i] = (float)(next() % 2001) / 1000.0f - 1.0f;
+  for (int64_t i = 0; i < c->m_rows * c->k; i++) a[i] = (float)(next() % 2001) / 1000.0f - 1.0f;
   uint8_t *w = kiln_tensor_data(c->in[1]);
   for (int64_t i = 0; i < c->n * c->bytes; i++) w[i] = (uint8_t)(next() % 41);
 }
 
-/* Eight results against qblock.h's reference (the lhs quantized, the block
- * terms summed in double), within the rounding of f32 sums. */
+/* Eight results of the last row against qblock.h's reference (the lhs
+ * quantized, the block terms summed in double), within the rounding of f32
+ * sums; with deq+gemm, its results against qmatmul's within a few 1e-3 of
+ * the terms' magnitude (it multiplies by the lhs unquantized). */
 static void check(const qcase *c) {
-  const float *a = kiln_tensor_data(c->in[0]), *y = kiln_tensor_data(c->out);
+  int64_t last = c->m_rows - 1;
+  const float *a = (const float *)kiln_tensor_data(c->in[0]) + last * c->k;
+  const float *y = (const float *)kiln_tensor_data(c->out) + last * c->n;
+  const float *yd = c->deq_out ? (const float *)kiln_tensor_data(c->deq_out) + last * c->n : NULL;
   const uint8_t *w = kiln_tensor_data(c->in[1]);
   qb_encoding enc = (qb_encoding)c->enc;
   int64_t e = QB_ELEMS(enc), bb = QB_BYTES(enc), nb = c->k / e;
@@ -111,42 +142,65 @@ static void check(const qcase *c) {
               (double)y[n], s);
       exit(1);
     }
+    if (yd && fabs(yd[n] - s) > 2e-2 * mag + 1e-6) {
+      fprintf(stderr, "bench_quant: %s: deq+gemm y[%lld] = %g, C %g\n", c->id, (long long)n,
+              (double)yd[n], s);
+      exit(1);
+    }
   }
   free(q), free(bs), free(da);
 }
 
+static double time_execute(kiln_model *m, kiln_tensor **in, kiln_tensor **out, const char *id,
+                           kiln_status *st) {
+  double t0 = bench_now_s();
+  if (kiln_model_execute(m, in, 2, out, 1, st) != 0) die(id, st);
+  return bench_now_s() - t0;
+}
+
 int main(int argc, char **argv) {
-  int runs = 20, threads = 1;
+  int runs = 20, threads = 1, m_rows = 1;
   bool tsv = false;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tsv")) tsv = true;
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--m") && i + 1 < argc) m_rows = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_quant [--runs N] [--threads N] [--tsv]\n");
+      fprintf(stderr, "usage: bench_quant [--runs N] [--threads N] [--m M] [--tsv]\n");
       return 1;
     }
   }
-  if (runs < 1 || threads < 1) die("--runs and --threads must be >= 1", NULL);
+  if (runs < 1 || threads < 1 || m_rows < 1) die("--runs, --threads and --m must be >= 1", NULL);
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   if (!ctx || kiln_context_set_num_threads(ctx, threads, st) != 0) die("context", st);
-  static const int encs[] = {QB_Q4_0, QB_Q4_K, QB_Q8_0};
+  static const int encs[] = {QB_Q4_0, QB_Q4_K, QB_Q8_0, QB_Q5_K, QB_Q6_K};
   static const int64_t ks[] = {4096, 14336};
-  qcase cs[6];
+  enum { ENCS = sizeof encs / sizeof encs[0] };
+  qcase cs[2 * ENCS];
   int nc = 0;
-  for (int e = 0; e < 3; e++)
+  for (int e = 0; e < ENCS; e++)
     for (int s = 0; s < 2; s++) {
       qcase *c = &cs[nc++];
       memset(c, 0, sizeof *c);
       c->enc = encs[e];
+      c->m_rows = m_rows;
       c->n = 4096;
       c->k = ks[s];
-      snprintf(c->id, sizeof c->id, "%s_4096x%lld", qb_name((qb_encoding)c->enc),
-               (long long)c->k);
+      if (m_rows > 1)
+        snprintf(c->id, sizeof c->id, "%s_%dx4096x%lld", qb_name((qb_encoding)c->enc), m_rows,
+                 (long long)c->k);
+      else
+        snprintf(c->id, sizeof c->id, "%s_4096x%lld", qb_name((qb_encoding)c->enc),
+                 (long long)c->k);
       setup(c, ctx, st);
-      if (!(c->gbs = malloc((size_t)runs * sizeof(double)))) die("out of memory", NULL);
+      if (!(c->gbs = malloc((size_t)runs * sizeof(double))) ||
+          !(c->deq_gbs = malloc((size_t)runs * sizeof(double))))
+        die("out of memory", NULL);
       if (kiln_model_execute(c->m, c->in, 2, &c->out, 1, st) != 0) die(c->id, st);
+      if (c->deq && kiln_model_execute(c->deq, c->in, 2, &c->deq_out, 1, st) != 0)
+        die(c->id, st);
       check(c);
     }
   float *ta = malloc((size_t)TRIAD_N * 4), *tb = malloc((size_t)TRIAD_N * 4),
@@ -156,23 +210,31 @@ int main(int argc, char **argv) {
   for (int64_t i = 0; i < TRIAD_N; i++) tb[i] = 1.0f, tc[i] = 2.0f, ta[i] = 0;
   for (int r = 0; r < runs; r++) {
     for (int c = 0; c < nc; c++) {
-      double t0 = bench_now_s();
-      if (kiln_model_execute(cs[c].m, cs[c].in, 2, &cs[c].out, 1, st) != 0) die(cs[c].id, st);
-      cs[c].gbs[r] = (double)(cs[c].n * cs[c].bytes) / (bench_now_s() - t0) / 1e9;
+      double wb = (double)(cs[c].n * cs[c].bytes);
+      cs[c].gbs[r] = wb / time_execute(cs[c].m, cs[c].in, &cs[c].out, cs[c].id, st) / 1e9;
+      if (cs[c].deq)
+        cs[c].deq_gbs[r] =
+            wb / time_execute(cs[c].deq, cs[c].in, &cs[c].deq_out, cs[c].id, st) / 1e9;
     }
     double t0 = bench_now_s();
     bench_triad(ta, tb, tc, 3.0f, TRIAD_N);
     tgbs[r] = 12.0 * TRIAD_N / (bench_now_s() - t0) / 1e9;
   }
   if (tsv) printf("M\tthreads\t%d\n", threads);
-  for (int c = 0; c < nc; c++) report(cs[c].id, "kiln", threads, cs[c].gbs, runs, tsv);
+  for (int c = 0; c < nc; c++) {
+    report(cs[c].id, "kiln", threads, cs[c].gbs, runs, tsv);
+    if (cs[c].deq) report(cs[c].id, "deq+gemm", threads, cs[c].deq_gbs, runs, tsv);
+  }
   report("triad", "triad", 1, tgbs, runs, tsv);
   for (int c = 0; c < nc; c++) {
     kiln_tensor_free(cs[c].in[0]);
     kiln_tensor_free(cs[c].in[1]);
     kiln_tensor_free(cs[c].out);
+    kiln_tensor_free(cs[c].deq_out);
     kiln_model_free(cs[c].m);
+    kiln_model_free(cs[c].deq);
     free(cs[c].gbs);
+    free(cs[c].deq_gbs);
   }
   free(ta), free(tb), free(tc), free(tgbs);
   kiln_context_free(ctx);

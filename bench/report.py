@@ -256,7 +256,7 @@ def main():
     # ---- qmatmul GEMV from GGUF blocks vs the triad, 1 thread (issue 21: >= 0.8x)
     _, qm, _ = read_tsv(a.quant)
     qtr = qm.get(("triad", "triad", 1))
-    for enc in ("q4_0", "q4_k", "q8_0"):
+    for enc in ("q4_0", "q4_k", "q8_0", "q5_k", "q6_k"):
         for k in (4096, 14336):
             cid = "%s_4096x%d" % (enc, k)
             kr = qm.get((cid, "kiln", 1))

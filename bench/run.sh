@@ -227,7 +227,7 @@ if [ -n "$movement" ]; then
     fail movement "bench_movement exited $?: $(tail1 "$work/movement.err")"
 fi
 if [ -n "$quant" ]; then
-  say "qmatmul GEMV from q4_0 / q4_k / q8_0 blocks, 4096 x 4096 and 4096 x 14336, beside the triad"
+  say "qmatmul GEMV from q4_0 / q4_k / q8_0 / q5_k / q6_k blocks, 4096 x 4096 / x 14336, vs the triad"
   qruns=20
   [ "$quick" = 1 ] && qruns=3
   "$quant" --tsv --runs "$qruns" >"$work/quant.tsv" 2>"$work/quant.err" ||

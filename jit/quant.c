@@ -1,8 +1,10 @@
 /* quant.c - host lowering of mo.qmatmul and mo.dequantize: a call of the
  * qmatmul template's entry for the node's encoding
  * (kernels-templates/qmatmul.c), which computes from the GGUF blocks with
- * no dequantized copy of the weight: qmatmul's _avxvnni entry where the
- * target has AVX2, F16C, FMA and AVX-VNNI (vpdpbusd), its _avx2 entry with
+ * no dequantized copy of the weight: qmatmul's _avx512 entry where the
+ * target has AVX2, F16C, FMA, AVX512F / BW / VL, AVX512-VNNI and
+ * AVX512-VBMI (512-bit vpdpbusd / vpdpwssd, vpermt2b), its _avxvnni entry
+ * with AVX2, F16C, FMA and AVX-VNNI (256-bit vpdpbusd), its _avx2 entry with
  * AVX2 and F16C (vpmaddubsw / vpmaddwd), else its generic one; dequantize's
  * _f16c entry where the target has F16C (the f16 scales converted by one
  * instruction).
@@ -25,8 +27,17 @@ int jit_lower_quant(jit_fn *f) {
   char entry[64];
   bool mm = n->op == IR_OP_QMATMUL, f16c = jit_target_has(f, "f16c");
   bool avx2 = f16c && jit_target_has(f, "avx2");
-  bool vnni = avx2 && jit_target_has(f, "fma") && jit_target_has(f, "avxvnni");
-  const char *suffix = !f16c ? "" : !mm ? "_f16c" : vnni ? "_avxvnni" : avx2 ? "_avx2" : "";
+  bool fma = avx2 && jit_target_has(f, "fma");
+  bool vnni = fma && jit_target_has(f, "avxvnni");
+  bool x512 = fma && jit_target_has(f, "avx512f") && jit_target_has(f, "avx512bw") &&
+              jit_target_has(f, "avx512vl") && jit_target_has(f, "avx512vnni") &&
+              jit_target_has(f, "avx512vbmi");
+  const char *suffix = !f16c  ? ""
+                       : !mm  ? "_f16c"
+                       : x512 ? "_avx512"
+                       : vnni ? "_avxvnni"
+                       : avx2 ? "_avx2"
+                              : "";
   snprintf(entry, sizeof entry, "kiln_%s_%s%s", mm ? "qmatmul" : "dequantize",
            qb_name((qb_encoding)enc), suffix);
   LLVMValueRef fn = jit_template_function(f, JIT_TMPL_QMATMUL, entry);

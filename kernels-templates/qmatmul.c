@@ -14,21 +14,25 @@
  *     the stack (QBUF below; each part quantizes the rows it needs itself:
  *     A is small next to W), then every row of W in [n_lo, n_hi) is
  *     streamed through them: a decode step (M = 1, K <= QBUF) reads W
- *     once, in order, with software prefetch ahead (qmatmul_int.h). The block terms of a
- *     row are summed in f32, in an order fixed by K alone, so a result does
+ *     once, in order, with software prefetch ahead (qmatmul_int.h). The
+ *     block terms of a row are summed in f32, in an order fixed by K alone, so a result does
  *     not depend on how N is split. The generic entries use qblock.h's
  *     scalar qb_dot (the interpreter's terms, bit for bit); the _avx2
  *     entries use vpmaddubsw / vpmaddwd, with the same int32 sums (no
- *     saturation: |q4 - 8| <= 8 or |q8| <= 128 (as u8, via psign) or q4 /
- *     q5 / q6 + 32 <= 63 against |qa| <= 127 keeps each s16 pair below
- *     2^15); q4_k / q5_k / q6_k's terms are exactly qb_dot's, q4_0 / q8_0's
- *     scaled per 8-lane partial sum (within a rounding of qb_dot's).
+ *     saturation: q4 <= 15 (q4_0's - 8 added back per lane from the lhs's
+ *     sums) or |q8| <= 128 (as u8, via psign) or q4 / q5 / q6 + 32 <= 63
+ *     against |qa| <= 127 keeps each s16 pair below 2^15); q4_k / q5_k /
+ *     q6_k's terms are exactly qb_dot's, q4_0 / q8_0's scaled per int32
+ *     lane (each lane an exact sum of a block's products; within a
+ *     rounding of qb_dot's).
  *   void kiln_dequantize_E(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi)
  *     blocks b_lo <= b < b_hi of X decoded into Y.
  *   kiln_dequantize_E_f16c: the same, converting the f16 scales with F16C's
  *     instruction, for targets that have it.
  *   kiln_qmatmul_E_avx2: for targets with AVX2 and F16C (x86-64 only);
- *   kiln_qmatmul_E_avxvnni: with FMA and AVX-VNNI as well.
+ *   kiln_qmatmul_E_avxvnni: with FMA and AVX-VNNI as well;
+ *   kiln_qmatmul_E_avx512: with FMA, AVX512F / BW / VL, AVX512-VNNI and
+ *     AVX512-VBMI (qmatmul_avx512.h).
  *
  * Assumes: K a multiple of the block's elements (the shape rule checks it);
  * buffers do not overlap. Freestanding: no libc, no static mutable state. */
@@ -191,3 +195,4 @@ DEQUANTIZE_ENTRY(q5_k_f16c, QB_Q5_K, 1)
 DEQUANTIZE_ENTRY(q6_k_f16c, QB_Q6_K, 1)
 
 #include "qmatmul_int.h"
+#include "qmatmul_avx512.h"

@@ -12,31 +12,73 @@
 #pragma clang fp contract(off)
 
 /* QBUF elements of A, quantized: q, each block's scale and bsums; a pass's
- * row r of kc columns at r * kc, r * kc / 32 and r * kc / 16 */
+ * row r of kc columns at r * kc, r * kc / 32 and r * kc / 16. The 512-bit
+ * q4_0 entries (qmatmul_avx512.h) also keep per-lane integer corrections
+ * and scales, 16 lanes per 128 elements, at r * kc / 8. */
 typedef struct lhs_buf {
-  int8_t q[QBUF] __attribute__((aligned(32)));
+  int8_t q[QBUF] __attribute__((aligned(64)));
   float d[QBUF / 32];
   int16_t bs[QBUF / 16];
+  int32_t corr[QBUF / 8] __attribute__((aligned(64)));
+  float dl[QBUF / 8] __attribute__((aligned(64)));
 } lhs_buf;
 
-/* the sum over nb blocks of row w of W of the block terms against the
- * quantized lhs q, d, bs */
-typedef float (*row_dot_fn)(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
-                            const int16_t *bs);
+/* one row of a pass of the quantized lhs, as its dot function reads it */
+typedef struct lhs_row {
+  const int8_t *q;
+  const float *d;
+  const int16_t *bs;
+  const int32_t *corr;
+  const float *dl;
+} lhs_row;
+
+/* the sum over nb blocks of row w of W of the block terms against a */
+typedef float (*row_dot_fn)(const uint8_t *w, int64_t nb, const lhs_row *a);
+
+/* the same for rows 2 <= R <= MB of the lhs at once (row r's sum into
+ * out[r], each as row_dot_fn's), W's row read once for all of them */
+typedef void (*rows_dot_fn)(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R,
+                            float *out);
+
+/* row_dot_fn for two rows of W (w0, w1) at once, their sums into out[0],
+ * out[1]: one lhs row meets two streams of W in one loop */
+typedef void (*pair_dot_fn)(const uint8_t *w0, const uint8_t *w1, int64_t nb, const lhs_row *a,
+                            float *out);
+
+/* quantizes nb blocks of a (one row of A, from a pass's first column) into
+ * row r of L, a row of the pass being kc columns */
+typedef void (*lhs_pack_fn)(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb);
+
+/* qblock.h's layout: blocks in order, as qb_dot reads them */
+static inline __attribute__((always_inline)) void
+pack_plain(qb_encoding enc, lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+  const int64_t E = QB_ELEMS(enc);
+  for (int64_t b = 0; b < nb; b++) {
+    int64_t at = r * kc + b * E;
+    L->d[r * kc / 32 + b] = qb_quantize_lhs(enc, a + b * E, &L->q[at], &L->bs[at / 16]);
+  }
+}
+
+static void pack_q8_0(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+  pack_plain(QB_Q4_0, L, r, kc, a, nb);
+}
+
+static void pack_q8_k(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+  pack_plain(QB_Q4_K, L, r, kc, a, nb);
+}
 
 static inline __attribute__((always_inline)) float
-row_dot_generic(qb_encoding enc, const uint8_t *w, int64_t nb, const int8_t *q, const float *d,
-                const int16_t *bs) {
+row_dot_generic(qb_encoding enc, const uint8_t *w, int64_t nb, const lhs_row *a) {
   const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc);
   float s = 0;
-  for (int64_t b = 0; b < nb; b++) s += qb_dot(enc, w + b * BB, q + b * E, bs + b * E / 16, d[b]);
+  for (int64_t b = 0; b < nb; b++)
+    s += qb_dot(enc, w + b * BB, a->q + b * E, a->bs + b * E / 16, a->d[b]);
   return s;
 }
 
 #define GENERIC_DOT(name, enc)                                                               \
-  static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q, const float *d,   \
-                          const int16_t *bs) {                                               \
-    return row_dot_generic(enc, w, nb, q, d, bs);                                            \
+  static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {                 \
+    return row_dot_generic(enc, w, nb, a);                                                   \
   }
 GENERIC_DOT(q4_0, QB_Q4_0)
 GENERIC_DOT(q8_0, QB_Q8_0)
@@ -45,8 +87,9 @@ GENERIC_DOT(q5_k, QB_Q5_K)
 GENERIC_DOT(q6_k, QB_Q6_K)
 
 static inline __attribute__((always_inline)) void
-qmatmul_int(qb_encoding enc, row_dot_fn dot, int64_t M, int64_t N, int64_t K, const float *A,
-            const uint8_t *W, float *C, int64_t n_lo, int64_t n_hi) {
+qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, pair_dot_fn dot2,
+            int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, float *C,
+            int64_t n_lo, int64_t n_hi) {
   const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB;
   if (K == 0) {
     for (int64_t m = 0; m < M; m++)
@@ -59,30 +102,52 @@ qmatmul_int(qb_encoding enc, row_dot_fn dot, int64_t M, int64_t N, int64_t K, co
     int64_t mb = M - m0 < rows ? M - m0 : rows;
     for (int64_t k0 = 0; k0 < K; k0 += kc) {
       int64_t nb = (K - k0 < kc ? K - k0 : kc) / E;
-      for (int64_t r = 0; r < mb; r++)
-        for (int64_t b = 0; b < nb; b++) {
-          const float *a = A + (m0 + r) * K + k0 + b * E;
-          int64_t at = r * kc + b * E;
-          L.d[r * kc / 32 + b] = qb_quantize_lhs(enc, a, &L.q[at], &L.bs[at / 16]);
+      lhs_row rows_of[MB];
+      for (int64_t r = 0; r < mb; r++) {
+        pack(&L, r, kc, A + (m0 + r) * K + k0, nb);
+        rows_of[r] = (lhs_row){&L.q[r * kc], &L.d[r * kc / 32], &L.bs[r * kc / 16],
+                               &L.corr[r * kc / 8], &L.dl[r * kc / 8]};
+      }
+      int64_t n_first = n_lo;
+      if (dot2 && mb == 1) { /* rows n and n + h of W in one loop, the last odd one after */
+        const int64_t h = (n_hi - n_lo) / 2;
+        for (int64_t i = 0; i < h; i++) {
+          const int64_t n0 = n_lo + i, n1 = n_lo + h + i;
+          float s[2];
+          dot2(W + n0 * rowbytes + k0 / E * BB, W + n1 * rowbytes + k0 / E * BB, nb, rows_of, s);
+          C[m0 * N + n0] = k0 ? C[m0 * N + n0] + s[0] : s[0];
+          C[m0 * N + n1] = k0 ? C[m0 * N + n1] + s[1] : s[1];
         }
-      for (int64_t n = n_lo; n < n_hi; n++) {
+        n_first = n_lo + 2 * h;
+      }
+      for (int64_t n = n_first; n < n_hi; n++) {
         const uint8_t *w = W + n * rowbytes + k0 / E * BB;
+        float s[MB];
+        if (dots && mb > 1) {
+          dots(w, nb, rows_of, mb, s);
+        } else {
+          for (int64_t r = 0; r < mb; r++) s[r] = dot(w, nb, &rows_of[r]);
+        }
         for (int64_t r = 0; r < mb; r++) {
-          float s = dot(w, nb, &L.q[r * kc], &L.d[r * kc / 32], &L.bs[r * kc / 16]);
           float *c = &C[(m0 + r) * N + n];
-          *c = k0 ? *c + s : s;
+          *c = k0 ? *c + s[r] : s[r];
         }
       }
     }
   }
 }
 
-#define QMATMUL_ENTRY(name, enc, dot)                                                          \
+/* an entry with qblock.h's lhs layout (pack_plain); with the lhs packed
+ * by `pack`; with a dot of several lhs rows at once as well */
+#define QMATMUL_ENTRY(name, enc, dot) QMATMUL_PACKED_ENTRY(name, enc, PLAIN_PACK(enc), dot)
+#define PLAIN_PACK(enc) (QB_LHS_IS_K(enc) ? pack_q8_k : pack_q8_0)
+#define QMATMUL_PACKED_ENTRY(name, enc, pack, dot) QMATMUL_ROWS_ENTRY(name, enc, pack, dot, 0, 0)
+#define QMATMUL_ROWS_ENTRY(name, enc, pack, dot, dots, dot2)                                   \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi);                          \
   void kiln_qmatmul_##name(int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, \
                            float *C, int64_t n_lo, int64_t n_hi) {                         \
-    qmatmul_int(enc, dot, M, N, K, A, W, C, n_lo, n_hi);                                   \
+    qmatmul_int(enc, pack, dot, dots, dot2, M, N, K, A, W, C, n_lo, n_hi);                 \
   }
 QMATMUL_ENTRY(q4_0, QB_Q4_0, dot_q4_0)
 QMATMUL_ENTRY(q8_0, QB_Q8_0, dot_q8_0)
@@ -92,6 +157,42 @@ QMATMUL_ENTRY(q6_k, QB_Q6_K, dot_q6_k)
 
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+/* q4_0's lhs for the x86 entries, a group of four blocks (128 values) at a
+ * time: q as the four blocks' first 16 values then their last 16 (the
+ * order of the blocks' low, then high, nibbles gathered in one register);
+ * lane j of block i (bytes 4 j to 4 j + 3 of its first and of its last 16)
+ * has corr = -8 times the sum of those 8 values, so an int32 lane of
+ * nibble x value products started from corr ends as the exact sum of the
+ * lane's (q4 - 8) * qa, and dl = the block's da. The 256-bit entries read
+ * a group as two halves of two blocks. A group short of four blocks is
+ * padded with zeros, whose lanes contribute 0. */
+static void pack_q4_0_lanes(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+  int8_t *q = &L->q[r * kc];
+  int32_t *corr = &L->corr[r * kc / 8];
+  float *dl = &L->dl[r * kc / 8];
+  for (int64_t g = 0; g < (nb + 3) / 4; g++) {
+    for (int i = 0; i < 4; i++) {
+      int8_t blk[32];
+      float da = 0;
+      if (4 * g + i < nb) {
+        da = qb_quantize_q8_0(a + 32 * (4 * g + i), blk);
+      } else {
+        for (int l = 0; l < 32; l++) blk[l] = 0;
+      }
+      for (int l = 0; l < 16; l++) {
+        q[128 * g + 16 * i + l] = blk[l];
+        q[128 * g + 64 + 16 * i + l] = blk[16 + l];
+      }
+      for (int j = 0; j < 4; j++) {
+        int32_t sum = 0;
+        for (int l = 0; l < 4; l++) sum += blk[4 * j + l] + blk[16 + 4 * j + l];
+        corr[16 * g + 4 * i + j] = -8 * sum;
+        dl[16 * g + 4 * i + j] = da;
+      }
+    }
+  }
+}
 
 #define AVX2_FN __attribute__((target("avx2,f16c")))
 #define AVX2_INLINE static inline __attribute__((target("avx2,f16c"), always_inline))
@@ -123,41 +224,16 @@ AVX2_INLINE __m256i dot_s8(__m256i w, __m256i a) {
   return _mm256_madd_epi16(p, _mm256_set1_epi16(1));
 }
 
-AVX2_INLINE __m256i q4_0_weights(const uint8_t *x) {
-  __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
-  __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
-                                 _mm256_set1_epi8(0xf));
-  return _mm256_sub_epi8(nib, _mm256_set1_epi8(8));
-}
-
-/* q4_0 and q8_0 blocks: acc plus the 8 lanes' partial int32 sums times
- * dw * da */
-AVX2_INLINE __m256 block_q4_0(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
-  __m256i s = dot_s8(q4_0_weights(x), LD256(qa));
-  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da)));
-}
-
+/* q8_0 blocks: acc plus the 8 lanes' partial int32 sums times dw * da */
 AVX2_INLINE __m256 block_q8_0(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
   __m256i s = dot_s8(LD256(x + 2), LD256(qa));
   return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da)));
 }
 
 /* The same with AVX-VNNI's vpdpbusd (u8 x s8, four products summed into
- * int32, no saturation) and FMA: q4_0 as unsigned nibbles times a, less
- * 8 times a (two vpdpbusd for the sub and two psign); q8_0 as |w| times a
- * with w's sign. */
+ * int32, no saturation) and FMA: q8_0 as |w| times a with w's sign. */
 #define VNNI_INLINE static inline __attribute__((target("avx2,f16c,fma,avxvnni"), always_inline))
 #define VNNI_FN __attribute__((target("avx2,f16c,fma,avxvnni")))
-
-VNNI_INLINE __m256 block_q4_0_vnni(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
-  __m128i raw = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
-  __m256i nib = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
-                                 _mm256_set1_epi8(0xf));
-  __m256i a = LD256(qa), zero = _mm256_setzero_si256();
-  __m256i s = _mm256_sub_epi32(_mm256_dpbusd_avx_epi32(zero, nib, a),
-                               _mm256_dpbusd_avx_epi32(zero, _mm256_set1_epi8(8), a));
-  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(f16_x86(x) * da), acc);
-}
 
 VNNI_INLINE __m256 block_q8_0_vnni(const uint8_t *x, const int8_t *qa, float da, __m256 acc) {
   __m256i w = LD256(x + 2);
@@ -250,6 +326,65 @@ AVX2_INLINE float block_q6_k(const uint8_t *x, const int8_t *qa, const int16_t *
   return dd * (float)isum;
 }
 
+/* q4_0 against pack_q4_0_lanes' lhs, two blocks (36 bytes: half p & 1 of
+ * group p >> 1) per step (only the first when two is 0: a row's last,
+ * odd block): their nibbles in one register, the low ones dotted with the
+ * group's first 64 values, the high ones with the last 64; each lane's
+ * exact int32 (from its corr) scaled by its block's dw * da. */
+AVX2_INLINE __m256i q4_0_pair_nibbles(const uint8_t *x, int two) {
+  __m128i n0 = _mm_loadu_si128((const __m128i *)(const void *)(x + 2));
+  __m128i n1 = two ? _mm_loadu_si128((const __m128i *)(const void *)(x + 20)) : _mm_setzero_si128();
+  return _mm256_set_m128i(n1, n0);
+}
+
+/* [dw0 x 4, dw1 x 4] (dw1 = 0 without a second block) times the lanes' da */
+AVX2_INLINE __m256 q4_0_pair_scales(const uint8_t *x, int two, const float *dl) {
+  uint32_t h = (uint32_t)x[0] | (uint32_t)x[1] << 8;
+  if (two) h |= ((uint32_t)x[18] | (uint32_t)x[19] << 8) << 16;
+  __m128i v = _mm_cvtsi32_si128((int)h);
+  v = _mm_unpacklo_epi16(v, v);
+  v = _mm_unpacklo_epi32(v, v);
+  return _mm256_mul_ps(_mm256_cvtph_ps(v), _mm256_load_ps(dl));
+}
+
+/* pair p's nibbles (low and high, as u8), its lhs values and its lanes'
+ * offset in corr / dl */
+AVX2_INLINE const int8_t *q4_0_pair(const uint8_t *x, int two, const lhs_row *a, int64_t p,
+                                    __m256i *lo, __m256i *hi, int64_t *lane) {
+  const __m256i m4 = _mm256_set1_epi8(0xf);
+  __m256i nib = q4_0_pair_nibbles(x, two);
+  *lo = _mm256_and_si256(nib, m4);
+  *hi = _mm256_and_si256(_mm256_srli_epi16(nib, 4), m4);
+  *lane = 16 * (p >> 1) + 8 * (p & 1);
+  return a->q + 128 * (p >> 1) + 32 * (p & 1);
+}
+
+/* vpmaddubsw's s16 pairs of nibble x value stay below 2 * 15 * 127, two
+ * of them summed below 2^13 */
+AVX2_INLINE __m256 step_q4_0_avx2(const uint8_t *x, int two, const lhs_row *a, int64_t p,
+                                  __m256 acc) {
+  __m256i lo, hi;
+  int64_t lane;
+  const int8_t *q = q4_0_pair(x, two, a, p, &lo, &hi, &lane);
+  __m256i s16 = _mm256_add_epi16(_mm256_maddubs_epi16(lo, LD256(q)),
+                                 _mm256_maddubs_epi16(hi, LD256(q + 64)));
+  __m256i s = _mm256_add_epi32(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)),
+                               _mm256_load_si256((const __m256i *)(const void *)(a->corr + lane)));
+  return _mm256_add_ps(acc, _mm256_mul_ps(_mm256_cvtepi32_ps(s),
+                                          q4_0_pair_scales(x, two, a->dl + lane)));
+}
+
+VNNI_INLINE __m256 step_q4_0_vnni(const uint8_t *x, int two, const lhs_row *a, int64_t p,
+                                  __m256 acc) {
+  __m256i lo, hi;
+  int64_t lane;
+  const int8_t *q = q4_0_pair(x, two, a, p, &lo, &hi, &lane);
+  __m256i s = _mm256_load_si256((const __m256i *)(const void *)(a->corr + lane));
+  s = _mm256_dpbusd_avx_epi32(s, lo, LD256(q));
+  s = _mm256_dpbusd_avx_epi32(s, hi, LD256(q + 64));
+  return _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), q4_0_pair_scales(x, two, a->dl + lane), acc);
+}
+
 /* Software prefetch PF bytes ahead in W: the hardware's prefetchers alone
  * keep too few lines in flight for one stream while the block math runs (a
  * decode step then takes the memory time plus the compute time). One
@@ -265,11 +400,24 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
   }
 }
 
-/* q4_0 and q8_0: two chains of 8 f32 lanes (blocks alternating) */
+/* q4_0: two chains of 8 f32 lanes (pairs of blocks alternating) */
+#define PAIRS_DOT(name, fn_attr, step)                                                        \
+  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                              \
+    int64_t p = 0;                                                                           \
+    for (; 2 * p + 2 <= nb; p++) {                                                           \
+      prefetch_block(w + 36 * p, 36);                                                        \
+      acc[p & 1] = step(w + 36 * p, 1, a, p, acc[p & 1]);                                    \
+    }                                                                                        \
+    if (nb & 1) acc[p & 1] = step(w + 36 * p, 0, a, p, acc[p & 1]);                          \
+    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));                                           \
+  }
+
+/* q8_0: two chains of 8 f32 lanes (blocks alternating) */
 #define LANES_DOT(name, fn_attr, BB, block)                                                   \
-  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q,             \
-                                  const float *d, const int16_t *bs) {                       \
-    (void)bs;                                                                                \
+  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+    const int8_t *q = a->q;                                                                  \
+    const float *d = a->d;                                                                   \
     __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                              \
     for (int64_t b = 0; b < nb; b++) {                                                       \
       prefetch_block(w + (BB) * b, BB);                                                      \
@@ -280,8 +428,10 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
 
 /* the K-quants: one f32 chain of block terms, as the generic path */
 #define AVX2_TERMS(name, BB, block_call)                                                     \
-  AVX2_FN static float dot_##name(const uint8_t *w, int64_t nb, const int8_t *q,             \
-                                  const float *d, const int16_t *bs) {                       \
+  AVX2_FN static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+    const int8_t *q = a->q;                                                                  \
+    const float *d = a->d;                                                                   \
+    const int16_t *bs = a->bs;                                                               \
     float s = 0;                                                                             \
     for (int64_t b = 0; b < nb; b++) {                                                       \
       const uint8_t *x = w + (BB) * b;                                                       \
@@ -293,20 +443,20 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
     return s;                                                                                \
   }
 
-LANES_DOT(q4_0_avx2, AVX2_FN, 18, block_q4_0)
+PAIRS_DOT(q4_0_avx2, AVX2_FN, step_q4_0_avx2)
 LANES_DOT(q8_0_avx2, AVX2_FN, 34, block_q8_0)
-LANES_DOT(q4_0_avxvnni, VNNI_FN, 18, block_q4_0_vnni)
+PAIRS_DOT(q4_0_avxvnni, VNNI_FN, step_q4_0_vnni)
 LANES_DOT(q8_0_avxvnni, VNNI_FN, 34, block_q8_0_vnni)
 AVX2_TERMS(q4_k_avx2, 144, block_k45(x, qa, bsb, d[b], 0))
 AVX2_TERMS(q5_k_avx2, 176, block_k45(x, qa, bsb, d[b], 1))
 AVX2_TERMS(q6_k_avx2, 210, block_q6_k(x, qa, bsb, d[b]))
 
-QMATMUL_ENTRY(q4_0_avx2, QB_Q4_0, dot_q4_0_avx2)
+QMATMUL_PACKED_ENTRY(q4_0_avx2, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx2)
 QMATMUL_ENTRY(q8_0_avx2, QB_Q8_0, dot_q8_0_avx2)
 QMATMUL_ENTRY(q4_k_avx2, QB_Q4_K, dot_q4_k_avx2)
 QMATMUL_ENTRY(q5_k_avx2, QB_Q5_K, dot_q5_k_avx2)
 QMATMUL_ENTRY(q6_k_avx2, QB_Q6_K, dot_q6_k_avx2)
-QMATMUL_ENTRY(q4_0_avxvnni, QB_Q4_0, dot_q4_0_avxvnni)
+QMATMUL_PACKED_ENTRY(q4_0_avxvnni, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avxvnni)
 QMATMUL_ENTRY(q8_0_avxvnni, QB_Q8_0, dot_q8_0_avxvnni)
 QMATMUL_ENTRY(q4_k_avxvnni, QB_Q4_K, dot_q4_k_avx2)
 QMATMUL_ENTRY(q5_k_avxvnni, QB_Q5_K, dot_q5_k_avx2)

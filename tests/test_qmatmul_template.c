@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "ir/qblock.h"
 
@@ -46,15 +48,42 @@ DECL(q6_k_avxvnni)
 static const qmm_fn VNNI[QB_COUNT] = {kiln_qmatmul_q4_0_avxvnni, kiln_qmatmul_q8_0_avxvnni,
                                       kiln_qmatmul_q4_k_avxvnni, kiln_qmatmul_q5_k_avxvnni,
                                       kiln_qmatmul_q6_k_avxvnni};
+DECL(q4_0_avx512)
+DECL(q8_0_avx512)
+DECL(q4_k_avx512)
+DECL(q5_k_avx512)
+DECL(q6_k_avx512)
+static const qmm_fn X512[QB_COUNT] = {kiln_qmatmul_q4_0_avx512, kiln_qmatmul_q8_0_avx512,
+                                      kiln_qmatmul_q4_k_avx512, kiln_qmatmul_q5_k_avx512,
+                                      kiln_qmatmul_q6_k_avx512};
+enum { X86_PATHS = 3 };
+static const char *const X86_NAMES[X86_PATHS] = {"avx2", "avxvnni", "avx512"};
 
-/* The x86 entries this CPU runs: [0] AVX2 (+F16C), [1] AVX-VNNI (+FMA). */
-static void x86_entries(qb_encoding e, qmm_fn out[2]) {
+/* The x86 entries this CPU runs: [0] AVX2 (+F16C), [1] AVX-VNNI (+FMA),
+ * [2] AVX512 with VNNI and VBMI (jit/quant.c's conditions). */
+static void x86_entries(qb_encoding e, qmm_fn out[X86_PATHS]) {
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+  bool fma = avx2 && __builtin_cpu_supports("fma");
   out[0] = avx2 ? AVX2[e] : NULL;
-  out[1] = avx2 && __builtin_cpu_supports("fma") && __builtin_cpu_supports("avxvnni") ? VNNI[e]
-                                                                                        : NULL;
+  out[1] = fma && __builtin_cpu_supports("avxvnni") ? VNNI[e] : NULL;
+  out[2] = fma && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni") &&
+                   __builtin_cpu_supports("avx512vbmi")
+               ? X512[e]
+               : NULL;
 }
 #endif
+
+/* The entries this CPU runs: [0] generic, then x86_entries' (NULL where
+ * absent). */
+enum { ENTRIES = 4 };
+static void every_entry(qb_encoding e, qmm_fn out[ENTRIES]) {
+  for (int i = 0; i < ENTRIES; i++) out[i] = NULL;
+  out[0] = GENERIC[e];
+#if defined(__x86_64__)
+  x86_entries(e, out + 1);
+#endif
+}
 
 /* the template's columns of A per pass (qmatmul.c's QBUF / rows per pass) */
 static int64_t chunk_of(int64_t m) { return m == 1 ? 16384 : 4096; }
@@ -130,9 +159,9 @@ static void check_shape(int64_t m, int64_t n, int64_t k) {
                 "%s generic m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
                 (long long)m, (long long)n, (long long)k, (long long)i, got[i], want[i]);
 #if defined(__x86_64__)
-    qmm_fn x86[2];
+    qmm_fn x86[X86_PATHS];
     x86_entries(e, x86);
-    for (int v = 0; v < 2; v++) {
+    for (int v = 0; v < X86_PATHS; v++) {
       if (!x86[v]) continue;
       memset(got, 0, sizeof(float) * (size_t)(m * n));
       x86[v](m, n, k, a, w, got, 0, cut2);
@@ -143,7 +172,7 @@ static void check_shape(int64_t m, int64_t n, int64_t k) {
         cr_expect(fabs((double)got[i] - want[i]) <= tol * mag[i] ||
                       (isnan(got[i]) && isnan(want[i])),
                   "%s %s m=%lld n=%lld k=%lld [%lld]: %.9g, reference %.9g", qb_name(e),
-                  v ? "avxvnni" : "avx2", (long long)m, (long long)n, (long long)k, (long long)i,
+                  X86_NAMES[v], (long long)m, (long long)n, (long long)k, (long long)i,
                   got[i], want[i]);
     }
 #endif
@@ -166,6 +195,48 @@ Test(qmatmul_template, several_blocks_and_rows_of_lhs) {
   check_shape(6, 5, 1280);
 }
 
+/* every count of blocks up to nine: q4_0's x86 entries step over four
+ * (512-bit) or two (256-bit) blocks at a time, then a short step */
+Test(qmatmul_template, rows_of_one_to_nine_blocks) {
+  for (int64_t k = 32; k <= 288; k += 32) {
+    check_shape(1, 5, k);
+    check_shape(2, 3, k);
+  }
+}
+
+/* W's last byte just before a page that cannot be read: no entry reads
+ * past the end of its rows (a short last step loads only its own bytes) */
+Test(qmatmul_template, no_read_past_the_last_row) {
+  long page = sysconf(_SC_PAGESIZE);
+  for (int ei = 0; ei < QB_COUNT; ei++) {
+    qb_encoding e = (qb_encoding)ei;
+    for (int64_t nb = 1; nb <= 5; nb++) {
+      enum { M = 1, N = 2 };
+      int64_t k = nb * QB_ELEMS(e), wbytes = N * nb * QB_BYTES(e);
+      size_t span = (size_t)((wbytes + page - 1) / page + 1) * (size_t)page;
+      uint8_t *map = mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      cr_assert(map != MAP_FAILED);
+      cr_assert(mprotect(map + span - (size_t)page, (size_t)page, PROT_NONE) == 0);
+      uint8_t *w = map + span - (size_t)page - (size_t)wbytes;
+      float a[M * 5 * 256], want[M * N], got[M * N];
+      double mag[M * N];
+      fill(M, N, k, e, a, w);
+      reference(M, N, k, e, a, w, want, mag);
+      qmm_fn fns[ENTRIES];
+      every_entry(e, fns);
+      for (int f = 0; f < ENTRIES; f++) {
+        if (!fns[f]) continue;
+        fns[f](M, N, k, a, w, got, 0, N);
+        for (int j = 0; j < M * N; j++)
+          cr_expect(fabs((double)got[j] - want[j]) <= 1e-5 * mag[j],
+                    "%s entry %d nb=%lld [%d]: %g, reference %g", qb_name(e), f, (long long)nb, j,
+                    got[j], want[j]);
+      }
+      munmap(map, span);
+    }
+  }
+}
+
 Test(qmatmul_template, k_across_chunks_of_the_quantized_lhs) {
   check_shape(3, 4, 16384 + 512);
   check_shape(1, 3, 2 * 16384 + 256);
@@ -183,11 +254,9 @@ Test(qmatmul_template, zero_and_non_finite_lhs_rows) {
     for (int i = 0; i < K; i++) a[i] = 0;
     a[K + 300] = INFINITY;
     a[2 * K + 7] = NAN;
-    qmm_fn fns[3] = {GENERIC[e], NULL, NULL};
-#if defined(__x86_64__)
-    x86_entries(e, fns + 1);
-#endif
-    for (int f = 0; f < 3; f++) {
+    qmm_fn fns[ENTRIES];
+    every_entry(e, fns);
+    for (int f = 0; f < ENTRIES; f++) {
       if (!fns[f]) continue;
       fns[f](M, N, K, a, w, c, 0, N);
       for (int j = 0; j < N; j++) {
