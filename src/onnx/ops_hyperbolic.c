@@ -1,8 +1,8 @@
-/* ops_hyperbolic.c - ONNX's Tan, Sinh, Cosh, Asinh, Acosh and Atanh on
- * floats: mo.atanh directly, the others from exp, log, sqrt, sin and cos.
- * Asinh and Acosh switch to log(2|x|) past |x| = 1e8, where x * x would
- * overflow in f32 long before the result does (and where the two agree to
- * the last bit). Asin, Acos and Atan have no kiln form and stay unsupported. */
+/* ops_hyperbolic.c - ONNX's Tan, Sinh, Cosh, Asinh, Acosh, Atanh, Asin,
+ * Acos and Atan on floats: mo.atanh, mo.asin, mo.acos and mo.atan directly,
+ * the others from exp, log, sqrt, sin and cos. Asinh and Acosh switch to
+ * log(2|x|) past |x| = 1e8, where x * x would overflow in f32 long before
+ * the result does (and where the two agree to the last bit). */
 #include "ox.h"
 
 /* The float operand, or NULL after recording that an integer one is not
@@ -87,9 +87,27 @@ int ox_op_Acosh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   return inverse_hyperbolic(x, n, in, nin, out, true);
 }
 
-int ox_op_Atanh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+/* kiln's own unary op `op` on a float operand. */
+static int direct(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                  const char *op) {
   BEGIN;
   kiln_value *a = float_in(x, n, in, nin, &rc);
   if (!a) return rc;
-  return finish(x, out, OP1("atanh", a), nun0);
+  return finish(x, out, OP1(op, a), nun0);
+}
+
+int ox_op_Atanh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "atanh");
+}
+
+int ox_op_Asin(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "asin");
+}
+
+int ox_op_Acos(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "acos");
+}
+
+int ox_op_Atan(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "atan");
 }

@@ -246,8 +246,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_EINSUM(X) X(Einsum)
 /* recurrent cells unrolled over a known sequence length (ops_rnn.c) */
 #define OX_OPS_RNN(X) X(RNN) X(GRU) X(LSTM)
-/* hyperbolic and tangent functions (ops_hyperbolic.c) */
-#define OX_OPS_HYPERBOLIC(X) X(Tan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh)
+/* hyperbolic and (inverse) trigonometric functions (ops_hyperbolic.c) */
+#define OX_OPS_HYPERBOLIC(X)                                                                      \
+  X(Tan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) X(Asin) X(Acos) X(Atan)
 /* training losses (ops_loss.c) */
 #define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
