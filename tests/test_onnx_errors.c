@@ -1280,7 +1280,8 @@ Test(onnx_errors, scan_reverse_and_axes) {
   Onnx__NodeProto *n = node(b, "Scan", "scan0", 3, sin, "s");
   node_outputs(n, 2, "s", "O");
   node_attrs(n, 6, attr_graph("body", body), attr_int("num_scan_inputs", 2),
-             attr_ints("scan_input_axes", 2, in_axes), attr_ints("scan_input_directions", 2, in_dirs),
+             attr_ints("scan_input_axes", 2, in_axes),
+             attr_ints("scan_input_directions", 2, in_dirs),
              attr_ints("scan_output_axes", 1, out_axes),
              attr_ints("scan_output_directions", 1, out_dirs));
   built c0 = compile_built(b);

@@ -88,10 +88,14 @@ int ox_op_If(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out
   }
   ops[0] = c;
   int ncap = 0;
-  if ((rc = import_branch(x, &br[0], "then_branch", g[0], &names, ops + 1, &ncap)) ||
-      (rc = import_branch(x, &br[1], "else_branch", g[1], &names, ops + 1, &ncap)) ||
-      (rc = result_types(x, br, nout, types)))
+  /* both branches, so that the unsupported nodes of each are listed */
+  if ((rc = import_branch(x, &br[0], "then_branch", g[0], &names, ops + 1, &ncap)) < 0) goto done;
+  int rc_else = import_branch(x, &br[1], "else_branch", g[1], &names, ops + 1, &ncap);
+  if (rc_else < 0 || rc > 0) {
+    rc = rc_else < 0 ? -1 : 1;
     goto done;
+  }
+  if ((rc = rc_else) || (rc = result_types(x, br, nout, types))) goto done;
   for (int i = 0; i < nout; i++) tp[i] = types[i];
   kiln_graph *regions[2] = {br[0].x.g, br[1].x.g};
   kiln_value *v = kiln_graph_add_region_op(x->g, "mo.if", ops, 1 + ncap, regions, 2, tp, nout,

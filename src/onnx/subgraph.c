@@ -72,7 +72,8 @@ static int free_names_of(ox *x, const Onnx__GraphProto *gp, int depth, ox_names 
     if (gp->initializer[i]->name) rc = add_name(x, &defined, gp->initializer[i]->name);
   for (size_t i = 0; rc == 0 && i < gp->n_node; i++) {
     const Onnx__NodeProto *n = gp->node[i];
-    for (size_t k = 0; rc == 0 && k < n->n_input; k++) rc = read_name(x, &defined, n->input[k], out);
+    for (size_t k = 0; rc == 0 && k < n->n_input; k++)
+      rc = read_name(x, &defined, n->input[k], out);
     if (rc == 0) rc = attr_graphs(x, n, &defined, depth, out);
     for (size_t k = 0; rc == 0 && k < n->n_output; k++)
       if (n->output[k] && *n->output[k]) rc = add_name(x, &defined, n->output[k]);
