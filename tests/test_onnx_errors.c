@@ -10,6 +10,7 @@
  * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
  * matches a naive sum over the letters; a bidirectional RNN and one with
  * sequence_lens match a naive loop; an f16 Gemm and MatMul run in f16;
+ * float Mod with fmod = 1 is C's fmod bit for bit;
  * Asinh / Acosh match libm on huge values; If, Loop and Scan (outer values
  * read inside, nested subgraphs, trip count and condition, scan outputs,
  * a carried value that grows, reverse directions and axes) match naive
@@ -1077,6 +1078,33 @@ Test(onnx_errors, random_ops_draw_from_kiln_generator) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
+}
+
+/* Float Mod with fmod = 1 is C's fmod bit for bit, also where the quotient
+ * is huge or the divisor infinite (a - b * trunc(a / b) would not be). */
+Test(onnx_errors, float_fmod_is_exact) {
+  mb *b = mb_new();
+  static const char *const d8[1] = {"8"}, *const ab[] = {"a", "b"};
+  b->ins[b->g.n_input++] = vinfo("a", 1, d8);
+  b->ins[b->g.n_input++] = vinfo("b", 1, d8);
+  b->outs[b->g.n_output++] = vinfo("y", 1, d8);
+  node_attrs(node(b, "Mod", "fm", 2, ab, "y"), 1, attr_int("fmod", 1));
+  built c0 = compile_built(b);
+  static const float av[8] = {1e10f, -1e10f, -7.5f, 7.5f, -4.3f, 5.0f, 3e38f, -0.75f};
+  static const float bv[8] = {3.0f, 0.7f, INFINITY, -INFINITY, 2.1f, -3.0f, -1e-3f, 0.25f};
+  int64_t eight = 8;
+  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &eight, (void *)av, c0.st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 1, &eight, (void *)bv, c0.st)};
+  kiln_tensor *y = NULL;
+  cr_assert_eq(kiln_model_execute(c0.m, in, 2, &y, 1, c0.st), 0, "%s", kiln_status_message(c0.st));
+  for (int i = 0; i < 8; i++)
+    cr_expect_eq(((const float *)kiln_tensor_data(y))[i], fmodf(av[i], bv[i]),
+                 "fmod(%g, %g) = %g, want %g", (double)av[i], (double)bv[i],
+                 (double)((const float *)kiln_tensor_data(y))[i], (double)fmodf(av[i], bv[i]));
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+  kiln_tensor_free(y);
+  built_free(&c0);
 }
 
 /* ---- control flow: If, Loop, Scan ---- */
