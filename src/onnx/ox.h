@@ -233,7 +233,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* indexing and masks (ops_index.c) */
 #define OX_OPS_INDEX(X)                                                                           \
   X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)    \
-  X(NonZero) X(Compress)
+  X(NonZero) X(Compress) X(ReverseSequence)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
   X(GlobalMaxPool)
