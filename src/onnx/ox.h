@@ -260,6 +260,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* random numbers (ops_random.c) */
 #define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
+/* sampling an image at grid points (ops_gridsample.c) */
+#define OX_OPS_GRIDSAMPLE(X) X(GridSample)
 /* normalizations (ops_normalize.c) */
 #define OX_OPS_NORMALIZE(X) X(MeanVarianceNormalization) X(LRN)
 /* window functions (ops_window.c) */
@@ -291,6 +293,7 @@ OX_OPS_QUANT(OX_DECLARE)
 OX_OPS_CONTROL(OX_DECLARE)
 OX_OPS_WINDOW(OX_DECLARE)
 OX_OPS_NORMALIZE(OX_DECLARE)
+OX_OPS_GRIDSAMPLE(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
