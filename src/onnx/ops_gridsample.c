@@ -1,10 +1,15 @@
 /* ops_gridsample.c - ONNX GridSample (opset 16: 4-D input, modes bilinear
- * and nearest, padding zeros and border; bicubic and reflection are refused
- * by name). Each output point's source coordinate is denormalized from the
+ * and nearest, padding zeros, border and reflection; bicubic is refused by
+ * name). Each output point's source coordinate is denormalized from the
  * grid (align_corners as ONNX defines it), the corner pixels are fetched by
  * one gather_elements each over the flattened image and weighted:
- *   zeros:  a corner outside the image contributes 0;
- *   border: the coordinate is clamped into the image first (corners too).
+ *   zeros:      a corner outside the image contributes 0;
+ *   border:     the coordinate is clamped into the image first (corners too);
+ *   reflection: the coordinate is reflected about the image's bounds (0 and
+ *               len - 1 with align_corners, else -0.5 and len - 0.5) until it
+ *               lies inside, as ONNX's reference does; corners are clamped
+ *               (a corner that reflection would move has weight 0 or
+ *               reflects onto the clamped pixel).
  * nearest rounds half to even (numpy's rint, as ONNX's reference). The
  * image's H and W must be known at import. */
 #include <stdio.h>
@@ -18,7 +23,7 @@ typedef struct gs {
   const ir_dim *n, *c, *ho, *wo;
   int64_t h, w;
   kiln_value *flat;   /* the image as [N, C, H * W] */
-  bool zeros;
+  bool zeros, reflect, align;
 } gs;
 
 static kiln_value *fk(gs *g, double v) {
@@ -57,6 +62,29 @@ static kiln_value *clamp(gs *g, kiln_value *v, int64_t len) {
   ox *x = g->x;
   kiln_value *lo = fk(g, 0), *hi = fk(g, (double)(len - 1));
   return lo && hi && (v = OP2("max", v, lo)) ? OP2("min", v, hi) : NULL;
+}
+
+/* v reflected into [lo, hi] (ONNX's _gs_reflect, elementwise). */
+static kiln_value *reflect(gs *g, kiln_value *v, int64_t len) {
+  ox *x = g->x;
+  double lo = g->align ? 0 : -0.5, hi = g->align ? (double)(len - 1) : (double)len - 0.5;
+  kiln_value *klo = fk(g, lo), *khi = fk(g, hi), *rng = fk(g, hi - lo), *two = fk(g, 2);
+  kiln_value *zero = fk(g, 0);
+  if (!klo || !khi || !rng || !two || !zero) return NULL;
+  kiln_value *below = OP2("greater", klo, v), *above = below ? OP2("greater", v, khi) : NULL;
+  kiln_value *dlo = above ? OP2("sub", klo, v) : NULL, *dhi = dlo ? OP2("sub", v, khi) : NULL;
+  kiln_value *dx = dhi ? ox_op(x, "where", (kiln_value *[]){below, dlo, dhi}, 3, NULL, NULL)
+                       : NULL;
+  kiln_value *q = dx ? OP2("div", dx, rng) : NULL, *nr = q ? OP1("floor", q) : NULL;
+  kiln_value *r = nr ? OP2("mul", nr, rng) : NULL, *par = NULL, *even = NULL;
+  if (r && (r = OP2("sub", dx, r)) && (par = OP2("mod", nr, two))) even = OP2("equal", par, zero);
+  kiln_value *from_lo = even ? OP2("add", klo, r) : NULL;
+  kiln_value *from_hi = from_lo ? OP2("sub", khi, r) : NULL;
+  if (!from_hi) return NULL;
+  kiln_value *rb = ox_op(x, "where", (kiln_value *[]){even, from_lo, from_hi}, 3, NULL, NULL);
+  kiln_value *ra = ox_op(x, "where", (kiln_value *[]){even, from_hi, from_lo}, 3, NULL, NULL);
+  kiln_value *in = ra ? ox_op(x, "where", (kiln_value *[]){above, ra, v}, 3, NULL, NULL) : NULL;
+  return rb && in ? ox_op(x, "where", (kiln_value *[]){below, rb, in}, 3, NULL, NULL) : NULL;
 }
 
 /* The pixels at integral coordinates (xi, yi) [N, 1, Ho, Wo] (floats),
@@ -104,8 +132,9 @@ int ox_op_GridSample(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
   bool nearest = strcmp(mode, "nearest") == 0;
   if (!nearest && strcmp(mode, "bilinear") != 0 && strcmp(mode, "linear") != 0)
     return ox_unsupported(x, n, "mode \"%s\" (bilinear and nearest are supported)", mode);
-  if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0)
-    return ox_unsupported(x, n, "padding_mode \"%s\" (zeros and border are supported)", pad);
+  if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 && strcmp(pad, "reflection") != 0)
+    return ox_unsupported(x, n, "padding_mode \"%s\" (zeros, border and reflection are "
+                          "supported)", pad);
   const ir_type *t = ox_type(a), *gt = ox_type(grid);
   int64_t two;
   if (t->rank != 4 || gt->rank != 4 || !ir_dim_is_const(gt->dims[3], &two) || two != 2)
@@ -115,7 +144,8 @@ int ox_op_GridSample(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
     return ox_unsupported(x, n, "X %s and grid %s (one float dtype)", ir_dtype_name(t->dtype),
                           ir_dtype_name(gt->dtype));
   gs g = {.x = x, .dt = t->dtype, .n = t->dims[0], .c = t->dims[1], .ho = gt->dims[1],
-          .wo = gt->dims[2], .zeros = strcmp(pad, "zeros") == 0};
+          .wo = gt->dims[2], .zeros = strcmp(pad, "zeros") == 0,
+          .reflect = strcmp(pad, "reflection") == 0, .align = align};
   if (!ir_dim_is_const(t->dims[2], &g.h) || !ir_dim_is_const(t->dims[3], &g.w))
     return ox_unsupported(x, n, "an image whose H and W are not known at import");
   const ir_dim *hw = ir_dim_mul(x->ir->arena, t->dims[2], t->dims[3]);
@@ -124,6 +154,7 @@ int ox_op_GridSample(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
   kiln_value *px = component(&g, grid, 0), *py = px ? component(&g, grid, 1) : NULL;
   if (py) px = denormalize(&g, px, g.w, align);
   if (px) py = denormalize(&g, py, g.h, align);
+  if (py && g.reflect && (px = reflect(&g, px, g.w))) py = reflect(&g, py, g.h);
   if (py && !g.zeros && (px = clamp(&g, px, g.w))) py = clamp(&g, py, g.h);
   if (!py) return FAILED();
   kiln_value *y = NULL;
