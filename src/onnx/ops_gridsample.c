@@ -1,6 +1,7 @@
 /* ops_gridsample.c - ONNX GridSample (opset 16: 4-D input, modes bilinear
- * and nearest, padding zeros, border and reflection; bicubic is refused by
- * name). Each output point's source coordinate is denormalized from the
+ * and nearest with padding zeros, border and reflection; bicubic with zeros
+ * padding, its 4 x 4 taps weighted by the cubic convolution of A = -0.75).
+ * Each output point's source coordinate is denormalized from the
  * grid (align_corners as ONNX defines it), the corner pixels are fetched by
  * one gather_elements each over the flattened image and weighted:
  *   zeros:      a corner outside the image contributes 0;
@@ -120,6 +121,48 @@ static kiln_value *corner(gs *g, kiln_value *xi, kiln_value *yi, kiln_value *w) 
   return p ? OP2("mul", p, w) : NULL;
 }
 
+/* The cubic convolution weights (A = -0.75) of the 4 taps floor(v) - 1 ..
+ * floor(v) + 2 for fraction t = v - floor(v), as ONNX's reference. */
+static bool cubic_weights(gs *g, kiln_value *t, kiln_value **w) {
+  ox *x = g->x;
+  const double a = -0.75;
+  kiln_value *one = fk(g, 1), *two = fk(g, 2);
+  kiln_value *d[4] = {one ? OP2("add", t, one) : NULL, t, one ? OP2("sub", one, t) : NULL,
+                      two ? OP2("sub", two, t) : NULL};
+  for (int k = 0; k < 4; k++) {
+    if (!d[k]) return false;
+    bool outer = k == 0 || k == 3; /* distance in [1, 2]: a d^3 - 5a d^2 + 8a d - 4a */
+    double c3 = outer ? a : a + 2, c2 = outer ? -5 * a : -(a + 3), c1 = outer ? 8 * a : 0;
+    double c0 = outer ? -4 * a : 1;
+    kiln_value *k3 = fk(g, c3), *k2 = fk(g, c2), *k1 = fk(g, c1), *k0 = fk(g, c0), *p;
+    if (!k3 || !k2 || !k1 || !k0 || !(p = OP2("mul", d[k], k3)) || !(p = OP2("add", p, k2)) ||
+        !(p = OP2("mul", p, d[k])) || !(p = OP2("add", p, k1)) || !(p = OP2("mul", p, d[k])) ||
+        !(w[k] = OP2("add", p, k0)))
+      return false;
+  }
+  return true;
+}
+
+/* Bicubic: the 16 taps around (px, py), zero outside the image. */
+static kiln_value *bicubic(gs *g, kiln_value *px, kiln_value *py) {
+  ox *x = g->x;
+  kiln_value *fx = OP1("floor", px), *fy = fx ? OP1("floor", py) : NULL, *one = fk(g, 1);
+  kiln_value *tx = fy ? OP2("sub", px, fx) : NULL, *ty = tx ? OP2("sub", py, fy) : NULL;
+  kiln_value *wx[4], *wy[4], *y = NULL;
+  if (!ty || !one || !cubic_weights(g, tx, wx) || !cubic_weights(g, ty, wy)) return NULL;
+  kiln_value *xs[4], *ys[4];
+  if (!(xs[0] = OP2("sub", fx, one)) || !(ys[0] = OP2("sub", fy, one))) return NULL;
+  for (int k = 1; k < 4; k++)
+    if (!(xs[k] = OP2("add", xs[k - 1], one)) || !(ys[k] = OP2("add", ys[k - 1], one)))
+      return NULL;
+  for (int k = 0; k < 16; k++) {
+    kiln_value *w = OP2("mul", wx[k & 3], wy[k >> 2]);
+    kiln_value *c = w ? corner(g, xs[k & 3], ys[k >> 2], w) : NULL;
+    if (!(y = !c ? NULL : y ? OP2("add", y, c) : c)) return NULL;
+  }
+  return y;
+}
+
 int ox_op_GridSample(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                      int nout) {
   BEGIN;
@@ -130,8 +173,12 @@ int ox_op_GridSample(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
   const char *pad = ox_attr_string(n, "padding_mode", "zeros", pbuf, sizeof pbuf);
   bool align = ox_attr_int(n, "align_corners", 0) != 0;
   bool nearest = strcmp(mode, "nearest") == 0;
-  if (!nearest && strcmp(mode, "bilinear") != 0 && strcmp(mode, "linear") != 0)
-    return ox_unsupported(x, n, "mode \"%s\" (bilinear and nearest are supported)", mode);
+  bool cubic = strcmp(mode, "bicubic") == 0 || strcmp(mode, "cubic") == 0;
+  if (!nearest && !cubic && strcmp(mode, "bilinear") != 0 && strcmp(mode, "linear") != 0)
+    return ox_unsupported(x, n, "mode \"%s\" (bilinear, nearest and bicubic are supported)",
+                          mode);
+  if (cubic && strcmp(pad, "zeros") != 0)
+    return ox_unsupported(x, n, "bicubic with padding_mode \"%s\" (zeros is supported)", pad);
   if (strcmp(pad, "zeros") != 0 && strcmp(pad, "border") != 0 && strcmp(pad, "reflection") != 0)
     return ox_unsupported(x, n, "padding_mode \"%s\" (zeros, border and reflection are "
                           "supported)", pad);
@@ -158,7 +205,9 @@ int ox_op_GridSample(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
   if (py && !g.zeros && (px = clamp(&g, px, g.w))) py = clamp(&g, py, g.h);
   if (!py) return FAILED();
   kiln_value *y = NULL;
-  if (nearest) {
+  if (cubic) {
+    y = bicubic(&g, px, py);
+  } else if (nearest) {
     kiln_value *one = fk(&g, 1), *rx = OP1("round", px), *ry = rx ? OP1("round", py) : NULL;
     y = one && ry ? corner(&g, rx, ry, one) : NULL;
   } else {
