@@ -64,6 +64,19 @@ kiln_value *ox_scalar_of(ox *x, kiln_value *v, const char *what) {
   return t->rank == 0 ? v : ox_reshape(x, v, 0, NULL);
 }
 
+kiln_value *ox_scalar_input(ox *x, ox_val **in, int nin, int i, ir_dtype want,
+                            const char *what, int *rc) {
+  kiln_value *v = ox_in(x, in, nin, i, rc);
+  if (!v) return NULL;
+  if (ox_type(v)->dtype != want) {
+    *rc = ox_fail(x, KILN_ERR_VERIFY, "%s is %s, not %s", what, ir_dtype_name(ox_type(v)->dtype),
+                  ir_dtype_name(want));
+    return NULL;
+  }
+  if (!(v = ox_scalar_of(x, v, what))) *rc = -1;
+  return v;
+}
+
 /* The length of seq along axis as a si64 scalar of the region. */
 static kiln_value *seq_len(ox *x, kiln_value *seq, int axis) {
   int64_t k;

@@ -48,5 +48,9 @@ int ox_body_tensors_only(ox *x, const Onnx__NodeProto *n, const Onnx__GraphProto
 
 /* v (one element) as a rank-0 value; `what` names it in errors. */
 kiln_value *ox_scalar_of(ox *x, kiln_value *v, const char *what);
+/* Input i, of dtype want and one element, as a rank-0 value; NULL with *rc
+ * -1 or 1. */
+kiln_value *ox_scalar_input(ox *x, ox_val **in, int nin, int i, ir_dtype want,
+                            const char *what, int *rc);
 
 #endif

@@ -65,12 +65,8 @@ int ox_op_If(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out
   int r;
   if ((r = ox_body_tensors_only(x, n, g[0])) || (r = ox_body_tensors_only(x, n, g[1]))) return r;
   if (nin < 1 || !in[0]) return ox_fail(x, KILN_ERR_VERIFY, "the condition input is absent");
-  kiln_value *c = IN(0);
+  kiln_value *c = ox_scalar_input(x, in, nin, 0, IR_DT_BOOL, "the condition", &rc);
   if (!c) return rc;
-  if (ox_type(c)->dtype != IR_DT_BOOL)
-    return ox_fail(x, KILN_ERR_VERIFY, "the condition is %s, not bool",
-                   ir_dtype_name(ox_type(c)->dtype));
-  if (!(c = ox_scalar_of(x, c, "the condition"))) return -1;
   ox_names names = {0};
   ox_sub br[2] = {0};
   kiln_value **ops = NULL;

@@ -57,22 +57,10 @@ int ox_op_Loop(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
                    1 + l.nstate + l.nacc, l.nstate, l.nacc);
   int r = ox_body_tensors_only(x, n, l.body);
   if (r) return r;
-  if (in[0]) {
-    kiln_value *m = IN(0);
-    if (!m) return rc;
-    if (ox_type(m)->dtype != IR_DT_SI64)
-      return ox_fail(x, KILN_ERR_VERIFY, "the trip count M is %s, not si64 (int64)",
-                     ir_dtype_name(ox_type(m)->dtype));
-    if (!(l.trip = ox_scalar_of(x, m, "the trip count M"))) return -1;
-  }
-  if (in[1]) {
-    kiln_value *c = IN(1);
-    if (!c) return rc;
-    if (ox_type(c)->dtype != IR_DT_BOOL)
-      return ox_fail(x, KILN_ERR_VERIFY, "the condition is %s, not bool",
-                     ir_dtype_name(ox_type(c)->dtype));
-    if (!(l.cond = ox_scalar_of(x, c, "the condition"))) return -1;
-  }
+  if (in[0] && !(l.trip = ox_scalar_input(x, in, nin, 0, IR_DT_SI64, "the trip count M", &rc)))
+    return rc;
+  if (in[1] && !(l.cond = ox_scalar_input(x, in, nin, 1, IR_DT_BOOL, "the condition", &rc)))
+    return rc;
   for (int k = 0; k < l.nstate; k++) {
     if (!in[2 + k])
       return ox_fail(x, KILN_ERR_VERIFY, "loop-carried input %d is absent", k);
