@@ -155,8 +155,7 @@ int ox_op_Trilu(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   return 0;
 }
 
-/* mo.nonzero of a: [n, rank] si64 with n a fresh symbol (set from data). */
-static kiln_value *nonzero_rows(ox *x, kiln_value *a) {
+kiln_value *ox_nonzero_rows(ox *x, kiln_value *a) {
   char ty[256];
   if (!ox_count_rows_type(x, ox_type(a)->rank, ty, sizeof ty)) return NULL;
   return ox_op(x, "nonzero", &a, 1, ty, NULL);
@@ -167,7 +166,7 @@ int ox_op_NonZero(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
                   int nout) {
   BEGIN;
   (void)n;
-  kiln_value *a = IN(0), *rows = a ? nonzero_rows(x, a) : NULL;
+  kiln_value *a = IN(0), *rows = a ? ox_nonzero_rows(x, a) : NULL;
   if (!a) return rc;
   if (!rows || !(out[0]->v = ox_op(x, "transpose", &rows, 1, NULL, "{axis_1 = 0, axis_2 = 1}")))
     return FAILED();
@@ -193,7 +192,7 @@ int ox_op_Compress(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
     if (!numel || !(a = ox_reshape(x, a, 1, &numel))) return numel ? FAILED() : -1;
   }
   if (ox_type(c)->rank != 1) return ox_fail(x, KILN_ERR_VERIFY, "the condition must be 1-D");
-  kiln_value *rows = nonzero_rows(x, c);
+  kiln_value *rows = ox_nonzero_rows(x, c);
   const ir_dim *count = rows ? ox_dim(rows, 0) : NULL;
   kiln_value *idx = rows ? ox_reshape(x, rows, 1, &count) : NULL;
   if (!idx || !(out[0]->v = ox_op(x, "gather", (kiln_value *[]){a, idx}, 2, NULL, "{axis = %d}",

@@ -260,6 +260,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* random numbers (ops_random.c) */
 #define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
+/* distinct elements (ops_unique.c) */
+#define OX_OPS_UNIQUE(X) X(Unique)
 /* sampling an image at grid points (ops_gridsample.c) */
 #define OX_OPS_GRIDSAMPLE(X) X(GridSample)
 /* normalizations (ops_normalize.c) */
@@ -294,12 +296,15 @@ OX_OPS_CONTROL(OX_DECLARE)
 OX_OPS_WINDOW(OX_DECLARE)
 OX_OPS_NORMALIZE(OX_DECLARE)
 OX_OPS_GRIDSAMPLE(OX_DECLARE)
+OX_OPS_UNIQUE(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
  * hold a symbolic dim; the slice as gathers (0, -1 or 1). */
 bool ox_slice_is_dynamic(const ox_val *const *in, int nin);
 int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out);
+/* mo.nonzero of a: [n, rank] si64 with n a fresh symbol (set from data). */
+kiln_value *ox_nonzero_rows(ox *x, kiln_value *a);
 /* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
 kiln_value *ox_iota(ox *x, const ir_dim *len);
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
