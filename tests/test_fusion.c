@@ -261,7 +261,7 @@ static ir_tensor *jit_run(const ir_graph *g, const compiled *c, const ir_tensor 
       memset(buf[n->out[k]->id], 0xA5, b + 1); /* garbage: every element must be written */
       own[n->out[k]->id] = true;
     }
-    void *args[64];
+    void *args[n->nin + n->nout + 1]; /* a fused node reads up to IR_FUSE_MAX_INPUTS */
     int na = 0;
     for (int k = 0; k < n->nin; k++) args[na++] = buf[n->in[k]->id];
     for (int k = 0; k < n->nout; k++) args[na++] = buf[n->out[k]->id];
