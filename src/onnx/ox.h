@@ -61,6 +61,7 @@ typedef struct ox {
   int nunsup, capunsup;
   const Onnx__NodeProto *node; /* the node being imported (messages) */
   int nsym;             /* generated symbol names */
+  int *counter;         /* a subgraph's: the model graph's nsym (names unique across regions) */
   int depth;            /* subgraph nesting: 0 for the model's graph */
 } ox;
 
@@ -164,12 +165,14 @@ void ox_unsup_move(ox *to, ox *from);
 /* ---- subgraphs (subgraph.c): the bodies of If, Loop and Scan ----
  * A subgraph becomes a region: a kiln graph of its own (regions are
  * isolated), imported by a child importer that shares the parent's weight
- * source, status and symbol counter. The names a subgraph reads from
- * enclosing scopes (its free names) become region inputs after the ones the
- * caller declares, and operands of the control node; free names whose data
- * is known at import (all elements constant) are copied in as known data
- * instead, so shape computations inside still fold. Region input dims that
- * are plain symbols keep their names, so result dims can be mapped back. */
+ * source, status and symbol counter (so a fresh symbol's name is unique in
+ * the whole import, and a region dim named like an outer symbol is it).
+ * The names a subgraph reads from enclosing scopes (its free names) become
+ * region inputs after the ones the caller declares, and operands of the
+ * control node; free names whose data is known at import (all elements
+ * constant) are copied in as known data instead, so shape computations
+ * inside still fold. Region input dims that are plain symbols keep their
+ * names, so result dims can be mapped back. */
 typedef struct ox_names {
   int n, cap;
   const char **v; /* borrowed from the model proto */

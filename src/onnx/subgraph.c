@@ -98,7 +98,8 @@ int ox_free_names(ox *x, const Onnx__GraphProto *const *gps, int ngps, ox_names 
 int ox_sub_open(ox *parent, ox_sub *s, const char *name) {
   *s = (ox_sub){.parent = parent};
   s->x = (ox){.ws = parent->ws, .dir = parent->dir, .opset = parent->opset, .st = parent->st,
-              .node = parent->node, .nsym = parent->nsym, .depth = parent->depth + 1};
+              .node = parent->node, .depth = parent->depth + 1,
+              .counter = parent->counter ? parent->counter : &parent->nsym};
   if (s->x.depth > OX_MAX_DEPTH)
     return ox_fail(parent, KILN_ERR_UNSUPPORTED, "subgraphs nested more than %d deep",
                    OX_MAX_DEPTH);
@@ -110,7 +111,6 @@ int ox_sub_open(ox *parent, ox_sub *s, const char *name) {
 void ox_sub_close(ox_sub *s) {
   if (!s || !s->parent) return;
   ox_unsup_move(s->parent, &s->x);
-  if (s->x.nsym > s->parent->nsym) s->parent->nsym = s->x.nsym;
   ox_free(&s->x);
   kiln_graph_free(s->x.g);
   s->x.g = NULL;
