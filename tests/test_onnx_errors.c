@@ -1174,6 +1174,48 @@ Test(onnx_errors, if_branches_read_outer_values) {
   built_free(&c0);
 }
 
+/* The branches return values of x's symbolic shape: the If's result keeps
+ * x's dims (batch), so it adds to x; run at batch 2 and 3. */
+Test(onnx_errors, if_result_keeps_outer_symbolic_dims) {
+  mb *b = mb_new(), *th = mb_new(), *el = mb_new();
+  static const char *const bd[2] = {"batch", "3"}, *const xi[] = {"x"}, *const c[] = {"c"};
+  static const char *const yx[] = {"y", "x"};
+  b->ins[b->g.n_input++] = vinfo_of("c", 9, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo("x", 2, bd);
+  b->outs[b->g.n_output++] = vinfo("z", 2, bd);
+  node(th, "Relu", "r", 1, xi, "t");
+  th->outs[th->g.n_output++] = vinfo("t", 2, bd);
+  node(el, "Neg", "m", 1, xi, "e");
+  el->outs[el->g.n_output++] = vinfo("e", 2, bd);
+  node_attrs(node(b, "If", "pick", 1, c, "y"), 2, attr_graph("then_branch", th),
+             attr_graph("else_branch", el));
+  node(b, "Add", "plus_x", 2, yx, "z");
+  built c0 = compile_built(b);
+  char dim[32];
+  kiln_value_dim((kiln_value *)c0.g->ir->outputs[0], 0, dim, sizeof dim);
+  cr_expect_str_eq(dim, "batch");
+  static const float xs[9] = {-1, 2, -3, 4, -5, 6, 0.5f, -0.25f, 7};
+  for (int64_t rows = 2; rows <= 3; rows++)
+    for (int pick = 0; pick < 2; pick++) {
+      bool cv = pick == 0;
+      int64_t sh[2] = {rows, 3};
+      kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_BOOL, 0, NULL, &cv, c0.st),
+                            kiln_tensor_borrow(KILN_FLOAT32, 2, sh, (void *)xs, c0.st)};
+      kiln_tensor *z = NULL;
+      cr_assert_eq(kiln_model_execute(c0.m, in, 2, &z, 1, c0.st), 0, "%s",
+                   kiln_status_message(c0.st));
+      cr_assert_eq(kiln_tensor_shape(z)[0], rows);
+      for (int i = 0; i < rows * 3; i++) {
+        float want = (cv ? (xs[i] > 0 ? xs[i] : 0) : -xs[i]) + xs[i];
+        cr_expect_eq(((const float *)kiln_tensor_data(z))[i], want, "z[%d]", i);
+      }
+      kiln_tensor_free(in[0]);
+      kiln_tensor_free(in[1]);
+      kiln_tensor_free(z);
+    }
+  built_free(&c0);
+}
+
 /* Loop(M, cond, y0 = x): y += x; go on while sum(y) < lim; scan output
  * If(it > 1) then y * it else y - x (a nested subgraph reading x two scopes
  * up), against a naive loop: stopped by M, by the condition, and never run. */
