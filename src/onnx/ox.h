@@ -263,6 +263,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* random numbers (ops_random.c) */
 #define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
+/* n-gram counts (ops_tfidf.c) */
+#define OX_OPS_TFIDF(X) X(TfIdfVectorizer)
 /* distinct elements (ops_unique.c) */
 #define OX_OPS_UNIQUE(X) X(Unique)
 /* sampling an image at grid points (ops_gridsample.c) */
@@ -300,6 +302,7 @@ OX_OPS_WINDOW(OX_DECLARE)
 OX_OPS_NORMALIZE(OX_DECLARE)
 OX_OPS_GRIDSAMPLE(OX_DECLARE)
 OX_OPS_UNIQUE(OX_DECLARE)
+OX_OPS_TFIDF(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
