@@ -10,7 +10,8 @@
  * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
  * matches a naive sum over the letters; a bidirectional RNN and one with
  * sequence_lens match a naive loop; an f16 Gemm and MatMul run in f16;
- * float Mod with fmod = 1 is C's fmod bit for bit;
+ * float Mod with fmod = 1 is C's fmod bit for bit; TfIdfVectorizer's IDF
+ * and TFIDF modes match a naive count;
  * Asinh / Acosh match libm on huge values; If, Loop and Scan (outer values
  * read inside, nested subgraphs, trip count and condition, scan outputs,
  * a carried value that grows, reverse directions and axes) match naive
@@ -1439,6 +1440,56 @@ Test(onnx_errors, bad_if_loop_and_scan) {
     import_fails(b, KILN_ERR_VERIFY, "scan_input_axes[0] = 5 is out of range for rank 1");
     b->op.version = 8;
     import_fails(b, KILN_ERR_UNSUPPORTED, "opset 8's Scan");
+  }
+}
+
+/* TfIdfVectorizer in IDF and TFIDF modes (ONNX's node tests cover TF only)
+ * against a naive count: unigrams once, bigrams at distances 1 .. skip + 1. */
+Test(onnx_errors, tfidf_weighted_modes) {
+  enum { ROWS = 2, LEN = 7, NG = 4 };
+  static const int64_t pool[6] = {1, 4, 1, 2, 2, 1}, ngc[2] = {0, 2}, idx[NG] = {3, 0, 1, 2};
+  static const int64_t gk[NG] = {1, 1, 2, 2}, gs[NG] = {0, 1, 2, 4}; /* length, pool offset */
+  static const float w[NG] = {0.5f, 2.0f, 3.0f, 0.25f};
+  static const int64_t xs[ROWS][LEN] = {{1, 2, 1, 2, 4, 1, 1}, {2, 2, 4, 1, 3, 2, 1}};
+  static const char *const modes[2] = {"IDF", "TFIDF"};
+  for (int md = 0; md < 2; md++) {
+    mb *b = mb_new();
+    static const char *const dx[2] = {"2", "7"}, *const dy[2] = {"2", "4"}, *const xi[] = {"X"};
+    b->ins[b->g.n_input++] = vinfo_of("X", 7, 2, dx);
+    b->outs[b->g.n_output++] = vinfo("Y", 2, dy);
+    Onnx__AttributeProto *wa = attr_of("weights", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    wa->n_floats = NG;
+    wa->floats = (float *)w;
+    node_attrs(node(b, "TfIdfVectorizer", "tfidf", 1, xi, "Y"), 8, attr_str("mode", modes[md]),
+               attr_int("min_gram_length", 1), attr_int("max_gram_length", 2),
+               attr_int("max_skip_count", 1), attr_ints("pool_int64s", 6, pool),
+               attr_ints("ngram_counts", 2, ngc), attr_ints("ngram_indexes", NG, idx), wa);
+    built c0 = compile_built(b);
+    int64_t sh[2] = {ROWS, LEN};
+    kiln_tensor *x = kiln_tensor_borrow(KILN_INT64, 2, sh, (void *)xs, c0.st), *y = NULL;
+    cr_assert_eq(kiln_model_execute(c0.m, &x, 1, &y, 1, c0.st), 0, "%s",
+                 kiln_status_message(c0.st));
+    for (int r = 0; r < ROWS; r++) {
+      float want[NG] = {0};
+      for (int j = 0; j < NG; j++) { /* the oracle */
+        int count = 0;
+        for (int d = 1; d <= (gk[j] == 1 ? 1 : 2); d++)
+          for (int i = 0; i + (gk[j] - 1) * d < LEN; i++) {
+            bool hit = true;
+            for (int t = 0; t < gk[j]; t++) hit &= xs[r][i + t * d] == pool[gs[j] + t];
+            count += hit;
+          }
+        want[idx[j]] += (float)count;
+      }
+      for (int c = 0; c < NG; c++) {
+        float e = md == 0 ? (want[c] > 0 ? w[c] : 0) : want[c] * w[c];
+        cr_expect_eq(((const float *)kiln_tensor_data(y))[r * NG + c], e, "%s row %d col %d",
+                     modes[md], r, c);
+      }
+    }
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    built_free(&c0);
   }
 }
 
