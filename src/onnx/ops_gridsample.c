@@ -27,13 +27,8 @@ typedef struct gs {
   bool zeros, reflect, align;
 } gs;
 
-static kiln_value *fk(gs *g, double v) {
-  kiln_value *k = ox_scalar(g->x, IR_DT_F64, v);
-  ox *x = g->x;
-  if (k && g->dt != IR_DT_F64) k = ox_op(x, "cast", &k, 1, NULL, "{dtype = %s}",
-                                         ir_dtype_name(g->dt));
-  return k;
-}
+/* A scalar v of the image's dtype. */
+static kiln_value *fk(gs *g, double v) { return ox_scalar(g->x, g->dt, v); }
 
 /* Grid component `comp` (0: x, 1: y) as [N, 1, Ho, Wo]. */
 static kiln_value *component(gs *g, kiln_value *grid, int comp) {

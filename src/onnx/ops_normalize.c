@@ -9,27 +9,10 @@
 
 #include "ox.h"
 
-/* A float scalar v of dtype dt. */
-static kiln_value *fscalar(ox *x, double v, ir_dtype dt) {
-  kiln_value *k = ox_scalar(x, IR_DT_F64, v);
-  if (k && dt != IR_DT_F64) k = ox_op(x, "cast", &k, 1, NULL, "{dtype = %s}", ir_dtype_name(dt));
-  return k;
-}
-
-static kiln_value *float_operand(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
-                                 int *rc) {
-  kiln_value *a = ox_in(x, in, nin, 0, rc);
-  if (a && !ir_dtype_is_float(ox_type(a)->dtype)) {
-    *rc = ox_unsupported(x, n, "%s operands", ir_dtype_name(ox_type(a)->dtype));
-    return NULL;
-  }
-  return a;
-}
-
 int ox_op_MeanVarianceNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
                                     ox_val **out, int nout) {
   BEGIN;
-  kiln_value *a = float_operand(x, n, in, nin, &rc);
+  kiln_value *a = ox_float_in(x, n, in, nin, &rc);
   if (!a) return rc;
   const ir_type *t = ox_type(a);
   static const int64_t dflt[3] = {0, 2, 3};
@@ -51,7 +34,7 @@ int ox_op_MeanVarianceNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in
       m2 = m ? ox_op(x, "mean", &m2, 1, NULL, "{axis = %d}", ax) : NULL;
     }
   kiln_value *mm = m && m2 ? OP2("mul", m, m) : NULL, *var = mm ? OP2("sub", m2, mm) : NULL;
-  kiln_value *sd = var ? OP1("sqrt", var) : NULL, *eps = sd ? fscalar(x, 1e-9, t->dtype) : NULL;
+  kiln_value *sd = var ? OP1("sqrt", var) : NULL, *eps = sd ? ox_scalar(x, t->dtype, 1e-9) : NULL;
   kiln_value *d = eps ? OP2("sub", a, m) : NULL, *den = d ? OP2("add", sd, eps) : NULL;
   kiln_value *y = den ? OP2("div", d, den) : NULL;
   if (!y) return FAILED();
@@ -61,7 +44,7 @@ int ox_op_MeanVarianceNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in
 
 int ox_op_LRN(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
-  kiln_value *a = float_operand(x, n, in, nin, &rc);
+  kiln_value *a = ox_float_in(x, n, in, nin, &rc);
   if (!a) return rc;
   const ir_type *t = ox_type(a);
   int64_t size = ox_attr_int(n, "size", 0);
@@ -88,8 +71,9 @@ int ox_op_LRN(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
     sum = !s ? NULL : sum ? OP2("add", sum, s) : s;
     if (!sum) p = NULL;
   }
-  kiln_value *c = sum ? fscalar(x, alpha / (double)size, t->dtype) : NULL;
-  kiln_value *b = c ? fscalar(x, bias, t->dtype) : NULL, *e = b ? fscalar(x, beta, t->dtype) : NULL;
+  kiln_value *c = sum ? ox_scalar(x, t->dtype, alpha / (double)size) : NULL;
+  kiln_value *b = c ? ox_scalar(x, t->dtype, bias) : NULL;
+  kiln_value *e = b ? ox_scalar(x, t->dtype, beta) : NULL;
   kiln_value *den = e ? OP2("mul", sum, c) : NULL;
   if (den) den = OP2("add", den, b);
   if (den) den = OP2("pow", den, e);

@@ -78,6 +78,9 @@ kiln_value *ox_value(ox *x, ox_val *v, bool *unsup);
 kiln_value *ox_op(ox *x, const char *op, kiln_value *const *in, int nin, const char *result_type,
                   const char *attr_fmt, ...) __attribute__((format(printf, 6, 7)));
 kiln_value *ox_scalar(ox *x, ir_dtype dt, double v); /* a rank-0 constant */
+/* Input 0 when it is a float, or NULL after recording that another dtype
+ * is not supported (*rc 1; -1 on error) (ops_hyperbolic.c). */
+kiln_value *ox_float_in(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int *rc);
 /* Input i as a kiln value; NULL with *rc -1 (error) or 1 (unsupported). */
 kiln_value *ox_in(ox *x, ox_val **in, int nin, int i, int *rc);
 /* dst becomes the same value as src (Identity). 0, -1 or 1. */
