@@ -23,7 +23,10 @@
  *     operand), a matmul never does;
  *   - a group of one node is left alone; a group stops growing at
  *     IR_FUSE_MAX_NODES nodes (the rest of a longer chain forms groups of
- *     its own), so no kernel, and no LLVM function, grows with the graph.
+ *     its own), so no kernel, and no LLVM function, grows with the graph;
+ *     a producer whose joining would make the group read more than
+ *     IR_FUSE_MAX_INPUTS values from outside stays out (the kernels take at
+ *     most that many buffers).
  * Every member's result has the root's shape, so the group is one loop nest
  * over that shape (operands from outside may broadcast); a member's result
  * used only inside never leaves registers.
@@ -93,6 +96,32 @@ static int member_uses(const fuse_ctx *c, int n, const ir_value *v) {
   return k;
 }
 
+/* Whether the first n members plus node p read at most IR_FUSE_MAX_INPUTS
+ * distinct values from outside them. Counted only when the operand slots
+ * alone could exceed it. */
+static bool inputs_fit(const fuse_ctx *c, int n, const ir_node *p) {
+  const ir_graph *g = c->g;
+  int slots = p->nin;
+  for (int i = 0; i < n; i++) slots += g->nodes[c->members[i]]->nin;
+  if (slots <= IR_FUSE_MAX_INPUTS) return true;
+  const ir_value *seen[IR_FUSE_MAX_INPUTS + 1];
+  int ns = 0;
+  for (int i = 0; i <= n; i++) {
+    const ir_node *m = i < n ? g->nodes[c->members[i]] : p;
+    for (int j = 0; j < m->nin; j++) {
+      const ir_value *v = m->in[j];
+      const ir_node *d = v->def;
+      bool inside = d && (d == p || (c->group[d->id] >= 0 && c->group[d->id] ==
+                                                             c->group[c->members[0]]));
+      for (int k = 0; !inside && k < ns; k++) inside = seen[k] == v;
+      if (inside) continue;
+      if (ns == IR_FUSE_MAX_INPUTS) return false;
+      seen[ns++] = v;
+    }
+  }
+  return true;
+}
+
 /* Grow the group of root node r (group number gid) into c->members; returns
  * the member count (1: nothing joined). A softmax root (its result has its
  * operand's shape) grows like an elementwise one, without a matmul. Growth
@@ -124,7 +153,10 @@ static int grow(fuse_ctx *c, int r, int gid) {
           join = true;
           mm = p->id;
         }
-        if (!join) continue;
+        if (!join || !inputs_fit(c, n, p)) {
+          if (join && p->id == mm) mm = -1; /* the matmul stays out after all */
+          continue;
+        }
         c->group[p->id] = gid;
         c->members[n++] = p->id;
         changed = true;

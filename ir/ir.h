@@ -422,6 +422,7 @@ enum {
   IR_FUSE_SOFTMAX = 1u << 0, /* softmax / logsoftmax with an elementwise prologue */
 };
 #define IR_FUSE_MAX_NODES 128 /* nodes in one fused group at most */
+#define IR_FUSE_MAX_INPUTS 64 /* values one fused group reads from outside at most */
 /* Rewrite verified g in place: each group of nodes that one kernel computes
  * better than several becomes ONE mo.fused node (ir_node.body holds the
  * group), in the position of the group's last node:
@@ -436,12 +437,14 @@ enum {
  *     mo.logsoftmax with such a group of its operand's shape computing its
  *     operand (x * scale + mask); it takes the group even where a matmul
  *     produces the group's operand (the matmul then stays alone).
- * A group has at least two nodes, at most IR_FUSE_MAX_NODES, and one result
- * (its last node's): a longer chain becomes several groups, so each fused
- * kernel, and the time LLVM spends on it, stays bounded and compile time
- * grows linearly with the graph (LLVM's time on one function grows faster
- * than its size; a group of 128 ops already keeps its intermediates in
- * registers, and the value between two groups costs one buffer). The
+ * A group has at least two nodes, at most IR_FUSE_MAX_NODES, reads at most
+ * IR_FUSE_MAX_INPUTS values from outside (the kernels' buffer limit: a wider
+ * group is cut the same way), and one result (its last node's): a longer
+ * chain becomes several groups, so each fused kernel, and the time LLVM
+ * spends on it, stays bounded and compile time grows linearly with the graph
+ * (LLVM's time on one function grows faster than its size; a group of 128
+ * ops already keeps its intermediates in registers, and the value between
+ * two groups costs one buffer). The
  * values only the group used leave g (g->values renumbered); the others
  * keep their ir_value objects (a result now defined by the mo.fused node).
  * Run-time checks of absorbed nodes are kept and point at the body's copy of

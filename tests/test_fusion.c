@@ -17,7 +17,8 @@
  * garbage. Also: the call-free f32 erf and exp the elementwise lowering
  * uses on the host (so fused chains with gelu / sigmoid vectorize), each
  * within an ulp of libm; mo.custom nodes marked kiln.elementwise joining
- * groups (their attributes kept in the kernel text). */
+ * groups (their attributes kept in the kernel text); groups bounded in
+ * nodes and in the values they read from outside. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <pthread.h>
@@ -260,7 +261,7 @@ static ir_tensor *jit_run(const ir_graph *g, const compiled *c, const ir_tensor 
       memset(buf[n->out[k]->id], 0xA5, b + 1); /* garbage: every element must be written */
       own[n->out[k]->id] = true;
     }
-    void *args[64];
+    void *args[n->nin + n->nout + 1]; /* a fused node reads up to IR_FUSE_MAX_INPUTS */
     int na = 0;
     for (int k = 0; k < n->nin; k++) args[na++] = buf[n->in[k]->id];
     for (int k = 0; k < n->nout; k++) args[na++] = buf[n->out[k]->id];
@@ -486,6 +487,43 @@ Test(fusion, long_chain_is_split_into_bounded_groups) {
   free_tensors(in, 1);
   ir_graph_free(f);
   ir_graph_free(g);
+  free(text);
+}
+
+/* A sum of n inputs over [8] f32: x0 + x1 + ... + x(n-1). */
+static char *wide_sum(int n) {
+  size_t cap = (size_t)n * 96 + 256, k = 0;
+  char *t = malloc(cap);
+  cr_assert_not_null(t);
+  k += (size_t)snprintf(t + k, cap - k, "mo.graph @wide(");
+  for (int i = 0; i < n; i++)
+    k += (size_t)snprintf(t + k, cap - k, "%s%%x%d: !mo.tensor<[8], f32>", i ? ", " : "", i);
+  k += (size_t)snprintf(t + k, cap - k, ") -> (!mo.tensor<[8], f32>) {\n");
+  for (int i = 1; i < n; i++)
+    k += (size_t)snprintf(t + k, cap - k,
+                          "  %%v%d = mo.add(%%%s%d, %%x%d) : !mo.tensor<[8], f32>\n", i,
+                          i == 1 ? "x" : "v", i == 1 ? 0 : i - 1, i);
+  snprintf(t + k, cap - k, "  mo.output %%v%d : !mo.tensor<[8], f32>\n}\n", n - 1);
+  return t;
+}
+
+/* A group never reads more than IR_FUSE_MAX_INPUTS values from outside (the
+ * kernels' buffer limit): a sum of 100 inputs becomes groups within it that
+ * compile and compute the sum. */
+Test(fusion, wide_sum_is_split_by_input_count) {
+  char *text = wide_sum(100);
+  ir_graph *g = parse(text);
+  int nf;
+  ir_graph *f = fused_clone(g, &nf);
+  cr_assert_geq(nf, 2, "100 inputs cannot be one group's");
+  for (int i = 0; i < f->nnodes; i++)
+    if (f->nodes[i]->op == IR_OP_FUSED)
+      cr_expect_leq(f->nodes[i]->nin, IR_FUSE_MAX_INPUTS, "group %d reads %d values", i,
+                    f->nodes[i]->nin);
+  ir_graph_free(f);
+  ir_graph_free(g);
+  int64_t none[1] = {0};
+  cr_assert_geq(check_case(text, none, 1e-5, 3), 2);
   free(text);
 }
 

@@ -10,7 +10,12 @@
  * Mod with fmod = 1 takes the dividend's sign; Einsum on two operands
  * matches a naive sum over the letters; a bidirectional RNN and one with
  * sequence_lens match a naive loop; an f16 Gemm and MatMul run in f16;
- * Asinh / Acosh match libm on huge values;
+ * float Mod with fmod = 1 is C's fmod bit for bit; TfIdfVectorizer's IDF
+ * and TFIDF modes match a naive count;
+ * Asinh / Acosh match libm on huge values; If, Loop and Scan (outer values
+ * read inside, nested subgraphs, trip count and condition, scan outputs,
+ * a carried value that grows, reverse directions and axes) match naive
+ * loops, and bad control flow is a clear error;
  * the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
@@ -73,8 +78,10 @@ static mb *mb_new(void) {
   return b;
 }
 
-/* A value info: f32 with dims (numbers, or names for dim_param). */
-static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const *dims) {
+/* A value info: ONNX element type elem (1 f32, 7 int64, 9 bool) with dims
+ * (numbers, or names for dim_param). */
+static Onnx__ValueInfoProto *vinfo_of(const char *name, int elem, int rank,
+                                      const char *const *dims) {
   Onnx__ValueInfoProto *v = keep(calloc(1, sizeof *v));
   onnx__value_info_proto__init(v);
   v->name = (char *)name;
@@ -83,7 +90,7 @@ static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const
   Onnx__TypeProto__Tensor *tt = keep(calloc(1, sizeof *tt));
   onnx__type_proto__tensor__init(tt);
   tt->has_elem_type = 1;
-  tt->elem_type = 1;
+  tt->elem_type = elem;
   Onnx__TensorShapeProto *sh = keep(calloc(1, sizeof *sh));
   onnx__tensor_shape_proto__init(sh);
   sh->n_dim = (size_t)rank;
@@ -105,6 +112,10 @@ static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const
   tp->tensor_type = tt;
   v->type = tp;
   return v;
+}
+
+static Onnx__ValueInfoProto *vinfo(const char *name, int rank, const char *const *dims) {
+  return vinfo_of(name, 1, rank, dims);
 }
 
 static Onnx__NodeProto *node(mb *b, const char *op, const char *name, int nin,
@@ -1068,6 +1079,418 @@ Test(onnx_errors, random_ops_draw_from_kiln_generator) {
   kiln_context_free(ctx);
   kiln_graph_free(g);
   kiln_status_free(st);
+}
+
+/* Float Mod with fmod = 1 is C's fmod bit for bit, also where the quotient
+ * is huge or the divisor infinite (a - b * trunc(a / b) would not be). */
+Test(onnx_errors, float_fmod_is_exact) {
+  mb *b = mb_new();
+  static const char *const d8[1] = {"8"}, *const ab[] = {"a", "b"};
+  b->ins[b->g.n_input++] = vinfo("a", 1, d8);
+  b->ins[b->g.n_input++] = vinfo("b", 1, d8);
+  b->outs[b->g.n_output++] = vinfo("y", 1, d8);
+  node_attrs(node(b, "Mod", "fm", 2, ab, "y"), 1, attr_int("fmod", 1));
+  built c0 = compile_built(b);
+  static const float av[8] = {1e10f, -1e10f, -7.5f, 7.5f, -4.3f, 5.0f, 3e38f, -0.75f};
+  static const float bv[8] = {3.0f, 0.7f, INFINITY, -INFINITY, 2.1f, -3.0f, -1e-3f, 0.25f};
+  int64_t eight = 8;
+  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &eight, (void *)av, c0.st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 1, &eight, (void *)bv, c0.st)};
+  kiln_tensor *y = NULL;
+  cr_assert_eq(kiln_model_execute(c0.m, in, 2, &y, 1, c0.st), 0, "%s", kiln_status_message(c0.st));
+  for (int i = 0; i < 8; i++)
+    cr_expect_eq(((const float *)kiln_tensor_data(y))[i], fmodf(av[i], bv[i]),
+                 "fmod(%g, %g) = %g, want %g", (double)av[i], (double)bv[i],
+                 (double)((const float *)kiln_tensor_data(y))[i], (double)fmodf(av[i], bv[i]));
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+  kiln_tensor_free(y);
+  built_free(&c0);
+}
+
+/* ---- control flow: If, Loop, Scan ---- */
+static Onnx__AttributeProto *attr_graph(const char *name, mb *sub) {
+  Onnx__AttributeProto *a = attr_of(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__GRAPH);
+  a->g = &sub->g;
+  return a;
+}
+
+static Onnx__AttributeProto *attr_ints(const char *name, int n, const int64_t *v) {
+  Onnx__AttributeProto *a = attr_of(name, ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__INTS);
+  a->n_ints = (size_t)n;
+  a->ints = (int64_t *)v;
+  return a;
+}
+
+/* The import of b fails with code and a message holding `has`. */
+static void import_fails(mb *b, kiln_code code, const char *has) {
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf);
+  cr_expect_null(g);
+  cr_expect_eq(kiln_status_code(st), code, "code %d: %s", kiln_status_code(st),
+               kiln_status_message(st));
+  cr_expect(strstr(kiln_status_message(st), has), "'%s' lacks '%s'", kiln_status_message(st),
+            has);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
+static const char *const d4[1] = {"4"}, *const d3[1] = {"3"};
+
+/* y = If(c) then x + w (w an initializer of the outer graph) else x * x. */
+Test(onnx_errors, if_branches_read_outer_values) {
+  mb *b = mb_new(), *th = mb_new(), *el = mb_new();
+  b->ins[b->g.n_input++] = vinfo_of("c", 9, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo("x", 1, d4);
+  b->outs[b->g.n_output++] = vinfo("y", 1, d4);
+  init_f32(b, "w", 4, 16);
+  static const char *const xw[] = {"x", "w"}, *const xx[] = {"x", "x"}, *const c[] = {"c"};
+  node(th, "Add", "then_add", 2, xw, "t");
+  th->outs[th->g.n_output++] = vinfo("t", 1, d4);
+  node(el, "Mul", "else_mul", 2, xx, "e");
+  el->outs[el->g.n_output++] = vinfo("e", 1, d4);
+  Onnx__NodeProto *n = node(b, "If", "if0", 1, c, "y");
+  node_attrs(n, 2, attr_graph("then_branch", th), attr_graph("else_branch", el));
+  built c0 = compile_built(b);
+  static const float xs[4] = {1.5f, -2.0f, 3.0f, 0.5f};
+  for (int pick = 0; pick < 2; pick++) {
+    bool cv = pick == 0;
+    int64_t four = 4;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_BOOL, 0, NULL, &cv, c0.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xs, c0.st)};
+    kiln_tensor *y = NULL;
+    cr_assert_eq(kiln_model_execute(c0.m, in, 2, &y, 1, c0.st), 0, "%s",
+                 kiln_status_message(c0.st));
+    for (int i = 0; i < 4; i++) {
+      float want = cv ? xs[i] + (float)i : xs[i] * xs[i];
+      cr_expect_eq(((const float *)kiln_tensor_data(y))[i], want, "c=%d y[%d]", cv, i);
+    }
+    kiln_tensor_free(in[0]);
+    kiln_tensor_free(in[1]);
+    kiln_tensor_free(y);
+  }
+  built_free(&c0);
+}
+
+/* The branches return values of x's symbolic shape: the If's result keeps
+ * x's dims (batch), so it adds to x; run at batch 2 and 3. */
+Test(onnx_errors, if_result_keeps_outer_symbolic_dims) {
+  mb *b = mb_new(), *th = mb_new(), *el = mb_new();
+  static const char *const bd[2] = {"batch", "3"}, *const xi[] = {"x"}, *const c[] = {"c"};
+  static const char *const yx[] = {"y", "x"};
+  b->ins[b->g.n_input++] = vinfo_of("c", 9, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo("x", 2, bd);
+  b->outs[b->g.n_output++] = vinfo("z", 2, bd);
+  node(th, "Relu", "r", 1, xi, "t");
+  th->outs[th->g.n_output++] = vinfo("t", 2, bd);
+  node(el, "Neg", "m", 1, xi, "e");
+  el->outs[el->g.n_output++] = vinfo("e", 2, bd);
+  node_attrs(node(b, "If", "pick", 1, c, "y"), 2, attr_graph("then_branch", th),
+             attr_graph("else_branch", el));
+  node(b, "Add", "plus_x", 2, yx, "z");
+  built c0 = compile_built(b);
+  char dim[32];
+  kiln_value_dim((kiln_value *)c0.g->ir->outputs[0], 0, dim, sizeof dim);
+  cr_expect_str_eq(dim, "batch");
+  static const float xs[9] = {-1, 2, -3, 4, -5, 6, 0.5f, -0.25f, 7};
+  for (int64_t rows = 2; rows <= 3; rows++)
+    for (int pick = 0; pick < 2; pick++) {
+      bool cv = pick == 0;
+      int64_t sh[2] = {rows, 3};
+      kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_BOOL, 0, NULL, &cv, c0.st),
+                            kiln_tensor_borrow(KILN_FLOAT32, 2, sh, (void *)xs, c0.st)};
+      kiln_tensor *z = NULL;
+      cr_assert_eq(kiln_model_execute(c0.m, in, 2, &z, 1, c0.st), 0, "%s",
+                   kiln_status_message(c0.st));
+      cr_assert_eq(kiln_tensor_shape(z)[0], rows);
+      for (int i = 0; i < rows * 3; i++) {
+        float want = (cv ? (xs[i] > 0 ? xs[i] : 0) : -xs[i]) + xs[i];
+        cr_expect_eq(((const float *)kiln_tensor_data(z))[i], want, "z[%d]", i);
+      }
+      kiln_tensor_free(in[0]);
+      kiln_tensor_free(in[1]);
+      kiln_tensor_free(z);
+    }
+  built_free(&c0);
+}
+
+/* Loop(M, cond, y0 = x): y += x; go on while sum(y) < lim; scan output
+ * If(it > 1) then y * it else y - x (a nested subgraph reading x two scopes
+ * up), against a naive loop: stopped by M, by the condition, and never run. */
+Test(onnx_errors, loop_trip_count_condition_and_scan_output) {
+  mb *b = mb_new(), *body = mb_new(), *th = mb_new(), *el = mb_new();
+  b->ins[b->g.n_input++] = vinfo_of("M", 7, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo_of("cond", 9, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo("x", 1, d3);
+  b->ins[b->g.n_input++] = vinfo("lim", 1, (const char *const[]){"1"});
+  b->outs[b->g.n_output++] = vinfo("y", 1, d3);
+  b->outs[b->g.n_output++] = vinfo("scan", 0, NULL);
+  body->ins[body->g.n_input++] = vinfo_of("it", 7, 0, NULL);
+  body->ins[body->g.n_input++] = vinfo_of("c_in", 9, 0, NULL);
+  body->ins[body->g.n_input++] = vinfo("y_in", 1, d3);
+  static const char *const yx[] = {"y_in", "x"}, *const ysum[] = {"y_out"};
+  static const char *const tl[] = {"total", "lim"}, *const itn[] = {"it"};
+  static const char *const gt[] = {"itf", "one"}, *const gc[] = {"big"};
+  static const char *const ym[] = {"y_out", "itf"}, *const ys[] = {"y_out", "x"};
+  node(body, "Add", "acc", 2, yx, "y_out");
+  node_attrs(node(body, "ReduceSum", "total", 1, ysum, "total"), 1, attr_int("keepdims", 0));
+  node(body, "Less", "go", 2, tl, "c_out");
+  node_attrs(node(body, "Cast", "itf", 1, itn, "itf"), 1, attr_int("to", 1));
+  init_f32(body, "one", 1, 4); /* [0.0]: it > 0 */
+  node(body, "Greater", "big", 2, gt, "big");
+  node(th, "Mul", "scale", 2, ym, "t");
+  th->outs[th->g.n_output++] = vinfo("t", 1, d3);
+  node(el, "Sub", "less_x", 2, ys, "e");
+  el->outs[el->g.n_output++] = vinfo("e", 1, d3);
+  node_attrs(node(body, "If", "pick", 1, gc, "s"), 2, attr_graph("then_branch", th),
+             attr_graph("else_branch", el));
+  body->outs[body->g.n_output++] = vinfo_of("c_out", 9, 0, NULL);
+  body->outs[body->g.n_output++] = vinfo("y_out", 1, d3);
+  body->outs[body->g.n_output++] = vinfo("s", 1, d3);
+  static const char *const lin[] = {"M", "cond", "x"};
+  Onnx__NodeProto *n = node(b, "Loop", "loop0", 3, lin, "y");
+  node_outputs(n, 2, "y", "scan");
+  node_attrs(n, 1, attr_graph("body", body));
+  built c0 = compile_built(b);
+  static const float xs[3] = {1.0f, 2.0f, 3.0f};
+  static const struct { int64_t m; bool cond; float lim; int iters; } cases[] = {
+      {5, true, 1000.0f, 5}, {10, true, 20.0f, 3}, {0, true, 1000.0f, 0}, {4, false, 1e3f, 0}};
+  for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+    int64_t three = 3, one = 1;
+    kiln_tensor *in[4] = {kiln_tensor_borrow(KILN_INT64, 0, NULL, (void *)&cases[k].m, c0.st),
+                          kiln_tensor_borrow(KILN_BOOL, 0, NULL, (void *)&cases[k].cond, c0.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 1, &three, (void *)xs, c0.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 1, &one, (void *)&cases[k].lim,
+                                             c0.st)};
+    kiln_tensor *out[2] = {NULL, NULL};
+    cr_assert_eq(kiln_model_execute(c0.m, in, 4, out, 2, c0.st), 0, "%s",
+                 kiln_status_message(c0.st));
+    float y[3] = {xs[0], xs[1], xs[2]}, scan[16][3];
+    int it = 0;
+    for (bool go = cases[k].cond; it < cases[k].m && go; it++) { /* the oracle */
+      float total = 0;
+      for (int j = 0; j < 3; j++) total += y[j] += xs[j];
+      go = total < cases[k].lim;
+      for (int j = 0; j < 3; j++) scan[it][j] = it > 0 ? y[j] * (float)it : y[j] - xs[j];
+    }
+    cr_expect_eq(it, cases[k].iters);
+    for (int j = 0; j < 3; j++) cr_expect_eq(((const float *)kiln_tensor_data(out[0]))[j], y[j]);
+    cr_assert_eq(kiln_tensor_rank(out[1]), 2);
+    cr_expect_eq(kiln_tensor_shape(out[1])[0], it, "case %zu: %lld scan rows", k,
+                 (long long)kiln_tensor_shape(out[1])[0]);
+    for (int r = 0; r < it; r++)
+      for (int j = 0; j < 3; j++)
+        cr_expect_eq(((const float *)kiln_tensor_data(out[1]))[r * 3 + j], scan[r][j],
+                     "case %zu scan[%d][%d]", k, r, j);
+    for (int i = 0; i < 4; i++) kiln_tensor_free(in[i]);
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(out[1]);
+  }
+  built_free(&c0);
+}
+
+/* Loop(M, "", y0): y = Concat(y, y): a carried value whose length doubles. */
+Test(onnx_errors, loop_state_that_grows) {
+  mb *b = mb_new(), *body = mb_new();
+  b->ins[b->g.n_input++] = vinfo_of("M", 7, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo("y0", 1, (const char *const[]){"2"});
+  b->outs[b->g.n_output++] = vinfo("y", 1, (const char *const[]){"n"});
+  body->ins[body->g.n_input++] = vinfo_of("it", 7, 0, NULL);
+  body->ins[body->g.n_input++] = vinfo_of("c_in", 9, 0, NULL);
+  body->ins[body->g.n_input++] = vinfo("y_in", 1, (const char *const[]){"k"});
+  static const char *const yy[] = {"y_in", "y_in"}, *const ci[] = {"c_in"};
+  node_attrs(node(body, "Concat", "twice", 2, yy, "y_out"), 1, attr_int("axis", 0));
+  node(body, "Identity", "keep", 1, ci, "c_out");
+  body->outs[body->g.n_output++] = vinfo_of("c_out", 9, 0, NULL);
+  body->outs[body->g.n_output++] = vinfo("y_out", 1, (const char *const[]){"k2"});
+  static const char *const lin[] = {"M", "", "y0"};
+  node_attrs(node(b, "Loop", "grow", 3, lin, "y"), 1, attr_graph("body", body));
+  built c0 = compile_built(b);
+  static const float y0[2] = {1.0f, -1.0f};
+  for (int64_t m = 0; m <= 3; m++) {
+    int64_t two = 2;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_INT64, 0, NULL, &m, c0.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 1, &two, (void *)y0, c0.st)};
+    kiln_tensor *y = NULL;
+    cr_assert_eq(kiln_model_execute(c0.m, in, 2, &y, 1, c0.st), 0, "%s",
+                 kiln_status_message(c0.st));
+    cr_expect_eq(kiln_tensor_shape(y)[0], 2 << m);
+    for (int64_t i = 0; i < kiln_tensor_shape(y)[0]; i++)
+      cr_expect_eq(((const float *)kiln_tensor_data(y))[i], y0[i % 2]);
+    kiln_tensor_free(in[0]);
+    kiln_tensor_free(in[1]);
+    kiln_tensor_free(y);
+  }
+  built_free(&c0);
+}
+
+/* Scan over X [3, 2] along axis 0 in reverse and Z [2, 3] along axis 1:
+ * s += x_t; o_t = s * z_t, stacked along axis 1 in reverse (prepended). */
+Test(onnx_errors, scan_reverse_and_axes) {
+  mb *b = mb_new(), *body = mb_new();
+  static const char *const d2[1] = {"2"}, *const d32[2] = {"3", "2"}, *const d23[2] = {"2", "3"};
+  b->ins[b->g.n_input++] = vinfo("s0", 1, d2);
+  b->ins[b->g.n_input++] = vinfo("X", 2, d32);
+  b->ins[b->g.n_input++] = vinfo("Z", 2, d23);
+  b->outs[b->g.n_output++] = vinfo("s", 1, d2);
+  b->outs[b->g.n_output++] = vinfo("O", 2, d23);
+  body->ins[body->g.n_input++] = vinfo("s_in", 1, d2);
+  body->ins[body->g.n_input++] = vinfo("x_t", 1, d2);
+  body->ins[body->g.n_input++] = vinfo("z_t", 1, d2);
+  static const char *const sx[] = {"s_in", "x_t"}, *const sz[] = {"s_out", "z_t"};
+  node(body, "Add", "acc", 2, sx, "s_out");
+  node(body, "Mul", "o", 2, sz, "o_t");
+  body->outs[body->g.n_output++] = vinfo("s_out", 1, d2);
+  body->outs[body->g.n_output++] = vinfo("o_t", 1, d2);
+  static const char *const sin[] = {"s0", "X", "Z"};
+  static const int64_t in_axes[2] = {0, 1}, in_dirs[2] = {1, 0}, out_axes[1] = {-1};
+  static const int64_t out_dirs[1] = {1};
+  Onnx__NodeProto *n = node(b, "Scan", "scan0", 3, sin, "s");
+  node_outputs(n, 2, "s", "O");
+  node_attrs(n, 6, attr_graph("body", body), attr_int("num_scan_inputs", 2),
+             attr_ints("scan_input_axes", 2, in_axes),
+             attr_ints("scan_input_directions", 2, in_dirs),
+             attr_ints("scan_output_axes", 1, out_axes),
+             attr_ints("scan_output_directions", 1, out_dirs));
+  built c0 = compile_built(b);
+  static const float s0[2] = {0.5f, -1.0f}, X[3][2] = {{1, 2}, {3, 4}, {5, 6}};
+  static const float Z[2][3] = {{1, -1, 2}, {0.5f, 3, -2}};
+  int64_t sh2 = 2, sh32[2] = {3, 2}, sh23[2] = {2, 3};
+  kiln_tensor *in[3] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &sh2, (void *)s0, c0.st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 2, sh32, (void *)X, c0.st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 2, sh23, (void *)Z, c0.st)};
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_assert_eq(kiln_model_execute(c0.m, in, 3, out, 2, c0.st), 0, "%s",
+               kiln_status_message(c0.st));
+  float s[2] = {s0[0], s0[1]}, O[2][3];
+  for (int t = 0; t < 3; t++) /* the oracle: X read backwards, O filled from the end */
+    for (int j = 0; j < 2; j++) {
+      s[j] += X[2 - t][j];
+      O[j][2 - t] = s[j] * Z[j][t];
+    }
+  for (int j = 0; j < 2; j++) cr_expect_eq(((const float *)kiln_tensor_data(out[0]))[j], s[j]);
+  cr_assert_eq(kiln_tensor_shape(out[1])[0], 2);
+  cr_assert_eq(kiln_tensor_shape(out[1])[1], 3);
+  for (int j = 0; j < 6; j++)
+    cr_expect_eq(((const float *)kiln_tensor_data(out[1]))[j], O[j / 3][j % 3], "O[%d]", j);
+  for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  kiln_tensor_free(out[0]);
+  kiln_tensor_free(out[1]);
+  built_free(&c0);
+}
+
+/* Bad control flow: clear errors naming the node and what is wrong. */
+Test(onnx_errors, bad_if_loop_and_scan) {
+  static const char *const c[] = {"c"}, *const xx[] = {"x", "x"}, *const nope[] = {"nope"};
+  { /* branches that disagree in output count */
+    mb *b = mb_new(), *th = mb_new(), *el = mb_new();
+    b->ins[b->g.n_input++] = vinfo_of("c", 9, 0, NULL);
+    b->ins[b->g.n_input++] = vinfo("x", 1, d4);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d4);
+    node(th, "Add", "a", 2, xx, "t");
+    node(th, "Mul", "m", 2, xx, "u");
+    th->outs[th->g.n_output++] = vinfo("t", 1, d4);
+    th->outs[th->g.n_output++] = vinfo("u", 1, d4);
+    node(el, "Mul", "m", 2, xx, "e");
+    el->outs[el->g.n_output++] = vinfo("e", 1, d4);
+    node_attrs(node(b, "If", "if_bad", 1, c, "y"), 2, attr_graph("then_branch", th),
+               attr_graph("else_branch", el));
+    import_fails(b, KILN_ERR_VERIFY, "then_branch gives 2 outputs, else_branch 1");
+    import_fails(b, KILN_ERR_VERIFY, "node 'if_bad' (If)");
+    /* a branch that reads a name nobody defines */
+    th->g.n_output = 1;
+    th->g.n_node = 0;
+    node(th, "Identity", "i", 1, nope, "t");
+    import_fails(b, KILN_ERR_IO, "reads 'nope'");
+  }
+  { /* a Loop body with the wrong number of inputs; then neither M nor cond */
+    mb *b = mb_new(), *body = mb_new();
+    b->ins[b->g.n_input++] = vinfo_of("M", 7, 0, NULL);
+    b->ins[b->g.n_input++] = vinfo("x", 1, d4);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d4);
+    body->ins[body->g.n_input++] = vinfo_of("it", 7, 0, NULL);
+    body->ins[body->g.n_input++] = vinfo("x_in", 1, d4);
+    static const char *const ci[] = {"x_in"};
+    node(body, "Identity", "i", 1, ci, "x_out");
+    body->outs[body->g.n_output++] = vinfo("x_out", 1, d4);
+    static const char *const lin[] = {"M", "", "x"};
+    Onnx__NodeProto *n = node(b, "Loop", "loop_bad", 3, lin, "y");
+    node_attrs(n, 1, attr_graph("body", body));
+    import_fails(b, KILN_ERR_VERIFY, "the body takes 2 inputs; with 1 loop-carried values it "
+                 "must take 3");
+    static const char *const none[] = {"", "", "x"};
+    n->input = (char **)none;
+    import_fails(b, KILN_ERR_UNSUPPORTED, "neither a trip count nor a condition");
+  }
+  { /* Scan in opset 8's form; then a scan axis out of range */
+    mb *b = mb_new(), *body = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 1, d4);
+    b->outs[b->g.n_output++] = vinfo("y", 1, d4);
+    body->ins[body->g.n_input++] = vinfo("x_t", 0, NULL);
+    static const char *const xt[] = {"x_t"}, *const sin[] = {"x"};
+    node(body, "Identity", "i", 1, xt, "y_t");
+    body->outs[body->g.n_output++] = vinfo("y_t", 0, NULL);
+    Onnx__NodeProto *n = node(b, "Scan", "scan_bad", 1, sin, "y");
+    static const int64_t axis5[1] = {5};
+    node_attrs(n, 3, attr_graph("body", body), attr_int("num_scan_inputs", 1),
+               attr_ints("scan_input_axes", 1, axis5));
+    import_fails(b, KILN_ERR_VERIFY, "scan_input_axes[0] = 5 is out of range for rank 1");
+    b->op.version = 8;
+    import_fails(b, KILN_ERR_UNSUPPORTED, "opset 8's Scan");
+  }
+}
+
+/* TfIdfVectorizer in IDF and TFIDF modes (ONNX's node tests cover TF only)
+ * against a naive count: unigrams once, bigrams at distances 1 .. skip + 1. */
+Test(onnx_errors, tfidf_weighted_modes) {
+  enum { ROWS = 2, LEN = 7, NG = 4 };
+  static const int64_t pool[6] = {1, 4, 1, 2, 2, 1}, ngc[2] = {0, 2}, idx[NG] = {3, 0, 1, 2};
+  static const int64_t gk[NG] = {1, 1, 2, 2}, gs[NG] = {0, 1, 2, 4}; /* length, pool offset */
+  static const float w[NG] = {0.5f, 2.0f, 3.0f, 0.25f};
+  static const int64_t xs[ROWS][LEN] = {{1, 2, 1, 2, 4, 1, 1}, {2, 2, 4, 1, 3, 2, 1}};
+  static const char *const modes[2] = {"IDF", "TFIDF"};
+  for (int md = 0; md < 2; md++) {
+    mb *b = mb_new();
+    static const char *const dx[2] = {"2", "7"}, *const dy[2] = {"2", "4"}, *const xi[] = {"X"};
+    b->ins[b->g.n_input++] = vinfo_of("X", 7, 2, dx);
+    b->outs[b->g.n_output++] = vinfo("Y", 2, dy);
+    Onnx__AttributeProto *wa = attr_of("weights", ONNX__ATTRIBUTE_PROTO__ATTRIBUTE_TYPE__FLOATS);
+    wa->n_floats = NG;
+    wa->floats = (float *)w;
+    node_attrs(node(b, "TfIdfVectorizer", "tfidf", 1, xi, "Y"), 8, attr_str("mode", modes[md]),
+               attr_int("min_gram_length", 1), attr_int("max_gram_length", 2),
+               attr_int("max_skip_count", 1), attr_ints("pool_int64s", 6, pool),
+               attr_ints("ngram_counts", 2, ngc), attr_ints("ngram_indexes", NG, idx), wa);
+    built c0 = compile_built(b);
+    int64_t sh[2] = {ROWS, LEN};
+    kiln_tensor *x = kiln_tensor_borrow(KILN_INT64, 2, sh, (void *)xs, c0.st), *y = NULL;
+    cr_assert_eq(kiln_model_execute(c0.m, &x, 1, &y, 1, c0.st), 0, "%s",
+                 kiln_status_message(c0.st));
+    for (int r = 0; r < ROWS; r++) {
+      float want[NG] = {0};
+      for (int j = 0; j < NG; j++) { /* the oracle */
+        int count = 0;
+        for (int d = 1; d <= (gk[j] == 1 ? 1 : 2); d++)
+          for (int i = 0; i + (gk[j] - 1) * d < LEN; i++) {
+            bool hit = true;
+            for (int t = 0; t < gk[j]; t++) hit &= xs[r][i + t * d] == pool[gs[j] + t];
+            count += hit;
+          }
+        want[idx[j]] += (float)count;
+      }
+      for (int c = 0; c < NG; c++) {
+        float e = md == 0 ? (want[c] > 0 ? w[c] : 0) : want[c] * w[c];
+        cr_expect_eq(((const float *)kiln_tensor_data(y))[r * NG + c], e, "%s row %d col %d",
+                     modes[md], r, c);
+      }
+    }
+    kiln_tensor_free(x);
+    kiln_tensor_free(y);
+    built_free(&c0);
+  }
 }
 
 static int sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -132,3 +132,19 @@ void ox_unsup_free(ox *x) {
   x->unsup = NULL;
   x->nunsup = x->capunsup = 0;
 }
+
+void ox_unsup_move(ox *to, ox *from) {
+  for (int i = 0; i < from->nunsup; i++) {
+    ox_unsup *u = &from->unsup[i];
+    if (to->nunsup == to->capunsup) {
+      int cap = to->capunsup ? 2 * to->capunsup : 16;
+      ox_unsup *grown = realloc(to->unsup, (size_t)cap * sizeof *grown);
+      if (!grown) break; /* the list stays shorter; the import still fails */
+      to->unsup = grown;
+      to->capunsup = cap;
+    }
+    to->unsup[to->nunsup++] = *u;
+    u->op = u->node = u->reason = NULL;
+  }
+  ox_unsup_free(from);
+}

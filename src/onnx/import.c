@@ -22,7 +22,7 @@
 
 static void free_model(void *p) { onnx__model_proto__free_unpacked(p, NULL); }
 
-static void ox_free(ox *x) {
+void ox_free(ox *x) {
   for (int i = 0; i < x->nvals; i++) {
     kiln_tensor_free(x->vals[i]->init);
     free(x->vals[i]);
@@ -81,7 +81,7 @@ static int add_inputs(ox *x, const Onnx__GraphProto *gp) {
   return 0;
 }
 
-static int add_initializers(ox *x, const Onnx__GraphProto *gp) {
+int ox_add_initializers(ox *x, const Onnx__GraphProto *gp) {
   if (gp->n_sparse_initializer)
     return rt_err(x->st, KILN_ERR_UNSUPPORTED, "sparse initializers are not supported ('%s')",
                   gp->sparse_initializer[0]->values && gp->sparse_initializer[0]->values->name
@@ -103,7 +103,7 @@ static int add_initializers(ox *x, const Onnx__GraphProto *gp) {
   return 0;
 }
 
-static int import_node(ox *x, const Onnx__NodeProto *n) {
+int ox_import_node(ox *x, const Onnx__NodeProto *n) {
   x->node = n;
   if (!n->op_type) return ox_fail(x, KILN_ERR_IO, "a node without op_type");
   ox_val *in[64] = {0}, *out[64] = {0};
@@ -194,9 +194,9 @@ static kiln_graph *import(const void *data, size_t len, const char *dir, const c
   const Onnx__GraphProto *gp = mp->graph;
   if (!(x.g = kiln_graph_new("onnx", st))) goto fail;
   x.ir = x.g->ir;
-  if (add_initializers(&x, gp) < 0 || add_inputs(&x, gp) < 0) goto fail;
+  if (ox_add_initializers(&x, gp) < 0 || add_inputs(&x, gp) < 0) goto fail;
   for (size_t i = 0; i < gp->n_node; i++)
-    if (import_node(&x, gp->node[i]) < 0) goto fail;
+    if (ox_import_node(&x, gp->node[i]) < 0) goto fail;
   if (x.nunsup > 0) {
     ox_report_unsupported(&x);
     goto fail;

@@ -1,5 +1,5 @@
 /* ops_channel.c - ONNX ops over the channel axis of N x C x ... tensors:
- * BatchNormalization (inference), InstanceNormalization, DepthToSpace and
+ * BatchNormalization (inference and training mode), InstanceNormalization, DepthToSpace and
  * SpaceToDepth, each composed from kiln ops (elementwise, layer_norm,
  * reshape, permute). */
 #include <stdio.h>
@@ -25,22 +25,55 @@ static kiln_value *per_channel(ox *x, kiln_value *v, int rank, ir_dtype dt) {
   return ox_reshape(x, v, rank - 1, dims);
 }
 
-/* y = (x - mean) / sqrt(var + epsilon) * scale + B, per channel, with the
- * running statistics (inference). Training mode is refused. */
+/* v averaged over every axis but the channel axis 1 (kept, size 1). */
+static kiln_value *channel_mean(ox *x, kiln_value *v) {
+  int rank = ox_type(v)->rank;
+  for (int a = 0; v && a < rank; a++)
+    if (a != 1) v = ox_op(x, "mean", &v, 1, NULL, "{axis = %d}", a);
+  return v;
+}
+
+/* running * momentum + current * (1 - momentum), current reshaped to [C]. */
+static kiln_value *running(ox *x, kiln_value *run, kiln_value *cur, double momentum) {
+  const ir_dim *c = ox_dim(cur, 1);
+  kiln_value *m = ox_scalar(x, IR_DT_F64, momentum), *rest = ox_scalar(x, IR_DT_F64, 1 - momentum);
+  ir_dtype dt = ox_type(cur)->dtype;
+  if (!m || !rest || !(cur = ox_reshape(x, cur, 1, &c))) return NULL;
+  if (dt != IR_DT_F64 && (!(m = ox_op(x, "cast", &m, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))) ||
+                          !(rest = ox_op(x, "cast", &rest, 1, NULL, "{dtype = %s}",
+                                         ir_dtype_name(dt)))))
+    return NULL;
+  if (ox_type(run)->dtype != dt &&
+      !(run = ox_op(x, "cast", &run, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
+    return NULL;
+  kiln_value *a = OP2("mul", run, m), *b = a ? OP2("mul", cur, rest) : NULL;
+  return b ? OP2("add", a, b) : NULL;
+}
+
+/* y = (x - mean) / sqrt(var + epsilon) * scale + B, per channel: with the
+ * running statistics given (inference), or in training mode with the
+ * batch's own mean and (population) variance over every axis but 1, the
+ * running statistics then updated by momentum (outputs 1 and 2). */
 int ox_op_BatchNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
                              ox_val **out, int nout) {
-  if (ox_attr_int(n, "training_mode", 0)) return ox_unsupported(x, n, "training_mode = 1");
-  for (int k = 1; k < nout; k++)
+  bool training = ox_attr_int(n, "training_mode", 0) != 0;
+  for (int k = 1; k < nout && !training; k++)
     if (out[k] && *out[k]->name) return ox_unsupported(x, n, "the running statistics outputs");
   BEGIN;
-  kiln_value *a = IN(0), *p[4] = {NULL, NULL, NULL, NULL}, *r;
+  kiln_value *a = IN(0), *p[4] = {NULL, NULL, NULL, NULL}, *raw[4], *r;
   if (!a) return rc;
   for (int k = 0; k < 4; k++)
-    if (!(p[k] = IN(k + 1))) return rc;
+    if (!(raw[k] = p[k] = IN(k + 1))) return rc;
   const ir_type *t = ox_type(a);
   if (t->rank < 2) return ox_fail(x, KILN_ERR_VERIFY, "X must have a channel axis (rank >= 2)");
   for (int k = 0; k < 4; k++)
     if (!(p[k] = per_channel(x, p[k], t->rank, t->dtype))) return FAILED();
+  if (training) { /* the batch's statistics replace the running ones */
+    kiln_value *d;
+    if (!(p[2] = channel_mean(x, a)) || !(d = OP2("sub", a, p[2])) || !(d = OP2("mul", d, d)) ||
+        !(p[3] = channel_mean(x, d)))
+      return FAILED();
+  }
   kiln_value *eps = ox_scalar(x, IR_DT_F64, ox_attr_float(n, "epsilon", 1e-5)), *inv;
   if (!eps || (t->dtype != IR_DT_F64 &&
                !(eps = ox_op(x, "cast", &eps, 1, NULL, "{dtype = %s}", ir_dtype_name(t->dtype)))))
@@ -51,6 +84,10 @@ int ox_op_BatchNormalization(ox *x, const Onnx__NodeProto *n, ox_val **in, int n
       !(r = OP2("add", r, p[1])))
     return FAILED();
   out[0]->v = r;
+  double momentum = ox_attr_float(n, "momentum", 0.9);
+  for (int k = 1; training && k < nout && k < 3; k++)
+    if (out[k] && *out[k]->name && !(out[k]->v = running(x, raw[k + 1], p[k + 1], momentum)))
+      return FAILED();
   return 0;
 }
 

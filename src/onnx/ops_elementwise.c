@@ -120,6 +120,17 @@ static kiln_value *int_fmod(ox *x, kiln_value *a, kiln_value *b) {
   return OP2("sub", r, fix);
 }
 
+/* Float C fmod, exactly: kiln's floor mod of |a| and |b| (no sign fix-up
+ * there, so it is fmod's magnitude), negated where a < 0. */
+static kiln_value *float_fmod(ox *x, kiln_value *a, kiln_value *b) {
+  kiln_value *aa = OP1("abs", a), *ab = OP1("abs", b), *m, *neg, *z, *lt;
+  if (!aa || !ab || !(m = OP2("mod", aa, ab)) || !(neg = OP1("negate", m))) return NULL;
+  if (!(z = as_dtype(x, ox_scalar(x, IR_DT_SI32, 0), ox_type(a)->dtype)) ||
+      !(lt = OP2("greater", z, a)))
+    return NULL;
+  return ox_op(x, "where", (kiln_value *[]){lt, neg, m}, 3, NULL, NULL);
+}
+
 int ox_op_Div(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int f = ox_fold_elementwise(x, n, in, nin, out[0]);
   if (f != 2) return f;
@@ -137,9 +148,8 @@ int ox_op_Mod(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
   BEGIN;
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL;
   if (!b) return rc;
-  if (is_float(a))
-    return ox_unsupported(x, n, fmod ? "float fmod = 1 (C fmod)" : "float Mod needs fmod = 1");
-  DONE(fmod ? int_fmod(x, a, b) : OP2("mod", a, b));
+  if (is_float(a) && !fmod) return ox_unsupported(x, n, "float Mod needs fmod = 1");
+  DONE(!fmod ? OP2("mod", a, b) : is_float(a) ? float_fmod(x, a, b) : int_fmod(x, a, b));
 }
 
 /* BitShift on unsigned integers: x * 2^y or x floor-divided by 2^y (the

@@ -209,9 +209,51 @@ int ox_op_ReduceProd(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_v
   return ox_set_known(x, out[0], s->dtype, keep ? 1 : 0, &one, &p) < 0 ? -1 : 0;
 }
 
+/* ConstantOfShape's value attribute (f32 0 when absent) as a rank-0 constant. */
+static kiln_value *fill_value(ox *x, const Onnx__NodeProto *n) {
+  const Onnx__AttributeProto *a = ox_attr(n, "value");
+  if (!a || !a->t) return ox_scalar(x, IR_DT_F32, 0);
+  kiln_tensor *v = ox_tensor_decode(a->t, x->dir, x->ws, "ConstantOfShape value", x->st);
+  if (!v) return NULL;
+  kiln_value *k = v->numel == 1 ? kiln_graph_add_constant(x->g, v->dtype, 0, NULL, v->data, x->st)
+                                : NULL;
+  if (!k && v->numel != 1)
+    ox_fail(x, KILN_ERR_VERIFY, "value must hold one element, not %lld", (long long)v->numel);
+  else if (!k)
+    ox_fail(x, kiln_status_code(x->st), "%s", kiln_status_message(x->st));
+  kiln_tensor_free(v);
+  return k;
+}
+
+/* ConstantOfShape whose shape is a graph input: broadcast_to reads it before
+ * the graph runs, each result dim a symbol of its own. */
+static int fill_from_shape_input(ox *x, const Onnx__NodeProto *n, ox_val *s, ox_val **out) {
+  const ir_type *st = ox_type(s->v);
+  int64_t rank;
+  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &rank) || rank > IR_MAX_RANK)
+    return ox_fail(x, KILN_ERR_VERIFY, "the shape input must be 1-D of a static length up to %d",
+                   IR_MAX_RANK);
+  if (st->dtype != IR_DT_SI64)
+    return ox_fail(x, KILN_ERR_VERIFY, "the shape input is %s, not int64",
+                   ir_dtype_name(st->dtype));
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int64_t i = 0; i < rank; i++)
+    if (!(dims[i] = ox_symbol(x, NULL)))
+      return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  kiln_value *k = fill_value(x, n);
+  if (!k) return x->nunsup ? 1 : -1;
+  char ty[2048];
+  ox_type_text(ty, sizeof ty, ox_type(k)->dtype, (int)rank, dims);
+  if (!(out[0]->v = ox_op(x, "broadcast_to", (kiln_value *[]){k, s->v}, 2, ty, NULL)))
+    return x->nunsup ? 1 : -1;
+  return 0;
+}
+
 int ox_op_ConstantOfShape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                           int nout) {
   ox_val *s = nin > 0 ? in[0] : NULL;
+  if (s && !s->known && !s->init && s->v && !((const ir_value *)s->v)->def)
+    return fill_from_shape_input(x, n, s, out);
   if (!s || !s->known || s->rank != 1 || s->numel > IR_MAX_RANK)
     return ox_unsupported(x, n, "the shape is not known at import");
   const Onnx__AttributeProto *a = ox_attr(n, "value");

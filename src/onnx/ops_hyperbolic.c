@@ -1,13 +1,11 @@
-/* ops_hyperbolic.c - ONNX's Tan, Sinh, Cosh, Asinh, Acosh and Atanh on
- * floats: mo.atanh directly, the others from exp, log, sqrt, sin and cos.
- * Asinh and Acosh switch to log(2|x|) past |x| = 1e8, where x * x would
- * overflow in f32 long before the result does (and where the two agree to
- * the last bit). Asin, Acos and Atan have no kiln form and stay unsupported. */
+/* ops_hyperbolic.c - ONNX's Tan, Sinh, Cosh, Asinh, Acosh, Atanh, Asin,
+ * Acos and Atan on floats: mo.atanh, mo.asin, mo.acos and mo.atan directly,
+ * the others from exp, log, sqrt, sin and cos. Asinh and Acosh switch to
+ * log(2|x|) past |x| = 1e8, where x * x would overflow in f32 long before
+ * the result does (and where the two agree to the last bit). */
 #include "ox.h"
 
-/* The float operand, or NULL after recording that an integer one is not
- * supported. */
-static kiln_value *float_in(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int *rc) {
+kiln_value *ox_float_in(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int *rc) {
   kiln_value *a = ox_in(x, in, nin, 0, rc);
   if (a && !ir_dtype_is_float(ox_type(a)->dtype)) {
     *rc = ox_unsupported(x, n, "%s operands", ir_dtype_name(ox_type(a)->dtype));
@@ -29,7 +27,7 @@ static int finish(ox *x, ox_val **out, kiln_value *v, int nun0) {
 
 int ox_op_Tan(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
-  kiln_value *a = float_in(x, n, in, nin, &rc), *s, *c;
+  kiln_value *a = ox_float_in(x, n, in, nin, &rc), *s, *c;
   if (!a) return rc;
   return finish(x, out, (s = OP1("sin", a)) && (c = OP1("cos", a)) ? OP2("div", s, c) : NULL,
                 nun0);
@@ -38,7 +36,7 @@ int ox_op_Tan(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
 static int sinh_cosh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                      bool cosh) {
   BEGIN;
-  kiln_value *a = float_in(x, n, in, nin, &rc), *ep, *em, *h, *r = NULL;
+  kiln_value *a = ox_float_in(x, n, in, nin, &rc), *ep, *em, *h, *r = NULL;
   if (!a) return rc;
   if (exps(x, a, &ep, &em) && (h = ox_scalar(x, ox_type(a)->dtype, 0.5)) &&
       (r = cosh ? OP2("add", ep, em) : OP2("sub", ep, em)))
@@ -59,7 +57,7 @@ int ox_op_Cosh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
 static int inverse_hyperbolic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
                               ox_val **out, bool acosh) {
   BEGIN;
-  kiln_value *a = float_in(x, n, in, nin, &rc);
+  kiln_value *a = ox_float_in(x, n, in, nin, &rc);
   if (!a) return rc;
   ir_dtype dt = ox_type(a)->dtype;
   kiln_value *m = acosh ? a : OP1("abs", a), *s = ox_scalar(x, dt, acosh ? -1 : 1),
@@ -87,9 +85,27 @@ int ox_op_Acosh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   return inverse_hyperbolic(x, n, in, nin, out, true);
 }
 
-int ox_op_Atanh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+/* kiln's own unary op `op` on a float operand. */
+static int direct(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                  const char *op) {
   BEGIN;
-  kiln_value *a = float_in(x, n, in, nin, &rc);
+  kiln_value *a = ox_float_in(x, n, in, nin, &rc);
   if (!a) return rc;
-  return finish(x, out, OP1("atanh", a), nun0);
+  return finish(x, out, OP1(op, a), nun0);
+}
+
+int ox_op_Atanh(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "atanh");
+}
+
+int ox_op_Asin(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "asin");
+}
+
+int ox_op_Acos(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "acos");
+}
+
+int ox_op_Atan(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  return direct(x, n, in, nin, out, "atan");
 }

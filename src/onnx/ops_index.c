@@ -1,6 +1,6 @@
 /* ops_index.c - ONNX indexing and mask ops: GatherElements, GatherND,
  * ScatterElements (and the older Scatter), ScatterND, CumSum, Trilu,
- * NonZero and Compress.
+ * NonZero, Compress and ReverseSequence.
  *
  * The gathers and scatters map one to one onto mo.gather_elements,
  * mo.gather_nd and the mo.scatter / mo.scatter_nd families (ONNX's operand
@@ -155,8 +155,7 @@ int ox_op_Trilu(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   return 0;
 }
 
-/* mo.nonzero of a: [n, rank] si64 with n a fresh symbol (set from data). */
-static kiln_value *nonzero_rows(ox *x, kiln_value *a) {
+kiln_value *ox_nonzero_rows(ox *x, kiln_value *a) {
   char ty[256];
   if (!ox_count_rows_type(x, ox_type(a)->rank, ty, sizeof ty)) return NULL;
   return ox_op(x, "nonzero", &a, 1, ty, NULL);
@@ -167,7 +166,7 @@ int ox_op_NonZero(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
                   int nout) {
   BEGIN;
   (void)n;
-  kiln_value *a = IN(0), *rows = a ? nonzero_rows(x, a) : NULL;
+  kiln_value *a = IN(0), *rows = a ? ox_nonzero_rows(x, a) : NULL;
   if (!a) return rc;
   if (!rows || !(out[0]->v = ox_op(x, "transpose", &rows, 1, NULL, "{axis_1 = 0, axis_2 = 1}")))
     return FAILED();
@@ -193,11 +192,47 @@ int ox_op_Compress(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
     if (!numel || !(a = ox_reshape(x, a, 1, &numel))) return numel ? FAILED() : -1;
   }
   if (ox_type(c)->rank != 1) return ox_fail(x, KILN_ERR_VERIFY, "the condition must be 1-D");
-  kiln_value *rows = nonzero_rows(x, c);
+  kiln_value *rows = ox_nonzero_rows(x, c);
   const ir_dim *count = rows ? ox_dim(rows, 0) : NULL;
   kiln_value *idx = rows ? ox_reshape(x, rows, 1, &count) : NULL;
   if (!idx || !(out[0]->v = ox_op(x, "gather", (kiln_value *[]){a, idx}, 2, NULL, "{axis = %d}",
                                   axis)))
+    return FAILED();
+  return 0;
+}
+
+/* ReverseSequence: along time_axis, the first sequence_lens[b] elements of
+ * each batch entry b reversed, the rest kept: one gather_elements with
+ * index t' = t < len ? len - 1 - t : t. */
+int ox_op_ReverseSequence(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                          int nout) {
+  BEGIN;
+  kiln_value *a = IN(0), *lens = a ? IN(1) : NULL;
+  if (!lens) return rc;
+  const ir_type *t = ox_type(a);
+  int64_t ta = ox_attr_int(n, "time_axis", 0), ba = ox_attr_int(n, "batch_axis", 1);
+  if (t->rank < 2 || !((ta == 0 && ba == 1) || (ta == 1 && ba == 0)))
+    return ox_fail(x, KILN_ERR_VERIFY, "time_axis %lld and batch_axis %lld must be 0 and 1 (in "
+                   "either order) of an input of rank >= 2", (long long)ta, (long long)ba);
+  const ir_type *lt = ox_type(lens);
+  if (lt->rank != 1 || (lt->dtype != IR_DT_SI64 && lt->dtype != IR_DT_SI32))
+    return ox_fail(x, KILN_ERR_VERIFY, "sequence_lens must be 1-D int64 or int32");
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int d = 0; d < t->rank; d++)
+    dims[d] = d == ba ? t->dims[ba] : ir_dim_const(x->ir->arena, 1);
+  kiln_value *len = lt->dtype == IR_DT_SI64 ? lens
+                                            : ox_op(x, "cast", &lens, 1, NULL, "{dtype = si64}");
+  kiln_value *tt = len ? ox_iota_along(x, t->dims[ta], (int)ta, t->rank) : NULL;
+  kiln_value *one = tt ? ox_scalar(x, IR_DT_SI64, 1) : NULL, *rev = NULL, *inside = NULL, *idx;
+  if (one && (len = ox_reshape(x, len, t->rank, dims)) && (rev = OP2("sub", len, one)))
+    rev = OP2("sub", rev, tt);
+  if (rev) inside = OP2("greater", len, tt);
+  idx = inside ? ox_op(x, "where", (kiln_value *[]){inside, rev, tt}, 3, NULL, NULL) : NULL;
+  char ty[1024];
+  if (idx) idx = ox_op(x, "broadcast_to", &idx, 1,
+                       ox_type_text(ty, sizeof ty, IR_DT_SI64, t->rank, t->dims), NULL);
+  if (!idx || !(out[0]->v = ox_op(x, "gather_elements", (kiln_value *[]){a, idx}, 2, NULL,
+                                  "{axis = %lld}", (long long)ta)))
     return FAILED();
   return 0;
 }

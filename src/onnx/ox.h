@@ -61,6 +61,8 @@ typedef struct ox {
   int nunsup, capunsup;
   const Onnx__NodeProto *node; /* the node being imported (messages) */
   int nsym;             /* generated symbol names */
+  int *counter;         /* a subgraph's: the model graph's nsym (names unique across regions) */
+  int depth;            /* subgraph nesting: 0 for the model's graph */
 } ox;
 
 /* ---- values (values.c) ---- */
@@ -76,6 +78,9 @@ kiln_value *ox_value(ox *x, ox_val *v, bool *unsup);
 kiln_value *ox_op(ox *x, const char *op, kiln_value *const *in, int nin, const char *result_type,
                   const char *attr_fmt, ...) __attribute__((format(printf, 6, 7)));
 kiln_value *ox_scalar(ox *x, ir_dtype dt, double v); /* a rank-0 constant */
+/* Input 0 when it is a float, or NULL after recording that another dtype
+ * is not supported (*rc 1; -1 on error) (ops_hyperbolic.c). */
+kiln_value *ox_float_in(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, int *rc);
 /* Input i as a kiln value; NULL with *rc -1 (error) or 1 (unsupported). */
 kiln_value *ox_in(ox *x, ox_val **in, int nin, int i, int *rc);
 /* dst becomes the same value as src (Identity). 0, -1 or 1. */
@@ -153,6 +158,61 @@ int ox_fail(ox *x, kiln_code code, const char *fmt, ...) __attribute__((format(p
 /* "node 'name' (OpType)" for messages */
 const char *ox_node_label(const Onnx__NodeProto *n, char *buf, size_t cap);
 
+/* ---- the driver (import.c), shared with subgraphs ---- */
+int ox_add_initializers(ox *x, const Onnx__GraphProto *gp);
+int ox_import_node(ox *x, const Onnx__NodeProto *n); /* 0 or -1 (unsupported ones recorded) */
+void ox_free(ox *x); /* the value table and the unsupported list, not x->g */
+/* Move from's unsupported nodes to the end of to's list. */
+void ox_unsup_move(ox *to, ox *from);
+
+/* ---- subgraphs (subgraph.c): the bodies of If, Loop and Scan ----
+ * A subgraph becomes a region: a kiln graph of its own (regions are
+ * isolated), imported by a child importer that shares the parent's weight
+ * source, status and symbol counter (so a fresh symbol's name is unique in
+ * the whole import, and a region dim named like an outer symbol is it).
+ * The names a subgraph reads from enclosing scopes (its free names) become
+ * region inputs after the ones the caller declares, and operands of the
+ * control node; free names whose data is known at import (all elements
+ * constant) are copied in as known data instead, so shape computations
+ * inside still fold. Region input dims that are plain symbols keep their
+ * names, so result dims can be mapped back. */
+typedef struct ox_names {
+  int n, cap;
+  const char **v; /* borrowed from the model proto */
+} ox_names;
+/* Add the names gps[0..ngps) read but do not define (nested subgraphs
+ * included) to out, each once, in first-use order. 0 or -1. */
+int ox_free_names(ox *x, const Onnx__GraphProto *const *gps, int ngps, ox_names *out);
+void ox_names_free(ox_names *names);
+
+typedef struct ox_sub {
+  ox x;       /* the region's importer; x.g is the region graph */
+  ox *parent;
+} ox_sub;
+/* Open a region of parent named name (a fresh graph). 0 or -1. */
+int ox_sub_open(ox *parent, ox_sub *s, const char *name);
+/* A region input with t's dtype and rank and its dims as the region sees
+ * them (t a parent type; where fresh[d], dim d is a fresh symbol), bound to
+ * ONNX name onnx_name when not NULL. NULL with st filled. */
+kiln_value *ox_sub_input(ox_sub *s, const char *onnx_name, const ir_type *t, const bool *fresh);
+/* The free names as region inputs or known data; caps[*ncap] gets the
+ * parent values passed in (the control node's operands), inner[*ncap] the
+ * region inputs they become, in input order (each may be NULL; room for
+ * names->n). 0, -1 or 1 (a name made by an unsupported node). */
+int ox_sub_captures(ox_sub *s, const ox_names *names, kiln_value **caps, kiln_value **inner,
+                    int *ncap);
+/* Import gp's initializers and nodes. 0, -1, or 1 when nodes inside are
+ * unsupported (they go to the parent's list when the region closes). */
+int ox_sub_body(ox_sub *s, const Onnx__GraphProto *gp);
+/* Output i of gp as a region value; NULL with *rc -1 or 1. */
+kiln_value *ox_sub_output(ox_sub *s, const Onnx__GraphProto *gp, size_t i, int *rc);
+/* Region dim d in the parent's terms (constants, and symbols the parent
+ * has by that name), or NULL when it means nothing outside. */
+const ir_dim *ox_sub_dim_out(ox_sub *s, const ir_dim *d);
+/* Free the region (its graph included: kiln_graph_add_region_op copies
+ * it), moving its unsupported nodes to the parent. NULL-safe. */
+void ox_sub_close(ox_sub *s);
+
 /* ---- ops (ops_*.c) ----
  * An op's importer reads in[nin] (NULL for an absent optional input) and
  * fills out[nout] (ox_val objects already created). Returns 0, -1 (hard
@@ -179,7 +239,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* indexing and masks (ops_index.c) */
 #define OX_OPS_INDEX(X)                                                                           \
   X(GatherElements) X(GatherND) X(ScatterElements) X(Scatter) X(ScatterND) X(CumSum) X(Trilu)    \
-  X(NonZero) X(Compress)
+  X(NonZero) X(Compress) X(ReverseSequence)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
   X(GlobalMaxPool)
@@ -192,8 +252,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_EINSUM(X) X(Einsum)
 /* recurrent cells unrolled over a known sequence length (ops_rnn.c) */
 #define OX_OPS_RNN(X) X(RNN) X(GRU) X(LSTM)
-/* hyperbolic and tangent functions (ops_hyperbolic.c) */
-#define OX_OPS_HYPERBOLIC(X) X(Tan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh)
+/* hyperbolic and (inverse) trigonometric functions (ops_hyperbolic.c) */
+#define OX_OPS_HYPERBOLIC(X)                                                                      \
+  X(Tan) X(Sinh) X(Cosh) X(Asinh) X(Acosh) X(Atanh) X(Asin) X(Acos) X(Atan)
 /* training losses (ops_loss.c) */
 #define OX_OPS_LOSS(X) X(NegativeLogLikelihoodLoss) X(SoftmaxCrossEntropyLoss)
 /* sorting and selection (ops_sort.c) */
@@ -205,6 +266,18 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* random numbers (ops_random.c) */
 #define OX_OPS_RANDOM(X) X(RandomUniform) X(RandomNormal) X(RandomUniformLike) X(RandomNormalLike)
 
+/* n-gram counts (ops_tfidf.c) */
+#define OX_OPS_TFIDF(X) X(TfIdfVectorizer)
+/* distinct elements (ops_unique.c) */
+#define OX_OPS_UNIQUE(X) X(Unique)
+/* sampling an image at grid points (ops_gridsample.c) */
+#define OX_OPS_GRIDSAMPLE(X) X(GridSample)
+/* normalizations (ops_normalize.c) */
+#define OX_OPS_NORMALIZE(X) X(MeanVarianceNormalization) X(LRN)
+/* window functions (ops_window.c) */
+#define OX_OPS_WINDOW(X) X(HannWindow) X(HammingWindow) X(BlackmanWindow)
+/* control flow as mo.if / mo.while (ops_control.c, ops_scan.c) */
+#define OX_OPS_CONTROL(X) X(If) X(Loop) X(Scan)
 /* integer-quantized ops (ops_quant.c) */
 #define OX_OPS_QUANT(X)                                                                           \
   X(MatMulInteger) X(QuantizeLinear) X(DequantizeLinear) X(DynamicQuantizeLinear) X(QLinearMatMul)
@@ -227,12 +300,20 @@ OX_OPS_RESIZE(OX_DECLARE)
 OX_OPS_ROI(OX_DECLARE)
 OX_OPS_RANDOM(OX_DECLARE)
 OX_OPS_QUANT(OX_DECLARE)
+OX_OPS_CONTROL(OX_DECLARE)
+OX_OPS_WINDOW(OX_DECLARE)
+OX_OPS_NORMALIZE(OX_DECLARE)
+OX_OPS_GRIDSAMPLE(OX_DECLARE)
+OX_OPS_UNIQUE(OX_DECLARE)
+OX_OPS_TFIDF(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
  * hold a symbolic dim; the slice as gathers (0, -1 or 1). */
 bool ox_slice_is_dynamic(const ox_val *const *in, int nin);
 int ox_slice_dynamic(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out);
+/* mo.nonzero of a: [n, rank] si64 with n a fresh symbol (set from data). */
+kiln_value *ox_nonzero_rows(ox *x, kiln_value *a);
 /* 0, 1, ..., len - 1 as a rank-1 si64 value (len may be symbolic). */
 kiln_value *ox_iota(ox *x, const ir_dim *len);
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */

@@ -30,9 +30,10 @@ const ir_dim *ox_symbol(ox *x, const char *name) {
       buf[k++] = ok || (c >= '0' && c <= '9') ? c : '_';
     }
   buf[k] = 0;
-  if (k == 0) snprintf(buf, sizeof buf, "unk_%d", x->nsym++);
+  int *counter = x->counter ? x->counter : &x->nsym;
+  if (k == 0) snprintf(buf, sizeof buf, "unk_%d", (*counter)++);
   while (!name && ir_graph_symbol(x->ir, buf, strlen(buf), false) >= 0) /* fresh */
-    snprintf(buf, sizeof buf, "unk_%d", x->nsym++);
+    snprintf(buf, sizeof buf, "unk_%d", (*counter)++);
   int s = ir_graph_symbol(x->ir, buf, strlen(buf), true);
   if (s < 0) return NULL;
   return ir_dim_sym(x->ir->arena, s, x->ir->syms[s]);
