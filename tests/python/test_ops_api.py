@@ -18,8 +18,8 @@ logical_xor logsoftmax masked_scatter matmul max max_pool2d mean min mod mul neg
 not_equal outer pad permute pow print range rebind relu repeat_interleave reshape resize round
 rsqrt scatter scatter_nd shape_to_tensor sigmoid silu sin slice_tensor softmax split sqrt squeeze
 stack sub sum tanh tile top_k transfer_to transpose trunc unsqueeze where call cond
-while_loop""".split()
-LEFT_OUT = """allgather dequantize fence irfft qmatmul""".split()
+while_loop dequantize fence qmatmul""".split()
+LEFT_OUT = """allgather irfft""".split()
 MAX_OPS += ["buffer_create", "buffer_load", "buffer_store", "buffer_store_slice"]
 
 

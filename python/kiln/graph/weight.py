@@ -15,15 +15,19 @@ __all__ = ["Weight"]
 class Weight:
     """A weight (``max.graph.Weight``): name, dtype, shape and device. Use it in
     ops like a value inside a graph (it is added with ``Graph.add_weight``);
-    bind its data with ``session.load(graph, weights_registry={name: array})``."""
+    bind its data with ``session.load(graph, weights_registry={name: array})``.
+    A quantized weight (``quantization_encoding``, kiln.graph.quantization) is
+    uint8 of whole blocks, read by ``ops.dequantize`` / ``ops.qmatmul``."""
 
     def __init__(self, name: str, dtype: DType, shape: ShapeLike, device: Any = None,
                  quantization_encoding: Any = None, align: int | None = None,
                  **kwargs: Any) -> None:
-        if quantization_encoding is not None:
-            raise NotImplementedError("kiln has no quantized weights yet")
         self.name = name
         self.dtype = DType(dtype)
+        if quantization_encoding is not None and self.dtype != DType.uint8:
+            raise ValueError(f"weight {name!r}: a quantized weight holds its blocks as uint8, "
+                             f"got {self.dtype}")
+        self.quantization_encoding = quantization_encoding
         self.shape = Shape(shape)
         self.device: DeviceRef = _device_ref(device)
         self.align = align

@@ -2,7 +2,8 @@
 and defaults of MAX's functions, over kiln's MO ops).
 
 One module per family: elementwise, reduction, shape, indexing, nn, sorting,
-misc (constants, range, matmul, print, transfer_to), random, custom, buffer,
+misc (constants, range, matmul, print, transfer_to, fence), quant (dequantize,
+qmatmul), random, custom, buffer,
 control (cond, while_loop, call). Every op is added to its graph at once; kiln
 infers the result type and raises kiln.VerifyError / kiln.DTypeError /
 kiln.ShapeError naming the problem.
@@ -26,6 +27,8 @@ from .misc import *  # noqa: F401,F403
 from .misc import __all__ as _misc_all
 from .nn import *  # noqa: F401,F403
 from .nn import __all__ as _nn_all
+from .quant import *  # noqa: F401,F403
+from .quant import __all__ as _quant_all
 from .reduction import *  # noqa: F401,F403
 from .reduction import __all__ as _reduction_all
 from .shape import *  # noqa: F401,F403
@@ -34,5 +37,5 @@ from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
 __all__ = sorted(set(_buffer_all + _control_all + _custom_all + _elementwise_all
-                     + _indexing_all + _misc_all + _nn_all + _reduction_all + _shape_all
+                     + _indexing_all + _misc_all + _nn_all + _quant_all + _reduction_all + _shape_all
                      + _sorting_all + ["random", "TensorType"]))

@@ -1,4 +1,4 @@
-"""kiln.graph.ops.misc: constants, range, matmul / outer, print and transfer_to.
+"""kiln.graph.ops.misc: constants, range, matmul / outer, print, transfer_to and fence.
 
 outer is composed (unsqueeze, mul); the others are one MO op each. range's
 length is static when start, stop and step are numbers; otherwise out_dim
@@ -16,7 +16,8 @@ from ._core import constant
 from ..type import TensorType, _device_ref
 from ..value import TensorValue
 
-__all__ = ["constant", "constant_external", "range", "matmul", "outer", "print", "transfer_to"]
+__all__ = ["constant", "constant_external", "range", "matmul", "outer", "print", "transfer_to",
+           "fence"]
 
 
 def constant_external(name: str, type: TensorType) -> TensorValue:
@@ -79,3 +80,10 @@ def transfer_to(x: Any, device: Any) -> TensorValue:
     """x on device (a DeviceRef or a kiln.driver device)."""
     ref = _device_ref(device)
     return _core.add_op1("mo.transfer_to", [x], {"device": f"{ref.device_type}:{ref.id}"})
+
+
+def fence(*values: Any) -> list[Any]:
+    """The values, unchanged (MAX's scheduling barrier). kiln runs a graph's
+    ops in one order that respects their data and chain dependencies, with
+    no asynchronous reordering across devices, so a fence adds no op."""
+    return list(values)
