@@ -10,8 +10,11 @@ import kiln.dtype
 import kiln.engine
 import kiln.graph
 import kiln.graph.ops
+import kiln.graph.quantization
+import kiln.nn
 
-MODULES = [kiln, kiln.driver, kiln.dtype, kiln.engine, kiln.graph, kiln.graph.ops]
+MODULES = [kiln, kiln.driver, kiln.dtype, kiln.engine, kiln.graph, kiln.graph.ops,
+           kiln.graph.quantization, kiln.nn]
 
 
 def public(module):

@@ -111,6 +111,13 @@ def check_relu(out: str) -> None:
     close(got, np.maximum(x, 0))
 
 
+def check_mlp_module(out: str) -> None:
+    lines = out.strip().splitlines()
+    assert lines[0] == ("{'up.weight': [10, 5], 'gate.weight': [10, 5], "
+                        "'down.weight': [5, 10]}"), lines[0]
+    assert lines[-1] == "matches numpy: True", out
+
+
 def check_linear(out: str) -> None:
     r = result(out)
     x = np.asarray(r["inputs"][0], np.float32)
@@ -259,6 +266,7 @@ CASES = [
             reduction("var", "Var", keep(np.var))),
     Example("value_example.py", ["constant", "add"], run_driver("graph", ["c"]), check_value),
     Example("gather_nd.py", ["gather_nd"], None, check_gather_nd),
+    Example("mlp_module.py", ["silu"], None, check_mlp_module),
     Example("while_loop.py", ["constant", "while_loop", "greater", "add"],
             run_driver("g", ["result"]), check_while_loop),
     Example("while_loop_two_values.py",
