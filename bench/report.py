@@ -115,6 +115,7 @@ def main():
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
     ap.add_argument("--decode", help="decode_growth.py --tsv (decoder steps, growing attention)")
+    ap.add_argument("--pyover", help="python_overhead.py --tsv (Python execute vs C and ORT)")
     ap.add_argument("--remote", help="bench_remote_cache --tsv (encoder load: Redis, disk, cold)")
     ap.add_argument("--anchors")
     ap.add_argument("--failed", action="append", default=[])
@@ -329,6 +330,24 @@ def main():
         for kind in ("step", "p99"):
             case = "decode_%s_%s" % (kind, pol)
             detail(case, dc.get((case, "kiln", 1)))
+
+    # ---- Python's model.execute over the C call, 1-op graph (issue 18)
+    _, po, _ = read_tsv(a.pyover)
+    pc, pp = po.get(("python_overhead_relu16", "kiln C", 1)), \
+        po.get(("python_overhead_relu16", "kiln Python", 1))
+    if pc and pp:
+        over = pp["median"] - pc["median"]
+        table.append(("Python model.execute over the C call, relu [16] (us)",
+                      "%.2f us" % over, "C execute %s" % fmt(pc["median"], "us"), "-",
+                      "<= 3 us", "yes" if over <= 3 else "NO"))
+    else:
+        table.append(("Python model.execute over the C call, relu [16] (us)",
+                      why("pyover"), "-", "-", "<= 3 us", "-"))
+    add("Python model.execute, relu [16] (us)", "us", pp,
+        [("ORT Python session.run", po.get(("python_overhead_relu16", "ORT Python", 1)), None)],
+        why("pyover"))
+    for eng in ("kiln C", "kiln Python", "kiln Python Tensor", "ORT Python"):
+        detail("python_overhead %s" % eng, po.get(("python_overhead_relu16", eng, 1)))
 
     # ---- graphs vs ORT and MAX
     times = (anc or {}).get("times", {})

@@ -59,7 +59,7 @@ work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
-         encoders.tsv remote.tsv decode.tsv anchors.json anchors.md table.md; do
+         encoders.tsv remote.tsv decode.tsv pyover.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 
@@ -368,6 +368,15 @@ else
   PYTHONPATH="$work/decode-py" python3 "$here/decode_growth.py" --rounds "$drounds" --tsv \
     >"$work/decode.tsv" 2>"$work/decode.err" ||
     fail decode "decode_growth.py exited $?: $(tail1 "$work/decode.err")"
+  # Python's model.execute over the C call on a 1-op graph, beside ORT's
+  # Python session.run (the venv's onnxruntime), in the same run (issue 18)
+  say "Python execute overhead beside the C call and ORT's session.run"
+  pyover=(--tsv --bench-chain "$build/bench_chain")
+  [ -n "$py" ] && [ "$py" != python3 ] && pyover+=(--ort-python "$py")
+  [ "$quick" = 1 ] && pyover+=(--quick)
+  PYTHONPATH="$work/decode-py" python3 "$here/python_overhead.py" "${pyover[@]}" \
+    >"$work/pyover.tsv" 2>"$work/pyover.err" ||
+    fail pyover "python_overhead.py exited $?: $(tail1 "$work/pyover.err")"
 fi
 
 # ---- 5. the table
@@ -375,7 +384,7 @@ rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --ch
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
        --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
-       --anchors "$work/anchors.json" --markdown "$work/table.md")
+       --pyover "$work/pyover.tsv" --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
 for n in "${notes[@]}"; do rargs+=(--note "$n"); done
