@@ -127,6 +127,31 @@ def test_conv3d(run):
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_conv_layouts_are_permutations_of_the_default(run):
+    """NCHW input and every other filter layout give the default layouts'
+    result on the permuted arrays, for conv2d, conv2d_transpose and conv3d."""
+    x4 = RNG.standard_normal((1, 4, 5, 2)).astype(np.float32)  # NHWC
+    w4 = RNG.standard_normal((3, 2, 2, 3)).astype(np.float32)  # RSCF
+    wt = RNG.standard_normal((3, 2, 3, 2)).astype(np.float32)  # conv2d_transpose's [R, S, F, C]
+    x5 = RNG.standard_normal((1, 3, 4, 4, 2)).astype(np.float32)  # NDHWC
+    w5 = RNG.standard_normal((2, 2, 2, 2, 3)).astype(np.float32)  # QRSCF
+    cases = [(ops.conv2d, x4, w4, "RSCF", ["FCRS", "CFRS"]),
+             (ops.conv2d_transpose, x4, wt, "RSCF", ["FCRS", "CFRS"]),
+             (ops.conv3d, x5, w5, "QRSCF", ["FCQRS"])]
+    for op, x, w, base, others in cases:
+        want = run(lambda v, wv: op(v, wv), x, w)
+        sp = x.ndim - 2
+        xf = x.transpose([0, sp + 1] + list(range(1, sp + 1)))  # channels first
+        for fl in others:
+            wl = w.transpose([base.index(c) for c in fl])
+            got = run(lambda v, wv: op(v, wv, input_layout=ops.ConvInputLayout.NCHW,
+                                       filter_layout=fl), xf, wl)
+            back = got.transpose([0] + list(range(2, sp + 2)) + [1])
+            np.testing.assert_allclose(back, want, rtol=1e-5, atol=1e-5, err_msg=fl)
+    with pytest.raises(ValueError, match="QRSCF"):
+        run(lambda v, wv: ops.conv3d(v, wv, filter_layout="FCRS"), x5, w5)
+
+
 def _pool_ref(x, k, s, fn):
     n, h, w, c = x.shape
     ho, wo = (h - k) // s + 1, (w - k) // s + 1

@@ -2,12 +2,32 @@
 
 from __future__ import annotations
 
+import enum
 from typing import Any
 
 from ..dtype import DType
 from .dim import Dim, Shape, ShapeLike
 
-__all__ = ["DeviceKind", "DeviceRef", "TensorType", "BufferType"]
+__all__ = ["DeviceKind", "DeviceRef", "TensorType", "BufferType", "ConvInputLayout",
+           "FilterLayout"]
+
+
+class ConvInputLayout(enum.Enum):
+    """Where the channels of a convolution's input are (N, C, spatial)."""
+
+    NHWC = "NHWC"
+    NCHW = "NCHW"
+
+
+class FilterLayout(enum.Enum):
+    """A convolution filter's layout: R, S (Q) its spatial axes, C the
+    input's channels, F the filters (conv2d_transpose: as MAX documents)."""
+
+    RSCF = "RSCF"
+    FCRS = "FCRS"
+    CFRS = "CFRS"
+    QRSCF = "QRSCF"
+    FCQRS = "FCQRS"
 
 
 class DeviceKind:

@@ -2,8 +2,8 @@
 band_part, hann_window, and kiln's roi_align and non_maximum_suppression.
 
 kiln's convolutions and pools take NHWC images and RSCF filters (as MAX's
-defaults); conv2d also takes MAX's NCHW input and FCRS filter layouts, by
-permuting around kiln's op. hann_window is composed (range, cos); the others
+defaults); the convolutions also take MAX's NCHW input and its other filter
+layouts (FCRS, CFRS; FCQRS for conv3d), by permuting around kiln's op. hann_window is composed (range, cos); the others
 are one MO op each.
 """
 
@@ -15,6 +15,7 @@ from typing import Any, Iterable
 
 from ...dtype import DType
 from . import _core
+from ..type import ConvInputLayout, FilterLayout
 from ..value import TensorValue
 
 __all__ = ["softmax", "logsoftmax", "layer_norm", "conv2d", "conv2d_transpose", "conv3d",
@@ -29,21 +30,6 @@ class InterpolationMode(enum.Enum):
     BICUBIC = "bicubic"
     BILINEAR = "bilinear"
     NEAREST = "nearest"
-
-
-class ConvInputLayout(enum.Enum):
-    """Where the channels of a convolution's input are."""
-
-    NHWC = "NHWC"
-    NCHW = "NCHW"
-
-
-class FilterLayout(enum.Enum):
-    """A convolution filter's layout."""
-
-    RSCF = "RSCF"
-    FCRS = "FCRS"
-    QRSCF = "QRSCF"
 
 
 def _layout(v: Any) -> str:
@@ -87,25 +73,41 @@ def _conv_operands(x: Any, filter: Any, bias: Any) -> list[TensorValue]:
     return ops
 
 
+def _to_kiln_layout(op: str, x: Any, filter: Any, input_layout: Any, filter_layout: Any,
+                    spatial: int) -> tuple[Any, Any, bool]:
+    """x and filter permuted to kiln's channels-last input and RSCF / QRSCF
+    filter; whether the result must go back to channels-first."""
+    from .shape import permute
+
+    il, fl = _layout(input_layout), _layout(filter_layout)
+    want = "QRSCF" if spatial == 3 else "RSCF"
+    if il not in ("NHWC", "NCHW") or sorted(fl) != sorted(want):
+        raise ValueError(f"{op}: input layout NHWC or NCHW and a filter layout of the letters "
+                         f"{want}, got {il}, {fl}")
+    if il == "NCHW":
+        x = permute(x, [0] + list(range(2, spatial + 2)) + [1])
+    if fl != want:
+        filter = permute(filter, [fl.index(c) for c in want])
+    return x, filter, il == "NCHW"
+
+
+def _channels_first(out: TensorValue, spatial: int) -> TensorValue:
+    from .shape import permute
+
+    return permute(out, [0, spatial + 1] + list(range(1, spatial + 1)))
+
+
 def conv2d(x: Any, filter: Any, stride: Any = (1, 1), dilation: Any = (1, 1),
            padding: Any = (0, 0, 0, 0), groups: int = 1, bias: Any = None,
            input_layout: Any = ConvInputLayout.NHWC,
            filter_layout: Any = FilterLayout.RSCF) -> TensorValue:
-    """The 2-D convolution of x (NHWC, or NCHW) with filter (RSCF, or FCRS),
-    plus bias [F]; padding (top, bottom, left, right) of zeros."""
-    from .shape import permute
-
-    il, fl = _layout(input_layout), _layout(filter_layout)
-    if il not in ("NHWC", "NCHW") or fl not in ("RSCF", "FCRS"):
-        raise ValueError(f"conv2d: layouts NHWC / NCHW and RSCF / FCRS, got {il}, {fl}")
-    if il == "NCHW":
-        x = permute(x, [0, 2, 3, 1])
-    if fl == "FCRS":
-        filter = permute(filter, [2, 3, 1, 0])
+    """The 2-D convolution of x (NHWC, or NCHW) with filter (RSCF, or FCRS /
+    CFRS), plus bias [F]; padding (top, bottom, left, right) of zeros."""
+    x, filter, back = _to_kiln_layout("conv2d", x, filter, input_layout, filter_layout, 2)
     attrs = {"stride": _ints(stride, 2), "dilation": _ints(dilation, 2),
              "padding": _ints(padding, 4), "groups": groups}
     out = _core.add_op1("mo.conv2d", _conv_operands(x, filter, bias), attrs)
-    return permute(out, [0, 3, 1, 2]) if il == "NCHW" else out
+    return _channels_first(out, 2) if back else out
 
 
 def conv2d_transpose(x: Any, filter: Any, stride: Any = (1, 1), dilation: Any = (1, 1),
@@ -113,28 +115,28 @@ def conv2d_transpose(x: Any, filter: Any, stride: Any = (1, 1), dilation: Any = 
                      bias: Any = None, input_layout: Any = ConvInputLayout.NHWC,
                      filter_layout: Any = FilterLayout.RSCF) -> TensorValue:
     """The transposed 2-D convolution (the gradient of conv2d by its input) of
-    x (NHWC) with filter [R, S, F, C], plus bias [F]."""
-    il, fl = _layout(input_layout), _layout(filter_layout)
-    if il != "NHWC" or fl != "RSCF":
-        raise ValueError(f"conv2d_transpose: kiln takes NHWC input and RSCF filters, "
-                         f"got {il}, {fl}")
+    x (NHWC, or NCHW) with filter [R, S, F, C] (RSCF, or the same letters in
+    another order), plus bias [F]."""
+    x, filter, back = _to_kiln_layout("conv2d_transpose", x, filter, input_layout,
+                                      filter_layout, 2)
     attrs = {"stride": _ints(stride, 2), "dilation": _ints(dilation, 2),
              "padding": _ints(padding, 4), "output_paddings": _ints(output_paddings, 2)}
-    return _core.add_op1("mo.conv2d_transpose", _conv_operands(x, filter, bias), attrs)
+    out = _core.add_op1("mo.conv2d_transpose", _conv_operands(x, filter, bias), attrs)
+    return _channels_first(out, 2) if back else out
 
 
 def conv3d(x: Any, filter: Any, stride: Any = (1, 1, 1), dilation: Any = (1, 1, 1),
            padding: Any = (0, 0, 0, 0, 0, 0), groups: int = 1, bias: Any = None,
            input_layout: Any = ConvInputLayout.NHWC,
            filter_layout: Any = FilterLayout.QRSCF) -> TensorValue:
-    """The 3-D convolution of x (NDHWC) with filter (QRSCF), plus bias [F];
-    padding (front, back, top, bottom, left, right) of zeros."""
-    il, fl = _layout(input_layout), _layout(filter_layout)
-    if il != "NHWC" or fl != "QRSCF":
-        raise ValueError(f"conv3d: kiln takes NDHWC input and QRSCF filters, got {il}, {fl}")
+    """The 3-D convolution of x (NDHWC, or NCDHW for ConvInputLayout.NCHW)
+    with filter (QRSCF, or FCQRS), plus bias [F]; padding (front, back, top,
+    bottom, left, right) of zeros."""
+    x, filter, back = _to_kiln_layout("conv3d", x, filter, input_layout, filter_layout, 3)
     attrs = {"stride": _ints(stride, 3), "dilation": _ints(dilation, 3),
              "padding": _ints(padding, 6), "groups": groups}
-    return _core.add_op1("mo.conv3d", _conv_operands(x, filter, bias), attrs)
+    out = _core.add_op1("mo.conv3d", _conv_operands(x, filter, bias), attrs)
+    return _channels_first(out, 3) if back else out
 
 
 def _pool_attrs(kernel_size: Any, stride: Any, dilation: Any, padding: Any,
