@@ -16,8 +16,9 @@
  *     result in place). Integer mo.mod never joins (nor roots) a group: it
  *     is the one elementwise op that can fail at run time, and its error
  *     should keep naming it (a GEMM epilogue has no error path either).
- *     A matmul's own operands never join (its producers stay outside), so
- *     the body lists the matmul first.
+ *     A matmul's own operands never join (its producers stay outside, also
+ *     when another member reads them too), so the body lists the matmul
+ *     first.
  *   - with IR_FUSE_SOFTMAX, a mo.softmax / mo.logsoftmax is a root too:
  *     elementwise producers join it as above (a prologue computing its
  *     operand), a matmul never does;
@@ -122,6 +123,20 @@ static bool inputs_fit(const fuse_ctx *c, int n, const ir_node *p) {
   return true;
 }
 
+/* Whether n reads v. */
+static bool reads_value(const ir_node *n, const ir_value *v) {
+  for (int j = 0; j < n->nin; j++)
+    if (n->in[j] == v) return true;
+  return false;
+}
+
+/* Whether an operand of n is computed by a member of group gid. */
+static bool reads_member(const fuse_ctx *c, const ir_node *n, int gid) {
+  for (int j = 0; j < n->nin; j++)
+    if (n->in[j]->def && c->group[n->in[j]->def->id] == gid) return true;
+  return false;
+}
+
 /* Grow the group of root node r (group number gid) into c->members; returns
  * the member count (1: nothing joined). A softmax root (its result has its
  * operand's shape) grows like an elementwise one, without a matmul. Growth
@@ -147,9 +162,10 @@ static int grow(fuse_ctx *c, int r, int gid) {
         if (!p || c->group[p->id] >= 0 || c->is_output[v->id] || p->nout != 1) continue;
         if (!ir_type_same_shape(&v->type, rt) || member_uses(c, n, v) != c->uses[v->id]) continue;
         bool join = false;
-        if (ew_node(p)) {
-          join = true;
-        } else if (gemm_ok && gemm_node(p) && mm < 0 && v->type.dtype == rt->dtype) {
+        if (ew_node(p)) { /* never a producer of the matmul's operands (they stay outside) */
+          join = mm < 0 || !reads_value(g->nodes[mm], v);
+        } else if (gemm_ok && gemm_node(p) && mm < 0 && v->type.dtype == rt->dtype &&
+                   !reads_member(c, p, gid)) {
           join = true;
           mm = p->id;
         }

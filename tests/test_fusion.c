@@ -873,6 +873,30 @@ Test(fusion, softmax_prologue_after_matmul_and_shared_operand) {
   cr_assert_eq(check_case(shared, none, 1e-5, 64), 0);
 }
 
+/* relu(x) feeds the matmul and the epilogue both: it would join through the
+ * epilogue, but a matmul's operands stay outside its group (the body lists
+ * the matmul first; the differential fuzzer found this one crashing). */
+Test(fusion, matmul_operand_shared_with_its_epilogue_stays_out) {
+  const char *text =
+      "mo.graph @shared(%x: !mo.tensor<[3, 3], f32>, %w: !mo.tensor<[3, 3], f32>) -> "
+      "(!mo.tensor<[3, 3], f32>) {\n"
+      "  %r = mo.relu(%x) : !mo.tensor<[3, 3], f32>\n"
+      "  %m = mo.matmul(%r, %w) : (!mo.tensor<[3, 3], f32>, !mo.tensor<[3, 3], f32>) -> "
+      "!mo.tensor<[3, 3], f32>\n"
+      "  %y = mo.sub(%m, %r) : !mo.tensor<[3, 3], f32>\n"
+      "  mo.output %y : !mo.tensor<[3, 3], f32>\n}\n";
+  ir_graph *g = parse(text);
+  int nf;
+  ir_graph *f = fused_clone(g, &nf);
+  cr_assert_eq(nf, 1);
+  cr_assert_eq(f->nnodes, 2, "relu alone, then matmul + sub");
+  cr_assert_eq(f->nodes[0]->op, IR_OP_RELU);
+  ir_graph_free(f);
+  ir_graph_free(g);
+  int64_t none[1] = {0};
+  cr_assert_eq(check_case(text, none, 1e-5, 65), 1);
+}
+
 Test(fusion, bool_int_and_cast_members) {
   const char *text =
       "mo.graph @bi<n>(%x: !mo.tensor<[n, 3], si32>, %y: !mo.tensor<[n, 3], si32>, "

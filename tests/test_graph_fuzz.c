@@ -12,7 +12,8 @@
  * (a random bool mask, updates of the input's shape), nonzero of an exact
  * value (a count set from data, used by a gather_nd and a sum), tile,
  * band_part, max / avg_pool2d (3x3, padded to the same shape, through a
- * rank-4 reshape), and compares /
+ * rank-4 reshape), floor / ceil / trunc / round (of exact values) and atan,
+ * top_k / bottom_k (k = 1, exact values), prod (of a tanh), and compares /
  * where / argmax on values derived from the inputs by exact ops only (a
  * compare of two computed floats would flip on a last-bit difference).
  * Values no op consumed, and a few others, are the outputs. Each graph
@@ -168,8 +169,9 @@ static void step(fuzz *z) {
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
   z->cur_int = a->isint;
-  uint32_t what = rnd(z, 24);
-  if (z->cur_int && (what == 5 || what == 7 || what == 8)) { /* float-only ops */
+  uint32_t what = rnd(z, 27);
+  if (z->cur_int && (what == 5 || what == 7 || what == 8 || what == 24 || what == 26)) {
+    /* float-only ops */
     to_float(z, a, r, dims);
     return;
   }
@@ -453,6 +455,38 @@ static void step(fuzz *z) {
                    x4, cur_dt(z), s4);
     int id = gt_op1(z->t, "mo.reshape", NULL, p, cur_dt(z), shape_of(z, 3, dims));
     add_val(z, id, 3, dims, a->exact && !avg);
+    break;
+  }
+  case 24: { /* rounding of an exact value (exact), else atan */
+    static const char *const rounding[] = {"floor", "ceil", "trunc", "round"};
+    op1(z, a->exact ? rounding[rnd(z, 4)] : "atan", NULL, a, r, dims, a->exact);
+    break;
+  }
+  case 25: { /* top_k / bottom_k, k = 1, of an exact value along a static last axis: the
+              * values and the indices (cast back) */
+    if (!a->exact || r == 0 || strpbrk(dims[r - 1], "nmc")) break;
+    snprintf(dims[r - 1], DIM, "1");
+    const char *sh = shape_of(z, r, dims);
+    char shape[3 * DIM + 8];
+    snprintf(shape, sizeof shape, "%s", sh);
+    const char *dts[2] = {cur_dt(z), "si64"}, *shapes[2] = {shape, shape};
+    a->uses++;
+    int v = gt_opn(z->t, rnd(z, 2) ? "mo.top_k" : "mo.bottom_k", "{k = 1, axis = -1}", &a->id, 1,
+                   2, dts, shapes);
+    add_val(z, v, r, dims, true);
+    int f = gt_op1(z->t, "mo.cast", z->cur_int ? "{dtype = si32}" : "{dtype = f32}", v + 1,
+                   cur_dt(z), shape);
+    add_val(z, f, r, dims, true);
+    break;
+  }
+  case 26: { /* prod over one axis of tanh(a) (bounded: no overflow), kept as 1 */
+    if (r == 0) break;
+    fval *t = op1(z, "tanh", NULL, a, r, dims, false);
+    int ax = (int)rnd(z, (uint32_t)r);
+    char attrs[32];
+    snprintf(attrs, sizeof attrs, "{axis = %d}", ax);
+    snprintf(dims[ax], DIM, "1");
+    op1(z, "prod", attrs, t, r, dims, false);
     break;
   }
   }
