@@ -1,0 +1,245 @@
+/* gemm_half_avx512.h - the AVX-512 entries of the half GEMM template
+ * (gemm_half.c includes it once, at its end, on x86-64):
+ * kiln_hgemm_{bf16,f16}_{ex,tex,pex}_avx512, with the generic entries'
+ * arguments and contract.
+ *
+ * bf16: vdpbf16ps (AVX512-BF16) adds a.k * b.k + a.k+1 * b.k+1 into each f32
+ * lane, the products exact, so B is read as pairs of k interleaved per
+ * column and A as 32-bit pairs broadcast from its rows in place.
+ * f16: no AVX-512 instruction dots f16 into f32 (AVX512-FP16's sums are in
+ * f16, outside the interpreter's tolerance), so B is converted to f32 at
+ * packing (exact, vcvtph2ps), each a_ik converted as it is broadcast, and
+ * the sums are f32 FMAs (the product of two f16 values is exact in f32, so
+ * the FMA adds the exact product as vdpbf16ps does).
+ *
+ * Blocking (as gemm_int8_vnni.h): rows of the part in chunks of HG_MC; per
+ * chunk, N in chunks whose f32 C rows fit ~512 KB (64 to 2048 columns); per
+ * N chunk, K in blocks (bf16: 256 k, f16: 128 k: a 32 KB panel block either
+ * way, L1); per K block, the chunk's panels of HG_NR = 64 columns (four
+ * vectors of 16 f32 lanes): the panel's block packed on the stack (or read
+ * in place when B is prepacked: a K block of a panel is a contiguous slice),
+ * then HG_MR = 6 rows of A at a time against it (24 accumulators; a last
+ * 1 to 5 rows take a tile of their own height, so decode-like M = 1..8 runs
+ * at most two tiles per panel). Partial panels go through a tile on the
+ * stack. C holds the partial sums between K blocks; the epilogue runs on a
+ * chunk's rows and columns once its last K block is added. */
+#include <immintrin.h>
+
+enum { HG_MR = 6, HG_MC = 1024, HG_NCMAX = 2048, HG_KC_BF16 = 256, HG_KC_F16 = 128 };
+#define HG_CHUNK_BYTES (512 * 1024)
+#define HG_PANEL_BYTES 32768 /* HG_KC_BF16 * HG_NR * 2 == HG_KC_F16 * HG_NR * 4 */
+
+#define AVX_TARGET "avx512f,avx512bw,avx512vl,avx512bf16,f16c,fma"
+#define AVX_FN __attribute__((target(AVX_TARGET)))
+#define AVX_INLINE static inline __attribute__((target(AVX_TARGET), always_inline))
+
+/* The bf16 panel block: B[k0 .. k0 + kc) x [j0, j0 + 64) as pairs
+ * [g][c][2] (zero past K and N); B row-major (trans 0, row stride N) or
+ * transposed (trans 1: N x K, row stride K). */
+AVX_INLINE void pack_bf16(const uint16_t *B, int64_t N, int64_t K, int64_t k0, int64_t kc,
+                          int64_t j0, uint16_t *bp, int trans) {
+  int64_t groups = (kc + 1) / 2;
+  if (!trans && j0 + HG_NR <= N) {
+    int64_t whole = kc / 2;
+    for (int64_t g = 0; g < whole; g++) {
+      const uint16_t *r0 = B + (k0 + 2 * g) * N + j0, *r1 = r0 + N;
+      uint16_t *o = bp + g * HG_NR * 2;
+      for (int c = 0; c < HG_NR; c++) {
+        o[2 * c] = r0[c];
+        o[2 * c + 1] = r1[c];
+      }
+    }
+    if (groups > whole) { /* K's last odd k: its pair's second half is zero */
+      const uint16_t *r0 = B + (k0 + 2 * whole) * N + j0;
+      uint16_t *o = bp + whole * HG_NR * 2;
+      for (int c = 0; c < HG_NR; c++) {
+        o[2 * c] = r0[c];
+        o[2 * c + 1] = 0;
+      }
+    }
+    return;
+  }
+  for (int64_t c = 0; c < HG_NR; c++) {
+    int64_t j = j0 + c;
+    for (int64_t t = 0; t < 2 * groups; t++) {
+      int64_t k = k0 + t;
+      uint16_t v = 0;
+      if (t < kc && j < N) v = trans ? B[j * K + k] : B[k * N + j];
+      bp[(t / 2) * HG_NR * 2 + 2 * c + t % 2] = v;
+    }
+  }
+}
+
+/* The f16 panel block converted to f32: [k][c], zero past N. */
+AVX_INLINE void pack_f16(const uint16_t *B, int64_t N, int64_t K, int64_t k0, int64_t kc,
+                         int64_t j0, float *bp, int trans) {
+  if (!trans && j0 + HG_NR <= N) {
+    for (int64_t k = 0; k < kc; k++) {
+      const uint16_t *r = B + (k0 + k) * N + j0;
+      for (int h = 0; h < 4; h++)
+        _mm512_store_ps(bp + k * HG_NR + 16 * h,
+                        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 16 * h))));
+    }
+    return;
+  }
+  for (int64_t k = 0; k < kc; k++)
+    for (int64_t c = 0; c < HG_NR; c++) {
+      int64_t j = j0 + c;
+      bp[k * HG_NR + c] = j < N ? f16_to_f32(trans ? B[j * K + k0 + k] : B[(k0 + k) * N + j]) : 0;
+    }
+}
+
+/* a pair of bf16 of row a at k (the second zero past kc) */
+AVX_INLINE uint32_t a_pair(const uint16_t *a, int64_t k, int64_t kc) {
+  uint32_t v = a[k];
+  if (k + 1 < kc) __builtin_memcpy(&v, a + k, 4);
+  return v;
+}
+
+/* rows [i, i + MR) of the panel block bp over kc: acc (+)= a . bp, into
+ * tile (row stride ldt), adding to what it holds unless first. */
+AVX_INLINE void micro_bf16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
+                           const uint16_t *bp, float *tile, int64_t ldt, int first, const int MR) {
+  __m512 acc[HG_MR][4];
+  const uint16_t *rows[HG_MR];
+  for (int r = 0; r < MR; r++) {
+    rows[r] = A + (i + r) * K + k0;
+    for (int h = 0; h < 4; h++)
+      acc[r][h] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(tile + r * ldt + 16 * h);
+  }
+  int64_t full = kc / 2;
+  for (int64_t g = 0; g < full; g++) {
+    const uint16_t *bg = bp + g * HG_NR * 2;
+    __m512bh b[4];
+    for (int h = 0; h < 4; h++) b[h] = (__m512bh)_mm512_loadu_si512((const void *)(bg + 32 * h));
+    for (int r = 0; r < MR; r++) {
+      uint32_t pair;
+      __builtin_memcpy(&pair, rows[r] + 2 * g, 4);
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)pair);
+      for (int h = 0; h < 4; h++) acc[r][h] = _mm512_dpbf16_ps(acc[r][h], av, b[h]);
+    }
+  }
+  if (kc > 2 * full) { /* K's last odd k */
+    const uint16_t *bg = bp + full * HG_NR * 2;
+    __m512bh b[4];
+    for (int h = 0; h < 4; h++) b[h] = (__m512bh)_mm512_loadu_si512((const void *)(bg + 32 * h));
+    for (int r = 0; r < MR; r++) {
+      __m512bh av = (__m512bh)_mm512_set1_epi32((int)a_pair(rows[r], 2 * full, kc));
+      for (int h = 0; h < 4; h++) acc[r][h] = _mm512_dpbf16_ps(acc[r][h], av, b[h]);
+    }
+  }
+  for (int r = 0; r < MR; r++)
+    for (int h = 0; h < 4; h++) _mm512_storeu_ps(tile + r * ldt + 16 * h, acc[r][h]);
+}
+
+/* the same for f16 A against an f32 panel block [k][c] */
+AVX_INLINE void micro_f16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
+                          const float *bp, float *tile, int64_t ldt, int first, const int MR) {
+  __m512 acc[HG_MR][4];
+  const uint16_t *rows[HG_MR];
+  for (int r = 0; r < MR; r++) {
+    rows[r] = A + (i + r) * K + k0;
+    for (int h = 0; h < 4; h++)
+      acc[r][h] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(tile + r * ldt + 16 * h);
+  }
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 b[4];
+    for (int h = 0; h < 4; h++) b[h] = _mm512_loadu_ps(bp + k * HG_NR + 16 * h);
+    for (int r = 0; r < MR; r++) {
+      __m512 av = _mm512_set1_ps(_cvtsh_ss(rows[r][k]));
+      for (int h = 0; h < 4; h++) acc[r][h] = _mm512_fmadd_ps(av, b[h], acc[r][h]);
+    }
+  }
+  for (int r = 0; r < MR; r++)
+    for (int h = 0; h < 4; h++) _mm512_storeu_ps(tile + r * ldt + 16 * h, acc[r][h]);
+}
+
+/* MR rows (a constant after inlining) of one panel block */
+AVX_INLINE void tile_rows(const uint16_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
+                          const void *bp, float *tile, int64_t ldt, int first, int f16,
+                          const int MR) {
+  if (f16)
+    micro_f16(A, K, i, k0, kc, bp, tile, ldt, first, MR);
+  else
+    micro_bf16(A, K, i, k0, kc, bp, tile, ldt, first, MR);
+}
+
+/* rows [i, i + m) (1 <= m <= HG_MR) of the panel at c (row stride N, nr
+ * columns: a partial panel through an edge tile) */
+AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, int64_t k0,
+                           int64_t kc, const void *bp, float *c, int64_t N, int64_t nr, int first,
+                           int f16) {
+  float edge[HG_MR * HG_NR];
+  float *t = c;
+  int64_t ldt = N;
+  if (nr < HG_NR) {
+    t = edge, ldt = HG_NR;
+    for (int64_t r = 0; !first && r < m; r++)
+      for (int64_t x = 0; x < nr; x++) edge[r * HG_NR + x] = c[r * N + x];
+  }
+  switch (m) {
+  case 1: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 1); break;
+  case 2: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 2); break;
+  case 3: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 3); break;
+  case 4: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 4); break;
+  case 5: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 5); break;
+  default: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, HG_MR); break;
+  }
+  if (nr < HG_NR)
+    for (int64_t r = 0; r < m; r++)
+      for (int64_t x = 0; x < nr; x++) c[r * N + x] = edge[r * HG_NR + x];
+}
+
+/* layout: 0 row-major B, 1 transposed, 2 prepacked (gemm_half.c's top) */
+AVX_INLINE void hgemm_avx512(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
+                             int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int f16,
+                             int layout) {
+  const uint16_t *A = A_, *B = B_;
+  const int64_t kc_max = f16 ? HG_KC_F16 : HG_KC_BF16;
+  /* elements of a prepacked panel, and of its slice per k */
+  const int64_t panel_elems = f16 ? K * HG_NR : (K + 1) / 2 * HG_NR * 2;
+  uint8_t stack_panel[HG_PANEL_BYTES] __attribute__((aligned(64)));
+  for (int64_t i0 = lo; i0 < hi; i0 += HG_MC) {
+    int64_t mc = hi - i0 < HG_MC ? hi - i0 : HG_MC;
+    /* N in chunks of panels whose C rows stay in L2 across the K blocks */
+    int64_t nc = (HG_CHUNK_BYTES / 4 / mc) / HG_NR * HG_NR;
+    nc = nc < HG_NR ? HG_NR : nc > HG_NCMAX ? HG_NCMAX : nc;
+    for (int64_t jc = 0; jc < N; jc += nc) {
+      int64_t jend = N - jc < nc ? N : jc + nc;
+      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc_max) {
+        int64_t kc = K - k0 < kc_max ? K - k0 : kc_max;
+        int first = k0 == 0;
+        for (int64_t j0 = jc; j0 < jend; j0 += HG_NR) {
+          int64_t nr = jend - j0 < HG_NR ? jend - j0 : HG_NR;
+          const void *panel = stack_panel;
+          if (layout == 2)
+            panel = f16 ? (const void *)((const float *)B_ + (j0 / HG_NR) * panel_elems +
+                                         k0 * HG_NR)
+                        : (const void *)(B + (j0 / HG_NR) * panel_elems + k0 * HG_NR);
+          else if (f16)
+            pack_f16(B, N, K, k0, kc, j0, (float *)(void *)stack_panel, layout);
+          else
+            pack_bf16(B, N, K, k0, kc, j0, (uint16_t *)(void *)stack_panel, layout);
+          for (int64_t r = 0; r < mc; r += HG_MR) {
+            int64_t m = mc - r < HG_MR ? mc - r : HG_MR;
+            panel_rows(A, K, i0 + r, m, k0, kc, panel, C + (i0 + r) * N + j0, N, nr, first,
+                       f16);
+          }
+        }
+      }
+      if (epi) epi(epi_ctx, i0, jc, mc, jend - jc, C + i0 * N + jc, N);
+    }
+  }
+}
+
+#define AVX_ENTRY(T, V, f16, layout)                                                          \
+  AVX_FN void kiln_hgemm_##T##_##V##_avx512(ARGS) {                                           \
+    (void)M;                                                                                  \
+    hgemm_avx512(N, K, A, B, C, lo, hi, epi, epi_ctx, f16, layout);                           \
+  }
+AVX_ENTRY(bf16, ex, 0, 0)
+AVX_ENTRY(bf16, tex, 0, 1)
+AVX_ENTRY(bf16, pex, 0, 2)
+AVX_ENTRY(f16, ex, 1, 0)
+AVX_ENTRY(f16, tex, 1, 1)
+AVX_ENTRY(f16, pex, 1, 2)
