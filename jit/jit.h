@@ -150,6 +150,11 @@ int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt);
  * layout kernels-templates/gemm_int8_vnni.h documents; 0 (no packing)
  * elsewhere. */
 int64_t jit_mmi_panel_width(bool avx512vnni);
+/* The same for a mo.matmul with kiln.wide_result (f16 / bf16 operands,
+ * jit/matmul_half.c): 64 on every target, whose kernels all read the layout
+ * kernels-templates/gemm_half.c documents (bf16: k pairs interleaved; f16:
+ * converted to f32). */
+int64_t jit_hgemm_panel_width(void);
 
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */

@@ -177,6 +177,8 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     return jit_fn_error(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
   if (!epi && (n->in[0]->type.rank == 1 || n->in[1]->type.rank == 1))
     return emit_matmul_1d(f, n, A, B, C);
+  /* half operands, an f32 result (ir/half_gemm.c): the half GEMM template */
+  if (ir_node_attr_int(n, "kiln.wide_result", 0)) return jit_emit_matmul_half(f, n, A, B, C, epi);
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
   int ra = ta->rank, rb = tb->rank, rc = tc->rank;
   if (ra < 2 || rb < 2) return jit_fn_error(f, "operands must have rank >= 2, got %d and %d", ra, rb);

@@ -40,6 +40,8 @@
  * libc, no static mutable state. */
 #include <stdint.h>
 
+#include "../ir/qblock.h"
+
 typedef void (*kiln_hgemm_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n, float *C,
                                int64_t ldc);
 
@@ -47,30 +49,10 @@ enum { HG_NR = 64 };
 
 #define HG_INLINE static inline __attribute__((always_inline))
 
-/* bf16 bits to f32: the top half of an f32 (exact) */
-HG_INLINE float bf16_to_f32(uint16_t h) {
-  uint32_t bits = (uint32_t)h << 16;
-  float f;
-  __builtin_memcpy(&f, &bits, 4);
-  return f;
-}
-
-/* f16 bits to f32, exactly (subnormals, infinities and NaNs too), in
- * integer operations: no F16C needed, no libcall */
-HG_INLINE float f16_to_f32(uint16_t h) {
-  uint32_t sign = (uint32_t)(h & 0x8000u) << 16, e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
-  if (e == 0) { /* zero or subnormal: m * 2^-24, exact in f32 */
-    float f = (float)m * 0x1p-24f;
-    return sign ? -f : f;
-  }
-  uint32_t bits = sign | (e == 0x1f ? 0x7f800000u : (e + 112u) << 23) | (m << 13);
-  float f;
-  __builtin_memcpy(&f, &bits, 4);
-  return f;
-}
-
+/* element i of a half buffer, widened exactly (ir/qblock.h) */
 HG_INLINE float widen(const uint16_t *p, int64_t i, int f16) {
-  return f16 ? f16_to_f32(p[i]) : bf16_to_f32(p[i]);
+  const uint8_t *b = (const uint8_t *)(p + i);
+  return f16 ? qb_f16(b) : qb_bf16(b);
 }
 
 /* element (k, j) of a prepacked B (see the top) */
@@ -78,7 +60,7 @@ HG_INLINE float packed_at(const void *B, int64_t K, int64_t k, int64_t j, int f1
   int64_t p = j / HG_NR, c = j % HG_NR;
   if (f16) return ((const float *)B)[(p * K + k) * HG_NR + c];
   int64_t k2 = (K + 1) / 2;
-  return bf16_to_f32(((const uint16_t *)B)[((p * k2 + k / 2) * HG_NR + c) * 2 + k % 2]);
+  return widen((const uint16_t *)B, ((p * k2 + k / 2) * HG_NR + c) * 2 + k % 2, 0);
 }
 
 /* layout: 0 row-major B, 1 transposed (N x K), 2 prepacked */

@@ -85,7 +85,7 @@ AVX_INLINE void pack_f16(const uint16_t *B, int64_t N, int64_t K, int64_t k0, in
   for (int64_t k = 0; k < kc; k++)
     for (int64_t c = 0; c < HG_NR; c++) {
       int64_t j = j0 + c;
-      bp[k * HG_NR + c] = j < N ? f16_to_f32(trans ? B[j * K + k0 + k] : B[(k0 + k) * N + j]) : 0;
+      bp[k * HG_NR + c] = j < N ? widen(B, trans ? j * K + k0 + k : (k0 + k) * N + j, 1) : 0;
     }
 }
 

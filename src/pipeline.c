@@ -86,6 +86,10 @@ static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *f
   ir_diag d = {0};
   /* ops on narrow dtypes computed wider between casts (widen_narrow.c) */
   if (ir_graph_widen_narrow(g, &d) < 0) return rt_err_diag(st, KILN_ERR_UNSUPPORTED, filename, &d);
+  /* host GEMMs read f16 / bf16 operands as they are, not through casts to
+   * f32 (half_gemm.c; before the transposes fold, so one under a cast does) */
+  if (host && ir_graph_half_gemm(g, &d) < 0)
+    return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
