@@ -1,33 +1,28 @@
 /* gemm_half_avx512.h - the AVX-512 entries of the half GEMM template
  * (gemm_half.c includes it once, at its end, on x86-64):
  * kiln_hgemm_{bf16,f16}_{ex,tex,pex}_avx512, with the generic entries'
- * arguments and contract.
+ * arguments and contract. Two kernels: vdpbf16ps on bf16 pairs (here) for
+ * few rows, and widening to f32 for an FMA tile (gemm_half_fma.h) for the
+ * rest and for f16; the entries at the end choose.
  *
- * bf16: vdpbf16ps (AVX512-BF16) adds a.k * b.k + a.k+1 * b.k+1 into each f32
+ * vdpbf16ps (AVX512-BF16) adds a.k * b.k + a.k+1 * b.k+1 into each f32
  * lane, the products exact, so B is read as pairs of k interleaved per
- * column and A as 32-bit pairs broadcast from its rows in place.
- * f16: no AVX-512 instruction dots f16 into f32 (AVX512-FP16's sums are in
- * f16, outside the interpreter's tolerance), so B is converted to f32 at
- * packing (exact, vcvtph2ps), each a_ik converted as it is broadcast, and
- * the sums are f32 FMAs (the product of two f16 values is exact in f32, so
- * the FMA adds the exact product as vdpbf16ps does).
- *
+ * column (the prepacked layout, or packed so per block) and A as 32-bit
+ * pairs broadcast from its rows in place.
  * Blocking (as gemm_int8_vnni.h): rows of the part in chunks of HG_MC; per
  * chunk, N in chunks whose f32 C rows fit ~512 KB (64 to 2048 columns); per
- * N chunk, K in blocks (bf16: 256 k, f16: 128 k: a 32 KB panel block either
- * way, L1); per K block, the chunk's panels of HG_NR = 64 columns (four
- * vectors of 16 f32 lanes): the panel's block packed on the stack (or read
- * in place when B is prepacked: a K block of a panel is a contiguous slice),
- * then HG_MR = 6 rows of A at a time against it (24 accumulators; a last
- * 1 to 5 rows take a tile of their own height, so decode-like M = 1..8 runs
- * at most two tiles per panel). Partial panels go through a tile on the
+ * N chunk, K in blocks of HG_KC = 256 (a 32 KB panel block: L1); per K
+ * block, the chunk's panels of HG_NR = 64 columns (four vectors of 16 f32
+ * lanes): the panel's block packed on the stack (or read in place when B is
+ * prepacked: a K block of a panel is a contiguous slice), then HG_MR = 6
+ * rows of A at a time against it (24 accumulators; a last 1 to 5 rows take
+ * a tile of their own height). Partial panels go through a tile on the
  * stack. C holds the partial sums between K blocks; the epilogue runs on a
  * chunk's rows and columns once its last K block is added. */
 #include <immintrin.h>
 
-enum { HG_MR = 6, HG_MC = 1024, HG_NCMAX = 2048, HG_KC_BF16 = 256, HG_KC_F16 = 128 };
+enum { HG_MR = 6, HG_MC = 1024, HG_NCMAX = 2048, HG_KC = 256, HG_DP_MAX_M = 16 };
 #define HG_CHUNK_BYTES (512 * 1024)
-#define HG_PANEL_BYTES 32768 /* HG_KC_BF16 * HG_NR * 2 == HG_KC_F16 * HG_NR * 4 */
 
 #define AVX_TARGET "avx512f,avx512bw,avx512vl,avx512bf16,f16c,fma"
 #define AVX_FN __attribute__((target(AVX_TARGET)))
@@ -68,25 +63,6 @@ AVX_INLINE void pack_bf16(const uint16_t *B, int64_t N, int64_t K, int64_t k0, i
       bp[(t / 2) * HG_NR * 2 + 2 * c + t % 2] = v;
     }
   }
-}
-
-/* The f16 panel block converted to f32: [k][c], zero past N. */
-AVX_INLINE void pack_f16(const uint16_t *B, int64_t N, int64_t K, int64_t k0, int64_t kc,
-                         int64_t j0, float *bp, int trans) {
-  if (!trans && j0 + HG_NR <= N) {
-    for (int64_t k = 0; k < kc; k++) {
-      const uint16_t *r = B + (k0 + k) * N + j0;
-      for (int h = 0; h < 4; h++)
-        _mm512_store_ps(bp + k * HG_NR + 16 * h,
-                        _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(r + 16 * h))));
-    }
-    return;
-  }
-  for (int64_t k = 0; k < kc; k++)
-    for (int64_t c = 0; c < HG_NR; c++) {
-      int64_t j = j0 + c;
-      bp[k * HG_NR + c] = j < N ? widen(B, trans ? j * K + k0 + k : (k0 + k) * N + j, 1) : 0;
-    }
 }
 
 /* a pair of bf16 of row a at k (the second zero past kc) */
@@ -132,43 +108,11 @@ AVX_INLINE void micro_bf16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, 
     for (int h = 0; h < 4; h++) _mm512_storeu_ps(tile + r * ldt + 16 * h, acc[r][h]);
 }
 
-/* the same for f16 A against an f32 panel block [k][c] */
-AVX_INLINE void micro_f16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
-                          const float *bp, float *tile, int64_t ldt, int first, const int MR) {
-  __m512 acc[HG_MR][4];
-  const uint16_t *rows[HG_MR];
-  for (int r = 0; r < MR; r++) {
-    rows[r] = A + (i + r) * K + k0;
-    for (int h = 0; h < 4; h++)
-      acc[r][h] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(tile + r * ldt + 16 * h);
-  }
-  for (int64_t k = 0; k < kc; k++) {
-    __m512 b[4];
-    for (int h = 0; h < 4; h++) b[h] = _mm512_loadu_ps(bp + k * HG_NR + 16 * h);
-    for (int r = 0; r < MR; r++) {
-      __m512 av = _mm512_set1_ps(_cvtsh_ss(rows[r][k]));
-      for (int h = 0; h < 4; h++) acc[r][h] = _mm512_fmadd_ps(av, b[h], acc[r][h]);
-    }
-  }
-  for (int r = 0; r < MR; r++)
-    for (int h = 0; h < 4; h++) _mm512_storeu_ps(tile + r * ldt + 16 * h, acc[r][h]);
-}
-
-/* MR rows (a constant after inlining) of one panel block */
-AVX_INLINE void tile_rows(const uint16_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
-                          const void *bp, float *tile, int64_t ldt, int first, int f16,
-                          const int MR) {
-  if (f16)
-    micro_f16(A, K, i, k0, kc, bp, tile, ldt, first, MR);
-  else
-    micro_bf16(A, K, i, k0, kc, bp, tile, ldt, first, MR);
-}
-
 /* rows [i, i + m) (1 <= m <= HG_MR) of the panel at c (row stride N, nr
  * columns: a partial panel through an edge tile) */
 AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, int64_t k0,
-                           int64_t kc, const void *bp, float *c, int64_t N, int64_t nr, int first,
-                           int f16) {
+                           int64_t kc, const uint16_t *bp, float *c, int64_t N, int64_t nr,
+                           int first) {
   float edge[HG_MR * HG_NR];
   float *t = c;
   int64_t ldt = N;
@@ -178,27 +122,25 @@ AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, i
       for (int64_t x = 0; x < nr; x++) edge[r * HG_NR + x] = c[r * N + x];
   }
   switch (m) {
-  case 1: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 1); break;
-  case 2: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 2); break;
-  case 3: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 3); break;
-  case 4: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 4); break;
-  case 5: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, 5); break;
-  default: tile_rows(A, K, i, k0, kc, bp, t, ldt, first, f16, HG_MR); break;
+  case 1: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 1); break;
+  case 2: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 2); break;
+  case 3: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 3); break;
+  case 4: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 4); break;
+  case 5: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 5); break;
+  default: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, HG_MR); break;
   }
   if (nr < HG_NR)
     for (int64_t r = 0; r < m; r++)
       for (int64_t x = 0; x < nr; x++) c[r * N + x] = edge[r * HG_NR + x];
 }
 
-/* layout: 0 row-major B, 1 transposed, 2 prepacked (gemm_half.c's top) */
-AVX_INLINE void hgemm_avx512(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
-                             int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int f16,
-                             int layout) {
+/* The vdpbf16ps kernel (bf16 only). layout: 0 row-major B, 1 transposed,
+ * 2 prepacked (gemm_half.c's top) */
+AVX_INLINE void hgemm_dp(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
+                         int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int layout) {
   const uint16_t *A = A_, *B = B_;
-  const int64_t kc_max = f16 ? HG_KC_F16 : HG_KC_BF16;
-  /* elements of a prepacked panel, and of its slice per k */
-  const int64_t panel_elems = f16 ? K * HG_NR : (K + 1) / 2 * HG_NR * 2;
-  uint8_t stack_panel[HG_PANEL_BYTES] __attribute__((aligned(64)));
+  const int64_t panel_elems = (K + 1) / 2 * HG_NR * 2; /* of a prepacked panel */
+  uint16_t stack_panel[HG_KC * HG_NR] __attribute__((aligned(64)));
   for (int64_t i0 = lo; i0 < hi; i0 += HG_MC) {
     int64_t mc = hi - i0 < HG_MC ? hi - i0 : HG_MC;
     /* N in chunks of panels whose C rows stay in L2 across the K blocks */
@@ -206,24 +148,19 @@ AVX_INLINE void hgemm_avx512(int64_t N, int64_t K, const void *A_, const void *B
     nc = nc < HG_NR ? HG_NR : nc > HG_NCMAX ? HG_NCMAX : nc;
     for (int64_t jc = 0; jc < N; jc += nc) {
       int64_t jend = N - jc < nc ? N : jc + nc;
-      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += kc_max) {
-        int64_t kc = K - k0 < kc_max ? K - k0 : kc_max;
+      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += HG_KC) {
+        int64_t kc = K - k0 < HG_KC ? K - k0 : HG_KC;
         int first = k0 == 0;
         for (int64_t j0 = jc; j0 < jend; j0 += HG_NR) {
           int64_t nr = jend - j0 < HG_NR ? jend - j0 : HG_NR;
-          const void *panel = stack_panel;
+          const uint16_t *panel = stack_panel;
           if (layout == 2)
-            panel = f16 ? (const void *)((const float *)B_ + (j0 / HG_NR) * panel_elems +
-                                         k0 * HG_NR)
-                        : (const void *)(B + (j0 / HG_NR) * panel_elems + k0 * HG_NR);
-          else if (f16)
-            pack_f16(B, N, K, k0, kc, j0, (float *)(void *)stack_panel, layout);
+            panel = B + (j0 / HG_NR) * panel_elems + k0 * HG_NR;
           else
-            pack_bf16(B, N, K, k0, kc, j0, (uint16_t *)(void *)stack_panel, layout);
+            pack_bf16(B, N, K, k0, kc, j0, stack_panel, layout);
           for (int64_t r = 0; r < mc; r += HG_MR) {
             int64_t m = mc - r < HG_MR ? mc - r : HG_MR;
-            panel_rows(A, K, i0 + r, m, k0, kc, panel, C + (i0 + r) * N + j0, N, nr, first,
-                       f16);
+            panel_rows(A, K, i0 + r, m, k0, kc, panel, C + (i0 + r) * N + j0, N, nr, first);
           }
         }
       }
@@ -232,10 +169,18 @@ AVX_INLINE void hgemm_avx512(int64_t N, int64_t K, const void *A_, const void *B
   }
 }
 
+#include "gemm_half_fma.h"
+
+/* bf16: the vdpbf16ps kernel for fewer than HG_DP_MAX_M rows in all (a
+ * decode step: memory bound, B read as it is stored, half the bytes of
+ * f32), the converting one otherwise (gemm_half_fma.h says why); decided
+ * from M, so every part of one call sums alike. f16: the converting one. */
 #define AVX_ENTRY(T, V, f16, layout)                                                          \
   AVX_FN void kiln_hgemm_##T##_##V##_avx512(ARGS) {                                           \
-    (void)M;                                                                                  \
-    hgemm_avx512(N, K, A, B, C, lo, hi, epi, epi_ctx, f16, layout);                           \
+    if (!f16 && M < HG_DP_MAX_M)                                                              \
+      hgemm_dp(N, K, A, B, C, lo, hi, epi, epi_ctx, layout);                                  \
+    else                                                                                      \
+      hgemm_fma(N, K, A, B, C, lo, hi, epi, epi_ctx, f16, layout);                            \
   }
 AVX_ENTRY(bf16, ex, 0, 0)
 AVX_ENTRY(bf16, tex, 0, 1)
