@@ -17,10 +17,11 @@
  * column once, interleaved, so machine noise hits all alike; median GFLOP/s
  * per column, min and max, and the ratios of medians.
  *
- * usage: bench_gemm_half [--case MxNxK]... [--rounds R]
- * Output lines "R\t<case>\t<column>\t<median GFLOP/s>" follow the table
- * for bench/run.sh. Exit status: 0, or 1 when setup failed or a result
- * disagreed. */
+ * usage: bench_gemm_half [--case MxNxK]... [--rounds R] [--tsv]
+ *   --tsv  machine-readable lines instead of the table (bench/run.sh reads
+ *          them): "R case engine 1 GFLOP/s rounds min median max", tabs
+ *          between, case MxNxK, engine the column's name
+ * Exit status: 0, or 1 when setup failed or a result disagreed. */
 #define _GNU_SOURCE /* setenv, execv */
 #include <kiln/kiln.h>
 #include <math.h>
@@ -183,7 +184,7 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void run_case(kiln_context *ctx, gcase c, int rounds) {
+static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
   size_t na = (size_t)(c.m * c.k), nb = (size_t)(c.k * c.n), nc = (size_t)(c.m * c.n);
   uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
   float *af = malloc(na * 4), *bf = malloc(nb * 4), *out[NCOL];
@@ -227,10 +228,15 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
            (long long)c.k);
   for (int col = 0; col < NCOL; col++) {
     if (!have[col]) {
-      printf("  %-22s n/a (oneDNN not found at build time)\n", NAMES[col]);
+      if (!tsv) printf("  %-22s n/a (oneDNN not found at build time)\n", NAMES[col]);
       continue;
     }
     med[col] = median(secs[col], rounds);
+    if (tsv) {
+      printf("R\t%s\t%s\t1\tGFLOP/s\t%d\t%.2f\t%.2f\t%.2f\n", label, NAMES[col], rounds,
+             flop / secs[col][rounds - 1] / 1e9, flop / med[col] / 1e9, flop / secs[col][0] / 1e9);
+      continue;
+    }
     printf("%-15s %-22s median %7.1f GFLOP/s (min %7.1f, max %7.1f, %d rounds)", label,
            NAMES[col], flop / med[col] / 1e9, flop / secs[col][rounds - 1] / 1e9,
            flop / secs[col][0] / 1e9, rounds);
@@ -240,8 +246,6 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
       printf("  kiln bf16 / this = %.2fx", med[col] / med[BF16_INPUT]);
     printf("\n");
   }
-  for (int col = 0; col < NCOL; col++)
-    if (have[col]) printf("R\t%s\t%s\t%.2f\n", label, NAMES[col], flop / med[col] / 1e9);
 #ifdef KILN_BENCH_DNNL
   dnnl_teardown(&dm[0]);
   dnnl_teardown(&dm[1]);
@@ -262,6 +266,7 @@ int main(int argc, char **argv) {
   }
   gcase cases[16];
   int ncases = 0, rounds = 9;
+  bool tsv = false;
   for (int i = 1; i < argc; i++) {
     long long m, n, k;
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && ncases < 16 &&
@@ -270,8 +275,10 @@ int main(int argc, char **argv) {
       i++;
     } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0) {
       rounds = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--tsv") == 0) {
+      tsv = true;
     } else {
-      fprintf(stderr, "usage: bench_gemm_half [--case MxNxK]... [--rounds R]\n");
+      fprintf(stderr, "usage: bench_gemm_half [--case MxNxK]... [--rounds R] [--tsv]\n");
       return 2;
     }
   }
@@ -286,9 +293,10 @@ int main(int argc, char **argv) {
   kiln_context *ctx = kiln_context_new(st);
   if (!ctx) die("context", kiln_status_message(st));
   if (!kiln_context_set_num_threads || kiln_context_set_num_threads(ctx, 1, st) != 0)
-    printf("note: kiln runs with its default thread count (could not set 1)\n");
-  printf("bf16 x bf16 -> f32 (kiln f32: the same values as f32), 1 thread each (MxNxK)\n");
-  for (int i = 0; i < ncases; i++) run_case(ctx, cases[i], rounds);
+    fprintf(stderr, "note: kiln runs with its default thread count (could not set 1)\n");
+  if (!tsv)
+    printf("bf16 x bf16 -> f32 (kiln f32: the same values as f32), 1 thread each (MxNxK)\n");
+  for (int i = 0; i < ncases; i++) run_case(ctx, cases[i], rounds, tsv);
   kiln_context_free(ctx);
   kiln_status_free(st);
   return 0;

@@ -21,10 +21,14 @@
  *
  * Prepacked B (src/prepack.c writes it once for a constant or weight B,
  * kiln.packed_b = 64; the layout does not depend on the host):
- *   bf16: for each panel of HG_NR = 64 columns, the K pairs interleaved,
- *     element (k, j) at [p][k / 2][j % 64][k % 2] (uint16), p = j / 64, each
- *     panel ceil(K / 2) * 128 elements, zeros past K and N: vdpbf16ps reads
- *     one pair of k for 16 columns per vector.
+ *   bf16: K in blocks of HG_KB = 256 rows (the last one rounded up to an
+ *     even count, kb2), each block all of N in panels of HG_NR = 64 columns
+ *     (N rounded up to np = ceil(N / 64) * 64), each panel's kb2 rows as
+ *     pairs of k interleaved: element (k, j) at
+ *     k0 * np + (j / 64) * kb2 * 64 + (k - k0) / 2 * 128 + (j % 64) * 2 + k % 2
+ *     (uint16), k0 = k rounded down to a block; zeros past K and N. A K block
+ *     of every panel is one contiguous stream (a decode step reads B once,
+ *     in order), and vdpbf16ps reads one pair of k for 16 columns per vector.
  *   f16: converted to f32 once (exact), [p][k][j % 64] (float), each panel
  *     K * 64 floats, zeros past N.
  *
@@ -45,7 +49,7 @@
 typedef void (*kiln_hgemm_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n, float *C,
                                int64_t ldc);
 
-enum { HG_NR = 64 };
+enum { HG_NR = 64, HG_KB = 256 };
 
 #define HG_INLINE static inline __attribute__((always_inline))
 
@@ -55,12 +59,20 @@ HG_INLINE float widen(const uint16_t *p, int64_t i, int f16) {
   return f16 ? qb_f16(b) : qb_bf16(b);
 }
 
+/* Where a bf16 prepacked B's K block starting at k0 (a multiple of HG_KB)
+ * has panel p (see the top) */
+HG_INLINE int64_t bf16_slice(int64_t N, int64_t K, int64_t k0, int64_t p) {
+  int64_t np = (N + HG_NR - 1) / HG_NR * HG_NR, kb = K - k0 < HG_KB ? K - k0 : HG_KB;
+  return k0 * np + p * ((kb + 1) / 2 * 2) * HG_NR;
+}
+
 /* element (k, j) of a prepacked B (see the top) */
-HG_INLINE float packed_at(const void *B, int64_t K, int64_t k, int64_t j, int f16) {
+HG_INLINE float packed_at(const void *B, int64_t N, int64_t K, int64_t k, int64_t j, int f16) {
   int64_t p = j / HG_NR, c = j % HG_NR;
   if (f16) return ((const float *)B)[(p * K + k) * HG_NR + c];
-  int64_t k2 = (K + 1) / 2;
-  return widen((const uint16_t *)B, ((p * k2 + k / 2) * HG_NR + c) * 2 + k % 2, 0);
+  int64_t k0 = k / HG_KB * HG_KB;
+  return widen((const uint16_t *)B,
+               bf16_slice(N, K, k0, p) + (k - k0) / 2 * HG_NR * 2 + c * 2 + k % 2, 0);
 }
 
 /* layout: 0 row-major B, 1 transposed (N x K), 2 prepacked */
@@ -84,7 +96,7 @@ HG_INLINE void hgemm_generic(int64_t N, int64_t K, const void *A_, const void *B
       if (layout == 0) {
         for (int64_t j = 0; j < N; j++) c[j] += a * widen(B, k * N + j, f16);
       } else {
-        for (int64_t j = 0; j < N; j++) c[j] += a * packed_at(B_, K, k, j, f16);
+        for (int64_t j = 0; j < N; j++) c[j] += a * packed_at(B_, N, K, k, j, f16);
       }
     }
   }

@@ -10,18 +10,25 @@
  * column (the prepacked layout, or packed so per block) and A as 32-bit
  * pairs broadcast from its rows in place.
  * Blocking (as gemm_int8_vnni.h): rows of the part in chunks of HG_MC; per
- * chunk, N in chunks whose f32 C rows fit ~512 KB (64 to 2048 columns); per
+ * chunk, N in chunks whose f32 C rows fit ~512 KB (64 to 8192 columns); per
  * N chunk, K in blocks of HG_KC = 256 (a 32 KB panel block: L1); per K
  * block, the chunk's panels of HG_NR = 64 columns (four vectors of 16 f32
  * lanes): the panel's block packed on the stack (or read in place when B is
- * prepacked: a K block of a panel is a contiguous slice), then HG_MR = 6
+ * prepacked: a K block of a panel is a contiguous slice, the next panel's
+ * prefetched while it runs), then HG_MR = 6
  * rows of A at a time against it (24 accumulators; a last 1 to 5 rows take
  * a tile of their own height). Partial panels go through a tile on the
  * stack. C holds the partial sums between K blocks; the epilogue runs on a
  * chunk's rows and columns once its last K block is added. */
 #include <immintrin.h>
 
-enum { HG_MR = 6, HG_MC = 1024, HG_NCMAX = 2048, HG_KC = 256, HG_DP_MAX_M = 16 };
+enum { HG_MR = 6, HG_MC = 1024, HG_NCMAX = 8192, HG_KC = HG_KB };
+#ifndef HG_PREFETCH
+#define HG_PREFETCH 1
+#endif
+#ifndef HG_DP_MAX_M
+#define HG_DP_MAX_M 16 /* overridable with -D only for experiments */
+#endif
 #define HG_CHUNK_BYTES (512 * 1024)
 
 #define AVX_TARGET "avx512f,avx512bw,avx512vl,avx512bf16,f16c,fma"
@@ -75,7 +82,8 @@ AVX_INLINE uint32_t a_pair(const uint16_t *a, int64_t k, int64_t kc) {
 /* rows [i, i + MR) of the panel block bp over kc: acc (+)= a . bp, into
  * tile (row stride ldt), adding to what it holds unless first. */
 AVX_INLINE void micro_bf16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
-                           const uint16_t *bp, float *tile, int64_t ldt, int first, const int MR) {
+                           const uint16_t *bp, float *tile, int64_t ldt, int first,
+                           const uint16_t *pf, const int MR) {
   __m512 acc[HG_MR][4];
   const uint16_t *rows[HG_MR];
   for (int r = 0; r < MR; r++) {
@@ -88,6 +96,8 @@ AVX_INLINE void micro_bf16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, 
     const uint16_t *bg = bp + g * HG_NR * 2;
     __m512bh b[4];
     for (int h = 0; h < 4; h++) b[h] = (__m512bh)_mm512_loadu_si512((const void *)(bg + 32 * h));
+    if (HG_PREFETCH && pf)
+      for (int h = 0; h < 4; h++) __builtin_prefetch(pf + g * HG_NR * 2 + 32 * h, 0, 3);
     for (int r = 0; r < MR; r++) {
       uint32_t pair;
       __builtin_memcpy(&pair, rows[r] + 2 * g, 4);
@@ -112,7 +122,7 @@ AVX_INLINE void micro_bf16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, 
  * columns: a partial panel through an edge tile) */
 AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, int64_t k0,
                            int64_t kc, const uint16_t *bp, float *c, int64_t N, int64_t nr,
-                           int first) {
+                           int first, const uint16_t *pf) {
   float edge[HG_MR * HG_NR];
   float *t = c;
   int64_t ldt = N;
@@ -122,12 +132,12 @@ AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, i
       for (int64_t x = 0; x < nr; x++) edge[r * HG_NR + x] = c[r * N + x];
   }
   switch (m) {
-  case 1: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 1); break;
-  case 2: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 2); break;
-  case 3: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 3); break;
-  case 4: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 4); break;
-  case 5: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, 5); break;
-  default: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, HG_MR); break;
+  case 1: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 1); break;
+  case 2: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 2); break;
+  case 3: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 3); break;
+  case 4: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 4); break;
+  case 5: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 5); break;
+  default: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, HG_MR); break;
   }
   if (nr < HG_NR)
     for (int64_t r = 0; r < m; r++)
@@ -139,7 +149,6 @@ AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, i
 AVX_INLINE void hgemm_dp(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
                          int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int layout) {
   const uint16_t *A = A_, *B = B_;
-  const int64_t panel_elems = (K + 1) / 2 * HG_NR * 2; /* of a prepacked panel */
   uint16_t stack_panel[HG_KC * HG_NR] __attribute__((aligned(64)));
   for (int64_t i0 = lo; i0 < hi; i0 += HG_MC) {
     int64_t mc = hi - i0 < HG_MC ? hi - i0 : HG_MC;
@@ -155,12 +164,16 @@ AVX_INLINE void hgemm_dp(int64_t N, int64_t K, const void *A_, const void *B_, f
           int64_t nr = jend - j0 < HG_NR ? jend - j0 : HG_NR;
           const uint16_t *panel = stack_panel;
           if (layout == 2)
-            panel = B + (j0 / HG_NR) * panel_elems + k0 * HG_NR;
+            panel = B + bf16_slice(N, K, k0, j0 / HG_NR);
           else
             pack_bf16(B, N, K, k0, kc, j0, stack_panel, layout);
+          /* prepacked: the next panel's slice fetched while this one runs */
+          const uint16_t *next = layout == 2 && j0 + HG_NR < jend ? panel + (kc + 1) / 2 * 2 * HG_NR
+                                                                  : (const uint16_t *)0;
           for (int64_t r = 0; r < mc; r += HG_MR) {
             int64_t m = mc - r < HG_MR ? mc - r : HG_MR;
-            panel_rows(A, K, i0 + r, m, k0, kc, panel, C + (i0 + r) * N + j0, N, nr, first);
+            panel_rows(A, K, i0 + r, m, k0, kc, panel, C + (i0 + r) * N + j0, N, nr, first,
+                       r == 0 ? next : (const uint16_t *)0);
           }
         }
       }

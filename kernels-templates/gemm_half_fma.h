@@ -21,7 +21,7 @@
  * the partial sums between K blocks; the epilogue runs on the part's rows
  * of an N block once its last K block is added. */
 
-enum { HC_KC = 256, HC_NC = 256 };
+enum { HC_KC = HG_KB, HC_NC = 256 }; /* K blocks: the bf16 prepacked ones */
 
 /* The B block [k0, k0 + kc) x [jc, jc + nc) widened into f32 panels bb
  * ([p][k][64], row stride 64, zero past N). layout 0 row-major (row stride
@@ -33,7 +33,7 @@ AVX_INLINE void widen_b_block(const uint16_t *B, int64_t N, int64_t K, int64_t k
     int64_t j0 = jc + p * HG_NR;
     float *dst = bb + p * HC_KC * HG_NR;
     if (layout == 2) { /* bf16 pairs: the even k in the low half, the odd in the high */
-      const uint16_t *src = B + (j0 / HG_NR) * ((K + 1) / 2) * HG_NR * 2 + k0 * HG_NR;
+      const uint16_t *src = B + bf16_slice(N, K, k0, j0 / HG_NR);
       for (int64_t g = 0; 2 * g < kc; g++)
         for (int h = 0; h < 4; h++) {
           __m512i v = _mm512_loadu_si512((const void *)(src + g * HG_NR * 2 + 32 * h));

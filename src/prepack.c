@@ -174,23 +174,29 @@ static void pack_8bit(const uint8_t *b, bool sb, int64_t K, int64_t N, int64_t n
     }
 }
 
-/* The half GEMM's layout (kernels-templates/gemm_half.c, "Prepacked B"),
- * per panel of nr columns: bf16 as k pairs [k / 2][col][k % 2] (zero past K
- * and N), f16 converted to f32 [k][col] (zero past N). */
+/* The half GEMM's layout (kernels-templates/gemm_half.c, "Prepacked B"):
+ * bf16 in K blocks of HALF_KB rows (the last rounded up to even), each all
+ * panels of nr columns, each panel's rows as k pairs [k / 2][col][k % 2]
+ * (zero past K and N); f16 converted to f32, per panel [k][col] (zero past
+ * N). */
+enum { HALF_KB = 256 }; /* gemm_half.c's HG_KB */
 static void pack_half(const uint16_t *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr,
                       bool trans, void *out) {
-  int64_t k2 = (K + 1) / 2;
+  int64_t np = (N + nr - 1) / nr * nr;
   size_t bytes = rt_prepack_bytes(dt, K, N, nr);
   memset(out, 0, bytes);
-  for (int64_t k = 0; k < K; k++)
+  for (int64_t k = 0; k < K; k++) {
+    int64_t k0 = k / HALF_KB * HALF_KB, kb = K - k0 < HALF_KB ? K - k0 : HALF_KB;
+    int64_t kb2 = (kb + 1) / 2 * 2;
     for (int64_t j = 0; j < N; j++) {
       uint16_t v = trans ? b[j * K + k] : b[k * N + j];
       int64_t p = j / nr, c = j % nr;
       if (dt == IR_DT_F16)
         ((float *)out)[(p * K + k) * nr + c] = qb_f16((const uint8_t *)&v);
       else
-        ((uint16_t *)out)[((p * k2 + k / 2) * nr + c) * 2 + k % 2] = v;
+        ((uint16_t *)out)[k0 * np + p * kb2 * nr + (k - k0) / 2 * nr * 2 + c * 2 + k % 2] = v;
     }
+  }
 }
 
 void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,

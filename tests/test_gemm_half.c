@@ -82,23 +82,24 @@ static const char SHAPES_GRAPH[] =
     "!mo.tensor<[n, 130], DT>, !mo.tensor<[n, 70], DT>, !mo.tensor<[33], DT>, "
     "!mo.tensor<[2, n, 65], DT>, !mo.tensor<[3, n, 5], DT>, !mo.tensor<[n, 40], DT>\n}\n";
 
-/* x [n, 67] times a weight w [67, 70] (WSHAPE; stored [70, 67] and
- * transposed in TRANSPOSED_W) and a constant c [67, 3] (VALUES) */
+/* x [n, 301] times a weight w [301, 200] (stored [200, 301] and transposed
+ * in TRANSPOSED_W) and a constant c [301, 3] (VALUES): K odd and past one
+ * 256-row block of the bf16 packed layout, N four panels */
 static const char WEIGHTS_GRAPH[] =
-    "mo.graph @hw<n>(%x: !mo.tensor<[n, 67], DT>) -> (!mo.tensor<[n, 70], DT>, "
+    "mo.graph @hw<n>(%x: !mo.tensor<[n, 301], DT>) -> (!mo.tensor<[n, 200], DT>, "
     "!mo.tensor<[n, 3], DT>) {\n"
-    "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[67, 70], DT>\n"
-    "  %c = mo.constant {value = #M.dense_array<VALUES> : tensor<67x3xDT>} : "
-    "!mo.tensor<[67, 3], DT>\n"
-    "  %0 = mo.matmul(%x, %w) : (!mo.tensor<[n, 67], DT>, !mo.tensor<[67, 70], DT>) -> "
-    "!mo.tensor<[n, 70], DT>\n"
-    "  %1 = mo.matmul(%x, %c) : (!mo.tensor<[n, 67], DT>, !mo.tensor<[67, 3], DT>) -> "
+    "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[301, 200], DT>\n"
+    "  %c = mo.constant {value = #M.dense_array<VALUES> : tensor<301x3xDT>} : "
+    "!mo.tensor<[301, 3], DT>\n"
+    "  %0 = mo.matmul(%x, %w) : (!mo.tensor<[n, 301], DT>, !mo.tensor<[301, 200], DT>) -> "
+    "!mo.tensor<[n, 200], DT>\n"
+    "  %1 = mo.matmul(%x, %c) : (!mo.tensor<[n, 301], DT>, !mo.tensor<[301, 3], DT>) -> "
     "!mo.tensor<[n, 3], DT>\n"
-    "  mo.output %0, %1 : !mo.tensor<[n, 70], DT>, !mo.tensor<[n, 3], DT>\n}\n";
+    "  mo.output %0, %1 : !mo.tensor<[n, 200], DT>, !mo.tensor<[n, 3], DT>\n}\n";
 static const char TRANSPOSED_W[] =
-    "  %ws = mo.constant.external {name = \"w\"} : !mo.tensor<[70, 67], DT>\n"
-    "  %w = mo.transpose(%ws) {axis_1 = 0, axis_2 = 1} : (!mo.tensor<[70, 67], DT>) -> "
-    "!mo.tensor<[67, 70], DT>\n";
+    "  %ws = mo.constant.external {name = \"w\"} : !mo.tensor<[200, 301], DT>\n"
+    "  %w = mo.transpose(%ws) {axis_1 = 0, axis_2 = 1} : (!mo.tensor<[200, 301], DT>) -> "
+    "!mo.tensor<[301, 200], DT>\n";
 
 /* s with its first `what` replaced by `by` (malloc'd; s freed) */
 static char *replace(char *s, const char *what, const char *by) {
@@ -116,14 +117,14 @@ static char *replace(char *s, const char *what, const char *by) {
 
 static char *weights_text(const char *dt, bool trans) {
   char *s = with_dtype(WEIGHTS_GRAPH, dt);
-  char vals[4096];
+  char vals[16384];
   size_t at = 0;
-  for (int i = 0; i < 67 * 3; i++) /* multiples of 1/8: exact in both halves */
+  for (int i = 0; i < 301 * 3; i++) /* multiples of 1/8: exact in both halves */
     at += (size_t)snprintf(vals + at, sizeof vals - at, "%s%g", i ? ", " : "", (i % 97) / 8.0 - 6);
   s = replace(s, "VALUES", vals);
   if (trans) {
     char *tw = with_dtype(TRANSPOSED_W, dt), *line = with_dtype(
-        "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[67, 70], DT>\n", dt);
+        "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[301, 200], DT>\n", dt);
     s = replace(s, line, tw);
     free(tw);
     free(line);

@@ -74,19 +74,23 @@ static double wide(uint16_t b, bool f16) {
   return f;
 }
 
-/* B (K x N row-major) in the prepacked layout of gemm_half.c's top */
+/* B (K x N row-major) in the prepacked layout of gemm_half.c's top: bf16
+ * in K blocks of 256 rows (the last rounded up to even), each block's
+ * panels of 64 columns as k pairs; f16 as f32 panels [k][64] */
 static void *pack(const uint16_t *B, int64_t K, int64_t N, bool f16) {
-  int64_t panels = (N + 63) / 64, k2 = (K + 1) / 2;
-  size_t bytes = f16 ? (size_t)(panels * 64 * K) * 4 : (size_t)(panels * 64 * k2 * 2) * 2;
+  int64_t np = (N + 63) / 64 * 64, k2 = (K + 1) / 2 * 2;
+  size_t bytes = f16 ? (size_t)(np * K) * 4 : (size_t)(np * k2) * 2;
   void *out = calloc(1, bytes + 4);
   cr_assert(out != NULL);
   for (int64_t k = 0; k < K; k++)
     for (int64_t j = 0; j < N; j++) {
-      int64_t p = j / 64, c = j % 64;
+      int64_t p = j / 64, c = j % 64, k0 = k / 256 * 256;
+      int64_t kb = K - k0 < 256 ? K - k0 : 256, kb2 = (kb + 1) / 2 * 2;
       if (f16)
         ((float *)out)[(p * K + k) * 64 + c] = (float)wide(B[k * N + j], true);
       else
-        ((uint16_t *)out)[((p * k2 + k / 2) * 64 + c) * 2 + k % 2] = B[k * N + j];
+        ((uint16_t *)out)[k0 * np + p * kb2 * 64 + (k - k0) / 2 * 128 + c * 2 + k % 2] =
+            B[k * N + j];
     }
   return out;
 }
