@@ -104,52 +104,11 @@ static void kiln_teardown(kiln_mm *g) {
 }
 
 #ifdef KILN_BENCH_DNNL
-/* oneDNN's bf16 matmul, f32 dst: weights row-major (plain) or in the layout
- * the primitive prefers (format any, reordered once) */
-typedef struct dnnl_mm {
-  dnnl_engine_t eng;
-  dnnl_stream_t s;
-  dnnl_primitive_t p;
-  dnnl_memory_t am, bm, cm;
-} dnnl_mm;
-
-#define DNNL_OK(call)                                                 \
-  do {                                                                \
-    if ((call) != dnnl_success) die("oneDNN", #call);                 \
-  } while (0)
-
-static void dnnl_setup(dnnl_mm *d, gcase c, void *a, void *b, float *out, bool prepack) {
-  memset(d, 0, sizeof *d);
-  DNNL_OK(dnnl_engine_create(&d->eng, dnnl_cpu, 0));
-  DNNL_OK(dnnl_stream_create(&d->s, d->eng, dnnl_stream_default_flags));
-  dnnl_memory_desc_t amd, bmd, bplain, cmd;
-  dnnl_dims_t ad = {c.m, c.k}, bd = {c.k, c.n}, cd = {c.m, c.n};
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&amd, 2, ad, dnnl_bf16, dnnl_ab));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&bplain, 2, bd, dnnl_bf16, dnnl_ab));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_bf16,
-                                       prepack ? dnnl_format_tag_any : dnnl_ab));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_f32, dnnl_ab));
-  dnnl_matmul_desc_t md;
-  DNNL_OK(dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd));
-  dnnl_primitive_desc_t pd;
-  DNNL_OK(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL));
-  DNNL_OK(dnnl_primitive_create(&d->p, pd));
-  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  DNNL_OK(dnnl_memory_create(&d->am, &amd, d->eng, a));
-  DNNL_OK(dnnl_memory_create(&d->cm, &cmd, d->eng, out));
-  DNNL_OK(bench_dnnl_weights(d->eng, d->s, &bplain, b, wmd, &d->bm));
-  dnnl_primitive_desc_destroy(pd);
-}
-
-static void dnnl_run(dnnl_mm *d) { DNNL_OK(bench_dnnl_run(d->p, d->s, d->am, d->bm, d->cm)); }
-
-static void dnnl_teardown(dnnl_mm *d) {
-  dnnl_memory_destroy(d->am);
-  dnnl_memory_destroy(d->bm);
-  dnnl_memory_destroy(d->cm);
-  dnnl_primitive_destroy(d->p);
-  dnnl_stream_destroy(d->s);
-  dnnl_engine_destroy(d->eng);
+/* oneDNN's bf16 matmul, f32 dst: weights row-major or reordered once */
+static void dnnl_setup(bench_dnnl_mm *d, gcase c, void *a, void *b, float *out, bool prepack) {
+  if (bench_dnnl_mm_init(d, c.m, c.n, c.k, dnnl_bf16, dnnl_bf16, dnnl_f32, a, b, out, prepack) !=
+      dnnl_success)
+    die("oneDNN", "setting up the bf16 matmul failed");
 }
 #endif
 
@@ -200,7 +159,7 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
   kiln_setup(ctx, &km[F32_PACKED], c, af, bf, out[F32_PACKED], false, true, st);
   bool have[NCOL] = {true, true, true, false, false};
 #ifdef KILN_BENCH_DNNL
-  dnnl_mm dm[2];
+  bench_dnnl_mm dm[2];
   for (int p = 0; p < 2; p++) {
     dnnl_setup(&dm[p], c, a, b, out[DNNL_PACKED + p], p == 0);
     have[DNNL_PACKED + p] = true;
@@ -215,7 +174,8 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
       double t0 = bench_now_s();
       if (col <= F32_PACKED) kiln_run(&km[col], st);
 #ifdef KILN_BENCH_DNNL
-      else dnnl_run(&dm[col - DNNL_PACKED]);
+      else if (bench_dnnl_mm_run(&dm[col - DNNL_PACKED]) != dnnl_success)
+        die("oneDNN", "the bf16 matmul failed");
 #endif
       double t = bench_now_s() - t0;
       if (r >= 0) secs[col][r] = t;
@@ -247,8 +207,8 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
     printf("\n");
   }
 #ifdef KILN_BENCH_DNNL
-  dnnl_teardown(&dm[0]);
-  dnnl_teardown(&dm[1]);
+  bench_dnnl_mm_free(&dm[0]);
+  bench_dnnl_mm_free(&dm[1]);
 #endif
   for (int i = 0; i < 3; i++) kiln_teardown(&km[i]);
   kiln_status_free(st);

@@ -322,6 +322,12 @@ void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_ty
                               const ir_type *tc, int nb, const LLVMValueRef mkn[3],
                               LLVMValueRef *bdim, LLVMValueRef *sa, LLVMValueRef *sb,
                               LLVMValueRef *sc);
+/* Open the nb batch loops (batch[0] outermost) over bdim and give off[0..2],
+ * the element offsets of a, b and c in the current batch (sum over j of
+ * iv_j times sa / sb / sc[j]); the caller closes the loops innermost first. */
+void jit_matmul_batch_begin(jit_fn *f, int nb, const LLVMValueRef *bdim, const LLVMValueRef *sa,
+                            const LLVMValueRef *sb, const LLVMValueRef *sc, jit_loop *batch,
+                            LLVMValueRef off[3]);
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

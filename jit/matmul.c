@@ -118,6 +118,18 @@ void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_ty
   }
 }
 
+void jit_matmul_batch_begin(jit_fn *f, int nb, const LLVMValueRef *bdim, const LLVMValueRef *sa,
+                            const LLVMValueRef *sb, const LLVMValueRef *sc, jit_loop *batch,
+                            LLVMValueRef off[3]) {
+  off[0] = off[1] = off[2] = jit_i64(f, 0);
+  for (int j = 0; j < nb; j++) {
+    LLVMValueRef iv = jit_loop_begin(f, &batch[j], jit_i64(f, 0), bdim[j], "b");
+    off[0] = jit_add(f, off[0], jit_mul(f, iv, sa[j]));
+    off[1] = jit_add(f, off[1], jit_mul(f, iv, sb[j]));
+    off[2] = jit_add(f, off[2], jit_mul(f, iv, sc[j]));
+  }
+}
+
 int jit_lower_matmul(jit_fn *f) {
   return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
 }

@@ -62,17 +62,14 @@ int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueR
   LLVMValueRef lo, hi;
   jit_split_range(f, M, &lo, &hi);
   jit_loop batch[IR_MAX_RANK];
-  LLVMValueRef offa = zero, offb = zero, offc = zero;
-  for (int j = 0; j < nb; j++) {
-    LLVMValueRef iv = jit_loop_begin(f, &batch[j], zero, bdim[j], "b");
-    offa = jit_add(f, offa, jit_mul(f, iv, sa[j]));
-    offb = jit_add(f, offb, jit_mul(f, iv, sb[j]));
-    offc = jit_add(f, offc, jit_mul(f, iv, sc[j]));
-  }
+  LLVMValueRef off[3];
+  jit_matmul_batch_begin(f, nb, bdim, sa, sb, sc, batch, off);
+  LLVMValueRef offa = off[0], offb = off[1], offc = off[2];
   for (int b = 0; epi && b < epi->nbufs; b++) { /* the epilogue's offsets for this batch */
-    LLVMValueRef off = zero;
-    for (int j = 0; j < nb; j++) off = jit_add(f, off, jit_mul(f, batch[j].iv, epi->bstride[b][j]));
-    LLVMSetAlignment(LLVMBuildStore(f->b, off, epi->boff_slot[b]), 8);
+    LLVMValueRef boff = zero;
+    for (int j = 0; j < nb; j++)
+      boff = jit_add(f, boff, jit_mul(f, batch[j].iv, epi->bstride[b][j]));
+    LLVMSetAlignment(LLVMBuildStore(f->b, boff, epi->boff_slot[b]), 8);
   }
   LLVMValueRef ap = LLVMBuildGEP2(f->b, f->t_i16, A, &offa, 1, "a");
   LLVMValueRef bp = packed ? B : LLVMBuildGEP2(f->b, f->t_i16, B, &offb, 1, "b");

@@ -118,6 +118,19 @@ AVX_INLINE void micro_bf16(const uint16_t *A, int64_t K, int64_t i, int64_t k0, 
     for (int h = 0; h < 4; h++) _mm512_storeu_ps(tile + r * ldt + 16 * h, acc[r][h]);
 }
 
+/* A tile of m rows at c (row stride N) with nr < HG_NR columns goes
+ * through edge (HG_MR x HG_NR): its sums so far in (unless first), the
+ * kernel's whole panel width computed there, its nr columns out. */
+AVX_INLINE void edge_in(const float *c, int64_t N, int64_t m, int64_t nr, int first,
+                        float *edge) {
+  for (int64_t r = 0; !first && r < m; r++)
+    for (int64_t x = 0; x < nr; x++) edge[r * HG_NR + x] = c[r * N + x];
+}
+AVX_INLINE void edge_out(float *c, int64_t N, int64_t m, int64_t nr, const float *edge) {
+  for (int64_t r = 0; r < m; r++)
+    for (int64_t x = 0; x < nr; x++) c[r * N + x] = edge[r * HG_NR + x];
+}
+
 /* rows [i, i + m) (1 <= m <= HG_MR) of the panel at c (row stride N, nr
  * columns: a partial panel through an edge tile) */
 AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, int64_t k0,
@@ -128,8 +141,7 @@ AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, i
   int64_t ldt = N;
   if (nr < HG_NR) {
     t = edge, ldt = HG_NR;
-    for (int64_t r = 0; !first && r < m; r++)
-      for (int64_t x = 0; x < nr; x++) edge[r * HG_NR + x] = c[r * N + x];
+    edge_in(c, N, m, nr, first, edge);
   }
   switch (m) {
   case 1: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 1); break;
@@ -139,9 +151,7 @@ AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, i
   case 5: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, 5); break;
   default: micro_bf16(A, K, i, k0, kc, bp, t, ldt, first, pf, HG_MR); break;
   }
-  if (nr < HG_NR)
-    for (int64_t r = 0; r < m; r++)
-      for (int64_t x = 0; x < nr; x++) c[r * N + x] = edge[r * HG_NR + x];
+  if (nr < HG_NR) edge_out(c, N, m, nr, edge);
 }
 
 /* The vdpbf16ps kernel (bf16 only). layout: 0 row-major B, 1 transposed,

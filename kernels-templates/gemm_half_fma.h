@@ -111,8 +111,7 @@ AVX_INLINE void fma_rows(const float *ab, int64_t m, const float *bp, int64_t ld
   int64_t ldt = N;
   if (nr < HG_NR) {
     t = edge, ldt = HG_NR;
-    for (int64_t r = 0; !first && r < m; r++)
-      for (int64_t x = 0; x < nr; x++) edge[r * HG_NR + x] = c[r * N + x];
+    edge_in(c, N, m, nr, first, edge);
   }
   switch (m) {
   case 1: micro_fma(ab, bp, ldb, kc, t, ldt, first, 1); break;
@@ -122,9 +121,7 @@ AVX_INLINE void fma_rows(const float *ab, int64_t m, const float *bp, int64_t ld
   case 5: micro_fma(ab, bp, ldb, kc, t, ldt, first, 5); break;
   default: micro_fma(ab, bp, ldb, kc, t, ldt, first, HG_MR); break;
   }
-  if (nr < HG_NR)
-    for (int64_t r = 0; r < m; r++)
-      for (int64_t x = 0; x < nr; x++) c[r * N + x] = edge[r * HG_NR + x];
+  if (nr < HG_NR) edge_out(c, N, m, nr, edge);
 }
 
 /* layout: 0 row-major B, 1 transposed, 2 prepacked (gemm_half.c's top) */
