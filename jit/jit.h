@@ -93,6 +93,12 @@ const char *jit_engine_features(const jit_engine *e);
  * false): jit_features_have(jit_engine_features(e), "avx512f"). */
 bool jit_features_have(const char *list, const char *feat);
 const char *jit_engine_options(const jit_engine *e);
+/* Make e's kernels call the half GEMM's generic entries (jit/matmul_half.c)
+ * whatever the host has, as on a host without AVX-512, and add
+ * "half-gemm=generic" to its options (so to its code keys). For tests of
+ * that path (src/context.c: KILN_HALF_GEMM=generic); call it before any
+ * compile. 0, or -1 on out-of-memory (e unchanged). */
+int jit_engine_force_generic_half(jit_engine *e);
 const char *jit_llvm_version(void);
 
 /* How hard a compile optimizes. FULL: O3 and aggressive code generation,

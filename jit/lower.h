@@ -54,6 +54,9 @@ typedef struct jit_fn {
   /* The prebuilt GEMM (template.h): the prefix of the prebuilt
    * entries the engine defines ("kiln_pre_v4_"), NULL when it has none. */
   const char *prebuilt;
+  /* The half GEMM's generic entries whatever the target has
+   * (jit_engine_force_generic_half). */
+  bool generic_half;
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the

@@ -25,7 +25,7 @@
 int64_t jit_hgemm_panel_width(void) { return 64; } /* gemm_half.c's HG_NR */
 
 bool jit_hgemm_native(jit_fn *f, ir_dtype dt) {
-  if (!jit_target_has(f, "avx512f") || !jit_target_has(f, "avx512bw")) return false;
+  if (f->generic_half || !jit_target_has(f, "avx512f") || !jit_target_has(f, "avx512bw")) return false;
   return dt == IR_DT_BF16 ? jit_target_has(f, "avx512bf16") : jit_target_has(f, "f16c");
 }
 

@@ -4,9 +4,10 @@
  * reference interpreter: odd M, N, K (K odd for the bf16 pair layout),
  * M = 1, symbolic M, batches that broadcast, a 1-D operand, a transposed B,
  * B as a weight and as a constant (prepacked once, src/prepack.c), an f32
- * result with a fused epilogue, and the same graphs on simt-emu (which keeps
- * the casts). The entries themselves, generic and AVX-512 side by side, are
- * test_gemm_half_template's.
+ * result with a fused epilogue, the generic kernels forced
+ * (KILN_HALF_GEMM=generic: what a host without AVX-512 compiles), and the
+ * same graphs on simt-emu (which keeps the casts). The entries themselves,
+ * generic and AVX-512 side by side, are test_gemm_half_template's.
  *
  * Tolerances: both sides sum the same exact products in f32 (the JIT in
  * blocks, the interpreter in order) and round once to the half dtype, so
@@ -21,6 +22,7 @@
 #include "ir/ir.h"
 #include "kiln/kiln.h"
 #include "src/prepack.h"
+#include "src/rt.h"
 #include "support/oracle.h"
 
 static const char *const HALF[] = {"f16", "bf16"};
@@ -253,6 +255,28 @@ Test(gemm_half, an_f32_result_keeps_f32_precision_with_its_epilogue) {
     run_oracle(HALF[h], g, "n=1;n=9;n=40", 1e-5, 1e-4);
     free(g);
   }
+}
+
+/* The generic entries, as the JIT compiles them for a host without AVX-512
+ * (an AVX2 CI machine), on this one too; their code keys differ */
+Test(gemm_half, forced_generic_kernels_match_the_interpreter) {
+  setenv("KILN_HALF_GEMM", "generic", 1);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+  cr_assert(strstr(jit_engine_options(ctx->jit), "half-gemm=generic") != NULL, "%s",
+            jit_engine_options(ctx->jit));
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  for (int h = 0; h < 2; h++) {
+    char *g = with_dtype(SHAPES_GRAPH, HALF[h]);
+    run_oracle(HALF[h], g, "n=1;n=17", RTOL[h], 1e-3);
+    free(g);
+    g = weights_text(HALF[h], h == 1);
+    run_oracle(HALF[h], g, "n=2;n=20", RTOL[h], 1e-3);
+    free(g);
+  }
+  unsetenv("KILN_HALF_GEMM");
 }
 
 /* Device models keep the casts (the pass is the host's): same answers */
