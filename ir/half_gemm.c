@@ -14,8 +14,10 @@
  * a half B that is a constant or weight can then be prepacked once
  * (src/prepack.c). The cast of the result back to the half dtype stays.
  *
- * Only the host pipeline runs it (src/pipeline.c): SIMT lowerings read
- * matmul operands of the result's dtype.
+ * Only the host pipeline runs it (src/pipeline.c), and only for the half
+ * dtypes whose native kernel the host has (jit_engine_half_gemm): elsewhere
+ * the casts and the f32 GEMM (AVX2 or wider) outrun the template's generic
+ * loops. SIMT lowerings read matmul operands of the result's dtype.
  * Assumes a verified graph without mo.fused nodes (before fusion) and
  * before ir_graph_fold_transpose_b (so a transpose under a cast folds
  * afterwards); keeps it verified. */
@@ -23,11 +25,13 @@
 
 #include "ir.h"
 
-/* n is a mo.cast of a value of half dtype h to f32; *h set from the first */
-static bool cast_from_half(const ir_node *n, ir_dtype *h) {
+/* n is a mo.cast of a value of half dtype h (one `which` takes) to f32; *h
+ * set from the first */
+static bool cast_from_half(const ir_node *n, unsigned which, ir_dtype *h) {
   if (!n || n->op != IR_OP_CAST || n->nin != 1 || n->nout != 1) return false;
   ir_dtype from = n->in[0]->type.dtype;
   if (!ir_dtype_is_half(from) || n->out[0]->type.dtype != IR_DT_F32) return false;
+  if (!(which & (from == IR_DT_BF16 ? IR_HALF_GEMM_BF16 : IR_HALF_GEMM_F16))) return false;
   if (*h != IR_DT_F32 && *h != from) return false; /* both operands alike */
   *h = from;
   return true;
@@ -39,7 +43,7 @@ static bool checked(const ir_graph *g, const ir_node *n) {
   return false;
 }
 
-int ir_graph_half_gemm(ir_graph *g, ir_diag *d) {
+int ir_graph_half_gemm(ir_graph *g, unsigned which, ir_diag *d) {
   if (!g) return ir_diag_set(d, (ir_loc){0, 0}, "ir_graph_half_gemm: no graph");
   bool *drop = calloc((size_t)g->nnodes + 1, sizeof *drop); /* by node id */
   if (!drop) return ir_diag_set(d, (ir_loc){0, 0}, "out of memory reading half GEMM operands");
@@ -52,7 +56,7 @@ int ir_graph_half_gemm(ir_graph *g, ir_diag *d) {
       continue;
     ir_dtype h = IR_DT_F32;
     ir_node *ca = mm->in[0]->def, *cb = mm->in[1]->def;
-    if (!cast_from_half(ca, &h) || !cast_from_half(cb, &h)) continue;
+    if (!cast_from_half(ca, which, &h) || !cast_from_half(cb, which, &h)) continue;
     if (ir_node_set_attr_int(g, mm, "kiln.wide_result", 1) < 0) {
       rewritten = ir_diag_set(d, mm->loc, "out of memory reading half GEMM operands");
       break; /* the matmuls rewritten so far are whole */

@@ -379,6 +379,8 @@ const char *jit_engine_cpu(const jit_engine *e) { return e && e->cpu ? e->cpu : 
 const char *jit_engine_features(const jit_engine *e) {
   return e && e->features ? e->features : "";
 }
+bool jit_engine_generic_half(const jit_engine *e) { return e && e->generic_half; }
+
 int jit_engine_force_generic_half(jit_engine *e) {
   if (!e || e->generic_half) return 0;
   const char *word = " half-gemm=generic";

@@ -99,6 +99,13 @@ const char *jit_engine_options(const jit_engine *e);
  * that path (src/context.c: KILN_HALF_GEMM=generic); call it before any
  * compile. 0, or -1 on out-of-memory (e unchanged). */
 int jit_engine_force_generic_half(jit_engine *e);
+bool jit_engine_generic_half(const jit_engine *e);
+/* Whether e's host pipeline should let matmuls read f16 / bf16 (dt)
+ * operands as they are (ir_graph_half_gemm): the host runs the half GEMM's
+ * native entries for dt (AVX-512 with AVX512-BF16 for bf16, with F16C for
+ * f16), or e was forced to the generic ones; elsewhere the casts and the
+ * f32 GEMM are faster (jit/matmul_half.c). */
+bool jit_engine_half_gemm(const jit_engine *e, ir_dtype dt);
 const char *jit_llvm_version(void);
 
 /* How hard a compile optimizes. FULL: O3 and aggressive code generation,

@@ -3,7 +3,10 @@
  * half GEMM template (kernels-templates/gemm_half.c): per batch, one call of
  * kiln_hgemm_<t>_<layout>, its _avx512 form where the kernel's target has
  * AVX512-BF16 (bf16: vdpbf16ps) or AVX-512 with F16C (f16: converted, f32
- * FMA), the generic loops elsewhere (AVX2 hosts, other architectures).
+ * FMA), the generic loops elsewhere. The host pipeline rewrites matmuls to
+ * this form only where the native entries run (jit_engine_half_gemm) or the
+ * engine is forced to the generic ones (KILN_HALF_GEMM=generic, tests):
+ * the generic loops are slower than the casts and the f32 GEMM.
  *
  * a [..., M, K] x b [..., K, N] (or [..., N, K] with kiln.transpose_b: the
  * _tex entry) -> c f32 [..., M, N]; batch dims broadcast as jit/matmul.c's
@@ -24,9 +27,22 @@
 
 int64_t jit_hgemm_panel_width(void) { return 64; } /* gemm_half.c's HG_NR */
 
+/* The _avx512 entries' needs for dt */
+static const char *const NATIVE_NEEDS[2][3] = {{"avx512f", "avx512bw", "f16c"},
+                                               {"avx512f", "avx512bw", "avx512bf16"}};
+
 bool jit_hgemm_native(jit_fn *f, ir_dtype dt) {
-  if (f->generic_half || !jit_target_has(f, "avx512f") || !jit_target_has(f, "avx512bw")) return false;
-  return dt == IR_DT_BF16 ? jit_target_has(f, "avx512bf16") : jit_target_has(f, "f16c");
+  bool r = !f->generic_half;
+  for (int i = 0; i < 3; i++) r = r && jit_target_has(f, NATIVE_NEEDS[dt == IR_DT_BF16][i]);
+  return r;
+}
+
+bool jit_engine_half_gemm(const jit_engine *e, ir_dtype dt) {
+  if (jit_engine_generic_half(e)) return true;
+  bool r = true;
+  for (int i = 0; i < 3; i++)
+    r = r && jit_features_have(jit_engine_features(e), NATIVE_NEEDS[dt == IR_DT_BF16][i]);
+  return r;
 }
 
 int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,

@@ -37,9 +37,11 @@
  * AVX-512 with F16C (f16: converted, vfmadd231ps); jit/matmul_half.c picks
  * them by the kernel's target features.
  *
- * The generic entries here are plain loops O3 vectorizes: a row of C at a
- * time, c[j] += a_ik * b[k, j] over contiguous j (transposed B: a dot
- * product per element).
+ * The generic entries here are plain loops: a row of C at a time,
+ * c[j] += a_ik * b[k, j] over contiguous j (transposed B: a dot product per
+ * element). They define the results on any target and serve tests
+ * (KILN_HALF_GEMM=generic); hosts without the AVX-512 entries keep the
+ * casts and the f32 GEMM instead (src/pipeline.c), which are faster.
  * Assumes: buffers do not overlap; C has row stride N. Freestanding: no
  * libc, no static mutable state. */
 #include <stdint.h>
