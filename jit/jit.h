@@ -94,7 +94,8 @@ const char *jit_engine_features(const jit_engine *e);
 bool jit_features_have(const char *list, const char *feat);
 const char *jit_engine_options(const jit_engine *e);
 /* Make e's kernels call the half GEMM's generic entries (jit/matmul_half.c)
- * whatever the host has, as on a host without AVX-512, and add
+ * whatever the host has, and the host pipeline use the half GEMM for f16
+ * and bf16 on any host (jit_engine_half_gemm), and add
  * "half-gemm=generic" to its options (so to its code keys). For tests of
  * that path (src/context.c: KILN_HALF_GEMM=generic); call it before any
  * compile. 0, or -1 on out-of-memory (e unchanged). */

@@ -5,7 +5,8 @@
  * M = 1, symbolic M, batches that broadcast, a 1-D operand, a transposed B,
  * B as a weight and as a constant (prepacked once, src/prepack.c), an f32
  * result with a fused epilogue, the generic kernels forced
- * (KILN_HALF_GEMM=generic: what a host without AVX-512 compiles), and the
+ * (KILN_HALF_GEMM=generic, so they are checked through the JIT on any
+ * host), and the
  * same graphs on simt-emu (which keeps the casts). The entries themselves,
  * generic and AVX-512 side by side, are test_gemm_half_template's.
  *
@@ -279,8 +280,8 @@ Test(gemm_half, an_f32_result_keeps_f32_precision_with_its_epilogue) {
   }
 }
 
-/* The generic entries, as the JIT compiles them for a host without AVX-512
- * (an AVX2 CI machine), on this one too; their code keys differ */
+/* The generic entries through the JIT, forced on any host (an AVX2 CI
+ * machine keeps the casts otherwise); their code keys differ */
 Test(gemm_half, forced_generic_kernels_match_the_interpreter) {
   setenv("KILN_HALF_GEMM", "generic", 1);
   kiln_status *st = kiln_status_new();
