@@ -59,10 +59,10 @@ work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
-         gemm_half.tsv \
          encoders.tsv remote.tsv decode.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
+rm -f "$work/gemm_half.tsv" "$work/gemm_half.err"
 
 failed=()  # STEP=REASON, for report.py
 notes=()
@@ -385,10 +385,10 @@ fi
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
-       --gemm-half "$work/gemm_half.tsv"
        --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
        --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
+rargs+=(--gemm-half "$work/gemm_half.tsv")
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
 for n in "${notes[@]}"; do rargs+=(--note "$n"); done
 rargs+=(--note "raw outputs: $work")
