@@ -89,53 +89,12 @@ static void kiln_run(kiln_mm *g, kiln_status *st) {
 
 #ifdef KILN_BENCH_DNNL
 /* oneDNN's matmul: plain (weights row-major) or prepacked (format any,
- * reordered once into wpack). */
-typedef struct dnnl_mm {
-  dnnl_engine_t eng;
-  dnnl_stream_t s;
-  dnnl_primitive_t p;
-  dnnl_memory_t am, bm, cm;
-  void *wpack;
-} dnnl_mm;
-
-#define DNNL_OK(call)                                                 \
-  do {                                                                \
-    if ((call) != dnnl_success) die("oneDNN", #call);                 \
-  } while (0)
-
-static void dnnl_setup(dnnl_mm *d, gcase c, uint8_t *a, int8_t *b, int32_t *out, bool prepack) {
-  memset(d, 0, sizeof *d);
-  DNNL_OK(dnnl_engine_create(&d->eng, dnnl_cpu, 0));
-  DNNL_OK(dnnl_stream_create(&d->s, d->eng, dnnl_stream_default_flags));
-  dnnl_memory_desc_t amd, bmd, bplain, cmd;
-  dnnl_dims_t ad = {c.m, c.k}, bd = {c.k, c.n}, cd = {c.m, c.n};
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&amd, 2, ad, dnnl_u8, dnnl_ab));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&bplain, 2, bd, dnnl_s8, dnnl_ab));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&bmd, 2, bd, dnnl_s8, prepack ? dnnl_format_tag_any
-                                                                      : dnnl_ab));
-  DNNL_OK(dnnl_memory_desc_init_by_tag(&cmd, 2, cd, dnnl_s32, dnnl_ab));
-  dnnl_matmul_desc_t md;
-  DNNL_OK(dnnl_matmul_desc_init(&md, &amd, &bmd, NULL, &cmd));
-  dnnl_primitive_desc_t pd;
-  DNNL_OK(dnnl_primitive_desc_create(&pd, &md, NULL, d->eng, NULL));
-  DNNL_OK(dnnl_primitive_create(&d->p, pd));
-  const dnnl_memory_desc_t *wmd = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-  DNNL_OK(dnnl_memory_create(&d->am, &amd, d->eng, a));
-  DNNL_OK(dnnl_memory_create(&d->cm, &cmd, d->eng, out));
-  /* prepacked: the weights reordered once into oneDNN's layout */
-  DNNL_OK(bench_dnnl_weights(d->eng, d->s, &bplain, b, wmd, &d->bm));
-  dnnl_primitive_desc_destroy(pd);
-}
-
-static void dnnl_run(dnnl_mm *d) { DNNL_OK(bench_dnnl_run(d->p, d->s, d->am, d->bm, d->cm)); }
-
-static void dnnl_teardown(dnnl_mm *d) {
-  dnnl_memory_destroy(d->am);
-  dnnl_memory_destroy(d->bm);
-  dnnl_memory_destroy(d->cm);
-  dnnl_primitive_destroy(d->p);
-  dnnl_stream_destroy(d->s);
-  dnnl_engine_destroy(d->eng);
+ * reordered once) */
+static void dnnl_setup(bench_dnnl_mm *d, gcase c, uint8_t *a, int8_t *b, int32_t *out,
+                       bool prepack) {
+  if (bench_dnnl_mm_init(d, c.m, c.n, c.k, dnnl_u8, dnnl_s8, dnnl_s32, a, b, out, prepack) !=
+      dnnl_success)
+    die("oneDNN", "setting up the int8 matmul failed");
 }
 #endif
 
@@ -164,7 +123,7 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
   for (int w = 0; w < 2; w++) kiln_setup(ctx, &km[w], c, a, b, out[KILN + w], w == 1, st);
   bool have[NCOL] = {true, true, false, false};
 #ifdef KILN_BENCH_DNNL
-  dnnl_mm dm[2];
+  bench_dnnl_mm dm[2];
   for (int p = 0; p < 2; p++) {
     dnnl_setup(&dm[p], c, a, b, out[DNNL_PLAIN + p], p == 1);
     have[DNNL_PLAIN + p] = true;
@@ -178,7 +137,8 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
       double t0 = bench_now_s();
       if (col <= KILN_PACKED) kiln_run(&km[col - KILN], st);
 #ifdef KILN_BENCH_DNNL
-      else dnnl_run(&dm[col - DNNL_PLAIN]);
+      else if (bench_dnnl_mm_run(&dm[col - DNNL_PLAIN]) != dnnl_success)
+        die("oneDNN", "the int8 matmul failed");
 #endif
       double t = bench_now_s() - t0;
       if (r >= 0) secs[col][r] = t;
@@ -204,8 +164,8 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
     printf("\n");
   }
 #ifdef KILN_BENCH_DNNL
-  dnnl_teardown(&dm[0]);
-  dnnl_teardown(&dm[1]);
+  bench_dnnl_mm_free(&dm[0]);
+  bench_dnnl_mm_free(&dm[1]);
 #endif
   for (int w = 0; w < 2; w++) {
     kiln_tensor_free(km[w].a);

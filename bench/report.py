@@ -112,6 +112,7 @@ def main():
     ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
     ap.add_argument("--movement", help="bench_movement --tsv (kiln and its triad)")
     ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV and its triad)")
+    ap.add_argument("--gemm-half", help="bench_gemm_half --tsv (bf16 GEMM, oneDNN, kiln f32)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
     ap.add_argument("--decode", help="decode_growth.py --tsv (decoder steps, growing attention)")
@@ -278,6 +279,20 @@ def main():
             add("conv2d %s (GFLOP/s)" % cid, "GFLOP/s", kr, [("oneDNN", dr, 0.8)], why("conv"))
             detail("%s kiln 1T" % cid, kr)
             detail("%s oneDNN 1T" % cid, dr)
+
+    # ---- bf16 GEMM vs oneDNN's bf16 matmul and kiln's f32 GEMM, 1 thread
+    # (issue 21: >= 0.9x oneDNN and >= 1.6x kiln f32, b prepacked on every side)
+    _, hg, _ = read_tsv(a.gemm_half)
+    for cid in ("256x256x256", "512x512x512", "1024x1024x1024", "2048x2048x2048",
+                "1x4096x4096", "4x4096x4096", "8x4096x4096"):
+        kr = hg.get((cid, "kiln bf16 prepacked", 1))
+        dr = hg.get((cid, "oneDNN bf16 prepacked", 1))
+        fr = hg.get((cid, "kiln f32 prepacked", 1))
+        add("bf16 GEMM %s (GFLOP/s)" % cid, "GFLOP/s", kr,
+            [("oneDNN bf16", dr, 0.9), ("kiln f32", fr, 1.6)], why("gemm_half"))
+        detail("bf16 %s kiln 1T" % cid, kr)
+        detail("bf16 %s oneDNN 1T" % cid, dr)
+        detail("bf16 %s kiln f32 1T" % cid, fr)
 
     # ---- ONNX encoders vs ORT (issue 16: kiln <= ORT latency at every point)
     _, en, _ = read_tsv(a.encoders)

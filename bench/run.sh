@@ -62,6 +62,7 @@ for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.
          encoders.tsv remote.tsv decode.tsv pyover.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
+rm -f "$work/gemm_half.tsv" "$work/gemm_half.err"
 
 failed=()  # STEP=REASON, for report.py
 notes=()
@@ -124,6 +125,7 @@ else
 fi
 gemm="$work/bench_gemm" chain="$work/bench_chain" softmax="$work/bench_softmax" topk="$work/bench_topk"
 movement="$work/bench_movement" conv="$work/bench_conv" quant="$work/bench_quant"
+gemm_half="$work/bench_gemm_half"
 "$cc" "${cflags[@]}" "$here/gemm.c" "${anchor_flags[@]}" "${link[@]}" -o "$gemm" \
   >"$work/cc-gemm.log" 2>&1 || { gemm=""; fail gemm1 "compiling bench/gemm.c: $(tail1 "$work/cc-gemm.log")"; }
 "$cc" "${cflags[@]}" -DKILN_BENCH_NATIVE "$here/chain.c" "${link[@]}" -o "$chain" \
@@ -143,6 +145,9 @@ found "$v1" && found "$v2" && conv_flags=(-DKILN_BENCH_DNNL -I"$v1" "$v2")
 "$cc" "${cflags[@]}" "$here/conv.c" "${conv_flags[@]}" "${link[@]}" -o "$conv" \
   >"$work/cc-conv.log" 2>&1 ||
   { conv=""; fail conv "compiling bench/conv.c: $(tail1 "$work/cc-conv.log")"; }
+"$cc" "${cflags[@]}" "$here/gemm_half.c" "${conv_flags[@]}" "${link[@]}" -o "$gemm_half" \
+  >"$work/cc-gemm_half.log" 2>&1 ||
+  { gemm_half=""; fail gemm_half "compiling bench/gemm_half.c: $(tail1 "$work/cc-gemm_half.log")"; }
 
 # ---- 3. the Python venv: numpy, onnx, onnxruntime (+ max unless --no-max)
 py=""
@@ -237,6 +242,12 @@ if [ -n "$conv" ]; then
   say "conv2d NHWC, ResNet-50's 3x3 and 1x1 layers, batch 1 and 8, beside oneDNN, 1 thread"
   "$conv" --tsv "${qa[@]}" >"$work/conv.tsv" 2>"$work/conv.err" ||
     fail conv "bench_conv exited $?: $(tail1 "$work/conv.err")"
+fi
+if [ -n "$gemm_half" ]; then
+  say "bf16 GEMM beside oneDNN's bf16 matmul and kiln's f32 GEMM, 1 thread"
+  hr=(); [ "$quick" = 1 ] && hr=(--rounds 3)
+  "$gemm_half" --tsv "${hr[@]}" >"$work/gemm_half.tsv" 2>"$work/gemm_half.err" ||
+    fail gemm_half "bench_gemm_half exited $?: $(tail1 "$work/gemm_half.err")"
 fi
 # Two encoders imported from ONNX beside ONNX Runtime's C API: the PyPI
 # package's paraphrase-MiniLM-L3-v2 and service_gen.py's BERT-base-sized
@@ -386,6 +397,7 @@ rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --ch
        --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
        --pyover "$work/pyover.tsv" --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
+rargs+=(--gemm-half "$work/gemm_half.tsv")
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
 for n in "${notes[@]}"; do rargs+=(--note "$n"); done
 rargs+=(--note "raw outputs: $work")

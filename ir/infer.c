@@ -546,7 +546,15 @@ int ir_infer_matmul_shape(ctx *c, ir_type *r) {
   if (acc.rank + 2 > IR_MAX_RANK) return fail(c, "mo.%s: result rank is too large", c->op);
   if (ta->rank > 1) acc.d[acc.rank++] = ad[ra - 2];
   if (tb_->rank > 1) acc.d[acc.rank++] = bd[rb - (tb ? 2 : 1)];
-  return res_set(c, r, ta->dtype, acc.rank, acc.d, ta->device);
+  /* kiln.wide_result (half_gemm.c): half operands, an f32 result */
+  ir_dtype dt = ta->dtype;
+  if (c->n->op == IR_OP_MATMUL && ir_node_attr_int(c->n, "kiln.wide_result", 0)) {
+    if (!ir_dtype_is_half(dt) || tb_->dtype != dt)
+      return fail(c, "mo.matmul: kiln.wide_result needs f16 or bf16 operands of one dtype, "
+                  "got %s and %s", ir_dtype_name(dt), ir_dtype_name(tb_->dtype));
+    dt = IR_DT_F32;
+  }
+  return res_set(c, r, dt, acc.rank, acc.d, ta->device);
 }
 
 /* Reductions and softmax: one `axis`; reductions keep it as 1.

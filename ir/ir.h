@@ -466,6 +466,17 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d);
  * transposes gone: g is consistent either way). */
 int ir_graph_fold_transpose_b(ir_graph *g, ir_diag *d);
 
+/* ---- half GEMM operands (half_gemm.c; the host pipeline only) ----
+ * Rewrite verified, unfused g in place: a mo.matmul with an f32 result whose
+ * operands are both mo.cast from the same half dtype (f16 / bf16, those
+ * `which` names: IR_HALF_GEMM_* bits) to f32
+ * reads the casts' operands and gets kiln.wide_result = 1 (half operands
+ * widened exactly, an f32 result: infer.c, interp.c, jit/matmul_half.c);
+ * casts left unused leave g (renumbered). Returns the number of matmuls
+ * rewritten, or -1 with d filled on out-of-memory (g consistent either way). */
+enum { IR_HALF_GEMM_F16 = 1, IR_HALF_GEMM_BF16 = 2 };
+int ir_graph_half_gemm(ir_graph *g, unsigned which, ir_diag *d);
+
 /* ---- narrow dtypes (widen_narrow.c) ----
  * Rewrite verified g in place so no kernel computes on a narrow dtype (f16,
  * bf16, si8, si16, ui8, ui16, ui32): each node with ir_node_computes_narrow

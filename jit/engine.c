@@ -44,6 +44,7 @@ struct jit_engine {
   char *layout;                  /* data layout string (LLVMDisposeMessage) */
   char *target;                  /* "triple cpu features", malloc'd */
   bool avx512;
+  bool generic_half; /* jit_engine_force_generic_half: the half GEMM's generic entries */
   char *options;                 /* what else decides the code (jit_engine_options), malloc'd */
   char *options_quick;           /* the same for JIT_TIER_QUICK, malloc'd */
   LLVMTargetRef llvm_target;     /* registry entry: immutable, shared by every thread */
@@ -378,6 +379,28 @@ const char *jit_engine_cpu(const jit_engine *e) { return e && e->cpu ? e->cpu : 
 const char *jit_engine_features(const jit_engine *e) {
   return e && e->features ? e->features : "";
 }
+bool jit_engine_generic_half(const jit_engine *e) { return e && e->generic_half; }
+
+int jit_engine_force_generic_half(jit_engine *e) {
+  if (!e || e->generic_half) return 0;
+  const char *word = " half-gemm=generic";
+  char *o = malloc(strlen(e->options) + strlen(word) + 1);
+  char *q = malloc(strlen(e->options_quick) + strlen(word) + 1);
+  if (!o || !q) {
+    free(o);
+    free(q);
+    return -1;
+  }
+  sprintf(o, "%s%s", e->options, word);
+  sprintf(q, "%s%s", e->options_quick, word);
+  free(e->options);
+  free(e->options_quick);
+  e->options = o;
+  e->options_quick = q;
+  e->generic_half = true;
+  return 0;
+}
+
 const char *jit_engine_options(const jit_engine *e) { return e && e->options ? e->options : ""; }
 const char *jit_engine_options_tier(const jit_engine *e, jit_tier tier) {
   if (tier == JIT_TIER_QUICK) return e && e->options_quick ? e->options_quick : "";
@@ -424,6 +447,7 @@ static int lower_one(jit_engine *e, LLVMContextRef ctx, LLVMModuleRef mod, const
   jit_fn_begin(&f, ctx, mod, g, n, name, msg, sizeof msg);
   f.libs = e->libs.find ? &e->libs : NULL;
   f.prebuilt = e->prebuilt;
+  f.generic_half = e->generic_half;
   int rc = f.failed ? -1 : jit_lower_node(&f);
   if (rc == 0 && f.failed) rc = -1;
   if (rc == 0) jit_fn_finish(&f);

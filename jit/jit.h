@@ -93,6 +93,20 @@ const char *jit_engine_features(const jit_engine *e);
  * false): jit_features_have(jit_engine_features(e), "avx512f"). */
 bool jit_features_have(const char *list, const char *feat);
 const char *jit_engine_options(const jit_engine *e);
+/* Make e's kernels call the half GEMM's generic entries (jit/matmul_half.c)
+ * whatever the host has, and the host pipeline use the half GEMM for f16
+ * and bf16 on any host (jit_engine_half_gemm), and add
+ * "half-gemm=generic" to its options (so to its code keys). For tests of
+ * that path (src/context.c: KILN_HALF_GEMM=generic); call it before any
+ * compile. 0, or -1 on out-of-memory (e unchanged). */
+int jit_engine_force_generic_half(jit_engine *e);
+bool jit_engine_generic_half(const jit_engine *e);
+/* Whether e's host pipeline should let matmuls read f16 / bf16 (dt)
+ * operands as they are (ir_graph_half_gemm): the host runs the half GEMM's
+ * native entries for dt (AVX-512 with AVX512-BF16 for bf16, with F16C for
+ * f16), or e was forced to the generic ones; elsewhere the casts and the
+ * f32 GEMM are faster (jit/matmul_half.c). */
+bool jit_engine_half_gemm(const jit_engine *e, ir_dtype dt);
 const char *jit_llvm_version(void);
 
 /* How hard a compile optimizes. FULL: O3 and aggressive code generation,
@@ -150,6 +164,11 @@ int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt);
  * layout kernels-templates/gemm_int8_vnni.h documents; 0 (no packing)
  * elsewhere. */
 int64_t jit_mmi_panel_width(bool avx512vnni);
+/* The same for a mo.matmul with kiln.wide_result (f16 / bf16 operands,
+ * jit/matmul_half.c): 64 on every target, whose kernels all read the layout
+ * kernels-templates/gemm_half.c documents (bf16: k pairs interleaved; f16:
+ * converted to f32). */
+int64_t jit_hgemm_panel_width(void);
 
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */

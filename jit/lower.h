@@ -54,6 +54,9 @@ typedef struct jit_fn {
   /* The prebuilt GEMM (template.h): the prefix of the prebuilt
    * entries the engine defines ("kiln_pre_v4_"), NULL when it has none. */
   const char *prebuilt;
+  /* The half GEMM's generic entries whatever the target has
+   * (jit_engine_force_generic_half). */
+  bool generic_half;
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the
@@ -242,6 +245,13 @@ typedef struct jit_gemm_epi {
  * epi is not NULL (f32 / f64 only). 0, or -1 with f->err. */
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
                     const jit_gemm_epi *epi);
+/* The same for a mo.matmul with kiln.wide_result (half operands, an f32
+ * result: matmul_half.c); jit_emit_matmul hands such nodes to it. */
+int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
+                         LLVMValueRef C, const jit_gemm_epi *epi);
+/* Whether the kernel's target runs the half GEMM's _avx512 entries for dt
+ * (bf16: AVX512-BF16; f16: AVX-512 with F16C). */
+bool jit_hgemm_native(jit_fn *f, ir_dtype dt);
 /* A matmul with a 1-D operand (ops.def) seen as the matmul of its matrix
  * view (matmul.c): a [K] is [1, K], b [K] is [K, 1], and the result gets
  * the dropped dims back; the data are the same bytes, only the types
@@ -315,6 +325,12 @@ void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_ty
                               const ir_type *tc, int nb, const LLVMValueRef mkn[3],
                               LLVMValueRef *bdim, LLVMValueRef *sa, LLVMValueRef *sb,
                               LLVMValueRef *sc);
+/* Open the nb batch loops (batch[0] outermost) over bdim and give off[0..2],
+ * the element offsets of a, b and c in the current batch (sum over j of
+ * iv_j times sa / sb / sc[j]); the caller closes the loops innermost first. */
+void jit_matmul_batch_begin(jit_fn *f, int nb, const LLVMValueRef *bdim, const LLVMValueRef *sa,
+                            const LLVMValueRef *sb, const LLVMValueRef *sc, jit_loop *batch,
+                            LLVMValueRef off[3]);
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */

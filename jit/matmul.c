@@ -118,6 +118,18 @@ void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_ty
   }
 }
 
+void jit_matmul_batch_begin(jit_fn *f, int nb, const LLVMValueRef *bdim, const LLVMValueRef *sa,
+                            const LLVMValueRef *sb, const LLVMValueRef *sc, jit_loop *batch,
+                            LLVMValueRef off[3]) {
+  off[0] = off[1] = off[2] = jit_i64(f, 0);
+  for (int j = 0; j < nb; j++) {
+    LLVMValueRef iv = jit_loop_begin(f, &batch[j], jit_i64(f, 0), bdim[j], "b");
+    off[0] = jit_add(f, off[0], jit_mul(f, iv, sa[j]));
+    off[1] = jit_add(f, off[1], jit_mul(f, iv, sb[j]));
+    off[2] = jit_add(f, off[2], jit_mul(f, iv, sc[j]));
+  }
+}
+
 int jit_lower_matmul(jit_fn *f) {
   return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
 }
@@ -177,6 +189,8 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     return jit_fn_error(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
   if (!epi && (n->in[0]->type.rank == 1 || n->in[1]->type.rank == 1))
     return emit_matmul_1d(f, n, A, B, C);
+  /* half operands, an f32 result (ir/half_gemm.c): the half GEMM template */
+  if (ir_node_attr_int(n, "kiln.wide_result", 0)) return jit_emit_matmul_half(f, n, A, B, C, epi);
   const ir_type *ta = &n->in[0]->type, *tb = &n->in[1]->type, *tc = &n->out[0]->type;
   int ra = ta->rank, rb = tb->rank, rc = tc->rank;
   if (ra < 2 || rb < 2) return jit_fn_error(f, "operands must have rank >= 2, got %d and %d", ra, rb);

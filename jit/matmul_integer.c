@@ -84,13 +84,9 @@ int jit_lower_matmul_integer(jit_fn *f) {
   LLVMValueRef lo, hi;
   jit_split_range(f, M, &lo, &hi);
   jit_loop batch[IR_MAX_RANK];
-  LLVMValueRef offa = zero, offb = zero, offc = zero;
-  for (int j = 0; j < nb; j++) {
-    LLVMValueRef iv = jit_loop_begin(f, &batch[j], zero, bdim[j], "b");
-    offa = jit_add(f, offa, jit_mul(f, iv, sa[j]));
-    offb = jit_add(f, offb, jit_mul(f, iv, sb[j]));
-    offc = jit_add(f, offc, jit_mul(f, iv, sc[j]));
-  }
+  LLVMValueRef off[3];
+  jit_matmul_batch_begin(f, nb, bdim, sa, sb, sc, batch, off);
+  LLVMValueRef offa = off[0], offb = off[1], offc = off[2];
   LLVMValueRef ap = LLVMBuildGEP2(f->b, f->t_i8, jit_in(f, 0), &offa, 1, "a");
   LLVMValueRef bp = LLVMBuildGEP2(f->b, f->t_i8, jit_in(f, 1), &offb, 1, "b");
   LLVMValueRef cp = LLVMBuildGEP2(f->b, f->t_i32, jit_out(f, 0), &offc, 1, "c");

@@ -35,6 +35,7 @@ static const tmpl_desc TEMPLATES[] = {
     [JIT_TMPL_GEMM] = {"gemm", kiln_tmpl_gemm_bc, &kiln_tmpl_gemm_bc_len},
     [JIT_TMPL_QMATMUL] = {"qmatmul", kiln_tmpl_qmatmul_bc, &kiln_tmpl_qmatmul_bc_len},
     [JIT_TMPL_GEMM_INT8] = {"gemm_int8", kiln_tmpl_gemm_int8_bc, &kiln_tmpl_gemm_int8_bc_len},
+    [JIT_TMPL_GEMM_HALF] = {"gemm_half", kiln_tmpl_gemm_half_bc, &kiln_tmpl_gemm_half_bc_len},
 };
 
 /* A malloc'd copy of fn's string attribute `key`, or NULL when absent. */

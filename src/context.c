@@ -92,7 +92,12 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
     rt_err(st, KILN_ERR_COMPILE, "cannot start the JIT: %s", err[0] ? err : "unknown error");
     return NULL;
   }
-  if (!(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock)) ||
+  /* KILN_HALF_GEMM=generic: the half GEMM's generic loops in place of its
+   * AVX-512 kernels, on any host (tests of that path) */
+  const char *hg = getenv("KILN_HALF_GEMM");
+  bool generic_half = hg && strcmp(hg, "generic") == 0;
+  if ((generic_half && jit_engine_force_generic_half(ctx->jit) < 0) ||
+      !(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock)) ||
       !(ctx->spec = rt_spec_ctx_new()) || !(ctx->libs = rt_kernel_libs_new())) {
     rt_spec_ctx_free(ctx->spec);
     rt_kernel_libs_free(ctx->libs);

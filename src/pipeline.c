@@ -86,6 +86,14 @@ static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *f
   ir_diag d = {0};
   /* ops on narrow dtypes computed wider between casts (widen_narrow.c) */
   if (ir_graph_widen_narrow(g, &d) < 0) return rt_err_diag(st, KILN_ERR_UNSUPPORTED, filename, &d);
+  /* host GEMMs read f16 / bf16 operands as they are, not through casts to
+   * f32, where the host has the half GEMM's native kernel (half_gemm.c;
+   * before the transposes fold, so one under a cast does) */
+  unsigned halves = 0;
+  if (host && ctx && jit_engine_half_gemm(ctx->jit, IR_DT_F16)) halves |= IR_HALF_GEMM_F16;
+  if (host && ctx && jit_engine_half_gemm(ctx->jit, IR_DT_BF16)) halves |= IR_HALF_GEMM_BF16;
+  if (halves && ir_graph_half_gemm(g, halves, &d) < 0)
+    return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);

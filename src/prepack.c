@@ -24,13 +24,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../ir/qblock.h"
+
 static bool is_8bit(ir_dtype dt) { return dt == IR_DT_UI8 || dt == IR_DT_SI8; }
 
-/* B's type qualifies: f32 / f64 (ui8 / si8 for matmul.integer), the rank
- * given, static dims. */
-static bool packable_type(const ir_type *t, int rank, bool integer) {
-  if (integer ? !is_8bit(t->dtype) : t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64)
-    return false;
+/* The B operands a node reads in its own packed layout: 8-bit ones of
+ * matmul.integer, half ones of a matmul with kiln.wide_result (half_gemm.c),
+ * f32 / f64 ones of the f32 / f64 GEMM. */
+typedef enum b_kind { B_FLOAT, B_8BIT, B_HALF } b_kind;
+
+static b_kind b_kind_of(const ir_node *n) {
+  if (n->op == IR_OP_MATMUL_INTEGER) return B_8BIT;
+  if (n->op == IR_OP_MATMUL && ir_node_attr_int(n, "kiln.wide_result", 0)) return B_HALF;
+  return B_FLOAT;
+}
+
+/* B's type qualifies: of the kind's dtypes, the rank given, static dims. */
+static bool packable_type(const ir_type *t, int rank, b_kind kind) {
+  bool dt_ok = kind == B_8BIT   ? is_8bit(t->dtype)
+               : kind == B_HALF ? ir_dtype_is_half(t->dtype)
+                                : t->dtype == IR_DT_F32 || t->dtype == IR_DT_F64;
+  if (!dt_ok) return false;
   if (t->rank != rank) return false;
   for (int i = 0; i < rank; i++)
     if (!ir_dim_is_const(t->dims[i], NULL)) return false;
@@ -50,8 +64,7 @@ static bool reads_b(const ir_node *n) {
  * *operand of n, or NULL. */
 static ir_node *packable(const ir_node *n, int *operand) {
   if (reads_b(n) && ir_node_is_source(n->in[1]->def) &&
-      packable_type(&n->in[1]->type, n->op == IR_OP_CONV2D ? 4 : 2,
-                    n->op == IR_OP_MATMUL_INTEGER)) {
+      packable_type(&n->in[1]->type, n->op == IR_OP_CONV2D ? 4 : 2, b_kind_of(n))) {
     *operand = 1;
     return (ir_node *)n;
   }
@@ -64,7 +77,7 @@ static ir_node *packable(const ir_node *n, int *operand) {
     if (bv->def || bv->index < 0 || bv->index >= n->nin || b->inputs[bv->index] != bv)
       return NULL; /* B computed inside the body */
     const ir_value *outer = n->in[bv->index];
-    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type, 2, false) ||
+    if (!ir_node_is_source(outer->def) || !packable_type(&bv->type, 2, b_kind_of(mm)) ||
         ir_value_uses(b, bv) != 1)
       return NULL;
     *operand = bv->index;
@@ -100,9 +113,10 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
     int operand;
     ir_node *mm = packable(n, &operand);
     if (!mm) continue;
-    int64_t nr = mm->op == IR_OP_MATMUL_INTEGER
-                     ? jit_mmi_panel_width(vnni)
-                     : jit_gemm_panel_width(avx512f, mm->in[1]->type.dtype);
+    b_kind kind = b_kind_of(mm);
+    int64_t nr = kind == B_8BIT   ? jit_mmi_panel_width(vnni)
+                 : kind == B_HALF ? jit_hgemm_panel_width()
+                                  : jit_gemm_panel_width(avx512f, mm->in[1]->type.dtype);
     if (nr <= 0) continue;
     ir_graph *owner = mm == n ? g : n->body;
     if (ir_node_set_attr_int(owner, mm, "kiln.packed_b", nr) < 0)
@@ -116,6 +130,13 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
 size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr) {
   if (K < 0 || N < 0 || nr <= 0) return 0;
   int64_t panels = (N + nr - 1) / nr, elems;
+  if (ir_dtype_is_half(dt)) { /* bf16: K rounded up to 2, 2 bytes; f16: f32 elements */
+    int64_t kk = dt == IR_DT_BF16 ? (K + 1) / 2 * 2 : K, bytes;
+    if (__builtin_mul_overflow(panels, nr, &elems) || __builtin_mul_overflow(elems, kk, &elems) ||
+        __builtin_mul_overflow(elems, dt == IR_DT_BF16 ? 2 : 4, &bytes))
+      return 0;
+    return (size_t)bytes;
+  }
   if (is_8bit(dt)) { /* panels of K rounded up to 4, then a uint32 sum per column */
     int64_t k4 = (K + 3) / 4 * 4, cols, bytes;
     if (__builtin_mul_overflow(panels, nr, &cols) || __builtin_mul_overflow(cols, k4 + 4, &bytes))
@@ -153,10 +174,39 @@ static void pack_8bit(const uint8_t *b, bool sb, int64_t K, int64_t N, int64_t n
     }
 }
 
+/* The half GEMM's layout (kernels-templates/gemm_half.c, "Prepacked B"):
+ * bf16 in K blocks of HALF_KB rows (the last rounded up to even), each all
+ * panels of nr columns, each panel's rows as k pairs [k / 2][col][k % 2]
+ * (zero past K and N); f16 converted to f32, per panel [k][col] (zero past
+ * N). */
+enum { HALF_KB = 256 }; /* gemm_half.c's HG_KB */
+static void pack_half(const uint16_t *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr,
+                      bool trans, void *out) {
+  int64_t np = (N + nr - 1) / nr * nr;
+  size_t bytes = rt_prepack_bytes(dt, K, N, nr);
+  memset(out, 0, bytes);
+  for (int64_t k = 0; k < K; k++) {
+    int64_t k0 = k / HALF_KB * HALF_KB, kb = K - k0 < HALF_KB ? K - k0 : HALF_KB;
+    int64_t kb2 = (kb + 1) / 2 * 2;
+    for (int64_t j = 0; j < N; j++) {
+      uint16_t v = trans ? b[j * K + k] : b[k * N + j];
+      int64_t p = j / nr, c = j % nr;
+      if (dt == IR_DT_F16)
+        ((float *)out)[(p * K + k) * nr + c] = qb_f16((const uint8_t *)&v);
+      else
+        ((uint16_t *)out)[k0 * np + p * kb2 * nr + (k - k0) / 2 * nr * 2 + c * 2 + k % 2] = v;
+    }
+  }
+}
+
 void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
                      void *out) {
   if (is_8bit(dt)) {
     pack_8bit(b, dt == IR_DT_SI8, K, N, nr, out);
+    return;
+  }
+  if (ir_dtype_is_half(dt)) {
+    pack_half(b, dt, K, N, nr, trans, out);
     return;
   }
   size_t es = ir_dtype_size(dt);
