@@ -28,6 +28,10 @@
  * other, instead of one element per line at a stride of inner (64 columns
  * at a time made [4096, 4096] along axis 0 0.23x of the triad, rows of
  * 4096 ~0.7x: the hardware prefetcher follows rows, not 64-column strips).
+ * Rows go in pairs, each accumulator loaded and stored once per pair (the
+ * same additions in the same order): on an AVX-512 Xeon, where the array
+ * of doubles misses L1, that took [4096, 4096] from 0.45-0.53x to
+ * 0.62-0.75x of the triad.
  * SIMT: a grid-stride loop over the outer * inner lines, one thread per
  * line, walking it in order (the same additions as the host).
  * Assumes a verified node (one operand, axis in range, result of the
@@ -84,6 +88,27 @@ static void scan_step(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValu
   if (is_float(k) && k->dt != IR_DT_F64) out = LLVMBuildFPTrunc(f->b, out, jit_type(f, k->dt), "");
   jit_store(f, k->dt, Y, e, out);
   LLVMBuildStore(f->b, next, slot);
+}
+
+/* Two consecutive steps of one line, at e0 then e1, its sum kept in a
+ * register between them (one load and one store of slot for two elements;
+ * the same additions as two scan_steps). */
+static void scan_step2(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
+                       LLVMValueRef Y, LLVMValueRef e0, LLVMValueRef e1) {
+  LLVMValueRef cur = LLVMBuildLoad2(f->b, k->acct, slot, "");
+  LLVMValueRef e[2] = {e0, e1};
+  for (int t = 0; t < 2; t++) {
+    LLVMValueRef v = jit_load(f, k->dt, X, e[t]);
+    if (is_float(k) && k->dt != IR_DT_F64) v = LLVMBuildFPExt(f->b, v, f->t_f64, "");
+    LLVMValueRef next =
+        is_float(k) ? LLVMBuildFAdd(f->b, cur, v, "") : LLVMBuildAdd(f->b, cur, v, "");
+    LLVMValueRef out = k->excl ? cur : next;
+    if (is_float(k) && k->dt != IR_DT_F64)
+      out = LLVMBuildFPTrunc(f->b, out, jit_type(f, k->dt), "");
+    jit_store(f, k->dt, Y, e[t], out);
+    cur = next;
+  }
+  LLVMBuildStore(f->b, cur, slot);
 }
 
 /* Element number k of a line in walking order: k, or R - 1 - k reversed. */
@@ -262,14 +287,28 @@ static void scan_columns(jit_fn *f, const scan_kind *k, LLVMValueRef R, LLVMValu
   LLVMValueRef gi[2] = {zero, j};
   LLVMBuildStore(f->b, zero_of(f, k), LLVMBuildInBoundsGEP2(f->b, arr, accs, gi, 2, ""));
   jit_loop_end(f, &lj);
-  LLVMValueRef r = jit_loop_begin(f, &lr, zero, R, "r");
-  LLVMValueRef row = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, r, R), inner)), c0);
+  /* rows in pairs (each accumulator loaded and stored once per pair), then
+   * the last row when R is odd */
+  LLVMValueRef one = jit_i64(f, 1), pairs = LLVMBuildLShr(f->b, R, one, "pairs");
+  LLVMValueRef p = jit_loop_begin(f, &lr, zero, pairs, "p");
+  LLVMValueRef r0 = LLVMBuildShl(f->b, p, one, ""), r1 = jit_add(f, r0, one);
+  LLVMValueRef row0 = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, r0, R), inner)), c0);
+  LLVMValueRef row1 = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, r1, R), inner)), c0);
   j = jit_loop_begin(f, &lj2, zero, w, "j");
   LLVMValueRef gj[2] = {zero, j};
   LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, arr, accs, gj, 2, "");
-  scan_step(f, k, slot, jit_in(f, 0), jit_out(f, 0), jit_add(f, row, j));
+  scan_step2(f, k, slot, jit_in(f, 0), jit_out(f, 0), jit_add(f, row0, j), jit_add(f, row1, j));
   jit_loop_end(f, &lj2);
   jit_loop_end(f, &lr);
+  jit_loop lt, lj3;
+  LLVMValueRef last = jit_loop_begin(f, &lt, jit_add(f, pairs, pairs), R, "last"); /* 0 or 1 */
+  LLVMValueRef rowl = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, last, R), inner)), c0);
+  j = jit_loop_begin(f, &lj3, zero, w, "j");
+  LLVMValueRef gl[2] = {zero, j};
+  slot = LLVMBuildInBoundsGEP2(f->b, arr, accs, gl, 2, "");
+  scan_step(f, k, slot, jit_in(f, 0), jit_out(f, 0), jit_add(f, rowl, j));
+  jit_loop_end(f, &lj3);
+  jit_loop_end(f, &lt);
   jit_loop_end(f, &lb);
   jit_loop_end(f, &lo);
 }
