@@ -28,10 +28,10 @@
  * other, instead of one element per line at a stride of inner (64 columns
  * at a time made [4096, 4096] along axis 0 0.23x of the triad, rows of
  * 4096 ~0.7x: the hardware prefetcher follows rows, not 64-column strips).
- * Rows go in pairs, each accumulator loaded and stored once per pair (the
- * same additions in the same order): on an AVX-512 Xeon, where the array
- * of doubles misses L1, that took [4096, 4096] from 0.45-0.53x to
- * 0.62-0.75x of the triad.
+ * Rows go ROWS at a time, each accumulator loaded and stored once per
+ * group (the same additions in the same order): on an AVX-512 Xeon, where
+ * the array of doubles misses L1, that took [4096, 4096] from 0.45-0.53x of
+ * the triad to 0.62-0.75x with pairs and ~0.9x with four rows.
  * SIMT: a grid-stride loop over the outer * inner lines, one thread per
  * line, walking it in order (the same additions as the host).
  * Assumes a verified node (one operand, axis in range, result of the
@@ -39,7 +39,7 @@
 #include "lower.h"
 #include "simt.h"
 
-enum { COLS = 4096, LINES = 2, GROUP = 8, BLOCKS = 2, GROUP_MIN = 256 };
+enum { COLS = 4096, ROWS = 4, LINES = 2, GROUP = 8, BLOCKS = 2, GROUP_MIN = 256 };
 
 typedef struct scan_kind {
   ir_dtype dt;
@@ -90,14 +90,13 @@ static void scan_step(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValu
   LLVMBuildStore(f->b, next, slot);
 }
 
-/* Two consecutive steps of one line, at e0 then e1, its sum kept in a
- * register between them (one load and one store of slot for two elements;
- * the same additions as two scan_steps). */
-static void scan_step2(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
-                       LLVMValueRef Y, LLVMValueRef e0, LLVMValueRef e1) {
+/* ROWS consecutive steps of one line, at e[0] .. e[ROWS - 1], its sum kept
+ * in a register between them (one load and one store of slot for ROWS
+ * elements; the same additions as ROWS scan_steps). */
+static void scan_steps(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
+                       LLVMValueRef Y, const LLVMValueRef *e) {
   LLVMValueRef cur = LLVMBuildLoad2(f->b, k->acct, slot, "");
-  LLVMValueRef e[2] = {e0, e1};
-  for (int t = 0; t < 2; t++) {
+  for (int t = 0; t < ROWS; t++) {
     LLVMValueRef v = jit_load(f, k->dt, X, e[t]);
     if (is_float(k) && k->dt != IR_DT_F64) v = LLVMBuildFPExt(f->b, v, f->t_f64, "");
     LLVMValueRef next =
@@ -287,21 +286,26 @@ static void scan_columns(jit_fn *f, const scan_kind *k, LLVMValueRef R, LLVMValu
   LLVMValueRef gi[2] = {zero, j};
   LLVMBuildStore(f->b, zero_of(f, k), LLVMBuildInBoundsGEP2(f->b, arr, accs, gi, 2, ""));
   jit_loop_end(f, &lj);
-  /* rows in pairs (each accumulator loaded and stored once per pair), then
-   * the last row when R is odd */
-  LLVMValueRef one = jit_i64(f, 1), pairs = LLVMBuildLShr(f->b, R, one, "pairs");
-  LLVMValueRef p = jit_loop_begin(f, &lr, zero, pairs, "p");
-  LLVMValueRef r0 = LLVMBuildShl(f->b, p, one, ""), r1 = jit_add(f, r0, one);
-  LLVMValueRef row0 = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, r0, R), inner)), c0);
-  LLVMValueRef row1 = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, r1, R), inner)), c0);
+  /* rows ROWS at a time (each accumulator loaded and stored once per group),
+   * then the last R % ROWS rows one by one */
+  LLVMValueRef rows_c = jit_i64(f, ROWS);
+  LLVMValueRef groups = LLVMBuildUDiv(f->b, R, rows_c, "groups");
+  LLVMValueRef p = jit_loop_begin(f, &lr, zero, groups, "p");
+  LLVMValueRef rows[ROWS];
+  for (int t = 0; t < ROWS; t++) {
+    LLVMValueRef rt = jit_add(f, jit_mul(f, p, rows_c), jit_i64(f, t));
+    rows[t] = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, rt, R), inner)), c0);
+  }
   j = jit_loop_begin(f, &lj2, zero, w, "j");
   LLVMValueRef gj[2] = {zero, j};
   LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, arr, accs, gj, 2, "");
-  scan_step2(f, k, slot, jit_in(f, 0), jit_out(f, 0), jit_add(f, row0, j), jit_add(f, row1, j));
+  LLVMValueRef es[ROWS];
+  for (int t = 0; t < ROWS; t++) es[t] = jit_add(f, rows[t], j);
+  scan_steps(f, k, slot, jit_in(f, 0), jit_out(f, 0), es);
   jit_loop_end(f, &lj2);
   jit_loop_end(f, &lr);
   jit_loop lt, lj3;
-  LLVMValueRef last = jit_loop_begin(f, &lt, jit_add(f, pairs, pairs), R, "last"); /* 0 or 1 */
+  LLVMValueRef last = jit_loop_begin(f, &lt, jit_mul(f, groups, rows_c), R, "last");
   LLVMValueRef rowl = jit_add(f, jit_add(f, obase, jit_mul(f, walk(f, k, last, R), inner)), c0);
   j = jit_loop_begin(f, &lj3, zero, w, "j");
   LLVMValueRef gl[2] = {zero, j};
