@@ -9,7 +9,8 @@
  *  - scatter of [4M] updates to every fourth place of [16M] f32, in order
  *    (random places would measure DRAM latency, one line per update, not
  *    the op);
- *  - max_pool2d 3x3, stride 1, padding 1 over [1, 1024, 1024, 16] NHWC.
+ *  - max_pool2d and avg_pool2d (count_boundary) 3x3, stride 1, padding 1
+ *    over [1, 1024, 1024, 16] NHWC.
  *
  * Effective GB/s = the bytes each op must read and write once (operands and
  * result; scatter: the input copied, the updates and indices read) / time;
@@ -91,16 +92,21 @@ static void check(const bcase *c) {
     const int64_t *ix = kiln_tensor_data(c->in[2]);
     for (int i = 0; i < N / 4 && ok; i += 9973) ok = y[ix[i]] == u[i];
     ok = ok && y[1] == x[1]; /* the other places keep the input (below) */
-  } else { /* max_pool2d: interior windows */
+  } else { /* max_pool2d / avg_pool2d: interior windows */
+    bool avg = !strcmp(c->id, "avg_pool2d");
     for (int p = 1025; p < 1024 * 1023 && ok; p += 70001) {
       int h = p / 1024, w = p % 1024;
       if (w == 0 || w == 1023) continue;
       for (int ch = 0; ch < 16 && ok; ch++) {
         float mx = -INFINITY;
+        double sum = 0;
         for (int dh = -1; dh <= 1; dh++)
-          for (int dw = -1; dw <= 1; dw++)
-            mx = fmaxf(mx, x[((h + dh) * 1024 + (w + dw)) * 16 + ch]);
-        ok = y[p * 16 + ch] == mx;
+          for (int dw = -1; dw <= 1; dw++) {
+            float v = x[((h + dh) * 1024 + (w + dw)) * 16 + ch];
+            mx = fmaxf(mx, v);
+            sum += v;
+          }
+        ok = avg ? fabs(y[p * 16 + ch] - sum / 9) <= 1e-5 : y[p * 16 + ch] == mx;
       }
     }
   }
@@ -166,6 +172,13 @@ int main(int argc, char **argv) {
        "mo.graph @p(%x: !mo.tensor<[1, 1024, 1024, 16], f32>) -> "
        "(!mo.tensor<[1, 1024, 1024, 16], f32>) {\n"
        "  %y = mo.max_pool2d(%x) {kernel_size = [3, 3], padding = [1]} : "
+       "!mo.tensor<[1, 1024, 1024, 16], f32>\n"
+       "  mo.output %y : !mo.tensor<[1, 1024, 1024, 16], f32>\n}\n",
+       1, {tensor(KILN_FLOAT32, 4, img, st)}, tensor(KILN_FLOAT32, 4, img, st), 8.0 * N, 0, 0},
+      {"avg_pool2d",
+       "mo.graph @p(%x: !mo.tensor<[1, 1024, 1024, 16], f32>) -> "
+       "(!mo.tensor<[1, 1024, 1024, 16], f32>) {\n"
+       "  %y = mo.avg_pool2d(%x) {kernel_size = [3, 3], padding = [1], count_boundary = true} : "
        "!mo.tensor<[1, 1024, 1024, 16], f32>\n"
        "  mo.output %y : !mo.tensor<[1, 1024, 1024, 16], f32>\n}\n",
        1, {tensor(KILN_FLOAT32, 4, img, st)}, tensor(KILN_FLOAT32, 4, img, st), 8.0 * N, 0, 0},

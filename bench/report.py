@@ -248,7 +248,8 @@ def main():
                        ("cumsum_first", "cumsum [4096,4096] axis 0"),
                        ("gather_nd", "gather_nd 65536 rows of [65536,256]"),
                        ("scatter", "scatter 4M in order into [16M]"),
-                       ("max_pool2d", "max_pool2d 3x3 [1,1024,1024,16]")):
+                       ("max_pool2d", "max_pool2d 3x3 [1,1024,1024,16]"),
+                       ("avg_pool2d", "avg_pool2d 3x3 [1,1024,1024,16]")):
         kr = mv.get((cid, "kiln", 1))
         add("%s (GB/s)" % label, "GB/s", kr, [("triad", mtr, 0.7)], why("movement"))
         detail("%s kiln 1T" % cid, kr)
