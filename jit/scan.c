@@ -76,27 +76,14 @@ static LLVMValueRef zero_of(jit_fn *f, const scan_kind *k) {
   return is_float(k) ? LLVMConstReal(f->t_f64, 0.0) : LLVMConstInt(k->acct, 0, 0);
 }
 
-/* One step at element e: the new running sum in *acc's slot, the result
- * stored at e. */
-static void scan_step(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
-                      LLVMValueRef Y, LLVMValueRef e) {
-  LLVMValueRef v = jit_load(f, k->dt, X, e);
-  if (is_float(k) && k->dt != IR_DT_F64) v = LLVMBuildFPExt(f->b, v, f->t_f64, "");
-  LLVMValueRef cur = LLVMBuildLoad2(f->b, k->acct, slot, "");
-  LLVMValueRef next = is_float(k) ? LLVMBuildFAdd(f->b, cur, v, "") : LLVMBuildAdd(f->b, cur, v, "");
-  LLVMValueRef out = k->excl ? cur : next;
-  if (is_float(k) && k->dt != IR_DT_F64) out = LLVMBuildFPTrunc(f->b, out, jit_type(f, k->dt), "");
-  jit_store(f, k->dt, Y, e, out);
-  LLVMBuildStore(f->b, next, slot);
-}
-
-/* ROWS consecutive steps of one line, at e[0] .. e[ROWS - 1], its sum kept
- * in a register between them (one load and one store of slot for ROWS
- * elements; the same additions as ROWS scan_steps). */
+/* n consecutive steps of one line: element e[t] of X added to the sum in
+ * slot and the sum (or, exclusive, the sum before it) stored at e[t] of Y;
+ * the sum stays in a register between them, so slot is loaded and stored
+ * once for the n elements. */
 static void scan_steps(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
-                       LLVMValueRef Y, const LLVMValueRef *e) {
+                       LLVMValueRef Y, const LLVMValueRef *e, int n) {
   LLVMValueRef cur = LLVMBuildLoad2(f->b, k->acct, slot, "");
-  for (int t = 0; t < ROWS; t++) {
+  for (int t = 0; t < n; t++) {
     LLVMValueRef v = jit_load(f, k->dt, X, e[t]);
     if (is_float(k) && k->dt != IR_DT_F64) v = LLVMBuildFPExt(f->b, v, f->t_f64, "");
     LLVMValueRef next =
@@ -108,6 +95,12 @@ static void scan_steps(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMVal
     cur = next;
   }
   LLVMBuildStore(f->b, cur, slot);
+}
+
+/* One step (scan_steps of one element). */
+static void scan_step(jit_fn *f, const scan_kind *k, LLVMValueRef slot, LLVMValueRef X,
+                      LLVMValueRef Y, LLVMValueRef e) {
+  scan_steps(f, k, slot, X, Y, &e, 1);
 }
 
 /* Element number k of a line in walking order: k, or R - 1 - k reversed. */
@@ -301,7 +294,7 @@ static void scan_columns(jit_fn *f, const scan_kind *k, LLVMValueRef R, LLVMValu
   LLVMValueRef slot = LLVMBuildInBoundsGEP2(f->b, arr, accs, gj, 2, "");
   LLVMValueRef es[ROWS];
   for (int t = 0; t < ROWS; t++) es[t] = jit_add(f, rows[t], j);
-  scan_steps(f, k, slot, jit_in(f, 0), jit_out(f, 0), es);
+  scan_steps(f, k, slot, jit_in(f, 0), jit_out(f, 0), es, ROWS);
   jit_loop_end(f, &lj2);
   jit_loop_end(f, &lr);
   jit_loop lt, lj3;
