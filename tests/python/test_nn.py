@@ -60,3 +60,12 @@ def test_load_state_dict_says_what_does_not_fit() -> None:
         m.load_state_dict({"a.w": np.ones(3, np.float32), "b.w": np.ones(3)})
     with pytest.raises(ValueError, match="'a.w' is float32 \\[4\\]"):
         m.load_state_dict({"a.w": np.ones(4, np.float32), "b.w": np.ones(3, np.float32)})
+
+
+def test_a_symbolic_weight_shape_is_named() -> None:
+    class Dyn(nn.Module):
+        def __init__(self) -> None:
+            self.w = Weight("w", DType.float32, ["n"])
+
+    with pytest.raises(ValueError, match="weight 'w': a module's weight needs a static shape"):
+        Dyn().state_dict()

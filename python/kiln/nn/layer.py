@@ -21,6 +21,15 @@ from ..graph.weight import Weight
 __all__ = ["Module"]
 
 
+def _static_shape(path: str, w: Weight) -> tuple[int, ...]:
+    """w's shape as ints; a ValueError naming the weight if a dim is symbolic."""
+    try:
+        return tuple(int(str(d)) for d in w.shape)
+    except ValueError:
+        raise ValueError(f"weight {path!r}: a module's weight needs a static shape, "
+                         f"got {list(w.shape)}") from None
+
+
 class Module:
     """Base class for layers: weights and sublayers set as attributes are
     tracked; ``state_dict`` / ``load_state_dict`` get and set their values."""
@@ -87,7 +96,7 @@ class Module:
                 continue
             v = state_dict[path]
             arr = v.to_numpy() if hasattr(v, "to_numpy") else np.asarray(v)
-            want = tuple(int(str(d)) for d in w.shape)
+            want = _static_shape(path, w)
             if arr.shape != want or arr.dtype != w.dtype.to_numpy():
                 raise ValueError(f"load_state_dict: {path!r} is {arr.dtype} {list(arr.shape)}, "
                                  f"the weight is {w.dtype} {list(want)}")
@@ -104,7 +113,7 @@ class Module:
             if v is None:
                 if not auto_initialize:
                     raise ValueError(f"state_dict: weight {path!r} has no value")
-                v = np.zeros([int(str(d)) for d in w.shape], dtype=w.dtype.to_numpy())
+                v = np.zeros(_static_shape(path, w), dtype=w.dtype.to_numpy())
                 object.__setattr__(w, "_kiln_value", v)
             out[path] = v
         return out

@@ -19,8 +19,7 @@ __all__ = ["dequantize", "qmatmul"]
 
 
 def _encoding(op: str, encoding: Any) -> str:
-    enc = QuantizationEncoding(encoding) if not isinstance(encoding, QuantizationEncoding) \
-        else encoding
+    enc = QuantizationEncoding(encoding)  # a member, or its value ("Q4_0")
     if not enc.is_gguf:
         raise _kiln.UnsupportedError(f"{op}: kiln has no kernels for {enc.value} "
                                      "(it computes Q4_0, Q8_0, Q4_K, Q5_K and Q6_K)")
