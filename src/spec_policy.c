@@ -18,6 +18,7 @@ typedef struct seen {
   uint32_t gen;
   uint64_t last;     /* the model's execute count when last seen */
   int count;         /* executes within the window */
+  bool weighed;      /* RT_SPEC_WEIGH was returned for it */
   int gen_n, var_n;  /* timed executes: generic, variant */
   int64_t gen_min, var_min;
 } seen;
@@ -105,13 +106,20 @@ rt_spec_verdict rt_spec_policy_seen(rt_spec_policy *p, const int64_t *key, bool 
   } else {
     if (s->state == KEPT || s->state == RUNNING) s->state = SEEN; /* evicted: a new trial */
     s->var_n = 0;
-    v = s->count >= hot ? RT_SPEC_QUEUE : RT_SPEC_COLD;
+    v = s->count < hot ? RT_SPEC_COLD : s->weighed ? RT_SPEC_QUEUE : RT_SPEC_WEIGH;
+    s->weighed = s->weighed || v == RT_SPEC_WEIGH;
   }
   bool time_it = v == RT_SPEC_RUN ? s->state == RUNNING
                                   : v != RT_SPEC_DROPPED && s->gen_n < RT_SPEC_GEN_SAMPLES;
   if (time_it) *t = (rt_spec_ticket){i, s->gen, v == RT_SPEC_RUN};
   pthread_mutex_unlock(&p->lock);
   return v;
+}
+
+void rt_spec_policy_drop(rt_spec_policy *p, const int64_t *key) {
+  pthread_mutex_lock(&p->lock);
+  p->slot[slot_of(p, key)].state = DROPPED;
+  pthread_mutex_unlock(&p->lock);
 }
 
 static void keep_min(int *n, int64_t *min, int64_t ns) {

@@ -7,6 +7,11 @@
  *   - hot: a binding is specialized once it has been executed `hot` times
  *     within the last RT_SPEC_WINDOW executes of the model (before that its
  *     executes are "cold" and run the generic variant);
+ *   - worth: a hot binding whose kernels that a bound shape can speed up
+ *     are estimated at under RT_SPEC_MIN_SHARE of its execute's time
+ *     (rt_spec_share, spec_worth.c: a roofline of each kernel at the
+ *     binding) is not compiled: no variant could noticeably pay for its
+ *     compile (an encoder whose GEMMs are > 95% of the time);
  *   - trial: a new variant's first RT_SPEC_TRIAL executes are timed and
  *     compared with the binding's generic executes (the fastest of each:
  *     the least disturbed); a variant not RT_SPEC_GAIN faster is dropped
@@ -31,6 +36,8 @@
 #define RT_SPEC_TRIAL 5        /* executes of a new variant that are timed */
 #define RT_SPEC_GEN_SAMPLES 8  /* generic executes of a binding that are timed at most */
 #define RT_SPEC_GAIN 0.97      /* a variant stays when its time <= GAIN x the generic's */
+#define RT_SPEC_MIN_SHARE 0.05 /* estimated share of the time in kernels a variant rebuilds,
+                                * below which a binding is not specialized */
 #define RT_SPEC_AUTO_BUCKET 8  /* distinct values of a symbol before it gets pow2 buckets */
 #define RT_SPEC_AHEAD_RUN 8    /* executes in a row a symbol grew before its next bucket is
                                 * specialized ahead (random shapes: a run of 8 increases
@@ -47,7 +54,9 @@ typedef struct rt_spec_ticket {
 
 typedef enum rt_spec_verdict {
   RT_SPEC_COLD,    /* not hot yet: run generic, queue nothing */
-  RT_SPEC_QUEUE,   /* hot, no variant: queue its compile */
+  RT_SPEC_WEIGH,   /* hot for the first time, no variant: the caller weighs it
+                    * (rt_spec_share) and queues it or drops it (rt_spec_policy_drop) */
+  RT_SPEC_QUEUE,   /* hot, weighed, no variant: queue its compile */
   RT_SPEC_RUN,     /* a variant exists: run it */
   RT_SPEC_DROPPED, /* its variant did not pay: generic, for good */
 } rt_spec_verdict;
@@ -72,6 +81,15 @@ rt_spec_verdict rt_spec_policy_seen(rt_spec_policy *p, const int64_t *key, bool 
  * variant ends its trial without paying: the caller drops it. */
 bool rt_spec_policy_timed(rt_spec_policy *p, const rt_spec_ticket *t, int64_t ns,
                           rt_spec_trial_mode mode);
+/* Mark the binding `key` as not worth a variant (RT_SPEC_DROPPED from now
+ * on, until its slot goes to another binding). */
+void rt_spec_policy_drop(rt_spec_policy *p, const int64_t *key);
+/* The estimated share of an execute's time at the binding syms (solved
+ * symbol values) spent in the kernels of m that a bound shape can speed up
+ * (its backend's node_syms > 0): spec_worth.c. 1 when a shape does not
+ * evaluate. */
+struct kiln_model;
+double rt_spec_share(const struct kiln_model *m, const int64_t *syms);
 /* Symbol values of an execute; returns a symbol that should get pow2
  * buckets now (its first time over the bound; explicit[k] symbols never),
  * or -1. */

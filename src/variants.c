@@ -58,7 +58,7 @@
 /* Counter slots, in kiln_counter order (KERNELS_EVICTED, CODE_BYTES and the
  * remote cache's are kept elsewhere, their slots unused); COMPILE_MS is kept
  * in microseconds. */
-#define NCOUNTERS (KILN_COUNTER_SPEC_AHEAD + 1)
+#define NCOUNTERS (KILN_COUNTER_SPEC_SKIPPED + 1)
 
 struct rt_variant {
   int64_t *key;           /* g->nsyms entries (variants.h) */
@@ -799,9 +799,14 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
     rt_spec_ticket tk;
     rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
     if (t) *t = tk;
+    if (d == RT_SPEC_WEIGH && rt_spec_share(m, syms) < RT_SPEC_MIN_SHARE) {
+      rt_spec_policy_drop(pol, key); /* nothing a variant would rebuild matters here */
+      count(m, KILN_COUNTER_SPEC_SKIPPED, 1);
+      d = RT_SPEC_DROPPED;
+    }
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
-    else if (d == RT_SPEC_QUEUE && !failed) enqueue(m, key, NULL);
-    if (ahead >= 0 && (d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
+    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) enqueue(m, key, NULL);
+    if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
       specialize_ahead(m, pol, syms, ahead);
   } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
     rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
@@ -1069,7 +1074,7 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
-#define NPUBLIC (KILN_COUNTER_SPEC_AHEAD + 1)
+#define NPUBLIC (KILN_COUNTER_SPEC_SKIPPED + 1)
 
 static bool is_remote_counter(kiln_counter c) {
   return c >= KILN_COUNTER_REMOTE_HITS && c <= KILN_COUNTER_REMOTE_CORRUPT;

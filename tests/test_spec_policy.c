@@ -206,6 +206,51 @@ Test(spec_policy, host_gemms_are_never_specialized) {
   kiln_model_free(m);
 }
 
+/* A GEMM of 2048-long dot products whose 64 columns go through a softmax:
+ * the softmax (the one kernel a variant would rebuild) is ~2% of the
+ * estimated time, so a hot binding is weighed and left generic; SOFT alone
+ * is all softmax and tanh, so it is queued. */
+static const char *GEMM_SOFT =
+    "mo.graph @gs<n>(%x: !mo.tensor<[n, 2048], f32>, %w: !mo.tensor<[2048, 64], f32>) -> "
+    "(!mo.tensor<[n, 64], f32>) {\n"
+    "  %m = mo.matmul(%x, %w) : (!mo.tensor<[n, 2048], f32>, !mo.tensor<[2048, 64], f32>) -> "
+    "!mo.tensor<[n, 64], f32>\n"
+    "  %s = mo.softmax(%m) {axis = -1} : !mo.tensor<[n, 64], f32>\n"
+    "  mo.output %s : !mo.tensor<[n, 64], f32>\n}\n";
+
+static void exec_gemm_soft(kiln_model *m, int64_t n) {
+  int64_t xs[2] = {n, 2048}, ws[2] = {2048, 64};
+  kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, st),
+                        kiln_tensor_new(KILN_FLOAT32, 2, ws, st)};
+  memset(kiln_tensor_data(in[0]), 0, (size_t)(n * 2048) * sizeof(float));
+  memset(kiln_tensor_data(in[1]), 0, 2048 * 64 * sizeof(float));
+  kiln_tensor *out = NULL;
+  cr_assert_eq(kiln_model_execute(m, in, 2, &out, 1, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor_free(out);
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+}
+
+Test(spec_policy, a_binding_whose_gemms_dominate_is_not_compiled) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 2, st), 0);
+  kiln_model *m = model(GEMM_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_expect(rt_model_spec_useful(m)); /* the softmax reads n */
+  cr_expect_lt(rt_spec_share(m, (int64_t[]){16}), RT_SPEC_MIN_SHARE);
+  for (int i = 0; i < 4; i++) exec_gemm_soft(m, 16);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), 1); /* weighed once */
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 0);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(kiln_model_variants(m), 0);
+  kiln_model_free(m);
+  m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_expect_gt(rt_spec_share(m, (int64_t[]){16}), 0.99);
+  for (int i = 0; i < 3; i++) exec_n(m, 16);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  kiln_model_free(m);
+}
+
 Test(spec_policy, hot_setting_is_checked) {
   cr_expect_eq(kiln_context_set_specialize_hot(ctx, -1, st), -1);
   cr_expect_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
@@ -224,7 +269,10 @@ Test(spec_policy, counts_run_over_a_window) {
   for (int i = 0; i < RT_SPEC_WINDOW + 1; i++) rt_spec_policy_seen(p, &b, false, 2, &t);
   /* a's first execute is out of the window: cold again */
   cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_WEIGH); /* hot: weigh once */
   cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_QUEUE);
+  rt_spec_policy_drop(p, &a); /* weighed and found not worth it */
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_DROPPED);
   rt_spec_policy_free(p);
 }
 
@@ -232,7 +280,7 @@ Test(spec_policy, a_trial_compares_the_fastest_runs) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket t;
   int64_t k = 3;
-  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_QUEUE);
+  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_WEIGH);
   cr_assert_geq(t.slot, 0);
   cr_expect_not(rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE)); /* generic 1000 */
   for (int i = 0; i < RT_SPEC_TRIAL; i++) {

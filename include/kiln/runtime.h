@@ -325,6 +325,10 @@ typedef enum kiln_specialize_policy {
  *     an f32 / f64 GEMM (fused or not) runs the same prebuilt kernel either
  *     way, so a variant reuses the generic one; a graph with nothing else
  *     symbolic never gets a variant;
+ *   - a hot binding is not specialized when the kernels a variant would
+ *     rebuild are estimated at under 5% of its execute's time (a roofline
+ *     of each kernel at that shape: bytes moved, a GEMM's flops), since no
+ *     variant could then pay for its compile (KILN_COUNTER_SPEC_SKIPPED);
  *   - a new variant's first 5 executes are timed against the binding's
  *     generic executes; one that is not 3% faster is dropped
  *     (KILN_COUNTER_DROPPED) and that binding is not specialized again;
@@ -459,6 +463,9 @@ typedef enum kiln_counter {
   KILN_COUNTER_REMOTE_CORRUPT,  /* values that failed their checks (removed; also misses) */
   KILN_COUNTER_SPEC_AHEAD,      /* async compiles queued ahead: the next bucket of a dim the
                                    caller bucketed, seen growing (also in ASYNC_QUEUED) */
+  KILN_COUNTER_SPEC_SKIPPED,    /* hot bindings async did not specialize: the kernels a
+                                   variant would rebuild are under 5% of their estimated
+                                   time (GEMMs dominate) */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);

@@ -556,6 +556,7 @@ static void print_spec_stats(run_state *s, const run_opts *o) {
     double cold = kiln_model_counter(s->m, KILN_COUNTER_COLD);
     double dropped = kiln_model_counter(s->m, KILN_COUNTER_DROPPED);
     double autob = kiln_model_counter(s->m, KILN_COUNTER_AUTO_BUCKETS);
+    double skipped = kiln_model_counter(s->m, KILN_COUNTER_SPEC_SKIPPED);
     int hot = rt_spec_hot(s->ctx);
     if (cold > 0)
       printf("specialize: async, %.0f execute%s on a binding not hot yet (a binding is "
@@ -564,6 +565,11 @@ static void print_spec_stats(run_state *s, const run_opts *o) {
     if (dropped > 0)
       printf("specialize: async, %.0f variant%s dropped: not faster than the generic kernels\n",
              dropped, dropped == 1 ? "" : "s");
+    if (skipped > 0)
+      printf("specialize: async, %.0f hot binding%s not specialized: the kernels a variant "
+             "would rebuild are under 5%% of %s estimated time (the GEMMs, which run the same "
+             "prebuilt code for every shape, take the rest)\n",
+             skipped, skipped == 1 ? "" : "s", skipped == 1 ? "its" : "their");
     if (autob > 0)
       printf("specialize: async, %.0f symbol%s took many values: pow2 buckets\n", autob,
              autob == 1 ? "" : "s");
