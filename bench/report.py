@@ -115,6 +115,7 @@ def main():
     ap.add_argument("--gemm-half", help="bench_gemm_half --tsv (bf16 GEMM, oneDNN, kiln f32)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
+    ap.add_argument("--rss", help="bench_peak_rss lines (peak RSS of kiln and ORT)")
     ap.add_argument("--decode", help="decode_growth.py --tsv (decoder steps, growing attention)")
     ap.add_argument("--pyover", help="python_overhead.py --tsv (Python execute vs C and ORT)")
     ap.add_argument("--remote", help="bench_remote_cache --tsv (encoder load: Redis, disk, cold)")
@@ -312,6 +313,20 @@ def main():
                     why("encoders"))
                 detail("%s kiln %dT" % (cid, t), kr)
                 detail("%s ORT %dT" % (cid, t), orr)
+
+    # ---- peak RSS of the 12-layer encoder, one process each (issue 15: <= ORT + 5%)
+    _, rs, _ = read_tsv(a.rss)
+    orr = rs.get(("peak_rss_ort", "ort", 1))
+    for eng, how in (("kiln", "weights file bound"), ("onnx", "from the ONNX file")):
+        kr = rs.get(("peak_rss_%s" % eng, "kiln", 1))
+        if kr and orr:
+            q = kr["median"] / orr["median"]
+            table.append(("BERT-base-sized encoder peak RSS, %s (MiB)" % how,
+                          "%.0f MiB" % kr["median"], "ORT %.0f MiB" % orr["median"],
+                          "%.2fx" % q, "<= 1.05x ORT", "yes" if q <= 1.05 else "NO"))
+        else:
+            table.append(("BERT-base-sized encoder peak RSS, %s (MiB)" % how, why("rss"),
+                          "-", "-", "<= 1.05x ORT", "-"))
 
     # ---- the BERT-base-sized encoder's kernels from Redis vs disk vs cold (issue 22)
     rm, rc, _ = read_tsv(a.remote)

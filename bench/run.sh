@@ -59,7 +59,7 @@ work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
 for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
-         encoders.tsv remote.tsv decode.tsv pyover.tsv anchors.json anchors.md table.md; do
+         encoders.tsv remote.tsv decode.tsv pyover.tsv rss.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
 rm -f "$work/gemm_half.tsv" "$work/gemm_half.err"
@@ -298,6 +298,27 @@ if [ -n "$py" ] && [ "$py" != python3 ]; then
     done
   fi
 fi
+# The same encoder's peak resident memory, one process per engine and one
+# request at seq 128 (bench/peak_rss.c): kiln with the weights file bound
+# (kiln_model_bind_weights_file), kiln from the ONNX file, ONNX Runtime.
+if [ -n "${enc:-}" ] && [ -f "$work/bert/encoder.mlir" ] && [ -n "${ortinc:-}" ]; then
+  say "BERT-base-sized encoder: peak RSS of kiln and of ONNX Runtime"
+  if "$cc" "${cflags[@]}" -I"$ortinc" "$here/peak_rss.c" "$here/service_ort.c" "${link[@]}" \
+       -ldl -o "$work/bench_peak_rss" >"$work/cc-peak-rss.log" 2>&1; then
+    for e in kiln onnx ort; do
+      case $e in
+        kiln) args=("$work/bert/encoder.mlir" "$work/bert/encoder.safetensors") ;;
+        onnx) args=("$work/bert/encoder.onnx") ;;
+        ort) args=("$ortlib" "$work/bert/encoder.onnx") ;;
+      esac
+      KILN_CACHE_DIR="$work/enc-cache" "$work/bench_peak_rss" "$e" "${args[@]}" 128 \
+        >>"$work/rss.tsv" 2>>"$work/rss.err" ||
+        fail rss "bench_peak_rss $e: $(tail1 "$work/rss.err")"
+    done
+  else
+    fail rss "compiling bench/peak_rss.c: $(tail1 "$work/cc-peak-rss.log")"
+  fi
+fi
 # The same BERT-base-sized encoder's kernels loaded from the remote cache
 # (a throwaway redis-server on a free loopback port, plain and over TLS)
 # beside the local disk cache and a cold compile (bench/remote_cache.c).
@@ -397,7 +418,7 @@ rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --ch
        --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
        --pyover "$work/pyover.tsv" --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
-rargs+=(--gemm-half "$work/gemm_half.tsv")
+rargs+=(--gemm-half "$work/gemm_half.tsv" --rss "$work/rss.tsv")
 for f in "${failed[@]}"; do rargs+=(--failed "$f"); done
 for n in "${notes[@]}"; do rargs+=(--note "$n"); done
 rargs+=(--note "raw outputs: $work")

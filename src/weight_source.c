@@ -110,6 +110,11 @@ static int cmp_entry(const void *a, const void *b) {
 }
 
 int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st) {
+  return rt_wsrc_bind_each(m, w, NULL, NULL, st);
+}
+
+int rt_wsrc_bind_each(kiln_model *m, rt_wsrc *w, void (*bound)(void *arg, const char *name),
+                      void *arg, kiln_status *st) {
   if (!w) return 0;
   wsrc_entry *sorted = malloc((size_t)(w->n ? w->n : 1) * sizeof *sorted);
   if (!sorted) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory binding weights");
@@ -123,6 +128,7 @@ int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st) {
     const wsrc_entry *e =
         w->n ? bsearch(&key, sorted, (size_t)w->n, sizeof *sorted, cmp_entry) : NULL;
     if (e) rc = kiln_model_bind_weight(m, e->name, e->t, st);
+    if (e && rc == 0 && bound) bound(arg, e->name);
   }
   free(sorted);
   if (rc < 0) return -1;

@@ -33,5 +33,10 @@ const kiln_tensor *rt_wsrc_tensor(const rt_wsrc *w, int i); /* owned by w */
  * to w (m->wsrc). w NULL: nothing to do. 0 or -1 with st filled (the
  * weight named). */
 int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st);
+/* The same, calling bound(arg, name) right after each weight is bound (so
+ * a caller can release what the model no longer reads before the next one
+ * is packed). */
+int rt_wsrc_bind_each(kiln_model *m, rt_wsrc *w, void (*bound)(void *arg, const char *name),
+                      void *arg, kiln_status *st);
 
 #endif
