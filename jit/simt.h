@@ -234,6 +234,11 @@ int jit_simt_lower_resize(jit_simt_fn *sf);
 int jit_simt_lower_conv(jit_simt_fn *sf);
 int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
 int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */
+/* Elements (simt_quant.c): mo.dequantize, a value decoded from its block per
+ * thread; mo.qmatmul, a result element per thread (its lhs blocks quantized
+ * and dotted with the weight row's blocks as ir/qblock.h says). */
+int jit_simt_lower_dequantize(jit_simt_fn *sf);
+int jit_simt_lower_qmatmul(jit_simt_fn *sf);
 /* matmul_integer.c: mo.matmul.integer, an si32 dot product per thread. */
 int jit_simt_lower_matmul_integer(jit_simt_fn *sf);
 /* Elements (fold.c): mo.fold, a gather of the taps per thread. */

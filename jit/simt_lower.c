@@ -5,6 +5,7 @@
  *             permute, concat, split, slice_tensor, gather, band_part
  *             (band.c), gather_nd, gather_elements, tile, range (index.c),
  *             pad (pad.c), the pools (pool.c), conv2d (conv.c, direct),
+ *             dequantize and qmatmul over GGUF blocks (simt_quant.c),
  *             and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
@@ -560,8 +561,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(SHAPE_TO_TENSOR, L_ELEMENTS, jit_simt_lower_shape_to_tensor) \
   X(SLICE_DATA, L_ELEMENTS, jit_simt_lower_slice_data)        \
   X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)        \
-  X(DEQUANTIZE, L_NONE, NULL)                           \
-  X(QMATMUL, L_NONE, NULL) \
+  X(DEQUANTIZE, L_ELEMENTS, jit_simt_lower_dequantize)  \
+  X(QMATMUL, L_ELEMENTS, jit_simt_lower_qmatmul) \
   X(BUFFER, L_NONE, NULL) \
   X(CONTROL, L_NONE, NULL) \
   X(MATMUL_INTEGER, L_ELEMENTS, jit_simt_lower_matmul_integer)

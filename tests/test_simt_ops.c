@@ -36,7 +36,16 @@ static bool mathlib_present(const jit_simt_target *t) {
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static void fill(ir_tensor *t) { simt_fill(t, &rng, 6, 5); }
+/* ui8 (GGUF blocks here): bytes in [0, 40], so every f16 scale in them is
+ * small (exponent field <= 10) and the sums stay finite. */
+static void fill(ir_tensor *t) {
+  if (t->dtype != IR_DT_UI8) {
+    simt_fill(t, &rng, 6, 5);
+    return;
+  }
+  for (int64_t i = 0; i < ir_tensor_numel(t); i++)
+    ((uint8_t *)t->data)[i] = (uint8_t)(simt_urand(&rng) * 41);
+}
 static bool close_enough(ir_dtype dt, const void *got, const void *want, int64_t i) {
   return simt_close(dt, got, want, i, 2e-5);
 }
@@ -688,4 +697,30 @@ Test(simt_ops, conv3d) {
       "  mo.output %0 : " T("n, 2, 5, 2, 6", "f32") "\n}\n";
   int64_t n[] = {2};
   check(text, n, true);
+}
+
+/* dequantize and qmatmul over every GGUF block encoding (jit/simt_quant.c)
+ * against the interpreter: dequantize exactly as the interpreter decodes,
+ * qmatmul with its lhs blocks quantized in the kernel (two blocks of K, rows
+ * over a symbolic M); both emitted for sm_80 (ptxas) and gfx90a. */
+Test(simt_ops, dequantize_and_qmatmul_every_encoding) {
+  static const char *const enc[] = {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k"};
+  static const int elems[] = {32, 32, 256, 256, 256}, bytes[] = {18, 34, 144, 176, 210};
+  for (int e = 0; e < 5; e++) {
+    int k = 2 * elems[e], rb = 2 * bytes[e];
+    char text[2048];
+    snprintf(text, sizeof text,
+             "mo.graph @q<m>(%%a: !mo.tensor<[m, %d], f32>, %%w: !mo.tensor<[5, %d], ui8>) -> "
+             "(!mo.tensor<[m, 5], f32>, !mo.tensor<[5, %d], f32>) {\n"
+             "  %%y = mo.qmatmul(%%a, %%w) {encoding = \"%s\"} : (!mo.tensor<[m, %d], f32>, "
+             "!mo.tensor<[5, %d], ui8>) -> !mo.tensor<[m, 5], f32>\n"
+             "  %%d = mo.dequantize(%%w) {encoding = \"%s\"} : (!mo.tensor<[5, %d], ui8>) -> "
+             "!mo.tensor<[5, %d], f32>\n"
+             "  mo.output %%y, %%d : !mo.tensor<[m, 5], f32>, !mo.tensor<[5, %d], f32>\n}\n",
+             k, rb, k, enc[e], k, rb, enc[e], rb, k, k);
+    int64_t m[] = {3};
+    check(text, m, true);
+    int64_t m0[] = {0};
+    check(text, m0, false);
+  }
 }
