@@ -311,6 +311,14 @@ int jit_simt_compile_node(const ir_graph *g, const jit_simt_target *t, const int
                           const bool *bind, int node, const struct jit_libs *libs,
                           const char *fn_name, void **out, size_t *len, char *err,
                           size_t errlen);
+/* Node `node` of g, a mo.mutable.store.slice, as the kernel fn_name for t
+ * (simt_buffer.c): lowered from g itself, so its symbol parameters are all
+ * of g's symbols in order; its buffers are the node's operands and result.
+ * A slice outside the buffer sets JIT_KERR_SLICE. jit_simt_geometry gives
+ * its launch. 0, or -1 with err. */
+int jit_simt_compile_store_slice(const ir_graph *g, const jit_simt_target *t, int node,
+                                 const char *fn_name, void **out, size_t *len, char *err,
+                                 size_t errlen);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

@@ -661,6 +661,14 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
   memset(out, 0, sizeof *out);
   for (int k = 0; k < 3; k++) out->grid[k] = out->block[k] = 1;
   int64_t total = 0;
+  if (n->op == IR_OP_MUTABLE_STORE_SLICE) { /* simt_buffer.c: the stored tensor's elements */
+    const ir_type *t = &n->in[1]->type;
+    if (eval_span(t, 0, t->rank, syms, &total, err, errlen) < 0) return -1;
+    int64_t blocks = total ? (total + JIT_SIMT_BLOCK - 1) / JIT_SIMT_BLOCK : 1; /* checks start */
+    out->block[0] = JIT_SIMT_BLOCK;
+    out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);
+    return 0;
+  }
   switch (shape_of(n)) {
   case L_NONE:
   case L_FUSED: /* shape_of resolves it */

@@ -12,6 +12,7 @@
 #ifndef KILN_SRC_BUFFERS_H
 #define KILN_SRC_BUFFERS_H
 
+#include "backend.h"
 #include "rt.h"
 
 /* Whether n is a buffer op (run by rt_buffer_run, never a kernel). */
@@ -31,5 +32,16 @@ int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const 
  * operand 0 and as result 0 (MAX's inplace_custom: the kernel mutates the
  * buffer), and the load and store copy nothing. Returns how many. */
 int rt_buffer_alias_in_place(const ir_graph *g, int *alias);
+
+/* ---- device models (device_buffers.c) ---- */
+
+/* Whether some mo.mutable.store / store.slice of g writes buffer v. */
+bool rt_buffer_stored(const ir_graph *g, const ir_value *v);
+
+/* Node i of g, a mo.mutable.store.slice, compiled for target t and loaded
+ * on d into c (fn, handle: the module; sym_map: the identity over g's
+ * symbols). 0, or -1 with st. */
+int rt_dm_store_slice_load(kiln_device *d, const jit_simt_target *t, const ir_graph *g,
+                           int i, rt_code *c, kiln_status *st);
 
 #endif

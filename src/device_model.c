@@ -31,6 +31,16 @@
  * which is read back after the launch and bound (checked) before the later
  * launches take their symbol values and grids from the run's symbols; the
  * outputs take their shapes from those too. Such a model is not captured.
+ * Buffers (ir/buffer.h; buffers.h has the CPU runtime's meaning): a buffer
+ * input is copied in like any input and, when the graph stores to it,
+ * copied back into the caller's tensor after the launches (host memory, or
+ * within the device for a tensor on it), so the caller's buffer is updated
+ * in place as on the CPU while the plan keeps fixed device addresses (its
+ * launches, a capture); a mo.buffer.create buffer lives in the arena.
+ * mo.buffer.create (zeroes copied from the plan's zeros), mo.mutable.load
+ * and mo.mutable.store are launches that are one device copy each, in node
+ * order; mo.mutable.store.slice is a kernel (device_buffers.c) whose bad
+ * start sets its error word. A failed execute copies nothing back.
  * Custom ops (mo.custom / mo.inplace_custom): only with a target context,
  * which holds the kernel libraries: the kernels must be KILN_SIMT_KERNELs,
  * built for the device's target and linked into the node's kernel; the
@@ -73,6 +83,7 @@ struct rt_dm {
   int nkernels;         /* kernels loaded (nodes with a kernel after fusion) */
   int plan_builds;      /* plans built (for tests: executes of one binding build one) */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
+  bool *buffer_back;    /* g->ninputs: a buffer input the graph stores to (copied back) */
   rt_dev_watch *watch;  /* timing and tracing launches while watched (device_watch.h) */
 };
 
@@ -157,11 +168,6 @@ int rt_dm_prepare(kiln_model *m, kiln_device *d, kiln_context *target_ctx, kiln_
     return -1;
   /* verify, custom kernels for the target, transposes folded, fusion */
   if (rt_pipeline_prepare(m->g, &dm->target, NULL, st) < 0) return -1;
-  for (int i = 0; i < m->g->nnodes; i++) /* a gap: buffers run on the CPU runtime only */
-    if (rt_node_is_buffer_op(m->g->nodes[i]))
-      return rt_err(st, KILN_ERR_UNSUPPORTED, "graph @%s: mo.%s (node %d): buffer ops run on "
-                    "the CPU runtime only, not on %s", m->g->name,
-                    ir_op_get(m->g->nodes[i]->op)->name, i, kiln_device_label(d));
   return rt_place_check_device(m->g, kiln_device_label(d), &dm->placed, st);
 }
 
@@ -171,13 +177,19 @@ int rt_dm_load(kiln_model *m, kiln_status *st) {
   dm->kernels = calloc(nn, sizeof *dm->kernels);
   dm->consts = calloc(nn, sizeof *dm->consts);
   dm->weights = calloc(nn, sizeof *dm->weights);
-  if (!dm->kernels || !dm->consts || !dm->weights)
+  dm->buffer_back = calloc((size_t)m->g->ninputs + 1, sizeof *dm->buffer_back);
+  if (!dm->kernels || !dm->consts || !dm->weights || !dm->buffer_back)
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < m->g->ninputs; i++)
+    dm->buffer_back[i] = m->g->inputs[i]->type.kind == IR_TYPE_BUFFER &&
+                         rt_buffer_stored(m->g, m->g->inputs[i]);
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
-    int rc = n->op == IR_OP_CONSTANT             ? upload_constant(m, i, st)
+    int rc = n->op == IR_OP_CONSTANT ? upload_constant(m, i, st)
+             : n->op == IR_OP_MUTABLE_STORE_SLICE
+                 ? rt_dm_store_slice_load(m->device, &dm->target.simt, m->g, i, &dm->kernels[i], st)
              : rt_pipeline_has_kernel(m->g, n) ? load_kernel(m, i, st)
-                                               : 0; /* a weight, an alias */
+                                               : 0; /* a weight, an alias, a buffer copy */
     if (rc < 0) return -1;
   }
   return 0;
@@ -243,7 +255,9 @@ static int dm_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_statu
  * with no solving, allocation or geometry work. */
 typedef struct dm_launch {
   int node;
-  kiln_devptr copy_dst, copy_src; /* mo.inplace_custom: operand 0 into result 0 first */
+  /* mo.inplace_custom: operand 0 into result 0 first; a buffer op other
+   * than store.slice is this copy alone (fn NULL: resolve_copy) */
+  kiln_devptr copy_dst, copy_src;
   size_t copy_bytes;
   const rt_code *code; /* its kernel's symbol map */
   rt_launch_dims dims;
@@ -263,6 +277,7 @@ struct dm_plan {
   kiln_devptr errwords; /* one int32_t per launch, read once per execute (errors_read) */
   int32_t *codes;       /* the host's copy of them */
   kiln_devptr counts; /* one int64_t per node that sets a dim from data, or 0 */
+  kiln_devptr zeros;  /* zero bytes that mo.buffer.create copies from, or 0 */
   int64_t *run_syms;  /* the run's symbols: syms, then each count as it is read */
   dm_launch *launches;
   int nlaunches;
@@ -283,6 +298,7 @@ static void plan_free(kiln_model *m, dm_plan *x) {
   kiln_device_free(m->device, x->errwords);
   free(x->codes);
   kiln_device_free(m->device, x->counts);
+  kiln_device_free(m->device, x->zeros);
   free(x->run_syms);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
     free(x->launches[i].bufs);
@@ -338,6 +354,8 @@ static int plan_memory(kiln_model *m, dm_plan *x, kiln_status *st) {
     for (int j = 0; j < nd->nin; j++) last[owner[nd->in[j]->id]] = i;
   }
   for (int o = 0; o < g->noutputs; o++) last[owner[g->outputs[o]->id]] = nn;
+  for (int i = 0; i < g->ninputs; i++) /* a buffer is copied back after the last launch */
+    if (g->inputs[i]->type.kind == IR_TYPE_BUFFER) last[g->inputs[i]->id] = nn;
   for (int v = 0; v < nv; v++) {
     if (first[v] < 0 || owner[v] != v) continue;
     if (value_bytes(g->values[v], x->syms, &size[n], st) < 0) goto done;
@@ -379,11 +397,32 @@ static int data_index(const ir_graph *g, int i) {
   return k;
 }
 
+/* A buffer op the device runs as one copy (buffers.h gives the meaning):
+ * mo.buffer.create zeroes its buffer (l->copy_src: the plan's zeros),
+ * mo.mutable.load copies the buffer into its tensor, mo.mutable.store the
+ * tensor into the buffer; none where source and destination are one. */
+static int resolve_copy(kiln_model *m, dm_launch *l, const int64_t *syms, bool *work,
+                        kiln_status *st) {
+  const ir_node *n = m->g->nodes[l->node];
+  size_t bytes;
+  if (value_bytes(n->op == IR_OP_BUFFER_CREATE ? n->out[0] : n->in[0], syms, &bytes, st) < 0)
+    return -1;
+  l->copy_dst = n->op == IR_OP_MUTABLE_STORE ? l->bufs[0] : l->bufs[n->nin];
+  if (n->op != IR_OP_BUFFER_CREATE) l->copy_src = l->bufs[n->op == IR_OP_MUTABLE_STORE ? 1 : 0];
+  l->copy_bytes = l->copy_dst == l->copy_src ? 0 : bytes;
+  rt_launch_dims one = {{1, 1, 1}, {1, 1, 1}, 0}; /* no kernel: the copy is the work */
+  l->dims = one;
+  *work = true;
+  return 0;
+}
+
 /* l's symbol values, grid and inplace copy under syms; *work false when the
  * grid is empty (nothing to compute). */
 static int resolve_launch(kiln_model *m, dm_launch *l, const int64_t *syms, bool *work,
                           kiln_status *st) {
   const ir_node *n = m->g->nodes[l->node];
+  if (rt_node_is_buffer_op(n) && n->op != IR_OP_MUTABLE_STORE_SLICE)
+    return resolve_copy(m, l, syms, work, st);
   char err[512];
   jit_simt_dims dims;
   if (jit_simt_geometry(n, syms, &dims, err, sizeof err) < 0)
@@ -434,6 +473,7 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
   for (int j = 0; j < k->nsyms; j++) l->params[nb + j] = &l->ks[j];
   l->err = x->errwords + sizeof(int32_t) * (size_t)(x->nlaunches - 1);
   l->params[nb + k->nsyms] = &l->err;
+  if (n->op == IR_OP_BUFFER_CREATE) l->copy_src = x->zeros;
   bool work;
   if (resolve_launch(m, l, x->syms, &work, st) < 0) return -1;
   if (!work && n->op != IR_OP_PRINT) { /* nothing to compute: no launch (a count only
@@ -445,6 +485,25 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
     x->nlaunches--;
   }
   return 0;
+}
+
+/* The zero bytes mo.buffer.create copies from: as many as its largest
+ * buffer under x's symbols (none without a mo.buffer.create). */
+static int plan_zeros(kiln_model *m, dm_plan *x, kiln_status *st) {
+  size_t most = 0, bytes;
+  for (int i = 0; i < m->g->nnodes; i++) {
+    const ir_node *n = m->g->nodes[i];
+    if (n->op != IR_OP_BUFFER_CREATE) continue;
+    if (value_bytes(n->out[0], x->syms, &bytes, st) < 0) return -1;
+    if (bytes > most) most = bytes;
+  }
+  if (most == 0) return 0;
+  void *host = calloc(1, most);
+  if (!host) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  int rc = kiln_device_alloc(m->device, most, &x->zeros, st);
+  if (rc == 0) rc = kiln_device_copy_to(m->device, x->zeros, host, most, st);
+  free(host);
+  return rc;
 }
 
 /* Solve, allocate and resolve every launch for these inputs. */
@@ -526,12 +585,13 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     }
     x->buf[n->out[0]->id] = m->dm->weights[i];
   }
-  if (plan_memory(m, x, st) < 0) goto fail;
+  if (plan_memory(m, x, st) < 0 || plan_zeros(m, x, st) < 0) goto fail;
   m->dm->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (!ir_node_is_source(n) && rt_pipeline_has_kernel(g, n) && plan_launch(m, x, i, st) < 0)
-      goto fail;
+    bool runs = rt_node_is_buffer_op(n) ? n->op != IR_OP_CHAIN_CREATE /* a copy or a kernel */
+                                        : !ir_node_is_source(n) && rt_pipeline_has_kernel(g, n);
+    if (runs && plan_launch(m, x, i, st) < 0) goto fail;
   }
   free(ins);
   return x;
@@ -547,6 +607,7 @@ static int launch(kiln_model *m, const dm_launch *l, rt_dev_watch *w, kiln_statu
   if (l->copy_bytes &&
       rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
     return -1;
+  if (!l->fn) return 0; /* a buffer op's copy (resolve_copy) */
   return w ? rt_dev_watch_launch(w, l->node, l->fn, &l->dims, l->params, st)
            : rt_device_launch(m->device, l->fn, &l->dims, l->params, st);
 }
@@ -641,6 +702,16 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
     }
   }
   if (errors_read(m, x, x->nlaunches, st) < 0) return -1;
+  for (int i = 0; i < g->ninputs; i++) { /* the caller's buffers, updated in place */
+    if (!m->dm->buffer_back[i]) continue;
+    kiln_tensor *t = inputs[i];
+    int64_t t0 = w ? rt_now_ns() : 0;
+    kiln_devptr at = x->buf[g->inputs[i]->id];
+    if ((t->device ? rt_device_copy_dd(m->device, t->devptr, at, t->nbytes, st)
+                   : kiln_device_copy_from(m->device, t->data, at, t->nbytes, st)) < 0)
+      return -1;
+    if (w) rt_dev_watch_copy(w, RT_COPY_OUT, g->inputs[i]->name, t->nbytes, t0, rt_now_ns());
+  }
   kiln_tensor *fresh[64] = {0};
   if (g->noutputs > 64) return rt_err(st, KILN_ERR_UNSUPPORTED, "more than 64 outputs");
   int rc = 0;
@@ -728,7 +799,7 @@ static void plan_record(kiln_model *m, dm_plan *x) {
   for (int li = 0; li < x->nlaunches && ok; li++) {
     dm_launch *l = &x->launches[li];
     ok = rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, NULL) == 0 &&
-         rt_device_launch(m->device, l->fn, &l->dims, l->params, NULL) == 0;
+         (!l->fn || rt_device_launch(m->device, l->fn, &l->dims, l->params, NULL) == 0);
   }
   void *graph = NULL;
   if (rt_device_graph_end(m->device, &graph, NULL) < 0) return; /* always ends the recording */
@@ -879,6 +950,7 @@ static void dm_free(kiln_model *m) {
     if (dm->weights) kiln_device_free(m->device, dm->weights[i]);
   }
   free(dm->kernels);
+  free(dm->buffer_back);
   free(dm->consts);
   free(dm->weights);
   if (dm->lock_ok) pthread_mutex_destroy(&dm->lock);
@@ -887,7 +959,8 @@ static void dm_free(kiln_model *m) {
 }
 
 /* ---- the simt backend (backend.h) ---- */
-static int dm_node_syms(const kiln_model *m, int node) {
+static int dm_node_syms(const kiln_model *m, int node) { /* store.slice: no variants */
+  if (rt_node_is_buffer_op(m->g->nodes[node])) return -1;
   return m->dm->kernels[node].fn ? m->dm->kernels[node].nsyms : -1;
 }
 

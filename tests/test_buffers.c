@@ -5,7 +5,10 @@
  * a KV-cache append by slices into a caller's buffer that persists across
  * three executes, a graph-internal buffer, fusion and aliases around buffer
  * ops, a slice outside the buffer, the text round trip, the C builder, and
- * bad graphs refused at their line:col. */
+ * bad graphs refused at their line:col. The buffers_simt_emu suite runs the
+ * same cases as a simt-emu device model (buffers copied in and back, the
+ * slice store a kernel: src/device_model.c), and a cache that lives in
+ * device memory; KILN_TEST_DEVICE moves the buffers suite to that device. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "kiln/custom.h"
 #include "kiln/kiln.h"
 #include "src/rt.h"
+#include "support/under_test.h"
 
 #define T(r) "!mo.tensor<[" r "], f32>"
 #define B(r) "!mo.buffer<[" r "], f32>"
@@ -49,10 +53,31 @@ typedef struct run_case {
   kiln_tensor *in[MAXIO];
 } run_case;
 
+/* The device the buffer_device suite compiles for (simt-emu), else NULL:
+ * the CPU, or the device KILN_TEST_DEVICE names (support/under_test.h). */
+static kiln_device *on_device;
+
+static void setup_device(void) {
+  setup();
+  on_device = kiln_device_open("simt-emu", st);
+  cr_assert(on_device, "%s", kiln_status_message(st));
+}
+
+static void teardown_device(void) {
+  kiln_device_close(on_device);
+  on_device = NULL;
+  teardown();
+}
+
+TestSuite(buffers_simt_emu, .init = setup_device, .fini = teardown_device);
+
+static bool on_a_device(void) { return on_device || under_test_device(); }
+
 static kiln_model *compile_text(const char *text) {
   kiln_graph *g = kiln_graph_parse(text, strlen(text), "t.mlir", st);
   cr_assert(g, "%s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile(ctx, g, st);
+  kiln_model *m = on_device ? kiln_model_compile_on(ctx, on_device, g, st)
+                            : under_test_compile(ctx, g, st);
   cr_assert(m, "%s", kiln_status_message(st));
   kiln_graph_free(g);
   return m;
@@ -143,7 +168,7 @@ static const char *STORE_THEN_LOAD =
     "  mo.output %y, %z : " T("4") ", " T("4") "\n"
     "}\n";
 
-Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) {
+static void a_load_after_a_store_sees_it_and_one_before_does_not(void) {
   kiln_model *m = compile_text(STORE_THEN_LOAD);
   cr_assert_eq(kiln_model_input_is_buffer(m, 0), 1);
   cr_assert_eq(kiln_model_input_is_buffer(m, 1), 0);
@@ -166,6 +191,8 @@ Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) {
   kiln_tensor_free(x);
   kiln_model_free(m);
 }
+Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) { a_load_after_a_store_sees_it_and_one_before_does_not(); }
+Test(buffers_simt_emu, a_load_after_a_store_sees_it_and_one_before_does_not) { a_load_after_a_store_sees_it_and_one_before_does_not(); }
 
 /* ---- the KV-cache append ---- */
 
@@ -182,7 +209,7 @@ static const char *KV_APPEND =
     "  mo.output %y : " T("2, 8, 3") "\n"
     "}\n";
 
-Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) {
+static void a_kv_cache_appended_by_slices_persists_across_three_executes(void) {
   kiln_model *m = compile_text(KV_APPEND);
   int64_t cs[3] = {2, 8, 3};
   kiln_tensor *cache = tensor_f32(3, cs, 0, 0);
@@ -211,8 +238,10 @@ Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) {
   kiln_tensor_free(cache);
   kiln_model_free(m);
 }
+Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
+Test(buffers_simt_emu, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
 
-Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) {
+static void a_slice_outside_the_buffer_is_an_error_that_names_the_op(void) {
   kiln_model *m = compile_text(KV_APPEND);
   int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 3, 3}, start[3] = {0, 6, 0};
   kiln_tensor *cache = tensor_f32(3, cs, 0, 0), *nw = tensor_f32(3, ns, 1, 1);
@@ -220,8 +249,13 @@ Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) {
   kiln_tensor *in[3] = {cache, nw, sv}, *out[1] = {0};
   cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), -1);
   const char *msg = kiln_status_message(st);
-  cr_expect(strstr(msg, "mo.mutable.store.slice at line 5:"), "%s", msg);
-  cr_expect(strstr(msg, "[6, 9) of axis 1 is outside the buffer's 8"), "%s", msg);
+  if (on_a_device()) { /* the kernel's error word: the op and line, not the axis */
+    cr_expect(strstr(msg, "mo.mutable.store.slice at line 5"), "%s", msg);
+    cr_expect(strstr(msg, "is outside the buffer"), "%s", msg);
+  } else {
+    cr_expect(strstr(msg, "mo.mutable.store.slice at line 5:"), "%s", msg);
+    cr_expect(strstr(msg, "[6, 9) of axis 1 is outside the buffer's 8"), "%s", msg);
+  }
   for (int i = 0; i < 48; i++) cr_expect_eq(f(cache, i), 0.0f, "the cache was not written");
   /* the interpreter refuses it too */
   ir_diag d = {0};
@@ -239,6 +273,8 @@ Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) {
   kiln_tensor_free(sv);
   kiln_model_free(m);
 }
+Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) { a_slice_outside_the_buffer_is_an_error_that_names_the_op(); }
+Test(buffers_simt_emu, a_slice_outside_the_buffer_is_an_error_that_names_the_op) { a_slice_outside_the_buffer_is_an_error_that_names_the_op(); }
 
 /* ---- a graph-internal buffer, symbolic ---- */
 
@@ -256,7 +292,7 @@ static const char *INTERNAL =
     "  mo.output %y : " T("n, 6") "\n"
     "}\n";
 
-Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) {
+static void a_graph_internal_buffer_starts_zeroed_at_every_execute(void) {
   kiln_model *m = compile_text(INTERNAL);
   for (int64_t n = 1; n <= 5; n += 4) {
     int64_t xs[2] = {n, 4};
@@ -282,6 +318,8 @@ Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) {
   }
   kiln_model_free(m);
 }
+Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) { a_graph_internal_buffer_starts_zeroed_at_every_execute(); }
+Test(buffers_simt_emu, a_graph_internal_buffer_starts_zeroed_at_every_execute) { a_graph_internal_buffer_starts_zeroed_at_every_execute(); }
 
 /* ---- fusion and aliases around buffer ops ---- */
 
@@ -308,7 +346,7 @@ static const char *AROUND =
     "  mo.output %w, %q : " T("2, 3") ", " T("6") "\n"
     "}\n";
 
-Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) {
+static void fusion_and_aliases_leave_buffer_ops_in_order(void) {
   kiln_model *m = compile_text(AROUND);
   int fused = 0;
   for (int i = 0; i < m->g->nnodes; i++) {
@@ -327,6 +365,8 @@ Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) {
   kiln_tensor_free(x);
   kiln_model_free(m);
 }
+Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) { fusion_and_aliases_leave_buffer_ops_in_order(); }
+Test(buffers_simt_emu, fusion_and_aliases_leave_buffer_ops_in_order) { fusion_and_aliases_leave_buffer_ops_in_order(); }
 
 /* ---- inplace_custom on a buffer ---- */
 
@@ -357,6 +397,8 @@ static const char *BUMP_C =
   "  %u, %c3 = mo.mutable.load(%buf, %c2) : (" BN ", " CH ") -> (" T("n") ", " CH ")\n"
 
 static void bump_run(const char *text, bool zero_copy) {
+  if (under_test_device()) /* bump is a KILN_KERNEL: it runs on the CPU only */
+    cr_skip_test("a CPU custom kernel (%s)", under_test_device());
   cr_assert_eq(kiln_context_add_kernel_library_memory(ctx, "bump.c", BUMP_C, strlen(BUMP_C), st),
                0, "%s", kiln_status_message(st));
   kiln_model *m = compile_text(text);
@@ -392,19 +434,42 @@ Test(buffers, inplace_custom_on_a_loaded_tensor_used_elsewhere_gets_a_copy) {
 
 /* ---- devices ---- */
 
-Test(buffers, a_simt_device_refuses_buffer_ops_by_name) {
-  kiln_device *d = kiln_device_open("simt-emu", st);
-  cr_assert(d, "%s", kiln_status_message(st));
-  kiln_graph *g = kiln_graph_parse(KV_APPEND, strlen(KV_APPEND), "kv.mlir", st);
-  cr_assert(g);
-  kiln_model *m = kiln_model_compile_on(ctx, d, g, st);
-  cr_expect_null(m);
-  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
-  cr_expect(strstr(kiln_status_message(st), "buffer ops run on the CPU runtime only"), "%s",
-            kiln_status_message(st));
+/* A device-model KV cache in a tensor on the device itself: the graph
+ * updates the device memory in place, execute after execute. */
+Test(buffers_simt_emu, a_kv_cache_in_device_memory_is_updated_in_place) {
+  kiln_model *m = compile_text(KV_APPEND);
+  int64_t cs[3] = {2, 8, 3};
+  kiln_tensor *host = tensor_f32(3, cs, 0, 0);
+  kiln_tensor *cache = kiln_tensor_copy_to(host, on_device, st);
+  cr_assert(cache, "%s", kiln_status_message(st));
+  float want[48] = {0};
+  int64_t pos = 0, steps[2] = {3, 2};
+  for (int s = 0; s < 2; s++) {
+    int64_t ns[3] = {2, steps[s], 3};
+    kiln_tensor *nw = tensor_f32(3, ns, 0.5f * (float)(s + 1), 0.25f);
+    int64_t start[3] = {0, pos, 0};
+    kiln_tensor *sv = tensor_i64(3, start), *in[3] = {cache, nw, sv}, *out[1] = {0};
+    cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), 0, "%s", kiln_status_message(st));
+    for (int b = 0; b < 2; b++)
+      for (int t = 0; t < steps[s]; t++)
+        for (int k = 0; k < 3; k++) {
+          float v = f(nw, (b * steps[s] + t) * 3 + k);
+          want[(b * 8 + pos + t) * 3 + k] = v * v;
+        }
+    kiln_tensor *back = kiln_tensor_copy_to(cache, NULL, st);
+    cr_assert(back, "%s", kiln_status_message(st));
+    for (int i = 0; i < 48; i++)
+      cr_expect_eq(f(back, i), want[i], "after execute %d: cache[%d] = %g, want %g", s + 1, i,
+                   f(back, i), want[i]);
+    kiln_tensor_free(back);
+    pos += steps[s];
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  kiln_tensor_free(cache);
+  kiln_tensor_free(host);
   kiln_model_free(m);
-  kiln_graph_free(g);
-  kiln_device_close(d);
 }
 
 /* ---- text ---- */
