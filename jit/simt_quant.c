@@ -75,6 +75,29 @@ static void scale_min(jit_fn *f, LLVMValueRef p, LLVMValueRef off, int j, LLVMVa
                    "");
 }
 
+/* q6_k element i's (i32) q6 - 32 and its group's int8 scale, as i32, from
+ * the block at p[blk] (qb_q6_k_values: half h of 128, quarter r of 32, lane
+ * l; the scale of element i is the int8 at 192 + i / 16). */
+static void q6_value(jit_fn *f, LLVMValueRef p, LLVMValueRef blk, LLVMValueRef i,
+                     LLVMValueRef *v, LLVMValueRef *sc) {
+  LLVMBuilderRef b = f->b;
+  LLVMValueRef h = shr(f, i, c32(f, 7)), r = band(f, shr(f, i, c32(f, 5)), 3);
+  LLVMValueRef l = band(f, i, 31);
+  LLVMValueRef qlo =
+      LLVMBuildAdd(b, LLVMBuildMul(b, h, c32(f, 64), ""),
+                   LLVMBuildAdd(b, l, LLVMBuildShl(b, band(f, r, 1), c32(f, 5), ""), ""), "");
+  LLVMValueRef qho = LLVMBuildAdd(b, c32(f, 128),
+                                  LLVMBuildAdd(b, LLVMBuildMul(b, h, c32(f, 32), ""), l, ""), "");
+  LLVMValueRef ql = byte_at(f, p, jit_add(f, blk, LLVMBuildZExt(b, qlo, f->t_i64, "")));
+  LLVMValueRef qh = byte_at(f, p, jit_add(f, blk, LLVMBuildZExt(b, qho, f->t_i64, "")));
+  LLVMValueRef nib = band(f, shr(f, ql, LLVMBuildShl(b, shr(f, r, c32(f, 1)), c32(f, 2), "")), 0xf);
+  LLVMValueRef two = band(f, shr(f, qh, LLVMBuildShl(b, r, c32(f, 1), "")), 3);
+  *v = LLVMBuildSub(b, LLVMBuildOr(b, nib, LLVMBuildShl(b, two, c32(f, 4), ""), ""), c32(f, 32),
+                    "");
+  *sc = sbyte_at(f, p,
+                 jit_add(f, at(f, blk, 192), LLVMBuildZExt(b, shr(f, i, c32(f, 4)), f->t_i64, "")));
+}
+
 /* ---- dequantize ---- */
 
 /* Element i (i32, < QB_ELEMS) of the block at p[blk] (qb_decode). */
@@ -125,23 +148,9 @@ static LLVMValueRef decode_elem(jit_fn *f, qb_encoding e, LLVMValueRef p, LLVMVa
     LLVMValueRef mj = jit_fmul(f, f16_at(f, p, at(f, blk, 2)), i2f(f, m));
     return jit_fsub(f, jit_fmul(f, dj, i2f(f, nib)), mj);
   }
-  default: { /* q6_k: half h of 128, quarter r of 32, lane l (qb_q6_k_values) */
-    LLVMValueRef h = shr(f, i, c32(f, 7)), r = band(f, shr(f, i, c32(f, 5)), 3);
-    LLVMValueRef l = band(f, i, 31);
-    LLVMValueRef qlo =
-        LLVMBuildAdd(b, LLVMBuildMul(b, h, c32(f, 64), ""),
-                     LLVMBuildAdd(b, l, LLVMBuildShl(b, band(f, r, 1), c32(f, 5), ""), ""), "");
-    LLVMValueRef qho = LLVMBuildAdd(b, c32(f, 128),
-                                    LLVMBuildAdd(b, LLVMBuildMul(b, h, c32(f, 32), ""), l, ""), "");
-    LLVMValueRef ql = byte_at(f, p, jit_add(f, blk, LLVMBuildZExt(b, qlo, f->t_i64, "")));
-    LLVMValueRef qh = byte_at(f, p, jit_add(f, blk, LLVMBuildZExt(b, qho, f->t_i64, "")));
-    LLVMValueRef nib =
-        band(f, shr(f, ql, LLVMBuildShl(b, shr(f, r, c32(f, 1)), c32(f, 2), "")), 0xf);
-    LLVMValueRef two = band(f, shr(f, qh, LLVMBuildShl(b, r, c32(f, 1), "")), 3);
-    LLVMValueRef v = LLVMBuildSub(b, LLVMBuildOr(b, nib, LLVMBuildShl(b, two, c32(f, 4), ""), ""),
-                                  c32(f, 32), "");
-    LLVMValueRef sc = sbyte_at(
-        f, p, jit_add(f, at(f, blk, 192), LLVMBuildZExt(b, shr(f, i, c32(f, 4)), f->t_i64, "")));
+  default: { /* q6_k: (d * scale) * v, in qb_decode_q6_k's order */
+    LLVMValueRef v, sc;
+    q6_value(f, p, blk, i, &v, &sc);
     LLVMValueRef d = f16_at(f, p, at(f, blk, 208));
     return jit_fmul(f, jit_fmul(f, d, i2f(f, sc)), i2f(f, v));
   }
@@ -303,24 +312,8 @@ static LLVMValueRef block_term(jit_fn *f, qb_encoding e, LLVMValueRef a, LLVMVal
     return jit_fsub(f, hi, lo);
   }
   default: { /* q6_k: v as dequantize decodes it, times its group's int8 scale */
-    LLVMValueRef i = loop_n(f, &l, 256);
-    LLVMValueRef i32 = LLVMBuildTrunc(b, i, f->t_i32, "");
-    LLVMValueRef h = shr(f, i32, c32(f, 7)), r = band(f, shr(f, i32, c32(f, 5)), 3);
-    LLVMValueRef ln = band(f, i32, 31);
-    LLVMValueRef qlo =
-        LLVMBuildAdd(b, LLVMBuildMul(b, h, c32(f, 64), ""),
-                     LLVMBuildAdd(b, ln, LLVMBuildShl(b, band(f, r, 1), c32(f, 5), ""), ""), "");
-    LLVMValueRef qho = LLVMBuildAdd(
-        b, c32(f, 128), LLVMBuildAdd(b, LLVMBuildMul(b, h, c32(f, 32), ""), ln, ""), "");
-    LLVMValueRef ql = byte_at(f, w, jit_add(f, wb, LLVMBuildZExt(b, qlo, f->t_i64, "")));
-    LLVMValueRef qh = byte_at(f, w, jit_add(f, wb, LLVMBuildZExt(b, qho, f->t_i64, "")));
-    LLVMValueRef nib =
-        band(f, shr(f, ql, LLVMBuildShl(b, shr(f, r, c32(f, 1)), c32(f, 2), "")), 0xf);
-    LLVMValueRef two = band(f, shr(f, qh, LLVMBuildShl(b, r, c32(f, 1), "")), 3);
-    LLVMValueRef v = LLVMBuildSub(b, LLVMBuildOr(b, nib, LLVMBuildShl(b, two, c32(f, 4), ""), ""),
-                                  c32(f, 32), "");
-    LLVMValueRef sc =
-        sbyte_at(f, w, jit_add(f, at(f, wb, 192), LLVMBuildUDiv(b, i, jit_i64(f, 16), "")));
+    LLVMValueRef i = loop_n(f, &l, 256), v, sc;
+    q6_value(f, w, wb, LLVMBuildTrunc(b, i, f->t_i32, ""), &v, &sc);
     add_i32(f, s_isum, LLVMBuildMul(b, LLVMBuildMul(b, sc, v, ""), q_at(f, a, q, i), ""));
     jit_loop_end(f, &l);
     LLVMValueRef dd = jit_fmul(f, f16_at(f, w, at(f, wb, 208)), q->da);
