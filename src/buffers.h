@@ -23,6 +23,13 @@ bool rt_node_is_buffer_op(const ir_node *n);
 int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const int64_t *syms,
                   kiln_status *st);
 
+/* Whether mo.mutable.store.slice n's start (its operand 2's data, host
+ * memory) puts the slice inside the buffer under syms: 0 with each axis's
+ * start in start[], or -1 with st naming the op, its line:col, the buffer,
+ * the slice and the axis (the device runtime's message too). */
+int rt_buffer_slice_check(const ir_node *n, const void *start_data, const int64_t *syms,
+                          int64_t *start, kiln_status *st);
+
 /* mo.inplace_custom on a buffer, zero-copy: for every load -> in-place
  * kernel -> store where the load's tensor is used only as the kernel's
  * operand 0, the kernel's result only by the store, the store writes the

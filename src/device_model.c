@@ -356,6 +356,8 @@ static int plan_memory(kiln_model *m, dm_plan *x, kiln_status *st) {
   for (int o = 0; o < g->noutputs; o++) last[owner[g->outputs[o]->id]] = nn;
   for (int i = 0; i < g->ninputs; i++) /* a buffer is copied back after the last launch */
     if (g->inputs[i]->type.kind == IR_TYPE_BUFFER) last[g->inputs[i]->id] = nn;
+  for (int i = 0; i < nn; i++) /* a bad store.slice start is read back at the end */
+    if (g->nodes[i]->op == IR_OP_MUTABLE_STORE_SLICE) last[owner[g->nodes[i]->in[2]->id]] = nn;
   for (int v = 0; v < nv; v++) {
     if (first[v] < 0 || owner[v] != v) continue;
     if (value_bytes(g->values[v], x->syms, &size[n], st) < 0) goto done;
@@ -612,6 +614,19 @@ static int launch(kiln_model *m, const dm_launch *l, rt_dev_watch *w, kiln_statu
            : rt_device_launch(m->device, l->fn, &l->dims, l->params, st);
 }
 
+/* A store.slice's bad start, said as the CPU says it (buffers.h): its start
+ * read back. */
+static int slice_error(kiln_model *m, dm_plan *x, const dm_launch *l, kiln_status *st) {
+  const ir_node *n = m->g->nodes[l->node];
+  int64_t start[IR_MAX_RANK], host[IR_MAX_RANK]; /* si32 or si64 entries */
+  size_t bytes = (size_t)n->in[0]->type.rank * ir_dtype_size(n->in[2]->type.dtype);
+  if (bytes && kiln_device_copy_from(m->device, host, l->bufs[2], bytes, st) < 0) return -1;
+  if (rt_buffer_slice_check(n, host, x->run_syms ? x->run_syms : x->syms, start, st) < 0)
+    return -1;
+  return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d: %s", ir_op_get(n->op)->name, n->loc.line,
+                jit_kernel_error(JIT_KERR_SLICE));
+}
+
 /* The error words of launches 0..n-1, read in one copy (which waits for
  * them): the first that failed names its op. Reading once per execute, not
  * after every launch, keeps a GPU's launches back to back; a launch after
@@ -625,6 +640,8 @@ static int errors_read(kiln_model *m, dm_plan *x, int n, kiln_status *st) {
   for (int li = 0; li < n; li++) {
     if (x->codes[li] == 0) continue;
     const ir_node *node = m->g->nodes[x->launches[li].node];
+    if (node->op == IR_OP_MUTABLE_STORE_SLICE && x->codes[li] == JIT_KERR_SLICE)
+      return slice_error(m, x, &x->launches[li], st);
     return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s",
                   ir_op_get(node->op)->name, node->loc.line, node->out[0]->name,
                   jit_kernel_error(x->codes[li]));
