@@ -239,6 +239,44 @@ static void a_kv_cache_appended_by_slices_persists_across_three_executes(void) {
 Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
 Test(buffers_simt_emu, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
 
+/* A captured KV-cache step replayed with new tokens and starts: each replay
+ * appends to the caller's cache (on a device: the recorded launch list, its
+ * copies and the slice kernel, then the cache copied back). */
+static void a_captured_step_replays_appending_to_the_cache(void) {
+  kiln_model *m = compile_text(KV_APPEND);
+  int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 1, 3};
+  kiln_tensor *cache = tensor_f32(3, cs, 0, 0);
+  float want[48] = {0};
+  for (int s = 0; s < 4; s++) {
+    kiln_tensor *nw = tensor_f32(3, ns, 0.5f + (float)s, -0.125f);
+    int64_t start[3] = {0, s, 0};
+    kiln_tensor *sv = tensor_i64(3, start), *in[3] = {cache, nw, sv}, *out[1] = {0};
+    int rc = s == 0 ? kiln_model_capture(m, 7, in, 3, out, 1, st)
+                    : kiln_model_replay(m, 7, in, 3, out, 1, st);
+    cr_assert_eq(rc, 0, "step %d: %s", s, kiln_status_message(st));
+    for (int b = 0; b < 2; b++)
+      for (int k = 0; k < 3; k++) want[(b * 8 + s) * 3 + k] = f(nw, b * 3 + k) * f(nw, b * 3 + k);
+    for (int i = 0; i < 48; i++) {
+      cr_expect_eq(f(cache, i), want[i], "step %d: cache[%d] = %g, want %g", s, i, f(cache, i),
+                   want[i]);
+      cr_expect(fabsf(f(out[0], i) - expf(want[i])) <= 1e-6f * expf(want[i]), "step %d: y[%d]", s,
+                i);
+    }
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  cr_expect_eq(kiln_model_release(m, 7, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor_free(cache);
+  kiln_model_free(m);
+}
+Test(buffers, a_captured_step_replays_appending_to_the_cache) {
+  a_captured_step_replays_appending_to_the_cache();
+}
+Test(buffers_simt_emu, a_captured_step_replays_appending_to_the_cache) {
+  a_captured_step_replays_appending_to_the_cache();
+}
+
 static void a_slice_outside_the_buffer_is_an_error_that_names_the_op(void) {
   kiln_model *m = compile_text(KV_APPEND);
   int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 3, 3}, start[3] = {0, 6, 0};

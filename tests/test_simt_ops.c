@@ -724,3 +724,42 @@ Test(simt_ops, dequantize_and_qmatmul_every_encoding) {
     check(text, m0, false);
   }
 }
+
+/* mo.mutable.store.slice's kernel (jit/simt_buffer.c, lowered from the
+ * graph itself: every symbol a parameter) for sm_80, assembled by ptxas, and
+ * for gfx90a; device models run it (test_buffers' buffers_simt_emu). */
+Test(simt_ops, store_slice_assembles_for_sm_80_and_gfx90a) {
+  const char *text =
+      "mo.graph @kv<n>(%cache: !mo.buffer<[2, 8, 3], f16>, %new: " T("2, n, 3", "f16")
+      ", %start: " T("3", "si32") ") -> (" T("2, 8, 3", "f16") ") {\n"
+      "  %c0 = mo.chain.create() : !mo.chain\n"
+      "  %c1 = mo.mutable.store.slice(%cache, %new, %start, %c0) : (!mo.buffer<[2, 8, 3], f16>, "
+      T("2, n, 3", "f16") ", " T("3", "si32") ", !mo.chain) -> !mo.chain\n"
+      "  %all, %c2 = mo.mutable.load(%cache, %c1) : (!mo.buffer<[2, 8, 3], f16>, !mo.chain) -> ("
+      T("2, 8, 3", "f16") ", !mo.chain)\n"
+      "  mo.output %all : " T("2, 8, 3", "f16") "\n}\n";
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
+  cr_assert_eq(ir_graph_verify(g, &d), 0, "%s", d.msg);
+  int node = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i]->op == IR_OP_MUTABLE_STORE_SLICE) node = i;
+  char err[1024] = "";
+  jit_simt_target ptx = {.math = &rt_simt_math}, amd = {.math = &rt_simt_math};
+  jit_simt_target_parse("sm_80", &ptx, err, sizeof err);
+  jit_simt_target_parse("gfx90a", &amd, err, sizeof err);
+  void *p = NULL;
+  size_t len = 0;
+  cr_assert_eq(jit_simt_compile_store_slice(g, &ptx, node, "ss", &p, &len, err, sizeof err), 0,
+               "%s", err);
+  cr_expect(strstr(p, ".entry ss"), "no kernel entry in the PTX");
+  simt_expect_ptxas(p, len, "mo.mutable.store.slice");
+  free(p);
+  cr_expect_eq(jit_simt_compile_store_slice(g, &amd, node, "ss", &p, &len, err, sizeof err), 0,
+               "%s", err);
+  free(p);
+  cr_expect_neq(jit_simt_compile_store_slice(g, &amd, 0, "ss", &p, &len, err, sizeof err), 0);
+  cr_expect(strstr(err, "is not a mo.mutable.store.slice"), "%s", err);
+  ir_graph_free(g);
+}
