@@ -31,16 +31,19 @@
  * which is read back after the launch and bound (checked) before the later
  * launches take their symbol values and grids from the run's symbols; the
  * outputs take their shapes from those too. Such a model is not captured.
- * Buffers (ir/buffer.h; buffers.h has the CPU runtime's meaning): a buffer
- * input is copied in like any input and, when the graph stores to it,
- * copied back into the caller's tensor after the launches (host memory, or
- * within the device for a tensor on it), so the caller's buffer is updated
- * in place as on the CPU while the plan keeps fixed device addresses (its
- * launches, a capture); a mo.buffer.create buffer lives in the arena.
+ * Buffers (ir/buffer.h; buffers.h has the CPU runtime's meaning): the
+ * caller's buffer is updated in place, as on the CPU and in MAX. A buffer
+ * tensor on the model's device is used where it lives (the plan's launches
+ * are pointed at it: plan_bind_buffers); a host tensor, or any buffer of a
+ * capture (whose recorded launches keep fixed addresses), has a place in
+ * the arena: copied in like any input and, when the graph stores to it,
+ * copied back after the launches. A mo.buffer.create buffer lives in the
+ * arena.
  * mo.buffer.create (zeroes copied from the plan's zeros), mo.mutable.load
  * and mo.mutable.store are launches that are one device copy each, in node
  * order; mo.mutable.store.slice is a kernel (device_buffers.c) whose bad
- * start sets its error word. A failed execute copies nothing back.
+ * start sets its error word. A failed execute copies nothing back (a
+ * buffer used in place keeps the stores before the failure, as on the CPU).
  * Custom ops (mo.custom / mo.inplace_custom): only with a target context,
  * which holds the kernel libraries: the kernels must be KILN_SIMT_KERNELs,
  * built for the device's target and linked into the node's kernel; the
@@ -274,6 +277,8 @@ struct dm_plan {
   kiln_devptr arena; /* every input and computed value, placed by lifetime (plan.c) */
   int64_t *syms;
   int64_t (*in_shape)[IR_MAX_RANK]; /* per input, for replay checks */
+  kiln_devptr *home;  /* per input: its place in the arena (a rebound buffer's too) */
+  bool pinned;        /* a capture: its buffers stay in the arena (plan_bind_buffers) */
   kiln_devptr errwords; /* one int32_t per launch, read once per execute (errors_read) */
   int32_t *codes;       /* the host's copy of them */
   kiln_devptr counts; /* one int64_t per node that sets a dim from data, or 0 */
@@ -307,6 +312,7 @@ static void plan_free(kiln_model *m, dm_plan *x) {
   }
   free(x->launches);
   free(x->in_shape);
+  free(x->home);
   free(x->buf);
   free(x->syms);
   free(x);
@@ -524,10 +530,11 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     x->buf = calloc((size_t)g->nvalues + 1, sizeof *x->buf);
     x->syms = calloc((size_t)g->nsyms + 1, sizeof *x->syms);
     x->in_shape = calloc((size_t)g->ninputs + 1, sizeof *x->in_shape);
+    x->home = calloc((size_t)g->ninputs + 1, sizeof *x->home);
     x->launches = calloc((size_t)g->nnodes + 1, sizeof *x->launches);
   }
   char msg[1024];
-  if (!x || !ins || !x->buf || !x->syms || !x->in_shape || !x->launches) {
+  if (!x || !ins || !x->buf || !x->syms || !x->in_shape || !x->home || !x->launches) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
     goto fail;
   }
@@ -588,6 +595,7 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     x->buf[n->out[0]->id] = m->dm->weights[i];
   }
   if (plan_memory(m, x, st) < 0 || plan_zeros(m, x, st) < 0) goto fail;
+  for (int i = 0; i < g->ninputs; i++) x->home[i] = x->buf[g->inputs[i]->id];
   m->dm->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
@@ -669,6 +677,37 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
   return 0;
 }
 
+/* Whether input i is a buffer that x's launches use where it lives: a
+ * tensor on the model's device, outside a capture (whose recorded launches
+ * keep the arena's addresses). */
+static bool in_place(const kiln_model *m, const dm_plan *x, kiln_tensor *const *inputs, int i) {
+  return !x->pinned && m->g->inputs[i]->type.kind == IR_TYPE_BUFFER && inputs[i]->device;
+}
+
+/* Point x's launches at each buffer input's memory: the caller's device
+ * tensor where in_place (no copy in or back: the graph updates it where it
+ * is, as MAX does), else the buffer's place in the arena. Only buffer ops
+ * take buffers: their operand slots and copy ends are what change. */
+static void plan_bind_buffers(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs) {
+  const ir_graph *g = m->g;
+  for (int i = 0; i < g->ninputs; i++) {
+    const ir_value *v = g->inputs[i];
+    if (v->type.kind != IR_TYPE_BUFFER) continue;
+    kiln_devptr from = x->buf[v->id], to = in_place(m, x, inputs, i) ? inputs[i]->devptr
+                                                                      : x->home[i];
+    if (from == to) continue;
+    x->buf[v->id] = to;
+    for (int li = 0; li < x->nlaunches; li++) {
+      dm_launch *l = &x->launches[li];
+      const ir_node *n = g->nodes[l->node];
+      for (int j = 0; j < n->nin; j++)
+        if (n->in[j] == v) l->bufs[j] = to; /* params point at the slots */
+      if (!l->fn && l->copy_dst == from) l->copy_dst = to;
+      if (!l->fn && l->copy_src == from) l->copy_src = to;
+    }
+  }
+}
+
 /* Copy inputs in, run the launches (their error words read at the end),
  * copy the outputs out (allocating those that are NULL). Watched (w), each
  * copy and launch is timed, and a recorded capture runs launch by launch
@@ -685,7 +724,9 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
                             sizeof(int32_t) * (size_t)x->nlaunches, st) < 0)
       return -1;
   }
+  plan_bind_buffers(m, x, inputs);
   for (int i = 0; i < g->ninputs; i++) {
+    if (in_place(m, x, inputs, i)) continue;
     int64_t t0 = w ? rt_now_ns() : 0;
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
     if (w)
@@ -720,7 +761,7 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
   }
   if (errors_read(m, x, x->nlaunches, st) < 0) return -1;
   for (int i = 0; i < g->ninputs; i++) { /* the caller's buffers, updated in place */
-    if (!m->dm->buffer_back[i]) continue;
+    if (!m->dm->buffer_back[i] || in_place(m, x, inputs, i)) continue;
     kiln_tensor *t = inputs[i];
     int64_t t0 = w ? rt_now_ns() : 0;
     kiln_devptr at = x->buf[g->inputs[i]->id];
@@ -847,6 +888,7 @@ static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *input
   }
   m->dm->captures = grown;
   if (!(x = plan_build(m, inputs, ninputs, NULL, NULL, st))) goto done;
+  x->pinned = true;
   if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
   plan_record(m, x);
   m->dm->captures[m->dm->ncaptures].key = key;

@@ -466,10 +466,25 @@ Test(buffers, inplace_custom_on_a_loaded_tensor_used_elsewhere_gets_a_copy) {
 
 /* ---- devices ---- */
 
+/* The bytes of m's profile row named `kernel` ("copy in", "copy out"). */
+static double copied_bytes(const kiln_model *m, const char *kernel) {
+  kiln_profile *p = kiln_model_profile(m, st);
+  cr_assert(p, "%s", kiln_status_message(st));
+  double bytes = -1;
+  for (int i = 0; i < kiln_profile_num_rows(p); i++)
+    if (strcmp(kiln_profile_row_at(p, i)->kernel, kernel) == 0)
+      bytes = kiln_profile_row_at(p, i)->gbyte * 1e9;
+  kiln_profile_free(p);
+  return bytes;
+}
+
 /* A device-model KV cache in a tensor on the device itself: the graph
- * updates the device memory in place, execute after execute. */
+ * updates the device memory in place, execute after execute, with no copy
+ * of it in or back (the profile's copy rows count the other inputs and the
+ * output only). */
 Test(buffers_simt_emu, a_kv_cache_in_device_memory_is_updated_in_place) {
   kiln_model *m = compile_text(KV_APPEND);
+  cr_assert_eq(kiln_model_set_profile(m, 1, st), 0, "%s", kiln_status_message(st));
   int64_t cs[3] = {2, 8, 3};
   kiln_tensor *host = tensor_f32(3, cs, 0, 0);
   kiln_tensor *cache = kiln_tensor_copy_to(host, on_device, st);
@@ -499,7 +514,46 @@ Test(buffers_simt_emu, a_kv_cache_in_device_memory_is_updated_in_place) {
     kiln_tensor_free(nw);
     kiln_tensor_free(sv);
   }
+  /* in: new [2, 3, 3] and [2, 2, 3] f32, start 3 x si64 twice; out: y [2, 8, 3] f32 twice */
+  cr_expect_eq(copied_bytes(m, "copy in"), (18 + 12) * 4 + 2 * 24, "the cache was copied in");
+  cr_expect_eq(copied_bytes(m, "copy out"), 2 * 48 * 4, "the cache was copied back");
   kiln_tensor_free(cache);
+  kiln_tensor_free(host);
+  kiln_model_free(m);
+}
+
+/* One model (one plan: the same shapes) given the cache on the device, then
+ * a host cache, then the device one again: each execute updates the tensor
+ * it was given and no other. */
+Test(buffers_simt_emu, a_buffer_on_the_device_then_on_the_host_then_back) {
+  kiln_model *m = compile_text(KV_APPEND);
+  int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 1, 3};
+  kiln_tensor *host = tensor_f32(3, cs, 0, 0), *dev = kiln_tensor_copy_to(host, on_device, st);
+  cr_assert(dev, "%s", kiln_status_message(st));
+  kiln_tensor *which[3] = {dev, host, dev};
+  int64_t pos[3] = {0, 5, 1};
+  for (int s = 0; s < 3; s++) {
+    kiln_tensor *nw = tensor_f32(3, ns, 1.0f + (float)s, 1), *sv;
+    int64_t start[3] = {0, pos[s], 0};
+    sv = tensor_i64(3, start);
+    kiln_tensor *in[3] = {which[s], nw, sv}, *out[1] = {0};
+    cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), 0, "%s", kiln_status_message(st));
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  kiln_tensor *back = kiln_tensor_copy_to(dev, NULL, st);
+  cr_assert(back, "%s", kiln_status_message(st));
+  for (int i = 0; i < 48; i++) {
+    int b = i / 24, t = i / 3 % 8, k = i % 3;
+    float v = 1.0f + (float)(b * 3 + k); /* new[b, 0, k] before the square */
+    float want_dev = t == 0 ? v * v : t == 1 ? (v + 2) * (v + 2) : 0;
+    float want_host = t == 5 ? (v + 1) * (v + 1) : 0;
+    cr_expect_eq(f(back, i), want_dev, "device cache[%d] = %g, want %g", i, f(back, i), want_dev);
+    cr_expect_eq(f(host, i), want_host, "host cache[%d] = %g, want %g", i, f(host, i), want_host);
+  }
+  kiln_tensor_free(back);
+  kiln_tensor_free(dev);
   kiln_tensor_free(host);
   kiln_model_free(m);
 }
