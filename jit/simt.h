@@ -319,6 +319,11 @@ int jit_simt_compile_node(const ir_graph *g, const jit_simt_target *t, const int
 int jit_simt_compile_store_slice(const ir_graph *g, const jit_simt_target *t, int node,
                                  const char *fn_name, void **out, size_t *len, char *err,
                                  size_t errlen);
+/* The same kernel lowered into mod (jit_simt_compile_graph puts it beside
+ * a graph's other kernels). 0, or -1 with err. */
+int jit_simt_store_slice_into(LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g,
+                              int node, const jit_simt_target *t, const char *fn_name, char *err,
+                              size_t errlen);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

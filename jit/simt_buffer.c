@@ -46,31 +46,36 @@ static int lower_store_slice(jit_simt_fn *sf) {
   return f->failed ? -1 : 0;
 }
 
-int jit_simt_compile_store_slice(const ir_graph *g, const jit_simt_target *t, int node,
-                                 const char *fn_name, void **out, size_t *len, char *err,
-                                 size_t errlen) {
-  *out = NULL;
-  *len = 0;
+int jit_simt_store_slice_into(LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g,
+                              int node, const jit_simt_target *t, const char *fn_name, char *err,
+                              size_t errlen) {
   const ir_node *n = node >= 0 && node < g->nnodes ? g->nodes[node] : NULL;
   if (!n || n->op != IR_OP_MUTABLE_STORE_SLICE) {
     snprintf(err, errlen, "node %d of graph @%s is not a mo.mutable.store.slice", node,
              g->name ? g->name : "?");
     return -1;
   }
+  char msg[1024] = "";
+  jit_simt_fn sf;
+  jit_simt_begin(&sf, t, ctx, mod, g, n, fn_name, JIT_SIMT_BLOCK, msg, sizeof msg);
+  if (!sf.f.failed && lower_store_slice(&sf) == 0) jit_simt_finish(&sf);
+  int rc = 0;
+  if (sf.f.failed) {
+    snprintf(err, errlen, "mo.mutable.store.slice at line %d: %s", n->loc.line, msg);
+    rc = -1;
+  }
+  jit_simt_dispose(&sf);
+  return rc;
+}
+
+int jit_simt_compile_store_slice(const ir_graph *g, const jit_simt_target *t, int node,
+                                 const char *fn_name, void **out, size_t *len, char *err,
+                                 size_t errlen) {
+  *out = NULL;
+  *len = 0;
   LLVMContextRef ctx = LLVMContextCreate();
   LLVMModuleRef mod = jit_simt_module_new(ctx, t, "store_slice", err, errlen);
-  int rc = mod ? 0 : -1;
-  if (rc == 0) {
-    char msg[1024] = "";
-    jit_simt_fn sf;
-    jit_simt_begin(&sf, t, ctx, mod, g, n, fn_name, JIT_SIMT_BLOCK, msg, sizeof msg);
-    if (!sf.f.failed && lower_store_slice(&sf) == 0) jit_simt_finish(&sf);
-    if (sf.f.failed) {
-      snprintf(err, errlen, "mo.mutable.store.slice at line %d: %s", n->loc.line, msg);
-      rc = -1;
-    }
-    jit_simt_dispose(&sf);
-  }
+  int rc = mod ? jit_simt_store_slice_into(ctx, mod, g, node, t, fn_name, err, errlen) : -1;
   if (rc == 0) rc = jit_simt_emit(mod, t, out, len, err, errlen);
   if (mod) LLVMDisposeModule(mod);
   LLVMContextDispose(ctx);
