@@ -75,6 +75,8 @@ const char *jit_kernel_error(int code) {
   case JIT_KERR_ROI: return "a region's sampling grid is not finite or above 1024 per axis";
   case JIT_KERR_MASKED: return "the mask selects more elements than the updates have";
   case JIT_KERR_REPEAT: return "repeats do not sum to the result's dim along the axis";
+  case JIT_KERR_SLICE: return "the slice [start, start + the stored tensor's dims) is outside the "
+                              "buffer on some axis";
   default: return "unknown kernel error";
   }
 }

@@ -50,6 +50,7 @@ enum {
   JIT_KERR_ROI = 6,     /* roi_align: a region's sampling grid not finite or too large */
   JIT_KERR_MASKED = 7,  /* masked_scatter: the mask selects more elements than the updates */
   JIT_KERR_REPEAT = 8,  /* repeat_interleave: repeats do not fill the result's axis */
+  JIT_KERR_SLICE = 9,   /* mutable.store.slice: the slice is outside the buffer */
 };
 const char *jit_kernel_error(int code); /* "index out of range", ... */
 

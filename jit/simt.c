@@ -203,7 +203,8 @@ void jit_simt_begin(jit_simt_fn *sf, const jit_simt_target *t, LLVMContextRef ct
     f->bufs[i] = LLVMGetParam(f->fn, (unsigned)i);
     add_attr(ctx, f->fn, (unsigned)i + 1, "noalias");
     add_attr(ctx, f->fn, (unsigned)i + 1, "nocapture");
-    if (n && i < n->nin) add_attr(ctx, f->fn, (unsigned)i + 1, "readonly");
+    bool written = n && n->op == IR_OP_MUTABLE_STORE_SLICE && i == 0; /* the buffer */
+    if (n && i < n->nin && !written) add_attr(ctx, f->fn, (unsigned)i + 1, "readonly");
   }
   for (int k = 0; k < ns; k++) f->sym_vals[k] = LLVMGetParam(f->fn, (unsigned)(nb + k));
   sf->thread = t->kind == JIT_SIMT_EMU ? LLVMGetParam(f->fn, (unsigned)(nb + ns)) : NULL;

@@ -234,6 +234,11 @@ int jit_simt_lower_resize(jit_simt_fn *sf);
 int jit_simt_lower_conv(jit_simt_fn *sf);
 int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
 int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */
+/* Elements (simt_quant.c): mo.dequantize, a value decoded from its block per
+ * thread; mo.qmatmul, a result element per thread (its lhs blocks quantized
+ * and dotted with the weight row's blocks as ir/qblock.h says). */
+int jit_simt_lower_dequantize(jit_simt_fn *sf);
+int jit_simt_lower_qmatmul(jit_simt_fn *sf);
 /* matmul_integer.c: mo.matmul.integer, an si32 dot product per thread. */
 int jit_simt_lower_matmul_integer(jit_simt_fn *sf);
 /* Elements (fold.c): mo.fold, a gather of the taps per thread. */
@@ -306,6 +311,19 @@ int jit_simt_compile_node(const ir_graph *g, const jit_simt_target *t, const int
                           const bool *bind, int node, const struct jit_libs *libs,
                           const char *fn_name, void **out, size_t *len, char *err,
                           size_t errlen);
+/* Node `node` of g, a mo.mutable.store.slice, as the kernel fn_name for t
+ * (simt_buffer.c): lowered from g itself, so its symbol parameters are all
+ * of g's symbols in order; its buffers are the node's operands and result.
+ * A slice outside the buffer sets JIT_KERR_SLICE. jit_simt_geometry gives
+ * its launch. 0, or -1 with err. */
+int jit_simt_compile_store_slice(const ir_graph *g, const jit_simt_target *t, int node,
+                                 const char *fn_name, void **out, size_t *len, char *err,
+                                 size_t errlen);
+/* The same kernel lowered into mod (jit_simt_compile_graph puts it beside
+ * a graph's other kernels). 0, or -1 with err. */
+int jit_simt_store_slice_into(LLVMContextRef ctx, LLVMModuleRef mod, const ir_graph *g,
+                              int node, const jit_simt_target *t, const char *fn_name, char *err,
+                              size_t errlen);
 /* "kiln_<node>_<op>" (dots as underscores). */
 void jit_simt_kernel_name(const ir_graph *g, int node, char *out, size_t cap);
 

@@ -11,6 +11,9 @@
  * d1, ...), not the graph's: ir_kernel_text's sym_map gives the map. Custom
  * kernels link their library through the caller's resolver
  * (jit_simt_compile_graph_libs) and are finished by jit_simt_custom_finish.
+ * Buffer ops are device copies the runtime makes, except
+ * mo.mutable.store.slice, lowered from g itself (simt_buffer.c: its kernel
+ * text would have chains), whose symbol parameters are g's.
  * Guarantees: a node with no SIMT lowering, a dim that does not evaluate, a
  * failed emission: -1 with a message naming the node (line and op). */
 #include <stdio.h>
@@ -145,10 +148,14 @@ int jit_simt_compile_graph_libs(const ir_graph *g, const jit_simt_target *t, con
   LLVMModuleRef mod = jit_simt_module_new(ctx, t, g->name ? g->name : "graph", err, errlen);
   int rc = mod ? 0 : -1, nkernels = 0;
   for (int i = 0; rc == 0 && i < g->nnodes; i++) {
-    if (ir_node_is_source(g->nodes[i]) || (only_node >= 0 && i != only_node)) continue;
+    const ir_node *n = g->nodes[i];
+    if (ir_node_is_source(n) || (only_node >= 0 && i != only_node)) continue;
+    bool buffer = ir_op_get(n->op)->cls == IR_CLS_BUFFER; /* copies, but for store.slice */
+    if (buffer && n->op != IR_OP_MUTABLE_STORE_SLICE) continue;
     char name[64];
     jit_simt_kernel_name(g, i, name, sizeof name);
-    rc = lower_into(ctx, mod, g, i, t, syms, bind, libs, name, err, errlen);
+    rc = buffer ? jit_simt_store_slice_into(ctx, mod, g, i, t, name, err, errlen)
+                : lower_into(ctx, mod, g, i, t, syms, bind, libs, name, err, errlen);
     nkernels++;
   }
   if (rc == 0 && nkernels == 0) {

@@ -5,6 +5,7 @@
  *             permute, concat, split, slice_tensor, gather, band_part
  *             (band.c), gather_nd, gather_elements, tile, range (index.c),
  *             pad (pad.c), the pools (pool.c), conv2d (conv.c, direct),
+ *             dequantize and qmatmul over GGUF blocks (simt_quant.c),
  *             and a mo.fused
  *             elementwise chain, simt_fused.c);
  *   rows      groups of threads per row of a reduction axis, sized to the
@@ -560,8 +561,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(SHAPE_TO_TENSOR, L_ELEMENTS, jit_simt_lower_shape_to_tensor) \
   X(SLICE_DATA, L_ELEMENTS, jit_simt_lower_slice_data)        \
   X(REPEAT, L_ELEMENTS, jit_simt_lower_repeat)        \
-  X(DEQUANTIZE, L_NONE, NULL)                           \
-  X(QMATMUL, L_NONE, NULL) \
+  X(DEQUANTIZE, L_ELEMENTS, jit_simt_lower_dequantize)  \
+  X(QMATMUL, L_ELEMENTS, jit_simt_lower_qmatmul) \
   X(BUFFER, L_NONE, NULL) \
   X(CONTROL, L_NONE, NULL) \
   X(MATMUL_INTEGER, L_ELEMENTS, jit_simt_lower_matmul_integer)
@@ -660,6 +661,14 @@ int jit_simt_geometry(const ir_node *n, const int64_t *syms, jit_simt_dims *out,
   memset(out, 0, sizeof *out);
   for (int k = 0; k < 3; k++) out->grid[k] = out->block[k] = 1;
   int64_t total = 0;
+  if (n->op == IR_OP_MUTABLE_STORE_SLICE) { /* simt_buffer.c: the stored tensor's elements */
+    const ir_type *t = &n->in[1]->type;
+    if (eval_span(t, 0, t->rank, syms, &total, err, errlen) < 0) return -1;
+    int64_t blocks = total ? (total + JIT_SIMT_BLOCK - 1) / JIT_SIMT_BLOCK : 1; /* checks start */
+    out->block[0] = JIT_SIMT_BLOCK;
+    out->grid[0] = (uint32_t)(blocks > JIT_SIMT_MAX_GRID ? JIT_SIMT_MAX_GRID : blocks);
+    return 0;
+  }
   switch (shape_of(n)) {
   case L_NONE:
   case L_FUSED: /* shape_of resolves it */

@@ -36,19 +36,15 @@ static int64_t start_at(const ir_value *v, const void *data, int a) {
   return ((const int64_t *)data)[a];
 }
 
-/* buf[start ...] = src: the innermost axis is a run of contiguous bytes,
- * walked over the outer axes of src. */
-static int store_slice(const ir_node *n, void *const *bufs, const int64_t *syms,
-                       kiln_status *st) {
-  const ir_value *bv = n->in[0], *sv = n->in[1];
-  int64_t bshape[IR_MAX_RANK], sshape[IR_MAX_RANK], start[IR_MAX_RANK];
+int rt_buffer_slice_check(const ir_node *n, const void *start_data, const int64_t *syms,
+                          int64_t *start, kiln_status *st) {
+  int64_t bshape[IR_MAX_RANK], sshape[IR_MAX_RANK];
   size_t bbytes, sbytes;
-  if (shape_of(n, bv, syms, bshape, &bbytes, st) < 0 ||
-      shape_of(n, sv, syms, sshape, &sbytes, st) < 0)
+  if (shape_of(n, n->in[0], syms, bshape, &bbytes, st) < 0 ||
+      shape_of(n, n->in[1], syms, sshape, &sbytes, st) < 0)
     return -1;
-  int rank = bv->type.rank;
-  for (int a = 0; a < rank; a++) {
-    start[a] = start_at(n->in[2], bufs[n->in[2]->id], a);
+  for (int a = 0; a < n->in[0]->type.rank; a++) {
+    start[a] = start_at(n->in[2], start_data, a);
     if (start[a] < 0 || start[a] > bshape[a] - sshape[a]) {
       char why[200];
       snprintf(why, sizeof why, "the slice [%lld, %lld) of axis %d is outside the buffer's %lld",
@@ -56,6 +52,21 @@ static int store_slice(const ir_node *n, void *const *bufs, const int64_t *syms,
       return fail(n, st, why);
     }
   }
+  return 0;
+}
+
+/* buf[start ...] = src: the innermost axis is a run of contiguous bytes,
+ * walked over the outer axes of src. */
+static int store_slice(const ir_node *n, void *const *bufs, const int64_t *syms,
+                       kiln_status *st) {
+  const ir_value *bv = n->in[0], *sv = n->in[1];
+  int64_t bshape[IR_MAX_RANK], sshape[IR_MAX_RANK], start[IR_MAX_RANK];
+  size_t bbytes, sbytes;
+  if (rt_buffer_slice_check(n, bufs[n->in[2]->id], syms, start, st) < 0 ||
+      shape_of(n, bv, syms, bshape, &bbytes, st) < 0 ||
+      shape_of(n, sv, syms, sshape, &sbytes, st) < 0)
+    return -1;
+  int rank = bv->type.rank;
   if (sbytes == 0) return 0;
   size_t es = ir_dtype_size(bv->type.dtype);
   if (rank == 0) {

@@ -12,6 +12,7 @@
 #ifndef KILN_SRC_BUFFERS_H
 #define KILN_SRC_BUFFERS_H
 
+#include "backend.h"
 #include "rt.h"
 
 /* Whether n is a buffer op (run by rt_buffer_run, never a kernel). */
@@ -22,6 +23,13 @@ bool rt_node_is_buffer_op(const ir_node *n);
 int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const int64_t *syms,
                   kiln_status *st);
 
+/* Whether mo.mutable.store.slice n's start (its operand 2's data, host
+ * memory) puts the slice inside the buffer under syms: 0 with each axis's
+ * start in start[], or -1 with st naming the op, its line:col, the buffer,
+ * the slice and the axis (the device runtime's message too). */
+int rt_buffer_slice_check(const ir_node *n, const void *start_data, const int64_t *syms,
+                          int64_t *start, kiln_status *st);
+
 /* mo.inplace_custom on a buffer, zero-copy: for every load -> in-place
  * kernel -> store where the load's tensor is used only as the kernel's
  * operand 0, the kernel's result only by the store, the store writes the
@@ -31,5 +39,16 @@ int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const 
  * operand 0 and as result 0 (MAX's inplace_custom: the kernel mutates the
  * buffer), and the load and store copy nothing. Returns how many. */
 int rt_buffer_alias_in_place(const ir_graph *g, int *alias);
+
+/* ---- device models (device_buffers.c) ---- */
+
+/* Whether some mo.mutable.store / store.slice of g writes buffer v. */
+bool rt_buffer_stored(const ir_graph *g, const ir_value *v);
+
+/* Node i of g, a mo.mutable.store.slice, compiled for target t and loaded
+ * on d into c (fn, handle: the module; sym_map: the identity over g's
+ * symbols). 0, or -1 with st. */
+int rt_dm_store_slice_load(kiln_device *d, const jit_simt_target *t, const ir_graph *g,
+                           int i, rt_code *c, kiln_status *st);
 
 #endif

@@ -31,6 +31,19 @@
  * which is read back after the launch and bound (checked) before the later
  * launches take their symbol values and grids from the run's symbols; the
  * outputs take their shapes from those too. Such a model is not captured.
+ * Buffers (ir/buffer.h; buffers.h has the CPU runtime's meaning): the
+ * caller's buffer is updated in place, as on the CPU and in MAX. A buffer
+ * tensor on the model's device is used where it lives (the plan's launches
+ * are pointed at it: plan_bind_buffers); a host tensor, or any buffer of a
+ * capture (whose recorded launches keep fixed addresses), has a place in
+ * the arena: copied in like any input and, when the graph stores to it,
+ * copied back after the launches. A mo.buffer.create buffer lives in the
+ * arena.
+ * mo.buffer.create (zeroes copied from the plan's zeros), mo.mutable.load
+ * and mo.mutable.store are launches that are one device copy each, in node
+ * order; mo.mutable.store.slice is a kernel (device_buffers.c) whose bad
+ * start sets its error word. A failed execute copies nothing back (a
+ * buffer used in place keeps the stores before the failure, as on the CPU).
  * Custom ops (mo.custom / mo.inplace_custom): only with a target context,
  * which holds the kernel libraries: the kernels must be KILN_SIMT_KERNELs,
  * built for the device's target and linked into the node's kernel; the
@@ -73,6 +86,7 @@ struct rt_dm {
   int nkernels;         /* kernels loaded (nodes with a kernel after fusion) */
   int plan_builds;      /* plans built (for tests: executes of one binding build one) */
   bool placed;          /* the graph puts values on a GPU (placement.h) */
+  bool *buffer_back;    /* g->ninputs: a buffer input the graph stores to (copied back) */
   rt_dev_watch *watch;  /* timing and tracing launches while watched (device_watch.h) */
 };
 
@@ -157,11 +171,6 @@ int rt_dm_prepare(kiln_model *m, kiln_device *d, kiln_context *target_ctx, kiln_
     return -1;
   /* verify, custom kernels for the target, transposes folded, fusion */
   if (rt_pipeline_prepare(m->g, &dm->target, NULL, st) < 0) return -1;
-  for (int i = 0; i < m->g->nnodes; i++) /* a gap: buffers run on the CPU runtime only */
-    if (rt_node_is_buffer_op(m->g->nodes[i]))
-      return rt_err(st, KILN_ERR_UNSUPPORTED, "graph @%s: mo.%s (node %d): buffer ops run on "
-                    "the CPU runtime only, not on %s", m->g->name,
-                    ir_op_get(m->g->nodes[i]->op)->name, i, kiln_device_label(d));
   return rt_place_check_device(m->g, kiln_device_label(d), &dm->placed, st);
 }
 
@@ -171,13 +180,19 @@ int rt_dm_load(kiln_model *m, kiln_status *st) {
   dm->kernels = calloc(nn, sizeof *dm->kernels);
   dm->consts = calloc(nn, sizeof *dm->consts);
   dm->weights = calloc(nn, sizeof *dm->weights);
-  if (!dm->kernels || !dm->consts || !dm->weights)
+  dm->buffer_back = calloc((size_t)m->g->ninputs + 1, sizeof *dm->buffer_back);
+  if (!dm->kernels || !dm->consts || !dm->weights || !dm->buffer_back)
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; i < m->g->ninputs; i++)
+    dm->buffer_back[i] = m->g->inputs[i]->type.kind == IR_TYPE_BUFFER &&
+                         rt_buffer_stored(m->g, m->g->inputs[i]);
   for (int i = 0; i < m->g->nnodes; i++) {
     const ir_node *n = m->g->nodes[i];
-    int rc = n->op == IR_OP_CONSTANT             ? upload_constant(m, i, st)
+    int rc = n->op == IR_OP_CONSTANT ? upload_constant(m, i, st)
+             : n->op == IR_OP_MUTABLE_STORE_SLICE
+                 ? rt_dm_store_slice_load(m->device, &dm->target.simt, m->g, i, &dm->kernels[i], st)
              : rt_pipeline_has_kernel(m->g, n) ? load_kernel(m, i, st)
-                                               : 0; /* a weight, an alias */
+                                               : 0; /* a weight, an alias, a buffer copy */
     if (rc < 0) return -1;
   }
   return 0;
@@ -243,7 +258,9 @@ static int dm_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_statu
  * with no solving, allocation or geometry work. */
 typedef struct dm_launch {
   int node;
-  kiln_devptr copy_dst, copy_src; /* mo.inplace_custom: operand 0 into result 0 first */
+  /* mo.inplace_custom: operand 0 into result 0 first; a buffer op other
+   * than store.slice is this copy alone (fn NULL: resolve_copy) */
+  kiln_devptr copy_dst, copy_src;
   size_t copy_bytes;
   const rt_code *code; /* its kernel's symbol map */
   rt_launch_dims dims;
@@ -260,9 +277,12 @@ struct dm_plan {
   kiln_devptr arena; /* every input and computed value, placed by lifetime (plan.c) */
   int64_t *syms;
   int64_t (*in_shape)[IR_MAX_RANK]; /* per input, for replay checks */
+  kiln_devptr *home;  /* per input: its place in the arena (a rebound buffer's too) */
+  bool pinned;        /* a capture: its buffers stay in the arena (plan_bind_buffers) */
   kiln_devptr errwords; /* one int32_t per launch, read once per execute (errors_read) */
   int32_t *codes;       /* the host's copy of them */
   kiln_devptr counts; /* one int64_t per node that sets a dim from data, or 0 */
+  kiln_devptr zeros;  /* zero bytes that mo.buffer.create copies from, or 0 */
   int64_t *run_syms;  /* the run's symbols: syms, then each count as it is read */
   dm_launch *launches;
   int nlaunches;
@@ -283,6 +303,7 @@ static void plan_free(kiln_model *m, dm_plan *x) {
   kiln_device_free(m->device, x->errwords);
   free(x->codes);
   kiln_device_free(m->device, x->counts);
+  kiln_device_free(m->device, x->zeros);
   free(x->run_syms);
   for (int i = 0; x->launches && i < x->nlaunches; i++) {
     free(x->launches[i].bufs);
@@ -291,6 +312,7 @@ static void plan_free(kiln_model *m, dm_plan *x) {
   }
   free(x->launches);
   free(x->in_shape);
+  free(x->home);
   free(x->buf);
   free(x->syms);
   free(x);
@@ -338,6 +360,10 @@ static int plan_memory(kiln_model *m, dm_plan *x, kiln_status *st) {
     for (int j = 0; j < nd->nin; j++) last[owner[nd->in[j]->id]] = i;
   }
   for (int o = 0; o < g->noutputs; o++) last[owner[g->outputs[o]->id]] = nn;
+  for (int i = 0; i < g->ninputs; i++) /* a buffer is copied back after the last launch */
+    if (g->inputs[i]->type.kind == IR_TYPE_BUFFER) last[g->inputs[i]->id] = nn;
+  for (int i = 0; i < nn; i++) /* a bad store.slice start is read back at the end */
+    if (g->nodes[i]->op == IR_OP_MUTABLE_STORE_SLICE) last[owner[g->nodes[i]->in[2]->id]] = nn;
   for (int v = 0; v < nv; v++) {
     if (first[v] < 0 || owner[v] != v) continue;
     if (value_bytes(g->values[v], x->syms, &size[n], st) < 0) goto done;
@@ -379,11 +405,32 @@ static int data_index(const ir_graph *g, int i) {
   return k;
 }
 
+/* A buffer op the device runs as one copy (buffers.h gives the meaning):
+ * mo.buffer.create zeroes its buffer (l->copy_src: the plan's zeros),
+ * mo.mutable.load copies the buffer into its tensor, mo.mutable.store the
+ * tensor into the buffer; none where source and destination are one. */
+static int resolve_copy(kiln_model *m, dm_launch *l, const int64_t *syms, bool *work,
+                        kiln_status *st) {
+  const ir_node *n = m->g->nodes[l->node];
+  size_t bytes;
+  if (value_bytes(n->op == IR_OP_BUFFER_CREATE ? n->out[0] : n->in[0], syms, &bytes, st) < 0)
+    return -1;
+  l->copy_dst = n->op == IR_OP_MUTABLE_STORE ? l->bufs[0] : l->bufs[n->nin];
+  if (n->op != IR_OP_BUFFER_CREATE) l->copy_src = l->bufs[n->op == IR_OP_MUTABLE_STORE ? 1 : 0];
+  l->copy_bytes = l->copy_dst == l->copy_src ? 0 : bytes;
+  rt_launch_dims one = {{1, 1, 1}, {1, 1, 1}, 0}; /* no kernel: the copy is the work */
+  l->dims = one;
+  *work = true;
+  return 0;
+}
+
 /* l's symbol values, grid and inplace copy under syms; *work false when the
  * grid is empty (nothing to compute). */
 static int resolve_launch(kiln_model *m, dm_launch *l, const int64_t *syms, bool *work,
                           kiln_status *st) {
   const ir_node *n = m->g->nodes[l->node];
+  if (rt_node_is_buffer_op(n) && n->op != IR_OP_MUTABLE_STORE_SLICE)
+    return resolve_copy(m, l, syms, work, st);
   char err[512];
   jit_simt_dims dims;
   if (jit_simt_geometry(n, syms, &dims, err, sizeof err) < 0)
@@ -434,6 +481,7 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
   for (int j = 0; j < k->nsyms; j++) l->params[nb + j] = &l->ks[j];
   l->err = x->errwords + sizeof(int32_t) * (size_t)(x->nlaunches - 1);
   l->params[nb + k->nsyms] = &l->err;
+  if (n->op == IR_OP_BUFFER_CREATE) l->copy_src = x->zeros;
   bool work;
   if (resolve_launch(m, l, x->syms, &work, st) < 0) return -1;
   if (!work && n->op != IR_OP_PRINT) { /* nothing to compute: no launch (a count only
@@ -445,6 +493,25 @@ static int plan_launch(kiln_model *m, dm_plan *x, int i, kiln_status *st) {
     x->nlaunches--;
   }
   return 0;
+}
+
+/* The zero bytes mo.buffer.create copies from: as many as its largest
+ * buffer under x's symbols (none without a mo.buffer.create). */
+static int plan_zeros(kiln_model *m, dm_plan *x, kiln_status *st) {
+  size_t most = 0, bytes;
+  for (int i = 0; i < m->g->nnodes; i++) {
+    const ir_node *n = m->g->nodes[i];
+    if (n->op != IR_OP_BUFFER_CREATE) continue;
+    if (value_bytes(n->out[0], x->syms, &bytes, st) < 0) return -1;
+    if (bytes > most) most = bytes;
+  }
+  if (most == 0) return 0;
+  void *host = calloc(1, most);
+  if (!host) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  int rc = kiln_device_alloc(m->device, most, &x->zeros, st);
+  if (rc == 0) rc = kiln_device_copy_to(m->device, x->zeros, host, most, st);
+  free(host);
+  return rc;
 }
 
 /* Solve, allocate and resolve every launch for these inputs. */
@@ -463,10 +530,11 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     x->buf = calloc((size_t)g->nvalues + 1, sizeof *x->buf);
     x->syms = calloc((size_t)g->nsyms + 1, sizeof *x->syms);
     x->in_shape = calloc((size_t)g->ninputs + 1, sizeof *x->in_shape);
+    x->home = calloc((size_t)g->ninputs + 1, sizeof *x->home);
     x->launches = calloc((size_t)g->nnodes + 1, sizeof *x->launches);
   }
   char msg[1024];
-  if (!x || !ins || !x->buf || !x->syms || !x->in_shape || !x->launches) {
+  if (!x || !ins || !x->buf || !x->syms || !x->in_shape || !x->home || !x->launches) {
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory starting an execute");
     goto fail;
   }
@@ -526,12 +594,14 @@ static dm_plan *plan_build(kiln_model *m, kiln_tensor *const *inputs, int ninput
     }
     x->buf[n->out[0]->id] = m->dm->weights[i];
   }
-  if (plan_memory(m, x, st) < 0) goto fail;
+  if (plan_memory(m, x, st) < 0 || plan_zeros(m, x, st) < 0) goto fail;
+  for (int i = 0; i < g->ninputs; i++) x->home[i] = x->buf[g->inputs[i]->id];
   m->dm->plan_builds++;
   for (int i = 0; i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    if (!ir_node_is_source(n) && rt_pipeline_has_kernel(g, n) && plan_launch(m, x, i, st) < 0)
-      goto fail;
+    bool runs = rt_node_is_buffer_op(n) ? n->op != IR_OP_CHAIN_CREATE /* a copy or a kernel */
+                                        : !ir_node_is_source(n) && rt_pipeline_has_kernel(g, n);
+    if (runs && plan_launch(m, x, i, st) < 0) goto fail;
   }
   free(ins);
   return x;
@@ -547,8 +617,22 @@ static int launch(kiln_model *m, const dm_launch *l, rt_dev_watch *w, kiln_statu
   if (l->copy_bytes &&
       rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, st) < 0)
     return -1;
+  if (!l->fn) return 0; /* a buffer op's copy (resolve_copy) */
   return w ? rt_dev_watch_launch(w, l->node, l->fn, &l->dims, l->params, st)
            : rt_device_launch(m->device, l->fn, &l->dims, l->params, st);
+}
+
+/* A store.slice's bad start, said as the CPU says it (buffers.h): its start
+ * read back. */
+static int slice_error(kiln_model *m, dm_plan *x, const dm_launch *l, kiln_status *st) {
+  const ir_node *n = m->g->nodes[l->node];
+  int64_t start[IR_MAX_RANK], host[IR_MAX_RANK]; /* si32 or si64 entries */
+  size_t bytes = (size_t)n->in[0]->type.rank * ir_dtype_size(n->in[2]->type.dtype);
+  if (bytes && kiln_device_copy_from(m->device, host, l->bufs[2], bytes, st) < 0) return -1;
+  if (rt_buffer_slice_check(n, host, x->run_syms ? x->run_syms : x->syms, start, st) < 0)
+    return -1;
+  return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d: %s", ir_op_get(n->op)->name, n->loc.line,
+                jit_kernel_error(JIT_KERR_SLICE));
 }
 
 /* The error words of launches 0..n-1, read in one copy (which waits for
@@ -564,6 +648,8 @@ static int errors_read(kiln_model *m, dm_plan *x, int n, kiln_status *st) {
   for (int li = 0; li < n; li++) {
     if (x->codes[li] == 0) continue;
     const ir_node *node = m->g->nodes[x->launches[li].node];
+    if (node->op == IR_OP_MUTABLE_STORE_SLICE && x->codes[li] == JIT_KERR_SLICE)
+      return slice_error(m, x, &x->launches[li], st);
     return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s",
                   ir_op_get(node->op)->name, node->loc.line, node->out[0]->name,
                   jit_kernel_error(x->codes[li]));
@@ -591,6 +677,37 @@ static int print_line(kiln_model *m, const dm_launch *l, const int64_t *syms, ki
   return 0;
 }
 
+/* Whether input i is a buffer that x's launches use where it lives: a
+ * tensor on the model's device, outside a capture (whose recorded launches
+ * keep the arena's addresses). */
+static bool in_place(const kiln_model *m, const dm_plan *x, kiln_tensor *const *inputs, int i) {
+  return !x->pinned && m->g->inputs[i]->type.kind == IR_TYPE_BUFFER && inputs[i]->device;
+}
+
+/* Point x's launches at each buffer input's memory: the caller's device
+ * tensor where in_place (no copy in or back: the graph updates it where it
+ * is, as MAX does), else the buffer's place in the arena. Only buffer ops
+ * take buffers: their operand slots and copy ends are what change. */
+static void plan_bind_buffers(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs) {
+  const ir_graph *g = m->g;
+  for (int i = 0; i < g->ninputs; i++) {
+    const ir_value *v = g->inputs[i];
+    if (v->type.kind != IR_TYPE_BUFFER) continue;
+    kiln_devptr from = x->buf[v->id], to = in_place(m, x, inputs, i) ? inputs[i]->devptr
+                                                                      : x->home[i];
+    if (from == to) continue;
+    x->buf[v->id] = to;
+    for (int li = 0; li < x->nlaunches; li++) {
+      dm_launch *l = &x->launches[li];
+      const ir_node *n = g->nodes[l->node];
+      for (int j = 0; j < n->nin; j++)
+        if (n->in[j] == v) l->bufs[j] = to; /* params point at the slots */
+      if (!l->fn && l->copy_dst == from) l->copy_dst = to;
+      if (!l->fn && l->copy_src == from) l->copy_src = to;
+    }
+  }
+}
+
 /* Copy inputs in, run the launches (their error words read at the end),
  * copy the outputs out (allocating those that are NULL). Watched (w), each
  * copy and launch is timed, and a recorded capture runs launch by launch
@@ -607,7 +724,9 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
                             sizeof(int32_t) * (size_t)x->nlaunches, st) < 0)
       return -1;
   }
+  plan_bind_buffers(m, x, inputs);
   for (int i = 0; i < g->ninputs; i++) {
+    if (in_place(m, x, inputs, i)) continue;
     int64_t t0 = w ? rt_now_ns() : 0;
     if (copy_in(m, x->buf[g->inputs[i]->id], inputs[i], st) < 0) return -1;
     if (w)
@@ -641,6 +760,16 @@ static int run_plan(kiln_model *m, dm_plan *x, kiln_tensor *const *inputs,
     }
   }
   if (errors_read(m, x, x->nlaunches, st) < 0) return -1;
+  for (int i = 0; i < g->ninputs; i++) { /* the caller's buffers, updated in place */
+    if (!m->dm->buffer_back[i] || in_place(m, x, inputs, i)) continue;
+    kiln_tensor *t = inputs[i];
+    int64_t t0 = w ? rt_now_ns() : 0;
+    kiln_devptr at = x->buf[g->inputs[i]->id];
+    if ((t->device ? rt_device_copy_dd(m->device, t->devptr, at, t->nbytes, st)
+                   : kiln_device_copy_from(m->device, t->data, at, t->nbytes, st)) < 0)
+      return -1;
+    if (w) rt_dev_watch_copy(w, RT_COPY_OUT, g->inputs[i]->name, t->nbytes, t0, rt_now_ns());
+  }
   kiln_tensor *fresh[64] = {0};
   if (g->noutputs > 64) return rt_err(st, KILN_ERR_UNSUPPORTED, "more than 64 outputs");
   int rc = 0;
@@ -728,7 +857,7 @@ static void plan_record(kiln_model *m, dm_plan *x) {
   for (int li = 0; li < x->nlaunches && ok; li++) {
     dm_launch *l = &x->launches[li];
     ok = rt_device_copy_dd(m->device, l->copy_dst, l->copy_src, l->copy_bytes, NULL) == 0 &&
-         rt_device_launch(m->device, l->fn, &l->dims, l->params, NULL) == 0;
+         (!l->fn || rt_device_launch(m->device, l->fn, &l->dims, l->params, NULL) == 0);
   }
   void *graph = NULL;
   if (rt_device_graph_end(m->device, &graph, NULL) < 0) return; /* always ends the recording */
@@ -759,6 +888,7 @@ static int dm_capture_run(kiln_model *m, uint64_t key, kiln_tensor *const *input
   }
   m->dm->captures = grown;
   if (!(x = plan_build(m, inputs, ninputs, NULL, NULL, st))) goto done;
+  x->pinned = true;
   if (plan_run(m, x, inputs, outputs, noutputs, st) < 0) goto done;
   plan_record(m, x);
   m->dm->captures[m->dm->ncaptures].key = key;
@@ -879,6 +1009,7 @@ static void dm_free(kiln_model *m) {
     if (dm->weights) kiln_device_free(m->device, dm->weights[i]);
   }
   free(dm->kernels);
+  free(dm->buffer_back);
   free(dm->consts);
   free(dm->weights);
   if (dm->lock_ok) pthread_mutex_destroy(&dm->lock);
@@ -887,7 +1018,8 @@ static void dm_free(kiln_model *m) {
 }
 
 /* ---- the simt backend (backend.h) ---- */
-static int dm_node_syms(const kiln_model *m, int node) {
+static int dm_node_syms(const kiln_model *m, int node) { /* store.slice: no variants */
+  if (rt_node_is_buffer_op(m->g->nodes[node])) return -1;
   return m->dm->kernels[node].fn ? m->dm->kernels[node].nsyms : -1;
 }
 

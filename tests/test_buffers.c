@@ -5,7 +5,10 @@
  * a KV-cache append by slices into a caller's buffer that persists across
  * three executes, a graph-internal buffer, fusion and aliases around buffer
  * ops, a slice outside the buffer, the text round trip, the C builder, and
- * bad graphs refused at their line:col. */
+ * bad graphs refused at their line:col. The buffers_simt_emu suite runs the
+ * same cases as a simt-emu device model (buffers copied in and back, the
+ * slice store a kernel: src/device_model.c), and a cache that lives in
+ * device memory; KILN_TEST_DEVICE moves the buffers suite to that device. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,6 +20,7 @@
 #include "kiln/custom.h"
 #include "kiln/kiln.h"
 #include "src/rt.h"
+#include "support/under_test.h"
 
 #define T(r) "!mo.tensor<[" r "], f32>"
 #define B(r) "!mo.buffer<[" r "], f32>"
@@ -49,10 +53,29 @@ typedef struct run_case {
   kiln_tensor *in[MAXIO];
 } run_case;
 
+/* The device the buffer_device suite compiles for (simt-emu), else NULL:
+ * the CPU, or the device KILN_TEST_DEVICE names (support/under_test.h). */
+static kiln_device *on_device;
+
+static void setup_device(void) {
+  setup();
+  on_device = kiln_device_open("simt-emu", st);
+  cr_assert(on_device, "%s", kiln_status_message(st));
+}
+
+static void teardown_device(void) {
+  kiln_device_close(on_device);
+  on_device = NULL;
+  teardown();
+}
+
+TestSuite(buffers_simt_emu, .init = setup_device, .fini = teardown_device);
+
 static kiln_model *compile_text(const char *text) {
   kiln_graph *g = kiln_graph_parse(text, strlen(text), "t.mlir", st);
   cr_assert(g, "%s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile(ctx, g, st);
+  kiln_model *m = on_device ? kiln_model_compile_on(ctx, on_device, g, st)
+                            : under_test_compile(ctx, g, st);
   cr_assert(m, "%s", kiln_status_message(st));
   kiln_graph_free(g);
   return m;
@@ -143,7 +166,7 @@ static const char *STORE_THEN_LOAD =
     "  mo.output %y, %z : " T("4") ", " T("4") "\n"
     "}\n";
 
-Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) {
+static void a_load_after_a_store_sees_it_and_one_before_does_not(void) {
   kiln_model *m = compile_text(STORE_THEN_LOAD);
   cr_assert_eq(kiln_model_input_is_buffer(m, 0), 1);
   cr_assert_eq(kiln_model_input_is_buffer(m, 1), 0);
@@ -166,6 +189,8 @@ Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) {
   kiln_tensor_free(x);
   kiln_model_free(m);
 }
+Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) { a_load_after_a_store_sees_it_and_one_before_does_not(); }
+Test(buffers_simt_emu, a_load_after_a_store_sees_it_and_one_before_does_not) { a_load_after_a_store_sees_it_and_one_before_does_not(); }
 
 /* ---- the KV-cache append ---- */
 
@@ -182,7 +207,7 @@ static const char *KV_APPEND =
     "  mo.output %y : " T("2, 8, 3") "\n"
     "}\n";
 
-Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) {
+static void a_kv_cache_appended_by_slices_persists_across_three_executes(void) {
   kiln_model *m = compile_text(KV_APPEND);
   int64_t cs[3] = {2, 8, 3};
   kiln_tensor *cache = tensor_f32(3, cs, 0, 0);
@@ -211,8 +236,48 @@ Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) {
   kiln_tensor_free(cache);
   kiln_model_free(m);
 }
+Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
+Test(buffers_simt_emu, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
 
-Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) {
+/* A captured KV-cache step replayed with new tokens and starts: each replay
+ * appends to the caller's cache (on a device: the recorded launch list, its
+ * copies and the slice kernel, then the cache copied back). */
+static void a_captured_step_replays_appending_to_the_cache(void) {
+  kiln_model *m = compile_text(KV_APPEND);
+  int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 1, 3};
+  kiln_tensor *cache = tensor_f32(3, cs, 0, 0);
+  float want[48] = {0};
+  for (int s = 0; s < 4; s++) {
+    kiln_tensor *nw = tensor_f32(3, ns, 0.5f + (float)s, -0.125f);
+    int64_t start[3] = {0, s, 0};
+    kiln_tensor *sv = tensor_i64(3, start), *in[3] = {cache, nw, sv}, *out[1] = {0};
+    int rc = s == 0 ? kiln_model_capture(m, 7, in, 3, out, 1, st)
+                    : kiln_model_replay(m, 7, in, 3, out, 1, st);
+    cr_assert_eq(rc, 0, "step %d: %s", s, kiln_status_message(st));
+    for (int b = 0; b < 2; b++)
+      for (int k = 0; k < 3; k++) want[(b * 8 + s) * 3 + k] = f(nw, b * 3 + k) * f(nw, b * 3 + k);
+    for (int i = 0; i < 48; i++) {
+      cr_expect_eq(f(cache, i), want[i], "step %d: cache[%d] = %g, want %g", s, i, f(cache, i),
+                   want[i]);
+      cr_expect(fabsf(f(out[0], i) - expf(want[i])) <= 1e-6f * expf(want[i]), "step %d: y[%d]", s,
+                i);
+    }
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  cr_expect_eq(kiln_model_release(m, 7, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor_free(cache);
+  kiln_model_free(m);
+}
+Test(buffers, a_captured_step_replays_appending_to_the_cache) {
+  a_captured_step_replays_appending_to_the_cache();
+}
+Test(buffers_simt_emu, a_captured_step_replays_appending_to_the_cache) {
+  a_captured_step_replays_appending_to_the_cache();
+}
+
+static void a_slice_outside_the_buffer_is_an_error_that_names_the_op(void) {
   kiln_model *m = compile_text(KV_APPEND);
   int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 3, 3}, start[3] = {0, 6, 0};
   kiln_tensor *cache = tensor_f32(3, cs, 0, 0), *nw = tensor_f32(3, ns, 1, 1);
@@ -220,6 +285,7 @@ Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) {
   kiln_tensor *in[3] = {cache, nw, sv}, *out[1] = {0};
   cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), -1);
   const char *msg = kiln_status_message(st);
+  /* on a device too: its kernel's error word, then the start read back */
   cr_expect(strstr(msg, "mo.mutable.store.slice at line 5:"), "%s", msg);
   cr_expect(strstr(msg, "[6, 9) of axis 1 is outside the buffer's 8"), "%s", msg);
   for (int i = 0; i < 48; i++) cr_expect_eq(f(cache, i), 0.0f, "the cache was not written");
@@ -239,6 +305,8 @@ Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) {
   kiln_tensor_free(sv);
   kiln_model_free(m);
 }
+Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) { a_slice_outside_the_buffer_is_an_error_that_names_the_op(); }
+Test(buffers_simt_emu, a_slice_outside_the_buffer_is_an_error_that_names_the_op) { a_slice_outside_the_buffer_is_an_error_that_names_the_op(); }
 
 /* ---- a graph-internal buffer, symbolic ---- */
 
@@ -256,7 +324,7 @@ static const char *INTERNAL =
     "  mo.output %y : " T("n, 6") "\n"
     "}\n";
 
-Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) {
+static void a_graph_internal_buffer_starts_zeroed_at_every_execute(void) {
   kiln_model *m = compile_text(INTERNAL);
   for (int64_t n = 1; n <= 5; n += 4) {
     int64_t xs[2] = {n, 4};
@@ -282,6 +350,8 @@ Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) {
   }
   kiln_model_free(m);
 }
+Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) { a_graph_internal_buffer_starts_zeroed_at_every_execute(); }
+Test(buffers_simt_emu, a_graph_internal_buffer_starts_zeroed_at_every_execute) { a_graph_internal_buffer_starts_zeroed_at_every_execute(); }
 
 /* ---- fusion and aliases around buffer ops ---- */
 
@@ -308,7 +378,7 @@ static const char *AROUND =
     "  mo.output %w, %q : " T("2, 3") ", " T("6") "\n"
     "}\n";
 
-Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) {
+static void fusion_and_aliases_leave_buffer_ops_in_order(void) {
   kiln_model *m = compile_text(AROUND);
   int fused = 0;
   for (int i = 0; i < m->g->nnodes; i++) {
@@ -327,6 +397,8 @@ Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) {
   kiln_tensor_free(x);
   kiln_model_free(m);
 }
+Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) { fusion_and_aliases_leave_buffer_ops_in_order(); }
+Test(buffers_simt_emu, fusion_and_aliases_leave_buffer_ops_in_order) { fusion_and_aliases_leave_buffer_ops_in_order(); }
 
 /* ---- inplace_custom on a buffer ---- */
 
@@ -357,6 +429,8 @@ static const char *BUMP_C =
   "  %u, %c3 = mo.mutable.load(%buf, %c2) : (" BN ", " CH ") -> (" T("n") ", " CH ")\n"
 
 static void bump_run(const char *text, bool zero_copy) {
+  if (under_test_device()) /* bump is a KILN_KERNEL: it runs on the CPU only */
+    cr_skip_test("a CPU custom kernel (%s)", under_test_device());
   cr_assert_eq(kiln_context_add_kernel_library_memory(ctx, "bump.c", BUMP_C, strlen(BUMP_C), st),
                0, "%s", kiln_status_message(st));
   kiln_model *m = compile_text(text);
@@ -392,19 +466,96 @@ Test(buffers, inplace_custom_on_a_loaded_tensor_used_elsewhere_gets_a_copy) {
 
 /* ---- devices ---- */
 
-Test(buffers, a_simt_device_refuses_buffer_ops_by_name) {
-  kiln_device *d = kiln_device_open("simt-emu", st);
-  cr_assert(d, "%s", kiln_status_message(st));
-  kiln_graph *g = kiln_graph_parse(KV_APPEND, strlen(KV_APPEND), "kv.mlir", st);
-  cr_assert(g);
-  kiln_model *m = kiln_model_compile_on(ctx, d, g, st);
-  cr_expect_null(m);
-  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
-  cr_expect(strstr(kiln_status_message(st), "buffer ops run on the CPU runtime only"), "%s",
-            kiln_status_message(st));
+/* The bytes of m's profile row named `kernel` ("copy in", "copy out"). */
+static double copied_bytes(const kiln_model *m, const char *kernel) {
+  kiln_profile *p = kiln_model_profile(m, st);
+  cr_assert(p, "%s", kiln_status_message(st));
+  double bytes = -1;
+  for (int i = 0; i < kiln_profile_num_rows(p); i++)
+    if (strcmp(kiln_profile_row_at(p, i)->kernel, kernel) == 0)
+      bytes = kiln_profile_row_at(p, i)->gbyte * 1e9;
+  kiln_profile_free(p);
+  return bytes;
+}
+
+/* A device-model KV cache in a tensor on the device itself: the graph
+ * updates the device memory in place, execute after execute, with no copy
+ * of it in or back (the profile's copy rows count the other inputs and the
+ * output only). */
+Test(buffers_simt_emu, a_kv_cache_in_device_memory_is_updated_in_place) {
+  kiln_model *m = compile_text(KV_APPEND);
+  cr_assert_eq(kiln_model_set_profile(m, 1, st), 0, "%s", kiln_status_message(st));
+  int64_t cs[3] = {2, 8, 3};
+  kiln_tensor *host = tensor_f32(3, cs, 0, 0);
+  kiln_tensor *cache = kiln_tensor_copy_to(host, on_device, st);
+  cr_assert(cache, "%s", kiln_status_message(st));
+  float want[48] = {0};
+  int64_t pos = 0, steps[2] = {3, 2};
+  for (int s = 0; s < 2; s++) {
+    int64_t ns[3] = {2, steps[s], 3};
+    kiln_tensor *nw = tensor_f32(3, ns, 0.5f * (float)(s + 1), 0.25f);
+    int64_t start[3] = {0, pos, 0};
+    kiln_tensor *sv = tensor_i64(3, start), *in[3] = {cache, nw, sv}, *out[1] = {0};
+    cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), 0, "%s", kiln_status_message(st));
+    for (int b = 0; b < 2; b++)
+      for (int t = 0; t < steps[s]; t++)
+        for (int k = 0; k < 3; k++) {
+          float v = f(nw, (b * steps[s] + t) * 3 + k);
+          want[(b * 8 + pos + t) * 3 + k] = v * v;
+        }
+    kiln_tensor *back = kiln_tensor_copy_to(cache, NULL, st);
+    cr_assert(back, "%s", kiln_status_message(st));
+    for (int i = 0; i < 48; i++)
+      cr_expect_eq(f(back, i), want[i], "after execute %d: cache[%d] = %g, want %g", s + 1, i,
+                   f(back, i), want[i]);
+    kiln_tensor_free(back);
+    pos += steps[s];
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  /* in: new [2, 3, 3] and [2, 2, 3] f32, start 3 x si64 twice; out: y [2, 8, 3] f32 twice */
+  cr_expect_eq(copied_bytes(m, "copy in"), (18 + 12) * 4 + 2 * 24, "the cache was copied in");
+  cr_expect_eq(copied_bytes(m, "copy out"), 2 * 48 * 4, "the cache was copied back");
+  kiln_tensor_free(cache);
+  kiln_tensor_free(host);
   kiln_model_free(m);
-  kiln_graph_free(g);
-  kiln_device_close(d);
+}
+
+/* One model (one plan: the same shapes) given the cache on the device, then
+ * a host cache, then the device one again: each execute updates the tensor
+ * it was given and no other. */
+Test(buffers_simt_emu, a_buffer_on_the_device_then_on_the_host_then_back) {
+  kiln_model *m = compile_text(KV_APPEND);
+  int64_t cs[3] = {2, 8, 3}, ns[3] = {2, 1, 3};
+  kiln_tensor *host = tensor_f32(3, cs, 0, 0), *dev = kiln_tensor_copy_to(host, on_device, st);
+  cr_assert(dev, "%s", kiln_status_message(st));
+  kiln_tensor *which[3] = {dev, host, dev};
+  int64_t pos[3] = {0, 5, 1};
+  for (int s = 0; s < 3; s++) {
+    kiln_tensor *nw = tensor_f32(3, ns, 1.0f + (float)s, 1), *sv;
+    int64_t start[3] = {0, pos[s], 0};
+    sv = tensor_i64(3, start);
+    kiln_tensor *in[3] = {which[s], nw, sv}, *out[1] = {0};
+    cr_assert_eq(kiln_model_execute(m, in, 3, out, 1, st), 0, "%s", kiln_status_message(st));
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  kiln_tensor *back = kiln_tensor_copy_to(dev, NULL, st);
+  cr_assert(back, "%s", kiln_status_message(st));
+  for (int i = 0; i < 48; i++) {
+    int b = i / 24, t = i / 3 % 8, k = i % 3;
+    float v = 1.0f + (float)(b * 3 + k); /* new[b, 0, k] before the square */
+    float want_dev = t == 0 ? v * v : t == 1 ? (v + 2) * (v + 2) : 0;
+    float want_host = t == 5 ? (v + 1) * (v + 1) : 0;
+    cr_expect_eq(f(back, i), want_dev, "device cache[%d] = %g, want %g", i, f(back, i), want_dev);
+    cr_expect_eq(f(host, i), want_host, "host cache[%d] = %g, want %g", i, f(host, i), want_host);
+  }
+  kiln_tensor_free(back);
+  kiln_tensor_free(dev);
+  kiln_tensor_free(host);
+  kiln_model_free(m);
 }
 
 /* ---- text ---- */

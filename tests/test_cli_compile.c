@@ -3,7 +3,7 @@
  * code objects (ELF machine AMDGPU, a shared object), host LLVM IR with and
  * without --dim (specialized kernels have no symbol loads), device math
  * (libdevice on nvptx, ROCm's ocml on amdgpu; a clear error without them),
- * and the usage errors. */
+ * a buffer graph (its store.slice a kernel), and the usage errors. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +97,46 @@ Test(cli_compile, ptx_for_the_examples) {
     }
   }
   remove(gelu);
+}
+
+/* A graph with buffers: mo.mutable.store.slice is a kernel beside the
+ * others; the chain, the load and the store are the runtime's copies. */
+Test(cli_compile, a_buffer_graph_has_a_store_slice_kernel) {
+  static const char text[] =
+      "mo.graph @kv<n>(%cache: !mo.buffer<[2, 8, 3], f32>, %new: !mo.tensor<[2, n, 3], f32>, "
+      "%start: !mo.tensor<[3], si64>) -> (!mo.tensor<[2, 8, 3], f32>) {\n"
+      "  %c0 = mo.chain.create() : !mo.chain\n"
+      "  %c1 = mo.mutable.store.slice(%cache, %new, %start, %c0) : (!mo.buffer<[2, 8, 3], f32>, "
+      "!mo.tensor<[2, n, 3], f32>, !mo.tensor<[3], si64>, !mo.chain) -> !mo.chain\n"
+      "  %all, %c2 = mo.mutable.load(%cache, %c1) : (!mo.buffer<[2, 8, 3], f32>, !mo.chain) -> "
+      "(!mo.tensor<[2, 8, 3], f32>, !mo.chain)\n"
+      "  %y = mo.exp(%all) : !mo.tensor<[2, 8, 3], f32>\n"
+      "  mo.output %y : !mo.tensor<[2, 8, 3], f32>\n}\n";
+  char graph[] = "/tmp/kiln-test-kv-XXXXXX.mlir", args[512], *out;
+  int fd = mkstemps(graph, 5), rc;
+  cr_assert(fd >= 0 && write(fd, text, sizeof text - 1) == (ssize_t)(sizeof text - 1));
+  close(fd);
+  const char *ptx = "/tmp/kiln-test-compile-kv.ptx";
+  snprintf(args, sizeof args, "compile %s --target sm_80 -o %s", graph, ptx);
+  out = run(args, &rc);
+  cr_expect_eq(rc, 0, "%s", out);
+  free(out);
+  snprintf(args, sizeof args, "grep -c '.entry kiln_' %s; grep -o 'kiln_[0-9]_[a-z_]*(' %s", ptx,
+           ptx);
+  out = NULL;
+  shell_capture(args, &out);
+  cr_expect(strstr(out, "2\n") && strstr(out, "kiln_1_mutable_store_slice(") &&
+                strstr(out, "kiln_3_exp("),
+            "%s", out);
+  free(out);
+  if (have("ptxas")) {
+    snprintf(args, sizeof args, "ptxas -arch=sm_80 %s -o /dev/null 2>&1", ptx);
+    out = NULL;
+    cr_expect_eq(shell_capture(args, &out), 0, "ptxas: %s", out);
+    free(out);
+  }
+  remove(ptx);
+  remove(graph);
 }
 
 Test(cli_compile, amdgpu_code_object) {

@@ -2,7 +2,8 @@
  * the decoder convention (src/cli/generate.c): a toy graph whose next token
  * depends on the tokens kept in its buffer, on the positions and on the
  * length input gives the sequence computed here; running past the buffer's
- * capacity, an input outside the convention and bad options are errors.
+ * capacity, an input outside the convention and bad options are errors;
+ * the same on simt-emu.
  * (tests/python/test_decoder.py runs the real decoder's emitted text.) */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -107,6 +108,17 @@ Test(cli_generate, follows_the_tokens_positions_length_and_buffer, .init = setup
   expect_toy_tokens(out);
   cr_assert(strstr(out, "prefill (2 tokens): ") && strstr(out, "steps: 12, median "), "%s", out);
   cr_assert(strstr(out, "step-time curve (median of each 64 steps, us): 0-11: "), "%s", out);
+  free(out);
+}
+
+/* On simt-emu the buffer is stored by the slice kernel and copied back after
+ * each execute: the same tokens as on the CPU. */
+Test(cli_generate, the_same_tokens_on_simt_emu, .init = setup, .fini = teardown) {
+  char *out = NULL;
+  int rc = run_cli("toy.mlir", "--generate 12 --prompt 1,2 --device simt-emu --stats", &out);
+  cr_assert_eq(rc, 0, "%s", out);
+  expect_toy_tokens(out);
+  cr_assert(strstr(out, "device: simt-emu"), "%s", out);
   free(out);
 }
 

@@ -6,7 +6,9 @@
  * f16 scale bytes kept small so sums stay finite); both against numpy's
  * values for the blocks the gguf package wrote (tests/gguf/); and the
  * verify errors: K not a multiple of the block, bytes not whole blocks, an
- * unknown encoding, wrong dtypes. */
+ * unknown encoding, wrong dtypes. Under KILN_TEST_DEVICE (tools/gpu_check.sh)
+ * every model here runs on that device instead (jit/simt_quant.c: the same
+ * terms, summed in double like the interpreter). */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -50,14 +52,6 @@ static void dequantize_text(char *buf, size_t cap, const char *enc, int64_t bloc
  * most 10 (|d| < 2^-4), so sums of K products stay far from overflow. */
 static const oracle_gen GENS[] = {{ORACLE_GEN_UNIFORM, -3, 3, 0}, {ORACLE_GEN_UNIFORM, 0, 40, 0}};
 
-/* mo.qmatmul and mo.dequantize have no SIMT lowering (a device refuses them
- * by name): the tests that compile through under_test.h skip under
- * KILN_TEST_DEVICE (tools/gpu_check.sh). */
-static void cpu_only(void) {
-  if (under_test_device())
-    cr_skip_test("mo.qmatmul / mo.dequantize have no SIMT lowering (%s)", under_test_device());
-}
-
 /* qmatmul of [m, k] by [n, k]'s blocks, JIT against the interpreter, for
  * every encoding (k = 0: one block of each): the bindings of m and n, lhs
  * from gens[0], weight bytes from gens[1] */
@@ -78,7 +72,6 @@ static void each_encoding(const char *what, int64_t k, const char *bindings, uns
  * interpreter's double sums: |sum| of products up to ~1e4 at K = 512, so a
  * few 1e-3 of rounding */
 Test(qmatmul, every_encoding_against_the_interpreter) {
-  cpu_only();
   static const char *const bindings = "m=1,n=1;m=1,n=300;m=3,n=17;m=4,n=64;m=9,n=33;m=0,n=5";
   each_encoding("", 0, bindings, 21, 2e-2, GENS);
   each_encoding("", 512, bindings, 21, 2e-2, GENS);
@@ -88,7 +81,6 @@ Test(qmatmul, every_encoding_against_the_interpreter) {
  * one row, 4096 for more), so a row's sum is chunks added (the interpreter
  * sums it in one go). */
 Test(qmatmul, k_across_the_kernels_lhs_chunks_against_the_interpreter) {
-  cpu_only();
   each_encoding("", 16640, "m=3,n=5;m=1,n=2", 5, 5e-2, GENS);
 }
 
@@ -96,7 +88,6 @@ Test(qmatmul, k_across_the_kernels_lhs_chunks_against_the_interpreter) {
  * rows it is in are NaN, in the JIT as in the interpreter; an all-zero lhs
  * gives zeros. */
 Test(qmatmul, non_finite_and_zero_lhs_as_the_interpreter) {
-  cpu_only();
   static const oracle_gen naninf[] = {{ORACLE_GEN_NANINF, -3, 3, 0},
                                       {ORACLE_GEN_UNIFORM, 0, 40, 0}};
   static const oracle_gen zeros[] = {{ORACLE_GEN_CONST, 0, 0, 0}, {ORACLE_GEN_UNIFORM, 0, 40, 0}};
@@ -105,7 +96,6 @@ Test(qmatmul, non_finite_and_zero_lhs_as_the_interpreter) {
 }
 
 Test(dequantize, every_encoding_against_the_interpreter_exactly) {
-  cpu_only();
   for (int e = 0; e < 5; e++) {
     char text[2048], label[64];
     dequantize_text(text, sizeof text, ENC[e], 3);
@@ -199,7 +189,7 @@ static void against_numpy(const char *enc) {
   kiln_context *ctx = kiln_context_new(st);
   kiln_graph *g = kiln_graph_parse(text, strlen(text), "numpy.mlir", st);
   cr_assert(g, "%s\n%s", kiln_status_message(st), text);
-  kiln_model *md = kiln_model_compile(ctx, g, st);
+  kiln_model *md = under_test_compile(ctx, g, st);
   cr_assert(md, "%s", kiln_status_message(st));
   cr_assert_eq(kiln_model_bind_weights_file(md, KILN_SOURCE_DIR "/tests/gguf/small.gguf", st), 0,
                "%s", kiln_status_message(st));
@@ -285,7 +275,6 @@ Test(quant_errors, wrong_dtypes) {
 }
 
 Test(quant_errors, max_spelling_of_the_encoding_is_accepted) {
-  cpu_only();
   kiln_code code;
   char msg[1024];
   cr_expect_eq(oracle_compile_only(QM("256", "144", "Q4_K", "f32", "ui8"), &code, msg,
@@ -294,7 +283,6 @@ Test(quant_errors, max_spelling_of_the_encoding_is_accepted) {
 
 /* A symbolic K is checked when the graph runs: the blocks decide K. */
 Test(quant_errors, symbolic_k_is_checked_at_run_time) {
-  cpu_only();
   static const char text[] =
       "mo.graph @g<k>(%a: !mo.tensor<[2, k], f32>, %w: !mo.tensor<[3, 18], ui8>) -> "
       "(!mo.tensor<[2, 3], f32>) {\n"

@@ -36,7 +36,16 @@ static bool mathlib_present(const jit_simt_target *t) {
 }
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
-static void fill(ir_tensor *t) { simt_fill(t, &rng, 6, 5); }
+/* ui8 (GGUF blocks here): bytes in [0, 40], so every f16 scale in them is
+ * small (exponent field <= 10) and the sums stay finite. */
+static void fill(ir_tensor *t) {
+  if (t->dtype != IR_DT_UI8) {
+    simt_fill(t, &rng, 6, 5);
+    return;
+  }
+  for (int64_t i = 0; i < ir_tensor_numel(t); i++)
+    ((uint8_t *)t->data)[i] = (uint8_t)(simt_urand(&rng) * 41);
+}
 static bool close_enough(ir_dtype dt, const void *got, const void *want, int64_t i) {
   return simt_close(dt, got, want, i, 2e-5);
 }
@@ -688,4 +697,69 @@ Test(simt_ops, conv3d) {
       "  mo.output %0 : " T("n, 2, 5, 2, 6", "f32") "\n}\n";
   int64_t n[] = {2};
   check(text, n, true);
+}
+
+/* dequantize and qmatmul over every GGUF block encoding (jit/simt_quant.c)
+ * against the interpreter: dequantize exactly as the interpreter decodes,
+ * qmatmul with its lhs blocks quantized in the kernel (two blocks of K, rows
+ * over a symbolic M); both emitted for sm_80 (ptxas) and gfx90a. */
+Test(simt_ops, dequantize_and_qmatmul_every_encoding) {
+  static const char *const enc[] = {"q4_0", "q8_0", "q4_k", "q5_k", "q6_k"};
+  static const int elems[] = {32, 32, 256, 256, 256}, bytes[] = {18, 34, 144, 176, 210};
+  for (int e = 0; e < 5; e++) {
+    int k = 2 * elems[e], rb = 2 * bytes[e];
+    char text[2048];
+    snprintf(text, sizeof text,
+             "mo.graph @q<m>(%%a: !mo.tensor<[m, %d], f32>, %%w: !mo.tensor<[5, %d], ui8>) -> "
+             "(!mo.tensor<[m, 5], f32>, !mo.tensor<[5, %d], f32>) {\n"
+             "  %%y = mo.qmatmul(%%a, %%w) {encoding = \"%s\"} : (!mo.tensor<[m, %d], f32>, "
+             "!mo.tensor<[5, %d], ui8>) -> !mo.tensor<[m, 5], f32>\n"
+             "  %%d = mo.dequantize(%%w) {encoding = \"%s\"} : (!mo.tensor<[5, %d], ui8>) -> "
+             "!mo.tensor<[5, %d], f32>\n"
+             "  mo.output %%y, %%d : !mo.tensor<[m, 5], f32>, !mo.tensor<[5, %d], f32>\n}\n",
+             k, rb, k, enc[e], k, rb, enc[e], rb, k, k);
+    int64_t m[] = {3};
+    check(text, m, true);
+    int64_t m0[] = {0};
+    check(text, m0, false);
+  }
+}
+
+/* mo.mutable.store.slice's kernel (jit/simt_buffer.c, lowered from the
+ * graph itself: every symbol a parameter) for sm_80, assembled by ptxas, and
+ * for gfx90a; device models run it (test_buffers' buffers_simt_emu). */
+Test(simt_ops, store_slice_assembles_for_sm_80_and_gfx90a) {
+  const char *text =
+      "mo.graph @kv<n>(%cache: !mo.buffer<[2, 8, 3], f16>, %new: " T("2, n, 3", "f16")
+      ", %start: " T("3", "si32") ") -> (" T("2, 8, 3", "f16") ") {\n"
+      "  %c0 = mo.chain.create() : !mo.chain\n"
+      "  %c1 = mo.mutable.store.slice(%cache, %new, %start, %c0) : (!mo.buffer<[2, 8, 3], f16>, "
+      T("2, n, 3", "f16") ", " T("3", "si32") ", !mo.chain) -> !mo.chain\n"
+      "  %all, %c2 = mo.mutable.load(%cache, %c1) : (!mo.buffer<[2, 8, 3], f16>, !mo.chain) -> ("
+      T("2, 8, 3", "f16") ", !mo.chain)\n"
+      "  mo.output %all : " T("2, 8, 3", "f16") "\n}\n";
+  ir_diag d = {0};
+  ir_graph *g = ir_parse(text, strlen(text), &d);
+  cr_assert_not_null(g, "%d:%d: %s", d.line, d.col, d.msg);
+  cr_assert_eq(ir_graph_verify(g, &d), 0, "%s", d.msg);
+  int node = -1;
+  for (int i = 0; i < g->nnodes; i++)
+    if (g->nodes[i]->op == IR_OP_MUTABLE_STORE_SLICE) node = i;
+  char err[1024] = "";
+  jit_simt_target ptx = {.math = &rt_simt_math}, amd = {.math = &rt_simt_math};
+  jit_simt_target_parse("sm_80", &ptx, err, sizeof err);
+  jit_simt_target_parse("gfx90a", &amd, err, sizeof err);
+  void *p = NULL;
+  size_t len = 0;
+  cr_assert_eq(jit_simt_compile_store_slice(g, &ptx, node, "ss", &p, &len, err, sizeof err), 0,
+               "%s", err);
+  cr_expect(strstr(p, ".entry ss"), "no kernel entry in the PTX");
+  simt_expect_ptxas(p, len, "mo.mutable.store.slice");
+  free(p);
+  cr_expect_eq(jit_simt_compile_store_slice(g, &amd, node, "ss", &p, &len, err, sizeof err), 0,
+               "%s", err);
+  free(p);
+  cr_expect_neq(jit_simt_compile_store_slice(g, &amd, 0, "ss", &p, &len, err, sizeof err), 0);
+  cr_expect(strstr(err, "is not a mo.mutable.store.slice"), "%s", err);
+  ir_graph_free(g);
 }

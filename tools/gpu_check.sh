@@ -62,7 +62,7 @@ suite test_onnx_model
 suite test_graph_fuzz KILN_GRAPH_FUZZ="${KILN_GPU_CHECK_FUZZ:-200}"
 # Suites that find the GPU themselves (or must still pass where there is one).
 for t in test_model_on test_device_tensor test_max_device test_placement test_pipeline \
-  test_observe_device test_control test_simt_ops; do
+  test_observe_device test_control test_simt_ops test_buffers; do
   suite $t
 done
 [ -n "${KILN_GPU_CHECK_QUICK:-}" ] || suite test_onnx_node KILN_ONNX_PASS_OUT="$OUT/onnx_pass.txt"

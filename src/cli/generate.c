@@ -13,11 +13,14 @@
  *   - output 0: the logits, f32 / f64 [..., vocab]: the next token is the
  *     argmax of its last row (the first on ties).
  * Any other input is refused before anything runs. The execute's time is
- * measured alone (building the small token tensors is not in it). */
+ * measured alone (building the small token tensors is not in it). On a
+ * device model (kiln run --device) the buffers stay host tensors: the
+ * device copies them in and back each execute (src/device_model.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../rt.h"
+#include "kiln/device.h"
 #include "cli_generate.h"
 
 typedef enum port_role { ROLE_TOKENS, ROLE_BUFFER, ROLE_POSITIONS, ROLE_LENGTH } port_role;
@@ -123,6 +126,12 @@ static int step(kiln_model *m, const port_role *role, kiln_tensor **ins, kiln_te
   double t0 = rt_now_ms();
   if (kiln_model_execute(m, ins, nin, outs, nout, st) < 0) goto done;
   *ms = rt_now_ms() - t0;
+  if (kiln_tensor_device(outs[0])) { /* logits a device model left there (typed gpu:N) */
+    kiln_tensor *host = kiln_tensor_copy_to(outs[0], NULL, st);
+    if (!host) goto done;
+    kiln_tensor_free(outs[0]);
+    outs[0] = host;
+  }
   if ((*next = last_row_argmax(outs[0])) < 0) {
     rt_err(st, KILN_ERR_INVALID_ARGUMENT, "--generate: output 0 (the logits) is empty");
     goto done;

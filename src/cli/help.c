@@ -100,7 +100,8 @@ void cli_usage_run(FILE *out) {
           "                              tokens run after the call; output 0 the logits\n"
           "                              [..., vocab]: the next token is the argmax of\n"
           "                              its last row. examples/decoder/decoder.py\n"
-          "                              --emit-mlir writes such a graph\n"
+          "                              --emit-mlir writes such a graph. With --device\n"
+          "                              the steps run there (buffers copied in and back)\n"
           "\n"
           "Environment: KILN_FUSE=0 turns fusion off (one kernel per op).\n"
           "Input names are the graph's argument_names, else its SSA names (without %%).\n");

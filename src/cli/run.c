@@ -232,9 +232,9 @@ static int parse_opts(int argc, char **argv, run_opts *o) {
     fprintf(stderr, "kiln run: --prompt goes with --generate N\n");
     return -1;
   }
-  if (o->generate && (o->ninputs || o->random || o->repeat > 1 || o->out || o->device)) {
+  if (o->generate && (o->ninputs || o->random || o->repeat > 1 || o->out)) {
     fprintf(stderr, "kiln run: --generate feeds the inputs itself: --input, --random-inputs, "
-                    "--repeat, --out and --device do not go with it\n");
+                    "--repeat and --out do not go with it\n");
     return -1;
   }
   return 0;

@@ -4,7 +4,10 @@ buffers, and its logits match tools/decoder_ref.py (numpy, no cache) at
 every step; the caches hold exactly the tokens run; and the check is not
 vacuous (caches cleared between steps make it fail). The attention reads
 only the written part of the caches. The emitted MO text and weights, run
-by ``kiln run --generate``, give the tokens the Python run gives."""
+by ``kiln run --generate``, give the tokens the Python run gives. On simt-emu
+(a device model: the caches copied in and back each step, the slice stores
+a kernel) the logits match the CPU's at every step, and ``kiln run --device
+simt-emu --generate`` gives the same tokens."""
 
 from __future__ import annotations
 
@@ -79,8 +82,27 @@ def _kiln_cli() -> str | None:
     return None
 
 
-@pytest.mark.parametrize("prompt", [[1, 7, 3, 12, 5], [40, 2]])
-def test_kiln_run_generate_drives_the_emitted_decoder(session, tmp_path, prompt):
+def test_on_simt_emu_the_logits_match_the_cpu_at_every_step(dec):
+    from kiln.driver import SimtEmulator
+    from kiln.engine import InferenceSession
+
+    emu = decoder.Decoder(decoder.CONFIG, InferenceSession(devices=[SimtEmulator()]))
+    cpu = decoder.Decoder(decoder.CONFIG, dec.session)
+    on_cpu, on_emu = [], []
+    prompt = [1, 7, 3, 12, 5]
+    want = decoder.generate(cpu, prompt, 24, lambda t, lg: on_cpu.append(lg))
+    got = decoder.generate(emu, prompt, 24, lambda t, lg: on_emu.append(lg))
+    assert got == want
+    for k, (a, b) in enumerate(zip(on_cpu, on_emu)):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5, err_msg=f"execute {k}")
+    for a, b in zip(cpu.caches, emu.caches):  # the caller's caches, updated in place
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-5)
+    assert np.abs(emu.caches[0][:, :len(got)]).max() > 0
+
+
+@pytest.mark.parametrize("prompt,device", [([1, 7, 3, 12, 5], "cpu"), ([40, 2], "cpu"),
+                                           ([40, 2], "simt-emu")])
+def test_kiln_run_generate_drives_the_emitted_decoder(session, tmp_path, prompt, device):
     cli = _kiln_cli()
     if cli is None:
         pytest.skip("no kiln command (set KILN_CLI)")
@@ -88,7 +110,7 @@ def test_kiln_run_generate_drives_the_emitted_decoder(session, tmp_path, prompt)
     decoder.emit(str(mlir), str(weights))
     steps = 24
     run = subprocess.run([cli, "run", str(mlir), "--weights", str(weights), "--generate",
-                          str(steps), "--prompt", ",".join(map(str, prompt))],
+                          str(steps), "--prompt", ",".join(map(str, prompt)), "--device", device],
                          capture_output=True, text=True, timeout=300,
                          env={**os.environ, "KILN_CACHE": "off"})
     assert run.returncode == 0, run.stderr
