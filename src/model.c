@@ -31,6 +31,7 @@
 #include "rt.h"
 #include "weight_source.h"
 #include "pool.h"
+#include "spread.h"
 #include "tier_up.h"
 #include "variants.h"
 
@@ -198,6 +199,11 @@ typedef struct compile_job {
   kiln_status *sts; /* n statuses, one per entry of nodes */
 } compile_job;
 
+static int compile_item(void *arg, int k) {
+  compile_job *j = arg;
+  return compile_kernel(j->m, j->nodes[k], j->mode, &j->sts[k]);
+}
+
 static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part,
                             int64_t nparts) {
   (void)syms;
@@ -221,8 +227,13 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
  * compiles in the calling thread and starts none (once a process has a
  * second thread, glibc's malloc takes its slower multi-threaded path: relu
  * execute 80 -> 185 ns, measured). The compile holds the pool: another
- * thread's execute on the context meanwhile runs its kernels unsplit. The
- * error reported is that of the first node in graph order that failed. */
+ * thread's execute on the context meanwhile runs its kernels unsplit.
+ * Quick kernels, on a context of fewer threads than the CPUs (a service's
+ * one thread per model): every CPU compiles, on threads that end with the
+ * compile (rt_spread_run); the quick tier starts the compile thread for its
+ * rebuild anyway, so no process that would stay single-threaded gets a
+ * second thread from this. The error reported is that of the first node in
+ * graph order that failed. */
 static int compile_kernels(kiln_model *m, kiln_status *st) {
   const ir_graph *g = m->g;
   size_t nn = (size_t)(g->nnodes ? g->nnodes : 1);
@@ -264,8 +275,12 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   }
   compile_job job = {m, nodes, todo, mode, sts};
   void *args[1] = {&job};
-  int rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, todo)
-                      : compile_part(args, NULL, 0, 1)) != 0 ? -1 : 0;
+  int cpus = mode == RT_GET_QUICK ? rt_spread_cpus() : 0, rc;
+  if (cpus > kiln_context_num_threads(m->ctx))
+    rc = rt_spread_run(compile_item, &job, todo, cpus);
+  else
+    rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, todo)
+                    : compile_part(args, NULL, 0, 1)) != 0 ? -1 : 0;
   int first = -1; /* the failed entry of the lowest node */
   for (int k = 0; k < todo; k++)
     if (sts[k].code != KILN_OK && (first < 0 || nodes[k] < nodes[first])) first = k;
