@@ -1275,6 +1275,67 @@ static int run_node(run *r, const ir_node *n) {
   return 0;
 }
 
+int ir_interp_value(const ir_graph *g, const ir_tensor *inputs, int64_t *syms,
+                    ir_interp_node_check check, void *cud, const ir_value *want, ir_tensor *out,
+                    char *msg, size_t msglen) {
+  memset(out, 0, sizeof *out);
+  int nn = g->nnodes, rc = -1;
+  size_t nv = (size_t)(g->nvalues ? g->nvalues : 1);
+  run r = {.g = g, .syms = syms, .msg = msg, .msglen = msglen};
+  r.vals = calloc(nv, sizeof *r.vals);
+  r.owned = calloc(nv, sizeof *r.owned);
+  r.ready = calloc(nv, sizeof *r.ready);
+  bool *needed = calloc((size_t)(nn ? nn : 1), sizeof *needed);
+  if (!r.vals || !r.owned || !r.ready || !needed) {
+    ir_ref_fail(msg, msglen, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < g->ninputs; i++) {
+    r.vals[g->inputs[i]->id] = inputs[i];
+    r.ready[g->inputs[i]->id] = inputs[i].data || ir_tensor_numel(&inputs[i]) == 0;
+  }
+  /* the nodes `want` depends on: marked backwards from its producer (node
+   * ids are in topological order) */
+  if (want->def) needed[want->def->id] = true;
+  for (int i = nn - 1; i >= 0; i--) {
+    const ir_node *n = g->nodes[i];
+    if (!needed[n->id]) continue;
+    for (int k = 0; k < n->nin; k++)
+      if (n->in[k]->def) needed[n->in[k]->def->id] = true;
+  }
+  for (int i = 0; i < nn; i++) {
+    const ir_node *n = g->nodes[i];
+    if (!needed[n->id]) continue;
+    if (check && check(cud, n, msg, msglen) < 0) goto out;
+    if (run_node(&r, n) < 0) goto out;
+  }
+  if (!r.ready[want->id]) {
+    ir_ref_fail(msg, msglen, "%%%s has no data to read", want->name);
+    goto out;
+  }
+  *out = r.vals[want->id];
+  if (r.owned[want->id]) {
+    r.owned[want->id] = false; /* handed over */
+  } else {
+    size_t bytes = (size_t)ir_tensor_numel(out) * ir_dtype_size(out->dtype);
+    if (!(out->data = malloc(bytes ? bytes : 1))) {
+      ir_ref_fail(msg, msglen, "out of memory");
+      goto out;
+    }
+    if (bytes) memcpy(out->data, r.vals[want->id].data, bytes);
+  }
+  rc = 0;
+out:
+  if (r.vals && r.owned)
+    for (size_t i = 0; i < nv; i++)
+      if (r.owned[i]) free(r.vals[i].data);
+  free(r.vals);
+  free(r.owned);
+  free(r.ready);
+  free(needed);
+  return rc;
+}
+
 int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_weight_fn weights, void *ud,
                   ir_tensor *outputs, char *msg, size_t msglen) {
   if (!g) return ir_ref_fail(msg, msglen, "no graph");

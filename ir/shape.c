@@ -157,17 +157,72 @@ static const char *symbol_user(const ir_graph *g, int s, bool *in_check) {
 
 /* ---- dims read from operand data before the graph runs ---- */
 
-/* Element e of operand k of n (a graph input's data, or a mo.constant's,
- * whose one element may fill it) as an integer or a double; false with msg
- * when the operand is neither or has no data. */
+/* Operand k of n as data: a graph input's, a mo.constant's (whose one
+ * element may fill it), or, for a value computed by other nodes of the
+ * graph, the value the reference interpreter computes from the inputs
+ * (ir_interp_value: only the nodes it depends on run, under the symbols
+ * bound so far; the graph's own kernels compute it again when it runs, with
+ * the same result). */
 typedef struct opnd_data {
   ir_dtype dt;
   int64_t numel;
   const void *data;
 } opnd_data;
 
-static int operand_data(const ir_graph *g, const ir_node *n, int k, const ir_tensor *inputs,
+/* What the reads of one node need; computed operands are freed after it. */
+typedef struct data_reader {
+  const ir_graph *g;
+  const ir_tensor *inputs;
+  int64_t *syms;
+  const bool *bound;
+  const ir_node *reader; /* the node whose dims are read */
+  int k;                 /* its operand */
+  void *computed[5];     /* computed operands' data, by operand */
+} data_reader;
+
+static void reader_done(data_reader *rd) {
+  for (int k = 0; k < 5; k++) {
+    free(rd->computed[k]);
+    rd->computed[k] = NULL;
+  }
+}
+
+/* A node the interpreter would run to compute a read operand: it must
+ * compute from the inputs and constants alone, now (ir_interp_node_check). */
+static int check_computing_node(void *ud, const ir_node *p, char *msg, size_t msglen) {
+  const data_reader *rd = ud;
+  const ir_node *n = rd->reader;
+  const ir_value *v = n->in[rd->k];
+  const ir_op_info *info = ir_op_get(p->op);
+  char head[300];
+  snprintf(head, sizeof head, "mo.%s (%%%s): operand %d (%%%s) sets its dims, but it is "
+           "computed from mo.%s (%%%s)", ir_op_get(n->op)->name, n->out[0]->name, rd->k,
+           v->name, info->name, p->nout > 0 ? p->out[0]->name : "?");
+  if (p->op == IR_OP_CONSTANT_EXTERNAL)
+    return ir_ref_fail(msg, msglen, "%s, a weight: dims may be read only from data computed "
+                       "from the inputs and constants", head);
+  if (ir_node_data_sym(p) >= 0)
+    return ir_ref_fail(msg, msglen, "%s, whose count is known only once it runs", head);
+  if (info->cls == IR_CLS_CONTROL || info->cls == IR_CLS_CUSTOM || info->cls == IR_CLS_BUFFER ||
+      info->cls == IR_CLS_PRINT || ir_op_has_flag(p->op, IR_OPF_EFFECTS))
+    return ir_ref_fail(msg, msglen, "%s, which kiln does not run before the graph (control "
+                       "flow, custom kernels, buffers and prints cannot set dims)", head);
+  const ir_graph *g = rd->g;
+  for (int j = 0; j < p->nout; j++)
+    for (int a = 0; a < p->out[j]->type.rank; a++)
+      if (needs_unbound(p->out[j]->type.dims[a], g->nsyms, rd->bound)) {
+        char dt[128];
+        return ir_ref_fail(msg, msglen, "%s, whose result %%%s has dim '%s', not known before "
+                           "mo.%s runs", head, p->out[j]->name,
+                           ir_ref_dim_text(p->out[j]->type.dims[a], dt, sizeof dt),
+                           ir_op_get(n->op)->name);
+      }
+  return 0;
+}
+
+static int operand_data(const ir_graph *g, const ir_node *n, int k, data_reader *rd,
                         opnd_data *o, char *msg, size_t msglen) {
+  const ir_tensor *inputs = rd->inputs;
   const ir_value *v = n->in[k];
   int i = ir_graph_input_index(g, v);
   if (i >= 0) {
@@ -179,10 +234,24 @@ static int operand_data(const ir_graph *g, const ir_node *n, int k, const ir_ten
     return 0;
   }
   const ir_attr *a = v->def && v->def->op == IR_OP_CONSTANT ? ir_node_attr(v->def, "value") : NULL;
-  if (!a || a->kind != IR_ATTR_DENSE)
-    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d must be a graph input or a "
-                       "mo.constant", ir_op_get(n->op)->name, n->out[0]->name, k);
-  *o = (opnd_data){a->u.dense.dtype, a->u.dense.numel, a->u.dense.data};
+  if (a && a->kind == IR_ATTR_DENSE) {
+    *o = (opnd_data){a->u.dense.dtype, a->u.dense.numel, a->u.dense.data};
+    return 0;
+  }
+  for (int j = 0; j < g->ninputs; j++)
+    if (!inputs[j].data && ir_tensor_numel(&inputs[j]) > 0)
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d (%%%s) sets its dims and is "
+                         "computed from the inputs, but input %d (%s) is not on the host",
+                         ir_op_get(n->op)->name, n->out[0]->name, k, v->name, j,
+                         ir_ref_input_name(g, j));
+  ir_tensor t;
+  rd->reader = n;
+  rd->k = k;
+  if (ir_interp_value(g, inputs, rd->syms, check_computing_node, rd, v, &t, msg, msglen) < 0)
+    return -1;
+  free(rd->computed[k]);
+  rd->computed[k] = t.data;
+  *o = (opnd_data){t.dtype, ir_tensor_numel(&t), t.data};
   return 0;
 }
 
@@ -213,13 +282,13 @@ static double data_double(const opnd_data *o) {
 }
 
 /* mo.reshape's target from its shape operand (ops.def's rule) into dims. */
-static int reshape_target(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int reshape_target(const ir_graph *g, const ir_node *n, data_reader *rd,
                           const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *t = &n->out[0]->type;
   opnd_data o;
   int64_t in[IR_MAX_RANK], numel = 1, known = 1;
   char m[256];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   if (ir_eval_shape(&n->in[0]->type, syms, in, m, sizeof m) < 0)
     return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): operand 0: %s", n->out[0]->name, m);
   for (int a = 0; a < n->in[0]->type.rank; a++) numel *= in[a];
@@ -255,7 +324,7 @@ static int reshape_target(const ir_graph *g, const ir_node *n, const ir_tensor *
 }
 
 /* mo.slice_tensor's result dims from its (start, stop, step[, axes]) data. */
-static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int slice_lengths(const ir_graph *g, const ir_node *n, data_reader *rd,
                          const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *xt = &n->in[0]->type;
   ir_tensor p[4];
@@ -264,7 +333,7 @@ static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *i
   char m[256];
   for (int j = 1; j < n->nin && j <= 4; j++) {
     opnd_data o;
-    if (operand_data(g, n, j, inputs, &o, msg, msglen) < 0) return -1;
+    if (operand_data(g, n, j, rd, &o, msg, msglen) < 0) return -1;
     p[j - 1] = (ir_tensor){.dtype = o.dt, .rank = 1, .shape = {o.numel}, .data = (void *)o.data};
     pp[j - 1] = &p[j - 1];
   }
@@ -278,14 +347,14 @@ static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *i
 
 /* mo.repeat_interleave's result dims with a repeats operand: operand 0's
  * (flattened when axis is absent) with the axis' dim = sum(repeats). */
-static int repeat_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int repeat_dims(const ir_graph *g, const ir_node *n, data_reader *rd,
                        const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *x = &n->in[0]->type;
   const char *y = n->out[0]->name;
   int64_t in[IR_MAX_RANK], rl, numel = 1, axis = ir_node_attr_int(n, "axis", INT64_MIN);
   opnd_data o;
   char m[256];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   if (ir_eval_shape(x, syms, in, m, sizeof m) < 0 ||
       ir_eval_shape(&n->in[1]->type, syms, &rl, m, sizeof m) < 0)
     return ir_ref_fail(msg, msglen, "mo.repeat_interleave (%%%s): %s", y, m);
@@ -316,7 +385,7 @@ static int repeat_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inp
 
 /* mo.broadcast_to {bidirectional}'s result dims: numpy's broadcast of
  * operand 0's dims and the shape operand's values, both right-aligned. */
-static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int bidir_dims(const ir_graph *g, const ir_node *n, data_reader *rd,
                       const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *x = &n->in[0]->type;
   const char *y = n->out[0]->name;
@@ -324,7 +393,7 @@ static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inpu
   int64_t in[IR_MAX_RANK], len;
   opnd_data o;
   char m[256];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   if (ir_eval_shape(x, syms, in, m, sizeof m) < 0 ||
       ir_eval_shape(&n->in[1]->type, syms, &len, m, sizeof m) < 0)
     return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): %s", y, m);
@@ -345,14 +414,14 @@ static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inpu
 
 /* mo.fold's result dims with an output_size operand: N and C as inferred
  * (bound by the input shapes), H and W from the data. */
-static int fold_size(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int fold_size(const ir_graph *g, const ir_node *n, data_reader *rd,
                      const int64_t *syms, const bool *bound, int64_t *dims, char *msg,
                      size_t msglen) {
   const ir_type *t = &n->out[0]->type;
   const char *y = n->out[0]->name;
   opnd_data o;
   char dt[200];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   for (int a = 0; a < 2; a++) {
     ir_dim_err err;
     err.msg[0] = '\0';
@@ -372,66 +441,76 @@ static int fold_size(const ir_graph *g, const ir_node *n, const ir_tensor *input
 /* The dims nodes read from operand data: a plain symbol not bound yet takes
  * the value, any other dim must equal it. mo.range's length is bound only
  * (its kernel checks a given one). */
-static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
-                          char *msg, size_t msglen) {
-  for (int i = 0; i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
-    const ir_type *t = &n->out[0]->type;
-    int64_t dims[IR_MAX_RANK];
-    if (n->op == IR_OP_RESHAPE && n->nin == 2) {
-      if (reshape_target(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_SLICE_DATA) {
-      if (slice_lengths(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
-      if (repeat_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_FOLD && n->nin == 2) {
-      if (fold_size(g, n, inputs, syms, bound, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
-               ir_node_attr_bool(n, "bidirectional", false)) {
-      if (bidir_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
-      opnd_data o;
-      if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
-      for (int a = 0; a < t->rank; a++)
-        if ((dims[a] = data_int(&o, a)) < 0)
-          return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): shape[%d] is %lld",
-                             n->out[0]->name, a, (long long)dims[a]);
-    } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
-      opnd_data o[3];
-      for (int k = 0; k < 3; k++)
-        if (operand_data(g, n, k, inputs, &o[k], msg, msglen) < 0) return -1;
-      if (ir_ref_is_fc(t->dtype)) {
-        double a = data_double(&o[0]), b = data_double(&o[1]), s = data_double(&o[2]);
-        double w = s != 0 ? ceil((b - a) / s) : 0;
-        dims[0] = w > 0 ? (w < 9.0e18 ? (int64_t)w : INT64_MAX) : 0; /* NaN: 0 */
-      } else {
-        int64_t len = ir_ref_range_len_i(data_int(&o[0], 0), data_int(&o[1], 0),
-                                         data_int(&o[2], 0));
-        dims[0] = len < 0 ? 0 : len; /* step 0: the kernel's error */
-      }
+static int node_dims_from_data(const ir_graph *g, const ir_node *n, data_reader *rd,
+                               int64_t *syms, bool *bound, char *msg, size_t msglen) {
+  const ir_type *t = &n->out[0]->type;
+  int64_t dims[IR_MAX_RANK];
+  if (n->op == IR_OP_RESHAPE && n->nin == 2) {
+    if (reshape_target(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_SLICE_DATA) {
+    if (slice_lengths(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
+    if (repeat_dims(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_FOLD && n->nin == 2) {
+    if (fold_size(g, n, rd, syms, bound, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
+             ir_node_attr_bool(n, "bidirectional", false)) {
+    if (bidir_dims(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
+    opnd_data o;
+    if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
+    for (int a = 0; a < t->rank; a++)
+      if ((dims[a] = data_int(&o, a)) < 0)
+        return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): shape[%d] is %lld",
+                           n->out[0]->name, a, (long long)dims[a]);
+  } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
+    opnd_data o[3];
+    for (int k = 0; k < 3; k++)
+      if (operand_data(g, n, k, rd, &o[k], msg, msglen) < 0) return -1;
+    if (ir_ref_is_fc(t->dtype)) {
+      double a = data_double(&o[0]), b = data_double(&o[1]), s = data_double(&o[2]);
+      double w = s != 0 ? ceil((b - a) / s) : 0;
+      dims[0] = w > 0 ? (w < 9.0e18 ? (int64_t)w : INT64_MAX) : 0; /* NaN: 0 */
     } else {
+      int64_t len = ir_ref_range_len_i(data_int(&o[0], 0), data_int(&o[1], 0),
+                                       data_int(&o[2], 0));
+      dims[0] = len < 0 ? 0 : len; /* step 0: the kernel's error */
+    }
+  } else {
+    return 0;
+  }
+  for (int a = 0; a < t->rank; a++) {
+    const ir_dim *d = t->dims[a];
+    if (ir_dim_is_sym(d) && !bound[d->sym]) {
+      bound[d->sym] = true;
+      syms[d->sym] = dims[a];
       continue;
     }
-    for (int a = 0; a < t->rank; a++) {
-      const ir_dim *d = t->dims[a];
-      if (ir_dim_is_sym(d) && !bound[d->sym]) {
-        bound[d->sym] = true;
-        syms[d->sym] = dims[a];
-        continue;
-      }
-      int64_t want;
-      ir_dim_err err;
-      char dt[200]; /* dim_value_text's text: a dim's (128) and its value */
-      err.msg[0] = '\0';
-      if (needs_unbound(d, g->nsyms, bound) || !ir_dim_eval(d, syms, &want, &err))
-        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d (%s) %s", ir_op_get(n->op)->name,
-                           n->out[0]->name, a, ir_ref_dim_text(d, dt, sizeof dt),
-                           err.msg[0] ? err.msg : "uses a symbol nothing binds");
-      if (want != dims[a])
-        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d is %s but the data gives %lld",
-                           ir_op_get(n->op)->name, n->out[0]->name, a,
-                           dim_value_text(d, want, dt, sizeof dt), (long long)dims[a]);
-    }
+    int64_t want;
+    ir_dim_err err;
+    char dt[200]; /* dim_value_text's text: a dim's (128) and its value */
+    err.msg[0] = '\0';
+    if (needs_unbound(d, g->nsyms, bound) || !ir_dim_eval(d, syms, &want, &err))
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d (%s) %s", ir_op_get(n->op)->name,
+                         n->out[0]->name, a, ir_ref_dim_text(d, dt, sizeof dt),
+                         err.msg[0] ? err.msg : "uses a symbol nothing binds");
+    if (want != dims[a])
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d is %s but the data gives %lld",
+                         ir_op_get(n->op)->name, n->out[0]->name, a,
+                         dim_value_text(d, want, dt, sizeof dt), (long long)dims[a]);
+  }
+  return 0;
+}
+
+/* The dims every node reads from operand data, in node order (a read may
+ * use the symbols earlier reads bound). */
+static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
+                          char *msg, size_t msglen) {
+  data_reader rd = {.g = g, .inputs = inputs, .syms = syms, .bound = bound};
+  for (int i = 0; i < g->nnodes; i++) {
+    int rc = node_dims_from_data(g, g->nodes[i], &rd, syms, bound, msg, msglen);
+    reader_done(&rd);
+    if (rc < 0) return -1;
   }
   return 0;
 }

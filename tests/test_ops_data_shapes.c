@@ -1,0 +1,267 @@
+/* test_ops_data_shapes.c - dims read from data computed inside the graph
+ * (ir/shape.c): a range whose limit, a slice whose bounds, a reshape,
+ * broadcast_to or repeat_interleave whose shape operand other nodes
+ * compute from the inputs. The JIT against the reference interpreter over
+ * bindings and data (empty results, negative and out-of-range bounds as
+ * numpy), a chain of two such reads, bad values as run-time errors naming
+ * the op, refusals at line:col (a weight, a count set from data), and a
+ * device model (simt-emu) taking the same dims. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <kiln/kiln.h>
+
+#include "support/oracle.h"
+
+#define T(shape, dt) "!mo.tensor<[" shape "], " dt ">"
+
+/* range(0, len(x) + k, 1): the limit is computed from an input's shape and
+ * a scalar input; k < -len(x) gives an empty result. */
+static const char *RANGE =
+    "mo.graph @r<n, m>(%x: " T("n", "f32") ", %k: " T("", "si64") ") -> (" T("m", "si64") ", "
+    T("m", "f32") ") {\n"
+    "  %s = mo.shape_to_tensor(%x) : (" T("n", "f32") ") -> " T("1", "si64") "\n"
+    "  %s0 = mo.reshape(%s) : " T("", "si64") "\n"
+    "  %l = mo.add(%s0, %k) : " T("", "si64") "\n"
+    ORACLE_CONST("z", "si64", "", "", "0")
+    ORACLE_CONST("one", "si64", "", "", "1")
+    "  %r = mo.range(%z, %l, %one) : " T("m", "si64") "\n"
+    "  %f = mo.cast(%r) : " T("m", "f32") "\n"
+    "  %e = mo.exp(%f) : " T("m", "f32") "\n"
+    "  mo.output %r, %e : " T("m", "si64") ", " T("m", "f32") "\n}\n";
+
+Test(range_computed, limit_from_a_shape_and_an_input) {
+  static const double K[] = {-9, -3, 0, 2, 7};
+  for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
+    oracle_gen gens[2] = {gen_uniform(-1, 1), gen_const(K[i])};
+    char label[64];
+    snprintf(label, sizeof label, "range limit len(x) + %g", K[i]);
+    oracle_case c = {.label = label, .mlir = RANGE, .bindings = "n=0;n=3;n=40", .gens = gens,
+                     .ngens = 2, .rtol = TOL_F32_TRANS, .atol = 1e-6};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* The same graph through the API: the result's length follows the data of
+ * each execute (one model, several lengths, one of them 0). */
+Test(range_computed, one_model_serves_every_length) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(RANGE, strlen(RANGE), "r.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float xs[8] = {0};
+  static const struct {
+    int64_t n, k, want;
+  } C[] = {{5, 2, 7}, {5, -5, 0}, {8, -10, 0}, {0, 3, 3}, {5, 2, 7}};
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+    int64_t k = C[i].k;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &C[i].n, xs, st),
+                          kiln_tensor_borrow(KILN_INT64, 0, NULL, &k, st)};
+    kiln_tensor *out[2] = {NULL, NULL};
+    cr_assert_eq(kiln_model_execute(m, in, 2, out, 2, st), 0, "%s", kiln_status_message(st));
+    cr_expect_eq(kiln_tensor_shape(out[0])[0], C[i].want, "case %zu: %lld", i,
+                 (long long)kiln_tensor_shape(out[0])[0]);
+    const int64_t *r = kiln_tensor_data(out[0]);
+    for (int64_t e = 0; e < C[i].want; e++) cr_expect_eq(r[e], e);
+    for (int j = 0; j < 2; j++) {
+      kiln_tensor_free(in[j]);
+      kiln_tensor_free(out[j]);
+    }
+  }
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* slice_tensor along axis 1 from a - 3 to 2 * a with step s - 2: starts
+ * below zero, stops past the end, negative steps (numpy's rules). */
+static const char *SLICE =
+    "mo.graph @s<b, p, q>(%x: " T("b, 5", "f32") ", %a: " T("1", "si64") ", %s: " T("1", "si64")
+    ") -> (" T("p, q", "f32") ") {\n"
+    ORACLE_CONST("c3", "si64", "1", "1x", "3")
+    ORACLE_CONST("c2", "si64", "1", "1x", "2")
+    ORACLE_CONST("ax", "si64", "1", "1x", "1")
+    "  %st = mo.sub(%a, %c3) : " T("1", "si64") "\n"
+    "  %sp = mo.mul(%a, %c2) : " T("1", "si64") "\n"
+    "  %se = mo.sub(%s, %c2) : " T("1", "si64") "\n"
+    "  %y = mo.slice_tensor(%x, %st, %sp, %se, %ax) : " T("p, q", "f32") "\n"
+    "  mo.output %y : " T("p, q", "f32") "\n}\n";
+
+Test(slice_computed, bounds_computed_by_kernels) {
+  static const double A[] = {-4, 0, 1, 3, 4, 9};
+  static const double S[] = {3, 4, 1, 0}; /* steps 1, 2, -1, -2 */
+  for (size_t i = 0; i < sizeof A / sizeof *A; i++)
+    for (size_t j = 0; j < sizeof S / sizeof *S; j++) {
+      oracle_gen gens[3] = {gen_uniform(-2, 2), gen_const(A[i]), gen_const(S[j])};
+      char label[80];
+      snprintf(label, sizeof label, "slice a = %g, step %g", A[i], S[j] - 2);
+      oracle_case c = {.label = label, .mlir = SLICE, .bindings = "b=0;b=2;b=6", .gens = gens,
+                       .ngens = 3};
+      ORACLE_ASSERT(&c);
+    }
+  /* a computed step of 0: both sides refuse, naming the op */
+  oracle_gen zero[3] = {gen_uniform(-2, 2), gen_const(1), gen_const(2)};
+  oracle_case z = {.label = "slice computed step 0", .mlir = SLICE, .bindings = "b=2",
+                   .gens = zero, .ngens = 3, .expect_error = true};
+  oracle_expect_both_fail(&z, "mo.slice_tensor");
+}
+
+/* A chain of two reads: range(0, k) [m], its sum as the limit of a second
+ * range [p] (which needs m bound first), and a reshape whose shape is
+ * computed from the second range's length. */
+static const char *CHAIN =
+    "mo.graph @c<m, p, u, v>(%k: " T("", "si32") ") -> (" T("p", "si32") ", " T("u, v", "si32")
+    ") {\n"
+    ORACLE_CONST("z", "si32", "", "", "0")
+    ORACLE_CONST("one", "si32", "", "", "1")
+    "  %r = mo.range(%z, %k, %one) : " T("m", "si32") "\n"
+    "  %s = mo.sum(%r) {axis = 0} : " T("1", "si32") "\n"
+    "  %l = mo.reshape(%s) : " T("", "si32") "\n"
+    "  %r2 = mo.range(%z, %l, %one) : " T("p", "si32") "\n"
+    "  %n = mo.shape_to_tensor(%r2) : (" T("p", "si32") ") -> " T("1", "si64") "\n"
+    ORACLE_CONST("m1", "si64", "1", "1x", "-1")
+    "  %sh = mo.concat(%m1, %n) {axis = 0} : " T("2", "si64") "\n"
+    ORACLE_CONST("e", "si64", "1", "1x", "1")
+    "  %sh2 = mo.concat(%e, %n) {axis = 0} : " T("2", "si64") "\n"
+    "  %w = mo.reshape(%r2, %sh2) : " T("u, v", "si32") "\n"
+    "  mo.output %r2, %w : " T("p", "si32") ", " T("u, v", "si32") "\n}\n";
+
+Test(chain, a_read_of_data_computed_from_an_earlier_read) {
+  static const double K[] = {0, 1, 2, 5, 12, -3};
+  for (size_t i = 0; i < sizeof K / sizeof *K; i++) {
+    oracle_gen gens[1] = {gen_const(K[i])};
+    char label[64];
+    snprintf(label, sizeof label, "chain k = %g", K[i]);
+    oracle_case c = {.label = label, .mlir = CHAIN, .gens = gens, .ngens = 1};
+    ORACLE_ASSERT(&c);
+  }
+  /* k = 4: m = 4, p = 0 + 1 + 2 + 3 = 6, w is [1, 6] */
+  const char *known =
+      "mo.graph @c<m, p, u, v>() -> (" T("u, v", "si32") ") {\n"
+      ORACLE_CONST("k", "si32", "", "", "4")
+      ORACLE_CONST("z", "si32", "", "", "0")
+      ORACLE_CONST("one", "si32", "", "", "1")
+      "  %r = mo.range(%z, %k, %one) : " T("m", "si32") "\n"
+      "  %s = mo.sum(%r) {axis = 0} : " T("1", "si32") "\n"
+      "  %l = mo.reshape(%s) : " T("", "si32") "\n"
+      "  %r2 = mo.range(%z, %l, %one) : " T("p", "si32") "\n"
+      "  %n = mo.shape_to_tensor(%r2) : (" T("p", "si32") ") -> " T("1", "si64") "\n"
+      ORACLE_CONST("e", "si64", "1", "1x", "1")
+      "  %sh = mo.concat(%e, %n) {axis = 0} : " T("2", "si64") "\n"
+      "  %w = mo.reshape(%r2, %sh) : " T("u, v", "si32") "\n"
+      "  mo.output %w : " T("u, v", "si32") "\n}\n";
+  oracle_expect_known("chain k = 4", known,
+                      (oracle_expect){KILN_INT32, 2, {1, 6}, ((const int32_t[]){0, 1, 2, 3, 4, 5})});
+}
+
+/* reshape / broadcast_to / repeat_interleave with computed shape operands
+ * (the graphs earlier versions refused), and bad values as run-time errors
+ * naming the op. */
+Test(shape_operands, computed_reshape_broadcast_and_repeats) {
+  const char *reshape =
+      "mo.graph @rs<p, q>(%x: " T("6", "f32") ", %s: " T("2", "si64") ") -> (" T("p, q", "f32")
+      ") {\n"
+      "  %t = mo.abs(%s) : " T("2", "si64") "\n"
+      "  %y = mo.reshape(%x, %t) : " T("p, q", "f32") "\n"
+      "  mo.output %y : " T("p, q", "f32") "\n}\n";
+  oracle_gen ok[2] = {gen_uniform(-1, 1), gen_iota(-3)}; /* |-3|, |-2| */
+  oracle_case r = {.label = "reshape computed", .mlir = reshape, .gens = ok, .ngens = 2};
+  ORACLE_ASSERT(&r);
+  oracle_gen bad[2] = {gen_uniform(-1, 1), gen_iota(4)}; /* 4 x 5 elements from 6 */
+  oracle_case rb = {.label = "reshape computed bad", .mlir = reshape, .gens = bad, .ngens = 2,
+                    .expect_error = true};
+  oracle_expect_both_fail(&rb, "mo.reshape");
+  const char *bcast =
+      "mo.graph @bc<p>(%x: " T("1", "f32") ", %s: " T("1", "si64") ") -> (" T("p", "f32") ") {\n"
+      "  %t = mo.negate(%s) : " T("1", "si64") "\n"
+      "  %y = mo.broadcast_to(%x, %t) : " T("p", "f32") "\n"
+      "  mo.output %y : " T("p", "f32") "\n}\n";
+  static const double N[] = {-5, 0, -1};
+  for (size_t i = 0; i < sizeof N / sizeof *N; i++) {
+    oracle_gen g[2] = {gen_uniform(-1, 1), gen_const(N[i])};
+    oracle_case b = {.label = "broadcast_to computed", .mlir = bcast, .gens = g, .ngens = 2};
+    ORACLE_ASSERT(&b);
+  }
+  oracle_gen gneg[2] = {gen_uniform(-1, 1), gen_const(3)};
+  oracle_case bn = {.label = "broadcast_to negative", .mlir = bcast, .gens = gneg, .ngens = 2,
+                    .expect_error = true};
+  oracle_expect_both_fail(&bn, "mo.broadcast_to");
+  const char *repeat =
+      "mo.graph @g<n, k>(%x: " T("n", "f32") ", %r: " T("n", "si64") ") -> (" T("k", "f32")
+      ") {\n"
+      "  %t = mo.abs(%r) : " T("n", "si64") "\n"
+      "  %y = mo.repeat_interleave(%x, %t) {axis = 0} : " T("k", "f32") "\n"
+      "  mo.output %y : " T("k", "f32") "\n}\n";
+  oracle_gen gr[2] = {gen_uniform(-1, 1), gen_integers(-3, 3)};
+  oracle_case rp = {.label = "repeat_interleave computed", .mlir = repeat,
+                    .bindings = "n=0;n=1;n=9", .gens = gr, .ngens = 2};
+  ORACLE_ASSERT(&rp);
+}
+
+/* Data whose producers cannot run before the graph: refused at line:col. */
+Test(refusals, weights_and_counts_set_from_data) {
+  const char *weight =
+      "mo.graph @w<p>(%x: " T("4", "f32") ") -> (" T("p", "f32") ") {\n"
+      "  %s = mo.constant.external {name = \"shape\"} : " T("1", "si64") "\n"
+      "  %t = mo.abs(%s) : " T("1", "si64") "\n"
+      "  %y = mo.broadcast_to(%x, %t) : " T("p", "f32") "\n"
+      "  mo.output %y : " T("p", "f32") "\n}\n";
+  EXPECT_REJECTED(weight, "depends on mo.constant.external (%s), a weight");
+  char msg[1024];
+  oracle_ir_parse_only(weight, msg, sizeof msg);
+  cr_expect(strncmp(msg, "4:", 2) == 0, "no line:col in '%s'", msg);
+  const char *count =
+      "mo.graph @c<m, n, p>(%x: " T("m", "f32") ") -> (" T("p", "si64") ") {\n"
+      "  %i = mo.nonzero(%x) : " T("n, 1", "si64") "\n"
+      "  %s = mo.sum(%i) {axis = 0} : " T("1, 1", "si64") "\n"
+      "  %l = mo.reshape(%s) : " T("", "si64") "\n"
+      ORACLE_CONST("z", "si64", "", "", "0")
+      ORACLE_CONST("one", "si64", "", "", "1")
+      "  %r = mo.range(%z, %l, %one) : " T("p", "si64") "\n"
+      "  mo.output %r : " T("p", "si64") "\n}\n";
+  EXPECT_REJECTED(count, "depends on mo.nonzero (%i)");
+}
+
+/* A device model (simt-emu): the dims computed on the host from the same
+ * data, the kernels launched with them. */
+Test(device, simt_emu_takes_the_computed_dims) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_device *d = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(d, "%s", kiln_status_message(st));
+  kiln_graph *g = kiln_graph_parse(SLICE, strlen(SLICE), "s.mlir", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile_on(ctx, d, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  float xs[10];
+  for (int i = 0; i < 10; i++) xs[i] = (float)i;
+  static const struct {
+    int64_t a, s, q;
+    float first;
+  } C[] = {{3, 3, 5, 0}, {1, 0, 1, 3}, {4, 4, 2, 1}}; /* [0:6:1], [-2:2:-2], [1:8:2] */
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+    int64_t xsh[2] = {2, 5}, one = 1, a = C[i].a, s = C[i].s;
+    kiln_tensor *in[3] = {kiln_tensor_borrow(KILN_FLOAT32, 2, xsh, xs, st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &one, &a, st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &one, &s, st)};
+    kiln_tensor *out = NULL;
+    cr_assert_eq(kiln_model_execute(m, in, 3, &out, 1, st), 0, "%s", kiln_status_message(st));
+    cr_expect_eq(kiln_tensor_shape(out)[0], 2);
+    cr_expect_eq(kiln_tensor_shape(out)[1], C[i].q, "case %zu: %lld", i,
+                 (long long)kiln_tensor_shape(out)[1]);
+    const float *y = kiln_tensor_data(out);
+    cr_expect_float_eq(y[0], C[i].first, 0, "case %zu: %g", i, y[0]);
+    kiln_tensor_free(out);
+    for (int j = 0; j < 3; j++) kiln_tensor_free(in[j]);
+  }
+  kiln_model_free(m);
+  kiln_graph_free(g);
+  kiln_device_close(d);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
