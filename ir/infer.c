@@ -55,7 +55,6 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "buffer.h"
@@ -928,56 +927,14 @@ static int infer_transfer(ctx *c, ir_type *r) {
   return res_set(c, r, in->dtype, in->rank, in->dims, dev);
 }
 
-/* Why node p cannot run before the graph to compute data whose values set
- * dims (ir/shape.c reads them through the reference interpreter), or NULL. */
-static const char *not_before_run(const ir_node *p) {
-  const ir_op_info *info = ir_op_get(p->op);
-  if (p->op == IR_OP_CONSTANT_EXTERNAL) return "a weight";
-  if (ir_op_has_flag(p->op, IR_OPF_DATA_DIM)) return "an op whose count is known only as it runs";
-  if (info->cls == IR_CLS_CONTROL) return "control flow";
-  if (info->cls == IR_CLS_CUSTOM || ir_op_has_flag(p->op, IR_OPF_EFFECTS))
-    return "an op with effects";
-  if (info->cls == IR_CLS_BUFFER || info->cls == IR_CLS_PRINT) return "an op with effects";
-  return NULL;
-}
-
 int ir_infer_data_operand(ctx *c, int k, const char *what) {
   const ir_value *v = c->n->in[k];
-  if (!v->def || v->def->op == IR_OP_CONSTANT) return 0;
-  /* computed by other nodes: read once they are computed from the inputs
-   * before the graph runs (ir/shape.c), so none of them may need more than
-   * the inputs and constants */
-  int nn = c->g->nnodes;
-  const ir_node **stack = malloc((size_t)(nn + 1) * sizeof *stack);
-  bool *seen = calloc((size_t)(nn + 1), sizeof *seen);
-  int top = 0, rc = 0;
-  if (!stack || !seen) {
-    free(stack);
-    free(seen);
-    return fail(c, "out of memory");
-  }
-  stack[top++] = v->def;
-  seen[v->def->id] = true;
-  while (top > 0 && rc == 0) {
-    const ir_node *p = stack[--top];
-    const char *why = not_before_run(p);
-    if (why) {
-      rc = fail(c, "mo.%s: %s (%%%s) sets dims, so kiln computes it before the graph runs, "
-                "but it depends on mo.%s (%%%s), %s", c->op, what, v->name,
-                ir_op_get(p->op)->name, p->nout > 0 ? p->out[0]->name : "?", why);
-      break;
-    }
-    for (int j = 0; j < p->nin; j++) {
-      const ir_node *q = p->in[j]->def;
-      if (q && q->id >= 0 && q->id < nn && !seen[q->id]) {
-        seen[q->id] = true;
-        stack[top++] = q;
-      }
-    }
-  }
-  free(stack);
-  free(seen);
-  return rc;
+  const char *why = NULL;
+  const ir_node *p = ir_value_read_blocker(v, &why);
+  if (!p) return 0;
+  return fail(c, "mo.%s: %s (%%%s) sets dims, so kiln computes it before the graph runs, but "
+              "it depends on mo.%s (%%%s), %s", c->op, what, v->name, ir_op_get(p->op)->name,
+              p->nout > 0 ? p->out[0]->name : "?", why);
 }
 
 static int infer_reshape(ctx *c, ir_type *r) {

@@ -189,33 +189,35 @@ static void reader_done(data_reader *rd) {
 
 /* A node the interpreter would run to compute a read operand: it must
  * compute from the inputs and constants alone, now (ir_interp_node_check). */
+static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *msg,
+                                 size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *msg,
+                                 size_t msglen, const char *fmt, ...) {
+  const ir_node *n = rd->reader;
+  char why[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d (%%%s) sets its dims, but it is "
+                     "computed from mo.%s (%%%s), %s", ir_op_get(n->op)->name, n->out[0]->name,
+                     rd->k, n->in[rd->k]->name, ir_op_get(p->op)->name,
+                     p->nout > 0 ? p->out[0]->name : "?", why);
+}
+
 static int check_computing_node(void *ud, const ir_node *p, char *msg, size_t msglen) {
   const data_reader *rd = ud;
-  const ir_node *n = rd->reader;
-  const ir_value *v = n->in[rd->k];
-  const ir_op_info *info = ir_op_get(p->op);
-  char head[300];
-  snprintf(head, sizeof head, "mo.%s (%%%s): operand %d (%%%s) sets its dims, but it is "
-           "computed from mo.%s (%%%s)", ir_op_get(n->op)->name, n->out[0]->name, rd->k,
-           v->name, info->name, p->nout > 0 ? p->out[0]->name : "?");
-  if (p->op == IR_OP_CONSTANT_EXTERNAL)
-    return ir_ref_fail(msg, msglen, "%s, a weight: dims may be read only from data computed "
-                       "from the inputs and constants", head);
-  if (ir_node_data_sym(p) >= 0)
-    return ir_ref_fail(msg, msglen, "%s, whose count is known only once it runs", head);
-  if (info->cls == IR_CLS_CONTROL || info->cls == IR_CLS_CUSTOM || info->cls == IR_CLS_BUFFER ||
-      info->cls == IR_CLS_PRINT || ir_op_has_flag(p->op, IR_OPF_EFFECTS))
-    return ir_ref_fail(msg, msglen, "%s, which kiln does not run before the graph (control "
-                       "flow, custom kernels, buffers and prints cannot set dims)", head);
-  const ir_graph *g = rd->g;
+  const char *why = ir_node_not_before_run(p); /* the verifier refuses these too */
+  if (why) return refuse_computing_node(rd, p, msg, msglen, "%s", why);
   for (int j = 0; j < p->nout; j++)
     for (int a = 0; a < p->out[j]->type.rank; a++)
-      if (needs_unbound(p->out[j]->type.dims[a], g->nsyms, rd->bound)) {
+      if (needs_unbound(p->out[j]->type.dims[a], rd->g->nsyms, rd->bound)) {
         char dt[128];
-        return ir_ref_fail(msg, msglen, "%s, whose result %%%s has dim '%s', not known before "
-                           "mo.%s runs", head, p->out[j]->name,
-                           ir_ref_dim_text(p->out[j]->type.dims[a], dt, sizeof dt),
-                           ir_op_get(n->op)->name);
+        return refuse_computing_node(rd, p, msg, msglen, "whose result %%%s has dim '%s', not "
+                                     "known before mo.%s runs", p->out[j]->name,
+                                     ir_ref_dim_text(p->out[j]->type.dims[a], dt, sizeof dt),
+                                     ir_op_get(rd->reader->op)->name);
       }
   return 0;
 }
