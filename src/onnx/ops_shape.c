@@ -480,12 +480,62 @@ int ox_op_Expand(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   return 0;
 }
 
+/* Tile whose repeats are run-time data (ox_run_time_data): x [d0, d1, ...]
+ * viewed as [1, d0, 1, d1, ...], broadcast to [r0, d0, r1, d1, ...] (the
+ * shape operand interleaves the repeats with x's shape) and reshaped to
+ * [r0 * d0, r1 * d1, ...]; kiln reads both shapes from the data before the
+ * graph runs (ir/shape.h), so a negative repeat is an error naming
+ * mo.broadcast_to. */
+static int tile_from_data(ox *x, kiln_value *a, ox_val *reps, ox_val *out) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  const ir_type *t = ox_type(a), *rt = ox_type(reps->v);
+  int r = t->rank;
+  int64_t len;
+  if (rt->rank != 1 || !ir_dim_is_const(rt->dims[0], &len) || len != r || 2 * r > IR_MAX_RANK)
+    return ox_unsupported(x, x->node, "repeats must be 1-D with one entry per axis of a rank "
+                          "up to %d", IR_MAX_RANK / 2);
+  if (r == 0) {
+    out->v = a;
+    return 0;
+  }
+  kiln_value *rep = reps->v;
+  if (rt->dtype != IR_DT_SI64 && !(rep = ox_op(x, "cast", &rep, 1, NULL, "{dtype = si64}")))
+    return FAILED();
+  kiln_value *shp = ox_op(x, "shape_to_tensor", &a, 1, NULL, NULL);
+  kiln_value *ru = shp ? ox_op(x, "unsqueeze", &rep, 1, NULL, "{axis = 1}") : NULL;
+  kiln_value *su = ru ? ox_op(x, "unsqueeze", &shp, 1, NULL, "{axis = 1}") : NULL;
+  kiln_value *pairs = su ? ox_op(x, "concat", (kiln_value *[]){ru, su}, 2, NULL, "{axis = 1}")
+                         : NULL; /* [[r0, d0], [r1, d1], ...] */
+  if (!pairs) return FAILED();
+  ir_arena *ar = x->ir->arena;
+  const ir_dim *d2[1] = {ir_dim_const(ar, 2 * r)}, *wide[IR_MAX_RANK], *flat[IR_MAX_RANK];
+  kiln_value *inter = ox_reshape(x, pairs, 1, d2);
+  for (int i = 0; i < r; i++) {
+    wide[2 * i] = ir_dim_const(ar, 1);
+    wide[2 * i + 1] = t->dims[i];
+  }
+  kiln_value *xu = inter ? ox_reshape(x, a, 2 * r, wide) : NULL;
+  if (!xu) return FAILED();
+  for (int i = 0; i < r; i++) {
+    if (!(wide[2 * i] = ox_symbol(x, NULL)) || !(flat[i] = ox_symbol(x, NULL))) return -1;
+  }
+  char ty[2048];
+  kiln_value *bc = ox_op(x, "broadcast_to", (kiln_value *[]){xu, inter}, 2,
+                         ox_type_text(ty, sizeof ty, t->dtype, 2 * r, wide), NULL);
+  kiln_value *prod = bc ? ox_op(x, "mul", (kiln_value *[]){rep, shp}, 2, NULL, NULL) : NULL;
+  if (!prod || !(out->v = ox_op(x, "reshape", (kiln_value *[]){bc, prod}, 2,
+                                ox_type_text(ty, sizeof ty, t->dtype, r, flat), NULL)))
+    return FAILED();
+  return 0;
+}
+
 int ox_op_Tile(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   kiln_value *a = IN(0);
   if (!a) return rc;
   int64_t rep[IR_MAX_RANK];
   int nr;
+  if (nin >= 2 && ox_run_time_data(in[1])) return tile_from_data(x, a, in[1], out[0]);
   if (nin < 2 || !ox_known_consts(in[1], rep, IR_MAX_RANK, &nr))
     return ox_unsupported(x, n, "repeats not known at import");
   if (nr != ox_type(a)->rank) return ox_fail(x, KILN_ERR_VERIFY, "%d repeats for rank %d", nr, ox_type(a)->rank);
