@@ -149,7 +149,9 @@ bool ir_graph_reads_dims(const ir_graph *g) {
   for (int i = 0; g && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
-         n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD) && n->nin == 2)
+         n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD ||
+         n->op == IR_OP_RESIZE || n->op == IR_OP_RESIZE_NEAREST ||
+         n->op == IR_OP_RESIZE_LINEAR || n->op == IR_OP_RESIZE_BICUBIC) && n->nin == 2)
       return true;
     if (n->op == IR_OP_SLICE_DATA) return true;
     if (n->op != IR_OP_RANGE || !ir_dim_is_sym(n->out[0]->type.dims[0])) continue;
@@ -164,6 +166,7 @@ bool ir_graph_reads_dims(const ir_graph *g) {
 
 const char *ir_node_not_before_run(const ir_node *p) {
   const ir_op_info *info = ir_op_get(p->op);
+  if (!info) return "an op kiln does not know";
   if (p->op == IR_OP_CONSTANT_EXTERNAL) return "a weight";
   if (ir_op_has_flag(p->op, IR_OPF_DATA_DIM)) return "an op whose count is known only as it runs";
   if (info->cls == IR_CLS_CONTROL) return "control flow";

@@ -932,8 +932,9 @@ int ir_infer_data_operand(ctx *c, int k, const char *what) {
   const char *why = NULL;
   const ir_node *p = ir_value_read_blocker(v, &why);
   if (!p) return 0;
+  const ir_op_info *pi = ir_op_get(p->op);
   return fail(c, "mo.%s: %s (%%%s) sets dims, so kiln computes it before the graph runs, but "
-              "it depends on mo.%s (%%%s), %s", c->op, what, v->name, ir_op_get(p->op)->name,
+              "it depends on mo.%s (%%%s), %s", c->op, what, v->name, pi ? pi->name : "?",
               p->nout > 0 ? p->out[0]->name : "?", why);
 }
 

@@ -345,11 +345,12 @@ const ir_node *ir_value_read_blocker(const ir_value *v, const char **why);
 const char *ir_node_not_before_run(const ir_node *p);
 /* Whether some node of g defines a symbol from data. */
 bool ir_graph_has_data_syms(const ir_graph *g);
-/* Whether g's dims depend on input data read before it runs (ir/shape.h:
- * mo.reshape and mo.broadcast_to with a shape operand, mo.slice_tensor with
- * data bounds, mo.repeat_interleave with a repeats operand, mo.range with a
- * length no input shape binds), so one input shape may give several
- * bindings. */
+/* Whether g's dims depend on data read before it runs (ir/shape.h:
+ * mo.reshape and mo.broadcast_to with a shape operand, mo.resize* with a
+ * sizes operand, mo.slice_tensor with data bounds, mo.repeat_interleave
+ * with a repeats operand, mo.range with a length no input shape binds; the
+ * data of inputs, constants or values computed from them), so one input
+ * shape may give several bindings. */
 bool ir_graph_reads_dims(const ir_graph *g);
 /* The mo.matmul n is, or the one in n's fused body (a GEMM with its
  * epilogue, ir_graph_fuse); NULL for any other node. */

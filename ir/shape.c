@@ -195,6 +195,7 @@ static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *
 static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *msg,
                                  size_t msglen, const char *fmt, ...) {
   const ir_node *n = rd->reader;
+  const ir_op_info *pi = ir_op_get(p->op);
   char why[300];
   va_list ap;
   va_start(ap, fmt);
@@ -202,7 +203,7 @@ static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *
   va_end(ap);
   return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d (%%%s) sets its dims, but it is "
                      "computed from mo.%s (%%%s), %s", ir_op_get(n->op)->name, n->out[0]->name,
-                     rd->k, n->in[rd->k]->name, ir_op_get(p->op)->name,
+                     rd->k, n->in[rd->k]->name, pi ? pi->name : "?",
                      p->nout > 0 ? p->out[0]->name : "?", why);
 }
 
@@ -458,13 +459,16 @@ static int node_dims_from_data(const ir_graph *g, const ir_node *n, data_reader 
   } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
              ir_node_attr_bool(n, "bidirectional", false)) {
     if (bidir_dims(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
-  } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
+  } else if ((n->op == IR_OP_BROADCAST_TO || n->op == IR_OP_RESIZE ||
+              n->op == IR_OP_RESIZE_NEAREST || n->op == IR_OP_RESIZE_LINEAR ||
+              n->op == IR_OP_RESIZE_BICUBIC) && n->nin == 2) {
     opnd_data o;
     if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
     for (int a = 0; a < t->rank; a++)
       if ((dims[a] = data_int(&o, a)) < 0)
-        return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): shape[%d] is %lld",
-                           n->out[0]->name, a, (long long)dims[a]);
+        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): %s[%d] is %lld", ir_op_get(n->op)->name,
+                           n->out[0]->name, n->op == IR_OP_BROADCAST_TO ? "shape" : "sizes", a,
+                           (long long)dims[a]);
   } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
     opnd_data o[3];
     for (int k = 0; k < 3; k++)

@@ -1,7 +1,7 @@
 /* test_ops_data_shapes.c - dims read from data computed inside the graph
  * (ir/shape.c): a range whose limit, a slice whose bounds, a reshape,
- * broadcast_to or repeat_interleave whose shape operand other nodes
- * compute from the inputs. The JIT against the reference interpreter over
+ * broadcast_to or repeat_interleave whose shape operand, a resize whose
+ * sizes operand other nodes compute from the inputs. The JIT against the reference interpreter over
  * bindings and data (empty results, negative and out-of-range bounds as
  * numpy), a chain of two such reads, bad values as run-time errors naming
  * the op, refusals at line:col (a weight, a count set from data), and a
@@ -155,8 +155,8 @@ Test(chain, a_read_of_data_computed_from_an_earlier_read) {
       "  %sh = mo.concat(%e, %n) {axis = 0} : " T("2", "si64") "\n"
       "  %w = mo.reshape(%r2, %sh) : " T("u, v", "si32") "\n"
       "  mo.output %w : " T("u, v", "si32") "\n}\n";
-  oracle_expect_known("chain k = 4", known,
-                      (oracle_expect){KILN_INT32, 2, {1, 6}, ((const int32_t[]){0, 1, 2, 3, 4, 5})});
+  static const int32_t want[6] = {0, 1, 2, 3, 4, 5};
+  oracle_expect_known("chain k = 4", known, (oracle_expect){KILN_INT32, 2, {1, 6}, want});
 }
 
 /* reshape / broadcast_to / repeat_interleave with computed shape operands
@@ -264,4 +264,70 @@ Test(device, simt_emu_takes_the_computed_dims) {
   kiln_device_close(d);
   kiln_context_free(ctx);
   kiln_status_free(st);
+}
+
+/* mo.resize_* with a sizes operand (ONNX Resize's run-time sizes): the
+ * result's dims from sizes computed as x's shape times a factor input
+ * (x2, x1, x0: an empty result) in three modes; a negative size names the op; a sizes operand of
+ * the wrong length is refused at line:col. */
+static const char *resize_graph(char *buf, size_t cap, const char *op, const char *attrs) {
+  snprintf(buf, cap,
+           "mo.graph @rz<n, h, w, a, b, c, d>(%%x: !mo.tensor<[n, 2, h, w], f32>, "
+           "%%f: !mo.tensor<[4], si64>) -> (!mo.tensor<[a, b, c, d], f32>) {\n"
+           "  %%s = mo.shape_to_tensor(%%x) : (!mo.tensor<[n, 2, h, w], f32>) -> "
+           "!mo.tensor<[4], si64>\n"
+           "  %%t = mo.mul(%%s, %%f) : !mo.tensor<[4], si64>\n"
+           "  %%y = mo.%s(%%x, %%t) %s : !mo.tensor<[a, b, c, d], f32>\n"
+           "  mo.output %%y : !mo.tensor<[a, b, c, d], f32>\n}\n",
+           op, attrs);
+  return buf;
+}
+
+Test(resize_sizes, computed_sizes_against_the_oracle) {
+  static const struct {
+    const char *op, *attrs;
+  } OPS[] = {
+      {"resize_nearest", "{coordinate_transformation_mode = \"asymmetric\"}"},
+      {"resize_linear", "{coordinate_transformation_mode = \"half_pixel\"}"},
+      {"resize_bicubic", "{coordinate_transformation_mode = \"align_corners\"}"},
+  };
+  static const double F[] = {2, 1, 0}; /* every axis times F (0: an empty result) */
+  char buf[2048], label[96];
+  for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
+    for (size_t j = 0; j < sizeof F / sizeof *F; j++) {
+      oracle_gen gens[2] = {gen_uniform(-1, 1), gen_const(F[j])};
+      snprintf(label, sizeof label, "%s sizes x %g", OPS[i].op, F[j]);
+      oracle_case c = {.label = label, .mlir = resize_graph(buf, sizeof buf, OPS[i].op,
+                                                            OPS[i].attrs),
+                       .bindings = "n=1,h=3,w=4;n=2,h=1,w=5", .gens = gens, .ngens = 2,
+                       .rtol = 1e-5, .atol = 1e-6};
+      ORACLE_ASSERT(&c);
+    }
+  oracle_gen neg[2] = {gen_uniform(-1, 1), gen_const(-1)};
+  oracle_case bad = {.label = "resize negative sizes",
+                     .mlir = resize_graph(buf, sizeof buf, "resize_nearest", ""),
+                     .bindings = "n=1,h=2,w=2", .gens = neg, .ngens = 2, .expect_error = true};
+  oracle_expect_both_fail(&bad, "mo.resize_nearest");
+  EXPECT_REJECTED("mo.graph @rz<a, b>(%x: !mo.tensor<[3, 4], f32>, %s: !mo.tensor<[3], si64>) "
+                  "-> (!mo.tensor<[a, b], f32>) {\n"
+                  "  %y = mo.resize_linear(%x, %s) : !mo.tensor<[a, b], f32>\n"
+                  "  mo.output %y : !mo.tensor<[a, b], f32>\n}\n",
+                  "2:3: mo.resize_linear: the sizes operand must be 1-D with 2 elements");
+}
+
+/* Hand-worked: [1, 1, 2, 2] nearest (asymmetric, floor) to sizes [1, 1, 4,
+ * 3] given as a constant computed by a mul: rows 0 0 1 1, columns 0 0 1. */
+Test(resize_sizes, known_answer) {
+  const char *mlir =
+      "mo.graph @rz<a, b, c, d>() -> (!mo.tensor<[a, b, c, d], f32>) {\n"
+      ORACLE_CONST("x", "f32", "1, 1, 2, 2", "1x1x2x2x", "1, 2, 3, 4")
+      ORACLE_CONST("s", "si64", "4", "4x", "1, 1, 2, 3")
+      ORACLE_CONST("m", "si64", "4", "4x", "1, 1, 2, 1")
+      "  %t = mo.mul(%s, %m) : !mo.tensor<[4], si64>\n"
+      "  %y = mo.resize_nearest(%x, %t) {coordinate_transformation_mode = \"asymmetric\", "
+      "nearest_mode = \"floor\"} : !mo.tensor<[a, b, c, d], f32>\n"
+      "  mo.output %y : !mo.tensor<[a, b, c, d], f32>\n}\n";
+  oracle_expect_known("resize sizes known", mlir,
+                      (oracle_expect){KILN_FLOAT32, 4, {1, 1, 4, 3},
+                                      ORACLE_F32(1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4)});
 }
