@@ -211,6 +211,12 @@ static int check_computing_node(void *ud, const ir_node *p, char *msg, size_t ms
   const data_reader *rd = ud;
   const char *why = ir_node_not_before_run(p); /* the verifier refuses these too */
   if (why) return refuse_computing_node(rd, p, msg, msglen, "%s", why);
+  for (int j = 0; j < p->nin; j++) {
+    int i = ir_graph_input_index(rd->g, p->in[j]);
+    if (i >= 0 && !rd->inputs[i].data && ir_tensor_numel(&rd->inputs[i]) > 0)
+      return refuse_computing_node(rd, p, msg, msglen, "which reads input %d (%s), whose data "
+                                   "is not on the host", i, ir_ref_input_name(rd->g, i));
+  }
   for (int j = 0; j < p->nout; j++)
     for (int a = 0; a < p->out[j]->type.rank; a++)
       if (needs_unbound(p->out[j]->type.dims[a], rd->g->nsyms, rd->bound)) {
@@ -241,12 +247,6 @@ static int operand_data(const ir_graph *g, const ir_node *n, int k, data_reader 
     *o = (opnd_data){a->u.dense.dtype, a->u.dense.numel, a->u.dense.data};
     return 0;
   }
-  for (int j = 0; j < g->ninputs; j++)
-    if (!inputs[j].data && ir_tensor_numel(&inputs[j]) > 0)
-      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d (%%%s) sets its dims and is "
-                         "computed from the inputs, but input %d (%s) is not on the host",
-                         ir_op_get(n->op)->name, n->out[0]->name, k, v->name, j,
-                         ir_ref_input_name(g, j));
   ir_tensor t;
   rd->reader = n;
   rd->k = k;

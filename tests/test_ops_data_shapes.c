@@ -13,6 +13,7 @@
 
 #include <kiln/kiln.h>
 
+#include "ir/interp.h"
 #include "support/oracle.h"
 
 #define T(shape, dt) "!mo.tensor<[" shape "], " dt ">"
@@ -225,6 +226,23 @@ Test(refusals, weights_and_counts_set_from_data) {
       "  %r = mo.range(%z, %l, %one) : " T("p", "si64") "\n"
       "  mo.output %r : " T("p", "si64") "\n}\n";
   EXPECT_REJECTED(count, "depends on mo.nonzero (%i)");
+}
+
+/* An input the computation reads whose data is not on the host (a device
+ * tensor): the solve says which, instead of reading it. */
+Test(refusals, computed_from_an_input_not_on_the_host) {
+  ir_diag d;
+  ir_graph *g = ir_parse(RANGE, strlen(RANGE), &d);
+  cr_assert_not_null(g, "%s", d.msg);
+  int64_t k = 2, syms[8];
+  ir_tensor in[2] = {{.dtype = IR_DT_F32, .rank = 1, .shape = {4}, .data = NULL},
+                     {.dtype = IR_DT_SI64, .rank = 0, .data = &k}};
+  char msg[512];
+  cr_expect_neq(ir_solve_symbols(g, in, 2, syms, msg, sizeof msg), 0);
+  cr_expect(strstr(msg, "mo.range (%r): operand 1 (%l) sets its dims, but it is computed from "
+                        "mo.shape_to_tensor (%s), which reads input 0 (x), whose data is not on "
+                        "the host") != NULL, "%s", msg);
+  ir_graph_free(g);
 }
 
 /* A device model (simt-emu): the dims computed on the host from the same
