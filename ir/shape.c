@@ -157,12 +157,7 @@ static const char *symbol_user(const ir_graph *g, int s, bool *in_check) {
 
 /* ---- dims read from operand data before the graph runs ---- */
 
-/* Operand k of n as data: a graph input's, a mo.constant's (whose one
- * element may fill it), or, for a value computed by other nodes of the
- * graph, the value the reference interpreter computes from the inputs
- * (ir_interp_value: only the nodes it depends on run, under the symbols
- * bound so far; the graph's own kernels compute it again when it runs, with
- * the same result). */
+/* An operand's data as read: dtype, elements, bytes. */
 typedef struct opnd_data {
   ir_dtype dt;
   int64_t numel;
@@ -187,8 +182,8 @@ static void reader_done(data_reader *rd) {
   }
 }
 
-/* A node the interpreter would run to compute a read operand: it must
- * compute from the inputs and constants alone, now (ir_interp_node_check). */
+/* "mo.R (%r): operand k (%v) sets its dims, but it is computed from mo.P
+ * (%p), <why>": -1 with msg. */
 static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *msg,
                                  size_t msglen, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -207,6 +202,9 @@ static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *
                      p->nout > 0 ? p->out[0]->name : "?", why);
 }
 
+/* A node the interpreter would run to compute a read operand: it must
+ * compute from the host data of the inputs and constants alone, now
+ * (ir_interp_node_check). */
 static int check_computing_node(void *ud, const ir_node *p, char *msg, size_t msglen) {
   const data_reader *rd = ud;
   const char *why = ir_node_not_before_run(p); /* the verifier refuses these too */
@@ -229,6 +227,12 @@ static int check_computing_node(void *ud, const ir_node *p, char *msg, size_t ms
   return 0;
 }
 
+/* Operand k of n as data: a graph input's, a mo.constant's (whose one
+ * element may fill it), or, for a value computed by other nodes of the
+ * graph, the value the reference interpreter computes from the inputs
+ * (ir_interp_value: only the nodes it depends on run, under the symbols
+ * bound so far; the graph's own kernels compute it again when it runs, with
+ * the same result), kept in rd until the node's reads are done. */
 static int operand_data(const ir_graph *g, const ir_node *n, int k, data_reader *rd,
                         opnd_data *o, char *msg, size_t msglen) {
   const ir_tensor *inputs = rd->inputs;
@@ -248,6 +252,9 @@ static int operand_data(const ir_graph *g, const ir_node *n, int k, data_reader 
     return 0;
   }
   ir_tensor t;
+  if (k >= (int)(sizeof rd->computed / sizeof *rd->computed))
+    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d cannot set dims",
+                       ir_op_get(n->op)->name, n->out[0]->name, k);
   rd->reader = n;
   rd->k = k;
   if (ir_interp_value(g, inputs, rd->syms, check_computing_node, rd, v, &t, msg, msglen) < 0)
@@ -258,30 +265,19 @@ static int operand_data(const ir_graph *g, const ir_node *n, int k, data_reader 
   return 0;
 }
 
+/* Element e of o (a one-element operand fills its type), any dtype. */
+static ir_tensor data_view(const opnd_data *o) {
+  return (ir_tensor){.dtype = o->dt, .rank = 1, .shape = {o->numel}, .data = (void *)o->data};
+}
+
 static int64_t data_int(const opnd_data *o, int64_t e) {
-  e = o->numel == 1 ? 0 : e; /* a one-element constant fills its type */
-  if (o->dt == IR_DT_SI32) {
-    int32_t v;
-    memcpy(&v, (const char *)o->data + 4 * e, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, (const char *)o->data + 8 * e, 8);
-  return v;
+  ir_tensor t = data_view(o);
+  return ir_ref_ld_i(&t, o->numel == 1 ? 0 : e);
 }
 
 static double data_double(const opnd_data *o) {
-  if (o->dt == IR_DT_F32) {
-    float v;
-    memcpy(&v, o->data, 4);
-    return v;
-  }
-  if (o->dt == IR_DT_F64) {
-    double v;
-    memcpy(&v, o->data, 8);
-    return v;
-  }
-  return (double)data_int(o, 0);
+  ir_tensor t = data_view(o);
+  return ir_dtype_is_float(o->dt) ? ir_ref_ld_f(&t, 0) : (double)ir_ref_ld_i(&t, 0);
 }
 
 /* mo.reshape's target from its shape operand (ops.def's rule) into dims. */
