@@ -149,7 +149,9 @@ bool ir_graph_reads_dims(const ir_graph *g) {
   for (int i = 0; g && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
     if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
-         n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD) && n->nin == 2)
+         n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD ||
+         n->op == IR_OP_RESIZE || n->op == IR_OP_RESIZE_NEAREST ||
+         n->op == IR_OP_RESIZE_LINEAR || n->op == IR_OP_RESIZE_BICUBIC) && n->nin == 2)
       return true;
     if (n->op == IR_OP_SLICE_DATA) return true;
     if (n->op != IR_OP_RANGE || !ir_dim_is_sym(n->out[0]->type.dims[0])) continue;
@@ -160,6 +162,52 @@ bool ir_graph_reads_dims(const ir_graph *g) {
     if (!from_shapes) return true;
   }
   return false;
+}
+
+const char *ir_node_not_before_run(const ir_node *p) {
+  const ir_op_info *info = ir_op_get(p->op);
+  if (!info) return "an op kiln does not know";
+  if (p->op == IR_OP_CONSTANT_EXTERNAL) return "a weight";
+  if (ir_op_has_flag(p->op, IR_OPF_DATA_DIM)) return "an op whose count is known only as it runs";
+  if (info->cls == IR_CLS_CONTROL) return "control flow";
+  if (info->cls == IR_CLS_CUSTOM || info->cls == IR_CLS_BUFFER || info->cls == IR_CLS_PRINT ||
+      ir_op_has_flag(p->op, IR_OPF_EFFECTS))
+    return "an op with effects";
+  return NULL;
+}
+
+const ir_node *ir_value_read_blocker(const ir_value *v, const char **why) {
+  if (!v || !v->def || v->def->op == IR_OP_CONSTANT) return NULL;
+  int nn = v->def->id + 1; /* its producers come before it */
+  const ir_node **stack = malloc((size_t)nn * sizeof *stack);
+  bool *seen = calloc((size_t)nn, sizeof *seen);
+  const ir_node *found = NULL;
+  if (!stack || !seen) {
+    *why = "out of memory";
+    found = v->def;
+  }
+  int top = 0;
+  if (!found) {
+    stack[top++] = v->def;
+    seen[v->def->id] = true;
+  }
+  while (top > 0 && !found) {
+    const ir_node *p = stack[--top];
+    if ((*why = ir_node_not_before_run(p))) {
+      found = p;
+      break;
+    }
+    for (int j = 0; j < p->nin; j++) {
+      const ir_node *q = p->in[j]->def;
+      if (q && q->id >= 0 && q->id < nn && !seen[q->id]) {
+        seen[q->id] = true;
+        stack[top++] = q;
+      }
+    }
+  }
+  free(stack);
+  free(seen);
+  return found;
 }
 
 bool ir_graph_has_data_syms(const ir_graph *g) {

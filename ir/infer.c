@@ -929,9 +929,13 @@ static int infer_transfer(ctx *c, ir_type *r) {
 
 int ir_infer_data_operand(ctx *c, int k, const char *what) {
   const ir_value *v = c->n->in[k];
-  if (!v->def || v->def->op == IR_OP_CONSTANT) return 0;
-  return fail(c, "mo.%s: %s (%%%s) must be a graph input or a mo.constant: kiln reads it "
-              "before the graph runs", c->op, what, v->name);
+  const char *why = NULL;
+  const ir_node *p = ir_value_read_blocker(v, &why);
+  if (!p) return 0;
+  const ir_op_info *pi = ir_op_get(p->op);
+  return fail(c, "mo.%s: %s (%%%s) sets dims, so kiln computes it before the graph runs, but "
+              "it depends on mo.%s (%%%s), %s", c->op, what, v->name, pi ? pi->name : "?",
+              p->nout > 0 ? p->out[0]->name : "?", why);
 }
 
 static int infer_reshape(ctx *c, ir_type *r) {

@@ -28,8 +28,11 @@ int ir_infer_norm_axis(ir_infer_ctx *c, const char *what, int64_t axis, int rank
 /* r = {dt, rank, dims, dev} (dims copied into the graph's arena). */
 int ir_infer_res_set(ir_infer_ctx *c, ir_type *r, ir_dtype dt, int rank,
                      const ir_dim *const *dims, ir_device dev);
-/* Operand k is a graph input or a mo.constant, whose data ir_solve_symbols
- * can read before the graph runs (else a failure naming `what`). */
+/* Operand k's data sets dims, which ir_solve_symbols reads before the graph
+ * runs: a graph input, a mo.constant, or a value computed from them by
+ * nodes the reference interpreter can run then (no weight, control flow,
+ * effects or count set from data among them; else a failure naming `what`
+ * and the node). */
 int ir_infer_data_operand(ir_infer_ctx *c, int k, const char *what);
 /* The declared result type (its dims not negative). */
 int ir_infer_declared(ir_infer_ctx *c, const ir_type **out);

@@ -147,8 +147,17 @@ int ir_infer_range(ctx *c, ir_type *r) {
   if (t->rank != 1 || t->dtype != opnd(c, 0)->dtype)
     return ir_infer_fail(c, "mo.range: the result must be declared 1-D of the operands' dtype %s",
                 ir_dtype_name(opnd(c, 0)->dtype));
-  /* a symbolic length must come from the inputs' shapes: ir_solve_symbols
-   * says so at execute when it does not */
+  /* a symbolic length no input shape binds is read from the operands'
+   * data before the graph runs (ir/shape.c) */
+  if (ir_dim_is_sym(t->dims[0])) {
+    bool from_shapes = false;
+    for (int i = 0; i < c->g->ninputs && !from_shapes; i++)
+      for (int a = 0; a < c->g->inputs[i]->type.rank; a++)
+        from_shapes |= ir_dim_uses_sym(c->g->inputs[i]->type.dims[a], t->dims[0]->sym);
+    static const char *const what[] = {"start", "stop", "step"};
+    for (int k = 0; k < 3 && !from_shapes; k++)
+      if (ir_infer_data_operand(c, k, what[k]) != 0) return -1;
+  }
   return ir_infer_res_set(c, r, t->dtype, 1, t->dims, opnd(c, 0)->device);
 }
 

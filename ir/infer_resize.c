@@ -90,6 +90,14 @@ int ir_infer_resize(ctx *c, ir_type *r) {
                          "mo.%s: the result has rank %d but operand 0 has rank %d (resizing "
                          "keeps the rank)",
                          c->op, d->rank, t->rank);
+  if (c->n->nin == 2) { /* the result's dims from data (ops.def) */
+    const ir_type *sz = &c->n->in[1]->type;
+    int64_t len;
+    if (sz->rank != 1 || !ir_dim_is_const(sz->dims[0], &len) || len != t->rank)
+      return ir_infer_fail(c, "mo.%s: the sizes operand must be 1-D with %d elements (the "
+                           "operand's rank)", c->op, t->rank);
+    if (ir_infer_data_operand(c, 1, "the sizes operand") != 0) return -1;
+  }
   ir_resize p;
   if (!ir_resize_read(c->n, &p)) return ir_infer_fail(c, "mo.%s: malformed attributes", c->op);
   if (t->rank == 1 && p.scale[0] > 0)

@@ -116,6 +116,40 @@ static int op_fail(run *r, const ir_node *n, const char *fmt, ...) {
               n->nout > 0 ? n->out[0]->name : "?", detail);
 }
 
+/* The per-value arrays of a run over nv values (r->vals, owned, ready);
+ * false on out-of-memory (run_release frees what was made). */
+static bool run_alloc(run *r, size_t nv) {
+  r->vals = calloc(nv, sizeof *r->vals);
+  r->owned = calloc(nv, sizeof *r->owned);
+  r->ready = calloc(nv, sizeof *r->ready);
+  return r->vals && r->owned && r->ready;
+}
+
+static void run_release(run *r, size_t nv) {
+  if (r->vals && r->owned)
+    for (size_t i = 0; i < nv; i++)
+      if (r->owned[i]) free(r->vals[i].data);
+  free(r->vals);
+  free(r->owned);
+  free(r->ready);
+}
+
+/* Value v's tensor into *out, its data handed over when the run owns it,
+ * else copied (an input, a weight, a value given once already); 0, or -1
+ * on out-of-memory (*out's data NULL). */
+static int run_hand_over(run *r, const ir_value *v, ir_tensor *out) {
+  const ir_tensor *t = &r->vals[v->id];
+  *out = *t;
+  if (r->owned[v->id]) {
+    r->owned[v->id] = false;
+    return 0;
+  }
+  size_t bytes = (size_t)ir_tensor_numel(t) * ir_dtype_size(t->dtype);
+  if (!(out->data = malloc(bytes ? bytes : 1))) return -1;
+  if (bytes) memcpy(out->data, t->data, bytes);
+  return 0;
+}
+
 /* Integer attribute `name` of n, else its default from the op's schema
  * (ops.def); INT64_MIN when it has neither or is not an integer (the
  * verifier refuses both; the axis checks then fail). */
@@ -897,11 +931,8 @@ static int run_fused(run *r, const ir_node *n) {
   size_t nv = (size_t)(b->nvalues ? b->nvalues : 1);
   run sub = {.g = b, .syms = r->syms, .weights = r->weights, .ud = r->ud, .msg = r->msg,
              .msglen = r->msglen};
-  sub.vals = calloc(nv, sizeof *sub.vals);
-  sub.owned = calloc(nv, sizeof *sub.owned);
-  sub.ready = calloc(nv, sizeof *sub.ready);
   int rc = -1;
-  if (!sub.vals || !sub.owned || !sub.ready) {
+  if (!run_alloc(&sub, nv)) {
     op_fail(r, n, "out of memory");
     goto out;
   }
@@ -923,12 +954,7 @@ static int run_fused(run *r, const ir_node *n) {
   }
   rc = 0;
 out:
-  if (sub.vals && sub.owned)
-    for (size_t i = 0; i < nv; i++)
-      if (sub.owned[i]) free(sub.vals[i].data);
-  free(sub.vals);
-  free(sub.owned);
-  free(sub.ready);
+  run_release(&sub, nv);
   return rc;
 }
 
@@ -1275,6 +1301,52 @@ static int run_node(run *r, const ir_node *n) {
   return 0;
 }
 
+int ir_interp_value(const ir_graph *g, const ir_tensor *inputs, int64_t *syms,
+                    ir_interp_node_check check, void *cud, const ir_value *want, ir_tensor *out,
+                    char *msg, size_t msglen) {
+  memset(out, 0, sizeof *out);
+  int nn = g->nnodes, rc = -1;
+  size_t nv = (size_t)(g->nvalues ? g->nvalues : 1);
+  run r = {.g = g, .syms = syms, .msg = msg, .msglen = msglen};
+  bool *needed = calloc((size_t)(nn ? nn : 1), sizeof *needed);
+  if (!run_alloc(&r, nv) || !needed) {
+    ir_ref_fail(msg, msglen, "out of memory");
+    goto out;
+  }
+  for (int i = 0; i < g->ninputs; i++) {
+    r.vals[g->inputs[i]->id] = inputs[i];
+    r.ready[g->inputs[i]->id] = inputs[i].data || ir_tensor_numel(&inputs[i]) == 0;
+  }
+  /* the nodes `want` depends on: marked backwards from its producer (node
+   * ids are in topological order) */
+  if (want->def) needed[want->def->id] = true;
+  for (int i = nn - 1; i >= 0; i--) {
+    const ir_node *n = g->nodes[i];
+    if (!needed[n->id]) continue;
+    for (int k = 0; k < n->nin; k++)
+      if (n->in[k]->def) needed[n->in[k]->def->id] = true;
+  }
+  for (int i = 0; i < nn; i++) {
+    const ir_node *n = g->nodes[i];
+    if (!needed[n->id]) continue;
+    if (check && check(cud, n, msg, msglen) < 0) goto out;
+    if (run_node(&r, n) < 0) goto out;
+  }
+  if (!r.ready[want->id]) {
+    ir_ref_fail(msg, msglen, "%%%s has no data to read", want->name);
+    goto out;
+  }
+  if (run_hand_over(&r, want, out) < 0) {
+    ir_ref_fail(msg, msglen, "out of memory");
+    goto out;
+  }
+  rc = 0;
+out:
+  run_release(&r, nv);
+  free(needed);
+  return rc;
+}
+
 int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_weight_fn weights, void *ud,
                   ir_tensor *outputs, char *msg, size_t msglen) {
   if (!g) return ir_ref_fail(msg, msglen, "no graph");
@@ -1285,12 +1357,9 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_weight_fn weigh
   run r = {.g = g, .weights = weights, .ud = ud, .msg = msg, .msglen = msglen};
   int64_t *syms = calloc((size_t)(g->nsyms ? g->nsyms : 1), sizeof *syms);
   size_t nv = (size_t)(g->nvalues ? g->nvalues : 1);
-  r.vals = calloc(nv, sizeof *r.vals);
-  r.owned = calloc(nv, sizeof *r.owned);
-  r.ready = calloc(nv, sizeof *r.ready);
   r.syms = syms;
   int rc = -1, nout_done = 0;
-  if (!syms || !r.vals || !r.owned || !r.ready) {
+  if (!run_alloc(&r, nv) || !syms) {
     ir_ref_fail(msg, msglen, "out of memory");
     goto out;
   }
@@ -1310,23 +1379,13 @@ int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_weight_fn weigh
    * weight) or that was already given (output twice) is copied. */
   for (int i = 0; i < g->noutputs; i++) {
     const ir_value *v = g->outputs[i];
-    const ir_tensor *t = &r.vals[v->id];
     if (!r.ready[v->id]) {
       ir_ref_fail(msg, msglen, "output %d (%%%s) is never computed", i, v->name);
       goto out;
     }
-    if (r.owned[v->id]) {
-      outputs[i] = *t;
-      r.owned[v->id] = false;
-    } else {
-      size_t bytes = (size_t)ir_tensor_numel(t) * ir_dtype_size(t->dtype);
-      outputs[i] = *t;
-      outputs[i].data = malloc(bytes ? bytes : 1);
-      if (!outputs[i].data) {
-        ir_ref_fail(msg, msglen, "out of memory");
-        goto out;
-      }
-      if (bytes) memcpy(outputs[i].data, t->data, bytes);
+    if (run_hand_over(&r, v, &outputs[i]) < 0) {
+      ir_ref_fail(msg, msglen, "out of memory");
+      goto out;
     }
     nout_done = i + 1;
   }
@@ -1336,12 +1395,7 @@ out:
     for (int i = 0; i < nout_done; i++) free(outputs[i].data);
     for (int i = 0; i < g->noutputs; i++) memset(&outputs[i], 0, sizeof outputs[i]);
   }
-  if (r.vals && r.owned)
-    for (size_t i = 0; i < nv; i++)
-      if (r.owned[i]) free(r.vals[i].data);
-  free(r.vals);
-  free(r.owned);
-  free(r.ready);
+  run_release(&r, nv);
   free(syms);
   return rc;
 }

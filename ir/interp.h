@@ -28,4 +28,15 @@ typedef const ir_tensor *(*ir_weight_fn)(void *ud, const char *name);
 int ir_interp_run(const ir_graph *g, const ir_tensor *inputs, ir_weight_fn weights, void *ud,
                   ir_tensor *outputs, char *msg, size_t msglen);
 
+/* Compute value `want` of g alone: only the nodes it depends on run, in
+ * node order, under sym_values as they stand (the caller has bound every
+ * symbol their results use). check (when not NULL) sees each node first
+ * and may refuse it (return -1 with msg). On success *out holds the value
+ * with malloc'd data (free(out->data)); ir/shape.c reads dims from data
+ * computed inside the graph this way. Returns 0 or -1 with msg. */
+typedef int (*ir_interp_node_check)(void *ud, const ir_node *n, char *msg, size_t msglen);
+int ir_interp_value(const ir_graph *g, const ir_tensor *inputs, int64_t *sym_values,
+                    ir_interp_node_check check, void *ud, const ir_value *want, ir_tensor *out,
+                    char *msg, size_t msglen);
+
 #endif

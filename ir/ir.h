@@ -335,13 +335,22 @@ bool ir_node_widens_operand(const ir_node *n, int k);
  * Its value is known only once the node has run; ir/shape.h says how the
  * runtimes plan and check around it. */
 int ir_node_data_sym(const ir_node *n);
+/* Whether v's data can be computed before its graph runs, so that dims
+ * may be read from it (ir/shape.c: a graph input, a mo.constant, or a value
+ * the reference interpreter computes from them): NULL when it can, else a
+ * node v depends on that cannot run then (a weight, control flow, an op
+ * with effects, a count set from data), with *why saying which. */
+const ir_node *ir_value_read_blocker(const ir_value *v, const char **why);
+/* Why node p cannot run before its graph does ("a weight", ...), or NULL. */
+const char *ir_node_not_before_run(const ir_node *p);
 /* Whether some node of g defines a symbol from data. */
 bool ir_graph_has_data_syms(const ir_graph *g);
-/* Whether g's dims depend on input data read before it runs (ir/shape.h:
- * mo.reshape and mo.broadcast_to with a shape operand, mo.slice_tensor with
- * data bounds, mo.repeat_interleave with a repeats operand, mo.range with a
- * length no input shape binds), so one input shape may give several
- * bindings. */
+/* Whether g's dims depend on data read before it runs (ir/shape.h:
+ * mo.reshape and mo.broadcast_to with a shape operand, mo.resize* with a
+ * sizes operand, mo.slice_tensor with data bounds, mo.repeat_interleave
+ * with a repeats operand, mo.range with a length no input shape binds; the
+ * data of inputs, constants or values computed from them), so one input
+ * shape may give several bindings. */
 bool ir_graph_reads_dims(const ir_graph *g);
 /* The mo.matmul n is, or the one in n's fused body (a GEMM with its
  * epilogue, ir_graph_fuse); NULL for any other node. */

@@ -157,17 +157,85 @@ static const char *symbol_user(const ir_graph *g, int s, bool *in_check) {
 
 /* ---- dims read from operand data before the graph runs ---- */
 
-/* Element e of operand k of n (a graph input's data, or a mo.constant's,
- * whose one element may fill it) as an integer or a double; false with msg
- * when the operand is neither or has no data. */
+/* An operand's data as read: dtype, elements, bytes. */
 typedef struct opnd_data {
   ir_dtype dt;
   int64_t numel;
   const void *data;
 } opnd_data;
 
-static int operand_data(const ir_graph *g, const ir_node *n, int k, const ir_tensor *inputs,
+/* What the reads of one node need; computed operands are freed after it. */
+typedef struct data_reader {
+  const ir_graph *g;
+  const ir_tensor *inputs;
+  int64_t *syms;
+  const bool *bound;
+  const ir_node *reader; /* the node whose dims are read */
+  int k;                 /* its operand */
+  void *computed[5];     /* computed operands' data, by operand */
+} data_reader;
+
+static void reader_done(data_reader *rd) {
+  for (int k = 0; k < 5; k++) {
+    free(rd->computed[k]);
+    rd->computed[k] = NULL;
+  }
+}
+
+/* "mo.R (%r): operand k (%v) sets its dims, but it is computed from mo.P
+ * (%p), <why>": -1 with msg. */
+static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *msg,
+                                 size_t msglen, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static int refuse_computing_node(const data_reader *rd, const ir_node *p, char *msg,
+                                 size_t msglen, const char *fmt, ...) {
+  const ir_node *n = rd->reader;
+  const ir_op_info *pi = ir_op_get(p->op);
+  char why[300];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d (%%%s) sets its dims, but it is "
+                     "computed from mo.%s (%%%s), %s", ir_op_get(n->op)->name, n->out[0]->name,
+                     rd->k, n->in[rd->k]->name, pi ? pi->name : "?",
+                     p->nout > 0 ? p->out[0]->name : "?", why);
+}
+
+/* A node the interpreter would run to compute a read operand: it must
+ * compute from the host data of the inputs and constants alone, now
+ * (ir_interp_node_check). */
+static int check_computing_node(void *ud, const ir_node *p, char *msg, size_t msglen) {
+  const data_reader *rd = ud;
+  const char *why = ir_node_not_before_run(p); /* the verifier refuses these too */
+  if (why) return refuse_computing_node(rd, p, msg, msglen, "%s", why);
+  for (int j = 0; j < p->nin; j++) {
+    int i = ir_graph_input_index(rd->g, p->in[j]);
+    if (i >= 0 && !rd->inputs[i].data && ir_tensor_numel(&rd->inputs[i]) > 0)
+      return refuse_computing_node(rd, p, msg, msglen, "which reads input %d (%s), whose data "
+                                   "is not on the host", i, ir_ref_input_name(rd->g, i));
+  }
+  for (int j = 0; j < p->nout; j++)
+    for (int a = 0; a < p->out[j]->type.rank; a++)
+      if (needs_unbound(p->out[j]->type.dims[a], rd->g->nsyms, rd->bound)) {
+        char dt[128];
+        return refuse_computing_node(rd, p, msg, msglen, "whose result %%%s has dim '%s', not "
+                                     "known before mo.%s runs", p->out[j]->name,
+                                     ir_ref_dim_text(p->out[j]->type.dims[a], dt, sizeof dt),
+                                     ir_op_get(rd->reader->op)->name);
+      }
+  return 0;
+}
+
+/* Operand k of n as data: a graph input's, a mo.constant's (whose one
+ * element may fill it), or, for a value computed by other nodes of the
+ * graph, the value the reference interpreter computes from the inputs
+ * (ir_interp_value: only the nodes it depends on run, under the symbols
+ * bound so far; the graph's own kernels compute it again when it runs, with
+ * the same result), kept in rd until the node's reads are done. */
+static int operand_data(const ir_graph *g, const ir_node *n, int k, data_reader *rd,
                         opnd_data *o, char *msg, size_t msglen) {
+  const ir_tensor *inputs = rd->inputs;
   const ir_value *v = n->in[k];
   int i = ir_graph_input_index(g, v);
   if (i >= 0) {
@@ -179,47 +247,47 @@ static int operand_data(const ir_graph *g, const ir_node *n, int k, const ir_ten
     return 0;
   }
   const ir_attr *a = v->def && v->def->op == IR_OP_CONSTANT ? ir_node_attr(v->def, "value") : NULL;
-  if (!a || a->kind != IR_ATTR_DENSE)
-    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d must be a graph input or a "
-                       "mo.constant", ir_op_get(n->op)->name, n->out[0]->name, k);
-  *o = (opnd_data){a->u.dense.dtype, a->u.dense.numel, a->u.dense.data};
+  if (a && a->kind == IR_ATTR_DENSE) {
+    *o = (opnd_data){a->u.dense.dtype, a->u.dense.numel, a->u.dense.data};
+    return 0;
+  }
+  ir_tensor t;
+  if (k >= (int)(sizeof rd->computed / sizeof *rd->computed))
+    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): operand %d cannot set dims",
+                       ir_op_get(n->op)->name, n->out[0]->name, k);
+  rd->reader = n;
+  rd->k = k;
+  if (ir_interp_value(g, inputs, rd->syms, check_computing_node, rd, v, &t, msg, msglen) < 0)
+    return -1;
+  free(rd->computed[k]);
+  rd->computed[k] = t.data;
+  *o = (opnd_data){t.dtype, ir_tensor_numel(&t), t.data};
   return 0;
 }
 
+/* Element e of o (a one-element operand fills its type), any dtype. */
+static ir_tensor data_view(const opnd_data *o) {
+  return (ir_tensor){.dtype = o->dt, .rank = 1, .shape = {o->numel}, .data = (void *)o->data};
+}
+
 static int64_t data_int(const opnd_data *o, int64_t e) {
-  e = o->numel == 1 ? 0 : e; /* a one-element constant fills its type */
-  if (o->dt == IR_DT_SI32) {
-    int32_t v;
-    memcpy(&v, (const char *)o->data + 4 * e, 4);
-    return v;
-  }
-  int64_t v;
-  memcpy(&v, (const char *)o->data + 8 * e, 8);
-  return v;
+  ir_tensor t = data_view(o);
+  return ir_ref_ld_i(&t, o->numel == 1 ? 0 : e);
 }
 
 static double data_double(const opnd_data *o) {
-  if (o->dt == IR_DT_F32) {
-    float v;
-    memcpy(&v, o->data, 4);
-    return v;
-  }
-  if (o->dt == IR_DT_F64) {
-    double v;
-    memcpy(&v, o->data, 8);
-    return v;
-  }
-  return (double)data_int(o, 0);
+  ir_tensor t = data_view(o);
+  return ir_dtype_is_float(o->dt) ? ir_ref_ld_f(&t, 0) : (double)ir_ref_ld_i(&t, 0);
 }
 
 /* mo.reshape's target from its shape operand (ops.def's rule) into dims. */
-static int reshape_target(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int reshape_target(const ir_graph *g, const ir_node *n, data_reader *rd,
                           const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *t = &n->out[0]->type;
   opnd_data o;
   int64_t in[IR_MAX_RANK], numel = 1, known = 1;
   char m[256];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   if (ir_eval_shape(&n->in[0]->type, syms, in, m, sizeof m) < 0)
     return ir_ref_fail(msg, msglen, "mo.reshape (%%%s): operand 0: %s", n->out[0]->name, m);
   for (int a = 0; a < n->in[0]->type.rank; a++) numel *= in[a];
@@ -255,7 +323,7 @@ static int reshape_target(const ir_graph *g, const ir_node *n, const ir_tensor *
 }
 
 /* mo.slice_tensor's result dims from its (start, stop, step[, axes]) data. */
-static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int slice_lengths(const ir_graph *g, const ir_node *n, data_reader *rd,
                          const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *xt = &n->in[0]->type;
   ir_tensor p[4];
@@ -264,7 +332,7 @@ static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *i
   char m[256];
   for (int j = 1; j < n->nin && j <= 4; j++) {
     opnd_data o;
-    if (operand_data(g, n, j, inputs, &o, msg, msglen) < 0) return -1;
+    if (operand_data(g, n, j, rd, &o, msg, msglen) < 0) return -1;
     p[j - 1] = (ir_tensor){.dtype = o.dt, .rank = 1, .shape = {o.numel}, .data = (void *)o.data};
     pp[j - 1] = &p[j - 1];
   }
@@ -278,14 +346,14 @@ static int slice_lengths(const ir_graph *g, const ir_node *n, const ir_tensor *i
 
 /* mo.repeat_interleave's result dims with a repeats operand: operand 0's
  * (flattened when axis is absent) with the axis' dim = sum(repeats). */
-static int repeat_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int repeat_dims(const ir_graph *g, const ir_node *n, data_reader *rd,
                        const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *x = &n->in[0]->type;
   const char *y = n->out[0]->name;
   int64_t in[IR_MAX_RANK], rl, numel = 1, axis = ir_node_attr_int(n, "axis", INT64_MIN);
   opnd_data o;
   char m[256];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   if (ir_eval_shape(x, syms, in, m, sizeof m) < 0 ||
       ir_eval_shape(&n->in[1]->type, syms, &rl, m, sizeof m) < 0)
     return ir_ref_fail(msg, msglen, "mo.repeat_interleave (%%%s): %s", y, m);
@@ -316,7 +384,7 @@ static int repeat_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inp
 
 /* mo.broadcast_to {bidirectional}'s result dims: numpy's broadcast of
  * operand 0's dims and the shape operand's values, both right-aligned. */
-static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int bidir_dims(const ir_graph *g, const ir_node *n, data_reader *rd,
                       const int64_t *syms, int64_t *dims, char *msg, size_t msglen) {
   const ir_type *x = &n->in[0]->type;
   const char *y = n->out[0]->name;
@@ -324,7 +392,7 @@ static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inpu
   int64_t in[IR_MAX_RANK], len;
   opnd_data o;
   char m[256];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   if (ir_eval_shape(x, syms, in, m, sizeof m) < 0 ||
       ir_eval_shape(&n->in[1]->type, syms, &len, m, sizeof m) < 0)
     return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): %s", y, m);
@@ -345,14 +413,14 @@ static int bidir_dims(const ir_graph *g, const ir_node *n, const ir_tensor *inpu
 
 /* mo.fold's result dims with an output_size operand: N and C as inferred
  * (bound by the input shapes), H and W from the data. */
-static int fold_size(const ir_graph *g, const ir_node *n, const ir_tensor *inputs,
+static int fold_size(const ir_graph *g, const ir_node *n, data_reader *rd,
                      const int64_t *syms, const bool *bound, int64_t *dims, char *msg,
                      size_t msglen) {
   const ir_type *t = &n->out[0]->type;
   const char *y = n->out[0]->name;
   opnd_data o;
   char dt[200];
-  if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
+  if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
   for (int a = 0; a < 2; a++) {
     ir_dim_err err;
     err.msg[0] = '\0';
@@ -372,66 +440,79 @@ static int fold_size(const ir_graph *g, const ir_node *n, const ir_tensor *input
 /* The dims nodes read from operand data: a plain symbol not bound yet takes
  * the value, any other dim must equal it. mo.range's length is bound only
  * (its kernel checks a given one). */
-static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
-                          char *msg, size_t msglen) {
-  for (int i = 0; i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
-    const ir_type *t = &n->out[0]->type;
-    int64_t dims[IR_MAX_RANK];
-    if (n->op == IR_OP_RESHAPE && n->nin == 2) {
-      if (reshape_target(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_SLICE_DATA) {
-      if (slice_lengths(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
-      if (repeat_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_FOLD && n->nin == 2) {
-      if (fold_size(g, n, inputs, syms, bound, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
-               ir_node_attr_bool(n, "bidirectional", false)) {
-      if (bidir_dims(g, n, inputs, syms, dims, msg, msglen) < 0) return -1;
-    } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2) {
-      opnd_data o;
-      if (operand_data(g, n, 1, inputs, &o, msg, msglen) < 0) return -1;
-      for (int a = 0; a < t->rank; a++)
-        if ((dims[a] = data_int(&o, a)) < 0)
-          return ir_ref_fail(msg, msglen, "mo.broadcast_to (%%%s): shape[%d] is %lld",
-                             n->out[0]->name, a, (long long)dims[a]);
-    } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
-      opnd_data o[3];
-      for (int k = 0; k < 3; k++)
-        if (operand_data(g, n, k, inputs, &o[k], msg, msglen) < 0) return -1;
-      if (ir_ref_is_fc(t->dtype)) {
-        double a = data_double(&o[0]), b = data_double(&o[1]), s = data_double(&o[2]);
-        double w = s != 0 ? ceil((b - a) / s) : 0;
-        dims[0] = w > 0 ? (w < 9.0e18 ? (int64_t)w : INT64_MAX) : 0; /* NaN: 0 */
-      } else {
-        int64_t len = ir_ref_range_len_i(data_int(&o[0], 0), data_int(&o[1], 0),
-                                         data_int(&o[2], 0));
-        dims[0] = len < 0 ? 0 : len; /* step 0: the kernel's error */
-      }
+static int node_dims_from_data(const ir_graph *g, const ir_node *n, data_reader *rd,
+                               int64_t *syms, bool *bound, char *msg, size_t msglen) {
+  const ir_type *t = &n->out[0]->type;
+  int64_t dims[IR_MAX_RANK];
+  if (n->op == IR_OP_RESHAPE && n->nin == 2) {
+    if (reshape_target(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_SLICE_DATA) {
+    if (slice_lengths(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_REPEAT_INTERLEAVE && n->nin == 2) {
+    if (repeat_dims(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_FOLD && n->nin == 2) {
+    if (fold_size(g, n, rd, syms, bound, dims, msg, msglen) < 0) return -1;
+  } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
+             ir_node_attr_bool(n, "bidirectional", false)) {
+    if (bidir_dims(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
+  } else if ((n->op == IR_OP_BROADCAST_TO || n->op == IR_OP_RESIZE ||
+              n->op == IR_OP_RESIZE_NEAREST || n->op == IR_OP_RESIZE_LINEAR ||
+              n->op == IR_OP_RESIZE_BICUBIC) && n->nin == 2) {
+    opnd_data o;
+    if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
+    for (int a = 0; a < t->rank; a++)
+      if ((dims[a] = data_int(&o, a)) < 0)
+        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): %s[%d] is %lld", ir_op_get(n->op)->name,
+                           n->out[0]->name, n->op == IR_OP_BROADCAST_TO ? "shape" : "sizes", a,
+                           (long long)dims[a]);
+  } else if (n->op == IR_OP_RANGE && ir_dim_is_sym(t->dims[0]) && !bound[t->dims[0]->sym]) {
+    opnd_data o[3];
+    for (int k = 0; k < 3; k++)
+      if (operand_data(g, n, k, rd, &o[k], msg, msglen) < 0) return -1;
+    if (ir_ref_is_fc(t->dtype)) {
+      double a = data_double(&o[0]), b = data_double(&o[1]), s = data_double(&o[2]);
+      double w = s != 0 ? ceil((b - a) / s) : 0;
+      dims[0] = w > 0 ? (w < 9.0e18 ? (int64_t)w : INT64_MAX) : 0; /* NaN: 0 */
     } else {
+      int64_t len = ir_ref_range_len_i(data_int(&o[0], 0), data_int(&o[1], 0),
+                                       data_int(&o[2], 0));
+      dims[0] = len < 0 ? 0 : len; /* step 0: the kernel's error */
+    }
+  } else {
+    return 0;
+  }
+  for (int a = 0; a < t->rank; a++) {
+    const ir_dim *d = t->dims[a];
+    if (ir_dim_is_sym(d) && !bound[d->sym]) {
+      bound[d->sym] = true;
+      syms[d->sym] = dims[a];
       continue;
     }
-    for (int a = 0; a < t->rank; a++) {
-      const ir_dim *d = t->dims[a];
-      if (ir_dim_is_sym(d) && !bound[d->sym]) {
-        bound[d->sym] = true;
-        syms[d->sym] = dims[a];
-        continue;
-      }
-      int64_t want;
-      ir_dim_err err;
-      char dt[200]; /* dim_value_text's text: a dim's (128) and its value */
-      err.msg[0] = '\0';
-      if (needs_unbound(d, g->nsyms, bound) || !ir_dim_eval(d, syms, &want, &err))
-        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d (%s) %s", ir_op_get(n->op)->name,
-                           n->out[0]->name, a, ir_ref_dim_text(d, dt, sizeof dt),
-                           err.msg[0] ? err.msg : "uses a symbol nothing binds");
-      if (want != dims[a])
-        return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d is %s but the data gives %lld",
-                           ir_op_get(n->op)->name, n->out[0]->name, a,
-                           dim_value_text(d, want, dt, sizeof dt), (long long)dims[a]);
-    }
+    int64_t want;
+    ir_dim_err err;
+    char dt[200]; /* dim_value_text's text: a dim's (128) and its value */
+    err.msg[0] = '\0';
+    if (needs_unbound(d, g->nsyms, bound) || !ir_dim_eval(d, syms, &want, &err))
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d (%s) %s", ir_op_get(n->op)->name,
+                         n->out[0]->name, a, ir_ref_dim_text(d, dt, sizeof dt),
+                         err.msg[0] ? err.msg : "uses a symbol nothing binds");
+    if (want != dims[a])
+      return ir_ref_fail(msg, msglen, "mo.%s (%%%s): axis %d is %s but the data gives %lld",
+                         ir_op_get(n->op)->name, n->out[0]->name, a,
+                         dim_value_text(d, want, dt, sizeof dt), (long long)dims[a]);
+  }
+  return 0;
+}
+
+/* The dims every node reads from operand data, in node order (a read may
+ * use the symbols earlier reads bound). */
+static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
+                          char *msg, size_t msglen) {
+  data_reader rd = {.g = g, .inputs = inputs, .syms = syms, .bound = bound};
+  for (int i = 0; i < g->nnodes; i++) {
+    int rc = node_dims_from_data(g, g->nodes[i], &rd, syms, bound, msg, msglen);
+    reader_done(&rd);
+    if (rc < 0) return -1;
   }
   return 0;
 }

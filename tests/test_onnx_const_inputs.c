@@ -3,9 +3,10 @@
  * initializers: Resize / Upsample scales and sizes, ReduceSum / Squeeze /
  * Unsqueeze axes, Split sizes, Tile repeats, Pad pads, CumSum axes and
  * OneHot depths and values. ONNX's tests pass them as
- * graph inputs, which kiln cannot import (result shapes and ranks are
- * declared types: they must be known at import), so test_onnx_node reports
- * them unsupported. Here every graph input after X becomes an initializer
+ * graph inputs; kiln reads Tile repeats and Resize sizes from such data
+ * before the graph runs (test_onnx_node passes those), the others decide
+ * result ranks or kernel attributes and must be known at import, so
+ * test_onnx_node reports them unsupported. Here every graph input after X becomes an initializer
  * holding the test's data, the way a deployed (PyTorch-exported) model
  * carries them, and every output must match ONNX's (rtol 1e-3, atol 1e-5 as
  * test_onnx_node; integers exactly). The upsampling ones also run with X's dims made symbols

@@ -586,6 +586,60 @@ Test(onnx_errors, expand_with_a_shape_input) {
   kiln_status_free(st);
 }
 
+/* Slice bounds and an Expand shape computed inside the graph from an input
+ * (a - 1 .. a + 1, and |s|): kiln reads them before the graph runs, per
+ * execute; bounds past either end clamp as numpy's, an empty slice is
+ * empty. */
+Test(onnx_errors, slice_and_expand_from_computed_data) {
+  mb *b = mb_new();
+  const char *xd[1] = {"6"}, *ad[1] = {"1"}, *yd[1] = {"p"}, *zd[2] = {"q", "r"},
+             *sd[1] = {"2"};
+  b->ins[b->g.n_input++] = vinfo("x", 1, xd);
+  b->ins[b->g.n_input++] = vinfo_of("a", 7, 1, ad);
+  b->ins[b->g.n_input++] = vinfo_of("s", 7, 1, sd);
+  b->outs[b->g.n_output++] = vinfo("y", 1, yd);
+  b->outs[b->g.n_output++] = vinfo("z", 2, zd);
+  static const int64_t one[1] = {1};
+  init_i64(b, "one", 1, one);
+  static const char *const sub[] = {"a", "one"}, *const add[] = {"a", "one"},
+                           *const sl[] = {"x", "st", "en"}, *const ab[] = {"s"},
+                           *const ex[] = {"x", "sa"};
+  node(b, "Sub", "sub", 2, sub, "st");
+  node(b, "Add", "add", 2, add, "en");
+  node(b, "Slice", "slice", 3, sl, "y");
+  node(b, "Abs", "abs", 1, ab, "sa");
+  node(b, "Expand", "expand", 2, ex, "z");
+  built r = compile_built(b);
+  int64_t six = 6, k1 = 1, k2 = 2;
+  static const struct {
+    int64_t a, s0, s1, first, len;
+  } C[] = {{2, -2, 6, 2, 2}, {0, 1, -6, 0, 0}, {6, 3, 1, 6, 1}, {9, -1, 1, 0, 0}};
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) {
+    kiln_tensor *in[3] = {kiln_tensor_new(KILN_FLOAT32, 1, &six, r.st),
+                          kiln_tensor_new(KILN_INT64, 1, &k1, r.st),
+                          kiln_tensor_new(KILN_INT64, 1, &k2, r.st)},
+                *out[2] = {NULL, NULL};
+    for (int e = 0; e < 6; e++) ((float *)kiln_tensor_data(in[0]))[e] = (float)(e + 1);
+    *(int64_t *)kiln_tensor_data(in[1]) = C[i].a;
+    ((int64_t *)kiln_tensor_data(in[2]))[0] = C[i].s0;
+    ((int64_t *)kiln_tensor_data(in[2]))[1] = C[i].s1;
+    cr_assert_eq(kiln_model_execute(r.m, in, 3, out, 2, r.st), 0, "case %zu: %s", i,
+                 kiln_status_message(r.st));
+    cr_expect_eq(kiln_tensor_shape(out[0])[0], C[i].len, "case %zu: %lld", i,
+                 (long long)kiln_tensor_shape(out[0])[0]);
+    for (int64_t e = 0; e < C[i].len; e++)
+      cr_expect_eq(((float *)kiln_tensor_data(out[0]))[e], (float)(C[i].first + e),
+                   "case %zu element %lld", i, (long long)e);
+    const int64_t *zs = kiln_tensor_shape(out[1]);
+    int64_t q = C[i].s0 < 0 ? -C[i].s0 : C[i].s0; /* [q, 1 or 6] with [6]: [q, 6] */
+    cr_expect(zs[0] == q && zs[1] == 6, "case %zu: z is [%lld, %lld]", i, (long long)zs[0],
+              (long long)zs[1]);
+    for (int j = 0; j < 3; j++) kiln_tensor_free(in[j]);
+    for (int j = 0; j < 2; j++) kiln_tensor_free(out[j]);
+  }
+  built_free(&r);
+}
+
 /* ---- the CLI: kiln run MODEL.onnx, kiln import, kiln check ---- */
 /* Range over f32 initializers (known at import) is a mo.range of the length
  * they give; Tile with its repeats in an initializer is one mo.tile. */

@@ -143,13 +143,14 @@ Test(fold_symbolic, output_size_read_from_data) {
                              "[4, 5]}", "n, 3, 4, 5"),
                   "with an output_size operand the attribute output_size must be [-1, -1]");
   EXPECT_REJECTED(
-      "mo.graph @fd<n, l, h, w>(%x: !mo.tensor<[n, 12, l], f32>, %s: !mo.tensor<[2], si64>) -> "
+      "mo.graph @fd<n, l, h, w>(%x: !mo.tensor<[n, 12, l], f32>) -> "
       "(!mo.tensor<[n, 3, h, w], f32>) {\n"
+      "  %s = mo.constant.external {name = \"s\"} : !mo.tensor<[2], si64>\n"
       "  %t = mo.negate(%s) : !mo.tensor<[2], si64>\n"
       "  %y = mo.fold(%x, %t) {kernel_size = [2, 2], output_size = [-1, -1]} : "
       "!mo.tensor<[n, 3, h, w], f32>\n"
       "  mo.output %y : !mo.tensor<[n, 3, h, w], f32>\n}\n",
-      "must be a graph input or a mo.constant");
+      "depends on mo.constant.external (%s), a weight");
   EXPECT_REJECTED(sym_graph(buf, sizeof buf, "{kernel_size = [2, 2], output_size = [-2, 4]}",
                             "n, 3, h, 4", "f32"),
                   "attribute 'output_size' of mo.fold has -2 but needs values >= -1");

@@ -225,8 +225,8 @@ static kiln_value *fill_value(ox *x, const Onnx__NodeProto *n) {
   return k;
 }
 
-/* ConstantOfShape whose shape is a graph input: broadcast_to reads it before
- * the graph runs, each result dim a symbol of its own. */
+/* ConstantOfShape whose shape is a graph input or computed from one:
+ * broadcast_to reads it before the graph runs, each result dim a symbol of its own. */
 static int fill_from_shape_input(ox *x, const Onnx__NodeProto *n, ox_val *s, ox_val **out) {
   const ir_type *st = ox_type(s->v);
   int64_t rank;
@@ -252,8 +252,7 @@ static int fill_from_shape_input(ox *x, const Onnx__NodeProto *n, ox_val *s, ox_
 int ox_op_ConstantOfShape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                           int nout) {
   ox_val *s = nin > 0 ? in[0] : NULL;
-  if (s && !s->known && !s->init && s->v && !((const ir_value *)s->v)->def)
-    return fill_from_shape_input(x, n, s, out);
+  if (ox_run_time_data(s)) return fill_from_shape_input(x, n, s, out);
   if (!s || !s->known || s->rank != 1 || s->numel > IR_MAX_RANK)
     return ox_unsupported(x, n, "the shape is not known at import");
   const Onnx__AttributeProto *a = ox_attr(n, "value");
@@ -317,10 +316,10 @@ static bool scalar_known(const ox_val *v, double *out) {
 
 /* Range: integers known at import fold into known data; other constant
  * operands give a mo.range of the length they imply. Operands that are
- * graph inputs give a mo.range whose length is a symbol of its own, which
- * kiln reads from their data before the graph runs (ir/shape.h); operands
- * computed by other nodes would make the length known only while running:
- * unsupported. */
+ * graph inputs, or computed from them by other nodes, give a mo.range whose
+ * length is a symbol of its own, which kiln reads from their data before
+ * the graph runs (ir/shape.h: computed ones through the reference
+ * interpreter). */
 int ox_op_Range(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int64_t v[3];
   double f[3];
@@ -352,9 +351,12 @@ int ox_op_Range(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
       if (nin <= i || !scalar_known(in[i], &f[i])) from_inputs = true;
     for (int i = 0; i < 3 && from_inputs; i++) {
       const ir_value *iv = nin > i && in[i] ? (const ir_value *)in[i]->v : NULL;
-      if (!(in[i] && (in[i]->known || in[i]->init)) && (!iv || iv->def || iv->type.rank != 0))
-        return ox_unsupported(x, n, "start, limit and delta are neither known at import nor "
-                                    "scalar graph inputs (the result's length would be data)");
+      if (in[i] && (in[i]->known || in[i]->init)) continue;
+      if (!iv || iv->type.rank != 0)
+        return ox_unsupported(x, n, "start, limit and delta must be scalars");
+      if (!ox_run_time_data(in[i]))
+        return ox_unsupported(x, n, "'%s' depends on a weight, control flow or a count known "
+                              "only as the graph runs", in[i]->name);
     }
   }
   if (!ints && !from_inputs) {

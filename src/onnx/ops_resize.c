@@ -1,12 +1,14 @@
 /* ops_resize.c - ONNX's Resize (opsets 10 to 19) and Upsample onto kiln's
  * mo.resize_nearest / mo.resize_linear / mo.resize_bicubic.
  *
- * kiln's result shapes are declared types, so the output size must be known
- * at import: `sizes` (integers, known data) or `scales` (floats, an
- * initializer or Constant) folded to the result dims as ONNX computes them
- * (floor(dim * scale); on a symbolic dim a whole scale k gives dim * k and,
- * on the last two axes, 1 / k gives dim floordiv k); scales or sizes
- * computed at run time are reported unsupported. A scale that does not divide its dim still sets
+ * The output size is known at import, `sizes` (integers, known data) or
+ * `scales` (floats, an initializer or Constant) folded to the result dims
+ * as ONNX computes them (floor(dim * scale); on a symbolic dim a whole scale
+ * k gives dim * k and, on the last two axes, 1 / k gives dim floordiv k);
+ * or `sizes` is run-time data (a graph input or computed from inputs),
+ * which mo.resize_* takes as its sizes operand (ir/shape.h reads it before
+ * the graph runs). Scales known only at run time are reported unsupported
+ * (the kernels take them as attributes). A scale that does not divide its dim still sets
  * the coordinates (kiln's scale_h / scale_w, which name the last two axes; on another axis such a
  * scale is reported unsupported). An axis of scale 1 is copied. `axes`, antialias,
  * keep_aspect_ratio_policy other than "stretch" and tf_crop_and_resize are reported unsupported.
@@ -123,6 +125,30 @@ static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const dou
   return 0;
 }
 
+/* Resize to sizes that are run-time data (ox_run_time_data): the sizes
+ * operand of mo.resize_*, each result dim a symbol of its own that kiln
+ * reads from the data before the graph runs (ir/shape.h); every axis's
+ * scale is then its dims' ratio. */
+static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *a,
+                           const ox_val *sizes_v, bool nearest, bool linear, const char *coord,
+                           const char *round, ox_val *out) {
+  int nun0 = x->nunsup;
+  const ir_type *t = ox_type(a), *st = ox_type(sizes_v->v);
+  int64_t len;
+  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &len) || len != t->rank)
+    return ox_fail(x, KILN_ERR_VERIFY, "sizes must be 1-D with %d entries (the rank)", t->rank);
+  const ir_dim *dims[IR_MAX_RANK];
+  for (int i = 0; i < t->rank; i++)
+    if (!(dims[i] = ox_symbol(x, NULL))) return -1;
+  char ty[512], attrs[512];
+  double scale[2] = {0, 0};
+  ox_type_text(ty, sizeof ty, t->dtype, t->rank, dims);
+  op_attrs(x, n, !nearest && !linear, coord, nearest ? round : NULL, scale, attrs, sizeof attrs);
+  if (!(out->v = ox_op(x, op, (kiln_value *[]){a, sizes_v->v}, 2, ty, "%s", attrs)))
+    return x->nunsup > nun0 ? 1 : -1;
+  return 0;
+}
+
 /* out = a resized to the size scales_v or sizes_v (one NULL) says. */
 static int resize(ox *x, const Onnx__NodeProto *n, kiln_value *a, const ox_val *scales_v,
                   const ox_val *sizes_v, const char *mode, const char *coord, const char *round,
@@ -132,9 +158,16 @@ static int resize(ox *x, const Onnx__NodeProto *n, kiln_value *a, const ox_val *
   if (t->rank < 1) return ox_unsupported(x, n, "Resize of a rank-0 tensor");
   double sc[IR_MAX_RANK];
   int64_t sz[IR_MAX_RANK];
+  bool nearest = strcmp(mode, "nearest") == 0, linear = strcmp(mode, "linear") == 0;
+  if (!nearest && !linear && strcmp(mode, "cubic") != 0)
+    return ox_unsupported(x, n, "Resize mode '%s'", mode);
+  const char *op = nearest ? "resize_nearest" : linear ? "resize_linear" : "resize_bicubic";
+  if (sizes_v && !ox_known_consts(sizes_v, sz, IR_MAX_RANK, &cnt) && ox_run_time_data(sizes_v))
+    return sizes_from_data(x, n, op, a, sizes_v, nearest, linear, coord, round, out);
   if (sizes_v) {
     if (!ox_known_consts(sizes_v, sz, IR_MAX_RANK, &cnt))
-      return ox_unsupported(x, n, "sizes must be known at import (an initializer or Constant)");
+      return ox_unsupported(x, n, "sizes must be known at import or computed from the "
+                            "inputs");
   } else if (!scales_v || !scales_of(scales_v, sc, IR_MAX_RANK, &cnt)) {
     return ox_unsupported(x, n, "scales must be known at import (an initializer or Constant)");
   }
@@ -145,13 +178,9 @@ static int resize(ox *x, const Onnx__NodeProto *n, kiln_value *a, const ox_val *
   double scale[2];
   int rc = out_dims(x, n, t, sizes_v ? NULL : sc, sizes_v ? sz : NULL, dims, scale);
   if (rc != 0) return rc;
-  bool nearest = strcmp(mode, "nearest") == 0, linear = strcmp(mode, "linear") == 0;
-  if (!nearest && !linear && strcmp(mode, "cubic") != 0)
-    return ox_unsupported(x, n, "Resize mode '%s'", mode);
   char ty[512], attrs[512];
   ox_type_text(ty, sizeof ty, t->dtype, t->rank, dims);
   op_attrs(x, n, !nearest && !linear, coord, nearest ? round : NULL, scale, attrs, sizeof attrs);
-  const char *op = nearest ? "resize_nearest" : linear ? "resize_linear" : "resize_bicubic";
   if (!(out->v = ox_op(x, op, &a, 1, ty, "%s", attrs))) return x->nunsup > nun0 ? 1 : -1;
   return 0;
 }

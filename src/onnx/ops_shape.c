@@ -55,10 +55,11 @@ int ox_op_Reshape(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   int nd;
   const ir_value *sv = (const ir_value *)in[1]->v;
   int64_t len;
-  if (!in[1]->known && sv && !sv->def && sv->type.rank == 1 &&
+  if (ox_run_time_data(in[1]) && sv->type.rank == 1 &&
       ir_dim_is_const(sv->type.dims[0], &len) && len <= IR_MAX_RANK) {
-    /* a graph input: kiln reads the target from its data (mo.reshape's
-     * shape operand), each dim a symbol of its own */
+    /* a graph input or a value computed from inputs: kiln reads the target
+     * from its data (mo.reshape's shape operand), each dim a symbol of its
+     * own */
     for (int i = 0; i < len; i++)
       if (!(dims[i] = ox_symbol(x, NULL))) return -1;
     char ty[1024];
@@ -193,13 +194,9 @@ static void slice_static(int64_t d, int64_t *start, int64_t *end, int64_t step) 
   *end = step < 0 && e < 0 ? INT64_MAX : e; /* kiln: INT64_MAX stop = past the first */
 }
 
-/* A graph input (data kiln reads before the graph runs, ir/shape.h). */
-static bool graph_input(const ox_val *v) {
-  return v && !v->known && !v->init && v->v && !((const ir_value *)v->v)->def;
-}
-
-/* Slice whose starts / ends / axes / steps include graph inputs: a
- * mo.slice_tensor with data bounds, every result dim a symbol of its own. */
+/* Slice whose starts / ends / axes / steps include graph inputs or values
+ * computed from them (ox_run_time_data): a mo.slice_tensor with data
+ * bounds, every result dim a symbol of its own. */
 static int slice_from_inputs(ox *x, ox_val **in, int nin, ox_val **out) {
   BEGIN;
   kiln_value *ops[5] = {IN(0), NULL, NULL, NULL, NULL};
@@ -236,7 +233,7 @@ static int slice_from_inputs(ox *x, ox_val **in, int nin, ox_val **out) {
 int ox_op_Slice(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   bool from_inputs = false;
-  for (int i = 1; i < nin && i <= 4 && x->opset >= 10; i++) from_inputs |= graph_input(in[i]);
+  for (int i = 1; i < nin && i <= 4 && x->opset >= 10; i++) from_inputs |= ox_run_time_data(in[i]);
   if (from_inputs) return slice_from_inputs(x, in, nin, out);
   int64_t st[IR_MAX_RANK], en[IR_MAX_RANK], ax[IR_MAX_RANK], sp[IR_MAX_RANK];
   int ns, ne, na, nsp;
@@ -418,8 +415,8 @@ int ox_op_Unsqueeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_va
   return 0;
 }
 
-/* Expand whose shape is a graph input or a constant: kiln reads it before
- * the run (mo.broadcast_to {bidirectional}). A result dim is operand 0's
+/* Expand whose shape is a graph input, a constant or computed from them:
+ * kiln reads it before the run (mo.broadcast_to {bidirectional}). A result dim is operand 0's
  * where the shape has no entry for it or operand 0's dim is a static one
  * other than 1 (numpy's rule leaves no choice); else a symbol of its own,
  * bound from the data. */
@@ -428,10 +425,10 @@ static int expand_from_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_v
   int nun0 = x->nunsup; /* for FAILED() */
   const ir_value *sv = (const ir_value *)sh->v;
   int64_t len, c;
-  if (!sv || (sv->def && sv->def->op != IR_OP_CONSTANT) || sv->type.rank != 1 ||
-      !ir_dim_is_const(sv->type.dims[0], &len) || len > IR_MAX_RANK)
-    return ox_unsupported(x, n, "the shape is neither known at import nor a 1-D graph input "
-                          "of static length");
+  if (!sv || (sv->def && sv->def->op != IR_OP_CONSTANT && !ox_run_time_data(sh)) ||
+      sv->type.rank != 1 || !ir_dim_is_const(sv->type.dims[0], &len) || len > IR_MAX_RANK)
+    return ox_unsupported(x, n, "the shape is neither known at import nor 1-D run-time data "
+                          "of static length computed from the inputs");
   const ir_type *t = ox_type(a);
   int rank = (int)len > t->rank ? (int)len : t->rank;
   const ir_dim *d[IR_MAX_RANK];
@@ -483,12 +480,62 @@ int ox_op_Expand(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   return 0;
 }
 
+/* Tile whose repeats are run-time data (ox_run_time_data): x [d0, d1, ...]
+ * viewed as [1, d0, 1, d1, ...], broadcast to [r0, d0, r1, d1, ...] (the
+ * shape operand interleaves the repeats with x's shape) and reshaped to
+ * [r0 * d0, r1 * d1, ...]; kiln reads both shapes from the data before the
+ * graph runs (ir/shape.h), so a negative repeat is an error naming
+ * mo.broadcast_to. */
+static int tile_from_data(ox *x, kiln_value *a, ox_val *reps, ox_val *out) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  const ir_type *t = ox_type(a), *rt = ox_type(reps->v);
+  int r = t->rank;
+  int64_t len;
+  if (rt->rank != 1 || !ir_dim_is_const(rt->dims[0], &len) || len != r || 2 * r > IR_MAX_RANK)
+    return ox_unsupported(x, x->node, "repeats must be 1-D with one entry per axis of a rank "
+                          "up to %d", IR_MAX_RANK / 2);
+  if (r == 0) {
+    out->v = a;
+    return 0;
+  }
+  kiln_value *rep = reps->v;
+  if (rt->dtype != IR_DT_SI64 && !(rep = ox_op(x, "cast", &rep, 1, NULL, "{dtype = si64}")))
+    return FAILED();
+  kiln_value *shp = ox_op(x, "shape_to_tensor", &a, 1, NULL, NULL);
+  kiln_value *ru = shp ? ox_op(x, "unsqueeze", &rep, 1, NULL, "{axis = 1}") : NULL;
+  kiln_value *su = ru ? ox_op(x, "unsqueeze", &shp, 1, NULL, "{axis = 1}") : NULL;
+  kiln_value *pairs = su ? ox_op(x, "concat", (kiln_value *[]){ru, su}, 2, NULL, "{axis = 1}")
+                         : NULL; /* [[r0, d0], [r1, d1], ...] */
+  if (!pairs) return FAILED();
+  ir_arena *ar = x->ir->arena;
+  const ir_dim *d2[1] = {ir_dim_const(ar, 2 * r)}, *wide[IR_MAX_RANK], *flat[IR_MAX_RANK];
+  kiln_value *inter = ox_reshape(x, pairs, 1, d2);
+  for (int i = 0; i < r; i++) {
+    wide[2 * i] = ir_dim_const(ar, 1);
+    wide[2 * i + 1] = t->dims[i];
+  }
+  kiln_value *xu = inter ? ox_reshape(x, a, 2 * r, wide) : NULL;
+  if (!xu) return FAILED();
+  for (int i = 0; i < r; i++) {
+    if (!(wide[2 * i] = ox_symbol(x, NULL)) || !(flat[i] = ox_symbol(x, NULL))) return -1;
+  }
+  char ty[2048];
+  kiln_value *bc = ox_op(x, "broadcast_to", (kiln_value *[]){xu, inter}, 2,
+                         ox_type_text(ty, sizeof ty, t->dtype, 2 * r, wide), NULL);
+  kiln_value *prod = bc ? ox_op(x, "mul", (kiln_value *[]){rep, shp}, 2, NULL, NULL) : NULL;
+  if (!prod || !(out->v = ox_op(x, "reshape", (kiln_value *[]){bc, prod}, 2,
+                                ox_type_text(ty, sizeof ty, t->dtype, r, flat), NULL)))
+    return FAILED();
+  return 0;
+}
+
 int ox_op_Tile(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   kiln_value *a = IN(0);
   if (!a) return rc;
   int64_t rep[IR_MAX_RANK];
   int nr;
+  if (nin >= 2 && ox_run_time_data(in[1])) return tile_from_data(x, a, in[1], out[0]);
   if (nin < 2 || !ox_known_consts(in[1], rep, IR_MAX_RANK, &nr))
     return ox_unsupported(x, n, "repeats not known at import");
   if (nr != ox_type(a)->rank) return ox_fail(x, KILN_ERR_VERIFY, "%d repeats for rank %d", nr, ox_type(a)->rank);

@@ -2,8 +2,9 @@
  * HammingWindow and BlackmanWindow of length `size`, each a sum of cosines
  *   w[n] = a0 - a1 cos(2 pi n / N) + a2 cos(4 pi n / N),  n = 0 .. size - 1
  * with N = size (periodic, the default) or size - 1 (symmetric), computed
- * in f64 and cast to output_datatype. size is known at import or a scalar
- * graph input (mo.range then takes its length from the data). */
+ * in f64 and cast to output_datatype. size is known at import, or a scalar
+ * graph input or computed value (mo.range then takes its length from the
+ * data, ir/shape.h). */
 #include <stdio.h>
 
 #include "ox.h"
@@ -25,9 +26,6 @@ static int window(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   if (st->rank != 0)
     return ox_fail(x, KILN_ERR_VERIFY, "size must be a scalar (rank 0), not of rank %d",
                    st->rank);
-  if (len < 0 && ((const ir_value *)size)->def)
-    return ox_unsupported(x, n, "a size computed at run time (kiln's range takes its length "
-                          "from a graph input or a constant)");
   ir_dtype odt;
   int64_t onnx_dt = ox_attr_int(n, "output_datatype", 1);
   if (!ox_dtype((int32_t)onnx_dt, &odt))

@@ -115,6 +115,11 @@ const char *ox_attr_string(const Onnx__NodeProto *n, const char *name, const cha
 /* ---- known data (shape.c) ---- */
 /* Known integer elements all constant: copied into out[max]; *n set. */
 bool ox_known_consts(const ox_val *v, int64_t *out, int max, int *n);
+/* Data not known at import that kiln can read dims from before the graph
+ * runs (ir/shape.h): a graph input or a value computed from inputs and
+ * constants (ir_value_read_blocker finds no weight, control flow, effects
+ * or count set from data among its producers). */
+bool ox_run_time_data(const ox_val *v);
 /* Make v known with `numel` dims e (copied) of dtype and shape. */
 int ox_set_known(ox *x, ox_val *v, ir_dtype dt, int rank, const int64_t *shape,
                  const ir_dim *const *e);

@@ -64,6 +64,12 @@ int ox_set_known(ox *x, ox_val *v, ir_dtype dt, int rank, const int64_t *shape,
   return 0;
 }
 
+bool ox_run_time_data(const ox_val *v) {
+  const char *why;
+  return v && !v->known && !v->init && v->v &&
+         !ir_value_read_blocker((const ir_value *)v->v, &why);
+}
+
 bool ox_known_consts(const ox_val *v, int64_t *out, int max, int *n) {
   if (!v || !v->known || v->numel > max) return false;
   for (int64_t i = 0; i < v->numel; i++)
