@@ -31,8 +31,8 @@
  * panel's block (R * S * KC * 32 floats, 147 KiB for 3x3) stays in L2
  * while the tiles of a pixel block read it; pixels are blocked by PB so the
  * input rows the block reads stay there too. Loop order: pixel block,
- * channel block, panel, tile, tap, channel. The last tile of a range that
- * has at most MR_EDGE rows takes an MR_EDGE-row tile.
+ * channel block, panel, tile, tap, channel. A pixel block is cut into
+ * equal tiles of 5 to MR rows (MR_EDGE rows for a block of at most 4).
  * Sums: in f32 with fused multiply-adds, per channel block tap by tap,
  * channels ascending, added to the bias (first block) or to Y (later
  * blocks): rounding differs from the reference interpreter's double sums.
@@ -46,12 +46,19 @@ typedef float v16f __attribute__((ext_vector_type(16)));
 
 #define VL 16
 #define NR (2 * VL) /* panel width: the GEMM template's prepacked layout */
-#define MR 8        /* output pixels per register tile */
-#define MR_EDGE 4   /* rows of the tile for a last partial tile */
+#define MR 8        /* output pixels per register tile, at most */
+#define MR_EDGE 4   /* rows of the tile for a block of at most 4 pixels */
 /* channels per block: 3x3 x 128 x 32 floats = 147 KiB of panel (L2) */
 #define KC 128
-/* output pixels per block: whole tiles (12 of MR) */
-#define PB 96
+/* output pixels per block at most: the range in equal blocks of whole
+ * tiles, so no block is a sliver that sweeps the whole filter again for a
+ * few pixels; 384 pixels x 128 channels of input (~250 KiB with the halo
+ * rows) stay in L2 beside a panel's block */
+#define PB 384
+
+/* filter bytes above which the next panel block is prefetched (L2 is
+ * 2 MiB on this Xeon: a smaller filter stays there between pixel blocks) */
+#define PF_MIN_FILTER (1 << 20)
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CEILDIV(a, b) (((a) + (b) - 1) / (b))
@@ -107,7 +114,7 @@ static inline __attribute__((always_inline)) void conv_store(int R_, v16f (*acc)
 static inline __attribute__((always_inline)) void conv_tile(
     int R_, const conv_geom *g, int64_t t, int64_t mr, const float *restrict X, int64_t c0,
     int64_t kc, const float *restrict bp, const float *bv, float *restrict Y, int64_t nr,
-    int first) {
+    int first, const char *pf, int64_t pf0, int64_t pf1) {
   int64_t ih0[MR], iw0[MR], xb[MR];
   _Pragma("clang loop unroll(full)") for (int i = 0; i < MR; i++) {
     if (i >= R_) continue;
@@ -131,6 +138,10 @@ static inline __attribute__((always_inline)) void conv_tile(
         a[i] = in ? X + ((xb[i] + ih) * g->W + iw) * g->C + c0 : conv_zero_row;
       }
       const float *bt = bp + (r * g->S + s) * g->C * NR;
+      if (pf) { /* this tile's share of the next panel block's lines, this tap's run */
+        const char *pt = pf + (r * g->S + s) * g->C * NR * (int64_t)sizeof(float);
+        COLD for (int64_t l = pf0; l < pf1; l++) __builtin_prefetch(pt + l * 64, 0, 2);
+      }
       for (int64_t k = 0; k < kc; k++) {
         v16f w0 = VLOAD(bt + k * NR), w1 = VLOAD(bt + k * NR + VL);
         _Pragma("clang loop unroll(full)") for (int i = 0; i < MR; i++) {
@@ -157,8 +168,12 @@ void kiln_conv_f32_v16_pex(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t
   const int64_t K = R * S * C, npan = CEILDIV(F, NR);
   /* C in equal blocks of at most KC channels */
   const int64_t kc_b = CEILDIV(C, CEILDIV(C, KC));
-  for (int64_t pb = p0; pb < p1; pb += PB) {
-    int64_t pe = MIN(pb + PB, p1);
+  const int64_t pb_b = CEILDIV(CEILDIV(p1 - p0, CEILDIV(p1 - p0, PB)), MR) * MR;
+  for (int64_t pb = p0; pb < p1; pb += pb_b) {
+    int64_t pe = MIN(pb + pb_b, p1);
+    /* the block's pixels in ntiles tiles of th rows (the last one may be
+     * shorter): 49 pixels take 7 tiles of 7, not 6 of 8 and one of 1 */
+    const int64_t ntiles = CEILDIV(pe - pb, MR), th = CEILDIV(pe - pb, ntiles);
     for (int64_t c0 = 0; c0 < C; c0 += kc_b) {
       int64_t kc = MIN(kc_b, C - c0);
       int first = c0 == 0;
@@ -168,12 +183,24 @@ void kiln_conv_f32_v16_pex(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t
         float bv[NR] = {0};
         if (first && bias) COLD for (int64_t f = 0; f < nr; f++) bv[f] = bias[j * NR + f];
         float *yp = Y + j * NR;
-        int64_t t = pb;
-        for (; t + MR <= pe; t += MR)
-          conv_tile(MR, &g, t, MR, X, c0, kc, bp, bv, yp, nr, first);
-        for (; t < pe; t += MR_EDGE) {
-          int64_t mr = MIN(MR_EDGE, pe - t);
-          conv_tile(MR_EDGE, &g, t, mr, X, c0, kc, bp, bv, yp, nr, first);
+        /* a filter larger than L2 streams from L3: the block read next
+         * (the next panel's, else the next channel block's first) is
+         * prefetched into L2, each tile taking a share of each tap's run
+         * of kc x 32 floats */
+        const char *pf = 0;
+        if (K * npan * NR * (int64_t)sizeof(float) > PF_MIN_FILTER) {
+          if (j + 1 < npan) pf = (const char *)(bp + K * NR);
+          else if (c0 + kc < C) pf = (const char *)(Bp + (c0 + kc) * NR);
+        }
+        const int64_t lines = kc * NR * (int64_t)sizeof(float) / 64;
+        int64_t ti = 0;
+        for (int64_t t = pb; t < pe; t += th, ti++) {
+          int64_t mr = MIN(th, pe - t), l0 = ti * lines / ntiles, l1 = (ti + 1) * lines / ntiles;
+          if (th == 8) conv_tile(8, &g, t, mr, X, c0, kc, bp, bv, yp, nr, first, pf, l0, l1);
+          else if (th == 7) conv_tile(7, &g, t, mr, X, c0, kc, bp, bv, yp, nr, first, pf, l0, l1);
+          else if (th == 6) conv_tile(6, &g, t, mr, X, c0, kc, bp, bv, yp, nr, first, pf, l0, l1);
+          else if (th == 5) conv_tile(5, &g, t, mr, X, c0, kc, bp, bv, yp, nr, first, pf, l0, l1);
+          else conv_tile(MR_EDGE, &g, t, mr, X, c0, kc, bp, bv, yp, nr, first, pf, l0, l1);
         }
       }
     }
