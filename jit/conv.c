@@ -20,19 +20,22 @@
  * (zeros in the padding) and adds the bias itself: no im2col copy, no
  * malloc, and the accumulators stay in registers across the taps. On this
  * Xeon (AVX-512) im2col + the GEMM reached 0.65-0.80x oneDNN on ResNet-50's
- * 3x3 layers, ~11% of its time in the copy; the direct kernel removes the
- * copy and the C passes between K blocks. Winograd was not taken: it
- * changes the rounding and helps only 3x3 stride 1. AVX2 hosts keep
- * im2col + the GEMM, measured at oneDNN's speed there.
- * Otherwise im2col + the GEMM: the template runs at oneDNN's speed on the
- * 1x1 shapes once its B is not repacked per call.
+ * 3x3 layers, ~11% of its time in the copy; the direct kernel (0.86-0.97x
+ * there) removes the copy and the C passes between K blocks. Winograd was
+ * not taken: it changes the rounding and helps only 3x3 stride 1. AVX2
+ * hosts keep im2col + the GEMM, measured near oneDNN's speed there. The
+ * plain 1x1 keeps the GEMM (through the direct kernel it measured slower:
+ * 56x56 64 -> 256 0.97x -> 0.86x oneDNN).
  * Prepacked filter (kiln.packed_b = NR, set by the runtime, src/prepack.c,
  * on a one-group conv whose filter is a weight or a constant): the filter
  * buffer holds the [R * S * C, F] matrix already in the template's panel
  * layout, packed once per bind, and every GEMM calls the _pex entry (no B
  * copy per block and per call, no workspace); a plain 1x1 then calls it per
- * block of CONV_PLAIN_MB pixels. _pex sums exactly as _ex, so the results
- * do not depend on whether the filter was packed.
+ * block of CONV_PLAIN_MB pixels. _pex sums exactly as _ex, so where the
+ * GEMM runs the results do not depend on whether the filter was packed;
+ * the direct kernel sums in the GEMM's order only where K = R * S * C is
+ * at most 256 (one K block), C at most 128 (one channel block) and there
+ * is no bias (else rounding differs).
  * The pixels are split between the parts (jit_split_range); each part runs
  * its own blocks with its own buffer and calls the template whole (part 0
  * of 1), so nothing is shared between parts. The bias is added to each
