@@ -128,8 +128,10 @@ static inline __attribute__((always_inline)) void conv_tile(
     acc[i][0] = b0;
     acc[i][1] = b1;
   }
-  for (int64_t r = 0; r < g->R; r++) {
-    for (int64_t s = 0; s < g->S; s++) {
+  /* the taps stay loops: unrolled (R and S are constants), each tile
+   * instance would hold R * S copies of the channel loop */
+  _Pragma("clang loop unroll(disable)") for (int64_t r = 0; r < g->R; r++) {
+    _Pragma("clang loop unroll(disable)") for (int64_t s = 0; s < g->S; s++) {
       const float *a[MR];
       _Pragma("clang loop unroll(full)") for (int i = 0; i < MR; i++) {
         if (i >= R_) continue;
