@@ -166,6 +166,7 @@ void kiln_conv_f32_v16_pex(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t
                            int64_t Wo, int64_t F, int64_t R, int64_t S, int64_t sh, int64_t sw,
                            int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float *X,
                            const float *Bp, const float *bias, float *Y) {
+  if (p1 <= p0) return; /* an empty part (fewer pixels than parts, or batch 0) */
   const conv_geom g = {H, W, C, Ho, Wo, F, R, S, sh, sw, ph, pw, dh, dw};
   const int64_t K = R * S * C, npan = CEILDIV(F, NR);
   /* C in equal blocks of at most KC channels */

@@ -622,8 +622,9 @@ static const int64_t CONV_BATCHES[] = {1, 3};
  * tiles of 7), odd C = 3 with stride 2 x 1, dilation 2 x 1, a 3 x 1 filter
  * and uneven padding, H = 1 with a 1 x 3 filter, a 1x1 with padding, a
  * filter over 1 MiB (the next panel block prefetched) with F = 160 (five
- * panels, the last partial), and 480 / 3840 pixels (pixel blocks of 240 /
- * 384, tiles of 8). */
+ * panels, the last partial), 480 / 3840 pixels (pixel blocks of 240 /
+ * 384, tiles of 8), and a 1 x 1 image (one pixel: on two threads a part
+ * gets none). */
 static const cshape DIRECT_CONVS[] = {
     {7, 7, 300, 3, 3, 45, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
     {9, 11, 3, 3, 1, 64, {2, 1}, {0, 2, 1, 0}, {2, 1}, 1, true},
@@ -631,9 +632,22 @@ static const cshape DIRECT_CONVS[] = {
     {5, 5, 7, 1, 1, 9, {1, 1}, {1, 0, 0, 1}, {1, 1}, 1, true},
     {6, 6, 256, 3, 3, 160, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
     {24, 20, 8, 3, 3, 16, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
+    {1, 1, 4, 3, 3, 5, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
 };
 #define NDIRECT (int)(sizeof DIRECT_CONVS / sizeof DIRECT_CONVS[0])
 static const int64_t DIRECT_BATCHES[] = {1, 8};
+
+/* batch 0 (no pixels) and batch 1 of a direct conv, on two threads */
+Test(prepack, conv2d_direct_empty_batch) {
+  char *text = conv_text(&DIRECT_CONVS[0], "f32", 0);
+  fx f;
+  fx_open(&f, text, 2, KILN_SPECIALIZE_OFF);
+  fx_bind_all(&f, 9);
+  fx_check(&f, 0, 3, 1e-4, NULL);
+  fx_check(&f, 1, 4, 1e-4, NULL);
+  fx_close(&f);
+  free(text);
+}
 
 static void check_convs(const cshape *convs, int n, const int64_t batches[2], const char *dt,
                         int threads, double tol) {
