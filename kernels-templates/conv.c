@@ -36,10 +36,10 @@
  * Sums: in f32 with fused multiply-adds, per channel block tap by tap,
  * channels ascending, added to the bias (first block) or to Y (later
  * blocks): rounding differs from the reference interpreter's double sums.
- * Assumes: F, C, R, S >= 1; p0 <= p1 <= N * Ho * Wo; X holds [N, H, W, C],
- * Y [N, Ho, Wo, F], disjoint from X and Bp. Freestanding: no libc, no
- * mutable static state (kernels run on several threads at once); the zero
- * row is a read-only constant. */
+ * Assumes: F, R, S >= 1 (C = 0 writes the bias, or zeros); p0 <= p1 <=
+ * N * Ho * Wo; X holds [N, H, W, C], Y [N, Ho, Wo, F], disjoint from X and
+ * Bp. Freestanding: no libc, no mutable static state (kernels run on
+ * several threads at once); the zero row is a read-only constant. */
 #include <stdint.h>
 
 typedef float v16f __attribute__((ext_vector_type(16)));
@@ -167,6 +167,11 @@ void kiln_conv_f32_v16_pex(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t
                            int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float *X,
                            const float *Bp, const float *bias, float *Y) {
   if (p1 <= p0) return; /* an empty part (fewer pixels than parts, or batch 0) */
+  if (C <= 0) { /* no channels: every sum is empty */
+    COLD for (int64_t p = p0; p < p1; p++)
+      COLD for (int64_t f = 0; f < F; f++) Y[p * F + f] = bias ? bias[f] : 0;
+    return;
+  }
   const conv_geom g = {H, W, C, Ho, Wo, F, R, S, sh, sw, ph, pw, dh, dw};
   const int64_t K = R * S * C, npan = CEILDIV(F, NR);
   /* C in equal blocks of at most KC channels */
