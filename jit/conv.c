@@ -20,7 +20,7 @@
  * (zeros in the padding) and adds the bias itself: no im2col copy, no
  * malloc, and the accumulators stay in registers across the taps. On this
  * Xeon (AVX-512) im2col + the GEMM reached 0.65-0.80x oneDNN on ResNet-50's
- * 3x3 layers, ~11% of its time in the copy; the direct kernel (0.86-0.97x
+ * 3x3 layers, ~11% of its time in the copy; the direct kernel (0.83-0.98x
  * there) removes the copy and the C passes between K blocks. Winograd was
  * not taken: it changes the rounding and helps only 3x3 stride 1. AVX2
  * hosts keep im2col + the GEMM, measured near oneDNN's speed there. The
