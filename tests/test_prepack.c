@@ -616,18 +616,57 @@ static const cshape CONVS[] = {
 #define NCONVS (int)(sizeof CONVS / sizeof CONVS[0])
 static const int64_t CONV_BATCHES[] = {1, 3};
 
-static void check_conv(const char *dt, int threads, double tol) {
-  for (int i = 0; i < NCONVS; i++) {
-    char *text = conv_text(&CONVS[i], dt, 0);
+/* Shapes for the direct kernel (kernels-templates/conv.c: AVX-512 hosts,
+ * f32, every packed conv but the plain 1x1; elsewhere they take im2col +
+ * the GEMM): C = 300 in three channel blocks with a bias (49 pixels: 7
+ * tiles of 7), odd C = 3 with stride 2 x 1, dilation 2 x 1, a 3 x 1 filter
+ * and uneven padding, H = 1 with a 1 x 3 filter, a 1x1 with padding, a
+ * filter over 1 MiB (the next panel block prefetched) with F = 160 (five
+ * panels, the last partial), 480 / 3840 pixels (pixel blocks of 240 /
+ * 384, tiles of 8), a 1 x 1 image (one pixel: on two threads a part gets
+ * none), and C = 0 (the bias alone). */
+static const cshape DIRECT_CONVS[] = {
+    {7, 7, 300, 3, 3, 45, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    {9, 11, 3, 3, 1, 64, {2, 1}, {0, 2, 1, 0}, {2, 1}, 1, true},
+    {1, 9, 5, 1, 3, 33, {1, 1}, {0, 0, 1, 1}, {1, 1}, 1, false},
+    {5, 5, 7, 1, 1, 9, {1, 1}, {1, 0, 0, 1}, {1, 1}, 1, true},
+    {6, 6, 256, 3, 3, 160, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    {24, 20, 8, 3, 3, 16, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, false},
+    {1, 1, 4, 3, 3, 5, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+    {4, 4, 0, 3, 3, 6, {1, 1}, {1, 1, 1, 1}, {1, 1}, 1, true},
+};
+#define NDIRECT (int)(sizeof DIRECT_CONVS / sizeof DIRECT_CONVS[0])
+static const int64_t DIRECT_BATCHES[] = {1, 8};
+
+/* batch 0 (no pixels) and batch 1 of a direct conv, on two threads */
+Test(prepack, conv2d_direct_empty_batch) {
+  char *text = conv_text(&DIRECT_CONVS[0], "f32", 0);
+  fx f;
+  fx_open(&f, text, 2, KILN_SPECIALIZE_OFF);
+  fx_bind_all(&f, 9);
+  fx_check(&f, 0, 3, 1e-4, NULL);
+  fx_check(&f, 1, 4, 1e-4, NULL);
+  fx_close(&f);
+  free(text);
+}
+
+static void check_convs(const cshape *convs, int n, const int64_t batches[2], const char *dt,
+                        int threads, double tol) {
+  for (int i = 0; i < n; i++) {
+    char *text = conv_text(&convs[i], dt, 0);
     fx f;
     fx_open(&f, text, threads, KILN_SPECIALIZE_OFF);
-    cr_assert_eq(rt_model_prepack_sources(f.m), CONVS[i].groups == 1 ? 1 : 0, "conv %d", i);
+    cr_assert_eq(rt_model_prepack_sources(f.m), convs[i].groups == 1 ? 1 : 0, "conv %d", i);
     fx_bind_all(&f, 7 + (unsigned)i);
-    if (CONVS[i].groups == 1) cr_assert_gt(rt_model_prepack_bytes(f.m), 0);
-    for (int b = 0; b < 2; b++) fx_check(&f, CONV_BATCHES[b], 3 + (unsigned)b, tol, NULL);
+    if (convs[i].groups == 1 && convs[i].c > 0) cr_assert_gt(rt_model_prepack_bytes(f.m), 0);
+    for (int b = 0; b < 2; b++) fx_check(&f, batches[b], 3 + (unsigned)b, tol, NULL);
     fx_close(&f);
     free(text);
   }
+}
+
+static void check_conv(const char *dt, int threads, double tol) {
+  check_convs(CONVS, NCONVS, CONV_BATCHES, dt, threads, tol);
 }
 
 Test(prepack, conv2d_filter_weight) {
@@ -636,6 +675,11 @@ Test(prepack, conv2d_filter_weight) {
 }
 
 Test(prepack, conv2d_two_threads) { check_conv("f32", 2, 1e-4); }
+
+Test(prepack, conv2d_direct_shapes) {
+  check_convs(DIRECT_CONVS, NDIRECT, DIRECT_BATCHES, "f32", 1, 1e-4);
+  check_convs(DIRECT_CONVS, NDIRECT, DIRECT_BATCHES, "f32", 2, 1e-4);
+}
 
 /* A mo.constant filter: packed at compile, before any bind. */
 Test(prepack, conv2d_constant_filter) {
@@ -651,8 +695,12 @@ Test(prepack, conv2d_constant_filter) {
 }
 
 /* The packed filter gives the bits of the same conv with the filter as an
- * input (the template's _pex sums as _ex does), and a rebound filter is
- * seen at the next execute. */
+ * input, and a rebound filter is seen at the next execute. The bits agree
+ * for these shapes (no bias; K = R * S * C at most 256 where not a plain
+ * 1x1): the template's _pex sums as _ex does, and the direct kernel of
+ * AVX-512 hosts then sums each element in the GEMM's order (one K block, k
+ * ascending, from 0); with a bias or more channels its order differs
+ * (rounding only, checked against the interpreter above). */
 Test(prepack, conv2d_same_bits_as_unpacked_and_rebind) {
   for (int i = 0; i < NCONVS; i++) {
     const cshape *k = &CONVS[i];
