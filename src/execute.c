@@ -206,6 +206,7 @@ static char *arena_take(kiln_model *m, size_t total) {
   free(blk);
   if (total > SIZE_MAX - RT_ALIGN) return NULL;
   if ((blk = rt_aligned_alloc(total + RT_ALIGN))) *(size_t *)blk = total;
+  rt_model_count(m, KILN_COUNTER_ARENA_GROWS);
   return blk;
 }
 
