@@ -3,7 +3,11 @@
  * in, off the request path and apart from the compile thread.
  *
  * A FIFO of jobs under `mu`; the thread takes the head, runs it without the
- * lock and marks it running meanwhile, so rt_prep_cancel can wait for it. */
+ * lock and marks it running meanwhile, so rt_prep_cancel can wait for it.
+ * Jobs live in a fixed table (a free list of RT_PREP_QUEUE_MAX + 1 slots,
+ * symbol values inline): queueing one allocates nothing, since the
+ * execute that queues it must not meet a malloc lock or an mmap_lock a
+ * background thread holds. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include "spec_prep.h"
 
@@ -19,7 +23,7 @@
 
 typedef struct prep_job {
   kiln_model *m;
-  int64_t *syms;
+  int64_t syms[RT_PREP_MAX_SYMS];
   struct prep_job *next;
 } prep_job;
 
@@ -28,15 +32,20 @@ struct rt_prep {
   pthread_cond_t work_cv; /* the thread waits for jobs */
   pthread_cond_t done_cv; /* a job finished (monotonic clock: rt_prep_wait) */
   prep_job *head, *tail;
-  int queued;
+  prep_job *free_jobs;
   prep_job *running;
   bool started, stop;
   pthread_t thread;
+  prep_job jobs[RT_PREP_QUEUE_MAX + 1]; /* queued, running, free */
 };
 
 rt_prep *rt_prep_new(void) {
   rt_prep *p = calloc(1, sizeof *p);
   if (!p) return NULL;
+  for (int i = 0; i < RT_PREP_QUEUE_MAX + 1; i++) {
+    p->jobs[i].next = p->free_jobs;
+    p->free_jobs = &p->jobs[i];
+  }
   pthread_condattr_t ca;
   bool attr = pthread_condattr_init(&ca) == 0;
   if (attr) (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -55,10 +64,11 @@ fail0:
   return NULL;
 }
 
-static void job_free(prep_job *j) {
-  if (!j) return;
-  free(j->syms);
-  free(j);
+/* Give job j back to the free list; mu held. */
+static void job_free_locked(rt_prep *p, prep_job *j) {
+  j->m = NULL;
+  j->next = p->free_jobs;
+  p->free_jobs = j;
 }
 
 static void run_job(const prep_job *j) {
@@ -97,14 +107,13 @@ static void *prep_thread(void *arg) {
     prep_job *j = p->head;
     p->head = j->next;
     if (!p->head) p->tail = NULL;
-    p->queued--;
     p->running = j;
     pthread_mutex_unlock(&p->mu);
     run_job(j); /* j->m is valid: its free waits for this job (rt_prep_cancel) */
     pthread_mutex_lock(&p->mu);
     p->running = NULL;
     pthread_cond_broadcast(&p->done_cv);
-    job_free(j);
+    job_free_locked(p, j);
   }
   pthread_mutex_unlock(&p->mu);
   return NULL;
@@ -117,11 +126,7 @@ void rt_prep_free(rt_prep *p) {
   pthread_cond_broadcast(&p->work_cv);
   bool started = p->started;
   pthread_mutex_unlock(&p->mu);
-  if (started) pthread_join(p->thread, NULL);
-  for (prep_job *j = p->head, *next; j; j = next) {
-    next = j->next;
-    job_free(j);
-  }
+  if (started) pthread_join(p->thread, NULL); /* queued jobs: in p->jobs, nothing to free */
   pthread_cond_destroy(&p->done_cv);
   pthread_cond_destroy(&p->work_cv);
   pthread_mutex_destroy(&p->mu);
@@ -147,50 +152,37 @@ void rt_prep_start(rt_prep *p) {
 }
 
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms) {
-  if (!p) return false;
-  size_t bytes = (size_t)m->g->nsyms * sizeof *syms;
-  prep_job *j = calloc(1, sizeof *j);
-  if (!j || !(j->syms = malloc(bytes ? bytes : 1))) {
-    job_free(j);
-    return false;
-  }
-  if (bytes) memcpy(j->syms, syms, bytes);
-  j->m = m;
-  if (!rt_lock_briefly(&p->mu)) { /* never wait on the thread: the next execute asks again */
-    job_free(j);
-    return false;
-  }
-  bool dup = same_job(p->running, m, syms, bytes);
-  for (prep_job *q = p->head; q && !dup; q = q->next) dup = same_job(q, m, syms, bytes);
-  bool queued = dup;
-  if (!dup && !p->stop && p->queued < RT_PREP_QUEUE_MAX) {
-    if (start_locked(p)) {
-      if (p->tail) p->tail->next = j;
-      else p->head = j;
-      p->tail = j;
-      p->queued++;
-      j = NULL;
-      queued = true;
-      pthread_cond_signal(&p->work_cv);
-    }
+  int ns = m->g->nsyms;
+  if (!p || ns > RT_PREP_MAX_SYMS) return false;
+  size_t bytes = (size_t)ns * sizeof *syms;
+  if (!rt_lock_briefly(&p->mu)) return false; /* never wait on the thread: the next execute */
+  bool queued = same_job(p->running, m, syms, bytes);
+  for (prep_job *q = p->head; q && !queued; q = q->next) queued = same_job(q, m, syms, bytes);
+  if (!queued && !p->stop && p->free_jobs && start_locked(p)) {
+    prep_job *j = p->free_jobs;
+    p->free_jobs = j->next;
+    j->m = m;
+    if (bytes) memcpy(j->syms, syms, bytes);
+    j->next = NULL;
+    if (p->tail) p->tail->next = j;
+    else p->head = j;
+    p->tail = j;
+    queued = true;
+    pthread_cond_signal(&p->work_cv);
   }
   pthread_mutex_unlock(&p->mu);
-  job_free(j);
   return queued;
 }
 
 void rt_prep_cancel(rt_prep *p, kiln_model *m) {
   if (!p) return;
-  prep_job *dead = NULL;
   pthread_mutex_lock(&p->mu);
   for (prep_job **q = &p->head, *prev = NULL; *q;) {
     prep_job *j = *q;
     if (j->m == m) {
       *q = j->next;
       if (p->tail == j) p->tail = prev;
-      p->queued--;
-      j->next = dead;
-      dead = j;
+      job_free_locked(p, j);
     } else {
       prev = j;
       q = &j->next;
@@ -198,10 +190,6 @@ void rt_prep_cancel(rt_prep *p, kiln_model *m) {
   }
   while (p->running && p->running->m == m) pthread_cond_wait(&p->done_cv, &p->mu);
   pthread_mutex_unlock(&p->mu);
-  for (prep_job *next; dead; dead = next) {
-    next = dead->next;
-    job_free(dead);
-  }
 }
 
 int rt_prep_wait(rt_prep *p, int64_t deadline_ns) {

@@ -14,7 +14,8 @@
  * condition variable between jobs; it starts when a caller buckets a
  * host model's dim (rt_prep_start), else with the first job.
  *
- * Jobs: (model, symbol values), at most RT_PREP_QUEUE_MAX queued, a job
+ * Jobs: (model, symbol values), at most RT_PREP_QUEUE_MAX queued (a fixed
+ * table: queueing allocates nothing), a job
  * equal to a queued or running one not queued twice. A model being freed
  * cancels its jobs (rt_prep_cancel: removed when queued, waited for when
  * running), so the thread never touches a freed model. Lock order: the
@@ -31,6 +32,7 @@
 #include "rt.h"
 
 #define RT_PREP_QUEUE_MAX 16
+#define RT_PREP_MAX_SYMS 16 /* models with more symbols get no plan ahead */
 
 typedef struct rt_prep rt_prep;
 
@@ -64,8 +66,9 @@ void rt_prep_start(rt_prep *p);
  * (m->g->nsyms entries, copied) and the reserve of its arena. Never blocks
  * (an execute calls it: a queue lock held by the thread, which may be
  * waiting for a CPU, means "not now"). Returns whether it is queued or
- * running now (false: the lock was held, the queue is full, out of memory,
- * or the thread could not start). */
+ * running now (false: the lock was held, the queue is full, m has more than
+ * RT_PREP_MAX_SYMS symbols, or the thread could not start). Allocates
+ * nothing. */
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
 /* Drop m's queued jobs and wait until none of its jobs runs. NULL p ok. */
 void rt_prep_cancel(rt_prep *p, kiln_model *m);

@@ -721,11 +721,13 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   }
   pthread_mutex_unlock(&vs->lock);
   if (!claimed) goto done;
-  /* the plan first: a compile queued twice would count twice */
+  /* The plan first; once it is queued the claim stays, even when the compile
+   * queue refuses the variant (full, or the model's bound: then the bucket's
+   * own executes queue it, the generic kernels serving meanwhile), so that
+   * no execute of this bucket asks again: each would wake the threads. */
   bool planned = m->be != &rt_backend_host || rt_prep_plan(m->ctx->spec->prep, m, next);
-  bool queued = planned && (!compile || enqueue(m, key));
-  if (compile && queued) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
-  if (!queued) { /* a queue full or busy: a later execute tries again */
+  if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
+  if (!planned) { /* the prepare queue full or busy: a later execute tries again */
     pthread_mutex_lock(&vs->lock);
     if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
     pthread_mutex_unlock(&vs->lock);
