@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -36,6 +37,7 @@ struct rt_prep {
   prep_job *running;
   bool started, stop;
   pthread_t thread;
+  _Atomic(void *) discard;              /* a block to free off the request path */
   prep_job jobs[RT_PREP_QUEUE_MAX + 1]; /* queued, running, free */
 };
 
@@ -109,6 +111,7 @@ static void *prep_thread(void *arg) {
     if (!p->head) p->tail = NULL;
     p->running = j;
     pthread_mutex_unlock(&p->mu);
+    free(atomic_exchange(&p->discard, NULL));
     run_job(j); /* j->m is valid: its free waits for this job (rt_prep_cancel) */
     pthread_mutex_lock(&p->mu);
     p->running = NULL;
@@ -127,6 +130,7 @@ void rt_prep_free(rt_prep *p) {
   bool started = p->started;
   pthread_mutex_unlock(&p->mu);
   if (started) pthread_join(p->thread, NULL); /* queued jobs: in p->jobs, nothing to free */
+  free(atomic_exchange(&p->discard, NULL));
   pthread_cond_destroy(&p->done_cv);
   pthread_cond_destroy(&p->work_cv);
   pthread_mutex_destroy(&p->mu);
@@ -190,6 +194,14 @@ void rt_prep_cancel(rt_prep *p, kiln_model *m) {
   }
   while (p->running && p->running->m == m) pthread_cond_wait(&p->done_cv, &p->mu);
   pthread_mutex_unlock(&p->mu);
+}
+
+void rt_prep_discard(rt_prep *p, void *blk) {
+  if (!p) {
+    free(blk);
+    return;
+  }
+  free(atomic_exchange(&p->discard, blk)); /* a second one before the next job: rare */
 }
 
 int rt_prep_wait(rt_prep *p, int64_t deadline_ns) {

@@ -70,6 +70,11 @@ void rt_prep_start(rt_prep *p);
  * RT_PREP_MAX_SYMS symbols, or the thread could not start). Allocates
  * nothing. */
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
+/* Free blk (an arena block an execute gave back after a larger one was
+ * reserved: rt_arena_reserve) at the thread's next job instead of now: a
+ * large block's free is an munmap, which waits for the mmap lock that the
+ * thread's own page faults may hold. NULL p: freed now. */
+void rt_prep_discard(rt_prep *p, void *blk);
 /* Drop m's queued jobs and wait until none of its jobs runs. NULL p ok. */
 void rt_prep_cancel(rt_prep *p, kiln_model *m);
 /* Wait until no job is queued or running (kiln_context_wait_compiles);

@@ -121,6 +121,10 @@ static void count(const kiln_model *m, int k, int64_t d) {
 
 void rt_model_count(const kiln_model *m, kiln_counter k) { count(m, k, 1); }
 
+void rt_model_discard_arena(kiln_model *m, void *blk) {
+  rt_prep_discard(m->ctx->spec ? m->ctx->spec->prep : NULL, blk);
+}
+
 /* ---- context part ---- */
 
 rt_spec_ctx *rt_spec_ctx_new(void) {

@@ -111,6 +111,10 @@ int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void 
  * execute.c's arena grows) for m and its context. */
 void rt_model_count(const kiln_model *m, kiln_counter k);
 
+/* Free an arena block an execute no longer needs, off the request path
+ * where the context has a prepare thread (spec_prep.h: rt_prep_discard). */
+void rt_model_discard_arena(kiln_model *m, void *blk);
+
 /* Specialized variants compiled for m so far (the CLI's "S specialized"). */
 int rt_model_num_specialized(const kiln_model *m);
 
