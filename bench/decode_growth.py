@@ -22,14 +22,18 @@ the request path would hit the same step every round). It prints the
 step-time curve (median of each --every steps, per policy), a table per
 bucket of total, then per policy, over the steps past the first bucket (total
 beyond the bucket of the first decode step):
-  - the goal's two measures (issue 20: p99 <= 1.2 x median past the first
+  - the goal's measures (issue 20: p99 <= 1.2 x median past the first
     bucket): global, p99 / median over all those steps (this small decoder's
     step cost grows with total, so it measures that curve as much as any
-    stall), and in-bucket, the p99 over those steps of each step's time over
-    its own bucket's median (within a bucket the attention's cost is nearly
-    flat, so this one measures stalls: a compile, a swap, a cold first
-    execute), with the worst single bucket's p99 / median beside it;
-  - the p99 of each step over the median of the --every steps around it;
+    stall); in-bucket, the p99 over those steps of each step's time over
+    its own bucket's median, with the worst single bucket's p99 / median
+    beside it (a pow2 bucket spans a 2x range of total, over which the
+    attention's cost still grows ~1.3x at 257..512, so this one measures the
+    curve within a bucket as well as the stalls); and local, the p99 of each
+    step over the median of the --every steps around it (the curve is flat
+    over 16 steps: this one measures stalls: a plan, an arena grown, a
+    compile, a swap, a cold first execute, a preemption hitting the same
+    step in most rounds);
   - the slowest step, the variants live at the last step, built, specialized
     ahead of a growing dim (kiln_counter SPEC_AHEAD), evicted (the most in
     any round), kernels compiled, and how long async-warm waited for the
@@ -40,8 +44,11 @@ Python code, so its driver is Python too; the Python call costs a few
 microseconds per step, the same for every policy.
 
 usage: python3 bench/decode_growth.py [--steps 512] [--rounds 5] [--every 16]
-                                      [--bucket pow2|N] [--tsv] [--quick]
+                                      [--bucket pow2|N] [--tsv] [--quick] [--why]
   --tsv: also print M / R lines (bench_chain's format) for bench/report.py.
+  --why: per policy, the slow steps (> 1.2 x their bucket's median in their round) and what
+         happened on them: a plan on the request path, an arena grown, a swap to a variant,
+         a background compile queued or running (print_why).
 Exit status: 0 when every generation gave the same tokens under both
 policies (whether the goal is met or not), 1 otherwise.
 """
@@ -70,6 +77,10 @@ PROMPT = [1, 7, 3, 12, 5]
 COUNTER_VARIANTS_LIVE, COUNTER_VARIANTS_BUILT, COUNTER_VARIANTS_EVICTED = 2, 3, 4  # kiln_counter
 COUNTER_COMPILES = 8
 COUNTER_SPEC_AHEAD = 29  # kiln_counter: variants specialized ahead of a growing dim
+# per step (--why): what happened on it
+COUNTER_HITS, COUNTER_PENDING = 0, 13
+COUNTER_PLANS, COUNTER_PLANS_AHEAD, COUNTER_ARENA_GROWS = 30, 31, 32
+WHY_COUNTERS = (COUNTER_HITS, COUNTER_PLANS, COUNTER_ARENA_GROWS, COUNTER_PENDING, COUNTER_COMPILES)
 
 
 def bucket_of(total: int, bucket: str) -> int:
@@ -83,13 +94,14 @@ def bucket_of(total: int, bucket: str) -> int:
     return -(-total // n) * n
 
 
-def decode(dec: "decoder.Decoder", steps: int) -> dict:
+def decode(dec: "decoder.Decoder", steps: int, bucket: str) -> dict:
     """Prefill + steps from empty caches; step times in microseconds."""
     for c in dec.caches:
         c[...] = 0
     dec.length = 0
     m = dec.model._m
     live = []  # variants live after each step
+    marks = [[int(m.counter(k)) for k in WHY_COUNTERS]]  # counters before and after each step
     tokens = list(PROMPT)
     t0 = time.perf_counter_ns()
     logits = dec.step(np.asarray(PROMPT, np.int64))
@@ -104,9 +116,34 @@ def decode(dec: "decoder.Decoder", steps: int) -> dict:
             times.append((time.perf_counter_ns() - t0) / 1e3)
             totals.append(dec.length)
             live.append(int(m.counter(COUNTER_VARIANTS_LIVE)))
+            marks.append([int(m.counter(k)) for k in WHY_COUNTERS])
     finally:
         gc.enable()
-    return dict(times=times, totals=totals, prefill=prefill_us, tokens=tokens, live=live)
+    return dict(times=times, totals=totals, prefill=prefill_us, tokens=tokens, live=live,
+                events=step_events(marks, [bucket_of(t, bucket) for t in totals]))
+
+
+def step_events(marks: list, buckets: list) -> list:
+    """Per step, what happened on it (from the counters before and after it): 'plan' (the
+    execute placed its intermediates: no cached plan fitted), 'arena' (it allocated a larger
+    arena block), 'swap' (its first execute on a variant: after generic ones, or the first
+    of a new bucket), 'compile' (a background compile was queued or running, or a kernel
+    was compiled)."""
+    out, prev_hit, prev_bucket = [], False, None
+    for a, b, bk in zip(marks, marks[1:], buckets):
+        hit = b[0] > a[0]
+        ev = set()
+        if b[1] > a[1]:
+            ev.add("plan")
+        if b[2] > a[2]:
+            ev.add("arena")
+        if hit and (not prev_hit or bk != prev_bucket):
+            ev.add("swap")
+        if a[3] > 0 or b[3] > 0 or b[4] > a[4]:
+            ev.add("compile")
+        prev_hit, prev_bucket = hit, bk
+        out.append(ev)
+    return out
 
 
 def generate(policy: str, steps: int, bucket: str) -> dict:
@@ -127,11 +164,11 @@ def generate(policy: str, steps: int, bucket: str) -> dict:
                 m.set_bucket("total", Bucket.MULTIPLE, int(bucket))
         settle_s = 0.0
         if policy == "async-warm":
-            decode(dec, steps)
+            decode(dec, steps, bucket)
             t0 = time.perf_counter()
             session.wait_compiles(120.0)
             settle_s = time.perf_counter() - t0
-        r = decode(dec, steps)
+        r = decode(dec, steps, bucket)
         c = m._m.counter
         ahead = c(COUNTER_SPEC_AHEAD)  # -1 from a library without the counter
         r.update(variants=int(c(COUNTER_VARIANTS_BUILT)), compiles=int(c(COUNTER_COMPILES)),
@@ -175,6 +212,49 @@ def local_ratios(times: list, idx: list, every: int) -> list:
     return [times[i] / statistics.median(times[max(0, i - h):i + h]) for i in idx]
 
 
+WHY = ("plan", "arena", "swap", "compile")
+
+
+def print_why(runs: dict, policies: tuple, after: list, bucket: str) -> None:
+    """--why: per policy, the slow steps of each round (> 1.2 x the median of their bucket in
+    that round, past the first bucket) and what happened on them; steps with an event and how
+    many of those were slow; the five slowest steps of the per-step medians with their events
+    in every round."""
+    print("why (per round: steps > 1.2 x their bucket's median in that round; events as "
+          "step_events says; a slow step may have several):")
+    print(f"  {'policy':10} {'slow/rnd':>8} " + " ".join(f"{w + ' slow/all':>16}" for w in WHY) +
+          f" {'none':>6}")
+    for p in policies:
+        slow_n, none_n = 0, 0
+        hit = {w: [0, 0] for w in WHY}
+        for g in runs[p]:
+            groups = by_bucket(g["totals"], after, bucket)
+            for steps in groups.values():
+                med = statistics.median(g["times"][i] for i in steps)
+                for i in steps:
+                    slow = g["times"][i] > 1.2 * med
+                    ev = g["events"][i]
+                    slow_n += slow
+                    none_n += slow and not ev
+                    for w in WHY:
+                        if w in ev:
+                            hit[w][0] += slow
+                            hit[w][1] += 1
+        r = len(runs[p])
+        cells = " ".join(f"{hit[w][0] / r:7.1f}/{hit[w][1] / r:<8.1f}" for w in WHY)
+        print(f"  {p:10} {slow_n / r:8.1f} {cells} {none_n / r:6.1f}")
+    for p in policies:
+        step = [statistics.median(g["times"][i] for g in runs[p]) for i in after]
+        worst = sorted(range(len(after)), key=lambda j: -step[j])[:5]
+        cells = []
+        for j in worst:
+            i = after[j]
+            ev = ["+".join(sorted(g["events"][i])) or "-" for g in runs[p]]
+            cells.append(f"step {i} total {runs[p][0]['totals'][i]} {step[j]:.0f} us "
+                         f"[{' '.join(ev)}]")
+        print(f"  {p} slowest: " + "; ".join(cells))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--steps", type=int, default=512)
@@ -183,6 +263,9 @@ def main() -> int:
     ap.add_argument("--bucket", default="pow2", help="pow2 or a multiple N")
     ap.add_argument("--tsv", action="store_true")
     ap.add_argument("--quick", action="store_true", help="one round")
+    ap.add_argument("--why", action="store_true",
+                    help="what happened on the slow steps (plans, arena grows, variant swaps, "
+                    "background compiles)")
     a = ap.parse_args()
     if a.bucket != "pow2" and not (a.bucket.isdigit() and int(a.bucket) > 0):
         ap.error("--bucket is pow2 or a positive multiple")
@@ -249,7 +332,11 @@ def main() -> int:
         print(f"  goal ({p}, p99 <= 1.2 x median past the first bucket): global "
               f"{'met' if q <= 1.2 * med else 'NOT met'} ({q / med:.2f}: the curve), in-bucket "
               f"{'met' if pooled <= 1.2 else 'NOT met'} ({pooled:.2f}; worst bucket "
-              f"{worst:.2f}: the stalls); median / off's = {med / summary['off'][0]:.2f}")
+              f"{worst:.2f}: the stalls and the curve within a bucket), local "
+              f"{'met' if local <= 1.2 else 'NOT met'} ({local:.2f}: the stalls); "
+              f"median / off's = {med / summary['off'][0]:.2f}")
+    if a.why:
+        print_why(runs, policies, after, a.bucket)
     if not ok:
         print("decode_growth: the policies generated different tokens", file=sys.stderr)
     if a.tsv:

@@ -206,6 +206,7 @@ static char *arena_take(kiln_model *m, size_t total) {
   free(blk);
   if (total > SIZE_MAX - RT_ALIGN) return NULL;
   if ((blk = rt_aligned_alloc(total + RT_ALIGN))) *(size_t *)blk = total;
+  rt_model_count(m, KILN_COUNTER_ARENA_GROWS);
   return blk;
 }
 
@@ -227,7 +228,7 @@ static void arena_give(kiln_model *m, char *blk) {
   char *none = NULL;
   if (blk && !atomic_compare_exchange_strong_explicit(&m->exec_arena, &none, blk,
                                                       memory_order_release, memory_order_relaxed))
-    free(blk); /* another execute kept its block first */
+    rt_model_discard_arena(m, blk); /* another execute, or a reserve, kept its block first */
 }
 
 static int alloc_intermediates(kiln_model *m, exec_state *x, kiln_status *st) {

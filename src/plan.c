@@ -404,6 +404,7 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   if (rc == 0) {
     insert_plan(m, c, syms, offset, room, *total, bucket);
     note_peak(m, *total);
+    rt_model_count(m, KILN_COUNTER_PLANS);
   }
   free(size);
   return rc;
@@ -419,10 +420,27 @@ int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_stat
   if (!size) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory planning the intermediates");
   size_t *offset = size + c->n;
   int rc = eval_sizes(m, c, syms, size, st);
+  if (rc == 0) { /* planned ahead already (an earlier sequence): keep that plan */
+    lock(m);
+    int fit = fitting_slot(c, size);
+    bool have = fit >= 0 && c->slot[fit].ahead;
+    if (have) {
+      c->slot[fit].stamp = ++c->clock;
+      *total = c->slot[fit].total;
+    }
+    unlock(m);
+    if (have) {
+      free(size);
+      return 0;
+    }
+  }
   if (rc == 0 && rt_plan_place(c->n, size, c->first, c->last, offset, total) < 0)
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
-  if (rc == 0) insert_plan(m, c, syms, offset, size, *total, true);
+  if (rc == 0) {
+    insert_plan(m, c, syms, offset, size, *total, true);
+    rt_model_count(m, KILN_COUNTER_PLANS_AHEAD);
+  }
   free(size);
   return rc;
 }

@@ -65,10 +65,12 @@ typedef struct rt_plan_view {
 int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *offset,
                    kiln_status *st);
 
-/* Plan m's intermediates for syms ahead of need (the compile thread, for
- * the end of the next bucket of a growing dim: variants.c) and cache the
- * plan so that every later binding whose intermediates fit in it uses it,
- * however much smaller. *total: its arena bytes. 0, or -1 with st. */
+/* Plan m's intermediates for syms ahead of need (the prepare thread,
+ * spec_prep.h, for the end of the next bucket of a growing dim: variants.c)
+ * and cache the plan so that every later binding whose intermediates fit
+ * in it uses it, however much smaller; a plan made ahead that syms fits
+ * already is kept instead (marked recent). *total: its arena bytes. 0, or
+ * -1 with st. */
 int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st);
 
 /* Make m's kept arena block (execute.c) hold at least `bytes`, its pages

@@ -146,14 +146,6 @@ static uint64_t t_pack(uint32_t gen, int nparts, int next) {
   return (uint64_t)gen << 32 | (uint64_t)(unsigned)nparts << 16 | (uint64_t)(unsigned)next;
 }
 
-static inline void cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
-#endif
-}
-
 /* ---- thread count ---- */
 
 static int clamp_threads(long n) {
@@ -241,7 +233,7 @@ static bool spin_until(spin_done_fn *done, rt_pool *p, uint32_t arg, int64_t bud
   for (int i = 0;; i++) {
     if (done(p, arg)) return true;
     if (i % 8) {
-      cpu_relax();
+      rt_cpu_relax();
       continue;
     }
     int64_t t = rt_now_ns();
@@ -250,7 +242,7 @@ static bool spin_until(spin_done_fn *done, rt_pool *p, uint32_t arg, int64_t bud
     if (t - t0 >= RT_SPIN_PAUSE_NS)
       sched_yield();
     else
-      cpu_relax();
+      rt_cpu_relax();
   }
 }
 

@@ -12,6 +12,15 @@
 
 #include "rt.h"
 
+/* One spin-wait hint to the CPU (pause / yield), for busy-wait loops. */
+static inline void rt_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
 typedef struct rt_pool rt_pool;
 
 /* Most threads a context runs kernels on (the caller included). */

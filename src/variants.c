@@ -49,6 +49,7 @@
 #include "plan.h"
 #include "pool.h"
 #include "spec_policy.h"
+#include "spec_prep.h"
 #include "tier_up.h"
 #include "variants.h"
 
@@ -58,7 +59,7 @@
 /* Counter slots, in kiln_counter order (KERNELS_EVICTED, CODE_BYTES and the
  * remote cache's are kept elsewhere, their slots unused); COMPILE_MS is kept
  * in microseconds. */
-#define NCOUNTERS (KILN_COUNTER_SPEC_SKIPPED + 1)
+#define NCOUNTERS (KILN_COUNTER_ARENA_GROWS + 1)
 
 struct rt_variant {
   int64_t *key;           /* g->nsyms entries (variants.h) */
@@ -91,9 +92,6 @@ struct rt_variants {
 typedef struct spec_job {
   kiln_model *m;
   int64_t *key;           /* NULL for a tier-up job (tier_up.c) */
-  int64_t *plan_syms;     /* a job queued ahead (specialize_ahead): the binding at the end
-                           * of the next bucket, whose arena is planned and reserved after
-                           * the variant is compiled (host); else NULL */
   atomic_int cancel;
   struct spec_job *next;
 } spec_job;
@@ -111,6 +109,7 @@ struct rt_spec_ctx {
   atomic_int hot;          /* 0: RT_SPEC_HOT */
   atomic_int test_delay_ms;
   atomic_int test_trial;   /* rt_spec_trial_mode */
+  rt_prep *prep;           /* plans ahead of a growing dim (spec_prep.h) */
   _Atomic int64_t c[NCOUNTERS];
 };
 
@@ -118,6 +117,12 @@ struct rt_spec_ctx {
 static void count(const kiln_model *m, int k, int64_t d) {
   if (m->variants) atomic_fetch_add_explicit(&m->variants->c[k], d, memory_order_relaxed);
   if (m->ctx->spec) atomic_fetch_add_explicit(&m->ctx->spec->c[k], d, memory_order_relaxed);
+}
+
+void rt_model_count(const kiln_model *m, kiln_counter k) { count(m, k, 1); }
+
+void rt_model_discard_arena(kiln_model *m, void *blk) {
+  rt_prep_discard(m->ctx->spec ? m->ctx->spec->prep : NULL, blk);
 }
 
 /* ---- context part ---- */
@@ -128,7 +133,10 @@ rt_spec_ctx *rt_spec_ctx_new(void) {
   if (pthread_mutex_init(&s->mu, NULL) != 0) goto fail0;
   if (pthread_cond_init(&s->work_cv, NULL) != 0) goto fail1;
   if (pthread_cond_init(&s->done_cv, NULL) != 0) goto fail2;
+  if (!(s->prep = rt_prep_new())) goto fail3;
   return s;
+fail3:
+  pthread_cond_destroy(&s->done_cv);
 fail2:
   pthread_cond_destroy(&s->work_cv);
 fail1:
@@ -141,7 +149,6 @@ fail0:
 static void job_free(spec_job *j) {
   if (!j) return;
   free(j->key);
-  free(j->plan_syms);
   free(j);
 }
 
@@ -153,6 +160,7 @@ void rt_spec_ctx_free(rt_spec_ctx *s) {
   bool started = s->started;
   pthread_mutex_unlock(&s->mu);
   if (started) pthread_join(s->thread, NULL);
+  rt_prep_free(s->prep);
   for (spec_job *j = s->head, *next; j; j = next) { /* models left behind: never run */
     next = j->next;
     job_free(j);
@@ -254,6 +262,7 @@ static void cancel_jobs(kiln_model *m) {
   if (s->running && s->running->m == m) atomic_store(&s->running->cancel, 1);
   while (s->running && s->running->m == m) pthread_cond_wait(&s->done_cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
+  rt_prep_cancel(s->prep, m);
   for (spec_job *next; dead; dead = next) {
     next = dead->next;
     if (dead->key) {
@@ -468,14 +477,6 @@ fail:
 
 /* ---- the compile thread ---- */
 
-/* After a job queued ahead: plan m's intermediates for the end of the next
- * bucket (plan_syms) and reserve that arena, so the first execute in that
- * bucket neither plans nor allocates (a failure leaves that to it). */
-static void plan_ahead(kiln_model *m, const int64_t *plan_syms) {
-  size_t total = 0;
-  if (rt_plan_prepare(m, plan_syms, &total, NULL) == 0) rt_arena_reserve(m, total);
-}
-
 /* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, not
  * paced beyond the thread's nice +10: unlike a variant, each rebuild is
  * sure to pay (the quick kernels run up to 2-20x slower until it is done),
@@ -491,6 +492,7 @@ static void *compile_thread(void *arg) {
   /* Best effort: background compiles yield the CPU to requests. */
   (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
 #endif
+  rt_thread_batch(); /* an execute that queues a job is not preempted by this thread */
   pthread_setname_np(pthread_self(), "kiln-compile"); /* its own track in traces, perf, gdb */
   pthread_mutex_lock(&s->mu);
   for (;;) {
@@ -520,7 +522,7 @@ static void *compile_thread(void *arg) {
     if (have) have->refs--;
     pthread_mutex_unlock(&vs->lock);
     bool cancelled = atomic_load(&j->cancel) != 0;
-    bool dropped = (have && !j->plan_syms) || cancelled;
+    bool dropped = have || cancelled;
     if (!dropped) {
       int64_t t0 = rt_now_ns();
       rt_variant *v = variant_compile(m, j->key, &j->cancel, &cancelled, NULL);
@@ -534,7 +536,6 @@ static void *compile_thread(void *arg) {
       else if (cancelled) dropped = true;
       else remember_failed(m, j->key);
     }
-    if (!dropped && j->plan_syms && m->be == &rt_backend_host) plan_ahead(m, j->plan_syms);
     count(m, dropped ? KILN_COUNTER_ASYNC_DROPPED : KILN_COUNTER_ASYNC_DONE, 1);
     count(m, KILN_COUNTER_ASYNC_PENDING, -1);
 
@@ -548,14 +549,17 @@ static void *compile_thread(void *arg) {
 }
 
 /* Queue key for m unless it is queued or running already, the queue is full
- * or m has as many jobs queued as its bound. Never blocks on a compile.
- * Returns whether key is queued or running now. */
-static bool enqueue(kiln_model *m, const int64_t *key, const int64_t *plan_syms) {
+ * or m has as many jobs queued as its bound. Never blocks: an execute calls
+ * it, and the compile thread (nice +10) may hold `mu` while it waits for a
+ * CPU, for milliseconds on a busy host (measured: 2-5 ms decode steps), so
+ * `mu` still held after RT_LOCK_BRIEF_NS means "not now" (false, nothing
+ * counted: the next execute of the binding asks again). Returns whether key is queued or running now. */
+static bool enqueue(kiln_model *m, const int64_t *key) {
   rt_spec_ctx *s = m->ctx->spec;
   if (!s) return false;
   size_t bytes = (size_t)m->g->nsyms * sizeof *key;
   int bound = bound_of(m, m->variants);
-  pthread_mutex_lock(&s->mu);
+  if (!rt_lock_briefly(&s->mu)) return false;
   bool dup = s->running && s->running->m == m && s->running->key &&
              memcmp(s->running->key, key, bytes) == 0;
   int mine = 0;
@@ -570,9 +574,7 @@ static bool enqueue(kiln_model *m, const int64_t *key, const int64_t *plan_syms)
   }
   spec_job *j = NULL;
   if (s->queued < RT_SPEC_QUEUE_MAX && mine < bound && !s->stop &&
-      (j = calloc(1, sizeof *j)) && (j->key = malloc(bytes ? bytes : 1)) &&
-      (!plan_syms || (j->plan_syms = malloc(bytes ? bytes : 1)))) {
-    if (plan_syms) memcpy(j->plan_syms, plan_syms, bytes);
+      (j = calloc(1, sizeof *j)) && (j->key = malloc(bytes ? bytes : 1))) {
     if (!s->started) {
       if (pthread_create(&s->thread, NULL, compile_thread, s) == 0) s->started = true;
     }
@@ -688,10 +690,13 @@ static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
 
 /* Under async, an execute whose binding is worth a variant (hot, or live)
  * with symbol k bucketed by the caller: once k has grown RT_SPEC_AHEAD_RUN
- * executes in a row (a sequence being decoded), queue the variant of the
- * next bucket, the binding syms with k one past its bucket's end, so it is
- * compiled in the background and live when k crosses into it instead of
- * `hot` executes after. Once per bucket; SPEC_AHEAD counts the jobs. */
+ * executes in a row (a sequence being decoded), prepare the next bucket
+ * (the binding syms with k one past its bucket's end) so that crossing
+ * into it stalls no execute: its variant is queued on the compile thread
+ * (live when k gets there instead of `hot` executes after; not when it is
+ * live already, from an earlier sequence), and the plan of its end with its
+ * arena on the prepare thread (spec_prep.h: at once, whatever the compile
+ * thread is busy with). Once per bucket; SPEC_AHEAD counts the compiles. */
 static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k) {
   rt_variants *vs = m->variants;
   int ns = m->g->nsyms;
@@ -703,29 +708,33 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   }
   if (!next || !key) goto done;
   memcpy(next, syms, (size_t)ns * sizeof *next);
-  bool want = false;
+  bool claimed = false, compile = false;
   int64_t up = 0;
-  pthread_mutex_lock(&vs->lock);
+  if (!rt_lock_briefly(&vs->lock)) goto done; /* held: a later execute claims */
   make_key(m, vs, syms, key);
   up = -1 - key[k];
   if (key[k] < 0 && vs->ahead_up[k] != up && up < INT64_MAX) {
     vs->ahead_up[k] = up; /* claimed: no other execute queues it */
+    claimed = true;
     next[k] = up + 1;
     make_key(m, vs, next, key);
     rt_variant *have = find_locked(m, vs, key);
-    if (have) have->refs--; /* live already (an earlier sequence): its plan is still made */
-    want = !failed_locked(m, vs, key);
+    if (have) have->refs--; /* find_locked took a reference */
+    compile = !have && !failed_locked(m, vs, key);
     next[k] = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
   }
   pthread_mutex_unlock(&vs->lock);
-  if (want) {
-    if (enqueue(m, key, next)) {
-      count(m, KILN_COUNTER_SPEC_AHEAD, 1);
-    } else { /* queue full: a later execute of this bucket tries again */
-      pthread_mutex_lock(&vs->lock);
-      if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
-      pthread_mutex_unlock(&vs->lock);
-    }
+  if (!claimed) goto done;
+  /* The plan first; once it is queued the claim stays, even when the compile
+   * queue refuses the variant (full, or the model's bound: then the bucket's
+   * own executes queue it, the generic kernels serving meanwhile), so that
+   * no execute of this bucket asks again: each would wake the threads. */
+  bool planned = m->be != &rt_backend_host || rt_prep_plan(m->ctx->spec->prep, m, next);
+  if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
+  if (!planned) { /* the prepare queue full or busy: a later execute tries again */
+    pthread_mutex_lock(&vs->lock);
+    if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
+    pthread_mutex_unlock(&vs->lock);
   }
 done:
   if (next != sbuf) free(next);
@@ -805,7 +814,7 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
       d = RT_SPEC_DROPPED;
     }
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
-    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) enqueue(m, key, NULL);
+    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) enqueue(m, key);
     if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
       specialize_ahead(m, pol, syms, ahead);
   } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
@@ -1021,6 +1030,7 @@ KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_k
   }
   pthread_mutex_unlock(&vs->lock);
   if (rc < 0) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+  if (m->be == &rt_backend_host && m->ctx->spec) rt_prep_start(m->ctx->spec->prep);
   rt_ok(st);
   return 0;
 }
@@ -1074,7 +1084,7 @@ static double counter_value(const _Atomic int64_t *c, kiln_counter k) {
   return k == KILN_COUNTER_COMPILE_MS ? (double)v / 1e3 : (double)v;
 }
 
-#define NPUBLIC (KILN_COUNTER_SPEC_SKIPPED + 1)
+#define NPUBLIC (KILN_COUNTER_ARENA_GROWS + 1)
 
 static bool is_remote_counter(kiln_counter c) {
   return c >= KILN_COUNTER_REMOTE_HITS && c <= KILN_COUNTER_REMOTE_CORRUPT;
@@ -1115,6 +1125,7 @@ KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, k
   if (!ctx || !ctx->spec)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_context_wait_compiles: context is NULL");
   rt_spec_ctx *s = ctx->spec;
+  int64_t prep_deadline = timeout_ms < 0 ? -1 : rt_now_ns() + timeout_ms * 1000000;
   struct timespec dl;
   clock_gettime(CLOCK_REALTIME, &dl);
   if (timeout_ms > 0) {
@@ -1137,6 +1148,7 @@ KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, k
     }
   }
   pthread_mutex_unlock(&s->mu);
+  if (rc == 0) rc = rt_prep_wait(s->prep, prep_deadline); /* the plans made ahead too */
   rt_ok(st);
   return rc;
 }

@@ -107,6 +107,14 @@ const struct rt_code *rt_variant_code(const rt_variant *v, int node);
 int32_t rt_variant_run(const kiln_model *m, const rt_variant *v, int node, void *const *args,
                        const int64_t *syms);
 
+/* Count one event k (a kiln_counter kept with the variants: plan.c's plans,
+ * execute.c's arena grows) for m and its context. */
+void rt_model_count(const kiln_model *m, kiln_counter k);
+
+/* Free an arena block an execute no longer needs, off the request path
+ * where the context has a prepare thread (spec_prep.h: rt_prep_discard). */
+void rt_model_discard_arena(kiln_model *m, void *blk);
+
 /* Specialized variants compiled for m so far (the CLI's "S specialized"). */
 int rt_model_num_specialized(const kiln_model *m);
 

@@ -413,7 +413,7 @@ Test(cache_remote, dead_server_counters_are_public, .init = setup, .fini = teard
   cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_REMOTE_CORRUPT), 0);
   cr_expect_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), NKERNELS + 1);
   cr_expect_eq(kiln_model_counter(NULL, KILN_COUNTER_REMOTE_CORRUPT), -1);
-  cr_expect_eq(kiln_context_counter(ctx, (kiln_counter)(KILN_COUNTER_SPEC_SKIPPED + 1)), -1);
+  cr_expect_eq(kiln_context_counter(ctx, (kiln_counter)(KILN_COUNTER_ARENA_GROWS + 1)), -1);
   kiln_context_free(ctx);
 }
 

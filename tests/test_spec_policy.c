@@ -20,6 +20,13 @@ static const char *SOFT =
     "  %z = mo.softmax(%y) {axis = -1} : !mo.tensor<[n, 8], f32>\n"
     "  mo.output %z : !mo.tensor<[n, 8], f32>\n}\n";
 
+/* two softmaxes: two kernels, and an intermediate (%y) the planner places */
+static const char *TWO_SOFT =
+    "mo.graph @t<n>(%x: !mo.tensor<[n, 8], f32>) -> (!mo.tensor<[n, 8], f32>) {\n"
+    "  %y = mo.softmax(%x) {axis = -1} : !mo.tensor<[n, 8], f32>\n"
+    "  %z = mo.softmax(%y) {axis = -1} : !mo.tensor<[n, 8], f32>\n"
+    "  mo.output %z : !mo.tensor<[n, 8], f32>\n}\n";
+
 static const char *GEMM =
     "mo.graph @g<n>(%x: !mo.tensor<[n, 8], f32>, %w: !mo.tensor<[8, 4], f32>) -> "
     "(!mo.tensor<[n, 4], f32>) {\n"
@@ -169,6 +176,56 @@ Test(spec_policy, a_growing_bucketed_dim_gets_its_next_bucket_ahead) {
   double hits = counter(m, KILN_COUNTER_HITS);
   exec_n(m, 17); /* the first execute in bucket 32 */
   cr_expect_eq(counter(m, KILN_COUNTER_HITS), hits + 1, "bucket 32's variant was not ready");
+  kiln_model_free(m);
+}
+
+/* Under async, a growing bucketed dim's next bucket is planned ahead (the
+ * prepare thread: its end's plan and arena), so no execute in that bucket
+ * places its intermediates or allocates its arena; before that, the
+ * executes of the first buckets did (the counters count what they say). */
+Test(spec_policy, a_growing_bucketed_dim_is_planned_ahead) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 16; n++) exec_n(m, n); /* bucket 32 claimed at n = 11 */
+  cr_expect_gt(counter(m, KILN_COUNTER_PLANS), 0);
+  cr_expect_gt(counter(m, KILN_COUNTER_ARENA_GROWS), 0);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0); /* the plans too */
+  cr_expect_geq(counter(m, KILN_COUNTER_PLANS_AHEAD), 1);
+  double plans = counter(m, KILN_COUNTER_PLANS), grows = counter(m, KILN_COUNTER_ARENA_GROWS);
+  for (int64_t n = 17; n <= 32; n++) exec_n(m, n); /* all of bucket 32 */
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), plans, "an execute in bucket 32 planned");
+  cr_expect_eq(counter(m, KILN_COUNTER_ARENA_GROWS), grows, "an execute in bucket 32 grew");
+  /* a second sequence finds those plans (bucket 32's, and 64's made from
+   * bucket 32): none is made again, ahead or by an execute */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  double ahead = counter(m, KILN_COUNTER_PLANS_AHEAD);
+  double queued_ahead = counter(m, KILN_COUNTER_SPEC_AHEAD);
+  for (int64_t n = 1; n <= 32; n++) exec_n(m, n);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), ahead);
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), plans);
+  /* nor is a live variant queued ahead again (its compile would compete with the
+   * executes) */
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), queued_ahead);
+  kiln_model_free(m);
+}
+
+/* Off (and for shapes that do not grow) every new size beyond the room of
+ * the cached plans is planned by the execute that meets it. */
+Test(spec_policy, plans_are_counted_where_they_are_made) {
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_OFF);
+  exec_n(m, 4);
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), 1);
+  cr_expect_eq(counter(m, KILN_COUNTER_ARENA_GROWS), 1);
+  exec_n(m, 4); /* cached: neither */
+  exec_n(m, 3); /* fits the room of n = 4 */
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), 1);
+  cr_expect_eq(counter(m, KILN_COUNTER_ARENA_GROWS), 1);
+  exec_n(m, 64); /* too large: planned, and a larger block */
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), 2);
+  cr_expect_eq(counter(m, KILN_COUNTER_ARENA_GROWS), 2);
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 0);
   kiln_model_free(m);
 }
 

@@ -466,6 +466,12 @@ typedef enum kiln_counter {
   KILN_COUNTER_SPEC_SKIPPED,    /* hot bindings async did not specialize: the kernels a
                                    variant would rebuild are under 5% of their estimated
                                    time (GEMMs dominate) */
+  KILN_COUNTER_PLANS,           /* arena plans made by executes (no cached plan fitted their
+                                   shapes: the intermediates were placed on the request path) */
+  KILN_COUNTER_PLANS_AHEAD,     /* arena plans made ahead, off the request path (the next
+                                   bucket of a growing dim) */
+  KILN_COUNTER_ARENA_GROWS,     /* arena blocks allocated by executes (the kept block was too
+                                   small: a malloc and fresh pages on the request path) */
 } kiln_counter;
 KILN_API double kiln_model_counter(const kiln_model *m, kiln_counter c);
 KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
@@ -487,7 +493,8 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
  * kiln_context_wait_compiles waits for the full builds too. */
 KILN_API int kiln_context_set_tier_up(kiln_context *ctx, int min_kernels, kiln_status *st);
 
-/* Wait until ctx's compile queue is empty and its thread idle, at most
+/* Wait until ctx's compile queue is empty and its thread idle (and the
+ * plans it makes ahead of a growing dim are made), at most
  * timeout_ms (< 0: no limit). 0 when idle, 1 on timeout, -1 for NULL. For
  * tools and tests: a service never needs to call it. */
 KILN_API int kiln_context_wait_compiles(kiln_context *ctx, int64_t timeout_ms, kiln_status *st);
