@@ -27,11 +27,14 @@
  * time order.
  *
  * Waiting: a thread spins only while what it waits for is likely within
- * RT_SPIN_NS, then sleeps on a futex, so an idle pool costs no CPU that
- * the caller's other threads (or other processes) could use. Likely: the
- * thread's last wait of the same kind took less than RT_SPIN_NS, its
- * sleep and wake-up included (so a machine too busy to run a woken thread
- * promptly makes it spin less). A worker tells two kinds apart: waits
+ * the spin (RT_SPIN_NS, or twice the measured wake-up of a sleeping worker
+ * where that is longer, RT_SPIN_MAX_NS at most), then sleeps on a futex,
+ * so an idle pool costs no CPU that the caller's other threads (or other
+ * processes) could use. Likely: the thread's last wait of the same kind
+ * was within the spin: for a worker, its job was published within it; for
+ * the caller, the parts ended within it, its sleep and wake-up included (so
+ * a machine too busy to run a woken thread promptly makes it spin less).
+ * A worker tells two kinds apart: waits
  * within an execute (the split kernels of one execute come back to back;
  * if they do not, it spins RT_SPIN_SHORT_NS) and waits across the end of
  * one (rt_pool_quiet, which execute.c calls as an execute ends: after it
