@@ -104,8 +104,15 @@ static void *prep_thread(void *arg) {
   rt_thread_batch(); /* the execute that queues a job is not preempted by this thread */
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && !p->head) pthread_cond_wait(&p->work_cv, &p->mu);
+    while (!p->stop && !p->head && !atomic_load(&p->discard))
+      pthread_cond_wait(&p->work_cv, &p->mu);
     if (p->stop) break;
+    if (!p->head) { /* only a block to free */
+      pthread_mutex_unlock(&p->mu);
+      free(atomic_exchange(&p->discard, NULL));
+      pthread_mutex_lock(&p->mu);
+      continue;
+    }
     prep_job *j = p->head;
     p->head = j->next;
     if (!p->head) p->tail = NULL;
@@ -197,11 +204,19 @@ void rt_prep_cancel(rt_prep *p, kiln_model *m) {
 }
 
 void rt_prep_discard(rt_prep *p, void *blk) {
-  if (!p) {
+  /* the lock held (the thread busy starting, or queueing): free it here */
+  if (!p || !rt_lock_briefly(&p->mu)) {
     free(blk);
     return;
   }
-  free(atomic_exchange(&p->discard, blk)); /* a second one before the next job: rare */
+  void *old = NULL;
+  bool handed = p->started && !p->stop;
+  if (handed) {
+    old = atomic_exchange(&p->discard, blk); /* a second one before the thread woke: rare */
+    pthread_cond_signal(&p->work_cv);
+  }
+  pthread_mutex_unlock(&p->mu);
+  free(handed ? old : blk); /* no thread (no bucketed model): freed now, not kept */
 }
 
 int rt_prep_wait(rt_prep *p, int64_t deadline_ns) {

@@ -71,9 +71,11 @@ void rt_prep_start(rt_prep *p);
  * nothing. */
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
 /* Free blk (an arena block an execute gave back after a larger one was
- * reserved: rt_arena_reserve) at the thread's next job instead of now: a
- * large block's free is an munmap, which waits for the mmap lock that the
- * thread's own page faults may hold. NULL p: freed now. */
+ * reserved: rt_arena_reserve, or another execute kept its block first) on
+ * the thread, woken for it, instead of now: a large block's free is an
+ * munmap, which waits for the mmap lock that the thread's own page faults
+ * may hold. Freed now where the thread is not running (NULL p, no bucketed
+ * model started it) or its lock stays held (rt_lock_briefly). */
 void rt_prep_discard(rt_prep *p, void *blk);
 /* Drop m's queued jobs and wait until none of its jobs runs. NULL p ok. */
 void rt_prep_cancel(rt_prep *p, kiln_model *m);
