@@ -71,6 +71,11 @@ static void teardown_device(void) {
 
 TestSuite(buffers_simt_emu, .init = setup_device, .fini = teardown_device);
 
+/* A case run twice: on the CPU (suite buffers) and on simt-emu. */
+#define ON_BOTH(name)                                                                          \
+  Test(buffers, name) { name(); }                                                              \
+  Test(buffers_simt_emu, name) { name(); }
+
 static kiln_model *compile_text(const char *text) {
   kiln_graph *g = kiln_graph_parse(text, strlen(text), "t.mlir", st);
   cr_assert(g, "%s", kiln_status_message(st));
@@ -189,8 +194,7 @@ static void a_load_after_a_store_sees_it_and_one_before_does_not(void) {
   kiln_tensor_free(x);
   kiln_model_free(m);
 }
-Test(buffers, a_load_after_a_store_sees_it_and_one_before_does_not) { a_load_after_a_store_sees_it_and_one_before_does_not(); }
-Test(buffers_simt_emu, a_load_after_a_store_sees_it_and_one_before_does_not) { a_load_after_a_store_sees_it_and_one_before_does_not(); }
+ON_BOTH(a_load_after_a_store_sees_it_and_one_before_does_not)
 
 /* ---- the KV-cache append ---- */
 
@@ -236,8 +240,7 @@ static void a_kv_cache_appended_by_slices_persists_across_three_executes(void) {
   kiln_tensor_free(cache);
   kiln_model_free(m);
 }
-Test(buffers, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
-Test(buffers_simt_emu, a_kv_cache_appended_by_slices_persists_across_three_executes) { a_kv_cache_appended_by_slices_persists_across_three_executes(); }
+ON_BOTH(a_kv_cache_appended_by_slices_persists_across_three_executes)
 
 /* A captured KV-cache step replayed with new tokens and starts: each replay
  * appends to the caller's cache (on a device: the recorded launch list, its
@@ -270,12 +273,7 @@ static void a_captured_step_replays_appending_to_the_cache(void) {
   kiln_tensor_free(cache);
   kiln_model_free(m);
 }
-Test(buffers, a_captured_step_replays_appending_to_the_cache) {
-  a_captured_step_replays_appending_to_the_cache();
-}
-Test(buffers_simt_emu, a_captured_step_replays_appending_to_the_cache) {
-  a_captured_step_replays_appending_to_the_cache();
-}
+ON_BOTH(a_captured_step_replays_appending_to_the_cache)
 
 static void a_slice_outside_the_buffer_is_an_error_that_names_the_op(void) {
   kiln_model *m = compile_text(KV_APPEND);
@@ -305,8 +303,7 @@ static void a_slice_outside_the_buffer_is_an_error_that_names_the_op(void) {
   kiln_tensor_free(sv);
   kiln_model_free(m);
 }
-Test(buffers, a_slice_outside_the_buffer_is_an_error_that_names_the_op) { a_slice_outside_the_buffer_is_an_error_that_names_the_op(); }
-Test(buffers_simt_emu, a_slice_outside_the_buffer_is_an_error_that_names_the_op) { a_slice_outside_the_buffer_is_an_error_that_names_the_op(); }
+ON_BOTH(a_slice_outside_the_buffer_is_an_error_that_names_the_op)
 
 /* ---- a graph-internal buffer, symbolic ---- */
 
@@ -350,8 +347,7 @@ static void a_graph_internal_buffer_starts_zeroed_at_every_execute(void) {
   }
   kiln_model_free(m);
 }
-Test(buffers, a_graph_internal_buffer_starts_zeroed_at_every_execute) { a_graph_internal_buffer_starts_zeroed_at_every_execute(); }
-Test(buffers_simt_emu, a_graph_internal_buffer_starts_zeroed_at_every_execute) { a_graph_internal_buffer_starts_zeroed_at_every_execute(); }
+ON_BOTH(a_graph_internal_buffer_starts_zeroed_at_every_execute)
 
 /* ---- fusion and aliases around buffer ops ---- */
 
@@ -397,8 +393,7 @@ static void fusion_and_aliases_leave_buffer_ops_in_order(void) {
   kiln_tensor_free(x);
   kiln_model_free(m);
 }
-Test(buffers, fusion_and_aliases_leave_buffer_ops_in_order) { fusion_and_aliases_leave_buffer_ops_in_order(); }
-Test(buffers_simt_emu, fusion_and_aliases_leave_buffer_ops_in_order) { fusion_and_aliases_leave_buffer_ops_in_order(); }
+ON_BOTH(fusion_and_aliases_leave_buffer_ops_in_order)
 
 /* ---- inplace_custom on a buffer ---- */
 
