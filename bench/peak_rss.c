@@ -80,9 +80,11 @@ static int run_kiln(const char *engine, const char *model, const char *weights, 
   if (weights && kiln_model_bind_weights_file(m, weights, st)) goto done;
   rc = kiln_request(m, seq, st);
 done:
-  if (rc && kiln_status_code(st) != KILN_OK) fprintf(stderr, "bench_peak_rss: %s\n", kiln_status_message(st));
+  if (rc && kiln_status_code(st) != KILN_OK)
+    fprintf(stderr, "bench_peak_rss: %s\n", kiln_status_message(st));
   double peak = status_mib("VmHWM");
-  if (rc == 0) printf("R\tpeak_rss_%s\tkiln\t1\tMiB\t1\t%.1f\t%.1f\t%.1f\n", engine, peak, peak, peak);
+  if (rc == 0)
+    printf("R\tpeak_rss_%s\tkiln\t1\tMiB\t1\t%.1f\t%.1f\t%.1f\n", engine, peak, peak, peak);
   kiln_model_free(m);
   kiln_graph_free(g);
   kiln_context_free(ctx);

@@ -34,12 +34,12 @@
  * was within the spin: for a worker, its job was published within it; for
  * the caller, the parts ended within it, its sleep and wake-up included (so
  * a machine too busy to run a woken thread promptly makes it spin less).
- * A worker tells two kinds apart: waits
- * within an execute (the split kernels of one execute come back to back;
- * if they do not, it spins RT_SPIN_SHORT_NS) and waits across the end of
- * one (rt_pool_quiet, which execute.c calls as an execute ends: after it
- * a worker spins only if requests came back to back, and stops spinning
- * when the end comes mid-spin). The caller waits for the parts the workers
+ * A worker tells two kinds apart: waits within an execute (the split
+ * kernels of one execute come back to back; if they do not, it spins
+ * RT_SPIN_SHORT_NS) and waits across the end of one (rt_pool_quiet,
+ * which execute.c calls as an execute ends: after it a worker spins only
+ * if requests came back to back, and stops spinning when the end comes
+ * mid-spin). The caller waits for the parts the workers
  * claimed, which are running, the same way (RT_SPIN_SHORT_NS after a long
  * wait). Sleeping and waking go straight through futex(2) on the words the
  * threads wait on (a wake count bumped by every publish, and the count of
@@ -100,8 +100,8 @@
 /* The longest spin when waking a sleeping thread is measured slower: the
  * spin then lasts up to twice the measured wake (a woken worker's delay
  * from the publish to its first instruction), so it still costs no more
- * than the sleep it avoids. A 2-vCPU Firecracker VM (Xeon) measured ~50-100 us
- * per wake: at 20 us the workers slept before every split kernel. */
+ * than the sleep it avoids. A 2-vCPU Firecracker VM (Xeon) measured ~50-100
+ * us per wake: at 20 us the workers slept before every split kernel. */
 #define RT_SPIN_MAX_NS 200000
 /* Spin of a worker whose last wait within an execute was longer than
  * RT_SPIN_NS (its jobs are far apart), and of the caller after a wait
@@ -292,9 +292,10 @@ static int64_t spin_ns(rt_pool *p) {
 }
 
 /* Wait for a job newer than the worker's last (or stop): spin up to
- * spin_ns (RT_SPIN_NS where waking is fast) when the last wait of this kind (within an execute, or across
- * the end of one) took less than that, else RT_SPIN_SHORT_NS within an
- * execute and not at all across; then sleep. */
+ * spin_ns when the last wait of this kind (within an execute, or across the
+ * end of one) was near (below), else RT_SPIN_SHORT_NS within an execute and
+ * not at all across; then sleep. After a sleep, the delay from the job's
+ * publish to this thread running feeds the measured wake (wake_ns). */
 static void wait_job(rt_pool *p, rt_worker *w) {
   uint32_t seen = w->seen;
   bool across = atomic_load_explicit(&p->quiet, memory_order_relaxed) == seen;
@@ -307,11 +308,12 @@ static void wait_job(rt_pool *p, rt_worker *w) {
       !job_ready(p, seen)) {
     sleep_until_job(p, seen);
     int64_t pub = atomic_load_explicit(&p->published, memory_order_relaxed);
-    int64_t late = rt_now_ns() - pub, avg = atomic_load_explicit(&p->wake_ns, memory_order_relaxed);
+    int64_t late = rt_now_ns() - pub;
+    int64_t avg = atomic_load_explicit(&p->wake_ns, memory_order_relaxed);
     if (pub > t0 && late > 0 && late < 10 * RT_SPIN_MAX_NS) /* woken by this job's publish */
       atomic_store_explicit(&p->wake_ns, avg ? (3 * avg + late) / 4 : late, memory_order_relaxed);
   }
-  /* near: the job came within RT_SPIN_NS of the wait's start, so a spin
+  /* near: the job came within the spin of the wait's start, so a spin
    * would have caught it. Timed to its publish, not to this thread's wake:
    * where waking a sleeping CPU takes longer than RT_SPIN_NS (a 2-vCPU
    * Firecracker VM: ~50-100 us), timing to the wake made every wait after

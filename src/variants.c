@@ -553,7 +553,8 @@ static void *compile_thread(void *arg) {
  * it, and the compile thread (nice +10) may hold `mu` while it waits for a
  * CPU, for milliseconds on a busy host (measured: 2-5 ms decode steps), so
  * `mu` still held after RT_LOCK_BRIEF_NS means "not now" (false, nothing
- * counted: the next execute of the binding asks again). Returns whether key is queued or running now. */
+ * counted: the next execute of the binding asks again). Returns whether
+ * key is queued or running now. */
 static bool enqueue(kiln_model *m, const int64_t *key) {
   rt_spec_ctx *s = m->ctx->spec;
   if (!s) return false;
