@@ -71,6 +71,48 @@ static bool softmax_node(const ir_node *n) {
   return (n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOGSOFTMAX) && n->nin == 1 && n->nout == 1;
 }
 
+static bool is_slice(const ir_node *n) {
+  return n->op == IR_OP_SLICE_TENSOR || n->op == IR_OP_SLICE_DATA;
+}
+
+/* Entry j of an integer mo.constant (si32 / si64), false for anything else. */
+static bool const_entry(const ir_value *v, int64_t j, int64_t *out) {
+  const ir_attr *a = v->def && v->def->op == IR_OP_CONSTANT ? ir_node_attr(v->def, "value") : NULL;
+  if (!a || a->kind != IR_ATTR_DENSE || j < 0 || j >= a->u.dense.numel) return false;
+  if (a->u.dense.dtype == IR_DT_SI64) {
+    memcpy(out, (const char *)a->u.dense.data + 8 * j, 8);
+  } else if (a->u.dense.dtype == IR_DT_SI32) {
+    int32_t x;
+    memcpy(&x, (const char *)a->u.dense.data + 4 * j, 4);
+    *out = x;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+/* Whether slice p takes its last axis with step 1 (so each row of its
+ * result is contiguous in its operand): from the step attribute, or, with
+ * data bounds, from step and axes operands that are constants. */
+static bool slice_rows_contiguous(const ir_node *p) {
+  int r = p->in[0]->type.rank;
+  if (p->op == IR_OP_SLICE_TENSOR) {
+    const ir_attr *st = ir_node_attr(p, "step");
+    if (!st) return true;
+    return st->kind == IR_ATTR_INTS && (st->u.ints.n < r || st->u.ints.v[r - 1] == 1);
+  }
+  int64_t k;
+  if (p->nin < 4 || !ir_dim_is_const(p->in[1]->type.dims[0], &k)) return false;
+  for (int64_t j = 0; j < k; j++) {
+    int64_t ax = j, step;
+    if (p->nin > 4 && !const_entry(p->in[4], j, &ax)) return false;
+    if (ax < 0) ax += r;
+    if (ax != r - 1) continue;
+    if (!const_entry(p->in[3], j, &step) || step != 1) return false;
+  }
+  return true;
+}
+
 static bool gemm_node(const ir_node *n) {
   if (n->op != IR_OP_MATMUL || n->nout != 1 || n->nin != 2) return false;
   /* a 1-D operand (a vector product) takes no epilogue */
@@ -81,6 +123,7 @@ static bool gemm_node(const ir_node *n) {
 
 typedef struct fuse_ctx {
   ir_graph *g;
+  unsigned flags;
   int *uses;       /* by value id: operand slots that read it */
   bool *is_output; /* by value id */
   int *group;      /* by node id: group number, -1 when in none */
@@ -137,6 +180,40 @@ static bool reads_member(const fuse_ctx *c, const ir_node *n, int gid) {
   return false;
 }
 
+/* The slice producing operand v of matmul mm that mm may read in place
+ * (IR_FUSE_SLICE_OPERANDS): mm its only reader, no graph output, same
+ * dtype, rows contiguous; NULL when there is none. */
+static const ir_node *slice_operand(const fuse_ctx *c, const ir_value *v) {
+  const ir_node *p = v->def;
+  if (!(c->flags & IR_FUSE_SLICE_OPERANDS) || !p || !is_slice(p) || p->nout != 1) return NULL;
+  if (c->group[p->id] >= 0 || c->is_output[v->id] || c->uses[v->id] != 1) return NULL;
+  if (v->type.rank < 2 || p->in[0]->type.dtype != v->type.dtype) return NULL;
+  return slice_rows_contiguous(p) ? p : NULL;
+}
+
+/* A matmul that reads a slice in place: a group root of its own. */
+static bool slice_gemm_root(const fuse_ctx *c, const ir_node *n) {
+  if (!gemm_node(n) || n->in[0]->type.dtype != n->out[0]->type.dtype ||
+      n->in[1]->type.dtype != n->out[0]->type.dtype)
+    return false;
+  return slice_operand(c, n->in[0]) || slice_operand(c, n->in[1]);
+}
+
+/* Add the slices matmul mm reads in place to the group (n members so far);
+ * returns the new count. */
+static int add_slice_operands(fuse_ctx *c, int n, const ir_node *mm, int gid) {
+  if (mm->in[0]->type.dtype != mm->out[0]->type.dtype ||
+      mm->in[1]->type.dtype != mm->out[0]->type.dtype)
+    return n; /* a half GEMM (ir/half_gemm.c) reads its operands as they are */
+  for (int j = 0; j < 2 && n < IR_FUSE_MAX_NODES; j++) {
+    const ir_node *p = slice_operand(c, mm->in[j]);
+    if (!p || !inputs_fit(c, n, p)) continue;
+    c->group[p->id] = gid;
+    c->members[n++] = p->id;
+  }
+  return n;
+}
+
 /* Grow the group of root node r (group number gid) into c->members; returns
  * the member count (1: nothing joined). A softmax root (its result has its
  * operand's shape) grows like an elementwise one, without a matmul. Growth
@@ -151,11 +228,16 @@ static int grow(fuse_ctx *c, int r, int gid) {
   c->group[r] = gid;
   int mm = -1;                                  /* the matmul member */
   bool gemm_ok = !softmax_node(g->nodes[r]); /* a softmax takes none */
+  if (g->nodes[r]->op == IR_OP_MATMUL) { /* a matmul reading slices in place */
+    mm = r;
+    n = add_slice_operands(c, n, g->nodes[r], gid);
+  }
   for (bool changed = true; changed && n < IR_FUSE_MAX_NODES;) {
     changed = false;
     for (int i = 0; i < n && n < IR_FUSE_MAX_NODES; i++) {
       const ir_node *m = g->nodes[c->members[i]];
-      if (m->op == IR_OP_MATMUL) continue; /* its operands stay outside */
+      /* a matmul's operands stay outside, and a slice's */
+      if (m->op == IR_OP_MATMUL || is_slice(m)) continue;
       for (int j = 0; j < m->nin && n < IR_FUSE_MAX_NODES; j++) {
         const ir_value *v = m->in[j];
         const ir_node *p = v->def;
@@ -176,6 +258,7 @@ static int grow(fuse_ctx *c, int r, int gid) {
         c->group[p->id] = gid;
         c->members[n++] = p->id;
         changed = true;
+        if (p->id == mm) n = add_slice_operands(c, n, p, gid);
       }
     }
   }
@@ -309,7 +392,7 @@ static void commit(fuse_ctx *c, fused_group *fg, int ngroups, ir_node **bnode, b
 int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
   if (!g) return ir_diag_set(d, (ir_loc){0, 0}, "ir_graph_fuse: no graph");
   int nv = g->nvalues, nn = g->nnodes;
-  fuse_ctx c = {g, calloc((size_t)nv + 1, sizeof(int)), calloc((size_t)nv + 1, sizeof(bool)),
+  fuse_ctx c = {g, flags, calloc((size_t)nv + 1, sizeof(int)), calloc((size_t)nv + 1, sizeof(bool)),
                 malloc(((size_t)nn + 1) * sizeof(int)), malloc(((size_t)nn + 1) * sizeof(int))};
   fused_group *fg = calloc((size_t)nn + 1, sizeof *fg);
   ir_node **bnode = calloc((size_t)nn + 1, sizeof *bnode);
@@ -325,7 +408,8 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
   /* groups, from the last node backwards (group 0 has the last root) */
   for (int i = nn - 1; i >= 0; i--) {
     bool root = ew_node(g->nodes[i]) || ((flags & IR_FUSE_SOFTMAX) && softmax_node(g->nodes[i]));
-    if (c.group[i] >= 0 || !root) continue;
+    if (c.group[i] >= 0) continue;
+    if (!root && !slice_gemm_root(&c, g->nodes[i])) continue;
     if (grow(&c, i, ngroups) >= 2) ngroups++;
   }
   /* members of each group in node order (counting sort by group) */
@@ -348,14 +432,22 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
   for (int k = ngroups - 1, gi = 0; k >= 0; k--, gi++) {
     int n = start[k + 1] - start[k];
     memcpy(c.members, order + start[k], (size_t)n * sizeof(int));
-    /* a GEMM epilogue's matmul first: its operands are all from outside, so
-     * the body stays in topological order, and every member after it may
-     * read its result (the SIMT lowering wants it so) */
-    for (int i = 1; i < n; i++)
+    /* the slices a matmul reads in place, then the matmul, then its
+     * epilogue: the matmul's other operands are all from outside, so the
+     * body stays in topological order, and every member after it may read
+     * its result (the SIMT lowering wants it so) */
+    int head = 0;
+    for (int i = 0; i < n; i++)
+      if (is_slice(g->nodes[c.members[i]])) {
+        int s = c.members[i];
+        memmove(c.members + head + 1, c.members + head, (size_t)(i - head) * sizeof(int));
+        c.members[head++] = s;
+      }
+    for (int i = head + 1; i < n; i++)
       if (g->nodes[c.members[i]]->op == IR_OP_MATMUL) {
         int mm = c.members[i];
-        memmove(c.members + 1, c.members, (size_t)i * sizeof(int));
-        c.members[0] = mm;
+        memmove(c.members + head + 1, c.members + head, (size_t)(i - head) * sizeof(int));
+        c.members[head] = mm;
         break;
       }
     bool ok = build(&c, n, k, &fg[gi], bnode, map);

@@ -148,6 +148,9 @@ int ir_node_data_sym(const ir_node *n) {
 bool ir_graph_reads_dims(const ir_graph *g) {
   for (int i = 0; g && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
+    /* a data slice a GEMM reads in place (ir_graph_fuse) */
+    for (int j = 0; n->op == IR_OP_FUSED && n->body && j < n->body->nnodes; j++)
+      if (n->body->nodes[j]->op == IR_OP_SLICE_DATA) return true;
     if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
          n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD ||
          n->op == IR_OP_RESIZE || n->op == IR_OP_RESIZE_NEAREST ||

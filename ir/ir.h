@@ -428,7 +428,8 @@ char *ir_kernel_text_partial(const ir_graph *g, const ir_node *n, const int64_t 
 /* Groups ir_graph_fuse forms only when asked (flags): their lowering is the
  * host's alone. */
 enum {
-  IR_FUSE_SOFTMAX = 1u << 0, /* softmax / logsoftmax with an elementwise prologue */
+  IR_FUSE_SOFTMAX = 1u << 0,        /* softmax / logsoftmax with an elementwise prologue */
+  IR_FUSE_SLICE_OPERANDS = 1u << 1, /* a matmul reads the slices it multiplies in place */
 };
 #define IR_FUSE_MAX_NODES 128 /* nodes in one fused group at most */
 #define IR_FUSE_MAX_INPUTS 64 /* values one fused group reads from outside at most */
@@ -445,7 +446,13 @@ enum {
  *   - with IR_FUSE_SOFTMAX in flags, softmax prologues: a mo.softmax /
  *     mo.logsoftmax with such a group of its operand's shape computing its
  *     operand (x * scale + mask); it takes the group even where a matmul
- *     produces the group's operand (the matmul then stays alone).
+ *     produces the group's operand (the matmul then stays alone);
+ *   - with IR_FUSE_SLICE_OPERANDS, slices a matmul reads in place: an f32 /
+ *     f64 mo.matmul (alone or with its epilogue) takes in each operand that
+ *     is a mo.slice_tensor used by it alone whose last axis has step 1
+ *     (attributes, or data bounds whose step and axes are constants): the
+ *     GEMM reads the rows where they lie (a decoder's KV cache[:, :total]
+ *     is never copied). The body lists such slices first, then the matmul.
  * A group has at least two nodes, at most IR_FUSE_MAX_NODES, reads at most
  * IR_FUSE_MAX_INPUTS values from outside (the kernels' buffer limit: a wider
  * group is cut the same way), and one result (its last node's): a longer

@@ -504,13 +504,43 @@ static int node_dims_from_data(const ir_graph *g, const ir_node *n, data_reader 
   return 0;
 }
 
+/* A mo.fused node's data slices (a GEMM reading them in place, fuse.c):
+ * each read as if it were in g, its operands the fused node's (a body
+ * input q is the node's operand q). */
+static int fused_dims_from_data(const ir_graph *g, const ir_node *n, data_reader *rd,
+                                int64_t *syms, bool *bound, char *msg, size_t msglen) {
+  const ir_graph *b = n->body;
+  for (int i = 0; i < b->nnodes; i++) {
+    const ir_node *bn = b->nodes[i];
+    if (bn->op != IR_OP_SLICE_DATA) continue;
+    ir_value *outer[IR_EW_MAX_IN];
+    if (bn->nin > IR_EW_MAX_IN) return ir_ref_fail(msg, msglen, "malformed fused slice");
+    for (int j = 0; j < bn->nin; j++) {
+      int q = ir_graph_input_index(b, bn->in[j]);
+      if (q < 0 || q >= n->nin)
+        return ir_ref_fail(msg, msglen, "mo.slice_tensor (%%%s): operand %d is computed in its "
+                           "group", bn->out[0]->name, j);
+      outer[j] = n->in[q];
+    }
+    ir_node as_top = *bn;
+    as_top.in = outer;
+    int rc = node_dims_from_data(g, &as_top, rd, syms, bound, msg, msglen);
+    reader_done(rd);
+    if (rc < 0) return -1;
+  }
+  return 0;
+}
+
 /* The dims every node reads from operand data, in node order (a read may
  * use the symbols earlier reads bound). */
 static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
                           char *msg, size_t msglen) {
   data_reader rd = {.g = g, .inputs = inputs, .syms = syms, .bound = bound};
   for (int i = 0; i < g->nnodes; i++) {
-    int rc = node_dims_from_data(g, g->nodes[i], &rd, syms, bound, msg, msglen);
+    const ir_node *n = g->nodes[i];
+    int rc = n->op == IR_OP_FUSED && n->body
+                 ? fused_dims_from_data(g, n, &rd, syms, bound, msg, msglen)
+                 : node_dims_from_data(g, n, &rd, syms, bound, msg, msglen);
     reader_done(&rd);
     if (rc < 0) return -1;
   }

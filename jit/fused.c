@@ -15,6 +15,10 @@
  *     matmul's dtype and shape (fuse.c only makes such groups), and no
  *     member may fail (integer mod is refused: the epilogue has no error
  *     path; fuse.c never groups it).
+ *   - either of these may read its matmul's operands in place: a slice
+ *     member (first in the body) is not copied; the GEMM gets a pointer to
+ *     its first element and its row and batch strides (jit_matmul_in_place),
+ *     and with no elementwise member the group is the matmul alone;
  *   - one mo.softmax / mo.logsoftmax whose operand elementwise members
  *     of its shape compute (a prologue: the attention scale, a mask add):
  *     jit_emit_softmax (norm.c) computes each row of the operand into the
@@ -56,12 +60,17 @@ typedef struct fctx {
 /* Members = the body's elementwise nodes (all but `skip`), their operand
  * sources: member results, or input buffers (-1 - input index); a value of
  * `skip` (the matmul) is source -1 - b->ninputs. */
+static bool is_slice(const ir_node *n) {
+  return n->op == IR_OP_SLICE_TENSOR || n->op == IR_OP_SLICE_DATA;
+}
+
 static int collect(fctx *c, const ir_node *skip) {
   const ir_graph *b = c->b;
   for (int i = 0; i < b->nvalues; i++) c->member_of[i] = -1;
   for (int i = 0; i < b->nnodes; i++) {
     const ir_node *n = b->nodes[i];
-    if (n == skip) continue;
+    /* the matmul, and the slices it reads in place (in_place_operands) */
+    if (n == skip || (skip && skip->op == IR_OP_MATMUL && is_slice(n))) continue;
     if (!ew_member(n) || n->nin > JIT_EW_MAX_IN)
       return jit_fn_error(c->f, "mo.fused: mo.%s cannot be fused here", ir_op_get(n->op)->name);
     int k = c->nmem++;
@@ -241,6 +250,62 @@ out:
   return E;
 }
 
+/* Operand k of matmul mm: a body input (its buffer), or a slice of one
+ * that the GEMM reads in place (fuse.c takes in only slices whose last axis
+ * has step 1: constant attributes, or constant step / axes operands, whose
+ * buffers hold those constants): the pointer to its first element and its
+ * strides go to ip. */
+static int matmul_operand(fctx *c, const ir_node *mm, int k, LLVMValueRef *ptr,
+                          jit_matmul_in_place *ip) {
+  jit_fn *f = c->f;
+  const ir_graph *b = c->b;
+  const ir_value *v = mm->in[k];
+  int i = ir_graph_input_index(b, v);
+  if (i >= 0) {
+    *ptr = jit_in(f, i);
+    return 0;
+  }
+  const ir_node *s = v->def;
+  if (!s || !is_slice(s) || s->nin > 5)
+    return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs or slices of inputs");
+  LLVMValueRef bufs[5] = {NULL}, base;
+  for (int j = 0; j < s->nin; j++) {
+    int q = ir_graph_input_index(b, s->in[j]);
+    if (q < 0) return jit_fn_error(f, "mo.fused: a slice the matmul reads must read inputs");
+    bufs[j] = jit_in(f, q);
+  }
+  int rc = s->op == IR_OP_SLICE_TENSOR ? jit_slice_layout(f, s, &base, ip->strides[k])
+                                       : jit_slice_data_layout(f, s, bufs, &base, ip->strides[k]);
+  if (rc < 0) return -1;
+  int r = v->type.rank;
+  int64_t last;
+  if (s->op == IR_OP_SLICE_TENSOR &&
+      (!LLVMIsAConstantInt(ip->strides[k][r - 1]) ||
+       (last = LLVMConstIntGetSExtValue(ip->strides[k][r - 1])) != 1))
+    return jit_fn_error(f, "mo.fused: a slice the matmul reads in place needs step 1 on its "
+                           "last axis");
+  ip->strides[k][r - 1] = jit_i64(f, 1);
+  ip->on[k] = true;
+  *ptr = LLVMBuildInBoundsGEP2(f->b, jit_mem_type(f, v->type.dtype), bufs[0], &base, 1, "");
+  return 0;
+}
+
+/* A matmul reading slices in place, with no epilogue. */
+static int lower_gemm_alone(fctx *c, const ir_node *mm) {
+  jit_fn *f = c->f;
+  const ir_graph *b = c->b;
+  if (b->noutputs != 1 || f->node->nout != 1 || b->outputs[0] != mm->out[0])
+    return jit_fn_error(f, "mo.fused: a matmul group has one result, the matmul's");
+  for (int i = 0; i < b->nnodes; i++)
+    if (b->nodes[i] != mm && !is_slice(b->nodes[i]))
+      return jit_fn_error(f, "mo.fused: mo.%s cannot be fused here",
+                          ir_op_get(b->nodes[i]->op)->name);
+  jit_matmul_in_place ip = {{false, false}, {{NULL}}};
+  LLVMValueRef A, B;
+  if (matmul_operand(c, mm, 0, &A, &ip) < 0 || matmul_operand(c, mm, 1, &B, &ip) < 0) return -1;
+  return jit_emit_matmul(f, mm, A, B, jit_out(f, 0), NULL, &ip);
+}
+
 static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
   jit_fn *f = c->f;
   const ir_graph *b = c->b;
@@ -263,8 +328,6 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
       return jit_fn_error(f, "mo.fused: integer mo.%s cannot be in a GEMM epilogue",
                           ir_op_get(c->mem[k]->op)->name);
   }
-  int ia = ir_graph_input_index(b, mm->in[0]), ib = ir_graph_input_index(b, mm->in[1]);
-  if (ia < 0 || ib < 0) return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs");
 
   int *used = calloc((size_t)nin + 1, sizeof *used);
   LLVMValueRef (*st)[IR_MAX_RANK] = calloc((size_t)nin + 1, sizeof *st);
@@ -300,7 +363,10 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
   LLVMValueRef E = emit_epilogue(c, mm, used, st, r, root);
   if (f->failed) goto done;
   jit_gemm_epi epi = {E, ctx, nused, bst, slots};
-  rc = jit_emit_matmul(f, mm, jit_in(f, ia), jit_in(f, ib), jit_out(f, 0), &epi);
+  jit_matmul_in_place ip = {{false, false}, {{NULL}}};
+  LLVMValueRef A, B;
+  if (matmul_operand(c, mm, 0, &A, &ip) < 0 || matmul_operand(c, mm, 1, &B, &ip) < 0) goto done;
+  rc = jit_emit_matmul(f, mm, A, B, jit_out(f, 0), &epi, &ip);
 done:
   free(used);
   free(st);
@@ -385,6 +451,7 @@ int jit_lower_fused(jit_fn *f) {
             calloc(JIT_EW_MAX_IN * ((size_t)b->nnodes + 1), sizeof(int))};
   int rc;
   if (!c.member_of || !c.mem || !c.src) rc = jit_fn_error(f, "out of memory");
+  else if (mm && b->outputs[0] == mm->out[0]) rc = lower_gemm_alone(&c, mm);
   else if (mm) rc = lower_gemm_epilogue(&c, mm);
   else rc = sm ? lower_softmax_prologue(&c, sm) : lower_ew(&c);
   free(c.member_of);

@@ -241,10 +241,19 @@ typedef struct jit_gemm_epi {
   LLVMValueRef (*bstride)[IR_MAX_RANK]; /* over the matmul result's axes */
   const LLVMValueRef *boff_slot;
 } jit_gemm_epi;
+/* Operands a GEMM reads in place from larger buffers (slices, fused.c):
+ * for operand k (0: A, 1: B) with on[k], its buffer pointer is at element
+ * (0, ..., 0) and strides[k][a] is the element stride of the operand's own
+ * axis a (its last axis has stride 1: each row is contiguous). */
+typedef struct jit_matmul_in_place {
+  bool on[2];
+  LLVMValueRef strides[2][IR_MAX_RANK];
+} jit_matmul_in_place;
 /* mo.matmul node n on buffers A, B -> C (matmul.c), with an epilogue when
- * epi is not NULL (f32 / f64 only). 0, or -1 with f->err. */
+ * epi is not NULL (f32 / f64 only), operands read in place where ip says
+ * so (NULL: both dense). 0, or -1 with f->err. */
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
-                    const jit_gemm_epi *epi);
+                    const jit_gemm_epi *epi, const jit_matmul_in_place *ip);
 /* The same for a mo.matmul with kiln.wide_result (half operands, an f32
  * result: matmul_half.c); jit_emit_matmul hands such nodes to it. */
 int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
@@ -334,11 +343,15 @@ void jit_matmul_batch_begin(jit_fn *f, int nb, const LLVMValueRef *bdim, const L
 int jit_lower_softmax(jit_fn *f);     /* softmax, logsoftmax */
 int jit_lower_layer_norm(jit_fn *f);
 int jit_lower_movement(jit_fn *f);    /* reshape squeeze unsqueeze transpose permute concat split slice gather */
-/* Where mo.slice_tensor node f->node reads (numpy's rules; used by the CPU
- * and SIMT lowerings): result element (c0, ...) is operand element
- * *base + sum c_a * strides[a] (rank entries; a stride is negative for a
- * negative step). 0, or -1 with f->err on a malformed node. */
-int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides);
+/* Where mo.slice_tensor node n (attribute bounds) reads (numpy's rules;
+ * used by the CPU and SIMT lowerings): result element (c0, ...) is operand
+ * element *base + sum c_a * strides[a] (rank entries; a stride is negative
+ * for a negative step). 0, or -1 with f->err on a malformed node. */
+int jit_slice_layout(jit_fn *f, const ir_node *n, LLVMValueRef *base, LLVMValueRef *strides);
+/* The same for a mo.slice_tensor with data bounds (slice_data.c): bufs[j]
+ * holds operand j (1: start, 2: stop, 3: step, 4: axes), read at run time. */
+int jit_slice_data_layout(jit_fn *f, const ir_node *n, const LLVMValueRef *bufs,
+                          LLVMValueRef *base, LLVMValueRef *strides);
 
 /* The window of a pool or conv2d node (pool.c): kernel taps [kh, kw] (1s
  * for conv2d, whose filter gives them), stride and dilation [h, w], padding

@@ -33,6 +33,9 @@
  * matmul(a, transpose(b)) into it) b is [..., N, K]; the template's _tex
  * entry packs it from that layout (row stride K), the loop nest reads
  * b[j * K + k]; a prepacked B was packed from it already (_pex).
+ * Operands read in place (jit_matmul_in_place: slices fused into the GEMM,
+ * fused.c): the template and the loop nest take their row and batch
+ * strides instead of the dense ones; nothing else changes.
  * f32 / f64: per batch, one call of kiln_gemm_<t>_v<VL>_ex (16 floats / 8
  * doubles per vector where the kernel's target has avx512f, else 8 / 4) with
  * the batch's A, B, C pointers and row strides K, N, N; for static dims the
@@ -131,7 +134,7 @@ void jit_matmul_batch_begin(jit_fn *f, int nb, const LLVMValueRef *bdim, const L
 }
 
 int jit_lower_matmul(jit_fn *f) {
-  return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL);
+  return jit_emit_matmul(f, f->node, jit_in(f, 0), jit_in(f, 1), jit_out(f, 0), NULL, NULL);
 }
 
 /* t with a dim of 1 inserted before axis `at`, dims from arena a. */
@@ -177,16 +180,21 @@ static int emit_matmul_1d(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValue
                           LLVMValueRef C) {
   ir_arena *a = ir_arena_new();
   jit_matmul_1d v;
-  int rc = a && jit_matmul_view(n, a, &v) ? jit_emit_matmul(f, &v.node, A, B, C, NULL)
+  int rc = a && jit_matmul_view(n, a, &v) ? jit_emit_matmul(f, &v.node, A, B, C, NULL, NULL)
                                           : jit_fn_error(f, "out of memory");
   ir_arena_free(a);
   return rc;
 }
 
 int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B, LLVMValueRef C,
-                    const jit_gemm_epi *epi) {
+                    const jit_gemm_epi *epi, const jit_matmul_in_place *ip) {
   if (n->nin != 2 || n->nout != 1)
     return jit_fn_error(f, "expected 2 operands and 1 result, got %d and %d", n->nin, n->nout);
+  bool in_place = ip && (ip->on[0] || ip->on[1]);
+  if (in_place && (n->in[0]->type.rank < 2 || n->in[1]->type.rank < 2 ||
+                   ir_node_attr_int(n, "kiln.wide_result", 0) ||
+                   ir_node_attr_int(n, "kiln.packed_b", 0)))
+    return jit_fn_error(f, "an operand read in place needs rank >= 2, not a half or packed GEMM");
   if (!epi && (n->in[0]->type.rank == 1 || n->in[1]->type.rank == 1))
     return emit_matmul_1d(f, n, A, B, C);
   /* half operands, an f32 result (ir/half_gemm.c): the half GEMM template */
@@ -219,6 +227,21 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
   jit_matmul_batch_strides(f, ta, ra - 2, tb, rb - 2, tc, nb, (LLVMValueRef[]){M, K, N}, bdim,
                            sa, sb, sc);
+  /* Row strides: dense, or an operand's own where it is read in place (its
+   * batch strides then too, still 0 where its axis is 1). */
+  LLVMValueRef lda = K, ldb = trans ? K : N;
+  for (int k = 0; in_place && k < 2; k++) {
+    if (!ip->on[k]) continue;
+    const ir_type *t = k ? tb : ta;
+    LLVMValueRef *s = k ? sb : sa;
+    *(k ? &ldb : &lda) = ip->strides[k][t->rank - 2];
+    for (int j = 0; j < nb; j++) {
+      int jt = j - (nb - (t->rank - 2));
+      if (jt < 0) continue;
+      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, jit_dim(f, t->dims[jt]), one, "");
+      s[j] = LLVMBuildSelect(f->b, is1, zero, ip->strides[k][jt], "");
+    }
+  }
 
   if (epi && dt != IR_DT_F32 && dt != IR_DT_F64)
     return jit_fn_error(f, "a GEMM epilogue needs f32 or f64, not %s", ir_dtype_name(dt));
@@ -331,10 +354,10 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     LLVMValueRef ectx = epi ? epi->ctx : LLVMConstPointerNull(f->t_ptr);
     LLVMValueRef ap = elem_ptr(f, mt, A, offa), cp = elem_ptr(f, mt, C, offc);
     if (packed) { /* _pex: the panels as they are (no batch offset, no ldb) */
-      LLVMValueRef args[12] = {M, N, K, ap, K, B, cp, N, part, nparts, efn, ectx};
+      LLVMValueRef args[12] = {M, N, K, ap, lda, B, cp, N, part, nparts, efn, ectx};
       LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 12, "");
     } else {
-      LLVMValueRef args[14] = {M, N, K, ap, K, elem_ptr(f, mt, B, offb), trans ? K : N,
+      LLVMValueRef args[14] = {M, N, K, ap, lda, elem_ptr(f, mt, B, offb), ldb,
                                cp, N, work, part, nparts, efn, ectx};
       LLVMBuildCall2(f->b, LLVMGlobalGetValueType(gemm), gemm, args, 14, "");
     }
@@ -351,7 +374,7 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   jit_split_range(f, M, &ilo, &ihi); /* rows of every batch, split between the parts */
   jit_loop li;
   LLVMValueRef i = jit_loop_begin(f, &li, ilo, ihi, "i");
-  LLVMValueRef arow = jit_add(f, offa, jit_mul(f, i, K));
+  LLVMValueRef arow = jit_add(f, offa, jit_mul(f, i, lda));
   LLVMValueRef crow = jit_add(f, offc, jit_mul(f, i, N));
   LLVMValueRef cptr = elem_ptr(f, mt, C, crow);
   LLVMBuildMemSet(f->b, cptr, LLVMConstInt(f->t_i8, 0, 0), row_bytes, align);
@@ -359,10 +382,10 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   jit_loop lk;
   LLVMValueRef k = jit_loop_begin(f, &lk, zero, K, "k");
   LLVMValueRef aik = jit_load(f, dt, A, jit_add(f, arow, k));
-  LLVMValueRef brow = jit_add(f, offb, trans ? k : jit_mul(f, k, N));
+  LLVMValueRef brow = jit_add(f, offb, trans ? k : jit_mul(f, k, ldb));
   jit_loop lj;
   LLVMValueRef j = jit_loop_begin(f, &lj, zero, N, "j");
-  LLVMValueRef bkj = jit_load(f, dt, B, jit_add(f, brow, trans ? jit_mul(f, j, K) : j));
+  LLVMValueRef bkj = jit_load(f, dt, B, jit_add(f, brow, trans ? jit_mul(f, j, ldb) : j));
   LLVMValueRef cidx = jit_add(f, crow, j);
   LLVMValueRef cij = jit_load(f, dt, C, cidx);
   LLVMValueRef r;

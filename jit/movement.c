@@ -367,8 +367,7 @@ static int64_t list_at(const ir_attr *l, int a, int64_t dflt) {
   return (l && a < l->u.ints.n) ? l->u.ints.v[a] : dflt;
 }
 
-int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides) {
-  const ir_node *n = f->node;
+int jit_slice_layout(jit_fn *f, const ir_node *n, LLVMValueRef *base, LLVMValueRef *strides) {
   const ir_type *ti = &n->in[0]->type, *to = &n->out[0]->type;
   int r = ti->rank;
   if (to->rank != r) return jit_fn_error(f, "result rank %d differs from operand rank %d", to->rank, r);
@@ -422,7 +421,7 @@ int jit_slice_layout(jit_fn *f, LLVMValueRef *base, LLVMValueRef *strides) {
 static int lower_slice(jit_fn *f, int64_t esz) {
   const ir_type *to = &f->node->out[0]->type;
   LLVMValueRef ibase, sstr[IR_MAX_RANK], odims[IR_MAX_RANK];
-  if (jit_slice_layout(f, &ibase, sstr) < 0) return -1;
+  if (jit_slice_layout(f, f->node, &ibase, sstr) < 0) return -1;
   for (int a = 0; a < to->rank; a++) odims[a] = jit_dim(f, to->dims[a]);
   strided_copy(f, esz, jit_in(f, 0), jit_out(f, 0), to->rank, odims, sstr, ibase, -1, 0);
   return f->failed ? -1 : 0;

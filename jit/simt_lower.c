@@ -347,7 +347,7 @@ static LLVMValueRef slice_src(jit_simt_fn *sf, const LLVMValueRef *coord, void *
  * runtime has checked the bounds before the launch). */
 static int lower_slice(jit_simt_fn *sf) {
   slice_ud s;
-  if (jit_slice_layout(&sf->f, &s.base, s.strides) < 0) return -1;
+  if (jit_slice_layout(&sf->f, sf->f.node, &s.base, s.strides) < 0) return -1;
   return lower_gathered_copy(sf, 0, 0, slice_src, &s);
 }
 

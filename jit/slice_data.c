@@ -22,9 +22,10 @@ typedef struct slice_data {
   LLVMValueRef odims[IR_MAX_RANK], first[IR_MAX_RANK], step[IR_MAX_RANK], xs[IR_MAX_RANK];
 } slice_data;
 
-static LLVMValueRef entry(jit_fn *f, int buf, int64_t j) {
-  ir_dtype dt = f->node->in[buf]->type.dtype;
-  return LLVMBuildSExt(f->b, jit_load(f, dt, jit_in(f, buf), jit_i64(f, j)), f->t_i64, "");
+static LLVMValueRef entry(jit_fn *f, const ir_node *n, const LLVMValueRef *bufs, int buf,
+                          int64_t j) {
+  ir_dtype dt = n->in[buf]->type.dtype;
+  return LLVMBuildSExt(f->b, jit_load(f, dt, bufs[buf], jit_i64(f, j)), f->t_i64, "");
 }
 
 static LLVMValueRef sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LLVMValueRef b) {
@@ -66,9 +67,9 @@ static void copy_elem(jit_fn *f, void *ud, LLVMValueRef e) {
   jit_store(f, s->dt, jit_out(f, 0), e, jit_load(f, s->dt, jit_in(f, 0), off));
 }
 
-/* Each axis's first index and step, x's strides and the result's dims. */
-static int setup(jit_fn *f, slice_data *s) {
-  const ir_node *n = f->node;
+/* Each axis's first index and step, x's strides and the result's dims;
+ * bufs[j] holds operand j. */
+static int setup(jit_fn *f, const ir_node *n, const LLVMValueRef *bufs, slice_data *s) {
   const ir_type *xt = &n->in[0]->type, *ot = &n->out[0]->type;
   int64_t k;
   if (n->nin < 4 || !ir_dim_is_const(n->in[1]->type.dims[0], &k) || k > xt->rank)
@@ -84,12 +85,12 @@ static int setup(jit_fn *f, slice_data *s) {
   for (int a = 0; a < xt->rank; a++) {
     LLVMValueRef start = jit_i64(f, INT64_MIN), step = jit_i64(f, 1);
     for (int64_t j = 0; j < k; j++) {
-      LLVMValueRef ax = n->nin > 4 ? entry(f, 4, j) : jit_i64(f, j);
+      LLVMValueRef ax = n->nin > 4 ? entry(f, n, bufs, 4, j) : jit_i64(f, j);
       ax = sel(f, icmp(f, LLVMIntSLT, ax, jit_i64(f, 0)),
                LLVMBuildAdd(f->b, ax, jit_i64(f, xt->rank), ""), ax);
       LLVMValueRef hit = icmp(f, LLVMIntEQ, ax, jit_i64(f, a));
-      start = sel(f, hit, entry(f, 1, j), start);
-      step = sel(f, hit, entry(f, 3, j), step);
+      start = sel(f, hit, entry(f, n, bufs, 1, j), start);
+      step = sel(f, hit, entry(f, n, bufs, 3, j), step);
     }
     s->first[a] = first_index(f, jit_dim(f, xt->dims[a]), start, step);
     s->step[a] = step;
@@ -126,15 +127,36 @@ static int copy_rows(jit_fn *f, const slice_data *s) {
   return f->failed ? -1 : 0;
 }
 
+/* The kernel's own operand buffers, as setup reads them. */
+static void own_bufs(jit_fn *f, LLVMValueRef *bufs) {
+  for (int j = 0; j < f->node->nin && j < 5; j++) bufs[j] = jit_in(f, j);
+}
+
+int jit_slice_data_layout(jit_fn *f, const ir_node *n, const LLVMValueRef *bufs,
+                          LLVMValueRef *base, LLVMValueRef *strides) {
+  slice_data s;
+  if (setup(f, n, bufs, &s) < 0) return -1;
+  *base = jit_i64(f, 0);
+  for (int a = 0; a < s.rank; a++) {
+    *base = LLVMBuildAdd(f->b, *base, LLVMBuildMul(f->b, s.first[a], s.xs[a], ""), "");
+    strides[a] = LLVMBuildMul(f->b, s.step[a], s.xs[a], "");
+  }
+  return 0;
+}
+
 int jit_lower_slice_data(jit_fn *f) {
   slice_data s;
-  if (setup(f, &s) < 0) return -1;
+  LLVMValueRef bufs[5];
+  own_bufs(f, bufs);
+  if (setup(f, f->node, bufs, &s) < 0) return -1;
   if (s.rank == 0) return jit_each_element(f, copy_elem, &s);
   return copy_rows(f, &s);
 }
 
 int jit_simt_lower_slice_data(jit_simt_fn *sf) {
   slice_data s;
-  if (setup(&sf->f, &s) < 0) return -1;
+  LLVMValueRef bufs[5];
+  own_bufs(&sf->f, bufs);
+  if (setup(&sf->f, sf->f.node, bufs, &s) < 0) return -1;
   return jit_simt_each_element(sf, copy_elem, &s);
 }

@@ -6,7 +6,7 @@
  *   ir_graph_verify -> custom kernels bound (kernel_lib.c; before fusion,
  *   which takes elementwise custom kernels into chains) ->
  *   ir_graph_fold_transpose_b -> ir_graph_fuse (unless KILN_FUSE=0; softmax
- *   prologues for the host only) ->
+ *   prologues and slices read in place by GEMMs for the host only) ->
  *   rt_prepack_mark (host: matmuls that read a constant B; last, since it
  *   changes those matmuls' kernel texts).
  * Compile node i: its canonical kernel text under the binding
@@ -97,8 +97,10 @@ static int passes(ir_graph *g, const kiln_context *ctx, bool host, const char *f
   /* matmul(a, transpose(b)): b read in its own layout (fold_transpose.c) */
   if (ir_graph_fold_transpose_b(g, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
-  /* softmax prologues only for the host: the SIMT lowering has none */
-  if (fusion_enabled() && ir_graph_fuse(g, host ? IR_FUSE_SOFTMAX : 0, &d) < 0)
+  /* softmax prologues and slices read in place by a GEMM only for the
+   * host: the SIMT lowering has neither */
+  unsigned fuse = host ? IR_FUSE_SOFTMAX | IR_FUSE_SLICE_OPERANDS : 0;
+  if (fusion_enabled() && ir_graph_fuse(g, fuse, &d) < 0)
     return rt_err_diag(st, KILN_ERR_OUT_OF_MEMORY, filename, &d);
   /* a group the SIMT lowering cannot take is an error naming its ops
    * (jit/simt_fused.c lowers the elementwise chains and GEMM epilogues
