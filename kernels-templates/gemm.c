@@ -92,6 +92,49 @@ typedef float v8f __attribute__((ext_vector_type(8)));
 typedef double v8d __attribute__((ext_vector_type(8)));
 typedef double v4d __attribute__((ext_vector_type(4)));
 
+typedef float v4f __attribute__((ext_vector_type(4)));
+
+/* The lane sums of four vectors v[0..3] into out[0..3], by halving them
+ * pairwise with shuffles (a tree: each sum adds its lanes in the same order
+ * whatever the other three hold). _small_t's dot products end here: the
+ * lanes stored and added one by one cost it ~4x the FMAs at K = 16. The
+ * vectors go by pointer (no vector argument without the family's target). */
+#define SHUF __builtin_shufflevector
+#define HSUM_INLINE static inline __attribute__((always_inline, unused))
+HSUM_INLINE void hsum4_v16f(const v16f *v, float *out) {
+  v16f x = SHUF(v[0], v[1], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           SHUF(v[0], v[1], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  v16f y = SHUF(v[2], v[3], 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23) +
+           SHUF(v[2], v[3], 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  v16f z = SHUF(x, y, 0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27) +
+           SHUF(x, y, 4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  v8f w = SHUF(z, z, 0, 1, 4, 5, 8, 9, 12, 13) + SHUF(z, z, 2, 3, 6, 7, 10, 11, 14, 15);
+  v4f r = SHUF(w, w, 0, 2, 4, 6) + SHUF(w, w, 1, 3, 5, 7);
+  __builtin_memcpy(out, &r, sizeof r);
+}
+HSUM_INLINE void hsum4_v8f(const v8f *v, float *out) {
+  v8f x = SHUF(v[0], v[1], 0, 1, 2, 3, 8, 9, 10, 11) + SHUF(v[0], v[1], 4, 5, 6, 7, 12, 13, 14, 15);
+  v8f y = SHUF(v[2], v[3], 0, 1, 2, 3, 8, 9, 10, 11) + SHUF(v[2], v[3], 4, 5, 6, 7, 12, 13, 14, 15);
+  v8f z = SHUF(x, y, 0, 1, 4, 5, 8, 9, 12, 13) + SHUF(x, y, 2, 3, 6, 7, 10, 11, 14, 15);
+  v4f r = SHUF(z, z, 0, 2, 4, 6) + SHUF(z, z, 1, 3, 5, 7);
+  __builtin_memcpy(out, &r, sizeof r);
+}
+HSUM_INLINE void hsum4_v8d(const v8d *v, double *out) {
+  v8d x = SHUF(v[0], v[1], 0, 1, 2, 3, 8, 9, 10, 11) + SHUF(v[0], v[1], 4, 5, 6, 7, 12, 13, 14, 15);
+  v8d y = SHUF(v[2], v[3], 0, 1, 2, 3, 8, 9, 10, 11) + SHUF(v[2], v[3], 4, 5, 6, 7, 12, 13, 14, 15);
+  v8d z = SHUF(x, y, 0, 1, 4, 5, 8, 9, 12, 13) + SHUF(x, y, 2, 3, 6, 7, 10, 11, 14, 15);
+  v4d r = SHUF(z, z, 0, 2, 4, 6) + SHUF(z, z, 1, 3, 5, 7);
+  __builtin_memcpy(out, &r, sizeof r);
+}
+HSUM_INLINE void hsum4_v4d(const v4d *v, double *out) {
+  v4d x = SHUF(v[0], v[1], 0, 1, 4, 5) + SHUF(v[0], v[1], 2, 3, 6, 7);
+  v4d y = SHUF(v[2], v[3], 0, 1, 4, 5) + SHUF(v[2], v[3], 2, 3, 6, 7);
+  v4d r = SHUF(x, y, 0, 2, 4, 6) + SHUF(x, y, 1, 3, 5, 7);
+  __builtin_memcpy(out, &r, sizeof r);
+}
+#undef HSUM_INLINE
+#undef SHUF
+
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CEILDIV(a, b) (((a) + (b) - 1) / (b))
 
@@ -462,14 +505,8 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
                                                                                                  \
   /* Few rows, B given transposed (_tex): C[i, j] is the dot product of row                      \
    * i of A and row j of Bt, both contiguous: four rows of Bt at a time,                         \
-   * each summed over K in vectors (two chains), then across the lanes. */                       \
-  static inline __attribute__((always_inline)) T NAME##_hsum(const V *v) {                       \
-    T lanes[VL];                                                                                 \
-    VSTORE(&lanes[0], *v);                                                                       \
-    T s = 0;                                                                                     \
-    _Pragma("clang loop unroll(full)") for (int l = 0; l < VL; l++) s += lanes[l];               \
-    return s;                                                                                    \
-  }                                                                                              \
+   * each summed over K in vectors (two chains), then across the lanes                           \
+   * (hsum4_<V>, the four at once). */                                                           \
                                                                                                  \
   static void NAME##_small_t(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,  \
                              const T *restrict Bt, int64_t ldb, T *restrict C, int64_t ldc,      \
@@ -502,9 +539,12 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
               s[q][0] =                                                                          \
                   __builtin_elementwise_fma(a0, VLOAD(V, Bt + (j + q) * ldb + k), s[q][0]);      \
           }                                                                                      \
+          V v4[4] = {s[0][0] + s[0][1], s[1][0] + s[1][1], s[2][0] + s[2][1],                    \
+                     s[3][0] + s[3][1]};                                                         \
+          T t4[4];                                                                               \
+          hsum4_##V(v4, t4);                                                                     \
           _Pragma("clang loop unroll(full)") for (int q = 0; q < 4; q++) {                       \
-            V v = s[q][0] + s[q][1];                                                             \
-            T t = NAME##_hsum(&v);                                                               \
+            T t = t4[q];                                                                         \
             COLD for (int64_t kk = kv; kk < K; kk++)                                             \
               t = __builtin_elementwise_fma(a[kk], Bt[(j + q) * ldb + kk], t);                   \
             c[j + q] = t;                                                                        \
