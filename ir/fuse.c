@@ -22,6 +22,10 @@
  *   - with IR_FUSE_SOFTMAX, a mo.softmax / mo.logsoftmax is a root too:
  *     elementwise producers join it as above (a prologue computing its
  *     operand), a matmul never does;
+ *   - with IR_FUSE_SLICE_OPERANDS, slices read in place: a matmul takes
+ *     in the slices it alone reads with step 1 on the last axis (and is a
+ *     group root of its own for them), a group without a matmul the slices
+ *     only its elementwise members read; the body lists them first;
  *   - a group of one node is left alone; a group stops growing at
  *     IR_FUSE_MAX_NODES nodes (the rest of a longer chain forms groups of
  *     its own), so no kernel, and no LLVM function, grows with the graph;
@@ -260,6 +264,21 @@ static int grow(fuse_ctx *c, int r, int gid) {
         changed = true;
         if (p->id == mm) n = add_slice_operands(c, n, p, gid);
       }
+    }
+  }
+  /* slices the members read (not a matmul's, nor a softmax's own operand):
+   * inputs read in place, not kernels of their own */
+  for (int i = 0; mm < 0 && (c->flags & IR_FUSE_SLICE_OPERANDS) && i < n; i++) {
+    const ir_node *m = g->nodes[c->members[i]];
+    if (is_slice(m) || softmax_node(m)) continue;
+    for (int j = 0; j < m->nin && n < IR_FUSE_MAX_NODES; j++) {
+      const ir_value *v = m->in[j];
+      const ir_node *p = v->def;
+      if (!p || !is_slice(p) || p->nout != 1 || c->group[p->id] >= 0 || c->is_output[v->id])
+        continue;
+      if (member_uses(c, n, v) != c->uses[v->id] || !inputs_fit(c, n, p)) continue;
+      c->group[p->id] = gid;
+      c->members[n++] = p->id;
     }
   }
   if (n < 2) c->group[r] = -1;

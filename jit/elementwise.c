@@ -623,6 +623,29 @@ void jit_bcast_strides(jit_fn *f, const ir_type *t, const ir_type *ot, LLVMValue
   }
 }
 
+void jit_group_in_strides(jit_fn *f, const jit_ew_group *g, int b, const ir_type *ot,
+                          LLVMValueRef *st) {
+  const ir_type *t = g->in_types[b];
+  const LLVMValueRef *own = g->in_strides ? g->in_strides[b] : NULL;
+  if (!own) {
+    jit_bcast_strides(f, t, ot, st);
+    return;
+  }
+  int r = ot->rank, off = r - t->rank;
+  for (int k = 0; k < r; k++) {
+    int64_t c;
+    const ir_dim *d = k < off ? NULL : t->dims[k - off];
+    if (!d || (ir_dim_is_const(d, &c) && c == 1)) {
+      st[k] = jit_i64(f, 0);
+    } else if (ir_dim_equal(d, ot->dims[k])) {
+      st[k] = own[k - off];
+    } else {
+      LLVMValueRef is1 = LLVMBuildICmp(f->b, LLVMIntEQ, jit_dim(f, d), jit_i64(f, 1), "");
+      st[k] = LLVMBuildSelect(f->b, is1, jit_i64(f, 0), own[k - off], "");
+    }
+  }
+}
+
 void jit_emit_ew_element(jit_fn *f, const jit_ew_group *G, LLVMValueRef *idx, LLVMValueRef oidx) {
   LLVMValueRef loaded[G->nin > 0 ? G->nin : 1];
   LLVMValueRef *reg = calloc((size_t)G->nnodes + 1, sizeof *reg);
@@ -696,10 +719,12 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
                           G->in_types[b]->rank, r);
   LLVMValueRef idx[64];
 
-  /* Flat path: every input is the result's shape or a single element. */
+  /* Flat path: every input is a dense buffer of the result's shape or a
+   * single element. */
   bool flat = true;
   for (int b = 0; b < G->nin && flat; b++)
-    flat = ir_type_same_shape(G->in_types[b], ot) || single_element(G->in_types[b]);
+    flat = (!G->in_strides || !G->in_strides[b] || single_element(G->in_types[b])) &&
+           (ir_type_same_shape(G->in_types[b], ot) || single_element(G->in_types[b]));
   if (flat) {
     LLVMValueRef numel = jit_numel_range(f, ot, 0, r), lo, hi;
     jit_split_range(f, numel, &lo, &hi);
@@ -739,7 +764,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
   LLVMValueRef (*st)[IR_MAX_RANK] = malloc(sizeof *st * (size_t)(G->nin + 1));
   if (!st) return jit_fn_error(f, "out of memory");
   jit_shape(f, ot, D);
-  for (int b = 0; b < G->nin; b++) jit_bcast_strides(f, G->in_types[b], ot, st[b]);
+  for (int b = 0; b < G->nin; b++) jit_group_in_strides(f, G, b, ot, st[b]);
   LLVMValueRef base[64], obase = jit_i64(f, 0);
   for (int b = 0; b < G->nin; b++) base[b] = jit_i64(f, 0);
   /* r >= 1 here: rank 0 is a single element and took the flat path. */

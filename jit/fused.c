@@ -55,22 +55,35 @@ typedef struct fctx {
   int nmem;
   const ir_node **mem;
   int *src;         /* JIT_EW_MAX_IN per member */
+  int *view_of;     /* by body value id: index in view of the slice making it, or -1 */
+  int nview;
+  const ir_node **view; /* slices the members read in place: input b->ninputs + k */
 } fctx;
 
-/* Members = the body's elementwise nodes (all but `skip`), their operand
- * sources: member results, or input buffers (-1 - input index); a value of
- * `skip` (the matmul) is source -1 - b->ninputs. */
+/* A member operand's source that is the value of the node collect skipped
+ * (the matmul of a GEMM epilogue, the softmax of a prologue). */
+#define SRC_SKIP INT32_MIN
+
+/* Members = the body's elementwise nodes (all but `skip` and the slices a
+ * matmul `skip` reads in place), their operand sources: member results, or
+ * input buffers (-1 - input index), a slice read in place being input
+ * b->ninputs + its index in c->view; a value of `skip` is SRC_SKIP. */
 static bool is_slice(const ir_node *n) {
   return n->op == IR_OP_SLICE_TENSOR || n->op == IR_OP_SLICE_DATA;
 }
 
 static int collect(fctx *c, const ir_node *skip) {
   const ir_graph *b = c->b;
-  for (int i = 0; i < b->nvalues; i++) c->member_of[i] = -1;
+  for (int i = 0; i < b->nvalues; i++) c->member_of[i] = c->view_of[i] = -1;
   for (int i = 0; i < b->nnodes; i++) {
     const ir_node *n = b->nodes[i];
-    /* the matmul, and the slices it reads in place (in_place_operands) */
+    /* the matmul, and the slices it reads in place (matmul_operand) */
     if (n == skip || (skip && skip->op == IR_OP_MATMUL && is_slice(n))) continue;
+    if (is_slice(n)) { /* an input read in place (slice_in_place) */
+      c->view_of[n->out[0]->id] = c->nview;
+      c->view[c->nview++] = n;
+      continue;
+    }
     if (!ew_member(n) || n->nin > JIT_EW_MAX_IN)
       return jit_fn_error(c->f, "mo.fused: mo.%s cannot be fused here", ir_op_get(n->op)->name);
     int k = c->nmem++;
@@ -79,13 +92,56 @@ static int collect(fctx *c, const ir_node *skip) {
       const ir_value *v = n->in[j];
       int s;
       if (v->id >= 0 && v->id < b->nvalues && c->member_of[v->id] >= 0) s = c->member_of[v->id];
-      else if (skip && v->def == skip) s = -1 - b->ninputs;
+      else if (skip && v->def == skip) s = SRC_SKIP;
+      else if (v->id >= 0 && v->id < b->nvalues && c->view_of[v->id] >= 0)
+        s = -1 - (b->ninputs + c->view_of[v->id]);
       else if ((s = ir_graph_input_index(b, v)) >= 0) s = -1 - s;
       else return jit_fn_error(c->f, "mo.fused: operand %d of mo.%s comes from nowhere", j,
                                ir_op_get(n->op)->name);
       c->src[JIT_EW_MAX_IN * k + j] = s;
     }
     c->member_of[n->out[0]->id] = k;
+  }
+  return 0;
+}
+
+/* The buffers a group's members read: the body's inputs, then the slices
+ * read in place (c->view). Arrays of b->ninputs + c->nview entries, freed
+ * with inputs_free. */
+typedef struct group_inputs {
+  int n;
+  const ir_type **types;
+  LLVMValueRef *ptrs;
+  const LLVMValueRef **strides;
+  LLVMValueRef (*own)[IR_MAX_RANK];
+} group_inputs;
+
+static int slice_in_place(fctx *c, const ir_node *s, LLVMValueRef *ptr, LLVMValueRef *strides);
+
+static void inputs_free(group_inputs *in) {
+  free(in->types);
+  free(in->ptrs);
+  free(in->strides);
+  free(in->own);
+}
+
+static int inputs_make(fctx *c, group_inputs *in) {
+  int nin = c->b->ninputs;
+  in->n = nin + c->nview;
+  in->types = calloc((size_t)in->n + 1, sizeof *in->types);
+  in->ptrs = calloc((size_t)in->n + 1, sizeof *in->ptrs);
+  in->strides = calloc((size_t)in->n + 1, sizeof *in->strides);
+  in->own = calloc((size_t)c->nview + 1, sizeof *in->own);
+  if (!in->types || !in->ptrs || !in->strides || !in->own)
+    return jit_fn_error(c->f, "out of memory");
+  for (int i = 0; i < nin; i++) {
+    in->types[i] = &c->b->inputs[i]->type;
+    in->ptrs[i] = jit_in(c->f, i);
+  }
+  for (int k = 0; k < c->nview; k++) {
+    in->types[nin + k] = &c->view[k]->out[0]->type;
+    in->strides[nin + k] = in->own[k];
+    if (slice_in_place(c, c->view[k], &in->ptrs[nin + k], in->own[k]) < 0) return -1;
   }
   return 0;
 }
@@ -98,20 +154,16 @@ static int lower_ew(fctx *c) {
   for (int k = 0; k < c->nmem; k++)
     if (!ir_type_same_shape(&c->mem[k]->out[0]->type, shape))
       return jit_fn_error(f, "mo.fused: a member's result shape differs from the group's");
-  int nin = b->ninputs, nout = b->noutputs;
-  const ir_type **in_types = calloc((size_t)nin + 1, sizeof *in_types);
-  LLVMValueRef *in_ptrs = calloc((size_t)nin + 1, sizeof *in_ptrs);
+  int nout = b->noutputs;
+  group_inputs in = {0};
   LLVMValueRef *out_ptrs = calloc((size_t)nout + 1, sizeof *out_ptrs);
   int *out_node = calloc((size_t)nout + 1, sizeof *out_node);
   int rc = -1;
-  if (!in_types || !in_ptrs || !out_ptrs || !out_node) {
+  if (!out_ptrs || !out_node) {
     jit_fn_error(f, "out of memory");
     goto done;
   }
-  for (int i = 0; i < nin; i++) {
-    in_types[i] = &b->inputs[i]->type;
-    in_ptrs[i] = jit_in(f, i);
-  }
+  if (inputs_make(c, &in) < 0) goto done;
   for (int o = 0; o < nout; o++) {
     const ir_value *v = b->outputs[o];
     if (v->id < 0 || v->id >= b->nvalues || c->member_of[v->id] < 0) {
@@ -121,13 +173,12 @@ static int lower_ew(fctx *c) {
     out_node[o] = c->member_of[v->id];
     out_ptrs[o] = jit_out(f, o);
   }
-  jit_ew_group G = {.nnodes = c->nmem, .nodes = c->mem, .src = c->src, .nin = nin,
-                    .in_types = in_types, .in_ptrs = in_ptrs, .nout = nout,
-                    .out_node = out_node, .out_ptrs = out_ptrs, .shape = shape};
+  jit_ew_group G = {.nnodes = c->nmem, .nodes = c->mem, .src = c->src, .nin = in.n,
+                    .in_types = in.types, .in_ptrs = in.ptrs, .in_strides = in.strides,
+                    .nout = nout, .out_node = out_node, .out_ptrs = out_ptrs, .shape = shape};
   rc = jit_emit_ew_group(f, &G);
 done:
-  free(in_types);
-  free(in_ptrs);
+  inputs_free(&in);
   free(out_ptrs);
   free(out_node);
   return rc;
@@ -218,7 +269,7 @@ static LLVMValueRef emit_epilogue(fctx *c, const ir_node *mm, const int *used,
       int s = c->src[JIT_EW_MAX_IN * k + q];
       if (s >= 0) {
         v[q] = reg[s];
-      } else if (s == -1 - nin) {
+      } else if (s == SRC_SKIP) {
         v[q] = cval;
       } else {
         int bi = -1 - s;
@@ -250,6 +301,26 @@ out:
   return E;
 }
 
+/* Where slice s of the body's input lies: *ptr at its first element,
+ * strides[a] for each of its axes (attribute bounds, or data bounds read
+ * from their input buffers at run time). */
+static int slice_in_place(fctx *c, const ir_node *s, LLVMValueRef *ptr, LLVMValueRef *strides) {
+  jit_fn *f = c->f;
+  if (s->nin > 5) return jit_fn_error(f, "mo.fused: malformed slice");
+  LLVMValueRef bufs[5] = {NULL}, base;
+  for (int j = 0; j < s->nin; j++) {
+    int q = ir_graph_input_index(c->b, s->in[j]);
+    if (q < 0) return jit_fn_error(f, "mo.fused: a slice read in place must read inputs");
+    bufs[j] = jit_in(f, q);
+  }
+  int rc = s->op == IR_OP_SLICE_TENSOR ? jit_slice_layout(f, s, &base, strides)
+                                       : jit_slice_data_layout(f, s, bufs, &base, strides);
+  if (rc < 0) return -1;
+  *ptr = LLVMBuildInBoundsGEP2(f->b, jit_mem_type(f, s->out[0]->type.dtype), bufs[0], &base, 1,
+                               "");
+  return 0;
+}
+
 /* Operand k of matmul mm: a body input (its buffer), or a slice of one
  * that the GEMM reads in place (fuse.c takes in only slices whose last axis
  * has step 1: constant attributes, or constant step / axes operands, whose
@@ -258,35 +329,23 @@ out:
 static int matmul_operand(fctx *c, const ir_node *mm, int k, LLVMValueRef *ptr,
                           jit_matmul_in_place *ip) {
   jit_fn *f = c->f;
-  const ir_graph *b = c->b;
   const ir_value *v = mm->in[k];
-  int i = ir_graph_input_index(b, v);
+  int i = ir_graph_input_index(c->b, v);
   if (i >= 0) {
     *ptr = jit_in(f, i);
     return 0;
   }
   const ir_node *s = v->def;
-  if (!s || !is_slice(s) || s->nin > 5)
+  if (!s || !is_slice(s))
     return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs or slices of inputs");
-  LLVMValueRef bufs[5] = {NULL}, base;
-  for (int j = 0; j < s->nin; j++) {
-    int q = ir_graph_input_index(b, s->in[j]);
-    if (q < 0) return jit_fn_error(f, "mo.fused: a slice the matmul reads must read inputs");
-    bufs[j] = jit_in(f, q);
-  }
-  int rc = s->op == IR_OP_SLICE_TENSOR ? jit_slice_layout(f, s, &base, ip->strides[k])
-                                       : jit_slice_data_layout(f, s, bufs, &base, ip->strides[k]);
-  if (rc < 0) return -1;
+  if (slice_in_place(c, s, ptr, ip->strides[k]) < 0) return -1;
   int r = v->type.rank;
-  int64_t last;
-  if (s->op == IR_OP_SLICE_TENSOR &&
-      (!LLVMIsAConstantInt(ip->strides[k][r - 1]) ||
-       (last = LLVMConstIntGetSExtValue(ip->strides[k][r - 1])) != 1))
+  if (s->op == IR_OP_SLICE_TENSOR && (!LLVMIsAConstantInt(ip->strides[k][r - 1]) ||
+                                      LLVMConstIntGetSExtValue(ip->strides[k][r - 1]) != 1))
     return jit_fn_error(f, "mo.fused: a slice the matmul reads in place needs step 1 on its "
                            "last axis");
   ip->strides[k][r - 1] = jit_i64(f, 1);
   ip->on[k] = true;
-  *ptr = LLVMBuildInBoundsGEP2(f->b, jit_mem_type(f, v->type.dtype), bufs[0], &base, 1, "");
   return 0;
 }
 
@@ -315,6 +374,8 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
   ir_dtype dt = rt->dtype;
   if (b->noutputs != 1 || f->node->nout != 1)
     return jit_fn_error(f, "mo.fused: a GEMM epilogue group has one result");
+  if (c->nview > 0)
+    return jit_fn_error(f, "mo.fused: a GEMM epilogue reads no slice in place");
   const ir_value *out = b->outputs[0];
   int root = out->id >= 0 && out->id < b->nvalues ? c->member_of[out->id] : -1;
   if (root < 0 || out->type.dtype != dt || !ir_type_same_shape(&out->type, rt) || r < 2 ||
@@ -340,7 +401,7 @@ static int lower_gemm_epilogue(fctx *c, const ir_node *mm) {
   }
   for (int k = 0; k < c->nmem; k++)
     for (int q = 0; q < c->mem[k]->nin; q++)
-      if (c->src[JIT_EW_MAX_IN * k + q] < 0 && c->src[JIT_EW_MAX_IN * k + q] != -1 - nin)
+      if (c->src[JIT_EW_MAX_IN * k + q] < 0 && c->src[JIT_EW_MAX_IN * k + q] != SRC_SKIP)
         used[-1 - c->src[JIT_EW_MAX_IN * k + q]] = 1;
   /* the ctx the epilogue reads: pointers and strides now, batch offsets
    * before each batch's GEMM (jit_emit_matmul) */
@@ -387,12 +448,11 @@ static int lower_softmax_prologue(fctx *c, const ir_node *sm) {
   if (b->noutputs != 1 || f->node->nout != 1 || b->outputs[0] != sm->out[0])
     return jit_fn_error(f, "mo.fused: a softmax group has one result, the softmax's");
   const ir_type *shape = &sm->in[0]->type;
-  int nin = b->ninputs;
   for (int k = 0; k < c->nmem; k++) {
     if (!ir_type_same_shape(&c->mem[k]->out[0]->type, shape))
       return jit_fn_error(f, "mo.fused: a prologue member's shape differs from the softmax's");
     for (int q = 0; q < c->mem[k]->nin; q++)
-      if (c->src[JIT_EW_MAX_IN * k + q] == -1 - nin)
+      if (c->src[JIT_EW_MAX_IN * k + q] == SRC_SKIP)
         return jit_fn_error(f, "mo.fused: a member reads the softmax's result");
   }
   const ir_value *x = sm->in[0];
@@ -403,23 +463,15 @@ static int lower_softmax_prologue(fctx *c, const ir_node *sm) {
       return jit_fn_error(f, "mo.fused: the softmax's operand comes from nowhere");
     return jit_emit_softmax(f, sm, jit_in(f, ix), jit_out(f, 0), NULL);
   }
-  const ir_type **in_types = calloc((size_t)nin + 1, sizeof *in_types);
-  LLVMValueRef *in_ptrs = calloc((size_t)nin + 1, sizeof *in_ptrs);
-  if (!in_types || !in_ptrs) {
-    free(in_types);
-    free(in_ptrs);
-    return jit_fn_error(f, "out of memory");
+  group_inputs in = {0};
+  int rc = inputs_make(c, &in);
+  if (rc == 0) {
+    jit_ew_group G = {.nnodes = c->nmem, .nodes = c->mem, .src = c->src, .nin = in.n,
+                      .in_types = in.types, .in_ptrs = in.ptrs, .in_strides = in.strides,
+                      .nout = 1, .out_node = &root, .shape = shape};
+    rc = jit_emit_softmax(f, sm, NULL, jit_out(f, 0), &G);
   }
-  for (int i = 0; i < nin; i++) {
-    in_types[i] = &b->inputs[i]->type;
-    in_ptrs[i] = jit_in(f, i);
-  }
-  jit_ew_group G = {.nnodes = c->nmem, .nodes = c->mem, .src = c->src, .nin = nin,
-                    .in_types = in_types, .in_ptrs = in_ptrs, .nout = 1, .out_node = &root,
-                    .shape = shape};
-  int rc = jit_emit_softmax(f, sm, NULL, jit_out(f, 0), &G);
-  free(in_types);
-  free(in_ptrs);
+  inputs_free(&in);
   return rc;
 }
 
@@ -448,14 +500,19 @@ int jit_lower_fused(jit_fn *f) {
   if (mm && sm) return jit_fn_error(f, "mo.fused: a matmul and a softmax in one group");
   fctx c = {f, b, calloc((size_t)b->nvalues + 1, sizeof(int)), 0,
             calloc((size_t)b->nnodes + 1, sizeof(ir_node *)),
-            calloc(JIT_EW_MAX_IN * ((size_t)b->nnodes + 1), sizeof(int))};
+            calloc(JIT_EW_MAX_IN * ((size_t)b->nnodes + 1), sizeof(int)),
+            calloc((size_t)b->nvalues + 1, sizeof(int)), 0,
+            calloc((size_t)b->nnodes + 1, sizeof(ir_node *))};
   int rc;
-  if (!c.member_of || !c.mem || !c.src) rc = jit_fn_error(f, "out of memory");
+  if (!c.member_of || !c.mem || !c.src || !c.view_of || !c.view)
+    rc = jit_fn_error(f, "out of memory");
   else if (mm && b->outputs[0] == mm->out[0]) rc = lower_gemm_alone(&c, mm);
   else if (mm) rc = lower_gemm_epilogue(&c, mm);
   else rc = sm ? lower_softmax_prologue(&c, sm) : lower_ew(&c);
   free(c.member_of);
   free(c.mem);
   free(c.src);
+  free(c.view_of);
+  free(c.view);
   return rc;
 }

@@ -208,6 +208,10 @@ typedef struct jit_ew_group {
   int nin;
   const ir_type *const *in_types;
   const LLVMValueRef *in_ptrs;
+  /* NULL, or per input NULL (a dense buffer) or the element strides of
+   * each of its in_types' axes (a slice read in place: in_ptrs at its
+   * first element) */
+  const LLVMValueRef *const *in_strides;
   int nout;
   const int *out_node;
   const LLVMValueRef *out_ptrs;
@@ -227,6 +231,10 @@ LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v);
  * shape ot (numpy rules, right-aligned): 0 on axes t lacks or has as 1 (a
  * select at run time when t's dim is another expression than ot's). */
 void jit_bcast_strides(jit_fn *f, const ir_type *t, const ir_type *ot, LLVMValueRef *st);
+/* The same for input b of group g, read through its own strides where
+ * g->in_strides gives them. */
+void jit_group_in_strides(jit_fn *f, const jit_ew_group *g, int b, const ir_type *ot,
+                          LLVMValueRef *st);
 
 /* A GEMM epilogue (jit/fused.c for matmul.c): fn is
  * `void (ptr ctx, i64 i0, i64 j0, i64 m, i64 n, ptr C, i64 ldc)`, called by

@@ -282,7 +282,7 @@ static int prologue_init(jit_fn *f, prologue *p, const jit_ew_group *g, const ir
                           g->in_types[b]->rank, t->rank);
   if (!(p->st = calloc((size_t)g->nin + 1, sizeof *p->st))) return jit_fn_error(f, "out of memory");
   jit_shape(f, t, p->D);
-  for (int b = 0; b < g->nin; b++) jit_bcast_strides(f, g->in_types[b], t, p->st[b]);
+  for (int b = 0; b < g->nin; b++) jit_group_in_strides(f, g, b, t, p->st[b]);
   return 0;
 }
 

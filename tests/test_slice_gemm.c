@@ -199,3 +199,52 @@ Test(slice_gemm, a_symbol_only_a_fused_slice_reads) {
                      .gens = gens, .ngens = 4, .expect_error = true};
   oracle_expect_both_fail(&bad, "mo.slice_tensor");
 }
+
+/* Slices elementwise members read (IR_FUSE_SLICE_OPERANDS): a gated unit
+ * over the two halves of x (silu(x[:, :6]) * x[:, 6:]), a slice with
+ * negative steps plus a bias, and a softmax whose prologue adds a mask
+ * sliced to the scores' size by data bounds. */
+static const char *EW =
+    "mo.graph @ew<n, t>(%x: " T("n, 12", "f32") ", %w: " T("5, 12", "f32") ", %bias: "
+    T("6", "f32") ", %s: " T("t, t", "f32") ", %m: " T("9, 9", "f32") ", %stop: "
+    T("2", "si64") ") -> (" T("n, 6", "f32") ", " T("4, 6", "f32") ", " T("t, t", "f32")
+    ") {\n"
+    "  %a = mo.slice_tensor(%x) {start = [0, 0], step = [1, 1], stop = [9223372036854775807, 6]}"
+    " : (" T("n, 12", "f32") ") -> " T("n, 6", "f32") "\n"
+    "  %b = mo.slice_tensor(%x) {start = [0, 6], step = [1, 1], stop = [9223372036854775807, 12]}"
+    " : (" T("n, 12", "f32") ") -> " T("n, 6", "f32") "\n"
+    "  %sg = mo.sigmoid(%a) : " T("n, 6", "f32") "\n"
+    "  %si = mo.mul(%a, %sg) : " T("n, 6", "f32") "\n"
+    "  %y = mo.mul(%si, %b) : " T("n, 6", "f32") "\n"
+    "  %r = mo.slice_tensor(%w) {start = [4, 11], step = [-1, -2], stop = [0, 0]} : ("
+    T("5, 12", "f32") ") -> " T("4, 6", "f32") "\n"
+    "  %rb = mo.add(%r, %bias) : " T("4, 6", "f32") "\n"
+    ORACLE_CONST("z", "si64", "2", "2x", "0, 0")
+    ORACLE_CONST("one", "si64", "2", "2x", "1, 1")
+    "  %ms = mo.slice_tensor(%m, %z, %stop, %one) : (" T("9, 9", "f32") ", " T("2", "si64")
+    ", " T("2", "si64") ", " T("2", "si64") ") -> " T("t, t", "f32") "\n"
+    "  %sm = mo.add(%s, %ms) : " T("t, t", "f32") "\n"
+    "  %p = mo.softmax(%sm) : " T("t, t", "f32") "\n"
+    "  mo.output %y, %rb, %p : " T("n, 6", "f32") ", " T("4, 6", "f32") ", " T("t, t", "f32")
+    "\n}\n";
+
+Test(slice_gemm, elementwise_groups_read_slices_in_place) {
+  ir_graph *g = fused(EW);
+  cr_assert_eq(count_op(g, IR_OP_SLICE_TENSOR) + count_op(g, IR_OP_SLICE_DATA), 0,
+               "every slice joined the group reading it");
+  cr_assert(has_node(g, "fused[slice_tensor,slice_tensor,sigmoid,mul,mul]"));
+  cr_assert(has_node(g, "fused[slice_tensor,add]"));
+  cr_assert(has_node(g, "fused[slice_tensor,add,softmax]"));
+  ir_graph_free(g);
+  static const double T_[] = {1, 4, 9};
+  for (size_t i = 0; i < sizeof T_ / sizeof *T_; i++) {
+    oracle_gen gens[6] = {gen_uniform(-2, 2), gen_uniform(-2, 2), gen_uniform(-2, 2),
+                          gen_uniform(-2, 2), gen_uniform(-2, 2), gen_const(T_[i])};
+    char label[64], bind[64];
+    snprintf(label, sizeof label, "slices read by elementwise groups, t = %g", T_[i]);
+    snprintf(bind, sizeof bind, "n=0,t=%g;n=1,t=%g;n=7,t=%g", T_[i], T_[i], T_[i]);
+    oracle_case c = {.label = label, .mlir = EW, .bindings = bind, .gens = gens, .ngens = 6,
+                     .rtol = 1e-5, .atol = 1e-6};
+    ORACLE_ASSERT(&c);
+  }
+}
