@@ -5,7 +5,9 @@
  * imported from memory (every weight copied) and of a naive loop; a second
  * model compiled from the same graph after the first gave back the weight's
  * pages reads them again from the file; the graph can be freed before the
- * models run; a file cut inside an initializer is refused naming it. */
+ * models run; a file cut inside an initializer is refused naming it; the
+ * wire walk finds raw_data where it lies and leaves layouts it does not
+ * expect (the graph given twice, garbage) to protobuf-c. */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -16,7 +18,10 @@
 
 #include "kiln/onnx.h"
 #include "onnx.pb-c.h"
+#include "src/onnx/onnx_io.h"
+#include "src/onnx/ox.h"
 #include "src/rt.h"
+#include "src/weight_source.h"
 
 enum { ROWS = 2, K = 40, N = 300 };
 
@@ -165,6 +170,40 @@ static char *write_temp(const void *data, size_t len) {
   return path;
 }
 
+/* Whether p lies in a mapping of the file at path (/proc/self/maps). */
+static bool in_file_mapping(const void *p, const char *path) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  cr_assert(f);
+  char line[1024];
+  bool yes = false;
+  while (!yes && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    line[strcspn(line, "\n")] = 0;
+    size_t n = strlen(line), pl = strlen(path);
+    if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && n >= pl && !strcmp(line + n - pl, path))
+      yes = (uintptr_t)p >= lo && (uintptr_t)p < hi;
+  }
+  fclose(f);
+  return yes;
+}
+
+/* Weight `name` of g's weight source: whether its data is read from path's mapping. */
+static bool weight_in_file(kiln_graph *g, const char *name, const char *path) {
+  struct rt_wsrc *ws = rt_graph_weight_source(g);
+  kiln_status *st = kiln_status_new();
+  for (int i = 0; i < rt_wsrc_count(ws); i++) {
+    if (strcmp(rt_wsrc_name(ws, i), name) != 0) continue;
+    kiln_tensor *t = rt_wsrc_get(ws, i, st);
+    cr_assert(t, "%s", kiln_status_message(st));
+    bool yes = in_file_mapping(kiln_tensor_data(t), path);
+    kiln_tensor_free(t);
+    kiln_status_free(st);
+    return yes;
+  }
+  cr_assert_fail("no weight '%s' in the graph", name);
+  return false;
+}
+
 static void fill_x(float *x) {
   for (int i = 0; i < ROWS * K; i++) x[i] = (float)((i * 13 % 29) - 14) / 8.0f;
 }
@@ -216,6 +255,8 @@ Test(onnx_inplace, weights_read_from_the_mapping_match_the_copied_import, .timeo
     static float from_file[ROWS * N], again[ROWS * N], from_memory[ROWS * N];
     kiln_graph *g = kiln_graph_from_onnx_file(path, st);
     cr_assert(g, "import %s: %s", path, kiln_status_message(st));
+    /* aligned: borrowed from the file's mapping; else an aligned copy */
+    cr_assert_eq(weight_in_file(g, b->wname, path), aligned, "pad %d", pad);
     run(ctx, g, false, from_file);
     run(ctx, g, true, again); /* after the first model gave back w's pages */
     kiln_graph *gm = kiln_graph_from_onnx_memory(buf, len, st);
@@ -253,6 +294,50 @@ Test(onnx_inplace, file_cut_inside_an_initializer_is_refused_naming_it) {
   cr_assert_eq(kiln_status_code(st), KILN_ERR_IO, "%s", kiln_status_message(st));
   unlink(path);
   free(path);
+  free(buf);
+  free(b);
+  kiln_status_free(st);
+}
+
+Test(onnx_inplace, wire_split_finds_raw_data_and_leaves_the_rest_to_protobuf_c) {
+  built *b = build(1);
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  ox_split sp;
+  cr_assert_eq(ox_wire_split(buf, len, OX_IN_PLACE_MIN, &sp, "m", st), 1, "%s",
+               kiln_status_message(st));
+  cr_assert_eq(sp.nraw, 2);
+  cr_assert(sp.raw[0].data == buf + w_offset(b, buf, len) && sp.raw[0].len == sizeof b->wv);
+  cr_assert(sp.raw[1].data == memmem(buf, len, b->bv, sizeof b->bv) &&
+            sp.raw[1].len == sizeof b->bv);
+  cr_assert(sp.rest_len < len - sizeof b->wv - sizeof b->bv + 16, "rest %zu of %zu", sp.rest_len,
+            len);
+  Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, sp.rest_len, sp.rest);
+  cr_assert(m && m->graph && m->graph->n_initializer == 2 && m->graph->n_node == 2);
+  cr_assert_str_eq(m->graph->initializer[0]->name, "wx");
+  cr_assert(!m->graph->initializer[0]->has_raw_data && m->graph->initializer[0]->n_dims == 2);
+  cr_assert_eq(m->n_opset_import, 1);
+  onnx__model_proto__free_unpacked(m, NULL);
+  ox_split_free(&sp);
+  /* a threshold above both: nothing to take, protobuf-c reads it all */
+  cr_assert_eq(ox_wire_split(buf, len, sizeof b->wv + 1, &sp, "m", st), 0);
+  cr_assert(!sp.rest && !sp.raw);
+  /* the graph field twice (protobuf-c merges them): left to protobuf-c */
+  size_t glen = onnx__graph_proto__get_packed_size(&b->g);
+  uint8_t *two = malloc(len + glen + 16);
+  memcpy(two, buf, len);
+  size_t n = len;
+  two[n++] = 7 << 3 | 2;
+  for (size_t v = glen; ; v >>= 7) {
+    two[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+    if (v < 0x80) break;
+  }
+  n += onnx__graph_proto__pack(&b->g, two + n);
+  cr_assert_eq(ox_wire_split(two, n, OX_IN_PLACE_MIN, &sp, "m", st), 0);
+  /* garbage: left to protobuf-c, which refuses it */
+  cr_assert_eq(ox_wire_split("\xff\xff\xff", 3, OX_IN_PLACE_MIN, &sp, "m", st), 0);
+  free(two);
   free(buf);
   free(b);
   kiln_status_free(st);
