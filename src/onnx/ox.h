@@ -158,7 +158,10 @@ kiln_tensor *ox_tensor_decode(const Onnx__TensorProto *t, const char *dir, rt_ws
  * (raw->mapped) and is aligned for the dtype, else copied. *in_file: the
  * tensor's bytes when they lie in a file mapping (in place or external
  * data; the weight source gives their pages back once a model holds its own
- * copy), else NULL. */
+ * copy), else NULL. A tensor of more than OX_KNOWN_MAX elements whose
+ * file bytes are not aligned comes back as a shape without data (in_file
+ * set): it can only become a weight, which rt_wsrc_add_mapped copies at
+ * each bind. */
 kiln_tensor *ox_tensor_decode_in(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
                                  const struct ox_raw *raw, const void **in_file,
                                  const char *what, kiln_status *st);

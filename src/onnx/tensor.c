@@ -146,8 +146,13 @@ kiln_tensor *ox_tensor_decode_in(const Onnx__TensorProto *t, const char *dir, rt
   if (borrow && (uintptr_t)data % esize == 0) /* borrowed view */
     return kiln_tensor_borrow((kiln_dtype)dt, rank, t->dims, (void *)data, st);
   /* Not aligned for its dtype where it lies (a file's raw_data sits at any
-   * offset): an aligned copy, which kernels and prepacking may read as
-   * typed elements. The file's pages just read go again at once. */
+   * offset): kernels and prepacking read typed elements, so an aligned copy.
+   * A large one (nothing reads it during the import: only known integers
+   * and constants are read, all smaller) is not copied now: its shape only,
+   * and the weight source copies the file's bytes at each bind
+   * (rt_wsrc_add_mapped), so copies of every weight never coexist. */
+  if (in_file && file_bytes && numel > OX_KNOWN_MAX)
+    return rt_tensor_header((kiln_dtype)dt, rank, t->dims, st);
   kiln_tensor *out = rt_tensor_alloc((kiln_dtype)dt, rank, t->dims, st);
   if (out) memcpy(out->data, data, nbytes);
   if (file_bytes) rt_map_drop(file_bytes, nbytes);
