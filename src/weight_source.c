@@ -155,21 +155,30 @@ static int cmp_entry(const void *a, const void *b) {
   return strcmp(((const wsrc_entry *)a)->name, ((const wsrc_entry *)b)->name);
 }
 
-/* Bind e to m; then give back the file's pages m no longer reads. */
-static int bind_entry(kiln_model *m, const wsrc_entry *e, kiln_status *st) {
+/* Bind e to m, then give back the file's pages m no longer reads. An
+ * unaligned entry is copied into scratch (grown as needed, freed by the
+ * caller): one buffer for all of them, not an allocation per weight, whose
+ * freed blocks the allocator would keep beside the packed copies. */
+static int bind_entry(kiln_model *m, const wsrc_entry *e, void **scratch, size_t *cap,
+                      kiln_status *st) {
   if (!e->copy_at_bind) {
     if (kiln_model_bind_weight(m, e->name, e->t, st) < 0) return -1;
     if (e->bytes && kiln_model_weight_needs_data(m, e->name) == 0) rt_map_drop(e->bytes, e->len);
     return 0;
   }
-  kiln_tensor *c = copy_bytes(e, st);
-  if (!c) return -1;
-  rt_map_drop(e->bytes, e->len); /* read again from the file at the next bind */
-  if (kiln_model_take_weight(m, e->name, c, st) < 0) {
-    kiln_tensor_free(c); /* still ours on failure */
-    return -1;
+  if (e->len > *cap) {
+    void *p = rt_aligned_alloc(e->len);
+    if (!p) return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory binding weight '%s'", e->name);
+    free(*scratch);
+    *scratch = p;
+    *cap = e->len;
   }
-  return 0;
+  if (e->len) memcpy(*scratch, e->bytes, e->len);
+  rt_map_drop(e->bytes, e->len); /* read again from the file at the next bind */
+  kiln_tensor *view = kiln_tensor_borrow(e->t->dtype, e->t->rank, e->t->shape, *scratch, st);
+  int rc = view ? rt_model_bind_weight_transient(m, e->name, view, st) : -1;
+  kiln_tensor_free(view);
+  return rc;
 }
 
 int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st) {
@@ -181,12 +190,15 @@ int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st) {
     qsort(sorted, (size_t)w->n, sizeof *sorted, cmp_entry);
   }
   int rc = 0;
+  void *scratch = NULL;
+  size_t cap = 0;
   for (int i = 0; i < kiln_model_num_weights(m) && rc == 0; i++) {
     wsrc_entry key = {.name = (char *)kiln_model_weight_name(m, i)};
     const wsrc_entry *e =
         w->n ? bsearch(&key, sorted, (size_t)w->n, sizeof *sorted, cmp_entry) : NULL;
-    if (e) rc = bind_entry(m, e, st);
+    if (e) rc = bind_entry(m, e, &scratch, &cap, st);
   }
+  free(scratch);
   free(sorted);
   if (rc < 0) return -1;
   m->wsrc = rt_wsrc_retain(w);
