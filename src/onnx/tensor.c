@@ -6,8 +6,8 @@
  * raw_data that protobuf-c decoded is borrowed from the proto likewise;
  * unaligned bytes and a caller's buffer (the memory route) are copied;
  * typed fields (float_data, int32_data, ...) are converted into an owned
- * buffer. Also
- * rt_onnx_tensor_read: a whole .pb file holding one TensorProto. */
+ * buffer. Also rt_onnx_tensor_read: a whole .pb file holding one
+ * TensorProto. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
