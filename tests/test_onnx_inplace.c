@@ -292,6 +292,8 @@ Test(onnx_inplace, file_cut_inside_an_initializer_is_refused_naming_it) {
   /* cut before the name: the initializer's index instead */
   cr_assert_null(kiln_graph_from_onnx_memory(buf, w_offset(b, buf, len) - 12, st));
   cr_assert_eq(kiln_status_code(st), KILN_ERR_IO, "%s", kiln_status_message(st));
+  cr_assert(strstr(kiln_status_message(st), "initializer 0 is cut short before its name"), "%s",
+            kiln_status_message(st));
   unlink(path);
   free(path);
   free(buf);
