@@ -7,7 +7,9 @@
  * pages reads them again from the file; the graph can be freed before the
  * models run; a file cut inside an initializer is refused naming it; the
  * wire walk finds raw_data where it lies and leaves layouts it does not
- * expect (the graph given twice, garbage) to protobuf-c. */
+ * expect (the graph given twice, garbage) to protobuf-c.
+ * KILN_TEST_DEVICE=simt-emu (cuda:0, ...) compiles the models there
+ * (tests/support/under_test.h). */
 #define _GNU_SOURCE /* memmem */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -22,6 +24,7 @@
 #include "src/onnx/ox.h"
 #include "src/rt.h"
 #include "src/weight_source.h"
+#include "support/under_test.h"
 
 enum { ROWS = 2, K = 40, N = 300 };
 
@@ -211,7 +214,7 @@ static void fill_x(float *x) {
 /* y of a model compiled from g (freed here when free_graph). */
 static void run(kiln_context *ctx, kiln_graph *g, bool free_graph, float *y) {
   kiln_status *st = kiln_status_new();
-  kiln_model *m = kiln_model_compile(ctx, g, st);
+  kiln_model *m = under_test_compile(ctx, g, st);
   cr_assert(m, "compile: %s", kiln_status_message(st));
   if (free_graph) kiln_graph_free(g); /* the model keeps the weights' bytes alive */
   int64_t shape[2] = {ROWS, K};
