@@ -15,6 +15,11 @@
 #include "onnx_io.h"
 #include "ox.h"
 
+/* raw_data and external data hold little-endian elements, borrowed as the
+ * host's own: a big-endian host would need a byte-swapping copy here. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "ONNX raw_data is read in place: kiln assumes a little-endian host");
+
 bool ox_dtype(int32_t onnx, ir_dtype *out) {
   static const int map[] = {
       [1] = IR_DT_F32,       [2] = IR_DT_UI8,         [3] = IR_DT_SI8,       [4] = IR_DT_UI16,
