@@ -8,7 +8,8 @@
  *          GEMM operand is kept once, packed: the mode where kiln owns the
  *          weights);
  *   onnx   MODEL.onnx: kiln_graph_from_onnx_file + kiln_model_compile
- *          (the graph's initializers bound by name);
+ *          (the graph's initializers, read in place from the file's
+ *          mapping, bound by name; a packed weight's pages given back);
  *   ort    LIBONNXRUNTIME.so MODEL.onnx: ONNX Runtime's C API session.
  * Prints "R peak_rss_ENGINE kiln|ort 1 MiB 1 P P P" (bench/report.py's
  * format) with P = VmHWM, and the RSS before loading on an "M" line.

@@ -485,16 +485,12 @@ kiln_tensor *rt_gguf_tensor(const rt_gguf *f, int i, kiln_status *st) {
   return out;
 }
 
-void rt_gguf_drop(const rt_gguf *f, int i) {
-  if (!f || !f->map || i < 0 || i >= f->n) return;
+const void *rt_gguf_bytes(const rt_gguf *f, int i, size_t *len) {
+  *len = 0;
+  if (!f || !f->map || i < 0 || i >= f->n) return NULL;
   const gg_tensor *t = &f->t[i];
-  long pg = sysconf(_SC_PAGESIZE);
-  if (pg <= 0) return;
-  uintptr_t lo = (uintptr_t)(f->map + f->data_off + t->offset);
-  uintptr_t hi = lo + (uintptr_t)t->nbytes;
-  lo = (lo + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-  hi &= ~((uintptr_t)pg - 1);
-  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  *len = (size_t)t->nbytes;
+  return f->map + f->data_off + t->offset;
 }
 
 int rt_gguf_meta_count(const rt_gguf *f) { return f ? f->nkv : 0; }

@@ -41,11 +41,10 @@ int rt_safetensors_find(const rt_safetensors *f, const char *name);
  * an owned aligned copy. Free with kiln_tensor_free, and (borrowed) use it
  * only while f is open. */
 kiln_tensor *rt_safetensors_tensor(const rt_safetensors *f, int i, kiln_status *st);
-/* Give back the memory of tensor i's mapped pages (the whole pages inside
- * its data: madvise DONTNEED). Reading them later reads the file again, so
- * this only saves memory, never changes data: for a weight the model no
- * longer reads (kiln_model_weight_needs_data). */
-void rt_safetensors_drop(const rt_safetensors *f, int i);
+/* Where tensor i's bytes lie in the file's mapping (*len of them), NULL
+ * when none: for rt_map_drop once a model no longer reads them
+ * (kiln_model_weight_needs_data). */
+const void *rt_safetensors_bytes(const rt_safetensors *f, int i, size_t *len);
 /* Write tensors[n] named names[n] as a .safetensors file. */
 int rt_safetensors_write(const char *path, const char *const *names,
                          const kiln_tensor *const *tensors, int n, kiln_status *st);
@@ -64,7 +63,7 @@ int rt_gguf_find(const rt_gguf *f, const char *name); /* -1 if none */
 const char *rt_gguf_encoding(const rt_gguf *f, int i);
 /* Tensor i, as rt_safetensors_tensor (borrowed while f is open, or a copy). */
 kiln_tensor *rt_gguf_tensor(const rt_gguf *f, int i, kiln_status *st);
-void rt_gguf_drop(const rt_gguf *f, int i); /* as rt_safetensors_drop */
+const void *rt_gguf_bytes(const rt_gguf *f, int i, size_t *len); /* as safetensors' */
 /* Metadata: keys (owned by f), lookup (-1 if none), integer values of any
  * integer type (-1 if not one, or a u64 above INT64_MAX), strings (bytes in
  * the mapping, not NUL-terminated), arrays' element type and length. */

@@ -688,6 +688,30 @@ KILN_API int kiln_model_take_weight(kiln_model *m, const char *name, kiln_tensor
   return 0;
 }
 
+int rt_model_bind_weight_transient(kiln_model *m, const char *name, const kiln_tensor *t,
+                                   kiln_status *st) {
+  int w = weight_index(m, name);
+  if (w < 0 || m->device || !rt_prepack_covers(m, w)) { /* the model keeps a copy of t */
+    kiln_tensor *c = rt_tensor_alloc(t->dtype, t->rank, t->shape, st);
+    if (!c) return -1;
+    if (c->nbytes) memcpy(c->data, t->data, c->nbytes);
+    if (kiln_model_take_weight(m, name, c, st) < 0) {
+      kiln_tensor_free(c); /* still ours on failure */
+      return -1;
+    }
+    return 0;
+  }
+  kiln_tensor *h = rt_tensor_header(t->dtype, t->rank, t->shape, st);
+  if (!h) return -1;
+  if (kiln_model_bind_weight(m, name, t, st) < 0) {
+    kiln_tensor_free(h);
+    return -1;
+  }
+  m->weights[w].bound = h; /* the packed copy is all the model reads: t may go */
+  m->weights[w].owned = h;
+  return 0;
+}
+
 static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
   if (t->device)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,

@@ -383,16 +383,12 @@ kiln_tensor *rt_safetensors_tensor(const rt_safetensors *f, int i, kiln_status *
   return t;
 }
 
-void rt_safetensors_drop(const rt_safetensors *f, int i) {
-  if (!f || !f->map || i < 0 || i >= f->n) return;
+const void *rt_safetensors_bytes(const rt_safetensors *f, int i, size_t *len) {
+  *len = 0;
+  if (!f || !f->map || i < 0 || i >= f->n) return NULL;
   const st_entry *e = &f->e[i];
-  long pg = sysconf(_SC_PAGESIZE);
-  uintptr_t lo = (uintptr_t)(f->map + f->data_off + e->begin);
-  uintptr_t hi = (uintptr_t)(f->map + f->data_off + e->end);
-  if (pg <= 0) return;
-  lo = (lo + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
-  hi &= ~((uintptr_t)pg - 1);
-  if (hi > lo) (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+  *len = (size_t)(e->end - e->begin);
+  return f->map + f->data_off + e->begin;
 }
 
 static int put_escaped(FILE *out, const char *s) {

@@ -7,10 +7,11 @@
  * part of it) and keeps the file mapped as long as the model: the file's
  * reader joins the model's weight source (weight_source.h), chained to the
  * one it had. The tensors are borrowed views of the mapping where their
- * data is aligned, so a GGUF's blocks are read in place by qmatmul. A
- * weight the model reads only through its packed copy has its pages of the
- * mapping dropped as soon as it is bound (madvise: read again from the
- * file if ever needed), so it is resident once. */
+ * data is aligned, so a GGUF's blocks are read in place by qmatmul. Each
+ * is added with its bytes in the mapping (rt_wsrc_add_mapped), so the
+ * weight source gives a weight's pages back as soon as the model reads
+ * only its packed copy (read again from the file if ever needed): a packed
+ * weight is resident once. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,28 +70,19 @@ kiln_tensor *rt_wfile_tensor(const rt_wfile *w, int i, kiln_status *st) {
   return w->gg ? rt_gguf_tensor(w->gg, i, st) : rt_safetensors_tensor(w->st, i, st);
 }
 
+const void *rt_wfile_bytes(const rt_wfile *w, int i, size_t *len) {
+  *len = 0;
+  return !w ? NULL : w->gg ? rt_gguf_bytes(w->gg, i, len) : rt_safetensors_bytes(w->st, i, len);
+}
+
 void rt_wfile_drop(const rt_wfile *w, int i) {
-  if (w && w->gg) rt_gguf_drop(w->gg, i);
-  else if (w) rt_safetensors_drop(w->st, i);
+  size_t len;
+  const void *p = rt_wfile_bytes(w, i, &len);
+  rt_map_drop(p, len);
 }
 
 static void close_any(void *w) { rt_wfile_close(w); }
 
-/* After a weight is bound: where the model reads only its own (packed)
- * copy, the file's pages of it go (they are read again from the file if
- * ever needed), so a packed weight is resident once, not twice, and the
- * peak while binding stays near the packed copies' size. */
-typedef struct drop_ctx {
-  kiln_model *m;
-  rt_wfile *f;
-  rt_name_map *index; /* file tensor name -> its index */
-} drop_ctx;
-
-static void drop_if_copied(void *arg, const char *name) {
-  drop_ctx *d = arg;
-  int i = rt_name_map_get(d->index, name, strlen(name));
-  if (i >= 0 && kiln_model_weight_needs_data(d->m, name) == 0) rt_wfile_drop(d->f, i);
-}
 static void release_wsrc(void *w) { rt_wsrc_release(w); }
 
 int kiln_model_bind_weights_file(kiln_model *m, const char *path, kiln_status *st) {
@@ -105,7 +97,7 @@ int kiln_model_bind_weights_file(kiln_model *m, const char *path, kiln_status *s
     return -1;
   }
   /* w owns f from here on (also when keep fails: it closes f then) */
-  rt_name_map names = {0}, index = {0};
+  rt_name_map names = {0};
   if (rt_wsrc_keep(w, f, close_any, st) < 0) goto fail;
   for (int k = 0; k < kiln_model_num_weights(m); k++) {
     const char *nm = kiln_model_weight_name(m, k);
@@ -118,25 +110,20 @@ int kiln_model_bind_weights_file(kiln_model *m, const char *path, kiln_status *s
     const char *name = rt_wfile_name(f, i);
     if (rt_name_map_get(&names, name, strlen(name)) < 0) continue; /* not read by m */
     kiln_tensor *t = rt_wfile_tensor(f, i, st);
-    if (!t || rt_wsrc_add(w, name, t, st) < 0) goto fail;
-    if (rt_name_map_put(&index, name, strlen(name), i) == -2) {
-      rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-      goto fail;
-    }
+    size_t len;
+    const void *bytes = rt_wfile_bytes(f, i, &len);
+    if (!t || rt_wsrc_add_mapped(w, name, t, bytes, len, st) < 0) goto fail;
   }
   rt_name_map_clear(&names);
   rt_wsrc *old = m->wsrc;
   if (old && rt_wsrc_keep(w, rt_wsrc_retain(old), release_wsrc, st) < 0) goto fail;
-  drop_ctx drop = {m, f, &index};
-  int rc = rt_wsrc_bind_each(m, w, drop_if_copied, &drop, st); /* success: m->wsrc = w */
-  rt_name_map_clear(&index);
+  int rc = rt_wsrc_bind(m, w, st); /* success: m->wsrc = w */
   if (rc < 0) m->wsrc = rt_wsrc_retain(w); /* weights bound before the failure read w */
   rt_wsrc_release(old); /* the model's reference: w holds its own */
   rt_wsrc_release(w);
   return rc;
 fail:
   rt_name_map_clear(&names);
-  rt_name_map_clear(&index);
   rt_wsrc_release(w);
   return -1;
 }

@@ -17,6 +17,8 @@ int rt_wfile_count(const rt_wfile *w);
 const char *rt_wfile_name(const rt_wfile *w, int i); /* owned by w */
 /* Tensor i: a borrowed view of the mapping (valid while w is open) or a copy. */
 kiln_tensor *rt_wfile_tensor(const rt_wfile *w, int i, kiln_status *st);
+/* Where tensor i's bytes lie in the file's mapping (*len of them), or NULL. */
+const void *rt_wfile_bytes(const rt_wfile *w, int i, size_t *len);
 void rt_wfile_drop(const rt_wfile *w, int i); /* give back its mapped pages */
 
 #endif

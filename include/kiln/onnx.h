@@ -9,12 +9,20 @@
  * the initializer, and the graph carries their data: kiln_model_compile /
  * kiln_model_compile_on bind them by name, the model keeping the data alive
  * after the graph is freed. kiln_model_bind_weight still overrides one.
- * External data files (location / offset / length, relative to the model's
- * directory) are mapped, not copied.
+ * From a file, initializers are mapped, not copied: the raw_data of the
+ * model graph's initializers is read in place from the file's read-only
+ * mapping, and external data files (location / offset / length, relative
+ * to the model's directory) are mapped too; the mappings live as long as
+ * the graph or any model compiled from it. A weight whose bytes are not
+ * aligned for its dtype is copied when a model binds it; a weight a model
+ * reads only through its packed copy has its mapped pages given back once
+ * bound (read again from the file if ever needed), so the file must not
+ * change while the graph or its models live.
  *
- * Errors: a malformed or truncated file, a missing external data file, an
- * offset or length outside it, an initializer whose size does not match its
- * type: KILN_ERR_IO / KILN_ERR_NOT_FOUND naming the tensor. Ops kiln cannot
+ * Errors: a malformed or truncated file (a file cut inside an initializer
+ * names it), a missing external data file, an offset or length outside it,
+ * an initializer whose size does not match its type: KILN_ERR_IO /
+ * KILN_ERR_NOT_FOUND naming the tensor. Ops kiln cannot
  * express: one KILN_ERR_UNSUPPORTED listing every unsupported op type with
  * its node names and the opset. */
 #ifndef KILN_ONNX_H

@@ -80,15 +80,17 @@ int cli_import(int argc, char **argv) {
   }
   if (wout) {
     const char **names = calloc((size_t)nw + 1, sizeof *names);
-    const kiln_tensor **ts = calloc((size_t)nw + 1, sizeof *ts);
-    int wrc = -1;
+    kiln_tensor **ts = calloc((size_t)nw + 1, sizeof *ts);
+    int wrc = -1, got = 0;
     if (names && ts) {
-      for (int i = 0; i < nw; i++) {
-        names[i] = rt_wsrc_name(ws, i);
-        ts[i] = rt_wsrc_tensor(ws, i);
+      for (; got < nw; got++) {
+        names[got] = rt_wsrc_name(ws, got);
+        if (!(ts[got] = rt_wsrc_get(ws, got, st))) break;
       }
-      wrc = rt_safetensors_write(wout, names, ts, nw, st);
+      if (got == nw)
+        wrc = rt_safetensors_write(wout, names, (const kiln_tensor *const *)ts, nw, st);
     }
+    for (int i = 0; i < got; i++) kiln_tensor_free(ts[i]);
     free(names);
     free(ts);
     if (wrc < 0) {

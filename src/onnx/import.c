@@ -1,12 +1,14 @@
 /* import.c - ONNX model -> kiln graph (kiln/onnx.h): the driver.
  *
- *   read (mapped) -> protobuf-c unpack -> opset of the default domain
+ *   read (mapped) -> the large initializers' raw_data found in place
+ *   (wire.c) -> protobuf-c unpacks the rest -> opset of the default domain
  *   -> initializers decoded and checked (tensor.c) -> graph inputs (those
  *   that are not initializers) with dim_param symbols -> nodes in order
  *   (ops_table.c; unsupported ones collected, errors.c) -> outputs
  *   -> the weight source (weights by name, kept by the graph).
- * The decoded proto is owned by the weight source: weights borrow its
- * raw_data, so it lives as long as any graph or model that binds them. */
+ * The decoded proto and the file's mapping are owned by the weight source:
+ * weights borrow raw_data from them, so they live as long as any graph or
+ * model that binds them. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -94,7 +96,8 @@ int ox_add_initializers(ox *x, const Onnx__GraphProto *gp) {
     snprintf(what, sizeof what, "ONNX initializer '%s'", t->name);
     ox_val *v = ox_new_val(x, t->name);
     if (!v) return -1;
-    kiln_tensor *d = ox_tensor_decode(t, x->dir, x->ws, what, x->st);
+    const ox_raw *raw = gp == x->raw_graph && i < x->nraw ? &x->raw[i] : NULL;
+    kiln_tensor *d = ox_tensor_decode_in(t, x->dir, x->ws, raw, &v->in_file, what, x->st);
     if (!d || ox_set_init(x, v, d) < 0) {
       if (d && !v->init) kiln_tensor_free(d);
       return -1;
@@ -172,25 +175,43 @@ static int64_t default_opset(const Onnx__ModelProto *m) {
   return 1;
 }
 
-/* Import from bytes; dir is the model's directory (NULL: from memory). */
-static kiln_graph *import(const void *data, size_t len, const char *dir, const char *what,
-                          kiln_status *st) {
-  Onnx__ModelProto *mp = onnx__model_proto__unpack(NULL, len, data);
+/* Import from bytes; dir is the model's directory (NULL: from memory).
+ * map_kept NULL: data is the caller's (copied where kept); else data is
+ * the file's read-only mapping, and *map_kept says whether the weight
+ * source took it (initializers read in place borrow from it). */
+static kiln_graph *import(const void *data, size_t len, const char *dir, bool *map_kept,
+                          const char *what, kiln_status *st) {
+  ox_split sp;
+  int split = ox_wire_split(data, len, OX_IN_PLACE_MIN, &sp, what, st);
+  if (split < 0) return NULL;
+  Onnx__ModelProto *mp = split ? onnx__model_proto__unpack(NULL, sp.rest_len, sp.rest)
+                               : onnx__model_proto__unpack(NULL, len, data);
+  free(sp.rest); /* protobuf-c copied what it read */
+  sp.rest = NULL;
   if (!mp) {
+    ox_split_free(&sp);
     rt_err(st, KILN_ERR_IO, "%s: not a valid ONNX model (malformed or truncated protobuf)", what);
     return NULL;
   }
   if (!mp->graph) {
+    ox_split_free(&sp);
     onnx__model_proto__free_unpacked(mp, NULL);
     rt_err(st, KILN_ERR_IO, "%s: the ONNX model has no graph", what);
     return NULL;
   }
-  ox x = {.dir = dir, .st = st, .opset = default_opset(mp)};
+  for (size_t i = 0; i < sp.nraw; i++) sp.raw[i].mapped = map_kept != NULL;
+  ox x = {.dir = dir, .st = st, .opset = default_opset(mp), .raw = sp.raw, .nraw = sp.nraw,
+          .raw_graph = mp->graph};
   if (!(x.ws = rt_wsrc_new(st))) {
+    ox_split_free(&sp);
     onnx__model_proto__free_unpacked(mp, NULL);
     return NULL;
   }
   if (rt_wsrc_keep(x.ws, mp, free_model, st) < 0) goto fail;
+  if (split && map_kept) { /* on failure keep_map unmaps it at once */
+    *map_kept = true;
+    if (rt_wsrc_keep_map(x.ws, (void *)data, len, st) < 0) goto fail;
+  }
   const Onnx__GraphProto *gp = mp->graph;
   if (!(x.g = kiln_graph_new("onnx", st))) goto fail;
   x.ir = x.g->ir;
@@ -204,6 +225,7 @@ static kiln_graph *import(const void *data, size_t len, const char *dir, const c
   if (set_outputs(&x, gp) < 0) goto fail;
   x.g->wsrc = x.ws;
   ox_free(&x);
+  ox_split_free(&sp);
   rt_ok(st);
   return x.g;
 fail:
@@ -218,6 +240,7 @@ fail:
     free(all);
   }
   ox_free(&x);
+  ox_split_free(&sp);
   kiln_graph_free(x.g);
   rt_wsrc_release(x.ws);
   return NULL;
@@ -229,7 +252,7 @@ KILN_API kiln_graph *kiln_graph_from_onnx_memory(const void *data, size_t len, k
     return NULL;
   }
   static const uint8_t none = 0;
-  return import(data ? data : &none, len, NULL, "ONNX model", st);
+  return import(data ? data : &none, len, NULL, NULL, "ONNX model", st);
 }
 
 KILN_API kiln_graph *kiln_graph_from_onnx_file(const char *path, kiln_status *st) {
@@ -263,9 +286,11 @@ KILN_API kiln_graph *kiln_graph_from_onnx_file(const char *path, kiln_status *st
     return NULL;
   }
   static const uint8_t none = 0;
-  /* protobuf-c copies what it keeps: the file's mapping goes right after */
-  kiln_graph *g = import(map ? map : &none, len, dirname(pcopy), path, st);
-  if (map) munmap(map, len);
+  /* the weight source keeps the mapping when initializers are read in place
+   * from it; else protobuf-c copied what it keeps and the mapping goes */
+  bool kept = false;
+  kiln_graph *g = import(map ? map : &none, len, dirname(pcopy), map ? &kept : NULL, path, st);
+  if (map && !kept) munmap(map, len);
   free(pcopy);
   return g;
 }

@@ -39,6 +39,7 @@ typedef struct ox_val {
   const ir_dim **e;     /* numel entries (graph arena) */
   /* an initializer not yet in the graph */
   kiln_tensor *init;    /* decoded data (owned here until given to the weight source) */
+  const void *in_file;  /* init's bytes in a file mapping the weight source keeps, or NULL */
   bool weight;          /* materialized as a weight (init given away) */
 } ox_val;
 
@@ -49,6 +50,11 @@ typedef struct ox {
   ir_graph *ir;         /* g->ir */
   rt_wsrc *ws;
   const char *dir;      /* the model file's directory (external data), or NULL */
+  /* the model graph's initializers' raw_data found in place (wire.c): raw[i]
+   * is initializer i's of raw_graph (data NULL: left in the proto) */
+  const struct ox_raw *raw;
+  size_t nraw;
+  const Onnx__GraphProto *raw_graph;
   int64_t opset;        /* of the default domain */
   kiln_status *st;
   /* values by name: open addressing over vals */
@@ -147,9 +153,43 @@ bool ox_dtype(int32_t onnx, ir_dtype *out);
  * caller (borrowed views must not outlive ws / the proto). */
 kiln_tensor *ox_tensor_decode(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
                               const char *what, kiln_status *st);
+/* The same with t's raw_data found in place (raw: wire.c's; NULL or data
+ * NULL: t's own), borrowed where it lies in a file mapping ws keeps
+ * (raw->mapped) and is aligned for the dtype, else copied. *in_file: the
+ * tensor's bytes when they lie in a file mapping (in place or external
+ * data; the weight source gives their pages back once a model holds its own
+ * copy), else NULL. A tensor of more than OX_KNOWN_MAX elements whose
+ * file bytes are not aligned comes back as a shape without data (in_file
+ * set): it can only become a weight, which rt_wsrc_add_mapped copies at
+ * each bind. */
+kiln_tensor *ox_tensor_decode_in(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
+                                 const struct ox_raw *raw, const void **in_file,
+                                 const char *what, kiln_status *st);
 /* External data of t: a pointer to nbytes bytes (mapped and kept by ws). */
 const void *ox_external_data(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
                              size_t nbytes, const char *what, kiln_status *st);
+
+/* ---- initializers read in place (wire.c) ---- */
+/* raw_data of at least this many bytes is read where it lies in the file
+ * (protobuf-c would copy it); smaller ones stay in the proto. */
+#define OX_IN_PLACE_MIN 256
+typedef struct ox_raw {
+  const uint8_t *data; /* inside the model's bytes, or NULL */
+  size_t len;
+  bool mapped;         /* the bytes are a file mapping the weight source keeps */
+} ox_raw;
+typedef struct ox_split {
+  uint8_t *rest;       /* the model without the raw_data taken out (malloc'd) */
+  size_t rest_len;
+  ox_raw *raw;         /* per initializer of the model's graph, in order */
+  size_t nraw;
+} ox_split;
+/* Split the model bytes buf: 1 with out filled (free with ox_split_free),
+ * 0 when the layout is left to protobuf-c (out empty), -1 with st filled
+ * (what: the file, in messages) when the bytes end inside an initializer. */
+int ox_wire_split(const void *buf, size_t len, size_t min_bytes, ox_split *out,
+                  const char *what, kiln_status *st);
+void ox_split_free(ox_split *s); /* NULL ok */
 
 /* ---- errors (errors.c) ---- */
 /* Record node n as unsupported with a reason (printf-style); returns 1. */

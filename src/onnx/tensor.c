@@ -1,17 +1,24 @@
 /* tensor.c - ONNX TensorProto -> kiln_tensor, checked before any data is
  * touched: dtype known, dims non-negative, element count without overflow,
  * the data's size equal to what dtype and dims say (the tensor is named in
- * every message). raw_data is borrowed from the decoded proto when aligned
- * for its dtype (protobuf-c copies bytes fields once while decoding; that
- * copy is the one kept), external data is mapped (external.c), typed fields
- * (float_data, int32_data, ...) are converted into an owned buffer. Also
- * rt_onnx_tensor_read: a whole .pb file holding one TensorProto. */
+ * every message). raw_data found in place in the file's mapping (wire.c)
+ * and external data (external.c) are borrowed where aligned for the dtype;
+ * raw_data that protobuf-c decoded is borrowed from the proto likewise;
+ * unaligned bytes and a caller's buffer (the memory route) are copied;
+ * typed fields (float_data, int32_data, ...) are converted into an owned
+ * buffer. Also rt_onnx_tensor_read: a whole .pb file holding one
+ * TensorProto. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx_io.h"
 #include "ox.h"
+
+/* raw_data and external data hold little-endian elements, borrowed as the
+ * host's own: a big-endian host would need a byte-swapping copy here. */
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "ONNX raw_data is read in place: kiln assumes a little-endian host");
 
 bool ox_dtype(int32_t onnx, ir_dtype *out) {
   static const int map[] = {
@@ -70,6 +77,14 @@ static char typed_field(const Onnx__TensorProto *t, ir_dtype dt, const void **sr
 
 kiln_tensor *ox_tensor_decode(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
                               const char *what, kiln_status *st) {
+  return ox_tensor_decode_in(t, dir, ws, NULL, NULL, what, st);
+}
+
+kiln_tensor *ox_tensor_decode_in(const Onnx__TensorProto *t, const char *dir, rt_wsrc *ws,
+                                 const ox_raw *raw, const void **in_file, const char *what,
+                                 kiln_status *st) {
+  const void *file_bytes = NULL; /* the data's bytes in a file mapping */
+  if (in_file) *in_file = NULL;
   ir_dtype dt;
   if (!t->has_data_type || !ox_dtype(t->data_type, &dt)) {
     rt_err(st, KILN_ERR_UNSUPPORTED, "%s: ONNX data type %d is not supported", what,
@@ -97,16 +112,22 @@ kiln_tensor *ox_tensor_decode(const Onnx__TensorProto *t, const char *dir, rt_ws
   kiln_status_free(tmp);
   size_t esize = ir_dtype_size(dt);
   const void *data = NULL;
+  bool borrow = true;
   if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL) {
     if (!(data = ox_external_data(t, dir, ws, nbytes, what, st))) return NULL;
-  } else if (t->has_raw_data) {
-    if (t->raw_data.len != nbytes) {
+    file_bytes = data;
+  } else if ((raw && raw->data) || t->has_raw_data) {
+    bool in_place = raw && raw->data;
+    size_t have = in_place ? raw->len : t->raw_data.len;
+    if (have != nbytes) {
       rt_err(st, KILN_ERR_IO,
              "%s: raw_data holds %zu bytes but %s with %lld elements needs %zu", what,
-             t->raw_data.len, ir_dtype_name(dt), (long long)numel, nbytes);
+             have, ir_dtype_name(dt), (long long)numel, nbytes);
       return NULL;
     }
-    data = t->raw_data.data;
+    data = in_place ? raw->data : t->raw_data.data;
+    if (in_place && raw->mapped) file_bytes = data;
+    else if (in_place) borrow = false; /* the caller's buffer: it may go after the import */
   } else {
     const void *src;
     size_t n;
@@ -122,11 +143,24 @@ kiln_tensor *ox_tensor_decode(const Onnx__TensorProto *t, const char *dir, rt_ws
     return out;
   }
   static const char empty[RT_ALIGN] __attribute__((aligned(RT_ALIGN)));
-  if (!data || nbytes == 0) data = empty;
-  if ((uintptr_t)data % esize == 0) /* borrowed view */
+  if (!data || nbytes == 0) {
+    data = empty;
+    file_bytes = NULL;
+  }
+  if (in_file) *in_file = file_bytes;
+  if (borrow && (uintptr_t)data % esize == 0) /* borrowed view */
     return kiln_tensor_borrow((kiln_dtype)dt, rank, t->dims, (void *)data, st);
+  /* Not aligned for its dtype where it lies (a file's raw_data sits at any
+   * offset): kernels and prepacking read typed elements, so an aligned copy.
+   * A large one (nothing reads it during the import: only known integers
+   * and constants are read, all smaller) is not copied now: its shape only,
+   * and the weight source copies the file's bytes at each bind
+   * (rt_wsrc_add_mapped), so copies of every weight never coexist. */
+  if (in_file && file_bytes && numel > OX_KNOWN_MAX)
+    return rt_tensor_header((kiln_dtype)dt, rank, t->dims, st);
   kiln_tensor *out = rt_tensor_alloc((kiln_dtype)dt, rank, t->dims, st);
   if (out) memcpy(out->data, data, nbytes);
+  if (file_bytes) rt_map_drop(file_bytes, nbytes);
   return out;
 }
 

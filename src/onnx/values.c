@@ -182,7 +182,7 @@ kiln_value *ox_value(ox *x, ox_val *v, bool *unsup) {
     if (!v->v) return NULL;
     v->init = NULL;
     v->weight = true;
-    if (rt_wsrc_add(x->ws, v->name, t, x->st) < 0) return NULL;
+    if (rt_wsrc_add_mapped(x->ws, v->name, t, v->in_file, t->nbytes, x->st) < 0) return NULL;
     return v->v;
   }
   if (v->init) {
