@@ -158,15 +158,32 @@ static int reduce(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   int rank = t->rank;
   int64_t axes[IR_MAX_RANK];
   int na = 0;
+  bool keep = ox_attr_int(n, "keepdims", 1) != 0;
+  const ir_type *at = nin > 1 && in[1] && in[1]->v ? ox_type(in[1]->v) : NULL;
+  int64_t alen = -1;
+  if (x->opset >= axes_input_opset && at && !in[1]->known && !in[1]->init &&
+      ox_run_time_data(in[1]) && !(at->rank == 1 && ir_dim_is_const(at->dims[0], &alen) &&
+                                   alen == 0)) {
+    /* axes from data (an empty list known by its type is the no-axes case) */
+    r = a;
+    if ((kind == R_SQUARE || kind == R_SQRT_SQUARE) && !(r = OP2("mul", r, r))) return FAILED();
+    if (kind == R_ABS && !(r = OP1("abs", r))) return FAILED();
+    if (kind == R_LOG_EXP && !(r = OP1("exp", r))) return FAILED();
+    if ((rc = ox_reduce_data(x, n, r, op, in[1], keep, &r))) return rc;
+    if (kind == R_SQRT_SQUARE && !(r = OP1("sqrt", r))) return FAILED();
+    if ((kind == R_LOG || kind == R_LOG_EXP) && !(r = OP1("log", r))) return FAILED();
+    out[0]->v = r;
+    return 0;
+  }
   if (x->opset >= axes_input_opset) {
-    if (nin > 1 && in[1] && (!ox_known_consts(in[1], axes, IR_MAX_RANK, &na)))
+    if (alen == 0) na = 0;
+    else if (nin > 1 && in[1] && (!ox_known_consts(in[1], axes, IR_MAX_RANK, &na)))
       return ox_unsupported(x, n, "axes not known at import");
   } else {
     const int64_t *av = ox_attr_ints(n, "axes", &na);
     if (na > IR_MAX_RANK) return ox_fail(x, KILN_ERR_VERIFY, "%d axes", na);
     for (int i = 0; i < na; i++) axes[i] = av[i];
   }
-  bool keep = ox_attr_int(n, "keepdims", 1) != 0;
   if (na == 0 && ox_attr_int(n, "noop_with_empty_axes", 0)) {
     out[0]->v = a;
     return 0;

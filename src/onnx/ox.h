@@ -325,6 +325,22 @@ kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
 /* ox_iota(len) shaped [1, ..., len, ..., 1] (len at axis) for a rank-`rank` value. */
 kiln_value *ox_iota_along(ox *x, const ir_dim *len, int axis, int rank);
 
+/* Ops whose axes, sizes or counts are run-time data (data_axes.c; the
+ * data input must satisfy ox_run_time_data). Each returns 0, -1 or 1. */
+int ox_squeeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes, ox_val *out);
+int ox_unsqueeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes,
+                      ox_val *out);
+/* The reduction `op` of a along the axes the data names (*res; keepdims
+ * as keep). */
+int ox_reduce_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, const char *op, ox_val *axes,
+                   bool keep, kiln_value **res);
+int ox_split_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, ox_val *sizes,
+                  ox_val **out, int nout);
+int ox_cumsum_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axis_v, bool ex,
+                   bool rev, ox_val *out);
+int ox_topk_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, bool largest,
+                 ox_val *k_v, ox_val **out, int nout);
+
 /* A Reduce* node as kiln's reduction `op` along each axis (ops_nn.c); axes
  * are an input from opset axes_input_opset on, an attribute before. */
 int ox_reduce_plain(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
