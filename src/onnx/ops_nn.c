@@ -3,8 +3,8 @@
  * from opset 13; before it, the input coerced to 2-D at `axis`),
  * LayerNormalization (any axis, through a 2-D view; Mean and InvStdDev
  * outputs computed when asked), the Reduce* family (axes as attribute or
- * input, keepdims, noop_with_empty_axes), ArgMax / ArgMin and inference
- * Dropout. */
+ * input, keepdims, noop_with_empty_axes; run-time axes in data_axes.c),
+ * ArgMax / ArgMin and Hardmax. Dropout is in ops_random.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -285,25 +285,4 @@ int ox_op_Hardmax(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
     return FAILED();
   out[0]->v = r;
   return 0;
-}
-
-/* Dropout at inference: the input, and a mask of trues when it is asked for. */
-int ox_op_Dropout(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
-  int64_t train = 0;
-  int cnt;
-  if (nin > 2 && in[2] && (!ox_known_consts(in[2], &train, 1, &cnt) || train))
-    return ox_unsupported(x, n, "training mode");
-  if (!in[0]) return ox_fail(x, KILN_ERR_IO, "input 0 is required");
-  if (nout > 1 && *out[1]->name) {
-    BEGIN;
-    kiln_value *a = IN(0), *one;
-    if (!a) return rc;
-    const ir_type *t = ox_type(a);
-    char ty[4096];
-    ox_type_text(ty, sizeof ty, IR_DT_BOOL, t->rank, (const ir_dim *const *)t->dims);
-    if (!(one = ox_scalar(x, IR_DT_BOOL, 1)) ||
-        !(out[1]->v = ox_op(x, "broadcast_to", &one, 1, ty, NULL)))
-      return FAILED();
-  }
-  return ox_alias(x, out[0], in[0]);
 }
