@@ -338,6 +338,10 @@ int ox_split_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, ox_v
                   ox_val **out, int nout);
 int ox_cumsum_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axis_v, bool ex,
                    bool rev, ox_val *out);
+/* Pad by run-time pads (pad_data.c): cval the run-time constant_value or
+ * NULL (then `value`), axes[na] known. */
+int ox_pad_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *pads, ox_val *cval,
+                double value, const int64_t *axes, int na, const char *mode, ox_val *out);
 int ox_topk_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, bool largest,
                  ox_val *k_v, ox_val **out, int nout);
 
