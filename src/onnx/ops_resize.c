@@ -126,18 +126,14 @@ static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const dou
   return 0;
 }
 
-/* Resize to sizes that are run-time data (ox_run_time_data): the sizes
- * operand of mo.resize_*, each result dim a symbol of its own that kiln
- * reads from the data before the graph runs (ir/shape.h); every axis's
- * scale is then its dims' ratio. */
-static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *a,
-                           const ox_val *sizes_v, bool nearest, bool linear, const char *coord,
-                           const char *round, ox_val *out) {
-  int nun0 = x->nunsup;
-  const ir_type *t = ox_type(a), *st = ox_type(sizes_v->v);
-  int64_t len;
-  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &len) || len != t->rank)
-    return ox_fail(x, KILN_ERR_VERIFY, "sizes must be 1-D with %d entries (the rank)", t->rank);
+/* out = mo.`op` of operands ops[nops] (x, sizes[, scales]) with every
+ * result dim a symbol of its own, bound from the sizes' data before the
+ * graph runs (ir/shape.h). 0, -1 or 1. */
+static int resize_op(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *const *ops,
+                     int nops, bool nearest, bool linear, const char *coord, const char *round,
+                     ox_val *out) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  const ir_type *t = ox_type(ops[0]);
   const ir_dim *dims[IR_MAX_RANK];
   for (int i = 0; i < t->rank; i++)
     if (!(dims[i] = ox_symbol(x, NULL))) return -1;
@@ -145,9 +141,23 @@ static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln
   double scale[2] = {0, 0};
   ox_type_text(ty, sizeof ty, t->dtype, t->rank, dims);
   op_attrs(x, n, !nearest && !linear, coord, nearest ? round : NULL, scale, attrs, sizeof attrs);
-  if (!(out->v = ox_op(x, op, (kiln_value *[]){a, sizes_v->v}, 2, ty, "%s", attrs)))
-    return x->nunsup > nun0 ? 1 : -1;
+  if (!(out->v = ox_op(x, op, ops, nops, ty, "%s", attrs))) return FAILED();
   return 0;
+}
+
+/* Resize to sizes that are run-time data (ox_run_time_data): the sizes
+ * operand of mo.resize_*, each result dim a symbol of its own that kiln
+ * reads from the data before the graph runs (ir/shape.h); every axis's
+ * scale is then its dims' ratio. */
+static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *a,
+                           const ox_val *sizes_v, bool nearest, bool linear, const char *coord,
+                           const char *round, ox_val *out) {
+  const ir_type *t = ox_type(a), *st = ox_type(sizes_v->v);
+  int64_t len;
+  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &len) || len != t->rank)
+    return ox_fail(x, KILN_ERR_VERIFY, "sizes must be 1-D with %d entries (the rank)", t->rank);
+  return resize_op(x, n, op, (kiln_value *[]){a, sizes_v->v}, 2, nearest, linear, coord, round,
+                   out);
 }
 
 /* Resize by scales that are run-time data: the sizes floor(dim * scale)
@@ -179,16 +189,8 @@ static int scales_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kil
       !(m1 = ox_scalar(x, IR_DT_SI64, -1)) ||
       !(sizes = ox_op(x, "where", (kiln_value *[]){ok, sizes, m1}, 3, NULL, NULL)))
     return FAILED();
-  const ir_dim *dims[IR_MAX_RANK];
-  for (int i = 0; i < t->rank; i++)
-    if (!(dims[i] = ox_symbol(x, NULL))) return -1;
-  char ty[512], attrs[512];
-  double scale[2] = {0, 0};
-  ox_type_text(ty, sizeof ty, t->dtype, t->rank, dims);
-  op_attrs(x, n, !nearest && !linear, coord, nearest ? round : NULL, scale, attrs, sizeof attrs);
-  if (!(out->v = ox_op(x, op, (kiln_value *[]){a, sizes, sc}, 3, ty, "%s", attrs)))
-    return FAILED();
-  return 0;
+  return resize_op(x, n, op, (kiln_value *[]){a, sizes, sc}, 3, nearest, linear, coord, round,
+                   out);
 }
 
 /* out = a resized to the size scales_v or sizes_v (one NULL) says. */
