@@ -10,7 +10,8 @@
  * result dim set by the data is a symbol bound from it. The result's rank
  * must follow from static facts: the axes input's static length (a
  * Squeeze / keepdims = 0 reduction loses that many axes, an Unsqueeze gains
- * them), else the node is reported unsupported naming the input.
+ * them), else the rank the model declares for the output (a graph output or
+ * value_info), else the node is reported unsupported naming the input.
  *
  * Data ONNX forbids never gives an answer: an axis out of range or repeated,
  * a squeezed dim other than 1, split sizes that are negative or do not add
@@ -42,13 +43,17 @@ static kiln_value *iota_const(ox *x, int n, bool row) {
   return ox_reshape(x, c, 2, d);
 }
 
-/* v (any integer dtype, rank 0 or 1 of static length) as 1-D si64 of *len
- * entries; NULL with *len -1 when its length is not static. */
+/* v (any integer dtype, rank 0 or 1) as 1-D si64; *len its static length
+ * or -1. NULL with *len -2 when v has a rank over 1, else on an error. */
 static kiln_value *as_i64_list(ox *x, kiln_value *v, int64_t *len) {
   const ir_type *t = ox_type(v);
   *len = -1;
+  if (t->rank > 1) {
+    *len = -2;
+    return NULL;
+  }
   if (t->rank == 0) *len = 1;
-  else if (t->rank != 1 || !ir_dim_is_const(t->dims[0], len)) return NULL;
+  else if (!ir_dim_is_const(t->dims[0], len)) *len = -1;
   if (t->dtype != IR_DT_SI64 && !(v = ox_op(x, "cast", &v, 1, NULL, "{dtype = si64}")))
     return NULL;
   if (t->rank == 0) {
@@ -58,12 +63,12 @@ static kiln_value *as_i64_list(ox *x, kiln_value *v, int64_t *len) {
   return v;
 }
 
-/* The number of axes in the run-time list ax (1-D si64 of k entries) that
- * name each of `rank` axes, negative ones counted from the end: si64
- * [rank]. An axis out of range names none. */
-static kiln_value *axis_hits(ox *x, kiln_value *ax, int64_t k, int rank) {
+/* The number of axes in the run-time list ax (1-D si64) that name each of
+ * `rank` axes, negative ones counted from the end: si64 [rank]. An axis out
+ * of range names none. */
+static kiln_value *axis_hits(ox *x, kiln_value *ax, int rank) {
   ir_arena *ar = x->ir->arena;
-  const ir_dim *col[2] = {ir_dim_const(ar, k), ir_dim_const(ar, 1)};
+  const ir_dim *col[2] = {ox_dim(ax, 0), ir_dim_const(ar, 1)};
   kiln_value *z = ox_scalar(x, IR_DT_SI64, 0), *rk = ox_scalar(x, IR_DT_SI64, rank), *neg, *up;
   kiln_value *row = iota_const(x, rank, true), *eq;
   if (!z || !rk || !row || !(neg = OP2("greater", z, ax)) || !(up = OP2("add", ax, rk)) ||
@@ -82,13 +87,19 @@ static kiln_value *any_over(ox *x, kiln_value *v, int64_t lim) {
   return m && l ? OP2("greater", m, l) : NULL;
 }
 
-/* [1] bool: the hits do not name k distinct axes (one out of range or
- * repeated). */
-static kiln_value *bad_axes(ox *x, kiln_value *hits, int64_t k) {
+/* [1] bool: the hits do not name as many distinct axes as the list ax
+ * holds (one out of range or repeated), or the list does not hold k (when
+ * k >= 0: a count taken from the model's declared rank). */
+static kiln_value *bad_axes(ox *x, kiln_value *hits, kiln_value *ax, int64_t k) {
   kiln_value *rep = any_over(x, hits, 1), *s = rep ? ox_op(x, "sum", &hits, 1, NULL, "{axis = 0}")
-                                                   : NULL, *kk = ox_scalar(x, IR_DT_SI64, k);
-  kiln_value *miss = s && kk ? OP2("not_equal", s, kk) : NULL;
-  return miss ? OP2("logical_or", rep, miss) : NULL;
+                                                   : NULL, *kv, *miss, *kk;
+  if (!s || !(kv = ox_op(x, "shape_to_tensor", &ax, 1, NULL, NULL)) ||
+      !(miss = OP2("not_equal", s, kv)) || !(rep = OP2("logical_or", rep, miss)))
+    return NULL;
+  if (k < 0 || ir_dim_is_const(ox_dim(ax, 0), &(int64_t){0})) return rep;
+  return (kk = ox_scalar(x, IR_DT_SI64, k)) && (miss = OP2("not_equal", kv, kk))
+             ? OP2("logical_or", rep, miss)
+             : NULL;
 }
 
 /* shape with every entry -2 where bad (mo.reshape then refuses it). */
@@ -130,14 +141,27 @@ static kiln_value *slice_axis(ox *x, kiln_value *a, int axis, kiln_value *start,
             : NULL;
 }
 
-/* The run-time axes input as 1-D si64 with its static length *k; 1 after
- * recording the node unsupported when that length is not static. */
-static int axes_list(ox *x, const Onnx__NodeProto *n, ox_val *axes, kiln_value **ax, int64_t *k) {
-  *ax = as_i64_list(x, axes->v, k);
-  if (*ax) return 0;
-  if (*k >= 0) return -1;
-  return ox_unsupported(x, n, "input '%s' (axes) is run-time data of a length not known at "
-                        "import, so the result's rank is unknown", axes->name);
+/* The run-time axes input as 1-D si64 (*ax) and their count *k: the
+ * static length, else (when need_k) the count the rank the model declares
+ * for the node's output implies (rank + sign * k), else -1. 1 after
+ * recording the node unsupported when the count is needed and neither
+ * tells it. */
+static int axes_list(ox *x, const Onnx__NodeProto *n, ox_val *axes, int rank, int sign,
+                     bool need_k, kiln_value **ax, int64_t *k) {
+  if (!(*ax = as_i64_list(x, axes->v, k)))
+    return *k == -2 ? ox_unsupported(x, n, "input '%s' (axes) must be 1-D", axes->name) : -1;
+  if (*k >= 0 || !need_k) return 0;
+  const char *out = n->n_output ? n->output[0] : "";
+  int decl = ox_declared_rank(x, out);
+  if (decl < 0)
+    return ox_unsupported(x, n, "input '%s' (axes) is run-time data of a length not known at "
+                          "import and the model declares no rank for output '%s', so the "
+                          "result's rank is unknown", axes->name, out);
+  *k = sign > 0 ? decl - rank : rank - decl;
+  if (*k < 0 || decl > IR_MAX_RANK)
+    return ox_fail(x, KILN_ERR_VERIFY, "output '%s' is declared of rank %d, which an input of "
+                   "rank %d and a list of axes cannot give", out, decl, rank);
+  return 0;
 }
 
 /* The dims of a [rank] shape xs that hits leaves (hits == 0), in order:
@@ -167,11 +191,11 @@ int ox_squeeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes
   int rank = ox_type(a)->rank;
   int64_t k;
   kiln_value *ax, *hits, *xs, *bad, *sq, *shape, *one;
-  int r = axes_list(x, n, axes, &ax, &k);
+  int r = axes_list(x, n, axes, rank, -1, true, &ax, &k);
   if (r) return r;
   if (k > rank) return ox_fail(x, KILN_ERR_VERIFY, "%lld axes for rank %d", (long long)k, rank);
   /* bad: the axes repeat or leave the range, or a squeezed dim is not 1 */
-  if (!(hits = axis_hits(x, ax, k, rank)) || !(bad = bad_axes(x, hits, k)) ||
+  if (!(hits = axis_hits(x, ax, rank)) || !(bad = bad_axes(x, hits, ax, k)) ||
       !(xs = ox_op(x, "shape_to_tensor", &a, 1, NULL, NULL)) ||
       !(one = ox_scalar(x, IR_DT_SI64, 1)) || !(sq = OP2("not_equal", xs, one)) ||
       !(sq = ox_op(x, "cast", &sq, 1, NULL, "{dtype = si64}")) || !(sq = OP2("mul", sq, hits)) ||
@@ -189,13 +213,13 @@ int ox_unsqueeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *ax
   int rank = ox_type(a)->rank;
   int64_t k;
   kiln_value *ax, *hits, *bad, *xs, *before, *idx, *lim, *isax, *one, *shape;
-  int r = axes_list(x, n, axes, &ax, &k);
+  int r = axes_list(x, n, axes, rank, 1, true, &ax, &k);
   if (r) return r;
   if (rank + k > IR_MAX_RANK) return ox_unsupported(x, n, "rank %lld", (long long)(rank + k));
   int orank = rank + (int)k;
   /* result dim j: 1 where an axis names j, else input dim j - (axes before j);
    * the index is clamped to `rank`, which reads the 1 appended to x's shape */
-  if (!(hits = axis_hits(x, ax, k, orank)) || !(bad = bad_axes(x, hits, k)) ||
+  if (!(hits = axis_hits(x, ax, orank)) || !(bad = bad_axes(x, hits, ax, k)) ||
       !(xs = ox_op(x, "shape_to_tensor", &a, 1, NULL, NULL)) || !(one = i64_1(x, 1)) ||
       !(xs = ox_op(x, "concat", (kiln_value *[]){xs, one}, 2, NULL, "{axis = 0}")) ||
       !(before = ox_op(x, "cumsum", &hits, 1, NULL,
@@ -211,25 +235,38 @@ int ox_unsqueeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *ax
   return 0;
 }
 
-/* The reduction `op` of a along each axis the run-time list names. Axis i
- * at a time: [reduced, a] concatenated along i, then sliced to the reduced
- * part (start 0, stop 1) or to a (start 1, stop d + 1): an empty axis
- * reduces to its one identity element as ONNX says. keepdims = 0 then
+/* The reduction `op` of a along each axis the run-time list names (an
+ * empty list, when its length is not static: every axis unless noop).
+ * Axis i at a time: [reduced, a] concatenated along i, then sliced to the
+ * reduced part (start 0, stop 1) or to a (start 1, stop d + 1): an empty
+ * axis reduces to its one identity element as ONNX says. keepdims = 0 then
  * reshapes to the dims left. */
 int ox_reduce_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, const char *op, ox_val *axes,
-                   bool keep, kiln_value **res) {
+                   bool keep, bool noop, kiln_value **res) {
   int nun0 = x->nunsup; /* for FAILED() */
   int rank = ox_type(a)->rank;
   int64_t k;
-  kiln_value *ax, *hits, *bad, *step, *xs, *on, *one, *z;
-  int r = axes_list(x, n, axes, &ax, &k);
+  kiln_value *ax, *hits, *bad, *step, *xs, *on, *one, *z, *kv, *all;
+  int r = axes_list(x, n, axes, rank, -1, !keep, &ax, &k);
   if (r) return r;
   if (k > rank) return ox_fail(x, KILN_ERR_VERIFY, "%lld axes for rank %d", (long long)k, rank);
-  if (!(hits = axis_hits(x, ax, k, rank)) || !(bad = bad_axes(x, hits, k)) ||
-      !(step = step_unless(x, bad)) || !(z = ox_scalar(x, IR_DT_SI64, 0)) ||
-      !(on = OP2("greater", hits, z)) || !(one = ox_scalar(x, IR_DT_SI64, 1)) ||
+  bool maybe_empty = !ir_dim_is_const(ox_dim(ax, 0), &(int64_t){0}) && !noop;
+  if (!(hits = axis_hits(x, ax, rank)) || !(bad = bad_axes(x, hits, ax, maybe_empty ? -1 : k)) ||
+      !(z = ox_scalar(x, IR_DT_SI64, 0)) || !(on = OP2("greater", hits, z)) ||
+      !(one = ox_scalar(x, IR_DT_SI64, 1)) ||
       !(xs = ox_op(x, "shape_to_tensor", &a, 1, NULL, NULL)) || !(xs = OP2("add", xs, one)))
     return FAILED();
+  if (maybe_empty) { /* an empty list reduces every axis; the count then is the rank */
+    kiln_value *cnt, *rk, *kk, *miss;
+    if (!(kv = ox_op(x, "shape_to_tensor", &ax, 1, NULL, NULL)) || !(all = OP2("equal", kv, z)) ||
+        !(on = OP2("logical_or", on, all)) || !(rk = ox_scalar(x, IR_DT_SI64, rank)) ||
+        !(cnt = ox_op(x, "where", (kiln_value *[]){all, rk, kv}, 3, NULL, NULL)))
+      return FAILED();
+    if (k >= 0 && (!(kk = ox_scalar(x, IR_DT_SI64, k)) || !(miss = OP2("not_equal", cnt, kk)) ||
+                   !(bad = OP2("logical_or", bad, miss))))
+      return FAILED();
+  }
+  if (!(step = step_unless(x, bad))) return FAILED();
   kiln_value *start_of = NULL, *stop_of = NULL, *zeros = i64s(x, rank, (int64_t[IR_MAX_RANK]){0});
   kiln_value *ones = NULL;
   if (!zeros || !(ones = OP2("add", zeros, one)) ||
@@ -247,9 +284,9 @@ int ox_reduce_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, const char *o
       return FAILED();
   }
   if (!keep) {
-    kiln_value *shape;
-    if (!(xs = ox_op(x, "shape_to_tensor", &v, 1, NULL, NULL)) ||
-        !(shape = kept_dims(x, xs, hits, rank, rank - (int)k)) ||
+    kiln_value *shape, *on64 = ox_op(x, "cast", &on, 1, NULL, "{dtype = si64}");
+    if (!on64 || !(xs = ox_op(x, "shape_to_tensor", &v, 1, NULL, NULL)) ||
+        !(shape = kept_dims(x, xs, on64, rank, rank - (int)k)) ||
         !(v = reshape_to_data(x, v, shape, rank - (int)k)))
       return FAILED();
   }
@@ -262,8 +299,8 @@ int ox_split_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, ox_v
   int nun0 = x->nunsup; /* for FAILED() */
   int64_t k;
   kiln_value *s = as_i64_list(x, sizes->v, &k), *incl, *excl, *d, *tot, *bad, *neg, *step, *ax;
-  if (!s && k >= 0) return -1;
-  if (!s)
+  if (!s && k == -1) return -1;
+  if (k < 0)
     return ox_unsupported(x, n, "input '%s' (split) is run-time data of a length not known at "
                           "import", sizes->name);
   if (k != nout)
@@ -296,12 +333,12 @@ int ox_cumsum_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axis_
   int rank = t->rank;
   int64_t k;
   kiln_value *ax = as_i64_list(x, axis_v->v, &k), *hits, *bad, *xs, *v = NULL;
-  if (!ax && k >= 0) return -1;
-  if (!ax || k != 1)
+  if (!ax && k == -1) return -1;
+  if (k != 1)
     return ox_unsupported(x, n, "input '%s' (axis) must hold one element", axis_v->name);
   if (rank < 1) return ox_fail(x, KILN_ERR_VERIFY, "CumSum of a rank-0 tensor");
   /* each axis's sum, the one the data names picked */
-  if (!(hits = axis_hits(x, ax, 1, rank)) || !(bad = bad_axes(x, hits, 1))) return FAILED();
+  if (!(hits = axis_hits(x, ax, rank)) || !(bad = bad_axes(x, hits, ax, 1))) return FAILED();
   for (int i = 0; i < rank; i++) {
     kiln_value *c = ox_op(x, "cumsum", &a, 1, NULL, "{axis = %d, exclusive = %s, reverse = %s}",
                           i, ex ? "true" : "false", rev ? "true" : "false");
@@ -331,8 +368,8 @@ int ox_topk_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, bool 
   const ir_type *t = ox_type(a);
   int64_t len, d;
   kiln_value *kk = as_i64_list(x, k_v->v, &len), *lo, *hi, *bad, *step, *start, *all;
-  if (!kk && len >= 0) return -1;
-  if (!kk || len != 1)
+  if (!kk && len == -1) return -1;
+  if (len != 1)
     return ox_unsupported(x, n, "input '%s' (K) must hold one element", k_v->name);
   if (!ir_dim_is_const(t->dims[axis], &d))
     return ox_unsupported(x, n, "a run-time K on the symbolic axis %d", axis);

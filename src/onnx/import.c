@@ -192,6 +192,7 @@ static kiln_graph *import(const void *data, size_t len, const char *dir, const c
   }
   if (rt_wsrc_keep(x.ws, mp, free_model, st) < 0) goto fail;
   const Onnx__GraphProto *gp = mp->graph;
+  x.gp = gp;
   if (!(x.g = kiln_graph_new("onnx", st))) goto fail;
   x.ir = x.g->ir;
   if (ox_add_initializers(&x, gp) < 0 || add_inputs(&x, gp) < 0) goto fail;

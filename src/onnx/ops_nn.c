@@ -169,7 +169,9 @@ static int reduce(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
     if ((kind == R_SQUARE || kind == R_SQRT_SQUARE) && !(r = OP2("mul", r, r))) return FAILED();
     if (kind == R_ABS && !(r = OP1("abs", r))) return FAILED();
     if (kind == R_LOG_EXP && !(r = OP1("exp", r))) return FAILED();
-    if ((rc = ox_reduce_data(x, n, r, op, in[1], keep, &r))) return rc;
+    if ((rc = ox_reduce_data(x, n, r, op, in[1], keep, ox_attr_int(n, "noop_with_empty_axes", 0),
+                             &r)))
+      return rc;
     if (kind == R_SQRT_SQUARE && !(r = OP1("sqrt", r))) return FAILED();
     if ((kind == R_LOG || kind == R_LOG_EXP) && !(r = OP1("log", r))) return FAILED();
     out[0]->v = r;

@@ -63,6 +63,7 @@ typedef struct ox {
   int nsym;             /* generated symbol names */
   int *counter;         /* a subgraph's: the model graph's nsym (names unique across regions) */
   int depth;            /* subgraph nesting: 0 for the model's graph */
+  const Onnx__GraphProto *gp; /* the graph being imported (its declared types) */
 } ox;
 
 /* ---- values (values.c) ---- */
@@ -102,6 +103,10 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
 #define FAILED() (x->nunsup > nun0 ? 1 : -1)
 #define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
 #define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
+
+/* The rank the model declares for value `name` (a graph output or a
+ * value_info entry of x->gp with a shape), or -1 (values.c). */
+int ox_declared_rank(const ox *x, const char *name);
 
 /* ---- attributes (values.c) ---- */
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
@@ -331,9 +336,9 @@ int ox_squeeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes
 int ox_unsqueeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes,
                       ox_val *out);
 /* The reduction `op` of a along the axes the data names (*res; keepdims
- * as keep). */
+ * as keep, noop_with_empty_axes as noop). */
 int ox_reduce_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, const char *op, ox_val *axes,
-                   bool keep, kiln_value **res);
+                   bool keep, bool noop, kiln_value **res);
 int ox_split_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, ox_val *sizes,
                   ox_val **out, int nout);
 int ox_cumsum_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axis_v, bool ex,
