@@ -154,7 +154,7 @@ bool ir_graph_reads_dims(const ir_graph *g) {
     if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
          n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD ||
          n->op == IR_OP_RESIZE || n->op == IR_OP_RESIZE_NEAREST ||
-         n->op == IR_OP_RESIZE_LINEAR || n->op == IR_OP_RESIZE_BICUBIC) && n->nin == 2)
+         n->op == IR_OP_RESIZE_LINEAR || n->op == IR_OP_RESIZE_BICUBIC) && n->nin >= 2)
       return true;
     if (n->op == IR_OP_SLICE_DATA) return true;
     if (n->op != IR_OP_RANGE || !ir_dim_is_sym(n->out[0]->type.dims[0])) continue;

@@ -90,7 +90,15 @@ int ir_infer_resize(ctx *c, ir_type *r) {
                          "mo.%s: the result has rank %d but operand 0 has rank %d (resizing "
                          "keeps the rank)",
                          c->op, d->rank, t->rank);
-  if (c->n->nin == 2) { /* the result's dims from data (ops.def) */
+  if (c->n->nin == 3) { /* run-time scales, one per axis (ops.def) */
+    const ir_type *sc = &c->n->in[2]->type;
+    int64_t len;
+    if (sc->rank != 1 || !ir_dim_is_const(sc->dims[0], &len) || len != t->rank ||
+        (sc->dtype != IR_DT_F32 && sc->dtype != IR_DT_F64))
+      return ir_infer_fail(c, "mo.%s: the scales operand must be 1-D f32 or f64 with %d "
+                           "elements (the operand's rank)", c->op, t->rank);
+  }
+  if (c->n->nin >= 2) { /* the result's dims from data (ops.def) */
     const ir_type *sz = &c->n->in[1]->type;
     int64_t len;
     if (sz->rank != 1 || !ir_dim_is_const(sz->dims[0], &len) || len != t->rank)

@@ -1008,7 +1008,8 @@ static int run_pad(run *r, const ir_node *n) {
 
 static int run_resize(run *r, const ir_node *n) {
   char detail[400] = "";
-  if (ir_ref_resize(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+  if (ir_ref_resize(n, IN(r, n, 0), n->nin == 3 ? IN(r, n, 2) : NULL, OUT(r, n, 0), detail,
+                    sizeof detail) != 0)
     return op_fail(r, n, "%s", detail);
   return 0;
 }

@@ -99,7 +99,9 @@ int ir_ref_conv(const ir_node *n, const ir_tensor *x, const ir_tensor *f, const 
                 ir_tensor *y, char *msg, size_t msglen);
 /* Resizing (interp_resize.c): mo.resize, resize_nearest, resize_linear,
  * resize_bicubic. */
-int ir_ref_resize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+/* scales: the run-time scales operand (one per axis), or NULL */
+int ir_ref_resize(const ir_node *n, const ir_tensor *x, const ir_tensor *scales, ir_tensor *y,
+                  char *msg, size_t msglen);
 /* The image-patch classes (interp_patch.c): mo.fold, mo.roi_align. */
 int ir_ref_fold(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_roi_align(const ir_node *n, const ir_tensor *x, const ir_tensor *rois, ir_tensor *y,

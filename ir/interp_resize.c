@@ -2,7 +2,8 @@
  * class (mo.resize, resize_nearest, resize_linear, resize_bicubic): a plain
  * loop over the result's elements, each the weighted sum of its taps on the
  * resized axes (resize.c's choice of axes, coordinates and weights; ops.def
- * documents the meaning); the other axes are copied.
+ * documents the meaning); the other axes are copied. Run-time scales
+ * (a third operand) are read as the kernels read them.
  *
  * Assumes a verified node; re-checks the run-time shapes (rank, copied axes
  * equal, no read of an empty axis) and refuses a mismatch, so no graph or
@@ -21,7 +22,8 @@ typedef struct taps {
   double w[4];
 } taps;
 
-int ir_ref_resize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen) {
+int ir_ref_resize(const ir_node *n, const ir_tensor *x, const ir_tensor *scales, ir_tensor *y,
+                  char *msg, size_t msglen) {
   ir_resize p;
   bool rs[IR_MAX_RANK];
   if (!ir_resize_read(n, &p) || x->rank < 1 || x->rank > IR_MAX_RANK)
@@ -42,7 +44,8 @@ int ir_ref_resize(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
   for (int i = rank - 1; i >= 0; i--) {
     stride[i] = i == rank - 1 ? 1 : stride[i + 1] * x->shape[i + 1];
     if (rs[i])
-      ir_resize_axis(ir_resize_scale_of(&p, i, rank), x->shape[i], y->shape[i], &s[i], &len[i]);
+      ir_resize_axis(scales ? ir_ref_ld_f(scales, i) : ir_resize_scale_of(&p, i, rank),
+                     x->shape[i], y->shape[i], &s[i], &len[i]);
   }
   size_t es = ir_dtype_size(x->dtype);
   for (int64_t e = 0; e < total; e++) {

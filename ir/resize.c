@@ -98,7 +98,7 @@ int ir_resize_axes(const ir_node *n, const ir_resize *p, bool resized[IR_MAX_RAN
   int k = 0;
   for (int i = 0; i < x->rank && i < IR_MAX_RANK; i++) {
     resized[i] = i >= y->rank || !ir_dim_equal(x->dims[i], y->dims[i]) ||
-                 ir_resize_scale_of(p, i, x->rank) > 0;
+                 ir_resize_scale_of(p, i, x->rank) > 0 || n->nin == 3;
     k += resized[i];
   }
   return k;

@@ -65,7 +65,8 @@ bool ir_resize_read(const ir_node *n, ir_resize *p);
  * scale_w for axis r - 1, else 0. */
 double ir_resize_scale_of(const ir_resize *p, int i, int r);
 /* Which axes node n resizes (ops.def): those whose result dim is not the
- * operand's dim, and those a scale attribute names; the count. The others
+ * operand's dim, and those a scale attribute names (every axis with a
+ * scales operand); the count. The others
  * are copied. Reads the node's types only, so every side agrees. */
 int ir_resize_axes(const ir_node *n, const ir_resize *p, bool resized[IR_MAX_RANK]);
 /* Taps per axis of p's interpolation: 1, 2 or 4. */

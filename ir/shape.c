@@ -455,9 +455,9 @@ static int node_dims_from_data(const ir_graph *g, const ir_node *n, data_reader 
   } else if (n->op == IR_OP_BROADCAST_TO && n->nin == 2 &&
              ir_node_attr_bool(n, "bidirectional", false)) {
     if (bidir_dims(g, n, rd, syms, dims, msg, msglen) < 0) return -1;
-  } else if ((n->op == IR_OP_BROADCAST_TO || n->op == IR_OP_RESIZE ||
-              n->op == IR_OP_RESIZE_NEAREST || n->op == IR_OP_RESIZE_LINEAR ||
-              n->op == IR_OP_RESIZE_BICUBIC) && n->nin == 2) {
+  } else if ((n->op == IR_OP_BROADCAST_TO && n->nin == 2) ||
+             ((n->op == IR_OP_RESIZE || n->op == IR_OP_RESIZE_NEAREST ||
+               n->op == IR_OP_RESIZE_LINEAR || n->op == IR_OP_RESIZE_BICUBIC) && n->nin >= 2)) {
     opnd_data o;
     if (operand_data(g, n, 1, rd, &o, msg, msglen) < 0) return -1;
     for (int a = 0; a < t->rank; a++)

@@ -2,7 +2,8 @@
  * resize_linear, resize_bicubic), for the host and for SIMT targets.
  *
  * Each result element is computed on its own: per resized axis (those whose
- * dims differ or that a scale names: ir_resize_axes) its coordinate, taps
+ * dims differ or that a scale names, every axis with a scales operand, whose
+ * entries the kernel loads: ir_resize_axes) its coordinate, taps
  * and weights, then the weighted sum of the taps' elements in double,
  * rounded once (nearest copies the one element, any dtype); the taps are
  * unrolled (at most IR_RESIZE_MAX_TAPS). The arithmetic is
@@ -100,14 +101,15 @@ static LLVMValueRef cubic_far(jit_fn *f, double a, LLVMValueRef t) {
 }
 
 /* ir_resize_taps for result coordinate co of resized axis `axis`, scale
- * attribute sa; the count. */
-static int taps(jit_fn *f, const rsz *q, int axis, double sa, LLVMValueRef co, LLVMValueRef idx[4],
-                LLVMValueRef w[4]) {
+ * sa (an f64 value: the attribute or the scales operand's entry; NULL for
+ * none); the count. */
+static int taps(jit_fn *f, const rsz *q, int axis, LLVMValueRef sa, LLVMValueRef co,
+                LLVMValueRef idx[4], LLVMValueRef w[4]) {
   const ir_resize *p = &q->p;
   LLVMValueRef ni = q->xd[axis], n = to_f64(f, ni), m = to_f64(f, q->yd[axis]), s, len;
-  if (sa > 0) {
-    s = jit_dc(f, sa);
-    len = jit_fmul(f, jit_dc(f, sa), n);
+  if (sa) {
+    s = sa;
+    len = jit_fmul(f, sa, n);
   } else {
     s = jit_fdiv(f, m, n);
     len = m;
@@ -163,8 +165,14 @@ static void rsz_element(jit_fn *f, const rsz *q, const LLVMValueRef *coord, LLVM
   for (int i = 0; i < q->rank; i++) {
     nt[i] = 0;
     idx[i][0] = coord[i];
-    if (q->rs[i])
-      nt[i] = taps(f, q, i, ir_resize_scale_of(&q->p, i, q->rank), coord[i], idx[i], w[i]);
+    if (!q->rs[i]) continue;
+    double sa = ir_resize_scale_of(&q->p, i, q->rank);
+    LLVMValueRef s = sa > 0 ? jit_dc(f, sa) : NULL;
+    if (f->node->nin == 3) { /* run-time scales */
+      ir_dtype sd = f->node->in[2]->type.dtype;
+      s = jit_scalar_cast(f, sd, IR_DT_F64, jit_load(f, sd, jit_in(f, 2), jit_i64(f, i)));
+    }
+    nt[i] = taps(f, q, i, s, coord[i], idx[i], w[i]);
   }
   LLVMValueRef in = jit_in(f, 0);
   if (q->p.interp == IR_RESIZE_NEAREST) {

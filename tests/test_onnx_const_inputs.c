@@ -3,15 +3,13 @@
  * initializers: Resize / Upsample scales and sizes, ReduceSum / Squeeze /
  * Unsqueeze axes, Split sizes, Tile repeats, Pad pads, CumSum axes and
  * OneHot depths and values. ONNX's tests pass them as
- * graph inputs; kiln reads Tile repeats and Resize sizes from such data
- * before the graph runs (test_onnx_node passes those), the others decide
- * result ranks or kernel attributes and must be known at import, so
- * test_onnx_node reports them unsupported. Here every graph input after X becomes an initializer
+ * graph inputs, which kiln reads before the graph runs (test_onnx_node
+ * passes those). Here every graph input after X becomes an initializer
  * holding the test's data, the way a deployed (PyTorch-exported) model
  * carries them, and every output must match ONNX's (rtol 1e-3, atol 1e-5 as
  * test_onnx_node; integers exactly). The upsampling ones also run with X's dims made symbols
- * (whole scales fold into dim * k). Run-time scales, a scale of 0.6 on a
- * symbolic dim and tf_crop_and_resize stay refused, each with a message
+ * (whole scales fold into dim * k). A scale of 0.6 on a symbolic dim
+ * known at import and tf_crop_and_resize stay refused, each with a message
  * saying so.
  * Skips when the test data is not installed. */
 #include <criterion/criterion.h>
@@ -341,18 +339,18 @@ Test(onnx_const_inputs, whole_scales_on_symbolic_dims) {
   kiln_context_free(ctx);
 }
 
-/* ONNX's own test, scales a graph input: refused, saying the scales must be
- * known at import */
-Test(onnx_const_inputs, run_time_scales_are_refused_by_name) {
+/* ONNX's own test of tf_crop_and_resize (roi and scales graph inputs):
+ * refused, naming the mode (run-time scales alone run: test_onnx_node) */
+Test(onnx_const_inputs, tf_crop_and_resize_is_refused_by_name) {
   kiln_context *ctx = context_or_skip();
   char path[600];
-  snprintf(path, sizeof path, "%s/test_resize_upsample_scales_linear/model.onnx", NODE_DIR);
+  snprintf(path, sizeof path, "%s/test_resize_tf_crop_and_resize/model.onnx", NODE_DIR);
   kiln_status *st = kiln_status_new();
   kiln_graph *g = kiln_graph_from_onnx_file(path, st);
   cr_expect_null(g);
   cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
-  cr_expect(strstr(kiln_status_message(st), "scales must be known at import"), "%s",
-            kiln_status_message(st));
+  cr_expect(strstr(kiln_status_message(st), "coordinate_transformation_mode 'tf_crop_and_resize'"),
+            "%s", kiln_status_message(st));
   kiln_graph_free(g);
   kiln_status_free(st);
   kiln_context_free(ctx);

@@ -15,7 +15,8 @@
  * Asinh / Acosh match libm on huge values; If, Loop and Scan (outer values
  * read inside, nested subgraphs, trip count and condition, scan outputs,
  * a carried value that grows, reverse directions and axes) match naive
- * loops, and bad control flow is a clear error;
+ * loops, and bad control flow is a clear error; axes of a length not known
+ * at import take the rank the model declares, or are refused naming them;
  * the CLI's
  * run / import / check on such models (the imported text plus its weights
  * run bit for bit alike). */
@@ -972,8 +973,8 @@ Test(onnx_errors, asinh_and_acosh_of_huge_values) {
 }
 
 /* TopK over [4, 3] along axis 0, K = 2 from an initializer: bottom_k (largest
- * = 0), two outputs; then K as a graph input is reported unsupported. */
-Test(onnx_errors, top_k_with_k_from_an_initializer) {
+ * = 0), two outputs; then K as a graph input gives the same answer. */
+Test(onnx_errors, top_k_with_k_from_an_initializer_or_an_input) {
   for (int dyn = 0; dyn < 2; dyn++) {
     mb *b = mb_new();
     const char *d[2] = {"4", "3"}, *od[2] = {"2", "3"}, *kd[1] = {"1"};
@@ -997,33 +998,29 @@ Test(onnx_errors, top_k_with_k_from_an_initializer) {
     kiln_status *st = kiln_status_new();
     kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
     free(buf);
-    if (dyn) {
-      cr_assert_null(g);
-      cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
-      cr_expect(strstr(kiln_status_message(st), "K is not known at import"), "%s",
-                kiln_status_message(st));
-      kiln_status_free(st);
-      continue;
-    }
     cr_assert(g, "%s", kiln_status_message(st));
     char *txt = kiln_graph_print(g, st);
-    cr_assert(strstr(txt, "mo.bottom_k") && strstr(txt, "k = 2"), "%s", txt);
+    /* K as data: the whole axis sorted, then sliced to K as it runs */
+    cr_assert(strstr(txt, "mo.bottom_k") && strstr(txt, dyn ? "k = 4" : "k = 2"), "%s", txt);
     free(txt);
     kiln_context *ctx = kiln_context_new(st);
     kiln_model *m = kiln_model_compile(ctx, g, st);
     cr_assert(m, "%s", kiln_status_message(st));
-    int64_t shape[2] = {4, 3};
-    kiln_tensor *x = kiln_tensor_new(KILN_FLOAT32, 2, shape, st), *y[2] = {NULL, NULL};
+    int64_t shape[2] = {4, 3}, one = 1;
+    kiln_tensor *x[2] = {kiln_tensor_new(KILN_FLOAT32, 2, shape, st),
+                         kiln_tensor_new(KILN_INT64, 1, &one, st)}, *y[2] = {NULL, NULL};
     static const float xv[12] = {5, 1, 2, 0, 1, 9, 3, 1, -4, 0, 7, 8};
-    memcpy(kiln_tensor_data(x), xv, sizeof xv);
-    cr_assert_eq(kiln_model_execute(m, &x, 1, y, 2, st), 0, "%s", kiln_status_message(st));
+    memcpy(kiln_tensor_data(x[0]), xv, sizeof xv);
+    memcpy(kiln_tensor_data(x[1]), k, sizeof k);
+    cr_assert_eq(kiln_model_execute(m, x, 1 + dyn, y, 2, st), 0, "%s", kiln_status_message(st));
     static const float wv[6] = {0, 1, -4, 0, 1, 2};
     static const int64_t wi[6] = {1, 0, 2, 3, 1, 0};
     for (int i = 0; i < 6; i++) {
       cr_expect_eq(((float *)kiln_tensor_data(y[0]))[i], wv[i], "value %d", i);
       cr_expect_eq(((int64_t *)kiln_tensor_data(y[1]))[i], wi[i], "index %d", i);
     }
-    kiln_tensor_free(x);
+    kiln_tensor_free(x[0]);
+    kiln_tensor_free(x[1]);
     kiln_tensor_free(y[0]);
     kiln_tensor_free(y[1]);
     kiln_model_free(m);
@@ -1617,4 +1614,85 @@ Test(onnx_cli, unsupported_model_exits_1) {
   cr_assert_eq(sh("'%s' run %s --random-inputs 2>/dev/null", KILN_CLI, path), 1);
   cr_assert_eq(sh("'%s' import %s 2>/dev/null", KILN_CLI, path), 1);
   remove_dir(dir);
+}
+
+/* Axes given as a graph input of a dim_param length: Unsqueeze takes its
+ * result's rank from the rank the model declares for its output (a list of
+ * another length is a data error naming the reshape that reads it), and is
+ * refused naming the input and the output when no rank is declared;
+ * ReduceSum with keepdims needs no rank, and an empty list reduces every
+ * axis (noop_with_empty_axes 0). */
+static kiln_tensor *axes_of(int64_t n, const int64_t *v, kiln_status *st) {
+  kiln_tensor *t = kiln_tensor_new(KILN_INT64, 1, &n, st);
+  if (n) memcpy(kiln_tensor_data(t), v, (size_t)n * sizeof *v);
+  return t;
+}
+
+Test(onnx_errors, axes_of_a_length_not_known_at_import) {
+  const char *xd[2] = {"3", "4"}, *ad[1] = {"k"}, *yd[3] = {"3", "1", "4"}, *rd[2] = {"a", "b"};
+  static const char *const xa[] = {"x", "axes"};
+  for (int declared = 0; declared < 2; declared++) {
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 2, xd);
+    b->ins[b->g.n_input++] = vinfo_of("axes", 7, 1, ad);
+    b->outs[b->g.n_output++] = vinfo("y", 3, yd);
+    if (!declared) b->outs[0]->type->tensor_type->shape = NULL;
+    node(b, "Unsqueeze", "unsq", 2, xa, "y");
+    if (!declared) {
+      import_fails(b, KILN_ERR_UNSUPPORTED, "input 'axes' (axes) is run-time data of a length "
+                   "not known at import and the model declares no rank for output 'y'");
+      continue;
+    }
+    built r = compile_built(b);
+    int64_t xs[2] = {3, 4};
+    static const int64_t one[1] = {1}, last[1] = {-1}, two[2] = {0, 1};
+    const int64_t *cases[2] = {one, last}, want[2][3] = {{3, 1, 4}, {3, 4, 1}};
+    for (int c = 0; c < 2; c++) {
+      kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, r.st),
+                            axes_of(1, cases[c], r.st)}, *y = NULL;
+      for (int e = 0; e < 12; e++) ((float *)kiln_tensor_data(in[0]))[e] = (float)e;
+      cr_assert_eq(kiln_model_execute(r.m, in, 2, &y, 1, r.st), 0, "%s",
+                   kiln_status_message(r.st));
+      for (int d = 0; d < 3; d++) cr_expect_eq(kiln_tensor_shape(y)[d], want[c][d]);
+      for (int e = 0; e < 12; e++) cr_expect_eq(((float *)kiln_tensor_data(y))[e], (float)e);
+      kiln_tensor_free(in[0]);
+      kiln_tensor_free(in[1]);
+      kiln_tensor_free(y);
+    }
+    kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, r.st), axes_of(2, two, r.st)},
+                *y = NULL;
+    cr_expect_neq(kiln_model_execute(r.m, in, 2, &y, 1, r.st), 0);
+    cr_expect(strstr(kiln_status_message(r.st), "mo.reshape"), "%s", kiln_status_message(r.st));
+    kiln_tensor_free(in[0]);
+    kiln_tensor_free(in[1]);
+    built_free(&r);
+  }
+  mb *b = mb_new();
+  b->ins[b->g.n_input++] = vinfo("x", 2, xd);
+  b->ins[b->g.n_input++] = vinfo_of("axes", 7, 1, ad);
+  b->outs[b->g.n_output++] = vinfo("r", 2, rd);
+  b->outs[0]->type->tensor_type->shape = NULL; /* keepdims: the rank is the input's */
+  node(b, "ReduceSum", "rsum", 2, xa, "r");
+  built r = compile_built(b);
+  int64_t xs[2] = {3, 4};
+  static const int64_t zero[1] = {0};
+  for (int c = 0; c < 2; c++) {
+    kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, r.st), axes_of(c, zero, r.st)},
+                *y = NULL;
+    for (int e = 0; e < 12; e++) ((float *)kiln_tensor_data(in[0]))[e] = (float)e;
+    cr_assert_eq(kiln_model_execute(r.m, in, 2, &y, 1, r.st), 0, "%s", kiln_status_message(r.st));
+    const int64_t *ys = kiln_tensor_shape(y);
+    const float *yv = kiln_tensor_data(y);
+    if (c == 0) { /* every axis: the sum of 0 .. 11 */
+      cr_expect(ys[0] == 1 && ys[1] == 1 && yv[0] == 66.0f, "[%lld, %lld] %g", (long long)ys[0],
+                (long long)ys[1], yv[0]);
+    } else { /* axis 0: the column sums 12, 15, 18, 21 */
+      cr_expect(ys[0] == 1 && ys[1] == 4, "[%lld, %lld]", (long long)ys[0], (long long)ys[1]);
+      for (int e = 0; e < 4; e++) cr_expect_eq(yv[e], (float)(12 + 3 * e));
+    }
+    kiln_tensor_free(in[0]);
+    kiln_tensor_free(in[1]);
+    kiln_tensor_free(y);
+  }
+  built_free(&r);
 }

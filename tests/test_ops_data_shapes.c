@@ -1,7 +1,8 @@
 /* test_ops_data_shapes.c - dims read from data computed inside the graph
  * (ir/shape.c): a range whose limit, a slice whose bounds, a reshape,
  * broadcast_to or repeat_interleave whose shape operand, a resize whose
- * sizes operand other nodes compute from the inputs. The JIT against the reference interpreter over
+ * sizes operand other nodes compute from the inputs (and a resize by
+ * run-time scales, its third operand). The JIT against the reference interpreter over
  * bindings and data (empty results, negative and out-of-range bounds as
  * numpy), a chain of two such reads, reads inside a loop body, bad values
  * as run-time errors naming the op, refusals at line:col (a weight, a count set from data), and a
@@ -378,4 +379,101 @@ Test(resize_sizes, known_answer) {
   oracle_expect_known("resize sizes known", mlir,
                       (oracle_expect){KILN_FLOAT32, 4, {1, 1, 4, 3},
                                       ORACLE_F32(1, 1, 2, 1, 1, 2, 3, 3, 4, 3, 3, 4)});
+}
+
+/* mo.resize_* with run-time scales (a third operand, ONNX Resize's scales
+ * given as data): the sizes floor(dim * scale) computed in the graph, the
+ * kernel reading the scales for the coordinates, against the oracle in
+ * three modes for scales that divide the dims and ones that do not; a
+ * negative scale names the op; a scales operand of the wrong dtype is
+ * refused at line:col. */
+static const char *resize_scales_graph(char *buf, size_t cap, const char *op, const char *attrs) {
+  snprintf(buf, cap,
+           "mo.graph @rz<n, h, w, a, b, c, d>(%%x: !mo.tensor<[n, 2, h, w], f32>, "
+           "%%f: !mo.tensor<[4], f32>) -> (!mo.tensor<[a, b, c, d], f32>) {\n"
+           "  %%s = mo.shape_to_tensor(%%x) : (!mo.tensor<[n, 2, h, w], f32>) -> "
+           "!mo.tensor<[4], si64>\n"
+           "  %%sd = mo.cast(%%s) {dtype = f64} : !mo.tensor<[4], f64>\n"
+           "  %%fd = mo.cast(%%f) {dtype = f64} : !mo.tensor<[4], f64>\n"
+           "  %%p = mo.mul(%%sd, %%fd) : !mo.tensor<[4], f64>\n"
+           "  %%q = mo.floor(%%p) : !mo.tensor<[4], f64>\n"
+           "  %%t = mo.cast(%%q) {dtype = si64} : !mo.tensor<[4], si64>\n"
+           "  %%y = mo.%s(%%x, %%t, %%f) %s : !mo.tensor<[a, b, c, d], f32>\n"
+           "  mo.output %%y : !mo.tensor<[a, b, c, d], f32>\n}\n",
+           op, attrs);
+  return buf;
+}
+
+Test(resize_scales, run_time_scales_against_the_oracle) {
+  static const struct {
+    const char *op, *attrs;
+  } OPS[] = {
+      {"resize_nearest", "{coordinate_transformation_mode = \"half_pixel\"}"},
+      {"resize_linear", "{coordinate_transformation_mode = \"pytorch_half_pixel\"}"},
+      {"resize_bicubic", "{coordinate_transformation_mode = \"align_corners\"}"},
+  };
+  static const double F[] = {2, 1, 0.6, 1.7, 0.25};
+  char buf[2048], label[96];
+  for (size_t i = 0; i < sizeof OPS / sizeof *OPS; i++)
+    for (size_t j = 0; j < sizeof F / sizeof *F; j++) {
+      oracle_gen gens[2] = {gen_uniform(-1, 1), gen_const(F[j])};
+      snprintf(label, sizeof label, "%s scales %g", OPS[i].op, F[j]);
+      oracle_case c = {.label = label,
+                       .mlir = resize_scales_graph(buf, sizeof buf, OPS[i].op, OPS[i].attrs),
+                       .bindings = "n=1,h=3,w=4;n=2,h=1,w=5", .gens = gens, .ngens = 2,
+                       .rtol = 1e-5, .atol = 1e-6};
+      ORACLE_ASSERT(&c);
+    }
+  oracle_gen neg[2] = {gen_uniform(-1, 1), gen_const(-0.5)};
+  oracle_case bad = {.label = "resize negative scales",
+                     .mlir = resize_scales_graph(buf, sizeof buf, "resize_linear", ""),
+                     .bindings = "n=1,h=2,w=2", .gens = neg, .ngens = 2, .expect_error = true};
+  oracle_expect_both_fail(&bad, "mo.resize_linear");
+  EXPECT_REJECTED("mo.graph @rz<a, b>(%x: !mo.tensor<[3, 4], f32>, %s: !mo.tensor<[2], si64>, "
+                  "%f: !mo.tensor<[2], si64>) -> (!mo.tensor<[a, b], f32>) {\n"
+                  "  %y = mo.resize_linear(%x, %s, %f) : !mo.tensor<[a, b], f32>\n"
+                  "  mo.output %y : !mo.tensor<[a, b], f32>\n}\n",
+                  "2:3: mo.resize_linear: the scales operand must be 1-D f32 or f64");
+}
+
+/* Hand-worked: [1, 1, 1, 4] = 1, 2, 3, 4 by scales [1, 1, 1, 0.6] (linear,
+ * half_pixel) to 2 columns: the coordinates (o + 0.5) / 0.6 - 0.5 = 1/3 and 2
+ * read 1 * 2/3 + 2 * 1/3 and 3; the ratio of the dims (0.5) would give 1.5
+ * and 3.5. On the CPU and on simt-emu. */
+static const char *RESIZE_SCALES_KNOWN =
+    "mo.graph @rz<a, b, c, d>(%f: !mo.tensor<[4], f32>) -> (!mo.tensor<[a, b, c, d], f32>) {\n"
+    ORACLE_CONST("x", "f32", "1, 1, 1, 4", "1x1x1x4x", "1.0, 2.0, 3.0, 4.0")
+    ORACLE_CONST("t", "si64", "4", "4x", "1, 1, 1, 2")
+    "  %y = mo.resize_linear(%x, %t, %f) {coordinate_transformation_mode = \"half_pixel\"} : "
+    "!mo.tensor<[a, b, c, d], f32>\n"
+    "  mo.output %y : !mo.tensor<[a, b, c, d], f32>\n}\n";
+
+Test(resize_scales, known_answer_on_cpu_and_simt_emu) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_device *dev = kiln_device_open("simt-emu", st);
+  cr_assert_not_null(dev, "%s", kiln_status_message(st));
+  for (int on_dev = 0; on_dev < 2; on_dev++) {
+    kiln_graph *g = kiln_graph_parse(RESIZE_SCALES_KNOWN, strlen(RESIZE_SCALES_KNOWN), "k.mlir",
+                                     st);
+    cr_assert_not_null(g, "%s", kiln_status_message(st));
+    kiln_model *m =
+        on_dev ? kiln_model_compile_on(ctx, dev, g, st) : kiln_model_compile(ctx, g, st);
+    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    float sc[4] = {1, 1, 1, 0.6f};
+    int64_t four = 4;
+    kiln_tensor *in = kiln_tensor_borrow(KILN_FLOAT32, 1, &four, sc, st), *out = NULL;
+    cr_assert_eq(kiln_model_execute(m, &in, 1, &out, 1, st), 0, "%s", kiln_status_message(st));
+    cr_assert_eq(kiln_tensor_shape(out)[3], 2);
+    const float *y = kiln_tensor_data(out);
+    cr_expect_float_eq(y[0], 1.33333325f, 0, "%s: %.9g", on_dev ? "simt-emu" : "cpu", y[0]);
+    cr_expect_float_eq(y[1], 3.0f, 0, "%s: %.9g", on_dev ? "simt-emu" : "cpu", y[1]);
+    kiln_tensor_free(in);
+    kiln_tensor_free(out);
+    kiln_model_free(m);
+    kiln_graph_free(g);
+  }
+  kiln_device_close(dev);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
 }

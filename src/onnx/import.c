@@ -213,6 +213,7 @@ static kiln_graph *import(const void *data, size_t len, const char *dir, bool *m
     if (rt_wsrc_keep_map(x.ws, (void *)data, len, st) < 0) goto fail;
   }
   const Onnx__GraphProto *gp = mp->graph;
+  x.gp = gp;
   if (!(x.g = kiln_graph_new("onnx", st))) goto fail;
   x.ir = x.g->ir;
   if (ox_add_initializers(&x, gp) < 0 || add_inputs(&x, gp) < 0) goto fail;

@@ -90,12 +90,15 @@ int ox_op_CumSum(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   if (!a) return rc;
   int64_t axis;
   if (nin < 2 || !in[1]) return ox_fail(x, KILN_ERR_VERIFY, "CumSum needs its axis input");
+  bool ex = ox_attr_int(n, "exclusive", 0) != 0, rev = ox_attr_int(n, "reverse", 0) != 0;
   if (!known_scalar(in, nin, 1, 0, &axis)) {
+    if (ox_type(a)->rank != 1 && ox_run_time_data(in[1]))
+      return ox_cumsum_data(x, n, a, in[1], ex, rev, out[0]);
     if (ox_type(a)->rank != 1)
-      return ox_unsupported(x, n, "the axis input is not known at import");
+      return ox_unsupported(x, n, "the axis input is neither known at import nor computed "
+                            "from the inputs");
     axis = 0; /* the only axis */
   }
-  bool ex = ox_attr_int(n, "exclusive", 0) != 0, rev = ox_attr_int(n, "reverse", 0) != 0;
   if (!(out[0]->v = ox_op(x, "cumsum", &a, 1, NULL, "{axis = %lld, exclusive = %s, reverse = %s}",
                           (long long)axis, ex ? "true" : "false", rev ? "true" : "false")))
     return FAILED();

@@ -3,8 +3,8 @@
  * from opset 13; before it, the input coerced to 2-D at `axis`),
  * LayerNormalization (any axis, through a 2-D view; Mean and InvStdDev
  * outputs computed when asked), the Reduce* family (axes as attribute or
- * input, keepdims, noop_with_empty_axes), ArgMax / ArgMin and inference
- * Dropout. */
+ * input, keepdims, noop_with_empty_axes; run-time axes in data_axes.c),
+ * ArgMax / ArgMin and Hardmax. Dropout is in ops_random.c. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,15 +158,34 @@ static int reduce(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
   int rank = t->rank;
   int64_t axes[IR_MAX_RANK];
   int na = 0;
+  bool keep = ox_attr_int(n, "keepdims", 1) != 0;
+  const ir_type *at = nin > 1 && in[1] && in[1]->v ? ox_type(in[1]->v) : NULL;
+  int64_t alen = -1;
+  if (x->opset >= axes_input_opset && at && !in[1]->known && !in[1]->init &&
+      ox_run_time_data(in[1]) && !(at->rank == 1 && ir_dim_is_const(at->dims[0], &alen) &&
+                                   alen == 0)) {
+    /* axes from data (an empty list known by its type is the no-axes case) */
+    r = a;
+    if ((kind == R_SQUARE || kind == R_SQRT_SQUARE) && !(r = OP2("mul", r, r))) return FAILED();
+    if (kind == R_ABS && !(r = OP1("abs", r))) return FAILED();
+    if (kind == R_LOG_EXP && !(r = OP1("exp", r))) return FAILED();
+    if ((rc = ox_reduce_data(x, n, r, op, in[1], keep, ox_attr_int(n, "noop_with_empty_axes", 0),
+                             &r)))
+      return rc;
+    if (kind == R_SQRT_SQUARE && !(r = OP1("sqrt", r))) return FAILED();
+    if ((kind == R_LOG || kind == R_LOG_EXP) && !(r = OP1("log", r))) return FAILED();
+    out[0]->v = r;
+    return 0;
+  }
   if (x->opset >= axes_input_opset) {
-    if (nin > 1 && in[1] && (!ox_known_consts(in[1], axes, IR_MAX_RANK, &na)))
+    if (alen == 0) na = 0;
+    else if (nin > 1 && in[1] && (!ox_known_consts(in[1], axes, IR_MAX_RANK, &na)))
       return ox_unsupported(x, n, "axes not known at import");
   } else {
     const int64_t *av = ox_attr_ints(n, "axes", &na);
     if (na > IR_MAX_RANK) return ox_fail(x, KILN_ERR_VERIFY, "%d axes", na);
     for (int i = 0; i < na; i++) axes[i] = av[i];
   }
-  bool keep = ox_attr_int(n, "keepdims", 1) != 0;
   if (na == 0 && ox_attr_int(n, "noop_with_empty_axes", 0)) {
     out[0]->v = a;
     return 0;
@@ -268,25 +287,4 @@ int ox_op_Hardmax(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
     return FAILED();
   out[0]->v = r;
   return 0;
-}
-
-/* Dropout at inference: the input, and a mask of trues when it is asked for. */
-int ox_op_Dropout(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
-  int64_t train = 0;
-  int cnt;
-  if (nin > 2 && in[2] && (!ox_known_consts(in[2], &train, 1, &cnt) || train))
-    return ox_unsupported(x, n, "training mode");
-  if (!in[0]) return ox_fail(x, KILN_ERR_IO, "input 0 is required");
-  if (nout > 1 && *out[1]->name) {
-    BEGIN;
-    kiln_value *a = IN(0), *one;
-    if (!a) return rc;
-    const ir_type *t = ox_type(a);
-    char ty[4096];
-    ox_type_text(ty, sizeof ty, IR_DT_BOOL, t->rank, (const ir_dim *const *)t->dims);
-    if (!(one = ox_scalar(x, IR_DT_BOOL, 1)) ||
-        !(out[1]->v = ox_op(x, "broadcast_to", &one, 1, ty, NULL)))
-      return FAILED();
-  }
-  return ox_alias(x, out[0], in[0]);
 }

@@ -1,5 +1,6 @@
 /* ops_random.c - ONNX RandomUniform, RandomNormal and their *Like forms onto
- * mo.random.uniform / mo.random.normal.
+ * mo.random.uniform / mo.random.normal, and Dropout (training mode draws
+ * its mask with mo.random.uniform).
  *
  * The result type is the `shape` attribute (RandomUniform / RandomNormal)
  * or the input's shape (the *Like forms, whose default dtype is the
@@ -84,4 +85,68 @@ int ox_op_RandomNormalLike(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin
                            int nout) {
   (void)nout;
   return like_input(x, n, in, nin, out, true);
+}
+
+/* Dropout: the input (and a mask of trues) at inference, training_mode
+ * absent or false. In training mode (known at import or run-time data) a
+ * kept element is x / (1 - ratio), a dropped one 0: keep where a
+ * mo.random.uniform draw in [0, 1) of x's shape is >= ratio (ONNX's
+ * reference rule; ratio defaults to 0.5). ONNX leaves the generator to the
+ * runtime, so a mask with 0 < ratio < 1 differs from another runtime's; with
+ * ratio 0 every element is kept and y = x exactly. The seed attribute
+ * seeds kiln's generator (0 without one). */
+int ox_op_Dropout(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
+  int64_t train = 0;
+  int cnt;
+  bool run_time = nin > 2 && in[2] && !ox_known_consts(in[2], &train, 1, &cnt);
+  if (!in[0]) return ox_fail(x, KILN_ERR_IO, "input 0 is required");
+  BEGIN;
+  bool want_mask = nout > 1 && *out[1]->name;
+  kiln_value *a = IN(0), *one, *mask = NULL;
+  if (!a) return rc;
+  const ir_type *t = ox_type(a);
+  char ty[4096];
+  if (!run_time && !train) {
+    if (want_mask) {
+      ox_type_text(ty, sizeof ty, IR_DT_BOOL, t->rank, (const ir_dim *const *)t->dims);
+      if (!(one = ox_scalar(x, IR_DT_BOOL, 1)) ||
+          !(out[1]->v = ox_op(x, "broadcast_to", &one, 1, ty, NULL)))
+        return FAILED();
+    }
+    return ox_alias(x, out[0], in[0]);
+  }
+  if (t->dtype != IR_DT_F32 && t->dtype != IR_DT_F64)
+    return ox_unsupported(x, n, "training mode on %s (kiln draws f32 and f64)",
+                          ir_dtype_name(t->dtype));
+  kiln_value *ratio, *u, *keep, *inv, *scale, *y, *z, *on = NULL;
+  if (nin > 1 && in[1]) {
+    if (!(ratio = IN(1))) return rc;
+    if (ox_type(ratio)->rank != 0 && !(ratio = ox_reshape(x, ratio, 0, NULL))) return FAILED();
+    if (ox_type(ratio)->dtype != t->dtype &&
+        !(ratio = ox_op(x, "cast", &ratio, 1, NULL, "{dtype = %s}", ir_dtype_name(t->dtype))))
+      return FAILED();
+  } else if (!(ratio = ox_scalar(x, t->dtype, 0.5))) {
+    return FAILED();
+  }
+  if (run_time && (!(on = IN(2)) ||
+                   (ox_type(on)->rank != 0 && !(on = ox_reshape(x, on, 0, NULL))) ||
+                   (ox_type(on)->dtype != IR_DT_BOOL &&
+                    !(on = ox_op(x, "cast", &on, 1, NULL, "{dtype = bool}")))))
+    return rc ? rc : FAILED();
+  ox_type_text(ty, sizeof ty, t->dtype, t->rank, (const ir_dim *const *)t->dims);
+  if (!(u = ox_op(x, "random.uniform", NULL, 0, ty, "{high = 1.0, low = 0.0, seed = %lld}",
+                  (long long)ox_attr_int(n, "seed", 0))) ||
+      !(keep = OP2("greater_equal", u, ratio)) || !(one = ox_scalar(x, t->dtype, 1.0)) ||
+      !(inv = OP2("sub", one, ratio)) || !(inv = OP2("div", one, inv)) ||
+      !(z = ox_scalar(x, t->dtype, 0.0)))
+    return FAILED();
+  scale = inv;
+  if (on && (!(mask = OP1("logical_not", on)) || !(keep = OP2("logical_or", keep, mask)) ||
+             !(scale = ox_op(x, "where", (kiln_value *[]){on, inv, one}, 3, NULL, NULL))))
+    return FAILED();
+  if (!(y = OP2("mul", a, scale)) ||
+      !(out[0]->v = ox_op(x, "where", (kiln_value *[]){keep, y, z}, 3, NULL, NULL)))
+    return FAILED();
+  if (want_mask) out[1]->v = keep;
+  return 0;
 }

@@ -7,8 +7,9 @@
  * k gives dim * k and, on the last two axes, 1 / k gives dim floordiv k);
  * or `sizes` is run-time data (a graph input or computed from inputs),
  * which mo.resize_* takes as its sizes operand (ir/shape.h reads it before
- * the graph runs). Scales known only at run time are reported unsupported
- * (the kernels take them as attributes). A scale that does not divide its dim still sets
+ * the graph runs); or `scales` is run-time data, passed to mo.resize_* as a
+ * third operand the kernel reads, with the sizes computed from it in the
+ * graph (every axis is then resized). A scale that does not divide its dim still sets
  * the coordinates (kiln's scale_h / scale_w, which name the last two axes; on another axis such a
  * scale is reported unsupported). An axis of scale 1 is copied. `axes`, antialias,
  * keep_aspect_ratio_policy other than "stretch" and tf_crop_and_resize are reported unsupported.
@@ -125,18 +126,14 @@ static int out_dims(ox *x, const Onnx__NodeProto *n, const ir_type *t, const dou
   return 0;
 }
 
-/* Resize to sizes that are run-time data (ox_run_time_data): the sizes
- * operand of mo.resize_*, each result dim a symbol of its own that kiln
- * reads from the data before the graph runs (ir/shape.h); every axis's
- * scale is then its dims' ratio. */
-static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *a,
-                           const ox_val *sizes_v, bool nearest, bool linear, const char *coord,
-                           const char *round, ox_val *out) {
-  int nun0 = x->nunsup;
-  const ir_type *t = ox_type(a), *st = ox_type(sizes_v->v);
-  int64_t len;
-  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &len) || len != t->rank)
-    return ox_fail(x, KILN_ERR_VERIFY, "sizes must be 1-D with %d entries (the rank)", t->rank);
+/* out = mo.`op` of operands ops[nops] (x, sizes[, scales]) with every
+ * result dim a symbol of its own, bound from the sizes' data before the
+ * graph runs (ir/shape.h). 0, -1 or 1. */
+static int resize_op(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *const *ops,
+                     int nops, bool nearest, bool linear, const char *coord, const char *round,
+                     ox_val *out) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  const ir_type *t = ox_type(ops[0]);
   const ir_dim *dims[IR_MAX_RANK];
   for (int i = 0; i < t->rank; i++)
     if (!(dims[i] = ox_symbol(x, NULL))) return -1;
@@ -144,9 +141,56 @@ static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln
   double scale[2] = {0, 0};
   ox_type_text(ty, sizeof ty, t->dtype, t->rank, dims);
   op_attrs(x, n, !nearest && !linear, coord, nearest ? round : NULL, scale, attrs, sizeof attrs);
-  if (!(out->v = ox_op(x, op, (kiln_value *[]){a, sizes_v->v}, 2, ty, "%s", attrs)))
-    return x->nunsup > nun0 ? 1 : -1;
+  if (!(out->v = ox_op(x, op, ops, nops, ty, "%s", attrs))) return FAILED();
   return 0;
+}
+
+/* Resize to sizes that are run-time data (ox_run_time_data): the sizes
+ * operand of mo.resize_*, each result dim a symbol of its own that kiln
+ * reads from the data before the graph runs (ir/shape.h); every axis's
+ * scale is then its dims' ratio. */
+static int sizes_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *a,
+                           const ox_val *sizes_v, bool nearest, bool linear, const char *coord,
+                           const char *round, ox_val *out) {
+  const ir_type *t = ox_type(a), *st = ox_type(sizes_v->v);
+  int64_t len;
+  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &len) || len != t->rank)
+    return ox_fail(x, KILN_ERR_VERIFY, "sizes must be 1-D with %d entries (the rank)", t->rank);
+  return resize_op(x, n, op, (kiln_value *[]){a, sizes_v->v}, 2, nearest, linear, coord, round,
+                   out);
+}
+
+/* Resize by scales that are run-time data: the sizes floor(dim * scale)
+ * computed in the graph in double (a scale not > 0 gives -1, which kiln
+ * refuses when it reads the sizes before the run) and the scales passed on
+ * as mo.resize_*'s third operand, which the kernel reads for the
+ * coordinates; every axis is then resized (ops.def). */
+static int scales_from_data(ox *x, const Onnx__NodeProto *n, const char *op, kiln_value *a,
+                            const ox_val *scales_v, bool nearest, bool linear, const char *coord,
+                            const char *round, ox_val *out) {
+  int nun0 = x->nunsup; /* for FAILED() */
+  const ir_type *t = ox_type(a), *st = ox_type(scales_v->v);
+  int64_t len, taps = 1;
+  if (st->rank != 1 || !ir_dim_is_const(st->dims[0], &len) || len != t->rank ||
+      (st->dtype != IR_DT_F32 && st->dtype != IR_DT_F64))
+    return ox_fail(x, KILN_ERR_VERIFY, "scales must be 1-D float with %d entries (the rank)",
+                   t->rank);
+  for (int i = 0; i < t->rank; i++) taps *= nearest ? 1 : linear ? 2 : 4;
+  if (taps > 256)
+    return ox_unsupported(x, n, "run-time scales resize every axis: %d axes take %lld taps "
+                          "per element (kiln unrolls up to 256)", t->rank, (long long)taps);
+  kiln_value *sc = scales_v->v, *d, *s64, *sizes, *ok, *m1;
+  if (!(d = ox_op(x, "shape_to_tensor", &a, 1, NULL, NULL)) ||
+      !(d = ox_op(x, "cast", &d, 1, NULL, "{dtype = f64}")) ||
+      !(s64 = ox_op(x, "cast", &sc, 1, NULL, "{dtype = f64}")) ||
+      !(sizes = OP2("mul", d, s64)) || !(sizes = OP1("floor", sizes)) ||
+      !(sizes = ox_op(x, "cast", &sizes, 1, NULL, "{dtype = si64}")) ||
+      !(ok = OP2("greater", s64, ox_scalar(x, IR_DT_F64, 0.0))) ||
+      !(m1 = ox_scalar(x, IR_DT_SI64, -1)) ||
+      !(sizes = ox_op(x, "where", (kiln_value *[]){ok, sizes, m1}, 3, NULL, NULL)))
+    return FAILED();
+  return resize_op(x, n, op, (kiln_value *[]){a, sizes, sc}, 3, nearest, linear, coord, round,
+                   out);
 }
 
 /* out = a resized to the size scales_v or sizes_v (one NULL) says. */
@@ -168,8 +212,12 @@ static int resize(ox *x, const Onnx__NodeProto *n, kiln_value *a, const ox_val *
     if (!ox_known_consts(sizes_v, sz, IR_MAX_RANK, &cnt))
       return ox_unsupported(x, n, "sizes must be known at import or computed from the "
                             "inputs");
+  } else if (scales_v && !scales_of(scales_v, sc, IR_MAX_RANK, &cnt) &&
+             ox_run_time_data(scales_v)) {
+    return scales_from_data(x, n, op, a, scales_v, nearest, linear, coord, round, out);
   } else if (!scales_v || !scales_of(scales_v, sc, IR_MAX_RANK, &cnt)) {
-    return ox_unsupported(x, n, "scales must be known at import (an initializer or Constant)");
+    return ox_unsupported(x, n, "scales are neither known at import nor computed from the "
+                          "inputs");
   }
   if (cnt != t->rank)
     return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for rank %d",

@@ -151,6 +151,8 @@ int ox_op_Split(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   int ns = 0;
   bool given;
   if (nout > 64) return ox_unsupported(x, n, "%d outputs", nout);
+  if (x->opset >= 13 && nin > 1 && ox_run_time_data(in[1]))
+    return ox_split_data(x, n, a, axis, in[1], out, nout);
   int r = int_list(x, n, in, nin, 1, 13, "split", sizes, 64, &ns, &given);
   if (r) return r;
   if (!given || ns == 0) {
@@ -350,8 +352,18 @@ static int squeeze_operands(ox *x, const Onnx__NodeProto *n, ox_val **in, int ni
   return 0;
 }
 
+/* Input 1 (axes, opset 13 on) is run-time data: the op goes to data_axes.c. */
+static bool axes_from_data(ox *x, ox_val **in, int nin) {
+  return x->opset >= 13 && nin > 1 && ox_run_time_data(in[1]);
+}
+
 int ox_op_Squeeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   int nun0 = x->nunsup; /* for FAILED() */
+  if (axes_from_data(x, in, nin)) {
+    int rc = 0;
+    kiln_value *a = IN(0);
+    return a ? ox_squeeze_data(x, n, a, in[1], out[0]) : rc;
+  }
   int64_t axes[IR_MAX_RANK];
   int na, rank;
   bool known;
@@ -388,6 +400,11 @@ int ox_op_Squeeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val 
 int ox_op_Unsqueeze(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                     int nout) {
   int nun0 = x->nunsup; /* for FAILED() */
+  if (axes_from_data(x, in, nin)) {
+    int rc = 0;
+    kiln_value *a = IN(0);
+    return a ? ox_unsqueeze_data(x, n, a, in[1], out[0]) : rc;
+  }
   int64_t axes[IR_MAX_RANK];
   int na, rank;
   bool known;

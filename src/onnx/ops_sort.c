@@ -1,8 +1,9 @@
 /* ops_sort.c - ONNX TopK onto mo.top_k / mo.bottom_k (largest picks which).
  *
- * K is an attribute before opset 10 and an input after; as an input it must
- * be known at import (an initializer or a Constant), since it is the size
- * of the results' axis. kiln always returns the selection sorted, which
+ * K is an attribute before opset 10 and an input after; as an input known
+ * at import it is the size of the results' axis, as run-time data (a graph
+ * input or computed from inputs) data_axes.c sorts the whole axis and
+ * slices K from it. kiln always returns the selection sorted, which
  * sorted = 0 (order unspecified) allows, and puts the lower index first
  * among equal values, as ONNX requires. */
 #include "ox.h"
@@ -13,7 +14,11 @@ int ox_op_TopK(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   if (!a) return rc;
   int64_t k = ox_attr_int(n, "k", -1);
   if (nin >= 2 && in[1]) {
-    int cnt;
+    int cnt, axis;
+    if (!ox_axis(ox_attr_int(n, "axis", -1), ox_type(a)->rank, &axis))
+      return ox_fail(x, KILN_ERR_VERIFY, "axis out of range for rank %d", ox_type(a)->rank);
+    if (!in[1]->known && !in[1]->init && ox_run_time_data(in[1]))
+      return ox_topk_data(x, n, a, axis, ox_attr_int(n, "largest", 1) != 0, in[1], out, nout);
     if (!ox_known_consts(in[1], &k, 1, &cnt) || cnt != 1)
       return ox_unsupported(x, n, "K is not known at import: a graph input, not an "
                                   "initializer or Constant");

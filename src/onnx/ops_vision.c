@@ -17,9 +17,9 @@
  * right] padding; SAME_UPPER / SAME_LOWER need static spatial dims.
  * GlobalAveragePool / GlobalMaxPool are mo.mean / mo.max over each spatial
  * axis (kept with size 1), any layout.
- * Pad's pads (and constant_value, axes) must be known at import
- * (initializers or Constant nodes): kiln's result shapes come from
- * attributes, so pads read from data are reported unsupported. */
+ * Pad's pads and constant_value known at import become mo.pad's
+ * attributes; run-time ones (graph inputs or computed from them) go to
+ * pad_data.c. The axes must be known at import. */
 #include <stdio.h>
 #include <string.h>
 
@@ -64,11 +64,6 @@ int ox_op_Pad(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
     if (np > 2 * IR_MAX_RANK) return ox_fail(x, KILN_ERR_VERIFY, "pads has %d entries", np);
     if (p) memcpy(pads, p, (size_t)np * sizeof *pads);
     value = ox_attr_float(n, "value", 0.0);
-  } else {
-    if (nin < 2 || !in[1] || !ox_known_consts(in[1], pads, 2 * IR_MAX_RANK, &np))
-      return ox_unsupported(x, n, "pads must be known at import (an initializer or Constant)");
-    if (nin > 2 && in[2] && !scalar_of(in[2], &value))
-      return ox_unsupported(x, n, "constant_value must be known at import");
   }
   if (nin > 3 && in[3]) {
     if (!ox_known_consts(in[3], axes, IR_MAX_RANK, &na))
@@ -76,6 +71,29 @@ int ox_op_Pad(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
   } else {
     na = rank;
     for (int i = 0; i < rank; i++) axes[i] = i;
+  }
+  char mbuf[32];
+  const char *mode = ox_attr_string(n, "mode", "constant", mbuf, sizeof mbuf);
+  if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
+    return ox_unsupported(x, n, "Pad mode '%s'", mode);
+  if (x->opset >= 11) {
+    if (nin < 2 || !in[1]) return ox_fail(x, KILN_ERR_VERIFY, "Pad needs its pads input");
+    bool run_time = !ox_known_consts(in[1], pads, 2 * IR_MAX_RANK, &np);
+    ox_val *cval = NULL;
+    if (nin > 2 && in[2] && !scalar_of(in[2], &value)) {
+      if (!ox_run_time_data(in[2]))
+        return ox_unsupported(x, n, "constant_value is neither known at import nor computed "
+                              "from the inputs");
+      cval = in[2];
+      run_time = true;
+    }
+    if (run_time && !ox_run_time_data(in[1]) && !in[1]->known)
+      return ox_unsupported(x, n, "pads are neither known at import nor computed from the "
+                            "inputs");
+    if (run_time && !in[1]->known)
+      return ox_pad_data(x, n, a, in[1], cval, value, axes, na, mode, out[0]);
+    if (run_time)
+      return ox_unsupported(x, n, "a run-time constant_value with pads known at import");
   }
   if (np != 2 * na)
     return ox_fail(x, KILN_ERR_VERIFY, "pads has %d entries for %d axes", np, na);
@@ -86,10 +104,6 @@ int ox_op_Pad(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
     kp[2 * ax] = pads[i];
     kp[2 * ax + 1] = pads[na + i];
   }
-  char mbuf[32];
-  const char *mode = ox_attr_string(n, "mode", "constant", mbuf, sizeof mbuf);
-  if (strcmp(mode, "constant") != 0 && strcmp(mode, "reflect") != 0 && strcmp(mode, "edge") != 0)
-    return ox_unsupported(x, n, "Pad mode '%s'", mode);
   char list[2 * IR_MAX_RANK * 24] = "";
   size_t k = 0;
   for (int i = 0; i < 2 * rank; i++)

@@ -69,6 +69,7 @@ typedef struct ox {
   int nsym;             /* generated symbol names */
   int *counter;         /* a subgraph's: the model graph's nsym (names unique across regions) */
   int depth;            /* subgraph nesting: 0 for the model's graph */
+  const Onnx__GraphProto *gp; /* the graph being imported (its declared types) */
 } ox;
 
 /* ---- values (values.c) ---- */
@@ -108,6 +109,10 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
 #define FAILED() (x->nunsup > nun0 ? 1 : -1)
 #define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
 #define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
+
+/* The rank the model declares for value `name` (a graph output or a
+ * value_info entry of x->gp with a shape), or -1 (values.c). */
+int ox_declared_rank(const ox *x, const char *name);
 
 /* ---- attributes (values.c) ---- */
 const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name);
@@ -364,6 +369,26 @@ kiln_value *ox_iota(ox *x, const ir_dim *len);
 kiln_value *ox_iota_reversed(ox *x, const ir_dim *len); /* len - 1, ..., 0 */
 /* ox_iota(len) shaped [1, ..., len, ..., 1] (len at axis) for a rank-`rank` value. */
 kiln_value *ox_iota_along(ox *x, const ir_dim *len, int axis, int rank);
+
+/* Ops whose axes, sizes or counts are run-time data (data_axes.c; the
+ * data input must satisfy ox_run_time_data). Each returns 0, -1 or 1. */
+int ox_squeeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes, ox_val *out);
+int ox_unsqueeze_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axes,
+                      ox_val *out);
+/* The reduction `op` of a along the axes the data names (*res; keepdims
+ * as keep, noop_with_empty_axes as noop). */
+int ox_reduce_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, const char *op, ox_val *axes,
+                   bool keep, bool noop, kiln_value **res);
+int ox_split_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, ox_val *sizes,
+                  ox_val **out, int nout);
+int ox_cumsum_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *axis_v, bool ex,
+                   bool rev, ox_val *out);
+/* Pad by run-time pads (pad_data.c): cval the run-time constant_value or
+ * NULL (then `value`), axes[na] known. */
+int ox_pad_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *pads, ox_val *cval,
+                double value, const int64_t *axes, int na, const char *mode, ox_val *out);
+int ox_topk_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, int axis, bool largest,
+                 ox_val *k_v, ox_val **out, int nout);
 
 /* A Reduce* node as kiln's reduction `op` along each axis (ops_nn.c); axes
  * are an input from opset axes_input_opset on, an attribute before. */

@@ -209,6 +209,7 @@ int ox_sub_captures(ox_sub *s, const ox_names *names, kiln_value **caps, kiln_va
 int ox_sub_body(ox_sub *s, const Onnx__GraphProto *gp) {
   ox *x = &s->x;
   const Onnx__NodeProto *outer = s->parent->node;
+  x->gp = gp;
   if (ox_add_initializers(x, gp) < 0) return -1;
   for (size_t i = 0; i < gp->n_node; i++)
     if (ox_import_node(x, gp->node[i]) < 0) return -1;

@@ -293,3 +293,24 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
   ox_type_text(ty, sizeof ty, ox_type(a)->dtype, rank, dims);
   return ox_op(x, "reshape", &a, 1, ty, NULL);
 }
+
+/* The rank of a value info's tensor type, or -1 without a shape. */
+static int vi_rank(const Onnx__ValueInfoProto *vi) {
+  const Onnx__TypeProto *tp = vi->type;
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+      !tp->tensor_type->shape || tp->tensor_type->shape->n_dim > IR_MAX_RANK)
+    return -1;
+  return (int)tp->tensor_type->shape->n_dim;
+}
+
+int ox_declared_rank(const ox *x, const char *name) {
+  const Onnx__GraphProto *gp = x->gp;
+  if (!gp || !name || !*name) return -1;
+  for (size_t i = 0; i < gp->n_output; i++)
+    if (gp->output[i]->name && strcmp(gp->output[i]->name, name) == 0)
+      return vi_rank(gp->output[i]);
+  for (size_t i = 0; i < gp->n_value_info; i++)
+    if (gp->value_info[i]->name && strcmp(gp->value_info[i]->name, name) == 0)
+      return vi_rank(gp->value_info[i]);
+  return -1;
+}
