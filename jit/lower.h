@@ -54,6 +54,10 @@ typedef struct jit_fn {
   /* The prebuilt GEMM (template.h): the prefix of the prebuilt
    * entries the engine defines ("kiln_pre_v4_"), NULL when it has none. */
   const char *prebuilt;
+  /* The prebuilt direct conv (template.h): the prefix of its entry
+   * ("kiln_pre_v4_") for the QUICK tier's kernels, NULL when the engine has
+   * none or the kernel is FULL (which inlines the template). */
+  const char *prebuilt_conv;
   /* The half GEMM's generic entries whatever the target has
    * (jit_engine_force_generic_half). */
   bool generic_half;

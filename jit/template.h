@@ -40,6 +40,11 @@ extern const unsigned char kiln_pre_gemm_v4_o[];
 extern const size_t kiln_pre_gemm_v4_o_len;
 extern const unsigned char kiln_pre_gemm_v3_o[];
 extern const size_t kiln_pre_gemm_v3_o_len;
+/* The direct conv template (kernels-templates/conv.c) prebuilt the same
+ * way at v4 (its entry kiln_pre_v4_kiln_conv_f32_v16_pex), loaded with the
+ * v4 GEMM (jit_fn.prebuilt_conv). */
+extern const unsigned char kiln_pre_conv_v4_o[];
+extern const size_t kiln_pre_conv_v4_o_len;
 
 typedef enum jit_template_id {
   JIT_TMPL_GEMM = 0,
