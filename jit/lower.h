@@ -296,6 +296,7 @@ int jit_lower_elementwise(jit_fn *f); /* unary, binary, compare, logical, where,
 int jit_lower_matmul(jit_fn *f);
 int jit_lower_reduce(jit_fn *f);      /* sum mean prod max min argmax argmin */
 int jit_lower_scan(jit_fn *f);        /* cumsum (scan.c) */
+int jit_lower_fft(jit_fn *f);         /* irfft (fft.c) */
 int jit_lower_band_part(jit_fn *f);   /* band_part (band.c) */
 int jit_lower_gather_index(jit_fn *f); /* gather_nd gather_elements (index.c) */
 int jit_lower_scatter(jit_fn *f);      /* scatter*, scatter_nd* (index.c) */

@@ -27,6 +27,8 @@ extern const unsigned char kiln_tmpl_gemm_half_bc[];
 extern const size_t kiln_tmpl_gemm_half_bc_len;
 extern const unsigned char kiln_tmpl_conv_bc[];
 extern const size_t kiln_tmpl_conv_bc_len;
+extern const unsigned char kiln_tmpl_fft_bc[];
+extern const size_t kiln_tmpl_fft_bc_len;
 
 /* Prebuilt GEMM (x86-64 builds, KILN_PREBUILT_GEMM): the template compiled
  * at build time to ELF objects, its entries named kiln_pre_<level>_<entry>:
@@ -51,7 +53,8 @@ typedef enum jit_template_id {
   JIT_TMPL_QMATMUL = 1,
   JIT_TMPL_GEMM_INT8 = 2,
   JIT_TMPL_GEMM_HALF = 3,
-  JIT_TMPL_CONV = 4
+  JIT_TMPL_CONV = 4,
+  JIT_TMPL_FFT = 5
 } jit_template_id;
 
 /* The function `entry` of template t, linked into f->mod; NULL with
