@@ -113,11 +113,6 @@ static LLVMValueRef eptr(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef
   return LLVMBuildInBoundsGEP2(f->b, jit_mem_type(f, dt), base, &idx, 1, "");
 }
 
-static LLVMValueRef libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty) {
-  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
-  return fn ? fn : LLVMAddFunction(f->mod, name, ty);
-}
-
 /* i = o * stride - pad + t * dil, and whether it is in [0, n). */
 static LLVMValueRef tap(jit_fn *f, LLVMValueRef o, LLVMValueRef t, int64_t st, int64_t pad,
                         int64_t dil, LLVMValueRef n, LLVMValueRef *in) {
@@ -175,8 +170,8 @@ static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, L
   /* 64 spare bytes: never a malloc(0), whose NULL would read as a failure */
   LLVMValueRef bytes = jit_add(f, jit_mul(f, jit_add(f, elems, wel), es), jit_i64(f, 64));
   LLVMTypeRef malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
-  LLVMValueRef buf =
-      LLVMBuildCall2(f->b, malloc_ty, libc_fn(f, "malloc", malloc_ty), &bytes, 1, "conv.buf");
+  LLVMValueRef malloc_fn = jit_libc_fn(f, "malloc", malloc_ty);
+  LLVMValueRef buf = LLVMBuildCall2(f->b, malloc_ty, malloc_fn, &bytes, 1, "conv.buf");
   jit_fail_if(f, LLVMBuildIsNull(f->b, buf, ""), JIT_KERR_NOMEM);
   *work = eptr(f, q->dt, buf, elems);
   return buf;
@@ -184,7 +179,7 @@ static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, L
 
 static void release(jit_fn *f, LLVMValueRef buf) {
   LLVMTypeRef ty = LLVMFunctionType(f->t_void, &f->t_ptr, 1, 0);
-  LLVMBuildCall2(f->b, ty, libc_fn(f, "free", ty), &buf, 1, "");
+  LLVMBuildCall2(f->b, ty, jit_libc_fn(f, "free", ty), &buf, 1, "");
 }
 
 /* The direct kernel (kernels-templates/conv.c) over the pixels [lo, hi):

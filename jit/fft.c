@@ -50,11 +50,6 @@ static int fft_setup(jit_fn *f, fftp *q) {
   return f->failed ? -1 : 0;
 }
 
-static LLVMValueRef libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty) {
-  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
-  return fn ? fn : LLVMAddFunction(f->mod, name, ty);
-}
-
 int jit_lower_fft(jit_fn *f) {
   fftp q;
   if (fft_setup(f, &q) != 0) return -1;
@@ -66,14 +61,14 @@ int jit_lower_fft(jit_fn *f) {
   /* 4 n doubles, and 64 spare bytes: never a malloc(0) */
   LLVMValueRef bytes = jit_add(f, jit_mul(f, q.n, jit_i64(f, 32)), jit_i64(f, 64));
   LLVMTypeRef malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
-  LLVMValueRef work =
-      LLVMBuildCall2(f->b, malloc_ty, libc_fn(f, "malloc", malloc_ty), &bytes, 1, "fft.work");
+  LLVMValueRef malloc_fn = jit_libc_fn(f, "malloc", malloc_ty);
+  LLVMValueRef work = LLVMBuildCall2(f->b, malloc_ty, malloc_fn, &bytes, 1, "fft.work");
   jit_fail_if(f, LLVMBuildIsNull(f->b, work, ""), JIT_KERR_NOMEM);
   LLVMValueRef args[10] = {lo,  hi, q.inner, q.m, q.n, jit_i64(f, q.cplx), jit_i64(f, q.norm),
                            jit_in(f, 0), jit_out(f, 0), work};
   LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 10, "");
   LLVMTypeRef free_ty = LLVMFunctionType(f->t_void, &f->t_ptr, 1, 0);
-  LLVMBuildCall2(f->b, free_ty, libc_fn(f, "free", free_ty), &work, 1, "");
+  LLVMBuildCall2(f->b, free_ty, jit_libc_fn(f, "free", free_ty), &work, 1, "");
   return f->failed ? -1 : 0;
 }
 

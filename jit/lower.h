@@ -159,6 +159,10 @@ static inline LLVMValueRef jit_sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LL
  * promotes it to SSA), for accumulators carried across loops. */
 LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name);
 
+/* The declaration in f->mod of the C library's function `name` of type ty
+ * (malloc, free: kernels that need a workspace), added on first use. */
+LLVMValueRef jit_libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty);
+
 /* If cond (i1) is true, return `code` from the kernel. */
 void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code);
 
