@@ -1525,6 +1525,7 @@ static int infer_class(ctx *c, ir_type *res) {
   case IR_CLS_DEQUANTIZE:
   case IR_CLS_QMATMUL: return ir_infer_quant(c, res);
   case IR_CLS_BUFFER: return ir_infer_buffer(c, res);
+  case IR_CLS_FFT: return ir_infer_fft(c, res);
   case IR_CLS_COUNT: break;
   }
   return fail(c, "mo.%s has no shape rule", c->op);

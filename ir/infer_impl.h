@@ -74,6 +74,8 @@ int ir_infer_quant(ir_infer_ctx *c, ir_type *r);
 int ir_infer_matmul_shape(ir_infer_ctx *c, ir_type *r);
 /* mo.matmul.integer (infer_matmul_integer.c). */
 int ir_infer_matmul_integer(ir_infer_ctx *c, ir_type *r);
+/* mo.irfft (infer_fft.c). */
+int ir_infer_fft(ir_infer_ctx *c, ir_type *r);
 /* mo.if, mo.while, mo.call (control.c): regions and declared results. */
 int ir_infer_control(ir_infer_ctx *c, ir_type *r);
 

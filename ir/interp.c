@@ -984,6 +984,13 @@ static int run_sort(run *r, const ir_node *n) {
   return 0;
 }
 
+static int run_fft(run *r, const ir_node *n) {
+  char detail[400] = "";
+  if (ir_ref_fft(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
+    return op_fail(r, n, "%s", detail);
+  return 0;
+}
+
 static int run_band_part(run *r, const ir_node *n) {
   char detail[400] = "";
   if (ir_ref_band_part(n, IN(r, n, 0), OUT(r, n, 0), detail, sizeof detail) != 0)
@@ -1192,6 +1199,7 @@ static const run_fn run_class[] = {
     [IR_CLS_BUFFER] = run_buffer,
     [IR_CLS_CONTROL] = NULL, /* ir_interp_run hands such graphs to ir_interp_flow */
     [IR_CLS_MATMUL_INTEGER] = run_matmul,
+    [IR_CLS_FFT] = run_fft,
 };
 _Static_assert(sizeof run_class / sizeof run_class[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a routine in ir/interp.c");

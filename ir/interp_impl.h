@@ -55,6 +55,11 @@ int ir_ref_qmatmul(const ir_node *n, const ir_tensor *a, const ir_tensor *w, ir_
 int ir_ref_scan(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
 int ir_ref_band_part(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg,
                      size_t msglen);
+/* The Fourier class (interp_fft.c): mo.irfft. */
+int ir_ref_fft(const ir_node *n, const ir_tensor *x, ir_tensor *y, char *msg, size_t msglen);
+/* The divisor of an irfft normalization ("backward": n, "ortho": sqrt(n),
+ * "forward": 1). */
+double ir_ref_fft_scale(const char *norm, int64_t n);
 /* The sorting class (interp_sort.c): vals is NULL for argsort, idx si64. */
 int ir_ref_sort(const ir_node *n, const ir_tensor *x, ir_tensor *vals, ir_tensor *idx, char *msg,
                 size_t msglen);

@@ -25,7 +25,12 @@
  * not taken: it changes the rounding and helps only 3x3 stride 1. AVX2
  * hosts keep im2col + the GEMM, measured near oneDNN's speed there. The
  * plain 1x1 keeps the GEMM (through the direct kernel it measured slower:
- * 56x56 64 -> 256 0.97x -> 0.86x oneDNN).
+ * 56x56 64 -> 256 0.97x -> 0.86x oneDNN). At the quick tier (jit.h) the
+ * kernel calls the direct kernel prebuilt at x86-64-v4 (template.h) with
+ * its geometry as run-time arguments: a 3x3 conv kernel then compiles in
+ * ~40 ms instead of ~0.7 s, for 2-8% of speed on ResNet-50's 3x3 layers
+ * at batch 1 (same sums, same bits), which the tier-up's full rebuild,
+ * the template inlined with its sizes folded, wins back.
  * Prepacked filter (kiln.packed_b = NR, set by the runtime, src/prepack.c,
  * on a one-group conv whose filter is a weight or a constant): the filter
  * buffer holds the [R * S * C, F] matrix already in the template's panel
@@ -108,11 +113,6 @@ static LLVMValueRef eptr(jit_fn *f, ir_dtype dt, LLVMValueRef base, LLVMValueRef
   return LLVMBuildInBoundsGEP2(f->b, jit_mem_type(f, dt), base, &idx, 1, "");
 }
 
-static LLVMValueRef libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty) {
-  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
-  return fn ? fn : LLVMAddFunction(f->mod, name, ty);
-}
-
 /* i = o * stride - pad + t * dil, and whether it is in [0, n). */
 static LLVMValueRef tap(jit_fn *f, LLVMValueRef o, LLVMValueRef t, int64_t st, int64_t pad,
                         int64_t dil, LLVMValueRef n, LLVMValueRef *in) {
@@ -170,8 +170,8 @@ static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, L
   /* 64 spare bytes: never a malloc(0), whose NULL would read as a failure */
   LLVMValueRef bytes = jit_add(f, jit_mul(f, jit_add(f, elems, wel), es), jit_i64(f, 64));
   LLVMTypeRef malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
-  LLVMValueRef buf =
-      LLVMBuildCall2(f->b, malloc_ty, libc_fn(f, "malloc", malloc_ty), &bytes, 1, "conv.buf");
+  LLVMValueRef malloc_fn = jit_libc_fn(f, "malloc", malloc_ty);
+  LLVMValueRef buf = LLVMBuildCall2(f->b, malloc_ty, malloc_fn, &bytes, 1, "conv.buf");
   jit_fail_if(f, LLVMBuildIsNull(f->b, buf, ""), JIT_KERR_NOMEM);
   *work = eptr(f, q->dt, buf, elems);
   return buf;
@@ -179,13 +179,19 @@ static LLVMValueRef workspace(jit_fn *f, const convp *q, LLVMValueRef work_fn, L
 
 static void release(jit_fn *f, LLVMValueRef buf) {
   LLVMTypeRef ty = LLVMFunctionType(f->t_void, &f->t_ptr, 1, 0);
-  LLVMBuildCall2(f->b, ty, libc_fn(f, "free", ty), &buf, 1, "");
+  LLVMBuildCall2(f->b, ty, jit_libc_fn(f, "free", ty), &buf, 1, "");
 }
 
 /* The direct kernel (kernels-templates/conv.c) over the pixels [lo, hi):
  * the taps read from x in place, the bias added in the kernel. */
 static int lower_direct(jit_fn *f, const convp *q, LLVMValueRef lo, LLVMValueRef hi) {
-  LLVMValueRef fn = jit_template_function(f, JIT_TMPL_CONV, "kiln_conv_f32_v16_pex");
+  /* the quick tier calls the engine's prebuilt entry, the same code
+   * compiled once at v4 (template.h): the kernel compiles in milliseconds,
+   * not ~0.5 s, and runs 2-8% slower than the template inlined with its
+   * sizes folded, which the full tier (the tier-up's rebuild) does */
+  const char *entry = "kiln_conv_f32_v16_pex", *pre = f->prebuilt_conv;
+  LLVMValueRef fn = pre ? jit_template_extern(f, JIT_TMPL_CONV, entry, pre)
+                        : jit_template_function(f, JIT_TMPL_CONV, entry);
   if (!fn) return -1;
   const jit_win *w = &q->w;
   LLVMValueRef bias = q->bias ? jit_in(f, 2) : LLVMConstPointerNull(f->t_ptr);

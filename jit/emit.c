@@ -510,6 +510,11 @@ LLVMValueRef jit_libm(jit_fn *f, const char *name, LLVMTypeRef t, LLVMValueRef *
   return LLVMBuildCall2(f->b, fty, fn, args, (unsigned)nargs, "");
 }
 
+LLVMValueRef jit_libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty) {
+  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
+  return fn ? fn : LLVMAddFunction(f->mod, name, ty);
+}
+
 LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name) {
   LLVMBasicBlockRef entry = LLVMGetEntryBasicBlock(f->fn);
   LLVMBuilderRef tmp = LLVMCreateBuilderInContext(f->ctx);

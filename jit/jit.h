@@ -124,10 +124,11 @@ const char *jit_engine_options_tier(const jit_engine *e, jit_tier tier);
  * GEMM sizes are symbolic call it, so their objects load only into an
  * engine that has it: jit_engine_options says "prebuilt-gemm=v4" then. */
 const char *jit_engine_prebuilt(const jit_engine *e);
-/* The prebuilt GEMM's object as loaded (embedded bytes, valid while the
- * program runs), for naming its functions to profilers: 0 with *obj and
- * *len set, -1 when the engine loaded none. */
-int jit_engine_prebuilt_object(const jit_engine *e, const void **obj, size_t *len);
+/* The prebuilt objects as loaded (embedded bytes, valid while the program
+ * runs), for naming their functions to profilers: i = 0 the GEMM's, 1 the
+ * direct conv's (v4 only). 0 with *obj and *len set, -1 when the engine
+ * loaded no object i. */
+int jit_engine_prebuilt_object(const jit_engine *e, int i, const void **obj, size_t *len);
 /* The address of a symbol the engine has loaded (a kernel's or the prebuilt
  * GEMM's), or 0. Drives the LLJIT: the caller holds the context's JIT lock. */
 uint64_t jit_engine_lookup(jit_engine *e, const char *name);

@@ -87,6 +87,7 @@ static const jit_lower_fn host_lowering[] = {
     [IR_CLS_BUFFER] = lower_buffer,
     [IR_CLS_CONTROL] = lower_control,
     [IR_CLS_MATMUL_INTEGER] = jit_lower_matmul_integer,
+    [IR_CLS_FFT] = jit_lower_fft,
 };
 _Static_assert(sizeof host_lowering / sizeof host_lowering[0] == IR_CLS_COUNT,
                "every op class of ir/ops.def needs a host lowering in jit/lower.c");

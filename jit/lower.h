@@ -54,6 +54,10 @@ typedef struct jit_fn {
   /* The prebuilt GEMM (template.h): the prefix of the prebuilt
    * entries the engine defines ("kiln_pre_v4_"), NULL when it has none. */
   const char *prebuilt;
+  /* The prebuilt direct conv (template.h): the prefix of its entry
+   * ("kiln_pre_v4_") for the QUICK tier's kernels, NULL when the engine has
+   * none or the kernel is FULL (which inlines the template). */
+  const char *prebuilt_conv;
   /* The half GEMM's generic entries whatever the target has
    * (jit_engine_force_generic_half). */
   bool generic_half;
@@ -154,6 +158,10 @@ static inline LLVMValueRef jit_sel(jit_fn *f, LLVMValueRef c, LLVMValueRef a, LL
 /* A stack slot of type t at the top of the function's entry block (so O3
  * promotes it to SSA), for accumulators carried across loops. */
 LLVMValueRef jit_alloca(jit_fn *f, LLVMTypeRef t, const char *name);
+
+/* The declaration in f->mod of the C library's function `name` of type ty
+ * (malloc, free: kernels that need a workspace), added on first use. */
+LLVMValueRef jit_libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty);
 
 /* If cond (i1) is true, return `code` from the kernel. */
 void jit_fail_if(jit_fn *f, LLVMValueRef cond, int code);
@@ -309,6 +317,7 @@ int jit_lower_elementwise(jit_fn *f); /* unary, binary, compare, logical, where,
 int jit_lower_matmul(jit_fn *f);
 int jit_lower_reduce(jit_fn *f);      /* sum mean prod max min argmax argmin */
 int jit_lower_scan(jit_fn *f);        /* cumsum (scan.c) */
+int jit_lower_fft(jit_fn *f);         /* irfft (fft.c) */
 int jit_lower_band_part(jit_fn *f);   /* band_part (band.c) */
 int jit_lower_gather_index(jit_fn *f); /* gather_nd gather_elements (index.c) */
 int jit_lower_scatter(jit_fn *f);      /* scatter*, scatter_nd* (index.c) */

@@ -288,10 +288,8 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
     LLVMValueRef wbytes = jit_mul(f, welems, jit_i64(f, (int64_t)ir_dtype_size(dt)));
     malloc_ty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
     free_ty = LLVMFunctionType(f->t_void, &f->t_ptr, 1, 0);
-    LLVMValueRef malloc_fn = LLVMGetNamedFunction(f->mod, "malloc");
-    if (!malloc_fn) malloc_fn = LLVMAddFunction(f->mod, "malloc", malloc_ty);
-    free_fn = LLVMGetNamedFunction(f->mod, "free");
-    if (!free_fn) free_fn = LLVMAddFunction(f->mod, "free", free_ty);
+    LLVMValueRef malloc_fn = jit_libc_fn(f, "malloc", malloc_ty);
+    free_fn = jit_libc_fn(f, "free", free_ty);
     LLVMBasicBlockRef from = LLVMGetInsertBlock(f->b);
     LLVMBasicBlockRef alloc_bb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "gemm.alloc");
     LLVMBasicBlockRef join_bb = LLVMAppendBasicBlockInContext(f->ctx, f->fn, "gemm.work");

@@ -232,6 +232,8 @@ int jit_simt_lower_pad(jit_simt_fn *sf);
 int jit_simt_lower_pool(jit_simt_fn *sf);
 int jit_simt_lower_resize(jit_simt_fn *sf);
 int jit_simt_lower_conv(jit_simt_fn *sf);
+/* Elements (fft.c): mo.irfft, one result element per thread. */
+int jit_simt_lower_fft(jit_simt_fn *sf);
 int jit_simt_lower_conv_t(jit_simt_fn *sf); /* conv_t.c: a gather per thread */
 int jit_simt_lower_conv3d(jit_simt_fn *sf); /* conv3d.c: a dot product per thread */
 /* Elements (simt_quant.c): mo.dequantize, a value decoded from its block per

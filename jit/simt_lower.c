@@ -565,7 +565,8 @@ static int lower_custom(jit_simt_fn *sf) {
   X(QMATMUL, L_ELEMENTS, jit_simt_lower_qmatmul) \
   X(BUFFER, L_NONE, NULL) \
   X(CONTROL, L_NONE, NULL) \
-  X(MATMUL_INTEGER, L_ELEMENTS, jit_simt_lower_matmul_integer)
+  X(MATMUL_INTEGER, L_ELEMENTS, jit_simt_lower_matmul_integer) \
+  X(FFT, L_ELEMENTS, jit_simt_lower_fft)
 
 typedef struct simt_rule {
   launch_shape shape;

@@ -203,11 +203,6 @@ static void sort_line(jit_fn *f, const sort_kind *s, line *L, LLVMValueRef R, LL
   jit_loop_end(f, &l2);
 }
 
-static LLVMValueRef libc_fn(jit_fn *f, const char *name, LLVMTypeRef ty) {
-  LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
-  return fn ? fn : LLVMAddFunction(f->mod, name, ty);
-}
-
 static LLVMValueRef min64(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, a, b, ""), a, b, "");
 }
@@ -309,7 +304,7 @@ int jit_lower_sort(jit_fn *f) {
   if (s.arg) {
     LLVMTypeRef mty = LLVMFunctionType(f->t_ptr, &f->t_i64, 1, 0);
     LLVMValueRef bytes = jit_add(f, jit_mul(f, R, jit_i64(f, 16)), jit_i64(f, 64));
-    buf = LLVMBuildCall2(f->b, mty, libc_fn(f, "malloc", mty), &bytes, 1, "sort.buf");
+    buf = LLVMBuildCall2(f->b, mty, jit_libc_fn(f, "malloc", mty), &bytes, 1, "sort.buf");
     jit_fail_if(f, LLVMBuildIsNull(f->b, buf, ""), JIT_KERR_NOMEM);
   }
   jit_loop l;
@@ -318,7 +313,7 @@ int jit_lower_sort(jit_fn *f) {
   jit_loop_end_rolled(f, &l);
   if (s.arg) {
     LLVMTypeRef fty = LLVMFunctionType(f->t_void, &f->t_ptr, 1, 0);
-    LLVMBuildCall2(f->b, fty, libc_fn(f, "free", fty), &buf, 1, "");
+    LLVMBuildCall2(f->b, fty, jit_libc_fn(f, "free", fty), &buf, 1, "");
   }
   return f->failed ? -1 : 0;
 }

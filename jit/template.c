@@ -37,6 +37,7 @@ static const tmpl_desc TEMPLATES[] = {
     [JIT_TMPL_GEMM_INT8] = {"gemm_int8", kiln_tmpl_gemm_int8_bc, &kiln_tmpl_gemm_int8_bc_len},
     [JIT_TMPL_GEMM_HALF] = {"gemm_half", kiln_tmpl_gemm_half_bc, &kiln_tmpl_gemm_half_bc_len},
     [JIT_TMPL_CONV] = {"conv", kiln_tmpl_conv_bc, &kiln_tmpl_conv_bc_len},
+    [JIT_TMPL_FFT] = {"fft", kiln_tmpl_fft_bc, &kiln_tmpl_fft_bc_len},
 };
 
 /* A malloc'd copy of fn's string attribute `key`, or NULL when absent. */

@@ -27,6 +27,8 @@ extern const unsigned char kiln_tmpl_gemm_half_bc[];
 extern const size_t kiln_tmpl_gemm_half_bc_len;
 extern const unsigned char kiln_tmpl_conv_bc[];
 extern const size_t kiln_tmpl_conv_bc_len;
+extern const unsigned char kiln_tmpl_fft_bc[];
+extern const size_t kiln_tmpl_fft_bc_len;
 
 /* Prebuilt GEMM (x86-64 builds, KILN_PREBUILT_GEMM): the template compiled
  * at build time to ELF objects, its entries named kiln_pre_<level>_<entry>:
@@ -40,13 +42,19 @@ extern const unsigned char kiln_pre_gemm_v4_o[];
 extern const size_t kiln_pre_gemm_v4_o_len;
 extern const unsigned char kiln_pre_gemm_v3_o[];
 extern const size_t kiln_pre_gemm_v3_o_len;
+/* The direct conv template (kernels-templates/conv.c) prebuilt the same
+ * way at v4 (its entry kiln_pre_v4_kiln_conv_f32_v16_pex), loaded with the
+ * v4 GEMM (jit_fn.prebuilt_conv). */
+extern const unsigned char kiln_pre_conv_v4_o[];
+extern const size_t kiln_pre_conv_v4_o_len;
 
 typedef enum jit_template_id {
   JIT_TMPL_GEMM = 0,
   JIT_TMPL_QMATMUL = 1,
   JIT_TMPL_GEMM_INT8 = 2,
   JIT_TMPL_GEMM_HALF = 3,
-  JIT_TMPL_CONV = 4
+  JIT_TMPL_CONV = 4,
+  JIT_TMPL_FFT = 5
 } jit_template_id;
 
 /* The function `entry` of template t, linked into f->mod; NULL with

@@ -39,8 +39,23 @@
  * Assumes: F, R, S >= 1 (C = 0 writes the bias, or zeros); p0 <= p1 <=
  * N * Ho * Wo; X holds [N, H, W, C], Y [N, Ho, Wo, F], disjoint from X and
  * Bp. Freestanding: no libc, no mutable static state (kernels run on
- * several threads at once); the zero row is a read-only constant. */
+ * several threads at once); the zero row is a read-only constant.
+ *
+ * Prebuilt: the build also compiles this file at x86-64-v4 with
+ * -DKILN_CONV_PREBUILT=kiln_pre_v4_ to an object libkiln embeds
+ * (jit/template.h); the JIT loads it with the prebuilt GEMM, and a conv
+ * kernel built at the quick tier calls its entry (named with the prefix)
+ * with the geometry as run-time arguments instead of compiling this file
+ * again (jit/conv.c); the full tier still inlines it, sizes folded. */
 #include <stdint.h>
+
+#ifdef KILN_CONV_PREBUILT
+#define CONV_ENTRY CONV_ENTRY_(KILN_CONV_PREBUILT, kiln_conv_f32_v16_pex)
+#define CONV_ENTRY_(prefix, name) CONV_ENTRY__(prefix, name)
+#define CONV_ENTRY__(prefix, name) prefix##name
+#else
+#define CONV_ENTRY kiln_conv_f32_v16_pex
+#endif
 
 typedef float v16f __attribute__((ext_vector_type(16)));
 
@@ -158,14 +173,14 @@ static inline __attribute__((always_inline)) void conv_tile(
   conv_store(R_, acc, Y + t * g->F, g->F, mr, nr, first);
 }
 
-void kiln_conv_f32_v16_pex(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t C, int64_t Ho,
-                           int64_t Wo, int64_t F, int64_t R, int64_t S, int64_t sh, int64_t sw,
-                           int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float *X,
-                           const float *Bp, const float *bias, float *Y);
-void kiln_conv_f32_v16_pex(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t C, int64_t Ho,
-                           int64_t Wo, int64_t F, int64_t R, int64_t S, int64_t sh, int64_t sw,
-                           int64_t ph, int64_t pw, int64_t dh, int64_t dw, const float *X,
-                           const float *Bp, const float *bias, float *Y) {
+void CONV_ENTRY(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t C, int64_t Ho, int64_t Wo,
+                int64_t F, int64_t R, int64_t S, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                int64_t dh, int64_t dw, const float *X, const float *Bp, const float *bias,
+                float *Y);
+void CONV_ENTRY(int64_t p0, int64_t p1, int64_t H, int64_t W, int64_t C, int64_t Ho, int64_t Wo,
+                int64_t F, int64_t R, int64_t S, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                int64_t dh, int64_t dw, const float *X, const float *Bp, const float *bias,
+                float *Y) {
   if (p1 <= p0) return; /* an empty part (fewer pixels than parts, or batch 0) */
   if (C <= 0) { /* no channels: every sum is empty */
     COLD for (int64_t p = p0; p < p1; p++)

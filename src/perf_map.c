@@ -139,6 +139,7 @@ int rt_perf_map_add(uintptr_t addr, size_t size, const char *label, const char *
 typedef struct prebuilt_names {
   jit_engine *e;
   int rc;
+  const char *what; /* the object's label in the map */
 } prebuilt_names;
 
 /* Under the JIT lock: one line per prebuilt function (the lookups only
@@ -146,16 +147,20 @@ typedef struct prebuilt_names {
 static void name_prebuilt(void *ud, const char *name, size_t size) {
   prebuilt_names *p = ud;
   uint64_t addr = jit_engine_lookup(p->e, name);
-  if (addr && rt_perf_map_add((uintptr_t)addr, size, "prebuilt GEMM", name) != 0) p->rc = -1;
+  if (addr && rt_perf_map_add((uintptr_t)addr, size, p->what, name) != 0) p->rc = -1;
 }
 
 int rt_perf_map_prebuilt(jit_engine *e, pthread_mutex_t *jit_lock) {
-  const void *obj;
-  size_t len;
-  if (jit_engine_prebuilt_object(e, &obj, &len) != 0) return 0;
-  prebuilt_names p = {e, 0};
-  pthread_mutex_lock(jit_lock);
-  rt_elf_each_function(obj, len, name_prebuilt, &p);
-  pthread_mutex_unlock(jit_lock);
+  static const char *const WHAT[] = {"prebuilt GEMM", "prebuilt conv"};
+  prebuilt_names p = {e, 0, NULL};
+  for (int i = 0; i < 2; i++) {
+    const void *obj;
+    size_t len;
+    if (jit_engine_prebuilt_object(e, i, &obj, &len) != 0) continue;
+    p.what = WHAT[i];
+    pthread_mutex_lock(jit_lock);
+    rt_elf_each_function(obj, len, name_prebuilt, &p);
+    pthread_mutex_unlock(jit_lock);
+  }
   return p.rc;
 }

@@ -32,7 +32,7 @@ void rt_elf_each_function(const void *obj, size_t len,
 /* Append "addr size kiln <label> <fn_name>" to /tmp/perf-PID.map (size 0:
  * nothing is written). 0, or -1 when the file cannot be written (errno). */
 int rt_perf_map_add(uintptr_t addr, size_t size, const char *label, const char *fn_name);
-/* Name the prebuilt GEMM's functions e loaded (jit.h) in the map; takes
+/* Name the functions of the prebuilt objects e loaded (GEMM, conv; jit.h) in the map; takes
  * jit_lock for the lookups. Nothing when e has none. 0, or -1 (errno) when
  * the map cannot be written. */
 struct jit_engine;

@@ -25,7 +25,8 @@ int rt_tier_up_start(kiln_model *m, kiln_status *st);
  * kernel and swap it in: 0, or -1 when the build failed (the quick kernel
  * keeps serving). The order puts first the kernels the quick tier slows
  * most: norms, softmax and other non-GEMM kernels, then GEMMs with a fused
- * epilogue, then plain GEMMs (whose work is the prebuilt GEMM either way). */
+ * epilogue, then plain GEMMs and conv2d (whose work is prebuilt code either
+ * way: the GEMM, or the direct conv at 2-8% below its inlined form). */
 int rt_tier_up_node(kiln_model *m, int k);
 
 /* Release the FULL kernels built (the host backend's free, after the job

@@ -13,7 +13,8 @@
  * value (a count set from data, used by a gather_nd and a sum), tile,
  * band_part, max / avg_pool2d (3x3, padded to the same shape, through a
  * rank-4 reshape), floor / ceil / trunc / round (of exact values) and atan,
- * top_k / bottom_k (k = 1, exact values), prod (of a tanh), and compares /
+ * top_k / bottom_k (k = 1, exact values), prod (of a tanh), irfft (n of 1,
+ * 4, 5 or 8 along any axis, every normalization), and compares /
  * where / argmax on values derived from the inputs by exact ops only (a
  * compare of two computed floats would flip on a last-bit difference).
  * Values no op consumed, and a few others, are the outputs. Each graph
@@ -169,8 +170,9 @@ static void step(fuzz *z) {
   int r = a->rank;
   for (int i = 0; i < r; i++) dimcpy(dims[i], a->dims[i]);
   z->cur_int = a->isint;
-  uint32_t what = rnd(z, 27);
-  if (z->cur_int && (what == 5 || what == 7 || what == 8 || what == 24 || what == 26)) {
+  uint32_t what = rnd(z, 28);
+  if (z->cur_int &&
+      (what == 5 || what == 7 || what == 8 || what == 24 || what == 26 || what == 27)) {
     /* float-only ops */
     to_float(z, a, r, dims);
     return;
@@ -487,6 +489,19 @@ static void step(fuzz *z) {
     snprintf(attrs, sizeof attrs, "{axis = %d}", ax);
     snprintf(dims[ax], DIM, "1");
     op1(z, "prod", attrs, t, r, dims, false);
+    break;
+  }
+  case 27: { /* irfft along one axis to 1, 4, 5 or 8 values (a power of two or not) */
+    static const char *const lens[] = {"1", "4", "5", "8"};
+    static const char *const norms[] = {"backward", "ortho", "forward"};
+    if (r == 0) break;
+    int ax = (int)rnd(z, (uint32_t)r);
+    const char *len = lens[rnd(z, 4)];
+    char attrs[96];
+    snprintf(attrs, sizeof attrs, "{n = %s, axis = %d, normalization = \"%s\"}", len,
+             rnd(z, 2) ? ax : ax - r, norms[rnd(z, 3)]);
+    snprintf(dims[ax], DIM, "%s", len);
+    op1(z, "irfft", attrs, a, r, dims, false);
     break;
   }
   }

@@ -431,7 +431,7 @@ Test(observe, perf_map_names_each_loaded_kernel_at_its_address) {
   cr_assert(f, "KILN_PERF=1 writes %s", path);
   char line[1024];
   int found = 0;
-  bool epilogue = false, prebuilt = false;
+  bool epilogue = false, prebuilt = false, prebuilt_conv = false;
   while (fgets(line, sizeof line, f)) {
     unsigned long addr = 0, size = 0;
     char name[900] = "";
@@ -446,11 +446,15 @@ Test(observe, perf_map_names_each_loaded_kernel_at_its_address) {
     if (strstr(name, "mo.matmul+mo.relu")) cr_assert(strstr(name, "512] f32"), "%s", name);
     if (strstr(name, ".epi")) epilogue = true;
     if (strstr(name, "prebuilt GEMM")) prebuilt = true;
+    if (strstr(name, "prebuilt conv kiln_pre_v4_kiln_conv_f32_v16_pex")) prebuilt_conv = true;
   }
   fclose(f);
   cr_assert_eq(found, 2, "both kernels named at their entry");
   cr_assert(epilogue, "the fused GEMM's epilogue function is named too");
   cr_assert_eq(prebuilt, jit_engine_prebuilt(ctx->jit) != NULL, "the prebuilt GEMM's functions");
+  /* the direct conv's entry, where the engine loaded it (x86-64-v4 hosts) */
+  cr_assert_eq(prebuilt_conv, strstr(jit_engine_options(ctx->jit), "prebuilt-conv=v4") != NULL,
+               "the prebuilt conv's entry (options: %s)", jit_engine_options(ctx->jit));
   kiln_model_free(m);
   kiln_graph_free(g);
   kiln_context_free(ctx);

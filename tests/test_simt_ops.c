@@ -394,6 +394,28 @@ Test(simt_ops, prod_and_cumsum) {
   check(text, n1, false);
 }
 
+/* mo.irfft, one thread per result element: a symbolic number of lines, odd
+ * and power-of-two n, padded and truncated, complex input, every
+ * normalization, along the last and a leading axis */
+Test(simt_ops, irfft) {
+  const char *text =
+      "mo.graph @g<n>(%x: " T("n, 9", "f32") ", %c: " T("5, n, 2", "f64") ") -> ("
+      T("n, 16", "f32") ", " T("n, 7", "f32") ", " T("8, n", "f64") ", " T("5, 3", "f64") ") {\n"
+      "  %0 = mo.irfft(%x) {n = 16} : (" T("n, 9", "f32") ") -> " T("n, 16", "f32") "\n"
+      "  %1 = mo.irfft(%x) {n = 7, normalization = \"ortho\"} : (" T("n, 9", "f32") ") -> "
+      T("n, 7", "f32") "\n"
+      "  %2 = mo.irfft(%c) {axis = 0, input_is_complex = true, normalization = \"forward\"} : ("
+      T("5, n, 2", "f64") ") -> " T("8, n", "f64") "\n"
+      "  %3 = mo.irfft(%c) {n = 3, input_is_complex = true} : (" T("5, n, 2", "f64") ") -> "
+      T("5, 3", "f64") "\n"
+      "  mo.output %0, %1, %2, %3 : " T("n, 16", "f32") ", " T("n, 7", "f32") ", " T("8, n", "f64")
+      ", " T("5, 3", "f64") "\n}\n";
+  int64_t n[] = {300};
+  check(text, n, true);
+  int64_t n1[] = {1};
+  check(text, n1, false);
+}
+
 /* argmax / argmin as numpy on the row tree: ties (floor) go to the first
  * index, the first NaN (log of a negative) wins, across 128 threads a row */
 Test(simt_ops, argmax_argmin_ties_and_nan) {

@@ -1217,6 +1217,7 @@ static const attr_example *attr_example_of(ir_op op) {
       {IR_OP_REPEAT_INTERLEAVE, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
       {IR_OP_CALL, 1, {IR_DT_F32}, {"4, 3"}, 1,
        {{.name = "callee", .kind = IR_ATTR_STRING, .u.s = "layer"}}, 1},
+      {IR_OP_IRFFT, 1, {IR_DT_F32}, {"4, 3"}, 0, {{0}}, 1},
   };
   for (size_t i = 0; i < sizeof ex / sizeof ex[0]; i++)
     if (ex[i].op == op) return &ex[i];
@@ -1286,14 +1287,15 @@ Test(verify, op_table_attribute_defaults_are_valid_values) {
       checked++;
     }
   }
-  cr_assert_eq(checked, 97); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
+  cr_assert_eq(checked, 101); /* 19, the indexing ops' 7 (batch_dims, 6 axes), vision's 23,
                               the sorting ops' 4 (3 axes, ascending), resizing's 19 (7 + 4 +
                               3 + 5), fold's 3, roi_align's 4, random's 6, print's label,
                               non_maximum_suppression's center_point_box, reshape's
                               allowzero, broadcast_to's bidirectional, split's
                               split_sizes, constant.external's align and
                               is_placeholder, masked_scatter's out_dim,
-                              repeat_interleave's repeats, axis and out_dim, call's prefix */
+                              repeat_interleave's repeats, axis and out_dim, call's prefix,
+                              irfft's n, axis, normalization and input_is_complex */
 }
 
 Test(verify, attribute_kind_and_requiredness_come_from_the_schema) {

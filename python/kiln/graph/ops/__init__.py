@@ -2,7 +2,7 @@
 and defaults of MAX's functions, over kiln's MO ops).
 
 One module per family: elementwise, reduction, shape, indexing, nn, sorting,
-misc (constants, range, matmul, print, transfer_to, fence), quant (dequantize,
+fft (irfft), misc (constants, range, matmul, print, transfer_to, fence), quant (dequantize,
 qmatmul), random, custom, buffer,
 control (cond, while_loop, call). Every op is added to its graph at once; kiln
 infers the result type and raises kiln.VerifyError / kiln.DTypeError /
@@ -21,6 +21,8 @@ from .custom import *  # noqa: F401,F403
 from .custom import __all__ as _custom_all
 from .elementwise import *  # noqa: F401,F403
 from .elementwise import __all__ as _elementwise_all
+from .fft import *  # noqa: F401,F403
+from .fft import __all__ as _fft_all
 from .indexing import *  # noqa: F401,F403
 from .indexing import __all__ as _indexing_all
 from .misc import *  # noqa: F401,F403
@@ -36,6 +38,6 @@ from .shape import __all__ as _shape_all
 from .sorting import *  # noqa: F401,F403
 from .sorting import __all__ as _sorting_all
 
-__all__ = sorted(set(_buffer_all + _control_all + _custom_all + _elementwise_all
+__all__ = sorted(set(_buffer_all + _control_all + _custom_all + _elementwise_all + _fft_all
                      + _indexing_all + _misc_all + _nn_all + _quant_all + _reduction_all + _shape_all
                      + _sorting_all + ["random", "TensorType"]))
