@@ -137,82 +137,9 @@ VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64
       _mm512_storeu_si512((void *)(tile + r * ldt + 16 * h), acc[r][h]);
 }
 
-/* pre: B prepacked (see the top), or NULL: B row-major, packed per call */
-VNNI_INLINE void
-mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
-         int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb,
-         int pre) {
-  const uint8_t *A = A_, *B = B_;
-  int64_t k4 = (K + 3) / 4 * 4, panels = (N + MMI_NR - 1) / MMI_NR;
-  const uint32_t *pre_sums = (const uint32_t *)(const void *)(B + panels * MMI_NR * k4);
-  uint8_t bp[MMI_KC * MMI_NR] __attribute__((aligned(64)));
-  uint32_t ra[MMI_MC], cb[MMI_NCMAX], edge[MMI_MR * MMI_NR];
-  uint32_t *Cu = (uint32_t *)C;
-  for (int64_t i0 = lo; i0 < hi; i0 += MMI_MC) {
-    int64_t mc = hi - i0 < MMI_MC ? hi - i0 : MMI_MC;
-    for (int64_t r = 0; r < mc; r++) {
-      uint32_t s = 0;
-      for (int64_t k = 0; k < K; k++) s += (uint32_t)ld8(A, (i0 + r) * K + k, sa);
-      ra[r] = s;
-    }
-    /* N in chunks of panels whose C rows stay in L2 (~512 KB) across the
-     * K blocks, so each K block's rows of B (one page apart when N is
-     * large) are walked once for the whole chunk, not once per panel */
-    int64_t nc = (MMI_CHUNK_BYTES / 4 / mc) / MMI_NR * MMI_NR;
-    nc = nc < MMI_NR ? MMI_NR : nc > MMI_NCMAX ? MMI_NCMAX : nc;
-    for (int64_t jc = 0; jc < N; jc += nc) {
-      int64_t jend = N - jc < nc ? N : jc + nc;
-      for (int64_t c = 0; c < nc; c++) cb[c] = 0;
-      const uint32_t *sums = pre ? pre_sums + jc : cb;
-      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
-        int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
-        int first = k0 == 0;
-        for (int64_t j0 = jc; j0 < jend; j0 += MMI_NR) {
-          int64_t nr = jend - j0 < MMI_NR ? jend - j0 : MMI_NR;
-          const uint8_t *panel = bp;
-          if (pre)
-            panel = B + (j0 / MMI_NR) * MMI_NR * k4 + k0 * MMI_NR;
-          else
-            pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
-          int64_t r = 0;
-          for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
-            micro(A, K, i0 + r, k0, kc, panel, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
-          for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
-            uint32_t *c = Cu + (i0 + r) * N + j0;
-            if (nr == MMI_NR) {
-              micro(A, K, i0 + r, k0, kc, panel, c, N, first, sa, 1);
-              continue;
-            }
-            for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
-            micro(A, K, i0 + r, k0, kc, panel, edge, MMI_NR, first, sa, 1);
-            for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
-          }
-        }
-      }
-      /* corrections (see the top) */
-      uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;
-      for (int64_t r = 0; r < mc; r++) {
-        uint32_t za = zp(ZA, nza, i0 + r, sa), ca = za + (sa ? 128u : 0u);
-        uint32_t *c = Cu + (i0 + r) * N;
-        for (int64_t j = jc; j < jend; j++) {
-          uint32_t zb = zp(ZB, nzb, j, sb), cbj = zb - (sb ? 0u : 128u);
-          c[j] = c[j] - ca * sums[j - jc] - cbj * ra[r] + k32 * (za * zb + both);
-        }
-      }
-    }
-  }
-}
+#define MMI_ISA avx512vnni
+#define MMI_TARGET "avx512f,avx512bw,avx512vnni"
+#define MMI_MICRO micro
+#include "gemm_int8_driver.h"
 
-#define VNNI_ENTRY(name, sa, sb)                                                               \
-  VNNI_FN void kiln_mmi_##name##_avx512vnni(ARGS) {                                           \
-    (void)M;                                                                                  \
-    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 0);                             \
-  }                                                                                           \
-  VNNI_FN void kiln_mmi_##name##_avx512vnni_pex(ARGS) {                                       \
-    (void)M;                                                                                  \
-    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 1);                             \
-  }
-VNNI_ENTRY(u8u8, 0, 0)
-VNNI_ENTRY(u8s8, 0, 1)
-VNNI_ENTRY(s8u8, 1, 0)
-VNNI_ENTRY(s8s8, 1, 1)
+#include "gemm_int8_avx2.h"
