@@ -3,7 +3,7 @@
  * gemm_int8_avx2.h include it with
  *   MMI_ISA     the entries' suffix (kiln_mmi_AB_<MMI_ISA>, ..._<MMI_ISA>_pex)
  *   MMI_TARGET  the target attribute string of the micro-kernel
- *   MMI_MICRO   the micro-kernel: rows [i, i + MR) (MR 1 or MMI_MR) of a
+ *   MMI_MICRO   the micro-kernel: rows [i, i + MR) (MR 1, 2, 3 or MMI_MR) of a
  *               64-column panel block bp (gemm_int8_vnni.h's layout) over kc,
  *               R = sum a' b' into tile (row stride ldt), added to what the
  *               tile holds unless first; a' is a for ui8 a, a ^ 0x80 for si8
@@ -15,6 +15,41 @@
 #define MMI_CAT_(a, b) a##b
 #define MMI_CAT(a, b) MMI_CAT_(a, b)
 #define MMI_DRIVER MMI_CAT(mmi_run_, MMI_ISA)
+#define MMI_BLOCK MMI_CAT(mmi_block_, MMI_ISA)
+
+/* One K block [k0, k0 + kc) of the panel at column j0 (nr valid columns)
+ * for rows [i0, i0 + mc): B's block packed into bp (its true column sums
+ * added to cb) unless B is prepacked, then MMI_MR rows at a time, the last
+ * ones in tiles of 3, 2 or 1 rows; a partial panel through the edge tile
+ * (MMI_MR x MMI_NR). */
+static inline __attribute__((target(MMI_TARGET), always_inline)) void
+MMI_BLOCK(const uint8_t *A, const uint8_t *B, uint32_t *Cu, int64_t N, int64_t K, int64_t k4,
+          int64_t i0, int64_t mc, int64_t j0, int64_t nr, int64_t k0, int64_t kc, uint8_t *bp,
+          uint32_t *cb, uint32_t *edge, int sa, int sb, int pre) {
+  int first = k0 == 0;
+  const uint8_t *panel = bp;
+  if (pre)
+    panel = B + (j0 / MMI_NR) * MMI_NR * k4 + k0 * MMI_NR;
+  else
+    pack_panel(B, N, k0, kc, j0, bp, cb, sb);
+  for (int64_t r = 0; r < mc;) {
+    int64_t left = mc - r, m = left >= MMI_MR ? MMI_MR : left >= 3 ? 3 : left >= 2 ? 2 : 1;
+    int64_t i = i0 + r, ldt = N;
+    uint32_t *c = Cu + i * N + j0, *t = c;
+    if (nr < MMI_NR) {
+      t = edge, ldt = MMI_NR;
+      for (int64_t x = 0; !first && x < m; x++)
+        for (int64_t y = 0; y < nr; y++) edge[x * MMI_NR + y] = c[x * N + y];
+    }
+    if (m == 1) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, 1);
+    else if (m == 2) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, 2);
+    else if (m == 3) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, 3);
+    else MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, MMI_MR);
+    for (int64_t x = 0; nr < MMI_NR && x < m; x++)
+      for (int64_t y = 0; y < nr; y++) c[x * N + y] = edge[x * MMI_NR + y];
+    r += m;
+  }
+}
 
 /* pre: B prepacked (gemm_int8_vnni.h's top), or NULL: B row-major, packed
  * per call */
@@ -40,35 +75,24 @@ MMI_DRIVER(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, con
      * large) are walked once for the whole chunk, not once per panel */
     int64_t nc = (MMI_CHUNK_BYTES / 4 / mc) / MMI_NR * MMI_NR;
     nc = nc < MMI_NR ? MMI_NR : nc > MMI_NCMAX ? MMI_NCMAX : nc;
+    /* Few rows (their A in L2: a decode step): each panel's K blocks in
+     * turn, so a prepacked panel streams from memory in order; else each K
+     * block across the chunk's panels, so A's block is read from L1 / L2
+     * for all of them. The sums are integers: the order changes nothing. */
+    int panel_major = mc * K <= MMI_PANEL_MAJOR_A_BYTES;
     for (int64_t jc = 0; jc < N; jc += nc) {
       int64_t jend = N - jc < nc ? N : jc + nc;
       for (int64_t c = 0; c < nc; c++) cb[c] = 0;
       const uint32_t *sums = pre ? pre_sums + jc : cb;
-      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
-        int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
-        int first = k0 == 0;
-        for (int64_t j0 = jc; j0 < jend; j0 += MMI_NR) {
-          int64_t nr = jend - j0 < MMI_NR ? jend - j0 : MMI_NR;
-          const uint8_t *panel = bp;
-          if (pre)
-            panel = B + (j0 / MMI_NR) * MMI_NR * k4 + k0 * MMI_NR;
-          else
-            pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
-          int64_t r = 0;
-          for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
-            MMI_MICRO(A, K, i0 + r, k0, kc, panel, Cu + (i0 + r) * N + j0, N, first, sa,
-                      MMI_MR);
-          for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
-            uint32_t *c = Cu + (i0 + r) * N + j0;
-            if (nr == MMI_NR) {
-              MMI_MICRO(A, K, i0 + r, k0, kc, panel, c, N, first, sa, 1);
-              continue;
-            }
-            for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
-            MMI_MICRO(A, K, i0 + r, k0, kc, panel, edge, MMI_NR, first, sa, 1);
-            for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
-          }
-        }
+      /* the (panel, K block) pairs in either order, through one call site
+       * (each inlined copy of the block is four micro-kernels to compile) */
+      int64_t npan = (jend - jc + MMI_NR - 1) / MMI_NR;
+      int64_t nkb = K > 0 ? (K + MMI_KC - 1) / MMI_KC : 1;
+      for (int64_t o = 0; o < npan * nkb; o++) {
+        int64_t p = panel_major ? o / nkb : o % npan, kb = panel_major ? o % nkb : o / npan;
+        int64_t j0 = jc + p * MMI_NR, k0 = kb * MMI_KC;
+        MMI_BLOCK(A, B, Cu, N, K, k4, i0, mc, j0, jend - j0 < MMI_NR ? jend - j0 : MMI_NR, k0,
+                  K - k0 < MMI_KC ? K - k0 : MMI_KC, bp, cb + (j0 - jc), edge, sa, sb, pre);
       }
       /* corrections (gemm_int8_vnni.h's top) */
       uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;
@@ -101,6 +125,7 @@ MMI_ENTRY(s8s8, 1, 1)
 
 #undef MMI_ENTRY
 #undef MMI_DRIVER
+#undef MMI_BLOCK
 #undef MMI_CAT
 #undef MMI_CAT_
 #undef MMI_ISA

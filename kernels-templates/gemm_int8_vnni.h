@@ -1,6 +1,10 @@
-/* gemm_int8_vnni.h - the AVX512-VNNI entries of the 8-bit GEMM template
- * (gemm_int8.c includes it once, at its end, on x86-64): kiln_mmi_AB_avx512vnni,
- * with the generic entries' arguments and results, bit for bit.
+/* gemm_int8_vnni.h - the x86-64 entries of the 8-bit GEMM template
+ * (gemm_int8.c includes it once, at its end, on x86-64): what they share (the
+ * layout, the packing, the corrections; the blocking is gemm_int8_driver.h,
+ * instantiated per micro-kernel) and the AVX512-VNNI micro-kernel, whose
+ * entries are kiln_mmi_AB_avx512vnni; gemm_int8_avx2.h adds the AVX-VNNI
+ * and AVX2 ones. Every entry has the generic entries' arguments and
+ * results, bit for bit.
  *
  * vpdpbusd adds four u8 x s8 products into each int32 lane exactly (no
  * intermediate saturation, unlike vpmaddubsw). Other signedness is shifted
@@ -14,14 +18,17 @@
  *
  * Blocking: rows of the part in chunks of MC = 2048 (their RA on the
  * stack); per chunk, N in chunks whose C rows fit ~512 KB (64 to 2048
- * columns); per N chunk, K in blocks of KC = 512 bytes; per K block, the
- * chunk's panels of NR = 64 columns (four vectors of 16 lanes: whole cache
- * lines of B's rows): each panel's block of B packed on the stack (32 KB) in groups of 4 k
- * (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded past K and
- * N, then MR = 6 rows of A at a time against it (24 accumulators), each
- * 4-byte group of a row broadcast from A in place. Partial row blocks run
- * one row at a time; partial panels go through a tile on the stack. C holds
- * R between K blocks; the corrections are applied when the panel is done.
+ * columns); per N chunk, K in blocks of KC = 512 bytes and the chunk's
+ * panels of NR = 64 columns (four vectors of 16 lanes: whole cache lines of
+ * B's rows), each K block across the panels, or, for few rows (their A
+ * under 256 KB: a decode step), each panel's K blocks in turn (a prepacked
+ * panel then streams in order). Per K block of a panel: its block of B
+ * packed on the stack (32 KB) in groups of 4 k (bp[g][col][4]: one 64-byte
+ * load per 16 columns), zero-padded past K and N, then MR = 6 rows of A at a
+ * time against it (24 accumulators), each 4-byte group of a row broadcast
+ * from A in place; the last rows in tiles of 3, 2 or 1 rows. Partial
+ * panels go through a tile on the stack. C holds R between K blocks; the
+ * corrections are applied when the N chunk is done.
  *
  * Prepacked B (_pex entries; src/prepack.c writes it once for a constant or
  * weight B, kiln.packed_b = 64): for each panel of 64 columns in order, the
@@ -33,6 +40,7 @@
 
 enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
 #define MMI_CHUNK_BYTES (512 * 1024)
+#define MMI_PANEL_MAJOR_A_BYTES (256 * 1024) /* gemm_int8_driver.h: few rows */
 
 #define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
@@ -106,7 +114,7 @@ VNNI_INLINE void micro_group(__m512i acc[][4], const uint8_t *const *rows, int64
   }
 }
 
-/* rows [i, i + MR) (MR 1 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
+/* rows [i, i + MR) (MR 1, 2, 3 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
  * into tile (row stride ldt), adding to what it holds unless first. The
  * groups inside K read 4 bytes at once; a last partial one is zero-filled. */
 VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
