@@ -15,8 +15,10 @@
  * Prepacked b: with kiln.packed_b = 64 (src/prepack.c, for every form but
  * the generic one) b's buffer holds the panels and column sums the _pex
  * entries read (gemm_int8_vnni.h).
- * Parts: every batch's rows are split between the parts (jit_split_range on
- * M), so the parts never share a result element.
+ * Parts: every batch's C is cut between the parts by the template (row
+ * ranges, or ranges of 64-column panels when M is small: a decode step's B
+ * is then read part by each thread), so the parts never share a result
+ * element.
  * SIMT targets (jit_simt_lower_matmul_integer): one result element per
  * thread, a dot product over K in si32 (the same wrapping sum).
  * Assumes the shape rule (ir/infer_matmul_integer.c) held: ui8 / si8
@@ -122,8 +124,7 @@ int jit_lower_matmul_integer(jit_fn *f) {
     nzp[k] = has ? jit_numel_range(f, &n->in[2 + k]->type, 0, n->in[2 + k]->type.rank) : zero;
   }
 
-  LLVMValueRef lo, hi;
-  jit_split_range(f, M, &lo, &hi);
+  f->split = true; /* the template cuts C into the parts (rows, or panels for few rows) */
   jit_loop batch[IR_MAX_RANK];
   LLVMValueRef off[3];
   jit_matmul_batch_begin(f, nb, bdim, sa, sb, sc, batch, off);
@@ -131,7 +132,7 @@ int jit_lower_matmul_integer(jit_fn *f) {
   LLVMValueRef ap = LLVMBuildGEP2(f->b, f->t_i8, jit_in(f, 0), &offa, 1, "a");
   LLVMValueRef bp = LLVMBuildGEP2(f->b, f->t_i8, jit_in(f, 1), &offb, 1, "b");
   LLVMValueRef cp = LLVMBuildGEP2(f->b, f->t_i32, jit_out(f, 0), &offc, 1, "c");
-  LLVMValueRef args[] = {M, N, K, ap, bp, cp, zp[0], nzp[0], zp[1], nzp[1], lo, hi};
+  LLVMValueRef args[] = {M, N, K, ap, bp, cp, zp[0], nzp[0], zp[1], nzp[1], f->part, f->nparts};
   LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 12, "");
   for (int j = nb - 1; j >= 0; j--) jit_loop_end(f, &batch[j]);
   return f->failed ? -1 : 0;

@@ -51,12 +51,13 @@ MMI_BLOCK(const uint8_t *A, const uint8_t *B, uint32_t *Cu, int64_t N, int64_t K
   }
 }
 
-/* pre: B prepacked (gemm_int8_vnni.h's top), or NULL: B row-major, packed
+/* Rows [lo, hi) x columns [jlo, jhi) (jlo a multiple of MMI_NR: mmi_part).
+ * pre: B prepacked (gemm_int8_vnni.h's top), or NULL: B row-major, packed
  * per call */
 static inline __attribute__((target(MMI_TARGET), always_inline)) void
 MMI_DRIVER(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
-           int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb,
-           int pre) {
+           int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int64_t jlo,
+           int64_t jhi, int sa, int sb, int pre) {
   const uint8_t *A = A_, *B = B_;
   int64_t k4 = (K + 3) / 4 * 4, panels = (N + MMI_NR - 1) / MMI_NR;
   const uint32_t *pre_sums = (const uint32_t *)(const void *)(B + panels * MMI_NR * k4);
@@ -80,8 +81,8 @@ MMI_DRIVER(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, con
      * block across the chunk's panels, so A's block is read from L1 / L2
      * for all of them. The sums are integers: the order changes nothing. */
     int panel_major = mc * K <= MMI_PANEL_MAJOR_A_BYTES;
-    for (int64_t jc = 0; jc < N; jc += nc) {
-      int64_t jend = N - jc < nc ? N : jc + nc;
+    for (int64_t jc = jlo; jc < jhi; jc += nc) {
+      int64_t jend = jhi - jc < nc ? jhi : jc + nc;
       for (int64_t c = 0; c < nc; c++) cb[c] = 0;
       const uint32_t *sums = pre ? pre_sums + jc : cb;
       /* the (panel, K block) pairs in either order, through one call site
@@ -110,13 +111,15 @@ MMI_DRIVER(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, con
 
 #define MMI_ENTRY(name, sa, sb)                                                              \
   __attribute__((target(MMI_TARGET))) void MMI_CAT(kiln_mmi_##name##_, MMI_ISA)(ARGS) {      \
-    (void)M;                                                                                 \
-    MMI_DRIVER(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 0);                          \
+    int64_t lo, hi, jlo, jhi;                                                                \
+    mmi_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                      \
+    MMI_DRIVER(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, jlo, jhi, sa, sb, 0);                \
   }                                                                                          \
   __attribute__((target(MMI_TARGET))) void                                                   \
   MMI_CAT(MMI_CAT(kiln_mmi_##name##_, MMI_ISA), _pex)(ARGS) {                                \
-    (void)M;                                                                                 \
-    MMI_DRIVER(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 1);                          \
+    int64_t lo, hi, jlo, jhi;                                                                \
+    mmi_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                      \
+    MMI_DRIVER(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, jlo, jhi, sa, sb, 1);                \
   }
 MMI_ENTRY(u8u8, 0, 0)
 MMI_ENTRY(u8s8, 0, 1)

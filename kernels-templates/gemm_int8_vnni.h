@@ -39,6 +39,7 @@
 #include <immintrin.h>
 
 enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
+_Static_assert(MMI_NR == MMI_PANEL, "mmi_part cuts C at the panels the kernels read");
 #define MMI_CHUNK_BYTES (512 * 1024)
 #define MMI_PANEL_MAJOR_A_BYTES (256 * 1024) /* gemm_int8_driver.h: few rows */
 

@@ -6,7 +6,8 @@
  * int64 sum here: every
  * signedness pair, every zero-point form, shapes across the VNNI kernel's
  * 6-row blocks, 64-column panels, 512-byte K blocks, 2048-row chunks and K not a multiple of
- * 4, extreme values (255 / -128 everywhere), and rows split into parts. */
+ * 4, extreme values (255 / -128 everywhere), and C split into parts (rows,
+ * or 64-column panels for few rows). */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,7 +16,7 @@
 
 #define ARGS                                                                                 \
   int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, const void *ZA, \
-      int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi
+      int64_t nza, const void *ZB, int64_t nzb, int64_t part, int64_t nparts
 typedef void (*mmi_fn)(ARGS);
 void kiln_mmi_u8u8(ARGS);
 void kiln_mmi_u8s8(ARGS);
@@ -97,7 +98,7 @@ static void check(const mm_case *c, int parts) {
     if (!fns[f]) continue;
     memset(got, 0x5a, sizeof(int32_t) * (size_t)(M * N + 1));
     for (int p = 0; p < parts; p++)
-      fns[f](M, N, K, A, B, got, za, c->nza, zb, c->nzb, M * p / parts, M * (p + 1) / parts);
+      fns[f](M, N, K, A, B, got, za, c->nza, zb, c->nzb, p, parts);
     for (int64_t i = 0; i < M * N; i++)
       cr_assert_eq(got[i], want[i],
                    "%s pair %d M=%lld N=%lld K=%lld zps %lld/%lld fill %d: element %lld is %d, "
@@ -139,4 +140,17 @@ Test(gemm_int8_template, rows_split_into_parts_give_the_same_result) {
     check(&c, 3);
     check(&c, 7);
   }
+}
+
+/* few rows (a decode step): the parts take ranges of 64-column panels (the
+ * last partial, some with none), each element written once */
+Test(gemm_int8_template, few_rows_split_by_panels) {
+  for (int pair = 0; pair < 4; pair++)
+    for (int64_t m = 1; m <= 16; m += 5) {
+      mm_case c = {m, 300, 517, m, 300, pair, 0};
+      check(&c, 2);
+      check(&c, 3);
+      mm_case one_panel = {m, 64, 9, 1, 1, pair, 0};
+      check(&one_panel, 2);
+    }
 }

@@ -184,13 +184,16 @@ Test(matmul_integer, scaled_per_channel_against_the_interpreter) {
 /* Every kernel of the 8-bit GEMM this host runs (KILN_INT8_GEMM caps the
  * JIT's choice: on an AVX512-VNNI host the AVX2 and AVX-VNNI ones run too),
  * through the JIT against the interpreter: odd M / N / K, K not a multiple
- * of 4, M = 1, every zero-point form, prepacked b, per-channel scales */
+ * of 4, M = 1, every zero-point form, prepacked b, per-channel scales, on
+ * two threads */
 Test(matmul_integer, every_kernel_against_the_interpreter) {
   if (under_test_device())
     cr_skip_test("the 8-bit GEMM kernels are the CPU's (%s)", under_test_device());
   static const char *const KERNELS[] = {"generic", "avx2", "avxvnni", "avx512vnni"};
   const char *shapes = "m=1,n=1,k=1;m=1,n=257,k=1027;m=5,n=67,k=3;m=13,n=129,k=515;"
                        "m=40,n=64,k=64";
+  /* two threads: m = 1 and 5 split their columns by panels, 40 its rows */
+  setenv("KILN_NUM_THREADS", "2", 1);
   for (int i = 0; i < 4; i++) {
     setenv("KILN_INT8_GEMM", KERNELS[i], 1);
     for (int z = 0; z < 3; z++) each_pair(z, shapes, 100u + 10u * (unsigned)z);
@@ -198,6 +201,7 @@ Test(matmul_integer, every_kernel_against_the_interpreter) {
     scaled_cases(KERNELS[i]);
   }
   unsetenv("KILN_INT8_GEMM");
+  unsetenv("KILN_NUM_THREADS");
 }
 
 /* KILN_INT8_GEMM caps the engine's kernel at the named one (or the host's
