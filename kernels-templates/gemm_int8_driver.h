@@ -113,7 +113,10 @@ MMI_DRIVER(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, con
   __attribute__((target(MMI_TARGET))) void MMI_CAT(kiln_mmi_##name##_, MMI_ISA)(ARGS) {      \
     int64_t lo, hi, jlo, jhi;                                                                \
     mmi_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                      \
-    MMI_DRIVER(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, jlo, jhi, sa, sb, 0);                \
+    if (M <= MMI_GENERIC_MAX_M) /* packing B would cost more than it saves */               \
+      mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, jlo, jhi, sa, sb);                \
+    else                                                                                     \
+      MMI_DRIVER(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, jlo, jhi, sa, sb, 0);              \
   }                                                                                          \
   __attribute__((target(MMI_TARGET))) void                                                   \
   MMI_CAT(MMI_CAT(kiln_mmi_##name##_, MMI_ISA), _pex)(ARGS) {                                \

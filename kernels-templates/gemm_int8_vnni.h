@@ -35,13 +35,20 @@
  * whole K rounded up to 4 in groups of 4 k (bytes [g][col][4]: b for si8 b,
  * b ^ 0x80 for ui8 b; zero past K and N), i.e. ceil(N / 64) * 64 * K4
  * bytes, then ceil(N / 64) * 64 uint32 column sums of the true b (0 past N).
- * A K block of a panel is then a contiguous slice, read in place. */
+ * A K block of a panel is then a contiguous slice, read in place.
+ * A B given row-major with at most MMI_GENERIC_MAX_M rows in A goes through
+ * the generic loops instead (vectorized for the entry's target). */
 #include <immintrin.h>
 
 enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
 _Static_assert(MMI_NR == MMI_PANEL, "mmi_part cuts C at the panels the kernels read");
 #define MMI_CHUNK_BYTES (512 * 1024)
 #define MMI_PANEL_MAJOR_A_BYTES (256 * 1024) /* gemm_int8_driver.h: few rows */
+/* A B given row-major (not prepacked) with this many rows or fewer runs the
+ * generic loops (vectorized for the entry's target): packing B per call
+ * costs more than the kernels save there (1 x 4096 x 4096, AVX2: 3.0 ms
+ * packed vs 1.6 ms; at 3 rows 3.5 vs 8.9) */
+#define MMI_GENERIC_MAX_M 2
 
 #define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
