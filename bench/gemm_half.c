@@ -17,7 +17,11 @@
  * column once, interleaved, so machine noise hits all alike; median GFLOP/s
  * per column, min and max, and the ratios of medians.
  *
- * usage: bench_gemm_half [--case MxNxK]... [--rounds R] [--tsv]
+ * --two-threads adds a column: kiln bf16 prepacked on a context of 2 threads
+ * (the half GEMM splits C between them: rows, or panels of columns for
+ * few rows), with its speed-up over 1 thread.
+ *
+ * usage: bench_gemm_half [--case MxNxK]... [--rounds R] [--tsv] [--two-threads]
  *   --tsv  machine-readable lines instead of the table (bench/run.sh reads
  *          them): "R case engine 1 GFLOP/s rounds min median max", tabs
  *          between, case MxNxK, engine the column's name
@@ -112,9 +116,10 @@ static void dnnl_setup(bench_dnnl_mm *d, gcase c, void *a, void *b, float *out, 
 }
 #endif
 
-enum { BF16_PACKED = 0, BF16_INPUT, F32_PACKED, DNNL_PACKED, DNNL_PLAIN, NCOL };
+enum { BF16_PACKED = 0, BF16_INPUT, F32_PACKED, BF16_PACKED_2T, DNNL_PACKED, DNNL_PLAIN, NCOL };
 static const char *NAMES[NCOL] = {"kiln bf16 prepacked", "kiln bf16", "kiln f32 prepacked",
-                                  "oneDNN bf16 prepacked", "oneDNN bf16"};
+                                  "kiln bf16 prepacked 2 thr", "oneDNN bf16 prepacked",
+                                  "oneDNN bf16"};
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 /* a bf16 in [-1, 1) and its value */
@@ -143,7 +148,8 @@ static double median(double *v, int n) {
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
+/* ctx2: a context of 2 threads for the BF16_PACKED_2T column, or NULL */
+static void run_case(kiln_context *ctx, kiln_context *ctx2, gcase c, int rounds, bool tsv) {
   size_t na = (size_t)(c.m * c.k), nb = (size_t)(c.k * c.n), nc = (size_t)(c.m * c.n);
   uint16_t *a = malloc(na * 2), *b = malloc(nb * 2);
   float *af = malloc(na * 4), *bf = malloc(nb * 4), *out[NCOL];
@@ -153,11 +159,12 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
   for (size_t i = 0; i < na; i++) a[i] = rnd_bf16(&af[i]);
   for (size_t i = 0; i < nb; i++) b[i] = rnd_bf16(&bf[i]);
   kiln_status *st = kiln_status_new();
-  kiln_mm km[3];
+  kiln_mm km[4];
   kiln_setup(ctx, &km[BF16_PACKED], c, a, b, out[BF16_PACKED], true, true, st);
   kiln_setup(ctx, &km[BF16_INPUT], c, a, b, out[BF16_INPUT], true, false, st);
   kiln_setup(ctx, &km[F32_PACKED], c, af, bf, out[F32_PACKED], false, true, st);
-  bool have[NCOL] = {true, true, true, false, false};
+  if (ctx2) kiln_setup(ctx2, &km[BF16_PACKED_2T], c, a, b, out[BF16_PACKED_2T], true, true, st);
+  bool have[NCOL] = {true, true, true, ctx2 != NULL, false, false};
 #ifdef KILN_BENCH_DNNL
   bench_dnnl_mm dm[2];
   for (int p = 0; p < 2; p++) {
@@ -172,7 +179,7 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
     for (int col = 0; col < NCOL; col++) {
       if (!have[col]) continue;
       double t0 = bench_now_s();
-      if (col <= F32_PACKED) kiln_run(&km[col], st);
+      if (col <= BF16_PACKED_2T) kiln_run(&km[col], st);
 #ifdef KILN_BENCH_DNNL
       else if (bench_dnnl_mm_run(&dm[col - DNNL_PACKED]) != dnnl_success)
         die("oneDNN", "the bf16 matmul failed");
@@ -188,12 +195,14 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
            (long long)c.k);
   for (int col = 0; col < NCOL; col++) {
     if (!have[col]) {
-      if (!tsv) printf("  %-22s n/a (oneDNN not found at build time)\n", NAMES[col]);
+      if (!tsv && col >= DNNL_PACKED)
+        printf("  %-22s n/a (oneDNN not found at build time)\n", NAMES[col]);
       continue;
     }
     med[col] = median(secs[col], rounds);
     if (tsv) {
-      printf("R\t%s\t%s\t1\tGFLOP/s\t%d\t%.2f\t%.2f\t%.2f\n", label, NAMES[col], rounds,
+      printf("R\t%s\t%s\t%d\tGFLOP/s\t%d\t%.2f\t%.2f\t%.2f\n", label, NAMES[col],
+             col == BF16_PACKED_2T ? 2 : 1, rounds,
              flop / secs[col][rounds - 1] / 1e9, flop / med[col] / 1e9, flop / secs[col][0] / 1e9);
       continue;
     }
@@ -201,6 +210,7 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
            NAMES[col], flop / med[col] / 1e9, flop / secs[col][rounds - 1] / 1e9,
            flop / secs[col][0] / 1e9, rounds);
     if (col == F32_PACKED) printf("  kiln bf16 prepacked / this = %.2fx", med[col] / med[0]);
+    if (col == BF16_PACKED_2T) printf("  this / 1 thread = %.2fx", med[0] / med[col]);
     if (col == DNNL_PACKED) printf("  kiln bf16 prepacked / this = %.2fx", med[col] / med[0]);
     if (col == DNNL_PLAIN)
       printf("  kiln bf16 / this = %.2fx", med[col] / med[BF16_INPUT]);
@@ -210,7 +220,7 @@ static void run_case(kiln_context *ctx, gcase c, int rounds, bool tsv) {
   bench_dnnl_mm_free(&dm[0]);
   bench_dnnl_mm_free(&dm[1]);
 #endif
-  for (int i = 0; i < 3; i++) kiln_teardown(&km[i]);
+  for (int i = 0; i < (ctx2 ? 4 : 3); i++) kiln_teardown(&km[i]);
   kiln_status_free(st);
   for (int i = 0; i < NCOL; i++) free(secs[i]), free(out[i]);
   free(a), free(b), free(af), free(bf);
@@ -226,7 +236,7 @@ int main(int argc, char **argv) {
   }
   gcase cases[16];
   int ncases = 0, rounds = 9;
-  bool tsv = false;
+  bool tsv = false, two = false;
   for (int i = 1; i < argc; i++) {
     long long m, n, k;
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && ncases < 16 &&
@@ -237,8 +247,11 @@ int main(int argc, char **argv) {
       rounds = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--tsv") == 0) {
       tsv = true;
+    } else if (strcmp(argv[i], "--two-threads") == 0) {
+      two = true;
     } else {
-      fprintf(stderr, "usage: bench_gemm_half [--case MxNxK]... [--rounds R] [--tsv]\n");
+      fprintf(stderr, "usage: bench_gemm_half [--case MxNxK]... [--rounds R] [--tsv] "
+                      "[--two-threads]\n");
       return 2;
     }
   }
@@ -254,9 +267,14 @@ int main(int argc, char **argv) {
   if (!ctx) die("context", kiln_status_message(st));
   if (!kiln_context_set_num_threads || kiln_context_set_num_threads(ctx, 1, st) != 0)
     fprintf(stderr, "note: kiln runs with its default thread count (could not set 1)\n");
+  kiln_context *ctx2 = NULL;
+  if (two && (!(ctx2 = kiln_context_new(st)) || !kiln_context_set_num_threads ||
+              kiln_context_set_num_threads(ctx2, 2, st) != 0))
+    die("a context of 2 threads", kiln_status_message(st));
   if (!tsv)
     printf("bf16 x bf16 -> f32 (kiln f32: the same values as f32), 1 thread each (MxNxK)\n");
-  for (int i = 0; i < ncases; i++) run_case(ctx, cases[i], rounds, tsv);
+  for (int i = 0; i < ncases; i++) run_case(ctx, ctx2, cases[i], rounds, tsv);
+  kiln_context_free(ctx2);
   kiln_context_free(ctx);
   kiln_status_free(st);
   return 0;

@@ -9,13 +9,17 @@
  * in the layout its primitive prefers (format "any"), reordered once before
  * timing (prepacked, oneDNN's best case). Cases: M = N = K = 256, 512, 1024
  * and an LLM-like layer M = 128, N = K = 4096 (--case MxNxK replaces them).
+ * --kernel NAME (repeatable: generic, avx2, avxvnni, avx512vnni) adds kiln
+ * columns of a context whose 8-bit GEMM is capped at that kernel
+ * (KILN_INT8_GEMM), e.g. the AVX2 kernel an AVX2-only CI host runs, beside
+ * the host's own in the same rounds.
  * Each anchor's result is checked equal to kiln's before timing. Per case: a
  * warm-up each, then R rounds that time every column once, interleaved, so
  * machine noise hits all alike; median GOP/s (2 M N K operations) per
  * column, min and max, and the ratios of medians kiln / oneDNN and kiln
  * prepacked / oneDNN prepacked.
  *
- * usage: bench_gemm_int8 [--case MxNxK]... [--rounds R]
+ * usage: bench_gemm_int8 [--case MxNxK]... [--rounds R] [--kernel NAME]...
  * Exit status: 0, or 1 when setup failed or an anchor disagreed with kiln. */
 #define _GNU_SOURCE /* setenv, execv */
 #include <kiln/kiln.h>
@@ -98,8 +102,10 @@ static void dnnl_setup(bench_dnnl_mm *d, gcase c, uint8_t *a, int8_t *b, int32_t
 }
 #endif
 
-enum { KILN = 0, KILN_PACKED, DNNL_PLAIN, DNNL_PACKED, NCOL };
-static const char *NAMES[NCOL] = {"kiln", "kiln prepacked", "oneDNN", "oneDNN prepacked"};
+/* columns: per kiln context (the host's kernel, then each --kernel) b as
+ * an input and b prepacked, then oneDNN plain and prepacked */
+enum { MAXCTX = 5, DNNL_PLAIN = 2 * MAXCTX, DNNL_PACKED, NCOL };
+static char names[NCOL][40];
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 static uint8_t rnd8(void) {
@@ -107,7 +113,7 @@ static uint8_t rnd8(void) {
   return (uint8_t)rng;
 }
 
-static void run_case(kiln_context *ctx, gcase c, int rounds) {
+static void run_case(kiln_context *const *ctxs, int nctx, gcase c, int rounds) {
   size_t na = (size_t)(c.m * c.k), nb = (size_t)(c.k * c.n), nc = (size_t)(c.m * c.n);
   uint8_t *a = malloc(na);
   int8_t *b = malloc(nb);
@@ -119,9 +125,12 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
   for (size_t i = 0; i < na; i++) a[i] = rnd8();
   for (size_t i = 0; i < nb; i++) b[i] = (int8_t)rnd8();
   kiln_status *st = kiln_status_new();
-  kiln_mm km[2];
-  for (int w = 0; w < 2; w++) kiln_setup(ctx, &km[w], c, a, b, out[KILN + w], w == 1, st);
-  bool have[NCOL] = {true, true, false, false};
+  kiln_mm km[2 * MAXCTX];
+  bool have[NCOL] = {false};
+  for (int col = 0; col < 2 * nctx; col++) {
+    kiln_setup(ctxs[col / 2], &km[col], c, a, b, out[col], col % 2 == 1, st);
+    have[col] = true;
+  }
 #ifdef KILN_BENCH_DNNL
   bench_dnnl_mm dm[2];
   for (int p = 0; p < 2; p++) {
@@ -135,48 +144,63 @@ static void run_case(kiln_context *ctx, gcase c, int rounds) {
     for (int col = 0; col < NCOL; col++) {
       if (!have[col]) continue;
       double t0 = bench_now_s();
-      if (col <= KILN_PACKED) kiln_run(&km[col - KILN], st);
+      if (col < DNNL_PLAIN) kiln_run(&km[col], st);
 #ifdef KILN_BENCH_DNNL
       else if (bench_dnnl_mm_run(&dm[col - DNNL_PLAIN]) != dnnl_success)
         die("oneDNN", "the int8 matmul failed");
 #endif
       double t = bench_now_s() - t0;
       if (r >= 0) secs[col][r] = t;
-      if (r == -1 && col != KILN && memcmp(out[col], out[KILN], nc * sizeof(int32_t)) != 0)
-        die(NAMES[col], "result differs from kiln's");
+      if (r == -1 && col != 0 && memcmp(out[col], out[0], nc * sizeof(int32_t)) != 0)
+        die(names[col], "result differs from kiln's");
     }
   double ops = 2.0 * (double)c.m * (double)c.n * (double)c.k, med[NCOL] = {0};
   for (int col = 0; col < NCOL; col++) {
     if (!have[col]) {
-      printf("  %-18s n/a (oneDNN not found at build time)\n", NAMES[col]);
+      if (col >= DNNL_PLAIN) printf("  %-28s n/a (oneDNN not found at build time)\n", names[col]);
       continue;
     }
     qsort(secs[col], (size_t)rounds, sizeof(double), bench_cmp_double);
     med[col] = rounds % 2 ? secs[col][rounds / 2]
                           : (secs[col][rounds / 2 - 1] + secs[col][rounds / 2]) / 2;
-    printf("%lldx%lldx%lld %-18s median %7.1f GOP/s (min %7.1f, max %7.1f, %d rounds)",
-           (long long)c.m, (long long)c.n, (long long)c.k, NAMES[col], ops / med[col] / 1e9,
+  }
+  for (int col = 0; col < NCOL; col++) {
+    if (!have[col]) continue;
+    printf("%lldx%lldx%lld %-28s median %7.1f GOP/s (min %7.1f, max %7.1f, %d rounds)",
+           (long long)c.m, (long long)c.n, (long long)c.k, names[col], ops / med[col] / 1e9,
            ops / secs[col][rounds - 1] / 1e9, ops / secs[col][0] / 1e9, rounds);
     /* like against like: b packed per call, or b packed once */
-    if (col == DNNL_PLAIN) printf("  kiln / this = %.2fx", med[col] / med[KILN]);
-    if (col == DNNL_PACKED)
-      printf("  kiln prepacked / this = %.2fx", med[col] / med[KILN_PACKED]);
+    int anchor = col % 2 ? DNNL_PACKED : DNNL_PLAIN;
+    if (col < DNNL_PLAIN && have[anchor])
+      printf("  this / %s = %.2fx", names[anchor], med[anchor] / med[col]);
     printf("\n");
   }
 #ifdef KILN_BENCH_DNNL
   bench_dnnl_mm_free(&dm[0]);
   bench_dnnl_mm_free(&dm[1]);
 #endif
-  for (int w = 0; w < 2; w++) {
-    kiln_tensor_free(km[w].a);
-    kiln_tensor_free(km[w].b);
-    kiln_tensor_free(km[w].c);
-    kiln_model_free(km[w].model);
+  for (int col = 0; col < 2 * nctx; col++) {
+    kiln_tensor_free(km[col].a);
+    kiln_tensor_free(km[col].b);
+    kiln_tensor_free(km[col].c);
+    kiln_model_free(km[col].model);
   }
   kiln_status_free(st);
   for (int i = 0; i < NCOL; i++) free(secs[i]), free(out[i]);
   free(a);
   free(b);
+}
+
+/* a context of one thread, its 8-bit GEMM capped at kernel (NULL: none) */
+static kiln_context *new_context(const char *kernel, kiln_status *st) {
+  if (kernel) setenv("KILN_INT8_GEMM", kernel, 1);
+  else unsetenv("KILN_INT8_GEMM");
+  kiln_context *ctx = kiln_context_new(st);
+  if (!ctx) die("context", kiln_status_message(st));
+  unsetenv("KILN_INT8_GEMM");
+  if (!kiln_context_set_num_threads || kiln_context_set_num_threads(ctx, 1, st) != 0)
+    printf("note: kiln runs with its default thread count (could not set 1)\n");
+  return ctx;
 }
 
 int main(int argc, char **argv) {
@@ -188,7 +212,8 @@ int main(int argc, char **argv) {
     die("re-exec with OMP_NUM_THREADS=1", "execv failed");
   }
   gcase cases[16];
-  int ncases = 0, rounds = 15;
+  const char *kernels[MAXCTX] = {NULL};
+  int ncases = 0, rounds = 15, nctx = 1;
   for (int i = 1; i < argc; i++) {
     long long m, n, k;
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && ncases < 16 &&
@@ -197,8 +222,11 @@ int main(int argc, char **argv) {
       i++;
     } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0) {
       rounds = atoi(argv[++i]);
+    } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc && nctx < MAXCTX) {
+      kernels[nctx++] = argv[++i];
     } else {
-      fprintf(stderr, "usage: bench_gemm_int8 [--case MxNxK]... [--rounds R]\n");
+      fprintf(stderr,
+              "usage: bench_gemm_int8 [--case MxNxK]... [--rounds R] [--kernel NAME]...\n");
       return 2;
     }
   }
@@ -208,14 +236,20 @@ int main(int argc, char **argv) {
     memcpy(cases, dflt, sizeof dflt);
     ncases = 4;
   }
+  for (int i = 0; i < nctx; i++) {
+    snprintf(names[2 * i], sizeof names[0], "kiln%s%s", kernels[i] ? " " : "",
+             kernels[i] ? kernels[i] : "");
+    snprintf(names[2 * i + 1], sizeof names[0], "kiln%s%s prepacked", kernels[i] ? " " : "",
+             kernels[i] ? kernels[i] : "");
+  }
+  snprintf(names[DNNL_PLAIN], sizeof names[0], "oneDNN");
+  snprintf(names[DNNL_PACKED], sizeof names[0], "oneDNN prepacked");
   kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  if (!ctx) die("context", kiln_status_message(st));
-  if (!kiln_context_set_num_threads || kiln_context_set_num_threads(ctx, 1, st) != 0)
-    printf("note: kiln runs with its default thread count (could not set 1)\n");
+  kiln_context *ctxs[MAXCTX];
+  for (int i = 0; i < nctx; i++) ctxs[i] = new_context(kernels[i], st);
   printf("u8 x s8 -> s32, 1 thread each (MxNxK)\n");
-  for (int i = 0; i < ncases; i++) run_case(ctx, cases[i], rounds);
-  kiln_context_free(ctx);
+  for (int i = 0; i < ncases; i++) run_case(ctxs, nctx, cases[i], rounds);
+  for (int i = 0; i < nctx; i++) kiln_context_free(ctxs[i]);
   kiln_status_free(st);
   return 0;
 }

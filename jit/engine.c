@@ -45,6 +45,7 @@ struct jit_engine {
   char *target;                  /* "triple cpu features", malloc'd */
   bool avx512;
   bool generic_half; /* jit_engine_force_generic_half: the half GEMM's generic entries */
+  jit_mmi_isa int8_cap; /* jit_engine_cap_int8_gemm: the best 8-bit GEMM kernel; 0: none */
   char *options;                 /* what else decides the code (jit_engine_options), malloc'd */
   char *options_quick;           /* the same for JIT_TIER_QUICK, malloc'd */
   LLVMTargetRef llvm_target;     /* registry entry: immutable, shared by every thread */
@@ -414,9 +415,9 @@ const char *jit_engine_features(const jit_engine *e) {
 }
 bool jit_engine_generic_half(const jit_engine *e) { return e && e->generic_half; }
 
-int jit_engine_force_generic_half(jit_engine *e) {
-  if (!e || e->generic_half) return 0;
-  const char *word = " half-gemm=generic";
+/* Append word (" name=value") to both tiers' options. 0, or -1 on
+ * out-of-memory (e unchanged). */
+static int append_option(jit_engine *e, const char *word) {
   char *o = malloc(strlen(e->options) + strlen(word) + 1);
   char *q = malloc(strlen(e->options_quick) + strlen(word) + 1);
   if (!o || !q) {
@@ -430,8 +431,27 @@ int jit_engine_force_generic_half(jit_engine *e) {
   free(e->options_quick);
   e->options = o;
   e->options_quick = q;
+  return 0;
+}
+
+int jit_engine_force_generic_half(jit_engine *e) {
+  if (!e || e->generic_half) return 0;
+  if (append_option(e, " half-gemm=generic") < 0) return -1;
   e->generic_half = true;
   return 0;
+}
+
+int jit_engine_cap_int8_gemm(jit_engine *e, jit_mmi_isa cap) {
+  if (!e || e->int8_cap || cap < JIT_MMI_GENERIC || cap > JIT_MMI_AVX512VNNI) return 0;
+  char word[48];
+  snprintf(word, sizeof word, " int8-gemm=%s", jit_mmi_isa_name(cap));
+  if (append_option(e, word) < 0) return -1;
+  e->int8_cap = cap;
+  return 0;
+}
+
+jit_mmi_isa jit_engine_int8_gemm(const jit_engine *e) {
+  return jit_mmi_isa_for(jit_engine_features(e), e ? e->int8_cap : 0);
 }
 
 const char *jit_engine_options(const jit_engine *e) { return e && e->options ? e->options : ""; }
@@ -487,6 +507,7 @@ static int lower_one(jit_engine *e, LLVMContextRef ctx, LLVMModuleRef mod, const
   f.prebuilt = e->prebuilt;
   f.prebuilt_conv = tier == JIT_TIER_QUICK ? e->prebuilt_conv : NULL;
   f.generic_half = e->generic_half;
+  f.int8_cap = e->int8_cap;
   int rc = f.failed ? -1 : jit_lower_node(&f);
   if (rc == 0 && f.failed) rc = -1;
   if (rc == 0) jit_fn_finish(&f);

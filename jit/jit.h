@@ -102,6 +102,30 @@ const char *jit_engine_options(const jit_engine *e);
  * compile. 0, or -1 on out-of-memory (e unchanged). */
 int jit_engine_force_generic_half(jit_engine *e);
 bool jit_engine_generic_half(const jit_engine *e);
+/* The 8-bit GEMM's kernels (kernels-templates/gemm_int8.c: the generic
+ * loops, gemm_int8_avx2.h, gemm_int8_vnni.h), slowest first. */
+typedef enum jit_mmi_isa {
+  JIT_MMI_GENERIC = 1,
+  JIT_MMI_AVX2,       /* AVX2: widened to int16, vpmaddwd */
+  JIT_MMI_AVXVNNI,    /* AVX-VNNI: 256-bit vpdpbusd */
+  JIT_MMI_AVX512VNNI, /* AVX512-VNNI (with F and BW): 512-bit vpdpbusd */
+} jit_mmi_isa;
+/* "generic", "avx2", "avxvnni", "avx512vnni" ("?" for anything else) */
+const char *jit_mmi_isa_name(jit_mmi_isa isa);
+/* The kernel named so (jit_mmi_isa_name), 0 for an unknown name. */
+jit_mmi_isa jit_mmi_isa_parse(const char *name);
+/* The fastest kernel a target with these LLVM features ("+avx2,...") runs,
+ * no faster than cap (0: no cap). */
+jit_mmi_isa jit_mmi_isa_for(const char *features, jit_mmi_isa cap);
+/* Let e's kernels pick no 8-bit GEMM kernel faster than cap (the host's
+ * best when it is slower) and add "int8-gemm=<cap>" to its options (so to
+ * its code keys). For tests and measurements of the slower kernels on a
+ * faster host (src/context.c: KILN_INT8_GEMM); call it before any compile.
+ * 0 (also when a cap is already set, or cap is not a kernel), or -1 on
+ * out-of-memory (e unchanged). */
+int jit_engine_cap_int8_gemm(jit_engine *e, jit_mmi_isa cap);
+/* The 8-bit GEMM kernel e's kernels run (its features and cap). */
+jit_mmi_isa jit_engine_int8_gemm(const jit_engine *e);
 /* Whether e's host pipeline should let matmuls read f16 / bf16 (dt)
  * operands as they are (ir_graph_half_gemm): the host runs the half GEMM's
  * native entries for dt (AVX-512 with AVX512-BF16 for bf16, with F16C for
@@ -162,10 +186,10 @@ void jit_code_free(jit_engine *e, jit_code *c);
  * kiln.packed_b = NR takes its B operand in that layout (src/prepack.c). */
 int64_t jit_gemm_panel_width(bool avx512f, ir_dtype dt);
 /* The same for mo.matmul.integer's ui8 / si8 B (jit/matmul_integer.c): 64
- * where the target has AVX512-VNNI (and F, BW), whose kernel reads the
- * layout kernels-templates/gemm_int8_vnni.h documents; 0 (no packing)
- * elsewhere. */
-int64_t jit_mmi_panel_width(bool avx512vnni);
+ * for the AVX2, AVX-VNNI and AVX512-VNNI kernels, which read the layout
+ * kernels-templates/gemm_int8_vnni.h documents; 0 (no packing) for the
+ * generic one. */
+int64_t jit_mmi_panel_width(jit_mmi_isa isa);
 /* The same for a mo.matmul with kiln.wide_result (f16 / bf16 operands,
  * jit/matmul_half.c): 64 on every target, whose kernels all read the layout
  * kernels-templates/gemm_half.c documents (bf16: k pairs interleaved; f16:

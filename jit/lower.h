@@ -16,6 +16,7 @@
 #include <stdbool.h>
 
 #include "../ir/ir.h"
+#include "jit.h"
 
 typedef struct jit_fn {
   LLVMContextRef ctx;
@@ -61,6 +62,9 @@ typedef struct jit_fn {
   /* The half GEMM's generic entries whatever the target has
    * (jit_engine_force_generic_half). */
   bool generic_half;
+  /* The best 8-bit GEMM kernel the lowering may pick (0: the best the
+   * target has; jit_engine_cap_int8_gemm). */
+  jit_mmi_isa int8_cap;
 } jit_fn;
 
 /* Start a kernel function `name` for node n of g in module mod (sets up the

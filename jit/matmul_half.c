@@ -15,9 +15,10 @@
  * panels, the same for every batch (rank-2 b only).
  * Epilogue (jit/fused.c): the template calls it on each finished block of
  * the batch's C, with the batch's buffer offsets stored first (as matmul.c).
- * Parts: every batch's rows are split between the parts (jit_split_range on
- * M), so the parts never share a result element; how an element is summed
- * does not depend on the split.
+ * Parts: every batch's C is cut between the parts by the template (row
+ * ranges, or ranges of 64-column panels when M is small: a decode step's B
+ * is then read half by each of two threads), so the parts never share a
+ * result element; how an element is summed does not depend on the split.
  * Assumes the shape rule held (ir/infer.c: half operands of one dtype). */
 #include <stdio.h>
 
@@ -75,8 +76,7 @@ int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueR
   LLVMValueRef bdim[IR_MAX_RANK], sa[IR_MAX_RANK], sb[IR_MAX_RANK], sc[IR_MAX_RANK];
   jit_matmul_batch_strides(f, ta, ra - 2, tb, rb - 2, tc, nb, (LLVMValueRef[]){M, K, N}, bdim,
                            sa, sb, sc);
-  LLVMValueRef lo, hi;
-  jit_split_range(f, M, &lo, &hi);
+  f->split = true; /* the template cuts C into the parts (rows, or panels for few rows) */
   jit_loop batch[IR_MAX_RANK];
   LLVMValueRef off[3];
   jit_matmul_batch_begin(f, nb, bdim, sa, sb, sc, batch, off);
@@ -92,7 +92,7 @@ int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueR
   LLVMValueRef cp = LLVMBuildGEP2(f->b, f->t_f32, C, &offc, 1, "c");
   LLVMValueRef efn = epi ? epi->fn : LLVMConstPointerNull(f->t_ptr);
   LLVMValueRef ectx = epi ? epi->ctx : LLVMConstPointerNull(f->t_ptr);
-  LLVMValueRef args[] = {M, N, K, ap, bp, cp, lo, hi, efn, ectx};
+  LLVMValueRef args[] = {M, N, K, ap, bp, cp, f->part, f->nparts, efn, ectx};
   LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 10, "");
   for (int j = nb - 1; j >= 0; j--) jit_loop_end(f, &batch[j]);
   return f->failed ? -1 : 0;

@@ -85,11 +85,16 @@ bool jit_features_have(const char *list, const char *feat) {
   return false;
 }
 
-bool jit_target_has(jit_fn *f, const char *feat) {
+char *jit_target_features(jit_fn *f) {
   char *cpu, *features;
   kernel_target(f, &cpu, &features);
-  bool r = jit_features_have(features, feat);
   free(cpu);
+  return features;
+}
+
+bool jit_target_has(jit_fn *f, const char *feat) {
+  char *features = jit_target_features(f);
+  bool r = jit_features_have(features, feat);
   free(features);
   return r;
 }

@@ -92,5 +92,8 @@ void jit_template_retarget(jit_fn *f, LLVMValueRef fn);
 /* Whether the kernel's target (f->fn's "target-features", else the host)
  * has the feature `feat` ("avx512f", "avx2"). */
 bool jit_target_has(jit_fn *f, const char *feat);
+/* The kernel's target features (as jit_target_has reads them), malloc'd
+ * (NULL when LLVM gives none). */
+char *jit_target_features(jit_fn *f);
 
 #endif

@@ -7,13 +7,16 @@
  * Entries, T in bf16 f16, V in ex (B row-major K x N), tex (B given
  * transposed, N x K: a matmul with kiln.transpose_b), pex (B prepacked):
  *   void kiln_hgemm_T_V(int64_t M, int64_t N, int64_t K, const void *A,
- *                       const void *B, float *C, int64_t lo, int64_t hi,
+ *                       const void *B, float *C, int64_t part, int64_t nparts,
  *                       kiln_hgemm_epi epi, void *epi_ctx)
  *     C[i * N + j] = sum over k of wide(A[i * K + k]) * wide(B[k, j]) for
- *     lo <= i < hi and every j (zeros when K = 0); then, when epi is not
- *     NULL, epi(epi_ctx, i0, j0, m, n, &C[i0 * N + j0], N) once for each
- *     finished block of C (the blocks cover rows lo..hi and every column
- *     once: a fused GEMM epilogue, jit/fused.c).
+ *     the (i, j) of part `part` of C cut in nparts pieces (hg_part: row
+ *     ranges, or, for few rows, ranges of 64-column panels, so a decode
+ *     step's B is split between the parts), zeros when K = 0; then, when
+ *     epi is not NULL, epi(epi_ctx, i0, j0, m, n, &C[i0 * N + j0], N) once
+ *     for each finished block of C (the blocks cover the part's piece once:
+ *     a fused GEMM epilogue, jit/fused.c). How each element is summed does
+ *     not depend on the parts.
  * Products of two halves are exact in f32 (8 + 8 or 11 + 11 significant
  * bits), so every entry sums the same exact products in f32; only the order
  * of the additions differs between entries (and vdpbf16ps flushes f32
@@ -51,9 +54,35 @@
 typedef void (*kiln_hgemm_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n, float *C,
                                int64_t ldc);
 
-enum { HG_NR = 64, HG_KB = 256 };
+enum { HG_NR = 64, HG_KB = 256, HG_SPLIT_ROWS = 12 };
 
 #define HG_INLINE static inline __attribute__((always_inline))
+
+/* Part `part` of nparts of C [M, N]: rows [*i0, *i1) x columns [*j0, *j1).
+ * Near-equal row ranges when every part gets HG_SPLIT_ROWS rows (two of the
+ * AVX-512 tiles' heights) or N has fewer than two panels per part; else
+ * near-equal ranges of whole 64-column panels (the last one partial), as the
+ * f32 GEMM splits a small M (gemm.c). An empty range for a part out of
+ * [0, nparts). */
+HG_INLINE void hg_part(int64_t M, int64_t N, int64_t part, int64_t nparts, int64_t *i0,
+                       int64_t *i1, int64_t *j0, int64_t *j1) {
+  *i0 = 0, *i1 = M, *j0 = 0, *j1 = N;
+  if (nparts <= 1 && part == 0) return;
+  if (nparts < 1 || part < 0 || part >= nparts) {
+    *i1 = 0;
+    return;
+  }
+  int64_t np = (N + HG_NR - 1) / HG_NR;
+  if (M >= HG_SPLIT_ROWS * nparts || np < 2 * nparts) {
+    *i0 = M * part / nparts, *i1 = M * (part + 1) / nparts;
+    return;
+  }
+  int64_t q = np / nparts, r = np % nparts;
+  int64_t p0 = q * part + (part < r ? part : r);
+  int64_t p1 = q * (part + 1) + (part + 1 < r ? part + 1 : r);
+  *j0 = p0 * HG_NR < N ? p0 * HG_NR : N;
+  *j1 = p1 * HG_NR < N ? p1 * HG_NR : N;
+}
 
 /* element i of a half buffer, widened exactly (ir/qblock.h) */
 HG_INLINE float widen(const uint16_t *p, int64_t i, int f16) {
@@ -77,42 +106,45 @@ HG_INLINE float packed_at(const void *B, int64_t N, int64_t K, int64_t k, int64_
                bf16_slice(N, K, k0, p) + (k - k0) / 2 * HG_NR * 2 + c * 2 + k % 2, 0);
 }
 
-/* layout: 0 row-major B, 1 transposed (N x K), 2 prepacked */
+/* layout: 0 row-major B, 1 transposed (N x K), 2 prepacked; rows
+ * [lo, hi) x columns [jlo, jhi) */
 HG_INLINE void hgemm_generic(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
-                             int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int f16,
-                             int layout) {
+                             int64_t lo, int64_t hi, int64_t jlo, int64_t jhi,
+                             kiln_hgemm_epi epi, void *epi_ctx, int f16, int layout) {
   const uint16_t *A = A_, *B = B_;
   for (int64_t i = lo; i < hi; i++) {
     float *c = C + i * N;
     if (layout == 1) {
-      for (int64_t j = 0; j < N; j++) {
+      for (int64_t j = jlo; j < jhi; j++) {
         float s = 0;
         for (int64_t k = 0; k < K; k++) s += widen(A, i * K + k, f16) * widen(B, j * K + k, f16);
         c[j] = s;
       }
       continue;
     }
-    for (int64_t j = 0; j < N; j++) c[j] = 0;
+    for (int64_t j = jlo; j < jhi; j++) c[j] = 0;
     for (int64_t k = 0; k < K; k++) {
       float a = widen(A, i * K + k, f16);
       if (layout == 0) {
-        for (int64_t j = 0; j < N; j++) c[j] += a * widen(B, k * N + j, f16);
+        for (int64_t j = jlo; j < jhi; j++) c[j] += a * widen(B, k * N + j, f16);
       } else {
-        for (int64_t j = 0; j < N; j++) c[j] += a * packed_at(B_, N, K, k, j, f16);
+        for (int64_t j = jlo; j < jhi; j++) c[j] += a * packed_at(B_, N, K, k, j, f16);
       }
     }
   }
-  if (epi && hi > lo) epi(epi_ctx, lo, 0, hi - lo, N, C + lo * N, N);
+  if (epi && hi > lo && jhi > jlo)
+    epi(epi_ctx, lo, jlo, hi - lo, jhi - jlo, C + lo * N + jlo, N);
 }
 
 #define ARGS                                                                                  \
-  int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C, int64_t lo,       \
-      int64_t hi, kiln_hgemm_epi epi, void *epi_ctx
+  int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C, int64_t part,     \
+      int64_t nparts, kiln_hgemm_epi epi, void *epi_ctx
 
 #define GENERIC_ENTRY(T, V, f16, layout)                                                      \
   void kiln_hgemm_##T##_##V(ARGS) {                                                           \
-    (void)M;                                                                                  \
-    hgemm_generic(N, K, A, B, C, lo, hi, epi, epi_ctx, f16, layout);                          \
+    int64_t lo, hi, jlo, jhi;                                                                 \
+    hg_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                        \
+    hgemm_generic(N, K, A, B, C, lo, hi, jlo, jhi, epi, epi_ctx, f16, layout);                \
   }
 GENERIC_ENTRY(bf16, ex, 0, 0)
 GENERIC_ENTRY(bf16, tex, 0, 1)

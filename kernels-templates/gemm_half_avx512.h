@@ -167,7 +167,8 @@ AVX_INLINE void panel_rows(const uint16_t *A, int64_t K, int64_t i, int64_t m, i
 /* The vdpbf16ps kernel (bf16 only). layout: 0 row-major B, 1 transposed,
  * 2 prepacked (gemm_half.c's top) */
 AVX_INLINE void hgemm_dp(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
-                         int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int layout) {
+                         int64_t lo, int64_t hi, int64_t jlo, int64_t jhi, kiln_hgemm_epi epi,
+                         void *epi_ctx, int layout) {
   const uint16_t *A = A_, *B = B_;
   uint16_t stack_panel[HG_KC * HG_NR] __attribute__((aligned(64)));
   for (int64_t i0 = lo; i0 < hi; i0 += HG_MC) {
@@ -175,8 +176,8 @@ AVX_INLINE void hgemm_dp(int64_t N, int64_t K, const void *A_, const void *B_, f
     /* N in chunks of panels whose C rows stay in L2 across the K blocks */
     int64_t nc = (HG_CHUNK_BYTES / 4 / mc) / HG_NR * HG_NR;
     nc = nc < HG_NR ? HG_NR : nc > HG_NCMAX ? HG_NCMAX : nc;
-    for (int64_t jc = 0; jc < N; jc += nc) {
-      int64_t jend = N - jc < nc ? N : jc + nc;
+    for (int64_t jc = jlo; jc < jhi; jc += nc) {
+      int64_t jend = jhi - jc < nc ? jhi : jc + nc;
       for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += HG_KC) {
         int64_t kc = K - k0 < HG_KC ? K - k0 : HG_KC;
         int first = k0 == 0;
@@ -208,13 +209,16 @@ AVX_INLINE void hgemm_dp(int64_t N, int64_t K, const void *A_, const void *B_, f
 /* bf16: the vdpbf16ps kernel for fewer than HG_DP_MAX_M rows in all (a
  * decode step: memory bound, B read as it is stored, half the bytes of
  * f32), the converting one otherwise (gemm_half_fma.h says why); decided
- * from M, so every part of one call sums alike. f16: the converting one. */
+ * from M, so every part of one call sums alike. f16: the converting one.
+ * The part's rows and columns: hg_part (gemm_half.c). */
 #define AVX_ENTRY(T, V, f16, layout)                                                          \
   AVX_FN void kiln_hgemm_##T##_##V##_avx512(ARGS) {                                           \
+    int64_t lo, hi, jlo, jhi;                                                                 \
+    hg_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                        \
     if (!f16 && M < HG_DP_MAX_M)                                                              \
-      hgemm_dp(N, K, A, B, C, lo, hi, epi, epi_ctx, layout);                                  \
+      hgemm_dp(N, K, A, B, C, lo, hi, jlo, jhi, epi, epi_ctx, layout);                        \
     else                                                                                      \
-      hgemm_fma(N, K, A, B, C, lo, hi, epi, epi_ctx, f16, layout);                            \
+      hgemm_fma(N, K, A, B, C, lo, hi, jlo, jhi, epi, epi_ctx, f16, layout);                  \
   }
 AVX_ENTRY(bf16, ex, 0, 0)
 AVX_ENTRY(bf16, tex, 0, 1)

@@ -126,13 +126,14 @@ AVX_INLINE void fma_rows(const float *ab, int64_t m, const float *bp, int64_t ld
 
 /* layout: 0 row-major B, 1 transposed, 2 prepacked (gemm_half.c's top) */
 AVX_INLINE void hgemm_fma(int64_t N, int64_t K, const void *A_, const void *B_, float *C,
-                          int64_t lo, int64_t hi, kiln_hgemm_epi epi, void *epi_ctx, int f16,
-                          int layout) {
+                          int64_t lo, int64_t hi, int64_t jlo, int64_t jhi, kiln_hgemm_epi epi,
+                          void *epi_ctx, int f16, int layout) {
   const uint16_t *A = A_, *B = B_;
   float bb[HC_KC * HC_NC] __attribute__((aligned(64)));
   float ab[HG_MR * HC_KC] __attribute__((aligned(64)));
-  for (int64_t jc = 0; jc < N; jc += HC_NC) {
-    int64_t nc = N - jc < HC_NC ? N - jc : HC_NC;
+  if (hi <= lo) return; /* an empty part: no B to widen */
+  for (int64_t jc = jlo; jc < jhi; jc += HC_NC) {
+    int64_t nc = jhi - jc < HC_NC ? jhi - jc : HC_NC;
     for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += HC_KC) {
       int64_t kc = K - k0 < HC_KC ? K - k0 : HC_KC;
       int first = k0 == 0;

@@ -7,11 +7,13 @@
  * signedness):
  *   void kiln_mmi_AB(int64_t M, int64_t N, int64_t K, const void *A,
  *                    const void *B, int32_t *C, const void *ZA, int64_t nza,
- *                    const void *ZB, int64_t nzb, int64_t lo, int64_t hi)
+ *                    const void *ZB, int64_t nzb, int64_t part, int64_t nparts)
  *     C[i * N + j] = sum over k of (A[i * K + k] - za_i) * (B[k * N + j] - zb_j)
- *     wrapped to 32 bits, for lo <= i < hi and every j. ZA holds nza zero
- *     points of A's type (0: none, 1: one for every row, M: one per row), ZB
- *     nzb of B's (0, 1 or N: one per column).
+ *     wrapped to 32 bits, for the (i, j) of part `part` of C cut in nparts
+ *     pieces (mmi_part: row ranges, or, for few rows, ranges of 64-column
+ *     panels, so a decode step's B is split between the parts). ZA holds
+ *     nza zero points of A's type (0: none, 1: one for every row, M: one per
+ *     row), ZB nzb of B's (0, 1 or N: one per column).
  *
  * How: sum (a - za)(b - zb) = sum (a - za) b - zb * sum (a - za), so a row of
  * C accumulates (a - za) times rows of B and then takes zb_j times the row's
@@ -37,33 +39,70 @@ static inline __attribute__((always_inline)) uint32_t zp(const void *z, int64_t 
   return n == 0 ? 0 : (uint32_t)ld8(z, n == 1 ? 0 : i, sgn);
 }
 
-/* The generic kernel; sa / sb (a's, b's signedness) are constants in each
- * entry, so the loads fold to one extension after inlining. */
+enum { MMI_PANEL = 64, MMI_SPLIT_ROWS = 12 };
+
+/* Part `part` of nparts of C [M, N]: rows [*i0, *i1) x columns [*j0, *j1).
+ * Near-equal row ranges when every part gets MMI_SPLIT_ROWS rows (two of the
+ * x86 kernels' tiles) or N has fewer than two 64-column panels per part;
+ * else near-equal ranges of whole panels (the last one partial), as the f32
+ * and half GEMMs split a small M. An empty range for a part out of
+ * [0, nparts). */
+static inline __attribute__((always_inline)) void
+mmi_part(int64_t M, int64_t N, int64_t part, int64_t nparts, int64_t *i0, int64_t *i1,
+         int64_t *j0, int64_t *j1) {
+  *i0 = 0, *i1 = M, *j0 = 0, *j1 = N;
+  if (nparts <= 1 && part == 0) return;
+  if (nparts < 1 || part < 0 || part >= nparts) {
+    *i1 = 0;
+    return;
+  }
+  int64_t np = (N + MMI_PANEL - 1) / MMI_PANEL;
+  if (M >= MMI_SPLIT_ROWS * nparts || np < 2 * nparts) {
+    *i0 = M * part / nparts, *i1 = M * (part + 1) / nparts;
+    return;
+  }
+  int64_t q = np / nparts, r = np % nparts;
+  int64_t p0 = q * part + (part < r ? part : r);
+  int64_t p1 = q * (part + 1) + (part + 1 < r ? part + 1 : r);
+  *j0 = p0 * MMI_PANEL < N ? p0 * MMI_PANEL : N;
+  *j1 = p1 * MMI_PANEL < N ? p1 * MMI_PANEL : N;
+}
+
+/* The generic kernel over rows [lo, hi) x columns [jlo, jhi); sa / sb (a's,
+ * b's signedness) are constants in each entry, so the loads fold to one
+ * extension after inlining. */
 static inline __attribute__((always_inline)) void
 mmi_generic(int64_t N, int64_t K, const void *A, const void *B, int32_t *C, const void *ZA,
-            int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb) {
+            int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int64_t jlo,
+            int64_t jhi, int sa, int sb) {
   for (int64_t i = lo; i < hi; i++) {
     uint32_t *c = (uint32_t *)C + i * N;
-    for (int64_t j = 0; j < N; j++) c[j] = 0;
+    for (int64_t j = jlo; j < jhi; j++) c[j] = 0;
     uint32_t za = zp(ZA, nza, i, sa), rowsum = 0;
     for (int64_t k = 0; k < K; k++) {
       uint32_t a = (uint32_t)ld8(A, i * K + k, sa) - za;
       rowsum += a;
       const int64_t row = k * N;
-      for (int64_t j = 0; j < N; j++) c[j] += a * (uint32_t)ld8(B, row + j, sb);
+      for (int64_t j = jlo; j < jhi; j++) c[j] += a * (uint32_t)ld8(B, row + j, sb);
     }
-    for (int64_t j = 0; nzb && j < N; j++) c[j] -= rowsum * zp(ZB, nzb, j, sb);
+    for (int64_t j = jlo; nzb && j < jhi; j++) c[j] -= rowsum * zp(ZB, nzb, j, sb);
   }
 }
 
 #define ARGS                                                                                 \
   int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C, const void *ZA, \
-      int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi
+      int64_t nza, const void *ZB, int64_t nzb, int64_t part, int64_t nparts
 
-void kiln_mmi_u8u8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 0, 0); }
-void kiln_mmi_u8s8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 0, 1); }
-void kiln_mmi_s8u8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 1, 0); }
-void kiln_mmi_s8s8(ARGS) { (void)M; mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, 1, 1); }
+#define GENERIC_ENTRY(name, sa, sb)                                                          \
+  void kiln_mmi_##name(ARGS) {                                                               \
+    int64_t lo, hi, jlo, jhi;                                                                \
+    mmi_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                      \
+    mmi_generic(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, jlo, jhi, sa, sb);                  \
+  }
+GENERIC_ENTRY(u8u8, 0, 0)
+GENERIC_ENTRY(u8s8, 0, 1)
+GENERIC_ENTRY(s8u8, 1, 0)
+GENERIC_ENTRY(s8s8, 1, 1)
 
 #if defined(__x86_64__)
 #include "gemm_int8_vnni.h"

@@ -1,6 +1,10 @@
-/* gemm_int8_vnni.h - the AVX512-VNNI entries of the 8-bit GEMM template
- * (gemm_int8.c includes it once, at its end, on x86-64): kiln_mmi_AB_avx512vnni,
- * with the generic entries' arguments and results, bit for bit.
+/* gemm_int8_vnni.h - the x86-64 entries of the 8-bit GEMM template
+ * (gemm_int8.c includes it once, at its end, on x86-64): what they share (the
+ * layout, the packing, the corrections; the blocking is gemm_int8_driver.h,
+ * instantiated per micro-kernel) and the AVX512-VNNI micro-kernel, whose
+ * entries are kiln_mmi_AB_avx512vnni; gemm_int8_avx2.h adds the AVX-VNNI
+ * and AVX2 ones. Every entry has the generic entries' arguments and
+ * results, bit for bit.
  *
  * vpdpbusd adds four u8 x s8 products into each int32 lane exactly (no
  * intermediate saturation, unlike vpmaddubsw). Other signedness is shifted
@@ -14,25 +18,37 @@
  *
  * Blocking: rows of the part in chunks of MC = 2048 (their RA on the
  * stack); per chunk, N in chunks whose C rows fit ~512 KB (64 to 2048
- * columns); per N chunk, K in blocks of KC = 512 bytes; per K block, the
- * chunk's panels of NR = 64 columns (four vectors of 16 lanes: whole cache
- * lines of B's rows): each panel's block of B packed on the stack (32 KB) in groups of 4 k
- * (bp[g][col][4]: one 64-byte load per 16 columns), zero-padded past K and
- * N, then MR = 6 rows of A at a time against it (24 accumulators), each
- * 4-byte group of a row broadcast from A in place. Partial row blocks run
- * one row at a time; partial panels go through a tile on the stack. C holds
- * R between K blocks; the corrections are applied when the panel is done.
+ * columns); per N chunk, K in blocks of KC = 512 bytes and the chunk's
+ * panels of NR = 64 columns (four vectors of 16 lanes: whole cache lines of
+ * B's rows), each K block across the panels, or, for few rows (their A
+ * under 256 KB: a decode step), each panel's K blocks in turn (a prepacked
+ * panel then streams in order). Per K block of a panel: its block of B
+ * packed on the stack (32 KB) in groups of 4 k (bp[g][col][4]: one 64-byte
+ * load per 16 columns), zero-padded past K and N, then MR = 6 rows of A at a
+ * time against it (24 accumulators), each 4-byte group of a row broadcast
+ * from A in place; the last rows in tiles of 3, 2 or 1 rows. Partial
+ * panels go through a tile on the stack. C holds R between K blocks; the
+ * corrections are applied when the N chunk is done.
  *
  * Prepacked B (_pex entries; src/prepack.c writes it once for a constant or
  * weight B, kiln.packed_b = 64): for each panel of 64 columns in order, the
  * whole K rounded up to 4 in groups of 4 k (bytes [g][col][4]: b for si8 b,
  * b ^ 0x80 for ui8 b; zero past K and N), i.e. ceil(N / 64) * 64 * K4
  * bytes, then ceil(N / 64) * 64 uint32 column sums of the true b (0 past N).
- * A K block of a panel is then a contiguous slice, read in place. */
+ * A K block of a panel is then a contiguous slice, read in place.
+ * A B given row-major with at most MMI_GENERIC_MAX_M rows in A goes through
+ * the generic loops instead (vectorized for the entry's target). */
 #include <immintrin.h>
 
 enum { MMI_MR = 6, MMI_NR = 64, MMI_KC = 512, MMI_MC = 2048, MMI_NCMAX = 2048 };
+_Static_assert(MMI_NR == MMI_PANEL, "mmi_part cuts C at the panels the kernels read");
 #define MMI_CHUNK_BYTES (512 * 1024)
+#define MMI_PANEL_MAJOR_A_BYTES (256 * 1024) /* gemm_int8_driver.h: few rows */
+/* A B given row-major (not prepacked) with this many rows or fewer runs the
+ * generic loops (vectorized for the entry's target): packing B per call
+ * costs more than the kernels save there (1 x 4096 x 4096, AVX2: 3.0 ms
+ * packed vs 1.6 ms; at 3 rows 3.5 vs 8.9) */
+#define MMI_GENERIC_MAX_M 2
 
 #define VNNI_FN __attribute__((target("avx512f,avx512bw,avx512vnni")))
 #define VNNI_INLINE static inline __attribute__((target("avx512f,avx512bw,avx512vnni"), \
@@ -106,7 +122,7 @@ VNNI_INLINE void micro_group(__m512i acc[][4], const uint8_t *const *rows, int64
   }
 }
 
-/* rows [i, i + MR) (MR 1 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
+/* rows [i, i + MR) (MR 1, 2, 3 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
  * into tile (row stride ldt), adding to what it holds unless first. The
  * groups inside K read 4 bytes at once; a last partial one is zero-filled. */
 VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
@@ -137,82 +153,9 @@ VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64
       _mm512_storeu_si512((void *)(tile + r * ldt + 16 * h), acc[r][h]);
 }
 
-/* pre: B prepacked (see the top), or NULL: B row-major, packed per call */
-VNNI_INLINE void
-mmi_vnni(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, const void *ZA,
-         int64_t nza, const void *ZB, int64_t nzb, int64_t lo, int64_t hi, int sa, int sb,
-         int pre) {
-  const uint8_t *A = A_, *B = B_;
-  int64_t k4 = (K + 3) / 4 * 4, panels = (N + MMI_NR - 1) / MMI_NR;
-  const uint32_t *pre_sums = (const uint32_t *)(const void *)(B + panels * MMI_NR * k4);
-  uint8_t bp[MMI_KC * MMI_NR] __attribute__((aligned(64)));
-  uint32_t ra[MMI_MC], cb[MMI_NCMAX], edge[MMI_MR * MMI_NR];
-  uint32_t *Cu = (uint32_t *)C;
-  for (int64_t i0 = lo; i0 < hi; i0 += MMI_MC) {
-    int64_t mc = hi - i0 < MMI_MC ? hi - i0 : MMI_MC;
-    for (int64_t r = 0; r < mc; r++) {
-      uint32_t s = 0;
-      for (int64_t k = 0; k < K; k++) s += (uint32_t)ld8(A, (i0 + r) * K + k, sa);
-      ra[r] = s;
-    }
-    /* N in chunks of panels whose C rows stay in L2 (~512 KB) across the
-     * K blocks, so each K block's rows of B (one page apart when N is
-     * large) are walked once for the whole chunk, not once per panel */
-    int64_t nc = (MMI_CHUNK_BYTES / 4 / mc) / MMI_NR * MMI_NR;
-    nc = nc < MMI_NR ? MMI_NR : nc > MMI_NCMAX ? MMI_NCMAX : nc;
-    for (int64_t jc = 0; jc < N; jc += nc) {
-      int64_t jend = N - jc < nc ? N : jc + nc;
-      for (int64_t c = 0; c < nc; c++) cb[c] = 0;
-      const uint32_t *sums = pre ? pre_sums + jc : cb;
-      for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += MMI_KC) {
-        int64_t kc = K - k0 < MMI_KC ? K - k0 : MMI_KC;
-        int first = k0 == 0;
-        for (int64_t j0 = jc; j0 < jend; j0 += MMI_NR) {
-          int64_t nr = jend - j0 < MMI_NR ? jend - j0 : MMI_NR;
-          const uint8_t *panel = bp;
-          if (pre)
-            panel = B + (j0 / MMI_NR) * MMI_NR * k4 + k0 * MMI_NR;
-          else
-            pack_panel(B, N, k0, kc, j0, bp, cb + (j0 - jc), sb);
-          int64_t r = 0;
-          for (; nr == MMI_NR && r + MMI_MR <= mc; r += MMI_MR)
-            micro(A, K, i0 + r, k0, kc, panel, Cu + (i0 + r) * N + j0, N, first, sa, MMI_MR);
-          for (; r < mc; r++) { /* one row; a partial panel through the edge tile */
-            uint32_t *c = Cu + (i0 + r) * N + j0;
-            if (nr == MMI_NR) {
-              micro(A, K, i0 + r, k0, kc, panel, c, N, first, sa, 1);
-              continue;
-            }
-            for (int64_t t = 0; t < nr; t++) edge[t] = c[t];
-            micro(A, K, i0 + r, k0, kc, panel, edge, MMI_NR, first, sa, 1);
-            for (int64_t t = 0; t < nr; t++) c[t] = edge[t];
-          }
-        }
-      }
-      /* corrections (see the top) */
-      uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;
-      for (int64_t r = 0; r < mc; r++) {
-        uint32_t za = zp(ZA, nza, i0 + r, sa), ca = za + (sa ? 128u : 0u);
-        uint32_t *c = Cu + (i0 + r) * N;
-        for (int64_t j = jc; j < jend; j++) {
-          uint32_t zb = zp(ZB, nzb, j, sb), cbj = zb - (sb ? 0u : 128u);
-          c[j] = c[j] - ca * sums[j - jc] - cbj * ra[r] + k32 * (za * zb + both);
-        }
-      }
-    }
-  }
-}
+#define MMI_ISA avx512vnni
+#define MMI_TARGET "avx512f,avx512bw,avx512vnni"
+#define MMI_MICRO micro
+#include "gemm_int8_driver.h"
 
-#define VNNI_ENTRY(name, sa, sb)                                                               \
-  VNNI_FN void kiln_mmi_##name##_avx512vnni(ARGS) {                                           \
-    (void)M;                                                                                  \
-    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 0);                             \
-  }                                                                                           \
-  VNNI_FN void kiln_mmi_##name##_avx512vnni_pex(ARGS) {                                       \
-    (void)M;                                                                                  \
-    mmi_vnni(N, K, A, B, C, ZA, nza, ZB, nzb, lo, hi, sa, sb, 1);                             \
-  }
-VNNI_ENTRY(u8u8, 0, 0)
-VNNI_ENTRY(u8s8, 0, 1)
-VNNI_ENTRY(s8u8, 1, 0)
-VNNI_ENTRY(s8s8, 1, 1)
+#include "gemm_int8_avx2.h"

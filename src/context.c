@@ -96,7 +96,23 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
    * AVX-512 kernels, on any host (tests of that path) */
   const char *hg = getenv("KILN_HALF_GEMM");
   bool generic_half = hg && strcmp(hg, "generic") == 0;
+  /* KILN_INT8_GEMM=generic|avx2|avxvnni|avx512vnni: the 8-bit GEMM's
+   * kernel no faster than that one (tests and measurements of the slower
+   * kernels on a faster host) */
+  const char *ig = getenv("KILN_INT8_GEMM");
+  jit_mmi_isa int8_cap = ig && *ig ? jit_mmi_isa_parse(ig) : 0;
+  if (ig && *ig && !int8_cap) {
+    jit_engine_free(ctx->jit);
+    rt_trace_free(ctx->trace);
+    rt_log_destroy(&ctx->log);
+    pthread_mutex_destroy(&ctx->lock);
+    free(ctx);
+    rt_err(st, KILN_ERR_INVALID_ARGUMENT,
+           "KILN_INT8_GEMM=%s: expected generic, avx2, avxvnni or avx512vnni", ig);
+    return NULL;
+  }
   if ((generic_half && jit_engine_force_generic_half(ctx->jit) < 0) ||
+      (int8_cap && jit_engine_cap_int8_gemm(ctx->jit, int8_cap) < 0) ||
       !(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock)) ||
       !(ctx->spec = rt_spec_ctx_new()) || !(ctx->libs = rt_kernel_libs_new())) {
     rt_spec_ctx_free(ctx->spec);

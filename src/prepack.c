@@ -98,8 +98,7 @@ static bool carries_mark(const ir_node *n) {
 int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
   const char *features = jit_engine_features(ctx->jit);
   bool avx512f = jit_features_have(features, "avx512f");
-  bool vnni = avx512f && jit_features_have(features, "avx512bw") &&
-              jit_features_have(features, "avx512vnni");
+  jit_mmi_isa int8 = jit_engine_int8_gemm(ctx->jit);
   for (int i = 0; i < g->nnodes; i++)
     if (carries_mark(g->nodes[i]))
       return rt_err(st, KILN_ERR_VERIFY,
@@ -114,7 +113,7 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st) {
     ir_node *mm = packable(n, &operand);
     if (!mm) continue;
     b_kind kind = b_kind_of(mm);
-    int64_t nr = kind == B_8BIT   ? jit_mmi_panel_width(vnni)
+    int64_t nr = kind == B_8BIT   ? jit_mmi_panel_width(int8)
                  : kind == B_HALF ? jit_hgemm_panel_width()
                                   : jit_gemm_panel_width(avx512f, mm->in[1]->type.dtype);
     if (nr <= 0) continue;

@@ -6,7 +6,7 @@
  * does a one-group mo.conv2d whose filter [R, S, C, F] (static, f32 or
  * f64) is one, read as the (R * S * C) x F matrix of its GEMMs
  * (jit/conv.c); and a mo.matmul.integer's ui8 / si8 B of static rank 2
- * where the host has AVX512-VNNI (jit_mmi_panel_width: its own layout of
+ * where the host has AVX2 (jit_mmi_panel_width: its own layout of
  * 4-byte k groups and column sums, kernels-templates/gemm_int8_vnni.h).
  * The model marks such nodes with the attribute kiln.packed_b = NR (the panel
  * width of the host's GEMM, jit_gemm_panel_width) before their kernel texts

@@ -302,6 +302,76 @@ Test(gemm_half, forced_generic_kernels_match_the_interpreter) {
   unsetenv("KILN_HALF_GEMM");
 }
 
+/* x [n, 515] times a weight [515, 260] (n = 1..16, a decode step): work
+ * enough for two parts, so on 2 threads the half GEMM splits C by panels
+ * (few rows) or rows. Each n on 1 and 2 threads of one context: the same
+ * bits (how an element is summed does not depend on the parts). */
+static const char THREADS_GRAPH[] =
+    "mo.graph @ht<n>(%x: !mo.tensor<[n, 515], DT>) -> (!mo.tensor<[n, 260], DT>) {\n"
+    "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[515, 260], DT>\n"
+    "  %0 = mo.matmul(%x, %w) : (!mo.tensor<[n, 515], DT>, !mo.tensor<[515, 260], DT>) -> "
+    "!mo.tensor<[n, 260], DT>\n"
+    "  mo.output %0 : !mo.tensor<[n, 260], DT>\n}\n";
+
+static void fill_half(kiln_tensor *t, int64_t n, unsigned seed) {
+  uint16_t *d = kiln_tensor_data(t);
+  for (int64_t i = 0; i < n; i++) { /* multiples of 1/64 in [-1, 1): exact in both */
+    seed = seed * 1103515245u + 12345u;
+    double v = (double)((seed >> 16) % 128) / 64.0 - 1.0;
+    float f = (float)v;
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    d[i] = (uint16_t)(u >> 16); /* bf16: exact for these values */
+  }
+}
+
+Test(gemm_half, two_threads_give_one_threads_bits_and_match_the_interpreter) {
+  setenv("KILN_CACHE", "off", 1);
+  setenv("KILN_NUM_THREADS", "2", 1);
+  char *bf = with_dtype(THREADS_GRAPH, "bf16");
+  run_oracle("bf16 on 2 threads", bf, "n=1;n=2;n=5;n=16;n=40", RTOL[1], 1e-3);
+  char *f16 = with_dtype(THREADS_GRAPH, "f16");
+  run_oracle("f16 on 2 threads", f16, "n=1;n=3;n=16", RTOL[0], 1e-3);
+  free(f16);
+  unsetenv("KILN_NUM_THREADS");
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+  kiln_graph *kg = kiln_graph_parse(bf, strlen(bf), "ht", st);
+  cr_assert_not_null(kg, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, kg, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t wshape[2] = {515, 260};
+  kiln_tensor *w = kiln_tensor_new(KILN_BFLOAT16, 2, wshape, st);
+  cr_assert_not_null(w);
+  fill_half(w, 515 * 260, 7);
+  cr_assert_eq(kiln_model_bind_weight(m, "w", w, st), 0, "%s", kiln_status_message(st));
+  for (int64_t n = 1; n <= 16; n += 5) {
+    int64_t xshape[2] = {n, 515};
+    kiln_tensor *x = kiln_tensor_new(KILN_BFLOAT16, 2, xshape, st);
+    cr_assert_not_null(x);
+    fill_half(x, n * 515, (unsigned)n);
+    kiln_tensor *out[2] = {NULL, NULL};
+    for (int t = 0; t < 2; t++) {
+      cr_assert_eq(kiln_context_set_num_threads(ctx, t + 1, st), 0);
+      cr_assert_eq(kiln_model_execute(m, &x, 1, &out[t], 1, st), 0, "%s",
+                   kiln_status_message(st));
+    }
+    cr_assert(memcmp(kiln_tensor_data(out[0]), kiln_tensor_data(out[1]),
+                     sizeof(uint16_t) * (size_t)(n * 260)) == 0,
+              "n=%lld: 2 threads differ from 1", (long long)n);
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(out[1]);
+    kiln_tensor_free(x);
+  }
+  kiln_tensor_free(w);
+  kiln_model_free(m);
+  kiln_graph_free(kg);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+  free(bf);
+}
+
 /* Device models keep the casts (the pass is the host's): same answers */
 Test(gemm_half, simt_emu_still_matches) {
   setenv("KILN_TEST_DEVICE", "simt-emu", 1);

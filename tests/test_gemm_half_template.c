@@ -6,8 +6,9 @@
  * exactly widened values: bf16 and f16, B row-major, transposed and
  * prepacked (packed here from the layout gemm_half.c documents), shapes
  * across the 6-row tiles, 64-column panels, K blocks (odd K for the pair
- * layout), M = 0 / 1 and decode-like M = 1..8, rows split into parts, and
- * the epilogue called once per element. */
+ * layout), M = 0 / 1 and decode-like M = 1..8, C split into parts (rows,
+ * or 64-column panels for few rows: each part's result bit for bit the
+ * one-part result), and the epilogue called once per element. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdbool.h>
@@ -18,8 +19,8 @@
 typedef void (*epi_fn)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n, float *C,
                        int64_t ldc);
 #define ARGS                                                                                  \
-  int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C, int64_t lo,       \
-      int64_t hi, epi_fn epi, void *epi_ctx
+  int64_t M, int64_t N, int64_t K, const void *A, const void *B, float *C, int64_t part,     \
+      int64_t nparts, epi_fn epi, void *epi_ctx
 typedef void (*hg_fn)(ARGS);
 #define DECL(T)                                                                               \
   void kiln_hgemm_##T##_ex(ARGS);                                                             \
@@ -122,8 +123,9 @@ static void check(bool f16, int layout, int64_t M, int64_t N, int64_t K, int par
   double *want = malloc(sizeof(double) * (size_t)(M * N + 1));
   double *mag = malloc(sizeof(double) * (size_t)(M * N + 1));
   float *got = malloc(sizeof(float) * (size_t)(M * N + 1));
+  float *whole = malloc(sizeof(float) * (size_t)(M * N + 1));
   unsigned char *count = malloc((size_t)(M * N + 1));
-  cr_assert(A && B && Bt && want && mag && got && count);
+  cr_assert(A && B && Bt && want && mag && got && whole && count);
   for (int64_t i = 0; i < M * K; i++) A[i] = to_half(rnd() * 4, f16);
   for (int64_t i = 0; i < K * N; i++) B[i] = to_half(rnd(), f16);
   for (int64_t k = 0; k < K; k++)
@@ -146,8 +148,7 @@ static void check(bool f16, int layout, int64_t M, int64_t N, int64_t K, int par
     memset(count, 0, (size_t)(M * N + 1));
     epi_seen seen = {N, count, got};
     for (int p = 0; p < parts; p++)
-      FNS[f16][layout][v](M, N, K, A, b, got, M * p / parts, M * (p + 1) / parts,
-                          with_epi ? epi_count : NULL, &seen);
+      FNS[f16][layout][v](M, N, K, A, b, got, p, parts, with_epi ? epi_count : NULL, &seen);
     for (int64_t i = 0; i < M * N; i++) {
       /* f32 sums of exact products: K roundings of at most 2^-24 each */
       double tol = (double)(K + 2) * 0x1p-23 * mag[i] + 1e-30;
@@ -159,8 +160,18 @@ static void check(bool f16, int layout, int64_t M, int64_t N, int64_t K, int par
         cr_assert_eq(count[i], 1, "element %lld passed to the epilogue %d times", (long long)i,
                      count[i]);
     }
+    if (parts > 1) { /* how an element is summed does not depend on the parts */
+      memset(whole, 0x7f, sizeof(float) * (size_t)(M * N + 1));
+      memset(count, 0, (size_t)(M * N + 1));
+      epi_seen one = {N, count, whole};
+      FNS[f16][layout][v](M, N, K, A, b, whole, 0, 1, with_epi ? epi_count : NULL, &one);
+      cr_assert(memcmp(got, whole, sizeof(float) * (size_t)(M * N)) == 0,
+                "%s %s layout %d M=%lld N=%lld K=%lld: %d parts differ from one",
+                f16 ? "f16" : "bf16", v ? "avx512" : "generic", layout, (long long)M,
+                (long long)N, (long long)K, parts);
+    }
   }
-  free(Bp), free(A), free(B), free(Bt), free(want), free(mag), free(got), free(count);
+  free(Bp), free(A), free(B), free(Bt), free(want), free(mag), free(got), free(whole), free(count);
 }
 
 static const int64_t SHAPES[][3] = {
@@ -195,4 +206,18 @@ Test(gemm_half_template, rows_split_into_parts_and_the_epilogue_sees_each_elemen
       check(f16, layout, 1100, 20, 9, 2, true); /* more rows than one chunk */
       check(f16, layout, 4, 3000, 33, 1, true); /* more columns than one chunk */
     }
+}
+
+/* A decode step (M = 1..16) in 2 or 3 parts: 64-column panel ranges (the
+ * last partial, a part with none), every element once, bit for bit the
+ * one-part result */
+Test(gemm_half_template, few_rows_split_by_panels) {
+  for (int f16 = 0; f16 < 2; f16++)
+    for (int layout = 0; layout < 3; layout++)
+      for (int64_t m = 1; m <= 16; m += 3) {
+        check(f16, layout, m, 300, 257, 2, true);
+        check(f16, layout, m, 130, 64, 3, true);
+        check(f16, layout, m, 64, 9, 2, true); /* one panel: rows */
+        check(f16, layout, m, 4100, 17, 2, true);
+      }
 }

@@ -5,13 +5,18 @@
  * and with one per row of a / per column of b, batched with broadcasting and
  * with 1-D operands; hand-worked answers (ONNX's node test, a sum that wraps
  * past 2^31); b a weight or constant read prepacked; and verify errors at
- * line:col for wrong dtypes and shapes, and for a kiln.packed_b in user text. */
+ * line:col for wrong dtypes and shapes, and for a kiln.packed_b in user text;
+ * each kernel (generic, AVX2, AVX-VNNI, AVX512-VNNI: KILN_INT8_GEMM caps the
+ * choice) on what this host runs, also with per-channel scales after it. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jit/jit.h"
 #include "kiln/kiln.h"
+#include "src/prepack.h"
+#include "src/rt.h"
 #include "support/oracle.h"
 #include "support/under_test.h"
 
@@ -109,9 +114,7 @@ Test(matmul_integer, one_dimensional_operands) {
  * and a constant (packed at compile): the prepacked kernel against the
  * interpreter, with a scalar a and a per-column b zero point and K not a
  * multiple of 4 */
-Test(matmul_integer, constant_and_weight_b_read_prepacked) {
-  if (under_test_device()) /* weights are packed for the host's GEMM only */
-    cr_skip_test("prepacking is the CPU runtime's (%s)", under_test_device());
+static void prepacked_cases(const char *kernel) {
   const char *pairs[][2] = {{"ui8", "si8"}, {"si8", "ui8"}, {"si8", "si8"}, {"ui8", "ui8"}};
   for (int p = 0; p < 4; p++) {
     char text[2048], label[64];
@@ -132,12 +135,124 @@ Test(matmul_integer, constant_and_weight_b_read_prepacked) {
              pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][0],
              pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][1], pairs[p][1],
              pairs[p][0], pairs[p][1]);
-    snprintf(label, sizeof label, "matmul.integer prepacked %s x %s", pairs[p][0], pairs[p][1]);
+    snprintf(label, sizeof label, "matmul.integer prepacked %s x %s, %s kernel", pairs[p][0],
+             pairs[p][1], kernel);
     oracle_gen g[] = {range_of(pairs[p][0]), range_of(pairs[p][1]), range_of(pairs[p][0])};
     oracle_case c = {.label = label, .mlir = text, .bindings = "m=1;m=7;m=40", .seed = 50u + p,
                      .gens = g, .ngens = 3, .wgen = range_of(pairs[p][1])};
     ORACLE_ASSERT(&c);
   }
+}
+
+Test(matmul_integer, constant_and_weight_b_read_prepacked) {
+  if (under_test_device()) /* weights are packed for the host's GEMM only */
+    cr_skip_test("prepacking is the CPU runtime's (%s)", under_test_device());
+  prepacked_cases("the host's");
+}
+
+/* dynamic_scaled_matmul's form: the si32 sums of a (zero point per row)
+ * and b (per column) cast to f32 and scaled per column of b and per tensor
+ * of a; the kernel's sums must be exact for the scaled result to match */
+static void scaled_cases(const char *kernel) {
+  const char *text =
+      "mo.graph @s<m, n, k>(%a: !mo.tensor<[m, k], ui8>, %b: !mo.tensor<[k, n], si8>, "
+      "%za: !mo.tensor<[m], ui8>, %zb: !mo.tensor<[n], si8>, %sa: !mo.tensor<[1], f32>, "
+      "%sb: !mo.tensor<[n], f32>) -> (!mo.tensor<[m, n], f32>) {\n"
+      "  %y = mo.matmul.integer(%a, %b, %za, %zb) : (!mo.tensor<[m, k], ui8>, "
+      "!mo.tensor<[k, n], si8>, !mo.tensor<[m], ui8>, !mo.tensor<[n], si8>) -> "
+      "!mo.tensor<[m, n], si32>\n"
+      "  %f = mo.cast(%y) : !mo.tensor<[m, n], f32>\n"
+      "  %s = mo.mul(%sb, %sa) : (!mo.tensor<[n], f32>, !mo.tensor<[1], f32>) -> "
+      "!mo.tensor<[n], f32>\n"
+      "  %o = mo.mul(%f, %s) : (!mo.tensor<[m, n], f32>, !mo.tensor<[n], f32>) -> "
+      "!mo.tensor<[m, n], f32>\n"
+      "  mo.output %o : !mo.tensor<[m, n], f32>\n}\n";
+  char label[96];
+  snprintf(label, sizeof label, "matmul.integer scaled per channel, %s kernel", kernel);
+  oracle_gen g[] = {gen_uniform(0, 255),    gen_uniform(-128, 127), gen_uniform(0, 255),
+                    gen_uniform(-128, 127), gen_uniform(0.001, 0.1), gen_uniform(0.001, 0.1)};
+  oracle_case c = {.label = label, .mlir = text,
+                   .bindings = "m=1,n=67,k=259;m=7,n=130,k=5;m=13,n=64,k=1030",
+                   .seed = 90, .gens = g, .ngens = 6};
+  ORACLE_ASSERT(&c);
+}
+
+Test(matmul_integer, scaled_per_channel_against_the_interpreter) {
+  scaled_cases("the host's");
+}
+
+/* Every kernel of the 8-bit GEMM this host runs (KILN_INT8_GEMM caps the
+ * JIT's choice: on an AVX512-VNNI host the AVX2 and AVX-VNNI ones run too),
+ * through the JIT against the interpreter: odd M / N / K, K not a multiple
+ * of 4, M = 1, every zero-point form, prepacked b, per-channel scales, on
+ * two threads */
+Test(matmul_integer, every_kernel_against_the_interpreter) {
+  if (under_test_device())
+    cr_skip_test("the 8-bit GEMM kernels are the CPU's (%s)", under_test_device());
+  static const char *const KERNELS[] = {"generic", "avx2", "avxvnni", "avx512vnni"};
+  const char *shapes = "m=1,n=1,k=1;m=1,n=257,k=1027;m=5,n=67,k=3;m=13,n=129,k=515;"
+                       "m=40,n=64,k=64";
+  /* two threads: m = 1 and 5 split their columns by panels, 40 its rows */
+  setenv("KILN_NUM_THREADS", "2", 1);
+  for (int i = 0; i < 4; i++) {
+    setenv("KILN_INT8_GEMM", KERNELS[i], 1);
+    for (int z = 0; z < 3; z++) each_pair(z, shapes, 100u + 10u * (unsigned)z);
+    prepacked_cases(KERNELS[i]);
+    scaled_cases(KERNELS[i]);
+  }
+  unsetenv("KILN_INT8_GEMM");
+  unsetenv("KILN_NUM_THREADS");
+}
+
+/* KILN_INT8_GEMM caps the engine's kernel at the named one (or the host's
+ * best, when slower), names it in the options (the code keys), and a weight
+ * b is prepacked for every kernel but the generic one */
+Test(matmul_integer, kernel_cap_is_the_engines_choice_and_decides_prepacking) {
+  if (under_test_device())
+    cr_skip_test("the 8-bit GEMM kernels are the CPU's (%s)", under_test_device());
+  setenv("KILN_CACHE", "off", 1);
+  const char *text =
+      "mo.graph @w(%a: !mo.tensor<[3, 40], ui8>) -> (!mo.tensor<[3, 70], si32>) {\n"
+      "  %b = mo.constant.external {name = \"w\"} : !mo.tensor<[40, 70], si8>\n"
+      "  %y = mo.matmul.integer(%a, %b) : (!mo.tensor<[3, 40], ui8>, !mo.tensor<[40, 70], si8>)"
+      " -> !mo.tensor<[3, 70], si32>\n"
+      "  mo.output %y : !mo.tensor<[3, 70], si32>\n}\n";
+  for (int cap = JIT_MMI_GENERIC; cap <= JIT_MMI_AVX512VNNI; cap++) {
+    const char *name = jit_mmi_isa_name((jit_mmi_isa)cap);
+    setenv("KILN_INT8_GEMM", name, 1);
+    kiln_status *st = kiln_status_new();
+    kiln_context *ctx = kiln_context_new(st);
+    unsetenv("KILN_INT8_GEMM");
+    cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+    jit_mmi_isa host = jit_mmi_isa_for(jit_engine_features(ctx->jit), 0);
+    jit_mmi_isa want = (jit_mmi_isa)cap < host ? (jit_mmi_isa)cap : host;
+    cr_expect_eq(jit_engine_int8_gemm(ctx->jit), want, "cap %s: kernel %s, not %s", name,
+                 jit_mmi_isa_name(jit_engine_int8_gemm(ctx->jit)), jit_mmi_isa_name(want));
+    char word[48];
+    snprintf(word, sizeof word, "int8-gemm=%s", name);
+    cr_expect(strstr(jit_engine_options(ctx->jit), word) != NULL, "options: %s",
+              jit_engine_options(ctx->jit));
+    kiln_graph *kg = kiln_graph_parse(text, strlen(text), "w", st);
+    cr_assert_not_null(kg, "%s", kiln_status_message(st));
+    kiln_model *m = kiln_model_compile(ctx, kg, st);
+    cr_assert_not_null(m, "%s", kiln_status_message(st));
+    cr_expect_eq(rt_model_prepack_sources(m), want > JIT_MMI_GENERIC ? 1 : 0, "cap %s", name);
+    kiln_model_free(m);
+    kiln_graph_free(kg);
+    kiln_context_free(ctx);
+    kiln_status_free(st);
+  }
+}
+
+Test(matmul_integer, unknown_kernel_name_is_refused_at_context_creation) {
+  setenv("KILN_INT8_GEMM", "avx9", 1);
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  unsetenv("KILN_INT8_GEMM");
+  cr_assert_null(ctx);
+  const char *msg = kiln_status_message(st);
+  cr_expect(strstr(msg, "KILN_INT8_GEMM=avx9") && strstr(msg, "avxvnni"), "message: %s", msg);
+  kiln_status_free(st);
 }
 
 /* ONNX's test_matmulinteger: A ui8 [4, 3], a_zero_point 12, B ui8 [3, 2],
