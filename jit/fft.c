@@ -51,7 +51,7 @@ static int fft_setup(jit_fn *f, fftp *q) {
 }
 
 int jit_lower_fft(jit_fn *f) {
-  fftp q;
+  fftp q = {0};
   if (fft_setup(f, &q) != 0) return -1;
   LLVMValueRef fn = jit_template_function(
       f, JIT_TMPL_FFT, q.dt == IR_DT_F32 ? "kiln_irfft_f32" : "kiln_irfft_f64");
@@ -139,6 +139,6 @@ static void fft_elem(jit_fn *f, void *ud, LLVMValueRef e) {
 }
 
 int jit_simt_lower_fft(jit_simt_fn *sf) {
-  fftp q;
+  fftp q = {0};
   return fft_setup(&sf->f, &q) != 0 ? -1 : jit_simt_each_element(sf, fft_elem, &q);
 }
