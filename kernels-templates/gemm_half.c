@@ -49,6 +49,8 @@
  * libc, no static mutable state. */
 #include <stdint.h>
 
+#include "gemm_part.h"
+
 #include "../ir/qblock.h"
 
 typedef void (*kiln_hgemm_epi)(void *ctx, int64_t i0, int64_t j0, int64_t m, int64_t n, float *C,
@@ -58,30 +60,11 @@ enum { HG_NR = 64, HG_KB = 256, HG_SPLIT_ROWS = 12 };
 
 #define HG_INLINE static inline __attribute__((always_inline))
 
-/* Part `part` of nparts of C [M, N]: rows [*i0, *i1) x columns [*j0, *j1).
- * Near-equal row ranges when every part gets HG_SPLIT_ROWS rows (two of the
- * AVX-512 tiles' heights) or N has fewer than two panels per part; else
- * near-equal ranges of whole 64-column panels (the last one partial), as the
- * f32 GEMM splits a small M (gemm.c). An empty range for a part out of
- * [0, nparts). */
+/* Part `part` of nparts of C [M, N] (gemm_part.h): rows when every part
+ * gets HG_SPLIT_ROWS (two of the AVX-512 tiles' heights), else panels. */
 HG_INLINE void hg_part(int64_t M, int64_t N, int64_t part, int64_t nparts, int64_t *i0,
                        int64_t *i1, int64_t *j0, int64_t *j1) {
-  *i0 = 0, *i1 = M, *j0 = 0, *j1 = N;
-  if (nparts <= 1 && part == 0) return;
-  if (nparts < 1 || part < 0 || part >= nparts) {
-    *i1 = 0;
-    return;
-  }
-  int64_t np = (N + HG_NR - 1) / HG_NR;
-  if (M >= HG_SPLIT_ROWS * nparts || np < 2 * nparts) {
-    *i0 = M * part / nparts, *i1 = M * (part + 1) / nparts;
-    return;
-  }
-  int64_t q = np / nparts, r = np % nparts;
-  int64_t p0 = q * part + (part < r ? part : r);
-  int64_t p1 = q * (part + 1) + (part + 1 < r ? part + 1 : r);
-  *j0 = p0 * HG_NR < N ? p0 * HG_NR : N;
-  *j1 = p1 * HG_NR < N ? p1 * HG_NR : N;
+  gemm_part_cut(M, N, part, nparts, HG_NR, HG_SPLIT_ROWS, i0, i1, j0, j1);
 }
 
 /* element i of a half buffer, widened exactly (ir/qblock.h) */

@@ -28,6 +28,8 @@
  * Freestanding: no libc, no static mutable state. */
 #include <stdint.h>
 
+#include "gemm_part.h"
+
 /* Element i of an 8-bit buffer as int32 (sign- or zero-extended). */
 static inline __attribute__((always_inline)) int32_t ld8(const void *p, int64_t i, int sgn) {
   return sgn ? (int32_t)((const int8_t *)p)[i] : (int32_t)((const uint8_t *)p)[i];
@@ -41,31 +43,12 @@ static inline __attribute__((always_inline)) uint32_t zp(const void *z, int64_t 
 
 enum { MMI_PANEL = 64, MMI_SPLIT_ROWS = 12 };
 
-/* Part `part` of nparts of C [M, N]: rows [*i0, *i1) x columns [*j0, *j1).
- * Near-equal row ranges when every part gets MMI_SPLIT_ROWS rows (two of the
- * x86 kernels' tiles) or N has fewer than two 64-column panels per part;
- * else near-equal ranges of whole panels (the last one partial), as the f32
- * and half GEMMs split a small M. An empty range for a part out of
- * [0, nparts). */
+/* Part `part` of nparts of C [M, N] (gemm_part.h): rows when every part
+ * gets MMI_SPLIT_ROWS (two of the x86 kernels' tiles), else panels. */
 static inline __attribute__((always_inline)) void
 mmi_part(int64_t M, int64_t N, int64_t part, int64_t nparts, int64_t *i0, int64_t *i1,
          int64_t *j0, int64_t *j1) {
-  *i0 = 0, *i1 = M, *j0 = 0, *j1 = N;
-  if (nparts <= 1 && part == 0) return;
-  if (nparts < 1 || part < 0 || part >= nparts) {
-    *i1 = 0;
-    return;
-  }
-  int64_t np = (N + MMI_PANEL - 1) / MMI_PANEL;
-  if (M >= MMI_SPLIT_ROWS * nparts || np < 2 * nparts) {
-    *i0 = M * part / nparts, *i1 = M * (part + 1) / nparts;
-    return;
-  }
-  int64_t q = np / nparts, r = np % nparts;
-  int64_t p0 = q * part + (part < r ? part : r);
-  int64_t p1 = q * (part + 1) + (part + 1 < r ? part + 1 : r);
-  *j0 = p0 * MMI_PANEL < N ? p0 * MMI_PANEL : N;
-  *j1 = p1 * MMI_PANEL < N ? p1 * MMI_PANEL : N;
+  gemm_part_cut(M, N, part, nparts, MMI_PANEL, MMI_SPLIT_ROWS, i0, i1, j0, j1);
 }
 
 /* The generic kernel over rows [lo, hi) x columns [jlo, jhi); sa / sb (a's,
