@@ -9,7 +9,8 @@
  * layout attribute: kiln keeps one meaning and one kernel per op to make
  * fast, and a permute is a streaming copy next to the op's work. 1-D pools
  * and transposed convolutions (N, C, L) run as 2-D ones over (N, C, 1, L).
- * A 3-D Conv (NCDHW, OIDHW) maps to mo.conv3d the same way.
+ * A 3-D Conv (NCDHW, OIDHW) maps to mo.conv3d the same way; 3-D pools are
+ * two 2-D ones (pool3d.c).
  * ConvTranspose: group 1; output_shape and auto_pad SAME_* become paddings
  * as ONNX computes them (a negative end padding becomes output padding).
  * Window attributes (kernel_shape, strides, dilations, pads as [begin...,
@@ -192,31 +193,48 @@ static kiln_value *from_2d(ox *x, kiln_value *a) {
   return ox_reshape(x, a, 3, d);
 }
 
+static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
+
 static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout,
                 bool avg) {
   BEGIN;
   kiln_value *a = IN(0), *r;
   if (!a) return rc;
   if (nout > 1 && out[1]) return ox_unsupported(x, n, "MaxPool's Indices output");
-  int rank = ox_type(a)->rank, sp = rank - 2, cnt;
-  if (rank != 3 && rank != 4) return ox_unsupported(x, n, "%d-D pooling", rank - 2);
+  int rank = ox_type(a)->rank;
+  if (rank != 3 && rank != 4 && rank != 5) return ox_unsupported(x, n, "%d-D pooling", rank - 2);
+  if (ox_attr_int(n, "storage_order", 0) != 0) return ox_unsupported(x, n, "storage_order 1");
+  ir_dtype dt = ox_type(a)->dtype, run = dt;
+  if (dt == IR_DT_UI32 || dt == IR_DT_UI64 || dt == IR_DT_BOOL)
+    return ox_unsupported(x, n, "%s pooling", ir_dtype_name(dt));
+  /* dtypes the op lacks run as the nearest it has: floats as f32, ints as si32 / si64 */
+  if (avg ? !(dt == IR_DT_F32 || dt == IR_DT_F64)
+          : !(dt == IR_DT_F32 || dt == IR_DT_F64 || dt == IR_DT_SI32 || dt == IR_DT_SI64))
+    run = ir_dtype_is_float(dt) || avg ? IR_DT_F32 : ir_dtype_size(dt) < 4 ? IR_DT_SI32 : IR_DT_SI64;
+  if (run != dt && !(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = %s}", ir_dtype_name(run))))
+    return FAILED();
+  if (rank == 5) {
+    if ((rc = ox_pool3d(x, n, a, avg, &r)) != 0) return rc;
+  } else if ((rc = pool_2d(x, n, a, avg, &r)) != 0) {
+    return rc;
+  }
+  if (run != dt && !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
+    return FAILED();
+  out[0]->v = r;
+  return 0;
+}
+
+/* a (N, C, L) or (N, C, H, W), pooled by mo.max_pool2d / mo.avg_pool2d */
+static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res) {
+  int nun0 = x->nunsup, rc, rank = ox_type(a)->rank, sp = rank - 2, cnt;
+  kiln_value *r;
   owin o;
   const int64_t *ks = ox_attr_ints(n, "kernel_shape", &cnt);
   if (!ks || cnt != sp) return ox_fail(x, KILN_ERR_VERIFY, "kernel_shape needs %d entries", sp);
   o.k[0] = sp == 2 ? ks[0] : 1;
   o.k[1] = ks[sp - 1];
-  if (ox_attr_int(n, "storage_order", 0) != 0) return ox_unsupported(x, n, "storage_order 1");
   const ir_dim *h = sp == 2 ? ox_dim(a, 2) : ir_dim_const(x->ir->arena, 1), *w = ox_dim(a, rank - 1);
   if ((rc = window(x, n, sp, h, w, &o)) != 0) return rc;
-  /* dtypes the op lacks run as the nearest it has: floats as f32, ints as si32 / si64 */
-  ir_dtype dt = ox_type(a)->dtype, run = dt;
-  if (avg ? !(dt == IR_DT_F32 || dt == IR_DT_F64)
-          : !(dt == IR_DT_F32 || dt == IR_DT_F64 || dt == IR_DT_SI32 || dt == IR_DT_SI64))
-    run = ir_dtype_is_float(dt) || avg ? IR_DT_F32 : ir_dtype_size(dt) < 4 ? IR_DT_SI32 : IR_DT_SI64;
-  if (dt == IR_DT_UI32 || dt == IR_DT_UI64 || dt == IR_DT_BOOL)
-    return ox_unsupported(x, n, "%s pooling", ir_dtype_name(dt));
-  if (run != dt && !(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = %s}", ir_dtype_name(run))))
-    return FAILED();
   if (sp == 1 && !(a = to_2d(x, a))) return FAILED();
   char wt[256];
   if (!(a = permute(x, a, "0, 2, 3, 1"))) return FAILED();
@@ -231,9 +249,7 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
               ox_attr_int(n, "ceil_mode", 0) ? "true" : "false");
   if (!r || !(r = permute(x, r, "0, 3, 1, 2"))) return FAILED();
   if (sp == 1 && !(r = from_2d(x, r))) return FAILED();
-  if (run != dt && !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
-    return FAILED();
-  out[0]->v = r;
+  *res = r;
   return 0;
 }
 

@@ -110,6 +110,16 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
 #define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
 #define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
 
+/* ONNX's 3-D MaxPool / AveragePool of a (N, C, D, H, W) as two 2-D pools
+ * (pool3d.c): 0 with *res set, -1 (error) or 1 (unsupported, recorded). */
+int ox_pool3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
+
+/* ONNX's Max / Min (variadic), BitShift and Mod on ui64 operands, exact over
+ * the full range from si64 ops (ops_uint64.c); NULL on failure (*rc as IN). */
+kiln_value *ox_uint64_minmax(ox *x, ox_val **in, int nin, bool max, int *rc);
+kiln_value *ox_uint64_shift(ox *x, ox_val **in, int nin, bool left, int *rc);
+kiln_value *ox_uint64_mod(ox *x, ox_val **in, int nin, int *rc);
+
 /* The rank the model declares for value `name` (a graph output or a
  * value_info entry of x->gp with a shape), or -1 (values.c). */
 int ox_declared_rank(const ox *x, const char *name);
