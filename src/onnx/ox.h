@@ -335,6 +335,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* normalizations (ops_normalize.c) */
 #define OX_OPS_NORMALIZE(X) X(MeanVarianceNormalization) X(LRN)
 /* window functions (ops_window.c) */
+/* determinants by cofactor expansion (ops_det.c), DFT by DFT matrices (ops_dft.c) */
+#define OX_OPS_LINALG(X) X(Det) X(DFT)
 #define OX_OPS_WINDOW(X) X(HannWindow) X(HammingWindow) X(BlackmanWindow)
 /* control flow as mo.if / mo.while (ops_control.c, ops_scan.c) */
 #define OX_OPS_CONTROL(X) X(If) X(Loop) X(Scan)
@@ -362,6 +364,7 @@ OX_OPS_RANDOM(OX_DECLARE)
 OX_OPS_QUANT(OX_DECLARE)
 OX_OPS_CONTROL(OX_DECLARE)
 OX_OPS_WINDOW(OX_DECLARE)
+OX_OPS_LINALG(OX_DECLARE)
 OX_OPS_NORMALIZE(OX_DECLARE)
 OX_OPS_GRIDSAMPLE(OX_DECLARE)
 OX_OPS_UNIQUE(OX_DECLARE)
