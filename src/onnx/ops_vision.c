@@ -193,17 +193,20 @@ static kiln_value *from_2d(ox *x, kiln_value *a) {
   return ox_reshape(x, a, 3, d);
 }
 
-static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
+static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res,
+                   owin *win);
 
 static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout,
                 bool avg) {
   BEGIN;
   kiln_value *a = IN(0), *r;
   if (!a) return rc;
-  if (nout > 1 && out[1]) return ox_unsupported(x, n, "MaxPool's Indices output");
+  bool indices = !avg && nout > 1 && out[1];
   int rank = ox_type(a)->rank;
+  if (indices && rank != 4) return ox_unsupported(x, n, "the Indices output of a %d-D MaxPool", rank - 2);
   if (rank != 3 && rank != 4 && rank != 5) return ox_unsupported(x, n, "%d-D pooling", rank - 2);
-  if (ox_attr_int(n, "storage_order", 0) != 0) return ox_unsupported(x, n, "storage_order 1");
+  /* storage_order orders the Indices output only */
+  bool column_major = ox_attr_int(n, "storage_order", 0) != 0;
   ir_dtype dt = ox_type(a)->dtype, run = dt;
   if (dt == IR_DT_UI32 || dt == IR_DT_UI64 || dt == IR_DT_BOOL)
     return ox_unsupported(x, n, "%s pooling", ir_dtype_name(dt));
@@ -213,10 +216,17 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
     run = ir_dtype_is_float(dt) || avg ? IR_DT_F32 : ir_dtype_size(dt) < 4 ? IR_DT_SI32 : IR_DT_SI64;
   if (run != dt && !(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = %s}", ir_dtype_name(run))))
     return FAILED();
+  owin o;
   if (rank == 5) {
     if ((rc = ox_pool3d(x, n, a, avg, &r)) != 0) return rc;
-  } else if ((rc = pool_2d(x, n, a, avg, &r)) != 0) {
+  } else if ((rc = pool_2d(x, n, a, avg, &r, &o)) != 0) {
     return rc;
+  }
+  if (indices) {
+    kiln_value *ix;
+    if ((rc = ox_pool_indices(x, a, o.k, o.st, o.dil, o.pad, column_major, r, &ix)) < 0) return FAILED();
+    if (rc > 0) return ox_unsupported(x, n, "the Indices output with a symbolic dim");
+    out[1]->v = ix;
   }
   if (run != dt && !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
     return FAILED();
@@ -225,7 +235,8 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
 }
 
 /* a (N, C, L) or (N, C, H, W), pooled by mo.max_pool2d / mo.avg_pool2d */
-static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res) {
+static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res,
+                   owin *win) {
   int nun0 = x->nunsup, rc, rank = ox_type(a)->rank, sp = rank - 2, cnt;
   kiln_value *r;
   owin o;
@@ -250,6 +261,7 @@ static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kil
   if (!r || !(r = permute(x, r, "0, 3, 1, 2"))) return FAILED();
   if (sp == 1 && !(r = from_2d(x, r))) return FAILED();
   *res = r;
+  *win = o;
   return 0;
 }
 

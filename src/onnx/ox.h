@@ -114,6 +114,15 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
  * (pool3d.c): 0 with *res set, -1 (error) or 1 (unsupported, recorded). */
 int ox_pool3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
 
+/* MaxPool's Indices (pool_argmax.c): the flat index (row- or column-major
+ * planes) of each window's maximum of a [N, C, H, W] (static) for the
+ * window k, st, dil, pads (top, bottom, left, right) whose values are y
+ * (mo.max_pool2d's, giving the output grid). 0 with *res set, -1 (error)
+ * or 1 (a symbolic dim). */
+int ox_pool_indices(ox *x, kiln_value *a, const int64_t k[2], const int64_t st[2],
+                    const int64_t dil[2], const int64_t pads[4], bool column_major,
+                    const kiln_value *y, kiln_value **res);
+
 /* ONNX's Max / Min (variadic), BitShift and Mod on ui64 operands, exact over
  * the full range from si64 ops (ops_uint64.c); NULL on failure (*rc as IN). */
 kiln_value *ox_uint64_minmax(ox *x, ox_val **in, int nin, bool max, int *rc);
@@ -302,7 +311,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(NonZero) X(Compress) X(ReverseSequence)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
-  X(GlobalMaxPool)
+  X(GlobalMaxPool) X(MaxUnpool)
 /* over the channel axis (ops_channel.c) */
 #define OX_OPS_CHANNEL(X)                                                                         \
   X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
