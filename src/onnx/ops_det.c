@@ -53,7 +53,8 @@ int ox_op_Det(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
   if (!ir_dtype_is_float(t->dtype))
     return ox_fail(x, KILN_ERR_VERIFY, "Det of %s: ONNX's Det takes floats",
                    ir_dtype_name(t->dtype));
-  if (t->rank < 2) return ox_fail(x, KILN_ERR_VERIFY, "Det of a rank-%d tensor (needs [..., M, M])", t->rank);
+  if (t->rank < 2)
+    return ox_fail(x, KILN_ERR_VERIFY, "Det of a rank-%d tensor (needs [..., M, M])", t->rank);
   int64_t m, m2;
   if (!ir_dim_is_const(t->dims[t->rank - 1], &m) || !ir_dim_is_const(t->dims[t->rank - 2], &m2))
     return ox_unsupported(x, n, "a symbolic matrix size");

@@ -203,7 +203,8 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   if (!a) return rc;
   bool indices = !avg && nout > 1 && out[1];
   int rank = ox_type(a)->rank;
-  if (indices && rank != 4) return ox_unsupported(x, n, "the Indices output of a %d-D MaxPool", rank - 2);
+  if (indices && rank != 4)
+    return ox_unsupported(x, n, "the Indices output of a %d-D MaxPool", rank - 2);
   if (rank != 3 && rank != 4 && rank != 5) return ox_unsupported(x, n, "%d-D pooling", rank - 2);
   /* storage_order orders the Indices output only */
   bool column_major = ox_attr_int(n, "storage_order", 0) != 0;
@@ -213,7 +214,9 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   /* dtypes the op lacks run as the nearest it has: floats as f32, ints as si32 / si64 */
   if (avg ? !(dt == IR_DT_F32 || dt == IR_DT_F64)
           : !(dt == IR_DT_F32 || dt == IR_DT_F64 || dt == IR_DT_SI32 || dt == IR_DT_SI64))
-    run = ir_dtype_is_float(dt) || avg ? IR_DT_F32 : ir_dtype_size(dt) < 4 ? IR_DT_SI32 : IR_DT_SI64;
+    run = ir_dtype_is_float(dt) || avg ? IR_DT_F32
+          : ir_dtype_size(dt) < 4      ? IR_DT_SI32
+                                       : IR_DT_SI64;
   if (run != dt && !(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = %s}", ir_dtype_name(run))))
     return FAILED();
   owin o;
@@ -224,7 +227,8 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
   }
   if (indices) {
     kiln_value *ix;
-    if ((rc = ox_pool_indices(x, a, o.k, o.st, o.dil, o.pad, column_major, r, &ix)) < 0) return FAILED();
+    if ((rc = ox_pool_indices(x, a, o.k, o.st, o.dil, o.pad, column_major, r, &ix)) < 0)
+      return FAILED();
     if (rc > 0) return ox_unsupported(x, n, "the Indices output with a symbolic dim");
     out[1]->v = ix;
   }

@@ -25,7 +25,8 @@ static int triple(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dfl
   const int64_t *v = ox_attr_ints(n, name, &cnt);
   for (int i = 0; i < 3; i++) out[i] = dflt;
   if (!v) return 0;
-  if (cnt != 3) return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", name, cnt);
+  if (cnt != 3)
+    return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", name, cnt);
   memcpy(out, v, 3 * sizeof *v);
   return 0;
 }
@@ -39,7 +40,8 @@ static int windows(ox *x, const Onnx__NodeProto *n, const kiln_value *a, axis_wi
   memcpy(k, ks, sizeof k);
   if (triple(x, n, "strides", 1, st) != 0 || triple(x, n, "dilations", 1, dil) != 0) return -1;
   const int64_t *p = ox_attr_ints(n, "pads", &cnt);
-  if (p && cnt != 6) return ox_fail(x, KILN_ERR_VERIFY, "pads has %d entries for 3 spatial axes", cnt);
+  if (p && cnt != 6)
+    return ox_fail(x, KILN_ERR_VERIFY, "pads has %d entries for 3 spatial axes", cnt);
   char abuf[32];
   const char *ap = ox_attr_string(n, "auto_pad", "NOTSET", abuf, sizeof abuf);
   bool upper = strcmp(ap, "SAME_UPPER") == 0, lower = strcmp(ap, "SAME_LOWER") == 0;

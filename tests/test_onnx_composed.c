@@ -1,0 +1,395 @@
+/* test_onnx_composed.c - ONNX ops the importer composes from other kiln ops
+ * (src/onnx/ops_det.c, ops_dft.c, pool3d.c, pool_argmax.c, ops_unpool.c),
+ * on models built here with attributes ONNX's node tests leave out, each
+ * against a naive loop in this file: Det of 1x1 to 4x4 matrices in a
+ * batch (and 5x5 refused by name); DFT real and complex, forward and
+ * inverse, onesided, dft_length padding and truncating, on a middle axis;
+ * 3-D MaxPool / AveragePool with strides, pads, dilations, ceil_mode and
+ * count_include_pad; MaxPool's Indices with pads, strides, dilations,
+ * ceil_mode, ties, -inf and storage_order 1; MaxUnpool with a larger
+ * output_shape, and one too small refused at run time. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support/onnx_build.h"
+
+TestSuite(onnx_composed, .fini = free_kept);
+
+static const char *dimtxt(int64_t v) {
+  char buf[24];
+  snprintf(buf, sizeof buf, "%lld", (long long)v);
+  return keep(strdup(buf));
+}
+
+/* A value info of ONNX element type elem with static dims d[rank]. */
+static Onnx__ValueInfoProto *vi(const char *name, int elem, int rank, const int64_t *d) {
+  const char **t = keep(calloc((size_t)rank + 1, sizeof *t));
+  for (int i = 0; i < rank; i++) t[i] = dimtxt(d[i]);
+  return vinfo_of(name, elem, rank, t);
+}
+
+static double rnd(uint64_t *s) {
+  *s = *s * 6364136223846793005u + 1442695040888963407u;
+  return (double)(*s >> 11) / 9007199254740992.0 * 4.0 - 2.0;
+}
+
+/* Execute r on nin f32 / i64 inputs; outputs into out[nout] (caller frees). */
+static int run(built *r, kiln_tensor **in, int nin, kiln_tensor **out, int nout) {
+  int rc = kiln_model_execute(r->m, in, nin, out, nout, r->st);
+  for (int i = 0; i < nin; i++) kiln_tensor_free(in[i]);
+  return rc;
+}
+
+static void near(const float *got, const double *want, int64_t n, double tol, const char *what) {
+  for (int64_t i = 0; i < n; i++)
+    cr_expect(got[i] == want[i] || fabs(got[i] - want[i]) <= tol * (1 + fabs(want[i])),
+              "%s: element %lld: %.9g, expected %.9g", what, (long long)i, got[i], want[i]);
+}
+
+/* ---- Det ---- */
+
+static double naive_det(const float *a, int m) {
+  double t[16];
+  for (int i = 0; i < m * m; i++) t[i] = a[i];
+  double d = 1;
+  for (int c = 0; c < m; c++) {
+    int p = c;
+    for (int r = c + 1; r < m; r++)
+      if (fabs(t[r * m + c]) > fabs(t[p * m + c])) p = r;
+    if (t[p * m + c] == 0) return 0;
+    if (p != c) {
+      for (int k = 0; k < m; k++) {
+        double s = t[c * m + k];
+        t[c * m + k] = t[p * m + k], t[p * m + k] = s;
+      }
+      d = -d;
+    }
+    d *= t[c * m + c];
+    for (int r = c + 1; r < m; r++) {
+      double f = t[r * m + c] / t[c * m + c];
+      for (int k = c; k < m; k++) t[r * m + k] -= f * t[c * m + k];
+    }
+  }
+  return d;
+}
+
+static mb *det_model(int m, int batch) {
+  mb *b = mb_new();
+  int64_t d[3] = {batch, m, m}, o[1] = {batch};
+  b->ins[b->g.n_input++] = vi("x", 1, 3, d);
+  b->outs[b->g.n_output++] = vi("y", 1, 1, o);
+  static const char *const in[] = {"x"};
+  node(b, "Det", "det", 1, in, "y");
+  return b;
+}
+
+Test(onnx_composed, det_up_to_4x4) {
+  for (int m = 1; m <= 4; m++) {
+    enum { B = 5 };
+    built r = compile_built(det_model(m, B));
+    float *a = keep(calloc((size_t)(B * m * m), sizeof *a));
+    uint64_t s = (uint64_t)m;
+    for (int i = 0; i < B * m * m; i++) a[i] = (float)rnd(&s);
+    /* a singular one: two equal rows */
+    if (m > 1)
+      for (int k = 0; k < m; k++) a[m * m + m + k] = a[m * m + k];
+    int64_t d[3] = {B, m, m};
+    kiln_tensor *in[1] = {kiln_tensor_borrow(KILN_FLOAT32, 3, d, a, r.st)}, *out[1] = {NULL};
+    cr_assert_eq(run(&r, in, 1, out, 1), 0, "%s", kiln_status_message(r.st));
+    double want[B];
+    for (int i = 0; i < B; i++) want[i] = naive_det(a + i * m * m, m);
+    char what[32];
+    snprintf(what, sizeof what, "det %dx%d", m, m);
+    near(kiln_tensor_data(out[0]), want, B, 1e-5, what);
+    kiln_tensor_free(out[0]);
+    built_free(&r);
+  }
+}
+
+Test(onnx_composed, det_5x5_is_refused_by_name) {
+  mb *b = det_model(5, 2);
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf);
+  cr_assert_null(g);
+  cr_expect(strstr(kiln_status_message(st), "Det") && strstr(kiln_status_message(st), "5 x 5"),
+            "%s", kiln_status_message(st));
+  kiln_status_free(st);
+}
+
+/* ---- DFT ---- */
+
+typedef struct dft_case {
+  int64_t shape[4]; /* [B, L, M, c]: the signal on `axis` */
+  int axis, inverse, onesided;
+  int64_t length; /* dft_length, 0: none */
+} dft_case;
+
+/* the naive DFT of x (shape c->shape) along c->axis, into y [.., K, .., 2] */
+static void naive_dft(const dft_case *c, const float *x, double *y, int64_t *kout) {
+  int64_t b = c->shape[0], l = c->shape[c->axis], other = c->shape[c->axis == 1 ? 2 : 1];
+  int64_t comp = c->shape[3], n = c->length ? c->length : l, k = c->onesided ? n / 2 + 1 : n;
+  *kout = k;
+  double sg = c->inverse ? 1 : -1;
+  for (int64_t bi = 0; bi < b; bi++)
+    for (int64_t o = 0; o < other; o++)
+      for (int64_t kk = 0; kk < k; kk++) {
+        double re = 0, im = 0;
+        for (int64_t t = 0; t < n && t < l; t++) {
+          int64_t i1 = c->axis == 1 ? t : o, i2 = c->axis == 1 ? o : t;
+          const float *e = x + ((bi * c->shape[1] + i1) * c->shape[2] + i2) * comp;
+          double xr = e[0], xi = comp == 2 ? e[1] : 0, w = 2 * M_PI * (double)(kk * t % n) / n;
+          re += xr * cos(w) - xi * sg * sin(w);
+          im += xr * sg * sin(w) + xi * cos(w);
+        }
+        if (c->inverse) re /= (double)n, im /= (double)n;
+        int64_t j1 = c->axis == 1 ? kk : o, j2 = c->axis == 1 ? o : kk;
+        int64_t d2 = c->axis == 2 ? k : c->shape[2];
+        double *out = y + ((bi * (c->axis == 1 ? k : c->shape[1]) + j1) * d2 + j2) * 2;
+        out[0] = re, out[1] = im;
+      }
+}
+
+static void dft_check(const dft_case *c) {
+  mb *b = mb_new();
+  b->ins[b->g.n_input++] = vi("x", 1, 4, c->shape);
+  int64_t n = c->length ? c->length : c->shape[c->axis], k = c->onesided ? n / 2 + 1 : n;
+  int64_t os[4] = {c->shape[0], c->shape[1], c->shape[2], 2};
+  os[c->axis] = k;
+  b->outs[b->g.n_output++] = vi("y", 1, 4, os);
+  const char **in = keep(calloc(2, sizeof *in));
+  in[0] = "x";
+  in[1] = "len";
+  if (c->length) {
+    int64_t *lv = keep(calloc(1, sizeof *lv));
+    *lv = c->length;
+    Onnx__TensorProto *t = init_i64(b, "len", 1, lv);
+    t->n_dims = 0; /* a scalar */
+  }
+  Onnx__NodeProto *nd = node(b, "DFT", "dft", c->length ? 2 : 1, in, "y");
+  node_attrs(nd, 3, attr_int("axis", c->axis), attr_int("inverse", c->inverse),
+             attr_int("onesided", c->onesided));
+  built r = compile_built(b);
+  int64_t numel = c->shape[0] * c->shape[1] * c->shape[2] * c->shape[3];
+  float *x = keep(calloc((size_t)numel, sizeof *x));
+  uint64_t s = 7;
+  for (int64_t i = 0; i < numel; i++) x[i] = (float)rnd(&s);
+  kiln_tensor *ti[1] = {kiln_tensor_borrow(KILN_FLOAT32, 4, c->shape, x, r.st)}, *to[1] = {NULL};
+  cr_assert_eq(run(&r, ti, 1, to, 1), 0, "%s", kiln_status_message(r.st));
+  int64_t kk, on = os[0] * os[1] * os[2] * 2;
+  double *want = keep(calloc((size_t)on, sizeof *want));
+  naive_dft(c, x, want, &kk);
+  const int64_t *shp = kiln_tensor_shape(to[0]);
+  for (int i = 0; i < 4; i++) cr_assert_eq(shp[i], os[i], "dim %d: %lld", i, (long long)shp[i]);
+  char what[96];
+  snprintf(what, sizeof what, "DFT axis %d inverse %d onesided %d length %lld", c->axis,
+           c->inverse, c->onesided, (long long)c->length);
+  near(kiln_tensor_data(to[0]), want, on, 1e-5, what);
+  kiln_tensor_free(to[0]);
+  built_free(&r);
+}
+
+Test(onnx_composed, dft_forms) {
+  static const dft_case C[] = {
+      {{2, 6, 3, 1}, 1, 0, 0, 0}, {{2, 6, 3, 2}, 1, 0, 0, 0}, {{2, 6, 3, 2}, 1, 1, 0, 0},
+      {{1, 3, 7, 2}, 2, 0, 0, 0}, {{1, 3, 7, 1}, 2, 0, 1, 0}, {{2, 6, 3, 1}, 1, 0, 1, 0},
+      {{2, 5, 2, 1}, 1, 0, 0, 8}, {{2, 5, 2, 2}, 1, 1, 0, 3}, {{1, 4, 9, 1}, 2, 0, 1, 5},
+  };
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) dft_check(&C[i]);
+}
+
+/* ---- pools ---- */
+
+typedef struct pool_case {
+  int sp;                 /* 2 or 3 spatial axes */
+  int64_t shape[5];       /* N, C, spatial... */
+  int64_t k[3], st[3], dil[3], pads[6];
+  int ceil, count_pad, avg, order;
+} pool_case;
+
+/* output length of one axis as ONNX computes it (a last ceil window
+ * starting in the end padding is dropped) */
+static int64_t out_len(int64_t in, int64_t k, int64_t st, int64_t dil, int64_t pb, int64_t pe,
+                       bool ceil) {
+  int64_t eff = dil * (k - 1) + 1, span = in + pb + pe - eff;
+  int64_t o = (ceil ? (span + st - 1) / st : span / st) + 1;
+  if (ceil && (o - 1) * st >= in + pb) o--;
+  return o;
+}
+
+/* naive pooling of x; y values and (max, 2-D) flat indices */
+static void naive_pool(const pool_case *c, const float *x, double *y, int64_t *idx,
+                       int64_t *os) {
+  int sp = c->sp;
+  int64_t in[3] = {1, 1, 1}, o[3] = {1, 1, 1}, k[3] = {1, 1, 1}, st[3] = {1, 1, 1},
+          dl[3] = {1, 1, 1}, pb[3] = {0}, pe[3] = {0};
+  for (int i = 0; i < sp; i++) {
+    int a = 3 - sp + i;
+    in[a] = c->shape[2 + i], k[a] = c->k[i], st[a] = c->st[i], dl[a] = c->dil[i];
+    pb[a] = c->pads[i], pe[a] = c->pads[sp + i];
+    o[a] = out_len(in[a], k[a], st[a], dl[a], pb[a], pe[a], c->ceil);
+    os[2 + i] = o[a];
+  }
+  os[0] = c->shape[0], os[1] = c->shape[1];
+  int64_t plane = in[0] * in[1] * in[2], at = 0;
+  for (int64_t nc = 0; nc < c->shape[0] * c->shape[1]; nc++)
+    for (int64_t z = 0; z < o[0]; z++)
+      for (int64_t h = 0; h < o[1]; h++)
+        for (int64_t w = 0; w < o[2]; w++, at++) {
+          double best = 0, sum = 0;
+          int64_t cnt = 0, padcnt = 0, bi = -1;
+          for (int64_t a = 0; a < k[0]; a++)
+            for (int64_t b2 = 0; b2 < k[1]; b2++)
+              for (int64_t e = 0; e < k[2]; e++) {
+                int64_t p[3] = {z * st[0] - pb[0] + a * dl[0], h * st[1] - pb[1] + b2 * dl[1],
+                                w * st[2] - pb[2] + e * dl[2]};
+                bool inside = true, inpad = true;
+                for (int q = 0; q < 3; q++) {
+                  inside = inside && p[q] >= 0 && p[q] < in[q];
+                  inpad = inpad && p[q] >= -pb[q] && p[q] < in[q] + pe[q];
+                }
+                padcnt += inpad;
+                if (!inside) continue;
+                int64_t off = (p[0] * in[1] + p[1]) * in[2] + p[2];
+                double v = x[nc * plane + off];
+                sum += v, cnt++;
+                if (bi < 0 || v > best) {
+                  best = v;
+                  bi = nc * plane + (c->order ? p[1] + p[2] * in[1] : off);
+                }
+              }
+          y[at] = c->avg ? sum / (double)(c->count_pad ? padcnt : cnt) : best;
+          if (idx) idx[at] = bi;
+        }
+}
+
+static void pool_check(const pool_case *c) {
+  mb *b = mb_new();
+  int r = c->sp + 2;
+  int64_t os[5], numel = 1, onumel = 1;
+  for (int i = 0; i < r; i++) numel *= c->shape[i];
+  float *x = keep(calloc((size_t)numel, sizeof *x));
+  uint64_t s = 11;
+  for (int64_t i = 0; i < numel; i++) x[i] = (float)(floor(rnd(&s) * 4) / 4); /* ties */
+  if (numel > 3) x[3] = -INFINITY;
+  double *want = keep(calloc((size_t)numel * 8, sizeof *want));
+  int64_t *wix = keep(calloc((size_t)numel * 8, sizeof *wix));
+  naive_pool(c, x, want, c->avg ? NULL : wix, os);
+  for (int i = 0; i < r; i++) onumel *= os[i];
+  bool indices = !c->avg && c->sp == 2;
+  b->ins[b->g.n_input++] = vi("x", 1, r, c->shape);
+  b->outs[b->g.n_output++] = vi("y", 1, r, os);
+  if (indices) b->outs[b->g.n_output++] = vi("i", 7, r, os);
+  static const char *const in[] = {"x"};
+  Onnx__NodeProto *nd = node(b, c->avg ? "AveragePool" : "MaxPool", "pool", 1, in, "y");
+  if (indices) node_outputs(nd, 2, "y", "i");
+  Onnx__AttributeProto *common[4] = {attr_ints("kernel_shape", c->sp, c->k),
+                                     attr_ints("strides", c->sp, c->st),
+                                     attr_ints("pads", 2 * c->sp, c->pads),
+                                     attr_int("ceil_mode", c->ceil)};
+  if (c->avg)
+    node_attrs(nd, 5, common[0], common[1], common[2], common[3],
+               attr_int("count_include_pad", c->count_pad));
+  else
+    node_attrs(nd, 6, common[0], common[1], common[2], common[3],
+               attr_ints("dilations", c->sp, c->dil), attr_int("storage_order", c->order));
+  built rb = compile_built(b);
+  kiln_tensor *ti[1] = {kiln_tensor_borrow(KILN_FLOAT32, r, c->shape, x, rb.st)};
+  kiln_tensor *to[2] = {NULL, NULL};
+  cr_assert_eq(run(&rb, ti, 1, to, indices ? 2 : 1), 0, "%s", kiln_status_message(rb.st));
+  for (int i = 0; i < r; i++)
+    cr_assert_eq(kiln_tensor_shape(to[0])[i], os[i], "dim %d: %lld, expected %lld", i,
+                 (long long)kiln_tensor_shape(to[0])[i], (long long)os[i]);
+  char what[64];
+  snprintf(what, sizeof what, "%d-D %s ceil %d", c->sp, c->avg ? "avg" : "max", c->ceil);
+  near(kiln_tensor_data(to[0]), want, onumel, 1e-5, what);
+  if (indices) {
+    const int64_t *got = kiln_tensor_data(to[1]);
+    for (int64_t i = 0; i < onumel; i++)
+      cr_expect_eq(got[i], wix[i], "%s order %d: index %lld: %lld, expected %lld", what,
+                   c->order, (long long)i, (long long)got[i], (long long)wix[i]);
+    kiln_tensor_free(to[1]);
+  }
+  kiln_tensor_free(to[0]);
+  built_free(&rb);
+}
+
+Test(onnx_composed, pool_3d) {
+  static const pool_case C[] = {
+      {3, {1, 2, 5, 6, 7}, {2, 3, 2}, {1, 2, 2}, {1, 1, 1}, {1, 0, 1, 0, 1, 1}, 0, 0, 0, 0},
+      {3, {2, 1, 5, 6, 7}, {3, 2, 2}, {2, 2, 3}, {1, 1, 1}, {1, 1, 0, 1, 0, 1}, 1, 0, 1, 0},
+      {3, {2, 1, 5, 6, 7}, {3, 2, 2}, {2, 2, 3}, {1, 1, 1}, {1, 1, 0, 1, 0, 1}, 1, 1, 1, 0},
+      {3, {1, 2, 4, 5, 6}, {2, 2, 2}, {1, 1, 1}, {2, 1, 2}, {0, 0, 0, 0, 0, 0}, 0, 0, 0, 0},
+      {3, {1, 1, 6, 5, 4}, {2, 2, 2}, {2, 2, 2}, {1, 1, 1}, {0, 0, 0, 0, 0, 0}, 1, 0, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) pool_check(&C[i]);
+}
+
+Test(onnx_composed, maxpool_indices) {
+  static const pool_case C[] = {
+      {2, {1, 2, 5, 6}, {2, 2}, {2, 2}, {1, 1}, {1, 0, 1, 1}, 0, 0, 0, 0},
+      {2, {2, 3, 7, 5}, {3, 2}, {2, 1}, {1, 1}, {0, 1, 0, 0}, 1, 0, 0, 0},
+      {2, {1, 2, 7, 8}, {2, 3}, {1, 2}, {2, 2}, {1, 1, 2, 0}, 0, 0, 0, 1},
+      {2, {1, 1, 6, 6}, {3, 3}, {3, 3}, {1, 1}, {1, 1, 1, 1}, 1, 0, 0, 1},
+  };
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) pool_check(&C[i]);
+}
+
+/* ---- MaxUnpool ---- */
+
+static mb *unpool_model(const int64_t *xs, const int64_t *ys, const int64_t *shape_init) {
+  mb *b = mb_new();
+  b->ins[b->g.n_input++] = vi("x", 1, 4, xs);
+  b->ins[b->g.n_input++] = vi("i", 7, 4, xs);
+  static const char *const sym[4] = {"n", "c", "h", "w"};
+  b->outs[b->g.n_output++] = shape_init ? vi("y", 1, 4, ys) : vinfo_of("y", 1, 4, sym);
+  static const char *const in[] = {"x", "i", "s"};
+  if (shape_init) init_i64(b, "s", 4, shape_init);
+  else b->ins[b->g.n_input++] = vi("s", 7, 1, (int64_t[]){4});
+  static const int64_t k[2] = {2, 2};
+  Onnx__NodeProto *nd = node(b, "MaxUnpool", "unpool", 3, in, "y");
+  node_attrs(nd, 2, attr_ints("kernel_shape", 2, k), attr_ints("strides", 2, k));
+  return b;
+}
+
+Test(onnx_composed, maxunpool_into_a_larger_output) {
+  static const int64_t xs[4] = {1, 2, 2, 3}, ys[4] = {1, 2, 5, 7};
+  static const int64_t shape[4] = {1, 2, 5, 7}; /* inferred: 1, 2, 4, 6 */
+  float x[12];
+  int64_t ix[12];
+  double want[70] = {0};
+  for (int i = 0; i < 12; i++) {
+    int c = i / 6, h = (i / 3) % 2, w = i % 3, dh = i % 2, dw = (i / 2) % 2;
+    x[i] = (float)(i + 1);
+    ix[i] = (c * 4 + 2 * h + dh) * 6 + 2 * w + dw; /* into [1, 2, 4, 6] */
+    want[(c * 5 + 2 * h + dh) * 7 + 2 * w + dw] = i + 1;
+  }
+  for (int pass = 0; pass < 2; pass++) { /* output_shape an initializer, then an input */
+    built r = compile_built(unpool_model(xs, ys, pass ? NULL : shape));
+    kiln_tensor *in[3] = {kiln_tensor_borrow(KILN_FLOAT32, 4, xs, x, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 4, xs, ix, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, (int64_t[]){4}, (void *)shape, r.st)};
+    kiln_tensor *out[1] = {NULL};
+    cr_assert_eq(run(&r, in, pass ? 3 : 2, out, 1), 0, "%s", kiln_status_message(r.st));
+    if (!pass) kiln_tensor_free(in[2]);
+    near(kiln_tensor_data(out[0]), want, 70, 0, pass ? "unpool, shape input" : "unpool");
+    kiln_tensor_free(out[0]);
+    out[0] = NULL;
+    /* an output_shape smaller than the inferred one is an error, not a wrong place */
+    if (pass) {
+      static const int64_t small[4] = {1, 2, 4, 5};
+      kiln_tensor *in2[3] = {kiln_tensor_borrow(KILN_FLOAT32, 4, xs, x, r.st),
+                             kiln_tensor_borrow(KILN_INT64, 4, xs, ix, r.st),
+                             kiln_tensor_borrow(KILN_INT64, 1, (int64_t[]){4}, (void *)small,
+                                                r.st)};
+      cr_expect_neq(run(&r, in2, 3, out, 1), 0, "a too small output_shape ran");
+      cr_expect(strstr(kiln_status_message(r.st), "scatter"), "%s", kiln_status_message(r.st));
+    }
+    built_free(&r);
+  }
+}
