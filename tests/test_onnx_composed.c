@@ -1,9 +1,11 @@
 /* test_onnx_composed.c - ONNX ops the importer composes from other kiln ops
- * (src/onnx/ops_det.c, ops_dft.c, pool3d.c, pool_argmax.c, ops_unpool.c),
+ * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), pool3d.c, pool_argmax.c, ops_unpool.c),
  * on models built here with attributes ONNX's node tests leave out, each
  * against a naive loop in this file: Det of 1x1 to 4x4 matrices in a
  * batch (and 5x5 refused by name); DFT real and complex, forward and
  * inverse, onesided, dft_length padding and truncating, on a middle axis;
+ * STFT with frame_step and frame_length given at run time (one model, many
+ * frame counts), a window, a complex signal;
  * 3-D MaxPool / AveragePool with strides, pads, dilations, ceil_mode and
  * count_include_pad; MaxPool's Indices with pads, strides, dilations,
  * ceil_mode, ties, -inf and storage_order 1; MaxUnpool with a larger
@@ -201,6 +203,79 @@ Test(onnx_composed, dft_forms) {
       {{2, 5, 2, 1}, 1, 0, 0, 8}, {{2, 5, 2, 2}, 1, 1, 0, 3}, {{1, 4, 9, 1}, 2, 0, 1, 5},
   };
   for (size_t i = 0; i < sizeof C / sizeof *C; i++) dft_check(&C[i]);
+}
+
+/* ---- STFT ---- */
+
+/* naive STFT of x [b, t, c] with frame_step st, frame length l, window w
+ * (NULL: ones): y [b, frames, k, 2] */
+static int64_t naive_stft(const float *x, int64_t b, int64_t t, int64_t c, int64_t st, int64_t l,
+                          const float *w, bool onesided, double *y) {
+  int64_t frames = (t - l) / st + 1, k = onesided ? l / 2 + 1 : l, at = 0;
+  for (int64_t bi = 0; bi < b; bi++)
+    for (int64_t f = 0; f < frames; f++)
+      for (int64_t kk = 0; kk < k; kk++, at += 2) {
+        double re = 0, im = 0;
+        for (int64_t n = 0; n < l; n++) {
+          const float *e = x + (bi * t + f * st + n) * c;
+          double g = w ? w[n] : 1, xr = e[0] * g, xi = c == 2 ? e[1] * g : 0;
+          double a = 2 * M_PI * (double)(kk * n % l) / (double)l;
+          re += xr * cos(a) + xi * sin(a);
+          im += xi * cos(a) - xr * sin(a);
+        }
+        y[at] = re, y[at + 1] = im;
+      }
+  return frames;
+}
+
+/* One model, frame_step and frame_length given at run time: every pair
+ * gives its own [b, frames, k, 2]; a window of static length; a complex
+ * signal two-sided. */
+Test(onnx_composed, stft_run_time_steps) {
+  enum { B = 2, T = 19 };
+  for (int form = 0; form < 3; form++) {
+    int64_t c = form == 2 ? 2 : 1, xs[3] = {B, T, c};
+    bool window = form == 1, onesided = form != 2;
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vi("x", 1, 3, xs);
+    b->ins[b->g.n_input++] = vi("step", 7, 0, NULL);
+    static const int64_t wlen[1] = {6};
+    if (window) b->ins[b->g.n_input++] = vi("w", 1, 1, wlen);
+    else b->ins[b->g.n_input++] = vi("len", 7, 0, NULL);
+    static const char *const sym[4] = {"b", "f", "k", "two"};
+    b->outs[b->g.n_output++] = vinfo_of("y", 1, 4, sym);
+    static const char *const in_len[] = {"x", "step", "", "len"};
+    static const char *const in_w[] = {"x", "step", "w"};
+    Onnx__NodeProto *nd = node(b, "STFT", "stft", window ? 3 : 4, window ? in_w : in_len, "y");
+    node_attrs(nd, 1, attr_int("onesided", onesided));
+    built r = compile_built(b);
+    float x[B * T * 2], w[6];
+    uint64_t s = 3;
+    for (int i = 0; i < B * T * 2; i++) x[i] = (float)rnd(&s);
+    for (int i = 0; i < 6; i++) w[i] = (float)(0.5 + 0.1 * i);
+    static const int64_t P[][2] = {{1, 6}, {4, 6}, {3, 5}, {7, 8}, {2, 19}};
+    for (size_t p = 0; p < sizeof P / sizeof *P; p++) {
+      int64_t st = P[p][0], l = window ? 6 : P[p][1];
+      kiln_tensor *ti[3] = {kiln_tensor_borrow(KILN_FLOAT32, 3, xs, x, r.st),
+                            kiln_tensor_borrow(KILN_INT64, 0, NULL, &st, r.st),
+                            window ? kiln_tensor_borrow(KILN_FLOAT32, 1, wlen, w, r.st)
+                                   : kiln_tensor_borrow(KILN_INT64, 0, NULL, &l, r.st)};
+      kiln_tensor *to[1] = {NULL};
+      cr_assert_eq(run(&r, ti, 3, to, 1), 0, "%s", kiln_status_message(r.st));
+      double *want = keep(calloc(B * T * T * 2, sizeof *want));
+      int64_t frames = naive_stft(x, B, T, c, st, l, window ? w : NULL, onesided, want);
+      int64_t k = onesided ? l / 2 + 1 : l, os[4] = {B, frames, k, 2};
+      for (int i = 0; i < 4; i++)
+        cr_assert_eq(kiln_tensor_shape(to[0])[i], os[i], "step %lld len %lld: dim %d: %lld",
+                     (long long)st, (long long)l, i, (long long)kiln_tensor_shape(to[0])[i]);
+      char what[64];
+      snprintf(what, sizeof what, "STFT form %d step %lld len %lld", form, (long long)st,
+               (long long)l);
+      near(kiln_tensor_data(to[0]), want, B * frames * k * 2, 1e-5, what);
+      kiln_tensor_free(to[0]);
+    }
+    built_free(&r);
+  }
 }
 
 /* ---- pools ---- */

@@ -123,6 +123,13 @@ int ox_pool_indices(ox *x, kiln_value *a, const int64_t k[2], const int64_t st[2
                     const int64_t dil[2], const int64_t pads[4], bool column_major,
                     const kiln_value *y, kiln_value **res);
 
+/* The DFT of a ([..., L, ..., 1 or 2], float, static last dim) along axis
+ * ax for a signal of len samples (L cut or zero-padded; len < 0: the
+ * rank-0 si64 len_data, or L when that is NULL too): [..., K, ..., 2],
+ * K = len or len / 2 + 1 (onesided); NULL on failure (ops_dft.c). */
+kiln_value *ox_dft(ox *x, kiln_value *a, int ax, int64_t len, kiln_value *len_data,
+                   bool inverse, bool onesided);
+
 /* ONNX's Max / Min (variadic), BitShift and Mod on ui64 operands, exact over
  * the full range from si64 ops (ops_uint64.c); NULL on failure (*rc as IN). */
 kiln_value *ox_uint64_minmax(ox *x, ox_val **in, int nin, bool max, int *rc);
@@ -345,7 +352,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 #define OX_OPS_NORMALIZE(X) X(MeanVarianceNormalization) X(LRN)
 /* window functions (ops_window.c) */
 /* determinants by cofactor expansion (ops_det.c), DFT by DFT matrices (ops_dft.c) */
-#define OX_OPS_LINALG(X) X(Det) X(DFT)
+#define OX_OPS_LINALG(X) X(Det) X(DFT) X(STFT)
 #define OX_OPS_WINDOW(X) X(HannWindow) X(HammingWindow) X(BlackmanWindow)
 /* control flow as mo.if / mo.while (ops_control.c, ops_scan.c) */
 #define OX_OPS_CONTROL(X) X(If) X(Loop) X(Scan)
