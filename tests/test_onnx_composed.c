@@ -1,11 +1,13 @@
 /* test_onnx_composed.c - ONNX ops the importer composes from other kiln ops
- * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), pool3d.c, pool_argmax.c, ops_unpool.c),
+ * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), ops_einsum.c, pool3d.c, pool_argmax.c, ops_unpool.c),
  * on models built here with attributes ONNX's node tests leave out, each
  * against a naive loop in this file: Det of 1x1 to 4x4 matrices in a
  * batch (and 5x5 refused by name); DFT real and complex, forward and
  * inverse, onesided, dft_length padding and truncating, on a middle axis;
  * STFT with frame_step and frame_length given at run time (one model, many
- * frame counts), a window, a complex signal;
+ * frame counts), a window, a complex signal; Einsum with ellipses (of
+ * different widths, in the middle of a term) and diagonals, an output
+ * without "..." refused;
  * 3-D MaxPool / AveragePool with strides, pads, dilations, ceil_mode and
  * count_include_pad; MaxPool's Indices with pads, strides, dilations,
  * ceil_mode, ties, -inf and storage_order 1; MaxUnpool with a larger
@@ -276,6 +278,151 @@ Test(onnx_composed, stft_run_time_steps) {
     }
     built_free(&r);
   }
+}
+
+/* ---- Einsum: ellipses and diagonals ---- */
+
+/* The letters of term s with its "..." written out as the last e of the
+ * letters '0'..; into out (no spaces). */
+static void spell(const char *s, int e, int emax, char *out) {
+  for (; *s; s++) {
+    if (*s == '.') {
+      for (int i = 0; i < e; i++) *out++ = (char)('0' + emax - e + i);
+      s += 2;
+    } else if (*s != ' ') {
+      *out++ = *s;
+    }
+  }
+  *out = 0;
+}
+
+/* naive einsum: every assignment of the letters, products summed into y */
+static void naive_einsum(const char *const *terms, int nt, const char *outl,
+                         const float *const *xs, const int64_t *const *shapes, double *y,
+                         int64_t ny) {
+  char all[64] = "";
+  int64_t size[128] = {0};
+  for (int k = 0; k < nt; k++)
+    for (int i = 0; terms[k][i]; i++) {
+      char c = terms[k][i];
+      size[(int)c] = shapes[k][i];
+      if (!strchr(all, c)) strncat(all, &c, 1);
+    }
+  int nl = (int)strlen(all);
+  int64_t val[128] = {0};
+  memset(y, 0, (size_t)ny * sizeof *y);
+  for (;;) {
+    double prod = 1;
+    for (int k = 0; k < nt; k++) {
+      int64_t off = 0;
+      for (int i = 0; terms[k][i]; i++) off = off * shapes[k][i] + val[(int)terms[k][i]];
+      prod *= xs[k][off];
+    }
+    int64_t at = 0;
+    for (int i = 0; outl[i]; i++) at = at * size[(int)outl[i]] + val[(int)outl[i]];
+    y[at] += prod;
+    int j = nl - 1;
+    while (j >= 0 && ++val[(int)all[j]] == size[(int)all[j]]) val[(int)all[j--]] = 0;
+    if (j < 0) break;
+  }
+}
+
+typedef struct einsum_case {
+  const char *eq;
+  int nt;
+  int rank[2];
+  int64_t shape[2][4];
+} einsum_case;
+
+static void einsum_check(const einsum_case *c) {
+  mb *b = mb_new();
+  static const char *const names[2] = {"a", "b"};
+  const float *xs[2];
+  kiln_tensor *ti[2];
+  char terms[2][32], outl[32];
+  const char *tp[2] = {terms[0], terms[1]};
+  const int64_t *sp[2] = {c->shape[0], c->shape[1]};
+  /* the ellipsis widths: each operand's rank minus its letters */
+  const char *arrow = strstr(c->eq, "->");
+  char lhs[64];
+  snprintf(lhs, sizeof lhs, "%.*s", arrow ? (int)(arrow - c->eq) : (int)strlen(c->eq), c->eq);
+  char *second = strchr(lhs, ',');
+  if (second) *second++ = 0;
+  const char *src[2] = {lhs, second};
+  int e[2] = {0, 0}, emax = 0;
+  for (int k = 0; k < c->nt; k++) {
+    int letters = 0;
+    for (const char *q = src[k]; *q; q++) letters += (*q >= 'a' && *q <= 'z');
+    e[k] = c->rank[k] - letters;
+    if (e[k] > emax) emax = e[k];
+  }
+  for (int k = 0; k < c->nt; k++) spell(src[k], e[k], emax, terms[k]);
+  spell(arrow + 2, emax, emax, outl);
+  int64_t ny = 1, os[8];
+  int orank = (int)strlen(outl);
+  for (int i = 0; i < orank; i++) {
+    for (int k = 0; k < c->nt; k++) {
+      const char *at = strchr(terms[k], outl[i]);
+      if (at) os[i] = c->shape[k][at - terms[k]];
+    }
+    ny *= os[i];
+  }
+  uint64_t s = 5;
+  for (int k = 0; k < c->nt; k++) {
+    b->ins[b->g.n_input++] = vi(names[k], 1, c->rank[k], c->shape[k]);
+    int64_t n = 1;
+    for (int i = 0; i < c->rank[k]; i++) n *= c->shape[k][i];
+    float *x = keep(calloc((size_t)n, sizeof *x));
+    for (int64_t i = 0; i < n; i++) x[i] = (float)rnd(&s);
+    xs[k] = x;
+  }
+  b->outs[b->g.n_output++] = vi("y", 1, orank, os);
+  Onnx__NodeProto *nd = node(b, "Einsum", "einsum", c->nt, names, "y");
+  node_attrs(nd, 1, attr_str("equation", c->eq));
+  built r = compile_built(b);
+  for (int k = 0; k < c->nt; k++)
+    ti[k] = kiln_tensor_borrow(KILN_FLOAT32, c->rank[k], c->shape[k], (void *)xs[k], r.st);
+  kiln_tensor *to[1] = {NULL};
+  cr_assert_eq(run(&r, ti, c->nt, to, 1), 0, "%s: %s", c->eq, kiln_status_message(r.st));
+  double *want = keep(calloc((size_t)ny, sizeof *want));
+  naive_einsum(tp, c->nt, outl, xs, sp, want, ny);
+  cr_assert_eq(kiln_tensor_numel(to[0]), ny, "%s: %lld elements", c->eq,
+               (long long)kiln_tensor_numel(to[0]));
+  near(kiln_tensor_data(to[0]), want, ny, 1e-5, c->eq);
+  kiln_tensor_free(to[0]);
+  built_free(&r);
+}
+
+Test(onnx_composed, einsum_ellipses_and_diagonals) {
+  static const einsum_case C[] = {
+      {"...ii->...i", 1, {3, 0}, {{2, 3, 3}}},
+      {"...ii->...", 1, {4, 0}, {{2, 2, 4, 4}}},
+      {"ii->i", 1, {2, 0}, {{5, 5}}},
+      {"i...i->...", 1, {3, 0}, {{3, 2, 3}}},
+      {"...ij,...jk->...ik", 2, {3, 3}, {{2, 3, 4}, {2, 4, 5}}},
+      {"bij,...jk->bik", 2, {3, 2}, {{2, 3, 4}, {4, 5}}},
+      {"...ij,jk->...ik", 2, {4, 2}, {{2, 2, 3, 4}, {4, 3}}},
+      {"iij,jk->ik", 2, {3, 2}, {{3, 3, 4}, {4, 2}}},
+  };
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) einsum_check(&C[i]);
+}
+
+Test(onnx_composed, einsum_ellipsis_left_out_of_the_output_is_refused) {
+  mb *b = mb_new();
+  static const int64_t d[3] = {2, 3, 3}, od[1] = {3};
+  b->ins[b->g.n_input++] = vi("a", 1, 3, d);
+  b->outs[b->g.n_output++] = vi("y", 1, 1, od);
+  static const char *const in[] = {"a"};
+  Onnx__NodeProto *nd = node(b, "Einsum", "einsum", 1, in, "y");
+  node_attrs(nd, 1, attr_str("equation", "...ii->i"));
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf);
+  cr_assert_null(g);
+  cr_expect(strstr(kiln_status_message(st), "has no \"...\""), "%s", kiln_status_message(st));
+  kiln_status_free(st);
 }
 
 /* ---- pools ---- */
