@@ -1,5 +1,6 @@
 /* test_onnx_composed.c - ONNX ops the importer composes from other kiln ops
- * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), ops_einsum.c, pool3d.c, pool_argmax.c, ops_unpool.c),
+ * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), ops_einsum.c, ops_unique.c,
+ * pool3d.c, pool_argmax.c, ops_unpool.c),
  * on models built here with attributes ONNX's node tests leave out, each
  * against a naive loop in this file: Det of 1x1 to 4x4 matrices in a
  * batch (and 5x5 refused by name); DFT real and complex, forward and
@@ -7,7 +8,8 @@
  * STFT with frame_step and frame_length given at run time (one model, many
  * frame counts), a window, a complex signal; Einsum with ellipses (of
  * different widths, in the middle of a term) and diagonals, an output
- * without "..." refused;
+ * without "..." refused; Unique along each axis (a negative one too),
+ * sorted or in order of occurrence, all four outputs;
  * 3-D MaxPool / AveragePool with strides, pads, dilations, ceil_mode and
  * count_include_pad; MaxPool's Indices with pads, strides, dilations,
  * ceil_mode, ties, -inf and storage_order 1; MaxUnpool with a larger
@@ -423,6 +425,105 @@ Test(onnx_composed, einsum_ellipsis_left_out_of_the_output_is_refused) {
   cr_assert_null(g);
   cr_expect(strstr(kiln_status_message(st), "has no \"...\""), "%s", kiln_status_message(st));
   kiln_status_free(st);
+}
+
+/* ---- Unique along an axis ---- */
+
+/* slice k of x (dims d[3]) along axis ax into out (its elements in order) */
+static void slice_of(const float *x, const int64_t *d, int ax, int64_t k, float *out) {
+  int64_t at = 0;
+  for (int64_t i = 0; i < d[0]; i++)
+    for (int64_t j = 0; j < d[1]; j++)
+      for (int64_t l = 0; l < d[2]; l++) {
+        int64_t idx[3] = {i, j, l};
+        if (idx[ax] == k) out[at++] = x[(i * d[1] + j) * d[2] + l];
+      }
+}
+
+static int cmp_slices(const float *a, const float *b, int64_t m) {
+  for (int64_t i = 0; i < m; i++)
+    if (a[i] != b[i]) return a[i] < b[i] ? -1 : 1;
+  return 0;
+}
+
+static void unique_check(int ax, int sorted) {
+  static const int64_t d[3] = {4, 5, 2};
+  float x[40];
+  uint64_t s = 9;
+  for (int i = 0; i < 40; i++) x[i] = (float)floor(rnd(&s)); /* few values: equal slices */
+  /* make some slices along ax equal: copy slice 0 over the last */
+  int64_t len = d[ax], m = 40 / len;
+  for (int64_t i = 0; i < d[0]; i++)
+    for (int64_t j = 0; j < d[1]; j++)
+      for (int64_t l = 0; l < d[2]; l++) {
+        int64_t idx[3] = {i, j, l}, src[3] = {i, j, l};
+        if (idx[ax] != len - 1) continue;
+        src[ax] = 0;
+        x[(i * d[1] + j) * d[2] + l] = x[(src[0] * d[1] + src[1]) * d[2] + src[2]];
+      }
+  /* naive: groups of equal slices, in order of first occurrence */
+  float sl[5][40];
+  int64_t first[5], cnt[5] = {0}, inv[5], ng = 0;
+  for (int64_t k = 0; k < len; k++) {
+    slice_of(x, d, ax, k, sl[k]);
+    int64_t g = 0;
+    while (g < ng && cmp_slices(sl[first[g]], sl[k], m) != 0) g++;
+    if (g == ng) first[ng++] = k;
+    cnt[g]++, inv[k] = g;
+  }
+  int64_t order[5];
+  for (int64_t g = 0; g < ng; g++) order[g] = g;
+  if (sorted) /* by slice, lexicographically */
+    for (int64_t i = 1; i < ng; i++)
+      for (int64_t j = i; j > 0 && cmp_slices(sl[first[order[j - 1]]], sl[first[order[j]]], m) > 0;
+           j--) {
+        int64_t t = order[j];
+        order[j] = order[j - 1], order[j - 1] = t;
+      }
+  int64_t rank[5];
+  for (int64_t g = 0; g < ng; g++) rank[order[g]] = g;
+  mb *b = mb_new();
+  b->ins[b->g.n_input++] = vi("x", 1, 3, d);
+  static const char *const sym[3] = {"p", "q", "r"}, *const one[1] = {"u"};
+  b->outs[b->g.n_output++] = vinfo_of("y", 1, 3, sym);
+  b->outs[b->g.n_output++] = vinfo_of("i", 7, 1, one);
+  b->outs[b->g.n_output++] = vi("inv", 7, 1, &d[ax]);
+  b->outs[b->g.n_output++] = vinfo_of("c", 7, 1, one);
+  static const char *const in[] = {"x"};
+  Onnx__NodeProto *nd = node(b, "Unique", "unique", 1, in, "y");
+  node_outputs(nd, 4, "y", "i", "inv", "c");
+  node_attrs(nd, 2, attr_int("axis", ax - 3 * (ax == 2)), attr_int("sorted", sorted));
+  built r = compile_built(b);
+  kiln_tensor *ti[1] = {kiln_tensor_borrow(KILN_FLOAT32, 3, d, x, r.st)};
+  kiln_tensor *to[4] = {NULL, NULL, NULL, NULL};
+  cr_assert_eq(run(&r, ti, 1, to, 4), 0, "%s", kiln_status_message(r.st));
+  cr_assert_eq(kiln_tensor_shape(to[0])[ax], ng, "axis %d: %lld groups, expected %lld", ax,
+               (long long)kiln_tensor_shape(to[0])[ax], (long long)ng);
+  const float *y = kiln_tensor_data(to[0]);
+  const int64_t *gi = kiln_tensor_data(to[1]), *ginv = kiln_tensor_data(to[2]);
+  const int64_t *gc = kiln_tensor_data(to[3]);
+  int64_t yd[3] = {d[0], d[1], d[2]};
+  yd[ax] = ng;
+  for (int64_t g = 0; g < ng; g++) {
+    float got[40];
+    slice_of(y, yd, ax, g, got);
+    cr_expect_eq(cmp_slices(got, sl[first[order[g]]], m), 0, "axis %d sorted %d: slice %lld", ax,
+                 sorted, (long long)g);
+    cr_expect_eq(gi[g], first[order[g]], "axis %d sorted %d: indices[%lld] = %lld", ax, sorted,
+                 (long long)g, (long long)gi[g]);
+    cr_expect_eq(gc[g], cnt[order[g]], "axis %d sorted %d: counts[%lld] = %lld", ax, sorted,
+                 (long long)g, (long long)gc[g]);
+  }
+  for (int64_t k = 0; k < len; k++)
+    cr_expect_eq(ginv[k], rank[inv[k]], "axis %d sorted %d: inverse[%lld] = %lld", ax, sorted,
+                 (long long)k, (long long)ginv[k]);
+  for (int k = 0; k < 4; k++) kiln_tensor_free(to[k]);
+  built_free(&r);
+}
+
+Test(onnx_composed, unique_along_each_axis) {
+  for (int ax = 0; ax < 3; ax++)
+    for (int sorted = 0; sorted < 2; sorted++) unique_check(ax, sorted);
 }
 
 /* ---- pools ---- */
