@@ -1,6 +1,6 @@
 /* test_onnx_composed.c - ONNX ops the importer composes from other kiln ops
  * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), ops_einsum.c, ops_unique.c,
- * pool3d.c, pool_argmax.c, ops_unpool.c),
+ * pool3d.c, pool_argmax.c, ops_unpool.c, ops_vision.c's QLinearConv),
  * on models built here with attributes ONNX's node tests leave out, each
  * against a naive loop in this file: Det of 1x1 to 4x4 matrices in a
  * batch (and 5x5 refused by name); DFT real and complex, forward and
@@ -9,7 +9,8 @@
  * frame counts), a window, a complex signal; Einsum with ellipses (of
  * different widths, in the middle of a term) and diagonals, an output
  * without "..." refused; Unique along each axis (a negative one too),
- * sorted or in order of occurrence, all four outputs;
+ * sorted or in order of occurrence, all four outputs; QLinearConv with
+ * a per-channel w_scale, a bias, pads, strides and saturation;
  * 3-D MaxPool / AveragePool with strides, pads, dilations, ceil_mode and
  * count_include_pad; MaxPool's Indices with pads, strides, dilations,
  * ceil_mode, ties, -inf and storage_order 1; MaxUnpool with a larger
@@ -524,6 +525,76 @@ static void unique_check(int ax, int sorted) {
 Test(onnx_composed, unique_along_each_axis) {
   for (int ax = 0; ax < 3; ax++)
     for (int sorted = 0; sorted < 2; sorted++) unique_check(ax, sorted);
+}
+
+/* ---- QLinearConv ---- */
+
+/* Per-channel w_scale, an int32 bias, pads and strides, results that
+ * saturate both ways and ties that round to even, against a naive loop in
+ * double with the multiplier formed in float as ONNX's reference. */
+Test(onnx_composed, qlinearconv_per_channel) {
+  enum { C = 2, H = 5, W = 6, M = 3, K = 3 };
+  static const int64_t xs[4] = {1, C, H, W}, ws[4] = {M, C, K, K}, m1[1] = {M};
+  static const int64_t os[4] = {1, M, 3, 3};
+  mb *b = mb_new();
+  b->ins[b->g.n_input++] = vi("x", 2, 4, xs);           /* uint8 */
+  b->ins[b->g.n_input++] = vi("xs", 1, 0, NULL);
+  b->ins[b->g.n_input++] = vi("xz", 2, 0, NULL);
+  b->ins[b->g.n_input++] = vi("w", 3, 4, ws);           /* int8 */
+  b->ins[b->g.n_input++] = vi("wsc", 1, 1, m1);
+  b->ins[b->g.n_input++] = vi("wz", 3, 0, NULL);
+  b->ins[b->g.n_input++] = vi("ys", 1, 0, NULL);
+  b->ins[b->g.n_input++] = vi("yz", 2, 0, NULL);
+  b->ins[b->g.n_input++] = vi("bias", 6, 1, m1);        /* int32 */
+  b->outs[b->g.n_output++] = vi("y", 2, 4, os);
+  static const char *const in[] = {"x", "xs", "xz", "w", "wsc", "wz", "ys", "yz", "bias"};
+  Onnx__NodeProto *nd = node(b, "QLinearConv", "qconv", 9, in, "y");
+  static const int64_t k[2] = {K, K}, st[2] = {2, 2}, pads[4] = {1, 0, 1, 1};
+  node_attrs(nd, 3, attr_ints("kernel_shape", 2, k), attr_ints("strides", 2, st),
+             attr_ints("pads", 4, pads));
+  built r = compile_built(b);
+  uint8_t x[C * H * W], xz = 100, yz = 120;
+  int8_t w[M * C * K * K], wz = -3;
+  float xsc = 0.05f, wsc[M] = {0.02f, 0.5f, 0.001f}, ysc = 0.125f;
+  int32_t bias[M] = {-40, 7, 3000};
+  uint64_t s = 13;
+  for (int i = 0; i < C * H * W; i++) x[i] = (uint8_t)(rnd(&s) * 60 + 128);
+  for (int i = 0; i < M * C * K * K; i++) w[i] = (int8_t)(rnd(&s) * 60);
+  kiln_tensor *ti[9] = {
+      kiln_tensor_borrow(KILN_UINT8, 4, xs, x, r.st),
+      kiln_tensor_borrow(KILN_FLOAT32, 0, NULL, &xsc, r.st),
+      kiln_tensor_borrow(KILN_UINT8, 0, NULL, &xz, r.st),
+      kiln_tensor_borrow(KILN_INT8, 4, ws, w, r.st),
+      kiln_tensor_borrow(KILN_FLOAT32, 1, m1, wsc, r.st),
+      kiln_tensor_borrow(KILN_INT8, 0, NULL, &wz, r.st),
+      kiln_tensor_borrow(KILN_FLOAT32, 0, NULL, &ysc, r.st),
+      kiln_tensor_borrow(KILN_UINT8, 0, NULL, &yz, r.st),
+      kiln_tensor_borrow(KILN_INT32, 1, m1, bias, r.st)};
+  kiln_tensor *to[1] = {NULL};
+  cr_assert_eq(run(&r, ti, 9, to, 1), 0, "%s", kiln_status_message(r.st));
+  const uint8_t *got = kiln_tensor_data(to[0]);
+  int saturated = 0;
+  for (int m = 0; m < M; m++)
+    for (int oh = 0; oh < 3; oh++)
+      for (int ow = 0; ow < 3; ow++) {
+        long acc = bias[m];
+        for (int c = 0; c < C; c++)
+          for (int i = 0; i < K; i++)
+            for (int j = 0; j < K; j++) {
+              int h = oh * 2 - 1 + i, v = ow * 2 + j;
+              if (h < 0 || h >= H || v < 0 || v >= W) continue;
+              acc += (long)(x[(c * H + h) * W + v] - xz) * (w[((m * C + c) * K + i) * K + j] - wz);
+            }
+        float mult = xsc * wsc[m] / ysc;
+        double q = nearbyint((double)acc * (double)mult) + yz;
+        q = q < 0 ? 0 : q > 255 ? 255 : q;
+        saturated += q == 0 || q == 255;
+        uint8_t g = got[(m * 3 + oh) * 3 + ow];
+        cr_expect_eq(g, (uint8_t)q, "y[%d, %d, %d] = %d, expected %d", m, oh, ow, g, (int)q);
+      }
+  cr_expect(saturated > 0, "no result saturated: the case does not test it");
+  kiln_tensor_free(to[0]);
+  built_free(&r);
 }
 
 /* ---- pools ---- */

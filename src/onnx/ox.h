@@ -318,7 +318,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(NonZero) X(Compress) X(ReverseSequence)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
-  X(GlobalMaxPool) X(MaxUnpool)
+  X(GlobalMaxPool) X(MaxUnpool) X(QLinearConv)
 /* over the channel axis (ops_channel.c) */
 #define OX_OPS_CHANNEL(X)                                                                         \
   X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)

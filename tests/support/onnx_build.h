@@ -39,7 +39,7 @@ typedef struct mb {
   Onnx__OperatorSetIdProto *ops[1];
   Onnx__NodeProto *nodes[16];
   Onnx__TensorProto *inits[8];
-  Onnx__ValueInfoProto *ins[4], *outs[4];
+  Onnx__ValueInfoProto *ins[12], *outs[4];
 } mb;
 
 static mb *mb_new(void) {
