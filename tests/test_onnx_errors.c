@@ -923,22 +923,6 @@ static Onnx__AttributeProto *attr_graph(const char *name, mb *sub) {
   return a;
 }
 
-/* The import of b fails with code and a message holding `has`. */
-static void import_fails(mb *b, kiln_code code, const char *has) {
-  size_t len;
-  uint8_t *buf = pack(b, &len);
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
-  free(buf);
-  cr_expect_null(g);
-  cr_expect_eq(kiln_status_code(st), code, "code %d: %s", kiln_status_code(st),
-               kiln_status_message(st));
-  cr_expect(strstr(kiln_status_message(st), has), "'%s' lacks '%s'", kiln_status_message(st),
-            has);
-  kiln_graph_free(g);
-  kiln_status_free(st);
-}
-
 static const char *const d4[1] = {"4"}, *const d3[1] = {"3"};
 
 /* y = If(c) then x + w (w an initializer of the outer graph) else x * x. */

@@ -214,6 +214,22 @@ static void built_free(built *r) {
   kiln_status_free(r->st);
 }
 
+/* The import of b fails with code and a message holding `has`. */
+static void import_fails(mb *b, kiln_code code, const char *has) {
+  size_t len;
+  uint8_t *buf = pack(b, &len);
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_from_onnx_memory(buf, len, st);
+  free(buf);
+  cr_expect_null(g);
+  cr_expect_eq(kiln_status_code(st), code, "code %d: %s", kiln_status_code(st),
+               kiln_status_message(st));
+  cr_expect(strstr(kiln_status_message(st), has), "'%s' lacks '%s'", kiln_status_message(st),
+            has);
+  kiln_graph_free(g);
+  kiln_status_free(st);
+}
+
 /* An attribute named name of type type; its value is the caller's to set. */
 static Onnx__AttributeProto *attr_of(const char *name, Onnx__AttributeProto__AttributeType type) {
   Onnx__AttributeProto *a = keep(calloc(1, sizeof *a));
