@@ -12,7 +12,8 @@
  * sequence_lens match a naive loop; an f16 Gemm and MatMul run in f16;
  * float Mod with fmod = 1 is C's fmod bit for bit; TfIdfVectorizer's IDF
  * and TFIDF modes match a naive count;
- * Asinh / Acosh match libm on huge values; If, Loop and Scan (outer values
+ * Asinh / Acosh match libm on huge values; If, Loop and Scan (opset 8's
+ * batched form too; outer values
  * read inside, nested subgraphs, trip count and condition, scan outputs,
  * a carried value that grows, reverse directions and axes) match naive
  * loops, and bad control flow is a clear error; axes of a length not known
@@ -1167,6 +1168,59 @@ Test(onnx_errors, scan_reverse_and_axes) {
   built_free(&c0);
 }
 
+/* Opset 8's Scan: states [B, 2] and X [B, 3, 2] with a batch axis, read
+ * in reverse; s += x_t, o_t = s * x_t stacked along axis 1: one scan per
+ * batch entry, against a naive loop. */
+Test(onnx_errors, scan_opset8_batch) {
+  mb *b = mb_new(), *body = mb_new();
+  b->op.version = 8;
+  static const char *const d2[1] = {"2"}, *const d22[2] = {"2", "2"};
+  static const char *const d232[3] = {"2", "3", "2"};
+  b->ins[b->g.n_input++] = vinfo("s0", 2, d22);
+  b->ins[b->g.n_input++] = vinfo("X", 3, d232);
+  b->outs[b->g.n_output++] = vinfo("s", 2, d22);
+  b->outs[b->g.n_output++] = vinfo("O", 3, d232);
+  body->ins[body->g.n_input++] = vinfo("s_in", 1, d2);
+  body->ins[body->g.n_input++] = vinfo("x_t", 1, d2);
+  static const char *const sx[] = {"s_in", "x_t"}, *const so[] = {"s_out", "x_t"};
+  node(body, "Add", "acc", 2, sx, "s_out");
+  node(body, "Mul", "o", 2, so, "o_t");
+  body->outs[body->g.n_output++] = vinfo("s_out", 1, d2);
+  body->outs[body->g.n_output++] = vinfo("o_t", 1, d2);
+  static const char *const sin[] = {"", "s0", "X"};
+  static const int64_t dirs[1] = {1};
+  Onnx__NodeProto *n = node(b, "Scan", "scan8", 3, sin, "s");
+  node_outputs(n, 2, "s", "O");
+  node_attrs(n, 3, attr_graph("body", body), attr_int("num_scan_inputs", 1),
+             attr_ints("directions", 1, dirs));
+  built c0 = compile_built(b);
+  static const float s0[2][2] = {{0.5f, -1}, {2, 3}};
+  static const float X[2][3][2] = {{{1, 2}, {3, 4}, {5, 6}}, {{-1, 0.5f}, {2, -2}, {0, 1}}};
+  int64_t sh22[2] = {2, 2}, sh232[3] = {2, 3, 2};
+  kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, sh22, (void *)s0, c0.st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 3, sh232, (void *)X, c0.st)};
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_assert_eq(kiln_model_execute(c0.m, in, 2, out, 2, c0.st), 0, "%s",
+               kiln_status_message(c0.st));
+  const float *gs = kiln_tensor_data(out[0]), *go = kiln_tensor_data(out[1]);
+  for (int e = 0; e < 2; e++) {
+    float st[2] = {s0[e][0], s0[e][1]};
+    for (int t = 0; t < 3; t++) /* X read backwards, O in step order */
+      for (int j = 0; j < 2; j++) {
+        st[j] += X[e][2 - t][j];
+        float o = st[j] * X[e][2 - t][j];
+        cr_expect_eq(go[(e * 3 + t) * 2 + j], o, "O[%d, %d, %d] = %g, expected %g", e, t, j,
+                     go[(e * 3 + t) * 2 + j], o);
+      }
+    for (int j = 0; j < 2; j++) cr_expect_eq(gs[e * 2 + j], st[j], "s[%d, %d]", e, j);
+  }
+  for (int i = 0; i < 2; i++) {
+    kiln_tensor_free(in[i]);
+    kiln_tensor_free(out[i]);
+  }
+  built_free(&c0);
+}
+
 /* Bad control flow: clear errors naming the node and what is wrong. */
 Test(onnx_errors, bad_if_loop_and_scan) {
   static const char *const c[] = {"c"}, *const xx[] = {"x", "x"}, *const nope[] = {"nope"};
@@ -1223,8 +1277,8 @@ Test(onnx_errors, bad_if_loop_and_scan) {
     node_attrs(n, 3, attr_graph("body", body), attr_int("num_scan_inputs", 1),
                attr_ints("scan_input_axes", 1, axis5));
     import_fails(b, KILN_ERR_VERIFY, "scan_input_axes[0] = 5 is out of range for rank 1");
-    b->op.version = 8;
-    import_fails(b, KILN_ERR_UNSUPPORTED, "opset 8's Scan");
+    b->op.version = 8; /* "x" is then opset 8's sequence_lens */
+    import_fails(b, KILN_ERR_UNSUPPORTED, "opset 8's sequence_lens input");
   }
 }
 
