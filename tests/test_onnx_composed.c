@@ -1,6 +1,7 @@
 /* test_onnx_composed.c - ONNX ops the importer composes from other kiln ops
  * (src/onnx/ops_det.c, ops_dft.c (DFT, STFT), ops_einsum.c, ops_unique.c,
- * pool3d.c, pool_argmax.c, ops_unpool.c, ops_vision.c's QLinearConv),
+ * pool3d.c, pool_argmax.c, ops_unpool.c, ops_mel.c, ops_vision.c's
+ * QLinearConv),
  * on models built here with attributes ONNX's node tests leave out, each
  * against a naive loop in this file: Det of 1x1 to 4x4 matrices in a
  * batch (and 5x5 refused by name); DFT real and complex, forward and
@@ -11,6 +12,8 @@
  * without "..." refused; Unique along each axis (a negative one too),
  * sorted or in order of occurrence, all four outputs; QLinearConv with
  * a per-channel w_scale, a bias, pads, strides and saturation;
+ * MelWeightMatrix with its scalars given at run time (one model, four
+ * shapes) against ONNX's reference written in C;
  * 3-D MaxPool / AveragePool with strides, pads, dilations, ceil_mode and
  * count_include_pad; MaxPool's Indices with pads, strides, dilations,
  * ceil_mode, ties, -inf and storage_order 1; MaxUnpool with a larger
@@ -578,6 +581,69 @@ Test(onnx_composed, qlinearconv_per_channel) {
       }
   cr_expect(saturated > 0, "no result saturated: the case does not test it");
   kiln_tensor_free(to[0]);
+  built_free(&r);
+}
+
+/* ---- MelWeightMatrix ---- */
+
+/* ONNX's reference in C: the mel edges and step in float, the rest in
+ * double; y [d / 2 + 1, m] */
+static void naive_mel(int64_t m, int64_t d, double sr, float lo, float hi, double *y) {
+  float lm = 2595.0f * (float)log10((double)(1.0f + lo / 700.0f));
+  float hm = 2595.0f * (float)log10((double)(1.0f + hi / 700.0f));
+  float step = (hm - lm) / (float)(m + 2);
+  int64_t b[64], s = d / 2 + 1;
+  for (int64_t k = 0; k < m + 2; k++) {
+    double hz = 700 * (pow(10, ((double)k * step + lm) / 2595) - 1);
+    b[k] = (int64_t)floor((double)(d + 1) * hz / sr);
+  }
+  memset(y, 0, (size_t)(s * m) * sizeof *y);
+  for (int64_t i = 0; i < m; i++) {
+    int64_t l = b[i], c = b[i + 1], h = b[i + 2];
+    if (c == l) y[c * m + i] = 1;
+    else
+      for (int64_t j = l; j <= c; j++) y[j * m + i] = (double)(j - l) / (double)(c - l);
+    for (int64_t j = c; j < h; j++) y[j * m + i] = (double)(h - j) / (double)(h - c);
+  }
+}
+
+/* One model, its five scalars given at run time: each set gives its own
+ * [d / 2 + 1, m] matrix. */
+Test(onnx_composed, melweightmatrix_run_time_inputs) {
+  mb *b = mb_new();
+  static const char *const names[5] = {"m", "d", "sr", "lo", "hi"};
+  static const int elem[5] = {7, 7, 7, 1, 1};
+  for (int i = 0; i < 5; i++) b->ins[b->g.n_input++] = vi(names[i], elem[i], 0, NULL);
+  static const char *const sym[2] = {"s", "mm"};
+  b->outs[b->g.n_output++] = vinfo_of("y", 1, 2, sym);
+  node(b, "MelWeightMatrix", "mel", 5, names, "y");
+  built r = compile_built(b);
+  static const struct {
+    int64_t m, d, sr;
+    float lo, hi;
+  } C[] = {{8, 16, 8192, 0, 4096}, {5, 31, 16000, 100, 7000}, {3, 8, 1000, 50, 400},
+           {10, 64, 22050, 20, 11000}};
+  for (size_t k = 0; k < sizeof C / sizeof *C; k++) {
+    int64_t m = C[k].m, d = C[k].d, sr = C[k].sr;
+    float lo = C[k].lo, hi = C[k].hi;
+    kiln_tensor *ti[5] = {kiln_tensor_borrow(KILN_INT64, 0, NULL, &m, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 0, NULL, &d, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 0, NULL, &sr, r.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 0, NULL, &lo, r.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 0, NULL, &hi, r.st)};
+    kiln_tensor *to[1] = {NULL};
+    cr_assert_eq(run(&r, ti, 5, to, 1), 0, "%s", kiln_status_message(r.st));
+    cr_assert_eq(kiln_tensor_shape(to[0])[0], d / 2 + 1, "case %zu: %lld rows", k,
+                 (long long)kiln_tensor_shape(to[0])[0]);
+    cr_assert_eq(kiln_tensor_shape(to[0])[1], m, "case %zu: %lld columns", k,
+                 (long long)kiln_tensor_shape(to[0])[1]);
+    double want[33 * 10];
+    naive_mel(m, d, (double)sr, lo, hi, want);
+    char what[32];
+    snprintf(what, sizeof what, "mel case %zu", k);
+    near(kiln_tensor_data(to[0]), want, (d / 2 + 1) * m, 1e-6, what);
+    kiln_tensor_free(to[0]);
+  }
   built_free(&r);
 }
 

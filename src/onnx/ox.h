@@ -351,8 +351,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* normalizations (ops_normalize.c) */
 #define OX_OPS_NORMALIZE(X) X(MeanVarianceNormalization) X(LRN)
 /* window functions (ops_window.c) */
-/* determinants by cofactor expansion (ops_det.c), DFT by DFT matrices (ops_dft.c) */
-#define OX_OPS_LINALG(X) X(Det) X(DFT) X(STFT)
+/* determinants by cofactor expansion (ops_det.c), DFT / STFT by DFT matrices (ops_dft.c),
+ * mel filters (ops_mel.c) */
+#define OX_OPS_LINALG(X) X(Det) X(DFT) X(STFT) X(MelWeightMatrix)
 #define OX_OPS_WINDOW(X) X(HannWindow) X(HammingWindow) X(BlackmanWindow)
 /* control flow as mo.if / mo.while (ops_control.c, ops_scan.c) */
 #define OX_OPS_CONTROL(X) X(If) X(Loop) X(Scan)
