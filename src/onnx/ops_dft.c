@@ -20,16 +20,6 @@
 
 #define TWO_PI 6.283185307179586476925286766559
 
-/* mo.range(0, end) as si64 [d]: d a constant, or a symbol read from end's
- * data before the graph runs */
-static kiln_value *iota_to(ox *x, kiln_value *end, const ir_dim *d) {
-  kiln_value *z = ox_scalar(x, IR_DT_SI64, 0), *one = ox_scalar(x, IR_DT_SI64, 1);
-  char ty[128];
-  if (!z || !one || !end || !d) return NULL;
-  return ox_op(x, "range", (kiln_value *[]){z, end, one}, 3,
-               ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &d), NULL);
-}
-
 /* A signal length: a constant (n >= 0) or run-time data (nv, rank-0 si64). */
 typedef struct dft_len {
   int64_t n;
@@ -47,7 +37,8 @@ static int dft_matrices(ox *x, kiln_value *lv, const ir_dim *ld, kiln_value *nv,
                         kiln_value **s) {
   ir_arena *ar = x->ir->arena;
   const ir_dim *col[2] = {ld, ir_dim_const(ar, 1)}, *row[2] = {ir_dim_const(ar, 1), kd};
-  kiln_value *ni = iota_to(x, lv, ld), *ki = iota_to(x, kv, kd), *p, *ang, *nf, *turn, *sign;
+  kiln_value *ni = ox_range_to(x, lv, ld), *ki = ox_range_to(x, kv, kd), *p, *ang, *nf, *turn;
+  kiln_value *sign;
   if (!ni || !ki || !(ni = ox_reshape(x, ni, 2, col)) || !(ki = ox_reshape(x, ki, 2, row)) ||
       !(p = OP2("mul", ni, ki)) || !(p = OP2("mod", p, nv)) ||
       !(ang = ox_op(x, "cast", &p, 1, NULL, "{dtype = f64}")) ||
@@ -255,9 +246,9 @@ int ox_op_STFT(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   }
   const ir_dim *col[2] = {fd, ir_dim_const(ar, 1)}, *row[2] = {ir_dim_const(ar, 1), ld};
   if (!tv || !(fv = OP2("sub", tv, lv)) || !(fv = OP2("floor_div", fv, step)) ||
-      !(fv = OP2("add", fv, one)) || !(fi = iota_to(x, fv, fd)) ||
+      !(fv = OP2("add", fv, one)) || !(fi = ox_range_to(x, fv, fd)) ||
       !(fi = ox_reshape(x, fi, 2, col)) || !(fi = OP2("mul", fi, step)) ||
-      !(ti = iota_to(x, lv, ld)) || !(ti = ox_reshape(x, ti, 2, row)) ||
+      !(ti = ox_range_to(x, lv, ld)) || !(ti = ox_reshape(x, ti, 2, row)) ||
       !(idx = OP2("add", fi, ti)) ||
       !(a = ox_op(x, "gather", (kiln_value *[]){a, idx}, 2, NULL, "{axis = 1}")))
     return FAILED();

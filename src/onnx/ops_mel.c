@@ -35,15 +35,6 @@ static kiln_value *scalar(ox *x, ox_val **in, int nin, int i, ir_dtype dt, int64
                                  : ox_op(x, "cast", &v, 1, NULL, "{dtype = %s}", ir_dtype_name(dt));
 }
 
-/* mo.range(0, end) as si64 [d] */
-static kiln_value *iota(ox *x, kiln_value *end, const ir_dim *d) {
-  kiln_value *z = ox_scalar(x, IR_DT_SI64, 0), *one = ox_scalar(x, IR_DT_SI64, 1);
-  char ty[96];
-  return z && one && d ? ox_op(x, "range", (kiln_value *[]){z, end, one}, 3,
-                               ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &d), NULL)
-                       : NULL;
-}
-
 /* 2595 log10(1 + hz / 700) in ft (the log in f64, rounded once) */
 static kiln_value *to_mel(ox *x, kiln_value *hz, ir_dtype ft) {
   kiln_value *k700 = ox_scalar(x, ft, 700), *one = ox_scalar(x, ft, 1), *v, *l10;
@@ -104,7 +95,7 @@ int ox_op_MelWeightMatrix(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
   /* band points in hertz, then in bins (f64) */
   kiln_value *k2595 = ox_scalar(x, IR_DT_F64, 2595), *k10 = ox_scalar(x, IR_DT_F64, 10);
   kiln_value *k700 = ox_scalar(x, IR_DT_F64, 700), *f1 = ox_scalar(x, IR_DT_F64, 1);
-  if (!k2595 || !k10 || !k700 || !f1 || !(b = iota(x, p, pd)) ||
+  if (!k2595 || !k10 || !k700 || !f1 || !(b = ox_range_to(x, p, pd)) ||
       !(b = ox_op(x, "cast", &b, 1, NULL, "{dtype = f64}")) ||
       !(t = ox_op(x, "cast", &step, 1, NULL, "{dtype = f64}")) || !(b = OP2("mul", b, t)) ||
       !(t = ox_op(x, "cast", &lm, 1, NULL, "{dtype = f64}")) || !(b = OP2("add", b, t)) ||
@@ -115,8 +106,9 @@ int ox_op_MelWeightMatrix(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin,
     return FAILED();
   /* the filters: j [S, 1] against l, c, h [1, M] */
   const ir_dim *col[2] = {sd, ir_dim_const(ar, 1)};
-  if (!(im = iota(x, m, md)) || !(l = band(x, b, im, 0, md)) || !(c = band(x, b, im, 1, md)) ||
-      !(h = band(x, b, im, 2, md)) || !(j = iota(x, s, sd)) || !(j = ox_reshape(x, j, 2, col)) ||
+  if (!(im = ox_range_to(x, m, md)) || !(l = band(x, b, im, 0, md)) ||
+      !(c = band(x, b, im, 1, md)) || !(h = band(x, b, im, 2, md)) ||
+      !(j = ox_range_to(x, s, sd)) || !(j = ox_reshape(x, j, 2, col)) ||
       !(j = ox_op(x, "cast", &j, 1, NULL, "{dtype = f64}")))
     return FAILED();
   kiln_value *up, *upv, *dn, *dnv, *den, *z, *g1, *g2;

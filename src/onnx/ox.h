@@ -97,6 +97,9 @@ int ox_set_init(ox *x, ox_val *v, kiln_tensor *t);
 /* The result type text "!mo.tensor<[d0, ...], dt>" of dims into buf. */
 const char *ox_type_text(char *buf, size_t cap, ir_dtype dt, int rank, const ir_dim *const *dims);
 static inline const ir_type *ox_type(const kiln_value *v) { return &((const ir_value *)v)->type; }
+/* mo.range(0, end) as si64 [d] (end a rank-0 si64): d a constant, or a
+ * symbol read from end's data before the graph runs (values.c). */
+kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d);
 /* a reshaped to the dims given (ox_op with that result type) */
 kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims);
 

@@ -65,13 +65,9 @@ int ox_pool_indices(ox *x, kiln_value *a, const int64_t k[2], const int64_t st[2
   /* flat indices shaped as the input, padded with -1: a tap is valid when >= 0 */
   const ir_dim *nd = ir_dim_const(x->ir->arena, numel);
   const ir_dim *wh[4] = {at->dims[0], at->dims[1], at->dims[3], at->dims[2]};
-  kiln_value *z = ox_scalar(x, IR_DT_SI64, 0), *one = ox_scalar(x, IR_DT_SI64, 1);
   kiln_value *e = ox_scalar(x, IR_DT_SI64, (double)numel), *m1 = ox_scalar(x, IR_DT_SI64, -1);
   kiln_value *idx;
-  char ty[160];
-  if (!z || !one || !e || !m1 ||
-      !(idx = ox_op(x, "range", (kiln_value *[]){z, e, one}, 3,
-                    ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &nd), NULL)) ||
+  if (!e || !m1 || !(idx = ox_range_to(x, e, nd)) ||
       !(idx = ox_reshape(x, idx, 4, column_major ? wh : at->dims)) ||
       (column_major && !(idx = ox_op(x, "permute", &idx, 1, NULL, "{dims = [0, 1, 3, 2]}"))) ||
       !(idx = pad(&t, idx, h, w, -1)) ||
