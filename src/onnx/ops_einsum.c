@@ -9,9 +9,13 @@
  * to [batch, contracted, freeB], each group flattened to one axis; the
  * product is unflattened and permuted to the output's order. An implicit
  * output ("ij,jk") is the letters that occur once, in alphabetical order.
- * Not built (refused by name): a letter repeated within one term (a
- * diagonal), an ellipsis, more than two operands, and batch axes whose
- * sizes differ (broadcasting). */
+ * An ellipsis stands for the operand's axes no letter names, given
+ * letters of their own (right-aligned across operands, as numpy); an
+ * implicit output puts them first, an explicit one must say where ("...").
+ * A letter repeated within one term takes that diagonal first: the two
+ * axes moved last, flattened, sliced with step n + 1 (a static n).
+ * Not built (refused by name): more than two operands, and batch axes
+ * whose sizes differ (broadcasting). */
 #include <stdio.h>
 #include <string.h>
 
@@ -22,24 +26,44 @@
 typedef struct term {
   char l[MAXL + 1];
   int n;
+  int ell; /* where "..." stands among l, or -1 */
 } term;
 
-/* Parse one term (letters only) from s[0..len); false when it is not one. */
+/* the letters the ellipsis axes get: no ONNX letter is one of them */
+static const char ELL_LETTERS[] = "0123456789!#$%&*";
+
+/* Parse one term (letters and at most one "...") from s[0..len); false
+ * when it is not one. */
 static bool parse_term(const char *s, size_t len, term *t, const char **why) {
   t->n = 0;
+  t->ell = -1;
   for (size_t i = 0; i < len; i++) {
     char c = s[i];
     if (c == ' ') continue;
-    if (c == '.') return *why = "an ellipsis (...)", false;
+    if (c == '.') {
+      if (i + 2 >= len || s[i + 1] != '.' || s[i + 2] != '.')
+        return *why = "a '.' that is not part of \"...\"", false;
+      if (t->ell >= 0) return *why = "two ellipses in one term", false;
+      t->ell = t->n;
+      i += 2;
+      continue;
+    }
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
       return *why = "a character that is not a letter", false;
-    if (memchr(t->l, c, (size_t)t->n))
-      return *why = "a letter repeated within one term (a diagonal)", false;
     if (t->n == MAXL) return *why = "more letters than kiln's rank bound", false;
     t->l[t->n++] = c;
     t->l[t->n] = 0;
   }
   return true;
+}
+
+/* t with its ellipsis replaced by the last e of the emax ellipsis letters */
+static void expand(term *t, int e, int emax) {
+  if (t->ell < 0) return;
+  memmove(t->l + t->ell + e, t->l + t->ell, (size_t)(t->n - t->ell + 1));
+  for (int i = 0; i < e; i++) t->l[t->ell + i] = ELL_LETTERS[emax - e + i];
+  t->n += e;
+  t->ell = -1;
 }
 
 static int pos_of(const term *t, char c) {
@@ -93,7 +117,7 @@ static void append(term *t, char c) {
  * result's letters. */
 static kiln_value *contract(ox *x, kiln_value *a, const term *ta, kiln_value *b, const term *tb,
                             const term *out, term *res) {
-  term batch = {{0}, 0}, fa = {{0}, 0}, fb = {{0}, 0}, con = {{0}, 0};
+  term batch = {{0}, 0, -1}, fa = {{0}, 0, -1}, fb = {{0}, 0, -1}, con = {{0}, 0, -1};
   for (int i = 0; i < ta->n; i++) {
     char c = ta->l[i];
     bool in_b = pos_of(tb, c) >= 0, in_out = pos_of(out, c) >= 0;
@@ -131,6 +155,57 @@ static kiln_value *contract(ox *x, kiln_value *a, const term *ta, kiln_value *b,
   return ox_reshape(x, r, res->n, dr);
 }
 
+/* v (letters t) with every letter repeated within t reduced to its
+ * diagonal; t loses the repeats. NULL on failure (unsupported recorded). */
+static kiln_value *diagonals(ox *x, kiln_value *v, term *t) {
+  for (int p = 0; v && p < t->n; p++)
+    for (int q = p + 1; v && q < t->n; q++) {
+      if (t->l[p] != t->l[q]) continue;
+      int64_t np, nq;
+      if (!ir_dim_is_const(ox_dim(v, p), &np) || !ir_dim_is_const(ox_dim(v, q), &nq)) {
+        ox_unsupported(x, x->node, "a diagonal ('%c' twice) over a symbolic dim", t->l[p]);
+        return NULL;
+      }
+      if (np != nq) {
+        ox_fail(x, KILN_ERR_VERIFY, "letter '%c' names axes of %lld and %lld", t->l[p],
+                (long long)np, (long long)nq);
+        return NULL;
+      }
+      /* p and q last, flattened, every (n + 1)-th element */
+      term moved = {{0}, 0, -1};
+      char perm[4 * MAXL] = "", start[4 * MAXL] = "", stop[8 * MAXL] = "", step[4 * MAXL] = "";
+      const ir_dim *dims[MAXL];
+      int at = 0, nd = 0;
+      for (int i = 0; i < t->n; i++)
+        if (i != p && i != q) {
+          at += snprintf(perm + at, sizeof perm - (size_t)at, "%d, ", i);
+          dims[nd++] = ox_dim(v, i);
+          append(&moved, t->l[i]);
+        }
+      snprintf(perm + at, sizeof perm - (size_t)at, "%d, %d", p, q);
+      dims[nd] = ir_dim_const(x->ir->arena, np * np);
+      size_t a1 = 0, a2 = 0, a3 = 0;
+      for (int i = 0; i <= nd; i++) {
+        bool last = i == nd;
+        a1 += (size_t)snprintf(start + a1, sizeof start - a1, "%s0", i ? ", " : "");
+        a2 += (size_t)snprintf(stop + a2, sizeof stop - a2, "%s%lld", i ? ", " : "",
+                               last ? (long long)(np * np) : (long long)INT64_MAX);
+        a3 += (size_t)snprintf(step + a3, sizeof step - a3, "%s%lld", i ? ", " : "",
+                               last ? (long long)(np + 1) : 1LL);
+      }
+      if (!(v = ox_op(x, "permute", &v, 1, NULL, "{dims = [%s]}", perm)) ||
+          !(v = ox_reshape(x, v, nd + 1, dims)) ||
+          !(v = ox_op(x, "slice_tensor", &v, 1, NULL, "{start = [%s], step = [%s], stop = [%s]}",
+                      start, step, stop)))
+        return NULL;
+      append(&moved, t->l[p]);
+      *t = moved;
+      p = -1; /* start over: the letters moved */
+      break;
+    }
+  return v;
+}
+
 int ox_op_Einsum(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   char buf[256];
   const char *eq = ox_attr_string(n, "equation", "", buf, sizeof buf), *why = NULL;
@@ -141,28 +216,47 @@ int ox_op_Einsum(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   int nterms = comma && (!arrow || comma < arrow) ? 2 : 1;
   if (nterms != nin) return ox_fail(x, KILN_ERR_VERIFY, "equation \"%s\" names %d operands, not %d",
                                     eq, nterms, nin);
-  term t[2] = {{{0}, 0}, {{0}, 0}}, o = {{0}, 0};
+  term t[2] = {{{0}, 0, -1}, {{0}, 0, -1}}, o = {{0}, 0, -1};
   size_t len0 = nterms == 2 ? (size_t)(comma - eq) : lhs_len;
   if (!parse_term(eq, len0, &t[0], &why) ||
       (nterms == 2 && !parse_term(comma + 1, lhs_len - len0 - 1, &t[1], &why)) ||
       (arrow && !parse_term(arrow + 2, strlen(arrow + 2), &o, &why)))
     return ox_unsupported(x, n, "equation \"%s\": %s", eq, why);
-  if (!arrow) /* implicit: the letters that occur once, sorted */
-    for (char c = 'A'; c <= 'z'; c++) {
-      int k = (pos_of(&t[0], c) >= 0) + (nterms == 2 && pos_of(&t[1], c) >= 0);
-      if (k == 1) append(&o, c);
-    }
   BEGIN;
   kiln_value *v[2] = {IN(0), NULL}, *r;
   if (!v[0] || (nterms == 2 && !(v[1] = IN(1)))) return rc;
-  for (int k = 0; k < nterms; k++)
-    if (ox_type(v[k])->rank != t[k].n)
+  int e[2] = {0, 0}, emax = 0;
+  for (int k = 0; k < nterms; k++) {
+    int rank = ox_type(v[k])->rank;
+    e[k] = rank - t[k].n;
+    if (t[k].ell < 0 ? e[k] != 0 : e[k] < 0)
       return ox_fail(x, KILN_ERR_VERIFY, "operand %d has rank %d but \"%s\" gives it %d letters",
-                     k, ox_type(v[k])->rank, eq, t[k].n);
+                     k, rank, eq, t[k].n);
+    if (t[k].n + e[k] > MAXL || e[k] > (int)sizeof ELL_LETTERS - 1)
+      return ox_unsupported(x, n, "more axes than kiln's rank bound");
+    if (e[k] > emax) emax = e[k];
+  }
+  if (arrow && o.ell < 0 && emax > 0)
+    return ox_fail(x, KILN_ERR_VERIFY, "equation \"%s\": the output has no \"...\" for the "
+                   "%d axes the ellipsis stands for", eq, emax);
+  for (int k = 0; k < nterms; k++) expand(&t[k], e[k], emax);
+  if (arrow) {
+    expand(&o, emax, emax);
+  } else { /* implicit: the ellipsis axes, then the letters that occur once, sorted */
+    for (int i = 0; i < emax; i++) append(&o, ELL_LETTERS[i]);
+    for (char c = 'A'; c <= 'z'; c++) {
+      int k = 0;
+      for (int j = 0; j < nterms; j++)
+        for (int i = 0; i < t[j].n; i++) k += t[j].l[i] == c;
+      if (k == 1) append(&o, c);
+    }
+  }
   for (int i = 0; i < o.n; i++)
     if (pos_of(&t[0], o.l[i]) < 0 && (nterms == 1 || pos_of(&t[1], o.l[i]) < 0))
       return ox_fail(x, KILN_ERR_VERIFY, "output letter '%c' of \"%s\" is in no operand",
                      o.l[i], eq);
+  for (int k = 0; k < nterms; k++)
+    if (!(v[k] = diagonals(x, v[k], &t[k]))) return FAILED();
   term res;
   if (nterms == 1) {
     if (!(r = sum_out(x, v[0], &t[0], &o, NULL))) return FAILED();

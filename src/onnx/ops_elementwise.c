@@ -148,6 +148,7 @@ int ox_op_Mod(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
   BEGIN;
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL;
   if (!b) return rc;
+  if (ox_type(a)->dtype == IR_DT_UI64) DONE(ox_uint64_mod(x, in, nin, &rc)); /* fmod: the same */
   if (is_float(a) && !fmod) return ox_unsupported(x, n, "float Mod needs fmod = 1");
   DONE(!fmod ? OP2("mod", a, b) : is_float(a) ? float_fmod(x, a, b) : int_fmod(x, a, b));
 }
@@ -160,13 +161,13 @@ int ox_op_BitShift(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val
   kiln_value *a = IN(0), *b = a ? IN(1) : NULL, *two, *p;
   if (!b) return rc;
   ir_dtype dt = ox_type(a)->dtype;
-  if (dt == IR_DT_UI64) return ox_unsupported(x, n, "ui64 (kiln stores ui64 but computes in si64)");
   char buf[16];
   const char *dir = ox_attr_string(n, "direction", "", buf, sizeof buf);
   bool left = strcmp(dir, "LEFT") == 0;
   if (!left && strcmp(dir, "RIGHT") != 0)
     return ox_fail(x, KILN_ERR_VERIFY,
                    "BitShift direction must be \"LEFT\" or \"RIGHT\", not \"%s\"", dir);
+  if (dt == IR_DT_UI64) DONE(ox_uint64_shift(x, in, nin, left, &rc));
   if (!(two = ox_scalar(x, IR_DT_SI32, 2)) ||
       !(two = ox_op(x, "cast", &two, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))) ||
       !(p = OP2("pow", two, b)))
@@ -257,12 +258,18 @@ int ox_op_Max(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **ou
   BEGIN;
   int f = ox_fold_elementwise(x, n, in, nin, out[0]);
   if (f != 2) return f;
+  kiln_value *a0 = IN(0);
+  if (!a0) return rc;
+  if (ox_type(a0)->dtype == IR_DT_UI64) DONE(ox_uint64_minmax(x, in, nin, true, &rc));
   DONE(chain(x, in, nin, "max", &rc));
 }
 int ox_op_Min(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
   int f = ox_fold_elementwise(x, n, in, nin, out[0]);
   if (f != 2) return f;
+  kiln_value *a0 = IN(0);
+  if (!a0) return rc;
+  if (ox_type(a0)->dtype == IR_DT_UI64) DONE(ox_uint64_minmax(x, in, nin, false, &rc));
   DONE(chain(x, in, nin, "min", &rc));
 }
 int ox_op_Sum(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {

@@ -1,7 +1,11 @@
-/* ops_unique.c - ONNX Unique over the flattened input (no axis; an axis is
- * refused by name), from a stable argsort and mo.nonzero:
- *   perm = argsort(x), s = x[perm]            (stable: equal values keep
- *                                              their order of occurrence)
+/* ops_unique.c - ONNX Unique over the flattened input, or over the slices
+ * along `axis` (each slice a row of a [len, m] matrix, m static; the
+ * flattened input is m = 1), from stable argsorts and mo.nonzero:
+ *   perm = the rows' lexicographic order      (a stable argsort per column,
+ *                                              last column first: equal
+ *                                              rows keep their order of
+ *                                              occurrence)
+ *   s = rows[perm]
  *   first[i] = i == 0 or s[i] != s[i - 1];    pos = nonzero(first)  [n]
  *   Y = s[pos], indices = perm[pos]           (a group's first occurrence)
  *   group[i] = cumsum(first)[i] - 1;          inverse = group[argsort(perm)]
@@ -26,24 +30,82 @@ static kiln_value *tail(ox *x, kiln_value *v) {
                (long long)INT64_MAX);
 }
 
+/* The stable lexicographic order of the rows of r ([n, m], m static):
+ * stable argsorts from the last column to the first (LSD), each of the
+ * column as the rows stand so far. */
+static kiln_value *row_order(ox *x, kiln_value *r, int64_t m) {
+  kiln_value *perm = NULL;
+  for (int64_t j = m - 1; j >= 0; j--) {
+    kiln_value *k = ox_scalar(x, IR_DT_SI64, (double)j), *col, *p;
+    if (!k || !(col = ox_op(x, "gather", (kiln_value *[]){r, k}, 2, NULL, "{axis = 1}")) ||
+        (perm && !(col = take(x, col, perm))) || !(p = argsort(x, col)))
+      return NULL;
+    perm = perm ? take(x, perm, p) : p;
+    if (!perm) return NULL;
+  }
+  return perm;
+}
+
+/* 1 where row i of s ([n, m]) differs from row i - 1 ([n - 1], bool) */
+static kiln_value *rows_differ(ox *x, kiln_value *s, int64_t m) {
+  kiln_value *rest, *head, *d;
+  if (!(rest = ox_op(x, "slice_tensor", &s, 1, NULL,
+                     "{start = [1, 0], step = [1, 1], stop = [%lld, %lld]}", (long long)INT64_MAX,
+                     (long long)INT64_MAX)) ||
+      !(head = ox_op(x, "slice_tensor", &s, 1, NULL,
+                              "{start = [0, 0], step = [1, 1], stop = [-1, %lld]}",
+                              (long long)INT64_MAX)) ||
+      !(d = OP2("not_equal", rest, head)))
+    return NULL;
+  if (m == 1) return ox_op(x, "squeeze", &d, 1, NULL, "{axis = 1}");
+  kiln_value *z = ox_scalar(x, IR_DT_SI32, 0);
+  if (!z || !(d = ox_op(x, "cast", &d, 1, NULL, "{dtype = si32}")) ||
+      !(d = ox_op(x, "max", &d, 1, NULL, "{axis = 1}")) ||
+      !(d = ox_op(x, "squeeze", &d, 1, NULL, "{axis = 1}")))
+    return NULL;
+  return OP2("greater", d, z);
+}
+
 int ox_op_Unique(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout) {
   BEGIN;
-  if (ox_attr(n, "axis")) return ox_unsupported(x, n, "an axis (unique slices)");
   kiln_value *a = IN(0);
   if (!a) return rc;
   const ir_type *t = ox_type(a);
-  const ir_dim *len = ir_dim_const(x->ir->arena, 1);
-  for (int d = 0; len && d < t->rank; d++) len = ir_dim_mul(x->ir->arena, len, t->dims[d]);
+  int ax = -1;
+  if (ox_attr(n, "axis") && !ox_axis(ox_attr_int(n, "axis", 0), t->rank, &ax))
+    return ox_fail(x, KILN_ERR_VERIFY, "axis %lld is out of range for rank %d",
+                   (long long)ox_attr_int(n, "axis", 0), t->rank);
+  /* the slices as the rows of a [len, m] matrix: m = 1 without an axis */
+  ir_arena *ar = x->ir->arena;
+  const ir_dim *len = ir_dim_const(ar, 1), *width = ir_dim_const(ar, 1), *moved[IR_MAX_RANK];
+  int64_t m = 1, cnt;
+  kiln_value *src = a;
+  if (ax >= 0) {
+    char dims[IR_MAX_RANK * 4];
+    size_t at = (size_t)snprintf(dims, sizeof dims, "%d", ax);
+    moved[0] = len = t->dims[ax];
+    for (int d = 0, k = 1; d < t->rank; d++)
+      if (d != ax) {
+        at += (size_t)snprintf(dims + at, sizeof dims - at, ", %d", d);
+        moved[k++] = t->dims[d];
+        width = ir_dim_mul(ar, width, t->dims[d]);
+      }
+    if (!width || !ir_dim_is_const(width, &m))
+      return ox_unsupported(x, n, "slices of a symbolic size");
+    if (m == 0) return ox_unsupported(x, n, "empty slices");
+    if (ax != 0 && !(src = ox_op(x, "permute", &src, 1, NULL, "{dims = [%s]}", dims)))
+      return FAILED();
+  } else {
+    for (int d = 0; len && d < t->rank; d++) len = ir_dim_mul(ar, len, t->dims[d]);
+  }
   if (!len) return rt_err(x->st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
-  int64_t one = 1, cnt;
   if (ir_dim_is_const(len, &cnt) && cnt == 0)
     return ox_unsupported(x, n, "an empty input");
-  kiln_value *flat = t->rank == 1 ? a : ox_reshape(x, a, 1, &len);
-  kiln_value *perm = flat ? argsort(x, flat) : NULL, *s = take(x, flat, perm);
-  /* s[1:] != s[:-1] */
-  kiln_value *rest = s ? tail(x, s) : NULL, *head = NULL;
-  if (rest) head = ox_op(x, "slice_tensor", &s, 1, NULL, "{start = [0], step = [1], stop = [-1]}");
-  kiln_value *diff = head ? OP2("not_equal", rest, head) : NULL;
+  const ir_dim *rd[2] = {len, width};
+  kiln_value *flat = ox_reshape(x, src, 2, rd);
+  kiln_value *perm = flat ? row_order(x, flat, m) : NULL, *s = take(x, flat, perm);
+  kiln_value *diff = s ? rows_differ(x, s, m) : NULL;
+  int64_t one = 1;
   uint8_t yes = 1;
   kiln_value *t1 = diff ? kiln_graph_add_constant(x->g, KILN_BOOL, 1, &one, &yes, x->st) : NULL;
   kiln_value *first = t1 ? ox_op(x, "concat", (kiln_value *[]){t1, diff}, 2, NULL, "{axis = 0}")
@@ -58,7 +120,7 @@ int ox_op_Unique(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   kiln_value *k1 = grp ? ox_scalar(x, IR_DT_SI64, 1) : NULL;
   if (k1) grp = OP2("sub", grp, k1);
   kiln_value *inv = take(x, grp, perm ? argsort(x, perm) : NULL);
-  kiln_value *total = flat ? OP1("shape_to_tensor", flat) : NULL;
+  kiln_value *total = perm ? OP1("shape_to_tensor", perm) : NULL;
   kiln_value *nxt = pos && total ? ox_op(x, "concat", (kiln_value *[]){tail(x, pos), total}, 2,
                                          NULL, "{axis = 0}") : NULL;
   kiln_value *counts = nxt ? OP2("sub", nxt, pos) : NULL;
@@ -71,6 +133,21 @@ int ox_op_Unique(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
     inv = take(x, rank, inv);
     if (!y || !idx || !counts || !inv) return FAILED();
   }
+  /* Y: the rows back in the input's layout, [unique, ...] or [unique] */
+  const ir_dim *nu_dim = ox_dim(y, 0);
+  if (ax < 0) {
+    y = ox_reshape(x, y, 1, &nu_dim);
+  } else {
+    moved[0] = nu_dim;
+    char dims[IR_MAX_RANK * 4] = "";
+    size_t at = 0;
+    for (int d = 0; d < t->rank; d++) /* axis 0 back to ax */
+      at += (size_t)snprintf(dims + at, sizeof dims - at, "%s%d", d ? ", " : "",
+                             d < ax ? d + 1 : d == ax ? 0 : d);
+    if ((y = ox_reshape(x, y, t->rank, moved)) && ax != 0)
+      y = ox_op(x, "permute", &y, 1, NULL, "{dims = [%s]}", dims);
+  }
+  if (!y) return FAILED();
   kiln_value *res[4] = {y, idx, inv, counts};
   for (int k = 0; k < nout && k < 4; k++) out[k]->v = res[k];
   return 0;

@@ -1,5 +1,5 @@
 /* ops_vision.c - ONNX's Pad, MaxPool, AveragePool, Conv (and ConvInteger,
- * computed in f64 and cast to si32), ConvTranspose and
+ * computed in f64 and cast to si32, and QLinearConv), ConvTranspose and
  * the global pools onto kiln's mo.pad, mo.max_pool2d, mo.avg_pool2d,
  * mo.conv2d, mo.conv2d_transpose and reductions.
  *
@@ -9,7 +9,8 @@
  * layout attribute: kiln keeps one meaning and one kernel per op to make
  * fast, and a permute is a streaming copy next to the op's work. 1-D pools
  * and transposed convolutions (N, C, L) run as 2-D ones over (N, C, 1, L).
- * A 3-D Conv (NCDHW, OIDHW) maps to mo.conv3d the same way.
+ * A 3-D Conv (NCDHW, OIDHW) maps to mo.conv3d the same way; 3-D pools are
+ * two 2-D ones (pool3d.c).
  * ConvTranspose: group 1; output_shape and auto_pad SAME_* become paddings
  * as ONNX computes them (a negative end padding becomes output padding).
  * Window attributes (kernel_shape, strides, dilations, pads as [begin...,
@@ -192,31 +193,63 @@ static kiln_value *from_2d(ox *x, kiln_value *a) {
   return ox_reshape(x, a, 3, d);
 }
 
+static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res,
+                   owin *win);
+
 static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout,
                 bool avg) {
   BEGIN;
   kiln_value *a = IN(0), *r;
   if (!a) return rc;
-  if (nout > 1 && out[1]) return ox_unsupported(x, n, "MaxPool's Indices output");
-  int rank = ox_type(a)->rank, sp = rank - 2, cnt;
-  if (rank != 3 && rank != 4) return ox_unsupported(x, n, "%d-D pooling", rank - 2);
+  bool indices = !avg && nout > 1 && out[1];
+  int rank = ox_type(a)->rank;
+  if (indices && rank != 4)
+    return ox_unsupported(x, n, "the Indices output of a %d-D MaxPool", rank - 2);
+  if (rank != 3 && rank != 4 && rank != 5) return ox_unsupported(x, n, "%d-D pooling", rank - 2);
+  /* storage_order orders the Indices output only */
+  bool column_major = ox_attr_int(n, "storage_order", 0) != 0;
+  ir_dtype dt = ox_type(a)->dtype, run = dt;
+  if (dt == IR_DT_UI32 || dt == IR_DT_UI64 || dt == IR_DT_BOOL)
+    return ox_unsupported(x, n, "%s pooling", ir_dtype_name(dt));
+  /* dtypes the op lacks run as the nearest it has: floats as f32, ints as si32 / si64 */
+  if (avg ? !(dt == IR_DT_F32 || dt == IR_DT_F64)
+          : !(dt == IR_DT_F32 || dt == IR_DT_F64 || dt == IR_DT_SI32 || dt == IR_DT_SI64))
+    run = ir_dtype_is_float(dt) || avg ? IR_DT_F32
+          : ir_dtype_size(dt) < 4      ? IR_DT_SI32
+                                       : IR_DT_SI64;
+  if (run != dt && !(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = %s}", ir_dtype_name(run))))
+    return FAILED();
+  owin o;
+  if (rank == 5) {
+    if ((rc = ox_pool3d(x, n, a, avg, &r)) != 0) return rc;
+  } else if ((rc = pool_2d(x, n, a, avg, &r, &o)) != 0) {
+    return rc;
+  }
+  if (indices) {
+    kiln_value *ix;
+    if ((rc = ox_pool_indices(x, a, o.k, o.st, o.dil, o.pad, column_major, r, &ix)) < 0)
+      return FAILED();
+    if (rc > 0) return ox_unsupported(x, n, "the Indices output with a symbolic dim");
+    out[1]->v = ix;
+  }
+  if (run != dt && !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
+    return FAILED();
+  out[0]->v = r;
+  return 0;
+}
+
+/* a (N, C, L) or (N, C, H, W), pooled by mo.max_pool2d / mo.avg_pool2d */
+static int pool_2d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res,
+                   owin *win) {
+  int nun0 = x->nunsup, rc, rank = ox_type(a)->rank, sp = rank - 2, cnt;
+  kiln_value *r;
   owin o;
   const int64_t *ks = ox_attr_ints(n, "kernel_shape", &cnt);
   if (!ks || cnt != sp) return ox_fail(x, KILN_ERR_VERIFY, "kernel_shape needs %d entries", sp);
   o.k[0] = sp == 2 ? ks[0] : 1;
   o.k[1] = ks[sp - 1];
-  if (ox_attr_int(n, "storage_order", 0) != 0) return ox_unsupported(x, n, "storage_order 1");
   const ir_dim *h = sp == 2 ? ox_dim(a, 2) : ir_dim_const(x->ir->arena, 1), *w = ox_dim(a, rank - 1);
   if ((rc = window(x, n, sp, h, w, &o)) != 0) return rc;
-  /* dtypes the op lacks run as the nearest it has: floats as f32, ints as si32 / si64 */
-  ir_dtype dt = ox_type(a)->dtype, run = dt;
-  if (avg ? !(dt == IR_DT_F32 || dt == IR_DT_F64)
-          : !(dt == IR_DT_F32 || dt == IR_DT_F64 || dt == IR_DT_SI32 || dt == IR_DT_SI64))
-    run = ir_dtype_is_float(dt) || avg ? IR_DT_F32 : ir_dtype_size(dt) < 4 ? IR_DT_SI32 : IR_DT_SI64;
-  if (dt == IR_DT_UI32 || dt == IR_DT_UI64 || dt == IR_DT_BOOL)
-    return ox_unsupported(x, n, "%s pooling", ir_dtype_name(dt));
-  if (run != dt && !(a = ox_op(x, "cast", &a, 1, NULL, "{dtype = %s}", ir_dtype_name(run))))
-    return FAILED();
   if (sp == 1 && !(a = to_2d(x, a))) return FAILED();
   char wt[256];
   if (!(a = permute(x, a, "0, 2, 3, 1"))) return FAILED();
@@ -231,9 +264,8 @@ static int pool(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **
               ox_attr_int(n, "ceil_mode", 0) ? "true" : "false");
   if (!r || !(r = permute(x, r, "0, 3, 1, 2"))) return FAILED();
   if (sp == 1 && !(r = from_2d(x, r))) return FAILED();
-  if (run != dt && !(r = ox_op(x, "cast", &r, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
-    return FAILED();
-  out[0]->v = r;
+  *res = r;
+  *win = o;
   return 0;
 }
 
@@ -318,21 +350,17 @@ int ox_op_Conv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **o
   return conv_of(x, n, a, w, b, out, nun0);
 }
 
-/* ConvInteger: (x - x_zero_point) conv (w - w_zero_point) with w's zero
- * point per tensor or per output channel ([M] -> [M, 1, ...]), computed in
- * f64 (every sum of 8-bit products below 2^53 is exact there) and cast to
- * si32: ONNX's exact int32 result. */
-int ox_op_ConvInteger(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
-                      int nout) {
-  BEGIN;
-  (void)nout;
-  kiln_value *v[4] = {NULL, NULL, NULL, NULL};
-  for (int i = 0; i < 4; i++) /* x and w required (IN says so), zero points optional */
-    if ((i < 2 || (i < nin && in[i])) && !(v[i] = IN(i))) return rc;
+/* (x - x_zero_point) conv (w - w_zero_point) [+ bias] in f64 into out[0]:
+ * v = {x, w, x_zp or NULL, w_zp or NULL}, bias NULL or f64 [M]; w's zero
+ * point per tensor or per output channel ([M] -> [M, 1, ...]). Every sum of
+ * 8-bit products (and an int32 bias) below 2^53 is exact in f64. */
+static int conv_integer(ox *x, const Onnx__NodeProto *n, kiln_value **v, kiln_value *bias,
+                        ox_val **out, const char *what) {
+  int nun0 = x->nunsup;
   for (int i = 0; i < 2; i++) {
     ir_dtype dt = ox_type(v[i])->dtype;
     if (dt != IR_DT_UI8 && dt != IR_DT_SI8)
-      return ox_unsupported(x, n, "%s ConvInteger (ONNX and kiln: ui8, si8)", ir_dtype_name(dt));
+      return ox_unsupported(x, n, "%s %s (ONNX and kiln: ui8, si8)", ir_dtype_name(dt), what);
   }
   for (int i = 0; i < 2; i++) {
     if (!(v[i] = ox_op(x, "cast", &v[i], 1, NULL, "{dtype = f64}"))) return FAILED();
@@ -353,10 +381,58 @@ int ox_op_ConvInteger(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_
     }
     if (!(v[i] = OP2("sub", v[i], z))) return FAILED();
   }
-  int r = conv_of(x, n, v[0], v[1], NULL, out, nun0);
-  if (r != 0) return r;
+  return conv_of(x, n, v[0], v[1], bias, out, nun0);
+}
+
+/* ConvInteger: the exact integer convolution, cast to si32 (ONNX's int32). */
+int ox_op_ConvInteger(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                      int nout) {
+  BEGIN;
+  (void)nout;
+  kiln_value *v[4] = {NULL, NULL, NULL, NULL};
+  for (int i = 0; i < 4; i++) /* x and w required (IN says so), zero points optional */
+    if ((i < 2 || (i < nin && in[i])) && !(v[i] = IN(i))) return rc;
+  if ((rc = conv_integer(x, n, v, NULL, out, "ConvInteger")) != 0) return rc;
   kiln_value *y = out[0]->v;
   if (!(out[0]->v = ox_op(x, "cast", &y, 1, NULL, "{dtype = si32}"))) return FAILED();
+  return 0;
+}
+
+/* QLinearConv: the exact integer convolution plus the int32 bias, times
+ * x_scale * w_scale / y_scale (formed in f32, w_scale per tensor or per
+ * output channel, applied in f64 as ONNX's reference does), rounded half to
+ * even, plus y_zero_point, saturated to y's dtype by the cast. */
+int ox_op_QLinearConv(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
+                      int nout) {
+  BEGIN;
+  (void)nout;
+  kiln_value *q[9] = {NULL};
+  for (int i = 0; i < 9; i++) /* x, scales, w required; zero points and B optional */
+    if ((i == 0 || i == 1 || i == 3 || i == 4 || i == 6 || (i < nin && in[i])) &&
+        !(q[i] = IN(i)))
+      return rc;
+  ir_dtype dt = q[7] ? ox_type(q[7])->dtype : IR_DT_UI8;
+  if (dt != IR_DT_UI8 && dt != IR_DT_SI8)
+    return ox_unsupported(x, n, "a %s result (ONNX and kiln: ui8, si8)", ir_dtype_name(dt));
+  kiln_value *v[4] = {q[0], q[3], q[2], q[5]}, *bias = q[8], *k, *ws = q[4], *f;
+  if (bias && !(bias = ox_op(x, "cast", &bias, 1, NULL, "{dtype = f64}"))) return FAILED();
+  if ((rc = conv_integer(x, n, v, bias, out, "QLinearConv")) != 0) return rc;
+  f = out[0]->v;
+  int r = ox_type(f)->rank;
+  if (ox_type(ws)->rank == 1) { /* per output channel: [M] -> [M, 1, ...] against [N, M, ...] */
+    const ir_dim *one = ir_dim_const(x->ir->arena, 1), *d[IR_MAX_RANK];
+    for (int i = 0; i + 1 < r; i++) d[i] = one;
+    d[0] = ox_type(ws)->dims[0];
+    if (!(ws = ox_reshape(x, ws, r - 1, d))) return FAILED();
+  }
+  if (!(k = OP2("mul", q[1], ws)) || !(k = OP2("div", k, q[6])) ||
+      !(k = ox_op(x, "cast", &k, 1, NULL, "{dtype = f64}")) || !(f = OP2("mul", f, k)) ||
+      !(f = OP1("round", f)))
+    return FAILED();
+  if (q[7] && (!(k = ox_op(x, "cast", &q[7], 1, NULL, "{dtype = f64}")) || !(f = OP2("add", f, k))))
+    return FAILED();
+  if (!(out[0]->v = ox_op(x, "cast", &f, 1, NULL, "{dtype = %s}", ir_dtype_name(dt))))
+    return FAILED();
   return 0;
 }
 

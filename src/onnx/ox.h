@@ -97,6 +97,9 @@ int ox_set_init(ox *x, ox_val *v, kiln_tensor *t);
 /* The result type text "!mo.tensor<[d0, ...], dt>" of dims into buf. */
 const char *ox_type_text(char *buf, size_t cap, ir_dtype dt, int rank, const ir_dim *const *dims);
 static inline const ir_type *ox_type(const kiln_value *v) { return &((const ir_value *)v)->type; }
+/* mo.range(0, end) as si64 [d] (end a rank-0 si64): d a constant, or a
+ * symbol read from end's data before the graph runs (values.c). */
+kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d);
 /* a reshaped to the dims given (ox_op with that result type) */
 kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims);
 
@@ -109,6 +112,32 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
 #define FAILED() (x->nunsup > nun0 ? 1 : -1)
 #define OP1(name, a) ox_op(x, name, (kiln_value *[]){a}, 1, NULL, NULL)
 #define OP2(name, a, b) ox_op(x, name, (kiln_value *[]){a, b}, 2, NULL, NULL)
+
+/* ONNX's 3-D MaxPool / AveragePool of a (N, C, D, H, W) as two 2-D pools
+ * (pool3d.c): 0 with *res set, -1 (error) or 1 (unsupported, recorded). */
+int ox_pool3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
+
+/* MaxPool's Indices (pool_argmax.c): the flat index (row- or column-major
+ * planes) of each window's maximum of a [N, C, H, W] (static) for the
+ * window k, st, dil, pads (top, bottom, left, right) whose values are y
+ * (mo.max_pool2d's, giving the output grid). 0 with *res set, -1 (error)
+ * or 1 (a symbolic dim). */
+int ox_pool_indices(ox *x, kiln_value *a, const int64_t k[2], const int64_t st[2],
+                    const int64_t dil[2], const int64_t pads[4], bool column_major,
+                    const kiln_value *y, kiln_value **res);
+
+/* The DFT of a ([..., L, ..., 1 or 2], float, static last dim) along axis
+ * ax for a signal of len samples (L cut or zero-padded; len < 0: the
+ * rank-0 si64 len_data, or L when that is NULL too): [..., K, ..., 2],
+ * K = len or len / 2 + 1 (onesided); NULL on failure (ops_dft.c). */
+kiln_value *ox_dft(ox *x, kiln_value *a, int ax, int64_t len, kiln_value *len_data,
+                   bool inverse, bool onesided);
+
+/* ONNX's Max / Min (variadic), BitShift and Mod on ui64 operands, exact over
+ * the full range from si64 ops (ops_uint64.c); NULL on failure (*rc as IN). */
+kiln_value *ox_uint64_minmax(ox *x, ox_val **in, int nin, bool max, int *rc);
+kiln_value *ox_uint64_shift(ox *x, ox_val **in, int nin, bool left, int *rc);
+kiln_value *ox_uint64_mod(ox *x, ox_val **in, int nin, int *rc);
 
 /* The rank the model declares for value `name` (a graph output or a
  * value_info entry of x->gp with a shape), or -1 (values.c). */
@@ -292,7 +321,7 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
   X(NonZero) X(Compress) X(ReverseSequence)
 #define OX_OPS_VISION(X)                                                                          \
   X(Pad) X(MaxPool) X(AveragePool) X(Conv) X(ConvInteger) X(ConvTranspose) X(GlobalAveragePool)  \
-  X(GlobalMaxPool)
+  X(GlobalMaxPool) X(MaxUnpool) X(QLinearConv)
 /* over the channel axis (ops_channel.c) */
 #define OX_OPS_CHANNEL(X)                                                                         \
   X(BatchNormalization) X(InstanceNormalization) X(DepthToSpace) X(SpaceToDepth)
@@ -325,6 +354,9 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* normalizations (ops_normalize.c) */
 #define OX_OPS_NORMALIZE(X) X(MeanVarianceNormalization) X(LRN)
 /* window functions (ops_window.c) */
+/* determinants by cofactor expansion (ops_det.c), DFT / STFT by DFT matrices (ops_dft.c),
+ * mel filters (ops_mel.c) */
+#define OX_OPS_LINALG(X) X(Det) X(DFT) X(STFT) X(MelWeightMatrix)
 #define OX_OPS_WINDOW(X) X(HannWindow) X(HammingWindow) X(BlackmanWindow)
 /* control flow as mo.if / mo.while (ops_control.c, ops_scan.c) */
 #define OX_OPS_CONTROL(X) X(If) X(Loop) X(Scan)
@@ -352,6 +384,7 @@ OX_OPS_RANDOM(OX_DECLARE)
 OX_OPS_QUANT(OX_DECLARE)
 OX_OPS_CONTROL(OX_DECLARE)
 OX_OPS_WINDOW(OX_DECLARE)
+OX_OPS_LINALG(OX_DECLARE)
 OX_OPS_NORMALIZE(OX_DECLARE)
 OX_OPS_GRIDSAMPLE(OX_DECLARE)
 OX_OPS_UNIQUE(OX_DECLARE)

@@ -314,3 +314,11 @@ int ox_declared_rank(const ox *x, const char *name) {
       return vi_rank(gp->value_info[i]);
   return -1;
 }
+
+kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d) {
+  kiln_value *z = ox_scalar(x, IR_DT_SI64, 0), *one = ox_scalar(x, IR_DT_SI64, 1);
+  char ty[128];
+  if (!z || !one || !end || !d) return NULL;
+  return ox_op(x, "range", (kiln_value *[]){z, end, one}, 3,
+               ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &d), NULL);
+}
