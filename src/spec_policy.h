@@ -89,11 +89,7 @@ void rt_spec_policy_drop(rt_spec_policy *p, const int64_t *key);
  * (its backend's node_syms > 0): spec_worth.c. 1 when a shape does not
  * evaluate. */
 struct kiln_model;
-struct ir_node;
 double rt_spec_share(const struct kiln_model *m, const int64_t *syms);
-/* The roofline estimate of node n's ns at the binding syms (spec_worth.c),
- * -1 when a shape does not evaluate. */
-double rt_node_est_ns(const struct ir_node *n, const int64_t *syms);
 /* Symbol values of an execute; returns a symbol that should get pow2
  * buckets now (its first time over the bound; explicit[k] symbols never),
  * or -1. */

@@ -32,7 +32,8 @@ static double numel_at(const ir_value *v, const int64_t *syms) {
   return n;
 }
 
-double rt_node_est_ns(const ir_node *n, const int64_t *syms) {
+/* The estimated ns of node n at the binding, or -1 when unknown. */
+static double node_ns(const ir_node *n, const int64_t *syms) {
   double bytes = 0;
   for (int k = 0; k < n->nin + n->nout; k++) {
     const ir_value *v = k < n->nin ? n->in[k] : n->out[k - n->nin];
@@ -58,7 +59,7 @@ double rt_spec_share(const kiln_model *m, const int64_t *syms) {
   for (int i = 0; i < m->g->nnodes; i++) {
     int ns = m->be->node_syms(m, i);
     if (ns < 0) continue; /* no kernel */
-    double t = rt_node_est_ns(m->g->nodes[i], syms);
+    double t = node_ns(m->g->nodes[i], syms);
     if (t < 0) return 1.0; /* unknown: let the trial decide */
     all += t;
     if (ns > 0) bound += t;

@@ -25,9 +25,6 @@
 #include "cache_mem.h"
 #include "pipeline.h"
 #include "tier_up.h"
-
-#include "backend.h"
-#include "spec_policy.h"
 #include "variants.h"
 
 int rt_tier_up_env(void) {
@@ -53,34 +50,6 @@ static int rank(const ir_graph *g, int i) {
   if (n->op == IR_OP_CONV2D) return 2;
   if (!ir_node_matmul(n)) return 0;
   return n->op == IR_OP_FUSED ? 1 : 2;
-}
-
-/* Node i's estimated share of an execute with every symbol at v, or -1. */
-static double share_at(const kiln_model *m, int i, int64_t v) {
-  const ir_graph *g = m->g;
-  int64_t syms[g->nsyms > 0 ? g->nsyms : 1];
-  for (int s = 0; s < g->nsyms; s++) syms[s] = v;
-  double all = 0, mine = 0;
-  for (int j = 0; j < g->nnodes; j++) {
-    if (m->be->node_syms(m, j) < 0) continue; /* no kernel */
-    double t = rt_node_est_ns(g->nodes[j], syms);
-    if (t < 0) return -1;
-    all += t;
-    if (j == i) mine = t;
-  }
-  return all > 0 ? mine / all : -1;
-}
-
-bool rt_tier_up_urgent(const kiln_model *m, int k) {
-  if (k < 0 || k >= m->quick_built) return false;
-  int node = m->korder[k];
-  if (rank(m->g, node) > 0) return false;
-  static const int64_t at[] = {1, 64};
-  for (size_t j = 0; j < sizeof at / sizeof *at; j++) {
-    double s = share_at(m, node, at[j]);
-    if (s < 0 || s >= RT_TIER_URGENT_SHARE) return true;
-  }
-  return false;
 }
 
 int rt_tier_up_start(kiln_model *m, kiln_status *st) {

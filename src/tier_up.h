@@ -29,17 +29,6 @@ int rt_tier_up_start(kiln_model *m, kiln_status *st);
  * way: the GEMM, or the direct conv at 2-8% below its inlined form). */
 int rt_tier_up_node(kiln_model *m, int k);
 
-/* Whether the rebuild of the k-th kernel is sure to pay soon enough to
- * take a core from requests (the compile thread paces the others as it
- * paces variants): a norm, softmax or other non-GEMM kernel (whose quick
- * code runs 2-20x slower) with an estimated share of an execute of at
- * least RT_TIER_URGENT_SHARE, with every symbol 1 or 64 (spec_worth.c's
- * roofline; a shape that does not evaluate counts as urgent). A GEMM's or
- * conv2d's quick kernel runs prebuilt code, within a few percent of its
- * full one: never urgent. */
-#define RT_TIER_URGENT_SHARE 0.005
-bool rt_tier_up_urgent(const kiln_model *m, int k);
-
 /* Release the FULL kernels built (the host backend's free, after the job
  * was cancelled). */
 void rt_tier_up_free(kiln_model *m);

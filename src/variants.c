@@ -477,23 +477,13 @@ fail:
 
 /* ---- the compile thread ---- */
 
-/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time. A
- * rebuild sure to pay (rt_tier_up_urgent: a norm or softmax whose quick
- * code runs 2-20x slower, and a visible part of an execute) runs at once,
- * beyond the thread's nice +10 unpaced: resting would only make requests
- * run slow code longer. The others (GEMMs and convs, whose quick kernels
- * run prebuilt code; kernels too small to matter) are paced as variants
- * are: on a 2-core machine whose requests use both cores, their compiles
- * made the first requests of a service ~1.5x slower at 2 threads for
- * almost nothing. */
+/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, not
+ * paced beyond the thread's nice +10: unlike a variant, each rebuild is
+ * sure to pay (the quick kernels run up to 2-20x slower until it is done),
+ * so resting would only make the requests run slow code longer. */
 static void tier_up(kiln_model *m, atomic_int *cancel) {
-  for (int k = 0; k < m->quick_built && !atomic_load(cancel); k++) {
-    bool paced = !rt_tier_up_urgent(m, k);
-    bool contended = paced && wait_quiet(m->ctx, cancel);
-    double c0 = paced ? cpu_ms() : 0;
+  for (int k = 0; k < m->quick_built && !atomic_load(cancel); k++)
     (void)rt_tier_up_node(m, k); /* a failure keeps the quick kernel */
-    if (paced) rest((cpu_ms() - c0) * (contended ? 4 : 1), cancel);
-  }
 }
 
 static void *compile_thread(void *arg) {

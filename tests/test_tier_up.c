@@ -6,9 +6,7 @@
  * second context loads every kernel from disk and builds nothing quick; a
  * compile below the threshold, or with tier-up off, builds nothing quick;
  * a model freed while its rebuild is queued or running is safe (ASan in
- * CI); a negative threshold is refused; which rebuilds are urgent (a
- * softmax that is most of an execute) and which are paced (a GEMM, a
- * softmax beside a GEMM a thousand times its work). */
+ * CI); a negative threshold is refused. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -17,8 +15,6 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
-#include "src/rt.h"
-#include "src/tier_up.h"
 #include "src/variants.h"
 
 /* Five kernels that stay apart: matmul (+ softmax, fused or not),
@@ -200,57 +196,4 @@ Test(tier_up, bad_threshold) {
   cr_assert_eq(kiln_context_set_tier_up(NULL, 1, st), -1);
   kiln_context_free(ctx);
   kiln_status_free(st);
-}
-
-/* rt_tier_up_urgent: in a graph whose work is a GEMM over K = 16384, the
- * GEMM's rebuild and the softmax after it are paced (the softmax is under
- * RT_TIER_URGENT_SHARE of an execute at every symbol 1 or 64); alone, the
- * softmax (and the exp before it) are urgent. */
-#define WIDE                                                                                   \
-  "mo.graph @wide<n>(%x: !mo.tensor<[n, 16384], f32>, %w: !mo.tensor<[16384, 64], f32>) -> "   \
-  "(!mo.tensor<[n, 64], f32>) {\n"                                                              \
-  "  %0 = mo.matmul(%x, %w) : (!mo.tensor<[n, 16384], f32>, !mo.tensor<[16384, 64], f32>) -> " \
-  "!mo.tensor<[n, 64], f32>\n"                                                                  \
-  "  %1 = mo.softmax(%0) {axis = -1} : !mo.tensor<[n, 64], f32>\n"                              \
-  "  %2 = mo.exp(%1) : !mo.tensor<[n, 64], f32>\n"                                              \
-  "  mo.output %2 : !mo.tensor<[n, 64], f32>\n"                                                 \
-  "}\n"
-#define NARROW                                                                                 \
-  "mo.graph @narrow<n>(%x: !mo.tensor<[n, 64], f32>) -> (!mo.tensor<[64, n], f32>) {\n"         \
-  "  %0 = mo.exp(%x) : !mo.tensor<[n, 64], f32>\n"                                              \
-  "  %1 = mo.softmax(%0) {axis = -1} : !mo.tensor<[n, 64], f32>\n"                              \
-  "  %2 = mo.permute(%1) {dims = [1, 0]} : !mo.tensor<[64, n], f32>\n"                          \
-  "  mo.output %2 : !mo.tensor<[64, n], f32>\n"                                                 \
-  "}\n"
-
-/* The urgent rebuilds of a model of text built quick (threshold 1);
- * *quick: its quick kernels. */
-static int urgent_rebuilds(const char *text, int *quick) {
-  kiln_status *st = kiln_status_new();
-  kiln_context *ctx = kiln_context_new(st);
-  cr_assert_not_null(ctx);
-  cr_assert_eq(kiln_context_set_cache_dir(ctx, NULL, 0, st), 0);
-  cr_assert_eq(kiln_context_set_tier_up(ctx, 1, st), 0);
-  rt_spec_set_test_delay(ctx, 60000); /* the rebuild waits until the model is freed */
-  kiln_graph *g = kiln_graph_parse(text, strlen(text), "g", st);
-  cr_assert_not_null(g, "%s", kiln_status_message(st));
-  kiln_model *m = kiln_model_compile(ctx, g, st);
-  cr_assert_not_null(m, "%s", kiln_status_message(st));
-  *quick = m->quick_built;
-  int n = 0;
-  for (int k = 0; k < m->quick_built; k++) n += rt_tier_up_urgent(m, k);
-  kiln_model_free(m);
-  kiln_graph_free(g);
-  kiln_context_free(ctx);
-  kiln_status_free(st);
-  return n;
-}
-
-Test(tier_up, urgent_rebuilds_are_the_visible_non_gemm_kernels) {
-  int quick = 0;
-  cr_expect_eq(urgent_rebuilds(WIDE, &quick), 0, "a GEMM a thousand times the rest");
-  cr_expect_geq(quick, 2);
-  int n = urgent_rebuilds(NARROW, &quick);
-  cr_expect_geq(quick, 2);
-  cr_expect_eq(n, quick, "no GEMM: %d of %d urgent", n, quick);
 }
