@@ -53,6 +53,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "interp_impl.h" /* ir_ref_ld_i */
 #include "ir.h"
 
 /* Elementwise and unable to fail: integer mod, floor_div and pow (the
@@ -75,23 +76,16 @@ static bool softmax_node(const ir_node *n) {
   return (n->op == IR_OP_SOFTMAX || n->op == IR_OP_LOGSOFTMAX) && n->nin == 1 && n->nout == 1;
 }
 
-static bool is_slice(const ir_node *n) {
-  return n->op == IR_OP_SLICE_TENSOR || n->op == IR_OP_SLICE_DATA;
-}
-
-/* Entry j of an integer mo.constant (si32 / si64), false for anything else. */
+/* Entry j of an integer mo.constant (the interpreter's loader), false for
+ * anything else. */
 static bool const_entry(const ir_value *v, int64_t j, int64_t *out) {
   const ir_attr *a = v->def && v->def->op == IR_OP_CONSTANT ? ir_node_attr(v->def, "value") : NULL;
-  if (!a || a->kind != IR_ATTR_DENSE || j < 0 || j >= a->u.dense.numel) return false;
-  if (a->u.dense.dtype == IR_DT_SI64) {
-    memcpy(out, (const char *)a->u.dense.data + 8 * j, 8);
-  } else if (a->u.dense.dtype == IR_DT_SI32) {
-    int32_t x;
-    memcpy(&x, (const char *)a->u.dense.data + 4 * j, 4);
-    *out = x;
-  } else {
+  if (!a || a->kind != IR_ATTR_DENSE || !ir_dtype_is_int(a->u.dense.dtype) || j < 0 ||
+      j >= a->u.dense.numel)
     return false;
-  }
+  ir_tensor t = {.dtype = a->u.dense.dtype, .rank = 1, .shape = {a->u.dense.numel},
+                 .data = a->u.dense.data};
+  *out = ir_ref_ld_i(&t, j);
   return true;
 }
 
@@ -189,26 +183,29 @@ static bool reads_member(const fuse_ctx *c, const ir_node *n, int gid) {
  * dtype, rows contiguous; NULL when there is none. */
 static const ir_node *slice_operand(const fuse_ctx *c, const ir_value *v) {
   const ir_node *p = v->def;
-  if (!(c->flags & IR_FUSE_SLICE_OPERANDS) || !p || !is_slice(p) || p->nout != 1) return NULL;
+  if (!(c->flags & IR_FUSE_SLICE_OPERANDS) || !p || !ir_node_is_slice(p) || p->nout != 1) return NULL;
   if (c->group[p->id] >= 0 || c->is_output[v->id] || c->uses[v->id] != 1) return NULL;
   if (v->type.rank < 2 || p->in[0]->type.dtype != v->type.dtype) return NULL;
   return slice_rows_contiguous(p) ? p : NULL;
 }
 
+/* Whether matmul mm's operands have its result's dtype (not a half GEMM,
+ * ir/half_gemm.c, which reads its operands as they are). */
+static bool gemm_same_dtypes(const ir_node *mm) {
+  ir_dtype t = mm->out[0]->type.dtype;
+  return mm->in[0]->type.dtype == t && mm->in[1]->type.dtype == t;
+}
+
 /* A matmul that reads a slice in place: a group root of its own. */
 static bool slice_gemm_root(const fuse_ctx *c, const ir_node *n) {
-  if (!gemm_node(n) || n->in[0]->type.dtype != n->out[0]->type.dtype ||
-      n->in[1]->type.dtype != n->out[0]->type.dtype)
-    return false;
+  if (!gemm_node(n) || !gemm_same_dtypes(n)) return false;
   return slice_operand(c, n->in[0]) || slice_operand(c, n->in[1]);
 }
 
 /* Add the slices matmul mm reads in place to the group (n members so far);
  * returns the new count. */
 static int add_slice_operands(fuse_ctx *c, int n, const ir_node *mm, int gid) {
-  if (mm->in[0]->type.dtype != mm->out[0]->type.dtype ||
-      mm->in[1]->type.dtype != mm->out[0]->type.dtype)
-    return n; /* a half GEMM (ir/half_gemm.c) reads its operands as they are */
+  if (!gemm_same_dtypes(mm)) return n;
   for (int j = 0; j < 2 && n < IR_FUSE_MAX_NODES; j++) {
     const ir_node *p = slice_operand(c, mm->in[j]);
     if (!p || !inputs_fit(c, n, p)) continue;
@@ -241,7 +238,7 @@ static int grow(fuse_ctx *c, int r, int gid) {
     for (int i = 0; i < n && n < IR_FUSE_MAX_NODES; i++) {
       const ir_node *m = g->nodes[c->members[i]];
       /* a matmul's operands stay outside, and a slice's */
-      if (m->op == IR_OP_MATMUL || is_slice(m)) continue;
+      if (m->op == IR_OP_MATMUL || ir_node_is_slice(m)) continue;
       for (int j = 0; j < m->nin && n < IR_FUSE_MAX_NODES; j++) {
         const ir_value *v = m->in[j];
         const ir_node *p = v->def;
@@ -270,11 +267,11 @@ static int grow(fuse_ctx *c, int r, int gid) {
    * inputs read in place, not kernels of their own */
   for (int i = 0; mm < 0 && (c->flags & IR_FUSE_SLICE_OPERANDS) && i < n; i++) {
     const ir_node *m = g->nodes[c->members[i]];
-    if (is_slice(m) || softmax_node(m)) continue;
+    if (ir_node_is_slice(m) || softmax_node(m)) continue;
     for (int j = 0; j < m->nin && n < IR_FUSE_MAX_NODES; j++) {
       const ir_value *v = m->in[j];
       const ir_node *p = v->def;
-      if (!p || !is_slice(p) || p->nout != 1 || c->group[p->id] >= 0 || c->is_output[v->id])
+      if (!p || !ir_node_is_slice(p) || p->nout != 1 || c->group[p->id] >= 0 || c->is_output[v->id])
         continue;
       if (member_uses(c, n, v) != c->uses[v->id] || !inputs_fit(c, n, p)) continue;
       c->group[p->id] = gid;
@@ -457,7 +454,7 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
      * its result (the SIMT lowering wants it so) */
     int head = 0;
     for (int i = 0; i < n; i++)
-      if (is_slice(g->nodes[c.members[i]])) {
+      if (ir_node_is_slice(g->nodes[c.members[i]])) {
         int s = c.members[i];
         memmove(c.members + head + 1, c.members + head, (size_t)(i - head) * sizeof(int));
         c.members[head++] = s;

@@ -73,6 +73,10 @@ bool ir_op_has_flag(ir_op op, unsigned flag) {
 
 bool ir_op_is_elementwise(ir_op op) { return ir_op_has_flag(op, IR_OPF_EW); }
 
+bool ir_node_is_slice(const ir_node *n) {
+  return n->op == IR_OP_SLICE_TENSOR || n->op == IR_OP_SLICE_DATA;
+}
+
 bool ir_node_ew_can_fail(const ir_node *n) {
   if (!n || n->nout < 1 || !n->out || !n->out[0]) return false;
   if (n->op != IR_OP_MOD && n->op != IR_OP_FLOOR_DIV && n->op != IR_OP_POW) return false;

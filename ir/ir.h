@@ -317,6 +317,9 @@ bool ir_node_attr_bool(const ir_node *n, const char *name, bool dflt);
  * floor_div and pow. Fusion keeps it a kernel of its own, so the error
  * still names it. */
 bool ir_node_ew_can_fail(const ir_node *n);
+/* A mo.slice_tensor, with attribute bounds or data bounds (the fusion pass
+ * and jit/fused.c read such a slice in place). */
+bool ir_node_is_slice(const ir_node *n);
 /* A node of a source op (IR_OPF_SRC: mo.constant, mo.constant.external),
  * whose value the runtime supplies rather than a kernel (NULL: false). */
 bool ir_node_is_source(const ir_node *n);

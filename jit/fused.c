@@ -68,18 +68,14 @@ typedef struct fctx {
  * matmul `skip` reads in place), their operand sources: member results, or
  * input buffers (-1 - input index), a slice read in place being input
  * b->ninputs + its index in c->view; a value of `skip` is SRC_SKIP. */
-static bool is_slice(const ir_node *n) {
-  return n->op == IR_OP_SLICE_TENSOR || n->op == IR_OP_SLICE_DATA;
-}
-
 static int collect(fctx *c, const ir_node *skip) {
   const ir_graph *b = c->b;
   for (int i = 0; i < b->nvalues; i++) c->member_of[i] = c->view_of[i] = -1;
   for (int i = 0; i < b->nnodes; i++) {
     const ir_node *n = b->nodes[i];
     /* the matmul, and the slices it reads in place (matmul_operand) */
-    if (n == skip || (skip && skip->op == IR_OP_MATMUL && is_slice(n))) continue;
-    if (is_slice(n)) { /* an input read in place (slice_in_place) */
+    if (n == skip || (skip && skip->op == IR_OP_MATMUL && ir_node_is_slice(n))) continue;
+    if (ir_node_is_slice(n)) { /* an input read in place (slice_in_place) */
       c->view_of[n->out[0]->id] = c->nview;
       c->view[c->nview++] = n;
       continue;
@@ -336,7 +332,7 @@ static int matmul_operand(fctx *c, const ir_node *mm, int k, LLVMValueRef *ptr,
     return 0;
   }
   const ir_node *s = v->def;
-  if (!s || !is_slice(s))
+  if (!s || !ir_node_is_slice(s))
     return jit_fn_error(f, "mo.fused: the matmul's operands must be inputs or slices of inputs");
   if (slice_in_place(c, s, ptr, ip->strides[k]) < 0) return -1;
   int r = v->type.rank;
@@ -356,7 +352,7 @@ static int lower_gemm_alone(fctx *c, const ir_node *mm) {
   if (b->noutputs != 1 || f->node->nout != 1 || b->outputs[0] != mm->out[0])
     return jit_fn_error(f, "mo.fused: a matmul group has one result, the matmul's");
   for (int i = 0; i < b->nnodes; i++)
-    if (b->nodes[i] != mm && !is_slice(b->nodes[i]))
+    if (b->nodes[i] != mm && !ir_node_is_slice(b->nodes[i]))
       return jit_fn_error(f, "mo.fused: mo.%s cannot be fused here",
                           ir_op_get(b->nodes[i]->op)->name);
   jit_matmul_in_place ip = {{false, false}, {{NULL}}};
