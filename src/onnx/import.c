@@ -123,8 +123,7 @@ int ox_import_node(ox *x, const Onnx__NodeProto *n) {
   }
   for (size_t i = 0; i < n->n_output; i++)
     if (!(out[i] = ox_new_val(x, n->output[i] ? n->output[i] : ""))) return -1;
-  bool std_domain = !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
-  ox_op_fn fn = std_domain ? ox_op_lookup(n->op_type) : NULL;
+  ox_op_fn fn = ox_op_lookup(n->domain, n->op_type);
   int rc;
   if (!fn) rc = ox_unsupported(x, n, NULL);
   else if (bad) rc = 1; /* an input comes from an unsupported node: already reported */

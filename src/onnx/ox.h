@@ -298,7 +298,9 @@ void ox_sub_close(ox_sub *s);
  * error, st filled) or 1 (unsupported: recorded with ox_unsupported). */
 typedef int (*ox_op_fn)(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                         int nout);
-ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
+/* The importer of op_type in domain (NULL, "" or "ai.onnx": the default
+ * one) (ops_table.c); NULL when unknown. */
+ox_op_fn ox_op_lookup(const char *domain, const char *op_type);
 
 #define OX_OPS_ELEMENTWISE(X)                                                                     \
   X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh)             \
@@ -363,6 +365,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* integer-quantized ops (ops_quant.c) */
 #define OX_OPS_QUANT(X)                                                                           \
   X(MatMulInteger) X(QuantizeLinear) X(DequantizeLinear) X(DynamicQuantizeLinear) X(QLinearMatMul)
+/* optimizers of domain ai.onnx.preview.training (ops_training.c) */
+#define OX_OPS_TRAINING(X) X(Adagrad) X(Adam) X(Momentum)
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
 OX_OPS_ELEMENTWISE(OX_DECLARE)
@@ -389,6 +393,7 @@ OX_OPS_NORMALIZE(OX_DECLARE)
 OX_OPS_GRIDSAMPLE(OX_DECLARE)
 OX_OPS_UNIQUE(OX_DECLARE)
 OX_OPS_TFIDF(OX_DECLARE)
+OX_OPS_TRAINING(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]
