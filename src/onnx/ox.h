@@ -117,6 +117,19 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
  * (pool3d.c): 0 with *res set, -1 (error) or 1 (unsupported, recorded). */
 int ox_pool3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
 
+/* ConvTranspose's paddings for an output of `want` cells along an axis of
+ * len input cells (output_shape, or auto_pad SAME_*: upper puts the odd
+ * cell at the end), as ONNX computes them; a negative end padding becomes
+ * more output padding (*op). False when the start padding would be
+ * negative (convt3d.c). */
+bool ox_convt_fit(int64_t len, int64_t k, int64_t st, int64_t dil, int64_t want, bool upper,
+                  int64_t *pb, int64_t *pe, int64_t *op);
+/* ONNX's 3-D ConvTranspose of a (N, C, D, H, W) by w (C, M, KD, KH, KW)
+ * plus bias b (NULL: none), group 1, as two 2-D ones (convt3d.c): 0 with
+ * *res set, -1 or 1. */
+int ox_convt3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, kiln_value *w, kiln_value *b,
+               kiln_value **res);
+
 /* MaxPool's Indices (pool_argmax.c): the flat index (row- or column-major
  * planes) of each window's maximum of a [N, C, H, W] (static) for the
  * window k, st, dil, pads (top, bottom, left, right) whose values are y
