@@ -97,6 +97,8 @@ int ox_set_init(ox *x, ox_val *v, kiln_tensor *t);
 /* The result type text "!mo.tensor<[d0, ...], dt>" of dims into buf. */
 const char *ox_type_text(char *buf, size_t cap, ir_dtype dt, int rank, const ir_dim *const *dims);
 static inline const ir_type *ox_type(const kiln_value *v) { return &((const ir_value *)v)->type; }
+/* Entry i of the 1-D v as a rank-0 value (values.c). */
+kiln_value *ox_entry(ox *x, kiln_value *v, int64_t i);
 /* mo.range(0, end) as si64 [d] (end a rank-0 si64): d a constant, or a
  * symbol read from end's data before the graph runs (values.c). */
 kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d);
@@ -129,6 +131,13 @@ bool ox_convt_fit(int64_t len, int64_t k, int64_t st, int64_t dil, int64_t want,
  * *res set, -1 or 1. */
 int ox_convt3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, kiln_value *w, kiln_value *b,
                kiln_value **res);
+
+/* ONNX Resize with coordinate_transformation_mode tf_crop_and_resize
+ * (resize_crop.c): a resized by roi_v to sizes_v or scales_v (one NULL),
+ * mode "nearest" (rounded by `round`) or "linear". 0, -1 or 1. */
+int ox_resize_crop(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *roi_v,
+                   const ox_val *scales_v, const ox_val *sizes_v, const char *mode,
+                   const char *round, ox_val *out);
 
 /* MaxPool's Indices (pool_argmax.c): the flat index (row- or column-major
  * planes) of each window's maximum of a [N, C, H, W] (static) for the

@@ -315,6 +315,11 @@ int ox_declared_rank(const ox *x, const char *name) {
   return -1;
 }
 
+kiln_value *ox_entry(ox *x, kiln_value *v, int64_t i) {
+  kiln_value *k = ox_scalar(x, IR_DT_SI64, (double)i);
+  return k ? ox_op(x, "gather", (kiln_value *[]){v, k}, 2, NULL, "{axis = 0}") : NULL;
+}
+
 kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d) {
   kiln_value *z = ox_scalar(x, IR_DT_SI64, 0), *one = ox_scalar(x, IR_DT_SI64, 1);
   char ty[128];
