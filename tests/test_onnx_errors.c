@@ -1195,6 +1195,77 @@ Test(onnx_errors, loop_body_slice_by_the_iteration_count) {
   built_free(&bad);
 }
 
+/* Data ONNX forbids, found at run time, is reported naming the ONNX node
+ * (its name and op type: ir_node.origin) before the kiln op that read it:
+ * a Reshape shape entry of -2, a Slice step of 0, a Loop body whose slices
+ * contradict its declared output type (the Loop, then the body's output). */
+static void fails_naming(built *r, kiln_tensor **in, int nin, int nout, const char *const *has,
+                         int nhas) {
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_expect_neq(kiln_model_execute(r->m, in, nin, out, nout, r->st), 0, "no error");
+  for (int i = 0; i < nhas; i++)
+    cr_expect(strstr(kiln_status_message(r->st), has[i]), "'%s' lacks '%s'",
+              kiln_status_message(r->st), has[i]);
+  for (int i = 0; i < nin; i++) kiln_tensor_free(in[i]);
+  kiln_tensor_free(out[0]);
+  kiln_tensor_free(out[1]);
+}
+
+Test(onnx_errors, forbidden_data_names_the_onnx_node) {
+  int64_t two = 2, xs[2] = {2, 3}, four = 4;
+  static const float xv[6] = {0, 1, 2, 3, 4, 5};
+  { /* Reshape(x, shape) */
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 2, (const char *const[]){"2", "3"});
+    b->ins[b->g.n_input++] = vinfo_of("shape", 7, 1, (const char *const[]){"2"});
+    b->outs[b->g.n_output++] = vinfo("y", 2, (const char *const[]){"a", "b"});
+    static const char *const xsh[] = {"x", "shape"};
+    node(b, "Reshape", "Reshape_12", 2, xsh, "y");
+    built r = compile_built(b);
+    static const int64_t bad[2] = {-2, 3};
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, xs, (void *)xv, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &two, (void *)bad, r.st)};
+    static const char *const has[] = {"ONNX node 'Reshape_12' (Reshape): mo.reshape",
+                                      "shape[0] is -2"};
+    fails_naming(&r, in, 2, 1, has, 2);
+    built_free(&r);
+  }
+  { /* Slice(x, starts, ends, axes, steps) with run-time steps */
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 1, (const char *const[]){"4"});
+    b->ins[b->g.n_input++] = vinfo_of("steps", 7, 1, (const char *const[]){"1"});
+    b->outs[b->g.n_output++] = vinfo("y", 1, (const char *const[]){"n"});
+    static const int64_t zero[1] = {0}, end[1] = {4};
+    init_i64(b, "starts", 1, zero);
+    init_i64(b, "ends", 1, end);
+    init_i64(b, "axes", 1, zero);
+    static const char *const sl[] = {"x", "starts", "ends", "axes", "steps"};
+    node(b, "Slice", "Slice_3", 5, sl, "y");
+    built r = compile_built(b);
+    static const int64_t step0[1] = {0};
+    int64_t one = 1;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xv, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &one, (void *)step0, r.st)};
+    static const char *const has[] = {"ONNX node 'Slice_3' (Slice): mo.slice_tensor"};
+    fails_naming(&r, in, 2, 1, has, 1);
+    built_free(&r);
+  }
+  { /* the Loop of loop_body_slice_by_the_iteration_count, slices of 2 */
+    built r = compile_built(loop_slice_model(2));
+    static const bool go = true;
+    static const float y0 = 0.5f;
+    int64_t m = 2, one = 1;
+    kiln_tensor *in[3] = {kiln_tensor_borrow(KILN_INT64, 0, NULL, &m, r.st),
+                          kiln_tensor_borrow(KILN_BOOL, 0, NULL, (void *)&go, r.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 1, &one, (void *)&y0, r.st)};
+    static const char *const has[] = {"ONNX node 'loop_slice' (Loop): mo.while",
+                                      "region @body: ONNX subgraph 't' output 'y_out': "
+                                      "mo.reshape"};
+    fails_naming(&r, in, 3, 2, has, 2);
+    built_free(&r);
+  }
+}
+
 /* Scan over X [3, 2] along axis 0 in reverse and Z [2, 3] along axis 1:
  * s += x_t; o_t = s * z_t, stacked along axis 1 in reverse (prepended). */
 Test(onnx_errors, scan_reverse_and_axes) {

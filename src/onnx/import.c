@@ -106,7 +106,20 @@ int ox_add_initializers(ox *x, const Onnx__GraphProto *gp) {
   return 0;
 }
 
+static int import_node(ox *x, const Onnx__NodeProto *n);
+
+/* The kiln nodes made for n carry its name and op type as their origin, so
+ * a run-time error about one names the ONNX node (ir_node.origin). */
 int ox_import_node(ox *x, const Onnx__NodeProto *n) {
+  char lab[300];
+  snprintf(x->origin, sizeof x->origin, "ONNX %s", ox_node_label(n, lab, sizeof lab));
+  x->g->origin = x->origin;
+  int rc = import_node(x, n);
+  x->g->origin = NULL;
+  return rc;
+}
+
+static int import_node(ox *x, const Onnx__NodeProto *n) {
   x->node = n;
   if (!n->op_type) return ox_fail(x, KILN_ERR_IO, "a node without op_type");
   ox_val *in[64] = {0}, *out[64] = {0};

@@ -66,6 +66,7 @@ typedef struct ox {
   ox_unsup *unsup;
   int nunsup, capunsup;
   const Onnx__NodeProto *node; /* the node being imported (messages) */
+  char origin[320];     /* "ONNX node 'name' (OpType)": g->origin while node is imported */
   int nsym;             /* generated symbol names */
   int *counter;         /* a subgraph's: the model graph's nsym (names unique across regions) */
   int depth;            /* subgraph nesting: 0 for the model's graph */

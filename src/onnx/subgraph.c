@@ -263,7 +263,14 @@ kiln_value *ox_sub_output(ox_sub *s, const Onnx__GraphProto *gp, size_t i, int *
   bool unsup = false;
   kiln_value *kv = ox_value(x, v, &unsup);
   if (!kv && unsup) *rc = 1;
-  return kv ? declared_dims(x, gp->output[i], kv) : NULL;
+  if (!kv) return NULL;
+  /* a reshape to the declared dims names the output when it fails */
+  snprintf(x->origin, sizeof x->origin, "ONNX subgraph '%s' output '%s'", gp->name ? gp->name : "?",
+           nm);
+  x->g->origin = x->origin;
+  kv = declared_dims(x, gp->output[i], kv);
+  x->g->origin = NULL;
+  return kv;
 }
 
 const ir_dim *ox_sub_dim_out(ox_sub *s, const ir_dim *d) {
