@@ -41,8 +41,8 @@ static Onnx__NodeProto *optimizer(mb *b, const char *op, int groups, int kinds,
   b->ins[b->g.n_input++] = vinfo_of("T", 7, 0, NULL);
   for (int k = 0; k < kinds; k++)
     for (int i = 0; i < groups; i++) {
-      char *nm = keep(calloc(16, 1));
-      snprintf(nm, 16, "in%d_%d", k, i);
+      char *nm = keep(calloc(32, 1));
+      snprintf(nm, 32, "in%d_%d", k, i);
       in[2 + k * groups + i] = nm;
       b->ins[b->g.n_input++] = vinfo(nm, 1, dims_of(len[i]));
     }
@@ -51,8 +51,8 @@ static Onnx__NodeProto *optimizer(mb *b, const char *op, int groups, int kinds,
   n->n_output = (size_t)nout;
   n->output = keep(calloc((size_t)nout, sizeof *n->output));
   for (int o = 0; o < nout; o++) {
-    char *nm = keep(calloc(16, 1));
-    snprintf(nm, 16, "o%d", o);
+    char *nm = keep(calloc(32, 1));
+    snprintf(nm, 32, "o%d", o);
     n->output[o] = nm;
     b->outs[b->g.n_output++] = vinfo(nm, 1, dims_of(len[o % groups]));
   }

@@ -39,25 +39,13 @@ typedef struct axis3 {
   int64_t k, st, dil, pb, pe, op; /* kernel, stride, dilation, pads, output padding */
 } axis3;
 
-/* Attribute `name` (3 entries) into out; dflt when absent. */
-static int ints3(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *out) {
-  int cnt;
-  const int64_t *v = ox_attr_ints(n, name, &cnt);
-  for (int i = 0; i < 3; i++) out[i] = dflt;
-  if (!v) return 0;
-  if (cnt != 3)
-    return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", name, cnt);
-  memcpy(out, v, 3 * sizeof *v);
-  return 0;
-}
-
 /* Each spatial axis's window from n's attributes and the kernel's dims
  * (w's 2..4). 0, -1 or 1. */
 static int axes3(ox *x, const Onnx__NodeProto *n, const kiln_value *a, const kiln_value *w,
                  axis3 ax[3]) {
   int64_t st[3], dil[3], op[3], want[3];
-  if (ints3(x, n, "strides", 1, st) || ints3(x, n, "dilations", 1, dil) ||
-      ints3(x, n, "output_padding", 0, op))
+  if (ox_attr_ints3(x, n, "strides", 1, st) || ox_attr_ints3(x, n, "dilations", 1, dil) ||
+      ox_attr_ints3(x, n, "output_padding", 0, op))
     return -1;
   int cnt;
   const int64_t *p = ox_attr_ints(n, "pads", &cnt);

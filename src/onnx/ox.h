@@ -174,6 +174,9 @@ double ox_attr_float(const Onnx__NodeProto *n, const char *name, double dflt);
 const int64_t *ox_attr_ints(const Onnx__NodeProto *n, const char *name, int *count);
 const char *ox_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt,
                            char *buf, size_t cap);
+/* A 3-D op's per-axis attribute `name` (3 entries) into out[3]; dflt when
+ * absent. 0, or -1 for another count (the message names it). */
+int ox_attr_ints3(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *out);
 
 /* ---- known data (shape.c) ---- */
 /* Known integer elements all constant: copied into out[max]; *n set. */

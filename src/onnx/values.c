@@ -202,6 +202,17 @@ const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name) 
   return NULL;
 }
 
+int ox_attr_ints3(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *out) {
+  int cnt;
+  const int64_t *v = ox_attr_ints(n, name, &cnt);
+  for (int i = 0; i < 3; i++) out[i] = dflt;
+  if (!v) return 0;
+  if (cnt != 3)
+    return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", name, cnt);
+  memcpy(out, v, 3 * sizeof *v);
+  return 0;
+}
+
 int64_t ox_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt) {
   const Onnx__AttributeProto *a = ox_attr(n, name);
   return a && a->has_i ? a->i : dflt;
