@@ -1197,8 +1197,9 @@ Test(onnx_errors, loop_body_slice_by_the_iteration_count) {
 
 /* Data ONNX forbids, found at run time, is reported naming the ONNX node
  * (its name and op type: ir_node.origin) before the kiln op that read it:
- * a Reshape shape entry of -2, a Slice step of 0, a Loop body whose slices
- * contradict its declared output type (the Loop, then the body's output). */
+ * a Reshape shape entry of -2, a Slice step of 0, a Gather index past the
+ * axis (found by the kernel), a Loop body whose slices contradict its
+ * declared output type (the Loop, then the body's output). */
 static void fails_naming(built *r, kiln_tensor **in, int nin, int nout, const char *const *has,
                          int nhas) {
   kiln_tensor *out[2] = {NULL, NULL};
@@ -1247,6 +1248,22 @@ Test(onnx_errors, forbidden_data_names_the_onnx_node) {
     kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xv, r.st),
                           kiln_tensor_borrow(KILN_INT64, 1, &one, (void *)step0, r.st)};
     static const char *const has[] = {"ONNX node 'Slice_3' (Slice): mo.slice_tensor"};
+    fails_naming(&r, in, 2, 1, has, 1);
+    built_free(&r);
+  }
+  { /* Gather(x, idx) past the axis: the kernel's own error */
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 1, (const char *const[]){"4"});
+    b->ins[b->g.n_input++] = vinfo_of("idx", 7, 1, (const char *const[]){"1"});
+    b->outs[b->g.n_output++] = vinfo("y", 1, (const char *const[]){"1"});
+    static const char *const xi[] = {"x", "idx"};
+    node(b, "Gather", "Gather_7", 2, xi, "y");
+    built r = compile_built(b);
+    static const int64_t past[1] = {9};
+    int64_t one = 1;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xv, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &one, (void *)past, r.st)};
+    static const char *const has[] = {"ONNX node 'Gather_7' (Gather): mo.gather"};
     fails_naming(&r, in, 2, 1, has, 1);
     built_free(&r);
   }
