@@ -73,6 +73,7 @@ static int make_segment(const ir_graph *g, int first, int last, int index, ir_fl
                                    names, n->loc, d);
     free(types);
     types = NULL;
+    if (m && !ir_node_set_origin(seg, m, n->origin)) m = NULL;
     if (!m) goto fail;
     for (int k = 0; k < n->nout; k++) map[n->out[k]->id] = m->out[k];
   }

@@ -341,7 +341,7 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
     const char *name = m->out[0]->name;
     ir_node *k = ir_graph_add_node(b, m->op, in, m->nin, m->attrs, m->nattrs, 1, &t, &name, m->loc,
                                    NULL);
-    if (!k) return false;
+    if (!k || !ir_node_set_origin(b, k, m->origin)) return false;
     map[m->out[0]->id] = k->out[0];
     bnode[m->id] = k;
   }
@@ -360,6 +360,7 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
   f->nattrs = 0;
   f->attrs = attrs;
   f->loc = root->loc;
+  f->origin = root->origin; /* same graph */
   f->body = b;
   out->node = f;
   return true;

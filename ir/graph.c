@@ -474,6 +474,34 @@ static bool copy_attr(ir_arena *a, ir_attr *dst, const ir_attr *src) {
   }
 }
 
+bool ir_node_set_origin(ir_graph *g, ir_node *n, const char *origin) {
+  n->origin = NULL;
+  if (!origin) return true;
+  /* an importer's source node usually makes several nodes in a row */
+  for (int i = g->nnodes - 1; i >= 0 && i >= g->nnodes - 3; i--) {
+    const char *o = g->nodes[i]->origin;
+    if (o && strcmp(o, origin) == 0) {
+      n->origin = o;
+      return true;
+    }
+  }
+  n->origin = ir_arena_strdup(g->arena, origin);
+  return n->origin != NULL;
+}
+
+int ir_node_origin_msg(const ir_node *n, char *msg, size_t msglen) {
+  if (!n || !n->origin || !msg || msglen == 0) return -1;
+  size_t lo = strlen(n->origin), lm = strnlen(msg, msglen - 1);
+  if (lo + 2 >= msglen) return -1;
+  if (lo + 2 + lm >= msglen) lm = msglen - lo - 3; /* cut the end of the message */
+  memmove(msg + lo + 2, msg, lm);
+  memcpy(msg, n->origin, lo);
+  msg[lo] = ':';
+  msg[lo + 1] = ' ';
+  msg[lo + 2 + lm] = '\0';
+  return -1;
+}
+
 ir_node *ir_graph_add_node(ir_graph *g, ir_op op, ir_value *const *in, int nin,
                            const ir_attr *attrs, int nattrs, int nout,
                            const ir_type *out_types, const char *const *result_names,
@@ -488,6 +516,7 @@ ir_node *ir_graph_add_node(ir_graph *g, ir_op op, ir_value *const *in, int nin,
   if (!n) goto oom;
   n->op = op;
   n->loc = loc;
+  n->origin = NULL;
   n->nin = nin;
   n->in = ir_arena_alloc(g->arena, (size_t)(nin ? nin : 1) * sizeof *n->in);
   n->out = ir_arena_alloc(g->arena, (size_t)(nout ? nout : 1) * sizeof *n->out);
@@ -690,6 +719,7 @@ ir_graph *ir_graph_clone(const ir_graph *g) {
                                    n->loc, NULL);
     free(types);
     types = NULL;
+    if (m && !ir_node_set_origin(c, m, n->origin)) m = NULL;
     if (!m) goto fail;
     if (n->body && !(m->body = ir_graph_clone(n->body))) goto fail;
     for (int j = 0; j < n->nout; j++) map[n->out[j]->id] = m->out[j];

@@ -112,8 +112,9 @@ static int op_fail(run *r, const ir_node *n, const char *fmt, ...) {
   vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
   const ir_op_info *info = ir_op_get(n->op);
-  return ir_ref_fail(r->msg, r->msglen, "mo.%s (%%%s): %s", info ? info->name : "?",
+  ir_ref_fail(r->msg, r->msglen, "mo.%s (%%%s): %s", info ? info->name : "?",
               n->nout > 0 ? n->out[0]->name : "?", detail);
+  return ir_node_origin_msg(n, r->msg, r->msglen);
 }
 
 /* The per-value arrays of a run over nv values (r->vals, owned, ready);

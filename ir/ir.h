@@ -217,6 +217,11 @@ struct ir_node {
   int nattrs;
   ir_attr *attrs; /* sorted by name (canonical order) */
   ir_loc loc;
+  /* What the node was made from when it was not parsed from text: an
+   * importer's source node ("ONNX node 'Reshape_12' (Reshape)"), in the
+   * graph's arena; NULL otherwise. Errors about the node at run time start
+   * with it (ir_node_origin_msg), as text-built nodes give their line. */
+  const char *origin;
   /* For mo.fused only (NULL otherwise), the group the node
    * stands for as a graph of its own (own arena, owned by the node: freed by
    * ir_graph_free and deep-copied by ir_graph_clone of the outer graph). Its
@@ -304,6 +309,13 @@ ir_node *ir_graph_add_node(ir_graph *g, ir_op op, ir_value *const *in, int nin,
                            ir_loc loc, ir_diag *d);
 
 int ir_graph_set_outputs(ir_graph *g, ir_value *const *v, int n, ir_loc loc);
+
+/* Give n the origin text (copied into g's arena; NULL clears it); false on
+ * out-of-memory. */
+bool ir_node_set_origin(ir_graph *g, ir_node *n, const char *origin);
+/* Prefix the message msg (msglen bytes) with "ORIGIN: " when n has an
+ * origin; returns -1 (for `return ir_node_origin_msg(...)` after a failure). */
+int ir_node_origin_msg(const ir_node *n, char *msg, size_t msglen);
 
 /* Look up a value by name (without '%'), NULL if none. */
 ir_value *ir_graph_find_value(const ir_graph *g, const char *name, size_t len);

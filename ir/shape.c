@@ -128,11 +128,14 @@ static int run_checks(const ir_graph *g, const int64_t *syms, const ir_node *aft
       if (strncmp(what, prefix, strlen(prefix)) == 0) what += strlen(prefix);
       snprintf(where, sizeof where, "%s: ", node_where(c->node, node, sizeof node));
     }
-    if (!evaluated) return ir_ref_fail(msg, msglen, "%s%s: %s", where, what, err.msg);
-    return ir_ref_fail(msg, msglen, "%s%s: %s but needs to %s %s", where, what,
-                dim_value_text(c->lhs, l, lt, sizeof lt),
-                c->kind == IR_CHECK_EQ ? "equal" : "be at least",
-                dim_value_text(c->rhs, r, rt, sizeof rt));
+    if (!evaluated) ir_ref_fail(msg, msglen, "%s%s: %s", where, what, err.msg);
+    else
+      ir_ref_fail(msg, msglen, "%s%s: %s but needs to %s %s", where, what,
+                  dim_value_text(c->lhs, l, lt, sizeof lt),
+                  c->kind == IR_CHECK_EQ ? "equal" : "be at least",
+                  dim_value_text(c->rhs, r, rt, sizeof rt));
+    if (c->node) ir_node_origin_msg(c->node, msg, msglen);
+    return -1;
   }
   return 0;
 }
@@ -542,7 +545,7 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
                  ? fused_dims_from_data(g, n, &rd, syms, bound, msg, msglen)
                  : node_dims_from_data(g, n, &rd, syms, bound, msg, msglen);
     reader_done(&rd);
-    if (rc < 0) return -1;
+    if (rc < 0) return ir_node_origin_msg(n, msg, msglen);
   }
   return 0;
 }
@@ -618,7 +621,10 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
   for (int i = 0; i < g->nnodes; i++) {
     int s = ir_node_data_sym(g->nodes[i]);
     if (s < 0 || s >= nsyms) continue;
-    if (ir_data_sym_bound(g->nodes[i], sym_values, &sym_values[s], msg, msglen) < 0) goto out;
+    if (ir_data_sym_bound(g->nodes[i], sym_values, &sym_values[s], msg, msglen) < 0) {
+      ir_node_origin_msg(g->nodes[i], msg, msglen);
+      goto out;
+    }
     bound[s] = true;
   }
   for (int s = 0; s < nsyms; s++) {
@@ -711,12 +717,16 @@ int ir_data_sym_bind(const ir_graph *g, const ir_node *n, int64_t *sym_values, i
   int s = ir_node_data_sym(n);
   if (s < 0) return 0;
   int64_t bound;
-  if (ir_data_sym_bound(n, sym_values, &bound, msg, msglen) < 0) return -1;
-  if (value < 0 || value > bound)
-    return ir_ref_fail(msg, msglen, "mo.%s (%%%s): '%s' came out as %lld, outside 0..%lld",
-                       ir_op_get(n->op)->name, n->out[0]->name, g->syms[s], (long long)value,
-                       (long long)bound);
-  if (check_no_growth(g, n, s, sym_values, value, msg, msglen) < 0) return -1;
+  if (ir_data_sym_bound(n, sym_values, &bound, msg, msglen) < 0)
+    return ir_node_origin_msg(n, msg, msglen);
+  if (value < 0 || value > bound) {
+    ir_ref_fail(msg, msglen, "mo.%s (%%%s): '%s' came out as %lld, outside 0..%lld",
+                ir_op_get(n->op)->name, n->out[0]->name, g->syms[s], (long long)value,
+                (long long)bound);
+    return ir_node_origin_msg(n, msg, msglen);
+  }
+  if (check_no_growth(g, n, s, sym_values, value, msg, msglen) < 0)
+    return ir_node_origin_msg(n, msg, msglen);
   sym_values[s] = value;
   return run_checks(g, sym_values, n, msg, msglen);
 }

@@ -184,7 +184,8 @@ static int node_err(const ir_node *n, kiln_status *st, const char *what) {
     return rt_err(st, kiln_status_code(st) ? kiln_status_code(st) : KILN_ERR_RUNTIME,
                   "mo.%s at line %d (%%%s): %s", op, n->loc.line, res, msg);
   return rt_err(st, kiln_status_code(st) ? kiln_status_code(st) : KILN_ERR_RUNTIME,
-                "mo.%s (%%%s): %s", op, res, msg);
+                "%s%smo.%s (%%%s): %s", n->origin ? n->origin : "", n->origin ? ": " : "", op,
+                res, msg);
 }
 
 /* Region k of step s of node n, its errors prefixed with the node and region. */

@@ -650,7 +650,8 @@ static int errors_read(kiln_model *m, dm_plan *x, int n, kiln_status *st) {
     const ir_node *node = m->g->nodes[x->launches[li].node];
     if (node->op == IR_OP_MUTABLE_STORE_SLICE && x->codes[li] == JIT_KERR_SLICE)
       return slice_error(m, x, &x->launches[li], st);
-    return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s",
+    return rt_err(st, KILN_ERR_RUNTIME, "%s%smo.%s at line %d (%%%s): %s",
+                  node->origin ? node->origin : "", node->origin ? ": " : "",
                   ir_op_get(node->op)->name, node->loc.line, node->out[0]->name,
                   jit_kernel_error(x->codes[li]));
   }

@@ -315,8 +315,8 @@ static int run_kernels(const kiln_model *m, const rt_variant *var, exec_state *x
       if (n->loc.line > 0)
         return rt_err(st, KILN_ERR_RUNTIME, "mo.%s at line %d (%%%s): %s", opn, n->loc.line,
                       n->out[0]->name, jit_kernel_error(rc));
-      return rt_err(st, KILN_ERR_RUNTIME, "mo.%s (%%%s): %s", opn, n->out[0]->name,
-                    jit_kernel_error(rc));
+      return rt_err(st, KILN_ERR_RUNTIME, "%s%smo.%s (%%%s): %s", n->origin ? n->origin : "",
+                    n->origin ? ": " : "", opn, n->out[0]->name, jit_kernel_error(rc));
     }
     if (data && bind_data_sym(m, n, data_value, x, st) < 0) return -1;
   }

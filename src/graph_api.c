@@ -47,6 +47,7 @@ static kiln_graph *wrap(ir_graph *ir, kiln_status *st) {
   }
   g->ir = ir;
   g->wsrc = NULL;
+  g->origin = NULL;
   return g;
 }
 
@@ -269,6 +270,10 @@ static kiln_value *add_node(kiln_graph *g, ir_op op, ir_value *const *in, int ni
                                  (ir_loc){0, 0}, &d);
   if (!n) {
     rt_err(st, KILN_ERR_VERIFY, "mo.%s: %s", opname, d.msg);
+    goto rollback;
+  }
+  if (!ir_node_set_origin(ir, n, g->origin)) {
+    rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory adding mo.%s", opname);
     goto rollback;
   }
   if (ir_infer_node(ir, n, &d) < 0) {

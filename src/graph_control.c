@@ -74,7 +74,7 @@ KILN_API kiln_value *kiln_graph_add_region_op(kiln_graph *g, const char *op,
     goto done;
   }
   ir_graph *r[2] = {ir_graph_clone(regions[0]->ir), ir_graph_clone(regions[1]->ir)};
-  if (!r[0] || !r[1]) {
+  if (!r[0] || !r[1] || !ir_node_set_origin(ir, n, g->origin)) {
     ir_graph_free(r[0]);
     ir_graph_free(r[1]);
     rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");

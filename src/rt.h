@@ -48,6 +48,8 @@ struct kiln_tensor {
 
 struct kiln_graph {
   ir_graph *ir;
+  const char *origin;   /* given to each node added (ir_node.origin): an importer's source
+                           node while it is being imported, else NULL; borrowed */
   struct rt_wsrc *wsrc; /* weights read with the graph (ONNX import), bound at
                            compile; one reference, or NULL (weight_source.h) */
 };

@@ -10,8 +10,7 @@
  * carries them, and every output must match ONNX's (rtol 1e-3, atol 1e-5 as
  * test_onnx_node; integers exactly). The upsampling ones also run with X's dims made symbols
  * (whole scales fold into dim * k). A scale of 0.6 on a symbolic dim
- * known at import and tf_crop_and_resize stay refused, each with a message
- * saying so.
+ * known at import stays refused, with a message saying so.
  * Skips when the test data is not installed. */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -37,6 +36,7 @@ static const char *const PASSING[] = {
     "test_resize_downsample_sizes_linear_pytorch_half_pixel",
     "test_resize_downsample_sizes_nearest",
     "test_resize_downsample_sizes_nearest_tf_half_pixel_for_nn",
+    "test_resize_tf_crop_and_resize",
     "test_resize_upsample_scales_cubic",
     "test_resize_upsample_scales_cubic_A_n0p5_exclude_outside",
     "test_resize_upsample_scales_cubic_align_corners",
@@ -310,16 +310,6 @@ Test(onnx_const_inputs, node_tests_with_constant_inputs) {
   kiln_context_free(ctx);
 }
 
-Test(onnx_const_inputs, crop_and_resize_is_refused_by_name) {
-  kiln_context *ctx = context_or_skip();
-  char why[2048] = "";
-  kiln_code code;
-  cr_expect_neq(run_one(ctx, "test_resize_tf_crop_and_resize", false, &code, why, sizeof why), 0);
-  cr_expect_eq(code, KILN_ERR_UNSUPPORTED, "%s", why);
-  cr_expect(strstr(why, "Resize") && strstr(why, "tf_crop_and_resize"), "%s", why);
-  kiln_context_free(ctx);
-}
-
 /* X of symbolic dims: whole scales fold into dim * k (a model that takes any
  * image size) */
 Test(onnx_const_inputs, whole_scales_on_symbolic_dims) {
@@ -340,22 +330,5 @@ Test(onnx_const_inputs, whole_scales_on_symbolic_dims) {
                 0);
   cr_expect_eq(code, KILN_ERR_UNSUPPORTED, "%s", why);
   cr_expect(strstr(why, "scale 0.6 on the symbolic axis 2"), "%s", why);
-  kiln_context_free(ctx);
-}
-
-/* ONNX's own test of tf_crop_and_resize (roi and scales graph inputs):
- * refused, naming the mode (run-time scales alone run: test_onnx_node) */
-Test(onnx_const_inputs, tf_crop_and_resize_is_refused_by_name) {
-  kiln_context *ctx = context_or_skip();
-  char path[600];
-  snprintf(path, sizeof path, "%s/test_resize_tf_crop_and_resize/model.onnx", NODE_DIR);
-  kiln_status *st = kiln_status_new();
-  kiln_graph *g = kiln_graph_from_onnx_file(path, st);
-  cr_expect_null(g);
-  cr_expect_eq(kiln_status_code(st), KILN_ERR_UNSUPPORTED);
-  cr_expect(strstr(kiln_status_message(st), "coordinate_transformation_mode 'tf_crop_and_resize'"),
-            "%s", kiln_status_message(st));
-  kiln_graph_free(g);
-  kiln_status_free(st);
   kiln_context_free(ctx);
 }

@@ -1113,6 +1113,176 @@ Test(onnx_errors, loop_state_that_grows) {
   built_free(&c0);
 }
 
+/* Loop(M, cond, y [1]): y += xs[it : it + len] (an initializer of the
+ * body sliced by the iteration count: the slice's dim is computed inside
+ * the body), scanned. The body declares y_out and scan_out [1], which the
+ * importer takes (test_loop11's form): against a naive loop for M = 0 .. 5;
+ * with len 2 the slices do not fit the declaration, a run-time error. */
+static mb *loop_slice_model(int64_t len) {
+  static const int64_t zero[1] = {0}, lens[2][1] = {{1}, {2}};
+  mb *b = mb_new(), *body = mb_new();
+  b->ins[b->g.n_input++] = vinfo_of("M", 7, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo_of("cond", 9, 0, NULL);
+  b->ins[b->g.n_input++] = vinfo("y", 1, (const char *const[]){"1"});
+  b->outs[b->g.n_output++] = vinfo("res_y", 1, (const char *const[]){"1"});
+  b->outs[b->g.n_output++] = vinfo("res_scan", 2, (const char *const[]){"n", "1"});
+  body->ins[body->g.n_input++] = vinfo_of("it", 7, 0, NULL);
+  body->ins[body->g.n_input++] = vinfo_of("c_in", 9, 0, NULL);
+  body->ins[body->g.n_input++] = vinfo("y_in", 1, (const char *const[]){"1"});
+  init_f32(body, "xs", 5, 20); /* 0, 1, 2, 3, 4 */
+  init_i64(body, "ax0", 1, zero);
+  init_i64(body, "len", 1, lens[len - 1]);
+  static const char *const ci[] = {"c_in"}, *const ia[] = {"it", "ax0"};
+  static const char *const sl[] = {"start", "len"}, *const sxe[] = {"xs", "start", "end"};
+  static const char *const ys[] = {"y_in", "part"}, *const yo[] = {"y_out"};
+  node(body, "Identity", "keep", 1, ci, "c_out");
+  node(body, "Unsqueeze", "start", 2, ia, "start");
+  node(body, "Add", "end", 2, sl, "end");
+  node(body, "Slice", "part", 3, sxe, "part");
+  node(body, "Add", "acc", 2, ys, "y_out");
+  node(body, "Identity", "scan", 1, yo, "scan_out");
+  body->outs[body->g.n_output++] = vinfo_of("c_out", 9, 0, NULL);
+  body->outs[body->g.n_output++] = vinfo("y_out", 1, (const char *const[]){"1"});
+  body->outs[body->g.n_output++] = vinfo("scan_out", 1, (const char *const[]){"1"});
+  static const char *const lin[] = {"M", "cond", "y"};
+  Onnx__NodeProto *n = node(b, "Loop", "loop_slice", 3, lin, "res_y");
+  node_outputs(n, 2, "res_y", "res_scan");
+  node_attrs(n, 1, attr_graph("body", body));
+  return b;
+}
+
+/* Execute the loop_slice model for M; 0 with out[2] set, or -1. */
+static int run_loop_slice(built *r, int64_t m, kiln_tensor **out) {
+  static const bool go = true;
+  static const float y0 = 0.5f;
+  int64_t one = 1;
+  kiln_tensor *in[3] = {kiln_tensor_borrow(KILN_INT64, 0, NULL, &m, r->st),
+                        kiln_tensor_borrow(KILN_BOOL, 0, NULL, (void *)&go, r->st),
+                        kiln_tensor_borrow(KILN_FLOAT32, 1, &one, (void *)&y0, r->st)};
+  int rc = kiln_model_execute(r->m, in, 3, out, 2, r->st);
+  for (int i = 0; i < 3; i++) kiln_tensor_free(in[i]);
+  return rc;
+}
+
+Test(onnx_errors, loop_body_slice_by_the_iteration_count) {
+  built r = compile_built(loop_slice_model(1));
+  for (int64_t m = 0; m <= 5; m++) {
+    kiln_tensor *out[2] = {NULL, NULL};
+    cr_assert_eq(run_loop_slice(&r, m, out), 0, "M = %lld: %s", (long long)m,
+                 kiln_status_message(r.st));
+    float y = 0.5f;
+    cr_assert_eq(kiln_tensor_rank(out[1]), 2);
+    cr_expect_eq(kiln_tensor_shape(out[1])[0], m);
+    for (int64_t i = 0; i < m; i++) {
+      y += (float)i;
+      cr_expect_eq(((const float *)kiln_tensor_data(out[1]))[i], y, "M = %lld, scan[%lld]",
+                   (long long)m, (long long)i);
+    }
+    cr_expect_eq(((const float *)kiln_tensor_data(out[0]))[0], y, "M = %lld", (long long)m);
+    kiln_tensor_free(out[0]);
+    kiln_tensor_free(out[1]);
+  }
+  built_free(&r);
+  built bad = compile_built(loop_slice_model(2));
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_expect_eq(run_loop_slice(&bad, 0, out), 0, "%s", kiln_status_message(bad.st));
+  kiln_tensor_free(out[0]);
+  kiln_tensor_free(out[1]);
+  out[0] = out[1] = NULL;
+  cr_expect_neq(run_loop_slice(&bad, 2, out), 0, "slices of 2 fit the declared [1]");
+  cr_expect(strstr(kiln_status_message(bad.st), "mo.reshape"), "%s",
+            kiln_status_message(bad.st));
+  built_free(&bad);
+}
+
+/* Data ONNX forbids, found at run time, is reported naming the ONNX node
+ * (its name and op type: ir_node.origin) before the kiln op that read it:
+ * a Reshape shape entry of -2, a Slice step of 0, a Gather index past the
+ * axis (found by the kernel), a Loop body whose slices contradict its
+ * declared output type (the Loop, then the body's output). */
+static void fails_naming(built *r, kiln_tensor **in, int nin, int nout, const char *const *has,
+                         int nhas) {
+  kiln_tensor *out[2] = {NULL, NULL};
+  cr_expect_neq(kiln_model_execute(r->m, in, nin, out, nout, r->st), 0, "no error");
+  for (int i = 0; i < nhas; i++)
+    cr_expect(strstr(kiln_status_message(r->st), has[i]), "'%s' lacks '%s'",
+              kiln_status_message(r->st), has[i]);
+  for (int i = 0; i < nin; i++) kiln_tensor_free(in[i]);
+  kiln_tensor_free(out[0]);
+  kiln_tensor_free(out[1]);
+}
+
+Test(onnx_errors, forbidden_data_names_the_onnx_node) {
+  int64_t two = 2, xs[2] = {2, 3}, four = 4;
+  static const float xv[6] = {0, 1, 2, 3, 4, 5};
+  { /* Reshape(x, shape) */
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 2, (const char *const[]){"2", "3"});
+    b->ins[b->g.n_input++] = vinfo_of("shape", 7, 1, (const char *const[]){"2"});
+    b->outs[b->g.n_output++] = vinfo("y", 2, (const char *const[]){"a", "b"});
+    static const char *const xsh[] = {"x", "shape"};
+    node(b, "Reshape", "Reshape_12", 2, xsh, "y");
+    built r = compile_built(b);
+    static const int64_t bad[2] = {-2, 3};
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 2, xs, (void *)xv, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &two, (void *)bad, r.st)};
+    static const char *const has[] = {"ONNX node 'Reshape_12' (Reshape): mo.reshape",
+                                      "shape[0] is -2"};
+    fails_naming(&r, in, 2, 1, has, 2);
+    built_free(&r);
+  }
+  { /* Slice(x, starts, ends, axes, steps) with run-time steps */
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 1, (const char *const[]){"4"});
+    b->ins[b->g.n_input++] = vinfo_of("steps", 7, 1, (const char *const[]){"1"});
+    b->outs[b->g.n_output++] = vinfo("y", 1, (const char *const[]){"n"});
+    static const int64_t zero[1] = {0}, end[1] = {4};
+    init_i64(b, "starts", 1, zero);
+    init_i64(b, "ends", 1, end);
+    init_i64(b, "axes", 1, zero);
+    static const char *const sl[] = {"x", "starts", "ends", "axes", "steps"};
+    node(b, "Slice", "Slice_3", 5, sl, "y");
+    built r = compile_built(b);
+    static const int64_t step0[1] = {0};
+    int64_t one = 1;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xv, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &one, (void *)step0, r.st)};
+    static const char *const has[] = {"ONNX node 'Slice_3' (Slice): mo.slice_tensor"};
+    fails_naming(&r, in, 2, 1, has, 1);
+    built_free(&r);
+  }
+  { /* Gather(x, idx) past the axis: the kernel's own error */
+    mb *b = mb_new();
+    b->ins[b->g.n_input++] = vinfo("x", 1, (const char *const[]){"4"});
+    b->ins[b->g.n_input++] = vinfo_of("idx", 7, 1, (const char *const[]){"1"});
+    b->outs[b->g.n_output++] = vinfo("y", 1, (const char *const[]){"1"});
+    static const char *const xi[] = {"x", "idx"};
+    node(b, "Gather", "Gather_7", 2, xi, "y");
+    built r = compile_built(b);
+    static const int64_t past[1] = {9};
+    int64_t one = 1;
+    kiln_tensor *in[2] = {kiln_tensor_borrow(KILN_FLOAT32, 1, &four, (void *)xv, r.st),
+                          kiln_tensor_borrow(KILN_INT64, 1, &one, (void *)past, r.st)};
+    static const char *const has[] = {"ONNX node 'Gather_7' (Gather): mo.gather"};
+    fails_naming(&r, in, 2, 1, has, 1);
+    built_free(&r);
+  }
+  { /* the Loop of loop_body_slice_by_the_iteration_count, slices of 2 */
+    built r = compile_built(loop_slice_model(2));
+    static const bool go = true;
+    static const float y0 = 0.5f;
+    int64_t m = 2, one = 1;
+    kiln_tensor *in[3] = {kiln_tensor_borrow(KILN_INT64, 0, NULL, &m, r.st),
+                          kiln_tensor_borrow(KILN_BOOL, 0, NULL, (void *)&go, r.st),
+                          kiln_tensor_borrow(KILN_FLOAT32, 1, &one, (void *)&y0, r.st)};
+    static const char *const has[] = {"ONNX node 'loop_slice' (Loop): mo.while",
+                                      "region @body: ONNX subgraph 't' output 'y_out': "
+                                      "mo.reshape"};
+    fails_naming(&r, in, 3, 2, has, 2);
+    built_free(&r);
+  }
+}
+
 /* Scan over X [3, 2] along axis 0 in reverse and Z [2, 3] along axis 1:
  * s += x_t; o_t = s * z_t, stacked along axis 1 in reverse (prepended). */
 Test(onnx_errors, scan_reverse_and_axes) {

@@ -106,7 +106,20 @@ int ox_add_initializers(ox *x, const Onnx__GraphProto *gp) {
   return 0;
 }
 
+static int import_node(ox *x, const Onnx__NodeProto *n);
+
+/* The kiln nodes made for n carry its name and op type as their origin, so
+ * a run-time error about one names the ONNX node (ir_node.origin). */
 int ox_import_node(ox *x, const Onnx__NodeProto *n) {
+  char lab[300];
+  snprintf(x->origin, sizeof x->origin, "ONNX %s", ox_node_label(n, lab, sizeof lab));
+  x->g->origin = x->origin;
+  int rc = import_node(x, n);
+  x->g->origin = NULL;
+  return rc;
+}
+
+static int import_node(ox *x, const Onnx__NodeProto *n) {
   x->node = n;
   if (!n->op_type) return ox_fail(x, KILN_ERR_IO, "a node without op_type");
   ox_val *in[64] = {0}, *out[64] = {0};
@@ -123,8 +136,7 @@ int ox_import_node(ox *x, const Onnx__NodeProto *n) {
   }
   for (size_t i = 0; i < n->n_output; i++)
     if (!(out[i] = ox_new_val(x, n->output[i] ? n->output[i] : ""))) return -1;
-  bool std_domain = !n->domain || !*n->domain || strcmp(n->domain, "ai.onnx") == 0;
-  ox_op_fn fn = std_domain ? ox_op_lookup(n->op_type) : NULL;
+  ox_op_fn fn = ox_op_lookup(n->domain, n->op_type);
   int rc;
   if (!fn) rc = ox_unsupported(x, n, NULL);
   else if (bad) rc = 1; /* an input comes from an unsupported node: already reported */

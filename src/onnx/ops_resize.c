@@ -11,8 +11,9 @@
  * third operand the kernel reads, with the sizes computed from it in the
  * graph (every axis is then resized). A scale that does not divide its dim still sets
  * the coordinates (kiln's scale_h / scale_w, which name the last two axes; on another axis such a
- * scale is reported unsupported). An axis of scale 1 is copied. `axes`, antialias,
- * keep_aspect_ratio_policy other than "stretch" and tf_crop_and_resize are reported unsupported.
+ * scale is reported unsupported). An axis of scale 1 is copied. tf_crop_and_resize goes to
+ * resize_crop.c. `axes`, antialias and keep_aspect_ratio_policy other than "stretch" are
+ * reported unsupported.
  * Resize-10 and Upsample use the asymmetric transform and round nearest down, as those opsets did.
  */
 #include <math.h>
@@ -247,8 +248,6 @@ int ox_op_Resize(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   const char *coord =
       ox_attr_string(n, "coordinate_transformation_mode", "half_pixel", cb, sizeof cb);
   const char *round = ox_attr_string(n, "nearest_mode", "round_prefer_floor", rb, sizeof rb);
-  if (strcmp(coord, "tf_crop_and_resize") == 0)
-    return ox_unsupported(x, n, "coordinate_transformation_mode 'tf_crop_and_resize'");
   if (ox_attr_int(n, "antialias", 0) != 0) return ox_unsupported(x, n, "antialias");
   if (ox_attr(n, "axes")) return ox_unsupported(x, n, "the axes attribute");
   const char *kp = ox_attr_string(n, "keep_aspect_ratio_policy", "stretch", kb, sizeof kb);
@@ -257,6 +256,9 @@ int ox_op_Resize(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val *
   if (scales && (empty_tensor(scales) || (!scales->init && !scales->known && sizes))) scales = NULL;
   if (sizes && empty_tensor(sizes)) sizes = NULL;
   if (!sizes && !scales) return ox_fail(x, KILN_ERR_VERIFY, "Resize needs scales or sizes");
+  if (strcmp(coord, "tf_crop_and_resize") == 0)
+    return ox_resize_crop(x, n, a, nin > 1 ? in[1] : NULL, sizes ? NULL : scales, sizes, mode,
+                          round, out[0]);
   return resize(x, n, a, sizes ? NULL : scales, sizes, mode, coord, round, out[0]);
 }
 

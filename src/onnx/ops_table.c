@@ -1,5 +1,5 @@
-/* ops_table.c - ONNX op type -> importer function, one table, looked up by
- * linear search (a hundred rows, once per node). */
+/* ops_table.c - ONNX (domain, op type) -> importer function: one table per
+ * domain, looked up by linear search (a hundred rows, once per node). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,10 +18,19 @@ static const op_row rows[] = {
     OX_OPS_WINDOW(ROW) OX_OPS_NORMALIZE(ROW) OX_OPS_GRIDSAMPLE(ROW)
     OX_OPS_UNIQUE(ROW) OX_OPS_TFIDF(ROW) OX_OPS_LINALG(ROW)
 };
+static const op_row training_rows[] = {OX_OPS_TRAINING(ROW)};
 #undef ROW
 
-ox_op_fn ox_op_lookup(const char *op_type) {
-  for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
-    if (strcmp(rows[i].name, op_type) == 0) return rows[i].fn;
+static ox_op_fn find(const op_row *t, size_t n, const char *op_type) {
+  for (size_t i = 0; i < n; i++)
+    if (strcmp(t[i].name, op_type) == 0) return t[i].fn;
+  return NULL;
+}
+
+ox_op_fn ox_op_lookup(const char *domain, const char *op_type) {
+  if (!domain || !*domain || strcmp(domain, "ai.onnx") == 0)
+    return find(rows, sizeof rows / sizeof rows[0], op_type);
+  if (strcmp(domain, "ai.onnx.preview.training") == 0)
+    return find(training_rows, sizeof training_rows / sizeof training_rows[0], op_type);
   return NULL;
 }

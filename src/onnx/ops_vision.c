@@ -12,7 +12,8 @@
  * A 3-D Conv (NCDHW, OIDHW) maps to mo.conv3d the same way; 3-D pools are
  * two 2-D ones (pool3d.c).
  * ConvTranspose: group 1; output_shape and auto_pad SAME_* become paddings
- * as ONNX computes them (a negative end padding becomes output padding).
+ * as ONNX computes them (a negative end padding becomes output padding);
+ * 3-D ones are two 2-D ones (convt3d.c).
  * Window attributes (kernel_shape, strides, dilations, pads as [begin...,
  * end...], auto_pad) become kiln's [h, w] lists and [top, bottom, left,
  * right] padding; SAME_UPPER / SAME_LOWER need static spatial dims.
@@ -474,11 +475,16 @@ int ox_op_ConvTranspose(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, o
   if (nin > 2 && in[2] && !(b = IN(2))) return rc;
   const ir_type *ta = ox_type(a), *tw = ox_type(w);
   int sp = ta->rank - 2, cnt;
-  if ((sp != 1 && sp != 2) || tw->rank != ta->rank)
+  if (sp < 1 || sp > 3 || tw->rank != ta->rank)
     return ox_unsupported(x, n, "%d-D ConvTranspose", sp);
   if (ta->dtype != IR_DT_F32 && ta->dtype != IR_DT_F64)
     return ox_unsupported(x, n, "%s ConvTranspose", ir_dtype_name(ta->dtype));
   if (ox_attr_int(n, "group", 1) != 1) return ox_unsupported(x, n, "ConvTranspose with group > 1");
+  if (sp == 3) {
+    if ((rc = ox_convt3d(x, n, a, w, b, &r)) != 0) return rc;
+    out[0]->v = r;
+    return 0;
+  }
   owin o;
   o.k[0] = 1;
   if ((sp == 2 && !ir_dim_is_const(tw->dims[2], &o.k[0])) || !ir_dim_is_const(tw->dims[ta->rank - 1], &o.k[1]))
@@ -503,18 +509,8 @@ int ox_op_ConvTranspose(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, o
       if (!ir_dim_is_const(sd[i], &len))
         return ox_unsupported(x, n, "output_shape or auto_pad on a symbolic spatial dim");
       int64_t want = os ? (sp == 1 && i == 0 ? 1 : os[i - (2 - sp)]) : len * o.st[i];
-      int64_t total = o.st[i] * (len - 1) + op[i] + (o.k[i] - 1) * o.dil[i] + 1 - want;
-      bool upper = strcmp(ap, "SAME_UPPER") == 0;
-      int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2); /* floor, as ONNX's // */
-      o.pad[2 * i] = upper ? half : total - half;
-      o.pad[2 * i + 1] = total - o.pad[2 * i];
-      /* a negative end padding lengthens the output: in the gather form
-       * that is output padding (only the start padding shifts the taps) */
-      if (o.pad[2 * i + 1] < 0) {
-        op[i] -= o.pad[2 * i + 1];
-        o.pad[2 * i + 1] = 0;
-      }
-      if (o.pad[2 * i] < 0)
+      if (!ox_convt_fit(len, o.k[i], o.st[i], o.dil[i], want, strcmp(ap, "SAME_UPPER") == 0,
+                        &o.pad[2 * i], &o.pad[2 * i + 1], &op[i]))
         return ox_unsupported(x, n, "output_shape that needs a negative start padding");
     }
   }

@@ -66,6 +66,7 @@ typedef struct ox {
   ox_unsup *unsup;
   int nunsup, capunsup;
   const Onnx__NodeProto *node; /* the node being imported (messages) */
+  char origin[320];     /* "ONNX node 'name' (OpType)": g->origin while node is imported */
   int nsym;             /* generated symbol names */
   int *counter;         /* a subgraph's: the model graph's nsym (names unique across regions) */
   int depth;            /* subgraph nesting: 0 for the model's graph */
@@ -97,6 +98,8 @@ int ox_set_init(ox *x, ox_val *v, kiln_tensor *t);
 /* The result type text "!mo.tensor<[d0, ...], dt>" of dims into buf. */
 const char *ox_type_text(char *buf, size_t cap, ir_dtype dt, int rank, const ir_dim *const *dims);
 static inline const ir_type *ox_type(const kiln_value *v) { return &((const ir_value *)v)->type; }
+/* Entry i of the 1-D v as a rank-0 value (values.c). */
+kiln_value *ox_entry(ox *x, kiln_value *v, int64_t i);
 /* mo.range(0, end) as si64 [d] (end a rank-0 si64): d a constant, or a
  * symbol read from end's data before the graph runs (values.c). */
 kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d);
@@ -116,6 +119,26 @@ kiln_value *ox_reshape(ox *x, kiln_value *a, int rank, const ir_dim *const *dims
 /* ONNX's 3-D MaxPool / AveragePool of a (N, C, D, H, W) as two 2-D pools
  * (pool3d.c): 0 with *res set, -1 (error) or 1 (unsupported, recorded). */
 int ox_pool3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, bool avg, kiln_value **res);
+
+/* ConvTranspose's paddings for an output of `want` cells along an axis of
+ * len input cells (output_shape, or auto_pad SAME_*: upper puts the odd
+ * cell at the end), as ONNX computes them; a negative end padding becomes
+ * more output padding (*op). False when the start padding would be
+ * negative (convt3d.c). */
+bool ox_convt_fit(int64_t len, int64_t k, int64_t st, int64_t dil, int64_t want, bool upper,
+                  int64_t *pb, int64_t *pe, int64_t *op);
+/* ONNX's 3-D ConvTranspose of a (N, C, D, H, W) by w (C, M, KD, KH, KW)
+ * plus bias b (NULL: none), group 1, as two 2-D ones (convt3d.c): 0 with
+ * *res set, -1 or 1. */
+int ox_convt3d(ox *x, const Onnx__NodeProto *n, kiln_value *a, kiln_value *w, kiln_value *b,
+               kiln_value **res);
+
+/* ONNX Resize with coordinate_transformation_mode tf_crop_and_resize
+ * (resize_crop.c): a resized by roi_v to sizes_v or scales_v (one NULL),
+ * mode "nearest" (rounded by `round`) or "linear". 0, -1 or 1. */
+int ox_resize_crop(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *roi_v,
+                   const ox_val *scales_v, const ox_val *sizes_v, const char *mode,
+                   const char *round, ox_val *out);
 
 /* MaxPool's Indices (pool_argmax.c): the flat index (row- or column-major
  * planes) of each window's maximum of a [N, C, H, W] (static) for the
@@ -151,6 +174,9 @@ double ox_attr_float(const Onnx__NodeProto *n, const char *name, double dflt);
 const int64_t *ox_attr_ints(const Onnx__NodeProto *n, const char *name, int *count);
 const char *ox_attr_string(const Onnx__NodeProto *n, const char *name, const char *dflt,
                            char *buf, size_t cap);
+/* A 3-D op's per-axis attribute `name` (3 entries) into out[3]; dflt when
+ * absent. 0, or -1 for another count (the message names it). */
+int ox_attr_ints3(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *out);
 
 /* ---- known data (shape.c) ---- */
 /* Known integer elements all constant: copied into out[max]; *n set. */
@@ -298,7 +324,9 @@ void ox_sub_close(ox_sub *s);
  * error, st filled) or 1 (unsupported: recorded with ox_unsupported). */
 typedef int (*ox_op_fn)(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out,
                         int nout);
-ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
+/* The importer of op_type in domain (NULL, "" or "ai.onnx": the default
+ * one) (ops_table.c); NULL when unknown. */
+ox_op_fn ox_op_lookup(const char *domain, const char *op_type);
 
 #define OX_OPS_ELEMENTWISE(X)                                                                     \
   X(Add) X(Sub) X(Mul) X(Div) X(Pow) X(Mod) X(Neg) X(Abs) X(Exp) X(Log) X(Sqrt) X(Tanh)             \
@@ -363,6 +391,8 @@ ox_op_fn ox_op_lookup(const char *op_type); /* ops_table.c; NULL when unknown */
 /* integer-quantized ops (ops_quant.c) */
 #define OX_OPS_QUANT(X)                                                                           \
   X(MatMulInteger) X(QuantizeLinear) X(DequantizeLinear) X(DynamicQuantizeLinear) X(QLinearMatMul)
+/* optimizers of domain ai.onnx.preview.training (ops_training.c) */
+#define OX_OPS_TRAINING(X) X(Adagrad) X(Adam) X(Momentum)
 #define OX_DECLARE(name)                                                                          \
   int ox_op_##name(ox *x, const Onnx__NodeProto *n, ox_val **in, int nin, ox_val **out, int nout);
 OX_OPS_ELEMENTWISE(OX_DECLARE)
@@ -389,6 +419,7 @@ OX_OPS_NORMALIZE(OX_DECLARE)
 OX_OPS_GRIDSAMPLE(OX_DECLARE)
 OX_OPS_UNIQUE(OX_DECLARE)
 OX_OPS_TFIDF(OX_DECLARE)
+OX_OPS_TRAINING(OX_DECLARE)
 #undef OX_DECLARE
 
 /* Slice with symbolic starts / ends (slice_dyn.c): does in[1] or in[2]

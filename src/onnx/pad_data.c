@@ -16,12 +16,6 @@
 
 #include "ox.h"
 
-/* Entry i of the 1-D si64 v as a rank-0 value. */
-static kiln_value *entry(ox *x, kiln_value *v, int64_t i) {
-  kiln_value *k = ox_scalar(x, IR_DT_SI64, (double)i);
-  return k ? ox_op(x, "gather", (kiln_value *[]){v, k}, 2, NULL, "{axis = 0}") : NULL;
-}
-
 /* v padded along `axis` by the rank-0 si64 values b (before) and e (after). */
 static kiln_value *pad_axis(ox *x, kiln_value *v, int axis, kiln_value *b, kiln_value *e,
                             const char *mode, kiln_value *value) {
@@ -31,7 +25,7 @@ static kiln_value *pad_axis(ox *x, kiln_value *v, int axis, kiln_value *b, kiln_
   if (!sym) return NULL;
   char ty[256];
   ox_type_text(ty, sizeof ty, IR_DT_SI64, 1, &sym);
-  if (!(shp = ox_op(x, "shape_to_tensor", &v, 1, NULL, NULL)) || !(d = entry(x, shp, axis)) ||
+  if (!(shp = ox_op(x, "shape_to_tensor", &v, 1, NULL, NULL)) || !(d = ox_entry(x, shp, axis)) ||
       !(len = OP2("add", d, b)) || !(len = OP2("add", len, e)) ||
       !(z = ox_scalar(x, IR_DT_SI64, 0)) || !(one = ox_scalar(x, IR_DT_SI64, 1)) ||
       !(bad = OP2("greater", z, len)))
@@ -99,7 +93,7 @@ int ox_pad_data(ox *x, const Onnx__NodeProto *n, kiln_value *a, ox_val *pads, ox
     kiln_value *b, *e;
     if (!ox_axis(axes[i], t->rank, &ax))
       return ox_fail(x, KILN_ERR_VERIFY, "axis %lld out of range", (long long)axes[i]);
-    if (!(b = entry(x, p, i)) || !(e = entry(x, p, na + i)) ||
+    if (!(b = ox_entry(x, p, i)) || !(e = ox_entry(x, p, na + i)) ||
         !(v = pad_axis(x, v, ax, b, e, mode, val)))
       return FAILED();
   }

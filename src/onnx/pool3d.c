@@ -19,18 +19,6 @@ typedef struct axis_win {
   int64_t k, st, dil, pb, pe; /* kernel, stride, dilation, pad before / after */
 } axis_win;
 
-/* Attribute `name` (3 entries) into out; dflt when absent. */
-static int triple(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *out) {
-  int cnt;
-  const int64_t *v = ox_attr_ints(n, name, &cnt);
-  for (int i = 0; i < 3; i++) out[i] = dflt;
-  if (!v) return 0;
-  if (cnt != 3)
-    return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", name, cnt);
-  memcpy(out, v, 3 * sizeof *v);
-  return 0;
-}
-
 /* The window of n over the three spatial axes of a (dims 2..4). */
 static int windows(ox *x, const Onnx__NodeProto *n, const kiln_value *a, axis_win w[3]) {
   int64_t k[3], st[3], dil[3];
@@ -38,7 +26,8 @@ static int windows(ox *x, const Onnx__NodeProto *n, const kiln_value *a, axis_wi
   const int64_t *ks = ox_attr_ints(n, "kernel_shape", &cnt);
   if (!ks || cnt != 3) return ox_fail(x, KILN_ERR_VERIFY, "kernel_shape needs 3 entries");
   memcpy(k, ks, sizeof k);
-  if (triple(x, n, "strides", 1, st) != 0 || triple(x, n, "dilations", 1, dil) != 0) return -1;
+  if (ox_attr_ints3(x, n, "strides", 1, st) != 0 || ox_attr_ints3(x, n, "dilations", 1, dil) != 0)
+    return -1;
   const int64_t *p = ox_attr_ints(n, "pads", &cnt);
   if (p && cnt != 6)
     return ox_fail(x, KILN_ERR_VERIFY, "pads has %d entries for 3 spatial axes", cnt);

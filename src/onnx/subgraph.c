@@ -217,6 +217,35 @@ int ox_sub_body(ox_sub *s, const Onnx__GraphProto *gp) {
   return x->nunsup > 0 ? 1 : 0;
 }
 
+/* kv with the static dims its value info vi declares where kv's dims are
+ * not constants (computed from data inside the subgraph: a slice by the
+ * iteration count), so the region's result has them; a reshape, which
+ * checks at run time that the element counts agree. kv itself when vi
+ * declares no shape of kv's rank or nothing changes; NULL on failure. */
+static kiln_value *declared_dims(ox *x, const Onnx__ValueInfoProto *vi, kiln_value *kv) {
+  const Onnx__TypeProto *tp = vi->type;
+  const ir_type *t = ox_type(kv);
+  if (!tp || tp->value_case != ONNX__TYPE_PROTO__VALUE_TENSOR_TYPE || !tp->tensor_type ||
+      !tp->tensor_type->shape || (int)tp->tensor_type->shape->n_dim != t->rank)
+    return kv;
+  const ir_dim *dims[IR_MAX_RANK];
+  bool change = false;
+  for (int d = 0; d < t->rank; d++) {
+    const Onnx__TensorShapeProto__Dimension *dd = tp->tensor_type->shape->dim[d];
+    int64_t c;
+    dims[d] = t->dims[d];
+    if (ir_dim_is_const(t->dims[d], &c) ||
+        dd->value_case != ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE || dd->dim_value < 0)
+      continue;
+    if (!(dims[d] = ir_dim_const(x->ir->arena, dd->dim_value))) {
+      ox_fail(x, KILN_ERR_OUT_OF_MEMORY, "out of memory");
+      return NULL;
+    }
+    change = true;
+  }
+  return change ? ox_reshape(x, kv, t->rank, dims) : kv;
+}
+
 kiln_value *ox_sub_output(ox_sub *s, const Onnx__GraphProto *gp, size_t i, int *rc) {
   ox *x = &s->x;
   const char *nm = i < gp->n_output ? gp->output[i]->name : NULL;
@@ -234,6 +263,13 @@ kiln_value *ox_sub_output(ox_sub *s, const Onnx__GraphProto *gp, size_t i, int *
   bool unsup = false;
   kiln_value *kv = ox_value(x, v, &unsup);
   if (!kv && unsup) *rc = 1;
+  if (!kv) return NULL;
+  /* a reshape to the declared dims names the output when it fails */
+  snprintf(x->origin, sizeof x->origin, "ONNX subgraph '%s' output '%s'", gp->name ? gp->name : "?",
+           nm);
+  x->g->origin = x->origin;
+  kv = declared_dims(x, gp->output[i], kv);
+  x->g->origin = NULL;
   return kv;
 }
 

@@ -202,6 +202,17 @@ const Onnx__AttributeProto *ox_attr(const Onnx__NodeProto *n, const char *name) 
   return NULL;
 }
 
+int ox_attr_ints3(ox *x, const Onnx__NodeProto *n, const char *name, int64_t dflt, int64_t *out) {
+  int cnt;
+  const int64_t *v = ox_attr_ints(n, name, &cnt);
+  for (int i = 0; i < 3; i++) out[i] = dflt;
+  if (!v) return 0;
+  if (cnt != 3)
+    return ox_fail(x, KILN_ERR_VERIFY, "%s has %d entries for 3 spatial axes", name, cnt);
+  memcpy(out, v, 3 * sizeof *v);
+  return 0;
+}
+
 int64_t ox_attr_int(const Onnx__NodeProto *n, const char *name, int64_t dflt) {
   const Onnx__AttributeProto *a = ox_attr(n, name);
   return a && a->has_i ? a->i : dflt;
@@ -313,6 +324,11 @@ int ox_declared_rank(const ox *x, const char *name) {
     if (gp->value_info[i]->name && strcmp(gp->value_info[i]->name, name) == 0)
       return vi_rank(gp->value_info[i]);
   return -1;
+}
+
+kiln_value *ox_entry(ox *x, kiln_value *v, int64_t i) {
+  kiln_value *k = ox_scalar(x, IR_DT_SI64, (double)i);
+  return k ? ox_op(x, "gather", (kiln_value *[]){v, k}, 2, NULL, "{axis = 0}") : NULL;
 }
 
 kiln_value *ox_range_to(ox *x, kiln_value *end, const ir_dim *d) {
