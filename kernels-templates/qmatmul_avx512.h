@@ -35,7 +35,7 @@
  * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
  * s16 pair of vpmaddubsw below 2^14.
  *
- * Software prefetch runs PF512 bytes ahead of the step, every line of it
+ * Software prefetch runs PF_L2 bytes ahead of the step, every line of it
  * (prefetches never fault: past the end of W they are dropped). */
 #if defined(__x86_64__)
 #pragma clang fp contract(off) /* qb_dot's f32 operations, none fused */
@@ -48,15 +48,13 @@
 
 #define LD512(p) _mm512_loadu_si512((const void *)(p))
 
-/* 16 KB ahead, into L2 (prefetcht2): on this project's Sapphire Rapids
- * host, under load, the GEMVs of 33 MB weights ran at 0.77-1.66x the
- * triad with it against 0.67-0.71x with prefetcht0 4 KB ahead (one
+/* PF_L2 (16 KB) ahead, into L2 (prefetcht2): on this project's Sapphire
+ * Rapids host, under load, the GEMVs of 33 MB weights ran at 0.77-1.66x
+ * the triad with it against 0.67-0.71x with prefetcht0 4 KB ahead (one
  * process, the two alternating); a prefetch to L1 holds one of the core's
  * few fill buffers until its line arrives, which caps one stream's rate */
-enum { PF512 = 16384 };
-
 X512_INLINE void prefetch_span(const uint8_t *x, int64_t bytes) {
-  const char *p = (const char *)x + PF512;
+  const char *p = (const char *)x + PF_L2;
   for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T2);
   _mm_prefetch(p + bytes - 1, _MM_HINT_T2);
 }
