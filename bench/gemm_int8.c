@@ -12,14 +12,22 @@
  * --kernel NAME (repeatable: generic, avx2, avxvnni, avx512vnni) adds kiln
  * columns of a context whose 8-bit GEMM is capped at that kernel
  * (KILN_INT8_GEMM), e.g. the AVX2 kernel an AVX2-only CI host runs, beside
- * the host's own in the same rounds.
+ * the host's own in the same rounds. Where the build has it (x86-64), the
+ * template's generic loops compiled for x86-64-v3 ("generic v3", called
+ * directly, B row-major) run too: what an AVX2-only host's JIT makes of
+ * the generic kernel, the anchor of the avx2 / avxvnni columns.
+ * Decode shapes (M <= 4) are memory-bound: for them every column is also
+ * given in GB/s of weight bytes (N K) beside the triad (bench_util.h),
+ * timed once per round in the same rounds.
  * Each anchor's result is checked equal to kiln's before timing. Per case: a
  * warm-up each, then R rounds that time every column once, interleaved, so
  * machine noise hits all alike; median GOP/s (2 M N K operations) per
  * column, min and max, and the ratios of medians kiln / oneDNN and kiln
  * prepacked / oneDNN prepacked.
  *
- * usage: bench_gemm_int8 [--case MxNxK]... [--rounds R] [--kernel NAME]...
+ * usage: bench_gemm_int8 [--case MxNxK]... [--decode] [--rounds R] [--kernel NAME]...
+ * --decode (replaces the cases): the decode steps M = 1 and 4 of N x K = 4096 x 4096 and
+ * 4096 x 14336 (a projection and an FFN down projection of an 8B-class LLM).
  * Exit status: 0, or 1 when setup failed or an anchor disagreed with kiln. */
 #define _GNU_SOURCE /* setenv, execv */
 #include <kiln/kiln.h>
@@ -36,6 +44,16 @@
 #endif
 
 #include "bench_util.h"
+
+#ifdef KILN_BENCH_MMI_V3
+/* kernels-templates/gemm_int8.c's generic u8 x s8 entry, built for x86-64-v3 */
+void kiln_mmi_u8s8(int64_t M, int64_t N, int64_t K, const void *A, const void *B, int32_t *C,
+                   const void *ZA, int64_t nza, const void *ZB, int64_t nzb, int64_t part,
+                   int64_t nparts);
+#endif
+
+#define TRIAD_N (16 * 1024 * 1024)
+#define DECODE_MAX_M 4 /* cases with this many rows or fewer: GB/s beside the triad */
 
 #pragma weak kiln_context_set_num_threads
 
@@ -103,8 +121,9 @@ static void dnnl_setup(bench_dnnl_mm *d, gcase c, uint8_t *a, int8_t *b, int32_t
 #endif
 
 /* columns: per kiln context (the host's kernel, then each --kernel) b as
- * an input and b prepacked, then oneDNN plain and prepacked */
-enum { MAXCTX = 5, DNNL_PLAIN = 2 * MAXCTX, DNNL_PACKED, NCOL };
+ * an input and b prepacked, then the generic loops at x86-64-v3, oneDNN
+ * plain and prepacked */
+enum { MAXCTX = 5, GENERIC_V3 = 2 * MAXCTX, DNNL_PLAIN, DNNL_PACKED, NCOL };
 static char names[NCOL][40];
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
@@ -112,6 +131,8 @@ static uint8_t rnd8(void) {
   rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
   return (uint8_t)rng;
 }
+
+static float *triad_a, *triad_b, *triad_c;
 
 static void run_case(kiln_context *const *ctxs, int nctx, gcase c, int rounds) {
   size_t na = (size_t)(c.m * c.k), nb = (size_t)(c.k * c.n), nc = (size_t)(c.m * c.n);
@@ -131,6 +152,9 @@ static void run_case(kiln_context *const *ctxs, int nctx, gcase c, int rounds) {
     kiln_setup(ctxs[col / 2], &km[col], c, a, b, out[col], col % 2 == 1, st);
     have[col] = true;
   }
+#ifdef KILN_BENCH_MMI_V3
+  have[GENERIC_V3] = true;
+#endif
 #ifdef KILN_BENCH_DNNL
   bench_dnnl_mm dm[2];
   for (int p = 0; p < 2; p++) {
@@ -140,11 +164,17 @@ static void run_case(kiln_context *const *ctxs, int nctx, gcase c, int rounds) {
 #endif
   double *secs[NCOL];
   for (int i = 0; i < NCOL; i++) secs[i] = malloc(sizeof(double) * (size_t)rounds);
-  for (int r = -1; r < rounds; r++) /* r = -1: warm-up, then the check */
+  bool decode = c.m <= DECODE_MAX_M;
+  double *triad_s = malloc(sizeof(double) * (size_t)rounds);
+  for (int r = -1; r < rounds; r++) { /* r = -1: warm-up, then the check */
     for (int col = 0; col < NCOL; col++) {
       if (!have[col]) continue;
       double t0 = bench_now_s();
-      if (col < DNNL_PLAIN) kiln_run(&km[col], st);
+      if (col < GENERIC_V3) kiln_run(&km[col], st);
+#ifdef KILN_BENCH_MMI_V3
+      else if (col == GENERIC_V3)
+        kiln_mmi_u8s8(c.m, c.n, c.k, a, b, out[col], NULL, 0, NULL, 0, 0, 1);
+#endif
 #ifdef KILN_BENCH_DNNL
       else if (bench_dnnl_mm_run(&dm[col - DNNL_PLAIN]) != dnnl_success)
         die("oneDNN", "the int8 matmul failed");
@@ -154,7 +184,22 @@ static void run_case(kiln_context *const *ctxs, int nctx, gcase c, int rounds) {
       if (r == -1 && col != 0 && memcmp(out[col], out[0], nc * sizeof(int32_t)) != 0)
         die(names[col], "result differs from kiln's");
     }
-  double ops = 2.0 * (double)c.m * (double)c.n * (double)c.k, med[NCOL] = {0};
+    if (decode) {
+      double t0 = bench_now_s();
+      bench_triad(triad_a, triad_b, triad_c, 3.0f, TRIAD_N);
+      if (r >= 0) triad_s[r] = bench_now_s() - t0;
+    }
+  }
+  double ops = 2.0 * (double)c.m * (double)c.n * (double)c.k, med[NCOL] = {0}, triad_gbs = 0;
+  if (decode) {
+    double ts[3];
+    bench_stats(triad_s, rounds, ts);
+    triad_gbs = 12.0 * TRIAD_N / ts[1] / 1e9;
+    printf("%lldx%lldx%lld %-28s median %7.2f GB/s (min %7.2f, max %7.2f)\n", (long long)c.m,
+           (long long)c.n, (long long)c.k, "triad", triad_gbs, 12.0 * TRIAD_N / ts[2] / 1e9,
+           12.0 * TRIAD_N / ts[0] / 1e9);
+  }
+  free(triad_s);
   for (int col = 0; col < NCOL; col++) {
     if (!have[col]) {
       if (col >= DNNL_PLAIN) printf("  %-28s n/a (oneDNN not found at build time)\n", names[col]);
@@ -171,8 +216,13 @@ static void run_case(kiln_context *const *ctxs, int nctx, gcase c, int rounds) {
            ops / secs[col][rounds - 1] / 1e9, ops / secs[col][0] / 1e9, rounds);
     /* like against like: b packed per call, or b packed once */
     int anchor = col % 2 ? DNNL_PACKED : DNNL_PLAIN;
-    if (col < DNNL_PLAIN && have[anchor])
+    if (col < GENERIC_V3 && have[anchor])
       printf("  this / %s = %.2fx", names[anchor], med[anchor] / med[col]);
+    if (col < GENERIC_V3 && have[GENERIC_V3])
+      printf("  this / %s = %.2fx", names[GENERIC_V3], med[GENERIC_V3] / med[col]);
+    if (decode) /* the weight's bytes per second beside the same rounds' triad */
+      printf("  %.2f GB/s = %.2fx triad", (double)c.n * (double)c.k / med[col] / 1e9,
+             (double)c.n * (double)c.k / med[col] / 1e9 / triad_gbs);
     printf("\n");
   }
 #ifdef KILN_BENCH_DNNL
@@ -214,26 +264,35 @@ int main(int argc, char **argv) {
   gcase cases[16];
   const char *kernels[MAXCTX] = {NULL};
   int ncases = 0, rounds = 15, nctx = 1;
+  bool decode_cases = false;
   for (int i = 1; i < argc; i++) {
     long long m, n, k;
     if (strcmp(argv[i], "--case") == 0 && i + 1 < argc && ncases < 16 &&
         sscanf(argv[i + 1], "%lldx%lldx%lld", &m, &n, &k) == 3 && m > 0 && n > 0 && k > 0) {
       cases[ncases++] = (gcase){m, n, k};
       i++;
+    } else if (strcmp(argv[i], "--decode") == 0) {
+      decode_cases = true;
     } else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc && atoi(argv[i + 1]) > 0) {
       rounds = atoi(argv[++i]);
     } else if (strcmp(argv[i], "--kernel") == 0 && i + 1 < argc && nctx < MAXCTX) {
       kernels[nctx++] = argv[++i];
     } else {
       fprintf(stderr,
-              "usage: bench_gemm_int8 [--case MxNxK]... [--rounds R] [--kernel NAME]...\n");
+              "usage: bench_gemm_int8 [--case MxNxK]... [--decode] [--rounds R] "
+              "[--kernel NAME]...\n");
       return 2;
     }
   }
-  if (!ncases) {
+  if (!ncases && !decode_cases) {
     const gcase dflt[] = {{256, 256, 256}, {512, 512, 512}, {1024, 1024, 1024},
                           {128, 4096, 4096}};
     memcpy(cases, dflt, sizeof dflt);
+    ncases = 4;
+  }
+  if (decode_cases) {
+    const gcase dec[] = {{1, 4096, 4096}, {4, 4096, 4096}, {1, 4096, 14336}, {4, 4096, 14336}};
+    memcpy(cases, dec, sizeof dec);
     ncases = 4;
   }
   for (int i = 0; i < nctx; i++) {
@@ -242,7 +301,13 @@ int main(int argc, char **argv) {
     snprintf(names[2 * i + 1], sizeof names[0], "kiln%s%s prepacked", kernels[i] ? " " : "",
              kernels[i] ? kernels[i] : "");
   }
+  snprintf(names[GENERIC_V3], sizeof names[0], "generic v3");
   snprintf(names[DNNL_PLAIN], sizeof names[0], "oneDNN");
+  triad_a = malloc(sizeof(float) * TRIAD_N);
+  triad_b = malloc(sizeof(float) * TRIAD_N);
+  triad_c = malloc(sizeof(float) * TRIAD_N);
+  if (!triad_a || !triad_b || !triad_c) die("memory", "out of memory");
+  for (int64_t i = 0; i < TRIAD_N; i++) triad_a[i] = 0, triad_b[i] = 1, triad_c[i] = 2;
   snprintf(names[DNNL_PACKED], sizeof names[0], "oneDNN prepacked");
   kiln_status *st = kiln_status_new();
   kiln_context *ctxs[MAXCTX];
@@ -251,5 +316,6 @@ int main(int argc, char **argv) {
   for (int i = 0; i < ncases; i++) run_case(ctxs, nctx, cases[i], rounds);
   for (int i = 0; i < nctx; i++) kiln_context_free(ctxs[i]);
   kiln_status_free(st);
+  free(triad_a), free(triad_b), free(triad_c);
   return 0;
 }

@@ -25,7 +25,7 @@
 static inline __attribute__((target(MMI_TARGET), always_inline)) void
 MMI_BLOCK(const uint8_t *A, const uint8_t *B, uint32_t *Cu, int64_t N, int64_t K, int64_t k4,
           int64_t i0, int64_t mc, int64_t j0, int64_t nr, int64_t k0, int64_t kc, uint8_t *bp,
-          uint32_t *cb, uint32_t *edge, int sa, int sb, int pre) {
+          uint32_t *cb, uint32_t *edge, int sa, int sb, int pre, int pf) {
   int first = k0 == 0;
   const uint8_t *panel = bp;
   if (pre)
@@ -41,10 +41,11 @@ MMI_BLOCK(const uint8_t *A, const uint8_t *B, uint32_t *Cu, int64_t N, int64_t K
       for (int64_t x = 0; !first && x < m; x++)
         for (int64_t y = 0; y < nr; y++) edge[x * MMI_NR + y] = c[x * N + y];
     }
-    if (m == 1) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, 1);
-    else if (m == 2) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, 2);
-    else if (m == 3) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, 3);
-    else MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, MMI_MR);
+    int pfr = pf && r == 0; /* the rows after the first read the block from cache */
+    if (m == 1) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, pfr, 1);
+    else if (m == 2) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, pfr, 2);
+    else if (m == 3) MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, pfr, 3);
+    else MMI_MICRO(A, K, i, k0, kc, panel, t, ldt, first, sa, pfr, MMI_MR);
     for (int64_t x = 0; nr < MMI_NR && x < m; x++)
       for (int64_t y = 0; y < nr; y++) c[x * N + y] = edge[x * MMI_NR + y];
     r += m;
@@ -93,7 +94,8 @@ MMI_DRIVER(int64_t N, int64_t K, const void *A_, const void *B_, int32_t *C, con
         int64_t p = panel_major ? o / nkb : o % npan, kb = panel_major ? o % nkb : o / npan;
         int64_t j0 = jc + p * MMI_NR, k0 = kb * MMI_KC;
         MMI_BLOCK(A, B, Cu, N, K, k4, i0, mc, j0, jend - j0 < MMI_NR ? jend - j0 : MMI_NR, k0,
-                  K - k0 < MMI_KC ? K - k0 : MMI_KC, bp, cb + (j0 - jc), edge, sa, sb, pre);
+                  K - k0 < MMI_KC ? K - k0 : MMI_KC, bp, cb + (j0 - jc), edge, sa, sb, pre,
+                  pre && panel_major);
       }
       /* corrections (gemm_int8_vnni.h's top) */
       uint32_t k32 = (uint32_t)K, both = sa && !sb ? 16384u : 0u;

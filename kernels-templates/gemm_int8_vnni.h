@@ -22,7 +22,8 @@
  * panels of NR = 64 columns (four vectors of 16 lanes: whole cache lines of
  * B's rows), each K block across the panels, or, for few rows (their A
  * under 256 KB: a decode step), each panel's K blocks in turn (a prepacked
- * panel then streams in order). Per K block of a panel: its block of B
+ * panel then streams in order, and the micro-kernels prefetch it 16 KB
+ * ahead into L2). Per K block of a panel: its block of B
  * packed on the stack (32 KB) in groups of 4 k (bp[g][col][4]: one 64-byte
  * load per 16 columns), zero-padded past K and N, then MR = 6 rows of A at a
  * time against it (24 accumulators), each 4-byte group of a row broadcast
@@ -111,6 +112,17 @@ static inline __attribute__((always_inline)) uint32_t ld_s(const uint8_t *p, int
   return ld_u(p, k) ^ 0x80808080u;
 }
 
+/* A prepacked B read panel by panel (gemm_int8_driver.h's order for few
+ * rows) is one stream in memory order: the micro-kernels prefetch it
+ * MMI_PF bytes ahead into L2, a prefetch per line (the qmatmul template's
+ * GEMVs found L2 better than L1: an L1 prefetch holds one of the few fill
+ * buffers until its line arrives). Prefetches never fault: past the end
+ * of B they are dropped. */
+enum { MMI_PF = 16384 };
+static inline __attribute__((always_inline)) void prefetch_group(const uint8_t *bg) {
+  for (int l = 0; l < MMI_NR * 4; l += 64) __builtin_prefetch(bg + MMI_PF + l, 0, 1);
+}
+
 /* one group of 4 k for MR rows: acc += a'[r] . bp[g] */
 VNNI_INLINE void micro_group(__m512i acc[][4], const uint8_t *const *rows, int64_t k,
                              const uint8_t *bg, int sa, const int MR) {
@@ -124,10 +136,11 @@ VNNI_INLINE void micro_group(__m512i acc[][4], const uint8_t *const *rows, int64
 
 /* rows [i, i + MR) (MR 1, 2, 3 or MMI_MR) of the panel: acc (+)= a' . bp over kc,
  * into tile (row stride ldt), adding to what it holds unless first. The
- * groups inside K read 4 bytes at once; a last partial one is zero-filled. */
+ * groups inside K read 4 bytes at once; a last partial one is zero-filled.
+ * pf: prefetch bp ahead (prefetch_group). */
 VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64_t kc,
                        const uint8_t *bp, uint32_t *tile, int64_t ldt, int first, int sa,
-                       const int MR) {
+                       int pf, const int MR) {
   __m512i acc[MMI_MR][4];
   const uint8_t *rows[MMI_MR];
   for (int r = 0; r < MR; r++) {
@@ -137,8 +150,10 @@ VNNI_INLINE void micro(const uint8_t *A, int64_t K, int64_t i, int64_t k0, int64
                         : _mm512_loadu_si512((const void *)(tile + r * ldt + 16 * h));
   }
   int64_t full = kc / 4, groups = (kc + 3) / 4;
-  for (int64_t g = 0; g < full; g++)
+  for (int64_t g = 0; g < full; g++) {
+    if (pf) prefetch_group(bp + g * MMI_NR * 4);
     micro_group(acc, rows, 4 * g, bp + g * MMI_NR * 4, sa, MR);
+  }
   if (groups > full) { /* K's last 1 to 3 bytes */
     __m512i b[4];
     for (int h = 0; h < 4; h++)

@@ -23,17 +23,19 @@
  *    q4_k / q5_k's lhs is stored with each 64-value chunk's sub-blocks
  *    interleaved (0 2 1 3 4 6 5 7) so one register of nibbles meets its
  *    lhs in one load.
- *  - q8_0: the AVX-VNNI entry's dot (256-bit vpdpbusd, in its EVEX form).
- * Besides the one-row dot (dot_E) the driver gets, for q4_0 and the
- * K-quants, a dot of two rows of W in one loop (dot2_E: a decode step
- * keeps two streams of W in flight, rows n and n + h of its part), and for
- * every encoding a dot of a pass's 2 to 4 lhs rows that unpacks each block
- * once (dots_E: a prefill); all of them add each row's terms as the
+ *  - q8_0: two blocks (64 quants) per step, |w| against the lhs with w's
+ *    sign (vpdpbusd), each lane's exact int32 scaled by its block's
+ *    dw * da, as q4_0.
+ * Besides the one-row dot (dot_E) the driver gets, for every encoding, a
+ * dot of two rows of W in one loop (dot2_E: a decode step keeps two
+ * streams of W in flight, rows n and n + h of its part) and a dot of a
+ * pass's 2 to 4 lhs rows that unpacks each block once (dots_E: a
+ * prefill); all of them add each row's terms as the
  * one-row dot does, so a result does not depend on M or on the split.
  * No saturation: q4 / q5 / q6 values <= 63 against |qa| <= 127 keep each
  * s16 pair of vpmaddubsw below 2^14.
  *
- * Software prefetch runs PF512 bytes ahead of the step, every line of it
+ * Software prefetch runs PF_L2 bytes ahead of the step, every line of it
  * (prefetches never fault: past the end of W they are dropped). */
 #if defined(__x86_64__)
 #pragma clang fp contract(off) /* qb_dot's f32 operations, none fused */
@@ -46,15 +48,13 @@
 
 #define LD512(p) _mm512_loadu_si512((const void *)(p))
 
-/* 16 KB ahead, into L2 (prefetcht2): on this project's Sapphire Rapids
- * host, under load, the GEMVs of 33 MB weights ran at 0.77-1.66x the
- * triad with it against 0.67-0.71x with prefetcht0 4 KB ahead (one
+/* PF_L2 (16 KB) ahead, into L2 (prefetcht2): on this project's Sapphire
+ * Rapids host, under load, the GEMVs of 33 MB weights ran at 0.77-1.66x
+ * the triad with it against 0.67-0.71x with prefetcht0 4 KB ahead (one
  * process, the two alternating); a prefetch to L1 holds one of the core's
  * few fill buffers until its line arrives, which caps one stream's rate */
-enum { PF512 = 16384 };
-
 X512_INLINE void prefetch_span(const uint8_t *x, int64_t bytes) {
-  const char *p = (const char *)x + PF512;
+  const char *p = (const char *)x + PF_L2;
   for (int64_t o = 0; o < bytes; o += 64) _mm_prefetch(p + o, _MM_HINT_T2);
   _mm_prefetch(p + bytes - 1, _MM_HINT_T2);
 }
@@ -317,45 +317,62 @@ X512_INLINE void dots_k(qb_encoding enc, const uint8_t *const *w, int P, int64_t
 #define DOTS_Q6_K(w, P, nb, a, R, out) dots_k(QB_Q6_K, w, P, nb, a, R, out)
 _Static_assert(MB == 4, "dots_E's cases cover R = 2 to MB, and 2 x 1 fits acc[MB]");
 
-/* q8_0: the AVX-VNNI entry's dot (|w| times a with w's sign; two chains of
- * 8 lanes, blocks alternating; its prefetch, which did better for q8_0
- * than this file's) in AVX512-VL's encoding of vpdpbusd, which hosts with
- * AVX512-VNNI and VBMI but no AVX-VNNI (Ice Lake) also run; a decode step
- * streams one row of W at a time */
-/* rows R (1 to MB) of the lhs against one row of W, each block's |w| and
- * dw read once for every row; per row the one-row dot's two chains */
-X512_INLINE void dots_q8_0(const uint8_t *w, int64_t nb, const lhs_row *a, int R, float *out) {
-  __m256 acc[MB][2];
-  for (int r = 0; r < R; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; b++) {
-    const uint8_t *x = w + 34 * b;
-    prefetch_block(x, 34);
-    __m256i wv = LD256(x + 2), wa = _mm256_sign_epi8(wv, wv);
-    float dw = f16_x86(x);
-    for (int r = 0; r < R; r++) {
-      __m256i s = _mm256_dpbusd_epi32(_mm256_setzero_si256(), wa,
-                                      _mm256_sign_epi8(LD256(a[r].q + 32 * b), wv));
-      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), _mm256_set1_ps(dw * a[r].d[b]),
-                                      acc[r][b & 1]);
+/* q8_0: two blocks (68 bytes) per step, their 64 quants in one register
+ * as |w| (u8; 128 for -128) against the lhs with w's sign (vpdpbusd, in
+ * AVX512-VL's / F's encoding, which hosts with AVX512-VNNI but no AVX-VNNI
+ * (Ice Lake) also run), lanes 0-7 block 2s's, 8-15 block 2s + 1's; each
+ * lane's exact int32 scaled by its block's dw * da into two f32 chains
+ * (steps alternating). Rows R (1 to MB) of the lhs against P rows of W
+ * (dots_q4_0's contract): a decode step keeps two streams of W in flight,
+ * prefetched into L2 as q4_0's (the one-stream dot with prefetcht0 3 KB
+ * ahead ran at 0.61-0.71x the triad). A row's odd last block is a step
+ * of its own whose high half is zero. */
+/* lo in lanes 0-7, hi in lanes 8-15 */
+X512_INLINE __m512 halves_ps(float lo, float hi) {
+  return _mm512_mask_blend_ps(0xff00, _mm512_set1_ps(lo), _mm512_set1_ps(hi));
+}
+
+X512_INLINE void unpack_q8_0(const uint8_t *x, int two, __m512i *wa, __mmask64 *neg,
+                             __m512 *dw) {
+  __m256i b0 = LD256(x + 2), b1 = two ? LD256(x + 36) : _mm256_setzero_si256();
+  __m512i wv = _mm512_inserti64x4(_mm512_castsi256_si512(b0), b1, 1);
+  *wa = _mm512_abs_epi8(wv);
+  *neg = _mm512_movepi8_mask(wv);
+  *dw = halves_ps(f16_x86(x), two ? f16_x86(x + 34) : 0.0f);
+}
+
+X512_INLINE void dots_q8_0(const uint8_t *const *w, int P, int64_t nb, const lhs_row *a, int R,
+                           float *out) {
+  __m512 acc[MB][2];
+  const __m512i zero = _mm512_setzero_si512();
+  for (int i = 0; i < P * R; i++) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
+  const int64_t steps = nb / 2;
+  for (int64_t s = 0; s < steps + (nb & 1); s++) {
+    const int two = s < steps;
+    for (int p = 0; p < P; p++) {
+      const uint8_t *x = w[p] + 68 * s;
+      __m512i wa;
+      __mmask64 neg;
+      __m512 dw;
+      if (two) prefetch_span(x, 68);
+      unpack_q8_0(x, two, &wa, &neg, &dw);
+      for (int r = 0; r < R; r++) {
+        __m512i qa = two ? LD512(a[r].q + 64 * s)
+                         : _mm512_zextsi256_si512(LD256(a[r].q + 64 * s));
+        __m512i sq = _mm512_mask_sub_epi8(qa, neg, zero, qa);
+        __m512i dot = _mm512_dpbusd_epi32(zero, wa, sq);
+        __m512 dd = _mm512_mul_ps(dw, halves_ps(a[r].d[2 * s], two ? a[r].d[2 * s + 1] : 0.0f));
+        __m512 *c = &acc[p * R + r][s & 1];
+        *c = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), dd, *c);
+      }
     }
   }
-  for (int r = 0; r < R; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));
-}
-
-X512_FN static float dot_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a) {
-  float out;
-  dots_q8_0(w, nb, a, 1, &out);
-  return out;
-}
-
-X512_FN static void dots_q8_0_avx512(const uint8_t *w, int64_t nb, const lhs_row *a, int64_t R,
-                                     float *out) {
-  if (R == 2) dots_q8_0(w, nb, a, 2, out);
-  else if (R == 3) dots_q8_0(w, nb, a, 3, out);
-  else dots_q8_0(w, nb, a, 4, out);
+  for (int i = 0; i < P * R; i++)
+    out[i] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]));
 }
 
 X512_DOTS(q4_0_avx512, dots_q4_0)
+X512_DOTS(q8_0_avx512, dots_q8_0)
 X512_DOTS(q4_k_avx512, DOTS_Q4_K)
 X512_DOTS(q5_k_avx512, DOTS_Q5_K)
 X512_DOTS(q6_k_avx512, DOTS_Q6_K)
@@ -364,7 +381,7 @@ X512_DOTS(q6_k_avx512, DOTS_Q6_K)
   QMATMUL_ROWS_ENTRY(name##_avx512, enc, pack, dot_##name##_avx512, dots_##name##_avx512,   \
                      dot2_##name##_avx512)
 X512_ENTRY(q4_0, QB_Q4_0, pack_q4_0_lanes)
-QMATMUL_ROWS_ENTRY(q8_0_avx512, QB_Q8_0, pack_q8_0, dot_q8_0_avx512, dots_q8_0_avx512, 0)
+X512_ENTRY(q8_0, QB_Q8_0, pack_q8_0)
 X512_ENTRY(q4_k, QB_Q4_K, pack_q8_k_x512)
 X512_ENTRY(q5_k, QB_Q5_K, pack_q8_k_x512)
 X512_ENTRY(q6_k, QB_Q6_K, pack_q8_k)

@@ -4,7 +4,8 @@
  * the f32 scaling. kiln_qmatmul_E (generic: qblock.h's qb_dot, the
  * interpreter's terms bit for bit) and kiln_qmatmul_E_avx2 (x86-64 with AVX2
  * and F16C: vpmaddubsw / vpmaddwd) for each encoding E; qmatmul.c's header
- * says what they compute and how the work is split.
+ * says what they compute and how the work is split. The x86 q4_0 / q8_0
+ * entries read two rows of W at once in a decode step (dot2_E).
  *
  * Assumes qmatmul.c's QBUF and MB and that K is whole blocks. Freestanding
  * (<immintrin.h> is the compiler's). No fma contraction here: the terms are
@@ -400,30 +401,68 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
   }
 }
 
-/* q4_0: two chains of 8 f32 lanes (pairs of blocks alternating) */
-#define PAIRS_DOT(name, fn_attr, step)                                                        \
-  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                              \
-    int64_t p = 0;                                                                           \
-    for (; 2 * p + 2 <= nb; p++) {                                                           \
-      prefetch_block(w + 36 * p, 36);                                                        \
-      acc[p & 1] = step(w + 36 * p, 1, a, p, acc[p & 1]);                                    \
-    }                                                                                        \
-    if (nb & 1) acc[p & 1] = step(w + 36 * p, 0, a, p, acc[p & 1]);                          \
-    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));                                           \
-  }
+/* A decode step's two streams of W (the driver's pair_dot_fn: rows n and
+ * n + h of a part) are prefetched PF_L2 bytes ahead into L2, as the 512-bit
+ * entries do (qmatmul_avx512.h): with one stream and prefetcht0 3 KB ahead
+ * q4_0 / q8_0 ran well below the triad on AVX-512 hosts. One prefetch per
+ * line: only a block in which a line of the far stream begins issues one. */
+enum { PF_L2 = 16384 };
+AVX2_INLINE void prefetch_l2_block(const uint8_t *x, int64_t bb) {
+  const char *p = (const char *)x + PF_L2;
+  if (((uintptr_t)p & 63) < (uintptr_t)bb) _mm_prefetch(p, _MM_HINT_T2);
+}
 
-/* q8_0: two chains of 8 f32 lanes (blocks alternating) */
-#define LANES_DOT(name, fn_attr, BB, block)                                                   \
-  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+/* q4_0 (P rows of W: one, or a decode step's two streams): per row two
+ * chains of 8 f32 lanes (pairs of blocks alternating) */
+#define PAIRS_DOT(name, fn_attr, inline_attr, step)                                           \
+  inline_attr void rows_##name(const uint8_t *const *w, int P, int64_t nb, const lhs_row *a, \
+                               float *out) {                                                 \
+    __m256 acc[2][2];                                                                        \
+    for (int r = 0; r < P; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                 \
+    int64_t p = 0;                                                                           \
+    for (; 2 * p + 2 <= nb; p++)                                                             \
+      for (int r = 0; r < P; r++) {                                                          \
+        if (P == 1) prefetch_block(w[r] + 36 * p, 36);                                       \
+        else prefetch_l2_block(w[r] + 36 * p, 36);                                           \
+        acc[r][p & 1] = step(w[r] + 36 * p, 1, a, p, acc[r][p & 1]);                         \
+      }                                                                                      \
+    for (int r = 0; (nb & 1) && r < P; r++)                                                  \
+      acc[r][p & 1] = step(w[r] + 36 * p, 0, a, p, acc[r][p & 1]);                           \
+    for (int r = 0; r < P; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));       \
+  }                                                                                          \
+  ROWS_DOTS(name, fn_attr)
+
+/* q8_0 (P rows of W as above): per row two chains of 8 f32 lanes (blocks
+ * alternating) */
+#define LANES_DOT(name, fn_attr, inline_attr, BB, block)                                      \
+  inline_attr void rows_##name(const uint8_t *const *w, int P, int64_t nb, const lhs_row *a, \
+                               float *out) {                                                 \
     const int8_t *q = a->q;                                                                  \
     const float *d = a->d;                                                                   \
-    __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};                              \
-    for (int64_t b = 0; b < nb; b++) {                                                       \
-      prefetch_block(w + (BB) * b, BB);                                                      \
-      acc[b & 1] = block(w + (BB) * b, q + 32 * b, d[b], acc[b & 1]);                         \
-    }                                                                                        \
-    return hsum_ps(_mm256_add_ps(acc[0], acc[1]));                                           \
+    __m256 acc[2][2];                                                                        \
+    for (int r = 0; r < P; r++) acc[r][0] = acc[r][1] = _mm256_setzero_ps();                 \
+    for (int64_t b = 0; b < nb; b++)                                                         \
+      for (int r = 0; r < P; r++) {                                                          \
+        if (P == 1) prefetch_block(w[r] + (BB) * b, BB);                                     \
+        else prefetch_l2_block(w[r] + (BB) * b, BB);                                         \
+        acc[r][b & 1] = block(w[r] + (BB) * b, q + 32 * b, d[b], acc[r][b & 1]);              \
+      }                                                                                      \
+    for (int r = 0; r < P; r++) out[r] = hsum_ps(_mm256_add_ps(acc[r][0], acc[r][1]));       \
+  }                                                                                          \
+  ROWS_DOTS(name, fn_attr)
+
+/* dot_NAME (one row of W) and dot2_NAME (two) over rows_NAME, P constant in
+ * each: every row's terms added in the same order either way */
+#define ROWS_DOTS(name, fn_attr)                                                             \
+  fn_attr static float dot_##name(const uint8_t *w, int64_t nb, const lhs_row *a) {          \
+    float out;                                                                               \
+    rows_##name(&w, 1, nb, a, &out);                                                         \
+    return out;                                                                              \
+  }                                                                                          \
+  fn_attr static void dot2_##name(const uint8_t *w0, const uint8_t *w1, int64_t nb,          \
+                                  const lhs_row *a, float *out) {                            \
+    const uint8_t *w[2] = {w0, w1};                                                          \
+    rows_##name(w, 2, nb, a, out);                                                           \
   }
 
 /* the K-quants: one f32 chain of block terms, as the generic path */
@@ -443,21 +482,22 @@ AVX2_INLINE void prefetch_block(const uint8_t *x, int64_t bb) {
     return s;                                                                                \
   }
 
-PAIRS_DOT(q4_0_avx2, AVX2_FN, step_q4_0_avx2)
-LANES_DOT(q8_0_avx2, AVX2_FN, 34, block_q8_0)
-PAIRS_DOT(q4_0_avxvnni, VNNI_FN, step_q4_0_vnni)
-LANES_DOT(q8_0_avxvnni, VNNI_FN, 34, block_q8_0_vnni)
+PAIRS_DOT(q4_0_avx2, AVX2_FN, AVX2_INLINE, step_q4_0_avx2)
+LANES_DOT(q8_0_avx2, AVX2_FN, AVX2_INLINE, 34, block_q8_0)
+PAIRS_DOT(q4_0_avxvnni, VNNI_FN, VNNI_INLINE, step_q4_0_vnni)
+LANES_DOT(q8_0_avxvnni, VNNI_FN, VNNI_INLINE, 34, block_q8_0_vnni)
 AVX2_TERMS(q4_k_avx2, 144, block_k45(x, qa, bsb, d[b], 0))
 AVX2_TERMS(q5_k_avx2, 176, block_k45(x, qa, bsb, d[b], 1))
 AVX2_TERMS(q6_k_avx2, 210, block_q6_k(x, qa, bsb, d[b]))
 
-QMATMUL_PACKED_ENTRY(q4_0_avx2, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx2)
-QMATMUL_ENTRY(q8_0_avx2, QB_Q8_0, dot_q8_0_avx2)
+QMATMUL_ROWS_ENTRY(q4_0_avx2, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avx2, 0, dot2_q4_0_avx2)
+QMATMUL_ROWS_ENTRY(q8_0_avx2, QB_Q8_0, pack_q8_0, dot_q8_0_avx2, 0, dot2_q8_0_avx2)
 QMATMUL_ENTRY(q4_k_avx2, QB_Q4_K, dot_q4_k_avx2)
 QMATMUL_ENTRY(q5_k_avx2, QB_Q5_K, dot_q5_k_avx2)
 QMATMUL_ENTRY(q6_k_avx2, QB_Q6_K, dot_q6_k_avx2)
-QMATMUL_PACKED_ENTRY(q4_0_avxvnni, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avxvnni)
-QMATMUL_ENTRY(q8_0_avxvnni, QB_Q8_0, dot_q8_0_avxvnni)
+QMATMUL_ROWS_ENTRY(q4_0_avxvnni, QB_Q4_0, pack_q4_0_lanes, dot_q4_0_avxvnni, 0,
+                   dot2_q4_0_avxvnni)
+QMATMUL_ROWS_ENTRY(q8_0_avxvnni, QB_Q8_0, pack_q8_0, dot_q8_0_avxvnni, 0, dot2_q8_0_avxvnni)
 QMATMUL_ENTRY(q4_k_avxvnni, QB_Q4_K, dot_q4_k_avx2)
 QMATMUL_ENTRY(q5_k_avxvnni, QB_Q5_K, dot_q5_k_avx2)
 QMATMUL_ENTRY(q6_k_avxvnni, QB_Q6_K, dot_q6_k_avx2)

@@ -110,38 +110,45 @@ Test(matmul_integer, one_dimensional_operands) {
   ORACLE_ASSERT(&c);
 }
 
-/* b a weight (bound, packed once at bind where the host has AVX512-VNNI)
- * and a constant (packed at compile): the prepacked kernel against the
- * interpreter, with a scalar a and a per-column b zero point and K not a
- * multiple of 4 */
-static void prepacked_cases(const char *kernel) {
+/* b a weight (bound, packed once at bind for every kernel but the generic
+ * one) and a constant (packed at compile): the prepacked kernel against the
+ * interpreter, with a scalar a and a per-column b zero point, K not a
+ * multiple of 4 and N not one of the 64-column panels: b [k, n] with the
+ * given bindings of m (decode steps of 1 to 4 rows stream b panel by
+ * panel, K blocks of 512 in turn) */
+static void prepacked_shape(const char *kernel, int k, int n, const char *bindings) {
   const char *pairs[][2] = {{"ui8", "si8"}, {"si8", "ui8"}, {"si8", "si8"}, {"ui8", "ui8"}};
   for (int p = 0; p < 4; p++) {
-    char text[2048], label[64];
+    char text[2048], label[96];
     snprintf(text, sizeof text,
-             "mo.graph @w<m>(%%a: !mo.tensor<[m, 203], %s>, %%zb: !mo.tensor<[130], %s>, "
+             "mo.graph @w<m>(%%a: !mo.tensor<[m, %d], %s>, %%zb: !mo.tensor<[%d], %s>, "
              "%%s: !mo.tensor<[m, 2], %s>) -> "
-             "(!mo.tensor<[m, 130], si32>, !mo.tensor<[m, 3], si32>) {\n"
-             "  %%b = mo.constant.external {name = \"w\"} : !mo.tensor<[203, 130], %s>\n"
+             "(!mo.tensor<[m, %d], si32>, !mo.tensor<[m, 3], si32>) {\n"
+             "  %%b = mo.constant.external {name = \"w\"} : !mo.tensor<[%d, %d], %s>\n"
              "  %%za = mo.constant {value = #M.dense_array<3> : tensor<%s>} : !mo.tensor<[], %s>\n"
-             "  %%y = mo.matmul.integer(%%a, %%b, %%za, %%zb) : (!mo.tensor<[m, 203], %s>, "
-             "!mo.tensor<[203, 130], %s>, !mo.tensor<[], %s>, !mo.tensor<[130], %s>) -> "
-             "!mo.tensor<[m, 130], si32>\n"
+             "  %%y = mo.matmul.integer(%%a, %%b, %%za, %%zb) : (!mo.tensor<[m, %d], %s>, "
+             "!mo.tensor<[%d, %d], %s>, !mo.tensor<[], %s>, !mo.tensor<[%d], %s>) -> "
+             "!mo.tensor<[m, %d], si32>\n"
              "  %%c = mo.constant {value = #M.dense_array<1, 2, 3, 4, 5, 6> : tensor<2x3x%s>} : "
              "!mo.tensor<[2, 3], %s>\n"
              "  %%z = mo.matmul.integer(%%s, %%c) : (!mo.tensor<[m, 2], %s>, "
              "!mo.tensor<[2, 3], %s>) -> !mo.tensor<[m, 3], si32>\n"
-             "  mo.output %%y, %%z : !mo.tensor<[m, 130], si32>, !mo.tensor<[m, 3], si32>\n}\n",
-             pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][0],
-             pairs[p][0], pairs[p][1], pairs[p][0], pairs[p][1], pairs[p][1], pairs[p][1],
-             pairs[p][0], pairs[p][1]);
-    snprintf(label, sizeof label, "matmul.integer prepacked %s x %s, %s kernel", pairs[p][0],
-             pairs[p][1], kernel);
+             "  mo.output %%y, %%z : !mo.tensor<[m, %d], si32>, !mo.tensor<[m, 3], si32>\n}\n",
+             k, pairs[p][0], n, pairs[p][1], pairs[p][0], n, k, n, pairs[p][1], pairs[p][0],
+             pairs[p][0], k, pairs[p][0], k, n, pairs[p][1], pairs[p][0], n, pairs[p][1], n,
+             pairs[p][1], pairs[p][1], pairs[p][0], pairs[p][1], n);
+    snprintf(label, sizeof label, "matmul.integer prepacked %s x %s [%d, %d], %s kernel",
+             pairs[p][0], pairs[p][1], k, n, kernel);
     oracle_gen g[] = {range_of(pairs[p][0]), range_of(pairs[p][1]), range_of(pairs[p][0])};
-    oracle_case c = {.label = label, .mlir = text, .bindings = "m=1;m=7;m=40", .seed = 50u + p,
+    oracle_case c = {.label = label, .mlir = text, .bindings = bindings, .seed = 50u + p,
                      .gens = g, .ngens = 3, .wgen = range_of(pairs[p][1])};
     ORACLE_ASSERT(&c);
   }
+}
+
+static void prepacked_cases(const char *kernel) {
+  prepacked_shape(kernel, 203, 130, "m=1;m=7;m=40");
+  prepacked_shape(kernel, 1030, 200, "m=1;m=2;m=3;m=4");
 }
 
 Test(matmul_integer, constant_and_weight_b_read_prepacked) {
