@@ -76,8 +76,8 @@ static const char *STAY =
     T("6, 8", "f32") ") -> " T("4, 3", "f32") "\n"
     "  %p = mo.matmul(%y, %a) : (" T("n, 4", "f32") ", " T("4, 3", "f32") ") -> "
     T("n, 3", "f32") "\n"
-    "  %s = mo.slice_tensor(%x) {start = [1, 2], step = [1, 1], stop = [5, 6]} : (" T("6, 8", "f32") ") -> "
-    T("4, 4", "f32") "\n"
+    "  %s = mo.slice_tensor(%x) {start = [1, 2], step = [1, 1], stop = [5, 6]} : ("
+    T("6, 8", "f32") ") -> " T("4, 4", "f32") "\n"
     "  %sw = mo.matmul(%s, %w) : (" T("4, 4", "f32") ", " T("4, 4", "f32") ") -> "
     T("4, 4", "f32") "\n"
     "  %ss = mo.add(%sw, %s) : " T("4, 4", "f32") "\n"
@@ -176,20 +176,25 @@ Test(slice_gemm, slices_a_gemm_cannot_read_in_place_stay_kernels) {
   ORACLE_ASSERT(&c);
 }
 
+/* Scores %<scores> = q k^T over k = kc[:stop] (data bounds, so t is read
+ * from %stop), for graphs with inputs %q [3, 16], %kc [40, 16], %stop. */
+#define QK_OVER_CACHE(scores)                                                                  \
+  ORACLE_CONST("z", "si64", "1", "1x", "0")                                                    \
+  ORACLE_CONST("one", "si64", "1", "1x", "1")                                                  \
+  "  %k = mo.slice_tensor(%kc, %z, %stop, %one) : (" T("40, 16", "f32") ", " T("1", "si64")    \
+  ", " T("1", "si64") ", " T("1", "si64") ") -> " T("t, 16", "f32") "\n"                       \
+  "  %kt = mo.transpose(%k) {axis_1 = 1, axis_2 = 0} : (" T("t, 16", "f32") ") -> "           \
+  T("16, t", "f32") "\n"                                                                       \
+  "  %" scores " = mo.matmul(%q, %kt) : (" T("3, 16", "f32") ", " T("16, t", "f32") ") -> "   \
+  T("3, t", "f32") "\n"
+
 /* t is read only by the fused slice; a second input of length t must agree
  * with it, so a stop that disagrees is an error naming the slice on both
  * sides (the fused slice's read still runs before the graph). */
 static const char *ONLY_READER =
     "mo.graph @only<t>(%q: " T("3, 16", "f32") ", %kc: " T("40, 16", "f32") ", %stop: "
     T("1", "si64") ", %m: " T("t", "f32") ") -> (" T("3, t", "f32") ") {\n"
-    ORACLE_CONST("z", "si64", "1", "1x", "0")
-    ORACLE_CONST("one", "si64", "1", "1x", "1")
-    "  %k = mo.slice_tensor(%kc, %z, %stop, %one) : (" T("40, 16", "f32") ", " T("1", "si64")
-    ", " T("1", "si64") ", " T("1", "si64") ") -> " T("t, 16", "f32") "\n"
-    "  %kt = mo.transpose(%k) {axis_1 = 1, axis_2 = 0} : (" T("t, 16", "f32") ") -> "
-    T("16, t", "f32") "\n"
-    "  %s = mo.matmul(%q, %kt) : (" T("3, 16", "f32") ", " T("16, t", "f32") ") -> "
-    T("3, t", "f32") "\n"
+    QK_OVER_CACHE("s")
     "  %o = mo.add(%s, %m) : " T("3, t", "f32") "\n"
     "  mo.output %o : " T("3, t", "f32") "\n}\n";
 
@@ -312,14 +317,7 @@ static const char *MIXED =
     "  %e = mo.add(%s, %bias) : (" T("m, 8", "f32") ", " T("8", "f32") ") -> " T("m, 8", "f32")
     "\n"
     "  %r = mo.relu(%e) : " T("m, 8", "f32") "\n"
-    ORACLE_CONST("z", "si64", "1", "1x", "0")
-    ORACLE_CONST("one", "si64", "1", "1x", "1")
-    "  %k = mo.slice_tensor(%kc, %z, %stop, %one) : (" T("40, 16", "f32") ", " T("1", "si64")
-    ", " T("1", "si64") ", " T("1", "si64") ") -> " T("t, 16", "f32") "\n"
-    "  %kt = mo.transpose(%k) {axis_1 = 1, axis_2 = 0} : (" T("t, 16", "f32") ") -> "
-    T("16, t", "f32") "\n"
-    "  %sc = mo.matmul(%q, %kt) : (" T("3, 16", "f32") ", " T("16, t", "f32") ") -> "
-    T("3, t", "f32") "\n"
+    QK_OVER_CACHE("sc")
     "  %kk = mo.mul(%k, %k) : " T("t, 16", "f32") "\n"
     "  mo.output %p, %r, %sc, %kk : " T("m, 5", "f32") ", " T("m, 8", "f32") ", "
     T("3, t", "f32") ", " T("t, 16", "f32") "\n}\n";
