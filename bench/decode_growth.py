@@ -48,7 +48,8 @@ usage: python3 bench/decode_growth.py [--steps 512] [--rounds 5] [--every 16]
   --tsv: also print M / R lines (bench_chain's format) for bench/report.py.
   --why: per policy, the slow steps (> 1.2 x their bucket's median in their round) and what
          happened on them: a plan on the request path, an arena grown, a swap to a variant,
-         a background compile queued or running (print_why).
+         a background compile queued or running, a plan made ahead by the prepare thread
+         (print_why).
 Exit status: 0 when every generation gave the same tokens under both
 policies (whether the goal is met or not), 1 otherwise.
 """
@@ -58,6 +59,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -74,13 +76,31 @@ from kiln.driver import CPU  # noqa: E402
 from kiln.engine import Bucket, InferenceSession, SpecializePolicy  # noqa: E402
 
 PROMPT = [1, 7, 3, 12, 5]
-COUNTER_VARIANTS_LIVE, COUNTER_VARIANTS_BUILT, COUNTER_VARIANTS_EVICTED = 2, 3, 4  # kiln_counter
-COUNTER_COMPILES = 8
-COUNTER_SPEC_AHEAD = 29  # kiln_counter: variants specialized ahead of a growing dim
+
+
+def kiln_counters() -> dict:
+    """kiln_counter's values by name (HITS, PLANS, ...), read from the enum in
+    include/kiln/runtime.h: numbers written here went stale once a counter was
+    inserted before others (--why then read SPEC_SKIPPED as plans and
+    PLANS_AHEAD as arena grows)."""
+    path = os.path.join(HERE, "..", "include", "kiln", "runtime.h")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    body = text[text.index("typedef enum kiln_counter {"):text.index("} kiln_counter;")]
+    names = re.findall(r"^\s*KILN_COUNTER_([A-Z0-9_]+)\b", body, re.M)
+    return {n: i for i, n in enumerate(names)}
+
+
+_C = kiln_counters()
+COUNTER_VARIANTS_LIVE, COUNTER_VARIANTS_BUILT = _C["VARIANTS_LIVE"], _C["VARIANTS_BUILT"]
+COUNTER_VARIANTS_EVICTED, COUNTER_COMPILES = _C["VARIANTS_EVICTED"], _C["COMPILES"]
+COUNTER_SPEC_AHEAD = _C["SPEC_AHEAD"]  # variants specialized ahead of a growing dim
 # per step (--why): what happened on it
-COUNTER_HITS, COUNTER_PENDING = 0, 13
-COUNTER_PLANS, COUNTER_PLANS_AHEAD, COUNTER_ARENA_GROWS = 30, 31, 32
-WHY_COUNTERS = (COUNTER_HITS, COUNTER_PLANS, COUNTER_ARENA_GROWS, COUNTER_PENDING, COUNTER_COMPILES)
+COUNTER_HITS, COUNTER_PENDING = _C["HITS"], _C["ASYNC_PENDING"]
+COUNTER_PLANS, COUNTER_PLANS_AHEAD = _C["PLANS"], _C["PLANS_AHEAD"]
+COUNTER_ARENA_GROWS = _C["ARENA_GROWS"]
+WHY_COUNTERS = (COUNTER_HITS, COUNTER_PLANS, COUNTER_ARENA_GROWS, COUNTER_PENDING, COUNTER_COMPILES,
+                COUNTER_PLANS_AHEAD)
 
 
 def bucket_of(total: int, bucket: str) -> int:
@@ -128,7 +148,8 @@ def step_events(marks: list, buckets: list) -> list:
     execute placed its intermediates: no cached plan fitted), 'arena' (it allocated a larger
     arena block), 'swap' (its first execute on a variant: after generic ones, or the first
     of a new bucket), 'compile' (a background compile was queued or running, or a kernel
-    was compiled)."""
+    was compiled), 'prep' (the prepare thread planned a bucket ahead, and maybe faulted in
+    its arena, meanwhile)."""
     out, prev_hit, prev_bucket = [], False, None
     for a, b, bk in zip(marks, marks[1:], buckets):
         hit = b[0] > a[0]
@@ -141,6 +162,8 @@ def step_events(marks: list, buckets: list) -> list:
             ev.add("swap")
         if a[3] > 0 or b[3] > 0 or b[4] > a[4]:
             ev.add("compile")
+        if b[5] > a[5]:
+            ev.add("prep")
         prev_hit, prev_bucket = hit, bk
         out.append(ev)
     return out
@@ -212,7 +235,7 @@ def local_ratios(times: list, idx: list, every: int) -> list:
     return [times[i] / statistics.median(times[max(0, i - h):i + h]) for i in idx]
 
 
-WHY = ("plan", "arena", "swap", "compile")
+WHY = ("plan", "arena", "swap", "compile", "prep")
 
 
 def print_why(runs: dict, policies: tuple, after: list, bucket: str) -> None:

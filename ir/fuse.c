@@ -23,9 +23,16 @@
  *     elementwise producers join it as above (a prologue computing its
  *     operand), a matmul never does;
  *   - with IR_FUSE_SLICE_OPERANDS, slices read in place: a matmul takes
- *     in the slices it alone reads with step 1 on the last axis (and is a
- *     group root of its own for them), a group without a matmul the slices
- *     only its elementwise members read; the body lists them first;
+ *     in the slices it reads with step 1 on the last axis that no other
+ *     member reads (and is a group root of its own for them), a group
+ *     without a matmul the slices its elementwise members read; the body
+ *     lists them first. A slice is no member like the others: every group
+ *     reading it may take it in (each body gets its own copy, so rotary
+ *     halves read by two groups, or a slice read by a GEMM and by an
+ *     elementwise group, are read where they lie), and it leaves g only
+ *     when groups took in all its uses; otherwise it stays a kernel for
+ *     the readers left, and the groups that took it still read its operand
+ *     in place;
  *   - a group of one node is left alone; a group stops growing at
  *     IR_FUSE_MAX_NODES nodes (the rest of a longer chain forms groups of
  *     its own), so no kernel, and no LLVM function, grows with the graph;
@@ -119,13 +126,22 @@ static bool gemm_node(const ir_node *n) {
   return t == IR_DT_F32 || t == IR_DT_F64;
 }
 
+/* A slice some group takes in (read in place): one entry per group and slice. */
+typedef struct slice_take {
+  int gid, node;
+} slice_take;
+
 typedef struct fuse_ctx {
   ir_graph *g;
   unsigned flags;
   int *uses;       /* by value id: operand slots that read it */
   bool *is_output; /* by value id */
-  int *group;      /* by node id: group number, -1 when in none */
+  int *group;      /* by node id: the one group owning it, -1 when none (a slice has none) */
   int *members;    /* scratch: the group being grown (node ids) */
+  int *mark;       /* by node id: the last group that took it in, -1 when none */
+  int *taken;      /* by value id: the slots of a slice's result that groups read in place */
+  slice_take *takes; /* every group's slices, in group order */
+  int ntakes;
 } fuse_ctx;
 
 /* Uses of v by the first n members. */
@@ -153,8 +169,7 @@ static bool inputs_fit(const fuse_ctx *c, int n, const ir_node *p) {
     for (int j = 0; j < m->nin; j++) {
       const ir_value *v = m->in[j];
       const ir_node *d = v->def;
-      bool inside = d && (d == p || (c->group[d->id] >= 0 && c->group[d->id] ==
-                                                             c->group[c->members[0]]));
+      bool inside = d && (d == p || c->mark[d->id] == c->mark[c->members[0]]);
       for (int k = 0; !inside && k < ns; k++) inside = seen[k] == v;
       if (inside) continue;
       if (ns == IR_FUSE_MAX_INPUTS) return false;
@@ -171,20 +186,28 @@ static bool reads_value(const ir_node *n, const ir_value *v) {
   return false;
 }
 
-/* Whether an operand of n is computed by a member of group gid. */
-static bool reads_member(const fuse_ctx *c, const ir_node *n, int gid) {
-  for (int j = 0; j < n->nin; j++)
-    if (n->in[j]->def && c->group[n->in[j]->def->id] == gid) return true;
+/* Whether an operand of n is computed by a member of group gid (only
+ * slices when slices_only). */
+static bool reads_member(const fuse_ctx *c, const ir_node *n, int gid, bool slices_only) {
+  for (int j = 0; j < n->nin; j++) {
+    const ir_node *d = n->in[j]->def;
+    if (d && c->mark[d->id] == gid && (!slices_only || ir_node_is_slice(d))) return true;
+  }
   return false;
 }
 
-/* The slice producing operand v of matmul mm that mm may read in place
- * (IR_FUSE_SLICE_OPERANDS): mm its only reader, no graph output, same
- * dtype, rows contiguous; NULL when there is none. */
+/* A slice that groups may take in (IR_FUSE_SLICE_OPERANDS): one result,
+ * no graph output; other groups may take it too. */
+static bool slice_takeable(const fuse_ctx *c, const ir_node *p) {
+  return (c->flags & IR_FUSE_SLICE_OPERANDS) && p && ir_node_is_slice(p) && p->nout == 1 &&
+         !c->is_output[p->out[0]->id];
+}
+
+/* The slice producing operand v of a matmul that the matmul may read in
+ * place: same dtype, rows contiguous; NULL when there is none. */
 static const ir_node *slice_operand(const fuse_ctx *c, const ir_value *v) {
   const ir_node *p = v->def;
-  if (!(c->flags & IR_FUSE_SLICE_OPERANDS) || !p || !ir_node_is_slice(p) || p->nout != 1) return NULL;
-  if (c->group[p->id] >= 0 || c->is_output[v->id] || c->uses[v->id] != 1) return NULL;
+  if (!slice_takeable(c, p)) return NULL;
   if (v->type.rank < 2 || p->in[0]->type.dtype != v->type.dtype) return NULL;
   return slice_rows_contiguous(p) ? p : NULL;
 }
@@ -202,17 +225,35 @@ static bool slice_gemm_root(const fuse_ctx *c, const ir_node *n) {
   return slice_operand(c, n->in[0]) || slice_operand(c, n->in[1]);
 }
 
-/* Add the slices matmul mm reads in place to the group (n members so far);
- * returns the new count. */
+/* Add the slices matmul mm reads in place to the group (n members so far):
+ * those no other member reads (the matmul's value is the only one the
+ * epilogue sees of them); returns the new count. */
 static int add_slice_operands(fuse_ctx *c, int n, const ir_node *mm, int gid) {
   if (!gemm_same_dtypes(mm)) return n;
   for (int j = 0; j < 2 && n < IR_FUSE_MAX_NODES; j++) {
-    const ir_node *p = slice_operand(c, mm->in[j]);
-    if (!p || !inputs_fit(c, n, p)) continue;
-    c->group[p->id] = gid;
+    const ir_value *v = mm->in[j];
+    const ir_node *p = slice_operand(c, v);
+    int by_mm = (mm->in[0] == v) + (mm->in[1] == v);
+    if (!p || c->mark[p->id] == gid || member_uses(c, n, v) != by_mm || !inputs_fit(c, n, p))
+      continue;
+    c->mark[p->id] = gid;
     c->members[n++] = p->id;
   }
   return n;
+}
+
+/* Record the slices among the n members of group gid: the group reads them
+ * in place (in node order, so the body is the same however it grew). */
+static void record_takes(fuse_ctx *c, int n, int gid) {
+  int first = c->ntakes;
+  for (int i = 0; i < n; i++) {
+    const ir_node *p = c->g->nodes[c->members[i]];
+    if (!ir_node_is_slice(p)) continue;
+    c->taken[p->out[0]->id] += member_uses(c, n, p->out[0]);
+    int k = c->ntakes++;
+    for (; k > first && c->takes[k - 1].node > p->id; k--) c->takes[k] = c->takes[k - 1];
+    c->takes[k] = (slice_take){gid, p->id};
+  }
 }
 
 /* Grow the group of root node r (group number gid) into c->members; returns
@@ -226,7 +267,7 @@ static int grow(fuse_ctx *c, int r, int gid) {
   const ir_type *rt = &g->nodes[r]->out[0]->type;
   int n = 0;
   c->members[n++] = r;
-  c->group[r] = gid;
+  c->group[r] = c->mark[r] = gid;
   int mm = -1;                                  /* the matmul member */
   bool gemm_ok = !softmax_node(g->nodes[r]); /* a softmax takes none */
   if (g->nodes[r]->op == IR_OP_MATMUL) { /* a matmul reading slices in place */
@@ -245,10 +286,11 @@ static int grow(fuse_ctx *c, int r, int gid) {
         if (!p || c->group[p->id] >= 0 || c->is_output[v->id] || p->nout != 1) continue;
         if (!ir_type_same_shape(&v->type, rt) || member_uses(c, n, v) != c->uses[v->id]) continue;
         bool join = false;
-        if (ew_node(p)) { /* never a producer of the matmul's operands (they stay outside) */
-          join = mm < 0 || !reads_value(g->nodes[mm], v);
+        if (ew_node(p)) { /* never a producer of the matmul's operands (they stay outside),
+                           * nor a reader of the slices it takes in */
+          join = mm < 0 || (!reads_value(g->nodes[mm], v) && !reads_member(c, p, gid, true));
         } else if (gemm_ok && gemm_node(p) && mm < 0 && v->type.dtype == rt->dtype &&
-                   !reads_member(c, p, gid)) {
+                   !reads_member(c, p, gid, false)) {
           join = true;
           mm = p->id;
         }
@@ -256,7 +298,7 @@ static int grow(fuse_ctx *c, int r, int gid) {
           if (join && p->id == mm) mm = -1; /* the matmul stays out after all */
           continue;
         }
-        c->group[p->id] = gid;
+        c->group[p->id] = c->mark[p->id] = gid;
         c->members[n++] = p->id;
         changed = true;
         if (p->id == mm) n = add_slice_operands(c, n, p, gid);
@@ -265,20 +307,21 @@ static int grow(fuse_ctx *c, int r, int gid) {
   }
   /* slices the members read (not a matmul's, nor a softmax's own operand):
    * inputs read in place, not kernels of their own */
-  for (int i = 0; mm < 0 && (c->flags & IR_FUSE_SLICE_OPERANDS) && i < n; i++) {
+  for (int i = 0; mm < 0 && i < n; i++) {
     const ir_node *m = g->nodes[c->members[i]];
     if (ir_node_is_slice(m) || softmax_node(m)) continue;
     for (int j = 0; j < m->nin && n < IR_FUSE_MAX_NODES; j++) {
-      const ir_value *v = m->in[j];
-      const ir_node *p = v->def;
-      if (!p || !ir_node_is_slice(p) || p->nout != 1 || c->group[p->id] >= 0 || c->is_output[v->id])
-        continue;
-      if (member_uses(c, n, v) != c->uses[v->id] || !inputs_fit(c, n, p)) continue;
-      c->group[p->id] = gid;
+      const ir_node *p = m->in[j]->def;
+      if (!slice_takeable(c, p) || c->mark[p->id] == gid || !inputs_fit(c, n, p)) continue;
+      c->mark[p->id] = gid;
       c->members[n++] = p->id;
     }
   }
-  if (n < 2) c->group[r] = -1;
+  if (n < 2) {
+    c->group[r] = c->mark[r] = -1;
+    return n;
+  }
+  record_takes(c, n, gid);
   return n;
 }
 
@@ -303,7 +346,8 @@ typedef struct fused_group {
 } fused_group;
 
 /* Build the body and the mo.fused node of the group in members[0..n)
- * (in node order, a matmul first); bnode[member id] receives the body's copy of each member. */
+ * (in node order, a matmul first; c->mark is gid for each of them);
+ * bnode[member id] receives the body's copy of each member. */
 static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode,
                   ir_value **map) {
   ir_graph *g = c->g;
@@ -323,7 +367,7 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
     const ir_node *m = g->nodes[c->members[i]];
     for (int j = 0; j < m->nin; j++) {
       ir_value *v = m->in[j];
-      if (v->def && c->group[v->def->id] == gid) continue;
+      if (v->def && c->mark[v->def->id] == gid) continue;
       if (map[v->id]) continue;
       ir_type t;
       if (!clone_type(b->arena, &v->type, &t) || !(map[v->id] = ir_graph_add_input(b, v->name, &t)))
@@ -366,7 +410,9 @@ static bool build(fuse_ctx *c, int n, int gid, fused_group *out, ir_node **bnode
   return true;
 }
 
-/* Put the groups into g (cannot fail; keep: g->nvalues falses, scratch). */
+/* Put the groups into g (cannot fail; keep: g->nvalues falses, scratch):
+ * the nodes with c->group >= 0 leave it (ngroups: a slice every use of
+ * which a group took in), each group's mo.fused takes its root's place. */
 static void commit(fuse_ctx *c, fused_group *fg, int ngroups, ir_node **bnode, bool *keep) {
   ir_graph *g = c->g;
   for (int i = 0; i < g->nchecks; i++) {
@@ -406,18 +452,87 @@ static void commit(fuse_ctx *c, fused_group *fg, int ngroups, ir_node **bnode, b
   g->nvalues = nv;
 }
 
+/* The members of group k into c->members, ordered for its body: the slices
+ * it reads in place (c->takes[tk[k]..tk[k+1])), then a matmul, then the
+ * rest in node order (the exclusive members order[start[k]..start[k+1])):
+ * the matmul's other operands are all from outside, so the body stays in
+ * topological order, and every member after it may read its result (the
+ * SIMT lowering wants it so). Marks the slices as group k's (build reads
+ * c->mark). Returns the member count. */
+static int group_members(fuse_ctx *c, int k, const int *order, const int *start, const int *tk) {
+  int n = 0;
+  for (int t = tk[k]; t < tk[k + 1]; t++) {
+    c->members[n++] = c->takes[t].node;
+    c->mark[c->takes[t].node] = k;
+  }
+  int head = n;
+  for (int i = start[k]; i < start[k + 1]; i++) c->members[n++] = order[i];
+  for (int i = head + 1; i < n; i++)
+    if (c->g->nodes[c->members[i]]->op == IR_OP_MATMUL) {
+      int mm = c->members[i];
+      memmove(c->members + head + 1, c->members + head, (size_t)(i - head) * sizeof(int));
+      c->members[head] = mm;
+      break;
+    }
+  return n;
+}
+
+/* Bodies and mo.fused nodes of the ngroups groups into fg, in increasing
+ * root order (the order commit walks g); false on out of memory (fg's
+ * bodies freed). */
+static bool build_all(fuse_ctx *c, int ngroups, fused_group *fg, ir_node **bnode,
+                      ir_value **map) {
+  ir_graph *g = c->g;
+  int nn = g->nnodes;
+  int *start = calloc((size_t)ngroups + 2, sizeof *start);
+  int *cur = calloc((size_t)ngroups + 1, sizeof *cur);
+  int *tk = calloc((size_t)ngroups + 2, sizeof *tk);
+  int *order = malloc(((size_t)nn + 1) * sizeof *order);
+  bool ok = start && cur && tk && order;
+  if (ok) { /* exclusive members of each group in node order (counting sort by group) */
+    for (int i = 0; i < nn; i++)
+      if (c->group[i] >= 0) start[c->group[i] + 1]++;
+    for (int k = 0; k < ngroups; k++) start[k + 1] += start[k];
+    for (int i = 0; i < nn; i++)
+      if (c->group[i] >= 0) order[start[c->group[i]] + cur[c->group[i]]++] = i;
+    for (int t = 0; t < c->ntakes; t++) tk[c->takes[t].gid + 1]++; /* takes: in group order */
+    for (int k = 0; k < ngroups; k++) tk[k + 1] += tk[k];
+  }
+  for (int k = ngroups - 1, gi = 0; ok && k >= 0; k--, gi++) {
+    int n = group_members(c, k, order, start, tk);
+    ok = build(c, n, k, &fg[gi], bnode, map);
+    for (int i = 0; i < n; i++) { /* map back to empty for the next group */
+      const ir_node *m = g->nodes[c->members[i]];
+      for (int j = 0; j < m->nin; j++) map[m->in[j]->id] = NULL;
+      map[m->out[0]->id] = NULL;
+    }
+    if (!ok)
+      for (int j = 0; j <= gi; j++) ir_graph_free(fg[j].body);
+  }
+  free(start);
+  free(cur);
+  free(tk);
+  free(order);
+  return ok;
+}
+
 int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
   if (!g) return ir_diag_set(d, (ir_loc){0, 0}, "ir_graph_fuse: no graph");
-  int nv = g->nvalues, nn = g->nnodes;
+  int nv = g->nvalues, nn = g->nnodes, slots = 0;
+  for (int i = 0; i < nn; i++) slots += g->nodes[i]->nin;
   fuse_ctx c = {g, flags, calloc((size_t)nv + 1, sizeof(int)), calloc((size_t)nv + 1, sizeof(bool)),
-                malloc(((size_t)nn + 1) * sizeof(int)), malloc(((size_t)nn + 1) * sizeof(int))};
+                malloc(((size_t)nn + 1) * sizeof(int)), malloc(((size_t)nn + 1) * sizeof(int)),
+                malloc(((size_t)nn + 1) * sizeof(int)), calloc((size_t)nv + 1, sizeof(int)),
+                malloc(((size_t)slots + 1) * sizeof(slice_take)), 0};
   fused_group *fg = calloc((size_t)nn + 1, sizeof *fg);
   ir_node **bnode = calloc((size_t)nn + 1, sizeof *bnode);
   ir_value **map = calloc((size_t)nv + 1, sizeof *map);
   int ngroups = 0, rc = -1;
-  if (!c.uses || !c.is_output || !c.group || !c.members || !fg || !bnode || !map) goto done;
+  if (!c.uses || !c.is_output || !c.group || !c.members || !c.mark || !c.taken || !c.takes ||
+      !fg || !bnode || !map)
+    goto done;
   for (int i = 0; i < nn; i++) {
-    c.group[i] = -1;
+    c.group[i] = c.mark[i] = -1;
     for (int j = 0; j < g->nodes[i]->nin; j++) c.uses[g->nodes[i]->in[j]->id]++;
   }
   for (int i = 0; i < g->noutputs; i++) c.is_output[g->outputs[i]->id] = true;
@@ -429,63 +544,17 @@ int ir_graph_fuse(ir_graph *g, unsigned flags, ir_diag *d) {
     if (!root && !slice_gemm_root(&c, g->nodes[i])) continue;
     if (grow(&c, i, ngroups) >= 2) ngroups++;
   }
-  /* members of each group in node order (counting sort by group) */
-  int *start = calloc((size_t)ngroups + 2, sizeof *start);
-  int *cur = calloc((size_t)ngroups + 1, sizeof *cur);
-  int *order = malloc(((size_t)nn + 1) * sizeof *order);
-  if (!start || !cur || !order) {
-    free(start);
-    free(cur);
-    free(order);
-    goto done;
-  }
-  for (int i = 0; i < nn; i++)
-    if (c.group[i] >= 0) start[c.group[i] + 1]++;
-  for (int k = 0; k < ngroups; k++) start[k + 1] += start[k];
-  for (int i = 0; i < nn; i++)
-    if (c.group[i] >= 0) order[start[c.group[i]] + cur[c.group[i]]++] = i;
-  free(cur);
-  /* bodies, in increasing root order (the order commit walks g) */
-  for (int k = ngroups - 1, gi = 0; k >= 0; k--, gi++) {
-    int n = start[k + 1] - start[k];
-    memcpy(c.members, order + start[k], (size_t)n * sizeof(int));
-    /* the slices a matmul reads in place, then the matmul, then its
-     * epilogue: the matmul's other operands are all from outside, so the
-     * body stays in topological order, and every member after it may read
-     * its result (the SIMT lowering wants it so) */
-    int head = 0;
-    for (int i = 0; i < n; i++)
-      if (ir_node_is_slice(g->nodes[c.members[i]])) {
-        int s = c.members[i];
-        memmove(c.members + head + 1, c.members + head, (size_t)(i - head) * sizeof(int));
-        c.members[head++] = s;
-      }
-    for (int i = head + 1; i < n; i++)
-      if (g->nodes[c.members[i]]->op == IR_OP_MATMUL) {
-        int mm = c.members[i];
-        memmove(c.members + head + 1, c.members + head, (size_t)(i - head) * sizeof(int));
-        c.members[head] = mm;
-        break;
-      }
-    bool ok = build(&c, n, k, &fg[gi], bnode, map);
-    for (int i = 0; i < n; i++) { /* map back to empty for the next group */
-      const ir_node *m = g->nodes[c.members[i]];
-      for (int j = 0; j < m->nin; j++) map[m->in[j]->id] = NULL;
-      map[m->out[0]->id] = NULL;
-    }
-    if (!ok) {
-      for (int j = 0; j <= gi; j++) ir_graph_free(fg[j].body);
-      free(start);
-      free(order);
-      goto done;
-    }
-  }
-  free(start);
-  free(order);
+  if (!build_all(&c, ngroups, fg, bnode, map)) goto done;
   bool *keep = calloc((size_t)nv + 1, sizeof *keep);
   if (!keep) {
     for (int j = 0; j < ngroups; j++) ir_graph_free(fg[j].body);
     goto done;
+  }
+  /* a slice whose every use a group took in leaves g with the members
+   * (its run-time checks then point at one of its body copies) */
+  for (int t = 0; t < c.ntakes; t++) {
+    const ir_value *v = g->nodes[c.takes[t].node]->out[0];
+    if (c.taken[v->id] == c.uses[v->id]) c.group[c.takes[t].node] = ngroups;
   }
   commit(&c, fg, ngroups, bnode, keep);
   free(keep);
@@ -497,6 +566,9 @@ done:
   free(c.is_output);
   free(c.group);
   free(c.members);
+  free(c.mark);
+  free(c.taken);
+  free(c.takes);
   free(fg);
   free(bnode);
   free(map);

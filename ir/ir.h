@@ -464,12 +464,15 @@ enum {
  *     produces the group's operand (the matmul then stays alone);
  *   - with IR_FUSE_SLICE_OPERANDS, slices read in place: an f32 / f64
  *     mo.matmul (alone or with its epilogue) takes in each operand that is
- *     a mo.slice_tensor used by it alone whose last axis has step 1
+ *     a mo.slice_tensor no other member reads whose last axis has step 1
  *     (attributes, or data bounds whose step and axes are constants): the
  *     GEMM reads the rows where they lie (a decoder's KV cache[:, :total]
- *     is never copied); a group without a matmul takes in the slices only
- *     its elementwise members read (any steps), read through their strides.
- *     The body lists such slices first.
+ *     is never copied); a group without a matmul takes in the slices its
+ *     elementwise members read (any steps), read through their strides.
+ *     The body lists such slices first. Every group reading a slice may
+ *     take it in (each body holds its own copy: rotary halves read by two
+ *     groups); the slice leaves g when groups took in all its uses, else
+ *     it stays a kernel for the other readers.
  * A group has at least two nodes, at most IR_FUSE_MAX_NODES, reads at most
  * IR_FUSE_MAX_INPUTS values from outside (the kernels' buffer limit: a wider
  * group is cut the same way), and one result (its last node's): a longer

@@ -176,6 +176,8 @@ struct kiln_model {
   /* ---- execute (execute.c) ---- */
   _Atomic(void *) exec_scratch; /* one execute's scratch block kept for the next, or NULL */
   _Atomic(char *) exec_arena;   /* one execute's arena block kept for the next, or NULL */
+  _Atomic size_t exec_arena_taken; /* the capacity of the block the last execute took (a
+                                     * reserve no larger waits for it to come back) */
   struct rt_wsrc *wsrc; /* the graph's weight source, bound at compile; a reference, or NULL */
   /* ---- profile (observe.c): per-node counters, NULL for device models ---- */
   struct rt_profile *prof;

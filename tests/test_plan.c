@@ -658,6 +658,41 @@ Test(model, a_prepared_plan_serves_the_bindings_that_fit) {
   case_close(&c);
 }
 
+/* The arena block an execute takes: exact the first time; once outgrown,
+ * replaced by one half as large again (a growing dim then allocates every
+ * ~50% of growth); and a reserve no larger than the block an execute holds
+ * (it comes back to the model after the execute) allocates nothing. */
+Test(model, an_outgrown_arena_block_grows_with_room_and_reserves_see_the_held_one) {
+  run_case c;
+  const int64_t first[] = {1};
+  case_open(&c, chain_graph(12), first, 1, 9);
+  size_t off[256];
+  kiln_tensor *outs[8];
+  set_rows(&c, 8, 1);
+  execute(&c, c.m, outs, true);
+  kiln_tensor_free(outs[0]);
+  char *kept = atomic_load(&c.m->exec_arena);
+  cr_assert_not_null(kept);
+  cr_expect_eq(*(size_t *)kept, plan_total(&c, 8, off), "the first block is exact");
+  set_rows(&c, 300, 2);
+  execute(&c, c.m, outs, true);
+  kiln_tensor_free(outs[0]);
+  kept = atomic_load(&c.m->exec_arena);
+  size_t t300 = plan_total(&c, 300, off);
+  cr_expect_eq(*(size_t *)kept, t300 + t300 / 2, "an outgrown block: half as large again");
+  /* as an execute holds it: taken, its capacity noted */
+  char *held = atomic_exchange(&c.m->exec_arena, NULL);
+  cr_expect_eq(atomic_load(&c.m->exec_arena_taken), *(size_t *)held);
+  rt_arena_reserve(c.m, t300);
+  cr_expect_null(atomic_load(&c.m->exec_arena), "a reserve the held block covers allocated one");
+  rt_arena_reserve(c.m, 2 * *(size_t *)held);
+  char *more = atomic_load(&c.m->exec_arena);
+  cr_assert_not_null(more, "a reserve larger than the held block allocated nothing");
+  cr_expect_geq(*(size_t *)more, 2 * *(size_t *)held);
+  free(held); /* the execute's give-back would discard it now (a larger one is kept) */
+  case_close(&c);
+}
+
 /* ---- threads: one model, many bindings at once, poisoned ---- */
 typedef struct thread_arg {
   kiln_model *m;

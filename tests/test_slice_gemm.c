@@ -6,7 +6,10 @@
  * over cache[:, :total] (data bounds, the transposed K folded into the
  * GEMM), attribute bounds on batch, row and column axes, a GEMM epilogue
  * after them, empty and clamped bounds, and a symbol only a fused slice
- * reads, still checked against the data. */
+ * reads, still checked against the data; slices read by several groups
+ * (rotary halves, a slice read by a GEMM and by an elementwise group), each
+ * group reading them in place, and a slice that stays a kernel for the
+ * readers that cannot. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -63,19 +66,21 @@ static const char *STATIC =
     "  mo.output %r, %q : " T("2, 8, 6", "f32") ", " T("m, 6", "f32") "\n}\n";
 
 /* Slices that must stay kernels of their own: a last axis taken with step
- * 2, a slice the matmul reads twice, and a step given as data. */
+ * 2, a slice read by the matmul and by its own epilogue (which sees only
+ * the product), and a step given as data. */
 static const char *STAY =
     "mo.graph @stay<n>(%x: " T("6, 8", "f32") ", %y: " T("n, 4", "f32") ", %z: "
-    T("4, 8", "f32") ", %st: " T("1", "si64") ") -> (" T("n, 3", "f32") ", " T("4, 4", "f32")
-    ", " T("n, 4", "f32") ") {\n"
+    T("4, 8", "f32") ", %st: " T("1", "si64") ", %w: " T("4, 4", "f32") ") -> ("
+    T("n, 3", "f32") ", " T("4, 4", "f32") ", " T("n, 4", "f32") ") {\n"
     "  %a = mo.slice_tensor(%x) {start = [0, 1], step = [1, 2], stop = [4, 7]} : ("
     T("6, 8", "f32") ") -> " T("4, 3", "f32") "\n"
     "  %p = mo.matmul(%y, %a) : (" T("n, 4", "f32") ", " T("4, 3", "f32") ") -> "
     T("n, 3", "f32") "\n"
-    "  %s = mo.slice_tensor(%x) {start = [1, 2], step = [1, 1], stop = [5, 6]} : (" T("6, 8", "f32") ") -> "
+    "  %s = mo.slice_tensor(%x) {start = [1, 2], step = [1, 1], stop = [5, 6]} : ("
+    T("6, 8", "f32") ") -> " T("4, 4", "f32") "\n"
+    "  %sw = mo.matmul(%s, %w) : (" T("4, 4", "f32") ", " T("4, 4", "f32") ") -> "
     T("4, 4", "f32") "\n"
-    "  %ss = mo.matmul(%s, %s) : (" T("4, 4", "f32") ", " T("4, 4", "f32") ") -> "
-    T("4, 4", "f32") "\n"
+    "  %ss = mo.add(%sw, %s) : " T("4, 4", "f32") "\n"
     ORACLE_CONST("c0", "si64", "1", "1x", "0")
     ORACLE_CONST("e", "si64", "1", "1x", "8")
     ORACLE_CONST("ax", "si64", "1", "1x", "1")
@@ -158,16 +163,30 @@ Test(slice_gemm, attribute_bounds_and_an_epilogue) {
 
 Test(slice_gemm, slices_a_gemm_cannot_read_in_place_stay_kernels) {
   ir_graph *g = fused(STAY);
-  cr_assert_eq(count_op(g, IR_OP_SLICE_TENSOR), 2, "step 2 on the last axis; read twice");
+  cr_assert_eq(count_op(g, IR_OP_SLICE_TENSOR), 2,
+               "step 2 on the last axis; its epilogue reads it");
   cr_assert_eq(count_op(g, IR_OP_SLICE_DATA), 1, "a step given as data");
-  cr_assert_eq(count_op(g, IR_OP_FUSED), 0);
+  cr_assert_eq(count_op(g, IR_OP_FUSED), 1);
+  cr_assert(has_node(g, "fused[matmul,add]"), "the epilogue reads the slice's kernel");
   ir_graph_free(g);
-  oracle_gen gens[4] = {gen_uniform(-2, 2), gen_uniform(-2, 2), gen_uniform(-2, 2),
-                        gen_const(2)};
+  oracle_gen gens[5] = {gen_uniform(-2, 2), gen_uniform(-2, 2), gen_uniform(-2, 2),
+                        gen_const(2), gen_uniform(-2, 2)};
   oracle_case c = {.label = "slices left alone", .mlir = STAY, .bindings = "n=1;n=6",
-                   .gens = gens, .ngens = 4, .rtol = 1e-4, .atol = 1e-5};
+                   .gens = gens, .ngens = 5, .rtol = 1e-4, .atol = 1e-5};
   ORACLE_ASSERT(&c);
 }
+
+/* Scores %<scores> = q k^T over k = kc[:stop] (data bounds, so t is read
+ * from %stop), for graphs with inputs %q [3, 16], %kc [40, 16], %stop. */
+#define QK_OVER_CACHE(scores)                                                                  \
+  ORACLE_CONST("z", "si64", "1", "1x", "0")                                                    \
+  ORACLE_CONST("one", "si64", "1", "1x", "1")                                                  \
+  "  %k = mo.slice_tensor(%kc, %z, %stop, %one) : (" T("40, 16", "f32") ", " T("1", "si64")    \
+  ", " T("1", "si64") ", " T("1", "si64") ") -> " T("t, 16", "f32") "\n"                       \
+  "  %kt = mo.transpose(%k) {axis_1 = 1, axis_2 = 0} : (" T("t, 16", "f32") ") -> "           \
+  T("16, t", "f32") "\n"                                                                       \
+  "  %" scores " = mo.matmul(%q, %kt) : (" T("3, 16", "f32") ", " T("16, t", "f32") ") -> "   \
+  T("3, t", "f32") "\n"
 
 /* t is read only by the fused slice; a second input of length t must agree
  * with it, so a stop that disagrees is an error naming the slice on both
@@ -175,14 +194,7 @@ Test(slice_gemm, slices_a_gemm_cannot_read_in_place_stay_kernels) {
 static const char *ONLY_READER =
     "mo.graph @only<t>(%q: " T("3, 16", "f32") ", %kc: " T("40, 16", "f32") ", %stop: "
     T("1", "si64") ", %m: " T("t", "f32") ") -> (" T("3, t", "f32") ") {\n"
-    ORACLE_CONST("z", "si64", "1", "1x", "0")
-    ORACLE_CONST("one", "si64", "1", "1x", "1")
-    "  %k = mo.slice_tensor(%kc, %z, %stop, %one) : (" T("40, 16", "f32") ", " T("1", "si64")
-    ", " T("1", "si64") ", " T("1", "si64") ") -> " T("t, 16", "f32") "\n"
-    "  %kt = mo.transpose(%k) {axis_1 = 1, axis_2 = 0} : (" T("t, 16", "f32") ") -> "
-    T("16, t", "f32") "\n"
-    "  %s = mo.matmul(%q, %kt) : (" T("3, 16", "f32") ", " T("16, t", "f32") ") -> "
-    T("3, t", "f32") "\n"
+    QK_OVER_CACHE("s")
     "  %o = mo.add(%s, %m) : " T("3, t", "f32") "\n"
     "  mo.output %o : " T("3, t", "f32") "\n}\n";
 
@@ -247,4 +259,121 @@ Test(slice_gemm, elementwise_groups_read_slices_in_place) {
                      .rtol = 1e-5, .atol = 1e-6};
     ORACLE_ASSERT(&c);
   }
+}
+
+#define BIG "9223372036854775807"
+
+/* Rotary positions as the decoder writes them: the two halves of x (a
+ * permuted input, so no graph input is sliced), each read by both groups
+ * (x1 cos - x2 sin, x1 sin + x2 cos), then concatenated. */
+static const char *ROTARY =
+    "mo.graph @rot<n>(%xi: " T("n, 2, 16", "f32") ", %cos: " T("n, 8", "f32") ", %sin: "
+    T("n, 8", "f32") ") -> (" T("2, n, 16", "f32") ") {\n"
+    "  %x = mo.permute(%xi) {dims = [1, 0, 2]} : (" T("n, 2, 16", "f32") ") -> "
+    T("2, n, 16", "f32") "\n"
+    "  %x1 = mo.slice_tensor(%x) {start = [0, 0, 0], step = [1, 1, 1], stop = [" BIG ", " BIG
+    ", 8]} : (" T("2, n, 16", "f32") ") -> " T("2, n, 8", "f32") "\n"
+    "  %x2 = mo.slice_tensor(%x) {start = [0, 0, 8], step = [1, 1, 1], stop = [" BIG ", " BIG
+    ", " BIG "]} : (" T("2, n, 16", "f32") ") -> " T("2, n, 8", "f32") "\n"
+    "  %a1 = mo.mul(%x1, %cos) : (" T("2, n, 8", "f32") ", " T("n, 8", "f32") ") -> "
+    T("2, n, 8", "f32") "\n"
+    "  %a2 = mo.mul(%x2, %sin) : (" T("2, n, 8", "f32") ", " T("n, 8", "f32") ") -> "
+    T("2, n, 8", "f32") "\n"
+    "  %a = mo.sub(%a1, %a2) : " T("2, n, 8", "f32") "\n"
+    "  %b1 = mo.mul(%x1, %sin) : (" T("2, n, 8", "f32") ", " T("n, 8", "f32") ") -> "
+    T("2, n, 8", "f32") "\n"
+    "  %b2 = mo.mul(%x2, %cos) : (" T("2, n, 8", "f32") ", " T("n, 8", "f32") ") -> "
+    T("2, n, 8", "f32") "\n"
+    "  %b = mo.add(%b1, %b2) : " T("2, n, 8", "f32") "\n"
+    "  %r = mo.concat(%a, %b) {axis = 2} : (" T("2, n, 8", "f32") ", " T("2, n, 8", "f32")
+    ") -> " T("2, n, 16", "f32") "\n"
+    "  mo.output %r : " T("2, n, 16", "f32") "\n}\n";
+
+Test(slice_gemm, rotary_halves_read_by_two_groups_are_read_in_place) {
+  ir_graph *g = fused(ROTARY);
+  cr_assert_eq(count_op(g, IR_OP_SLICE_TENSOR), 0, "no slice kernel left");
+  cr_assert(has_node(g, "fused[slice_tensor,slice_tensor,mul,mul,sub]"));
+  cr_assert(has_node(g, "fused[slice_tensor,slice_tensor,mul,mul,add]"));
+  cr_assert_eq(g->nnodes, 4, "permute, two groups, concat");
+  ir_graph_free(g);
+  oracle_case c = {.label = "rotary halves", .mlir = ROTARY, .bindings = "n=0;n=1;n=5",
+                   .gen_default = gen_uniform(-2, 2), .rtol = 1e-5, .atol = 1e-6};
+  ORACLE_ASSERT(&c);
+}
+
+/* A slice read by a GEMM group and by an elementwise group: attribute
+ * bounds (s = x[:, 2:10] times w, and relu(s + bias)), and data bounds
+ * (k = kc[:stop], q k^T with k transposed in the GEMM, and k * k), so the
+ * solver reads the data slice's bounds in two bodies. */
+static const char *MIXED =
+    "mo.graph @mix<m, t>(%x: " T("m, 12", "f32") ", %w: " T("8, 5", "f32") ", %bias: "
+    T("8", "f32") ", %q: " T("3, 16", "f32") ", %kc: " T("40, 16", "f32") ", %stop: "
+    T("1", "si64") ") -> (" T("m, 5", "f32") ", " T("m, 8", "f32") ", " T("3, t", "f32") ", "
+    T("t, 16", "f32") ") {\n"
+    "  %s = mo.slice_tensor(%x) {start = [0, 2], step = [1, 1], stop = [" BIG ", 10]} : ("
+    T("m, 12", "f32") ") -> " T("m, 8", "f32") "\n"
+    "  %p = mo.matmul(%s, %w) : (" T("m, 8", "f32") ", " T("8, 5", "f32") ") -> "
+    T("m, 5", "f32") "\n"
+    "  %e = mo.add(%s, %bias) : (" T("m, 8", "f32") ", " T("8", "f32") ") -> " T("m, 8", "f32")
+    "\n"
+    "  %r = mo.relu(%e) : " T("m, 8", "f32") "\n"
+    QK_OVER_CACHE("sc")
+    "  %kk = mo.mul(%k, %k) : " T("t, 16", "f32") "\n"
+    "  mo.output %p, %r, %sc, %kk : " T("m, 5", "f32") ", " T("m, 8", "f32") ", "
+    T("3, t", "f32") ", " T("t, 16", "f32") "\n}\n";
+
+Test(slice_gemm, a_slice_read_by_a_gemm_and_an_elementwise_group) {
+  ir_graph *g = fused(MIXED);
+  cr_assert_eq(count_op(g, IR_OP_SLICE_TENSOR) + count_op(g, IR_OP_SLICE_DATA), 0,
+               "no slice kernel left");
+  cr_assert(has_node(g, "fused[slice_tensor,add,relu]"));
+  cr_assert(has_node(g, "fused[slice_tensor,mul]"));
+  cr_assert_eq(count_op(g, IR_OP_FUSED), 4, "two GEMMs reading in place, two elementwise groups");
+  cr_assert(ir_graph_reads_dims(g), "t is read from the fused slices' data");
+  ir_graph_free(g);
+  static const double STOP[] = {0, 1, 17, 40, 55, -3};
+  for (size_t i = 0; i < sizeof STOP / sizeof *STOP; i++) {
+    oracle_gen gens[6] = {gen_uniform(-2, 2), gen_uniform(-2, 2), gen_uniform(-2, 2),
+                          gen_uniform(-2, 2), gen_uniform(-2, 2), gen_const(STOP[i])};
+    char label[64];
+    snprintf(label, sizeof label, "a shared slice, stop %g", STOP[i]);
+    oracle_case c = {.label = label, .mlir = MIXED, .bindings = "m=0;m=1;m=7", .gens = gens,
+                     .ngens = 6, .rtol = 1e-4, .atol = 1e-5};
+    ORACLE_ASSERT(&c);
+  }
+}
+
+/* A slice some of whose readers cannot take it in (a concat) stays a
+ * kernel for them, while its GEMM and elementwise readers read it in
+ * place; a slice a GEMM reads as both operands is read in place twice. */
+static const char *PARTIAL =
+    "mo.graph @part<m>(%x: " T("m, 12", "f32") ", %w: " T("8, 5", "f32") ", %y: "
+    T("6, 6", "f32") ") -> (" T("m, 5", "f32") ", " T("m, 8", "f32") ", " T("m, 16", "f32")
+    ", " T("4, 4", "f32") ") {\n"
+    "  %s = mo.slice_tensor(%x) {start = [0, 2], step = [1, 1], stop = [" BIG ", 10]} : ("
+    T("m, 12", "f32") ") -> " T("m, 8", "f32") "\n"
+    "  %p = mo.matmul(%s, %w) : (" T("m, 8", "f32") ", " T("8, 5", "f32") ") -> "
+    T("m, 5", "f32") "\n"
+    "  %e = mo.exp(%s) : " T("m, 8", "f32") "\n"
+    "  %r = mo.negate(%e) : " T("m, 8", "f32") "\n"
+    "  %c = mo.concat(%s, %s) {axis = 1} : (" T("m, 8", "f32") ", " T("m, 8", "f32") ") -> "
+    T("m, 16", "f32") "\n"
+    "  %y1 = mo.slice_tensor(%y) {start = [1, 2], step = [1, 1], stop = [5, 6]} : ("
+    T("6, 6", "f32") ") -> " T("4, 4", "f32") "\n"
+    "  %yy = mo.matmul(%y1, %y1) : (" T("4, 4", "f32") ", " T("4, 4", "f32") ") -> "
+    T("4, 4", "f32") "\n"
+    "  mo.output %p, %r, %c, %yy : " T("m, 5", "f32") ", " T("m, 8", "f32") ", "
+    T("m, 16", "f32") ", " T("4, 4", "f32") "\n}\n";
+
+Test(slice_gemm, a_slice_stays_a_kernel_for_readers_that_cannot_take_it) {
+  ir_graph *g = fused(PARTIAL);
+  cr_assert_eq(count_op(g, IR_OP_SLICE_TENSOR), 1, "the concat still reads the slice's kernel");
+  cr_assert_eq(count_op(g, IR_OP_CONCAT), 1);
+  cr_assert(has_node(g, "fused[slice_tensor,exp,negate]"));
+  cr_assert_eq(count_op(g, IR_OP_FUSED), 3, "two GEMMs reading in place, one elementwise group");
+  ir_graph_free(g);
+  oracle_case c = {.label = "a slice partly read in place", .mlir = PARTIAL,
+                   .bindings = "m=0;m=1;m=9", .gen_default = gen_uniform(-2, 2), .rtol = 1e-4,
+                   .atol = 1e-5};
+  ORACLE_ASSERT(&c);
 }
