@@ -9,19 +9,28 @@
  *  - with --m M > 1 (a prefill of M tokens), each case also runs the same
  *    product as mo.dequantize then an f32 mo.matmul with the weight
  *    transposed ("deq+gemm"), in the same round, so the two can be
- *    compared per M.
+ *    compared per M (--no-deq leaves it out).
+ *  - with --ggml DIR (the directory of llama.cpp's libggml-base.so and
+ *    libggml-cpu.so: bench/run.sh takes them from the bench venv's
+ *    llama-cpp-python), each case also runs ggml's own mul_mat on the same
+ *    weight bytes and lhs (ggml_anchor.h), on as many threads as kiln, right
+ *    after or before kiln's (the order swaps every round), and its results
+ *    are checked like kiln's: ggml quantizes the lhs to the same q8_0 / q8_K
+ *    blocks, so the two do equal work and agree to the rounding of f32 sums.
  *
  * GB/s = the weight's bytes / time (the activations and results are a few
  * KB). The weight bytes are random with the f16 scales kept small, so sums
  * stay finite; the output is spot-checked against a C computation (the
  * lhs quantized and the blocks dotted by ir/qblock.h, summed in double)
- * first. One thread by default (--threads N: the pool's size; the triad
+ * first, on every row. One thread by default (--threads N: the pool's size; the triad
  * stays one thread). Each round times every case once, then the triad;
  * min / median / max over rounds (GB/s: min = the slowest run).
  *
- * usage: bench_quant [--runs N] [--threads N] [--m M] [--tsv]; --tsv: R
- * <case> <who> <threads> GB/s <runs> <min> <median> <max>. Exit status: 0,
- * or 1 when setup or a check failed. */
+ * usage: bench_quant [--runs N] [--threads N] [--m M] [--no-deq] [--ggml DIR] [--tsv];
+ * --tsv: R <case> <who> <threads> GB/s <runs> <min> <median> <max>, and
+ * M ggml <version> or M ggml_missing <reason> with --ggml. Exit status: 0
+ * (also when ggml cannot be loaded: kiln's rows are still measured), or 1
+ * when setup or a check failed. */
 #include <kiln/kiln.h>
 #include <math.h>
 #include <stdbool.h>
@@ -31,6 +40,7 @@
 
 #include "../ir/qblock.h"
 #include "bench_util.h"
+#include "ggml_anchor.h"
 
 #define TRIAD_N (16 * 1024 * 1024)
 
@@ -49,9 +59,12 @@ typedef struct qcase {
   char id[48];
   int enc;
   int64_t m_rows, n, k, bytes;
+  bool with_deq; /* M > 1 and no --no-deq */
   kiln_model *m, *deq; /* deq: dequantize + matmul (M > 1 only) */
   kiln_tensor *in[2], *out, *deq_out;
-  double *gbs, *deq_gbs;
+  anchor_ggml_gemv *ggml; /* --ggml: ggml's mul_mat on the same bytes */
+  float *ggml_out;
+  double *gbs, *deq_gbs, *ggml_gbs;
 } qcase;
 
 static void report(const char *id, const char *who, int threads, double *gbs, int n, bool tsv) {
@@ -87,7 +100,7 @@ static void setup(qcase *c, kiln_context *ctx, kiln_status *st) {
            "  mo.output %%y : !mo.tensor<[%lld, %lld], f32>\n}\n",
            M, K, N, B, M, N, enc, M, K, N, B, M, N, M, N);
   c->m = compile_text(text, c->id, ctx, st);
-  if (M > 1) {
+  if (c->with_deq) {
     snprintf(text, sizeof text,
              "mo.graph @d(%%a: !mo.tensor<[%lld, %lld], f32>, %%w: !mo.tensor<[%lld, %lld], ui8>)"
              " -> (!mo.tensor<[%lld, %lld], f32>) {\n"
@@ -111,15 +124,24 @@ static void setup(qcase *c, kiln_context *ctx, kiln_status *st) {
   for (int64_t i = 0; i < c->n * c->bytes; i++) w[i] = (uint8_t)(next() % 41);
 }
 
-/* Eight results of the last row against qblock.h's reference (the lhs
+/* Eight results of each row against qblock.h's reference (the lhs
  * quantized, the block terms summed in double), within the rounding of f32
- * sums; with deq+gemm, its results against qmatmul's within a few 1e-3 of
- * the terms' magnitude (it multiplies by the lhs unquantized). */
+ * sums (ggml's too: its vector loops scale per block in f32 as well, in
+ * another order); with deq+gemm, its results against qmatmul's within a few
+ * 1e-3 of the terms' magnitude (it multiplies by the lhs unquantized). */
+static void check_result(const qcase *c, const char *who, const float *y, int64_t row,
+                         int64_t n, double s, double mag, double tol) {
+  float v = y[row * c->n + n];
+  if (fabs(v - s) > tol * mag + 1e-6) {
+    fprintf(stderr, "bench_quant: %s: %s y[%lld, %lld] = %g, C %g\n", c->id, who,
+            (long long)row, (long long)n, (double)v, s);
+    exit(1);
+  }
+}
+
 static void check(const qcase *c) {
-  int64_t last = c->m_rows - 1;
-  const float *a = (const float *)kiln_tensor_data(c->in[0]) + last * c->k;
-  const float *y = (const float *)kiln_tensor_data(c->out) + last * c->n;
-  const float *yd = c->deq_out ? (const float *)kiln_tensor_data(c->deq_out) + last * c->n : NULL;
+  const float *y = kiln_tensor_data(c->out);
+  const float *yd = c->deq_out ? kiln_tensor_data(c->deq_out) : NULL;
   const uint8_t *w = kiln_tensor_data(c->in[1]);
   qb_encoding enc = (qb_encoding)c->enc;
   int64_t e = QB_ELEMS(enc), bb = QB_BYTES(enc), nb = c->k / e;
@@ -127,25 +149,21 @@ static void check(const qcase *c) {
   int16_t *bs = malloc(sizeof *bs * (size_t)(c->k / 16));
   float *da = malloc(sizeof *da * (size_t)nb);
   if (!q || !bs || !da) die("out of memory", NULL);
-  for (int64_t b = 0; b < nb; b++)
-    da[b] = qb_quantize_lhs(enc, a + b * e, q + b * e, bs + b * e / 16);
-  for (int t = 0; t < 8; t++) {
-    int64_t n = (int64_t)(next() % (uint64_t)c->n);
-    double s = 0, mag = 0;
-    for (int64_t b = 0; b < nb; b++) {
-      float term = qb_dot(enc, w + n * c->bytes + b * bb, q + b * e, bs + b * e / 16, da[b]);
-      s += term;
-      mag += fabs(term);
-    }
-    if (fabs(y[n] - s) > 1e-5 * mag + 1e-6) {
-      fprintf(stderr, "bench_quant: %s: y[%lld] = %g, C %g\n", c->id, (long long)n,
-              (double)y[n], s);
-      exit(1);
-    }
-    if (yd && fabs(yd[n] - s) > 2e-2 * mag + 1e-6) {
-      fprintf(stderr, "bench_quant: %s: deq+gemm y[%lld] = %g, C %g\n", c->id, (long long)n,
-              (double)yd[n], s);
-      exit(1);
+  for (int64_t row = 0; row < c->m_rows; row++) {
+    const float *a = (const float *)kiln_tensor_data(c->in[0]) + row * c->k;
+    for (int64_t b = 0; b < nb; b++)
+      da[b] = qb_quantize_lhs(enc, a + b * e, q + b * e, bs + b * e / 16);
+    for (int t = 0; t < 8; t++) {
+      int64_t n = (int64_t)(next() % (uint64_t)c->n);
+      double s = 0, mag = 0;
+      for (int64_t b = 0; b < nb; b++) {
+        float term = qb_dot(enc, w + n * c->bytes + b * bb, q + b * e, bs + b * e / 16, da[b]);
+        s += term;
+        mag += fabs(term);
+      }
+      check_result(c, "kiln", y, row, n, s, mag, 1e-5);
+      if (yd) check_result(c, "deq+gemm", yd, row, n, s, mag, 2e-2);
+      if (c->ggml_out) check_result(c, "ggml", c->ggml_out, row, n, s, mag, 1e-5);
     }
   }
   free(q), free(bs), free(da);
@@ -158,16 +176,45 @@ static double time_execute(kiln_model *m, kiln_tensor **in, kiln_tensor **out, c
   return bench_now_s() - t0;
 }
 
+/* ggml's twin of case c: the same weight bytes, run once (check compares
+ * its result too). */
+static void setup_ggml(qcase *c, anchor_ggml *ggml, int threads) {
+  char err[512];
+  double s;
+  c->ggml = anchor_ggml_gemv_new(ggml, c->enc, c->m_rows, c->n, c->k, kiln_tensor_data(c->in[1]),
+                                 err, sizeof err);
+  if (!c->ggml) {
+    fprintf(stderr, "bench_quant: %s: %s\n", c->id, err);
+    exit(1);
+  }
+  if (!(c->ggml_out = malloc(sizeof(float) * (size_t)(c->m_rows * c->n))))
+    die("out of memory", NULL);
+  if (anchor_ggml_gemv_run(c->ggml, kiln_tensor_data(c->in[0]), c->ggml_out, threads, &s) != 0)
+    die(c->id, NULL);
+}
+
+static double time_ggml(qcase *c, int threads) {
+  double s;
+  if (anchor_ggml_gemv_run(c->ggml, kiln_tensor_data(c->in[0]), c->ggml_out, threads, &s) != 0)
+    die(c->id, NULL);
+  return s;
+}
+
 int main(int argc, char **argv) {
   int runs = 20, threads = 1, m_rows = 1;
-  bool tsv = false;
+  bool tsv = false, no_deq = false;
+  const char *ggml_dir = NULL;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--tsv")) tsv = true;
+    else if (!strcmp(argv[i], "--no-deq")) no_deq = true;
     else if (!strcmp(argv[i], "--runs") && i + 1 < argc) runs = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--threads") && i + 1 < argc) threads = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--m") && i + 1 < argc) m_rows = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--ggml") && i + 1 < argc) ggml_dir = argv[++i];
     else {
-      fprintf(stderr, "usage: bench_quant [--runs N] [--threads N] [--m M] [--tsv]\n");
+      fprintf(stderr,
+              "usage: bench_quant [--runs N] [--threads N] [--m M] [--no-deq] [--ggml DIR] "
+              "[--tsv]\n");
       return 1;
     }
   }
@@ -175,6 +222,14 @@ int main(int argc, char **argv) {
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   if (!ctx || kiln_context_set_num_threads(ctx, threads, st) != 0) die("context", st);
+  anchor_ggml *ggml = NULL;
+  char err[512];
+  if (ggml_dir && !(ggml = anchor_ggml_open(ggml_dir, err, sizeof err))) {
+    fprintf(stderr, "bench_quant: no ggml column: %s\n", err);
+    if (tsv) printf("M\tggml_missing\t%s\n", err);
+  } else if (ggml && tsv) {
+    printf("M\tggml\t%s\n", anchor_ggml_version(ggml));
+  }
   static const int encs[] = {QB_Q4_0, QB_Q4_K, QB_Q8_0, QB_Q5_K, QB_Q6_K};
   static const int64_t ks[] = {4096, 14336};
   enum { ENCS = sizeof encs / sizeof encs[0] };
@@ -186,6 +241,7 @@ int main(int argc, char **argv) {
       memset(c, 0, sizeof *c);
       c->enc = encs[e];
       c->m_rows = m_rows;
+      c->with_deq = m_rows > 1 && !no_deq;
       c->n = 4096;
       c->k = ks[s];
       if (m_rows > 1)
@@ -196,11 +252,13 @@ int main(int argc, char **argv) {
                  (long long)c->k);
       setup(c, ctx, st);
       if (!(c->gbs = malloc((size_t)runs * sizeof(double))) ||
-          !(c->deq_gbs = malloc((size_t)runs * sizeof(double))))
+          !(c->deq_gbs = malloc((size_t)runs * sizeof(double))) ||
+          !(c->ggml_gbs = malloc((size_t)runs * sizeof(double))))
         die("out of memory", NULL);
       if (kiln_model_execute(c->m, c->in, 2, &c->out, 1, st) != 0) die(c->id, st);
       if (c->deq && kiln_model_execute(c->deq, c->in, 2, &c->deq_out, 1, st) != 0)
         die(c->id, st);
+      if (ggml) setup_ggml(c, ggml, threads);
       check(c);
     }
   float *ta = malloc((size_t)TRIAD_N * 4), *tb = malloc((size_t)TRIAD_N * 4),
@@ -211,7 +269,9 @@ int main(int argc, char **argv) {
   for (int r = 0; r < runs; r++) {
     for (int c = 0; c < nc; c++) {
       double wb = (double)(cs[c].n * cs[c].bytes);
+      if (cs[c].ggml && r % 2) cs[c].ggml_gbs[r] = wb / time_ggml(&cs[c], threads) / 1e9;
       cs[c].gbs[r] = wb / time_execute(cs[c].m, cs[c].in, &cs[c].out, cs[c].id, st) / 1e9;
+      if (cs[c].ggml && r % 2 == 0) cs[c].ggml_gbs[r] = wb / time_ggml(&cs[c], threads) / 1e9;
       if (cs[c].deq)
         cs[c].deq_gbs[r] =
             wb / time_execute(cs[c].deq, cs[c].in, &cs[c].deq_out, cs[c].id, st) / 1e9;
@@ -224,6 +284,7 @@ int main(int argc, char **argv) {
   for (int c = 0; c < nc; c++) {
     report(cs[c].id, "kiln", threads, cs[c].gbs, runs, tsv);
     if (cs[c].deq) report(cs[c].id, "deq+gemm", threads, cs[c].deq_gbs, runs, tsv);
+    if (cs[c].ggml) report(cs[c].id, "ggml", threads, cs[c].ggml_gbs, runs, tsv);
   }
   report("triad", "triad", 1, tgbs, runs, tsv);
   for (int c = 0; c < nc; c++) {
@@ -235,7 +296,11 @@ int main(int argc, char **argv) {
     kiln_model_free(cs[c].deq);
     free(cs[c].gbs);
     free(cs[c].deq_gbs);
+    free(cs[c].ggml_gbs);
+    free(cs[c].ggml_out);
+    anchor_ggml_gemv_free(cs[c].ggml);
   }
+  anchor_ggml_close(ggml);
   free(ta), free(tb), free(tc), free(tgbs);
   kiln_context_free(ctx);
   kiln_status_free(st);
