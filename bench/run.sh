@@ -210,9 +210,8 @@ if [ -n "$quant" ]; then
       notes+=("pip install llama-cpp-python failed: $(tail1 "$work/pip-llama.log")")
     ggml_dir=$(ggml_libdir)
   fi
-  [ -n "$ggml_dir" ] ||
-    notes+=("no llama.cpp ggml (libggml-cpu.so in the venv's llama_cpp/lib or"
-            "\$KILN_GGML_LIB): qmatmul has no ggml column")
+  nogg="no llama.cpp ggml (libggml-cpu.so in the venv's llama_cpp/lib or \$KILN_GGML_LIB)"
+  [ -n "$ggml_dir" ] || notes+=("$nogg: qmatmul has no ggml column")
 fi
 
 # ---- 4. the measurements
