@@ -13,10 +13,12 @@
  *  - with --ggml DIR (the directory of llama.cpp's libggml-base.so and
  *    libggml-cpu.so: bench/run.sh takes them from the bench venv's
  *    llama-cpp-python), each case also runs ggml's own mul_mat on the same
- *    weight bytes and lhs (ggml_anchor.h), on as many threads as kiln, right
- *    after or before kiln's (the order swaps every round), and its results
- *    are checked like kiln's: ggml quantizes the lhs to the same q8_0 / q8_K
- *    blocks, so the two do equal work and agree to the rounding of f32 sums.
+ *    weight bytes and lhs (ggml_anchor.h), on as many threads as kiln: the
+ *    weight in a plain CPU buffer ("ggml") and, where this CPU has kernels
+ *    for the type, repacked as llama.cpp loads weights ("ggml_repack").
+ *    Case by case, kiln and the two run back to back, the order rotating
+ *    every round. ggml's results are checked like kiln's: it quantizes the
+ *    lhs to the same q8_0 / q8_K blocks, so the work is equal.
  *
  * GB/s = the weight's bytes / time (the activations and results are a few
  * KB). The weight bytes are random with the f16 scales kept small, so sums
@@ -59,12 +61,14 @@ typedef struct qcase {
   char id[48];
   int enc;
   int64_t m_rows, n, k, bytes;
+  int runs;
   bool with_deq; /* M > 1 and no --no-deq */
   kiln_model *m, *deq; /* deq: dequantize + matmul (M > 1 only) */
   kiln_tensor *in[2], *out, *deq_out;
-  anchor_ggml_gemv *ggml; /* --ggml: ggml's mul_mat on the same bytes */
-  float *ggml_out;
-  double *gbs, *deq_gbs, *ggml_gbs;
+  /* --ggml: ggml's mul_mat on the same bytes, plain [0] and repacked [1] */
+  anchor_ggml_gemv *ggml[2];
+  float *ggml_out[2];
+  double *gbs, *deq_gbs, *ggml_gbs[2];
 } qcase;
 
 static void report(const char *id, const char *who, int threads, double *gbs, int n, bool tsv) {
@@ -149,6 +153,8 @@ static void lhs_ties(qb_encoding enc, const float *a, int64_t k, uint8_t *tie) {
  * within the same rounding plus, for each lhs element on a rounding tie
  * (lhs_ties), one quantization step times its weight: equal work, up to
  * how a tie is broken. */
+static const char *const ggml_names[2] = {"ggml", "ggml_repack"};
+
 static void check_result(const qcase *c, const char *who, const float *y, int64_t row,
                          int64_t n, double s, double tol) {
   float v = y[row * c->n + n];
@@ -189,8 +195,10 @@ static void check(const qcase *c) {
       }
       check_result(c, "kiln", y, row, n, s, 1e-5 * mag + 1e-6);
       if (yd) check_result(c, "deq+gemm", yd, row, n, s, 2e-2 * mag + 1e-6);
-      if (c->ggml_out)
-        check_result(c, "ggml", c->ggml_out, row, n, s, 1e-5 * mag + 1.01 * slack + 1e-6);
+      for (int v = 0; v < 2; v++)
+        if (c->ggml_out[v])
+          check_result(c, ggml_names[v], c->ggml_out[v], row, n, s,
+                       1e-5 * mag + 1.01 * slack + 1e-6);
     }
   }
   free(q), free(bs), free(da), free(tie);
@@ -203,26 +211,31 @@ static double time_execute(kiln_model *m, kiln_tensor **in, kiln_tensor **out, c
   return bench_now_s() - t0;
 }
 
-/* ggml's twin of case c: the same weight bytes, run once (check compares
- * its result too). */
-static void setup_ggml(qcase *c, anchor_ggml *ggml, int threads) {
-  char err[512];
-  double s;
-  c->ggml = anchor_ggml_gemv_new(ggml, c->enc, c->m_rows, c->n, c->k, kiln_tensor_data(c->in[1]),
-                                 err, sizeof err);
-  if (!c->ggml) {
-    fprintf(stderr, "bench_quant: %s: %s\n", c->id, err);
-    exit(1);
+/* ggml's twins of case c: the same weight bytes, plain and repacked, run
+ * once (check compares their results too). A twin ggml cannot make (no
+ * repacked kernel for the type on this CPU) is left out with a note. */
+static void setup_ggml(qcase *c, anchor_ggml *ggml, int threads, bool tsv) {
+  for (int v = 0; v < 2; v++) {
+    char err[512];
+    double s;
+    c->ggml[v] = anchor_ggml_gemv_new(ggml, c->enc, c->m_rows, c->n, c->k,
+                                      kiln_tensor_data(c->in[1]), v == 1, threads, err, sizeof err);
+    if (!c->ggml[v]) {
+      fprintf(stderr, "bench_quant: %s: no %s column: %s\n", c->id, ggml_names[v], err);
+      if (tsv) printf("E\t%s\t%s\t%d\t%s\n", c->id, ggml_names[v], threads, err);
+      continue;
+    }
+    if (!(c->ggml_out[v] = malloc(sizeof(float) * (size_t)(c->m_rows * c->n))) ||
+        !(c->ggml_gbs[v] = malloc(sizeof(double) * (size_t)c->runs)))
+      die("out of memory", NULL);
+    if (anchor_ggml_gemv_run(c->ggml[v], kiln_tensor_data(c->in[0]), c->ggml_out[v], &s) != 0)
+      die(c->id, NULL);
   }
-  if (!(c->ggml_out = malloc(sizeof(float) * (size_t)(c->m_rows * c->n))))
-    die("out of memory", NULL);
-  if (anchor_ggml_gemv_run(c->ggml, kiln_tensor_data(c->in[0]), c->ggml_out, threads, &s) != 0)
-    die(c->id, NULL);
 }
 
-static double time_ggml(qcase *c, int threads) {
+static double time_ggml(qcase *c, int v) {
   double s;
-  if (anchor_ggml_gemv_run(c->ggml, kiln_tensor_data(c->in[0]), c->ggml_out, threads, &s) != 0)
+  if (anchor_ggml_gemv_run(c->ggml[v], kiln_tensor_data(c->in[0]), c->ggml_out[v], &s) != 0)
     die(c->id, NULL);
   return s;
 }
@@ -279,13 +292,13 @@ int main(int argc, char **argv) {
                  (long long)c->k);
       setup(c, ctx, st);
       if (!(c->gbs = malloc((size_t)runs * sizeof(double))) ||
-          !(c->deq_gbs = malloc((size_t)runs * sizeof(double))) ||
-          !(c->ggml_gbs = malloc((size_t)runs * sizeof(double))))
+          !(c->deq_gbs = malloc((size_t)runs * sizeof(double))))
         die("out of memory", NULL);
+      c->runs = runs;
       if (kiln_model_execute(c->m, c->in, 2, &c->out, 1, st) != 0) die(c->id, st);
       if (c->deq && kiln_model_execute(c->deq, c->in, 2, &c->deq_out, 1, st) != 0)
         die(c->id, st);
-      if (ggml) setup_ggml(c, ggml, threads);
+      if (ggml) setup_ggml(c, ggml, threads, tsv);
       check(c);
     }
   float *ta = malloc((size_t)TRIAD_N * 4), *tb = malloc((size_t)TRIAD_N * 4),
@@ -296,9 +309,13 @@ int main(int argc, char **argv) {
   for (int r = 0; r < runs; r++) {
     for (int c = 0; c < nc; c++) {
       double wb = (double)(cs[c].n * cs[c].bytes);
-      if (cs[c].ggml && r % 2) cs[c].ggml_gbs[r] = wb / time_ggml(&cs[c], threads) / 1e9;
-      cs[c].gbs[r] = wb / time_execute(cs[c].m, cs[c].in, &cs[c].out, cs[c].id, st) / 1e9;
-      if (cs[c].ggml && r % 2 == 0) cs[c].ggml_gbs[r] = wb / time_ggml(&cs[c], threads) / 1e9;
+      for (int j = 0; j < 3; j++) { /* kiln, ggml, ggml_repack, rotated by round */
+        int who = (j + r) % 3;
+        if (who == 0)
+          cs[c].gbs[r] = wb / time_execute(cs[c].m, cs[c].in, &cs[c].out, cs[c].id, st) / 1e9;
+        else if (cs[c].ggml[who - 1])
+          cs[c].ggml_gbs[who - 1][r] = wb / time_ggml(&cs[c], who - 1) / 1e9;
+      }
       if (cs[c].deq)
         cs[c].deq_gbs[r] =
             wb / time_execute(cs[c].deq, cs[c].in, &cs[c].deq_out, cs[c].id, st) / 1e9;
@@ -311,7 +328,8 @@ int main(int argc, char **argv) {
   for (int c = 0; c < nc; c++) {
     report(cs[c].id, "kiln", threads, cs[c].gbs, runs, tsv);
     if (cs[c].deq) report(cs[c].id, "deq+gemm", threads, cs[c].deq_gbs, runs, tsv);
-    if (cs[c].ggml) report(cs[c].id, "ggml", threads, cs[c].ggml_gbs, runs, tsv);
+    for (int v = 0; v < 2; v++)
+      if (cs[c].ggml[v]) report(cs[c].id, ggml_names[v], threads, cs[c].ggml_gbs[v], runs, tsv);
   }
   report("triad", "triad", 1, tgbs, runs, tsv);
   for (int c = 0; c < nc; c++) {
@@ -323,9 +341,11 @@ int main(int argc, char **argv) {
     kiln_model_free(cs[c].deq);
     free(cs[c].gbs);
     free(cs[c].deq_gbs);
-    free(cs[c].ggml_gbs);
-    free(cs[c].ggml_out);
-    anchor_ggml_gemv_free(cs[c].ggml);
+    for (int v = 0; v < 2; v++) {
+      free(cs[c].ggml_gbs[v]);
+      free(cs[c].ggml_out[v]);
+      anchor_ggml_gemv_free(cs[c].ggml[v]);
+    }
   }
   anchor_ggml_close(ggml);
   free(ta), free(tb), free(tc), free(tgbs);

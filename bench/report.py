@@ -267,10 +267,13 @@ def main():
         for k in (4096, 14336):
             cid = "%s_4096x%d" % (enc, k)
             kr, gr = qm.get((cid, "kiln", 1)), qm.get((cid, "ggml", 1))
+            pr = qm.get((cid, "ggml_repack", 1))
             add("qmatmul %s GEMV [1,%d] x [4096,%d] (GB/s of weights)" % (enc, k, k), "GB/s", kr,
-                [("triad", qtr, 0.8), ("ggml", gr, None)], why("quant"))
+                [("triad", qtr, 0.8), ("ggml", gr, None)] +
+                ([("ggml repacked", pr, None)] if pr else []), why("quant"))
             detail("%s kiln 1T" % cid, kr)
             detail("%s ggml 1T" % cid, gr)
+            detail("%s ggml repacked 1T" % cid, pr)
     detail("triad (bench_quant)", qtr)
     qrows_meta = {}
     for path in a.quant_rows:
@@ -281,12 +284,15 @@ def main():
             for k in (4096, 14336):
                 cid = "%s_%sx4096x%d" % (enc, m, k)
                 kr, gr = qr.get((cid, "kiln", 1)), qr.get((cid, "ggml", 1))
+                pr = qr.get((cid, "ggml_repack", 1))
                 if not kr and not gr:
                     continue
                 add("qmatmul %s [%s,%d] x [4096,%d] (GB/s of weights)" % (enc, m, k, k), "GB/s",
-                    kr, [("ggml", gr, None)], why("quant"))
+                    kr, [("ggml", gr, None)] + ([("ggml repacked", pr, None)] if pr else []),
+                    why("quant"))
                 detail("%s kiln 1T" % cid, kr)
                 detail("%s ggml 1T" % cid, gr)
+                detail("%s ggml repacked 1T" % cid, pr)
 
     # ---- conv2d vs oneDNN's convolution, 1 thread (issue 17: >= 0.8x)
     cvm, cv, cve = read_tsv(a.conv)
@@ -519,14 +525,16 @@ def main():
           "oneDNN's result checked against kiln's first. GFLOP/s = 2 N Ho Wo F R S C / time."
           % cvm.get("filter", "?"))
     if "ggml" in qmeta:
-        P("- qmatmul's ggml column: llama.cpp's ggml %s (the bench venv's llama-cpp-python, "
+        P("- qmatmul's ggml columns: llama.cpp's ggml %s (the bench venv's llama-cpp-python, "
           "built from source by pip with GGML_NATIVE=ON), dlopen'ed by bench_quant: ggml_mul_mat "
-          "of the same weight bytes and lhs through a ggml graph computed on kiln's thread "
-          "count, timed from graph build to result (copying the lhs in excluded), alternating "
-          "with kiln in every round; both sides' results checked against a C reference first "
-          "(ggml quantizes the lhs to the same q8_0 / q8_K blocks as kiln: equal work). "
-          "Plain ggml tensors: llama.cpp's repacked CPU buffers (interleaved q4_0 / q4_K rows) "
-          "are not used." % qmeta["ggml"])
+          "of the same weight bytes and lhs through ggml's CPU backend on kiln's thread count, "
+          "the graph built once, one graph compute timed (the lhs copied in outside the "
+          "timing); kiln, ggml and ggml repacked back to back per case, the order rotating "
+          "every round; every side's results checked against a C reference first (ggml "
+          "quantizes the lhs to the same q8_0 / q8_K blocks as kiln: equal work). 'ggml': the "
+          "weight in a plain CPU buffer; 'ggml repacked': in the CPU_REPACK buffer, as "
+          "llama.cpp loads weights where the CPU has such kernels (here q4_0 and q4_K)."
+          % qmeta["ggml"])
     for q in (qmeta, qrows_meta):
         if "ggml_missing" in q:
             P("- qmatmul's ggml column: no ggml (%s)" % q["ggml_missing"])
