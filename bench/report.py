@@ -533,8 +533,9 @@ def main():
           "every round; every side's results checked against a C reference first (ggml "
           "quantizes the lhs to the same q8_0 / q8_K blocks as kiln: equal work). 'ggml': the "
           "weight in a plain CPU buffer; 'ggml repacked': in the CPU_REPACK buffer, as "
-          "llama.cpp loads weights where the CPU has such kernels (here q4_0 and q4_K)."
-          % qmeta["ggml"])
+          "llama.cpp loads weights where the CPU has such kernels (this run: %s)."
+          % (qmeta["ggml"], ", ".join(sorted({c.split("_4096")[0] for c, e, _ in qm
+                                              if e == "ggml_repack"})) or "none"))
     for q in (qmeta, qrows_meta):
         if "ggml_missing" in q:
             P("- qmatmul's ggml column: no ggml (%s)" % q["ggml_missing"])
