@@ -157,12 +157,9 @@ fail:
   return NULL;
 }
 
-void anchor_ggml_close(anchor_ggml *g) {
-  if (!g) return;
-  if (g->cpu) dlclose(g->cpu);
-  if (g->base) dlclose(g->base);
-  free(g);
-}
+/* The libraries stay loaded: ggml keeps process-wide state (its backend
+ * registry, the CPU backend's tables) that dlclose would orphan. */
+void anchor_ggml_close(anchor_ggml *g) { free(g); }
 
 const char *anchor_ggml_version(const anchor_ggml *g) { return g->version; }
 

@@ -24,7 +24,8 @@ typedef struct anchor_ggml_gemv anchor_ggml_gemv;
  * with the reason in err (dlopen's message, a missing symbol, an encoding
  * whose type the library lays out otherwise). Free with anchor_ggml_close. */
 anchor_ggml *anchor_ggml_open(const char *libdir, char *err, size_t errlen);
-void anchor_ggml_close(anchor_ggml *g); /* NULL: no-op; after every gemv is freed */
+/* After every gemv is freed; NULL: no-op. The libraries stay loaded. */
+void anchor_ggml_close(anchor_ggml *g);
 /* ggml_version() of the library ("?" where it has none). */
 const char *anchor_ggml_version(const anchor_ggml *g);
 
