@@ -138,7 +138,10 @@ gemm_half="$work/bench_gemm_half"
   >"$work/cc-topk.log" 2>&1 || { topk=""; fail topk "compiling bench/topk.c: $(tail1 "$work/cc-topk.log")"; }
 "$cc" "${cflags[@]}" "$here/movement.c" "${link[@]}" -o "$movement" >"$work/cc-movement.log" 2>&1 ||
   { movement=""; fail movement "compiling bench/movement.c: $(tail1 "$work/cc-movement.log")"; }
-"$cc" "${cflags[@]}" "$here/quant.c" "$here/ggml_anchor.c" "${link[@]}" -ldl -o "$quant" \
+# -ffp-contract=off: bench_quant's C reference rounds as ir/qblock.h defines
+# (no fma); contracted under -march=native it quantizes ties otherwise
+"$cc" "${cflags[@]}" -ffp-contract=off "$here/quant.c" "$here/ggml_anchor.c" "${link[@]}" -ldl \
+  -o "$quant" \
   >"$work/cc-quant.log" 2>&1 ||
   { quant=""; fail quant "compiling bench/quant.c: $(tail1 "$work/cc-quant.log")"; }
 # oneDNN's convolution is bench_conv's anchor: only the -DKILN_BENCH_DNNL part of anchor_flags
