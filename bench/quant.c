@@ -18,7 +18,8 @@
  *    for the type, repacked as llama.cpp loads weights ("ggml_repack").
  *    Case by case, kiln and the two run back to back, the order rotating
  *    every round. ggml's results are checked like kiln's: it quantizes the
- *    lhs to the same q8_0 / q8_K blocks, so the work is equal.
+ *    lhs to the same q8_0 / q8_K blocks, so the work is equal. With
+ *    --threads > 1, OMP_WAIT_POLICY=passive unless set (see main).
  *
  * GB/s = the weight's bytes / time (the activations and results are a few
  * KB). The weight bytes are random with the f16 scales kept small, so sums
@@ -264,6 +265,11 @@ int main(int argc, char **argv) {
   if (!ctx || kiln_context_set_num_threads(ctx, threads, st) != 0) die("context", st);
   anchor_ggml *ggml = NULL;
   char err[512];
+  /* ggml's CPU backend runs its threads with OpenMP; libgomp's workers spin
+   * after each parallel region by default, taking the cores from kiln's
+   * pool in the next case (and kiln's spinning workers from them). Read
+   * once when libgomp loads, so before the dlopen; a user's value stays. */
+  if (ggml_dir && threads > 1) setenv("OMP_WAIT_POLICY", "passive", 0);
   if (ggml_dir && !(ggml = anchor_ggml_open(ggml_dir, err, sizeof err))) {
     fprintf(stderr, "bench_quant: no ggml column: %s\n", err);
     if (tsv) printf("M\tggml_missing\t%s\n", err);
