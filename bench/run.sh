@@ -5,10 +5,11 @@
 # anchor | ratio (kiln speed / anchor speed) | target | met?, then every figure
 # as min / median / max and the notes. bench/README.md says how to read it.
 #
-# usage: bench/run.sh [--quick] [--no-max] [--build DIR] [--venv DIR]
+# usage: bench/run.sh [--quick] [--no-max] [--no-ggml] [--build DIR] [--venv DIR]
 #                     [--markdown FILE] [--work DIR]
 #   --quick     smoke run: a tenth of the repetitions, one anchors round
 #   --no-max    leave MAX out (no install, no run)
+#   --no-ggml   leave llama.cpp's ggml out (no llama-cpp-python build, no column)
 #   --build     build directory (default: build-bench/ in the repository);
 #               configured Release with the tests off, kiln built in it
 #   --venv      Python venv for numpy, onnx, onnxruntime, max and
@@ -35,6 +36,7 @@ repo=$(cd "$here/.." && pwd)
 build="$repo/build-bench"
 quick=0
 use_max=1
+use_ggml=1
 venv="${KILN_MAX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv}"
 markdown=""
 work=""
@@ -46,11 +48,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --no-max) use_max=0; shift ;;
+    --no-ggml) use_ggml=0; shift ;;
     --build) build="$2"; shift 2 ;;
     --venv) venv="$2"; shift 2 ;;
     --markdown) markdown="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -203,7 +206,9 @@ ggml_libdir() {
   return 1
 }
 ggml_dir=""
-if [ -n "$quant" ]; then
+if [ "$use_ggml" = 0 ]; then
+  notes+=("--no-ggml: qmatmul has no ggml column")
+elif [ -n "$quant" ]; then
   if ! ggml_dir=$(ggml_libdir) && [ -x "$venv/bin/python" ]; then
     say "pip install llama-cpp-python into $venv (builds llama.cpp / ggml from source: minutes)"
     CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
