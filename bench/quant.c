@@ -25,9 +25,10 @@
  * KB). The weight bytes are random with the f16 scales kept small, so sums
  * stay finite; the output is spot-checked against a C computation (the
  * lhs quantized and the blocks dotted by ir/qblock.h, summed in double)
- * first, on every row. One thread by default (--threads N: the pool's size; the triad
- * stays one thread). Each round times every case once, then the triad;
- * min / median / max over rounds (GB/s: min = the slowest run).
+ * first, on every row. One thread by default (--threads N: the pool's
+ * size; the triad stays one thread). Each round times every case once,
+ * then the triad; min / median / max over rounds (GB/s: min = the slowest
+ * run).
  *
  * usage: bench_quant [--runs N] [--threads N] [--m M] [--no-deq] [--ggml DIR] [--tsv];
  * --tsv: R <case> <who> <threads> GB/s <runs> <min> <median> <max>, and
@@ -129,6 +130,8 @@ static void setup(qcase *c, kiln_context *ctx, kiln_status *st) {
   for (int64_t i = 0; i < c->n * c->bytes; i++) w[i] = (uint8_t)(next() % 41);
 }
 
+static const char *const ggml_names[2] = {"ggml", "ggml_repack"};
+
 /* The lhs elements whose scaled value x / d lies within 1e-4 of a rounding
  * tie (k + 1/2): there a quantizer that computes 1 / d another way (ggml's
  * vector code multiplies by 127 / amax) may round the other way, one step
@@ -154,8 +157,6 @@ static void lhs_ties(qb_encoding enc, const float *a, int64_t k, uint8_t *tie) {
  * within the same rounding plus, for each lhs element on a rounding tie
  * (lhs_ties), one quantization step times its weight: equal work, up to
  * how a tie is broken. */
-static const char *const ggml_names[2] = {"ggml", "ggml_repack"};
-
 static void check_result(const qcase *c, const char *who, const float *y, int64_t row,
                          int64_t n, double s, double tol) {
   float v = y[row * c->n + n];
