@@ -111,7 +111,9 @@ def main():
     ap.add_argument("--softmax", help="bench_softmax and ort_softmax.py --tsv, one file")
     ap.add_argument("--topk", help="bench_topk --tsv (kiln and the C selection)")
     ap.add_argument("--movement", help="bench_movement --tsv (kiln and its triad)")
-    ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV and its triad)")
+    ap.add_argument("--quant", help="bench_quant --tsv (qmatmul GEMV, its triad, ggml's)")
+    ap.add_argument("--quant-rows", action="append", default=[],
+                    help="bench_quant --tsv --m M (qmatmul of M rows beside ggml's); repeatable")
     ap.add_argument("--gemm-half", help="bench_gemm_half --tsv (bf16 GEMM, oneDNN, kiln f32)")
     ap.add_argument("--conv", help="bench_conv --tsv (kiln's conv2d and oneDNN's)")
     ap.add_argument("--encoders", help="bench_encoder_latency --tsv lines (kiln and ORT)")
@@ -257,17 +259,40 @@ def main():
     detail("gather_nd C memcpy rows 1T", mv.get(("gather_nd", "C", 1)))
     detail("triad (bench_movement)", mtr)
 
-    # ---- qmatmul GEMV from GGUF blocks vs the triad, 1 thread (issue 21: >= 0.8x)
-    _, qm, _ = read_tsv(a.quant)
+    # ---- qmatmul GEMV from GGUF blocks vs the triad, 1 thread (issue 21: >= 0.8x),
+    # and beside llama.cpp's ggml mul_mat on the same bytes (information)
+    qmeta, qm, _ = read_tsv(a.quant)
     qtr = qm.get(("triad", "triad", 1))
     for enc in ("q4_0", "q4_k", "q8_0", "q5_k", "q6_k"):
         for k in (4096, 14336):
             cid = "%s_4096x%d" % (enc, k)
-            kr = qm.get((cid, "kiln", 1))
+            kr, gr = qm.get((cid, "kiln", 1)), qm.get((cid, "ggml", 1))
+            pr = qm.get((cid, "ggml_repack", 1))
             add("qmatmul %s GEMV [1,%d] x [4096,%d] (GB/s of weights)" % (enc, k, k), "GB/s", kr,
-                [("triad", qtr, 0.8)], why("quant"))
+                [("triad", qtr, 0.8), ("ggml", gr, None)] +
+                ([("ggml repacked", pr, None)] if pr else []), why("quant"))
             detail("%s kiln 1T" % cid, kr)
+            detail("%s ggml 1T" % cid, gr)
+            detail("%s ggml repacked 1T" % cid, pr)
     detail("triad (bench_quant)", qtr)
+    qrows_meta = {}
+    for path in a.quant_rows:
+        qrm, qr, _ = read_tsv(path)
+        qrows_meta.update(qrm)
+        m = next((c.split("_")[2].split("x")[0] for c, _, _ in qr if c.count("_") == 2), None)
+        for enc in ("q4_0", "q4_k", "q8_0", "q5_k", "q6_k"):
+            for k in (4096, 14336):
+                cid = "%s_%sx4096x%d" % (enc, m, k)
+                kr, gr = qr.get((cid, "kiln", 1)), qr.get((cid, "ggml", 1))
+                pr = qr.get((cid, "ggml_repack", 1))
+                if not kr and not gr:
+                    continue
+                add("qmatmul %s [%s,%d] x [4096,%d] (GB/s of weights)" % (enc, m, k, k), "GB/s",
+                    kr, [("ggml", gr, None)] + ([("ggml repacked", pr, None)] if pr else []),
+                    why("quant"))
+                detail("%s kiln 1T" % cid, kr)
+                detail("%s ggml 1T" % cid, gr)
+                detail("%s ggml repacked 1T" % cid, pr)
 
     # ---- conv2d vs oneDNN's convolution, 1 thread (issue 17: >= 0.8x)
     cvm, cv, cve = read_tsv(a.conv)
@@ -499,6 +524,22 @@ def main():
           "weights reordered once to the layout it picks); both 1 thread, interleaved, "
           "oneDNN's result checked against kiln's first. GFLOP/s = 2 N Ho Wo F R S C / time."
           % cvm.get("filter", "?"))
+    if "ggml" in qmeta:
+        P("- qmatmul's ggml columns: llama.cpp's ggml %s (the bench venv's llama-cpp-python, "
+          "built from source by pip with GGML_NATIVE=ON), dlopen'ed by bench_quant: ggml_mul_mat "
+          "of the same weight bytes and lhs through ggml's CPU backend on kiln's thread count, "
+          "the graph built once, one graph compute timed (the lhs copied in outside the "
+          "timing); kiln, ggml and ggml repacked back to back per case, the order rotating "
+          "every round; every side's results checked against a C reference first (ggml "
+          "quantizes the lhs to the same q8_0 / q8_K blocks as kiln: equal work). 'ggml': the "
+          "weight in a plain CPU buffer; 'ggml repacked': in the CPU_REPACK buffer, as "
+          "llama.cpp loads weights where the CPU has such kernels (this run: %s)."
+          % (qmeta["ggml"], ", ".join(sorted({c.split("_4096")[0] for c, e, _ in qm
+                                              if e == "ggml_repack"})) or "none"))
+    for q in (qmeta, qrows_meta):
+        if "ggml_missing" in q:
+            P("- qmatmul's ggml column: no ggml (%s)" % q["ggml_missing"])
+            break
     for e in g1e + g2e + che + ch0e + cve:
         P("- %s %s (%d threads): %s" % (e["case"], e["engine"], e["threads"], e["reason"]))
     for step, reason in failed.items():

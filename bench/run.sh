@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # run.sh - issue 4's benchmarks in one command: builds what it needs, runs
 # kiln beside its anchors (oneDNN / OpenBLAS sgemm, oneDNN's convolution, a
-# STREAM-like triad, ONNX Runtime, MAX) and prints one table: case | kiln | anchor | ratio
-# (kiln speed / anchor speed) | target | met?, then every figure as
-# min / median / max and the notes. bench/README.md says how to read it.
+# STREAM-like triad, ONNX Runtime, MAX, llama.cpp's ggml) and prints one table: case | kiln |
+# anchor | ratio (kiln speed / anchor speed) | target | met?, then every figure
+# as min / median / max and the notes. bench/README.md says how to read it.
 #
-# usage: bench/run.sh [--quick] [--no-max] [--build DIR] [--venv DIR]
+# usage: bench/run.sh [--quick] [--no-max] [--no-ggml] [--build DIR] [--venv DIR]
 #                     [--markdown FILE] [--work DIR]
 #   --quick     smoke run: a tenth of the repetitions, one anchors round
 #   --no-max    leave MAX out (no install, no run)
+#   --no-ggml   leave llama.cpp's ggml out (no llama-cpp-python build, no column)
 #   --build     build directory (default: build-bench/ in the repository);
 #               configured Release with the tests off, kiln built in it
-#   --venv      Python venv for numpy, onnx, onnxruntime and max (default
+#   --venv      Python venv for numpy, onnx, onnxruntime, max and
+#               llama-cpp-python (ggml, qmatmul's anchor; built by pip) (default
 #               $KILN_MAX_VENV, else ~/.cache/kiln-anchors/max-venv, the one
 #               bench/run_anchors.sh --install-max makes); created when
 #               missing, missing packages pip-installed
@@ -34,6 +36,7 @@ repo=$(cd "$here/.." && pwd)
 build="$repo/build-bench"
 quick=0
 use_max=1
+use_ggml=1
 venv="${KILN_MAX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv}"
 markdown=""
 work=""
@@ -45,11 +48,12 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; shift ;;
     --no-max) use_max=0; shift ;;
+    --no-ggml) use_ggml=0; shift ;;
     --build) build="$2"; shift 2 ;;
     --venv) venv="$2"; shift 2 ;;
     --markdown) markdown="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -58,7 +62,8 @@ build=$(cd "$build" && pwd)
 work="${work:-$build/bench-run}"
 mkdir -p "$work" || exit 1
 work=$(cd "$work" && pwd)
-for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv conv.tsv \
+for f in gemm1.tsv gemm2.tsv chain.tsv chain0.tsv softmax.tsv topk.tsv movement.tsv quant.tsv \
+         quant_m4.tsv quant_m16.tsv conv.tsv \
          encoders.tsv remote.tsv decode.tsv pyover.tsv rss.tsv anchors.json anchors.md table.md; do
   rm -f "$work/$f" "$work/${f%.*}.err" "$work/${f%.*}.log"
 done
@@ -136,7 +141,11 @@ gemm_half="$work/bench_gemm_half"
   >"$work/cc-topk.log" 2>&1 || { topk=""; fail topk "compiling bench/topk.c: $(tail1 "$work/cc-topk.log")"; }
 "$cc" "${cflags[@]}" "$here/movement.c" "${link[@]}" -o "$movement" >"$work/cc-movement.log" 2>&1 ||
   { movement=""; fail movement "compiling bench/movement.c: $(tail1 "$work/cc-movement.log")"; }
-"$cc" "${cflags[@]}" "$here/quant.c" "${link[@]}" -o "$quant" >"$work/cc-quant.log" 2>&1 ||
+# -ffp-contract=off: bench_quant's C reference rounds as ir/qblock.h defines
+# (no fma); contracted under -march=native it quantizes ties otherwise
+"$cc" "${cflags[@]}" -ffp-contract=off "$here/quant.c" "$here/ggml_anchor.c" "${link[@]}" -ldl \
+  -o "$quant" \
+  >"$work/cc-quant.log" 2>&1 ||
   { quant=""; fail quant "compiling bench/quant.c: $(tail1 "$work/cc-quant.log")"; }
 # oneDNN's convolution is bench_conv's anchor: only the -DKILN_BENCH_DNNL part of anchor_flags
 conv_flags=()
@@ -182,6 +191,35 @@ elif [ -n "$py" ] && [ "$py" != python3 ]; then
   if [ "$venv" = "${XDG_CACHE_HOME:-$HOME/.cache}/kiln-anchors/max-venv" ] && [ ! -d "$cache_dir" ]; then
     notes+=("MAX compile cache was empty: this run's MAX loads were cold (minutes); later runs are warm")
   fi
+fi
+
+# llama.cpp's ggml, qmatmul's anchor: libggml-base.so and libggml-cpu.so from
+# $KILN_GGML_LIB, else the venv's llama-cpp-python (llama_cpp/lib), which pip
+# builds from source (cmake; GGML_NATIVE=ON: this CPU's instructions, as
+# kiln's JIT; LLAVA off; two build jobs: ~20 min on 2 shared cores, once)
+ggml_libdir() {
+  local d
+  for d in "${KILN_GGML_LIB:-}" "$venv"/lib/python3*/site-packages/llama_cpp/lib; do
+    [ -n "$d" ] && [ -f "$d/libggml-base.so" ] && [ -f "$d/libggml-cpu.so" ] &&
+      { echo "$d"; return 0; }
+  done
+  return 1
+}
+ggml_dir=""
+if [ "$use_ggml" = 0 ]; then
+  notes+=("--no-ggml: qmatmul has no ggml column")
+elif [ -n "$quant" ]; then
+  if ! ggml_dir=$(ggml_libdir) && [ -x "$venv/bin/python" ]; then
+    say "pip install llama-cpp-python into $venv (builds llama.cpp / ggml from source: minutes)"
+    CMAKE_ARGS="-DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF \
+-DLLAMA_BUILD_EXAMPLES=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 \
+      "$venv/bin/python" -m pip install --progress-bar off llama-cpp-python \
+      >"$work/pip-llama.log" 2>&1 ||
+      notes+=("pip install llama-cpp-python failed: $(tail1 "$work/pip-llama.log")")
+    ggml_dir=$(ggml_libdir)
+  fi
+  nogg="no llama.cpp ggml (libggml-cpu.so in the venv's llama_cpp/lib or \$KILN_GGML_LIB)"
+  [ -n "$ggml_dir" ] || notes+=("$nogg: qmatmul has no ggml column")
 fi
 
 # ---- 4. the measurements
@@ -235,8 +273,15 @@ if [ -n "$quant" ]; then
   say "qmatmul GEMV from q4_0 / q4_k / q8_0 / q5_k / q6_k blocks, 4096 x 4096 / x 14336, vs the triad"
   qruns=20
   [ "$quick" = 1 ] && qruns=3
-  "$quant" --tsv --runs "$qruns" >"$work/quant.tsv" 2>"$work/quant.err" ||
+  qg=()
+  [ -n "$ggml_dir" ] && qg=(--ggml "$ggml_dir")
+  "$quant" --tsv --runs "$qruns" "${qg[@]}" >"$work/quant.tsv" 2>"$work/quant.err" ||
     fail quant "bench_quant exited $?: $(tail1 "$work/quant.err")"
+  say "qmatmul at M = 4 and 16 (a short prefill) beside ggml's mul_mat"
+  for m in 4 16; do
+    "$quant" --tsv --runs "$qruns" --m "$m" --no-deq "${qg[@]}" >"$work/quant_m$m.tsv" \
+      2>>"$work/quant.err" || fail quant "bench_quant --m $m exited $?: $(tail1 "$work/quant.err")"
+  done
 fi
 if [ -n "$conv" ]; then
   say "conv2d NHWC, ResNet-50's 3x3 and 1x1 layers, batch 1 and 8, beside oneDNN, 1 thread"
@@ -415,6 +460,7 @@ fi
 rargs=(--source "$repo" --gemm1 "$work/gemm1.tsv" --gemm2 "$work/gemm2.tsv" --chain "$work/chain.tsv"
        --chain0 "$work/chain0.tsv" --softmax "$work/softmax.tsv" --topk "$work/topk.tsv"
        --movement "$work/movement.tsv" --quant "$work/quant.tsv" --conv "$work/conv.tsv"
+       --quant-rows "$work/quant_m4.tsv" --quant-rows "$work/quant_m16.tsv"
        --encoders "$work/encoders.tsv" --remote "$work/remote.tsv" --decode "$work/decode.tsv"
        --pyover "$work/pyover.tsv" --anchors "$work/anchors.json" --markdown "$work/table.md")
 [ "$quick" = 1 ] && rargs+=(--quick)
