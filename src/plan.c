@@ -49,91 +49,207 @@ struct rt_plan_cache {
   rt_plan_slot slot[RT_PLAN_SLOTS];
 };
 
-/* ---- placement ---- */
+/* ---- placement ----
+ *
+ * Three steps: the order (largest first; ties: earlier first node, then
+ * index); the conflicts, which values live at the same time as which, as
+ * one list per value (built by one sweep over the values sorted by first
+ * node: a value b starting at or after a's start overlaps a iff b starts by
+ * a's last node, so each inner loop stops at the first value past a's end);
+ * then per value in order, its conflicts placed already, sorted by offset,
+ * walked for the best-fitting gap. O(n log n + conflicts x log) where a
+ * scan of every placed value for each value was O(n^2): 5-17 us for a
+ * decoder's 68 intermediates, a plan on a decode step's request path
+ * (issue 20). Where the lists would pass PLACE_MAX_CONFLICTS (most values
+ * live together in a large graph) each value scans the placed ones instead;
+ * both give the same offsets. */
+
+#define PLACE_MAX_CONFLICTS (1 << 20) /* list entries (ints): 4 MiB */
 
 typedef struct order_item {
   size_t size;
   int first, idx;
 } order_item;
 
-static int cmp_order(const void *a, const void *b) {
-  const order_item *x = a, *y = b;
-  if (x->size != y->size) return x->size > y->size ? -1 : 1; /* largest first */
-  if (x->first != y->first) return x->first < y->first ? -1 : 1;
-  return (x->idx > y->idx) - (x->idx < y->idx);
+static bool before(const order_item *x, const order_item *y) {
+  if (x->size != y->size) return x->size > y->size; /* largest first */
+  if (x->first != y->first) return x->first < y->first;
+  return x->idx < y->idx;
+}
+
+/* Sort a[0..n) by `before` (a strict total order: idx is unique): merges
+ * of runs doubling from 1, through tmp (n items); inline comparisons,
+ * where qsort's calls through a pointer were a third of a decoder's plan. */
+static void sort_order(order_item *a, order_item *tmp, int n) {
+  order_item *src = a, *dst = tmp;
+  for (int w = 1; w < n; w *= 2) {
+    for (int lo = 0; lo < n; lo += 2 * w) {
+      int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) dst[k++] = before(&src[j], &src[i]) ? src[j++] : src[i++];
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    order_item *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
 }
 
 static size_t round_up(size_t n) { return (n + RT_PLAN_ALIGN - 1) / RT_PLAN_ALIGN * RT_PLAN_ALIGN; }
 
-/* A placed value, kept in an array sorted by offset: the walk below reads
- * them in order from one block (it runs for every value placed: O(n^2)
- * reads, so their layout is most of placement's cost). */
-typedef struct placed_item {
+/* [off, end) of a placed value live together with the one being placed */
+typedef struct span {
   size_t off, end;
-  int first, last;
-} placed_item;
+} span;
+
+static int cmp_span(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+/* By offset; equal offsets in any order (the walk below gives the same gap
+ * either way: after the first, the cursor is past their common offset). */
+static void sort_spans(span *sp, int n) {
+  if (n > 24) {
+    qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+    return;
+  }
+  for (int i = 1; i < n; i++) {
+    span x = sp[i];
+    int j = i;
+    for (; j > 0 && sp[j - 1].off > x.off; j--) sp[j] = sp[j - 1];
+    sp[j] = x;
+  }
+}
+
+/* The lowest offset of the smallest gap of at least s bytes between the
+ * spans (sorted by offset), else the end of the highest; SIZE_MAX when that
+ * overflows. */
+static size_t best_gap(const span *sp, int n, size_t s) {
+  size_t cursor = 0, best = SIZE_MAX, best_size = SIZE_MAX;
+  for (int q = 0; q < n; q++) {
+    if (sp[q].off > cursor) {
+      size_t gap = sp[q].off - cursor;
+      if (gap >= s && gap < best_size) {
+        best_size = gap;
+        best = cursor;
+      }
+    }
+    if (sp[q].end > cursor) cursor = sp[q].end;
+  }
+  if (best != SIZE_MAX) return best;
+  return cursor > SIZE_MAX - s ? SIZE_MAX : cursor;
+}
+
+static int cmp_first(const void *a, const void *b) {
+  const int *x = a, *y = b; /* (first, index) pairs */
+  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The conflict lists of n values as CSR: the conflicts of i are
+ * adj[start[i] .. start[i + 1]). byfirst: 2n ints of scratch. NULL adj
+ * when there are more than PLACE_MAX_CONFLICTS entries or out of memory
+ * (the caller scans instead). */
+static int *conflict_lists(int n, const size_t *size, const int *first, const int *last,
+                           int *byfirst, int *start) {
+  bool sorted = true;
+  for (int i = 0; i < n; i++) {
+    byfirst[2 * i] = first[i];
+    byfirst[2 * i + 1] = i;
+    sorted = sorted && (i == 0 || first[i - 1] <= first[i]);
+  }
+  if (!sorted) qsort(byfirst, (size_t)n, 2 * sizeof *byfirst, cmp_first);
+  for (int i = 0; i <= n; i++) start[i] = 0;
+  size_t entries = 0;
+  for (int a = 0; a < n; a++) { /* count */
+    int i = byfirst[2 * a + 1];
+    if (!size[i]) continue;
+    for (int b = a + 1; b < n && byfirst[2 * b] <= last[i]; b++) {
+      int j = byfirst[2 * b + 1];
+      if (!size[j]) continue;
+      start[i + 1]++;
+      start[j + 1]++;
+      entries += 2;
+    }
+    if (entries > PLACE_MAX_CONFLICTS) return NULL;
+  }
+  for (int i = 0; i < n; i++) start[i + 1] += start[i];
+  int *adj = malloc((entries ? entries : 1) * sizeof *adj);
+  if (!adj) return NULL;
+  int *pos = malloc((size_t)n * sizeof *pos);
+  if (!pos) {
+    free(adj);
+    return NULL;
+  }
+  memcpy(pos, start, (size_t)n * sizeof *pos);
+  for (int a = 0; a < n; a++) {
+    int i = byfirst[2 * a + 1];
+    if (!size[i]) continue;
+    for (int b = a + 1; b < n && byfirst[2 * b] <= last[i]; b++) {
+      int j = byfirst[2 * b + 1];
+      if (!size[j]) continue;
+      adj[pos[i]++] = j;
+      adj[pos[j]++] = i;
+    }
+  }
+  free(pos);
+  return adj;
+}
 
 int rt_plan_place(int n, const size_t *size, const int *first, const int *last, size_t *offset,
                   size_t *total) {
   *total = 0;
   if (n <= 0) return 0;
-  order_item *ord = malloc((size_t)n * sizeof *ord);
-  placed_item *placed = malloc((size_t)n * sizeof *placed); /* by offset ascending */
-  int *live = malloc((size_t)n * sizeof *live);
-  int rc = -1;
-  if (!ord || !placed || !live) goto done;
+  order_item *ord = malloc(2 * (size_t)n * sizeof *ord); /* the order, then the sort's scratch */
+  span *sp = malloc((size_t)n * sizeof *sp);
+  int *ints = malloc((size_t)(3 * n + 1) * sizeof *ints); /* byfirst (2n), start (n + 1) */
+  bool *placed = calloc((size_t)n, sizeof *placed);
+  int *adj = NULL, rc = -1;
+  if (!ord || !sp || !ints || !placed) goto done;
   for (int i = 0; i < n; i++) {
     if (size[i] > SIZE_MAX - RT_PLAN_ALIGN || first[i] > last[i]) goto done;
     ord[i] = (order_item){round_up(size[i]), first[i], i};
     offset[i] = 0;
   }
-  qsort(ord, (size_t)n, sizeof *ord, cmp_order);
-  int np = 0;
+  sort_order(ord, ord + n, n);
+  int *start = ints + 2 * n;
+  adj = conflict_lists(n, size, first, last, ints, start);
   size_t end = 0;
   for (int k = 0; k < n; k++) {
-    int i = ord[k].idx, fi = first[i], la = last[i];
+    int i = ord[k].idx;
     size_t s = ord[k].size;
     if (s == 0) continue; /* takes no space: offset 0 */
-    /* Walk the placed items in offset order; `cursor` is the end of the
-     * highest lifetime-overlapping item so far, so [cursor, next overlapping
-     * item's offset) is a free gap for i. */
-    size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
-    int nlive = 0; /* the placed items live together with i, in offset order: gathered
-                    * without a branch, since whether two lifetimes overlap is random */
-    for (int p = 0; p < np; p++) {
-      live[nlive] = p;
-      nlive += placed[p].first <= la && fi <= placed[p].last;
-    }
-    for (int q = 0; q < nlive; q++) {
-      const placed_item *j = &placed[live[q]];
-      if (j->off > cursor) {
-        size_t gap = j->off - cursor;
-        if (gap >= s && gap < best_gap) {
-          best_gap = gap;
-          best = cursor;
-        }
+    int ns = 0;
+    if (adj) {
+      for (int e = start[i]; e < start[i + 1]; e++) {
+        int j = adj[e];
+        if (placed[j]) sp[ns++] = (span){offset[j], offset[j] + round_up(size[j])};
       }
-      if (j->end > cursor) cursor = j->end;
+    } else {
+      for (int q = 0; q < k; q++) {
+        int j = ord[q].idx;
+        if (ord[q].size && first[j] <= last[i] && first[i] <= last[j])
+          sp[ns++] = (span){offset[j], offset[j] + ord[q].size};
+      }
     }
-    if (best == SIZE_MAX) {
-      if (cursor > SIZE_MAX - s) goto done;
-      best = cursor;
-    }
+    sort_spans(sp, ns);
+    size_t best = best_gap(sp, ns, s);
+    if (best == SIZE_MAX) goto done;
     offset[i] = best;
+    placed[i] = true;
     if (best + s > end) end = best + s;
-    /* insert into placed, keeping offsets ascending (after equal offsets) */
-    int p = np;
-    while (p > 0 && placed[p - 1].off > best) p--;
-    memmove(&placed[p + 1], &placed[p], (size_t)(np - p) * sizeof *placed);
-    placed[p] = (placed_item){best, best + s, fi, la};
-    np++;
   }
   *total = end;
   rc = 0;
 done:
   free(ord);
+  free(sp);
+  free(ints);
   free(placed);
-  free(live);
+  free(adj);
   return rc;
 }
 
