@@ -12,7 +12,8 @@
  * a little every execute (a decoder's sequence) plans again every ~50% of
  * growth instead of every execute (issue 20: placement, ~20 us for the
  * decoder's 80 intermediates, was the largest cost of a decode step outside
- * the kernels); where the async policy sees a dim the caller bucketed grow
+ * the kernels), and once its plans rose GROWTH_RUN times in a row, four
+ * times its values (below); where the async policy sees a dim the caller bucketed grow
  * at every execute, the room is that of the end of its bucket
  * (rt_variant_growth_room), so it plans once per bucket, and the compile
  * thread plans the next bucket before it is reached (rt_plan_prepare).
@@ -28,6 +29,17 @@
 #include "variants.h"
 
 #define GROWTH_SYMS 16 /* graphs with more symbols plan without rt_variant_growth_room */
+/* A model whose plans' keys rose GROWTH_RUN times in a row (a dim growing
+ * by a little every execute: a decoder's sequence without buckets) plans
+ * with room for GROWTH_ROOM times its values, a plan that serves the
+ * bindings that fit down to the one it was made for: a generation of N
+ * steps then plans ~log4(N) times on the request path instead of
+ * log1.5(N) (512 steps from 6: 4 plans past total 8 instead of 10; issue
+ * 20's p99 over 509 steps is the 6th slowest). Its arena is up to that much larger than the binding needs;
+ * shapes that vary without growing rise three plans in a row by chance
+ * (1 in 6 for random ones), then get the same room. */
+#define GROWTH_RUN 2
+#define GROWTH_ROOM 4
 
 typedef struct rt_plan_slot {
   bool used;
@@ -35,8 +47,11 @@ typedef struct rt_plan_slot {
   int64_t *key;    /* g->nsyms symbol values */
   size_t *offset;  /* per intermediate */
   size_t *room;    /* per intermediate: the bytes placed for it (its size, or more) */
-  bool ahead;      /* made by rt_plan_prepare for the end of a bucket: serves every
-                    * binding that fits, however much smaller */
+  bool ahead;      /* made for the end of a bucket (rt_plan_prepare, or a lookup
+                    * with rt_variant_growth_room): serves every binding that
+                    * fits, however much smaller */
+  unsigned spare;  /* else the most room a binding may leave unused, in quarters
+                    * of its size: 2 (half again), or 4 * (GROWTH_ROOM - 1) */
   size_t total;
 } rt_plan_slot;
 
@@ -46,6 +61,10 @@ struct rt_plan_cache {
   int *ids;          /* their value ids, in definition order */
   int *first, *last; /* their lifetimes (node indices, inclusive) */
   uint64_t clock;
+  int64_t *last_key; /* the symbol values of the last plan an execute made */
+  bool have_last;
+  int rising; /* plans in a row whose key rose from the one before (every value
+               * at least its last one, one larger): a dim growing (a decoder) */
   rt_plan_slot slot[RT_PLAN_SLOTS];
 };
 
@@ -58,11 +77,12 @@ struct rt_plan_cache {
  * a's last node, so each inner loop stops at the first value past a's end);
  * then per value in order, its conflicts placed already, sorted by offset,
  * walked for the best-fitting gap. O(n log n + conflicts x log) where a
- * scan of every placed value for each value was O(n^2): 5-17 us for a
- * decoder's 68 intermediates, a plan on a decode step's request path
- * (issue 20). Where the lists would pass PLACE_MAX_CONFLICTS (most values
- * live together in a large graph) each value scans the placed ones instead;
- * both give the same offsets. */
+ * scan of every placed value for each value was O(n^2) (a synthetic set of
+ * 300 values: ~100 -> ~24 us, 3000: ~10 -> ~0.6 ms; a decoder's 68, whose
+ * 424 conflicts are a fifth of all pairs, ~5 us either way). Where the
+ * lists would pass PLACE_MAX_CONFLICTS (most values live together in a
+ * large graph) each value scans the placed ones instead; both give the
+ * same offsets. */
 
 #define PLACE_MAX_CONFLICTS (1 << 20) /* list entries (ints): 4 MiB */
 
@@ -78,8 +98,8 @@ static bool before(const order_item *x, const order_item *y) {
 }
 
 /* Sort a[0..n) by `before` (a strict total order: idx is unique): merges
- * of runs doubling from 1, through tmp (n items); inline comparisons,
- * where qsort's calls through a pointer were a third of a decoder's plan. */
+ * of runs doubling from 1, through tmp (n items); inline comparisons
+ * (qsort's calls through a pointer were a third of a 68-value plan). */
 static void sort_order(order_item *a, order_item *tmp, int n) {
   order_item *src = a, *dst = tmp;
   for (int w = 1; w < n; w *= 2) {
@@ -112,7 +132,7 @@ static int cmp_span(const void *a, const void *b) {
 /* By offset; equal offsets in any order (the walk below gives the same gap
  * either way: after the first, the cursor is past their common offset). */
 static void sort_spans(span *sp, int n) {
-  if (n > 24) {
+  if (n > 64) {
     qsort(sp, (size_t)n, sizeof *sp, cmp_span);
     return;
   }
@@ -346,7 +366,8 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
   struct rt_plan_cache *cc = ir_arena_alloc(a, sizeof *cc);
   if (!cc || !(cc->ids = ir_arena_alloc(a, cap * sizeof(int))) ||
       !(cc->first = ir_arena_alloc(a, cap * sizeof(int))) ||
-      !(cc->last = ir_arena_alloc(a, cap * sizeof(int))))
+      !(cc->last = ir_arena_alloc(a, cap * sizeof(int))) ||
+      !(cc->last_key = ir_arena_alloc(a, ns * sizeof(int64_t))))
     goto done;
   for (int s = 0; s < RT_PLAN_SLOTS; s++)
     if (!(cc->slot[s].key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
@@ -410,18 +431,23 @@ static int eval_sizes(const kiln_model *m, const struct rt_plan_cache *c, const 
   return 0;
 }
 
+/* Whether a value of `size` may use `room` (>= size) with spare quarters
+ * of its size left unused (plus the alignment). */
+static bool spare_fits(size_t room, size_t size, unsigned spare) {
+  return size > SIZE_MAX / spare || room - size <= size * spare / 4 + RT_PLAN_ALIGN;
+}
+
 /* The slot whose plan fits sizes (every value in the room it placed for it,
- * and that room at most half as large again: a plan made for much larger
- * shapes would spread a small execute's values over a large arena), the
- * smallest such, or -1. Lock held. */
+ * and that room at most half as large again, or its spare: a plan made for
+ * much larger shapes would spread a small execute's values over a large
+ * arena), the smallest such, or -1. Lock held. */
 static int fitting_slot(const struct rt_plan_cache *c, const size_t *size) {
   int best = -1;
   for (int s = 0; s < RT_PLAN_SLOTS; s++) {
     const rt_plan_slot *sl = &c->slot[s];
     bool fits = sl->used && (best < 0 || sl->total < c->slot[best].total);
     for (int k = 0; k < c->n && fits; k++)
-      fits = size[k] <= sl->room[k] &&
-             (sl->ahead || sl->room[k] - size[k] <= size[k] / 2 + RT_PLAN_ALIGN);
+      fits = size[k] <= sl->room[k] && (sl->ahead || spare_fits(sl->room[k], size[k], sl->spare));
     if (fits) best = s;
   }
   return best;
@@ -440,10 +466,22 @@ static int victim_slot(const struct rt_plan_cache *c, const int64_t *syms, size_
   return victim;
 }
 
+/* Whether every symbol value of key is at least its value in last, one
+ * larger. */
+static bool key_rose(const int64_t *last, const int64_t *key, int nsyms) {
+  bool larger = false;
+  for (int s = 0; s < nsyms; s++) {
+    if (key[s] < last[s]) return false;
+    larger = larger || key[s] > last[s];
+  }
+  return larger;
+}
+
 /* Cache the plan (offset, room, total) of syms over the least recently used
  * slot. Takes the lock. */
 static void insert_plan(kiln_model *m, struct rt_plan_cache *c, const int64_t *syms,
-                        const size_t *offset, const size_t *room, size_t total, bool ahead) {
+                        const size_t *offset, const size_t *room, size_t total, bool ahead,
+                        unsigned spare) {
   size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
   lock(m);
   rt_plan_slot *sl = &c->slot[victim_slot(c, syms, kb)];
@@ -453,6 +491,7 @@ static void insert_plan(kiln_model *m, struct rt_plan_cache *c, const int64_t *s
   sl->total = total;
   sl->used = true;
   sl->ahead = ahead;
+  sl->spare = spare;
   sl->stamp = ++c->clock;
   unlock(m);
 }
@@ -494,11 +533,17 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   lock(m);
   int fit = fitting_slot(c, size);
   bool seen_other = c->clock > 0; /* a plan was made before: the model's shapes vary */
+  bool growing = false;
   if (fit >= 0) {
     rt_plan_slot *sl = &c->slot[fit];
     sl->stamp = ++c->clock;
     memcpy(offset, sl->offset, ob);
     *total = sl->total;
+  } else {
+    c->rising = c->have_last && key_rose(c->last_key, syms, m->g->nsyms) ? c->rising + 1 : 0;
+    growing = c->rising >= GROWTH_RUN;
+    if (kb) memcpy(c->last_key, syms, kb);
+    c->have_last = true;
   }
   unlock(m);
   if (fit >= 0) {
@@ -511,6 +556,7 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
                 eval_sizes(m, c, ends, room, NULL) == 0;
   for (int k = 0; k < c->n; k++) {
     size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 2 : size[k];
+    if (growing && !bucket && size[k] <= SIZE_MAX / GROWTH_ROOM) more = size[k] * GROWTH_ROOM;
     if (!bucket || room[k] < more) room[k] = more;
   }
   int rc = 0;
@@ -518,7 +564,7 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
   if (rc == 0) {
-    insert_plan(m, c, syms, offset, room, *total, bucket);
+    insert_plan(m, c, syms, offset, room, *total, bucket, growing ? 4 * (GROWTH_ROOM - 1) : 2);
     note_peak(m, *total);
     rt_model_count(m, KILN_COUNTER_PLANS);
   }
@@ -554,7 +600,7 @@ int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_stat
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
   if (rc == 0) {
-    insert_plan(m, c, syms, offset, size, *total, true);
+    insert_plan(m, c, syms, offset, size, *total, true, 2);
     rt_model_count(m, KILN_COUNTER_PLANS_AHEAD);
   }
   free(size);

@@ -19,7 +19,8 @@
  * Per model, plan.c keeps the lifetimes (computed once) and the plans of the
  * last RT_PLAN_SLOTS symbol bindings (an LRU keyed by the symbol values; a
  * binding whose values fit the room a plan gave them reuses it, and plans
- * after a model's first give each value half as much room again: plan.c),
+ * after a model's first give each value half as much room again, four
+ * times as much once its bindings keep growing: plan.c),
  * all in the model graph's arena (freed with the model); a small spin lock
  * in the model guards them, held only for a lookup or an insert, never while
  * planning. Each execute allocates its own arena (one malloc): concurrent
