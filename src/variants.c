@@ -717,9 +717,10 @@ static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
  * (the binding syms with k one past its bucket's end) so that crossing
  * into it stalls no execute: its variant is queued on the compile thread
  * (live when k gets there instead of `hot` executes after; not when it is
- * live already, from an earlier sequence), and the plan of its end with its
- * arena on the prepare thread (spec_prep.h: at once, whatever the compile
- * thread is busy with). Once per bucket; SPEC_AHEAD counts the compiles. */
+ * live already, from an earlier sequence), and the plans of its end and of
+ * the end of the bucket after it, with their arena, on the prepare thread
+ * (spec_prep.h: at once, whatever the compile thread is busy with). Once
+ * per bucket; SPEC_AHEAD counts the compiles. */
 static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k) {
   rt_variants *vs = m->variants;
   int ns = m->g->nsyms;
@@ -732,7 +733,7 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   if (!next || !key) goto done;
   memcpy(next, syms, (size_t)ns * sizeof *next);
   bool claimed = false, compile = false;
-  int64_t up = 0;
+  int64_t up = 0, after = 0;
   if (!rt_lock_briefly(&vs->lock)) goto done; /* held: a later execute claims */
   make_key(m, vs, syms, key);
   up = -1 - key[k];
@@ -744,7 +745,15 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
     rt_variant *have = find_locked(m, vs, key);
     if (have) have->refs--; /* find_locked took a reference */
     compile = !have && !failed_locked(m, vs, key);
-    next[k] = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
+    int64_t end = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
+    if (end < INT64_MAX) {     /* and the end of the one after it (below) */
+      next[k] = end + 1;
+      make_key(m, vs, next, key);
+      after = key[k] < 0 ? -1 - key[k] : 0;
+      next[k] = up + 1;
+      make_key(m, vs, next, key); /* the next bucket's key again: its compile */
+    }
+    next[k] = end;
   }
   pthread_mutex_unlock(&vs->lock);
   if (!claimed) goto done;
@@ -754,6 +763,14 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
    * no execute of this bucket asks again: each would wake the threads. */
   bool planned = m->be != &rt_backend_host || rt_prep_plan(m->ctx->spec->prep, m, next);
   if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
+  if (planned && after > 0 && m->be == &rt_backend_host) {
+    /* the bucket after next too: the prepare thread may start milliseconds
+     * after it was woken on a loaded host (2.8 ms measured, issue 20), later
+     * than a short bucket lasts (16 decode steps of ~30 us); a refusal
+     * leaves it to the claim of the next bucket */
+    next[k] = after;
+    (void)rt_prep_plan(m->ctx->spec->prep, m, next);
+  }
   if (!planned) { /* the prepare queue full or busy: a later execute tries again */
     pthread_mutex_lock(&vs->lock);
     if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
