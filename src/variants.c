@@ -89,6 +89,8 @@ struct rt_variants {
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
   int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
   int nfailed, failed_next;
+  rt_variant *dead;       /* dropped and unused, chained by next_drop: freed by the
+                           * prepare thread (rt_variants_reap) or with the table */
   _Atomic int64_t c[NCOUNTERS];
 };
 
@@ -243,6 +245,35 @@ static void drop_list(kiln_model *m, rt_variant *v) {
   }
 }
 
+/* Free the chain v (dropped variants no execute holds) off the request
+ * path: on the prepare thread where m's context has one (a host model),
+ * else here. */
+static void drop_later(kiln_model *m, rt_variant *v) {
+  if (!v) return;
+  rt_spec_ctx *s = m->ctx->spec;
+  if (!s || m->be != &rt_backend_host) {
+    drop_list(m, v);
+    return;
+  }
+  rt_variants *vs = m->variants;
+  rt_variant *tail = v;
+  while (tail->next_drop) tail = tail->next_drop;
+  pthread_mutex_lock(&vs->lock);
+  tail->next_drop = vs->dead;
+  vs->dead = v;
+  pthread_mutex_unlock(&vs->lock);
+  if (!rt_prep_reap(s->prep, m)) rt_variants_reap(m); /* queue full or busy: now */
+}
+
+void rt_variants_reap(kiln_model *m) {
+  rt_variants *vs = m->variants;
+  pthread_mutex_lock(&vs->lock);
+  rt_variant *dead = vs->dead;
+  vs->dead = NULL;
+  pthread_mutex_unlock(&vs->lock);
+  drop_list(m, dead);
+}
+
 /* Cancel m's queued jobs and wait until none of its jobs runs. */
 static void cancel_jobs(kiln_model *m) {
   rt_spec_ctx *s = m->ctx->spec;
@@ -280,7 +311,8 @@ void rt_variants_cancel(kiln_model *m) { cancel_jobs(m); }
 
 void rt_variants_free(kiln_model *m, rt_variants *vs) {
   if (!vs) return;
-  cancel_jobs(m);
+  cancel_jobs(m); /* a queued reap too: the dropped variants are freed here */
+  drop_list(m, vs->dead);
   for (int i = 0; i < vs->n; i++) variant_free(m, vs->v[i]);
   count(m, KILN_COUNTER_VARIANTS_LIVE, -(int64_t)vs->n);
   free(vs->v);
@@ -878,7 +910,7 @@ static void drop_variant(kiln_model *m, rt_variant *v) {
     }
   pthread_mutex_unlock(&vs->lock);
   count(m, KILN_COUNTER_DROPPED, 1);
-  drop_list(m, drop);
+  drop_later(m, drop);
 }
 
 void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int64_t ns) {
@@ -904,7 +936,10 @@ void rt_variant_release(kiln_model *m, rt_variant *v) {
   pthread_mutex_lock(&vs->lock);
   bool last = --v->refs == 0;
   pthread_mutex_unlock(&vs->lock);
-  if (last) variant_free(m, v);
+  if (last) {
+    v->next_drop = NULL;
+    drop_later(m, v);
+  }
 }
 
 bool rt_variant_has_kernel(const rt_variant *v, int node) { return v && v->code[node].fn; }

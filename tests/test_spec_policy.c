@@ -113,6 +113,26 @@ Test(spec_policy, a_variant_that_does_not_pay_is_dropped_for_good) {
   kiln_model_free(m);
 }
 
+/* A dropped variant is handed to the prepare thread to free (its code's
+ * removal waits for the JIT's lock): a model freed right after the drop,
+ * its reap still queued or running, frees it itself exactly once (the
+ * sanitizer builds see a leak or a double free), and one whose reap ran
+ * has nothing left. */
+Test(spec_policy, a_dropped_variant_is_freed_once_whether_its_reap_ran_or_not) {
+  cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_DROP);
+  for (int round = 0; round < 6; round++) {
+    kiln_model *m = model(SOFT, KILN_SPECIALIZE_ASYNC);
+    exec_n(m, 6);
+    cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+    for (int i = 0; i < RT_SPEC_TRIAL; i++) exec_n(m, 6); /* dropped at the last */
+    cr_expect_eq(counter(m, KILN_COUNTER_DROPPED), 1);
+    if (round % 2) cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0); /* reaped */
+    exec_n(m, 6); /* the generic kernels still serve */
+    kiln_model_free(m);
+  }
+}
+
 Test(spec_policy, a_variant_that_pays_stays) {
   cr_assert_eq(kiln_context_set_specialize_hot(ctx, 1, st), 0);
   rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
