@@ -572,6 +572,20 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   return rc;
 }
 
+bool rt_plan_cached_ahead(kiln_model *m, const int64_t *syms) {
+  struct rt_plan_cache *c = atomic_load_explicit(&m->plan, memory_order_acquire);
+  if (!c) return false;
+  size_t kb = (size_t)m->g->nsyms * sizeof(int64_t);
+  bool have = false;
+  lock(m);
+  for (int s = 0; s < RT_PLAN_SLOTS && !have; s++) {
+    rt_plan_slot *sl = &c->slot[s];
+    if ((have = sl->used && sl->ahead && memcmp(sl->key, syms, kb) == 0)) sl->stamp = ++c->clock;
+  }
+  unlock(m);
+  return have;
+}
+
 int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st) {
   struct rt_plan_cache *c = get_cache(m, st);
   *total = 0;

@@ -74,6 +74,12 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
  * -1 with st. */
 int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st);
 
+/* Whether m's plan cache holds a plan made ahead (rt_plan_prepare) for
+ * exactly syms: specialize_ahead then queues no job for it (an earlier
+ * sequence planned that bucket; queueing would wake the prepare thread from
+ * the execute for nothing). Marks it recent. Takes the spin lock only. */
+bool rt_plan_cached_ahead(kiln_model *m, const int64_t *syms);
+
 /* Make m's kept arena block (execute.c) hold at least `bytes`, its pages
  * touched, so the execute that first needs that much neither allocates nor
  * faults: a larger block replaces the kept one (an execute holding it keeps

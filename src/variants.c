@@ -793,7 +793,8 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
    * queue refuses the variant (full, or the model's bound: then the bucket's
    * own executes queue it, the generic kernels serving meanwhile), so that
    * no execute of this bucket asks again: each would wake the threads. */
-  bool planned = m->be != &rt_backend_host || rt_prep_plan(m->ctx->spec->prep, m, next);
+  bool planned = m->be != &rt_backend_host || rt_plan_cached_ahead(m, next) ||
+                 rt_prep_plan(m->ctx->spec->prep, m, next);
   if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
   if (planned && after > 0 && m->be == &rt_backend_host) {
     /* the bucket after next too: the prepare thread may start milliseconds
@@ -801,7 +802,7 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
      * than a short bucket lasts (16 decode steps of ~30 us); a refusal
      * leaves it to the claim of the next bucket */
     next[k] = after;
-    (void)rt_prep_plan(m->ctx->spec->prep, m, next);
+    if (!rt_plan_cached_ahead(m, next)) (void)rt_prep_plan(m->ctx->spec->prep, m, next);
   }
   if (!planned) { /* the prepare queue full or busy: a later execute tries again */
     pthread_mutex_lock(&vs->lock);

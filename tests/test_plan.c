@@ -787,6 +787,10 @@ Test(model, a_prepared_plan_serves_the_bindings_that_fit) {
   cr_expect_eq(plan_total(&c, 300, off), total);
   cr_expect_eq(plan_total(&c, 512, off), total);
   cr_expect_gt(plan_total(&c, 513, off), total);
+  int64_t at300[1] = {300}, at513[1] = {513};
+  cr_expect(rt_plan_cached_ahead(c.m, at), "512's plan made ahead is not found");
+  cr_expect(!rt_plan_cached_ahead(c.m, at300), "300 was served, not planned ahead");
+  cr_expect(!rt_plan_cached_ahead(c.m, at513), "513 was planned by a lookup, not ahead");
   rt_arena_reserve(c.m, total);
   char *kept = atomic_load(&c.m->exec_arena);
   cr_assert_not_null(kept);
