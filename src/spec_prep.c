@@ -189,7 +189,9 @@ static bool queue_job(rt_prep *p, kiln_model *m, bool reap, const int64_t *syms)
   if (!rt_lock_briefly(&p->mu)) return false; /* never wait on the thread: the next execute */
   bool queued = !reap && same_job(p->running, m, reap, syms, bytes);
   for (prep_job *q = p->head; q && !queued; q = q->next) queued = same_job(q, m, reap, syms, bytes);
-  if (!queued && !p->stop && p->free_jobs && start_locked(p)) {
+  /* a reap never starts the thread: pthread_create on the request path would
+   * cost more than the free it saves */
+  if (!queued && !p->stop && p->free_jobs && (reap ? p->started : start_locked(p))) {
     prep_job *j = p->free_jobs;
     p->free_jobs = j->next;
     j->m = m;

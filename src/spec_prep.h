@@ -83,8 +83,8 @@ bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
  * code's removal from the JIT waits for the context's lock, which a compile
  * may hold, and must not wait on an execute (issue 20: a variant its trial
  * dropped, freed by the execute that ran the trial, cost 12-35 us). Never
- * blocks, allocates nothing; false when it could not be queued (the caller
- * frees them itself). rt_prep_cancel drops a queued one: the model's free
+ * blocks, allocates nothing, never starts the thread; false when it could
+ * not be queued (the caller frees them itself). rt_prep_cancel drops a queued one: the model's free
  * frees what is left. */
 bool rt_prep_reap(rt_prep *p, kiln_model *m);
 /* Free blk (an arena block an execute gave back after a larger one was
