@@ -12,8 +12,8 @@
  * a little every execute (a decoder's sequence) plans again every ~50% of
  * growth instead of every execute (issue 20: placement, ~20 us for the
  * decoder's 80 intermediates, was the largest cost of a decode step outside
- * the kernels), and once its plans rose GROWTH_RUN times in a row, four
- * times its values (below); where the async policy sees a dim the caller bucketed grow
+ * the kernels), and once its executes' values rose GROWTH_RUN times in a
+ * row, four times its values (below); where the async policy sees a dim the caller bucketed grow
  * at every execute, the room is that of the end of its bucket
  * (rt_variant_growth_room), so it plans once per bucket, and the compile
  * thread plans the next bucket before it is reached (rt_plan_prepare).
@@ -29,16 +29,17 @@
 #include "variants.h"
 
 #define GROWTH_SYMS 16 /* graphs with more symbols plan without rt_variant_growth_room */
-/* A model whose plans' keys rose GROWTH_RUN times in a row (a dim growing
- * by a little every execute: a decoder's sequence without buckets) plans
- * with room for GROWTH_ROOM times its values, a plan that serves the
+/* A model whose executes' symbol values rose GROWTH_RUN times in a row (a
+ * dim growing by a little every execute: a decoder's sequence without
+ * buckets; the async policy waits for as long a run, RT_SPEC_AHEAD_RUN)
+ * plans with room for GROWTH_ROOM times its values, a plan that serves the
  * bindings that fit down to the one it was made for: a generation of N
  * steps then plans ~log4(N) times on the request path instead of
  * log1.5(N) (512 steps from 6: 4 plans past total 8 instead of 10; issue
- * 20's p99 over 509 steps is the 6th slowest). Its arena is up to that much larger than the binding needs;
- * shapes that vary without growing rise three plans in a row by chance
- * (1 in 6 for random ones), then get the same room. */
-#define GROWTH_RUN 2
+ * 20's p99 over 509 steps is the 6th slowest). Its arena is up to that
+ * much larger than the binding needs; shapes that vary without growing
+ * (a service) rise 8 executes in a row by chance once in 8! runs. */
+#define GROWTH_RUN 8
 #define GROWTH_ROOM 4
 
 typedef struct rt_plan_slot {
@@ -61,10 +62,10 @@ struct rt_plan_cache {
   int *ids;          /* their value ids, in definition order */
   int *first, *last; /* their lifetimes (node indices, inclusive) */
   uint64_t clock;
-  int64_t *last_key; /* the symbol values of the last plan an execute made */
+  int64_t *last_key; /* the symbol values of the last lookup */
   bool have_last;
-  int rising; /* plans in a row whose key rose from the one before (every value
-               * at least its last one, one larger): a dim growing (a decoder) */
+  int rising; /* lookups in a row whose values rose from the last one's (every
+               * value at least its last one, one larger), up to GROWTH_RUN */
   rt_plan_slot slot[RT_PLAN_SLOTS];
 };
 
@@ -508,6 +509,11 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   size_t *total = &v->total;
   size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
   lock(m);
+  bool rose = c->have_last && key_rose(c->last_key, syms, m->g->nsyms);
+  c->rising = rose ? (c->rising < GROWTH_RUN ? c->rising + 1 : GROWTH_RUN) : 0;
+  bool growing = c->rising >= GROWTH_RUN;
+  if (kb) memcpy(c->last_key, syms, kb);
+  c->have_last = true;
   for (int s = 0; s < RT_PLAN_SLOTS; s++) {
     rt_plan_slot *sl = &c->slot[s];
     if (sl->used && memcmp(sl->key, syms, kb) == 0) {
@@ -533,17 +539,11 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   lock(m);
   int fit = fitting_slot(c, size);
   bool seen_other = c->clock > 0; /* a plan was made before: the model's shapes vary */
-  bool growing = false;
   if (fit >= 0) {
     rt_plan_slot *sl = &c->slot[fit];
     sl->stamp = ++c->clock;
     memcpy(offset, sl->offset, ob);
     *total = sl->total;
-  } else {
-    c->rising = c->have_last && key_rose(c->last_key, syms, m->g->nsyms) ? c->rising + 1 : 0;
-    growing = c->rising >= GROWTH_RUN;
-    if (kb) memcpy(c->last_key, syms, kb);
-    c->have_last = true;
   }
   unlock(m);
   if (fit >= 0) {

@@ -736,27 +736,32 @@ Test(model, a_growing_dim_reuses_a_plan_that_fits) {
   case_close(&c);
 }
 
-/* Bindings that keep growing (three plans in a row, each key above the
+/* Bindings that keep growing (8 executes in a row, each binding above the
  * last: a decoder without buckets) get room for four times their values:
  * the next bindings up to that reuse the plan and run as valid plans, one
- * past it plans again, and a much smaller binding does not use it. */
+ * past it plans again, and a much smaller binding does not use it; shapes
+ * that rise fewer times in a row plan with half as much room again. */
 Test(model, a_dim_that_keeps_growing_plans_with_room_for_four_times) {
   run_case c;
   const int64_t first[] = {1};
   case_open(&c, chain_graph(12), first, 1, 9);
   size_t off[256] = {0}, off2[256] = {0}, sum;
-  (void)plan_total(&c, 10, off);
-  (void)plan_total(&c, 20, off); /* rose once: half as much room again */
-  size_t t31 = plan_total(&c, 31, off); /* twice: room for 124 rows */
-  for (int64_t n = 40; n <= 124; n += 42) {
-    cr_expect_eq(plan_total(&c, n, off2), t31, "%lld rows fit 31's room", (long long)n);
+  (void)plan_total(&c, 30, off);
+  size_t t = plan_total(&c, 10, off); /* fell: a second shape, half again */
+  size_t t16 = plan_total(&c, 16, off);
+  cr_expect_gt(plan_total(&c, 40, off), t16, "40 rows planned anew");
+  for (int64_t n = 41; n <= 47; n++) (void)plan_total(&c, n, off); /* rose 8 times at 47 */
+  cr_expect_gt(plan_total(&c, 61, off2), t, "61 rows fit no room but 40's");
+  size_t t61 = plan_total(&c, 61, off); /* an exact hit: the run ends, the plan stays */
+  for (int64_t n = 62; n <= 244; n += 61) {
+    cr_expect_eq(plan_total(&c, n, off2), t61, "%lld rows fit 61's room", (long long)n);
     cr_expect_eq(memcmp(off, off2, sizeof off), 0);
     set_rows(&c, n, 11 + (uint64_t)n);
     (void)check_model_plan(&c, &sum);
     poison_roundtrip(&c, "chain, growing with room");
   }
-  cr_expect_gt(plan_total(&c, 125, off2), t31, "125 rows do not fit 31's room");
-  cr_expect_lt(plan_total(&c, 3, off2), t31 / 8, "3 rows use a plan made for 31");
+  cr_expect_gt(plan_total(&c, 245, off2), t61, "245 rows do not fit 61's room");
+  cr_expect_lt(plan_total(&c, 10, off2), t61 / 4, "10 rows use a plan made for 61");
   case_close(&c);
 }
 
