@@ -13,10 +13,11 @@
  * growth instead of every execute (issue 20: placement, ~20 us for the
  * decoder's 80 intermediates, was the largest cost of a decode step outside
  * the kernels), and once its executes' values rose GROWTH_RUN times in a
- * row, four times its values (below); where the async policy sees a dim the caller bucketed grow
- * at every execute, the room is that of the end of its bucket
- * (rt_variant_growth_room), so it plans once per bucket, and the compile
- * thread plans the next bucket before it is reached (rt_plan_prepare).
+ * row, four times its values (below); where the async policy sees a dim
+ * the caller bucketed grow at every execute, the room is that of the end
+ * of its bucket (rt_variant_growth_room), so it plans once per bucket, and
+ * the prepare thread plans the next two buckets before they are reached
+ * (rt_plan_prepare).
  * A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
