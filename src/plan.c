@@ -12,10 +12,12 @@
  * a little every execute (a decoder's sequence) plans again every ~50% of
  * growth instead of every execute (issue 20: placement, ~20 us for the
  * decoder's 80 intermediates, was the largest cost of a decode step outside
- * the kernels); where the async policy sees a dim the caller bucketed grow
- * at every execute, the room is that of the end of its bucket
- * (rt_variant_growth_room), so it plans once per bucket, and the compile
- * thread plans the next bucket before it is reached (rt_plan_prepare).
+ * the kernels), and once its executes' values rose GROWTH_RUN times in a
+ * row, four times its values (below); where the async policy sees a dim
+ * the caller bucketed grow at every execute, the room is that of the end
+ * of its bucket (rt_variant_growth_room), so it plans once per bucket, and
+ * the prepare thread plans the next two buckets before they are reached
+ * (rt_plan_prepare).
  * A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
@@ -28,6 +30,18 @@
 #include "variants.h"
 
 #define GROWTH_SYMS 16 /* graphs with more symbols plan without rt_variant_growth_room */
+/* A model whose executes' symbol values rose GROWTH_RUN times in a row (a
+ * dim growing by a little every execute: a decoder's sequence without
+ * buckets; the async policy waits for as long a run, RT_SPEC_AHEAD_RUN)
+ * plans with room for GROWTH_ROOM times its values, a plan that serves the
+ * bindings that fit down to the one it was made for: a generation of N
+ * steps then plans ~log4(N) times on the request path instead of
+ * log1.5(N) (512 steps from 6: 4 plans past total 8 instead of 10; issue
+ * 20's p99 over 509 steps is the 6th slowest). Its arena is up to that
+ * much larger than the binding needs; shapes that vary without growing
+ * (a service) rise 8 executes in a row by chance once in 8! runs. */
+#define GROWTH_RUN 8
+#define GROWTH_ROOM 4
 
 typedef struct rt_plan_slot {
   bool used;
@@ -35,8 +49,11 @@ typedef struct rt_plan_slot {
   int64_t *key;    /* g->nsyms symbol values */
   size_t *offset;  /* per intermediate */
   size_t *room;    /* per intermediate: the bytes placed for it (its size, or more) */
-  bool ahead;      /* made by rt_plan_prepare for the end of a bucket: serves every
-                    * binding that fits, however much smaller */
+  bool ahead;      /* made for the end of a bucket (rt_plan_prepare, or a lookup
+                    * with rt_variant_growth_room): serves every binding that
+                    * fits, however much smaller */
+  unsigned spare;  /* else the most room a binding may leave unused, in quarters
+                    * of its size: 2 (half again), or 4 * (GROWTH_ROOM - 1) */
   size_t total;
 } rt_plan_slot;
 
@@ -46,94 +63,215 @@ struct rt_plan_cache {
   int *ids;          /* their value ids, in definition order */
   int *first, *last; /* their lifetimes (node indices, inclusive) */
   uint64_t clock;
+  int64_t *last_key; /* the symbol values of the last lookup */
+  bool have_last;
+  int rising; /* lookups in a row whose values rose from the last one's (every
+               * value at least its last one, one larger), up to GROWTH_RUN */
   rt_plan_slot slot[RT_PLAN_SLOTS];
 };
 
-/* ---- placement ---- */
+/* ---- placement ----
+ *
+ * Three steps: the order (largest first; ties: earlier first node, then
+ * index); the conflicts, which values live at the same time as which, as
+ * one list per value (built by one sweep over the values sorted by first
+ * node: a value b starting at or after a's start overlaps a iff b starts by
+ * a's last node, so each inner loop stops at the first value past a's end);
+ * then per value in order, its conflicts placed already, sorted by offset,
+ * walked for the best-fitting gap. O(n log n + conflicts x log) where a
+ * scan of every placed value for each value was O(n^2) (a synthetic set of
+ * 300 values: ~100 -> ~24 us, 3000: ~10 -> ~0.6 ms; a decoder's 68, whose
+ * 424 conflicts are a fifth of all pairs, ~5 us either way). Where the
+ * lists would pass PLACE_MAX_CONFLICTS (most values live together in a
+ * large graph) each value scans the placed ones instead; both give the
+ * same offsets. */
+
+#define PLACE_MAX_CONFLICTS (1 << 20) /* list entries (ints): 4 MiB */
 
 typedef struct order_item {
   size_t size;
   int first, idx;
 } order_item;
 
-static int cmp_order(const void *a, const void *b) {
-  const order_item *x = a, *y = b;
-  if (x->size != y->size) return x->size > y->size ? -1 : 1; /* largest first */
-  if (x->first != y->first) return x->first < y->first ? -1 : 1;
-  return (x->idx > y->idx) - (x->idx < y->idx);
+static bool before(const order_item *x, const order_item *y) {
+  if (x->size != y->size) return x->size > y->size; /* largest first */
+  if (x->first != y->first) return x->first < y->first;
+  return x->idx < y->idx;
+}
+
+/* Sort a[0..n) by `before` (a strict total order: idx is unique): merges
+ * of runs doubling from 1, through tmp (n items); inline comparisons
+ * (qsort's calls through a pointer were a third of a 68-value plan). */
+static void sort_order(order_item *a, order_item *tmp, int n) {
+  order_item *src = a, *dst = tmp;
+  for (int w = 1; w < n; w *= 2) {
+    for (int lo = 0; lo < n; lo += 2 * w) {
+      int mid = lo + w < n ? lo + w : n, hi = lo + 2 * w < n ? lo + 2 * w : n;
+      int i = lo, j = mid, k = lo;
+      while (i < mid && j < hi) dst[k++] = before(&src[j], &src[i]) ? src[j++] : src[i++];
+      while (i < mid) dst[k++] = src[i++];
+      while (j < hi) dst[k++] = src[j++];
+    }
+    order_item *t = src;
+    src = dst;
+    dst = t;
+  }
+  if (src != a) memcpy(a, src, (size_t)n * sizeof *a);
 }
 
 static size_t round_up(size_t n) { return (n + RT_PLAN_ALIGN - 1) / RT_PLAN_ALIGN * RT_PLAN_ALIGN; }
 
-/* A placed value, kept in an array sorted by offset: the walk below reads
- * them in order from one block (it runs for every value placed: O(n^2)
- * reads, so their layout is most of placement's cost). */
-typedef struct placed_item {
+/* [off, end) of a placed value live together with the one being placed */
+typedef struct span {
   size_t off, end;
-  int first, last;
-} placed_item;
+} span;
+
+static int cmp_span(const void *a, const void *b) {
+  const span *x = a, *y = b;
+  return (x->off > y->off) - (x->off < y->off);
+}
+
+/* By offset; equal offsets in any order (the walk below gives the same gap
+ * either way: after the first, the cursor is past their common offset). */
+static void sort_spans(span *sp, int n) {
+  if (n > 64) {
+    qsort(sp, (size_t)n, sizeof *sp, cmp_span);
+    return;
+  }
+  for (int i = 1; i < n; i++) {
+    span x = sp[i];
+    int j = i;
+    for (; j > 0 && sp[j - 1].off > x.off; j--) sp[j] = sp[j - 1];
+    sp[j] = x;
+  }
+}
+
+/* The lowest offset of the smallest gap of at least s bytes between the
+ * spans (sorted by offset), else the end of the highest; SIZE_MAX when that
+ * overflows. */
+static size_t best_gap(const span *sp, int n, size_t s) {
+  size_t cursor = 0, best = SIZE_MAX, best_size = SIZE_MAX;
+  for (int q = 0; q < n; q++) {
+    if (sp[q].off > cursor) {
+      size_t gap = sp[q].off - cursor;
+      if (gap >= s && gap < best_size) {
+        best_size = gap;
+        best = cursor;
+      }
+    }
+    if (sp[q].end > cursor) cursor = sp[q].end;
+  }
+  if (best != SIZE_MAX) return best;
+  return cursor > SIZE_MAX - s ? SIZE_MAX : cursor;
+}
+
+static int cmp_first(const void *a, const void *b) {
+  const int *x = a, *y = b; /* (first, index) pairs */
+  if (x[0] != y[0]) return x[0] < y[0] ? -1 : 1;
+  return (x[1] > y[1]) - (x[1] < y[1]);
+}
+
+/* The conflict lists of n values as CSR: the conflicts of i are
+ * adj[start[i] .. start[i + 1]). byfirst: 2n ints of scratch. NULL adj
+ * when there are more than PLACE_MAX_CONFLICTS entries or out of memory
+ * (the caller scans instead). */
+static int *conflict_lists(int n, const size_t *size, const int *first, const int *last,
+                           int *byfirst, int *start) {
+  bool sorted = true;
+  for (int i = 0; i < n; i++) {
+    byfirst[2 * i] = first[i];
+    byfirst[2 * i + 1] = i;
+    sorted = sorted && (i == 0 || first[i - 1] <= first[i]);
+  }
+  if (!sorted) qsort(byfirst, (size_t)n, 2 * sizeof *byfirst, cmp_first);
+  for (int i = 0; i <= n; i++) start[i] = 0;
+  size_t entries = 0;
+  for (int a = 0; a < n; a++) { /* count */
+    int i = byfirst[2 * a + 1];
+    if (!size[i]) continue;
+    for (int b = a + 1; b < n && byfirst[2 * b] <= last[i]; b++) {
+      int j = byfirst[2 * b + 1];
+      if (!size[j]) continue;
+      start[i + 1]++;
+      start[j + 1]++;
+      entries += 2;
+    }
+    if (entries > PLACE_MAX_CONFLICTS) return NULL;
+  }
+  for (int i = 0; i < n; i++) start[i + 1] += start[i];
+  int *adj = malloc((entries ? entries : 1) * sizeof *adj);
+  if (!adj) return NULL;
+  int *pos = malloc((size_t)n * sizeof *pos);
+  if (!pos) {
+    free(adj);
+    return NULL;
+  }
+  memcpy(pos, start, (size_t)n * sizeof *pos);
+  for (int a = 0; a < n; a++) {
+    int i = byfirst[2 * a + 1];
+    if (!size[i]) continue;
+    for (int b = a + 1; b < n && byfirst[2 * b] <= last[i]; b++) {
+      int j = byfirst[2 * b + 1];
+      if (!size[j]) continue;
+      adj[pos[i]++] = j;
+      adj[pos[j]++] = i;
+    }
+  }
+  free(pos);
+  return adj;
+}
 
 int rt_plan_place(int n, const size_t *size, const int *first, const int *last, size_t *offset,
                   size_t *total) {
   *total = 0;
   if (n <= 0) return 0;
-  order_item *ord = malloc((size_t)n * sizeof *ord);
-  placed_item *placed = malloc((size_t)n * sizeof *placed); /* by offset ascending */
-  int *live = malloc((size_t)n * sizeof *live);
-  int rc = -1;
-  if (!ord || !placed || !live) goto done;
+  order_item *ord = malloc(2 * (size_t)n * sizeof *ord); /* the order, then the sort's scratch */
+  span *sp = malloc((size_t)n * sizeof *sp);
+  int *ints = malloc((size_t)(3 * n + 1) * sizeof *ints); /* byfirst (2n), start (n + 1) */
+  bool *placed = calloc((size_t)n, sizeof *placed);
+  int *adj = NULL, rc = -1;
+  if (!ord || !sp || !ints || !placed) goto done;
   for (int i = 0; i < n; i++) {
     if (size[i] > SIZE_MAX - RT_PLAN_ALIGN || first[i] > last[i]) goto done;
     ord[i] = (order_item){round_up(size[i]), first[i], i};
     offset[i] = 0;
   }
-  qsort(ord, (size_t)n, sizeof *ord, cmp_order);
-  int np = 0;
+  sort_order(ord, ord + n, n);
+  int *start = ints + 2 * n;
+  adj = conflict_lists(n, size, first, last, ints, start);
   size_t end = 0;
   for (int k = 0; k < n; k++) {
-    int i = ord[k].idx, fi = first[i], la = last[i];
+    int i = ord[k].idx;
     size_t s = ord[k].size;
     if (s == 0) continue; /* takes no space: offset 0 */
-    /* Walk the placed items in offset order; `cursor` is the end of the
-     * highest lifetime-overlapping item so far, so [cursor, next overlapping
-     * item's offset) is a free gap for i. */
-    size_t cursor = 0, best = SIZE_MAX, best_gap = SIZE_MAX;
-    int nlive = 0; /* the placed items live together with i, in offset order: gathered
-                    * without a branch, since whether two lifetimes overlap is random */
-    for (int p = 0; p < np; p++) {
-      live[nlive] = p;
-      nlive += placed[p].first <= la && fi <= placed[p].last;
-    }
-    for (int q = 0; q < nlive; q++) {
-      const placed_item *j = &placed[live[q]];
-      if (j->off > cursor) {
-        size_t gap = j->off - cursor;
-        if (gap >= s && gap < best_gap) {
-          best_gap = gap;
-          best = cursor;
-        }
+    int ns = 0;
+    if (adj) {
+      for (int e = start[i]; e < start[i + 1]; e++) {
+        int j = adj[e];
+        if (placed[j]) sp[ns++] = (span){offset[j], offset[j] + round_up(size[j])};
       }
-      if (j->end > cursor) cursor = j->end;
+    } else {
+      for (int q = 0; q < k; q++) {
+        int j = ord[q].idx;
+        if (ord[q].size && first[j] <= last[i] && first[i] <= last[j])
+          sp[ns++] = (span){offset[j], offset[j] + ord[q].size};
+      }
     }
-    if (best == SIZE_MAX) {
-      if (cursor > SIZE_MAX - s) goto done;
-      best = cursor;
-    }
+    sort_spans(sp, ns);
+    size_t best = best_gap(sp, ns, s);
+    if (best == SIZE_MAX) goto done;
     offset[i] = best;
+    placed[i] = true;
     if (best + s > end) end = best + s;
-    /* insert into placed, keeping offsets ascending (after equal offsets) */
-    int p = np;
-    while (p > 0 && placed[p - 1].off > best) p--;
-    memmove(&placed[p + 1], &placed[p], (size_t)(np - p) * sizeof *placed);
-    placed[p] = (placed_item){best, best + s, fi, la};
-    np++;
   }
   *total = end;
   rc = 0;
 done:
   free(ord);
+  free(sp);
+  free(ints);
   free(placed);
-  free(live);
+  free(adj);
   return rc;
 }
 
@@ -230,7 +368,8 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
   struct rt_plan_cache *cc = ir_arena_alloc(a, sizeof *cc);
   if (!cc || !(cc->ids = ir_arena_alloc(a, cap * sizeof(int))) ||
       !(cc->first = ir_arena_alloc(a, cap * sizeof(int))) ||
-      !(cc->last = ir_arena_alloc(a, cap * sizeof(int))))
+      !(cc->last = ir_arena_alloc(a, cap * sizeof(int))) ||
+      !(cc->last_key = ir_arena_alloc(a, ns * sizeof(int64_t))))
     goto done;
   for (int s = 0; s < RT_PLAN_SLOTS; s++)
     if (!(cc->slot[s].key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
@@ -294,18 +433,23 @@ static int eval_sizes(const kiln_model *m, const struct rt_plan_cache *c, const 
   return 0;
 }
 
+/* Whether a value of `size` may use `room` (>= size) with spare quarters
+ * of its size left unused (plus the alignment). */
+static bool spare_fits(size_t room, size_t size, unsigned spare) {
+  return size > SIZE_MAX / spare || room - size <= size * spare / 4 + RT_PLAN_ALIGN;
+}
+
 /* The slot whose plan fits sizes (every value in the room it placed for it,
- * and that room at most half as large again: a plan made for much larger
- * shapes would spread a small execute's values over a large arena), the
- * smallest such, or -1. Lock held. */
+ * and that room at most half as large again, or its spare: a plan made for
+ * much larger shapes would spread a small execute's values over a large
+ * arena), the smallest such, or -1. Lock held. */
 static int fitting_slot(const struct rt_plan_cache *c, const size_t *size) {
   int best = -1;
   for (int s = 0; s < RT_PLAN_SLOTS; s++) {
     const rt_plan_slot *sl = &c->slot[s];
     bool fits = sl->used && (best < 0 || sl->total < c->slot[best].total);
     for (int k = 0; k < c->n && fits; k++)
-      fits = size[k] <= sl->room[k] &&
-             (sl->ahead || sl->room[k] - size[k] <= size[k] / 2 + RT_PLAN_ALIGN);
+      fits = size[k] <= sl->room[k] && (sl->ahead || spare_fits(sl->room[k], size[k], sl->spare));
     if (fits) best = s;
   }
   return best;
@@ -324,10 +468,22 @@ static int victim_slot(const struct rt_plan_cache *c, const int64_t *syms, size_
   return victim;
 }
 
+/* Whether every symbol value of key is at least its value in last, one
+ * larger. */
+static bool key_rose(const int64_t *last, const int64_t *key, int nsyms) {
+  bool larger = false;
+  for (int s = 0; s < nsyms; s++) {
+    if (key[s] < last[s]) return false;
+    larger = larger || key[s] > last[s];
+  }
+  return larger;
+}
+
 /* Cache the plan (offset, room, total) of syms over the least recently used
  * slot. Takes the lock. */
 static void insert_plan(kiln_model *m, struct rt_plan_cache *c, const int64_t *syms,
-                        const size_t *offset, const size_t *room, size_t total, bool ahead) {
+                        const size_t *offset, const size_t *room, size_t total, bool ahead,
+                        unsigned spare) {
   size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
   lock(m);
   rt_plan_slot *sl = &c->slot[victim_slot(c, syms, kb)];
@@ -337,6 +493,7 @@ static void insert_plan(kiln_model *m, struct rt_plan_cache *c, const int64_t *s
   sl->total = total;
   sl->used = true;
   sl->ahead = ahead;
+  sl->spare = spare;
   sl->stamp = ++c->clock;
   unlock(m);
 }
@@ -353,6 +510,11 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   size_t *total = &v->total;
   size_t kb = (size_t)m->g->nsyms * sizeof(int64_t), ob = (size_t)c->n * sizeof(size_t);
   lock(m);
+  bool rose = c->have_last && key_rose(c->last_key, syms, m->g->nsyms);
+  c->rising = rose ? (c->rising < GROWTH_RUN ? c->rising + 1 : GROWTH_RUN) : 0;
+  bool growing = c->rising >= GROWTH_RUN;
+  if (kb) memcpy(c->last_key, syms, kb);
+  c->have_last = true;
   for (int s = 0; s < RT_PLAN_SLOTS; s++) {
     rt_plan_slot *sl = &c->slot[s];
     if (sl->used && memcmp(sl->key, syms, kb) == 0) {
@@ -395,6 +557,7 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
                 eval_sizes(m, c, ends, room, NULL) == 0;
   for (int k = 0; k < c->n; k++) {
     size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 2 : size[k];
+    if (growing && !bucket && size[k] <= SIZE_MAX / GROWTH_ROOM) more = size[k] * GROWTH_ROOM;
     if (!bucket || room[k] < more) room[k] = more;
   }
   int rc = 0;
@@ -402,12 +565,26 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
   if (rc == 0) {
-    insert_plan(m, c, syms, offset, room, *total, bucket);
+    insert_plan(m, c, syms, offset, room, *total, bucket, growing ? 4 * (GROWTH_ROOM - 1) : 2);
     note_peak(m, *total);
     rt_model_count(m, KILN_COUNTER_PLANS);
   }
   free(size);
   return rc;
+}
+
+bool rt_plan_cached_ahead(kiln_model *m, const int64_t *syms) {
+  struct rt_plan_cache *c = atomic_load_explicit(&m->plan, memory_order_acquire);
+  if (!c) return false;
+  size_t kb = (size_t)m->g->nsyms * sizeof(int64_t);
+  bool have = false;
+  lock(m);
+  for (int s = 0; s < RT_PLAN_SLOTS && !have; s++) {
+    rt_plan_slot *sl = &c->slot[s];
+    if ((have = sl->used && sl->ahead && memcmp(sl->key, syms, kb) == 0)) sl->stamp = ++c->clock;
+  }
+  unlock(m);
+  return have;
 }
 
 int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st) {
@@ -438,7 +615,7 @@ int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_stat
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
   if (rc == 0) {
-    insert_plan(m, c, syms, offset, size, *total, true);
+    insert_plan(m, c, syms, offset, size, *total, true, 2);
     rt_model_count(m, KILN_COUNTER_PLANS_AHEAD);
   }
   free(size);

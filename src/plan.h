@@ -19,7 +19,8 @@
  * Per model, plan.c keeps the lifetimes (computed once) and the plans of the
  * last RT_PLAN_SLOTS symbol bindings (an LRU keyed by the symbol values; a
  * binding whose values fit the room a plan gave them reuses it, and plans
- * after a model's first give each value half as much room again: plan.c),
+ * after a model's first give each value half as much room again, four
+ * times as much once its bindings keep growing: plan.c),
  * all in the model graph's arena (freed with the model); a small spin lock
  * in the model guards them, held only for a lookup or an insert, never while
  * planning. Each execute allocates its own arena (one malloc): concurrent
@@ -72,6 +73,12 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
  * already is kept instead (marked recent). *total: its arena bytes. 0, or
  * -1 with st. */
 int rt_plan_prepare(kiln_model *m, const int64_t *syms, size_t *total, kiln_status *st);
+
+/* Whether m's plan cache holds a plan made ahead (rt_plan_prepare) for
+ * exactly syms: specialize_ahead then queues no job for it (an earlier
+ * sequence planned that bucket; queueing would wake the prepare thread from
+ * the execute for nothing). Marks it recent. Takes the spin lock only. */
+bool rt_plan_cached_ahead(kiln_model *m, const int64_t *syms);
 
 /* Make m's kept arena block (execute.c) hold at least `bytes`, its pages
  * touched, so the execute that first needs that much neither allocates nor

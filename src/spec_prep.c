@@ -21,9 +21,11 @@
 
 #include "plan.h"
 #include "pool.h"
+#include "variants.h"
 
 typedef struct prep_job {
   kiln_model *m;
+  bool reap; /* free m's dropped variants (rt_variants_reap), else plan syms */
   int64_t syms[RT_PREP_MAX_SYMS];
   struct prep_job *next;
 } prep_job;
@@ -74,6 +76,10 @@ static void job_free_locked(rt_prep *p, prep_job *j) {
 }
 
 static void run_job(const prep_job *j) {
+  if (j->reap) {
+    rt_variants_reap(j->m);
+    return;
+  }
   size_t total = 0;
   /* a failure (out of memory, a shape error) leaves the plan to the execute,
    * which reports it */
@@ -154,8 +160,9 @@ void rt_prep_free(rt_prep *p) {
   free(p);
 }
 
-static bool same_job(const prep_job *j, const kiln_model *m, const int64_t *syms, size_t bytes) {
-  return j && j->m == m && memcmp(j->syms, syms, bytes) == 0;
+static bool same_job(const prep_job *j, const kiln_model *m, bool reap, const int64_t *syms,
+                     size_t bytes) {
+  return j && j->m == m && j->reap == reap && (reap || memcmp(j->syms, syms, bytes) == 0);
 }
 
 /* Start the thread if it is not running; mu held. Whether it runs. */
@@ -172,17 +179,23 @@ void rt_prep_start(rt_prep *p) {
   pthread_mutex_unlock(&p->mu);
 }
 
-bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms) {
-  int ns = m->g->nsyms;
+/* Queue a job of m (a plan of syms, or a reap) unless an equal one is
+ * queued, or, for a plan, running (a running reap may have taken its list
+ * already). Never blocks; allocates nothing. Whether it is queued. */
+static bool queue_job(rt_prep *p, kiln_model *m, bool reap, const int64_t *syms) {
+  int ns = reap ? 0 : m->g->nsyms;
   if (!p || ns > RT_PREP_MAX_SYMS) return false;
   size_t bytes = (size_t)ns * sizeof *syms;
   if (!rt_lock_briefly(&p->mu)) return false; /* never wait on the thread: the next execute */
-  bool queued = same_job(p->running, m, syms, bytes);
-  for (prep_job *q = p->head; q && !queued; q = q->next) queued = same_job(q, m, syms, bytes);
-  if (!queued && !p->stop && p->free_jobs && start_locked(p)) {
+  bool queued = !reap && same_job(p->running, m, reap, syms, bytes);
+  for (prep_job *q = p->head; q && !queued; q = q->next) queued = same_job(q, m, reap, syms, bytes);
+  /* a reap never starts the thread: pthread_create on the request path would
+   * cost more than the free it saves */
+  if (!queued && !p->stop && p->free_jobs && (reap ? p->started : start_locked(p))) {
     prep_job *j = p->free_jobs;
     p->free_jobs = j->next;
     j->m = m;
+    j->reap = reap;
     if (bytes) memcpy(j->syms, syms, bytes);
     j->next = NULL;
     if (p->tail) p->tail->next = j;
@@ -194,6 +207,12 @@ bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms) {
   pthread_mutex_unlock(&p->mu);
   return queued;
 }
+
+bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms) {
+  return queue_job(p, m, false, syms);
+}
+
+bool rt_prep_reap(rt_prep *p, kiln_model *m) { return queue_job(p, m, true, NULL); }
 
 void rt_prep_cancel(rt_prep *p, kiln_model *m) {
   if (!p) return;

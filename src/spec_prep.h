@@ -14,7 +14,8 @@
  * condition variable between jobs; it starts when a caller buckets a
  * host model's dim (rt_prep_start), else with the first job.
  *
- * Jobs: (model, symbol values), at most RT_PREP_QUEUE_MAX queued (a fixed
+ * Jobs: (model, symbol values) plans, and (model) reaps of dropped
+ * variants, at most RT_PREP_QUEUE_MAX queued (a fixed
  * table: queueing allocates nothing), a job
  * equal to a queued or running one not queued twice. A model being freed
  * cancels its jobs (rt_prep_cancel: removed when queued, waited for when
@@ -78,6 +79,14 @@ void rt_prep_start(rt_prep *p);
  * RT_PREP_MAX_SYMS symbols, or the thread could not start). Allocates
  * nothing. */
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
+/* Queue a job that frees m's dropped variants (rt_variants_reap): their
+ * code's removal from the JIT waits for the context's lock, which a compile
+ * may hold, and must not wait on an execute (issue 20: a variant its trial
+ * dropped, freed by the execute that ran the trial, cost 12-35 us). Never
+ * blocks, allocates nothing, never starts the thread; false when it could
+ * not be queued (the caller frees them itself). rt_prep_cancel drops a queued one: the model's free
+ * frees what is left. */
+bool rt_prep_reap(rt_prep *p, kiln_model *m);
 /* Free blk (an arena block an execute gave back after a larger one was
  * reserved: rt_arena_reserve, or another execute kept its block first) on
  * the thread, woken for it, instead of now: a large block's free is an

@@ -89,6 +89,8 @@ struct rt_variants {
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
   int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
   int nfailed, failed_next;
+  rt_variant *dead;       /* dropped and unused, chained by next_drop: freed by the
+                           * prepare thread (rt_variants_reap) or with the table */
   _Atomic int64_t c[NCOUNTERS];
 };
 
@@ -243,6 +245,35 @@ static void drop_list(kiln_model *m, rt_variant *v) {
   }
 }
 
+/* Free the chain v (dropped variants no execute holds) off the request
+ * path: on the prepare thread where m's context has one (a host model),
+ * else here. */
+static void drop_later(kiln_model *m, rt_variant *v) {
+  if (!v) return;
+  rt_spec_ctx *s = m->ctx->spec;
+  if (!s || m->be != &rt_backend_host) {
+    drop_list(m, v);
+    return;
+  }
+  rt_variants *vs = m->variants;
+  rt_variant *tail = v;
+  while (tail->next_drop) tail = tail->next_drop;
+  pthread_mutex_lock(&vs->lock);
+  tail->next_drop = vs->dead;
+  vs->dead = v;
+  pthread_mutex_unlock(&vs->lock);
+  if (!rt_prep_reap(s->prep, m)) rt_variants_reap(m); /* queue full or busy: now */
+}
+
+void rt_variants_reap(kiln_model *m) {
+  rt_variants *vs = m->variants;
+  pthread_mutex_lock(&vs->lock);
+  rt_variant *dead = vs->dead;
+  vs->dead = NULL;
+  pthread_mutex_unlock(&vs->lock);
+  drop_list(m, dead);
+}
+
 /* Cancel m's queued jobs and wait until none of its jobs runs. */
 static void cancel_jobs(kiln_model *m) {
   rt_spec_ctx *s = m->ctx->spec;
@@ -280,7 +311,8 @@ void rt_variants_cancel(kiln_model *m) { cancel_jobs(m); }
 
 void rt_variants_free(kiln_model *m, rt_variants *vs) {
   if (!vs) return;
-  cancel_jobs(m);
+  cancel_jobs(m); /* a queued reap too: the dropped variants are freed here */
+  drop_list(m, vs->dead);
   for (int i = 0; i < vs->n; i++) variant_free(m, vs->v[i]);
   count(m, KILN_COUNTER_VARIANTS_LIVE, -(int64_t)vs->n);
   free(vs->v);
@@ -717,9 +749,10 @@ static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
  * (the binding syms with k one past its bucket's end) so that crossing
  * into it stalls no execute: its variant is queued on the compile thread
  * (live when k gets there instead of `hot` executes after; not when it is
- * live already, from an earlier sequence), and the plan of its end with its
- * arena on the prepare thread (spec_prep.h: at once, whatever the compile
- * thread is busy with). Once per bucket; SPEC_AHEAD counts the compiles. */
+ * live already, from an earlier sequence), and the plans of its end and of
+ * the end of the bucket after it, with their arena, on the prepare thread
+ * (spec_prep.h: at once, whatever the compile thread is busy with). Once
+ * per bucket; SPEC_AHEAD counts the compiles. */
 static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k) {
   rt_variants *vs = m->variants;
   int ns = m->g->nsyms;
@@ -732,7 +765,7 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   if (!next || !key) goto done;
   memcpy(next, syms, (size_t)ns * sizeof *next);
   bool claimed = false, compile = false;
-  int64_t up = 0;
+  int64_t up = 0, after = 0;
   if (!rt_lock_briefly(&vs->lock)) goto done; /* held: a later execute claims */
   make_key(m, vs, syms, key);
   up = -1 - key[k];
@@ -744,7 +777,15 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
     rt_variant *have = find_locked(m, vs, key);
     if (have) have->refs--; /* find_locked took a reference */
     compile = !have && !failed_locked(m, vs, key);
-    next[k] = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
+    int64_t end = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
+    if (end < INT64_MAX) {     /* and the end of the one after it (below) */
+      next[k] = end + 1;
+      make_key(m, vs, next, key);
+      after = key[k] < 0 ? -1 - key[k] : 0;
+      next[k] = up + 1;
+      make_key(m, vs, next, key); /* the next bucket's key again: its compile */
+    }
+    next[k] = end;
   }
   pthread_mutex_unlock(&vs->lock);
   if (!claimed) goto done;
@@ -752,8 +793,17 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
    * queue refuses the variant (full, or the model's bound: then the bucket's
    * own executes queue it, the generic kernels serving meanwhile), so that
    * no execute of this bucket asks again: each would wake the threads. */
-  bool planned = m->be != &rt_backend_host || rt_prep_plan(m->ctx->spec->prep, m, next);
+  bool planned = m->be != &rt_backend_host || rt_plan_cached_ahead(m, next) ||
+                 rt_prep_plan(m->ctx->spec->prep, m, next);
   if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
+  if (planned && after > 0 && m->be == &rt_backend_host) {
+    /* the bucket after next too: the prepare thread may start milliseconds
+     * after it was woken on a loaded host (2.8 ms measured, issue 20), later
+     * than a short bucket lasts (16 decode steps of ~30 us); a refusal
+     * leaves it to the claim of the next bucket */
+    next[k] = after;
+    if (!rt_plan_cached_ahead(m, next)) (void)rt_prep_plan(m->ctx->spec->prep, m, next);
+  }
   if (!planned) { /* the prepare queue full or busy: a later execute tries again */
     pthread_mutex_lock(&vs->lock);
     if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
@@ -861,7 +911,7 @@ static void drop_variant(kiln_model *m, rt_variant *v) {
     }
   pthread_mutex_unlock(&vs->lock);
   count(m, KILN_COUNTER_DROPPED, 1);
-  drop_list(m, drop);
+  drop_later(m, drop);
 }
 
 void rt_variant_timed(kiln_model *m, rt_variant *v, const rt_spec_ticket *t, int64_t ns) {
@@ -887,7 +937,10 @@ void rt_variant_release(kiln_model *m, rt_variant *v) {
   pthread_mutex_lock(&vs->lock);
   bool last = --v->refs == 0;
   pthread_mutex_unlock(&vs->lock);
-  if (last) variant_free(m, v);
+  if (last) {
+    v->next_drop = NULL;
+    drop_later(m, v);
+  }
 }
 
 bool rt_variant_has_kernel(const rt_variant *v, int node) { return v && v->code[node].fn; }

@@ -92,7 +92,13 @@ bool rt_model_spec_useful(kiln_model *m);
 bool rt_variant_growth_room(kiln_model *m, const int64_t *syms, int64_t *ends);
 /* Executes before the async policy specializes a binding (the context's). */
 int rt_spec_hot(const kiln_context *ctx);
+/* Drop a reference to v (NULL ok); the last one of a variant no longer in
+ * the table (dropped by its trial, evicted) hands it to the prepare thread
+ * to free (rt_variants_reap), or frees it here where there is none. */
 void rt_variant_release(kiln_model *m, rt_variant *v);
+/* Free m's dropped variants handed over so far (the prepare thread's reap
+ * job, spec_prep.h). */
+void rt_variants_reap(kiln_model *m);
 /* One more reference to v (NULL ok), released with rt_variant_release. */
 void rt_variant_retain(kiln_model *m, rt_variant *v);
 
