@@ -101,11 +101,14 @@ GENERIC_DOT(q4_k, QB_Q4_K)
 GENERIC_DOT(q5_k, QB_Q5_K)
 GENERIC_DOT(q6_k, QB_Q6_K)
 
-/* row r of a pass (rows stride columns apart), from column k0 of it */
-static inline __attribute__((always_inline)) lhs_row lhs_row_at(const lhs_buf *L, int64_t r,
-                                                                  int64_t stride, int64_t k0) {
+/* row r of a pass (rows stride columns apart), from column k0 of it: d
+ * holds one scale per block of E elements, from r * stride / 32 */
+static inline __attribute__((always_inline)) lhs_row lhs_row_at(const lhs_buf *L, int64_t E,
+                                                                  int64_t r, int64_t stride,
+                                                                  int64_t k0) {
   const int64_t at = r * stride + k0;
-  return (lhs_row){&L->q[at], &L->d[at / 32], &L->bs[at / 16], &L->corr[at / 8], &L->dl[at / 8]};
+  return (lhs_row){&L->q[at], &L->d[r * stride / 32 + k0 / E], &L->bs[at / 16],
+                   &L->corr[at / 8], &L->dl[at / 8]};
 }
 
 /* a decode step: the lhs row QBUF columns a pass, W's rows in pairs when
@@ -120,7 +123,7 @@ qmatmul_decode(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, pair_dot_fn do
   for (int64_t k0 = 0; k0 < K; k0 += kc) {
     int64_t nb = (K - k0 < kc ? K - k0 : kc) / E;
     pack(&L, 0, kc, A + k0, nb);
-    const lhs_row a = lhs_row_at(&L, 0, kc, 0);
+    const lhs_row a = lhs_row_at(&L, E, 0, kc, 0);
     int64_t n_first = n_lo;
     if (dot2) { /* rows n and n + h of W in one loop, the last odd one after */
       const int64_t h = (n_hi - n_lo) / 2;
@@ -170,7 +173,7 @@ qmatmul_prefill(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn d
             const uint8_t *w = wrow + k0 / E * BB;
             lhs_row rows_of[MB];
             float s[MB];
-            for (int64_t r = 0; r < mb; r++) rows_of[r] = lhs_row_at(&L, m0 + r, stride, k0);
+            for (int64_t r = 0; r < mb; r++) rows_of[r] = lhs_row_at(&L, E, m0 + r, stride, k0);
             if (dots && mb > 1) {
               dots(w, nb, rows_of, mb, s);
             } else {
