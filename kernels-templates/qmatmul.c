@@ -53,14 +53,14 @@ typedef int32_t v16i __attribute__((ext_vector_type(16)));
  * buffer on the stack of about 37 KB and reads each row of W once, whole,
  * when K <= QBUF. A prefill (M > 1) quantizes a group of rows of A, up to
  * PBUF elements (about 290 KB on the stack): all of K for as many rows as
- * fit (at least MB), else MB rows of PBUF / MB columns a pass; each row of
- * W (read once per group and pass, from L1 for every MB-row tile of the
- * group) meets the group's rows MB at a time. The block terms of a result
+ * fit (at least MB), else MB rows of PBUF / MB columns a pass; W is read
+ * once per group and pass, in blocks of about WBLK bytes that stay in L2
+ * while every MB-row tile of the group meets them. The block terms of a result
  * are summed in chunks of QBUF / rows columns (rows = 1 or MB), each chunk
  * from zero, the chunks added in order: that order depends on K and on
  * whether M is 1, never on the buffer, the group or the split of N. All
  * sizes multiples of 256: whole blocks of every encoding. */
-enum { QBUF = 16384, MB = 4, PBUF = 131072 };
+enum { QBUF = 16384, MB = 4, PBUF = 131072, WBLK = 256 << 10 };
 
 /* The block decoders, in 16-float vectors (qblock.h's scalar loops do not
  * vectorize: byte loads feeding two interleaved float stores). Each value

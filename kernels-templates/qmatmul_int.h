@@ -144,8 +144,10 @@ qmatmul_decode(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, pair_dot_fn do
 }
 
 /* a prefill (M > 1): groups of rows of A quantized once per pass of up to
- * PBUF elements (qmatmul.c), each row of W's pass read once for the whole
- * group, MB rows of the group at a time, in chunks of QBUF / MB columns */
+ * PBUF elements (qmatmul.c). W's pass is read a block of about WBLK bytes
+ * at a time, from memory once per group: the block (in L2) meets each
+ * MB-row tile of the group, a chunk of QBUF / MB columns at a time (the
+ * tile's chunk, about 32 KB, in L1 for the whole block) */
 static inline __attribute__((always_inline)) void
 qmatmul_prefill(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, int64_t M,
                 int64_t N, int64_t K, const float *A, const uint8_t *W, float *C, int64_t n_lo,
@@ -162,26 +164,29 @@ qmatmul_prefill(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn d
     for (int64_t k1 = 0; k1 < K; k1 += stride) {
       const int64_t kw = K - k1 < stride ? K - k1 : stride;
       for (int64_t r = 0; r < gm; r++) pack(&L, r, stride, A + (g0 + r) * K + k1, kw / E);
-      for (int64_t n = n_lo; n < n_hi; n++) {
-        const uint8_t *wrow = W + n * rowbytes + k1 / E * BB;
+      const int64_t passbytes = kw / E * BB, nblk = WBLK / passbytes ? WBLK / passbytes : 1;
+      for (int64_t n0 = n_lo; n0 < n_hi; n0 += nblk) { /* a block of W, from L2 after a tile */
+        const int64_t n1 = n_hi - n0 < nblk ? n_hi : n0 + nblk;
         for (int64_t m0 = 0; m0 < gm; m0 += MB) {
           const int64_t mb = gm - m0 < MB ? gm - m0 : MB;
-          float t[MB];
-          for (int64_t r = 0; r < mb; r++) t[r] = k1 ? C[(g0 + m0 + r) * N + n] : 0;
-          for (int64_t k0 = 0; k0 < kw; k0 += kc) {
+          for (int64_t k0 = 0; k0 < kw; k0 += kc) { /* a tile's chunk, from L1 */
             const int64_t nb = (kw - k0 < kc ? kw - k0 : kc) / E;
-            const uint8_t *w = wrow + k0 / E * BB;
             lhs_row rows_of[MB];
-            float s[MB];
             for (int64_t r = 0; r < mb; r++) rows_of[r] = lhs_row_at(&L, E, m0 + r, stride, k0);
-            if (dots && mb > 1) {
-              dots(w, nb, rows_of, mb, s);
-            } else {
-              for (int64_t r = 0; r < mb; r++) s[r] = dot(w, nb, &rows_of[r]);
+            for (int64_t n = n0; n < n1; n++) {
+              const uint8_t *w = W + n * rowbytes + (k1 + k0) / E * BB;
+              float s[MB];
+              if (dots && mb > 1) {
+                dots(w, nb, rows_of, mb, s);
+              } else {
+                for (int64_t r = 0; r < mb; r++) s[r] = dot(w, nb, &rows_of[r]);
+              }
+              for (int64_t r = 0; r < mb; r++) {
+                float *c = &C[(g0 + m0 + r) * N + n];
+                *c = k1 + k0 ? *c + s[r] : s[r];
+              }
             }
-            for (int64_t r = 0; r < mb; r++) t[r] = k1 + k0 ? t[r] + s[r] : s[r];
           }
-          for (int64_t r = 0; r < mb; r++) C[(g0 + m0 + r) * N + n] = t[r];
         }
       }
     }
