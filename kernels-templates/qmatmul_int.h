@@ -7,9 +7,10 @@
  * says what they compute and how the work is split. The x86 q4_0 / q8_0
  * entries read two rows of W at once in a decode step (dot2_E).
  *
- * Assumes qmatmul.c's QBUF, MB and PBUF and that K is whole blocks.
- * Freestanding (<immintrin.h> is the compiler's). No fma contraction here: the terms are
- * qblock.h's operations in qblock.h's order. */
+ * Assumes qmatmul.c's QBUF, MB, PBUF and WBLK and that K is whole
+ * blocks. Freestanding (<immintrin.h> is the compiler's). No fma
+ * contraction here: the terms are qblock.h's operations in qblock.h's
+ * order. */
 #pragma clang fp contract(off)
 
 /* Where a pass's quantized lhs lies: q, each block's scale and bsums; row
