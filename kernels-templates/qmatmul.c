@@ -11,20 +11,20 @@
  *     per block to Q8_0 / Q8_K, exact integer block dots, scaled in f32) for
  *     every m and n_lo <= n < n_hi; W is N rows of K / elements blocks.
  *     Rows and columns of A are quantized a pass at a time into a buffer on
- *     the stack (QBUF below; each part quantizes the rows it needs itself:
- *     A is small next to W), then every row of W in [n_lo, n_hi) is
+ *     the stack (QBUF and PBUF below; each part quantizes the rows it needs
+ *     itself: A is small next to W), then every row of W in [n_lo, n_hi) is
  *     streamed through them: a decode step (M = 1, K <= QBUF) reads W
  *     once, in order, with software prefetch ahead (qmatmul_int.h). The
- *     block terms of a row are summed in f32, in an order fixed by K alone, so a result does
- *     not depend on how N is split. The generic entries use qblock.h's
- *     scalar qb_dot (the interpreter's terms, bit for bit); the _avx2
- *     entries use vpmaddubsw / vpmaddwd, with the same int32 sums (no
- *     saturation: q4 <= 15 (q4_0's - 8 added back per lane from the lhs's
- *     sums) or |q8| <= 128 (as u8, via psign) or q4 / q5 / q6 + 32 <= 63
- *     against |qa| <= 127 keeps each s16 pair below 2^15); q4_k / q5_k /
- *     q6_k's terms are exactly qb_dot's, q4_0 / q8_0's scaled per int32
- *     lane (each lane an exact sum of a block's products; within a
- *     rounding of qb_dot's).
+ *     block terms of a row are summed in f32, in an order fixed by K and
+ *     by whether M is 1, so a result does not depend on how N is split.
+ *     The generic entries use qblock.h's scalar qb_dot (the interpreter's
+ *     terms, bit for bit); the _avx2 entries use vpmaddubsw / vpmaddwd,
+ *     with the same int32 sums (no saturation: q4 <= 15 (q4_0's - 8 added
+ *     back per lane from the lhs's sums) or |q8| <= 128 (as u8, via
+ *     psign) or q4 / q5 / q6 + 32 <= 63 against |qa| <= 127 keeps each s16
+ *     pair below 2^15); q4_k / q5_k / q6_k's terms are exactly qb_dot's,
+ *     q4_0 / q8_0's scaled per int32 lane (each lane an exact sum of a
+ *     block's products; within a rounding of qb_dot's).
  *   void kiln_dequantize_E(const uint8_t *X, float *Y, int64_t b_lo, int64_t b_hi)
  *     blocks b_lo <= b < b_hi of X decoded into Y.
  *   kiln_dequantize_E_f16c: the same, converting the f16 scales with F16C's
@@ -48,12 +48,18 @@ typedef int8_t v16s __attribute__((ext_vector_type(16)));
 typedef int8_t v16su __attribute__((ext_vector_type(16), aligned(1)));
 typedef int32_t v16i __attribute__((ext_vector_type(16)));
 
-/* A is quantized QBUF elements at a time, into a buffer on the stack of
- * about 20 KB: one row of up to QBUF columns when M = 1 (a decode step
- * reads each row of W once, whole), else MB rows of QBUF / MB columns (a
- * row of W, from L1, serves MB rows of A). Both multiples of 256: whole
- * blocks of every encoding. */
-enum { QBUF = 16384, MB = 4 };
+/* A decode step (M = 1) quantizes its row QBUF columns at a time into a
+ * buffer on the stack of about 37 KB and reads each row of W once, whole,
+ * when K <= QBUF. A prefill (M > 1) quantizes a group of rows of A, up to
+ * PBUF elements (about 290 KB on the stack): all of K for as many rows as
+ * fit (at least MB), else MB rows of PBUF / MB columns a pass; W is read
+ * once per group and pass, in blocks of about WBLK bytes that stay in L2
+ * while every MB-row tile of the group meets them. The block terms of a
+ * result are summed in chunks of QBUF / rows columns (rows = 1 or MB), each chunk
+ * from zero, the chunks added in order: that order depends on K and on
+ * whether M is 1, never on the buffer, the group or the split of N. All
+ * sizes multiples of 256: whole blocks of every encoding. */
+enum { QBUF = 16384, MB = 4, PBUF = 131072, WBLK = 256 << 10 };
 
 /* The block decoders, in 16-float vectors (qblock.h's scalar loops do not
  * vectorize: byte loads feeding two interleaved float stores). Each value

@@ -148,7 +148,7 @@ static const uint16_t Q6_K_SCALE_IDX[4][32] __attribute__((aligned(64))) = {
 /* q4_k / q5_k's lhs: Q8_K blocks, each chunk of 64 values with its two
  * sub-blocks of 32 interleaved (0 2 1 3 4 6 5 7: the order of a register
  * of two chunks' low nibbles, then their high ones); d and bs as qblock.h */
-static void pack_q8_k_x512(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+static void pack_q8_k_x512(const lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
   pack_plain(QB_Q4_K, L, r, kc, a, nb);
   int8_t *q = &L->q[r * kc];
   for (int64_t b = 0; b < nb; b++) {

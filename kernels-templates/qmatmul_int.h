@@ -7,22 +7,37 @@
  * says what they compute and how the work is split. The x86 q4_0 / q8_0
  * entries read two rows of W at once in a decode step (dot2_E).
  *
- * Assumes qmatmul.c's QBUF and MB and that K is whole blocks. Freestanding
- * (<immintrin.h> is the compiler's). No fma contraction here: the terms are
- * qblock.h's operations in qblock.h's order. */
+ * Assumes qmatmul.c's QBUF, MB, PBUF and WBLK and that K is whole
+ * blocks. Freestanding (<immintrin.h> is the compiler's). No fma
+ * contraction here: the terms are qblock.h's operations in qblock.h's
+ * order. */
 #pragma clang fp contract(off)
 
-/* QBUF elements of A, quantized: q, each block's scale and bsums; a pass's
- * row r of kc columns at r * kc, r * kc / 32 and r * kc / 16. The 512-bit
- * q4_0 entries (qmatmul_avx512.h) also keep per-lane integer corrections
- * and scales, 16 lanes per 128 elements, at r * kc / 8. */
+/* Where a pass's quantized lhs lies: q, each block's scale and bsums; row
+ * r of a pass, `stride` columns apart, at r * stride, r * stride / 32 and
+ * r * stride / 16. The 512-bit q4_0 entries (qmatmul_avx512.h) also keep
+ * per-lane integer corrections and scales, 16 lanes per 128 elements, at
+ * r * stride / 8. stride is a multiple of 256 (64-byte aligned rows). */
 typedef struct lhs_buf {
-  int8_t q[QBUF] __attribute__((aligned(64)));
-  float d[QBUF / 32];
-  int16_t bs[QBUF / 16];
-  int32_t corr[QBUF / 8] __attribute__((aligned(64)));
-  float dl[QBUF / 8] __attribute__((aligned(64)));
+  int8_t *q;
+  float *d;
+  int16_t *bs;
+  int32_t *corr;
+  float *dl;
 } lhs_buf;
+
+/* storage for CAP quantized elements of A, and its lhs_buf */
+#define LHS_STORE(name, CAP)                                                                 \
+  typedef struct name {                                                                      \
+    int8_t q[CAP] __attribute__((aligned(64)));                                              \
+    float d[(CAP) / 32];                                                                     \
+    int16_t bs[(CAP) / 16];                                                                  \
+    int32_t corr[(CAP) / 8] __attribute__((aligned(64)));                                    \
+    float dl[(CAP) / 8] __attribute__((aligned(64)));                                        \
+  } name;
+LHS_STORE(lhs_store_decode, QBUF)
+LHS_STORE(lhs_store_prefill, PBUF)
+#define LHS_VIEW(S) ((lhs_buf){(S).q, (S).d, (S).bs, (S).corr, (S).dl})
 
 /* one row of a pass of the quantized lhs, as its dot function reads it */
 typedef struct lhs_row {
@@ -47,12 +62,12 @@ typedef void (*pair_dot_fn)(const uint8_t *w0, const uint8_t *w1, int64_t nb, co
                             float *out);
 
 /* quantizes nb blocks of a (one row of A, from a pass's first column) into
- * row r of L, a row of the pass being kc columns */
-typedef void (*lhs_pack_fn)(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb);
+ * row r of L, rows of the pass kc columns apart */
+typedef void (*lhs_pack_fn)(const lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb);
 
 /* qblock.h's layout: blocks in order, as qb_dot reads them */
 static inline __attribute__((always_inline)) void
-pack_plain(qb_encoding enc, lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+pack_plain(qb_encoding enc, const lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
   const int64_t E = QB_ELEMS(enc);
   for (int64_t b = 0; b < nb; b++) {
     int64_t at = r * kc + b * E;
@@ -60,11 +75,11 @@ pack_plain(qb_encoding enc, lhs_buf *L, int64_t r, int64_t kc, const float *a, i
   }
 }
 
-static void pack_q8_0(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+static void pack_q8_0(const lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
   pack_plain(QB_Q4_0, L, r, kc, a, nb);
 }
 
-static void pack_q8_k(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+static void pack_q8_k(const lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
   pack_plain(QB_Q4_K, L, r, kc, a, nb);
 }
 
@@ -87,54 +102,109 @@ GENERIC_DOT(q4_k, QB_Q4_K)
 GENERIC_DOT(q5_k, QB_Q5_K)
 GENERIC_DOT(q6_k, QB_Q6_K)
 
+/* row r of a pass (rows stride columns apart), from column k0 of it: d
+ * holds one scale per block of E elements, from r * stride / 32 */
+static inline __attribute__((always_inline)) lhs_row lhs_row_at(const lhs_buf *L, int64_t E,
+                                                                  int64_t r, int64_t stride,
+                                                                  int64_t k0) {
+  const int64_t at = r * stride + k0;
+  return (lhs_row){&L->q[at], &L->d[r * stride / 32 + k0 / E], &L->bs[at / 16],
+                   &L->corr[at / 8], &L->dl[at / 8]};
+}
+
+/* a decode step: the lhs row QBUF columns a pass, W's rows in pairs when
+ * the entry has a pair dot */
+static inline __attribute__((always_inline)) void
+qmatmul_decode(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, pair_dot_fn dot2, int64_t K,
+               const float *A, const uint8_t *W, float *C, int64_t n_lo,
+               int64_t n_hi) {
+  const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB, kc = QBUF;
+  lhs_store_decode S;
+  const lhs_buf L = LHS_VIEW(S);
+  for (int64_t k0 = 0; k0 < K; k0 += kc) {
+    int64_t nb = (K - k0 < kc ? K - k0 : kc) / E;
+    pack(&L, 0, kc, A + k0, nb);
+    const lhs_row a = lhs_row_at(&L, E, 0, kc, 0);
+    int64_t n_first = n_lo;
+    if (dot2) { /* rows n and n + h of W in one loop, the last odd one after */
+      const int64_t h = (n_hi - n_lo) / 2;
+      for (int64_t i = 0; i < h; i++) {
+        const int64_t n0 = n_lo + i, n1 = n_lo + h + i;
+        float s[2];
+        dot2(W + n0 * rowbytes + k0 / E * BB, W + n1 * rowbytes + k0 / E * BB, nb, &a, s);
+        C[n0] = k0 ? C[n0] + s[0] : s[0];
+        C[n1] = k0 ? C[n1] + s[1] : s[1];
+      }
+      n_first = n_lo + 2 * h;
+    }
+    for (int64_t n = n_first; n < n_hi; n++) {
+      float s = dot(W + n * rowbytes + k0 / E * BB, nb, &a);
+      C[n] = k0 ? C[n] + s : s;
+    }
+  }
+}
+
+/* a prefill (M > 1): groups of rows of A quantized once per pass of up to
+ * PBUF elements (qmatmul.c). W's pass is read a block of about WBLK bytes
+ * at a time, from memory once per group: the block (in L2) meets each
+ * MB-row tile of the group, a chunk of QBUF / MB columns at a time (the
+ * tile's chunk, about 32 KB, in L1 for the whole block) */
+static inline __attribute__((always_inline)) void
+qmatmul_prefill(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, int64_t M,
+                int64_t N, int64_t K, const float *A, const uint8_t *W, float *C, int64_t n_lo,
+                int64_t n_hi) {
+  const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB, kc = QBUF / MB;
+  const int64_t whole = (K + 255) / 256 * 256; /* all of K, rounded to whole 256s */
+  const int64_t stride = whole * MB <= PBUF ? whole : PBUF / MB / kc * kc;
+  const int64_t fit = PBUF / stride / MB * MB, mtiles = (M + MB - 1) / MB * MB;
+  const int64_t group = fit < mtiles ? fit : mtiles; /* rows of A per group */
+  lhs_store_prefill S;
+  const lhs_buf L = LHS_VIEW(S);
+  for (int64_t g0 = 0; g0 < M; g0 += group) {
+    const int64_t gm = M - g0 < group ? M - g0 : group;
+    for (int64_t k1 = 0; k1 < K; k1 += stride) {
+      const int64_t kw = K - k1 < stride ? K - k1 : stride;
+      for (int64_t r = 0; r < gm; r++) pack(&L, r, stride, A + (g0 + r) * K + k1, kw / E);
+      const int64_t passbytes = kw / E * BB, nblk = WBLK / passbytes ? WBLK / passbytes : 1;
+      for (int64_t n0 = n_lo; n0 < n_hi; n0 += nblk) { /* a block of W, from L2 after a tile */
+        const int64_t n1 = n_hi - n0 < nblk ? n_hi : n0 + nblk;
+        for (int64_t m0 = 0; m0 < gm; m0 += MB) {
+          const int64_t mb = gm - m0 < MB ? gm - m0 : MB;
+          for (int64_t k0 = 0; k0 < kw; k0 += kc) { /* a tile's chunk, from L1 */
+            const int64_t nb = (kw - k0 < kc ? kw - k0 : kc) / E;
+            lhs_row rows_of[MB];
+            for (int64_t r = 0; r < mb; r++) rows_of[r] = lhs_row_at(&L, E, m0 + r, stride, k0);
+            for (int64_t n = n0; n < n1; n++) {
+              const uint8_t *w = W + n * rowbytes + (k1 + k0) / E * BB;
+              float s[MB];
+              if (dots && mb > 1) {
+                dots(w, nb, rows_of, mb, s);
+              } else {
+                for (int64_t r = 0; r < mb; r++) s[r] = dot(w, nb, &rows_of[r]);
+              }
+              for (int64_t r = 0; r < mb; r++) {
+                float *c = &C[(g0 + m0 + r) * N + n];
+                *c = k1 + k0 ? *c + s[r] : s[r];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 static inline __attribute__((always_inline)) void
 qmatmul_int(qb_encoding enc, lhs_pack_fn pack, row_dot_fn dot, rows_dot_fn dots, pair_dot_fn dot2,
             int64_t M, int64_t N, int64_t K, const float *A, const uint8_t *W, float *C,
             int64_t n_lo, int64_t n_hi) {
-  const int64_t E = QB_ELEMS(enc), BB = QB_BYTES(enc), rowbytes = K / E * BB;
   if (K == 0) {
     for (int64_t m = 0; m < M; m++)
       for (int64_t n = n_lo; n < n_hi; n++) C[m * N + n] = 0;
-    return;
-  }
-  lhs_buf L;
-  const int64_t rows = M == 1 ? 1 : MB, kc = QBUF / rows; /* per pass */
-  for (int64_t m0 = 0; m0 < M; m0 += rows) {
-    int64_t mb = M - m0 < rows ? M - m0 : rows;
-    for (int64_t k0 = 0; k0 < K; k0 += kc) {
-      int64_t nb = (K - k0 < kc ? K - k0 : kc) / E;
-      lhs_row rows_of[MB];
-      for (int64_t r = 0; r < mb; r++) {
-        pack(&L, r, kc, A + (m0 + r) * K + k0, nb);
-        rows_of[r] = (lhs_row){&L.q[r * kc], &L.d[r * kc / 32], &L.bs[r * kc / 16],
-                               &L.corr[r * kc / 8], &L.dl[r * kc / 8]};
-      }
-      int64_t n_first = n_lo;
-      if (dot2 && mb == 1) { /* rows n and n + h of W in one loop, the last odd one after */
-        const int64_t h = (n_hi - n_lo) / 2;
-        for (int64_t i = 0; i < h; i++) {
-          const int64_t n0 = n_lo + i, n1 = n_lo + h + i;
-          float s[2];
-          dot2(W + n0 * rowbytes + k0 / E * BB, W + n1 * rowbytes + k0 / E * BB, nb, rows_of, s);
-          C[m0 * N + n0] = k0 ? C[m0 * N + n0] + s[0] : s[0];
-          C[m0 * N + n1] = k0 ? C[m0 * N + n1] + s[1] : s[1];
-        }
-        n_first = n_lo + 2 * h;
-      }
-      for (int64_t n = n_first; n < n_hi; n++) {
-        const uint8_t *w = W + n * rowbytes + k0 / E * BB;
-        float s[MB];
-        if (dots && mb > 1) {
-          dots(w, nb, rows_of, mb, s);
-        } else {
-          for (int64_t r = 0; r < mb; r++) s[r] = dot(w, nb, &rows_of[r]);
-        }
-        for (int64_t r = 0; r < mb; r++) {
-          float *c = &C[(m0 + r) * N + n];
-          *c = k0 ? *c + s[r] : s[r];
-        }
-      }
-    }
+  } else if (M == 1) {
+    qmatmul_decode(enc, pack, dot, dot2, K, A, W, C, n_lo, n_hi);
+  } else if (M > 1) {
+    qmatmul_prefill(enc, pack, dot, dots, M, N, K, A, W, C, n_lo, n_hi);
   }
 }
 
@@ -168,7 +238,7 @@ QMATMUL_ENTRY(q6_k, QB_Q6_K, dot_q6_k)
  * lane's (q4 - 8) * qa, and dl = the block's da. The 256-bit entries read
  * a group as two halves of two blocks. A group short of four blocks is
  * padded with zeros, whose lanes contribute 0. */
-static void pack_q4_0_lanes(lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
+static void pack_q4_0_lanes(const lhs_buf *L, int64_t r, int64_t kc, const float *a, int64_t nb) {
   int8_t *q = &L->q[r * kc];
   int32_t *corr = &L->corr[r * kc / 8];
   float *dl = &L->dl[r * kc / 8];

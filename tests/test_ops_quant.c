@@ -84,6 +84,15 @@ Test(qmatmul, k_across_the_kernels_lhs_chunks_against_the_interpreter) {
   each_encoding("", 16640, "m=3,n=5;m=1,n=2", 5, 5e-2, GENS);
 }
 
+/* A prefill (m > 1) quantizes groups of lhs rows once per pass over K and
+ * reads W in blocks of ~256 KB: 17 rows (four 4-row tiles and one left
+ * over) against 130 rows of W (several blocks for every encoding), and K =
+ * 37120, past the buffer's whole rows (two passes) with a tail. */
+Test(qmatmul, prefill_groups_passes_and_blocks_of_w_against_the_interpreter) {
+  each_encoding("", 4352, "m=17,n=130", 7, 5e-2, GENS);
+  each_encoding("", 2 * 16384 + 4096 + 256, "m=5,n=3", 11, 1e-1, GENS);
+}
+
 /* An lhs block with a NaN or an infinity has a NaN scale (ir/qblock.h): the
  * rows it is in are NaN, in the JIT as in the interpreter; an all-zero lhs
  * gives zeros. */

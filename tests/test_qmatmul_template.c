@@ -242,6 +242,18 @@ Test(qmatmul_template, k_across_chunks_of_the_quantized_lhs) {
   check_shape(1, 3, 2 * 16384 + 256);
 }
 
+/* A prefill quantizes groups of rows of A (as many as its buffer holds
+ * for the whole K) once per pass: several MB-row tiles and a row left
+ * over in one group (M = 17, K = 4352), one tile a group past the old
+ * 4096-column pass (M = 5, K = 16640), and K past the buffer's whole
+ * rows (two passes of 32768 columns, the last a tail block) at M = 5. */
+Test(qmatmul_template, prefill_groups_and_passes_over_k) {
+  check_shape(17, 6, 4096 + 256);
+  check_shape(5, 5, 16384 + 256);
+  check_shape(17, 3, 16384 + 256);
+  check_shape(5, 3, 2 * 16384 + 4096 + 256);
+}
+
 /* An all-zero lhs row gives zeros; a row holding an infinity or a NaN gives
  * NaN (its block's scale is NaN); the other rows are untouched. */
 Test(qmatmul_template, zero_and_non_finite_lhs_rows) {
