@@ -104,16 +104,6 @@ void rt_thread_batch(void) {
 #endif
 }
 
-bool rt_thread_idle(bool idle) {
-#if defined(SCHED_IDLE) && defined(SCHED_BATCH)
-  struct sched_param sp = {0};
-  return pthread_setschedparam(pthread_self(), idle ? SCHED_IDLE : SCHED_BATCH, &sp) == 0;
-#else
-  (void)idle;
-  return false;
-#endif
-}
-
 static void *prep_thread(void *arg) {
   rt_prep *p = arg;
   pthread_setname_np(pthread_self(), "kiln-prepare");

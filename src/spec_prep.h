@@ -46,14 +46,6 @@ typedef struct rt_prep rt_prep;
  * call it. */
 void rt_thread_batch(void);
 
-/* Make the calling thread SCHED_IDLE when idle is true, else SCHED_BATCH
- * (best effort both ways; leaving SCHED_IDLE needs privilege or an
- * RLIMIT_NICE that allows the thread's nice value). An idle thread runs
- * only on CPU time nothing else wants: any other thread waking on its CPU
- * preempts it at once, where a batch thread at nice +10 may keep the CPU
- * for its slice (~1-3 ms). True when it succeeded. */
-bool rt_thread_idle(bool idle);
-
 /* Lock mu if it is free or freed within RT_LOCK_BRIEF_NS, else give up
  * (false): for an execute that takes a lock a background thread also takes.
  * Such a thread holds it for a microsecond or so, unless it lost its CPU

@@ -26,8 +26,7 @@
  * background compiles are paced here (wait_quiet, rest).
  * Async queue (rt_spec_ctx): a FIFO of jobs (model, key) under `mu`, at
  * most RT_SPEC_QUEUE_MAX, one compile thread per context started with the
- * first job (at nice +10, and on idle CPU time only when the context's
- * threads fill the CPUs: compiles should not take CPU from requests).
+ * first job (at nice +10: compiles should not take CPU from requests).
  * Lock order: a table's lock is never held while taking `mu`, and `mu` is
  * never held while compiling. A job of a model being freed is cancelled:
  * removed when queued, flagged when running (the compile checks the flag
@@ -39,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -52,7 +50,6 @@
 #include "pool.h"
 #include "spec_policy.h"
 #include "spec_prep.h"
-#include "spread.h"
 #include "tier_up.h"
 #include "variants.h"
 
@@ -521,25 +518,8 @@ static void tier_up(kiln_model *m, atomic_int *cancel) {
     (void)rt_tier_up_node(m, k); /* a failure keeps the quick kernel */
 }
 
-/* Whether ctx's background compiles take only idle CPU time
- * (rt_thread_idle). They do when the context's threads fill every CPU the
- * process may use: a request then keeps each CPU busy, and a compile that
- * holds one of them for its slice stalls the whole request (its threads
- * meet at the end of every kernel). Measured on the service trace, 2
- * threads on 2 CPUs: its first requests ran 1.5-1.9x slower while the
- * tier-up rebuilt their kernels at nice +10. With a CPU to spare, the
- * compile keeps nice +10 and finishes sooner. KILN_COMPILE_CPU=idle | low
- * chooses instead. */
-static bool compile_on_idle_time(const kiln_context *ctx) {
-  const char *v = getenv("KILN_COMPILE_CPU");
-  if (v && !strcasecmp(v, "idle")) return true;
-  if (v && !strcasecmp(v, "low")) return false;
-  return kiln_context_num_threads(ctx) >= rt_spread_cpus();
-}
-
 static void *compile_thread(void *arg) {
   rt_spec_ctx *s = arg;
-  bool idle = false; /* whether this thread is SCHED_IDLE now */
 #ifdef SYS_gettid
   /* Best effort: background compiles yield the CPU to requests. */
   (void)setpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid), 10);
@@ -558,8 +538,6 @@ static void *compile_thread(void *arg) {
     pthread_mutex_unlock(&s->mu);
 
     kiln_model *m = j->m; /* valid: its free waits for this job (cancel_jobs) */
-    bool want = compile_on_idle_time(m->ctx);
-    if (want != idle && rt_thread_idle(want)) idle = want;
     int delay = atomic_load(&s->test_delay_ms);
     if (delay > 0) rest(delay, &j->cancel);
     if (!j->key) {

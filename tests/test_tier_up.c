@@ -6,14 +6,9 @@
  * second context loads every kernel from disk and builds nothing quick; a
  * compile below the threshold, or with tier-up off, builds nothing quick;
  * a model freed while its rebuild is queued or running is safe (ASan in
- * CI); a negative threshold is refused; the rebuild runs on idle CPU time
- * only (SCHED_IDLE) when the context's threads fill the CPUs, else as a
- * batch thread. */
-#define _GNU_SOURCE /* sched_getaffinity, CPU_COUNT, SCHED_IDLE */
+ * CI); a negative threshold is refused. */
 #include <criterion/criterion.h>
-#include <dirent.h>
 #include <math.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,56 +196,4 @@ Test(tier_up, bad_threshold) {
   cr_assert_eq(kiln_context_set_tier_up(NULL, 1, st), -1);
   kiln_context_free(ctx);
   kiln_status_free(st);
-}
-
-/* The scheduling policy of this process's thread named `name`, or -1. */
-static int policy_of_thread(const char *name) {
-  DIR *d = opendir("/proc/self/task");
-  cr_assert_not_null(d);
-  int policy = -1;
-  for (struct dirent *e; policy < 0 && (e = readdir(d));) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], comm[32] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *fp = fopen(path, "r");
-    if (!fp) continue;
-    if (fgets(comm, sizeof comm, fp)) comm[strcspn(comm, "\n")] = 0;
-    fclose(fp);
-    if (!strcmp(comm, name)) policy = sched_getscheduler((pid_t)atoi(e->d_name));
-  }
-  closedir(d);
-  return policy;
-}
-
-/* The compile thread's policy while it runs a tier-up for a context of
- * `threads` threads. */
-static int compile_policy(fx *f, int threads) {
-  kiln_context *ctx = context(f, 1);
-  cr_assert_eq(kiln_context_set_num_threads(ctx, threads, f->st), 0, "%s",
-               kiln_status_message(f->st));
-  rt_spec_set_test_delay(ctx, 2000); /* the job holds the thread while we look */
-  kiln_model *m = compile(f, ctx);
-  int policy = -1;
-  for (int i = 0; i < 200 && policy != SCHED_IDLE && policy != SCHED_BATCH; i++) {
-    usleep(5000);
-    policy = policy_of_thread("kiln-compile");
-  }
-  kiln_model_free(m); /* cancels the job */
-  kiln_context_free(ctx);
-  return policy;
-}
-
-Test(tier_up, compile_thread_takes_idle_time_when_threads_fill_the_cpus) {
-  unsetenv("KILN_COMPILE_CPU");
-  cpu_set_t set;
-  cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
-  int cpus = CPU_COUNT(&set);
-  fx f;
-  fx_init(&f);
-  cr_assert_eq(compile_policy(&f, cpus), SCHED_IDLE);
-  if (cpus > 1) cr_assert_eq(compile_policy(&f, cpus - 1), SCHED_BATCH);
-  setenv("KILN_COMPILE_CPU", "idle", 1);
-  cr_assert_eq(compile_policy(&f, 1), SCHED_IDLE);
-  unsetenv("KILN_COMPILE_CPU");
-  fx_free(&f);
 }
