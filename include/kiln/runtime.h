@@ -157,7 +157,10 @@ KILN_API double kiln_profile_execute_ms(const kiln_profile *p);
  * number of CPUs (the default), each worker is bound to a CPU of its own,
  * away from the caller's (rebound when the caller moves); KILN_PIN_THREADS=0
  * turns that off. Fewer threads stay unbound. The calling thread is never
- * bound. */
+ * bound. The calling thread runs a share of each kernel itself: the GEMM
+ * and quantized-matmul kernels keep their packing buffers on the stack
+ * (up to ~0.6 MiB), so call executes from threads with at least 1 MiB of
+ * stack (glibc's default is 8 MiB; the pool's workers get the default). */
 KILN_API int kiln_context_set_num_threads(kiln_context *ctx, int n, kiln_status *st);
 KILN_API int kiln_context_num_threads(const kiln_context *ctx); /* -1 for NULL */
 
