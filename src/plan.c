@@ -27,12 +27,13 @@
 #include <string.h>
 
 #include "buffers.h"
+#include "spec_policy.h"
 #include "variants.h"
 
 #define GROWTH_SYMS 16 /* graphs with more symbols plan without rt_variant_growth_room */
 /* A model whose executes' symbol values rose GROWTH_RUN times in a row (a
  * dim growing by a little every execute: a decoder's sequence without
- * buckets; the async policy waits for as long a run, RT_SPEC_AHEAD_RUN)
+ * buckets; the same run the async policy waits for, RT_SPEC_AHEAD_RUN)
  * plans with room for GROWTH_ROOM times its values, a plan that serves the
  * bindings that fit down to the one it was made for: a generation of N
  * steps then plans ~log4(N) times on the request path instead of
@@ -40,7 +41,7 @@
  * 20's p99 over 509 steps is the 6th slowest). Its arena is up to that
  * much larger than the binding needs; shapes that vary without growing
  * (a service) rise 8 executes in a row by chance once in 8! runs. */
-#define GROWTH_RUN 8
+#define GROWTH_RUN RT_SPEC_AHEAD_RUN
 #define GROWTH_ROOM 4
 
 typedef struct rt_plan_slot {
