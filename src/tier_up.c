@@ -9,9 +9,10 @@
  * most first, rank() below), at the compile thread's low priority but
  * without the rests of specialization compiles, and swaps each in. Only
  * the rebuilds that pay run at once; a GEMM whose quick kernel is the
- * prebuilt GEMM with a cheap epilogue (no faster at FULL) is rebuilt only
- * while no execute holds the CPUs (variants.c, tier_up), so that on a
- * machine the requests fill its compile takes no CPU time from them. Each
+ * prebuilt GEMM with a cheap epilogue (no faster at FULL), or a copy, is
+ * rebuilt only while no execute holds the CPUs (variants.c, tier_up), so
+ * that on a machine the requests fill its compile takes no CPU time from
+ * them. Each
  * swap:
  *   - m->kernels[node] is stored with release order here and read with
  *     acquire order by rt_model_run_kernel, so an execute runs one kernel or
@@ -49,31 +50,38 @@ bool rt_tier_up_wanted(const kiln_model *m, int misses) {
 
 /* The rebuild classes, in rebuild order (rt_tier_up_node). Measured per
  * kernel on a BERT-style encoder (1 thread, seq 230, quick / full time):
- * mul+softmax 1.51x, layer_norm 1.94x, permute 1.11x, a GEMM with a gelu
- * epilogue 1.016x, a GEMM with adds or nothing after it 1.00x (the GEMM is
- * the same prebuilt code at both tiers); the GEMMs' rebuilds were half of
- * the ~400 ms the tier-up took. */
+ * mul+softmax 1.51x, layer_norm 1.94x, a GEMM with a gelu epilogue 1.016x,
+ * a GEMM with adds or nothing after it 1.00x (the GEMM is the same
+ * prebuilt code at both tiers), permute 1.11x and reshape 1.03x (0.1% of
+ * a request); the rebuilds of the last three kinds were ~60% of the ~400
+ * ms the tier-up took. */
 enum {
   TIER_NORM,  /* softmax, layer_norm, alone or fused: 1.5-2x */
-  TIER_OTHER, /* every other non-GEMM kernel */
+  TIER_OTHER, /* every other kernel that computes, but GEMMs */
   TIER_GEMM,  /* a GEMM whose quick code does more than call the prebuilt one (static
                  sizes inline the template; an epilogue with transcendental math), and
                  conv2d (the prebuilt direct conv, 2-8% below its inlined form) */
-  TIER_IDLE,  /* the prebuilt GEMM with a cheap epilogue or none: rebuilt when idle */
+  TIER_IDLE,  /* the prebuilt GEMM with cheap members or none, copies of data:
+                 rebuilt when idle */
   TIER_CLASSES
 };
 
-/* A member of a GEMM's epilogue whose quick code is as fast as its O3
- * code: a view of data, or one instruction per element. */
+/* A member whose quick code is about as fast as its O3 code: a copy or
+ * view of data, or one instruction per element. */
 static bool cheap_member(const ir_node *n) {
   if (ir_node_is_source(n)) return true;
   switch (ir_op_get(n->op)->cls) {
   case IR_CLS_MATMUL:
   case IR_CLS_SLICE:
   case IR_CLS_RESHAPE:
+  case IR_CLS_TRANSPOSE:
+  case IR_CLS_PERMUTE:
   case IR_CLS_BROADCAST_TO:
+  case IR_CLS_CONCAT:
+  case IR_CLS_SPLIT:
   case IR_CLS_SQUEEZE:
   case IR_CLS_UNSQUEEZE:
+  case IR_CLS_TILE:
   case IR_CLS_COMPARE:
   case IR_CLS_WHERE:
   case IR_CLS_CAST:
@@ -117,16 +125,21 @@ static bool is_norm(const ir_node *n) {
   return false;
 }
 
+/* Whether every member of n (n itself, or its body's nodes) is cheap. */
+static bool all_cheap(const ir_node *n) {
+  if (!n->body) return cheap_member(n);
+  for (int k = 0; k < n->body->nnodes; k++)
+    if (!cheap_member(n->body->nodes[k])) return false;
+  return true;
+}
+
 /* The rebuild class of node i. */
 static int rank(const kiln_model *m, int i) {
   const ir_node *n = m->g->nodes[i];
   if (n->op == IR_OP_CONV2D) return TIER_GEMM;
   const ir_node *mm = ir_node_matmul(n);
-  if (!mm) return is_norm(n) ? TIER_NORM : TIER_OTHER;
-  if (!prebuilt_gemm(m, mm)) return TIER_GEMM;
-  for (int k = 0; n->body && k < n->body->nnodes; k++)
-    if (!cheap_member(n->body->nodes[k])) return TIER_GEMM;
-  return TIER_IDLE;
+  if (!mm) return is_norm(n) ? TIER_NORM : all_cheap(n) ? TIER_IDLE : TIER_OTHER;
+  return prebuilt_gemm(m, mm) && all_cheap(n) ? TIER_IDLE : TIER_GEMM;
 }
 
 int rt_tier_up_start(kiln_model *m, kiln_status *st) {

@@ -29,11 +29,11 @@ int rt_tier_up_start(kiln_model *m, kiln_status *st);
  * keeps serving). The order puts first the kernels the quick tier slows
  * most: norms and softmax, then the other non-GEMM kernels, then GEMMs
  * whose quick code does more than call the prebuilt GEMM and conv2d; the
- * first m->quick_urgent are rebuilt at once. The rest are GEMMs whose
- * quick kernel is the prebuilt GEMM with a cheap epilogue (adds, a bias, a
- * relu) or none, as fast as their FULL kernel: the compile thread rebuilds
- * them only while no execute holds the CPUs (variants.c), for the disk
- * cache and the next process. */
+ * first m->quick_urgent are rebuilt at once. The rest, about as fast as
+ * their FULL kernels (GEMMs whose quick kernel is the prebuilt GEMM with a
+ * cheap epilogue: adds, a bias, a relu; copies of data: permute, reshape),
+ * the compile thread rebuilds only while no execute holds the CPUs
+ * (variants.c), for the disk cache and the next process. */
 int rt_tier_up_node(kiln_model *m, int k);
 
 /* Release the FULL kernels built (the host backend's free, after the job

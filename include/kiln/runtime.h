@@ -490,10 +490,11 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
  * (results of the two may differ in the last bits, as between specialized
  * and generic kernels). Rebuilds that pay run at once, the slowest quick
  * kernels (norms, softmax) first; a GEMM whose quick kernel already runs
- * the prebuilt GEMM with a cheap epilogue (a bias, adds, a relu) or none is
- * as fast, and is rebuilt only once no execute has held the CPUs for 20 ms
+ * the prebuilt GEMM with a cheap epilogue (a bias, adds, a relu) or none,
+ * and a copy of data (permute, reshape), are about as fast, and are
+ * rebuilt only once no execute has held the CPUs for 20 ms
  * (where requests fill the CPUs, a compile's time is taken from them), so
- * its QUICK_LIVE count may stay up while a service is busy. Only full
+ * the QUICK_LIVE count may stay up while a service is busy. Only full
  * kernels go to the disk cache, so a later process loads those. 0 turns it
  * off: every kernel is built fully before kiln_model_compile returns.
  * Default 4, or the environment's KILN_TIER_UP (a number, or "off"). A
