@@ -4,7 +4,8 @@
  * (jit_engine_force_template_rows). For row lengths 1, 15, 17, 1000 and
  * 2100 (three sum blocks), with NaN, -inf, +inf and all--inf rows:
  * - every build (FULL / QUICK, prebuilt / template) and every split of the
- *   rows into parts (1, 2, 3, 7) gives the same bits;
+ *   rows into parts (1, 2, 3, 7) gives the same bits, and so does the
+ *   template compiled at x86-64-v3 (what an AVX2-only host loads);
  * - the result matches the reference interpreter within the tolerances of
  *   test_ops_norm.c (NaN exactly where it has NaN);
  * - the kernel calls the prebuilt entry (or not, forced) at both tiers.
@@ -153,6 +154,32 @@ static void expect_close(const float *y, const float *want, int count, double rt
   }
 }
 
+#ifdef KILN_ROWS_V3_TEST
+/* The row template compiled at x86-64-v3 into this test (CMakeLists.txt). */
+void kiln_v3_test_kiln_softmax_f32_row(float *y, const float *x, int64_t n, int64_t log);
+void kiln_v3_test_kiln_layer_norm_f32_row(float *y, const float *x, const float *g,
+                                          const float *b, int64_t d, double eps);
+
+/* The v3 routines on each row give `want`'s bits (skipped on hosts without
+ * AVX2 and FMA). */
+static void expect_v3_bits(op_kind op, int n, const float *x, const float *gm, const float *b,
+                           const float *want) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+  size_t count = (size_t)ROWS * (size_t)n;
+  float *y = malloc(count * sizeof *y);
+  cr_assert_not_null(y);
+  for (int r = 0; r < ROWS; r++) {
+    const float *xr = x + (size_t)r * (size_t)n;
+    float *yr = y + (size_t)r * (size_t)n;
+    if (op == LAYER_NORM) kiln_v3_test_kiln_layer_norm_f32_row(yr, xr, gm, b, n, 1e-5);
+    else kiln_v3_test_kiln_softmax_f32_row(yr, xr, n, op == LOGSOFTMAX);
+  }
+  cr_expect(memcmp(y, want, count * sizeof *y) == 0, "op %d n=%d: the v3 rows differ", op, n);
+  free(y);
+}
+#endif
+
 static void check_op(op_kind op) {
   static const char *NAMES[] = {"softmax", "logsoftmax", "layer_norm"};
   char err[1024] = "";
@@ -211,6 +238,9 @@ static void check_op(op_kind op) {
         }
         jit_code_free(eng[ei], c);
       }
+#ifdef KILN_ROWS_V3_TEST
+    expect_v3_bits(op, n, x, gm, b, first);
+#endif
     free(want);
     free(x);
     free(gm);
