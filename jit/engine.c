@@ -325,6 +325,8 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
 
 const char *jit_engine_prebuilt(const jit_engine *e) { return e ? e->prebuilt : NULL; }
 
+bool jit_engine_has_prebuilt_rows(const jit_engine *e) { return e && e->prebuilt_rows; }
+
 int jit_engine_prebuilt_object(const jit_engine *e, int i, const void **obj, size_t *len) {
   *obj = NULL;
   *len = 0;

@@ -153,6 +153,15 @@ const char *jit_engine_options_tier(const jit_engine *e, jit_tier tier);
  * GEMM sizes are symbolic call it, so their objects load only into an
  * engine that has it: jit_engine_options says "prebuilt-gemm=v4" then. */
 const char *jit_engine_prebuilt(const jit_engine *e);
+/* Whether e loaded the prebuilt f32 softmax / layer_norm rows
+ * (jit/template.h); "prebuilt-rows=v4|v3" in its options then. */
+bool jit_engine_has_prebuilt_rows(const jit_engine *e);
+/* Whether node n's kernel normalizes its rows with the row template's
+ * routine (jit/norm.c): mo.softmax / mo.logsoftmax of f32 along the last
+ * axis, mo.layer_norm with every operand f32. With the engine's prebuilt
+ * rows such a kernel runs the same code at both tiers (a fused
+ * prologue's elementwise loop aside), so a FULL rebuild gains nothing. */
+bool jit_node_calls_rows(const ir_node *n);
 /* The prebuilt objects as loaded (embedded bytes, valid while the program
  * runs), for naming their functions to profilers: i = 0 the GEMM's, 1 the
  * direct conv's (v4 only), 2 the f32 rows'. 0 with *obj and *len set, -1 when the engine

@@ -247,6 +247,18 @@ static LLVMValueRef f32_at(jit_fn *f, LLVMValueRef P, LLVMValueRef idx) {
   return LLVMBuildInBoundsGEP2(f->b, f->t_f32, P, &idx, 1, "");
 }
 
+bool jit_node_calls_rows(const ir_node *n) {
+  if (!n || n->nout != 1 || n->nin < 1 || !n->in[0] || !n->out[0]) return false;
+  const ir_type *t = &n->in[0]->type;
+  if (t->dtype != IR_DT_F32 || n->out[0]->type.dtype != IR_DT_F32 || t->rank < 1) return false;
+  if (n->op == IR_OP_LAYER_NORM)
+    return n->nin == 3 && n->in[1] && n->in[2] && n->in[1]->type.dtype == IR_DT_F32 &&
+           n->in[2]->type.dtype == IR_DT_F32;
+  if (n->op != IR_OP_SOFTMAX && n->op != IR_OP_LOGSOFTMAX) return false;
+  int64_t axis = ir_node_attr_int(n, "axis", -1);
+  return axis == -1 || axis == t->rank - 1;
+}
+
 /* ---- a fused prologue ---- */
 
 /* The operand's rows as the prologue reads them: st[b] the element strides
@@ -328,7 +340,7 @@ int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y
   prologue p = {0};
   if (pro && prologue_init(f, &p, pro, ti, (int)ax) < 0) return -1;
   LLVMValueRef row_fn = NULL; /* contiguous f32 rows: the template's routine */
-  if (dt == IR_DT_F32 && ax == r - 1 && !(row_fn = row_entry(f, "kiln_softmax_f32_row"))) {
+  if (jit_node_calls_rows(n) && !(row_fn = row_entry(f, "kiln_softmax_f32_row"))) {
     free(p.st);
     return -1;
   }
@@ -402,8 +414,7 @@ int jit_lower_layer_norm(jit_fn *f) {
   if (tg->rank != 1 || tb->rank != 1)
     return jit_fn_error(f, "gamma and beta must have rank 1, got %d and %d", tg->rank, tb->rank);
   double eps = ir_node_attr_float(n, "epsilon", 1e-5);
-  bool all_f32 = dt == IR_DT_F32 && tg->dtype == IR_DT_F32 && tb->dtype == IR_DT_F32;
-  if (all_f32) return layer_norm_f32(f, ti, eps);
+  if (jit_node_calls_rows(n)) return layer_norm_f32(f, ti, eps);
 
   LLVMValueRef zero = jit_i64(f, 0);
   LLVMValueRef rows = jit_numel_range(f, ti, 0, r - 1);

@@ -189,12 +189,15 @@ static void check_op(op_kind op) {
   cr_assert(eng[0] && eng[1], "%s", err);
   cr_assert_eq(jit_engine_force_template_rows(eng[1]), 0);
   bool have_pre = strstr(jit_engine_options(eng[0]), "prebuilt-rows=") != NULL;
+  cr_expect_eq(jit_engine_has_prebuilt_rows(eng[0]), have_pre);
+  cr_expect(!jit_engine_has_prebuilt_rows(eng[1]), "forced to the template, still prebuilt");
   cr_expect(strstr(jit_engine_options(eng[1]), "rows=template") != NULL || !have_pre);
   for (int li = 0; li < NLEN; li++) {
     int n = LENGTHS[li];
     char *text = graph_text(op, n);
     ir_graph *g = parse(text);
     int node = op_node(g);
+    cr_expect(jit_node_calls_rows(g->nodes[node]), "%s n=%d: not a rows kernel", NAMES[op], n);
     size_t count = (size_t)ROWS * (size_t)n;
     float *x = malloc(count * sizeof *x), *gm = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
     float *first = malloc(count * sizeof *first), *y = malloc(count * sizeof *y);
@@ -252,6 +255,38 @@ static void check_op(op_kind op) {
   }
   jit_engine_free(eng[0]);
   jit_engine_free(eng[1]);
+}
+
+/* Which kernels call the rows: f32 along the last axis only. */
+Test(norm_rows, which_nodes_call_the_rows) {
+  static const struct {
+    const char *text;
+    bool rows;
+  } CASES[] = {
+      {"mo.graph @a(%x: !mo.tensor<[4, 5], f32>) -> (!mo.tensor<[4, 5], f32>) {\n"
+       "  %y = mo.softmax(%x) {axis = 1} : !mo.tensor<[4, 5], f32>\n"
+       "  mo.output %y : !mo.tensor<[4, 5], f32>\n}\n",
+       true},
+      {"mo.graph @a(%x: !mo.tensor<[4, 5], f32>) -> (!mo.tensor<[4, 5], f32>) {\n"
+       "  %y = mo.logsoftmax(%x) {axis = 0} : !mo.tensor<[4, 5], f32>\n"
+       "  mo.output %y : !mo.tensor<[4, 5], f32>\n}\n",
+       false},
+      {"mo.graph @a(%x: !mo.tensor<[4, 5], f64>) -> (!mo.tensor<[4, 5], f64>) {\n"
+       "  %y = mo.softmax(%x) {axis = -1} : !mo.tensor<[4, 5], f64>\n"
+       "  mo.output %y : !mo.tensor<[4, 5], f64>\n}\n",
+       false},
+      {"mo.graph @a(%x: !mo.tensor<[4, 5], f64>, %g: !mo.tensor<[5], f64>, "
+       "%b: !mo.tensor<[5], f64>) -> (!mo.tensor<[4, 5], f64>) {\n"
+       "  %y = mo.layer_norm(%x, %g, %b) {epsilon = 1.0e-5} : (!mo.tensor<[4, 5], f64>, "
+       "!mo.tensor<[5], f64>, !mo.tensor<[5], f64>) -> !mo.tensor<[4, 5], f64>\n"
+       "  mo.output %y : !mo.tensor<[4, 5], f64>\n}\n",
+       false},
+  };
+  for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+    ir_graph *g = parse(CASES[i].text);
+    cr_expect_eq(jit_node_calls_rows(g->nodes[op_node(g)]), CASES[i].rows, "case %zu", i);
+    ir_graph_free(g);
+  }
 }
 
 Test(norm_rows, softmax_every_build_and_split_same_bits) { check_op(SOFTMAX); }
