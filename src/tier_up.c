@@ -50,26 +50,29 @@ bool rt_tier_up_wanted(const kiln_model *m, int misses) {
 
 /* The rebuild classes, in rebuild order (rt_tier_up_node). Measured per
  * kernel on a BERT-style encoder (1 thread, seq 230, quick / full time):
- * mul+softmax 1.51x, layer_norm 1.94x, a GEMM with a gelu epilogue 1.016x,
- * a GEMM with adds or nothing after it 1.00x (the GEMM is the same
- * prebuilt code at both tiers), permute 1.11x and reshape 1.03x (0.1% of
- * a request); the rebuilds of the last three kinds were ~60% of the ~400
- * ms the tier-up took. */
+ * mul+softmax 1.51x and layer_norm 1.94x in emitted code (the same with
+ * the prebuilt rows), a GEMM with a gelu epilogue 1.016x, a GEMM with adds
+ * or nothing after it 1.00x (the GEMM is the same prebuilt code at both
+ * tiers), permute 1.11x and reshape 1.03x (0.1% of a request); the
+ * rebuilds of the last three kinds were ~60% of the ~400 ms the tier-up
+ * took. */
 enum {
-  TIER_NORM,  /* softmax, layer_norm, alone or fused: 1.5-2x */
+  TIER_NORM,  /* softmax, layer_norm, alone or fused, in emitted code: 1.5-2x */
   TIER_OTHER, /* every other kernel that computes, but GEMMs */
   TIER_GEMM,  /* a GEMM whose quick code does more than call the prebuilt one (static
                  sizes inline the template; an epilogue with transcendental math), and
                  conv2d (the prebuilt direct conv, 2-8% below its inlined form) */
-  TIER_IDLE,  /* the prebuilt GEMM with cheap members or none, copies of data:
-                 rebuilt when idle */
+  TIER_IDLE,  /* the prebuilt GEMM or rows with cheap members or none, copies of
+                 data: rebuilt when idle */
   TIER_CLASSES
 };
 
 /* A member whose quick code is about as fast as its O3 code: a copy or
- * view of data, or one instruction per element. */
-static bool cheap_member(const ir_node *n) {
+ * view of data, one instruction per element, or rows normalized by the
+ * engine's prebuilt routine (jit.h: the same code at both tiers). */
+static bool cheap_member(const kiln_model *m, const ir_node *n) {
   if (ir_node_is_source(n)) return true;
+  if (jit_node_calls_rows(n)) return jit_engine_has_prebuilt_rows(m->ctx->jit);
   switch (ir_op_get(n->op)->cls) {
   case IR_CLS_MATMUL:
   case IR_CLS_SLICE:
@@ -126,10 +129,10 @@ static bool is_norm(const ir_node *n) {
 }
 
 /* Whether every member of n (n itself, or its body's nodes) is cheap. */
-static bool all_cheap(const ir_node *n) {
-  if (!n->body) return cheap_member(n);
+static bool all_cheap(const kiln_model *m, const ir_node *n) {
+  if (!n->body) return cheap_member(m, n);
   for (int k = 0; k < n->body->nnodes; k++)
-    if (!cheap_member(n->body->nodes[k])) return false;
+    if (!cheap_member(m, n->body->nodes[k])) return false;
   return true;
 }
 
@@ -138,8 +141,8 @@ static int rank(const kiln_model *m, int i) {
   const ir_node *n = m->g->nodes[i];
   if (n->op == IR_OP_CONV2D) return TIER_GEMM;
   const ir_node *mm = ir_node_matmul(n);
-  if (!mm) return is_norm(n) ? TIER_NORM : all_cheap(n) ? TIER_IDLE : TIER_OTHER;
-  return prebuilt_gemm(m, mm) && all_cheap(n) ? TIER_IDLE : TIER_GEMM;
+  if (!mm) return all_cheap(m, n) ? TIER_IDLE : is_norm(n) ? TIER_NORM : TIER_OTHER;
+  return prebuilt_gemm(m, mm) && all_cheap(m, n) ? TIER_IDLE : TIER_GEMM;
 }
 
 int rt_tier_up_start(kiln_model *m, kiln_status *st) {

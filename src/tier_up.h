@@ -31,7 +31,8 @@ int rt_tier_up_start(kiln_model *m, kiln_status *st);
  * whose quick code does more than call the prebuilt GEMM and conv2d; the
  * first m->quick_urgent are rebuilt at once. The rest, about as fast as
  * their FULL kernels (GEMMs whose quick kernel is the prebuilt GEMM with a
- * cheap epilogue: adds, a bias, a relu; copies of data: permute, reshape),
+ * cheap epilogue: adds, a bias, a relu; softmax and layer_norm rows in the
+ * prebuilt routine; copies of data: permute, reshape),
  * the compile thread rebuilds only while no execute holds the CPUs
  * (variants.c), for the disk cache and the next process. */
 int rt_tier_up_node(kiln_model *m, int k);

@@ -489,9 +489,10 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
  * compiles); each full kernel replaces its quick one while executes run
  * (results of the two may differ in the last bits, as between specialized
  * and generic kernels). Rebuilds that pay run at once, the slowest quick
- * kernels (norms, softmax) first; a GEMM whose quick kernel already runs
+ * kernels first; a GEMM whose quick kernel already runs
  * the prebuilt GEMM with a cheap epilogue (a bias, adds, a relu) or none,
- * and a copy of data (permute, reshape), are about as fast, and are
+ * f32 softmax and layer_norm (prebuilt row routines at both tiers), and a
+ * copy of data (permute, reshape), are about as fast, and are
  * rebuilt only once no execute has held the CPUs for 20 ms
  * (where requests fill the CPUs, a compile's time is taken from them), so
  * the QUICK_LIVE count may stay up while a service is busy. Only full
