@@ -71,6 +71,14 @@ void rt_prep_start(rt_prep *p);
  * RT_PREP_MAX_SYMS symbols, or the thread could not start). Allocates
  * nothing. */
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
+/* rt_prep_plan of n plans (syms[0..n)) under one lock and one wake. Returns
+ * how many of them, from the first, are queued or running now (it stops at
+ * the first refused). With kick, the thread wakes the compile thread
+ * (rt_spec_wake) before the first of them it runs: *kicked says whether
+ * that was arranged (false: nothing queued, or only a running job matched;
+ * the caller wakes it). */
+int rt_prep_plans(rt_prep *p, kiln_model *m, const int64_t *const *syms, int n, bool kick,
+                  bool *kicked);
 /* Queue a job that frees m's dropped variants (rt_variants_reap): their
  * code's removal from the JIT waits for the context's lock, which a compile
  * may hold, and must not wait on an execute (issue 20: a variant its trial

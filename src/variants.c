@@ -586,8 +586,12 @@ static void *compile_thread(void *arg) {
  * CPU, for milliseconds on a busy host (measured: 2-5 ms decode steps), so
  * `mu` still held after RT_LOCK_BRIEF_NS means "not now" (false, nothing
  * counted: the next execute of the binding asks again). Returns whether
- * key is queued or running now. */
-static bool enqueue(kiln_model *m, const int64_t *key) {
+ * key is queued or running now. A new job wakes the thread, unless owed is
+ * given: then *owed is set and the caller wakes it (rt_spec_wake), maybe
+ * through the prepare thread (issue 20: each wake of a sleeping thread cost
+ * the execute 2-3 us, up to 47 us, on this VM: the other vCPU is woken by an
+ * IPI; a bucket's first hot execute woke the compile and prepare threads). */
+static bool enqueue(kiln_model *m, const int64_t *key, bool *owed) {
   rt_spec_ctx *s = m->ctx->spec;
   if (!s) return false;
   size_t bytes = (size_t)m->g->nsyms * sizeof *key;
@@ -618,7 +622,8 @@ static bool enqueue(kiln_model *m, const int64_t *key) {
       else s->head = j;
       s->tail = j;
       s->queued++;
-      pthread_cond_signal(&s->work_cv);
+      if (owed) *owed = true;
+      else pthread_cond_signal(&s->work_cv);
       pthread_mutex_unlock(&s->mu);
       count(m, KILN_COUNTER_ASYNC_QUEUED, 1);
       count(m, KILN_COUNTER_ASYNC_PENDING, 1);
@@ -629,6 +634,13 @@ static bool enqueue(kiln_model *m, const int64_t *key) {
   job_free(j);
   count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
   return false;
+}
+
+void rt_spec_wake(rt_spec_ctx *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  pthread_cond_signal(&s->work_cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 void rt_tier_up_enqueue(kiln_model *m) {
@@ -730,17 +742,23 @@ static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
  * live already, from an earlier sequence), and the plans of its end and of
  * the end of the bucket after it, with their arena, on the prepare thread
  * (spec_prep.h: at once, whatever the compile thread is busy with). Once
- * per bucket; SPEC_AHEAD counts the compiles. */
-static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k) {
+ * per bucket; SPEC_AHEAD counts the compiles. The compile thread is woken
+ * by the prepare thread when a plan job is queued here (its wake, and one
+ * the caller owes: *owed, enqueue), else *owed is left for the caller: one
+ * wake of a sleeping thread per bucket on the request path, not two. */
+static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k,
+                             bool *owed) {
   rt_variants *vs = m->variants;
   int ns = m->g->nsyms;
   if (rt_spec_policy_rising(pol, k) < RT_SPEC_AHEAD_RUN) return;
-  int64_t sbuf[KEY_STACK], kbuf[KEY_STACK], *next = sbuf, *key = kbuf;
+  int64_t sbuf[KEY_STACK], abuf[KEY_STACK], kbuf[KEY_STACK];
+  int64_t *next = sbuf, *then = abuf, *key = kbuf;
   if (ns > KEY_STACK) {
     next = malloc((size_t)ns * sizeof *next);
+    then = malloc((size_t)ns * sizeof *then);
     key = malloc((size_t)ns * sizeof *key);
   }
-  if (!next || !key) goto done;
+  if (!next || !then || !key) goto done;
   memcpy(next, syms, (size_t)ns * sizeof *next);
   bool claimed = false, compile = false;
   int64_t up = 0, after = 0;
@@ -767,21 +785,29 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   }
   pthread_mutex_unlock(&vs->lock);
   if (!claimed) goto done;
-  /* The plan first; once it is queued the claim stays, even when the compile
-   * queue refuses the variant (full, or the model's bound: then the bucket's
-   * own executes queue it, the generic kernels serving meanwhile), so that
-   * no execute of this bucket asks again: each would wake the threads. */
-  bool planned = m->be != &rt_backend_host || rt_plan_cached_ahead(m, next) ||
-                 rt_prep_plan(m->ctx->spec->prep, m, next);
-  if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
-  if (planned && after > 0 && m->be == &rt_backend_host) {
-    /* the bucket after next too: the prepare thread may start milliseconds
-     * after it was woken on a loaded host (2.8 ms measured, issue 20), later
-     * than a short bucket lasts (16 decode steps of ~30 us); a refusal
-     * leaves it to the claim of the next bucket */
-    next[k] = after;
-    if (!rt_plan_cached_ahead(m, next)) (void)rt_prep_plan(m->ctx->spec->prep, m, next);
-  }
+  /* The plans of the next bucket and (the prepare thread may start
+   * milliseconds after it was woken on a loaded host, 2.8 ms measured, issue
+   * 20, later than a short bucket lasts: 16 decode steps of ~30 us) of the
+   * one after it, queued together (one lock, one wake). Once the first is
+   * queued the claim stays, even when the compile queue refuses the variant
+   * (full, or the model's bound: then the bucket's own executes queue it,
+   * the generic kernels serving meanwhile), so that no execute of this
+   * bucket asks again: each would wake the threads. The compile is queued
+   * first, without a wake, so that the plan job can carry it. */
+  bool host = m->be == &rt_backend_host;
+  memcpy(then, next, (size_t)ns * sizeof *then);
+  then[k] = after;
+  const int64_t *plans[2];
+  int nplans = 0;
+  bool have_next = !host || rt_plan_cached_ahead(m, next);
+  if (!have_next) plans[nplans++] = next;
+  if (host && after > 0 && !rt_plan_cached_ahead(m, then)) plans[nplans++] = then;
+  bool queued = compile && enqueue(m, key, owed);
+  bool kicked = false;
+  int got = nplans ? rt_prep_plans(m->ctx->spec->prep, m, plans, nplans, *owed, &kicked) : 0;
+  if (kicked) *owed = false;
+  bool planned = have_next || got > 0;
+  if (planned && queued) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
   if (!planned) { /* the prepare queue full or busy: a later execute tries again */
     pthread_mutex_lock(&vs->lock);
     if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
@@ -789,6 +815,7 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   }
 done:
   if (next != sbuf) free(next);
+  if (then != abuf) free(then);
   if (key != kbuf) free(key);
 }
 
@@ -864,10 +891,12 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
       count(m, KILN_COUNTER_SPEC_SKIPPED, 1);
       d = RT_SPEC_DROPPED;
     }
+    bool owed = false; /* a compile queued, its thread not woken yet */
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
-    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) enqueue(m, key);
+    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) (void)enqueue(m, key, &owed);
     if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
-      specialize_ahead(m, pol, syms, ahead);
+      specialize_ahead(m, pol, syms, ahead, &owed); /* the prepare thread may wake it */
+    if (owed) rt_spec_wake(m->ctx->spec);
   } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
     rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
     if (fresh) v = insert(m, fresh, true);

@@ -57,6 +57,11 @@ void rt_spec_set_test_delay(kiln_context *ctx, int ms);
  * variant, drop every variant), so counts do not depend on timing. */
 void rt_spec_set_test_trial(kiln_context *ctx, int mode);
 
+/* Wake the compile thread for jobs queued without a wake (the prepare
+ * thread does it for an execute: one wake of a sleeping thread per bucket on
+ * the request path, issue 20). NULL ok. */
+void rt_spec_wake(rt_spec_ctx *s);
+
 /* Queue m's rebuild of its QUICK kernels (tier_up.c) ahead of every
  * specialization job; never dropped (one per model). */
 void rt_tier_up_enqueue(kiln_model *m);

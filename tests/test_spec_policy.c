@@ -10,6 +10,7 @@
 #include "kiln/kiln.h"
 #include "src/rt.h"
 #include "src/spec_policy.h"
+#include "src/spec_prep.h"
 #include "src/variants.h"
 
 /* tanh fuses into nothing it could share with softmax: two kernels that
@@ -231,6 +232,50 @@ Test(spec_policy, a_growing_bucketed_dim_is_planned_ahead) {
   /* nor is a live variant queued ahead again (its compile would compete with the
    * executes) */
   cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), queued_ahead);
+  kiln_model_free(m);
+}
+
+/* rt_prep_plans queues several plans under one lock and one wake: each is
+ * made once, and a job that carries the compile thread's wake (kick) says
+ * so; plans already made are found, not made again. The execute that
+ * claims a bucket queues its compile unwoken and lets the prepare thread
+ * wake the compile thread (a lost wake would leave the next test's
+ * wait_compiles waiting). */
+Test(spec_policy, plans_queued_together_are_made_once_each) {
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  rt_prep *p = rt_prep_new();
+  cr_assert_not_null(p);
+  int64_t a[1] = {32}, b[1] = {64};
+  const int64_t *both[2] = {a, b};
+  bool kicked = true;
+  cr_expect_eq(rt_prep_plans(p, m, both, 2, false, &kicked), 2);
+  cr_expect_not(kicked, "no kick was asked for");
+  cr_assert_eq(rt_prep_wait(p, -1), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 2);
+  cr_expect_eq(rt_prep_plans(p, m, both, 2, true, &kicked), 2);
+  cr_assert_eq(rt_prep_wait(p, -1), 0);
+  cr_expect(kicked, "the queued job carries the wake");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 2, "a plan made ahead was made again");
+  cr_expect_eq(rt_prep_plans(p, m, both, 0, true, &kicked), 0);
+  cr_expect_not(kicked);
+  rt_prep_cancel(p, m);
+  rt_prep_free(p);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, a_compile_queued_ahead_is_woken_by_the_prepare_thread) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 10; n++) exec_n(m, n);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0); /* the compile thread sleeps */
+  double done = counter(m, KILN_COUNTER_ASYNC_DONE);
+  /* n = 11: bucket 16 hot (its compile) and bucket 32 claimed (its compile and
+   * plans): both compiles queued unwoken, the plan job carries the wake */
+  exec_n(m, 11);
+  cr_expect_eq(kiln_context_wait_compiles(ctx, 20000, st), 0, "the compile thread was not woken");
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_DONE), done + 2);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
   kiln_model_free(m);
 }
 
