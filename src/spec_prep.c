@@ -86,6 +86,7 @@ static void run_job(const prep_job *j) {
    * which reports it */
   if (rt_plan_prepare(j->m, j->syms, &total, NULL) == 0 && total > 0)
     rt_arena_reserve(j->m, total);
+  rt_variant_weigh_ahead(j->m, j->syms); /* the bucket's share, for its first hot execute */
 }
 
 bool rt_lock_briefly(pthread_mutex_t *mu) {

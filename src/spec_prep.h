@@ -14,7 +14,9 @@
  * condition variable between jobs; it starts when a caller buckets a
  * host model's dim (rt_prep_start), else with the first job.
  *
- * Jobs: (model, symbol values) plans, and (model) reaps of dropped
+ * Jobs: (model, symbol values) plans (and the weigh of that bucket:
+ * rt_variant_weigh_ahead; and, for the execute that queued them, the wake
+ * of the compile thread: rt_prep_plans' kick), and (model) reaps of dropped
  * variants, at most RT_PREP_QUEUE_MAX queued (a fixed
  * table: queueing allocates nothing), a job
  * equal to a queued or running one not queued twice. A model being freed

@@ -55,6 +55,7 @@
 
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
 #define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
+#define WEIGHED_KEYS 4    /* bucket keys weighed ahead per model (rt_variant_weigh_ahead) */
 
 /* Counter slots, in kiln_counter order (KERNELS_EVICTED, CODE_BYTES and the
  * remote cache's are kept elsewhere, their slots unused); COMPILE_MS is kept
@@ -86,6 +87,9 @@ struct rt_variants {
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
   int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
   int nfailed, failed_next;
+  int64_t *weighed;       /* WEIGHED_KEYS keys of nsyms entries (ring), their shares: */
+  double weighed_share[WEIGHED_KEYS];
+  int nweighed, weighed_next;
   rt_variant *dead;       /* dropped and unused, chained by next_drop: freed by the
                            * prepare thread (rt_variants_reap) or with the table */
   _Atomic int64_t c[NCOUNTERS];
@@ -319,6 +323,7 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->ahead_up);
   rt_spec_policy_free(atomic_load(&vs->pol));
   free(vs->failed);
+  free(vs->weighed);
   pthread_mutex_destroy(&vs->lock);
   free(vs);
 }
@@ -374,6 +379,46 @@ static bool failed_locked(const kiln_model *m, const rt_variants *vs, const int6
   for (int i = 0; i < vs->nfailed; i++)
     if (memcmp(vs->failed + (size_t)i * ns, key, ns * sizeof *key) == 0) return true;
   return false;
+}
+
+/* The share weighed ahead for key (rt_variant_weigh_ahead), or -1. Lock held. */
+static double weighed_locked(const kiln_model *m, const rt_variants *vs, const int64_t *key) {
+  size_t ns = (size_t)m->g->nsyms;
+  for (int i = 0; i < vs->nweighed; i++)
+    if (memcmp(vs->weighed + (size_t)i * ns, key, ns * sizeof *key) == 0)
+      return vs->weighed_share[i];
+  return -1;
+}
+
+void rt_variant_weigh_ahead(kiln_model *m, const int64_t *syms) {
+  rt_variants *vs = m->variants;
+  size_t ns = (size_t)m->g->nsyms;
+  if (!vs || ns == 0 || ns > KEY_STACK || !atomic_load_explicit(&vs->pol, memory_order_acquire))
+    return;
+  double share = rt_spec_share(m, syms);
+  int64_t key[KEY_STACK];
+  pthread_mutex_lock(&vs->lock);
+  make_key(m, vs, syms, key);
+  if (!vs->weighed) vs->weighed = calloc(WEIGHED_KEYS * ns, sizeof *key);
+  if (vs->weighed && weighed_locked(m, vs, key) < 0) {
+    memcpy(vs->weighed + (size_t)vs->weighed_next * ns, key, ns * sizeof *key);
+    vs->weighed_share[vs->weighed_next] = share;
+    vs->weighed_next = (vs->weighed_next + 1) % WEIGHED_KEYS;
+    if (vs->nweighed < WEIGHED_KEYS) vs->nweighed++;
+  }
+  pthread_mutex_unlock(&vs->lock);
+}
+
+double rt_variant_weighed(kiln_model *m, const int64_t *syms) {
+  rt_variants *vs = m->variants;
+  size_t ns = (size_t)m->g->nsyms;
+  if (!vs || ns == 0 || ns > KEY_STACK) return -1;
+  int64_t key[KEY_STACK];
+  pthread_mutex_lock(&vs->lock);
+  make_key(m, vs, syms, key);
+  double share = weighed_locked(m, vs, key);
+  pthread_mutex_unlock(&vs->lock);
+  return share;
 }
 
 static void remember_failed(kiln_model *m, const int64_t *key) {
@@ -880,13 +925,17 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   rt_variant *v = find_locked(m, vs, key);
   bool failed = !v && failed_locked(m, vs, key);
   int ahead = async ? ahead_candidate_locked(m, vs, key) : -1;
+  double weighed = async ? weighed_locked(m, vs, key) : -1;
   pthread_mutex_unlock(&vs->lock);
   count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
     rt_spec_ticket tk;
     rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
     if (t) *t = tk;
-    if (d == RT_SPEC_WEIGH && rt_spec_share(m, syms) < RT_SPEC_MIN_SHARE) {
+    /* a bucket planned ahead was weighed then, at its end (5-12 us of the
+     * decoder's execute that met it hot otherwise: issue 20) */
+    if (d == RT_SPEC_WEIGH && weighed < 0) weighed = rt_spec_share(m, syms);
+    if (d == RT_SPEC_WEIGH && weighed < RT_SPEC_MIN_SHARE) {
       rt_spec_policy_drop(pol, key); /* nothing a variant would rebuild matters here */
       count(m, KILN_COUNTER_SPEC_SKIPPED, 1);
       d = RT_SPEC_DROPPED;

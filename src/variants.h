@@ -57,6 +57,15 @@ void rt_spec_set_test_delay(kiln_context *ctx, int ms);
  * variant, drop every variant), so counts do not depend on timing. */
 void rt_spec_set_test_trial(kiln_context *ctx, int mode);
 
+/* Weigh, on the prepare thread, the bucket of syms that an execute
+ * planned ahead (rt_spec_share at syms, the bucket's end): the execute
+ * that meets the bucket hot then reads the share instead of computing it
+ * (5-12 us of a decoder's step, issue 20). The last WEIGHED_KEYS buckets
+ * are kept. No-op unless m is under the async policy. */
+void rt_variant_weigh_ahead(kiln_model *m, const int64_t *syms);
+/* For tests: the share weighed ahead for the bucket of syms, or -1. */
+double rt_variant_weighed(kiln_model *m, const int64_t *syms);
+
 /* Wake the compile thread for jobs queued without a wake (the prepare
  * thread does it for an execute: one wake of a sleeping thread per bucket on
  * the request path, issue 20). NULL ok. */

@@ -376,6 +376,38 @@ Test(spec_policy, a_binding_whose_gemms_dominate_is_not_compiled) {
   kiln_model_free(m);
 }
 
+/* The prepare thread weighs each bucket it plans ahead (rt_spec_share at
+ * its end), and the execute that meets the bucket hot decides on that
+ * share (a GEMM-dominated model's bucket is skipped). */
+Test(spec_policy, a_bucket_planned_ahead_is_weighed_ahead) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  cr_expect_lt(rt_variant_weighed(m, (int64_t[]){20}), 0);
+  for (int64_t n = 1; n <= 11; n++) exec_n(m, n); /* bucket 32 claimed at n = 11 */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  double share = rt_variant_weighed(m, (int64_t[]){20});
+  cr_expect_float_eq(share, rt_spec_share(m, (int64_t[]){32}), 1e-12);
+  cr_expect_float_eq(rt_variant_weighed(m, (int64_t[]){64}), rt_spec_share(m, (int64_t[]){64}),
+                     1e-12); /* the bucket after it too */
+  kiln_model_free(m);
+
+  /* a GEMM-dominated model never claims ahead (its buckets are dropped when
+   * weighed): its bucket 32 weighed as the prepare thread would */
+  m = model(GEMM_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 16; n += 5) exec_gemm_soft(m, n);
+  rt_variant_weigh_ahead(m, (int64_t[]){32});
+  cr_expect_lt(rt_variant_weighed(m, (int64_t[]){20}), RT_SPEC_MIN_SHARE);
+  double skipped = counter(m, KILN_COUNTER_SPEC_SKIPPED);
+  double queued = counter(m, KILN_COUNTER_ASYNC_QUEUED);
+  for (int64_t n = 17; n <= 19; n++) exec_gemm_soft(m, n); /* bucket 32 hot at n = 19 */
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), skipped + 1);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), queued);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  kiln_model_free(m);
+}
+
 Test(spec_policy, hot_setting_is_checked) {
   cr_expect_eq(kiln_context_set_specialize_hot(ctx, -1, st), -1);
   cr_expect_eq(kiln_status_code(st), KILN_ERR_INVALID_ARGUMENT);
