@@ -39,6 +39,8 @@ struct rt_prep {
   prep_job *free_jobs;
   prep_job *running;
   bool started, stop;
+  bool polling;         /* the thread looks at the queue every RT_PREP_POLL_NS: no wake needed */
+  int64_t last_plan_ns; /* when it took its last plan job */
   pthread_t thread;
   _Atomic(void *) discard;              /* a block to free off the request path */
   prep_job jobs[RT_PREP_QUEUE_MAX + 1]; /* queued, running, free */
@@ -55,7 +57,7 @@ rt_prep *rt_prep_new(void) {
   bool attr = pthread_condattr_init(&ca) == 0;
   if (attr) (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   if (!attr || pthread_mutex_init(&p->mu, NULL) != 0) goto fail0;
-  if (pthread_cond_init(&p->work_cv, NULL) != 0) goto fail1;
+  if (pthread_cond_init(&p->work_cv, &ca) != 0) goto fail1; /* rt_now_ns's clock */
   if (pthread_cond_init(&p->done_cv, &ca) != 0) goto fail2;
   pthread_condattr_destroy(&ca);
   return p;
@@ -112,8 +114,17 @@ static void *prep_thread(void *arg) {
   rt_thread_batch(); /* the execute that queues a job is not preempted by this thread */
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && !p->head && !atomic_load(&p->discard))
-      pthread_cond_wait(&p->work_cv, &p->mu);
+    while (!p->stop && !p->head && !atomic_load(&p->discard)) {
+      int64_t now = rt_now_ns();
+      p->polling = p->last_plan_ns && now - p->last_plan_ns < RT_PREP_POLL_FOR_NS;
+      if (!p->polling) {
+        pthread_cond_wait(&p->work_cv, &p->mu);
+        continue;
+      }
+      int64_t at = now + RT_PREP_POLL_NS;
+      struct timespec dl = {(time_t)(at / 1000000000), (long)(at % 1000000000)};
+      (void)pthread_cond_timedwait(&p->work_cv, &p->mu, &dl);
+    }
     if (p->stop) break;
     if (!p->head) { /* only a block to free */
       pthread_mutex_unlock(&p->mu);
@@ -125,6 +136,7 @@ static void *prep_thread(void *arg) {
     p->head = j->next;
     if (!p->head) p->tail = NULL;
     p->running = j;
+    if (!j->reap) p->last_plan_ns = rt_now_ns();
     bool kick = j->kick;
     pthread_mutex_unlock(&p->mu);
     if (kick) rt_spec_wake(j->m->ctx->spec); /* the compile an execute queued unwoken */
@@ -211,7 +223,7 @@ static int queue_jobs(rt_prep *p, kiln_model *m, bool reap, const int64_t *const
     if (!have) break;
     if (kick && kicked && !*kicked) *kicked = have->kick = true; /* queued: not taken yet */
   }
-  if (wake) pthread_cond_signal(&p->work_cv);
+  if (wake && !p->polling) pthread_cond_signal(&p->work_cv); /* else seen within 1 ms */
   pthread_mutex_unlock(&p->mu);
   return done;
 }
@@ -264,6 +276,14 @@ void rt_prep_discard(rt_prep *p, void *blk) {
   }
   pthread_mutex_unlock(&p->mu);
   free(handed ? old : blk); /* no thread (no bucketed model): freed now, not kept */
+}
+
+bool rt_prep_polling(rt_prep *p) {
+  if (!p) return false;
+  pthread_mutex_lock(&p->mu);
+  bool polling = p->polling;
+  pthread_mutex_unlock(&p->mu);
+  return polling;
 }
 
 int rt_prep_wait(rt_prep *p, int64_t deadline_ns) {

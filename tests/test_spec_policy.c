@@ -258,6 +258,14 @@ Test(spec_policy, plans_queued_together_are_made_once_each) {
   cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 2, "a plan made ahead was made again");
   cr_expect_eq(rt_prep_plans(p, m, both, 0, true, &kicked), 0);
   cr_expect_not(kicked);
+  /* after a plan the thread polls its queue: a job queued without a wake
+   * still runs (a thread that slept instead would leave it queued) */
+  cr_expect(rt_prep_polling(p));
+  int64_t c[1] = {128};
+  const int64_t *third[1] = {c};
+  cr_expect_eq(rt_prep_plans(p, m, third, 1, false, NULL), 1);
+  cr_expect_eq(rt_prep_wait(p, rt_now_ns() + 10 * 1000000000LL), 0, "the job was not seen");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 3);
   rt_prep_cancel(p, m);
   rt_prep_free(p);
   kiln_model_free(m);
