@@ -26,6 +26,7 @@
 typedef struct prep_job {
   kiln_model *m;
   bool reap; /* free m's dropped variants (rt_variants_reap), else plan syms */
+  bool kick; /* wake the compile thread first (rt_prep_plans) */
   int64_t syms[RT_PREP_MAX_SYMS];
   struct prep_job *next;
 } prep_job;
@@ -38,6 +39,8 @@ struct rt_prep {
   prep_job *free_jobs;
   prep_job *running;
   bool started, stop;
+  bool polling;         /* the thread looks at the queue every RT_PREP_POLL_NS: no wake needed */
+  int64_t last_plan_ns; /* when it took its last plan job */
   pthread_t thread;
   _Atomic(void *) discard;              /* a block to free off the request path */
   prep_job jobs[RT_PREP_QUEUE_MAX + 1]; /* queued, running, free */
@@ -54,7 +57,7 @@ rt_prep *rt_prep_new(void) {
   bool attr = pthread_condattr_init(&ca) == 0;
   if (attr) (void)pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
   if (!attr || pthread_mutex_init(&p->mu, NULL) != 0) goto fail0;
-  if (pthread_cond_init(&p->work_cv, NULL) != 0) goto fail1;
+  if (pthread_cond_init(&p->work_cv, &ca) != 0) goto fail1; /* rt_now_ns's clock */
   if (pthread_cond_init(&p->done_cv, &ca) != 0) goto fail2;
   pthread_condattr_destroy(&ca);
   return p;
@@ -85,6 +88,7 @@ static void run_job(const prep_job *j) {
    * which reports it */
   if (rt_plan_prepare(j->m, j->syms, &total, NULL) == 0 && total > 0)
     rt_arena_reserve(j->m, total);
+  rt_variant_weigh_ahead(j->m, j->syms); /* the bucket's share, for its first hot execute */
 }
 
 bool rt_lock_briefly(pthread_mutex_t *mu) {
@@ -110,8 +114,17 @@ static void *prep_thread(void *arg) {
   rt_thread_batch(); /* the execute that queues a job is not preempted by this thread */
   pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->stop && !p->head && !atomic_load(&p->discard))
-      pthread_cond_wait(&p->work_cv, &p->mu);
+    while (!p->stop && !p->head && !atomic_load(&p->discard)) {
+      int64_t now = rt_now_ns();
+      p->polling = p->last_plan_ns && now - p->last_plan_ns < RT_PREP_POLL_FOR_NS;
+      if (!p->polling) {
+        pthread_cond_wait(&p->work_cv, &p->mu);
+        continue;
+      }
+      int64_t at = now + RT_PREP_POLL_NS;
+      struct timespec dl = {(time_t)(at / 1000000000), (long)(at % 1000000000)};
+      (void)pthread_cond_timedwait(&p->work_cv, &p->mu, &dl);
+    }
     if (p->stop) break;
     if (!p->head) { /* only a block to free */
       pthread_mutex_unlock(&p->mu);
@@ -123,7 +136,10 @@ static void *prep_thread(void *arg) {
     p->head = j->next;
     if (!p->head) p->tail = NULL;
     p->running = j;
+    if (!j->reap) p->last_plan_ns = rt_now_ns();
+    bool kick = j->kick;
     pthread_mutex_unlock(&p->mu);
+    if (kick) rt_spec_wake(j->m->ctx->spec); /* the compile an execute queued unwoken */
     free(atomic_exchange(&p->discard, NULL));
     run_job(j); /* j->m is valid: its free waits for this job (rt_prep_cancel) */
     pthread_mutex_lock(&p->mu);
@@ -169,49 +185,72 @@ void rt_prep_start(rt_prep *p) {
   pthread_mutex_unlock(&p->mu);
 }
 
-/* Queue a job of m (a plan of syms, or a reap) unless an equal one is
- * queued, or, for a plan, running (a running reap may have taken its list
- * already). Never blocks; allocates nothing. Whether it is queued. */
-static bool queue_job(rt_prep *p, kiln_model *m, bool reap, const int64_t *syms) {
+/* Queue job(s) of m (plans of syms[0..n), or one reap) unless an equal one
+ * is queued, or, for a plan, running (a running reap may have taken its
+ * list already), with one wake of the thread. Never blocks; allocates
+ * nothing. How many, from the first, are queued or running now; *kicked:
+ * whether a queued job carries the compile thread's wake (kick). */
+static int queue_jobs(rt_prep *p, kiln_model *m, bool reap, const int64_t *const *syms, int n,
+                      bool kick, bool *kicked) {
   int ns = reap ? 0 : m->g->nsyms;
-  if (!p || ns > RT_PREP_MAX_SYMS) return false;
-  size_t bytes = (size_t)ns * sizeof *syms;
-  if (!rt_lock_briefly(&p->mu)) return false; /* never wait on the thread: the next execute */
-  bool queued = !reap && same_job(p->running, m, reap, syms, bytes);
-  for (prep_job *q = p->head; q && !queued; q = q->next) queued = same_job(q, m, reap, syms, bytes);
-  /* a reap never starts the thread: pthread_create on the request path would
-   * cost more than the free it saves */
-  if (!queued && !p->stop && p->free_jobs && (reap ? p->started : start_locked(p))) {
-    prep_job *j = p->free_jobs;
-    p->free_jobs = j->next;
-    j->m = m;
-    j->reap = reap;
-    if (bytes) memcpy(j->syms, syms, bytes);
-    j->next = NULL;
-    if (p->tail) p->tail->next = j;
-    else p->head = j;
-    p->tail = j;
-    queued = true;
-    pthread_cond_signal(&p->work_cv);
+  if (kicked) *kicked = false;
+  if (!p || ns > RT_PREP_MAX_SYMS || n < 1) return 0;
+  size_t bytes = (size_t)ns * sizeof(int64_t);
+  if (!rt_lock_briefly(&p->mu)) return 0; /* never wait on the thread: the next execute */
+  int done = 0;
+  bool wake = false;
+  for (; done < n; done++) {
+    const int64_t *sy = reap ? NULL : syms[done];
+    prep_job *have = NULL;
+    for (prep_job *q = p->head; q && !have; q = q->next)
+      if (same_job(q, m, reap, sy, bytes)) have = q;
+    if (!have && !reap && same_job(p->running, m, reap, sy, bytes)) continue; /* running */
+    /* a reap never starts the thread: pthread_create on the request path
+     * would cost more than the free it saves */
+    if (!have && !p->stop && p->free_jobs && (reap ? p->started : start_locked(p))) {
+      have = p->free_jobs;
+      p->free_jobs = have->next;
+      have->m = m;
+      have->reap = reap;
+      have->kick = false;
+      if (bytes) memcpy(have->syms, sy, bytes);
+      have->next = NULL;
+      if (p->tail) p->tail->next = have;
+      else p->head = have;
+      p->tail = have;
+      wake = true;
+    }
+    if (!have) break;
+    if (kick && kicked && !*kicked) *kicked = have->kick = true; /* queued: not taken yet */
   }
+  if (wake && !p->polling) pthread_cond_signal(&p->work_cv); /* else seen within 1 ms */
   pthread_mutex_unlock(&p->mu);
-  return queued;
+  return done;
 }
 
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms) {
-  return queue_job(p, m, false, syms);
+  return queue_jobs(p, m, false, &syms, 1, false, NULL) == 1;
 }
 
-bool rt_prep_reap(rt_prep *p, kiln_model *m) { return queue_job(p, m, true, NULL); }
+int rt_prep_plans(rt_prep *p, kiln_model *m, const int64_t *const *syms, int n, bool kick,
+                  bool *kicked) {
+  return queue_jobs(p, m, false, syms, n, kick, kicked);
+}
+
+bool rt_prep_reap(rt_prep *p, kiln_model *m) {
+  return queue_jobs(p, m, true, NULL, 1, false, NULL) == 1;
+}
 
 void rt_prep_cancel(rt_prep *p, kiln_model *m) {
   if (!p) return;
+  bool kick = false; /* a dropped job owed the compile thread its wake */
   pthread_mutex_lock(&p->mu);
   for (prep_job **q = &p->head, *prev = NULL; *q;) {
     prep_job *j = *q;
     if (j->m == m) {
       *q = j->next;
       if (p->tail == j) p->tail = prev;
+      kick = kick || j->kick;
       job_free_locked(p, j);
     } else {
       prev = j;
@@ -220,6 +259,7 @@ void rt_prep_cancel(rt_prep *p, kiln_model *m) {
   }
   while (p->running && p->running->m == m) pthread_cond_wait(&p->done_cv, &p->mu);
   pthread_mutex_unlock(&p->mu);
+  if (kick) rt_spec_wake(m->ctx->spec);
 }
 
 void rt_prep_discard(rt_prep *p, void *blk) {
@@ -236,6 +276,14 @@ void rt_prep_discard(rt_prep *p, void *blk) {
   }
   pthread_mutex_unlock(&p->mu);
   free(handed ? old : blk); /* no thread (no bucketed model): freed now, not kept */
+}
+
+bool rt_prep_polling(rt_prep *p) {
+  if (!p) return false;
+  pthread_mutex_lock(&p->mu);
+  bool polling = p->polling;
+  pthread_mutex_unlock(&p->mu);
+  return polling;
 }
 
 int rt_prep_wait(rt_prep *p, int64_t deadline_ns) {

@@ -11,10 +11,13 @@
  * and costs ~20 us plus the arena's page faults. The thread runs at nice 0
  * (its jobs are short and late ones are useless), SCHED_BATCH (it never
  * preempts the execute that woke it: rt_thread_batch), and sleeps on a
- * condition variable between jobs; it starts when a caller buckets a
+ * condition variable between jobs (polling it every 1 ms for a while after
+ * a plan: RT_PREP_POLL_NS); it starts when a caller buckets a
  * host model's dim (rt_prep_start), else with the first job.
  *
- * Jobs: (model, symbol values) plans, and (model) reaps of dropped
+ * Jobs: (model, symbol values) plans (and the weigh of that bucket:
+ * rt_variant_weigh_ahead; and, for the execute that queued them, the wake
+ * of the compile thread: rt_prep_plans' kick), and (model) reaps of dropped
  * variants, at most RT_PREP_QUEUE_MAX queued (a fixed
  * table: queueing allocates nothing), a job
  * equal to a queued or running one not queued twice. A model being freed
@@ -33,6 +36,14 @@
 #include "rt.h"
 
 #define RT_PREP_QUEUE_MAX 16
+/* After a plan job the thread looks at its queue every RT_PREP_POLL_NS for
+ * RT_PREP_POLL_FOR_NS instead of sleeping until woken: a growing decode
+ * queues its next plans every few ms (a bucket's claim), and each wake of
+ * the sleeping thread cost the execute that queued them 2-10 us, up to
+ * 47 us (a futex wake of an idle vCPU, issue 20); a plan wanted two buckets
+ * ahead can wait 1 ms. */
+#define RT_PREP_POLL_NS 1000000
+#define RT_PREP_POLL_FOR_NS 200000000
 #define RT_PREP_MAX_SYMS 16 /* models with more symbols get no plan ahead */
 
 typedef struct rt_prep rt_prep;
@@ -71,6 +82,14 @@ void rt_prep_start(rt_prep *p);
  * RT_PREP_MAX_SYMS symbols, or the thread could not start). Allocates
  * nothing. */
 bool rt_prep_plan(rt_prep *p, kiln_model *m, const int64_t *syms);
+/* rt_prep_plan of n plans (syms[0..n)) under one lock and one wake. Returns
+ * how many of them, from the first, are queued or running now (it stops at
+ * the first refused). With kick, the thread wakes the compile thread
+ * (rt_spec_wake) before the first of them it runs: *kicked says whether
+ * that was arranged (false: nothing queued, or only a running job matched;
+ * the caller wakes it). */
+int rt_prep_plans(rt_prep *p, kiln_model *m, const int64_t *const *syms, int n, bool kick,
+                  bool *kicked);
 /* Queue a job that frees m's dropped variants (rt_variants_reap): their
  * code's removal from the JIT waits for the context's lock, which a compile
  * may hold, and must not wait on an execute (issue 20: a variant its trial
@@ -88,6 +107,8 @@ bool rt_prep_reap(rt_prep *p, kiln_model *m);
 void rt_prep_discard(rt_prep *p, void *blk);
 /* Drop m's queued jobs and wait until none of its jobs runs. NULL p ok. */
 void rt_prep_cancel(rt_prep *p, kiln_model *m);
+/* For tests: whether the thread is polling its queue (no wake needed). */
+bool rt_prep_polling(rt_prep *p);
 /* Wait until no job is queued or running (kiln_context_wait_compiles);
  * returns 0, or 1 when deadline_ns (rt_now_ns's clock; < 0: none) passed
  * first. NULL p ok. */

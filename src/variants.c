@@ -55,6 +55,7 @@
 
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
 #define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
+#define WEIGHED_KEYS 4    /* bucket keys weighed ahead per model (rt_variant_weigh_ahead) */
 
 /* Counter slots, in kiln_counter order (KERNELS_EVICTED, CODE_BYTES and the
  * remote cache's are kept elsewhere, their slots unused); COMPILE_MS is kept
@@ -86,6 +87,9 @@ struct rt_variants {
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
   int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
   int nfailed, failed_next;
+  int64_t *weighed;       /* WEIGHED_KEYS keys of nsyms entries (ring), their shares: */
+  double weighed_share[WEIGHED_KEYS];
+  int nweighed, weighed_next;
   rt_variant *dead;       /* dropped and unused, chained by next_drop: freed by the
                            * prepare thread (rt_variants_reap) or with the table */
   _Atomic int64_t c[NCOUNTERS];
@@ -323,6 +327,7 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->ahead_up);
   rt_spec_policy_free(atomic_load(&vs->pol));
   free(vs->failed);
+  free(vs->weighed);
   pthread_mutex_destroy(&vs->lock);
   free(vs);
 }
@@ -378,6 +383,46 @@ static bool failed_locked(const kiln_model *m, const rt_variants *vs, const int6
   for (int i = 0; i < vs->nfailed; i++)
     if (memcmp(vs->failed + (size_t)i * ns, key, ns * sizeof *key) == 0) return true;
   return false;
+}
+
+/* The share weighed ahead for key (rt_variant_weigh_ahead), or -1. Lock held. */
+static double weighed_locked(const kiln_model *m, const rt_variants *vs, const int64_t *key) {
+  size_t ns = (size_t)m->g->nsyms;
+  for (int i = 0; i < vs->nweighed; i++)
+    if (memcmp(vs->weighed + (size_t)i * ns, key, ns * sizeof *key) == 0)
+      return vs->weighed_share[i];
+  return -1;
+}
+
+void rt_variant_weigh_ahead(kiln_model *m, const int64_t *syms) {
+  rt_variants *vs = m->variants;
+  size_t ns = (size_t)m->g->nsyms;
+  if (!vs || ns == 0 || ns > KEY_STACK || !atomic_load_explicit(&vs->pol, memory_order_acquire))
+    return;
+  double share = rt_spec_share(m, syms);
+  int64_t key[KEY_STACK];
+  pthread_mutex_lock(&vs->lock);
+  make_key(m, vs, syms, key);
+  if (!vs->weighed) vs->weighed = calloc(WEIGHED_KEYS * ns, sizeof *key);
+  if (vs->weighed && weighed_locked(m, vs, key) < 0) {
+    memcpy(vs->weighed + (size_t)vs->weighed_next * ns, key, ns * sizeof *key);
+    vs->weighed_share[vs->weighed_next] = share;
+    vs->weighed_next = (vs->weighed_next + 1) % WEIGHED_KEYS;
+    if (vs->nweighed < WEIGHED_KEYS) vs->nweighed++;
+  }
+  pthread_mutex_unlock(&vs->lock);
+}
+
+double rt_variant_weighed(kiln_model *m, const int64_t *syms) {
+  rt_variants *vs = m->variants;
+  size_t ns = (size_t)m->g->nsyms;
+  if (!vs || ns == 0 || ns > KEY_STACK) return -1;
+  int64_t key[KEY_STACK];
+  pthread_mutex_lock(&vs->lock);
+  make_key(m, vs, syms, key);
+  double share = weighed_locked(m, vs, key);
+  pthread_mutex_unlock(&vs->lock);
+  return share;
 }
 
 static void remember_failed(kiln_model *m, const int64_t *key) {
@@ -630,8 +675,12 @@ static void *compile_thread(void *arg) {
  * CPU, for milliseconds on a busy host (measured: 2-5 ms decode steps), so
  * `mu` still held after RT_LOCK_BRIEF_NS means "not now" (false, nothing
  * counted: the next execute of the binding asks again). Returns whether
- * key is queued or running now. */
-static bool enqueue(kiln_model *m, const int64_t *key) {
+ * key is queued or running now. A new job wakes the thread, unless owed is
+ * given: then *owed is set and the caller wakes it (rt_spec_wake), maybe
+ * through the prepare thread (issue 20: each wake of a sleeping thread cost
+ * the execute 2-3 us, up to 47 us, on this VM: the other vCPU is woken by an
+ * IPI; a bucket's first hot execute woke the compile and prepare threads). */
+static bool enqueue(kiln_model *m, const int64_t *key, bool *owed) {
   rt_spec_ctx *s = m->ctx->spec;
   if (!s) return false;
   size_t bytes = (size_t)m->g->nsyms * sizeof *key;
@@ -662,7 +711,8 @@ static bool enqueue(kiln_model *m, const int64_t *key) {
       else s->head = j;
       s->tail = j;
       s->queued++;
-      pthread_cond_signal(&s->work_cv);
+      if (owed) *owed = true;
+      else pthread_cond_signal(&s->work_cv);
       pthread_mutex_unlock(&s->mu);
       count(m, KILN_COUNTER_ASYNC_QUEUED, 1);
       count(m, KILN_COUNTER_ASYNC_PENDING, 1);
@@ -673,6 +723,13 @@ static bool enqueue(kiln_model *m, const int64_t *key) {
   job_free(j);
   count(m, KILN_COUNTER_ASYNC_DROPPED, 1);
   return false;
+}
+
+void rt_spec_wake(rt_spec_ctx *s) {
+  if (!s) return;
+  pthread_mutex_lock(&s->mu);
+  pthread_cond_signal(&s->work_cv);
+  pthread_mutex_unlock(&s->mu);
 }
 
 void rt_tier_up_enqueue(kiln_model *m) {
@@ -774,17 +831,23 @@ static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
  * live already, from an earlier sequence), and the plans of its end and of
  * the end of the bucket after it, with their arena, on the prepare thread
  * (spec_prep.h: at once, whatever the compile thread is busy with). Once
- * per bucket; SPEC_AHEAD counts the compiles. */
-static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k) {
+ * per bucket; SPEC_AHEAD counts the compiles. The compile thread is woken
+ * by the prepare thread when a plan job is queued here (its wake, and one
+ * the caller owes: *owed, enqueue), else *owed is left for the caller: one
+ * wake of a sleeping thread per bucket on the request path, not two. */
+static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *syms, int k,
+                             bool *owed) {
   rt_variants *vs = m->variants;
   int ns = m->g->nsyms;
   if (rt_spec_policy_rising(pol, k) < RT_SPEC_AHEAD_RUN) return;
-  int64_t sbuf[KEY_STACK], kbuf[KEY_STACK], *next = sbuf, *key = kbuf;
+  int64_t sbuf[KEY_STACK], abuf[KEY_STACK], kbuf[KEY_STACK];
+  int64_t *next = sbuf, *then = abuf, *key = kbuf;
   if (ns > KEY_STACK) {
     next = malloc((size_t)ns * sizeof *next);
+    then = malloc((size_t)ns * sizeof *then);
     key = malloc((size_t)ns * sizeof *key);
   }
-  if (!next || !key) goto done;
+  if (!next || !then || !key) goto done;
   memcpy(next, syms, (size_t)ns * sizeof *next);
   bool claimed = false, compile = false;
   int64_t up = 0, after = 0;
@@ -811,21 +874,29 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   }
   pthread_mutex_unlock(&vs->lock);
   if (!claimed) goto done;
-  /* The plan first; once it is queued the claim stays, even when the compile
-   * queue refuses the variant (full, or the model's bound: then the bucket's
-   * own executes queue it, the generic kernels serving meanwhile), so that
-   * no execute of this bucket asks again: each would wake the threads. */
-  bool planned = m->be != &rt_backend_host || rt_plan_cached_ahead(m, next) ||
-                 rt_prep_plan(m->ctx->spec->prep, m, next);
-  if (planned && compile && enqueue(m, key)) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
-  if (planned && after > 0 && m->be == &rt_backend_host) {
-    /* the bucket after next too: the prepare thread may start milliseconds
-     * after it was woken on a loaded host (2.8 ms measured, issue 20), later
-     * than a short bucket lasts (16 decode steps of ~30 us); a refusal
-     * leaves it to the claim of the next bucket */
-    next[k] = after;
-    if (!rt_plan_cached_ahead(m, next)) (void)rt_prep_plan(m->ctx->spec->prep, m, next);
-  }
+  /* The plans of the next bucket and (the prepare thread may start
+   * milliseconds after it was woken on a loaded host, 2.8 ms measured, issue
+   * 20, later than a short bucket lasts: 16 decode steps of ~30 us) of the
+   * one after it, queued together (one lock, one wake). Once the first is
+   * queued the claim stays, even when the compile queue refuses the variant
+   * (full, or the model's bound: then the bucket's own executes queue it,
+   * the generic kernels serving meanwhile), so that no execute of this
+   * bucket asks again: each would wake the threads. The compile is queued
+   * first, without a wake, so that the plan job can carry it. */
+  bool host = m->be == &rt_backend_host;
+  memcpy(then, next, (size_t)ns * sizeof *then);
+  then[k] = after;
+  const int64_t *plans[2];
+  int nplans = 0;
+  bool have_next = !host || rt_plan_cached_ahead(m, next);
+  if (!have_next) plans[nplans++] = next;
+  if (host && after > 0 && !rt_plan_cached_ahead(m, then)) plans[nplans++] = then;
+  bool queued = compile && enqueue(m, key, owed);
+  bool kicked = false;
+  int got = nplans ? rt_prep_plans(m->ctx->spec->prep, m, plans, nplans, *owed, &kicked) : 0;
+  if (kicked) *owed = false;
+  bool planned = have_next || got > 0;
+  if (planned && queued) count(m, KILN_COUNTER_SPEC_AHEAD, 1);
   if (!planned) { /* the prepare queue full or busy: a later execute tries again */
     pthread_mutex_lock(&vs->lock);
     if (vs->ahead_up[k] == up) vs->ahead_up[k] = 0;
@@ -833,6 +904,7 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   }
 done:
   if (next != sbuf) free(next);
+  if (then != abuf) free(then);
   if (key != kbuf) free(key);
 }
 
@@ -897,21 +969,27 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   rt_variant *v = find_locked(m, vs, key);
   bool failed = !v && failed_locked(m, vs, key);
   int ahead = async ? ahead_candidate_locked(m, vs, key) : -1;
+  double weighed = async ? weighed_locked(m, vs, key) : -1;
   pthread_mutex_unlock(&vs->lock);
   count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
     rt_spec_ticket tk;
     rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
     if (t) *t = tk;
-    if (d == RT_SPEC_WEIGH && rt_spec_share(m, syms) < RT_SPEC_MIN_SHARE) {
+    /* a bucket planned ahead was weighed then, at its end (5-12 us of the
+     * decoder's execute that met it hot otherwise: issue 20) */
+    if (d == RT_SPEC_WEIGH && weighed < 0) weighed = rt_spec_share(m, syms);
+    if (d == RT_SPEC_WEIGH && weighed < RT_SPEC_MIN_SHARE) {
       rt_spec_policy_drop(pol, key); /* nothing a variant would rebuild matters here */
       count(m, KILN_COUNTER_SPEC_SKIPPED, 1);
       d = RT_SPEC_DROPPED;
     }
+    bool owed = false; /* a compile queued, its thread not woken yet */
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
-    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) enqueue(m, key);
+    else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) (void)enqueue(m, key, &owed);
     if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
-      specialize_ahead(m, pol, syms, ahead);
+      specialize_ahead(m, pol, syms, ahead, &owed); /* the prepare thread may wake it */
+    if (owed) rt_spec_wake(m->ctx->spec);
   } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
     rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
     if (fresh) v = insert(m, fresh, true);

@@ -61,6 +61,20 @@ void rt_spec_set_test_trial(kiln_context *ctx, int mode);
  * CPUs waits (tier_up.c) whatever the machine's timing. */
 void rt_spec_hold_busy(kiln_context *ctx, int delta);
 
+/* Weigh, on the prepare thread, the bucket of syms that an execute
+ * planned ahead (rt_spec_share at syms, the bucket's end): the execute
+ * that meets the bucket hot then reads the share instead of computing it
+ * (5-12 us of a decoder's step, issue 20). The last WEIGHED_KEYS buckets
+ * are kept. No-op unless m is under the async policy. */
+void rt_variant_weigh_ahead(kiln_model *m, const int64_t *syms);
+/* For tests: the share weighed ahead for the bucket of syms, or -1. */
+double rt_variant_weighed(kiln_model *m, const int64_t *syms);
+
+/* Wake the compile thread for jobs queued without a wake (the prepare
+ * thread does it for an execute: one wake of a sleeping thread per bucket on
+ * the request path, issue 20). NULL ok. */
+void rt_spec_wake(rt_spec_ctx *s);
+
 /* Queue m's rebuild of its QUICK kernels (tier_up.c) ahead of every
  * specialization job; never dropped (one per model). */
 void rt_tier_up_enqueue(kiln_model *m);

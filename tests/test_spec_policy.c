@@ -10,6 +10,7 @@
 #include "kiln/kiln.h"
 #include "src/rt.h"
 #include "src/spec_policy.h"
+#include "src/spec_prep.h"
 #include "src/variants.h"
 
 /* tanh fuses into nothing it could share with softmax: two kernels that
@@ -234,6 +235,58 @@ Test(spec_policy, a_growing_bucketed_dim_is_planned_ahead) {
   kiln_model_free(m);
 }
 
+/* rt_prep_plans queues several plans under one lock and one wake: each is
+ * made once, and a job that carries the compile thread's wake (kick) says
+ * so; plans already made are found, not made again. The execute that
+ * claims a bucket queues its compile unwoken and lets the prepare thread
+ * wake the compile thread (a lost wake would leave the next test's
+ * wait_compiles waiting). */
+Test(spec_policy, plans_queued_together_are_made_once_each) {
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  rt_prep *p = rt_prep_new();
+  cr_assert_not_null(p);
+  int64_t a[1] = {32}, b[1] = {64};
+  const int64_t *both[2] = {a, b};
+  bool kicked = true;
+  cr_expect_eq(rt_prep_plans(p, m, both, 2, false, &kicked), 2);
+  cr_expect_not(kicked, "no kick was asked for");
+  cr_assert_eq(rt_prep_wait(p, -1), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 2);
+  cr_expect_eq(rt_prep_plans(p, m, both, 2, true, &kicked), 2);
+  cr_assert_eq(rt_prep_wait(p, -1), 0);
+  cr_expect(kicked, "the queued job carries the wake");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 2, "a plan made ahead was made again");
+  cr_expect_eq(rt_prep_plans(p, m, both, 0, true, &kicked), 0);
+  cr_expect_not(kicked);
+  /* after a plan the thread polls its queue: a job queued without a wake
+   * still runs (a thread that slept instead would leave it queued) */
+  cr_expect(rt_prep_polling(p));
+  int64_t c[1] = {128};
+  const int64_t *third[1] = {c};
+  cr_expect_eq(rt_prep_plans(p, m, third, 1, false, NULL), 1);
+  cr_expect_eq(rt_prep_wait(p, rt_now_ns() + 10 * 1000000000LL), 0, "the job was not seen");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), 3);
+  rt_prep_cancel(p, m);
+  rt_prep_free(p);
+  kiln_model_free(m);
+}
+
+Test(spec_policy, a_compile_queued_ahead_is_woken_by_the_prepare_thread) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 10; n++) exec_n(m, n);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0); /* the compile thread sleeps */
+  double done = counter(m, KILN_COUNTER_ASYNC_DONE);
+  /* n = 11: bucket 16 hot (its compile) and bucket 32 claimed (its compile and
+   * plans): both compiles queued unwoken, the plan job carries the wake */
+  exec_n(m, 11);
+  cr_expect_eq(kiln_context_wait_compiles(ctx, 20000, st), 0, "the compile thread was not woken");
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_DONE), done + 2);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
+  kiln_model_free(m);
+}
+
 /* Off (and for shapes that do not grow) every new size beyond the room of
  * the cached plans is planned by the execute that meets it. */
 Test(spec_policy, plans_are_counted_where_they_are_made) {
@@ -327,6 +380,38 @@ Test(spec_policy, a_binding_whose_gemms_dominate_is_not_compiled) {
   for (int i = 0; i < 3; i++) exec_n(m, 16);
   cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), 0);
   cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  kiln_model_free(m);
+}
+
+/* The prepare thread weighs each bucket it plans ahead (rt_spec_share at
+ * its end), and the execute that meets the bucket hot decides on that
+ * share (a GEMM-dominated model's bucket is skipped). */
+Test(spec_policy, a_bucket_planned_ahead_is_weighed_ahead) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(TWO_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  cr_expect_lt(rt_variant_weighed(m, (int64_t[]){20}), 0);
+  for (int64_t n = 1; n <= 11; n++) exec_n(m, n); /* bucket 32 claimed at n = 11 */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  double share = rt_variant_weighed(m, (int64_t[]){20});
+  cr_expect_float_eq(share, rt_spec_share(m, (int64_t[]){32}), 1e-12);
+  cr_expect_float_eq(rt_variant_weighed(m, (int64_t[]){64}), rt_spec_share(m, (int64_t[]){64}),
+                     1e-12); /* the bucket after it too */
+  kiln_model_free(m);
+
+  /* a GEMM-dominated model never claims ahead (its buckets are dropped when
+   * weighed): its bucket 32 weighed as the prepare thread would */
+  m = model(GEMM_SOFT, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 16; n += 5) exec_gemm_soft(m, n);
+  rt_variant_weigh_ahead(m, (int64_t[]){32});
+  cr_expect_lt(rt_variant_weighed(m, (int64_t[]){20}), RT_SPEC_MIN_SHARE);
+  double skipped = counter(m, KILN_COUNTER_SPEC_SKIPPED);
+  double queued = counter(m, KILN_COUNTER_ASYNC_QUEUED);
+  for (int64_t n = 17; n <= 19; n++) exec_gemm_soft(m, n); /* bucket 32 hot at n = 19 */
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), skipped + 1);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), queued);
   cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
   kiln_model_free(m);
 }
