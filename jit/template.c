@@ -59,16 +59,8 @@ static char *fn_attr(LLVMValueRef fn, const char *key) {
 static void kernel_target(jit_fn *f, char **cpu, char **features) {
   *cpu = fn_attr(f->fn, "target-cpu");
   *features = fn_attr(f->fn, "target-features");
-  if (!*cpu) {
-    char *h = LLVMGetHostCPUName();
-    *cpu = h ? strdup(h) : NULL;
-    LLVMDisposeMessage(h);
-  }
-  if (!*features) {
-    char *h = LLVMGetHostCPUFeatures();
-    *features = h ? strdup(h) : NULL;
-    LLVMDisposeMessage(h);
-  }
+  if (!*cpu) *cpu = strdup(jit_host_cpu());
+  if (!*features) *features = strdup(jit_host_features());
 }
 
 bool jit_features_have(const char *list, const char *feat) {
