@@ -22,6 +22,7 @@
 #include "backend.h"
 #include "cache_mem.h"
 #include "capture.h"
+#include "compile_order.h"
 #include "device.h"
 #include "pipeline.h"
 #include "observe.h"
@@ -230,7 +231,8 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
  * thread's execute on the context meanwhile runs its kernels unsplit.
  * Quick kernels, on a context of fewer threads than the CPUs (a service's
  * one thread per model): every CPU compiles, on threads that end with the
- * compile (rt_spread_run); the quick tier starts the compile thread for its
+ * compile (rt_spread_run), the longest kernels first and the nodes that
+ * share another's kernel last (compile_order.h); the quick tier starts the compile thread for its
  * rebuild anyway, so no process that would stay single-threaded gets a
  * second thread from this. The error reported is that of the first node in
  * graph order that failed. */
@@ -276,9 +278,10 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   compile_job job = {m, nodes, todo, mode, sts};
   void *args[1] = {&job};
   int cpus = mode == RT_GET_QUICK ? rt_spread_cpus() : 0, rc;
-  if (cpus > kiln_context_num_threads(m->ctx))
+  if (cpus > kiln_context_num_threads(m->ctx)) {
+    rt_compile_order(g, nodes, todo); /* the long ones first, duplicates last */
     rc = rt_spread_run(compile_item, &job, todo, cpus);
-  else
+  } else
     rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, todo)
                     : compile_part(args, NULL, 0, 1)) != 0 ? -1 : 0;
   int first = -1; /* the failed entry of the lowest node */
