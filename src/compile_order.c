@@ -1,5 +1,6 @@
 /* compile_order.c - the order a model's kernels are handed to threads that
- * each take the next one (rt_spread_run in model.c; compile_order.h).
+ * each take the next one (model.c's quick compiles: rt_spread_run, or the
+ * pool's parts, claimed in order; compile_order.h).
  *
  * Two rules. Longest first: on a few CPUs the compile ends when its
  * longest kernel does, so that one must start at once, not after a queue

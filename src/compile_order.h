@@ -10,7 +10,7 @@
 int rt_compile_cost(const ir_node *n);
 
 /* Reorder nodes[0..n) (nodes of the prepared graph g that have a kernel)
- * for rt_spread_run: the first node of each distinct kernel text, by
+ * for threads that claim them in order: the first node of each distinct kernel text, by
  * rt_compile_cost, highest first (ties in the given order), then the nodes
  * whose text an earlier one has, in the given order. Leaves the order as it
  * was when out of memory. */

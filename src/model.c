@@ -231,10 +231,11 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
  * thread's execute on the context meanwhile runs its kernels unsplit.
  * Quick kernels, on a context of fewer threads than the CPUs (a service's
  * one thread per model): every CPU compiles, on threads that end with the
- * compile (rt_spread_run), the longest kernels first and the nodes that
- * share another's kernel last (compile_order.h); the quick tier starts the compile thread for its
+ * compile (rt_spread_run); the quick tier starts the compile thread for its
  * rebuild anyway, so no process that would stay single-threaded gets a
- * second thread from this. The error reported is that of the first node in
+ * second thread from this. Quick kernels, on either path, are claimed
+ * longest first with the nodes that share another's kernel last
+ * (compile_order.h). The error reported is that of the first node in
  * graph order that failed. */
 static int compile_kernels(kiln_model *m, kiln_status *st) {
   const ir_graph *g = m->g;
@@ -278,10 +279,11 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   compile_job job = {m, nodes, todo, mode, sts};
   void *args[1] = {&job};
   int cpus = mode == RT_GET_QUICK ? rt_spread_cpus() : 0, rc;
-  if (cpus > kiln_context_num_threads(m->ctx)) {
-    rt_compile_order(g, nodes, todo); /* the long ones first, duplicates last */
+  if (mode == RT_GET_QUICK) /* items are claimed in order: the long ones first, duplicates last */
+    rt_compile_order(g, nodes, todo);
+  if (cpus > kiln_context_num_threads(m->ctx))
     rc = rt_spread_run(compile_item, &job, todo, cpus);
-  } else
+  else
     rc = (ngemm > 0 ? rt_pool_run(m->ctx, compile_part, args, todo)
                     : compile_part(args, NULL, 0, 1)) != 0 ? -1 : 0;
   int first = -1; /* the failed entry of the lowest node */

@@ -2,9 +2,10 @@
  * threads in (src/compile_order.h): distinct kernels by estimated cost,
  * highest first, ties in graph order; a node whose kernel text an earlier
  * node has goes last; the result is a permutation of the input; fused
- * bodies count their ops. And a model whose kernels are spread this way
- * (the quick tier on a context of fewer threads than CPUs) computes what
- * the interpreter does. */
+ * bodies count their ops. And a model whose quick kernels compile in this
+ * order computes what the interpreter does, on either path (threads
+ * spread for the compile on a context of fewer threads than CPUs, or the
+ * context's pool). */
 #include <criterion/criterion.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -113,6 +114,17 @@ Test(compile_order, spread_model_matches_the_interpreter) {
   setenv("KILN_TIER_UP", "1", 1);
   oracle_case c = {.label = "spread compile", .mlir = GRAPH, .bindings = "n=3;n=0;n=17",
                    .seed = 7, .rtol = 1e-6, .atol = 1e-6};
+  oracle_report r;
+  cr_expect_eq(oracle_run(&c, &r), 0, "%s", r.msg);
+}
+
+/* The pool path: a context of as many threads as CPUs (or more) claims the
+ * quick kernels in this order as the pool's parts. */
+Test(compile_order, pool_model_matches_the_interpreter) {
+  setenv("KILN_NUM_THREADS", "4", 1);
+  setenv("KILN_TIER_UP", "1", 1);
+  oracle_case c = {.label = "pool compile", .mlir = GRAPH, .bindings = "n=5;n=0;n=2",
+                   .seed = 9, .rtol = 1e-6, .atol = 1e-6};
   oracle_report r;
   cr_expect_eq(oracle_run(&c, &r), 0, "%s", r.msg);
 }
