@@ -104,27 +104,23 @@ Test(compile_order, costs) {
   ir_graph_free(g);
 }
 
-/* The spread path end to end: a context of one thread (KILN_NUM_THREADS)
- * that builds quick kernels from the first one (KILN_TIER_UP=1) compiles
- * them on every CPU in this order; results match the interpreter,
- * duplicated kernels included, at n = 3, 0 and 17. Criterion runs each
- * test in its own process, so the environment stays this test's. */
-Test(compile_order, spread_model_matches_the_interpreter) {
-  setenv("KILN_NUM_THREADS", "1", 1);
+/* The model of GRAPH on a context of `threads` threads (KILN_NUM_THREADS)
+ * that builds quick kernels from the first one (KILN_TIER_UP=1) matches
+ * the interpreter at every binding, duplicated kernels included.
+ * Criterion runs each test in its own process, so the environment stays
+ * the test's. */
+static void check_model(const char *threads, const char *bindings) {
+  setenv("KILN_NUM_THREADS", threads, 1);
   setenv("KILN_TIER_UP", "1", 1);
-  oracle_case c = {.label = "spread compile", .mlir = GRAPH, .bindings = "n=3;n=0;n=17",
-                   .seed = 7, .rtol = 1e-6, .atol = 1e-6};
+  oracle_case c = {.label = threads, .mlir = GRAPH, .bindings = bindings, .seed = 7,
+                   .rtol = 1e-6, .atol = 1e-6};
   oracle_report r;
   cr_expect_eq(oracle_run(&c, &r), 0, "%s", r.msg);
 }
 
-/* The pool path: a context of as many threads as CPUs (or more) claims the
- * quick kernels in this order as the pool's parts. */
-Test(compile_order, pool_model_matches_the_interpreter) {
-  setenv("KILN_NUM_THREADS", "4", 1);
-  setenv("KILN_TIER_UP", "1", 1);
-  oracle_case c = {.label = "pool compile", .mlir = GRAPH, .bindings = "n=5;n=0;n=2",
-                   .seed = 9, .rtol = 1e-6, .atol = 1e-6};
-  oracle_report r;
-  cr_expect_eq(oracle_run(&c, &r), 0, "%s", r.msg);
-}
+/* One thread on a machine of several CPUs: the quick kernels compile on
+ * threads spread for the compile. */
+Test(compile_order, spread_model_matches_the_interpreter) { check_model("1", "n=3;n=0;n=17"); }
+
+/* As many threads as CPUs or more: they compile as the pool's parts. */
+Test(compile_order, pool_model_matches_the_interpreter) { check_model("4", "n=5;n=0;n=2"); }
