@@ -338,7 +338,15 @@ int rt_prepack_init(kiln_model *m, kiln_status *st) {
   return 0;
 }
 
+int rt_prepack_bind_cpus(const kiln_model *m) {
+  /* threads only where the process has or will have some anyway (the
+   * context's pool, the quick tier's compile thread): a single-threaded
+   * process keeps glibc's faster single-threaded malloc (model.c) */
+  return kiln_context_num_threads(m->ctx) > 1 || m->quick_built > 0 ? rt_spread_cpus() : 1;
+}
+
 int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
+  int cpus = rt_prepack_bind_cpus(m);
   for (int s = 0; s < m->nprepack; s++) {
     rt_prepack *p = &m->prepack[s];
     if (p->weight != w) continue;
@@ -359,8 +367,7 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                     "weight '%s': out of memory packing it for the GEMM (%zu bytes)",
                     m->weights[w].port.name, p->bytes);
-    rt_prepack_pack_spread(t->data, p->dtype, p->K, p->N, p->nr, p->trans, data,
-                           rt_spread_cpus());
+    rt_prepack_pack_spread(t->data, p->dtype, p->K, p->N, p->nr, p->trans, data, cpus);
     free(p->data);
     p->data = data;
   }

@@ -59,10 +59,15 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st);
 int rt_prepack_init(kiln_model *m, kiln_status *st);
 
 /* kiln_model_bind_weight's part: weight w is about to be bound to t (its
- * dtype and shape already checked): pack t's data into a new copy, then
- * free the old one. On failure nothing changes (the old binding and copy
+ * dtype and shape already checked): pack t's data into a new copy (on
+ * rt_prepack_bind_cpus CPUs, rt_prepack_pack_spread), then free the old
+ * one. On failure nothing changes (the old binding and copy
  * stay). 0, or -1 with st filled. */
 int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st);
+
+/* The CPUs rt_prepack_bind packs on: every CPU (rt_spread_cpus) when m's
+ * context runs several threads or m's kernels were built quick, else 1. */
+int rt_prepack_bind_cpus(const kiln_model *m);
 
 /* Whether every read of weight w is an operand that gets its packed copy
  * (no other op, no graph output, no alias reads the weight itself): the

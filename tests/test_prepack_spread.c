@@ -7,14 +7,17 @@
  * follows its rule (rt_prepack_shares), and a large block
  * (rt_aligned_alloc_large) is aligned to RT_HUGE_BYTES and freed with
  * free(). The output buffer starts filled with 0xA5 so a byte no share
- * writes shows. */
+ * writes shows. A bind packs on one CPU where the process would have no
+ * other thread. */
 #include <criterion/criterion.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kiln/kiln.h"
 #include "src/prepack.h"
 #include "src/rt.h"
+#include "src/spread.h"
 
 /* Source bytes that differ at every position (a swapped or skipped element
  * shows). */
@@ -101,4 +104,57 @@ Test(prepack_spread, large_blocks_are_aligned) {
     cr_expect_eq(p[sizes[i] - 1], 1);
     free(p);
   }
+}
+
+/* A model of `threads` threads with the quick tier from `tier_up`
+ * kernels on (0: off) on the graph of one 1024 x 1024 weight's GEMM. */
+static kiln_model *gemm_model(kiln_context **ctx, int threads, int tier_up) {
+  static const char text[] =
+      "mo.graph @g<m>(%x: !mo.tensor<[m, 1024], f32>) -> (!mo.tensor<[m, 1024], f32>) {\n"
+      "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[1024, 1024], f32>\n"
+      "  %y = mo.matmul(%x, %w) : (!mo.tensor<[m, 1024], f32>, !mo.tensor<[1024, 1024], f32>)"
+      " -> !mo.tensor<[m, 1024], f32>\n"
+      "  mo.output %y : !mo.tensor<[m, 1024], f32>\n"
+      "}\n";
+  kiln_status *st = kiln_status_new();
+  *ctx = kiln_context_new(st);
+  cr_assert_not_null(*ctx, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_context_set_cache_dir(*ctx, NULL, 0, st), 0); /* compiled here, not read */
+  cr_assert_eq(kiln_context_set_num_threads(*ctx, threads, st), 0);
+  cr_assert_eq(kiln_context_set_tier_up(*ctx, tier_up, st), 0);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), NULL, st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(*ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  cr_assert_eq(rt_model_prepack_sources(m), 1, "the weight is packed");
+  int64_t shape[2] = {1024, 1024};
+  kiln_tensor *w = kiln_tensor_new(KILN_FLOAT32, 2, shape, st);
+  cr_assert_not_null(w);
+  memset(kiln_tensor_data(w), 0, 1024 * 1024 * sizeof(float));
+  cr_assert_eq(kiln_model_bind_weight(m, "w", w, st), 0, "%s", kiln_status_message(st));
+  kiln_tensor_free(w); /* packed: the model reads its own copy */
+  kiln_graph_free(g);
+  kiln_status_free(st);
+  return m;
+}
+
+/* A context of one thread whose model compiled at FULL (no quick tier, so
+ * no compile thread) packs on the calling thread: a single-threaded
+ * process keeps glibc's faster single-threaded malloc. With a second
+ * thread in the context, or quick kernels (their rebuild thread), the
+ * bind packs on every CPU. */
+Test(prepack_spread, bind_threads_only_where_the_process_has_some) {
+  kiln_context *ctx;
+  kiln_model *m = gemm_model(&ctx, 1, 0);
+  cr_expect_eq(rt_prepack_bind_cpus(m), 1);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  m = gemm_model(&ctx, 2, 0);
+  cr_expect_eq(rt_prepack_bind_cpus(m), rt_spread_cpus());
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  m = gemm_model(&ctx, 1, 1);
+  cr_expect_eq(rt_prepack_bind_cpus(m), rt_spread_cpus());
+  kiln_model_free(m);
+  kiln_context_free(ctx);
 }
