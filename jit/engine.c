@@ -64,6 +64,8 @@ struct jit_engine {
   LLVMOrcResourceTrackerRef prebuilt_rt; /* their object's, released at free */
   const char *prebuilt_conv;   /* prefix of the prebuilt conv entry loaded (v4), or NULL */
   LLVMOrcResourceTrackerRef prebuilt_conv_rt; /* its object's, released at free */
+  const char *prebuilt_rows;   /* prefix of the prebuilt softmax / layer_norm rows, or NULL */
+  LLVMOrcResourceTrackerRef prebuilt_rows_rt; /* their object's, released at free */
 };
 
 const char *jit_kernel_error(int code) {
@@ -170,7 +172,9 @@ static LLVMOrcResourceTrackerRef add_object(jit_engine *e, const unsigned char *
  * the AVX-512 families, which only the v4 object holds), or ORC refuses the
  * object: kernels then compile the template, as they always could. At v4
  * the prebuilt direct conv too (e->prebuilt_conv; NULL when ORC refuses
- * it: conv kernels then compile the conv template). */
+ * it: conv kernels then compile the conv template). The f32 rows of the
+ * same level likewise (e->prebuilt_rows; NULL: norm kernels link the row
+ * template). */
 static void add_prebuilt(jit_engine *e) {
 #if defined(KILN_PREBUILT_GEMM)
   static const char *const v3[] = {"avx", "avx2", "bmi", "bmi2", "f16c", "fma", "lzcnt",
@@ -197,6 +201,12 @@ static void add_prebuilt(jit_engine *e) {
   e->prebuilt_rt = rt;
   e->prebuilt = LEVELS[level].prefix;
   e->prebuilt_level = LEVELS[level].name;
+  char probe[64];
+  snprintf(probe, sizeof probe, "%skiln_softmax_f32_row", LEVELS[level].prefix);
+  e->prebuilt_rows_rt = add_object(e, level == 0 ? kiln_pre_rows_v4_o : kiln_pre_rows_v3_o,
+                                   level == 0 ? kiln_pre_rows_v4_o_len : kiln_pre_rows_v3_o_len,
+                                   "kiln_prebuilt_rows", probe);
+  if (e->prebuilt_rows_rt) e->prebuilt_rows = LEVELS[level].prefix;
   if (level != 0) return; /* the direct conv runs on AVX-512 targets only */
   e->prebuilt_conv_rt = add_object(e, kiln_pre_conv_v4_o, kiln_pre_conv_v4_o_len,
                                    "kiln_prebuilt_conv", "kiln_pre_v4_kiln_conv_f32_v16_pex");
@@ -295,14 +305,15 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
   LLVMOrcJITDylibAddGenerator(e->jd, gen); /* takes gen */
   add_prebuilt(e);
   if (e->prebuilt) { /* objects that call it load only where it is loaded */
-    char *o = malloc(strlen(e->options) + 64);
+    char *o = malloc(strlen(e->options) + 96);
     if (!o) {
       set_err(err, errlen, "jit: out of memory");
       jit_engine_free(e);
       return NULL;
     }
-    sprintf(o, "%s prebuilt-gemm=%s%s", e->options, e->prebuilt_level,
-            e->prebuilt_conv ? " prebuilt-conv=v4" : "");
+    sprintf(o, "%s prebuilt-gemm=%s%s%s%s", e->options, e->prebuilt_level,
+            e->prebuilt_conv ? " prebuilt-conv=v4" : "", e->prebuilt_rows ? " prebuilt-rows=" : "",
+            e->prebuilt_rows ? e->prebuilt_level : "");
     free(e->options);
     e->options = o;
   }
@@ -319,11 +330,20 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
 
 const char *jit_engine_prebuilt(const jit_engine *e) { return e ? e->prebuilt : NULL; }
 
+bool jit_engine_has_prebuilt_rows(const jit_engine *e) { return e && e->prebuilt_rows; }
+
 int jit_engine_prebuilt_object(const jit_engine *e, int i, const void **obj, size_t *len) {
   *obj = NULL;
   *len = 0;
 #if defined(KILN_PREBUILT_GEMM)
-  if (!e || !e->prebuilt_level || i < 0 || i > 1) return -1;
+  if (!e || !e->prebuilt_level || i < 0 || i > 2) return -1;
+  if (i == 2) {
+    if (!e->prebuilt_rows) return -1;
+    bool v4 = strcmp(e->prebuilt_level, "v4") == 0;
+    *obj = v4 ? (const void *)kiln_pre_rows_v4_o : (const void *)kiln_pre_rows_v3_o;
+    *len = v4 ? kiln_pre_rows_v4_o_len : kiln_pre_rows_v3_o_len;
+    return 0;
+  }
   if (i == 1) {
     if (!e->prebuilt_conv) return -1;
     *obj = kiln_pre_conv_v4_o;
@@ -367,6 +387,7 @@ void jit_engine_free(jit_engine *e) {
   if (!e) return;
   if (e->prebuilt_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_rt); /* the code goes with the JIT */
   if (e->prebuilt_conv_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_conv_rt);
+  if (e->prebuilt_rows_rt) LLVMOrcReleaseResourceTracker(e->prebuilt_rows_rt);
   if (e->jit) {
     LLVMErrorRef le = LLVMOrcDisposeLLJIT(e->jit);
     if (le) LLVMConsumeError(le);
@@ -446,6 +467,13 @@ int jit_engine_force_generic_half(jit_engine *e) {
   return 0;
 }
 
+int jit_engine_force_template_rows(jit_engine *e) {
+  if (!e || !e->prebuilt_rows) return 0;
+  if (append_option(e, " rows=template") < 0) return -1;
+  e->prebuilt_rows = NULL; /* its object stays loaded until the engine's free */
+  return 0;
+}
+
 int jit_engine_cap_int8_gemm(jit_engine *e, jit_mmi_isa cap) {
   if (!e || e->int8_cap || cap < JIT_MMI_GENERIC || cap > JIT_MMI_AVX512VNNI) return 0;
   char word[48];
@@ -511,6 +539,7 @@ static int lower_one(jit_engine *e, LLVMContextRef ctx, LLVMModuleRef mod, const
   f.libs = e->libs.find ? &e->libs : NULL;
   f.prebuilt = e->prebuilt;
   f.prebuilt_conv = tier == JIT_TIER_QUICK ? e->prebuilt_conv : NULL;
+  f.prebuilt_rows = e->prebuilt_rows;
   f.generic_half = e->generic_half;
   f.int8_cap = e->int8_cap;
   int rc = f.failed ? -1 : jit_lower_node(&f);

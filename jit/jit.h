@@ -107,6 +107,11 @@ const char *jit_engine_options(const jit_engine *e);
  * compile. 0, or -1 on out-of-memory (e unchanged). */
 int jit_engine_force_generic_half(jit_engine *e);
 bool jit_engine_generic_half(const jit_engine *e);
+/* Make e's softmax / layer_norm kernels link the row template
+ * (kernels-templates/rows.c) instead of calling the prebuilt rows, and add
+ * "rows=template" to its options. For tests of that fallback; call it
+ * before any compile. 0, or -1 on out-of-memory (e unchanged). */
+int jit_engine_force_template_rows(jit_engine *e);
 /* The 8-bit GEMM's kernels (kernels-templates/gemm_int8.c: the generic
  * loops, gemm_int8_avx2.h, gemm_int8_vnni.h), slowest first. */
 typedef enum jit_mmi_isa {
@@ -153,9 +158,18 @@ const char *jit_engine_options_tier(const jit_engine *e, jit_tier tier);
  * GEMM sizes are symbolic call it, so their objects load only into an
  * engine that has it: jit_engine_options says "prebuilt-gemm=v4" then. */
 const char *jit_engine_prebuilt(const jit_engine *e);
+/* Whether e loaded the prebuilt f32 softmax / layer_norm rows
+ * (jit/template.h); "prebuilt-rows=v4|v3" in its options then. */
+bool jit_engine_has_prebuilt_rows(const jit_engine *e);
+/* Whether node n's kernel normalizes its rows with the row template's
+ * routine (jit/norm.c): mo.softmax / mo.logsoftmax of f32 along the last
+ * axis, mo.layer_norm with every operand f32. With the engine's prebuilt
+ * rows such a kernel runs the same code at both tiers (a fused
+ * prologue's elementwise loop aside), so a FULL rebuild gains nothing. */
+bool jit_node_calls_rows(const ir_node *n);
 /* The prebuilt objects as loaded (embedded bytes, valid while the program
  * runs), for naming their functions to profilers: i = 0 the GEMM's, 1 the
- * direct conv's (v4 only). 0 with *obj and *len set, -1 when the engine
+ * direct conv's (v4 only), 2 the f32 rows'. 0 with *obj and *len set, -1 when the engine
  * loaded no object i. */
 int jit_engine_prebuilt_object(const jit_engine *e, int i, const void **obj, size_t *len);
 /* The address of a symbol the engine has loaded (a kernel's or the prebuilt

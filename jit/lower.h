@@ -59,6 +59,10 @@ typedef struct jit_fn {
    * ("kiln_pre_v4_") for the QUICK tier's kernels, NULL when the engine has
    * none or the kernel is FULL (which inlines the template). */
   const char *prebuilt_conv;
+  /* The prebuilt f32 softmax / layer_norm rows (template.h): the prefix
+   * of their entries for kernels of both tiers, NULL when the engine has
+   * none (norm.c then links kernels-templates/rows.c). */
+  const char *prebuilt_rows;
   /* The half GEMM's generic entries whatever the target has
    * (jit_engine_force_generic_half). */
   bool generic_half;

@@ -6,7 +6,12 @@
  *   s   = sum over r of exp(x - m)
  *   out = exp(x - m) / s            (softmax)
  *   out = (x - m) - log(s)          (logsoftmax)
- * f32 (the common case, softmax_f32_rows) is computed in f32 vector lanes:
+ * f32 rows along the last axis (the common case) call the row template's
+ * kiln_softmax_f32_row (kernels-templates/rows.c): the engine's prebuilt
+ * copy when it has one, at both tiers (a kernel of a call per row compiles
+ * in milliseconds, and FastISel has nothing to vectorize), else the
+ * template linked in. Its numerics are those described next.
+ * f32 along another axis (softmax_f32_rows) is computed in f32 vector lanes:
  * exp, the difference and the scaling in f32 (jit_exp_f32), the sum in f32
  * lanes over blocks whose sums are added in double; a few ulps of f32 from
  * the interpreter's all-double result. Other float dtypes (softmax_rows)
@@ -19,7 +24,10 @@
  * layer_norm (epsilon attribute, default 1e-5) normalizes the last axis:
  *   mean = sum(x) / D, var = sum((x - mean)^2) / D (biased, two passes),
  *   y = (x - mean) * (1 / sqrt(var + eps)) * gamma + beta
- *   in double, except the last pass for f32, which runs in f32.
+ *   all-f32 rows through the row template's kiln_layer_norm_f32_row as
+ *   softmax (the mean in double lanes, the variance of x - f32(mean) in f32
+ *   lanes with double block sums, the last pass in f32); other dtypes in
+ *   double, rounded once at the store.
  * Work splitting (kernel ABI part / nparts): each part normalizes whole
  * rows (softmax: a range of outer, or of inner when there are fewer outer
  * rows than parts and than inner positions; layer_norm: a range of rows),
@@ -31,6 +39,7 @@
 #include <stdlib.h>
 
 #include "lower.h"
+#include "template.h"
 
 /* v with reassociation allowed (so a sum over a row vectorizes: a few ulps
  * of double, far below the rounding to f32 at the store); returns v. */
@@ -225,6 +234,31 @@ static void softmax_rows(jit_fn *f, bool is_log, ir_dtype dt, LLVMValueRef X, LL
   jit_loop_end(f, &l);
 }
 
+/* The row template's entry `name` (kernels-templates/rows.c): the engine's
+ * prebuilt copy when it has one, else the template linked into the kernel
+ * (the same code: the same bits). NULL with f->err set. */
+static LLVMValueRef row_entry(jit_fn *f, const char *name) {
+  return f->prebuilt_rows ? jit_template_extern(f, JIT_TMPL_ROWS, name, f->prebuilt_rows)
+                          : jit_template_function(f, JIT_TMPL_ROWS, name);
+}
+
+/* &P[idx] of a float buffer. */
+static LLVMValueRef f32_at(jit_fn *f, LLVMValueRef P, LLVMValueRef idx) {
+  return LLVMBuildInBoundsGEP2(f->b, f->t_f32, P, &idx, 1, "");
+}
+
+bool jit_node_calls_rows(const ir_node *n) {
+  if (!n || n->nout != 1 || n->nin < 1 || !n->in[0] || !n->out[0]) return false;
+  const ir_type *t = &n->in[0]->type;
+  if (t->dtype != IR_DT_F32 || n->out[0]->type.dtype != IR_DT_F32 || t->rank < 1) return false;
+  if (n->op == IR_OP_LAYER_NORM)
+    return n->nin == 3 && n->in[1] && n->in[2] && n->in[1]->type.dtype == IR_DT_F32 &&
+           n->in[2]->type.dtype == IR_DT_F32;
+  if (n->op != IR_OP_SOFTMAX && n->op != IR_OP_LOGSOFTMAX) return false;
+  int64_t axis = ir_node_attr_int(n, "axis", -1);
+  return axis == -1 || axis == t->rank - 1;
+}
+
 /* ---- a fused prologue ---- */
 
 /* The operand's rows as the prologue reads them: st[b] the element strides
@@ -305,6 +339,11 @@ int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y
     return jit_fn_error(f, "axis %lld is out of range for rank %d", (long long)axis, r);
   prologue p = {0};
   if (pro && prologue_init(f, &p, pro, ti, (int)ax) < 0) return -1;
+  LLVMValueRef row_fn = NULL; /* contiguous f32 rows: the template's routine */
+  if (jit_node_calls_rows(n) && !(row_fn = row_entry(f, "kiln_softmax_f32_row"))) {
+    free(p.st);
+    return -1;
+  }
 
   LLVMValueRef outer = jit_numel_range(f, ti, 0, (int)ax);
   LLVMValueRef R = jit_dim(f, ti->dims[ax]);
@@ -321,8 +360,14 @@ int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y
     prologue_row(f, &p, Y, o, i, base, R, inner);
     X = Y;
   }
-  if (dt == IR_DT_F32) softmax_f32_rows(f, is_log, X, Y, base, R, inner);
-  else softmax_rows(f, is_log, dt, X, Y, base, R, inner);
+  if (row_fn) {
+    LLVMValueRef args[4] = {f32_at(f, Y, base), f32_at(f, X, base), R, jit_i64(f, is_log)};
+    LLVMBuildCall2(f->b, LLVMGlobalGetValueType(row_fn), row_fn, args, 4, "");
+  } else if (dt == IR_DT_F32) {
+    softmax_f32_rows(f, is_log, X, Y, base, R, inner);
+  } else {
+    softmax_rows(f, is_log, dt, X, Y, base, R, inner);
+  }
   jit_loop_end(f, &li);
   jit_loop_end(f, &lo);
   free(p.st);
@@ -331,6 +376,25 @@ int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y
 
 int jit_lower_softmax(jit_fn *f) {
   return jit_emit_softmax(f, f->node, jit_in(f, 0), jit_out(f, 0), NULL);
+}
+
+/* An all-f32 layer_norm over ti (rank >= 1): each part's rows through the
+ * row template's kiln_layer_norm_f32_row. */
+static int layer_norm_f32(jit_fn *f, const ir_type *ti, double eps) {
+  LLVMValueRef fn = row_entry(f, "kiln_layer_norm_f32_row");
+  if (!fn) return -1;
+  LLVMValueRef rows = jit_numel_range(f, ti, 0, ti->rank - 1);
+  LLVMValueRef D = jit_dim(f, ti->dims[ti->rank - 1]);
+  LLVMValueRef X = jit_in(f, 0), G = jit_in(f, 1), B = jit_in(f, 2), Y = jit_out(f, 0);
+  LLVMValueRef rlo, rhi;
+  jit_split_range(f, rows, &rlo, &rhi);
+  jit_loop lr;
+  LLVMValueRef base = jit_mul(f, jit_loop_begin(f, &lr, rlo, rhi, "row"), D);
+  LLVMValueRef args[6] = {f32_at(f, Y, base), f32_at(f, X, base), G, B, D,
+                          jit_fconst(f, IR_DT_F64, eps)};
+  LLVMBuildCall2(f->b, LLVMGlobalGetValueType(fn), fn, args, 6, "");
+  jit_loop_end(f, &lr);
+  return f->failed ? -1 : 0;
 }
 
 int jit_lower_layer_norm(jit_fn *f) {
@@ -350,6 +414,7 @@ int jit_lower_layer_norm(jit_fn *f) {
   if (tg->rank != 1 || tb->rank != 1)
     return jit_fn_error(f, "gamma and beta must have rank 1, got %d and %d", tg->rank, tb->rank);
   double eps = ir_node_attr_float(n, "epsilon", 1e-5);
+  if (jit_node_calls_rows(n)) return layer_norm_f32(f, ti, eps);
 
   LLVMValueRef zero = jit_i64(f, 0);
   LLVMValueRef rows = jit_numel_range(f, ti, 0, r - 1);
@@ -388,28 +453,15 @@ int jit_lower_layer_norm(jit_fn *f) {
   LLVMValueRef den = jit_intrinsic(f, "llvm.sqrt", f->t_f64, &ve, 1);
   LLVMValueRef rstd = LLVMBuildFDiv(f->b, jit_fconst(f, IR_DT_F64, 1.0), den, "rstd");
 
-  /* pass 3: normalize, scale, shift; all f32 in f32 (16 lanes; the mean
-   * and 1 / std rounded to f32 once: a few ulps), else in double */
-  bool all_f32 = dt == IR_DT_F32 && tg->dtype == IR_DT_F32 && tb->dtype == IR_DT_F32;
-  LLVMValueRef mean_t = all_f32 ? LLVMBuildFPTrunc(f->b, mean, f->t_f32, "") : mean;
-  LLVMValueRef rstd_t = all_f32 ? LLVMBuildFPTrunc(f->b, rstd, f->t_f32, "") : rstd;
+  /* pass 3: normalize, scale, shift in double, rounded once */
   j = jit_loop_begin(f, &l3, zero, D, "j");
   LLVMValueRef idx = jit_add(f, base, j);
-  LLVMValueRef y;
-  if (all_f32) {
-    x = jit_load(f, dt, X, idx);
-    y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean_t, ""), rstd_t, "");
-    y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, jit_load(f, dt, G, j), ""),
-                      jit_load(f, dt, B, j), "");
-    jit_store(f, dt, Y, idx, y);
-  } else {
-    x = load_f64(f, dt, X, idx);
-    LLVMValueRef g = load_f64(f, tg->dtype, G, j);
-    LLVMValueRef bb = load_f64(f, tb->dtype, B, j);
-    y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean_t, ""), rstd_t, "");
-    y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, g, ""), bb, "");
-    store_f64(f, dt, Y, idx, y);
-  }
+  x = load_f64(f, dt, X, idx);
+  LLVMValueRef g = load_f64(f, tg->dtype, G, j);
+  LLVMValueRef bb = load_f64(f, tb->dtype, B, j);
+  LLVMValueRef y = LLVMBuildFMul(f->b, LLVMBuildFSub(f->b, x, mean, ""), rstd, "");
+  y = LLVMBuildFAdd(f->b, LLVMBuildFMul(f->b, y, g, ""), bb, "");
+  store_f64(f, dt, Y, idx, y);
   jit_loop_end(f, &l3);
 
   jit_loop_end(f, &lr);

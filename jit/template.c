@@ -38,6 +38,7 @@ static const tmpl_desc TEMPLATES[] = {
     [JIT_TMPL_GEMM_HALF] = {"gemm_half", kiln_tmpl_gemm_half_bc, &kiln_tmpl_gemm_half_bc_len},
     [JIT_TMPL_CONV] = {"conv", kiln_tmpl_conv_bc, &kiln_tmpl_conv_bc_len},
     [JIT_TMPL_FFT] = {"fft", kiln_tmpl_fft_bc, &kiln_tmpl_fft_bc_len},
+    [JIT_TMPL_ROWS] = {"rows", kiln_tmpl_rows_bc, &kiln_tmpl_rows_bc_len},
 };
 
 /* A malloc'd copy of fn's string attribute `key`, or NULL when absent. */

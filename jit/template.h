@@ -29,6 +29,8 @@ extern const unsigned char kiln_tmpl_conv_bc[];
 extern const size_t kiln_tmpl_conv_bc_len;
 extern const unsigned char kiln_tmpl_fft_bc[];
 extern const size_t kiln_tmpl_fft_bc_len;
+extern const unsigned char kiln_tmpl_rows_bc[];
+extern const size_t kiln_tmpl_rows_bc_len;
 
 /* Prebuilt GEMM (x86-64 builds, KILN_PREBUILT_GEMM): the template compiled
  * at build time to ELF objects, its entries named kiln_pre_<level>_<entry>:
@@ -47,6 +49,15 @@ extern const size_t kiln_pre_gemm_v3_o_len;
  * v4 GEMM (jit_fn.prebuilt_conv). */
 extern const unsigned char kiln_pre_conv_v4_o[];
 extern const size_t kiln_pre_conv_v4_o_len;
+/* The f32 softmax / layer_norm rows (kernels-templates/rows.c) prebuilt at
+ * both levels, entries kiln_pre_<level>_kiln_*_row; the engine loads the
+ * level of its GEMM (jit_fn.prebuilt_rows) and kernels of both tiers call
+ * them: every step is one IEEE operation in a fixed order on 16 lanes, so
+ * both objects and the bitcode give the same bits. */
+extern const unsigned char kiln_pre_rows_v4_o[];
+extern const size_t kiln_pre_rows_v4_o_len;
+extern const unsigned char kiln_pre_rows_v3_o[];
+extern const size_t kiln_pre_rows_v3_o_len;
 
 typedef enum jit_template_id {
   JIT_TMPL_GEMM = 0,
@@ -54,7 +65,8 @@ typedef enum jit_template_id {
   JIT_TMPL_GEMM_INT8 = 2,
   JIT_TMPL_GEMM_HALF = 3,
   JIT_TMPL_CONV = 4,
-  JIT_TMPL_FFT = 5
+  JIT_TMPL_FFT = 5,
+  JIT_TMPL_ROWS = 6
 } jit_template_id;
 
 /* The function `entry` of template t, linked into f->mod; NULL with

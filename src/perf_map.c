@@ -151,9 +151,9 @@ static void name_prebuilt(void *ud, const char *name, size_t size) {
 }
 
 int rt_perf_map_prebuilt(jit_engine *e, pthread_mutex_t *jit_lock) {
-  static const char *const WHAT[] = {"prebuilt GEMM", "prebuilt conv"};
+  static const char *const WHAT[] = {"prebuilt GEMM", "prebuilt conv", "prebuilt rows"};
   prebuilt_names p = {e, 0, NULL};
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 3; i++) {
     const void *obj;
     size_t len;
     if (jit_engine_prebuilt_object(e, i, &obj, &len) != 0) continue;

@@ -145,8 +145,10 @@ struct kiln_model {
    * running quick code. */
   bool *kquick;
   struct rt_kentry **kfull;
-  int *korder; /* quick_built nodes: the order of their rebuilds (tier_up.c) */
+  int *korder;     /* quick_built nodes: the order of their rebuilds (tier_up.c) */
   int quick_built;
+  int quick_urgent; /* korder[0 .. quick_urgent): rebuilt at once; the rest when idle */
+  int quick_next;   /* the next korder entry to rebuild (the compile thread's) */
   atomic_int quick_live;
   /* memory planner (plan.c, plan.h): the lifetimes and the last few plans,
    * built on the first execute in g's arena; plan_lock is a spin lock (0 =

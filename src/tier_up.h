@@ -7,6 +7,9 @@
 #include "rt.h"
 
 #define RT_TIER_UP_MIN_DEFAULT 4 /* kernels a compile must build before it goes quick */
+/* Milliseconds without an execute holding the CPUs before the compile
+ * thread rebuilds a kernel whose quick code is as fast (tier_up.c). */
+#define RT_TIER_QUIET_MS 20
 
 /* The context's threshold from KILN_TIER_UP ("off" or "0": 0, a number:
  * that many kernels; unset or anything else: the default). */
@@ -24,9 +27,13 @@ int rt_tier_up_start(kiln_model *m, kiln_status *st);
 /* On the compile thread: build the k-th (0 <= k < m->quick_built) FULL
  * kernel and swap it in: 0, or -1 when the build failed (the quick kernel
  * keeps serving). The order puts first the kernels the quick tier slows
- * most: norms, softmax and other non-GEMM kernels, then GEMMs with a fused
- * epilogue, then plain GEMMs and conv2d (whose work is prebuilt code either
- * way: the GEMM, or the direct conv at 2-8% below its inlined form). */
+ * most: norms and softmax, then the other non-GEMM kernels, then GEMMs
+ * whose quick code does more than call the prebuilt GEMM and conv2d; the
+ * first m->quick_urgent are rebuilt at once. The rest, about as fast as
+ * their FULL kernels (GEMMs whose quick kernel is the prebuilt GEMM with a
+ * cheap epilogue: adds, a bias, a relu; copies of data: permute, reshape),
+ * the compile thread rebuilds only while no execute holds the CPUs
+ * (variants.c), for the disk cache and the next process. */
 int rt_tier_up_node(kiln_model *m, int k);
 
 /* Release the FULL kernels built (the host backend's free, after the job

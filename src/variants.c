@@ -177,6 +177,10 @@ void rt_spec_set_test_delay(kiln_context *ctx, int ms) {
   if (ctx && ctx->spec) atomic_store(&ctx->spec->test_delay_ms, ms < 0 ? 0 : ms);
 }
 
+void rt_spec_hold_busy(kiln_context *ctx, int delta) {
+  if (ctx) atomic_fetch_add(&ctx->busy, delta);
+}
+
 void rt_spec_set_test_trial(kiln_context *ctx, int mode) {
   if (ctx && ctx->spec) atomic_store(&ctx->spec->test_trial, mode);
 }
@@ -509,13 +513,45 @@ fail:
 
 /* ---- the compile thread ---- */
 
-/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, not
- * paced beyond the thread's nice +10: unlike a variant, each rebuild is
- * sure to pay (the quick kernels run up to 2-20x slower until it is done),
- * so resting would only make the requests run slow code longer. */
-static void tier_up(kiln_model *m, atomic_int *cancel) {
-  for (int k = 0; k < m->quick_built && !atomic_load(cancel); k++)
-    (void)rt_tier_up_node(m, k); /* a failure keeps the quick kernel */
+/* Whether no execute held ctx's CPUs (cpus_taken) at any of `ms` checks a
+ * millisecond apart: a compile started then takes its CPU time from idle
+ * CPUs (a service between bursts, a caller waiting for compiles). */
+static bool quiet_for(const kiln_context *ctx, int ms, atomic_int *cancel) {
+  for (int t = 0; t < ms; t++) {
+    if (cpus_taken(ctx) || atomic_load(cancel)) return false;
+    rest(1, cancel);
+  }
+  return !cpus_taken(ctx);
+}
+
+static bool jobs_waiting(rt_spec_ctx *s) {
+  pthread_mutex_lock(&s->mu);
+  bool any = s->head != NULL;
+  pthread_mutex_unlock(&s->mu);
+  return any;
+}
+
+/* A tier-up job: m's QUICK kernels rebuilt at FULL, one at a time, in
+ * tier_up.c's order. The first m->quick_urgent pay (their quick code is
+ * 1.1-2x slower): they are not paced beyond the thread's nice +10, since
+ * resting would only make the requests run slow code longer. The rest
+ * gain nothing while the model runs (the prebuilt GEMM at both tiers):
+ * each waits until no execute held the CPUs for RT_TIER_QUIET_MS, since on
+ * a machine the requests fill, a compile's CPU time is taken from them
+ * (measured, 2 threads on 2 CPUs: the first ~6 requests of a service ran
+ * 25-50% slow during ~400 ms of rebuilds, half of them such GEMMs). Returns
+ * false when it stopped waiting because other jobs were queued (the caller
+ * queues it again behind them), true when done or cancelled. */
+static bool tier_up(rt_spec_ctx *s, kiln_model *m, atomic_int *cancel) {
+  while (m->quick_next < m->quick_built && !atomic_load(cancel)) {
+    if (m->quick_next >= m->quick_urgent)
+      while (!quiet_for(m->ctx, RT_TIER_QUIET_MS, cancel)) {
+        if (atomic_load(cancel)) return true;
+        if (jobs_waiting(s)) return false;
+      }
+    (void)rt_tier_up_node(m, m->quick_next++); /* a failure keeps the quick kernel */
+  }
+  return true;
 }
 
 static void *compile_thread(void *arg) {
@@ -541,11 +577,19 @@ static void *compile_thread(void *arg) {
     int delay = atomic_load(&s->test_delay_ms);
     if (delay > 0) rest(delay, &j->cancel);
     if (!j->key) {
-      tier_up(m, &j->cancel);
+      bool done = tier_up(s, m, &j->cancel);
       pthread_mutex_lock(&s->mu);
       s->running = NULL;
+      if (!done && !s->stop) { /* behind the jobs that came meanwhile */
+        j->next = NULL;
+        if (s->tail) s->tail->next = j;
+        else s->head = j;
+        s->tail = j;
+        s->queued++;
+      } else {
+        job_free(j);
+      }
       pthread_cond_broadcast(&s->done_cv);
-      job_free(j);
       continue;
     }
     rt_variants *vs = m->variants;

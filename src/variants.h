@@ -56,6 +56,10 @@ void rt_spec_set_test_delay(kiln_context *ctx, int ms);
 /* For tests: how async trials end (rt_spec_trial_mode: measure, keep every
  * variant, drop every variant), so counts do not depend on timing. */
 void rt_spec_set_test_trial(kiln_context *ctx, int mode);
+/* For tests: count `delta` executes as running on ctx (ctx->busy), as a
+ * service's requests would, so that background work that waits for idle
+ * CPUs waits (tier_up.c) whatever the machine's timing. */
+void rt_spec_hold_busy(kiln_context *ctx, int delta);
 
 /* Queue m's rebuild of its QUICK kernels (tier_up.c) ahead of every
  * specialization job; never dropped (one per model). */

@@ -6,7 +6,9 @@
  * second context loads every kernel from disk and builds nothing quick; a
  * compile below the threshold, or with tier-up off, builds nothing quick;
  * a model freed while its rebuild is queued or running is safe (ASan in
- * CI); a negative threshold is refused. */
+ * CI); a negative threshold is refused. Rebuilds that pay run while
+ * executes hold the CPUs; a GEMM whose quick kernel is the prebuilt GEMM
+ * with a cheap epilogue waits until they leave them. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +17,7 @@
 #include <unistd.h>
 
 #include "kiln/kiln.h"
+#include "src/rt.h"
 #include "src/variants.h"
 
 /* Five kernels that stay apart: matmul (+ softmax, fused or not),
@@ -195,5 +198,107 @@ Test(tier_up, bad_threshold) {
   cr_assert_not_null(strstr(kiln_status_message(st), "negative"));
   cr_assert_eq(kiln_context_set_tier_up(NULL, 1, st), -1);
   kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
+/* Four kernels: the prebuilt GEMM with a bias add (as fast quick: rebuilt
+ * only while idle), the prebuilt GEMM with a bias and a gelu, softmax,
+ * and a GEMM of static sizes (the template at the quick tier): rebuilt at
+ * once. */
+#define T32 "!mo.tensor<[n, 32], f32>"
+#define GEMMS                                                                                   \
+  "mo.graph @gemms<n>(%x: " T32 ", %w: !mo.tensor<[32, 32], f32>, %b: !mo.tensor<[32], f32>, "   \
+  "%y: !mo.tensor<[4, 32], f32>) -> (" T32 ", " T32 ", !mo.tensor<[4, 32], f32>) {\n"           \
+  "  %0 = mo.matmul(%x, %w) : (" T32 ", !mo.tensor<[32, 32], f32>) -> " T32 "\n"                 \
+  "  %1 = mo.add(%0, %b) : (" T32 ", !mo.tensor<[32], f32>) -> " T32 "\n"                        \
+  "  %2 = mo.matmul(%1, %w) : (" T32 ", !mo.tensor<[32, 32], f32>) -> " T32 "\n"                 \
+  "  %3 = mo.add(%2, %b) : (" T32 ", !mo.tensor<[32], f32>) -> " T32 "\n"                        \
+  "  %4 = mo.gelu(%3) : " T32 "\n"                                                               \
+  "  %5 = mo.softmax(%1) {axis = -1} : " T32 "\n"                                                \
+  "  %6 = mo.matmul(%y, %w) : (!mo.tensor<[4, 32], f32>, !mo.tensor<[32, 32], f32>) -> "        \
+  "!mo.tensor<[4, 32], f32>\n"                                                                  \
+  "  mo.output %4, %5, %6 : " T32 ", " T32 ", !mo.tensor<[4, 32], f32>\n"                        \
+  "}\n"
+#define OUTS ((2 * N + 4) * 32)
+
+static void run_gemms(kiln_model *m, kiln_tensor *const *in, float *out, kiln_status *st) {
+  kiln_tensor *o[3] = {NULL, NULL, NULL};
+  cr_assert_eq(kiln_model_execute(m, in, 4, o, 3, st), 0, "%s", kiln_status_message(st));
+  memcpy(out, kiln_tensor_data(o[0]), N * 32 * sizeof *out);
+  memcpy(out + N * 32, kiln_tensor_data(o[1]), N * 32 * sizeof *out);
+  memcpy(out + 2 * N * 32, kiln_tensor_data(o[2]), 4 * 32 * sizeof *out);
+  for (int i = 0; i < 3; i++) kiln_tensor_free(o[i]);
+}
+
+static double wait_quick_live(kiln_model *m, double want) {
+  double live = kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE);
+  for (int t = 0; t < 6000 && live > want; t++) {
+    usleep(10000);
+    live = kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE);
+  }
+  return live;
+}
+
+Test(tier_up, gemm_as_fast_quick_waits_for_idle_cpus) {
+  kiln_status *st = kiln_status_new();
+  kiln_graph *g = kiln_graph_parse(GEMMS, strlen(GEMMS), "gemms", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  int64_t xs[2] = {N, 32}, ws[2] = {32, 32}, bs[1] = {32}, ys[2] = {4, 32};
+  kiln_tensor *in[4] = {kiln_tensor_new(KILN_FLOAT32, 2, xs, st),
+                        kiln_tensor_new(KILN_FLOAT32, 2, ws, st),
+                        kiln_tensor_new(KILN_FLOAT32, 1, bs, st),
+                        kiln_tensor_new(KILN_FLOAT32, 2, ys, st)};
+  for (int t = 0; t < 4; t++) {
+    cr_assert_not_null(in[t]);
+    float *d = kiln_tensor_data(in[t]);
+    for (int64_t i = 0; i < kiln_tensor_numel(in[t]); i++)
+      d[i] = (float)((i * (7 + 4 * t) % 17) - 8) / 16.0f;
+  }
+  float want[OUTS], got[OUTS];
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx);
+  cr_assert_eq(kiln_context_set_cache_dir(ctx, NULL, 0, st), 0);
+  cr_assert_eq(kiln_context_set_tier_up(ctx, 0, st), 0);
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  run_gemms(m, in, want, st);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+
+  ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx);
+  cr_assert_eq(kiln_context_set_cache_dir(ctx, NULL, 0, st), 0);
+  cr_assert_eq(kiln_context_set_tier_up(ctx, 1, st), 0);
+  /* as many threads as CPUs: an execute running holds them all */
+  cr_assert_eq(kiln_context_set_num_threads(ctx, (int)sysconf(_SC_NPROCESSORS_ONLN), st), 0);
+  rt_spec_hold_busy(ctx, 1); /* a request running all along */
+  m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_KERNELS), 4);
+  /* without a prebuilt GEMM in the engine every rebuild pays */
+  double idle_ones = jit_engine_prebuilt(ctx->jit) ? 1 : 0;
+  cr_assert_eq(wait_quick_live(m, idle_ones), idle_ones);
+  usleep(200000);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE), idle_ones,
+               "the bias GEMM was rebuilt while an execute held the CPUs");
+  if (idle_ones > 0)
+    cr_assert_eq(kiln_context_wait_compiles(ctx, 100, st), 1); /* still pending */
+  run_gemms(m, in, got, st);
+  for (int i = 0; i < OUTS; i++)
+    cr_assert(fabsf(got[i] - want[i]) <= 1e-5f * fabsf(want[i]) + 1e-6f, "out[%d]: %.9g vs %.9g",
+              i, (double)got[i], (double)want[i]);
+
+  rt_spec_hold_busy(ctx, -1); /* the CPUs are free: the last rebuild runs */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_QUICK_LIVE), 0);
+  cr_assert_eq(kiln_context_counter(ctx, KILN_COUNTER_COMPILES), 8);
+  run_gemms(m, in, got, st);
+  for (int i = 0; i < OUTS; i++)
+    cr_assert(fabsf(got[i] - want[i]) <= 1e-5f * fabsf(want[i]) + 1e-6f, "out[%d]: %.9g vs %.9g",
+              i, (double)got[i], (double)want[i]);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  for (int t = 0; t < 4; t++) kiln_tensor_free(in[t]);
+  kiln_graph_free(g);
   kiln_status_free(st);
 }

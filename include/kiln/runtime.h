@@ -449,7 +449,7 @@ typedef enum kiln_counter {
   KILN_COUNTER_QUICK_KERNELS,   /* kernels a model compile built at the quick tier first
                                    (kiln_context_set_tier_up) */
   KILN_COUNTER_QUICK_LIVE,      /* of those, kernels still running quick code now (their
-                                   full build pending) */
+                                   full build pending: kiln_context_set_tier_up) */
   /* The remote cache (kiln_context_set_remote_cache); context only, 0 for a
    * model; they count for the remote cache in use (a new one starts at 0). */
   KILN_COUNTER_REMOTE_HITS,     /* kernels fetched from the remote cache (a context's
@@ -486,13 +486,20 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
  * about 1.2-1.8x slower), so kiln_model_compile returns sooner, and queues
  * their full (O3) builds on the context's compile thread, ahead of any
  * specialization (at its low priority, without the rests of specialization
- * compiles: each rebuild pays); each full kernel replaces its quick
- * one while executes run (results of the two may differ in the last bits,
- * as between specialized and generic kernels). Only full kernels go to the
- * disk cache, so a later process loads those. 0 turns it off: every kernel
- * is built fully before kiln_model_compile returns. Default 4, or the
- * environment's KILN_TIER_UP (a number, or "off"). A model holds its quick
- * kernels until it is freed (at most two kernels per node).
+ * compiles); each full kernel replaces its quick one while executes run
+ * (results of the two may differ in the last bits, as between specialized
+ * and generic kernels). Rebuilds that pay run at once, the slowest quick
+ * kernels (norms, softmax) first; a GEMM whose quick kernel already runs
+ * the prebuilt GEMM with a cheap epilogue (a bias, adds, a relu) or none,
+ * and a copy of data (permute, reshape), are about as fast, and are
+ * rebuilt only once no execute has held the CPUs for 20 ms
+ * (where requests fill the CPUs, a compile's time is taken from them), so
+ * the QUICK_LIVE count may stay up while a service is busy. Only full
+ * kernels go to the disk cache, so a later process loads those. 0 turns it
+ * off: every kernel is built fully before kiln_model_compile returns.
+ * Default 4, or the environment's KILN_TIER_UP (a number, or "off"). A
+ * model holds its quick kernels until it is freed (at most two kernels per
+ * node).
  * kiln_context_wait_compiles waits for the full builds too. */
 KILN_API int kiln_context_set_tier_up(kiln_context *ctx, int min_kernels, kiln_status *st);
 
