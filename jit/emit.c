@@ -235,6 +235,8 @@ int jit_each_element(jit_fn *f, jit_elem_fn elem, void *ud) {
 void jit_fn_dispose(jit_fn *f) {
   if (f->b) LLVMDisposeBuilder(f->b);
   f->b = NULL;
+  if (f->tmpl_decls) LLVMDisposeModule(f->tmpl_decls);
+  f->tmpl_decls = NULL;
   free(f->bufs);
   f->bufs = NULL;
   free(f->sym_vals);

@@ -231,9 +231,14 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
   atomic_init(&e->spare_tm[0], NULL);
   atomic_init(&e->spare_tm[1], NULL);
   e->triple = LLVMGetDefaultTargetTriple();
-  e->cpu = LLVMGetHostCPUName();
-  e->features = LLVMGetHostCPUFeatures();
-  e->avx512 = e->features && strstr(e->features, "+avx512f") != NULL;
+  e->cpu = LLVMCreateMessage(jit_host_cpu()); /* copies: LLVMDisposeMessage frees them */
+  e->features = LLVMCreateMessage(jit_host_features());
+  if (!e->triple || !e->cpu || !e->features) {
+    set_err(err, errlen, "jit: out of memory");
+    jit_engine_free(e);
+    return NULL;
+  }
+  e->avx512 = strstr(e->features, "+avx512f") != NULL;
   size_t tl = strlen(e->triple) + strlen(e->cpu) + strlen(e->features) + 3;
   e->target = malloc(tl);
   if (!e->target) {

@@ -90,6 +90,11 @@ typedef struct jit_code jit_code;
 const char *jit_engine_triple(const jit_engine *e);
 const char *jit_engine_cpu(const jit_engine *e);
 const char *jit_engine_features(const jit_engine *e);
+/* The host's CPU name and feature list (LLVMGetHostCPUName / Features),
+ * read once per process (jit/host.c: each query costs ~90 us of cpuid in
+ * a VM); never freed, "" when LLVM gives none. */
+const char *jit_host_cpu(void);
+const char *jit_host_features(void);
 /* "+feat" is a whole entry of the comma-separated feature list (NULL:
  * false): jit_features_have(jit_engine_features(e), "avx512f"). */
 bool jit_features_have(const char *list, const char *feat);

@@ -102,8 +102,8 @@ static LLVMTargetMachineRef machine_for(const jit_simt_target *t, char *err, siz
   }
   char *cpu = NULL, *features = NULL;
   if (t->kind == JIT_SIMT_EMU) {
-    cpu = LLVMGetHostCPUName();
-    features = LLVMGetHostCPUFeatures();
+    cpu = LLVMCreateMessage(jit_host_cpu());
+    features = LLVMCreateMessage(jit_host_features());
   }
   LLVMTargetMachineRef tm = LLVMCreateTargetMachine(
       target, triple, cpu ? cpu : t->arch, features ? features : "", LLVMCodeGenLevelAggressive,

@@ -60,16 +60,8 @@ static char *fn_attr(LLVMValueRef fn, const char *key) {
 static void kernel_target(jit_fn *f, char **cpu, char **features) {
   *cpu = fn_attr(f->fn, "target-cpu");
   *features = fn_attr(f->fn, "target-features");
-  if (!*cpu) {
-    char *h = LLVMGetHostCPUName();
-    *cpu = h ? strdup(h) : NULL;
-    LLVMDisposeMessage(h);
-  }
-  if (!*features) {
-    char *h = LLVMGetHostCPUFeatures();
-    *features = h ? strdup(h) : NULL;
-    LLVMDisposeMessage(h);
-  }
+  if (!*cpu) *cpu = strdup(jit_host_cpu());
+  if (!*features) *features = strdup(jit_host_features());
 }
 
 bool jit_features_have(const char *list, const char *feat) {
@@ -249,24 +241,32 @@ LLVMValueRef jit_template_extern(jit_fn *f, jit_template_id t, const char *entry
   LLVMValueRef fn = LLVMGetNamedFunction(f->mod, name);
   if (fn) return fn; /* declared by an earlier call */
   /* the entry's type, from a lazily read copy of the bitcode: only the
-   * declarations are materialized, no function body */
-  LLVMMemoryBufferRef mb =
-      LLVMCreateMemoryBufferWithMemoryRange((const char *)d->bc, *d->len, d->name, 0);
-  LLVMModuleRef lazy = NULL;
-  jit_diag_sink sink = {0};
-  LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(f->ctx);
-  void *old_ctx = LLVMContextGetDiagnosticContext(f->ctx);
-  LLVMContextSetDiagnosticHandler(f->ctx, jit_diag_handler, &sink);
-  bool bad = !mb || LLVMGetBitcodeModuleInContext2(f->ctx, mb, &lazy); /* takes mb if read */
-  LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
-  if (bad) {
-    if (mb) LLVMDisposeMemoryBuffer(mb);
-    jit_fn_error(f, "template %s: the bitcode does not parse: %s", d->name, sink.msg);
-    return NULL;
+   * declarations are materialized, no function body; kept on f for the
+   * kernel's other entries of the same template */
+  if (f->tmpl_decls && f->tmpl_decls_id != (int)t) {
+    LLVMDisposeModule(f->tmpl_decls);
+    f->tmpl_decls = NULL;
   }
-  LLVMValueRef src = LLVMGetNamedFunction(lazy, entry);
+  if (!f->tmpl_decls) {
+    LLVMMemoryBufferRef mb =
+        LLVMCreateMemoryBufferWithMemoryRange((const char *)d->bc, *d->len, d->name, 0);
+    LLVMModuleRef lazy = NULL;
+    jit_diag_sink sink = {0};
+    LLVMDiagnosticHandler old_handler = LLVMContextGetDiagnosticHandler(f->ctx);
+    void *old_ctx = LLVMContextGetDiagnosticContext(f->ctx);
+    LLVMContextSetDiagnosticHandler(f->ctx, jit_diag_handler, &sink);
+    bool bad = !mb || LLVMGetBitcodeModuleInContext2(f->ctx, mb, &lazy); /* takes mb if read */
+    LLVMContextSetDiagnosticHandler(f->ctx, old_handler, old_ctx);
+    if (bad) {
+      if (mb) LLVMDisposeMemoryBuffer(mb);
+      jit_fn_error(f, "template %s: the bitcode does not parse: %s", d->name, sink.msg);
+      return NULL;
+    }
+    f->tmpl_decls = lazy;
+    f->tmpl_decls_id = (int)t;
+  }
+  LLVMValueRef src = LLVMGetNamedFunction(f->tmpl_decls, entry);
   LLVMTypeRef ty = src ? LLVMGlobalGetValueType(src) : NULL; /* owned by f->ctx */
-  LLVMDisposeModule(lazy);
   if (!ty) {
     jit_fn_error(f, "template %s has no function %s", d->name, entry);
     return NULL;

@@ -22,6 +22,7 @@
 #include "backend.h"
 #include "cache_mem.h"
 #include "capture.h"
+#include "compile_order.h"
 #include "device.h"
 #include "pipeline.h"
 #include "observe.h"
@@ -232,7 +233,9 @@ static int32_t compile_part(void *const *args, const int64_t *syms, int64_t part
  * one thread per model): every CPU compiles, on threads that end with the
  * compile (rt_spread_run); the quick tier starts the compile thread for its
  * rebuild anyway, so no process that would stay single-threaded gets a
- * second thread from this. The error reported is that of the first node in
+ * second thread from this. Quick kernels, on either path, are claimed
+ * longest first with the nodes that share another's kernel last
+ * (compile_order.h). The error reported is that of the first node in
  * graph order that failed. */
 static int compile_kernels(kiln_model *m, kiln_status *st) {
   const ir_graph *g = m->g;
@@ -276,6 +279,8 @@ static int compile_kernels(kiln_model *m, kiln_status *st) {
   compile_job job = {m, nodes, todo, mode, sts};
   void *args[1] = {&job};
   int cpus = mode == RT_GET_QUICK ? rt_spread_cpus() : 0, rc;
+  if (mode == RT_GET_QUICK) /* items are claimed in order: the long ones first, duplicates last */
+    rt_compile_order(g, nodes, todo);
   if (cpus > kiln_context_num_threads(m->ctx))
     rc = rt_spread_run(compile_item, &job, todo, cpus);
   else

@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "../ir/qblock.h"
+#include "spread.h"
 
 static bool is_8bit(ir_dtype dt) { return dt == IR_DT_UI8 || dt == IR_DT_SI8; }
 
@@ -198,20 +199,12 @@ static void pack_half(const uint16_t *b, ir_dtype dt, int64_t K, int64_t N, int6
   }
 }
 
-void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
-                     void *out) {
-  if (is_8bit(dt)) {
-    pack_8bit(b, dt == IR_DT_SI8, K, N, nr, out);
-    return;
-  }
-  if (ir_dtype_is_half(dt)) {
-    pack_half(b, dt, K, N, nr, trans, out);
-    return;
-  }
-  size_t es = ir_dtype_size(dt);
-  const char *src = b;
-  char *dst = out;
-  for (int64_t j0 = 0; j0 < N; j0 += nr) {
+/* Panels [p0, p1) of the f32 / f64 layout: each panel's rows of nr
+ * elements, in panel order, so a range of panels is a range of out. */
+static void pack_float_panels(const char *src, size_t es, int64_t K, int64_t N, int64_t nr,
+                              bool trans, int64_t p0, int64_t p1, char *out) {
+  char *dst = out + (size_t)p0 * (size_t)nr * (size_t)K * es;
+  for (int64_t j0 = p0 * nr; j0 < N && j0 < p1 * nr; j0 += nr) {
     int64_t w = N - j0 < nr ? N - j0 : nr;
     for (int64_t k = 0; k < K; k++) {
       if (!trans) {
@@ -224,6 +217,57 @@ void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t n
       dst += (size_t)nr * es;
     }
   }
+}
+
+void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
+                     void *out) {
+  if (is_8bit(dt)) {
+    pack_8bit(b, dt == IR_DT_SI8, K, N, nr, out);
+    return;
+  }
+  if (ir_dtype_is_half(dt)) {
+    pack_half(b, dt, K, N, nr, trans, out);
+    return;
+  }
+  pack_float_panels(b, ir_dtype_size(dt), K, N, nr, trans, 0, (N + nr - 1) / nr, out);
+}
+
+/* One share of a spread pack: panels [n p / P, n (p + 1) / P) of P. */
+typedef struct pack_share {
+  const void *b;
+  size_t es;
+  int64_t K, N, nr, panels;
+  bool trans;
+  int shares;
+  void *out;
+} pack_share;
+
+static int pack_one_share(void *arg, int k) {
+  const pack_share *s = arg;
+  int64_t p0 = s->panels * k / s->shares, p1 = s->panels * (k + 1) / s->shares;
+  pack_float_panels(s->b, s->es, s->K, s->N, s->nr, s->trans, p0, p1, s->out);
+  return 0;
+}
+
+int rt_prepack_shares(size_t bytes, int64_t panels, int cpus) {
+  int64_t n = (int64_t)(bytes / RT_PREPACK_SHARE_BYTES);
+  if (n > panels) n = panels;
+  if (n > 4 * (int64_t)cpus) n = 4 * (int64_t)cpus; /* a few per CPU: a busy one takes fewer */
+  return cpus > 1 && n > 1 ? (int)n : 1;
+}
+
+void rt_prepack_pack_spread(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr,
+                            bool trans, void *out, int cpus) {
+  int64_t panels = nr > 0 ? (N + nr - 1) / nr : 0;
+  int shares = is_8bit(dt) || ir_dtype_is_half(dt)
+                   ? 1
+                   : rt_prepack_shares(rt_prepack_bytes(dt, K, N, nr), panels, cpus);
+  if (shares <= 1) {
+    rt_prepack_pack(b, dt, K, N, nr, trans, out);
+    return;
+  }
+  pack_share s = {b, ir_dtype_size(dt), K, N, nr, panels, trans, shares, out};
+  (void)rt_spread_run(pack_one_share, &s, shares, cpus); /* shares never fail */
 }
 
 /* Index in m->prepack of the source (weight w or constant node c), added
@@ -286,7 +330,7 @@ int rt_prepack_init(kiln_model *m, kiln_status *st) {
   for (int s = 0; s < m->nprepack; s++) { /* constants: now */
     rt_prepack *p = &m->prepack[s];
     if (p->node < 0) continue;
-    if (!(p->data = rt_aligned_alloc(p->bytes)))
+    if (!(p->data = rt_aligned_alloc_large(p->bytes)))
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory packing a constant (%zu bytes)",
                     p->bytes);
     rt_prepack_pack(m->const_data[p->node], p->dtype, p->K, p->N, p->nr, p->trans, p->data);
@@ -294,7 +338,15 @@ int rt_prepack_init(kiln_model *m, kiln_status *st) {
   return 0;
 }
 
+int rt_prepack_bind_cpus(const kiln_model *m) {
+  /* threads only where the process has or will have some anyway (the
+   * context's pool, the quick tier's compile thread): a single-threaded
+   * process keeps glibc's faster single-threaded malloc (model.c) */
+  return kiln_context_num_threads(m->ctx) > 1 || m->quick_built > 0 ? rt_spread_cpus() : 1;
+}
+
 int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
+  int cpus = rt_prepack_bind_cpus(m);
   for (int s = 0; s < m->nprepack; s++) {
     rt_prepack *p = &m->prepack[s];
     if (p->weight != w) continue;
@@ -310,12 +362,12 @@ int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st)
     if (p->bytes && !t->data)
       return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "weight '%s': tensor data is NULL",
                     m->weights[w].port.name);
-    void *data = rt_aligned_alloc(p->bytes);
+    void *data = rt_aligned_alloc_large(p->bytes);
     if (!data)
       return rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                     "weight '%s': out of memory packing it for the GEMM (%zu bytes)",
                     m->weights[w].port.name, p->bytes);
-    rt_prepack_pack(t->data, p->dtype, p->K, p->N, p->nr, p->trans, data);
+    rt_prepack_pack_spread(t->data, p->dtype, p->K, p->N, p->nr, p->trans, data, cpus);
     free(p->data);
     p->data = data;
   }

@@ -33,7 +33,7 @@ typedef struct rt_prepack {
   int64_t nr;     /* panel width */
   bool trans;     /* the source is stored N x K (a matmul with kiln.transpose_b) */
   size_t bytes;   /* of the packed copy: ceil(N / nr) * nr * K elements */
-  void *data;     /* rt_aligned_alloc'd; NULL for a weight not bound yet */
+  void *data;     /* rt_aligned_alloc_large'd; NULL for a weight not bound yet */
 } rt_prepack;
 
 /* Where node i of the model reads a packed copy: operand `operand` (-1:
@@ -59,10 +59,15 @@ int rt_prepack_mark(ir_graph *g, const kiln_context *ctx, kiln_status *st);
 int rt_prepack_init(kiln_model *m, kiln_status *st);
 
 /* kiln_model_bind_weight's part: weight w is about to be bound to t (its
- * dtype and shape already checked): pack t's data into a new copy, then
- * free the old one. On failure nothing changes (the old binding and copy
+ * dtype and shape already checked): pack t's data into a new copy (on
+ * rt_prepack_bind_cpus CPUs, rt_prepack_pack_spread), then free the old
+ * one. On failure nothing changes (the old binding and copy
  * stay). 0, or -1 with st filled. */
 int rt_prepack_bind(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st);
+
+/* The CPUs rt_prepack_bind packs on: every CPU (rt_spread_cpus) when m's
+ * context runs several threads or m's kernels were built quick, else 1. */
+int rt_prepack_bind_cpus(const kiln_model *m);
 
 /* Whether every read of weight w is an operand that gets its packed copy
  * (no other op, no graph output, no alias reads the weight itself): the
@@ -85,5 +90,20 @@ size_t rt_prepack_bytes(ir_dtype dt, int64_t K, int64_t N, int64_t nr);
  * (weights and constants) it packs. */
 size_t rt_model_prepack_bytes(const kiln_model *m);
 int rt_model_prepack_sources(const kiln_model *m);
+
+/* The same, f32 / f64 split by panels over up to cpus threads
+ * (rt_spread_run: the caller and cpus - 1 started for this call) when the
+ * copy is large enough to pay for them (rt_prepack_shares); other dtypes,
+ * and small copies, on the calling thread. The bytes written do not depend
+ * on the split. */
+void rt_prepack_pack_spread(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr,
+                            bool trans, void *out, int cpus);
+
+/* How many shares rt_prepack_pack_spread cuts a copy of `bytes` in
+ * `panels` panels into on cpus CPUs: one per RT_PREPACK_SHARE_BYTES, at
+ * most one per panel and four per CPU; 1 (no thread started) below two
+ * shares or on one CPU. */
+int rt_prepack_shares(size_t bytes, int64_t panels, int cpus);
+#define RT_PREPACK_SHARE_BYTES ((size_t)512 << 10)
 
 #endif

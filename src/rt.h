@@ -250,6 +250,15 @@ void rt_ok(kiln_status *st);
 /* Allocate size bytes aligned to RT_ALIGN (at least RT_ALIGN bytes, so a
  * zero-size tensor still has a valid, unique pointer). NULL on failure. */
 void *rt_aligned_alloc(size_t size);
+/* The same for a large block written once and read often (a packed
+ * weight): from RT_HUGE_BYTES on, aligned to that size and, where the
+ * kernel allows it (transparent huge pages in "madvise" mode), backed by
+ * huge pages over its whole multiples of RT_HUGE_BYTES, so filling it
+ * takes one page fault per 2 MiB instead of 512 and reading it fewer TLB
+ * misses; the tail stays in small pages (no memory beyond size is
+ * touched). Freed with free(). NULL on failure. */
+void *rt_aligned_alloc_large(size_t size);
+#define RT_HUGE_BYTES ((size_t)2 << 20)
 /* numel * elem size with overflow and negative-dim checks. Returns 0 or -1
  * with st filled. */
 int rt_shape_bytes(kiln_dtype dt, int rank, const int64_t *shape, int64_t *numel, size_t *nbytes,

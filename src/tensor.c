@@ -5,6 +5,7 @@
  * holding a kiln_tensor may trust numel and nbytes. */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "kiln/device.h"
 #include "rt.h"
@@ -14,6 +15,17 @@ void *rt_aligned_alloc(size_t size) {
   size_t n = (size + RT_ALIGN - 1) / RT_ALIGN * RT_ALIGN;
   if (n == 0) n = RT_ALIGN;
   return aligned_alloc(RT_ALIGN, n);
+}
+
+void *rt_aligned_alloc_large(size_t size) {
+  if (size < RT_HUGE_BYTES) return rt_aligned_alloc(size);
+  void *p = NULL;
+  if (posix_memalign(&p, RT_HUGE_BYTES, size) != 0) return NULL;
+#if defined(MADV_HUGEPAGE)
+  /* advice only: a kernel without THP (or with it off) keeps small pages */
+  (void)madvise(p, size / RT_HUGE_BYTES * RT_HUGE_BYTES, MADV_HUGEPAGE);
+#endif
+  return p;
 }
 
 int rt_shape_bytes(kiln_dtype dt, int rank, const int64_t *shape, int64_t *numel, size_t *nbytes,
