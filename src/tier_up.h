@@ -10,6 +10,8 @@
 /* Milliseconds without an execute holding the CPUs before the compile
  * thread rebuilds a kernel whose quick code is as fast (tier_up.c). */
 #define RT_TIER_QUIET_MS 20
+/* Its rest after finding an execute holding them. */
+#define RT_TIER_BUSY_REST_MS 10
 
 /* The context's threshold from KILN_TIER_UP ("off" or "0": 0, a number:
  * that many kernels; unset or anything else: the default). */

@@ -560,13 +560,19 @@ fail:
 
 /* Whether no execute held ctx's CPUs (cpus_taken) at any of `ms` checks a
  * millisecond apart: a compile started then takes its CPU time from idle
- * CPUs (a service between bursts, a caller waiting for compiles). */
+ * CPUs (a service between bursts, a caller waiting for compiles). After a
+ * check that finds them held it rests RT_TIER_BUSY_REST_MS, so a busy
+ * service wakes this thread ~100 times a second, never spins it. */
 static bool quiet_for(const kiln_context *ctx, int ms, atomic_int *cancel) {
   for (int t = 0; t < ms; t++) {
-    if (cpus_taken(ctx) || atomic_load(cancel)) return false;
     rest(1, cancel);
+    if (atomic_load(cancel)) return false;
+    if (cpus_taken(ctx)) {
+      rest(RT_TIER_BUSY_REST_MS, cancel);
+      return false;
+    }
   }
-  return !cpus_taken(ctx);
+  return true;
 }
 
 static bool jobs_waiting(rt_spec_ctx *s) {
