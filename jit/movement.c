@@ -92,17 +92,31 @@ static bool is_const_one(LLVMValueRef v) {
   return LLVMIsAConstantInt(v) && LLVMConstIntGetZExtValue(v) == 1;
 }
 
-/* A loop over [0, n) of a nest that splits its work (kernel ABI part /
- * nparts): the first such loop whose extent is not the constant 1 runs only
- * this part's range (*split records that it happened). */
-static LLVMValueRef nest_loop(jit_fn *f, jit_loop *l, LLVMValueRef n, bool *split,
-                              const char *name) {
-  LLVMValueRef lo = jit_i64(f, 0), hi = n;
-  if (!*split && !is_const_one(n)) {
-    jit_split_range(f, n, &lo, &hi);
-    *split = true;
+/* The bounds of each loop of a nest that splits its work (kernel ABI part
+ * / nparts), extents n[0 .. nl) outermost first: the first loop whose
+ * extent at run time is not 1 runs only this part's range, the others
+ * their whole extent. Returns the run-time i1 "no loop split" (every
+ * extent is 1: one element or row), after which only part 0 may copy.
+ * Decided at run time because a symbolic batch dim is often 1: splitting
+ * it would leave every part but one idle. Constant extents fold. */
+static LLVMValueRef nest_bounds(jit_fn *f, int nl, const LLVMValueRef *n, LLVMValueRef *lo,
+                                LLVMValueRef *hi) {
+  LLVMValueRef zero = jit_i64(f, 0), one = jit_i64(f, 1);
+  LLVMValueRef pending = LLVMConstInt(LLVMInt1TypeInContext(f->ctx), 1, 0);
+  for (int k = 0; k < nl; k++) {
+    lo[k] = zero;
+    hi[k] = n[k];
+    if (is_const_one(n[k]) || (LLVMIsAConstantInt(pending) && !LLVMConstIntGetZExtValue(pending)))
+      continue;
+    LLVMValueRef slo, shi;
+    jit_split_range(f, n[k], &slo, &shi);
+    LLVMValueRef take =
+        LLVMBuildAnd(f->b, pending, LLVMBuildICmp(f->b, LLVMIntNE, n[k], one, ""), "split.here");
+    lo[k] = LLVMBuildSelect(f->b, take, slo, zero, "");
+    hi[k] = LLVMBuildSelect(f->b, take, shi, n[k], "");
+    pending = LLVMBuildAnd(f->b, pending, LLVMBuildNot(f->b, take, ""), "split.pending");
   }
-  return jit_loop_begin(f, l, lo, hi, name);
+  return pending;
 }
 
 /* The elements [lo[0], hi[0]) x [lo[1], hi[1]) of a tile, one by one. */
@@ -173,10 +187,10 @@ static void vector_tile(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef
 
 /* One loop nest of strided_copy; see there. run: NULL, or the elements
  * each innermost step moves as one contiguous run (the nest then covers
- * only the axes before the run). The nest's first loop whose
- * extent is not the constant 1 is split across the parts; when every loop
- * is a constant 1 (or there is none), a one-iteration guard loop makes
- * part 0 do the whole copy. */
+ * only the axes before the run). The nest's first loop whose extent is
+ * not 1 at run time is split across the parts (nest_bounds); when every
+ * loop has extent 1 (or there is none), a guard loop of one iteration for
+ * part 0 and none for the others makes part 0 do the whole copy. */
 static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef out, int rank,
                       LLVMValueRef *odims, LLVMValueRef *ostr, LLVMValueRef *istr,
                       LLVMValueRef ibase, int tile_axis, LLVMValueRef run) {
@@ -186,23 +200,29 @@ static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef o
   int nl = 0;
   LLVMValueRef tv = jit_i64(f, TILE), nblk[2] = {NULL, NULL};
   int ax2[2] = {tile_axis, rank - 1};
-  bool can_split = false;
+  /* the extents in nest order: the plain axes, then the two block axes */
+  LLVMValueRef ext[IR_MAX_RANK + 2], elo[IR_MAX_RANK + 2], ehi[IR_MAX_RANK + 2];
+  int ne = 0;
   for (int a = 0; a < rank; a++)
-    if (!(tiled && (a == tile_axis || a == rank - 1))) can_split |= !is_const_one(odims[a]);
+    if (!(tiled && (a == tile_axis || a == rank - 1))) ext[ne++] = odims[a];
   for (int t = 0; tiled && t < 2; t++) {
     nblk[t] = LLVMBuildSDiv(f->b, jit_add(f, odims[ax2[t]], jit_i64(f, TILE - 1)), tv, "");
-    can_split |= !is_const_one(nblk[t]);
+    ext[ne++] = nblk[t];
   }
-  if (!can_split) {
-    LLVMValueRef glo, ghi;
-    jit_split_range(f, jit_i64(f, 1), &glo, &ghi);
-    jit_loop_begin(f, &loops[nl++], glo, ghi, "part0");
+  LLVMValueRef whole = nest_bounds(f, ne, ext, elo, ehi);
+  if (!LLVMIsAConstantInt(whole) || LLVMConstIntGetZExtValue(whole)) { /* part 0 alone? */
+    LLVMValueRef others = LLVMBuildAnd(
+        f->b, whole, LLVMBuildICmp(f->b, LLVMIntNE, f->part, zero, ""), "part0.only");
+    f->split = true; /* the guard decides per part */
+    jit_loop_begin(f, &loops[nl++], zero,
+                   LLVMBuildSelect(f->b, others, zero, jit_i64(f, 1), ""), "part0");
   }
-  bool split = false;
+  int e = 0;
   LLVMValueRef ioff = ibase, ooff = zero;
   for (int a = 0; a < rank; a++) {
     if (tiled && (a == tile_axis || a == rank - 1)) continue;
-    LLVMValueRef iv = nest_loop(f, &loops[nl++], odims[a], &split, "ax");
+    LLVMValueRef iv = jit_loop_begin(f, &loops[nl++], elo[e], ehi[e], "ax");
+    e++;
     ioff = jit_add(f, ioff, jit_mul(f, iv, istr[a]));
     ooff = jit_add(f, ooff, jit_mul(f, iv, ostr[a]));
   }
@@ -210,7 +230,8 @@ static void copy_nest(jit_fn *f, LLVMTypeRef rt, LLVMValueRef in, LLVMValueRef o
     LLVMValueRef lo[2], hi[2];
     for (int t = 0; t < 2; t++) {
       LLVMValueRef d = odims[ax2[t]];
-      LLVMValueRef blk = nest_loop(f, &loops[nl++], nblk[t], &split, "blk");
+      LLVMValueRef blk = jit_loop_begin(f, &loops[nl++], elo[e], ehi[e], "blk");
+      e++;
       lo[t] = jit_mul(f, blk, tv);
       LLVMValueRef end = jit_add(f, lo[t], tv);
       hi[t] = LLVMBuildSelect(f->b, LLVMBuildICmp(f->b, LLVMIntSLT, end, d, ""), end, d, "");
