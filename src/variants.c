@@ -70,6 +70,13 @@ struct rt_variant {
   rt_variant *next_drop;  /* chaining of variants to free after the lock */
 };
 
+/* The last `cap` keys of nsyms entries remembered, oldest replaced first
+ * (key_ring_find, key_ring_add); keys NULL until the first add. */
+typedef struct key_ring {
+  int64_t *keys;
+  int n, next;
+} key_ring;
+
 struct rt_variants {
   pthread_mutex_t lock;
   rt_variant **v;
@@ -85,11 +92,9 @@ struct rt_variants {
   _Atomic(rt_spec_policy *) pol; /* the async policy's bookkeeping (spec_policy.h), or NULL;
                                   * published once (release), read without the lock */
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
-  int64_t *failed;        /* FAILED_KEYS keys of nsyms entries (ring) */
-  int nfailed, failed_next;
-  int64_t *weighed;       /* WEIGHED_KEYS keys of nsyms entries (ring), their shares: */
+  key_ring failed;        /* FAILED_KEYS keys (not retried) */
+  key_ring weighed;       /* WEIGHED_KEYS bucket keys weighed ahead, their shares: */
   double weighed_share[WEIGHED_KEYS];
-  int nweighed, weighed_next;
   rt_variant *dead;       /* dropped and unused, chained by next_drop: freed by the
                            * prepare thread (rt_variants_reap) or with the table */
   _Atomic int64_t c[NCOUNTERS];
@@ -326,8 +331,8 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->bexplicit);
   free(vs->ahead_up);
   rt_spec_policy_free(atomic_load(&vs->pol));
-  free(vs->failed);
-  free(vs->weighed);
+  free(vs->failed.keys);
+  free(vs->weighed.keys);
   pthread_mutex_destroy(&vs->lock);
   free(vs);
 }
@@ -378,20 +383,33 @@ static rt_variant *find_locked(const kiln_model *m, rt_variants *vs, const int64
   return NULL;
 }
 
+/* The slot of key (ns entries) in r, or -1. */
+static int key_ring_find(const key_ring *r, size_t ns, const int64_t *key) {
+  for (int i = 0; i < r->n; i++)
+    if (memcmp(r->keys + (size_t)i * ns, key, ns * sizeof *key) == 0) return i;
+  return -1;
+}
+
+/* The slot key was stored in (replacing the oldest of cap), or -1 when it
+ * was there already or out of memory. */
+static int key_ring_add(key_ring *r, int cap, size_t ns, const int64_t *key) {
+  if (!r->keys && !(r->keys = calloc((size_t)cap * ns, sizeof *key))) return -1;
+  if (key_ring_find(r, ns, key) >= 0) return -1;
+  int slot = r->next;
+  memcpy(r->keys + (size_t)slot * ns, key, ns * sizeof *key);
+  r->next = (slot + 1) % cap;
+  if (r->n < cap) r->n++;
+  return slot;
+}
+
 static bool failed_locked(const kiln_model *m, const rt_variants *vs, const int64_t *key) {
-  size_t ns = (size_t)m->g->nsyms;
-  for (int i = 0; i < vs->nfailed; i++)
-    if (memcmp(vs->failed + (size_t)i * ns, key, ns * sizeof *key) == 0) return true;
-  return false;
+  return key_ring_find(&vs->failed, (size_t)m->g->nsyms, key) >= 0;
 }
 
 /* The share weighed ahead for key (rt_variant_weigh_ahead), or -1. Lock held. */
 static double weighed_locked(const kiln_model *m, const rt_variants *vs, const int64_t *key) {
-  size_t ns = (size_t)m->g->nsyms;
-  for (int i = 0; i < vs->nweighed; i++)
-    if (memcmp(vs->weighed + (size_t)i * ns, key, ns * sizeof *key) == 0)
-      return vs->weighed_share[i];
-  return -1;
+  int i = key_ring_find(&vs->weighed, (size_t)m->g->nsyms, key);
+  return i < 0 ? -1 : vs->weighed_share[i];
 }
 
 void rt_variant_weigh_ahead(kiln_model *m, const int64_t *syms) {
@@ -403,13 +421,8 @@ void rt_variant_weigh_ahead(kiln_model *m, const int64_t *syms) {
   int64_t key[KEY_STACK];
   pthread_mutex_lock(&vs->lock);
   make_key(m, vs, syms, key);
-  if (!vs->weighed) vs->weighed = calloc(WEIGHED_KEYS * ns, sizeof *key);
-  if (vs->weighed && weighed_locked(m, vs, key) < 0) {
-    memcpy(vs->weighed + (size_t)vs->weighed_next * ns, key, ns * sizeof *key);
-    vs->weighed_share[vs->weighed_next] = share;
-    vs->weighed_next = (vs->weighed_next + 1) % WEIGHED_KEYS;
-    if (vs->nweighed < WEIGHED_KEYS) vs->nweighed++;
-  }
+  int slot = key_ring_add(&vs->weighed, WEIGHED_KEYS, ns, key);
+  if (slot >= 0) vs->weighed_share[slot] = share;
   pthread_mutex_unlock(&vs->lock);
 }
 
@@ -427,15 +440,9 @@ double rt_variant_weighed(kiln_model *m, const int64_t *syms) {
 
 static void remember_failed(kiln_model *m, const int64_t *key) {
   rt_variants *vs = m->variants;
-  size_t ns = (size_t)m->g->nsyms;
   count(m, KILN_COUNTER_FAILED, 1);
   pthread_mutex_lock(&vs->lock);
-  if (!vs->failed) vs->failed = calloc(FAILED_KEYS * ns, sizeof *key);
-  if (vs->failed && !failed_locked(m, vs, key)) {
-    memcpy(vs->failed + (size_t)vs->failed_next * ns, key, ns * sizeof *key);
-    vs->failed_next = (vs->failed_next + 1) % FAILED_KEYS;
-    if (vs->nfailed < FAILED_KEYS) vs->nfailed++;
-  }
+  (void)key_ring_add(&vs->failed, FAILED_KEYS, (size_t)m->g->nsyms, key);
   pthread_mutex_unlock(&vs->lock);
 }
 
@@ -575,6 +582,15 @@ static bool quiet_for(const kiln_context *ctx, int ms, atomic_int *cancel) {
   return true;
 }
 
+/* Queue j last; mu held. */
+static void append_locked(rt_spec_ctx *s, spec_job *j) {
+  j->next = NULL;
+  if (s->tail) s->tail->next = j;
+  else s->head = j;
+  s->tail = j;
+  s->queued++;
+}
+
 static bool jobs_waiting(rt_spec_ctx *s) {
   pthread_mutex_lock(&s->mu);
   bool any = s->head != NULL;
@@ -632,11 +648,7 @@ static void *compile_thread(void *arg) {
       pthread_mutex_lock(&s->mu);
       s->running = NULL;
       if (!done && !s->stop) { /* behind the jobs that came meanwhile */
-        j->next = NULL;
-        if (s->tail) s->tail->next = j;
-        else s->head = j;
-        s->tail = j;
-        s->queued++;
+        append_locked(s, j);
       } else {
         job_free(j);
       }
@@ -713,10 +725,7 @@ static bool enqueue(kiln_model *m, const int64_t *key, bool *owed) {
     if (s->started) {
       memcpy(j->key, key, bytes);
       j->m = m;
-      if (s->tail) s->tail->next = j;
-      else s->head = j;
-      s->tail = j;
-      s->queued++;
+      append_locked(s, j);
       if (owed) *owed = true;
       else pthread_cond_signal(&s->work_cv);
       pthread_mutex_unlock(&s->mu);
