@@ -167,6 +167,12 @@ bool jit_engine_has_prebuilt_rows(const jit_engine *e);
  * rows such a kernel runs the same code at both tiers (a fused
  * prologue's elementwise loop aside), so a FULL rebuild gains nothing. */
 bool jit_node_calls_rows(const ir_node *n);
+/* Whether the generic kernel (no symbol bound) of matmul node mm calls
+ * the engine's prebuilt GEMM (jit_engine_prebuilt) where it has one: f32 /
+ * f64 with M, N or K symbolic (jit/matmul.c; a variant binding them
+ * inlines the template). Its QUICK and FULL kernels then run the same
+ * GEMM. */
+bool jit_node_calls_prebuilt_gemm(const ir_node *mm);
 /* The prebuilt objects as loaded (embedded bytes, valid while the program
  * runs), for naming their functions to profilers: i = 0 the GEMM's, 1 the
  * direct conv's (v4 only), 2 the f32 rows'. 0 with *obj and *len set, -1 when the engine

@@ -93,6 +93,18 @@ int jit_gemm_entries(jit_fn *f, ir_dtype dt, const char *variant, bool prefer_pr
   return !*gemm || (work && !*work) ? -1 : 0;
 }
 
+bool jit_node_calls_prebuilt_gemm(const ir_node *mm) {
+  if (!mm || mm->nin < 2 || mm->nout < 1 || !mm->in[0] || !mm->in[1] || !mm->out[0]) return false;
+  const ir_type *ta = &mm->in[0]->type, *tb = &mm->in[1]->type;
+  ir_dtype dt = mm->out[0]->type.dtype;
+  if ((dt != IR_DT_F32 && dt != IR_DT_F64) || ta->rank < 2 || tb->rank < 2) return false;
+  bool trans = ir_node_attr_int(mm, "kiln.transpose_b", 0) != 0;
+  /* lower_matmul's M, K and N, symbolic when no binding folds them */
+  return !ir_dim_is_const(ta->dims[ta->rank - 2], NULL) ||
+         !ir_dim_is_const(ta->dims[ta->rank - 1], NULL) ||
+         !ir_dim_is_const(tb->dims[tb->rank - (trans ? 2 : 1)], NULL);
+}
+
 void jit_matmul_batch_strides(jit_fn *f, const ir_type *ta, int nba, const ir_type *tb, int nbb,
                               const ir_type *tc, int nb, const LLVMValueRef mkn[3],
                               LLVMValueRef *bdim, LLVMValueRef *sa, LLVMValueRef *sb,
@@ -266,7 +278,8 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
   LLVMValueRef gemm = NULL, gemm_work = NULL;
   if (dt == IR_DT_F32 || dt == IR_DT_F64) {
     /* a prepacked B was packed from whichever layout it had (prepack.c);
-     * symbolic sizes fold to nothing, so they call the prebuilt entry */
+     * symbolic sizes fold to nothing, so they call the prebuilt entry (for
+     * a kernel built without a binding: jit_node_calls_prebuilt_gemm) */
     bool sym = !(LLVMIsConstant(M) && LLVMIsConstant(N) && LLVMIsConstant(K));
     if (jit_gemm_entries(f, dt, packed ? "pex" : trans ? "tex" : "ex", sym, &gemm,
                          packed ? NULL : &gemm_work) != 0)

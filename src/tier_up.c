@@ -12,8 +12,7 @@
  * prebuilt GEMM with a cheap epilogue (no faster at FULL), or a copy, is
  * rebuilt only while no execute holds the CPUs (variants.c, tier_up), so
  * that on a machine the requests fill its compile takes no CPU time from
- * them. Each
- * swap:
+ * them. Each swap:
  *   - m->kernels[node] is stored with release order here and read with
  *     acquire order by rt_model_run_kernel, so an execute runs one kernel or
  *     the other, both correct (their kernel text, hence symbol map, is the
@@ -108,18 +107,6 @@ static bool cheap_member(const kiln_model *m, const ir_node *n) {
   }
 }
 
-/* Whether both tiers of matmul mm's kernel call the engine's prebuilt GEMM
- * (jit/matmul.c: f32 / f64 with M, N or K symbolic). */
-static bool prebuilt_gemm(const kiln_model *m, const ir_node *mm) {
-  if (!jit_engine_prebuilt(m->ctx->jit) || mm->nin < 1 || mm->nout < 1) return false;
-  const ir_type *a = &mm->in[0]->type, *c = &mm->out[0]->type;
-  if ((c->dtype != IR_DT_F32 && c->dtype != IR_DT_F64) || c->rank < 2 || a->rank < 1)
-    return false;
-  return !ir_dim_is_const(c->dims[c->rank - 2], NULL) ||
-         !ir_dim_is_const(c->dims[c->rank - 1], NULL) ||
-         !ir_dim_is_const(a->dims[a->rank - 1], NULL);
-}
-
 static bool is_norm(const ir_node *n) {
   ir_op_class c = ir_op_get(n->op)->cls;
   if (c == IR_CLS_SOFTMAX || c == IR_CLS_LAYER_NORM) return true;
@@ -142,7 +129,8 @@ static int rank(const kiln_model *m, int i) {
   if (n->op == IR_OP_CONV2D) return TIER_GEMM;
   const ir_node *mm = ir_node_matmul(n);
   if (!mm) return all_cheap(m, n) ? TIER_IDLE : is_norm(n) ? TIER_NORM : TIER_OTHER;
-  return prebuilt_gemm(m, mm) && all_cheap(m, n) ? TIER_IDLE : TIER_GEMM;
+  bool prebuilt = jit_engine_prebuilt(m->ctx->jit) && jit_node_calls_prebuilt_gemm(mm);
+  return prebuilt && all_cheap(m, n) ? TIER_IDLE : TIER_GEMM;
 }
 
 int rt_tier_up_start(kiln_model *m, kiln_status *st) {
