@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "compile_order.h"
 #include "pipeline.h"
@@ -50,12 +51,6 @@ typedef struct order_item {
   char *text;
 } order_item;
 
-static uint64_t fnv1a(const char *s) {
-  uint64_t h = 1469598103934665603ull;
-  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
-  return h;
-}
-
 static int by_rules(const void *a, const void *b) {
   const order_item *x = a, *y = b;
   if (x->dup != y->dup) return x->dup - y->dup;
@@ -80,7 +75,7 @@ void rt_compile_order(const ir_graph *g, int *nodes, int n) {
     o->cost = rt_compile_cost(g->nodes[nodes[k]]);
     o->text = rt_pipeline_kernel_text(g, nodes[k], NULL, map, &nks, NULL);
     if (!o->text) continue;
-    o->hash = fnv1a(o->text);
+    o->hash = XXH3_64bits(o->text, strlen(o->text));
     for (int j = 0; j < k && !o->dup; j++)
       o->dup = it[j].text && !it[j].dup && it[j].hash == o->hash && !strcmp(it[j].text, o->text);
   }
