@@ -36,6 +36,7 @@
 #include <llvm-c/Transforms/PassBuilder.h>
 
 #include "jit.h"
+#include "libcalls.h"
 #include "lower.h"
 #include "template.h"
 
@@ -303,6 +304,11 @@ jit_engine *jit_engine_new(char *err, size_t errlen) {
     return NULL;
   }
   LLVMOrcJITDylibAddGenerator(e->jd, gen); /* takes gen */
+  if ((le = jit_define_libcalls(e->jit, e->jd))) {
+    take_error(le, err, errlen, "jit: defining the runtime routines");
+    jit_engine_free(e);
+    return NULL;
+  }
   add_prebuilt(e);
   if (e->prebuilt) { /* objects that call it load only where it is loaded */
     char *o = malloc(strlen(e->options) + 96);
@@ -580,9 +586,13 @@ static LLVMModuleRef new_module(jit_engine *e, LLVMContextRef ctx, const char *n
  * lowering's row loops stayed scalar, and layer_norm / softmax over [1024,
  * 384] / [1024, 12, 128] ran 24x / 11x slower than at O3; rotated, about
  * 1.2x / 1.0x, for ~1.5x the quick compile time of those kernels (code
- * generation at LLVMCodeGenLevelLess instead would triple it). */
+ * generation at LLVMCodeGenLevelLess instead would triple it). globaldce
+ * drops what the inliner left unused, the templates' helpers among them:
+ * code generation at LLVMCodeGenLevelNone cannot lower the AVX-512 ones for
+ * a host without AVX-512 (the half GEMM's, KILN_HALF_GEMM=generic: an LLVM
+ * fatal error, the process aborted), and O3 never compiled them either. */
 static const char QUICK_PASSES[] =
-    "cgscc(inline),function(sroa,instcombine<no-verify-fixpoint>,simplifycfg,"
+    "cgscc(inline),globaldce,function(sroa,instcombine<no-verify-fixpoint>,simplifycfg,"
     "loop(loop-rotate),loop-vectorize,instcombine<no-verify-fixpoint>)";
 
 /* Verify and run the tier's passes (O3 for FULL). 0, or -1 with err. */
