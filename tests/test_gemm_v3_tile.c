@@ -94,6 +94,7 @@ Test(gemm_v3_tile, prepacked_b_keeps_pace_with_packing_b) {
   time_pair(M, N, K, a, b, bp, c1, c2, work, &t_ex, &t_pex);
   cr_expect(memcmp(c1, c2, sizeof(float) * (size_t)(M * N)) == 0, "_pex and _ex differ");
   double gf = 2.0 * (double)(M * N * K) * 1e-9;
+  cr_log_info("_pex %.1f GFLOP/s, _ex %.1f: %.2fx", gf / t_pex, gf / t_ex, t_ex / t_pex);
   cr_expect(t_ex / t_pex >= 0.8,
             "%lldx%lldx%lld: _pex %.1f GFLOP/s, _ex %.1f (medians of thread CPU time): "
             "prepacked B at %.2fx of packing it",
