@@ -10,6 +10,13 @@
  * interleaved, so machine noise hits all columns alike; min / median / max
  * GFLOP/s and the ratio of medians kiln / anchor.
  *
+ * A second kiln column on one thread, "kiln-weight", runs the GEMM as a
+ * served model does: B a weight bound once (kiln_model_bind_weight packs
+ * it, so the kernel reads the packed copy) and M symbolic (the generic
+ * kernel calls the prebuilt GEMM, as for a request of any length); the
+ * first column (B an input, static shapes) never reads a packed B. Its
+ * ratio is kiln's first column over it.
+ *
  * Threads: kiln's context is set to 1 thread (kiln_context_set_num_threads);
  * with --threads N a second kiln context runs with N threads beside it (the
  * 1-thread column stays, for the scaling ratio) and the anchors get N.
@@ -88,7 +95,8 @@ typedef struct gcase {
 
 typedef struct kiln_gemm {
   kiln_model *model;
-  kiln_tensor *a, *b, *c;
+  kiln_tensor *a, *b, *c; /* b NULL: B is the model's weight "b" */
+  kiln_tensor *w;         /* the tensor bound to that weight, or NULL */
 } kiln_gemm;
 
 /* A context with n threads; *why gets the reason when n cannot be set
@@ -127,12 +135,41 @@ static void kiln_setup(kiln_context *ctx, kiln_gemm *g, gcase c, float *a, float
   g->a = kiln_tensor_borrow(KILN_FLOAT32, 2, sa, a, st);
   g->b = kiln_tensor_borrow(KILN_FLOAT32, 2, sb, b, st);
   g->c = kiln_tensor_borrow(KILN_FLOAT32, 2, sc, out, st);
+  g->w = NULL;
   if (!g->a || !g->b || !g->c) die("tensors", st);
+}
+
+/* The kiln-weight column: a [m, K] (m symbolic) times the weight b [K, N],
+ * bound once (packed by the model). */
+static void kiln_setup_weight(kiln_context *ctx, kiln_gemm *g, gcase c, float *a, float *b,
+                              float *out, kiln_status *st) {
+  char dn[32], dk[32];
+  snprintf(dn, sizeof dn, "%lld", (long long)c.n);
+  snprintf(dk, sizeof dk, "%lld", (long long)c.k);
+  kiln_graph *gr = kiln_graph_new("gemm_weight", st);
+  if (!gr) die("graph", st);
+  const char *da[2] = {"m", dk}, *db[2] = {dk, dn};
+  kiln_value *va = kiln_graph_add_input(gr, "a", KILN_FLOAT32, 2, da, st);
+  kiln_value *vb = kiln_graph_add_weight(gr, "b", KILN_FLOAT32, 2, db, st);
+  if (!va || !vb) die("input and weight", st);
+  kiln_value *ops[2] = {va, vb};
+  kiln_value *vc = kiln_graph_add_op(gr, "mo.matmul", ops, 2, NULL, NULL, st);
+  if (!vc || kiln_graph_set_outputs(gr, &vc, 1, NULL, st) != 0) die("matmul", st);
+  g->model = kiln_model_compile(ctx, gr, st);
+  if (!g->model) die("compile", st);
+  kiln_graph_free(gr);
+  int64_t sa[2] = {c.m, c.k}, sb[2] = {c.k, c.n}, sc[2] = {c.m, c.n};
+  g->w = kiln_tensor_borrow(KILN_FLOAT32, 2, sb, b, st);
+  if (!g->w || kiln_model_bind_weight(g->model, "b", g->w, st) != 0) die("bind weight b", st);
+  g->a = kiln_tensor_borrow(KILN_FLOAT32, 2, sa, a, st);
+  g->b = NULL;
+  g->c = kiln_tensor_borrow(KILN_FLOAT32, 2, sc, out, st);
+  if (!g->a || !g->c) die("tensors", st);
 }
 
 static void kiln_run(kiln_gemm *g, kiln_status *st) {
   kiln_tensor *in[2] = {g->a, g->b};
-  if (kiln_model_execute(g->model, in, 2, &g->c, 1, st) != 0) die("execute", st);
+  if (kiln_model_execute(g->model, in, g->b ? 2 : 1, &g->c, 1, st) != 0) die("execute", st);
 }
 
 static void kiln_teardown(kiln_gemm *g) {
@@ -140,11 +177,13 @@ static void kiln_teardown(kiln_gemm *g) {
   kiln_tensor_free(g->b);
   kiln_tensor_free(g->c);
   kiln_model_free(g->model);
+  kiln_tensor_free(g->w);
 }
 
-/* Columns: kiln on 1 thread, kiln on N threads (--threads only), anchors. */
-enum { KILN1 = 0, KILNN, DNNL, OPENBLAS, NIMPL };
-static const char *IMPL_NAMES[NIMPL] = {"kiln", "kiln", "oneDNN", "OpenBLAS"};
+/* Columns: kiln on 1 thread, kiln on N threads (--threads only), kiln with
+ * B a packed weight (1 thread, without --threads), anchors. */
+enum { KILN1 = 0, KILNN, KILNW, DNNL, OPENBLAS, NIMPL };
+static const char *IMPL_NAMES[NIMPL] = {"kiln", "kiln", "kiln-weight", "oneDNN", "OpenBLAS"};
 
 static bool anchor_built(int impl) {
   switch (impl) {
@@ -270,9 +309,9 @@ int main(int argc, char **argv) {
     printf("%-22s %-12s %5s %9s %9s %9s %12s\n", "case", "impl", "runs", "min", "median", "max",
            "kiln/impl");
   }
-  bool used[NIMPL] = {true, scaling && !whyn[0], anchors && anchor_built(DNNL),
+  bool used[NIMPL] = {true, scaling && !whyn[0], !scaling, anchors && anchor_built(DNNL),
                       anchors && anchor_built(OPENBLAS)};
-  int impl_threads[NIMPL] = {1, nthreads, nthreads, nthreads};
+  int impl_threads[NIMPL] = {1, nthreads, 1, nthreads, nthreads};
   int rc = 0;
   for (int ci = 0; ci < ncases; ci++) {
     gcase c = cases[ci];
@@ -288,9 +327,10 @@ int main(int argc, char **argv) {
       if (i < na) a[i] = v;
       else b[i - na] = v;
     }
-    kiln_gemm g1, gn = {0};
+    kiln_gemm g1 = {0}, gn = {0}, gw = {0};
     kiln_setup(ctx1, &g1, c, a, b, ref, st);
     if (used[KILNN]) kiln_setup(ctxn, &gn, c, a, b, out, st);
+    if (used[KILNW]) kiln_setup_weight(ctx1, &gw, c, a, b, out, st);
     int runs = (int)(1.5e10 / flops);
     if (runs < 9) runs = 9;
     if (runs > 300) runs = 300;
@@ -313,6 +353,7 @@ int main(int argc, char **argv) {
       if (!used[impl]) continue;
       memset(out, 0, nc * sizeof *out);
       if (impl == KILNN) kiln_run(&gn, st);
+      else if (impl == KILNW) kiln_run(&gw, st);
       else run_anchor(impl, c, a, b, out);
       double worst = 0;
       for (size_t i = 0; i < nc; i++) {
@@ -345,11 +386,13 @@ int main(int argc, char **argv) {
           nanosleep(&pause, NULL);
           if (impl == KILN1) kiln_run(&g1, st);
           else if (impl == KILNN) kiln_run(&gn, st);
+          else if (impl == KILNW) kiln_run(&gw, st);
           else run_anchor(impl, c, a, b, out);
         }
         double t0 = now_s();
         if (impl == KILN1) kiln_run(&g1, st);
         else if (impl == KILNN) kiln_run(&gn, st);
+        else if (impl == KILNW) kiln_run(&gw, st);
         else run_anchor(impl, c, a, b, out);
         secs[impl][r] = now_s() - t0;
       }
@@ -380,6 +423,7 @@ int main(int argc, char **argv) {
     for (int impl = 0; impl < NIMPL; impl++) free(secs[impl]);
     kiln_teardown(&g1);
     if (used[KILNN]) kiln_teardown(&gn);
+    if (used[KILNW]) kiln_teardown(&gw);
     free(a);
     free(b);
     free(ref);

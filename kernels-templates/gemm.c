@@ -371,6 +371,18 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
           C[r * ldc + j] = first ? tile[r][j] : C[r * ldc + j] + tile[r][j];                     \
     }                                                                                            \
   }                                                                                              \
+  /* One k step of the main MR x 2-vector tile: acc[r][*] += A[r] * B's two                      \
+   * vectors (Ap: the MR packed values of A, Bp: the panel's 2VL-wide row). */                   \
+  static inline __attribute__((always_inline)) void NAME##_step(V (*acc)[2],                     \
+                                                                const T *restrict Ap,            \
+                                                                const T *restrict Bp) {          \
+    V b0 = VLOAD(V, Bp), b1 = VLOAD(V, Bp + VL);                                                 \
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
+      V a = (V)Ap[r];                                                                            \
+      acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                                   \
+      acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                                   \
+    }                                                                                            \
+  }                                                                                              \
   /* The R x W vectors register tile (R <= MR rows, W = 1 or 2 vectors; both                     \
    * constants once inlined: the narrower tiles at the edges of C skip the                       \
    * multiply-adds of zero-padded rows and columns) over kc packed steps (A                      \
@@ -392,7 +404,28 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
         __builtin_prefetch(C + r * ldc + W * VL - 1, 1, 3);                                      \
       }                                                                                          \
     }                                                                                            \
-    if (R == MR && W == 2) { /* the main tile, as O3 likes it (unrolled by 2) */                 \
+    if (R == MR && W == 2 && sizeof(V) == 32) {                                                  \
+      /* AVX2's main tile: 12 accumulators, 2 B vectors and the broadcasts                       \
+       * share 16 ymm registers, and with gemm_prefetch_step's branch in the                     \
+       * k loop O3 loaded all MR broadcasts ahead of it and kept 4                               \
+       * accumulators on the stack (a store and a reload each per k, every                       \
+       * step waiting on store forwarding). The steps that prefetch run in                       \
+       * a loop of their own, so neither body has a branch. */                                   \
+      int64_t k = 0, kp = MIN(pf.n, kc);                                                         \
+      int64_t second = pf.step > 64 ? 64 : 0; /* else the same line again */                     \
+      for (; k < kp; k++) {                                                                      \
+        NAME##_step(acc, Ap, Bp);                                                                \
+        __builtin_prefetch(pf.p + k * pf.step, 0, 2);                                            \
+        __builtin_prefetch(pf.p + k * pf.step + second, 0, 2);                                   \
+        Ap += MR;                                                                                \
+        Bp += bk;                                                                                \
+      }                                                                                          \
+      for (; k < kc; k++) {                                                                      \
+        NAME##_step(acc, Ap, Bp);                                                                \
+        Ap += MR;                                                                                \
+        Bp += bk;                                                                                \
+      }                                                                                          \
+    } else if (R == MR && W == 2) { /* the main tile, as O3 likes it (unrolled by 2) */          \
       for (int64_t k = 0; k < kc; k++) {                                                         \
         V b0 = VLOAD(V, Bp), b1 = VLOAD(V, Bp + VL);                                             \
         _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                        \
