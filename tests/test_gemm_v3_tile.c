@@ -11,8 +11,11 @@
  * against 60-76 GFLOP/s. The check is a ratio of the two measured in the
  * same rounds, interleaved, each call's thread CPU time, medians, so a
  * loaded machine slows both alike; the bound (0.8) sits between the
- * spilling tile (~0.55) and the fixed one (~1.1). The bits of _pex and _ex
- * are compared too (tests/test_gemm.c covers every shape class). */
+ * spilling tile (~0.55) and the fixed one (~1.1). The ratio is asserted only
+ * with KILN_TEST_TIMING=1 (speed goals live in bench/: bench_gemm's
+ * kiln-weight column; a loaded CI host must not fail the suite), and logged
+ * otherwise (--verbose). The bits of _pex and _ex are compared always
+ * (tests/test_gemm.c covers every shape class). */
 #define _GNU_SOURCE /* CLOCK_THREAD_CPUTIME_ID */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -95,10 +98,12 @@ Test(gemm_v3_tile, prepacked_b_keeps_pace_with_packing_b) {
   cr_expect(memcmp(c1, c2, sizeof(float) * (size_t)(M * N)) == 0, "_pex and _ex differ");
   double gf = 2.0 * (double)(M * N * K) * 1e-9;
   cr_log_info("_pex %.1f GFLOP/s, _ex %.1f: %.2fx", gf / t_pex, gf / t_ex, t_ex / t_pex);
-  cr_expect(t_ex / t_pex >= 0.8,
-            "%lldx%lldx%lld: _pex %.1f GFLOP/s, _ex %.1f (medians of thread CPU time): "
-            "prepacked B at %.2fx of packing it",
-            (long long)M, (long long)N, (long long)K, gf / t_pex, gf / t_ex, t_ex / t_pex);
+  const char *timing = getenv("KILN_TEST_TIMING");
+  if (timing && strcmp(timing, "1") == 0)
+    cr_expect(t_ex / t_pex >= 0.8,
+              "%lldx%lldx%lld: _pex %.1f GFLOP/s, _ex %.1f (medians of thread CPU time): "
+              "prepacked B at %.2fx of packing it",
+              (long long)M, (long long)N, (long long)K, gf / t_pex, gf / t_ex, t_ex / t_pex);
   free(a);
   free(b);
   free(c1);
