@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bg_place.h"
 #include "cache_backing.h"
 #include "cache_remote_impl.h"
 #include "rt.h"
@@ -77,6 +78,7 @@ kr_remote *kr_remote_new(const char *url, const kr_options *o, kiln_status *st) 
   r->timeout_ms = timeout;
   r->breaker_base_ms = breaker;
   r->log = o->log;
+  r->place = o->place;
   r->backoff_ms = breaker;
   bool v6 = strchr(u.host, ':') != NULL;
   snprintf(r->desc, sizeof r->desc, "%s://%s%s%s%s%s:%d/%d (namespace %s)",
@@ -246,6 +248,8 @@ int kr_remote_del(kr_remote *r, kc_key key, kiln_status *st) {
 
 static void *publisher(void *arg) {
   kr_remote *r = arg;
+  rt_bg_thread me;
+  rt_bg_enter(r->place, &me); /* off the CPUs where models execute */
   pthread_mutex_lock(&r->qmu);
   for (;;) {
     while (!r->head && !r->stop) pthread_cond_wait(&r->qcv, &r->qmu);
@@ -269,6 +273,7 @@ static void *publisher(void *arg) {
   r->busy = false;
   pthread_cond_broadcast(&r->idle_cv);
   pthread_mutex_unlock(&r->qmu);
+  rt_bg_leave(r->place, &me);
   return NULL;
 }
 

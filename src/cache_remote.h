@@ -93,6 +93,7 @@ typedef struct kr_options {
   int timeout_ms;       /* 0: KILN_CACHE_REMOTE_TIMEOUT_MS, else 50 */
   int breaker_ms;       /* 0: KILN_CACHE_REMOTE_BREAKER_MS, else 5000 */
   struct rt_log *log;   /* where warnings go (the context's log); NULL: stderr */
+  struct rt_bg_place *place; /* where the publisher thread registers (bg_place.h); NULL: nowhere */
 } kr_options;
 
 /* A remote tier for url (nothing is connected yet: the first command

@@ -45,6 +45,7 @@ struct kr_remote {
   size_t qbytes;
   bool busy, stop, thread_started;
   pthread_t thread;
+  struct rt_bg_place *place; /* the publisher registers there (kr_options.place) */
   /* ---- counters ---- */
   _Atomic uint64_t hits, misses, errors, published, corrupt, dropped, skips, opens;
   atomic_bool warned_setup; /* a refused AUTH / SELECT was warned about */

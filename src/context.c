@@ -25,6 +25,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "bg_place.h"
 #include "cache_backing.h"
 #include "cache_disk.h"
 #include "cache_mem.h"
@@ -114,8 +115,10 @@ KILN_API kiln_context *kiln_context_new(kiln_status *st) {
   if ((generic_half && jit_engine_force_generic_half(ctx->jit) < 0) ||
       (int8_cap && jit_engine_cap_int8_gemm(ctx->jit, int8_cap) < 0) ||
       !(ctx->kcache = rt_cache_mem_new(ctx->jit, &ctx->lock)) ||
-      !(ctx->spec = rt_spec_ctx_new()) || !(ctx->libs = rt_kernel_libs_new())) {
+      !(ctx->place = rt_bg_place_new()) || !(ctx->spec = rt_spec_ctx_new(ctx->place)) ||
+      !(ctx->libs = rt_kernel_libs_new())) {
     rt_spec_ctx_free(ctx->spec);
+    rt_bg_place_free(ctx->place);
     rt_kernel_libs_free(ctx->libs);
     rt_cache_mem_free(ctx->kcache);
     jit_engine_free(ctx->jit);
@@ -178,6 +181,7 @@ KILN_API int kiln_context_free_checked(kiln_context *ctx, kiln_status *st) {
   jit_engine_free(ctx->jit);
   rt_kernel_libs_free(ctx->libs); /* after every compile that could look one up */
   rt_trace_free(ctx->trace);      /* writes what is buffered; nothing records any more */
+  rt_bg_place_free(ctx->place);   /* every background thread has been joined */
   rt_log_destroy(&ctx->log);
   pthread_mutex_destroy(&ctx->lock);
   free(ctx);

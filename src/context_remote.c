@@ -46,7 +46,7 @@ void rt_context_remote_open(kiln_context *ctx) {
     return;
   }
   kiln_status *st = kiln_status_new();
-  kr_options o = {.log = &ctx->log};
+  kr_options o = {.log = &ctx->log, .place = ctx->place};
   ctx->remote = kr_remote_new(url, &o, st);
   if (!ctx->remote) {
     snprintf(ctx->remote_status, sizeof ctx->remote_status,
@@ -85,7 +85,7 @@ KILN_API int kiln_context_set_remote_cache(kiln_context *ctx, const char *url, c
                   "kiln_context_set_remote_cache: context is NULL");
   kr_remote *r = NULL;
   if (url) {
-    kr_options o = {.ns = ns, .timeout_ms = timeout_ms, .log = &ctx->log};
+    kr_options o = {.ns = ns, .timeout_ms = timeout_ms, .log = &ctx->log, .place = ctx->place};
     if (!(r = kr_remote_new(url, &o, st))) return -1;
   }
   kr_remote **keep = realloc(ctx->remote_retired,

@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "backend.h"
+#include "bg_place.h"
 #include "buffers.h"
 #include "capture.h"
 #include "plan.h"
@@ -353,6 +354,7 @@ int rt_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,
                   "the model has %d output%s, got room for %d", m->noutputs,
                   m->noutputs == 1 ? "" : "s", outputs ? noutputs : 0);
+  rt_bg_note_caller(m->ctx->place); /* the context's background threads: off this CPU */
   const ir_graph *g = m->g;
   size_t nv = (size_t)g->nvalues, no = (size_t)m->noutputs;
   size_t sz = scratch_bytes(m);

@@ -78,6 +78,7 @@ struct kiln_context {
   char remote_status[640];     /* "remote cache: ...", "remote cache off", ... */
   /* ---- threads (pool.c, pool.h) ---- */
   struct rt_pool *pool;  /* persistent workers, or NULL (one thread) */
+  struct rt_bg_place *place; /* background threads kept off the executing CPUs (bg_place.h) */
   /* ---- custom kernel libraries (kernel_lib.c); the JIT's resolver points here ---- */
   struct rt_kernel_libs *libs;
   /* ---- observing (log.c, trace.c, observe.c) ----

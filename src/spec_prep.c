@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bg_place.h"
 #include "plan.h"
 #include "pool.h"
 #include "variants.h"
@@ -42,6 +43,7 @@ struct rt_prep {
   bool polling;         /* the thread looks at the queue every RT_PREP_POLL_NS: no wake needed */
   int64_t last_plan_ns; /* when it took its last plan job */
   pthread_t thread;
+  rt_bg_place *place;                  /* where the thread registers, or NULL */
   _Atomic(void *) discard;              /* a block to free off the request path */
   prep_job jobs[RT_PREP_QUEUE_MAX + 1]; /* queued, running, free */
 };
@@ -111,6 +113,8 @@ void rt_thread_batch(void) {
 static void *prep_thread(void *arg) {
   rt_prep *p = arg;
   pthread_setname_np(pthread_self(), "kiln-prepare");
+  rt_bg_thread me;
+  rt_bg_enter(p->place, &me); /* off the executing CPUs: it polls every ms after a plan */
   rt_thread_batch(); /* the execute that queues a job is not preempted by this thread */
   pthread_mutex_lock(&p->mu);
   for (;;) {
@@ -148,7 +152,12 @@ static void *prep_thread(void *arg) {
     job_free_locked(p, j);
   }
   pthread_mutex_unlock(&p->mu);
+  rt_bg_leave(p->place, &me);
   return NULL;
+}
+
+void rt_prep_set_place(rt_prep *p, rt_bg_place *place) {
+  if (p) p->place = place;
 }
 
 void rt_prep_free(rt_prep *p) {

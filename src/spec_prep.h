@@ -33,6 +33,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "bg_place.h"
 #include "rt.h"
 
 #define RT_PREP_QUEUE_MAX 16
@@ -68,6 +69,8 @@ bool rt_lock_briefly(pthread_mutex_t *mu);
 
 /* A prepare queue, no thread yet; NULL on OOM. */
 rt_prep *rt_prep_new(void);
+/* Where its thread registers (bg_place.h; NULL: nowhere); before the thread starts. */
+void rt_prep_set_place(rt_prep *p, rt_bg_place *place);
 /* Stop and join the thread; queued jobs are dropped. NULL ok. Every model
  * with jobs must have cancelled them first (rt_prep_cancel). */
 void rt_prep_free(rt_prep *p);

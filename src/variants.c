@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "bg_place.h"
 #include "cache_mem.h"
 #include "pipeline.h"
 #include "plan.h"
@@ -121,6 +122,7 @@ struct rt_spec_ctx {
   atomic_int test_delay_ms;
   atomic_int test_trial;   /* rt_spec_trial_mode */
   rt_prep *prep;           /* plans ahead of a growing dim (spec_prep.h) */
+  rt_bg_place *place;      /* where the compile thread registers (bg_place.h), or NULL */
   _Atomic int64_t c[NCOUNTERS];
 };
 
@@ -138,13 +140,15 @@ void rt_model_discard_arena(kiln_model *m, void *blk) {
 
 /* ---- context part ---- */
 
-rt_spec_ctx *rt_spec_ctx_new(void) {
+rt_spec_ctx *rt_spec_ctx_new(rt_bg_place *place) {
   rt_spec_ctx *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   if (pthread_mutex_init(&s->mu, NULL) != 0) goto fail0;
   if (pthread_cond_init(&s->work_cv, NULL) != 0) goto fail1;
   if (pthread_cond_init(&s->done_cv, NULL) != 0) goto fail2;
   if (!(s->prep = rt_prep_new())) goto fail3;
+  rt_prep_set_place(s->prep, place);
+  s->place = place;
   return s;
 fail3:
   pthread_cond_destroy(&s->done_cv);
@@ -629,6 +633,8 @@ static void *compile_thread(void *arg) {
 #endif
   rt_thread_batch(); /* an execute that queues a job is not preempted by this thread */
   pthread_setname_np(pthread_self(), "kiln-compile"); /* its own track in traces, perf, gdb */
+  rt_bg_thread me;
+  rt_bg_enter(s->place, &me); /* off the CPUs where models execute (bg_place.c) */
   pthread_mutex_lock(&s->mu);
   for (;;) {
     while (!s->stop && !s->head) pthread_cond_wait(&s->work_cv, &s->mu);
@@ -684,6 +690,7 @@ static void *compile_thread(void *arg) {
     job_free(j);
   }
   pthread_mutex_unlock(&s->mu);
+  rt_bg_leave(s->place, &me);
   return NULL;
 }
 

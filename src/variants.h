@@ -34,6 +34,7 @@
 #ifndef KILN_SRC_VARIANTS_H
 #define KILN_SRC_VARIANTS_H
 
+#include "bg_place.h"
 #include "rt.h"
 #include "spec_policy.h"
 
@@ -47,7 +48,8 @@ typedef struct rt_spec_ctx rt_spec_ctx;
 
 /* ---- per context (context.c creates and frees it) ---- */
 /* Queue, counters and defaults of a context; no thread yet. NULL on OOM. */
-rt_spec_ctx *rt_spec_ctx_new(void);
+/* Its threads (compile, prepare) register with place (bg_place.h; NULL ok). */
+rt_spec_ctx *rt_spec_ctx_new(rt_bg_place *place);
 /* Stop and join the compile thread (no model may be left). NULL ok. */
 void rt_spec_ctx_free(rt_spec_ctx *s);
 /* For tests: every background job sleeps ms first (in slices, cancellable),

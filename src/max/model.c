@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "mx.h"
+#include "src/bg_place.h"
 #include "src/name_map.h"
 #include "src/rt.h"
 
@@ -75,7 +76,12 @@ static void compiled_run(M_AsyncCompiledModel *c) {
 }
 
 static void *compile_thread(void *arg) {
-  compiled_run(arg);
+  M_AsyncCompiledModel *c = arg;
+  rt_bg_place *place = c->kc->place; /* the context outlives the compile */
+  rt_bg_thread me;
+  rt_bg_enter(place, &me); /* off the CPUs where the context's models execute */
+  compiled_run(c);
+  rt_bg_leave(place, &me);
   return NULL;
 }
 
@@ -323,7 +329,12 @@ static void model_init_run(M_AsyncModel *m) {
 }
 
 static void *init_thread(void *arg) {
-  model_init_run(arg);
+  M_AsyncModel *m = arg;
+  rt_bg_place *place = m->kc->place; /* the context outlives the model */
+  rt_bg_thread me;
+  rt_bg_enter(place, &me); /* off the CPUs where the context's models execute */
+  model_init_run(m);
+  rt_bg_leave(place, &me);
   return NULL;
 }
 
