@@ -17,6 +17,11 @@
 /* Elements of t; -1 for a bad rank, a negative dim or an overflow. */
 int64_t ir_tensor_numel(const ir_tensor *t);
 
+/* The bf16 bits of v rounded once, to nearest with ties to even, as the
+ * interpreter stores a bf16 (overflow gives inf, tiny values subnormals or
+ * 0; a NaN keeps its sign and top payload, made quiet). */
+uint16_t ir_bf16_from_double(double v);
+
 /* Weight lookup for constant.external: return the tensor bound to `name`, or
  * NULL when there is none. */
 typedef const ir_tensor *(*ir_weight_fn)(void *ud, const char *name);

@@ -66,6 +66,8 @@ static uint16_t double_to_small(double v, int eb, int mb) {
   return (uint16_t)(sign | round_to_format(m, e, eb, mb));
 }
 
+uint16_t ir_bf16_from_double(double v) { return double_to_small(v, 8, 7); }
+
 static uint16_t int_to_small(bool negative, uint64_t magnitude, int eb, int mb) {
   uint32_t sign = negative ? 1u << (eb + mb) : 0;
   if (magnitude == 0) return 0;

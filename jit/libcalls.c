@@ -16,16 +16,17 @@
 
 #include <llvm-c/Orc.h>
 
+#include "../ir/interp.h"
 #include "libcalls.h"
 
 /* f32 bits -> bf16 bits, to nearest even; a NaN stays NaN (sign and top
  * payload kept, made quiet); overflow gives inf (the lowering's rule too,
  * jit/elementwise.c: f32_to_bf16) */
-static uint32_t bf16_bits(float x) {
+uint16_t jit_bf16_from_f32(float x) {
   uint32_t b;
   memcpy(&b, &x, sizeof b);
-  if (isnan(x)) return (b >> 16) | 0x40;
-  return (b + 0x7fff + ((b >> 16) & 1)) >> 16;
+  if (isnan(x)) return (uint16_t)((b >> 16) | 0x40);
+  return (uint16_t)((b + 0x7fff + ((b >> 16) & 1)) >> 16);
 }
 
 static float in_low_bits(uint32_t h) {
@@ -34,26 +35,10 @@ static float in_low_bits(uint32_t h) {
   return r;
 }
 
-uint16_t jit_bf16_from_f32(float x) { return (uint16_t)bf16_bits(x); }
-
-/* f64 -> bf16 in one rounding: to f32 rounding to odd (truncate toward
- * zero, then set the last bit when inexact), which the f32 -> bf16 step
- * rounds as the f64 itself would round */
-uint16_t jit_bf16_from_f64(double x) {
-  if (isnan(x)) return (uint16_t)bf16_bits((float)x);
-  float t = (float)x;
-  if (fabs((double)t) > fabs(x)) t = nextafterf(t, 0.0f);
-  if ((double)t != x) {
-    uint32_t b;
-    memcpy(&b, &t, sizeof b);
-    b |= 1;
-    memcpy(&t, &b, sizeof t);
-  }
-  return (uint16_t)bf16_bits(t);
-}
-
 static float truncsfbf2(float x) { return in_low_bits(jit_bf16_from_f32(x)); }
-static float truncdfbf2(double x) { return in_low_bits(jit_bf16_from_f64(x)); }
+/* f64 -> bf16 in one rounding: the interpreter's (a rare call: the lowering
+ * narrows f64 through f32 rounded to odd itself) */
+static float truncdfbf2(double x) { return in_low_bits(ir_bf16_from_double(x)); }
 
 static const struct {
   const char *name;

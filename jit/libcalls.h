@@ -12,9 +12,10 @@
  * an error when jd already has them. */
 LLVMErrorRef jit_define_libcalls(LLVMOrcLLJITRef jit, LLVMOrcJITDylibRef jd);
 
-/* What those routines compute: the bfloat bits of x, rounded once to
- * nearest even (NaN stays a quiet NaN with its sign, overflow gives inf). */
+/* What __truncsfbf2 computes: the bfloat bits of x, rounded once to
+ * nearest even (NaN stays a quiet NaN with its sign, overflow gives inf),
+ * on the bits: the interpreter's ir_bf16_from_double, which __truncdfbf2
+ * calls, gives the same for every float. */
 uint16_t jit_bf16_from_f32(float x);
-uint16_t jit_bf16_from_f64(double x);
 
 #endif
