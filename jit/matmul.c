@@ -41,7 +41,7 @@
  * the batch's A, B, C pointers and row strides K, N, N; for static dims the
  * call is inlined and the sizes fold to constants. The packing workspace the
  * template asks for (kiln_gemm_<t>_v<VL>_work: when N > 256 and M >= 4, 2
- * MiB of B block, plus 144 KiB (f32) of A block when N > 512; else none) is
+ * MiB of B block plus 144 KiB (f32) of A block; else none) is
  * malloc'd once per kernel call, shared by the batches and freed after
  * them (if malloc fails the template falls back to its stack buffers). The
  * template blocks K, so sums are reordered (k ascending within a block of

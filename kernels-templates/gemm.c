@@ -657,8 +657,9 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
   int64_t NAME##_work(int64_t M, int64_t N, int64_t K);                                          \
   int64_t NAME##_work(int64_t M, int64_t N, int64_t K) {                                         \
     if (M < SMALL_M || K <= 0 || N <= NC_STACK) return 0;                                        \
-    /* the B block; the A block unless every piece reads A in place; align */                    \
-    return KC_HEAP * (NC_HEAP + (N > DIRECT_A_MAX_N ? MC_MAX : 0)) + 64 / (int64_t)sizeof(T);    \
+    /* the B block, the A block (packed even where N <= DIRECT_A_MAX_N when                      \
+     * lda is a multiple of 4 KiB: _piece; lda is not known here), align */                      \
+    return KC_HEAP * (NC_HEAP + MC_MAX) + 64 / (int64_t)sizeof(T);                               \
   }                                                                                              \
                                                                                                  \
   /* The piece rows [0, M) x columns [0, N) of the pointers given (i_off,                        \

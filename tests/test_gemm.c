@@ -339,6 +339,11 @@ static void check_entry(void *fnp, gemm_work_fn workfn, bool f64, const char *wh
     int64_t K = t == 0 ? 300 : dims[lcg(&s) % (uint64_t)nd]; /* one K over a block */
     int64_t lda = K + 3, ldb = N + 5, ldc = N + 2;
     size_t sz = f64 ? sizeof(double) : sizeof(float);
+    if (t == 1 || t == 2) { /* rows of A 4 KiB apart with N <= 512: A is packed
+                             * into the workspace (once written past its end) */
+      M = 33, N = 300, K = t == 1 ? 300 : 65;
+      lda = 4096 / (int64_t)sz, ldb = N + 5, ldc = N + 2;
+    }
     char *a = malloc(sz * (size_t)(M * lda + 1)), *b = malloc(sz * (size_t)(K * ldb + 1));
     char *c = malloc(sz * (size_t)(M * ldc + 1));
     cr_assert(a && b && c);
