@@ -21,7 +21,9 @@
  *   - growth: per symbol, how many executes in a row saw it increase (a
  *     decoder's sequence length). variants.c specializes the next bucket of
  *     a symbol the caller bucketed once its run reaches RT_SPEC_AHEAD_RUN, so
- *     the variant is live when the dim crosses into that bucket.
+ *     the variant is live when the dim crosses into that bucket;
+ *   - bounds: a bucket ends at its symbol's largest value the graph allows
+ *     (rt_spec_sym_max), and nothing is planned or specialized past it.
  * The table of bindings is bounded (RT_SPEC_SEEN, least recently seen
  * replaced); it has a lock of its own, never held while compiling. */
 #ifndef KILN_SRC_SPEC_POLICY_H
@@ -97,5 +99,11 @@ int rt_spec_policy_values(rt_spec_policy *p, const int64_t *syms, const bool *ex
 /* How many executes in a row (up to RT_SPEC_AHEAD_RUN) saw symbol k larger
  * than the execute before (counted by rt_spec_policy_values). */
 int rt_spec_policy_rising(rt_spec_policy *p, int k);
+/* The largest value each symbol of g can take at an execute that passes
+ * g's checks, into max[g->nsyms] (INT64_MAX where g sets none): a check
+ * "constant >= symbol", or a slice read from data whose result axis is the
+ * symbol over a static axis (spec_bound.c). */
+struct ir_graph;
+void rt_spec_sym_max(const struct ir_graph *g, int64_t *max);
 
 #endif

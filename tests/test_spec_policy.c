@@ -235,6 +235,86 @@ Test(spec_policy, a_growing_bucketed_dim_is_planned_ahead) {
   kiln_model_free(m);
 }
 
+/* total cuts a slice of %c [20, 8] read from data (a decoder's cache[:, :total]):
+ * it can never exceed 20 */
+#define C20 "!mo.tensor<[20, 8], f32>"
+#define I1 "!mo.tensor<[1], si64>"
+#define TT "!mo.tensor<[total, 8], f32>"
+static const char *SLICED =
+    "mo.graph @w<total>(%c: " C20 ", %stop: " I1 ") -> (" TT ") {\n"
+    "  %z = mo.constant {value = #M.dense_array<0> : tensor<1xsi64>} : " I1 "\n"
+    "  %one = mo.constant {value = #M.dense_array<1> : tensor<1xsi64>} : " I1 "\n"
+    "  %s = mo.slice_tensor(%c, %z, %stop, %one, %z) : (" C20 ", " I1 ", " I1 ", " I1 ", " I1
+    ") -> " TT "\n"
+    "  %y = mo.tanh(%s) : " TT "\n"
+    "  %o = mo.softmax(%y) {axis = -1} : " TT "\n"
+    "  mo.output %o : " TT "\n}\n";
+
+/* a tensor [n, 8] stored into a buffer's slice: n can never exceed 20 */
+static const char *STORED =
+    "mo.graph @b<n>(%buf: !mo.buffer<[20, 8], f32>, %x: !mo.tensor<[n, 8], f32>, "
+    "%at: !mo.tensor<[2], si64>) -> (!mo.tensor<[n, 8], f32>) {\n"
+    "  %c0 = mo.chain.create() : !mo.chain\n"
+    "  %y = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"
+    "  %c1 = mo.mutable.store.slice(%buf, %y, %at, %c0) : (!mo.buffer<[20, 8], f32>, "
+    "!mo.tensor<[n, 8], f32>, !mo.tensor<[2], si64>, !mo.chain) -> !mo.chain\n"
+    "  mo.output %y : !mo.tensor<[n, 8], f32>\n}\n";
+
+/* Execute SLICED with total = n. */
+static void exec_sliced(kiln_model *m, int64_t n) {
+  int64_t cs[2] = {20, 8}, one[1] = {1};
+  kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, cs, st),
+                        kiln_tensor_new(KILN_INT64, 1, one, st)};
+  float *c = kiln_tensor_data(in[0]);
+  for (int i = 0; i < 160; i++) c[i] = (float)(i % 7) - 3.0f;
+  *(int64_t *)kiln_tensor_data(in[1]) = n;
+  kiln_tensor *out = NULL;
+  cr_assert_eq(kiln_model_execute(m, in, 2, &out, 1, st), 0, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_tensor_shape(out)[0], n);
+  kiln_tensor_free(out);
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+}
+
+Test(spec_policy, a_symbols_bound_comes_from_its_slices_and_checks) {
+  int64_t max[2];
+  kiln_model *m = model(SLICED, KILN_SPECIALIZE_OFF);
+  rt_spec_sym_max(m->g, max);
+  cr_expect_eq(max[0], 20, "total <= the axis its slice cuts: %lld", (long long)max[0]);
+  kiln_model_free(m);
+  m = model(STORED, KILN_SPECIALIZE_OFF);
+  rt_spec_sym_max(m->g, max);
+  cr_expect_eq(max[0], 20, "n <= the buffer's axis it is stored into: %lld", (long long)max[0]);
+  kiln_model_free(m);
+  m = model(SOFT, KILN_SPECIALIZE_OFF);
+  rt_spec_sym_max(m->g, max);
+  cr_expect_eq(max[0], INT64_MAX, "nothing bounds SOFT's n");
+  kiln_model_free(m);
+}
+
+/* A growing dim bounded at 20 with pow2 buckets: its last bucket is 17..20
+ * (not 17..32), specialized ahead from bucket 16 like any other, and
+ * nothing is planned or specialized past it: no bucket 64 queued, nor
+ * planned, from the last bucket. */
+Test(spec_policy, nothing_is_planned_or_specialized_past_a_symbols_bound) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(SLICED, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "total", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 16; n++) exec_sliced(m, n); /* the last bucket claimed at 11 */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
+  double ahead = counter(m, KILN_COUNTER_PLANS_AHEAD); /* 20's end, unless a plan covers it */
+  cr_expect_leq(ahead, 1, "a bucket past 20 was planned ahead: %g plans", ahead);
+  double hits = counter(m, KILN_COUNTER_HITS), plans = counter(m, KILN_COUNTER_PLANS);
+  for (int64_t n = 17; n <= 20; n++) exec_sliced(m, n);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_HITS), hits + 4, "the last bucket's variant was not ready");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), plans, "an execute in the last bucket planned");
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1, "a bucket past 20 was queued ahead");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), ahead, "a bucket past 20 was planned ahead");
+  kiln_model_free(m);
+}
+
 /* rt_prep_plans queues several plans under one lock and one wake: each is
  * made once, and a job that carries the compile thread's wake (kick) says
  * so; plans already made are found, not made again. The execute that
