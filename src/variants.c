@@ -1007,11 +1007,20 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   int ahead = async ? ahead_candidate_locked(m, vs, key) : -1;
   double weighed = async ? weighed_locked(m, vs, key) : -1;
   pthread_mutex_unlock(&vs->lock);
-  count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
     rt_spec_ticket tk;
-    rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
+    /* a measured trial is paired (spec_policy.h); the test modes count plain trials */
+    bool paired = !m->ctx->spec || atomic_load_explicit(&m->ctx->spec->test_trial,
+                                                        memory_order_relaxed) ==
+                                        RT_SPEC_TRIAL_MEASURE;
+    rt_spec_verdict d =
+        rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), paired, &tk);
     if (t) *t = tk;
+    if (d == RT_SPEC_PAIR) { /* the trial's generic turn */
+      rt_variant_release(m, v);
+      v = NULL;
+    }
+    count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
     /* a bucket planned ahead was weighed then, at its end (5-12 us of the
      * decoder's execute that met it hot otherwise: issue 20) */
     if (d == RT_SPEC_WEIGH && weighed < 0) weighed = rt_spec_share(m, syms);
@@ -1023,13 +1032,17 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
     bool owed = false; /* a compile queued, its thread not woken yet */
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
     else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) (void)enqueue(m, key, &owed);
-    if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
+    if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN ||
+                       d == RT_SPEC_PAIR))
       specialize_ahead(m, pol, syms, ahead, &owed); /* the prepare thread may wake it */
     if (owed) rt_spec_wake(m->ctx->spec);
-  } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
-    rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
-    if (fresh) v = insert(m, fresh, true);
-    else remember_failed(m, key);
+  } else {
+    count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
+    if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
+      rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
+      if (fresh) v = insert(m, fresh, true);
+      else remember_failed(m, key);
+    }
   }
   if (key != kbuf) free(key);
   return v;

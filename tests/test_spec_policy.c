@@ -510,14 +510,14 @@ Test(spec_policy, counts_run_over_a_window) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket t;
   int64_t a = 7, b = 8;
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
-  for (int i = 0; i < RT_SPEC_WINDOW + 1; i++) rt_spec_policy_seen(p, &b, false, 2, &t);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_COLD);
+  for (int i = 0; i < RT_SPEC_WINDOW + 1; i++) rt_spec_policy_seen(p, &b, false, 2, false, &t);
   /* a's first execute is out of the window: cold again */
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_WEIGH); /* hot: weigh once */
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_QUEUE);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_COLD);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_WEIGH); /* hot: weigh once */
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_QUEUE);
   rt_spec_policy_drop(p, &a); /* weighed and found not worth it */
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_DROPPED);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_DROPPED);
   rt_spec_policy_free(p);
 }
 
@@ -525,27 +525,77 @@ Test(spec_policy, a_trial_compares_the_fastest_runs) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket t;
   int64_t k = 3;
-  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_WEIGH);
+  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, false, &t), RT_SPEC_WEIGH);
   cr_assert_geq(t.slot, 0);
   cr_expect_not(rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE)); /* generic 1000 */
   for (int i = 0; i < RT_SPEC_TRIAL; i++) {
-    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, &t), RT_SPEC_RUN);
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, false, &t), RT_SPEC_RUN);
     /* the variant's fastest run 990: not 3% faster */
     bool drop = rt_spec_policy_timed(p, &t, i == 2 ? 990 : 5000, RT_SPEC_TRIAL_MEASURE);
     cr_expect_eq(drop, i == RT_SPEC_TRIAL - 1);
   }
-  cr_expect_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_DROPPED);
+  cr_expect_eq(rt_spec_policy_seen(p, &k, false, 1, false, &t), RT_SPEC_DROPPED);
   cr_expect_eq(t.slot, -1);
   /* another key: 900 against 1000 stays */
   int64_t k2 = 4;
-  rt_spec_policy_seen(p, &k2, false, 1, &t);
+  rt_spec_policy_seen(p, &k2, false, 1, false, &t);
   rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE);
   for (int i = 0; i < RT_SPEC_TRIAL; i++) {
-    rt_spec_policy_seen(p, &k2, true, 1, &t);
+    rt_spec_policy_seen(p, &k2, true, 1, false, &t);
     cr_expect_not(rt_spec_policy_timed(p, &t, 900, RT_SPEC_TRIAL_MEASURE));
   }
-  cr_expect_eq(rt_spec_policy_seen(p, &k2, true, 1, &t), RT_SPEC_RUN);
+  cr_expect_eq(rt_spec_policy_seen(p, &k2, true, 1, false, &t), RT_SPEC_RUN);
   cr_expect_eq(t.slot, -1); /* kept: no more timing */
+  rt_spec_policy_free(p);
+}
+
+/* One paired trial of key k (its generic executes before the trial ran in
+ * `before` ns): generic turns take gen(i) ns, variant turns var(i) ns (i the
+ * turn's pair); true when the variant stays. The verdicts alternate. */
+static bool paired_trial(rt_spec_policy *p, int64_t k, int64_t before, int64_t gen0,
+                         int64_t var0) {
+  rt_spec_ticket t;
+  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, true, &t), RT_SPEC_WEIGH);
+  rt_spec_policy_timed(p, &t, before, RT_SPEC_TRIAL_MEASURE);
+  bool dropped = false;
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) {
+    /* the shapes grow with every pair: both sets see the same ones */
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, true, &t), RT_SPEC_PAIR, "pair %d", i);
+    cr_assert_geq(t.slot, 0);
+    cr_expect_not(t.variant);
+    cr_expect_not(rt_spec_policy_timed(p, &t, gen0 + 10 * i, RT_SPEC_TRIAL_MEASURE));
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, true, &t), RT_SPEC_RUN, "pair %d", i);
+    cr_expect(t.variant);
+    dropped = rt_spec_policy_timed(p, &t, var0 + 10 * i, RT_SPEC_TRIAL_MEASURE);
+    cr_expect(!dropped || i == RT_SPEC_TRIAL - 1, "dropped at pair %d", i);
+  }
+  rt_spec_verdict after = rt_spec_policy_seen(p, &k, !dropped, 1, true, &t);
+  cr_expect_eq(after, dropped ? RT_SPEC_DROPPED : RT_SPEC_RUN);
+  cr_expect_eq(t.slot, -1, "the trial is over: nothing more is timed");
+  return !dropped;
+}
+
+/* A paired trial compares the variant with the generic kernels on the same
+ * shapes only: a variant 10% faster stays although the bucket's generic
+ * executes before it ran shorter shapes (800 ns, which a plain trial would
+ * have compared with); a variant no faster is dropped, also when its
+ * bucket ran nothing generic before it (a plain trial keeps it unmeasured). */
+Test(spec_policy, a_paired_trial_compares_at_the_same_shapes) {
+  rt_spec_policy *p = rt_spec_policy_new(1);
+  cr_expect(paired_trial(p, 1, 800, 1000, 900), "a variant 10%% faster was dropped");
+  cr_expect_not(paired_trial(p, 2, 800, 1000, 995), "a variant 0.5%% faster was kept");
+  cr_expect_not(paired_trial(p, 3, 2000, 1000, 1000), "a variant no faster was kept");
+  /* the same variant 10% faster, but a plain trial against the shorter shapes: dropped */
+  rt_spec_ticket t;
+  int64_t k = 4;
+  rt_spec_policy_seen(p, &k, false, 1, false, &t);
+  rt_spec_policy_timed(p, &t, 800, RT_SPEC_TRIAL_MEASURE);
+  bool dropped = false;
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) {
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, false, &t), RT_SPEC_RUN);
+    dropped = rt_spec_policy_timed(p, &t, 900 + 10 * i, RT_SPEC_TRIAL_MEASURE);
+  }
+  cr_expect(dropped, "the plain trial's rule changed");
   rt_spec_policy_free(p);
 }
 
@@ -572,8 +622,8 @@ Test(spec_policy, a_reused_slot_ignores_old_tickets) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket old, t;
   int64_t k = 0;
-  rt_spec_policy_seen(p, &k, false, 1, &old);
-  for (int64_t i = 1; i <= RT_SPEC_SEEN; i++) rt_spec_policy_seen(p, &i, false, 1, &t);
+  rt_spec_policy_seen(p, &k, false, 1, false, &old);
+  for (int64_t i = 1; i <= RT_SPEC_SEEN; i++) rt_spec_policy_seen(p, &i, false, 1, false, &t);
   cr_expect_not(rt_spec_policy_timed(p, &old, 1, RT_SPEC_TRIAL_DROP)); /* slot given away */
   rt_spec_policy_free(p);
 }
