@@ -147,7 +147,8 @@ def step_events(marks: list, buckets: list) -> list:
     """Per step, what happened on it (from the counters before and after it): 'plan' (the
     execute placed its intermediates: no cached plan fitted), 'arena' (it allocated a larger
     arena block), 'swap' (its first execute on a variant: after generic ones, or the first
-    of a new bucket), 'compile' (a background compile was queued or running, or a kernel
+    of a new bucket; a variant's trial alternates generic and variant executes, so each of
+    its variant turns counts as one), 'compile' (a background compile was queued or running, or a kernel
     was compiled), 'prep' (the prepare thread planned a bucket ahead, and maybe faulted in
     its arena, meanwhile)."""
     out, prev_hit, prev_bucket = [], False, None

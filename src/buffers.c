@@ -1,6 +1,7 @@
 /* buffers.c - the CPU runtime's buffer ops (buffers.h): contiguous copies,
- * row runs for a slice store, the bounds check a slice needs, and the
- * in-place custom kernel pattern (rt_buffer_alias_in_place). */
+ * row runs for a slice store, the bounds check a slice needs, the in-place
+ * custom kernel pattern (rt_buffer_alias_in_place), and loads that read the
+ * buffer's own memory (rt_buffer_alias_loads). */
 #include <stdio.h>
 #include <string.h>
 
@@ -101,10 +102,10 @@ int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const 
     if (shape_of(n, n->out[0], syms, shape, &bytes, st) < 0) return -1;
     if (bytes) memset(bufs[n->out[0]->id], 0, bytes);
     return 0;
-  case IR_OP_MUTABLE_LOAD: /* the same memory: an in-place kernel's operand */
+  case IR_OP_MUTABLE_LOAD: /* the same memory: an alias of the buffer (plan.h) */
+    if (bufs[n->out[0]->id] == bufs[n->in[0]->id]) return 0;
     if (shape_of(n, n->in[0], syms, shape, &bytes, st) < 0) return -1;
-    if (bytes && bufs[n->out[0]->id] != bufs[n->in[0]->id])
-      memmove(bufs[n->out[0]->id], bufs[n->in[0]->id], bytes);
+    if (bytes) memmove(bufs[n->out[0]->id], bufs[n->in[0]->id], bytes);
     return 0;
   case IR_OP_MUTABLE_STORE: /* the same memory: an in-place kernel's result */
     if (shape_of(n, n->in[0], syms, shape, &bytes, st) < 0) return -1;
@@ -140,6 +141,49 @@ int rt_buffer_alias_in_place(const ir_graph *g, int *alias) {
       continue;
     /* store's chain is load's: no other access to the buffer comes between */
     alias[t->id] = alias[y->id] = load->in[0]->id;
+    found++;
+  }
+  return found;
+}
+
+/* Whether node n writes the memory of buffer value b: a store into b, or a
+ * kernel whose result is b's own memory (an in-place kernel, aliased above). */
+static bool writes_buffer(const ir_node *n, int b, const int *alias) {
+  if (n->op == IR_OP_MUTABLE_LOAD) return false; /* its results are read-only views */
+  if ((n->op == IR_OP_MUTABLE_STORE || n->op == IR_OP_MUTABLE_STORE_SLICE) && n->nin > 0 &&
+      (n->in[0]->id == b || alias[n->in[0]->id] == b))
+    return true;
+  for (int j = 0; j < n->nout; j++)
+    if (alias[n->out[j]->id] == b) return true;
+  return false;
+}
+
+static bool is_graph_output(const ir_graph *g, const ir_value *v) {
+  for (int o = 0; o < g->noutputs; o++)
+    if (g->outputs[o] == v) return true;
+  return false;
+}
+
+int rt_buffer_alias_loads(const ir_graph *g, int *alias) {
+  int found = 0;
+  for (int l = 0; l < g->nnodes; l++) {
+    const ir_node *load = g->nodes[l];
+    if (load->op != IR_OP_MUTABLE_LOAD || load->nout < 1 || load->nin < 1) continue;
+    const ir_value *t = load->out[0];
+    int tid = t->id, b = alias[load->in[0]->id] >= 0 ? alias[load->in[0]->id] : load->in[0]->id;
+    if (alias[tid] >= 0 || is_graph_output(g, t)) continue; /* in place already; a copy out */
+    int last = -1; /* the last node reading t, or an alias of it (a reshape's result) */
+    for (int i = l + 1; i < g->nnodes; i++)
+      for (int j = 0; j < g->nodes[i]->nin; j++) {
+        int v = g->nodes[i]->in[j]->id;
+        if (v == tid || alias[v] == tid) last = i;
+      }
+    bool written = false; /* between the load and the last read, at that read included */
+    for (int i = l + 1; i <= last && !written; i++) written = writes_buffer(g->nodes[i], b, alias);
+    if (written) continue;
+    alias[tid] = b;
+    for (int v = 0; v < g->nvalues; v++)
+      if (alias[v] == tid) alias[v] = b;
     found++;
   }
   return found;

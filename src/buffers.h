@@ -7,8 +7,10 @@
  * input: stores write into the caller's memory, which keeps its contents
  * across executes (a KV cache). A mo.buffer.create buffer lives in the
  * execute's arena, zeroed when it is created. Node order is an order the
- * chains agree with (ir/buffer.h), and a load copies, so a tensor loaded
- * before a store keeps the old contents. */
+ * chains agree with (ir/buffer.h). A load copies the buffer into its
+ * tensor unless nothing writes the buffer while the tensor is read
+ * (rt_buffer_alias_loads: then the tensor is the buffer's memory), so a
+ * tensor loaded before a store keeps the old contents either way. */
 #ifndef KILN_SRC_BUFFERS_H
 #define KILN_SRC_BUFFERS_H
 
@@ -39,6 +41,19 @@ int rt_buffer_slice_check(const ir_node *n, const void *start_data, const int64_
  * operand 0 and as result 0 (MAX's inplace_custom: the kernel mutates the
  * buffer), and the load and store copy nothing. Returns how many. */
 int rt_buffer_alias_in_place(const ir_graph *g, int *alias);
+
+/* Loads that copy nothing: a mo.mutable.load whose tensor is no graph
+ * output and whose buffer nothing writes (no store into it, no in-place
+ * kernel on it) from the load until the tensor's last read (through
+ * reshape aliases, that read's node included) reads the buffer's own
+ * memory: alias[] of the tensor, and of the aliases that pointed at it,
+ * becomes the buffer's value id. Kernels never write their operands (an
+ * in-place custom kernel copies its operand 0 into its result first), so
+ * the tensor holds the loaded contents for as long as it is read. A load
+ * read after a later store keeps its copy. Call after
+ * rt_buffer_alias_in_place (its loads stay as they are), with alias[]
+ * holding the reshape aliases. Returns how many. */
+int rt_buffer_alias_loads(const ir_graph *g, int *alias);
 
 /* ---- device models (device_buffers.c) ---- */
 

@@ -322,7 +322,8 @@ int rt_plan_aliases(kiln_model *m, kiln_status *st) {
   m->alias = NULL;
   bool any = false;
   for (int i = 0; i < g->nnodes && !any; i++)
-    any = reshape_like(g->nodes[i]) || g->nodes[i]->op == IR_OP_INPLACE_CUSTOM;
+    any = reshape_like(g->nodes[i]) || g->nodes[i]->op == IR_OP_INPLACE_CUSTOM ||
+          g->nodes[i]->op == IR_OP_MUTABLE_LOAD;
   if (!any) return 0;
   int nv = g->nvalues;
   int *alias = malloc((size_t)nv * sizeof *alias);
@@ -337,6 +338,7 @@ int rt_plan_aliases(kiln_model *m, kiln_status *st) {
     any = true;
   }
   if (rt_buffer_alias_in_place(g, alias) > 0) any = true; /* buffers.h */
+  if (rt_buffer_alias_loads(g, alias) > 0) any = true;
   if (any) m->alias = alias;
   else free(alias);
   return 0;

@@ -8,7 +8,8 @@
  * buffers noalias). Inputs, constants, weights and graph outputs are not
  * planned (graph outputs are written into the output tensors), nor are
  * aliases (rt_plan_aliases: a reshape's result shares its operand's
- * buffer), whose uses count as uses of the buffer they share.
+ * buffer, a load's tensor its buffer's memory), whose uses count as uses of
+ * the buffer they share.
  *
  * Placement: greedy by size, largest first, each into the best-fitting gap
  * (smallest that fits, lowest offset on ties) among the already placed
@@ -95,7 +96,10 @@ void rt_arena_reserve(kiln_model *m, size_t bytes);
  * (rt_plan_lookup) does not place aliases and keeps the buffer they share
  * live until their last use; the execute sets an alias's pointer to its
  * operand's and skips its node. A graph output stays a copy (its tensor is
- * the caller's). Call once at compile, after the graph is prepared. 0, or
+ * the caller's). Loads of a buffer that nothing writes while their tensor
+ * is read alias the buffer (buffers.h: rt_buffer_alias_loads), as the
+ * in-place kernels' loads and results do (rt_buffer_alias_in_place).
+ * Call once at compile, after the graph is prepared. 0, or
  * -1 (out of memory) with st. */
 int rt_plan_aliases(kiln_model *m, kiln_status *st);
 

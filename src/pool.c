@@ -607,9 +607,15 @@ int32_t rt_kernel_call_labeled(const kiln_model *m, int node, jit_kernel_fn fn,
                                void *const *args, const int64_t *ksyms, const int64_t *gsyms,
                                const char *label) {
   int64_t work = m->work ? m->work[node] : -1;
+  if (work >= 0 && work < 2 * RT_GRAIN) return fn(args, ksyms, 0, 1);
+  /* a context of one thread runs every kernel whole: no need to weigh a
+   * symbolic node's work (a shape evaluation per kernel call) */
+  rt_pool *p = __atomic_load_n(&m->ctx->pool, __ATOMIC_ACQUIRE);
+  if (p && atomic_load_explicit(&p->nthreads, memory_order_relaxed) <= 1)
+    return fn(args, ksyms, 0, 1);
   if (work < 0) work = gsyms ? rt_node_work(m->g, m->g->nodes[node], gsyms) : 0;
   if (work < 2 * RT_GRAIN) return fn(args, ksyms, 0, 1);
-  rt_pool *p = pool_get(m->ctx);
+  p = pool_get(m->ctx);
   if (!p) return fn(args, ksyms, 0, 1);
   int nt = atomic_load_explicit(&p->nthreads, memory_order_relaxed);
   if (nt <= 1) return fn(args, ksyms, 0, 1);

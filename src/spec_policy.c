@@ -4,7 +4,11 @@
  *
  * Bindings live in a fixed table of RT_SPEC_SEEN slots; a slot's `gen`
  * changes when it is given to another binding, so a ticket taken before
- * that (an execute still running) times nothing. */
+ * that (an execute still running) times nothing. A paired trial's executes
+ * alternate generic, variant, generic, ... (it ends on a variant's time, so
+ * the execute that ran the variant drops it): consecutive executes of a
+ * growing dim differ by one in it, so the two sets of times come from the
+ * same shapes and the fastest of each compare like for like. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +25,8 @@ typedef struct seen {
   bool weighed;      /* RT_SPEC_WEIGH was returned for it */
   int gen_n, var_n;  /* timed executes: generic, variant */
   int64_t gen_min, var_min;
+  bool paired;       /* its trial alternates (gen_n counts the trial's generic executes) */
+  int turns;         /* executes of its paired trial so far */
 } seen;
 
 struct rt_spec_policy {
@@ -88,7 +94,7 @@ static int slot_of(rt_spec_policy *p, const int64_t *key) {
 }
 
 rt_spec_verdict rt_spec_policy_seen(rt_spec_policy *p, const int64_t *key, bool has_variant,
-                                    int hot, rt_spec_ticket *t) {
+                                    int hot, bool paired, rt_spec_ticket *t) {
   t->slot = -1;
   pthread_mutex_lock(&p->lock);
   int i = slot_of(p, key);
@@ -101,16 +107,23 @@ rt_spec_verdict rt_spec_policy_seen(rt_spec_policy *p, const int64_t *key, bool 
   if (s->state == DROPPED) {
     v = RT_SPEC_DROPPED;
   } else if (has_variant) {
-    if (s->state != KEPT) s->state = RUNNING; /* on trial until RT_SPEC_TRIAL timed runs */
+    if (s->state != KEPT && s->state != RUNNING) { /* on trial until RT_SPEC_TRIAL timed runs */
+      s->state = RUNNING;
+      s->paired = paired;
+      s->turns = 0;
+      if (paired) s->gen_n = 0; /* earlier generic times ran other shapes of the bucket */
+    }
     v = RT_SPEC_RUN;
+    if (s->state == RUNNING && s->paired && s->turns++ % 2 == 0) v = RT_SPEC_PAIR;
   } else {
     if (s->state == KEPT || s->state == RUNNING) s->state = SEEN; /* evicted: a new trial */
     s->var_n = 0;
     v = s->count < hot ? RT_SPEC_COLD : s->weighed ? RT_SPEC_QUEUE : RT_SPEC_WEIGH;
     s->weighed = s->weighed || v == RT_SPEC_WEIGH;
   }
-  bool time_it = v == RT_SPEC_RUN ? s->state == RUNNING
-                                  : v != RT_SPEC_DROPPED && s->gen_n < RT_SPEC_GEN_SAMPLES;
+  bool time_it = v == RT_SPEC_RUN || v == RT_SPEC_PAIR
+                     ? s->state == RUNNING
+                     : v != RT_SPEC_DROPPED && s->gen_n < RT_SPEC_GEN_SAMPLES;
   if (time_it) *t = (rt_spec_ticket){i, s->gen, v == RT_SPEC_RUN};
   pthread_mutex_unlock(&p->lock);
   return v;
@@ -134,11 +147,11 @@ bool rt_spec_policy_timed(rt_spec_policy *p, const rt_spec_ticket *t, int64_t ns
   pthread_mutex_lock(&p->lock);
   seen *s = &p->slot[t->slot];
   if (s->gen == t->gen && s->state != FREE) {
-    if (!t->variant) {
-      keep_min(&s->gen_n, &s->gen_min, ns);
-    } else if (s->state == RUNNING) {
-      keep_min(&s->var_n, &s->var_min, ns);
-      if (s->var_n >= RT_SPEC_TRIAL) {
+    if (!t->variant) keep_min(&s->gen_n, &s->gen_min, ns);
+    else if (s->state == RUNNING) keep_min(&s->var_n, &s->var_min, ns);
+    if (s->state == RUNNING && t->variant) { /* the caller drops the variant it ran */
+      /* a paired trial ends with as many generic times as the variant's */
+      if (s->var_n >= RT_SPEC_TRIAL && (!s->paired || s->gen_n >= RT_SPEC_TRIAL)) {
         drop = mode == RT_SPEC_TRIAL_DROP ||
                (mode == RT_SPEC_TRIAL_MEASURE && s->gen_n > 0 &&
                 (double)s->var_min > RT_SPEC_GAIN * (double)s->gen_min);

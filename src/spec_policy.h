@@ -15,13 +15,21 @@
  *   - trial: a new variant's first RT_SPEC_TRIAL executes are timed and
  *     compared with the binding's generic executes (the fastest of each:
  *     the least disturbed); a variant not RT_SPEC_GAIN faster is dropped
- *     and its binding is never specialized again;
+ *     and its binding is never specialized again. A paired trial (the
+ *     runtime's) alternates the binding's executes between the variant and
+ *     the generic kernels, RT_SPEC_TRIAL timed executes each, and compares
+ *     only those: a bucket's executes before its variant was live ran other
+ *     shapes (a growing dim: shorter, cheaper ones, which made a variant
+ *     look up to 8% slower than it is), and a variant live from the
+ *     bucket's first execute had no generic time at all;
  *   - auto buckets: a symbol with no bucket of the caller's that takes more
  *     than RT_SPEC_AUTO_BUCKET distinct values gets pow2 buckets;
  *   - growth: per symbol, how many executes in a row saw it increase (a
  *     decoder's sequence length). variants.c specializes the next bucket of
  *     a symbol the caller bucketed once its run reaches RT_SPEC_AHEAD_RUN, so
- *     the variant is live when the dim crosses into that bucket.
+ *     the variant is live when the dim crosses into that bucket;
+ *   - bounds: a bucket ends at its symbol's largest value the graph allows
+ *     (rt_spec_sym_max), and nothing is planned or specialized past it.
  * The table of bindings is bounded (RT_SPEC_SEEN, least recently seen
  * replaced); it has a lock of its own, never held while compiling. */
 #ifndef KILN_SRC_SPEC_POLICY_H
@@ -58,6 +66,7 @@ typedef enum rt_spec_verdict {
                     * (rt_spec_share) and queues it or drops it (rt_spec_policy_drop) */
   RT_SPEC_QUEUE,   /* hot, weighed, no variant: queue its compile */
   RT_SPEC_RUN,     /* a variant exists: run it */
+  RT_SPEC_PAIR,    /* a variant exists, on a paired trial: run the generic kernels, timed */
   RT_SPEC_DROPPED, /* its variant did not pay: generic, for good */
 } rt_spec_verdict;
 
@@ -73,10 +82,12 @@ rt_spec_policy *rt_spec_policy_new(int nsyms);
 void rt_spec_policy_free(rt_spec_policy *p); /* NULL ok */
 
 /* An execute of the binding `key` (variants.h) under the async policy,
- * which found a live variant or not (has_variant); hot: the threshold.
- * Fills *t when this execute is to be timed (else t->slot = -1). */
+ * which found a live variant or not (has_variant); hot: the threshold;
+ * paired: a variant's trial alternates with the generic kernels
+ * (RT_SPEC_PAIR every other execute). Fills *t when this execute is to be
+ * timed (else t->slot = -1). */
 rt_spec_verdict rt_spec_policy_seen(rt_spec_policy *p, const int64_t *key, bool has_variant,
-                                    int hot, rt_spec_ticket *t);
+                                    int hot, bool paired, rt_spec_ticket *t);
 /* The time of an execute that got ticket t. true when the binding's
  * variant ends its trial without paying: the caller drops it. */
 bool rt_spec_policy_timed(rt_spec_policy *p, const rt_spec_ticket *t, int64_t ns,
@@ -97,5 +108,11 @@ int rt_spec_policy_values(rt_spec_policy *p, const int64_t *syms, const bool *ex
 /* How many executes in a row (up to RT_SPEC_AHEAD_RUN) saw symbol k larger
  * than the execute before (counted by rt_spec_policy_values). */
 int rt_spec_policy_rising(rt_spec_policy *p, int k);
+/* The largest value each symbol of g can take at an execute that passes
+ * g's checks, into max[g->nsyms] (INT64_MAX where g sets none): a check
+ * "constant >= symbol", or a slice read from data whose result axis is the
+ * symbol over a static axis (spec_bound.c). */
+struct ir_graph;
+void rt_spec_sym_max(const struct ir_graph *g, int64_t *max);
 
 #endif

@@ -90,6 +90,8 @@ struct rt_variants {
   bool *bexplicit;        /* per symbol: the caller chose its bucket (never automatic) */
   int64_t *ahead_up;      /* per symbol: the bucket end past which a variant was queued
                            * ahead (specialize_ahead), 0 none */
+  int64_t *sym_max;       /* per symbol: the largest value the graph allows (rt_spec_sym_max);
+                           * a bucket ends there at the latest */
   _Atomic(rt_spec_policy *) pol; /* the async policy's bookkeeping (spec_policy.h), or NULL;
                                   * published once (release), read without the lock */
   atomic_int useful;      /* 0 unknown, 1 some kernel can be specialized, 2 none */
@@ -334,6 +336,7 @@ void rt_variants_free(kiln_model *m, rt_variants *vs) {
   free(vs->bn);
   free(vs->bexplicit);
   free(vs->ahead_up);
+  free(vs->sym_max);
   rt_spec_policy_free(atomic_load(&vs->pol));
   free(vs->failed.keys);
   free(vs->weighed.keys);
@@ -362,6 +365,7 @@ static void make_key(const kiln_model *m, const rt_variants *vs, const int64_t *
       int64_t n = vs->bn[s];
       if (n > 1 && v % n != 0 && v <= INT64_MAX - n) up = (v / n + 1) * n;
     }
+    if (up > vs->sym_max[s]) up = v > vs->sym_max[s] ? v : vs->sym_max[s]; /* the last bucket */
     key[s] = -1 - up;
   }
 }
@@ -801,22 +805,28 @@ bool rt_model_spec_useful(kiln_model *m) { return m && m->variants && useful(m);
 /* The per-symbol bucket arrays (kind, n, chosen by the caller), all zero
  * (exact) when first made; false when they cannot be allocated (none then
  * exists). Lock held. */
-static bool buckets_locked(rt_variants *vs, int nsyms) {
+static bool buckets_locked(const kiln_model *m, rt_variants *vs) {
   if (vs->bkind) return true;
-  size_t ns = (size_t)nsyms;
+  size_t ns = (size_t)m->g->nsyms;
   vs->bkind = calloc(ns, sizeof *vs->bkind);
   vs->bn = calloc(ns, sizeof *vs->bn);
   vs->bexplicit = calloc(ns, sizeof *vs->bexplicit);
   vs->ahead_up = calloc(ns, sizeof *vs->ahead_up);
-  if (vs->bkind && vs->bn && vs->bexplicit && vs->ahead_up) return true;
+  vs->sym_max = calloc(ns ? ns : 1, sizeof *vs->sym_max);
+  if (vs->bkind && vs->bn && vs->bexplicit && vs->ahead_up && vs->sym_max) {
+    rt_spec_sym_max(m->g, vs->sym_max);
+    return true;
+  }
   free(vs->bkind);
   free(vs->bn);
   free(vs->bexplicit);
   free(vs->ahead_up);
+  free(vs->sym_max);
   vs->bkind = NULL;
   vs->bn = NULL;
   vs->bexplicit = NULL;
   vs->ahead_up = NULL;
+  vs->sym_max = NULL;
   return false;
 }
 
@@ -825,7 +835,7 @@ static void auto_bucket(kiln_model *m, int k) {
   rt_variants *vs = m->variants;
   bool done = false;
   pthread_mutex_lock(&vs->lock);
-  if (buckets_locked(vs, m->g->nsyms) && !vs->bexplicit[k]) {
+  if (buckets_locked(m, vs) && !vs->bexplicit[k]) {
     vs->bkind[k] = KILN_BUCKET_POW2;
     done = true;
   }
@@ -835,12 +845,15 @@ static void auto_bucket(kiln_model *m, int k) {
 
 /* The first symbol of key whose next bucket specialize_ahead may queue: a
  * bucket the caller chose (automatic buckets serve services whose shapes
- * vary, issue 15), not yet queued ahead from this bucket; -1 for none. Lock
+ * vary, issue 15), not yet queued ahead from this bucket, and not the last
+ * one (it ends at the symbol's bound: rt_spec_sym_max); -1 for none. Lock
  * held. */
 static int ahead_candidate_locked(const kiln_model *m, const rt_variants *vs,
                                   const int64_t *key) {
   for (int k = 0; vs->bexplicit && k < m->g->nsyms; k++)
-    if (key[k] < 0 && vs->bexplicit[k] && vs->ahead_up[k] != -1 - key[k]) return k;
+    if (key[k] < 0 && vs->bexplicit[k] && vs->ahead_up[k] != -1 - key[k] &&
+        -1 - key[k] < vs->sym_max[k]) /* the last bucket has no next one */
+      return k;
   return -1;
 }
 
@@ -876,7 +889,8 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
   if (!rt_lock_briefly(&vs->lock)) goto done; /* held: a later execute claims */
   make_key(m, vs, syms, key);
   up = -1 - key[k];
-  if (key[k] < 0 && vs->ahead_up[k] != up && up < INT64_MAX) {
+  /* the last bucket (it ends at the symbol's bound) has no next one */
+  if (key[k] < 0 && vs->ahead_up[k] != up && up < vs->sym_max[k]) {
     vs->ahead_up[k] = up; /* claimed: no other execute queues it */
     claimed = true;
     next[k] = up + 1;
@@ -885,7 +899,7 @@ static void specialize_ahead(kiln_model *m, rt_spec_policy *pol, const int64_t *
     if (have) have->refs--; /* find_locked took a reference */
     compile = !have && !failed_locked(m, vs, key);
     int64_t end = -1 - key[k]; /* the end of the next bucket: its arena is planned ahead */
-    if (end < INT64_MAX) {     /* and the end of the one after it (below) */
+    if (end < vs->sym_max[k]) { /* and the end of the one after it (below) */
       next[k] = end + 1;
       make_key(m, vs, next, key);
       after = key[k] < 0 ? -1 - key[k] : 0;
@@ -993,11 +1007,20 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
   int ahead = async ? ahead_candidate_locked(m, vs, key) : -1;
   double weighed = async ? weighed_locked(m, vs, key) : -1;
   pthread_mutex_unlock(&vs->lock);
-  count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
   if (async) {
     rt_spec_ticket tk;
-    rt_spec_verdict d = rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), &tk);
+    /* a measured trial is paired (spec_policy.h); the test modes count plain trials */
+    bool paired = !m->ctx->spec || atomic_load_explicit(&m->ctx->spec->test_trial,
+                                                        memory_order_relaxed) ==
+                                        RT_SPEC_TRIAL_MEASURE;
+    rt_spec_verdict d =
+        rt_spec_policy_seen(pol, key, v != NULL, rt_spec_hot(m->ctx), paired, &tk);
     if (t) *t = tk;
+    if (d == RT_SPEC_PAIR) { /* the trial's generic turn */
+      rt_variant_release(m, v);
+      v = NULL;
+    }
+    count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
     /* a bucket planned ahead was weighed then, at its end (5-12 us of the
      * decoder's execute that met it hot otherwise: issue 20) */
     if (d == RT_SPEC_WEIGH && weighed < 0) weighed = rt_spec_share(m, syms);
@@ -1009,13 +1032,17 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
     bool owed = false; /* a compile queued, its thread not woken yet */
     if (d == RT_SPEC_COLD) count(m, KILN_COUNTER_COLD, 1);
     else if ((d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE) && !failed) (void)enqueue(m, key, &owed);
-    if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN))
+    if (ahead >= 0 && (d == RT_SPEC_WEIGH || d == RT_SPEC_QUEUE || d == RT_SPEC_RUN ||
+                       d == RT_SPEC_PAIR))
       specialize_ahead(m, pol, syms, ahead, &owed); /* the prepare thread may wake it */
     if (owed) rt_spec_wake(m->ctx->spec);
-  } else if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
-    rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
-    if (fresh) v = insert(m, fresh, true);
-    else remember_failed(m, key);
+  } else {
+    count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
+    if (!v && !failed && p == KILN_SPECIALIZE_SYNC) {
+      rt_variant *fresh = variant_compile(m, key, NULL, NULL, NULL); /* on failure: generic */
+      if (fresh) v = insert(m, fresh, true);
+      else remember_failed(m, key);
+    }
   }
   if (key != kbuf) free(key);
   return v;
@@ -1219,7 +1246,7 @@ KILN_API int kiln_model_set_bucket(kiln_model *m, const char *sym, kiln_bucket_k
   }
   int rc = 0;
   pthread_mutex_lock(&vs->lock);
-  if (!buckets_locked(vs, m->g->nsyms)) {
+  if (!buckets_locked(m, vs)) {
     rc = -1;
   } else {
     vs->bkind[k] = (int8_t)kind;

@@ -395,6 +395,75 @@ static void fusion_and_aliases_leave_buffer_ops_in_order(void) {
 }
 ON_BOTH(fusion_and_aliases_leave_buffer_ops_in_order)
 
+/* ---- loads without a copy ---- */
+
+/* The value of m's prepared graph named name, or NULL. */
+static const ir_value *value_named(const kiln_model *m, const char *name) {
+  for (int v = 0; v < m->g->nvalues; v++)
+    if (m->g->values[v]->name && strcmp(m->g->values[v]->name, name) == 0) return m->g->values[v];
+  return NULL;
+}
+
+/* Whether value `name` of m reads the memory of input `buffer` (rt_buffer_alias_loads). */
+static bool reads_buffer_memory(const kiln_model *m, const char *name, int buffer) {
+  const ir_value *v = value_named(m, name);
+  cr_assert(v, "no value %%%s", name);
+  return m->alias && m->alias[v->id] == m->g->inputs[buffer]->id;
+}
+
+/* A KV append whose full load is read only after the last store: it is
+ * the caller's cache itself (no copy, nothing of it in the arena), execute
+ * after execute, and the results match the interpreter's. */
+#define KV64 "!mo.buffer<[2, 64, 3], f32>"
+static const char *KV_APPEND_64 =
+    "mo.graph @kv<n>(%cache: " KV64 ", %new: " T("2, n, 3") ", %start: !mo.tensor<[3], si64>)\n"
+    "    -> (" T("2, 3") ") {\n"
+    "  %c0 = mo.chain.create() : " CH "\n"
+    "  %s = mo.mul(%new, %new) : " T("2, n, 3") "\n"
+    "  %c1 = mo.mutable.store.slice(%cache, %s, %start, %c0) : (" KV64 ", " T("2, n, 3")
+    ", !mo.tensor<[3], si64>, " CH ") -> " CH "\n"
+    "  %all, %c2 = mo.mutable.load(%cache, %c1) : (" KV64 ", " CH ") -> (" T("2, 64, 3") ", " CH
+    ")\n"
+    "  %y = mo.max(%all) {axis = 1} : (" T("2, 64, 3") ") -> " T("2, 1, 3") "\n"
+    "  %z = mo.reshape(%y) : " T("2, 3") "\n"
+    "  mo.output %z : " T("2, 3") "\n"
+    "}\n";
+
+Test(buffers, a_load_no_store_follows_reads_the_buffer_without_a_copy) {
+  if (under_test_device()) cr_skip_test("the CPU planner (%s)", under_test_device());
+  kiln_model *m = compile_text(KV_APPEND_64);
+  cr_expect(reads_buffer_memory(m, "all", 0), "the load of %%cache copies it");
+  int64_t cs[3] = {2, 64, 3}, ns[3] = {2, 1, 3};
+  kiln_tensor *cache = tensor_f32(3, cs, -0.5f, 0.01f);
+  for (int s = 0; s < 3; s++) {
+    kiln_tensor *nw = tensor_f32(3, ns, 0.1f * (float)(s + 1), 0.05f);
+    int64_t start[3] = {0, 5 * s, 0};
+    kiln_tensor *sv = tensor_i64(3, start);
+    run_case c = {KV_APPEND_64, 3, {cache, nw, sv}};
+    check_against_interp(m, &c);
+    kiln_tensor_free(nw);
+    kiln_tensor_free(sv);
+  }
+  cr_expect_lt(rt_model_peak_bytes(m), kiln_tensor_nbytes(cache),
+               "arena peak %zu bytes: the cache (%zu bytes) was copied into it",
+               rt_model_peak_bytes(m), kiln_tensor_nbytes(cache));
+  kiln_tensor_free(cache);
+  kiln_model_free(m);
+}
+
+/* A load read after a later store keeps its copy (the old contents); the
+ * load after the store, read after no other store, needs none. */
+Test(buffers, a_load_read_after_a_store_keeps_its_copy) {
+  if (under_test_device()) cr_skip_test("the CPU planner (%s)", under_test_device());
+  kiln_model *m = compile_text(STORE_THEN_LOAD);
+  cr_expect_not(reads_buffer_memory(m, "old", 0), "%%old is read after the store");
+  cr_expect(reads_buffer_memory(m, "new", 0), "%%new is read before any other store");
+  kiln_model_free(m);
+  m = compile_text(AROUND); /* a reshape of the load, read after the store, is a read of it */
+  cr_expect_not(reads_buffer_memory(m, "t", 0), "%%t's reshape %%r is read after the store");
+  kiln_model_free(m);
+}
+
 /* ---- inplace_custom on a buffer ---- */
 
 /* bump adds 1 to every element of its in-place buffer, and 100 more to

@@ -235,6 +235,86 @@ Test(spec_policy, a_growing_bucketed_dim_is_planned_ahead) {
   kiln_model_free(m);
 }
 
+/* total cuts a slice of %c [20, 8] read from data (a decoder's cache[:, :total]):
+ * it can never exceed 20 */
+#define C20 "!mo.tensor<[20, 8], f32>"
+#define I1 "!mo.tensor<[1], si64>"
+#define TT "!mo.tensor<[total, 8], f32>"
+static const char *SLICED =
+    "mo.graph @w<total>(%c: " C20 ", %stop: " I1 ") -> (" TT ") {\n"
+    "  %z = mo.constant {value = #M.dense_array<0> : tensor<1xsi64>} : " I1 "\n"
+    "  %one = mo.constant {value = #M.dense_array<1> : tensor<1xsi64>} : " I1 "\n"
+    "  %s = mo.slice_tensor(%c, %z, %stop, %one, %z) : (" C20 ", " I1 ", " I1 ", " I1 ", " I1
+    ") -> " TT "\n"
+    "  %y = mo.tanh(%s) : " TT "\n"
+    "  %o = mo.softmax(%y) {axis = -1} : " TT "\n"
+    "  mo.output %o : " TT "\n}\n";
+
+/* a tensor [n, 8] stored into a buffer's slice: n can never exceed 20 */
+static const char *STORED =
+    "mo.graph @b<n>(%buf: !mo.buffer<[20, 8], f32>, %x: !mo.tensor<[n, 8], f32>, "
+    "%at: !mo.tensor<[2], si64>) -> (!mo.tensor<[n, 8], f32>) {\n"
+    "  %c0 = mo.chain.create() : !mo.chain\n"
+    "  %y = mo.tanh(%x) : !mo.tensor<[n, 8], f32>\n"
+    "  %c1 = mo.mutable.store.slice(%buf, %y, %at, %c0) : (!mo.buffer<[20, 8], f32>, "
+    "!mo.tensor<[n, 8], f32>, !mo.tensor<[2], si64>, !mo.chain) -> !mo.chain\n"
+    "  mo.output %y : !mo.tensor<[n, 8], f32>\n}\n";
+
+/* Execute SLICED with total = n. */
+static void exec_sliced(kiln_model *m, int64_t n) {
+  int64_t cs[2] = {20, 8}, one[1] = {1};
+  kiln_tensor *in[2] = {kiln_tensor_new(KILN_FLOAT32, 2, cs, st),
+                        kiln_tensor_new(KILN_INT64, 1, one, st)};
+  float *c = kiln_tensor_data(in[0]);
+  for (int i = 0; i < 160; i++) c[i] = (float)(i % 7) - 3.0f;
+  *(int64_t *)kiln_tensor_data(in[1]) = n;
+  kiln_tensor *out = NULL;
+  cr_assert_eq(kiln_model_execute(m, in, 2, &out, 1, st), 0, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_tensor_shape(out)[0], n);
+  kiln_tensor_free(out);
+  kiln_tensor_free(in[0]);
+  kiln_tensor_free(in[1]);
+}
+
+Test(spec_policy, a_symbols_bound_comes_from_its_slices_and_checks) {
+  int64_t max[2];
+  kiln_model *m = model(SLICED, KILN_SPECIALIZE_OFF);
+  rt_spec_sym_max(m->g, max);
+  cr_expect_eq(max[0], 20, "total <= the axis its slice cuts: %lld", (long long)max[0]);
+  kiln_model_free(m);
+  m = model(STORED, KILN_SPECIALIZE_OFF);
+  rt_spec_sym_max(m->g, max);
+  cr_expect_eq(max[0], 20, "n <= the buffer's axis it is stored into: %lld", (long long)max[0]);
+  kiln_model_free(m);
+  m = model(SOFT, KILN_SPECIALIZE_OFF);
+  rt_spec_sym_max(m->g, max);
+  cr_expect_eq(max[0], INT64_MAX, "nothing bounds SOFT's n");
+  kiln_model_free(m);
+}
+
+/* A growing dim bounded at 20 with pow2 buckets: its last bucket is 17..20
+ * (not 17..32), specialized ahead from bucket 16 like any other, and
+ * nothing is planned or specialized past it: no bucket 64 queued, nor
+ * planned, from the last bucket. */
+Test(spec_policy, nothing_is_planned_or_specialized_past_a_symbols_bound) {
+  rt_spec_set_test_trial(ctx, RT_SPEC_TRIAL_KEEP);
+  kiln_model *m = model(SLICED, KILN_SPECIALIZE_ASYNC);
+  cr_assert_eq(kiln_model_set_bucket(m, "total", KILN_BUCKET_POW2, 0, st), 0);
+  for (int64_t n = 1; n <= 16; n++) exec_sliced(m, n); /* the last bucket claimed at 11 */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
+  double ahead = counter(m, KILN_COUNTER_PLANS_AHEAD); /* 20's end, unless a plan covers it */
+  cr_expect_leq(ahead, 1, "a bucket past 20 was planned ahead: %g plans", ahead);
+  double hits = counter(m, KILN_COUNTER_HITS), plans = counter(m, KILN_COUNTER_PLANS);
+  for (int64_t n = 17; n <= 20; n++) exec_sliced(m, n);
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_HITS), hits + 4, "the last bucket's variant was not ready");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS), plans, "an execute in the last bucket planned");
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1, "a bucket past 20 was queued ahead");
+  cr_expect_eq(counter(m, KILN_COUNTER_PLANS_AHEAD), ahead, "a bucket past 20 was planned ahead");
+  kiln_model_free(m);
+}
+
 /* rt_prep_plans queues several plans under one lock and one wake: each is
  * made once, and a job that carries the compile thread's wake (kick) says
  * so; plans already made are found, not made again. The execute that
@@ -430,14 +510,14 @@ Test(spec_policy, counts_run_over_a_window) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket t;
   int64_t a = 7, b = 8;
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
-  for (int i = 0; i < RT_SPEC_WINDOW + 1; i++) rt_spec_policy_seen(p, &b, false, 2, &t);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_COLD);
+  for (int i = 0; i < RT_SPEC_WINDOW + 1; i++) rt_spec_policy_seen(p, &b, false, 2, false, &t);
   /* a's first execute is out of the window: cold again */
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_COLD);
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_WEIGH); /* hot: weigh once */
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_QUEUE);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_COLD);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_WEIGH); /* hot: weigh once */
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_QUEUE);
   rt_spec_policy_drop(p, &a); /* weighed and found not worth it */
-  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, &t), RT_SPEC_DROPPED);
+  cr_expect_eq(rt_spec_policy_seen(p, &a, false, 2, false, &t), RT_SPEC_DROPPED);
   rt_spec_policy_free(p);
 }
 
@@ -445,27 +525,77 @@ Test(spec_policy, a_trial_compares_the_fastest_runs) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket t;
   int64_t k = 3;
-  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_WEIGH);
+  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, false, &t), RT_SPEC_WEIGH);
   cr_assert_geq(t.slot, 0);
   cr_expect_not(rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE)); /* generic 1000 */
   for (int i = 0; i < RT_SPEC_TRIAL; i++) {
-    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, &t), RT_SPEC_RUN);
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, false, &t), RT_SPEC_RUN);
     /* the variant's fastest run 990: not 3% faster */
     bool drop = rt_spec_policy_timed(p, &t, i == 2 ? 990 : 5000, RT_SPEC_TRIAL_MEASURE);
     cr_expect_eq(drop, i == RT_SPEC_TRIAL - 1);
   }
-  cr_expect_eq(rt_spec_policy_seen(p, &k, false, 1, &t), RT_SPEC_DROPPED);
+  cr_expect_eq(rt_spec_policy_seen(p, &k, false, 1, false, &t), RT_SPEC_DROPPED);
   cr_expect_eq(t.slot, -1);
   /* another key: 900 against 1000 stays */
   int64_t k2 = 4;
-  rt_spec_policy_seen(p, &k2, false, 1, &t);
+  rt_spec_policy_seen(p, &k2, false, 1, false, &t);
   rt_spec_policy_timed(p, &t, 1000, RT_SPEC_TRIAL_MEASURE);
   for (int i = 0; i < RT_SPEC_TRIAL; i++) {
-    rt_spec_policy_seen(p, &k2, true, 1, &t);
+    rt_spec_policy_seen(p, &k2, true, 1, false, &t);
     cr_expect_not(rt_spec_policy_timed(p, &t, 900, RT_SPEC_TRIAL_MEASURE));
   }
-  cr_expect_eq(rt_spec_policy_seen(p, &k2, true, 1, &t), RT_SPEC_RUN);
+  cr_expect_eq(rt_spec_policy_seen(p, &k2, true, 1, false, &t), RT_SPEC_RUN);
   cr_expect_eq(t.slot, -1); /* kept: no more timing */
+  rt_spec_policy_free(p);
+}
+
+/* One paired trial of key k (its generic executes before the trial ran in
+ * `before` ns): generic turns take gen(i) ns, variant turns var(i) ns (i the
+ * turn's pair); true when the variant stays. The verdicts alternate. */
+static bool paired_trial(rt_spec_policy *p, int64_t k, int64_t before, int64_t gen0,
+                         int64_t var0) {
+  rt_spec_ticket t;
+  cr_assert_eq(rt_spec_policy_seen(p, &k, false, 1, true, &t), RT_SPEC_WEIGH);
+  rt_spec_policy_timed(p, &t, before, RT_SPEC_TRIAL_MEASURE);
+  bool dropped = false;
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) {
+    /* the shapes grow with every pair: both sets see the same ones */
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, true, &t), RT_SPEC_PAIR, "pair %d", i);
+    cr_assert_geq(t.slot, 0);
+    cr_expect_not(t.variant);
+    cr_expect_not(rt_spec_policy_timed(p, &t, gen0 + 10 * i, RT_SPEC_TRIAL_MEASURE));
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, true, &t), RT_SPEC_RUN, "pair %d", i);
+    cr_expect(t.variant);
+    dropped = rt_spec_policy_timed(p, &t, var0 + 10 * i, RT_SPEC_TRIAL_MEASURE);
+    cr_expect(!dropped || i == RT_SPEC_TRIAL - 1, "dropped at pair %d", i);
+  }
+  rt_spec_verdict after = rt_spec_policy_seen(p, &k, !dropped, 1, true, &t);
+  cr_expect_eq(after, dropped ? RT_SPEC_DROPPED : RT_SPEC_RUN);
+  cr_expect_eq(t.slot, -1, "the trial is over: nothing more is timed");
+  return !dropped;
+}
+
+/* A paired trial compares the variant with the generic kernels on the same
+ * shapes only: a variant 10% faster stays although the bucket's generic
+ * executes before it ran shorter shapes (800 ns, which a plain trial would
+ * have compared with); a variant no faster is dropped, also when its
+ * bucket ran nothing generic before it (a plain trial keeps it unmeasured). */
+Test(spec_policy, a_paired_trial_compares_at_the_same_shapes) {
+  rt_spec_policy *p = rt_spec_policy_new(1);
+  cr_expect(paired_trial(p, 1, 800, 1000, 900), "a variant 10%% faster was dropped");
+  cr_expect_not(paired_trial(p, 2, 800, 1000, 995), "a variant 0.5%% faster was kept");
+  cr_expect_not(paired_trial(p, 3, 2000, 1000, 1000), "a variant no faster was kept");
+  /* the same variant 10% faster, but a plain trial against the shorter shapes: dropped */
+  rt_spec_ticket t;
+  int64_t k = 4;
+  rt_spec_policy_seen(p, &k, false, 1, false, &t);
+  rt_spec_policy_timed(p, &t, 800, RT_SPEC_TRIAL_MEASURE);
+  bool dropped = false;
+  for (int i = 0; i < RT_SPEC_TRIAL; i++) {
+    cr_assert_eq(rt_spec_policy_seen(p, &k, true, 1, false, &t), RT_SPEC_RUN);
+    dropped = rt_spec_policy_timed(p, &t, 900 + 10 * i, RT_SPEC_TRIAL_MEASURE);
+  }
+  cr_expect(dropped, "the plain trial's rule changed");
   rt_spec_policy_free(p);
 }
 
@@ -492,8 +622,8 @@ Test(spec_policy, a_reused_slot_ignores_old_tickets) {
   rt_spec_policy *p = rt_spec_policy_new(1);
   rt_spec_ticket old, t;
   int64_t k = 0;
-  rt_spec_policy_seen(p, &k, false, 1, &old);
-  for (int64_t i = 1; i <= RT_SPEC_SEEN; i++) rt_spec_policy_seen(p, &i, false, 1, &t);
+  rt_spec_policy_seen(p, &k, false, 1, false, &old);
+  for (int64_t i = 1; i <= RT_SPEC_SEEN; i++) rt_spec_policy_seen(p, &i, false, 1, false, &t);
   cr_expect_not(rt_spec_policy_timed(p, &old, 1, RT_SPEC_TRIAL_DROP)); /* slot given away */
   rt_spec_policy_free(p);
 }

@@ -84,10 +84,12 @@ def test_a_read_only_array_is_refused_as_a_buffer(session):
     model = session.load(g)
     ro = np.zeros(3, np.float32)
     ro.flags.writeable = False
-    with pytest.raises(ValueError, match="changes in place"):
+    with pytest.raises(ValueError, match=r"^input 0 \(\w+\) is a buffer the model changes in place"):
         model.execute(ro)
     with pytest.raises(ValueError, match="changes in place"):
         model.execute(np.zeros(6, np.float32)[::2])
+    with pytest.raises(Exception, match=r"input 0 \(\w+\)"):  # not an array at all
+        model.execute(object())
 
 
 def test_a_buffer_is_not_an_output_or_an_operand_of_a_tensor_op():
