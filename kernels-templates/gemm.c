@@ -383,6 +383,16 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
       acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                                   \
     }                                                                                            \
   }                                                                                              \
+  /* _step with A read in place: row r's element k at ar[r][k] */                                 \
+  static inline __attribute__((always_inline)) void NAME##_step_da(                              \
+      V (*acc)[2], const T *const *ar, int64_t k, const T *restrict Bp) {                        \
+    V b0 = VLOAD(V, Bp), b1 = VLOAD(V, Bp + VL);                                                 \
+    _Pragma("clang loop unroll(full)") for (int r = 0; r < MR; r++) {                            \
+      V a = (V)ar[r][k];                                                                         \
+      acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                                   \
+      acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                                   \
+    }                                                                                            \
+  }                                                                                              \
   /* The R x W vectors register tile (R <= MR rows, W = 1 or 2 vectors; both                     \
    * constants once inlined: the narrower tiles at the edges of C skip the                       \
    * multiply-adds of zero-padded rows and columns) over kc packed steps (A                      \
@@ -474,17 +484,34 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
       acc[r][1] = (V)0;                                                                          \
       ar[r] = A + (r < mr ? r : mr - 1) * lda;                                                   \
     }                                                                                            \
-    for (int64_t k = 0; k < kc; k++) {                                                           \
-      V b0 = VLOAD(V, Bp), b1 = W == 2 ? VLOAD(V, Bp + VL) : (V)0;                               \
-      _Pragma("clang loop unroll(full)") for (int r = 0; r < MR_MAX; r++) {                      \
-        if (r < R) {                                                                             \
-          V a = (V)ar[r][k];                                                                     \
-          acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                               \
-          if (W == 2) acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                   \
-        }                                                                                        \
+    if (R == MR && W == 2 && sizeof(V) == 32) {                                                  \
+      /* AVX2: the packed main tile's register budget, and the same split                        \
+       * of the k loop (no branch in either body; see _micro) */                                 \
+      int64_t k = 0, kp = MIN(pf.n, kc);                                                         \
+      int64_t second = pf.step > 64 ? 64 : 0;                                                    \
+      for (; k < kp; k++) {                                                                      \
+        NAME##_step_da(acc, ar, k, Bp);                                                          \
+        __builtin_prefetch(pf.p + k * pf.step, 0, 2);                                            \
+        __builtin_prefetch(pf.p + k * pf.step + second, 0, 2);                                   \
+        Bp += bk;                                                                                \
       }                                                                                          \
-      gemm_prefetch_step(pf, k);                                                                 \
-      Bp += bk;                                                                                  \
+      for (; k < kc; k++) {                                                                      \
+        NAME##_step_da(acc, ar, k, Bp);                                                          \
+        Bp += bk;                                                                                \
+      }                                                                                          \
+    } else {                                                                                     \
+      for (int64_t k = 0; k < kc; k++) {                                                         \
+        V b0 = VLOAD(V, Bp), b1 = W == 2 ? VLOAD(V, Bp + VL) : (V)0;                             \
+        _Pragma("clang loop unroll(full)") for (int r = 0; r < MR_MAX; r++) {                    \
+          if (r < R) {                                                                           \
+            V a = (V)ar[r][k];                                                                   \
+            acc[r][0] = __builtin_elementwise_fma(a, b0, acc[r][0]);                             \
+            if (W == 2) acc[r][1] = __builtin_elementwise_fma(a, b1, acc[r][1]);                 \
+          }                                                                                      \
+        }                                                                                        \
+        gemm_prefetch_step(pf, k);                                                               \
+        Bp += bk;                                                                                \
+      }                                                                                          \
     }                                                                                            \
     NAME##_store(R, W, acc, C, ldc, mr, nr, first);                                              \
   }                                                                                              \

@@ -187,15 +187,17 @@ static int default_threads(void) {
 
 /* ---- running parts ---- */
 
-/* Sleep while *word == expected (returns at once otherwise; on EINTR or a
- * spurious wake-up too: callers recheck what they wait for). */
-static void futex_wait(void *word, unsigned expected) {
-  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, NULL, NULL, 0);
+void rt_futex_wait(void *word, unsigned expected, int64_t ns) {
+  struct timespec ts = {(time_t)(ns / 1000000000), (long)(ns % 1000000000)};
+  syscall(SYS_futex, word, FUTEX_WAIT_PRIVATE, expected, ns < 0 ? NULL : &ts, NULL, 0);
 }
 
-static void futex_wake(void *word, int n) {
+void rt_futex_wake(void *word, int n) {
   syscall(SYS_futex, word, FUTEX_WAKE_PRIVATE, n, NULL, NULL, 0);
 }
+
+static void futex_wait(void *word, unsigned expected) { rt_futex_wait(word, expected, -1); }
+static void futex_wake(void *word, int n) { rt_futex_wake(word, n); }
 
 static void finish_part(rt_pool *p) {
   /* seq_cst both: pairs with wait_parts' store of waiting and load of pending */

@@ -29,6 +29,13 @@ typedef struct rt_pool rt_pool;
 /* Free a context's pool (joins its workers). NULL ok. */
 void rt_pool_free(rt_pool *p);
 
+/* futex(2) on a 32-bit word, process-private: sleep while *word ==
+ * expected, ns nanoseconds at most (ns < 0: no limit); returns at once
+ * when it differs, and on a wake, a signal, the timeout or spuriously
+ * (callers recheck what they wait for). rt_futex_wake wakes n sleepers. */
+void rt_futex_wait(void *word, unsigned expected, int64_t ns);
+void rt_futex_wake(void *word, int n);
+
 /* Run kernel fn of node `node` of m on args: ksyms are the symbol values the
  * kernel reads (its own numbering), gsyms the graph's solved symbol values
  * (for the work estimate). Returns the first nonzero status of the parts,

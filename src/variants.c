@@ -35,6 +35,7 @@
  * model. */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,12 +209,15 @@ static double cpu_ms(void) {
   return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* Sleep ms in slices of 1 ms, stopping early when cancelled. */
+/* Sleep ms, in one sleep: woken early when the job is cancelled
+ * (cancel_jobs stores 1 and wakes the word). Slices of 1 ms here woke the
+ * compile thread a thousand times a second all the while a busy service
+ * kept a tier-up waiting (quiet_for), each wake-up preempting a request's
+ * thread where those hold every CPU. */
 static void rest(double ms, atomic_int *cancel) {
-  for (double t = 0; t < ms && !atomic_load(cancel); t += 1) {
-    struct timespec ts = {0, 1000000L};
-    nanosleep(&ts, NULL);
-  }
+  int64_t end = rt_now_ns() + (int64_t)(ms * 1e6);
+  for (int64_t left; !atomic_load(cancel) && (left = end - rt_now_ns()) > 0;)
+    rt_futex_wait(cancel, 0, left);
 }
 
 /* Whether executes running on ctx have every CPU: the context's threads
@@ -309,7 +313,10 @@ static void cancel_jobs(kiln_model *m) {
       p = &j->next;
     }
   }
-  if (s->running && s->running->m == m) atomic_store(&s->running->cancel, 1);
+  if (s->running && s->running->m == m) {
+    atomic_store(&s->running->cancel, 1);
+    rt_futex_wake(&s->running->cancel, INT_MAX); /* out of rest() */
+  }
   while (s->running && s->running->m == m) pthread_cond_wait(&s->done_cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
   rt_prep_cancel(s->prep, m);
