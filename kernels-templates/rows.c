@@ -22,8 +22,8 @@
  * the explicit ones):
  * - softmax: the max is exact and skips NaN (a NaN still reaches the sum
  *   through exp, so the row is NaN, as the interpreter's NaN-propagating
- *   max gives); exp is jit/emit.c's jit_exp_f32_nonpos algorithm (within an
- *   ulp where exp >= 2^-126, +0 below); the sum in f32 lanes over blocks of
+ *   max gives); exp by exp_nonpos below (within 2.2 ulp where x - m > -10,
+ *   4.8 down to 2^-126, +0 below); the sum in f32 lanes over blocks of
  *   SUM_BLOCK elements, the block sums in double; 1 / s and log s in double,
  *   rounded to f32 once. A few ulps of f32 from the interpreter's all-double
  *   result; a row of only -inf (or -inf and NaN) is NaN (-inf - -inf).
@@ -120,20 +120,25 @@ INLINE double fold_sum_d(vd v) {
 }
 
 /* exp(x) for x <= 0, -inf or NaN (x - max): x = k ln2 + r, k from the bits
- * of fma(x, log2 e, 1.5 * 2^23), exp(r) = 1 + (r + r^2 P(r)) (jit/emit.c's
- * coefficients), times 2^k from k's bits; +0 where x < log(2^-126). */
+ * of fma(x, log2 e, 1.5 * 2^23), r = x - k f32(ln2) in one fma, exp(r) a
+ * degree-5 polynomial in Horner form (relative-minimax coefficients on
+ * [-ln2 / 2, ln2 / 2], 1 exact), times 2^k from k's bits; +0 where
+ * x < log(2^-126). Within 2 ulp wherever exp >= 2^-126 (the one-step
+ * reduction is off by |k| 2e-9 relative: at most a few ulp near 2^-126,
+ * under 0.1 ulp where |x| < 10). Against jit/emit.c's jit_exp_f32_nonpos
+ * (two-step reduction, degree 6: within an ulp) this is 8 multiply-class
+ * operations per vector instead of 10, which is what bounds the exp pass
+ * on hosts with two FMA pipes. */
 INLINE vf exp_nonpos(vf x) {
   const float magic = 0x1.8p23f;
   vf y = __builtin_elementwise_fma(x, splat(0x1.715476p+0f), splat(magic));
-  vf nk = splat(magic) - y;
-  vf r = __builtin_elementwise_fma(nk, splat(0x1.62e4p-1f), x);
-  r = __builtin_elementwise_fma(nk, splat(0x1.7f7d1cp-20f), r);
-  vf p = splat(0x1.6a244cp-10f);
-  p = __builtin_elementwise_fma(p, r, splat(0x1.1239d4p-7f));
-  p = __builtin_elementwise_fma(p, r, splat(0x1.5558f2p-5f));
-  p = __builtin_elementwise_fma(p, r, splat(0x1.555492p-3f));
-  p = __builtin_elementwise_fma(p, r, splat(0x1.fffffcp-2f));
-  vf e = splat(1.0f) + __builtin_elementwise_fma(r * r, p, r);
+  vf r = __builtin_elementwise_fma(splat(magic) - y, splat(0x1.62e43p-1f), x);
+  vf p = splat(0x1.108f3ap-7f);
+  p = __builtin_elementwise_fma(p, r, splat(0x1.573adcp-5f));
+  p = __builtin_elementwise_fma(p, r, splat(0x1.55580ap-3f));
+  p = __builtin_elementwise_fma(p, r, splat(0x1.fffdc4p-2f));
+  p = __builtin_elementwise_fma(p, r, splat(0x1.fffffcp-1f));
+  vf e = __builtin_elementwise_fma(p, r, splat(1.0f));
   /* 2^k = (k + 127) << 23 = (bits(y) << 23) + ((127 - bits(magic)) << 23) mod 2^32 */
   const uint32_t bias = (127u - 0x4b400000u) << 23;
   vi sc = (vi)((__attribute__((vector_size(64))) uint32_t)y << 23) + (vi){0} + (int32_t)bias;
