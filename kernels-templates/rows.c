@@ -6,9 +6,13 @@
  * milliseconds at either tier and runs the same code.
  *
  * Entries:
+ *   void kiln_softmax_f32_rows(float *y, const float *x, int64_t n,
+ *       int64_t rows, int64_t log)
+ *     `rows` contiguous rows of n floats (what a kernel's part calls once),
+ *     each: m = max x, e = exp(x - m), s = sum e; y = e * (1 / s) (log 0)
+ *     or y = (x - m) - log s (log 1). Nothing when n or rows is <= 0.
  *   void kiln_softmax_f32_row(float *y, const float *x, int64_t n, int64_t log)
- *     one contiguous row of n floats: m = max x, e = exp(x - m),
- *     s = sum e; y = e * (1 / s) (log 0) or y = (x - m) - log s (log 1).
+ *     one row: kiln_softmax_f32_rows with rows = 1.
  *   void kiln_layer_norm_f32_row(float *y, const float *x, const float *g,
  *       const float *b, int64_t d, double eps)
  *     one row of d floats: mean = sum x / d, var = sum (x - mean)^2 / d,
@@ -25,7 +29,7 @@
  *   max gives); exp by exp_nonpos below (within 2.2 ulp where x - m > -10,
  *   4.8 down to 2^-126, +0 below); the sum in f32 lanes over blocks of
  *   SUM_BLOCK elements, the block sums in double; 1 / s and log s in double,
- *   rounded to f32 once. A few ulps of f32 from the interpreter's all-double
+ *   rounded to f32 once (1 / s in f32 when one block: the same bits). A few ulps of f32 from the interpreter's all-double
  *   result; a row of only -inf (or -inf and NaN) is NaN (-inf - -inf).
  * - layer_norm: the mean summed in double lanes (so a large offset against
  *   a small spread keeps its precision), the variance of x - f32(mean) in
@@ -230,21 +234,46 @@ INLINE double exp_sum(float *y, const float *x, int64_t n, float m, int keep_e) 
   return s;
 }
 
-void ROWS_ENTRY(kiln_softmax_f32_row)(float *y, const float *x, int64_t n, int64_t log);
-void ROWS_ENTRY(kiln_softmax_f32_row)(float *y, const float *x, int64_t n, int64_t log) {
-  if (n <= 0) return;
-  const float m = row_max(x, n);
-  const double s = log ? exp_sum(y, x, n, m, 0) : exp_sum(y, x, n, m, 1);
+/* Row x / y's last pass once s = sum exp(x - m) is known: y = e * (1 / s)
+ * (e already in y) or (x - m) - log s. A row of at most SUM_BLOCK has s
+ * exactly an f32 (one block sum), and 1 / s in f32 is then the double
+ * quotient rounded to f32 (division rounded twice, 53 >= 2 * 24 + 2 bits,
+ * is rounded once): the same bits, without the double latency. */
+INLINE void normalize(float *y, const float *x, int64_t n, float m, double s, int64_t log) {
   int64_t i = 0;
   if (log) {
     const float ls = (float)__builtin_log(s);
     for (; i + W <= n; i += W) store(y + i, (load(x + i) - splat(m)) - splat(ls));
     for (; i < n; i++) y[i] = (x[i] - m) - ls;
   } else {
-    const float inv = (float)(1.0 / s);
+    const float inv = n <= SUM_BLOCK ? 1.0f / (float)s : (float)(1.0 / s);
     for (; i + W <= n; i += W) store(y + i, load(y + i) * splat(inv));
     for (; i < n; i++) y[i] = y[i] * inv;
   }
+}
+
+/* rows rows of n, one after another: the next row's max is taken between
+ * this row's exp pass and its last pass, so it runs while this row's sum
+ * is folded and inverted (a dependent chain of ~60 cycles per row, which
+ * dominates rows of a few dozen floats). Row by row the same arithmetic as
+ * kiln_softmax_f32_row: the same bits. */
+void ROWS_ENTRY(kiln_softmax_f32_rows)(float *y, const float *x, int64_t n, int64_t rows,
+                                       int64_t log);
+void ROWS_ENTRY(kiln_softmax_f32_rows)(float *y, const float *x, int64_t n, int64_t rows,
+                                       int64_t log) {
+  if (n <= 0 || rows <= 0) return;
+  float m = row_max(x, n);
+  for (int64_t r = 0; r < rows; r++, x += n, y += n) {
+    const double s = log ? exp_sum(y, x, n, m, 0) : exp_sum(y, x, n, m, 1);
+    const float next = r + 1 < rows ? row_max(x + n, n) : 0.0f;
+    normalize(y, x, n, m, s, log);
+    m = next;
+  }
+}
+
+void ROWS_ENTRY(kiln_softmax_f32_row)(float *y, const float *x, int64_t n, int64_t log);
+void ROWS_ENTRY(kiln_softmax_f32_row)(float *y, const float *x, int64_t n, int64_t log) {
+  ROWS_ENTRY(kiln_softmax_f32_rows)(y, x, n, 1, log);
 }
 
 /* The 16 floats at x widened to doubles and added to *lo / *hi. */
