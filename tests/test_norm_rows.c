@@ -157,6 +157,8 @@ static void expect_close(const float *y, const float *want, int count, double rt
 #ifdef KILN_ROWS_V3_TEST
 /* The row template compiled at x86-64-v3 into this test (CMakeLists.txt). */
 void kiln_v3_test_kiln_softmax_f32_row(float *y, const float *x, int64_t n, int64_t log);
+void kiln_v3_test_kiln_softmax_f32_rows(float *y, const float *x, int64_t n, int64_t rows,
+                                        int64_t log);
 void kiln_v3_test_kiln_layer_norm_f32_row(float *y, const float *x, const float *g,
                                           const float *b, int64_t d, double eps);
 
@@ -288,6 +290,72 @@ Test(norm_rows, which_nodes_call_the_rows) {
     ir_graph_free(g);
   }
 }
+
+/* A softmax kernel over contiguous rows makes one call of the rows entry
+ * for its part's rows, not one call of the single-row entry per row. */
+Test(norm_rows, softmax_kernel_calls_the_rows_entry_once) {
+  char err[1024] = "";
+  jit_engine *e = jit_engine_new(err, sizeof err);
+  cr_assert_not_null(e, "%s", err);
+  for (int op = SOFTMAX; op <= LOGSOFTMAX && jit_engine_has_prebuilt_rows(e); op++) {
+    char *text = graph_text((op_kind)op, 128);
+    ir_graph *g = parse(text);
+    char *ir = jit_node_llvm_ir(e, g, op_node(g), err, sizeof err);
+    cr_assert_not_null(ir, "%s", err);
+    int rows_calls = 0, row_calls = 0;
+    for (const char *c = ir; (c = strstr(c, "call void @kiln_pre_v")) != NULL; c++) {
+      const char *paren = strchr(c, '(');
+      cr_assert_not_null(paren);
+      size_t len = (size_t)(paren - c);
+      rows_calls += len >= 8 && strncmp(paren - 8, "f32_rows", 8) == 0;
+      row_calls += len >= 7 && strncmp(paren - 7, "f32_row", 7) == 0;
+    }
+    cr_expect_eq(rows_calls, 1, "op %d: %d calls of the rows entry\n%s", op, rows_calls, ir);
+    cr_expect_eq(row_calls, 0, "op %d: %d calls of the single-row entry", op, row_calls);
+    free(ir);
+    ir_graph_free(g);
+    free(text);
+  }
+  jit_engine_free(e);
+}
+
+#ifdef KILN_ROWS_V3_TEST
+/* kiln_softmax_f32_rows over k rows gives the bits of k calls of the
+ * single-row entry, also in place (y == x, as a fused prologue leaves
+ * them), and writes nothing for no rows or rows of no floats. */
+Test(norm_rows, rows_entry_same_bits_as_row_by_row) {
+  __builtin_cpu_init();
+  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
+  static const int NS[] = {1, 15, 16, 17, 64, 100, 128, 384, 1025};
+  for (size_t li = 0; li < sizeof NS / sizeof NS[0]; li++)
+    for (int log = 0; log < 2; log++) {
+      int n = NS[li];
+      size_t count = (size_t)ROWS * (size_t)n;
+      float *x = malloc(count * sizeof *x), *want = malloc(count * sizeof *x);
+      float *y = malloc(count * sizeof *x), *gm = malloc((size_t)n * 4), *b = malloc((size_t)n * 4);
+      cr_assert(x && want && y && gm && b);
+      fill(SOFTMAX, n, x, gm, b);
+      for (int r = 0; r < ROWS; r++)
+        kiln_v3_test_kiln_softmax_f32_row(want + (size_t)r * n, x + (size_t)r * n, n, log);
+      memset(y, 0x7f, count * sizeof *y);
+      kiln_v3_test_kiln_softmax_f32_rows(y, x, n, ROWS, log);
+      cr_expect(memcmp(y, want, count * sizeof *y) == 0, "n=%d log=%d: rows differ", n, log);
+      memcpy(y, x, count * sizeof *y);
+      kiln_v3_test_kiln_softmax_f32_rows(y, y, n, ROWS, log);
+      cr_expect(memcmp(y, want, count * sizeof *y) == 0, "n=%d log=%d: in place differs", n, log);
+      memcpy(y, x, count * sizeof *y);
+      kiln_v3_test_kiln_softmax_f32_rows(y, x, n, 0, log);
+      kiln_v3_test_kiln_softmax_f32_rows(y, x, 0, ROWS, log);
+      kiln_v3_test_kiln_softmax_f32_rows(y, x, n, -1, log);
+      cr_expect(memcmp(y, x, count * sizeof *y) == 0, "n=%d log=%d: an empty call wrote", n, log);
+      free(x);
+      free(want);
+      free(y);
+      free(gm);
+      free(b);
+    }
+}
+#endif
 
 Test(norm_rows, softmax_every_build_and_split_same_bits) { check_op(SOFTMAX); }
 Test(norm_rows, logsoftmax_every_build_and_split_same_bits) { check_op(LOGSOFTMAX); }
