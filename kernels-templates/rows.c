@@ -29,8 +29,9 @@
  *   max gives); exp by exp_nonpos below (within 2.2 ulp where x - m > -10,
  *   4.8 down to 2^-126, +0 below); the sum in f32 lanes over blocks of
  *   SUM_BLOCK elements, the block sums in double; 1 / s and log s in double,
- *   rounded to f32 once (1 / s in f32 when one block: the same bits). A few ulps of f32 from the interpreter's all-double
- *   result; a row of only -inf (or -inf and NaN) is NaN (-inf - -inf).
+ *   rounded to f32 once (1 / s in f32 when one block: the same bits). A few
+ *   ulps of f32 from the interpreter's all-double result; a row of only -inf
+ *   (or -inf and NaN) is NaN (-inf - -inf).
  * - layer_norm: the mean summed in double lanes (so a large offset against
  *   a small spread keeps its precision), the variance of x - f32(mean) in
  *   f32 lanes within SUM_BLOCK blocks whose sums add in double, 1 / sqrt in
