@@ -191,8 +191,12 @@ Test(spec_policy, a_growing_bucketed_dim_gets_its_next_bucket_ahead) {
   cr_assert_eq(kiln_model_set_bucket(m, "n", KILN_BUCKET_POW2, 0, st), 0);
   for (int64_t n = 1; n <= 10; n++) exec_n(m, n);
   cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 0); /* bucket 16 (9..16) not hot yet */
-  exec_n(m, 11); /* hot: bucket 16 queued, and bucket 32 ahead */
-  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
+  /* hot: bucket 16 queued, and bucket 32 ahead: at n = 11, unless the
+   * compile thread, just woken for bucket 16, held the variants' lock
+   * longer than an execute waits for it (rt_lock_briefly: a loaded host
+   * preempts it, nice +10); a later execute of the bucket claims it then */
+  exec_n(m, 11);
+  cr_expect_leq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1);
   for (int64_t n = 12; n <= 16; n++) exec_n(m, n);
   cr_expect_eq(counter(m, KILN_COUNTER_SPEC_AHEAD), 1); /* once per bucket */
   cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
