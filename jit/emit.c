@@ -538,6 +538,10 @@ LLVMValueRef jit_add(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
   return LLVMBuildNSWAdd(f->b, a, b, "");
 }
 
+LLVMValueRef jit_sub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
+  return LLVMBuildNSWSub(f->b, a, b, "");
+}
+
 /* exp(x) for a double x with no call, so loops using it vectorize. Cody-Waite
  * reduction x = k ln2 + r (|r| <= ln2 / 2, ln2 split in a high part with
  * trailing zeros and a low part), exp(r) by its Taylor series to r^13 (the

@@ -145,6 +145,7 @@ void jit_split_outer_inner(jit_fn *f, LLVMValueRef outer, LLVMValueRef inner, LL
 /* i64 index arithmetic that cannot wrap (nsw): sizes and offsets. */
 LLVMValueRef jit_mul(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
 LLVMValueRef jit_add(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
+LLVMValueRef jit_sub(jit_fn *f, LLVMValueRef a, LLVMValueRef b);
 
 /* Shorthands for scalar float code written op by op (resize.c, roi_align.c):
  * a double constant, the arithmetic, a compare and a select. */

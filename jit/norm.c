@@ -331,10 +331,6 @@ static int prologue_init(jit_fn *f, prologue *p, const jit_ew_group *g, const ir
  * per row there, and the rows of short sequences share a call. */
 enum { FUSED_CHUNK_FLOATS = 1024 };
 
-static LLVMValueRef isub(jit_fn *f, LLVMValueRef a, LLVMValueRef b) {
-  return LLVMBuildNSWSub(f->b, a, b, "");
-}
-
 /* One call of kiln_softmax_f32_rows over the `count` rows of R floats from
  * row `first` of X into Y. */
 static void softmax_rows_call(jit_fn *f, LLVMValueRef rows_fn, bool is_log, LLVMValueRef Y,
@@ -350,11 +346,11 @@ static void softmax_rows_call(jit_fn *f, LLVMValueRef rows_fn, bool is_log, LLVM
 static void softmax_rows_fused(jit_fn *f, const prologue *p, LLVMValueRef rows_fn, bool is_log,
                                LLVMValueRef Y, LLVMValueRef lo, LLVMValueRef hi, LLVMValueRef R) {
   LLVMBuilderRef b = f->b;
-  LLVMValueRef one = jit_i64(f, 1), count = isub(f, hi, lo);
+  LLVMValueRef one = jit_i64(f, 1), count = jit_sub(f, hi, lo);
   LLVMValueRef r1 = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, R, one, ""), R, one, "");
   LLVMValueRef per = LLVMBuildUDiv(b, jit_i64(f, FUSED_CHUNK_FLOATS), r1, "");
   per = LLVMBuildSelect(b, LLVMBuildICmp(b, LLVMIntSGT, per, one, ""), per, one, "chunk");
-  LLVMValueRef nch = LLVMBuildUDiv(b, jit_add(f, count, isub(f, per, one)), per, "nchunks");
+  LLVMValueRef nch = LLVMBuildUDiv(b, jit_add(f, count, jit_sub(f, per, one)), per, "nchunks");
   jit_loop lc, lr;
   LLVMValueRef c = jit_add(f, lo, jit_mul(f, jit_loop_begin(f, &lc, jit_i64(f, 0), nch, "c"), per));
   LLVMValueRef ce = jit_add(f, c, per);
@@ -362,7 +358,7 @@ static void softmax_rows_fused(jit_fn *f, const prologue *p, LLVMValueRef rows_f
   LLVMValueRef o = jit_loop_begin(f, &lr, c, ce, "o");
   prologue_row(f, p, Y, o, jit_i64(f, 0), jit_mul(f, o, R), R, one);
   jit_loop_end(f, &lr);
-  softmax_rows_call(f, rows_fn, is_log, Y, Y, c, isub(f, ce, c), R);
+  softmax_rows_call(f, rows_fn, is_log, Y, Y, c, jit_sub(f, ce, c), R);
   jit_loop_end(f, &lc);
 }
 
@@ -399,7 +395,7 @@ int jit_emit_softmax(jit_fn *f, const ir_node *n, LLVMValueRef X, LLVMValueRef Y
   jit_split_outer_inner(f, outer, inner, &olo, &ohi, &ilo, &ihi);
   if (rows_fn) { /* the last axis: inner is 1 and the part's rows [olo, ohi) are contiguous */
     if (pro) softmax_rows_fused(f, &p, rows_fn, is_log, Y, olo, ohi, R);
-    else softmax_rows_call(f, rows_fn, is_log, Y, X, olo, isub(f, ohi, olo), R);
+    else softmax_rows_call(f, rows_fn, is_log, Y, X, olo, jit_sub(f, ohi, olo), R);
     free(p.st);
     return f->failed ? -1 : 0;
   }

@@ -374,6 +374,13 @@ typedef struct ModelObject {
 kiln_model *ext_model_of(PyObject *self) { return MODEL(self); }
 
 /* Model(context, graph, device=None): compile (the GIL released). */
+/* "input i (name)" into buf: how error messages name input i. Returns buf. */
+static const char *input_label(kiln_model *m, int i, char *buf, size_t cap) {
+  const char *name = kiln_model_input_name(m, i);
+  snprintf(buf, cap, "input %d (%s)", i, name ? name : "?");
+  return buf;
+}
+
 static PyObject *model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"context", "graph", "device", NULL};
   PyObject *ctx, *graph, *device = Py_None;
@@ -419,8 +426,7 @@ static PyObject *model_new(PyTypeObject *tp, PyObject *args, PyObject *kw) {
     for (int i = 0; i < nin; i++) {
       const char *name = kiln_model_input_name(m, i);
       size_t len = 32 + (name ? strlen(name) : 1);
-      if ((o->input_what[i] = malloc(len)))
-        snprintf(o->input_what[i], len, "input %d (%s)", i, name ? name : "?");
+      if ((o->input_what[i] = malloc(len))) input_label(m, i, o->input_what[i], len);
     }
   }
   return (PyObject *)o;
@@ -471,11 +477,7 @@ static int gather_inputs(const ModelObject *mo, PyObject *const *args, Py_ssize_
   for (Py_ssize_t i = 0; i < nargs; i++) {
     char buf[160];
     const char *what = i < mo->ninput_what ? mo->input_what[i] : NULL;
-    if (!what) {
-      const char *name = kiln_model_input_name(m, (int)i);
-      snprintf(buf, sizeof buf, "input %zd (%s)", i, name ? name : "?");
-      what = buf;
-    }
+    if (!what) what = input_label(m, (int)i, buf, sizeof buf);
     if (kiln_model_input_is_buffer(m, (int)i) == 1 && !writable_in_place(args[i], what)) {
       while (i-- > 0) Py_DECREF(objs[i]);
       return -1;
