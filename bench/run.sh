@@ -441,7 +441,7 @@ elif ! python3 -c 'import numpy' 2>/dev/null; then
 else
   rm -rf "$work/decode-py" && mkdir -p "$work/decode-py" && cp -r "$repo/python/kiln" "$work/decode-py/" &&
     ln -sf "$build/_kiln.abi3.so" "$work/decode-py/kiln/_kiln.abi3.so"
-  drounds=3; [ "$quick" = 1 ] && drounds=1
+  drounds=9; [ "$quick" = 1 ] && drounds=1
   PYTHONPATH="$work/decode-py" python3 "$here/decode_growth.py" --rounds "$drounds" --tsv \
     >"$work/decode.tsv" 2>"$work/decode.err" ||
     fail decode "decode_growth.py exited $?: $(tail1 "$work/decode.err")"

@@ -63,7 +63,8 @@
  * Guarantees: every C[i, j] of the part's piece is written (zeros when K = 0,
  * then the epilogue), nothing else is touched; C is never read before it is written by this call, so
  * garbage in C does not leak into the result. Sums are in the element type,
- * k ascending within a KC block, blocks added in order; fused multiply-add.
+ * k ascending within a KC block, blocks added in order (narrow small M: in
+ * strands, below); fused multiply-add.
  *
  * Design (BLIS-like): loop jc over N by NC, pc over K by KC (pack the KC x NC
  * block of B into NR-wide panels, zero-padded), ic over M by MC (pack the
@@ -81,6 +82,12 @@
  * (four rows of B per step, C's row chunk stays in L1), which is what a
  * memory-bound GEMV wants; with B prepacked, four panels are streamed at a
  * time (eight independent accumulator chains per row, no C traffic).
+ * Narrow small M (VL <= N <= 4 VL, B not transposed): a row of C has too
+ * few vectors to keep the FMA units busy (P x V of a decode step: N = a
+ * head's 16 columns, K = the tokens cached), so K is summed in S = 8 / (N's
+ * vectors) strands, element k into strand k % S, the strands added as a
+ * tree (narrow_row): a different order from the other paths, the same for
+ * _ex, _pex and every part.
  * With B prepacked the KC x NC block is not copied: the micro-kernel reads
  * the panels in place, with NC_HEAP-wide column blocks (fewer passes over
  * A) and KC_HEAP-deep K blocks where _ex would take its workspace; the
@@ -515,11 +522,106 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
     }                                                                                            \
     NAME##_store(R, W, acc, C, ldc, mr, nr, first);                                              \
   }                                                                                              \
+  /* Few rows and few columns (narrow: N <= 4 VL, strands S > 1): one row                      \
+   * of C in registers, nv vectors (nv * S <= 8 accumulators), element k of                      \
+   * the sum going to strand k % S, the strands added as a tree at the end:                     \
+   * nv * S independent FMA chains where the row's own nv would leave the                         \
+   * FMA units waiting on their latency (P x V of a decode step: N = 16,                           \
+   * K = the tokens cached). Vector v of row k of B at b + k * ks + bo[v],                        \
+   * stored at c + co[v] (the last one: its first nlast lanes). A lane sums its                    \
+   * column in the same order whichever vector holds it, and narrow_col                           \
+   * likewise, so row-major and prepacked B give the same bits. */                                 \
+  static inline __attribute__((always_inline)) void NAME##_narrow_row(                           \
+      int S, int nv, int64_t K, const T *restrict a, const T *restrict b, const int64_t *bo,     \
+      int64_t ks, T *restrict c, const int64_t *co, int64_t nlast) {                             \
+    V acc[8][4];                                                                                 \
+    _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++)                               \
+      _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++) acc[s][v] = (V)0;           \
+    int64_t k = 0;                                                                               \
+    const T *r = b; /* row k of B */                                                             \
+    _Pragma("clang loop unroll(disable)") for (; k + S <= K; k += S) {                           \
+      _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++) {                           \
+        if (s < S) {                                                                             \
+          V av = (V)a[k + s];                                                                    \
+          _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++)                         \
+            if (v < nv) acc[s][v] = __builtin_elementwise_fma(av, VLOAD(V, r + bo[v]), acc[s][v]); \
+          r += ks;                                                                               \
+        }                                                                                        \
+      }                                                                                          \
+    }                                                                                            \
+    _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++) {                             \
+      if (s < S && k + s < K) {                                                                  \
+        V av = (V)a[k + s];                                                                      \
+        _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++)                           \
+          if (v < nv) acc[s][v] = __builtin_elementwise_fma(av, VLOAD(V, r + bo[v]), acc[s][v]); \
+        r += ks;                                                                                 \
+      }                                                                                          \
+    }                                                                                            \
+    _Pragma("clang loop unroll(full)") for (int w = 1; w < 8; w *= 2)                            \
+      _Pragma("clang loop unroll(full)") for (int s = 0; s + w < 8; s += 2 * w)                  \
+        if (s + w < S)                                                                           \
+          _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++)                         \
+            if (v < nv) acc[s][v] += acc[s + w][v];                                              \
+    _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++) {                             \
+      if (v < nv - 1 || (v == nv - 1 && nlast == VL)) {                                          \
+        VSTORE(c + co[v], acc[0][v]);                                                            \
+      } else if (v == nv - 1) {                                                                  \
+        T tile[VL];                                                                              \
+        VSTORE(&tile[0], acc[0][v]);                                                             \
+        COLD for (int64_t j = 0; j < nlast; j++) c[co[v] + j] = tile[j];                         \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
+  /* narrow_row's sums one column at a time (fewer columns than a vector):                       \
+   * column j of B at b + j + k * ks. */                                                         \
+  static inline __attribute__((always_inline)) void NAME##_narrow_col(                           \
+      int S, int64_t n, int64_t K, const T *restrict a, const T *restrict b, int64_t ks,         \
+      T *restrict c) {                                                                           \
+    for (int64_t j = 0; j < n; j++) {                                                            \
+      T t[8] = {0, 0, 0, 0, 0, 0, 0, 0};                                                         \
+      int64_t k = 0;                                                                             \
+      for (; k + S <= K; k += S)                                                                 \
+        _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++)                           \
+          if (s < S) t[s] = __builtin_elementwise_fma(a[k + s], b[j + (k + s) * ks], t[s]);      \
+      _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++)                             \
+        if (s < S && k + s < K) t[s] = __builtin_elementwise_fma(a[k + s], b[j + (k + s) * ks], t[s]); \
+      _Pragma("clang loop unroll(full)") for (int w = 1; w < 8; w *= 2)                          \
+        _Pragma("clang loop unroll(full)") for (int s = 0; s + w < 8; s += 2 * w)                \
+          if (s + w < S) t[s] += t[s + w];                                                       \
+      c[j] = t[0];                                                                               \
+    }                                                                                            \
+  }                                                                                              \
+  /* One row of a narrow product: S and nv as constants (S * nv <= 8); a                        \
+   * function of its own, so its FMA chains get the registers (inlined into                      \
+   * the entry, the strands' row pointers were spilled). */                                     \
+  static __attribute__((noinline)) void NAME##_narrow(                                           \
+      int S, int nv, int64_t K, const T *restrict a, const T *restrict b, const int64_t *bo,     \
+      int64_t ks, T *restrict c, const int64_t *co, int64_t nlast) {                             \
+    if (S == 8) NAME##_narrow_row(8, 1, K, a, b, bo, ks, c, co, nlast);                          \
+    else if (S == 4 && nv == 2) NAME##_narrow_row(4, 2, K, a, b, bo, ks, c, co, nlast);          \
+    else if (S == 4) NAME##_narrow_row(4, 1, K, a, b, bo, ks, c, co, nlast);                     \
+    else if (nv == 4) NAME##_narrow_row(2, 4, K, a, b, bo, ks, c, co, nlast);                    \
+    else if (nv == 3) NAME##_narrow_row(2, 3, K, a, b, bo, ks, c, co, nlast);                    \
+    else if (nv == 2) NAME##_narrow_row(2, 2, K, a, b, bo, ks, c, co, nlast);                    \
+    else NAME##_narrow_row(2, 1, K, a, b, bo, ks, c, co, nlast);                                 \
+  }                                                                                              \
   /* Few rows: no packing; per row, C's chunk of SMALL_NB columns is                             \
-   * accumulated over K four rows of B at a time (it stays in L1). */                            \
+   * accumulated over K four rows of B at a time (it stays in L1); narrow                        \
+   * (S > 1): narrow_row, the columns past whole vectors scalar. */                              \
   static void NAME##_small(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,    \
                            const T *restrict B, int64_t ldb, T *restrict C, int64_t ldc,         \
-                           NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) {        \
+                           NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off, int S) { \
+    if (S > 1) { /* narrow: N <= 4 VL; a last partial vector overlaps the one before */         \
+      int nv = (int)CEILDIV(N, VL);                                                              \
+      int64_t co[4];                                                                             \
+      for (int v = 0; v < nv; v++) co[v] = MIN(v * VL, N - VL);                                  \
+      for (int64_t i = 0; i < M; i++) {                                                          \
+        if (N < VL) NAME##_narrow_col(S, N, K, A + i * lda, B, ldb, C + i * ldc);                \
+        else NAME##_narrow(S, nv, K, A + i * lda, B, co, ldb, C + i * ldc, co, VL);              \
+        if (epi) epi(epi_ctx, i_off + i, j_off, 1, N, C + i * ldc, ldc);                         \
+      }                                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
     for (int64_t i = 0; i < M; i++) {                                                            \
       const T *a = A + i * lda;                                                                  \
       T *c = C + i * ldc;                                                                        \
@@ -658,8 +760,19 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
                                                                                                  \
   static void NAME##_small_packed(int64_t M, int64_t N, int64_t K, const T *restrict A,          \
                                   int64_t lda, const T *restrict Bp, T *restrict C, int64_t ldc, \
-                                  NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off) { \
+                                  NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off,   \
+                                  int S) {                                                       \
     const int64_t ps = K * 2 * VL;                                                               \
+    if (S > 1) { /* narrow: the panels' zero columns let every vector be whole */               \
+      int nv = (int)CEILDIV(N, VL);                                                              \
+      int64_t bo[4], co[4];                                                                      \
+      for (int v = 0; v < nv; v++) co[v] = v * VL, bo[v] = (v / 2) * ps + (v % 2) * VL;          \
+      for (int64_t i = 0; i < M; i++) {                                                          \
+        NAME##_narrow(S, nv, K, A + i * lda, Bp, bo, 2 * VL, C + i * ldc, co, N - (nv - 1) * VL);\
+        if (epi) epi(epi_ctx, i_off + i, j_off, 1, N, C + i * ldc, ldc);                         \
+      }                                                                                          \
+      return;                                                                                    \
+    }                                                                                            \
     for (int64_t i = 0; i < M; i++) {                                                            \
       const T *a = A + i * lda;                                                                  \
       T *c = C + i * ldc;                                                                        \
@@ -697,7 +810,7 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
    * that holds the B block when B is not prepacked. */                                          \
   static inline __attribute__((always_inline)) void NAME##_piece(                                \
       int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda, const T *restrict B,    \
-      int64_t ldb, T *restrict C, int64_t ldc, T *restrict work, int heap, int small,            \
+      int64_t ldb, T *restrict C, int64_t ldc, T *restrict work, int heap, int small, int strands,\
       int64_t kc_b, NAME##_epi epi, void *epi_ctx, int64_t i_off, int64_t j_off, int packed,     \
       int trans) {                                                                               \
     if (M <= 0 || N <= 0) return;                                                                \
@@ -708,10 +821,11 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
       return;                                                                                    \
     }                                                                                            \
     if (small) {                                                                                 \
-      if (packed) NAME##_small_packed(M, N, K, A, lda, B, C, ldc, epi, epi_ctx, i_off, j_off);   \
+      if (packed)                                                                                \
+        NAME##_small_packed(M, N, K, A, lda, B, C, ldc, epi, epi_ctx, i_off, j_off, strands);    \
       else if (trans)                                                                            \
         NAME##_small_t(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);             \
-      else NAME##_small(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off);            \
+      else NAME##_small(M, N, K, A, lda, B, ldb, C, ldc, epi, epi_ctx, i_off, j_off, strands);   \
       return;                                                                                    \
     }                                                                                            \
     /* the B block, then the A block; a prepacked B leaves it all to A */                        \
@@ -844,6 +958,8 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
     if (M <= 0 || N <= 0 || nparts < 1 || part < 0 || part >= nparts) return;                    \
     /* how every element is summed: from the whole problem, never the piece */                   \
     int small = M < SMALL_M;                                                                     \
+    /* narrow (narrow_row): K summed in S strands of independent FMA chains */                      \
+    int strands = !small || trans || N < VL || N > 4 * VL ? 1 : N == VL ? 8 : N <= 2 * VL ? 4 : 2; \
     /* _pex blocks K as _ex does with the workspace it asks for */                               \
     int heap = !small && (work || packed) && NAME##_work(M, N, K) > 0;                           \
     int64_t kc_b = block_size(K, heap ? KC_HEAP : KC_MAX, 1);                                    \
@@ -867,7 +983,7 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
      * n0 * K elements in */                                                                     \
     const T *Bn = packed ? B + n0 * K : trans ? B + n0 * ldb : B + n0; /* column n0 */           \
     NAME##_piece(m1 - m0, n1 - n0, K, A + m0 * lda, lda, Bn, ldb, C + m0 * ldc + n0, ldc, work,  \
-                 heap, small, kc_b, epi, epi_ctx, m0, n0, packed, trans);                        \
+                 heap, small, strands, kc_b, epi, epi_ctx, m0, n0, packed, trans);               \
   }                                                                                              \
                                                                                                  \
   void NAME##_ex(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,              \

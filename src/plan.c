@@ -17,7 +17,8 @@
  * the caller bucketed grow at every execute, the room is that of the end
  * of its bucket (rt_variant_growth_room), so it plans once per bucket, and
  * the prepare thread plans the next two buckets before they are reached
- * (rt_plan_prepare).
+ * (rt_plan_prepare); a growing dim the graph bounds (a KV cache's length)
+ * is planned at its bound at once (GROWTH_BOUND_BYTES).
  * A failed plan (shape error, out of memory) is not cached, so the same
  * binding reports the same error every time. */
 #include "plan.h"
@@ -43,6 +44,14 @@
  * (a service) rise 8 executes in a row by chance once in 8! runs. */
 #define GROWTH_RUN RT_SPEC_AHEAD_RUN
 #define GROWTH_ROOM 4
+/* A growing dim the graph bounds (rt_spec_sym_max: a KV cache's length) is
+ * planned at its bound at once, so a generation plans once on the request
+ * path rather than every 4x of growth (issue 20: the plans at totals 65
+ * and 261 were 1.5-1.7x a decode step), where the bound's intermediates
+ * take at most GROWTH_BOUND_BYTES, or GROWTH_ROOM times the binding's (no
+ * more than the 4x plan would): attention scores of one new token grow with
+ * the cache, a whole sequence's hidden states would not fit. */
+#define GROWTH_BOUND_BYTES ((size_t)16 << 20)
 
 typedef struct rt_plan_slot {
   bool used;
@@ -51,8 +60,8 @@ typedef struct rt_plan_slot {
   size_t *offset;  /* per intermediate */
   size_t *room;    /* per intermediate: the bytes placed for it (its size, or more) */
   bool ahead;      /* made for the end of a bucket (rt_plan_prepare, or a lookup
-                    * with rt_variant_growth_room): serves every binding that
-                    * fits, however much smaller */
+                    * with rt_variant_growth_room) or a growing dim's bound:
+                    * serves every binding that fits, however much smaller */
   unsigned spare;  /* else the most room a binding may leave unused, in quarters
                     * of its size: 2 (half again), or 4 * (GROWTH_ROOM - 1) */
   size_t total;
@@ -65,6 +74,7 @@ struct rt_plan_cache {
   int *first, *last; /* their lifetimes (node indices, inclusive) */
   uint64_t clock;
   int64_t *last_key; /* the symbol values of the last lookup */
+  int64_t *sym_max;  /* per symbol: its bound (rt_spec_sym_max), INT64_MAX for none */
   bool have_last;
   int rising; /* lookups in a row whose values rose from the last one's (every
                * value at least its last one, one larger), up to GROWTH_RUN */
@@ -372,8 +382,10 @@ static struct rt_plan_cache *build_cache(const kiln_model *m) {
   if (!cc || !(cc->ids = ir_arena_alloc(a, cap * sizeof(int))) ||
       !(cc->first = ir_arena_alloc(a, cap * sizeof(int))) ||
       !(cc->last = ir_arena_alloc(a, cap * sizeof(int))) ||
-      !(cc->last_key = ir_arena_alloc(a, ns * sizeof(int64_t))))
+      !(cc->last_key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
+      !(cc->sym_max = ir_arena_alloc(a, ns * sizeof(int64_t))))
     goto done;
+  rt_spec_sym_max(g, cc->sym_max);
   for (int s = 0; s < RT_PLAN_SLOTS; s++)
     if (!(cc->slot[s].key = ir_arena_alloc(a, ns * sizeof(int64_t))) ||
         !(cc->slot[s].offset = ir_arena_alloc(a, cap * sizeof(size_t))) ||
@@ -516,6 +528,13 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
   bool rose = c->have_last && key_rose(c->last_key, syms, m->g->nsyms);
   c->rising = rose ? (c->rising < GROWTH_RUN ? c->rising + 1 : GROWTH_RUN) : 0;
   bool growing = c->rising >= GROWTH_RUN;
+  int64_t bounds[GROWTH_SYMS]; /* growing: the symbols that rose at their bounds */
+  bool to_bound = false;
+  for (int s = 0; growing && m->g->nsyms <= GROWTH_SYMS && s < m->g->nsyms; s++) {
+    bool up = syms[s] > c->last_key[s] && c->sym_max[s] > syms[s] && c->sym_max[s] < INT64_MAX;
+    bounds[s] = up ? c->sym_max[s] : syms[s];
+    to_bound = to_bound || up;
+  }
   if (kb) memcpy(c->last_key, syms, kb);
   c->have_last = true;
   for (int s = 0; s < RT_PLAN_SLOTS; s++) {
@@ -555,20 +574,29 @@ int rt_plan_lookup(kiln_model *m, const int64_t *syms, rt_plan_view *v, size_t *
     note_peak(m, *total);
     return 0;
   }
+  /* planned ahead: for the end of the bucket, or a growing dim's bound */
   int64_t ends[GROWTH_SYMS];
-  bool bucket = m->g->nsyms <= GROWTH_SYMS && rt_variant_growth_room(m, syms, ends) &&
-                eval_sizes(m, c, ends, room, NULL) == 0;
+  bool ahead = m->g->nsyms <= GROWTH_SYMS && rt_variant_growth_room(m, syms, ends) &&
+               eval_sizes(m, c, ends, room, NULL) == 0;
+  if (!ahead && to_bound && eval_sizes(m, c, bounds, room, NULL) == 0) {
+    size_t need = 0, now = 0;
+    for (int k = 0; k < c->n; k++) {
+      need = room[k] > SIZE_MAX - need ? SIZE_MAX : need + room[k];
+      now = size[k] > SIZE_MAX - now ? SIZE_MAX : now + size[k];
+    }
+    ahead = need <= GROWTH_BOUND_BYTES || need / GROWTH_ROOM <= now;
+  }
   for (int k = 0; k < c->n; k++) {
     size_t more = seen_other && size[k] <= SIZE_MAX / 2 ? size[k] + size[k] / 2 : size[k];
-    if (growing && !bucket && size[k] <= SIZE_MAX / GROWTH_ROOM) more = size[k] * GROWTH_ROOM;
-    if (!bucket || room[k] < more) room[k] = more;
+    if (growing && !ahead && size[k] <= SIZE_MAX / GROWTH_ROOM) more = size[k] * GROWTH_ROOM;
+    if (!ahead || room[k] < more) room[k] = more;
   }
   int rc = 0;
   if (rt_plan_place(c->n, room, c->first, c->last, offset, total) < 0)
     rc = rt_err(st, KILN_ERR_OUT_OF_MEMORY,
                 "out of memory planning the arena of %d intermediates", c->n);
   if (rc == 0) {
-    insert_plan(m, c, syms, offset, room, *total, bucket, growing ? 4 * (GROWTH_ROOM - 1) : 2);
+    insert_plan(m, c, syms, offset, room, *total, ahead, growing ? 4 * (GROWTH_ROOM - 1) : 2);
     note_peak(m, *total);
     rt_model_count(m, KILN_COUNTER_PLANS);
   }

@@ -413,6 +413,12 @@ static void check_pentry(void *exp, void *pexp, gemm_work_fn workfn, bool f64, i
     int64_t K = t == 0 ? 300 : dims[lcg(&s) % (uint64_t)nd];
     if (t == 1) M = 64, N = 520, K = 300; /* the wide block with the workspace */
     if (t == 2) M = 13, N = 2100, K = 70;  /* two of them */
+    /* narrow small M (strands): one vector, two, four with a partial
+     * last one (overlapping on _ex, zero lanes on _pex), K < strands */
+    if (t == 3) M = 1, N = 16, K = 520;
+    if (t == 4) M = 3, N = 30, K = 301;
+    if (t == 5) M = 2, N = 8, K = 7;
+    if (t == 6) M = 1, N = 17, K = 129;
     int64_t lda = K + 3, ldc = N + 2;
     ir_dtype dt = f64 ? IR_DT_F64 : IR_DT_F32;
     size_t sz = f64 ? sizeof(double) : sizeof(float);

@@ -8,7 +8,8 @@
  * bit-identical outputs that match the reference interpreter; also with
  * more bindings than the plan cache holds, from several threads at once,
  * and through `kiln run --stats`; reshape-like results sharing their
- * operand's buffer (aliases).
+ * operand's buffer (aliases); a growing dim planned with room, or at the
+ * bound the graph gives it.
  * A deliberately broken plan (everything at offset 0) is shown to be caught
  * by the same comparison. */
 #include <criterion/criterion.h>
@@ -763,6 +764,70 @@ Test(model, a_dim_that_keeps_growing_plans_with_room_for_four_times) {
   cr_expect_gt(plan_total(&c, 245, off2), t61, "245 rows do not fit 61's room");
   cr_expect_lt(plan_total(&c, 10, off2), t61 / 4, "10 rows use a plan made for 61");
   case_close(&c);
+}
+
+/* A model of total rows cut from a [bound, 8] input by a slice read from
+ * data (a decoder's cache[:, :total]): total can never exceed bound. */
+static kiln_model *bounded_model(kiln_context *ctx, int64_t bound, kiln_status *st) {
+  char text[1024];
+  snprintf(text, sizeof text,
+           "mo.graph @w<total>(%%c: !mo.tensor<[%lld, 8], f32>, %%stop: !mo.tensor<[1], si64>)"
+           " -> (!mo.tensor<[total, 8], f32>) {\n"
+           "  %%z = mo.constant {value = #M.dense_array<0> : tensor<1xsi64>} : !mo.tensor<[1], si64>\n"
+           "  %%one = mo.constant {value = #M.dense_array<1> : tensor<1xsi64>} : "
+           "!mo.tensor<[1], si64>\n"
+           "  %%s = mo.slice_tensor(%%c, %%z, %%stop, %%one, %%z) : (!mo.tensor<[%lld, 8], f32>, "
+           "!mo.tensor<[1], si64>, !mo.tensor<[1], si64>, !mo.tensor<[1], si64>, "
+           "!mo.tensor<[1], si64>) -> !mo.tensor<[total, 8], f32>\n"
+           "  %%y = mo.tanh(%%s) : !mo.tensor<[total, 8], f32>\n"
+           "  %%j = mo.concat(%%y, %%s) {axis = 1} : (!mo.tensor<[total, 8], f32>, "
+           "!mo.tensor<[total, 8], f32>) -> !mo.tensor<[total, 16], f32>\n"
+           "  %%r = mo.sum(%%j) {axis = 1} : (!mo.tensor<[total, 16], f32>) -> "
+           "!mo.tensor<[total, 1], f32>\n"
+           "  %%o = mo.mul(%%y, %%r) : (!mo.tensor<[total, 8], f32>, !mo.tensor<[total, 1], f32>)"
+           " -> !mo.tensor<[total, 8], f32>\n"
+           "  mo.output %%o : !mo.tensor<[total, 8], f32>\n}\n",
+           (long long)bound, (long long)bound);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), NULL, st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  kiln_graph_free(g);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  return m;
+}
+
+/* A dim that keeps growing and that the graph bounds is planned at its
+ * bound once it rose 8 times in a row: no plan after that, up to the bound
+ * (a decode of 200 steps plans on the request path only while it starts);
+ * where the bound's intermediates would be large (a bound of 2^20 rows: 32
+ * MiB each), it gets room for four times its values instead. */
+Test(model, a_growing_dim_with_a_bound_is_planned_at_the_bound) {
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  cr_assert_not_null(ctx, "%s", kiln_status_message(st));
+  kiln_model *m = bounded_model(ctx, 200, st);
+  size_t off[16];
+  rt_plan_view v;
+  int64_t n;
+  for (n = 1; n <= 12; n++) cr_assert_eq(rt_plan_lookup(m, &n, &v, off, st), 0);
+  double plans = kiln_model_counter(m, KILN_COUNTER_PLANS);
+  size_t at_bound = v.total;
+  cr_expect_geq(at_bound, (size_t)200 * 16 * sizeof(float), "planned for 200 rows: %zu bytes",
+                at_bound);
+  for (n = 13; n <= 200; n++) {
+    cr_assert_eq(rt_plan_lookup(m, &n, &v, off, st), 0);
+    cr_expect_eq(v.total, at_bound, "total = %lld planned again", (long long)n);
+  }
+  cr_expect_eq(kiln_model_counter(m, KILN_COUNTER_PLANS), plans);
+  kiln_model_free(m);
+  m = bounded_model(ctx, (int64_t)1 << 20, st);
+  for (n = 1; n <= 12; n++) cr_assert_eq(rt_plan_lookup(m, &n, &v, off, st), 0);
+  cr_expect_lt(v.total, (size_t)1 << 20, "a large bound planned at once: %zu bytes", v.total);
+  cr_expect_geq(v.total, (size_t)4 * 9 * 16 * sizeof(float), /* the 8th rise: 9 rows */
+                "room for four times 9 rows: %zu bytes", v.total);
+  kiln_model_free(m);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
 }
 
 /* A plan made for much larger shapes is not used for small ones: their
