@@ -149,20 +149,26 @@ int ir_node_data_sym(const ir_node *n) {
   return t->dims[0]->sym;
 }
 
+bool ir_node_reads_dims(const ir_node *n) {
+  /* a data slice a GEMM reads in place (ir_graph_fuse) */
+  for (int j = 0; n->op == IR_OP_FUSED && n->body && j < n->body->nnodes; j++)
+    if (n->body->nodes[j]->op == IR_OP_SLICE_DATA) return true;
+  if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
+       n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD || n->op == IR_OP_RESIZE ||
+       n->op == IR_OP_RESIZE_NEAREST || n->op == IR_OP_RESIZE_LINEAR ||
+       n->op == IR_OP_RESIZE_BICUBIC) &&
+      n->nin >= 2)
+    return true;
+  return n->op == IR_OP_SLICE_DATA ||
+         (n->op == IR_OP_RANGE && n->nout > 0 && ir_dim_is_sym(n->out[0]->type.dims[0]));
+}
+
 bool ir_graph_reads_dims(const ir_graph *g) {
   for (int i = 0; g && i < g->nnodes; i++) {
     const ir_node *n = g->nodes[i];
-    /* a data slice a GEMM reads in place (ir_graph_fuse) */
-    for (int j = 0; n->op == IR_OP_FUSED && n->body && j < n->body->nnodes; j++)
-      if (n->body->nodes[j]->op == IR_OP_SLICE_DATA) return true;
-    if ((n->op == IR_OP_RESHAPE || n->op == IR_OP_BROADCAST_TO ||
-         n->op == IR_OP_REPEAT_INTERLEAVE || n->op == IR_OP_FOLD ||
-         n->op == IR_OP_RESIZE || n->op == IR_OP_RESIZE_NEAREST ||
-         n->op == IR_OP_RESIZE_LINEAR || n->op == IR_OP_RESIZE_BICUBIC) && n->nin >= 2)
-      return true;
-    if (n->op == IR_OP_SLICE_DATA) return true;
-    if (n->op != IR_OP_RANGE || !ir_dim_is_sym(n->out[0]->type.dims[0])) continue;
-    bool from_shapes = false;
+    if (!ir_node_reads_dims(n)) continue;
+    if (n->op != IR_OP_RANGE) return true;
+    bool from_shapes = false; /* a range whose length an input shape binds reads nothing */
     for (int k = 0; k < g->ninputs && !from_shapes; k++)
       for (int a = 0; a < g->inputs[k]->type.rank; a++)
         from_shapes |= ir_dim_uses_sym(g->inputs[k]->type.dims[a], n->out[0]->type.dims[0]->sym);

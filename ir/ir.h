@@ -367,6 +367,10 @@ bool ir_graph_has_data_syms(const ir_graph *g);
  * data of inputs, constants or values computed from them), so one input
  * shape may give several bindings. */
 bool ir_graph_reads_dims(const ir_graph *g);
+/* Whether node n may read dims from operand data (the ops above, a fused
+ * body's data slice, any mo.range with a symbolic length): the nodes
+ * ir_solve_symbols_at must visit, with those that set a symbol from data. */
+bool ir_node_reads_dims(const ir_node *n);
 /* The mo.matmul n is, or the one in n's fused body (a GEMM with its
  * epilogue, ir_graph_fuse); NULL for any other node. */
 const ir_node *ir_node_matmul(const ir_node *n);

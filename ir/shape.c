@@ -105,10 +105,10 @@ static bool check_due(const ir_graph *g, const ir_check *c, const ir_node *after
   return !after || uses_after;
 }
 
-/* The run-time checks due once node `after` has run (NULL: at the start). */
-static int run_checks(const ir_graph *g, const int64_t *syms, const ir_node *after, char *msg,
-                      size_t msglen) {
-  bool data = ir_graph_has_data_syms(g);
+/* The run-time checks due once node `after` has run (NULL: at the start);
+ * data: whether a node of g sets a symbol from data (ir_graph_has_data_syms). */
+static int run_checks(const ir_graph *g, const int64_t *syms, const ir_node *after, bool data,
+                      char *msg, size_t msglen) {
   for (int i = 0; i < g->nchecks; i++) {
     const ir_check *c = &g->checks[i];
     if (data && !check_due(g, c, after)) continue;
@@ -535,12 +535,13 @@ static int fused_dims_from_data(const ir_graph *g, const ir_node *n, data_reader
 }
 
 /* The dims every node reads from operand data, in node order (a read may
- * use the symbols earlier reads bound). */
-static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *syms, bool *bound,
-                          char *msg, size_t msglen) {
+ * use the symbols earlier reads bound): the nodes listed (all when nodes is
+ * NULL). */
+static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, const int *nodes,
+                          int nnodes, int64_t *syms, bool *bound, char *msg, size_t msglen) {
   data_reader rd = {.g = g, .inputs = inputs, .syms = syms, .bound = bound};
-  for (int i = 0; i < g->nnodes; i++) {
-    const ir_node *n = g->nodes[i];
+  for (int k = 0; k < nnodes; k++) {
+    const ir_node *n = g->nodes[nodes ? nodes[k] : k];
     int rc = n->op == IR_OP_FUSED && n->body
                  ? fused_dims_from_data(g, n, &rd, syms, bound, msg, msglen)
                  : node_dims_from_data(g, n, &rd, syms, bound, msg, msglen);
@@ -550,8 +551,24 @@ static int bind_from_data(const ir_graph *g, const ir_tensor *inputs, int64_t *s
   return 0;
 }
 
+int ir_solve_nodes(const ir_graph *g, int *nodes) {
+  int n = 0;
+  for (int i = 0; g && i < g->nnodes; i++)
+    if (ir_node_reads_dims(g->nodes[i]) || ir_node_data_sym(g->nodes[i]) >= 0) {
+      if (nodes) nodes[n] = i;
+      n++;
+    }
+  return n;
+}
+
 int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, int64_t *sym_values,
                      char *msg, size_t msglen) {
+  return ir_solve_symbols_at(g, inputs, ninputs, sym_values, NULL, g ? g->nnodes : 0, msg, msglen);
+}
+
+int ir_solve_symbols_at(const ir_graph *g, const ir_tensor *inputs, int ninputs,
+                        int64_t *sym_values, const int *nodes, int nnodes, char *msg,
+                        size_t msglen) {
   if (!g) return ir_ref_fail(msg, msglen, "no graph");
   if (ninputs != g->ninputs)
     return ir_ref_fail(msg, msglen, "expected %d inputs, got %d", g->ninputs, ninputs);
@@ -614,15 +631,18 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
       if (check_axis(g, i, a, d, inputs[i].shape[a], sym_values, from, msg, msglen)) goto out;
     }
   }
-  if (bind_from_data(g, inputs, sym_values, bound, msg, msglen) < 0) goto out;
+  if (bind_from_data(g, inputs, nodes, nnodes, sym_values, bound, msg, msglen) < 0) goto out;
   /* Symbols nodes define from data take their bound, in node order (the
    * buffers are planned with it); each node sets the real value when it has
    * run (ir_data_sym_bind). */
-  for (int i = 0; i < g->nnodes; i++) {
-    int s = ir_node_data_sym(g->nodes[i]);
+  bool data = false; /* the list holds every node that sets a symbol from data */
+  for (int k = 0; k < nnodes; k++) {
+    const ir_node *n = g->nodes[nodes ? nodes[k] : k];
+    int s = ir_node_data_sym(n);
+    data = data || s >= 0;
     if (s < 0 || s >= nsyms) continue;
-    if (ir_data_sym_bound(g->nodes[i], sym_values, &sym_values[s], msg, msglen) < 0) {
-      ir_node_origin_msg(g->nodes[i], msg, msglen);
+    if (ir_data_sym_bound(n, sym_values, &sym_values[s], msg, msglen) < 0) {
+      ir_node_origin_msg(n, msg, msglen);
       goto out;
     }
     bound[s] = true;
@@ -636,7 +656,7 @@ int ir_solve_symbols(const ir_graph *g, const ir_tensor *inputs, int ninputs, in
          g->syms[s], in_check ? "a run-time check of " : "", user);
     goto out;
   }
-  rc = run_checks(g, sym_values, NULL, msg, msglen);
+  rc = run_checks(g, sym_values, NULL, data, msg, msglen);
 out:
   free(bound);
   free(from);
@@ -728,5 +748,5 @@ int ir_data_sym_bind(const ir_graph *g, const ir_node *n, int64_t *sym_values, i
   if (check_no_growth(g, n, s, sym_values, value, msg, msglen) < 0)
     return ir_node_origin_msg(n, msg, msglen);
   sym_values[s] = value;
-  return run_checks(g, sym_values, n, msg, msglen);
+  return run_checks(g, sym_values, n, true, msg, msglen);
 }

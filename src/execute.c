@@ -145,7 +145,8 @@ static int bind_inputs(const kiln_model *m, kiln_tensor *const *inputs, int ninp
     if (rt_capture_check_inputs(m, cap, x->ins, x->syms, st) < 0) return -1;
   } else {
     char msg[1024];
-    if (ir_solve_symbols(m->g, x->ins, m->ninputs, x->syms, msg, sizeof msg) < 0)
+    if (ir_solve_symbols_at(m->g, x->ins, m->ninputs, x->syms, m->solve_nodes, m->nsolve, msg,
+                            sizeof msg) < 0)
       return rt_err(st, KILN_ERR_SHAPE, "%s", msg);
   }
   for (int i = 0; i < m->ninputs; i++) x->bufs[m->g->inputs[i]->id] = inputs[i]->data;

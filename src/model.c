@@ -328,6 +328,10 @@ static int model_describe(kiln_model *m, kiln_status *st) {
    * fold it (nor the symbols around it), so such a model never specializes */
   m->data_dims = ir_graph_has_data_syms(m->g);
   m->reads_dims = ir_graph_reads_dims(m->g);
+  m->nsolve = ir_solve_nodes(m->g, NULL);
+  if (m->nsolve > 0 && !(m->solve_nodes = malloc((size_t)m->nsolve * sizeof *m->solve_nodes)))
+    return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory compiling the model");
+  ir_solve_nodes(m->g, m->solve_nodes);
   if (m->g->nsyms > 0 && !m->data_dims &&
       !(m->variants = rt_variants_new())) /* variants.c */
     return rt_err(st, KILN_ERR_OUT_OF_MEMORY, "out of memory");
@@ -505,6 +509,7 @@ KILN_API void kiln_model_free(kiln_model *m) {
   free(m->outputs);
   free(m->weights);
   free(m->weight_of_node);
+  free(m->solve_nodes);
   free(m->const_data);
   free(m->const_owned);
   ir_graph_free(m->g);

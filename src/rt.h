@@ -128,6 +128,8 @@ struct kiln_model {
   bool *const_owned;     /* g->nnodes entries: const_data[i] was malloc'd (splat expanded) */
   bool data_dims;        /* a node sets a dim from data (ir_node_data_sym): execute.c */
   bool reads_dims;       /* dims read from input data before it runs (ir_graph_reads_dims) */
+  int *solve_nodes;      /* the nodes solving visits (ir_solve_nodes), nsolve of them */
+  int nsolve;
   int max_node_bufs;     /* largest nin + nout (+ 1: a data symbol's slot) over the nodes */
   /* ---- kernels (model.c, pipeline.c) ----
    * Each kernel node's code is an entry of ctx->kcache (kentries[i], one
