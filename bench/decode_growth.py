@@ -37,6 +37,9 @@ beyond the bucket of the first decode step):
     over 16 steps: this one measures stalls: a plan, an arena grown, a
     compile, a swap, a cold first execute, a preemption hitting the same
     step in most rounds);
+  - a control: off's session then runs as many steps at one total (the
+    generation's middle), timed the same way: the p99 / median of a step
+    whose work does not change, the spread the host itself gives;
   - the slowest step, the variants live at the last step, built, specialized
     ahead of a growing dim (kiln_counter SPEC_AHEAD), evicted (the most in
     any round), kernels compiled, and how long async-warm waited for the
@@ -173,6 +176,25 @@ def step_events(marks: list, buckets: list) -> list:
     return out
 
 
+def fixed(dec: "decoder.Decoder", steps: int, total: int) -> list:
+    """The control: `steps` decode steps that all run at one total (each
+    rewrites the cache position total - 1, the same Python call as a step
+    of the generation): the step's time where nothing grows, so its p99 /
+    median is what this host (and the step itself) gives without a curve
+    or a stall to blame."""
+    times = []
+    gc.disable()
+    try:
+        for _ in range(steps):
+            dec.length = total - 1
+            t0 = time.perf_counter_ns()
+            dec.step(np.asarray([3], np.int64))
+            times.append((time.perf_counter_ns() - t0) / 1e3)
+    finally:
+        gc.enable()
+    return times
+
+
 def generate(policy: str, steps: int, bucket: str) -> dict:
     """One generation on a fresh session; under async-warm, the second one,
     after the first one's background compiles have finished."""
@@ -196,6 +218,8 @@ def generate(policy: str, steps: int, bucket: str) -> dict:
             session.wait_compiles(120.0)
             settle_s = time.perf_counter() - t0
         r = decode(dec, steps, bucket)
+        if policy == "off":  # the control, on the same session after its generation
+            r["fixed"] = fixed(dec, steps, len(PROMPT) + steps // 2)
         c = m._m.counter
         ahead = c(COUNTER_SPEC_AHEAD)  # -1 from a library without the counter
         r.update(variants=int(c(COUNTER_VARIANTS_BUILT)), compiles=int(c(COUNTER_COMPILES)),
@@ -362,12 +386,19 @@ def main() -> int:
               f"{worst:.2f}: the stalls and the curve within a bucket), local "
               f"{'met' if local <= 1.2 else 'NOT met'} ({local:.2f}: the stalls); "
               f"median / off's = {med / summary['off'][0]:.2f}")
+    # the control: off's session at one total (the middle of the generation)
+    fx = [statistics.median(g["fixed"][i] for g in runs["off"]) for i in range(a.steps)]
+    fmed, fq = statistics.median(fx), p99(fx)
+    print(f"  control (off, every step at total {len(PROMPT) + a.steps // 2}, the same rounds): "
+          f"median {fmed:.1f}, p99 {fq:.1f}, p99/med {fq / fmed:.2f}: this host's spread for "
+          f"a step whose work does not change")
     if a.why:
         print_why(runs, policies, after, a.bucket)
     if not ok:
         print("decode_growth: the policies generated different tokens", file=sys.stderr)
     if a.tsv:
         print(f"M\tdecode_bucket\t{a.bucket}")
+        print(f"M\tdecode_p99_fixed_control\t{fq / fmed:.3f}")
         print(f"M\tdecode_steps\t{a.steps}")
         for p in policies:
             med, q, local, var, comp, pooled, worst = summary[p]
