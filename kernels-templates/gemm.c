@@ -531,6 +531,20 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
    * stored at c + co[v] (the last one: its first nlast lanes). A lane sums its                    \
    * column in the same order whichever vector holds it, and narrow_col                           \
    * likewise, so row-major and prepacked B give the same bits. */                                 \
+  /* narrow_row's products of rows k .. k + cnt - 1 of B (cnt <= S) into                        \
+   * their strands (a: A's row from k, r: B's row k) */                                          \
+  static inline __attribute__((always_inline)) void NAME##_narrow_step(                          \
+      int S, int nv, int64_t cnt, const T *restrict a, const T *restrict r, const int64_t *bo,   \
+      int64_t ks, V (*acc)[4]) {                                                                 \
+    _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++) {                             \
+      if (s < S && s < cnt) {                                                                    \
+        V av = (V)a[s];                                                                          \
+        _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++)                           \
+          if (v < nv)                                                                            \
+            acc[s][v] = __builtin_elementwise_fma(av, VLOAD(V, r + s * ks + bo[v]), acc[s][v]);  \
+      }                                                                                          \
+    }                                                                                            \
+  }                                                                                              \
   static inline __attribute__((always_inline)) void NAME##_narrow_row(                           \
       int S, int nv, int64_t K, const T *restrict a, const T *restrict b, const int64_t *bo,     \
       int64_t ks, T *restrict c, const int64_t *co, int64_t nlast) {                             \
@@ -539,24 +553,9 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
       _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++) acc[s][v] = (V)0;           \
     int64_t k = 0;                                                                               \
     const T *r = b; /* row k of B */                                                             \
-    _Pragma("clang loop unroll(disable)") for (; k + S <= K; k += S) {                           \
-      _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++) {                           \
-        if (s < S) {                                                                             \
-          V av = (V)a[k + s];                                                                    \
-          _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++)                         \
-            if (v < nv) acc[s][v] = __builtin_elementwise_fma(av, VLOAD(V, r + bo[v]), acc[s][v]); \
-          r += ks;                                                                               \
-        }                                                                                        \
-      }                                                                                          \
-    }                                                                                            \
-    _Pragma("clang loop unroll(full)") for (int s = 0; s < 8; s++) {                             \
-      if (s < S && k + s < K) {                                                                  \
-        V av = (V)a[k + s];                                                                      \
-        _Pragma("clang loop unroll(full)") for (int v = 0; v < 4; v++)                           \
-          if (v < nv) acc[s][v] = __builtin_elementwise_fma(av, VLOAD(V, r + bo[v]), acc[s][v]); \
-        r += ks;                                                                                 \
-      }                                                                                          \
-    }                                                                                            \
+    _Pragma("clang loop unroll(disable)") for (; k + S <= K; k += S, r += S * ks)                \
+      NAME##_narrow_step(S, nv, S, a + k, r, bo, ks, acc);                                       \
+    NAME##_narrow_step(S, nv, K - k, a + k, r, bo, ks, acc); /* the last K % S */               \
     _Pragma("clang loop unroll(full)") for (int w = 1; w < 8; w *= 2)                            \
       _Pragma("clang loop unroll(full)") for (int s = 0; s + w < 8; s += 2 * w)                  \
         if (s + w < S)                                                                           \
