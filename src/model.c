@@ -734,18 +734,28 @@ static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_sta
 }
 
 /* ---- executes: the backend's ----
- * ctx->busy counts the executes running (capture and replay execute too):
- * the background compile waits while they hold the CPUs (variants.c). */
+ * ctx->busy counts the executes running (capture and replay execute too)
+ * and ctx->execs those started: the background compile waits while they
+ * hold the CPUs, or keep coming (variants.c). */
+static void busy_enter(kiln_context *ctx) {
+  atomic_fetch_add_explicit(&ctx->busy, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&ctx->execs, 1, memory_order_relaxed);
+}
+
+static void busy_leave(kiln_context *ctx) {
+  atomic_fetch_sub_explicit(&ctx->busy, 1, memory_order_relaxed);
+}
+
 KILN_API int kiln_model_execute(kiln_model *m, kiln_tensor *const *inputs, int ninputs,
                                 kiln_tensor **outputs, int noutputs, kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_execute: model is NULL");
   if (life_enter(m, "kiln_model_execute", st) < 0) return -1;
-  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  busy_enter(m->ctx);
   bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
   int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->execute(m, inputs, ninputs, outputs, noutputs, st);
   if (watch) rt_observe_execute(m, "execute", t0, rt_now_ns(), rc); /* observe.c */
-  atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  busy_leave(m->ctx);
   life_leave(m);
   return rc;
 }
@@ -760,9 +770,9 @@ KILN_API int kiln_model_capture(kiln_model *m, uint64_t key, kiln_tensor *const 
                   "...): a replay could not reuse its shapes, so it cannot be captured; execute "
                   "it instead", m->g->name);
   if (life_enter(m, "kiln_model_capture", st) < 0) return -1;
-  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  busy_enter(m->ctx);
   int rc = m->be->capture(m, key, inputs, ninputs, outputs, noutputs, st);
-  atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  busy_leave(m->ctx);
   life_leave(m);
   return rc;
 }
@@ -772,12 +782,12 @@ KILN_API int kiln_model_replay(kiln_model *m, uint64_t key, kiln_tensor *const *
                                kiln_status *st) {
   if (!m) return rt_err(st, KILN_ERR_INVALID_ARGUMENT, "kiln_model_replay: model is NULL");
   if (life_enter(m, "kiln_model_replay", st) < 0) return -1;
-  atomic_fetch_add_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  busy_enter(m->ctx);
   bool watch = atomic_load_explicit(&m->ctx->watch, memory_order_relaxed) != 0;
   int64_t t0 = watch ? rt_now_ns() : 0;
   int rc = m->be->replay(m, key, inputs, ninputs, outputs, noutputs, st);
   if (watch) rt_observe_execute(m, "replay", t0, rt_now_ns(), rc); /* counted as an execute */
-  atomic_fetch_sub_explicit(&m->ctx->busy, 1, memory_order_relaxed);
+  busy_leave(m->ctx);
   life_leave(m);
   return rc;
 }

@@ -65,6 +65,7 @@ struct kiln_context {
   /* ---- variants (variants.c) ---- */
   atomic_int specialize; /* kiln_specialize_policy of the context's models (0 = off) */
   atomic_int busy;       /* executes running on the context's models now (model.c) */
+  atomic_uint execs;     /* executes started on them, ever (model.c): a steady stream */
   struct rt_spec_ctx *spec;      /* compile queue and thread, counters, defaults (spec: variants.c) */
   atomic_int tier_up_min; /* kiln_context_set_tier_up's threshold, 0: off (tier_up.c) */
   atomic_int quick_live;  /* kernels of live models still running QUICK code (tier_up.c) */

@@ -58,6 +58,8 @@
 #define KEY_STACK 16      /* keys of up to this many symbols need no malloc */
 #define FAILED_KEYS 8     /* failed keys remembered per model (not retried) */
 #define WEIGHED_KEYS 4    /* bucket keys weighed ahead per model (rt_variant_weigh_ahead) */
+#define RT_SPEC_CHECK_MS 2 /* how often a waiting background compile looks at the executes */
+#define RT_SPEC_PATIENCE_MS 100 /* how long it waits for them to pause (wait_quiet) */
 
 /* Counter slots, in kiln_counter order (KERNELS_EVICTED, CODE_BYTES and the
  * remote cache's are kept elsewhere, their slots unused); COMPILE_MS is kept
@@ -220,21 +222,33 @@ static void rest(double ms, atomic_int *cancel) {
     rt_futex_wait(cancel, 0, left);
 }
 
-/* Whether executes running on ctx have every CPU: the context's threads
- * cover them all, or there are two or fewer. */
-static bool cpus_taken(const kiln_context *ctx) {
-  if (atomic_load_explicit(&ctx->busy, memory_order_relaxed) == 0) return false;
+/* Whether executes on ctx hold every CPU: one is running, or one started
+ * since the last check (*seen: a decode's steps leave gaps of microseconds
+ * between them, which a check at an instant would take for quiet), and the
+ * context's threads cover the CPUs, or there are two or fewer. */
+static bool cpus_taken(const kiln_context *ctx, unsigned *seen) {
+  unsigned n = atomic_load_explicit(&ctx->execs, memory_order_relaxed);
+  bool came = n != *seen;
+  *seen = n;
+  if (!came && atomic_load_explicit(&ctx->busy, memory_order_relaxed) == 0) return false;
   static long ncpu;
   if (!ncpu) ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   return ncpu <= 2 || kiln_context_num_threads(ctx) >= ncpu;
 }
 
-/* Before a background kernel compile: wait while requests have the CPUs,
- * 20 ms at most (a service that never pauses still gets its variants, at
- * a lower rate). Returns whether they still had them. */
+/* Before a background kernel compile: wait while requests hold the CPUs
+ * (checked every RT_SPEC_CHECK_MS), RT_SPEC_PATIENCE_MS at most: a compile
+ * beside a request slows it (issue 20: a decode's steps ran ~10% slower
+ * all through a compile on the other vCPU of this 2-CPU host), and a
+ * service that never pauses still gets its variants, at a lower rate.
+ * Returns whether they still held them. */
 static bool wait_quiet(const kiln_context *ctx, atomic_int *cancel) {
-  for (int t = 0; t < 20 && cpus_taken(ctx) && !atomic_load(cancel); t++) rest(1, cancel);
-  return cpus_taken(ctx);
+  unsigned seen = atomic_load_explicit(&ctx->execs, memory_order_relaxed);
+  for (int t = 0; t < RT_SPEC_PATIENCE_MS / RT_SPEC_CHECK_MS && !atomic_load(cancel); t++) {
+    rest(RT_SPEC_CHECK_MS, cancel);
+    if (!cpus_taken(ctx, &seen)) return false;
+  }
+  return cpus_taken(ctx, &seen);
 }
 
 /* ---- the table ---- */
@@ -586,10 +600,11 @@ fail:
  * check that finds them held it rests RT_TIER_BUSY_REST_MS, so a busy
  * service wakes this thread ~100 times a second, never spins it. */
 static bool quiet_for(const kiln_context *ctx, int ms, atomic_int *cancel) {
+  unsigned seen = atomic_load_explicit(&ctx->execs, memory_order_relaxed);
   for (int t = 0; t < ms; t++) {
     rest(1, cancel);
     if (atomic_load(cancel)) return false;
-    if (cpus_taken(ctx)) {
+    if (cpus_taken(ctx, &seen)) {
       rest(RT_TIER_BUSY_REST_MS, cancel);
       return false;
     }
