@@ -493,7 +493,7 @@ KILN_API double kiln_context_counter(const kiln_context *ctx, kiln_counter c);
  * the prebuilt GEMM with a cheap epilogue (a bias, adds, a relu) or none,
  * f32 softmax and layer_norm (prebuilt row routines at both tiers), and a
  * copy of data (permute, reshape), are about as fast, and are
- * rebuilt only once no execute has held the CPUs for 20 ms
+ * rebuilt only once no execute has held the CPUs, or started, for 20 ms
  * (where requests fill the CPUs, a compile's time is taken from them), so
  * the QUICK_LIVE count may stay up while a service is busy. Only full
  * kernels go to the disk cache, so a later process loads those. 0 turns it
