@@ -470,6 +470,41 @@ Test(errors, bind_weight_checks_name_dtype_and_shape) {
   fx_close(&f);
 }
 
+/* A weight's symbolic axis is checked at every execute, against the value
+ * the inputs give its symbol (its static axes were checked at bind). */
+Test(errors, a_weight_with_a_symbolic_axis_is_checked_at_execute) {
+  static const char text[] =
+      "mo.graph @g<n>(%x: !mo.tensor<[n], f32>) -> (!mo.tensor<[n], f32>) {\n"
+      "  %w = mo.constant.external {name = \"w\"} : !mo.tensor<[n], f32>\n"
+      "  %y = mo.add(%x, %w) : !mo.tensor<[n], f32>\n"
+      "  mo.output %y : !mo.tensor<[n], f32>\n"
+      "}\n";
+  kiln_status *st = kiln_status_new();
+  kiln_context *ctx = kiln_context_new(st);
+  kiln_graph *g = kiln_graph_parse(text, strlen(text), "wsym", st);
+  cr_assert_not_null(g, "%s", kiln_status_message(st));
+  kiln_model *m = kiln_model_compile(ctx, g, st);
+  cr_assert_not_null(m, "%s", kiln_status_message(st));
+  int64_t three[] = {3}, four[] = {4};
+  const float wv[] = {1, 2, 3}, xv[] = {10, 20, 30, 40};
+  kiln_tensor *w = f32_tensor(1, three, wv), *x3 = f32_tensor(1, three, xv);
+  kiln_tensor *x4 = f32_tensor(1, four, xv), *y = NULL;
+  cr_assert_eq(kiln_model_bind_weight(m, "w", w, st), 0, "%s", kiln_status_message(st));
+  cr_assert_eq(kiln_model_execute(m, &x3, 1, &y, 1, st), 0, "%s", kiln_status_message(st));
+  cr_expect_eq(((const float *)kiln_tensor_data(y))[2], 33.0f);
+  kiln_tensor_free(y);
+  y = NULL;
+  cr_assert_eq(kiln_model_execute(m, &x4, 1, &y, 1, st), -1);
+  assert_error(st, KILN_ERR_SHAPE, "weight 'w': axis 0 is n = 4, got 3");
+  kiln_model_free(m); /* before w: it borrows w */
+  kiln_tensor_free(w);
+  kiln_tensor_free(x3);
+  kiln_tensor_free(x4);
+  kiln_graph_free(g);
+  kiln_context_free(ctx);
+  kiln_status_free(st);
+}
+
 /* mo.constant.external's align (MAX's Weight.align): the model borrows the
  * bound memory, so data that does not start at a multiple of align is
  * refused, naming the weight; is_placeholder is accepted and changes
