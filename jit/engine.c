@@ -128,7 +128,7 @@ static LLVMTargetMachineRef new_target_machine(const jit_engine *e, jit_tier tie
   return LLVMCreateTargetMachine(e->llvm_target, e->triple, e->cpu, e->features,
                                  tier == JIT_TIER_QUICK ? LLVMCodeGenLevelNone
                                                         : LLVMCodeGenLevelAggressive,
-                                 LLVMRelocPIC, LLVMCodeModelJITDefault);
+                                 LLVMRelocPIC, LLVMCodeModelSmall);
 }
 
 /* Whether features (LLVM's host list) has every one of the comma-free
