@@ -189,6 +189,22 @@ static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x)
   return bad_op(f, op, t, LLVMTypeOf(x));
 }
 
+int jit_ew_interleave(jit_fn *f, const ir_node *const *nodes, int n) {
+  if (!host_target(f)) return 0;
+  for (int k = 0; k < n; k++) {
+    if (nodes[k]->nout < 1 || nodes[k]->out[0]->type.dtype != IR_DT_F32) continue;
+    switch (nodes[k]->op) {
+    case IR_OP_EXP:
+    case IR_OP_ERF:
+    case IR_OP_GELU:
+    case IR_OP_SIGMOID:
+    case IR_OP_SILU: return 4;
+    default: break;
+    }
+  }
+  return 0;
+}
+
 LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x) {
   LLVMBuilderRef b = f->b;
   if (is_f16ish(in)) {
@@ -707,6 +723,13 @@ static void prefetch_block(jit_fn *f, const jit_ew_group *G, const ir_type *ot,
   }
 }
 
+/* End the loop over a group's elements, interleaved where its math asks. */
+static void end_element_loop(jit_fn *f, jit_loop *l, const jit_ew_group *G) {
+  int ic = jit_ew_interleave(f, G->nodes, G->nnodes);
+  if (ic > 0) jit_loop_end_interleaved(f, l, ic);
+  else jit_loop_end(f, l);
+}
+
 int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
   const ir_type *ot = G->shape;
   int r = ot->rank;
@@ -751,7 +774,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     LLVMValueRef i = jit_loop_begin(f, &L, lo, hi, "i");
     for (int b = 0; b < G->nin; b++) idx[b] = ir_type_same_shape(G->in_types[b], ot) ? i : jit_i64(f, 0);
     jit_emit_ew_element(f, G, idx, i);
-    jit_loop_end(f, &L);
+    end_element_loop(f, &L, G);
     if (pf) jit_loop_end(f, &BL);
     return f->failed ? -1 : 0;
   }
@@ -798,7 +821,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     idx[b] = LLVMBuildNSWAdd(f->b, base[b], step, "");
   }
   jit_emit_ew_element(f, G, idx, LLVMBuildNSWAdd(f->b, obase, i, ""));
-  jit_loop_end(f, &IL);
+  end_element_loop(f, &IL, G);
   if (rows) jit_loop_end(f, &RL);
   free(st);
   return f->failed ? -1 : 0;

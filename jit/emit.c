@@ -435,18 +435,30 @@ void jit_loop_end(jit_fn *f, jit_loop *l) {
   LLVMPositionBuilderAtEnd(f->b, l->exit);
 }
 
-void jit_loop_end_rolled(jit_fn *f, jit_loop *l) {
-  LLVMBasicBlockRef latch = LLVMGetInsertBlock(f->b);
-  jit_loop_end(f, l);
-  /* !llvm.loop !0 with !0 = distinct !{!0, !{"llvm.loop.unroll.disable"}}:
-   * the self reference goes through a temporary node. */
+/* Mark the loop whose latch ends `latch` with !llvm.loop !0, !0 = distinct
+ * !{!0, !{name[, i32 value]}} (value < 0: none); the self reference goes
+ * through a temporary node. */
+static void loop_hint(jit_fn *f, LLVMBasicBlockRef latch, const char *name, int value) {
   LLVMMetadataRef tmp = LLVMTemporaryMDNode(f->ctx, NULL, 0);
-  LLVMMetadataRef what = LLVMMDStringInContext2(f->ctx, "llvm.loop.unroll.disable", 24);
-  LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(f->ctx, &what, 1)};
+  LLVMMetadataRef what[2] = {LLVMMDStringInContext2(f->ctx, name, strlen(name)),
+                             LLVMValueAsMetadata(LLVMConstInt(f->t_i32, (unsigned)value, 0))};
+  LLVMMetadataRef ops[2] = {tmp, LLVMMDNodeInContext2(f->ctx, what, value < 0 ? 1 : 2)};
   LLVMMetadataRef loop = LLVMMDNodeInContext2(f->ctx, ops, 2);
   LLVMMetadataReplaceAllUsesWith(tmp, loop);
   unsigned kind = LLVMGetMDKindIDInContext(f->ctx, "llvm.loop", 9);
   LLVMSetMetadata(LLVMGetBasicBlockTerminator(latch), kind, LLVMMetadataAsValue(f->ctx, loop));
+}
+
+void jit_loop_end_rolled(jit_fn *f, jit_loop *l) {
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(f->b);
+  jit_loop_end(f, l);
+  loop_hint(f, latch, "llvm.loop.unroll.disable", -1);
+}
+
+void jit_loop_end_interleaved(jit_fn *f, jit_loop *l, int count) {
+  LLVMBasicBlockRef latch = LLVMGetInsertBlock(f->b);
+  jit_loop_end(f, l);
+  loop_hint(f, latch, "llvm.loop.interleave.count", count);
 }
 
 /* ---- data errors ---- */
