@@ -9,6 +9,7 @@
  * or through counters, never tightly. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -205,41 +206,56 @@ static int64_t kernels_made(kiln_model *m) {
          kiln_model_counter(m, KILN_COUNTER_DISK_HITS);
 }
 
+/* 60 ms of executes of m, each followed by a 20 us gap: the longest time
+ * between two of them starting, in ms (over 1.5: the stream itself was
+ * preempted, so the CPUs did look idle). */
+static double stream(fx *f, kiln_model *m, kiln_tensor **ins, int nin) {
+  double t0 = now_ms(), last = t0, worst_gap = 0;
+  while (now_ms() - t0 < 60) {
+    double t = now_ms();
+    if (t - last > worst_gap) worst_gap = t - last;
+    last = t;
+    kiln_tensor_free(exec1(f, m, ins, nin));
+    for (double g = now_ms(); now_ms() - g < 0.02;) {
+    }
+  }
+  return worst_gap;
+}
+
 Test(spec_async, a_steady_stream_of_executes_holds_the_compile_back) {
   /* A decode's steps come back to back with microseconds between them: the
    * background compile waits while they keep coming, not only while one
    * runs at the instant it looks (variants.c, wait_quiet), and compiles
    * once they pause. The context's threads cover the CPUs, so the CPUs
-   * count as taken on any machine. */
+   * count as taken on any machine. A stream preempted for a whole check
+   * (a loaded machine) proves nothing: up to 5 tries, a fresh model each. */
   fx f;
   fx_init(&f, MLP);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   cr_assert_eq(kiln_context_set_num_threads(f.ctx, (int)(ncpu < 64 ? ncpu : 64), f.st), 0);
-  kiln_model *m = model(&f, KILN_SPECIALIZE_ASYNC);
-  kiln_tensor *ins[2];
-  int nin = make_inputs(m, 5, 7, ins);
-  int64_t before = kernels_made(m);
-  double t0 = now_ms(), last = t0, worst_gap = 0;
-  while (now_ms() - t0 < 60) { /* 60 ms of executes, each followed by a 20 us gap */
-    double t = now_ms();
-    if (t - last > worst_gap) worst_gap = t - last;
-    last = t;
-    kiln_tensor_free(exec1(&f, m, ins, nin));
-    for (double g = now_ms(); now_ms() - g < 0.02;) {
+  bool checked = false;
+  for (int attempt = 0; attempt < 5 && !checked; attempt++) {
+    kiln_model *m = model(&f, KILN_SPECIALIZE_ASYNC);
+    kiln_tensor *ins[2];
+    int nin = make_inputs(m, 5, 7, ins);
+    int64_t before = kernels_made(m);
+    double worst_gap = stream(&f, m, ins, nin);
+    int64_t during = kernels_made(m) - before;
+    cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_ASYNC_QUEUED), 1);
+    if (worst_gap < 1.5) {
+      cr_expect_eq(during, 0, "%lld kernels made while executes kept coming",
+                   (long long)during);
+      checked = true;
+    } else {
+      fprintf(stderr, "the stream paused %.1f ms (a loaded machine): tried again\n", worst_gap);
     }
+    cr_assert_eq(kiln_context_wait_compiles(f.ctx, -1, f.st), 0); /* now quiet: it compiles */
+    cr_assert_gt(kernels_made(m), before);
+    cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_VARIANTS_BUILT), 1);
+    for (int i = 0; i < nin; i++) kiln_tensor_free(ins[i]);
+    kiln_model_free(m);
   }
-  int64_t during = kernels_made(m) - before;
-  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_ASYNC_QUEUED), 1);
-  if (worst_gap < 1.5) /* the stream itself was never preempted for a whole check */
-    cr_expect_eq(during, 0, "%lld kernels made while executes kept coming",
-                 (long long)during);
-  else
-    cr_log_warn("the stream paused %.1f ms (a loaded machine): not checked", worst_gap);
-  cr_assert_eq(kiln_context_wait_compiles(f.ctx, -1, f.st), 0); /* now quiet: it compiles */
-  cr_assert_gt(kernels_made(m), before);
-  cr_assert_eq(kiln_model_counter(m, KILN_COUNTER_VARIANTS_BUILT), 1);
-  for (int i = 0; i < nin; i++) kiln_tensor_free(ins[i]);
-  kiln_model_free(m);
+  if (!checked) fprintf(stderr, "every stream was preempted: the wait was not checked\n");
   fx_free(&f);
 }
 
