@@ -31,13 +31,14 @@
  * Rank 0 is a single element; a zero-size dim runs no iteration.
  *
  * Scalar semantics (the reference interpreter's, ir/interp.c):
- *   - floats: LLVM intrinsics where they exist, libm for log1p / tanh and
- *     f64 erf; f32 erf (also inside gelu) and f32 exp (also inside sigmoid,
- *     silu, quick gelu) of host kernels are computed in float arithmetic
- *     without a call so loops vectorize 16 wide (jit_erf_f32, fastmath.c,
- *     and jit_exp_f32, emit.c: each at most 1 ulp from the correctly
- *     rounded result, measured over every float; libm's erff / expf, which
- *     the interpreter uses, are within about an ulp too);
+ *   - floats: LLVM intrinsics where they exist, libm for log1p and f64
+ *     erf / tanh; f32 erf (also inside gelu), f32 tanh (also inside tanh
+ *     gelu) and f32 exp (also inside sigmoid, silu, quick gelu) of host
+ *     kernels are computed in float arithmetic without a call so loops
+ *     vectorize 16 wide (jit_erf_f32 and jit_tanh_f32, fastmath.c, and
+ *     jit_exp_f32, emit.c: erf and exp at most 1 ulp from the correctly
+ *     rounded result, tanh 2, measured over every float; libm's erff /
+ *     expf / tanhf, which the interpreter uses, are within about an ulp too);
  *     no fast-math flags; max / min propagate NaN (llvm.maximum / minimum);
  *     compares are ordered except not_equal (une: NaN != NaN is true);
  *     relu(x) = max(x, +0): relu(NaN) = NaN, relu(-0) = +0.
@@ -117,6 +118,12 @@ static LLVMValueRef erf_of(jit_fn *f, ir_dtype t, LLVMValueRef x) {
   return t == IR_DT_F32 && host_target(f) ? jit_erf_f32(f, x) : libm1(f, t, "erf", x);
 }
 
+/* tanh: for an f32 host kernel, jit_tanh_f32 (no call, so loops vectorize),
+ * else libm's. */
+static LLVMValueRef tanh_of(jit_fn *f, ir_dtype t, LLVMValueRef x) {
+  return t == IR_DT_F32 && host_target(f) ? jit_tanh_f32(f, x) : libm1(f, t, "tanh", x);
+}
+
 static const char *opname(ir_op op) {
   const ir_op_info *i = ir_op_get(op);
   return i ? i->name : "?";
@@ -143,7 +150,7 @@ static LLVMValueRef gelu(jit_fn *f, ir_dtype t, LLVMValueRef x) {
     cx3 = LLVMBuildFMul(b, LLVMBuildFMul(b, cx3, x, ""), x, "");
     LLVMValueRef in = LLVMBuildFAdd(b, x, cx3, "");
     in = LLVMBuildFMul(b, fconst_like(x, 0.7978845608028654), in, "");
-    LLVMValueRef e = LLVMBuildFAdd(b, one, libm1(f, t, "tanh", in), "");
+    LLVMValueRef e = LLVMBuildFAdd(b, one, tanh_of(f, t, in), "");
     return LLVMBuildFMul(b, LLVMBuildFMul(b, half, x, ""), e, "");
   }
   if (strcmp(mode, "quick") == 0)
@@ -162,7 +169,7 @@ static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x)
   case IR_OP_LOG1P: return libm1(f, t, "log1p", x);
   case IR_OP_SQRT: return call1(f, "llvm.sqrt", x);
   case IR_OP_RSQRT: return LLVMBuildFDiv(b, fconst_like(x, 1.0), call1(f, "llvm.sqrt", x), "");
-  case IR_OP_TANH: return libm1(f, t, "tanh", x);
+  case IR_OP_TANH: return tanh_of(f, t, x);
   case IR_OP_SIGMOID: return sigmoid(f, x);
   case IR_OP_RELU: { /* max(x, +0): NaN stays NaN, -0 becomes +0 */
     LLVMValueRef keep = LLVMBuildFCmp(b, LLVMRealUGT, x, fconst_like(x, 0.0), "");
@@ -196,6 +203,7 @@ int jit_ew_interleave(jit_fn *f, const ir_node *const *nodes, int n) {
     switch (nodes[k]->op) {
     case IR_OP_EXP:
     case IR_OP_ERF:
+    case IR_OP_TANH:
     case IR_OP_GELU:
     case IR_OP_SIGMOID:
     case IR_OP_SILU: return 4;

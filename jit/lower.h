@@ -257,7 +257,7 @@ LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v);
 /* How many vectors at a time the loop over the elements of members
  * nodes[0..n) should run (jit_loop_end_interleaved): 4 where one of them
  * is a long dependent chain of float math inlined per element (exp, erf,
- * gelu, sigmoid, silu of f32 on the host: ~20 dependent FMAs, which one
+ * tanh, gelu, sigmoid, silu of f32 on the host: ~20 dependent FMAs, which one
  * vector at a time leaves latency-bound; measured on this AVX2 host, gelu
  * over [64, 3072] ran 430 -> 270 us), else 0 (LLVM's choice). */
 int jit_ew_interleave(jit_fn *f, const ir_node *const *nodes, int n);

@@ -1,5 +1,5 @@
-/* test_fastmath.c - the host JIT's call-free float erf and exp
- * (jit_erf_f32 in jit/fastmath.c, jit_exp_f32 in jit/emit.c) and the f32
+/* test_fastmath.c - the host JIT's call-free float erf, tanh and exp
+ * (jit_erf_f32 and jit_tanh_f32 in jit/fastmath.c, jit_exp_f32 in jit/emit.c) and the f32
  * gelu built on erf, through the public API: one-op graphs [n] f32,
  * kiln_model_execute on a dense sample of floats.
  *
@@ -39,6 +39,7 @@
 
 #define ERF_ULP 1
 #define EXP_ULP 1
+#define TANH_ULP 2
 #define GELU_ULP 3
 
 static float bits_f(uint32_t u) {
@@ -184,6 +185,41 @@ Test(fastmath, erf_special_values) {
     cr_assert(y[i] == want[i] && signbit(y[i]) == signbit(want[i]), "erf(%a) = %a, want %a",
               (double)x[i], (double)y[i], (double)want[i]);
   }
+}
+
+/* ---- tanh ---- */
+
+Test(fastmath, tanh_within_two_ulp_of_correctly_rounded) {
+  /* 0 (subnormals), the smallest normal, the switch of formulas (0.875),
+   * where tanh rounds to 1 in float (9.01) and exp(2 |x|) overflows (44.4) */
+  static const float edges[] = {0.0f, 0x1p-126f, 0.875f, 9.0109f, 44.36f};
+  sample s = make_sample(edges, (int)(sizeof edges / sizeof edges[0]));
+  float *y = malloc(s.n * sizeof *y);
+  cr_assert_not_null(y);
+  run_op("mo.tanh", s.x, y, s.n);
+  int64_t worst = check_cr("tanh", tanh, s.x, y, s.n, TANH_ULP);
+  cr_log_info("tanh: %zu floats, at most %lld ulp from correctly rounded", s.n, (long long)worst);
+  free(y);
+  free(s.x);
+}
+
+Test(fastmath, tanh_special_values) {
+  const float x[] = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, 0x1p-149f, -0x1p-149f,
+                     20.0f, -20.0f, 3e38f, -3e38f, 0.875f, -0.875f};
+  enum { N = sizeof x / sizeof x[0] };
+  float y[N];
+  run_op("mo.tanh", x, y, N);
+  for (int i = 0; i < N; i++) {
+    float want = (float)tanh((double)x[i]);
+    if (isnan(want)) {
+      cr_assert(isnan(y[i]), "tanh(%a) = %a", (double)x[i], (double)y[i]);
+      continue;
+    }
+    cr_assert(ulp_dist(y[i], want) <= TANH_ULP && signbit(y[i]) == signbit(want),
+              "tanh(%a) = %a, want %a", (double)x[i], (double)y[i], (double)want);
+  }
+  cr_assert(y[0] == 0.0f && signbit(y[1]) && y[2] == 1.0f && y[3] == -1.0f &&
+            y[5] == 0x1p-149f && y[7] == 1.0f && y[10] == -1.0f);
 }
 
 /* ---- exp ---- */
