@@ -196,7 +196,7 @@ static LLVMValueRef unary_float(jit_fn *f, ir_op op, ir_dtype t, LLVMValueRef x)
   return bad_op(f, op, t, LLVMTypeOf(x));
 }
 
-int jit_ew_interleave(jit_fn *f, const ir_node *const *nodes, int n) {
+static int ew_interleave(jit_fn *f, const ir_node *const *nodes, int n) {
   if (!host_target(f)) return 0;
   for (int k = 0; k < n; k++) {
     if (nodes[k]->nout < 1 || nodes[k]->out[0]->type.dtype != IR_DT_F32) continue;
@@ -211,6 +211,12 @@ int jit_ew_interleave(jit_fn *f, const ir_node *const *nodes, int n) {
     }
   }
   return 0;
+}
+
+void jit_ew_loop_end(jit_fn *f, jit_loop *l, const ir_node *const *nodes, int n) {
+  int ic = ew_interleave(f, nodes, n);
+  if (ic > 0) jit_loop_end_interleaved(f, l, ic);
+  else jit_loop_end(f, l);
 }
 
 LLVMValueRef jit_scalar_unary(jit_fn *f, ir_op op, ir_dtype in, LLVMValueRef x) {
@@ -731,12 +737,6 @@ static void prefetch_block(jit_fn *f, const jit_ew_group *G, const ir_type *ot,
   }
 }
 
-/* End the loop over a group's elements, interleaved where its math asks. */
-static void end_element_loop(jit_fn *f, jit_loop *l, const jit_ew_group *G) {
-  int ic = jit_ew_interleave(f, G->nodes, G->nnodes);
-  if (ic > 0) jit_loop_end_interleaved(f, l, ic);
-  else jit_loop_end(f, l);
-}
 
 int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
   const ir_type *ot = G->shape;
@@ -782,7 +782,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     LLVMValueRef i = jit_loop_begin(f, &L, lo, hi, "i");
     for (int b = 0; b < G->nin; b++) idx[b] = ir_type_same_shape(G->in_types[b], ot) ? i : jit_i64(f, 0);
     jit_emit_ew_element(f, G, idx, i);
-    end_element_loop(f, &L, G);
+    jit_ew_loop_end(f, &L, G->nodes, G->nnodes);
     if (pf) jit_loop_end(f, &BL);
     return f->failed ? -1 : 0;
   }
@@ -829,7 +829,7 @@ int jit_emit_ew_group(jit_fn *f, const jit_ew_group *G) {
     idx[b] = LLVMBuildNSWAdd(f->b, base[b], step, "");
   }
   jit_emit_ew_element(f, G, idx, LLVMBuildNSWAdd(f->b, obase, i, ""));
-  end_element_loop(f, &IL, G);
+  jit_ew_loop_end(f, &IL, G->nodes, G->nnodes);
   if (rows) jit_loop_end(f, &RL);
   free(st);
   return f->failed ? -1 : 0;

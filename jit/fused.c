@@ -278,9 +278,7 @@ static LLVMValueRef emit_epilogue(fctx *c, const ir_node *mm, const int *used,
     reg[k] = jit_ew_compute(f, mn, v);
   }
   if (!f->failed) jit_store(f, dt, C, cidx, reg[root]);
-  int ic = jit_ew_interleave(f, c->mem, c->nmem);
-  if (ic > 0) jit_loop_end_interleaved(f, &LJ, ic);
-  else jit_loop_end(f, &LJ);
+  jit_ew_loop_end(f, &LJ, c->mem, c->nmem);
   jit_loop_end(f, &LI);
   LLVMBuildRetVoid(f->b);
   if (f->fail_bb) jit_fn_error(f, "mo.fused: a GEMM epilogue cannot fail (integer mod)");

@@ -254,13 +254,13 @@ void jit_emit_ew_element(jit_fn *f, const jit_ew_group *g, LLVMValueRef *idx, LL
 #define JIT_EW_MAX_IN IR_EW_MAX_IN
 /* The value of elementwise node n on its loaded operands v (register types). */
 LLVMValueRef jit_ew_compute(jit_fn *f, const ir_node *n, LLVMValueRef *v);
-/* How many vectors at a time the loop over the elements of members
- * nodes[0..n) should run (jit_loop_end_interleaved): 4 where one of them
- * is a long dependent chain of float math inlined per element (exp, erf,
- * tanh, gelu, sigmoid, silu of f32 on the host: ~20 dependent FMAs, which one
- * vector at a time leaves latency-bound; measured on this AVX2 host, gelu
- * over [64, 3072] ran 430 -> 270 us), else 0 (LLVM's choice). */
-int jit_ew_interleave(jit_fn *f, const ir_node *const *nodes, int n);
+/* End the loop over the elements of members nodes[0..n): 4 vectors at a
+ * time (jit_loop_end_interleaved) where one of them is a long dependent
+ * chain of float math inlined per element (exp, erf, tanh, gelu, sigmoid,
+ * silu of f32 on the host: ~20 dependent FMAs, which one vector at a time
+ * leaves latency-bound; measured on this AVX2 host, gelu over [64, 3072]
+ * ran 430 -> 270 us), else as jit_loop_end (LLVM's choice). */
+void jit_ew_loop_end(jit_fn *f, jit_loop *l, const ir_node *const *nodes, int n);
 /* Element strides st[ot->rank] of a dense buffer of type t read broadcast to
  * shape ot (numpy rules, right-aligned): 0 on axes t lacks or has as 1 (a
  * select at run time when t's dim is another expression than ot's). */

@@ -152,18 +152,26 @@ static int64_t check_cr(const char *name, double (*f)(double), const float *x, c
   return worst;
 }
 
+/* op over the dense sample with windows at edges, checked against the
+ * correctly rounded f within bound ulps (check_cr). */
+static void check_dense(const char *op, const char *name, double (*f)(double),
+                        const float *edges, int nedges, int64_t bound) {
+  sample s = make_sample(edges, nedges);
+  float *y = malloc(s.n * sizeof *y);
+  cr_assert_not_null(y);
+  run_op(op, s.x, y, s.n);
+  int64_t worst = check_cr(name, f, s.x, y, s.n, bound);
+  cr_log_info("%s: %zu floats, at most %lld ulp from correctly rounded", name, s.n,
+              (long long)worst);
+  free(y);
+  free(s.x);
+}
+
 /* ---- erf ---- */
 
 Test(fastmath, erf_within_an_ulp_of_correctly_rounded) {
   static const float edges[] = {0.0f, 0x1p-126f, 1.0f, 0x1.ff23a4p-1f, 3.92f, 4.0f};
-  sample s = make_sample(edges, (int)(sizeof edges / sizeof edges[0]));
-  float *y = malloc(s.n * sizeof *y);
-  cr_assert_not_null(y);
-  run_op("mo.erf", s.x, y, s.n);
-  int64_t worst = check_cr("erf", erf, s.x, y, s.n, ERF_ULP);
-  cr_log_info("erf: %zu floats, at most %lld ulp from correctly rounded", s.n, (long long)worst);
-  free(y);
-  free(s.x);
+  check_dense("mo.erf", "erf", erf, edges, (int)(sizeof edges / sizeof edges[0]), ERF_ULP);
 }
 
 Test(fastmath, erf_special_values) {
@@ -193,14 +201,7 @@ Test(fastmath, tanh_within_two_ulp_of_correctly_rounded) {
   /* 0 (subnormals), the smallest normal, the switch of formulas (0.875),
    * where tanh rounds to 1 in float (9.01) and exp(2 |x|) overflows (44.4) */
   static const float edges[] = {0.0f, 0x1p-126f, 0.875f, 9.0109f, 44.36f};
-  sample s = make_sample(edges, (int)(sizeof edges / sizeof edges[0]));
-  float *y = malloc(s.n * sizeof *y);
-  cr_assert_not_null(y);
-  run_op("mo.tanh", s.x, y, s.n);
-  int64_t worst = check_cr("tanh", tanh, s.x, y, s.n, TANH_ULP);
-  cr_log_info("tanh: %zu floats, at most %lld ulp from correctly rounded", s.n, (long long)worst);
-  free(y);
-  free(s.x);
+  check_dense("mo.tanh", "tanh", tanh, edges, (int)(sizeof edges / sizeof edges[0]), TANH_ULP);
 }
 
 Test(fastmath, tanh_special_values) {
@@ -227,14 +228,7 @@ Test(fastmath, tanh_special_values) {
 Test(fastmath, exp_within_an_ulp_of_correctly_rounded) {
   static const float edges[] = {0.0f,     0x1p-126f,     88.72284f,     -103.27893f,
                                 -103.97208f, -87.336548f, 0.34657359f, 0x1.62e42ep+6f};
-  sample s = make_sample(edges, (int)(sizeof edges / sizeof edges[0]));
-  float *y = malloc(s.n * sizeof *y);
-  cr_assert_not_null(y);
-  run_op("mo.exp", s.x, y, s.n);
-  int64_t worst = check_cr("exp", exp, s.x, y, s.n, EXP_ULP);
-  cr_log_info("exp: %zu floats, at most %lld ulp from correctly rounded", s.n, (long long)worst);
-  free(y);
-  free(s.x);
+  check_dense("mo.exp", "exp", exp, edges, (int)(sizeof edges / sizeof edges[0]), EXP_ULP);
 }
 
 Test(fastmath, exp_special_values) {
