@@ -62,8 +62,9 @@ typedef struct rt_spec_ticket {
 
 typedef enum rt_spec_verdict {
   RT_SPEC_COLD,    /* not hot yet: run generic, queue nothing */
-  RT_SPEC_WEIGH,   /* hot for the first time, no variant: the caller weighs it
-                    * (rt_spec_share) and queues it or drops it (rt_spec_policy_drop) */
+  RT_SPEC_WEIGH,   /* hot for the first time, no variant: the caller drops it
+                    * (rt_spec_policy_drop) when weighed ahead and not worth it, else
+                    * queues it and its compile weighs it first (rt_spec_share) */
   RT_SPEC_QUEUE,   /* hot, weighed, no variant: queue its compile */
   RT_SPEC_RUN,     /* a variant exists: run it */
   RT_SPEC_PAIR,    /* a variant exists, on a paired trial: run the generic kernels, timed */

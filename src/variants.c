@@ -23,7 +23,8 @@
  *
  * What async queues, and whether a variant stays after its first timed
  * executes, is spec_policy.c's (hot bindings, trials, automatic buckets);
- * background compiles are paced here (wait_quiet, rest).
+ * background compiles are weighed (worth_compiling: a hot binding's
+ * execute only queues it) and paced (wait_quiet, rest) here.
  * Async queue (rt_spec_ctx): a FIFO of jobs (model, key) under `mu`, at
  * most RT_SPEC_QUEUE_MAX, one compile thread per context started with the
  * first job (at nice +10: compiles should not take CPU from requests).
@@ -594,6 +595,31 @@ fail:
 
 /* ---- the compile thread ---- */
 
+/* Whether a variant of key could pay for its compile: its share
+ * (rt_spec_share) weighed ahead (the prepare thread's), else weighed here,
+ * at the bucket's end. One that cannot is not compiled, and its binding is
+ * never queued again (dropped from the policy; SPEC_SKIPPED). The weigh
+ * walks the whole graph, 5-10 us of a decode step when the execute that met
+ * its binding hot did it (issue 20), so that execute only queues it. */
+static bool worth_compiling(kiln_model *m, const int64_t *key) {
+  rt_variants *vs = m->variants;
+  rt_spec_policy *pol = atomic_load_explicit(&vs->pol, memory_order_acquire);
+  int ns = m->g->nsyms;
+  if (!pol || ns > KEY_STACK) return true; /* not async's, or not weighed (as ahead) */
+  pthread_mutex_lock(&vs->lock);
+  double share = weighed_locked(m, vs, key);
+  pthread_mutex_unlock(&vs->lock);
+  if (share < 0) {
+    int64_t at[KEY_STACK];
+    for (int s = 0; s < ns; s++) at[s] = key[s] >= 0 ? key[s] : -1 - key[s];
+    share = rt_spec_share(m, at);
+  }
+  if (share >= RT_SPEC_MIN_SHARE) return true;
+  rt_spec_policy_drop(pol, key);
+  count(m, KILN_COUNTER_SPEC_SKIPPED, 1);
+  return false;
+}
+
 /* Whether no execute held ctx's CPUs (cpus_taken) at any of `ms` checks a
  * millisecond apart: a compile started then takes its CPU time from idle
  * CPUs (a service between bursts, a caller waiting for compiles). After a
@@ -693,7 +719,7 @@ static void *compile_thread(void *arg) {
     if (have) have->refs--;
     pthread_mutex_unlock(&vs->lock);
     bool cancelled = atomic_load(&j->cancel) != 0;
-    bool dropped = have || cancelled;
+    bool dropped = have || cancelled || !worth_compiling(m, j->key);
     if (!dropped) {
       int64_t t0 = rt_now_ns();
       rt_variant *v = variant_compile(m, j->key, &j->cancel, &cancelled, NULL);
@@ -1043,10 +1069,9 @@ rt_variant *rt_variant_acquire(kiln_model *m, const int64_t *syms, rt_spec_ticke
       v = NULL;
     }
     count(m, v ? KILN_COUNTER_HITS : KILN_COUNTER_MISSES, 1);
-    /* a bucket planned ahead was weighed then, at its end (5-12 us of the
-     * decoder's execute that met it hot otherwise: issue 20) */
-    if (d == RT_SPEC_WEIGH && weighed < 0) weighed = rt_spec_share(m, syms);
-    if (d == RT_SPEC_WEIGH && weighed < RT_SPEC_MIN_SHARE) {
+    /* a bucket planned ahead was weighed then, at its end; any other is
+     * queued, and the compile thread weighs it (worth_compiling) */
+    if (d == RT_SPEC_WEIGH && weighed >= 0 && weighed < RT_SPEC_MIN_SHARE) {
       rt_spec_policy_drop(pol, key); /* nothing a variant would rebuild matters here */
       count(m, KILN_COUNTER_SPEC_SKIPPED, 1);
       d = RT_SPEC_DROPPED;

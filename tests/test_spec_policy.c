@@ -425,8 +425,9 @@ Test(spec_policy, host_gemms_are_never_specialized) {
 
 /* A GEMM of 2048-long dot products whose 64 columns go through a softmax:
  * the softmax (the one kernel a variant would rebuild) is ~2% of the
- * estimated time, so a hot binding is weighed and left generic; SOFT alone
- * is all softmax and tanh, so it is queued. */
+ * estimated time, so a hot binding is queued, weighed on the compile thread
+ * and left generic (never queued again); SOFT alone is all softmax and
+ * tanh, so it is compiled. */
 static const char *GEMM_SOFT =
     "mo.graph @gs<n>(%x: !mo.tensor<[n, 2048], f32>, %w: !mo.tensor<[2048, 64], f32>) -> "
     "(!mo.tensor<[n, 64], f32>) {\n"
@@ -453,9 +454,14 @@ Test(spec_policy, a_binding_whose_gemms_dominate_is_not_compiled) {
   kiln_model *m = model(GEMM_SOFT, KILN_SPECIALIZE_ASYNC);
   cr_expect(rt_model_spec_useful(m)); /* the softmax reads n */
   cr_expect_lt(rt_spec_share(m, (int64_t[]){16}), RT_SPEC_MIN_SHARE);
+  for (int i = 0; i < 2; i++) exec_gemm_soft(m, 16);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1); /* hot: queued, not weighed here */
+  cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), 1); /* weighed by the compile thread */
+  cr_expect_eq(counter(m, KILN_COUNTER_COMPILES), 0);
   for (int i = 0; i < 4; i++) exec_gemm_soft(m, 16);
-  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), 1); /* weighed once */
-  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 0);
+  cr_expect_eq(counter(m, KILN_COUNTER_ASYNC_QUEUED), 1); /* dropped for good */
+  cr_expect_eq(counter(m, KILN_COUNTER_SPEC_SKIPPED), 1);
   cr_assert_eq(kiln_context_wait_compiles(ctx, 60000, st), 0);
   cr_expect_eq(kiln_model_variants(m), 0);
   kiln_model_free(m);

@@ -331,7 +331,9 @@ typedef enum kiln_specialize_policy {
  *   - a hot binding is not specialized when the kernels a variant would
  *     rebuild are estimated at under 5% of its execute's time (a roofline
  *     of each kernel at that shape: bytes moved, a GEMM's flops), since no
- *     variant could then pay for its compile (KILN_COUNTER_SPEC_SKIPPED);
+ *     variant could then pay for its compile (KILN_COUNTER_SPEC_SKIPPED;
+ *     the compile thread weighs a queued binding before compiling it, so
+ *     the execute that found it hot does not walk the graph);
  *   - a new variant's first 5 executes are timed against the binding's
  *     generic executes; one that is not 3% faster is dropped
  *     (KILN_COUNTER_DROPPED) and that binding is not specialized again;
@@ -436,7 +438,8 @@ typedef enum kiln_counter {
   KILN_COUNTER_ASYNC_DONE,      /* background compiles finished (live or failed) */
   KILN_COUNTER_ASYNC_DROPPED,   /* requests not queued (queue, or the model's share of it =
                                    its bound, full: a later execute asks again) and jobs
-                                   not run (model freed, variant live meanwhile) */
+                                   not run (model freed, variant live meanwhile, or
+                                   weighed on the compile thread and skipped) */
   KILN_COUNTER_ASYNC_PENDING,   /* queued or running now */
   KILN_COUNTER_KERNELS_EVICTED, /* kernels unloaded by the code bound
                                    (kiln_context_set_code_limit); context only, 0 for a model */
