@@ -13,7 +13,8 @@
  * f64, two matmuls sharing one module (the template is linked once), NaN /
  * inf operands, and 512 x 512 x 512 once. The prepacked-B entries (_pex)
  * of every width against _ex bit for bit (tests/test_prepack.c covers them
- * through models). The prebuilt entries (jit/template.h): a symbolic GEMM
+ * through models); the transposed-B entries (_tex) on few rows against
+ * double sums, each four columns the same bits as alone. The prebuilt entries (jit/template.h): a symbolic GEMM
  * calls them, a static one inlines the template, `kiln compile`'s engine
  * never calls them, and the two paths give the same bits.
  * Tolerance: |a|, |b| <= 1, so each output is a K-term dot product; the
@@ -474,6 +475,73 @@ static void check_pentry(void *exp, void *pexp, gemm_work_fn workfn, bool f64, i
   }
 }
 
+/* The transposed-B entry (_tex) on few rows (dot products of rows of A and
+ * Bt): every element near the double-precision sum, nothing written past N,
+ * and each group of four columns the same bits as those four alone, which
+ * take the four-at-once lane sums (hsum4): where K is one vector, the
+ * columns in runs of vl share one lane-sum tree (hsumvl) that must add
+ * each column's lanes exactly as hsum4 does. */
+static void check_tentry(void *texp, bool f64, int64_t vl, const char *what) {
+  gemm_ex_fn tex = (gemm_ex_fn)(uintptr_t)texp;
+  const int64_t ks[] = {vl - 1, vl, vl + 1, 2 * vl, 3 * vl + 2};
+  const int64_t ns[] = {vl + 5, 3 * vl + 7};
+  size_t sz = f64 ? sizeof(double) : sizeof(float);
+  uint64_t s = 5;
+  for (int64_t M = 1; M <= 3; M++)
+    for (int ki = 0; ki < 5; ki++)
+      for (int ni = 0; ni < 2; ni++) {
+        int64_t K = ks[ki], N = ns[ni], lda = K + 1, ldbt = K + 3, ldc = N + 1;
+        char *a = malloc(sz * (size_t)(M * lda)), *bt = malloc(sz * (size_t)(N * ldbt));
+        char *c = malloc(sz * (size_t)(M * ldc)), *c4 = malloc(sz * (size_t)(M * 4));
+        cr_assert(a && bt && c && c4);
+        for (int64_t i = 0; i < M * lda; i++) {
+          double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
+          if (f64) ((double *)a)[i] = v;
+          else ((float *)a)[i] = (float)v;
+        }
+        for (int64_t i = 0; i < N * ldbt; i++) {
+          double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
+          if (f64) ((double *)bt)[i] = v;
+          else ((float *)bt)[i] = (float)v;
+        }
+        memset(c, 0xff, sz * (size_t)(M * ldc)); /* NaN: padding must stay so */
+        tex(M, N, K, a, lda, bt, ldbt, c, ldc, NULL, 0, 1, NULL, NULL);
+        double atol = (f64 ? 1e-15 : 1e-6) * (double)K;
+        for (int64_t i = 0; i < M; i++)
+          for (int64_t j = 0; j < ldc; j++) {
+            double got = f64 ? ((double *)c)[i * ldc + j] : ((float *)c)[i * ldc + j];
+            if (j >= N) {
+              cr_assert(got != got, "%s _tex: M=%lld N=%lld K=%lld wrote C[%lld, %lld]", what,
+                        (long long)M, (long long)N, (long long)K, (long long)i, (long long)j);
+              continue;
+            }
+            double want = 0;
+            for (int64_t k = 0; k < K; k++)
+              want += f64 ? ((double *)a)[i * lda + k] * ((double *)bt)[j * ldbt + k]
+                          : (double)((float *)a)[i * lda + k] *
+                                (double)((float *)bt)[j * ldbt + k];
+            cr_assert(fabs(got - want) <= atol,
+                      "%s _tex: M=%lld N=%lld K=%lld C[%lld, %lld] = %.17g, want %.17g", what,
+                      (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, got,
+                      want);
+          }
+        for (int64_t j = 0; j + 4 <= N; j += 4) {
+          tex(M, 4, K, a, lda, bt + (size_t)(j * ldbt) * sz, ldbt, c4, 4, NULL, 0, 1, NULL, NULL);
+          for (int64_t i = 0; i < M; i++)
+            cr_assert(memcmp(c + (size_t)(i * ldc + j) * sz, c4 + (size_t)(i * 4) * sz,
+                             4 * sz) == 0,
+                      "%s _tex: M=%lld N=%lld K=%lld columns %lld..%lld differ from the "
+                      "same four alone",
+                      what, (long long)M, (long long)N, (long long)K, (long long)j,
+                      (long long)j + 3);
+        }
+        free(a);
+        free(bt);
+        free(c);
+        free(c4);
+      }
+}
+
 static void check_entries(const char *cpu, const char *features) {
   static const char *entries[] = {"kiln_gemm_f32_v16", "kiln_gemm_f32_v8", "kiln_gemm_f64_v8",
                                   "kiln_gemm_f64_v4"};
@@ -489,9 +557,9 @@ static void check_entries(const char *cpu, const char *features) {
   LLVMAddAttributeAtIndex(f.fn, LLVMAttributeFunctionIndex,
                           LLVMCreateStringAttribute(ctx, "target-features", 15, features,
                                                     (unsigned)strlen(features)));
-  static const char *suffix[] = {"", "_work", "_ex", "_pex"};
+  static const char *suffix[] = {"", "_work", "_ex", "_pex", "_tex"};
   for (int i = 0; i < 4; i++)
-    for (int w = 0; w < 4; w++) {
+    for (int w = 0; w < 5; w++) {
       char name[64];
       snprintf(name, sizeof name, "%s%s", entries[i], suffix[w]);
       LLVMValueRef e = jit_template_function(&f, JIT_TMPL_GEMM, name);
@@ -535,6 +603,11 @@ static void check_entries(const char *cpu, const char *features) {
     check_pentry((void *)(uintptr_t)xaddr, (void *)(uintptr_t)paddr,
                  (gemm_work_fn)(uintptr_t)waddr, f64,
                  jit_gemm_panel_width(wide, f64 ? IR_DT_F64 : IR_DT_F32), what);
+    LLVMOrcExecutorAddress taddr = 0;
+    char tname[64];
+    snprintf(tname, sizeof tname, "%s_tex", entries[i]);
+    cr_assert(LLVMOrcLLJITLookup(jit, &taddr, tname) == NULL && taddr, "lookup %s", tname);
+    check_tentry((void *)(uintptr_t)taddr, f64, (wide ? 16 : 8) / (f64 ? 2 : 1), what);
   }
   le = LLVMOrcDisposeLLJIT(jit);
   if (le) LLVMConsumeError(le);
