@@ -142,21 +142,10 @@ HSUM_INLINE void hsum4_v4d(const v4d *v, double *out) {
 
 /* The lane sums of VL vectors v[0..VL) into out[0..VL), VL at once: each
  * level adds the two halves of every group of lanes of two vectors into
- * one (lane l with l + 8, then + 4, + 2, + 1: hsum4's tree, so each sum is
- * the same bits as there), leaving the sums in bit-reversed order, so the
- * vectors go in bit-reversed order and the sums come out in order. ~2
- * shuffles per sum against hsum4's 2.5, and one store: _small_t's dot
- * products of one vector (K = 16 on AVX-512: a decoder's Q Kt with
- * head_dim 16) took ~4.9 cycles each, ~2.7 now. */
-#define HALVES16(x, y, s0, s1) (SHUF(x, y, s0) + SHUF(x, y, s1))
-#define H16_8 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23
-#define H16_8B 8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31
-#define H16_4 0, 1, 2, 3, 16, 17, 18, 19, 8, 9, 10, 11, 24, 25, 26, 27
-#define H16_4B 4, 5, 6, 7, 20, 21, 22, 23, 12, 13, 14, 15, 28, 29, 30, 31
-#define H16_2 0, 1, 16, 17, 4, 5, 20, 21, 8, 9, 24, 25, 12, 13, 28, 29
-#define H16_2B 2, 3, 18, 19, 6, 7, 22, 23, 10, 11, 26, 27, 14, 15, 30, 31
-#define H16_1 0, 16, 2, 18, 4, 20, 6, 22, 8, 24, 10, 26, 12, 28, 14, 30
-#define H16_1B 1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31
+ * one (lane l with l + 4, then + 2, + 1: the last levels of hsum4's tree),
+ * leaving the sums in bit-reversed order, so the vectors go in bit-reversed
+ * order and the sums come out in order. */
+#define HALVES(x, y, s0, s1) (SHUF(x, y, s0) + SHUF(x, y, s1))
 #define H8_4 0, 1, 2, 3, 8, 9, 10, 11
 #define H8_4B 4, 5, 6, 7, 12, 13, 14, 15
 #define H8_2 0, 1, 8, 9, 4, 5, 12, 13
@@ -164,24 +153,14 @@ HSUM_INLINE void hsum4_v4d(const v4d *v, double *out) {
 #define H8_1 0, 8, 2, 10, 4, 12, 6, 14
 #define H8_1B 1, 9, 3, 11, 5, 13, 7, 15
 #define UNROLL _Pragma("clang loop unroll(full)")
-HSUM_INLINE void hsumvl_v16f(const v16f *v, float *out) {
-  static const int rev[16] = {0, 8, 4, 12, 2, 10, 6, 14, 1, 9, 5, 13, 3, 11, 7, 15};
-  v16f a[8], b[4], c[2];
-  UNROLL for (int r = 0; r < 8; r++)
-    a[r] = HALVES16(v[rev[2 * r]], v[rev[2 * r + 1]], H16_8, H16_8B);
-  UNROLL for (int r = 0; r < 4; r++) b[r] = HALVES16(a[2 * r], a[2 * r + 1], H16_4, H16_4B);
-  UNROLL for (int r = 0; r < 2; r++) c[r] = HALVES16(b[2 * r], b[2 * r + 1], H16_2, H16_2B);
-  v16f w = HALVES16(c[0], c[1], H16_1, H16_1B);
-  __builtin_memcpy(out, &w, sizeof w);
-}
 #define HSUMVL_8(V, T)                                                                           \
   HSUM_INLINE void hsumvl_##V(const V *v, T *out) {                                              \
     static const int rev[8] = {0, 4, 2, 6, 1, 5, 3, 7};                                          \
     V a[4], b[2];                                                                                \
     UNROLL for (int r = 0; r < 4; r++)                                                           \
-      a[r] = HALVES16(v[rev[2 * r]], v[rev[2 * r + 1]], H8_4, H8_4B);                            \
-    UNROLL for (int r = 0; r < 2; r++) b[r] = HALVES16(a[2 * r], a[2 * r + 1], H8_2, H8_2B);     \
-    V w = HALVES16(b[0], b[1], H8_1, H8_1B);                                                     \
+      a[r] = HALVES(v[rev[2 * r]], v[rev[2 * r + 1]], H8_4, H8_4B);                              \
+    UNROLL for (int r = 0; r < 2; r++) b[r] = HALVES(a[2 * r], a[2 * r + 1], H8_2, H8_2B);       \
+    V w = HALVES(b[0], b[1], H8_1, H8_1B);                                                       \
     __builtin_memcpy(out, &w, sizeof w);                                                         \
   }
 HSUMVL_8(v8f, float)
@@ -191,6 +170,42 @@ HSUM_INLINE void hsumvl_v4d(const v4d *v, double *out) {
   v4d b = SHUF(v[1], v[3], 0, 1, 4, 5) + SHUF(v[1], v[3], 2, 3, 6, 7);
   v4d w = SHUF(a, b, 0, 4, 2, 6) + SHUF(a, b, 1, 5, 3, 7);
   __builtin_memcpy(out, &w, sizeof w);
+}
+
+/* VL dot products of one vector each, out[q] = a . b[q ldb ...] for q < VL,
+ * the products formed as _small_t forms them (fma(a, b, 0)) and summed
+ * by hsum4's tree: the same bits as there, ~2 shuffles per sum against
+ * hsum4's 2.5, and one store. 16 floats go as two halves of 8 (one
+ * vector each on AVX2; on AVX-512, where a 512-bit shuffle costs two
+ * 256-bit ones, 0.62 ns per sum against 0.71 whole): each row's halves
+ * add lane by lane first, hsum4's first level. A decoder's Q Kt at
+ * head_dim 16 on AVX-512 took ~4.9 cycles per sum by fours. */
+#define DOTVL(V, T, VL)                                                                          \
+  HSUM_INLINE void dotvl_##V(const T *a, const T *b, int64_t ldb, T *out) {                      \
+    V a0, v[VL];                                                                                 \
+    __builtin_memcpy(&a0, a, sizeof a0);                                                         \
+    UNROLL for (int q = 0; q < VL; q++, b += ldb) {                                              \
+      V x;                                                                                       \
+      __builtin_memcpy(&x, b, sizeof x);                                                         \
+      v[q] = __builtin_elementwise_fma(a0, x, (V)0);                                             \
+    }                                                                                            \
+    hsumvl_##V(v, out);                                                                          \
+  }
+DOTVL(v8f, float, 8)
+DOTVL(v8d, double, 8)
+DOTVL(v4d, double, 4)
+HSUM_INLINE void dotvl_v16f(const float *a, const float *b, int64_t ldb, float *out) {
+  v8f lo, hi, h[16];
+  __builtin_memcpy(&lo, a, sizeof lo);
+  __builtin_memcpy(&hi, a + 8, sizeof hi);
+  UNROLL for (int q = 0; q < 16; q++, b += ldb) {
+    v8f x, y;
+    __builtin_memcpy(&x, b, sizeof x);
+    __builtin_memcpy(&y, b + 8, sizeof y);
+    h[q] = __builtin_elementwise_fma(lo, x, (v8f)0) + __builtin_elementwise_fma(hi, y, (v8f)0);
+  }
+  hsumvl_v8f(h, out);
+  hsumvl_v8f(h + 8, out + 8);
 }
 #undef HSUM_INLINE
 #undef SHUF
@@ -721,7 +736,7 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
    * i of A and row j of Bt, both contiguous: four rows of Bt at a time,                         \
    * each summed over K in vectors (two chains), then across the lanes                           \
    * (hsum4_<V>, the four at once); VL rows at a time when K is one vector                       \
-   * (hsumvl_<V>, the same sums). */                                                             \
+   * (dotvl_<V>, the same sums). */                                                              \
                                                                                                  \
   static void NAME##_small_t(int64_t M, int64_t N, int64_t K, const T *restrict A, int64_t lda,  \
                              const T *restrict Bt, int64_t ldb, T *restrict C, int64_t ldc,      \
@@ -733,16 +748,10 @@ static inline __attribute__((always_inline)) void gemm_prefetch_step(gemm_pf pf,
       for (int64_t j0 = 0; j0 < N; j0 += SMALL_NB) {                                             \
         int64_t nb = MIN(SMALL_NB, N - j0);                                                      \
         int64_t j = j0;                                                                          \
-        /* K one vector (VL): VL rows per lane-sum tree (hsumvl_<V>); fma(a, b, 0)            \
-         * is s[q][0] + s[q][1] below, bit for bit */                                            \
+        /* K one vector (VL): VL rows per lane-sum tree (dotvl_<V>: fma(a, b, 0) is          \
+         * s[q][0] + s[q][1] below, bit for bit) */                                              \
         if (K == VL)                                                                             \
-          for (; j + VL <= j0 + nb; j += VL) {                                                   \
-            V a0 = VLOAD(V, a), v[VL];                                                           \
-            const T *b = Bt + j * ldb;                                                           \
-            _Pragma("clang loop unroll(full)") for (int q = 0; q < VL; q++, b += ldb)            \
-              v[q] = __builtin_elementwise_fma(a0, VLOAD(V, b), (V)0);                           \
-            hsumvl_##V(v, c + j);                                                                \
-          }                                                                                      \
+          for (; j + VL <= j0 + nb; j += VL) dotvl_##V(a, Bt + j * ldb, ldb, c + j);              \
         for (; j + 4 <= j0 + nb; j += 4) {                                                       \
           V s[4][2];                                                                             \
           _Pragma("clang loop unroll(full)") for (int q = 0; q < 4; q++) {                       \
