@@ -605,14 +605,16 @@ static bool worth_compiling(kiln_model *m, const int64_t *key) {
   rt_variants *vs = m->variants;
   rt_spec_policy *pol = atomic_load_explicit(&vs->pol, memory_order_acquire);
   int ns = m->g->nsyms;
-  if (!pol || ns > KEY_STACK) return true; /* not async's, or not weighed (as ahead) */
+  if (!pol) return true; /* not async's */
   pthread_mutex_lock(&vs->lock);
   double share = weighed_locked(m, vs, key);
   pthread_mutex_unlock(&vs->lock);
   if (share < 0) {
-    int64_t at[KEY_STACK];
+    int64_t buf[KEY_STACK], *at = ns > KEY_STACK ? malloc((size_t)ns * sizeof *at) : buf;
+    if (!at) return true; /* out of memory: the compile (and the trial) decide */
     for (int s = 0; s < ns; s++) at[s] = key[s] >= 0 ? key[s] : -1 - key[s];
     share = rt_spec_share(m, at);
+    if (at != buf) free(at);
   }
   if (share >= RT_SPEC_MIN_SHARE) return true;
   rt_spec_policy_drop(pol, key);
