@@ -331,6 +331,15 @@ static uint64_t lcg(uint64_t *s) {
   return *s >> 11;
 }
 
+/* n elements (f32 or f64) at p, seeded values in [-1, 1] in steps of 1e-3. */
+static void fill_unit(char *p, int64_t n, bool f64, uint64_t *s) {
+  for (int64_t i = 0; i < n; i++) {
+    double v = (double)(lcg(s) % 2001) / 1000.0 - 1.0;
+    if (f64) ((double *)p)[i] = v;
+    else ((float *)p)[i] = (float)v;
+  }
+}
+
 static void check_entry(void *fnp, gemm_work_fn workfn, bool f64, const char *what) {
   static const int dims[] = {0, 1, 3, 5, 6, 7, 16, 17, 33, 65, 129, 300};
   int nd = (int)(sizeof dims / sizeof dims[0]);
@@ -348,16 +357,8 @@ static void check_entry(void *fnp, gemm_work_fn workfn, bool f64, const char *wh
     char *a = malloc(sz * (size_t)(M * lda + 1)), *b = malloc(sz * (size_t)(K * ldb + 1));
     char *c = malloc(sz * (size_t)(M * ldc + 1));
     cr_assert(a && b && c);
-    for (int64_t i = 0; i < M * lda; i++) {
-      double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
-      if (f64) ((double *)a)[i] = v;
-      else ((float *)a)[i] = (float)v;
-    }
-    for (int64_t i = 0; i < K * ldb; i++) {
-      double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
-      if (f64) ((double *)b)[i] = v;
-      else ((float *)b)[i] = (float)v;
-    }
+    fill_unit(a, M * lda, f64, &s);
+    fill_unit(b, K * ldb, f64, &s);
     memset(c, 0xff, sz * (size_t)(M * ldc + 1)); /* NaN everywhere, padding included */
     /* the workspace it asks for on odd t; none (its stack fallback) on even */
     int64_t need = workfn(M, N, K);
@@ -428,16 +429,8 @@ static void check_pentry(void *exp, void *pexp, gemm_work_fn workfn, bool f64, i
     size_t pb = rt_prepack_bytes(dt, K, N, nr);
     char *bp = malloc(pb + 64);
     cr_assert(a && b && c1 && c2 && bp);
-    for (int64_t i = 0; i < M * lda; i++) {
-      double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
-      if (f64) ((double *)a)[i] = v;
-      else ((float *)a)[i] = (float)v;
-    }
-    for (int64_t i = 0; i < K * N; i++) {
-      double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
-      if (f64) ((double *)b)[i] = v;
-      else ((float *)b)[i] = (float)v;
-    }
+    fill_unit(a, M * lda, f64, &s);
+    fill_unit(b, K * N, f64, &s);
     rt_prepack_pack(b, dt, K, N, nr, false, bp);
     for (int nparts = 1; nparts <= 3; nparts += 2) {
       int64_t need = workfn(M, N, K);
@@ -494,16 +487,8 @@ static void check_tentry(void *texp, bool f64, int64_t vl, const char *what) {
         char *a = malloc(sz * (size_t)(M * lda)), *bt = malloc(sz * (size_t)(N * ldbt));
         char *c = malloc(sz * (size_t)(M * ldc)), *c4 = malloc(sz * (size_t)(M * 4));
         cr_assert(a && bt && c && c4);
-        for (int64_t i = 0; i < M * lda; i++) {
-          double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
-          if (f64) ((double *)a)[i] = v;
-          else ((float *)a)[i] = (float)v;
-        }
-        for (int64_t i = 0; i < N * ldbt; i++) {
-          double v = (double)(lcg(&s) % 2001) / 1000.0 - 1.0;
-          if (f64) ((double *)bt)[i] = v;
-          else ((float *)bt)[i] = (float)v;
-        }
+        fill_unit(a, M * lda, f64, &s);
+        fill_unit(bt, N * ldbt, f64, &s);
         memset(c, 0xff, sz * (size_t)(M * ldc)); /* NaN: padding must stay so */
         tex(M, N, K, a, lda, bt, ldbt, c, ldc, NULL, 0, 1, NULL, NULL);
         double atol = (f64 ? 1e-15 : 1e-6) * (double)K;
