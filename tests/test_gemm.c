@@ -340,6 +340,33 @@ static void fill_unit(char *p, int64_t n, bool f64, uint64_t *s) {
   }
 }
 
+/* C (M x N, row stride ldc, NaN-filled before the call) against the sums in
+ * double of A (row stride lda) times B, B[k, j] at b[k * kst + j * jst]:
+ * each element within 1e-6 K (f32) / 1e-15 K (f64), the padding past N
+ * untouched. */
+static void check_c(const char *what, int64_t M, int64_t N, int64_t K, const char *a,
+                    int64_t lda, const char *b, int64_t kst, int64_t jst, const char *c,
+                    int64_t ldc, bool f64) {
+  double atol = (f64 ? 1e-15 : 1e-6) * (double)(K > 1 ? K : 1);
+  for (int64_t i = 0; i < M; i++)
+    for (int64_t j = 0; j < ldc; j++) {
+      double got = f64 ? ((const double *)c)[i * ldc + j] : ((const float *)c)[i * ldc + j];
+      if (j >= N) { /* padding between rows: untouched */
+        cr_assert(got != got, "%s: M=%lld N=%lld K=%lld wrote C[%lld, %lld] past N", what,
+                  (long long)M, (long long)N, (long long)K, (long long)i, (long long)j);
+        continue;
+      }
+      double want = 0;
+      for (int64_t k = 0; k < K; k++)
+        want += f64 ? ((const double *)a)[i * lda + k] * ((const double *)b)[k * kst + j * jst]
+                    : (double)((const float *)a)[i * lda + k] *
+                          (double)((const float *)b)[k * kst + j * jst];
+      cr_assert(fabs(got - want) <= atol,
+                "%s: M=%lld N=%lld K=%lld C[%lld, %lld] = %.17g, want %.17g", what,
+                (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, got, want);
+    }
+}
+
 static void check_entry(void *fnp, gemm_work_fn workfn, bool f64, const char *what) {
   static const int dims[] = {0, 1, 3, 5, 6, 7, 16, 17, 33, 65, 129, 300};
   int nd = (int)(sizeof dims / sizeof dims[0]);
@@ -369,24 +396,7 @@ static void check_entry(void *fnp, gemm_work_fn workfn, bool f64, const char *wh
     else
       ((gemm_f32_fn)fnp)(M, N, K, (float *)a, lda, (float *)b, ldb, (float *)c, ldc, work);
     free(work);
-    double atol = (f64 ? 1e-15 : 1e-6) * (double)(K > 1 ? K : 1);
-    for (int64_t i = 0; i < M; i++)
-      for (int64_t j = 0; j < ldc; j++) {
-        double got = f64 ? ((double *)c)[i * ldc + j] : ((float *)c)[i * ldc + j];
-        if (j >= N) { /* padding between rows: untouched */
-          cr_assert(got != got, "%s: M=%lld N=%lld K=%lld wrote C[%lld, %lld] past N", what,
-                    (long long)M, (long long)N, (long long)K, (long long)i, (long long)j);
-          continue;
-        }
-        double want = 0;
-        for (int64_t k = 0; k < K; k++)
-          want += f64 ? ((double *)a)[i * lda + k] * ((double *)b)[k * ldb + j]
-                      : (double)((float *)a)[i * lda + k] * (double)((float *)b)[k * ldb + j];
-        cr_assert(fabs(got - want) <= atol,
-                  "%s: M=%lld N=%lld K=%lld C[%lld, %lld] = %.17g, want %.17g",
-                  what, (long long)M, (long long)N, (long long)K, (long long)i, (long long)j,
-                  got, want);
-      }
+    check_c(what, M, N, K, a, lda, b, ldb, 1, c, ldc, f64);
     free(a);
     free(b);
     free(c);
@@ -491,25 +501,9 @@ static void check_tentry(void *texp, bool f64, int64_t vl, const char *what) {
         fill_unit(bt, N * ldbt, f64, &s);
         memset(c, 0xff, sz * (size_t)(M * ldc)); /* NaN: padding must stay so */
         tex(M, N, K, a, lda, bt, ldbt, c, ldc, NULL, 0, 1, NULL, NULL);
-        double atol = (f64 ? 1e-15 : 1e-6) * (double)K;
-        for (int64_t i = 0; i < M; i++)
-          for (int64_t j = 0; j < ldc; j++) {
-            double got = f64 ? ((double *)c)[i * ldc + j] : ((float *)c)[i * ldc + j];
-            if (j >= N) {
-              cr_assert(got != got, "%s _tex: M=%lld N=%lld K=%lld wrote C[%lld, %lld]", what,
-                        (long long)M, (long long)N, (long long)K, (long long)i, (long long)j);
-              continue;
-            }
-            double want = 0;
-            for (int64_t k = 0; k < K; k++)
-              want += f64 ? ((double *)a)[i * lda + k] * ((double *)bt)[j * ldbt + k]
-                          : (double)((float *)a)[i * lda + k] *
-                                (double)((float *)bt)[j * ldbt + k];
-            cr_assert(fabs(got - want) <= atol,
-                      "%s _tex: M=%lld N=%lld K=%lld C[%lld, %lld] = %.17g, want %.17g", what,
-                      (long long)M, (long long)N, (long long)K, (long long)i, (long long)j, got,
-                      want);
-          }
+        char tw[128];
+        snprintf(tw, sizeof tw, "%s _tex", what);
+        check_c(tw, M, N, K, a, lda, bt, 1, ldbt, c, ldc, f64);
         for (int64_t j = 0; j + 4 <= N; j += 4) {
           tex(M, 4, K, a, lda, bt + (size_t)(j * ldbt) * sz, ldbt, c4, 4, NULL, 0, 1, NULL, NULL);
           for (int64_t i = 0; i < M; i++)
