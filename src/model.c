@@ -722,6 +722,11 @@ int rt_model_bind_weight_transient(kiln_model *m, const char *name, const kiln_t
   return 0;
 }
 
+int64_t rt_model_weight_align(const kiln_model *m, const char *name) {
+  int w = weight_index(m, name);
+  return w < 0 ? -1 : m->weights[w].align;
+}
+
 static int host_bind_weight(kiln_model *m, int w, const kiln_tensor *t, kiln_status *st) {
   if (t->device)
     return rt_err(st, KILN_ERR_INVALID_ARGUMENT,

@@ -180,7 +180,7 @@ static void pack_8bit(const uint8_t *b, bool sb, int64_t K, int64_t N, int64_t n
  * (zero past K and N); f16 converted to f32, per panel [k][col] (zero past
  * N). */
 enum { HALF_KB = 256 }; /* gemm_half.c's HG_KB */
-static void pack_half(const uint16_t *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr,
+static void pack_half(const char *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr,
                       bool trans, void *out) {
   int64_t np = (N + nr - 1) / nr * nr;
   size_t bytes = rt_prepack_bytes(dt, K, N, nr);
@@ -189,7 +189,8 @@ static void pack_half(const uint16_t *b, ir_dtype dt, int64_t K, int64_t N, int6
     int64_t k0 = k / HALF_KB * HALF_KB, kb = K - k0 < HALF_KB ? K - k0 : HALF_KB;
     int64_t kb2 = (kb + 1) / 2 * 2;
     for (int64_t j = 0; j < N; j++) {
-      uint16_t v = trans ? b[j * K + k] : b[k * N + j];
+      uint16_t v; /* the source may sit at any address (weight_source.c) */
+      memcpy(&v, b + 2 * (trans ? j * K + k : k * N + j), 2);
       int64_t p = j / nr, c = j % nr;
       if (dt == IR_DT_F16)
         ((float *)out)[(p * K + k) * nr + c] = qb_f16((const uint8_t *)&v);

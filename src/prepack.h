@@ -80,7 +80,9 @@ void rt_prepack_free(kiln_model *m);
 /* Pack row-major B (K x N, element type dt, row stride N; with trans, b
  * holds B transposed: N x K, row stride K) into out in the template's
  * layout with panels nr wide (zeros past column N). out has room for
- * rt_prepack_bytes(dt, K, N, nr) bytes. */
+ * rt_prepack_bytes(dt, K, N, nr) bytes. b may sit at any address (each
+ * element is read with memcpy): a weight's bytes in a file mapping are
+ * packed where they lie. */
 void rt_prepack_pack(const void *b, ir_dtype dt, int64_t K, int64_t N, int64_t nr, bool trans,
                      void *out);
 /* Bytes of that layout; 0 on overflow or bad arguments. */

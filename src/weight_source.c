@@ -156,15 +156,26 @@ static int cmp_entry(const void *a, const void *b) {
 }
 
 /* Bind e to m, then give back the file's pages m no longer reads. An
- * unaligned entry is copied into scratch (grown as needed, freed by the
- * caller): one buffer for all of them, not an allocation per weight, whose
- * freed blocks the allocator would keep beside the packed copies. */
+ * unaligned entry that m only packs is packed from the mapping where it
+ * lies (the packs read any address: prepack.h); one m reads itself is
+ * copied into scratch (grown as needed, freed by the caller): one buffer
+ * for all of them, not an allocation per weight, whose freed blocks the
+ * allocator would keep beside the packed copies. */
 static int bind_entry(kiln_model *m, const wsrc_entry *e, void **scratch, size_t *cap,
                       kiln_status *st) {
+  bool packed_only = e->bytes && kiln_model_weight_needs_data(m, e->name) == 0;
   if (!e->copy_at_bind) {
     if (kiln_model_bind_weight(m, e->name, e->t, st) < 0) return -1;
-    if (e->bytes && kiln_model_weight_needs_data(m, e->name) == 0) rt_map_drop(e->bytes, e->len);
+    if (packed_only) rt_map_drop(e->bytes, e->len);
     return 0;
+  }
+  if (packed_only && rt_model_weight_align(m, e->name) <= 1) {
+    kiln_tensor *in_map =
+        kiln_tensor_borrow(e->t->dtype, e->t->rank, e->t->shape, (void *)e->bytes, st);
+    int rc = in_map ? rt_model_bind_weight_transient(m, e->name, in_map, st) : -1;
+    kiln_tensor_free(in_map);
+    rt_map_drop(e->bytes, e->len);
+    return rc;
   }
   if (e->len > *cap) {
     void *p = rt_aligned_alloc(e->len);

@@ -29,10 +29,11 @@ int rt_wsrc_add(rt_wsrc *w, const char *name, kiln_tensor *t, kiln_status *st);
  * borrowed view of them, or a copy where they are not aligned for its
  * dtype. A view is bound as it is, and its pages are given back
  * (rt_map_drop) once a model reads only its own copy. A copy is not kept:
- * each bind copies the bytes again into one scratch buffer for the model
- * to pack (rt_model_bind_weight_transient; a model that reads the data
- * itself gets a copy of its own), so an unaligned weight is not resident
- * twice either, and binding allocates no transient copy per weight. */
+ * a model that only packs the weight packs the bytes where they lie (the
+ * packs read any address), and one that reads the data itself gets a copy
+ * of its own through one scratch buffer (rt_model_bind_weight_transient),
+ * so an unaligned weight is not resident twice either, and binding
+ * allocates no transient copy per weight. */
 int rt_wsrc_add_mapped(rt_wsrc *w, const char *name, kiln_tensor *t, const void *bytes,
                        size_t len, kiln_status *st);
 /* Keep a mapping (munmap'ed at the end) or an object (fr(obj) at the end)
@@ -51,11 +52,15 @@ kiln_tensor *rt_wsrc_get(const rt_wsrc *w, int i, kiln_status *st);
  * weight named). */
 int rt_wsrc_bind(kiln_model *m, rt_wsrc *w, kiln_status *st);
 /* Bind weight `name` of m to t, whose data is valid only during the call
- * (a scratch buffer): where the model reads only its packed copy it keeps
+ * (a scratch buffer, or bytes in a file mapping at any address: not
+ * aligned, they are only copied or packed, both with memcpy): where the model reads only its packed copy it keeps
  * that and t's shape, else a copy of t it owns (kiln_model_take_weight).
  * 0, or -1 with st filled. (model.c) */
 int rt_model_bind_weight_transient(kiln_model *m, const char *name, const kiln_tensor *t,
                                    kiln_status *st);
+/* The alignment weight `name` of m declares (its constant.external's align
+ * attribute; 1 when none); -1 when m has no such weight. (model.c) */
+int64_t rt_model_weight_align(const kiln_model *m, const char *name);
 /* Give back the resident pages wholly inside [p, p + len) of a read-only
  * file mapping (madvise DONTNEED): touching them again reads the file, so
  * this saves memory and never changes data. NULL / 0 ok. */
