@@ -220,6 +220,12 @@ int64_t jit_mmi_panel_width(jit_mmi_isa isa);
  * kernels-templates/gemm_half.c documents (bf16: k pairs interleaved; f16:
  * converted to f32). */
 int64_t jit_hgemm_panel_width(void);
+/* The half GEMM entry's suffix for dt on a target (LLVM's CPU name and
+ * feature list, "+avx512bf16,..."): "" (the generic loops) without
+ * AVX-512 and AVX512-BF16 (bf16) or F16C (f16), bf16's "_avx512dp"
+ * (vdpbf16ps for every M) on AMD Zen 4 and later, else "_avx512"
+ * (jit/matmul_half.c). */
+const char *jit_hgemm_entry_suffix(const char *cpu, const char *features, ir_dtype dt);
 
 /* For tests and `kiln compile`: the optimized LLVM IR text of one node's
  * kernel (malloc'd), NULL with err on failure. */

@@ -300,9 +300,6 @@ int jit_emit_matmul(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
  * result: matmul_half.c); jit_emit_matmul hands such nodes to it. */
 int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
                          LLVMValueRef C, const jit_gemm_epi *epi);
-/* Whether the kernel's target runs the half GEMM's _avx512 entries for dt
- * (bf16: AVX512-BF16; f16: AVX-512 with F16C). */
-bool jit_hgemm_native(jit_fn *f, ir_dtype dt);
 /* A matmul with a 1-D operand (ops.def) seen as the matmul of its matrix
  * view (matmul.c): a [K] is [1, K], b [K] is [K, 1], and the result gets
  * the dropped dims back; the data are the same bytes, only the types

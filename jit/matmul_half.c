@@ -2,8 +2,9 @@
  * bf16 operands read as they are, an f32 result: ir/half_gemm.c) through the
  * half GEMM template (kernels-templates/gemm_half.c): per batch, one call of
  * kiln_hgemm_<t>_<layout>, its _avx512 form where the kernel's target has
- * AVX512-BF16 (bf16: vdpbf16ps) or AVX-512 with F16C (f16: converted, f32
- * FMA), the generic loops elsewhere. The host pipeline rewrites matmuls to
+ * AVX512-BF16 (bf16: vdpbf16ps for few rows) or AVX-512 with F16C (f16:
+ * converted, f32 FMA), bf16's _avx512dp form (vdpbf16ps for every M) on AMD
+ * Zen 4 and later, the generic loops elsewhere. The host pipeline rewrites matmuls to
  * this form only where the native entries run (jit_engine_half_gemm) or the
  * engine is forced to the generic ones (KILN_HALF_GEMM=generic, tests):
  * the generic loops are slower than the casts and the f32 GEMM.
@@ -21,6 +22,8 @@
  * result element; how an element is summed does not depend on the split.
  * Assumes the shape rule held (ir/infer.c: half operands of one dtype). */
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "jit.h"
 #include "lower.h"
@@ -32,18 +35,27 @@ int64_t jit_hgemm_panel_width(void) { return 64; } /* gemm_half.c's HG_NR */
 static const char *const NATIVE_NEEDS[2][3] = {{"avx512f", "avx512bw", "f16c"},
                                                {"avx512f", "avx512bw", "avx512bf16"}};
 
-bool jit_hgemm_native(jit_fn *f, ir_dtype dt) {
-  bool r = !f->generic_half;
-  for (int i = 0; i < 3; i++) r = r && jit_target_has(f, NATIVE_NEEDS[dt == IR_DT_BF16][i]);
+static bool has_native_needs(const char *features, ir_dtype dt) {
+  bool r = true;
+  for (int i = 0; i < 3; i++)
+    r = r && jit_features_have(features, NATIVE_NEEDS[dt == IR_DT_BF16][i]);
   return r;
 }
 
+/* bf16 takes the _avx512dp entries (vdpbf16ps for every M) where the CPU
+ * runs vdpbf16ps at twice the f32 FMA's FLOP rate: AMD's Zen 4 and later
+ * (znver4, znver5: the only AMD cores with AVX512-BF16), measured 1.9-2.9x
+ * the converting kernel's GFLOP/s from 16 to 1024 rows
+ * (gemm_half_avx512.h). Elsewhere (the Xeon gemm_half_fma.h was measured
+ * on: half the FMA's rate) the _avx512 entries choose by M. */
+const char *jit_hgemm_entry_suffix(const char *cpu, const char *features, ir_dtype dt) {
+  if (!has_native_needs(features, dt)) return "";
+  if (dt == IR_DT_BF16 && cpu && strncmp(cpu, "znver", 5) == 0) return "_avx512dp";
+  return "_avx512";
+}
+
 bool jit_engine_half_gemm(const jit_engine *e, ir_dtype dt) {
-  if (jit_engine_generic_half(e)) return true;
-  bool r = true;
-  for (int i = 0; i < 3; i++)
-    r = r && jit_features_have(jit_engine_features(e), NATIVE_NEEDS[dt == IR_DT_BF16][i]);
-  return r;
+  return jit_engine_generic_half(e) || has_native_needs(jit_engine_features(e), dt);
 }
 
 int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueRef B,
@@ -63,9 +75,12 @@ int jit_emit_matmul_half(jit_fn *f, const ir_node *n, LLVMValueRef A, LLVMValueR
     return jit_fn_error(f, "mo.matmul: kiln.packed_b = %lld on half operands needs a rank-2 b "
                         "and panels of %lld", (long long)packed,
                         (long long)jit_hgemm_panel_width());
-  char entry[64];
+  char entry[64], *cpu = jit_target_cpu(f), *features = jit_target_features(f);
   snprintf(entry, sizeof entry, "kiln_hgemm_%s_%s%s", dt == IR_DT_BF16 ? "bf16" : "f16",
-           packed ? "pex" : trans ? "tex" : "ex", jit_hgemm_native(f, dt) ? "_avx512" : "");
+           packed ? "pex" : trans ? "tex" : "ex",
+           f->generic_half ? "" : jit_hgemm_entry_suffix(cpu, features, dt));
+  free(cpu);
+  free(features);
   LLVMValueRef fn = jit_template_function(f, JIT_TMPL_GEMM_HALF, entry);
   if (!fn) return -1;
 

@@ -85,6 +85,13 @@ char *jit_target_features(jit_fn *f) {
   return features;
 }
 
+char *jit_target_cpu(jit_fn *f) {
+  char *cpu, *features;
+  kernel_target(f, &cpu, &features);
+  free(features);
+  return cpu;
+}
+
 bool jit_target_has(jit_fn *f, const char *feat) {
   char *features = jit_target_features(f);
   bool r = jit_features_have(features, feat);

@@ -107,5 +107,8 @@ bool jit_target_has(jit_fn *f, const char *feat);
 /* The kernel's target features (as jit_target_has reads them), malloc'd
  * (NULL when LLVM gives none). */
 char *jit_target_features(jit_fn *f);
+/* The kernel's target CPU (f->fn's "target-cpu", else the host's: "znver4",
+ * "sapphirerapids"), malloc'd (NULL on out of memory). */
+char *jit_target_cpu(jit_fn *f);
 
 #endif

@@ -1,9 +1,11 @@
 /* gemm_half_avx512.h - the AVX-512 entries of the half GEMM template
  * (gemm_half.c includes it once, at its end, on x86-64):
- * kiln_hgemm_{bf16,f16}_{ex,tex,pex}_avx512, with the generic entries'
+ * kiln_hgemm_{bf16,f16}_{ex,tex,pex}_avx512 and
+ * kiln_hgemm_bf16_{ex,tex,pex}_avx512dp, with the generic entries'
  * arguments and contract. Two kernels: vdpbf16ps on bf16 pairs (here) for
  * few rows, and widening to f32 for an FMA tile (gemm_half_fma.h) for the
- * rest and for f16; the entries at the end choose.
+ * rest and for f16; the _avx512 entries at the end choose, the _avx512dp
+ * ones (for hosts whose vdpbf16ps outruns the FMA) take vdpbf16ps always.
  *
  * vdpbf16ps (AVX512-BF16) adds a.k * b.k + a.k+1 * b.k+1 into each f32
  * lane, the products exact, so B is read as pairs of k interleaved per
@@ -226,3 +228,18 @@ AVX_ENTRY(bf16, pex, 0, 2)
 AVX_ENTRY(f16, ex, 1, 0)
 AVX_ENTRY(f16, tex, 1, 1)
 AVX_ENTRY(f16, pex, 1, 2)
+
+/* bf16 on a host whose vdpbf16ps retires at twice the f32 FMA's FLOP rate
+ * (jit/matmul_half.c picks these there): the vdpbf16ps kernel for every M.
+ * Measured on an AMD Zen 4 (1 thread, GFLOP/s, _avx512 against these):
+ * 1024^3 106 against 209, 128 x 768 x 768 105 / 206 (ex), 111 / 227
+ * (pex), 17 x 4096 x 4096 prepacked 71 / 206. */
+#define AVX_DP_ENTRY(V, layout)                                                               \
+  AVX_FN void kiln_hgemm_bf16_##V##_avx512dp(ARGS) {                                          \
+    int64_t lo, hi, jlo, jhi;                                                                 \
+    hg_part(M, N, part, nparts, &lo, &hi, &jlo, &jhi);                                        \
+    hgemm_dp(N, K, A, B, C, lo, hi, jlo, jhi, epi, epi_ctx, layout);                          \
+  }
+AVX_DP_ENTRY(ex, 0)
+AVX_DP_ENTRY(tex, 1)
+AVX_DP_ENTRY(pex, 2)

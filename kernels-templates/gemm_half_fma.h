@@ -9,7 +9,9 @@
  * chains each: 25.8 against 48.7 GFLOP/s on a loaded core), so an FMA tile
  * on widened values outruns it wherever the conversion is amortized over
  * enough rows; f16 has no dot instruction into f32 at all (AVX512-FP16 sums
- * in f16, outside the interpreter's tolerance).
+ * in f16, outside the interpreter's tolerance). On AMD's Zen 4 it is the
+ * other way round (vdpbf16ps at twice the FMA's rate): there bf16 takes the
+ * _avx512dp entries, which never come here (jit/matmul_half.c).
  *
  * Blocking (BLIS-like): N in blocks of HC_NC columns, K in blocks of HC_KC;
  * per (N block, K block) the B block is widened once into f32 panels of

@@ -282,6 +282,24 @@ Test(gemm_half, an_f32_result_keeps_f32_precision_with_its_epilogue) {
 
 /* The generic entries through the JIT, forced on any host (an AVX2 CI
  * machine keeps the casts otherwise); their code keys differ */
+/* Which entry a target gets: the generic loops without the features, bf16's
+ * vdpbf16ps-for-every-M entries on AMD Zen 4 and later (twice the
+ * converting kernel's GFLOP/s there), the M-choosing _avx512 ones on other
+ * CPUs with AVX512-BF16 and for f16. */
+Test(gemm_half, each_target_gets_its_fastest_entry) {
+  const char *bf = "+avx512f,+avx512bw,+avx512bf16,+f16c,+fma";
+  const char *no_bf = "+avx512f,+avx512bw,-avx512bf16,+f16c,+fma";
+  cr_assert_str_eq(jit_hgemm_entry_suffix("znver4", bf, IR_DT_BF16), "_avx512dp");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("znver5", bf, IR_DT_BF16), "_avx512dp");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("znver4", bf, IR_DT_F16), "_avx512");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("sapphirerapids", bf, IR_DT_BF16), "_avx512");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("cooperlake", bf, IR_DT_BF16), "_avx512");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("skylake-avx512", no_bf, IR_DT_BF16), "");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("skylake-avx512", no_bf, IR_DT_F16), "_avx512");
+  cr_assert_str_eq(jit_hgemm_entry_suffix("znver3", "+avx2,+fma,+f16c", IR_DT_BF16), "");
+  cr_assert_str_eq(jit_hgemm_entry_suffix(NULL, NULL, IR_DT_BF16), "");
+}
+
 Test(gemm_half, forced_generic_kernels_match_the_interpreter) {
   setenv("KILN_HALF_GEMM", "generic", 1);
   kiln_status *st = kiln_status_new();

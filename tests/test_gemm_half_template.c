@@ -1,8 +1,9 @@
 /* test_gemm_half_template.c - the half GEMM template's entries
  * (kernels-templates/gemm_half.c, compiled natively for this test by
  * clang-19) called directly, so the generic entries (which the JIT picks
- * only on hosts without AVX512-BF16 / AVX-512) and the _avx512 ones (where
- * this host has them) are both checked against a double-precision sum of the
+ * only on hosts without AVX512-BF16 / AVX-512), the _avx512 ones and bf16's
+ * _avx512dp ones (where this host has them) are all checked against a
+ * double-precision sum of the
  * exactly widened values: bf16 and f16, B row-major, transposed and
  * prepacked (packed here from the layout gemm_half.c documents), shapes
  * across the 6-row tiles, 64-column panels, K blocks (odd K for the pair
@@ -31,14 +32,18 @@ typedef void (*hg_fn)(ARGS);
   void kiln_hgemm_##T##_pex_avx512(ARGS);
 DECL(bf16)
 DECL(f16)
-/* [f16][layout: ex tex pex][avx512] */
-static const hg_fn FNS[2][3][2] = {
-    {{kiln_hgemm_bf16_ex, kiln_hgemm_bf16_ex_avx512},
-     {kiln_hgemm_bf16_tex, kiln_hgemm_bf16_tex_avx512},
-     {kiln_hgemm_bf16_pex, kiln_hgemm_bf16_pex_avx512}},
-    {{kiln_hgemm_f16_ex, kiln_hgemm_f16_ex_avx512},
-     {kiln_hgemm_f16_tex, kiln_hgemm_f16_tex_avx512},
-     {kiln_hgemm_f16_pex, kiln_hgemm_f16_pex_avx512}}};
+void kiln_hgemm_bf16_ex_avx512dp(ARGS);
+void kiln_hgemm_bf16_tex_avx512dp(ARGS);
+void kiln_hgemm_bf16_pex_avx512dp(ARGS);
+/* [f16][layout: ex tex pex][generic, avx512, avx512dp (bf16 only)] */
+static const hg_fn FNS[2][3][3] = {
+    {{kiln_hgemm_bf16_ex, kiln_hgemm_bf16_ex_avx512, kiln_hgemm_bf16_ex_avx512dp},
+     {kiln_hgemm_bf16_tex, kiln_hgemm_bf16_tex_avx512, kiln_hgemm_bf16_tex_avx512dp},
+     {kiln_hgemm_bf16_pex, kiln_hgemm_bf16_pex_avx512, kiln_hgemm_bf16_pex_avx512dp}},
+    {{kiln_hgemm_f16_ex, kiln_hgemm_f16_ex_avx512, NULL},
+     {kiln_hgemm_f16_tex, kiln_hgemm_f16_tex_avx512, NULL},
+     {kiln_hgemm_f16_pex, kiln_hgemm_f16_pex_avx512, NULL}}};
+static const char *const VARIANT[3] = {"generic", "avx512", "avx512dp"};
 
 static bool have_avx512(bool f16) {
   return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
@@ -142,8 +147,8 @@ static void check(bool f16, int layout, int64_t M, int64_t N, int64_t K, int par
     }
   void *Bp = layout == 2 ? pack(B, K, N, f16) : NULL;
   const void *b = layout == 0 ? (const void *)B : layout == 1 ? (const void *)Bt : Bp;
-  for (int v = 0; v < 2; v++) {
-    if (v == 1 && !have_avx512(f16)) continue;
+  for (int v = 0; v < 3; v++) {
+    if (!FNS[f16][layout][v] || (v > 0 && !have_avx512(f16))) continue;
     memset(got, 0x7f, sizeof(float) * (size_t)(M * N + 1)); /* NaN-free garbage */
     memset(count, 0, (size_t)(M * N + 1));
     epi_seen seen = {N, count, got};
@@ -154,7 +159,7 @@ static void check(bool f16, int layout, int64_t M, int64_t N, int64_t K, int par
       double tol = (double)(K + 2) * 0x1p-23 * mag[i] + 1e-30;
       cr_assert(fabs((double)got[i] - want[i]) <= tol,
                 "%s %s layout %d M=%lld N=%lld K=%lld parts %d: element %lld is %.9g, not %.9g",
-                f16 ? "f16" : "bf16", v ? "avx512" : "generic", layout, (long long)M,
+                f16 ? "f16" : "bf16", VARIANT[v], layout, (long long)M,
                 (long long)N, (long long)K, parts, (long long)i, got[i], want[i]);
       if (with_epi)
         cr_assert_eq(count[i], 1, "element %lld passed to the epilogue %d times", (long long)i,
@@ -167,7 +172,7 @@ static void check(bool f16, int layout, int64_t M, int64_t N, int64_t K, int par
       FNS[f16][layout][v](M, N, K, A, b, whole, 0, 1, with_epi ? epi_count : NULL, &one);
       cr_assert(memcmp(got, whole, sizeof(float) * (size_t)(M * N)) == 0,
                 "%s %s layout %d M=%lld N=%lld K=%lld: %d parts differ from one",
-                f16 ? "f16" : "bf16", v ? "avx512" : "generic", layout, (long long)M,
+                f16 ? "f16" : "bf16", VARIANT[v], layout, (long long)M,
                 (long long)N, (long long)K, parts);
     }
   }
