@@ -24,6 +24,7 @@ static kiln_value *element(ox *x, kiln_value *a, int i, int j) {
  * them), expanded along row `row`. */
 static kiln_value *minor_det(ox *x, kiln_value *e[DET_MAX][DET_MAX], int m, int row,
                              unsigned mask) {
+  if (row >= DET_MAX || m > DET_MAX) return NULL; /* m <= DET_MAX: ox_op_Det checks */
   kiln_value *sum = NULL;
   int k = 0;
   for (int c = 0; c < m; c++) {
