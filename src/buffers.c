@@ -62,7 +62,7 @@ static int store_slice(const ir_node *n, void *const *bufs, const int64_t *syms,
                        kiln_status *st) {
   const ir_value *bv = n->in[0], *sv = n->in[1];
   int64_t bshape[IR_MAX_RANK], sshape[IR_MAX_RANK], start[IR_MAX_RANK];
-  size_t bbytes, sbytes;
+  size_t bbytes = 0, sbytes = 0;
   if (rt_buffer_slice_check(n, bufs[n->in[2]->id], syms, start, st) < 0 ||
       shape_of(n, bv, syms, bshape, &bbytes, st) < 0 ||
       shape_of(n, sv, syms, sshape, &sbytes, st) < 0)
@@ -95,7 +95,7 @@ int rt_buffer_run(const ir_graph *g, const ir_node *n, void *const *bufs, const 
                   kiln_status *st) {
   (void)g;
   int64_t shape[IR_MAX_RANK];
-  size_t bytes;
+  size_t bytes = 0;
   switch (n->op) {
   case IR_OP_CHAIN_CREATE: return 0;
   case IR_OP_BUFFER_CREATE:
