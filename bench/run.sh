@@ -433,16 +433,22 @@ fi
 # (bench/decode_growth.py, Python: the decoder graph is built by kiln.graph),
 # through the Python extension built in the same build directory.
 say "decoder: 512 steps of a growing attention, specialization off / async pow2"
+# the first Python with numpy: PATH's python3 (a pyenv shim may have none),
+# Debian's, then the anchors' venv (the extension is abi3: any of them loads it)
+dpy=""
+for c in python3 /usr/bin/python3 "${py:-}"; do
+  [ -n "$c" ] && "$c" -c 'import numpy' 2>/dev/null && { dpy=$c; break; }
+done
 if ! { cmake -S "$repo" -B "$build" -DKILN_PYTHON=ON &&
        cmake --build "$build" --target kiln_python -j"$(nproc)"; } >"$work/build-py.log" 2>&1; then
   fail decode "building the Python extension: $(tail1 "$work/build-py.log")"
-elif ! python3 -c 'import numpy' 2>/dev/null; then
-  fail decode "the system python3 has no numpy"
+elif [ -z "$dpy" ]; then
+  fail decode "no Python with numpy (PATH's python3, /usr/bin/python3, the venv's)"
 else
   rm -rf "$work/decode-py" && mkdir -p "$work/decode-py" && cp -r "$repo/python/kiln" "$work/decode-py/" &&
     ln -sf "$build/_kiln.abi3.so" "$work/decode-py/kiln/_kiln.abi3.so"
   drounds=9; [ "$quick" = 1 ] && drounds=1
-  PYTHONPATH="$work/decode-py" python3 "$here/decode_growth.py" --rounds "$drounds" --tsv \
+  PYTHONPATH="$work/decode-py" "$dpy" "$here/decode_growth.py" --rounds "$drounds" --tsv \
     >"$work/decode.tsv" 2>"$work/decode.err" ||
     fail decode "decode_growth.py exited $?: $(tail1 "$work/decode.err")"
   # Python's model.execute over the C call on a 1-op graph, beside ORT's
@@ -451,7 +457,7 @@ else
   pyover=(--tsv --bench-chain "$build/bench_chain")
   [ -n "$py" ] && [ "$py" != python3 ] && pyover+=(--ort-python "$py")
   [ "$quick" = 1 ] && pyover+=(--quick)
-  PYTHONPATH="$work/decode-py" python3 "$here/python_overhead.py" "${pyover[@]}" \
+  PYTHONPATH="$work/decode-py" "$dpy" "$here/python_overhead.py" "${pyover[@]}" \
     >"$work/pyover.tsv" 2>"$work/pyover.err" ||
     fail pyover "python_overhead.py exited $?: $(tail1 "$work/pyover.err")"
 fi
