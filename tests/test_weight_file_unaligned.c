@@ -10,6 +10,7 @@
  * elements at odd addresses). */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,24 +115,31 @@ static void run_graph(kiln_context *ctx, const char *path, bool half, void *y) {
   kiln_status_free(st);
 }
 
-static void run(kiln_context *ctx, const char *path, float *y) { run_graph(ctx, path, false, y); }
+/* The models' results for files at every pad: the same bits from two
+ * models per file and across pads; the aligned file's (pad 0) into first
+ * (ROWS x N floats, or halves). */
+static void every_pad(kiln_context *ctx, bool half, void *first) {
+  size_t bytes = (size_t)(ROWS * N) * (half ? sizeof(_Float16) : sizeof(float));
+  static float y[ROWS * N], again[ROWS * N]; /* room for either */
+  for (int pad = 0; pad < 4; pad++) {
+    char *path = half ? write_half_weights(pad) : write_weights(pad);
+    run_graph(ctx, path, half, y);
+    run_graph(ctx, path, half, again); /* the file's pages given back by the first */
+    cr_assert(!memcmp(y, again, bytes), "pad %d: the second model differs", pad);
+    if (pad == 0) memcpy(first, y, bytes);
+    cr_assert(!memcmp(first, y, bytes), "pad %d differs from the aligned file", pad);
+    unlink(path);
+    free(path);
+  }
+}
 
 Test(weight_file_unaligned, every_offset_gives_the_aligned_bits, .timeout = 300) {
   fill();
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert(ctx, "%s", kiln_status_message(st));
-  static float first[ROWS * N], y[ROWS * N], again[ROWS * N];
-  for (int pad = 0; pad < 4; pad++) {
-    char *path = write_weights(pad);
-    run(ctx, path, y);
-    run(ctx, path, again); /* the file's pages given back by the first */
-    cr_assert(!memcmp(y, again, sizeof y), "pad %d: the second model differs", pad);
-    if (pad == 0) memcpy(first, y, sizeof y);
-    cr_assert(!memcmp(first, y, sizeof y), "pad %d differs from the aligned file", pad);
-    unlink(path);
-    free(path);
-  }
+  static float first[ROWS * N];
+  every_pad(ctx, false, first);
   for (int r = 0; r < ROWS; r++)
     for (int j = 0; j < N; j++) {
       double s = bv[r * N + j];
@@ -148,17 +156,8 @@ Test(weight_file_unaligned, half_weights_at_odd_addresses_give_the_aligned_bits,
   kiln_status *st = kiln_status_new();
   kiln_context *ctx = kiln_context_new(st);
   cr_assert(ctx, "%s", kiln_status_message(st));
-  static _Float16 first[ROWS * N], y[ROWS * N], again[ROWS * N];
-  for (int pad = 0; pad < 4; pad++) {
-    char *path = write_half_weights(pad);
-    run_graph(ctx, path, true, y);
-    run_graph(ctx, path, true, again);
-    cr_assert(!memcmp(y, again, sizeof y), "pad %d: the second model differs", pad);
-    if (pad == 0) memcpy(first, y, sizeof y);
-    cr_assert(!memcmp(first, y, sizeof y), "pad %d differs from the aligned file", pad);
-    unlink(path);
-    free(path);
-  }
+  static _Float16 first[ROWS * N];
+  every_pad(ctx, true, first);
   for (int r = 0; r < ROWS; r++)
     for (int j = 0; j < N; j++) {
       double s = 0;
